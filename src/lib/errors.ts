@@ -1,0 +1,43 @@
+/** Error codes of CONTRACTS §3, plus the CLI-only ones (configuration and model problems). */
+export type ErrorCode =
+  | 'bad_request'
+  | 'unauthorized'
+  | 'url_fetch_disabled'
+  | 'url_blocked'
+  | 'url_fetch_failed'
+  | 'url_fetch_timeout'
+  | 'payload_too_large'
+  | 'too_many_files'
+  | 'video_too_long'
+  | 'unsupported_media'
+  | 'unreadable_image'
+  | 'overloaded'
+  | 'model_unavailable'
+  | 'model_missing'
+  | 'invalid_config'
+  | 'ffmpeg_missing'
+  | 'download_failed'
+  | 'internal'
+
+/** An error as a value: raised once where the problem is known; adapters map the code to a status or exit code. */
+export class ModError extends Error {
+  readonly code: ErrorCode
+  readonly details?: Record<string, unknown>
+
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>) {
+    super(message)
+    this.name = 'ModError'
+    this.code = code
+    this.details = details
+  }
+}
+
+export function isModError(e: unknown): e is ModError {
+  return e instanceof ModError
+}
+
+/** Anything thrown, as a ModError; unknown errors become `internal` with a generic message (no stack leaks). */
+export function toModError(e: unknown): ModError {
+  if (isModError(e)) return e
+  return new ModError('internal', 'internal error')
+}

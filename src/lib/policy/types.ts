@@ -1,0 +1,29 @@
+import type {Origin} from '../types.js'
+
+export const PRESETS = ['fast', 'balanced', 'accurate'] as const
+export type PresetName = (typeof PRESETS)[number]
+
+/** calibrated = sigmoid(scale * raw + bias), where raw is the category's logit margin (scoring/score.ts). */
+export interface Calibration {
+  scale: number
+  bias: number
+}
+
+export interface Category {
+  name: string
+  parent: string | null
+  threshold: number
+  prompts: string[]
+  negatives: string[]
+  calibration: Calibration
+  origin: Exclude<Origin, 'head'>
+}
+
+/** The active policy: defaults merged with a policy file. Disabled categories are already removed. */
+export interface Policy {
+  preset?: PresetName
+  trim_borders: boolean
+  categories: Category[]
+  /** Shared neutral prompts: every category's positives are weighed against these and its own negatives. */
+  neutral: string[]
+}

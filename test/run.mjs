@@ -1,0 +1,74 @@
+#!/usr/bin/env node
+// Runs every test/**/*.test.ts in its own process (uvu suites plus tsx), two at a time, and ends with
+// the line "N passed, N failed". A file that crashes before uvu prints its summary counts as one failure.
+import {spawn} from 'node:child_process'
+import {readdirSync, statSync} from 'node:fs'
+import {join, relative} from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const filter = process.argv.slice(2)
+
+function find(dir) {
+  return readdirSync(dir).sort().flatMap((name) => {
+    const p = join(dir, name)
+    if (name === 'fixtures' || name === 'node_modules') return []
+    if (statSync(p).isDirectory()) return find(p)
+    return name.endsWith('.test.ts') ? [p] : []
+  })
+}
+
+const files = find(join(root, 'test')).filter((f) => filter.length === 0 || filter.some((x) => f.includes(x)))
+const strip = (s) => s.replace(/\x1b\[[0-9;]*m/g, '')
+const FILE_TIMEOUT_MS = 240_000
+
+function runFile(file) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', file], {
+      cwd: root,
+      env: {...process.env, NO_COLOR: '1', FORCE_COLOR: '0'},
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let out = ''
+    child.stdout.on('data', (d) => (out += d))
+    child.stderr.on('data', (d) => (out += d))
+    const timer = setTimeout(() => {
+      out += `\n[run] ${relative(root, file)} timed out after ${FILE_TIMEOUT_MS} ms\n`
+      child.kill('SIGKILL')
+    }, FILE_TIMEOUT_MS)
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      const text = strip(out)
+      const total = Number(/Total:\s+(\d+)/.exec(text)?.[1] ?? 0)
+      const passed = Number(/Passed:\s+(\d+)/.exec(text)?.[1] ?? 0)
+      const skipped = Number(/Skipped:\s+(\d+)/.exec(text)?.[1] ?? 0)
+      let failed = total - passed - skipped
+      if (code !== 0 && failed === 0) failed = 1
+      resolve({file, text, passed, failed, skipped})
+    })
+  })
+}
+
+const started = Date.now()
+const queue = [...files]
+let passed = 0
+let failed = 0
+let skipped = 0
+const failures = []
+async function worker() {
+  while (queue.length > 0) {
+    const file = queue.shift()
+    const r = await runFile(file)
+    process.stdout.write(`\n=== ${relative(root, file)} (${r.passed} passed, ${r.failed} failed)\n${r.text.trimEnd()}\n`)
+    passed += r.passed
+    failed += r.failed
+    skipped += r.skipped
+    if (r.failed > 0) failures.push(relative(root, file))
+  }
+}
+await Promise.all([worker(), worker()])
+const secs = ((Date.now() - started) / 1000).toFixed(1)
+if (failures.length > 0) process.stdout.write(`\nfailing files: ${failures.join(', ')}\n`)
+process.stdout.write(`\n${files.length} test files in ${secs} s\n`)
+process.stdout.write(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}\n`)
+process.exit(failed > 0 || files.length === 0 ? 1 : 0)
