@@ -1,0 +1,164 @@
+import type {IncomingHttpHeaders} from 'node:http'
+import {ModError, isModError} from '../errors.js'
+import {type Dial, directDial, pinnedClient} from './pinned.js'
+import {type Resolver, type Subject, checkUrl, checkedAddresses, describeUrl, systemResolver} from './target.js'
+
+export type {Dial} from './pinned.js'
+export type {Resolver} from './target.js'
+
+export interface FetchImageOptions {
+  /** Largest body accepted, counted while it streams in (MOD_MAX_BYTES). */
+  maxBytes: number
+  /** One deadline for the whole fetch: resolution, every hop, the body (MOD_URL_TIMEOUT_MS). */
+  timeoutMs: number
+  /** Redirects followed before giving up; default 5. */
+  maxRedirects?: number
+  /** Host name resolution; default `dns.lookup` with all answers. Called once per hop. */
+  resolve?: Resolver
+  /** Test hook: where a checked address is dialled (see Dial); default the address itself. */
+  connect?: Dial
+}
+
+export interface FetchedImage {
+  data: Buffer
+  /** The URL the bytes came from, after redirects. */
+  finalUrl: string
+  contentType?: string
+}
+
+type Hop = {kind: 'redirect'; location: URL} | {kind: 'body'; data: Buffer; contentType?: string}
+
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
+
+const REQUEST_HEADERS = {
+  accept: 'image/*, */*;q=0.8',
+  'accept-encoding': 'identity',
+  'user-agent': 'mod (image moderation)',
+}
+
+/** Low-level failures, as a phrase for a person (never the raw error text or the response body). */
+const PROBLEMS: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  ETIMEDOUT: 'connection timed out',
+  EPIPE: 'connection closed',
+  UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
+  UND_ERR_SOCKET: 'connection closed',
+  UND_ERR_CLOSED: 'connection closed',
+  UND_ERR_RES_CONTENT_LENGTH_MISMATCH: 'the response was cut short',
+}
+
+/**
+ * Downloads an image from a caller-supplied URL without letting the caller reach internal services.
+ * Per hop: the scheme, credentials and port are checked, the host is resolved once and every address
+ * checked (address.ts), and the connection goes to exactly those addresses. Redirects are followed by
+ * hand and checked the same way. Errors: bad_request (not a URL), url_blocked, url_fetch_failed (DNS
+ * failure, connection failure, non-2xx, too many redirects, bad redirect), url_fetch_timeout,
+ * payload_too_large (declared or streamed size over maxBytes; the connection is dropped at once).
+ */
+export async function fetchImageUrl(raw: string, options: FetchImageOptions): Promise<FetchedImage> {
+  let url = parseUrl(raw)
+  const maxRedirects = options.maxRedirects ?? 5
+  const deadline = new AbortController()
+  const timer = setTimeout(() => deadline.abort(), options.timeoutMs)
+  try {
+    for (let redirects = 0; ; redirects++) {
+      const subject: Subject = redirects === 0 ? 'the URL' : 'the redirect target'
+      checkUrl(url, subject)
+      const resolving = checkedAddresses(url, subject, options.resolve ?? systemResolver)
+      const addresses = await untilAborted(resolving, deadline.signal)
+      const hop = await get(url, addresses, options, deadline.signal)
+      if (hop.kind === 'body') return {data: hop.data, finalUrl: url.href, contentType: hop.contentType}
+      if (redirects === maxRedirects) {
+        throw new ModError('url_fetch_failed', `too many redirects (more than ${maxRedirects})`)
+      }
+      url = hop.location
+    }
+  } catch (e) {
+    if (isModError(e)) throw e
+    if (deadline.signal.aborted) {
+      throw new ModError('url_fetch_timeout', `fetching ${describeUrl(url)} took longer than ${options.timeoutMs} ms`)
+    }
+    throw new ModError('url_fetch_failed', `could not fetch ${describeUrl(url)}: ${problem(e)}`)
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+function parseUrl(raw: string): URL {
+  try {
+    return new URL(raw)
+  } catch {
+    throw new ModError('bad_request', 'url is not a valid absolute URL')
+  }
+}
+
+/** DNS lookups cannot be cancelled, so the deadline races them. */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(signal.reason)
+    if (signal.aborted) onAbort()
+    signal.addEventListener('abort', onAbort, {once: true})
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort))
+  })
+}
+
+async function get(url: URL, addresses: string[], options: FetchImageOptions, signal: AbortSignal): Promise<Hop> {
+  const where = describeUrl(url)
+  const client = pinnedClient(url.origin, addresses, options.connect ?? directDial, options.timeoutMs)
+  try {
+    const response = await client.request({
+      path: url.pathname + url.search,
+      method: 'GET',
+      headers: REQUEST_HEADERS,
+      signal,
+    })
+    const {statusCode, headers} = response
+    if (REDIRECT_STATUSES.has(statusCode)) return {kind: 'redirect', location: redirectTarget(url, headers.location)}
+    if (statusCode < 200 || statusCode > 299) {
+      throw new ModError('url_fetch_failed', `${where} answered HTTP ${statusCode}`, {status: statusCode})
+    }
+    if (Number(headers['content-length']) > options.maxBytes) throw tooLarge(where, options.maxBytes)
+    const data = await readLimited(response.body, options.maxBytes, where)
+    const contentType = headers['content-type']
+    return {kind: 'body', data, contentType: typeof contentType === 'string' ? contentType : undefined}
+  } finally {
+    await client.destroy()
+  }
+}
+
+function redirectTarget(from: URL, location: IncomingHttpHeaders[string]): URL {
+  if (typeof location !== 'string') {
+    throw new ModError('url_fetch_failed', `${describeUrl(from)} redirected without a Location`)
+  }
+  try {
+    return new URL(location, from)
+  } catch {
+    throw new ModError('url_fetch_failed', `${describeUrl(from)} redirected to an invalid URL`)
+  }
+}
+
+function tooLarge(where: string, maxBytes: number): ModError {
+  return new ModError('payload_too_large', `the file at ${where} is larger than ${maxBytes} bytes`)
+}
+
+async function readLimited(body: AsyncIterable<Buffer>, maxBytes: number, where: string): Promise<Buffer> {
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of body) {
+    size += chunk.length
+    if (size > maxBytes) throw tooLarge(where, maxBytes)
+    chunks.push(chunk)
+  }
+  return Buffer.concat(chunks, size)
+}
+
+function problem(e: unknown): string {
+  const code = (e as {code?: unknown} | null)?.code
+  if (typeof code !== 'string') return 'the connection failed'
+  if (code.includes('CERT')) return 'its TLS certificate was not accepted'
+  if (code.startsWith('HPE_')) return 'the response was not valid HTTP'
+  return PROBLEMS[code] ?? 'the connection failed'
+}
