@@ -1,0 +1,151 @@
+import sharp, {type Metadata, type Sharp, type SharpOptions} from 'sharp'
+
+import {ModError} from '../errors.js'
+import type {RgbImage} from '../types.js'
+
+/** Formats we accept (CONTRACTS §3); AVIF is sharp's `heif` with AV1 compression. */
+export type ImageFormat = 'jpeg' | 'png' | 'webp' | 'gif' | 'avif' | 'tiff'
+
+export interface ImageLimits {
+  /** Largest encoded size, in bytes. */
+  maxBytes: number
+  /** Largest number of pixels the decoder may produce (all frames it has to decode, for an animation). */
+  maxPixels: number
+}
+
+/** What the header says, read without decoding pixels. */
+export interface ImageProbe {
+  format: ImageFormat
+  /** Size of one frame, before EXIF orientation. */
+  width: number
+  height: number
+  frames: number
+  /** An animated GIF or WebP (more than one frame); other multi-page files are scored on their first page. */
+  animated: boolean
+}
+
+/** Frames scored from an animation; each label keeps its maximum over them. */
+export const MAX_FRAMES = 8
+
+const WHITE = {r: 255, g: 255, b: 255}
+
+/**
+ * 'error' refuses truncated and corrupt pixel data but, unlike sharp's default 'warning', still decodes
+ * files with benign decoder warnings (extraneous bytes, odd SOS parameters) that every viewer displays.
+ */
+const FAIL_ON = 'error'
+
+/** Reads the header only; throws `unsupported_media` for anything that is not an image in an accepted format. */
+export async function probeImage(input: Buffer): Promise<ImageProbe> {
+  let meta: Metadata
+  try {
+    // Without sharp's own pixel cap, so that a huge header is reported against our limit as payload_too_large.
+    meta = await sharp(input, {limitInputPixels: false}).metadata()
+  } catch {
+    throw new ModError('unsupported_media', 'not an image in a supported format (JPEG, PNG, WebP, GIF, AVIF, TIFF)')
+  }
+  const format = acceptedFormat(meta)
+  if (!format) {
+    throw new ModError('unsupported_media', `${describe(meta)} images are not supported; send JPEG, PNG, WebP, GIF, AVIF or TIFF`)
+  }
+  const frames = Math.max(1, meta.pages ?? 1)
+  const animated = frames > 1 && (format === 'gif' || format === 'webp')
+  return {format, width: meta.width, height: meta.pageHeight ?? meta.height, frames, animated}
+}
+
+/**
+ * Decodes an image to 8-bit sRGB with alpha flattened onto white: one image for a still (EXIF orientation
+ * applied), up to MAX_FRAMES evenly spaced frames for an animated GIF/WebP. Limits are checked before any
+ * pixel is decoded.
+ */
+export async function decodeImage(input: Buffer, limits: ImageLimits): Promise<RgbImage[]> {
+  if (input.length > limits.maxBytes) {
+    throw new ModError('payload_too_large', `image is ${input.length} bytes; the limit is ${limits.maxBytes} bytes`)
+  }
+  const probe = await probeImage(input)
+  const decoded = probe.width * probe.height * (probe.animated ? probe.frames : 1)
+  if (decoded > limits.maxPixels) {
+    const size = `${probe.width}x${probe.height}${probe.animated ? ` x ${probe.frames} frames` : ''}`
+    throw new ModError('payload_too_large', `image is ${size} = ${decoded} pixels; the limit is ${limits.maxPixels} pixels`)
+  }
+  try {
+    return probe.animated ? await decodeFrames(input, probe, limits) : [await decodeStill(input, limits)]
+  } catch (e) {
+    throw decodeError(e, limits)
+  }
+}
+
+/** Which frames of an animation are scored: all when there are few, else MAX_FRAMES from first to last. */
+export function frameIndices(frames: number, max = MAX_FRAMES): number[] {
+  if (frames <= max) return Array.from({length: frames}, (_, i) => i)
+  return Array.from({length: max}, (_, k) => Math.round((k * (frames - 1)) / (max - 1)))
+}
+
+function acceptedFormat(meta: Metadata): ImageFormat | undefined {
+  switch (meta.format) {
+    case 'jpeg':
+    case 'png':
+    case 'webp':
+    case 'gif':
+    case 'tiff':
+      return meta.format
+    case 'heif':
+      return meta.compression === 'av1' ? 'avif' : undefined
+    default:
+      return undefined
+  }
+}
+
+function describe(meta: Metadata): string {
+  if (meta.format === 'heif') return meta.compression === 'hevc' ? 'HEIC' : 'HEIF'
+  return String(meta.format).toUpperCase()
+}
+
+function toRgb(image: Sharp): Sharp {
+  return image.flatten({background: WHITE}).toColourspace('srgb').raw({depth: 'uchar'})
+}
+
+function options(limits: ImageLimits, extra: SharpOptions): SharpOptions {
+  return {failOn: FAIL_ON, limitInputPixels: limits.maxPixels, ...extra}
+}
+
+async function decodeStill(input: Buffer, limits: ImageLimits): Promise<RgbImage> {
+  const {data, info} = await toRgb(sharp(input, options(limits, {autoOrient: true}))).toBuffer({resolveWithObject: true})
+  return {data, width: info.width, height: info.height}
+}
+
+/**
+ * Decodes the animation once, as a stream of stacked frames, keeping only the selected ones: one pass over
+ * the file (seeking to a frame re-decodes everything before it) and memory for MAX_FRAMES frames, not all.
+ * EXIF orientation is not applied here: sharp orients the whole stack, not each frame.
+ */
+async function decodeFrames(input: Buffer, probe: ImageProbe, limits: ImageLimits): Promise<RgbImage[]> {
+  const {width, height} = probe
+  const frameBytes = width * height * 3
+  const wanted = frameIndices(probe.frames)
+  const frames = wanted.map(() => Buffer.allocUnsafe(frameBytes))
+  const stream = toRgb(sharp(input, options(limits, {pages: -1})))
+  let position = 0
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    const end = position + chunk.length
+    wanted.forEach((index, k) => {
+      const start = Math.max(position, index * frameBytes)
+      const stop = Math.min(end, (index + 1) * frameBytes)
+      if (start < stop) chunk.copy(frames[k], start - index * frameBytes, start - position, stop - position)
+    })
+    position = end
+  }
+  if (position !== frameBytes * probe.frames) {
+    throw new ModError('unreadable_image', `animation decoded to ${position} bytes, expected ${frameBytes * probe.frames}`)
+  }
+  return frames.map((data) => ({data, width, height}))
+}
+
+function decodeError(e: unknown, limits: ImageLimits): ModError {
+  if (e instanceof ModError) return e
+  const message = e instanceof Error ? e.message : String(e)
+  if (/pixel limit/i.test(message)) {
+    return new ModError('payload_too_large', `image exceeds the limit of ${limits.maxPixels} pixels`)
+  }
+  return new ModError('unreadable_image', `image data is corrupt or truncated (${message.split('\n')[0]})`)
+}

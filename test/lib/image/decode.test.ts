@@ -1,0 +1,256 @@
+import {crc32, deflateSync} from 'node:zlib'
+
+import sharp, {type Sharp} from 'sharp'
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {decodeImage, frameIndices, MAX_FRAMES, probeImage, type ImageLimits} from '../../../src/lib/image/decode.js'
+import {ModError} from '../../../src/lib/errors.js'
+import type {RgbImage} from '../../../src/lib/types.js'
+
+const LIMITS: ImageLimits = {maxBytes: 25 * 1024 * 1024, maxPixels: 100_000_000}
+const RED = [255, 0, 0]
+const BLUE = [0, 0, 255]
+const WHITE = [255, 255, 255]
+
+/** 40x30, left half red, right half blue. */
+function halves(): Buffer {
+  const w = 40
+  const h = 30
+  const data = Buffer.alloc(w * h * 3)
+  for (let i = 0; i < w * h; i++) data.set(i % w < w / 2 ? RED : BLUE, 3 * i)
+  return data
+}
+const raw = (data: Buffer, width: number, height: number, channels: 1 | 2 | 3 | 4 = 3) =>
+  sharp(data, {raw: {width, height, channels}})
+
+function pixel(img: RgbImage, x: number, y: number): number[] {
+  const i = 3 * (y * img.width + x)
+  return [img.data[i], img.data[i + 1], img.data[i + 2]]
+}
+
+function near(actual: number[], expected: number[], tolerance: number, what: string): void {
+  const ok = actual.every((v, c) => Math.abs(v - expected[c]) <= tolerance)
+  assert.ok(ok, `${what}: got ${actual}, expected ${expected} ± ${tolerance}`)
+}
+
+async function rejection(p: Promise<unknown>): Promise<ModError> {
+  const e = await p.then(() => 'resolved', (err: unknown) => err)
+  assert.instance(e, ModError, 'expected a rejection with a ModError')
+  return e as ModError
+}
+
+/** An animated GIF whose frame i is a flat colour: red = 10 * i. */
+async function animatedGif(frames: number, width = 16, height = 12): Promise<Buffer> {
+  const data = Buffer.alloc(width * height * frames * 3)
+  for (let f = 0; f < frames; f++) {
+    for (let p = 0; p < width * height; p++) data.set([10 * f, 100, 200], 3 * (f * width * height + p))
+  }
+  return sharp(data, {raw: {width, height: height * frames, channels: 3, pageHeight: height}}).gif().toBuffer()
+}
+
+/** A valid PNG header claiming width x height, followed by a tiny IDAT: a decompression bomb's shape. */
+function pngClaiming(width: number, height: number): Buffer {
+  const chunk = (type: string, body: Buffer) => {
+    const head = Buffer.alloc(8)
+    head.writeUInt32BE(body.length, 0)
+    head.write(type, 4, 'latin1')
+    const crc = Buffer.alloc(4)
+    crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), body])), 0)
+    return Buffer.concat([head, body, crc])
+  }
+  const ihdr = Buffer.alloc(13)
+  ihdr.writeUInt32BE(width, 0)
+  ihdr.writeUInt32BE(height, 4)
+  ihdr.set([8, 2, 0, 0, 0], 8) // 8-bit RGB, deflate, no filter, no interlace
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', deflateSync(Buffer.alloc(1024))),
+    chunk('IEND', Buffer.alloc(0)),
+  ])
+}
+
+const encoders: Record<string, {encode: (s: Sharp) => Sharp; tolerance: number}> = {
+  jpeg: {encode: (s) => s.jpeg({quality: 90}), tolerance: 12},
+  png: {encode: (s) => s.png(), tolerance: 0},
+  webp: {encode: (s) => s.webp({lossless: true}), tolerance: 0},
+  gif: {encode: (s) => s.gif(), tolerance: 0},
+  avif: {encode: (s) => s.avif({quality: 90, effort: 0}), tolerance: 16},
+  tiff: {encode: (s) => s.tiff({compression: 'lzw'}), tolerance: 0},
+}
+
+for (const [format, {encode, tolerance}] of Object.entries(encoders)) {
+  test(`decodes ${format} to one 8-bit RGB image`, async () => {
+    const file = await encode(raw(halves(), 40, 30)).toBuffer()
+    assert.is((await probeImage(file)).format, format)
+    const images = await decodeImage(file, LIMITS)
+    assert.is(images.length, 1)
+    const [img] = images
+    assert.is(img.width, 40)
+    assert.is(img.height, 30)
+    assert.is(img.data.length, 40 * 30 * 3)
+    near(pixel(img, 5, 15), RED, tolerance, 'left half')
+    near(pixel(img, 34, 15), BLUE, tolerance, 'right half')
+  })
+}
+
+test('applies EXIF orientation: orientation 6 turns the stored image a quarter clockwise', async () => {
+  // Stored 60x40, white with a red 10x10 patch in the top-left corner; displayed it is 40x60 with the patch top-right.
+  const w = 60
+  const h = 40
+  const data = Buffer.alloc(w * h * 3, 255)
+  for (let y = 0; y < 10; y++) for (let x = 0; x < 10; x++) data.set(RED, 3 * (y * w + x))
+  const file = await raw(data, w, h).jpeg({quality: 95}).withMetadata({orientation: 6}).toBuffer()
+  assert.is((await sharp(file).metadata()).orientation, 6)
+  const [img] = await decodeImage(file, LIMITS)
+  assert.is(img.width, 40)
+  assert.is(img.height, 60)
+  near(pixel(img, 35, 4), RED, 12, 'top-right corner')
+  near(pixel(img, 4, 4), WHITE, 12, 'top-left corner')
+  near(pixel(img, 35, 55), WHITE, 12, 'bottom-right corner')
+})
+
+test('flattens alpha onto white', async () => {
+  // Transparent red, then black at alpha 128 (255 * 127/255 of white shows through).
+  const data = Buffer.from([255, 0, 0, 0, 0, 0, 0, 128])
+  const file = await raw(data, 2, 1, 4).png().toBuffer()
+  const [img] = await decodeImage(file, LIMITS)
+  assert.equal([...img.data], [255, 255, 255, 127, 127, 127])
+})
+
+test('expands grey and grey+alpha to three equal channels', async () => {
+  const grey = await raw(Buffer.from([0, 90, 200]), 3, 1, 1).png().toBuffer()
+  assert.equal([...(await decodeImage(grey, LIMITS))[0].data], [0, 0, 0, 90, 90, 90, 200, 200, 200])
+  const greyAlpha = await raw(Buffer.from([90, 255, 0, 0]), 2, 1, 2).png().toBuffer()
+  assert.equal([...(await decodeImage(greyAlpha, LIMITS))[0].data], [90, 90, 90, 255, 255, 255])
+})
+
+test('reduces 16-bit images to 8 bits per channel', async () => {
+  const file = await raw(Buffer.from([255, 0, 128]), 1, 1).toColourspace('rgb16').png().toBuffer()
+  assert.is((await sharp(file).metadata()).depth, 'ushort')
+  const [img] = await decodeImage(file, LIMITS)
+  assert.equal([...img.data], [255, 0, 128])
+})
+
+test('picks frames evenly from first to last', () => {
+  assert.equal(frameIndices(1), [0])
+  assert.equal(frameIndices(5), [0, 1, 2, 3, 4])
+  assert.equal(frameIndices(8), [0, 1, 2, 3, 4, 5, 6, 7])
+  assert.equal(frameIndices(20), [0, 3, 5, 8, 11, 14, 16, 19])
+  assert.is(MAX_FRAMES, 8)
+})
+
+test('decodes 8 evenly spaced frames of a 20-frame animated GIF', async () => {
+  const file = await animatedGif(20)
+  assert.equal(await probeImage(file), {format: 'gif', width: 16, height: 12, frames: 20, animated: true})
+  const frames = await decodeImage(file, LIMITS)
+  assert.is(frames.length, 8)
+  for (const f of frames) {
+    assert.is(f.width, 16)
+    assert.is(f.height, 12)
+  }
+  assert.equal(
+    frames.map((f) => pixel(f, 8, 6)),
+    [0, 3, 5, 8, 11, 14, 16, 19].map((i) => [10 * i, 100, 200]),
+  )
+  // Every pixel of a frame, not just one, comes from that frame.
+  assert.ok(frames[7].data.every((v, i) => v === [190, 100, 200][i % 3]))
+})
+
+test('decodes every frame of a short animated WebP', async () => {
+  const width = 10
+  const height = 10
+  const data = Buffer.alloc(width * height * 3 * 3)
+  for (let f = 0; f < 3; f++) data.fill(60 * (f + 1), f * width * height * 3, (f + 1) * width * height * 3)
+  const file = await sharp(data, {raw: {width, height: height * 3, channels: 3, pageHeight: height}}).webp({lossless: true}).toBuffer()
+  assert.is((await probeImage(file)).animated, true)
+  const frames = await decodeImage(file, LIMITS)
+  assert.equal(frames.map((f) => pixel(f, 5, 5)), [[60, 60, 60], [120, 120, 120], [180, 180, 180]])
+})
+
+test('scores only the first page of a multi-page TIFF', async () => {
+  const data = Buffer.concat([Buffer.alloc(8 * 8 * 3, 30), Buffer.alloc(8 * 8 * 3, 220)])
+  const file = await sharp(data, {raw: {width: 8, height: 16, channels: 3, pageHeight: 8}}).tiff().toBuffer()
+  const probe = await probeImage(file)
+  assert.is(probe.frames, 2)
+  assert.is(probe.animated, false)
+  const images = await decodeImage(file, LIMITS)
+  assert.is(images.length, 1)
+  assert.is(images[0].height, 8)
+  assert.equal(pixel(images[0], 4, 4), [30, 30, 30])
+})
+
+test('refuses a PNG that claims 50000 x 50000 pixels without decoding it', async () => {
+  const file = pngClaiming(50_000, 50_000)
+  assert.ok(file.length < 2048)
+  const started = performance.now()
+  const e = await rejection(decodeImage(file, LIMITS))
+  assert.is(e.code, 'payload_too_large')
+  assert.match(e.message, '50000x50000')
+  assert.match(e.message, 'the limit is 100000000 pixels')
+  assert.ok(performance.now() - started < 500, 'refused from the header, not after decoding')
+})
+
+test('counts every frame of an animation against the pixel limit', async () => {
+  const file = await animatedGif(20) // 16 x 12 x 20 = 3840 pixels decoded
+  const e = await rejection(decodeImage(file, {maxBytes: LIMITS.maxBytes, maxPixels: 3839}))
+  assert.is(e.code, 'payload_too_large')
+  assert.match(e.message, '16x12 x 20 frames = 3840 pixels; the limit is 3839 pixels')
+  assert.is((await decodeImage(file, {maxBytes: LIMITS.maxBytes, maxPixels: 3840})).length, 8)
+})
+
+test('refuses an image over the byte limit before reading it', async () => {
+  const file = await raw(halves(), 40, 30).png().toBuffer()
+  const e = await rejection(decodeImage(file, {maxBytes: file.length - 1, maxPixels: LIMITS.maxPixels}))
+  assert.is(e.code, 'payload_too_large')
+  assert.is(e.message, `image is ${file.length} bytes; the limit is ${file.length - 1} bytes`)
+  assert.is((await decodeImage(file, {maxBytes: file.length, maxPixels: LIMITS.maxPixels})).length, 1)
+})
+
+test('calls random bytes, text, an empty buffer, SVG and PDF unsupported media', async () => {
+  const random = Buffer.alloc(4096)
+  for (let i = 0; i < random.length; i++) random[i] = (i * 2654435761) >>> 24
+  const inputs = [
+    random,
+    Buffer.from('just some text, not an image'),
+    Buffer.alloc(0),
+    Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><rect width="8" height="8"/></svg>'),
+    Buffer.from('%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n'),
+  ]
+  for (const input of inputs) {
+    const e = await rejection(decodeImage(input, LIMITS))
+    assert.is(e.code, 'unsupported_media', input.subarray(0, 16).toString('latin1'))
+  }
+  const svg = await rejection(decodeImage(inputs[3], LIMITS))
+  assert.match(svg.message, 'SVG images are not supported')
+})
+
+test('calls a truncated JPEG or PNG unreadable when its header is intact', async () => {
+  const noise = Buffer.alloc(64 * 64 * 3)
+  for (let i = 0; i < noise.length; i++) noise[i] = (i * 2654435761) >>> 24
+  for (const file of [await raw(noise, 64, 64).jpeg().toBuffer(), await raw(noise, 64, 64).png().toBuffer()]) {
+    const half = file.subarray(0, file.length >> 1)
+    assert.is((await probeImage(half)).width, 64)
+    const e = await rejection(decodeImage(half, LIMITS))
+    assert.is(e.code, 'unreadable_image')
+  }
+})
+
+test('calls a file cut inside its header unsupported media: the decoder cannot tell it is an image', async () => {
+  const file = await raw(halves(), 40, 30).jpeg().toBuffer()
+  const e = await rejection(decodeImage(file.subarray(0, 100), LIMITS))
+  assert.is(e.code, 'unsupported_media')
+})
+
+test('calls an animated GIF with corrupt frame data unreadable', async () => {
+  const noise = Buffer.alloc(32 * 32 * 10 * 3)
+  for (let i = 0; i < noise.length; i++) noise[i] = (i * 2654435761) >>> 24
+  const file = await sharp(noise, {raw: {width: 32, height: 320, channels: 3, pageHeight: 32}}).gif().toBuffer()
+  const corrupt = Buffer.from(file).fill(0xff, file.length >> 1, (file.length >> 1) + 64)
+  assert.is((await probeImage(corrupt)).frames, 10)
+  const e = await rejection(decodeImage(corrupt, LIMITS))
+  assert.is(e.code, 'unreadable_image')
+})
+
+test.run()

@@ -1,0 +1,161 @@
+import sharp from 'sharp'
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {crop, findContentBox, trimBorders, type Box} from '../../../src/lib/image/trim.js'
+import type {RgbImage} from '../../../src/lib/types.js'
+
+type Rgb = [number, number, number]
+
+/** Deterministic pseudo-random bytes (no Math.random, so failures reproduce). */
+function noise(seed: number): () => number {
+  let s = seed >>> 0
+  return () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0
+    return s >>> 24
+  }
+}
+
+/** A width x height image of `fill`, with colourful random content inside `content`. */
+function framed(width: number, height: number, fill: Rgb, content: Box): RgbImage {
+  const next = noise(width * 31 + height)
+  const data = Buffer.alloc(width * height * 3)
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const inside = x >= content.left && x < content.left + content.width && y >= content.top && y < content.top + content.height
+      data.set(inside ? [next(), next(), next()] : fill, 3 * (y * width + x))
+    }
+  }
+  return {data, width, height}
+}
+
+function paint(img: RgbImage, box: Box, colour: Rgb): void {
+  for (let y = box.top; y < box.top + box.height; y++) {
+    for (let x = box.left; x < box.left + box.width; x++) img.data.set(colour, 3 * (y * img.width + x))
+  }
+}
+
+const whole = (img: RgbImage): Box => ({left: 0, top: 0, width: img.width, height: img.height})
+
+test('crops black letterbox bars', () => {
+  const content = {left: 0, top: 40, width: 320, height: 160}
+  assert.equal(findContentBox(framed(320, 240, [0, 0, 0], content)), content)
+})
+
+test('crops black pillarbox bars', () => {
+  const content = {left: 40, top: 0, width: 240, height: 240}
+  assert.equal(findContentBox(framed(320, 240, [0, 0, 0], content)), content)
+})
+
+test('crops uniform padding of any colour on all four sides, each by its own amount', () => {
+  const content = {left: 30, top: 10, width: 285, height: 210}
+  assert.equal(findContentBox(framed(320, 240, [30, 140, 200], content)), content)
+})
+
+test('crops padding on one side only', () => {
+  const content = {left: 0, top: 0, width: 200, height: 175}
+  assert.equal(findContentBox(framed(200, 200, [255, 255, 255], content)), content)
+})
+
+test('crops bars of different colours on different sides', () => {
+  // Black letterbox bars, and grey pillarbox bars between them.
+  const img = framed(320, 240, [0, 0, 0], {left: 20, top: 30, width: 280, height: 180})
+  paint(img, {left: 0, top: 30, width: 20, height: 180}, [128, 128, 128])
+  paint(img, {left: 300, top: 30, width: 20, height: 180}, [128, 128, 128])
+  assert.equal(findContentBox(img), {left: 20, top: 30, width: 280, height: 180})
+})
+
+test('crops noisy bars: pixels within the tolerance of the bar colour still count as bar', () => {
+  const content = {left: 0, top: 36, width: 256, height: 120}
+  const img = framed(256, 192, [16, 16, 16], content)
+  const next = noise(7)
+  for (let y = 0; y < 192; y++) {
+    if (y >= 36 && y < 156) continue
+    for (let i = 3 * 256 * y; i < 3 * 256 * (y + 1); i++) img.data[i] = 16 + (next() % 21) - 10
+  }
+  assert.equal(findContentBox(img), content)
+})
+
+test('crops a bar holding a small logo (under 2% of its width)', () => {
+  const content = {left: 0, top: 50, width: 400, height: 200}
+  const img = framed(400, 300, [0, 0, 0], content)
+  paint(img, {left: 370, top: 10, width: 7, height: 20}, [255, 255, 255])
+  assert.equal(findContentBox(img), content)
+})
+
+test('crops JPEG-compressed letterbox bars, keeping all the content', async () => {
+  // Bars of 37 rows do not line up with JPEG blocks, so the rows next to the content carry ringing.
+  const img = framed(320, 240, [0, 0, 0], {left: 0, top: 37, width: 320, height: 166})
+  const jpeg = await sharp(img.data, {raw: {width: 320, height: 240, channels: 3}}).jpeg({quality: 75}).toBuffer()
+  const {data} = await sharp(jpeg).raw().toBuffer({resolveWithObject: true})
+  const box = findContentBox({data, width: 320, height: 240})
+  assert.equal([box.left, box.width], [0, 320])
+  assert.ok(box.top <= 37 && box.top >= 37 - 8, `top ${box.top}: within one JPEG block of the bar's edge`)
+  const bottom = box.top + box.height
+  assert.ok(bottom >= 203 && bottom <= 203 + 8, `bottom ${bottom}: within one JPEG block of the bar's edge`)
+})
+
+test('leaves a fully uniform image as it is, whatever its colour', () => {
+  for (const colour of [[0, 0, 0], [255, 255, 255], [12, 200, 90]] as Rgb[]) {
+    const img = framed(64, 48, colour, {left: 0, top: 0, width: 0, height: 0})
+    assert.equal(findContentBox(img), whole(img))
+    assert.is(trimBorders(img), img)
+  }
+})
+
+test('leaves the image as it is when the trim would leave less than 32 pixels', () => {
+  const short = framed(320, 240, [0, 0, 0], {left: 0, top: 100, width: 320, height: 31})
+  assert.equal(findContentBox(short), whole(short))
+  const narrow = framed(320, 240, [0, 0, 0], {left: 100, top: 0, width: 31, height: 240})
+  assert.equal(findContentBox(narrow), whole(narrow))
+  const justEnough = framed(320, 240, [0, 0, 0], {left: 100, top: 100, width: 32, height: 32})
+  assert.equal(findContentBox(justEnough), {left: 100, top: 100, width: 32, height: 32})
+})
+
+test('leaves an image smaller than 32 pixels as it is', () => {
+  const tiny = framed(31, 64, [0, 0, 0], {left: 0, top: 10, width: 31, height: 40})
+  assert.equal(findContentBox(tiny), whole(tiny))
+})
+
+test('leaves an image without borders as it is', () => {
+  const img = framed(320, 240, [0, 0, 0], {left: 0, top: 0, width: 320, height: 240})
+  assert.equal(findContentBox(img), whole(img))
+  assert.is(trimBorders(img), img)
+})
+
+test('trimBorders returns the content pixels; full-width crops share memory', () => {
+  const bars = framed(64, 96, [0, 0, 0], {left: 0, top: 16, width: 64, height: 64})
+  const letterboxed = trimBorders(bars)
+  assert.equal([letterboxed.width, letterboxed.height], [64, 64])
+  assert.is(letterboxed.data.buffer, bars.data.buffer)
+  assert.ok(letterboxed.data.equals(bars.data.subarray(3 * 64 * 16, 3 * 64 * 80)))
+
+  const padded = framed(96, 80, [9, 9, 9], {left: 10, top: 5, width: 70, height: 60})
+  const inner = trimBorders(padded)
+  assert.equal([inner.width, inner.height], [70, 60])
+  for (const [x, y] of [[0, 0], [69, 0], [0, 59], [69, 59], [33, 21]]) {
+    const src = 3 * ((y + 5) * 96 + x + 10)
+    assert.equal([...inner.data.subarray(3 * (y * 70 + x), 3 * (y * 70 + x) + 3)], [...padded.data.subarray(src, src + 3)])
+  }
+})
+
+test('crop copies any box', () => {
+  const img = framed(8, 8, [0, 0, 0], {left: 0, top: 0, width: 8, height: 8})
+  const part = crop(img, {left: 2, top: 3, width: 4, height: 2})
+  assert.equal([part.width, part.height, part.data.length], [4, 2, 24])
+  assert.equal([...part.data.subarray(0, 3)], [...img.data.subarray(3 * (3 * 8 + 2), 3 * (3 * 8 + 2) + 3)])
+})
+
+test('takes a few milliseconds on a 1280x720 frame', () => {
+  const letterboxed = framed(1280, 720, [0, 0, 0], {left: 0, top: 90, width: 1280, height: 540})
+  const uniform = framed(1280, 720, [0, 0, 0], {left: 0, top: 0, width: 0, height: 0})
+  for (const img of [letterboxed, uniform]) {
+    findContentBox(img)
+    const started = performance.now()
+    for (let i = 0; i < 20; i++) findContentBox(img)
+    const ms = (performance.now() - started) / 20
+    assert.ok(ms < 10, `${ms.toFixed(2)} ms per frame`)
+  }
+})
+
+test.run()
