@@ -1,0 +1,167 @@
+/** Policy files: reading, merging with the built-in defaults, and finding one by name (cosmiconfig). */
+import {open} from 'node:fs/promises'
+import {homedir} from 'node:os'
+import path from 'node:path'
+
+import {cosmiconfig} from 'cosmiconfig'
+
+import {ModError} from '../errors.js'
+import {CUSTOM_CALIBRATION, DEFAULT_CATEGORIES, DEFAULT_NEUTRAL, DEFAULT_THRESHOLD} from './defaults.js'
+import {validatePolicyText} from './schema.js'
+import type {PolicyFile, PolicyProblem} from './schema.js'
+import type {Category, Policy, PresetName} from './types.js'
+
+/** Names looked for in each folder, nearest folder first (CONTRACTS §1). */
+export const POLICY_FILE_NAMES: readonly string[] = Object.freeze([
+  '.modrc',
+  '.modrc.yaml',
+  '.modrc.yml',
+  'mod.config.yaml',
+  'mod.config.yml',
+])
+
+/** A policy is a short hand-written file; anything bigger is a wrong path. */
+export const MAX_POLICY_BYTES = 1024 * 1024
+
+/**
+ * The active policy: the built-ins with the file's changes, then the file's new categories in file order.
+ * A built-in changes only the fields given; `enabled: false` removes a category; a category whose parent is
+ * disabled loses its parent (a written parent that is disabled is a validation error, so this only touches
+ * inherited built-in parents). Expects a file from validatePolicyText.
+ */
+export function buildPolicy(file?: PolicyFile): Policy {
+  const entries = file?.categories ?? []
+  const categories: Category[] = []
+  for (const builtin of DEFAULT_CATEGORIES) {
+    const entry = entries.find((e) => e.name === builtin.name)
+    if (entry?.enabled === false) continue
+    categories.push({
+      name: builtin.name,
+      parent: entry?.parent !== undefined ? entry.parent : builtin.parent,
+      threshold: entry?.threshold ?? builtin.threshold,
+      prompts: [...(entry?.prompts ?? builtin.prompts)],
+      negatives: [...(entry?.negatives ?? builtin.negatives)],
+      calibration: {...builtin.calibration, ...entry?.calibration},
+      origin: 'builtin',
+    })
+  }
+  const builtinNames = new Set(DEFAULT_CATEGORIES.map((c) => c.name))
+  for (const entry of entries) {
+    if (builtinNames.has(entry.name) || entry.enabled === false) continue
+    categories.push({
+      name: entry.name,
+      parent: entry.parent ?? null,
+      threshold: entry.threshold ?? DEFAULT_THRESHOLD,
+      prompts: [...(entry.prompts ?? [])],
+      negatives: [...(entry.negatives ?? [])],
+      calibration: {...CUSTOM_CALIBRATION, ...entry.calibration},
+      origin: 'custom',
+    })
+  }
+  const active = new Set(categories.map((c) => c.name))
+  for (const category of categories) if (category.parent !== null && !active.has(category.parent)) category.parent = null
+  return {
+    ...(file?.preset === undefined ? {} : {preset: file.preset}),
+    trim_borders: file?.trim_borders ?? true,
+    categories,
+    neutral: [...(file?.neutral ?? DEFAULT_NEUTRAL)],
+  }
+}
+
+/** "path:line:col: message", the form editors and CI logs link to. */
+export function formatProblems(filePath: string, problems: readonly PolicyProblem[]): string[] {
+  return problems.map((p) => `${filePath}:${p.line}:${p.column}: ${p.message}`)
+}
+
+/** Reads a configuration file (policy, head) as UTF-8 text, refusing one over maxBytes before reading it. */
+export async function readConfigText(filePath: string, what: string, maxBytes: number): Promise<string> {
+  let handle
+  try {
+    handle = await open(filePath, 'r')
+    const stats = await handle.stat()
+    if (!stats.isFile()) throw new ModError('invalid_config', `the ${what} ${filePath} is not a file`)
+    if (stats.size > maxBytes) throw new ModError('invalid_config', `the ${what} ${filePath} is larger than ${maxBytes} bytes`)
+    return await handle.readFile({encoding: 'utf8'})
+  } catch (e) {
+    if (e instanceof ModError) throw e
+    const code = (e as NodeJS.ErrnoException).code
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : (e as Error).message
+    throw new ModError('invalid_config', `cannot read the ${what} ${filePath}: ${why}`)
+  } finally {
+    await handle?.close()
+  }
+}
+
+export function readPolicyText(filePath: string): Promise<string> {
+  return readConfigText(filePath, 'policy file', MAX_POLICY_BYTES)
+}
+
+/** Reads, validates and merges a policy file; every problem is listed in the error, one per line. */
+export async function loadPolicyFile(filePath: string): Promise<{policy: Policy; file: PolicyFile}> {
+  const {problems, file} = validatePolicyText(await readPolicyText(filePath))
+  if (file === undefined) {
+    const lines = formatProblems(filePath, problems)
+    throw new ModError('invalid_config', `invalid policy file ${filePath}:\n${lines.join('\n')}`, {problems})
+  }
+  return {policy: buildPolicy(file), file}
+}
+
+/**
+ * Looks for a policy file from `searchFrom` up to the home folder (or the file system root when searchFrom
+ * is outside home), then in the user's config folder (`~/.config/mod/config.yaml` and the like, cosmiconfig's
+ * "global" strategy). Only the path is returned: the file is parsed by loadPolicyFile, with line numbers.
+ * Script files are never executed.
+ */
+export async function findPolicyFile(searchFrom: string, options: {stopDir?: string} = {}): Promise<string | undefined> {
+  const from = path.resolve(searchFrom)
+  const home = homedir()
+  const insideHome = from === home || from.startsWith(home + path.sep)
+  const locate = () => true
+  const skip = () => null
+  const explorer = cosmiconfig('mod', {
+    searchPlaces: [...POLICY_FILE_NAMES],
+    searchStrategy: 'global',
+    stopDir: options.stopDir ?? (insideHome ? home : path.parse(from).root),
+    ignoreEmptySearchPlaces: false,
+    cache: false,
+    loaders: {
+      noExt: locate,
+      '.yaml': locate,
+      '.yml': locate,
+      '.json': locate,
+      '.js': skip,
+      '.cjs': skip,
+      '.mjs': skip,
+      '.ts': skip,
+    },
+  })
+  const found = await explorer.search(from)
+  return found?.filepath
+}
+
+/** What a valid policy file does, for `mod policy validate`. */
+export interface PolicySummary {
+  /** Active categories after merging with the built-ins. */
+  categories: number
+  custom: string[]
+  disabled: string[]
+  /** Built-ins the file changes (other than disabling them). */
+  changed: string[]
+  preset: PresetName | null
+  trim_borders: boolean
+}
+
+export function summarizePolicy(file: PolicyFile): PolicySummary {
+  const policy = buildPolicy(file)
+  const builtinNames = new Set(DEFAULT_CATEGORIES.map((c) => c.name))
+  return {
+    categories: policy.categories.length,
+    custom: policy.categories.filter((c) => c.origin === 'custom').map((c) => c.name),
+    disabled: file.categories.filter((e) => e.enabled === false).map((e) => e.name),
+    changed: file.categories
+      .filter((e) => builtinNames.has(e.name) && e.enabled !== false && Object.keys(e).some((k) => k !== 'name' && k !== 'enabled'))
+      .map((e) => e.name),
+    preset: policy.preset ?? null,
+    trim_borders: policy.trim_borders,
+  }
+}

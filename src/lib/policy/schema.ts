@@ -1,0 +1,354 @@
+/**
+ * The policy file (CONTRACTS §7): its shape, and a validator that reads the YAML syntax tree so that every
+ * problem carries the line and column it is on. All problems are reported, not just the first; a file with
+ * YAML syntax errors reports those alone, since its tree is not reliable.
+ *
+ * Rules beyond the shape:
+ * - a new (non built-in) category needs at least one prompt, even when it is disabled (this catches a
+ *   misspelt built-in name under `enabled: false`);
+ * - a `parent` written in the file must name an enabled category; a built-in whose built-in parent is
+ *   disabled, and whose parent the file does not set, simply loses its parent (disabling violence leaves
+ *   weapons, gore and self_harm standing on their own);
+ * - the parents of the enabled categories must not form a cycle.
+ */
+import {isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument} from 'yaml'
+import type {Document, Node as YamlNode, Pair} from 'yaml'
+
+import {DEFAULT_CATEGORIES} from './defaults.js'
+import {PRESETS} from './types.js'
+import type {Calibration, PresetName} from './types.js'
+
+export interface PolicyProblem {
+  /** 1-based. */
+  line: number
+  /** 1-based. */
+  column: number
+  message: string
+}
+
+/** One entry under `categories:`; absent fields keep the built-in's value (or the default for a new one). */
+export interface CategoryEntry {
+  name: string
+  enabled?: boolean
+  prompts?: string[]
+  negatives?: string[]
+  parent?: string | null
+  threshold?: number
+  calibration?: Partial<Calibration>
+}
+
+/** A validated policy file, as written (defaults not merged: see buildPolicy in load.ts). */
+export interface PolicyFile {
+  preset?: PresetName
+  trim_borders?: boolean
+  /** Replaces the default neutral prompts when given. */
+  neutral?: string[]
+  categories: CategoryEntry[]
+}
+
+export interface PolicyValidation {
+  problems: PolicyProblem[]
+  /** Present when there is no problem. */
+  file?: PolicyFile
+}
+
+const TOP_KEYS = ['preset', 'trim_borders', 'neutral', 'categories'] as const
+const CATEGORY_KEYS = ['enabled', 'prompts', 'negatives', 'parent', 'threshold', 'calibration'] as const
+const CALIBRATION_KEYS = ['scale', 'bias'] as const
+/** Names of new categories (and of head labels): they end up in JSON keys, URLs and terminal tables. */
+export const CATEGORY_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/
+const BUILTIN_NAMES = new Set(DEFAULT_CATEGORIES.map((c) => c.name))
+
+interface Context {
+  doc: Document
+  lineCounter: LineCounter
+  problems: PolicyProblem[]
+}
+
+/** Where each category and its `parent` value are, for the checks that need the whole file. */
+interface EntryPlace {
+  keyOffset: number
+  parentOffset?: number
+}
+
+function report(ctx: Context, offset: number, message: string): void {
+  const {line, col} = ctx.lineCounter.linePos(offset)
+  ctx.problems.push({line, column: col, message})
+}
+
+function offsetOf(node: unknown, fallback: number): number {
+  const range = (node as YamlNode | null)?.range
+  return range ? range[0] : fallback
+}
+
+/** Aliases stand for their anchored node; problems then point at the anchored value. */
+function deref(ctx: Context, node: unknown): unknown {
+  return isAlias(node) ? node.resolve(ctx.doc) : node
+}
+
+function describe(node: unknown): string {
+  if (isMap(node)) return 'a mapping'
+  if (isSeq(node)) return 'a list'
+  const value = scalarValue(node)
+  if (value === null || value === undefined) return 'empty'
+  return typeof value === 'string' ? JSON.stringify(value) : String(value)
+}
+
+function scalarValue(node: unknown): unknown {
+  return isScalar(node) ? node.value : undefined
+}
+
+function keyOf(ctx: Context, pair: Pair, where: string): string | undefined {
+  const key = scalarValue(pair.key)
+  if (typeof key === 'string') return key
+  report(ctx, offsetOf(pair.key, 0), `keys${where} must be text, not ${describe(pair.key)}`)
+  return undefined
+}
+
+function readBoolean(ctx: Context, node: unknown, at: number, path: string): boolean | undefined {
+  const value = scalarValue(node)
+  if (typeof value === 'boolean') return value
+  report(ctx, offsetOf(node, at), `${path} must be true or false, not ${describe(node)}`)
+  return undefined
+}
+
+function readNumber(
+  ctx: Context,
+  node: unknown,
+  at: number,
+  path: string,
+  range: {min?: number; max?: number; above?: number; text: string},
+): number | undefined {
+  const value = scalarValue(node)
+  const fits =
+    typeof value === 'number' &&
+    Number.isFinite(value) &&
+    (range.min === undefined || value >= range.min) &&
+    (range.max === undefined || value <= range.max) &&
+    (range.above === undefined || value > range.above)
+  if (fits) return value as number
+  report(ctx, offsetOf(node, at), `${path} must be ${range.text}, not ${describe(node)}`)
+  return undefined
+}
+
+function readTextList(ctx: Context, node: unknown, at: number, path: string, atLeastOne: boolean): string[] | undefined {
+  if (!isSeq(node)) {
+    report(ctx, offsetOf(node, at), `${path} must be a list of prompts, not ${describe(node)}`)
+    return undefined
+  }
+  const texts: string[] = []
+  node.items.forEach((raw, i) => {
+    const item = deref(ctx, raw)
+    const value = scalarValue(item)
+    if (typeof value === 'string' && value.trim() !== '') texts.push(value)
+    else report(ctx, offsetOf(item, offsetOf(node, at)), `${path}[${i}] must be non-empty text, not ${describe(item)}`)
+  })
+  if (atLeastOne && node.items.length === 0) {
+    report(ctx, offsetOf(node, at), `${path} must list at least one prompt`)
+    return undefined
+  }
+  return texts.length === node.items.length ? texts : undefined
+}
+
+function unknownKey(ctx: Context, pair: Pair, key: string, where: string, expected: readonly string[]): void {
+  report(ctx, offsetOf(pair.key, 0), `unknown key "${key}"${where} (expected one of ${expected.join(', ')})`)
+}
+
+function readCalibration(ctx: Context, node: unknown, at: number, path: string): Partial<Calibration> | undefined {
+  if (!isMap(node)) {
+    report(ctx, offsetOf(node, at), `${path} must be a mapping with scale and bias, not ${describe(node)}`)
+    return undefined
+  }
+  const calibration: Partial<Calibration> = {}
+  for (const pair of node.items) {
+    const key = keyOf(ctx, pair, ` in ${path}`)
+    if (key === undefined) continue
+    const value = deref(ctx, pair.value)
+    const valueAt = offsetOf(pair.key, at)
+    if (key === 'scale') {
+      calibration.scale = readNumber(ctx, value, valueAt, `${path}.scale`, {above: 0, text: 'a number above 0'})
+    } else if (key === 'bias') {
+      calibration.bias = readNumber(ctx, value, valueAt, `${path}.bias`, {text: 'a number'})
+    } else {
+      unknownKey(ctx, pair, key, ` in ${path}`, CALIBRATION_KEYS)
+    }
+  }
+  return calibration
+}
+
+function readCategory(ctx: Context, name: string, node: unknown, at: number, place: EntryPlace): CategoryEntry {
+  const path = `categories.${name}`
+  const entry: CategoryEntry = {name}
+  const isNew = !BUILTIN_NAMES.has(name)
+  const needsPrompts = () => report(ctx, at, `new category "${name}" needs prompts: a list of at least one prompt`)
+  if (scalarValue(node) === null) {
+    if (isNew) needsPrompts()
+    return entry
+  }
+  if (!isMap(node)) {
+    report(ctx, offsetOf(node, at), `${path} must be a mapping of category fields, not ${describe(node)}`)
+    return entry
+  }
+  for (const pair of node.items) {
+    const key = keyOf(ctx, pair, ` in ${path}`)
+    if (key === undefined) continue
+    const value = deref(ctx, pair.value)
+    const valueAt = offsetOf(pair.key, at)
+    const field = `${path}.${key}`
+    switch (key) {
+      case 'enabled':
+        entry.enabled = readBoolean(ctx, value, valueAt, field)
+        break
+      case 'prompts':
+        entry.prompts = readTextList(ctx, value, valueAt, field, true)
+        break
+      case 'negatives':
+        entry.negatives = readTextList(ctx, value, valueAt, field, false)
+        break
+      case 'parent': {
+        const parent = scalarValue(value)
+        if (parent === null || (typeof parent === 'string' && parent !== '')) {
+          entry.parent = parent
+          place.parentOffset = offsetOf(value, valueAt)
+        } else {
+          report(ctx, offsetOf(value, valueAt), `${field} must be a category name or null, not ${describe(value)}`)
+        }
+        break
+      }
+      case 'threshold':
+        entry.threshold = readNumber(ctx, value, valueAt, field, {min: 0, max: 1, text: 'a number from 0 to 1'})
+        break
+      case 'calibration':
+        entry.calibration = readCalibration(ctx, value, valueAt, field)
+        break
+      default:
+        unknownKey(ctx, pair, key, ` in ${path}`, CATEGORY_KEYS)
+    }
+  }
+  if (isNew && !node.items.some((pair) => scalarValue(pair.key) === 'prompts')) needsPrompts()
+  return entry
+}
+
+function readCategories(ctx: Context, node: unknown, at: number, places: Map<string, EntryPlace>): CategoryEntry[] {
+  if (scalarValue(node) === null) return []
+  if (!isMap(node)) {
+    report(ctx, offsetOf(node, at), `categories must be a mapping from category names to their fields, not ${describe(node)}`)
+    return []
+  }
+  const entries: CategoryEntry[] = []
+  for (const pair of node.items) {
+    const name = keyOf(ctx, pair, ' under categories')
+    if (name === undefined) continue
+    const keyOffset = offsetOf(pair.key, at)
+    if (!BUILTIN_NAMES.has(name) && !CATEGORY_NAME_PATTERN.test(name)) {
+      report(ctx, keyOffset, `category name "${name}" may hold only letters, digits, "_", "-" and "." (at most 64)`)
+      continue
+    }
+    const place: EntryPlace = {keyOffset}
+    entries.push(readCategory(ctx, name, deref(ctx, pair.value), keyOffset, place))
+    places.set(name, place)
+  }
+  return entries
+}
+
+/** Parents after merging with the built-ins: a written parent must exist, and parents must not loop. */
+function checkParents(ctx: Context, entries: CategoryEntry[], places: Map<string, EntryPlace>): void {
+  const parents = new Map<string, string | null>()
+  const disabled = new Set<string>()
+  for (const c of DEFAULT_CATEGORIES) parents.set(c.name, c.parent)
+  for (const entry of entries) {
+    if (entry.enabled === false) {
+      disabled.add(entry.name)
+      parents.delete(entry.name)
+      continue
+    }
+    const inherited = parents.get(entry.name) ?? null
+    parents.set(entry.name, entry.parent === undefined ? inherited : entry.parent)
+  }
+  for (const entry of entries) {
+    const place = places.get(entry.name)
+    if (entry.enabled === false || typeof entry.parent !== 'string' || place?.parentOffset === undefined) continue
+    if (!parents.has(entry.parent)) {
+      const why = disabled.has(entry.parent) ? `category "${entry.parent}" is disabled` : `no category is named "${entry.parent}"`
+      report(ctx, place.parentOffset, `categories.${entry.name}.parent: ${why}`)
+      parents.set(entry.name, null)
+    }
+  }
+  // A built-in parent that is disabled is dropped, as buildPolicy does.
+  for (const [name, parent] of parents) if (parent !== null && !parents.has(parent)) parents.set(name, null)
+
+  const done = new Set<string>()
+  for (const start of parents.keys()) {
+    const trail: string[] = []
+    let current: string | null = start
+    while (current !== null && !done.has(current) && !trail.includes(current)) {
+      trail.push(current)
+      current = parents.get(current) ?? null
+    }
+    if (current !== null && trail.includes(current)) reportCycle(ctx, trail.slice(trail.indexOf(current)), places)
+    for (const name of trail) done.add(name)
+  }
+}
+
+/** The built-ins have no cycle, so some member's parent is written in the file: the first such line gets it. */
+function reportCycle(ctx: Context, cycle: string[], places: Map<string, EntryPlace>): void {
+  const offset = (name: string) => places.get(name)?.parentOffset ?? Number.POSITIVE_INFINITY
+  const first = cycle.reduce((best, name) => (offset(name) < offset(best) ? name : best))
+  const i = cycle.indexOf(first)
+  const loop = [...cycle.slice(i), ...cycle.slice(0, i), first]
+  const at = Number.isFinite(offset(first)) ? offset(first) : (places.get(first)?.keyOffset ?? 0)
+  report(ctx, at, `categories.${first}.parent: a cycle of parents: ${loop.join(' → ')}`)
+}
+
+/** Parses and checks a policy file's text; `file` is returned only when there is no problem. */
+export function validatePolicyText(text: string): PolicyValidation {
+  const lineCounter = new LineCounter()
+  const doc = parseDocument(text, {lineCounter, prettyErrors: false, uniqueKeys: true})
+  const ctx: Context = {doc, lineCounter, problems: []}
+  if (doc.errors.length > 0) {
+    for (const error of doc.errors) report(ctx, error.pos[0], `YAML: ${error.message}`)
+    return {problems: sortProblems(ctx.problems)}
+  }
+
+  const file: PolicyFile = {categories: []}
+  const places = new Map<string, EntryPlace>()
+  const root = doc.contents
+  if (root !== null && scalarValue(root) !== null) {
+    if (!isMap(root)) {
+      report(ctx, offsetOf(root, 0), `a policy file must be a mapping (keys ${TOP_KEYS.join(', ')}), not ${describe(root)}`)
+      return {problems: ctx.problems}
+    }
+    for (const pair of root.items) {
+      const key = keyOf(ctx, pair, '')
+      if (key === undefined) continue
+      const value = deref(ctx, pair.value)
+      const at = offsetOf(pair.key, 0)
+      switch (key) {
+        case 'preset': {
+          const preset = scalarValue(value)
+          if (typeof preset === 'string' && (PRESETS as readonly string[]).includes(preset)) file.preset = preset as PresetName
+          else report(ctx, offsetOf(value, at), `preset must be one of ${PRESETS.join(', ')}, not ${describe(value)}`)
+          break
+        }
+        case 'trim_borders':
+          file.trim_borders = readBoolean(ctx, value, at, 'trim_borders')
+          break
+        case 'neutral':
+          file.neutral = readTextList(ctx, value, at, 'neutral', false)
+          break
+        case 'categories':
+          file.categories = readCategories(ctx, value, at, places)
+          break
+        default:
+          unknownKey(ctx, pair, key, '', TOP_KEYS)
+      }
+    }
+  }
+  checkParents(ctx, file.categories, places)
+  if (ctx.problems.length > 0) return {problems: sortProblems(ctx.problems)}
+  return {problems: [], file}
+}
+
+function sortProblems(problems: PolicyProblem[]): PolicyProblem[] {
+  return [...problems].sort((a, b) => a.line - b.line || a.column - b.column)
+}

@@ -1,0 +1,77 @@
+import {writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {runCli, tempDir} from '../../helpers/cli.js'
+
+const dir = tempDir()
+const good = join(dir.path, 'good.yaml')
+const bad = join(dir.path, 'bad.yaml')
+
+test.before(() => {
+  writeFileSync(good, 'preset: fast\ncategories:\n  redness:\n    prompts: ["red"]\n  weapons:\n    threshold: 0.6\n  tobacco:\n    enabled: false\n')
+  writeFileSync(bad, 'preset: fastest\ncategories:\n  weapons:\n    threshold: 1.5\n  redness:\n    parent: nothing\n')
+})
+
+test.after(() => dir.remove())
+
+test('a valid file: exit 0 and a summary', async () => {
+  const r = await runCli(['policy', 'validate', good])
+  assert.is(r.code, 0, r.stderr)
+  assert.is(
+    r.stdout,
+    [
+      `${good}: valid`,
+      '  categories:   11',
+      '  custom:       redness',
+      '  changed:      weapons',
+      '  disabled:     tobacco',
+      '  preset:       fast',
+      '  trim_borders: true',
+      '',
+    ].join('\n'),
+  )
+})
+
+test('an invalid file: exit 2 and one file:line:col: message line per problem on stderr', async () => {
+  const r = await runCli(['policy', 'validate', bad])
+  assert.is(r.code, 2)
+  assert.is(r.stdout, '')
+  assert.is(
+    r.stderr,
+    [
+      `${bad}:1:9: preset must be one of fast, balanced, accurate, not "fastest"`,
+      `${bad}:4:16: categories.weapons.threshold must be a number from 0 to 1, not 1.5`,
+      `${bad}:5:3: new category "redness" needs prompts: a list of at least one prompt`,
+      `${bad}:6:13: categories.redness.parent: no category is named "nothing"`,
+      '',
+    ].join('\n'),
+  )
+})
+
+test('--json prints {valid, problems, summary}', async () => {
+  const ok = await runCli(['policy', 'validate', good, '--json'])
+  assert.is(ok.code, 0)
+  assert.equal(JSON.parse(ok.stdout), {
+    valid: true,
+    problems: [],
+    summary: {categories: 11, custom: ['redness'], disabled: ['tobacco'], changed: ['weapons'], preset: 'fast', trim_borders: true},
+  })
+  const ko = await runCli(['policy', 'validate', bad, '--json'])
+  assert.is(ko.code, 2)
+  const body = JSON.parse(ko.stdout)
+  assert.is(body.valid, false)
+  assert.is(body.summary, null)
+  assert.equal(body.problems[0], {line: 1, column: 9, message: 'preset must be one of fast, balanced, accurate, not "fastest"'})
+  assert.is(body.problems.length, 4)
+})
+
+test('a missing file: exit 2 and an invalid_config message', async () => {
+  const r = await runCli(['policy', 'validate', join(dir.path, 'nope.yaml')])
+  assert.is(r.code, 2)
+  assert.is(r.stderr.trim(), `invalid_config: cannot read the policy file ${join(dir.path, 'nope.yaml')}: no such file`)
+})
+
+test.run()

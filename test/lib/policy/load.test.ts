@@ -1,0 +1,195 @@
+import {mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {isModError} from '../../../src/lib/errors.js'
+import {DEFAULT_CATEGORIES, DEFAULT_NEUTRAL} from '../../../src/lib/policy/defaults.js'
+import {
+  buildPolicy,
+  findPolicyFile,
+  formatProblems,
+  loadPolicyFile,
+  MAX_POLICY_BYTES,
+  summarizePolicy,
+} from '../../../src/lib/policy/load.js'
+import {validatePolicyText} from '../../../src/lib/policy/schema.js'
+import type {Policy} from '../../../src/lib/policy/types.js'
+
+const dir = realpathSync(mkdtempSync(join(tmpdir(), 'mod-policy-')))
+test.after(() => rmSync(dir, {recursive: true, force: true}))
+
+function policyOf(text: string): Policy {
+  const {problems, file} = validatePolicyText(text)
+  assert.equal(problems, [])
+  return buildPolicy(file)
+}
+
+const find = (p: Policy, name: string) => p.categories.find((c) => c.name === name)
+
+test('no file gives the 11 built-ins, the default neutral prompts, trim_borders on and no preset', () => {
+  const p = buildPolicy()
+  assert.equal(
+    p.categories.map((c) => c.name),
+    DEFAULT_CATEGORIES.map((c) => c.name),
+  )
+  assert.equal(p.neutral, [...DEFAULT_NEUTRAL])
+  assert.is(p.trim_borders, true)
+  assert.is(p.preset, undefined)
+  assert.not.ok('preset' in p)
+  assert.equal(find(p, 'weapons'), {...DEFAULT_CATEGORIES[5], prompts: [...DEFAULT_CATEGORIES[5].prompts], negatives: [...DEFAULT_CATEGORIES[5].negatives], calibration: {scale: 0.5, bias: -3}})
+})
+
+test('a new name adds a custom category after the built-ins, with defaults for what is not given', () => {
+  const p = policyOf('categories:\n  redness:\n    prompts: ["red"]\n  blueness:\n    prompts: [blue]\n    negatives: [sky]\n    parent: redness\n    threshold: 0.8\n')
+  assert.equal(p.categories.slice(11), [
+    {name: 'redness', parent: null, threshold: 0.5, prompts: ['red'], negatives: [], calibration: {scale: 1, bias: 0}, origin: 'custom'},
+    {name: 'blueness', parent: 'redness', threshold: 0.8, prompts: ['blue'], negatives: ['sky'], calibration: {scale: 1, bias: 0}, origin: 'custom'},
+  ])
+})
+
+test('a built-in name changes only the fields given', () => {
+  const p = policyOf('categories:\n  weapons:\n    threshold: 0.6\n  gore:\n    prompts: [a photo of gore]\n    calibration: {bias: -2}\n')
+  const weapons = find(p, 'weapons')
+  assert.is(weapons?.threshold, 0.6)
+  assert.equal(weapons?.prompts, DEFAULT_CATEGORIES[5].prompts)
+  assert.is(weapons?.parent, 'violence')
+  assert.is(weapons?.origin, 'builtin')
+  const gore = find(p, 'gore')
+  assert.equal(gore?.prompts, ['a photo of gore'])
+  assert.equal(gore?.negatives, DEFAULT_CATEGORIES[4].negatives)
+  assert.equal(gore?.calibration, {scale: 0.5, bias: -2})
+  assert.is(gore?.threshold, 0.5)
+})
+
+test('enabled: false removes a category; its built-in children lose the parent', () => {
+  const p = policyOf('categories:\n  tobacco:\n    enabled: false\n  violence:\n    enabled: false\n')
+  assert.is(p.categories.length, 9)
+  assert.is(find(p, 'tobacco'), undefined)
+  assert.is(find(p, 'violence'), undefined)
+  assert.equal(['weapons', 'gore', 'self_harm'].map((n) => find(p, n)?.parent), [null, null, null])
+  assert.is(find(p, 'sexual_activity')?.parent, 'nudity')
+})
+
+test('a disabled custom category is not in the policy', () => {
+  const p = policyOf('categories:\n  redness:\n    prompts: [red]\n    enabled: false\n')
+  assert.is(p.categories.length, 11)
+})
+
+test('parent: null detaches a built-in child', () => {
+  assert.is(find(policyOf('categories:\n  weapons:\n    parent: null\n'), 'weapons')?.parent, null)
+})
+
+test('preset, trim_borders and neutral come from the file', () => {
+  const p = policyOf('preset: accurate\ntrim_borders: false\nneutral: [a photo]\n')
+  assert.is(p.preset, 'accurate')
+  assert.is(p.trim_borders, false)
+  assert.equal(p.neutral, ['a photo'])
+})
+
+test('building a policy never changes the defaults', () => {
+  const p = policyOf('categories:\n  weapons:\n    threshold: 0.9\n')
+  find(p, 'weapons')?.prompts.push('x')
+  assert.is(DEFAULT_CATEGORIES[5].threshold, 0.5)
+  assert.not.ok(DEFAULT_CATEGORIES[5].prompts.includes('x'))
+})
+
+test('loadPolicyFile reads, validates and merges a file', async () => {
+  const path = join(dir, 'ok.yaml')
+  writeFileSync(path, 'preset: fast\ncategories:\n  redness:\n    prompts: ["red"]\n')
+  const {policy, file} = await loadPolicyFile(path)
+  assert.is(policy.preset, 'fast')
+  assert.is(policy.categories.length, 12)
+  assert.equal(file.categories, [{name: 'redness', prompts: ['red']}])
+})
+
+test('an invalid file is an invalid_config error listing every problem as path:line:col: message', async () => {
+  const path = join(dir, 'bad.yaml')
+  writeFileSync(path, 'preset: huge\ncategories:\n  weapons:\n    threshold: 2\n')
+  try {
+    await loadPolicyFile(path)
+    assert.unreachable()
+  } catch (e) {
+    assert.ok(isModError(e))
+    assert.is(e.code, 'invalid_config')
+    assert.is(
+      e.message,
+      [
+        `invalid policy file ${path}:`,
+        `${path}:1:9: preset must be one of fast, balanced, accurate, not "huge"`,
+        `${path}:4:16: categories.weapons.threshold must be a number from 0 to 1, not 2`,
+      ].join('\n'),
+    )
+  }
+})
+
+test('a missing or oversized policy file is an invalid_config error', async () => {
+  const big = join(dir, 'big.yaml')
+  writeFileSync(big, `# ${'x'.repeat(MAX_POLICY_BYTES)}\n`)
+  for (const [path, message] of [
+    [join(dir, 'missing.yaml'), `cannot read the policy file ${join(dir, 'missing.yaml')}: no such file`],
+    [big, `the policy file ${big} is larger than ${MAX_POLICY_BYTES} bytes`],
+    [dir, `the policy file ${dir} is not a file`],
+  ]) {
+    try {
+      await loadPolicyFile(path)
+      assert.unreachable()
+    } catch (e) {
+      assert.ok(isModError(e))
+      assert.is(e.code, 'invalid_config')
+      assert.is(e.message, message)
+    }
+  }
+})
+
+test('formatProblems writes one path:line:col: message line per problem', () => {
+  assert.equal(formatProblems('p.yaml', [{line: 3, column: 5, message: 'm'}]), ['p.yaml:3:5: m'])
+})
+
+test('findPolicyFile finds the nearest .modrc.yaml or mod.config.yml up to the stop folder', async () => {
+  const root = join(dir, 'find')
+  const deep = join(root, 'project', 'src', 'deep')
+  mkdirSync(deep, {recursive: true})
+  assert.is(await findPolicyFile(deep, {stopDir: root}), undefined)
+  writeFileSync(join(root, 'project', 'mod.config.yml'), 'preset: fast\n')
+  assert.is(await findPolicyFile(deep, {stopDir: root}), join(root, 'project', 'mod.config.yml'))
+  writeFileSync(join(root, 'project', 'src', '.modrc.yaml'), '')
+  assert.is(await findPolicyFile(deep, {stopDir: root}), join(root, 'project', 'src', '.modrc.yaml'))
+  writeFileSync(join(deep, '.modrc'), 'trim_borders: false\n')
+  assert.is(await findPolicyFile(deep, {stopDir: root}), join(deep, '.modrc'))
+})
+
+test('findPolicyFile does not look above the stop folder', async () => {
+  const root = join(dir, 'stop')
+  const inner = join(root, 'inner')
+  mkdirSync(inner, {recursive: true})
+  writeFileSync(join(root, '.modrc.yml'), 'preset: fast\n')
+  assert.is(await findPolicyFile(inner, {stopDir: inner}), undefined)
+  assert.is(await findPolicyFile(inner, {stopDir: root}), join(root, '.modrc.yml'))
+})
+
+test('findPolicyFile only reports a path: a broken file is left to loadPolicyFile and its line numbers', async () => {
+  const root = join(dir, 'broken')
+  mkdirSync(root, {recursive: true})
+  writeFileSync(join(root, '.modrc.yaml'), 'categories: [\n')
+  assert.is(await findPolicyFile(root, {stopDir: root}), join(root, '.modrc.yaml'))
+})
+
+test('summarizePolicy counts categories and names custom, changed and disabled ones', () => {
+  const {file} = validatePolicyText(
+    'preset: balanced\ncategories:\n  redness:\n    prompts: [red]\n  weapons:\n    threshold: 0.6\n  tobacco:\n    enabled: false\n  gore:\n    enabled: true\n',
+  )
+  assert.ok(file)
+  assert.equal(summarizePolicy(file), {
+    categories: 11,
+    custom: ['redness'],
+    disabled: ['tobacco'],
+    changed: ['weapons'],
+    preset: 'balanced',
+    trim_borders: true,
+  })
+})
+
+test.run()

@@ -1,0 +1,194 @@
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {validatePolicyText} from '../../../src/lib/policy/schema.js'
+
+const at = (line: number, column: number, message: string) => ({line, column, message})
+
+test('a valid file gives its entries as written, and no problem', () => {
+  const text = [
+    'preset: balanced',
+    'trim_borders: false',
+    'neutral: ["a photo", "a photo of a street"]',
+    'categories:',
+    '  redness:',
+    '    prompts: ["red"]',
+    '    negatives: []',
+    '    parent: null',
+    '    threshold: 0.7',
+    '    calibration: {scale: 2, bias: -1}',
+    '  weapons:',
+    '    threshold: 0.6',
+    '  tobacco:',
+    '    enabled: false',
+    '  gore:',
+    '    parent: weapons',
+    '',
+  ].join('\n')
+  assert.equal(validatePolicyText(text), {
+    problems: [],
+    file: {
+      preset: 'balanced',
+      trim_borders: false,
+      neutral: ['a photo', 'a photo of a street'],
+      categories: [
+        {name: 'redness', prompts: ['red'], negatives: [], parent: null, threshold: 0.7, calibration: {scale: 2, bias: -1}},
+        {name: 'weapons', threshold: 0.6},
+        {name: 'tobacco', enabled: false},
+        {name: 'gore', parent: 'weapons'},
+      ],
+    },
+  })
+})
+
+test('an empty file, a comment-only file and an empty categories key are valid', () => {
+  assert.equal(validatePolicyText(''), {problems: [], file: {categories: []}})
+  assert.equal(validatePolicyText('# nothing here\n'), {problems: [], file: {categories: []}})
+  assert.equal(validatePolicyText('categories:\n'), {problems: [], file: {categories: []}})
+})
+
+test('every kind of problem is reported with its line and column, all at once', () => {
+  const text = [
+    /*  1 */ 'preset: fastest',
+    /*  2 */ 'trim_borders: yes',
+    /*  3 */ 'colour: blue',
+    /*  4 */ 'categories:',
+    /*  5 */ '  redness:',
+    /*  6 */ '    prompts: ["red"]',
+    /*  7 */ '    threshold: 1.5',
+    /*  8 */ '    parent: nothing',
+    /*  9 */ '    colour: x',
+    /* 10 */ '  empty_new: {}',
+    /* 11 */ '  weapons:',
+    /* 12 */ '    threshold: "high"',
+    /* 13 */ '    prompts: []',
+    /* 14 */ '  a:',
+    /* 15 */ '    prompts: [a]',
+    /* 16 */ '    parent: b',
+    /* 17 */ '  b:',
+    /* 18 */ '    prompts: [b]',
+    /* 19 */ '    parent: a',
+    /* 20 */ '  tobacco:',
+    /* 21 */ '    enabled: "no"',
+    /* 22 */ '  alcohol:',
+    /* 23 */ '    enabled: false',
+    /* 24 */ '  kid:',
+    /* 25 */ '    prompts: [k]',
+    /* 26 */ '    parent: alcohol',
+    /* 27 */ '  bad name:',
+    /* 28 */ '    prompts: [x]',
+    /* 29 */ '  cal:',
+    /* 30 */ '    prompts: [x, 3, ""]',
+    /* 31 */ '    negatives: "a knife"',
+    /* 32 */ '    calibration: {scale: 0, bias: x, foo: 1}',
+    /* 33 */ '  drugs: [1]',
+    /* 34 */ '  self_harm:',
+    /* 35 */ '    parent: 7',
+    /* 36 */ '    threshold: -0.1',
+    '',
+  ].join('\n')
+  const {problems, file} = validatePolicyText(text)
+  assert.is(file, undefined)
+  assert.equal(problems, [
+    at(1, 9, 'preset must be one of fast, balanced, accurate, not "fastest"'),
+    at(2, 15, 'trim_borders must be true or false, not "yes"'),
+    at(3, 1, 'unknown key "colour" (expected one of preset, trim_borders, neutral, categories)'),
+    at(7, 16, 'categories.redness.threshold must be a number from 0 to 1, not 1.5'),
+    at(8, 13, 'categories.redness.parent: no category is named "nothing"'),
+    at(9, 5, 'unknown key "colour" in categories.redness (expected one of enabled, prompts, negatives, parent, threshold, calibration)'),
+    at(10, 3, 'new category "empty_new" needs prompts: a list of at least one prompt'),
+    at(12, 16, 'categories.weapons.threshold must be a number from 0 to 1, not "high"'),
+    at(13, 14, 'categories.weapons.prompts must list at least one prompt'),
+    at(16, 13, 'categories.a.parent: a cycle of parents: a → b → a'),
+    at(21, 14, 'categories.tobacco.enabled must be true or false, not "no"'),
+    at(26, 13, 'categories.kid.parent: category "alcohol" is disabled'),
+    at(27, 3, 'category name "bad name" may hold only letters, digits, "_", "-" and "." (at most 64)'),
+    at(30, 18, 'categories.cal.prompts[1] must be non-empty text, not 3'),
+    at(30, 21, 'categories.cal.prompts[2] must be non-empty text, not ""'),
+    at(31, 16, 'categories.cal.negatives must be a list of prompts, not "a knife"'),
+    at(32, 26, 'categories.cal.calibration.scale must be a number above 0, not 0'),
+    at(32, 35, 'categories.cal.calibration.bias must be a number, not "x"'),
+    at(32, 38, 'unknown key "foo" in categories.cal.calibration (expected one of scale, bias)'),
+    at(33, 10, 'categories.drugs must be a mapping of category fields, not a list'),
+    at(35, 13, 'categories.self_harm.parent must be a category name or null, not 7'),
+    at(36, 16, 'categories.self_harm.threshold must be a number from 0 to 1, not -0.1'),
+  ])
+})
+
+test('YAML syntax errors are all reported with their lines, and alone', () => {
+  const text = 'colour: x\ncategories:\n  redness:\n    prompts: ["red"\n  weapons: {threshold: 0.6}\nx: "open\n'
+  assert.equal(validatePolicyText(text), {
+    problems: [
+      at(5, 3, 'YAML: Flow sequence in block collection must be sufficiently indented and end with a ]'),
+      at(7, 1, 'YAML: Missing closing "quote'),
+    ],
+  })
+})
+
+test('a category named twice is a YAML error on its second line', () => {
+  assert.equal(validatePolicyText('categories:\n  weapons: {threshold: 0.6}\n  weapons: {threshold: 0.7}\n').problems, [
+    at(3, 3, 'YAML: Map keys must be unique'),
+  ])
+})
+
+test('a file that is not a mapping is refused', () => {
+  assert.equal(validatePolicyText('- weapons\n- gore\n').problems, [
+    at(1, 1, 'a policy file must be a mapping (keys preset, trim_borders, neutral, categories), not a list'),
+  ])
+  assert.equal(validatePolicyText('categories: weapons\n').problems, [
+    at(1, 13, 'categories must be a mapping from category names to their fields, not "weapons"'),
+  ])
+})
+
+test('a parent cycle of three, and a category that is its own parent, are found', () => {
+  const text = [
+    'categories:',
+    '  violence:',
+    '    parent: gore',
+    '  selfish:',
+    '    prompts: [x]',
+    '    parent: selfish',
+    '  nudity:',
+    '    parent: weapons',
+    '',
+  ].join('\n')
+  assert.equal(validatePolicyText(text).problems, [
+    at(3, 13, 'categories.violence.parent: a cycle of parents: violence → gore → violence'),
+    at(6, 13, 'categories.selfish.parent: a cycle of parents: selfish → selfish'),
+  ])
+  const three = 'categories:\n  nudity:\n    parent: weapons\n  violence:\n    parent: sexual_activity\n'
+  assert.equal(validatePolicyText(three).problems, [
+    at(3, 13, 'categories.nudity.parent: a cycle of parents: nudity → weapons → violence → sexual_activity → nudity'),
+  ])
+})
+
+test('a new category needs prompts even when disabled, which catches a misspelt built-in', () => {
+  assert.equal(validatePolicyText('categories:\n  tobaco:\n    enabled: false\n').problems, [
+    at(2, 3, 'new category "tobaco" needs prompts: a list of at least one prompt'),
+  ])
+  assert.equal(validatePolicyText('categories:\n  redness:\n').problems, [
+    at(2, 3, 'new category "redness" needs prompts: a list of at least one prompt'),
+  ])
+})
+
+test('disabling a built-in parent is fine while its children keep the inherited parent', () => {
+  assert.equal(validatePolicyText('categories:\n  violence:\n    enabled: false\n').problems, [])
+})
+
+test('a parent may name a custom category defined later in the file', () => {
+  const text = 'categories:\n  child:\n    prompts: [c]\n    parent: later\n  later:\n    prompts: [l]\n'
+  assert.equal(validatePolicyText(text).problems, [])
+})
+
+test('aliases resolve to their anchored value', () => {
+  const text = 'neutral: &n ["a photo"]\ncategories:\n  redness:\n    prompts: ["red"]\n    negatives: *n\n'
+  assert.equal(validatePolicyText(text).file?.categories, [{name: 'redness', prompts: ['red'], negatives: ['a photo']}])
+})
+
+test('a YAML infinity is not a valid threshold or bias', () => {
+  assert.equal(validatePolicyText('categories:\n  weapons:\n    calibration: {bias: .inf}\n').problems, [
+    at(3, 25, 'categories.weapons.calibration.bias must be a number, not Infinity'),
+  ])
+})
+
+test.run()
