@@ -1,0 +1,24 @@
+import {loadConfig, type Config} from '../lib/config/load.js'
+import type {SettingsFlags} from '../lib/config/settings.js'
+import {createEngine, type Engine} from '../lib/engine.js'
+import {resolveModelDir} from '../lib/model/presets.js'
+
+/** Flags + MOD_* + policy file → an engine that loads its model on first use. */
+export async function engineFromFlags(flags: SettingsFlags, env = process.env): Promise<{config: Config; engine: Engine}> {
+  const config = await loadConfig(flags, env)
+  return {config, engine: engineFromConfig(config)}
+}
+
+export function engineFromConfig(config: Config): Engine {
+  const {settings} = config
+  return createEngine({
+    preset: config.preset,
+    modelDir: resolveModelDir(settings, config.preset),
+    cacheDir: settings.cacheDir,
+    policy: config.policy,
+    headPath: settings.headPath,
+    threads: settings.threads,
+    limits: settings.limits,
+    ffmpeg: settings.ffmpeg,
+  })
+}

@@ -1,0 +1,155 @@
+import {mkdirSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {runCli, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+
+const dir = tempDir()
+const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
+let policy = ''
+let red = ''
+let blue = ''
+let corrupt = ''
+let folder = ''
+
+test.before(async () => {
+  policy = writeRednessPolicy(dir.path)
+  red = join(dir.path, 'red.png')
+  blue = join(dir.path, 'blue.png')
+  corrupt = join(dir.path, 'corrupt.png')
+  writeFileSync(red, await solidPng(255, 0, 0))
+  writeFileSync(blue, await solidPng(0, 0, 255))
+  const png = await solidPng(0, 255, 0)
+  writeFileSync(corrupt, png.subarray(0, 60))
+  folder = join(dir.path, 'folder')
+  mkdirSync(join(folder, 'nested', 'deeper'), {recursive: true})
+  writeFileSync(join(folder, 'a-blue.png'), await solidPng(0, 0, 255))
+  writeFileSync(join(folder, 'nested', 'b-red.png'), await solidPng(255, 0, 0))
+  writeFileSync(join(folder, 'nested', 'deeper', 'c-blue.jpg'), await solidPng(0, 0, 200))
+  writeFileSync(join(folder, 'notes.txt'), 'not an image')
+})
+
+test.after(() => dir.remove())
+
+test('a custom redness category flags a red PNG: exit 1 and a redness violation', async () => {
+  const r = await runCli(['scan', red, '--config', policy, '--json'], {env})
+  assert.is(r.code, 1, r.stderr)
+  const [result] = JSON.parse(r.stdout)
+  assert.is(result.source, red)
+  assert.is(result.is_safe, false)
+  assert.equal(result.violations.map((v: {name: string}) => v.name), ['redness'])
+  assert.is(result.violations[0].threshold, 0.5)
+  assert.is(result.violations[0].parent, null)
+  assert.ok(result.violations[0].confidence > 0.99)
+  assert.is(result.labels[0].name, 'redness')
+  assert.is(result.labels[0].origin, 'custom')
+})
+
+test('a blue PNG alone is safe: exit 0', async () => {
+  const r = await runCli(['scan', blue, '--config', policy, '--json'], {env})
+  assert.is(r.code, 0, r.stderr)
+  const [result] = JSON.parse(r.stdout)
+  assert.is(result.is_safe, true)
+  assert.equal(result.violations, [])
+  assert.is(result.labels.length, 12)
+  const redness = result.labels.find((l: {name: string}) => l.name === 'redness')
+  assert.ok(redness.score < 0.01)
+})
+
+test('--ndjson prints one parseable result per line, in input order', async () => {
+  const r = await runCli(['scan', blue, red, '--config', policy, '--ndjson'], {env})
+  assert.is(r.code, 1, r.stderr)
+  const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l))
+  assert.equal(lines.map((l) => [l.source, l.is_safe]), [[blue, true], [red, false]])
+})
+
+test('a corrupt file is an error entry and the other files are still scored', async () => {
+  const r = await runCli(['scan', blue, corrupt, red, '--config', policy, '--json'], {env})
+  assert.is(r.code, 1, r.stderr)
+  const results = JSON.parse(r.stdout)
+  assert.is(results.length, 3)
+  assert.is(results[0].is_safe, true)
+  assert.is(results[1].source, corrupt)
+  assert.ok(['unreadable_image', 'unsupported_media'].includes(results[1].error.code), results[1].error.code)
+  assert.type(results[1].error.message, 'string')
+  assert.is(results[2].is_safe, false)
+})
+
+test('an input that cannot be scanned makes an otherwise safe run exit 2', async () => {
+  const r = await runCli(['scan', blue, corrupt, '--config', policy, '--ndjson'], {env})
+  assert.is(r.code, 2, r.stderr)
+  assert.is(r.stdout.trim().split('\n').length, 2)
+})
+
+test('folders are walked recursively in name order, picking up images only', async () => {
+  const r = await runCli(['scan', folder, '--config', policy, '--json'], {env})
+  assert.is(r.code, 1, r.stderr)
+  const results = JSON.parse(r.stdout)
+  assert.equal(
+    results.map((x: {source: string}) => x.source),
+    [join(folder, 'a-blue.png'), join(folder, 'nested', 'b-red.png'), join(folder, 'nested', 'deeper', 'c-blue.jpg')],
+  )
+  assert.equal(results.map((x: {is_safe: boolean}) => x.is_safe), [true, false, true])
+})
+
+test('- reads one image from stdin', async () => {
+  const r = await runCli(['scan', '-', '--config', policy, '--json'], {env, stdin: await solidPng(250, 10, 10)})
+  assert.is(r.code, 1, r.stderr)
+  const [result] = JSON.parse(r.stdout)
+  assert.is(result.source, '-')
+  assert.is(result.violations[0].name, 'redness')
+})
+
+test('the table output names each file and its verdict, with a summary on stderr', async () => {
+  const r = await runCli(['scan', blue, red, '--config', policy], {env})
+  assert.is(r.code, 1)
+  const [first, second] = r.stdout.trim().split('\n')
+  assert.match(first, /^SAFE\s+.*blue\.png/)
+  assert.match(second, /^UNSAFE\s+.*red\.png\s+redness 1\.00>=0\.5/)
+  assert.match(r.stderr, /2 scanned: 1 safe, 1 unsafe, 0 errors/)
+})
+
+test('a missing model exits 2 with one message naming the command that fixes it', async () => {
+  const r = await runCli(['scan', blue], {env: {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}})
+  assert.is(r.code, 2)
+  assert.match(r.stderr, /mod models pull fast/)
+  assert.is(r.stdout, '')
+})
+
+test('an invalid policy exits 2 with the line of the problem', async () => {
+  const bad = join(dir.path, 'bad.yaml')
+  writeFileSync(bad, 'categories:\n  weapons:\n    threshold: 7\n')
+  const r = await runCli(['scan', blue, '--config', bad], {env})
+  assert.is(r.code, 2)
+  assert.match(r.stderr, /bad\.yaml:3/)
+})
+
+test('MOD_MAX_BYTES refuses a larger file as an error entry without reading it', async () => {
+  const r = await runCli(['scan', red, '--config', policy, '--json'], {env: {...env, MOD_MAX_BYTES: '100'}})
+  assert.is(r.code, 2)
+  const [result] = JSON.parse(r.stdout)
+  assert.is(result.error.code, 'payload_too_large')
+})
+
+test('categories --json lists the defaults plus the custom category with parents and thresholds', async () => {
+  const r = await runCli(['categories', '--json', '--config', policy], {env})
+  assert.is(r.code, 0, r.stderr)
+  const listing = JSON.parse(r.stdout)
+  assert.is(listing.preset, 'fast')
+  assert.is(listing.model, 'toy-clip')
+  const names = listing.categories.map((c: {name: string}) => c.name)
+  for (const n of ['nudity', 'sexual_activity', 'suggestive', 'violence', 'gore', 'weapons', 'hate_symbols', 'drugs', 'self_harm', 'alcohol', 'tobacco', 'redness']) {
+    assert.ok(names.includes(n), n)
+  }
+  const weapons = listing.categories.find((c: {name: string}) => c.name === 'weapons')
+  assert.is(weapons.parent, 'violence')
+  assert.is(weapons.origin, 'builtin')
+  assert.ok(weapons.prompts.length >= 3)
+  const redness = listing.categories.find((c: {name: string}) => c.name === 'redness')
+  assert.equal(redness.prompts, ['red'])
+  assert.is(redness.origin, 'custom')
+})
+
+test.run()
