@@ -1,0 +1,51 @@
+import {Command, Flags} from '@oclif/core'
+
+import {describeError, EXIT_ERROR} from '../../cli/errors.js'
+import {modelFlags} from '../../cli/flags.js'
+import {readSettings} from '../../lib/config/settings.js'
+import {listPresets, type PresetStatus} from '../../lib/model/presets.js'
+
+const mb = (bytes: number | undefined): string => (bytes === undefined ? '-' : `${(bytes / (1024 * 1024)).toFixed(1)} MB`)
+
+export default class ModelsList extends Command {
+  static override description = `List the model presets, their model, and whether each is installed in $MOD_CACHE_DIR.
+
+The size is that of the installed files, or of the download for a preset not installed yet.`
+
+  static override examples = ['<%= config.bin %> models list', '<%= config.bin %> models list --json']
+
+  static override flags = {
+    json: Flags.boolean({description: 'Print the listing as JSON.'}),
+    'cache-dir': modelFlags['cache-dir'],
+    'model-dir': modelFlags['model-dir'],
+  }
+
+  async run(): Promise<void> {
+    const {flags} = await this.parse(ModelsList)
+    let presets: PresetStatus[]
+    let settings
+    try {
+      settings = readSettings(flags, process.env)
+      presets = await listPresets(settings.cacheDir)
+    } catch (e) {
+      this.logToStderr(describeError(e))
+      return this.exit(EXIT_ERROR)
+    }
+    if (flags.json) {
+      const listing = {
+        cache_dir: settings.cacheDir,
+        model_dir: settings.modelDir ?? null,
+        presets: presets.map((p) => ({preset: p.preset, model: p.id, installed: p.installed, dir: p.dir, size: p.size ?? null})),
+      }
+      this.log(JSON.stringify(listing, null, 2))
+      return
+    }
+    const rows = [
+      ['PRESET', 'MODEL', 'INSTALLED', 'SIZE', 'FOLDER'],
+      ...presets.map((p) => [p.preset, p.id, p.installed ? 'yes' : 'no', mb(p.size), p.dir]),
+    ]
+    const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)))
+    for (const r of rows) this.log(r.map((cell, i) => cell.padEnd(widths[i])).join('  ').trimEnd())
+    if (settings.modelDir) this.logToStderr(`MOD_MODEL_DIR is set: commands use the model in ${settings.modelDir}`)
+  }
+}

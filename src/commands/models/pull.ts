@@ -1,0 +1,84 @@
+import {join} from 'node:path'
+
+import {Args, Command} from '@oclif/core'
+
+import {describeError, EXIT_ERROR} from '../../cli/errors.js'
+import {modelFlags} from '../../cli/flags.js'
+import {startProgress} from '../../cli/progress.js'
+import {readSettings} from '../../lib/config/settings.js'
+import {loadPresetManifest} from '../../lib/model/presets.js'
+import {pullModel, type PullProgress} from '../../lib/model/pull.js'
+import {PRESETS, type PresetName} from '../../lib/policy/types.js'
+
+const MiB = 1024 * 1024
+const BAR_WIDTH = 24
+/** Redraws of the progress bar per second at most: a chunk arrives every few kilobytes. */
+const REDRAW_MS = 100
+
+function size(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`
+  return bytes < MiB ? `${(bytes / 1024).toFixed(1)} kB` : `${(bytes / MiB).toFixed(1)} MB`
+}
+
+function bar(p: PullProgress): string {
+  if (!p.total) return `${p.file} ${size(p.received)}`
+  const done = Math.min(1, p.received / p.total)
+  const filled = Math.round(done * BAR_WIDTH)
+  return `${p.file} [${'#'.repeat(filled)}${'-'.repeat(BAR_WIDTH - filled)}] ${Math.floor(done * 100)}% of ${size(p.total)}`
+}
+
+export default class ModelsPull extends Command {
+  static override description = `Download a model preset into $MOD_CACHE_DIR/<preset> (default ~/.cache/mod/<preset>).
+
+Every file is checked against the size and sha256 the preset gives and moved into place only when whole; the folder counts as installed once its manifest.json is written, last. An interrupted pull resumes where it stopped when run again; files already installed are not downloaded again.`
+
+  static override examples = [
+    '<%= config.bin %> models pull fast',
+    'MOD_CACHE_DIR=/srv/mod <%= config.bin %> models pull accurate',
+  ]
+
+  static override args = {
+    preset: Args.string({description: 'the preset to download', required: true, options: [...PRESETS]}),
+  }
+
+  static override flags = {
+    'cache-dir': modelFlags['cache-dir'],
+  }
+
+  async run(): Promise<void> {
+    const {args, flags} = await this.parse(ModelsPull)
+    const preset = args.preset as PresetName
+    const controller = new AbortController()
+    const interrupt = (): void => controller.abort()
+    process.once('SIGINT', interrupt)
+    const tty = Boolean(process.stderr.isTTY)
+    const progress = startProgress(`Pulling ${preset}`)
+    let dir: string
+    try {
+      dir = join(readSettings(flags, process.env).cacheDir, preset)
+      const manifest = await loadPresetManifest(preset)
+      let lastDraw = 0
+      await pullModel(manifest, dir, {
+        signal: controller.signal,
+        onProgress: (p) => {
+          const now = Date.now()
+          if (now - lastDraw < REDRAW_MS && p.received !== p.total) return
+          lastDraw = now
+          const index = manifest.files.findIndex((f) => f.path === p.file) + 1
+          progress.update(`Pulling ${preset} (${manifest.id}) ${index}/${manifest.files.length}: ${bar(p)}`)
+        },
+        onFile: (f) => {
+          if (!tty) this.logToStderr(`${f.skipped ? 'kept   ' : 'fetched'} ${f.file} (${size(f.size)})`)
+        },
+      })
+    } catch (e) {
+      await progress.finish()
+      this.logToStderr(describeError(e))
+      return this.exit(EXIT_ERROR)
+    } finally {
+      process.off('SIGINT', interrupt)
+    }
+    await progress.finish()
+    this.log(`${preset} is installed in ${dir}`)
+  }
+}

@@ -1,0 +1,210 @@
+/**
+ * The CLIP runner: onnxruntime sessions for the image and text encoders of one model folder. The image session
+ * is opened at once; the text session and tokenizer only when texts are first embedded, and `releaseText()`
+ * gives their memory back once prompt embeddings are cached.
+ */
+import {join} from 'node:path'
+
+import * as ort from 'onnxruntime-node'
+
+import {ModError} from '../errors.js'
+import {fileWithRole} from './manifest.js'
+import type {Manifest} from './manifest-types.js'
+import {defaultThreads} from './threads.js'
+import {loadTokenizer, type ClipTokenizer} from './tokenizer.js'
+
+/** Prompts per text-encoder run: big enough to amortise a run, small enough to bound the activations. */
+const TEXT_BATCH = 32
+
+export interface ClipOptions {
+  /** onnxruntime intra-op threads; default: chosen for the machine (threads.ts). */
+  threads?: number
+}
+
+export interface ClipModel {
+  readonly manifest: Manifest
+  readonly id: string
+  /** `pixels` holds n preprocessed images, [n, 3, crop, crop]; returns n L2-normalised embeddings. */
+  embedImages(pixels: Float32Array, n: number): Promise<Float32Array[]>
+  /** L2-normalised text embeddings, in input order (a zero output stays zero). */
+  embedTexts(texts: string[]): Promise<Float32Array[]>
+  /** Frees the text encoder and tokenizer (call it with no embedTexts in flight); a later embedTexts loads them again. */
+  releaseText(): Promise<void>
+  close(): Promise<void>
+}
+
+interface TextEncoder {
+  session: ort.InferenceSession
+  tokenizer: ClipTokenizer
+  /** Some exports also take an attention mask; it is fed when the graph has that input. */
+  withMask: boolean
+  int32: boolean
+}
+
+function sessionOptions(threads: number, keepArena: boolean): ort.InferenceSession.SessionOptions {
+  return {
+    executionProviders: ['cpu'],
+    intraOpNumThreads: threads,
+    // One graph at a time per process: parallel branches would only compete with the intra-op threads.
+    interOpNumThreads: 1,
+    executionMode: 'sequential',
+    graphOptimizationLevel: 'all',
+    // The arena and memory patterns keep buffers between runs (faster repeated image batches) but never shrink;
+    // the short-lived text session does without them so that it leaves nothing behind.
+    enableCpuMemArena: keepArena,
+    enableMemPattern: keepArena,
+  }
+}
+
+async function openSession(dir: string, path: string, options: ort.InferenceSession.SessionOptions): Promise<ort.InferenceSession> {
+  try {
+    return await ort.InferenceSession.create(join(dir, path), options)
+  } catch (e) {
+    throw new ModError('invalid_config', `cannot load ${join(dir, path)}: ${(e as Error).message}`)
+  }
+}
+
+function requireNames(session: ort.InferenceSession, path: string, input: string, output: string): void {
+  if (!session.inputNames.includes(input)) {
+    throw new ModError('invalid_config', `${path} has no input '${input}' (it has: ${session.inputNames.join(', ')})`)
+  }
+  if (!session.outputNames.includes(output)) {
+    throw new ModError('invalid_config', `${path} has no output '${output}' (it has: ${session.outputNames.join(', ')})`)
+  }
+}
+
+function inputMeta(session: ort.InferenceSession, name: string): ort.InferenceSession.TensorValueMetadata | undefined {
+  const meta = session.inputMetadata.find((m) => m.name === name)
+  return meta?.isTensor ? meta : undefined
+}
+
+/** Copies row i of a [n, dim] output and scales it to unit length; an all-zero row stays zero. */
+function normalisedRow(data: Float32Array, i: number, dim: number): Float32Array {
+  const row = data.slice(i * dim, (i + 1) * dim)
+  let sum = 0
+  for (const x of row) sum += x * x
+  if (sum > 0) {
+    const inv = 1 / Math.sqrt(sum)
+    for (let k = 0; k < dim; k++) row[k] *= inv
+  }
+  return row
+}
+
+function rows(output: ort.Tensor | undefined, n: number, dim: number, what: string): Float32Array[] {
+  if (!output || output.type !== 'float32' || output.data.length !== n * dim) {
+    const shape = output ? `[${output.dims.join(', ')}] ${output.type}` : 'nothing'
+    throw new ModError('invalid_config', `${what} gave ${shape}; expected [${n}, ${dim}] float32`)
+  }
+  const data = output.data as Float32Array
+  return Array.from({length: n}, (_, i) => normalisedRow(data, i, dim))
+}
+
+function idTensor(values: BigInt64Array, int32: boolean, shape: number[]): ort.Tensor {
+  return int32 ? new ort.Tensor('int32', Int32Array.from(values, Number), shape) : new ort.Tensor('int64', values, shape)
+}
+
+export async function openClip(dir: string, manifest: Manifest, opts: ClipOptions = {}): Promise<ClipModel> {
+  const threads = opts.threads ?? (await defaultThreads())
+  const dim = manifest.embedding_size
+  const {crop} = manifest.preprocess
+  const imageSize = 3 * crop * crop
+  const imagePath = fileWithRole(manifest, 'image_encoder').path
+  const textPath = fileWithRole(manifest, 'text_encoder').path
+
+  const image = await openSession(dir, imagePath, sessionOptions(threads, true))
+  try {
+    requireNames(image, imagePath, manifest.image.input, manifest.image.output)
+  } catch (e) {
+    await image.release()
+    throw e
+  }
+  // An export with a fixed batch of 1 cannot take [n, …]: run it image by image instead.
+  const imageBatch = inputMeta(image, manifest.image.input)?.shape[0] === 1 ? 1 : Number.POSITIVE_INFINITY
+
+  let textP: Promise<TextEncoder> | undefined
+
+  async function openText(): Promise<TextEncoder> {
+    const session = await openSession(dir, textPath, sessionOptions(threads, false))
+    try {
+      requireNames(session, textPath, manifest.text.input, manifest.text.output)
+      return {
+        session,
+        tokenizer: await loadTokenizer(dir),
+        withMask: session.inputNames.includes('attention_mask'),
+        int32: inputMeta(session, manifest.text.input)?.type === 'int32',
+      }
+    } catch (e) {
+      await session.release()
+      throw e
+    }
+  }
+
+  function text(): Promise<TextEncoder> {
+    textP ??= openText()
+    textP.catch(() => (textP = undefined))
+    return textP
+  }
+
+  async function runImages(pixels: Float32Array, n: number): Promise<Float32Array[]> {
+    const input = new ort.Tensor('float32', pixels, [n, 3, crop, crop])
+    const out = await image.run({[manifest.image.input]: input})
+    return rows(out[manifest.image.output], n, dim, imagePath)
+  }
+
+  async function runTexts(t: TextEncoder, texts: string[]): Promise<Float32Array[]> {
+    const ctx = manifest.context_length
+    const shape = [texts.length, ctx]
+    const feeds: Record<string, ort.Tensor> = {}
+    if (t.withMask) {
+      const {inputIds, attentionMask} = t.tokenizer.encodeBatchWithMask(texts, ctx)
+      feeds[manifest.text.input] = idTensor(inputIds, t.int32, shape)
+      feeds.attention_mask = idTensor(attentionMask, t.int32, shape)
+    } else {
+      feeds[manifest.text.input] = idTensor(t.tokenizer.encodeBatch(texts, ctx), t.int32, shape)
+    }
+    const out = await t.session.run(feeds)
+    return rows(out[manifest.text.output], texts.length, dim, textPath)
+  }
+
+  async function releaseText(): Promise<void> {
+    const pending = textP
+    textP = undefined
+    if (!pending) return
+    const t = await pending.catch(() => undefined)
+    await t?.session.release()
+  }
+
+  return {
+    manifest,
+    id: manifest.id,
+    releaseText,
+
+    async embedImages(pixels, n) {
+      if (!Number.isInteger(n) || n < 0 || pixels.length !== n * imageSize) {
+        throw new ModError('internal', `embedImages: expected ${n} × 3 × ${crop} × ${crop} values, got ${pixels.length}`)
+      }
+      if (n === 0) return []
+      if (n <= imageBatch) return runImages(pixels, n)
+      const out: Float32Array[] = []
+      for (let i = 0; i < n; i++) {
+        out.push(...(await runImages(pixels.subarray(i * imageSize, (i + 1) * imageSize), 1)))
+      }
+      return out
+    },
+
+    async embedTexts(texts) {
+      if (texts.length === 0) return []
+      const t = await text()
+      const out: Float32Array[] = []
+      for (let i = 0; i < texts.length; i += TEXT_BATCH) {
+        out.push(...(await runTexts(t, texts.slice(i, i + TEXT_BATCH))))
+      }
+      return out
+    },
+
+    async close() {
+      await releaseText()
+      await image.release()
+    },
+  }
+}

@@ -1,0 +1,178 @@
+/** Reading and checking a model folder's manifest.json (CONTRACTS §4). */
+import {readFile, stat} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {ModError} from '../errors.js'
+import type {FileRole, Manifest, ModelFile, Preprocessing} from './manifest-types.js'
+
+export const MANIFEST_FILE = 'manifest.json'
+
+const ROLES: readonly FileRole[] = ['image_encoder', 'text_encoder', 'tokenizer', 'config']
+/**
+ * Relative, forward-slash paths whose segments do not start with a dot: pull writes to them, so they must stay
+ * inside the folder and clear of its own `.partial/` and `manifest.json`.
+ */
+const SAFE_PATH = /^[\w-][\w.-]*(?:\/[\w-][\w.-]*)*$/
+const SHA256 = /^[0-9a-f]{64}$/
+
+type Json = Record<string, unknown>
+
+function isRecord(v: unknown): v is Json {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
+/** Collects the first problem with a field as `where: field: expected …`. */
+function checker(where: string) {
+  const fail = (field: string, expected: string): never => {
+    throw new ModError('invalid_config', `${where}: ${field}: expected ${expected}`)
+  }
+  return {
+    fail,
+    record(v: unknown, field: string): Json {
+      return isRecord(v) ? v : fail(field, 'an object')
+    },
+    string(v: unknown, field: string): string {
+      return typeof v === 'string' && v.trim() !== '' ? v : fail(field, 'a non-empty string')
+    },
+    count(v: unknown, field: string, min = 1): number {
+      return typeof v === 'number' && Number.isInteger(v) && v >= min ? v : fail(field, `a whole number >= ${min}`)
+    },
+    triple(v: unknown, field: string, positive: boolean): [number, number, number] {
+      const ok =
+        Array.isArray(v) &&
+        v.length === 3 &&
+        v.every((x) => typeof x === 'number' && Number.isFinite(x) && (!positive || x > 0))
+      return ok ? (v as [number, number, number]) : fail(field, `three ${positive ? 'positive ' : ''}numbers`)
+    },
+  }
+}
+
+function parseFile(c: ReturnType<typeof checker>, v: unknown, i: number): ModelFile {
+  const field = `files[${i}]`
+  const f = c.record(v, field)
+  const path = c.string(f.path, `${field}.path`)
+  if (!SAFE_PATH.test(path) || path === MANIFEST_FILE) c.fail(`${field}.path`, 'a relative path inside the model folder')
+  const role = f.role as FileRole
+  if (!ROLES.includes(role)) c.fail(`${field}.role`, `one of ${ROLES.join(', ')}`)
+  const file: ModelFile = {path, role}
+  if (f.url !== undefined) {
+    const url = c.string(f.url, `${field}.url`)
+    if (!/^https?:\/\//i.test(url)) c.fail(`${field}.url`, 'an http(s) URL')
+    file.url = url
+  }
+  if (f.size !== undefined) file.size = c.count(f.size, `${field}.size`, 0)
+  if (f.sha256 !== undefined) {
+    if (typeof f.sha256 !== 'string' || !SHA256.test(f.sha256)) c.fail(`${field}.sha256`, '64 lower-case hex digits')
+    file.sha256 = f.sha256 as string
+  }
+  return file
+}
+
+function parsePreprocess(c: ReturnType<typeof checker>, v: unknown): Preprocessing {
+  const p = c.record(v, 'preprocess')
+  const resample = p.resample
+  if (resample !== 'bicubic' && resample !== 'bilinear') c.fail('preprocess.resample', '"bicubic" or "bilinear"')
+  const resize = c.count(p.resize, 'preprocess.resize')
+  const crop = c.count(p.crop, 'preprocess.crop')
+  if (crop > resize) c.fail('preprocess.crop', `at most preprocess.resize (${resize})`)
+  return {
+    resize,
+    crop,
+    mean: c.triple(p.mean, 'preprocess.mean', false),
+    std: c.triple(p.std, 'preprocess.std', true),
+    resample: resample as Preprocessing['resample'],
+  }
+}
+
+function parseIo(c: ReturnType<typeof checker>, v: unknown, field: string): {input: string; output: string} {
+  const io = c.record(v, field)
+  return {input: c.string(io.input, `${field}.input`), output: c.string(io.output, `${field}.output`)}
+}
+
+/** Checks a parsed manifest.json; `where` (its path) prefixes every message. Unknown extra fields are kept out. */
+export function parseManifest(value: unknown, where: string): Manifest {
+  const c = checker(where)
+  const m = c.record(value, 'manifest')
+  if (m.family !== 'clip') c.fail('family', '"clip"')
+  if (!Array.isArray(m.files) || m.files.length === 0) c.fail('files', 'a non-empty list')
+  const files = (m.files as unknown[]).map((f, i) => parseFile(c, f, i))
+  for (const role of ['image_encoder', 'text_encoder'] as const) {
+    if (files.filter((f) => f.role === role).length !== 1) c.fail('files', `exactly one file with role "${role}"`)
+  }
+  const seen = new Set<string>()
+  for (const f of files) {
+    if (seen.has(f.path)) c.fail('files', `distinct paths ("${f.path}" is listed twice)`)
+    seen.add(f.path)
+  }
+  const manifest: Manifest = {
+    id: c.string(m.id, 'id'),
+    family: 'clip',
+    embedding_size: c.count(m.embedding_size, 'embedding_size'),
+    context_length: c.count(m.context_length, 'context_length'),
+    image: parseIo(c, m.image, 'image'),
+    text: parseIo(c, m.text, 'text'),
+    preprocess: parsePreprocess(c, m.preprocess),
+    files,
+  }
+  if (m.source !== undefined) manifest.source = c.string(m.source, 'source')
+  return manifest
+}
+
+/** Reads and checks one manifest file; a missing file throws the fs error (ENOENT) for the caller to word. */
+export async function readManifestFile(path: string): Promise<Manifest> {
+  const text = await readFile(path, 'utf8')
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (e) {
+    throw new ModError('invalid_config', `${path}: not valid JSON (${(e as Error).message})`)
+  }
+  return parseManifest(value, path)
+}
+
+/** The manifest's file with this role (image and text encoders are exactly one each, checked on parse). */
+export function fileWithRole(manifest: Manifest, role: FileRole): ModelFile {
+  const file = manifest.files.find((f) => f.role === role)
+  if (!file) throw new ModError('invalid_config', `model '${manifest.id}' lists no ${role} file`)
+  return file
+}
+
+function missing(dir: string, preset: string | undefined, what?: string): ModError {
+  const name = preset ?? 'fast'
+  const subject = preset ? `model '${preset}' is not installed in ${dir}` : `no model in ${dir}`
+  const detail = what ? ` (${what} is missing)` : ''
+  return new ModError(
+    'model_missing',
+    `${subject}${detail}: run \`mod models pull ${name}\` (or set MOD_MODEL_DIR to a model folder)`,
+    {dir, preset},
+  )
+}
+
+async function isFile(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isFile()
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Loads the manifest of an installed model folder. A missing folder, manifest.json or listed file is
+ * `model_missing` with one message naming the command that fixes it; a malformed manifest is `invalid_config`.
+ */
+export async function loadManifest(dir: string, preset?: string): Promise<Manifest> {
+  const path = join(dir, MANIFEST_FILE)
+  let manifest: Manifest
+  try {
+    manifest = await readManifestFile(path)
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT' || (e as NodeJS.ErrnoException).code === 'ENOTDIR') {
+      throw missing(dir, preset)
+    }
+    throw e
+  }
+  for (const f of manifest.files) {
+    if (!(await isFile(join(dir, f.path)))) throw missing(dir, preset, f.path)
+  }
+  return manifest
+}

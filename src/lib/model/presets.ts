@@ -1,0 +1,64 @@
+/** The model presets shipped in the repository's models/ folder, and where each one is installed. */
+import {join} from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+import {PRESETS, type PresetName} from '../policy/types.js'
+import {loadManifest, readManifestFile} from './manifest.js'
+import type {Manifest} from './manifest-types.js'
+
+/** This file sits three levels below the package root both as src/lib/model/*.ts and as dist/lib/model/*.js. */
+const MODELS_DIR = new URL('../../../models/', import.meta.url)
+
+export interface PresetStatus {
+  preset: PresetName
+  /** The model id of the preset's manifest. */
+  id: string
+  installed: boolean
+  dir: string
+  /** Bytes of the installed files, or of the download when the preset manifest knows every file's size. */
+  size?: number
+}
+
+export function presetManifestPath(preset: PresetName): string {
+  return fileURLToPath(new URL(`${preset}.json`, MODELS_DIR))
+}
+
+export function loadPresetManifest(preset: PresetName): Promise<Manifest> {
+  return readManifestFile(presetManifestPath(preset))
+}
+
+/** MOD_MODEL_DIR / --model-dir wins; otherwise the preset's folder under the cache. */
+export function resolveModelDir(settings: {modelDir?: string; cacheDir: string}, preset: PresetName): string {
+  return settings.modelDir ?? join(settings.cacheDir, preset)
+}
+
+function totalSize(manifest: Manifest): number | undefined {
+  let total = 0
+  for (const f of manifest.files) {
+    if (f.size === undefined) return undefined
+    total += f.size
+  }
+  return total
+}
+
+async function installedManifest(dir: string, preset: PresetName): Promise<Manifest | undefined> {
+  try {
+    return await loadManifest(dir, preset)
+  } catch {
+    return undefined
+  }
+}
+
+/** Every preset with its model id and whether a complete copy is installed under cacheDir. */
+export async function listPresets(cacheDir: string): Promise<PresetStatus[]> {
+  return Promise.all(
+    PRESETS.map(async (preset) => {
+      const wanted = await loadPresetManifest(preset)
+      const dir = join(cacheDir, preset)
+      const installed = await installedManifest(dir, preset)
+      const ok = installed?.id === wanted.id
+      const size = totalSize(ok && installed ? installed : wanted)
+      return {preset, id: wanted.id, installed: ok, dir, ...(size === undefined ? {} : {size})}
+    }),
+  )
+}

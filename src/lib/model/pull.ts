@@ -1,0 +1,260 @@
+/**
+ * Downloads a manifest's files into a model folder so that no half file is ever used: each file streams into
+ * `.partial/<path>.part` (resumed with a Range request when a part exists), is checked against the manifest's
+ * size and sha256, synced and renamed into place; manifest.json is written last, so a folder without it is
+ * never taken for an installed model.
+ */
+import {createHash} from 'node:crypto'
+import {createReadStream, createWriteStream} from 'node:fs'
+import {mkdir, open, rename, rm, stat} from 'node:fs/promises'
+import {dirname, join} from 'node:path'
+import {Transform} from 'node:stream'
+import {pipeline} from 'node:stream/promises'
+
+import {Agent, interceptors, request, type Dispatcher} from 'undici'
+
+import {isModError, ModError} from '../errors.js'
+import {MANIFEST_FILE} from './manifest.js'
+import type {Manifest, ModelFile} from './manifest-types.js'
+
+const PARTIAL_DIR = '.partial'
+const MAX_REDIRECTIONS = 5
+const TIMEOUT_MS = 60_000
+
+export interface PullProgress {
+  file: string
+  /** Bytes of this file on disk so far, a resumed part included. */
+  received: number
+  total?: number
+}
+
+export interface PulledFile {
+  file: string
+  size: number
+  /** True when the file was already in place and verified. */
+  skipped: boolean
+}
+
+export interface PullOptions {
+  onProgress?: (p: PullProgress) => void
+  onFile?: (f: PulledFile) => void
+  signal?: AbortSignal
+  /** Default: an undici Agent that follows redirects (Hugging Face answers with one to its CDN). */
+  dispatcher?: Dispatcher
+}
+
+interface Verified {
+  size: number
+  sha256: string
+}
+
+interface Context {
+  dest: string
+  opts: PullOptions
+  dispatcher: Dispatcher
+}
+
+function failed(message: string, details?: Record<string, unknown>): ModError {
+  return new ModError('download_failed', message, details)
+}
+
+async function sizeOf(path: string): Promise<number | undefined> {
+  try {
+    const s = await stat(path)
+    return s.isFile() ? s.size : undefined
+  } catch {
+    return undefined
+  }
+}
+
+async function hashFile(path: string): Promise<Verified> {
+  const hash = createHash('sha256')
+  let size = 0
+  for await (const chunk of createReadStream(path)) {
+    hash.update(chunk as Buffer)
+    size += (chunk as Buffer).length
+  }
+  return {size, sha256: hash.digest('hex')}
+}
+
+/** Flushes a file to disk, so that a crash after the rename cannot leave an empty or short file in place. */
+async function syncFile(path: string): Promise<void> {
+  const handle = await open(path, 'r+')
+  try {
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+}
+
+/** The file already in place, when it matches what the manifest knows of it. */
+async function installedCopy(path: string, file: ModelFile): Promise<Verified | undefined> {
+  const size = await sizeOf(path)
+  if (size === undefined || (file.size !== undefined && size !== file.size)) return undefined
+  const verified = await hashFile(path)
+  return file.sha256 === undefined || verified.sha256 === file.sha256 ? verified : undefined
+}
+
+function header(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
+  const v = headers[name]
+  return Array.isArray(v) ? v[0] : v
+}
+
+type Response = Dispatcher.ResponseData
+
+async function get(ctx: Context, file: ModelFile, url: string, offset: number): Promise<Response> {
+  try {
+    return await request(url, {
+      method: 'GET',
+      dispatcher: ctx.dispatcher,
+      signal: ctx.opts.signal,
+      headers: offset > 0 ? {range: `bytes=${offset}-`} : {},
+    })
+  } catch (e) {
+    if (ctx.opts.signal?.aborted) throw failed(`download of ${file.path} was interrupted`)
+    throw failed(`cannot fetch ${file.path} from ${url}: ${(e as Error).message}`)
+  }
+}
+
+/** Starts the transfer, resuming at `offset` when the server honours the range; returns where it really starts. */
+async function startTransfer(ctx: Context, file: ModelFile, url: string, offset: number): Promise<{res: Response; start: number}> {
+  if (offset > 0) {
+    const res = await get(ctx, file, url, offset)
+    const range = /^bytes (\d+)-/.exec(header(res.headers, 'content-range') ?? '')
+    if (res.statusCode === 206 && range && Number(range[1]) === offset) return {res, start: offset}
+    if (res.statusCode === 200) return {res, start: 0}
+    // 416 (the part is already whole, or longer than the file) or an odd range: start over.
+    await res.body.dump().catch(() => undefined)
+  }
+  return {res: await get(ctx, file, url, 0), start: 0}
+}
+
+async function download(ctx: Context, file: ModelFile, url: string): Promise<Verified> {
+  const {opts} = ctx
+  const part = join(ctx.dest, PARTIAL_DIR, `${file.path}.part`)
+  await mkdir(dirname(part), {recursive: true})
+  let offset = (await sizeOf(part)) ?? 0
+  if (file.size !== undefined && offset > file.size) offset = 0
+
+  const {res, start} = await startTransfer(ctx, file, url, offset)
+  if (res.statusCode < 200 || res.statusCode > 299 || (res.statusCode === 206 && start === 0)) {
+    await res.body.dump().catch(() => undefined)
+    throw failed(`cannot fetch ${file.path}: ${url} answered HTTP ${res.statusCode}`, {status: res.statusCode})
+  }
+  const length = Number(header(res.headers, 'content-length'))
+  const total = file.size ?? (Number.isFinite(length) && length >= 0 ? start + length : undefined)
+
+  const hash = createHash('sha256')
+  if (start > 0) {
+    for await (const chunk of createReadStream(part, {end: start - 1})) hash.update(chunk as Buffer)
+  }
+  let received = start
+  opts.onProgress?.({file: file.path, received, total})
+  const meter = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      received += chunk.length
+      // Enforced as bytes arrive: a server sending more than the manifest promises is cut off, not stored.
+      if (file.size !== undefined && received > file.size) {
+        done(failed(`${file.path} is larger than the ${file.size} bytes the manifest gives`))
+        return
+      }
+      hash.update(chunk)
+      opts.onProgress?.({file: file.path, received, total})
+      done(null, chunk)
+    },
+  })
+
+  try {
+    await pipeline(res.body, meter, createWriteStream(part, {flags: start > 0 ? 'a' : 'w'}), {signal: opts.signal})
+  } catch (e) {
+    if (opts.signal?.aborted) {
+      throw failed(`download of ${file.path} was interrupted after ${received} bytes; pull again to resume`)
+    }
+    if (isModError(e)) {
+      await rm(part, {force: true})
+      throw e
+    }
+    throw failed(
+      `download of ${file.path} stopped after ${received}${total === undefined ? '' : ` of ${total}`} bytes ` +
+        `(${(e as Error).message}); pull again to resume`,
+    )
+  }
+
+  if (total !== undefined && received < total) {
+    throw failed(`download of ${file.path} stopped after ${received} of ${total} bytes; pull again to resume`)
+  }
+  const sha256 = hash.digest('hex')
+  if (file.sha256 !== undefined && sha256 !== file.sha256) {
+    await rm(part, {force: true})
+    throw failed(`${file.path} has sha256 ${sha256}, expected ${file.sha256}; the download was deleted`, {
+      file: file.path,
+      expected: file.sha256,
+      actual: sha256,
+    })
+  }
+  await syncFile(part)
+  const final = join(ctx.dest, file.path)
+  await mkdir(dirname(final), {recursive: true})
+  await rename(part, final)
+  return {size: received, sha256}
+}
+
+async function writeManifest(dest: string, manifest: Manifest): Promise<void> {
+  const path = join(dest, MANIFEST_FILE)
+  const tmp = join(dest, PARTIAL_DIR, `${MANIFEST_FILE}.tmp`)
+  await mkdir(dirname(tmp), {recursive: true})
+  const handle = await open(tmp, 'w')
+  try {
+    await handle.writeFile(`${JSON.stringify(manifest, null, 2)}\n`)
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+  await rename(tmp, path)
+}
+
+function urlOf(file: ModelFile): string {
+  if (!file.url || !/^https?:\/\//i.test(file.url)) {
+    throw new ModError('invalid_config', `${file.path} has no http(s) URL to download it from`)
+  }
+  return file.url
+}
+
+/**
+ * Installs the manifest's files into destDir and writes its manifest.json (with the size and sha256 of every
+ * file) last. Files already in place and matching are kept. Returns the installed manifest.
+ */
+export async function pullModel(manifest: Manifest, destDir: string, opts: PullOptions = {}): Promise<Manifest> {
+  const urls = manifest.files.map(urlOf)
+  let agent: Agent | undefined
+  let dispatcher = opts.dispatcher
+  if (!dispatcher) {
+    agent = new Agent({headersTimeout: TIMEOUT_MS, bodyTimeout: TIMEOUT_MS, connect: {timeout: TIMEOUT_MS}})
+    dispatcher = agent.compose(interceptors.redirect({maxRedirections: MAX_REDIRECTIONS}))
+  }
+  const ctx: Context = {dest: destDir, opts, dispatcher}
+  await mkdir(destDir, {recursive: true})
+  try {
+    const files: ModelFile[] = []
+    let uninstalled = false
+    for (const [i, file] of manifest.files.entries()) {
+      if (opts.signal?.aborted) throw failed('download was interrupted')
+      let verified = await installedCopy(join(destDir, file.path), file)
+      const skipped = verified !== undefined
+      if (!verified) {
+        // From the first file that changes, the folder must stop counting as installed until it is whole again.
+        if (!uninstalled) await rm(join(destDir, MANIFEST_FILE), {force: true})
+        uninstalled = true
+        verified = await download(ctx, file, urls[i])
+      }
+      opts.onFile?.({file: file.path, size: verified.size, skipped})
+      files.push({...file, size: verified.size, sha256: verified.sha256})
+    }
+    const installed: Manifest = {...manifest, files}
+    await writeManifest(destDir, installed)
+    await rm(join(destDir, PARTIAL_DIR), {recursive: true, force: true})
+    return installed
+  } finally {
+    await agent?.close()
+  }
+}

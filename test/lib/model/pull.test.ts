@@ -1,0 +1,281 @@
+import {createHash} from 'node:crypto'
+import {createServer, type Server} from 'node:http'
+import type {AddressInfo} from 'node:net'
+import {mkdir, mkdtemp, readFile, rm, stat, writeFile} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {writeToyModel} from '../../../scripts/fixtures.js'
+import {loadManifest} from '../../../src/lib/model/manifest.js'
+import type {Manifest} from '../../../src/lib/model/manifest-types.js'
+import {pullModel, type PulledFile, type PullProgress} from '../../../src/lib/model/pull.js'
+
+/** How the test server answers one path: normally (with Range support), or one of the failures under test. */
+type Mode = 'ok' | 'cut' | 'stall' | 'no-range' | 'missing' | 'redirect'
+
+const root = await mkdtemp(join(tmpdir(), 'mod-pull-'))
+const toy = await writeToyModel(join(root, 'source'))
+const bodies = new Map<string, Buffer>()
+for (const f of toy.files) bodies.set(`/${f.path}`, await readFile(join(root, 'source', f.path)))
+
+const modes = new Map<string, Mode>()
+const seen: {path: string; range?: string}[] = []
+
+const server: Server = createServer((req, res) => {
+  const path = (req.url ?? '/').split('?')[0]
+  seen.push({path, range: req.headers.range})
+  const mode = modes.get(path) ?? 'ok'
+  if (mode === 'redirect') {
+    res.writeHead(302, {location: `/files${path}`}).end()
+    return
+  }
+  const body = bodies.get(path.replace(/^\/files\//, '/'))
+  if (!body || mode === 'missing') {
+    res.writeHead(404).end('not found')
+    return
+  }
+  const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? '')
+  if (range && mode !== 'no-range') {
+    const start = Number(range[1])
+    if (start >= body.length) {
+      res.writeHead(416, {'content-range': `bytes */${body.length}`}).end()
+      return
+    }
+    res.writeHead(206, {'content-length': body.length - start, 'content-range': `bytes ${start}-${body.length - 1}/${body.length}`})
+    res.end(body.subarray(start))
+    return
+  }
+  res.writeHead(200, {'content-length': body.length})
+  if (mode === 'cut') {
+    // The connection drops mid-body: the client gets a third of the file, then the socket closes.
+    res.write(body.subarray(0, Math.floor(body.length / 3)), () => res.socket?.destroy())
+    return
+  }
+  if (mode === 'stall') {
+    res.write(body.subarray(0, 65536))
+    return
+  }
+  res.end(body)
+})
+await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+
+/** The toy manifest as a preset: every file with its URL on the test server; sizes/hashes as given. */
+function preset(opts: {hashes?: boolean; prefix?: string} = {}): Manifest {
+  return {
+    ...toy,
+    files: toy.files.map((f) => ({
+      path: f.path,
+      role: f.role,
+      url: `${base}${opts.prefix ?? ''}/${f.path}`,
+      ...(opts.hashes === false ? {} : {size: f.size, sha256: f.sha256}),
+    })),
+  }
+}
+
+let n = 0
+function reset(): string {
+  modes.clear()
+  seen.length = 0
+  return join(root, `dest-${n++}`)
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  )
+}
+
+async function failure(p: Promise<unknown>): Promise<Error & {code?: string}> {
+  const e = await p.then(
+    () => undefined,
+    (err: unknown) => err,
+  )
+  assert.instance(e, Error, 'expected a rejection')
+  return e as Error & {code?: string}
+}
+
+async function assertSameFiles(dest: string): Promise<void> {
+  for (const f of toy.files) {
+    const got = await readFile(join(dest, f.path))
+    assert.ok(got.equals(bodies.get(`/${f.path}`) as Buffer), `${f.path} has the served content`)
+  }
+}
+
+const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex')
+
+test('pulls every file, verifies it and writes manifest.json last; the folder then loads', async () => {
+  const dest = reset()
+  const progress: PullProgress[] = []
+  const done: PulledFile[] = []
+  const installed = await pullModel(preset(), dest, {onProgress: (p) => progress.push(p), onFile: (f) => done.push(f)})
+  await assertSameFiles(dest)
+  assert.equal(installed, preset())
+  assert.equal(await loadManifest(dest, 'fast'), preset())
+  assert.equal(JSON.parse(await readFile(join(dest, 'manifest.json'), 'utf8')), preset())
+  assert.not.ok(await exists(join(dest, '.partial')), 'no partial folder left')
+  assert.equal(done, toy.files.map((f) => ({file: f.path, size: f.size, skipped: false})))
+  const vocab = progress.filter((p) => p.file === 'vocab.json')
+  assert.equal(vocab.at(-1), {file: 'vocab.json', received: bodies.get('/vocab.json')?.length, total: bodies.get('/vocab.json')?.length})
+})
+
+test('without sizes and hashes in the preset, the installed manifest records the computed ones', async () => {
+  const dest = reset()
+  const installed = await pullModel(preset({hashes: false}), dest)
+  for (const f of installed.files) {
+    const body = bodies.get(`/${f.path}`) as Buffer
+    assert.is(f.size, body.length)
+    assert.is(f.sha256, sha(body))
+  }
+  assert.equal((await loadManifest(dest)).files, installed.files)
+})
+
+test('a hash mismatch fails naming the file and both hashes, and leaves no file and no manifest', async () => {
+  const dest = reset()
+  const wrong = preset()
+  const vocab = wrong.files.find((f) => f.path === 'vocab.json') as Manifest['files'][number]
+  const real = vocab.sha256 as string
+  vocab.sha256 = '0'.repeat(64)
+  const err = await failure(pullModel(wrong, dest))
+  assert.is(err.code, 'download_failed')
+  assert.match(err.message, 'vocab.json')
+  assert.match(err.message, real)
+  assert.match(err.message, '0'.repeat(64))
+  assert.not.ok(await exists(join(dest, 'vocab.json')), 'no file at the final path')
+  assert.not.ok(await exists(join(dest, '.partial', 'vocab.json.part')), 'the bad download is deleted')
+  assert.not.ok(await exists(join(dest, 'manifest.json')), 'no manifest.json')
+  assert.is((await failure(loadManifest(dest, 'fast'))).code, 'model_missing')
+})
+
+test('a short read keeps the part for resume but never puts it in place; the next pull resumes with Range', async () => {
+  const dest = reset()
+  modes.set('/tokenizer.json', 'cut')
+  const err = await failure(pullModel(preset(), dest))
+  assert.is(err.code, 'download_failed')
+  assert.match(err.message, /download of tokenizer\.json stopped after \d+ of 2224120 bytes .*pull again to resume/)
+  assert.not.ok(await exists(join(dest, 'tokenizer.json')), 'no file at the final path')
+  assert.not.ok(await exists(join(dest, 'manifest.json')), 'no manifest.json')
+  const partSize = (await stat(join(dest, '.partial', 'tokenizer.json.part'))).size
+  assert.ok(partSize > 0, 'a part was kept')
+
+  modes.clear()
+  seen.length = 0
+  await pullModel(preset(), dest)
+  assert.equal(
+    seen.filter((r) => r.path === '/tokenizer.json'),
+    [{path: '/tokenizer.json', range: `bytes=${partSize}-`}],
+  )
+  await assertSameFiles(dest)
+  assert.ok(await exists(join(dest, 'manifest.json')))
+})
+
+test('a server that ignores Range restarts the file from zero', async () => {
+  const dest = reset()
+  modes.set('/tokenizer.json', 'cut')
+  await failure(pullModel(preset(), dest))
+  modes.set('/tokenizer.json', 'no-range')
+  await pullModel(preset(), dest)
+  await assertSameFiles(dest)
+})
+
+test('a part as long as the file (416 on resume) is fetched again from zero', async () => {
+  const dest = reset()
+  const body = bodies.get('/merges.txt') as Buffer
+  await pullModel(preset(), dest)
+  await rm(join(dest, 'merges.txt'))
+  await mkdir(join(dest, '.partial'), {recursive: true})
+  await writeFile(join(dest, '.partial', 'merges.txt.part'), Buffer.alloc(body.length, 0x20))
+  seen.length = 0
+  await pullModel(preset(), dest)
+  assert.equal(seen.map((r) => r.range), [`bytes=${body.length}-`, undefined])
+  await assertSameFiles(dest)
+})
+
+test('an interrupted pull (abort) leaves no usable half file', async () => {
+  const dest = reset()
+  modes.set('/tokenizer.json', 'stall')
+  const controller = new AbortController()
+  const err = await failure(
+    pullModel(preset(), dest, {
+      signal: controller.signal,
+      onProgress: (p) => {
+        if (p.file === 'tokenizer.json' && p.received > 0) controller.abort()
+      },
+    }),
+  )
+  assert.is(err.code, 'download_failed')
+  assert.match(err.message, /interrupted/)
+  assert.not.ok(await exists(join(dest, 'tokenizer.json')), 'no file at the final path')
+  assert.not.ok(await exists(join(dest, 'manifest.json')), 'no manifest.json')
+  assert.is((await failure(loadManifest(dest, 'fast'))).code, 'model_missing')
+})
+
+test('files already installed and matching are not downloaded again', async () => {
+  const dest = reset()
+  await pullModel(preset(), dest)
+  seen.length = 0
+  const done: PulledFile[] = []
+  await pullModel(preset(), dest, {onFile: (f) => done.push(f)})
+  assert.is(seen.length, 0, 'no request at all')
+  assert.ok(done.every((f) => f.skipped))
+
+  await rm(join(dest, 'vocab.json'))
+  await writeFile(join(dest, 'merges.txt'), Buffer.alloc((bodies.get('/merges.txt') as Buffer).length, 0x41))
+  await pullModel(preset(), dest)
+  assert.equal(seen.map((r) => r.path).sort(), ['/merges.txt', '/vocab.json'], 'only the missing and the damaged file')
+  await assertSameFiles(dest)
+})
+
+test('an HTTP error status is download_failed naming the status', async () => {
+  const dest = reset()
+  modes.set('/config.json', 'missing')
+  const err = await failure(pullModel(preset(), dest))
+  assert.is(err.code, 'download_failed')
+  assert.match(err.message, /config\.json.*HTTP 404/)
+  assert.not.ok(await exists(join(dest, 'manifest.json')))
+})
+
+test('a server sending more than the manifest size is cut off and nothing is kept', async () => {
+  const dest = reset()
+  const small = preset()
+  const vocab = small.files.find((f) => f.path === 'vocab.json') as Manifest['files'][number]
+  vocab.size = 1000
+  const err = await failure(pullModel(small, dest))
+  assert.is(err.code, 'download_failed')
+  assert.match(err.message, /vocab\.json is larger than the 1000 bytes/)
+  assert.not.ok(await exists(join(dest, 'vocab.json')))
+  assert.not.ok(await exists(join(dest, '.partial', 'vocab.json.part')))
+})
+
+test('follows redirects (Hugging Face sends downloads to its CDN)', async () => {
+  const dest = reset()
+  for (const f of toy.files) modes.set(`/r/${f.path}`, 'redirect')
+  const m = preset()
+  m.files = m.files.map((f) => ({...f, url: `${base}/r/${f.path}`}))
+  // The redirect target is /files/r/<path>: serve those under the same bodies.
+  for (const f of toy.files) bodies.set(`/r/${f.path}`, bodies.get(`/${f.path}`) as Buffer)
+  await pullModel(m, dest)
+  await assertSameFiles(dest)
+  assert.ok(seen.some((r) => r.path === `/files/r/${toy.files[0].path}`))
+})
+
+test('a file without a download URL is a configuration error before anything is fetched', async () => {
+  const dest = reset()
+  const m = preset()
+  delete m.files[3].url
+  const err = await failure(pullModel(m, dest))
+  assert.is(err.code, 'invalid_config')
+  assert.match(err.message, m.files[3].path)
+  assert.is(seen.length, 0)
+})
+
+test.after(async () => {
+  server.closeAllConnections()
+  await new Promise((resolve) => server.close(resolve))
+  await rm(root, {recursive: true, force: true})
+})
+
+test.run()
