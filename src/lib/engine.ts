@@ -89,6 +89,7 @@ export function createEngine(opts: EngineOptions): Engine {
   let readyP: Promise<Ready> | undefined
   let ready: Ready | undefined
   let headP: Promise<Head | undefined> | undefined
+  let ffmpegP: Promise<string> | undefined
 
   const manifest = (): Promise<Manifest> => {
     manifestP ??= loadManifest(opts.modelDir, opts.preset)
@@ -231,7 +232,9 @@ export function createEngine(opts: EngineOptions): Engine {
       return embeddings.map((e) => labelsOf(r, e))
     },
     async moderateVideo(path, o) {
-      const [ffmpeg] = await Promise.all([resolveFfmpeg(opts.ffmpeg), load()])
+      ffmpegP ??= resolveFfmpeg(opts.ffmpeg)
+      ffmpegP.catch(() => (ffmpegP = undefined))
+      const [ffmpeg] = await Promise.all([ffmpegP, load()])
       return moderateVideo(path, {
         ...o,
         batchSize,

@@ -1,0 +1,46 @@
+/** Longest line we keep across chunks; framecrc lines are under 100 characters. */
+const MAX_LINE = 1024
+
+export interface PacketClock {
+  /** Feeds the next bytes of ffmpeg's framecrc output. */
+  push(chunk: Buffer): void
+  /** End time in seconds of the latest packet seen (pts + duration), or undefined before the first one. */
+  end(): number | undefined
+}
+
+/**
+ * Reads the `framecrc` listing that ffmpeg writes for the video stream's packets (one line per packet:
+ * `stream, dts, pts, duration, size, checksum`, after a `#tb 0: num/den` time base line). The packets
+ * actually read give the stream's real duration, whatever the container's header claims.
+ */
+export function createPacketClock(): PacketClock {
+  let carry = ''
+  let timeBase: number | undefined
+  let end: number | undefined
+
+  function line(text: string): void {
+    const tb = /^#tb 0: (\d+)\/(\d+)$/.exec(text)
+    if (tb) {
+      timeBase = Number(tb[1]) / Number(tb[2])
+      return
+    }
+    if (timeBase === undefined || !text.startsWith('0,')) return
+    const fields = text.split(',')
+    const pts = Number(fields[2])
+    const duration = Number(fields[3])
+    // Packets without a timestamp are printed as a huge negative number: skip them.
+    if (!Number.isFinite(pts) || !Number.isFinite(duration) || pts < 0 || duration < 0) return
+    const t = (pts + duration) * timeBase
+    if (end === undefined || t > end) end = t
+  }
+
+  return {
+    push(chunk) {
+      const lines = (carry + chunk.toString('latin1')).split('\n')
+      carry = lines.pop() ?? ''
+      if (carry.length > MAX_LINE) carry = ''
+      for (const text of lines) line(text.trim())
+    },
+    end: () => end,
+  }
+}

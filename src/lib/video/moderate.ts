@@ -1,0 +1,74 @@
+import type {Label, RgbImage, Segment, VideoResult} from '../types.js'
+import {type DecodedFrame, type DecodeOptions, type DecodeSummary, decodeFrames} from './frames.js'
+import {createSegmentTracker} from './segments.js'
+
+export interface ModerateVideoOptions {
+  /** Reported as `source` in the result. */
+  source: string
+  fps: number
+  minFrames: number
+  stopOnViolation: boolean
+  /** Frames scored per call of `scoreFrames`; at most this many decoded frames are held at once. */
+  batchSize: number
+  /** The ffmpeg binary and the decoding limits. */
+  decode: Omit<DecodeOptions, 'fps' | 'signal'>
+  /** Scores a batch of frames (the engine trims, preprocesses, embeds and scores): one label list per frame. */
+  scoreFrames: (frames: RgbImage[]) => Promise<Label[][]>
+  /** Called for each kept segment once its run has closed (the open ones at the end), in the order found. */
+  onSegment?: (label: string, segment: Segment) => void
+  /** Called after each batch with the frames analysed and the seconds of video they cover. */
+  onProgress?: (framesDone: number, seconds: number) => void
+  signal?: AbortSignal
+}
+
+const round3 = (x: number): number => Math.round(x * 1000) / 1000
+
+/**
+ * Moderates a video file: samples frames, scores them in batches and reports per-label segments
+ * (CONTRACTS §2). With `stopOnViolation`, analysis stops at the frame that completes a segment of
+ * `minFrames` frames, ffmpeg is killed, and `duration` is the span analysed. Errors are those of
+ * `decodeFrames` and of `scoreFrames`; ffmpeg never outlives the call.
+ */
+export async function moderateVideo(path: string, o: ModerateVideoOptions): Promise<VideoResult> {
+  const tracker = createSegmentTracker(o.fps, o.minFrames)
+  const frames = decodeFrames(path, {...o.decode, fps: o.fps, signal: o.signal})
+  let analyzed = 0
+  let stoppedEarly = false
+  let summary: DecodeSummary | undefined
+
+  try {
+    let batch: DecodedFrame[] = []
+    while (summary === undefined && !stoppedEarly) {
+      const next = await frames.next()
+      if (next.done) summary = next.value
+      else batch.push(next.value)
+      if (batch.length === o.batchSize || (next.done && batch.length > 0)) {
+        const scores = await o.scoreFrames(batch.map((f) => f.image))
+        // Frame by frame, so that where a stop happens does not depend on the batch size.
+        for (let i = 0; i < batch.length && !stoppedEarly; i++) {
+          for (const found of tracker.push(scores[i])) o.onSegment?.(found.label, found.segment)
+          analyzed++
+          stoppedEarly = o.stopOnViolation && tracker.hasSegment()
+        }
+        o.onProgress?.(analyzed, round3(analyzed / o.fps))
+        batch = []
+      }
+    }
+  } finally {
+    // Kills ffmpeg when we leave before the end (a stop, a scoring error); does nothing once decoding ended.
+    await frames.return({frames: analyzed, duration: analyzed / o.fps})
+  }
+
+  const duration = round3(summary !== undefined && !stoppedEarly ? summary.duration : analyzed / o.fps)
+  const {closed, violations} = tracker.finish(duration)
+  for (const found of closed) o.onSegment?.(found.label, found.segment)
+  return {
+    source: o.source,
+    is_safe: violations.length === 0,
+    duration,
+    fps: o.fps,
+    frames_analyzed: analyzed,
+    stopped_early: stoppedEarly,
+    violations,
+  }
+}

@@ -1,0 +1,97 @@
+import type {Label, Segment, VideoViolation} from '../types.js'
+
+export type ScoredLabel = Pick<Label, 'name' | 'parent' | 'threshold' | 'score'>
+
+export interface FoundSegment {
+  label: string
+  segment: Segment
+}
+
+export interface SegmentTracker {
+  /** Adds the next sampled frame's scores; returns the segments this frame closed (runs that just ended and are kept). */
+  push(labels: readonly ScoredLabel[]): FoundSegment[]
+  /** True once some label has a run of at least min_frames frames, closed or still open. */
+  hasSegment(): boolean
+  /** Closes the open runs (their end capped at `duration`); returns them and the violations of the whole video. */
+  finish(duration: number): {closed: FoundSegment[]; violations: VideoViolation[]}
+}
+
+interface Run {
+  first: number
+  frames: number
+  max: number
+}
+
+interface LabelState {
+  label: ScoredLabel
+  segments: Segment[]
+  run?: Run
+}
+
+const round = (x: number, digits: number): number => Math.round(x * 10 ** digits) / 10 ** digits
+
+/**
+ * Segments per label (CONTRACTS §2): a run of consecutive sampled frames whose score is >= the label's
+ * threshold, from the first frame's time to the last one's plus 1/fps (capped at the duration); runs of fewer
+ * than `minFrames` frames are dropped. Times are rounded to 3 decimals, confidences to 4.
+ */
+export function createSegmentTracker(fps: number, minFrames: number): SegmentTracker {
+  const states = new Map<string, LabelState>()
+  let frames = 0
+
+  function close(state: LabelState, duration: number): FoundSegment[] {
+    const run = state.run
+    state.run = undefined
+    if (run === undefined || run.frames < minFrames) return []
+    const segment: Segment = {
+      start: round(run.first / fps, 3),
+      end: round(Math.min((run.first + run.frames) / fps, duration), 3),
+      frames: run.frames,
+      max_confidence: round(run.max, 4),
+    }
+    state.segments.push(segment)
+    return [{label: state.label.name, segment}]
+  }
+
+  return {
+    push(labels) {
+      const closed: FoundSegment[] = []
+      for (const label of labels) {
+        let state = states.get(label.name)
+        if (state === undefined) {
+          state = {label, segments: []}
+          states.set(label.name, state)
+        }
+        if (label.score >= label.threshold) {
+          if (state.run === undefined) state.run = {first: frames, frames: 0, max: 0}
+          state.run.frames++
+          state.run.max = Math.max(state.run.max, label.score)
+        } else {
+          // A run that closes before the last frame ends at the next frame's time, never past the duration.
+          closed.push(...close(state, Infinity))
+        }
+      }
+      frames++
+      return closed
+    },
+
+    hasSegment() {
+      return [...states.values()].some((s) => s.segments.length > 0 || (s.run?.frames ?? 0) >= minFrames)
+    },
+
+    finish(duration) {
+      const closed = [...states.values()].flatMap((s) => close(s, duration))
+      const violations: VideoViolation[] = [...states.values()]
+        .filter((s) => s.segments.length > 0)
+        .map((s) => ({
+          name: s.label.name,
+          parent: s.label.parent,
+          threshold: s.label.threshold,
+          max_confidence: Math.max(...s.segments.map((g) => g.max_confidence)),
+          segments: s.segments,
+        }))
+        .sort((a, b) => b.max_confidence - a.max_confidence || a.name.localeCompare(b.name))
+      return {closed, violations}
+    },
+  }
+}

@@ -1,0 +1,106 @@
+import {readFileSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {runCli, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {colourClip} from '../lib/video/helpers.js'
+
+const dir = tempDir()
+const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
+let policy = ''
+let redBlueRed = ''
+
+test.before(async () => {
+  policy = writeRednessPolicy(dir.path)
+  redBlueRed = await colourClip(join(dir.path, 'rbr.mp4'), ['red', 'blue', 'red'], 2)
+})
+
+test.after(() => dir.remove())
+
+test('red 0-2 s, blue 2-4 s, red 4-6 s at 1 fps gives redness segments [0,2] and [4,6]', async () => {
+  const r = await runCli(['scan-video', redBlueRed, '--config', policy, '--json'], {env})
+  assert.is(r.code, 1, r.stderr)
+  const result = JSON.parse(r.stdout)
+  assert.is(result.source, redBlueRed)
+  assert.is(result.is_safe, false)
+  assert.is(result.fps, 1)
+  assert.is(result.frames_analyzed, 6)
+  assert.is(result.duration, 6)
+  assert.is(result.stopped_early, false)
+  assert.equal(result.violations.map((v: {name: string}) => v.name), ['redness'])
+  const segments = result.violations[0].segments.map((s: {start: number; end: number; frames: number}) => [s.start, s.end, s.frames])
+  assert.equal(segments, [[0, 2, 2], [4, 6, 2]])
+  assert.ok(result.violations[0].max_confidence > 0.99)
+})
+
+test('--min-frames 3 drops both two-frame segments: safe, exit 0', async () => {
+  const r = await runCli(['scan-video', redBlueRed, '--config', policy, '--min-frames', '3', '--json'], {env})
+  assert.is(r.code, 0, r.stderr)
+  const result = JSON.parse(r.stdout)
+  assert.is(result.is_safe, true)
+  assert.equal(result.violations, [])
+})
+
+test('--stop-on-violation returns one segment, stopped_early, after fewer frames', async () => {
+  const r = await runCli(['scan-video', redBlueRed, '--config', policy, '--stop-on-violation', '--json'], {env})
+  assert.is(r.code, 1, r.stderr)
+  const result = JSON.parse(r.stdout)
+  assert.is(result.stopped_early, true)
+  assert.ok(result.frames_analyzed < 6, String(result.frames_analyzed))
+  assert.is(result.violations.length, 1)
+  assert.is(result.violations[0].segments.length, 1)
+})
+
+test('--ndjson prints each segment as found, then the result', async () => {
+  const r = await runCli(['scan-video', redBlueRed, '--config', policy, '--ndjson'], {env})
+  assert.is(r.code, 1, r.stderr)
+  const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l))
+  assert.is(lines.length, 3)
+  assert.equal(lines.slice(0, 2).map((l) => [l.type, l.name, l.start, l.end]), [['segment', 'redness', 0, 2], ['segment', 'redness', 4, 6]])
+  assert.is(lines[2].is_safe, false)
+})
+
+test('the table output gives the verdict and one line per segment', async () => {
+  const r = await runCli(['scan-video', redBlueRed, '--config', policy], {env})
+  assert.is(r.code, 1)
+  const lines = r.stdout.trim().split('\n')
+  assert.match(lines[0], /^UNSAFE\s+.*rbr\.mp4\s+\(6\.0 s, 6 frames at 1 fps\)/)
+  assert.match(lines[1], /redness\s+0:00\.0-0:02\.0\s+2 frames/)
+  assert.match(lines[2], /redness\s+0:04\.0-0:06\.0\s+2 frames/)
+})
+
+test('a clip longer than MOD_MAX_VIDEO_SECONDS is refused with video_too_long, exit 2', async () => {
+  const long = await colourClip(join(dir.path, 'long.mp4'), ['blue'], 20)
+  const r = await runCli(['scan-video', long, '--config', policy, '--json'], {env: {...env, MOD_MAX_VIDEO_SECONDS: '10'}})
+  assert.is(r.code, 2)
+  assert.match(r.stderr, /video_too_long/)
+})
+
+test('a truncated MP4 and a text file are unsupported_media, exit 2', async () => {
+  const truncated = join(dir.path, 'truncated.mp4')
+  const bytes = readFileSync(redBlueRed)
+  writeFileSync(truncated, bytes.subarray(0, Math.floor(bytes.length / 2)))
+  const text = join(dir.path, 'notes.mp4')
+  writeFileSync(text, 'this is not a video\n'.repeat(50))
+  for (const file of [truncated, text]) {
+    const r = await runCli(['scan-video', file, '--config', policy], {env})
+    assert.is(r.code, 2, file)
+    assert.match(r.stderr, /unsupported_media/)
+  }
+})
+
+test('a bad --fps is a usage error naming the bound', async () => {
+  const r = await runCli(['scan-video', redBlueRed, '--fps', '11'], {env})
+  assert.is(r.code, 2)
+  assert.match(r.stderr, /bad_request: fps="11" is not valid: expected a number greater than 0 and at most 10/)
+})
+
+test('a missing ffmpeg is one clear error', async () => {
+  const r = await runCli(['scan-video', redBlueRed, '--config', policy], {env: {...env, MOD_FFMPEG: join(dir.path, 'no-ffmpeg')}})
+  assert.is(r.code, 2)
+  assert.match(r.stderr, /ffmpeg_missing: .*MOD_FFMPEG/)
+})
+
+test.run()

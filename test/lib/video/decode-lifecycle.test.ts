@@ -1,0 +1,125 @@
+import {execFile} from 'node:child_process'
+import {readdirSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {fileURLToPath} from 'node:url'
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {isModError} from '../../../src/lib/errors.js'
+import {type DecodeOptions, DEFAULT_DECODE_LIMITS, decodeFrames} from '../../../src/lib/video/frames.js'
+import {childProcesses, colourClip, fakeFfmpeg, tempDir} from './helpers.js'
+
+// How decodeFrames treats the ffmpeg process: stalls, a slow consumer, leaving early, aborting, no files.
+
+const tmp = tempDir()
+const clip = (name: string): string => join(tmp.dir, name)
+
+test.before(async () => {
+  await Promise.all([colourClip(clip('rbr.mp4'), ['red', 'blue', 'red'], 2), colourClip(clip('long.mp4'), ['green'], 30, {rate: 2})])
+})
+test.after(() => tmp.remove())
+
+function options(over: Partial<DecodeOptions> = {}): DecodeOptions {
+  return {ffmpeg: 'ffmpeg', fps: 1, maxSeconds: 600, maxPixels: 100_000_000, ...DEFAULT_DECODE_LIMITS, ...over}
+}
+
+async function failure(path: string, over: Partial<DecodeOptions> = {}): Promise<{code: string; message: string; decoded: number}> {
+  let decoded = 0
+  try {
+    for await (const _ of decodeFrames(path, options(over))) decoded++
+  } catch (e) {
+    return isModError(e) ? {code: e.code, message: e.message, decoded} : {code: 'not a ModError', message: String(e), decoded}
+  }
+  throw new Error(`decoding ${path} did not fail`)
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+
+test('a decoder that never writes is killed after the stall timeout', async () => {
+  const stuck = fakeFfmpeg(clip('stuck.sh'), 'exec sleep 30')
+  const started = Date.now()
+  assert.equal(await failure(clip('rbr.mp4'), {ffmpeg: stuck, stallTimeoutMs: 300}), {
+    code: 'unsupported_media',
+    message: 'the video decoder made no progress for 0.3 s; the file may be damaged',
+    decoded: 0,
+  })
+  assert.ok(Date.now() - started < 3000)
+  assert.equal(childProcesses(), [])
+})
+
+test('a decoder that stalls after some frames is killed too', async () => {
+  const halting = fakeFfmpeg(clip('halting.sh'), "printf 'P6\\n2 1\\n255\\nabcdef'\nexec sleep 30")
+  assert.equal(await failure(clip('rbr.mp4'), {ffmpeg: halting, stallTimeoutMs: 800}), {
+    code: 'unsupported_media',
+    message: 'the video decoder made no progress for 0.8 s; the file may be damaged',
+    decoded: 1,
+  })
+  assert.equal(childProcesses(), [])
+})
+
+test('a slow consumer is not taken for a stall, and holds ffmpeg back instead of buffering frames', async () => {
+  const gen = decodeFrames(clip('long.mp4'), options({fps: 10, stallTimeoutMs: 1000}))
+  assert.is((await gen.next()).done, false)
+  await sleep(1200)
+  // Without backpressure, 300 frames of 12 KiB would all be decoded by now and ffmpeg would have exited;
+  // had the watchdog counted our pause, it would have killed ffmpeg.
+  assert.equal(childProcesses().map((p) => [p.name, p.state === 'Z']), [['ffmpeg', false]])
+  for (let i = 1; i <= 3; i++) {
+    const next = await gen.next()
+    assert.equal(next.done ? 'done' : [next.value.index, next.value.time], [i, i / 10])
+  }
+  await gen.return({frames: 0, duration: 0})
+  assert.equal(childProcesses(), [])
+})
+
+test('leaving the loop early kills ffmpeg', async () => {
+  let seen = 0
+  for await (const frame of decodeFrames(clip('long.mp4'), options({fps: 10}))) {
+    seen = frame.index + 1
+    if (seen === 2) break
+  }
+  assert.is(seen, 2)
+  assert.equal(childProcesses(), [])
+})
+
+test('aborting the signal kills ffmpeg and rejects with the reason', async () => {
+  const controller = new AbortController()
+  const gen = decodeFrames(clip('long.mp4'), options({fps: 10, signal: controller.signal}))
+  await gen.next()
+  controller.abort(new Error('client went away'))
+  let reason = ''
+  try {
+    while (!(await gen.next()).done);
+  } catch (e) {
+    reason = (e as Error).message
+  }
+  assert.is(reason, 'client went away')
+  assert.equal(childProcesses(), [])
+})
+
+test('decoding writes no files, neither in the working folder nor in TMPDIR', async () => {
+  const work = tempDir()
+  const module = fileURLToPath(new URL('../../../src/lib/video/frames.ts', import.meta.url))
+  const script = join(tmp.dir, 'no-files.mts')
+  writeFileSync(
+    script,
+    `import {decodeFrames, DEFAULT_DECODE_LIMITS} from ${JSON.stringify(module)}
+let n = 0
+for await (const _ of decodeFrames(${JSON.stringify(clip('rbr.mp4'))}, {ffmpeg: 'ffmpeg', fps: 2, maxSeconds: 60, maxPixels: 1e8, ...DEFAULT_DECODE_LIMITS})) n++
+console.log(n)`,
+  )
+  try {
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile(process.execPath, ['--import', import.meta.resolve('tsx'), script], {cwd: work.dir, env: {...process.env, TMPDIR: work.dir}}, (e, stdout) =>
+        e ? reject(e) : resolve(stdout),
+      ),
+    )
+    assert.is(out.trim(), '12')
+    // tsx-* is the child's own TypeScript cache, not ours.
+    assert.equal(readdirSync(work.dir).filter((name) => !name.startsWith('tsx-')), [])
+  } finally {
+    work.remove()
+  }
+})
+
+test.run()

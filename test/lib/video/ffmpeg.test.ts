@@ -1,0 +1,85 @@
+import {execFile} from 'node:child_process'
+import {writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {fileURLToPath} from 'node:url'
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {isModError} from '../../../src/lib/errors.js'
+import {resolveFfmpeg} from '../../../src/lib/video/ffmpeg.js'
+import {fakeFfmpeg, tempDir} from './helpers.js'
+
+const tmp = tempDir()
+test.after(() => tmp.remove())
+
+async function refusal(p: Promise<unknown>): Promise<{code: string; message: string} | undefined> {
+  try {
+    await p
+  } catch (e) {
+    return isModError(e) ? {code: e.code, message: e.message} : {code: 'not a ModError', message: String(e)}
+  }
+  return undefined
+}
+
+const noStatic = async (): Promise<unknown> => ({default: null})
+
+test('uses an explicit path that is an executable file', async () => {
+  const exe = fakeFfmpeg(join(tmp.dir, 'my-ffmpeg'), 'exit 0')
+  assert.is(await resolveFfmpeg(exe, noStatic), exe)
+})
+
+test('an explicit path that does not exist is ffmpeg_missing, saying how to fix it', async () => {
+  const missing = join(tmp.dir, 'nope', 'ffmpeg')
+  assert.equal(await refusal(resolveFfmpeg(missing)), {
+    code: 'ffmpeg_missing',
+    message: `MOD_FFMPEG is ${JSON.stringify(missing)}, which is not an executable file: install ffmpeg (e.g. \`apt-get install ffmpeg\` or \`brew install ffmpeg\`) or set MOD_FFMPEG to its path`,
+  })
+})
+
+test('an explicit path that is not executable, or a folder, is ffmpeg_missing', async () => {
+  const plain = join(tmp.dir, 'plain')
+  writeFileSync(plain, 'not a program')
+  assert.is((await refusal(resolveFfmpeg(plain)))?.code, 'ffmpeg_missing')
+  assert.is((await refusal(resolveFfmpeg(tmp.dir)))?.code, 'ffmpeg_missing')
+})
+
+test("prefers ffmpeg-static's binary when the package is installed", async () => {
+  const exe = fakeFfmpeg(join(tmp.dir, 'static-ffmpeg'), 'exit 0')
+  assert.is(await resolveFfmpeg(undefined, async () => ({default: exe})), exe)
+})
+
+test('falls back to ffmpeg on PATH when ffmpeg-static is absent, gives null, or names a missing file', async () => {
+  assert.is(await resolveFfmpeg(), 'ffmpeg', 'the package is not installed here')
+  assert.is(await resolveFfmpeg(undefined, noStatic), 'ffmpeg')
+  assert.is(await resolveFfmpeg(undefined, async () => ({default: join(tmp.dir, 'gone')})), 'ffmpeg')
+  assert.is(
+    await resolveFfmpeg(undefined, async () => {
+      throw new Error('Cannot find package')
+    }),
+    'ffmpeg',
+  )
+})
+
+test('with no ffmpeg anywhere it is ffmpeg_missing, saying how to fix it', async () => {
+  const module = fileURLToPath(new URL('../../../src/lib/video/ffmpeg.ts', import.meta.url))
+  const script = join(tmp.dir, 'no-path.mts')
+  writeFileSync(
+    script,
+    `import {resolveFfmpeg} from ${JSON.stringify(module)}
+resolveFfmpeg(undefined, async () => null).then(
+  (p) => console.log(JSON.stringify({found: p})),
+  (e) => console.log(JSON.stringify({code: e.code, message: e.message})),
+)`,
+  )
+  const out = await new Promise<string>((resolve, reject) =>
+    execFile(process.execPath, ['--import', import.meta.resolve('tsx'), script], {env: {PATH: tmp.dir}}, (e, stdout) =>
+      e ? reject(e) : resolve(stdout),
+    ),
+  )
+  assert.equal(JSON.parse(out), {
+    code: 'ffmpeg_missing',
+    message: 'ffmpeg was not found, and videos need it: install ffmpeg (e.g. `apt-get install ffmpeg` or `brew install ffmpeg`) or set MOD_FFMPEG to its path',
+  })
+})
+
+test.run()

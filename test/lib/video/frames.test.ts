@@ -1,0 +1,191 @@
+import {readFileSync, writeFileSync} from 'node:fs'
+import {createServer} from 'node:http'
+import type {AddressInfo} from 'node:net'
+import {join} from 'node:path'
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {isModError} from '../../../src/lib/errors.js'
+import {type DecodedFrame, type DecodeOptions, type DecodeSummary, DEFAULT_DECODE_LIMITS, decodeFrames} from '../../../src/lib/video/frames.js'
+import {colourClip, ffmpeg, meanChannel, tempDir} from './helpers.js'
+
+const tmp = tempDir()
+const clip = (name: string): string => join(tmp.dir, name)
+
+test.before(async () => {
+  await Promise.all([
+    colourClip(clip('rbr.mp4'), ['red', 'blue', 'red'], 2),
+    colourClip(clip('wide.mp4'), ['red'], 1, {size: '128x64'}),
+    colourClip(clip('short.mp4'), ['red'], 2.5, {rate: 30, codec: ['-c:v', 'libx264', '-bf', '2']}),
+    colourClip(clip('ten.mp4'), ['red'], 10, {rate: 5}),
+    colourClip(clip('twenty.mp4'), ['red'], 20, {rate: 5}),
+    colourClip(clip('anim.gif'), ['red', 'blue'], 1, {codec: ['-f', 'gif']}),
+    colourClip(clip('clip.webm'), ['blue'], 2, {codec: ['-c:v', 'libvpx']}),
+    ffmpeg('-f', 'lavfi', '-i', 'sine=d=1', clip('tone.wav')),
+  ])
+  const whole = readFileSync(clip('rbr.mp4'))
+  writeFileSync(clip('truncated.mp4'), whole.subarray(0, whole.length >> 1))
+  writeFileSync(clip('notes.md'), 'these are not the frames you are looking for\n'.repeat(50))
+  writeFileSync(clip('liar.mp4'), claimOneSecond(readFileSync(clip('twenty.mp4'))))
+})
+test.after(() => tmp.remove())
+
+/** Rewrites the durations in an MP4's movie, track and media headers (version 0 boxes) to claim 1 s. */
+function claimOneSecond(mp4: Buffer): Buffer {
+  const b = Buffer.from(mp4)
+  const mvhd = b.indexOf('mvhd')
+  const movieScale = b.readUInt32BE(mvhd + 16)
+  b.writeUInt32BE(movieScale, mvhd + 20)
+  b.writeUInt32BE(movieScale, b.indexOf('tkhd') + 24)
+  const mdhd = b.indexOf('mdhd')
+  b.writeUInt32BE(b.readUInt32BE(mdhd + 16), mdhd + 20)
+  return b
+}
+
+function options(over: Partial<DecodeOptions> = {}): DecodeOptions {
+  return {ffmpeg: 'ffmpeg', fps: 1, maxSeconds: 600, maxPixels: 100_000_000, ...DEFAULT_DECODE_LIMITS, ...over}
+}
+
+async function decodeAll(path: string, over: Partial<DecodeOptions> = {}): Promise<{frames: DecodedFrame[]; summary: DecodeSummary}> {
+  const gen = decodeFrames(path, options(over))
+  const frames: DecodedFrame[] = []
+  for (;;) {
+    const next = await gen.next()
+    if (next.done) return {frames, summary: next.value}
+    frames.push(next.value)
+  }
+}
+
+async function failure(path: string, over: Partial<DecodeOptions> = {}): Promise<{code: string; message: string; decoded: number}> {
+  let decoded = 0
+  try {
+    for await (const _ of decodeFrames(path, options(over))) decoded++
+  } catch (e) {
+    return isModError(e) ? {code: e.code, message: e.message, decoded} : {code: 'not a ModError', message: String(e), decoded}
+  }
+  throw new Error(`decoding ${path} did not fail`)
+}
+
+const colour = (f: DecodedFrame): string => (meanChannel(f.image, 0) > 200 ? 'red' : meanChannel(f.image, 2) > 200 ? 'blue' : 'other')
+
+test('samples one frame per second with its timestamp, as RGB pixels', async () => {
+  const {frames, summary} = await decodeAll(clip('rbr.mp4'))
+  assert.equal(frames.map((f) => [f.index, f.time, f.image.width, f.image.height, f.image.data.length, colour(f)]), [
+    [0, 0, 64, 64, 12288, 'red'],
+    [1, 1, 64, 64, 12288, 'red'],
+    [2, 2, 64, 64, 12288, 'blue'],
+    [3, 3, 64, 64, 12288, 'blue'],
+    [4, 4, 64, 64, 12288, 'red'],
+    [5, 5, 64, 64, 12288, 'red'],
+  ])
+  assert.equal(summary, {frames: 6, duration: 6})
+})
+
+test('samples at the fps asked for', async () => {
+  const {frames, summary} = await decodeAll(clip('rbr.mp4'), {fps: 2.5})
+  assert.is(frames.length, 15)
+  assert.equal(frames.slice(0, 3).map((f) => f.time), [0, 0.4, 0.8])
+  assert.equal(summary, {frames: 15, duration: 6})
+})
+
+test('scales frames down to the side limit keeping the aspect, and never up', async () => {
+  const small = await decodeAll(clip('wide.mp4'), {maxFrameSide: 32})
+  assert.equal(small.frames.map((f) => [f.image.width, f.image.height]), [[32, 16]])
+  const big = await decodeAll(clip('wide.mp4'), {maxFrameSide: 512})
+  assert.equal(big.frames.map((f) => [f.image.width, f.image.height]), [[128, 64]])
+})
+
+test('the duration comes from the packets decoded, not from the frame count', async () => {
+  const {frames, summary} = await decodeAll(clip('short.mp4'))
+  assert.equal(frames.map((f) => f.time), [0, 1, 2])
+  assert.equal(summary, {frames: 3, duration: 2.5})
+})
+
+test('decodes an animated GIF and a WebM through the same path', async () => {
+  const gif = await decodeAll(clip('anim.gif'), {fps: 2})
+  assert.equal(gif.frames.map(colour), ['red', 'red', 'blue', 'blue'])
+  assert.is(gif.summary.duration, 2)
+  const webm = await decodeAll(clip('clip.webm'))
+  assert.equal(webm.frames.map(colour), ['blue', 'blue'])
+  assert.is(webm.summary.duration, 2)
+})
+
+test('a video of exactly the limit is accepted', async () => {
+  const {summary} = await decodeAll(clip('ten.mp4'), {maxSeconds: 10})
+  assert.equal(summary, {frames: 10, duration: 10})
+})
+
+test('a frame at or past max seconds stops decoding with video_too_long', async () => {
+  assert.equal(await failure(clip('twenty.mp4'), {maxSeconds: 10}), {
+    code: 'video_too_long',
+    message: 'the video is longer than the limit of 10 s',
+    decoded: 10,
+  })
+})
+
+test('a file that claims to be shorter than it is still stops at the limit', async () => {
+  assert.equal(await failure(clip('liar.mp4'), {maxSeconds: 10}), {
+    code: 'video_too_long',
+    message: 'the video is longer than the limit of 10 s',
+    decoded: 10,
+  })
+})
+
+test('more frames than max frames stops decoding with video_too_long', async () => {
+  assert.equal(await failure(clip('rbr.mp4'), {fps: 2, maxFrames: 5}), {
+    code: 'video_too_long',
+    message: 'the video gives more than 5 frames at 2 fps, the limit',
+    decoded: 5,
+  })
+})
+
+test('pictures over the pixel limit are payload_too_large', async () => {
+  assert.equal(await failure(clip('rbr.mp4'), {maxPixels: 4000}), {
+    code: 'payload_too_large',
+    message: "the video's pictures are larger than the limit of 4000 pixels",
+    decoded: 0,
+  })
+})
+
+test('a truncated MP4 (no moov atom) is unsupported_media with ffmpeg\'s reason, not the server path', async () => {
+  assert.equal(await failure(clip('truncated.mp4')), {code: 'unsupported_media', message: 'not a readable video: moov atom not found', decoded: 0})
+})
+
+test('a text file is unsupported_media', async () => {
+  assert.equal(await failure(clip('notes.md')), {
+    code: 'unsupported_media',
+    message: 'not a readable video: notes.md: Invalid data found when processing input',
+    decoded: 0,
+  })
+})
+
+test('an audio file without a video stream is unsupported_media', async () => {
+  const f = await failure(clip('tone.wav'))
+  assert.equal([f.code, f.decoded], ['unsupported_media', 0])
+  assert.match(f.message, "Stream map '0:v:0' matches no streams")
+})
+
+test('a playlist cannot make ffmpeg fetch a URL', async () => {
+  let hits = 0
+  const server = createServer((_, res) => {
+    hits++
+    res.end()
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const {port} = server.address() as AddressInfo
+  writeFileSync(clip('list.m3u8'), `#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2.0,\nhttp://127.0.0.1:${port}/a.ts\n#EXT-X-ENDLIST\n`)
+  try {
+    const f = await failure(clip('list.m3u8'))
+    assert.equal([f.code, f.message, hits], ['unsupported_media', "not a readable video: Protocol 'http' not on whitelist 'file'!", 0])
+  } finally {
+    server.close()
+  }
+})
+
+test('a missing ffmpeg binary is ffmpeg_missing', async () => {
+  const f = await failure(clip('rbr.mp4'), {ffmpeg: join(tmp.dir, 'no-ffmpeg')})
+  assert.is(f.code, 'ffmpeg_missing')
+  assert.match(f.message, 'install ffmpeg')
+})
+
+test.run()

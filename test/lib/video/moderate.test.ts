@@ -1,0 +1,166 @@
+import {join} from 'node:path'
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import type {Label, RgbImage} from '../../../src/lib/types.js'
+import {DEFAULT_DECODE_LIMITS} from '../../../src/lib/video/frames.js'
+import {moderateVideo, type ModerateVideoOptions} from '../../../src/lib/video/moderate.js'
+import {childProcesses, colourClip, meanChannel, tempDir} from './helpers.js'
+
+const tmp = tempDir()
+const clip = (name: string): string => join(tmp.dir, name)
+
+test.before(async () => {
+  await Promise.all([
+    colourClip(clip('rbr.mp4'), ['red', 'blue', 'red'], 2),
+    colourClip(clip('short.mp4'), ['red'], 2.5),
+    colourClip(clip('long.mp4'), ['red', 'blue'], 30, {rate: 2}),
+  ])
+})
+test.after(() => tmp.remove())
+
+function label(name: string, score: number): Label {
+  return {name, score, threshold: 0.5, parent: null, violated: score >= 0.5, origin: 'custom'}
+}
+
+/** Stands in for the model: "redness" and "blueness" are 0.9 when the frame's channel mean is over 200, else 0.1. */
+async function colourScores(frames: RgbImage[]): Promise<Label[][]> {
+  return frames.map((f) => [label('redness', meanChannel(f, 0) > 200 ? 0.9 : 0.1), label('blueness', meanChannel(f, 2) > 200 ? 0.9 : 0.1)])
+}
+
+function options(over: Partial<ModerateVideoOptions> = {}): ModerateVideoOptions {
+  return {
+    source: 'clip.mp4',
+    fps: 1,
+    minFrames: 1,
+    stopOnViolation: false,
+    batchSize: 4,
+    decode: {ffmpeg: 'ffmpeg', maxSeconds: 600, maxPixels: 100_000_000, ...DEFAULT_DECODE_LIMITS},
+    scoreFrames: colourScores,
+    ...over,
+  }
+}
+
+const redness = (segments: {start: number; end: number; frames: number}[]) => ({
+  name: 'redness',
+  parent: null,
+  threshold: 0.5,
+  max_confidence: 0.9,
+  segments: segments.map((s) => ({...s, max_confidence: 0.9})),
+})
+
+test('reports each label\'s segments over the whole video', async () => {
+  assert.equal(await moderateVideo(clip('rbr.mp4'), options()), {
+    source: 'clip.mp4',
+    is_safe: false,
+    duration: 6,
+    fps: 1,
+    frames_analyzed: 6,
+    stopped_early: false,
+    violations: [
+      {name: 'blueness', parent: null, threshold: 0.5, max_confidence: 0.9, segments: [{start: 2, end: 4, frames: 2, max_confidence: 0.9}]},
+      redness([{start: 0, end: 2, frames: 2}, {start: 4, end: 6, frames: 2}]),
+    ],
+  })
+})
+
+test('min_frames drops shorter runs, and a video left without segments is safe', async () => {
+  const result = await moderateVideo(clip('rbr.mp4'), options({minFrames: 3}))
+  assert.equal([result.is_safe, result.violations, result.frames_analyzed], [true, [], 6])
+})
+
+test('a segment that runs to the end is capped at the real duration', async () => {
+  const result = await moderateVideo(clip('short.mp4'), options())
+  assert.equal([result.duration, result.frames_analyzed, result.violations], [2.5, 3, [redness([{start: 0, end: 2.5, frames: 3}])]])
+})
+
+test('stop_on_violation stops at the frame that completes a segment of min_frames and kills ffmpeg', async () => {
+  const scored: number[] = []
+  const result = await moderateVideo(
+    clip('long.mp4'),
+    options({
+      stopOnViolation: true,
+      minFrames: 2,
+      scoreFrames: async (frames) => {
+        scored.push(frames.length)
+        return colourScores(frames)
+      },
+    }),
+  )
+  assert.equal(result, {
+    source: 'clip.mp4',
+    is_safe: false,
+    duration: 2,
+    fps: 1,
+    frames_analyzed: 2,
+    stopped_early: true,
+    violations: [redness([{start: 0, end: 2, frames: 2}])],
+  })
+  assert.equal(scored, [4])
+  assert.equal(childProcesses(), [])
+})
+
+test('where a stop happens does not depend on the batch size', async () => {
+  for (const batchSize of [1, 3, 8]) {
+    const result = await moderateVideo(clip('rbr.mp4'), options({stopOnViolation: true, batchSize}))
+    assert.equal([result.frames_analyzed, result.stopped_early, result.violations], [1, true, [redness([{start: 0, end: 1, frames: 1}])]], `batch ${batchSize}`)
+  }
+})
+
+test('frames are scored in batches of at most batchSize, and progress is reported after each', async () => {
+  const batches: number[] = []
+  const progress: [number, number][] = []
+  await moderateVideo(
+    clip('rbr.mp4'),
+    options({
+      fps: 2,
+      batchSize: 5,
+      scoreFrames: async (frames) => {
+        batches.push(frames.length)
+        return colourScores(frames)
+      },
+      onProgress: (done, seconds) => progress.push([done, seconds]),
+    }),
+  )
+  assert.equal(batches, [5, 5, 2])
+  assert.equal(progress, [[5, 2.5], [10, 5], [12, 6]])
+})
+
+test('segments are announced as their runs close, and the open ones at the end', async () => {
+  const events: string[] = []
+  await moderateVideo(
+    clip('rbr.mp4'),
+    options({
+      batchSize: 1,
+      scoreFrames: async (frames) => {
+        events.push('frame')
+        return colourScores(frames)
+      },
+      onSegment: (name, s) => events.push(`${name} ${s.start}-${s.end}`),
+    }),
+  )
+  assert.equal(events, ['frame', 'frame', 'frame', 'redness 0-2', 'frame', 'frame', 'blueness 2-4', 'frame', 'redness 4-6'])
+})
+
+test('a scoring error is passed on and ffmpeg does not outlive it', async () => {
+  let message = ''
+  try {
+    await moderateVideo(clip('long.mp4'), options({scoreFrames: async () => Promise.reject(new Error('model fell over'))}))
+  } catch (e) {
+    message = (e as Error).message
+  }
+  assert.is(message, 'model fell over')
+  assert.equal(childProcesses(), [])
+})
+
+test('decoding errors come through as they are', async () => {
+  let code = ''
+  try {
+    await moderateVideo(clip('long.mp4'), options({decode: {...options().decode, maxSeconds: 10}}))
+  } catch (e) {
+    code = (e as {code: string}).code
+  }
+  assert.is(code, 'video_too_long')
+})
+
+test.run()

@@ -1,0 +1,95 @@
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {createSegmentTracker, type ScoredLabel} from '../../../src/lib/video/segments.js'
+
+const weapons = (score: number): ScoredLabel => ({name: 'weapons', parent: 'violence', threshold: 0.5, score})
+const nudity = (score: number): ScoredLabel => ({name: 'nudity', parent: null, threshold: 0.7, score})
+
+function track(frames: ScoredLabel[][], {fps = 1, minFrames = 1} = {}) {
+  const tracker = createSegmentTracker(fps, minFrames)
+  const closedDuring = frames.map((labels) => tracker.push(labels))
+  return {tracker, closedDuring}
+}
+
+test('a run of frames at or over the threshold is one segment from its first frame to its last plus 1/fps', () => {
+  const {tracker} = track([[weapons(0.2)], [weapons(0.5)], [weapons(0.9)], [weapons(0.6)], [weapons(0.1)], [weapons(0.3)]])
+  assert.equal(tracker.finish(6).violations, [
+    {
+      name: 'weapons',
+      parent: 'violence',
+      threshold: 0.5,
+      max_confidence: 0.9,
+      segments: [{start: 1, end: 4, frames: 3, max_confidence: 0.9}],
+    },
+  ])
+})
+
+test('separate runs make separate segments; the label keeps the highest confidence of its segments', () => {
+  const {tracker} = track([[weapons(0.6)], [weapons(0.1)], [weapons(0.8)], [weapons(0.7)]], {fps: 2})
+  assert.equal(tracker.finish(2).violations[0], {
+    name: 'weapons',
+    parent: 'violence',
+    threshold: 0.5,
+    max_confidence: 0.8,
+    segments: [
+      {start: 0, end: 0.5, frames: 1, max_confidence: 0.6},
+      {start: 1, end: 2, frames: 2, max_confidence: 0.8},
+    ],
+  })
+})
+
+test('a run still open at the end is capped at the duration', () => {
+  const {tracker} = track([[weapons(0.1)], [weapons(0.1)], [weapons(0.9)]])
+  assert.equal(tracker.finish(2.48).violations[0].segments, [{start: 2, end: 2.48, frames: 1, max_confidence: 0.9}])
+})
+
+test('runs shorter than min_frames are dropped, and a label left without segments is no violation', () => {
+  const frames = [[weapons(0.9), nudity(0.9)], [weapons(0.9), nudity(0.1)], [weapons(0.1), nudity(0.9)], [weapons(0.9), nudity(0.1)]]
+  const {tracker} = track(frames, {minFrames: 2})
+  assert.equal(tracker.finish(4).violations, [
+    {name: 'weapons', parent: 'violence', threshold: 0.5, max_confidence: 0.9, segments: [{start: 0, end: 2, frames: 2, max_confidence: 0.9}]},
+  ])
+})
+
+test('each label has its own threshold and segments; violations are sorted by confidence', () => {
+  const frames = [[weapons(0.55), nudity(0.69)], [weapons(0.55), nudity(0.95)], [weapons(0.1), nudity(0.95)]]
+  const {tracker} = track(frames)
+  assert.equal(tracker.finish(3).violations, [
+    {name: 'nudity', parent: null, threshold: 0.7, max_confidence: 0.95, segments: [{start: 1, end: 3, frames: 2, max_confidence: 0.95}]},
+    {name: 'weapons', parent: 'violence', threshold: 0.5, max_confidence: 0.55, segments: [{start: 0, end: 2, frames: 2, max_confidence: 0.55}]},
+  ])
+})
+
+test('rounds times to 3 decimals and confidences to 4', () => {
+  const {tracker} = track([[weapons(0.1)], [weapons(0.876543)], [weapons(0.1)]], {fps: 3})
+  assert.equal(tracker.finish(1).violations[0].segments, [{start: 0.333, end: 0.667, frames: 1, max_confidence: 0.8765}])
+})
+
+test('push returns a kept segment when its run closes, and finish returns the runs still open', () => {
+  const {tracker, closedDuring} = track([[weapons(0.9)], [weapons(0.9)], [weapons(0.1)], [weapons(0.9)], [weapons(0.1)], [weapons(0.8)]], {
+    minFrames: 2,
+  })
+  assert.equal(closedDuring, [[], [], [{label: 'weapons', segment: {start: 0, end: 2, frames: 2, max_confidence: 0.9}}], [], [], []])
+  assert.equal(tracker.finish(6).closed, [])
+  const open = createSegmentTracker(1, 1)
+  open.push([weapons(0.7)])
+  assert.equal(open.finish(1).closed, [{label: 'weapons', segment: {start: 0, end: 1, frames: 1, max_confidence: 0.7}}])
+})
+
+test('hasSegment turns true once a run reaches min_frames, even while it is open', () => {
+  const tracker = createSegmentTracker(1, 2)
+  tracker.push([weapons(0.9)])
+  assert.is(tracker.hasSegment(), false)
+  tracker.push([weapons(0.9)])
+  assert.is(tracker.hasSegment(), true)
+  tracker.push([weapons(0.1)])
+  assert.is(tracker.hasSegment(), true)
+})
+
+test('a video without scores over any threshold has no violations', () => {
+  const {tracker} = track([[weapons(0.49), nudity(0.69)]])
+  assert.equal(tracker.finish(1), {closed: [], violations: []})
+})
+
+test.run()
