@@ -91,6 +91,14 @@ test('a truncated MP4 and a text file are unsupported_media, exit 2', async () =
   }
 })
 
+test('a text file named .txt is not rendered as video: unsupported_media', async () => {
+  const text = join(dir.path, 'notes.txt')
+  writeFileSync(text, 'plain words\n'.repeat(200))
+  const r = await runCli(['scan-video', text, '--config', policy], {env})
+  assert.is(r.code, 2)
+  assert.match(r.stderr, /unsupported_media/)
+})
+
 test('a bad --fps is a usage error naming the bound', async () => {
   const r = await runCli(['scan-video', redBlueRed, '--fps', '11'], {env})
   assert.is(r.code, 2)

@@ -52,12 +52,18 @@ export interface DecodeSummary {
 const LOG_HEAD_CHARS = 2048
 const PIXEL_LIMIT = /exceeds specified max pixel count/
 
+/** Demuxers accepted: MP4/MOV family, Matroska/WebM, AVI, animated GIF, MPEG-TS/PS, FLV, Ogg, ASF/WMV. */
+export const VIDEO_DEMUXERS = 'mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,gif,mpegts,mpeg,flv,ogg,asf'
+
 function ffmpegArgs(path: string, o: Omit<DecodeOptions, 'signal'>): string[] {
   const side = o.maxFrameSide
   return [
     '-nostdin', '-hide_banner', '-loglevel', 'error',
     // A playlist or concat file must not make ffmpeg open anything but local files.
     '-protocol_whitelist', 'file',
+    // Only real video containers: ffmpeg would otherwise render a text file as video (its tty demuxer) and
+    // open dozens of rarely used demuxers to anything uploaded.
+    '-format_whitelist', VIDEO_DEMUXERS,
     '-max_pixels', String(o.maxPixels),
     '-i', resolve(path),
     // Output 1: sampled frames as PPM (each frame states its own size) on stdout.

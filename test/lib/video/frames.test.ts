@@ -6,7 +6,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {isModError} from '../../../src/lib/errors.js'
-import {type DecodedFrame, type DecodeOptions, type DecodeSummary, DEFAULT_DECODE_LIMITS, decodeFrames} from '../../../src/lib/video/frames.js'
+import {type DecodedFrame, type DecodeOptions, type DecodeSummary, DEFAULT_DECODE_LIMITS, decodeFrames, VIDEO_DEMUXERS} from '../../../src/lib/video/frames.js'
 import {colourClip, ffmpeg, meanChannel, tempDir} from './helpers.js'
 
 const tmp = tempDir()
@@ -22,6 +22,7 @@ test.before(async () => {
     colourClip(clip('anim.gif'), ['red', 'blue'], 1, {codec: ['-f', 'gif']}),
     colourClip(clip('clip.webm'), ['blue'], 2, {codec: ['-c:v', 'libvpx']}),
     ffmpeg('-f', 'lavfi', '-i', 'sine=d=1', clip('tone.wav')),
+    ffmpeg('-f', 'lavfi', '-i', 'sine=d=1', '-c:a', 'aac', clip('tone.m4a')),
   ])
   const whole = readFileSync(clip('rbr.mp4'))
   writeFileSync(clip('truncated.mp4'), whole.subarray(0, whole.length >> 1))
@@ -159,8 +160,8 @@ test('a text file is unsupported_media', async () => {
   })
 })
 
-test('an audio file without a video stream is unsupported_media', async () => {
-  const f = await failure(clip('tone.wav'))
+test('an audio file in a video container, without a video stream, is unsupported_media', async () => {
+  const f = await failure(clip('tone.m4a'))
   assert.equal([f.code, f.decoded], ['unsupported_media', 0])
   assert.match(f.message, "Stream map '0:v:0' matches no streams")
 })
@@ -176,10 +177,15 @@ test('a playlist cannot make ffmpeg fetch a URL', async () => {
   writeFileSync(clip('list.m3u8'), `#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2.0,\nhttp://127.0.0.1:${port}/a.ts\n#EXT-X-ENDLIST\n`)
   try {
     const f = await failure(clip('list.m3u8'))
-    assert.equal([f.code, f.message, hits], ['unsupported_media', "not a readable video: Protocol 'http' not on whitelist 'file'!", 0])
+    assert.equal([f.code, f.message, hits], ['unsupported_media', `not a readable video: Format not on whitelist '${VIDEO_DEMUXERS}'`, 0])
   } finally {
     server.close()
   }
+})
+
+test('a container outside the video demuxers (WAV audio) is refused before decoding', async () => {
+  const f = await failure(clip('tone.wav'))
+  assert.equal([f.code, f.message, f.decoded], ['unsupported_media', `not a readable video: Format not on whitelist '${VIDEO_DEMUXERS}'`, 0])
 })
 
 test('a missing ffmpeg binary is ffmpeg_missing', async () => {
