@@ -31,3 +31,12 @@ export function formatVideo(r: VideoResult): string {
   )
   return [head, ...lines].join('\n')
 }
+
+const MiB = 1024 * 1024
+
+/** A byte count for people: "512 B", "40.0 kB", "335.2 MB" (binary units, as the size limits). */
+export function formatBytes(bytes: number | undefined): string {
+  if (bytes === undefined) return '-'
+  if (bytes < 1024) return `${bytes} B`
+  return bytes < MiB ? `${(bytes / 1024).toFixed(1)} kB` : `${(bytes / MiB).toFixed(1)} MB`
+}

@@ -2,10 +2,10 @@ import {Command, Flags} from '@oclif/core'
 
 import {describeError, EXIT_ERROR} from '../../cli/errors.js'
 import {modelFlags} from '../../cli/flags.js'
+import {formatBytes} from '../../cli/format.js'
 import {readSettings} from '../../lib/config/settings.js'
 import {listPresets, type PresetStatus} from '../../lib/model/presets.js'
 
-const mb = (bytes: number | undefined): string => (bytes === undefined ? '-' : `${(bytes / (1024 * 1024)).toFixed(1)} MB`)
 
 export default class ModelsList extends Command {
   static override description = `List the model presets, their model, and whether each is installed in $MOD_CACHE_DIR.
@@ -42,7 +42,7 @@ The size is that of the installed files, or of the download for a preset not ins
     }
     const rows = [
       ['PRESET', 'MODEL', 'INSTALLED', 'SIZE', 'FOLDER'],
-      ...presets.map((p) => [p.preset, p.id, p.installed ? 'yes' : 'no', mb(p.size), p.dir]),
+      ...presets.map((p) => [p.preset, p.id, p.installed ? 'yes' : 'no', formatBytes(p.size), p.dir]),
     ]
     const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)))
     for (const r of rows) this.log(r.map((cell, i) => cell.padEnd(widths[i])).join('  ').trimEnd())

@@ -4,27 +4,22 @@ import {Args, Command} from '@oclif/core'
 
 import {describeError, EXIT_ERROR} from '../../cli/errors.js'
 import {modelFlags} from '../../cli/flags.js'
+import {formatBytes} from '../../cli/format.js'
 import {startProgress} from '../../cli/progress.js'
 import {readSettings} from '../../lib/config/settings.js'
 import {loadPresetManifest} from '../../lib/model/presets.js'
 import {pullModel, type PullProgress} from '../../lib/model/pull.js'
 import {PRESETS, type PresetName} from '../../lib/policy/types.js'
 
-const MiB = 1024 * 1024
 const BAR_WIDTH = 24
 /** Redraws of the progress bar per second at most: a chunk arrives every few kilobytes. */
 const REDRAW_MS = 100
 
-function size(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`
-  return bytes < MiB ? `${(bytes / 1024).toFixed(1)} kB` : `${(bytes / MiB).toFixed(1)} MB`
-}
-
 function bar(p: PullProgress): string {
-  if (!p.total) return `${p.file} ${size(p.received)}`
+  if (!p.total) return `${p.file} ${formatBytes(p.received)}`
   const done = Math.min(1, p.received / p.total)
   const filled = Math.round(done * BAR_WIDTH)
-  return `${p.file} [${'#'.repeat(filled)}${'-'.repeat(BAR_WIDTH - filled)}] ${Math.floor(done * 100)}% of ${size(p.total)}`
+  return `${p.file} [${'#'.repeat(filled)}${'-'.repeat(BAR_WIDTH - filled)}] ${Math.floor(done * 100)}% of ${formatBytes(p.total)}`
 }
 
 export default class ModelsPull extends Command {
@@ -68,7 +63,7 @@ Every file is checked against the size and sha256 the preset gives and moved int
           progress.update(`Pulling ${preset} (${manifest.id}) ${index}/${manifest.files.length}: ${bar(p)}`)
         },
         onFile: (f) => {
-          if (!tty) this.logToStderr(`${f.skipped ? 'kept   ' : 'fetched'} ${f.file} (${size(f.size)})`)
+          if (!tty) this.logToStderr(`${f.skipped ? 'kept   ' : 'fetched'} ${f.file} (${formatBytes(f.size)})`)
         },
       })
     } catch (e) {
