@@ -146,16 +146,4 @@ test('crop copies any box', () => {
   assert.equal([...part.data.subarray(0, 3)], [...img.data.subarray(3 * (3 * 8 + 2), 3 * (3 * 8 + 2) + 3)])
 })
 
-test('takes a few milliseconds on a 1280x720 frame', () => {
-  const letterboxed = framed(1280, 720, [0, 0, 0], {left: 0, top: 90, width: 1280, height: 540})
-  const uniform = framed(1280, 720, [0, 0, 0], {left: 0, top: 0, width: 0, height: 0})
-  for (const img of [letterboxed, uniform]) {
-    findContentBox(img)
-    const started = performance.now()
-    for (let i = 0; i < 20; i++) findContentBox(img)
-    const ms = (performance.now() - started) / 20
-    assert.ok(ms < 10, `${ms.toFixed(2)} ms per frame`)
-  }
-})
-
 test.run()
