@@ -16,22 +16,25 @@ function irVersionFor(opset: number): number {
   return opset <= 22 ? 10 : 11
 }
 
-export type ElementType = 'float32' | 'int64' | 'int32' | 'bool'
+export type ElementType = 'float32' | 'float16' | 'int64' | 'int32' | 'int8' | 'uint8' | 'bool'
 /** A fixed size, or a name for a size chosen at run time ("batch"). */
 export type Dim = number | string
 
 /** ONNX element type codes, e.g. for Cast's `to` attribute. */
 export const DATA_TYPE: Record<ElementType, number> = {
   float32: onnx.TensorProto.DataType.FLOAT,
+  float16: onnx.TensorProto.DataType.FLOAT16,
   int64: onnx.TensorProto.DataType.INT64,
   int32: onnx.TensorProto.DataType.INT32,
+  int8: onnx.TensorProto.DataType.INT8,
+  uint8: onnx.TensorProto.DataType.UINT8,
   bool: onnx.TensorProto.DataType.BOOL,
 }
 
 export type Tensor = onnxProto.onnx.ITensorProto
 export type Attribute = onnxProto.onnx.IAttributeProto
 
-type TensorData = Float32Array | BigInt64Array | Int32Array | Uint8Array
+type TensorData = Float32Array | BigInt64Array | Int32Array | Uint16Array | Int8Array | Uint8Array
 
 function rawBytes(data: TensorData): Uint8Array {
   return new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
@@ -61,6 +64,27 @@ export function int32Tensor(name: string, values: Int32Array | number[], dims: n
   return {name, dataType: DATA_TYPE.int32, dims, rawData: rawBytes(data)}
 }
 
+/** The values of a float32 tensor, whether stored as raw data or as float_data (a copy when unaligned). */
+export function floatValues(t: Tensor): Float32Array {
+  if (t.dataType !== DATA_TYPE.float32) throw new Error(`tensor ${t.name}: not float32`)
+  if (t.dataLocation === onnx.TensorProto.DataLocation.EXTERNAL) throw new Error(`tensor ${t.name}: external data`)
+  const raw = t.rawData
+  if (!raw || raw.byteLength === 0) return Float32Array.from(t.floatData ?? [])
+  if (raw.byteOffset % 4 === 0) return new Float32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4)
+  return new Float32Array(new Uint8Array(raw).buffer)
+}
+
+/** A float16 tensor from its IEEE half-precision bit patterns (JavaScript has no Float16Array in Node 20). */
+export function float16Tensor(name: string, bits: Uint16Array, dims: number[]): Tensor {
+  checkSize(name, bits.length, dims)
+  return {name, dataType: DATA_TYPE.float16, dims, rawData: rawBytes(bits)}
+}
+
+export function int8Tensor(name: string, values: Int8Array, dims: number[]): Tensor {
+  checkSize(name, values.length, dims)
+  return {name, dataType: DATA_TYPE.int8, dims, rawData: rawBytes(values)}
+}
+
 const A = onnx.AttributeProto.AttributeType
 
 /** Typed attribute values: ONNX tells ints from floats, JavaScript numbers do not. */
@@ -71,6 +95,18 @@ export const attr = {
   floats: (floats: number[]): Attribute => ({type: A.FLOATS, floats}),
   string: (s: string): Attribute => ({type: A.STRING, s: new TextEncoder().encode(s)}),
   tensor: (t: Tensor): Attribute => ({type: A.TENSOR, t}),
+}
+
+export type Model = onnxProto.onnx.IModelProto
+export type Node = onnxProto.onnx.INodeProto
+
+/** Decodes ONNX bytes for rewriting (quantisation, precision changes); tensors' raw data are views, not copies. */
+export function decodeModel(bytes: Uint8Array): Model {
+  return onnx.ModelProto.decode(bytes)
+}
+
+export function encodeModel(model: Model): Uint8Array {
+  return onnx.ModelProto.encode(model).finish()
 }
 
 export interface ModelOptions {

@@ -21,6 +21,15 @@ export interface ModelFile {
   sha256?: string
 }
 
+/** Numeric precisions of the encoders; `files` holds the fp32 ones, `variants` the others. */
+export type Precision = 'fp32' | 'int8' | 'fp16'
+
+/** A reduced-precision pair of encoders offered beside the fp32 ones: opt-in, never needed to run. */
+export interface EncoderVariant {
+  image_encoder: ModelFile
+  text_encoder: ModelFile
+}
+
 export interface Manifest {
   id: string
   family: 'clip'
@@ -30,6 +39,11 @@ export interface Manifest {
   text: {input: string; output: string}
   preprocess: Preprocessing
   files: ModelFile[]
+  /**
+   * int8: dynamically quantised encoders (`onnx/*_quantized.onnx`, int8 weights); fp16: float16 weights
+   * (`onnx/*_fp16.onnx`). Each takes and gives the same tensors as the fp32 encoders.
+   */
+  variants?: Partial<Record<Exclude<Precision, 'fp32'>, EncoderVariant>>
   /** Free text: where the export comes from and its licence. */
   source?: string
 }

@@ -1,0 +1,159 @@
+/**
+ * Dynamic int8 quantisation of an fp32 ONNX model, in TypeScript (what onnxruntime's Python `quantize_dynamic`
+ * does for MatMul and Gather): weights become int8 with a scale per output column, activations are quantised
+ * to uint8 at run time. Every MatMul whose B input is a constant [K, N] initializer becomes
+ * DynamicQuantizeLinear → MatMulInteger → Cast → Mul(scales), standard ops that onnxruntime's CPU provider
+ * fuses into its DynamicQuantizeMatMul kernel; every Gather from a constant table (token embeddings) reads
+ * int8 rows and dequantises them. Convolutions stay fp32.
+ */
+import {
+  attr,
+  DATA_TYPE,
+  decodeModel,
+  encodeModel,
+  floatTensor,
+  floatValues,
+  int8Tensor,
+  type Node,
+  type Tensor,
+} from './graph.js'
+
+const INT8_MAX = 127
+/** DynamicQuantizeLinear's first opset. */
+const MIN_OPSET = 11
+
+interface Quantized {
+  values: Int8Array
+  /** One scale per column of a [K, N] matrix, or one for the whole tensor. */
+  scales: Float32Array
+}
+
+/** Symmetric int8: q = round(x / scale) with scale = max|x| / 127 per column (zero point 0). */
+function quantizeColumns(values: Float32Array, rows: number, cols: number): Quantized {
+  const scales = new Float32Array(cols)
+  for (let r = 0; r < rows; r++) {
+    const base = r * cols
+    for (let c = 0; c < cols; c++) scales[c] = Math.max(scales[c], Math.abs(values[base + c]))
+  }
+  for (let c = 0; c < cols; c++) scales[c] = scales[c] / INT8_MAX || 1
+  const inverse = scales.map((s) => 1 / s)
+  const q = new Int8Array(values.length)
+  for (let r = 0; r < rows; r++) {
+    const base = r * cols
+    for (let c = 0; c < cols; c++) q[base + c] = Math.round(values[base + c] * inverse[c])
+  }
+  return {values: q, scales}
+}
+
+/** The per-tensor variant: one scale over everything (a Gather table's rows are picked at run time). */
+function quantizeWhole(values: Float32Array): Quantized {
+  let max = 0
+  for (let i = 0; i < values.length; i++) max = Math.max(max, Math.abs(values[i]))
+  const scale = max / INT8_MAX || 1
+  const q = new Int8Array(values.length)
+  for (let i = 0; i < values.length; i++) q[i] = Math.round(values[i] / scale)
+  return {values: q, scales: Float32Array.of(scale)}
+}
+
+export interface QuantizeReport {
+  /** Nodes rewritten by op type, e.g. {MatMul: 72, Gather: 1}. */
+  rewritten: Record<string, number>
+}
+
+/** Returns the int8 model's bytes and what was rewritten. */
+export function quantizeDynamicInt8(fp32: Uint8Array): {model: Uint8Array; report: QuantizeReport} {
+  const model = decodeModel(fp32)
+  const graph = model.graph
+  if (!graph) throw new Error('the model has no graph')
+  const opset = Number(model.opsetImport?.find((o) => !o.domain)?.version ?? 0)
+  if (opset < MIN_OPSET) throw new Error(`DynamicQuantizeLinear needs opset ${MIN_OPSET} (the model has ${opset})`)
+  const initializers = new Map((graph.initializer ?? []).map((t) => [t.name ?? '', t]))
+  const taken = new Set<string>([...initializers.keys(), ...(graph.input ?? []).map((v) => v.name ?? '')])
+  for (const n of graph.node ?? []) for (const o of n.output ?? []) taken.add(o)
+
+  const fresh = (hint: string): string => {
+    let name = hint
+    for (let i = 1; taken.has(name); i++) name = `${hint}_${i}`
+    taken.add(name)
+    return name
+  }
+  const added: Tensor[] = []
+  const constant = (t: Tensor): string => {
+    added.push(t)
+    return t.name ?? ''
+  }
+  const replaced = new Set<string>()
+  const rewritten: Record<string, number> = {}
+  const nodes: Node[] = []
+  const push = (opType: string, input: string[], output: string[], attribute: Node['attribute'] = []): void => {
+    nodes.push({name: fresh(`${output[0]}_${opType}`), opType, input, output, attribute})
+  }
+  const float32Matrix = (name: string | undefined): Tensor | undefined => {
+    const t = name === undefined ? undefined : initializers.get(name)
+    return t && t.dataType === DATA_TYPE.float32 && t.dims?.length === 2 ? t : undefined
+  }
+
+  // One quantised copy per weight, and one run-time quantisation per activation (q, k and v share theirs).
+  const weights = new Map<string, [string, string]>()
+  const quantizedWeight = (name: string, t: Tensor): [string, string] => {
+    const cached = weights.get(name)
+    if (cached) return cached
+    const [k, n] = (t.dims ?? []).map(Number)
+    const q = quantizeColumns(floatValues(t), k, n)
+    const made: [string, string] = [
+      constant(int8Tensor(fresh(`${name}_quantized`), q.values, [k, n])),
+      constant(floatTensor(fresh(`${name}_scale`), q.scales, [n])),
+    ]
+    weights.set(name, made)
+    return made
+  }
+  const activations = new Map<string, string[]>()
+  const quantizedActivation = (name: string): string[] => {
+    const cached = activations.get(name)
+    if (cached) return cached
+    const made = [fresh(`${name}_quantized`), fresh(`${name}_scale`), fresh(`${name}_zero_point`)]
+    push('DynamicQuantizeLinear', [name], made)
+    activations.set(name, made)
+    return made
+  }
+
+  for (const node of graph.node ?? []) {
+    const [a, b] = node.input ?? []
+    const out = node.output?.[0] ?? ''
+    const weight = node.domain ? undefined : float32Matrix(b)
+    if (node.opType === 'MatMul' && weight) {
+      const [qWeight, scales] = quantizedWeight(b, weight)
+      const [aq, aScale, aZero] = quantizedActivation(a)
+      const product = fresh(`${out}_int32`)
+      push('MatMulInteger', [aq, qWeight, aZero], [product])
+      const asFloat = fresh(`${out}_float`)
+      push('Cast', [product], [asFloat], [{...attr.int(DATA_TYPE.float32), name: 'to'}])
+      // Scales multiplied first, then applied in one Mul: the pattern onnxruntime fuses (as quantize_dynamic's).
+      const scale = fresh(`${out}_scale`)
+      push('Mul', [aScale, scales], [scale])
+      push('Mul', [asFloat, scale], [out])
+      replaced.add(b)
+    } else if (node.opType === 'Gather' && !node.domain && float32Matrix(a)) {
+      const table = float32Matrix(a) as Tensor
+      const q = quantizeWhole(floatValues(table))
+      const qTable = constant(int8Tensor(fresh(`${a}_quantized`), q.values, (table.dims ?? []).map(Number)))
+      const scale = constant(floatTensor(fresh(`${a}_scale`), q.scales, []))
+      const zero = constant(int8Tensor(fresh(`${a}_zero_point`), new Int8Array(1), []))
+      const rows = fresh(`${out}_quantized`)
+      nodes.push({...node, input: [qTable, ...(node.input ?? []).slice(1)], output: [rows]})
+      push('DequantizeLinear', [rows, scale, zero], [out])
+      replaced.add(a)
+    } else {
+      nodes.push(node)
+      continue
+    }
+    rewritten[node.opType ?? ''] = (rewritten[node.opType ?? ''] ?? 0) + 1
+  }
+
+  // A weight another node still reads in fp32 stays in the file as it was.
+  const stillUsed = new Set(nodes.flatMap((n) => n.input ?? []))
+  const kept = (graph.initializer ?? []).filter((t) => !replaced.has(t.name ?? '') || stillUsed.has(t.name ?? ''))
+  graph.initializer = [...kept, ...added]
+  graph.node = nodes
+  return {model: encodeModel(model), report: {rewritten}}
+}
