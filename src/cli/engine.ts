@@ -18,6 +18,7 @@ export function engineFromConfig(config: Config): Engine {
     policy: config.policy,
     headPath: settings.headPath,
     threads: settings.threads,
+    precision: settings.precision,
     limits: settings.limits,
     ffmpeg: settings.ffmpeg,
   })

@@ -5,7 +5,7 @@ import {preprocess} from './image/preprocess.js'
 import {trimBorders} from './image/trim.js'
 import {openClip, type ClipModel} from './model/clip.js'
 import {loadManifest} from './model/manifest.js'
-import type {Manifest} from './model/manifest-types.js'
+import type {Manifest, Precision} from './model/manifest-types.js'
 import {loadPresetManifest} from './model/presets.js'
 import {embedPrompts} from './model/prompt-cache.js'
 import type {Policy, PresetName} from './policy/types.js'
@@ -24,6 +24,8 @@ export interface EngineOptions {
   policy: Policy
   headPath?: string
   threads?: number
+  /** fp32 unless the model's int8 or fp16 encoders are asked for. */
+  precision?: Precision
   limits: Limits
   /** Frames per inference run. */
   batchSize?: number
@@ -85,6 +87,7 @@ type Prepared = {ok: Float32Array[]} | {err: unknown}
 export function createEngine(opts: EngineOptions): Engine {
   const {policy, limits} = opts
   const batchSize = opts.batchSize ?? 8
+  const precision = opts.precision ?? 'fp32'
   let manifestP: Promise<Manifest> | undefined
   let readyP: Promise<Ready> | undefined
   let ready: Ready | undefined
@@ -92,7 +95,7 @@ export function createEngine(opts: EngineOptions): Engine {
   let ffmpegP: Promise<string> | undefined
 
   const manifest = (): Promise<Manifest> => {
-    manifestP ??= loadManifest(opts.modelDir, opts.preset)
+    manifestP ??= loadManifest(opts.modelDir, opts.preset, precision)
     manifestP.catch(() => (manifestP = undefined))
     return manifestP
   }
@@ -114,7 +117,8 @@ export function createEngine(opts: EngineOptions): Engine {
     try {
       const prompts = await embedPrompts(policyPrompts(policy), {
         cacheDir: opts.cacheDir,
-        modelId: m.id,
+        // Reduced-precision text encoders give slightly different embeddings: they get their own cache.
+        modelId: precision === 'fp32' ? m.id : `${m.id}-${precision}`,
         embed: (texts) => clip.embedTexts(texts),
       })
       // The text encoder is only needed for prompts; once they are embedded its memory goes back.

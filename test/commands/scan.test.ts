@@ -1,4 +1,4 @@
-import {mkdirSync, writeFileSync} from 'node:fs'
+import {cpSync, existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -131,6 +131,29 @@ test('MOD_MAX_BYTES refuses a larger file as an error entry without reading it',
   assert.is(r.code, 2)
   const [result] = JSON.parse(r.stdout)
   assert.is(result.error.code, 'payload_too_large')
+})
+
+test('--precision int8 runs the model\'s int8 encoders, with a prompt cache of their own', async () => {
+  const model = join(dir.path, 'toy-with-int8')
+  cpSync(TOY_MODEL, model, {recursive: true})
+  const manifest = JSON.parse(readFileSync(join(model, 'manifest.json'), 'utf8'))
+  const variant: Record<string, unknown> = {}
+  for (const f of manifest.files.filter((x: {role: string}) => x.role.endsWith('_encoder'))) {
+    const path = f.path.replace('.onnx', '_quantized.onnx')
+    cpSync(join(model, f.path), join(model, path))
+    variant[f.role] = {...f, path}
+  }
+  manifest.variants = {int8: variant}
+  writeFileSync(join(model, 'manifest.json'), JSON.stringify(manifest))
+  const cache = join(dir.path, 'int8-cache')
+  const r = await runCli(['scan', red, '--config', policy, '--json', '--precision', 'int8'], {env: {MOD_MODEL_DIR: model, MOD_CACHE_DIR: cache}})
+  assert.is(r.code, 1, r.stderr)
+  assert.is(JSON.parse(r.stdout)[0].violations[0].name, 'redness')
+  assert.ok(existsSync(join(cache, 'prompts', 'toy-clip-int8')))
+  assert.not.ok(existsSync(join(cache, 'prompts', 'toy-clip')))
+  const none = await runCli(['scan', red, '--precision', 'fp16'], {env: {MOD_MODEL_DIR: model, MOD_CACHE_DIR: cache}})
+  assert.is(none.code, 2)
+  assert.match(none.stderr, /offers no fp16 encoders/)
 })
 
 test('categories --json lists the defaults plus the custom category with parents and thresholds', async () => {

@@ -38,6 +38,7 @@ Every file is checked against the size and sha256 the preset gives and moved int
 
   static override flags = {
     'cache-dir': modelFlags['cache-dir'],
+    precision: modelFlags.precision,
   }
 
   async run(): Promise<void> {
@@ -50,19 +51,24 @@ Every file is checked against the size and sha256 the preset gives and moved int
     const progress = startProgress(`Pulling ${preset}`)
     let dir: string
     try {
-      dir = join(readSettings(flags, process.env).cacheDir, preset)
+      const settings = readSettings(flags, process.env)
+      dir = join(settings.cacheDir, preset)
       const manifest = await loadPresetManifest(preset)
+      const variants = settings.precision === 'fp32' ? [] : [settings.precision]
+      const count = manifest.files.length + variants.length * 2
+      let done = 0
       let lastDraw = 0
       await pullModel(manifest, dir, {
         signal: controller.signal,
+        variants,
         onProgress: (p) => {
           const now = Date.now()
           if (now - lastDraw < REDRAW_MS && p.received !== p.total) return
           lastDraw = now
-          const index = manifest.files.findIndex((f) => f.path === p.file) + 1
-          progress.update(`Pulling ${preset} (${manifest.id}) ${index}/${manifest.files.length}: ${bar(p)}`)
+          progress.update(`Pulling ${preset} (${manifest.id}) ${done + 1}/${count}: ${bar(p)}`)
         },
         onFile: (f) => {
+          done++
           if (!tty) this.logToStderr(`${f.skipped ? 'kept   ' : 'fetched'} ${f.file} (${formatBytes(f.size)})`)
         },
       })

@@ -2,6 +2,7 @@ import {homedir} from 'node:os'
 import {join, resolve} from 'node:path'
 
 import {ModError} from '../errors.js'
+import type {Precision} from '../model/manifest-types.js'
 import {PRESETS, type PresetName} from '../policy/types.js'
 
 /** Sizes: "MB" means MiB (CONTRACTS §1). */
@@ -31,6 +32,8 @@ export interface Settings {
   ffmpeg?: string
   /** onnxruntime intra-op threads; undefined lets the model layer choose for the machine. */
   threads?: number
+  /** Encoder weights: fp32 (default), or a model's int8 / fp16 variant. */
+  precision: Precision
   limits: Limits
 }
 
@@ -42,6 +45,7 @@ export interface SettingsFlags {
   config?: string
   head?: string
   threads?: number
+  precision?: string
 }
 
 export type Env = Readonly<Record<string, string | undefined>>
@@ -87,6 +91,14 @@ export function parseSize(name: string, value: string | undefined, fallback: num
   return n
 }
 
+export const PRECISIONS: readonly Precision[] = ['fp32', 'int8', 'fp16']
+
+export function parsePrecision(name: string, value: string | undefined): Precision {
+  if (value === undefined || value === '') return 'fp32'
+  if ((PRECISIONS as readonly string[]).includes(value)) return value as Precision
+  throw invalid(name, value, `one of ${PRECISIONS.join(', ')}`)
+}
+
 export function parsePreset(name: string, value: string | undefined): PresetName | undefined {
   if (value === undefined || value === '') return undefined
   if ((PRESETS as readonly string[]).includes(value)) return value as PresetName
@@ -110,6 +122,7 @@ export function readSettings(flags: SettingsFlags, env: Env, cwd = process.cwd()
     preload: parseBoolean('MOD_PRELOAD', env.MOD_PRELOAD, true),
     ffmpeg: pathOf(env.MOD_FFMPEG, cwd),
     threads,
+    precision: flags.precision !== undefined ? parsePrecision('--precision', flags.precision) : parsePrecision('MOD_PRECISION', env.MOD_PRECISION),
     limits: {
       maxBytes: parseSize('MOD_MAX_BYTES', env.MOD_MAX_BYTES, DEFAULT_LIMITS.maxBytes),
       maxPixels: parseCount('MOD_MAX_PIXELS', env.MOD_MAX_PIXELS, DEFAULT_LIMITS.maxPixels),

@@ -3,7 +3,7 @@ import {readFile, stat} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {ModError} from '../errors.js'
-import type {FileRole, Manifest, ModelFile, Preprocessing} from './manifest-types.js'
+import type {FileRole, Manifest, ModelFile, Precision, Preprocessing} from './manifest-types.js'
 
 export const MANIFEST_FILE = 'manifest.json'
 
@@ -47,8 +47,7 @@ function checker(where: string) {
   }
 }
 
-function parseFile(c: ReturnType<typeof checker>, v: unknown, i: number): ModelFile {
-  const field = `files[${i}]`
+function parseFile(c: ReturnType<typeof checker>, v: unknown, field: string): ModelFile {
   const f = c.record(v, field)
   const path = c.string(f.path, `${field}.path`)
   if (!SAFE_PATH.test(path) || path === MANIFEST_FILE) c.fail(`${field}.path`, 'a relative path inside the model folder')
@@ -95,7 +94,7 @@ export function parseManifest(value: unknown, where: string): Manifest {
   const m = c.record(value, 'manifest')
   if (m.family !== 'clip') c.fail('family', '"clip"')
   if (!Array.isArray(m.files) || m.files.length === 0) c.fail('files', 'a non-empty list')
-  const files = (m.files as unknown[]).map((f, i) => parseFile(c, f, i))
+  const files = (m.files as unknown[]).map((f, i) => parseFile(c, f, `files[${i}]`))
   for (const role of ['image_encoder', 'text_encoder'] as const) {
     if (files.filter((f) => f.role === role).length !== 1) c.fail('files', `exactly one file with role "${role}"`)
   }
@@ -114,8 +113,36 @@ export function parseManifest(value: unknown, where: string): Manifest {
     preprocess: parsePreprocess(c, m.preprocess),
     files,
   }
+  if (m.variants !== undefined) manifest.variants = parseVariants(c, m.variants)
   if (m.source !== undefined) manifest.source = c.string(m.source, 'source')
   return manifest
+}
+
+function parseVariants(c: ReturnType<typeof checker>, v: unknown): NonNullable<Manifest['variants']> {
+  const out: NonNullable<Manifest['variants']> = {}
+  for (const [name, value] of Object.entries(c.record(v, 'variants'))) {
+    if (name !== 'int8' && name !== 'fp16') c.fail(`variants.${name}`, 'a variant named int8 or fp16')
+    const entry = c.record(value, `variants.${name}`)
+    const pair = {
+      image_encoder: parseFile(c, entry.image_encoder, `variants.${name}.image_encoder`),
+      text_encoder: parseFile(c, entry.text_encoder, `variants.${name}.text_encoder`),
+    }
+    for (const role of ['image_encoder', 'text_encoder'] as const) {
+      if (pair[role].role !== role) c.fail(`variants.${name}.${role}.role`, `"${role}"`)
+    }
+    out[name as 'int8' | 'fp16'] = pair
+  }
+  return out
+}
+
+/** The manifest as a runner of `precision` sees it: the encoder files are the variant's (fp32: unchanged). */
+export function withPrecision(manifest: Manifest, precision: Precision): Manifest {
+  if (precision === 'fp32') return manifest
+  const variant = manifest.variants?.[precision]
+  if (!variant) {
+    throw new ModError('invalid_config', `model ${manifest.id} offers no ${precision} encoders; use MOD_PRECISION=fp32 or another model`)
+  }
+  return {...manifest, files: manifest.files.map((f) => (f.role === 'image_encoder' || f.role === 'text_encoder' ? variant[f.role] : f))}
 }
 
 /** Reads and checks one manifest file; a missing file throws the fs error (ENOENT) for the caller to word. */
@@ -137,8 +164,8 @@ export function fileWithRole(manifest: Manifest, role: FileRole): ModelFile {
   return file
 }
 
-function missing(dir: string, preset: string | undefined, what?: string): ModError {
-  const name = preset ?? 'fast'
+function missing(dir: string, preset: string | undefined, what?: string, precision: Precision = 'fp32'): ModError {
+  const name = `${preset ?? 'fast'}${precision === 'fp32' ? '' : ` --precision ${precision}`}`
   const subject = preset ? `model '${preset}' is not installed in ${dir}` : `no model in ${dir}`
   const detail = what ? ` (${what} is missing)` : ''
   return new ModError(
@@ -160,11 +187,11 @@ async function isFile(path: string): Promise<boolean> {
  * Loads the manifest of an installed model folder. A missing folder, manifest.json or listed file is
  * `model_missing` with one message naming the command that fixes it; a malformed manifest is `invalid_config`.
  */
-export async function loadManifest(dir: string, preset?: string): Promise<Manifest> {
+export async function loadManifest(dir: string, preset?: string, precision: Precision = 'fp32'): Promise<Manifest> {
   const path = join(dir, MANIFEST_FILE)
   let manifest: Manifest
   try {
-    manifest = await readManifestFile(path)
+    manifest = withPrecision(await readManifestFile(path), precision)
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT' || (e as NodeJS.ErrnoException).code === 'ENOTDIR') {
       throw missing(dir, preset)
@@ -172,7 +199,7 @@ export async function loadManifest(dir: string, preset?: string): Promise<Manife
     throw e
   }
   for (const f of manifest.files) {
-    if (!(await isFile(join(dir, f.path)))) throw missing(dir, preset, f.path)
+    if (!(await isFile(join(dir, f.path)))) throw missing(dir, preset, f.path, precision)
   }
   return manifest
 }

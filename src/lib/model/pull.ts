@@ -41,6 +41,8 @@ export interface PullOptions {
   signal?: AbortSignal
   /** Default: an undici Agent that follows redirects (Hugging Face answers with one to its CDN). */
   dispatcher?: Dispatcher
+  /** Reduced-precision encoders to install too, beside the fp32 files. */
+  variants?: ('int8' | 'fp16')[]
 }
 
 interface Verified {
@@ -225,7 +227,13 @@ function urlOf(file: ModelFile): string {
  * file) last. Files already in place and matching are kept. Returns the installed manifest.
  */
 export async function pullModel(manifest: Manifest, destDir: string, opts: PullOptions = {}): Promise<Manifest> {
-  const urls = manifest.files.map(urlOf)
+  const wanted = (opts.variants ?? []).map((name) => {
+    const variant = manifest.variants?.[name]
+    if (!variant) throw new ModError('invalid_config', `model ${manifest.id} offers no ${name} encoders`)
+    return [name, variant] as const
+  })
+  const queue = [...manifest.files, ...wanted.flatMap(([, v]) => [v.image_encoder, v.text_encoder])]
+  const urls = queue.map(urlOf)
   let agent: Agent | undefined
   let dispatcher = opts.dispatcher
   if (!dispatcher) {
@@ -235,9 +243,9 @@ export async function pullModel(manifest: Manifest, destDir: string, opts: PullO
   const ctx: Context = {dest: destDir, opts, dispatcher}
   await mkdir(destDir, {recursive: true})
   try {
-    const files: ModelFile[] = []
+    const installed = new Map<string, ModelFile>()
     let uninstalled = false
-    for (const [i, file] of manifest.files.entries()) {
+    for (const [i, file] of queue.entries()) {
       if (opts.signal?.aborted) throw failed('download was interrupted')
       let verified = await installedCopy(join(destDir, file.path), file)
       const skipped = verified !== undefined
@@ -248,12 +256,18 @@ export async function pullModel(manifest: Manifest, destDir: string, opts: PullO
         verified = await download(ctx, file, urls[i])
       }
       opts.onFile?.({file: file.path, size: verified.size, skipped})
-      files.push({...file, size: verified.size, sha256: verified.sha256})
+      installed.set(file.path, {...file, size: verified.size, sha256: verified.sha256})
     }
-    const installed: Manifest = {...manifest, files}
-    await writeManifest(destDir, installed)
+    const done = (f: ModelFile): ModelFile => installed.get(f.path) ?? f
+    const result: Manifest = {...manifest, files: manifest.files.map(done)}
+    if (manifest.variants) {
+      result.variants = Object.fromEntries(
+        Object.entries(manifest.variants).map(([name, v]) => [name, {image_encoder: done(v.image_encoder), text_encoder: done(v.text_encoder)}]),
+      )
+    }
+    await writeManifest(destDir, result)
     await rm(join(destDir, PARTIAL_DIR), {recursive: true, force: true})
-    return installed
+    return result
   } finally {
     await agent?.close()
   }

@@ -107,6 +107,40 @@ async function assertSameFiles(dest: string): Promise<void> {
 
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex')
 
+test('an int8 variant is pulled beside the fp32 files when asked, and only then', async () => {
+  const encoders = toy.files.filter((f) => f.role === 'image_encoder' || f.role === 'text_encoder')
+  for (const f of encoders) bodies.set(`/${f.path.replace('.onnx', '_quantized.onnx')}`, bodies.get(`/${f.path}`) as Buffer)
+  const variantFile = (role: 'image_encoder' | 'text_encoder') => {
+    const path = (encoders.find((f) => f.role === role) as {path: string}).path.replace('.onnx', '_quantized.onnx')
+    return {path, role, url: `${base}/${path}`}
+  }
+  const manifest: Manifest = {...preset(), variants: {int8: {image_encoder: variantFile('image_encoder'), text_encoder: variantFile('text_encoder')}}}
+
+  const plain = reset()
+  await pullModel(manifest, plain)
+  assert.not.ok(seen.some((s) => s.path.includes('_quantized')))
+  const e = await failure(loadManifest(plain, 'fast', 'int8'))
+  assert.is(e.code, 'model_missing')
+  assert.match(e.message, 'mod models pull fast --precision int8')
+
+  const dest = reset()
+  const installed = await pullModel(manifest, dest, {variants: ['int8']})
+  assert.is(seen.filter((s) => s.path.includes('_quantized')).length, 2)
+  const body = bodies.get(`/${variantFile('image_encoder').path}`) as Buffer
+  assert.equal([installed.variants?.int8?.image_encoder.size, installed.variants?.int8?.image_encoder.sha256], [body.length, sha(body)])
+  const selected = await loadManifest(dest, 'fast', 'int8')
+  assert.is(selected.files.find((f) => f.role === 'image_encoder')?.path, variantFile('image_encoder').path)
+  assert.is((await loadManifest(dest, 'fast')).files.find((f) => f.role === 'image_encoder')?.path, encoders.find((f) => f.role === 'image_encoder')?.path)
+})
+
+test('asking for a variant the model does not offer is a clear configuration error', async () => {
+  const e = await failure(pullModel(preset(), reset(), {variants: ['fp16']}))
+  assert.is(e.code, 'invalid_config')
+  assert.match(e.message, 'offers no fp16 encoders')
+  const f = await failure(loadManifest(join(root, 'source'), 'fast', 'fp16'))
+  assert.is(f.code, 'invalid_config')
+})
+
 test('pulls every file, verifies it and writes manifest.json last; the folder then loads', async () => {
   const dest = reset()
   const progress: PullProgress[] = []
