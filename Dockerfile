@@ -1,0 +1,69 @@
+# syntax=docker/dockerfile:1
+#
+# The mod REST server with the weights of one preset inside, so the container runs offline.
+#   docker build -t mod .                                   # the fast preset
+#   docker build -t mod:accurate --build-arg MOD_PRESET=accurate .
+#   docker run -p 8000:8000 -e MOD_API_KEY=change-me mod
+# Settings are the MOD_* variables (MOD_API_KEY, MOD_ALLOW_URLS, MOD_MAX_BYTES, …); a policy file can be
+# mounted and named with MOD_CONFIG. MOD_PRESET must name the preset the image was built with.
+
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+# Install scripts are skipped everywhere: onnxruntime-node ships its CPU binaries in the package (its
+# script only fetches GPU extras, and .npmrc skips it anyway), sharp loads its prebuilt @img/* packages,
+# and ffmpeg-static's script would download a binary from the internet; Debian's ffmpeg is used instead.
+
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+COPY package.json package-lock.json .npmrc ./
+RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY bin ./bin
+COPY src ./src
+RUN npm run build
+
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /app
+COPY package.json package-lock.json .npmrc ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+
+FROM ${NODE_IMAGE} AS app
+WORKDIR /app
+COPY --from=deps /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY --from=build /app/oclif.manifest.json ./
+COPY package.json ./
+COPY bin ./bin
+COPY models ./models
+
+# Downloads and verifies the preset's files (the only step that needs the internet), then scores one
+# image so the prompt embeddings of the default policy are cached too: the first start needs no
+# text-encoder run. `scan` exits 0 (safe) or 1 (a violation); 2 would be a model problem.
+FROM app AS weights
+ARG MOD_PRESET=fast
+ENV MOD_CACHE_DIR=/opt/mod/cache MOD_PRESET=${MOD_PRESET}
+RUN node bin/run.js models pull "$MOD_PRESET" \
+ && node -e "require('sharp')({create: {width: 64, height: 64, channels: 3, background: '#808080'}}).png().toFile('/tmp/warm.png')" \
+ && { node bin/run.js scan /tmp/warm.png --json > /dev/null || [ $? -eq 1 ]; } \
+ && rm /tmp/warm.png
+
+FROM app AS runtime
+ARG MOD_PRESET=fast
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ffmpeg \
+ && rm -rf /var/lib/apt/lists/* \
+ && chmod 755 /app/bin/run.js \
+ && ln -s /app/bin/run.js /usr/local/bin/mod
+ENV NODE_ENV=production \
+    MOD_PRESET=${MOD_PRESET} \
+    MOD_CACHE_DIR=/opt/mod/cache \
+    MOD_FFMPEG=/usr/bin/ffmpeg
+# The cache stays writable for its owner: a mounted policy with new prompts adds their embeddings there.
+COPY --from=weights --chown=node:node /opt/mod/cache /opt/mod/cache
+USER node
+EXPOSE 8000
+# Slim images have no curl; GET /health never needs the API key.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:8000/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# node is PID 1 and handles SIGTERM itself: no new connections, requests in flight finish, exit 0.
+CMD ["mod", "serve", "--host", "0.0.0.0", "--port", "8000"]

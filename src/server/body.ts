@@ -1,0 +1,92 @@
+import type {IncomingMessage} from 'node:http'
+
+import {ModError} from '../lib/errors.js'
+
+/** What POST /v1/moderate/json asks for: decoded image bytes, or a URL to fetch. */
+export type JsonImageRequest = {kind: 'base64'; data: Buffer} | {kind: 'url'; url: string}
+
+/**
+ * The largest JSON body worth reading for images of `maxBytes`: their base64 text, plus 10% for line
+ * breaks and escaped slashes that some encoders add, plus room for a data-URI prefix and the keys.
+ */
+export function jsonBodyLimit(maxBytes: number): number {
+  return Math.ceil(Math.ceil(maxBytes / 3) * 4 * 1.1) + 64 * 1024
+}
+
+export function isJson(req: IncomingMessage): boolean {
+  const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase()
+  return type === 'application/json' || /^application\/[\w.+-]+\+json$/.test(type)
+}
+
+/** The request body, counted as it arrives: over `limit` bytes it stops reading and throws payload_too_large. */
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length'])
+  if (declared > limit) return Promise.reject(tooLarge(limit))
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    const done = (e?: ModError) => {
+      req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose)
+      if (e) {
+        req.pause()
+        reject(e)
+      } else resolve(Buffer.concat(chunks, size))
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size > limit) done(tooLarge(limit))
+      else chunks.push(chunk)
+    }
+    const onEnd = () => done()
+    const onError = () => done(new ModError('bad_request', 'the request body could not be read'))
+    const onClose = () => done(new ModError('bad_request', 'the request was cancelled by the client'))
+    req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose)
+  })
+}
+
+function tooLarge(limit: number): ModError {
+  return new ModError('payload_too_large', `the request body is larger than ${limit} bytes`)
+}
+
+const DATA_URI = /^data:[^,]*?;base64,/i
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
+const WHITESPACE = /[\t\n\r ]/g
+
+/** Strict base64: the standard alphabet with padding (line breaks allowed); a data URI's prefix is dropped. */
+export function decodeBase64(text: string): Buffer {
+  const bare = text.replace(DATA_URI, '').replace(WHITESPACE, '')
+  if (bare.length % 4 !== 0 || !BASE64.test(bare)) {
+    throw new ModError('bad_request', 'image_base64 is not valid base64 (standard alphabet, padded with =)')
+  }
+  return Buffer.from(bare, 'base64')
+}
+
+/**
+ * The JSON endpoint's body: exactly one of `image_base64` (base64 or a data URI) and `url`, each a
+ * non-empty string; `null` counts as absent. Images over `maxBytes` once decoded are payload_too_large.
+ */
+export function parseJsonRequest(body: Buffer, maxBytes: number): JsonImageRequest {
+  let value: unknown
+  try {
+    value = JSON.parse(body.toString('utf8'))
+  } catch {
+    throw new ModError('bad_request', 'the body is not valid JSON')
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ModError('bad_request', 'the body must be a JSON object with image_base64 or url')
+  }
+  const {image_base64: image, url} = value as Record<string, unknown>
+  const given = [image, url].filter((v) => v !== undefined && v !== null).length
+  if (given !== 1) throw new ModError('bad_request', 'send exactly one of image_base64 and url')
+  if (url !== undefined && url !== null) {
+    if (typeof url !== 'string' || url === '') throw new ModError('bad_request', 'url must be a non-empty string')
+    return {kind: 'url', url}
+  }
+  if (typeof image !== 'string') throw new ModError('bad_request', 'image_base64 must be a string')
+  const data = decodeBase64(image)
+  if (data.length === 0) throw new ModError('bad_request', 'image_base64 is empty')
+  if (data.length > maxBytes) {
+    throw new ModError('payload_too_large', `the image is ${data.length} bytes; the limit is ${maxBytes} bytes (MOD_MAX_BYTES)`)
+  }
+  return {kind: 'base64', data}
+}

@@ -1,0 +1,103 @@
+import cluster, {type Worker} from 'node:cluster'
+
+import {baseUrl} from './address.js'
+import type {Log} from './errors.js'
+import {EXIT_OK, EXIT_START_FAILED} from './run.js'
+
+type ToWorker = {type: 'shutdown'}
+type FromWorker = {type: 'ready'; port: number}
+
+/** A worker that dies before it is ready is replaced only after this pause, so a broken model cannot spin. */
+const RESTART_DELAY_MS = 1000
+
+export interface PrimaryOptions {
+  workers: number
+  host: string
+  port: number
+  log: Log
+}
+
+/**
+ * The cluster primary of `mod serve --workers N`: forks N workers (each runs the same command, loads
+ * its own model and listens on the shared port), prints the address once all are ready, replaces a
+ * worker that exits while serving, and on SIGTERM/SIGINT asks every worker to finish its requests and
+ * stop. Resolves with the exit code: 0 after a graceful stop, 2 when the workers could not start.
+ *
+ * Workers listen on the port as given: node:cluster shares one listening socket per (host, port) among
+ * them, so with --port 0 a replacement joins the port the others hold (a new one only if all died).
+ */
+export function runPrimary(o: PrimaryOptions, stop: Promise<unknown>): Promise<number> {
+  return new Promise((resolve) => {
+    let started = false
+    let stopping = false
+    let failed = false
+    const ready = new Set<Worker>()
+    const alive = () => Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined)
+
+    const fork = () => {
+      const worker = cluster.fork()
+      o.log(`worker ${worker.process.pid} started`)
+      worker.on('message', (message: FromWorker) => {
+        if (message?.type !== 'ready') return
+        ready.add(worker)
+        o.log(`worker ${worker.process.pid} ready`)
+        if (!started && ready.size === o.workers) {
+          started = true
+          o.log(`listening on ${baseUrl(o.host, message.port)} (${o.workers} workers)`)
+        }
+      })
+    }
+
+    // A ready worker listens for the request to finish its work; one still starting has no request in
+    // flight and may not listen for messages yet, so SIGTERM ends it (gracefully if it can already).
+    const shutdown = () => {
+      stopping = true
+      for (const worker of alive()) {
+        if (ready.has(worker) && worker.isConnected()) worker.send({type: 'shutdown'} satisfies ToWorker)
+        else worker.process.kill('SIGTERM')
+      }
+      if (alive().length === 0) resolve(failed ? EXIT_START_FAILED : EXIT_OK)
+    }
+
+    cluster.on('exit', (worker, code, signal) => {
+      const wasReady = ready.delete(worker)
+      const how = signal ? `signal ${signal}` : `code ${code}`
+      if (stopping) {
+        if (alive().length === 0) resolve(failed ? EXIT_START_FAILED : EXIT_OK)
+        return
+      }
+      if (!started) {
+        o.log(`worker ${worker.process.pid} could not start (exit ${how}); stopping`)
+        failed = true
+        shutdown()
+        return
+      }
+      o.log(`worker ${worker.process.pid} exited (${how}); starting a replacement`)
+      if (wasReady) fork()
+      else setTimeout(() => stopping || fork(), RESTART_DELAY_MS)
+    })
+
+    void stop.then(shutdown)
+    for (let i = 0; i < o.workers; i++) fork()
+  })
+}
+
+/** Ends every worker at once (a second signal: no more waiting). */
+export function killWorkers(): void {
+  for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGKILL')
+}
+
+/** In a worker: settles when the primary asks it to stop, or is gone (its IPC channel closed). */
+export function primaryStop(): Promise<void> {
+  return new Promise((resolve) => {
+    process.on('message', (message: ToWorker) => {
+      if (message?.type === 'shutdown') resolve()
+    })
+    process.on('disconnect', () => resolve())
+  })
+}
+
+/** In a worker: tells the primary the port is open. */
+export function reportReady(port: number): void {
+  process.send?.({type: 'ready', port} satisfies FromWorker)
+}

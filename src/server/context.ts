@@ -1,0 +1,24 @@
+import type {IncomingMessage, ServerResponse} from 'node:http'
+
+import type {Settings} from '../lib/config/settings.js'
+import type {Engine} from '../lib/engine.js'
+import type {FetchedImage} from '../lib/fetch/url.js'
+import type {Log} from './errors.js'
+import type {Gate} from './queue.js'
+
+/** What every route needs, built once per server by buildServer. */
+export interface RouteContext {
+  engine: Engine
+  settings: Settings
+  gate: Gate
+  /** Video uploads go to a fresh folder under this one, removed when the request ends. */
+  tmpDir: string
+  log: Log
+  /** fetchImageUrl with the server's size and time limits. */
+  fetchImage: (url: string) => Promise<FetchedImage>
+}
+
+/** A request as polka hands it over: `path` is the pathname, `url` still carries the query. */
+export type Request = IncomingMessage & {path: string}
+
+export type Handler = (ctx: RouteContext, req: Request, res: ServerResponse) => Promise<void>

@@ -1,0 +1,188 @@
+import {createReadStream} from 'node:fs'
+import {stat} from 'node:fs/promises'
+import type {IncomingMessage, ServerResponse} from 'node:http'
+import {createRequire} from 'node:module'
+import {dirname, join} from 'node:path'
+import {pipeline} from 'node:stream/promises'
+
+import type {Handler} from './openapi.js'
+
+/**
+ * The interactive documentation at /docs: Swagger UI from the installed `swagger-ui-dist` package,
+ * every file served by this server (no CDN), under a Content-Security-Policy that allows only 'self'.
+ */
+
+export interface DocsRoute {
+  path: string
+  handler: Handler
+}
+
+export interface DocsOptions {
+  /** Answers a /docs/… path that is not one of the assets; default: 404 with a JSON error body. */
+  notFound?: Handler
+}
+
+const JS = 'text/javascript; charset=utf-8'
+const CSS = 'text/css; charset=utf-8'
+
+/** The only files of swagger-ui-dist that are served; any other name is 404, so no path reaches the disk. */
+const VENDOR_FILES = new Map([
+  ['swagger-ui.css', CSS],
+  ['index.css', CSS],
+  ['swagger-ui-bundle.js', JS],
+  ['swagger-ui-standalone-preset.js', JS],
+  ['favicon-32x32.png', 'image/png'],
+  ['favicon-16x16.png', 'image/png'],
+])
+
+const INIT_FILE = 'init.js'
+
+/**
+ * Swagger UI sets inline styles (hence 'unsafe-inline' for styles only), its stylesheet draws icons from
+ * data: URIs, and try-it-out shows image responses from blob: URLs. Scripts come only from this server.
+ */
+export const DOCS_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data: blob:",
+  "connect-src 'self'",
+  "font-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ')
+
+/** Resolved through the module system so it works from src/ under tsx and from dist/. */
+function swaggerUiDir(): {dir: string; version: string} {
+  const require = createRequire(import.meta.url)
+  const manifest = require.resolve('swagger-ui-dist/package.json')
+  const {version} = require(manifest) as {version: string}
+  return {dir: dirname(manifest), version}
+}
+
+function initScript(): string {
+  const config = {
+    url: '/openapi.json',
+    dom_id: '#swagger-ui',
+    deepLinking: true,
+    tryItOutEnabled: true,
+    persistAuthorization: true,
+    displayRequestDuration: true,
+    // The default would send the document to validator.swagger.io.
+    validatorUrl: null,
+    layout: 'StandaloneLayout',
+  }
+  return [
+    "'use strict'",
+    "window.addEventListener('load', function () {",
+    `  var config = ${JSON.stringify(config)}`,
+    '  config.presets = [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset]',
+    '  config.plugins = [SwaggerUIBundle.plugins.DownloadUrl]',
+    '  window.ui = SwaggerUIBundle(config)',
+    '})',
+    '',
+  ].join('\n')
+}
+
+function page(version: string): string {
+  const v = `?v=${encodeURIComponent(version)}`
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>mod API documentation</title>
+<link rel="stylesheet" href="/docs/swagger-ui.css${v}">
+<link rel="stylesheet" href="/docs/index.css${v}">
+<link rel="icon" type="image/png" href="/docs/favicon-32x32.png${v}" sizes="32x32">
+<link rel="icon" type="image/png" href="/docs/favicon-16x16.png${v}" sizes="16x16">
+</head>
+<body>
+<div id="swagger-ui"></div>
+<noscript>This page needs JavaScript. The API description itself is at <a href="/openapi.json">/openapi.json</a>.</noscript>
+<script src="/docs/swagger-ui-bundle.js${v}"></script>
+<script src="/docs/swagger-ui-standalone-preset.js${v}"></script>
+<script src="/docs/${INIT_FILE}${v}"></script>
+</body>
+</html>
+`
+}
+
+function commonHeaders(res: ServerResponse, contentType: string, cacheControl: string): void {
+  res.setHeader('Content-Type', contentType)
+  res.setHeader('Cache-Control', cacheControl)
+  res.setHeader('X-Content-Type-Options', 'nosniff')
+  res.setHeader('Referrer-Policy', 'no-referrer')
+  res.setHeader('Cross-Origin-Resource-Policy', 'same-origin')
+}
+
+function sendText(res: ServerResponse, contentType: string, body: Buffer): void {
+  res.statusCode = 200
+  // The page and the init script name the Swagger UI version in their URLs, so they must be revalidated;
+  // those versioned asset URLs can then be cached for good.
+  commonHeaders(res, contentType, 'no-cache')
+  res.setHeader('Content-Length', body.length)
+  res.end(body)
+}
+
+function defaultNotFound(_req: IncomingMessage, res: ServerResponse): void {
+  const body = Buffer.from(JSON.stringify({error: {code: 'not_found', message: 'no such documentation file'}}))
+  res.statusCode = 404
+  res.setHeader('Content-Type', 'application/json; charset=utf-8')
+  res.setHeader('Content-Length', body.length)
+  res.end(body)
+}
+
+async function sendFile(res: ServerResponse, path: string, contentType: string): Promise<void> {
+  const {size} = await stat(path)
+  res.statusCode = 200
+  commonHeaders(res, contentType, 'public, max-age=31536000, immutable')
+  res.setHeader('Content-Length', size)
+  await pipeline(createReadStream(path), res)
+}
+
+/** The path polka matched, even when the app was mounted with `use` (which strips the prefix from req.url). */
+function pathnameOf(req: IncomingMessage): string {
+  const url = (req as IncomingMessage & {originalUrl?: string}).originalUrl ?? req.url ?? '/'
+  const q = url.indexOf('?')
+  return q === -1 ? url : url.slice(0, q)
+}
+
+/**
+ * Handlers for GET /docs (the page) and GET /docs/* (its assets). An asset is found by exact name in a
+ * fixed list, never by joining the request path onto a folder.
+ */
+export function docsRoutes(options: DocsOptions = {}): DocsRoute[] {
+  const {dir, version} = swaggerUiDir()
+  const notFound = options.notFound ?? defaultNotFound
+  const html = Buffer.from(page(version))
+  const init = Buffer.from(initScript())
+
+  const pageHandler: Handler = (_req, res) => {
+    res.setHeader('Content-Security-Policy', DOCS_CSP)
+    sendText(res, 'text/html; charset=utf-8', html)
+  }
+
+  const assetHandler: Handler = (req, res) => {
+    const pathname = pathnameOf(req)
+    const name = pathname.startsWith('/docs/') ? pathname.slice('/docs/'.length) : undefined
+    if (name === '') return pageHandler(req, res)
+    if (name === INIT_FILE) return sendText(res, JS, init)
+    const contentType = name === undefined ? undefined : VENDOR_FILES.get(name)
+    if (name === undefined || contentType === undefined) return notFound(req, res)
+    sendFile(res, join(dir, name), contentType).catch(() => {
+      if (res.headersSent) res.destroy()
+      else {
+        res.statusCode = 500
+        res.setHeader('Content-Type', 'application/json; charset=utf-8')
+        res.end(JSON.stringify({error: {code: 'internal', message: 'internal error'}}))
+      }
+    })
+  }
+
+  return [
+    {path: '/docs', handler: pageHandler},
+    {path: '/docs/*', handler: assetHandler},
+  ]
+}

@@ -1,0 +1,61 @@
+import type {IncomingMessage, ServerResponse} from 'node:http'
+
+import {ModError} from '../../lib/errors.js'
+import type {RouteContext} from '../context.js'
+import {describe} from '../errors.js'
+import {isMultipart} from '../upload.js'
+
+/**
+ * The path of every moderation request: a place in the queue is taken before the body is read (a full
+ * queue answers 503 at once), the input is received (upload, JSON, URL fetch) without holding the
+ * engine, then `work` runs alone on the engine once the model is loaded.
+ */
+export async function moderate<I, R>(
+  ctx: RouteContext,
+  res: ServerResponse,
+  receive: () => Promise<I>,
+  work: (input: I, signal: AbortSignal) => Promise<R>,
+): Promise<R> {
+  const ticket = ctx.gate.admit()
+  const signal = clientGone(res)
+  try {
+    const input = await receive()
+    return await ticket.run(async () => {
+      await ensureLoaded(ctx)
+      return work(input, signal)
+    }, signal)
+  } finally {
+    ticket.release()
+  }
+}
+
+/** Loads the model on first use (MOD_PRELOAD=false); a failure is model_unavailable, its cause goes to the log. */
+async function ensureLoaded(ctx: RouteContext): Promise<void> {
+  if (ctx.engine.isLoaded()) return
+  try {
+    await ctx.engine.load()
+  } catch (e) {
+    ctx.log(`model could not be loaded: ${describe(e)}`)
+    throw new ModError('model_unavailable', 'the model could not be loaded; try again later')
+  }
+}
+
+/** Aborted when the connection closes before the answer was sent (the client went away). */
+function clientGone(res: ServerResponse): AbortSignal {
+  const controller = new AbortController()
+  res.on('close', () => {
+    if (!res.writableFinished) controller.abort()
+  })
+  return controller.signal
+}
+
+/** A body that is not multipart is refused before it is read (400: 415 is kept for files the decoder cannot read). */
+export function requireMultipart(req: IncomingMessage, field: string): void {
+  if (!isMultipart(req)) {
+    throw new ModError('bad_request', `send the request as multipart/form-data with the file in the field "${field}"`)
+  }
+}
+
+export function emptyUpload(filename: string): ModError {
+  return new ModError('bad_request', `the uploaded file ${JSON.stringify(filename)} is empty`)
+}

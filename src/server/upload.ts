@@ -1,0 +1,188 @@
+import type {IncomingMessage} from 'node:http'
+import {join} from 'node:path'
+import {Writable} from 'node:stream'
+
+import formidable, {errors, multipart} from 'formidable'
+
+import {isModError, ModError} from '../lib/errors.js'
+
+/** An uploaded image, held in memory (images are at most MOD_MAX_BYTES). */
+export interface UploadedImage {
+  /** The client's file name, or the field name when it sent none. */
+  filename: string
+  data: Buffer
+}
+
+/** An uploaded video, written to disk; the caller owns `path` and removes it. */
+export interface UploadedVideo {
+  filename: string
+  path: string
+  size: number
+}
+
+export interface ImageUploadLimits {
+  field: string
+  /** Files allowed in `field`; more is too_many_files (or bad_request when 1: a single-file endpoint). */
+  maxFiles: number
+  /** Per file, enforced as the bytes arrive. */
+  maxBytes: number
+}
+
+export interface VideoUploadLimits {
+  field: string
+  maxBytes: number
+  /** A folder owned by this request; the video is written there as `upload`. */
+  dir: string
+}
+
+/** Form fields that are not files are ignored, but they cannot be used to make the server buffer much. */
+const FIELD_LIMITS = {maxFields: 32, maxFieldsSize: 64 * 1024}
+
+export function isMultipart(req: IncomingMessage): boolean {
+  return /^multipart\/form-data\s*(;|$)/i.test(req.headers['content-type'] ?? '')
+}
+
+/**
+ * Reads a multipart body of images into memory, in upload order. Limits hold while the body streams:
+ * a file over `maxBytes` is payload_too_large as soon as its byte `maxBytes + 1` arrives, and file
+ * number `maxFiles + 1` is too_many_files as soon as its part begins. Empty files are returned as they
+ * are (a single-file endpoint refuses them; a batch reports them as unreadable).
+ */
+export async function receiveImages(req: IncomingMessage, limits: ImageUploadLimits): Promise<UploadedImage[]> {
+  const received: Received[] = []
+  const unexpected = new Set<string>()
+  const form = formidable({
+    ...FIELD_LIMITS,
+    enabledPlugins: [multipart],
+    maxFiles: limits.maxFiles,
+    // memorySink enforces maxBytes per file as the bytes arrive (formidable's own per-file check only
+    // runs once a file has ended), which also bounds the total.
+    maxFileSize: Infinity,
+    maxTotalFileSize: Infinity,
+    allowEmptyFiles: true,
+    minFileSize: 0,
+    filter: (part) => keep(part, limits.field, unexpected),
+    // formidable emits fileBegin and then, synchronously, opens the file through this handler.
+    fileWriteStreamHandler: () => memorySink(received[received.length - 1], limits.maxBytes),
+  })
+  form.on('fileBegin', (_name, file) => {
+    received.push({filename: file.originalFilename || limits.field, chunks: []})
+  })
+  const [fields] = await parse(form, req, limits.maxFiles === 1 ? 'single' : 'many')
+  // formidable drops a sink's error that comes after the body's last byte was parsed; it is kept here.
+  const failed = received.find((r) => r.error)
+  if (failed?.error) throw failed.error
+  checkFields(limits.field, unexpected, received.length, fields)
+  return received.map((r) => ({filename: r.filename, data: Buffer.concat(r.chunks)}))
+}
+
+/**
+ * Streams one video upload to `dir/upload`; over `maxBytes` it stops at once with payload_too_large
+ * (formidable counts the total while writing) and the partial file is left for the caller to remove
+ * with `dir`.
+ */
+export async function receiveVideo(req: IncomingMessage, limits: VideoUploadLimits): Promise<UploadedVideo> {
+  const unexpected = new Set<string>()
+  let filename = limits.field
+  const form = formidable({
+    ...FIELD_LIMITS,
+    enabledPlugins: [multipart],
+    uploadDir: limits.dir,
+    filename: () => 'upload',
+    maxFiles: 1,
+    maxFileSize: limits.maxBytes,
+    maxTotalFileSize: limits.maxBytes,
+    allowEmptyFiles: true,
+    minFileSize: 0,
+    filter: (part) => keep(part, limits.field, unexpected),
+  })
+  form.on('fileBegin', (_name, file) => {
+    filename = file.originalFilename || limits.field
+  })
+  const [fields, files] = await parse(form, req, 'single')
+  const file = files[limits.field]?.[0]
+  checkFields(limits.field, unexpected, file ? 1 : 0, fields)
+  return {filename, path: join(limits.dir, 'upload'), size: file?.size ?? 0}
+}
+
+/** Files in other fields are skipped unread and reported after the body ends (formidable has no way to stop from a filter). */
+function keep(part: formidable.Part, field: string, unexpected: Set<string>): boolean {
+  if (part.name === field) return true
+  unexpected.add(part.name ?? '')
+  return false
+}
+
+function checkFields(field: string, unexpected: Set<string>, count: number, fields: formidable.Fields): void {
+  if (unexpected.size > 0) {
+    const names = [...unexpected].map((n) => JSON.stringify(n)).join(', ')
+    throw new ModError('bad_request', `unexpected file field ${names}: send files in the field "${field}"`)
+  }
+  if (count > 0) return
+  const hint = fields[field] !== undefined ? ' as a file (with a filename and a Content-Type), not as a text value' : ''
+  throw new ModError('bad_request', `the multipart field "${field}" is missing: send the file${hint} in "${field}"`)
+}
+
+interface Received {
+  filename: string
+  chunks: Buffer[]
+  error?: ModError
+}
+
+/** A Writable that keeps the chunks and fails with payload_too_large past `limit` bytes. */
+function memorySink(into: Received, limit: number): Writable {
+  let size = 0
+  return new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      size += chunk.length
+      if (size > limit) {
+        into.error = new ModError('payload_too_large', `${into.filename} is larger than ${limit} bytes (MOD_MAX_BYTES)`)
+        callback(into.error)
+        return
+      }
+      into.chunks.push(chunk)
+      callback()
+    },
+  })
+}
+
+async function parse(
+  form: ReturnType<typeof formidable>,
+  req: IncomingMessage,
+  arity: 'single' | 'many',
+): Promise<[formidable.Fields, formidable.Files]> {
+  try {
+    return await form.parse(req)
+  } catch (e) {
+    throw uploadError(e, arity)
+  }
+}
+
+/** formidable's numeric error codes → ModError; our own sink errors pass through. */
+function uploadError(e: unknown, arity: 'single' | 'many'): ModError {
+  if (isModError(e)) return e
+  const code = (e as {code?: unknown}).code
+  const message = e instanceof Error ? e.message : String(e)
+  switch (code) {
+    case errors.maxFilesExceeded:
+      return arity === 'single'
+        ? new ModError('bad_request', 'this endpoint takes exactly one file')
+        : new ModError('too_many_files', `${message} (MOD_MAX_BATCH)`)
+    case errors.biggerThanMaxFileSize:
+    case errors.biggerThanTotalMaxFileSize:
+      return new ModError('payload_too_large', `the upload is larger than the limit: ${message}`)
+    case errors.maxFieldsExceeded:
+    case errors.maxFieldsSizeExceeded:
+      return new ModError('payload_too_large', `too many or too large form fields: ${message}`)
+    case errors.aborted:
+      return new ModError('bad_request', 'the request was cancelled by the client')
+    case errors.malformedMultipart:
+    case errors.missingMultipartBoundary:
+    case errors.missingContentType:
+    case errors.noParser:
+    case errors.unknownTransferEncoding:
+    case errors.filenameNotString:
+      return new ModError('bad_request', `the multipart body could not be read: ${message}`)
+    default:
+      return new ModError('internal', message)
+  }
+}

@@ -1,0 +1,240 @@
+import {readFileSync} from 'node:fs'
+import {createServer, request, type IncomingMessage, type Server, type ServerResponse} from 'node:http'
+import {createRequire} from 'node:module'
+import type {AddressInfo} from 'node:net'
+import {dirname, join} from 'node:path'
+import {runInNewContext} from 'node:vm'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
+import {DOCS_CSP, docsRoutes, type DocsRoute} from '../../src/server/docs.js'
+import {openapiDocument, openapiHandler} from '../../src/server/openapi.js'
+
+const SWAGGER_DIR = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'))
+const SWAGGER_VERSION = (JSON.parse(readFileSync(join(SWAGGER_DIR, 'package.json'), 'utf8')) as {version: string}).version
+const doc = openapiDocument({version: '1.2.3', apiKey: true, allowUrls: false, limits: DEFAULT_LIMITS})
+
+/** Routes the way polka 0.5 does for `app.get(path)`: an exact path (a trailing slash allowed), or a `/*` prefix. */
+function serve(routes: DocsRoute[]): Server {
+  const all = [{path: '/openapi.json', handler: openapiHandler(doc)}, ...routes]
+  const matches = (pattern: string, pathname: string): boolean =>
+    pattern.endsWith('/*')
+      ? pathname.startsWith(pattern.slice(0, -1)) && pathname.length > pattern.length - 1
+      : pathname === pattern || pathname === `${pattern}/`
+  return createServer((req: IncomingMessage, res: ServerResponse) => {
+    const pathname = (req.url ?? '/').split('?')[0]
+    const route = all.find((r) => matches(r.path, pathname))
+    if (route) return route.handler(req, res)
+    res.statusCode = 418
+    res.end()
+  })
+}
+
+async function listen(server: Server): Promise<string> {
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done))
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+}
+
+/** A raw GET: fetch would normalise `..` away before sending. */
+function rawGet(base: string, path: string): Promise<{status: number; type: string; body: string}> {
+  return new Promise((done, fail) => {
+    const req = request(`${base}/`, {path, method: 'GET'}, (res) => {
+      let body = ''
+      res.setEncoding('utf8')
+      res.on('data', (d: string) => (body += d))
+      res.on('end', () => done({status: res.statusCode ?? 0, type: String(res.headers['content-type']), body}))
+    })
+    req.on('error', fail)
+    req.end()
+  })
+}
+
+const server = serve(docsRoutes())
+let base = ''
+
+test.before(async () => {
+  base = await listen(server)
+})
+
+test.after(() => {
+  server.close()
+})
+
+test('GET /docs is an HTML page with a strict CSP that loads only same-origin files', async () => {
+  const res = await fetch(`${base}/docs`)
+  assert.is(res.status, 200)
+  assert.is(res.headers.get('content-type'), 'text/html; charset=utf-8')
+  assert.is(res.headers.get('content-security-policy'), DOCS_CSP)
+  assert.is(res.headers.get('cache-control'), 'no-cache')
+  const html = await res.text()
+  assert.not.match(html, /:\/\//)
+  const urls = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1])
+  const v = `?v=${SWAGGER_VERSION}`
+  assert.equal(urls, [
+    `/docs/swagger-ui.css${v}`,
+    `/docs/index.css${v}`,
+    `/docs/favicon-32x32.png${v}`,
+    `/docs/favicon-16x16.png${v}`,
+    '/openapi.json',
+    `/docs/swagger-ui-bundle.js${v}`,
+    `/docs/swagger-ui-standalone-preset.js${v}`,
+    `/docs/init.js${v}`,
+  ])
+})
+
+test('the CSP allows scripts, connections and fonts from the server only', () => {
+  const directives = new Map(DOCS_CSP.split('; ').map((d) => [d.split(' ')[0], d.split(' ').slice(1)]))
+  assert.equal(directives.get('default-src'), ["'none'"])
+  assert.equal(directives.get('script-src'), ["'self'"])
+  assert.equal(directives.get('connect-src'), ["'self'"])
+  assert.equal(directives.get('frame-ancestors'), ["'none'"])
+  assert.not.match(DOCS_CSP, /unsafe-eval|https?:|\*/)
+})
+
+test('GET /docs/ serves the same page', async () => {
+  const [a, b] = await Promise.all([fetch(`${base}/docs`), fetch(`${base}/docs/`)])
+  assert.is(b.status, 200)
+  assert.is(await b.text(), await a.text())
+})
+
+test('every Swagger UI file loads from the installed package with its content type and a long cache', async () => {
+  const expected: [string, string][] = [
+    ['swagger-ui.css', 'text/css; charset=utf-8'],
+    ['index.css', 'text/css; charset=utf-8'],
+    ['swagger-ui-bundle.js', 'text/javascript; charset=utf-8'],
+    ['swagger-ui-standalone-preset.js', 'text/javascript; charset=utf-8'],
+    ['favicon-32x32.png', 'image/png'],
+    ['favicon-16x16.png', 'image/png'],
+  ]
+  for (const [name, type] of expected) {
+    const res = await fetch(`${base}/docs/${name}?v=${SWAGGER_VERSION}`)
+    assert.is(res.status, 200, name)
+    assert.is(res.headers.get('content-type'), type, name)
+    assert.is(res.headers.get('cache-control'), 'public, max-age=31536000, immutable', name)
+    assert.is(res.headers.get('x-content-type-options'), 'nosniff', name)
+    const body = Buffer.from(await res.arrayBuffer())
+    assert.is(Number(res.headers.get('content-length')), body.length, name)
+    assert.ok(body.equals(readFileSync(join(SWAGGER_DIR, name))), name)
+  }
+})
+
+test('the init script starts Swagger UI on /openapi.json with try-it-out and remembered authorisation', async () => {
+  const res = await fetch(`${base}/docs/init.js`)
+  assert.is(res.status, 200)
+  assert.is(res.headers.get('content-type'), 'text/javascript; charset=utf-8')
+  const source = await res.text()
+  assert.not.match(source, /:\/\//)
+
+  const listeners: Record<string, () => void> = {}
+  const calls: Record<string, unknown>[] = []
+  const window: Record<string, unknown> = {addEventListener: (event: string, fn: () => void) => (listeners[event] = fn)}
+  const SwaggerUIBundle = Object.assign(
+    (config: Record<string, unknown>) => {
+      calls.push(config)
+      return 'ui'
+    },
+    {presets: {apis: 'apis-preset'}, plugins: {DownloadUrl: 'download-plugin'}},
+  )
+  runInNewContext(source, {window, SwaggerUIBundle, SwaggerUIStandalonePreset: 'standalone-preset'})
+  assert.equal(calls, [])
+  listeners.load()
+  // The config object was made inside the vm context; compare it as plain data.
+  assert.equal(JSON.parse(JSON.stringify(calls)), [
+    {
+      url: '/openapi.json',
+      dom_id: '#swagger-ui',
+      deepLinking: true,
+      tryItOutEnabled: true,
+      persistAuthorization: true,
+      displayRequestDuration: true,
+      validatorUrl: null,
+      layout: 'StandaloneLayout',
+      presets: ['apis-preset', 'standalone-preset'],
+      plugins: ['download-plugin'],
+    },
+  ])
+  assert.is(window.ui, 'ui')
+})
+
+test('a path outside the fixed list of files is 404, whatever its encoding', async () => {
+  const attempts = [
+    '/docs/../package.json',
+    '/docs/..%2Fpackage.json',
+    '/docs/%2e%2e/package.json',
+    '/docs/%2e%2e%2fpackage.json',
+    '/docs/..%5cpackage.json',
+    '/docs/swagger-ui.css/../../package.json',
+    '/docs//etc/passwd',
+    '/docs/package.json',
+    '/docs/index.html',
+    '/docs/swagger-ui-bundle.js.map',
+    '/docs/swagger-initializer.js',
+    '/docs/swagger-ui.CSS',
+    '/docs/%73wagger-ui.css',
+    '/docs/swagger-ui.css%00',
+    '/docs/constructor',
+    '/docs/__proto__',
+  ]
+  for (const path of attempts) {
+    const res = await rawGet(base, path)
+    assert.is(res.status, 404, path)
+    assert.is(res.type, 'application/json; charset=utf-8', path)
+    assert.equal(JSON.parse(res.body), {error: {code: 'not_found', message: 'no such documentation file'}}, path)
+  }
+})
+
+test('the caller can supply its own 404 answer', async () => {
+  const own = serve(
+    docsRoutes({
+      notFound: (_req, res) => {
+        res.statusCode = 404
+        res.end('mine')
+      },
+    }),
+  )
+  const ownBase = await listen(own)
+  try {
+    const res = await rawGet(ownBase, '/docs/../package.json')
+    assert.equal([res.status, res.body], [404, 'mine'])
+  } finally {
+    own.close()
+  }
+})
+
+test('the asset handler serves the page for /docs/ and finds names in originalUrl (polka use())', async () => {
+  const [, assets] = docsRoutes()
+  const mounted = createServer((req, res) => {
+    Object.assign(req, {originalUrl: req.url, url: (req.url ?? '').slice('/docs'.length)})
+    assets.handler(req, res)
+  })
+  const mountedBase = await listen(mounted)
+  try {
+    const res = await fetch(`${mountedBase}/docs/favicon-16x16.png`)
+    assert.is(res.status, 200)
+    assert.is(res.headers.get('content-type'), 'image/png')
+    const page = await fetch(`${mountedBase}/docs/`)
+    assert.is(page.headers.get('content-type'), 'text/html; charset=utf-8')
+    assert.match(await page.text(), /<div id="swagger-ui"><\/div>/)
+  } finally {
+    mounted.close()
+  }
+})
+
+test('openapiHandler serves the document as JSON', async () => {
+  const res = await fetch(`${base}/openapi.json`)
+  assert.is(res.status, 200)
+  assert.is(res.headers.get('content-type'), 'application/json; charset=utf-8')
+  assert.is(res.headers.get('cache-control'), 'no-cache')
+  assert.equal(await res.json(), JSON.parse(JSON.stringify(doc)))
+})
+
+test('docsRoutes names the two paths the server mounts', () => {
+  assert.equal(
+    docsRoutes().map((r) => r.path),
+    ['/docs', '/docs/*'],
+  )
+})
+
+test.run()

@@ -1,0 +1,164 @@
+import {readFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {colourClip} from '../lib/video/helpers.js'
+import {blue, call, form, postJson, red, start, tempDir, testSettings, toyEngine, type Running} from './harness.js'
+
+const dir = tempDir('mod-server-endpoints-')
+const settings = testSettings(join(dir.path, 'cache'))
+const engine = toyEngine(settings)
+let server: Running
+
+test.before(async () => {
+  await engine.load()
+  server = await start(engine, settings, {tmpDir: dir.path})
+})
+
+test.after(async () => {
+  await server.stop()
+  await engine.close()
+  dir.remove()
+})
+
+const violationNames = (r: {violations: {name: string}[]}) => r.violations.map((v) => v.name)
+
+test('GET /health answers status ok and whether the model is loaded, on a kept-alive connection', async () => {
+  const r = await call(`${server.base}/health`)
+  assert.equal(r.status, 200)
+  assert.equal(r.body, {status: 'ok', model_loaded: true})
+  assert.is(r.headers.get('connection'), 'keep-alive')
+})
+
+test('HEAD /health answers like GET, without a body', async () => {
+  const res = await fetch(`${server.base}/health`, {method: 'HEAD'})
+  assert.is(res.status, 200)
+  assert.is(res.headers.get('content-type'), 'application/json; charset=utf-8')
+  assert.is(await res.text(), '')
+})
+
+test('GET /v1/categories lists the preset, the model id and every label with its prompts', async () => {
+  const r = await call(`${server.base}/v1/categories`)
+  assert.equal(r.status, 200)
+  assert.is(r.body.preset, 'fast')
+  assert.is(r.body.model, 'toy-clip')
+  assert.is(r.body.categories.length, 12)
+  assert.equal(r.body.categories.at(-1), {
+    name: 'redness',
+    parent: null,
+    threshold: 0.5,
+    origin: 'custom',
+    prompts: ['red'],
+    negatives: [],
+  })
+  assert.equal(r.body.categories.find((c: {name: string}) => c.name === 'weapons').parent, 'violence')
+})
+
+test('POST /v1/moderate flags a red image for redness and names it after the uploaded file', async () => {
+  const r = await call(`${server.base}/v1/moderate`, {method: 'POST', body: form('file', [{name: 'red.png', data: await red()}])})
+  assert.equal(r.status, 200)
+  assert.is(r.body.source, 'red.png')
+  assert.is(r.body.is_safe, false)
+  assert.equal(r.body.violations, [{name: 'redness', confidence: 1, parent: null, threshold: 0.5}])
+  assert.is(r.body.labels.length, 12)
+  assert.equal(r.body.labels[0], {name: 'redness', score: 1, threshold: 0.5, parent: null, violated: true, origin: 'custom'})
+})
+
+test('POST /v1/moderate finds a blue image safe', async () => {
+  const r = await call(`${server.base}/v1/moderate`, {method: 'POST', body: form('file', [{name: 'blue.png', data: await blue()}])})
+  assert.equal(r.status, 200)
+  assert.is(r.body.is_safe, true)
+  assert.equal(r.body.violations, [])
+})
+
+test('POST /v1/moderate/batch answers in upload order with an error entry for an unreadable file', async () => {
+  const files = [
+    {name: 'a-red.png', data: await red()},
+    {name: 'notes.txt', data: 'not an image at all'},
+    {name: 'b-blue.png', data: await blue()},
+    {name: 'empty.png', data: Buffer.alloc(0)},
+  ]
+  const r = await call(`${server.base}/v1/moderate/batch`, {method: 'POST', body: form('files', files)})
+  assert.equal(r.status, 200)
+  assert.equal(
+    r.body.results.map((x: {source: string}) => x.source),
+    ['a-red.png', 'notes.txt', 'b-blue.png', 'empty.png'],
+  )
+  assert.equal(violationNames(r.body.results[0]), ['redness'])
+  assert.is(r.body.results[1].error.code, 'unsupported_media')
+  assert.is(r.body.results[2].is_safe, true)
+  assert.equal(r.body.results[3].error, {code: 'unreadable_image', message: 'the file is empty'})
+})
+
+test('POST /v1/moderate/json scores plain base64 and names it image_base64', async () => {
+  const r = await postJson(`${server.base}/v1/moderate/json`, {image_base64: (await red()).toString('base64')})
+  assert.equal(r.status, 200)
+  assert.is(r.body.source, 'image_base64')
+  assert.equal(violationNames(r.body), ['redness'])
+})
+
+test('POST /v1/moderate/json accepts a data URI and base64 wrapped over several lines', async () => {
+  const b64 = (await blue()).toString('base64')
+  const wrapped = b64.replace(/.{76}/g, '$&\n')
+  for (const image_base64 of [`data:image/png;base64,${b64}`, wrapped]) {
+    const r = await postJson(`${server.base}/v1/moderate/json`, {image_base64})
+    assert.equal(r.status, 200)
+    assert.is(r.body.is_safe, true)
+  }
+})
+
+test('POST /v1/moderate/video reports the red stretch of a clip as a timed segment', async () => {
+  const clip = await colourClip(join(dir.path, 'clip.mp4'), ['blue', 'red', 'blue'], 2)
+  const data = await readFile(clip)
+  const r = await call(`${server.base}/v1/moderate/video?fps=1&min_frames=2`, {
+    method: 'POST',
+    body: form('file', [{name: 'clip.mp4', data, type: 'video/mp4'}]),
+  })
+  assert.equal(r.status, 200)
+  assert.equal(r.body, {
+    source: 'clip.mp4',
+    is_safe: false,
+    duration: 6,
+    fps: 1,
+    frames_analyzed: 6,
+    stopped_early: false,
+    violations: [
+      {
+        name: 'redness',
+        parent: null,
+        threshold: 0.5,
+        max_confidence: 1,
+        segments: [{start: 2, end: 4, frames: 2, max_confidence: 1}],
+      },
+    ],
+  })
+})
+
+test('POST /v1/moderate/video stops at the first segment with stop_on_violation', async () => {
+  const clip = await colourClip(join(dir.path, 'stop.mp4'), ['red', 'blue'], 3)
+  const data = await readFile(clip)
+  const r = await call(`${server.base}/v1/moderate/video?stop_on_violation=true`, {
+    method: 'POST',
+    body: form('file', [{name: 'stop.mp4', data, type: 'video/mp4'}]),
+  })
+  assert.equal(r.status, 200)
+  assert.is(r.body.stopped_early, true)
+  assert.is(r.body.is_safe, false)
+  assert.equal(r.body.violations[0].segments[0].start, 0)
+})
+
+test('an animated GIF sent to the video endpoint is decoded as a video', async () => {
+  const clip = await colourClip(join(dir.path, 'anim.gif'), ['red', 'blue'], 1, {codec: ['-f', 'gif']})
+  const data = await readFile(clip)
+  const r = await call(`${server.base}/v1/moderate/video`, {
+    method: 'POST',
+    body: form('file', [{name: 'anim.gif', data, type: 'image/gif'}]),
+  })
+  assert.equal(r.status, 200)
+  assert.is(r.body.source, 'anim.gif')
+  assert.equal(r.body.violations.map((v: {name: string}) => v.name), ['redness'])
+})
+
+test.run()

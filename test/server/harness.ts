@@ -1,0 +1,234 @@
+// Shared by the server tests: settings and engines for the toy model, an in-process server on port 0,
+// request helpers, and the OpenAPI conformance check every JSON answer goes through.
+import {spawn, type ChildProcess} from 'node:child_process'
+import {request as httpRequest, type ClientRequest, type IncomingHttpHeaders} from 'node:http'
+import type {AddressInfo} from 'node:net'
+
+import {DEFAULT_LIMITS, readSettings, type Limits, type Settings} from '../../src/lib/config/settings.js'
+import {createEngine, type Engine} from '../../src/lib/engine.js'
+import {buildPolicy} from '../../src/lib/policy/load.js'
+import {buildServer, type ModServer, type ServerOptions} from '../../src/server/app.js'
+import {openapiDocument} from '../../src/server/openapi.js'
+import {BIN as BIN_PATH, ROOT as ROOT_PATH, solidPng, TOY_MODEL} from '../helpers/cli.js'
+import {assertConforms, createConformance} from './conformance.js'
+
+export {solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+
+export type SettingsOverrides = Omit<Partial<Settings>, 'limits'> & {limits?: Partial<Limits>}
+
+/** The defaults of a clean environment (as `mod serve` reads them), with `over` on top. */
+export function testSettings(cacheDir: string, over: SettingsOverrides = {}): Settings {
+  const defaults = readSettings({'cache-dir': cacheDir}, {})
+  return {...defaults, ...over, limits: {...defaults.limits, ...over.limits}}
+}
+
+/** The toy model with a `redness` category (CONTRACTS §5): red is unsafe, blue is safe. */
+export function toyEngine(settings: Settings, modelDir = TOY_MODEL): Engine {
+  return createEngine({
+    preset: 'fast',
+    modelDir,
+    cacheDir: settings.cacheDir,
+    policy: buildPolicy({categories: [{name: 'redness', prompts: ['red']}]}),
+    limits: settings.limits,
+    ffmpeg: settings.ffmpeg,
+  })
+}
+
+/** A model-less Engine whose methods a test replaces; by default every image is a safe result named after its source. */
+export function fakeEngine(over: Partial<Engine> = {}): Engine {
+  let loaded = false
+  const result = (source: string) => ({source, is_safe: true, violations: [], labels: []})
+  const engine: Engine = {
+    preset: 'fast',
+    policy: buildPolicy(),
+    isLoaded: () => loaded,
+    load: async () => {
+      loaded = true
+    },
+    moderateImage: async (_data, source) => result(source),
+    async *moderateMany(inputs) {
+      for await (const input of inputs) {
+        await input.read()
+        yield result(input.source)
+      }
+    },
+    scoreFrames: async () => [],
+    moderateVideo: async (_path, o) => ({
+      source: o.source,
+      is_safe: true,
+      duration: 1,
+      fps: o.fps,
+      frames_analyzed: 1,
+      stopped_early: false,
+      violations: [],
+    }),
+    categories: async () => ({preset: 'fast', model: 'fake', categories: []}),
+    close: async () => {},
+    ...over,
+  }
+  return engine
+}
+
+export interface Running {
+  base: string
+  handle: ModServer
+  /** What the server logged. */
+  logs: string[]
+  stop(): Promise<void>
+}
+
+export async function start(engine: Engine, settings: Settings, options: ServerOptions = {}): Promise<Running> {
+  const logs: string[] = []
+  const handle = buildServer(engine, settings, {log: (line) => logs.push(line), ...options})
+  await new Promise<void>((resolve) => handle.server.listen(0, '127.0.0.1', resolve))
+  const {port} = handle.server.address() as AddressInfo
+  return {base: `http://127.0.0.1:${port}`, handle, logs, stop: () => handle.close()}
+}
+
+export const red = () => solidPng(255, 0, 0, 16, 16)
+export const blue = () => solidPng(0, 0, 255, 16, 16)
+
+export function form(field: string, files: {name: string; data: Buffer | string; type?: string}[]): FormData {
+  const body = new FormData()
+  for (const f of files) {
+    const part = typeof f.data === 'string' ? f.data : new Uint8Array(f.data)
+    body.append(field, new Blob([part], {type: f.type ?? 'application/octet-stream'}), f.name)
+  }
+  return body
+}
+
+export const conformance = createConformance(
+  openapiDocument({version: '0.0.0', apiKey: false, allowUrls: false, limits: DEFAULT_LIMITS}),
+)
+
+/** fetch, then the OpenAPI check of the answer; returns the status, headers and parsed body. */
+export async function call(
+  url: string,
+  init: RequestInit = {},
+): Promise<{status: number; headers: Headers; body: any}> {
+  const res = await fetch(url, init)
+  const body = await assertConforms(conformance, res, {method: init.method ?? 'GET'})
+  return {status: res.status, headers: res.headers, body}
+}
+
+export function postJson(url: string, value: unknown, headers: Record<string, string> = {}) {
+  return call(url, {
+    method: 'POST',
+    headers: {'content-type': 'application/json', ...headers},
+    body: typeof value === 'string' ? value : JSON.stringify(value),
+  })
+}
+
+/** {status, code} of an error answer, the shape every error assertion compares. */
+export function errorOf(r: {status: number; body: any}): {status: number; code: string} {
+  return {status: r.status, code: r.body?.error?.code}
+}
+
+export interface RawAnswer {
+  status: number
+  headers: IncomingHttpHeaders
+  body: string
+}
+
+/**
+ * A request whose body is written piece by piece by `write` (so a test controls when bytes arrive,
+ * or stops sending); resolves with the answer, or rejects when the connection fails or no answer
+ * came within `timeoutMs` (a server that waits for the rest of the body fails the test, not hangs it).
+ */
+export function rawRequest(
+  url: string,
+  options: {method?: string; headers?: Record<string, string | number>; timeoutMs?: number},
+  write: (req: ClientRequest) => void,
+): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, {method: options.method ?? 'POST', headers: options.headers, agent: false}, (res) => {
+      clearTimeout(timer)
+      let body = ''
+      res.setEncoding('utf8')
+      res.on('data', (d: string) => (body += d))
+      res.on('end', () => resolve({status: res.statusCode ?? 0, headers: res.headers, body}))
+      res.on('error', reject)
+    })
+    const timer = setTimeout(() => {
+      req.destroy()
+      reject(new Error('no answer in time'))
+    }, options.timeoutMs ?? 5000)
+    req.on('error', (e) => {
+      clearTimeout(timer)
+      reject(e)
+    })
+    write(req)
+  })
+}
+
+/** The head and tail of a multipart body with one file part, to send around bytes written by hand. */
+export function multipartParts(field: string, filename: string, boundary = 'modtestboundary'): {head: Buffer; tail: Buffer; type: string} {
+  return {
+    head: Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="${field}"; filename="${filename}"\r\n` +
+        'Content-Type: application/octet-stream\r\n\r\n',
+    ),
+    tail: Buffer.from(`\r\n--${boundary}--\r\n`),
+    type: `multipart/form-data; boundary=${boundary}`,
+  }
+}
+
+/** Polls `check` until it is true (or fails after `ms`). */
+export async function until(check: () => boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms
+  while (!check()) {
+    if (Date.now() > end) throw new Error('condition not reached in time')
+    await new Promise((r) => setTimeout(r, 10))
+  }
+}
+
+export interface ServeProcess {
+  child: ChildProcess
+  /** stderr so far, line by line. */
+  lines: string[]
+  /** Resolves with the first stderr line matching `pattern` (already printed or to come). */
+  waitFor(pattern: RegExp, ms?: number): Promise<RegExpMatchArray>
+  /** Resolves with the exit code (or the signal's name). */
+  exited: Promise<number | string>
+}
+
+/** `node bin/run.js serve …` (the built CLI) with a clean MOD_* environment plus `env`. */
+export function serveProcess(args: string[], env: Record<string, string>): ServeProcess {
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_')))
+  const child = spawn(process.execPath, [BIN_PATH, 'serve', ...args], {
+    cwd: ROOT_PATH,
+    env: {...base, NO_COLOR: '1', ...env},
+    stdio: ['ignore', 'ignore', 'pipe'],
+  })
+  const lines: string[] = []
+  const watchers = new Set<() => void>()
+  let partial = ''
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => {
+    const parts = (partial + d).split('\n')
+    partial = parts.pop() ?? ''
+    lines.push(...parts)
+    for (const w of watchers) w()
+  })
+  const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)))
+  const waitFor = (pattern: RegExp, ms = 15_000) =>
+    new Promise<RegExpMatchArray>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        watchers.delete(check)
+        reject(new Error(`no stderr line matched ${pattern} in ${ms} ms; stderr:\n${lines.join('\n')}`))
+      }, ms)
+      const check = () => {
+        for (const line of lines) {
+          const m = pattern.exec(line)
+          if (m) {
+            clearTimeout(timer)
+            watchers.delete(check)
+            resolve(m)
+            return
+          }
+        }
+      }
+      watchers.add(check)
+      check()
+    })
+  return {child, lines, waitFor, exited}
+}

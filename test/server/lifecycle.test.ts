@@ -1,0 +1,139 @@
+// `mod serve` as a process: MOD_PRELOAD on and off, a model that cannot load, and a graceful SIGTERM.
+// These run the built CLI (npm test builds first).
+import {mkdirSync} from 'node:fs'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {readServeOptions} from '../../src/server/address.js'
+import {
+  call,
+  errorOf,
+  form,
+  multipartParts,
+  rawRequest,
+  red,
+  serveProcess,
+  start,
+  tempDir,
+  testSettings,
+  TOY_MODEL,
+  toyEngine,
+  writeRednessPolicy,
+} from './harness.js'
+
+const dir = tempDir('mod-server-lifecycle-')
+const cacheDir = join(dir.path, 'cache')
+const policy = writeRednessPolicy(dir.path)
+const toyEnv = {MOD_CACHE_DIR: cacheDir, MOD_MODEL_DIR: TOY_MODEL, MOD_CONFIG: policy}
+
+test.after(() => dir.remove())
+
+test('flags win over MOD_HOST, MOD_PORT and MOD_WORKERS, which win over the defaults', () => {
+  const env = {MOD_HOST: '0.0.0.0', MOD_PORT: '9000', MOD_WORKERS: '3'}
+  assert.equal(readServeOptions({}, {}), {host: '127.0.0.1', port: 8000, workers: 1})
+  assert.equal(readServeOptions({}, env), {host: '0.0.0.0', port: 9000, workers: 3})
+  assert.equal(readServeOptions({host: '::1', port: 0, workers: 1}, env), {host: '::1', port: 0, workers: 1})
+  for (const bad of [{MOD_PORT: '70000'}, {MOD_PORT: 'http'}, {MOD_WORKERS: '0'}]) {
+    assert.throws(() => readServeOptions({}, bad), (e: {code: string}) => e.code === 'invalid_config')
+  }
+})
+
+test('with MOD_PRELOAD (the default) the model is loaded before the port opens', async () => {
+  const serve = serveProcess(['--port', '0'], toyEnv)
+  try {
+    const [, base] = await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)
+    assert.equal((await call(`${base}/health`)).body, {status: 'ok', model_loaded: true})
+    serve.child.kill('SIGTERM')
+    assert.is(await serve.exited, 0)
+  } finally {
+    serve.child.kill('SIGKILL')
+  }
+})
+
+test('with MOD_PRELOAD=false the model loads on the first moderation (MOD_PORT used without --port)', async () => {
+  const serve = serveProcess([], {...toyEnv, MOD_PRELOAD: 'false', MOD_PORT: '0'})
+  try {
+    const [, base] = await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)
+    assert.equal((await call(`${base}/health`)).body, {status: 'ok', model_loaded: false})
+    const r = await call(`${base}/v1/moderate`, {method: 'POST', body: form('file', [{name: 'red.png', data: await red()}])})
+    assert.is(r.status, 200)
+    assert.is(r.body.is_safe, false)
+    assert.equal((await call(`${base}/health`)).body, {status: 'ok', model_loaded: true})
+    serve.child.kill('SIGTERM')
+    assert.is(await serve.exited, 0)
+  } finally {
+    serve.child.kill('SIGKILL')
+  }
+})
+
+test('with MOD_PRELOAD a model that cannot load stops the start with exit code 2', async () => {
+  const empty = join(dir.path, 'no-model')
+  mkdirSync(empty)
+  const serve = serveProcess(['--port', '0'], {...toyEnv, MOD_MODEL_DIR: empty})
+  try {
+    assert.is(await serve.exited, 2)
+    assert.match(serve.lines.join('\n'), /^error: the model could not be loaded: model_missing: /m)
+    assert.not.match(serve.lines.join('\n'), /listening on/)
+  } finally {
+    serve.child.kill('SIGKILL')
+  }
+})
+
+test('without preload, a model that fails to load answers 503 model_unavailable with Retry-After', async () => {
+  const empty = join(dir.path, 'still-no-model')
+  mkdirSync(empty)
+  const settings = testSettings(cacheDir, {preload: false})
+  const server = await start(toyEngine(settings, empty), settings)
+  try {
+    for (let i = 0; i < 2; i++) {
+      const r = await call(`${server.base}/v1/moderate`, {method: 'POST', body: form('file', [{name: 'red.png', data: await red()}])})
+      assert.equal(errorOf(r), {status: 503, code: 'model_unavailable'})
+      assert.is(r.headers.get('retry-after'), '10')
+      assert.is(r.body.error.message, 'the model could not be loaded; try again later')
+    }
+    assert.equal((await call(`${server.base}/health`)).body, {status: 'ok', model_loaded: false})
+    assert.is(server.logs.length, 2)
+    assert.match(server.logs[0], /^model could not be loaded: model_missing: /)
+  } finally {
+    await server.stop()
+  }
+})
+
+test('SIGTERM stops accepting connections, finishes the request in flight, then exits 0', async () => {
+  const serve = serveProcess(['--port', '0'], toyEnv)
+  try {
+    const [, base] = await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)
+    const image = await red()
+    const {head, tail, type} = multipartParts('file', 'slow.png')
+    let finish = () => {}
+    const answer = rawRequest(
+      `${base}/v1/moderate`,
+      {headers: {'content-type': type, 'content-length': head.length + image.length + tail.length}, timeoutMs: 15_000},
+      (req) => {
+        req.write(head)
+        req.write(image.subarray(0, 10))
+        finish = () => req.end(Buffer.concat([image.subarray(10), tail]))
+      },
+    )
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    serve.child.kill('SIGTERM')
+    await serve.waitFor(/^stopping: finishing 1 request\(s\) in flight$/)
+    const refused = await fetch(`${base}/health`).then(
+      () => 'answered',
+      (e: {cause?: {code?: string}}) => e.cause?.code,
+    )
+    assert.is(refused, 'ECONNREFUSED')
+    finish()
+    const r = await answer
+    assert.is(r.status, 200)
+    assert.is(JSON.parse(r.body).source, 'slow.png')
+    assert.is(r.headers.connection, 'close')
+    assert.is(await serve.exited, 0)
+  } finally {
+    serve.child.kill('SIGKILL')
+  }
+})
+
+test.run()

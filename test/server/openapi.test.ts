@@ -1,0 +1,274 @@
+import {readFileSync} from 'node:fs'
+
+import {compileErrors, validate} from '@readme/openapi-parser'
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {DEFAULT_LIMITS, type Limits} from '../../src/lib/config/settings.js'
+import {humanBytes, openapiDocument, type OpenApiDocument, type Operation} from '../../src/server/openapi.js'
+import {createConformance} from './conformance.js'
+
+const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {version: string})
+  .version
+
+function documentWith(over: Partial<{apiKey: boolean; allowUrls: boolean; limits: Limits}> = {}): OpenApiDocument {
+  return openapiDocument({version: VERSION, apiKey: false, allowUrls: false, limits: DEFAULT_LIMITS, ...over})
+}
+
+const doc = documentWith()
+
+function operations(d: OpenApiDocument): [string, string, Operation][] {
+  return Object.entries(d.paths).flatMap(([path, item]) =>
+    Object.entries(item).map(([method, op]): [string, string, Operation] => [method, path, op]),
+  )
+}
+
+async function validity(d: unknown): Promise<string> {
+  // validate() dereferences its argument in place.
+  const result = await validate(structuredClone(d) as Parameters<typeof validate>[0])
+  return result.valid ? 'valid' : compileErrors(result)
+}
+
+test('the document is a valid OpenAPI 3.1 description', async () => {
+  assert.is(doc.openapi, '3.1.0')
+  assert.is(doc.info.version, VERSION)
+  assert.equal(doc.servers, [{url: '/', description: 'This server'}])
+  assert.is(await validity(doc), 'valid')
+  assert.is(await validity(documentWith({apiKey: true, allowUrls: true})), 'valid')
+})
+
+test('the validator rejects a broken document (so the check above means something)', async () => {
+  const broken = structuredClone(doc) as unknown as {paths: Record<string, Record<string, {responses: unknown}>>}
+  broken.paths['/health'].get.responses = {200: {content: {}}}
+  assert.match(await validity(broken), /description/)
+})
+
+test("describes every endpoint of the spec's table with its method", () => {
+  const table = [
+    ['get', '/health'],
+    ['get', '/v1/categories'],
+    ['post', '/v1/moderate'],
+    ['post', '/v1/moderate/batch'],
+    ['post', '/v1/moderate/json'],
+    ['post', '/v1/moderate/video'],
+  ]
+  for (const [method, path] of table) {
+    const op = (doc.paths[path] as Record<string, Operation> | undefined)?.[method]
+    assert.ok(op, `${method} ${path}`)
+    assert.ok(op.responses[200], `${method} ${path} 200`)
+  }
+  assert.equal(
+    operations(doc).map(([m, p]) => `${m} ${p}`),
+    [...table.map(([m, p]) => `${m} ${p}`), 'get /openapi.json', 'get /docs'],
+  )
+})
+
+test('operation ids are unique and every operation has a summary and a description', () => {
+  const ids = operations(doc).map(([, , op]) => op.operationId)
+  assert.is(new Set(ids).size, ids.length)
+  for (const [m, p, op] of operations(doc)) assert.ok(op.summary && op.description, `${m} ${p}`)
+})
+
+test('every error of CONTRACTS §3 is declared with its status, in the shape served', () => {
+  const table: [string, number][] = [
+    ['bad_request', 400],
+    ['unauthorized', 401],
+    ['url_fetch_disabled', 403],
+    ['url_blocked', 422],
+    ['url_fetch_failed', 502],
+    ['url_fetch_timeout', 504],
+    ['payload_too_large', 413],
+    ['too_many_files', 413],
+    ['video_too_long', 422],
+    ['unsupported_media', 415],
+    ['overloaded', 503],
+    ['model_unavailable', 503],
+    ['internal', 500],
+  ]
+  const c = createConformance(doc)
+  for (const [code, status] of table) {
+    const body = {error: {code, message: 'for a person'}}
+    const headers = {'content-type': 'application/json', 'retry-after': '1'}
+    const accepting = operations(doc).filter(([method, path, op]) => {
+      if (!op.responses[status]) return false
+      try {
+        c.check(method, path, status, headers, body)
+        return true
+      } catch {
+        return false
+      }
+    })
+    assert.ok(accepting.length > 0, `${code} → ${status}`)
+    assert.ok((doc.components.schemas.ErrorCode.enum as string[]).includes(code), code)
+    assert.match(doc.info.description, new RegExp(`\\| [^|]*\\b${status}\\b[^|]*\\|[^|\\n]*\`${code}\``), code)
+  }
+})
+
+test('errors land on the operations they belong to', () => {
+  const statuses = (path: string, method = 'post') =>
+    Object.keys((doc.paths[path] as Record<string, Operation>)[method].responses).map(Number)
+  assert.equal(statuses('/health', 'get'), [200, 500])
+  assert.equal(statuses('/v1/categories', 'get'), [200, 401, 500, 503])
+  assert.equal(statuses('/v1/moderate'), [200, 400, 401, 413, 415, 500, 503])
+  assert.equal(statuses('/v1/moderate/batch'), [200, 400, 401, 413, 415, 500, 503])
+  assert.equal(statuses('/v1/moderate/json'), [200, 400, 401, 403, 413, 415, 422, 500, 502, 503, 504])
+  assert.equal(statuses('/v1/moderate/video'), [200, 400, 401, 413, 415, 422, 500, 503])
+  assert.equal(statuses('/openapi.json', 'get'), [200, 401])
+  assert.equal(statuses('/docs', 'get'), [200, 401])
+  for (const [method, path, op] of operations(doc)) {
+    const unavailable = op.responses[503]
+    if (unavailable) assert.equal(unavailable.headers?.['Retry-After']?.required, true, `${method} ${path}`)
+  }
+})
+
+test('the API key applies to every operation but /health', () => {
+  assert.equal(doc.components.securitySchemes.ApiKey, {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-API-Key',
+    description: doc.components.securitySchemes.ApiKey.description,
+  })
+  assert.match(doc.components.securitySchemes.ApiKey.description, /only when the server has `MOD_API_KEY` set/)
+  assert.equal(doc.security, [{ApiKey: []}])
+  const open = operations(doc).filter(([, , op]) => op.security !== undefined)
+  assert.equal(
+    open.map(([m, p, op]) => [m, p, op.security]),
+    [['get', '/health', []]],
+  )
+  for (const [method, path, op] of operations(doc)) {
+    assert.is(op.responses[401] !== undefined, path !== '/health', `${method} ${path} declares 401`)
+  }
+})
+
+test('the video query parameters carry the contract bounds and defaults', () => {
+  const params = doc.paths['/v1/moderate/video']?.post?.parameters ?? []
+  assert.equal(
+    params.map((p) => [p.name, p.in, p.required ?? false, p.schema]),
+    [
+      ['fps', 'query', false, {type: 'number', exclusiveMinimum: 0, maximum: 10, default: 1}],
+      ['min_frames', 'query', false, {type: 'integer', minimum: 1, maximum: 1000, default: 1}],
+      ['stop_on_violation', 'query', false, {type: 'string', enum: ['true', 'false', '1', '0'], default: 'false'}],
+    ],
+  )
+})
+
+test('request bodies: a multipart file, repeated files up to the batch limit, or exactly one of image_base64 and url', () => {
+  const multipart = (path: string) => doc.paths[path]?.post?.requestBody?.content['multipart/form-data']?.schema
+  assert.equal(multipart('/v1/moderate')?.required, ['file'])
+  assert.equal(multipart('/v1/moderate/video')?.required, ['file'])
+  assert.equal((multipart('/v1/moderate/batch')?.properties as Record<string, unknown>).files, {
+    type: 'array',
+    items: {type: 'string', format: 'binary'},
+    minItems: 1,
+    maxItems: 16,
+  })
+  const c = createConformance(doc)
+  c.checkSchema('ModerateJsonRequest', {image_base64: 'iVBORw0KGgo='})
+  c.checkSchema('ModerateJsonRequest', {url: 'https://example.com/a.png'})
+  // As served: null counts as absent, and other keys are ignored.
+  c.checkSchema('ModerateJsonRequest', {image_base64: 'iVBORw0KGgo=', url: null})
+  c.checkSchema('ModerateJsonRequest', {url: 'https://example.com/a.png', note: 'ignored'})
+  const bads = [{}, {image_base64: 'x', url: 'https://example.com/a.png'}, {url: ''}, {image_base64: 7}, {url: 'not a uri'}]
+  for (const bad of bads) {
+    assert.throws(() => c.checkSchema('ModerateJsonRequest', bad), /does not match/, JSON.stringify(bad))
+  }
+})
+
+test('every example in the document conforms to its own schema', () => {
+  const c = createConformance(doc)
+  let checked = 0
+  for (const [method, path, op] of operations(doc)) {
+    for (const [status, response] of Object.entries(op.responses)) {
+      for (const [media, content] of Object.entries(response.content ?? {})) {
+        if (content.example === undefined) continue
+        c.check(method, path, Number(status), {'content-type': media, 'retry-after': '1'}, content.example)
+        checked++
+      }
+    }
+    const body = op.requestBody?.content['application/json']
+    if (body?.example !== undefined) {
+      c.checkSchema(String(body.schema.$ref).split('/').pop() as string, body.example)
+      checked++
+    }
+  }
+  for (const [name, schema] of Object.entries(doc.components.schemas)) {
+    for (const example of (schema.examples as unknown[] | undefined) ?? []) {
+      c.checkSchema(name, example)
+      checked++
+    }
+  }
+  assert.ok(checked >= 40, `only ${checked} examples`)
+})
+
+test('response schemas are closed, so an unexpected field fails the conformance check', () => {
+  const open: string[] = []
+  const visit = (schema: Record<string, unknown>, where: string): void => {
+    if (schema.type === 'object' && schema.properties && !schema.allOf && schema.additionalProperties !== false) {
+      open.push(where)
+    }
+    for (const [k, v] of Object.entries(schema)) {
+      if (v && typeof v === 'object') visit(v as Record<string, unknown>, `${where}/${k}`)
+    }
+  }
+  const {ModerateJsonRequest: _request, ...responseSchemas} = doc.components.schemas
+  visit(responseSchemas, '#/components/schemas')
+  assert.equal(open, [])
+})
+
+test('the description states the limits of this server in readable units', () => {
+  const limits: Limits = {
+    maxBytes: 3 * 1024 * 1024,
+    maxPixels: 4_000_000,
+    maxBatch: 4,
+    maxVideoBytes: 1536 * 1024,
+    maxVideoSeconds: 90,
+    urlTimeoutMs: 2500,
+    queueLimit: 8,
+  }
+  const d = documentWith({limits})
+  const text = d.info.description
+  assert.match(text, '| `MOD_MAX_BYTES` | 3 MiB (3 145 728 bytes) |')
+  assert.match(text, '| `MOD_MAX_PIXELS` | 4 000 000 pixels |')
+  assert.match(text, '| `MOD_MAX_BATCH` | 4 files |')
+  assert.match(text, '| `MOD_MAX_VIDEO_BYTES` | 1.5 MiB (1 572 864 bytes) |')
+  assert.match(text, '| `MOD_MAX_VIDEO_SECONDS` | 90 s |')
+  assert.match(text, '| `MOD_URL_TIMEOUT_MS` | 2500 ms |')
+  assert.match(text, '| `MOD_QUEUE_LIMIT` | 8 requests |')
+  const batch = d.paths['/v1/moderate/batch']?.post
+  assert.equal(
+    (batch?.requestBody?.content['multipart/form-data'].schema.properties as Record<string, {maxItems: number}>).files
+      .maxItems,
+    4,
+  )
+  assert.match(batch?.responses[413].description ?? '', 'More than 4 files')
+  assert.match(d.paths['/v1/moderate/video']?.post?.responses[422].description ?? '', 'longer than 90 s')
+  assert.match(d.paths['/v1/moderate/json']?.post?.responses[504].description ?? '', 'longer than 2500 ms')
+})
+
+test('the description lists the accepted formats and the URL fetching rules', () => {
+  const text = doc.info.description
+  assert.match(text, 'Images: JPEG, PNG, WebP, GIF, AVIF, TIFF')
+  assert.match(text, 'MP4/MOV (H.264), WebM (VP8/VP9), MKV and animated GIF')
+  assert.match(text, 'only `http` and `https` URLs')
+  assert.match(text, 'every redirect is checked the same way')
+  assert.match(text, 'private, loopback, link-local, unique-local, multicast, CGNAT, unspecified')
+  assert.match(text, 'within 10 s')
+})
+
+test('the description says whether this server wants a key and fetches URLs', () => {
+  assert.match(doc.info.description, 'no `MOD_API_KEY` set, so no key is required')
+  assert.match(doc.info.description, 'URL fetching is **disabled** on this server')
+  const d = documentWith({apiKey: true, allowUrls: true})
+  assert.match(d.info.description, 'This server has `MOD_API_KEY` set')
+  assert.match(d.info.description, 'URL fetching is **enabled** on this server.')
+})
+
+test('humanBytes names the binary unit and the exact count', () => {
+  assert.is(humanBytes(26_214_400), '25 MiB (26 214 400 bytes)')
+  assert.is(humanBytes(209_715_200), '200 MiB (209 715 200 bytes)')
+  assert.is(humanBytes(1_000_000), '976.56 KiB (1 000 000 bytes)')
+  assert.is(humanBytes(2048), '2 KiB (2 048 bytes)')
+  assert.is(humanBytes(512), '512 bytes')
+})
+
+test.run()

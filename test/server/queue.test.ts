@@ -1,0 +1,150 @@
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import type {ModerationResult} from '../../src/lib/types.js'
+import {createGate} from '../../src/server/queue.js'
+import {call, errorOf, fakeEngine, form, start, tempDir, testSettings, until} from './harness.js'
+
+const dir = tempDir('mod-server-queue-')
+
+test.after(() => dir.remove())
+
+/** An engine whose moderations wait until the test lets them finish, one by one. */
+function slowEngine() {
+  const started: string[] = []
+  const waiting: (() => void)[] = []
+  let running = 0
+  let maxRunning = 0
+  const engine = fakeEngine({
+    moderateImage: (_data, source) =>
+      new Promise<ModerationResult>((resolve) => {
+        started.push(source)
+        running++
+        maxRunning = Math.max(maxRunning, running)
+        waiting.push(() => {
+          running--
+          resolve({source, is_safe: true, violations: [], labels: []})
+        })
+      }),
+  })
+  return {engine, started, finishNext: () => waiting.shift()?.(), maxRunning: () => maxRunning}
+}
+
+const image = (name: string) => ({method: 'POST', body: form('file', [{name, data: 'x'}])})
+
+test('the gate runs one piece of work at a time, first come first served', async () => {
+  const gate = createGate(5)
+  const order: string[] = []
+  const release: (() => void)[] = []
+  const job = (name: string) => {
+    const ticket = gate.admit()
+    return ticket
+      .run(() => new Promise<void>((resolve) => {
+        order.push(`start ${name}`)
+        release.push(() => {
+          order.push(`end ${name}`)
+          resolve()
+        })
+      }))
+      .finally(() => ticket.release())
+  }
+  const all = Promise.all([job('a'), job('b'), job('c')])
+  assert.is(gate.admitted, 3)
+  await until(() => release.length === 1)
+  release.shift()?.()
+  await until(() => release.length === 1)
+  release.shift()?.()
+  await until(() => release.length === 1)
+  release.shift()?.()
+  await all
+  assert.equal(order, ['start a', 'end a', 'start b', 'end b', 'start c', 'end c'])
+  assert.is(gate.admitted, 0)
+})
+
+test('the gate admits one running request plus queueLimit waiting ones, then refuses with overloaded', () => {
+  const gate = createGate(2)
+  const tickets = [gate.admit(), gate.admit(), gate.admit()]
+  assert.throws(() => gate.admit(), (e: {code: string}) => e.code === 'overloaded')
+  tickets[0].release()
+  tickets[0].release()
+  assert.is(gate.admitted, 2)
+  gate.admit()
+  assert.throws(() => gate.admit(), (e: {code: string}) => e.code === 'overloaded')
+})
+
+test('a waiting request whose client went away leaves the line without running', async () => {
+  const gate = createGate(5)
+  let finishFirst = () => {}
+  const first = gate.admit().run(() => new Promise<void>((resolve) => (finishFirst = resolve)))
+  const controller = new AbortController()
+  let ran = false
+  const second = gate.admit().run(async () => {
+    ran = true
+  }, controller.signal)
+  controller.abort()
+  const refusal = await second.then(
+    () => 'ran',
+    (e: {code: string}) => e.code,
+  )
+  assert.is(refusal, 'bad_request')
+  let thirdRan = false
+  const third = gate.admit().run(async () => {
+    thirdRan = true
+  })
+  finishFirst()
+  await Promise.all([first, third])
+  assert.is(ran, false)
+  assert.is(thirdRan, true)
+})
+
+test('beyond MOD_QUEUE_LIMIT waiting requests the server answers 503 overloaded with Retry-After', async () => {
+  const slow = slowEngine()
+  const settings = testSettings(join(dir.path, 'cache'), {limits: {queueLimit: 1}})
+  const server = await start(slow.engine, settings)
+  try {
+    const a = call(`${server.base}/v1/moderate`, image('a.png'))
+    await until(() => slow.started.length === 1)
+    const b = call(`${server.base}/v1/moderate`, image('b.png'))
+    await until(() => server.handle.gate.admitted === 2)
+
+    const refused = await call(`${server.base}/v1/moderate`, image('c.png'))
+    assert.equal(errorOf(refused), {status: 503, code: 'overloaded'})
+    assert.is(refused.headers.get('retry-after'), '1')
+
+    const health = await call(`${server.base}/health`)
+    assert.equal(health.body, {status: 'ok', model_loaded: true})
+    assert.is((await call(`${server.base}/v1/categories`)).status, 200)
+
+    slow.finishNext()
+    assert.is((await a).body.source, 'a.png')
+    await until(() => slow.started.length === 2)
+    slow.finishNext()
+    assert.is((await b).body.source, 'b.png')
+    assert.equal(slow.started, ['a.png', 'b.png'])
+    assert.is(slow.maxRunning(), 1)
+    assert.is(server.handle.gate.admitted, 0)
+  } finally {
+    await server.stop()
+  }
+})
+
+test('with MOD_QUEUE_LIMIT=0 a second request while one runs is refused', async () => {
+  const slow = slowEngine()
+  const server = await start(slow.engine, testSettings(join(dir.path, 'cache'), {limits: {queueLimit: 0}}))
+  try {
+    const a = call(`${server.base}/v1/moderate`, image('a.png'))
+    await until(() => slow.started.length === 1)
+    assert.equal(errorOf(await call(`${server.base}/v1/moderate/batch`, {method: 'POST', body: form('files', [{name: 'b', data: 'x'}])})), {
+      status: 503,
+      code: 'overloaded',
+    })
+    slow.finishNext()
+    assert.is((await a).status, 200)
+  } finally {
+    await server.stop()
+  }
+})
+
+test.run()

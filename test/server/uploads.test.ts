@@ -1,0 +1,174 @@
+import {mkdirSync, readdirSync, readFileSync} from 'node:fs'
+import type {ClientRequest} from 'node:http'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {ModError} from '../../src/lib/errors.js'
+import type {VideoOptions} from '../../src/lib/engine.js'
+import {
+  call,
+  errorOf,
+  fakeEngine,
+  form,
+  multipartParts,
+  rawRequest,
+  start,
+  tempDir,
+  testSettings,
+  until,
+  type Running,
+} from './harness.js'
+
+const dir = tempDir('mod-server-uploads-')
+const uploads = join(dir.path, 'uploads')
+const settings = testSettings(join(dir.path, 'cache'), {limits: {maxBytes: 64 * 1024, maxBatch: 2, maxVideoBytes: 256 * 1024}})
+
+/** What the fake engine saw of each video: the upload folder's content while it was being moderated. */
+let seen: {files: string[]; bytes: number}[] = []
+let videoBehaviour: (path: string, o: VideoOptions) => Promise<void> = async () => {}
+
+const engine = fakeEngine({
+  moderateVideo: async (path, o) => {
+    const folders = readdirSync(uploads)
+    seen.push({files: folders.flatMap((f) => readdirSync(join(uploads, f)).map((n) => `${f.replace(/-.*/, '')}/${n}`)), bytes: readFileSync(path).length})
+    await videoBehaviour(path, o)
+    return {source: o.source, is_safe: true, duration: 1, fps: o.fps, frames_analyzed: 1, stopped_early: false, violations: []}
+  },
+})
+let server: Running
+
+test.before(async () => {
+  mkdirSync(uploads)
+  server = await start(engine, settings, {tmpDir: uploads})
+})
+
+test.before.each(() => {
+  seen = []
+  videoBehaviour = async () => {}
+})
+
+test.after(async () => {
+  await server.stop()
+  dir.remove()
+})
+
+const video = (bytes: number) => form('file', [{name: 'clip.mp4', data: Buffer.alloc(bytes, 7), type: 'video/mp4'}])
+
+test('an image over MOD_MAX_BYTES is refused with 413 while the rest of its body has not been sent', async () => {
+  const {head, tail, type} = multipartParts('file', 'huge.png')
+  const declared = head.length + 10 * 1024 * 1024 + tail.length
+  const answer = await rawRequest(`${server.base}/v1/moderate`, {headers: {'content-type': type, 'content-length': declared}}, (req) => {
+    req.write(head)
+    req.write(Buffer.alloc(128 * 1024, 1))
+  })
+  assert.is(answer.status, 413)
+  assert.is(answer.headers.connection, 'close')
+  assert.equal(JSON.parse(answer.body), {error: {code: 'payload_too_large', message: 'huge.png is larger than 65536 bytes (MOD_MAX_BYTES)'}})
+})
+
+test('a video over MOD_MAX_VIDEO_BYTES is cut off with 413 and its partial file removed', async () => {
+  const {head, tail, type} = multipartParts('file', 'long.mp4')
+  const declared = head.length + 50 * 1024 * 1024 + tail.length
+  const answer = await rawRequest(`${server.base}/v1/moderate/video`, {headers: {'content-type': type, 'content-length': declared}}, (req) => {
+    req.write(head)
+    for (let i = 0; i < 8; i++) req.write(Buffer.alloc(64 * 1024, 1))
+  })
+  assert.is(answer.status, 413)
+  assert.is(JSON.parse(answer.body).error.code, 'payload_too_large')
+  assert.equal(readdirSync(uploads), [])
+})
+
+test('a JSON body over its limit is refused with 413 while it is still streaming', async () => {
+  const answer = await rawRequest(
+    `${server.base}/v1/moderate/json`,
+    {headers: {'content-type': 'application/json', 'transfer-encoding': 'chunked'}},
+    (req) => {
+      req.write('{"image_base64": "')
+      for (let i = 0; i < 4; i++) req.write('A'.repeat(64 * 1024))
+    },
+  )
+  assert.is(answer.status, 413)
+  assert.is(answer.headers.connection, 'close')
+  assert.is(JSON.parse(answer.body).error.code, 'payload_too_large')
+})
+
+test('file number MOD_MAX_BATCH + 1 is refused with too_many_files as soon as its part begins', async () => {
+  const boundary = 'modtestboundary'
+  const part = (name: string) =>
+    `--${boundary}\r\nContent-Disposition: form-data; name="files"; filename="${name}"\r\nContent-Type: image/png\r\n\r\nxx\r\n`
+  const answer = await rawRequest(
+    `${server.base}/v1/moderate/batch`,
+    {headers: {'content-type': `multipart/form-data; boundary=${boundary}`, 'transfer-encoding': 'chunked'}},
+    (req) => req.write(part('a.png') + part('b.png') + part('c.png')),
+  )
+  assert.is(answer.status, 413)
+  assert.equal(JSON.parse(answer.body).error.code, 'too_many_files')
+})
+
+test('a video streams to a folder of its own, removed once the answer is ready', async () => {
+  const r = await call(`${server.base}/v1/moderate/video?fps=2`, {method: 'POST', body: video(100_000)})
+  assert.is(r.status, 200)
+  assert.is(r.body.source, 'clip.mp4')
+  assert.is(r.body.fps, 2)
+  assert.equal(seen, [{files: ['mod/upload'], bytes: 100_000}])
+  assert.equal(readdirSync(uploads), [])
+})
+
+test('the upload folder is removed when moderation fails', async () => {
+  videoBehaviour = async () => {
+    throw new ModError('unsupported_media', 'not a video')
+  }
+  const r = await call(`${server.base}/v1/moderate/video`, {method: 'POST', body: video(1000)})
+  assert.equal(errorOf(r), {status: 415, code: 'unsupported_media'})
+  assert.is(seen.length, 1)
+  assert.equal(readdirSync(uploads), [])
+})
+
+test('the upload folder is removed when the client goes away in the middle of its upload', async () => {
+  const {head, type} = multipartParts('file', 'clip.mp4')
+  let sent: ClientRequest | undefined
+  const answer = rawRequest(`${server.base}/v1/moderate/video`, {headers: {'content-type': type, 'content-length': 1_000_000}}, (req) => {
+    sent = req
+    req.write(head)
+    req.write(Buffer.alloc(10_000, 1))
+  })
+  answer.catch(() => {})
+  await until(() => readdirSync(uploads).length === 1 && readdirSync(join(uploads, readdirSync(uploads)[0])).length === 1)
+  sent?.destroy()
+  await until(() => readdirSync(uploads).length === 0)
+  assert.equal(seen, [])
+})
+
+test('a client that goes away during video moderation aborts it, and its folder is removed', async () => {
+  let aborted = false
+  let started = false
+  videoBehaviour = (_path, o) =>
+    new Promise((_resolve, reject) => {
+      started = true
+      o.signal?.addEventListener('abort', () => {
+        aborted = true
+        reject(new ModError('bad_request', 'cancelled'))
+      })
+    })
+  const controller = new AbortController()
+  const pending = fetch(`${server.base}/v1/moderate/video`, {method: 'POST', body: video(1000), signal: controller.signal})
+  pending.catch(() => {})
+  await until(() => started)
+  controller.abort()
+  await until(() => aborted && readdirSync(uploads).length === 0)
+})
+
+test('a file in an unexpected field is refused, and images never touch the upload folder', async () => {
+  const r = await call(`${server.base}/v1/moderate`, {
+    method: 'POST',
+    body: form('image', [{name: 'a.png', data: 'xx'}]),
+  })
+  assert.equal(errorOf(r), {status: 400, code: 'bad_request'})
+  const ok = await call(`${server.base}/v1/moderate/batch`, {method: 'POST', body: form('files', [{name: 'a.png', data: 'xx'}])})
+  assert.is(ok.status, 200)
+  assert.equal(readdirSync(uploads), [])
+})
+
+test.run()

@@ -1,0 +1,108 @@
+import {createServer, type Server} from 'node:http'
+import type {AddressInfo} from 'node:net'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {errorOf, postJson, red, start, tempDir, testSettings, toyEngine, type Running} from './harness.js'
+
+// The route is tested against a local image server: host names resolve through a stub (public
+// addresses for *.example, private ones for intranet.example), and every checked address is dialled
+// at the local server, so nothing leaves 127.0.0.1 and the address rules still apply.
+const PUBLIC = '93.184.216.34'
+const dir = tempDir('mod-server-url-')
+const settings = testSettings(join(dir.path, 'cache'), {allowUrls: true, limits: {maxBytes: 64 * 1024, urlTimeoutMs: 300}})
+const engine = toyEngine(settings)
+let images: Server
+let imagesPort = 0
+let server: Running
+let disabled: Running
+const slowResponses = new Set<() => void>()
+
+test.before(async () => {
+  const png = await red()
+  images = createServer((req, res) => {
+    if (req.url === '/red.png') res.writeHead(200, {'content-type': 'image/png'}).end(png)
+    else if (req.url === '/big.png') res.writeHead(200, {'content-type': 'image/png'}).end(Buffer.alloc(128 * 1024))
+    else if (req.url === '/to-intranet') res.writeHead(302, {location: 'http://intranet.example/red.png'}).end()
+    else if (req.url === '/slow.png') slowResponses.add(() => res.end())
+    else res.writeHead(404).end('missing')
+  })
+  await new Promise<void>((resolve) => images.listen(0, '127.0.0.1', resolve))
+  imagesPort = (images.address() as AddressInfo).port
+  await engine.load()
+  const fetchHooks = {
+    resolve: async (host: string) => [host === 'intranet.example' ? '10.1.2.3' : PUBLIC],
+    connect: () => ({host: '127.0.0.1', port: imagesPort}),
+  }
+  server = await start(engine, settings, {fetch: fetchHooks})
+  disabled = await start(engine, {...settings, allowUrls: false}, {fetch: fetchHooks})
+})
+
+test.after(async () => {
+  for (const finish of slowResponses) finish()
+  await Promise.all([server.stop(), disabled.stop()])
+  await new Promise((resolve) => images.close(resolve))
+  await engine.close()
+  dir.remove()
+})
+
+const moderateUrl = (base: string, url: string) => postJson(`${base}/v1/moderate/json`, {url})
+
+test('a url is fetched and moderated when MOD_ALLOW_URLS is true; source is the URL', async () => {
+  const r = await moderateUrl(server.base, 'http://images.example/red.png')
+  assert.is(r.status, 200)
+  assert.is(r.body.source, 'http://images.example/red.png')
+  assert.equal(r.body.violations.map((v: {name: string}) => v.name), ['redness'])
+})
+
+test('403 url_fetch_disabled: a url while MOD_ALLOW_URLS is false', async () => {
+  const r = await moderateUrl(disabled.base, 'http://images.example/red.png')
+  assert.equal(errorOf(r), {status: 403, code: 'url_fetch_disabled'})
+})
+
+test('422 url_blocked: a scheme other than http(s)', async () => {
+  for (const url of ['file:///etc/passwd', 'ftp://images.example/red.png', 'gopher://images.example/']) {
+    assert.equal(errorOf(await moderateUrl(server.base, url)), {status: 422, code: 'url_blocked'}, url)
+  }
+})
+
+test('422 url_blocked: a loopback or private address, literal or resolved, or reached by a redirect', async () => {
+  for (const url of [
+    `http://127.0.0.1:${imagesPort}/red.png`,
+    'http://[::1]/red.png',
+    'http://169.254.169.254/latest/meta-data',
+    'http://intranet.example/red.png',
+    'http://images.example/to-intranet',
+  ]) {
+    assert.equal(errorOf(await moderateUrl(server.base, url)), {status: 422, code: 'url_blocked'}, url)
+  }
+})
+
+test('502 url_fetch_failed: the server answers non-2xx', async () => {
+  const r = await moderateUrl(server.base, 'http://images.example/missing.png')
+  assert.equal(errorOf(r), {status: 502, code: 'url_fetch_failed'})
+})
+
+test('504 url_fetch_timeout: the server does not answer within MOD_URL_TIMEOUT_MS', async () => {
+  const started = Date.now()
+  const r = await moderateUrl(server.base, 'http://images.example/slow.png')
+  assert.equal(errorOf(r), {status: 504, code: 'url_fetch_timeout'})
+  assert.ok(Date.now() - started < 3000)
+})
+
+test('413 payload_too_large: the image behind the URL is over MOD_MAX_BYTES', async () => {
+  assert.equal(errorOf(await moderateUrl(server.base, 'http://images.example/big.png')), {
+    status: 413,
+    code: 'payload_too_large',
+  })
+})
+
+test('400 bad_request: a url that is not a URL, or not a string', async () => {
+  assert.equal(errorOf(await moderateUrl(server.base, 'not a url')), {status: 400, code: 'bad_request'})
+  assert.equal(errorOf(await postJson(`${server.base}/v1/moderate/json`, {url: 42})), {status: 400, code: 'bad_request'})
+  assert.equal(errorOf(await postJson(`${server.base}/v1/moderate/json`, {url: ''})), {status: 400, code: 'bad_request'})
+})
+
+test.run()

@@ -1,0 +1,93 @@
+// `mod serve --workers 2`: node:cluster workers, each with its own model; a crashed worker is replaced
+// while the others keep serving. Runs the built CLI (npm test builds first).
+import {mkdirSync} from 'node:fs'
+import {request} from 'node:http'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {red, serveProcess, tempDir, TOY_MODEL, until, writeRednessPolicy, type ServeProcess} from './harness.js'
+
+const dir = tempDir('mod-server-workers-')
+const env = {MOD_CACHE_DIR: join(dir.path, 'cache'), MOD_MODEL_DIR: TOY_MODEL, MOD_CONFIG: writeRednessPolicy(dir.path)}
+let serve: ServeProcess
+let base = ''
+
+test.before(async () => {
+  serve = serveProcess(['--port', '0', '--workers', '2'], env)
+  ;[, base] = await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+) \(2 workers\)$/)
+})
+
+test.after(() => {
+  serve.child.kill('SIGKILL')
+  dir.remove()
+})
+
+/** One moderation on a connection of its own (a kept-alive one could belong to a worker that died). */
+async function moderateRed(): Promise<{status: number; body: {is_safe: boolean}}> {
+  const body = new FormData()
+  body.append('file', new Blob([new Uint8Array(await red())], {type: 'image/png'}), 'red.png')
+  const req = new Request(`${base}/v1/moderate`, {method: 'POST', body})
+  const bytes = Buffer.from(await req.arrayBuffer())
+  return new Promise((resolve, reject) => {
+    const r = request(
+      `${base}/v1/moderate`,
+      {method: 'POST', agent: false, headers: {'content-type': req.headers.get('content-type') ?? '', 'content-length': bytes.length}},
+      (res) => {
+        let text = ''
+        res.setEncoding('utf8').on('data', (d: string) => (text += d))
+        res.on('end', () => resolve({status: res.statusCode ?? 0, body: JSON.parse(text)}))
+      },
+    )
+    r.on('error', reject)
+    r.end(bytes)
+  })
+}
+
+const readyPids = () => serve.lines.flatMap((l) => /^worker (\d+) ready$/.exec(l)?.[1] ?? []).map(Number)
+
+test('two workers start, each logs its pid, and both serve moderations', async () => {
+  assert.is(readyPids().length, 2)
+  const answers = await Promise.all([1, 2, 3, 4].map(() => moderateRed()))
+  assert.equal(answers.map((a) => [a.status, a.body.is_safe]), [[200, false], [200, false], [200, false], [200, false]])
+})
+
+test('a crashed worker is replaced and the other keeps serving meanwhile', async () => {
+  const [victim, survivor] = readyPids()
+  process.kill(victim, 'SIGKILL')
+  await serve.waitFor(new RegExp(`^worker ${victim} exited \\(signal SIGKILL\\); starting a replacement$`))
+  for (let i = 0; i < 4; i++) assert.is((await moderateRed()).status, 200)
+  await until(() => readyPids().length === 3, 15_000)
+  const replacement = readyPids()[2]
+  assert.not.ok([victim, survivor].includes(replacement))
+  process.kill(survivor, 0)
+  const answers = await Promise.all([1, 2, 3, 4].map(() => moderateRed()))
+  assert.ok(answers.every((a) => a.status === 200))
+})
+
+test('SIGTERM to the primary stops every worker gracefully and exits 0', async () => {
+  const pids = readyPids().slice(1)
+  serve.child.kill('SIGTERM')
+  assert.is(await serve.exited, 0)
+  for (const pid of pids) {
+    assert.throws(() => process.kill(pid, 0), /ESRCH/)
+  }
+})
+
+test('when the workers cannot load the model, the primary stops them all and exits 2', async () => {
+  const empty = join(dir.path, 'no-model')
+  mkdirSync(empty)
+  const failing = serveProcess(['--port', '0', '--workers', '2'], {...env, MOD_MODEL_DIR: empty})
+  try {
+    assert.is(await failing.exited, 2)
+    const text = failing.lines.join('\n')
+    assert.match(text, /^worker \d+: error: the model could not be loaded: model_missing: /m)
+    assert.match(text, /^worker \d+ could not start \(exit code 2\); stopping$/m)
+    assert.not.match(text, /listening on/)
+  } finally {
+    failing.child.kill('SIGKILL')
+  }
+})
+
+test.run()
