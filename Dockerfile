@@ -3,6 +3,7 @@
 # The mod REST server with the weights of one preset inside, so the container runs offline.
 #   docker build -t mod .                                   # the fast preset
 #   docker build -t mod:accurate --build-arg MOD_PRESET=accurate .
+#   docker build -t mod:int8 --build-arg MOD_PRECISION=int8 .  # the preset's int8 encoders too, used by default
 #   docker run -p 8000:8000 -e MOD_API_KEY=change-me mod
 # Settings are the MOD_* variables (MOD_API_KEY, MOD_ALLOW_URLS, MOD_MAX_BYTES, …); a policy file can be
 # mounted and named with MOD_CONFIG. MOD_PRESET must name the preset the image was built with.
@@ -41,14 +42,16 @@ COPY models ./models
 # text-encoder run. `scan` exits 0 (safe) or 1 (a violation); 2 would be a model problem.
 FROM app AS weights
 ARG MOD_PRESET=fast
-ENV MOD_CACHE_DIR=/opt/mod/cache MOD_PRESET=${MOD_PRESET}
-RUN node bin/run.js models pull "$MOD_PRESET" \
+ARG MOD_PRECISION=fp32
+ENV MOD_CACHE_DIR=/opt/mod/cache MOD_PRESET=${MOD_PRESET} MOD_PRECISION=${MOD_PRECISION}
+RUN node bin/run.js models pull "$MOD_PRESET" --precision "$MOD_PRECISION" \
  && node -e "require('sharp')({create: {width: 64, height: 64, channels: 3, background: '#808080'}}).png().toFile('/tmp/warm.png')" \
  && { node bin/run.js scan /tmp/warm.png --json > /dev/null || [ $? -eq 1 ]; } \
  && rm /tmp/warm.png
 
 FROM app AS runtime
 ARG MOD_PRESET=fast
+ARG MOD_PRECISION=fp32
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ffmpeg \
  && rm -rf /var/lib/apt/lists/* \
@@ -56,6 +59,7 @@ RUN apt-get update \
  && ln -s /app/bin/run.js /usr/local/bin/mod
 ENV NODE_ENV=production \
     MOD_PRESET=${MOD_PRESET} \
+    MOD_PRECISION=${MOD_PRECISION} \
     MOD_CACHE_DIR=/opt/mod/cache \
     MOD_FFMPEG=/usr/bin/ffmpeg
 # The cache stays writable for its owner: a mounted policy with new prompts adds their embeddings there.
