@@ -1,0 +1,134 @@
+/**
+ * folder: `mod scan DIR --ndjson` (the built CLI) over 200 varied images against a strictly sequential loop
+ * in one process (read → decode → trim → preprocess → infer → score, one image at a time, the same session
+ * options). The loop runs on half the images before the CLI and half after, so both meet the same machine.
+ * The CLI's images/s leave out its start-up (the median wall time of `mod scan` on one image), so both
+ * figures are throughput. Then, steadier on a busy machine, the engine's moderateMany (what `mod scan` runs)
+ * and the loop in one process, taking turns over chunks of 25 images (median of the per-chunk ratios).
+ * Target: mod scan >= 1.6 x the images/s of the sequential loop.
+ */
+import {readFile} from 'node:fs/promises'
+
+import {DEFAULT_LIMITS} from '../src/lib/config/settings.js'
+import {decodeImage} from '../src/lib/image/decode.js'
+import {preprocess} from '../src/lib/image/preprocess.js'
+import {trimBorders} from '../src/lib/image/trim.js'
+import {openClip} from '../src/lib/model/clip.js'
+import {loadManifest} from '../src/lib/model/manifest.js'
+import {embedPrompts} from '../src/lib/model/prompt-cache.js'
+import {buildPolicy} from '../src/lib/policy/load.js'
+import {buildResult} from '../src/lib/scoring/result.js'
+import {policyPrompts, scoreCategories} from '../src/lib/scoring/score.js'
+import {
+  benchEngine,
+  CACHE_DIR,
+  ensureImages,
+  FOLDER_DIR,
+  folderFiles,
+  HD_JPEG,
+  header,
+  load,
+  median,
+  ms,
+  requireStandin,
+  runCli,
+  saveResults,
+  STANDIN_DIR,
+  table,
+  time,
+  verdict,
+} from './lib.js'
+
+const TARGET = 1.6
+/** Images per turn in the in-process comparison. */
+const CHUNK = 25
+
+header('folder', 'mod scan over 200 images vs a strictly sequential loop')
+requireStandin()
+await ensureImages()
+const files = await folderFiles()
+const policy = buildPolicy()
+const manifest = await loadManifest(STANDIN_DIR)
+
+/** The strictly sequential loop: one image at a time, read → decode → trim → preprocess → infer → score. */
+async function sequentialLoop(): Promise<{run: (some: string[]) => Promise<void>; close: () => Promise<void>}> {
+  const clip = await openClip(STANDIN_DIR, manifest)
+  const prompts = await embedPrompts(policyPrompts(policy), {cacheDir: CACHE_DIR, modelId: manifest.id, embed: (t) => clip.embedTexts(t)})
+  await clip.releaseText()
+  // Warm the session as the CLI's first batch warms its own.
+  const [warm] = await decodeImage(await readFile(HD_JPEG), DEFAULT_LIMITS)
+  await clip.embedImages(await preprocess(warm, manifest.preprocess), 1)
+  return {
+    async run(some) {
+      for (const file of some) {
+        const [image] = await decodeImage(await readFile(file), DEFAULT_LIMITS)
+        const [embedding] = await clip.embedImages(await preprocess(policy.trim_borders ? trimBorders(image) : image, manifest.preprocess), 1)
+        buildResult(file, scoreCategories(embedding, policy, prompts))
+      }
+    },
+    close: () => clip.close(),
+  }
+}
+
+/** Wall time of the loop over `some`, in ms. */
+async function sequential(some: string[]): Promise<number> {
+  const loop = await sequentialLoop()
+  const elapsed = await time(() => loop.run(some))
+  await loop.close()
+  return elapsed
+}
+
+const half = Math.floor(files.length / 2)
+const loadBefore = load()
+const seqFirst = await sequential(files.slice(0, half))
+
+// CLI start-up: model load, prompt cache read and one image, measured the same way as the scan.
+const startups: number[] = []
+for (let i = 0; i < 3; i++) startups.push((await runCli(['scan', HD_JPEG, '--ndjson'])).ms)
+const startup = median(startups)
+const scan = await runCli(['scan', FOLDER_DIR, '--ndjson'])
+const lines = scan.stdout.split('\n').filter((l) => l.trim() !== '')
+if (lines.length !== files.length || scan.code > 1) {
+  throw new Error(`mod scan gave ${lines.length} results for ${files.length} images (exit ${scan.code}):\n${scan.stderr}`)
+}
+const scanErrors = lines.filter((l) => 'error' in (JSON.parse(l) as object)).length
+
+const seqSecond = await sequential(files.slice(half))
+const loadAfter = load()
+
+// The engine's moderateMany (what `mod scan` runs) against the loop in the same process, in chunks that take
+// turns, so both meet the same load: a steadier figure than the CLI's one long run.
+const engine = benchEngine()
+await engine.load()
+const loop = await sequentialLoop()
+const chunkRatios: number[] = []
+let manyMs = 0
+for (let i = 0; i < files.length; i += CHUNK) {
+  const chunk = files.slice(i, i + CHUNK)
+  const seqMs = await time(() => loop.run(chunk))
+  const ms = await time(async () => {
+    for await (const _ of engine.moderateMany(chunk.map((f) => ({source: f, read: () => readFile(f)})))) continue
+  })
+  manyMs += ms
+  chunkRatios.push(seqMs / ms)
+}
+await engine.close()
+await loop.close()
+
+const seqRate = files.length / ((seqFirst + seqSecond) / 1000)
+const scanRate = files.length / ((scan.ms - startup) / 1000)
+const manyRate = files.length / (manyMs / 1000)
+table([
+  ['200 images', 'wall', 'images/s', 'vs sequential'],
+  ['sequential loop (in process)', ms(seqFirst + seqSecond), seqRate.toFixed(2), '1.00'],
+  ['mod scan --ndjson (CLI)', `${ms(scan.ms)} - start-up ${ms(startup)}`, scanRate.toFixed(2), (scanRate / seqRate).toFixed(2)],
+  [`engine.moderateMany (in process, turns of ${CHUNK} with the loop)`, ms(manyMs), manyRate.toFixed(2), `${median(chunkRatios).toFixed(2)} (paired)`],
+])
+process.stdout.write(`\nerror entries in the scan: ${scanErrors}; load ${loadBefore} before, ${loadAfter} after\n\n`)
+
+const v = verdict('folder', `mod scan ${scanRate.toFixed(2)} images/s, sequential ${seqRate.toFixed(2)} images/s`, 'ratio', scanRate / seqRate, 'min', TARGET)
+await saveResults('folder', [v], {
+  sequential: {ms: seqFirst + seqSecond, rate: seqRate},
+  scan: {ms: scan.ms, startupMs: startup, rate: scanRate, errors: scanErrors},
+  moderateMany: {ms: manyMs, rate: manyRate, pairedRatio: median(chunkRatios)},
+})

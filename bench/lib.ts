@@ -1,0 +1,385 @@
+/**
+ * Shared by the bench scripts: where things live, generated test images, the stand-in model, timing
+ * statistics and the one-line verdicts each script prints and records.
+ */
+import {execFileSync, spawn} from 'node:child_process'
+import {existsSync} from 'node:fs'
+import {createRequire} from 'node:module'
+import {mkdir, readFile, readdir, writeFile} from 'node:fs/promises'
+import {cpus, loadavg, totalmem} from 'node:os'
+import {join, resolve} from 'node:path'
+
+import * as ort from 'onnxruntime-node'
+import sharp from 'sharp'
+
+import {DEFAULT_LIMITS} from '../src/lib/config/settings.js'
+import {createEngine, type Engine} from '../src/lib/engine.js'
+import type {Precision} from '../src/lib/model/manifest-types.js'
+import {buildPolicy} from '../src/lib/policy/load.js'
+
+export const ROOT = resolve(import.meta.dirname, '..')
+export const OUT = join(ROOT, 'bench', 'out')
+export const BIN = join(ROOT, 'bin', 'run.js')
+export const STANDIN_DIR = join(ROOT, 'bench', 'models', 'fast-standin')
+/** Prompt-embedding cache of the bench runs (MOD_CACHE_DIR), apart from the user's. */
+export const CACHE_DIR = join(OUT, 'cache')
+export const HD_JPEG = join(OUT, 'images', 'hd-1280x720.jpg')
+export const FOLDER_DIR = join(OUT, 'folder')
+const FOLDER_COUNT = 200
+const RESULTS_DIR = join(OUT, 'results')
+
+// ---------- statistics ----------
+
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  const rank = (p / 100) * (sorted.length - 1)
+  const lo = Math.floor(rank)
+  const hi = Math.ceil(rank)
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo)
+}
+
+export const median = (values: readonly number[]): number => percentile(values, 50)
+
+export function ms(value: number): string {
+  return `${value.toFixed(1)} ms`
+}
+
+/** Milliseconds taken by fn. */
+export async function time(fn: () => Promise<unknown>): Promise<number> {
+  const start = performance.now()
+  await fn()
+  return performance.now() - start
+}
+
+/**
+ * Times each side in turns of `block` consecutive calls, the sides taking turns (and alternating which goes
+ * first), so that load changes on the machine hit all of them. The first call of each turn is not kept: it
+ * pays for switching from the other side's onnxruntime thread pool and caches, which a server repeating one
+ * kind of request does not. Returns the kept times per side, in ms.
+ */
+export async function interleave(sides: Record<string, () => Promise<unknown>>, turns: number, block = 5): Promise<Record<string, number[]>> {
+  const names = Object.keys(sides)
+  const times: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]))
+  for (let t = 0; t < turns; t++) {
+    const order = t % 2 === 0 ? names : [...names].reverse()
+    for (const name of order) {
+      await sides[name]()
+      for (let i = 1; i < block; i++) times[name].push(await time(sides[name]))
+    }
+  }
+  return times
+}
+
+/**
+ * The median over turns of (median of a's calls in the turn / median of b's), for times from interleave():
+ * each turn's pair met the same load on the machine, so this moves less with the load than the ratio of
+ * the overall medians.
+ */
+export function pairedRatio(a: number[], b: number[], block = 5): number {
+  const perTurn = block - 1
+  const ratios: number[] = []
+  for (let i = 0; i + perTurn <= Math.min(a.length, b.length); i += perTurn) {
+    ratios.push(median(a.slice(i, i + perTurn)) / median(b.slice(i, i + perTurn)))
+  }
+  return median(ratios)
+}
+
+/** Prints rows as an aligned table: the first row is the header. */
+export function table(rows: (string | number)[][]): void {
+  const cells = rows.map((r) => r.map(String))
+  const widths = cells[0].map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)))
+  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')
+  process.stdout.write(`${line(cells[0])}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n`)
+  for (const r of cells.slice(1)) process.stdout.write(`${line(r)}\n`)
+}
+
+// ---------- verdicts ----------
+
+export interface Verdict {
+  /** "latency", "http", … */
+  script: string
+  /** What was compared, e.g. "engine / bare median". */
+  what: string
+  value: number
+  target: number
+  /** `max`: value must be <= target; `min`: value must be >= target. */
+  kind: 'max' | 'min'
+  pass: boolean
+  /** The full sentence printed, figures included. */
+  line: string
+}
+
+/** Prints "script: detail, what value (target <= t) PASS|MISS" and returns it for the results file. */
+export function verdict(script: string, detail: string, what: string, value: number, kind: 'max' | 'min', target: number, unit = '', digits = 3): Verdict {
+  const pass = kind === 'max' ? value <= target : value >= target
+  const line = `${script}: ${detail ? `${detail}, ` : ''}${what} ${value.toFixed(digits)}${unit} (target ${kind === 'max' ? '<=' : '>='} ${target}${unit}) ${pass ? 'PASS' : 'MISS'}`
+  process.stdout.write(`${line}\n`)
+  return {script, what, value, target, kind, pass, line}
+}
+
+/** Writes bench/out/results/<script>.json: the verdicts, the figures and the conditions they were taken in. */
+export async function saveResults(script: string, verdicts: Verdict[], figures: Record<string, unknown>): Promise<void> {
+  await mkdir(RESULTS_DIR, {recursive: true})
+  const record = {script, date: new Date().toISOString(), loadavg: loadavg(), verdicts, figures}
+  await writeFile(join(RESULTS_DIR, `${script}.json`), `${JSON.stringify(record, null, 2)}\n`)
+}
+
+export async function readResults(): Promise<{script: string; verdicts: Verdict[]; loadavg: number[]}[]> {
+  if (!existsSync(RESULTS_DIR)) return []
+  const files = (await readdir(RESULTS_DIR)).filter((f) => f.endsWith('.json')).sort()
+  return Promise.all(files.map(async (f) => JSON.parse(await readFile(join(RESULTS_DIR, f), 'utf8'))))
+}
+
+// ---------- the machine ----------
+
+function firstLine(cmd: string, args: string[]): string {
+  try {
+    return execFileSync(cmd, args, {encoding: 'utf8'}).trim().split('\n')[0]
+  } catch {
+    return 'unknown'
+  }
+}
+
+export function machine(): Record<string, string> {
+  const ortVersion = (createRequire(import.meta.url)('onnxruntime-node/package.json') as {version: string}).version
+  return {
+    cpu: cpus()[0]?.model ?? 'unknown',
+    cores: firstLine('nproc', []),
+    ram: `${(totalmem() / 2 ** 30).toFixed(0)} GiB`,
+    node: process.version,
+    onnxruntime: ortVersion,
+    sharp: sharp.versions.sharp ?? 'unknown',
+    libvips: sharp.versions.vips,
+  }
+}
+
+/** The 1-minute load average: other work on the machine skews every figure, so each script prints it. */
+export function load(): string {
+  return loadavg()[0].toFixed(2)
+}
+
+export function header(script: string, about: string): void {
+  const m = machine()
+  process.stdout.write(`\n== ${script}: ${about}\n`)
+  process.stdout.write(`   ${m.cpu}, ${m.cores} cores, ${m.ram}, node ${m.node}, onnxruntime-node ${m.onnxruntime}, load ${load()}\n\n`)
+}
+
+// ---------- images ----------
+
+/** mulberry32: a small seeded generator, so the images are the same on every run and machine. */
+function random(seed: number): () => number {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+/**
+ * A photo-like test picture: smooth gradients, a few dozen filled shapes with soft edges and per-pixel
+ * noise, so that JPEG decoding and resizing cost what they cost on real photos (flat colour decodes far
+ * faster than texture).
+ */
+function texturedPixels(width: number, height: number, seed: number): Buffer {
+  const rnd = random(seed)
+  const data = Buffer.alloc(width * height * 3)
+  const base = [rnd() * 255, rnd() * 255, rnd() * 255]
+  const slope = [rnd() - 0.5, rnd() - 0.5, rnd() - 0.5]
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const o = 3 * (y * width + x)
+      for (let c = 0; c < 3; c++) data[o + c] = base[c] + slope[c] * (x + y) * (255 / (width + height))
+    }
+  }
+  const shapes = 20 + Math.floor(rnd() * 30)
+  for (let s = 0; s < shapes; s++) {
+    const cx = rnd() * width
+    const cy = rnd() * height
+    const r = (0.03 + rnd() * 0.2) * Math.min(width, height)
+    const colour = [rnd() * 255, rnd() * 255, rnd() * 255]
+    const round = rnd() < 0.5
+    const x0 = Math.max(0, Math.floor(cx - r))
+    const x1 = Math.min(width, Math.ceil(cx + r))
+    const y0 = Math.max(0, Math.floor(cy - r))
+    const y1 = Math.min(height, Math.ceil(cy + r))
+    for (let y = y0; y < y1; y++) {
+      for (let x = x0; x < x1; x++) {
+        const d = round ? Math.hypot(x - cx, y - cy) / r : Math.max(Math.abs(x - cx), Math.abs(y - cy)) / r
+        if (d >= 1) continue
+        const alpha = Math.min(1, (1 - d) * 4)
+        const o = 3 * (y * width + x)
+        for (let c = 0; c < 3; c++) data[o + c] = data[o + c] * (1 - alpha) + colour[c] * alpha
+      }
+    }
+  }
+  for (let i = 0; i < data.length; i++) data[i] = Math.max(0, Math.min(255, data[i] + (rnd() - 0.5) * 40))
+  return data
+}
+
+function texturedJpeg(width: number, height: number, seed: number, quality = 85): Promise<Buffer> {
+  return sharp(texturedPixels(width, height, seed), {raw: {width, height, channels: 3}}).jpeg({quality}).toBuffer()
+}
+
+/** Sizes of the folder set: phone photos, screenshots, HD frames, portraits, squares. */
+const FOLDER_SIZES: [number, number][] = [
+  [1280, 720],
+  [1024, 768],
+  [800, 1200],
+  [1920, 1080],
+  [640, 480],
+  [500, 500],
+  [1600, 900],
+  [720, 1280],
+]
+
+async function writeIfMissing(path: string, make: () => Promise<Buffer>): Promise<void> {
+  if (existsSync(path)) return
+  await writeFile(path, await make())
+}
+
+/** The 1280x720 JPEG of latency/http/peer/startup, and the 200 images of `folder` (every 10th a PNG, every 10th a WebP). */
+export async function ensureImages(): Promise<void> {
+  await mkdir(join(OUT, 'images'), {recursive: true})
+  await mkdir(FOLDER_DIR, {recursive: true})
+  await writeIfMissing(HD_JPEG, () => texturedJpeg(1280, 720, 1))
+  for (let i = 0; i < FOLDER_COUNT; i++) {
+    const [w, h] = FOLDER_SIZES[i % FOLDER_SIZES.length]
+    const format = i % 10 === 3 ? 'png' : i % 10 === 7 ? 'webp' : 'jpg'
+    await writeIfMissing(join(FOLDER_DIR, `${String(i).padStart(3, '0')}.${format}`), () => {
+      const img = sharp(texturedPixels(w, h, 100 + i), {raw: {width: w, height: h, channels: 3}})
+      return (format === 'png' ? img.png() : format === 'webp' ? img.webp({quality: 85}) : img.jpeg({quality: 85})).toBuffer()
+    })
+  }
+}
+
+export async function folderFiles(): Promise<string[]> {
+  return (await readdir(FOLDER_DIR)).sort().map((f) => join(FOLDER_DIR, f))
+}
+
+// ---------- the model ----------
+
+export type Variant = Precision
+
+/** ONNX file of the image encoder of each precision in the stand-in folder (transformers.js names). */
+export const VISION_FILES: Record<Variant, string> = {
+  fp32: 'onnx/vision_model.onnx',
+  int8: 'onnx/vision_model_quantized.onnx',
+  fp16: 'onnx/vision_model_fp16.onnx',
+}
+
+export function requireStandin(): void {
+  if (!existsSync(join(STANDIN_DIR, 'manifest.json'))) {
+    throw new Error(`no stand-in model in ${STANDIN_DIR}: run \`npm run bench\` (it writes it) or \`npx tsx scripts/standin.ts --variants\``)
+  }
+}
+
+/** An engine over the stand-in with the default policy, as `mod scan` / `mod serve` build it (MOD_PRECISION: `precision`). */
+export function benchEngine(precision: Variant = 'fp32'): Engine {
+  return createEngine({
+    preset: 'fast',
+    modelDir: STANDIN_DIR,
+    precision,
+    cacheDir: CACHE_DIR,
+    policy: buildPolicy(),
+    limits: DEFAULT_LIMITS,
+  })
+}
+
+/** The session options src/lib/model/clip.ts gives the image encoder, for the bare runs to match. */
+export function imageSessionOptions(threads: number): ort.InferenceSession.SessionOptions {
+  return {
+    executionProviders: ['cpu'],
+    intraOpNumThreads: threads,
+    interOpNumThreads: 1,
+    executionMode: 'sequential',
+    graphOptimizationLevel: 'all',
+    enableCpuMemArena: true,
+    enableMemPattern: true,
+  }
+}
+
+/** A MOD_* free environment with the stand-in and the bench's prompt cache, for the CLI and the server. */
+export function cliEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_')))
+  return {...base, NO_COLOR: '1', MOD_MODEL_DIR: STANDIN_DIR, MOD_CACHE_DIR: CACHE_DIR, ...extra}
+}
+
+// ---------- the built CLI and server ----------
+
+export interface Served {
+  url: string
+  /** The serving process: the only worker with --workers 1, the cluster primary otherwise. */
+  pid: number
+  stop(): Promise<void>
+}
+
+/** Starts `node bin/run.js serve --port 0 …` and resolves once it logs its address. */
+export function startServer(args: string[] = [], env: Record<string, string> = {}): Promise<Served> {
+  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', ...args], {cwd: ROOT, env: cliEnv(env), stdio: ['ignore', 'ignore', 'pipe']})
+  let log = ''
+  const exited = new Promise<void>((done) => child.once('exit', () => done()))
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+    await exited
+  }
+  return new Promise((resolveServed, reject) => {
+    const timer = setTimeout(() => {
+      void stop()
+      reject(new Error(`server did not start in 120 s:\n${log}`))
+    }, 120_000)
+    child.stderr.on('data', (d: Buffer) => {
+      log += d.toString()
+      const m = /listening on (http:\/\/\S+)/.exec(log)
+      if (m) {
+        clearTimeout(timer)
+        resolveServed({url: m[1], pid: child.pid as number, stop})
+      }
+    })
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`server exited with ${code} before listening:\n${log}`))
+    })
+  })
+}
+
+/** A multipart/form-data body with one `file` field, built once so the load generator only replays bytes. */
+export function multipartBody(file: Buffer, filename: string, type = 'image/jpeg'): {body: Buffer; contentType: string} {
+  const boundary = `----modbench${Date.now().toString(16)}`
+  const head = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\nContent-Type: ${type}\r\n\r\n`
+  return {
+    body: Buffer.concat([Buffer.from(head), file, Buffer.from(`\r\n--${boundary}--\r\n`)]),
+    contentType: `multipart/form-data; boundary=${boundary}`,
+  }
+}
+
+/** POSTs one image to /v1/moderate and returns the status. */
+export async function moderateOnce(url: string, body: {body: Buffer; contentType: string}): Promise<number> {
+  const res = await fetch(`${url}/v1/moderate`, {method: 'POST', headers: {'content-type': body.contentType}, body: new Uint8Array(body.body)})
+  await res.arrayBuffer()
+  return res.status
+}
+
+/** Resident memory of a process, in MiB, from /proc/<pid>/status (VmRSS, and VmHWM: the peak). */
+export async function residentMiB(pid: number): Promise<{rss: number; peak: number; anon: number}> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8')
+  const kib = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? Number.NaN)
+  return {rss: kib('VmRSS') / 1024, peak: kib('VmHWM') / 1024, anon: kib('RssAnon') / 1024}
+}
+
+/** Runs the built CLI to completion; resolves with its wall time and output. */
+export function runCli(args: string[], env: Record<string, string> = {}): Promise<{ms: number; code: number; stdout: string; stderr: string}> {
+  const started = performance.now()
+  const child = spawn(process.execPath, [BIN, ...args], {cwd: ROOT, env: cliEnv(env), stdio: ['ignore', 'pipe', 'pipe']})
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+  return new Promise((done, fail) => {
+    child.once('error', fail)
+    child.once('close', (code) => done({ms: performance.now() - started, code: code ?? -1, stdout, stderr}))
+  })
+}

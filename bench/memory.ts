@@ -1,0 +1,77 @@
+/**
+ * memory: resident memory (VmRSS from /proc/<pid>/status) of one serving worker (`mod serve --workers 1`,
+ * where the serving process is the worker) after warm-up: ready, then 20 requests. fp32 three times (glibc's
+ * allocator keeps a varying share of the memory freed while the model loads, so one start is not
+ * representative), fp32 once more with MALLOC_MMAP_THRESHOLD_ fixed (large blocks then go back to the
+ * system when freed), and the int8 and fp16 encoders once each. Target: <= 450 MiB with fp32.
+ */
+import {readFile} from 'node:fs/promises'
+
+import {
+  ensureImages,
+  HD_JPEG,
+  header,
+  median,
+  moderateOnce,
+  multipartBody,
+  requireStandin,
+  residentMiB,
+  saveResults,
+  STANDIN_DIR,
+  startServer,
+  table,
+  verdict,
+  type Variant,
+} from './lib.js'
+
+const TARGET = 450
+const WARM_REQUESTS = 20
+const FP32_STARTS = 3
+/** Large allocations (the model's temporary copies while loading) are mmapped, so freeing returns them. */
+const MMAP_THRESHOLD = {MALLOC_MMAP_THRESHOLD_: String(1 << 20)}
+
+header('memory', `resident memory of one serving worker after ${WARM_REQUESTS} requests`)
+requireStandin()
+await ensureImages()
+const upload = multipartBody(await readFile(HD_JPEG), 'hd.jpg')
+
+interface Sample {
+  label: string
+  ready: number
+  warm: number
+  peak: number
+  anon: number
+}
+
+async function sample(label: string, env: Record<string, string> = {}): Promise<Sample> {
+  const server = await startServer([], env)
+  try {
+    const ready = await residentMiB(server.pid)
+    for (let i = 0; i < WARM_REQUESTS; i++) {
+      const status = await moderateOnce(server.url, upload)
+      if (status !== 200) throw new Error(`warm-up request answered ${status}`)
+    }
+    const warm = await residentMiB(server.pid)
+    return {label, ready: ready.rss, warm: warm.rss, peak: warm.peak, anon: warm.anon}
+  } finally {
+    await server.stop()
+  }
+}
+
+const samples: Sample[] = []
+for (let i = 0; i < FP32_STARTS; i++) samples.push(await sample(`fp32 start ${i + 1}`))
+samples.push(await sample('fp32, MALLOC_MMAP_THRESHOLD_=1MiB', MMAP_THRESHOLD))
+const offered = JSON.parse(await readFile(`${STANDIN_DIR}/manifest.json`, 'utf8')) as {variants?: Record<string, unknown>}
+for (const variant of ['int8', 'fp16'] as Variant[]) {
+  if (offered.variants?.[variant]) samples.push(await sample(variant, {MOD_PRECISION: variant}))
+}
+
+const mib = (v: number) => `${v.toFixed(0)} MiB`
+table([['worker', 'ready', 'after warm-up', 'of it anonymous', 'peak (VmHWM)'], ...samples.map((s) => [s.label, mib(s.ready), mib(s.warm), mib(s.anon), mib(s.peak)])])
+const weights = JSON.parse(await readFile(`${STANDIN_DIR}/manifest.json`, 'utf8')) as {files: {role: string; size: number}[]}
+const imageWeights = (weights.files.find((f) => f.role === 'image_encoder')?.size ?? 0) / 2 ** 20
+process.stdout.write(`\nfp32 image encoder weights alone: ${mib(imageWeights)} (the text encoder is not loaded on a warm prompt cache)\n\n`)
+
+const fp32 = median(samples.slice(0, FP32_STARTS).map((s) => s.warm))
+const v = verdict('memory', `fp32 worker after warm-up, median of ${FP32_STARTS} starts`, 'VmRSS', fp32, 'max', TARGET, ' MiB', 0)
+await saveResults('memory', [v], {samples, imageWeightsMiB: imageWeights})
