@@ -52,6 +52,11 @@ export interface ImageInput {
 
 export type ItemResult = ModerationResult | ErrorEntry
 
+/** An image decoded, trimmed and preprocessed: the CPU work before inference (one tensor per frame). */
+export interface PreparedImage {
+  readonly tensors: Float32Array[]
+}
+
 export interface Engine {
   readonly preset: PresetName
   readonly policy: Policy
@@ -59,6 +64,10 @@ export interface Engine {
   /** Loads the image encoder, the head and the prompt embeddings (from the disk cache when warm); idempotent. */
   load(): Promise<void>
   moderateImage(data: Buffer, source: string): Promise<ModerationResult>
+  /** The first half of moderateImage; needs no model session, so it can run while another image is inferred. */
+  prepareImage(data: Buffer): Promise<PreparedImage>
+  /** The second half: embeds and scores a prepared image. */
+  scorePrepared(prepared: PreparedImage, source: string): Promise<ModerationResult>
   /** Results in input order, as each batch finishes; decoding of later inputs overlaps inference of earlier ones. */
   moderateMany(inputs: Iterable<ImageInput> | AsyncIterable<ImageInput>): AsyncGenerator<ItemResult>
   /** Scores decoded frames (video): trimmed, preprocessed and embedded as one batch. */
@@ -227,6 +236,11 @@ export function createEngine(opts: EngineOptions): Engine {
     async moderateImage(data, source) {
       const [r, tensors] = await Promise.all([load(), prepare(data)])
       const [labels] = await scoreTensors(r, [tensors])
+      return buildResult(source, labels)
+    },
+    prepareImage: async (data) => ({tensors: await prepare(data)}),
+    async scorePrepared(prepared, source) {
+      const [labels] = await scoreTensors(await load(), [prepared.tensors])
       return buildResult(source, labels)
     },
     moderateMany,

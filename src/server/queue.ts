@@ -6,6 +6,12 @@ export interface Ticket {
    * whose client went away (`signal` aborted) leaves the line without running.
    */
   run<T>(work: () => Promise<T>, signal?: AbortSignal): Promise<T>
+  /**
+   * Runs the CPU work before inference (decoding, preprocessing) in a stage of its own, also one at a
+   * time: the next request is prepared while the current one is inferred, and memory holds at most one
+   * decoding beside the running moderation.
+   */
+  prepare<T>(work: () => Promise<T>, signal?: AbortSignal): Promise<T>
   /** Gives the place back; safe to call more than once. */
   release(): void
 }
@@ -22,9 +28,12 @@ export interface Gate {
 
 const cancelled = (): ModError => new ModError('bad_request', 'the request was cancelled by the client')
 
-/** The per-process moderation queue (MOD_QUEUE_LIMIT); state lives in the returned value. */
-export function createGate(queueLimit: number): Gate {
-  let admitted = 0
+interface Lock {
+  /** Runs `work` alone, first come first served; a caller whose signal aborts leaves the line. */
+  hold<T>(work: () => Promise<T>, signal?: AbortSignal): Promise<T>
+}
+
+function createLock(): Lock {
   let busy = false
   const waiting: (() => void)[] = []
 
@@ -55,6 +64,24 @@ export function createGate(queueLimit: number): Gate {
   }
 
   return {
+    async hold(work, signal) {
+      await acquire(signal)
+      try {
+        return await work()
+      } finally {
+        handOver()
+      }
+    },
+  }
+}
+
+/** The per-process moderation queue (MOD_QUEUE_LIMIT); state lives in the returned value. */
+export function createGate(queueLimit: number): Gate {
+  let admitted = 0
+  const engine = createLock()
+  const preparing = createLock()
+
+  return {
     get admitted() {
       return admitted
     },
@@ -65,14 +92,8 @@ export function createGate(queueLimit: number): Gate {
       admitted++
       let released = false
       return {
-        async run(work, signal) {
-          await acquire(signal)
-          try {
-            return await work()
-          } finally {
-            handOver()
-          }
-        },
+        run: (work, signal) => engine.hold(work, signal),
+        prepare: (work, signal) => preparing.hold(work, signal),
         release() {
           if (released) return
           released = true

@@ -5,7 +5,7 @@ import {request as httpRequest, type ClientRequest, type IncomingHttpHeaders} fr
 import type {AddressInfo} from 'node:net'
 
 import {DEFAULT_LIMITS, readSettings, type Limits, type Settings} from '../../src/lib/config/settings.js'
-import {createEngine, type Engine} from '../../src/lib/engine.js'
+import {createEngine, type Engine, type PreparedImage} from '../../src/lib/engine.js'
 import {buildPolicy} from '../../src/lib/policy/load.js'
 import {buildServer, type ModServer, type ServerOptions} from '../../src/server/app.js'
 import {openapiDocument} from '../../src/server/openapi.js'
@@ -37,6 +37,8 @@ export function toyEngine(settings: Settings, modelDir = TOY_MODEL): Engine {
 /** A model-less Engine whose methods a test replaces; by default every image is a safe result named after its source. */
 export function fakeEngine(over: Partial<Engine> = {}): Engine {
   let loaded = false
+  // The server prepares, then scores: a fake keeps the upload and hands it to moderateImage, which tests replace.
+  const uploads = new WeakMap<PreparedImage, Buffer>()
   const result = (source: string) => ({source, is_safe: true, violations: [], labels: []})
   const engine: Engine = {
     preset: 'fast',
@@ -46,6 +48,12 @@ export function fakeEngine(over: Partial<Engine> = {}): Engine {
       loaded = true
     },
     moderateImage: async (_data, source) => result(source),
+    prepareImage: async (data) => {
+      const prepared = {tensors: []}
+      uploads.set(prepared, data)
+      return prepared
+    },
+    scorePrepared: (prepared, source) => engine.moderateImage(uploads.get(prepared) as Buffer, source),
     async *moderateMany(inputs) {
       for await (const input of inputs) {
         await input.read()

@@ -63,6 +63,48 @@ test('the gate runs one piece of work at a time, first come first served', async
   assert.is(gate.admitted, 0)
 })
 
+test('the next request is prepared while the current one runs, and preparations take turns too', async () => {
+  const gate = createGate(5)
+  const events: string[] = []
+  const gates = new Map<string, () => void>()
+  const step = (label: string) =>
+    new Promise<void>((resolve) => {
+      events.push(`start ${label}`)
+      gates.set(label, () => {
+        events.push(`end ${label}`)
+        resolve()
+      })
+    })
+  const job = async (name: string) => {
+    const ticket = gate.admit()
+    try {
+      await ticket.prepare(() => step(`prepare ${name}`))
+      await ticket.run(() => step(`run ${name}`))
+    } finally {
+      ticket.release()
+    }
+  }
+  const open = (label: string) => gates.get(label)?.()
+  const all = Promise.all([job('a'), job('b'), job('c')])
+  await until(() => events.includes('start prepare a'))
+  assert.equal(events, ['start prepare a'])
+  open('prepare a')
+  await until(() => events.includes('start run a') && events.includes('start prepare b'))
+  // b is prepared while a runs; c waits for b's preparation to end.
+  assert.not.ok(events.includes('start prepare c'))
+  open('prepare b')
+  await until(() => events.includes('start prepare c'))
+  assert.not.ok(events.includes('start run b'))
+  open('run a')
+  await until(() => events.includes('start run b'))
+  open('prepare c')
+  open('run b')
+  await until(() => events.includes('start run c'))
+  open('run c')
+  await all
+  assert.is(gate.admitted, 0)
+})
+
 test('the gate admits one running request plus queueLimit waiting ones, then refuses with overloaded', () => {
   const gate = createGate(2)
   const tickets = [gate.admit(), gate.admit(), gate.admit()]

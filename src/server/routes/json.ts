@@ -27,7 +27,8 @@ export const moderateJson: Handler = async (ctx, req, res) => {
       const fetched = await ctx.fetchImage(body.url)
       return {source: body.url, data: fetched.data}
     },
-    (image) => ctx.engine.moderateImage(image.data, image.source),
+    async (image) => ({source: image.source, prepared: await ctx.engine.prepareImage(image.data)}),
+    (image) => ctx.engine.scorePrepared(image.prepared, image.source),
   )
   sendJson(res, 200, result)
 }

@@ -3,7 +3,7 @@ import type {ImageInput, ItemResult} from '../../lib/engine.js'
 import type {Handler} from '../context.js'
 import {sendJson} from '../reply.js'
 import {receiveImages, type UploadedImage} from '../upload.js'
-import {emptyUpload, moderate, requireMultipart} from './pipeline.js'
+import {asReceived, emptyUpload, moderate, requireMultipart} from './pipeline.js'
 
 /** POST /v1/moderate: one image in the multipart field `file` → one result. */
 export const moderateFile: Handler = async (ctx, req, res) => {
@@ -17,7 +17,8 @@ export const moderateFile: Handler = async (ctx, req, res) => {
       if (image.data.length === 0) throw emptyUpload(image.filename)
       return image
     },
-    (image) => ctx.engine.moderateImage(image.data, image.filename),
+    async (image) => ({source: image.filename, prepared: await ctx.engine.prepareImage(image.data)}),
+    (image) => ctx.engine.scorePrepared(image.prepared, image.source),
   )
   sendJson(res, 200, result)
 }
@@ -34,6 +35,7 @@ export const moderateBatch: Handler = async (ctx, req, res) => {
     ctx,
     res,
     () => receiveImages(req, {field: 'files', maxFiles: maxBatch, maxBytes}),
+    asReceived,
     async (images) => {
       const out: ItemResult[] = []
       for await (const item of ctx.engine.moderateMany(images.map(toInput))) out.push(item)

@@ -8,26 +8,32 @@ import {isMultipart} from '../upload.js'
 /**
  * The path of every moderation request: a place in the queue is taken before the body is read (a full
  * queue answers 503 at once), the input is received (upload, JSON, URL fetch) without holding the
- * engine, then `work` runs alone on the engine once the model is loaded.
+ * engine, then (the model loaded) prepared, i.e. decoded and preprocessed, in the gate's preparing stage
+ * while another request may be inferring, then `work` runs alone on the engine.
  */
-export async function moderate<I, R>(
+export async function moderate<I, P, R>(
   ctx: RouteContext,
   res: ServerResponse,
   receive: () => Promise<I>,
-  work: (input: I, signal: AbortSignal) => Promise<R>,
+  prepare: (input: I) => Promise<P>,
+  work: (input: P, signal: AbortSignal) => Promise<R>,
 ): Promise<R> {
   const ticket = ctx.gate.admit()
   const signal = clientGone(res)
   try {
     const input = await receive()
-    return await ticket.run(async () => {
+    const ready = await ticket.prepare(async () => {
       await ensureLoaded(ctx)
-      return work(input, signal)
+      return prepare(input)
     }, signal)
+    return await ticket.run(() => work(ready, signal), signal)
   } finally {
     ticket.release()
   }
 }
+
+/** For routes whose input needs no preparing stage (batches and videos pipeline on their own). */
+export const asReceived = async <I>(input: I): Promise<I> => input
 
 /** Loads the model on first use (MOD_PRELOAD=false); a failure is model_unavailable, its cause goes to the log. */
 async function ensureLoaded(ctx: RouteContext): Promise<void> {

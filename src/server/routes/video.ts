@@ -5,7 +5,7 @@ import {parseVideoOptions} from '../../lib/video/options.js'
 import type {Handler} from '../context.js'
 import {sendJson} from '../reply.js'
 import {receiveVideo} from '../upload.js'
-import {emptyUpload, moderate, requireMultipart} from './pipeline.js'
+import {asReceived, emptyUpload, moderate, requireMultipart} from './pipeline.js'
 
 /**
  * POST /v1/moderate/video: a video (or animated GIF) in the multipart field `file`, query `fps`,
@@ -28,6 +28,7 @@ export const moderateVideoFile: Handler = async (ctx, req, res) => {
         if (video.size === 0) throw emptyUpload(video.filename)
         return video
       },
+      asReceived,
       (video, signal) => ctx.engine.moderateVideo(video.path, {source: video.filename, ...options, signal}),
     )
   } finally {
