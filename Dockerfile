@@ -57,7 +57,10 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* \
  && chmod 755 /app/bin/run.js \
  && ln -s /app/bin/run.js /usr/local/bin/mod
+# glibc returns the large blocks onnxruntime frees while loading a model, instead of keeping a varying
+# 35-240 MiB of them per worker (bench/README.md, memory).
 ENV NODE_ENV=production \
+    MALLOC_MMAP_THRESHOLD_=1048576 \
     MOD_PRESET=${MOD_PRESET} \
     MOD_PRECISION=${MOD_PRECISION} \
     MOD_CACHE_DIR=/opt/mod/cache \
