@@ -13,7 +13,7 @@ import {DEFAULT_LIMITS} from '../src/lib/config/settings.js'
 import {decodeImage} from '../src/lib/image/decode.js'
 import {preprocess} from '../src/lib/image/preprocess.js'
 import {trimBorders} from '../src/lib/image/trim.js'
-import {openClip} from '../src/lib/model/clip.js'
+import {openClip, sessionOptions} from '../src/lib/model/clip.js'
 import {loadManifest} from '../src/lib/model/manifest.js'
 import {embedPrompts} from '../src/lib/model/prompt-cache.js'
 import {defaultThreads} from '../src/lib/model/threads.js'
@@ -25,7 +25,6 @@ import {
   ensureImages,
   HD_JPEG,
   header,
-  imageSessionOptions,
   interleave,
   pairedRatio,
   median,
@@ -57,7 +56,7 @@ const {crop} = manifest.preprocess
 
 const engine = benchEngine()
 await engine.load()
-const bare = await ort.InferenceSession.create(`${STANDIN_DIR}/${VISION_FILES.fp32}`, imageSessionOptions(threads))
+const bare = await ort.InferenceSession.create(`${STANDIN_DIR}/${VISION_FILES.fp32}`, sessionOptions(threads, true))
 const [frame] = await decodeImage(jpeg, DEFAULT_LIMITS)
 const ready = new ort.Tensor('float32', await preprocess(trimBorders(frame), manifest.preprocess), [1, 3, crop, crop])
 const feeds = {[manifest.image.input]: ready}
@@ -120,7 +119,7 @@ const offered = (['int8', 'fp16'] as const).filter((v) => manifest.variants?.[v]
 for (const variant of offered) {
   const e = benchEngine(variant)
   await e.load()
-  const s = await ort.InferenceSession.create(`${STANDIN_DIR}/${VISION_FILES[variant]}`, imageSessionOptions(threads))
+  const s = await ort.InferenceSession.create(`${STANDIN_DIR}/${VISION_FILES[variant]}`, sessionOptions(threads, true))
   closers.push(() => e.close(), () => s.release())
   variantSides[`${variant} engine`] = () => e.moderateImage(jpeg, 'hd.jpg')
   variantSides[`${variant} bare`] = () => s.run(feeds)

@@ -9,7 +9,6 @@ import {mkdir, readFile, readdir, writeFile} from 'node:fs/promises'
 import {cpus, loadavg, totalmem} from 'node:os'
 import {join, resolve} from 'node:path'
 
-import * as ort from 'onnxruntime-node'
 import sharp from 'sharp'
 
 import {DEFAULT_LIMITS} from '../src/lib/config/settings.js'
@@ -287,19 +286,6 @@ export function benchEngine(precision: Variant = 'fp32'): Engine {
     policy: buildPolicy(),
     limits: DEFAULT_LIMITS,
   })
-}
-
-/** The session options src/lib/model/clip.ts gives the image encoder, for the bare runs to match. */
-export function imageSessionOptions(threads: number): ort.InferenceSession.SessionOptions {
-  return {
-    executionProviders: ['cpu'],
-    intraOpNumThreads: threads,
-    interOpNumThreads: 1,
-    executionMode: 'sequential',
-    graphOptimizationLevel: 'all',
-    enableCpuMemArena: true,
-    enableMemPattern: true,
-  }
 }
 
 /** A MOD_* free environment with the stand-in and the bench's prompt cache, for the CLI and the server. */

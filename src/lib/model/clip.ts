@@ -41,7 +41,8 @@ interface TextEncoder {
   int32: boolean
 }
 
-function sessionOptions(threads: number, keepArena: boolean): ort.InferenceSession.SessionOptions {
+/** The options of every session; exported so benchmarks run bare sessions exactly as the runner does. */
+export function sessionOptions(threads: number, keepArena: boolean): ort.InferenceSession.SessionOptions {
   return {
     executionProviders: ['cpu'],
     intraOpNumThreads: threads,
