@@ -2,20 +2,11 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 import {checkUrl, checkedAddresses, describeUrl, type Resolver} from '../../../src/lib/fetch/target.js'
 import {ModError} from '../../../src/lib/errors.js'
+import {rejection} from '../../helpers/errors.js'
 
 function thrown(fn: () => unknown): ModError {
   try {
     fn()
-  } catch (e) {
-    if (e instanceof ModError) return e
-    throw e
-  }
-  throw new Error('expected a ModError')
-}
-
-async function rejected(work: Promise<unknown>): Promise<ModError> {
-  try {
-    await work
   } catch (e) {
     if (e instanceof ModError) return e
     throw e
@@ -62,7 +53,7 @@ test('checks an IP literal without resolving it', async () => {
   const calls: string[] = []
   const resolve: Resolver = async (h) => (calls.push(h), [])
   assert.equal(await checkedAddresses(new URL('http://93.184.216.34/'), 'the URL', resolve), ['93.184.216.34'])
-  const e = await rejected(checkedAddresses(new URL('http://0x7f.1/'), 'the URL', resolve))
+  const e = await rejection(checkedAddresses(new URL('http://0x7f.1/'), 'the URL', resolve))
   assert.is(e.code, 'url_blocked')
   assert.is(e.message, 'the URL http://127.0.0.1 is a loopback address; only public addresses are fetched')
   assert.equal(calls, [])
@@ -74,13 +65,13 @@ test('returns every checked answer of a public name, in order', async () => {
 })
 
 test('refuses a name when any of its answers is not public', async () => {
-  const e = await rejected(checkedAddresses(new URL('http://images.test/'), 'the redirect target', answers('93.184.216.34', '10.0.0.7')))
+  const e = await rejection(checkedAddresses(new URL('http://images.test/'), 'the redirect target', answers('93.184.216.34', '10.0.0.7')))
   assert.is(e.code, 'url_blocked')
   assert.is(e.message, 'the redirect target host images.test resolves to 10.0.0.7, a private address; only public addresses are fetched')
 })
 
 test('refuses a resolver answer that is not an IP address', async () => {
-  const e = await rejected(checkedAddresses(new URL('http://images.test/'), 'the URL', answers('localhost')))
+  const e = await rejection(checkedAddresses(new URL('http://images.test/'), 'the URL', answers('localhost')))
   assert.is(e.code, 'url_blocked')
 })
 
@@ -88,10 +79,10 @@ test('reports a name that does not resolve as a failed fetch', async () => {
   const failing: Resolver = async () => {
     throw Object.assign(new Error('getaddrinfo ENOTFOUND nowhere.test'), {code: 'ENOTFOUND'})
   }
-  const e = await rejected(checkedAddresses(new URL('http://nowhere.test/'), 'the URL', failing))
+  const e = await rejection(checkedAddresses(new URL('http://nowhere.test/'), 'the URL', failing))
   assert.is(e.code, 'url_fetch_failed')
   assert.is(e.message, 'could not resolve nowhere.test')
-  const empty = await rejected(checkedAddresses(new URL('http://nowhere.test/'), 'the URL', answers()))
+  const empty = await rejection(checkedAddresses(new URL('http://nowhere.test/'), 'the URL', answers()))
   assert.is(empty.code, 'url_fetch_failed')
 })
 

@@ -5,7 +5,7 @@ import {createServer, type IncomingMessage, type ServerResponse} from 'node:http
 import {createServer as createTlsServer, createSecureContext} from 'node:tls'
 import type {AddressInfo, Server, Socket} from 'node:net'
 import {fetchImageUrl, type Dial, type FetchImageOptions, type Resolver} from '../../../src/lib/fetch/url.js'
-import {ModError} from '../../../src/lib/errors.js'
+import {rejection} from '../../helpers/errors.js'
 
 // Addresses that pass the check; the dial hook sends their connections to the local test server.
 const PUBLIC = '93.184.216.34'
@@ -56,16 +56,6 @@ function resolver(table: Record<string, string[]>, calls: string[] = []): Resolv
 
 function options(extra: Partial<FetchImageOptions>): FetchImageOptions {
   return {maxBytes: 1024 * 1024, timeoutMs: 2000, ...extra}
-}
-
-async function rejected(work: Promise<unknown>): Promise<ModError> {
-  try {
-    await work
-  } catch (e) {
-    if (e instanceof ModError) return e
-    throw e
-  }
-  throw new Error('expected a ModError')
 }
 
 function within<T>(work: Promise<T>, ms: number): Promise<T> {
@@ -128,10 +118,10 @@ test('refuses a redirect from a public host to a private one', async () => {
     connect: dialTo(local.port, dialled),
   })
   try {
-    const literal = await rejected(fetchImageUrl('http://images.test/literal', opts))
+    const literal = await rejection(fetchImageUrl('http://images.test/literal', opts))
     assert.is(literal.code, 'url_blocked')
     assert.is(literal.message, 'the redirect target http://169.254.169.254 is a link-local address; only public addresses are fetched')
-    const named = await rejected(fetchImageUrl('http://images.test/named', opts))
+    const named = await rejection(fetchImageUrl('http://images.test/named', opts))
     assert.is(named.code, 'url_blocked')
     assert.is(named.message, 'the redirect target host internal.test resolves to 192.168.1.10, a private address; only public addresses are fetched')
     assert.equal(dialled, [`${PUBLIC}:80`, `${PUBLIC}:80`])
@@ -143,7 +133,7 @@ test('refuses a redirect from a public host to a private one', async () => {
 test('refuses a redirect to a non-http scheme', async () => {
   const local = await serve((_req, res) => res.writeHead(301, {location: 'file:///etc/passwd'}).end())
   try {
-    const e = await rejected(fetchImageUrl('http://images.test/', options({
+    const e = await rejection(fetchImageUrl('http://images.test/', options({
       resolve: resolver({'images.test': [PUBLIC]}),
       connect: dialTo(local.port, []),
     })))
@@ -165,7 +155,7 @@ test('follows five redirects and refuses a sixth', async () => {
     const got = await fetchImageUrl('http://images.test/0', opts)
     assert.is(got.finalUrl, 'http://images.test/5')
     local.requests.length = 0
-    const e = await rejected(fetchImageUrl('http://images.test/loop', opts))
+    const e = await rejection(fetchImageUrl('http://images.test/loop', opts))
     assert.is(e.code, 'url_fetch_failed')
     assert.is(e.message, 'too many redirects (more than 5)')
     assert.is(local.requests.length, 6)
@@ -194,7 +184,7 @@ test('resolves once per hop and connects only to the checked address (no DNS reb
 
     const calls2: string[] = []
     const dialled2: string[] = []
-    const e = await rejected(fetchImageUrl('http://rebind.test/again', options({resolve: rebinding(calls2), connect: dialTo(local.port, dialled2)})))
+    const e = await rejection(fetchImageUrl('http://rebind.test/again', options({resolve: rebinding(calls2), connect: dialTo(local.port, dialled2)})))
     assert.is(e.code, 'url_blocked')
     assert.is(e.message, 'the redirect target host rebind.test resolves to 127.0.0.1, a loopback address; only public addresses are fetched')
     assert.equal(calls2, ['rebind.test', 'rebind.test'])
@@ -228,7 +218,7 @@ test('refuses private, loopback and other special addresses in every literal for
   const dialled: string[] = []
   const opts = options({resolve: resolver({}, calls), connect: dialTo(1, dialled)})
   for (const url of urls) {
-    const e = await rejected(fetchImageUrl(url, opts))
+    const e = await rejection(fetchImageUrl(url, opts))
     assert.is(e.code, 'url_blocked', url)
     assert.match(e.message, /^the URL .* is .*; only public addresses are fetched$/, url)
   }
@@ -240,7 +230,7 @@ test('refuses non-http schemes, credentials and bad ports before any lookup', as
   const calls: string[] = []
   const opts = options({resolve: resolver({'images.test': [PUBLIC]}, calls), connect: dialTo(1, [])})
   for (const url of ['file:///etc/passwd', 'gopher://images.test/', 'ftp://images.test/cat.png', 'http://images.test:25/', 'http://u:hunter2@images.test/']) {
-    const e = await rejected(fetchImageUrl(url, opts))
+    const e = await rejection(fetchImageUrl(url, opts))
     assert.is(e.code, 'url_blocked', url)
     assert.not.match(e.message, 'hunter2')
   }
@@ -253,10 +243,10 @@ test('refuses a name that resolves to a private address', async () => {
     resolve: resolver({'evil.test': ['10.0.0.5'], 'mixed.test': [PUBLIC, 'fd00::1']}),
     connect: dialTo(1, dialled),
   })
-  const e = await rejected(fetchImageUrl('http://evil.test/', opts))
+  const e = await rejection(fetchImageUrl('http://evil.test/', opts))
   assert.is(e.code, 'url_blocked')
   assert.is(e.message, 'the URL host evil.test resolves to 10.0.0.5, a private address; only public addresses are fetched')
-  assert.is((await rejected(fetchImageUrl('http://mixed.test/', opts))).code, 'url_blocked')
+  assert.is((await rejection(fetchImageUrl('http://mixed.test/', opts))).code, 'url_blocked')
   assert.equal(dialled, [])
 })
 
@@ -291,7 +281,7 @@ test('refuses a streamed body over the limit and drops the connection', async ()
     pump()
   })
   try {
-    const e = await rejected(fetchImageUrl('http://images.test/big.png', options({
+    const e = await rejection(fetchImageUrl('http://images.test/big.png', options({
       maxBytes: 4096,
       resolve: resolver({'images.test': [PUBLIC]}),
       connect: dialTo(local.port, []),
@@ -311,7 +301,7 @@ test('refuses a declared Content-Length over the limit without reading the body'
   })
   try {
     const started = Date.now()
-    const e = await rejected(fetchImageUrl('http://images.test/huge.png', options({
+    const e = await rejection(fetchImageUrl('http://images.test/huge.png', options({
       maxBytes: 4096,
       timeoutMs: 5000,
       resolve: resolver({'images.test': [PUBLIC]}),
@@ -334,7 +324,7 @@ test('times out a body that drips in slowly', async () => {
   })
   try {
     const started = Date.now()
-    const e = await rejected(fetchImageUrl('http://images.test/slow.png', options({
+    const e = await rejection(fetchImageUrl('http://images.test/slow.png', options({
       timeoutMs: 500,
       resolve: resolver({'images.test': [PUBLIC]}),
       connect: dialTo(local.port, []),
@@ -351,13 +341,13 @@ test('times out a body that drips in slowly', async () => {
 test('times out a server that never answers and a resolver that never returns', async () => {
   const local = await serve(() => {})
   try {
-    const silent = await rejected(fetchImageUrl('http://images.test/', options({
+    const silent = await rejection(fetchImageUrl('http://images.test/', options({
       timeoutMs: 300,
       resolve: resolver({'images.test': [PUBLIC]}),
       connect: dialTo(local.port, []),
     })))
     assert.is(silent.code, 'url_fetch_timeout')
-    const stuck = await rejected(fetchImageUrl('http://images.test/', options({
+    const stuck = await rejection(fetchImageUrl('http://images.test/', options({
       timeoutMs: 300,
       resolve: () => new Promise<string[]>(() => {}),
     })))
@@ -370,7 +360,7 @@ test('times out a server that never answers and a resolver that never returns', 
 test('reports a non-2xx answer as a failed fetch without its body', async () => {
   const local = await serve((_req, res) => res.writeHead(404, {'content-type': 'text/plain'}).end('secret internal details'))
   try {
-    const e = await rejected(fetchImageUrl('http://images.test/missing.png', options({
+    const e = await rejection(fetchImageUrl('http://images.test/missing.png', options({
       resolve: resolver({'images.test': [PUBLIC]}),
       connect: dialTo(local.port, []),
     })))
@@ -385,7 +375,7 @@ test('reports a non-2xx answer as a failed fetch without its body', async () => 
 test('reports a redirect without a Location as a failed fetch', async () => {
   const local = await serve((_req, res) => res.writeHead(302).end())
   try {
-    const e = await rejected(fetchImageUrl('http://images.test/', options({
+    const e = await rejection(fetchImageUrl('http://images.test/', options({
       resolve: resolver({'images.test': [PUBLIC]}),
       connect: dialTo(local.port, []),
     })))
@@ -399,20 +389,20 @@ test('reports a redirect without a Location as a failed fetch', async () => {
 test('reports a refused connection and an unresolvable name as failed fetches', async () => {
   const gone = await serve(() => {})
   await gone.close()
-  const refused = await rejected(fetchImageUrl('http://images.test/', options({
+  const refused = await rejection(fetchImageUrl('http://images.test/', options({
     resolve: resolver({'images.test': [PUBLIC]}),
     connect: dialTo(gone.port, []),
   })))
   assert.is(refused.code, 'url_fetch_failed')
   assert.is(refused.message, 'could not fetch http://images.test: connection refused')
-  const unknown = await rejected(fetchImageUrl('http://nowhere.test/', options({resolve: resolver({})})))
+  const unknown = await rejection(fetchImageUrl('http://nowhere.test/', options({resolve: resolver({})})))
   assert.is(unknown.code, 'url_fetch_failed')
   assert.is(unknown.message, 'could not resolve nowhere.test')
 })
 
 test('refuses a string that is not an absolute URL as a bad request', async () => {
   for (const raw of ['', 'not a url', '/relative/path.png', 'http://']) {
-    assert.is((await rejected(fetchImageUrl(raw, options({})))).code, 'bad_request', raw)
+    assert.is((await rejection(fetchImageUrl(raw, options({})))).code, 'bad_request', raw)
   }
 })
 
@@ -448,7 +438,7 @@ test('keeps the URL hostname as the TLS server name and verifies the certificate
   await once(server, 'listening')
   const dialled: string[] = []
   try {
-    const e = await rejected(fetchImageUrl('https://images.test/cat.png', options({
+    const e = await rejection(fetchImageUrl('https://images.test/cat.png', options({
       resolve: resolver({'images.test': [PUBLIC]}),
       connect: dialTo((server.address() as AddressInfo).port, dialled),
     })))

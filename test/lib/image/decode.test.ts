@@ -5,8 +5,8 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {decodeImage, frameIndices, MAX_FRAMES, probeImage, type ImageLimits} from '../../../src/lib/image/decode.js'
-import {ModError} from '../../../src/lib/errors.js'
 import type {RgbImage} from '../../../src/lib/types.js'
+import {rejection} from '../../helpers/errors.js'
 
 const LIMITS: ImageLimits = {maxBytes: 25 * 1024 * 1024, maxPixels: 100_000_000}
 const RED = [255, 0, 0]
@@ -32,12 +32,6 @@ function pixel(img: RgbImage, x: number, y: number): number[] {
 function near(actual: number[], expected: number[], tolerance: number, what: string): void {
   const ok = actual.every((v, c) => Math.abs(v - expected[c]) <= tolerance)
   assert.ok(ok, `${what}: got ${actual}, expected ${expected} ± ${tolerance}`)
-}
-
-async function rejection(p: Promise<unknown>): Promise<ModError> {
-  const e = await p.then(() => 'resolved', (err: unknown) => err)
-  assert.instance(e, ModError, 'expected a rejection with a ModError')
-  return e as ModError
 }
 
 /** An animated GIF whose frame i is a flat colour: red = 10 * i. */

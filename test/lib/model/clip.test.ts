@@ -12,6 +12,7 @@ import {openClip} from '../../../src/lib/model/clip.js'
 import {loadManifest} from '../../../src/lib/model/manifest.js'
 import type {Manifest} from '../../../src/lib/model/manifest-types.js'
 import {defaultThreads} from '../../../src/lib/model/threads.js'
+import {rejection} from '../../helpers/errors.js'
 
 const root = await mkdtemp(join(tmpdir(), 'mod-clip-'))
 const toyDir = join(root, 'toy')
@@ -42,15 +43,6 @@ function expectedImage(rgb: [number, number, number]): number[] {
 function close(actual: Float32Array, expected: number[], label: string): void {
   assert.is(actual.length, expected.length, `${label}: length`)
   actual.forEach((x, i) => assert.ok(Math.abs(x - expected[i]) < 1e-4, `${label}[${i}]: ${x} ≠ ${expected[i]}`))
-}
-
-async function failure(p: Promise<unknown>): Promise<Error & {code?: string}> {
-  const e = await p.then(
-    () => undefined,
-    (err: unknown) => err,
-  )
-  assert.instance(e, Error, 'expected a rejection')
-  return e as Error & {code?: string}
 }
 
 const E = (i: number): number[] => Array.from({length: 8}, (_, k) => (k === i ? 1 : 0))
@@ -84,7 +76,7 @@ test('returned embeddings are copies, not views of one output buffer', async () 
 test('refuses a pixel buffer that does not hold n images', async () => {
   const clip = await openClip(toyDir, toy, {threads: 1})
   try {
-    assert.match((await failure(clip.embedImages(new Float32Array(10), 1))).message, /expected 1 × 3 × 224 × 224/)
+    assert.match((await rejection(clip.embedImages(new Float32Array(10), 1))).message, /expected 1 × 3 × 224 × 224/)
   } finally {
     await clip.close()
   }
@@ -135,7 +127,7 @@ test('images embed with only the image session: a missing text encoder is not op
   const clip = await openClip(dir, toy, {threads: 1})
   try {
     close((await clip.embedImages(solid([1, 0, 0]), 1))[0], expectedImage([1, 0, 0]), 'red')
-    const err = await failure(clip.embedTexts(['red']))
+    const err = await rejection(clip.embedTexts(['red']))
     assert.is(err.code, 'invalid_config')
     assert.match(err.message, /text_model\.onnx/)
   } finally {
@@ -213,7 +205,7 @@ test('without a thread count, the runner picks one no larger than the CPUs avail
 
 test('a manifest naming an output the model lacks is a configuration error', async () => {
   const wrong: Manifest = {...toy, image: {input: 'pixel_values', output: 'pooled'}}
-  const err = await failure(openClip(toyDir, wrong, {threads: 1}))
+  const err = await rejection(openClip(toyDir, wrong, {threads: 1}))
   assert.is(err.code, 'invalid_config')
   assert.match(err.message, /no output 'pooled'/)
 })
@@ -222,7 +214,7 @@ test('an unreadable encoder file is a configuration error naming it', async () =
   const dir = join(root, 'corrupt')
   await writeToyModel(dir)
   await writeFile(join(dir, 'onnx/vision_model.onnx'), 'not an onnx file')
-  const err = await failure(openClip(dir, toy, {threads: 1}))
+  const err = await rejection(openClip(dir, toy, {threads: 1}))
   assert.is(err.code, 'invalid_config')
   assert.match(err.message, /vision_model\.onnx/)
 })

@@ -8,19 +8,11 @@ import {writeToyModel} from '../../../scripts/fixtures.js'
 import {PRESETS} from '../../../src/lib/policy/types.js'
 import {loadManifest, parseManifest} from '../../../src/lib/model/manifest.js'
 import {listPresets, loadPresetManifest, presetManifestPath, resolveModelDir} from '../../../src/lib/model/presets.js'
+import {rejection} from '../../helpers/errors.js'
 
 const root = await mkdtemp(join(tmpdir(), 'mod-manifest-'))
 const toyDir = join(root, 'toy')
 const toy = await writeToyModel(toyDir)
-
-async function failure(p: Promise<unknown>): Promise<Error & {code?: string}> {
-  const e = await p.then(
-    () => undefined,
-    (err: unknown) => err,
-  )
-  assert.instance(e, Error, 'expected a rejection')
-  return e as Error & {code?: string}
-}
 
 function thrown(fn: () => unknown): Error & {code?: string} {
   let e: unknown
@@ -51,7 +43,7 @@ test('loads the manifest of a complete model folder', async () => {
 
 test('a missing folder is model_missing naming `mod models pull fast`', async () => {
   const dir = join(root, 'nowhere', 'fast')
-  const err = await failure(loadManifest(dir, 'fast'))
+  const err = await rejection(loadManifest(dir, 'fast'))
   assert.is(err.code, 'model_missing')
   assert.is(
     err.message,
@@ -63,7 +55,7 @@ test('a folder without manifest.json is not an installed model', async () => {
   const dir = join(root, 'half')
   await writeToyModel(dir)
   await rm(join(dir, 'manifest.json'))
-  const err = await failure(loadManifest(dir, 'balanced'))
+  const err = await rejection(loadManifest(dir, 'balanced'))
   assert.is(err.code, 'model_missing')
   assert.match(err.message, /run `mod models pull balanced`/)
 })
@@ -72,7 +64,7 @@ test('a missing encoder file is model_missing naming the file', async () => {
   const dir = join(root, 'no-vision')
   await writeToyModel(dir)
   await rm(join(dir, 'onnx', 'vision_model.onnx'))
-  const err = await failure(loadManifest(dir, 'fast'))
+  const err = await rejection(loadManifest(dir, 'fast'))
   assert.is(err.code, 'model_missing')
   assert.match(err.message, /\(onnx\/vision_model\.onnx is missing\): run `mod models pull fast`/)
 })
@@ -81,7 +73,7 @@ test('a manifest that is not JSON is invalid_config with its path', async () => 
   const dir = join(root, 'bad-json')
   await mkdir(dir, {recursive: true})
   await writeFile(join(dir, 'manifest.json'), '{"id": ')
-  const err = await failure(loadManifest(dir, 'fast'))
+  const err = await rejection(loadManifest(dir, 'fast'))
   assert.is(err.code, 'invalid_config')
   assert.ok(err.message.startsWith(`${join(dir, 'manifest.json')}: not valid JSON`), err.message)
 })

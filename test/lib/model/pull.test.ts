@@ -11,6 +11,7 @@ import {writeToyModel} from '../../../scripts/fixtures.js'
 import {loadManifest} from '../../../src/lib/model/manifest.js'
 import type {Manifest} from '../../../src/lib/model/manifest-types.js'
 import {pullModel, type PulledFile, type PullProgress} from '../../../src/lib/model/pull.js'
+import {rejection} from '../../helpers/errors.js'
 
 /** How the test server answers one path: normally (with Range support), or one of the failures under test. */
 type Mode = 'ok' | 'cut' | 'stall' | 'no-range' | 'missing' | 'redirect'
@@ -89,15 +90,6 @@ async function exists(path: string): Promise<boolean> {
   )
 }
 
-async function failure(p: Promise<unknown>): Promise<Error & {code?: string}> {
-  const e = await p.then(
-    () => undefined,
-    (err: unknown) => err,
-  )
-  assert.instance(e, Error, 'expected a rejection')
-  return e as Error & {code?: string}
-}
-
 async function assertSameFiles(dest: string): Promise<void> {
   for (const f of toy.files) {
     const got = await readFile(join(dest, f.path))
@@ -119,7 +111,7 @@ test('an int8 variant is pulled beside the fp32 files when asked, and only then'
   const plain = reset()
   await pullModel(manifest, plain)
   assert.not.ok(seen.some((s) => s.path.includes('_quantized')))
-  const e = await failure(loadManifest(plain, 'fast', 'int8'))
+  const e = await rejection(loadManifest(plain, 'fast', 'int8'))
   assert.is(e.code, 'model_missing')
   assert.match(e.message, 'mod models pull fast --precision int8')
 
@@ -134,10 +126,10 @@ test('an int8 variant is pulled beside the fp32 files when asked, and only then'
 })
 
 test('asking for a variant the model does not offer is a clear configuration error', async () => {
-  const e = await failure(pullModel(preset(), reset(), {variants: ['fp16']}))
+  const e = await rejection(pullModel(preset(), reset(), {variants: ['fp16']}))
   assert.is(e.code, 'invalid_config')
   assert.match(e.message, 'offers no fp16 encoders')
-  const f = await failure(loadManifest(join(root, 'source'), 'fast', 'fp16'))
+  const f = await rejection(loadManifest(join(root, 'source'), 'fast', 'fp16'))
   assert.is(f.code, 'invalid_config')
 })
 
@@ -173,7 +165,7 @@ test('a hash mismatch fails naming the file and both hashes, and leaves no file 
   const vocab = wrong.files.find((f) => f.path === 'vocab.json') as Manifest['files'][number]
   const real = vocab.sha256 as string
   vocab.sha256 = '0'.repeat(64)
-  const err = await failure(pullModel(wrong, dest))
+  const err = await rejection(pullModel(wrong, dest))
   assert.is(err.code, 'download_failed')
   assert.match(err.message, 'vocab.json')
   assert.match(err.message, real)
@@ -181,13 +173,13 @@ test('a hash mismatch fails naming the file and both hashes, and leaves no file 
   assert.not.ok(await exists(join(dest, 'vocab.json')), 'no file at the final path')
   assert.not.ok(await exists(join(dest, '.partial', 'vocab.json.part')), 'the bad download is deleted')
   assert.not.ok(await exists(join(dest, 'manifest.json')), 'no manifest.json')
-  assert.is((await failure(loadManifest(dest, 'fast'))).code, 'model_missing')
+  assert.is((await rejection(loadManifest(dest, 'fast'))).code, 'model_missing')
 })
 
 test('a short read keeps the part for resume but never puts it in place; the next pull resumes with Range', async () => {
   const dest = reset()
   modes.set('/tokenizer.json', 'cut')
-  const err = await failure(pullModel(preset(), dest))
+  const err = await rejection(pullModel(preset(), dest))
   assert.is(err.code, 'download_failed')
   assert.match(err.message, /download of tokenizer\.json stopped after \d+ of 2224120 bytes .*pull again to resume/)
   assert.not.ok(await exists(join(dest, 'tokenizer.json')), 'no file at the final path')
@@ -209,7 +201,7 @@ test('a short read keeps the part for resume but never puts it in place; the nex
 test('a server that ignores Range restarts the file from zero', async () => {
   const dest = reset()
   modes.set('/tokenizer.json', 'cut')
-  await failure(pullModel(preset(), dest))
+  await rejection(pullModel(preset(), dest))
   modes.set('/tokenizer.json', 'no-range')
   await pullModel(preset(), dest)
   await assertSameFiles(dest)
@@ -232,7 +224,7 @@ test('an interrupted pull (abort) leaves no usable half file', async () => {
   const dest = reset()
   modes.set('/tokenizer.json', 'stall')
   const controller = new AbortController()
-  const err = await failure(
+  const err = await rejection(
     pullModel(preset(), dest, {
       signal: controller.signal,
       onProgress: (p) => {
@@ -244,7 +236,7 @@ test('an interrupted pull (abort) leaves no usable half file', async () => {
   assert.match(err.message, /interrupted/)
   assert.not.ok(await exists(join(dest, 'tokenizer.json')), 'no file at the final path')
   assert.not.ok(await exists(join(dest, 'manifest.json')), 'no manifest.json')
-  assert.is((await failure(loadManifest(dest, 'fast'))).code, 'model_missing')
+  assert.is((await rejection(loadManifest(dest, 'fast'))).code, 'model_missing')
 })
 
 test('files already installed and matching are not downloaded again', async () => {
@@ -266,7 +258,7 @@ test('files already installed and matching are not downloaded again', async () =
 test('an HTTP error status is download_failed naming the status', async () => {
   const dest = reset()
   modes.set('/config.json', 'missing')
-  const err = await failure(pullModel(preset(), dest))
+  const err = await rejection(pullModel(preset(), dest))
   assert.is(err.code, 'download_failed')
   assert.match(err.message, /config\.json.*HTTP 404/)
   assert.not.ok(await exists(join(dest, 'manifest.json')))
@@ -277,7 +269,7 @@ test('a server sending more than the manifest size is cut off and nothing is kep
   const small = preset()
   const vocab = small.files.find((f) => f.path === 'vocab.json') as Manifest['files'][number]
   vocab.size = 1000
-  const err = await failure(pullModel(small, dest))
+  const err = await rejection(pullModel(small, dest))
   assert.is(err.code, 'download_failed')
   assert.match(err.message, /vocab\.json is larger than the 1000 bytes/)
   assert.not.ok(await exists(join(dest, 'vocab.json')))
@@ -300,7 +292,7 @@ test('a file without a download URL is a configuration error before anything is 
   const dest = reset()
   const m = preset()
   delete m.files[3].url
-  const err = await failure(pullModel(m, dest))
+  const err = await rejection(pullModel(m, dest))
   assert.is(err.code, 'invalid_config')
   assert.match(err.message, m.files[3].path)
   assert.is(seen.length, 0)
