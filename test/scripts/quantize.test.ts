@@ -5,27 +5,12 @@ import {toFloat16, convertToFp16} from '../../scripts/onnx/fp16.js'
 import {createGraph, DATA_TYPE, decodeModel, floatTensor} from '../../scripts/onnx/graph.js'
 import {seededWeights} from '../../scripts/onnx/layers.js'
 import {quantizeDynamicInt8} from '../../scripts/onnx/quantize.js'
-import {buildTextModel, type TextConfig} from '../../scripts/onnx/text-transformer.js'
-import {buildVisionModel, type VisionConfig} from '../../scripts/onnx/vit.js'
+import {buildTextModel} from '../../scripts/onnx/text-transformer.js'
+import {buildVisionModel} from '../../scripts/onnx/vit.js'
+import {TINY_TEXT, TINY_VISION} from '../helpers/tiny-clip.js'
 
-const VISION: VisionConfig = {
-  imageSize: 64,
-  patchSize: 32,
-  width: 64,
-  layers: 2,
-  heads: 4,
-  mlpWidth: 256,
-  embeddingSize: 32,
-}
-const TEXT: TextConfig = {
-  vocabSize: 49408,
-  contextLength: 77,
-  width: 32,
-  layers: 2,
-  heads: 4,
-  mlpWidth: 128,
-  embeddingSize: 32,
-}
+const VISION = TINY_VISION
+const TEXT = TINY_TEXT
 const IMAGES = 8
 
 const visionFp32 = buildVisionModel(VISION, 1)

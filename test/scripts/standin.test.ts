@@ -9,29 +9,13 @@ import {parseManifest} from '../../src/lib/model/manifest.js'
 import type {Manifest} from '../../src/lib/model/manifest-types.js'
 import {decodeModel, floatValues} from '../../scripts/onnx/graph.js'
 import {seededWeights} from '../../scripts/onnx/layers.js'
-import {buildTextModel, textParameters, VIT_B32_TEXT, type TextConfig} from '../../scripts/onnx/text-transformer.js'
-import {buildVisionModel, visionParameters, VIT_B32_VISION, type VisionConfig} from '../../scripts/onnx/vit.js'
+import {buildTextModel, textParameters, VIT_B32_TEXT} from '../../scripts/onnx/text-transformer.js'
+import {buildVisionModel, visionParameters, VIT_B32_VISION} from '../../scripts/onnx/vit.js'
 import {STANDIN_ID, VIT_B32, writeStandinModel, type StandinSizes} from '../../scripts/standin.js'
+import {TINY_TEXT, TINY_VISION} from '../helpers/tiny-clip.js'
 
-const VISION: VisionConfig = {
-  imageSize: 64,
-  patchSize: 32,
-  width: 64,
-  layers: 2,
-  heads: 4,
-  mlpWidth: 256,
-  embeddingSize: 32,
-}
-// The real vocabulary size, so that real token ids (49406 start, 49407 end) index the table.
-const TEXT: TextConfig = {
-  vocabSize: 49408,
-  contextLength: 77,
-  width: 32,
-  layers: 2,
-  heads: 4,
-  mlpWidth: 128,
-  embeddingSize: 32,
-}
+const VISION = TINY_VISION
+const TEXT = TINY_TEXT
 const TINY: StandinSizes = {vision: VISION, text: TEXT}
 const START = 49406
 const END = 49407
