@@ -239,13 +239,12 @@ function errors(limits: Limits) {
       'The request is not a multipart form, or the file is empty or not an image the decoder can read.',
       ['unsupported_media'],
     ),
-    notMultipart: errorResponse('The request is not a multipart form.', ['unsupported_media']),
     unsupportedJsonImage: errorResponse(
-      'The body is not `application/json`, or the image is not one the decoder can read.',
+      'The image is not one the decoder can read.',
       ['unsupported_media'],
     ),
     unsupportedVideo: errorResponse(
-      'The request is not a multipart form, or the file is not a video the decoder can read.',
+      'The file is not a video the decoder can read.',
       ['unsupported_media'],
     ),
     urlBlocked: errorResponse(
@@ -289,7 +288,7 @@ function description(info: OpenApiInfo): string {
     : 'URL fetching is **disabled** on this server (`MOD_ALLOW_URLS` is false): a `url` request gets 403.'
   const errorRows = [
     [
-      'missing/empty `file` field, bad JSON, bad base64, both or neither of `image_base64` and `url`, bad query value',
+      'a body of the wrong type, missing/empty `file` field, bad JSON, bad base64, both or neither of `image_base64` and `url`, bad query value',
       '400',
       'bad_request',
     ],
@@ -301,7 +300,7 @@ function description(info: OpenApiInfo): string {
     ['more files than the batch limit', '413', 'too_many_files'],
     ['video longer than the duration limit (known while decoding)', '422', 'video_too_long'],
     [
-      'not an image / not a video the decoder can read (single-file endpoints), or a body of the wrong type',
+      'not an image / not a video the decoder can read (single-file endpoints)',
       '415',
       'unsupported_media',
     ],
@@ -433,7 +432,7 @@ export function openapiDocument(info: OpenApiInfo): OpenApiDocument {
           },
           responses: {
             200: json('The moderation result.', 'ModerationResult', EXAMPLE_RESULT),
-            400: e.badRequest('no file in the field `file`, more than one file, or a form that cannot be read'),
+            400: e.badRequest('a body that is not multipart/form-data, no file in the field `file`, an empty file, more than one file, or a form that cannot be read'),
             401: e.unauthorized,
             413: e.imageTooLarge,
             415: e.unsupportedImage,
@@ -473,10 +472,9 @@ export function openapiDocument(info: OpenApiInfo): OpenApiDocument {
                 {source: 'notes.txt', error: {code: 'unreadable_image', message: 'the file is not an image this server can read'}},
               ],
             }),
-            400: e.badRequest('no file in the field `files`, an empty file, or a form that cannot be read'),
+            400: e.badRequest('a body that is not multipart/form-data, no file in the field `files`, or a form that cannot be read'),
             401: e.unauthorized,
             413: e.batchTooLarge,
-            415: e.notMultipart,
             500: e.internal,
             503: e.unavailable,
           },
@@ -498,7 +496,7 @@ export function openapiDocument(info: OpenApiInfo): OpenApiDocument {
           },
           responses: {
             200: json('The moderation result.', 'ModerationResult', EXAMPLE_RESULT),
-            400: e.badRequest('bad JSON, bad base64, both or neither of `image_base64` and `url`, or a malformed URL'),
+            400: e.badRequest('a body that is not application/json, bad JSON, bad base64, both or neither of `image_base64` and `url`, or a malformed URL'),
             401: e.unauthorized,
             403: e.urlDisabled,
             413: e.imageTooLarge,
@@ -557,7 +555,7 @@ export function openapiDocument(info: OpenApiInfo): OpenApiDocument {
           },
           responses: {
             200: json('The video result.', 'VideoResult', EXAMPLE_VIDEO),
-            400: e.badRequest('no file in the field `file`, an empty file, a form that cannot be read, or a bad query value'),
+            400: e.badRequest('a body that is not multipart/form-data, no file in the field `file`, an empty file, a form that cannot be read, or a bad query value'),
             401: e.unauthorized,
             413: e.videoTooLarge,
             415: e.unsupportedVideo,

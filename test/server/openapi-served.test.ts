@@ -166,6 +166,12 @@ test('real responses of the moderation endpoints conform to the document', async
   assert.is(unsupported.status, 415)
   await assertConforms(conformance, unsupported)
 
+  for (const path of ['/v1/moderate', '/v1/moderate/batch', '/v1/moderate/json', '/v1/moderate/video']) {
+    const wrongType = await fetch(`${open.base}${path}`, {method: 'POST', headers: {'content-type': 'text/plain'}, body: 'hello'})
+    assert.is(wrongType.status, 400, path)
+    await assertConforms(conformance, wrongType)
+  }
+
   await assertConforms(conformance, await fetch(`${open.base}/health`))
   await assertConforms(conformance, await fetch(`${open.base}/v1/categories`))
   const wrongMethod = await fetch(`${open.base}/v1/moderate`)
