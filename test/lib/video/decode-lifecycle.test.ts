@@ -5,9 +5,8 @@ import {fileURLToPath} from 'node:url'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {isModError} from '../../../src/lib/errors.js'
-import {type DecodeOptions, DEFAULT_DECODE_LIMITS, decodeFrames} from '../../../src/lib/video/frames.js'
-import {childProcesses, colourClip, fakeFfmpeg, tempDir} from './helpers.js'
+import {decodeFrames} from '../../../src/lib/video/frames.js'
+import {childProcesses, colourClip, fakeFfmpeg, tempDir, decodeFailure, decodeOptions} from './helpers.js'
 
 // How decodeFrames treats the ffmpeg process: stalls, a slow consumer, leaving early, aborting, no files.
 
@@ -19,26 +18,12 @@ test.before(async () => {
 })
 test.after(() => tmp.remove())
 
-function options(over: Partial<DecodeOptions> = {}): DecodeOptions {
-  return {ffmpeg: 'ffmpeg', fps: 1, maxSeconds: 600, maxPixels: 100_000_000, ...DEFAULT_DECODE_LIMITS, ...over}
-}
-
-async function failure(path: string, over: Partial<DecodeOptions> = {}): Promise<{code: string; message: string; decoded: number}> {
-  let decoded = 0
-  try {
-    for await (const _ of decodeFrames(path, options(over))) decoded++
-  } catch (e) {
-    return isModError(e) ? {code: e.code, message: e.message, decoded} : {code: 'not a ModError', message: String(e), decoded}
-  }
-  throw new Error(`decoding ${path} did not fail`)
-}
-
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
 test('a decoder that never writes is killed after the stall timeout', async () => {
   const stuck = fakeFfmpeg(clip('stuck.sh'), 'exec sleep 30')
   const started = Date.now()
-  assert.equal(await failure(clip('rbr.mp4'), {ffmpeg: stuck, stallTimeoutMs: 300}), {
+  assert.equal(await decodeFailure(clip('rbr.mp4'), {ffmpeg: stuck, stallTimeoutMs: 300}), {
     code: 'unsupported_media',
     message: 'the video decoder made no progress for 0.3 s; the file may be damaged',
     decoded: 0,
@@ -49,7 +34,7 @@ test('a decoder that never writes is killed after the stall timeout', async () =
 
 test('a decoder that stalls after some frames is killed too', async () => {
   const halting = fakeFfmpeg(clip('halting.sh'), "printf 'P6\\n2 1\\n255\\nabcdef'\nexec sleep 30")
-  assert.equal(await failure(clip('rbr.mp4'), {ffmpeg: halting, stallTimeoutMs: 800}), {
+  assert.equal(await decodeFailure(clip('rbr.mp4'), {ffmpeg: halting, stallTimeoutMs: 800}), {
     code: 'unsupported_media',
     message: 'the video decoder made no progress for 0.8 s; the file may be damaged',
     decoded: 1,
@@ -58,7 +43,7 @@ test('a decoder that stalls after some frames is killed too', async () => {
 })
 
 test('a slow consumer is not taken for a stall, and holds ffmpeg back instead of buffering frames', async () => {
-  const gen = decodeFrames(clip('long.mp4'), options({fps: 10, stallTimeoutMs: 1000}))
+  const gen = decodeFrames(clip('long.mp4'), decodeOptions({fps: 10, stallTimeoutMs: 1000}))
   assert.is((await gen.next()).done, false)
   await sleep(1200)
   // Without backpressure, 300 frames of 12 KiB would all be decoded by now and ffmpeg would have exited;
@@ -74,7 +59,7 @@ test('a slow consumer is not taken for a stall, and holds ffmpeg back instead of
 
 test('leaving the loop early kills ffmpeg', async () => {
   let seen = 0
-  for await (const frame of decodeFrames(clip('long.mp4'), options({fps: 10}))) {
+  for await (const frame of decodeFrames(clip('long.mp4'), decodeOptions({fps: 10}))) {
     seen = frame.index + 1
     if (seen === 2) break
   }
@@ -84,7 +69,7 @@ test('leaving the loop early kills ffmpeg', async () => {
 
 test('aborting the signal kills ffmpeg and rejects with the reason', async () => {
   const controller = new AbortController()
-  const gen = decodeFrames(clip('long.mp4'), options({fps: 10, signal: controller.signal}))
+  const gen = decodeFrames(clip('long.mp4'), decodeOptions({fps: 10, signal: controller.signal}))
   await gen.next()
   controller.abort(new Error('client went away'))
   let reason = ''

@@ -5,9 +5,8 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {isModError} from '../../../src/lib/errors.js'
-import {type DecodedFrame, type DecodeOptions, type DecodeSummary, DEFAULT_DECODE_LIMITS, decodeFrames, VIDEO_DEMUXERS} from '../../../src/lib/video/frames.js'
-import {colourClip, ffmpeg, meanChannel, tempDir} from './helpers.js'
+import {type DecodedFrame, type DecodeOptions, type DecodeSummary, decodeFrames, VIDEO_DEMUXERS} from '../../../src/lib/video/frames.js'
+import {colourClip, ffmpeg, meanChannel, tempDir, decodeFailure, decodeOptions} from './helpers.js'
 
 const tmp = tempDir()
 const clip = (name: string): string => join(tmp.dir, name)
@@ -43,28 +42,14 @@ function claimOneSecond(mp4: Buffer): Buffer {
   return b
 }
 
-function options(over: Partial<DecodeOptions> = {}): DecodeOptions {
-  return {ffmpeg: 'ffmpeg', fps: 1, maxSeconds: 600, maxPixels: 100_000_000, ...DEFAULT_DECODE_LIMITS, ...over}
-}
-
 async function decodeAll(path: string, over: Partial<DecodeOptions> = {}): Promise<{frames: DecodedFrame[]; summary: DecodeSummary}> {
-  const gen = decodeFrames(path, options(over))
+  const gen = decodeFrames(path, decodeOptions(over))
   const frames: DecodedFrame[] = []
   for (;;) {
     const next = await gen.next()
     if (next.done) return {frames, summary: next.value}
     frames.push(next.value)
   }
-}
-
-async function failure(path: string, over: Partial<DecodeOptions> = {}): Promise<{code: string; message: string; decoded: number}> {
-  let decoded = 0
-  try {
-    for await (const _ of decodeFrames(path, options(over))) decoded++
-  } catch (e) {
-    return isModError(e) ? {code: e.code, message: e.message, decoded} : {code: 'not a ModError', message: String(e), decoded}
-  }
-  throw new Error(`decoding ${path} did not fail`)
 }
 
 const colour = (f: DecodedFrame): string => (meanChannel(f.image, 0) > 200 ? 'red' : meanChannel(f.image, 2) > 200 ? 'blue' : 'other')
@@ -117,7 +102,7 @@ test('a video of exactly the limit is accepted', async () => {
 })
 
 test('a frame at or past max seconds stops decoding with video_too_long', async () => {
-  assert.equal(await failure(clip('twenty.mp4'), {maxSeconds: 10}), {
+  assert.equal(await decodeFailure(clip('twenty.mp4'), {maxSeconds: 10}), {
     code: 'video_too_long',
     message: 'the video is longer than the limit of 10 s',
     decoded: 10,
@@ -125,7 +110,7 @@ test('a frame at or past max seconds stops decoding with video_too_long', async 
 })
 
 test('a file that claims to be shorter than it is still stops at the limit', async () => {
-  assert.equal(await failure(clip('liar.mp4'), {maxSeconds: 10}), {
+  assert.equal(await decodeFailure(clip('liar.mp4'), {maxSeconds: 10}), {
     code: 'video_too_long',
     message: 'the video is longer than the limit of 10 s',
     decoded: 10,
@@ -133,7 +118,7 @@ test('a file that claims to be shorter than it is still stops at the limit', asy
 })
 
 test('more frames than max frames stops decoding with video_too_long', async () => {
-  assert.equal(await failure(clip('rbr.mp4'), {fps: 2, maxFrames: 5}), {
+  assert.equal(await decodeFailure(clip('rbr.mp4'), {fps: 2, maxFrames: 5}), {
     code: 'video_too_long',
     message: 'the video gives more than 5 frames at 2 fps, the limit',
     decoded: 5,
@@ -141,7 +126,7 @@ test('more frames than max frames stops decoding with video_too_long', async () 
 })
 
 test('pictures over the pixel limit are payload_too_large', async () => {
-  assert.equal(await failure(clip('rbr.mp4'), {maxPixels: 4000}), {
+  assert.equal(await decodeFailure(clip('rbr.mp4'), {maxPixels: 4000}), {
     code: 'payload_too_large',
     message: "the video's pictures are larger than the limit of 4000 pixels",
     decoded: 0,
@@ -149,11 +134,11 @@ test('pictures over the pixel limit are payload_too_large', async () => {
 })
 
 test('a truncated MP4 (no moov atom) is unsupported_media with ffmpeg\'s reason, not the server path', async () => {
-  assert.equal(await failure(clip('truncated.mp4')), {code: 'unsupported_media', message: 'not a readable video: moov atom not found', decoded: 0})
+  assert.equal(await decodeFailure(clip('truncated.mp4')), {code: 'unsupported_media', message: 'not a readable video: moov atom not found', decoded: 0})
 })
 
 test('a text file is unsupported_media', async () => {
-  assert.equal(await failure(clip('notes.md')), {
+  assert.equal(await decodeFailure(clip('notes.md')), {
     code: 'unsupported_media',
     message: 'not a readable video: notes.md: Invalid data found when processing input',
     decoded: 0,
@@ -161,7 +146,7 @@ test('a text file is unsupported_media', async () => {
 })
 
 test('an audio file in a video container, without a video stream, is unsupported_media', async () => {
-  const f = await failure(clip('tone.m4a'))
+  const f = await decodeFailure(clip('tone.m4a'))
   assert.equal([f.code, f.decoded], ['unsupported_media', 0])
   assert.match(f.message, "Stream map '0:v:0' matches no streams")
 })
@@ -176,7 +161,7 @@ test('a playlist cannot make ffmpeg fetch a URL', async () => {
   const {port} = server.address() as AddressInfo
   writeFileSync(clip('list.m3u8'), `#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2.0,\nhttp://127.0.0.1:${port}/a.ts\n#EXT-X-ENDLIST\n`)
   try {
-    const f = await failure(clip('list.m3u8'))
+    const f = await decodeFailure(clip('list.m3u8'))
     assert.equal([f.code, f.message, hits], ['unsupported_media', `not a readable video: Format not on whitelist '${VIDEO_DEMUXERS}'`, 0])
   } finally {
     server.close()
@@ -184,12 +169,12 @@ test('a playlist cannot make ffmpeg fetch a URL', async () => {
 })
 
 test('a container outside the video demuxers (WAV audio) is refused before decoding', async () => {
-  const f = await failure(clip('tone.wav'))
+  const f = await decodeFailure(clip('tone.wav'))
   assert.equal([f.code, f.message, f.decoded], ['unsupported_media', `not a readable video: Format not on whitelist '${VIDEO_DEMUXERS}'`, 0])
 })
 
 test('a missing ffmpeg binary is ffmpeg_missing', async () => {
-  const f = await failure(clip('rbr.mp4'), {ffmpeg: join(tmp.dir, 'no-ffmpeg')})
+  const f = await decodeFailure(clip('rbr.mp4'), {ffmpeg: join(tmp.dir, 'no-ffmpeg')})
   assert.is(f.code, 'ffmpeg_missing')
   assert.match(f.message, 'install ffmpeg')
 })

@@ -5,7 +5,9 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {promisify} from 'node:util'
 
+import {isModError} from '../../../src/lib/errors.js'
 import type {RgbImage} from '../../../src/lib/types.js'
+import {type DecodeOptions, DEFAULT_DECODE_LIMITS, decodeFrames} from '../../../src/lib/video/frames.js'
 
 export function tempDir(): {dir: string; remove: () => void} {
   const dir = mkdtempSync(join(tmpdir(), 'mod-video-test-'))
@@ -55,4 +57,20 @@ export function meanChannel(image: RgbImage, channel: 0 | 1 | 2): number {
   let sum = 0
   for (let i = channel; i < image.data.length; i += 3) sum += image.data[i]
   return sum / (image.width * image.height)
+}
+
+/** Decoding options with the defaults of settings and of frames.ts, changed by `over`. */
+export function decodeOptions(over: Partial<DecodeOptions> = {}): DecodeOptions {
+  return {ffmpeg: 'ffmpeg', fps: 1, maxSeconds: 600, maxPixels: 100_000_000, ...DEFAULT_DECODE_LIMITS, ...over}
+}
+
+/** How decoding `path` fails, and after how many frames; throws when it does not fail. */
+export async function decodeFailure(path: string, over: Partial<DecodeOptions> = {}): Promise<{code: string; message: string; decoded: number}> {
+  let decoded = 0
+  try {
+    for await (const _ of decodeFrames(path, decodeOptions(over))) decoded++
+  } catch (e) {
+    return isModError(e) ? {code: e.code, message: e.message, decoded} : {code: 'not a ModError', message: String(e), decoded}
+  }
+  throw new Error(`decoding ${path} did not fail`)
 }
