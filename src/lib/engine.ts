@@ -81,7 +81,7 @@ export interface Engine {
 /** Errors that belong to one input: a batch reports them as an entry and goes on. */
 const ITEM_ERRORS = new Set(['unreadable_image', 'unsupported_media', 'payload_too_large'])
 
-export function errorEntry(source: string, e: ModError): ErrorEntry {
+function errorEntry(source: string, e: ModError): ErrorEntry {
   return {source, error: {code: e.code, message: e.message}}
 }
 
@@ -234,9 +234,9 @@ export function createEngine(opts: EngineOptions): Engine {
       await load()
     },
     async moderateImage(data, source) {
-      const [r, tensors] = await Promise.all([load(), prepare(data)])
-      const [labels] = await scoreTensors(r, [tensors])
-      return buildResult(source, labels)
+      // The model loads while the image decodes.
+      const [, prepared] = await Promise.all([load(), engine.prepareImage(data)])
+      return engine.scorePrepared(prepared, source)
     },
     prepareImage: async (data) => ({tensors: await prepare(data)}),
     async scorePrepared(prepared, source) {

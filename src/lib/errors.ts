@@ -35,9 +35,3 @@ export class ModError extends Error {
 export function isModError(e: unknown): e is ModError {
   return e instanceof ModError
 }
-
-/** Anything thrown, as a ModError; unknown errors become `internal` with a generic message (no stack leaks). */
-export function toModError(e: unknown): ModError {
-  if (isModError(e)) return e
-  return new ModError('internal', 'internal error')
-}
