@@ -18,7 +18,8 @@ import {loadManifest} from '../src/lib/model/manifest.js'
 import {embedPrompts} from '../src/lib/model/prompt-cache.js'
 import {buildPolicy} from '../src/lib/policy/load.js'
 import {buildResult} from '../src/lib/scoring/result.js'
-import {policyPrompts, scoreCategories} from '../src/lib/scoring/score.js'
+import {combineSignals} from '../src/lib/scoring/combine.js'
+import {policyPrompts, zeroShotScores} from '../src/lib/scoring/score.js'
 import {
   benchEngine,
   CACHE_DIR,
@@ -63,7 +64,7 @@ async function sequentialLoop(): Promise<{run: (some: string[]) => Promise<void>
       for (const file of some) {
         const [image] = await decodeImage(await readFile(file), DEFAULT_LIMITS)
         const [embedding] = await clip.embedImages(await preprocess(policy.trim_borders ? trimBorders(image) : image, manifest.preprocess), 1)
-        buildResult(file, scoreCategories(embedding, policy, prompts))
+        buildResult(file, combineSignals(policy, {clip: zeroShotScores(embedding, policy, prompts)}))
       }
     },
     close: () => clip.close(),

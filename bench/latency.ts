@@ -18,7 +18,7 @@ import {loadManifest} from '../src/lib/model/manifest.js'
 import {embedPrompts} from '../src/lib/model/prompt-cache.js'
 import {defaultThreads} from '../src/lib/model/threads.js'
 import {buildPolicy} from '../src/lib/policy/load.js'
-import {policyPrompts, scoreCategories} from '../src/lib/scoring/score.js'
+import {policyPrompts, zeroShotScores} from '../src/lib/scoring/score.js'
 import {
   benchEngine,
   CACHE_DIR,
@@ -95,7 +95,7 @@ for (let i = 0; i < STEP_ROUNDS + WARMUP; i++) {
   const t3 = performance.now()
   const [embedding] = await clip.embedImages(tensor, 1)
   const t4 = performance.now()
-  scoreCategories(embedding, policy, prompts)
+  zeroShotScores(embedding, policy, prompts)
   const t5 = performance.now()
   if (i < WARMUP) continue
   steps.decode.push(t1 - t0)

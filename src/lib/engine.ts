@@ -3,19 +3,34 @@ import {isModError, ModError} from './errors.js'
 import {decodeImage} from './image/decode.js'
 import {preprocess} from './image/preprocess.js'
 import {trimBorders} from './image/trim.js'
+import {lazy} from './lazy.js'
 import {openClip, type ClipModel} from './model/clip.js'
 import {loadManifest} from './model/manifest.js'
 import type {Manifest, Precision} from './model/manifest-types.js'
 import {loadPresetManifest} from './model/presets.js'
 import {embedPrompts} from './model/prompt-cache.js'
-import type {Policy, PresetName} from './policy/types.js'
+import {createBatcher} from './pipeline/batcher.js'
+import {orderedMap} from './pipeline/ordered.js'
+import {DIRECT, type Scheduler} from './pipeline/scheduler.js'
+import type {ModelSignal, Policy, PresetName, SignalName} from './policy/types.js'
+import {combineSignals, feedingSignals, notEvaluated, type FrameSignals} from './scoring/combine.js'
 import {applyHead, checkHeadFits, checkHeadParents, loadHead, type Head} from './scoring/head.js'
-import {buildResult, mergeFrameLabels} from './scoring/result.js'
-import {policyPrompts, scoreCategories} from './scoring/score.js'
+import {nsfwScores} from './scoring/nsfw.js'
+import {buildResult, mergeFrameLabels, type ScoredLabel} from './scoring/result.js'
+import {policyPrompts, zeroShotScores} from './scoring/score.js'
 import {DEFAULT_DECODE_LIMITS} from './video/frames.js'
 import {resolveFfmpeg} from './video/ffmpeg.js'
 import {moderateVideo} from './video/moderate.js'
-import type {CategoriesResult, ErrorEntry, Label, ModerationResult, RgbImage, Segment, VideoResult} from './types.js'
+import type {CategoriesResult, ErrorEntry, ModerationResult, RgbImage, Segment, VideoResult} from './types.js'
+
+/** The embedded NSFW classifier, as the engine drives it. */
+export interface NsfwRunner {
+  /** Its input tensors for one decoded frame: one per view (e.g. the frame and its mirror image). */
+  views(frame: RgbImage): Float32Array[]
+  /** Class probabilities for `n` tensors laid end to end. */
+  classify(batch: Float32Array, n: number): Promise<Float32Array[]>
+  close(): Promise<void>
+}
 
 export interface EngineOptions {
   preset: PresetName
@@ -31,6 +46,15 @@ export interface EngineOptions {
   batchSize?: number
   /** MOD_FFMPEG: an explicit ffmpeg binary. */
   ffmpeg?: string
+  /**
+   * The CLIP model must be there (the user named its folder). Otherwise a preset that is not installed only
+   * leaves the categories that need it not evaluated, as long as another signal can score something.
+   */
+  requireClip?: boolean
+  /** Opens the embedded NSFW specialist; absent where none is installed. */
+  openNsfw?: () => Promise<NsfwRunner>
+  /** One signal alone (`--only nsfw`): the policy narrows to the categories it feeds, and no other model loads. */
+  only?: ModelSignal
 }
 
 export interface VideoOptions {
@@ -52,242 +76,282 @@ export interface ImageInput {
 
 export type ItemResult = ModerationResult | ErrorEntry
 
-/** An image decoded, trimmed and preprocessed: the CPU work before inference (one tensor per frame). */
-export interface PreparedImage {
-  readonly tensors: Float32Array[]
+export interface RunOptions {
+  /** Where the preparing and inferring stages run (the server's queue); default: directly. */
+  scheduler?: Scheduler
 }
+
+/** Per signal: in memory, not installed (the categories it feeds are not evaluated), switched off, or not loaded yet. */
+export type SignalState = 'loaded' | 'not_installed' | 'off' | 'not_loaded'
 
 export interface Engine {
   readonly preset: PresetName
+  /** The policy in force (narrowed by `only`). */
   readonly policy: Policy
   isLoaded(): boolean
-  /** Loads the image encoder, the head and the prompt embeddings (from the disk cache when warm); idempotent. */
+  /** What each signal is doing; `not_loaded` until load() has run. */
+  signals(): Record<SignalName, SignalState>
+  /** Loads the models, the head and the prompt embeddings (from the disk cache when warm); idempotent. */
   load(): Promise<void>
-  moderateImage(data: Buffer, source: string): Promise<ModerationResult>
-  /** The first half of moderateImage; needs no model session, so it can run while another image is inferred. */
-  prepareImage(data: Buffer): Promise<PreparedImage>
-  /** The second half: embeds and scores a prepared image. */
-  scorePrepared(prepared: PreparedImage, source: string): Promise<ModerationResult>
-  /** Results in input order, as each batch finishes; decoding of later inputs overlaps inference of earlier ones. */
-  moderateMany(inputs: Iterable<ImageInput> | AsyncIterable<ImageInput>): AsyncGenerator<ItemResult>
-  /** Scores decoded frames (video): trimmed, preprocessed and embedded as one batch. */
-  scoreFrames(frames: RgbImage[]): Promise<Label[][]>
+  /** One image; a problem with it (unreadable, too large) is thrown. */
+  moderateImage(data: Buffer, source: string, options?: RunOptions): Promise<ModerationResult>
+  /**
+   * Images in input order, each as soon as it and those before it are done; an input that cannot be read is an
+   * error entry. Later inputs are read and decoded while earlier ones are inferred, and inference runs on
+   * batches of whatever is ready.
+   */
+  moderateMany(inputs: Iterable<ImageInput> | AsyncIterable<ImageInput>, options?: RunOptions): AsyncGenerator<ItemResult>
   /** Samples frames of the video file at `fps` with ffmpeg and returns timestamped segments per violated label. */
   moderateVideo(path: string, options: VideoOptions): Promise<VideoResult>
   categories(): Promise<CategoriesResult>
+  /** Releases the models; a load under way is released when it ends. Every call after it is refused. */
   close(): Promise<void>
 }
 
 /** Errors that belong to one input: a batch reports them as an entry and goes on. */
 const ITEM_ERRORS = new Set(['unreadable_image', 'unsupported_media', 'payload_too_large'])
 
-function errorEntry(source: string, e: ModError): ErrorEntry {
-  return {source, error: {code: e.code, message: e.message}}
-}
-
-interface Ready {
-  clip: ClipModel
+interface ClipSignal {
+  model: ClipModel
+  manifest: Manifest
   prompts: Map<string, Float32Array>
-  head?: Head
 }
 
-type Prepared = {ok: Float32Array[]} | {err: unknown}
+interface Models {
+  clip?: ClipSignal
+  head?: Head
+  nsfw?: NsfwRunner
+  /** Categories that no loaded signal feeds. */
+  notEvaluated: string[]
+}
+
+/** What the preparing stage makes of one frame: the input tensor of each loaded model. */
+interface PreparedFrame {
+  clip?: Float32Array
+  nsfw?: Float32Array[]
+}
+
+interface FrameOutput {
+  embedding?: Float32Array
+  /** Class probabilities, averaged over the frame's views. */
+  nsfw?: Float32Array
+}
+
+function closedError(): ModError {
+  return new ModError('model_unavailable', 'the engine is closed')
+}
+
+async function release(m: Partial<Models>): Promise<void> {
+  await Promise.allSettled([m.clip?.model.close(), m.nsfw?.close()])
+}
+
+/** `policy` narrowed to the categories `only` feeds. */
+function narrowed(policy: Policy, only: ModelSignal | undefined): Policy {
+  if (only === undefined) return policy
+  if (only === 'nsfw' && !policy.specialists.nsfw) {
+    throw new ModError('invalid_config', 'only the NSFW specialist was asked for, but the policy switches it off (specialists: {nsfw: false})')
+  }
+  return {...policy, categories: policy.categories.filter((c) => feedingSignals(c).includes(only))}
+}
 
 export function createEngine(opts: EngineOptions): Engine {
-  const {policy, limits} = opts
+  const policy = narrowed(opts.policy, opts.only)
+  const limits = opts.limits
   const batchSize = opts.batchSize ?? 8
   const precision = opts.precision ?? 'fp32'
-  let manifestP: Promise<Manifest> | undefined
-  let readyP: Promise<Ready> | undefined
-  let ready: Ready | undefined
-  let headP: Promise<Head | undefined> | undefined
-  let ffmpegP: Promise<string> | undefined
+  const wantClip = opts.only === undefined || opts.only === 'clip'
+  const wantNsfw = opts.only !== 'clip' && policy.specialists.nsfw && opts.openNsfw !== undefined
+  let closed = false
 
-  const manifest = (): Promise<Manifest> => {
-    manifestP ??= loadManifest(opts.modelDir, opts.preset, precision)
-    manifestP.catch(() => (manifestP = undefined))
-    return manifestP
-  }
+  const manifest = lazy(() => loadManifest(opts.modelDir, opts.preset, precision))
+  const head = lazy(() => (opts.headPath && wantClip ? loadHead(opts.headPath) : Promise.resolve(undefined)))
+  const ffmpeg = lazy(() => resolveFfmpeg(opts.ffmpeg))
 
-  const head = (): Promise<Head | undefined> => {
-    headP ??= opts.headPath ? loadHead(opts.headPath) : Promise.resolve(undefined)
-    headP.catch(() => (headP = undefined))
-    return headP
-  }
-
-  async function open(): Promise<Ready> {
-    const m = await manifest()
-    const h = await head()
+  /** The CLIP model, or undefined when the preset is not installed and another signal may carry on. */
+  async function openClipSignal(m: Partial<Models>): Promise<void> {
+    let man: Manifest
+    try {
+      man = await manifest.get()
+    } catch (e) {
+      if (isModError(e) && e.code === 'model_missing' && !opts.requireClip && !opts.headPath && wantNsfw) return
+      throw e
+    }
+    const h = await head.get()
     if (h) {
-      checkHeadFits(h, m.id, m.embedding_size)
+      checkHeadFits(h, man.id, man.embedding_size)
       checkHeadParents(h, policy)
     }
-    const clip = await openClip(opts.modelDir, m, {threads: opts.threads})
+    const model = await openClip(opts.modelDir, man, {threads: opts.threads})
+    m.clip = {model, manifest: man, prompts: new Map()}
+    m.head = h
+    m.clip.prompts = await embedPrompts(policyPrompts(policy), {
+      cacheDir: opts.cacheDir,
+      // Reduced-precision text encoders give slightly different embeddings: they get their own cache.
+      modelId: precision === 'fp32' ? man.id : `${man.id}-${precision}`,
+      embed: (texts) => model.embedTexts(texts),
+    })
+    // The text encoder is only needed for prompts; once they are embedded its memory goes back.
+    await model.releaseText()
+  }
+
+  async function open(): Promise<Models> {
+    const m: Partial<Models> = {}
     try {
-      const prompts = await embedPrompts(policyPrompts(policy), {
-        cacheDir: opts.cacheDir,
-        // Reduced-precision text encoders give slightly different embeddings: they get their own cache.
-        modelId: precision === 'fp32' ? m.id : `${m.id}-${precision}`,
-        embed: (texts) => clip.embedTexts(texts),
-      })
-      // The text encoder is only needed for prompts; once they are embedded its memory goes back.
-      await clip.releaseText()
-      ready = {clip, prompts, head: h}
-      return ready
+      if (wantClip) await openClipSignal(m)
+      if (wantNsfw) m.nsfw = await (opts.openNsfw as () => Promise<NsfwRunner>)()
+      if (closed) throw closedError()
+      const available = new Set<ModelSignal>([...(m.clip ? ['clip' as const] : []), ...(m.nsfw ? ['nsfw' as const] : [])])
+      return {...m, notEvaluated: notEvaluated(policy, available)}
     } catch (e) {
-      await clip.close()
+      await release(m)
       throw e
     }
   }
 
-  const load = (): Promise<Ready> => {
-    readyP ??= open()
-    readyP.catch(() => (readyP = undefined))
-    return readyP
+  const models = lazy(open)
+
+  function loaded(): Promise<Models> {
+    return closed ? Promise.reject(closedError()) : models.get()
   }
 
-  async function prepareFrames(frames: RgbImage[]): Promise<Float32Array[]> {
-    const m = await manifest()
-    return Promise.all(frames.map((f) => preprocess(policy.trim_borders ? trimBorders(f) : f, m.preprocess)))
+  async function prepareFrame(m: Models, frame: RgbImage): Promise<PreparedFrame> {
+    const image = policy.trim_borders ? trimBorders(frame) : frame
+    return {
+      clip: m.clip ? await preprocess(image, m.clip.manifest.preprocess) : undefined,
+      nsfw: m.nsfw?.views(image),
+    }
   }
 
-  async function prepare(data: Buffer): Promise<Float32Array[]> {
-    return prepareFrames(await decodeImage(data, {maxBytes: limits.maxBytes, maxPixels: limits.maxPixels}))
-  }
-
-  function labelsOf(r: Ready, embedding: Float32Array): Label[] {
-    const labels = scoreCategories(embedding, policy, r.prompts)
-    return r.head ? applyHead(r.head, embedding, labels) : labels
-  }
-
-  /** Runs the image encoder over the frames of several items at once, in chunks of batchSize frames. */
-  async function embedAll(r: Ready, tensors: Float32Array[]): Promise<Float32Array[]> {
-    const out: Float32Array[] = []
-    for (let i = 0; i < tensors.length; i += batchSize) {
-      const chunk = tensors.slice(i, i + batchSize)
-      const size = chunk[0].length
-      const batch = new Float32Array(size * chunk.length)
-      chunk.forEach((t, j) => batch.set(t, j * size))
-      out.push(...(await r.clip.embedImages(batch, chunk.length)))
+  async function runFrames(frames: PreparedFrame[]): Promise<FrameOutput[]> {
+    const m = await loaded()
+    const out: FrameOutput[] = frames.map(() => ({}))
+    if (m.clip) {
+      const size = (frames[0].clip as Float32Array).length
+      const batch = new Float32Array(size * frames.length)
+      frames.forEach((f, i) => batch.set(f.clip as Float32Array, i * size))
+      const embeddings = await m.clip.model.embedImages(batch, frames.length)
+      embeddings.forEach((e, i) => (out[i].embedding = e))
+    }
+    if (m.nsfw) {
+      const views = frames.flatMap((f) => f.nsfw as Float32Array[])
+      const size = views[0].length
+      const batch = new Float32Array(size * views.length)
+      views.forEach((v, i) => batch.set(v, i * size))
+      const probabilities = await m.nsfw.classify(batch, views.length)
+      let k = 0
+      for (const [i, f] of frames.entries()) {
+        const n = (f.nsfw as Float32Array[]).length
+        const mean = new Float32Array(probabilities[k].length)
+        for (let v = 0; v < n; v++) probabilities[k + v].forEach((p, c) => (mean[c] += p / n))
+        out[i].nsfw = mean
+        k += n
+      }
     }
     return out
   }
 
-  async function scoreTensors(r: Ready, perItem: Float32Array[][]): Promise<Label[][]> {
-    const embeddings = await embedAll(r, perItem.flat())
-    let k = 0
-    return perItem.map((frames) => mergeFrameLabels(frames.map(() => labelsOf(r, embeddings[k++]))))
+  const batcher = createBatcher(runFrames, batchSize)
+
+  function frameLabels(m: Models, out: FrameOutput): ScoredLabel[] {
+    const signals: FrameSignals = {}
+    if (m.clip && out.embedding) signals.clip = zeroShotScores(out.embedding, policy, m.clip.prompts)
+    if (out.nsfw) signals.nsfw = nsfwScores(out.nsfw)
+    const labels = combineSignals(policy, signals)
+    return m.head && out.embedding ? applyHead(m.head, out.embedding, labels) : labels
   }
 
-  async function* moderateMany(inputs: Iterable<ImageInput> | AsyncIterable<ImageInput>): AsyncGenerator<ItemResult> {
-    const r = await load()
-    const iterator = (Symbol.asyncIterator in inputs ? inputs[Symbol.asyncIterator]() : inputs[Symbol.iterator]()) as
-      | AsyncIterator<ImageInput>
-      | Iterator<ImageInput>
-    // Two batches in flight: one being embedded while the next is decoded and preprocessed on libuv's threads.
-    const depth = batchSize * 2
-    const window: {source: string; prepared: Promise<Prepared>}[] = []
-    let exhausted = false
-    const fill = async () => {
-      while (!exhausted && window.length < depth) {
-        const next = await iterator.next()
-        if (next.done) {
-          exhausted = true
-          break
-        }
-        const input = next.value
-        window.push({
-          source: input.source,
-          prepared: input.read().then(prepare).then(
-            (ok) => ({ok}),
-            (err: unknown) => ({err}),
-          ),
-        })
-      }
-    }
+  async function scoreFrames(m: Models, frames: PreparedFrame[]): Promise<ScoredLabel[][]> {
+    const outputs = await Promise.all(frames.map((f) => batcher.submit(f)))
+    return outputs.map((o) => frameLabels(m, o))
+  }
 
-    for (;;) {
-      await fill()
-      if (window.length === 0) return
-      const batch = window.splice(0, batchSize)
-      await fill()
-      const prepared = await Promise.all(batch.map((b) => b.prepared))
-      const scorable: Float32Array[][] = []
-      for (const p of prepared) {
-        if ('err' in p) {
-          if (!(isModError(p.err) && ITEM_ERRORS.has(p.err.code))) throw p.err
-        } else scorable.push(p.ok)
-      }
-      const labels = await scoreTensors(r, scorable)
-      let k = 0
-      for (const [i, p] of prepared.entries()) {
-        yield 'err' in p ? errorEntry(batch[i].source, p.err as ModError) : buildResult(batch[i].source, labels[k++])
-      }
-    }
+  /** The one image path: read and decode in the preparing stage, infer (batched with others), score. */
+  async function moderateOne(input: ImageInput, scheduler: Scheduler): Promise<ModerationResult> {
+    const m = await loaded()
+    const frames = await scheduler.prepare(async () => {
+      const decoded = await decodeImage(await input.read(), {maxBytes: limits.maxBytes, maxPixels: limits.maxPixels})
+      return Promise.all(decoded.map((f) => prepareFrame(m, f)))
+    })
+    const labels = await scheduler.infer(() => scoreFrames(m, frames))
+    return buildResult(input.source, mergeFrameLabels(labels), m.notEvaluated)
+  }
+
+  function signalState(m: Models | undefined, signal: SignalName): SignalState {
+    const wanted = signal === 'clip' ? wantClip : signal === 'nsfw' ? wantNsfw : wantClip && opts.headPath !== undefined
+    if (!wanted) return 'off'
+    if (m === undefined) return 'not_loaded'
+    return m[signal] ? 'loaded' : 'not_installed'
   }
 
   const engine: Engine = {
     preset: opts.preset,
     policy,
-    isLoaded: () => ready !== undefined,
+    isLoaded: () => !closed && models.peek() !== undefined,
+    signals: () => {
+      const m = closed ? undefined : models.peek()
+      return {clip: signalState(m, 'clip'), nsfw: signalState(m, 'nsfw'), head: signalState(m, 'head')}
+    },
     load: async () => {
-      await load()
+      await loaded()
     },
-    async moderateImage(data, source) {
-      // The model loads while the image decodes.
-      const [, prepared] = await Promise.all([load(), engine.prepareImage(data)])
-      return engine.scorePrepared(prepared, source)
+    moderateImage: (data, source, o = {}) => moderateOne({source, read: async () => data}, o.scheduler ?? DIRECT),
+
+    async *moderateMany(inputs, o = {}) {
+      await loaded()
+      const scheduler = o.scheduler ?? DIRECT
+      // Two batches in flight: one being inferred while the next is read, decoded and preprocessed.
+      yield* orderedMap(inputs, batchSize * 2, (input) =>
+        moderateOne(input, scheduler).catch((e: unknown): ItemResult => {
+          if (isModError(e) && ITEM_ERRORS.has(e.code)) return {source: input.source, error: {code: e.code, message: e.message}}
+          throw e
+        }),
+      )
     },
-    prepareImage: async (data) => ({tensors: await prepare(data)}),
-    async scorePrepared(prepared, source) {
-      const [labels] = await scoreTensors(await load(), [prepared.tensors])
-      return buildResult(source, labels)
-    },
-    moderateMany,
-    async scoreFrames(frames) {
-      const [r, tensors] = await Promise.all([load(), prepareFrames(frames)])
-      const embeddings = await embedAll(r, tensors)
-      return embeddings.map((e) => labelsOf(r, e))
-    },
+
     async moderateVideo(path, o) {
-      ffmpegP ??= resolveFfmpeg(opts.ffmpeg)
-      ffmpegP.catch(() => (ffmpegP = undefined))
-      const [ffmpeg] = await Promise.all([ffmpegP, load()])
-      return moderateVideo(path, {
+      const [binary, m] = await Promise.all([ffmpeg.get(), loaded()])
+      const result = await moderateVideo(path, {
         ...o,
         batchSize,
-        decode: {ffmpeg, ...DEFAULT_DECODE_LIMITS, maxSeconds: limits.maxVideoSeconds, maxPixels: limits.maxPixels},
-        scoreFrames: (frames) => engine.scoreFrames(frames),
+        decode: {ffmpeg: binary, ...DEFAULT_DECODE_LIMITS, maxSeconds: limits.maxVideoSeconds, maxPixels: limits.maxPixels},
+        scoreFrames: async (frames) => scoreFrames(m, await Promise.all(frames.map((f) => prepareFrame(m, f)))),
       })
+      return {...result, not_evaluated: m.notEvaluated}
     },
+
     async categories() {
-      const id = await manifest().then(
+      if (closed) throw closedError()
+      const id = await manifest.get().then(
         (m) => m.id,
         async (e: unknown) => {
           if (isModError(e) && e.code === 'model_missing') return (await loadPresetManifest(opts.preset)).id
           throw e
         },
       )
-      const h = await head()
+      const h = await head.get()
+      const headNames = new Set(h?.labels.map((l) => l.name))
+      const enabled = (s: ModelSignal) => (s === 'clip' ? wantClip : s === 'nsfw' ? policy.specialists.nsfw && opts.only !== 'clip' : false)
       const listed = policy.categories.map((c) => ({
         name: c.name,
         parent: c.parent,
         threshold: c.threshold,
         origin: c.origin,
+        signals: [...feedingSignals(c).filter(enabled), ...(headNames.has(c.name) ? ['head' as const] : [])],
         prompts: c.prompts,
         negatives: c.negatives,
       }))
       const names = new Set(listed.map((c) => c.name))
       const headOnly = (h?.labels ?? [])
         .filter((l) => !names.has(l.name))
-        .map((l) => ({name: l.name, parent: l.parent, threshold: l.threshold, origin: 'head' as const}))
+        .map((l) => ({name: l.name, parent: l.parent, threshold: l.threshold, origin: 'head' as const, signals: ['head' as const]}))
       return {preset: opts.preset, model: id, categories: [...listed, ...headOnly]}
     },
+
     async close() {
-      const r = ready
-      ready = undefined
-      readyP = undefined
-      await r?.clip.close()
+      closed = true
+      const pending = await models.current()?.catch(() => undefined)
+      models.reset()
+      if (pending) await release(pending)
     },
   }
   return engine

@@ -35,3 +35,11 @@ export class ModError extends Error {
 export function isModError(e: unknown): e is ModError {
   return e instanceof ModError
 }
+
+/**
+ * An input of zero bytes: the same answer from every path (upload, base64, URL body, file, stdin, video), as
+ * an error of the request on single-item paths and as an entry in a batch or folder scan.
+ */
+export function emptyFileError(): ModError {
+  return new ModError('unsupported_media', 'the file is empty')
+}

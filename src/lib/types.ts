@@ -23,6 +23,8 @@ export interface ModerationResult {
   is_safe: boolean
   violations: Violation[]
   labels: Label[]
+  /** Categories of the policy that no loaded signal could score (e.g. no CLIP model installed); empty when all were. */
+  not_evaluated: string[]
 }
 
 export interface ErrorEntry {
@@ -35,6 +37,8 @@ export interface CategoryListing {
   parent: string | null
   threshold: number
   origin: Origin
+  /** What feeds the category's score: `clip` (zero-shot prompts), `nsfw` (the embedded specialist), `head`. */
+  signals: ('clip' | 'nsfw' | 'head')[]
   prompts?: string[]
   negatives?: string[]
 }
@@ -68,6 +72,7 @@ export interface VideoResult {
   frames_analyzed: number
   stopped_early: boolean
   violations: VideoViolation[]
+  not_evaluated: string[]
 }
 
 /** Decoded pixels: interleaved RGB (3 channels, no alpha), row-major. */

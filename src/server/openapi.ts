@@ -136,6 +136,7 @@ const EXAMPLE_RESULT = {
   is_safe: false,
   violations: [{name: 'weapons', confidence: 0.91, parent: 'violence', threshold: 0.5}],
   labels: EXAMPLE_LABELS,
+  not_evaluated: [],
 }
 
 const EXAMPLE_VIDEO = {
@@ -154,6 +155,7 @@ const EXAMPLE_VIDEO = {
       segments: [{start: 2, end: 6, frames: 4, max_confidence: 0.93}],
     },
   ],
+  not_evaluated: [],
 }
 
 const EXAMPLE_CATEGORIES = {
@@ -165,11 +167,12 @@ const EXAMPLE_CATEGORIES = {
       parent: 'violence',
       threshold: 0.5,
       origin: 'builtin',
+      signals: ['clip'],
       prompts: ['a photo of a gun', 'a photo of a knife used as a weapon'],
       negatives: ['a photo of a kitchen knife on a cutting board'],
     },
-    {name: 'redness', parent: null, threshold: 0.5, origin: 'custom', prompts: ['red'], negatives: []},
-    {name: 'uniforms', parent: null, threshold: 0.7, origin: 'head'},
+    {name: 'redness', parent: null, threshold: 0.5, origin: 'custom', signals: ['clip'], prompts: ['red'], negatives: []},
+    {name: 'uniforms', parent: null, threshold: 0.7, origin: 'head', signals: ['head']},
   ],
 }
 
@@ -390,7 +393,7 @@ export function openapiDocument(info: OpenApiInfo): OpenApiDocument {
           tags: ['service'],
           security: [],
           responses: {
-            200: json('The server is up.', 'Health', {status: 'ok', model_loaded: true}),
+            200: json('The server is up.', 'Health', {status: 'ok', model_loaded: true, signals: {clip: 'loaded', nsfw: 'loaded', head: 'off'}}),
             500: e.internal,
           },
         },
@@ -637,7 +640,7 @@ export function openapiDocument(info: OpenApiInfo): OpenApiDocument {
         },
         ModerationResult: {
           type: 'object',
-          required: ['source', 'is_safe', 'violations', 'labels'],
+          required: ['source', 'is_safe', 'violations', 'labels', 'not_evaluated'],
           additionalProperties: false,
           properties: {
             source: {type: 'string', description: 'Name of the input; for an upload, the uploaded file name.'},
@@ -646,7 +649,14 @@ export function openapiDocument(info: OpenApiInfo): OpenApiDocument {
             labels: {
               type: 'array',
               items: ref('Label'),
-              description: 'Every label of the active policy, sorted by score descending.',
+              description: 'Every label of the active policy that was scored, sorted by score descending.',
+            },
+            not_evaluated: {
+              type: 'array',
+              items: {type: 'string'},
+              description:
+                'Categories of the policy that no loaded signal could score (e.g. no CLIP model installed, only the ' +
+                'embedded NSFW specialist); they are not in `labels`. Empty when every category was scored.',
             },
           },
           examples: [EXAMPLE_RESULT],
@@ -681,13 +691,20 @@ export function openapiDocument(info: OpenApiInfo): OpenApiDocument {
         },
         CategoryListing: {
           type: 'object',
-          required: ['name', 'parent', 'threshold', 'origin'],
+          required: ['name', 'parent', 'threshold', 'origin', 'signals'],
           additionalProperties: false,
           properties: {
             name: {type: 'string'},
             parent: nullableName,
             threshold: unit,
             origin: ref('Origin'),
+            signals: {
+              type: 'array',
+              items: {type: 'string', enum: ['clip', 'nsfw', 'head']},
+              description:
+                'What feeds the score: `clip` (zero-shot prompts), `nsfw` (the embedded NSFW specialist), `head` (a ' +
+                'trained head). Model signals combine as a weighted mean; a head blends in afterwards.',
+            },
             prompts: {type: 'array', items: {type: 'string'}, description: 'Absent for head labels.'},
             negatives: {type: 'array', items: {type: 'string'}, description: 'Benign look-alikes; absent for head labels.'},
           },
@@ -730,7 +747,7 @@ export function openapiDocument(info: OpenApiInfo): OpenApiDocument {
         },
         VideoResult: {
           type: 'object',
-          required: ['source', 'is_safe', 'duration', 'fps', 'frames_analyzed', 'stopped_early', 'violations'],
+          required: ['source', 'is_safe', 'duration', 'fps', 'frames_analyzed', 'stopped_early', 'violations', 'not_evaluated'],
           additionalProperties: false,
           properties: {
             source: {type: 'string', description: 'The uploaded file name.'},
@@ -740,16 +757,34 @@ export function openapiDocument(info: OpenApiInfo): OpenApiDocument {
             frames_analyzed: {type: 'integer', minimum: 0},
             stopped_early: {type: 'boolean'},
             violations: {type: 'array', items: ref('VideoViolation')},
+            not_evaluated: {
+              type: 'array',
+              items: {type: 'string'},
+              description:
+                'Categories of the policy that no loaded signal could score (e.g. no CLIP model installed, only the ' +
+                'embedded NSFW specialist); they are not in `labels`. Empty when every category was scored.',
+            },
           },
           examples: [EXAMPLE_VIDEO],
         },
         Health: {
           type: 'object',
-          required: ['status', 'model_loaded'],
+          required: ['status', 'model_loaded', 'signals'],
           additionalProperties: false,
           properties: {
             status: {type: 'string', const: 'ok'},
-            model_loaded: {type: 'boolean', description: 'Whether the model is in memory.'},
+            model_loaded: {type: 'boolean', description: 'Whether the models are in memory.'},
+            signals: {
+              type: 'object',
+              description:
+                'Per signal: `loaded`, `not_installed` (its categories are not evaluated; e.g. no CLIP model pulled), ' +
+                '`off` (switched off by the policy or configuration) or `not_loaded` (before the first load).',
+              required: ['clip', 'nsfw', 'head'],
+              additionalProperties: false,
+              properties: Object.fromEntries(
+                ['clip', 'nsfw', 'head'].map((s) => [s, {type: 'string', enum: ['loaded', 'not_installed', 'off', 'not_loaded']}]),
+              ),
+            },
           },
         },
         ErrorCode: {type: 'string', enum: [...ERROR_CODES]},

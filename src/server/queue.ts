@@ -1,17 +1,14 @@
 import {ModError} from '../lib/errors.js'
+import type {Scheduler} from '../lib/pipeline/scheduler.js'
 
 export interface Ticket {
   /**
-   * Runs `work` when the engine is free: one moderation at a time, first come first served. A request
-   * whose client went away (`signal` aborted) leaves the line without running.
+   * The stages this request's moderation runs in: preparing (decoding, preprocessing) takes turns with the other
+   * requests of the worker, first come first served, so memory holds one decoding at a time while the model infers
+   * others; inference is batched by the engine with whatever else is ready. A request whose client went away
+   * (`signal` aborted) leaves the line without running.
    */
-  run<T>(work: () => Promise<T>, signal?: AbortSignal): Promise<T>
-  /**
-   * Runs the CPU work before inference (decoding, preprocessing) in a stage of its own, also one at a
-   * time: the next request is prepared while the current one is inferred, and memory holds at most one
-   * decoding beside the running moderation.
-   */
-  prepare<T>(work: () => Promise<T>, signal?: AbortSignal): Promise<T>
+  scheduler(signal?: AbortSignal): Scheduler
   /** Gives the place back; safe to call more than once. */
   release(): void
 }
@@ -78,7 +75,6 @@ function createLock(): Lock {
 /** The per-process moderation queue (MOD_QUEUE_LIMIT); state lives in the returned value. */
 export function createGate(queueLimit: number): Gate {
   let admitted = 0
-  const engine = createLock()
   const preparing = createLock()
 
   return {
@@ -92,8 +88,10 @@ export function createGate(queueLimit: number): Gate {
       admitted++
       let released = false
       return {
-        run: (work, signal) => engine.hold(work, signal),
-        prepare: (work, signal) => preparing.hold(work, signal),
+        scheduler: (signal) => ({
+          prepare: (work) => preparing.hold(work, signal),
+          infer: (work) => (signal?.aborted ? Promise.reject(cancelled()) : work()),
+        }),
         release() {
           if (released) return
           released = true

@@ -5,8 +5,10 @@ import {request as httpRequest, type ClientRequest, type IncomingHttpHeaders} fr
 import type {AddressInfo} from 'node:net'
 
 import {DEFAULT_LIMITS, readSettings, type Limits, type Settings} from '../../src/lib/config/settings.js'
-import {createEngine, type Engine, type PreparedImage} from '../../src/lib/engine.js'
+import {createEngine, type Engine} from '../../src/lib/engine.js'
+import {DIRECT} from '../../src/lib/pipeline/scheduler.js'
 import {buildPolicy} from '../../src/lib/policy/load.js'
+import type {ModerationResult} from '../../src/lib/types.js'
 import {buildServer, type ModServer, type ServerOptions} from '../../src/server/app.js'
 import {openapiDocument} from '../../src/server/openapi.js'
 import {BIN as BIN_PATH, ROOT as ROOT_PATH, solidPng, TOY_MODEL} from '../helpers/cli.js'
@@ -37,30 +39,22 @@ export function toyEngine(settings: Settings, modelDir = TOY_MODEL): Engine {
 /** A model-less Engine whose methods a test replaces; by default every image is a safe result named after its source. */
 export function fakeEngine(over: Partial<Engine> = {}): Engine {
   let loaded = false
-  // The server prepares, then scores: a fake keeps the upload and hands it to moderateImage, which tests replace.
-  const uploads = new WeakMap<PreparedImage, Buffer>()
-  const result = (source: string) => ({source, is_safe: true, violations: [], labels: []})
+  const result = (source: string): ModerationResult => ({source, is_safe: true, violations: [], labels: [], not_evaluated: []})
   const engine: Engine = {
     preset: 'fast',
     policy: buildPolicy(),
     isLoaded: () => loaded,
+    signals: () => ({clip: loaded ? 'loaded' : 'not_loaded', nsfw: 'off', head: 'off'}),
     load: async () => {
       loaded = true
     },
     moderateImage: async (_data, source) => result(source),
-    prepareImage: async (data) => {
-      const prepared = {tensors: []}
-      uploads.set(prepared, data)
-      return prepared
-    },
-    scorePrepared: (prepared, source) => engine.moderateImage(uploads.get(prepared) as Buffer, source),
-    async *moderateMany(inputs) {
+    async *moderateMany(inputs, o = {}) {
       for await (const input of inputs) {
-        await input.read()
-        yield result(input.source)
+        const data = await (o.scheduler ?? DIRECT).prepare(() => input.read())
+        yield await engine.moderateImage(data, input.source, o)
       }
     },
-    scoreFrames: async () => [],
     moderateVideo: async (_path, o) => ({
       source: o.source,
       is_safe: true,
@@ -69,6 +63,7 @@ export function fakeEngine(over: Partial<Engine> = {}): Engine {
       frames_analyzed: 1,
       stopped_early: false,
       violations: [],
+      not_evaluated: [],
     }),
     categories: async () => ({preset: 'fast', model: 'fake', categories: []}),
     close: async () => {},

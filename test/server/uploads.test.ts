@@ -34,7 +34,7 @@ const engine = fakeEngine({
     const folders = readdirSync(uploads)
     seen.push({files: folders.flatMap((f) => readdirSync(join(uploads, f)).map((n) => `${f.replace(/-.*/, '')}/${n}`)), bytes: readFileSync(path).length})
     await videoBehaviour(path, o)
-    return {source: o.source, is_safe: true, duration: 1, fps: o.fps, frames_analyzed: 1, stopped_early: false, violations: []}
+    return {source: o.source, is_safe: true, duration: 1, fps: o.fps, frames_analyzed: 1, stopped_early: false, violations: [], not_evaluated: []}
   },
 })
 let server: Running

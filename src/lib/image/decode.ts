@@ -1,6 +1,6 @@
 import sharp, {type Metadata, type Sharp, type SharpOptions} from 'sharp'
 
-import {ModError} from '../errors.js'
+import {emptyFileError, ModError} from '../errors.js'
 import type {RgbImage} from '../types.js'
 
 /** Formats we accept (CONTRACTS §3); AVIF is sharp's `heif` with AV1 compression. */
@@ -54,11 +54,12 @@ export async function probeImage(input: Buffer): Promise<ImageProbe> {
 }
 
 /**
- * Decodes an image to 8-bit sRGB with alpha flattened onto white: one image for a still (EXIF orientation
- * applied), up to MAX_FRAMES evenly spaced frames for an animated GIF/WebP. Limits are checked before any
- * pixel is decoded.
+ * The one decoding entry of every image path: refuses an empty input, then decodes to 8-bit sRGB with
+ * alpha flattened onto white: one image for a still (EXIF orientation applied), up to MAX_FRAMES evenly
+ * spaced frames for an animated GIF/WebP. Limits are checked before any pixel is decoded.
  */
 export async function decodeImage(input: Buffer, limits: ImageLimits): Promise<RgbImage[]> {
+  if (input.length === 0) throw emptyFileError()
   if (input.length > limits.maxBytes) {
     throw new ModError('payload_too_large', `image is ${input.length} bytes; the limit is ${limits.maxBytes} bytes`)
   }

@@ -10,7 +10,7 @@
  * Prompt wording avoids the words red, green and blue: the toy test model embeds exactly those words, so on
  * it every default prompt is the zero vector and every built-in label stays safe (CONTRACTS §5).
  */
-import type {Calibration, Category} from './types.js'
+import type {Calibration, Category, SignalWeights} from './types.js'
 
 export const DEFAULT_THRESHOLD = 0.5
 
@@ -43,7 +43,20 @@ interface CategorySeed {
   parent: string | null
   prompts: string[]
   negatives: string[]
+  /** Default: the zero-shot prompts alone. */
+  signals?: SignalWeights
 }
+
+/** Categories that do not say otherwise are scored by their prompts alone. */
+export const CLIP_ONLY: Readonly<SignalWeights> = Object.freeze({clip: 1})
+
+/**
+ * The categories the NSFW specialist was trained for lean on it: its score counts three times the zero-shot one
+ * where both ran (suggestive, the vaguest of its classes, twice), and it stands alone where no CLIP model is
+ * installed.
+ */
+const NSFW_LED: Readonly<SignalWeights> = Object.freeze({clip: 1, nsfw: 3})
+const NSFW_ASSISTED: Readonly<SignalWeights> = Object.freeze({clip: 1, nsfw: 2})
 
 const SEEDS: CategorySeed[] = [
   {
@@ -57,6 +70,7 @@ const SEEDS: CategorySeed[] = [
       'a photo of a topless woman showing her breasts',
       'an explicit nude photo',
     ],
+    signals: NSFW_LED,
     negatives: [
       'a photo of a person in swimwear at the beach',
       'a photo of a woman in a bikini',
@@ -75,6 +89,7 @@ const SEEDS: CategorySeed[] = [
       'a photo of a naked couple having intercourse',
       'a still from a pornographic video',
     ],
+    signals: NSFW_LED,
     negatives: [
       'a photo of a couple hugging',
       'a photo of a couple kissing at their wedding',
@@ -92,6 +107,7 @@ const SEEDS: CategorySeed[] = [
       'a photo of a person in a revealing outfit posing provocatively',
       'an erotic boudoir photo',
     ],
+    signals: NSFW_ASSISTED,
     negatives: [
       'a photo of a swimmer at a swimming competition',
       'a photo of an athlete in sportswear',
@@ -259,6 +275,7 @@ export const DEFAULT_CATEGORIES: readonly Category[] = Object.freeze(
       ...seed,
       prompts: Object.freeze([...seed.prompts]) as string[],
       negatives: Object.freeze([...seed.negatives]) as string[],
+      signals: seed.signals ?? CLIP_ONLY,
       threshold: DEFAULT_THRESHOLD,
       calibration: BUILTIN_CALIBRATION,
       origin: 'builtin' as const,

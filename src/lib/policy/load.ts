@@ -6,7 +6,7 @@ import path from 'node:path'
 import {cosmiconfig} from 'cosmiconfig'
 
 import {ModError} from '../errors.js'
-import {CUSTOM_CALIBRATION, DEFAULT_CATEGORIES, DEFAULT_NEUTRAL, DEFAULT_THRESHOLD} from './defaults.js'
+import {CLIP_ONLY, CUSTOM_CALIBRATION, DEFAULT_CATEGORIES, DEFAULT_NEUTRAL, DEFAULT_THRESHOLD} from './defaults.js'
 import {validatePolicyText} from './schema.js'
 import type {PolicyFile, PolicyProblem} from './schema.js'
 import type {Category, Policy, PresetName} from './types.js'
@@ -43,6 +43,7 @@ export function buildPolicy(file?: PolicyFile): Policy {
       negatives: [...(entry?.negatives ?? builtin.negatives)],
       calibration: {...builtin.calibration, ...entry?.calibration},
       origin: 'builtin',
+      signals: {...builtin.signals},
     })
   }
   const builtinNames = new Set(DEFAULT_CATEGORIES.map((c) => c.name))
@@ -56,6 +57,7 @@ export function buildPolicy(file?: PolicyFile): Policy {
       negatives: [...(entry.negatives ?? [])],
       calibration: {...CUSTOM_CALIBRATION, ...entry.calibration},
       origin: 'custom',
+      signals: {...CLIP_ONLY},
     })
   }
   const active = new Set(categories.map((c) => c.name))
@@ -65,6 +67,7 @@ export function buildPolicy(file?: PolicyFile): Policy {
     trim_borders: file?.trim_borders ?? true,
     categories,
     neutral: [...(file?.neutral ?? DEFAULT_NEUTRAL)],
+    specialists: {nsfw: file?.specialists?.nsfw ?? true},
   }
 }
 

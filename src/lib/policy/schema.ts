@@ -15,8 +15,9 @@ import {isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument} from 'yaml'
 import type {Document, Node as YamlNode, Pair} from 'yaml'
 
 import {DEFAULT_CATEGORIES} from './defaults.js'
+import {parentCycles} from './parents.js'
 import {PRESETS} from './types.js'
-import type {Calibration, PresetName} from './types.js'
+import type {Calibration, PresetName, Specialists} from './types.js'
 
 export interface PolicyProblem {
   /** 1-based. */
@@ -43,6 +44,8 @@ export interface PolicyFile {
   trim_borders?: boolean
   /** Replaces the default neutral prompts when given. */
   neutral?: string[]
+  /** `nsfw: false` switches the embedded NSFW specialist off. */
+  specialists?: Partial<Specialists>
   categories: CategoryEntry[]
 }
 
@@ -52,7 +55,8 @@ export interface PolicyValidation {
   file?: PolicyFile
 }
 
-const TOP_KEYS = ['preset', 'trim_borders', 'neutral', 'categories'] as const
+const TOP_KEYS = ['preset', 'trim_borders', 'neutral', 'specialists', 'categories'] as const
+const SPECIALIST_KEYS = ['nsfw'] as const
 const CATEGORY_KEYS = ['enabled', 'prompts', 'negatives', 'parent', 'threshold', 'calibration'] as const
 const CALIBRATION_KEYS = ['scale', 'bias'] as const
 /** Names of new categories (and of head labels): they end up in JSON keys, URLs and terminal tables. */
@@ -176,6 +180,21 @@ function readCalibration(ctx: Context, node: unknown, at: number, path: string):
   return calibration
 }
 
+function readSpecialists(ctx: Context, node: unknown, at: number): Partial<Specialists> | undefined {
+  if (!isMap(node)) {
+    report(ctx, offsetOf(node, at), `specialists must be a mapping such as {nsfw: false}, not ${describe(node)}`)
+    return undefined
+  }
+  const specialists: Partial<Specialists> = {}
+  for (const pair of node.items) {
+    const key = keyOf(ctx, pair, ' in specialists')
+    if (key === undefined) continue
+    if (key === 'nsfw') specialists.nsfw = readBoolean(ctx, deref(ctx, pair.value), offsetOf(pair.key, at), 'specialists.nsfw')
+    else unknownKey(ctx, pair, key, ' in specialists', SPECIALIST_KEYS)
+  }
+  return specialists
+}
+
 function readCategory(ctx: Context, name: string, node: unknown, at: number, place: EntryPlace): CategoryEntry {
   const path = `categories.${name}`
   const entry: CategoryEntry = {name}
@@ -277,17 +296,7 @@ function checkParents(ctx: Context, entries: CategoryEntry[], places: Map<string
   // A built-in parent that is disabled is dropped, as buildPolicy does.
   for (const [name, parent] of parents) if (parent !== null && !parents.has(parent)) parents.set(name, null)
 
-  const done = new Set<string>()
-  for (const start of parents.keys()) {
-    const trail: string[] = []
-    let current: string | null = start
-    while (current !== null && !done.has(current) && !trail.includes(current)) {
-      trail.push(current)
-      current = parents.get(current) ?? null
-    }
-    if (current !== null && trail.includes(current)) reportCycle(ctx, trail.slice(trail.indexOf(current)), places)
-    for (const name of trail) done.add(name)
-  }
+  for (const cycle of parentCycles(parents)) reportCycle(ctx, cycle, places)
 }
 
 /** The built-ins have no cycle, so some member's parent is written in the file: the first such line gets it. */
@@ -335,6 +344,9 @@ export function validatePolicyText(text: string): PolicyValidation {
           break
         case 'neutral':
           file.neutral = readTextList(ctx, value, at, 'neutral', false)
+          break
+        case 'specialists':
+          file.specialists = readSpecialists(ctx, value, at)
           break
         case 'categories':
           file.categories = readCategories(ctx, value, at, places)

@@ -9,6 +9,17 @@ export interface Calibration {
   bias: number
 }
 
+/** Models whose outputs a category's score can come from; a trained head (--head) blends in afterwards. */
+export const MODEL_SIGNALS = ['clip', 'nsfw'] as const
+export type ModelSignal = (typeof MODEL_SIGNALS)[number]
+
+/** Everything that can turn an image into label scores: the zero-shot prompts, the NSFW specialist, a trained head. */
+export const SIGNALS = ['clip', 'nsfw', 'head'] as const
+export type SignalName = (typeof SIGNALS)[number]
+
+/** How much each model signal counts in a category's score (a weighted mean over the signals that ran). */
+export type SignalWeights = Partial<Record<ModelSignal, number>>
+
 export interface Category {
   name: string
   parent: string | null
@@ -17,6 +28,12 @@ export interface Category {
   negatives: string[]
   calibration: Calibration
   origin: Exclude<Origin, 'head'>
+  signals: SignalWeights
+}
+
+/** Signals a policy can switch off (`specialists: {nsfw: false}`). */
+export interface Specialists {
+  nsfw: boolean
 }
 
 /** The active policy: defaults merged with a policy file. Disabled categories are already removed. */
@@ -26,4 +43,5 @@ export interface Policy {
   categories: Category[]
   /** Shared neutral prompts: every category's positives are weighed against these and its own negatives. */
   neutral: string[]
+  specialists: Specialists
 }

@@ -26,11 +26,11 @@
  */
 import {ModError} from '../errors.js'
 import {readConfigText} from '../policy/load.js'
+import {parentCycles} from '../policy/parents.js'
 import {CATEGORY_NAME_PATTERN} from '../policy/schema.js'
 import type {Policy} from '../policy/types.js'
-import type {Label} from '../types.js'
 import {sigmoid} from './calibrate.js'
-import {makeLabel} from './result.js'
+import type {ScoredLabel} from './result.js'
 
 export type HeadActivation = 'sigmoid' | 'none'
 
@@ -151,23 +151,8 @@ export function parseHead(text: string, source: string): Head {
 
 /** Parents among the head's own labels must not loop. */
 function headCycles(labels: HeadLabel[]): string[] {
-  const parentOf = new Map(labels.map((l) => [l.name, l.parent]))
-  const reported = new Set<string>()
-  const problems: string[] = []
-  for (const label of labels) {
-    const trail: string[] = []
-    let current: string | null | undefined = label.name
-    while (current != null && parentOf.has(current) && !trail.includes(current)) {
-      trail.push(current)
-      current = parentOf.get(current)
-    }
-    if (current != null && trail.includes(current) && !reported.has(current)) {
-      const cycle = trail.slice(trail.indexOf(current))
-      for (const name of cycle) reported.add(name)
-      problems.push(`a cycle of parents: ${[...cycle, current].join(' → ')}`)
-    }
-  }
-  return problems
+  const cycles = parentCycles(new Map(labels.map((l) => [l.name, l.parent])))
+  return cycles.map((cycle) => `a cycle of parents: ${[...cycle, cycle[0]].join(' → ')}`)
 }
 
 /** Reads and validates a head file (see the format above). */
@@ -212,7 +197,7 @@ function normalised(image: Float32Array): Float64Array {
 }
 
 /** The policy's labels with the head applied: shared names blended, the head's other labels appended. */
-export function applyHead(head: Head, image: Float32Array, labels: readonly Label[]): Label[] {
+export function applyHead(head: Head, image: Float32Array, labels: readonly ScoredLabel[]): ScoredLabel[] {
   if (image.length !== head.embedding_size) {
     throw new ModError('internal', `the head expects embeddings of size ${head.embedding_size}, got ${image.length}`)
   }
@@ -221,13 +206,11 @@ export function applyHead(head: Head, image: Float32Array, labels: readonly Labe
   const blended = labels.map((label) => {
     const h = byName.get(label.name)
     if (h === undefined) return label
-    return makeLabel({...label, score: (1 - h.blend) * label.score + h.blend * headScore(h, head.activation, x)})
+    return {...label, score: (1 - h.blend) * label.score + h.blend * headScore(h, head.activation, x)}
   })
   const taken = new Set(labels.map((l) => l.name))
   const added = head.labels
     .filter((h) => !taken.has(h.name))
-    .map((h) =>
-      makeLabel({name: h.name, score: headScore(h, head.activation, x), threshold: h.threshold, parent: h.parent, origin: 'head'}),
-    )
+    .map((h): ScoredLabel => ({name: h.name, score: headScore(h, head.activation, x), threshold: h.threshold, parent: h.parent, origin: 'head'}))
   return [...blended, ...added]
 }

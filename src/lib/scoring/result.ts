@@ -1,8 +1,9 @@
-/** Labels → the moderation result of CONTRACTS §2. */
+/** Labels → the moderation result. Scores stay floats until here, where they are rounded once. */
 import type {Label, ModerationResult, Origin} from '../types.js'
 import {roundScore} from './calibrate.js'
 
-export interface LabelInput {
+/** A label as the signals score it, before rounding and the violation decision. */
+export interface ScoredLabel {
   name: string
   score: number
   threshold: number
@@ -11,10 +12,10 @@ export interface LabelInput {
 }
 
 /**
- * The one place a label's score is rounded and its violation decided. The decision uses the rounded score so
- * that a result never shows a score equal to its threshold without the violation.
+ * The one place a score is rounded (to 4 decimals, clamped to [0, 1]) and its violation decided. The decision
+ * uses the rounded score so that a result never shows a score equal to its threshold without the violation.
  */
-export function makeLabel(input: LabelInput): Label {
+export function finishLabel(input: ScoredLabel): Label {
   const score = roundScore(Math.min(1, Math.max(0, input.score)))
   return {
     name: input.name,
@@ -30,23 +31,26 @@ function byScoreThenName(a: Label, b: Label): number {
   return b.score - a.score || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
 }
 
-/** Labels sorted by score (descending, then name); violations are labels at or above their threshold. A
- * violated child does not add its parent: each label stands on its own score. */
-export function buildResult(source: string, labels: readonly Label[]): ModerationResult {
-  const sorted = labels.map((label) => makeLabel(label)).sort(byScoreThenName)
+/**
+ * Labels sorted by score (descending, then name); violations are labels at or above their threshold. A
+ * violated child does not add its parent: each label stands on its own score. `notEvaluated` names the
+ * categories of the policy that no loaded signal could score.
+ */
+export function buildResult(source: string, labels: readonly ScoredLabel[], notEvaluated: readonly string[] = []): ModerationResult {
+  const sorted = labels.map(finishLabel).sort(byScoreThenName)
   const violations = sorted
     .filter((label) => label.violated)
     .map((label) => ({name: label.name, confidence: label.score, parent: label.parent, threshold: label.threshold}))
-  return {source, is_safe: violations.length === 0, violations, labels: sorted}
+  return {source, is_safe: violations.length === 0, violations, labels: sorted, not_evaluated: [...notEvaluated]}
 }
 
 /** For animated images: every label keeps its highest score over the frames. */
-export function mergeFrameLabels(frames: readonly (readonly Label[])[]): Label[] {
-  const merged = new Map<string, Label>()
+export function mergeFrameLabels(frames: readonly (readonly ScoredLabel[])[]): ScoredLabel[] {
+  const merged = new Map<string, ScoredLabel>()
   for (const frame of frames) {
     for (const label of frame) {
       const seen = merged.get(label.name)
-      if (seen === undefined || label.score > seen.score) merged.set(label.name, makeLabel(label))
+      if (seen === undefined || label.score > seen.score) merged.set(label.name, label)
     }
   }
   return [...merged.values()]

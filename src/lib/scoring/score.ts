@@ -9,9 +9,7 @@
  */
 import {ModError} from '../errors.js'
 import type {Policy} from '../policy/types.js'
-import type {Label} from '../types.js'
 import {calibrate} from './calibrate.js'
-import {makeLabel} from './result.js'
 
 export const LOGIT_SCALE = 100
 
@@ -60,12 +58,12 @@ export function policyPrompts(policy: Policy): string[] {
   return [...texts]
 }
 
-/** One label per category of the policy (origin builtin or custom), rounded, with its violation decided. */
-export function scoreCategories(
+/** The zero-shot signal: each category's calibrated score from the image embedding and the prompt embeddings. */
+export function zeroShotScores(
   image: Float32Array,
   policy: Policy,
   prompts: ReadonlyMap<string, Float32Array>,
-): Label[] {
+): Map<string, number> {
   const sims = new Map<string, number>()
   const sim = (text: string): number => {
     let s = sims.get(text)
@@ -77,15 +75,10 @@ export function scoreCategories(
     }
     return s
   }
-  return policy.categories.map((category) => {
+  const scores = new Map<string, number>()
+  for (const category of policy.categories) {
     const references = new Set([...category.negatives, ...policy.neutral])
-    const raw = rawScore(category.prompts.map(sim), [...references].map(sim))
-    return makeLabel({
-      name: category.name,
-      score: calibrate(raw, category.calibration),
-      threshold: category.threshold,
-      parent: category.parent,
-      origin: category.origin,
-    })
-  })
+    scores.set(category.name, calibrate(rawScore(category.prompts.map(sim), [...references].map(sim)), category.calibration))
+  }
+  return scores
 }

@@ -1,8 +1,9 @@
 import {spawn} from 'node:child_process'
+import {stat} from 'node:fs/promises'
 import {basename, resolve} from 'node:path'
 import type {Readable} from 'node:stream'
 
-import {ModError} from '../errors.js'
+import {emptyFileError, ModError} from '../errors.js'
 import type {RgbImage} from '../types.js'
 import {ffmpegMissing} from './ffmpeg.js'
 import {createPacketClock} from './framecrc.js'
@@ -90,13 +91,14 @@ function firstError(log: string, path: string): string {
  * and limits are enforced on what is decoded, never on the container's metadata. Leaving the loop early,
  * an error or `signal` aborting kills ffmpeg; the generator ends only once the process is gone.
  *
- * Errors: `ffmpeg_missing` (the binary cannot be run); `video_too_long` (a frame at or past `maxSeconds`, or
+ * Errors: `unsupported_media` for an empty file (before ffmpeg starts); `ffmpeg_missing` (the binary cannot be run); `video_too_long` (a frame at or past `maxSeconds`, or
  * more than `maxFrames` frames); `payload_too_large` (a picture over `maxPixels`); `unsupported_media`
  * (not a video ffmpeg can read, no video stream, no frame decoded, ffmpeg failing, or no progress for
  * `stallTimeoutMs`, whether or not frames were decoded before); the signal's reason when aborted.
  */
 export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenerator<DecodedFrame, DecodeSummary> {
   o.signal?.throwIfAborted()
+  if ((await stat(path)).size === 0) throw emptyFileError()
   const child = spawn(o.ffmpeg, ffmpegArgs(path, o), {stdio: ['ignore', 'pipe', 'pipe', 'pipe'], windowsHide: true})
   const stdout = child.stdout as Readable
   const stderr = child.stderr as Readable

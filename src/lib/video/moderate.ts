@@ -1,6 +1,6 @@
-import type {Label, RgbImage, Segment, VideoResult} from '../types.js'
+import type {RgbImage, Segment, VideoResult} from '../types.js'
 import {type DecodedFrame, type DecodeOptions, type DecodeSummary, decodeFrames} from './frames.js'
-import {createSegmentTracker} from './segments.js'
+import {createSegmentTracker, type ScoredLabel} from './segments.js'
 
 export interface ModerateVideoOptions {
   /** Reported as `source` in the result. */
@@ -13,7 +13,7 @@ export interface ModerateVideoOptions {
   /** The ffmpeg binary and the decoding limits. */
   decode: Omit<DecodeOptions, 'fps' | 'signal'>
   /** Scores a batch of frames (the engine trims, preprocesses, embeds and scores): one label list per frame. */
-  scoreFrames: (frames: RgbImage[]) => Promise<Label[][]>
+  scoreFrames: (frames: RgbImage[]) => Promise<ScoredLabel[][]>
   /** Called for each kept segment once its run has closed (the open ones at the end), in the order found. */
   onSegment?: (label: string, segment: Segment) => void
   /** Called after each batch with the frames analysed and the seconds of video they cover. */
@@ -29,7 +29,7 @@ const round3 = (x: number): number => Math.round(x * 1000) / 1000
  * `minFrames` frames, ffmpeg is killed, and `duration` is the span analysed. Errors are those of
  * `decodeFrames` and of `scoreFrames`; ffmpeg never outlives the call.
  */
-export async function moderateVideo(path: string, o: ModerateVideoOptions): Promise<VideoResult> {
+export async function moderateVideo(path: string, o: ModerateVideoOptions): Promise<Omit<VideoResult, 'not_evaluated'>> {
   const tracker = createSegmentTracker(o.fps, o.minFrames)
   const frames = decodeFrames(path, {...o.decode, fps: o.fps, signal: o.signal})
   let analyzed = 0

@@ -1,3 +1,4 @@
+import {roundScore} from '../scoring/calibrate.js'
 import type {Label, Segment, VideoViolation} from '../types.js'
 
 export type ScoredLabel = Pick<Label, 'name' | 'parent' | 'threshold' | 'score'>
@@ -62,7 +63,8 @@ export function createSegmentTracker(fps: number, minFrames: number): SegmentTra
           state = {label, segments: []}
           states.set(label.name, state)
         }
-        if (label.score >= label.threshold) {
+        // Decided on the rounded score, as an image's violations are.
+        if (roundScore(label.score) >= label.threshold) {
           if (state.run === undefined) state.run = {first: frames, frames: 0, max: 0}
           state.run.frames++
           state.run.max = Math.max(state.run.max, label.score)

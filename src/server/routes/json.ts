@@ -27,8 +27,7 @@ export const moderateJson: Handler = async (ctx, req, res) => {
       const fetched = await ctx.fetchImage(body.url)
       return {source: body.url, data: fetched.data}
     },
-    async (image) => ({source: image.source, prepared: await ctx.engine.prepareImage(image.data)}),
-    (image) => ctx.engine.scorePrepared(image.prepared, image.source),
+    (image, scheduler) => ctx.engine.moderateImage(image.data, image.source, {scheduler}),
   )
   sendJson(res, 200, result)
 }

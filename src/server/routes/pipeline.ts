@@ -1,6 +1,7 @@
 import type {IncomingMessage, ServerResponse} from 'node:http'
 
 import {ModError} from '../../lib/errors.js'
+import type {Scheduler} from '../../lib/pipeline/scheduler.js'
 import type {RouteContext} from '../context.js'
 import {describe} from '../errors.js'
 import {isMultipart} from '../upload.js'
@@ -8,32 +9,25 @@ import {isMultipart} from '../upload.js'
 /**
  * The path of every moderation request: a place in the queue is taken before the body is read (a full
  * queue answers 503 at once), the input is received (upload, JSON, URL fetch) without holding the
- * engine, then (the model loaded) prepared, i.e. decoded and preprocessed, in the gate's preparing stage
- * while another request may be inferring, then `work` runs alone on the engine.
+ * engine, then, the model loaded, `work` runs on the engine with the request's scheduler: decoding takes
+ * turns with the worker's other requests and inference is batched with them.
  */
-export async function moderate<I, P, R>(
+export async function moderate<I, R>(
   ctx: RouteContext,
   res: ServerResponse,
   receive: () => Promise<I>,
-  prepare: (input: I) => Promise<P>,
-  work: (input: P, signal: AbortSignal) => Promise<R>,
+  work: (input: I, scheduler: Scheduler, signal: AbortSignal) => Promise<R>,
 ): Promise<R> {
   const ticket = ctx.gate.admit()
   const signal = clientGone(res)
   try {
     const input = await receive()
-    const ready = await ticket.prepare(async () => {
-      await ensureLoaded(ctx)
-      return prepare(input)
-    }, signal)
-    return await ticket.run(() => work(ready, signal), signal)
+    await ensureLoaded(ctx)
+    return await work(input, ticket.scheduler(signal), signal)
   } finally {
     ticket.release()
   }
 }
-
-/** For routes whose input needs no preparing stage (batches and videos pipeline on their own). */
-export const asReceived = async <I>(input: I): Promise<I> => input
 
 /** Loads the model on first use (MOD_PRELOAD=false); a failure is model_unavailable, its cause goes to the log. */
 async function ensureLoaded(ctx: RouteContext): Promise<void> {
@@ -60,8 +54,4 @@ export function requireMultipart(req: IncomingMessage, field: string): void {
   if (!isMultipart(req)) {
     throw new ModError('bad_request', `send the request as multipart/form-data with the file in the field "${field}"`)
   }
-}
-
-export function emptyUpload(filename: string): ModError {
-  return new ModError('bad_request', `the uploaded file ${JSON.stringify(filename)} is empty`)
 }

@@ -5,7 +5,7 @@ import {parseVideoOptions} from '../../lib/video/options.js'
 import type {Handler} from '../context.js'
 import {sendJson} from '../reply.js'
 import {receiveVideo} from '../upload.js'
-import {asReceived, emptyUpload, moderate, requireMultipart} from './pipeline.js'
+import {moderate, requireMultipart} from './pipeline.js'
 
 /**
  * POST /v1/moderate/video: a video (or animated GIF) in the multipart field `file`, query `fps`,
@@ -24,12 +24,9 @@ export const moderateVideoFile: Handler = async (ctx, req, res) => {
       res,
       async () => {
         dir = await mkdtemp(join(ctx.tmpDir, 'mod-video-'))
-        const video = await receiveVideo(req, {field: 'file', maxBytes: ctx.settings.limits.maxVideoBytes, dir})
-        if (video.size === 0) throw emptyUpload(video.filename)
-        return video
+        return receiveVideo(req, {field: 'file', maxBytes: ctx.settings.limits.maxVideoBytes, dir})
       },
-      asReceived,
-      (video, signal) => ctx.engine.moderateVideo(video.path, {source: video.filename, ...options, signal}),
+      (video, _scheduler, signal) => ctx.engine.moderateVideo(video.path, {source: video.filename, ...options, signal}),
     )
   } finally {
     if (dir) await rm(dir, {recursive: true, force: true})

@@ -45,8 +45,8 @@ test('no file gives the 11 built-ins, the default neutral prompts, trim_borders 
 test('a new name adds a custom category after the built-ins, with defaults for what is not given', () => {
   const p = policyOf('categories:\n  redness:\n    prompts: ["red"]\n  blueness:\n    prompts: [blue]\n    negatives: [sky]\n    parent: redness\n    threshold: 0.8\n')
   assert.equal(p.categories.slice(11), [
-    {name: 'redness', parent: null, threshold: 0.5, prompts: ['red'], negatives: [], calibration: {scale: 1, bias: 0}, origin: 'custom'},
-    {name: 'blueness', parent: 'redness', threshold: 0.8, prompts: ['blue'], negatives: ['sky'], calibration: {scale: 1, bias: 0}, origin: 'custom'},
+    {name: 'redness', parent: null, threshold: 0.5, prompts: ['red'], negatives: [], calibration: {scale: 1, bias: 0}, origin: 'custom', signals: {clip: 1}},
+    {name: 'blueness', parent: 'redness', threshold: 0.8, prompts: ['blue'], negatives: ['sky'], calibration: {scale: 1, bias: 0}, origin: 'custom', signals: {clip: 1}},
   ])
 })
 

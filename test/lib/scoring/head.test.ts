@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert'
 import {isModError, type ModError} from '../../../src/lib/errors.js'
 import {buildPolicy} from '../../../src/lib/policy/load.js'
 import {applyHead, checkHeadFits, checkHeadParents, loadHead, parseHead} from '../../../src/lib/scoring/head.js'
-import {makeLabel} from '../../../src/lib/scoring/result.js'
+import {finishLabel, type ScoredLabel} from '../../../src/lib/scoring/result.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'mod-head-'))
 test.after(() => rmSync(dir, {recursive: true, force: true}))
@@ -161,12 +161,12 @@ test('a head-only label\'s parent must be a head label or a policy category', ()
 
 test('head labels are added with origin head; a shared name blends and keeps the category\'s fields', () => {
   const head = parseHead(JSON.stringify(headJson()), 'h')
-  const labels = [
-    makeLabel({name: 'weapons', score: 0.0474, threshold: 0.3, parent: 'violence', origin: 'builtin'}),
-    makeLabel({name: 'violence', score: 0.0474, threshold: 0.5, parent: null, origin: 'builtin'}),
+  const labels: ScoredLabel[] = [
+    {name: 'weapons', score: 0.0474, threshold: 0.3, parent: 'violence', origin: 'builtin'},
+    {name: 'violence', score: 0.0474, threshold: 0.5, parent: null, origin: 'builtin'},
   ]
   // The image is normalised first: [2, 0, 0] → [1, 0, 0].
-  const out = applyHead(head, Float32Array.from([2, 0, 0]), labels)
+  const out = applyHead(head, Float32Array.from([2, 0, 0]), labels).map(finishLabel)
   assert.equal(out, [
     // 0.75 · 0.0474 + 0.25 · sigmoid(2·1 − 1) = 0.035550 + 0.182765 = 0.2183
     {name: 'weapons', score: 0.2183, threshold: 0.3, parent: 'violence', violated: false, origin: 'builtin'},
@@ -191,7 +191,7 @@ test('a linear head is clamped to [0, 1]', () => {
     'h',
   )
   assert.equal(
-    applyHead(head, Float32Array.from([1, 0, 0]), []).map((l) => [l.name, l.score]),
+    applyHead(head, Float32Array.from([1, 0, 0]), []).map(finishLabel).map((l) => [l.name, l.score]),
     [
       ['low', 0.3],
       ['high', 1],
@@ -202,7 +202,7 @@ test('a linear head is clamped to [0, 1]', () => {
 
 test('blend 1 replaces the category score with the head score', () => {
   const head = parseHead(JSON.stringify(headJson({labels: [{name: 'a', weights: [0, 0, 0], bias: 0, blend: 1}]})), 'h')
-  const out = applyHead(head, Float32Array.from([0, 0, 0]), [makeLabel({name: 'a', score: 0.9, threshold: 0.5, parent: null, origin: 'custom'})])
+  const out = applyHead(head, Float32Array.from([0, 0, 0]), [{name: 'a', score: 0.9, threshold: 0.5, parent: null, origin: 'custom'}]).map(finishLabel)
   assert.equal(out, [{name: 'a', score: 0.5, threshold: 0.5, parent: null, violated: true, origin: 'custom'}])
 })
 

@@ -1,14 +1,15 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {buildResult, makeLabel, mergeFrameLabels} from '../../../src/lib/scoring/result.js'
-import type {Label} from '../../../src/lib/types.js'
+import {buildResult, finishLabel, mergeFrameLabels, type ScoredLabel} from '../../../src/lib/scoring/result.js'
 
-function label(name: string, score: number, extra: Partial<Label> = {}): Label {
-  return makeLabel({name, score, threshold: 0.5, parent: null, origin: 'builtin', ...extra})
+function scored(name: string, score: number, extra: Partial<ScoredLabel> = {}): ScoredLabel {
+  return {name, score, threshold: 0.5, parent: null, origin: 'builtin', ...extra}
 }
 
-test('makeLabel rounds the score and decides the violation on the rounded score', () => {
+const label = (name: string, score: number, extra: Partial<ScoredLabel> = {}) => finishLabel(scored(name, score, extra))
+
+test('finishLabel rounds the score and decides the violation on the rounded score', () => {
   assert.equal(label('x', 0.49996), {name: 'x', score: 0.5, threshold: 0.5, parent: null, violated: true, origin: 'builtin'})
   assert.is(label('x', 0.49994).violated, false)
   assert.is(label('x', 0.49994).score, 0.4999)
@@ -65,20 +66,25 @@ test('an image with no label at its threshold is safe', () => {
   assert.equal(r.violations, [])
 })
 
-test('buildResult recomputes violated from score and threshold', () => {
-  const stale: Label = {name: 'a', score: 0.9, threshold: 0.5, parent: null, violated: false, origin: 'custom'}
-  assert.equal(buildResult('x', [stale]).violations.map((v) => v.name), ['a'])
+test('scores stay unrounded until the result: 0.49996 and 0.00004 are rounded once, at the end', () => {
+  const r = buildResult('x', [scored('a', 0.49996), scored('b', 0.00004)])
+  assert.equal(r.labels.map((l) => [l.name, l.score, l.violated]), [['a', 0.5, true], ['b', 0, false]])
 })
 
-test('frames merge to each label\'s maximum score, with the violation recomputed', () => {
+test('buildResult carries the categories that were not evaluated, [] by default', () => {
+  assert.equal(buildResult('x', [scored('a', 0.1)]).not_evaluated, [])
+  assert.equal(buildResult('x', [scored('a', 0.1)], ['weapons']).not_evaluated, ['weapons'])
+})
+
+test('frames merge to each label\'s maximum score', () => {
   const merged = mergeFrameLabels([
-    [label('a', 0.2), label('b', 0.7, {parent: 'a'})],
-    [label('a', 0.6), label('b', 0.1, {parent: 'a'})],
-    [label('a', 0.4), label('b', 0.3, {parent: 'a'})],
+    [scored('a', 0.2), scored('b', 0.7, {parent: 'a'})],
+    [scored('a', 0.6), scored('b', 0.1, {parent: 'a'})],
+    [scored('a', 0.4), scored('b', 0.3, {parent: 'a'})],
   ])
   assert.equal(merged, [
-    {name: 'a', score: 0.6, threshold: 0.5, parent: null, violated: true, origin: 'builtin'},
-    {name: 'b', score: 0.7, threshold: 0.5, parent: 'a', violated: true, origin: 'builtin'},
+    {name: 'a', score: 0.6, threshold: 0.5, parent: null, origin: 'builtin'},
+    {name: 'b', score: 0.7, threshold: 0.5, parent: 'a', origin: 'builtin'},
   ])
   assert.equal(mergeFrameLabels([]), [])
 })

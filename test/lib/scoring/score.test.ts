@@ -5,7 +5,10 @@ import {isModError} from '../../../src/lib/errors.js'
 import {BUILTIN_CALIBRATION, CUSTOM_CALIBRATION} from '../../../src/lib/policy/defaults.js'
 import {buildPolicy} from '../../../src/lib/policy/load.js'
 import type {Category, Policy} from '../../../src/lib/policy/types.js'
-import {cosine, logMeanExp, policyPrompts, rawScore, scoreCategories} from '../../../src/lib/scoring/score.js'
+import {combineSignals} from '../../../src/lib/scoring/combine.js'
+import {finishLabel} from '../../../src/lib/scoring/result.js'
+import {cosine, logMeanExp, policyPrompts, rawScore, zeroShotScores} from '../../../src/lib/scoring/score.js'
+import type {Label} from '../../../src/lib/types.js'
 
 const IMAGE = Float32Array.from([1, 0, 0])
 const ZERO = Float32Array.from([0, 0, 0])
@@ -22,11 +25,12 @@ function category(name: string, fields: Partial<Category> = {}): Category {
     negatives: [],
     calibration: CUSTOM_CALIBRATION,
     origin: 'custom',
+    signals: {clip: 1},
     ...fields,
   }
 }
 
-const policy = (categories: Category[], neutral: string[] = []): Policy => ({trim_borders: true, categories, neutral})
+const policy = (categories: Category[], neutral: string[] = []): Policy => ({trim_borders: true, categories, neutral, specialists: {nsfw: false}})
 
 test('cosine similarity of unnormalised vectors', () => {
   assert.ok(Math.abs(cosine(Float32Array.from([3, 0, 0]), Float32Array.from([2, 2, 0])) - Math.SQRT1_2) < 1e-7)
@@ -36,6 +40,11 @@ test('a cosine with a zero vector is 0, never NaN', () => {
   assert.is(cosine(IMAGE, ZERO), 0)
   assert.is(cosine(ZERO, ZERO), 0)
 })
+
+/** The zero-shot signal alone, as labels in policy order (rounded, violation decided). */
+function scoreCategories(image: Float32Array, p: Policy, prompts: ReadonlyMap<string, Float32Array>): Label[] {
+  return combineSignals(p, {clip: zeroShotScores(image, p, prompts)}).map(finishLabel)
+}
 
 test('log-mean-exp is stable for large values and 0 for none', () => {
   assert.ok(Math.abs(logMeanExp([1000, 1000]) - 1000) < 1e-9)
