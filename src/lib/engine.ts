@@ -15,7 +15,8 @@ import {policyPrompts, scoreCategories} from './scoring/score.js'
 import {DEFAULT_DECODE_LIMITS} from './video/frames.js'
 import {resolveFfmpeg} from './video/ffmpeg.js'
 import {moderateVideo} from './video/moderate.js'
-import type {CategoriesResult, ErrorEntry, Label, ModerationResult, RgbImage, Segment, VideoResult} from './types.js'
+import {ITEM_ERROR_CODES} from './schemas.js'
+import type {CategoriesResult, ErrorEntry, ItemErrorCode, Label, ModerationResult, RgbImage, Segment, VideoResult} from './types.js'
 
 export interface EngineOptions {
   preset: PresetName
@@ -79,9 +80,13 @@ export interface Engine {
 }
 
 /** Errors that belong to one input: a batch reports them as an entry and goes on. */
-const ITEM_ERRORS = new Set(['unreadable_image', 'unsupported_media', 'payload_too_large'])
+const ITEM_ERRORS: ReadonlySet<string> = new Set(ITEM_ERROR_CODES)
 
-function errorEntry(source: string, e: ModError): ErrorEntry {
+function isItemError(e: unknown): e is ModError & {code: ItemErrorCode} {
+  return isModError(e) && ITEM_ERRORS.has(e.code)
+}
+
+function errorEntry(source: string, e: ModError & {code: ItemErrorCode}): ErrorEntry {
   return {source, error: {code: e.code, message: e.message}}
 }
 
@@ -215,13 +220,13 @@ export function createEngine(opts: EngineOptions): Engine {
       const scorable: Float32Array[][] = []
       for (const p of prepared) {
         if ('err' in p) {
-          if (!(isModError(p.err) && ITEM_ERRORS.has(p.err.code))) throw p.err
+          if (!isItemError(p.err)) throw p.err
         } else scorable.push(p.ok)
       }
       const labels = await scoreTensors(r, scorable)
       let k = 0
       for (const [i, p] of prepared.entries()) {
-        yield 'err' in p ? errorEntry(batch[i].source, p.err as ModError) : buildResult(batch[i].source, labels[k++])
+        yield 'err' in p ? errorEntry(batch[i].source, p.err as ModError & {code: ItemErrorCode}) : buildResult(batch[i].source, labels[k++])
       }
     }
   }

@@ -6,19 +6,19 @@ import polka, {type Polka} from 'polka'
 
 import type {Settings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
+import {ModError} from '../lib/errors.js'
 import {fetchImageUrl, type FetchImageOptions} from '../lib/fetch/url.js'
 import {checkKey} from './auth.js'
-import type {Handler, Request, RouteContext} from './context.js'
+import {isJson, jsonBodyLimit} from './body.js'
+import type {Request, RouteContext} from './context.js'
 import {docsRoutes} from './docs.js'
 import {methodNotAllowed, notFound, toHttpError, type Log} from './errors.js'
 import {openapiDocument, openapiHandler} from './openapi.js'
 import {createGate, type Gate} from './queue.js'
 import {sendError} from './reply.js'
-import {categories} from './routes/categories.js'
-import {health} from './routes/health.js'
-import {moderateJson} from './routes/json.js'
-import {moderateBatch, moderateFile} from './routes/moderate.js'
-import {moderateVideoFile} from './routes/video.js'
+import type {AnyRoute} from './route.js'
+import {ROUTES} from './routes/index.js'
+import {jsonBodyReader, queryReader} from './validate.js'
 
 export interface ServerOptions {
   /** Where internal errors are reported (never request headers); default stderr. */
@@ -41,20 +41,22 @@ export interface ModServer {
   close(): Promise<void>
 }
 
-interface Route {
-  method: 'GET' | 'POST'
-  path: string
-  handler: Handler
-}
+const noBody = (): Promise<never> => Promise.reject(new ModError('internal', 'this route declares no JSON body'))
 
-const ROUTES: Route[] = [
-  {method: 'GET', path: '/health', handler: health},
-  {method: 'GET', path: '/v1/categories', handler: categories},
-  {method: 'POST', path: '/v1/moderate', handler: moderateFile},
-  {method: 'POST', path: '/v1/moderate/batch', handler: moderateBatch},
-  {method: 'POST', path: '/v1/moderate/json', handler: moderateJson},
-  {method: 'POST', path: '/v1/moderate/video', handler: moderateVideoFile},
-]
+/**
+ * Runs a route's checks from its declaration, then its handler with the typed query: the content type
+ * and the query are checked before anything is read; the JSON body is read when the handler asks for it.
+ */
+function prepared(route: AnyRoute): (ctx: RouteContext, req: Request) => Parameters<AnyRoute['handler']>[3] {
+  const readQuery = route.query ? queryReader(route.query) : () => ({})
+  const readJson = route.body?.media === 'application/json' ? jsonBodyReader(route.body.schema) : undefined
+  return (ctx, req) => {
+    if (readJson && !isJson(req)) throw new ModError('bad_request', 'send the request body as application/json')
+    const query = readQuery(new URL(req.url ?? '/', 'http://localhost').searchParams)
+    const body = readJson ? () => readJson(req, jsonBodyLimit(ctx.settings.limits.maxBytes)) : noBody
+    return {query, body}
+  }
+}
 
 const stderrLog: Log = (line) => process.stderr.write(`${line}\n`)
 
@@ -99,8 +101,10 @@ export function buildServer(engine: Engine, settings: Settings, options: ServerO
   })
 
   for (const route of ROUTES) {
+    const input = prepared(route)
+    const run = async (req: Request, res: ServerResponse) => route.handler(ctx, req, res, input(ctx, req))
     const handle = (req: Request, res: ServerResponse) => {
-      route.handler(ctx, req, res).catch((e: unknown) => sendError(res, toHttpError(e, log)))
+      run(req, res).catch((e: unknown) => sendError(res, toHttpError(e, log)))
     }
     allow(route.method, route.path)
     app.add(route.method, route.path, handle)
