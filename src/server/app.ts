@@ -44,10 +44,11 @@ export interface ModServer {
 const noBody = (): Promise<never> => Promise.reject(new ModError('internal', 'this route declares no JSON body'))
 
 /**
- * Runs a route's checks from its declaration, then its handler with the typed query: the content type
- * and the query are checked before anything is read; the JSON body is read when the handler asks for it.
+ * A handler's input from its route's declaration: the content type and the query are checked (and the
+ * query typed) before anything is read; the JSON body, of at most what MOD_MAX_BYTES of base64 needs, is
+ * read and validated when the handler asks for it.
  */
-function prepared(route: AnyRoute): (ctx: RouteContext, req: Request) => Parameters<AnyRoute['handler']>[3] {
+function inputOf(route: AnyRoute): (ctx: RouteContext, req: Request) => Parameters<AnyRoute['handler']>[3] {
   const readQuery = route.query ? queryReader(route.query) : () => ({})
   const readJson = route.body?.media === 'application/json' ? jsonBodyReader(route.body.schema) : undefined
   return (ctx, req) => {
@@ -101,7 +102,7 @@ export function buildServer(engine: Engine, settings: Settings, options: ServerO
   })
 
   for (const route of ROUTES) {
-    const input = prepared(route)
+    const input = inputOf(route)
     const run = async (req: Request, res: ServerResponse) => route.handler(ctx, req, res, input(ctx, req))
     const handle = (req: Request, res: ServerResponse) => {
       run(req, res).catch((e: unknown) => sendError(res, toHttpError(e, log)))

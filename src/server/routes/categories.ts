@@ -1,8 +1,8 @@
 import {CategoriesResult} from '../../lib/schemas.js'
+import type {Handler} from '../context.js'
 import {EXAMPLE_CATEGORIES} from '../examples.js'
 import {sendJson} from '../reply.js'
 import {declareRoute} from '../route.js'
-import type {Handler} from '../context.js'
 
 /** GET /v1/categories: the active labels; it reads no model weights, so it does not queue. */
 export const categories: Handler = async (ctx, _req, res) => {

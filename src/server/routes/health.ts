@@ -1,8 +1,8 @@
+import type {Handler} from '../context.js'
 import {EXAMPLE_HEALTH} from '../examples.js'
 import {sendJson} from '../reply.js'
 import {declareRoute} from '../route.js'
 import {Health} from '../schemas.js'
-import type {Handler} from '../context.js'
 
 /** GET /health: liveness for load balancers; never needs a key and never waits in the queue. */
 export const health: Handler = async (ctx, _req, res) => {
