@@ -94,9 +94,15 @@ export function buildServer(engine: Engine, settings: Settings, options: ServerO
     },
   })
 
-  // MOD_API_KEY: every request but GET/HEAD /health, unknown paths included (they answer 401, not 404).
+  // MOD_API_KEY: every request but those of public routes (and HEAD on them), unknown paths included
+  // (they answer 401, not 404).
+  const publicRequests = new Set(
+    ROUTES.filter((r) => r.security !== undefined).flatMap((r) =>
+      r.method === 'GET' ? [`GET ${r.path}`, `HEAD ${r.path}`] : [`${r.method} ${r.path}`],
+    ),
+  )
   app.use((req: Request, res: ServerResponse, next: () => void) => {
-    const refused = checkKey(settings.apiKey, req, req.path)
+    const refused = checkKey(settings.apiKey, req, req.path, publicRequests)
     if (refused) sendError(res, toHttpError(refused, log))
     else next()
   })

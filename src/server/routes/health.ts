@@ -9,6 +9,7 @@ export const health: Handler = async (ctx, _req, res) => {
   sendJson(res, 200, {status: 'ok', model_loaded: ctx.engine.isLoaded()})
 }
 
+/** Public: load balancers and container health checks call it without the key. */
 export const healthRoute = declareRoute({
   method: 'GET',
   path: '/health',
