@@ -1,11 +1,20 @@
-import {Args, Command, Flags} from '@oclif/core'
+import {Args, Command, Errors, Flags} from '@oclif/core'
 
 import {describeError, EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
 import {modelFlags} from '../cli/flags.js'
 import {formatVideo} from '../cli/format.js'
 import {startProgress} from '../cli/progress.js'
-import {parseVideoOptions} from '../lib/video/options.js'
+import {checkVideoSampling, MAX_FPS, MAX_MIN_FRAMES, MIN_FPS} from '../lib/video/options.js'
+
+/** A decimal number flag (a usage error like oclif's integer flags); the bounds are checked by checkVideoSampling. */
+const decimal = Flags.custom<number>({
+  parse: async (input) => {
+    const n = Number(input)
+    if (input.trim() === '' || !Number.isFinite(n)) throw new Errors.CLIError(`Expected a number but received: ${input}`)
+    return n
+  },
+})
 
 export default class ScanVideo extends Command {
   static override description = `Moderate a video: frames sampled at --fps are scored, and each violated label is reported as timestamped segments.
@@ -28,8 +37,8 @@ Exit codes: 0 safe, 1 a violation was found, 2 usage, configuration, model or de
   }
 
   static override flags = {
-    fps: Flags.string({description: 'Frames sampled per second of video: 0 < fps <= 10.', default: '1'}),
-    'min-frames': Flags.string({description: 'Consecutive frames a segment needs to count: 1..1000.', default: '1'}),
+    fps: decimal({description: `Frames sampled per second of video: ${MIN_FPS} to ${MAX_FPS}.`, default: 1}),
+    'min-frames': Flags.integer({description: `Consecutive frames a segment needs to count: 1 to ${MAX_MIN_FRAMES}.`, default: 1}),
     'stop-on-violation': Flags.boolean({description: 'Stop decoding as soon as one segment of --min-frames frames exists.'}),
     json: Flags.boolean({description: 'Print the video result as JSON.', exclusive: ['ndjson']}),
     ndjson: Flags.boolean({description: 'Print each segment as it is found, then the result, one JSON object per line.', exclusive: ['json']}),
@@ -41,16 +50,16 @@ Exit codes: 0 safe, 1 a violation was found, 2 usage, configuration, model or de
     const progress = startProgress(`Scanning ${args.file}`)
     let result
     try {
-      const query = parseVideoOptions({
+      const sampling = checkVideoSampling({
         fps: flags.fps,
-        min_frames: flags['min-frames'],
-        stop_on_violation: flags['stop-on-violation'] ? 'true' : 'false',
+        minFrames: flags['min-frames'],
+        stopOnViolation: flags['stop-on-violation'],
       })
       const {engine} = await engineFromFlags(flags)
       try {
         result = await engine.moderateVideo(args.file, {
           source: args.file,
-          ...query,
+          ...sampling,
           onSegment: flags.ndjson ? (name, segment) => this.log(JSON.stringify({type: 'segment', name, ...segment})) : undefined,
           onProgress: (frames, seconds) => progress.update(`Scanning ${args.file}: ${frames} frames, ${seconds.toFixed(1)} s`),
         })

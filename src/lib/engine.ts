@@ -18,10 +18,11 @@ import {applyHead, checkHeadFits, checkHeadParents, loadHead, type Head} from '.
 import {nsfwScores} from './scoring/nsfw.js'
 import {buildResult, mergeFrameLabels, type ScoredLabel} from './scoring/result.js'
 import {policyPrompts, zeroShotScores} from './scoring/score.js'
+import {ITEM_ERROR_CODES, SIGNAL_STATES} from './schemas.js'
 import {DEFAULT_DECODE_LIMITS} from './video/frames.js'
 import {resolveFfmpeg} from './video/ffmpeg.js'
 import {moderateVideo} from './video/moderate.js'
-import type {CategoriesResult, ErrorEntry, ModerationResult, RgbImage, Segment, VideoResult} from './types.js'
+import type {CategoriesResult, ErrorEntry, ItemErrorCode, ModerationResult, RgbImage, Segment, VideoResult} from './types.js'
 
 /** The embedded NSFW classifier, as the engine drives it. */
 export interface NsfwRunner {
@@ -82,7 +83,7 @@ export interface RunOptions {
 }
 
 /** Per signal: in memory, not installed (the categories it feeds are not evaluated), switched off, or not loaded yet. */
-export type SignalState = 'loaded' | 'not_installed' | 'off' | 'not_loaded'
+export type SignalState = (typeof SIGNAL_STATES)[number]
 
 export interface Engine {
   readonly preset: PresetName
@@ -109,7 +110,11 @@ export interface Engine {
 }
 
 /** Errors that belong to one input: a batch reports them as an entry and goes on. */
-const ITEM_ERRORS = new Set(['unreadable_image', 'unsupported_media', 'payload_too_large'])
+const ITEM_ERRORS: ReadonlySet<string> = new Set(ITEM_ERROR_CODES)
+
+function isItemError(e: unknown): e is ModError & {code: ItemErrorCode} {
+  return isModError(e) && ITEM_ERRORS.has(e.code)
+}
 
 interface ClipSignal {
   model: ClipModel
@@ -302,7 +307,7 @@ export function createEngine(opts: EngineOptions): Engine {
       // Two batches in flight: one being inferred while the next is read, decoded and preprocessed.
       yield* orderedMap(inputs, batchSize * 2, (input) =>
         moderateOne(input, scheduler).catch((e: unknown): ItemResult => {
-          if (isModError(e) && ITEM_ERRORS.has(e.code)) return {source: input.source, error: {code: e.code, message: e.message}}
+          if (isItemError(e)) return {source: input.source, error: {code: e.code, message: e.message}}
           throw e
         }),
       )

@@ -1,79 +1,21 @@
-/** Shapes shared by the engine's modules and its adapters (CONTRACTS §2). */
+/** Shapes shared by the engine's modules and its adapters; the results are declared in schemas.ts. */
 
-export type Origin = 'builtin' | 'custom' | 'head'
+import type {Static} from 'typebox'
 
-export interface Label {
-  name: string
-  score: number
-  threshold: number
-  parent: string | null
-  violated: boolean
-  origin: Origin
-}
+import type * as S from './schemas.js'
 
-export interface Violation {
-  name: string
-  confidence: number
-  parent: string | null
-  threshold: number
-}
-
-export interface ModerationResult {
-  source: string
-  is_safe: boolean
-  violations: Violation[]
-  labels: Label[]
-  /** Categories of the policy that no loaded signal could score (e.g. no CLIP model installed); empty when all were. */
-  not_evaluated: string[]
-}
-
-export interface ErrorEntry {
-  source: string
-  error: {code: string; message: string}
-}
-
-export interface CategoryListing {
-  name: string
-  parent: string | null
-  threshold: number
-  origin: Origin
-  /** What feeds the category's score: `clip` (zero-shot prompts), `nsfw` (the embedded specialist), `head`. */
-  signals: ('clip' | 'nsfw' | 'head')[]
-  prompts?: string[]
-  negatives?: string[]
-}
-
-export interface CategoriesResult {
-  preset: string
-  model: string
-  categories: CategoryListing[]
-}
-
-export interface Segment {
-  start: number
-  end: number
-  frames: number
-  max_confidence: number
-}
-
-export interface VideoViolation {
-  name: string
-  parent: string | null
-  threshold: number
-  max_confidence: number
-  segments: Segment[]
-}
-
-export interface VideoResult {
-  source: string
-  is_safe: boolean
-  duration: number
-  fps: number
-  frames_analyzed: number
-  stopped_early: boolean
-  violations: VideoViolation[]
-  not_evaluated: string[]
-}
+export type Origin = Static<typeof S.Origin>
+export type Label = Static<typeof S.Label>
+export type Violation = Static<typeof S.Violation>
+export type ModerationResult = Static<typeof S.ModerationResult>
+export type ItemErrorCode = (typeof S.ITEM_ERROR_CODES)[number]
+export type ErrorEntry = Static<typeof S.ErrorEntry>
+export type BatchResult = Static<typeof S.BatchResult>
+export type CategoryListing = Static<typeof S.CategoryListing>
+export type CategoriesResult = Static<typeof S.CategoriesResult>
+export type Segment = Static<typeof S.Segment>
+export type VideoViolation = Static<typeof S.VideoViolation>
+export type VideoResult = Static<typeof S.VideoResult>
 
 /** Decoded pixels: interleaved RGB (3 channels, no alpha), row-major. */
 export interface RgbImage {

@@ -6,19 +6,19 @@ import polka, {type Polka} from 'polka'
 
 import type {Settings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
+import {ModError} from '../lib/errors.js'
 import {fetchImageUrl, type FetchImageOptions} from '../lib/fetch/url.js'
 import {checkKey} from './auth.js'
-import type {Handler, Request, RouteContext} from './context.js'
+import {isJson, jsonBodyLimit} from './body.js'
+import type {Request, RouteContext} from './context.js'
 import {docsRoutes} from './docs.js'
 import {methodNotAllowed, notFound, toHttpError, type Log} from './errors.js'
 import {openapiDocument, openapiHandler} from './openapi.js'
 import {createGate, type Gate} from './queue.js'
 import {sendError} from './reply.js'
-import {categories} from './routes/categories.js'
-import {health} from './routes/health.js'
-import {moderateJson} from './routes/json.js'
-import {moderateBatch, moderateFile} from './routes/moderate.js'
-import {moderateVideoFile} from './routes/video.js'
+import type {AnyRoute} from './route.js'
+import {ROUTES} from './routes/index.js'
+import {jsonBodyReader, queryReader} from './validate.js'
 
 export interface ServerOptions {
   /** Where internal errors are reported (never request headers); default stderr. */
@@ -41,20 +41,23 @@ export interface ModServer {
   close(): Promise<void>
 }
 
-interface Route {
-  method: 'GET' | 'POST'
-  path: string
-  handler: Handler
-}
+const noBody = (): Promise<never> => Promise.reject(new ModError('internal', 'this route declares no JSON body'))
 
-const ROUTES: Route[] = [
-  {method: 'GET', path: '/health', handler: health},
-  {method: 'GET', path: '/v1/categories', handler: categories},
-  {method: 'POST', path: '/v1/moderate', handler: moderateFile},
-  {method: 'POST', path: '/v1/moderate/batch', handler: moderateBatch},
-  {method: 'POST', path: '/v1/moderate/json', handler: moderateJson},
-  {method: 'POST', path: '/v1/moderate/video', handler: moderateVideoFile},
-]
+/**
+ * A handler's input from its route's declaration: the content type and the query are checked (and the
+ * query typed) before anything is read; the JSON body, of at most what MOD_MAX_BYTES of base64 needs, is
+ * read and validated when the handler asks for it.
+ */
+function inputOf(route: AnyRoute): (ctx: RouteContext, req: Request) => Parameters<AnyRoute['handler']>[3] {
+  const readQuery = route.query ? queryReader(route.query) : () => ({})
+  const readJson = route.body?.media === 'application/json' ? jsonBodyReader(route.body.schema) : undefined
+  return (ctx, req) => {
+    if (readJson && !isJson(req)) throw new ModError('bad_request', 'send the request body as application/json')
+    const query = readQuery(new URL(req.url ?? '/', 'http://localhost').searchParams)
+    const body = readJson ? () => readJson(req, jsonBodyLimit(ctx.settings.limits.maxBytes)) : noBody
+    return {query, body}
+  }
+}
 
 const stderrLog: Log = (line) => process.stderr.write(`${line}\n`)
 
@@ -91,16 +94,24 @@ export function buildServer(engine: Engine, settings: Settings, options: ServerO
     },
   })
 
-  // MOD_API_KEY: every request but GET/HEAD /health, unknown paths included (they answer 401, not 404).
+  // MOD_API_KEY: every request but those of public routes (and HEAD on them), unknown paths included
+  // (they answer 401, not 404).
+  const publicRequests = new Set(
+    ROUTES.filter((r) => r.security !== undefined).flatMap((r) =>
+      r.method === 'GET' ? [`GET ${r.path}`, `HEAD ${r.path}`] : [`${r.method} ${r.path}`],
+    ),
+  )
   app.use((req: Request, res: ServerResponse, next: () => void) => {
-    const refused = checkKey(settings.apiKey, req, req.path)
+    const refused = checkKey(settings.apiKey, req, req.path, publicRequests)
     if (refused) sendError(res, toHttpError(refused, log))
     else next()
   })
 
   for (const route of ROUTES) {
+    const input = inputOf(route)
+    const run = async (req: Request, res: ServerResponse) => route.handler(ctx, req, res, input(ctx, req))
     const handle = (req: Request, res: ServerResponse) => {
-      route.handler(ctx, req, res).catch((e: unknown) => sendError(res, toHttpError(e, log)))
+      run(req, res).catch((e: unknown) => sendError(res, toHttpError(e, log)))
     }
     allow(route.method, route.path)
     app.add(route.method, route.path, handle)

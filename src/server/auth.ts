@@ -14,14 +14,12 @@ export function keyMatches(key: string, header: string | string[] | undefined): 
   return timingSafeEqual(digest(key), digest(header))
 }
 
-/** GET (and HEAD) /health never needs the key: load balancers and container health checks call it. */
-export function needsKey(method: string | undefined, path: string): boolean {
-  return !((method === 'GET' || method === 'HEAD') && path === '/health')
-}
-
-/** The request's key problem, if any (the message never repeats what was sent). */
-export function checkKey(key: string | undefined, req: IncomingMessage, path: string): ModError | undefined {
-  if (key === undefined || !needsKey(req.method, path)) return undefined
+/**
+ * The request's key problem, if any (the message never repeats what was sent). `publicRequests` holds the
+ * requests that never need the key, as "GET /health": those of the routes declared public.
+ */
+export function checkKey(key: string | undefined, req: IncomingMessage, path: string, publicRequests: ReadonlySet<string>): ModError | undefined {
+  if (key === undefined || publicRequests.has(`${req.method} ${path}`)) return undefined
   const header = req.headers['x-api-key']
   if (header === undefined) return new ModError('unauthorized', 'this server needs an API key: send it in the X-API-Key header')
   return keyMatches(key, header) ? undefined : new ModError('unauthorized', 'the X-API-Key header does not match the configured key')

@@ -2,9 +2,6 @@ import type {IncomingMessage} from 'node:http'
 
 import {ModError} from '../lib/errors.js'
 
-/** What POST /v1/moderate/json asks for: decoded image bytes, or a URL to fetch. */
-export type JsonImageRequest = {kind: 'base64'; data: Buffer} | {kind: 'url'; url: string}
-
 /**
  * The largest JSON body worth reading for images of `maxBytes`: their base64 text, plus 10% for line
  * breaks and escaped slashes that some encoders add, plus room for a data-URI prefix and the keys.
@@ -61,32 +58,12 @@ export function decodeBase64(text: string): Buffer {
   return Buffer.from(bare, 'base64')
 }
 
-/**
- * The JSON endpoint's body: exactly one of `image_base64` (base64 or a data URI) and `url`, each a
- * non-empty string; `null` counts as absent. Images over `maxBytes` once decoded are payload_too_large.
- */
-export function parseJsonRequest(body: Buffer, maxBytes: number): JsonImageRequest {
-  let value: unknown
-  try {
-    value = JSON.parse(body.toString('utf8'))
-  } catch {
-    throw new ModError('bad_request', 'the body is not valid JSON')
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new ModError('bad_request', 'the body must be a JSON object with image_base64 or url')
-  }
-  const {image_base64: image, url} = value as Record<string, unknown>
-  const given = [image, url].filter((v) => v !== undefined && v !== null).length
-  if (given !== 1) throw new ModError('bad_request', 'send exactly one of image_base64 and url')
-  if (url !== undefined && url !== null) {
-    if (typeof url !== 'string' || url === '') throw new ModError('bad_request', 'url must be a non-empty string')
-    return {kind: 'url', url}
-  }
-  if (typeof image !== 'string') throw new ModError('bad_request', 'image_base64 must be a string')
-  const data = decodeBase64(image)
+/** The image of `image_base64`: decoded, not empty, and at most `maxBytes` (else payload_too_large). */
+export function base64Image(text: string, maxBytes: number): Buffer {
+  const data = decodeBase64(text)
   if (data.length === 0) throw new ModError('bad_request', 'image_base64 is empty')
   if (data.length > maxBytes) {
     throw new ModError('payload_too_large', `the image is ${data.length} bytes; the limit is ${maxBytes} bytes (MOD_MAX_BYTES)`)
   }
-  return {kind: 'base64', data}
+  return data
 }

@@ -1,48 +1,164 @@
+import type {Limits} from '../lib/config/settings.js'
 import {isModError, type ErrorCode} from '../lib/errors.js'
+import {grouped, humanBytes, humanSeconds} from './units.js'
 
-/** An error as the API answers it: `{error: {code, message}}` with this status (CONTRACTS §3). */
+/** An error as the API answers it: `{error: {code, message}}` with this status. */
 export interface HttpError {
   status: number
-  code: string
+  code: HttpErrorCode
   message: string
   /** Retry-After (seconds) for 503, Allow for 405. */
   headers?: Record<string, string>
-}
-
-interface Mapping {
-  status: number
-  /** The code the client sees, when it differs from the engine's. */
-  code?: string
-  retryAfter?: number
-  /** A server-side problem: the client gets a generic message, the log gets the real one. */
-  hidden?: boolean
 }
 
 /** Seconds a client should wait: a full queue drains quickly, a model that failed to load does not. */
 const RETRY_OVERLOADED_S = 1
 const RETRY_MODEL_S = 10
 
-/** Every engine error code → what the API answers; the one place where statuses are decided. */
-const MAPPINGS: Record<ErrorCode, Mapping> = {
-  bad_request: {status: 400},
-  unauthorized: {status: 401},
-  url_fetch_disabled: {status: 403},
-  url_blocked: {status: 422},
-  url_fetch_failed: {status: 502},
-  url_fetch_timeout: {status: 504},
-  payload_too_large: {status: 413},
-  too_many_files: {status: 413},
-  video_too_long: {status: 422},
-  unsupported_media: {status: 415},
+/** The codes a client can see in an error body. */
+export const HTTP_ERROR_CODES = [
+  'bad_request',
+  'unauthorized',
+  'url_fetch_disabled',
+  'url_blocked',
+  'url_fetch_failed',
+  'url_fetch_timeout',
+  'payload_too_large',
+  'too_many_files',
+  'video_too_long',
+  'unsupported_media',
+  'overloaded',
+  'model_unavailable',
+  'internal',
+  'not_found',
+  'method_not_allowed',
+] as const
+
+export type HttpErrorCode = (typeof HTTP_ERROR_CODES)[number]
+
+export interface HttpErrorRow {
+  status: number
+  /** Retry-After (seconds) sent with it. */
+  retryAfter?: number
+  /** When a client gets it, for the documentation; the limits are this server's. */
+  when: (limits: Limits) => string
+  /** A message as a client would read it, for the documentation. */
+  example: string
+}
+
+/** Every code a client can see → its status: the one place where statuses are decided, and what the document says. */
+export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
+  bad_request: {
+    status: 400,
+    when: () =>
+      'a body of the wrong type, a missing or empty file field, more than one file for a single-file endpoint, ' +
+      'bad JSON, bad base64, both or neither of `image_base64` and `url`, or a bad query value',
+    example: 'the form has no file in the field "file"',
+  },
+  unauthorized: {
+    status: 401,
+    when: () => 'the `X-API-Key` header is missing or does not match `MOD_API_KEY`',
+    example: 'this server needs an API key: send it in the X-API-Key header',
+  },
+  url_fetch_disabled: {
+    status: 403,
+    when: () => '`url` was given while URL fetching is disabled (`MOD_ALLOW_URLS` is false)',
+    example: 'fetching URLs is disabled on this server (MOD_ALLOW_URLS); send image_base64 instead',
+  },
+  url_blocked: {
+    status: 422,
+    when: () => '`url` is not http(s), or it or a redirect resolves to a non-public address',
+    example: 'the URL resolves to a loopback address; only public addresses are fetched',
+  },
+  url_fetch_failed: {
+    status: 502,
+    when: () => "the URL's server failed, answered non-2xx, or redirected too often",
+    example: 'https://example.com answered HTTP 404',
+  },
+  url_fetch_timeout: {
+    status: 504,
+    when: (l) => `fetching the URL took longer than ${humanSeconds(l.urlTimeoutMs)}`,
+    example: 'fetching https://example.com took longer than 10000 ms',
+  },
+  payload_too_large: {
+    status: 413,
+    when: (l) =>
+      `an image over ${humanBytes(l.maxBytes)} or ${grouped(l.maxPixels)} decoded pixels, a request body over ` +
+      `the upload limit, or a video over ${humanBytes(l.maxVideoBytes)}`,
+    example: 'the image is larger than 26214400 bytes',
+  },
+  too_many_files: {
+    status: 413,
+    when: (l) => `more than ${l.maxBatch} files in one batch`,
+    example: 'a batch holds at most 16 files',
+  },
+  video_too_long: {
+    status: 422,
+    when: (l) => `the video is longer than ${l.maxVideoSeconds} s, found while decoding`,
+    example: 'the video is longer than 600 seconds',
+  },
+  unsupported_media: {
+    status: 415,
+    when: () => 'the file is not an image, or not a video, that the decoder can read (a batch reports it per file instead)',
+    example: 'the file is not an image this server can read',
+  },
+  overloaded: {
+    status: 503,
+    retryAfter: RETRY_OVERLOADED_S,
+    when: (l) => `the worker queue is full (${l.queueLimit} requests waiting)`,
+    example: 'the server is busy; retry later',
+  },
+  model_unavailable: {
+    status: 503,
+    retryAfter: RETRY_MODEL_S,
+    when: () => 'the model could not be loaded',
+    example: 'the model could not be loaded; try again later',
+  },
+  internal: {
+    status: 500,
+    when: () => 'anything else (the body never carries a stack trace)',
+    example: 'internal error',
+  },
+  not_found: {
+    status: 404,
+    when: () => 'a path the document does not list',
+    example: 'no such endpoint: /v2/moderate',
+  },
+  method_not_allowed: {
+    status: 405,
+    when: () => 'another method on a listed path (the `Allow` header names the right one)',
+    example: 'GET is not allowed on /v1/moderate; use POST',
+  },
+}
+
+/** How an engine code reaches the client: under another code (`as`), and whether its message is hidden. */
+interface EngineRow {
+  as?: HttpErrorCode
+  /** A server-side problem: the client gets a generic message, the log gets the real one. */
+  hidden?: true
+}
+
+/** Every engine error code; the codes a client never sees name the code it sees instead. */
+const FROM_ENGINE: {[C in ErrorCode]: C extends HttpErrorCode ? EngineRow : EngineRow & {as: HttpErrorCode}} = {
+  bad_request: {},
+  unauthorized: {},
+  url_fetch_disabled: {},
+  url_blocked: {},
+  url_fetch_failed: {},
+  url_fetch_timeout: {},
+  payload_too_large: {},
+  too_many_files: {},
+  video_too_long: {},
+  unsupported_media: {},
   // Only single-file endpoints raise it as a request error; a batch reports it as an entry instead.
-  unreadable_image: {status: 415, code: 'unsupported_media'},
-  overloaded: {status: 503, retryAfter: RETRY_OVERLOADED_S},
-  model_unavailable: {status: 503, retryAfter: RETRY_MODEL_S},
-  model_missing: {status: 503, code: 'model_unavailable', retryAfter: RETRY_MODEL_S, hidden: true},
-  invalid_config: {status: 500, code: 'internal', hidden: true},
-  ffmpeg_missing: {status: 500, code: 'internal', hidden: true},
-  download_failed: {status: 500, code: 'internal', hidden: true},
-  internal: {status: 500, hidden: true},
+  unreadable_image: {as: 'unsupported_media'},
+  overloaded: {},
+  model_unavailable: {},
+  model_missing: {as: 'model_unavailable', hidden: true},
+  invalid_config: {as: 'internal', hidden: true},
+  ffmpeg_missing: {as: 'internal', hidden: true},
+  download_failed: {as: 'internal', hidden: true},
+  internal: {hidden: true},
 }
 
 const HIDDEN_MESSAGES: Record<number, string> = {
@@ -65,23 +181,25 @@ export function toHttpError(e: unknown, log: Log): HttpError {
     log(`internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`)
     return {status: 500, code: 'internal', message: HIDDEN_MESSAGES[500]}
   }
-  const m = MAPPINGS[e.code]
-  if (m.hidden) log(`${e.code}: ${e.message}`)
+  const from: EngineRow = FROM_ENGINE[e.code]
+  const code = from.as ?? (e.code as HttpErrorCode)
+  const {status, retryAfter} = HTTP_ERRORS[code]
+  if (from.hidden) log(`${e.code}: ${e.message}`)
   return {
-    status: m.status,
-    code: m.code ?? e.code,
-    message: m.hidden ? HIDDEN_MESSAGES[m.status] : e.message,
-    ...(m.retryAfter === undefined ? {} : {headers: {'Retry-After': String(m.retryAfter)}}),
+    status,
+    code,
+    message: from.hidden ? HIDDEN_MESSAGES[status] : e.message,
+    ...(retryAfter === undefined ? {} : {headers: {'Retry-After': String(retryAfter)}}),
   }
 }
 
 export function notFound(path: string): HttpError {
-  return {status: 404, code: 'not_found', message: `no such endpoint: ${path}`}
+  return {status: HTTP_ERRORS.not_found.status, code: 'not_found', message: `no such endpoint: ${path}`}
 }
 
 export function methodNotAllowed(method: string, path: string, allowed: string[]): HttpError {
   return {
-    status: 405,
+    status: HTTP_ERRORS.method_not_allowed.status,
     code: 'method_not_allowed',
     message: `${method} is not allowed on ${path}; use ${allowed.join(' or ')}`,
     headers: {Allow: allowed.join(', ')},

@@ -102,7 +102,13 @@ test('a text file named .txt is not rendered as video: unsupported_media', async
 test('a bad --fps is a usage error naming the bound', async () => {
   const r = await runCli(['scan-video', redBlueRed, '--fps', '11'], {env})
   assert.is(r.code, 2)
-  assert.match(r.stderr, /bad_request: fps="11" is not valid: expected a number greater than 0 and at most 10/)
+  assert.match(r.stderr, /bad_request: fps=11 is not valid: expected a number from 0.01 to 10/)
+  const notNumber = await runCli(['scan-video', redBlueRed, '--fps', 'fast'], {env})
+  assert.is(notNumber.code, 2)
+  assert.match(notNumber.stderr, /Parsing --fps[\s\S]*Expected a number but received: fast/)
+  const fraction = await runCli(['scan-video', redBlueRed, '--min-frames', '1.5'], {env})
+  assert.is(fraction.code, 2)
+  assert.match(fraction.stderr, /Parsing --min-frames[\s\S]*Expected an integer but received: 1.5/)
 })
 
 test('a missing ffmpeg is one clear error', async () => {

@@ -16,6 +16,7 @@ const result = {
   is_safe: true,
   violations: [],
   labels: [{name: 'gore', score: 0.1, threshold: 0.5, parent: 'violence', violated: false, origin: 'builtin'}],
+  not_evaluated: [],
 }
 
 function rejects(fn: () => void, pattern: RegExp): void {

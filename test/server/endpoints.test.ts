@@ -25,10 +25,10 @@ test.after(async () => {
 
 const violationNames = (r: {violations: {name: string}[]}) => r.violations.map((v) => v.name)
 
-test('GET /health answers status ok and whether the model is loaded, on a kept-alive connection', async () => {
+test('GET /health answers status ok, whether the models are loaded and what each signal does, on a kept-alive connection', async () => {
   const r = await call(`${server.base}/health`)
   assert.equal(r.status, 200)
-  assert.equal(r.body, {status: 'ok', model_loaded: true})
+  assert.equal(r.body, {status: 'ok', model_loaded: true, signals: {clip: 'loaded', nsfw: 'off', head: 'off'}})
   assert.is(r.headers.get('connection'), 'keep-alive')
 })
 
@@ -50,6 +50,7 @@ test('GET /v1/categories lists the preset, the model id and every label with its
     parent: null,
     threshold: 0.5,
     origin: 'custom',
+    signals: ['clip'],
     prompts: ['red'],
     negatives: [],
   })
@@ -89,7 +90,7 @@ test('POST /v1/moderate/batch answers in upload order with an error entry for an
   assert.equal(violationNames(r.body.results[0]), ['redness'])
   assert.is(r.body.results[1].error.code, 'unsupported_media')
   assert.is(r.body.results[2].is_safe, true)
-  assert.equal(r.body.results[3].error, {code: 'unreadable_image', message: 'the file is empty'})
+  assert.equal(r.body.results[3].error, {code: 'unsupported_media', message: 'the file is empty'})
 })
 
 test('POST /v1/moderate/json scores plain base64 and names it image_base64', async () => {
@@ -133,6 +134,7 @@ test('POST /v1/moderate/video reports the red stretch of a clip as a timed segme
         segments: [{start: 2, end: 4, frames: 2, max_confidence: 1}],
       },
     ],
+    not_evaluated: [],
   })
 })
 

@@ -68,10 +68,13 @@ test('400 bad_request: the field `file` sent as text instead of a file', async (
   assert.match(r.body.error.message, 'as a file')
 })
 
-test('400 bad_request: an empty file', async () => {
+test('415 unsupported_media: an empty file, with the message every path gives', async () => {
   const r = await upload(server.base, '/v1/moderate', 'file', [{name: 'empty.png', data: Buffer.alloc(0)}])
-  assert.equal(errorOf(r), {status: 400, code: 'bad_request'})
-  assert.is(r.body.error.message, 'the uploaded file "empty.png" is empty')
+  assert.equal(errorOf(r), {status: 415, code: 'unsupported_media'})
+  assert.is(r.body.error.message, 'the file is empty')
+  const video = await upload(server.base, '/v1/moderate/video', 'file', [{name: 'empty.mp4', data: Buffer.alloc(0)}])
+  assert.equal(errorOf(video), {status: 415, code: 'unsupported_media'})
+  assert.is(video.body.error.message, 'the file is empty')
 })
 
 test('400 bad_request: no files at all in a batch', async () => {

@@ -100,8 +100,9 @@ export function form(field: string, files: {name: string; data: Buffer | string;
   return body
 }
 
+/** The document of a server with a key: the same operations as without one, plus their 401 answers. */
 export const conformance = createConformance(
-  openapiDocument({version: '0.0.0', apiKey: false, allowUrls: false, limits: DEFAULT_LIMITS}),
+  openapiDocument({version: '0.0.0', apiKey: true, allowUrls: false, limits: DEFAULT_LIMITS}),
 )
 
 /** fetch, then the OpenAPI check of the answer; returns the status, headers and parsed body. */

@@ -5,7 +5,8 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {DEFAULT_LIMITS, type Limits} from '../../src/lib/config/settings.js'
-import {humanBytes, openapiDocument, type OpenApiDocument, type Operation} from '../../src/server/openapi.js'
+import {openapiDocument, type OpenApiDocument, type Operation} from '../../src/server/openapi.js'
+import {humanBytes} from '../../src/server/units.js'
 import {createConformance} from './conformance.js'
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {version: string})
@@ -16,6 +17,7 @@ function documentWith(over: Partial<{apiKey: boolean; allowUrls: boolean; limits
 }
 
 const doc = documentWith()
+const keyed = documentWith({apiKey: true})
 
 function operations(d: OpenApiDocument): [string, string, Operation][] {
   return Object.entries(d.paths).flatMap(([path, item]) =>
@@ -69,7 +71,7 @@ test('operation ids are unique and every operation has a summary and a descripti
   for (const [m, p, op] of operations(doc)) assert.ok(op.summary && op.description, `${m} ${p}`)
 })
 
-test('every error of CONTRACTS §3 is declared with its status, in the shape served', () => {
+test('every error code is declared with its status, in the shape served (401 on a server with a key)', () => {
   const table: [string, number][] = [
     ['bad_request', 400],
     ['unauthorized', 401],
@@ -85,11 +87,11 @@ test('every error of CONTRACTS §3 is declared with its status, in the shape ser
     ['model_unavailable', 503],
     ['internal', 500],
   ]
-  const c = createConformance(doc)
+  const c = createConformance(keyed)
   for (const [code, status] of table) {
     const body = {error: {code, message: 'for a person'}}
     const headers = {'content-type': 'application/json', 'retry-after': '1'}
-    const accepting = operations(doc).filter(([method, path, op]) => {
+    const accepting = operations(keyed).filter(([method, path, op]) => {
       if (!op.responses[status]) return false
       try {
         c.check(method, path, status, headers, body)
@@ -104,50 +106,76 @@ test('every error of CONTRACTS §3 is declared with its status, in the shape ser
   }
 })
 
-test('errors land on the operations they belong to', () => {
-  const statuses = (path: string, method = 'post') =>
-    Object.keys((doc.paths[path] as Record<string, Operation>)[method].responses).map(Number)
-  assert.equal(statuses('/health', 'get'), [200, 500])
-  assert.equal(statuses('/v1/categories', 'get'), [200, 401, 500, 503])
-  assert.equal(statuses('/v1/moderate'), [200, 400, 401, 413, 415, 500, 503])
-  assert.equal(statuses('/v1/moderate/batch'), [200, 400, 401, 413, 500, 503])
-  assert.equal(statuses('/v1/moderate/json'), [200, 400, 401, 403, 413, 415, 422, 500, 502, 503, 504])
-  assert.equal(statuses('/v1/moderate/video'), [200, 400, 401, 413, 415, 422, 500, 503])
-  assert.equal(statuses('/openapi.json', 'get'), [200, 401])
-  assert.equal(statuses('/docs', 'get'), [200, 401])
-  for (const [method, path, op] of operations(doc)) {
+test('errors land on the operations that can give them', () => {
+  const statuses = (d: OpenApiDocument, path: string, method = 'post') =>
+    Object.keys((d.paths[path] as Record<string, Operation>)[method].responses).map(Number)
+  const expected: [string, string, number[]][] = [
+    ['get', '/health', [200]],
+    ['get', '/v1/categories', [200, 500]],
+    ['post', '/v1/moderate', [200, 400, 413, 415, 500, 503]],
+    ['post', '/v1/moderate/batch', [200, 400, 413, 500, 503]],
+    ['post', '/v1/moderate/json', [200, 400, 403, 413, 415, 422, 500, 502, 503, 504]],
+    ['post', '/v1/moderate/video', [200, 400, 413, 415, 422, 500, 503]],
+    ['get', '/openapi.json', [200]],
+    ['get', '/docs', [200]],
+  ]
+  for (const [method, path, codes] of expected) {
+    assert.equal(statuses(doc, path, method), codes, `${method} ${path}`)
+    const withKey = path === '/health' ? codes : [...codes, 401].sort((a, b) => a - b)
+    assert.equal(statuses(keyed, path, method), withKey, `${method} ${path} with a key`)
+  }
+  for (const [method, path, op] of operations(keyed)) {
     const unavailable = op.responses[503]
     if (unavailable) assert.equal(unavailable.headers?.['Retry-After']?.required, true, `${method} ${path}`)
   }
 })
 
-test('the API key applies to every operation but /health', () => {
-  assert.equal(doc.components.securitySchemes.ApiKey, {
+test('the statuses and descriptions of error responses come from the one error table', () => {
+  const batch = keyed.paths['/v1/moderate/batch']?.post?.responses ?? {}
+  assert.equal(batch[413].content?.['application/json'].schema.properties, {
+    error: {type: 'object', properties: {code: {type: 'string', enum: ['payload_too_large', 'too_many_files']}}},
+  })
+  assert.match(batch[413].description, /\(`payload_too_large`\)\. More than 16 files in one batch \(`too_many_files`\)\.$/)
+  assert.equal(batch[503].content?.['application/json'].example, {error: {code: 'overloaded', message: 'the server is busy; retry later'}})
+  assert.is(batch[401].description, 'The `X-API-Key` header is missing or does not match `MOD_API_KEY` (`unauthorized`).')
+})
+
+test('with MOD_API_KEY set, the key applies to every operation but /health', () => {
+  assert.equal(keyed.components.securitySchemes?.ApiKey, {
     type: 'apiKey',
     in: 'header',
     name: 'X-API-Key',
-    description: doc.components.securitySchemes.ApiKey.description,
+    description: keyed.components.securitySchemes?.ApiKey.description,
   })
-  assert.match(doc.components.securitySchemes.ApiKey.description, /only when the server has `MOD_API_KEY` set/)
-  assert.equal(doc.security, [{ApiKey: []}])
-  const open = operations(doc).filter(([, , op]) => op.security !== undefined)
+  assert.match(keyed.components.securitySchemes?.ApiKey.description ?? '', /This server has `MOD_API_KEY` set/)
+  assert.equal(keyed.security, [{ApiKey: []}])
+  const open = operations(keyed).filter(([, , op]) => op.security !== undefined)
   assert.equal(
     open.map(([m, p, op]) => [m, p, op.security]),
     [['get', '/health', []]],
   )
-  for (const [method, path, op] of operations(doc)) {
+  for (const [method, path, op] of operations(keyed)) {
     assert.is(op.responses[401] !== undefined, path !== '/health', `${method} ${path} declares 401`)
   }
 })
 
-test('the video query parameters carry the contract bounds and defaults', () => {
+test('without MOD_API_KEY, the document requires no key and declares no 401', () => {
+  assert.is(doc.security, undefined)
+  assert.is(doc.components.securitySchemes, undefined)
+  for (const [method, path, op] of operations(doc)) {
+    assert.is(op.security, undefined, `${method} ${path}`)
+    assert.is(op.responses[401], undefined, `${method} ${path}`)
+  }
+})
+
+test('the video query parameters carry their bounds and defaults', () => {
   const params = doc.paths['/v1/moderate/video']?.post?.parameters ?? []
   assert.equal(
     params.map((p) => [p.name, p.in, p.required ?? false, p.schema]),
     [
-      ['fps', 'query', false, {type: 'number', exclusiveMinimum: 0, maximum: 10, default: 1}],
+      ['fps', 'query', false, {type: 'number', minimum: 0.01, maximum: 10, default: 1}],
       ['min_frames', 'query', false, {type: 'integer', minimum: 1, maximum: 1000, default: 1}],
-      ['stop_on_violation', 'query', false, {type: 'string', enum: ['true', 'false', '1', '0'], default: 'false'}],
+      ['stop_on_violation', 'query', false, {type: 'boolean', default: false}],
     ],
   )
 })

@@ -1,51 +1,39 @@
 import {ModError} from '../errors.js'
 
-export interface VideoQuery {
+/** How a video is sampled and when its analysis stops. */
+export interface VideoSampling {
   fps: number
   minFrames: number
   stopOnViolation: boolean
 }
 
+/**
+ * Below 0.01 fps (one frame per 100 s) the sampling filter asks ffmpeg for frames it cannot give in time,
+ * and a long video would be decoded in full for one or two frames.
+ */
+export const MIN_FPS = 0.01
 export const MAX_FPS = 10
 export const MAX_MIN_FRAMES = 1000
-export const DEFAULT_VIDEO_QUERY: Readonly<VideoQuery> = {fps: 1, minFrames: 1, stopOnViolation: false}
+export const DEFAULT_SAMPLING: Readonly<VideoSampling> = {fps: 1, minFrames: 1, stopOnViolation: false}
 
-const DECIMAL = /^(\d+(\.\d*)?|\.\d+)$/
-const INTEGER = /^\d+$/
-
-function bad(name: string, value: string, expected: string): ModError {
-  return new ModError('bad_request', `${name}=${JSON.stringify(value)} is not valid: expected ${expected}`)
+function bad(name: string, value: number, expected: string): ModError {
+  return new ModError('bad_request', `${name}=${value} is not valid: expected ${expected}`)
 }
 
 /**
- * The video query parameters (CONTRACTS §2) from their raw text, absent ones taking their defaults:
- * `fps` a number with 0 < fps <= 10 (default 1), `min_frames` an integer 1..1000 (default 1),
- * `stop_on_violation` true|false|1|0 (default false). Anything else is `bad_request` naming the bound.
+ * The sampling options with their defaults, checked: `fps` a number from 0.01 to 10 (default 1),
+ * `minFrames` a whole number from 1 to 1000 (default 1), `stopOnViolation` (default false). A value out
+ * of bounds is `bad_request` naming the parameter as the API spells it.
  */
-export function parseVideoOptions(raw: Readonly<Record<string, string | undefined>>): VideoQuery {
-  const {fps: fpsText, min_frames: minText, stop_on_violation: stopText} = raw
-
-  let fps = DEFAULT_VIDEO_QUERY.fps
-  if (fpsText !== undefined) {
-    fps = Number(fpsText)
-    if (!DECIMAL.test(fpsText) || !(fps > 0 && fps <= MAX_FPS)) {
-      throw bad('fps', fpsText, `a number greater than 0 and at most ${MAX_FPS}`)
-    }
+export function checkVideoSampling(given: Readonly<Partial<VideoSampling>>): VideoSampling {
+  const o = {
+    fps: given.fps ?? DEFAULT_SAMPLING.fps,
+    minFrames: given.minFrames ?? DEFAULT_SAMPLING.minFrames,
+    stopOnViolation: given.stopOnViolation ?? DEFAULT_SAMPLING.stopOnViolation,
   }
-
-  let minFrames = DEFAULT_VIDEO_QUERY.minFrames
-  if (minText !== undefined) {
-    minFrames = Number(minText)
-    if (!INTEGER.test(minText) || minFrames < 1 || minFrames > MAX_MIN_FRAMES) {
-      throw bad('min_frames', minText, `a whole number from 1 to ${MAX_MIN_FRAMES}`)
-    }
+  if (!(o.fps >= MIN_FPS && o.fps <= MAX_FPS)) throw bad('fps', o.fps, `a number from ${MIN_FPS} to ${MAX_FPS}`)
+  if (!(Number.isInteger(o.minFrames) && o.minFrames >= 1 && o.minFrames <= MAX_MIN_FRAMES)) {
+    throw bad('min_frames', o.minFrames, `a whole number from 1 to ${MAX_MIN_FRAMES}`)
   }
-
-  let stopOnViolation = DEFAULT_VIDEO_QUERY.stopOnViolation
-  if (stopText !== undefined) {
-    if (!['true', 'false', '1', '0'].includes(stopText)) throw bad('stop_on_violation', stopText, 'true, false, 1 or 0')
-    stopOnViolation = stopText === 'true' || stopText === '1'
-  }
-
-  return {fps, minFrames, stopOnViolation}
+  return o
 }

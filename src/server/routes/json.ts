@@ -1,7 +1,13 @@
+import type {Static} from 'typebox'
+
 import {ModError} from '../../lib/errors.js'
-import {isJson, jsonBodyLimit, parseJsonRequest, readBody} from '../body.js'
-import type {Handler} from '../context.js'
+import {ModerationResult} from '../../lib/schemas.js'
+import {base64Image} from '../body.js'
+import {EXAMPLE_PNG_BASE64, EXAMPLE_RESULT} from '../examples.js'
 import {sendJson} from '../reply.js'
+import {declareRoute, type RouteHandler} from '../route.js'
+import {ModerateJsonRequest} from '../schemas.js'
+import {humanBytes} from '../units.js'
 import {moderate} from './pipeline.js'
 
 /** `source` of a result from image_base64, which carries no file name. */
@@ -12,22 +18,56 @@ export const BASE64_SOURCE = 'image_base64'
  * (only with MOD_ALLOW_URLS=true; fetched by fetchImageUrl with MOD_MAX_BYTES and MOD_URL_TIMEOUT_MS).
  * The result's `source` is the URL as given, or "image_base64".
  */
-export const moderateJson: Handler = async (ctx, req, res) => {
-  if (!isJson(req)) throw new ModError('bad_request', 'send the request body as application/json')
+export const moderateJson: RouteHandler<unknown, Static<typeof ModerateJsonRequest>> = async (ctx, _req, res, input) => {
   const {maxBytes} = ctx.settings.limits
   const result = await moderate(
     ctx,
     res,
     async () => {
-      const body = parseJsonRequest(await readBody(req, jsonBodyLimit(maxBytes)), maxBytes)
-      if (body.kind === 'base64') return {source: BASE64_SOURCE, data: body.data}
+      // Validated: exactly one of the two is a non-empty string.
+      const {image_base64: image, url} = await input.body()
+      if (typeof image === 'string') return {source: BASE64_SOURCE, data: base64Image(image, maxBytes)}
       if (!ctx.settings.allowUrls) {
         throw new ModError('url_fetch_disabled', 'fetching URLs is disabled on this server (MOD_ALLOW_URLS); send image_base64 instead')
       }
-      const fetched = await ctx.fetchImage(body.url)
-      return {source: body.url, data: fetched.data}
+      const fetched = await ctx.fetchImage(url as string)
+      return {source: url as string, data: fetched.data}
     },
     (image, scheduler) => ctx.engine.moderateImage(image.data, image.source, {scheduler}),
   )
   sendJson(res, 200, result)
 }
+
+export const moderateJsonRoute = declareRoute({
+  method: 'POST',
+  path: '/v1/moderate/json',
+  operationId: 'moderateJson',
+  summary: 'Moderate one image given as base64 or as a URL',
+  description: ({allowUrls}) =>
+    'A JSON object with exactly one of `image_base64` and `url` (both or neither is 400; `null` counts as ' +
+    'absent). `url` is fetched under the rules in the introduction, and only when `MOD_ALLOW_URLS` is true ' +
+    `(${allowUrls ? 'it is on this server' : 'it is not on this server: a `url` gets 403'}). The result's ` +
+    '`source` is the URL as given, or `image_base64`.',
+  tags: ['moderation'],
+  body: {
+    media: 'application/json',
+    schema: ModerateJsonRequest,
+    description: ({limits}) =>
+      `Exactly one of \`image_base64\` (at most ${humanBytes(limits.maxBytes)} once decoded) and \`url\`.`,
+    example: {image_base64: EXAMPLE_PNG_BASE64},
+  },
+  responses: {200: {description: 'The moderation result.', schema: ModerationResult, example: EXAMPLE_RESULT}},
+  errors: [
+    'bad_request',
+    'url_fetch_disabled',
+    'payload_too_large',
+    'unsupported_media',
+    'url_blocked',
+    'internal',
+    'url_fetch_failed',
+    'overloaded',
+    'model_unavailable',
+    'url_fetch_timeout',
+  ],
+  handler: moderateJson,
+})

@@ -1,6 +1,10 @@
 import type {ItemResult} from '../../lib/engine.js'
+import {BatchResult, ModerationResult} from '../../lib/schemas.js'
 import type {Handler} from '../context.js'
+import {EXAMPLE_BATCH, EXAMPLE_RESULT} from '../examples.js'
 import {sendJson} from '../reply.js'
+import {declareRoute} from '../route.js'
+import {humanBytes} from '../units.js'
 import {receiveImages} from '../upload.js'
 import {moderate, requireMultipart} from './pipeline.js'
 
@@ -38,3 +42,50 @@ export const moderateBatch: Handler = async (ctx, req, res) => {
   )
   sendJson(res, 200, {results})
 }
+
+const binary = {type: 'string', format: 'binary'}
+
+export const moderateFileRoute = declareRoute({
+  method: 'POST',
+  path: '/v1/moderate',
+  operationId: 'moderateImage',
+  summary: 'Moderate one uploaded image',
+  description: ({limits}) => `Multipart form with one image in the field \`file\`, of at most ${humanBytes(limits.maxBytes)}.`,
+  tags: ['moderation'],
+  body: {
+    media: 'multipart/form-data',
+    description: ({limits}) => `One image of at most ${humanBytes(limits.maxBytes)}.`,
+    schema: () => ({
+      type: 'object',
+      required: ['file'],
+      properties: {file: {...binary, description: 'The image; its file name becomes `source`.'}},
+    }),
+  },
+  responses: {200: {description: 'The moderation result.', schema: ModerationResult, example: EXAMPLE_RESULT}},
+  errors: ['bad_request', 'payload_too_large', 'unsupported_media', 'internal', 'overloaded', 'model_unavailable'],
+  handler: moderateFile,
+})
+
+export const moderateBatchRoute = declareRoute({
+  method: 'POST',
+  path: '/v1/moderate/batch',
+  operationId: 'moderateBatch',
+  summary: 'Moderate several uploaded images',
+  description: ({limits}) =>
+    `Multipart form with the field \`files\` repeated once per image (at most ${limits.maxBatch}, each at ` +
+    `most ${humanBytes(limits.maxBytes)}). Results come in upload order; a file that cannot be read ` +
+    'yields an error entry in its place and the request still succeeds.',
+  tags: ['moderation'],
+  body: {
+    media: 'multipart/form-data',
+    description: ({limits}) => `1 to ${limits.maxBatch} images.`,
+    schema: (limits) => ({
+      type: 'object',
+      required: ['files'],
+      properties: {files: {type: 'array', items: binary, minItems: 1, maxItems: limits.maxBatch}},
+    }),
+  },
+  responses: {200: {description: 'One entry per file, in upload order.', schema: BatchResult, example: EXAMPLE_BATCH}},
+  errors: ['bad_request', 'too_many_files', 'payload_too_large', 'internal', 'overloaded', 'model_unavailable'],
+  handler: moderateBatch,
+})

@@ -1,9 +1,13 @@
 import {mkdtemp, rm} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import {parseVideoOptions} from '../../lib/video/options.js'
-import type {Handler} from '../context.js'
+import {VideoResult} from '../../lib/schemas.js'
+import {EXAMPLE_VIDEO} from '../examples.js'
 import {sendJson} from '../reply.js'
+import {declareRoute, type RouteHandler} from '../route.js'
+import {VideoQuery} from '../schemas.js'
+import {humanBytes} from '../units.js'
+import type {QueryValues} from '../validate.js'
 import {receiveVideo} from '../upload.js'
 import {moderate, requireMultipart} from './pipeline.js'
 
@@ -12,10 +16,9 @@ import {moderate, requireMultipart} from './pipeline.js'
  * `min_frames`, `stop_on_violation`. The upload streams to a folder of its own (MOD_MAX_VIDEO_BYTES
  * enforced as it arrives); the folder is removed whatever happens, also when the client goes away.
  */
-export const moderateVideoFile: Handler = async (ctx, req, res) => {
+export const moderateVideoFile: RouteHandler<QueryValues<typeof VideoQuery>, unknown> = async (ctx, req, res, {query}) => {
   requireMultipart(req, 'file')
-  const query = Object.fromEntries(new URL(req.url ?? '/', 'http://localhost').searchParams)
-  const options = parseVideoOptions(query)
+  const options = {fps: query.fps, minFrames: query.min_frames, stopOnViolation: query.stop_on_violation}
   let dir: string | undefined
   let result
   try {
@@ -33,3 +36,30 @@ export const moderateVideoFile: Handler = async (ctx, req, res) => {
   }
   sendJson(res, 200, result)
 }
+
+export const moderateVideoRoute = declareRoute({
+  method: 'POST',
+  path: '/v1/moderate/video',
+  operationId: 'moderateVideo',
+  summary: 'Moderate an uploaded video',
+  description: ({limits}) =>
+    `Multipart form with one video in the field \`file\` (at most ${humanBytes(limits.maxVideoBytes)} and ` +
+    `${limits.maxVideoSeconds} s). The file is streamed to disk; frames are sampled at \`fps\`, scored in ` +
+    'batches, and each violated label gets the timestamped segments where its score stayed at or above ' +
+    'its threshold for at least `min_frames` sampled frames. A segment ends at its last frame plus 1/fps ' +
+    '(capped at the duration).',
+  tags: ['moderation'],
+  query: VideoQuery,
+  body: {
+    media: 'multipart/form-data',
+    description: ({limits}) => `One video of at most ${humanBytes(limits.maxVideoBytes)}.`,
+    schema: () => ({
+      type: 'object',
+      required: ['file'],
+      properties: {file: {type: 'string', format: 'binary', description: 'The video; its file name becomes `source`.'}},
+    }),
+  },
+  responses: {200: {description: 'The video result.', schema: VideoResult, example: EXAMPLE_VIDEO}},
+  errors: ['bad_request', 'payload_too_large', 'unsupported_media', 'video_too_long', 'internal', 'overloaded', 'model_unavailable'],
+  handler: moderateVideoFile,
+})

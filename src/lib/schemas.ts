@@ -1,0 +1,145 @@
+import {Type} from 'typebox'
+
+import {PRESETS} from './policy/types.js'
+import {MAX_FPS, MIN_FPS} from './video/options.js'
+
+/**
+ * The engine's results, declared once as JSON Schema (TypeBox builds plain schema objects): types.ts
+ * derives the TypeScript types from them, and the server validates and documents its answers with them.
+ * Every object is closed (`additionalProperties: false`), so a field that is not declared here is a bug
+ * the server's tests see. A new field is one more property here.
+ */
+
+const closed = {additionalProperties: false} as const
+
+const unit = (description?: string) => Type.Number({minimum: 0, maximum: 1, ...(description ? {description} : {})})
+
+const notEvaluated = () =>
+  Type.Array(Type.String(), {
+    description:
+      'Categories of the policy that no loaded signal could score (e.g. no CLIP model installed, only the embedded ' +
+      'NSFW specialist); they are not in `labels`. Empty when every category was scored.',
+  })
+
+/** What can feed a category's score. */
+export const SignalName = Type.Enum(['clip', 'nsfw', 'head'], {
+  description: '`clip`: zero-shot prompts; `nsfw`: the embedded NSFW specialist; `head`: a trained head.',
+})
+
+/** Per signal, what the engine is doing with it (GET /health). */
+export const SIGNAL_STATES = ['loaded', 'not_installed', 'off', 'not_loaded'] as const
+
+const parentName = () =>
+  Type.Union([Type.String(), Type.Null()], {description: 'Name of the parent category; null when there is none.'})
+
+export const Origin = Type.Enum(['builtin', 'custom', 'head'], {
+  description: '`builtin`: a default category; `custom`: added by the policy file; `head`: a trained head label.',
+})
+
+export const Label = Type.Object(
+  {
+    name: Type.String(),
+    score: unit('Calibrated score, rounded to 4 decimals.'),
+    threshold: unit(),
+    parent: parentName(),
+    violated: Type.Boolean({description: 'score >= threshold.'}),
+    origin: Origin,
+  },
+  {...closed, description: 'The score of one label of the active policy.'},
+)
+
+export const Violation = Type.Object(
+  {
+    name: Type.String(),
+    confidence: unit('The calibrated score.'),
+    parent: parentName(),
+    threshold: unit(),
+  },
+  {...closed, description: 'A label whose score reached its threshold. A violated child does not add its parent.'},
+)
+
+export const ModerationResult = Type.Object(
+  {
+    source: Type.String({description: 'Name of the input; for an upload, the uploaded file name.'}),
+    is_safe: Type.Boolean({description: 'False when `violations` is non-empty.'}),
+    violations: Type.Array(Violation),
+    labels: Type.Array(Label, {description: 'Every label of the active policy that was scored, sorted by score descending.'}),
+    not_evaluated: notEvaluated(),
+  },
+  closed,
+)
+
+/** The error codes that belong to one input: a batch reports them as an entry in its place and goes on. */
+export const ITEM_ERROR_CODES = ['unreadable_image', 'unsupported_media', 'payload_too_large'] as const
+
+export const ErrorEntry = Type.Object(
+  {
+    source: Type.String({description: 'The uploaded file name.'}),
+    error: Type.Object({code: Type.Enum(ITEM_ERROR_CODES), message: Type.String()}, closed),
+  },
+  {...closed, description: 'Stands in a batch for a file that could not be read.'},
+)
+
+export const BatchResult = Type.Object(
+  {results: Type.Array(Type.Union([ModerationResult, ErrorEntry]), {description: 'One entry per file, in upload order.'})},
+  closed,
+)
+
+export const CategoryListing = Type.Object(
+  {
+    name: Type.String(),
+    parent: parentName(),
+    threshold: unit(),
+    origin: Origin,
+    signals: Type.Array(SignalName, {
+      description: 'What feeds the score. Model signals (clip, nsfw) combine as a weighted mean; a head blends in afterwards.',
+    }),
+    prompts: Type.Optional(Type.Array(Type.String(), {description: 'Absent for head labels.'})),
+    negatives: Type.Optional(Type.Array(Type.String(), {description: 'Benign look-alikes; absent for head labels.'})),
+  },
+  closed,
+)
+
+export const CategoriesResult = Type.Object(
+  {
+    preset: Type.Enum(PRESETS),
+    model: Type.String({description: 'Id of the model in use.'}),
+    categories: Type.Array(CategoryListing),
+  },
+  closed,
+)
+
+export const Segment = Type.Object(
+  {
+    start: Type.Number({minimum: 0, description: "Seconds: the first frame's timestamp."}),
+    end: Type.Number({minimum: 0, description: "Seconds: the last frame's timestamp plus 1/fps, capped at the duration."}),
+    frames: Type.Integer({minimum: 1}),
+    max_confidence: unit(),
+  },
+  {...closed, description: 'A run of consecutive sampled frames whose score stayed at or above the threshold.'},
+)
+
+export const VideoViolation = Type.Object(
+  {
+    name: Type.String(),
+    parent: parentName(),
+    threshold: unit(),
+    max_confidence: unit(),
+    segments: Type.Array(Segment, {minItems: 1}),
+  },
+  closed,
+)
+
+export const VideoResult = Type.Object(
+  {
+    source: Type.String({description: 'The uploaded file name.'}),
+    is_safe: Type.Boolean(),
+    duration: Type.Number({minimum: 0, description: 'Seconds.'}),
+    fps: Type.Number({minimum: MIN_FPS, maximum: MAX_FPS}),
+    frames_analyzed: Type.Integer({minimum: 0}),
+    stopped_early: Type.Boolean(),
+    violations: Type.Array(VideoViolation),
+    not_evaluated: notEvaluated(),
+  },
+  closed,
+)

@@ -1,0 +1,78 @@
+/** Example values the OpenAPI document shows; test/server/openapi.test.ts checks each against its schema. */
+
+export const EXAMPLE_LABELS = [
+  {name: 'weapons', score: 0.91, threshold: 0.5, parent: 'violence', violated: true, origin: 'builtin'},
+  {name: 'violence', score: 0.42, threshold: 0.5, parent: null, violated: false, origin: 'builtin'},
+  {name: 'alcohol', score: 0.03, threshold: 0.5, parent: null, violated: false, origin: 'builtin'},
+]
+
+export const EXAMPLE_RESULT = {
+  source: 'beach.jpg',
+  is_safe: false,
+  violations: [{name: 'weapons', confidence: 0.91, parent: 'violence', threshold: 0.5}],
+  labels: EXAMPLE_LABELS,
+  not_evaluated: [],
+}
+
+export const EXAMPLE_ERROR_ENTRY = {
+  source: 'notes.txt',
+  error: {code: 'unreadable_image', message: 'the file is not an image this server can read'},
+}
+
+export const EXAMPLE_BATCH = {results: [EXAMPLE_RESULT, EXAMPLE_ERROR_ENTRY]}
+
+export const EXAMPLE_VIDEO = {
+  source: 'clip.mp4',
+  is_safe: false,
+  duration: 12.48,
+  fps: 1,
+  frames_analyzed: 13,
+  stopped_early: false,
+  violations: [
+    {
+      name: 'weapons',
+      parent: 'violence',
+      threshold: 0.5,
+      max_confidence: 0.93,
+      segments: [{start: 2, end: 6, frames: 4, max_confidence: 0.93}],
+    },
+  ],
+  not_evaluated: [],
+}
+
+export const EXAMPLE_CATEGORIES = {
+  preset: 'fast',
+  model: 'clip-vit-b32',
+  categories: [
+    {
+      name: 'weapons',
+      parent: 'violence',
+      threshold: 0.5,
+      origin: 'builtin',
+      signals: ['clip'],
+      prompts: ['a photo of a gun', 'a photo of a knife used as a weapon'],
+      negatives: ['a photo of a kitchen knife on a cutting board'],
+    },
+    {name: 'redness', parent: null, threshold: 0.5, origin: 'custom', signals: ['clip'], prompts: ['red'], negatives: []},
+    {name: 'uniforms', parent: null, threshold: 0.7, origin: 'head', signals: ['head']},
+  ],
+}
+
+export const EXAMPLE_HEALTH = {status: 'ok', model_loaded: true, signals: {clip: 'loaded', nsfw: 'loaded', head: 'off'}}
+
+/** A 16×16 blue PNG: the documentation page's request succeeds as sent, on any server (no URL fetching needed). */
+export const EXAMPLE_PNG_BASE64 =
+  'iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAMAAAAoLQ9TAAAAA1BMVEUAAP+KeNJXAAAACXBIWXMAAAPoAAAD6AG1e1JrAAAADUlEQVQY02NgGAXIAAABEAAB7JfjegAAAABJRU5ErkJggg=='
+
+/** Examples shown on the component schemas, by component name. */
+export const COMPONENT_EXAMPLES: Record<string, unknown[]> = {
+  Label: [EXAMPLE_LABELS[0]],
+  Violation: [EXAMPLE_RESULT.violations[0]],
+  ModerationResult: [EXAMPLE_RESULT],
+  ErrorEntry: [EXAMPLE_ERROR_ENTRY],
+  CategoryListing: [EXAMPLE_CATEGORIES.categories[0]],
+  Segment: [EXAMPLE_VIDEO.violations[0].segments[0]],
+  VideoResult: [EXAMPLE_VIDEO],
+  Error: [{error: {code: 'bad_request', message: 'the form has no file in the field "file"'}}],
+  ModerateJsonRequest: [{image_base64: EXAMPLE_PNG_BASE64}, {url: 'https://example.com/beach.jpg'}],
+}

@@ -1,0 +1,91 @@
+import type {ServerResponse} from 'node:http'
+
+import type {Static, TObject, TSchema} from 'typebox'
+
+import type {Limits} from '../lib/config/settings.js'
+import type {Request, RouteContext} from './context.js'
+import type {HttpErrorCode} from './errors.js'
+import type {QueryValues} from './validate.js'
+
+/**
+ * A route declares itself next to its handler: what it reads, what it answers, and the error codes it
+ * can raise. app.ts registers it and validates its query (and JSON body) from the declaration; the
+ * OpenAPI document is generated from the declarations (openapi.ts), the statuses from errors.ts.
+ */
+
+/** What the documentation of one server states besides the routes: its switches and limits. */
+export interface ServerFacts {
+  /** Whether MOD_API_KEY is set. */
+  apiKey: boolean
+  /** MOD_ALLOW_URLS. */
+  allowUrls: boolean
+  limits: Limits
+}
+
+/** Prose that may state this server's facts. */
+export type Text = string | ((facts: ServerFacts) => string)
+
+export type Tag = 'moderation' | 'policy' | 'service'
+
+export interface JsonBody<B extends TSchema> {
+  media: 'application/json'
+  schema: B
+  description: Text
+  /** The example the documentation page starts from; it should succeed on a default server. */
+  example: Static<B>
+}
+
+/** A multipart body stays streamed by the upload code; the schema only documents it. */
+export interface MultipartBody {
+  media: 'multipart/form-data'
+  schema: (limits: Limits) => Record<string, unknown>
+  description: Text
+}
+
+export interface Success {
+  description: string
+  schema: TSchema | Record<string, unknown>
+  /** Default application/json. */
+  media?: string
+  example?: unknown
+}
+
+export interface Operation<Q extends TObject = TObject, B extends TSchema = TSchema> {
+  method: 'GET' | 'POST'
+  path: string
+  operationId: string
+  summary: string
+  description: Text
+  tags: Tag[]
+  /** As in OpenAPI: absent, the API key applies (when the server has one); `[]`, the operation is public. */
+  security?: []
+  query?: Q
+  body?: JsonBody<B> | MultipartBody
+  responses: {200: Success}
+  /** The codes the operation can answer besides 401 (added from `security`); errors.ts gives their statuses. */
+  errors: HttpErrorCode[]
+}
+
+/** What app.ts hands a handler beside the request: the query typed and validated, the JSON body on demand. */
+export interface Input<Q, B> {
+  query: Q
+  /**
+   * Reads and validates the JSON body. A handler calls it once it holds its place in the queue, so that
+   * only admitted requests hold a body in memory.
+   */
+  body: () => Promise<B>
+}
+
+export type RouteHandler<Q, B> = (ctx: RouteContext, req: Request, res: ServerResponse, input: Input<Q, B>) => Promise<void>
+
+export interface Route<Q extends TObject = TObject, B extends TSchema = TSchema> extends Operation<Q, B> {
+  handler: RouteHandler<QueryValues<Q>, Static<B>>
+}
+
+/** A route with its types erased, as the list of routes holds it. */
+export type AnyRoute = Route<TObject, TSchema>
+
+/** Declares a route; the handler's query and body types follow from the schemas. */
+export function declareRoute<Q extends TObject = TObject, B extends TSchema = TSchema>(route: Route<Q, B>): AnyRoute {
+  return route as unknown as AnyRoute
+}

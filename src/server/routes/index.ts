@@ -1,0 +1,16 @@
+import type {AnyRoute} from '../route.js'
+import {categoriesRoute} from './categories.js'
+import {healthRoute} from './health.js'
+import {moderateJsonRoute} from './json.js'
+import {moderateBatchRoute, moderateFileRoute} from './moderate.js'
+import {moderateVideoRoute} from './video.js'
+
+/** The API's routes, in the order the document lists them. */
+export const ROUTES: readonly AnyRoute[] = [
+  healthRoute,
+  categoriesRoute,
+  moderateFileRoute,
+  moderateBatchRoute,
+  moderateJsonRoute,
+  moderateVideoRoute,
+]

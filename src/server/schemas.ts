@@ -1,0 +1,96 @@
+import {Type} from 'typebox'
+
+import {SIGNAL_STATES} from '../lib/schemas.js'
+import {DEFAULT_SAMPLING, MAX_FPS, MAX_MIN_FRAMES, MIN_FPS} from '../lib/video/options.js'
+import {HTTP_ERROR_CODES} from './errors.js'
+
+/**
+ * What the REST API reads and answers beyond the engine's results (src/lib/schemas.ts), as JSON Schema:
+ * the routes validate with these and the OpenAPI document shows them unchanged.
+ */
+
+const closed = {additionalProperties: false} as const
+
+export const Health = Type.Object(
+  {
+    status: Type.Literal('ok'),
+    model_loaded: Type.Boolean({description: 'Whether the models are in memory.'}),
+    signals: Type.Object(
+      {clip: Type.Enum(SIGNAL_STATES), nsfw: Type.Enum(SIGNAL_STATES), head: Type.Enum(SIGNAL_STATES)},
+      {
+        ...closed,
+        description:
+          'Per signal: `loaded`; `not_installed` (its categories are not evaluated, e.g. no CLIP model pulled); `off` ' +
+          '(switched off by the policy or configuration); `not_loaded` (before the first load).',
+      },
+    ),
+  },
+  closed,
+)
+
+export const ErrorCode = Type.Enum(HTTP_ERROR_CODES)
+
+export const ErrorBody = Type.Object(
+  {
+    error: Type.Object(
+      {code: ErrorCode, message: Type.String({description: 'For a person.'})},
+      closed,
+    ),
+  },
+  closed,
+)
+
+/**
+ * Exactly one of the two keys as a non-empty string; `null` counts as absent and other keys are ignored.
+ * The types sit on the properties and the presence in `oneOf`, so a wrong type is reported as such.
+ */
+export const ModerateJsonRequest = Type.Object(
+  {
+    image_base64: Type.Optional(
+      Type.Union([Type.String({minLength: 1, contentEncoding: 'base64'}), Type.Null()], {
+        description:
+          'The image bytes in standard, padded base64 (line breaks allowed), or a `data:…;base64,` URI.',
+      }),
+    ),
+    url: Type.Optional(
+      Type.Union([Type.String({minLength: 1, format: 'uri'}), Type.Null()], {
+        description: 'An http(s) URL of a public image.',
+      }),
+    ),
+  },
+  {
+    description: 'Exactly one of `image_base64` and `url`; `null` counts as absent, other keys are ignored.',
+    oneOf: [
+      {title: 'Inline image', required: ['image_base64'], properties: {image_base64: {type: 'string'}}},
+      {title: 'Image URL', required: ['url'], properties: {url: {type: 'string'}}},
+    ],
+  },
+)
+
+/** Query parameters arrive as text: the server coerces them to these types and fills in the defaults. */
+export const VideoQuery = Type.Object({
+  fps: Type.Optional(
+    Type.Number({
+      minimum: MIN_FPS,
+      maximum: MAX_FPS,
+      default: DEFAULT_SAMPLING.fps,
+      description: `Frames sampled per second of video, from ${MIN_FPS} (one frame per 100 s) to ${MAX_FPS}.`,
+    }),
+  ),
+  min_frames: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: MAX_MIN_FRAMES,
+      default: DEFAULT_SAMPLING.minFrames,
+      description: 'Consecutive flagged frames a segment needs; shorter runs are dropped.',
+    }),
+  ),
+  stop_on_violation: Type.Optional(
+    Type.Boolean({
+      default: DEFAULT_SAMPLING.stopOnViolation,
+      description:
+        'Stop decoding once a segment of `min_frames` frames exists (`stopped_early` is then true). ' +
+        '`true`, `false`, `1` or `0`.',
+    }),
+  ),
+})

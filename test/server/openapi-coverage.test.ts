@@ -1,0 +1,174 @@
+// Every response the OpenAPI document declares is given by the server: each (method, path, status) is
+// produced once here by a real request and checked against the document; a declared response that no
+// request can produce fails the last test.
+import {createServer, type Server} from 'node:http'
+import type {AddressInfo} from 'node:net'
+import {join} from 'node:path'
+import {readFile} from 'node:fs/promises'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import type {Engine} from '../../src/lib/engine.js'
+import {openapiDocument, type OpenApiDocument} from '../../src/server/openapi.js'
+import {colourClip} from '../lib/video/helpers.js'
+import {assertConforms, createConformance} from './conformance.js'
+import {fakeEngine, form, red, start, tempDir, testSettings, toyEngine, type Running} from './harness.js'
+
+const KEY = 'coverage-key'
+const PUBLIC = '93.184.216.34'
+const dir = tempDir('mod-server-coverage-')
+const settings = testSettings(join(dir.path, 'cache'), {
+  apiKey: KEY,
+  allowUrls: true,
+  limits: {maxBytes: 64 * 1024, maxBatch: 2, maxVideoBytes: 64 * 1024, maxVideoSeconds: 2, urlTimeoutMs: 300},
+})
+const doc = openapiDocument({version: '0.0.0', apiKey: true, allowUrls: true, limits: settings.limits})
+const conformance = createConformance(doc)
+const engine = toyEngine(settings)
+
+let images: Server
+let main: Running
+let noUrls: Running
+let failing: Running
+let unloadable: Running
+let shortClip: Buffer
+let longClip: Buffer
+const slow = new Set<() => void>()
+
+const boom = () => {
+  throw new Error('unexpected failure')
+}
+
+/** Every engine call fails with an unexpected error: 500 internal. */
+const failingEngine: Engine = fakeEngine({
+  isLoaded: () => true,
+  moderateImage: async () => boom(),
+  async *moderateMany() {
+    boom()
+  },
+  moderateVideo: async () => boom(),
+  categories: async () => boom(),
+})
+
+/** The model never loads: 503 model_unavailable. */
+const unloadableEngine: Engine = fakeEngine({
+  load: async () => {
+    throw new Error('no model here')
+  },
+})
+
+test.before(async () => {
+  const png = await red()
+  images = createServer((req, res) => {
+    if (req.url === '/red.png') res.writeHead(200, {'content-type': 'image/png'}).end(png)
+    else if (req.url === '/slow.png') slow.add(() => res.end())
+    else res.writeHead(404).end('missing')
+  })
+  await new Promise<void>((resolve) => images.listen(0, '127.0.0.1', resolve))
+  const port = (images.address() as AddressInfo).port
+  const fetchHooks = {
+    resolve: async (host: string) => [host === 'intranet.example' ? '10.1.2.3' : PUBLIC],
+    connect: () => ({host: '127.0.0.1', port}),
+  }
+  await engine.load()
+  const options = {fetch: fetchHooks, tmpDir: dir.path}
+  main = await start(engine, settings, options)
+  noUrls = await start(engine, {...settings, allowUrls: false}, options)
+  failing = await start(failingEngine, settings, options)
+  unloadable = await start(unloadableEngine, settings, options)
+  shortClip = await readFile(await colourClip(join(dir.path, 'short.mp4'), ['blue'], 1))
+  longClip = await readFile(await colourClip(join(dir.path, 'long.mp4'), ['blue'], 3))
+})
+
+test.after(async () => {
+  for (const finish of slow) finish()
+  await Promise.all([main.stop(), noUrls.stop(), failing.stop(), unloadable.stop()])
+  await new Promise((resolve) => images.close(resolve))
+  await engine.close()
+  dir.remove()
+})
+
+/** A request with the key (unless `key` is false), checked against the document; returns the status. */
+async function send(base: string, method: string, path: string, init: RequestInit & {key?: boolean} = {}): Promise<number> {
+  const {key = true, ...rest} = init
+  const headers = {...(key ? {'x-api-key': KEY} : {}), ...(rest.headers as Record<string, string> | undefined)}
+  const res = await fetch(`${base}${path}`, {...rest, method, headers})
+  await assertConforms(conformance, res, {method})
+  return res.status
+}
+
+const upload = (field: string, files: {name: string; data: Buffer | string}[]) => ({body: form(field, files)})
+const json = (value: unknown) => ({headers: {'content-type': 'application/json'}, body: JSON.stringify(value)})
+
+/** The example the documentation page starts from for POST /v1/moderate/json. */
+function jsonExample(d: OpenApiDocument): unknown {
+  return d.paths['/v1/moderate/json']?.post?.requestBody?.content['application/json'].example
+}
+
+test('the service and policy endpoints', async () => {
+  assert.is(await send(main.base, 'GET', '/health', {key: false}), 200)
+  assert.is(await send(main.base, 'GET', '/v1/categories'), 200)
+  assert.is(await send(main.base, 'GET', '/v1/categories', {key: false}), 401)
+  assert.is(await send(failing.base, 'GET', '/v1/categories'), 500)
+  for (const path of ['/openapi.json', '/docs']) {
+    assert.is(await send(main.base, 'GET', path), 200, path)
+    assert.is(await send(main.base, 'GET', path, {key: false}), 401, path)
+  }
+})
+
+test('POST /v1/moderate', async () => {
+  const image = [{name: 'red.png', data: await red()}]
+  assert.is(await send(main.base, 'POST', '/v1/moderate', upload('file', image)), 200)
+  assert.is(await send(main.base, 'POST', '/v1/moderate', upload('other', image)), 400)
+  assert.is(await send(main.base, 'POST', '/v1/moderate', {...upload('file', image), key: false}), 401)
+  assert.is(await send(main.base, 'POST', '/v1/moderate', upload('file', [{name: 'big.png', data: Buffer.alloc(70_000, 1)}])), 413)
+  assert.is(await send(main.base, 'POST', '/v1/moderate', upload('file', [{name: 'notes.txt', data: 'plain words'}])), 415)
+  assert.is(await send(failing.base, 'POST', '/v1/moderate', upload('file', image)), 500)
+  assert.is(await send(unloadable.base, 'POST', '/v1/moderate', upload('file', image)), 503)
+})
+
+test('POST /v1/moderate/batch', async () => {
+  const image = {name: 'red.png', data: await red()}
+  assert.is(await send(main.base, 'POST', '/v1/moderate/batch', upload('files', [image, {name: 'notes.txt', data: 'x'}])), 200)
+  assert.is(await send(main.base, 'POST', '/v1/moderate/batch', upload('file', [image])), 400)
+  assert.is(await send(main.base, 'POST', '/v1/moderate/batch', {...upload('files', [image]), key: false}), 401)
+  assert.is(await send(main.base, 'POST', '/v1/moderate/batch', upload('files', [image, image, image])), 413)
+  assert.is(await send(failing.base, 'POST', '/v1/moderate/batch', upload('files', [image])), 500)
+  assert.is(await send(unloadable.base, 'POST', '/v1/moderate/batch', upload('files', [image])), 503)
+})
+
+test('POST /v1/moderate/json, the documentation example included', async () => {
+  const example = jsonExample(doc)
+  assert.is(await send(main.base, 'POST', '/v1/moderate/json', json(example)), 200)
+  assert.is(await send(main.base, 'POST', '/v1/moderate/json', json({})), 400)
+  assert.is(await send(main.base, 'POST', '/v1/moderate/json', {...json(example), key: false}), 401)
+  assert.is(await send(noUrls.base, 'POST', '/v1/moderate/json', json({url: 'http://images.example/red.png'})), 403)
+  const big = Buffer.alloc(70_000, 1).toString('base64')
+  assert.is(await send(main.base, 'POST', '/v1/moderate/json', json({image_base64: big})), 413)
+  const text = Buffer.from('plain words').toString('base64')
+  assert.is(await send(main.base, 'POST', '/v1/moderate/json', json({image_base64: text})), 415)
+  assert.is(await send(main.base, 'POST', '/v1/moderate/json', json({url: 'http://intranet.example/red.png'})), 422)
+  assert.is(await send(failing.base, 'POST', '/v1/moderate/json', json(example)), 500)
+  assert.is(await send(main.base, 'POST', '/v1/moderate/json', json({url: 'http://images.example/missing.png'})), 502)
+  assert.is(await send(unloadable.base, 'POST', '/v1/moderate/json', json(example)), 503)
+  assert.is(await send(main.base, 'POST', '/v1/moderate/json', json({url: 'http://images.example/slow.png'})), 504)
+})
+
+test('POST /v1/moderate/video', async () => {
+  const clip = [{name: 'clip.mp4', data: shortClip}]
+  assert.is(await send(main.base, 'POST', '/v1/moderate/video', upload('file', clip)), 200)
+  assert.is(await send(main.base, 'POST', '/v1/moderate/video?fps=0.0001', upload('file', clip)), 400)
+  assert.is(await send(main.base, 'POST', '/v1/moderate/video', {...upload('file', clip), key: false}), 401)
+  assert.is(await send(main.base, 'POST', '/v1/moderate/video', upload('file', [{name: 'big.mp4', data: Buffer.alloc(70_000, 1)}])), 413)
+  assert.is(await send(main.base, 'POST', '/v1/moderate/video', upload('file', [{name: 'notes.mp4', data: 'plain words'}])), 415)
+  assert.is(await send(main.base, 'POST', '/v1/moderate/video', upload('file', [{name: 'long.mp4', data: longClip}])), 422)
+  assert.is(await send(failing.base, 'POST', '/v1/moderate/video', upload('file', clip)), 500)
+  assert.is(await send(unloadable.base, 'POST', '/v1/moderate/video', upload('file', clip)), 503)
+})
+
+test('every response the document declares was produced and conformed', () => {
+  assert.equal(conformance.uncovered(), [])
+})
+
+test.run()

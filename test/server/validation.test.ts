@@ -1,0 +1,87 @@
+// Requests are validated from the routes' schemas: the video query is coerced to typed values with its
+// defaults, and the JSON body's problems are reported by field.
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import type {VideoOptions} from '../../src/lib/engine.js'
+import {call, errorOf, fakeEngine, form, postJson, start, tempDir, testSettings, type Running} from './harness.js'
+
+const dir = tempDir('mod-server-validation-')
+let seen: Omit<VideoOptions, 'signal' | 'source'> | undefined
+const engine = fakeEngine({
+  moderateVideo: async (_path, o) => {
+    seen = {fps: o.fps, minFrames: o.minFrames, stopOnViolation: o.stopOnViolation}
+    return {source: o.source, is_safe: true, duration: 1, fps: o.fps, frames_analyzed: 1, stopped_early: false, violations: [], not_evaluated: []}
+  },
+})
+let server: Running
+
+test.before(async () => {
+  server = await start(engine, testSettings(join(dir.path, 'cache')), {tmpDir: dir.path})
+})
+
+test.after(async () => {
+  await server.stop()
+  dir.remove()
+})
+
+const video = (query: string) =>
+  call(`${server.base}/v1/moderate/video${query}`, {method: 'POST', body: form('file', [{name: 'clip.mp4', data: 'frames'}])})
+
+test('the video query reaches the engine as typed values, absent ones as their defaults', async () => {
+  assert.is((await video('')).status, 200)
+  assert.equal(seen, {fps: 1, minFrames: 1, stopOnViolation: false})
+  assert.is((await video('?fps=0.5&min_frames=3&stop_on_violation=1&other=x')).status, 200)
+  assert.equal(seen, {fps: 0.5, minFrames: 3, stopOnViolation: true})
+  assert.is((await video('?fps=10&min_frames=1000&stop_on_violation=true')).status, 200)
+  assert.equal(seen, {fps: 10, minFrames: 1000, stopOnViolation: true})
+  assert.is((await video('?fps=0.01&stop_on_violation=0')).status, 200)
+  assert.equal(seen, {fps: 0.01, minFrames: 1, stopOnViolation: false})
+})
+
+test('a bad query value is 400 bad_request naming the parameter and what it accepts', async () => {
+  const cases: [string, string][] = [
+    ['fps=0.0001', 'fps="0.0001" is not valid: expected a number from 0.01 to 10'],
+    ['fps=0', 'fps="0" is not valid: expected a number from 0.01 to 10'],
+    ['fps=11', 'fps="11" is not valid: expected a number from 0.01 to 10'],
+    ['fps=abc', 'fps="abc" is not valid: expected a number from 0.01 to 10'],
+    ['fps=', 'fps="" is not valid: expected a number from 0.01 to 10'],
+    ['fps=Infinity', 'fps="Infinity" is not valid: expected a number from 0.01 to 10'],
+    ['min_frames=0', 'min_frames="0" is not valid: expected a whole number from 1 to 1000'],
+    ['min_frames=1.5', 'min_frames="1.5" is not valid: expected a whole number from 1 to 1000'],
+    ['stop_on_violation=maybe', 'stop_on_violation="maybe" is not valid: expected true, false, 1 or 0'],
+    ['stop_on_violation=TRUE', 'stop_on_violation="TRUE" is not valid: expected true, false, 1 or 0'],
+  ]
+  for (const [query, message] of cases) {
+    seen = undefined
+    const r = await video(`?${query}`)
+    assert.equal(r.body, {error: {code: 'bad_request', message}}, query)
+    assert.is(seen, undefined, query)
+  }
+})
+
+test('the JSON body: a problem is reported by field, the "exactly one" rule as such', async () => {
+  const cases: [unknown, string][] = [
+    [{image_base64: 42}, 'image_base64 must be string'],
+    [{url: ''}, 'url must NOT have fewer than 1 characters'],
+    [{url: 'not a uri'}, 'url must match format "uri"'],
+    [[1, 2], 'the body must be object'],
+    [{}, 'send exactly one of image_base64 and url'],
+    [{image_base64: null, url: null}, 'send exactly one of image_base64 and url'],
+    [{image_base64: 'AAAA', url: 'https://example.com/a.png'}, 'send exactly one of image_base64 and url'],
+  ]
+  for (const [body, message] of cases) {
+    const r = await postJson(`${server.base}/v1/moderate/json`, body)
+    assert.equal(r.body, {error: {code: 'bad_request', message}}, JSON.stringify(body))
+  }
+})
+
+test('a JSON body is refused before it is read unless its content type is JSON', async () => {
+  const r = await call(`${server.base}/v1/moderate/json`, {method: 'POST', headers: {'content-type': 'text/plain'}, body: '{}'})
+  assert.equal(r.body, {error: {code: 'bad_request', message: 'send the request body as application/json'}})
+  assert.equal(errorOf(await postJson(`${server.base}/v1/moderate/json`, '{"url": ')), {status: 400, code: 'bad_request'})
+})
+
+test.run()
