@@ -1,19 +1,20 @@
-import {Args, Command, Flags} from '@oclif/core'
+import {Args, Flags} from '@oclif/core'
 
-import {describeError, EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION} from '../cli/errors.js'
+import {ModCommand} from '../cli/base-command.js'
+import {EXIT_SAFE, EXIT_VIOLATION} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
 import {modelFlags} from '../cli/flags.js'
 import {formatVideo} from '../cli/format.js'
-import {startProgress} from '../cli/progress.js'
+import type {EnvVars} from '../cli/help.js'
+import {checkVideoFile} from '../cli/inputs.js'
 import {parseVideoOptions} from '../lib/video/options.js'
 
-export default class ScanVideo extends Command {
+export default class ScanVideo extends ModCommand {
   static override description = `Moderate a video: frames sampled at --fps are scored, and each violated label is reported as timestamped segments.
 
 Any format the ffmpeg in use decodes (at least MP4/MOV H.264, WebM VP8/VP9, MKV, animated GIF). ffmpeg is
 MOD_FFMPEG, else the ffmpeg-static package's binary, else ffmpeg on PATH. Limits: MOD_MAX_VIDEO_SECONDS of
 decoded video (default 600), 6000 sampled frames, frames scaled to at most 512 px a side.
-Exit codes: 0 safe, 1 a violation was found, 2 usage, configuration, model or decoding error.
 --ndjson prints one line per segment as it is found ({"type":"segment", "name", "start", "end", "frames",
 "max_confidence"}), then the video result.`
 
@@ -21,6 +22,11 @@ Exit codes: 0 safe, 1 a violation was found, 2 usage, configuration, model or de
     '<%= config.bin %> scan-video clip.mp4',
     '<%= config.bin %> scan-video clip.mp4 --fps 2 --min-frames 3 --json',
     '<%= config.bin %> scan-video upload.webm --stop-on-violation --ndjson',
+  ]
+
+  static override envVars: EnvVars = [
+    ['MOD_FFMPEG', 'the ffmpeg binary to run'],
+    ['MOD_MAX_VIDEO_SECONDS', 'longest video, counted while decoding (default 600)'],
   ]
 
   static override args = {
@@ -38,34 +44,29 @@ Exit codes: 0 safe, 1 a violation was found, 2 usage, configuration, model or de
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(ScanVideo)
-    const progress = startProgress(`Scanning ${args.file}`)
+    const query = parseVideoOptions({
+      fps: flags.fps,
+      min_frames: flags['min-frames'],
+      stop_on_violation: flags['stop-on-violation'] ? 'true' : 'false',
+    })
+    await checkVideoFile(args.file)
+    const {engine} = await engineFromFlags(flags)
+    const progress = this.startProgress(`Scanning ${args.file}`)
     let result
     try {
-      const query = parseVideoOptions({
-        fps: flags.fps,
-        min_frames: flags['min-frames'],
-        stop_on_violation: flags['stop-on-violation'] ? 'true' : 'false',
+      result = await engine.moderateVideo(args.file, {
+        source: args.file,
+        ...query,
+        signal: this.interrupt.signal,
+        onSegment: flags.ndjson ? (name, segment) => progress.above(() => this.log(JSON.stringify({type: 'segment', name, ...segment}))) : undefined,
+        onProgress: (frames, seconds) => progress.update(`Scanning ${args.file}: ${frames} frames, ${seconds.toFixed(1)} s`),
       })
-      const {engine} = await engineFromFlags(flags)
-      try {
-        result = await engine.moderateVideo(args.file, {
-          source: args.file,
-          ...query,
-          onSegment: flags.ndjson ? (name, segment) => this.log(JSON.stringify({type: 'segment', name, ...segment})) : undefined,
-          onProgress: (frames, seconds) => progress.update(`Scanning ${args.file}: ${frames} frames, ${seconds.toFixed(1)} s`),
-        })
-      } finally {
-        await engine.close()
-      }
-    } catch (e) {
-      await progress.finish()
-      this.logToStderr(describeError(e))
-      return this.exit(EXIT_ERROR)
+    } finally {
+      progress.finish()
+      await engine.close()
     }
-    await progress.finish()
     if (flags.json || flags.ndjson) this.log(JSON.stringify(result))
     else this.log(formatVideo(result))
-    if (!result.is_safe) this.exit(EXIT_VIOLATION)
-    return this.exit(EXIT_SAFE)
+    return this.exit(result.is_safe ? EXIT_SAFE : EXIT_VIOLATION)
   }
 }

@@ -42,6 +42,8 @@ const MAPPINGS: Record<ErrorCode, Mapping> = {
   invalid_config: {status: 500, code: 'internal', hidden: true},
   ffmpeg_missing: {status: 500, code: 'internal', hidden: true},
   download_failed: {status: 500, code: 'internal', hidden: true},
+  // A local path that does not exist (the CLI); the server never raises it for an image.
+  not_found: {status: 404},
   internal: {status: 500, hidden: true},
 }
 

@@ -6,7 +6,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {readServeOptions} from '../../src/server/address.js'
+import {readSettings, type Settings} from '../../src/lib/config/settings.js'
 import {
   call,
   errorOf,
@@ -32,11 +32,12 @@ test.after(() => dir.remove())
 
 test('flags win over MOD_HOST, MOD_PORT and MOD_WORKERS, which win over the defaults', () => {
   const env = {MOD_HOST: '0.0.0.0', MOD_PORT: '9000', MOD_WORKERS: '3'}
-  assert.equal(readServeOptions({}, {}), {host: '127.0.0.1', port: 8000, workers: 1})
-  assert.equal(readServeOptions({}, env), {host: '0.0.0.0', port: 9000, workers: 3})
-  assert.equal(readServeOptions({host: '::1', port: 0, workers: 1}, env), {host: '::1', port: 0, workers: 1})
-  for (const bad of [{MOD_PORT: '70000'}, {MOD_PORT: 'http'}, {MOD_WORKERS: '0'}]) {
-    assert.throws(() => readServeOptions({}, bad), (e: {code: string}) => e.code === 'invalid_config')
+  const address = (s: Settings) => ({host: s.host, port: s.port, workers: s.workers})
+  assert.equal(address(readSettings({}, {})), {host: '127.0.0.1', port: 8000, workers: 1})
+  assert.equal(address(readSettings({}, env)), {host: '0.0.0.0', port: 9000, workers: 3})
+  assert.equal(address(readSettings({host: '::1', port: 0, workers: 1}, env)), {host: '::1', port: 0, workers: 1})
+  for (const [bad, name] of [[{MOD_PORT: '70000'}, 'MOD_PORT'], [{MOD_PORT: 'http'}, 'MOD_PORT'], [{MOD_WORKERS: '0'}, 'MOD_WORKERS'], [{MOD_HOST: ' '}, 'MOD_HOST']] as const) {
+    assert.throws(() => readSettings({}, bad), (e: {code: string; message: string}) => e.code === 'invalid_config' && e.message.startsWith(`${name}=`))
   }
 })
 
