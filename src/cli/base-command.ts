@@ -1,4 +1,5 @@
-import {Command, Errors} from '@oclif/core'
+import {Command, Errors, Flags} from '@oclif/core'
+import chalk from 'chalk'
 
 import {isModError} from '../lib/errors.js'
 import {errorLine, EXIT_ERROR, EXIT_INTERRUPTED} from './errors.js'
@@ -29,6 +30,15 @@ function isParseError(e: unknown): boolean {
  * style, Ctrl-C is exit 130, and a progress line on stderr that the base removes however the command ends.
  */
 export abstract class ModCommand extends Command {
+  static override baseFlags = {
+    color: Flags.boolean({
+      description: 'Colour the table output; --no-color (or a non-empty NO_COLOR variable) turns it off.',
+      allowNo: true,
+      default: true,
+      helpGroup: 'GLOBAL',
+    }),
+  }
+
   /** Commands that stop on signals themselves (serve) set this; the others end with 130 on Ctrl-C. */
   static ownSignals = false
   /** MOD_* variables without a flag that this command reads, listed under ENVIRONMENT VARIABLES in --help. */
@@ -46,6 +56,8 @@ export abstract class ModCommand extends Command {
 
   protected override async init(): Promise<void> {
     await super.init()
+    // chalk's own detection knows --no-color but not NO_COLOR (https://no-color.org).
+    if (process.env.NO_COLOR || this.argv.includes('--no-color')) chalk.level = 0
     if (!(this.constructor as typeof ModCommand).ownSignals) process.on('SIGINT', this.onSigint)
   }
 

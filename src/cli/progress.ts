@@ -22,14 +22,16 @@ const silent: Progress = {
   finish() {},
 }
 
-export function startProgress(text: string, stream: NodeJS.WriteStream = process.stderr): Progress {
+export function startProgress(text: string, stream: NodeJS.WriteStream = process.stderr, results: {isTTY?: boolean} = process.stdout): Progress {
   if (!stream.isTTY) return silent
+  // Results redirected to a file or a pipe cannot collide with the line: no need to clear it for each one.
+  const shared = Boolean(results.isTTY)
   let current = text
   let shown = false
   let done = false
   let last = 0
   const draw = (): void => {
-    const width = Math.max(10, (stream.columns ?? 80) - 1)
+    const width = Math.max(10, (stream.columns || 80) - 1)
     stream.write(`${CLEAR}${current.length > width ? `${current.slice(0, width - 1)}…` : current}`)
     shown = true
     last = Date.now()
@@ -45,6 +47,7 @@ export function startProgress(text: string, stream: NodeJS.WriteStream = process
       if (!done && Date.now() - last >= REDRAW_MS) draw()
     },
     above(write) {
+      if (!shared) return write()
       clear()
       write()
       if (!done) draw()
