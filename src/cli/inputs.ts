@@ -156,7 +156,7 @@ export async function* scanInputs(
 export function skippedLine(skipped: Skipped): string {
   const total = [...skipped.values()].reduce((a, b) => a + b, 0)
   if (total === 0) return ''
-  const parts = [...skipped.entries()].sort((a, b) => b[1] - a[1]).map(([reason, n]) => `${n} ${reason}`)
+  const parts = [...skipped.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([reason, n]) => `${n} ${reason}`)
   return `skipped ${total} (${parts.join(', ')})`
 }
 
