@@ -1,11 +1,11 @@
-import {execFileSync} from 'node:child_process'
-import {mkdirSync, symlinkSync, writeFileSync} from 'node:fs'
+import {execFileSync, spawnSync} from 'node:child_process'
+import {chmodSync, mkdirSync, symlinkSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {runCli, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {BIN, runCli, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 
 const dir = tempDir()
 const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
@@ -52,6 +52,31 @@ test('the table summary names what was skipped and why', async () => {
   const r = await runCli(['scan', tree, '--config', policy], {env})
   assert.is(r.code, 1)
   assert.is(r.stderr, '3 scanned: 2 safe, 1 unsafe, 0 errors; skipped 4 (1 broken symlink, 1 not images, 1 symlink loop, 1 unsupported format)\n')
+})
+
+test('an unreadable subfolder is an error entry and the walk goes on', async () => {
+  const top = join(dir.path, 'locked-tree')
+  mkdirSync(join(top, 'b-locked'), {recursive: true})
+  writeFileSync(join(top, 'a.png'), await solidPng(0, 0, 255))
+  writeFileSync(join(top, 'c.png'), await solidPng(0, 0, 255))
+  writeFileSync(join(top, 'b-locked', 'x.png'), await solidPng(0, 0, 255))
+  chmodSync(join(top, 'b-locked'), 0o000)
+  // Root reads any folder: the scan then runs as nobody, for whom the mode bits count.
+  const asNobody = process.getuid?.() === 0 ? {uid: 65_534, gid: 65_534} : {}
+  for (const p of [dir.path, top]) chmodSync(p, 0o755)
+  const cache = join(dir.path, 'nobody-cache')
+  mkdirSync(cache, {mode: 0o777})
+  chmodSync(cache, 0o777)
+  const r = spawnSync(process.execPath, [BIN, 'scan', top, '--config', policy, '--ndjson'], {
+    ...asNobody,
+    encoding: 'utf8',
+    env: {...process.env, NO_COLOR: '1', MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: cache, HOME: cache},
+  })
+  chmodSync(join(top, 'b-locked'), 0o755)
+  assert.is(r.status, 2, r.stderr)
+  const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l))
+  assert.equal(lines.map((l: {source: string}) => l.source), [join(top, 'a.png'), join(top, 'b-locked'), join(top, 'c.png')])
+  assert.equal(lines[1].error, {code: 'unreadable_image', message: `cannot read the folder ${join(top, 'b-locked')}: EACCES`})
 })
 
 test('a path that does not exist is a not_found entry in its place; the others are scanned', async () => {
