@@ -83,20 +83,26 @@ An input that cannot be scanned is an error entry and the other inputs are still
       const write = (text: string): void => progress.above(() => out.write(text))
       if (flags.json) write('[')
       const items = scanInputs(paths, config.settings.limits.maxBytes, skipped)
-      for await (const item of inOrder(items, (inputs) => engine.moderateMany(inputs))) {
-        if (closed || this.interrupt.signal.aborted) break
-        if ('error' in item) counts.errors++
-        else if (item.is_safe) counts.safe++
-        else counts.unsafe++
-        const n = counts.safe + counts.unsafe + counts.errors
-        if (flags.json) write(`${n > 1 ? ',' : ''}\n${JSON.stringify(item)}`)
-        else if (flags.ndjson) write(`${JSON.stringify(item)}\n`)
-        else write(`${formatRow(item)}\n`)
-        progress.update(`Scanning: ${summaryLine(counts)}`)
+      const closeArray = (): void => {
+        progress.finish()
+        if (flags.json && !closed) out.write(`${counts.safe + counts.unsafe + counts.errors > 0 ? '\n' : ''}]\n`)
       }
-      progress.finish()
-      const n = counts.safe + counts.unsafe + counts.errors
-      if (flags.json && !closed) out.write(`${n > 0 ? '\n' : ''}]\n`)
+      try {
+        for await (const item of inOrder(items, (inputs) => engine.moderateMany(inputs))) {
+          if (closed || this.interrupt.signal.aborted) break
+          if ('error' in item) counts.errors++
+          else if (item.is_safe) counts.safe++
+          else counts.unsafe++
+          const n = counts.safe + counts.unsafe + counts.errors
+          if (flags.json) write(`${n > 1 ? ',' : ''}\n${JSON.stringify(item)}`)
+          else if (flags.ndjson) write(`${JSON.stringify(item)}\n`)
+          else write(`${formatRow(item)}\n`)
+          progress.update(`Scanning: ${summaryLine(counts)}`)
+        }
+      } finally {
+        // stdout stays valid JSON whatever stops the scan; the failure itself goes to stderr.
+        closeArray()
+      }
     } finally {
       await engine.close()
     }

@@ -1,6 +1,6 @@
 // `mod serve` as a process: MOD_PRELOAD on and off, a model that cannot load, and a graceful SIGTERM.
 // These run the built CLI (npm test builds first).
-import {mkdirSync} from 'node:fs'
+import {copyFileSync, mkdirSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -70,8 +70,10 @@ test('with MOD_PRELOAD=false the model loads on the first moderation (MOD_PORT u
 })
 
 test('with MOD_PRELOAD a model that cannot load stops the start with exit code 2', async () => {
+  // A model folder whose manifest lists files that are not there: it passes the start-up check, then fails to load.
   const empty = join(dir.path, 'no-model')
   mkdirSync(empty)
+  copyFileSync(join(TOY_MODEL, 'manifest.json'), join(empty, 'manifest.json'))
   const serve = serveProcess(['--port', '0'], {...toyEnv, MOD_MODEL_DIR: empty})
   try {
     assert.is(await serve.exited, 2)
