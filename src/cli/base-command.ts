@@ -15,7 +15,7 @@ function oneLine(message: string): string {
   return message
     .split('\n')
     .map((l) => l.trim())
-    .filter((l) => l !== '' && !/^See more help with/.test(l))
+    .filter((l) => l !== '' && !/^See more help with/.test(l) && l !== 'The following errors occurred:')
     .reduce((all, l) => (all === '' ? l : `${all}${/:$/.test(all) ? ' ' : ': '}${l}`), '')
     .replace(/^Parsing (--[\w-]+)\s*:\s*/, '$1: ')
 }

@@ -24,6 +24,10 @@ test('a missing argument and a bad option are usage errors in the same style', a
   const option = await runCli(['scan', 'x.png', '--preset', 'huge'])
   assert.is(option.code, 2)
   assert.is(option.stderr, 'mod: usage: Expected --preset=huge to be one of: fast, balanced, accurate\n')
+  const both = await runCli(['scan', 'x.png', '--json', '--ndjson'])
+  assert.is(both.code, 2)
+  assert.is(both.stderr.split('\n').length, 2)
+  assert.match(both.stderr, /^mod: usage: --json=true cannot also be provided when using --ndjson/)
 })
 
 test('a flag value taken from its MOD_* variable names the variable when it is invalid', async () => {
