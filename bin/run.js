@@ -1,4 +1,31 @@
 #!/usr/bin/env node
-import {execute} from '@oclif/core'
+// Exit codes: a start-up failure (no build, a broken install, an unknown command) is 2, never 1 (1 means a
+// violation was found), printed as one line in the style of every other failure.
+import {existsSync} from 'node:fs'
 
-await execute({dir: import.meta.url})
+const fail = (message) => {
+  process.stderr.write(`mod: ${message}\n`)
+  process.exit(2)
+}
+
+if (!existsSync(new URL('../dist/commands/', import.meta.url))) {
+  fail('internal: the build is missing (no dist/ folder): run `npm run build` in the package folder')
+}
+
+let oclif
+try {
+  oclif = await import('@oclif/core')
+} catch (e) {
+  fail(`internal: cannot load @oclif/core (${e.message}): run \`npm ci\``)
+}
+
+try {
+  await oclif.run(process.argv.slice(2), import.meta.url)
+  await oclif.flush()
+} catch (e) {
+  // this.exit(code) inside a command: the code is already decided.
+  if (e instanceof oclif.Errors.ExitError) process.exit(e.oclif.exit)
+  const message = String(e?.message ?? e).split('\n').map((l) => l.trim()).filter((l) => l && !/^See more help/.test(l)).reduce((all, l) => (all ? `${all}${all.endsWith(':') ? ' ' : ': '}${l}` : l), '')
+  if (process.env.DEBUG && e?.stack) process.stderr.write(`${e.stack}\n`)
+  fail(e?.oclif ? `usage: ${message}` : `internal: ${message}`)
+}

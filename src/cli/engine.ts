@@ -1,11 +1,11 @@
 import {loadConfig, type Config} from '../lib/config/load.js'
-import type {SettingsFlags} from '../lib/config/settings.js'
 import {createEngine, type Engine} from '../lib/engine.js'
 import {resolveModelDir} from '../lib/model/presets.js'
+import {settingsInput, type FlagValues} from './flags.js'
 
-/** Flags + MOD_* + policy file → an engine that loads its model on first use. */
-export async function engineFromFlags(flags: SettingsFlags, env = process.env): Promise<{config: Config; engine: Engine}> {
-  const config = await loadConfig(flags, env)
+/** Parsed flags (each already resolved from its MOD_* variable by oclif) + policy file → an engine that loads its model on first use. */
+export async function engineFromFlags(flags: FlagValues, env = process.env): Promise<{config: Config; engine: Engine}> {
+  const config = await loadConfig(settingsInput(flags), env)
   return {config, engine: engineFromConfig(config)}
 }
 

@@ -1,15 +1,78 @@
 import {Flags} from '@oclif/core'
 
-import {PRECISIONS} from '../lib/config/settings.js'
+import {PRECISIONS, SETTING_VARIABLES, type SettingsInput} from '../lib/config/settings.js'
 import {PRESETS} from '../lib/policy/types.js'
 
-/** Flags shared by every command that loads a model; each has its MOD_* variable (a flag wins). */
+const MODEL = 'MODEL'
+
+/**
+ * Flags shared by every command that loads a model. Each declares its MOD_* variable and default, so `--help`
+ * shows them and oclif applies the order flag > variable > default before the settings reader sees the value.
+ */
 export const modelFlags = {
-  preset: Flags.string({description: 'Model preset (MOD_PRESET; default: the policy file\'s preset, else fast).', options: [...PRESETS]}),
-  'model-dir': Flags.string({description: 'Use the model in this folder instead of the preset\'s cached copy (MOD_MODEL_DIR).'}),
-  'cache-dir': Flags.string({description: 'Where presets are stored (MOD_CACHE_DIR; default ~/.cache/mod).'}),
-  config: Flags.string({description: 'Policy YAML file (MOD_CONFIG; default: found by name, e.g. .modrc.yaml).'}),
-  head: Flags.string({description: 'Trained head file to add and blend labels (MOD_HEAD).'}),
-  precision: Flags.string({description: 'Encoder weights: fp32, or the model\'s int8 (about 3x faster, less memory) or fp16 variant (MOD_PRECISION).', options: [...PRECISIONS]}),
-  threads: Flags.integer({description: 'onnxruntime threads per model (MOD_THREADS; default: chosen for the machine).', min: 1}),
+  preset: Flags.string({
+    description: "Model preset. Default: the policy file's preset, else fast.",
+    options: [...PRESETS],
+    env: SETTING_VARIABLES.preset,
+    helpGroup: MODEL,
+  }),
+  'model-dir': Flags.string({
+    description: "Use the model in this folder instead of the preset's cached copy.",
+    env: SETTING_VARIABLES.modelDir,
+    helpGroup: MODEL,
+  }),
+  'cache-dir': Flags.string({
+    description: 'Where presets and prompt embeddings are stored.',
+    env: SETTING_VARIABLES.cacheDir,
+    defaultHelp: async () => '~/.cache/mod',
+    helpGroup: MODEL,
+  }),
+  config: Flags.string({
+    description: 'Policy YAML file. Default: found by name from the current folder, e.g. .modrc.yaml.',
+    env: SETTING_VARIABLES.config,
+    helpGroup: MODEL,
+  }),
+  head: Flags.string({description: 'Trained head file that adds and blends labels.', env: SETTING_VARIABLES.head, helpGroup: MODEL}),
+  precision: Flags.string({
+    description: "Encoder weights: fp32, or the model's int8 (about 3x faster, less memory) or fp16 variant.",
+    options: [...PRECISIONS],
+    default: 'fp32',
+    env: SETTING_VARIABLES.precision,
+    helpGroup: MODEL,
+  }),
+  threads: Flags.integer({
+    description: 'onnxruntime threads per model. Default: chosen for the machine.',
+    min: 1,
+    env: SETTING_VARIABLES.threads,
+    helpGroup: MODEL,
+  }),
+}
+
+export interface FlagValues {
+  preset?: string
+  'model-dir'?: string
+  'cache-dir'?: string
+  config?: string
+  head?: string
+  precision?: string
+  threads?: number
+  host?: string
+  port?: number
+  workers?: number
+}
+
+/** Parsed flags → the settings reader's typed input (no flag names below the command layer). */
+export function settingsInput(flags: FlagValues): SettingsInput {
+  return {
+    preset: flags.preset,
+    modelDir: flags['model-dir'],
+    cacheDir: flags['cache-dir'],
+    config: flags.config,
+    head: flags.head,
+    precision: flags.precision,
+    threads: flags.threads,
+    host: flags.host,
+    port: flags.port,
+    workers: flags.workers,
+  }
 }

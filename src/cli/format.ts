@@ -2,9 +2,10 @@ import chalk from 'chalk'
 
 import type {ItemResult} from '../lib/engine.js'
 import type {VideoResult} from '../lib/types.js'
+import type {ScanEntry} from './inputs.js'
 
 /** One readable line per item for the table output. */
-export function formatRow(item: ItemResult): string {
+export function formatRow(item: ItemResult | ScanEntry): string {
   if ('error' in item) return `${chalk.yellow('ERROR ')}  ${item.source}  ${item.error.code}: ${item.error.message}`
   if (item.is_safe) {
     const top = item.labels[0]

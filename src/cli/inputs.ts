@@ -1,69 +1,185 @@
-import {open, opendir, stat} from 'node:fs/promises'
-import {extname, join} from 'node:path'
+import {createReadStream, type Stats} from 'node:fs'
+import {open, opendir, realpath, stat} from 'node:fs/promises'
+import {join} from 'node:path'
 
-import {ModError} from '../lib/errors.js'
 import type {ImageInput} from '../lib/engine.js'
+import {ModError, type ErrorCode} from '../lib/errors.js'
+import {readCapped} from '../lib/input/read-capped.js'
+import {imageFormat, sniffImage, SNIFF_BYTES} from '../lib/input/sniff.js'
 
-/** Extensions picked up when walking a folder; files named on the command line are always tried. */
-export const IMAGE_EXTENSIONS = new Set(['.jpg', '.jpeg', '.jpe', '.png', '.webp', '.gif', '.avif', '.tif', '.tiff'])
+/** Why a file met in a folder was not scanned; counted for the summary line. */
+export type SkipReason = 'not images' | 'unsupported format' | 'not regular files' | 'symlink loop' | 'broken symlink'
 
-function tooLarge(source: string, maxBytes: number): ModError {
-  return new ModError('payload_too_large', `${source} is larger than the ${maxBytes}-byte limit (MOD_MAX_BYTES)`)
+export type Skipped = Map<SkipReason, number>
+
+/** An image for the engine, or an input that failed before it could be read (reported in its place). */
+export type ScanItem = {input: ImageInput} | {entry: ScanEntry}
+
+/** An input reported in place of a result; on the command line also `not_found` (a path that does not exist). */
+export interface ScanEntry {
+  source: string
+  error: {code: ErrorCode; message: string}
 }
 
-/** Reads a file, refusing it by its size before reading any of it. */
-async function readLimited(path: string, maxBytes: number): Promise<Buffer> {
-  let handle
+function entry(source: string, code: ErrorCode, message: string): ScanItem {
+  return {entry: {source, error: {code, message}}}
+}
+
+function errnoOf(e: unknown): string {
+  return (e as NodeJS.ErrnoException).code ?? 'error'
+}
+
+function readError(path: string, e: unknown): ModError {
+  if (e instanceof ModError) return e
+  const code = errnoOf(e)
+  if (code === 'ENOENT') return new ModError('not_found', `${path} does not exist`)
+  return new ModError('unreadable_image', `cannot read ${path}: ${code}`)
+}
+
+/** Reads a file with the byte cap counted as bytes arrive, whatever its size claims. */
+async function readFileCapped(path: string, maxBytes: number): Promise<Buffer> {
   try {
-    handle = await open(path, 'r')
+    return await readCapped(createReadStream(path), maxBytes, path)
   } catch (e) {
-    throw new ModError('unreadable_image', `cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? 'error'}`)
+    throw readError(path, e)
   }
+}
+
+function kindOf(info: Stats): string {
+  if (info.isFIFO()) return 'a FIFO'
+  if (info.isCharacterDevice() || info.isBlockDevice()) return 'a device'
+  if (info.isSocket()) return 'a socket'
+  return 'not a regular file'
+}
+
+async function head(path: string): Promise<Buffer> {
+  const handle = await open(path, 'r')
   try {
-    const {size} = await handle.stat()
-    if (size > maxBytes) throw tooLarge(path, maxBytes)
-    return await handle.readFile()
+    const buffer = Buffer.alloc(SNIFF_BYTES)
+    const {bytesRead} = await handle.read(buffer, 0, SNIFF_BYTES, 0)
+    return buffer.subarray(0, bytesRead)
   } finally {
     await handle.close()
   }
 }
 
-export async function readStream(stream: NodeJS.ReadableStream, source: string, maxBytes: number): Promise<Buffer> {
-  const chunks: Buffer[] = []
-  let total = 0
-  for await (const chunk of stream) {
-    const b = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer)
-    total += b.length
-    if (total > maxBytes) throw tooLarge(source, maxBytes)
-    chunks.push(b)
-  }
-  return Buffer.concat(chunks)
+function skip(skipped: Skipped, reason: SkipReason): void {
+  skipped.set(reason, (skipped.get(reason) ?? 0) + 1)
 }
 
-async function* walk(dir: string): AsyncGenerator<string> {
-  const entries = []
-  for await (const entry of await opendir(dir)) entries.push(entry)
-  entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-  for (const entry of entries) {
-    const p = join(dir, entry.name)
-    if (entry.isDirectory()) yield* walk(p)
-    else if (entry.isFile() && IMAGE_EXTENSIONS.has(extname(entry.name).toLowerCase())) yield p
+/**
+ * A folder, recursively in name order. Files are picked by content (their first bytes), not by extension;
+ * symlinks are followed, to files and to folders, but a folder already visited (by its real path) is a loop.
+ * A folder that cannot be read is an error entry and the walk goes on.
+ */
+async function* walk(dir: string, maxBytes: number, seen: Set<string>, skipped: Skipped): AsyncGenerator<ScanItem> {
+  let names: {name: string; symlink: boolean; dir: boolean; file: boolean}[]
+  try {
+    names = []
+    for await (const e of await opendir(dir)) names.push({name: e.name, symlink: e.isSymbolicLink(), dir: e.isDirectory(), file: e.isFile()})
+  } catch (e) {
+    yield entry(dir, 'unreadable_image', `cannot read the folder ${dir}: ${errnoOf(e)}`)
+    return
+  }
+  names.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  for (const n of names) {
+    const p = join(dir, n.name)
+    let isDir = n.dir
+    let isFile = n.file
+    if (n.symlink) {
+      let info: Stats
+      try {
+        info = await stat(p)
+      } catch (e) {
+        skip(skipped, errnoOf(e) === 'ELOOP' ? 'symlink loop' : 'broken symlink')
+        continue
+      }
+      isDir = info.isDirectory()
+      isFile = info.isFile()
+    }
+    if (isDir) {
+      const real = await realpath(p).catch(() => p)
+      if (seen.has(real)) {
+        skip(skipped, 'symlink loop')
+        continue
+      }
+      seen.add(real)
+      yield* walk(p, maxBytes, seen, skipped)
+    } else if (!isFile) {
+      skip(skipped, 'not regular files')
+    } else {
+      let kind
+      try {
+        kind = sniffImage(await head(p))
+      } catch (e) {
+        const err = readError(p, e)
+        yield entry(p, err.code, err.message)
+        continue
+      }
+      if (kind === 'image') yield {input: {source: p, read: () => readFileCapped(p, maxBytes)}}
+      else skip(skipped, kind === 'heif' ? 'unsupported format' : 'not images')
+    }
   }
 }
 
-/** Files, folders (recursively, in name order) and `-` for stdin, lazily: nothing is read before the engine asks. */
-export async function* scanInputs(paths: string[], maxBytes: number, stdin: NodeJS.ReadableStream = process.stdin): AsyncGenerator<ImageInput> {
+/**
+ * Files, folders and `-` (stdin), lazily: nothing is read before the engine asks. A file named on the command
+ * line is always tried, whatever its name; one that does not exist, or is not a regular file (a FIFO, a device),
+ * is an error entry in its place.
+ */
+export async function* scanInputs(
+  paths: string[],
+  maxBytes: number,
+  skipped: Skipped,
+  stdin: NodeJS.ReadableStream = process.stdin,
+): AsyncGenerator<ScanItem> {
   for (const p of paths) {
     if (p === '-') {
-      yield {source: '-', read: () => readStream(stdin, 'stdin', maxBytes)}
+      yield {input: {source: '-', read: () => readCapped(stdin as AsyncIterable<Buffer>, maxBytes, 'stdin')}}
       continue
     }
-    const info = await stat(p).catch(() => undefined)
-    if (info?.isDirectory()) {
-      for await (const file of walk(p)) yield {source: file, read: () => readLimited(file, maxBytes)}
+    let info: Stats
+    try {
+      info = await stat(p)
+    } catch (e) {
+      const err = readError(p, e)
+      yield entry(p, err.code, err.message)
+      continue
+    }
+    if (info.isDirectory()) {
+      const seen = new Set([await realpath(p).catch(() => p)])
+      yield* walk(p, maxBytes, seen, skipped)
+    } else if (info.isFile()) {
+      yield {input: {source: p, read: () => readFileCapped(p, maxBytes)}}
     } else {
-      yield {source: p, read: () => readLimited(p, maxBytes)}
+      yield entry(p, 'unsupported_media', `${p} is ${kindOf(info)}, not a regular file: give a file, a folder or - for stdin`)
     }
   }
 }
 
+/** "skipped 3 (2 not images, 1 symlink loop)", or '' when nothing was skipped. */
+export function skippedLine(skipped: Skipped): string {
+  const total = [...skipped.values()].reduce((a, b) => a + b, 0)
+  if (total === 0) return ''
+  const parts = [...skipped.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([reason, n]) => `${n} ${reason}`)
+  return `skipped ${total} (${parts.join(', ')})`
+}
+
+/**
+ * Refuses, before ffmpeg is started, what cannot be a video: a path that does not exist, anything but a regular
+ * file, and a still image (an animated GIF is a video to ffmpeg, so GIF passes).
+ */
+export async function checkVideoFile(path: string): Promise<void> {
+  let info: Stats
+  try {
+    info = await stat(path)
+  } catch (e) {
+    throw readError(path, e)
+  }
+  if (info.isDirectory()) throw new ModError('unsupported_media', `${path} is a folder, not a video: give one video file`)
+  if (!info.isFile()) throw new ModError('unsupported_media', `${path} is ${kindOf(info)}, not a regular file`)
+  const format = imageFormat(await head(path).catch((e: unknown) => Promise.reject(readError(path, e))))
+  if (format !== undefined && format !== 'GIF') {
+    throw new ModError('unsupported_media', `${path} is a ${format} image, not a video: use \`mod scan\` for images`)
+  }
+}

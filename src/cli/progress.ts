@@ -1,37 +1,60 @@
-import {Listr, ListrLogger, ProcessOutput} from 'listr2'
-
+/**
+ * One status line on stderr, redrawn in place, only while stderr is a terminal. Results go to stdout above it:
+ * `above()` clears the line, lets the caller write, then redraws, so a row printed to the same terminal is never
+ * erased. (listr2 was dropped here: it picks its renderer by process.stdout.isTTY, so with stdout redirected its
+ * fallback renderer printed to stdout, and its default renderer redraws over rows written to the same terminal.)
+ */
 export interface Progress {
-  update(title: string): void
-  finish(): Promise<void>
+  update(text: string): void
+  /** Runs `write` (which prints results) with the status line out of the way. */
+  above(write: () => void): void
+  /** Removes the line for good; idempotent. */
+  finish(): void
 }
 
-const silent: Progress = {update() {}, finish: async () => {}}
+/** Redraws per second at most: a scan can finish hundreds of images per second. */
+const REDRAW_MS = 80
+const CLEAR = '\r\x1b[2K'
 
-/** A one-line listr2 progress display on stderr, only when stderr is a terminal; stdout stays clean for results. */
-export function startProgress(title: string, stream: NodeJS.WriteStream = process.stderr): Progress {
+const silent: Progress = {
+  update() {},
+  above: (write) => write(),
+  finish() {},
+}
+
+export function startProgress(text: string, stream: NodeJS.WriteStream = process.stderr, results: {isTTY?: boolean} = process.stdout): Progress {
   if (!stream.isTTY) return silent
-  let setTitle: (t: string) => void = () => {}
-  let release!: () => void
-  const released = new Promise<void>((r) => (release = r))
-  const logger = new ListrLogger({useIcons: true, processOutput: new ProcessOutput(stream, stream)})
-  const listr = new Listr(
-    [
-      {
-        title,
-        task: async (_ctx, task) => {
-          setTitle = (t) => (task.title = t)
-          await released
-        },
-      },
-    ],
-    {renderer: 'default', rendererOptions: {logger}, exitOnError: false},
-  )
-  const running = listr.run().catch(() => undefined)
+  // Results redirected to a file or a pipe cannot collide with the line: no need to clear it for each one.
+  const shared = Boolean(results.isTTY)
+  let current = text
+  let shown = false
+  let done = false
+  let last = 0
+  const draw = (): void => {
+    const width = Math.max(10, (stream.columns || 80) - 1)
+    stream.write(`${CLEAR}${current.length > width ? `${current.slice(0, width - 1)}…` : current}`)
+    shown = true
+    last = Date.now()
+  }
+  const clear = (): void => {
+    if (shown) stream.write(CLEAR)
+    shown = false
+  }
+  draw()
   return {
-    update: (t) => setTitle(t),
-    finish: async () => {
-      release()
-      await running
+    update(t) {
+      current = t
+      if (!done && Date.now() - last >= REDRAW_MS) draw()
+    },
+    above(write) {
+      if (!shared) return write()
+      clear()
+      write()
+      if (!done) draw()
+    },
+    finish() {
+      done = true
+      clear()
     },
   }
 }

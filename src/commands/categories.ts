@@ -1,38 +1,29 @@
-import {Command, Flags} from '@oclif/core'
-
-import {describeError, EXIT_ERROR} from '../cli/errors.js'
+import {ModCommand} from '../cli/base-command.js'
 import {engineFromFlags} from '../cli/engine.js'
 import {modelFlags} from '../cli/flags.js'
+import type {CategoriesResult} from '../lib/types.js'
 
-export default class Categories extends Command {
-  static override description = 'List the active categories: built-in, custom (policy file) and head labels, with parents and thresholds.'
+export default class Categories extends ModCommand {
+  static override description = `List the active categories: built-in, custom (from the policy file) and head labels, with their parents and thresholds.
+
+With --json, the listing has the shape of GET /v1/categories.`
 
   static override examples = ['<%= config.bin %> categories', '<%= config.bin %> categories --json --config policy.yaml']
 
-  static override flags = {
-    json: Flags.boolean({description: 'Print the listing as JSON (the shape of GET /v1/categories).'}),
-    ...modelFlags,
-  }
+  static override enableJsonFlag = true
 
-  async run(): Promise<void> {
+  static override flags = {...modelFlags}
+
+  async run(): Promise<CategoriesResult> {
     const {flags} = await this.parse(Categories)
-    let listing
-    try {
-      const {engine} = await engineFromFlags(flags)
-      listing = await engine.categories()
-    } catch (e) {
-      this.logToStderr(describeError(e))
-      return this.exit(EXIT_ERROR)
-    }
-    if (flags.json) {
-      this.log(JSON.stringify(listing, null, 2))
-      return
-    }
+    const {engine} = await engineFromFlags(flags)
+    const listing = await engine.categories()
     this.log(`preset ${listing.preset}, model ${listing.model}`)
     const width = Math.max(...listing.categories.map((c) => c.name.length), 4)
     for (const c of listing.categories) {
       const parent = c.parent ? `parent ${c.parent}` : ''
       this.log(`${c.name.padEnd(width)}  threshold ${c.threshold.toFixed(2)}  ${c.origin.padEnd(7)}  ${parent}`.trimEnd())
     }
+    return listing
   }
 }

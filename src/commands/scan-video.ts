@@ -1,28 +1,31 @@
-import {Args, Command, Errors, Flags} from '@oclif/core'
+import {Args, Errors, Flags} from '@oclif/core'
 
-import {describeError, EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION} from '../cli/errors.js'
+import {ModCommand} from '../cli/base-command.js'
+import {EXIT_SAFE, EXIT_VIOLATION} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
 import {modelFlags} from '../cli/flags.js'
 import {formatVideo} from '../cli/format.js'
-import {startProgress} from '../cli/progress.js'
+import type {EnvVars} from '../cli/help.js'
+import {checkVideoFile} from '../cli/inputs.js'
 import {checkVideoSampling, MAX_FPS, MAX_MIN_FRAMES, MIN_FPS} from '../lib/video/options.js'
 
-/** A decimal number flag (a usage error like oclif's integer flags); the bounds are checked by checkVideoSampling. */
-const decimal = Flags.custom<number>({
+/** --fps: a decimal number within the sampling bounds; anything else is a usage error naming the flag. */
+const fpsFlag = Flags.custom<number>({
   parse: async (input) => {
     const n = Number(input)
-    if (input.trim() === '' || !Number.isFinite(n)) throw new Errors.CLIError(`Expected a number but received: ${input}`)
+    if (input.trim() === '' || !Number.isFinite(n) || n < MIN_FPS || n > MAX_FPS) {
+      throw new Errors.CLIError(`Expected a number from ${MIN_FPS} to ${MAX_FPS} but received: ${input}`)
+    }
     return n
   },
 })
 
-export default class ScanVideo extends Command {
+export default class ScanVideo extends ModCommand {
   static override description = `Moderate a video: frames sampled at --fps are scored, and each violated label is reported as timestamped segments.
 
 Any format the ffmpeg in use decodes (at least MP4/MOV H.264, WebM VP8/VP9, MKV, animated GIF). ffmpeg is
 MOD_FFMPEG, else the ffmpeg-static package's binary, else ffmpeg on PATH. Limits: MOD_MAX_VIDEO_SECONDS of
 decoded video (default 600), 6000 sampled frames, frames scaled to at most 512 px a side.
-Exit codes: 0 safe, 1 a violation was found, 2 usage, configuration, model or decoding error.
 --ndjson prints one line per segment as it is found ({"type":"segment", "name", "start", "end", "frames",
 "max_confidence"}), then the video result.`
 
@@ -32,13 +35,18 @@ Exit codes: 0 safe, 1 a violation was found, 2 usage, configuration, model or de
     '<%= config.bin %> scan-video upload.webm --stop-on-violation --ndjson',
   ]
 
+  static override envVars: EnvVars = [
+    ['MOD_FFMPEG', 'the ffmpeg binary to run'],
+    ['MOD_MAX_VIDEO_SECONDS', 'longest video, counted while decoding (default 600)'],
+  ]
+
   static override args = {
     file: Args.string({description: 'the video file', required: true}),
   }
 
   static override flags = {
-    fps: decimal({description: `Frames sampled per second of video: ${MIN_FPS} to ${MAX_FPS}.`, default: 1}),
-    'min-frames': Flags.integer({description: `Consecutive frames a segment needs to count: 1 to ${MAX_MIN_FRAMES}.`, default: 1}),
+    fps: fpsFlag({description: `Frames sampled per second of video: ${MIN_FPS} to ${MAX_FPS}.`, default: 1}),
+    'min-frames': Flags.integer({description: `Consecutive frames a segment needs to count: 1 to ${MAX_MIN_FRAMES}.`, default: 1, min: 1, max: MAX_MIN_FRAMES}),
     'stop-on-violation': Flags.boolean({description: 'Stop decoding as soon as one segment of --min-frames frames exists.'}),
     json: Flags.boolean({description: 'Print the video result as JSON.', exclusive: ['ndjson']}),
     ndjson: Flags.boolean({description: 'Print each segment as it is found, then the result, one JSON object per line.', exclusive: ['json']}),
@@ -47,34 +55,29 @@ Exit codes: 0 safe, 1 a violation was found, 2 usage, configuration, model or de
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(ScanVideo)
-    const progress = startProgress(`Scanning ${args.file}`)
+    const sampling = checkVideoSampling({
+      fps: flags.fps,
+      minFrames: flags['min-frames'],
+      stopOnViolation: flags['stop-on-violation'],
+    })
+    await checkVideoFile(args.file)
+    const {engine} = await engineFromFlags(flags)
+    const progress = this.startProgress(`Scanning ${args.file}`)
     let result
     try {
-      const sampling = checkVideoSampling({
-        fps: flags.fps,
-        minFrames: flags['min-frames'],
-        stopOnViolation: flags['stop-on-violation'],
+      result = await engine.moderateVideo(args.file, {
+        source: args.file,
+        ...sampling,
+        signal: this.interrupt.signal,
+        onSegment: flags.ndjson ? (name, segment) => progress.above(() => this.log(JSON.stringify({type: 'segment', name, ...segment}))) : undefined,
+        onProgress: (frames, seconds) => progress.update(`Scanning ${args.file}: ${frames} frames, ${seconds.toFixed(1)} s`),
       })
-      const {engine} = await engineFromFlags(flags)
-      try {
-        result = await engine.moderateVideo(args.file, {
-          source: args.file,
-          ...sampling,
-          onSegment: flags.ndjson ? (name, segment) => this.log(JSON.stringify({type: 'segment', name, ...segment})) : undefined,
-          onProgress: (frames, seconds) => progress.update(`Scanning ${args.file}: ${frames} frames, ${seconds.toFixed(1)} s`),
-        })
-      } finally {
-        await engine.close()
-      }
-    } catch (e) {
-      await progress.finish()
-      this.logToStderr(describeError(e))
-      return this.exit(EXIT_ERROR)
+    } finally {
+      progress.finish()
+      await engine.close()
     }
-    await progress.finish()
     if (flags.json || flags.ndjson) this.log(JSON.stringify(result))
     else this.log(formatVideo(result))
-    if (!result.is_safe) this.exit(EXIT_VIOLATION)
-    return this.exit(EXIT_SAFE)
+    return this.exit(result.is_safe ? EXIT_SAFE : EXIT_VIOLATION)
   }
 }

@@ -1,26 +1,24 @@
 import cluster from 'node:cluster'
 
-import {Command, Flags} from '@oclif/core'
+import {Flags} from '@oclif/core'
 
+import {ModCommand} from '../cli/base-command.js'
 import {engineFromConfig} from '../cli/engine.js'
-import {describeError, EXIT_ERROR} from '../cli/errors.js'
-import {modelFlags} from '../cli/flags.js'
+import {modelFlags, settingsInput} from '../cli/flags.js'
+import type {EnvVars} from '../cli/help.js'
 import {loadConfig} from '../lib/config/load.js'
+import {DEFAULT_HOST, DEFAULT_PORT, DEFAULT_WORKERS, SETTING_VARIABLES} from '../lib/config/settings.js'
 import {defaultThreads} from '../lib/model/threads.js'
-import {baseUrl, readServeOptions, startupWarnings} from '../server/address.js'
+import {baseUrl, startupWarnings} from '../server/address.js'
 import {killWorkers, primaryStop, reportReady, runPrimary} from '../server/cluster.js'
 import {runServer, stopSignals} from '../server/run.js'
 
-export default class Serve extends Command {
+export default class Serve extends ModCommand {
   static override description = `Serve the REST API (the same engine as scan) until SIGTERM or Ctrl-C.
 
-Endpoints: GET /health, GET /v1/categories, POST /v1/moderate, /v1/moderate/batch, /v1/moderate/json,
-/v1/moderate/video; interactive documentation at /docs, the OpenAPI document at /openapi.json.
-With MOD_API_KEY set, every request but GET /health needs the header X-API-Key. Other settings:
-MOD_ALLOW_URLS, MOD_PRELOAD, MOD_MAX_BATCH, MOD_MAX_BYTES, MOD_MAX_PIXELS, MOD_MAX_VIDEO_BYTES,
-MOD_MAX_VIDEO_SECONDS, MOD_URL_TIMEOUT_MS, MOD_QUEUE_LIMIT. Log lines go to stderr; the first one names
-the address ("listening on http://HOST:PORT"). On SIGTERM the server stops accepting connections,
-finishes the requests in flight and exits 0; exit code 2 when it cannot start.`
+Endpoints: GET /health, GET /v1/categories, POST /v1/moderate, /v1/moderate/batch, /v1/moderate/json, /v1/moderate/video; interactive documentation at /docs, the OpenAPI document at /openapi.json.
+
+With MOD_API_KEY set, every request but GET /health needs the header X-API-Key. Log lines go to stderr; the first one names the address ("listening on http://HOST:PORT"). On SIGTERM or Ctrl-C the server stops accepting connections, finishes the requests in flight and exits 0; a second signal exits 1 at once.`
 
   static override examples = [
     '<%= config.bin %> serve',
@@ -28,32 +26,51 @@ finishes the requests in flight and exits 0; exit code 2 when it cannot start.`
     '<%= config.bin %> serve --port 0 --config policy.yaml --preset balanced',
   ]
 
+  static override ownSignals = true
+
+  static override envVars: EnvVars = [
+    ['MOD_API_KEY', 'the X-API-Key value every request but GET /health must carry'],
+    ['MOD_ALLOW_URLS', 'allow "url" in POST /v1/moderate/json (default false)'],
+    ['MOD_PRELOAD', 'load the model before the port opens (default true)'],
+    ['MOD_MAX_BYTES', 'largest image (default 25MB)'],
+    ['MOD_MAX_PIXELS', 'largest decoded image, width x height (default 100000000)'],
+    ['MOD_MAX_BATCH', 'files per batch request (default 16)'],
+    ['MOD_MAX_VIDEO_BYTES', 'largest video upload (default 200MB)'],
+    ['MOD_MAX_VIDEO_SECONDS', 'longest video (default 600)'],
+    ['MOD_URL_TIMEOUT_MS', 'total time of one URL fetch (default 10000)'],
+    ['MOD_QUEUE_LIMIT', 'requests waiting per worker before 503 overloaded (default 64)'],
+    ['MOD_FFMPEG', 'the ffmpeg binary for video'],
+  ]
+
+  static override exitCodes: [string, string][] = [
+    ['0', 'stopped by SIGTERM or Ctrl-C after finishing the requests in flight'],
+    ['1', 'a second signal stopped it without waiting'],
+    ['2', 'it could not start: configuration, model or address error'],
+  ]
+
   static override flags = {
-    host: Flags.string({description: 'Interface to listen on (MOD_HOST; default 127.0.0.1; 0.0.0.0 for every interface).'}),
-    port: Flags.integer({description: 'Port (MOD_PORT; default 8000; 0 picks a free one).', min: 0, max: 65_535}),
+    host: Flags.string({
+      description: 'Interface to listen on; 0.0.0.0 for every interface.',
+      env: SETTING_VARIABLES.host,
+      default: DEFAULT_HOST,
+    }),
+    port: Flags.integer({description: 'Port; 0 picks a free one.', min: 0, max: 65_535, env: SETTING_VARIABLES.port, default: DEFAULT_PORT}),
     workers: Flags.integer({
       description:
-        'Processes, each with its own copy of the model and one moderation at a time (MOD_WORKERS; default 1). ' +
+        'Processes, each with its own copy of the model and one moderation at a time. ' +
         'Unless --threads is given, the cores are divided among them.',
       min: 1,
+      env: SETTING_VARIABLES.workers,
+      default: DEFAULT_WORKERS,
     }),
     ...modelFlags,
   }
 
   async run(): Promise<void> {
     const {flags} = await this.parse(Serve)
-    const env = process.env
-    let options
-    let config
-    try {
-      options = readServeOptions(flags, env)
-      config = await loadConfig(flags, env)
-    } catch (e) {
-      this.logToStderr(describeError(e))
-      return this.exit(EXIT_ERROR)
-    }
-    const {host, workers} = options
+    const config = await loadConfig(settingsInput(flags), process.env)
     const {settings} = config
+    const {host, workers, port} = settings
 
     if (cluster.isWorker) {
       const log = (line: string) => process.stderr.write(`worker ${process.pid}: ${line}\n`)
@@ -61,19 +78,19 @@ finishes the requests in flight and exits 0; exit code 2 when it cannot start.`
       // The workers share the machine's cores instead of each taking all of them.
       const threads = settings.threads ?? Math.max(1, Math.floor((await defaultThreads()) / workers))
       const engine = engineFromConfig({...config, settings: {...settings, threads}})
-      process.exit(await runServer({engine, settings, host, port: options.port, log, onListening: reportReady, stop}))
+      process.exit(await runServer({engine, settings, host, port, log, onListening: reportReady, stop}))
     }
 
     const log = (line: string) => process.stderr.write(`${line}\n`)
     for (const warning of startupWarnings(host, settings)) log(warning)
     if (workers > 1) {
-      process.exit(await runPrimary({workers, host, port: options.port, log}, stopSignals(log, killWorkers)))
+      process.exit(await runPrimary({workers, host, port, log}, stopSignals(log, killWorkers)))
     }
     const code = await runServer({
       engine: engineFromConfig(config),
       settings,
       host,
-      port: options.port,
+      port,
       log,
       onListening: (port) => log(`listening on ${baseUrl(host, port)}`),
       stop: stopSignals(log),

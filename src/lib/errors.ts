@@ -17,6 +17,7 @@ export type ErrorCode =
   | 'invalid_config'
   | 'ffmpeg_missing'
   | 'download_failed'
+  | 'not_found'
   | 'internal'
 
 /** An error as a value: raised once where the problem is known; adapters map the code to a status or exit code. */

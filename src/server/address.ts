@@ -1,32 +1,6 @@
 import ipaddr from 'ipaddr.js'
 
-import {parseCount, type Env, type Settings} from '../lib/config/settings.js'
-import {ModError} from '../lib/errors.js'
-
-export interface ServeOptions {
-  host: string
-  /** 0 lets the system pick a free port. */
-  port: number
-  /** Processes, each with its own model; 1 serves in-process without node:cluster. */
-  workers: number
-}
-
-export interface ServeFlags {
-  host?: string
-  port?: number
-  workers?: number
-}
-
-export const DEFAULT_SERVE: ServeOptions = {host: '127.0.0.1', port: 8000, workers: 1}
-
-/** --host/--port/--workers, each falling back to MOD_HOST/MOD_PORT/MOD_WORKERS (a flag wins), then the defaults. */
-export function readServeOptions(flags: ServeFlags, env: Env): ServeOptions {
-  const host = flags.host ?? (env.MOD_HOST || DEFAULT_SERVE.host)
-  const port = flags.port ?? parseCount('MOD_PORT', env.MOD_PORT, DEFAULT_SERVE.port, 0)
-  if (port > 65_535) throw new ModError('invalid_config', `MOD_PORT=${JSON.stringify(env.MOD_PORT)} is not valid: expected 0 to 65535`)
-  const workers = flags.workers ?? parseCount('MOD_WORKERS', env.MOD_WORKERS, DEFAULT_SERVE.workers)
-  return {host, port, workers}
-}
+import type {Settings} from '../lib/config/settings.js'
 
 /** Whether only this machine can connect: `localhost` or a loopback address (127.0.0.0/8, ::1). */
 export function isLoopbackHost(host: string): boolean {

@@ -158,6 +158,8 @@ const FROM_ENGINE: {[C in ErrorCode]: C extends HttpErrorCode ? EngineRow : Engi
   invalid_config: {as: 'internal', hidden: true},
   ffmpeg_missing: {as: 'internal', hidden: true},
   download_failed: {as: 'internal', hidden: true},
+  // A local path that does not exist (the CLI); the server never raises it for an image.
+  not_found: {},
   internal: {hidden: true},
 }
 

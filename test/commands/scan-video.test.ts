@@ -99,16 +99,19 @@ test('a text file named .txt is not rendered as video: unsupported_media', async
   assert.match(r.stderr, /unsupported_media/)
 })
 
-test('a bad --fps is a usage error naming the bound', async () => {
+test('a bad --fps or --min-frames is a one-line usage error naming the flag and its bounds', async () => {
   const r = await runCli(['scan-video', redBlueRed, '--fps', '11'], {env})
   assert.is(r.code, 2)
-  assert.match(r.stderr, /bad_request: fps=11 is not valid: expected a number from 0.01 to 10/)
+  assert.is(r.stderr, 'mod: usage: --fps: Expected a number from 0.01 to 10 but received: 11\n')
   const notNumber = await runCli(['scan-video', redBlueRed, '--fps', 'fast'], {env})
   assert.is(notNumber.code, 2)
-  assert.match(notNumber.stderr, /Parsing --fps[\s\S]*Expected a number but received: fast/)
+  assert.is(notNumber.stderr, 'mod: usage: --fps: Expected a number from 0.01 to 10 but received: fast\n')
   const fraction = await runCli(['scan-video', redBlueRed, '--min-frames', '1.5'], {env})
   assert.is(fraction.code, 2)
-  assert.match(fraction.stderr, /Parsing --min-frames[\s\S]*Expected an integer but received: 1.5/)
+  assert.match(fraction.stderr, /^mod: usage: --min-frames: Expected an integer but received: 1.5\n$/)
+  const tooMany = await runCli(['scan-video', redBlueRed, '--min-frames', '1001'], {env})
+  assert.is(tooMany.code, 2)
+  assert.match(tooMany.stderr, /^mod: usage: --min-frames: Expected an integer less than or equal to 1000/)
 })
 
 test('a missing ffmpeg is one clear error', async () => {

@@ -251,6 +251,7 @@ test('every engine error code has its status; server-side problems are hidden fr
     invalid_config: [500, 'internal'],
     ffmpeg_missing: [500, 'internal'],
     download_failed: [500, 'internal'],
+    not_found: [404, 'not_found'],
     internal: [500, 'internal'],
   }
   for (const [code, [status, publicCode, retryAfter]] of Object.entries(expected)) {

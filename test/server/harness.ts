@@ -20,7 +20,7 @@ export type SettingsOverrides = Omit<Partial<Settings>, 'limits'> & {limits?: Pa
 
 /** The defaults of a clean environment (as `mod serve` reads them), with `over` on top. */
 export function testSettings(cacheDir: string, over: SettingsOverrides = {}): Settings {
-  const defaults = readSettings({'cache-dir': cacheDir}, {})
+  const defaults = readSettings({cacheDir}, {})
   return {...defaults, ...over, limits: {...defaults.limits, ...over.limits}}
 }
 

@@ -1,12 +1,12 @@
 // `mod serve` as a process: MOD_PRELOAD on and off, a model that cannot load, and a graceful SIGTERM.
 // These run the built CLI (npm test builds first).
-import {mkdirSync} from 'node:fs'
+import {copyFileSync, mkdirSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {readServeOptions} from '../../src/server/address.js'
+import {readSettings, type Settings} from '../../src/lib/config/settings.js'
 import {
   call,
   errorOf,
@@ -35,11 +35,12 @@ test.after(() => dir.remove())
 
 test('flags win over MOD_HOST, MOD_PORT and MOD_WORKERS, which win over the defaults', () => {
   const env = {MOD_HOST: '0.0.0.0', MOD_PORT: '9000', MOD_WORKERS: '3'}
-  assert.equal(readServeOptions({}, {}), {host: '127.0.0.1', port: 8000, workers: 1})
-  assert.equal(readServeOptions({}, env), {host: '0.0.0.0', port: 9000, workers: 3})
-  assert.equal(readServeOptions({host: '::1', port: 0, workers: 1}, env), {host: '::1', port: 0, workers: 1})
-  for (const bad of [{MOD_PORT: '70000'}, {MOD_PORT: 'http'}, {MOD_WORKERS: '0'}]) {
-    assert.throws(() => readServeOptions({}, bad), (e: {code: string}) => e.code === 'invalid_config')
+  const address = (s: Settings) => ({host: s.host, port: s.port, workers: s.workers})
+  assert.equal(address(readSettings({}, {})), {host: '127.0.0.1', port: 8000, workers: 1})
+  assert.equal(address(readSettings({}, env)), {host: '0.0.0.0', port: 9000, workers: 3})
+  assert.equal(address(readSettings({host: '::1', port: 0, workers: 1}, env)), {host: '::1', port: 0, workers: 1})
+  for (const [bad, name] of [[{MOD_PORT: '70000'}, 'MOD_PORT'], [{MOD_PORT: 'http'}, 'MOD_PORT'], [{MOD_WORKERS: '0'}, 'MOD_WORKERS'], [{MOD_HOST: ' '}, 'MOD_HOST']] as const) {
+    assert.throws(() => readSettings({}, bad), (e: {code: string; message: string}) => e.code === 'invalid_config' && e.message.startsWith(`${name}=`))
   }
 })
 
@@ -72,8 +73,10 @@ test('with MOD_PRELOAD=false the model loads on the first moderation (MOD_PORT u
 })
 
 test('with MOD_PRELOAD a model that cannot load stops the start with exit code 2', async () => {
+  // A model folder whose manifest lists files that are not there: it passes the start-up check, then fails to load.
   const empty = join(dir.path, 'no-model')
   mkdirSync(empty)
+  copyFileSync(join(TOY_MODEL, 'manifest.json'), join(empty, 'manifest.json'))
   const serve = serveProcess(['--port', '0'], {...toyEnv, MOD_MODEL_DIR: empty})
   try {
     assert.is(await serve.exited, 2)

@@ -1,6 +1,6 @@
 // `mod serve --workers 2`: node:cluster workers, each with its own model; a crashed worker is replaced
 // while the others keep serving. Runs the built CLI (npm test builds first).
-import {mkdirSync} from 'node:fs'
+import {copyFileSync, mkdirSync} from 'node:fs'
 import {request} from 'node:http'
 import {join} from 'node:path'
 
@@ -76,8 +76,10 @@ test('SIGTERM to the primary stops every worker gracefully and exits 0', async (
 })
 
 test('when the workers cannot load the model, the primary stops them all and exits 2', async () => {
+  // A model folder whose manifest lists files that are not there: it passes the start-up check, then fails to load.
   const empty = join(dir.path, 'no-model')
   mkdirSync(empty)
+  copyFileSync(join(TOY_MODEL, 'manifest.json'), join(empty, 'manifest.json'))
   const failing = serveProcess(['--port', '0', '--workers', '2'], {...env, MOD_MODEL_DIR: empty})
   try {
     assert.is(await failing.exited, 2)

@@ -1,19 +1,18 @@
 import {join} from 'node:path'
 
-import {Args, Command} from '@oclif/core'
+import {Args} from '@oclif/core'
 
-import {describeError, EXIT_ERROR} from '../../cli/errors.js'
-import {modelFlags} from '../../cli/flags.js'
+import {ModCommand} from '../../cli/base-command.js'
+import {modelFlags, settingsInput} from '../../cli/flags.js'
 import {formatBytes} from '../../cli/format.js'
-import {startProgress} from '../../cli/progress.js'
+import type {EnvVars} from '../../cli/help.js'
 import {readSettings} from '../../lib/config/settings.js'
+import {isModError, ModError} from '../../lib/errors.js'
 import {loadPresetManifest} from '../../lib/model/presets.js'
 import {pullModel, type PullProgress} from '../../lib/model/pull.js'
 import {PRESETS, type PresetName} from '../../lib/policy/types.js'
 
 const BAR_WIDTH = 24
-/** Redraws of the progress bar per second at most: a chunk arrives every few kilobytes. */
-const REDRAW_MS = 100
 
 function bar(p: PullProgress): string {
   if (!p.total) return `${p.file} ${formatBytes(p.received)}`
@@ -22,14 +21,28 @@ function bar(p: PullProgress): string {
   return `${p.file} [${'#'.repeat(filled)}${'-'.repeat(BAR_WIDTH - filled)}] ${Math.floor(done * 100)}% of ${formatBytes(p.total)}`
 }
 
-export default class ModelsPull extends Command {
-  static override description = `Download a model preset into $MOD_CACHE_DIR/<preset> (default ~/.cache/mod/<preset>).
+/** What to try when a download fails: the network path, or a copy that needs no download. */
+function nextSteps(dir: string, proxied: boolean): string {
+  const proxy = proxied ? 'check HTTPS_PROXY / NO_PROXY' : 'if this network needs a proxy, set HTTPS_PROXY (and NO_PROXY)'
+  return `${proxy}; or copy an installed model folder from another machine into ${dir}, or point MOD_MODEL_DIR (--model-dir) at one; run the pull again to resume`
+}
 
-Every file is checked against the size and sha256 the preset gives and moved into place only when whole; the folder counts as installed once its manifest.json is written, last. An interrupted pull resumes where it stopped when run again; files already installed are not downloaded again.`
+export default class ModelsPull extends ModCommand {
+  static override description = `Download a model preset into the cache folder, as <cache-dir>/<preset> (default ~/.cache/mod/<preset>).
+
+Every file is checked against the size and sha256 the preset gives and moved into place only when whole; the folder counts as installed once its manifest.json is written, last. An interrupted pull resumes where it stopped when run again; files already installed are not downloaded again.
+
+Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the hosts in NO_PROXY.`
 
   static override examples = [
     '<%= config.bin %> models pull fast',
     'MOD_CACHE_DIR=/srv/mod <%= config.bin %> models pull accurate',
+    'HTTPS_PROXY=http://proxy.internal:3128 <%= config.bin %> models pull fast',
+  ]
+
+  static override envVars: EnvVars = [
+    ['HTTPS_PROXY, HTTP_PROXY', 'proxy for the downloads (lower-case spellings win)'],
+    ['NO_PROXY', 'hosts reached without the proxy'],
   ]
 
   static override args = {
@@ -44,42 +57,32 @@ Every file is checked against the size and sha256 the preset gives and moved int
   async run(): Promise<void> {
     const {args, flags} = await this.parse(ModelsPull)
     const preset = args.preset as PresetName
-    const controller = new AbortController()
-    const interrupt = (): void => controller.abort()
-    process.once('SIGINT', interrupt)
+    const settings = readSettings(settingsInput(flags), process.env)
+    const dir = join(settings.cacheDir, preset)
+    const manifest = await loadPresetManifest(preset)
+    const variants = settings.precision === 'fp32' ? [] : [settings.precision]
+    const count = manifest.files.length + variants.length * 2
     const tty = Boolean(process.stderr.isTTY)
-    const progress = startProgress(`Pulling ${preset}`)
-    let dir: string
+    const progress = this.startProgress(`Pulling ${preset}`)
+    let done = 0
     try {
-      const settings = readSettings(flags, process.env)
-      dir = join(settings.cacheDir, preset)
-      const manifest = await loadPresetManifest(preset)
-      const variants = settings.precision === 'fp32' ? [] : [settings.precision]
-      const count = manifest.files.length + variants.length * 2
-      let done = 0
-      let lastDraw = 0
       await pullModel(manifest, dir, {
-        signal: controller.signal,
+        signal: this.interrupt.signal,
         variants,
-        onProgress: (p) => {
-          const now = Date.now()
-          if (now - lastDraw < REDRAW_MS && p.received !== p.total) return
-          lastDraw = now
-          progress.update(`Pulling ${preset} (${manifest.id}) ${done + 1}/${count}: ${bar(p)}`)
-        },
+        proxy: settings.proxy,
+        onProgress: (p) => progress.update(`Pulling ${preset} (${manifest.id}) ${done + 1}/${count}: ${bar(p)}`),
         onFile: (f) => {
           done++
           if (!tty) this.logToStderr(`${f.skipped ? 'kept   ' : 'fetched'} ${f.file} (${formatBytes(f.size)})`)
         },
       })
     } catch (e) {
-      await progress.finish()
-      this.logToStderr(describeError(e))
-      return this.exit(EXIT_ERROR)
-    } finally {
-      process.off('SIGINT', interrupt)
+      if (isModError(e) && e.code === 'download_failed' && !this.interrupt.signal.aborted) {
+        throw new ModError('download_failed', `${e.message}; to try next: ${nextSteps(dir, Boolean(settings.proxy.httpsProxy || settings.proxy.httpProxy))}`)
+      }
+      throw e
     }
-    await progress.finish()
+    progress.finish()
     this.log(`${preset} is installed in ${dir}`)
   }
 }

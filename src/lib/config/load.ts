@@ -1,6 +1,11 @@
+import {stat} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {ModError} from '../errors.js'
+import {MANIFEST_FILE} from '../model/manifest.js'
 import {buildPolicy, findPolicyFile, loadPolicyFile} from '../policy/load.js'
 import type {Policy, PresetName} from '../policy/types.js'
-import {readSettings, type Env, type Settings, type SettingsFlags} from './settings.js'
+import {readSettings, type Env, type Settings, type SettingsInput} from './settings.js'
 
 /** Everything a command or the server needs before it builds an engine. */
 export interface Config {
@@ -10,10 +15,23 @@ export interface Config {
   policyPath?: string
 }
 
-/** Flags and MOD_* variables, then the policy file (named, or found by cosmiconfig from cwd); preset: flag > MOD_PRESET > policy > fast. */
-export async function loadConfig(flags: SettingsFlags, env: Env, cwd = process.cwd()): Promise<Config> {
-  const settings = readSettings(flags, env, cwd)
+/** Typed input and MOD_* variables, then the policy file (named, or found by cosmiconfig from cwd); preset: input > MOD_PRESET > policy > fast. */
+export async function loadConfig(input: SettingsInput, env: Env, cwd = process.cwd()): Promise<Config> {
+  const settings = readSettings(input, env, cwd)
+  if (settings.modelDir !== undefined) await checkModelDir(settings.modelDir)
   const policyPath = settings.configPath ?? (await findPolicyFile(cwd))
   const policy = policyPath ? (await loadPolicyFile(policyPath)).policy : buildPolicy()
   return {settings, preset: settings.preset ?? policy.preset ?? 'fast', policy, policyPath}
+}
+
+/** An explicit model folder that is missing or holds no model says so, rather than suggesting a preset download. */
+async function checkModelDir(dir: string): Promise<void> {
+  const what = `the model folder ${dir} (MOD_MODEL_DIR, --model-dir)`
+  const info = await stat(dir).catch(() => undefined)
+  if (!info) throw new ModError('model_missing', `${what} does not exist`, {dir})
+  if (!info.isDirectory()) throw new ModError('model_missing', `${what} is not a folder`, {dir})
+  const manifest = await stat(join(dir, MANIFEST_FILE)).catch(() => undefined)
+  if (!manifest?.isFile()) {
+    throw new ModError('model_missing', `${what} is not a model folder: it has no ${MANIFEST_FILE} (\`mod models pull\` makes one under the cache folder)`, {dir})
+  }
 }

@@ -18,34 +18,78 @@ export interface Limits {
   queueLimit: number
 }
 
-/** Every knob, read once from flags and MOD_* variables (a flag wins), validated. Nothing below reads the environment. */
-export interface Settings {
+/** What the engine and the commands that load a model need. */
+export interface EngineSettings {
   /** Set when a flag or MOD_PRESET names it; otherwise the policy file's `preset:` or `fast` decides (config/load.ts). */
   preset?: PresetName
   modelDir?: string
   cacheDir: string
   configPath?: string
   headPath?: string
-  apiKey?: string
-  allowUrls: boolean
-  preload: boolean
   ffmpeg?: string
   /** onnxruntime intra-op threads; undefined lets the model layer choose for the machine. */
   threads?: number
   /** Encoder weights: fp32 (default), or a model's int8 / fp16 variant. */
   precision: Precision
   limits: Limits
+  /** Proxies for model downloads: https_proxy / HTTPS_PROXY, http_proxy / HTTP_PROXY, no_proxy / NO_PROXY. */
+  proxy: {httpProxy?: string; httpsProxy?: string; noProxy?: string}
 }
 
-/** Flags that commands pass through; each has its MOD_* variable. */
-export interface SettingsFlags {
+/** What `serve` and the REST server need. */
+export interface ServerSettings {
+  host: string
+  /** 0 lets the system pick a free port. */
+  port: number
+  /** Processes, each with its own model; 1 serves in-process without node:cluster. */
+  workers: number
+  apiKey?: string
+  allowUrls: boolean
+  preload: boolean
+  limits: Limits
+}
+
+/**
+ * Every knob, read once from the adapter's typed input and MOD_* variables (input wins, then the variable, then
+ * the default), validated. One flat value whose two sections are the types above; nothing below reads the environment.
+ */
+export type Settings = EngineSettings & ServerSettings
+
+/** Values an adapter already parsed (a command's flags, camelCase); each falls back to its MOD_* variable. */
+export interface SettingsInput {
   preset?: string
-  'model-dir'?: string
-  'cache-dir'?: string
+  modelDir?: string
+  cacheDir?: string
   config?: string
   head?: string
   threads?: number
   precision?: string
+  host?: string
+  port?: number
+  workers?: number
+}
+
+/** The MOD_* variable of every input, for messages and for the flags that declare it. */
+export const SETTING_VARIABLES = {
+  preset: 'MOD_PRESET',
+  modelDir: 'MOD_MODEL_DIR',
+  cacheDir: 'MOD_CACHE_DIR',
+  config: 'MOD_CONFIG',
+  head: 'MOD_HEAD',
+  threads: 'MOD_THREADS',
+  precision: 'MOD_PRECISION',
+  host: 'MOD_HOST',
+  port: 'MOD_PORT',
+  workers: 'MOD_WORKERS',
+} as const satisfies Record<keyof SettingsInput, string>
+
+export const DEFAULT_HOST = '127.0.0.1'
+export const DEFAULT_PORT = 8000
+export const DEFAULT_WORKERS = 1
+
+/** ~/.cache/mod */
+export function defaultCacheDir(): string {
+  return join(homedir(), '.cache', 'mod')
 }
 
 export type Env = Readonly<Record<string, string | undefined>>
@@ -109,28 +153,61 @@ function pathOf(value: string | undefined, cwd: string): string | undefined {
   return value === undefined || value === '' ? undefined : resolve(cwd, value)
 }
 
-export function readSettings(flags: SettingsFlags, env: Env, cwd = process.cwd()): Settings {
-  const threads = flags.threads ?? (env.MOD_THREADS ? parseCount('MOD_THREADS', env.MOD_THREADS, 1) : undefined)
+/** An input value wins over its variable (an empty variable counts as unset); the name is the one to report. */
+function source(input: SettingsInput, env: Env, key: keyof SettingsInput): {name: string; value: string | undefined} {
+  const typed = input[key]
+  if (typed !== undefined) return {name: key, value: String(typed)}
+  const name = SETTING_VARIABLES[key]
+  return {name, value: env[name] === '' ? undefined : env[name]}
+}
+
+function count(input: SettingsInput, env: Env, key: 'threads' | 'port' | 'workers', min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
+  const {name, value} = source(input, env, key)
+  if (value === undefined) return undefined
+  const n = parseCount(name, value, 0, min)
+  if (n > max) throw invalid(name, value, `a whole number from ${min} to ${max}`)
+  return n
+}
+
+/** The lower-case spelling wins, as in curl; an empty value is unset. */
+function proxyVariable(env: Env, lower: string): string | undefined {
+  return env[lower] || env[lower.toUpperCase()] || undefined
+}
+
+export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()): Settings {
+  const preset = source(input, env, 'preset')
+  const precision = source(input, env, 'precision')
+  const host = source(input, env, 'host')
+  if (host.value !== undefined && host.value.trim() === '') throw invalid(host.name, host.value, 'a host name or address')
+  const limits: Limits = {
+    maxBytes: parseSize('MOD_MAX_BYTES', env.MOD_MAX_BYTES, DEFAULT_LIMITS.maxBytes),
+    maxPixels: parseCount('MOD_MAX_PIXELS', env.MOD_MAX_PIXELS, DEFAULT_LIMITS.maxPixels),
+    maxBatch: parseCount('MOD_MAX_BATCH', env.MOD_MAX_BATCH, DEFAULT_LIMITS.maxBatch),
+    maxVideoBytes: parseSize('MOD_MAX_VIDEO_BYTES', env.MOD_MAX_VIDEO_BYTES, DEFAULT_LIMITS.maxVideoBytes),
+    maxVideoSeconds: parseCount('MOD_MAX_VIDEO_SECONDS', env.MOD_MAX_VIDEO_SECONDS, DEFAULT_LIMITS.maxVideoSeconds),
+    urlTimeoutMs: parseCount('MOD_URL_TIMEOUT_MS', env.MOD_URL_TIMEOUT_MS, DEFAULT_LIMITS.urlTimeoutMs),
+    queueLimit: parseCount('MOD_QUEUE_LIMIT', env.MOD_QUEUE_LIMIT, DEFAULT_LIMITS.queueLimit, 0),
+  }
   return {
-    preset: flags.preset !== undefined ? parsePreset('--preset', flags.preset) : parsePreset('MOD_PRESET', env.MOD_PRESET),
-    modelDir: pathOf(flags['model-dir'] ?? env.MOD_MODEL_DIR, cwd),
-    cacheDir: pathOf(flags['cache-dir'] ?? env.MOD_CACHE_DIR, cwd) ?? join(homedir(), '.cache', 'mod'),
-    configPath: pathOf(flags.config ?? env.MOD_CONFIG, cwd),
-    headPath: pathOf(flags.head ?? env.MOD_HEAD, cwd),
+    preset: parsePreset(preset.name, preset.value),
+    modelDir: pathOf(source(input, env, 'modelDir').value, cwd),
+    cacheDir: pathOf(source(input, env, 'cacheDir').value, cwd) ?? defaultCacheDir(),
+    configPath: pathOf(source(input, env, 'config').value, cwd),
+    headPath: pathOf(source(input, env, 'head').value, cwd),
+    ffmpeg: pathOf(env.MOD_FFMPEG, cwd),
+    threads: count(input, env, 'threads', 1),
+    precision: parsePrecision(precision.name, precision.value),
+    limits,
+    proxy: {
+      httpProxy: proxyVariable(env, 'http_proxy'),
+      httpsProxy: proxyVariable(env, 'https_proxy'),
+      noProxy: proxyVariable(env, 'no_proxy'),
+    },
+    host: host.value ?? DEFAULT_HOST,
+    port: count(input, env, 'port', 0, 65_535) ?? DEFAULT_PORT,
+    workers: count(input, env, 'workers', 1) ?? DEFAULT_WORKERS,
     apiKey: env.MOD_API_KEY === '' ? undefined : env.MOD_API_KEY,
     allowUrls: parseBoolean('MOD_ALLOW_URLS', env.MOD_ALLOW_URLS, false),
     preload: parseBoolean('MOD_PRELOAD', env.MOD_PRELOAD, true),
-    ffmpeg: pathOf(env.MOD_FFMPEG, cwd),
-    threads,
-    precision: flags.precision !== undefined ? parsePrecision('--precision', flags.precision) : parsePrecision('MOD_PRECISION', env.MOD_PRECISION),
-    limits: {
-      maxBytes: parseSize('MOD_MAX_BYTES', env.MOD_MAX_BYTES, DEFAULT_LIMITS.maxBytes),
-      maxPixels: parseCount('MOD_MAX_PIXELS', env.MOD_MAX_PIXELS, DEFAULT_LIMITS.maxPixels),
-      maxBatch: parseCount('MOD_MAX_BATCH', env.MOD_MAX_BATCH, DEFAULT_LIMITS.maxBatch),
-      maxVideoBytes: parseSize('MOD_MAX_VIDEO_BYTES', env.MOD_MAX_VIDEO_BYTES, DEFAULT_LIMITS.maxVideoBytes),
-      maxVideoSeconds: parseCount('MOD_MAX_VIDEO_SECONDS', env.MOD_MAX_VIDEO_SECONDS, DEFAULT_LIMITS.maxVideoSeconds),
-      urlTimeoutMs: parseCount('MOD_URL_TIMEOUT_MS', env.MOD_URL_TIMEOUT_MS, DEFAULT_LIMITS.urlTimeoutMs),
-      queueLimit: parseCount('MOD_QUEUE_LIMIT', env.MOD_QUEUE_LIMIT, DEFAULT_LIMITS.queueLimit, 0),
-    },
   }
 }

@@ -17,6 +17,8 @@ export interface PresetStatus {
   dir: string
   /** Bytes of the installed files, or of the download when the preset manifest knows every file's size. */
   size?: number
+  /** Bytes a `models pull` of the fp32 files downloads, when the preset manifest knows every file's size. */
+  download?: number
 }
 
 export function presetManifestPath(preset: PresetName): string {
@@ -58,7 +60,8 @@ export async function listPresets(cacheDir: string): Promise<PresetStatus[]> {
       const installed = await installedManifest(dir, preset)
       const ok = installed?.id === wanted.id
       const size = totalSize(ok && installed ? installed : wanted)
-      return {preset, id: wanted.id, installed: ok, dir, ...(size === undefined ? {} : {size})}
+      const download = totalSize(wanted)
+      return {preset, id: wanted.id, installed: ok, dir, ...(size === undefined ? {} : {size}), ...(download === undefined ? {} : {download})}
     }),
   )
 }

@@ -11,7 +11,7 @@ import {dirname, join} from 'node:path'
 import {Transform} from 'node:stream'
 import {pipeline} from 'node:stream/promises'
 
-import {Agent, interceptors, request, type Dispatcher} from 'undici'
+import {Agent, EnvHttpProxyAgent, interceptors, request, type Dispatcher} from 'undici'
 
 import {isModError, ModError} from '../errors.js'
 import {MANIFEST_FILE} from './manifest.js'
@@ -43,6 +43,22 @@ export interface PullOptions {
   dispatcher?: Dispatcher
   /** Reduced-precision encoders to install too, beside the fp32 files. */
   variants?: ('int8' | 'fp16')[]
+  /** Proxies for the default dispatcher (HTTPS_PROXY and friends, read by the config layer). */
+  proxy?: ProxySettings
+}
+
+export interface ProxySettings {
+  httpProxy?: string
+  httpsProxy?: string
+  noProxy?: string
+}
+
+/** The pull's own dispatcher: through the proxies when any is set, else direct; redirects followed either way. */
+function defaultDispatcher(proxy: ProxySettings | undefined): Agent | EnvHttpProxyAgent {
+  const timeouts = {headersTimeout: TIMEOUT_MS, bodyTimeout: TIMEOUT_MS, connect: {timeout: TIMEOUT_MS}}
+  if (!proxy?.httpProxy && !proxy?.httpsProxy) return new Agent(timeouts)
+  // '' rather than undefined: EnvHttpProxyAgent would otherwise read the environment itself.
+  return new EnvHttpProxyAgent({...timeouts, httpProxy: proxy.httpProxy ?? '', httpsProxy: proxy.httpsProxy ?? '', noProxy: proxy.noProxy ?? ''})
 }
 
 interface Verified {
@@ -234,10 +250,10 @@ export async function pullModel(manifest: Manifest, destDir: string, opts: PullO
   })
   const queue = [...manifest.files, ...wanted.flatMap(([, v]) => [v.image_encoder, v.text_encoder])]
   const urls = queue.map(urlOf)
-  let agent: Agent | undefined
+  let agent: Agent | EnvHttpProxyAgent | undefined
   let dispatcher = opts.dispatcher
   if (!dispatcher) {
-    agent = new Agent({headersTimeout: TIMEOUT_MS, bodyTimeout: TIMEOUT_MS, connect: {timeout: TIMEOUT_MS}})
+    agent = defaultDispatcher(opts.proxy)
     dispatcher = agent.compose(interceptors.redirect({maxRedirections: MAX_REDIRECTIONS}))
   }
   const ctx: Context = {dest: destDir, opts, dispatcher}

@@ -71,7 +71,7 @@ test('--json prints {valid, problems, summary}', async () => {
 test('a missing file: exit 2 and an invalid_config message', async () => {
   const r = await runCli(['policy', 'validate', join(dir.path, 'nope.yaml')])
   assert.is(r.code, 2)
-  assert.is(r.stderr.trim(), `invalid_config: cannot read the policy file ${join(dir.path, 'nope.yaml')}: no such file`)
+  assert.is(r.stderr.trim(), `mod: invalid_config: cannot read the policy file ${join(dir.path, 'nope.yaml')}: no such file`)
 })
 
 test.run()

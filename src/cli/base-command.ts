@@ -1,0 +1,107 @@
+import {Command, Errors, Flags} from '@oclif/core'
+import chalk from 'chalk'
+
+import {isModError} from '../lib/errors.js'
+import {errorLine, EXIT_ERROR, EXIT_INTERRUPTED} from './errors.js'
+import type {EnvVars} from './help.js'
+import {startProgress, type Progress} from './progress.js'
+
+interface FlagDef {
+  env?: string
+}
+
+/** oclif's multi-line parse messages ("Parsing --x \n\tExpected …\nSee more help with --help") as one line. */
+function oneLine(message: string): string {
+  return message
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !/^See more help with/.test(l) && l !== 'The following errors occurred:')
+    .reduce((all, l) => (all === '' ? l : `${all}${/:$/.test(all) ? ' ' : ': '}${l}`), '')
+    .replace(/^Parsing (--[\w-]+)\s*:\s*/, '$1: ')
+}
+
+function isParseError(e: unknown): boolean {
+  return e instanceof Errors.CLIError && !isModError(e)
+}
+
+/**
+ * What every `mod` command shares (after the Salesforce CLI's SfCommand): a failure is one stderr line
+ * `mod: <code>: <message>` and exit 2 (a stack trace only with DEBUG set), oclif's own parse errors in the same
+ * style, Ctrl-C is exit 130, and a progress line on stderr that the base removes however the command ends.
+ */
+export abstract class ModCommand extends Command {
+  static override baseFlags = {
+    color: Flags.boolean({
+      description: 'Colour the table output; --no-color (or a non-empty NO_COLOR variable) turns it off.',
+      allowNo: true,
+      default: true,
+      helpGroup: 'GLOBAL',
+    }),
+  }
+
+  /** Commands that stop on signals themselves (serve) set this; the others end with 130 on Ctrl-C. */
+  static ownSignals = false
+  /** MOD_* variables without a flag that this command reads, listed under ENVIRONMENT VARIABLES in --help. */
+  static envVars?: EnvVars
+  /** Replaces the default EXIT CODES section of --help. */
+  static exitCodes?: [string, string][]
+
+  /** Aborted by the first Ctrl-C; commands stop their work when it fires. */
+  protected readonly interrupt = new AbortController()
+  private progress?: Progress
+  private readonly onSigint = (): void => {
+    if (this.interrupt.signal.aborted) this.quit(EXIT_INTERRUPTED)
+    this.interrupt.abort()
+  }
+
+  protected override async init(): Promise<void> {
+    await super.init()
+    // chalk's own detection knows --no-color but not NO_COLOR (https://no-color.org).
+    if (process.env.NO_COLOR || this.argv.includes('--no-color')) chalk.level = 0
+    if (!(this.constructor as typeof ModCommand).ownSignals) process.on('SIGINT', this.onSigint)
+  }
+
+  /** A progress line on stderr (nothing unless stderr is a terminal); finished when the command ends. */
+  protected startProgress(text: string): Progress {
+    this.progress?.finish()
+    this.progress = startProgress(text)
+    return this.progress
+  }
+
+  protected override async catch(err: Error & {exitCode?: number}): Promise<unknown> {
+    this.progress?.finish()
+    if (err instanceof Errors.ExitError) throw err
+    if (this.interrupt.signal.aborted) return this.exit(EXIT_INTERRUPTED)
+    process.stderr.write(`${this.describe(err)}\n`)
+    if (process.env.DEBUG && err.stack) process.stderr.write(`${err.stack}\n`)
+    return this.exit(EXIT_ERROR)
+  }
+
+  protected override async finally(err: Error | undefined): Promise<unknown> {
+    this.progress?.finish()
+    process.off('SIGINT', this.onSigint)
+    if (err === undefined && this.interrupt.signal.aborted) return this.exit(EXIT_INTERRUPTED)
+    return super.finally(err)
+  }
+
+  /** Leaves at once (a second Ctrl-C): the progress line is removed first. */
+  private quit(code: number): never {
+    this.progress?.finish()
+    process.exit(code)
+  }
+
+  private describe(err: Error): string {
+    if (!isParseError(err)) return errorLine(err)
+    const message = oneLine(err.message)
+    // A flag's value that came from its MOD_* variable is a configuration problem: name the variable.
+    const flagName = /--([\w-]+)/.exec(message)?.[1]
+    const flags = (this.constructor as typeof Command).flags as Record<string, FlagDef> | undefined
+    const variable = flagName ? flags?.[flagName]?.env : undefined
+    const fromArgv = this.argv.some((a) => a === `--${flagName}` || a.startsWith(`--${flagName}=`))
+    if (variable && !fromArgv && process.env[variable]) {
+      const detail = message.replace(/^--[\w-]+:\s*/, '').replace(/Expected --[\w-]+=\S+ to be/, 'expected')
+      return `mod: invalid_config: ${variable}=${JSON.stringify(process.env[variable])} is not valid: ${detail}`
+    }
+    return `mod: usage: ${message}`
+  }
+}

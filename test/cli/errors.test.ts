@@ -1,0 +1,50 @@
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {errorLine} from '../../src/cli/errors.js'
+import {distance} from '../../src/cli/not-found.js'
+import {startProgress} from '../../src/cli/progress.js'
+import {ModError} from '../../src/lib/errors.js'
+
+test('a ModError is "mod: <code>: <message>", anything else "mod: internal: <message>", never a stack', () => {
+  assert.is(errorLine(new ModError('not_found', 'x.png does not exist')), 'mod: not_found: x.png does not exist')
+  assert.is(errorLine(new TypeError('cannot read properties of undefined')), 'mod: internal: cannot read properties of undefined')
+  assert.is(errorLine('a thrown string'), 'mod: internal: a thrown string')
+})
+
+test('the did-you-mean distance counts single-letter edits', () => {
+  assert.equal([distance('scna', 'scan'), distance('scan', 'scan'), distance('models:pul', 'models:pull'), distance('', 'abc')], [2, 0, 1, 3])
+})
+
+/** A stand-in for a stream: what was written, and whether it is a terminal. */
+function stream(isTTY: boolean): NodeJS.WriteStream & {text: string} {
+  const s = {text: '', isTTY, columns: 20, write: (t: string) => ((s.text += t), true)}
+  return s as unknown as NodeJS.WriteStream & {text: string}
+}
+
+test('progress writes nothing at all when stderr is not a terminal', () => {
+  const err = stream(false)
+  const p = startProgress('Scanning', err, {isTTY: false})
+  p.update('Scanning: 1')
+  p.above(() => undefined)
+  p.finish()
+  assert.is(err.text, '')
+})
+
+test('progress on a terminal: results shared with it are written with the line cleared, then it is redrawn; finish clears it', () => {
+  const err = stream(true)
+  const written: string[] = []
+  const p = startProgress('Scanning a long folder name that does not fit', err, {isTTY: true})
+  assert.is(err.text, '\r\x1b[2KScanning a long fo…')
+  err.text = ''
+  p.above(() => written.push(err.text))
+  assert.equal(written, ['\r\x1b[2K'])
+  assert.is(err.text, '\r\x1b[2K\r\x1b[2KScanning a long fo…')
+  err.text = ''
+  p.finish()
+  assert.is(err.text, '\r\x1b[2K')
+  p.update('later')
+  assert.is(err.text, '\r\x1b[2K')
+})
+
+test.run()

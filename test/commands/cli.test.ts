@@ -1,0 +1,99 @@
+import {spawnSync} from 'node:child_process'
+import {copyFileSync, mkdirSync} from 'node:fs'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {BIN, runCli, tempDir} from '../helpers/cli.js'
+
+const dir = tempDir()
+test.after(() => dir.remove())
+
+test('an unknown flag is one usage line and exit 2, without help text or a stack', async () => {
+  const r = await runCli(['scan', '--bogus', 'x.png'])
+  assert.is(r.code, 2)
+  assert.is(r.stderr, 'mod: usage: Nonexistent flag: --bogus\n')
+  assert.is(r.stdout, '')
+})
+
+test('a missing argument and a bad option are usage errors in the same style', async () => {
+  const missing = await runCli(['models', 'pull'])
+  assert.is(missing.code, 2)
+  assert.is(missing.stderr, 'mod: usage: Missing 1 required arg: preset  (fast|balanced|accurate) the preset to download\n')
+  const option = await runCli(['scan', 'x.png', '--preset', 'huge'])
+  assert.is(option.code, 2)
+  assert.is(option.stderr, 'mod: usage: Expected --preset=huge to be one of: fast, balanced, accurate\n')
+  const both = await runCli(['scan', 'x.png', '--json', '--ndjson'])
+  assert.is(both.code, 2)
+  assert.is(both.stderr.split('\n').length, 2)
+  assert.match(both.stderr, /^mod: usage: --json=true cannot also be provided when using --ndjson/)
+})
+
+test('a flag value taken from its MOD_* variable names the variable when it is invalid', async () => {
+  const threads = await runCli(['categories'], {env: {MOD_THREADS: 'abc'}})
+  assert.is(threads.code, 2)
+  assert.is(threads.stderr, 'mod: invalid_config: MOD_THREADS="abc" is not valid: Expected an integer but received: abc\n')
+  const preset = await runCli(['categories'], {env: {MOD_PRESET: 'fastest'}})
+  assert.is(preset.stderr, 'mod: invalid_config: MOD_PRESET="fastest" is not valid: expected one of: fast, balanced, accurate\n')
+  const limit = await runCli(['scan', 'x.png'], {env: {MOD_MAX_BYTES: 'lots'}})
+  assert.is(limit.code, 2)
+  assert.is(limit.stderr, 'mod: invalid_config: MOD_MAX_BYTES="lots" is not valid: expected a size in bytes, e.g. 26214400 or 25MB\n')
+})
+
+test('a mistyped command suggests the closest one, exit 2; a far one only points at help', async () => {
+  const near = await runCli(['scna'])
+  assert.is(near.code, 2)
+  assert.is(near.stderr, 'mod: usage: scna is not a mod command; did you mean `mod scan`? (`mod help` lists them)\n')
+  const topic = await runCli(['models', 'pul'])
+  assert.match(topic.stderr, 'did you mean `mod models pull`?')
+  const far = await runCli(['xyzzyabc'])
+  assert.is(far.code, 2)
+  assert.is(far.stderr, 'mod: usage: xyzzyabc is not a mod command (`mod help` lists them)\n')
+})
+
+test('a missing --model-dir, or a folder that holds no model, says exactly that', async () => {
+  const none = await runCli(['scan', 'x.png', '--model-dir', join(dir.path, 'nope')])
+  assert.is(none.code, 2)
+  assert.is(none.stderr, `mod: model_missing: the model folder ${join(dir.path, 'nope')} (MOD_MODEL_DIR, --model-dir) does not exist\n`)
+  const empty = await runCli(['scan', 'x.png'], {env: {MOD_MODEL_DIR: dir.path}})
+  assert.match(empty.stderr, `mod: model_missing: the model folder ${dir.path} (MOD_MODEL_DIR, --model-dir) is not a model folder: it has no manifest.json`)
+})
+
+test('-h shows each flag with its variable and default, then environment variables and exit codes', async () => {
+  const r = await runCli(['scan', '-h'])
+  assert.is(r.code, 0)
+  assert.match(r.stdout, /--cache-dir=<value>\s+\[default: ~\/\.cache\/mod, env: MOD_CACHE_DIR\]/)
+  assert.match(r.stdout, /--precision=<option>\s+\[default: fp32, env: MOD_PRECISION\]/)
+  assert.match(r.stdout, /ENVIRONMENT VARIABLES\n\s+MOD_MAX_BYTES\s+largest image file/)
+  assert.match(r.stdout, /EXIT CODES\n\s+0\s+success.*\n\s+1\s+a violation was found\n\s+2\s+usage.*\n(.*\n)?\s+130\s+interrupted/)
+  const serve = await runCli(['serve', '--help'])
+  assert.match(serve.stdout, /--port=<value>\s+\[default: 8000, env: MOD_PORT\]/)
+  assert.match(serve.stdout, /MOD_API_KEY\s+the X-API-Key value/)
+})
+
+test('version prints the name and version; autocomplete is a command', async () => {
+  const r = await runCli(['version'])
+  assert.is(r.code, 0)
+  assert.match(r.stdout, /^mod\/0\.1\.0 /)
+  const help = await runCli(['help'])
+  assert.match(help.stdout, /autocomplete\s+Display autocomplete installation instructions/)
+})
+
+test('without a build (no dist/) the launcher exits 2 with one line', () => {
+  const bin = join(dir.path, 'pkg', 'bin')
+  mkdirSync(bin, {recursive: true})
+  copyFileSync(BIN, join(bin, 'run.js'))
+  const r = spawnSync(process.execPath, [join(bin, 'run.js'), 'scan', 'x'], {encoding: 'utf8'})
+  assert.is(r.status, 2)
+  assert.is(r.stderr, 'mod: internal: the build is missing (no dist/ folder): run `npm run build` in the package folder\n')
+})
+
+test('policy validate --json and categories --json go through oclif\'s json flag: one value on stdout', async () => {
+  const r = await runCli(['policy', 'validate', join(dir.path, 'none.yaml'), '--json'])
+  assert.is(r.code, 2)
+  assert.is(r.stdout, '')
+  assert.match(r.stderr, /^mod: invalid_config: cannot read the policy file/)
+})
+
+test.run()

@@ -1,0 +1,133 @@
+import {execFileSync, spawnSync} from 'node:child_process'
+import {chmodSync, mkdirSync, symlinkSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {BIN, runCli, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+
+const dir = tempDir()
+const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
+let policy = ''
+let blue = ''
+let tree = ''
+
+test.before(async () => {
+  policy = writeRednessPolicy(dir.path)
+  blue = join(dir.path, 'blue.png')
+  writeFileSync(blue, await solidPng(0, 0, 255))
+  // a/ holds: an image without an extension, a JPEG named .txt, a text file named .png, a HEIF header,
+  // a symlink to an image elsewhere, a broken symlink, and a symlink back to the top (a loop).
+  tree = join(dir.path, 'tree')
+  mkdirSync(join(tree, 'a', 'b'), {recursive: true})
+  writeFileSync(join(tree, 'a', 'noext'), await solidPng(0, 0, 250))
+  writeFileSync(join(tree, 'a', 'photo.txt'), await solidPng(255, 0, 0))
+  writeFileSync(join(tree, 'a', 'fake.png'), 'not an image at all')
+  const heif = Buffer.concat([Buffer.from([0, 0, 0, 24]), Buffer.from('ftypheic\0\0\0\0mif1heic', 'latin1')])
+  writeFileSync(join(tree, 'a', 'b', 'phone.heic'), heif)
+  symlinkSync(blue, join(tree, 'a', 'b', 'linked.png'))
+  symlinkSync(join(dir.path, 'gone.png'), join(tree, 'a', 'broken.png'))
+  symlinkSync(tree, join(tree, 'a', 'b', 'loop'))
+})
+
+test.after(() => dir.remove())
+
+test('a folder is walked by content: extensionless and misnamed images are scanned, symlinks followed, loops skipped', async () => {
+  const r = await runCli(['scan', tree, '--config', policy, '--json'], {env})
+  assert.is(r.code, 1, r.stderr)
+  const results = JSON.parse(r.stdout)
+  assert.equal(
+    results.map((x: {source: string; is_safe: boolean}) => [x.source, x.is_safe]),
+    [
+      [join(tree, 'a', 'b', 'linked.png'), true],
+      [join(tree, 'a', 'noext'), true],
+      [join(tree, 'a', 'photo.txt'), false],
+    ],
+  )
+  assert.is(r.stderr, 'skipped 4 (1 broken symlink, 1 not images, 1 symlink loop, 1 unsupported format)\n')
+})
+
+test('the table summary names what was skipped and why', async () => {
+  const r = await runCli(['scan', tree, '--config', policy], {env})
+  assert.is(r.code, 1)
+  assert.is(r.stderr, '3 scanned: 2 safe, 1 unsafe, 0 errors; skipped 4 (1 broken symlink, 1 not images, 1 symlink loop, 1 unsupported format)\n')
+})
+
+test('an unreadable subfolder is an error entry and the walk goes on', async () => {
+  const top = join(dir.path, 'locked-tree')
+  mkdirSync(join(top, 'b-locked'), {recursive: true})
+  writeFileSync(join(top, 'a.png'), await solidPng(0, 0, 255))
+  writeFileSync(join(top, 'c.png'), await solidPng(0, 0, 255))
+  writeFileSync(join(top, 'b-locked', 'x.png'), await solidPng(0, 0, 255))
+  chmodSync(join(top, 'b-locked'), 0o000)
+  // Root reads any folder: the scan then runs as nobody, for whom the mode bits count.
+  const asNobody = process.getuid?.() === 0 ? {uid: 65_534, gid: 65_534} : {}
+  for (const p of [dir.path, top]) chmodSync(p, 0o755)
+  const cache = join(dir.path, 'nobody-cache')
+  mkdirSync(cache, {mode: 0o777})
+  chmodSync(cache, 0o777)
+  const r = spawnSync(process.execPath, [BIN, 'scan', top, '--config', policy, '--ndjson'], {
+    ...asNobody,
+    encoding: 'utf8',
+    env: {...process.env, NO_COLOR: '1', MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: cache, HOME: cache},
+  })
+  chmodSync(join(top, 'b-locked'), 0o755)
+  assert.is(r.status, 2, r.stderr)
+  const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l))
+  assert.equal(lines.map((l: {source: string}) => l.source), [join(top, 'a.png'), join(top, 'b-locked'), join(top, 'c.png')])
+  assert.equal(lines[1].error, {code: 'unreadable_image', message: `cannot read the folder ${join(top, 'b-locked')}: EACCES`})
+})
+
+test('a path that does not exist is a not_found entry in its place; the others are scanned', async () => {
+  const missing = join(dir.path, 'missing.png')
+  const r = await runCli(['scan', missing, blue, '--config', policy, '--ndjson'], {env})
+  assert.is(r.code, 2)
+  const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l))
+  assert.equal(lines[0], {source: missing, error: {code: 'not_found', message: `${missing} does not exist`}})
+  assert.is(lines[1].is_safe, true)
+})
+
+test('a FIFO and a device are refused as error entries without being read', async () => {
+  const fifo = join(dir.path, 'pipe')
+  execFileSync('mkfifo', [fifo])
+  const r = await runCli(['scan', fifo, '/dev/zero', blue, '--config', policy, '--json'], {env})
+  assert.is(r.code, 2)
+  const [a, b, c] = JSON.parse(r.stdout)
+  assert.equal(a.error, {code: 'unsupported_media', message: `${fifo} is a FIFO, not a regular file: give a file, a folder or - for stdin`})
+  assert.equal(b.error, {code: 'unsupported_media', message: '/dev/zero is a device, not a regular file: give a file, a folder or - for stdin'})
+  assert.is(c.is_safe, true)
+})
+
+test('stdin is read with the byte cap', async () => {
+  const r = await runCli(['scan', '-', '--config', policy, '--json'], {env: {...env, MOD_MAX_BYTES: '1000'}, stdin: Buffer.alloc(5000)})
+  assert.is(r.code, 2)
+  assert.equal(JSON.parse(r.stdout)[0].error, {code: 'payload_too_large', message: 'stdin is larger than the limit of 1000 bytes'})
+})
+
+test('a folder with nothing to scan is exit 2 with one line saying so', async () => {
+  const only = join(dir.path, 'only-heic')
+  mkdirSync(only)
+  writeFileSync(join(only, 'x.heic'), Buffer.concat([Buffer.from([0, 0, 0, 16]), Buffer.from('ftypheic\0\0\0\0', 'latin1')]))
+  const r = await runCli(['scan', only, '--config', policy], {env})
+  assert.is(r.code, 2)
+  assert.is(r.stderr, `mod: not_found: nothing was scanned in ${only}: skipped 1 (1 unsupported format)\n`)
+  const empty = join(dir.path, 'empty')
+  mkdirSync(empty)
+  const json = await runCli(['scan', empty, '--config', policy, '--json'], {env})
+  assert.is(json.code, 2)
+  assert.equal(JSON.parse(json.stdout), [])
+  assert.is(json.stderr, `mod: not_found: nothing was scanned in ${empty}: no images\n`)
+})
+
+test('scan-video refuses a still image, a missing file and a folder before running ffmpeg', async () => {
+  const png = await runCli(['scan-video', blue, '--config', policy], {env})
+  assert.is(png.code, 2)
+  assert.is(png.stderr, `mod: unsupported_media: ${blue} is a PNG image, not a video: use \`mod scan\` for images\n`)
+  const missing = await runCli(['scan-video', join(dir.path, 'no.mp4')], {env})
+  assert.is(missing.stderr, `mod: not_found: ${join(dir.path, 'no.mp4')} does not exist\n`)
+  const folder = await runCli(['scan-video', dir.path], {env})
+  assert.is(folder.stderr, `mod: unsupported_media: ${dir.path} is a folder, not a video: give one video file\n`)
+})
+
+test.run()

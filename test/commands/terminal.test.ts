@@ -1,0 +1,103 @@
+// `mod scan` under a real terminal: util-linux `script` gives the command a pseudo-terminal (stderr on it, stdout
+// redirected by the shell inside), and tmux renders what a person would see, scrollback included.
+import {execFileSync, spawnSync} from 'node:child_process'
+import {mkdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {BIN, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+
+const IMAGES = 300
+const dir = tempDir('mod-tty-')
+const images = join(dir.path, 'imgs')
+let envPrefix = ''
+const socket = `mod-test-${process.pid}`
+
+test.before(async () => {
+  mkdirSync(images)
+  const png = await solidPng(0, 0, 255, 16, 16)
+  for (let i = 0; i < IMAGES; i++) writeFileSync(join(images, `${String(i).padStart(3, '0')}.png`), png)
+  // One unreadable image in the middle: its ERROR row must stay visible too.
+  writeFileSync(join(images, '150.png'), png.subarray(0, 40))
+  const policy = writeRednessPolicy(dir.path)
+  envPrefix = `env -u NO_COLOR MOD_MODEL_DIR=${TOY_MODEL} MOD_CACHE_DIR=${join(dir.path, 'cache')} MOD_CONFIG=${policy}`
+  writeFileSync(join(dir.path, 'tmux.conf'), 'set -g history-limit 20000\n')
+})
+
+test.after(() => {
+  spawnSync('tmux', ['-L', socket, 'kill-server'])
+  dir.remove()
+})
+
+/** Runs a shell line under a pseudo-terminal; returns what reached the terminal. */
+function underPty(line: string): string {
+  return execFileSync('script', ['-qfec', `sh -c '${line}'`, '/dev/null'], {cwd: dir.path, encoding: 'utf8', timeout: 60_000})
+}
+
+const mod = (): string => `${envPrefix} ${process.execPath} ${BIN}`
+
+test('stdout to a file while stderr is a terminal: the file is valid JSON with every result', () => {
+  const shown = underPty(`${mod()} scan imgs --json > report.json; echo mod-exit=$?`)
+  assert.match(shown, 'mod-exit=2')
+  const report = JSON.parse(readFileSync(join(dir.path, 'report.json'), 'utf8'))
+  assert.is(report.length, IMAGES)
+  assert.is(report[150].error.code, 'unsupported_media')
+  assert.match(shown, 'Scanning')
+})
+
+test('stdout to a pipe: no progress in the pipe, every line is a result', () => {
+  underPty(`${mod()} scan imgs --ndjson | cat > piped.txt`)
+  const lines = readFileSync(join(dir.path, 'piped.txt'), 'utf8').trim().split('\n')
+  assert.is(lines.length, IMAGES)
+  for (const l of lines) assert.type(JSON.parse(l).source, 'string')
+  assert.not.match(readFileSync(join(dir.path, 'piped.txt'), 'utf8'), 'Scanning')
+})
+
+test('a reader that goes away (| head -1) stops the scan quietly: exit 0, one row, no summary, no error', () => {
+  const shown = underPty(`{ ${mod()} scan imgs; echo $? > code.txt; } | head -1 > first.txt`)
+  assert.is(readFileSync(join(dir.path, 'code.txt'), 'utf8'), '0\n')
+  assert.match(readFileSync(join(dir.path, 'first.txt'), 'utf8'), /^SAFE\s+imgs\/000\.png/)
+  assert.is(readFileSync(join(dir.path, 'first.txt'), 'utf8').split('\n').length, 2)
+  // The summary line ends with a newline; progress lines are redrawn in place and never do.
+  assert.not.match(shown, /scanned: .* errors\r?\n/)
+  assert.not.match(shown, /EPIPE|Error|    at /)
+})
+
+function tmux(...args: string[]): string {
+  return execFileSync('tmux', ['-L', socket, '-f', join(dir.path, 'tmux.conf'), ...args], {encoding: 'utf8'})
+}
+
+async function screenUntil(pattern: RegExp, timeoutMs = 60_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const screen = tmux('capture-pane', '-t', 'mod', '-p', '-S', '-', '-E', '-')
+    if (pattern.test(screen) || Date.now() > deadline) return screen
+    await new Promise((r) => setTimeout(r, 200))
+  }
+}
+
+test('results and progress on one terminal: every row stays visible, one summary, the progress line is gone', async () => {
+  tmux('new-session', '-d', '-s', 'mod', '-x', '160', '-y', '40', '-c', dir.path, `${mod()} scan imgs; echo EXIT=$?; sleep 60`)
+  const screen = await screenUntil(/EXIT=\d+/)
+  tmux('kill-session', '-t', 'mod')
+  const rows = screen.split('\n')
+  assert.is(rows.filter((r) => /^SAFE\s+imgs\/\d{3}\.png/.test(r)).length, IMAGES - 1)
+  assert.equal(rows.filter((r) => r.startsWith('ERROR')), ['ERROR   imgs/150.png  unsupported_media: not an image in a supported format (JPEG, PNG, WebP, GIF, AVIF, TIFF)'])
+  assert.equal(rows.filter((r) => r.includes('scanned:')), [`${IMAGES} scanned: ${IMAGES - 1} safe, 0 unsafe, 1 errors`])
+  assert.not.match(screen, 'Scanning')
+  assert.match(screen, 'EXIT=2')
+})
+
+test('Ctrl-C stops a scan with exit 130, no stack trace, and no progress line left behind', async () => {
+  const many = Array.from({length: 20}, () => 'imgs').join(' ')
+  tmux('new-session', '-d', '-s', 'mod', '-x', '160', '-y', '40', '-c', dir.path, `${mod()} scan ${many} > /dev/null; echo EXIT=$?; sleep 60`)
+  await screenUntil(/Scanning: \d+ scanned/)
+  tmux('send-keys', '-t', 'mod', 'C-c')
+  const screen = await screenUntil(/EXIT=\d+/)
+  tmux('kill-session', '-t', 'mod')
+  assert.is(screen.trim(), 'EXIT=130')
+})
+
+test.run()

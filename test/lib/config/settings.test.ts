@@ -1,0 +1,79 @@
+import {homedir} from 'node:os'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {DEFAULT_LIMITS, readSettings} from '../../../src/lib/config/settings.js'
+
+const cwd = '/work/here'
+
+function failure(fn: () => unknown): {code: string; message: string} {
+  try {
+    fn()
+  } catch (e) {
+    return e as {code: string; message: string}
+  }
+  throw new Error('expected a failure')
+}
+
+test('with no input and no variables every setting has its default', () => {
+  const s = readSettings({}, {}, cwd)
+  assert.equal(s, {
+    preset: undefined,
+    modelDir: undefined,
+    cacheDir: join(homedir(), '.cache', 'mod'),
+    configPath: undefined,
+    headPath: undefined,
+    ffmpeg: undefined,
+    threads: undefined,
+    precision: 'fp32',
+    limits: DEFAULT_LIMITS,
+    proxy: {httpProxy: undefined, httpsProxy: undefined, noProxy: undefined},
+    host: '127.0.0.1',
+    port: 8000,
+    workers: 1,
+    apiKey: undefined,
+    allowUrls: false,
+    preload: true,
+  })
+})
+
+test('an input value wins over its variable, which wins over the default; paths resolve from cwd', () => {
+  const env = {MOD_PRESET: 'balanced', MOD_CACHE_DIR: 'cache', MOD_THREADS: '3', MOD_PRECISION: 'int8', MOD_PORT: '9000', MOD_MODEL_DIR: '/m'}
+  const fromEnv = readSettings({}, env, cwd)
+  assert.equal([fromEnv.preset, fromEnv.cacheDir, fromEnv.threads, fromEnv.precision, fromEnv.port, fromEnv.modelDir], ['balanced', '/work/here/cache', 3, 'int8', 9000, '/m'])
+  const fromInput = readSettings({preset: 'accurate', cacheDir: '/c', threads: 1, precision: 'fp16', port: 0, modelDir: 'model'}, env, cwd)
+  assert.equal([fromInput.preset, fromInput.cacheDir, fromInput.threads, fromInput.precision, fromInput.port, fromInput.modelDir], ['accurate', '/c', 1, 'fp16', 0, '/work/here/model'])
+})
+
+test('variables without a flag are read and validated: limits, key, switches', () => {
+  const s = readSettings({}, {MOD_MAX_BYTES: '2MB', MOD_QUEUE_LIMIT: '0', MOD_API_KEY: 'k', MOD_ALLOW_URLS: 'yes', MOD_PRELOAD: 'off', MOD_FFMPEG: 'bin/ffmpeg'}, cwd)
+  assert.is(s.limits.maxBytes, 2 * 1024 * 1024)
+  assert.is(s.limits.queueLimit, 0)
+  assert.equal([s.apiKey, s.allowUrls, s.preload, s.ffmpeg], ['k', true, false, '/work/here/bin/ffmpeg'])
+})
+
+test('an invalid value is invalid_config naming the variable it came from', () => {
+  const cases: [Record<string, string>, string][] = [
+    [{MOD_THREADS: 'many'}, 'MOD_THREADS="many" is not valid: expected a whole number >= 1'],
+    [{MOD_PORT: '70000'}, 'MOD_PORT="70000" is not valid: expected a whole number from 0 to 65535'],
+    [{MOD_PRESET: 'fastest'}, 'MOD_PRESET="fastest" is not valid: expected one of fast, balanced, accurate'],
+    [{MOD_PRECISION: 'int4'}, 'MOD_PRECISION="int4" is not valid: expected one of fp32, int8, fp16'],
+    [{MOD_MAX_BATCH: 'lots'}, 'MOD_MAX_BATCH="lots" is not valid: expected a whole number >= 1'],
+    [{MOD_ALLOW_URLS: 'maybe'}, 'MOD_ALLOW_URLS="maybe" is not valid: expected true or false'],
+  ]
+  for (const [env, message] of cases) {
+    const e = failure(() => readSettings({}, env, cwd))
+    assert.is(e.code, 'invalid_config')
+    assert.is(e.message, message)
+  }
+  assert.is(failure(() => readSettings({threads: 0}, {}, cwd)).message, 'threads="0" is not valid: expected a whole number >= 1')
+})
+
+test('download proxies: the lower-case spelling wins, an empty one is unset', () => {
+  const s = readSettings({}, {https_proxy: 'http://a:1', HTTPS_PROXY: 'http://b:2', HTTP_PROXY: 'http://c:3', no_proxy: '', NO_PROXY: 'internal'}, cwd)
+  assert.equal(s.proxy, {httpProxy: 'http://c:3', httpsProxy: 'http://a:1', noProxy: 'internal'})
+})
+
+test.run()

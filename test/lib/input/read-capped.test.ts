@@ -1,0 +1,64 @@
+import {createReadStream} from 'node:fs'
+import {Readable} from 'node:stream'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {readCapped} from '../../../src/lib/input/read-capped.js'
+import {imageFormat, sniffImage} from '../../../src/lib/input/sniff.js'
+import {rejection} from '../../helpers/errors.js'
+
+test('a source within the cap is read whole, chunk boundaries and all', async () => {
+  const source = Readable.from([Buffer.from('ab'), 'cd', new Uint8Array([101, 102])])
+  assert.is((await readCapped(source, 6, 'x')).toString(), 'abcdef')
+})
+
+test('one byte over the cap is payload_too_large naming the source', async () => {
+  const e = await rejection(readCapped(Readable.from([Buffer.alloc(4), Buffer.alloc(3)]), 6, 'upload.png'))
+  assert.is(e.code, 'payload_too_large')
+  assert.is(e.message, 'upload.png is larger than the limit of 6 bytes')
+})
+
+test('an endless source (/dev/zero) stops at the cap and is released', async () => {
+  const stream = createReadStream('/dev/zero')
+  const e = await rejection(readCapped(stream, 1024 * 1024, '/dev/zero'))
+  assert.is(e.code, 'payload_too_large')
+  await new Promise((r) => setImmediate(r))
+  assert.ok(stream.destroyed)
+})
+
+test('any async iterable of buffers is a source', async () => {
+  async function* parts() {
+    yield Buffer.from('12')
+    yield Buffer.from('34')
+  }
+  assert.is((await readCapped(parts(), 4, 'x')).toString(), '1234')
+})
+
+const box = (major: string, ...compatible: string[]): Buffer => {
+  const brands = Buffer.from([major, '\0\0\0\0', ...compatible].join(''), 'latin1')
+  const size = Buffer.alloc(4)
+  size.writeUInt32BE(8 + brands.length)
+  return Buffer.concat([size, Buffer.from('ftyp'), brands])
+}
+
+test('formats are told by their first bytes, not their names', () => {
+  const cases: [Buffer, string | undefined][] = [
+    [Buffer.from([0xff, 0xd8, 0xff, 0xe0]), 'JPEG'],
+    [Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0]), 'PNG'],
+    [Buffer.from('GIF89a....'), 'GIF'],
+    [Buffer.from('RIFF\0\0\0\0WEBPVP8 '), 'WebP'],
+    [Buffer.from('II*\0xxxx', 'latin1'), 'TIFF'],
+    [Buffer.from('MM\0*xxxx', 'latin1'), 'TIFF'],
+    [box('avif', 'mif1'), 'AVIF'],
+    [box('mif1', 'avif'), 'AVIF'],
+    [box('heic', 'mif1'), 'HEIF'],
+    [box('isom', 'mp41'), undefined],
+    [Buffer.from('plain text, not an image'), undefined],
+    [Buffer.alloc(0), undefined],
+  ]
+  for (const [head, format] of cases) assert.is(imageFormat(head), format, head.toString('latin1'))
+  assert.equal([sniffImage(box('avif')), sniffImage(box('heic')), sniffImage(Buffer.from('text'))], ['image', 'heif', 'other'])
+})
+
+test.run()
