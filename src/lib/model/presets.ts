@@ -8,6 +8,8 @@ import type {Manifest} from './manifest-types.js'
 
 /** This file sits three levels below the package root both as src/lib/model/*.ts and as dist/lib/model/*.js. */
 const MODELS_DIR = new URL('../../../models/', import.meta.url)
+/** The shipped models/ folder: preset manifests and the CLIP tokenizer every preset uses. */
+export const MODELS_DIR_PATH = fileURLToPath(MODELS_DIR)
 
 export interface PresetStatus {
   preset: PresetName
