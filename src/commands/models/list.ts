@@ -10,7 +10,9 @@ import {listPresets, type PresetStatus} from '../../lib/model/presets.js'
 export default class ModelsList extends Command {
   static override description = `List the model presets, their model, and whether each is installed in $MOD_CACHE_DIR.
 
-The size is that of the installed files, or of the download for a preset not installed yet.`
+The size is that of the installed files, or of the download for a preset not installed yet. For an installed preset,
+VERIFIED counts the files checked against a sha256 the preset pins and FIRST USE those the preset pins no hash for,
+whose hash was recorded when first downloaded (--json lists both by path: verified, trusted_on_first_use).`
 
   static override examples = ['<%= config.bin %> models list', '<%= config.bin %> models list --json']
 
@@ -35,16 +37,33 @@ The size is that of the installed files, or of the download for a preset not ins
       const listing = {
         cache_dir: settings.cacheDir,
         model_dir: settings.modelDir ?? null,
-        presets: presets.map((p) => ({preset: p.preset, model: p.id, installed: p.installed, dir: p.dir, size: p.size ?? null})),
+        presets: presets.map((p) => ({
+          preset: p.preset,
+          model: p.id,
+          installed: p.installed,
+          dir: p.dir,
+          size: p.size ?? null,
+          verified: p.trust?.pinned ?? null,
+          trusted_on_first_use: p.trust?.firstUse ?? null,
+        })),
       }
       this.log(JSON.stringify(listing, null, 2))
       return
     }
+    const count = (files?: string[]): string => (files === undefined ? '-' : String(files.length))
     const rows = [
-      ['PRESET', 'MODEL', 'INSTALLED', 'SIZE', 'FOLDER'],
-      ...presets.map((p) => [p.preset, p.id, p.installed ? 'yes' : 'no', formatBytes(p.size), p.dir]),
+      ['PRESET', 'MODEL', 'INSTALLED', 'SIZE', 'VERIFIED', 'FIRST USE', 'FOLDER'],
+      ...presets.map((p) => [
+        p.preset,
+        p.id,
+        p.installed ? 'yes' : 'no',
+        formatBytes(p.size),
+        count(p.trust?.pinned),
+        count(p.trust?.firstUse),
+        p.dir,
+      ]),
     ]
-    const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)))
+    const widths = rows[0].map((_, i) => rows.reduce((w, r) => Math.max(w, r[i].length), 0))
     for (const r of rows) this.log(r.map((cell, i) => cell.padEnd(widths[i])).join('  ').trimEnd())
     if (settings.modelDir) this.logToStderr(`MOD_MODEL_DIR is set: commands use the model in ${settings.modelDir}`)
   }

@@ -8,7 +8,7 @@ import {formatBytes} from '../../cli/format.js'
 import {startProgress} from '../../cli/progress.js'
 import {readSettings} from '../../lib/config/settings.js'
 import {loadPresetManifest} from '../../lib/model/presets.js'
-import {pullModel, type PullProgress} from '../../lib/model/pull.js'
+import {pullModel, type PulledFile, type PullProgress} from '../../lib/model/pull.js'
 import {PRESETS, type PresetName} from '../../lib/policy/types.js'
 
 const BAR_WIDTH = 24
@@ -22,10 +22,17 @@ function bar(p: PullProgress): string {
   return `${p.file} [${'#'.repeat(filled)}${'-'.repeat(BAR_WIDTH - filled)}] ${Math.floor(done * 100)}% of ${formatBytes(p.total)}`
 }
 
+/** The line printed for a file the preset pins no hash for. */
+export function firstUseWarning(f: PulledFile): string {
+  return `warning: ${f.file} has no pinned sha256 in the preset; trusted on first use (sha256 ${f.sha256}, recorded in manifest.json)`
+}
+
 export default class ModelsPull extends Command {
   static override description = `Download a model preset into $MOD_CACHE_DIR/<preset> (default ~/.cache/mod/<preset>).
 
-Every file is checked against the size and sha256 the preset gives and moved into place only when whole; the folder counts as installed once its manifest.json is written, last. An interrupted pull resumes where it stopped when run again; files already installed are not downloaded again.`
+Every file is checked against the size and sha256 the preset gives and moved into place only when whole; the folder counts as installed once its manifest.json is written, last. An interrupted pull resumes where it stopped when run again; files already installed are not downloaded again.
+
+A file the preset pins no sha256 for is trusted on first use: one warning line on stderr names it and the sha256 downloaded, which the installed manifest.json records (marked first_use; \`mod models list\` shows the counts).`
 
   static override examples = [
     '<%= config.bin %> models pull fast',
@@ -50,6 +57,7 @@ Every file is checked against the size and sha256 the preset gives and moved int
     const tty = Boolean(process.stderr.isTTY)
     const progress = startProgress(`Pulling ${preset}`)
     let dir: string
+    let unpinned: PulledFile[]
     try {
       const settings = readSettings(flags, process.env)
       dir = join(settings.cacheDir, preset)
@@ -58,6 +66,7 @@ Every file is checked against the size and sha256 the preset gives and moved int
       const count = manifest.files.length + variants.length * 2
       let done = 0
       let lastDraw = 0
+      unpinned = []
       await pullModel(manifest, dir, {
         signal: controller.signal,
         variants,
@@ -69,6 +78,7 @@ Every file is checked against the size and sha256 the preset gives and moved int
         },
         onFile: (f) => {
           done++
+          if (!f.pinned) unpinned.push(f)
           if (!tty) this.logToStderr(`${f.skipped ? 'kept   ' : 'fetched'} ${f.file} (${formatBytes(f.size)})`)
         },
       })
@@ -80,6 +90,7 @@ Every file is checked against the size and sha256 the preset gives and moved int
       process.off('SIGINT', interrupt)
     }
     await progress.finish()
+    for (const f of unpinned) this.logToStderr(firstUseWarning(f))
     this.log(`${preset} is installed in ${dir}`)
   }
 }

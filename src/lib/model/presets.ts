@@ -4,7 +4,7 @@ import {fileURLToPath} from 'node:url'
 
 import {PRESETS, type PresetName} from '../policy/types.js'
 import {loadManifest, readManifestFile} from './manifest.js'
-import type {Manifest} from './manifest-types.js'
+import type {FileTrust, Manifest, ModelFile} from './manifest-types.js'
 
 /** This file sits three levels below the package root both as src/lib/model/*.ts and as dist/lib/model/*.js. */
 const MODELS_DIR = new URL('../../../models/', import.meta.url)
@@ -19,6 +19,8 @@ export interface PresetStatus {
   dir: string
   /** Bytes of the installed files, or of the download when the preset manifest knows every file's size. */
   size?: number
+  /** Installed presets only: the files checked against a sha256 the preset pins, and those trusted on first use. */
+  trust?: {pinned: string[]; firstUse: string[]}
 }
 
 export function presetManifestPath(preset: PresetName): string {
@@ -43,6 +45,29 @@ function totalSize(manifest: Manifest): number | undefined {
   return total
 }
 
+/**
+ * How each installed file was checked. Files installed before pulls recorded it count as pinned only when their
+ * hash is the one the preset pins now; variant encoders without a record were not installed.
+ */
+function trustOf(installed: Manifest, wanted: Manifest): NonNullable<PresetStatus['trust']> {
+  const pins = new Map<string, string | undefined>()
+  const wantedFiles = [...wanted.files, ...Object.values(wanted.variants ?? {}).flatMap((v) => [v.image_encoder, v.text_encoder])]
+  for (const f of wantedFiles) pins.set(f.path, f.sha256)
+  const trust = {pinned: [] as string[], firstUse: [] as string[]}
+  const record = (f: ModelFile, fallback: boolean): void => {
+    const how: FileTrust | undefined =
+      f.trust ?? (fallback ? (pins.get(f.path) !== undefined && pins.get(f.path) === f.sha256 ? 'pinned' : 'first_use') : undefined)
+    if (how === 'pinned') trust.pinned.push(f.path)
+    else if (how === 'first_use') trust.firstUse.push(f.path)
+  }
+  for (const f of installed.files) record(f, true)
+  for (const v of Object.values(installed.variants ?? {})) {
+    record(v.image_encoder, false)
+    record(v.text_encoder, false)
+  }
+  return trust
+}
+
 async function installedManifest(dir: string, preset: PresetName): Promise<Manifest | undefined> {
   try {
     return await loadManifest(dir, preset)
@@ -60,7 +85,14 @@ export async function listPresets(cacheDir: string): Promise<PresetStatus[]> {
       const installed = await installedManifest(dir, preset)
       const ok = installed?.id === wanted.id
       const size = totalSize(ok && installed ? installed : wanted)
-      return {preset, id: wanted.id, installed: ok, dir, ...(size === undefined ? {} : {size})}
+      return {
+        preset,
+        id: wanted.id,
+        installed: ok,
+        dir,
+        ...(size === undefined ? {} : {size}),
+        ...(ok && installed ? {trust: trustOf(installed, wanted)} : {}),
+      }
     }),
   )
 }
