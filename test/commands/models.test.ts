@@ -4,7 +4,7 @@ import {dirname, join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import type {Manifest} from '../../src/lib/model/manifest-types.js'
+import type {Manifest, ModelFile} from '../../src/lib/model/manifest-types.js'
 import type {PulledFile} from '../../src/lib/model/pull.js'
 import {firstUseWarning} from '../../src/commands/models/pull.js'
 import {ROOT, runCli, tempDir} from '../helpers/cli.js'
@@ -29,15 +29,19 @@ test('models list --json names every preset, its model id and that none is insta
 })
 
 /** An installed `fast` preset as `models pull` leaves it: the files and a manifest with each file's trust. */
-function installFast(cache: string): void {
+function installFast(cache: string, edit: (f: ModelFile, i: number) => ModelFile = withTrust): void {
   const preset = JSON.parse(readFileSync(join(ROOT, 'models', 'fast.json'), 'utf8')) as Manifest
   const dir = join(cache, 'fast')
   preset.files = preset.files.map((f, i) => {
     mkdirSync(dirname(join(dir, f.path)), {recursive: true})
     writeFileSync(join(dir, f.path), 'x')
-    return {...f, size: 1, sha256: 'a'.repeat(64), trust: i < 2 ? 'pinned' : 'first_use'}
+    return edit(f, i)
   })
   writeFileSync(join(dir, 'manifest.json'), JSON.stringify(preset))
+}
+
+function withTrust(f: ModelFile, i: number): ModelFile {
+  return {...f, size: 1, sha256: 'a'.repeat(64), trust: i < 2 ? 'pinned' : 'first_use'}
 }
 
 test('models list --json gives, per installed preset, the files verified and those trusted on first use', async () => {
@@ -52,6 +56,17 @@ test('models list --json gives, per installed preset, the files verified and tho
   assert.is(balanced.installed, false)
   assert.is(balanced.verified, null)
   assert.is(balanced.trusted_on_first_use, null)
+})
+
+test('a preset installed before pulls recorded trust: verified when its hash is the one the preset pins now', async () => {
+  const cache = join(dir.path, 'installed-old')
+  // The vision encoder keeps the preset's pinned hash; every other file has another one; no trust field anywhere.
+  installFast(cache, (f, i) => ({...f, size: 1, sha256: i === 0 ? (f.sha256 as string) : 'a'.repeat(64)}))
+  const r = await runCli(['models', 'list', '--json'], {env: {MOD_CACHE_DIR: cache}})
+  assert.is(r.code, 0, r.stderr)
+  const [fast] = JSON.parse(r.stdout).presets
+  assert.equal(fast.verified, ['onnx/vision_model.onnx'])
+  assert.is(fast.trusted_on_first_use.length, 7)
 })
 
 test('models list shows the counts of verified and first-use files per installed preset', async () => {

@@ -48,7 +48,9 @@ encoded, its end token kept: each such prompt gets a warning line on stderr, and
     if (file !== undefined) {
       const policy = buildPolicy(file)
       const long = await longPresetPrompts(policy, policy.preset ?? 'fast')
-      for (const p of long.prompts) this.logToStderr(`${args.file}: warning: ${describeLong(p)} is longer than ${long.contextLength} tokens and will be truncated`)
+      for (const p of long.prompts) {
+        this.logToStderr(`${args.file}: warning: ${describeLong(p)} is longer than ${long.contextLength} tokens and will be truncated`)
+      }
     }
     if (flags.json) {
       this.log(JSON.stringify({valid: summary !== null, problems, summary}, null, 2))

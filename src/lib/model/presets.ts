@@ -46,24 +46,23 @@ function totalSize(manifest: Manifest): number | undefined {
 }
 
 /**
- * How each installed file was checked. Files installed before pulls recorded it count as pinned only when their
- * hash is the one the preset pins now; variant encoders without a record were not installed.
+ * How each installed file was checked. A file installed before pulls recorded it counts as pinned only when its
+ * hash is the one the preset pins now; a variant encoder without a record was not installed.
  */
 function trustOf(installed: Manifest, wanted: Manifest): NonNullable<PresetStatus['trust']> {
-  const pins = new Map<string, string | undefined>()
-  const wantedFiles = [...wanted.files, ...Object.values(wanted.variants ?? {}).flatMap((v) => [v.image_encoder, v.text_encoder])]
-  for (const f of wantedFiles) pins.set(f.path, f.sha256)
+  const pins = new Map(wanted.files.map((f) => [f.path, f.sha256]))
   const trust = {pinned: [] as string[], firstUse: [] as string[]}
-  const record = (f: ModelFile, fallback: boolean): void => {
-    const how: FileTrust | undefined =
-      f.trust ?? (fallback ? (pins.get(f.path) !== undefined && pins.get(f.path) === f.sha256 ? 'pinned' : 'first_use') : undefined)
+  const record = (f: ModelFile, how: FileTrust | undefined): void => {
     if (how === 'pinned') trust.pinned.push(f.path)
     else if (how === 'first_use') trust.firstUse.push(f.path)
   }
-  for (const f of installed.files) record(f, true)
+  for (const f of installed.files) {
+    const pinned = f.sha256 !== undefined && pins.get(f.path) === f.sha256
+    record(f, f.trust ?? (pinned ? 'pinned' : 'first_use'))
+  }
   for (const v of Object.values(installed.variants ?? {})) {
-    record(v.image_encoder, false)
-    record(v.text_encoder, false)
+    record(v.image_encoder, v.image_encoder.trust)
+    record(v.text_encoder, v.text_encoder.trust)
   }
   return trust
 }

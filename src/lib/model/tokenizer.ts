@@ -5,8 +5,8 @@
  *
  * Encoding for a context of N tokens does bounded work whatever the text: words stop being read once N tokens
  * are collected, and BPE (quadratic in a word's length) runs on at most the first M × (longest vocabulary
- * symbol) bytes of a word, M being the tokens still free in the context, since more bytes cannot fit. Such a cut word gets no
- * end-of-word mark, as it continues past the cut.
+ * symbol) bytes of a word, M being the tokens still free in the context, since more bytes cannot fit. A word
+ * cut so gets no end-of-word mark, as it continues past the cut.
  */
 import {access, readFile} from 'node:fs/promises'
 import {join} from 'node:path'
