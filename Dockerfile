@@ -36,6 +36,9 @@ COPY --from=build /app/oclif.manifest.json ./
 COPY package.json ./
 COPY bin ./bin
 COPY models ./models
+# onnxruntime-node's usage telemetry (device id, event database, uploads) stays off in every process of the
+# image, `node -e` one-offs included; bin/run.js sets it too.
+ENV ORT_DISABLE_TELEMETRY=1
 
 # Downloads and verifies the preset's files (the only step that needs the internet), then scores one
 # image so the prompt embeddings of the default policy are cached too: the first start needs no

@@ -7,6 +7,8 @@
  * and the loop in one process, taking turns over chunks of 25 images (median of the per-chunk ratios).
  * Target: mod scan >= 1.6 x the images/s of the sequential loop.
  */
+import './no-telemetry.js'
+
 import {readFile} from 'node:fs/promises'
 
 import {DEFAULT_LIMITS} from '../src/lib/config/settings.js'

@@ -3,6 +3,8 @@
  * autocannon at 1, 4 and 16 connections, with --workers 1 and 2: median and p99 latency, requests/s and
  * errors. Target: no errors and no non-2xx answers other than deliberate 503s (queue full).
  */
+import './no-telemetry.js'
+
 import {readFile} from 'node:fs/promises'
 
 import autocannon from 'autocannon'

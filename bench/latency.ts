@@ -5,6 +5,8 @@
  * ratios. Target: engine <= 1.15 x bare. Then the engine's time split by step (the same library calls made one
  * by one), and the reduced-precision encoders (MOD_PRECISION int8 / fp16) next to fp32.
  */
+import './no-telemetry.js'
+
 import {readFile} from 'node:fs/promises'
 
 import * as ort from 'onnxruntime-node'

@@ -5,6 +5,8 @@
  * representative), fp32 once more with MALLOC_MMAP_THRESHOLD_ fixed (large blocks then go back to the
  * system when freed), and the int8 and fp16 encoders once each. Target: <= 450 MiB with fp32.
  */
+import './no-telemetry.js'
+
 import {readFile} from 'node:fs/promises'
 
 import {

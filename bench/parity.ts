@@ -4,6 +4,8 @@
  * offline (local files only, absolute folder path) with the per-tower classes, since the folder holds
  * separate vision and text ONNX files.
  */
+import './no-telemetry.js'
+
 import {
   AutoProcessor,
   AutoTokenizer,

@@ -11,6 +11,8 @@
  *     which the figures show separately. The two take turns; the verdict is on the median of the per-turn
  *     ratios. Target: mod >= 1.5 x faster.
  */
+import './no-telemetry.js'
+
 import {readFile} from 'node:fs/promises'
 import {basename} from 'node:path'
 

@@ -4,6 +4,8 @@
  * one after another, each in its own process so that memory figures and thread pools start clean, and ends
  * with every script's verdict lines. Needs no network. `--build` rebuilds dist/ even when it exists.
  */
+import './no-telemetry.js'
+
 import {spawnSync} from 'node:child_process'
 import {existsSync} from 'node:fs'
 import {readFile} from 'node:fs/promises'

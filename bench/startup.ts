@@ -3,6 +3,8 @@
  * from spawn to a /health answer with model_loaded true (target <= 3 s). Median of several runs each, after
  * one run that warms the prompt cache and the page cache.
  */
+import './no-telemetry.js'
+
 import {ensureImages, HD_JPEG, header, median, ms, requireStandin, runCli, saveResults, startServer, table, verdict} from './lib.js'
 
 const RUNS = 7

@@ -4,6 +4,8 @@
  * and the process's resident memory sampled while a 1-minute and the 10-minute clip are processed: if frames
  * were accumulated, the 10-minute peak would be far above the 1-minute one. Target: ratio of peaks <= 1.10.
  */
+import './no-telemetry.js'
+
 import {execFileSync} from 'node:child_process'
 import {existsSync, mkdirSync} from 'node:fs'
 import {join} from 'node:path'

@@ -1,4 +1,10 @@
 #!/usr/bin/env node
+// onnxruntime-node (1.30, Linux and macOS) sends usage telemetry by default: a device id and an event database
+// under ~/.cache/Microsoft/DeveloperTools/.onnxruntime/, a .ses file and mat-debug-<pid>.log in the temporary
+// folder, events queued for upload. ORT_DISABLE_TELEMETRY=1 switches all of it off when it is set before
+// onnxruntime starts, so it is set here, before oclif loads any command; cluster workers inherit it.
+process.env.ORT_DISABLE_TELEMETRY = '1'
+
 // Exit codes: a start-up failure (no build, a broken install, an unknown command) is 2, never 1 (1 means a
 // violation was found), printed as one line in the style of every other failure.
 import {existsSync} from 'node:fs'

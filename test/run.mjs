@@ -26,7 +26,8 @@ function runFile(file) {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', file], {
       cwd: root,
-      env: {...process.env, NO_COLOR: '1', FORCE_COLOR: '0'},
+      // Test files run engines in-process: keep onnxruntime's telemetry off there too, as bin/run.js does.
+      env: {...process.env, NO_COLOR: '1', FORCE_COLOR: '0', ORT_DISABLE_TELEMETRY: '1'},
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     let out = ''

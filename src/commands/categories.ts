@@ -19,7 +19,7 @@ With --json, the listing has the shape of GET /v1/categories.`
     const {engine} = await engineFromFlags(flags)
     const listing = await engine.categories()
     this.log(`preset ${listing.preset}, model ${listing.model}`)
-    const width = Math.max(...listing.categories.map((c) => c.name.length), 4)
+    const width = listing.categories.reduce((w, c) => Math.max(w, c.name.length), 4)
     for (const c of listing.categories) {
       const parent = c.parent ? `parent ${c.parent}` : ''
       this.log(`${c.name.padEnd(width)}  threshold ${c.threshold.toFixed(2)}  ${c.origin.padEnd(7)}  ${parent}`.trimEnd())

@@ -1,11 +1,15 @@
+import {mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {createServer} from 'node:http'
 import type {AddressInfo} from 'node:net'
-import {join} from 'node:path'
+import {dirname, join} from 'node:path'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {runCli, tempDir} from '../helpers/cli.js'
+import type {Manifest, ModelFile} from '../../src/lib/model/manifest-types.js'
+import type {PulledFile} from '../../src/lib/model/pull.js'
+import {firstUseWarning} from '../../src/commands/models/pull.js'
+import {ROOT, runCli, tempDir} from '../helpers/cli.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
@@ -30,7 +34,7 @@ test('models list shows each preset\'s download size', async () => {
   const r = await runCli(['models', 'list', '--json'], {env: {MOD_CACHE_DIR: join(dir.path, 'cache')}})
   for (const p of JSON.parse(r.stdout).presets) assert.ok(p.download_size === null || p.download_size > 0, JSON.stringify(p))
   const table = await runCli(['models', 'list'], {env: {MOD_CACHE_DIR: join(dir.path, 'cache')}})
-  assert.match(table.stdout, /^PRESET\s+MODEL\s+INSTALLED\s+SIZE\s+DOWNLOAD\s+FOLDER/)
+  assert.match(table.stdout, /^PRESET\s+MODEL\s+INSTALLED\s+SIZE\s+DOWNLOAD\s+VERIFIED\s+FIRST USE\s+FOLDER/)
 })
 
 test('models pull goes through HTTPS_PROXY, and a failure says what to try next', async () => {
@@ -54,6 +58,67 @@ test('models pull goes through HTTPS_PROXY, and a failure says what to try next'
   } finally {
     proxy.close()
   }
+})
+
+/** An installed `fast` preset as `models pull` leaves it: the files and a manifest with each file's trust. */
+function installFast(cache: string, edit: (f: ModelFile, i: number) => ModelFile = withTrust): void {
+  const preset = JSON.parse(readFileSync(join(ROOT, 'models', 'fast.json'), 'utf8')) as Manifest
+  const dir = join(cache, 'fast')
+  preset.files = preset.files.map((f, i) => {
+    mkdirSync(dirname(join(dir, f.path)), {recursive: true})
+    writeFileSync(join(dir, f.path), 'x')
+    return edit(f, i)
+  })
+  writeFileSync(join(dir, 'manifest.json'), JSON.stringify(preset))
+}
+
+function withTrust(f: ModelFile, i: number): ModelFile {
+  return {...f, size: 1, sha256: 'a'.repeat(64), trust: i < 2 ? 'pinned' : 'first_use'}
+}
+
+test('models list --json gives, per installed preset, the files verified and those trusted on first use', async () => {
+  const cache = join(dir.path, 'installed')
+  installFast(cache)
+  const r = await runCli(['models', 'list', '--json'], {env: {MOD_CACHE_DIR: cache}})
+  assert.is(r.code, 0, r.stderr)
+  const [fast, balanced] = JSON.parse(r.stdout).presets
+  assert.is(fast.installed, true)
+  assert.equal(fast.verified, ['onnx/vision_model.onnx', 'onnx/text_model.onnx'])
+  assert.equal(fast.trusted_on_first_use, ['tokenizer.json', 'tokenizer_config.json', 'vocab.json', 'merges.txt', 'config.json', 'preprocessor_config.json'])
+  assert.is(balanced.installed, false)
+  assert.is(balanced.verified, null)
+  assert.is(balanced.trusted_on_first_use, null)
+})
+
+test('a preset installed before pulls recorded trust: verified when its hash is the one the preset pins now', async () => {
+  const cache = join(dir.path, 'installed-old')
+  // The vision encoder keeps the preset's pinned hash; every other file has another one; no trust field anywhere.
+  installFast(cache, (f, i) => ({...f, size: 1, sha256: i === 0 ? (f.sha256 as string) : 'a'.repeat(64)}))
+  const r = await runCli(['models', 'list', '--json'], {env: {MOD_CACHE_DIR: cache}})
+  assert.is(r.code, 0, r.stderr)
+  const [fast] = JSON.parse(r.stdout).presets
+  assert.equal(fast.verified, ['onnx/vision_model.onnx'])
+  assert.is(fast.trusted_on_first_use.length, 7)
+})
+
+test('models list shows the counts of verified and first-use files per installed preset', async () => {
+  const cache = join(dir.path, 'installed-table')
+  installFast(cache)
+  const r = await runCli(['models', 'list'], {env: {MOD_CACHE_DIR: cache}})
+  assert.is(r.code, 0, r.stderr)
+  const [head, fast, balanced] = r.stdout.split('\n').map((line) => line.split(/\s{2,}/))
+  assert.equal(head, ['PRESET', 'MODEL', 'INSTALLED', 'SIZE', 'DOWNLOAD', 'VERIFIED', 'FIRST USE', 'FOLDER'])
+  assert.equal([...fast.slice(0, 4), ...fast.slice(5, 7)], ['fast', 'clip-vit-base-patch32', 'yes', '8 B', '2', '6'])
+  assert.is(balanced[2], 'no')
+  assert.equal(balanced.slice(5, 7), ['-', '-'])
+})
+
+test('models pull names each file trusted on first use, with the sha256 it recorded', () => {
+  const f: PulledFile = {file: 'vocab.json', size: 3, sha256: 'b'.repeat(64), skipped: false, pinned: false}
+  assert.is(
+    firstUseWarning(f),
+    `warning: vocab.json has no pinned sha256 in the preset; trusted on first use (sha256 ${'b'.repeat(64)}, recorded in manifest.json)`,
+  )
 })
 
 test('models pull refuses an unknown preset as a usage error', async () => {

@@ -7,13 +7,22 @@ import {listPresets} from '../../lib/model/presets.js'
 interface Listing {
   cache_dir: string
   model_dir: string | null
-  presets: {preset: string; model: string; installed: boolean; dir: string; size: number | null; download_size: number | null}[]
+  presets: {
+    preset: string
+    model: string
+    installed: boolean
+    dir: string
+    size: number | null
+    download_size: number | null
+    verified: string[] | null
+    trusted_on_first_use: string[] | null
+  }[]
 }
 
 export default class ModelsList extends ModCommand {
   static override description = `List the model presets, their model, and whether each is installed in the cache folder.
 
-SIZE is that of the installed files, or of the download for a preset not installed yet; DOWNLOAD is what \`mod models pull\` fetches for the fp32 files.`
+SIZE is that of the installed files, or of the download for a preset not installed yet; DOWNLOAD is what \`mod models pull\` fetches for the fp32 files. For an installed preset, VERIFIED counts the files checked against a sha256 the preset pins and FIRST USE those the preset pins no hash for, whose hash was recorded when first downloaded (--json lists both by path: verified, trusted_on_first_use).`
 
   static override examples = ['<%= config.bin %> models list', '<%= config.bin %> models list --json']
 
@@ -28,11 +37,21 @@ SIZE is that of the installed files, or of the download for a preset not install
     const {flags} = await this.parse(ModelsList)
     const settings = readSettings(settingsInput(flags), process.env)
     const presets = await listPresets(settings.cacheDir)
+    const count = (files?: string[]): string => (files === undefined ? '-' : String(files.length))
     const rows = [
-      ['PRESET', 'MODEL', 'INSTALLED', 'SIZE', 'DOWNLOAD', 'FOLDER'],
-      ...presets.map((p) => [p.preset, p.id, p.installed ? 'yes' : 'no', formatBytes(p.size), formatBytes(p.download), p.dir]),
+      ['PRESET', 'MODEL', 'INSTALLED', 'SIZE', 'DOWNLOAD', 'VERIFIED', 'FIRST USE', 'FOLDER'],
+      ...presets.map((p) => [
+        p.preset,
+        p.id,
+        p.installed ? 'yes' : 'no',
+        formatBytes(p.size),
+        formatBytes(p.download),
+        count(p.trust?.pinned),
+        count(p.trust?.firstUse),
+        p.dir,
+      ]),
     ]
-    const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)))
+    const widths = rows[0].map((_, i) => rows.reduce((w, r) => Math.max(w, r[i].length), 0))
     for (const r of rows) this.log(r.map((cell, i) => cell.padEnd(widths[i])).join('  ').trimEnd())
     if (settings.modelDir) this.logToStderr(`MOD_MODEL_DIR is set: commands use the model in ${settings.modelDir}`)
     return {
@@ -45,6 +64,8 @@ SIZE is that of the installed files, or of the download for a preset not install
         dir: p.dir,
         size: p.size ?? null,
         download_size: p.download ?? null,
+        verified: p.trust?.pinned ?? null,
+        trusted_on_first_use: p.trust?.firstUse ?? null,
       })),
     }
   }

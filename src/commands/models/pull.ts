@@ -9,7 +9,7 @@ import type {EnvVars} from '../../cli/help.js'
 import {readSettings} from '../../lib/config/settings.js'
 import {isModError, ModError} from '../../lib/errors.js'
 import {loadPresetManifest} from '../../lib/model/presets.js'
-import {pullModel, type PullProgress} from '../../lib/model/pull.js'
+import {pullModel, type PulledFile, type PullProgress} from '../../lib/model/pull.js'
 import {PRESETS, type PresetName} from '../../lib/policy/types.js'
 
 const BAR_WIDTH = 24
@@ -19,6 +19,11 @@ function bar(p: PullProgress): string {
   const done = Math.min(1, p.received / p.total)
   const filled = Math.round(done * BAR_WIDTH)
   return `${p.file} [${'#'.repeat(filled)}${'-'.repeat(BAR_WIDTH - filled)}] ${Math.floor(done * 100)}% of ${formatBytes(p.total)}`
+}
+
+/** The line printed for a file the preset pins no hash for. */
+export function firstUseWarning(f: PulledFile): string {
+  return `warning: ${f.file} has no pinned sha256 in the preset; trusted on first use (sha256 ${f.sha256}, recorded in manifest.json)`
 }
 
 /** What to try when a download fails: the network path, or a copy that needs no download. */
@@ -31,6 +36,8 @@ export default class ModelsPull extends ModCommand {
   static override description = `Download a model preset into the cache folder, as <cache-dir>/<preset> (default ~/.cache/mod/<preset>).
 
 Every file is checked against the size and sha256 the preset gives and moved into place only when whole; the folder counts as installed once its manifest.json is written, last. An interrupted pull resumes where it stopped when run again; files already installed are not downloaded again.
+
+A file the preset pins no sha256 for is trusted on first use: one warning line on stderr names it and the sha256 downloaded, which the installed manifest.json records (marked first_use; \`mod models list\` shows the counts).
 
 Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the hosts in NO_PROXY.`
 
@@ -65,6 +72,7 @@ Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the ho
     const tty = Boolean(process.stderr.isTTY)
     const progress = this.startProgress(`Pulling ${preset}`)
     let done = 0
+    const unpinned: PulledFile[] = []
     try {
       await pullModel(manifest, dir, {
         signal: this.interrupt.signal,
@@ -73,6 +81,7 @@ Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the ho
         onProgress: (p) => progress.update(`Pulling ${preset} (${manifest.id}) ${done + 1}/${count}: ${bar(p)}`),
         onFile: (f) => {
           done++
+          if (!f.pinned) unpinned.push(f)
           if (!tty) this.logToStderr(`${f.skipped ? 'kept   ' : 'fetched'} ${f.file} (${formatBytes(f.size)})`)
         },
       })
@@ -83,6 +92,7 @@ Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the ho
       throw e
     }
     progress.finish()
+    for (const f of unpinned) this.logToStderr(firstUseWarning(f))
     this.log(`${preset} is installed in ${dir}`)
   }
 }

@@ -2,13 +2,23 @@ import {Args} from '@oclif/core'
 
 import {ModCommand} from '../../cli/base-command.js'
 import {EXIT_ERROR} from '../../cli/errors.js'
-import {formatProblems, readPolicyText, summarizePolicy, type PolicySummary} from '../../lib/policy/load.js'
+import {longPresetPrompts, type LongPrompt} from '../../lib/model/prompt-length.js'
+import {buildPolicy, formatProblems, readPolicyText, summarizePolicy, type PolicySummary} from '../../lib/policy/load.js'
 import {validatePolicyText, type PolicyProblem} from '../../lib/policy/schema.js'
+
+const SHOWN_CHARS = 60
+
+function describeLong(p: LongPrompt): string {
+  const text = p.text.length > SHOWN_CHARS ? `${p.text.slice(0, SHOWN_CHARS)}…` : p.text
+  return p.category === null ? `neutral prompt ${JSON.stringify(text)}` : `${p.kind} ${JSON.stringify(text)} of category ${p.category}`
+}
 
 export default class PolicyValidate extends ModCommand {
   static override description = `Check a policy file and report every problem with its line and column.
 
-A valid file prints a summary. An invalid one prints one "file:line:column: message" line per problem on stderr and exits 2; with --json, {valid, problems, summary} goes to stdout either way.`
+A valid file prints a summary. An invalid one prints one "file:line:column: message" line per problem on stderr and exits 2; with --json, {valid, problems, summary} goes to stdout either way.
+
+A prompt longer than the text encoder's context (77 tokens, start and end included) is truncated when it is encoded, its end token kept: each such prompt gets a warning line on stderr, and the exit code stays 0.`
 
   static override examples = [
     '<%= config.bin %> policy validate .modrc.yaml',
@@ -31,6 +41,13 @@ A valid file prints a summary. An invalid one prints one "file:line:column: mess
     const text = await readPolicyText(args.file)
     const {problems, file} = validatePolicyText(text)
     const summary = file === undefined ? null : summarizePolicy(file)
+    if (file !== undefined) {
+      const policy = buildPolicy(file)
+      const long = await longPresetPrompts(policy, policy.preset ?? 'fast')
+      for (const p of long.prompts) {
+        this.logToStderr(`${args.file}: warning: ${describeLong(p)} is longer than ${long.contextLength} tokens and will be truncated`)
+      }
+    }
     if (summary === null) {
       for (const line of formatProblems(args.file, problems)) this.logToStderr(line)
       process.exitCode = EXIT_ERROR

@@ -19,7 +19,14 @@ export interface ModelFile {
   url?: string
   size?: number
   sha256?: string
+  /**
+   * Written by `models pull` in an installed manifest: `pinned` when the download matched the sha256 the preset
+   * pins, `first_use` when the preset pins none and the hash recorded here is that of the first download.
+   */
+  trust?: FileTrust
 }
+
+export type FileTrust = 'pinned' | 'first_use'
 
 /** Numeric precisions of the encoders; `files` holds the fp32 ones, `variants` the others. */
 export type Precision = 'fp32' | 'int8' | 'fp16'

@@ -3,7 +3,7 @@ import {readFile, stat} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {ModError} from '../errors.js'
-import type {FileRole, Manifest, ModelFile, Precision, Preprocessing} from './manifest-types.js'
+import type {FileRole, FileTrust, Manifest, ModelFile, Precision, Preprocessing} from './manifest-types.js'
 
 export const MANIFEST_FILE = 'manifest.json'
 
@@ -63,6 +63,10 @@ function parseFile(c: ReturnType<typeof checker>, v: unknown, field: string): Mo
   if (f.sha256 !== undefined) {
     if (typeof f.sha256 !== 'string' || !SHA256.test(f.sha256)) c.fail(`${field}.sha256`, '64 lower-case hex digits')
     file.sha256 = f.sha256 as string
+  }
+  if (f.trust !== undefined) {
+    if (f.trust !== 'pinned' && f.trust !== 'first_use') c.fail(`${field}.trust`, 'pinned or first_use')
+    file.trust = f.trust as FileTrust
   }
   return file
 }

@@ -4,10 +4,12 @@ import {fileURLToPath} from 'node:url'
 
 import {PRESETS, type PresetName} from '../policy/types.js'
 import {loadManifest, readManifestFile} from './manifest.js'
-import type {Manifest} from './manifest-types.js'
+import type {FileTrust, Manifest, ModelFile} from './manifest-types.js'
 
 /** This file sits three levels below the package root both as src/lib/model/*.ts and as dist/lib/model/*.js. */
 const MODELS_DIR = new URL('../../../models/', import.meta.url)
+/** The shipped models/ folder: preset manifests and the CLIP tokenizer every preset uses. */
+export const MODELS_DIR_PATH = fileURLToPath(MODELS_DIR)
 
 export interface PresetStatus {
   preset: PresetName
@@ -19,6 +21,8 @@ export interface PresetStatus {
   size?: number
   /** Bytes a `models pull` of the fp32 files downloads, when the preset manifest knows every file's size. */
   download?: number
+  /** Installed presets only: the files checked against a sha256 the preset pins, and those trusted on first use. */
+  trust?: {pinned: string[]; firstUse: string[]}
 }
 
 export function presetManifestPath(preset: PresetName): string {
@@ -43,6 +47,28 @@ function totalSize(manifest: Manifest): number | undefined {
   return total
 }
 
+/**
+ * How each installed file was checked. A file installed before pulls recorded it counts as pinned only when its
+ * hash is the one the preset pins now; a variant encoder without a record was not installed.
+ */
+function trustOf(installed: Manifest, wanted: Manifest): NonNullable<PresetStatus['trust']> {
+  const pins = new Map(wanted.files.map((f) => [f.path, f.sha256]))
+  const trust = {pinned: [] as string[], firstUse: [] as string[]}
+  const record = (f: ModelFile, how: FileTrust | undefined): void => {
+    if (how === 'pinned') trust.pinned.push(f.path)
+    else if (how === 'first_use') trust.firstUse.push(f.path)
+  }
+  for (const f of installed.files) {
+    const pinned = f.sha256 !== undefined && pins.get(f.path) === f.sha256
+    record(f, f.trust ?? (pinned ? 'pinned' : 'first_use'))
+  }
+  for (const v of Object.values(installed.variants ?? {})) {
+    record(v.image_encoder, v.image_encoder.trust)
+    record(v.text_encoder, v.text_encoder.trust)
+  }
+  return trust
+}
+
 async function installedManifest(dir: string, preset: PresetName): Promise<Manifest | undefined> {
   try {
     return await loadManifest(dir, preset)
@@ -61,7 +87,15 @@ export async function listPresets(cacheDir: string): Promise<PresetStatus[]> {
       const ok = installed?.id === wanted.id
       const size = totalSize(ok && installed ? installed : wanted)
       const download = totalSize(wanted)
-      return {preset, id: wanted.id, installed: ok, dir, ...(size === undefined ? {} : {size}), ...(download === undefined ? {} : {download})}
+      return {
+        preset,
+        id: wanted.id,
+        installed: ok,
+        dir,
+        ...(size === undefined ? {} : {size}),
+        ...(download === undefined ? {} : {download}),
+        ...(ok && installed ? {trust: trustOf(installed, wanted)} : {}),
+      }
     }),
   )
 }

@@ -2,7 +2,8 @@
  * Downloads a manifest's files into a model folder so that no half file is ever used: each file streams into
  * `.partial/<path>.part` (resumed with a Range request when a part exists), is checked against the manifest's
  * size and sha256, synced and renamed into place; manifest.json is written last, so a folder without it is
- * never taken for an installed model.
+ * never taken for an installed model. A file the manifest pins no sha256 for is trusted on first use: the
+ * installed manifest records the hash downloaded, marked `first_use` (`pinned` for verified files).
  */
 import {createHash} from 'node:crypto'
 import {createReadStream, createWriteStream} from 'node:fs'
@@ -31,8 +32,11 @@ export interface PullProgress {
 export interface PulledFile {
   file: string
   size: number
+  sha256: string
   /** True when the file was already in place and verified. */
   skipped: boolean
+  /** True when checked against a sha256 the manifest pins; false when trusted on first use. */
+  pinned: boolean
 }
 
 export interface PullOptions {
@@ -271,8 +275,9 @@ export async function pullModel(manifest: Manifest, destDir: string, opts: PullO
         uninstalled = true
         verified = await download(ctx, file, urls[i])
       }
-      opts.onFile?.({file: file.path, size: verified.size, skipped})
-      installed.set(file.path, {...file, size: verified.size, sha256: verified.sha256})
+      const pinned = file.sha256 !== undefined
+      opts.onFile?.({file: file.path, size: verified.size, sha256: verified.sha256, skipped, pinned})
+      installed.set(file.path, {...file, size: verified.size, sha256: verified.sha256, trust: pinned ? 'pinned' : 'first_use'})
     }
     const done = (f: ModelFile): ModelFile => installed.get(f.path) ?? f
     const result: Manifest = {...manifest, files: manifest.files.map(done)}

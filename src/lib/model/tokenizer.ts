@@ -2,6 +2,11 @@
  * CLIP's byte-level BPE tokenizer, as OpenAI's `simple_tokenizer.py` and Hugging Face's CLIPTokenizer do it:
  * clean and lower-case the text, split it with CLIP's pattern, map each piece's UTF-8 bytes to printable
  * characters, merge by rank with `</w>` marking the end of a word, and wrap the ids in start/end tokens.
+ *
+ * Encoding for a context of N tokens does bounded work whatever the text: words stop being read once N tokens
+ * are collected, and BPE (quadratic in a word's length) runs on at most the first M × (longest vocabulary
+ * symbol) bytes of a word, M being the tokens still free in the context, since more bytes cannot fit. A word
+ * cut so gets no end-of-word mark, as it continues past the cut.
  */
 import {access, readFile} from 'node:fs/promises'
 import {join} from 'node:path'
@@ -35,6 +40,8 @@ export interface ClipTokenizer {
   readonly padId: number
   /** Token ids of one text, with start and end tokens, neither truncated nor padded. */
   encode(text: string): number[]
+  /** Whether encodeBatch truncates this text to fit contextLength tokens (start and end included). */
+  exceeds(text: string, contextLength: number): boolean
   /** Ids for a text encoder's `input_ids`: truncated to contextLength (end token kept last), then padded. */
   encodeBatch(texts: string[], contextLength: number): BigInt64Array
   /** encodeBatch plus the attention mask, for encoders that take one. */
@@ -115,16 +122,21 @@ function checkCoverage(vocab: Map<string, number>, ranks: Map<string, number>, b
   }
 }
 
-/** Merges a word's symbols, lowest rank first, until no ranked pair is left. */
+/**
+ * Merges a word's symbols, lowest rank first, until no ranked pair is left; every occurrence of the chosen pair
+ * is merged in one left-to-right pass. The rank of each adjacent pair is kept in an array and looked up again
+ * only beside a merge, so a pass costs integer comparisons rather than a string key per pair.
+ */
 function bytePairMerge(symbols: string[], ranks: Map<string, number>): string[] {
+  const rankOf = (a: string, b: string): number => ranks.get(mergeKey(a, b)) ?? Infinity
   let word = symbols
+  let pairRanks = word.slice(1).map((s, i) => rankOf(word[i], s))
   while (word.length > 1) {
     let best = -1
     let bestRank = Infinity
-    for (let i = 0; i < word.length - 1; i++) {
-      const rank = ranks.get(mergeKey(word[i], word[i + 1]))
-      if (rank !== undefined && rank < bestRank) {
-        bestRank = rank
+    for (let i = 0; i < pairRanks.length; i++) {
+      if (pairRanks[i] < bestRank) {
+        bestRank = pairRanks[i]
         best = i
       }
     }
@@ -132,17 +144,33 @@ function bytePairMerge(symbols: string[], ranks: Map<string, number>): string[] 
     const first = word[best]
     const second = word[best + 1]
     const next: string[] = []
+    /** For each symbol of `next`: its index in `word`, or -1 when it is a new merge. */
+    const from: number[] = []
     for (let i = 0; i < word.length; i++) {
       if (i < word.length - 1 && word[i] === first && word[i + 1] === second) {
         next.push(first + second)
+        from.push(-1)
         i++
       } else {
         next.push(word[i])
+        from.push(i)
       }
     }
+    const nextRanks: number[] = new Array(next.length - 1)
+    for (let j = 0; j < next.length - 1; j++) {
+      nextRanks[j] = from[j] >= 0 && from[j + 1] >= 0 ? pairRanks[from[j]] : rankOf(next[j], next[j + 1])
+    }
     word = next
+    pairRanks = nextRanks
   }
   return word
+}
+
+/** The most bytes one token can stand for: the length of the longest symbol, in byte characters. */
+function longestSymbolBytes(vocab: Map<string, number>): number {
+  let longest = 1
+  for (const symbol of vocab.keys()) longest = Math.max(longest, [...symbol.replace(END_OF_WORD, '')].length)
+  return longest
 }
 
 function checkContextLength(contextLength: number): void {
@@ -175,6 +203,7 @@ export function createTokenizer(
   ])
   const cache = new Map<string, number[]>()
   const encoder = new TextEncoder()
+  const longestSymbol = longestSymbolBytes(vocab)
 
   function idOf(symbol: string): number {
     const id = vocab.get(symbol)
@@ -182,22 +211,47 @@ export function createTokenizer(
     return id
   }
 
-  function encodePiece(piece: string): number[] {
+  function mergeToIds(symbols: string[]): number[] {
+    return bytePairMerge(symbols, ranks).map(idOf)
+  }
+
+  /** A piece's ids; past maxBytes bytes the word is cut (and not cached), as those bytes cannot be kept. */
+  function encodePiece(piece: string, maxBytes: number): number[] {
     const cached = specials.get(piece) ?? cache.get(piece)
     if (cached) return cached
-    const symbols = Array.from(encoder.encode(piece), (b) => bytes[b])
+    const utf8 = encoder.encode(piece)
+    if (utf8.length > maxBytes) return mergeToIds(Array.from(utf8.subarray(0, maxBytes), (b) => bytes[b]))
+    const symbols = Array.from(utf8, (b) => bytes[b])
     symbols[symbols.length - 1] += END_OF_WORD
-    const ids = bytePairMerge(symbols, ranks).map(idOf)
+    const ids = mergeToIds(symbols)
     if (cache.size >= CACHE_LIMIT) cache.clear()
     cache.set(piece, ids)
     return ids
   }
 
-  function encode(text: string): number[] {
+  /**
+   * Start token, the pieces' ids and the end token. With a limit, pieces stop being read once `limit` ids are
+   * collected, so the result is longer than `limit` exactly when the whole text would be.
+   */
+  function encodeUpTo(text: string, limit: number): number[] {
     const ids = [startId]
-    for (const match of cleanText(text).matchAll(SPLIT_PATTERN)) ids.push(...encodePiece(match[0]))
+    for (const match of cleanText(text).matchAll(SPLIT_PATTERN)) {
+      if (ids.length >= limit) break
+      // No more than limit - ids.length of this piece's tokens can be kept.
+      const maxBytes = Number.isFinite(limit) ? (limit - ids.length) * longestSymbol : Infinity
+      for (const id of encodePiece(match[0], maxBytes)) ids.push(id)
+    }
     ids.push(endId)
     return ids
+  }
+
+  function encode(text: string): number[] {
+    return encodeUpTo(text, Infinity)
+  }
+
+  function exceeds(text: string, contextLength: number): boolean {
+    checkContextLength(contextLength)
+    return encodeUpTo(text, contextLength).length > contextLength
   }
 
   function encodeBatchWithMask(texts: string[], contextLength: number): EncodedBatch {
@@ -205,7 +259,7 @@ export function createTokenizer(
     const inputIds = new BigInt64Array(texts.length * contextLength).fill(BigInt(padId))
     const attentionMask = new BigInt64Array(texts.length * contextLength)
     texts.forEach((text, row) => {
-      const ids = encode(text)
+      const ids = encodeUpTo(text, contextLength)
       if (ids.length > contextLength) {
         ids.length = contextLength
         ids[contextLength - 1] = endId
@@ -224,6 +278,7 @@ export function createTokenizer(
     endId,
     padId,
     encode,
+    exceeds,
     encodeBatch: (texts, contextLength) => encodeBatchWithMask(texts, contextLength).inputIds,
     encodeBatchWithMask,
   }

@@ -137,7 +137,7 @@ export function parseHead(text: string, source: string): Head {
       if (read.some((l) => l.name === label.name)) problems.push(`labels[${i}]: the name "${label.name}" is used twice`)
       read.push(label)
     })
-    problems.push(...headCycles(read))
+    for (const cycle of headCycles(read)) problems.push(cycle)
   }
   if (problems.length > 0) throw invalid(source, problems)
   return {

@@ -35,7 +35,8 @@ export function cosine(a: Float32Array, b: Float32Array): number {
 /** log(mean(exp(x))), shifted by the maximum so exp() cannot overflow; 0 for no values. */
 export function logMeanExp(xs: readonly number[]): number {
   if (xs.length === 0) return 0
-  const max = Math.max(...xs)
+  let max = -Infinity
+  for (const x of xs) max = Math.max(max, x)
   let sum = 0
   for (const x of xs) sum += Math.exp(x - max)
   return max + Math.log(sum / xs.length)

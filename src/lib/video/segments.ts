@@ -89,7 +89,7 @@ export function createSegmentTracker(fps: number, minFrames: number): SegmentTra
           name: s.label.name,
           parent: s.label.parent,
           threshold: s.label.threshold,
-          max_confidence: Math.max(...s.segments.map((g) => g.max_confidence)),
+          max_confidence: s.segments.reduce((m, g) => Math.max(m, g.max_confidence), -Infinity),
           segments: s.segments,
         }))
         .sort((a, b) => b.max_confidence - a.max_confidence || a.name.localeCompare(b.name))

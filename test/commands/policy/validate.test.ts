@@ -68,6 +68,20 @@ test('--json prints {valid, problems, summary}', async () => {
   assert.is(body.problems.length, 4)
 })
 
+test('a prompt longer than the 77-token context: a warning naming it on stderr, exit still 0', async () => {
+  const long = join(dir.path, 'long.yaml')
+  const word = 'w'.repeat(1_000_000)
+  writeFileSync(long, `categories:\n  redness:\n    prompts: ["red", "${'cat '.repeat(76)}"]\n    negatives: ["${word}"]\n  fit:\n    prompts: ["${'cat '.repeat(75)}"]\nneutral: ["a photo", "${'dog '.repeat(80)}"]\n`)
+  const r = await runCli(['policy', 'validate', long])
+  assert.is(r.code, 0, r.stderr)
+  assert.match(r.stdout, `${long}: valid`)
+  assert.equal(r.stderr.trim().split('\n'), [
+    `${long}: warning: prompt "${'cat '.repeat(15)}…" of category redness is longer than 77 tokens and will be truncated`,
+    `${long}: warning: negative "${'w'.repeat(60)}…" of category redness is longer than 77 tokens and will be truncated`,
+    `${long}: warning: neutral prompt "${'dog '.repeat(15)}…" is longer than 77 tokens and will be truncated`,
+  ])
+})
+
 test('a missing file: exit 2 and an invalid_config message', async () => {
   const r = await runCli(['policy', 'validate', join(dir.path, 'nope.yaml')])
   assert.is(r.code, 2)

@@ -139,24 +139,46 @@ test('pulls every file, verifies it and writes manifest.json last; the folder th
   const done: PulledFile[] = []
   const installed = await pullModel(preset(), dest, {onProgress: (p) => progress.push(p), onFile: (f) => done.push(f)})
   await assertSameFiles(dest)
-  assert.equal(installed, preset())
-  assert.equal(await loadManifest(dest, 'fast'), preset())
-  assert.equal(JSON.parse(await readFile(join(dest, 'manifest.json'), 'utf8')), preset())
+  const expected = {...preset(), files: preset().files.map((f) => ({...f, trust: 'pinned' as const}))}
+  assert.equal(installed, expected)
+  assert.equal(await loadManifest(dest, 'fast'), expected)
+  assert.equal(JSON.parse(await readFile(join(dest, 'manifest.json'), 'utf8')), expected)
   assert.not.ok(await exists(join(dest, '.partial')), 'no partial folder left')
-  assert.equal(done, toy.files.map((f) => ({file: f.path, size: f.size, skipped: false})))
+  assert.equal(done, toy.files.map((f) => ({file: f.path, size: f.size, sha256: f.sha256, skipped: false, pinned: true})))
   const vocab = progress.filter((p) => p.file === 'vocab.json')
   assert.equal(vocab.at(-1), {file: 'vocab.json', received: bodies.get('/vocab.json')?.length, total: bodies.get('/vocab.json')?.length})
 })
 
 test('without sizes and hashes in the preset, the installed manifest records the computed ones', async () => {
   const dest = reset()
-  const installed = await pullModel(preset({hashes: false}), dest)
+  const done: PulledFile[] = []
+  const installed = await pullModel(preset({hashes: false}), dest, {onFile: (f) => done.push(f)})
   for (const f of installed.files) {
     const body = bodies.get(`/${f.path}`) as Buffer
     assert.is(f.size, body.length)
     assert.is(f.sha256, sha(body))
+    assert.is(f.trust, 'first_use')
   }
   assert.equal((await loadManifest(dest)).files, installed.files)
+  assert.equal(done.map((f) => [f.file, f.pinned, f.sha256]), installed.files.map((f) => [f.path, false, f.sha256]))
+})
+
+test('files with a pinned hash are marked pinned, the others first_use, in the installed manifest', async () => {
+  const dest = reset()
+  const mixed = preset()
+  const unpinned = new Set(['vocab.json', 'merges.txt'])
+  mixed.files = mixed.files.map((f) => (unpinned.has(f.path) ? {path: f.path, role: f.role, url: f.url} : f))
+  const done: PulledFile[] = []
+  await pullModel(mixed, dest, {onFile: (f) => done.push(f)})
+  const written = JSON.parse(await readFile(join(dest, 'manifest.json'), 'utf8')) as Manifest
+  assert.equal(
+    written.files.map((f) => [f.path, f.trust]),
+    toy.files.map((f) => [f.path, unpinned.has(f.path) ? 'first_use' : 'pinned']),
+  )
+  assert.equal(
+    done.filter((f) => !f.pinned).map((f) => [f.file, f.sha256]),
+    toy.files.filter((f) => unpinned.has(f.path)).map((f) => [f.path, sha(bodies.get(`/${f.path}`) as Buffer)]),
+  )
 })
 
 test('a hash mismatch fails naming the file and both hashes, and leaves no file and no manifest', async () => {

@@ -114,6 +114,46 @@ test('truncates to the context length and keeps the end token last', () => {
   assert.is(row[76], END)
 })
 
+/** A fixed pseudo-random run of lower-case letters: one long word that BPE splits into many tokens. */
+function letters(n: number): string {
+  let x = 1
+  let s = ''
+  for (let i = 0; i < n; i++) {
+    x = (x * 1103515245 + 12345) % 2147483648
+    s += 'abcdefghijklmnopqrstuvwxyz'[Math.floor(x / 65536) % 26]
+  }
+  return s
+}
+
+test('a prompt with a 1,000,000-character word is truncated like the whole word, without overflowing the stack', () => {
+  const huge = `a photo of ${letters(1_000_000)}`
+  const whole = tokenizer.encode(`a photo of ${letters(5_000)}`)
+  assert.ok(whole.length > 1000)
+  const row = Array.from(tokenizer.encodeBatch([huge], 77), Number)
+  assert.equal(row, [...whole.slice(0, 76), END])
+  const xs = tokenizer.encode('x'.repeat(5_000))
+  assert.equal(Array.from(tokenizer.encodeBatch(['x'.repeat(1_000_000)], 77), Number), [...xs.slice(0, 76), END])
+})
+
+test('a long word cut for BPE keeps exactly the tokens the whole word gives within the context', () => {
+  for (const n of [100, 200, 400, 2_000]) {
+    const word = letters(n)
+    const whole = tokenizer.encode(word)
+    const context = 40
+    const expected = whole.length > context ? [...whole.slice(0, context - 1), END] : whole
+    assert.equal(Array.from(tokenizer.encodeBatch([word], context), Number).slice(0, expected.length), expected, `${n} letters`)
+  }
+})
+
+test('exceeds: true exactly when the tokens, start and end included, do not fit the context', () => {
+  assert.is(tokenizer.exceeds('cat '.repeat(75), 77), false)
+  assert.is(tokenizer.exceeds('cat '.repeat(76), 77), true)
+  assert.is(tokenizer.exceeds('1'.repeat(1_000_000), 77), true)
+  assert.is(tokenizer.exceeds(letters(1_000_000), 77), true)
+  assert.is(tokenizer.exceeds('a photo of a cat', 7), false)
+  assert.is(tokenizer.exceeds('a photo of a cat', 6), true)
+})
+
 test('refuses a context length too short for the start and end tokens', () => {
   assert.throws(() => tokenizer.encodeBatch(['a'], 1), (e: unknown) => e instanceof ModError)
 })

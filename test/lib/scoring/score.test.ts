@@ -50,6 +50,7 @@ test('log-mean-exp is stable for large values and 0 for none', () => {
   assert.ok(Math.abs(logMeanExp([1000, 1000]) - 1000) < 1e-9)
   assert.ok(Math.abs(logMeanExp([3, 1]) - Math.log((Math.exp(3) + Math.exp(1)) / 2)) < 1e-12)
   assert.is(logMeanExp([]), 0)
+  assert.ok(Math.abs(logMeanExp(new Array(1_000_000).fill(2)) - 2) < 1e-9, 'a million values (a huge prompt list)')
 })
 
 test('raw = LME(100·positive sims) − LME(100·reference sims); empty references count 0', () => {

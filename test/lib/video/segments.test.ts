@@ -39,6 +39,18 @@ test('separate runs make separate segments; the label keeps the highest confiden
   })
 })
 
+test('a label with 500,000 segments (a long video) gets its highest confidence without overflowing the stack', () => {
+  const tracker = createSegmentTracker(1, 1)
+  const n = 500_000
+  for (let i = 0; i < n; i++) {
+    tracker.push([weapons(i === 1234 ? 0.95 : 0.6)])
+    tracker.push([weapons(0.1)])
+  }
+  const [violation] = tracker.finish(2 * n).violations
+  assert.is(violation.segments.length, n)
+  assert.is(violation.max_confidence, 0.95)
+})
+
 test('a run still open at the end is capped at the duration', () => {
   const {tracker} = track([[weapons(0.1)], [weapons(0.1)], [weapons(0.9)]])
   assert.equal(tracker.finish(2.48).violations[0].segments, [{start: 2, end: 2.48, frames: 1, max_confidence: 0.9}])

@@ -1,0 +1,113 @@
+// Nothing leaves the user's machine and nothing is written outside MOD_CACHE_DIR: the built CLI and a served
+// request run with a fresh HOME and TMPDIR, and both stay empty. onnxruntime's own telemetry (on by default
+// in 1.30) would write a device id under HOME and a session file and a log into TMPDIR.
+import {spawn} from 'node:child_process'
+import {readdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {join, relative} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {BIN, ROOT, solidPng, tempDir, TOY_MODEL} from './helpers/cli.js'
+
+/** onnxruntime keeps its telemetry off in CI and unit-test runs it detects: these must not hide the default. */
+const TELEMETRY_SWITCHES = [
+  'CI',
+  'GITHUB_ACTIONS',
+  'GITLAB_CI',
+  'CIRCLECI',
+  'TRAVIS',
+  'JENKINS_URL',
+  'CODEBUILD_BUILD_ID',
+  'BUILDKITE',
+  'TEAMCITY_VERSION',
+  'APPVEYOR',
+  'BITBUCKET_BUILD_NUMBER',
+  'SYSTEM_TEAMFOUNDATIONCOLLECTIONURI',
+  'ORT_RUNNING_UNIT_TESTS',
+  'ORT_DISABLE_TELEMETRY',
+]
+
+const work = tempDir('mod-privacy-work-')
+const cacheDir = join(work.path, 'cache')
+const image = join(work.path, 'red.png')
+const made: {remove: () => void}[] = []
+
+test.after(() => {
+  for (const dir of made) dir.remove()
+  work.remove()
+})
+
+/** A fresh, empty HOME and TMPDIR for one child process tree. */
+function freshDirs(): {home: string; tmp: string} {
+  const home = tempDir('mod-privacy-home-')
+  const tmp = tempDir('mod-privacy-tmp-')
+  made.push(home, tmp)
+  return {home: home.path, tmp: tmp.path}
+}
+
+function childEnv(dirs: {home: string; tmp: string}, extra: Record<string, string> = {}): Record<string, string> {
+  const kept = Object.entries(process.env).filter(
+    ([k, v]) => v !== undefined && !k.startsWith('MOD_') && !k.startsWith('XDG_') && !TELEMETRY_SWITCHES.includes(k),
+  )
+  return {...(Object.fromEntries(kept) as Record<string, string>), HOME: dirs.home, TMPDIR: dirs.tmp, NO_COLOR: '1', ...extra}
+}
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, {recursive: true, withFileTypes: true}).map((e) => relative(dir, join(e.parentPath, e.name)))
+}
+
+function run(args: string[], env: Record<string, string>): Promise<{code: number | null; stderr: string}> {
+  return new Promise((done, fail) => {
+    const child = spawn(process.execPath, [BIN, ...args], {cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe']})
+    let stderr = ''
+    child.stderr.on('data', (d) => (stderr += d))
+    child.on('error', fail)
+    child.on('close', (code) => done({code, stderr}))
+  })
+}
+
+test('mod scan writes nothing into HOME or TMPDIR', async () => {
+  writeFileSync(image, await solidPng(255, 0, 0))
+  const dirs = freshDirs()
+  const r = await run(['scan', image, '--model-dir', TOY_MODEL, '--cache-dir', cacheDir], childEnv(dirs))
+  assert.is(r.code, 0, r.stderr)
+  assert.equal(filesUnder(dirs.home), [])
+  assert.equal(filesUnder(dirs.tmp), [])
+})
+
+test('mod serve with two workers answers a moderation and writes nothing into HOME or TMPDIR', async () => {
+  const dirs = freshDirs()
+  const env = childEnv(dirs, {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: cacheDir})
+  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--workers', '2'], {cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe']})
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  try {
+    const base = await new Promise<string>((resolve, reject) => {
+      let stderr = ''
+      child.stderr.setEncoding('utf8').on('data', (d: string) => {
+        stderr += d
+        const m = /^listening on (http:\/\/127\.0\.0\.1:\d+) \(2 workers\)$/m.exec(stderr)
+        if (m) resolve(m[1])
+      })
+      child.on('exit', () => reject(new Error(`serve exited before listening:\n${stderr}`)))
+    })
+    const body = new FormData()
+    body.append('file', new Blob([new Uint8Array(await solidPng(255, 0, 0))], {type: 'image/png'}), 'red.png')
+    const res = await fetch(`${base}/v1/moderate`, {method: 'POST', body})
+    assert.is(res.status, 200)
+    assert.is(((await res.json()) as {is_safe: boolean}).is_safe, true)
+    child.kill('SIGTERM')
+    assert.is(await exited, 0)
+  } finally {
+    child.kill('SIGKILL')
+  }
+  assert.equal(filesUnder(dirs.home), [])
+  assert.equal(filesUnder(dirs.tmp), [])
+})
+
+test('package.json turns off the install-time analytics of @scarf/scarf (a dependency of swagger-ui-dist)', () => {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {scarfSettings?: unknown}
+  assert.equal(pkg.scarfSettings, {enabled: false})
+})
+
+test.run()
