@@ -3,9 +3,7 @@ import {extname, join} from 'node:path'
 
 import {ModError} from '../lib/errors.js'
 import type {ImageInput} from '../lib/engine.js'
-
-/** Extensions picked up when walking a folder; files named on the command line are always tried. */
-export const IMAGE_EXTENSIONS = new Set(['.jpg', '.jpeg', '.jpe', '.png', '.webp', '.gif', '.avif', '.tif', '.tiff'])
+import {IMAGE_EXTENSIONS} from '../lib/image/formats.js'
 
 function tooLarge(source: string, maxBytes: number): ModError {
   return new ModError('payload_too_large', `${source} is larger than the ${maxBytes}-byte limit (MOD_MAX_BYTES)`)
