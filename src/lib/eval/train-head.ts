@@ -146,9 +146,9 @@ export function trainHead(samples: readonly EmbeddingSample[], labels: readonly 
 
 const round6 = (x: number) => Number(x.toPrecision(6))
 
-/** The head file's JSON (docs/head-format.md). */
+/** The head file's JSON (docs/head-format.md), each weight list on one line. */
 export function headFileJson(head: TrainedHead, model: {id: string; embeddingSize: number}, description: string): string {
-  return `${JSON.stringify(
+  const text = JSON.stringify(
     {
       format: 'mod-head',
       version: 1,
@@ -166,5 +166,6 @@ export function headFileJson(head: TrainedHead, model: {id: string; embeddingSiz
     },
     null,
     2,
-  )}\n`
+  )
+  return `${text.replace(/\[\s+([-\d.e+,\s]*?)\s+\]/g, (_, numbers: string) => `[${numbers.replace(/\s+/g, ' ')}]`)}\n`
 }
