@@ -150,8 +150,9 @@ export function writeCalibratedPolicy(original: string | undefined, r: Calibrati
       entry.set('threshold', c.threshold)
       entry.set('calibration', doc.createNode({scale: c.calibration.scale, bias: c.calibration.bias}, {flow: true}))
     }
+    // Categories the dataset has no images of get no comment: there is nothing to say about them.
     const pair = categories.items.find((p) => isScalar(p.key) && p.key.value === c.name)
-    if (pair) (pair.key as Scalar).commentBefore = categoryComment(c)
+    if (pair && c.train.positives + c.after.positives > 0) (pair.key as Scalar).commentBefore = categoryComment(c)
   }
   doc.commentBefore = header.join('\n')
   return doc.toString({lineWidth: 0})
