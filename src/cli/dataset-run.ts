@@ -21,9 +21,12 @@ export function modelOptions(config: Config): ModelOptions {
 
 export const pct = (x: number | null): string => (x === null ? 'n/a' : `${(x * 100).toFixed(1)}%`)
 
-/** Lines for files that could not be scored (they are left out of the figures). */
-export function errorLines(errors: readonly SampleError[]): string[] {
-  return errors.map((e) => `skipped ${e.source}: ${e.error.code}: ${e.error.message}`)
+/** Lines for files that could not be scored and images not used (they are left out of the figures). */
+export function errorLines(errors: readonly SampleError[], unlisted: readonly string[]): string[] {
+  return [
+    ...errors.map((e) => `skipped ${e.source}: ${e.error.code}: ${e.error.message}`),
+    ...unlisted.map((name) => `not used: ${name} is in the dataset folder itself but not listed in labels.csv`),
+  ]
 }
 
 function table(header: string[], rows: string[][]): string[] {

@@ -55,7 +55,7 @@ Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
     const progress = startCountProgress('Scoring')
     try {
       const config = await loadConfig(flags, process.env)
-      const {report, errors} = await calibrateDataset({
+      const {report, errors, unlisted} = await calibrateDataset({
         dataset: args.dataset,
         model: modelOptions(config),
         policy: config.policy,
@@ -65,7 +65,7 @@ Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
         onProgress: (done, total) => progress.update(done, total),
       })
       await progress.finish()
-      for (const line of errorLines(errors)) this.logToStderr(line)
+      for (const line of errorLines(errors, unlisted)) this.logToStderr(line)
       const original = config.policyPath ? await readPolicyText(config.policyPath) : undefined
       const yaml = writeCalibratedPolicy(original, report, calibrationComments(report, args.dataset))
       if (flags.out) await writeFile(flags.out, yaml)

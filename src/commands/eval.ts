@@ -50,7 +50,7 @@ Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
         onProgress: (done, total) => progress.update(done, total),
       })
       await progress.finish()
-      for (const line of errorLines(report.errors)) this.logToStderr(line)
+      for (const line of errorLines(report.errors, report.unlisted)) this.logToStderr(line)
       if (flags.report) await writeFile(flags.report, renderReport(report, await loadChartJs()))
       if (flags.json) {
         const {curves: _curves, ...rest} = report

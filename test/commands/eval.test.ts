@@ -44,6 +44,7 @@ test.before(async () => {
   await writeImages(mixed, '.', RED, 1, 'multi', 6)
   writeFileSync(join(mixed, 'labels.csv'), 'file,labels\nmulti0.png,redness;weapons\n')
   writeFileSync(join(mixed, 'safe', 'broken.png'), 'not a png')
+  await writeImages(mixed, '.', RED, 1, 'stray', 7)
 })
 
 test.after(() => dir.remove())
@@ -81,6 +82,8 @@ test('a mixed set: the figures match a hand count, and an unreadable file is rep
   assert.equal([at('redness', 'redness'), at('redness', '(none)'), at('safe', 'redness'), at('safe', '(none)'), at('weapons', 'redness')], [4, 1, 2, 4, 1])
   assert.equal(json.errors.map((e: {source: string}) => e.source), ['safe/broken.png'])
   assert.match(r.stderr, 'skipped safe/broken.png: unsupported_media')
+  assert.equal(json.unlisted, ['stray0.png'])
+  assert.match(r.stderr, 'not used: stray0.png is in the dataset folder itself but not listed in labels.csv')
 })
 
 test('the table output names the headline figures; progress goes to stderr only', async () => {

@@ -52,7 +52,7 @@ Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
         onProgress: (done, total) => progress.update(done, total),
       })
       await progress.finish()
-      for (const line of errorLines(errors)) this.logToStderr(line)
+      for (const line of errorLines(errors, dataset.unlisted)) this.logToStderr(line)
       const description = `trained by mod head train on ${dataset.images} images of ${args.dataset} (${head.train_images} for training, ${head.heldout_images} held out)`
       await writeFile(flags.out, headFileJson(head, model, description))
       this.log(`${flags.out}: ${head.labels.length} labels for model ${model.id}; held-out figures at threshold 0.5:`)

@@ -44,6 +44,8 @@ export interface EvalReport {
   model: string
   images: number
   errors: SampleError[]
+  /** Images right in the dataset folder that labels.csv does not list: not used. */
+  unlisted: string[]
   labels: LabelInfo[]
   metrics: EvalMetrics
   curves: Record<string, {pr: CurvePoint[]; histogram: Histogram}>
@@ -68,6 +70,7 @@ export async function evaluateDataset(o: RunOptions & {policy: Policy; headPath?
       model: run.source.modelId,
       images: run.dataset.images,
       errors,
+      unlisted: run.dataset.unlisted,
       labels: scorer.labels,
       metrics: computeMetrics(scored, thresholds),
       curves: Object.fromEntries(scorer.labels.map((l, i) => [l.name, {pr: prCurve(scored, l.name, i), histogram: histogram(scored, l.name, i)}])),
@@ -81,14 +84,15 @@ export async function evaluateDataset(o: RunOptions & {policy: Policy; headPath?
 /** Fits each policy category's calibration and threshold (a head, if any, is not applied). */
 export async function calibrateDataset(
   o: RunOptions & {policy: Policy} & CalibrateOptions,
-): Promise<{report: CalibrationReport; errors: SampleError[]; encoder_runs: number}> {
+): Promise<{report: CalibrationReport; errors: SampleError[]; unlisted: string[]; encoder_runs: number}> {
   const run = await openRun(o, knownLabels(o.policy))
   try {
     const scorer = await createLabelScorer(run.source, o.policy)
     const errors: SampleError[] = []
     const samples: RawSample[] = []
     for await (const s of samplesOf(run, o, errors)) samples.push({sha256: s.sha256, truth: s.labels, raw: scorer.raw(s.features)})
-    return {report: calibrateCategories(samples, scorer.labels, o), errors, encoder_runs: run.source.encoderRuns()}
+    const report = calibrateCategories(samples, scorer.labels, o)
+    return {report, errors, unlisted: run.dataset.unlisted, encoder_runs: run.source.encoderRuns()}
   } finally {
     await run.source.close()
   }
