@@ -72,6 +72,9 @@ export function fitPlatt(raw: ArrayLike<number>, y: ArrayLike<boolean>, l2 = 0.0
   return {scale: a / std, bias: b - (a * mean) / std}
 }
 
+// Loops, not Math.min(...xs): a dataset's scores can be more than a call's argument limit.
+const minOf = (xs: readonly number[]) => xs.reduce((a, b) => (b < a ? b : a), Infinity)
+const maxOf = (xs: readonly number[]) => xs.reduce((a, b) => (b > a ? b : a), -Infinity)
 const up4 = (x: number) => Math.min(1, Math.ceil(x * 10_000 - 1e-9) / 10_000)
 const down4 = (x: number) => Math.max(0, Math.floor(x * 10_000 + 1e-9) / 10_000)
 
@@ -83,11 +86,11 @@ const down4 = (x: number) => Math.max(0, Math.floor(x * 10_000 + 1e-9) / 10_000)
 export function thresholdForMaxFpr(positives: readonly number[], safe: readonly number[], maxFpr: number): number {
   const sortedSafe = [...safe].sort((a, b) => b - a)
   const allowed = Math.floor(maxFpr * sortedSafe.length + 1e-9)
-  if (allowed >= sortedSafe.length) return down4(Math.min(...positives, ...sortedSafe))
+  if (allowed >= sortedSafe.length) return down4(Math.min(minOf(positives), minOf(sortedSafe)))
   const keepOut = sortedSafe[allowed]
   const above = [...positives, ...sortedSafe].filter((s) => s > keepOut)
   if (above.length === 0) return up4(keepOut + 0.0001)
-  const t = up4((keepOut + Math.min(...above)) / 2)
+  const t = up4((keepOut + minOf(above)) / 2)
   return t > keepOut ? t : up4(keepOut + 0.0001)
 }
 
@@ -98,6 +101,7 @@ export function thresholdForMinRecall(positives: readonly number[], others: read
   const lowest = sorted[Math.min(needed, sorted.length) - 1]
   const below = [...positives, ...others].filter((s) => s < lowest)
   if (below.length === 0) return down4(lowest)
-  const t = down4((lowest + Math.max(...below)) / 2)
-  return t > Math.max(...below) ? t : down4(lowest)
+  const highestBelow = maxOf(below)
+  const t = down4((lowest + highestBelow) / 2)
+  return t > highestBelow ? t : down4(lowest)
 }
