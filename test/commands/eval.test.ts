@@ -112,13 +112,13 @@ test('a second eval on the same images runs no image encoder (features and promp
   const cacheEnv = {MOD_MODEL_DIR: model, MOD_CACHE_DIR: join(dir.path, 'cache-2')}
   const first = await runCli(['eval', clean, '--config', policy, '--json'], {env: cacheEnv})
   assert.is(first.code, 0, first.stderr)
-  assert.is(JSON.parse(first.stdout).encoder_runs, 9)
+  assert.is(JSON.parse(first.stdout).images_embedded, 9)
   // A broken image encoder: any attempt to load it would fail the run.
   writeFileSync(join(model, 'onnx', 'vision_model.onnx'), 'not an onnx file')
   const second = await runCli(['eval', clean, '--config', policy, '--json'], {env: cacheEnv})
   assert.is(second.code, 0, second.stderr)
   const json = JSON.parse(second.stdout)
-  assert.is(json.encoder_runs, 0)
+  assert.is(json.images_embedded, 0)
   assert.equal(json.metrics, JSON.parse(first.stdout).metrics)
   // New content does need the encoder, and here it is broken.
   await writeImages(clean, 'safe', BLUE, 1, 'new', 9)

@@ -1,7 +1,7 @@
 /**
  * The features of every image of a dataset, in dataset order: from the feature cache when the same content
- * was seen with the same model, else from the FeatureSource (and then cached). A few images are read and
- * hashed ahead while one is embedded. Files that cannot be read or decoded are yielded as errors.
+ * was seen with the same model, else from the FeatureSource (and then cached). Up to AHEAD images are in
+ * flight at once, yielded in order. Files that cannot be read or decoded are yielded as errors.
  */
 import {createHash} from 'node:crypto'
 
@@ -29,20 +29,11 @@ export interface CollectOptions {
 
 /** Errors that belong to one file: it is reported and the run goes on. */
 const ITEM_ERRORS = new Set(['unreadable_image', 'unsupported_media', 'payload_too_large'])
-const AHEAD = 4
+/** Images in flight: read, hashed, decoded and handed to the source together, so it can batch them. */
+const AHEAD = 16
 
 export function sha256Hex(data: Buffer): string {
   return createHash('sha256').update(data).digest('hex')
-}
-
-/** Runs one task at a time: the image encoder is busy enough with one image. */
-function serial(): <T>(task: () => Promise<T>) => Promise<T> {
-  let last: Promise<unknown> = Promise.resolve()
-  return (task) => {
-    const run = last.then(task)
-    last = run.catch(() => undefined)
-    return run
-  }
 }
 
 async function featuresOf(
@@ -50,13 +41,12 @@ async function featuresOf(
   source: FeatureSource,
   cache: FeatureCache,
   maxBytes: number,
-  exclusive: ReturnType<typeof serial>,
 ): Promise<Sample> {
   const data = await readDatasetFile(item.path, maxBytes)
   const sha256 = sha256Hex(data)
   let features = await cache.get(sha256)
   if (features === undefined || features.embedding.length !== source.embeddingSize) {
-    features = await exclusive(() => source.extract(data))
+    features = await source.extract(data)
     await cache.put(sha256, features)
   }
   return {source: item.source, labels: item.labels, sha256, features}
@@ -72,8 +62,6 @@ export async function* collectFeatures(
   const window: {item: DatasetItem; result: Promise<Sample | {err: unknown}>}[] = []
   let done = 0
   let exhausted = false
-  // Reading, hashing and cache look-ups of the next files overlap the embedding of one.
-  const exclusive = serial()
   const fill = async () => {
     while (!exhausted && window.length < AHEAD) {
       const next = await items.next()
@@ -82,7 +70,7 @@ export async function* collectFeatures(
         break
       }
       const item = next.value
-      const result = featuresOf(item, source, cache, options.maxBytes, exclusive).catch((err: unknown) => ({err}))
+      const result = featuresOf(item, source, cache, options.maxBytes).catch((err: unknown) => ({err}))
       window.push({item, result})
     }
   }

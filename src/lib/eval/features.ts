@@ -68,9 +68,40 @@ export interface ModelOptions {
 /** A FeatureSource plus what the label scorer needs from the same model (its text encoder). */
 export interface ClipFeatureSource extends FeatureSource {
   readonly manifest: Manifest
-  /** Counts image-encoder runs (one per extracted image). */
-  readonly encoderRuns: () => number
+  /** Images embedded by the image encoder so far (0 when every image came from the cache). */
+  readonly imagesEmbedded: () => number
   promptEmbeddings(texts: string[]): Promise<Map<string, Float32Array>>
+}
+
+/** Images per image-encoder run, as the engine batches them. */
+const BATCH = 8
+
+/**
+ * Embeds tensors in batches: a call made while a batch runs waits and joins the next one, so concurrent
+ * extract() calls share encoder runs without any of them waiting for a batch to fill.
+ */
+function batcher(embed: (tensors: Float32Array[]) => Promise<Float32Array[]>): (tensor: Float32Array) => Promise<Float32Array> {
+  let pending: {tensor: Float32Array; done: (e: Float32Array) => void; fail: (e: unknown) => void}[] = []
+  let busy = false
+  const pump = async () => {
+    if (busy || pending.length === 0) return
+    busy = true
+    const batch = pending.slice(0, BATCH)
+    pending = pending.slice(BATCH)
+    try {
+      const out = await embed(batch.map((b) => b.tensor))
+      batch.forEach((b, i) => b.done(out[i]))
+    } catch (e) {
+      for (const b of batch) b.fail(e)
+    }
+    busy = false
+    void pump()
+  }
+  return (tensor) =>
+    new Promise((done, fail) => {
+      pending.push({tensor, done, fail})
+      void pump()
+    })
 }
 
 /**
@@ -87,19 +118,25 @@ export async function openClipFeatures(o: ModelOptions): Promise<ClipFeatureSour
     clipP.catch(() => (clipP = undefined))
     return clipP
   }
+  const embed = batcher(async (tensors) => {
+    const model = await clip()
+    const size = tensors[0].length
+    const batch = new Float32Array(size * tensors.length)
+    tensors.forEach((t, j) => batch.set(t, j * size))
+    const out = await model.embedImages(batch, tensors.length)
+    runs += tensors.length
+    return out
+  })
   return {
     manifest,
     key: `${modelKey}${o.trimBorders ? '' : '-untrimmed'}`,
     modelId: manifest.id,
     embeddingSize: manifest.embedding_size,
-    encoderRuns: () => runs,
+    imagesEmbedded: () => runs,
     async extract(data) {
       const [first] = await decodeImage(data, o.limits)
       const tensor = await preprocess(o.trimBorders ? trimBorders(first) : first, manifest.preprocess)
-      const model = await clip()
-      runs++
-      const [embedding] = await model.embedImages(tensor, 1)
-      return {embedding, signals: {}}
+      return {embedding: await embed(tensor), signals: {}}
     },
     promptEmbeddings: (texts) =>
       embedPrompts(texts, {

@@ -49,8 +49,8 @@ export interface EvalReport {
   labels: LabelInfo[]
   metrics: EvalMetrics
   curves: Record<string, {pr: CurvePoint[]; histogram: Histogram}>
-  /** Image-encoder runs (0 when every image's features were cached). */
-  encoder_runs: number
+  /** Images run through the image encoder (0 when every image's features were cached). */
+  images_embedded: number
 }
 
 const knownLabels = (policy: Policy, head?: Head) => new Set([...policy.categories.map((c) => c.name), ...(head?.labels ?? []).map((l) => l.name)])
@@ -74,7 +74,7 @@ export async function evaluateDataset(o: RunOptions & {policy: Policy; headPath?
       labels: scorer.labels,
       metrics: computeMetrics(scored, thresholds),
       curves: Object.fromEntries(scorer.labels.map((l, i) => [l.name, {pr: prCurve(scored, l.name, i), histogram: histogram(scored, l.name, i)}])),
-      encoder_runs: run.source.encoderRuns(),
+      images_embedded: run.source.imagesEmbedded(),
     }
   } finally {
     await run.source.close()
@@ -84,7 +84,7 @@ export async function evaluateDataset(o: RunOptions & {policy: Policy; headPath?
 /** Fits each policy category's calibration and threshold (a head, if any, is not applied). */
 export async function calibrateDataset(
   o: RunOptions & {policy: Policy} & CalibrateOptions,
-): Promise<{report: CalibrationReport; errors: SampleError[]; unlisted: string[]; encoder_runs: number}> {
+): Promise<{report: CalibrationReport; errors: SampleError[]; unlisted: string[]; images_embedded: number}> {
   const run = await openRun(o, knownLabels(o.policy))
   try {
     const scorer = await createLabelScorer(run.source, o.policy)
@@ -92,7 +92,7 @@ export async function calibrateDataset(
     const samples: RawSample[] = []
     for await (const s of samplesOf(run, o, errors)) samples.push({sha256: s.sha256, truth: s.labels, raw: scorer.raw(s.features)})
     const report = calibrateCategories(samples, scorer.labels, o)
-    return {report, errors, unlisted: run.dataset.unlisted, encoder_runs: run.source.encoderRuns()}
+    return {report, errors, unlisted: run.dataset.unlisted, images_embedded: run.source.imagesEmbedded()}
   } finally {
     await run.source.close()
   }
