@@ -1,0 +1,71 @@
+import type {Config} from '../lib/config/load.js'
+import type {SampleError} from '../lib/eval/collect.js'
+import type {ModelOptions} from '../lib/eval/features.js'
+import type {Confusion} from '../lib/eval/metrics.js'
+import type {EvalReport} from '../lib/eval/run.js'
+import {resolveModelDir} from '../lib/model/presets.js'
+
+/** The model settings of eval, calibrate and head train, from the same flags and MOD_* variables as scan. */
+export function modelOptions(config: Config): ModelOptions {
+  const {settings} = config
+  return {
+    modelDir: resolveModelDir(settings, config.preset),
+    preset: config.preset,
+    precision: settings.precision,
+    threads: settings.threads,
+    cacheDir: settings.cacheDir,
+    limits: settings.limits,
+    trimBorders: config.policy.trim_borders,
+  }
+}
+
+export const pct = (x: number | null): string => (x === null ? 'n/a' : `${(x * 100).toFixed(1)}%`)
+
+/** Lines for files that could not be scored and images not used (they are left out of the figures). */
+export function errorLines(errors: readonly SampleError[], unlisted: readonly string[]): string[] {
+  return [
+    ...errors.map((e) => `skipped ${e.source}: ${e.error.code}: ${e.error.message}`),
+    ...unlisted.map((name) => `not used: ${name} is in the dataset folder itself but not listed in labels.csv`),
+  ]
+}
+
+function table(header: string[], rows: string[][]): string[] {
+  const widths = header.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c].length)))
+  const line = (cells: string[]) => cells.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  ')
+  return [line(header), ...rows.map(line)]
+}
+
+function confusionTable(c: Confusion): string[] {
+  const keep = c.columns.map((name, j) => c.rows.includes(name) || c.counts.some((row) => row[j] > 0))
+  const pick = <T>(cells: T[]) => cells.filter((_, j) => keep[j])
+  return table(['', ...pick(c.columns)], c.rows.map((row, i) => [row, ...pick(c.counts[i]).map(String)]))
+}
+
+/** The table output of mod eval. */
+export function formatEval(r: EvalReport): string {
+  const m = r.metrics
+  const out = [
+    `${r.dataset}: ${m.images} images (${m.safe_images} safe), model ${r.model}`,
+    `average recall:       ${pct(m.average_recall)}`,
+    `safe images flagged:  ${pct(m.safe_flagged)}`,
+    '',
+    ...table(
+      ['label', 'threshold', 'images', 'recall', 'precision', 'safe flagged'],
+      m.labels.map((l) => [l.name, String(l.threshold), String(l.positives), pct(l.recall), pct(l.precision), pct(l.safe_fpr)]),
+    ),
+    '',
+    'confusion (rows: images of a label; columns: flagged as; columns of zeros left out):',
+    ...confusionTable(m.confusion),
+    '',
+    'threshold sweep (recall / safe flagged) for labels with images:',
+  ]
+  const present = m.labels.filter((l) => l.positives > 0).map((l) => l.name)
+  const thresholds = m.sweep[present[0]]?.map((p) => p.threshold) ?? []
+  out.push(
+    ...table(
+      ['threshold', ...present],
+      thresholds.map((t, k) => [t.toFixed(2), ...present.map((name) => `${pct(m.sweep[name][k].recall)} / ${pct(m.sweep[name][k].safe_fpr)}`)]),
+    ),
+  )
+  return out.join('\n')
+}

@@ -1,0 +1,83 @@
+import {writeFile} from 'node:fs/promises'
+
+import {Args, Flags} from '@oclif/core'
+
+import {startCountProgress} from '../cli/count-progress.js'
+import {errorLines, modelOptions, pct} from '../cli/dataset-run.js'
+import {ModCommand} from '../cli/base-command.js'
+import {EXIT_ERROR} from '../cli/errors.js'
+import {modelFlags} from '../cli/flags.js'
+import {loadConfig} from '../lib/config/load.js'
+import {calibrationComments, writeCalibratedPolicy, type CalibrationTarget} from '../lib/eval/calibrate-policy.js'
+import {calibrateDataset} from '../lib/eval/run.js'
+import {readPolicyText} from '../lib/policy/load.js'
+
+const {head: _head, ...flagsWithoutHead} = modelFlags
+
+export default class Calibrate extends ModCommand {
+  static override description = `Fit each policy category's calibration and threshold on a labelled image folder.
+
+The dataset layout is the one of mod eval. The images are split by content hash (--holdout, --seed): on the
+training part each category with images gets a calibration (score = sigmoid(scale * raw + bias), a logistic
+regression on its raw margin, classes weighed equally) and the lowest threshold that flags at most --max-fpr of
+the safe images (or the highest that keeps --min-recall of its images). The policy file in use (--config or
+the one found) is written back with these values and its comments kept, the held-out figures as comments;
+categories without images are left as they are. A trained head is not applied.
+Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
+
+  static override examples = [
+    '<%= config.bin %> calibrate ./dataset --config policy.yaml --out tuned.yaml',
+    '<%= config.bin %> calibrate ./dataset --min-recall 0.9 > tuned.yaml',
+  ]
+
+  static override args = {
+    dataset: Args.string({description: 'dataset folder (one subfolder per label, and safe/)', required: true}),
+  }
+
+  static override flags = {
+    'max-fpr': Flags.string({description: 'Target: at most this share of safe images flagged per category (default 0.05).', exclusive: ['min-recall']}),
+    'min-recall': Flags.string({description: 'Target: at least this share of each category\'s images flagged.', exclusive: ['max-fpr']}),
+    holdout: Flags.string({description: 'Share of images held out to measure the result.', default: '0.3'}),
+    seed: Flags.integer({description: 'Seed of the held-out split.', default: 1}),
+    out: Flags.string({description: 'Write the policy YAML here instead of stdout.'}),
+    ...flagsWithoutHead,
+  }
+
+  async run(): Promise<void> {
+    const {args, flags} = await this.parse(Calibrate)
+    const share = (name: string, value: string | undefined, fallback: number, open = false): number => {
+      const n = value === undefined ? fallback : Number(value)
+      if (!Number.isFinite(n) || n < 0 || n > 1 || (open && (n === 0 || n === 1))) this.error(`--${name} must be a number from 0 to 1${open ? ' (not 0 or 1)' : ''}`, {exit: EXIT_ERROR})
+      return n
+    }
+    const target: CalibrationTarget =
+      flags['min-recall'] === undefined ? {maxFpr: share('max-fpr', flags['max-fpr'], 0.05)} : {minRecall: share('min-recall', flags['min-recall'], 0.9)}
+    const holdout = share('holdout', flags.holdout, 0.3, true)
+    const progress = startCountProgress('Scoring')
+    try {
+      const config = await loadConfig(flags, process.env)
+      const {report, errors, unlisted} = await calibrateDataset({
+        dataset: args.dataset,
+        model: modelOptions(config),
+        policy: config.policy,
+        target,
+        holdout,
+        seed: flags.seed,
+        onProgress: (done, total) => progress.update(done, total),
+      })
+      await progress.finish()
+      for (const line of errorLines(errors, unlisted)) this.logToStderr(line)
+      const original = config.policyPath ? await readPolicyText(config.policyPath) : undefined
+      const yaml = writeCalibratedPolicy(original, report, calibrationComments(report, args.dataset))
+      if (flags.out) await writeFile(flags.out, yaml)
+      else process.stdout.write(yaml)
+      for (const c of report.categories.filter((c) => c.fitted || c.train.positives + c.after.positives > 0)) {
+        this.logToStderr(
+          `${c.name}: ${c.fitted ? `threshold ${c.threshold}, scale ${c.calibration.scale}, bias ${c.calibration.bias}` : c.note}; held-out recall ${pct(c.before.recall)} -> ${pct(c.after.recall)}, safe flagged ${pct(c.before.safe_fpr)} -> ${pct(c.after.safe_fpr)}`,
+        )
+      }
+    } finally {
+      await progress.finish()
+    }
+  }
+}

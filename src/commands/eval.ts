@@ -1,0 +1,63 @@
+import {writeFile} from 'node:fs/promises'
+
+import {Args, Flags} from '@oclif/core'
+
+import {startCountProgress} from '../cli/count-progress.js'
+import {errorLines, formatEval, modelOptions} from '../cli/dataset-run.js'
+import {ModCommand} from '../cli/base-command.js'
+import {modelFlags} from '../cli/flags.js'
+import {loadConfig} from '../lib/config/load.js'
+import {loadChartJs, renderReport} from '../lib/eval/report.js'
+import {evaluateDataset} from '../lib/eval/run.js'
+
+export default class Eval extends ModCommand {
+  static override description = `Measure the active policy (and head) on a labelled image folder.
+
+The folder holds one subfolder per label (a category of the policy or a head label) and safe/ for images that
+should get no label; labels.csv (file,labels with labels separated by ";") lists images with several labels.
+Prints per label recall, precision and the share of safe images it flags, the average recall over labels,
+the share of safe images flagged by any label, a confusion table and a threshold sweep.
+Features are cached per model and file content under MOD_CACHE_DIR/features, so a second run on the same
+images runs no image encoder. Files that cannot be read are reported on stderr and left out.
+Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
+
+  static override examples = [
+    '<%= config.bin %> eval ./dataset --config policy.yaml',
+    '<%= config.bin %> eval ./dataset --json > metrics.json',
+    '<%= config.bin %> eval ./dataset --report report.html',
+  ]
+
+  static override args = {
+    dataset: Args.string({description: 'dataset folder (one subfolder per label, and safe/)', required: true}),
+  }
+
+  static override flags = {
+    json: Flags.boolean({description: 'Print the metrics as JSON on stdout.'}),
+    report: Flags.string({description: 'Also write a self-contained HTML report (precision-recall curves, score histograms) to this file.'}),
+    ...modelFlags,
+  }
+
+  async run(): Promise<void> {
+    const {args, flags} = await this.parse(Eval)
+    const progress = startCountProgress('Scoring')
+    try {
+      const config = await loadConfig(flags, process.env)
+      const report = await evaluateDataset({
+        dataset: args.dataset,
+        model: modelOptions(config),
+        policy: config.policy,
+        headPath: config.settings.headPath,
+        onProgress: (done, total) => progress.update(done, total),
+      })
+      await progress.finish()
+      for (const line of errorLines(report.errors, report.unlisted)) this.logToStderr(line)
+      if (flags.report) await writeFile(flags.report, renderReport(report, await loadChartJs()))
+      if (flags.json) {
+        const {curves: _curves, ...rest} = report
+        this.log(JSON.stringify(rest, null, 2))
+      } else this.log(formatEval(report))
+    } finally {
+      await progress.finish()
+    }
+  }
+}

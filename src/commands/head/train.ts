@@ -1,0 +1,67 @@
+import {writeFile} from 'node:fs/promises'
+
+import {Args, Flags} from '@oclif/core'
+
+import {startCountProgress} from '../../cli/count-progress.js'
+import {errorLines, modelOptions, pct} from '../../cli/dataset-run.js'
+import {ModCommand} from '../../cli/base-command.js'
+import {EXIT_ERROR} from '../../cli/errors.js'
+import {modelFlags} from '../../cli/flags.js'
+import {loadConfig} from '../../lib/config/load.js'
+import {trainHeadOnDataset} from '../../lib/eval/run.js'
+import {DEFAULT_TRAIN_OPTIONS, headFileJson} from '../../lib/eval/train-head.js'
+
+const {head: _head, ...flagsWithoutHead} = modelFlags
+
+export default class HeadTrain extends ModCommand {
+  static override description = `Train a head (docs/head-format.md) on a labelled image folder.
+
+The dataset layout is the one of mod eval, but a label may have any name: a label that is a policy category
+is blended with it, any other is added. One logistic regression per label on the image embeddings (classes
+weighed equally, L2 penalty), stopped when the loss on the held-out images (--holdout, split by content
+hash) stops improving; the held-out figures at threshold 0.5 are printed. Use the file with --head or MOD_HEAD.
+Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
+
+  static override examples = ['<%= config.bin %> head train ./dataset --out head.json', '<%= config.bin %> scan ./photos --head head.json']
+
+  static override args = {
+    dataset: Args.string({description: 'dataset folder (one subfolder per label, and safe/)', required: true}),
+  }
+
+  static override flags = {
+    out: Flags.string({description: 'Head file to write.', required: true}),
+    holdout: Flags.string({description: 'Share of images held out for early stopping and the printed figures.', default: String(DEFAULT_TRAIN_OPTIONS.holdout)}),
+    seed: Flags.integer({description: 'Seed of the held-out split.', default: DEFAULT_TRAIN_OPTIONS.seed}),
+    l2: Flags.string({description: 'L2 penalty on the weights.', default: String(DEFAULT_TRAIN_OPTIONS.l2)}),
+    'max-epochs': Flags.integer({description: 'Most passes over the training images.', default: DEFAULT_TRAIN_OPTIONS.maxEpochs, min: 1}),
+    ...flagsWithoutHead,
+  }
+
+  async run(): Promise<void> {
+    const {args, flags} = await this.parse(HeadTrain)
+    const holdout = Number(flags.holdout)
+    const l2 = Number(flags.l2)
+    if (!(holdout > 0 && holdout < 1)) this.error('--holdout must be a number between 0 and 1', {exit: EXIT_ERROR})
+    if (!(l2 >= 0 && Number.isFinite(l2))) this.error('--l2 must be a number >= 0', {exit: EXIT_ERROR})
+    const progress = startCountProgress('Embedding')
+    try {
+      const config = await loadConfig(flags, process.env)
+      const {head, errors, model, dataset} = await trainHeadOnDataset({
+        dataset: args.dataset,
+        model: modelOptions(config),
+        train: {...DEFAULT_TRAIN_OPTIONS, holdout, seed: flags.seed, l2, maxEpochs: flags['max-epochs']},
+        onProgress: (done, total) => progress.update(done, total),
+      })
+      await progress.finish()
+      for (const line of errorLines(errors, dataset.unlisted)) this.logToStderr(line)
+      const description = `trained by mod head train on ${dataset.images} images of ${args.dataset} (${head.train_images} for training, ${head.heldout_images} held out)`
+      await writeFile(flags.out, headFileJson(head, model, description))
+      this.log(`${flags.out}: ${head.labels.length} labels for model ${model.id}; held-out figures at threshold 0.5:`)
+      for (const l of head.labels) {
+        this.log(`  ${l.name}: recall ${pct(l.heldout.recall)}, precision ${pct(l.heldout.precision)}, safe flagged ${pct(l.heldout.safe_fpr)} (${l.heldout.positives} held-out images, ${l.epochs} epochs)`)
+      }
+    } finally {
+      await progress.finish()
+    }
+  }
+}

@@ -1,0 +1,239 @@
+/**
+ * A labelled image folder for eval, calibrate and head train:
+ *
+ *   dataset/
+ *     safe/            images that should get no label
+ *     weapons/         one folder per label: a category of the policy, a head label, or (head train) a new one
+ *     redness/         subfolders are walked too
+ *     labels.csv       optional: images with several labels (or to relabel an image that sits in a folder)
+ *
+ * labels.csv has a header line `file,labels`, then one image per line: its path relative to the dataset
+ * folder and its labels separated by ";" (empty, or `safe`, for none), e.g. `multi/a.jpg,weapons;gore`.
+ * A file quoted with double quotes may hold commas. A listed image takes exactly the labels of its line
+ * wherever it is; images right in the dataset folder (not in a subfolder) are used only when listed.
+ *
+ * openDataset checks the layout first (unknown labels, empty folders, missing listed files) and then walks
+ * the folders again lazily in items(), so a large dataset is never held in memory (labels.csv is, as text).
+ */
+import {open, opendir, stat} from 'node:fs/promises'
+import {extname, join, relative, sep} from 'node:path'
+
+import {ModError} from '../errors.js'
+import {IMAGE_EXTENSIONS} from '../image/formats.js'
+import {CATEGORY_NAME_PATTERN} from '../policy/schema.js'
+
+export const SAFE_FOLDER = 'safe'
+export const LABELS_FILE = 'labels.csv'
+const MAX_LABELS_FILE_BYTES = 64 * 1024 * 1024
+
+export interface DatasetItem {
+  /** Path relative to the dataset folder, with "/" separators. */
+  source: string
+  path: string
+  /** The image's labels; empty for a safe image. */
+  labels: string[]
+}
+
+export interface Dataset {
+  root: string
+  /** Every label used, sorted (without safe). */
+  labels: string[]
+  /** Images per label, and `safe` for images with none. */
+  counts: Record<string, number>
+  images: number
+  /** Images right in the dataset folder that labels.csv does not list (not used). */
+  unlisted: string[]
+  items(): AsyncGenerator<DatasetItem>
+}
+
+export interface DatasetOptions {
+  /** The labels that can be scored (policy categories and head labels); any other is an error. Unset: any name. */
+  known?: ReadonlySet<string>
+}
+
+function invalid(root: string, problems: string[]): ModError {
+  return new ModError('invalid_config', `dataset ${root}:\n${problems.map((p) => `  ${p}`).join('\n')}`, {problems})
+}
+
+const isImage = (name: string) => IMAGE_EXTENSIONS.has(extname(name).toLowerCase())
+const toSource = (root: string, path: string) => relative(root, path).split(sep).join('/')
+
+async function* walk(dir: string): AsyncGenerator<string> {
+  const entries = []
+  for await (const entry of await opendir(dir)) entries.push({name: entry.name, dir: entry.isDirectory(), file: entry.isFile()})
+  entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  for (const entry of entries) {
+    const p = join(dir, entry.name)
+    if (entry.dir) yield* walk(p)
+    else if (entry.file && isImage(entry.name)) yield p
+  }
+}
+
+/** One CSV field list, with double-quoted fields ("" is a quote inside one). */
+function splitCsvLine(line: string): string[] {
+  const fields: string[] = []
+  let field = ''
+  let quoted = false
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i]
+    if (quoted) {
+      if (c === '"' && line[i + 1] === '"') {
+        field += '"'
+        i++
+      } else if (c === '"') quoted = false
+      else field += c
+    } else if (c === '"') quoted = true
+    else if (c === ',') {
+      fields.push(field)
+      field = ''
+    } else field += c
+  }
+  fields.push(field)
+  return fields.map((f) => f.trim())
+}
+
+/** labels.csv → source → labels; every problem is reported at once. */
+export function parseLabelsCsv(text: string, problems: string[]): Map<string, string[]> {
+  const listed = new Map<string, string[]>()
+  const lines = text.replace(/^\uFEFF/, '').split(/\r?\n/)
+  lines.forEach((line, i) => {
+    if (line.trim() === '' || (i === 0 && /^\s*"?file"?\s*,\s*"?labels"?\s*$/i.test(line))) return
+    const at = `${LABELS_FILE}:${i + 1}`
+    const fields = splitCsvLine(line)
+    if (fields.length > 2 || fields[0] === '') {
+      problems.push(`${at}: expected "file,labels" (labels separated by ";"), got ${JSON.stringify(line)}`)
+      return
+    }
+    const source = fields[0].replace(/\\/g, '/').replace(/^\.\//, '')
+    const labels = [...new Set((fields[1] ?? '').split(';').map((l) => l.trim()).filter((l) => l !== '' && l !== SAFE_FOLDER))]
+    if (listed.has(source)) problems.push(`${at}: ${source} is listed twice`)
+    listed.set(source, labels)
+  })
+  return listed
+}
+
+async function readLabelsCsv(root: string, problems: string[]): Promise<Map<string, string[]>> {
+  const path = join(root, LABELS_FILE)
+  let handle
+  try {
+    handle = await open(path, 'r')
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return new Map()
+    problems.push(`cannot read ${LABELS_FILE}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
+    return new Map()
+  }
+  try {
+    if ((await handle.stat()).size > MAX_LABELS_FILE_BYTES) {
+      problems.push(`${LABELS_FILE} is larger than ${MAX_LABELS_FILE_BYTES} bytes`)
+      return new Map()
+    }
+    return parseLabelsCsv(await handle.readFile('utf8'), problems)
+  } finally {
+    await handle.close()
+  }
+}
+
+/** Reads an image file of the dataset, refusing it by its size before reading it. */
+export async function readDatasetFile(path: string, maxBytes: number): Promise<Buffer> {
+  let handle
+  try {
+    handle = await open(path, 'r')
+  } catch (e) {
+    throw new ModError('unreadable_image', `cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? 'error'}`)
+  }
+  try {
+    const {size} = await handle.stat()
+    if (size > maxBytes) throw new ModError('payload_too_large', `${path} is larger than the ${maxBytes}-byte limit (MOD_MAX_BYTES)`)
+    return await handle.readFile()
+  } finally {
+    await handle.close()
+  }
+}
+
+/** Checks the dataset's layout and counts its images; items() then walks it lazily. */
+export async function openDataset(root: string, options: DatasetOptions = {}): Promise<Dataset> {
+  const info = await stat(root).catch(() => undefined)
+  if (!info?.isDirectory()) throw new ModError('invalid_config', `dataset ${root}: not a folder`)
+  const problems: string[] = []
+  const listed = await readLabelsCsv(root, problems)
+
+  const entries = []
+  for await (const entry of await opendir(root)) entries.push({name: entry.name, dir: entry.isDirectory(), file: entry.isFile()})
+  entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  const folders = entries.filter((e) => e.dir && !e.name.startsWith('.')).map((e) => e.name)
+  const rootImages = entries.filter((e) => e.file && isImage(e.name)).map((e) => e.name)
+
+  const counts: Record<string, number> = {[SAFE_FOLDER]: 0}
+  const count = (labels: string[]) => {
+    if (labels.length === 0) counts[SAFE_FOLDER]++
+    for (const l of labels) counts[l] = (counts[l] ?? 0) + 1
+  }
+  const found = new Set<string>()
+  let images = 0
+  for (const folder of folders) {
+    if (folder !== SAFE_FOLDER && !CATEGORY_NAME_PATTERN.test(folder)) {
+      problems.push(`${folder}/: a label folder's name may hold only letters, digits, "_", "-" and "." (at most 64)`)
+      continue
+    }
+    let inFolder = 0
+    for await (const path of walk(join(root, folder))) {
+      const source = toSource(root, path)
+      inFolder++
+      images++
+      const labels = listed.get(source)
+      if (labels) found.add(source)
+      count(labels ?? (folder === SAFE_FOLDER ? [] : [folder]))
+    }
+    if (inFolder === 0) problems.push(`${folder}/ holds no images (${[...IMAGE_EXTENSIONS].join(' ')})`)
+  }
+  const unlisted: string[] = []
+  for (const name of rootImages) {
+    const labels = listed.get(name)
+    if (labels === undefined) {
+      unlisted.push(name)
+      continue
+    }
+    found.add(name)
+    images++
+    count(labels)
+  }
+  for (const source of listed.keys()) {
+    if (!found.has(source)) problems.push(`${LABELS_FILE} lists ${source}, which is not an image in the dataset folder`)
+  }
+  if (!folders.includes(SAFE_FOLDER)) problems.push(`no ${SAFE_FOLDER}/ folder: the images that should get no label are needed`)
+
+  const labels = Object.keys(counts).filter((l) => l !== SAFE_FOLDER).sort()
+  for (const l of labels) {
+    if (!CATEGORY_NAME_PATTERN.test(l)) problems.push(`label "${l}" may hold only letters, digits, "_", "-" and "." (at most 64)`)
+  }
+  if (options.known) {
+    const unknown = labels.filter((l) => CATEGORY_NAME_PATTERN.test(l) && !options.known?.has(l))
+    if (unknown.length > 0) {
+      problems.push(
+        `unknown label${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}: not a category of the active policy or a label of the head (known: ${[...options.known].join(', ')})`,
+      )
+    }
+  }
+  if (labels.length === 0 && problems.length === 0) problems.push('no label folder: add one folder per label beside safe/')
+  if (problems.length > 0) throw invalid(root, problems)
+
+  return {
+    root,
+    labels,
+    counts,
+    images,
+    unlisted,
+    async *items() {
+      for (const folder of folders) {
+        for await (const path of walk(join(root, folder))) {
+          const source = toSource(root, path)
+          yield {source, path, labels: listed.get(source) ?? (folder === SAFE_FOLDER ? [] : [folder])}
+        }
+      }
+      for (const name of rootImages) {
+        const labels = listed.get(name)
+        if (labels) yield {source: name, path: join(root, name), labels}
+      }
+    },
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * Image features kept on disk, per model and file content, so that a second eval, calibrate or head train
+ * over the same images runs no image encoder:
+ *
+ *   <cacheDir>/features/<model key>/<sha256[0:2]>/<sha256>.bin
+ *
+ * A file is written to a temp name and renamed, so an interrupted run leaves no half file and two runs at
+ * once each write a whole file (the last rename wins; both hold the same features). A file that cannot be
+ * read back (truncated, another format version) counts as missing and is recomputed.
+ *
+ * Binary layout, little-endian: "MODF", u32 version (1), u32 embedding length, f32 embedding[],
+ * u32 signal count, then per signal: u16 name length, UTF-8 name, u32 value count, f32 values[].
+ */
+import {randomBytes} from 'node:crypto'
+import {mkdir, readFile, rename, rm, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import type {Features} from './features.js'
+
+const MAGIC = 'MODF'
+const VERSION = 1
+
+export interface FeatureCache {
+  readonly dir: string
+  get(sha256: string): Promise<Features | undefined>
+  put(sha256: string, features: Features): Promise<void>
+}
+
+/** A model key as one folder name: characters a path cannot hold become "_". */
+export function featureCacheDir(cacheDir: string, modelKey: string): string {
+  return join(cacheDir, 'features', modelKey.replace(/[^\w.-]/g, '_'))
+}
+
+export function encodeFeatures(f: Features): Buffer {
+  const names = Object.keys(f.signals).sort()
+  const nameBytes = names.map((n) => Buffer.from(n, 'utf8'))
+  let size = 4 + 4 + 4 + f.embedding.length * 4 + 4
+  names.forEach((n, i) => (size += 2 + nameBytes[i].length + 4 + f.signals[n].length * 4))
+  const out = Buffer.alloc(size)
+  let at = out.write(MAGIC, 0, 'latin1')
+  at = out.writeUInt32LE(VERSION, at)
+  const floats = (v: Float32Array) => {
+    at = out.writeUInt32LE(v.length, at)
+    for (const x of v) at = out.writeFloatLE(x, at)
+  }
+  floats(f.embedding)
+  at = out.writeUInt32LE(names.length, at)
+  names.forEach((n, i) => {
+    at = out.writeUInt16LE(nameBytes[i].length, at)
+    at += nameBytes[i].copy(out, at)
+    floats(f.signals[n])
+  })
+  return out
+}
+
+/** The features of a cache file, or undefined when it is not a whole file of this version. */
+export function decodeFeatures(b: Buffer): Features | undefined {
+  let at = 0
+  const need = (n: number) => at + n <= b.length
+  const floats = (): Float32Array | undefined => {
+    if (!need(4)) return undefined
+    const n = b.readUInt32LE(at)
+    at += 4
+    if (!need(n * 4)) return undefined
+    const v = new Float32Array(n)
+    for (let i = 0; i < n; i++, at += 4) v[i] = b.readFloatLE(at)
+    return v
+  }
+  if (!need(8) || b.toString('latin1', 0, 4) !== MAGIC || b.readUInt32LE(4) !== VERSION) return undefined
+  at = 8
+  const embedding = floats()
+  if (embedding === undefined || !need(4)) return undefined
+  const count = b.readUInt32LE(at)
+  at += 4
+  const signals: Record<string, Float32Array> = {}
+  for (let i = 0; i < count; i++) {
+    if (!need(2)) return undefined
+    const len = b.readUInt16LE(at)
+    at += 2
+    if (!need(len)) return undefined
+    const name = b.toString('utf8', at, at + len)
+    at += len
+    const values = floats()
+    if (values === undefined) return undefined
+    signals[name] = values
+  }
+  return at === b.length ? {embedding, signals} : undefined
+}
+
+export function openFeatureCache(cacheDir: string, modelKey: string): FeatureCache {
+  const dir = featureCacheDir(cacheDir, modelKey)
+  const pathOf = (sha: string) => join(dir, sha.slice(0, 2), `${sha}.bin`)
+  return {
+    dir,
+    async get(sha) {
+      try {
+        return decodeFeatures(await readFile(pathOf(sha)))
+      } catch {
+        return undefined
+      }
+    },
+    async put(sha, features) {
+      const path = pathOf(sha)
+      const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`
+      try {
+        await mkdir(join(path, '..'), {recursive: true})
+        await writeFile(tmp, encodeFeatures(features))
+        await rename(tmp, path)
+      } catch {
+        // The cache only saves time: an unwritable cache folder must not stop the run.
+        await rm(tmp, {force: true}).catch(() => undefined)
+      }
+    },
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * The three dataset runs (eval, calibrate, head train) from a dataset folder and the model settings: open
+ * the dataset (its layout is checked before any model loads), stream its features through the cache, and
+ * hand the numbers to metrics, calibration or training.
+ */
+import type {Policy} from '../policy/types.js'
+import {loadHead, type Head} from '../scoring/head.js'
+import {calibrateCategories, type CalibrateOptions, type CalibrationReport, type RawSample} from './calibrate-policy.js'
+import {collectFeatures, isSampleError, type SampleError} from './collect.js'
+import {openDataset, type Dataset} from './dataset.js'
+import {openFeatureCache, type FeatureCache} from './feature-cache.js'
+import {createLabelScorer, openClipFeatures, type ClipFeatureSource, type LabelInfo, type ModelOptions} from './features.js'
+import {computeMetrics, histogram, prCurve, type CurvePoint, type EvalMetrics, type Histogram, type ScoredSample} from './metrics.js'
+import {trainHead, type EmbeddingSample, type TrainedHead, type TrainOptions} from './train-head.js'
+
+export interface RunOptions {
+  dataset: string
+  model: ModelOptions
+  /** Called after each image with the number done and the total. */
+  onProgress?: (done: number, total: number) => void
+}
+
+export interface DatasetRun {
+  dataset: Dataset
+  source: ClipFeatureSource
+  cache: FeatureCache
+}
+
+async function openRun(o: RunOptions, known?: ReadonlySet<string>): Promise<DatasetRun> {
+  const dataset = await openDataset(o.dataset, {known})
+  const source = await openClipFeatures(o.model)
+  return {dataset, source, cache: openFeatureCache(o.model.cacheDir, source.key)}
+}
+
+async function* samplesOf(run: DatasetRun, o: RunOptions, errors: SampleError[]) {
+  for await (const s of collectFeatures(run.dataset, run.source, run.cache, {maxBytes: o.model.limits.maxBytes, onProgress: o.onProgress})) {
+    if (isSampleError(s)) errors.push(s)
+    else yield s
+  }
+}
+
+export interface EvalReport {
+  dataset: string
+  model: string
+  images: number
+  errors: SampleError[]
+  /** Images right in the dataset folder that labels.csv does not list: not used. */
+  unlisted: string[]
+  labels: LabelInfo[]
+  metrics: EvalMetrics
+  curves: Record<string, {pr: CurvePoint[]; histogram: Histogram}>
+  /** Images run through the image encoder (0 when every image's features were cached). */
+  images_embedded: number
+}
+
+const knownLabels = (policy: Policy, head?: Head) => new Set([...policy.categories.map((c) => c.name), ...(head?.labels ?? []).map((l) => l.name)])
+
+/** Scores every image as scan would and measures the result against the folders' labels. */
+export async function evaluateDataset(o: RunOptions & {policy: Policy; headPath?: string}): Promise<EvalReport> {
+  const head = o.headPath ? await loadHead(o.headPath) : undefined
+  const run = await openRun(o, knownLabels(o.policy, head))
+  try {
+    const scorer = await createLabelScorer(run.source, o.policy, head)
+    const errors: SampleError[] = []
+    const scored: ScoredSample[] = []
+    for await (const s of samplesOf(run, o, errors)) scored.push({truth: s.labels, scores: scorer.score(s.features)})
+    const thresholds = scorer.labels.map((l) => ({name: l.name, threshold: l.threshold}))
+    return {
+      dataset: o.dataset,
+      model: run.source.modelId,
+      images: run.dataset.images,
+      errors,
+      unlisted: run.dataset.unlisted,
+      labels: scorer.labels,
+      metrics: computeMetrics(scored, thresholds),
+      curves: Object.fromEntries(scorer.labels.map((l, i) => [l.name, {pr: prCurve(scored, l.name, i), histogram: histogram(scored, l.name, i)}])),
+      images_embedded: run.source.imagesEmbedded(),
+    }
+  } finally {
+    await run.source.close()
+  }
+}
+
+/** Fits each policy category's calibration and threshold (a head, if any, is not applied). */
+export async function calibrateDataset(
+  o: RunOptions & {policy: Policy} & CalibrateOptions,
+): Promise<{report: CalibrationReport; errors: SampleError[]; unlisted: string[]; images_embedded: number}> {
+  const run = await openRun(o, knownLabels(o.policy))
+  try {
+    const scorer = await createLabelScorer(run.source, o.policy)
+    const errors: SampleError[] = []
+    const samples: RawSample[] = []
+    for await (const s of samplesOf(run, o, errors)) samples.push({sha256: s.sha256, truth: s.labels, raw: scorer.raw(s.features)})
+    const report = calibrateCategories(samples, scorer.labels, o)
+    return {report, errors, unlisted: run.dataset.unlisted, images_embedded: run.source.imagesEmbedded()}
+  } finally {
+    await run.source.close()
+  }
+}
+
+/** Trains a head on every label of the dataset (any name: policy categories are blended with, others added). */
+export async function trainHeadOnDataset(
+  o: RunOptions & {train: TrainOptions},
+): Promise<{head: TrainedHead; errors: SampleError[]; model: {id: string; embeddingSize: number}; dataset: Dataset}> {
+  const run = await openRun(o)
+  try {
+    const errors: SampleError[] = []
+    const samples: EmbeddingSample[] = []
+    for await (const s of samplesOf(run, o, errors)) samples.push({sha256: s.sha256, truth: s.labels, embedding: s.features.embedding})
+    return {
+      head: trainHead(samples, run.dataset.labels, o.train),
+      errors,
+      model: {id: run.source.modelId, embeddingSize: run.source.embeddingSize},
+      dataset: run.dataset,
+    }
+  } finally {
+    await run.source.close()
+  }
+}

@@ -1,0 +1,85 @@
+import {readFileSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+import {parse} from 'yaml'
+
+import {runCli, tempDir, TOY_MODEL} from '../helpers/cli.js'
+import {noisyPng, writeImages} from '../helpers/dataset.js'
+
+const dir = tempDir()
+const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
+// On the toy model, a pale cyan (red channel a little under CLIP's mean) has a raw redness margin near -16;
+// a deep cyan, near -70. Both round to a score of 0 with the uncalibrated custom category: the default
+// threshold misses every pale image.
+const PALE: [number, number, number] = [110, 160, 170]
+const DEEP: [number, number, number] = [0, 200, 200]
+let policy = ''
+let dataset = ''
+
+test.before(async () => {
+  policy = join(dir.path, 'policy.yaml')
+  writeFileSync(policy, '# my policy\ncategories:\n  redness:\n    prompts: ["red"]   # the toy model sees colours\n  tobacco:\n    enabled: false\n')
+  dataset = join(dir.path, 'dataset')
+  await writeImages(dataset, 'redness', PALE, 24, 'pale')
+  await writeImages(dataset, 'safe', DEEP, 24, 'deep', 1)
+})
+
+test.after(() => dir.remove())
+
+test('the default threshold misses the pale images', async () => {
+  const r = await runCli(['eval', dataset, '--config', policy, '--json'], {env})
+  assert.is(r.code, 0, r.stderr)
+  const redness = JSON.parse(r.stdout).metrics.labels.find((l: {name: string}) => l.name === 'redness')
+  assert.is(redness.recall, 0)
+})
+
+test('calibrate writes a valid policy whose threshold catches them with no safe image flagged', async () => {
+  const tuned = join(dir.path, 'tuned.yaml')
+  const r = await runCli(['calibrate', dataset, '--config', policy, '--max-fpr', '0.05', '--out', tuned], {env})
+  assert.is(r.code, 0, r.stderr)
+  assert.is(r.stdout, '')
+  const text = readFileSync(tuned, 'utf8')
+  // The file keeps what the user wrote and says how it was fitted.
+  assert.match(text, '# my policy')
+  assert.match(text, '# the toy model sees colours')
+  assert.match(text, /^# Calibrated by mod calibrate on .*dataset: at most 5\.0% of safe images flagged per category\./m)
+  assert.match(text, /# held-out recall 100\.0%, precision 100\.0%, safe flagged 0\.0%/)
+  const file = parse(text)
+  assert.equal(file.categories.tobacco, {enabled: false})
+  const {threshold, calibration} = file.categories.redness
+  assert.ok(calibration.scale > 0 && threshold > 0 && threshold < 1, JSON.stringify(file.categories.redness))
+
+  const valid = await runCli(['policy', 'validate', tuned])
+  assert.is(valid.code, 0, valid.stderr)
+
+  const after = await runCli(['eval', dataset, '--config', tuned, '--json'], {env})
+  const redness = JSON.parse(after.stdout).metrics.labels.find((l: {name: string}) => l.name === 'redness')
+  assert.equal([redness.recall, redness.safe_fpr], [1, 0])
+
+  const pale = join(dir.path, 'pale.png')
+  const deep = join(dir.path, 'deep.png')
+  writeFileSync(pale, await noisyPng(...PALE, 999))
+  writeFileSync(deep, await noisyPng(...DEEP, 998))
+  assert.is((await runCli(['scan', pale, '--config', tuned], {env})).code, 1)
+  assert.is((await runCli(['scan', deep, '--config', tuned], {env})).code, 0)
+})
+
+test('--min-recall and stdout output; the split is seeded and reported', async () => {
+  const r = await runCli(['calibrate', dataset, '--config', policy, '--min-recall', '0.9', '--seed', '7', '--holdout', '0.25'], {env})
+  assert.is(r.code, 0, r.stderr)
+  assert.match(r.stdout, '# Calibrated by mod calibrate on')
+  assert.match(r.stdout, 'recall at least 90.0% per category')
+  assert.match(r.stdout, '(holdout 0.25, seed 7)')
+  assert.ok(parse(r.stdout).categories.redness.threshold > 0)
+  assert.match(r.stderr, /redness: threshold [\d.]+, scale/)
+})
+
+test('bad targets are usage errors', async () => {
+  const r = await runCli(['calibrate', dataset, '--config', policy, '--max-fpr', '2'], {env})
+  assert.is(r.code, 2)
+  assert.match(r.stderr, '--max-fpr must be a number from 0 to 1')
+})
+
+test.run()

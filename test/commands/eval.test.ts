@@ -1,0 +1,165 @@
+import {cpSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {pathToFileURL} from 'node:url'
+
+import {chromium} from 'playwright-core'
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {runCli, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {writeImages} from '../helpers/dataset.js'
+
+const dir = tempDir()
+const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
+const RED: [number, number, number] = [240, 20, 20]
+const BLUE: [number, number, number] = [20, 20, 240]
+let policy = ''
+let clean = ''
+let mixed = ''
+
+interface LabelRow {
+  name: string
+  positives: number
+  true_positives: number
+  false_positives: number
+  recall: number | null
+  precision: number | null
+  safe_fpr: number | null
+}
+
+const row = (json: {metrics: {labels: LabelRow[]}}, name: string) => json.metrics.labels.find((l) => l.name === name) as LabelRow
+
+test.before(async () => {
+  policy = writeRednessPolicy(dir.path)
+  clean = join(dir.path, 'clean')
+  await writeImages(clean, 'redness', RED, 4, 'red')
+  await writeImages(clean, 'safe', BLUE, 5, 'blue', 1)
+  // Mixed: 3 red + 1 blue image labelled redness; 4 blue + 2 red safe images; one red image labelled in
+  // labels.csv as redness and weapons; one broken file.
+  mixed = join(dir.path, 'mixed')
+  await writeImages(mixed, 'redness', RED, 3, 'red', 2)
+  await writeImages(mixed, 'redness', BLUE, 1, 'blue', 3)
+  await writeImages(mixed, 'safe', BLUE, 4, 'blue', 4)
+  await writeImages(mixed, 'safe', RED, 2, 'red', 5)
+  await writeImages(mixed, '.', RED, 1, 'multi', 6)
+  writeFileSync(join(mixed, 'labels.csv'), 'file,labels\nmulti0.png,redness;weapons\n')
+  writeFileSync(join(mixed, 'safe', 'broken.png'), 'not a png')
+  await writeImages(mixed, '.', RED, 1, 'stray', 7)
+})
+
+test.after(() => dir.remove())
+
+test('red vs blue: redness has recall 1 and flags no safe image', async () => {
+  const r = await runCli(['eval', clean, '--config', policy, '--json'], {env})
+  assert.is(r.code, 0, r.stderr)
+  const json = JSON.parse(r.stdout)
+  const redness = row(json, 'redness')
+  assert.equal([redness.positives, redness.recall, redness.precision, redness.safe_fpr], [4, 1, 1, 0])
+  assert.is(json.metrics.average_recall, 1)
+  assert.is(json.metrics.safe_flagged, 0)
+  assert.is(json.metrics.images, 9)
+  assert.equal(json.errors, [])
+})
+
+test('a mixed set: the figures match a hand count, and an unreadable file is reported, not fatal', async () => {
+  const r = await runCli(['eval', mixed, '--config', policy, '--json'], {env})
+  assert.is(r.code, 0, r.stderr)
+  const json = JSON.parse(r.stdout)
+  // redness images: 3 red + 1 blue + multi (red) = 5, flagged 4. Flagged without redness: the 2 red safe images.
+  const redness = row(json, 'redness')
+  assert.equal(
+    [redness.positives, redness.true_positives, redness.false_positives, redness.recall, redness.precision, redness.safe_fpr],
+    [5, 4, 2, 4 / 5, 4 / 6, 2 / 6],
+  )
+  // weapons: one image (multi), never flagged on the toy model.
+  const weapons = row(json, 'weapons')
+  assert.equal([weapons.positives, weapons.recall, weapons.safe_fpr], [1, 0, 0])
+  assert.is(json.metrics.average_recall, (4 / 5 + 0) / 2)
+  assert.is(json.metrics.safe_flagged, 2 / 6)
+  const {rows, columns, counts} = json.metrics.confusion
+  assert.equal(rows, ['weapons', 'redness', 'safe'])
+  const at = (r: string, c: string) => counts[rows.indexOf(r)][columns.indexOf(c)]
+  assert.equal([at('redness', 'redness'), at('redness', '(none)'), at('safe', 'redness'), at('safe', '(none)'), at('weapons', 'redness')], [4, 1, 2, 4, 1])
+  assert.equal(json.errors.map((e: {source: string}) => e.source), ['safe/broken.png'])
+  assert.match(r.stderr, 'skipped safe/broken.png: unsupported_media')
+  assert.equal(json.unlisted, ['stray0.png'])
+  assert.match(r.stderr, 'not used: stray0.png is in the dataset folder itself but not listed in labels.csv')
+})
+
+test('the table output names the headline figures; progress goes to stderr only', async () => {
+  const r = await runCli(['eval', mixed, '--config', policy], {env})
+  assert.is(r.code, 0, r.stderr)
+  assert.match(r.stdout, 'average recall:       40.0%')
+  assert.match(r.stdout, 'safe images flagged:  33.3%')
+  assert.match(r.stdout, /redness\s+0\.5\s+5\s+80\.0%\s+66\.7%\s+33\.3%/)
+  assert.not.match(r.stdout, 'Scoring')
+  assert.match(r.stderr, 'Scoring: 12/12 images')
+})
+
+test('an unknown label folder is a dataset error: exit 2', async () => {
+  const bad = join(dir.path, 'bad')
+  await writeImages(bad, 'safe', BLUE, 1)
+  await writeImages(bad, 'rednes', RED, 1)
+  const r = await runCli(['eval', bad, '--config', policy], {env})
+  assert.is(r.code, 2)
+  assert.match(r.stderr, 'unknown label rednes: not a category of the active policy or a label of the head')
+  assert.is(r.stdout, '')
+})
+
+test('a second eval on the same images runs no image encoder (features and prompts come from the cache)', async () => {
+  const model = join(dir.path, 'model-copy')
+  cpSync(TOY_MODEL, model, {recursive: true})
+  const cacheEnv = {MOD_MODEL_DIR: model, MOD_CACHE_DIR: join(dir.path, 'cache-2')}
+  const first = await runCli(['eval', clean, '--config', policy, '--json'], {env: cacheEnv})
+  assert.is(first.code, 0, first.stderr)
+  assert.is(JSON.parse(first.stdout).images_embedded, 9)
+  // A broken image encoder: any attempt to load it would fail the run.
+  writeFileSync(join(model, 'onnx', 'vision_model.onnx'), 'not an onnx file')
+  const second = await runCli(['eval', clean, '--config', policy, '--json'], {env: cacheEnv})
+  assert.is(second.code, 0, second.stderr)
+  const json = JSON.parse(second.stdout)
+  assert.is(json.images_embedded, 0)
+  assert.equal(json.metrics, JSON.parse(first.stdout).metrics)
+  // New content does need the encoder, and here it is broken.
+  await writeImages(clean, 'safe', BLUE, 1, 'new', 9)
+  const third = await runCli(['eval', clean, '--config', policy, '--json'], {env: cacheEnv})
+  assert.is(third.code, 2)
+  assert.match(third.stderr, 'vision_model.onnx')
+})
+
+test('--report writes one self-contained page whose charts render in headless chromium without console errors', async () => {
+  const page = join(dir.path, 'report.html')
+  const r = await runCli(['eval', mixed, '--config', policy, '--report', page, '--json'], {env})
+  assert.is(r.code, 0, r.stderr)
+  const browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  })
+  try {
+    const tab = await browser.newPage()
+    const problems: string[] = []
+    const requests: string[] = []
+    tab.on('console', (m) => m.type() === 'error' && problems.push(m.text()))
+    tab.on('pageerror', (e) => problems.push(e.message))
+    tab.on('request', (req) => requests.push(req.url()))
+    await tab.goto(pathToFileURL(page).href)
+    const canvases = await tab.evaluate(() =>
+      [...document.querySelectorAll('canvas')].map((c) => {
+        const {data} = (c.getContext('2d') as CanvasRenderingContext2D).getImageData(0, 0, c.width, c.height)
+        let painted = 0
+        for (let i = 3; i < data.length; i += 4) if (data[i] !== 0) painted++
+        return {id: c.id, painted, width: c.width}
+      }),
+    )
+    assert.equal(problems, [])
+    assert.equal(requests, [pathToFileURL(page).href])
+    // 12 policy labels with a histogram each, and a precision-recall curve for the two with images.
+    assert.is(canvases.length, 14)
+    assert.ok(canvases.some((c) => c.id === 'pr-redness'))
+    for (const c of canvases) assert.ok(c.width > 0 && c.painted > 100, `${c.id} is empty`)
+  } finally {
+    await browser.close()
+  }
+})
+
+test.run()

@@ -1,0 +1,61 @@
+import {readFileSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {parseHead} from '../../src/lib/scoring/head.js'
+import {runCli, tempDir, TOY_MODEL} from '../helpers/cli.js'
+import {noisyPng, writeImages} from '../helpers/dataset.js'
+
+const dir = tempDir()
+const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
+let dataset = ''
+
+test.before(async () => {
+  dataset = join(dir.path, 'dataset')
+  await writeImages(dataset, 'greenish', [40, 210, 60], 12, 'green')
+  await writeImages(dataset, 'safe', [230, 30, 30], 8, 'red', 1)
+  await writeImages(dataset, 'safe', [30, 30, 230], 8, 'blue', 2)
+  await writeImages(dataset, 'safe', [128, 128, 128], 4, 'grey', 3)
+})
+
+test.after(() => dir.remove())
+
+test('head train learns a label no prompt describes, and scan --head then flags green images', async () => {
+  const head = join(dir.path, 'head.json')
+  const r = await runCli(['head', 'train', dataset, '--out', head], {env})
+  assert.is(r.code, 0, r.stderr)
+  assert.match(r.stdout, /greenish: recall 100\.0%, precision 100\.0%, safe flagged 0\.0%/)
+  const file = parseHead(readFileSync(head, 'utf8'), head)
+  assert.is(file.model_id, 'toy-clip')
+  assert.is(file.embedding_size, 8)
+  assert.equal(file.labels.map((l) => l.name), ['greenish'])
+
+  const green = join(dir.path, 'green.png')
+  const red = join(dir.path, 'red.png')
+  writeFileSync(green, await noisyPng(60, 190, 40, 77))
+  writeFileSync(red, await noisyPng(220, 40, 40, 78))
+  const flagged = await runCli(['scan', green, '--head', head, '--json'], {env})
+  assert.is(flagged.code, 1, flagged.stderr)
+  const [result] = JSON.parse(flagged.stdout)
+  assert.equal(result.violations.map((v: {name: string}) => v.name), ['greenish'])
+  assert.is(result.labels.find((l: {name: string}) => l.name === 'greenish').origin, 'head')
+  assert.is((await runCli(['scan', red, '--head', head], {env})).code, 0)
+
+  // The same head measured by eval.
+  const e = await runCli(['eval', dataset, '--head', head, '--json'], {env})
+  assert.is(e.code, 0, e.stderr)
+  const greenish = JSON.parse(e.stdout).metrics.labels.find((l: {name: string}) => l.name === 'greenish')
+  assert.equal([greenish.recall, greenish.safe_fpr], [1, 0])
+})
+
+test('a dataset without safe images is refused', async () => {
+  const bad = join(dir.path, 'bad')
+  await writeImages(bad, 'greenish', [40, 210, 60], 2)
+  const r = await runCli(['head', 'train', bad, '--out', join(dir.path, 'x.json')], {env})
+  assert.is(r.code, 2)
+  assert.match(r.stderr, 'no safe/ folder')
+})
+
+test.run()

@@ -1,0 +1,31 @@
+import {mkdirSync, writeFileSync} from 'node:fs'
+import {dirname, join} from 'node:path'
+
+import sharp from 'sharp'
+
+/** A PNG of one colour with deterministic noise of ±spread per channel (a small linear congruential generator). */
+export function noisyPng(r: number, g: number, b: number, seed: number, spread = 8, size = 32): Promise<Buffer> {
+  let state = (seed * 2654435761 + 1) >>> 0
+  const next = () => {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0
+    return state / 2 ** 32
+  }
+  const data = Buffer.alloc(size * size * 3)
+  const base = [r, g, b]
+  for (let i = 0; i < data.length; i++) {
+    data[i] = Math.max(0, Math.min(255, Math.round(base[i % 3] + (next() * 2 - 1) * spread)))
+  }
+  return sharp(data, {raw: {width: size, height: size, channels: 3}}).png().toBuffer()
+}
+
+/** Writes `count` noisy images of one colour as <root>/<folder>/<prefix><i>.png. */
+export async function writeImages(root: string, folder: string, rgb: [number, number, number], count: number, prefix = 'img', seed = 0): Promise<string[]> {
+  const paths: string[] = []
+  for (let i = 0; i < count; i++) {
+    const path = join(root, folder, `${prefix}${i}.png`)
+    mkdirSync(dirname(path), {recursive: true})
+    writeFileSync(path, await noisyPng(...rgb, seed * 1000 + i))
+    paths.push(path)
+  }
+  return paths
+}

@@ -1,0 +1,65 @@
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+import {parse} from 'yaml'
+
+import {calibrateCategories, calibrationComments, writeCalibratedPolicy, type RawSample} from '../../../src/lib/eval/calibrate-policy.js'
+import type {LabelInfo} from '../../../src/lib/eval/features.js'
+import {validatePolicyText} from '../../../src/lib/policy/schema.js'
+
+const hash = (i: number) => i.toString(16).padStart(64, '0')
+const categories: LabelInfo[] = [
+  {name: 'redness', threshold: 0.5, parent: null, origin: 'custom', calibration: {scale: 1, bias: 0}},
+  {name: 'weapons', threshold: 0.5, parent: 'violence', origin: 'builtin', calibration: {scale: 0.5, bias: -3}},
+]
+// redness images have raw margins around -16, safe images around -70: all score 0 uncalibrated.
+const samples: RawSample[] = [
+  ...Array.from({length: 30}, (_, i) => ({sha256: hash(i), truth: ['redness'], raw: [-16 + (i % 5), -1]})),
+  ...Array.from({length: 30}, (_, i) => ({sha256: hash(100 + i), truth: [], raw: [-70 + (i % 7), -1]})),
+]
+
+test('a category with images gets a positive scale and a threshold that separates them on held-out images', () => {
+  const r = calibrateCategories(samples, categories, {target: {maxFpr: 0.05}, holdout: 0.3, seed: 1})
+  const [redness, weapons] = r.categories
+  assert.is(redness.fitted, true)
+  assert.ok(redness.calibration.scale > 0)
+  assert.equal([redness.before.recall, redness.after.recall, redness.after.safe_fpr], [0, 1, 0])
+  assert.is(r.train_images + r.heldout_images, 60)
+  assert.is(weapons.fitted, false)
+  assert.is(weapons.note, 'no training images with this label: unchanged')
+  assert.equal(weapons.calibration, {scale: 0.5, bias: -3})
+  assert.equal(r.after, {average_recall: 1, safe_flagged: 0})
+})
+
+test('a raw score that ranks the images the wrong way is left unchanged', () => {
+  const reversed = samples.map((s) => ({...s, raw: [-s.raw[0], -1]}))
+  const [redness] = calibrateCategories(reversed, categories, {target: {minRecall: 0.9}, holdout: 0.3, seed: 1}).categories
+  assert.is(redness.fitted, false)
+  assert.match(redness.note ?? '', 'does not rank its images above the others')
+})
+
+test('the written policy keeps the file, sets the fitted values, and validates', () => {
+  const r = calibrateCategories(samples, categories, {target: {maxFpr: 0.05}, holdout: 0.3, seed: 1})
+  const original = '# mine\npreset: fast\ncategories:\n  redness:\n    prompts: ["red"]\n  tobacco:\n    enabled: false\n'
+  const text = writeCalibratedPolicy(original, r, calibrationComments(r, 'data'))
+  assert.equal(validatePolicyText(text).problems, [])
+  const file = parse(text)
+  assert.is(file.preset, 'fast')
+  assert.equal(file.categories.tobacco, {enabled: false})
+  assert.equal(file.categories.redness.calibration, r.categories[0].calibration)
+  assert.is(file.categories.redness.threshold, r.categories[0].threshold)
+  assert.ok(!('weapons' in file.categories))
+  assert.match(text, /^# Calibrated by mod calibrate on data/)
+  assert.match(text, '# mine')
+
+  const fresh = parse(writeCalibratedPolicy(undefined, r, ['x']))
+  assert.equal(Object.keys(fresh.categories), ['redness'])
+  // A category that is only named (null) becomes a mapping.
+  const named = parse(writeCalibratedPolicy('categories:\n  redness:\n', r, []))
+  assert.is(named.categories.redness.threshold, r.categories[0].threshold)
+})
+
+test('a split that leaves no held-out image is refused', () => {
+  assert.throws(() => calibrateCategories(samples, categories, {target: {maxFpr: 0.05}, holdout: 0, seed: 1}), /0 held-out images/)
+})
+
+test.run()

@@ -1,0 +1,61 @@
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {DEFAULT_LIMITS} from '../../../src/lib/config/settings.js'
+import {createEngine} from '../../../src/lib/engine.js'
+import {createLabelScorer, openClipFeatures} from '../../../src/lib/eval/features.js'
+import {buildPolicy} from '../../../src/lib/policy/load.js'
+import {validatePolicyText} from '../../../src/lib/policy/schema.js'
+import {tempDir, TOY_MODEL} from '../../helpers/cli.js'
+import {noisyPng} from '../../helpers/dataset.js'
+
+const dir = tempDir()
+test.after(() => dir.remove())
+
+const {file} = validatePolicyText('categories:\n  redness:\n    prompts: ["red"]\n    negatives: ["blue"]\n')
+const policy = buildPolicy(file)
+const model = {modelDir: TOY_MODEL, precision: 'fp32' as const, cacheDir: join(dir.path, 'cache'), limits: DEFAULT_LIMITS, trimBorders: true}
+
+test('concurrent extracts (embedded together in a batch) each keep their own embedding', async () => {
+  const source = await openClipFeatures(model)
+  try {
+    assert.is(source.key, 'toy-clip')
+    const images = await Promise.all([noisyPng(240, 10, 10, 1), noisyPng(10, 240, 10, 2), noisyPng(10, 10, 240, 3)])
+    const features = await Promise.all(images.map((b) => source.extract(b)))
+    const strongest = features.map((f) => [...f.embedding].indexOf(Math.max(...f.embedding)))
+    assert.equal(strongest, [0, 1, 2])
+    for (const f of features) assert.equal(f.signals, {})
+    assert.is(source.imagesEmbedded(), 3)
+  } finally {
+    await source.close()
+  }
+})
+
+test('the label scorer gives the scores scan gives, and raw margins that order red above blue', async () => {
+  const source = await openClipFeatures(model)
+  const engine = createEngine({preset: 'fast', modelDir: TOY_MODEL, cacheDir: model.cacheDir, policy, limits: DEFAULT_LIMITS})
+  try {
+    const scorer = await createLabelScorer(source, policy)
+    assert.is(scorer.labels.length, 12)
+    const i = scorer.labels.findIndex((l) => l.name === 'redness')
+    assert.equal(scorer.labels[i].calibration, {scale: 1, bias: 0})
+    for (const [k, rgb] of [[240, 10, 10], [120, 110, 130], [10, 10, 240]].entries()) {
+      const png = await noisyPng(rgb[0], rgb[1], rgb[2], 10 + k)
+      const f = await source.extract(png)
+      const result = await engine.moderateImage(png, 'x')
+      const scores = scorer.score(f)
+      for (const [j, label] of scorer.labels.entries()) {
+        assert.is(scores[j], result.labels.find((l) => l.name === label.name)?.score, label.name)
+      }
+    }
+    const raw = async (rgb: [number, number, number]) => scorer.raw(await source.extract(await noisyPng(...rgb, 5)))[i]
+    assert.ok((await raw([240, 10, 10])) > 50 && (await raw([10, 10, 240])) < -50)
+  } finally {
+    await source.close()
+    await engine.close()
+  }
+})
+
+test.run()
