@@ -19,7 +19,7 @@ import {decodeImage} from '../src/lib/image/decode.js'
 import {nsfwPreprocess} from '../src/lib/image/nsfw-preprocess.js'
 import {trimBorders} from '../src/lib/image/trim.js'
 import {openNsfw} from '../src/lib/model/nsfw.js'
-import {fixturePhotos} from '../test/helpers/synthetic-images.js'
+import {fixturePhotos} from '../test/helpers/nsfw-images.js'
 import {benchEngine, header, interleave, load, median, ms, pairedRatio, requireStandin, saveResults, table, verdict} from './lib.js'
 
 interface Nsfwjs {

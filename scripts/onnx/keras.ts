@@ -69,7 +69,7 @@ export function permute(w: QuantizedWeight, perm: number[]): QuantizedWeight {
 interface Value {
   name: string
   rank: 2 | 4
-  /** ZeroPadding2D output kept pending so that the next convolution takes it as its own pads (ONNX order). */
+  /** ZeroPadding2D output kept pending: the next convolution adds it to its own pads (ONNX order), no Pad node. */
   pads?: [number, number, number, number]
 }
 
@@ -107,10 +107,10 @@ export function kerasToOnnx(model: KerasModelConfig, weights: Map<string, Quanti
     return dequantized(g, name, t)
   }
 
-  function materialise(v: Value): string {
-    if (!v.pads) return v.name
-    const [t, l, b, r] = v.pads
-    return g.op('Pad', [v.name, g.int64s([0, 0, t, l, 0, 0, b, r], [8], 'pads')])
+  /** The value as an ONNX name; only a convolution takes a pending zero padding (as its own pads). */
+  function materialise(v: Value, layer: string): string {
+    if (v.pads) throw new Error(`${layer}: ZeroPadding2D feeds it; only Conv2D and DepthwiseConv2D may follow one`)
+    return v.name
   }
 
   function activation(x: string, kind: unknown, layer: string): string {
@@ -128,8 +128,8 @@ export function kerasToOnnx(model: KerasModelConfig, weights: Map<string, Quanti
   }
 
   function convPads(input: Value, c: Record<string, unknown>, kernel: [number, number], strides: [number, number], name: string) {
-    const own: [number, number, number, number] = c.padding === 'same' ? samePads(kernel, strides, name) : [0, 0, 0, 0]
     if (c.padding !== 'same' && c.padding !== 'valid') throw new Error(`${name}: padding ${String(c.padding)}`)
+    const own: [number, number, number, number] = c.padding === 'same' ? samePads(kernel, strides, name) : [0, 0, 0, 0]
     const dilation = pair(c.dilation_rate ?? [1, 1], name)
     if (dilation[0] !== 1 || dilation[1] !== 1) throw new Error(`${name}: dilation is not supported`)
     if (c.data_format !== 'channels_last') throw new Error(`${name}: data_format ${String(c.data_format)}`)
@@ -176,7 +176,7 @@ export function kerasToOnnx(model: KerasModelConfig, weights: Map<string, Quanti
       case 'BatchNormalization': {
         if (c.axis !== -1 && c.axis !== 3) throw new Error(`${name}: axis ${String(c.axis)}`)
         if (c.center !== true || c.scale !== true) throw new Error(`${name}: center and scale are required`)
-        const y = batchNorm(g, materialise(x), {
+        const y = batchNorm(g, materialise(x, name), {
           gamma: weight(name, 'gamma'),
           beta: weight(name, 'beta'),
           mean: weight(name, 'moving_mean'),
@@ -187,15 +187,15 @@ export function kerasToOnnx(model: KerasModelConfig, weights: Map<string, Quanti
       }
       case 'ReLU': {
         if (Number(c.negative_slope ?? 0) !== 0 || Number(c.threshold ?? 0) !== 0) throw new Error(`${name}: leaky or thresholded ReLU`)
-        const input = materialise(x)
+        const input = materialise(x, name)
         const max = c.max_value
         return {name: max === null || max === undefined ? g.op('Relu', [input]) : clip(g, input, 0, Number(max)), rank: x.rank}
       }
       case 'Add':
-        return {name: inputs.map(materialise).reduce((a, b) => g.op('Add', [a, b])), rank: x.rank}
+        return {name: inputs.map((v) => materialise(v, name)).reduce((a, b) => g.op('Add', [a, b])), rank: x.rank}
       case 'AveragePooling2D': {
         if (c.padding !== 'valid') throw new Error(`${name}: padding ${String(c.padding)}`)
-        const y = g.op('AveragePool', [materialise(x)], {
+        const y = g.op('AveragePool', [materialise(x, name)], {
           kernel_shape: attr.ints(pair(c.pool_size, name)),
           strides: attr.ints(pair(c.strides, name)),
         })
@@ -203,14 +203,14 @@ export function kerasToOnnx(model: KerasModelConfig, weights: Map<string, Quanti
       }
       case 'Flatten': {
         // Keras flattens channels-last: back to NHWC first so the feature order matches the Dense weights.
-        const nhwc = g.op('Transpose', [materialise(x)], {perm: attr.ints([0, 2, 3, 1])})
+        const nhwc = g.op('Transpose', [materialise(x, name)], {perm: attr.ints([0, 2, 3, 1])})
         return {name: g.op('Flatten', [nhwc], {axis: attr.int(1)}), rank: 2}
       }
       case 'Dense': {
         if (x.rank !== 2) throw new Error(`${name}: Dense on a rank-${x.rank} value`)
-        const inputs = [x.name, weight(name, 'kernel')]
-        if (c.use_bias) inputs.push(weight(name, 'bias'))
-        return {name: activation(g.op('Gemm', inputs), c.activation, name), rank: 2}
+        const operands = [x.name, weight(name, 'kernel')]
+        if (c.use_bias) operands.push(weight(name, 'bias'))
+        return {name: activation(g.op('Gemm', operands), c.activation, name), rank: 2}
       }
       case 'Dropout':
         return x

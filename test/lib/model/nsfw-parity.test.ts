@@ -12,7 +12,7 @@ import * as assert from 'uvu/assert'
 import {NSFW_VIEW_SIZE, nsfwPreprocess} from '../../../src/lib/image/nsfw-preprocess.js'
 import {openNsfw} from '../../../src/lib/model/nsfw.js'
 import {NSFW_CLASSES} from '../../../src/lib/model/nsfw-manifest.js'
-import {fixturePhotos, syntheticImages} from '../../helpers/synthetic-images.js'
+import {fixturePhotos, syntheticImages} from '../../helpers/nsfw-images.js'
 
 interface Nsfwjs {
   classify(img: tf.Tensor3D, topk?: number): Promise<{className: string; probability: number}[]>
