@@ -113,7 +113,8 @@ export function kerasToOnnx(model: KerasModelConfig, weights: Map<string, Quanti
     return v.name
   }
 
-  function activation(x: string, kind: unknown, layer: string): string {
+  function activation(x: string, kind: unknown, layer: string, rank: 2 | 4): string {
+    if (kind === 'softmax' && rank !== 2) throw new Error(`${layer}: softmax is only supported on [batch, features]`)
     switch (kind) {
       case undefined:
       case 'linear':
@@ -149,7 +150,8 @@ export function kerasToOnnx(model: KerasModelConfig, weights: Map<string, Quanti
         return {name: g.op('Transpose', [pixels], {perm: attr.ints([0, 3, 1, 2])}), rank: 4}
       }
       case 'ZeroPadding2D': {
-        const [[t, b], [l, r]] = c.padding as [[number, number], [number, number]]
+        if (c.data_format !== 'channels_last') throw new Error(`${name}: data_format ${String(c.data_format)}`)
+        const [[t, b], [l, r]] = [pair((c.padding as unknown[])?.[0], name), pair((c.padding as unknown[])?.[1], name)]
         const pending = x.pads ?? [0, 0, 0, 0]
         return {name: x.name, rank: 4, pads: [pending[0] + t, pending[1] + l, pending[2] + b, pending[3] + r]}
       }
@@ -171,7 +173,7 @@ export function kerasToOnnx(model: KerasModelConfig, weights: Map<string, Quanti
         }
         const bias = c.use_bias ? weight(name, 'bias') : undefined
         const y = conv2d(g, x.name, w, {kernel, strides, pads, group}, bias)
-        return {name: activation(y, c.activation, name), rank: 4}
+        return {name: activation(y, c.activation, name, 4), rank: 4}
       }
       case 'BatchNormalization': {
         if (c.axis !== -1 && c.axis !== 3) throw new Error(`${name}: axis ${String(c.axis)}`)
@@ -210,7 +212,7 @@ export function kerasToOnnx(model: KerasModelConfig, weights: Map<string, Quanti
         if (x.rank !== 2) throw new Error(`${name}: Dense on a rank-${x.rank} value`)
         const operands = [x.name, weight(name, 'kernel')]
         if (c.use_bias) operands.push(weight(name, 'bias'))
-        return {name: activation(g.op('Gemm', operands), c.activation, name), rank: 2}
+        return {name: activation(g.op('Gemm', operands), c.activation, name, 2), rank: 2}
       }
       case 'Dropout':
         return x
