@@ -85,6 +85,11 @@ export function int8Tensor(name: string, values: Int8Array, dims: number[]): Ten
   return {name, dataType: DATA_TYPE.int8, dims, rawData: rawBytes(values)}
 }
 
+export function uint8Tensor(name: string, values: Uint8Array, dims: number[]): Tensor {
+  checkSize(name, values.length, dims)
+  return {name, dataType: DATA_TYPE.uint8, dims, rawData: rawBytes(values)}
+}
+
 const A = onnx.AttributeProto.AttributeType
 
 /** Typed attribute values: ONNX tells ints from floats, JavaScript numbers do not. */

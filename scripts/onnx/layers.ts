@@ -1,5 +1,5 @@
 /** Building blocks made of several ONNX nodes, shared by the model builders. */
-import {attr, floatTensor, type GraphBuilder} from './graph.js'
+import {attr, DATA_TYPE, floatTensor, type GraphBuilder, uint8Tensor} from './graph.js'
 
 export type ReduceOp = 'ReduceSum' | 'ReduceMean' | 'ReduceL2' | 'ReduceMax' | 'ReduceMin' | 'ReduceProd'
 
@@ -179,4 +179,61 @@ export function encoderLayer(
 /** Parameters of one encoder layer: four projections with bias, two LayerNorms, a two-matrix MLP. */
 export function encoderLayerParameters({width, mlpWidth}: TransformerSize): number {
   return 4 * (width * width + width) + 2 * (2 * width) + (width * mlpWidth + mlpWidth) + (mlpWidth * width + width)
+}
+
+// ---------- convolutional networks ----------
+
+/** A weight stored as uint8 with one affine map per tensor: value = min + q · scale (TensorFlow.js's quantisation). */
+export interface QuantizedWeight {
+  q: Uint8Array
+  dims: number[]
+  min: number
+  scale: number
+}
+
+/**
+ * The float32 value of a uint8-quantised weight, computed in the graph (Cast, Mul, Add): the file keeps one byte
+ * per value, and onnxruntime's constant folding turns the three nodes into a float32 initializer at load.
+ */
+export function dequantized(g: GraphBuilder, name: string, w: QuantizedWeight): string {
+  const stored = g.initializer(uint8Tensor(name, w.q, w.dims))
+  const values = g.op('Cast', [stored], {to: attr.int(DATA_TYPE.float32)})
+  return g.op('Add', [g.op('Mul', [values, g.floats([w.scale], [], 'scale')]), g.floats([w.min], [], 'min')])
+}
+
+export interface ConvOptions {
+  kernel: [number, number]
+  strides: [number, number]
+  /** ONNX order: [top, left, bottom, right]. */
+  pads: [number, number, number, number]
+  /** Channels per group are input / group: group = input channels makes a depthwise convolution. */
+  group?: number
+}
+
+/** Conv over NCHW with an OIHW weight and an optional bias. */
+export function conv2d(g: GraphBuilder, x: string, weight: string, o: ConvOptions, bias?: string): string {
+  return g.op('Conv', bias ? [x, weight, bias] : [x, weight], {
+    kernel_shape: attr.ints(o.kernel),
+    strides: attr.ints(o.strides),
+    pads: attr.ints(o.pads),
+    group: attr.int(o.group ?? 1),
+  })
+}
+
+export interface BatchNormParameters {
+  gamma: string
+  beta: string
+  mean: string
+  variance: string
+  epsilon: number
+}
+
+/** Inference-mode batch normalisation over the channel axis of NCHW (onnxruntime folds it into a preceding Conv). */
+export function batchNorm(g: GraphBuilder, x: string, p: BatchNormParameters): string {
+  return g.op('BatchNormalization', [x, p.gamma, p.beta, p.mean, p.variance], {epsilon: attr.float(p.epsilon)})
+}
+
+/** min(max(x, lo), hi): ReLU6 is clip(x, 0, 6); onnxruntime fuses it into the preceding Conv. */
+export function clip(g: GraphBuilder, x: string, lo: number, hi: number): string {
+  return g.op('Clip', [x, g.floats([lo], [], 'clip_min'), g.floats([hi], [], 'clip_max')])
 }

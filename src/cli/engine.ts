@@ -1,17 +1,31 @@
 import {loadConfig, type Config} from '../lib/config/load.js'
 import {createEngine, type Engine} from '../lib/engine.js'
+import {openNsfwRunner} from '../lib/model/nsfw-runner.js'
 import {resolveModelDir} from '../lib/model/presets.js'
+import type {ModelSignal} from '../lib/policy/types.js'
 import {settingsInput, type FlagValues} from './flags.js'
 
 /** Parsed flags (each already resolved from its MOD_* variable by oclif) + policy file → an engine that loads its model on first use. */
-export async function engineFromFlags(flags: FlagValues, env = process.env): Promise<{config: Config; engine: Engine}> {
+export async function engineFromFlags(flags: FlagValues, env = process.env, options: EngineChoices = {}): Promise<{config: Config; engine: Engine}> {
   const config = await loadConfig(settingsInput(flags), env)
-  return {config, engine: engineFromConfig(config)}
+  return {config, engine: engineFromConfig(config, options)}
 }
 
-export function engineFromConfig(config: Config): Engine {
+export interface EngineChoices {
+  /** `--only`: one signal alone. */
+  only?: ModelSignal
+}
+
+/**
+ * The engine with what ships inside mod: the CLIP preset (when pulled, or the folder named by --model-dir, which
+ * must then hold a model) and the embedded NSFW specialist.
+ */
+export function engineFromConfig(config: Config, options: EngineChoices = {}): Engine {
   const {settings} = config
   return createEngine({
+    requireClip: settings.modelDir !== undefined,
+    openNsfw: () => openNsfwRunner({threads: settings.threads}),
+    only: options.only,
     preset: config.preset,
     modelDir: resolveModelDir(settings, config.preset),
     cacheDir: settings.cacheDir,

@@ -9,6 +9,7 @@ import type {EnvVars} from '../cli/help.js'
 import {scanInputs, skippedLine, type ScanEntry, type ScanItem, type Skipped} from '../cli/inputs.js'
 import type {ImageInput, ItemResult} from '../lib/engine.js'
 import {ModError} from '../lib/errors.js'
+import {MODEL_SIGNALS, type ModelSignal, type PresetName} from '../lib/policy/types.js'
 
 /** Engine results and the inputs that failed before reaching it (not found, not a regular file), in input order. */
 async function* inOrder(items: AsyncIterable<ScanItem>, moderate: (inputs: AsyncIterable<ImageInput>) => AsyncIterable<ItemResult>): AsyncGenerator<ItemResult | ScanEntry> {
@@ -29,6 +30,11 @@ async function* inOrder(items: AsyncIterable<ScanItem>, moderate: (inputs: Async
     yield result
   }
   for (const e of slots) if (e) yield e
+}
+
+/** The one line that says what a partial check left out, and how to get it. */
+export function notEvaluatedLine(names: string[], preset: PresetName): string {
+  return `mod: not evaluated: ${names.join(', ')} (no CLIP model installed; run \`mod models pull ${preset}\` to score them; --strict makes this exit 2)`
 }
 
 export default class Scan extends ModCommand {
@@ -59,13 +65,21 @@ An input that cannot be scanned is an error entry and the other inputs are still
   static override flags = {
     json: Flags.boolean({description: 'Print one JSON array of results, streamed as they finish.', exclusive: ['ndjson']}),
     ndjson: Flags.boolean({description: 'Print one JSON result per line as each finishes.', exclusive: ['json']}),
+    only: Flags.string({
+      description:
+        'Score with one signal alone: nsfw (the embedded NSFW specialist: nudity, sexual_activity, suggestive; no CLIP model needed) or clip (the zero-shot prompts).',
+      options: [...MODEL_SIGNALS],
+    }),
+    strict: Flags.boolean({
+      description: 'Exit 2 when a category of the policy could not be evaluated (e.g. no CLIP model installed), so a gate never passes on a partial check.',
+    }),
     ...modelFlags,
   }
 
   async run(): Promise<void> {
     const {argv, flags} = await this.parse(Scan)
     const paths = argv as string[]
-    const {engine, config} = await engineFromFlags(flags)
+    const {engine, config} = await engineFromFlags(flags, process.env, {only: flags.only as ModelSignal | undefined})
     const out = process.stdout
     let closed = false
     // `| head -1`: once the reader is gone, stop scanning instead of working for nobody.
@@ -76,8 +90,11 @@ An input that cannot be scanned is an error entry and the other inputs are still
     out.on('error', onOutError)
     const counts = {safe: 0, unsafe: 0, errors: 0}
     const skipped: Skipped = new Map()
+    let notEvaluated: string[] = []
     try {
       await engine.load()
+      notEvaluated = await engine.notEvaluated()
+      if (notEvaluated.length > 0) this.logToStderr(notEvaluatedLine(notEvaluated, config.preset))
       const progress = this.startProgress('Scanning')
       const write = (text: string): void => progress.above(() => out.write(text))
       if (flags.json) write('[')
@@ -113,7 +130,7 @@ An input that cannot be scanned is an error entry and the other inputs are still
     }
     if (!flags.json && !flags.ndjson) this.logToStderr(`${summaryLine(counts)}${skips ? `; ${skips}` : ''}`)
     else if (skips) this.logToStderr(skips)
-    const code = counts.unsafe > 0 ? EXIT_VIOLATION : counts.errors > 0 ? EXIT_ERROR : EXIT_SAFE
+    const code = counts.unsafe > 0 ? EXIT_VIOLATION : counts.errors > 0 || (flags.strict && notEvaluated.length > 0) ? EXIT_ERROR : EXIT_SAFE
     if (code !== EXIT_SAFE) this.exit(code)
   }
 }

@@ -15,7 +15,7 @@ import {DIRECT, type Scheduler} from './pipeline/scheduler.js'
 import type {ModelSignal, Policy, PresetName, SignalName} from './policy/types.js'
 import {combineSignals, feedingSignals, notEvaluated, type FrameSignals} from './scoring/combine.js'
 import {applyHead, checkHeadFits, checkHeadParents, loadHead, type Head} from './scoring/head.js'
-import {nsfwScores} from './scoring/nsfw.js'
+import {averageViews, nsfwCategoryScores} from './scoring/nsfw-rule.js'
 import {buildResult, mergeFrameLabels, type ScoredLabel} from './scoring/result.js'
 import {policyPrompts, zeroShotScores} from './scoring/score.js'
 import {ITEM_ERROR_CODES, SIGNAL_STATES} from './schemas.js'
@@ -26,12 +26,21 @@ import type {CategoriesResult, ErrorEntry, ItemErrorCode, ModerationResult, RgbI
 
 /** The embedded NSFW classifier, as the engine drives it. */
 export interface NsfwRunner {
-  /** Its input tensors for one decoded frame: one per view (e.g. the frame and its mirror image). */
-  views(frame: RgbImage): Float32Array[]
-  /** Class probabilities for `n` tensors laid end to end. */
+  /** Floats of one view. */
+  readonly viewSize: number
+  /** The two views of a decoded frame laid end to end: the frame, then its mirror image. */
+  views(frame: RgbImage): Float32Array
+  /** Class probabilities for `n` views laid end to end. */
   classify(batch: Float32Array, n: number): Promise<Float32Array[]>
   close(): Promise<void>
 }
+
+/**
+ * The specialist looks at the mirror image too only where its first look is uncertain (a category score within
+ * this distance of 0.5), and averages the two: a mirrored second opinion pulls down chance hits on ordinary
+ * photos, and frames it is sure about cost one run, not two.
+ */
+const SECOND_LOOK_BAND = 0.25
 
 export interface EngineOptions {
   preset: PresetName
@@ -94,6 +103,8 @@ export interface Engine {
   signals(): Record<SignalName, SignalState>
   /** Loads the models, the head and the prompt embeddings (from the disk cache when warm); idempotent. */
   load(): Promise<void>
+  /** The categories of the policy that no loaded signal can score (loads first); [] when all can be. */
+  notEvaluated(): Promise<string[]>
   /** One image; a problem with it (unreadable, too large) is thrown. */
   moderateImage(data: Buffer, source: string, options?: RunOptions): Promise<ModerationResult>
   /**
@@ -133,13 +144,36 @@ interface Models {
 /** What the preparing stage makes of one frame: the input tensor of each loaded model. */
 interface PreparedFrame {
   clip?: Float32Array
-  nsfw?: Float32Array[]
+  /** The frame's two views for the specialist (see NsfwRunner.views). */
+  nsfw?: Float32Array
 }
 
 interface FrameOutput {
   embedding?: Float32Array
-  /** Class probabilities, averaged over the frame's views. */
+  /** Class probabilities: of the frame, or averaged with its mirror image where the first look was uncertain. */
   nsfw?: Float32Array
+}
+
+function uncertain(probabilities: Float32Array): boolean {
+  return Object.values(nsfwCategoryScores(probabilities)).some((s) => Math.abs(s - 0.5) < SECOND_LOOK_BAND)
+}
+
+/** Runs the specialist on the frames' first views, then on the mirror views of the uncertain ones. */
+async function classifyFrames(runner: NsfwRunner, frames: PreparedFrame[]): Promise<Float32Array[]> {
+  const size = runner.viewSize
+  const view = (f: PreparedFrame, k: 0 | 1) => (f.nsfw as Float32Array).subarray(k * size, (k + 1) * size)
+  const stack = (views: Float32Array[]) => {
+    const batch = new Float32Array(size * views.length)
+    views.forEach((v, i) => batch.set(v, i * size))
+    return batch
+  }
+  const first = await runner.classify(stack(frames.map((f) => view(f, 0))), frames.length)
+  const again = frames.map((_, i) => i).filter((i) => uncertain(first[i]))
+  if (again.length === 0) return first
+  const mirrored = await runner.classify(stack(again.map((i) => view(frames[i], 1))), again.length)
+  const out = [...first]
+  again.forEach((i, k) => (out[i] = averageViews([first[i], mirrored[k]])))
+  return out
 }
 
 function closedError(): ModError {
@@ -238,19 +272,8 @@ export function createEngine(opts: EngineOptions): Engine {
       embeddings.forEach((e, i) => (out[i].embedding = e))
     }
     if (m.nsfw) {
-      const views = frames.flatMap((f) => f.nsfw as Float32Array[])
-      const size = views[0].length
-      const batch = new Float32Array(size * views.length)
-      views.forEach((v, i) => batch.set(v, i * size))
-      const probabilities = await m.nsfw.classify(batch, views.length)
-      let k = 0
-      for (const [i, f] of frames.entries()) {
-        const n = (f.nsfw as Float32Array[]).length
-        const mean = new Float32Array(probabilities[k].length)
-        for (let v = 0; v < n; v++) probabilities[k + v].forEach((p, c) => (mean[c] += p / n))
-        out[i].nsfw = mean
-        k += n
-      }
+      const probabilities = await classifyFrames(m.nsfw, frames)
+      probabilities.forEach((p, i) => (out[i].nsfw = p))
     }
     return out
   }
@@ -260,7 +283,7 @@ export function createEngine(opts: EngineOptions): Engine {
   function frameLabels(m: Models, out: FrameOutput): ScoredLabel[] {
     const signals: FrameSignals = {}
     if (m.clip && out.embedding) signals.clip = zeroShotScores(out.embedding, policy, m.clip.prompts)
-    if (out.nsfw) signals.nsfw = nsfwScores(out.nsfw)
+    if (out.nsfw) signals.nsfw = new Map(Object.entries(nsfwCategoryScores(out.nsfw)))
     const labels = combineSignals(policy, signals)
     return m.head && out.embedding ? applyHead(m.head, out.embedding, labels) : labels
   }
@@ -299,6 +322,7 @@ export function createEngine(opts: EngineOptions): Engine {
     load: async () => {
       await loaded()
     },
+    notEvaluated: async () => [...(await loaded()).notEvaluated],
     moderateImage: (data, source, o = {}) => moderateOne({source, read: async () => data}, o.scheduler ?? DIRECT),
 
     async *moderateMany(inputs, o = {}) {

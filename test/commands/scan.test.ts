@@ -111,10 +111,48 @@ test('the table output names each file and its verdict, with a summary on stderr
   assert.match(r.stderr, /2 scanned: 1 safe, 1 unsafe, 0 errors/)
 })
 
-test('a missing model exits 2 with one message naming the command that fixes it', async () => {
-  const r = await runCli(['scan', blue], {env: {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}})
+const NSFW_FED = ['nudity', 'sexual_activity', 'suggestive']
+const CLIP_ONLY = ['violence', 'gore', 'weapons', 'hate_symbols', 'drugs', 'self_harm', 'alcohol', 'tobacco']
+
+test('with no CLIP model pulled, the embedded specialist scores its categories and one line names the rest', async () => {
+  const r = await runCli(['scan', blue, '--json'], {env: {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}})
+  assert.is(r.code, 0, r.stderr)
+  assert.is(
+    r.stderr,
+    `mod: not evaluated: ${CLIP_ONLY.join(', ')} (no CLIP model installed; run \`mod models pull fast\` to score them; --strict makes this exit 2)\n`,
+  )
+  const [result] = JSON.parse(r.stdout)
+  assert.equal(result.labels.map((l: {name: string}) => l.name).sort(), [...NSFW_FED].sort())
+  assert.equal(result.not_evaluated, CLIP_ONLY)
+  assert.is(result.is_safe, true)
+})
+
+test('--strict makes a category that was not evaluated an exit 2; --only nsfw asks for the specialist alone', async () => {
+  const cache = {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}
+  const strict = await runCli(['scan', blue, '--strict', '--ndjson'], {env: cache})
+  assert.is(strict.code, 2)
+  assert.equal(JSON.parse(strict.stdout).not_evaluated, CLIP_ONLY)
+  const only = await runCli(['scan', blue, '--only', 'nsfw', '--strict', '--ndjson'], {env: cache})
+  assert.is(only.code, 0, only.stderr)
+  assert.is(only.stderr, '')
+  const result = JSON.parse(only.stdout)
+  assert.equal(result.labels.map((l: {name: string}) => l.name).sort(), [...NSFW_FED].sort())
+  assert.equal(result.not_evaluated, [])
+})
+
+test('--only nsfw with the toy CLIP model installed still leaves CLIP out: the same specialist scores', async () => {
+  const withClip = await runCli(['scan', red, '--only', 'nsfw', '--ndjson', '--config', policy], {env})
+  const without = await runCli(['scan', red, '--only', 'nsfw', '--ndjson'], {env: {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}})
+  assert.is(withClip.code, 0, withClip.stderr)
+  assert.equal(JSON.parse(withClip.stdout).labels, JSON.parse(without.stdout).labels)
+})
+
+test('a --model-dir that holds no model exits 2 saying so', async () => {
+  const empty = join(dir.path, 'no-model-here')
+  mkdirSync(empty, {recursive: true})
+  const r = await runCli(['scan', blue, '--model-dir', empty], {env: {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}})
   assert.is(r.code, 2)
-  assert.match(r.stderr, /mod models pull fast/)
+  assert.match(r.stderr, /^mod: model_missing: .*no-model-here/)
   assert.is(r.stdout, '')
 })
 

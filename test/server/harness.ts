@@ -48,6 +48,7 @@ export function fakeEngine(over: Partial<Engine> = {}): Engine {
     load: async () => {
       loaded = true
     },
+    notEvaluated: async () => [],
     moderateImage: async (_data, source) => result(source),
     async *moderateMany(inputs, o = {}) {
       for await (const input of inputs) {

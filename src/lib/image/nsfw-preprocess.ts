@@ -1,0 +1,91 @@
+/**
+ * Input of the embedded NSFW specialist, computed as nsfwjs computes it: 8-bit RGB divided by 255 (float32),
+ * then `tf.image.resizeBilinear(x, [224, 224], alignCorners = true)` to a [224, 224, 3] channels-last tensor.
+ * The arithmetic follows TensorFlow.js's CPU kernel step by step (source positions and weights in float64, each
+ * value rounded to float32 once), so the tensor equals the one nsfwjs feeds its model on the same pixels.
+ */
+import {NSFW_SIZE} from '../model/nsfw-manifest.js'
+import type {RgbImage} from '../types.js'
+
+/** Floats of one preprocessed view: 224 x 224 x 3. */
+export const NSFW_VIEW_SIZE = NSFW_SIZE * NSFW_SIZE * 3
+
+export interface NsfwPreprocessOptions {
+  /** Where to write (so a batch tensor is filled in place); default: a new array of the right size. */
+  out?: Float32Array
+  /** Float index in `out` of the first value. */
+  offset?: number
+  /**
+   * Also write the horizontally mirrored view right after the first one (2 x NSFW_VIEW_SIZE floats in all).
+   * It is the first view with its columns reversed, which is what resizing the mirrored image gives.
+   */
+  flip?: boolean
+}
+
+/** v / 255 rounded to float32, as tf's `div` on a float32 tensor stores it. */
+const UNIT = Float32Array.from({length: 256}, (_, v) => v / 255)
+
+interface Axis {
+  /** Source index below and above each output position, and the weight of the upper one. */
+  lo: Int32Array
+  hi: Int32Array
+  frac: Float64Array
+}
+
+/** Align-corners sampling positions along one axis (newSize > 1): output i reads source i · (old - 1) / (new - 1). */
+function axis(oldSize: number, newSize: number): Axis {
+  const ratio = (oldSize - 1) / (newSize - 1)
+  const lo = new Int32Array(newSize)
+  const hi = new Int32Array(newSize)
+  const frac = new Float64Array(newSize)
+  for (let i = 0; i < newSize; i++) {
+    const source = ratio * i
+    lo[i] = Math.max(0, Math.floor(source))
+    hi[i] = Math.min(oldSize - 1, Math.ceil(source))
+    frac[i] = source - lo[i]
+  }
+  return {lo, hi, frac}
+}
+
+/** Writes the specialist's input for one decoded image (one view, or two with `flip`) and returns `out`. */
+export function nsfwPreprocess(img: RgbImage, options: NsfwPreprocessOptions = {}): Float32Array {
+  const views = options.flip ? 2 : 1
+  const offset = options.offset ?? 0
+  const out = options.out ?? new Float32Array(views * NSFW_VIEW_SIZE)
+  if (offset < 0 || offset + views * NSFW_VIEW_SIZE > out.length) {
+    throw new RangeError(`nsfwPreprocess: ${views * NSFW_VIEW_SIZE} floats at offset ${offset} do not fit in ${out.length}`)
+  }
+  const {data, width, height} = img
+  if (data.length < width * height * 3 || width < 1 || height < 1) {
+    throw new RangeError(`nsfwPreprocess: ${data.length} bytes for a ${width}x${height} RGB image`)
+  }
+  const rows = axis(height, NSFW_SIZE)
+  const cols = axis(width, NSFW_SIZE)
+  const stride = 3 * width
+  const rowFloats = 3 * NSFW_SIZE
+  const mirror = offset + NSFW_VIEW_SIZE
+  for (let r = 0; r < NSFW_SIZE; r++) {
+    const top = rows.lo[r] * stride
+    const bottom = rows.hi[r] * stride
+    const rowFrac = rows.frac[r]
+    let o = offset + r * rowFloats
+    // In the mirrored view output column c is column NSFW_SIZE - 1 - c of this one.
+    let m = mirror + r * rowFloats + rowFloats - 3
+    for (let c = 0; c < NSFW_SIZE; c++, o += 3, m -= 3) {
+      const left = 3 * cols.lo[c]
+      const right = 3 * cols.hi[c]
+      const colFrac = cols.frac[c]
+      for (let d = 0; d < 3; d++) {
+        const topLeft = UNIT[data[top + left + d]]
+        const topRight = UNIT[data[top + right + d]]
+        const bottomLeft = UNIT[data[bottom + left + d]]
+        const bottomRight = UNIT[data[bottom + right + d]]
+        const upper = topLeft + (topRight - topLeft) * colFrac
+        const lower = bottomLeft + (bottomRight - bottomLeft) * colFrac
+        out[o + d] = upper + (lower - upper) * rowFrac
+        if (views === 2) out[m + d] = out[o + d]
+      }
+    }
+  }
+  return out
+}

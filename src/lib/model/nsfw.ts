@@ -1,0 +1,109 @@
+/**
+ * The runner of the embedded NSFW specialist (nsfwjs's MobileNetV2, converted to ONNX by
+ * scripts/nsfw/convert.ts and shipped in models/nsfw/): checks the file against its manifest, opens one
+ * onnxruntime session with the options of the CLIP runner, and turns preprocessed views into five class
+ * probabilities each (NSFW_CLASSES order).
+ */
+import {createHash} from 'node:crypto'
+import {readFile} from 'node:fs/promises'
+import {join} from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+import * as ort from 'onnxruntime-node'
+
+import {NSFW_VIEW_SIZE} from '../image/nsfw-preprocess.js'
+import {ModError} from '../errors.js'
+import {sessionOptions} from './clip.js'
+import {NSFW_CLASSES, NSFW_INPUT, NSFW_OUTPUT, NSFW_SIZE, type NsfwManifest} from './nsfw-manifest.js'
+import {defaultThreads} from './threads.js'
+
+/** The folder holding the shipped model: three levels below the package root both as src/…/*.ts and dist/…/*.js. */
+export function nsfwModelDir(): string {
+  return fileURLToPath(new URL('../../../models/nsfw/', import.meta.url))
+}
+
+export interface NsfwOptions {
+  /** onnxruntime intra-op threads; default: chosen for the machine (threads.ts). */
+  threads?: number
+  /** A folder with manifest.json and the ONNX file it names; default: the shipped one. */
+  dir?: string
+}
+
+export interface NsfwModel {
+  readonly manifest: NsfwManifest
+  /** `pixels` holds n views from nsfwPreprocess, [n, 224, 224, 3]; returns n arrays of five probabilities. */
+  classify(pixels: Float32Array, n: number): Promise<Float32Array[]>
+  close(): Promise<void>
+}
+
+async function readBytes(path: string, what: string): Promise<Buffer> {
+  try {
+    return await readFile(path)
+  } catch (e) {
+    throw new ModError('model_missing', `the NSFW model's ${what} ${path} cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); reinstall mod`)
+  }
+}
+
+async function readManifest(dir: string): Promise<NsfwManifest> {
+  const path = join(dir, 'manifest.json')
+  const text = (await readBytes(path, 'manifest')).toString('utf8')
+  let m: NsfwManifest
+  try {
+    m = JSON.parse(text) as NsfwManifest
+  } catch (e) {
+    throw new ModError('invalid_config', `${path} is not JSON: ${(e as Error).message}`)
+  }
+  const classes = JSON.stringify(m.classes)
+  if (typeof m.file !== 'string' || typeof m.sha256 !== 'string' || typeof m.size !== 'number' || classes !== JSON.stringify(NSFW_CLASSES)) {
+    throw new ModError('invalid_config', `${path} is not an NSFW model manifest (file, size, sha256, classes ${NSFW_CLASSES.join(', ')})`)
+  }
+  return m
+}
+
+/** The model's bytes, refused unless their size and sha256 are the manifest's: a wrong file is a missing model. */
+async function verifiedModel(dir: string, m: NsfwManifest): Promise<Buffer> {
+  const path = join(dir, m.file)
+  const bytes = await readBytes(path, 'file')
+  if (bytes.length !== m.size) {
+    throw new ModError('model_missing', `${path} is ${bytes.length} bytes, not the ${m.size} of ${m.id}; reinstall mod`)
+  }
+  const sha = createHash('sha256').update(bytes).digest('hex')
+  if (sha !== m.sha256) {
+    throw new ModError('model_missing', `${path} has sha256 ${sha}, not the ${m.sha256} of ${m.id}; reinstall mod`)
+  }
+  return bytes
+}
+
+export async function openNsfw(opts: NsfwOptions = {}): Promise<NsfwModel> {
+  const dir = opts.dir ?? nsfwModelDir()
+  const manifest = await readManifest(dir)
+  const bytes = await verifiedModel(dir, manifest)
+  const threads = opts.threads ?? (await defaultThreads())
+  let session: ort.InferenceSession
+  try {
+    session = await ort.InferenceSession.create(bytes, sessionOptions(threads, true))
+  } catch (e) {
+    throw new ModError('invalid_config', `cannot load ${join(dir, manifest.file)}: ${(e as Error).message}`)
+  }
+  const classes = NSFW_CLASSES.length
+
+  return {
+    manifest,
+    async classify(pixels, n) {
+      if (!Number.isInteger(n) || n < 0 || pixels.length !== n * NSFW_VIEW_SIZE) {
+        throw new ModError('internal', `classify: expected ${n} x ${NSFW_SIZE} x ${NSFW_SIZE} x 3 values, got ${pixels.length}`)
+      }
+      if (n === 0) return []
+      const out = await session.run({[NSFW_INPUT]: new ort.Tensor('float32', pixels, [n, NSFW_SIZE, NSFW_SIZE, 3])})
+      const probs = out[NSFW_OUTPUT]
+      if (!probs || probs.type !== 'float32' || probs.data.length !== n * classes) {
+        throw new ModError('invalid_config', `${manifest.file} gave no [${n}, ${classes}] float32 '${NSFW_OUTPUT}'`)
+      }
+      const data = probs.data as Float32Array
+      return Array.from({length: n}, (_, i) => data.slice(i * classes, (i + 1) * classes))
+    },
+    async close() {
+      await session.release()
+    },
+  }
+}
