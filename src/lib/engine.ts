@@ -1,8 +1,6 @@
 import type {Limits} from './config/settings.js'
 import {isModError, ModError} from './errors.js'
-import {decodeImage} from './image/decode.js'
-import {preprocess} from './image/preprocess.js'
-import {trimBorders} from './image/trim.js'
+import {prepareFrames as prepareFramesOf, prepareImage} from './image/prepare.js'
 import {openClip, type ClipModel} from './model/clip.js'
 import {loadManifest} from './model/manifest.js'
 import type {Manifest, Precision} from './model/manifest-types.js'
@@ -148,11 +146,13 @@ export function createEngine(opts: EngineOptions): Engine {
 
   async function prepareFrames(frames: RgbImage[]): Promise<Float32Array[]> {
     const m = await manifest()
-    return Promise.all(frames.map((f) => preprocess(policy.trim_borders ? trimBorders(f) : f, m.preprocess)))
+    return (await prepareFramesOf(frames, {preprocess: m.preprocess, trimBorders: policy.trim_borders})).tensors
   }
 
   async function prepare(data: Buffer): Promise<Float32Array[]> {
-    return prepareFrames(await decodeImage(data, {maxBytes: limits.maxBytes, maxPixels: limits.maxPixels}))
+    const m = await manifest()
+    const limitsOf = {maxBytes: limits.maxBytes, maxPixels: limits.maxPixels}
+    return (await prepareImage(data, {limits: limitsOf, preprocess: m.preprocess, trimBorders: policy.trim_borders})).tensors
   }
 
   function labelsOf(r: Ready, embedding: Float32Array): Label[] {
