@@ -13,8 +13,9 @@ import {DEFAULT_LIMITS} from '../src/lib/config/settings.js'
 import {decodeImage} from '../src/lib/image/decode.js'
 import {preprocess} from '../src/lib/image/preprocess.js'
 import {trimBorders} from '../src/lib/image/trim.js'
-import {openClip, sessionOptions} from '../src/lib/model/clip.js'
+import {openClip} from '../src/lib/model/clip.js'
 import {loadManifest} from '../src/lib/model/manifest.js'
+import {openSession} from '../src/lib/model/session.js'
 import {embedPrompts} from '../src/lib/model/prompt-cache.js'
 import {defaultThreads} from '../src/lib/model/threads.js'
 import {buildPolicy} from '../src/lib/policy/load.js'
@@ -56,7 +57,7 @@ const {crop} = manifest.preprocess
 
 const engine = benchEngine()
 await engine.load()
-const bare = await ort.InferenceSession.create(`${STANDIN_DIR}/${VISION_FILES.fp32}`, sessionOptions(threads, true))
+const bare = await openSession(`${STANDIN_DIR}/${VISION_FILES.fp32}`, {threads, keepArena: true})
 const [frame] = await decodeImage(jpeg, DEFAULT_LIMITS)
 const ready = new ort.Tensor('float32', await preprocess(trimBorders(frame), manifest.preprocess), [1, 3, crop, crop])
 const feeds = {[manifest.image.input]: ready}
@@ -119,7 +120,7 @@ const offered = (['int8', 'fp16'] as const).filter((v) => manifest.variants?.[v]
 for (const variant of offered) {
   const e = benchEngine(variant)
   await e.load()
-  const s = await ort.InferenceSession.create(`${STANDIN_DIR}/${VISION_FILES[variant]}`, sessionOptions(threads, true))
+  const s = await openSession(`${STANDIN_DIR}/${VISION_FILES[variant]}`, {threads, keepArena: true})
   closers.push(() => e.close(), () => s.release())
   variantSides[`${variant} engine`] = () => e.moderateImage(jpeg, 'hd.jpg')
   variantSides[`${variant} bare`] = () => s.run(feeds)
