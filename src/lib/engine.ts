@@ -120,7 +120,7 @@ export function createEngine(opts: EngineOptions): Engine {
       checkHeadFits(h, m.id, m.embedding_size)
       checkHeadParents(h, policy)
     }
-    const clip = await openClip(opts.modelDir, m, {threads: opts.threads})
+    const clip = await openClip(opts.modelDir, m, {threads: opts.threads, cacheDir: opts.cacheDir})
     try {
       const prompts = await embedPrompts(policyPrompts(policy), {
         cacheDir: opts.cacheDir,

@@ -20,6 +20,8 @@ const TEXT_BATCH = 32
 export interface ClipOptions {
   /** onnxruntime intra-op threads; default: chosen for the machine (threads.ts). */
   threads?: number
+  /** MOD_CACHE_DIR: the image encoder's optimised graph is cached there (session.ts). */
+  cacheDir?: string
 }
 
 export interface ClipModel {
@@ -89,7 +91,8 @@ export async function openClip(dir: string, manifest: Manifest, opts: ClipOption
   const imagePath = fileWithRole(manifest, 'image_encoder').path
   const textPath = fileWithRole(manifest, 'text_encoder').path
 
-  const image = await openSession(join(dir, imagePath), {threads, keepArena: true})
+  // Only the image encoder's graph is cached: the text encoder runs only while prompt embeddings are missing.
+  const image = await openSession(join(dir, imagePath), {threads, keepArena: true, cacheDir: opts.cacheDir})
   try {
     requireNames(image, imagePath, manifest.image.input, manifest.image.output)
   } catch (e) {
