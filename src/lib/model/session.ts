@@ -36,6 +36,8 @@ export interface SessionOptions {
 const SAVED_LEVEL = 'extended'
 const MODEL_FILE = 'model.onnx'
 const WEIGHTS_FILE = 'weights.bin'
+/** A temporary build folder this old was left by a process that died while building. */
+const ABANDONED_MS = 10 * 60_000
 
 /** The options of every session. */
 export function sessionOptions(o: Omit<SessionOptions, 'cacheDir'>): ort.InferenceSession.SessionOptions {
@@ -138,9 +140,11 @@ async function buildEntry(path: string, o: SessionOptions, entry: CacheEntry): P
       if (e.code !== 'ENOTEMPTY' && e.code !== 'EEXIST') throw e
     })
     for (const name of await readdir(entry.root)) {
-      if (name.startsWith(entry.prefix) && join(entry.root, name) !== entry.dir && !name.includes('.tmp-')) {
-        await rm(join(entry.root, name), {recursive: true, force: true})
-      }
+      const other = join(entry.root, name)
+      if (!name.startsWith(entry.prefix) || other === entry.dir || other === tmp) continue
+      // A temporary folder is another process's build in progress, unless it is old: left by one that was killed.
+      if (name.includes('.tmp-') && Date.now() - (await stat(other)).mtimeMs < ABANDONED_MS) continue
+      await rm(other, {recursive: true, force: true})
     }
     return true
   } catch (e) {

@@ -1,4 +1,4 @@
-import {copyFile, mkdtemp, readdir, readFile, rm, utimes, writeFile} from 'node:fs/promises'
+import {copyFile, mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
@@ -106,6 +106,21 @@ test('a changed model file gets a new entry and its stale one is removed', async
     assert.is.not(after.dir, before.dir)
     await (await openSession(model, options)).release()
     assert.equal(await readdir(join(cacheDir, 'ort')), [after.dir.split('/').pop()])
+  })
+})
+
+test("a build folder left by a killed process is removed once old, another process's recent one is left alone", async () => {
+  await withCache(async (model, cacheDir) => {
+    const options = {threads: 1, keepArena: true, cacheDir}
+    const entry = await cacheEntry(model, options, cacheDir)
+    const abandoned = `${entry.dir}.tmp-1-dead`
+    const building = `${entry.dir}.tmp-2-busy`
+    await mkdir(abandoned, {recursive: true})
+    await mkdir(building, {recursive: true})
+    const old = new Date(Date.now() - 3600_000)
+    await utimes(abandoned, old, old)
+    await (await openSession(model, options)).release()
+    assert.equal((await readdir(join(cacheDir, 'ort'))).sort(), [entry.dir, building].map((d) => d.split('/').pop()).sort())
   })
 })
 
