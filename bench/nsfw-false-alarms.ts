@@ -6,6 +6,8 @@
  * and src/lib/scoring/nsfw-rule.ts at 0.5 flag. mod's runner gives nsfwjs's probabilities within 1e-4
  * (test/lib/model/nsfw-parity.test.ts), so the argmax is nsfwjs's.
  */
+
+import './no-telemetry.js'
 import {readdir, readFile, stat} from 'node:fs/promises'
 import {basename, join} from 'node:path'
 

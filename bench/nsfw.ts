@@ -9,6 +9,9 @@
  * with the engine (lib.ts interleave). Targets: >= 50x faster than tfjs pure JS, >= 3x faster than tfjs-wasm,
  * <= 15% extra on the fast preset.
  */
+
+import './no-telemetry.js'
+
 import {createRequire} from 'node:module'
 
 import * as tf from '@tensorflow/tfjs'

@@ -19,8 +19,7 @@ import {
   type Tensor,
 } from '@huggingface/transformers'
 
-import {decodeImage} from '../src/lib/image/decode.js'
-import {preprocess} from '../src/lib/image/preprocess.js'
+import {prepareImage} from '../src/lib/image/prepare.js'
 import {openClip, type ClipModel} from '../src/lib/model/clip.js'
 import {loadManifest} from '../src/lib/model/manifest.js'
 import type {Manifest} from '../src/lib/model/manifest-types.js'
@@ -75,8 +74,8 @@ export async function openMod(dir: string, threads?: number): Promise<ModSide> {
     clip,
     tokenizer,
     async embedImage(bytes) {
-      const [frame] = await decodeImage(bytes, LIMITS)
-      const [embedding] = await clip.embedImages(await preprocess(frame, manifest.preprocess), 1)
+      const {tensors} = await prepareImage(bytes, {limits: LIMITS, preprocess: manifest.preprocess, trimBorders: false})
+      const [embedding] = await clip.embedImages(tensors[0], 1)
       return embedding
     },
     tokenIds(texts) {

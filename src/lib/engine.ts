@@ -1,8 +1,7 @@
 import type {Limits} from './config/settings.js'
 import {isModError, ModError} from './errors.js'
 import {decodeImage} from './image/decode.js'
-import {preprocess} from './image/preprocess.js'
-import {trimBorders} from './image/trim.js'
+import {prepareFrames} from './image/prepare.js'
 import {lazy} from './lazy.js'
 import {openClip, type ClipModel} from './model/clip.js'
 import {loadManifest} from './model/manifest.js'
@@ -220,7 +219,7 @@ export function createEngine(opts: EngineOptions): Engine {
       checkHeadFits(h, man.id, man.embedding_size)
       checkHeadParents(h, policy)
     }
-    const model = await openClip(opts.modelDir, man, {threads: opts.threads})
+    const model = await openClip(opts.modelDir, man, {threads: opts.threads, cacheDir: opts.cacheDir})
     m.clip = {model, manifest: man, prompts: new Map()}
     m.head = h
     m.clip.prompts = await embedPrompts(policyPrompts(policy), {
@@ -253,12 +252,10 @@ export function createEngine(opts: EngineOptions): Engine {
     return closed ? Promise.reject(closedError()) : models.get()
   }
 
-  async function prepareFrame(m: Models, frame: RgbImage): Promise<PreparedFrame> {
-    const image = policy.trim_borders ? trimBorders(frame) : frame
-    return {
-      clip: m.clip ? await preprocess(image, m.clip.manifest.preprocess) : undefined,
-      nsfw: m.nsfw?.views(image),
-    }
+  /** Trimmed once, then each loaded model's input: CLIP's tensor and the specialist's views of the same pixels. */
+  async function prepareDecoded(m: Models, decoded: RgbImage[]): Promise<PreparedFrame[]> {
+    const {frames, tensors} = await prepareFrames(decoded, {preprocess: m.clip?.manifest.preprocess, trimBorders: policy.trim_borders})
+    return frames.map((f, i) => ({clip: tensors[i], nsfw: m.nsfw?.views(f)}))
   }
 
   async function runFrames(frames: PreparedFrame[]): Promise<FrameOutput[]> {
@@ -297,8 +294,7 @@ export function createEngine(opts: EngineOptions): Engine {
   async function moderateOne(input: ImageInput, scheduler: Scheduler): Promise<ModerationResult> {
     const m = await loaded()
     const frames = await scheduler.prepare(async () => {
-      const decoded = await decodeImage(await input.read(), {maxBytes: limits.maxBytes, maxPixels: limits.maxPixels})
-      return Promise.all(decoded.map((f) => prepareFrame(m, f)))
+      return prepareDecoded(m, await decodeImage(await input.read(), {maxBytes: limits.maxBytes, maxPixels: limits.maxPixels}))
     })
     const labels = await scheduler.infer(() => scoreFrames(m, frames))
     return buildResult(input.source, mergeFrameLabels(labels), m.notEvaluated)
@@ -343,7 +339,7 @@ export function createEngine(opts: EngineOptions): Engine {
         ...o,
         batchSize,
         decode: {ffmpeg: binary, ...DEFAULT_DECODE_LIMITS, maxSeconds: limits.maxVideoSeconds, maxPixels: limits.maxPixels},
-        scoreFrames: async (frames) => scoreFrames(m, await Promise.all(frames.map((f) => prepareFrame(m, f)))),
+        scoreFrames: async (frames) => scoreFrames(m, await prepareDecoded(m, frames)),
       })
       return {...result, not_evaluated: m.notEvaluated}
     },

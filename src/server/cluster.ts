@@ -7,6 +7,18 @@ import {EXIT_OK, EXIT_START_FAILED} from './run.js'
 type ToWorker = {type: 'shutdown'}
 type FromWorker = {type: 'ready'; port: number}
 
+/**
+ * glibc's allocator keeps a varying 35-240 MiB of what onnxruntime frees while loading a model unless its mmap
+ * threshold is fixed (large blocks then go back to the system when freed); glibc reads it only when a process
+ * starts, so the primary starts its workers with it, as the container image does for its process.
+ */
+export const WORKER_MALLOC_ENV = {MALLOC_MMAP_THRESHOLD_: '1048576'}
+
+/** What a worker's environment adds to the primary's: the malloc setting, unless the user chose their own. */
+export function workerEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  return env.MALLOC_MMAP_THRESHOLD_ === undefined ? WORKER_MALLOC_ENV : {}
+}
+
 /** A worker that dies before it is ready is replaced only after this pause, so a broken model cannot spin. */
 const RESTART_DELAY_MS = 1000
 
@@ -35,7 +47,7 @@ export function runPrimary(o: PrimaryOptions, stop: Promise<unknown>): Promise<n
     const alive = () => Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined)
 
     const fork = () => {
-      const worker = cluster.fork()
+      const worker = cluster.fork(workerEnv(process.env))
       o.log(`worker ${worker.process.pid} started`)
       worker.on('message', (message: FromWorker) => {
         if (message?.type !== 'ready') return

@@ -1,4 +1,4 @@
-import {cpSync, existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -32,6 +32,20 @@ test.before(async () => {
 })
 
 test.after(() => dir.remove())
+
+test('the optimised graph cached in MOD_CACHE_DIR/ort is rebuilt when corrupt: the scan still works and the file is rewritten', async () => {
+  const cacheDir = join(dir.path, 'graph-cache')
+  const first = await runCli(['scan', red, '--config', policy, '--json'], {env: {...env, MOD_CACHE_DIR: cacheDir}})
+  assert.is(first.code, 1, first.stderr)
+  const [entry] = readdirSync(join(cacheDir, 'ort'))
+  const saved = join(cacheDir, 'ort', entry, 'model.onnx')
+  const good = readFileSync(saved)
+  writeFileSync(saved, 'garbage')
+  const again = await runCli(['scan', red, '--config', policy, '--json'], {env: {...env, MOD_CACHE_DIR: cacheDir}})
+  assert.is(again.code, 1, again.stderr)
+  assert.equal(JSON.parse(again.stdout), JSON.parse(first.stdout))
+  assert.equal(readFileSync(saved), good)
+})
 
 test('a custom redness category flags a red PNG: exit 1 and a redness violation', async () => {
   const r = await runCli(['scan', red, '--config', policy, '--json'], {env})

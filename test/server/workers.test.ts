@@ -1,11 +1,13 @@
 // `mod serve --workers 2`: node:cluster workers, each with its own model; a crashed worker is replaced
 // while the others keep serving. Runs the built CLI (npm test builds first).
-import {copyFileSync, mkdirSync} from 'node:fs'
+import {copyFileSync, mkdirSync, readFileSync} from 'node:fs'
 import {request} from 'node:http'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
+
+import {workerEnv} from '../../src/server/cluster.js'
 
 import {red, serveProcess, tempDir, TOY_MODEL, until, writeRednessPolicy, type ServeProcess} from './harness.js'
 
@@ -51,6 +53,18 @@ test('two workers start, each logs its pid, and both serve moderations', async (
   assert.is(readyPids().length, 2)
   const answers = await Promise.all([1, 2, 3, 4].map(() => moderateRed()))
   assert.equal(answers.map((a) => [a.status, a.body.is_safe]), [[200, false], [200, false], [200, false], [200, false]])
+})
+
+test('workers start with the malloc setting of the container image (glibc returns freed model memory)', () => {
+  for (const pid of readyPids()) {
+    const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')
+    assert.ok(environ.includes('MALLOC_MMAP_THRESHOLD_=1048576'), `worker ${pid}`)
+  }
+})
+
+test("a malloc threshold the user set is kept: workers then get the primary's environment unchanged", () => {
+  assert.equal(workerEnv({MALLOC_MMAP_THRESHOLD_: '65536'}), {})
+  assert.equal(workerEnv({}), {MALLOC_MMAP_THRESHOLD_: '1048576'})
 })
 
 test('a crashed worker is replaced and the other keeps serving meanwhile', async () => {

@@ -10,6 +10,7 @@ import * as ort from 'onnxruntime-node'
 import {ModError} from '../errors.js'
 import {fileWithRole} from './manifest.js'
 import type {Manifest} from './manifest-types.js'
+import {openSession} from './session.js'
 import {defaultThreads} from './threads.js'
 import {loadTokenizer, type ClipTokenizer} from './tokenizer.js'
 
@@ -19,6 +20,8 @@ const TEXT_BATCH = 32
 export interface ClipOptions {
   /** onnxruntime intra-op threads; default: chosen for the machine (threads.ts). */
   threads?: number
+  /** MOD_CACHE_DIR: the image encoder's optimised graph is cached there (session.ts). */
+  cacheDir?: string
 }
 
 export interface ClipModel {
@@ -39,30 +42,6 @@ interface TextEncoder {
   /** Some exports also take an attention mask; it is fed when the graph has that input. */
   withMask: boolean
   int32: boolean
-}
-
-/** The options of every session; exported so benchmarks run bare sessions exactly as the runner does. */
-export function sessionOptions(threads: number, keepArena: boolean): ort.InferenceSession.SessionOptions {
-  return {
-    executionProviders: ['cpu'],
-    intraOpNumThreads: threads,
-    // One graph at a time per process: parallel branches would only compete with the intra-op threads.
-    interOpNumThreads: 1,
-    executionMode: 'sequential',
-    graphOptimizationLevel: 'all',
-    // The arena and memory patterns keep buffers between runs (faster repeated image batches) but never shrink;
-    // the short-lived text session does without them so that it leaves nothing behind.
-    enableCpuMemArena: keepArena,
-    enableMemPattern: keepArena,
-  }
-}
-
-async function openSession(dir: string, path: string, options: ort.InferenceSession.SessionOptions): Promise<ort.InferenceSession> {
-  try {
-    return await ort.InferenceSession.create(join(dir, path), options)
-  } catch (e) {
-    throw new ModError('invalid_config', `cannot load ${join(dir, path)}: ${(e as Error).message}`)
-  }
 }
 
 function requireNames(session: ort.InferenceSession, path: string, input: string, output: string): void {
@@ -112,7 +91,8 @@ export async function openClip(dir: string, manifest: Manifest, opts: ClipOption
   const imagePath = fileWithRole(manifest, 'image_encoder').path
   const textPath = fileWithRole(manifest, 'text_encoder').path
 
-  const image = await openSession(dir, imagePath, sessionOptions(threads, true))
+  // Only the image encoder's graph is cached: the text encoder runs only while prompt embeddings are missing.
+  const image = await openSession(join(dir, imagePath), {threads, keepArena: true, cacheDir: opts.cacheDir})
   try {
     requireNames(image, imagePath, manifest.image.input, manifest.image.output)
   } catch (e) {
@@ -125,7 +105,7 @@ export async function openClip(dir: string, manifest: Manifest, opts: ClipOption
   let textP: Promise<TextEncoder> | undefined
 
   async function openText(): Promise<TextEncoder> {
-    const session = await openSession(dir, textPath, sessionOptions(threads, false))
+    const session = await openSession(join(dir, textPath), {threads, keepArena: false})
     try {
       requireNames(session, textPath, manifest.text.input, manifest.text.output)
       return {

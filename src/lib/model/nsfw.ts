@@ -13,7 +13,7 @@ import * as ort from 'onnxruntime-node'
 
 import {NSFW_VIEW_SIZE} from '../image/nsfw-preprocess.js'
 import {ModError} from '../errors.js'
-import {sessionOptions} from './clip.js'
+import {sessionOptions} from './session.js'
 import {NSFW_CLASSES, NSFW_INPUT, NSFW_OUTPUT, NSFW_SIZE, type NsfwManifest} from './nsfw-manifest.js'
 import {defaultThreads} from './threads.js'
 
@@ -81,7 +81,7 @@ export async function openNsfw(opts: NsfwOptions = {}): Promise<NsfwModel> {
   const threads = opts.threads ?? (await defaultThreads())
   let session: ort.InferenceSession
   try {
-    session = await ort.InferenceSession.create(bytes, sessionOptions(threads, true))
+    session = await ort.InferenceSession.create(bytes, sessionOptions({threads, keepArena: true}))
   } catch (e) {
     throw new ModError('invalid_config', `cannot load ${join(dir, manifest.file)}: ${(e as Error).message}`)
   }

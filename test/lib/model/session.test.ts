@@ -1,0 +1,144 @@
+import {copyFile, mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {isModError} from '../../../src/lib/errors.js'
+import * as ort from 'onnxruntime-node'
+
+import {cacheEntry, openSession, sessionOptions} from '../../../src/lib/model/session.js'
+
+const TOY = join(import.meta.dirname, '..', '..', 'fixtures', 'models', 'toy', 'onnx', 'vision_model.onnx')
+
+test('every session runs on the CPU, sequentially, fully optimised, with the threads asked for', () => {
+  assert.equal(sessionOptions({threads: 3, keepArena: true}), {
+    executionProviders: ['cpu'],
+    intraOpNumThreads: 3,
+    interOpNumThreads: 1,
+    executionMode: 'sequential',
+    graphOptimizationLevel: 'all',
+    enableCpuMemArena: true,
+    enableMemPattern: true,
+  })
+  const short = sessionOptions({threads: 1, keepArena: false})
+  assert.equal([short.enableCpuMemArena, short.enableMemPattern], [false, false])
+})
+
+test('opens an ONNX file', async () => {
+  const session = await openSession(TOY, {threads: 1, keepArena: true})
+  assert.equal(session.inputNames, ['pixel_values'])
+  await session.release()
+})
+
+test('a file onnxruntime cannot load is invalid_config naming the file', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'mod-session-'))
+  const path = join(dir, 'broken.onnx')
+  await writeFile(path, 'not a model')
+  try {
+    const e = await openSession(path, {threads: 1, keepArena: false}).catch((x: unknown) => x)
+    assert.ok(isModError(e) && e.code === 'invalid_config', String(e))
+    assert.match((e as Error).message, `cannot load ${path}`)
+  } finally {
+    await rm(dir, {recursive: true, force: true})
+  }
+})
+
+/** The toy encoder's output for a fixed input: a cached graph must give exactly this. */
+async function output(session: ort.InferenceSession): Promise<number[]> {
+  const pixels = Float32Array.from({length: 3 * 224 * 224}, (_, i) => ((i * 7919) % 1000) / 500 - 1)
+  const out = await session.run({pixel_values: new ort.Tensor('float32', pixels, [1, 3, 224, 224])})
+  return Array.from(out[session.outputNames[0]].data as Float32Array)
+}
+
+async function withCache(fn: (model: string, cacheDir: string) => Promise<void>): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'mod-session-cache-'))
+  const model = join(dir, 'vision_model.onnx')
+  await copyFile(TOY, model)
+  try {
+    await fn(model, join(dir, 'cache'))
+  } finally {
+    await rm(dir, {recursive: true, force: true})
+  }
+}
+
+test('with a cache folder, the optimised graph is saved under ort/ and later sessions start from it, with the same outputs', async () => {
+  await withCache(async (model, cacheDir) => {
+    const plain = await openSession(model, {threads: 1, keepArena: true})
+    const expected = await output(plain)
+    await plain.release()
+    const first = await openSession(model, {threads: 1, keepArena: true, cacheDir})
+    assert.equal(await output(first), expected)
+    await first.release()
+    const entry = await cacheEntry(model, {threads: 1, keepArena: true}, cacheDir)
+    assert.equal(await readdir(join(cacheDir, 'ort')), [entry.dir.split('/').pop()])
+    const saved = await readFile(join(entry.dir, 'model.onnx'))
+    const second = await openSession(model, {threads: 2, keepArena: false, cacheDir})
+    assert.equal(await output(second), expected)
+    await second.release()
+    // Threads and memory options do not change the graph: the same entry served the second session.
+    assert.equal(await readFile(join(entry.dir, 'model.onnx')), saved)
+  })
+})
+
+test('a corrupt cached graph is rebuilt, not fatal: the session opens and the file is rewritten', async () => {
+  await withCache(async (model, cacheDir) => {
+    const options = {threads: 1, keepArena: true, cacheDir}
+    await (await openSession(model, options)).release()
+    const entry = await cacheEntry(model, options, cacheDir)
+    const good = await readFile(join(entry.dir, 'model.onnx'))
+    await writeFile(join(entry.dir, 'model.onnx'), 'garbage')
+    const session = await openSession(model, options)
+    assert.equal(session.inputNames, ['pixel_values'])
+    await session.release()
+    assert.equal(await readFile(join(entry.dir, 'model.onnx')), good)
+  })
+})
+
+test('a changed model file gets a new entry and its stale one is removed', async () => {
+  await withCache(async (model, cacheDir) => {
+    const options = {threads: 1, keepArena: true, cacheDir}
+    await (await openSession(model, options)).release()
+    const before = await cacheEntry(model, options, cacheDir)
+    await utimes(model, new Date(), new Date(Date.now() + 60_000))
+    const after = await cacheEntry(model, options, cacheDir)
+    assert.is.not(after.dir, before.dir)
+    await (await openSession(model, options)).release()
+    assert.equal(await readdir(join(cacheDir, 'ort')), [after.dir.split('/').pop()])
+  })
+})
+
+test("a build folder left by a killed process is removed once old, another process's recent one is left alone", async () => {
+  await withCache(async (model, cacheDir) => {
+    const options = {threads: 1, keepArena: true, cacheDir}
+    const entry = await cacheEntry(model, options, cacheDir)
+    const abandoned = `${entry.dir}.tmp-1-dead`
+    const building = `${entry.dir}.tmp-2-busy`
+    await mkdir(abandoned, {recursive: true})
+    await mkdir(building, {recursive: true})
+    const old = new Date(Date.now() - 3600_000)
+    await utimes(abandoned, old, old)
+    await (await openSession(model, options)).release()
+    assert.equal((await readdir(join(cacheDir, 'ort'))).sort(), [entry.dir, building].map((d) => d.split('/').pop()).sort())
+  })
+})
+
+test('a cache folder that cannot be written only means the session starts from the model file', async () => {
+  await withCache(async (model, cacheDir) => {
+    await writeFile(cacheDir, 'a file where the folder should be')
+    const session = await openSession(model, {threads: 1, keepArena: true, cacheDir})
+    assert.equal(session.inputNames, ['pixel_values'])
+    await session.release()
+  })
+})
+
+test('a model onnxruntime cannot load is invalid_config with a cache folder too', async () => {
+  await withCache(async (model, cacheDir) => {
+    await writeFile(model, 'not a model')
+    const e = await openSession(model, {threads: 1, keepArena: true, cacheDir}).catch((x: unknown) => x)
+    assert.ok(isModError(e) && e.code === 'invalid_config', String(e))
+  })
+})
+
+test.run()
