@@ -1,0 +1,192 @@
+// The engine's signals: the toy CLIP model (its meaning is fixed: red images match "red") together with the real
+// embedded NSFW specialist, a counting stand-in for the specialist where batching is checked, and the closed state.
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
+import {createEngine, type EngineOptions, type NsfwRunner} from '../../src/lib/engine.js'
+import {openNsfwRunner} from '../../src/lib/model/nsfw-runner.js'
+import {buildPolicy} from '../../src/lib/policy/load.js'
+import type {ModerationResult} from '../../src/lib/types.js'
+import {solidPng, tempDir, TOY_MODEL} from '../helpers/cli.js'
+
+const dir = tempDir()
+test.after(() => dir.remove())
+
+const NSFW_FED = ['nudity', 'sexual_activity', 'suggestive']
+
+function options(over: Partial<EngineOptions> = {}): EngineOptions {
+  return {
+    preset: 'fast',
+    modelDir: TOY_MODEL,
+    cacheDir: join(dir.path, 'cache'),
+    policy: buildPolicy({categories: [{name: 'redness', prompts: ['red']}]}),
+    limits: DEFAULT_LIMITS,
+    openNsfw: () => openNsfwRunner(),
+    ...over,
+  }
+}
+
+const names = (r: ModerationResult) => r.labels.map((l) => l.name).sort()
+const scoreOf = (r: ModerationResult, name: string) => r.labels.find((l) => l.name === name)?.score
+
+/** A specialist that answers fixed probabilities and counts its runs and how many views each run had. */
+function countingSpecialist(probabilities: number[]): {runner: NsfwRunner; runs: number[]} {
+  const runs: number[] = []
+  const size = 4
+  return {
+    runs,
+    runner: {
+      viewSize: size,
+      views: () => new Float32Array(2 * size),
+      classify: async (_batch, n) => {
+        runs.push(n)
+        return Array.from({length: n}, () => Float32Array.from(probabilities))
+      },
+      close: async () => {},
+    },
+  }
+}
+
+test('with CLIP and the specialist both loaded, every category is scored and the specialist joins its three by weight', async () => {
+  const both = createEngine(options())
+  const clipOnly = createEngine(options({openNsfw: undefined}))
+  try {
+    const red = await solidPng(255, 0, 0)
+    const a = await both.moderateImage(red, 'red.png')
+    const b = await clipOnly.moderateImage(red, 'red.png')
+    assert.equal(a.not_evaluated, [])
+    assert.equal(names(a), names(b))
+    assert.is(scoreOf(a, 'redness'), scoreOf(b, 'redness'))
+    assert.is(scoreOf(a, 'violence'), scoreOf(b, 'violence'))
+    // On the toy model every built-in prompt is the zero vector (0.0474); the specialist's weight moves its three.
+    assert.is(scoreOf(b, 'nudity'), 0.0474)
+    assert.is.not(scoreOf(a, 'nudity'), 0.0474)
+    assert.equal(both.signals(), {clip: 'loaded', nsfw: 'loaded', head: 'off'})
+    const listing = await both.categories()
+    assert.equal(listing.categories.find((c) => c.name === 'nudity')?.signals, ['clip', 'nsfw'])
+    assert.equal(listing.categories.find((c) => c.name === 'redness')?.signals, ['clip'])
+  } finally {
+    await both.close()
+    await clipOnly.close()
+  }
+})
+
+test('the score of a category fed by both signals is their weighted mean (clip 1, nsfw 3 for nudity)', async () => {
+  // Porn 0.9: the rule gives nudity 0.9; the toy CLIP gives the zero-prompt score 0.0474 (sigmoid(-3)).
+  const fixed = countingSpecialist([0.05, 0, 0.05, 0.9, 0])
+  const e = createEngine(options({openNsfw: async () => fixed.runner}))
+  try {
+    const r = await e.moderateImage(await solidPng(0, 0, 255), 'blue.png')
+    const clip = 1 / (1 + Math.exp(3))
+    assert.is(scoreOf(r, 'nudity'), Math.round(((clip + 3 * 0.9) / 4) * 10_000) / 10_000)
+    assert.equal(r.violations.map((v) => v.name), ['nudity', 'sexual_activity'])
+  } finally {
+    await e.close()
+  }
+})
+
+test('policy specialists: {nsfw: false} switches the specialist off: CLIP alone scores, and listings say so', async () => {
+  const e = createEngine(options({policy: buildPolicy({specialists: {nsfw: false}, categories: []})}))
+  try {
+    const r = await e.moderateImage(await solidPng(255, 0, 0), 'red.png')
+    assert.is(scoreOf(r, 'nudity'), 0.0474)
+    assert.equal(e.signals(), {clip: 'loaded', nsfw: 'off', head: 'off'})
+    assert.equal((await e.categories()).categories.find((c) => c.name === 'nudity')?.signals, ['clip'])
+  } finally {
+    await e.close()
+  }
+})
+
+test('without a CLIP model the specialist alone scores its categories and the others are not evaluated', async () => {
+  const e = createEngine(options({modelDir: join(dir.path, 'not-pulled')}))
+  try {
+    const r = await e.moderateImage(await solidPng(255, 0, 0), 'red.png')
+    assert.equal(names(r), [...NSFW_FED].sort())
+    assert.equal(r.not_evaluated, ['violence', 'gore', 'weapons', 'hate_symbols', 'drugs', 'self_harm', 'alcohol', 'tobacco', 'redness'])
+    assert.equal(await e.notEvaluated(), r.not_evaluated)
+    assert.equal(e.signals(), {clip: 'not_installed', nsfw: 'loaded', head: 'off'})
+  } finally {
+    await e.close()
+  }
+})
+
+test('a folder the user named must hold a model: requireClip turns a missing CLIP model into model_missing', async () => {
+  const e = createEngine(options({modelDir: join(dir.path, 'not-pulled'), requireClip: true}))
+  const code = await e.load().then(() => 'loaded', (err: {code: string}) => err.code)
+  assert.is(code, 'model_missing')
+  await e.close()
+})
+
+test('only nsfw narrows the policy to the specialist\'s categories and loads no CLIP model', async () => {
+  const e = createEngine(options({only: 'nsfw'}))
+  try {
+    const r = await e.moderateImage(await solidPng(255, 0, 0), 'red.png')
+    assert.equal(names(r), [...NSFW_FED].sort())
+    assert.equal(r.not_evaluated, [])
+    assert.equal(e.signals(), {clip: 'off', nsfw: 'loaded', head: 'off'})
+  } finally {
+    await e.close()
+  }
+})
+
+test('concurrent images are inferred together: one specialist run for several callers', async () => {
+  const fixed = countingSpecialist([0.9, 0, 0.1, 0, 0])
+  const e = createEngine(options({only: 'nsfw', openNsfw: async () => fixed.runner}))
+  try {
+    await e.load()
+    const image = await solidPng(0, 255, 0)
+    await Promise.all(Array.from({length: 6}, (_, i) => e.moderateImage(image, `${i}.png`)))
+    // Decoding takes a few turns of the event loop, so the six may arrive in more than one group, never in six.
+    assert.ok(fixed.runs.length < 6, JSON.stringify(fixed.runs))
+    assert.is(fixed.runs.reduce((a, b) => a + b, 0), 6)
+  } finally {
+    await e.close()
+  }
+})
+
+test('the mirror view is classified only for frames whose first look is uncertain', async () => {
+  const sure = countingSpecialist([0.95, 0, 0.05, 0, 0])
+  const unsure = countingSpecialist([0.2, 0, 0.2, 0.6, 0])
+  for (const [specialist, runs] of [
+    [sure, [1]],
+    [unsure, [1, 1]],
+  ] as const) {
+    const e = createEngine(options({only: 'nsfw', openNsfw: async () => specialist.runner}))
+    try {
+      await e.moderateImage(await solidPng(0, 255, 0), 'g.png')
+      assert.equal(specialist.runs, runs)
+    } finally {
+      await e.close()
+    }
+  }
+})
+
+test('after close every call is refused, and a close during the load releases what the load opened', async () => {
+  let closedRunners = 0
+  let openRunner: (() => void) | undefined
+  const e = createEngine(
+    options({
+      only: 'nsfw',
+      openNsfw: () =>
+        new Promise<NsfwRunner>((resolve) => {
+          openRunner = () => resolve({...countingSpecialist([1, 0, 0, 0, 0]).runner, close: async () => void closedRunners++})
+        }),
+    }),
+  )
+  const loading = e.load().then(() => 'loaded', (err: {code: string; message: string}) => `${err.code}: ${err.message}`)
+  while (openRunner === undefined) await new Promise((resolve) => setImmediate(resolve))
+  const closing = e.close()
+  openRunner()
+  await closing
+  assert.is(await loading, 'model_unavailable: the engine is closed')
+  assert.is(closedRunners, 1)
+  assert.is(e.isLoaded(), false)
+  const refused = await e.moderateImage(await solidPng(0, 0, 255), 'b.png').then(() => 'ran', (err: {code: string}) => err.code)
+  assert.is(refused, 'model_unavailable')
+  assert.is(await e.categories().then(() => 'ran', (err: {code: string}) => err.code), 'model_unavailable')
+})
+
+test.run()
