@@ -1,5 +1,5 @@
 /**
- * The same model folder read by `mod` and by transformers.js (CONTRACTS §4): image embeddings, text
+ * The same model folder read by `mod` and by transformers.js: image embeddings, text
  * embeddings and token ids from both, for bench/peer.ts and test/parity.test.ts. transformers.js is loaded
  * offline (local files only, absolute folder path) with the per-tower classes, since the folder holds
  * separate vision and text ONNX files.

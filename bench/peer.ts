@@ -7,7 +7,7 @@
  *     (moderateImage, border trim included) against transformers.js composed as its zero-shot image
  *     classification pipeline works (RawImage, CLIPProcessor, vision tower, cosine × 100, softmax over the
  *     labels). The pipeline itself cannot load this folder: it wants one combined onnx/model.onnx, while
- *     CLIP exports (and CONTRACTS §4) have separate towers; it would also re-encode every label on each call,
+ *     CLIP exports have separate towers; it would also re-encode every label on each call,
  *     which the figures show separately. The two take turns; the verdict is on the median of the per-turn
  *     ratios. Target: mod >= 1.5 x faster.
  */

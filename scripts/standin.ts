@@ -1,7 +1,7 @@
 /**
  * `tsx scripts/standin.ts [--out bench/models/fast-standin] [--variants]`: writes a full-size stand-in for the
  * `fast` preset, a CLIP with the exact architecture and size of openai/clip-vit-base-patch32 (so the same
- * compute and memory) and seeded random weights, in the model-folder layout of CONTRACTS §4, with no download.
+ * compute and memory) and seeded random weights, in mod's model-folder layout, with no download.
  * `--variants` adds the int8 and fp16 encoders beside the fp32 ones, named as the Hugging Face exports name
  * them. A folder already holding what this code generates (checked by a content marker and the sha256 of each
  * file) is left alone.

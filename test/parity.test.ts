@@ -1,5 +1,5 @@
 /**
- * mod and transformers.js read the same model folder (CONTRACTS §4) and must agree: image embeddings of the
+ * mod and transformers.js read the same model folder and must agree: image embeddings of the
  * same encoded images (our decoding and preprocessing), token ids and text embeddings of the same prompts
  * (our tokenizer and text path). Checked on the toy model (whose image embedding is a channel mean, so
  * images with different halves and shapes exercise resize and crop) and on a small random-weight CLIP of the

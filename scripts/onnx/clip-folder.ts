@@ -1,5 +1,5 @@
 /**
- * Writes a CLIP model folder in the Hugging Face ONNX export layout (CONTRACTS §4) beside our
+ * Writes a CLIP model folder in the Hugging Face ONNX export layout beside our
  * manifest.json: onnx/vision_model.onnx, onnx/text_model.onnx, the tokenizer files, config.json and
  * preprocessor_config.json, so that both `mod` and transformers.js load the same folder. Any pair of
  * encoders fits (the toy model, a random-weight ViT-B/32…); the caller gives the ONNX bytes and sizes.

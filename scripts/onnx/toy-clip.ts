@@ -1,5 +1,5 @@
 /**
- * The toy CLIP of CONTRACTS §5: tiny ONNX encoders whose outputs can be worked out by hand.
+ * The toy CLIP of the tests: tiny ONNX encoders whose outputs can be worked out by hand.
  * Image: the L2-normalised per-channel mean of pixel_values in dims 0..2. Text: the L2-normalised
  * count of the colour words red, green and blue in dims 0..2. Every other dimension is zero.
  */
@@ -28,7 +28,7 @@ export function buildToyVisionModel(): Uint8Array {
   g.output('image_embeds', 'float32', ['batch', TOY_EMBEDDING_SIZE])
   const channelMeans = reduce(g, 'ReduceMean', pixels, [2, 3], false)
   l2Normalize(g, padWithZeros(g, channelMeans), EPS, 'image_embeds')
-  return g.encode({docString: 'toy CLIP image encoder: normalised per-channel mean (CONTRACTS §5)'})
+  return g.encode({docString: 'toy CLIP image encoder: normalised per-channel mean'})
 }
 
 /** input_ids int64 [batch, 77] → text_embeds float32 [batch, 8]. */
@@ -41,5 +41,5 @@ export function buildToyTextModel(): Uint8Array {
   const matches = g.op('Equal', [column, g.int64s(TOY_COLOUR_IDS, [3], 'colour_ids')])
   const counts = reduce(g, 'ReduceSum', g.op('Cast', [matches], {to: attr.int(DATA_TYPE.float32)}), [1], false)
   l2Normalize(g, padWithZeros(g, counts), EPS, 'text_embeds')
-  return g.encode({docString: 'toy CLIP text encoder: normalised colour-word counts (CONTRACTS §5)'})
+  return g.encode({docString: 'toy CLIP text encoder: normalised colour-word counts'})
 }

@@ -6,6 +6,7 @@ import {lazy} from './lazy.js'
 import {openClip, type ClipModel} from './model/clip.js'
 import {loadManifest} from './model/manifest.js'
 import type {Manifest, Precision} from './model/manifest-types.js'
+import {classifyViews, type NsfwRunner} from './model/nsfw-runner.js'
 import {loadPresetManifest} from './model/presets.js'
 import {embedPrompts} from './model/prompt-cache.js'
 import {createBatcher} from './pipeline/batcher.js'
@@ -14,7 +15,7 @@ import {DIRECT, type Scheduler} from './pipeline/scheduler.js'
 import type {ModelSignal, Policy, PresetName, SignalName} from './policy/types.js'
 import {combineSignals, feedingSignals, notEvaluated, type FrameSignals} from './scoring/combine.js'
 import {applyHead, checkHeadFits, checkHeadParents, loadHead, type Head} from './scoring/head.js'
-import {averageViews, nsfwCategoryScores} from './scoring/nsfw-rule.js'
+import {nsfwCategoryScores} from './scoring/nsfw-rule.js'
 import {buildResult, mergeFrameLabels, type ScoredLabel} from './scoring/result.js'
 import {policyPrompts, zeroShotScores} from './scoring/score.js'
 import {ITEM_ERROR_CODES, SIGNAL_STATES} from './schemas.js'
@@ -22,24 +23,6 @@ import {DEFAULT_DECODE_LIMITS} from './video/frames.js'
 import {resolveFfmpeg} from './video/ffmpeg.js'
 import {moderateVideo} from './video/moderate.js'
 import type {CategoriesResult, ErrorEntry, ItemErrorCode, ModerationResult, RgbImage, Segment, VideoResult} from './types.js'
-
-/** The embedded NSFW classifier, as the engine drives it. */
-export interface NsfwRunner {
-  /** Floats of one view. */
-  readonly viewSize: number
-  /** The two views of a decoded frame laid end to end: the frame, then its mirror image. */
-  views(frame: RgbImage): Float32Array
-  /** Class probabilities for `n` views laid end to end. */
-  classify(batch: Float32Array, n: number): Promise<Float32Array[]>
-  close(): Promise<void>
-}
-
-/**
- * The specialist looks at the mirror image too only where its first look is uncertain (a category score within
- * this distance of 0.5), and averages the two: a mirrored second opinion pulls down chance hits on ordinary
- * photos, and frames it is sure about cost one run, not two.
- */
-const SECOND_LOOK_BAND = 0.25
 
 export interface EngineOptions {
   preset: PresetName
@@ -84,6 +67,8 @@ export interface ImageInput {
 }
 
 export type ItemResult = ModerationResult | ErrorEntry
+
+export type {NsfwRunner} from './model/nsfw-runner.js'
 
 export interface RunOptions {
   /** Where the preparing and inferring stages run (the server's queue); default: directly. */
@@ -151,28 +136,6 @@ interface FrameOutput {
   embedding?: Float32Array
   /** Class probabilities: of the frame, or averaged with its mirror image where the first look was uncertain. */
   nsfw?: Float32Array
-}
-
-function uncertain(probabilities: Float32Array): boolean {
-  return Object.values(nsfwCategoryScores(probabilities)).some((s) => Math.abs(s - 0.5) < SECOND_LOOK_BAND)
-}
-
-/** Runs the specialist on the frames' first views, then on the mirror views of the uncertain ones. */
-async function classifyFrames(runner: NsfwRunner, frames: PreparedFrame[]): Promise<Float32Array[]> {
-  const size = runner.viewSize
-  const view = (f: PreparedFrame, k: 0 | 1) => (f.nsfw as Float32Array).subarray(k * size, (k + 1) * size)
-  const stack = (views: Float32Array[]) => {
-    const batch = new Float32Array(size * views.length)
-    views.forEach((v, i) => batch.set(v, i * size))
-    return batch
-  }
-  const first = await runner.classify(stack(frames.map((f) => view(f, 0))), frames.length)
-  const again = frames.map((_, i) => i).filter((i) => uncertain(first[i]))
-  if (again.length === 0) return first
-  const mirrored = await runner.classify(stack(again.map((i) => view(frames[i], 1))), again.length)
-  const out = [...first]
-  again.forEach((i, k) => (out[i] = averageViews([first[i], mirrored[k]])))
-  return out
 }
 
 function closedError(): ModError {
@@ -269,7 +232,7 @@ export function createEngine(opts: EngineOptions): Engine {
       embeddings.forEach((e, i) => (out[i].embedding = e))
     }
     if (m.nsfw) {
-      const probabilities = await classifyFrames(m.nsfw, frames)
+      const probabilities = await classifyViews(m.nsfw, frames.map((f) => f.nsfw as Float32Array))
       probabilities.forEach((p, i) => (out[i].nsfw = p))
     }
     return out

@@ -1,4 +1,4 @@
-/** Error codes of CONTRACTS §3, plus the CLI-only ones (configuration and model problems). */
+/** Error codes: those the REST API answers (README: Errors), plus the CLI-only ones (configuration, model and path problems). */
 export type ErrorCode =
   | 'bad_request'
   | 'unauthorized'

@@ -17,7 +17,7 @@ export interface RunOptions {
   stop: Promise<unknown>
 }
 
-/** Exit codes of `mod serve`: 0 after a graceful stop, 2 when it could not start (CONTRACTS §6). */
+/** Exit codes of `mod serve`: 0 after a graceful stop, 2 when it could not start. */
 export const EXIT_OK = 0
 export const EXIT_START_FAILED = 2
 

@@ -43,7 +43,7 @@ export function solidPng(r: number, g: number, b: number, width = 64, height = 6
   return sharp({create: {width, height, channels: 3, background: {r, g, b}}}).png().toBuffer()
 }
 
-/** A policy file that adds the `redness` category the toy model can see (CONTRACTS §5). */
+/** A policy file that adds the `redness` category the toy model can see (the toy model embeds only the colour words). */
 export function writeRednessPolicy(dir: string): string {
   const path = join(dir, 'policy.yaml')
   writeFileSync(path, 'categories:\n  redness:\n    prompts: ["red"]\n    threshold: 0.5\n')

@@ -24,7 +24,7 @@ export function testSettings(cacheDir: string, over: SettingsOverrides = {}): Se
   return {...defaults, ...over, limits: {...defaults.limits, ...over.limits}}
 }
 
-/** The toy model with a `redness` category (CONTRACTS §5): red is unsafe, blue is safe. */
+/** The toy model with a `redness` category: red is unsafe, blue is safe. */
 export function toyEngine(settings: Settings, modelDir = TOY_MODEL): Engine {
   return createEngine({
     preset: 'fast',

@@ -5,7 +5,7 @@ import {ModError} from '../errors.js'
 import type {Precision} from '../model/manifest-types.js'
 import {PRESETS, type PresetName} from '../policy/types.js'
 
-/** Sizes: "MB" means MiB (CONTRACTS §1). */
+/** Sizes: "MB" means MiB (25 MB = 26 214 400 bytes). */
 const MiB = 1024 * 1024
 
 export interface Limits {

@@ -1,19 +1,19 @@
 /**
  * Where eval, calibrate and head train get their numbers: image features (FeatureSource) and per-label raw
  * scores and final scores (LabelScorer). This adapter is built from the engine's own steps (decode, trim,
- * preprocess, the CLIP runner, the prompt cache, the zero-shot signal, applyHead) so that a score here is the
- * score `mod scan` gives; it is the one place to switch to engine calls when the engine exposes them.
+ * preprocess, the CLIP runner, the prompt cache, the zero-shot signal, the NSFW specialist with its second
+ * look, the weighted combination, applyHead) so that a score here is the score `mod scan` gives.
  *
  * Animated images: only the first frame is used (scan keeps each label's maximum over up to 8 frames, so
  * for an animation whose later frames differ, the two can disagree).
  */
 import type {Limits} from '../config/settings.js'
 import {ModError} from '../errors.js'
-import {decodeImage} from '../image/decode.js'
-import {preprocess} from '../image/preprocess.js'
-import {trimBorders} from '../image/trim.js'
+import {prepareImage} from '../image/prepare.js'
+import {lazy} from '../lazy.js'
 import {openClip, type ClipModel} from '../model/clip.js'
 import {loadManifest} from '../model/manifest.js'
+import {classifyViews, type NsfwRunner} from '../model/nsfw-runner.js'
 import type {Manifest, Precision} from '../model/manifest-types.js'
 import {embedPrompts} from '../model/prompt-cache.js'
 import {createBatcher} from '../pipeline/batcher.js'
@@ -21,11 +21,12 @@ import type {Calibration, Policy} from '../policy/types.js'
 import {calibrate, roundScore} from '../scoring/calibrate.js'
 import {applyHead, checkHeadFits, checkHeadParents, type Head} from '../scoring/head.js'
 import {combineSignals} from '../scoring/combine.js'
+import {nsfwCategoryScores} from '../scoring/nsfw-rule.js'
 import {finishLabel} from '../scoring/result.js'
 import {cosine, policyPrompts, rawScore, zeroShotScores} from '../scoring/score.js'
 import type {Origin} from '../types.js'
 
-/** What is known of one image: its CLIP embedding (L2-normalised) and any specialist signal's outputs. */
+/** What is known of one image: its CLIP embedding (L2-normalised) and the specialist's class probabilities (`nsfw`). */
 export interface Features {
   embedding: Float32Array
   signals: Record<string, Float32Array>
@@ -66,6 +67,8 @@ export interface ModelOptions {
   cacheDir: string
   limits: Pick<Limits, 'maxBytes' | 'maxPixels'>
   trimBorders: boolean
+  /** Opens the embedded NSFW specialist when the policy has it on; its probabilities join the features as `nsfw`. */
+  openNsfw?: () => Promise<NsfwRunner>
 }
 
 /** A FeatureSource plus what the label scorer needs from the same model (its text encoder). */
@@ -87,6 +90,7 @@ export async function openClipFeatures(o: ModelOptions): Promise<ClipFeatureSour
   const manifest = await loadManifest(o.modelDir, o.preset, o.precision)
   const modelKey = o.precision === 'fp32' ? manifest.id : `${manifest.id}-${o.precision}`
   let clipP: Promise<ClipModel> | undefined
+  const nsfw = o.openNsfw ? lazy(o.openNsfw) : undefined
   let runs = 0
   const clip = (): Promise<ClipModel> => {
     clipP ??= openClip(o.modelDir, manifest, {threads: o.threads})
@@ -106,14 +110,17 @@ export async function openClipFeatures(o: ModelOptions): Promise<ClipFeatureSour
   const embed = (tensor: Float32Array) => embedder.submit(tensor)
   return {
     manifest,
-    key: `${modelKey}${o.trimBorders ? '' : '-untrimmed'}`,
+    key: `${modelKey}${o.trimBorders ? '' : '-untrimmed'}${nsfw ? '+nsfw' : ''}`,
     modelId: manifest.id,
     embeddingSize: manifest.embedding_size,
     imagesEmbedded: () => runs,
-    async extract(data) {
-      const [first] = await decodeImage(data, o.limits)
-      const tensor = await preprocess(o.trimBorders ? trimBorders(first) : first, manifest.preprocess)
-      return {embedding: await embed(tensor), signals: {}}
+    async extract(data): Promise<Features> {
+      const {frames, tensors} = await prepareImage(data, {limits: o.limits, preprocess: manifest.preprocess, trimBorders: o.trimBorders})
+      const embedding = await embed(tensors[0])
+      if (!nsfw) return {embedding, signals: {}}
+      const runner = await nsfw.get()
+      const [probabilities] = await classifyViews(runner, [runner.views(frames[0])])
+      return {embedding, signals: {nsfw: probabilities}}
     },
     promptEmbeddings: (texts) =>
       embedPrompts(texts, {
@@ -126,6 +133,7 @@ export async function openClipFeatures(o: ModelOptions): Promise<ClipFeatureSour
       const p = clipP
       clipP = undefined
       if (p) await (await p.catch(() => undefined))?.close()
+      await (await nsfw?.current()?.catch(() => undefined))?.close()
     },
   }
 }
@@ -167,7 +175,11 @@ export async function createLabelScorer(source: ClipFeatureSource, policy: Polic
       return out
     },
     score(f) {
-      const categories = combineSignals(policy, {clip: zeroShotScores(f.embedding, policy, prompts)})
+      const nsfwProbabilities = f.signals.nsfw
+      const categories = combineSignals(policy, {
+        clip: zeroShotScores(f.embedding, policy, prompts),
+        ...(nsfwProbabilities ? {nsfw: new Map(Object.entries(nsfwCategoryScores(nsfwProbabilities)))} : {}),
+      })
       const all = head ? applyHead(head, f.embedding, categories) : categories
       const out = new Float64Array(labels.length)
       for (const label of all) out[index.get(label.name) as number] = finishLabel(label).score

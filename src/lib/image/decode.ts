@@ -3,7 +3,7 @@ import sharp, {type Metadata, type Sharp, type SharpOptions} from 'sharp'
 import {emptyFileError, ModError} from '../errors.js'
 import type {RgbImage} from '../types.js'
 
-/** Formats we accept (CONTRACTS §3); AVIF is sharp's `heif` with AV1 compression. */
+/** Formats we accept (README: the accepted formats); AVIF is sharp's `heif` with AV1 compression. */
 export type ImageFormat = 'jpeg' | 'png' | 'webp' | 'gif' | 'avif' | 'tiff'
 
 export interface ImageLimits {

@@ -1,4 +1,4 @@
-/** The model folder's manifest.json (CONTRACTS §4). */
+/** The model folder's manifest.json: ours beside the files of the Hugging Face ONNX export layout of CLIP. */
 
 export interface Preprocessing {
   /** Shortest side is resized to this many pixels. */

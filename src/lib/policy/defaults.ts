@@ -8,7 +8,7 @@
  * tobacco stay separate because policies usually treat them differently (illegal vs age-restricted).
  *
  * Prompt wording avoids the words red, green and blue: the toy test model embeds exactly those words, so on
- * it every default prompt is the zero vector and every built-in label stays safe (CONTRACTS §5).
+ * it every default prompt is the zero vector and every built-in label stays safe (its fixed meaning is described in scripts/onnx/toy-clip.ts).
  */
 import type {Calibration, Category, SignalWeights} from './types.js'
 

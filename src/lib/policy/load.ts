@@ -11,7 +11,7 @@ import {validatePolicyText} from './schema.js'
 import type {PolicyFile, PolicyProblem} from './schema.js'
 import type {Category, Policy, PresetName} from './types.js'
 
-/** Names looked for in each folder, nearest folder first (CONTRACTS §1). */
+/** Names looked for in each folder, nearest folder first. */
 export const POLICY_FILE_NAMES: readonly string[] = Object.freeze([
   '.modrc',
   '.modrc.yaml',

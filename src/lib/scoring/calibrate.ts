@@ -13,7 +13,7 @@ export function calibrate(raw: number, calibration: Calibration): number {
   return sigmoid(calibration.scale * raw + calibration.bias)
 }
 
-/** Results carry scores rounded to 4 decimals (CONTRACTS §2). */
+/** Results carry scores rounded to 4 decimals. */
 export function roundScore(score: number): number {
   return Math.round(score * 10_000) / 10_000
 }

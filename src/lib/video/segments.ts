@@ -32,7 +32,7 @@ interface LabelState {
 const round = (x: number, digits: number): number => Math.round(x * 10 ** digits) / 10 ** digits
 
 /**
- * Segments per label (CONTRACTS §2): a run of consecutive sampled frames whose score is >= the label's
+ * Segments per label: a run of consecutive sampled frames whose score is >= the label's
  * threshold, from the first frame's time to the last one's plus 1/fps (capped at the duration); runs of fewer
  * than `minFrames` frames are dropped. Times are rounded to 3 decimals, confidences to 4.
  */

@@ -33,7 +33,7 @@ function batch(...images: Float32Array[]): Float32Array {
   return out
 }
 
-/** CONTRACTS §5: the unit vector of the per-channel means in dims 0..2. */
+/** The toy image encoder: the unit vector of the per-channel means in dims 0..2. */
 function expectedImage(rgb: [number, number, number]): number[] {
   const v = rgb.map((x, c) => (x - toy.preprocess.mean[c]) / toy.preprocess.std[c])
   const norm = Math.hypot(...v)
