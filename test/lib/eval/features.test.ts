@@ -6,6 +6,7 @@ import * as assert from 'uvu/assert'
 import {DEFAULT_LIMITS} from '../../../src/lib/config/settings.js'
 import {createEngine} from '../../../src/lib/engine.js'
 import {createLabelScorer, openClipFeatures} from '../../../src/lib/eval/features.js'
+import {openNsfwRunner} from '../../../src/lib/model/nsfw-runner.js'
 import {buildPolicy} from '../../../src/lib/policy/load.js'
 import {validatePolicyText} from '../../../src/lib/policy/schema.js'
 import {tempDir, TOY_MODEL} from '../../helpers/cli.js'
@@ -52,6 +53,28 @@ test('the label scorer gives the scores scan gives, and raw margins that order r
     }
     const raw = async (rgb: [number, number, number]) => scorer.raw(await source.extract(await noisyPng(...rgb, 5)))[i]
     assert.ok((await raw([240, 10, 10])) > 50 && (await raw([10, 10, 240])) < -50)
+  } finally {
+    await source.close()
+    await engine.close()
+  }
+})
+
+test('with the specialist on, its probabilities are features and the scores are still the ones scan gives', async () => {
+  const withNsfw = {...model, openNsfw: () => openNsfwRunner()}
+  const source = await openClipFeatures(withNsfw)
+  const engine = createEngine({preset: 'fast', modelDir: TOY_MODEL, cacheDir: model.cacheDir, policy, limits: DEFAULT_LIMITS, openNsfw: () => openNsfwRunner()})
+  try {
+    assert.is(source.key, 'toy-clip+nsfw')
+    const scorer = await createLabelScorer(source, policy)
+    const png = await noisyPng(200, 150, 120, 21)
+    const f = await source.extract(png)
+    assert.is(f.signals.nsfw.length, 5)
+    const result = await engine.moderateImage(png, 'x')
+    const scores = scorer.score(f)
+    for (const name of ['nudity', 'sexual_activity', 'suggestive', 'redness']) {
+      const j = scorer.labels.findIndex((l) => l.name === name)
+      assert.is(scores[j], result.labels.find((l) => l.name === name)?.score, name)
+    }
   } finally {
     await source.close()
     await engine.close()
