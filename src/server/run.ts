@@ -47,6 +47,10 @@ export async function runServer(o: RunOptions): Promise<number> {
       o.log(`error: the model could not be loaded: ${describe(e)}`)
       return EXIT_START_FAILED
     }
+    const missing = await o.engine.notEvaluated()
+    if (missing.length > 0) {
+      o.log(`not evaluated: ${missing.join(', ')} (no CLIP model installed; \`mod models pull\` adds them); results name them in not_evaluated`)
+    }
   }
   if (stopping) {
     await o.engine.close()

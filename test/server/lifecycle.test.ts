@@ -56,6 +56,26 @@ test('with MOD_PRELOAD (the default) the model is loaded before the port opens',
   }
 })
 
+test('with no CLIP model pulled, serve starts on the embedded specialist, logs what is not evaluated, and answers with it', async () => {
+  const serve = serveProcess(['--port', '0'], {MOD_CACHE_DIR: join(dir.path, 'nothing-pulled')})
+  try {
+    const [, base] = await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)
+    assert.ok(
+      serve.lines.some((l) => l.startsWith('not evaluated: violence, gore, weapons, hate_symbols, drugs, self_harm, alcohol, tobacco (no CLIP model installed')),
+      serve.lines.join('\n'),
+    )
+    assert.equal((await call(`${base}/health`)).body.signals, {clip: 'not_installed', nsfw: 'loaded', head: 'off'})
+    const r = await call(`${base}/v1/moderate`, {method: 'POST', body: form('file', [{name: 'red.png', data: await red()}])})
+    assert.is(r.status, 200)
+    assert.equal(r.body.labels.map((l: {name: string}) => l.name).sort(), ['nudity', 'sexual_activity', 'suggestive'])
+    assert.equal(r.body.not_evaluated, ['violence', 'gore', 'weapons', 'hate_symbols', 'drugs', 'self_harm', 'alcohol', 'tobacco'])
+    serve.child.kill('SIGTERM')
+    assert.is(await serve.exited, 0)
+  } finally {
+    serve.child.kill('SIGKILL')
+  }
+})
+
 test('with MOD_PRELOAD=false the model loads on the first moderation (MOD_PORT used without --port)', async () => {
   const serve = serveProcess([], {...toyEnv, MOD_PRELOAD: 'false', MOD_PORT: '0'})
   try {
