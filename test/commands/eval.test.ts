@@ -1,4 +1,5 @@
-import {cpSync, writeFileSync} from 'node:fs'
+import {execFileSync} from 'node:child_process'
+import {cpSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
 
@@ -6,7 +7,7 @@ import {chromium} from 'playwright-core'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {runCli, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {BIN, runCli, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {writeImages} from '../helpers/dataset.js'
 
 const dir = tempDir()
@@ -48,6 +49,16 @@ test.before(async () => {
 })
 
 test.after(() => dir.remove())
+
+test('under a terminal the progress display stays on stderr: --json > file is valid JSON, and the terminal shows it', () => {
+  const line =
+    `MOD_MODEL_DIR=${TOY_MODEL} MOD_CACHE_DIR=${join(dir.path, 'tty-cache')} ${process.execPath} ${BIN} eval ${clean} ` +
+    `--config ${policy} --json > ${join(dir.path, 'tty.json')}; echo mod-exit=$?`
+  const shown = execFileSync('script', ['-qfec', `sh -c '${line}'`, '/dev/null'], {encoding: 'utf8', timeout: 60_000})
+  assert.match(shown, 'mod-exit=0')
+  assert.match(shown, 'Scoring')
+  assert.is(JSON.parse(readFileSync(join(dir.path, 'tty.json'), 'utf8')).metrics.images, 9)
+})
 
 test('red vs blue: redness has recall 1 and flags no safe image', async () => {
   const r = await runCli(['eval', clean, '--config', policy, '--json'], {env})
