@@ -110,4 +110,16 @@ test('package.json turns off the install-time analytics of @scarf/scarf (a depen
   assert.equal(pkg.scarfSettings, {enabled: false})
 })
 
+test('package.json lets no install script of the dependency tree run (npm 11 reads allowScripts)', () => {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {allowScripts?: Record<string, boolean>}
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {packages: Record<string, {hasInstallScript?: boolean}>}
+  const withScripts = new Set(
+    Object.entries(lock.packages)
+      .filter(([path, p]) => path !== '' && p.hasInstallScript)
+      .map(([path]) => path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length)),
+  )
+  assert.equal(Object.keys(pkg.allowScripts ?? {}).sort(), [...withScripts].sort())
+  assert.ok(Object.values(pkg.allowScripts ?? {}).every((allowed) => allowed === false))
+})
+
 test.run()
