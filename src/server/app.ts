@@ -13,16 +13,25 @@ import {isJson, jsonBodyLimit} from './body.js'
 import type {Request, RouteContext} from './context.js'
 import {docsRoutes} from './docs.js'
 import {methodNotAllowed, notFound, toHttpError, type Log} from './errors.js'
+import {logTo, type Logger} from './logger.js'
+import {createServerMetrics, type ServerMetrics} from './metrics.js'
 import {openapiDocument, openapiHandler} from './openapi.js'
 import {createGate, type Gate} from './queue.js'
 import {sendError} from './reply.js'
+import {requestIdOf} from './request-id.js'
 import type {AnyRoute} from './route.js'
 import {ROUTES} from './routes/index.js'
 import {jsonBodyReader, queryReader} from './validate.js'
 
 export interface ServerOptions {
-  /** Where internal errors are reported (never request headers); default stderr. */
+  /** Where internal errors are reported (never request headers); default the logger, else stderr. */
   log?: Log
+  /** Receives one access line per request (info); without it no access lines are written. */
+  logger?: Logger
+  /** This process's metrics; default a fresh set. */
+  metrics?: ServerMetrics
+  /** What GET /metrics answers; default this process's metrics (a cluster worker asks the primary). */
+  metricsText?: () => Promise<string>
   /** Parent folder of the per-request folders that video uploads stream into; default os.tmpdir(). */
   tmpDir?: string
   /** Test hooks of fetchImageUrl: the resolver, and where checked addresses are dialled. */
@@ -72,8 +81,10 @@ function packageVersion(): string {
  * signals; tests listen on port 0 in-process.
  */
 export function buildServer(engine: Engine, settings: Settings, options: ServerOptions = {}): ModServer {
-  const log = options.log ?? stderrLog
+  const log = options.log ?? (options.logger ? logTo(options.logger) : stderrLog)
   const gate = createGate(settings.limits.queueLimit)
+  const metrics = options.metrics ?? createServerMetrics()
+  metrics.watchQueue(() => gate.admitted)
   const ctx: RouteContext = {
     engine,
     settings,
@@ -82,6 +93,7 @@ export function buildServer(engine: Engine, settings: Settings, options: ServerO
     log,
     fetchImage: (url) =>
       fetchImageUrl(url, {...options.fetch, maxBytes: settings.limits.maxBytes, timeoutMs: settings.limits.urlTimeoutMs}),
+    metricsText: options.metricsText ?? (() => metrics.registry.metrics()),
   }
   const known = new Map<string, string[]>()
   const allow = (method: string, path: string) => known.set(path, [...(known.get(path) ?? []), method])
@@ -141,7 +153,29 @@ export function buildServer(engine: Engine, settings: Settings, options: ServerO
   const server = createServer()
   const open = new Set<ServerResponse>()
   let closing = false
+  // The route pattern names a request in the metrics: raw paths would make unbounded label values.
+  const routeOf = (path: string) => (known.has(path) ? path : path.startsWith('/docs/') ? '/docs/*' : 'unmatched')
   server.on('request', (req, res: ServerResponse) => {
+    const started = performance.now()
+    const requestId = requestIdOf(req)
+    res.setHeader('X-Request-Id', requestId)
+    res.on('close', () => {
+      const seconds = (performance.now() - started) / 1000
+      const path = new URL(req.url ?? '/', 'http://localhost').pathname
+      metrics.request(req.method ?? '', routeOf(path), res.statusCode, seconds)
+      options.logger?.info(
+        {
+          method: req.method,
+          path,
+          status: res.statusCode,
+          bytes: Number(res.getHeader('content-length') ?? 0),
+          duration_ms: Math.round(seconds * 10_000) / 10,
+          request_id: requestId,
+          ...(res.writableFinished ? {} : {aborted: true}),
+        },
+        'request',
+      )
+    })
     if (closing) res.setHeader('Connection', 'close')
     open.add(res)
     res.on('close', () => open.delete(res))

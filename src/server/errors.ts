@@ -1,4 +1,4 @@
-import type {Limits} from '../lib/config/settings.js'
+import type {Limits, LogLevel} from '../lib/config/settings.js'
 import {isModError, type ErrorCode} from '../lib/errors.js'
 import {grouped, humanBytes, humanSeconds} from './units.js'
 
@@ -168,8 +168,8 @@ const HIDDEN_MESSAGES: Record<number, string> = {
   503: 'the model is not available; try again later',
 }
 
-/** Receives what the client is not told (internal errors, with their stack); never request headers. */
-export type Log = (line: string) => void
+/** Receives what the client is not told (internal errors, with their stack); never request headers. A line without a level is an error. */
+export type Log = (line: string, level?: LogLevel) => void
 
 /** One line about an error for the log: `code: message` for a ModError, else its message. */
 export function describe(e: unknown): string {

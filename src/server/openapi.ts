@@ -5,7 +5,7 @@ import type {TSchema} from 'typebox'
 import {ITEM_ERROR_CODES} from '../lib/schemas.js'
 import * as results from '../lib/schemas.js'
 import {HTTP_ERROR_CODES, HTTP_ERRORS, type HttpErrorCode} from './errors.js'
-import {COMPONENT_EXAMPLES} from './examples.js'
+import {COMPONENT_EXAMPLES, EXAMPLE_REQUEST_ID} from './examples.js'
 import type {Operation as Declared, ServerFacts, Text} from './route.js'
 import {ROUTES} from './routes/index.js'
 import {ErrorBody, ErrorCode, Health, ModerateJsonRequest} from './schemas.js'
@@ -160,7 +160,7 @@ function errorResponse(codes: HttpErrorCode[], facts: ServerFacts): Response {
           type: 'object',
           properties: {error: {type: 'object', properties: {code: {type: 'string', enum: codes}}}},
         },
-        example: {error: {code: codes[0], message: rows[0].example}},
+        example: {error: {code: codes[0], message: rows[0].example, request_id: EXAMPLE_REQUEST_ID}},
       },
     },
   }

@@ -33,7 +33,11 @@ export const ErrorCode = Type.Enum(HTTP_ERROR_CODES)
 export const ErrorBody = Type.Object(
   {
     error: Type.Object(
-      {code: ErrorCode, message: Type.String({description: 'For a person.'})},
+      {
+        code: ErrorCode,
+        message: Type.String({description: 'For a person.'}),
+        request_id: Type.String({description: 'The `X-Request-Id` of the answer: the one the request carried, or a generated one.'}),
+      },
       closed,
     ),
   },

@@ -219,12 +219,13 @@ test('500 internal: an unexpected error answers a generic message, the stack goe
 test('404 not_found for an unknown path and 405 method_not_allowed with Allow for a known one', async () => {
   const missing = await fetch(`${server.base}/v2/moderate`)
   assert.is(missing.status, 404)
-  assert.equal(await missing.json(), {error: {code: 'not_found', message: 'no such endpoint: /v2/moderate'}})
+  const missingId = missing.headers.get('x-request-id')
+  assert.equal(await missing.json(), {error: {code: 'not_found', message: 'no such endpoint: /v2/moderate', request_id: missingId}})
   const wrong = await fetch(`${server.base}/v1/moderate`)
   assert.is(wrong.status, 405)
   assert.is(wrong.headers.get('allow'), 'POST')
   assert.equal(await wrong.json(), {
-    error: {code: 'method_not_allowed', message: 'GET is not allowed on /v1/moderate; use POST'},
+    error: {code: 'method_not_allowed', message: 'GET is not allowed on /v1/moderate; use POST', request_id: wrong.headers.get('x-request-id')},
   })
   const docsAsset = await fetch(`${server.base}/docs/nothing-here.js`)
   assert.is(docsAsset.status, 404)

@@ -5,6 +5,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {DEFAULT_LIMITS, type Limits} from '../../src/lib/config/settings.js'
+import {EXAMPLE_REQUEST_ID} from '../../src/server/examples.js'
 import {openapiDocument, type OpenApiDocument, type Operation} from '../../src/server/openapi.js'
 import {humanBytes} from '../../src/server/units.js'
 import {createConformance} from './conformance.js'
@@ -53,6 +54,7 @@ test("describes every endpoint of the spec's table with its method", () => {
     ['post', '/v1/moderate/batch'],
     ['post', '/v1/moderate/json'],
     ['post', '/v1/moderate/video'],
+    ['get', '/metrics'],
   ]
   for (const [method, path] of table) {
     const op = (doc.paths[path] as Record<string, Operation> | undefined)?.[method]
@@ -89,7 +91,7 @@ test('every error code is declared with its status, in the shape served (401 on 
   ]
   const c = createConformance(keyed)
   for (const [code, status] of table) {
-    const body = {error: {code, message: 'for a person'}}
+    const body = {error: {code, message: 'for a person', request_id: 'r-1'}}
     const headers = {'content-type': 'application/json', 'retry-after': '1'}
     const accepting = operations(keyed).filter(([method, path, op]) => {
       if (!op.responses[status]) return false
@@ -136,7 +138,7 @@ test('the statuses and descriptions of error responses come from the one error t
     error: {type: 'object', properties: {code: {type: 'string', enum: ['payload_too_large', 'too_many_files']}}},
   })
   assert.match(batch[413].description, /\(`payload_too_large`\)\. More than 16 files in one batch \(`too_many_files`\)\.$/)
-  assert.equal(batch[503].content?.['application/json'].example, {error: {code: 'overloaded', message: 'the server is busy; retry later'}})
+  assert.equal(batch[503].content?.['application/json'].example, {error: {code: 'overloaded', message: 'the server is busy; retry later', request_id: EXAMPLE_REQUEST_ID}})
   assert.is(batch[401].description, 'The `X-API-Key` header is missing or does not match `MOD_API_KEY` (`unauthorized`).')
 })
 

@@ -2,6 +2,7 @@ import type {AnyRoute} from '../route.js'
 import {categoriesRoute} from './categories.js'
 import {healthRoute} from './health.js'
 import {moderateJsonRoute} from './json.js'
+import {metricsRoute} from './metrics.js'
 import {moderateBatchRoute, moderateFileRoute} from './moderate.js'
 import {moderateVideoRoute} from './video.js'
 
@@ -13,4 +14,5 @@ export const ROUTES: readonly AnyRoute[] = [
   moderateBatchRoute,
   moderateJsonRoute,
   moderateVideoRoute,
+  metricsRoute,
 ]
