@@ -18,9 +18,9 @@ import {runServer, stopSignals} from '../server/run.js'
 export default class Serve extends ModCommand {
   static override description = `Serve the REST API (the same engine as scan) until SIGTERM or Ctrl-C.
 
-Endpoints: GET /health, GET /v1/categories, POST /v1/moderate, /v1/moderate/batch, /v1/moderate/json, /v1/moderate/video; interactive documentation at /docs, the OpenAPI document at /openapi.json.
+Endpoints: GET /health (liveness), GET /ready (readiness: 503 until the model is loaded and from SIGTERM on), GET /metrics, GET /v1/categories, POST /v1/moderate, /v1/moderate/batch, /v1/moderate/json, /v1/moderate/video; interactive documentation at /docs, the OpenAPI document at /openapi.json.
 
-With MOD_API_KEY set, every request but GET /health needs the header X-API-Key. Log lines go to stderr, one JSON object per line (level, time, pid, worker, msg; one "request" line per request with method, path, status, bytes, duration_ms, request_id), or a short text form when stderr is a terminal; the first info line names the address ("listening on http://HOST:PORT"). GET /metrics answers Prometheus text. On SIGTERM or Ctrl-C the server stops accepting connections, finishes the requests in flight and exits 0; a second signal exits 1 at once.`
+With MOD_API_KEY set, every request but GET /health and GET /ready needs the header X-API-Key. Log lines go to stderr, one JSON object per line (level, time, pid, worker, msg; one "request" line per request with method, path, status, bytes, duration_ms, request_id), or a short text form when stderr is a terminal; the first info line names the address ("listening on http://HOST:PORT"). GET /metrics answers Prometheus text. On SIGTERM or Ctrl-C the server (after MOD_DRAIN_DELAY_MS of answering /ready with 503) stops accepting connections, finishes the requests in flight and exits 0; a second signal exits 1 at once.`
 
   static override examples = [
     '<%= config.bin %> serve',
@@ -31,7 +31,7 @@ With MOD_API_KEY set, every request but GET /health needs the header X-API-Key. 
   static override ownSignals = true
 
   static override envVars: EnvVars = [
-    ['MOD_API_KEY', 'the X-API-Key value every request but GET /health must carry'],
+    ['MOD_API_KEY', 'the X-API-Key value every request but GET /health and GET /ready must carry'],
     ['MOD_ALLOW_URLS', 'allow "url" in POST /v1/moderate/json (default false)'],
     ['MOD_PRELOAD', 'load the model before the port opens (default true)'],
     ['MOD_MAX_BYTES', 'largest image (default 25MB)'],
@@ -42,6 +42,7 @@ With MOD_API_KEY set, every request but GET /health needs the header X-API-Key. 
     ['MOD_URL_TIMEOUT_MS', 'total time of one URL fetch (default 10000)'],
     ['MOD_QUEUE_LIMIT', 'requests waiting per worker before 503 overloaded (default 64)'],
     ['MOD_FFMPEG', 'the ffmpeg binary for video'],
+    ['MOD_DRAIN_DELAY_MS', 'after SIGTERM, ms of /ready answering 503 before the port closes (default 0)'],
     ['MOD_LOG_LEVEL', 'error, warn, info or debug (default info)'],
   ]
 

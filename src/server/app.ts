@@ -43,6 +43,8 @@ export interface ModServer {
   /** Not listening yet: the caller listens (tests on port 0, `mod serve` on --host/--port). */
   server: Server
   gate: Gate
+  /** From now on /ready answers 503; requests, new connections included, are still served. */
+  drain(): void
   /**
    * Graceful stop: no new connections, idle kept-alive ones closed, requests in flight finish and their
    * connections close after the answer. Resolves once every connection is gone.
@@ -85,6 +87,7 @@ export function buildServer(engine: Engine, settings: Settings, options: ServerO
   const gate = createGate(settings.limits.queueLimit)
   const metrics = options.metrics ?? createServerMetrics()
   metrics.watchQueue(() => gate.admitted)
+  let draining = false
   const ctx: RouteContext = {
     engine,
     settings,
@@ -94,6 +97,7 @@ export function buildServer(engine: Engine, settings: Settings, options: ServerO
     fetchImage: (url) =>
       fetchImageUrl(url, {...options.fetch, maxBytes: settings.limits.maxBytes, timeoutMs: settings.limits.urlTimeoutMs}),
     metricsText: options.metricsText ?? (() => metrics.registry.metrics()),
+    draining: () => draining,
   }
   const known = new Map<string, string[]>()
   const allow = (method: string, path: string) => known.set(path, [...(known.get(path) ?? []), method])
@@ -185,10 +189,11 @@ export function buildServer(engine: Engine, settings: Settings, options: ServerO
   const close = () =>
     new Promise<void>((resolve) => {
       closing = true
+      draining = true
       for (const res of open) if (!res.headersSent) res.setHeader('Connection', 'close')
       server.close(() => resolve())
       server.closeIdleConnections()
     })
 
-  return {app, server, gate, close}
+  return {app, server, gate, drain: () => (draining = true), close}
 }

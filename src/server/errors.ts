@@ -14,6 +14,8 @@ export interface HttpError {
 /** Seconds a client should wait: a full queue drains quickly, a model that failed to load does not. */
 const RETRY_OVERLOADED_S = 1
 const RETRY_MODEL_S = 10
+/** A model still loading is usually ready within seconds. */
+const RETRY_NOT_READY_S = 5
 
 /** The codes a client can see in an error body. */
 export const HTTP_ERROR_CODES = [
@@ -29,6 +31,7 @@ export const HTTP_ERROR_CODES = [
   'unsupported_media',
   'overloaded',
   'model_unavailable',
+  'not_ready',
   'internal',
   'not_found',
   'method_not_allowed',
@@ -114,6 +117,12 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
     when: () => 'the model could not be loaded',
     example: 'the model could not be loaded; try again later',
   },
+  not_ready: {
+    status: 503,
+    retryAfter: RETRY_NOT_READY_S,
+    when: () => '`GET /ready` while the model is not loaded yet, or while the server is shutting down',
+    example: 'the model is loading',
+  },
   internal: {
     status: 500,
     when: () => 'anything else (the body never carries a stack trace)',
@@ -193,6 +202,12 @@ export function toHttpError(e: unknown, log: Log): HttpError {
     message: from.hidden ? HIDDEN_MESSAGES[status] : e.message,
     ...(retryAfter === undefined ? {} : {headers: {'Retry-After': String(retryAfter)}}),
   }
+}
+
+/** /ready's refusal: the server is up but should not get traffic now. */
+export function notReady(message: string): HttpError {
+  const {status, retryAfter} = HTTP_ERRORS.not_ready
+  return {status, code: 'not_ready', message, headers: {'Retry-After': String(retryAfter)}}
 }
 
 export function notFound(path: string): HttpError {

@@ -8,7 +8,7 @@ import {HTTP_ERROR_CODES, HTTP_ERRORS, type HttpErrorCode} from './errors.js'
 import {COMPONENT_EXAMPLES, EXAMPLE_REQUEST_ID} from './examples.js'
 import type {Operation as Declared, ServerFacts, Text} from './route.js'
 import {ROUTES} from './routes/index.js'
-import {ErrorBody, ErrorCode, Health, ModerateJsonRequest} from './schemas.js'
+import {ErrorBody, ErrorCode, Health, ModerateJsonRequest, Ready} from './schemas.js'
 import {grouped, humanBytes, humanSeconds} from './units.js'
 
 /**
@@ -90,6 +90,7 @@ const COMPONENTS: Record<string, TSchema> = {
   VideoViolation: results.VideoViolation,
   VideoResult: results.VideoResult,
   Health,
+  Ready,
   ErrorCode,
   Error: ErrorBody,
   ModerateJsonRequest,
@@ -224,7 +225,7 @@ function description(info: OpenApiInfo): string {
       'and reported safe when no category reaches its threshold. Scores are in [0, 1], rounded to 4 decimals.',
     '',
     '## Authentication',
-    'When `MOD_API_KEY` is set, every request except `GET /health` requires the header `X-API-Key` with ' +
+    'When `MOD_API_KEY` is set, every request except `GET /health` and `GET /ready` requires the header `X-API-Key` with ' +
       'exactly that value, this documentation (`/docs`, `/openapi.json`) included; without the variable no key ' +
       `is enforced. ${key}`,
     '',
@@ -311,7 +312,7 @@ export function openapiDocument(info: OpenApiInfo): OpenApiDocument {
                 name: 'X-API-Key',
                 description:
                   'This server has `MOD_API_KEY` set: the header must equal it exactly (compared in constant ' +
-                  'time). `GET /health` never needs it.',
+                  'time). `GET /health` and `GET /ready` never need it.',
               },
             },
           }

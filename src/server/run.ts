@@ -67,6 +67,12 @@ export async function runServer(o: RunOptions): Promise<number> {
   o.onListening(port)
 
   await o.stop
+  if (o.settings.drainDelayMs > 0) {
+    // Load balancers see /ready fail and stop sending traffic before the port closes.
+    handle.drain()
+    o.log(`draining: /ready answers 503 for ${o.settings.drainDelayMs} ms before the port closes`, 'info')
+    await new Promise((resolve) => setTimeout(resolve, o.settings.drainDelayMs))
+  }
   const inFlight = handle.gate.admitted
   // close() stops accepting at once; the line is printed once new connections are already refused.
   const closed = handle.close()

@@ -28,6 +28,8 @@ export const Health = Type.Object(
   closed,
 )
 
+export const Ready = Type.Object({status: Type.Literal('ready')}, closed)
+
 export const ErrorCode = Type.Enum(HTTP_ERROR_CODES)
 
 export const ErrorBody = Type.Object(

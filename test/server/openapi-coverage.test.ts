@@ -111,6 +111,8 @@ test('the service and policy endpoints', async () => {
   assert.is(await send(main.base, 'GET', '/v1/categories'), 200)
   assert.is(await send(main.base, 'GET', '/v1/categories', {key: false}), 401)
   assert.is(await send(failing.base, 'GET', '/v1/categories'), 500)
+  assert.is(await send(main.base, 'GET', '/ready', {key: false}), 200)
+  assert.is(await send(unloadable.base, 'GET', '/ready', {key: false}), 503)
   assert.is(await send(main.base, 'GET', '/metrics'), 200)
   assert.is(await send(main.base, 'GET', '/metrics', {key: false}), 401)
   assert.is(await send(failing.base, 'GET', '/metrics'), 500)

@@ -49,6 +49,7 @@ test('the validator rejects a broken document (so the check above means somethin
 test("describes every endpoint of the spec's table with its method", () => {
   const table = [
     ['get', '/health'],
+    ['get', '/ready'],
     ['get', '/v1/categories'],
     ['post', '/v1/moderate'],
     ['post', '/v1/moderate/batch'],
@@ -87,6 +88,7 @@ test('every error code is declared with its status, in the shape served (401 on 
     ['unsupported_media', 415],
     ['overloaded', 503],
     ['model_unavailable', 503],
+    ['not_ready', 503],
     ['internal', 500],
   ]
   const c = createConformance(keyed)
@@ -142,7 +144,7 @@ test('the statuses and descriptions of error responses come from the one error t
   assert.is(batch[401].description, 'The `X-API-Key` header is missing or does not match `MOD_API_KEY` (`unauthorized`).')
 })
 
-test('with MOD_API_KEY set, the key applies to every operation but /health', () => {
+test('with MOD_API_KEY set, the key applies to every operation but /health and /ready', () => {
   assert.equal(keyed.components.securitySchemes?.ApiKey, {
     type: 'apiKey',
     in: 'header',
@@ -154,10 +156,13 @@ test('with MOD_API_KEY set, the key applies to every operation but /health', () 
   const open = operations(keyed).filter(([, , op]) => op.security !== undefined)
   assert.equal(
     open.map(([m, p, op]) => [m, p, op.security]),
-    [['get', '/health', []]],
+    [
+      ['get', '/health', []],
+      ['get', '/ready', []],
+    ],
   )
   for (const [method, path, op] of operations(keyed)) {
-    assert.is(op.responses[401] !== undefined, path !== '/health', `${method} ${path} declares 401`)
+    assert.is(op.responses[401] !== undefined, !['/health', '/ready'].includes(path), `${method} ${path} declares 401`)
   }
 })
 

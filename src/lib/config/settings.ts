@@ -49,6 +49,8 @@ export interface ServerSettings {
   limits: Limits
   /** MOD_LOG_LEVEL: the least severe log line written. */
   logLevel: LogLevel
+  /** MOD_DRAIN_DELAY_MS: after SIGTERM, how long /ready answers 503 while new connections are still served. */
+  drainDelayMs: number
 }
 
 /**
@@ -223,5 +225,6 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
     allowUrls: parseBoolean('MOD_ALLOW_URLS', env.MOD_ALLOW_URLS, false),
     preload: parseBoolean('MOD_PRELOAD', env.MOD_PRELOAD, true),
     logLevel: parseLogLevel('MOD_LOG_LEVEL', env.MOD_LOG_LEVEL),
+    drainDelayMs: parseCount('MOD_DRAIN_DELAY_MS', env.MOD_DRAIN_DELAY_MS, 0, 0),
   }
 }
