@@ -42,6 +42,7 @@ With MOD_API_KEY set, every request but GET /health and GET /ready needs the hea
     ['MOD_URL_TIMEOUT_MS', 'total time of one URL fetch (default 10000)'],
     ['MOD_QUEUE_LIMIT', 'requests waiting per worker before 503 overloaded (default 64)'],
     ['MOD_FFMPEG', 'the ffmpeg binary for video'],
+    ['MOD_CORS_ORIGINS', 'origins browsers may call from, comma-separated, or * (default: no CORS)'],
     ['MOD_DRAIN_DELAY_MS', 'after SIGTERM, ms of /ready answering 503 before the port closes (default 0)'],
     ['MOD_LOG_LEVEL', 'error, warn, info or debug (default info)'],
   ]

@@ -8,9 +8,10 @@ import type {Settings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
 import {ModError} from '../lib/errors.js'
 import {fetchImageUrl, type FetchImageOptions} from '../lib/fetch/url.js'
-import {checkKey} from './auth.js'
+import {checkKey, WWW_AUTHENTICATE} from './auth.js'
 import {isJson, jsonBodyLimit} from './body.js'
 import type {Request, RouteContext} from './context.js'
+import {corsHeaders, preflightHeaders} from './cors.js'
 import {docsRoutes} from './docs.js'
 import {methodNotAllowed, notFound, toHttpError, type Log} from './errors.js'
 import {logTo, type Logger} from './logger.js'
@@ -63,7 +64,7 @@ function inputOf(route: AnyRoute): (ctx: RouteContext, req: Request) => Paramete
   const readQuery = route.query ? queryReader(route.query) : () => ({})
   const readJson = route.body?.media === 'application/json' ? jsonBodyReader(route.body.schema) : undefined
   return (ctx, req) => {
-    if (readJson && !isJson(req)) throw new ModError('bad_request', 'send the request body as application/json')
+    if (readJson && !isJson(req)) throw new ModError('unsupported_media', 'send the request body as application/json')
     const query = readQuery(new URL(req.url ?? '/', 'http://localhost').searchParams)
     const body = readJson ? () => readJson(req, jsonBodyLimit(ctx.settings.limits.maxBytes)) : noBody
     return {query, body}
@@ -117,10 +118,20 @@ export function buildServer(engine: Engine, settings: Settings, options: ServerO
       r.method === 'GET' ? [`GET ${r.path}`, `HEAD ${r.path}`] : [`${r.method} ${r.path}`],
     ),
   )
+  // A CORS preflight carries no key (browsers never send custom headers in it): it is answered before the key check.
+  app.use((req: Request, res: ServerResponse, next: () => void) => {
+    const preflight = preflightHeaders(settings.corsOrigins, req, known.get(req.path))
+    if (!preflight) return next()
+    for (const [name, value] of Object.entries(preflight)) res.setHeader(name, value)
+    res.statusCode = 204
+    res.end()
+  })
+
   app.use((req: Request, res: ServerResponse, next: () => void) => {
     const refused = checkKey(settings.apiKey, req, req.path, publicRequests)
-    if (refused) sendError(res, toHttpError(refused, log))
-    else next()
+    if (!refused) return next()
+    const e = toHttpError(refused, log)
+    sendError(res, {...e, headers: {...e.headers, 'WWW-Authenticate': WWW_AUTHENTICATE}})
   })
 
   for (const route of ROUTES) {
@@ -163,6 +174,7 @@ export function buildServer(engine: Engine, settings: Settings, options: ServerO
     const started = performance.now()
     const requestId = requestIdOf(req)
     res.setHeader('X-Request-Id', requestId)
+    for (const [name, value] of Object.entries(corsHeaders(settings.corsOrigins, req))) res.setHeader(name, value)
     res.on('close', () => {
       const seconds = (performance.now() - started) / 1000
       const path = new URL(req.url ?? '/', 'http://localhost').pathname

@@ -54,7 +54,7 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   bad_request: {
     status: 400,
     when: () =>
-      'a body of the wrong type, a missing or empty file field, more than one file for a single-file endpoint, ' +
+      'a missing or empty file field, more than one file for a single-file endpoint, ' +
       'bad JSON, bad base64, both or neither of `image_base64` and `url`, or a bad query value',
     example: 'the form has no file in the field "file"',
   },
@@ -102,7 +102,10 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   },
   unsupported_media: {
     status: 415,
-    when: () => 'the file is not an image, or not a video, that the decoder can read (a batch reports it per file instead)',
+    when: () =>
+      'a request body of the wrong media type (not multipart/form-data for an upload endpoint, not JSON for ' +
+      '`/v1/moderate/json`), or a file that is not an image, or not a video, that the decoder can read (a ' +
+      'batch reports that per file instead)',
     example: 'the file is not an image this server can read',
   },
   overloaded: {

@@ -4,6 +4,7 @@ import type {TSchema} from 'typebox'
 
 import {ITEM_ERROR_CODES} from '../lib/schemas.js'
 import * as results from '../lib/schemas.js'
+import {WWW_AUTHENTICATE} from './auth.js'
 import {HTTP_ERROR_CODES, HTTP_ERRORS, type HttpErrorCode} from './errors.js'
 import {COMPONENT_EXAMPLES, EXAMPLE_REQUEST_ID} from './examples.js'
 import type {Operation as Declared, ServerFacts, Text} from './route.js'
@@ -148,12 +149,24 @@ const sentence = (text: string): string => text.charAt(0).toUpperCase() + text.s
 
 const render = (text: Text, facts: ServerFacts): string => (typeof text === 'string' ? text : text(facts))
 
+const AUTHENTICATE: Record<string, Header> = {
+  'WWW-Authenticate': {
+    description: `How to authenticate: \`${WWW_AUTHENTICATE}\`.`,
+    required: true,
+    schema: {type: 'string', const: WWW_AUTHENTICATE},
+  },
+}
+
 /** The answers of one status: the shared Error shape, narrowed to the codes this operation gives with it. */
 function errorResponse(codes: HttpErrorCode[], facts: ServerFacts): Response {
   const rows = codes.map((code) => HTTP_ERRORS[code])
+  const headers = [
+    ...(rows.some((r) => r.retryAfter !== undefined) ? [RETRY_AFTER] : []),
+    ...(codes.includes('unauthorized') ? [AUTHENTICATE] : []),
+  ]
   return {
     description: codes.map((code, i) => `${sentence(rows[i].when(facts.limits))} (\`${code}\`).`).join(' '),
-    ...(rows.some((r) => r.retryAfter !== undefined) ? {headers: RETRY_AFTER} : {}),
+    ...(headers.length > 0 ? {headers: Object.assign({}, ...headers)} : {}),
     content: {
       'application/json': {
         schema: {

@@ -93,11 +93,13 @@ test('400 bad_request: two files sent to a single-file endpoint', async () => {
   assert.is(r.body.error.message, 'this endpoint takes exactly one file')
 })
 
-test('400 bad_request: a body that is not multipart, or not JSON', async () => {
-  const notMultipart = await postJson(`${server.base}/v1/moderate`, {image_base64: 'AAAA'})
-  assert.equal(errorOf(notMultipart), {status: 400, code: 'bad_request'})
+test('415 unsupported_media: a body that is not multipart, or not JSON', async () => {
+  for (const path of ['/v1/moderate', '/v1/moderate/batch', '/v1/moderate/video']) {
+    const notMultipart = await postJson(`${server.base}${path}`, {image_base64: 'AAAA'})
+    assert.equal(errorOf(notMultipart), {status: 415, code: 'unsupported_media'}, path)
+  }
   const notJson = await call(`${server.base}/v1/moderate/json`, {method: 'POST', body: form('file', [{name: 'a', data: 'x'}])})
-  assert.equal(errorOf(notJson), {status: 400, code: 'bad_request'})
+  assert.equal(errorOf(notJson), {status: 415, code: 'unsupported_media'})
 })
 
 test('400 bad_request: bad JSON, and JSON that is not an object', async () => {

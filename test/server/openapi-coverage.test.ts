@@ -139,6 +139,7 @@ test('POST /v1/moderate/batch', async () => {
   assert.is(await send(main.base, 'POST', '/v1/moderate/batch', upload('file', [image])), 400)
   assert.is(await send(main.base, 'POST', '/v1/moderate/batch', {...upload('files', [image]), key: false}), 401)
   assert.is(await send(main.base, 'POST', '/v1/moderate/batch', upload('files', [image, image, image])), 413)
+  assert.is(await send(main.base, 'POST', '/v1/moderate/batch', json({image_base64: 'AAAA'})), 415)
   assert.is(await send(failing.base, 'POST', '/v1/moderate/batch', upload('files', [image])), 500)
   assert.is(await send(unloadable.base, 'POST', '/v1/moderate/batch', upload('files', [image])), 503)
 })

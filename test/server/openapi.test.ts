@@ -94,7 +94,7 @@ test('every error code is declared with its status, in the shape served (401 on 
   const c = createConformance(keyed)
   for (const [code, status] of table) {
     const body = {error: {code, message: 'for a person', request_id: 'r-1'}}
-    const headers = {'content-type': 'application/json', 'retry-after': '1'}
+    const headers = {'content-type': 'application/json', 'retry-after': '1', 'www-authenticate': 'ApiKey header="X-API-Key"'}
     const accepting = operations(keyed).filter(([method, path, op]) => {
       if (!op.responses[status]) return false
       try {
@@ -117,20 +117,24 @@ test('errors land on the operations that can give them', () => {
     ['get', '/health', [200]],
     ['get', '/v1/categories', [200, 500]],
     ['post', '/v1/moderate', [200, 400, 413, 415, 500, 503]],
-    ['post', '/v1/moderate/batch', [200, 400, 413, 500, 503]],
+    ['post', '/v1/moderate/batch', [200, 400, 413, 415, 500, 503]],
     ['post', '/v1/moderate/json', [200, 400, 403, 413, 415, 422, 500, 502, 503, 504]],
     ['post', '/v1/moderate/video', [200, 400, 413, 415, 422, 500, 503]],
     ['get', '/openapi.json', [200]],
     ['get', '/docs', [200]],
+    ['get', '/ready', [200, 503]],
+    ['get', '/metrics', [200, 500]],
   ]
   for (const [method, path, codes] of expected) {
     assert.equal(statuses(doc, path, method), codes, `${method} ${path}`)
-    const withKey = path === '/health' ? codes : [...codes, 401].sort((a, b) => a - b)
+    const withKey = ['/health', '/ready'].includes(path) ? codes : [...codes, 401].sort((a, b) => a - b)
     assert.equal(statuses(keyed, path, method), withKey, `${method} ${path} with a key`)
   }
   for (const [method, path, op] of operations(keyed)) {
     const unavailable = op.responses[503]
     if (unavailable) assert.equal(unavailable.headers?.['Retry-After']?.required, true, `${method} ${path}`)
+    const unauthorized = op.responses[401]
+    if (unauthorized) assert.equal(unauthorized.headers?.['WWW-Authenticate']?.required, true, `${method} ${path}`)
   }
 })
 

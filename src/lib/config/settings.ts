@@ -49,6 +49,8 @@ export interface ServerSettings {
   limits: Limits
   /** MOD_LOG_LEVEL: the least severe log line written. */
   logLevel: LogLevel
+  /** MOD_CORS_ORIGINS: origins browsers may call from; `['*']` for any, empty (default) for no CORS at all. */
+  corsOrigins: string[]
   /** MOD_DRAIN_DELAY_MS: after SIGTERM, how long /ready answers 503 while new connections are still served. */
   drainDelayMs: number
 }
@@ -129,6 +131,25 @@ export function parseLogLevel(name: string, value: string | undefined): LogLevel
   const v = value.trim().toLowerCase()
   if ((LOG_LEVELS as readonly string[]).includes(v)) return v as LogLevel
   throw invalid(name, value, `one of ${LOG_LEVELS.join(', ')}`)
+}
+
+/** `*`, or comma-separated origins as a browser sends them (`https://app.example.com`, no path). */
+export function parseOrigins(name: string, value: string | undefined): string[] {
+  const origins = (value ?? '').split(',').map((o) => o.trim()).filter((o) => o !== '')
+  if (origins.includes('*')) {
+    if (origins.length > 1) throw invalid(name, value as string, '`*` alone, or origins without `*`')
+    return origins
+  }
+  for (const origin of origins) {
+    let parsed: URL | undefined
+    try {
+      parsed = new URL(origin)
+    } catch {}
+    if (!parsed || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin) {
+      throw invalid(name, value as string, `\`*\` or origins like https://app.example.com (no path or trailing slash): not ${origin}`)
+    }
+  }
+  return origins
 }
 
 export function parseCount(name: string, value: string | undefined, fallback: number, min = 1): number {
@@ -225,6 +246,7 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
     allowUrls: parseBoolean('MOD_ALLOW_URLS', env.MOD_ALLOW_URLS, false),
     preload: parseBoolean('MOD_PRELOAD', env.MOD_PRELOAD, true),
     logLevel: parseLogLevel('MOD_LOG_LEVEL', env.MOD_LOG_LEVEL),
+    corsOrigins: parseOrigins('MOD_CORS_ORIGINS', env.MOD_CORS_ORIGINS),
     drainDelayMs: parseCount('MOD_DRAIN_DELAY_MS', env.MOD_DRAIN_DELAY_MS, 0, 0),
   }
 }
