@@ -83,9 +83,9 @@ With MOD_API_KEY set, every request but GET /health and GET /ready needs the hea
       base: {worker: cluster.worker?.id ?? 0},
     })
     const log = logTo(logger)
-    const metrics = createServerMetrics()
 
     if (cluster.isWorker) {
+      const metrics = createServerMetrics()
       const stop = Promise.race([stopSignals(log), primaryStop()])
       // The workers share the machine's cores instead of each taking all of them.
       const threads = settings.threads ?? Math.max(1, Math.floor((await defaultThreads()) / workers))
@@ -100,6 +100,7 @@ With MOD_API_KEY set, every request but GET /health and GET /ready needs the hea
       const primaryMetrics = createPrimaryMetrics()
       process.exit(await runPrimary({workers, host, port, log, metrics: primaryMetrics}, stopSignals(log, killWorkers)))
     }
+    const metrics = createServerMetrics()
     const code = await runServer({
       engine: engineFromConfig(config, {observer: metrics.engine}),
       settings,
