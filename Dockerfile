@@ -8,7 +8,8 @@
 # Settings are the MOD_* variables (MOD_API_KEY, MOD_ALLOW_URLS, MOD_MAX_BYTES, …); a policy file can be
 # mounted and named with MOD_CONFIG. MOD_PRESET must name the preset the image was built with.
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+# Node 24, the active LTS line.
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 # Install scripts are skipped everywhere: onnxruntime-node ships its CPU binaries in the package (its
 # script only fetches GPU extras, and .npmrc skips it anyway), sharp loads its prebuilt @img/* packages,
@@ -26,19 +27,29 @@ RUN npm run build
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json .npmrc ./
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+COPY --chmod=755 scripts/docker/prune-onnxruntime.sh /usr/local/bin/
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force \
+ && prune-onnxruntime.sh node_modules
 
-FROM ${NODE_IMAGE} AS app
+# The system layer comes before any application file, so a code change does not re-run apt-get. tini is
+# PID 1: it passes SIGTERM/SIGINT on to node and reaps exited children (ffmpeg decoders).
+FROM ${NODE_IMAGE} AS system
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ffmpeg tini \
+ && rm -rf /var/lib/apt/lists/*
+# onnxruntime-node's usage telemetry (device id, event database, uploads) stays off in every process of the
+# image, `node -e` one-offs included; bin/run.js sets it too.
+ENV ORT_DISABLE_TELEMETRY=1
+
+FROM system AS app
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/oclif.manifest.json ./
 COPY package.json ./
-COPY bin ./bin
+COPY --chmod=755 bin ./bin
 COPY models ./models
-# onnxruntime-node's usage telemetry (device id, event database, uploads) stays off in every process of the
-# image, `node -e` one-offs included; bin/run.js sets it too.
-ENV ORT_DISABLE_TELEMETRY=1
+RUN ln -s /app/bin/run.js /usr/local/bin/mod
 
 # Downloads and verifies the preset's files (the only step that needs the internet), then scores one
 # image so the prompt embeddings of the default policy are cached too: the first start needs no
@@ -55,11 +66,6 @@ RUN node bin/run.js models pull "$MOD_PRESET" --precision "$MOD_PRECISION" \
 FROM app AS runtime
 ARG MOD_PRESET=fast
 ARG MOD_PRECISION=fp32
-RUN apt-get update \
- && apt-get install -y --no-install-recommends ffmpeg \
- && rm -rf /var/lib/apt/lists/* \
- && chmod 755 /app/bin/run.js \
- && ln -s /app/bin/run.js /usr/local/bin/mod
 # glibc returns the large blocks onnxruntime frees while loading a model, instead of keeping a varying
 # 35-240 MiB of them per worker (bench/README.md, memory).
 ENV NODE_ENV=production \
@@ -75,5 +81,7 @@ EXPOSE 8000
 # Slim images have no curl; GET /health never needs the API key.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:8000/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# node is PID 1 and handles SIGTERM itself: no new connections, requests in flight finish, exit 0.
+# On SIGTERM (passed on by tini) the server stops accepting, finishes the requests in flight and exits 0;
+# set MOD_DRAIN_DELAY_MS to keep serving while /ready answers 503 first.
+ENTRYPOINT ["/usr/bin/tini", "--"]
 CMD ["mod", "serve", "--host", "0.0.0.0", "--port", "8000"]

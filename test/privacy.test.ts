@@ -86,7 +86,7 @@ test('mod serve with two workers answers a moderation and writes nothing into HO
       let stderr = ''
       child.stderr.setEncoding('utf8').on('data', (d: string) => {
         stderr += d
-        const m = /^listening on (http:\/\/127\.0\.0\.1:\d+) \(2 workers\)$/m.exec(stderr)
+        const m = /"msg":"listening on (http:\/\/127\.0\.0\.1:\d+) \(2 workers\)"/.exec(stderr)
         if (m) resolve(m[1])
       })
       child.on('exit', () => reject(new Error(`serve exited before listening:\n${stderr}`)))

@@ -1,5 +1,5 @@
 import {loadConfig, type Config} from '../lib/config/load.js'
-import {createEngine, type Engine} from '../lib/engine.js'
+import {createEngine, type Engine, type EngineObserver} from '../lib/engine.js'
 import {openNsfwRunner} from '../lib/model/nsfw-runner.js'
 import {resolveModelDir} from '../lib/model/presets.js'
 import type {ModelSignal} from '../lib/policy/types.js'
@@ -14,6 +14,8 @@ export async function engineFromFlags(flags: FlagValues, env = process.env, opti
 export interface EngineChoices {
   /** `--only`: one signal alone. */
   only?: ModelSignal
+  /** Metrics hooks (`mod serve`). */
+  observer?: EngineObserver
 }
 
 /**
@@ -26,6 +28,7 @@ export function engineFromConfig(config: Config, options: EngineChoices = {}): E
     requireClip: settings.modelDir !== undefined,
     openNsfw: () => openNsfwRunner({threads: settings.threads}),
     only: options.only,
+    observer: options.observer,
     preset: config.preset,
     modelDir: resolveModelDir(settings, config.preset),
     cacheDir: settings.cacheDir,

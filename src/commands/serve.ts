@@ -10,15 +10,17 @@ import {loadConfig} from '../lib/config/load.js'
 import {DEFAULT_HOST, DEFAULT_PORT, DEFAULT_WORKERS, SETTING_VARIABLES} from '../lib/config/settings.js'
 import {defaultThreads} from '../lib/model/threads.js'
 import {baseUrl, startupWarnings} from '../server/address.js'
-import {killWorkers, primaryStop, reportReady, runPrimary} from '../server/cluster.js'
+import {killWorkers, metricsFromPrimary, primaryStop, reportReady, runPrimary} from '../server/cluster.js'
+import {createLogger, logTo, prettyDestination} from '../server/logger.js'
+import {createPrimaryMetrics, createServerMetrics, serveMetricsToPrimary} from '../server/metrics.js'
 import {runServer, stopSignals} from '../server/run.js'
 
 export default class Serve extends ModCommand {
   static override description = `Serve the REST API (the same engine as scan) until SIGTERM or Ctrl-C.
 
-Endpoints: GET /health, GET /v1/categories, POST /v1/moderate, /v1/moderate/batch, /v1/moderate/json, /v1/moderate/video; interactive documentation at /docs, the OpenAPI document at /openapi.json.
+Endpoints: GET /health (liveness), GET /ready (readiness: 503 until the model is loaded and from SIGTERM on), GET /metrics, GET /v1/categories, POST /v1/moderate, /v1/moderate/batch, /v1/moderate/json, /v1/moderate/video; interactive documentation at /docs, the OpenAPI document at /openapi.json.
 
-With MOD_API_KEY set, every request but GET /health needs the header X-API-Key. Log lines go to stderr; the first one names the address ("listening on http://HOST:PORT"). On SIGTERM or Ctrl-C the server stops accepting connections, finishes the requests in flight and exits 0; a second signal exits 1 at once.`
+With MOD_API_KEY set, every request but GET /health and GET /ready needs the header X-API-Key. Log lines go to stderr, one JSON object per line (level, time, pid, worker, msg; one "request" line per request with method, path, status, bytes, duration_ms, request_id), or a short text form when stderr is a terminal; the first info line names the address ("listening on http://HOST:PORT"). GET /metrics answers Prometheus text. On SIGTERM or Ctrl-C the server (after MOD_DRAIN_DELAY_MS of answering /ready with 503) stops accepting connections, finishes the requests in flight and exits 0; a second signal exits 1 at once.`
 
   static override examples = [
     '<%= config.bin %> serve',
@@ -29,7 +31,7 @@ With MOD_API_KEY set, every request but GET /health needs the header X-API-Key. 
   static override ownSignals = true
 
   static override envVars: EnvVars = [
-    ['MOD_API_KEY', 'the X-API-Key value every request but GET /health must carry'],
+    ['MOD_API_KEY', 'the X-API-Key value every request but GET /health and GET /ready must carry'],
     ['MOD_ALLOW_URLS', 'allow "url" in POST /v1/moderate/json (default false)'],
     ['MOD_PRELOAD', 'load the model before the port opens (default true)'],
     ['MOD_MAX_BYTES', 'largest image (default 25MB)'],
@@ -40,6 +42,9 @@ With MOD_API_KEY set, every request but GET /health needs the header X-API-Key. 
     ['MOD_URL_TIMEOUT_MS', 'total time of one URL fetch (default 10000)'],
     ['MOD_QUEUE_LIMIT', 'requests waiting per worker before 503 overloaded (default 64)'],
     ['MOD_FFMPEG', 'the ffmpeg binary for video'],
+    ['MOD_CORS_ORIGINS', 'origins browsers may call from, comma-separated, or * (default: no CORS)'],
+    ['MOD_DRAIN_DELAY_MS', 'after SIGTERM, ms of /ready answering 503 before the port closes (default 0)'],
+    ['MOD_LOG_LEVEL', 'error, warn, info or debug (default info)'],
   ]
 
   static override exitCodes: [string, string][] = [
@@ -72,28 +77,39 @@ With MOD_API_KEY set, every request but GET /health needs the header X-API-Key. 
     const {settings} = config
     const {host, workers, port} = settings
 
+    const logger = createLogger({
+      level: settings.logLevel,
+      destination: process.stderr.isTTY ? prettyDestination((text) => process.stderr.write(text)) : undefined,
+      base: {worker: cluster.worker?.id ?? 0},
+    })
+    const log = logTo(logger)
+
     if (cluster.isWorker) {
-      const log = (line: string) => process.stderr.write(`worker ${process.pid}: ${line}\n`)
+      const metrics = createServerMetrics()
       const stop = Promise.race([stopSignals(log), primaryStop()])
       // The workers share the machine's cores instead of each taking all of them.
       const threads = settings.threads ?? Math.max(1, Math.floor((await defaultThreads()) / workers))
-      const engine = engineFromConfig({...config, settings: {...settings, threads}})
-      process.exit(await runServer({engine, settings, host, port, log, onListening: reportReady, stop}))
+      const engine = engineFromConfig({...config, settings: {...settings, threads}}, {observer: metrics.engine})
+      serveMetricsToPrimary(metrics.registry)
+      const server = {logger, metrics, metricsText: metricsFromPrimary()}
+      process.exit(await runServer({engine, settings, host, port, log, onListening: reportReady, stop, server}))
     }
 
-    const log = (line: string) => process.stderr.write(`${line}\n`)
-    for (const warning of startupWarnings(host, settings)) log(warning)
+    for (const warning of startupWarnings(host, settings)) log(warning, 'warn')
     if (workers > 1) {
-      process.exit(await runPrimary({workers, host, port, log}, stopSignals(log, killWorkers)))
+      const primaryMetrics = createPrimaryMetrics()
+      process.exit(await runPrimary({workers, host, port, log, metrics: primaryMetrics}, stopSignals(log, killWorkers)))
     }
+    const metrics = createServerMetrics()
     const code = await runServer({
-      engine: engineFromConfig(config),
+      engine: engineFromConfig(config, {observer: metrics.engine}),
       settings,
       host,
       port,
       log,
-      onListening: (port) => log(`listening on ${baseUrl(host, port)}`),
+      onListening: (port) => log(`listening on ${baseUrl(host, port)}`, 'info'),
       stop: stopSignals(log),
+      server: {logger, metrics},
     })
     process.exit(code)
   }

@@ -9,7 +9,7 @@ import type {Manifest, Precision} from './model/manifest-types.js'
 import {classifyViews, type NsfwRunner} from './model/nsfw-runner.js'
 import {loadPresetManifest} from './model/presets.js'
 import {embedPrompts} from './model/prompt-cache.js'
-import {createBatcher} from './pipeline/batcher.js'
+import {createBatcher, type BatchObserver} from './pipeline/batcher.js'
 import {orderedMap} from './pipeline/ordered.js'
 import {DIRECT, type Scheduler} from './pipeline/scheduler.js'
 import type {ModelSignal, Policy, PresetName, SignalName} from './policy/types.js'
@@ -47,6 +47,15 @@ export interface EngineOptions {
   openNsfw?: () => Promise<NsfwRunner>
   /** One signal alone (`--only nsfw`): the policy narrows to the categories it feeds, and no other model loads. */
   only?: ModelSignal
+  /** Told what the engine does, for metrics; the engine keeps no counters itself. */
+  observer?: EngineObserver
+}
+
+export interface EngineObserver {
+  /** After every inference run: the frames it held and its duration. */
+  batch?: BatchObserver
+  /** Once the models are loaded: how long loading took. */
+  loaded?: (seconds: number) => void
 }
 
 export interface VideoOptions {
@@ -197,11 +206,13 @@ export function createEngine(opts: EngineOptions): Engine {
 
   async function open(): Promise<Models> {
     const m: Partial<Models> = {}
+    const started = performance.now()
     try {
       if (wantClip) await openClipSignal(m)
       if (wantNsfw) m.nsfw = await (opts.openNsfw as () => Promise<NsfwRunner>)()
       if (closed) throw closedError()
       const available = new Set<ModelSignal>([...(m.clip ? ['clip' as const] : []), ...(m.nsfw ? ['nsfw' as const] : [])])
+      opts.observer?.loaded?.((performance.now() - started) / 1000)
       return {...m, notEvaluated: notEvaluated(policy, available)}
     } catch (e) {
       await release(m)
@@ -238,7 +249,7 @@ export function createEngine(opts: EngineOptions): Engine {
     return out
   }
 
-  const batcher = createBatcher(runFrames, batchSize)
+  const batcher = createBatcher(runFrames, batchSize, opts.observer?.batch)
 
   function frameLabels(m: Models, out: FrameOutput): ScoredLabel[] {
     const signals: FrameSignals = {}

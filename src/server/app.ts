@@ -8,21 +8,31 @@ import type {Settings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
 import {ModError} from '../lib/errors.js'
 import {fetchImageUrl, type FetchImageOptions} from '../lib/fetch/url.js'
-import {checkKey} from './auth.js'
+import {checkKey, WWW_AUTHENTICATE} from './auth.js'
 import {isJson, jsonBodyLimit} from './body.js'
 import type {Request, RouteContext} from './context.js'
+import {corsHeaders, preflightHeaders} from './cors.js'
 import {docsRoutes} from './docs.js'
 import {methodNotAllowed, notFound, toHttpError, type Log} from './errors.js'
+import {logTo, type Logger} from './logger.js'
+import {createServerMetrics, type ServerMetrics} from './metrics.js'
 import {openapiDocument, openapiHandler} from './openapi.js'
 import {createGate, type Gate} from './queue.js'
 import {sendError} from './reply.js'
+import {requestIdOf} from './request-id.js'
 import type {AnyRoute} from './route.js'
 import {ROUTES} from './routes/index.js'
 import {jsonBodyReader, queryReader} from './validate.js'
 
 export interface ServerOptions {
-  /** Where internal errors are reported (never request headers); default stderr. */
+  /** Where internal errors are reported (never request headers); default the logger, else stderr. */
   log?: Log
+  /** Receives one access line per request (info); without it no access lines are written. */
+  logger?: Logger
+  /** This process's metrics; default a fresh set. */
+  metrics?: ServerMetrics
+  /** What GET /metrics answers; default this process's metrics (a cluster worker asks the primary). */
+  metricsText?: () => Promise<string>
   /** Parent folder of the per-request folders that video uploads stream into; default os.tmpdir(). */
   tmpDir?: string
   /** Test hooks of fetchImageUrl: the resolver, and where checked addresses are dialled. */
@@ -34,6 +44,8 @@ export interface ModServer {
   /** Not listening yet: the caller listens (tests on port 0, `mod serve` on --host/--port). */
   server: Server
   gate: Gate
+  /** From now on /ready answers 503; requests, new connections included, are still served. */
+  drain(): void
   /**
    * Graceful stop: no new connections, idle kept-alive ones closed, requests in flight finish and their
    * connections close after the answer. Resolves once every connection is gone.
@@ -52,7 +64,7 @@ function inputOf(route: AnyRoute): (ctx: RouteContext, req: Request) => Paramete
   const readQuery = route.query ? queryReader(route.query) : () => ({})
   const readJson = route.body?.media === 'application/json' ? jsonBodyReader(route.body.schema) : undefined
   return (ctx, req) => {
-    if (readJson && !isJson(req)) throw new ModError('bad_request', 'send the request body as application/json')
+    if (readJson && !isJson(req)) throw new ModError('unsupported_media', 'send the request body as application/json')
     const query = readQuery(new URL(req.url ?? '/', 'http://localhost').searchParams)
     const body = readJson ? () => readJson(req, jsonBodyLimit(ctx.settings.limits.maxBytes)) : noBody
     return {query, body}
@@ -72,8 +84,11 @@ function packageVersion(): string {
  * signals; tests listen on port 0 in-process.
  */
 export function buildServer(engine: Engine, settings: Settings, options: ServerOptions = {}): ModServer {
-  const log = options.log ?? stderrLog
+  const log = options.log ?? (options.logger ? logTo(options.logger) : stderrLog)
   const gate = createGate(settings.limits.queueLimit)
+  const metrics = options.metrics ?? createServerMetrics()
+  metrics.watchQueue(() => gate.admitted)
+  let draining = false
   const ctx: RouteContext = {
     engine,
     settings,
@@ -82,6 +97,8 @@ export function buildServer(engine: Engine, settings: Settings, options: ServerO
     log,
     fetchImage: (url) =>
       fetchImageUrl(url, {...options.fetch, maxBytes: settings.limits.maxBytes, timeoutMs: settings.limits.urlTimeoutMs}),
+    metricsText: options.metricsText ?? (() => metrics.registry.metrics()),
+    draining: () => draining,
   }
   const known = new Map<string, string[]>()
   const allow = (method: string, path: string) => known.set(path, [...(known.get(path) ?? []), method])
@@ -101,10 +118,20 @@ export function buildServer(engine: Engine, settings: Settings, options: ServerO
       r.method === 'GET' ? [`GET ${r.path}`, `HEAD ${r.path}`] : [`${r.method} ${r.path}`],
     ),
   )
+  // A CORS preflight carries no key (browsers never send custom headers in it): it is answered before the key check.
+  app.use((req: Request, res: ServerResponse, next: () => void) => {
+    const preflight = preflightHeaders(settings.corsOrigins, req, known.get(req.path))
+    if (!preflight) return next()
+    for (const [name, value] of Object.entries(preflight)) res.setHeader(name, value)
+    res.statusCode = 204
+    res.end()
+  })
+
   app.use((req: Request, res: ServerResponse, next: () => void) => {
     const refused = checkKey(settings.apiKey, req, req.path, publicRequests)
-    if (refused) sendError(res, toHttpError(refused, log))
-    else next()
+    if (!refused) return next()
+    const e = toHttpError(refused, log)
+    sendError(res, {...e, headers: {...e.headers, 'WWW-Authenticate': WWW_AUTHENTICATE}})
   })
 
   for (const route of ROUTES) {
@@ -141,7 +168,30 @@ export function buildServer(engine: Engine, settings: Settings, options: ServerO
   const server = createServer()
   const open = new Set<ServerResponse>()
   let closing = false
+  // The route pattern names a request in the metrics: raw paths would make unbounded label values.
+  const routeOf = (path: string) => (known.has(path) ? path : path.startsWith('/docs/') ? '/docs/*' : 'unmatched')
   server.on('request', (req, res: ServerResponse) => {
+    const started = performance.now()
+    const requestId = requestIdOf(req)
+    res.setHeader('X-Request-Id', requestId)
+    for (const [name, value] of Object.entries(corsHeaders(settings.corsOrigins, req))) res.setHeader(name, value)
+    res.on('close', () => {
+      const seconds = (performance.now() - started) / 1000
+      const path = new URL(req.url ?? '/', 'http://localhost').pathname
+      metrics.request(req.method ?? '', routeOf(path), res.statusCode, seconds)
+      options.logger?.info(
+        {
+          method: req.method,
+          path,
+          status: res.statusCode,
+          bytes: Number(res.getHeader('content-length') ?? 0),
+          duration_ms: Math.round(seconds * 10_000) / 10,
+          request_id: requestId,
+          ...(res.writableFinished ? {} : {aborted: true}),
+        },
+        'request',
+      )
+    })
     if (closing) res.setHeader('Connection', 'close')
     open.add(res)
     res.on('close', () => open.delete(res))
@@ -151,10 +201,11 @@ export function buildServer(engine: Engine, settings: Settings, options: ServerO
   const close = () =>
     new Promise<void>((resolve) => {
       closing = true
+      draining = true
       for (const res of open) if (!res.headersSent) res.setHeader('Connection', 'close')
       server.close(() => resolve())
       server.closeIdleConnections()
     })
 
-  return {app, server, gate, close}
+  return {app, server, gate, drain: () => (draining = true), close}
 }

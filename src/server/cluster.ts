@@ -1,11 +1,13 @@
 import cluster, {type Worker} from 'node:cluster'
 
+import {ModError} from '../lib/errors.js'
 import {baseUrl} from './address.js'
-import type {Log} from './errors.js'
+import {describe, type Log} from './errors.js'
+import {clusterMetricsReader, type PrimaryMetrics} from './metrics.js'
 import {EXIT_OK, EXIT_START_FAILED} from './run.js'
 
-type ToWorker = {type: 'shutdown'}
-type FromWorker = {type: 'ready'; port: number}
+type ToWorker = {type: 'shutdown'} | {type: 'metrics'; id: number; text?: string; error?: string}
+type FromWorker = {type: 'ready'; port: number} | {type: 'metrics'; id: number}
 
 /**
  * glibc's allocator keeps a varying 35-240 MiB of what onnxruntime frees while loading a model unless its mmap
@@ -27,6 +29,7 @@ export interface PrimaryOptions {
   host: string
   port: number
   log: Log
+  metrics: PrimaryMetrics
 }
 
 /**
@@ -45,17 +48,28 @@ export function runPrimary(o: PrimaryOptions, stop: Promise<unknown>): Promise<n
     let failed = false
     const ready = new Set<Worker>()
     const alive = () => Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined)
+    const clusterMetrics = clusterMetricsReader(o.metrics)
+
+    // A worker answering GET /metrics asks for the sum over all workers, which only the primary can collect.
+    const sendMetrics = (worker: Worker, id: number) => {
+      const reply = (answer: ToWorker) => worker.isConnected() && worker.send(answer)
+      clusterMetrics().then(
+        (text) => reply({type: 'metrics', id, text}),
+        (e: unknown) => reply({type: 'metrics', id, error: describe(e)}),
+      )
+    }
 
     const fork = () => {
       const worker = cluster.fork(workerEnv(process.env))
-      o.log(`worker ${worker.process.pid} started`)
+      o.log(`worker ${worker.process.pid} started`, 'info')
       worker.on('message', (message: FromWorker) => {
+        if (message?.type === 'metrics') sendMetrics(worker, message.id)
         if (message?.type !== 'ready') return
         ready.add(worker)
-        o.log(`worker ${worker.process.pid} ready`)
+        o.log(`worker ${worker.process.pid} ready`, 'info')
         if (!started && ready.size === o.workers) {
           started = true
-          o.log(`listening on ${baseUrl(o.host, message.port)} (${o.workers} workers)`)
+          o.log(`listening on ${baseUrl(o.host, message.port)} (${o.workers} workers)`, 'info')
         }
       })
     }
@@ -84,7 +98,8 @@ export function runPrimary(o: PrimaryOptions, stop: Promise<unknown>): Promise<n
         shutdown()
         return
       }
-      o.log(`worker ${worker.process.pid} exited (${how}); starting a replacement`)
+      o.log(`worker ${worker.process.pid} exited (${how}); starting a replacement`, 'warn')
+      o.metrics.workerRestarted()
       if (wasReady) fork()
       else setTimeout(() => stopping || fork(), RESTART_DELAY_MS)
     })
@@ -107,6 +122,25 @@ export function primaryStop(): Promise<void> {
     })
     process.on('disconnect', () => resolve())
   })
+}
+
+/** In a worker: GET /metrics's text, the primary's sum over every worker. */
+export function metricsFromPrimary(): () => Promise<string> {
+  let next = 0
+  const pending = new Map<number, {resolve: (text: string) => void; reject: (e: ModError) => void}>()
+  process.on('message', (message: ToWorker) => {
+    if (message?.type !== 'metrics') return
+    const waiting = pending.get(message.id)
+    pending.delete(message.id)
+    if (message.error !== undefined) waiting?.reject(new ModError('internal', `metrics could not be collected: ${message.error}`))
+    else waiting?.resolve(message.text ?? '')
+  })
+  return () =>
+    new Promise((resolve, reject) => {
+      const id = next++
+      pending.set(id, {resolve, reject})
+      process.send?.({type: 'metrics', id} satisfies FromWorker)
+    })
 }
 
 /** In a worker: tells the primary the port is open. */

@@ -16,6 +16,10 @@ export interface RouteContext {
   log: Log
   /** fetchImageUrl with the server's size and time limits. */
   fetchImage: (url: string) => Promise<FetchedImage>
+  /** True once the server is shutting down: /ready answers 503 so load balancers stop sending traffic. */
+  draining: () => boolean
+  /** What GET /metrics answers (Prometheus text). */
+  metricsText: () => Promise<string>
 }
 
 /** A request as polka hands it over: `path` is the pathname, `url` still carries the query. */

@@ -1,4 +1,4 @@
-import type {Limits} from '../lib/config/settings.js'
+import type {Limits, LogLevel} from '../lib/config/settings.js'
 import {isModError, type ErrorCode} from '../lib/errors.js'
 import {grouped, humanBytes, humanSeconds} from './units.js'
 
@@ -14,6 +14,8 @@ export interface HttpError {
 /** Seconds a client should wait: a full queue drains quickly, a model that failed to load does not. */
 const RETRY_OVERLOADED_S = 1
 const RETRY_MODEL_S = 10
+/** A model still loading is usually ready within seconds. */
+const RETRY_NOT_READY_S = 5
 
 /** The codes a client can see in an error body. */
 export const HTTP_ERROR_CODES = [
@@ -29,6 +31,7 @@ export const HTTP_ERROR_CODES = [
   'unsupported_media',
   'overloaded',
   'model_unavailable',
+  'not_ready',
   'internal',
   'not_found',
   'method_not_allowed',
@@ -51,7 +54,7 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   bad_request: {
     status: 400,
     when: () =>
-      'a body of the wrong type, a missing or empty file field, more than one file for a single-file endpoint, ' +
+      'a missing or empty file field, more than one file for a single-file endpoint, ' +
       'bad JSON, bad base64, both or neither of `image_base64` and `url`, or a bad query value',
     example: 'the form has no file in the field "file"',
   },
@@ -99,7 +102,10 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   },
   unsupported_media: {
     status: 415,
-    when: () => 'the file is not an image, or not a video, that the decoder can read (a batch reports it per file instead)',
+    when: () =>
+      'a request body of the wrong media type (not multipart/form-data for an upload endpoint, not JSON for ' +
+      '`/v1/moderate/json`), or a file that is not an image, or not a video, that the decoder can read (a ' +
+      'batch reports that per file instead)',
     example: 'the file is not an image this server can read',
   },
   overloaded: {
@@ -113,6 +119,12 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
     retryAfter: RETRY_MODEL_S,
     when: () => 'the model could not be loaded',
     example: 'the model could not be loaded; try again later',
+  },
+  not_ready: {
+    status: 503,
+    retryAfter: RETRY_NOT_READY_S,
+    when: () => '`GET /ready` while the model is not loaded yet, or while the server is shutting down',
+    example: 'the model is loading',
   },
   internal: {
     status: 500,
@@ -168,8 +180,8 @@ const HIDDEN_MESSAGES: Record<number, string> = {
   503: 'the model is not available; try again later',
 }
 
-/** Receives what the client is not told (internal errors, with their stack); never request headers. */
-export type Log = (line: string) => void
+/** Receives what the client is not told (internal errors, with their stack); never request headers. A line without a level is an error. */
+export type Log = (line: string, level?: LogLevel) => void
 
 /** One line about an error for the log: `code: message` for a ModError, else its message. */
 export function describe(e: unknown): string {
@@ -193,6 +205,12 @@ export function toHttpError(e: unknown, log: Log): HttpError {
     message: from.hidden ? HIDDEN_MESSAGES[status] : e.message,
     ...(retryAfter === undefined ? {} : {headers: {'Retry-After': String(retryAfter)}}),
   }
+}
+
+/** /ready's refusal: the server is up but should not get traffic now. */
+export function notReady(message: string): HttpError {
+  const {status, retryAfter} = HTTP_ERRORS.not_ready
+  return {status, code: 'not_ready', message, headers: {'Retry-After': String(retryAfter)}}
 }
 
 export function notFound(path: string): HttpError {

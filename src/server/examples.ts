@@ -64,6 +64,9 @@ export const EXAMPLE_HEALTH = {status: 'ok', model_loaded: true, signals: {clip:
 export const EXAMPLE_PNG_BASE64 =
   'iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAMAAAAoLQ9TAAAAA1BMVEUAAP+KeNJXAAAACXBIWXMAAAPoAAAD6AG1e1JrAAAADUlEQVQY02NgGAXIAAABEAAB7JfjegAAAABJRU5ErkJggg=='
 
+/** An X-Request-Id as the server generates it. */
+export const EXAMPLE_REQUEST_ID = '6f1c2a9e-4b7d-4e21-9a3f-0c5d8e7b1a24'
+
 /** Examples shown on the component schemas, by component name. */
 export const COMPONENT_EXAMPLES: Record<string, unknown[]> = {
   Label: [EXAMPLE_LABELS[0]],
@@ -73,6 +76,6 @@ export const COMPONENT_EXAMPLES: Record<string, unknown[]> = {
   CategoryListing: [EXAMPLE_CATEGORIES.categories[0]],
   Segment: [EXAMPLE_VIDEO.violations[0].segments[0]],
   VideoResult: [EXAMPLE_VIDEO],
-  Error: [{error: {code: 'bad_request', message: 'the form has no file in the field "file"'}}],
+  Error: [{error: {code: 'bad_request', message: 'the form has no file in the field "file"', request_id: EXAMPLE_REQUEST_ID}}],
   ModerateJsonRequest: [{image_base64: EXAMPLE_PNG_BASE64}, {url: 'https://example.com/beach.jpg'}],
 }

@@ -4,11 +4,12 @@ import type {TSchema} from 'typebox'
 
 import {ITEM_ERROR_CODES} from '../lib/schemas.js'
 import * as results from '../lib/schemas.js'
+import {WWW_AUTHENTICATE} from './auth.js'
 import {HTTP_ERROR_CODES, HTTP_ERRORS, type HttpErrorCode} from './errors.js'
-import {COMPONENT_EXAMPLES} from './examples.js'
+import {COMPONENT_EXAMPLES, EXAMPLE_REQUEST_ID} from './examples.js'
 import type {Operation as Declared, ServerFacts, Text} from './route.js'
 import {ROUTES} from './routes/index.js'
-import {ErrorBody, ErrorCode, Health, ModerateJsonRequest} from './schemas.js'
+import {ErrorBody, ErrorCode, Health, ModerateJsonRequest, Ready} from './schemas.js'
 import {grouped, humanBytes, humanSeconds} from './units.js'
 
 /**
@@ -90,6 +91,7 @@ const COMPONENTS: Record<string, TSchema> = {
   VideoViolation: results.VideoViolation,
   VideoResult: results.VideoResult,
   Health,
+  Ready,
   ErrorCode,
   Error: ErrorBody,
   ModerateJsonRequest,
@@ -147,12 +149,24 @@ const sentence = (text: string): string => text.charAt(0).toUpperCase() + text.s
 
 const render = (text: Text, facts: ServerFacts): string => (typeof text === 'string' ? text : text(facts))
 
+const AUTHENTICATE: Record<string, Header> = {
+  'WWW-Authenticate': {
+    description: `How to authenticate: \`${WWW_AUTHENTICATE}\`.`,
+    required: true,
+    schema: {type: 'string', const: WWW_AUTHENTICATE},
+  },
+}
+
 /** The answers of one status: the shared Error shape, narrowed to the codes this operation gives with it. */
 function errorResponse(codes: HttpErrorCode[], facts: ServerFacts): Response {
   const rows = codes.map((code) => HTTP_ERRORS[code])
+  const headers = [
+    ...(rows.some((r) => r.retryAfter !== undefined) ? [RETRY_AFTER] : []),
+    ...(codes.includes('unauthorized') ? [AUTHENTICATE] : []),
+  ]
   return {
     description: codes.map((code, i) => `${sentence(rows[i].when(facts.limits))} (\`${code}\`).`).join(' '),
-    ...(rows.some((r) => r.retryAfter !== undefined) ? {headers: RETRY_AFTER} : {}),
+    ...(headers.length > 0 ? {headers: Object.assign({}, ...headers)} : {}),
     content: {
       'application/json': {
         schema: {
@@ -160,7 +174,7 @@ function errorResponse(codes: HttpErrorCode[], facts: ServerFacts): Response {
           type: 'object',
           properties: {error: {type: 'object', properties: {code: {type: 'string', enum: codes}}}},
         },
-        example: {error: {code: codes[0], message: rows[0].example}},
+        example: {error: {code: codes[0], message: rows[0].example, request_id: EXAMPLE_REQUEST_ID}},
       },
     },
   }
@@ -224,7 +238,7 @@ function description(info: OpenApiInfo): string {
       'and reported safe when no category reaches its threshold. Scores are in [0, 1], rounded to 4 decimals.',
     '',
     '## Authentication',
-    'When `MOD_API_KEY` is set, every request except `GET /health` requires the header `X-API-Key` with ' +
+    'When `MOD_API_KEY` is set, every request except `GET /health` and `GET /ready` requires the header `X-API-Key` with ' +
       'exactly that value, this documentation (`/docs`, `/openapi.json`) included; without the variable no key ' +
       `is enforced. ${key}`,
     '',
@@ -311,7 +325,7 @@ export function openapiDocument(info: OpenApiInfo): OpenApiDocument {
                 name: 'X-API-Key',
                 description:
                   'This server has `MOD_API_KEY` set: the header must equal it exactly (compared in constant ' +
-                  'time). `GET /health` never needs it.',
+                  'time). `GET /health` and `GET /ready` never need it.',
               },
             },
           }

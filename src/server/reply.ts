@@ -22,10 +22,12 @@ function bodyUnread(req: IncomingMessage): boolean {
 }
 
 /**
- * Sends an error. When the request body was not read to its end, the connection is closed after the
+ * Sends an error, with the request's id (the X-Request-Id header app.ts set) so a report can be matched to the log. When the request body was not read to its end, the connection is closed after the
  * answer: otherwise Node would read (and throw away) the rest of an upload that was refused.
  */
 export function sendError(res: ServerResponse, e: HttpError): void {
   const close: Record<string, string> = bodyUnread(res.req) ? {Connection: 'close'} : {}
-  sendJson(res, e.status, {error: {code: e.code, message: e.message}}, {...e.headers, ...close})
+  const requestId = res.getHeader('x-request-id')
+  const error = {code: e.code, message: e.message, ...(typeof requestId === 'string' ? {request_id: requestId} : {})}
+  sendJson(res, e.status, {error}, {...e.headers, ...close})
 }

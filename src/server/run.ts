@@ -2,7 +2,7 @@ import type {Server} from 'node:http'
 
 import type {Settings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
-import {buildServer} from './app.js'
+import {buildServer, type ServerOptions} from './app.js'
 import {describe, type Log} from './errors.js'
 
 export interface RunOptions {
@@ -15,6 +15,8 @@ export interface RunOptions {
   onListening: (port: number) => void
   /** Settles when the server should stop: a signal, or the cluster primary asking. */
   stop: Promise<unknown>
+  /** The access logger and metrics of the server. */
+  server?: Pick<ServerOptions, 'logger' | 'metrics' | 'metricsText'>
 }
 
 /** Exit codes of `mod serve`: 0 after a graceful stop, 2 when it could not start. */
@@ -44,12 +46,12 @@ export async function runServer(o: RunOptions): Promise<number> {
     try {
       await o.engine.load()
     } catch (e) {
-      o.log(`error: the model could not be loaded: ${describe(e)}`)
+      o.log(`the model could not be loaded: ${describe(e)}`)
       return EXIT_START_FAILED
     }
     const missing = await o.engine.notEvaluated()
     if (missing.length > 0) {
-      o.log(`not evaluated: ${missing.join(', ')} (no CLIP model installed; \`mod models pull\` adds them); results name them in not_evaluated`)
+      o.log(`not evaluated: ${missing.join(', ')} (no CLIP model installed; \`mod models pull\` adds them); results name them in not_evaluated`, 'warn')
     }
   }
   if (stopping) {
@@ -57,22 +59,28 @@ export async function runServer(o: RunOptions): Promise<number> {
     return EXIT_OK
   }
 
-  const handle = buildServer(o.engine, o.settings, {log: o.log})
+  const handle = buildServer(o.engine, o.settings, {...o.server, log: o.log})
   let port: number
   try {
     port = await listen(handle.server, o.port, o.host)
   } catch (e) {
-    o.log(`error: cannot listen on ${o.host}:${o.port}: ${describe(e)}`)
+    o.log(`cannot listen on ${o.host}:${o.port}: ${describe(e)}`)
     await o.engine.close()
     return EXIT_START_FAILED
   }
   o.onListening(port)
 
   await o.stop
+  if (o.settings.drainDelayMs > 0) {
+    // Load balancers see /ready fail and stop sending traffic before the port closes.
+    handle.drain()
+    o.log(`draining: /ready answers 503 for ${o.settings.drainDelayMs} ms before the port closes`, 'info')
+    await new Promise((resolve) => setTimeout(resolve, o.settings.drainDelayMs))
+  }
   const inFlight = handle.gate.admitted
   // close() stops accepting at once; the line is printed once new connections are already refused.
   const closed = handle.close()
-  o.log(inFlight > 0 ? `stopping: finishing ${inFlight} request(s) in flight` : 'stopping')
+  o.log(inFlight > 0 ? `stopping: finishing ${inFlight} request(s) in flight` : 'stopping', 'info')
   await closed
   await o.engine.close()
   return EXIT_OK
@@ -87,7 +95,7 @@ export function stopSignals(log: Log, beforeExit: () => void = () => {}): Promis
     let received = false
     const onSignal = (signal: NodeJS.Signals) => {
       if (received) {
-        log(`${signal} again: exiting without waiting`)
+        log(`${signal} again: exiting without waiting`, 'warn')
         beforeExit()
         process.exit(1)
       }

@@ -28,12 +28,18 @@ export const Health = Type.Object(
   closed,
 )
 
+export const Ready = Type.Object({status: Type.Literal('ready')}, closed)
+
 export const ErrorCode = Type.Enum(HTTP_ERROR_CODES)
 
 export const ErrorBody = Type.Object(
   {
     error: Type.Object(
-      {code: ErrorCode, message: Type.String({description: 'For a person.'})},
+      {
+        code: ErrorCode,
+        message: Type.String({description: 'For a person.'}),
+        request_id: Type.String({description: 'The `X-Request-Id` of the answer: the one the request carried, or a generated one.'}),
+      },
       closed,
     ),
   },

@@ -56,14 +56,14 @@ test('rejects a missing required field and a wrong type', () => {
 
 test('rejects a status the operation does not declare', () => {
   const c = createConformance(doc)
-  const body = {error: {code: 'url_blocked', message: 'x'}}
+  const body = {error: {code: 'url_blocked', message: 'x', request_id: 'r-1'}}
   rejects(() => c.check('POST', '/v1/moderate', 422, JSON_TYPE, body), /status 422 is not declared/)
   assert.equal(c.seen.size, 0)
 })
 
 test('rejects an error code that belongs to another status', () => {
   const c = createConformance(doc)
-  const body = {error: {code: 'too_many_files', message: 'x'}}
+  const body = {error: {code: 'too_many_files', message: 'x', request_id: 'r-1'}}
   rejects(() => c.check('POST', '/v1/moderate/json', 400, JSON_TYPE, body), /code must be equal to one of the allowed values/)
 })
 
@@ -75,7 +75,7 @@ test('a batch error entry carries only per-file codes', () => {
 
 test('requires Retry-After on 503 and checks it is a whole number of seconds', () => {
   const c = createConformance(doc)
-  const body = {error: {code: 'overloaded', message: 'busy'}}
+  const body = {error: {code: 'overloaded', message: 'busy', request_id: 'r-1'}}
   rejects(() => c.check('POST', '/v1/moderate', 503, JSON_TYPE, body), /required header Retry-After is missing/)
   rejects(() => c.check('POST', '/v1/moderate', 503, {...JSON_TYPE, 'retry-after': 'soon'}, body), /header Retry-After/)
   c.check('POST', '/v1/moderate', 503, {...JSON_TYPE, 'Retry-After': '1'}, body)
@@ -90,18 +90,18 @@ test('rejects an undeclared content type and a body that is not JSON', () => {
 
 test('an unknown path may only be 404 not_found (or 401)', () => {
   const c = createConformance(doc)
-  c.check('GET', '/v2/nothing', 404, JSON_TYPE, {error: {code: 'not_found', message: 'no such endpoint'}})
-  c.check('GET', '/v2/nothing', 401, JSON_TYPE, {error: {code: 'unauthorized', message: 'key'}})
+  c.check('GET', '/v2/nothing', 404, JSON_TYPE, {error: {code: 'not_found', message: 'no such endpoint', request_id: 'r-1'}})
+  c.check('GET', '/v2/nothing', 401, JSON_TYPE, {error: {code: 'unauthorized', message: 'key', request_id: 'r-1'}})
   rejects(() => c.check('GET', '/v2/nothing', 200, JSON_TYPE, {}), /not in the document/)
   rejects(
-    () => c.check('GET', '/v2/nothing', 404, JSON_TYPE, {error: {code: 'bad_request', message: 'x'}}),
+    () => c.check('GET', '/v2/nothing', 404, JSON_TYPE, {error: {code: 'bad_request', message: 'x', request_id: 'r-1'}}),
     /code not_found/,
   )
 })
 
 test('another method on a known path may only be 405 with an Allow header naming the documented one', () => {
   const c = createConformance(doc)
-  const body = {error: {code: 'method_not_allowed', message: 'use POST'}}
+  const body = {error: {code: 'method_not_allowed', message: 'use POST', request_id: 'r-1'}}
   c.check('GET', '/v1/moderate', 405, {...JSON_TYPE, allow: 'POST'}, body)
   rejects(() => c.check('GET', '/v1/moderate', 405, {...JSON_TYPE, allow: 'GET'}, body), /Allow header "GET" lacks POST/)
   rejects(() => c.check('GET', '/v1/moderate', 404, JSON_TYPE, body), /no such operation/)

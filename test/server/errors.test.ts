@@ -93,11 +93,13 @@ test('400 bad_request: two files sent to a single-file endpoint', async () => {
   assert.is(r.body.error.message, 'this endpoint takes exactly one file')
 })
 
-test('400 bad_request: a body that is not multipart, or not JSON', async () => {
-  const notMultipart = await postJson(`${server.base}/v1/moderate`, {image_base64: 'AAAA'})
-  assert.equal(errorOf(notMultipart), {status: 400, code: 'bad_request'})
+test('415 unsupported_media: a body that is not multipart, or not JSON', async () => {
+  for (const path of ['/v1/moderate', '/v1/moderate/batch', '/v1/moderate/video']) {
+    const notMultipart = await postJson(`${server.base}${path}`, {image_base64: 'AAAA'})
+    assert.equal(errorOf(notMultipart), {status: 415, code: 'unsupported_media'}, path)
+  }
   const notJson = await call(`${server.base}/v1/moderate/json`, {method: 'POST', body: form('file', [{name: 'a', data: 'x'}])})
-  assert.equal(errorOf(notJson), {status: 400, code: 'bad_request'})
+  assert.equal(errorOf(notJson), {status: 415, code: 'unsupported_media'})
 })
 
 test('400 bad_request: bad JSON, and JSON that is not an object', async () => {
@@ -219,12 +221,13 @@ test('500 internal: an unexpected error answers a generic message, the stack goe
 test('404 not_found for an unknown path and 405 method_not_allowed with Allow for a known one', async () => {
   const missing = await fetch(`${server.base}/v2/moderate`)
   assert.is(missing.status, 404)
-  assert.equal(await missing.json(), {error: {code: 'not_found', message: 'no such endpoint: /v2/moderate'}})
+  const missingId = missing.headers.get('x-request-id')
+  assert.equal(await missing.json(), {error: {code: 'not_found', message: 'no such endpoint: /v2/moderate', request_id: missingId}})
   const wrong = await fetch(`${server.base}/v1/moderate`)
   assert.is(wrong.status, 405)
   assert.is(wrong.headers.get('allow'), 'POST')
   assert.equal(await wrong.json(), {
-    error: {code: 'method_not_allowed', message: 'GET is not allowed on /v1/moderate; use POST'},
+    error: {code: 'method_not_allowed', message: 'GET is not allowed on /v1/moderate; use POST', request_id: wrong.headers.get('x-request-id')},
   })
   const docsAsset = await fetch(`${server.base}/docs/nothing-here.js`)
   assert.is(docsAsset.status, 404)

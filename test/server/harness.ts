@@ -112,7 +112,13 @@ export async function call(
   init: RequestInit = {},
 ): Promise<{status: number; headers: Headers; body: any}> {
   const res = await fetch(url, init)
-  const body = await assertConforms(conformance, res, {method: init.method ?? 'GET'})
+  const body: any = await assertConforms(conformance, res, {method: init.method ?? 'GET'})
+  // Every error body names its answer's X-Request-Id: checked here once, then left out so tests compare the rest.
+  if (typeof body?.error === 'object' && body.error !== null) {
+    const {request_id: id, ...rest} = body.error
+    if (id !== res.headers.get('x-request-id')) throw new Error(`error.request_id ${id} is not the X-Request-Id header`)
+    return {status: res.status, headers: res.headers, body: {error: rest}}
+  }
   return {status: res.status, headers: res.headers, body}
 }
 
@@ -187,10 +193,21 @@ export async function until(check: () => boolean, ms = 5000): Promise<void> {
   }
 }
 
+/** One JSON log line of `mod serve`. */
+export interface LogRecord {
+  level: string
+  msg: string
+  pid: number
+  worker: number
+  [field: string]: unknown
+}
+
 export interface ServeProcess {
   child: ChildProcess
-  /** stderr so far, line by line. */
+  /** stderr so far, line by line: the message of each JSON line (the raw text of any other). */
   lines: string[]
+  /** stderr's JSON lines so far, parsed. */
+  records: LogRecord[]
   /** Resolves with the first stderr line matching `pattern` (already printed or to come). */
   waitFor(pattern: RegExp, ms?: number): Promise<RegExpMatchArray>
   /** Resolves with the exit code (or the signal's name). */
@@ -206,12 +223,17 @@ export function serveProcess(args: string[], env: Record<string, string>): Serve
     stdio: ['ignore', 'ignore', 'pipe'],
   })
   const lines: string[] = []
+  const records: LogRecord[] = []
   const watchers = new Set<() => void>()
   let partial = ''
   child.stderr?.setEncoding('utf8').on('data', (d: string) => {
     const parts = (partial + d).split('\n')
     partial = parts.pop() ?? ''
-    lines.push(...parts)
+    for (const part of parts) {
+      const record = part.startsWith('{') ? (JSON.parse(part) as LogRecord) : undefined
+      if (record) records.push(record)
+      lines.push(record ? record.msg : part)
+    }
     for (const w of watchers) w()
   })
   const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)))
@@ -235,5 +257,5 @@ export function serveProcess(args: string[], env: Record<string, string>): Serve
       watchers.add(check)
       check()
     })
-  return {child, lines, waitFor, exited}
+  return {child, lines, records, waitFor, exited}
 }

@@ -100,7 +100,7 @@ test('with MOD_PRELOAD a model that cannot load stops the start with exit code 2
   const serve = serveProcess(['--port', '0'], {...toyEnv, MOD_MODEL_DIR: empty})
   try {
     assert.is(await serve.exited, 2)
-    assert.match(serve.lines.join('\n'), /^error: the model could not be loaded: model_missing: /m)
+    assert.match(serve.lines.join('\n'), /^the model could not be loaded: model_missing: /m)
     assert.not.match(serve.lines.join('\n'), /listening on/)
   } finally {
     serve.child.kill('SIGKILL')

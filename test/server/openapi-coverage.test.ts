@@ -75,7 +75,7 @@ test.before(async () => {
   const options = {fetch: fetchHooks, tmpDir: dir.path}
   main = await start(engine, settings, options)
   noUrls = await start(engine, {...settings, allowUrls: false}, options)
-  failing = await start(failingEngine, settings, options)
+  failing = await start(failingEngine, settings, {...options, metricsText: async () => boom()})
   unloadable = await start(unloadableEngine, settings, options)
   shortClip = await readFile(await colourClip(join(dir.path, 'short.mp4'), ['blue'], 1))
   longClip = await readFile(await colourClip(join(dir.path, 'long.mp4'), ['blue'], 3))
@@ -111,6 +111,11 @@ test('the service and policy endpoints', async () => {
   assert.is(await send(main.base, 'GET', '/v1/categories'), 200)
   assert.is(await send(main.base, 'GET', '/v1/categories', {key: false}), 401)
   assert.is(await send(failing.base, 'GET', '/v1/categories'), 500)
+  assert.is(await send(main.base, 'GET', '/ready', {key: false}), 200)
+  assert.is(await send(unloadable.base, 'GET', '/ready', {key: false}), 503)
+  assert.is(await send(main.base, 'GET', '/metrics'), 200)
+  assert.is(await send(main.base, 'GET', '/metrics', {key: false}), 401)
+  assert.is(await send(failing.base, 'GET', '/metrics'), 500)
   for (const path of ['/openapi.json', '/docs']) {
     assert.is(await send(main.base, 'GET', path), 200, path)
     assert.is(await send(main.base, 'GET', path, {key: false}), 401, path)
@@ -134,6 +139,7 @@ test('POST /v1/moderate/batch', async () => {
   assert.is(await send(main.base, 'POST', '/v1/moderate/batch', upload('file', [image])), 400)
   assert.is(await send(main.base, 'POST', '/v1/moderate/batch', {...upload('files', [image]), key: false}), 401)
   assert.is(await send(main.base, 'POST', '/v1/moderate/batch', upload('files', [image, image, image])), 413)
+  assert.is(await send(main.base, 'POST', '/v1/moderate/batch', json({image_base64: 'AAAA'})), 415)
   assert.is(await send(failing.base, 'POST', '/v1/moderate/batch', upload('files', [image])), 500)
   assert.is(await send(unloadable.base, 'POST', '/v1/moderate/batch', upload('files', [image])), 503)
 })

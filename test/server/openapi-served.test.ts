@@ -168,7 +168,7 @@ test('real responses of the moderation endpoints conform to the document', async
 
   for (const path of ['/v1/moderate', '/v1/moderate/batch', '/v1/moderate/json', '/v1/moderate/video']) {
     const wrongType = await fetch(`${open.base}${path}`, {method: 'POST', headers: {'content-type': 'text/plain'}, body: 'hello'})
-    assert.is(wrongType.status, 400, path)
+    assert.is(wrongType.status, 415, path)
     await assertConforms(conformance, wrongType)
   }
 

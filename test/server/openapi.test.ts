@@ -5,6 +5,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {DEFAULT_LIMITS, type Limits} from '../../src/lib/config/settings.js'
+import {EXAMPLE_REQUEST_ID} from '../../src/server/examples.js'
 import {openapiDocument, type OpenApiDocument, type Operation} from '../../src/server/openapi.js'
 import {humanBytes} from '../../src/server/units.js'
 import {createConformance} from './conformance.js'
@@ -48,11 +49,13 @@ test('the validator rejects a broken document (so the check above means somethin
 test("describes every endpoint of the spec's table with its method", () => {
   const table = [
     ['get', '/health'],
+    ['get', '/ready'],
     ['get', '/v1/categories'],
     ['post', '/v1/moderate'],
     ['post', '/v1/moderate/batch'],
     ['post', '/v1/moderate/json'],
     ['post', '/v1/moderate/video'],
+    ['get', '/metrics'],
   ]
   for (const [method, path] of table) {
     const op = (doc.paths[path] as Record<string, Operation> | undefined)?.[method]
@@ -85,12 +88,13 @@ test('every error code is declared with its status, in the shape served (401 on 
     ['unsupported_media', 415],
     ['overloaded', 503],
     ['model_unavailable', 503],
+    ['not_ready', 503],
     ['internal', 500],
   ]
   const c = createConformance(keyed)
   for (const [code, status] of table) {
-    const body = {error: {code, message: 'for a person'}}
-    const headers = {'content-type': 'application/json', 'retry-after': '1'}
+    const body = {error: {code, message: 'for a person', request_id: 'r-1'}}
+    const headers = {'content-type': 'application/json', 'retry-after': '1', 'www-authenticate': 'ApiKey header="X-API-Key"'}
     const accepting = operations(keyed).filter(([method, path, op]) => {
       if (!op.responses[status]) return false
       try {
@@ -113,20 +117,24 @@ test('errors land on the operations that can give them', () => {
     ['get', '/health', [200]],
     ['get', '/v1/categories', [200, 500]],
     ['post', '/v1/moderate', [200, 400, 413, 415, 500, 503]],
-    ['post', '/v1/moderate/batch', [200, 400, 413, 500, 503]],
+    ['post', '/v1/moderate/batch', [200, 400, 413, 415, 500, 503]],
     ['post', '/v1/moderate/json', [200, 400, 403, 413, 415, 422, 500, 502, 503, 504]],
     ['post', '/v1/moderate/video', [200, 400, 413, 415, 422, 500, 503]],
     ['get', '/openapi.json', [200]],
     ['get', '/docs', [200]],
+    ['get', '/ready', [200, 503]],
+    ['get', '/metrics', [200, 500]],
   ]
   for (const [method, path, codes] of expected) {
     assert.equal(statuses(doc, path, method), codes, `${method} ${path}`)
-    const withKey = path === '/health' ? codes : [...codes, 401].sort((a, b) => a - b)
+    const withKey = ['/health', '/ready'].includes(path) ? codes : [...codes, 401].sort((a, b) => a - b)
     assert.equal(statuses(keyed, path, method), withKey, `${method} ${path} with a key`)
   }
   for (const [method, path, op] of operations(keyed)) {
     const unavailable = op.responses[503]
     if (unavailable) assert.equal(unavailable.headers?.['Retry-After']?.required, true, `${method} ${path}`)
+    const unauthorized = op.responses[401]
+    if (unauthorized) assert.equal(unauthorized.headers?.['WWW-Authenticate']?.required, true, `${method} ${path}`)
   }
 })
 
@@ -136,11 +144,11 @@ test('the statuses and descriptions of error responses come from the one error t
     error: {type: 'object', properties: {code: {type: 'string', enum: ['payload_too_large', 'too_many_files']}}},
   })
   assert.match(batch[413].description, /\(`payload_too_large`\)\. More than 16 files in one batch \(`too_many_files`\)\.$/)
-  assert.equal(batch[503].content?.['application/json'].example, {error: {code: 'overloaded', message: 'the server is busy; retry later'}})
+  assert.equal(batch[503].content?.['application/json'].example, {error: {code: 'overloaded', message: 'the server is busy; retry later', request_id: EXAMPLE_REQUEST_ID}})
   assert.is(batch[401].description, 'The `X-API-Key` header is missing or does not match `MOD_API_KEY` (`unauthorized`).')
 })
 
-test('with MOD_API_KEY set, the key applies to every operation but /health', () => {
+test('with MOD_API_KEY set, the key applies to every operation but /health and /ready', () => {
   assert.equal(keyed.components.securitySchemes?.ApiKey, {
     type: 'apiKey',
     in: 'header',
@@ -152,10 +160,13 @@ test('with MOD_API_KEY set, the key applies to every operation but /health', () 
   const open = operations(keyed).filter(([, , op]) => op.security !== undefined)
   assert.equal(
     open.map(([m, p, op]) => [m, p, op.security]),
-    [['get', '/health', []]],
+    [
+      ['get', '/health', []],
+      ['get', '/ready', []],
+    ],
   )
   for (const [method, path, op] of operations(keyed)) {
-    assert.is(op.responses[401] !== undefined, path !== '/health', `${method} ${path} declares 401`)
+    assert.is(op.responses[401] !== undefined, !['/health', '/ready'].includes(path), `${method} ${path} declares 401`)
   }
 })
 

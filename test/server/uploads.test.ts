@@ -65,7 +65,9 @@ test('an image over MOD_MAX_BYTES is refused with 413 while the rest of its body
   })
   assert.is(answer.status, 413)
   assert.is(answer.headers.connection, 'close')
-  assert.equal(JSON.parse(answer.body), {error: {code: 'payload_too_large', message: 'huge.png is larger than 65536 bytes (MOD_MAX_BYTES)'}})
+  assert.equal(JSON.parse(answer.body), {
+    error: {code: 'payload_too_large', message: 'huge.png is larger than 65536 bytes (MOD_MAX_BYTES)', request_id: answer.headers['x-request-id']},
+  })
 })
 
 test('a video over MOD_MAX_VIDEO_BYTES is cut off with 413 and its partial file removed', async () => {

@@ -78,9 +78,9 @@ test('the JSON body: a problem is reported by field, the "exactly one" rule as s
   }
 })
 
-test('a JSON body is refused before it is read unless its content type is JSON', async () => {
+test('a JSON body is refused before it is read unless its content type is JSON (415)', async () => {
   const r = await call(`${server.base}/v1/moderate/json`, {method: 'POST', headers: {'content-type': 'text/plain'}, body: '{}'})
-  assert.equal(r.body, {error: {code: 'bad_request', message: 'send the request body as application/json'}})
+  assert.equal([r.status, r.body], [415, {error: {code: 'unsupported_media', message: 'send the request body as application/json'}}])
   assert.equal(errorOf(await postJson(`${server.base}/v1/moderate/json`, '{"url": ')), {status: 400, code: 'bad_request'})
 })
 

@@ -67,6 +67,20 @@ test("a malloc threshold the user set is kept: workers then get the primary's en
   assert.equal(workerEnv({}), {MALLOC_MMAP_THRESHOLD_: '1048576'})
 })
 
+/** GET /metrics → the value of one sample line (`name{labels}`), or undefined. */
+async function metric(sample: string): Promise<number | undefined> {
+  const text = await (await fetch(`${base}/metrics`)).text()
+  const line = text.split('\n').find((l) => l.startsWith(`${sample} `))
+  return line === undefined ? undefined : Number(line.slice(sample.length + 1))
+}
+
+test('GET /metrics sums the metrics of every worker', async () => {
+  assert.is(await metric('mod_http_requests_total{method="POST",route="/v1/moderate",status="200"}'), 4)
+  assert.ok(((await metric('mod_inference_batch_size_count')) ?? 0) >= 1)
+  assert.ok(((await metric('mod_model_load_seconds')) ?? 0) > 0)
+  assert.is(await metric('mod_worker_restarts_total'), 0)
+})
+
 test('a crashed worker is replaced and the other keeps serving meanwhile', async () => {
   const [victim, survivor] = readyPids()
   process.kill(victim, 'SIGKILL')
@@ -78,6 +92,7 @@ test('a crashed worker is replaced and the other keeps serving meanwhile', async
   process.kill(survivor, 0)
   const answers = await Promise.all([1, 2, 3, 4].map(() => moderateRed()))
   assert.ok(answers.every((a) => a.status === 200))
+  assert.is(await metric('mod_worker_restarts_total'), 1)
 })
 
 test('SIGTERM to the primary stops every worker gracefully and exits 0', async () => {
@@ -98,7 +113,9 @@ test('when the workers cannot load the model, the primary stops them all and exi
   try {
     assert.is(await failing.exited, 2)
     const text = failing.lines.join('\n')
-    assert.match(text, /^worker \d+: error: the model could not be loaded: model_missing: /m)
+    const failure = failing.records.find((r) => /^the model could not be loaded: model_missing: /.test(r.msg))
+    assert.is(failure?.level, 'error')
+    assert.ok((failure?.worker ?? 0) > 0, 'logged by a worker')
     assert.match(text, /^worker \d+ could not start \(exit code 2\); stopping$/m)
     assert.not.match(text, /listening on/)
   } finally {

@@ -47,6 +47,12 @@ export interface ServerSettings {
   allowUrls: boolean
   preload: boolean
   limits: Limits
+  /** MOD_LOG_LEVEL: the least severe log line written. */
+  logLevel: LogLevel
+  /** MOD_CORS_ORIGINS: origins browsers may call from; `['*']` for any, empty (default) for no CORS at all. */
+  corsOrigins: string[]
+  /** MOD_DRAIN_DELAY_MS: after SIGTERM, how long /ready answers 503 while new connections are still served. */
+  drainDelayMs: number
 }
 
 /**
@@ -83,6 +89,10 @@ export const SETTING_VARIABLES = {
   workers: 'MOD_WORKERS',
 } as const satisfies Record<keyof SettingsInput, string>
 
+/** Log levels, most severe first; a level writes its lines and those above it. */
+export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const
+export type LogLevel = (typeof LOG_LEVELS)[number]
+
 export const DEFAULT_HOST = '127.0.0.1'
 export const DEFAULT_PORT = 8000
 export const DEFAULT_WORKERS = 1
@@ -114,6 +124,32 @@ export function parseBoolean(name: string, value: string | undefined, fallback: 
   if (['1', 'true', 'yes', 'on'].includes(v)) return true
   if (['0', 'false', 'no', 'off'].includes(v)) return false
   throw invalid(name, value, 'true or false')
+}
+
+export function parseLogLevel(name: string, value: string | undefined): LogLevel {
+  if (value === undefined || value === '') return 'info'
+  const v = value.trim().toLowerCase()
+  if ((LOG_LEVELS as readonly string[]).includes(v)) return v as LogLevel
+  throw invalid(name, value, `one of ${LOG_LEVELS.join(', ')}`)
+}
+
+/** `*`, or comma-separated origins as a browser sends them (`https://app.example.com`, no path). */
+export function parseOrigins(name: string, value: string | undefined): string[] {
+  const origins = (value ?? '').split(',').map((o) => o.trim()).filter((o) => o !== '')
+  if (origins.includes('*')) {
+    if (origins.length > 1) throw invalid(name, value as string, '`*` alone, or origins without `*`')
+    return origins
+  }
+  for (const origin of origins) {
+    let parsed: URL | undefined
+    try {
+      parsed = new URL(origin)
+    } catch {}
+    if (!parsed || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin) {
+      throw invalid(name, value as string, `\`*\` or origins like https://app.example.com (no path or trailing slash): not ${origin}`)
+    }
+  }
+  return origins
 }
 
 export function parseCount(name: string, value: string | undefined, fallback: number, min = 1): number {
@@ -209,5 +245,8 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
     apiKey: env.MOD_API_KEY === '' ? undefined : env.MOD_API_KEY,
     allowUrls: parseBoolean('MOD_ALLOW_URLS', env.MOD_ALLOW_URLS, false),
     preload: parseBoolean('MOD_PRELOAD', env.MOD_PRELOAD, true),
+    logLevel: parseLogLevel('MOD_LOG_LEVEL', env.MOD_LOG_LEVEL),
+    corsOrigins: parseOrigins('MOD_CORS_ORIGINS', env.MOD_CORS_ORIGINS),
+    drainDelayMs: parseCount('MOD_DRAIN_DELAY_MS', env.MOD_DRAIN_DELAY_MS, 0, 0),
   }
 }

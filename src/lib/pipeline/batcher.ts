@@ -16,7 +16,10 @@ interface Waiting<I, O> {
   reject: (e: unknown) => void
 }
 
-export function createBatcher<I, O>(run: (items: I[]) => Promise<O[]>, maxBatch: number): Batcher<I, O> {
+/** Told about every run that succeeded: how many items it held and how long it took. */
+export type BatchObserver = (size: number, seconds: number) => void
+
+export function createBatcher<I, O>(run: (items: I[]) => Promise<O[]>, maxBatch: number, observe?: BatchObserver): Batcher<I, O> {
   const queue: Waiting<I, O>[] = []
   let busy = false
 
@@ -24,7 +27,9 @@ export function createBatcher<I, O>(run: (items: I[]) => Promise<O[]>, maxBatch:
     while (queue.length > 0) {
       const batch = queue.splice(0, maxBatch)
       try {
+        const started = performance.now()
         const out = await run(batch.map((w) => w.item))
+        observe?.(batch.length, (performance.now() - started) / 1000)
         batch.forEach((w, i) => w.resolve(out[i]))
       } catch (e) {
         for (const w of batch) w.reject(e)

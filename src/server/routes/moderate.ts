@@ -86,6 +86,6 @@ export const moderateBatchRoute = declareRoute({
     }),
   },
   responses: {200: {description: 'One entry per file, in upload order.', schema: BatchResult, example: EXAMPLE_BATCH}},
-  errors: ['bad_request', 'too_many_files', 'payload_too_large', 'internal', 'overloaded', 'model_unavailable'],
+  errors: ['bad_request', 'too_many_files', 'payload_too_large', 'unsupported_media', 'internal', 'overloaded', 'model_unavailable'],
   handler: moderateBatch,
 })

@@ -49,9 +49,9 @@ function clientGone(res: ServerResponse): AbortSignal {
   return controller.signal
 }
 
-/** A body that is not multipart is refused before it is read (400: 415 is kept for files the decoder cannot read). */
+/** A body that is not multipart is refused before it is read. */
 export function requireMultipart(req: IncomingMessage, field: string): void {
   if (!isMultipart(req)) {
-    throw new ModError('bad_request', `send the request as multipart/form-data with the file in the field "${field}"`)
+    throw new ModError('unsupported_media', `send the request as multipart/form-data with the file in the field "${field}"`)
   }
 }

@@ -36,6 +36,9 @@ test('with no input and no variables every setting has its default', () => {
     apiKey: undefined,
     allowUrls: false,
     preload: true,
+    logLevel: 'info',
+    corsOrigins: [],
+    drainDelayMs: 0,
   })
 })
 

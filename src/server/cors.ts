@@ -1,0 +1,40 @@
+import type {IncomingMessage} from 'node:http'
+
+/** Request headers a browser may send cross-origin (the key, JSON bodies, a tracing id). */
+const ALLOWED_HEADERS = 'X-API-Key, Content-Type, X-Request-Id'
+/** Answer headers a page may read besides the safelisted ones. */
+const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, WWW-Authenticate'
+/** How long a browser may reuse a preflight answer. */
+const PREFLIGHT_MAX_AGE_S = 600
+
+/** The Origin header when `origins` (MOD_CORS_ORIGINS) allows it; undefined without CORS or for another origin. */
+function allowedOrigin(origins: readonly string[], req: IncomingMessage): string | undefined {
+  const origin = req.headers.origin
+  if (origin === undefined || origins.length === 0) return undefined
+  return origins[0] === '*' || origins.includes(origin) ? origin : undefined
+}
+
+/** CORS headers for an answer to an allowed origin; none otherwise. */
+export function corsHeaders(origins: readonly string[], req: IncomingMessage): Record<string, string> {
+  const origin = allowedOrigin(origins, req)
+  if (origin === undefined) return {}
+  return {
+    'Access-Control-Allow-Origin': origins[0] === '*' ? '*' : origin,
+    'Access-Control-Expose-Headers': EXPOSED_HEADERS,
+    ...(origins[0] === '*' ? {} : {Vary: 'Origin'}),
+  }
+}
+
+/**
+ * The headers of a 204 answering a CORS preflight (OPTIONS with Access-Control-Request-Method from an allowed
+ * origin) on a path served with `methods`; undefined when the request is no such preflight.
+ */
+export function preflightHeaders(origins: readonly string[], req: IncomingMessage, methods: readonly string[] | undefined): Record<string, string> | undefined {
+  if (req.method !== 'OPTIONS' || methods === undefined || req.headers['access-control-request-method'] === undefined) return undefined
+  if (allowedOrigin(origins, req) === undefined) return undefined
+  return {
+    'Access-Control-Allow-Methods': methods.join(', '),
+    'Access-Control-Allow-Headers': ALLOWED_HEADERS,
+    'Access-Control-Max-Age': String(PREFLIGHT_MAX_AGE_S),
+  }
+}

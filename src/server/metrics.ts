@@ -1,0 +1,106 @@
+import {AggregatorRegistry, Counter, Gauge, Histogram, Registry} from 'prom-client'
+
+import type {EngineObserver} from '../lib/engine.js'
+
+/** Prometheus text format, version 0.0.4. */
+export const METRICS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE
+
+/** One serving process's metrics, in a registry of its own (no process-wide registry). */
+export interface ServerMetrics {
+  registry: Registry
+  /** Counts an answered request: its route pattern (not the raw path, whose values are unbounded). */
+  request(method: string, route: string, status: number, seconds: number): void
+  /** Where the queue depth is read from at each scrape. */
+  watchQueue(depth: () => number): void
+  /** Hooks for the engine's batcher and model loading. */
+  engine: EngineObserver
+}
+
+export function createServerMetrics(): ServerMetrics {
+  const registry = new Registry()
+  const labelNames = ['method', 'route', 'status'] as const
+  const requests = new Counter({name: 'mod_http_requests_total', help: 'Requests answered.', labelNames, registers: [registry]})
+  const latency = new Histogram({
+    name: 'mod_http_request_duration_seconds',
+    help: 'Time from the request to the end of its answer.',
+    labelNames,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [registry],
+  })
+  let depth = () => 0
+  new Gauge({
+    name: 'mod_queue_depth',
+    help: 'Moderation requests admitted and not finished: receiving, waiting or running.',
+    registers: [registry],
+    collect() {
+      this.set(depth())
+    },
+  })
+  const inference = new Histogram({
+    name: 'mod_inference_duration_seconds',
+    help: 'Duration of one inference run of the batcher.',
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  })
+  const batchSize = new Histogram({
+    name: 'mod_inference_batch_size',
+    help: 'Images (video frames count one each) per inference run.',
+    buckets: [1, 2, 4, 8, 16, 32],
+    registers: [registry],
+  })
+  const load = new Gauge({
+    name: 'mod_model_load_seconds',
+    help: 'How long loading the models took (the slowest worker).',
+    aggregator: 'max',
+    registers: [registry],
+  })
+  return {
+    registry,
+    request(method, route, status, seconds) {
+      const labels = {method, route, status: String(status)}
+      requests.inc(labels)
+      latency.observe(labels, seconds)
+    },
+    watchQueue(read) {
+      depth = read
+    },
+    engine: {
+      batch(size, seconds) {
+        batchSize.observe(size)
+        inference.observe(seconds)
+      },
+      loaded: (seconds) => load.set(seconds),
+    },
+  }
+}
+
+/** The cluster primary's own metrics: what only it sees. */
+export interface PrimaryMetrics {
+  registry: Registry
+  workerRestarted(): void
+}
+
+export function createPrimaryMetrics(): PrimaryMetrics {
+  const registry = new Registry()
+  const restarts = new Counter({
+    name: 'mod_worker_restarts_total',
+    help: 'Workers that exited while serving and were replaced.',
+    registers: [registry],
+  })
+  return {registry, workerRestarted: () => restarts.inc()}
+}
+
+/**
+ * In a worker: answers the primary's requests for this process's metrics with `registry` (prom-client's
+ * cluster protocol). Its listener is set up once per process by the first AggregatorRegistry.
+ */
+export function serveMetricsToPrimary(registry: Registry): void {
+  new AggregatorRegistry()
+  AggregatorRegistry.setRegistries([registry])
+}
+
+/** In the primary: every worker's metrics summed (the load time is the maximum), then the primary's own. */
+export function clusterMetricsReader(primary: PrimaryMetrics): () => Promise<string> {
+  const aggregator = new AggregatorRegistry()
+  return async () => `${await aggregator.clusterMetrics()}\n${await primary.registry.metrics()}`
+}

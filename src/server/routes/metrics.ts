@@ -1,0 +1,43 @@
+import type {Handler} from '../context.js'
+import {METRICS_CONTENT_TYPE} from '../metrics.js'
+import {declareRoute} from '../route.js'
+
+/** GET /metrics: Prometheus text; under `--workers N`, the sum over every worker plus the primary's own. */
+export const metrics: Handler = async (ctx, _req, res) => {
+  const text = await ctx.metricsText()
+  res.statusCode = 200
+  res.setHeader('Content-Type', METRICS_CONTENT_TYPE)
+  res.setHeader('Content-Length', Buffer.byteLength(text))
+  res.setHeader('Cache-Control', 'no-store')
+  res.end(text)
+}
+
+const EXAMPLE_METRICS = [
+  '# HELP mod_http_requests_total Requests answered.',
+  '# TYPE mod_http_requests_total counter',
+  'mod_http_requests_total{method="POST",route="/v1/moderate",status="200"} 42',
+  '',
+].join('\n')
+
+export const metricsRoute = declareRoute({
+  method: 'GET',
+  path: '/metrics',
+  operationId: 'getMetrics',
+  summary: 'Metrics in Prometheus text format',
+  description:
+    'Requests (`mod_http_requests_total`, `mod_http_request_duration_seconds` by method, route and status), ' +
+    '`mod_queue_depth`, `mod_inference_duration_seconds`, `mod_inference_batch_size`, `mod_model_load_seconds` ' +
+    'and, with more than one worker, `mod_worker_restarts_total`; summed over the workers. Needs the API key ' +
+    'like the other endpoints.',
+  tags: ['service'],
+  responses: {
+    200: {
+      description: 'Prometheus text exposition format 0.0.4.',
+      media: 'text/plain',
+      schema: {type: 'string'},
+      example: EXAMPLE_METRICS,
+    },
+  },
+  errors: ['internal'],
+  handler: metrics,
+})

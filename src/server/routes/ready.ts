@@ -1,0 +1,35 @@
+import type {Handler} from '../context.js'
+import {notReady} from '../errors.js'
+import {sendError, sendJson} from '../reply.js'
+import {declareRoute} from '../route.js'
+import {Ready} from '../schemas.js'
+
+/**
+ * GET /ready: whether a load balancer should send traffic here. Not while the model is not loaded (with
+ * MOD_PRELOAD=false the first call starts loading it), nor once the server is shutting down.
+ */
+export const ready: Handler = async (ctx, _req, res) => {
+  if (ctx.draining()) return sendError(res, notReady('the server is shutting down'))
+  if (!ctx.engine.isLoaded()) {
+    // A failure here is reported to the next moderation (model_unavailable); the probe keeps answering 503.
+    ctx.engine.load().catch(() => {})
+    return sendError(res, notReady('the model is loading'))
+  }
+  sendJson(res, 200, {status: 'ready'})
+}
+
+export const readyRoute = declareRoute({
+  method: 'GET',
+  path: '/ready',
+  operationId: 'getReady',
+  summary: 'Readiness for load balancers',
+  description:
+    'Always public (never needs `X-API-Key`). 200 once the model is loaded; 503 `not_ready` with `Retry-After` ' +
+    'before (with `MOD_PRELOAD=false` the first call starts loading it) and from the moment the server starts ' +
+    'shutting down (for `MOD_DRAIN_DELAY_MS` before the port closes). `GET /health` stays the liveness check.',
+  tags: ['service'],
+  security: [],
+  responses: {200: {description: 'The server takes traffic.', schema: Ready, example: {status: 'ready'}}},
+  errors: ['not_ready'],
+  handler: ready,
+})

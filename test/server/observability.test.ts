@@ -1,0 +1,129 @@
+// What an operator reads: one JSON access line per request, X-Request-Id on every answer and in error
+// bodies, and GET /metrics in Prometheus text (one process here; workers.test.ts sums a cluster).
+import {Writable} from 'node:stream'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {createEngine} from '../../src/lib/engine.js'
+import {buildPolicy} from '../../src/lib/policy/load.js'
+import {createLogger, prettyDestination} from '../../src/server/logger.js'
+import {createServerMetrics} from '../../src/server/metrics.js'
+import {call, form, red, start, tempDir, testSettings, TOY_MODEL, until, type Running} from './harness.js'
+
+const KEY = 'ops-key'
+const dir = tempDir('mod-server-observability-')
+const settings = testSettings(join(dir.path, 'cache'), {apiKey: KEY})
+const metrics = createServerMetrics()
+const engine = createEngine({
+  preset: 'fast',
+  modelDir: TOY_MODEL,
+  cacheDir: settings.cacheDir,
+  policy: buildPolicy({categories: [{name: 'redness', prompts: ['red']}]}),
+  limits: settings.limits,
+  observer: metrics.engine,
+})
+const records: Record<string, unknown>[] = []
+const logger = createLogger({
+  level: 'info',
+  base: {worker: 0},
+  destination: new Writable({
+    write(chunk, _encoding, done) {
+      records.push(JSON.parse(String(chunk)))
+      done()
+    },
+  }),
+})
+let server: Running
+
+test.before(async () => {
+  server = await start(engine, settings, {logger, metrics})
+})
+
+test.after(async () => {
+  await server.stop()
+  await engine.close()
+  dir.remove()
+})
+
+const key = {'x-api-key': KEY}
+const accessLine = (id: string) => records.find((r) => r.msg === 'request' && r.request_id === id)
+
+test('every request gets one JSON access line with its method, path, status, bytes, duration and id', async () => {
+  const res = await fetch(`${server.base}/health?probe=1`, {headers: {'x-request-id': 'lb-check-1'}})
+  const text = await res.text()
+  await until(() => accessLine('lb-check-1') !== undefined)
+  const line = accessLine('lb-check-1') as Record<string, unknown>
+  assert.equal(
+    {...line, time: typeof line.time, duration_ms: typeof line.duration_ms},
+    {
+      level: 'info',
+      time: 'string',
+      pid: process.pid,
+      worker: 0,
+      method: 'GET',
+      path: '/health',
+      status: 200,
+      bytes: Buffer.byteLength(text),
+      duration_ms: 'number',
+      request_id: 'lb-check-1',
+      msg: 'request',
+    },
+  )
+})
+
+test('X-Request-Id: a sane one is echoed, a missing or odd one is replaced by a UUID', async () => {
+  const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+  assert.is((await fetch(`${server.base}/health`, {headers: {'x-request-id': 'abc-123.x:y'}})).headers.get('x-request-id'), 'abc-123.x:y')
+  assert.match((await fetch(`${server.base}/health`)).headers.get('x-request-id') ?? '', uuid)
+  for (const odd of ['has space', 'x'.repeat(129), 'quote"d']) {
+    assert.match((await fetch(`${server.base}/health`, {headers: {'x-request-id': odd}})).headers.get('x-request-id') ?? '', uuid, odd)
+  }
+})
+
+test('an error body carries the request id of its answer', async () => {
+  const r = await fetch(`${server.base}/v1/categories`, {headers: {'x-request-id': 'trace-7'}})
+  assert.equal([r.status, r.headers.get('x-request-id'), await r.json()], [
+    401,
+    'trace-7',
+    {error: {code: 'unauthorized', message: 'this server needs an API key: send it in the X-API-Key header', request_id: 'trace-7'}},
+  ])
+  const missing = await fetch(`${server.base}/v2/nothing`, {headers: key})
+  const id = missing.headers.get('x-request-id')
+  assert.ok(id)
+  assert.is(((await missing.json()) as {error: {request_id: string}}).error.request_id, id)
+})
+
+test('GET /metrics needs the key and counts requests by route pattern, inference batches and the model load', async () => {
+  assert.is((await call(`${server.base}/metrics`)).status, 401)
+  const image = form('file', [{name: 'red.png', data: await red()}])
+  assert.is((await call(`${server.base}/v1/moderate`, {method: 'POST', headers: key, body: image})).status, 200)
+  await fetch(`${server.base}/docs/not-here.js`, {headers: key})
+  const r = await call(`${server.base}/metrics`, {headers: key})
+  assert.is(r.status, 200)
+  assert.is(r.headers.get('content-type'), 'text/plain; version=0.0.4; charset=utf-8')
+  const sample = (name: string) => {
+    const line = (r.body as string).split('\n').find((l) => l.startsWith(`${name} `))
+    return line === undefined ? undefined : Number(line.slice(name.length + 1))
+  }
+  assert.is(sample('mod_http_requests_total{method="POST",route="/v1/moderate",status="200"}'), 1)
+  assert.is(sample('mod_http_requests_total{method="GET",route="/metrics",status="401"}'), 1)
+  assert.is(sample('mod_http_requests_total{method="GET",route="/docs/*",status="404"}'), 1)
+  assert.is(sample('mod_http_request_duration_seconds_count{method="POST",route="/v1/moderate",status="200"}'), 1)
+  assert.is(sample('mod_queue_depth'), 0)
+  assert.ok((sample('mod_inference_batch_size_count') ?? 0) >= 1)
+  assert.is(sample('mod_inference_batch_size_count'), sample('mod_inference_duration_seconds_count'))
+  assert.ok((sample('mod_model_load_seconds') ?? 0) > 0)
+})
+
+test('on a terminal the lines are short text: time, level, message, then the other fields', () => {
+  const out: string[] = []
+  const pretty = createLogger({level: 'info', base: {worker: 2}, destination: prettyDestination((t) => out.push(t))})
+  pretty.info({status: 200, path: '/health'}, 'request')
+  pretty.debug('not shown at info')
+  assert.is(out.length, 1)
+  assert.match(out[0], /^\d\d:\d\d:\d\d INFO  request worker=2 status=200 path=\/health\n$/)
+})
+
+test.run()
