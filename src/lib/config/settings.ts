@@ -4,6 +4,7 @@ import {join, resolve} from 'node:path'
 import {ModError} from '../errors.js'
 import type {Precision} from '../model/manifest-types.js'
 import {PRESETS, type PresetName} from '../policy/types.js'
+import {readJobSettings, type JobSettings} from './jobs.js'
 
 /** Sizes: "MB" means MiB (CONTRACTS §1). */
 const MiB = 1024 * 1024
@@ -47,6 +48,7 @@ export interface ServerSettings {
   allowUrls: boolean
   preload: boolean
   limits: Limits
+  jobs: JobSettings
 }
 
 /**
@@ -209,5 +211,6 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
     apiKey: env.MOD_API_KEY === '' ? undefined : env.MOD_API_KEY,
     allowUrls: parseBoolean('MOD_ALLOW_URLS', env.MOD_ALLOW_URLS, false),
     preload: parseBoolean('MOD_PRELOAD', env.MOD_PRELOAD, true),
+    jobs: readJobSettings(env, cwd),
   }
 }

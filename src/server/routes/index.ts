@@ -1,6 +1,7 @@
 import type {AnyRoute} from '../route.js'
 import {categoriesRoute} from './categories.js'
 import {healthRoute} from './health.js'
+import {cancelJobRoute, getJobRoute, submitVideoJobRoute} from './jobs.js'
 import {moderateJsonRoute} from './json.js'
 import {moderateBatchRoute, moderateFileRoute} from './moderate.js'
 import {moderateVideoRoute} from './video.js'
@@ -13,4 +14,7 @@ export const ROUTES: readonly AnyRoute[] = [
   moderateBatchRoute,
   moderateJsonRoute,
   moderateVideoRoute,
+  submitVideoJobRoute,
+  getJobRoute,
+  cancelJobRoute,
 ]
