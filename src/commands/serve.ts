@@ -16,7 +16,7 @@ import {runServer, stopSignals} from '../server/run.js'
 export default class Serve extends ModCommand {
   static override description = `Serve the REST API (the same engine as scan) until SIGTERM or Ctrl-C.
 
-Endpoints: GET /health, GET /v1/categories, POST /v1/moderate, /v1/moderate/batch, /v1/moderate/json, /v1/moderate/video; interactive documentation at /docs, the OpenAPI document at /openapi.json.
+Endpoints: GET /health, GET /v1/categories, POST /v1/moderate, /v1/moderate/batch, /v1/moderate/json, /v1/moderate/video, POST /v1/jobs/video and GET|DELETE /v1/jobs/{id} (long videos as jobs); interactive documentation at /docs, the OpenAPI document at /openapi.json.
 
 With MOD_API_KEY set, every request but GET /health needs the header X-API-Key. Log lines go to stderr; the first one names the address ("listening on http://HOST:PORT"). On SIGTERM or Ctrl-C the server stops accepting connections, finishes the requests in flight and exits 0; a second signal exits 1 at once.`
 
@@ -40,6 +40,12 @@ With MOD_API_KEY set, every request but GET /health needs the header X-API-Key. 
     ['MOD_URL_TIMEOUT_MS', 'total time of one URL fetch (default 10000)'],
     ['MOD_QUEUE_LIMIT', 'requests waiting per worker before 503 overloaded (default 64)'],
     ['MOD_FFMPEG', 'the ffmpeg binary for video'],
+    ['MOD_REDIS_URL', 'jobs on BullMQ on this Redis (default: an in-process queue)'],
+    ['MOD_JOB_STORAGE', 'where job uploads wait; with Redis a folder every node mounts (default: a folder in the temp dir)'],
+    ['MOD_JOB_TTL', 'seconds a finished job stays readable (default 3600)'],
+    ['MOD_SERVE_JOBS', 'run jobs in this process too (default true)'],
+    ['MOD_CALLBACK_SECRET', 'key of the X-Mod-Signature HMAC-SHA256 of job callbacks'],
+    ['MOD_CALLBACK_ALLOW_PRIVATE', 'let callbacks reach private addresses (default false)'],
   ]
 
   static override exitCodes: [string, string][] = [
@@ -83,6 +89,9 @@ With MOD_API_KEY set, every request but GET /health needs the header X-API-Key. 
 
     const log = (line: string) => process.stderr.write(`${line}\n`)
     for (const warning of startupWarnings(host, settings)) log(warning)
+    if (workers > 1 && settings.jobs.redisUrl === undefined) {
+      log('warning: with --workers > 1 and no MOD_REDIS_URL each worker has its own job queue: a job is found only on the worker that accepted it')
+    }
     if (workers > 1) {
       process.exit(await runPrimary({workers, host, port, log}, stopSignals(log, killWorkers)))
     }

@@ -197,10 +197,10 @@ export interface ServeProcess {
   exited: Promise<number | string>
 }
 
-/** `node bin/run.js serve …` (the built CLI) with a clean MOD_* environment plus `env`. */
-export function serveProcess(args: string[], env: Record<string, string>): ServeProcess {
+/** `node bin/run.js serve …` (the built CLI, or another of its long-running commands) with a clean MOD_* environment plus `env`. */
+export function serveProcess(args: string[], env: Record<string, string>, command = 'serve'): ServeProcess {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_')))
-  const child = spawn(process.execPath, [BIN_PATH, 'serve', ...args], {
+  const child = spawn(process.execPath, [BIN_PATH, command, ...args], {
     cwd: ROOT_PATH,
     env: {...base, NO_COLOR: '1', ...env},
     stdio: ['ignore', 'ignore', 'pipe'],
