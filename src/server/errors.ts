@@ -105,7 +105,7 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   overloaded: {
     status: 503,
     retryAfter: RETRY_OVERLOADED_S,
-    when: (l) => `the worker queue is full (${l.queueLimit} requests waiting)`,
+    when: (l) => `the worker queue is full (${l.queueLimit} requests waiting), as many jobs wait, or the job queue (Redis) is unreachable`,
     example: 'the server is busy; retry later',
   },
   model_unavailable: {
