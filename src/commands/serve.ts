@@ -18,7 +18,7 @@ import {runServer, stopSignals} from '../server/run.js'
 export default class Serve extends ModCommand {
   static override description = `Serve the REST API (the same engine as scan) until SIGTERM or Ctrl-C.
 
-Endpoints: GET /health (liveness), GET /ready (readiness: 503 until the model is loaded and from SIGTERM on), GET /metrics, GET /v1/categories, POST /v1/moderate, /v1/moderate/batch, /v1/moderate/json, /v1/moderate/video; interactive documentation at /docs, the OpenAPI document at /openapi.json.
+Endpoints: GET /health (liveness), GET /ready (readiness: 503 until the model is loaded and from SIGTERM on), GET /metrics, GET /v1/categories, POST /v1/moderate, /v1/moderate/batch, /v1/moderate/json, /v1/moderate/video, POST /v1/jobs/video and GET|DELETE /v1/jobs/{id} (long videos as jobs); interactive documentation at /docs, the OpenAPI document at /openapi.json.
 
 With MOD_API_KEY set, every request but GET /health and GET /ready needs the header X-API-Key. Log lines go to stderr, one JSON object per line (level, time, pid, worker, msg; one "request" line per request with method, path, status, bytes, duration_ms, request_id), or a short text form when stderr is a terminal; the first info line names the address ("listening on http://HOST:PORT"). GET /metrics answers Prometheus text. On SIGTERM or Ctrl-C the server (after MOD_DRAIN_DELAY_MS of answering /ready with 503) stops accepting connections, finishes the requests in flight and exits 0; a second signal exits 1 at once.`
 
@@ -45,6 +45,12 @@ With MOD_API_KEY set, every request but GET /health and GET /ready needs the hea
     ['MOD_CORS_ORIGINS', 'origins browsers may call from, comma-separated, or * (default: no CORS)'],
     ['MOD_DRAIN_DELAY_MS', 'after SIGTERM, ms of /ready answering 503 before the port closes (default 0)'],
     ['MOD_LOG_LEVEL', 'error, warn, info or debug (default info)'],
+    ['MOD_REDIS_URL', 'jobs on BullMQ on this Redis (default: an in-process queue)'],
+    ['MOD_JOB_STORAGE', 'where job uploads wait; with Redis a folder every node mounts (default: a folder in the temp dir)'],
+    ['MOD_JOB_TTL', 'seconds a finished job stays readable (default 3600)'],
+    ['MOD_SERVE_JOBS', 'run jobs in this process too (default true)'],
+    ['MOD_CALLBACK_SECRET', 'key of the X-Mod-Signature HMAC-SHA256 of job callbacks'],
+    ['MOD_CALLBACK_ALLOW_PRIVATE', 'let callbacks reach private addresses (default false)'],
   ]
 
   static override exitCodes: [string, string][] = [
@@ -96,6 +102,9 @@ With MOD_API_KEY set, every request but GET /health and GET /ready needs the hea
     }
 
     for (const warning of startupWarnings(host, settings)) log(warning, 'warn')
+    if (workers > 1 && settings.jobs.redisUrl === undefined) {
+      log('with --workers > 1 and no MOD_REDIS_URL each worker has its own job queue: a job is found only on the worker that accepted it', 'warn')
+    }
     if (workers > 1) {
       const primaryMetrics = createPrimaryMetrics()
       process.exit(await runPrimary({workers, host, port, log, metrics: primaryMetrics}, stopSignals(log, killWorkers)))

@@ -17,6 +17,8 @@ import {methodNotAllowed, notFound, toHttpError, type Log} from './errors.js'
 import {logTo, type Logger} from './logger.js'
 import {createServerMetrics, type ServerMetrics} from './metrics.js'
 import {openapiDocument, openapiHandler} from './openapi.js'
+import {createJobs} from './jobs/service.js'
+import type {JobQueue} from './jobs/types.js'
 import {createGate, type Gate} from './queue.js'
 import {sendError} from './reply.js'
 import {requestIdOf} from './request-id.js'
@@ -37,6 +39,8 @@ export interface ServerOptions {
   tmpDir?: string
   /** Test hooks of fetchImageUrl: the resolver, and where checked addresses are dialled. */
   fetch?: Pick<FetchImageOptions, 'resolve' | 'connect'>
+  /** The job queue (closed with the server); default the in-process one (src/server/jobs/service.ts). */
+  jobs?: JobQueue
 }
 
 export interface ModServer {
@@ -46,6 +50,7 @@ export interface ModServer {
   gate: Gate
   /** From now on /ready answers 503; requests, new connections included, are still served. */
   drain(): void
+  jobs: JobQueue
   /**
    * Graceful stop: no new connections, idle kept-alive ones closed, requests in flight finish and their
    * connections close after the answer. Resolves once every connection is gone.
@@ -89,10 +94,12 @@ export function buildServer(engine: Engine, settings: Settings, options: ServerO
   const metrics = options.metrics ?? createServerMetrics()
   metrics.watchQueue(() => gate.admitted)
   let draining = false
+  const jobs = options.jobs ?? createJobs(engine, settings, log)
   const ctx: RouteContext = {
     engine,
     settings,
     gate,
+    jobs,
     tmpDir: options.tmpDir ?? tmpdir(),
     log,
     fetchImage: (url) =>
@@ -106,7 +113,7 @@ export function buildServer(engine: Engine, settings: Settings, options: ServerO
   const app = polka({
     onError: (err: unknown, _req: unknown, res: ServerResponse) => sendError(res, toHttpError(err, log)),
     onNoMatch: (req: Request, res: ServerResponse) => {
-      const methods = known.get(req.path) ?? (req.path.startsWith('/docs/') ? ['GET'] : undefined)
+      const methods = allowedOn(known, req.path) ?? (req.path.startsWith('/docs/') ? ['GET'] : undefined)
       sendError(res, methods ? methodNotAllowed(req.method ?? '', req.path, methods) : notFound(req.path))
     },
   })
@@ -120,7 +127,7 @@ export function buildServer(engine: Engine, settings: Settings, options: ServerO
   )
   // A CORS preflight carries no key (browsers never send custom headers in it): it is answered before the key check.
   app.use((req: Request, res: ServerResponse, next: () => void) => {
-    const preflight = preflightHeaders(settings.corsOrigins, req, known.get(req.path))
+    const preflight = preflightHeaders(settings.corsOrigins, req, allowedOn(known, req.path))
     if (!preflight) return next()
     for (const [name, value] of Object.entries(preflight)) res.setHeader(name, value)
     res.statusCode = 204
@@ -140,12 +147,14 @@ export function buildServer(engine: Engine, settings: Settings, options: ServerO
     const handle = (req: Request, res: ServerResponse) => {
       run(req, res).catch((e: unknown) => sendError(res, toHttpError(e, log)))
     }
+    // The document writes path parameters as {id}, polka as :id.
+    const pattern = route.path.replace(/\{(\w+)\}/g, ':$1')
     allow(route.method, route.path)
-    app.add(route.method, route.path, handle)
+    app.add(route.method, pattern, handle)
     // HEAD answers what GET would, without the body (Node drops it).
     if (route.method === 'GET') {
       allow('HEAD', route.path)
-      app.head(route.path, handle)
+      app.head(pattern, handle)
     }
   }
 
@@ -205,7 +214,19 @@ export function buildServer(engine: Engine, settings: Settings, options: ServerO
       for (const res of open) if (!res.headersSent) res.setHeader('Connection', 'close')
       server.close(() => resolve())
       server.closeIdleConnections()
-    })
+    }).then(() => jobs.close())
 
-  return {app, server, gate, drain: () => (draining = true), close}
+  return {app, server, gate, jobs, drain: () => (draining = true), close}
+}
+
+/** The methods a listed path allows, path templates (`/v1/jobs/{id}`) included. */
+function allowedOn(known: Map<string, string[]>, path: string): string[] | undefined {
+  const exact = known.get(path)
+  if (exact) return exact
+  const parts = path.split('/')
+  for (const [template, methods] of known) {
+    const t = template.split('/')
+    if (t.length === parts.length && t.every((seg, i) => (/^\{\w+\}$/.test(seg) ? parts[i] !== '' : seg === parts[i]))) return methods
+  }
+  return undefined
 }

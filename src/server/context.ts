@@ -4,6 +4,7 @@ import type {Settings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
 import type {FetchedImage} from '../lib/fetch/url.js'
 import type {Log} from './errors.js'
+import type {JobQueue} from './jobs/types.js'
 import type {Gate} from './queue.js'
 
 /** What every route needs, built once per server by buildServer. */
@@ -11,6 +12,8 @@ export interface RouteContext {
   engine: Engine
   settings: Settings
   gate: Gate
+  /** Asynchronous video jobs (in-process, or BullMQ on Redis). */
+  jobs: JobQueue
   /** Video uploads go to a fresh folder under this one, removed when the request ends. */
   tmpDir: string
   log: Log

@@ -111,7 +111,7 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   overloaded: {
     status: 503,
     retryAfter: RETRY_OVERLOADED_S,
-    when: (l) => `the worker queue is full (${l.queueLimit} requests waiting)`,
+    when: (l) => `the worker queue is full (${l.queueLimit} requests waiting), as many jobs wait, or the job queue (Redis) is unreachable`,
     example: 'the server is busy; retry later',
   },
   model_unavailable: {
@@ -133,7 +133,7 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   },
   not_found: {
     status: 404,
-    when: () => 'a path the document does not list',
+    when: () => 'a path the document does not list, or a job id that is unknown or expired',
     example: 'no such endpoint: /v2/moderate',
   },
   method_not_allowed: {

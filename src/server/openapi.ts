@@ -7,7 +7,8 @@ import * as results from '../lib/schemas.js'
 import {WWW_AUTHENTICATE} from './auth.js'
 import {HTTP_ERROR_CODES, HTTP_ERRORS, type HttpErrorCode} from './errors.js'
 import {COMPONENT_EXAMPLES, EXAMPLE_REQUEST_ID} from './examples.js'
-import type {Operation as Declared, ServerFacts, Text} from './route.js'
+import {Job, JobSegment} from './jobs/schema.js'
+import type {Operation as Declared, ServerFacts, Success, Text} from './route.js'
 import {ROUTES} from './routes/index.js'
 import {ErrorBody, ErrorCode, Health, ModerateJsonRequest, Ready} from './schemas.js'
 import {grouped, humanBytes, humanSeconds} from './units.js'
@@ -65,7 +66,7 @@ export interface OpenApiDocument {
   /** Only when the server has MOD_API_KEY set. */
   security?: Record<string, string[]>[]
   tags: {name: string; description: string}[]
-  paths: Record<string, Partial<Record<'get' | 'post', Operation>>>
+  paths: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>>>
   components: {
     schemas: Record<string, Schema>
     securitySchemes?: Record<string, Record<string, string>>
@@ -92,6 +93,8 @@ const COMPONENTS: Record<string, TSchema> = {
   VideoResult: results.VideoResult,
   Health,
   Ready,
+  JobSegment,
+  Job,
   ErrorCode,
   Error: ErrorBody,
   ModerateJsonRequest,
@@ -186,12 +189,13 @@ function operation(op: Declared, facts: ServerFacts): Operation {
   const byStatus = new Map<number, HttpErrorCode[]>()
   for (const code of codes) byStatus.set(HTTP_ERRORS[code].status, [...(byStatus.get(HTTP_ERRORS[code].status) ?? []), code])
 
-  const ok = op.responses[200]
-  const responses: Record<string, Response> = {
-    200: {
+  const responses: Record<string, Response> = {}
+  for (const [status, ok] of Object.entries(op.responses) as [string, Success][]) {
+    responses[status] = {
       description: ok.description,
+      ...(ok.headers ? {headers: Object.fromEntries(Object.entries(ok.headers).map(([n, h]) => [n, {...h, required: true}]))} : {}),
       content: {[ok.media ?? 'application/json']: {schema: withRefs(ok.schema), ...(ok.example === undefined ? {} : {example: ok.example})}},
-    },
+    }
   }
   for (const [status, list] of [...byStatus].sort(([a], [b]) => a - b)) responses[status] = errorResponse(list, facts)
 
@@ -203,13 +207,21 @@ function operation(op: Declared, facts: ServerFacts): Operation {
     ...(facts.apiKey && op.security ? {security: op.security} : {}),
     responses,
   }
+  const parameters: Parameter[] = Object.entries(op.pathParams ?? {}).map(([name, text]) => ({
+    name,
+    in: 'path',
+    description: text,
+    required: true,
+    schema: {type: 'string'},
+  }))
   if (op.query) {
     const required = new Set(op.query.required ?? [])
-    result.parameters = Object.entries(op.query.properties as Record<string, Schema>).map(([name, schema]) => {
+    for (const [name, schema] of Object.entries(op.query.properties as Record<string, Schema>)) {
       const {description, ...rest} = withRefs(schema)
-      return {name, in: 'query', description: String(description), ...(required.has(name) ? {required: true} : {}), schema: rest}
-    })
+      parameters.push({name, in: 'query', description: String(description), ...(required.has(name) ? {required: true} : {}), schema: rest})
+    }
   }
+  if (parameters.length > 0) result.parameters = parameters
   if (op.body) {
     const body = op.body
     const media: MediaType =
@@ -311,6 +323,7 @@ export function openapiDocument(info: OpenApiInfo): OpenApiDocument {
     tags: [
       {name: 'moderation', description: 'Score images and videos against the policy.'},
       {name: 'policy', description: 'The categories in force.'},
+      {name: 'jobs', description: 'Long videos as asynchronous jobs.'},
       {name: 'service', description: 'Health and documentation.'},
     ],
     paths,

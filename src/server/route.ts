@@ -25,7 +25,7 @@ export interface ServerFacts {
 /** Prose that may state this server's facts. */
 export type Text = string | ((facts: ServerFacts) => string)
 
-export type Tag = 'moderation' | 'policy' | 'service'
+export type Tag = 'moderation' | 'jobs' | 'policy' | 'service'
 
 export interface JsonBody<B extends TSchema> {
   media: 'application/json'
@@ -48,10 +48,12 @@ export interface Success {
   /** Default application/json. */
   media?: string
   example?: unknown
+  /** Response headers the answer always carries (e.g. Location of a new job). */
+  headers?: Record<string, {description: string; schema: Record<string, unknown>}>
 }
 
 export interface Operation<Q extends TObject = TObject, B extends TSchema = TSchema> {
-  method: 'GET' | 'POST'
+  method: 'GET' | 'POST' | 'DELETE'
   path: string
   operationId: string
   summary: string
@@ -59,9 +61,12 @@ export interface Operation<Q extends TObject = TObject, B extends TSchema = TSch
   tags: Tag[]
   /** As in OpenAPI: absent, the API key applies (when the server has one); `[]`, the operation is public. */
   security?: []
+  /** Parameters in the path (`/v1/jobs/{id}`), name → description; the handler reads them from `req.params`. */
+  pathParams?: Record<string, string>
   query?: Q
   body?: JsonBody<B> | MultipartBody
-  responses: {200: Success}
+  /** The success answer: 200, or 202 for work accepted to run later. */
+  responses: {200: Success} | {202: Success}
   /** The codes the operation can answer besides 401 (added from `security`); errors.ts gives their statuses. */
   errors: HttpErrorCode[]
 }

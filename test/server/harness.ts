@@ -113,8 +113,9 @@ export async function call(
 ): Promise<{status: number; headers: Headers; body: any}> {
   const res = await fetch(url, init)
   const body: any = await assertConforms(conformance, res, {method: init.method ?? 'GET'})
-  // Every error body names its answer's X-Request-Id: checked here once, then left out so tests compare the rest.
-  if (typeof body?.error === 'object' && body.error !== null) {
+  // Every error answer names its X-Request-Id: checked here once, then left out so tests compare the rest. (A failed
+  // job's body also has an `error`, inside a 200 answer: that one is the job's, not the answer's.)
+  if (res.status >= 400 && typeof body?.error === 'object' && body.error !== null) {
     const {request_id: id, ...rest} = body.error
     if (id !== res.headers.get('x-request-id')) throw new Error(`error.request_id ${id} is not the X-Request-Id header`)
     return {status: res.status, headers: res.headers, body: {error: rest}}
@@ -214,10 +215,10 @@ export interface ServeProcess {
   exited: Promise<number | string>
 }
 
-/** `node bin/run.js serve …` (the built CLI) with a clean MOD_* environment plus `env`. */
-export function serveProcess(args: string[], env: Record<string, string>): ServeProcess {
+/** `node bin/run.js serve …` (the built CLI, or another of its long-running commands) with a clean MOD_* environment plus `env`. */
+export function serveProcess(args: string[], env: Record<string, string>, command = 'serve'): ServeProcess {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_')))
-  const child = spawn(process.execPath, [BIN_PATH, 'serve', ...args], {
+  const child = spawn(process.execPath, [BIN_PATH, command, ...args], {
     cwd: ROOT_PATH,
     env: {...base, NO_COLOR: '1', ...env},
     stdio: ['ignore', 'ignore', 'pipe'],

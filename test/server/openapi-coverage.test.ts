@@ -10,6 +10,8 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import type {Engine} from '../../src/lib/engine.js'
+import {ModError} from '../../src/lib/errors.js'
+import type {JobQueue} from '../../src/server/jobs/types.js'
 import {openapiDocument, type OpenApiDocument} from '../../src/server/openapi.js'
 import {colourClip} from '../lib/video/helpers.js'
 import {assertConforms, createConformance} from './conformance.js'
@@ -32,6 +34,8 @@ let main: Running
 let noUrls: Running
 let failing: Running
 let unloadable: Running
+let brokenJobs: Running
+let fullJobs: Running
 let shortClip: Buffer
 let longClip: Buffer
 const slow = new Set<() => void>()
@@ -50,6 +54,18 @@ const failingEngine: Engine = fakeEngine({
   moderateVideo: async () => boom(),
   categories: async () => boom(),
 })
+
+/** A job queue whose every call fails with `fail`. */
+function failingQueue(fail: () => never): JobQueue {
+  return {
+    checkRoom: async () => fail(),
+    submit: async () => fail(),
+    get: async () => fail(),
+    cancel: async () => fail(),
+    work: () => {},
+    close: async () => {},
+  }
+}
 
 /** The model never loads: 503 model_unavailable. */
 const unloadableEngine: Engine = fakeEngine({
@@ -77,13 +93,20 @@ test.before(async () => {
   noUrls = await start(engine, {...settings, allowUrls: false}, options)
   failing = await start(failingEngine, settings, {...options, metricsText: async () => boom()})
   unloadable = await start(unloadableEngine, settings, options)
+  brokenJobs = await start(engine, settings, {...options, jobs: failingQueue(boom)})
+  fullJobs = await start(engine, settings, {
+    ...options,
+    jobs: failingQueue(() => {
+      throw new ModError('overloaded', 'the job queue is full')
+    }),
+  })
   shortClip = await readFile(await colourClip(join(dir.path, 'short.mp4'), ['blue'], 1))
   longClip = await readFile(await colourClip(join(dir.path, 'long.mp4'), ['blue'], 3))
 })
 
 test.after(async () => {
   for (const finish of slow) finish()
-  await Promise.all([main.stop(), noUrls.stop(), failing.stop(), unloadable.stop()])
+  await Promise.all([main.stop(), noUrls.stop(), failing.stop(), unloadable.stop(), brokenJobs.stop(), fullJobs.stop()])
   await new Promise((resolve) => images.close(resolve))
   await engine.close()
   dir.remove()
@@ -171,6 +194,27 @@ test('POST /v1/moderate/video', async () => {
   assert.is(await send(main.base, 'POST', '/v1/moderate/video', upload('file', [{name: 'long.mp4', data: longClip}])), 422)
   assert.is(await send(failing.base, 'POST', '/v1/moderate/video', upload('file', clip)), 500)
   assert.is(await send(unloadable.base, 'POST', '/v1/moderate/video', upload('file', clip)), 503)
+})
+
+test('POST /v1/jobs/video, GET and DELETE /v1/jobs/{id}', async () => {
+  const clip = [{name: 'clip.mp4', data: shortClip}]
+  const submit = (base: string, query = '', init = {}) => send(base, 'POST', `/v1/jobs/video${query}`, {...upload('file', clip), ...init})
+  const accepted = await fetch(`${main.base}/v1/jobs/video`, {method: 'POST', headers: {'x-api-key': KEY}, body: form('file', clip)})
+  const id = ((await accepted.json()) as {id: string}).id
+  assert.is(await submit(main.base), 202)
+  assert.is(await submit(main.base, '?fps=0.0001'), 400)
+  assert.is(await submit(main.base, '', {key: false}), 401)
+  assert.is(await send(main.base, 'POST', '/v1/jobs/video', upload('file', [{name: 'big.mp4', data: Buffer.alloc(70_000, 1)}])), 413)
+  assert.is(await submit(main.base, `?callback_url=${encodeURIComponent('http://10.1.2.3/hook')}`), 422)
+  assert.is(await submit(brokenJobs.base), 500)
+  assert.is(await submit(fullJobs.base), 503)
+  for (const method of ['GET', 'DELETE']) {
+    assert.is(await send(main.base, method, `/v1/jobs/${id}`), 200, method)
+    assert.is(await send(main.base, method, `/v1/jobs/${id}`, {key: false}), 401, method)
+    assert.is(await send(main.base, method, '/v1/jobs/unknown'), 404, method)
+    assert.is(await send(brokenJobs.base, method, `/v1/jobs/${id}`), 500, method)
+    assert.is(await send(fullJobs.base, method, `/v1/jobs/${id}`), 503, method)
+  }
 })
 
 test('every response the document declares was produced and conformed', () => {

@@ -4,6 +4,7 @@ import {join, resolve} from 'node:path'
 import {ModError} from '../errors.js'
 import type {Precision} from '../model/manifest-types.js'
 import {PRESETS, type PresetName} from '../policy/types.js'
+import {readJobSettings, type JobSettings} from './jobs.js'
 
 /** Sizes: "MB" means MiB (25 MB = 26 214 400 bytes). */
 const MiB = 1024 * 1024
@@ -53,6 +54,7 @@ export interface ServerSettings {
   corsOrigins: string[]
   /** MOD_DRAIN_DELAY_MS: after SIGTERM, how long /ready answers 503 while new connections are still served. */
   drainDelayMs: number
+  jobs: JobSettings
 }
 
 /**
@@ -248,5 +250,6 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
     logLevel: parseLogLevel('MOD_LOG_LEVEL', env.MOD_LOG_LEVEL),
     corsOrigins: parseOrigins('MOD_CORS_ORIGINS', env.MOD_CORS_ORIGINS),
     drainDelayMs: parseCount('MOD_DRAIN_DELAY_MS', env.MOD_DRAIN_DELAY_MS, 0, 0),
+    jobs: readJobSettings(env, cwd),
   }
 }

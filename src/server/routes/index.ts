@@ -1,6 +1,7 @@
 import type {AnyRoute} from '../route.js'
 import {categoriesRoute} from './categories.js'
 import {healthRoute} from './health.js'
+import {cancelJobRoute, getJobRoute, submitVideoJobRoute} from './jobs.js'
 import {moderateJsonRoute} from './json.js'
 import {metricsRoute} from './metrics.js'
 import {readyRoute} from './ready.js'
@@ -17,4 +18,7 @@ export const ROUTES: readonly AnyRoute[] = [
   moderateJsonRoute,
   moderateVideoRoute,
   metricsRoute,
+  submitVideoJobRoute,
+  getJobRoute,
+  cancelJobRoute,
 ]

@@ -4,6 +4,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
+import {defaultJobStorage} from '../../../src/lib/config/jobs.js'
 import {DEFAULT_LIMITS, readSettings} from '../../../src/lib/config/settings.js'
 
 const cwd = '/work/here'
@@ -39,7 +40,37 @@ test('with no input and no variables every setting has its default', () => {
     logLevel: 'info',
     corsOrigins: [],
     drainDelayMs: 0,
+    jobs: {
+      redisUrl: undefined,
+      storage: defaultJobStorage(),
+      ttlSeconds: 3600,
+      serveJobs: true,
+      callbackSecret: undefined,
+      callbackAllowPrivate: false,
+    },
   })
+})
+
+test('the job variables are read, and a bad one is a configuration error naming it', () => {
+  const env = {
+    MOD_REDIS_URL: 'redis://queue:6379',
+    MOD_JOB_STORAGE: 'shared',
+    MOD_JOB_TTL: '60',
+    MOD_SERVE_JOBS: 'false',
+    MOD_CALLBACK_SECRET: 's3cret',
+    MOD_CALLBACK_ALLOW_PRIVATE: 'true',
+  }
+  assert.equal(readSettings({}, env, cwd).jobs, {
+    redisUrl: 'redis://queue:6379',
+    storage: join(cwd, 'shared'),
+    ttlSeconds: 60,
+    serveJobs: false,
+    callbackSecret: 's3cret',
+    callbackAllowPrivate: true,
+  })
+  for (const [name, value] of [['MOD_JOB_TTL', '0'], ['MOD_SERVE_JOBS', 'maybe'], ['MOD_REDIS_URL', 'localhost:6379']]) {
+    assert.throws(() => readSettings({}, {[name]: value}, cwd), (e: Error) => e.message.startsWith(`${name}=`), name)
+  }
 })
 
 test('an input value wins over its variable, which wins over the default; paths resolve from cwd', () => {

@@ -1,0 +1,71 @@
+import {ModCommand} from '../cli/base-command.js'
+import {engineFromConfig} from '../cli/engine.js'
+import {modelFlags, settingsInput} from '../cli/flags.js'
+import type {EnvVars} from '../cli/help.js'
+import {loadConfig} from '../lib/config/load.js'
+import {ModError} from '../lib/errors.js'
+import {describe} from '../server/errors.js'
+import {videoJobRunner} from '../server/jobs/runner.js'
+import {jobQueue} from '../server/jobs/service.js'
+import {stopSignals} from '../server/run.js'
+
+/** The Redis URL as it may be printed: no password. */
+function redisName(url: string): string {
+  const u = new URL(url)
+  return `${u.protocol}//${u.host}`
+}
+
+export default class Worker extends ModCommand {
+  static override description = `Run video jobs from the Redis queue (MOD_REDIS_URL) without serving HTTP.
+
+Jobs are accepted by any "mod serve" with the same MOD_REDIS_URL (POST /v1/jobs/video); their uploads are read from MOD_JOB_STORAGE, which must be the same folder on every node. A worker runs one job at a time; start more workers to run more. A worker that dies mid-job loses it to another worker once its lock expires (30 s), at most twice, then the job fails. On SIGTERM or Ctrl-C it finishes the job in hand and exits 0; a second signal exits 1 at once.`
+
+  static override examples = ['MOD_REDIS_URL=redis://queue:6379 MOD_JOB_STORAGE=/shared/jobs <%= config.bin %> worker']
+
+  static override ownSignals = true
+
+  static override envVars: EnvVars = [
+    ['MOD_REDIS_URL', 'the Redis of the job queue (required)'],
+    ['MOD_JOB_STORAGE', 'the folder, shared with the servers, where uploads wait'],
+    ['MOD_JOB_TTL', 'seconds a finished job stays readable (default 3600)'],
+    ['MOD_CALLBACK_SECRET', 'key of the X-Mod-Signature of job callbacks'],
+    ['MOD_CALLBACK_ALLOW_PRIVATE', 'let callbacks reach private addresses (default false)'],
+    ['MOD_MAX_VIDEO_SECONDS', 'longest video (default 600)'],
+    ['MOD_FFMPEG', 'the ffmpeg binary for video'],
+  ]
+
+  static override exitCodes: [string, string][] = [
+    ['0', 'stopped by SIGTERM or Ctrl-C after finishing the job in hand'],
+    ['1', 'a second signal stopped it without waiting'],
+    ['2', 'it could not start: configuration or model error, or no MOD_REDIS_URL'],
+  ]
+
+  static override flags = {...modelFlags}
+
+  async run(): Promise<void> {
+    const {flags} = await this.parse(Worker)
+    const config = await loadConfig(settingsInput(flags), process.env)
+    const {settings} = config
+    const url = settings.jobs.redisUrl
+    if (url === undefined) {
+      throw new ModError('invalid_config', 'mod worker takes jobs from Redis: set MOD_REDIS_URL (e.g. redis://127.0.0.1:6379)')
+    }
+    const log = (line: string) => process.stderr.write(`${line}\n`)
+    const stop = stopSignals(log)
+    const engine = engineFromConfig(config)
+    try {
+      await engine.load()
+    } catch (e) {
+      log(`error: the model could not be loaded: ${describe(e)}`)
+      process.exit(2)
+    }
+    const queue = jobQueue(settings, log)
+    queue.work(videoJobRunner(engine))
+    log(`worker ${process.pid}: taking jobs from ${redisName(url)}`)
+    await stop
+    log('stopping: finishing the job in hand')
+    await queue.close()
+    await engine.close()
+    process.exit(0)
+  }
+}

@@ -1,0 +1,54 @@
+import {tmpdir} from 'node:os'
+import {join, resolve} from 'node:path'
+
+import {ModError} from '../errors.js'
+import type {Env} from './settings.js'
+
+/** Asynchronous video jobs (POST /v1/jobs/video): where they queue, where uploads wait, how long results stay. */
+export interface JobSettings {
+  /** MOD_REDIS_URL: jobs go through BullMQ on this Redis; unset, an in-process queue holds them. */
+  redisUrl?: string
+  /** MOD_JOB_STORAGE: uploads wait here until their job ends; with Redis, a folder every node mounts. */
+  storage: string
+  /** MOD_JOB_TTL: seconds a finished job (result or error) stays readable. */
+  ttlSeconds: number
+  /** MOD_SERVE_JOBS: whether `mod serve` runs jobs itself besides accepting them. */
+  serveJobs: boolean
+  /** MOD_CALLBACK_SECRET: key of the X-Mod-Signature HMAC-SHA256 of callbacks; unset, callbacks are unsigned. */
+  callbackSecret?: string
+  /** MOD_CALLBACK_ALLOW_PRIVATE: lets callbacks reach private and loopback addresses (a callback receiver on the same network). */
+  callbackAllowPrivate: boolean
+}
+
+export const DEFAULT_JOB_TTL_SECONDS = 3600
+
+/** The in-process queue's upload folder; a Redis deployment names a shared one. */
+export const defaultJobStorage = (): string => join(tmpdir(), 'mod-jobs')
+
+function bool(name: string, value: string | undefined, fallback: boolean): boolean {
+  if (value === undefined || value === '') return fallback
+  const v = value.trim().toLowerCase()
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true
+  if (['0', 'false', 'no', 'off'].includes(v)) return false
+  throw new ModError('invalid_config', `${name}=${JSON.stringify(value)} is not valid: expected true or false`)
+}
+
+export function readJobSettings(env: Env, cwd: string): JobSettings {
+  const redisUrl = env.MOD_REDIS_URL || undefined
+  if (redisUrl !== undefined && !/^rediss?:\/\//.test(redisUrl)) {
+    throw new ModError('invalid_config', `MOD_REDIS_URL=${JSON.stringify(redisUrl)} is not valid: expected redis://host:port`)
+  }
+  const ttl = env.MOD_JOB_TTL
+  const ttlSeconds = ttl === undefined || ttl === '' ? DEFAULT_JOB_TTL_SECONDS : Number(ttl.trim())
+  if (!Number.isInteger(ttlSeconds) || ttlSeconds < 1) {
+    throw new ModError('invalid_config', `MOD_JOB_TTL=${JSON.stringify(ttl)} is not valid: expected whole seconds >= 1`)
+  }
+  return {
+    redisUrl,
+    storage: env.MOD_JOB_STORAGE ? resolve(cwd, env.MOD_JOB_STORAGE) : defaultJobStorage(),
+    ttlSeconds,
+    serveJobs: bool('MOD_SERVE_JOBS', env.MOD_SERVE_JOBS, true),
+    callbackSecret: env.MOD_CALLBACK_SECRET || undefined,
+    callbackAllowPrivate: bool('MOD_CALLBACK_ALLOW_PRIVATE', env.MOD_CALLBACK_ALLOW_PRIVATE, false),
+  }
+}

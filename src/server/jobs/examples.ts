@@ -1,0 +1,12 @@
+import {EXAMPLE_VIDEO} from '../examples.js'
+
+/** A job as the document shows it: running, one segment found so far. */
+export const EXAMPLE_JOB = {
+  id: '5f0c7a1e-8a7b-4a53-9a51-3f1f9d0e2c41',
+  status: 'running',
+  source: EXAMPLE_VIDEO.source,
+  created_at: '2026-01-01T12:00:00.000Z',
+  updated_at: '2026-01-01T12:00:04.000Z',
+  progress: {frames_analyzed: 8, seconds: 8},
+  segments: [{label: 'weapons', start: 2, end: 6, frames: 4, max_confidence: 0.93}],
+}

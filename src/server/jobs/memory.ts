@@ -1,0 +1,121 @@
+import {rm} from 'node:fs/promises'
+
+import {ModError} from '../../lib/errors.js'
+import type {JobBody} from './schema.js'
+import {newJob, type JobQueue, type JobRunner, type JobSpec, type QueueHooks} from './types.js'
+
+export interface MemoryQueueOptions extends QueueHooks {
+  /** Jobs waiting (not running) before submit refuses with `overloaded`. */
+  limit: number
+  /** Seconds a finished job stays readable. */
+  ttlSeconds: number
+}
+
+interface Entry {
+  body: JobBody
+  spec: JobSpec
+  controller: AbortController
+}
+
+export const queueFull = (limit: number): ModError =>
+  new ModError('overloaded', `the job queue is full (${limit} jobs waiting); retry later`)
+
+/**
+ * The embedded queue: jobs live in this process and run one at a time, in order of arrival. Nothing
+ * survives a restart; a deployment that needs that, or more than one process, sets MOD_REDIS_URL.
+ */
+export function createMemoryQueue(o: MemoryQueueOptions): JobQueue {
+  const jobs = new Map<string, Entry>()
+  const waiting: string[] = []
+  const expiries = new Set<NodeJS.Timeout>()
+  let runner: JobRunner | undefined
+  let running: Promise<void> | undefined
+  let closed = false
+
+  const touch = (entry: Entry, change: Partial<JobBody>) => {
+    entry.body = {...entry.body, ...change, updated_at: new Date().toISOString()}
+  }
+
+  async function end(entry: Entry, change: Partial<JobBody>): Promise<void> {
+    // The files go first, so a client that sees the job ended never finds its upload.
+    await rm(entry.spec.dir, {recursive: true, force: true})
+    touch(entry, change)
+    const timer = setTimeout(() => {
+      expiries.delete(timer)
+      jobs.delete(entry.body.id)
+    }, o.ttlSeconds * 1000)
+    timer.unref()
+    expiries.add(timer)
+    o.onEnd?.(entry.body, entry.spec)
+  }
+
+  async function run(entry: Entry, work: JobRunner): Promise<void> {
+    touch(entry, {status: 'running'})
+    try {
+      const result = await work(entry.spec, {
+        signal: entry.controller.signal,
+        onProgress: (frames, seconds) => touch(entry, {progress: {frames_analyzed: frames, seconds}}),
+        onSegment: (label, segment) => touch(entry, {segments: [...entry.body.segments, {label, ...segment}]}),
+      })
+      await end(entry, entry.controller.signal.aborted ? {status: 'cancelled'} : {status: 'done', result})
+    } catch (e) {
+      await end(entry, entry.controller.signal.aborted ? {status: 'cancelled'} : {status: 'failed', error: o.describeError(e)})
+    }
+  }
+
+  function next(): void {
+    if (running || closed || !runner) return
+    const id = waiting.shift()
+    const entry = id === undefined ? undefined : jobs.get(id)
+    if (!entry) return
+    const work = runner
+    running = run(entry, work).finally(() => {
+      running = undefined
+      next()
+    })
+  }
+
+  return {
+    async checkRoom() {
+      if (waiting.length >= o.limit) throw queueFull(o.limit)
+    },
+    async submit(spec) {
+      if (closed) throw new ModError('overloaded', 'the server is stopping; retry on another one')
+      await this.checkRoom()
+      const entry: Entry = {body: newJob(spec), spec, controller: new AbortController()}
+      jobs.set(spec.id, entry)
+      waiting.push(spec.id)
+      const accepted = entry.body
+      next()
+      return accepted
+    },
+    async get(id) {
+      return jobs.get(id)?.body
+    },
+    async cancel(id) {
+      const entry = jobs.get(id)
+      if (!entry) return undefined
+      if (entry.body.status === 'queued') {
+        waiting.splice(waiting.indexOf(id), 1)
+        await end(entry, {status: 'cancelled'})
+      } else if (entry.body.status === 'running') {
+        entry.controller.abort()
+        await running
+      }
+      return entry.body
+    },
+    work(r) {
+      runner = r
+      next()
+    },
+    async close() {
+      closed = true
+      await running
+      for (const timer of expiries) clearTimeout(timer)
+      for (const id of waiting.splice(0)) {
+        const entry = jobs.get(id)
+        if (entry) await rm(entry.spec.dir, {recursive: true, force: true})
+      }
+    },
+  }
+}

@@ -1,0 +1,48 @@
+import {Type, type Static} from 'typebox'
+
+import {VideoResult} from '../../lib/schemas.js'
+import {ErrorCode} from '../schemas.js'
+
+const closed = {additionalProperties: false} as const
+
+export const JOB_STATUSES = ['queued', 'running', 'done', 'failed', 'cancelled'] as const
+
+export const JobSegment = Type.Object(
+  {
+    label: Type.String({description: 'The violated label.'}),
+    start: Type.Number({minimum: 0}),
+    end: Type.Number({minimum: 0}),
+    frames: Type.Integer({minimum: 1}),
+    max_confidence: Type.Number({minimum: 0, maximum: 1}),
+  },
+  {...closed, description: 'A segment found so far, reported once its run of frames has closed.'},
+)
+
+/** A job as GET /v1/jobs/{id} answers it and as its callback carries it. */
+export const Job = Type.Object(
+  {
+    id: Type.String({description: 'The job id; the job is at `/v1/jobs/{id}`.'}),
+    status: Type.Enum(JOB_STATUSES, {
+      description:
+        '`queued` (waiting for a worker), `running`, then `done` (with `result`), `failed` (with `error`) or ' +
+        '`cancelled` (by DELETE).',
+    }),
+    source: Type.String({description: 'The uploaded file name.'}),
+    created_at: Type.String({format: 'date-time'}),
+    updated_at: Type.String({format: 'date-time'}),
+    progress: Type.Object(
+      {
+        frames_analyzed: Type.Integer({minimum: 0}),
+        seconds: Type.Number({minimum: 0, description: 'Seconds of video analysed so far.'}),
+      },
+      closed,
+    ),
+    segments: Type.Array(JobSegment, {description: 'Segments found so far, in the order found.'}),
+    result: Type.Optional(VideoResult),
+    error: Type.Optional(Type.Object({code: ErrorCode, message: Type.String()}, closed)),
+  },
+  closed,
+)
+
+export type JobBody = Static<typeof Job>
+export type JobStatus = (typeof JOB_STATUSES)[number]

@@ -1,0 +1,51 @@
+import type {JobSettings} from '../../lib/config/jobs.js'
+import type {Settings} from '../../lib/config/settings.js'
+import type {Engine} from '../../lib/engine.js'
+import {sendCallback, type CallbackOptions} from '../../lib/fetch/callback.js'
+import {describe, toHttpError, type Log} from '../errors.js'
+import {createBullQueue, type BullQueueOptions} from './bullmq.js'
+import {createMemoryQueue} from './memory.js'
+import {videoJobRunner} from './runner.js'
+import type {JobQueue, QueueHooks} from './types.js'
+
+/** Test hooks: where callbacks connect and how fast they retry; BullMQ's stall timings. */
+export interface JobOptions {
+  callback?: Pick<CallbackOptions, 'connect' | 'resolve' | 'backoffMs' | 'attempts'>
+  bull?: Pick<BullQueueOptions, 'lockDurationMs' | 'stalledIntervalMs' | 'maxStalledCount'>
+}
+
+/**
+ * What every queue reports through: errors as the client would see them (internal details to the log), and
+ * the callback of a job that ended, sent by the process that saw it end.
+ */
+export function queueHooks(jobs: JobSettings, log: Log, options: JobOptions = {}): QueueHooks {
+  return {
+    describeError: (e) => {
+      const {code, message} = toHttpError(e, log)
+      return {code, message}
+    },
+    onEnd: (body, spec) => {
+      if (spec.callbackUrl === undefined) return
+      sendCallback(spec.callbackUrl, JSON.stringify(body), {
+        secret: jobs.callbackSecret,
+        allowPrivate: jobs.callbackAllowPrivate,
+        ...options.callback,
+      }).catch((e: unknown) => log(`job ${spec.id}: the callback could not be delivered: ${describe(e)}`))
+    },
+  }
+}
+
+/** The queue MOD_REDIS_URL selects: BullMQ on Redis, or the in-process queue. It runs no job until `work`. */
+export function jobQueue(settings: Settings, log: Log, options: JobOptions = {}): JobQueue {
+  const {jobs, limits} = settings
+  const hooks = queueHooks(jobs, log, options)
+  if (jobs.redisUrl === undefined) return createMemoryQueue({...hooks, limit: limits.queueLimit, ttlSeconds: jobs.ttlSeconds})
+  return createBullQueue({...hooks, ...options.bull, url: jobs.redisUrl, limit: limits.queueLimit, ttlSeconds: jobs.ttlSeconds, log})
+}
+
+/** The job queue of one `mod serve` process, running jobs on this engine unless MOD_SERVE_JOBS=false. */
+export function createJobs(engine: Engine, settings: Settings, log: Log, options: JobOptions = {}): JobQueue {
+  const queue = jobQueue(settings, log, options)
+  if (settings.jobs.serveJobs) queue.work(videoJobRunner(engine))
+  return queue
+}

@@ -1,0 +1,68 @@
+import type {Segment, VideoResult} from '../../lib/types.js'
+import type {JobBody} from './schema.js'
+
+/** What a worker needs to run one job; JSON, since with Redis it travels to another process. */
+export interface JobSpec {
+  id: string
+  source: string
+  /** The job's own folder under MOD_JOB_STORAGE, removed when the job ends. */
+  dir: string
+  /** The uploaded video inside `dir`. */
+  file: string
+  fps: number
+  minFrames: number
+  stopOnViolation: boolean
+  callbackUrl?: string
+}
+
+export interface RunHooks {
+  /** Aborted by DELETE: the run stops and ffmpeg is killed. */
+  signal: AbortSignal
+  onProgress(framesAnalyzed: number, seconds: number): void
+  onSegment(label: string, segment: Segment): void
+}
+
+/** Runs one job's video on the engine. */
+export type JobRunner = (spec: JobSpec, hooks: RunHooks) => Promise<VideoResult>
+
+/** An error as a job body carries it: what the client would have been answered. */
+export type JobError = NonNullable<JobBody['error']>
+
+export interface QueueHooks {
+  /** The error a failed job reports (the server's mapping: internal details stay in the log). */
+  describeError(e: unknown): JobError
+  /** Called once per job when it reaches done, failed or cancelled, after its files are removed. */
+  onEnd?(body: JobBody, spec: JobSpec): void
+}
+
+/**
+ * Where jobs wait and run: one interface above two queues, the in-process one (memory.ts) and BullMQ on
+ * Redis (bullmq.ts). The routes, the worker command and the callbacks only see this.
+ */
+export interface JobQueue {
+  /** Refuses with `overloaded` when as many jobs as the limit are already waiting (checked before an upload is read). */
+  checkRoom(): Promise<void>
+  /** Queues the job; from now on the queue owns `spec.dir`. */
+  submit(spec: JobSpec): Promise<JobBody>
+  get(id: string): Promise<JobBody | undefined>
+  /** Cancels a waiting or running job (its files removed); a finished job is answered as it is. */
+  cancel(id: string): Promise<JobBody | undefined>
+  /** Starts running jobs with `runner` (`mod worker`, and `mod serve` unless MOD_SERVE_JOBS=false). */
+  work(runner: JobRunner): void
+  /** Stops taking jobs; the job running here is finished first. */
+  close(): Promise<void>
+}
+
+/** The body of a newly accepted job. */
+export function newJob(spec: JobSpec, now = new Date()): JobBody {
+  const at = now.toISOString()
+  return {
+    id: spec.id,
+    status: 'queued',
+    source: spec.source,
+    created_at: at,
+    updated_at: at,
+    progress: {frames_analyzed: 0, seconds: 0},
+    segments: [],
+  }
+}

@@ -1,0 +1,142 @@
+import {randomUUID} from 'node:crypto'
+import {mkdir, rm} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {Type} from 'typebox'
+
+import {isModError, ModError} from '../../lib/errors.js'
+import {callbackAddresses} from '../../lib/fetch/callback.js'
+import type {Request} from '../context.js'
+import {EXAMPLE_JOB} from '../jobs/examples.js'
+import {Job} from '../jobs/schema.js'
+import {sendJson} from '../reply.js'
+import {declareRoute} from '../route.js'
+import {VideoQuery} from '../schemas.js'
+import {humanBytes} from '../units.js'
+import {receiveVideo} from '../upload.js'
+import {requireMultipart} from './pipeline.js'
+
+export const JobQuery = Type.Object({
+  ...VideoQuery.properties,
+  callback_url: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description:
+        'Called with a POST of the job body when the job ends, signed in `X-Mod-Signature` (HMAC-SHA256 with ' +
+        '`MOD_CALLBACK_SECRET`). It must be http(s) and resolve to public addresses unless ' +
+        '`MOD_CALLBACK_ALLOW_PRIVATE` is true.',
+    }),
+  ),
+})
+
+const LOCATION = {Location: {description: 'Where the job is: `/v1/jobs/{id}`.', schema: {type: 'string'}}}
+
+const ID = {id: 'The job id from `POST /v1/jobs/video`.'}
+
+const idOf = (req: Request): string => (req as Request & {params: {id: string}}).params.id
+
+const unknownJob = (id: string): ModError =>
+  new ModError('not_found', `no job ${JSON.stringify(id)}: it never existed, or it ended more than MOD_JOB_TTL ago`)
+
+/** The callback URL is checked when the job is accepted (and again when it is called): a bad one is refused now. */
+async function checkCallback(url: string, allowPrivate: boolean): Promise<void> {
+  try {
+    await callbackAddresses(url, {allowPrivate})
+  } catch (e) {
+    if (isModError(e) && e.code === 'url_fetch_failed') throw new ModError('bad_request', `callback_url: ${e.message}`)
+    throw e
+  }
+}
+
+export const submitVideoJobRoute = declareRoute({
+  method: 'POST',
+  path: '/v1/jobs/video',
+  operationId: 'submitVideoJob',
+  summary: 'Moderate a video as a job',
+  description: ({limits}) =>
+    `The upload and query of \`POST /v1/moderate/video\` (at most ${humanBytes(limits.maxVideoBytes)} and ` +
+    `${limits.maxVideoSeconds} s), answered at once with 202 and the queued job; poll \`GET /v1/jobs/{id}\` ` +
+    '(or give `callback_url`). The upload waits in `MOD_JOB_STORAGE` and is removed when the job ends. At most ' +
+    `${limits.queueLimit} jobs wait at a time: beyond that the answer is 503 \`overloaded\` before the upload is read.`,
+  tags: ['jobs'],
+  query: JobQuery,
+  body: {
+    media: 'multipart/form-data',
+    description: ({limits}) => `One video of at most ${humanBytes(limits.maxVideoBytes)}.`,
+    schema: () => ({
+      type: 'object',
+      required: ['file'],
+      properties: {file: {type: 'string', format: 'binary', description: 'The video; its file name becomes `source`.'}},
+    }),
+  },
+  responses: {202: {description: 'The job, queued.', schema: Job, headers: LOCATION, example: EXAMPLE_JOB}},
+  errors: ['bad_request', 'payload_too_large', 'url_blocked', 'internal', 'overloaded'],
+  handler: async (ctx, req, res, {query}) => {
+    requireMultipart(req, 'file')
+    const {jobs: queue, settings} = ctx
+    if (query.callback_url !== undefined) await checkCallback(query.callback_url, settings.jobs.callbackAllowPrivate)
+    await queue.checkRoom()
+    const id = randomUUID()
+    const dir = join(settings.jobs.storage, id)
+    await mkdir(dir, {recursive: true})
+    let accepted
+    try {
+      const video = await receiveVideo(req, {field: 'file', maxBytes: settings.limits.maxVideoBytes, dir})
+      accepted = await queue.submit({
+        id,
+        source: video.filename,
+        dir,
+        file: video.path,
+        fps: query.fps,
+        minFrames: query.min_frames,
+        stopOnViolation: query.stop_on_violation,
+        ...(query.callback_url === undefined ? {} : {callbackUrl: query.callback_url}),
+      })
+    } catch (e) {
+      await rm(dir, {recursive: true, force: true})
+      throw e
+    }
+    sendJson(res, 202, accepted, {Location: `/v1/jobs/${id}`})
+  },
+})
+
+export const getJobRoute = declareRoute({
+  method: 'GET',
+  path: '/v1/jobs/{id}',
+  operationId: 'getJob',
+  summary: 'A job: status, progress, segments so far, result',
+  description:
+    'While `running`, `progress` says how far the analysis got and `segments` lists the segments found so far. ' +
+    '`done` carries `result` (the video result), `failed` carries `error` (the error body the synchronous ' +
+    'endpoint would have answered). A finished job stays readable for `MOD_JOB_TTL` seconds.',
+  tags: ['jobs'],
+  pathParams: ID,
+  responses: {200: {description: 'The job.', schema: Job, example: EXAMPLE_JOB}},
+  errors: ['not_found', 'internal', 'overloaded'],
+  handler: async (ctx, req, res) => {
+    const id = idOf(req)
+    const job = await ctx.jobs.get(id)
+    if (!job) throw unknownJob(id)
+    sendJson(res, 200, job)
+  },
+})
+
+export const cancelJobRoute = declareRoute({
+  method: 'DELETE',
+  path: '/v1/jobs/{id}',
+  operationId: 'cancelJob',
+  summary: 'Cancel a job',
+  description:
+    'A waiting job is dropped, a running one stopped (its ffmpeg killed); either way its upload is removed and ' +
+    'its status becomes `cancelled`. A finished job is answered as it is.',
+  tags: ['jobs'],
+  pathParams: ID,
+  responses: {200: {description: 'The job after cancelling.', schema: Job}},
+  errors: ['not_found', 'internal', 'overloaded'],
+  handler: async (ctx, req, res) => {
+    const id = idOf(req)
+    const job = await ctx.jobs.cancel(id)
+    if (!job) throw unknownJob(id)
+    sendJson(res, 200, job)
+  },
+})

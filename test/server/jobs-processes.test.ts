@@ -1,0 +1,137 @@
+// Jobs across processes through a real redis-server: `mod serve` accepts, a separate `mod worker` runs,
+// the callback arrives signed; accepted jobs survive a Redis restart; images keep working while Redis is down.
+import {createHmac} from 'node:crypto'
+import {mkdirSync} from 'node:fs'
+import {readdir, readFile} from 'node:fs/promises'
+import {createServer, type Server} from 'node:http'
+import type {AddressInfo} from 'node:net'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {startRedis, type RedisServer} from '../helpers/redis.js'
+import {colourClip} from '../lib/video/helpers.js'
+import {call, errorOf, form, red, serveProcess, tempDir, TOY_MODEL, writeRednessPolicy, type ServeProcess} from './harness.js'
+import {finished, submit} from './jobs/suite.js'
+
+const SECRET = 'callback-secret'
+const dir = tempDir('mod-jobs-processes-')
+const storage = join(dir.path, 'jobs')
+mkdirSync(storage)
+const policy = writeRednessPolicy(dir.path)
+let redis: RedisServer
+let receiver: Server
+let receiverUrl: string
+const callbacks: {signature: string | undefined; body: string}[] = []
+const arrivals = new Set<() => void>()
+const children: ServeProcess[] = []
+
+/** Resolves with the callback whose job id is `id` (already received or to come). */
+function callbackFor(id: string): Promise<{signature: string | undefined; body: string}> {
+  return new Promise((resolve) => {
+    const check = () => {
+      const found = callbacks.find((c) => (JSON.parse(c.body) as {id: string}).id === id)
+      if (!found) return
+      arrivals.delete(check)
+      resolve(found)
+    }
+    arrivals.add(check)
+    check()
+  })
+}
+
+function env(): Record<string, string> {
+  return {
+    MOD_CACHE_DIR: join(dir.path, 'cache'),
+    MOD_MODEL_DIR: TOY_MODEL,
+    MOD_CONFIG: policy,
+    MOD_REDIS_URL: redis.url,
+    MOD_JOB_STORAGE: storage,
+    MOD_CALLBACK_SECRET: SECRET,
+    MOD_CALLBACK_ALLOW_PRIVATE: 'true',
+  }
+}
+
+function launch(command: 'serve' | 'worker', extra: Record<string, string> = {}): ServeProcess {
+  const p = serveProcess(command === 'serve' ? ['--port', '0'] : [], {...env(), ...extra}, command)
+  children.push(p)
+  return p
+}
+
+test.before(async () => {
+  // appendfsync always: a job Redis acknowledged is on disk, so a crash of Redis loses none.
+  redis = await startRedis({appendonly: true})
+  receiver = createServer((req, res) => {
+    let body = ''
+    req.setEncoding('utf8').on('data', (d: string) => (body += d))
+    req.on('end', () => {
+      callbacks.push({signature: req.headers['x-mod-signature'] as string | undefined, body})
+      res.writeHead(204).end()
+      for (const arrived of arrivals) arrived()
+    })
+  })
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
+})
+
+test.after(async () => {
+  for (const c of children) c.child.kill('SIGKILL')
+  await new Promise((resolve) => receiver.close(resolve))
+  await redis.remove()
+  dir.remove()
+})
+
+test('a 30 s clip sent to mod serve is run by a separate mod worker; the callback arrives signed', async () => {
+  const serve = launch('serve', {MOD_SERVE_JOBS: 'false'})
+  const worker = launch('worker')
+  const [, base] = await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)
+  await worker.waitFor(/taking jobs from redis:\/\/127\.0\.0\.1:\d+$/)
+  const clip = await readFile(await colourClip(join(dir.path, 'thirty.mp4'), ['blue', 'red', 'blue'], 10, {rate: 2}))
+  const r = await submit(base, 'thirty.mp4', clip, `?fps=1&callback_url=${encodeURIComponent(receiverUrl)}`)
+  assert.is(r.status, 202)
+  const callback = await callbackFor(r.body.id)
+  const expected = `sha256=${createHmac('sha256', SECRET).update(callback.body).digest('hex')}`
+  assert.is(callback.signature, expected)
+  const job = JSON.parse(callback.body)
+  assert.is(job.status, 'done')
+  assert.equal(job.result.violations[0].segments, [{start: 10, end: 20, frames: 10, max_confidence: 1}])
+  assert.equal({duration: job.result.duration, frames: job.result.frames_analyzed}, {duration: 30, frames: 30})
+  const polled = await finished(base, r.body.id)
+  assert.equal(polled.result, job.result)
+  assert.equal(await readdir(storage), [])
+  serve.child.kill('SIGTERM')
+  worker.child.kill('SIGTERM')
+  assert.equal([await serve.exited, await worker.exited], [0, 0])
+})
+
+test('accepted jobs survive a Redis crash; while Redis is down jobs answer 503 and images are still moderated', async () => {
+  const serve = launch('serve', {MOD_SERVE_JOBS: 'false'})
+  const [, base] = await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)
+  const clip = await readFile(await colourClip(join(dir.path, 'short.mp4'), ['red'], 2))
+  const accepted = await submit(base, 'short.mp4', clip)
+  assert.is(accepted.status, 202)
+
+  await redis.stop('SIGKILL')
+  const refused = await submit(base, 'short.mp4', clip)
+  assert.equal(errorOf(refused), {status: 503, code: 'overloaded'})
+  assert.is(refused.headers.get('retry-after'), '1')
+  const image = await call(`${base}/v1/moderate`, {method: 'POST', body: form('file', [{name: 'red.png', data: await red()}])})
+  assert.equal({status: image.status, safe: image.body.is_safe}, {status: 200, safe: false})
+
+  await redis.restart()
+  const worker = launch('worker')
+  const job = await finished(base, accepted.body.id)
+  assert.equal({status: job.status, safe: job.result.is_safe}, {status: 'done', safe: false})
+  serve.child.kill('SIGTERM')
+  worker.child.kill('SIGTERM')
+  assert.equal([await serve.exited, await worker.exited], [0, 0])
+})
+
+test('mod worker without MOD_REDIS_URL refuses to start (exit 2)', async () => {
+  const worker = launch('worker', {MOD_REDIS_URL: ''})
+  assert.is(await worker.exited, 2)
+  assert.match(worker.lines.join('\n'), /mod: invalid_config: mod worker takes jobs from Redis: set MOD_REDIS_URL/)
+})
+
+test.run()

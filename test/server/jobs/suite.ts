@@ -1,0 +1,161 @@
+// The jobs API as a client sees it, run against each queue (in-process, BullMQ on Redis): the same
+// requests and the same answers.
+import {readdir, readFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {suite} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import type {Engine} from '../../../src/lib/engine.js'
+import {ModError} from '../../../src/lib/errors.js'
+import type {VideoOptions} from '../../../src/lib/engine.js'
+import {colourClip} from '../../lib/video/helpers.js'
+import {call, errorOf, fakeEngine, form} from '../harness.js'
+
+/** A fake engine whose videos report one frame and one segment, then wait until released or cancelled. */
+export function holdingEngine(): {engine: Engine; started: Promise<void>; release(): void; aborted: Promise<void>} {
+  let release = () => {}
+  let markStarted = () => {}
+  let markAborted = () => {}
+  const started = new Promise<void>((r) => (markStarted = r))
+  const aborted = new Promise<void>((r) => (markAborted = r))
+  const released = new Promise<void>((r) => (release = r))
+  const engine = fakeEngine({
+    isLoaded: () => true,
+    moderateVideo: async (_path: string, o: VideoOptions) => {
+      o.onProgress?.(3, 3)
+      o.onSegment?.('redness', {start: 1, end: 3, frames: 2, max_confidence: 1})
+      markStarted()
+      await new Promise<void>((resolve, reject) => {
+        void released.then(resolve)
+        o.signal?.addEventListener('abort', () => {
+          markAborted()
+          reject(new ModError('bad_request', 'cancelled'))
+        })
+      })
+      return {source: o.source, is_safe: true, duration: 3, fps: o.fps, frames_analyzed: 3, stopped_early: false, violations: [], not_evaluated: []}
+    },
+  })
+  return {engine, started, release, aborted}
+}
+
+export interface JobsTarget {
+  /** A server on the toy engine that runs its jobs. */
+  base: string
+  /** A server on a holding engine (jobs wait until released), with a job limit of 1 waiting job. */
+  holding: {base: string; started: Promise<void>; aborted: Promise<void>; release(): void}
+  /** MOD_JOB_STORAGE of both servers. */
+  storage: string
+  /** A folder for the test's files. */
+  scratch: string
+}
+
+const FINAL = new Set(['done', 'failed', 'cancelled'])
+
+/** Polls the job as a client would until it has ended. */
+export async function finished(base: string, id: string, ms = 60_000): Promise<any> {
+  const end = Date.now() + ms
+  for (;;) {
+    const r = await call(`${base}/v1/jobs/${id}`)
+    assert.is(r.status, 200)
+    if (FINAL.has(r.body.status)) return r.body
+    if (Date.now() > end) throw new Error(`job ${id} still ${r.body.status}`)
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+}
+
+export function submit(base: string, name: string, data: Buffer | string, query = '') {
+  return call(`${base}/v1/jobs/video${query}`, {method: 'POST', body: form('file', [{name, data, type: 'video/mp4'}])})
+}
+
+export function jobsSuite(name: string, target: () => JobsTarget) {
+  const s = suite(name)
+
+  s('a video job is accepted with 202 and a Location, then done with the result of the synchronous endpoint', async () => {
+    const t = target()
+    const data = await readFile(await colourClip(join(t.scratch, 'clip.mp4'), ['blue', 'red', 'blue'], 2))
+    const r = await submit(t.base, 'clip.mp4', data, '?fps=1&min_frames=2')
+    assert.is(r.status, 202)
+    assert.is(r.headers.get('location'), `/v1/jobs/${r.body.id}`)
+    assert.is(r.body.status, 'queued')
+    assert.is(r.body.source, 'clip.mp4')
+    const job = await finished(t.base, r.body.id)
+    const segment = {start: 2, end: 4, frames: 2, max_confidence: 1}
+    assert.equal(
+      {status: job.status, progress: job.progress, segments: job.segments},
+      {status: 'done', progress: {frames_analyzed: 6, seconds: 6}, segments: [{label: 'redness', ...segment}]},
+    )
+    const sync = await call(`${t.base}/v1/moderate/video?fps=1&min_frames=2`, {
+      method: 'POST',
+      body: form('file', [{name: 'clip.mp4', data, type: 'video/mp4'}]),
+    })
+    assert.equal(job.result, sync.body)
+    assert.equal(await readdir(t.storage), [], 'the upload is removed when the job ends')
+  })
+
+  s('a file that is not a video fails the job with the error body the synchronous endpoint answers', async () => {
+    const t = target()
+    const r = await submit(t.base, 'notes.mp4', 'plain words')
+    assert.is(r.status, 202)
+    const job = await finished(t.base, r.body.id)
+    assert.is(job.status, 'failed')
+    assert.is(job.error.code, 'unsupported_media')
+    assert.equal(await readdir(t.storage), [])
+  })
+
+  s('segments found so far are visible while running; DELETE stops the run and removes the upload', async () => {
+    const t = target()
+    const r = await submit(t.holding.base, 'long.mp4', 'any bytes')
+    await t.holding.started
+    // A queue on Redis stores progress as it comes; the client sees it on a later read.
+    let running = await call(`${t.holding.base}/v1/jobs/${r.body.id}`)
+    const end = Date.now() + 5000
+    while (running.body.segments.length === 0 && Date.now() < end) {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      running = await call(`${t.holding.base}/v1/jobs/${r.body.id}`)
+    }
+    assert.equal(
+      {status: running.body.status, progress: running.body.progress, segments: running.body.segments},
+      {status: 'running', progress: {frames_analyzed: 3, seconds: 3}, segments: [{label: 'redness', start: 1, end: 3, frames: 2, max_confidence: 1}]},
+    )
+    const deleted = await call(`${t.holding.base}/v1/jobs/${r.body.id}`, {method: 'DELETE'})
+    assert.is(deleted.status, 200)
+    await t.holding.aborted
+    const job = await finished(t.holding.base, r.body.id)
+    assert.is(job.status, 'cancelled')
+    assert.equal(await readdir(t.storage), [])
+  })
+
+  s('a full job queue answers 503 overloaded with Retry-After; a waiting job can be cancelled', async () => {
+    const t = target()
+    const first = await submit(t.holding.base, 'a.mp4', 'a')
+    await t.holding.started
+    const second = await submit(t.holding.base, 'b.mp4', 'b')
+    assert.is(second.status, 202)
+    const third = await submit(t.holding.base, 'c.mp4', 'c')
+    assert.equal(errorOf(third), {status: 503, code: 'overloaded'})
+    assert.is(third.headers.get('retry-after'), '1')
+    const cancelled = await call(`${t.holding.base}/v1/jobs/${second.body.id}`, {method: 'DELETE'})
+    assert.is(cancelled.body.status, 'cancelled')
+    t.holding.release()
+    assert.is((await finished(t.holding.base, first.body.id)).status, 'done')
+    assert.equal(await readdir(t.storage), [])
+  })
+
+  s('an unknown job id is 404 not_found, for GET and DELETE', async () => {
+    const t = target()
+    for (const method of ['GET', 'DELETE']) {
+      const r = await call(`${t.base}/v1/jobs/no-such-job`, {method})
+      assert.equal(errorOf(r), {status: 404, code: 'not_found'}, method)
+    }
+  })
+
+  s('a callback URL on a private address is refused before the upload is read', async () => {
+    const t = target()
+    const r = await submit(t.base, 'clip.mp4', 'x', `?callback_url=${encodeURIComponent('http://10.0.0.1/hook')}`)
+    assert.equal(errorOf(r), {status: 422, code: 'url_blocked'})
+    assert.equal(await readdir(t.storage), [])
+  })
+
+  return s
+}
