@@ -39,6 +39,8 @@ With MOD_API_KEY set, every request but GET /health needs the header X-API-Key. 
     ['MOD_MAX_VIDEO_SECONDS', 'longest video (default 600)'],
     ['MOD_URL_TIMEOUT_MS', 'total time of one URL fetch (default 10000)'],
     ['MOD_QUEUE_LIMIT', 'requests waiting per worker before 503 overloaded (default 64)'],
+    ['MOD_MAX_UPLOADS', 'request bodies being received per worker before 503 overloaded (default 2 x (MOD_QUEUE_LIMIT + 1))'],
+    ['MOD_BODY_TIMEOUT_MS', 'a request body that sends nothing for this long is answered 408 (default 30000)'],
     ['MOD_FFMPEG', 'the ffmpeg binary for video'],
   ]
 

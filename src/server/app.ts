@@ -54,7 +54,7 @@ function inputOf(route: AnyRoute): (ctx: RouteContext, req: Request) => Paramete
   return (ctx, req) => {
     if (readJson && !isJson(req)) throw new ModError('bad_request', 'send the request body as application/json')
     const query = readQuery(new URL(req.url ?? '/', 'http://localhost').searchParams)
-    const body = readJson ? () => readJson(req, jsonBodyLimit(ctx.settings.limits.maxBytes)) : noBody
+    const body = readJson ? () => readJson(req, jsonBodyLimit(ctx.settings.limits.maxBytes), ctx.settings.limits.bodyTimeoutMs) : noBody
     return {query, body}
   }
 }
@@ -73,7 +73,7 @@ function packageVersion(): string {
  */
 export function buildServer(engine: Engine, settings: Settings, options: ServerOptions = {}): ModServer {
   const log = options.log ?? stderrLog
-  const gate = createGate(settings.limits.queueLimit)
+  const gate = createGate(settings.limits.queueLimit, settings.limits.maxUploads)
   const ctx: RouteContext = {
     engine,
     settings,

@@ -24,6 +24,7 @@ export const HTTP_ERROR_CODES = [
   'url_fetch_failed',
   'url_fetch_timeout',
   'payload_too_large',
+  'request_timeout',
   'too_many_files',
   'video_too_long',
   'unsupported_media',
@@ -87,6 +88,11 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
       `the upload limit, or a video over ${humanBytes(l.maxVideoBytes)}`,
     example: 'the image is larger than 26214400 bytes',
   },
+  request_timeout: {
+    status: 408,
+    when: (l) => `an upload sent nothing for ${humanSeconds(l.bodyTimeoutMs)} while the server was reading it (\`MOD_BODY_TIMEOUT_MS\`)`,
+    example: 'no part of the request body arrived for 30000 ms (MOD_BODY_TIMEOUT_MS)',
+  },
   too_many_files: {
     status: 413,
     when: (l) => `more than ${l.maxBatch} files in one batch`,
@@ -105,7 +111,8 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   overloaded: {
     status: 503,
     retryAfter: RETRY_OVERLOADED_S,
-    when: (l) => `the worker queue is full (${l.queueLimit} requests waiting)`,
+    when: (l) =>
+      `the worker queue is full (${l.queueLimit} requests waiting), or ${l.maxUploads} uploads are already being received (\`MOD_MAX_UPLOADS\`)`,
     example: 'the server is busy; retry later',
   },
   model_unavailable: {
@@ -147,6 +154,7 @@ const FROM_ENGINE: {[C in ErrorCode]: C extends HttpErrorCode ? EngineRow : Engi
   url_fetch_failed: {},
   url_fetch_timeout: {},
   payload_too_large: {},
+  request_timeout: {},
   too_many_files: {},
   video_too_long: {},
   unsupported_media: {},

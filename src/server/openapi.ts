@@ -238,6 +238,8 @@ function description(info: OpenApiInfo): string {
     `| \`MOD_MAX_VIDEO_SECONDS\` | ${limits.maxVideoSeconds} s | video duration, enforced while decoding |`,
     `| \`MOD_URL_TIMEOUT_MS\` | ${humanSeconds(limits.urlTimeoutMs)} | one URL fetch, redirects and body included |`,
     `| \`MOD_QUEUE_LIMIT\` | ${limits.queueLimit} requests | waiting per worker before 503 \`overloaded\` |`,
+    `| \`MOD_MAX_UPLOADS\` | ${limits.maxUploads} uploads | bodies being received per worker before 503 \`overloaded\` (a request queues only once its body is in) |`,
+    `| \`MOD_BODY_TIMEOUT_MS\` | ${humanSeconds(limits.bodyTimeoutMs)} | a request body that sends nothing for this long is 408 \`request_timeout\` |`,
     '',
     'Uploads are streamed and the limits are counted as bytes arrive; a video is streamed to disk.',
     '',

@@ -13,14 +13,27 @@ export interface Ticket {
   release(): void
 }
 
+/** A request body being received; `done` gives its upload place back (safe to call more than once). */
+export interface Upload {
+  done(): void
+}
+
 export interface Gate {
   /**
-   * Lets a request in before its body is read, or throws `overloaded` when one running request and
-   * `queueLimit` more are already in, so a busy worker refuses at once instead of buffering uploads.
+   * Lets a request start receiving its body, or throws `overloaded` when the queue is full already (a busy
+   * worker refuses at once instead of reading an upload it could not admit) or `maxUploads` bodies are being
+   * received: clients that send slowly hold upload places, never queue places.
+   */
+  receive(): Upload
+  /**
+   * Lets a request whose input is received into the queue, or throws `overloaded` when one running request and
+   * `queueLimit` more are already in.
    */
   admit(): Ticket
-  /** Requests let in and not yet released: running, waiting, or still receiving their body. */
+  /** Requests let in and not yet released: running or waiting. */
   readonly admitted: number
+  /** Request bodies being received. */
+  readonly receiving: number
 }
 
 const cancelled = (): ModError => new ModError('bad_request', 'the request was cancelled by the client')
@@ -72,19 +85,41 @@ function createLock(): Lock {
   }
 }
 
-/** The per-process moderation queue (MOD_QUEUE_LIMIT); state lives in the returned value. */
-export function createGate(queueLimit: number): Gate {
+/** The per-process moderation queue (MOD_QUEUE_LIMIT) and uploads (MOD_MAX_UPLOADS); state lives in the returned value. */
+export function createGate(queueLimit: number, maxUploads = Number.POSITIVE_INFINITY): Gate {
   let admitted = 0
+  let receiving = 0
   const preparing = createLock()
+  const checkQueue = () => {
+    if (admitted > queueLimit) {
+      throw new ModError('overloaded', `the server is busy (${queueLimit} requests already waiting); retry shortly`)
+    }
+  }
 
   return {
     get admitted() {
       return admitted
     },
-    admit() {
-      if (admitted > queueLimit) {
-        throw new ModError('overloaded', `the server is busy (${queueLimit} requests already waiting); retry shortly`)
+    get receiving() {
+      return receiving
+    },
+    receive() {
+      checkQueue()
+      if (receiving >= maxUploads) {
+        throw new ModError('overloaded', `the server is busy (${maxUploads} uploads already in progress); retry shortly`)
       }
+      receiving++
+      let done = false
+      return {
+        done() {
+          if (done) return
+          done = true
+          receiving--
+        },
+      }
+    },
+    admit() {
+      checkQueue()
       admitted++
       let released = false
       return {

@@ -65,7 +65,7 @@ export async function runServer(o: RunOptions): Promise<number> {
   o.onListening(port)
 
   await o.stop
-  const inFlight = handle.gate.admitted
+  const inFlight = handle.gate.admitted + handle.gate.receiving
   // close() stops accepting at once; the line is printed once new connections are already refused.
   const closed = handle.close()
   o.log(inFlight > 0 ? `stopping: finishing ${inFlight} request(s) in flight` : 'stopping')

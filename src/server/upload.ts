@@ -5,6 +5,7 @@ import {Writable} from 'node:stream'
 import formidable, {errors, multipart} from 'formidable'
 
 import {isModError, ModError} from '../lib/errors.js'
+import {bodyStream, type BodyStream} from './body-stream.js'
 
 /** An uploaded image, held in memory (images are at most MOD_MAX_BYTES). */
 export interface UploadedImage {
@@ -26,6 +27,8 @@ export interface ImageUploadLimits {
   maxFiles: number
   /** Per file, enforced as the bytes arrive. */
   maxBytes: number
+  /** MOD_BODY_TIMEOUT_MS: a body that sends nothing for this long is request_timeout. */
+  idleMs: number
 }
 
 export interface VideoUploadLimits {
@@ -33,6 +36,7 @@ export interface VideoUploadLimits {
   maxBytes: number
   /** A folder owned by this request; the video is written there as `upload`. */
   dir: string
+  idleMs: number
 }
 
 /** Form fields that are not files are ignored, but they cannot be used to make the server buffer much. */
@@ -68,7 +72,7 @@ export async function receiveImages(req: IncomingMessage, limits: ImageUploadLim
   form.on('fileBegin', (_name, file) => {
     received.push({filename: file.originalFilename || limits.field, chunks: []})
   })
-  const [fields] = await parse(form, req, limits.maxFiles === 1 ? 'single' : 'many')
+  const [fields] = await parse(form, bodyStream(req, limits.idleMs), limits.maxFiles === 1 ? 'single' : 'many')
   // formidable drops a sink's error that comes after the body's last byte was parsed; it is kept here.
   const failed = received.find((r) => r.error)
   if (failed?.error) throw failed.error
@@ -99,7 +103,7 @@ export async function receiveVideo(req: IncomingMessage, limits: VideoUploadLimi
   form.on('fileBegin', (_name, file) => {
     filename = file.originalFilename || limits.field
   })
-  const [fields, files] = await parse(form, req, 'single')
+  const [fields, files] = await parse(form, bodyStream(req, limits.idleMs), 'single')
   const file = files[limits.field]?.[0]
   checkFields(limits.field, unexpected, file ? 1 : 0, fields)
   return {filename, path: join(limits.dir, 'upload'), size: file?.size ?? 0}
@@ -147,11 +151,11 @@ function memorySink(into: Received, limit: number): Writable {
 
 async function parse(
   form: ReturnType<typeof formidable>,
-  req: IncomingMessage,
+  body: BodyStream,
   arity: 'single' | 'many',
 ): Promise<[formidable.Fields, formidable.Files]> {
   try {
-    return await form.parse(req)
+    return await form.parse(body as unknown as IncomingMessage)
   } catch (e) {
     throw uploadError(e, arity)
   }

@@ -86,10 +86,10 @@ function bodyProblem(errors: ErrorObject[]): string {
 }
 
 /** Reads a JSON body of at most `limit` bytes and checks it against the schema. */
-export function jsonBodyReader<B extends TSchema>(schema: B): (req: IncomingMessage, limit: number) => Promise<Static<B>> {
+export function jsonBodyReader<B extends TSchema>(schema: B): (req: IncomingMessage, limit: number, idleMs: number) => Promise<Static<B>> {
   const validate: ValidateFunction = bodyAjv.compile(schema)
-  return async (req, limit) => {
-    const text = (await readBody(req, limit)).toString('utf8')
+  return async (req, limit, idleMs) => {
+    const text = (await readBody(req, limit, idleMs)).toString('utf8')
     let value: unknown
     try {
       value = JSON.parse(text)

@@ -16,6 +16,10 @@ export interface Limits {
   maxVideoSeconds: number
   urlTimeoutMs: number
   queueLimit: number
+  /** Request bodies being received at once per worker (server); the queue admits a request only once its body is in. */
+  maxUploads: number
+  /** A request body that sends nothing for this long while the server reads it is answered 408 (server). */
+  bodyTimeoutMs: number
 }
 
 /** What the engine and the commands that load a model need. */
@@ -102,6 +106,13 @@ export const DEFAULT_LIMITS: Limits = {
   maxVideoSeconds: 600,
   urlTimeoutMs: 10_000,
   queueLimit: 64,
+  maxUploads: uploadsFor(64),
+  bodyTimeoutMs: 30_000,
+}
+
+/** Room for every queue place and as many requests again still uploading. */
+function uploadsFor(queueLimit: number): number {
+  return 2 * (queueLimit + 1)
 }
 
 function invalid(name: string, value: string, expected: string): ModError {
@@ -179,6 +190,7 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
   const precision = source(input, env, 'precision')
   const host = source(input, env, 'host')
   if (host.value !== undefined && host.value.trim() === '') throw invalid(host.name, host.value, 'a host name or address')
+  const queueLimit = parseCount('MOD_QUEUE_LIMIT', env.MOD_QUEUE_LIMIT, DEFAULT_LIMITS.queueLimit, 0)
   const limits: Limits = {
     maxBytes: parseSize('MOD_MAX_BYTES', env.MOD_MAX_BYTES, DEFAULT_LIMITS.maxBytes),
     maxPixels: parseCount('MOD_MAX_PIXELS', env.MOD_MAX_PIXELS, DEFAULT_LIMITS.maxPixels),
@@ -186,7 +198,9 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
     maxVideoBytes: parseSize('MOD_MAX_VIDEO_BYTES', env.MOD_MAX_VIDEO_BYTES, DEFAULT_LIMITS.maxVideoBytes),
     maxVideoSeconds: parseCount('MOD_MAX_VIDEO_SECONDS', env.MOD_MAX_VIDEO_SECONDS, DEFAULT_LIMITS.maxVideoSeconds),
     urlTimeoutMs: parseCount('MOD_URL_TIMEOUT_MS', env.MOD_URL_TIMEOUT_MS, DEFAULT_LIMITS.urlTimeoutMs),
-    queueLimit: parseCount('MOD_QUEUE_LIMIT', env.MOD_QUEUE_LIMIT, DEFAULT_LIMITS.queueLimit, 0),
+    queueLimit,
+    maxUploads: parseCount('MOD_MAX_UPLOADS', env.MOD_MAX_UPLOADS, uploadsFor(queueLimit)),
+    bodyTimeoutMs: parseCount('MOD_BODY_TIMEOUT_MS', env.MOD_BODY_TIMEOUT_MS, DEFAULT_LIMITS.bodyTimeoutMs),
   }
   return {
     preset: parsePreset(preset.name, preset.value),

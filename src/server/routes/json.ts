@@ -60,6 +60,7 @@ export const moderateJsonRoute = declareRoute({
   errors: [
     'bad_request',
     'url_fetch_disabled',
+    'request_timeout',
     'payload_too_large',
     'unsupported_media',
     'url_blocked',

@@ -7,10 +7,10 @@ import {describe} from '../errors.js'
 import {isMultipart} from '../upload.js'
 
 /**
- * The path of every moderation request: a place in the queue is taken before the body is read (a full
- * queue answers 503 at once), the input is received (upload, JSON, URL fetch) without holding the
- * engine, then, the model loaded, `work` runs on the engine with the request's scheduler: decoding takes
- * turns with the worker's other requests and inference is batched with them.
+ * The path of every moderation request: the input is received (upload, JSON, URL fetch) on an upload place of
+ * its own (MOD_MAX_UPLOADS; a full queue already refuses here, before anything is read), and only then does the
+ * request take a place in the queue (503 when full). Then, the model loaded, `work` runs on the engine with the
+ * request's scheduler: decoding takes turns with the worker's other requests and inference is batched with them.
  */
 export async function moderate<I, R>(
   ctx: RouteContext,
@@ -18,10 +18,16 @@ export async function moderate<I, R>(
   receive: () => Promise<I>,
   work: (input: I, scheduler: Scheduler, signal: AbortSignal) => Promise<R>,
 ): Promise<R> {
-  const ticket = ctx.gate.admit()
+  const upload = ctx.gate.receive()
   const signal = clientGone(res)
+  let input: I
   try {
-    const input = await receive()
+    input = await receive()
+  } finally {
+    upload.done()
+  }
+  const ticket = ctx.gate.admit()
+  try {
     await ensureLoaded(ctx)
     return await work(input, ticket.scheduler(signal), signal)
   } finally {

@@ -54,6 +54,14 @@ test('variables without a flag are read and validated: limits, key, switches', (
   assert.equal([s.apiKey, s.allowUrls, s.preload, s.ffmpeg], ['k', true, false, '/work/here/bin/ffmpeg'])
 })
 
+test('uploads in progress default to twice the queue places and the body timeout to 30 s; both can be set', () => {
+  const defaults = readSettings({}, {}, cwd).limits
+  assert.equal([defaults.maxUploads, defaults.bodyTimeoutMs], [130, 30_000])
+  assert.is(readSettings({}, {MOD_QUEUE_LIMIT: '3'}, cwd).limits.maxUploads, 8)
+  const set = readSettings({}, {MOD_QUEUE_LIMIT: '3', MOD_MAX_UPLOADS: '5', MOD_BODY_TIMEOUT_MS: '1500'}, cwd).limits
+  assert.equal([set.maxUploads, set.bodyTimeoutMs], [5, 1500])
+})
+
 test('an invalid value is invalid_config naming the variable it came from', () => {
   const cases: [Record<string, string>, string][] = [
     [{MOD_THREADS: 'many'}, 'MOD_THREADS="many" is not valid: expected a whole number >= 1'],
