@@ -35,6 +35,8 @@ With MOD_API_KEY set, every request but GET /health needs the header X-API-Key. 
     ['MOD_MAX_BYTES', 'largest image (default 25MB)'],
     ['MOD_MAX_PIXELS', 'largest decoded image, width x height (default 100000000)'],
     ['MOD_MAX_BATCH', 'files per batch request (default 16)'],
+    ['MOD_MAX_BATCH_BYTES', 'the files of one batch request together (default 100MB)'],
+    ['MOD_MAX_BUFFERED_BYTES', 'request bytes a worker holds in memory before 503 overloaded (default 256MB)'],
     ['MOD_MAX_VIDEO_BYTES', 'largest video upload (default 200MB)'],
     ['MOD_MAX_VIDEO_SECONDS', 'longest video (default 600)'],
     ['MOD_URL_TIMEOUT_MS', 'total time of one URL fetch (default 10000)'],

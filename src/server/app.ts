@@ -14,7 +14,7 @@ import type {Request, RouteContext} from './context.js'
 import {docsRoutes} from './docs.js'
 import {methodNotAllowed, notFound, toHttpError, type Log} from './errors.js'
 import {openapiDocument, openapiHandler} from './openapi.js'
-import {createGate, type Gate} from './queue.js'
+import {createGate, type Gate, type Hold} from './queue.js'
 import {sendError} from './reply.js'
 import type {AnyRoute} from './route.js'
 import {ROUTES} from './routes/index.js'
@@ -54,7 +54,8 @@ function inputOf(route: AnyRoute): (ctx: RouteContext, req: Request) => Paramete
   return (ctx, req) => {
     if (readJson && !isJson(req)) throw new ModError('bad_request', 'send the request body as application/json')
     const query = readQuery(new URL(req.url ?? '/', 'http://localhost').searchParams)
-    const body = readJson ? () => readJson(req, jsonBodyLimit(ctx.settings.limits.maxBytes), ctx.settings.limits.bodyTimeoutMs) : noBody
+    const {maxBytes, bodyTimeoutMs: idleMs} = ctx.settings.limits
+    const body = readJson ? (hold?: Hold) => readJson(req, {maxBytes: jsonBodyLimit(maxBytes), idleMs, hold}) : noBody
     return {query, body}
   }
 }
@@ -73,7 +74,7 @@ function packageVersion(): string {
  */
 export function buildServer(engine: Engine, settings: Settings, options: ServerOptions = {}): ModServer {
   const log = options.log ?? stderrLog
-  const gate = createGate(settings.limits.queueLimit, settings.limits.maxUploads)
+  const gate = createGate(settings.limits.queueLimit, settings.limits)
   const ctx: RouteContext = {
     engine,
     settings,

@@ -2,17 +2,37 @@ import type {IncomingHttpHeaders, IncomingMessage} from 'node:http'
 import {Transform} from 'node:stream'
 
 import {ModError} from '../lib/errors.js'
+import type {Hold} from './queue.js'
 
 /** A request body as a stream, with the request's headers (formidable reads them from the stream it parses). */
 export type BodyStream = Transform & {headers: IncomingHttpHeaders}
 
+export interface BodyLimits {
+  /** MOD_BODY_TIMEOUT_MS */
+  idleMs: number
+  /** The whole body: a declared Content-Length over it is payload_too_large before anything is read. */
+  maxBytes: number
+  /**
+   * Where a body kept in memory counts its bytes as held before they are buffered: the declared Content-Length at
+   * once (Node delivers no more than that), else chunk by chunk. Absent for a body written to disk.
+   */
+  hold?: Hold
+}
+
 /**
- * The body of `req` as a stream that fails with `request_timeout` when the client sends nothing for `idleMs`
- * while the server is ready to read (time the server itself holds the body back, e.g. while writing a video to
+ * The body of `req` as a stream, within `limits`, that fails with `request_timeout` when the client sends nothing
+ * for `idleMs` while the server is ready to read (time the server itself holds the body back, e.g. while writing a video to
  * disk, does not count), and with `bad_request` when the client goes away. On failure the request stops being
  * read; the error answer then closes the connection.
  */
-export function bodyStream(req: IncomingMessage, idleMs: number): BodyStream {
+export function bodyStream(req: IncomingMessage, limits: BodyLimits): BodyStream {
+  const {idleMs, hold} = limits
+  const declared = Number(req.headers['content-length'])
+  if (declared > limits.maxBytes) {
+    throw new ModError('payload_too_large', `the request body is larger than the limit of ${limits.maxBytes} bytes`)
+  }
+  const known = Number.isSafeInteger(declared)
+  if (hold && known) hold.take(declared)
   let timer: NodeJS.Timeout | undefined
   const stop = () => clearTimeout(timer)
   const arm = () => {
@@ -22,6 +42,12 @@ export function bodyStream(req: IncomingMessage, idleMs: number): BodyStream {
   const body = new Transform({
     transform(chunk: Buffer, _encoding, callback) {
       arm()
+      try {
+        if (hold && !known) hold.take(chunk.length)
+      } catch (e) {
+        callback(e as ModError)
+        return
+      }
       callback(null, chunk)
     },
     flush(callback) {

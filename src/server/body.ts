@@ -2,7 +2,7 @@ import type {IncomingMessage} from 'node:http'
 
 import {ModError} from '../lib/errors.js'
 import {readCapped} from '../lib/input/read-capped.js'
-import {bodyStream} from './body-stream.js'
+import {bodyStream, type BodyLimits} from './body-stream.js'
 
 /**
  * The largest JSON body worth reading for images of `maxBytes`: their base64 text, plus 10% for line
@@ -20,16 +20,10 @@ export function isJson(req: IncomingMessage): boolean {
 /**
  * The request body, counted as it arrives: a declared Content-Length over `limit` is refused before
  * reading, and past `limit` bytes reading stops with payload_too_large; a body that sends nothing for
- * `idleMs` is request_timeout.
+ * `idleMs` is request_timeout. Its bytes are counted in `hold` before they are buffered.
  */
-export function readBody(req: IncomingMessage, limit: number, idleMs: number): Promise<Buffer> {
-  const declared = Number(req.headers['content-length'])
-  if (declared > limit) return Promise.reject(tooLarge(limit))
-  return readCapped(bodyStream(req, idleMs), limit, 'the request body')
-}
-
-function tooLarge(limit: number): ModError {
-  return new ModError('payload_too_large', `the request body is larger than the limit of ${limit} bytes`)
+export async function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Buffer> {
+  return readCapped(bodyStream(req, limits), limits.maxBytes, 'the request body')
 }
 
 const DATA_URI = /^data:[^,]*?;base64,/i

@@ -84,8 +84,9 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   payload_too_large: {
     status: 413,
     when: (l) =>
-      `an image over ${humanBytes(l.maxBytes)} or ${grouped(l.maxPixels)} decoded pixels, a request body over ` +
-      `the upload limit, or a video over ${humanBytes(l.maxVideoBytes)}`,
+      `an image over ${humanBytes(l.maxBytes)} or ${grouped(l.maxPixels)} decoded pixels, batch files over ` +
+      `${humanBytes(l.maxBatchBytes)} together, a request body over the upload limit (its Content-Length is ` +
+      `checked before reading), or a video over ${humanBytes(l.maxVideoBytes)}`,
     example: 'the image is larger than 26214400 bytes',
   },
   request_timeout: {
@@ -112,7 +113,9 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
     status: 503,
     retryAfter: RETRY_OVERLOADED_S,
     when: (l) =>
-      `the worker queue is full (${l.queueLimit} requests waiting), or ${l.maxUploads} uploads are already being received (\`MOD_MAX_UPLOADS\`)`,
+      `the worker queue is full (${l.queueLimit} requests waiting), ${l.maxUploads} uploads are already being ` +
+      `received (\`MOD_MAX_UPLOADS\`), or the worker holds ${humanBytes(l.maxBufferedBytes)} of requests not ` +
+      'answered yet (`MOD_MAX_BUFFERED_BYTES`)',
     example: 'the server is busy; retry later',
   },
   model_unavailable: {

@@ -13,10 +13,23 @@ export interface Ticket {
   release(): void
 }
 
-/** A request body being received; `done` gives its upload place back (safe to call more than once). */
+/** A request body being received, and the bytes of it the worker holds in memory until the request is answered. */
 export interface Upload {
+  /**
+   * Counts `bytes` more as held before they are buffered, or throws `overloaded` when the worker would then hold
+   * more than MOD_MAX_BUFFERED_BYTES (the request's earlier bytes stay counted until `release`).
+   */
+  take(bytes: number): void
+  /** Counts `bytes` fewer as held (a reservation turned out larger than the data). */
+  give(bytes: number): void
+  /** Gives the upload place back once the body is in; safe to call more than once. */
   done(): void
+  /** Gives the upload place and every held byte back, once the request no longer needs its input. */
+  release(): void
 }
+
+/** Where a request's buffered bytes are counted. */
+export type Hold = Pick<Upload, 'take'>
 
 export interface Gate {
   /**
@@ -34,6 +47,8 @@ export interface Gate {
   readonly admitted: number
   /** Request bodies being received. */
   readonly receiving: number
+  /** Request bytes held in memory by requests not answered yet; never more than the budget. */
+  readonly held: number
 }
 
 const cancelled = (): ModError => new ModError('bad_request', 'the request was cancelled by the client')
@@ -85,10 +100,24 @@ function createLock(): Lock {
   }
 }
 
-/** The per-process moderation queue (MOD_QUEUE_LIMIT) and uploads (MOD_MAX_UPLOADS); state lives in the returned value. */
-export function createGate(queueLimit: number, maxUploads = Number.POSITIVE_INFINITY): Gate {
+export interface Intake {
+  /** MOD_MAX_UPLOADS */
+  maxUploads: number
+  /** MOD_MAX_BUFFERED_BYTES */
+  maxBufferedBytes: number
+}
+
+const UNBOUNDED: Intake = {maxUploads: Number.POSITIVE_INFINITY, maxBufferedBytes: Number.POSITIVE_INFINITY}
+
+/**
+ * The per-process moderation queue (MOD_QUEUE_LIMIT), uploads (MOD_MAX_UPLOADS) and buffered bytes
+ * (MOD_MAX_BUFFERED_BYTES); state lives in the returned value.
+ */
+export function createGate(queueLimit: number, intake: Intake = UNBOUNDED): Gate {
+  const {maxUploads, maxBufferedBytes} = intake
   let admitted = 0
   let receiving = 0
+  let held = 0
   const preparing = createLock()
   const checkQueue = () => {
     if (admitted > queueLimit) {
@@ -103,6 +132,9 @@ export function createGate(queueLimit: number, maxUploads = Number.POSITIVE_INFI
     get receiving() {
       return receiving
     },
+    get held() {
+      return held
+    },
     receive() {
       checkQueue()
       if (receiving >= maxUploads) {
@@ -110,13 +142,31 @@ export function createGate(queueLimit: number, maxUploads = Number.POSITIVE_INFI
       }
       receiving++
       let done = false
-      return {
+      let mine = 0
+      const upload: Upload = {
+        take(bytes) {
+          if (held + bytes > maxBufferedBytes) {
+            throw new ModError('overloaded', 'the server is busy (its memory for uploads is in use); retry shortly')
+          }
+          held += bytes
+          mine += bytes
+        },
+        give(bytes) {
+          const back = Math.min(bytes, mine)
+          held -= back
+          mine -= back
+        },
         done() {
           if (done) return
           done = true
           receiving--
         },
+        release() {
+          upload.done()
+          upload.give(mine)
+        },
       }
+      return upload
     },
     admit() {
       checkQueue()

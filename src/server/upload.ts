@@ -6,6 +6,7 @@ import formidable, {errors, multipart} from 'formidable'
 
 import {isModError, ModError} from '../lib/errors.js'
 import {bodyStream, type BodyStream} from './body-stream.js'
+import type {Hold} from './queue.js'
 
 /** An uploaded image, held in memory (images are at most MOD_MAX_BYTES). */
 export interface UploadedImage {
@@ -27,8 +28,12 @@ export interface ImageUploadLimits {
   maxFiles: number
   /** Per file, enforced as the bytes arrive. */
   maxBytes: number
+  /** All files together (MOD_MAX_BATCH_BYTES), enforced as the bytes arrive; default maxFiles x maxBytes. */
+  maxTotalBytes?: number
   /** MOD_BODY_TIMEOUT_MS: a body that sends nothing for this long is request_timeout. */
   idleMs: number
+  /** Where the body's bytes are counted as held in memory before they are buffered. */
+  hold?: Hold
 }
 
 export interface VideoUploadLimits {
@@ -42,6 +47,9 @@ export interface VideoUploadLimits {
 /** Form fields that are not files are ignored, but they cannot be used to make the server buffer much. */
 const FIELD_LIMITS = {maxFields: 32, maxFieldsSize: 64 * 1024}
 
+/** A multipart body may carry this much besides its files: the form fields, part headers and boundaries. */
+export const FORM_ROOM = FIELD_LIMITS.maxFieldsSize + 64 * 1024
+
 export function isMultipart(req: IncomingMessage): boolean {
   return /^multipart\/form-data\s*(;|$)/i.test(req.headers['content-type'] ?? '')
 }
@@ -53,6 +61,9 @@ export function isMultipart(req: IncomingMessage): boolean {
  * are (a single-file endpoint refuses them; a batch reports them as unreadable).
  */
 export async function receiveImages(req: IncomingMessage, limits: ImageUploadLimits): Promise<UploadedImage[]> {
+  const maxTotal = Math.min(limits.maxTotalBytes ?? Number.POSITIVE_INFINITY, limits.maxFiles * limits.maxBytes)
+  const body = bodyStream(req, {idleMs: limits.idleMs, maxBytes: maxTotal + FORM_ROOM, hold: limits.hold})
+  const total = {size: 0, limit: maxTotal}
   const received: Received[] = []
   const unexpected = new Set<string>()
   const form = formidable({
@@ -67,12 +78,12 @@ export async function receiveImages(req: IncomingMessage, limits: ImageUploadLim
     minFileSize: 0,
     filter: (part) => keep(part, limits.field, unexpected),
     // formidable emits fileBegin and then, synchronously, opens the file through this handler.
-    fileWriteStreamHandler: () => memorySink(received[received.length - 1], limits.maxBytes),
+    fileWriteStreamHandler: () => memorySink(received[received.length - 1], limits.maxBytes, total),
   })
   form.on('fileBegin', (_name, file) => {
     received.push({filename: file.originalFilename || limits.field, chunks: []})
   })
-  const [fields] = await parse(form, bodyStream(req, limits.idleMs), limits.maxFiles === 1 ? 'single' : 'many')
+  const [fields] = await parse(form, body, limits.maxFiles === 1 ? 'single' : 'many')
   // formidable drops a sink's error that comes after the body's last byte was parsed; it is kept here.
   const failed = received.find((r) => r.error)
   if (failed?.error) throw failed.error
@@ -103,7 +114,8 @@ export async function receiveVideo(req: IncomingMessage, limits: VideoUploadLimi
   form.on('fileBegin', (_name, file) => {
     filename = file.originalFilename || limits.field
   })
-  const [fields, files] = await parse(form, bodyStream(req, limits.idleMs), 'single')
+  const body = bodyStream(req, {idleMs: limits.idleMs, maxBytes: limits.maxBytes + FORM_ROOM})
+  const [fields, files] = await parse(form, body, 'single')
   const file = files[limits.field]?.[0]
   checkFields(limits.field, unexpected, file ? 1 : 0, fields)
   return {filename, path: join(limits.dir, 'upload'), size: file?.size ?? 0}
@@ -132,14 +144,18 @@ interface Received {
   error?: ModError
 }
 
-/** A Writable that keeps the chunks and fails with payload_too_large past `limit` bytes. */
-function memorySink(into: Received, limit: number): Writable {
+/** A Writable that keeps the chunks and fails with payload_too_large past `limit` bytes, or past the files' total. */
+function memorySink(into: Received, limit: number, total: {size: number; limit: number}): Writable {
   let size = 0
   return new Writable({
     write(chunk: Buffer, _encoding, callback) {
       size += chunk.length
-      if (size > limit) {
-        into.error = new ModError('payload_too_large', `${into.filename} is larger than ${limit} bytes (MOD_MAX_BYTES)`)
+      total.size += chunk.length
+      if (size > limit || total.size > total.limit) {
+        into.error =
+          size > limit
+            ? new ModError('payload_too_large', `${into.filename} is larger than ${limit} bytes (MOD_MAX_BYTES)`)
+            : new ModError('payload_too_large', `the files are larger than ${total.limit} bytes together (MOD_MAX_BATCH_BYTES)`)
         callback(into.error)
         return
       }

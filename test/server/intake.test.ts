@@ -120,4 +120,73 @@ test('a body that keeps sending, however slowly, is not cut off', async () => {
   }
 })
 
+test('the files of a batch over MOD_MAX_BATCH_BYTES together are refused with 413 as they arrive', async () => {
+  const s = await server({maxBytes: 64 * 1024, maxBatch: 4, maxBatchBytes: 100 * 1024})
+  try {
+    const files = ['a.png', 'b.png'].map((name) => ({name, data: Buffer.alloc(60 * 1024, 1)}))
+    const r = await call(`${s.base}/v1/moderate/batch`, {method: 'POST', body: form('files', files)})
+    assert.equal(errorOf(r), {status: 413, code: 'payload_too_large'})
+    assert.is(r.body.error.message, 'the files are larger than 102400 bytes together (MOD_MAX_BATCH_BYTES)')
+    assert.is(s.handle.gate.held, 0)
+  } finally {
+    await s.stop()
+  }
+})
+
+test('a worker never holds more than MOD_MAX_BUFFERED_BYTES: a request that would go over is refused with 503', async () => {
+  const budget = 150 * 1024
+  const waiting: (() => void)[] = []
+  let inEngine = 0
+  let mostInEngine = 0
+  let mostHeld = 0
+  const engine = fakeEngine({
+    moderateImage: (data, source) =>
+      new Promise((resolve) => {
+        inEngine += data.length
+        mostInEngine = Math.max(mostInEngine, inEngine)
+        mostHeld = Math.max(mostHeld, s.handle.gate.held)
+        waiting.push(() => {
+          inEngine -= data.length
+          resolve({source, is_safe: true, violations: [], labels: [], not_evaluated: []})
+        })
+      }),
+  })
+  const settings = testSettings(join(dir.path, 'cache'), {limits: {maxBytes: 64 * 1024, maxBufferedBytes: budget}})
+  const s = await start(engine, settings, {tmpDir: uploads})
+  const photo = (name: string) => ({method: 'POST', body: form('file', [{name, data: Buffer.alloc(60 * 1024, 1)}])})
+  try {
+    const a = call(`${s.base}/v1/moderate`, photo('a.png'))
+    const b = call(`${s.base}/v1/moderate`, photo('b.png'))
+    await until(() => waiting.length === 2)
+    const held = s.handle.gate.held
+    assert.ok(held >= 120 * 1024 && held <= budget, String(held))
+
+    // Declared length over what is left: refused before reading.
+    const declared = await call(`${s.base}/v1/moderate`, photo('c.png'))
+    assert.equal(errorOf(declared), {status: 503, code: 'overloaded'})
+    assert.is(declared.body.error.message, 'the server is busy (its memory for uploads is in use); retry shortly')
+    assert.is(declared.headers.get('retry-after'), '1')
+    // No length (chunked): refused once its bytes would go over.
+    const {head, tail, type} = multipartParts('file', 'd.png')
+    const chunked = await rawRequest(`${s.base}/v1/moderate`, {headers: {'content-type': type}}, (req) => {
+      req.write(head)
+      req.end(Buffer.concat([Buffer.alloc(60 * 1024, 1), tail]))
+    })
+    assert.equal([chunked.status, JSON.parse(chunked.body).error.code], [503, 'overloaded'])
+    assert.is(s.handle.gate.held, held)
+
+    waiting.shift()?.()
+    assert.is((await a).status, 200)
+    const e = call(`${s.base}/v1/moderate`, photo('e.png'))
+    await until(() => waiting.length === 2)
+    for (const finish of waiting.splice(0)) finish()
+    assert.equal([(await b).status, (await e).status], [200, 200])
+    assert.ok(mostHeld <= budget && mostInEngine <= budget, `${mostHeld} ${mostInEngine}`)
+    assert.is(s.handle.gate.held, 0)
+  } finally {
+    for (const finish of waiting.splice(0)) finish()
+    await s.stop()
+  }
+})
+
 test.run()

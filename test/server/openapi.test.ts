@@ -254,6 +254,8 @@ test('the description states the limits of this server in readable units', () =>
     queueLimit: 8,
     maxUploads: 5,
     bodyTimeoutMs: 1500,
+    maxBatchBytes: 2 * 1024 * 1024,
+    maxBufferedBytes: 10 * 1024 * 1024,
   }
   const d = documentWith({limits})
   const text = d.info.description
@@ -265,6 +267,8 @@ test('the description states the limits of this server in readable units', () =>
   assert.match(text, '| `MOD_URL_TIMEOUT_MS` | 2500 ms |')
   assert.match(text, '| `MOD_QUEUE_LIMIT` | 8 requests |')
   assert.match(text, '| `MOD_MAX_UPLOADS` | 5 uploads |')
+  assert.match(text, '| `MOD_MAX_BATCH_BYTES` | 2 MiB (2 097 152 bytes) |')
+  assert.match(text, '| `MOD_MAX_BUFFERED_BYTES` | 10 MiB (10 485 760 bytes) |')
   assert.match(text, '| `MOD_BODY_TIMEOUT_MS` | 1500 ms |')
   const batch = d.paths['/v1/moderate/batch']?.post
   assert.equal(

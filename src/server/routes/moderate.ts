@@ -15,7 +15,7 @@ export const moderateFile: Handler = async (ctx, req, res) => {
   const result = await moderate(
     ctx,
     res,
-    async () => (await receiveImages(req, {field: 'file', maxFiles: 1, maxBytes, idleMs}))[0],
+    async (upload) => (await receiveImages(req, {field: 'file', maxFiles: 1, maxBytes, idleMs, hold: upload}))[0],
     (image, scheduler) => ctx.engine.moderateImage(image.data, image.filename, {scheduler}),
   )
   sendJson(res, 200, result)
@@ -28,11 +28,11 @@ export const moderateFile: Handler = async (ctx, req, res) => {
  */
 export const moderateBatch: Handler = async (ctx, req, res) => {
   requireMultipart(req, 'files')
-  const {maxBytes, maxBatch, bodyTimeoutMs: idleMs} = ctx.settings.limits
+  const {maxBytes, maxBatch, maxBatchBytes, bodyTimeoutMs: idleMs} = ctx.settings.limits
   const results = await moderate(
     ctx,
     res,
-    () => receiveImages(req, {field: 'files', maxFiles: maxBatch, maxBytes, idleMs}),
+    (upload) => receiveImages(req, {field: 'files', maxFiles: maxBatch, maxBytes, maxTotalBytes: maxBatchBytes, idleMs, hold: upload}),
     async (images, scheduler) => {
       const out: ItemResult[] = []
       const inputs = images.map((image) => ({source: image.filename, read: async () => image.data}))
@@ -73,12 +73,12 @@ export const moderateBatchRoute = declareRoute({
   summary: 'Moderate several uploaded images',
   description: ({limits}) =>
     `Multipart form with the field \`files\` repeated once per image (at most ${limits.maxBatch}, each at ` +
-    `most ${humanBytes(limits.maxBytes)}). Results come in upload order; a file that cannot be read ` +
+    `most ${humanBytes(limits.maxBytes)}, together at most ${humanBytes(limits.maxBatchBytes)}). Results come in upload order; a file that cannot be read ` +
     'yields an error entry in its place and the request still succeeds.',
   tags: ['moderation'],
   body: {
     media: 'multipart/form-data',
-    description: ({limits}) => `1 to ${limits.maxBatch} images.`,
+    description: ({limits}) => `1 to ${limits.maxBatch} images, together at most ${humanBytes(limits.maxBatchBytes)}.`,
     schema: (limits) => ({
       type: 'object',
       required: ['files'],

@@ -62,6 +62,21 @@ test('uploads in progress default to twice the queue places and the body timeout
   assert.equal([set.maxUploads, set.bodyTimeoutMs], [5, 1500])
 })
 
+test('the batch total and the buffered-bytes budget have defaults; the budget must hold the largest request', () => {
+  const defaults = readSettings({}, {}, cwd).limits
+  assert.equal([defaults.maxBatchBytes, defaults.maxBufferedBytes], [100 * 1024 * 1024, 256 * 1024 * 1024])
+  const set = readSettings({}, {MOD_MAX_BATCH_BYTES: '10MB', MOD_MAX_BUFFERED_BYTES: '64MB'}, cwd).limits
+  assert.equal([set.maxBatchBytes, set.maxBufferedBytes], [10 * 1024 * 1024, 64 * 1024 * 1024])
+  assert.throws(
+    () => readSettings({}, {MOD_MAX_BATCH_BYTES: '300MB'}, cwd),
+    (e: {code: string; message: string}) =>
+      e.code === 'invalid_config' &&
+      e.message ===
+        'MOD_MAX_BUFFERED_BYTES="268435456" is not valid: expected at least 315621376 bytes: the larger of MOD_MAX_BATCH_BYTES and 2 x MOD_MAX_BYTES, plus 1 MiB',
+  )
+  assert.throws(() => readSettings({}, {MOD_MAX_BYTES: '200MB', MOD_MAX_BUFFERED_BYTES: '256MB'}, cwd), /MOD_MAX_BUFFERED_BYTES="256MB"/)
+})
+
 test('an invalid value is invalid_config naming the variable it came from', () => {
   const cases: [Record<string, string>, string][] = [
     [{MOD_THREADS: 'many'}, 'MOD_THREADS="many" is not valid: expected a whole number >= 1'],
