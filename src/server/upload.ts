@@ -1,10 +1,12 @@
 import type {IncomingMessage} from 'node:http'
+import {createWriteStream} from 'node:fs'
 import {join} from 'node:path'
 import {Writable} from 'node:stream'
 
 import formidable, {errors, multipart} from 'formidable'
 
 import {isModError, ModError} from '../lib/errors.js'
+import {byteCap, type ByteCap} from '../lib/input/read-capped.js'
 import {bodyStream, type BodyStream} from './body-stream.js'
 import type {Hold} from './queue.js'
 
@@ -63,7 +65,7 @@ export function isMultipart(req: IncomingMessage): boolean {
 export async function receiveImages(req: IncomingMessage, limits: ImageUploadLimits): Promise<UploadedImage[]> {
   const maxTotal = Math.min(limits.maxTotalBytes ?? Number.POSITIVE_INFINITY, limits.maxFiles * limits.maxBytes)
   const body = bodyStream(req, {idleMs: limits.idleMs, maxBytes: maxTotal + FORM_ROOM, hold: limits.hold})
-  const total = {size: 0, limit: maxTotal}
+  const total = byteCap(maxTotal, 'the files', () => new ModError('payload_too_large', `the files are larger than ${maxTotal} bytes together (MOD_MAX_BATCH_BYTES)`))
   const received: Received[] = []
   const unexpected = new Set<string>()
   const form = formidable({
@@ -93,32 +95,64 @@ export async function receiveImages(req: IncomingMessage, limits: ImageUploadLim
 
 /**
  * Streams one video upload to `dir/upload`; over `maxBytes` it stops at once with payload_too_large
- * (formidable counts the total while writing) and the partial file is left for the caller to remove
- * with `dir`.
+ * (counted as the bytes arrive) and the partial file is left for the caller to remove with `dir`.
  */
 export async function receiveVideo(req: IncomingMessage, limits: VideoUploadLimits): Promise<UploadedVideo> {
   const unexpected = new Set<string>()
   let filename = limits.field
+  const path = join(limits.dir, 'upload')
+  const cap = byteCap(limits.maxBytes, 'the video', () => new ModError('payload_too_large', `the video is larger than ${limits.maxBytes} bytes (MOD_MAX_VIDEO_BYTES)`))
+  let failed: ModError | undefined
   const form = formidable({
     ...FIELD_LIMITS,
     enabledPlugins: [multipart],
-    uploadDir: limits.dir,
-    filename: () => 'upload',
     maxFiles: 1,
-    maxFileSize: limits.maxBytes,
-    maxTotalFileSize: limits.maxBytes,
+    // The file sink below counts the bytes against maxBytes as they arrive.
+    maxFileSize: Infinity,
+    maxTotalFileSize: Infinity,
     allowEmptyFiles: true,
     minFileSize: 0,
     filter: (part) => keep(part, limits.field, unexpected),
+    fileWriteStreamHandler: () => cappedFile(path, cap, (e) => (failed = e)),
   })
   form.on('fileBegin', (_name, file) => {
     filename = file.originalFilename || limits.field
   })
   const body = bodyStream(req, {idleMs: limits.idleMs, maxBytes: limits.maxBytes + FORM_ROOM})
   const [fields, files] = await parse(form, body, 'single')
+  if (failed) throw failed
   const file = files[limits.field]?.[0]
   checkFields(limits.field, unexpected, file ? 1 : 0, fields)
-  return {filename, path: join(limits.dir, 'upload'), size: file?.size ?? 0}
+  return {filename, path, size: cap.total}
+}
+
+/** A file at `path` that fails (and reports to `onError`) once its bytes go over `cap`. */
+function cappedFile(path: string, cap: ByteCap, onError: (e: ModError) => void): Writable {
+  const out = createWriteStream(path)
+  const sink: Writable = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      try {
+        cap.add(chunk.length)
+      } catch (e) {
+        onError(e as ModError)
+        callback(e as ModError)
+        return
+      }
+      out.write(chunk, callback)
+    },
+    final(callback) {
+      out.end(callback)
+    },
+    destroy(e, callback) {
+      out.destroy()
+      callback(e)
+    },
+  })
+  // A write still pending when the upload is cut fails on the destroyed file: already handled.
+  out.on('error', (e) => {
+    if (!sink.destroyed) sink.destroy(e)
+  })
+  return sink
 }
 
 /** Files in other fields are skipped unread and reported after the body ends (formidable has no way to stop from a filter). */
@@ -145,17 +179,15 @@ interface Received {
 }
 
 /** A Writable that keeps the chunks and fails with payload_too_large past `limit` bytes, or past the files' total. */
-function memorySink(into: Received, limit: number, total: {size: number; limit: number}): Writable {
-  let size = 0
+function memorySink(into: Received, limit: number, total: ByteCap): Writable {
+  const file = byteCap(limit, into.filename, () => new ModError('payload_too_large', `${into.filename} is larger than ${limit} bytes (MOD_MAX_BYTES)`))
   return new Writable({
     write(chunk: Buffer, _encoding, callback) {
-      size += chunk.length
-      total.size += chunk.length
-      if (size > limit || total.size > total.limit) {
-        into.error =
-          size > limit
-            ? new ModError('payload_too_large', `${into.filename} is larger than ${limit} bytes (MOD_MAX_BYTES)`)
-            : new ModError('payload_too_large', `the files are larger than ${total.limit} bytes together (MOD_MAX_BATCH_BYTES)`)
+      try {
+        file.add(chunk.length)
+        total.add(chunk.length)
+      } catch (e) {
+        into.error = e as ModError
         callback(into.error)
         return
       }
