@@ -9,6 +9,7 @@ import type {Engine} from '../lib/engine.js'
 import {ModError} from '../lib/errors.js'
 import {fetchImageUrl, type FetchImageOptions} from '../lib/fetch/url.js'
 import {checkKey} from './auth.js'
+import {answerClientError} from './client-error.js'
 import {isJson, jsonBodyLimit} from './body.js'
 import type {Request, RouteContext} from './context.js'
 import {docsRoutes} from './docs.js'
@@ -90,7 +91,7 @@ export function buildServer(engine: Engine, settings: Settings, options: ServerO
   const app = polka({
     onError: (err: unknown, _req: unknown, res: ServerResponse) => sendError(res, toHttpError(err, log)),
     onNoMatch: (req: Request, res: ServerResponse) => {
-      const methods = known.get(req.path) ?? (req.path.startsWith('/docs/') ? ['GET'] : undefined)
+      const methods = known.get(req.path) ?? (req.path.startsWith('/docs/') ? ['GET', 'HEAD'] : undefined)
       sendError(res, methods ? methodNotAllowed(req.method ?? '', req.path, methods) : notFound(req.path))
     },
   })
@@ -130,16 +131,25 @@ export function buildServer(engine: Engine, settings: Settings, options: ServerO
     allowUrls: settings.allowUrls,
     limits: settings.limits,
   })
+  // The document and the docs answer HEAD as GET without the body (Node drops it), like the routes above.
+  const openapi = openapiHandler(doc)
   allow('GET', '/openapi.json')
-  app.get('/openapi.json', openapiHandler(doc))
+  allow('HEAD', '/openapi.json')
+  app.get('/openapi.json', openapi)
+  app.head('/openapi.json', openapi)
 
   // Mount point: the /docs page and its assets under /docs/ (src/server/docs.ts).
   for (const route of docsRoutes({notFound: (req, res) => sendError(res, notFound((req as Request).path))})) {
-    if (!route.path.endsWith('*')) allow('GET', route.path)
+    if (!route.path.endsWith('*')) {
+      allow('GET', route.path)
+      allow('HEAD', route.path)
+    }
     app.get(route.path, route.handler)
+    app.head(route.path, route.handler)
   }
 
   const server = createServer()
+  server.on('clientError', answerClientError)
   const open = new Set<ServerResponse>()
   let closing = false
   server.on('request', (req, res: ServerResponse) => {

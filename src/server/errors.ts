@@ -33,6 +33,7 @@ export const HTTP_ERROR_CODES = [
   'internal',
   'not_found',
   'method_not_allowed',
+  'headers_too_large',
 ] as const
 
 export type HttpErrorCode = (typeof HTTP_ERROR_CODES)[number]
@@ -138,6 +139,11 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
     status: 405,
     when: () => 'another method on a listed path (the `Allow` header names the right one)',
     example: 'GET is not allowed on /v1/moderate; use POST',
+  },
+  headers_too_large: {
+    status: 431,
+    when: () => "the request's headers are over Node's limit of 16 KiB, on any path (the connection is then closed)",
+    example: 'the request headers are larger than the server accepts (16 KiB)',
   },
 }
 

@@ -82,6 +82,7 @@ export async function receiveImages(req: IncomingMessage, limits: ImageUploadLim
     // formidable emits fileBegin and then, synchronously, opens the file through this handler.
     fileWriteStreamHandler: () => memorySink(received[received.length - 1], limits.maxBytes, total),
   })
+  acceptUntypedFiles(form)
   form.on('fileBegin', (_name, file) => {
     received.push({filename: file.originalFilename || limits.field, chunks: []})
   })
@@ -115,6 +116,7 @@ export async function receiveVideo(req: IncomingMessage, limits: VideoUploadLimi
     filter: (part) => keep(part, limits.field, unexpected),
     fileWriteStreamHandler: () => cappedFile(path, cap, (e) => (failed = e)),
   })
+  acceptUntypedFiles(form)
   form.on('fileBegin', (_name, file) => {
     filename = file.originalFilename || limits.field
   })
@@ -155,6 +157,17 @@ function cappedFile(path: string, cap: ByteCap, onError: (e: ModError) => void):
   return sink
 }
 
+/**
+ * A part with a filename is a file even without its own Content-Type (RFC 7578 makes it optional; the content
+ * is sniffed by the decoder): formidable would read it as a text field.
+ */
+function acceptUntypedFiles(form: ReturnType<typeof formidable>): void {
+  form.onPart = (part) => {
+    if (typeof part.originalFilename === 'string' && !part.mimetype) part.mimetype = 'application/octet-stream'
+    return form._handlePart(part)
+  }
+}
+
 /** Files in other fields are skipped unread and reported after the body ends (formidable has no way to stop from a filter). */
 function keep(part: formidable.Part, field: string, unexpected: Set<string>): boolean {
   if (part.name === field) return true
@@ -168,7 +181,7 @@ function checkFields(field: string, unexpected: Set<string>, count: number, fiel
     throw new ModError('bad_request', `unexpected file field ${names}: send files in the field "${field}"`)
   }
   if (count > 0) return
-  const hint = fields[field] !== undefined ? ' as a file (with a filename and a Content-Type), not as a text value' : ''
+  const hint = fields[field] !== undefined ? ' as a file (with a filename), not as a text value' : ''
   throw new ModError('bad_request', `the multipart field "${field}" is missing: send the file${hint} in "${field}"`)
 }
 
