@@ -50,7 +50,7 @@ export interface VideoUploadLimits {
 const FIELD_LIMITS = {maxFields: 32, maxFieldsSize: 64 * 1024}
 
 /** A multipart body may carry this much besides its files: the form fields, part headers and boundaries. */
-export const FORM_ROOM = FIELD_LIMITS.maxFieldsSize + 64 * 1024
+const FORM_ROOM = FIELD_LIMITS.maxFieldsSize + 64 * 1024
 
 export function isMultipart(req: IncomingMessage): boolean {
   return /^multipart\/form-data\s*(;|$)/i.test(req.headers['content-type'] ?? '')
@@ -58,7 +58,8 @@ export function isMultipart(req: IncomingMessage): boolean {
 
 /**
  * Reads a multipart body of images into memory, in upload order. Limits hold while the body streams:
- * a file over `maxBytes` is payload_too_large as soon as its byte `maxBytes + 1` arrives, and file
+ * a file over `maxBytes`, or files over `maxTotalBytes` together, is payload_too_large as soon as the byte
+ * over the limit arrives (a declared Content-Length over them plus the form's room, before reading), and file
  * number `maxFiles + 1` is too_many_files as soon as its part begins. Empty files are returned as they
  * are (a single-file endpoint refuses them; a batch reports them as unreadable).
  */
@@ -72,8 +73,8 @@ export async function receiveImages(req: IncomingMessage, limits: ImageUploadLim
     ...FIELD_LIMITS,
     enabledPlugins: [multipart],
     maxFiles: limits.maxFiles,
-    // memorySink enforces maxBytes per file as the bytes arrive (formidable's own per-file check only
-    // runs once a file has ended), which also bounds the total.
+    // memorySink enforces maxBytes per file and the files' total as the bytes arrive (formidable's own
+    // per-file check only runs once a file has ended).
     maxFileSize: Infinity,
     maxTotalFileSize: Infinity,
     allowEmptyFiles: true,
