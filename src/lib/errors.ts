@@ -7,6 +7,7 @@ export type ErrorCode =
   | 'url_fetch_failed'
   | 'url_fetch_timeout'
   | 'payload_too_large'
+  | 'request_timeout'
   | 'too_many_files'
   | 'video_too_long'
   | 'unsupported_media'

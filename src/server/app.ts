@@ -10,6 +10,7 @@ import {ModError} from '../lib/errors.js'
 import {fetchImageUrl, type FetchImageOptions} from '../lib/fetch/url.js'
 import {checkKey, WWW_AUTHENTICATE} from './auth.js'
 import {isJson, jsonBodyLimit} from './body.js'
+import {answerClientError} from './client-error.js'
 import type {Request, RouteContext} from './context.js'
 import {corsHeaders, preflightHeaders} from './cors.js'
 import {docsRoutes} from './docs.js'
@@ -19,7 +20,7 @@ import {createServerMetrics, type ServerMetrics} from './metrics.js'
 import {openapiDocument, openapiHandler} from './openapi.js'
 import {createJobs} from './jobs/service.js'
 import type {JobQueue} from './jobs/types.js'
-import {createGate, type Gate} from './queue.js'
+import {createGate, type Gate, type Hold} from './queue.js'
 import {sendError} from './reply.js'
 import {requestIdOf} from './request-id.js'
 import type {AnyRoute} from './route.js'
@@ -71,7 +72,8 @@ function inputOf(route: AnyRoute): (ctx: RouteContext, req: Request) => Paramete
   return (ctx, req) => {
     if (readJson && !isJson(req)) throw new ModError('unsupported_media', 'send the request body as application/json')
     const query = readQuery(new URL(req.url ?? '/', 'http://localhost').searchParams)
-    const body = readJson ? () => readJson(req, jsonBodyLimit(ctx.settings.limits.maxBytes)) : noBody
+    const {maxBytes, bodyTimeoutMs: idleMs} = ctx.settings.limits
+    const body = readJson ? (hold?: Hold) => readJson(req, {maxBytes: jsonBodyLimit(maxBytes), idleMs, hold}) : noBody
     return {query, body}
   }
 }
@@ -90,7 +92,7 @@ function packageVersion(): string {
  */
 export function buildServer(engine: Engine, settings: Settings, options: ServerOptions = {}): ModServer {
   const log = options.log ?? (options.logger ? logTo(options.logger) : stderrLog)
-  const gate = createGate(settings.limits.queueLimit)
+  const gate = createGate(settings.limits.queueLimit, settings.limits)
   const metrics = options.metrics ?? createServerMetrics()
   metrics.watchQueue(() => gate.admitted)
   let draining = false
@@ -113,7 +115,7 @@ export function buildServer(engine: Engine, settings: Settings, options: ServerO
   const app = polka({
     onError: (err: unknown, _req: unknown, res: ServerResponse) => sendError(res, toHttpError(err, log)),
     onNoMatch: (req: Request, res: ServerResponse) => {
-      const methods = allowedOn(known, req.path) ?? (req.path.startsWith('/docs/') ? ['GET'] : undefined)
+      const methods = allowedOn(known, req.path) ?? (req.path.startsWith('/docs/') ? ['GET', 'HEAD'] : undefined)
       sendError(res, methods ? methodNotAllowed(req.method ?? '', req.path, methods) : notFound(req.path))
     },
   })
@@ -165,16 +167,25 @@ export function buildServer(engine: Engine, settings: Settings, options: ServerO
     allowUrls: settings.allowUrls,
     limits: settings.limits,
   })
+  // The document and the docs answer HEAD as GET without the body (Node drops it), like the routes above.
+  const openapi = openapiHandler(doc)
   allow('GET', '/openapi.json')
-  app.get('/openapi.json', openapiHandler(doc))
+  allow('HEAD', '/openapi.json')
+  app.get('/openapi.json', openapi)
+  app.head('/openapi.json', openapi)
 
   // Mount point: the /docs page and its assets under /docs/ (src/server/docs.ts).
   for (const route of docsRoutes({notFound: (req, res) => sendError(res, notFound((req as Request).path))})) {
-    if (!route.path.endsWith('*')) allow('GET', route.path)
+    if (!route.path.endsWith('*')) {
+      allow('GET', route.path)
+      allow('HEAD', route.path)
+    }
     app.get(route.path, route.handler)
+    app.head(route.path, route.handler)
   }
 
   const server = createServer()
+  server.on('clientError', answerClientError)
   const open = new Set<ServerResponse>()
   let closing = false
   // The route pattern names a request in the metrics: raw paths would make unbounded label values.

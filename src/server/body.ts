@@ -1,6 +1,8 @@
 import type {IncomingMessage} from 'node:http'
 
 import {ModError} from '../lib/errors.js'
+import {readCapped} from '../lib/input/read-capped.js'
+import {bodyStream, type BodyLimits} from './body-stream.js'
 
 /**
  * The largest JSON body worth reading for images of `maxBytes`: their base64 text, plus 10% for line
@@ -15,34 +17,13 @@ export function isJson(req: IncomingMessage): boolean {
   return type === 'application/json' || /^application\/[\w.+-]+\+json$/.test(type)
 }
 
-/** The request body, counted as it arrives: over `limit` bytes it stops reading and throws payload_too_large. */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  const declared = Number(req.headers['content-length'])
-  if (declared > limit) return Promise.reject(tooLarge(limit))
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
-    let size = 0
-    const done = (e?: ModError) => {
-      req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose)
-      if (e) {
-        req.pause()
-        reject(e)
-      } else resolve(Buffer.concat(chunks, size))
-    }
-    const onData = (chunk: Buffer) => {
-      size += chunk.length
-      if (size > limit) done(tooLarge(limit))
-      else chunks.push(chunk)
-    }
-    const onEnd = () => done()
-    const onError = () => done(new ModError('bad_request', 'the request body could not be read'))
-    const onClose = () => done(new ModError('bad_request', 'the request was cancelled by the client'))
-    req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose)
-  })
-}
-
-function tooLarge(limit: number): ModError {
-  return new ModError('payload_too_large', `the request body is larger than ${limit} bytes`)
+/**
+ * The request body, counted as it arrives: a declared Content-Length over `limit` is refused before
+ * reading, and past `limit` bytes reading stops with payload_too_large; a body that sends nothing for
+ * `idleMs` is request_timeout. Its bytes are counted in `hold` before they are buffered.
+ */
+export async function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Buffer> {
+  return readCapped(bodyStream(req, limits), limits.maxBytes, 'the request body')
 }
 
 const DATA_URI = /^data:[^,]*?;base64,/i

@@ -26,6 +26,7 @@ export const HTTP_ERROR_CODES = [
   'url_fetch_failed',
   'url_fetch_timeout',
   'payload_too_large',
+  'request_timeout',
   'too_many_files',
   'video_too_long',
   'unsupported_media',
@@ -35,6 +36,7 @@ export const HTTP_ERROR_CODES = [
   'internal',
   'not_found',
   'method_not_allowed',
+  'headers_too_large',
 ] as const
 
 export type HttpErrorCode = (typeof HTTP_ERROR_CODES)[number]
@@ -86,9 +88,15 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   payload_too_large: {
     status: 413,
     when: (l) =>
-      `an image over ${humanBytes(l.maxBytes)} or ${grouped(l.maxPixels)} decoded pixels, a request body over ` +
-      `the upload limit, or a video over ${humanBytes(l.maxVideoBytes)}`,
+      `an image over ${humanBytes(l.maxBytes)} or ${grouped(l.maxPixels)} decoded pixels, batch files over ` +
+      `${humanBytes(l.maxBatchBytes)} together, a request body over the upload limit (its Content-Length is ` +
+      `checked before reading), or a video over ${humanBytes(l.maxVideoBytes)}`,
     example: 'the image is larger than 26214400 bytes',
+  },
+  request_timeout: {
+    status: 408,
+    when: (l) => `an upload sent nothing for ${humanSeconds(l.bodyTimeoutMs)} while the server was reading it (\`MOD_BODY_TIMEOUT_MS\`)`,
+    example: 'no part of the request body arrived for 30000 ms (MOD_BODY_TIMEOUT_MS)',
   },
   too_many_files: {
     status: 413,
@@ -111,7 +119,10 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   overloaded: {
     status: 503,
     retryAfter: RETRY_OVERLOADED_S,
-    when: (l) => `the worker queue is full (${l.queueLimit} requests waiting), as many jobs wait, or the job queue (Redis) is unreachable`,
+    when: (l) =>
+      `the worker queue is full (${l.queueLimit} requests waiting), ${l.maxUploads} uploads are already being ` +
+      `received (\`MOD_MAX_UPLOADS\`), the worker holds ${humanBytes(l.maxBufferedBytes)} of requests not ` +
+      'answered yet (`MOD_MAX_BUFFERED_BYTES`), as many jobs wait, or the job queue (Redis) is unreachable',
     example: 'the server is busy; retry later',
   },
   model_unavailable: {
@@ -141,6 +152,11 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
     when: () => 'another method on a listed path (the `Allow` header names the right one)',
     example: 'GET is not allowed on /v1/moderate; use POST',
   },
+  headers_too_large: {
+    status: 431,
+    when: () => "the request's headers are over Node's limit of 16 KiB, on any path (the connection is then closed)",
+    example: 'the request headers are larger than the server accepts (16 KiB)',
+  },
 }
 
 /** How an engine code reaches the client: under another code (`as`), and whether its message is hidden. */
@@ -159,6 +175,7 @@ const FROM_ENGINE: {[C in ErrorCode]: C extends HttpErrorCode ? EngineRow : Engi
   url_fetch_failed: {},
   url_fetch_timeout: {},
   payload_too_large: {},
+  request_timeout: {},
   too_many_files: {},
   video_too_long: {},
   unsupported_media: {},

@@ -13,14 +13,42 @@ export interface Ticket {
   release(): void
 }
 
+/** A request body being received, and the bytes of it the worker holds in memory until the request is answered. */
+export interface Upload {
+  /**
+   * Counts `bytes` more as held before they are buffered, or throws `overloaded` when the worker would then hold
+   * more than MOD_MAX_BUFFERED_BYTES (the request's earlier bytes stay counted until `release`).
+   */
+  take(bytes: number): void
+  /** Counts `bytes` fewer as held (a reservation turned out larger than the data). */
+  give(bytes: number): void
+  /** Gives the upload place back once the body is in; safe to call more than once. */
+  done(): void
+  /** Gives the upload place and every held byte back, once the request no longer needs its input. */
+  release(): void
+}
+
+/** Where a request's buffered bytes are counted. */
+export type Hold = Pick<Upload, 'take'>
+
 export interface Gate {
   /**
-   * Lets a request in before its body is read, or throws `overloaded` when one running request and
-   * `queueLimit` more are already in, so a busy worker refuses at once instead of buffering uploads.
+   * Lets a request start receiving its body, or throws `overloaded` when the queue is full already (a busy
+   * worker refuses at once instead of reading an upload it could not admit) or `maxUploads` bodies are being
+   * received: clients that send slowly hold upload places, never queue places.
+   */
+  receive(): Upload
+  /**
+   * Lets a request whose input is received into the queue, or throws `overloaded` when one running request and
+   * `queueLimit` more are already in.
    */
   admit(): Ticket
-  /** Requests let in and not yet released: running, waiting, or still receiving their body. */
+  /** Requests let in and not yet released: running or waiting. */
   readonly admitted: number
+  /** Request bodies being received. */
+  readonly receiving: number
+  /** Request bytes held in memory by requests not answered yet; never more than the budget. */
+  readonly held: number
 }
 
 const cancelled = (): ModError => new ModError('bad_request', 'the request was cancelled by the client')
@@ -72,19 +100,76 @@ function createLock(): Lock {
   }
 }
 
-/** The per-process moderation queue (MOD_QUEUE_LIMIT); state lives in the returned value. */
-export function createGate(queueLimit: number): Gate {
+export interface Intake {
+  /** MOD_MAX_UPLOADS */
+  maxUploads: number
+  /** MOD_MAX_BUFFERED_BYTES */
+  maxBufferedBytes: number
+}
+
+const UNBOUNDED: Intake = {maxUploads: Number.POSITIVE_INFINITY, maxBufferedBytes: Number.POSITIVE_INFINITY}
+
+/**
+ * The per-process moderation queue (MOD_QUEUE_LIMIT), uploads (MOD_MAX_UPLOADS) and buffered bytes
+ * (MOD_MAX_BUFFERED_BYTES); state lives in the returned value.
+ */
+export function createGate(queueLimit: number, intake: Intake = UNBOUNDED): Gate {
+  const {maxUploads, maxBufferedBytes} = intake
   let admitted = 0
+  let receiving = 0
+  let held = 0
   const preparing = createLock()
+  const checkQueue = () => {
+    if (admitted > queueLimit) {
+      throw new ModError('overloaded', `the server is busy (${queueLimit} requests already waiting); retry shortly`)
+    }
+  }
 
   return {
     get admitted() {
       return admitted
     },
-    admit() {
-      if (admitted > queueLimit) {
-        throw new ModError('overloaded', `the server is busy (${queueLimit} requests already waiting); retry shortly`)
+    get receiving() {
+      return receiving
+    },
+    get held() {
+      return held
+    },
+    receive() {
+      checkQueue()
+      if (receiving >= maxUploads) {
+        throw new ModError('overloaded', `the server is busy (${maxUploads} uploads already in progress); retry shortly`)
       }
+      receiving++
+      let done = false
+      let mine = 0
+      const upload: Upload = {
+        take(bytes) {
+          if (held + bytes > maxBufferedBytes) {
+            throw new ModError('overloaded', 'the server is busy (its memory for uploads is in use); retry shortly')
+          }
+          held += bytes
+          mine += bytes
+        },
+        give(bytes) {
+          const back = Math.min(bytes, mine)
+          held -= back
+          mine -= back
+        },
+        done() {
+          if (done) return
+          done = true
+          receiving--
+        },
+        release() {
+          upload.done()
+          upload.give(mine)
+        },
+      }
+      return upload
+    },
+    admit() {
+      checkQueue()
       admitted++
       let released = false
       return {

@@ -5,6 +5,7 @@ import type {Static, TObject, TSchema} from 'typebox'
 import type {Limits} from '../lib/config/settings.js'
 import type {Request, RouteContext} from './context.js'
 import type {HttpErrorCode} from './errors.js'
+import type {Hold} from './queue.js'
 import type {QueryValues} from './validate.js'
 
 /**
@@ -75,10 +76,10 @@ export interface Operation<Q extends TObject = TObject, B extends TSchema = TSch
 export interface Input<Q, B> {
   query: Q
   /**
-   * Reads and validates the JSON body. A handler calls it once it holds its place in the queue, so that
-   * only admitted requests hold a body in memory.
+   * Reads and validates the JSON body, its bytes counted in `hold` (the request's upload) as they are buffered.
+   * A handler calls it once it holds an upload place.
    */
-  body: () => Promise<B>
+  body: (hold?: Hold) => Promise<B>
 }
 
 export type RouteHandler<Q, B> = (ctx: RouteContext, req: Request, res: ServerResponse, input: Input<Q, B>) => Promise<void>

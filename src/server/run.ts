@@ -77,7 +77,7 @@ export async function runServer(o: RunOptions): Promise<number> {
     o.log(`draining: /ready answers 503 for ${o.settings.drainDelayMs} ms before the port closes`, 'info')
     await new Promise((resolve) => setTimeout(resolve, o.settings.drainDelayMs))
   }
-  const inFlight = handle.gate.admitted
+  const inFlight = handle.gate.admitted + handle.gate.receiving
   // close() stops accepting at once; the line is printed once new connections are already refused.
   const closed = handle.close()
   o.log(inFlight > 0 ? `stopping: finishing ${inFlight} request(s) in flight` : 'stopping', 'info')

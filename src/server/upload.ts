@@ -1,10 +1,14 @@
 import type {IncomingMessage} from 'node:http'
+import {createWriteStream} from 'node:fs'
 import {join} from 'node:path'
 import {Writable} from 'node:stream'
 
 import formidable, {errors, multipart} from 'formidable'
 
 import {isModError, ModError} from '../lib/errors.js'
+import {byteCap, type ByteCap} from '../lib/input/read-capped.js'
+import {bodyStream, type BodyStream} from './body-stream.js'
+import type {Hold} from './queue.js'
 
 /** An uploaded image, held in memory (images are at most MOD_MAX_BYTES). */
 export interface UploadedImage {
@@ -26,6 +30,12 @@ export interface ImageUploadLimits {
   maxFiles: number
   /** Per file, enforced as the bytes arrive. */
   maxBytes: number
+  /** All files together (MOD_MAX_BATCH_BYTES), enforced as the bytes arrive; default maxFiles x maxBytes. */
+  maxTotalBytes?: number
+  /** MOD_BODY_TIMEOUT_MS: a body that sends nothing for this long is request_timeout. */
+  idleMs: number
+  /** Where the body's bytes are counted as held in memory before they are buffered. */
+  hold?: Hold
 }
 
 export interface VideoUploadLimits {
@@ -33,10 +43,14 @@ export interface VideoUploadLimits {
   maxBytes: number
   /** A folder owned by this request; the video is written there as `upload`. */
   dir: string
+  idleMs: number
 }
 
 /** Form fields that are not files are ignored, but they cannot be used to make the server buffer much. */
 const FIELD_LIMITS = {maxFields: 32, maxFieldsSize: 64 * 1024}
+
+/** A multipart body may carry this much besides its files: the form fields, part headers and boundaries. */
+const FORM_ROOM = FIELD_LIMITS.maxFieldsSize + 64 * 1024
 
 export function isMultipart(req: IncomingMessage): boolean {
   return /^multipart\/form-data\s*(;|$)/i.test(req.headers['content-type'] ?? '')
@@ -44,31 +58,36 @@ export function isMultipart(req: IncomingMessage): boolean {
 
 /**
  * Reads a multipart body of images into memory, in upload order. Limits hold while the body streams:
- * a file over `maxBytes` is payload_too_large as soon as its byte `maxBytes + 1` arrives, and file
+ * a file over `maxBytes`, or files over `maxTotalBytes` together, is payload_too_large as soon as the byte
+ * over the limit arrives (a declared Content-Length over them plus the form's room, before reading), and file
  * number `maxFiles + 1` is too_many_files as soon as its part begins. Empty files are returned as they
  * are (a single-file endpoint refuses them; a batch reports them as unreadable).
  */
 export async function receiveImages(req: IncomingMessage, limits: ImageUploadLimits): Promise<UploadedImage[]> {
+  const maxTotal = Math.min(limits.maxTotalBytes ?? Number.POSITIVE_INFINITY, limits.maxFiles * limits.maxBytes)
+  const body = bodyStream(req, {idleMs: limits.idleMs, maxBytes: maxTotal + FORM_ROOM, hold: limits.hold})
+  const total = byteCap(maxTotal, 'the files', () => new ModError('payload_too_large', `the files are larger than ${maxTotal} bytes together (MOD_MAX_BATCH_BYTES)`))
   const received: Received[] = []
   const unexpected = new Set<string>()
   const form = formidable({
     ...FIELD_LIMITS,
     enabledPlugins: [multipart],
     maxFiles: limits.maxFiles,
-    // memorySink enforces maxBytes per file as the bytes arrive (formidable's own per-file check only
-    // runs once a file has ended), which also bounds the total.
+    // memorySink enforces maxBytes per file and the files' total as the bytes arrive (formidable's own
+    // per-file check only runs once a file has ended).
     maxFileSize: Infinity,
     maxTotalFileSize: Infinity,
     allowEmptyFiles: true,
     minFileSize: 0,
     filter: (part) => keep(part, limits.field, unexpected),
     // formidable emits fileBegin and then, synchronously, opens the file through this handler.
-    fileWriteStreamHandler: () => memorySink(received[received.length - 1], limits.maxBytes),
+    fileWriteStreamHandler: () => memorySink(received[received.length - 1], limits.maxBytes, total),
   })
+  acceptUntypedFiles(form)
   form.on('fileBegin', (_name, file) => {
     received.push({filename: file.originalFilename || limits.field, chunks: []})
   })
-  const [fields] = await parse(form, req, limits.maxFiles === 1 ? 'single' : 'many')
+  const [fields] = await parse(form, body, limits.maxFiles === 1 ? 'single' : 'many')
   // formidable drops a sink's error that comes after the body's last byte was parsed; it is kept here.
   const failed = received.find((r) => r.error)
   if (failed?.error) throw failed.error
@@ -78,31 +97,76 @@ export async function receiveImages(req: IncomingMessage, limits: ImageUploadLim
 
 /**
  * Streams one video upload to `dir/upload`; over `maxBytes` it stops at once with payload_too_large
- * (formidable counts the total while writing) and the partial file is left for the caller to remove
- * with `dir`.
+ * (counted as the bytes arrive) and the partial file is left for the caller to remove with `dir`.
  */
 export async function receiveVideo(req: IncomingMessage, limits: VideoUploadLimits): Promise<UploadedVideo> {
   const unexpected = new Set<string>()
   let filename = limits.field
+  const path = join(limits.dir, 'upload')
+  const cap = byteCap(limits.maxBytes, 'the video', () => new ModError('payload_too_large', `the video is larger than ${limits.maxBytes} bytes (MOD_MAX_VIDEO_BYTES)`))
+  let failed: ModError | undefined
   const form = formidable({
     ...FIELD_LIMITS,
     enabledPlugins: [multipart],
-    uploadDir: limits.dir,
-    filename: () => 'upload',
     maxFiles: 1,
-    maxFileSize: limits.maxBytes,
-    maxTotalFileSize: limits.maxBytes,
+    // The file sink below counts the bytes against maxBytes as they arrive.
+    maxFileSize: Infinity,
+    maxTotalFileSize: Infinity,
     allowEmptyFiles: true,
     minFileSize: 0,
     filter: (part) => keep(part, limits.field, unexpected),
+    fileWriteStreamHandler: () => cappedFile(path, cap, (e) => (failed = e)),
   })
+  acceptUntypedFiles(form)
   form.on('fileBegin', (_name, file) => {
     filename = file.originalFilename || limits.field
   })
-  const [fields, files] = await parse(form, req, 'single')
+  const body = bodyStream(req, {idleMs: limits.idleMs, maxBytes: limits.maxBytes + FORM_ROOM})
+  const [fields, files] = await parse(form, body, 'single')
+  if (failed) throw failed
   const file = files[limits.field]?.[0]
   checkFields(limits.field, unexpected, file ? 1 : 0, fields)
-  return {filename, path: join(limits.dir, 'upload'), size: file?.size ?? 0}
+  return {filename, path, size: cap.total}
+}
+
+/** A file at `path` that fails (and reports to `onError`) once its bytes go over `cap`. */
+function cappedFile(path: string, cap: ByteCap, onError: (e: ModError) => void): Writable {
+  const out = createWriteStream(path)
+  const sink: Writable = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      try {
+        cap.add(chunk.length)
+      } catch (e) {
+        onError(e as ModError)
+        callback(e as ModError)
+        return
+      }
+      out.write(chunk, callback)
+    },
+    final(callback) {
+      out.end(callback)
+    },
+    destroy(e, callback) {
+      out.destroy()
+      callback(e)
+    },
+  })
+  // A write still pending when the upload is cut fails on the destroyed file: already handled.
+  out.on('error', (e) => {
+    if (!sink.destroyed) sink.destroy(e)
+  })
+  return sink
+}
+
+/**
+ * A part with a filename is a file even without its own Content-Type (RFC 7578 makes it optional; the content
+ * is sniffed by the decoder): formidable would read it as a text field.
+ */
+function acceptUntypedFiles(form: ReturnType<typeof formidable>): void {
+  form.onPart = (part) => {
+    if (typeof part.originalFilename === 'string' && !part.mimetype) part.mimetype = 'application/octet-stream'
+    return form._handlePart(part)
+  }
 }
 
 /** Files in other fields are skipped unread and reported after the body ends (formidable has no way to stop from a filter). */
@@ -118,7 +182,7 @@ function checkFields(field: string, unexpected: Set<string>, count: number, fiel
     throw new ModError('bad_request', `unexpected file field ${names}: send files in the field "${field}"`)
   }
   if (count > 0) return
-  const hint = fields[field] !== undefined ? ' as a file (with a filename and a Content-Type), not as a text value' : ''
+  const hint = fields[field] !== undefined ? ' as a file (with a filename), not as a text value' : ''
   throw new ModError('bad_request', `the multipart field "${field}" is missing: send the file${hint} in "${field}"`)
 }
 
@@ -128,14 +192,16 @@ interface Received {
   error?: ModError
 }
 
-/** A Writable that keeps the chunks and fails with payload_too_large past `limit` bytes. */
-function memorySink(into: Received, limit: number): Writable {
-  let size = 0
+/** A Writable that keeps the chunks and fails with payload_too_large past `limit` bytes, or past the files' total. */
+function memorySink(into: Received, limit: number, total: ByteCap): Writable {
+  const file = byteCap(limit, into.filename, () => new ModError('payload_too_large', `${into.filename} is larger than ${limit} bytes (MOD_MAX_BYTES)`))
   return new Writable({
     write(chunk: Buffer, _encoding, callback) {
-      size += chunk.length
-      if (size > limit) {
-        into.error = new ModError('payload_too_large', `${into.filename} is larger than ${limit} bytes (MOD_MAX_BYTES)`)
+      try {
+        file.add(chunk.length)
+        total.add(chunk.length)
+      } catch (e) {
+        into.error = e as ModError
         callback(into.error)
         return
       }
@@ -147,11 +213,11 @@ function memorySink(into: Received, limit: number): Writable {
 
 async function parse(
   form: ReturnType<typeof formidable>,
-  req: IncomingMessage,
+  body: BodyStream,
   arity: 'single' | 'many',
 ): Promise<[formidable.Fields, formidable.Files]> {
   try {
-    return await form.parse(req)
+    return await form.parse(body as unknown as IncomingMessage)
   } catch (e) {
     throw uploadError(e, arity)
   }

@@ -6,6 +6,7 @@ import type {Static, TObject, TSchema} from 'typebox'
 
 import {ModError} from '../lib/errors.js'
 import {readBody} from './body.js'
+import type {BodyLimits} from './body-stream.js'
 
 /**
  * Request validation from the routes' schemas (ajv, JSON Schema 2020-12): query strings are coerced to
@@ -86,10 +87,10 @@ function bodyProblem(errors: ErrorObject[]): string {
 }
 
 /** Reads a JSON body of at most `limit` bytes and checks it against the schema. */
-export function jsonBodyReader<B extends TSchema>(schema: B): (req: IncomingMessage, limit: number) => Promise<Static<B>> {
+export function jsonBodyReader<B extends TSchema>(schema: B): (req: IncomingMessage, limits: BodyLimits) => Promise<Static<B>> {
   const validate: ValidateFunction = bodyAjv.compile(schema)
-  return async (req, limit) => {
-    const text = (await readBody(req, limit)).toString('utf8')
+  return async (req, limits) => {
+    const text = (await readBody(req, limits)).toString('utf8')
     let value: unknown
     try {
       value = JSON.parse(text)

@@ -244,6 +244,7 @@ test('every engine error code has its status; server-side problems are hidden fr
     url_fetch_failed: [502, 'url_fetch_failed'],
     url_fetch_timeout: [504, 'url_fetch_timeout'],
     payload_too_large: [413, 'payload_too_large'],
+    request_timeout: [408, 'request_timeout'],
     too_many_files: [413, 'too_many_files'],
     video_too_long: [422, 'video_too_long'],
     unsupported_media: [415, 'unsupported_media'],

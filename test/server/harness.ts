@@ -147,6 +147,14 @@ export interface RawAnswer {
  * or stops sending); resolves with the answer, or rejects when the connection fails or no answer
  * came within `timeoutMs` (a server that waits for the rest of the body fails the test, not hangs it).
  */
+/** A raw answer's error body without its request_id, once that is checked against the X-Request-Id header. */
+export function rawError(answer: RawAnswer): {error: {code: string; message: string}} {
+  const {error} = JSON.parse(answer.body) as {error: {code: string; message: string; request_id?: string}}
+  const {request_id: id, ...rest} = error
+  if (id !== answer.headers['x-request-id']) throw new Error(`error.request_id ${id} is not the X-Request-Id header`)
+  return {error: rest}
+}
+
 export function rawRequest(
   url: string,
   options: {method?: string; headers?: Record<string, string | number>; timeoutMs?: number},

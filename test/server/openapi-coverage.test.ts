@@ -15,7 +15,7 @@ import type {JobQueue} from '../../src/server/jobs/types.js'
 import {openapiDocument, type OpenApiDocument} from '../../src/server/openapi.js'
 import {colourClip} from '../lib/video/helpers.js'
 import {assertConforms, createConformance} from './conformance.js'
-import {fakeEngine, form, red, start, tempDir, testSettings, toyEngine, type Running} from './harness.js'
+import {fakeEngine, form, multipartParts, rawRequest, red, start, tempDir, testSettings, toyEngine, type Running} from './harness.js'
 
 const KEY = 'coverage-key'
 const PUBLIC = '93.184.216.34'
@@ -36,6 +36,7 @@ let failing: Running
 let unloadable: Running
 let brokenJobs: Running
 let fullJobs: Running
+let impatient: Running
 let shortClip: Buffer
 let longClip: Buffer
 const slow = new Set<() => void>()
@@ -100,13 +101,14 @@ test.before(async () => {
       throw new ModError('overloaded', 'the job queue is full')
     }),
   })
+  impatient = await start(engine, {...settings, limits: {...settings.limits, bodyTimeoutMs: 150}}, options)
   shortClip = await readFile(await colourClip(join(dir.path, 'short.mp4'), ['blue'], 1))
   longClip = await readFile(await colourClip(join(dir.path, 'long.mp4'), ['blue'], 3))
 })
 
 test.after(async () => {
   for (const finish of slow) finish()
-  await Promise.all([main.stop(), noUrls.stop(), failing.stop(), unloadable.stop(), brokenJobs.stop(), fullJobs.stop()])
+  await Promise.all([main.stop(), noUrls.stop(), failing.stop(), unloadable.stop(), brokenJobs.stop(), fullJobs.stop(), impatient.stop()])
   await new Promise((resolve) => images.close(resolve))
   await engine.close()
   dir.remove()
@@ -119,6 +121,23 @@ async function send(base: string, method: string, path: string, init: RequestIni
   const res = await fetch(`${base}${path}`, {...rest, method, headers})
   await assertConforms(conformance, res, {method})
   return res.status
+}
+
+/** A request whose body stops after its first bytes: 408 from the server with a 150 ms body timeout. */
+async function stalled(path: string, contentType: string, start: string): Promise<number> {
+  const answer = await rawRequest(
+    `${impatient.base}${path}`,
+    {headers: {'x-api-key': KEY, 'content-type': contentType, 'content-length': start.length + 1000}},
+    (req) => req.write(start),
+  )
+  conformance.check('POST', path, answer.status, answer.headers, answer.body)
+  return answer.status
+}
+
+/** The start of a multipart body with one file part in `field`. */
+function stalledUpload(path: string, field: string): Promise<number> {
+  const {head, type} = multipartParts(field, 'slow.bin')
+  return stalled(path, type, head.toString('latin1'))
 }
 
 const upload = (field: string, files: {name: string; data: Buffer | string}[]) => ({body: form(field, files)})
@@ -150,6 +169,7 @@ test('POST /v1/moderate', async () => {
   assert.is(await send(main.base, 'POST', '/v1/moderate', upload('file', image)), 200)
   assert.is(await send(main.base, 'POST', '/v1/moderate', upload('other', image)), 400)
   assert.is(await send(main.base, 'POST', '/v1/moderate', {...upload('file', image), key: false}), 401)
+  assert.is(await stalledUpload('/v1/moderate', 'file'), 408)
   assert.is(await send(main.base, 'POST', '/v1/moderate', upload('file', [{name: 'big.png', data: Buffer.alloc(70_000, 1)}])), 413)
   assert.is(await send(main.base, 'POST', '/v1/moderate', upload('file', [{name: 'notes.txt', data: 'plain words'}])), 415)
   assert.is(await send(failing.base, 'POST', '/v1/moderate', upload('file', image)), 500)
@@ -161,6 +181,7 @@ test('POST /v1/moderate/batch', async () => {
   assert.is(await send(main.base, 'POST', '/v1/moderate/batch', upload('files', [image, {name: 'notes.txt', data: 'x'}])), 200)
   assert.is(await send(main.base, 'POST', '/v1/moderate/batch', upload('file', [image])), 400)
   assert.is(await send(main.base, 'POST', '/v1/moderate/batch', {...upload('files', [image]), key: false}), 401)
+  assert.is(await stalledUpload('/v1/moderate/batch', 'files'), 408)
   assert.is(await send(main.base, 'POST', '/v1/moderate/batch', upload('files', [image, image, image])), 413)
   assert.is(await send(main.base, 'POST', '/v1/moderate/batch', json({image_base64: 'AAAA'})), 415)
   assert.is(await send(failing.base, 'POST', '/v1/moderate/batch', upload('files', [image])), 500)
@@ -173,6 +194,7 @@ test('POST /v1/moderate/json, the documentation example included', async () => {
   assert.is(await send(main.base, 'POST', '/v1/moderate/json', json({})), 400)
   assert.is(await send(main.base, 'POST', '/v1/moderate/json', {...json(example), key: false}), 401)
   assert.is(await send(noUrls.base, 'POST', '/v1/moderate/json', json({url: 'http://images.example/red.png'})), 403)
+  assert.is(await stalled('/v1/moderate/json', 'application/json', '{"image_base64": "'), 408)
   const big = Buffer.alloc(70_000, 1).toString('base64')
   assert.is(await send(main.base, 'POST', '/v1/moderate/json', json({image_base64: big})), 413)
   const text = Buffer.from('plain words').toString('base64')
@@ -189,6 +211,7 @@ test('POST /v1/moderate/video', async () => {
   assert.is(await send(main.base, 'POST', '/v1/moderate/video', upload('file', clip)), 200)
   assert.is(await send(main.base, 'POST', '/v1/moderate/video?fps=0.0001', upload('file', clip)), 400)
   assert.is(await send(main.base, 'POST', '/v1/moderate/video', {...upload('file', clip), key: false}), 401)
+  assert.is(await stalledUpload('/v1/moderate/video', 'file'), 408)
   assert.is(await send(main.base, 'POST', '/v1/moderate/video', upload('file', [{name: 'big.mp4', data: Buffer.alloc(70_000, 1)}])), 413)
   assert.is(await send(main.base, 'POST', '/v1/moderate/video', upload('file', [{name: 'notes.mp4', data: 'plain words'}])), 415)
   assert.is(await send(main.base, 'POST', '/v1/moderate/video', upload('file', [{name: 'long.mp4', data: longClip}])), 422)
@@ -205,6 +228,7 @@ test('POST /v1/jobs/video, GET and DELETE /v1/jobs/{id}', async () => {
   assert.is(await submit(main.base, '?fps=0.0001'), 400)
   assert.is(await submit(main.base, '', {key: false}), 401)
   assert.is(await send(main.base, 'POST', '/v1/jobs/video', upload('file', [{name: 'big.mp4', data: Buffer.alloc(70_000, 1)}])), 413)
+  assert.is(await stalledUpload('/v1/jobs/video', 'file'), 408)
   assert.is(await submit(main.base, `?callback_url=${encodeURIComponent('http://10.1.2.3/hook')}`), 422)
   assert.is(await submit(brokenJobs.base), 500)
   assert.is(await submit(fullJobs.base), 503)

@@ -123,10 +123,10 @@ test('errors land on the operations that can give them', () => {
   const expected: [string, string, number[]][] = [
     ['get', '/health', [200]],
     ['get', '/v1/categories', [200, 500]],
-    ['post', '/v1/moderate', [200, 400, 413, 415, 500, 503]],
-    ['post', '/v1/moderate/batch', [200, 400, 413, 415, 500, 503]],
-    ['post', '/v1/moderate/json', [200, 400, 403, 413, 415, 422, 500, 502, 503, 504]],
-    ['post', '/v1/moderate/video', [200, 400, 413, 415, 422, 500, 503]],
+    ['post', '/v1/moderate', [200, 400, 408, 413, 415, 500, 503]],
+    ['post', '/v1/moderate/batch', [200, 400, 408, 413, 415, 500, 503]],
+    ['post', '/v1/moderate/json', [200, 400, 403, 408, 413, 415, 422, 500, 502, 503, 504]],
+    ['post', '/v1/moderate/video', [200, 400, 408, 413, 415, 422, 500, 503]],
     ['get', '/openapi.json', [200]],
     ['get', '/docs', [200]],
     ['get', '/ready', [200, 503]],
@@ -270,6 +270,10 @@ test('the description states the limits of this server in readable units', () =>
     maxVideoSeconds: 90,
     urlTimeoutMs: 2500,
     queueLimit: 8,
+    maxUploads: 5,
+    bodyTimeoutMs: 1500,
+    maxBatchBytes: 2 * 1024 * 1024,
+    maxBufferedBytes: 10 * 1024 * 1024,
   }
   const d = documentWith({limits})
   const text = d.info.description
@@ -280,6 +284,10 @@ test('the description states the limits of this server in readable units', () =>
   assert.match(text, '| `MOD_MAX_VIDEO_SECONDS` | 90 s |')
   assert.match(text, '| `MOD_URL_TIMEOUT_MS` | 2500 ms |')
   assert.match(text, '| `MOD_QUEUE_LIMIT` | 8 requests |')
+  assert.match(text, '| `MOD_MAX_UPLOADS` | 5 uploads |')
+  assert.match(text, '| `MOD_MAX_BATCH_BYTES` | 2 MiB (2 097 152 bytes) |')
+  assert.match(text, '| `MOD_MAX_BUFFERED_BYTES` | 10 MiB (10 485 760 bytes) |')
+  assert.match(text, '| `MOD_BODY_TIMEOUT_MS` | 1500 ms |')
   const batch = d.paths['/v1/moderate/batch']?.post
   assert.equal(
     (batch?.requestBody?.content['multipart/form-data'].schema.properties as Record<string, {maxItems: number}>).files

@@ -13,6 +13,7 @@ import {
   fakeEngine,
   form,
   multipartParts,
+  rawError,
   rawRequest,
   start,
   tempDir,
@@ -57,9 +58,9 @@ test.after(async () => {
 const video = (bytes: number) => form('file', [{name: 'clip.mp4', data: Buffer.alloc(bytes, 7), type: 'video/mp4'}])
 
 test('an image over MOD_MAX_BYTES is refused with 413 while the rest of its body has not been sent', async () => {
-  const {head, tail, type} = multipartParts('file', 'huge.png')
-  const declared = head.length + 10 * 1024 * 1024 + tail.length
-  const answer = await rawRequest(`${server.base}/v1/moderate`, {headers: {'content-type': type, 'content-length': declared}}, (req) => {
+  const {head, type} = multipartParts('file', 'huge.png')
+  // No Content-Length (chunked): the limit is found as the bytes arrive.
+  const answer = await rawRequest(`${server.base}/v1/moderate`, {headers: {'content-type': type}}, (req) => {
     req.write(head)
     req.write(Buffer.alloc(128 * 1024, 1))
   })
@@ -70,15 +71,28 @@ test('an image over MOD_MAX_BYTES is refused with 413 while the rest of its body
   })
 })
 
+test('a multipart body whose Content-Length is over the limit is refused with 413 before any of it is read', async () => {
+  const {type} = multipartParts('file', 'huge.png')
+  for (const [path, limit] of [['/v1/moderate', 64 * 1024], ['/v1/moderate/batch', 2 * 64 * 1024], ['/v1/moderate/video', 256 * 1024]] as const) {
+    const answer = await rawRequest(`${server.base}${path}`, {headers: {'content-type': type, 'content-length': 10 * 1024 * 1024}}, (req) => req.flushHeaders())
+    assert.is(answer.status, 413, path)
+    assert.is(answer.headers.connection, 'close', path)
+    assert.equal(rawError(answer), {
+      error: {code: 'payload_too_large', message: `the request body is larger than the limit of ${limit + 128 * 1024} bytes`},
+    })
+  }
+  assert.equal(readdirSync(uploads), [])
+})
+
 test('a video over MOD_MAX_VIDEO_BYTES is cut off with 413 and its partial file removed', async () => {
-  const {head, tail, type} = multipartParts('file', 'long.mp4')
-  const declared = head.length + 50 * 1024 * 1024 + tail.length
-  const answer = await rawRequest(`${server.base}/v1/moderate/video`, {headers: {'content-type': type, 'content-length': declared}}, (req) => {
+  const {head, type} = multipartParts('file', 'long.mp4')
+  // No Content-Length (chunked): the limit is found as the bytes arrive.
+  const answer = await rawRequest(`${server.base}/v1/moderate/video`, {headers: {'content-type': type}}, (req) => {
     req.write(head)
     for (let i = 0; i < 8; i++) req.write(Buffer.alloc(64 * 1024, 1))
   })
   assert.is(answer.status, 413)
-  assert.is(JSON.parse(answer.body).error.code, 'payload_too_large')
+  assert.equal(rawError(answer).error, {code: 'payload_too_large', message: 'the video is larger than 262144 bytes (MOD_MAX_VIDEO_BYTES)'})
   assert.equal(readdirSync(uploads), [])
 })
 
@@ -131,7 +145,7 @@ test('the upload folder is removed when moderation fails', async () => {
 test('the upload folder is removed when the client goes away in the middle of its upload', async () => {
   const {head, type} = multipartParts('file', 'clip.mp4')
   let sent: ClientRequest | undefined
-  const answer = rawRequest(`${server.base}/v1/moderate/video`, {headers: {'content-type': type, 'content-length': 1_000_000}}, (req) => {
+  const answer = rawRequest(`${server.base}/v1/moderate/video`, {headers: {'content-type': type, 'content-length': 300_000}}, (req) => {
     sent = req
     req.write(head)
     req.write(Buffer.alloc(10_000, 1))

@@ -17,6 +17,17 @@ export interface Limits {
   maxVideoSeconds: number
   urlTimeoutMs: number
   queueLimit: number
+  /** Request bodies being received at once per worker (server); the queue admits a request only once its body is in. */
+  maxUploads: number
+  /** A request body that sends nothing for this long while the server reads it is answered 408 (server). */
+  bodyTimeoutMs: number
+  /** The files of one batch request together (server). */
+  maxBatchBytes: number
+  /**
+   * Request bytes a worker holds in memory for requests not answered yet (uploaded images, JSON bodies, URL
+   * downloads); a request that would go over it is refused with 503 (server).
+   */
+  maxBufferedBytes: number
 }
 
 /** What the engine and the commands that load a model need. */
@@ -114,6 +125,15 @@ export const DEFAULT_LIMITS: Limits = {
   maxVideoSeconds: 600,
   urlTimeoutMs: 10_000,
   queueLimit: 64,
+  maxUploads: uploadsFor(64),
+  bodyTimeoutMs: 30_000,
+  maxBatchBytes: 100 * MiB,
+  maxBufferedBytes: 256 * MiB,
+}
+
+/** Room for every queue place and as many requests again still uploading. */
+function uploadsFor(queueLimit: number): number {
+  return 2 * (queueLimit + 1)
 }
 
 function invalid(name: string, value: string, expected: string): ModError {
@@ -207,6 +227,21 @@ function count(input: SettingsInput, env: Env, key: 'threads' | 'port' | 'worker
   return n
 }
 
+/**
+ * The buffered-bytes budget must hold the largest single request with room for form overhead: a whole batch,
+ * or the base64 JSON text of one image (4/3 of it); otherwise such a request could never be served.
+ */
+function checkBuffered(limits: Limits, given: string | undefined): void {
+  const needed = Math.max(limits.maxBatchBytes, 2 * limits.maxBytes) + MiB
+  if (limits.maxBufferedBytes < needed) {
+    throw invalid(
+      'MOD_MAX_BUFFERED_BYTES',
+      given ?? String(limits.maxBufferedBytes),
+      `at least ${needed} bytes: the larger of MOD_MAX_BATCH_BYTES and 2 x MOD_MAX_BYTES, plus 1 MiB`,
+    )
+  }
+}
+
 /** The lower-case spelling wins, as in curl; an empty value is unset. */
 function proxyVariable(env: Env, lower: string): string | undefined {
   return env[lower] || env[lower.toUpperCase()] || undefined
@@ -217,6 +252,7 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
   const precision = source(input, env, 'precision')
   const host = source(input, env, 'host')
   if (host.value !== undefined && host.value.trim() === '') throw invalid(host.name, host.value, 'a host name or address')
+  const queueLimit = parseCount('MOD_QUEUE_LIMIT', env.MOD_QUEUE_LIMIT, DEFAULT_LIMITS.queueLimit, 0)
   const limits: Limits = {
     maxBytes: parseSize('MOD_MAX_BYTES', env.MOD_MAX_BYTES, DEFAULT_LIMITS.maxBytes),
     maxPixels: parseCount('MOD_MAX_PIXELS', env.MOD_MAX_PIXELS, DEFAULT_LIMITS.maxPixels),
@@ -224,8 +260,13 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
     maxVideoBytes: parseSize('MOD_MAX_VIDEO_BYTES', env.MOD_MAX_VIDEO_BYTES, DEFAULT_LIMITS.maxVideoBytes),
     maxVideoSeconds: parseCount('MOD_MAX_VIDEO_SECONDS', env.MOD_MAX_VIDEO_SECONDS, DEFAULT_LIMITS.maxVideoSeconds),
     urlTimeoutMs: parseCount('MOD_URL_TIMEOUT_MS', env.MOD_URL_TIMEOUT_MS, DEFAULT_LIMITS.urlTimeoutMs),
-    queueLimit: parseCount('MOD_QUEUE_LIMIT', env.MOD_QUEUE_LIMIT, DEFAULT_LIMITS.queueLimit, 0),
+    queueLimit,
+    maxUploads: parseCount('MOD_MAX_UPLOADS', env.MOD_MAX_UPLOADS, uploadsFor(queueLimit)),
+    bodyTimeoutMs: parseCount('MOD_BODY_TIMEOUT_MS', env.MOD_BODY_TIMEOUT_MS, DEFAULT_LIMITS.bodyTimeoutMs),
+    maxBatchBytes: parseSize('MOD_MAX_BATCH_BYTES', env.MOD_MAX_BATCH_BYTES, DEFAULT_LIMITS.maxBatchBytes),
+    maxBufferedBytes: parseSize('MOD_MAX_BUFFERED_BYTES', env.MOD_MAX_BUFFERED_BYTES, DEFAULT_LIMITS.maxBufferedBytes),
   }
+  checkBuffered(limits, env.MOD_MAX_BUFFERED_BYTES)
   return {
     preset: parsePreset(preset.name, preset.value),
     modelDir: pathOf(source(input, env, 'modelDir').value, cwd),

@@ -63,6 +63,9 @@ export async function checkedAddresses(url: URL, subject: Subject, resolve: Reso
     if (reason) throw blocked(`${subject} ${describeUrl(url)} is ${reason}`)
     return [host.address.toString()]
   }
+  // localhost and its subdomains are loopback by definition (RFC 6761), whatever a resolver says of them,
+  // also written as a fully qualified name with a trailing dot, which some resolvers do not answer.
+  if (/(^|\.)localhost\.?$/i.test(host.name)) throw blocked(`${subject} ${describeUrl(url)} names the loopback host`)
   let answers: string[]
   try {
     answers = await resolve(host.name)

@@ -1,5 +1,6 @@
 import type {IncomingHttpHeaders} from 'node:http'
 import {ModError, isModError} from '../errors.js'
+import {readCapped} from '../input/read-capped.js'
 import {type Dial, directDial, pinnedClient} from './pinned.js'
 import {type Resolver, type Subject, checkUrl, checkedAddresses, describeUrl, systemResolver} from './target.js'
 
@@ -121,7 +122,7 @@ async function get(url: URL, addresses: string[], options: FetchImageOptions, si
       throw new ModError('url_fetch_failed', `${where} answered HTTP ${statusCode}`, {status: statusCode})
     }
     if (Number(headers['content-length']) > options.maxBytes) throw tooLarge(where, options.maxBytes)
-    const data = await readLimited(response.body, options.maxBytes, where)
+    const data = await readCapped(response.body, options.maxBytes, where, () => tooLarge(where, options.maxBytes))
     const contentType = headers['content-type']
     return {kind: 'body', data, contentType: typeof contentType === 'string' ? contentType : undefined}
   } finally {
@@ -142,17 +143,6 @@ function redirectTarget(from: URL, location: IncomingHttpHeaders[string]): URL {
 
 function tooLarge(where: string, maxBytes: number): ModError {
   return new ModError('payload_too_large', `the file at ${where} is larger than ${maxBytes} bytes`)
-}
-
-async function readLimited(body: AsyncIterable<Buffer>, maxBytes: number, where: string): Promise<Buffer> {
-  const chunks: Buffer[] = []
-  let size = 0
-  for await (const chunk of body) {
-    size += chunk.length
-    if (size > maxBytes) throw tooLarge(where, maxBytes)
-    chunks.push(chunk)
-  }
-  return Buffer.concat(chunks, size)
 }
 
 function problem(e: unknown): string {

@@ -2,19 +2,48 @@ import type {Readable} from 'node:stream'
 
 import {ModError} from '../errors.js'
 
+/** Counts bytes against a limit: the one place where a size limit is checked as bytes arrive. */
+export interface ByteCap {
+  /** Counts `bytes` more; throws the cap's error once the total is over the limit. */
+  add(bytes: number): void
+  readonly total: number
+}
+
+/** A cap of `maxBytes`; going over it throws `overLimit()`, by default payload_too_large naming `name`. */
+export function byteCap(maxBytes: number, name: string, overLimit: () => ModError = () => tooLarge(name, maxBytes)): ByteCap {
+  let total = 0
+  return {
+    add(bytes) {
+      total += bytes
+      if (total > maxBytes) throw overLimit()
+    },
+    get total() {
+      return total
+    },
+  }
+}
+
+function tooLarge(name: string, maxBytes: number): ModError {
+  return new ModError('payload_too_large', `${name} is larger than the limit of ${maxBytes} bytes`)
+}
+
 /**
  * Reads a whole source into memory, counting bytes as they arrive: whatever the source claims (a stat() size, a
- * Content-Length), more than maxBytes is `payload_too_large` and the source is released at once (for a stream,
- * leaving the loop destroys it). `name` is what the message calls the source, e.g. a path or "stdin".
+ * Content-Length), more than maxBytes is `payload_too_large` (or `overLimit()`) and the source is released at once
+ * (for a stream, leaving the loop destroys it). `name` is what the message calls the source, e.g. a path or "stdin".
  */
-export async function readCapped(source: AsyncIterable<Buffer | string | Uint8Array> | Readable, maxBytes: number, name: string): Promise<Buffer> {
+export async function readCapped(
+  source: AsyncIterable<Buffer | string | Uint8Array> | Readable,
+  maxBytes: number,
+  name: string,
+  overLimit?: () => ModError,
+): Promise<Buffer> {
+  const cap = byteCap(maxBytes, name, overLimit)
   const chunks: Buffer[] = []
-  let total = 0
   for await (const chunk of source as AsyncIterable<Buffer | string | Uint8Array>) {
     const b = typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk)
-    total += b.length
-    if (total > maxBytes) throw new ModError('payload_too_large', `${name} is larger than the limit of ${maxBytes} bytes`)
+    cap.add(b.length)
     chunks.push(b)
   }
-  return Buffer.concat(chunks, total)
+  return Buffer.concat(chunks, cap.total)
 }

@@ -6,6 +6,11 @@ export interface PacketClock {
   push(chunk: Buffer): void
   /** End time in seconds of the latest packet seen (pts + duration), or undefined before the first one. */
   end(): number | undefined
+  /**
+   * Seconds of video the packets seen so far cover, from the earliest one's start (a stream need not start at
+   * 0, e.g. MPEG-TS), or undefined before the first one.
+   */
+  span(): number | undefined
 }
 
 /**
@@ -17,6 +22,7 @@ export function createPacketClock(): PacketClock {
   let carry = ''
   let timeBase: number | undefined
   let end: number | undefined
+  let start: number | undefined
 
   function line(text: string): void {
     const tb = /^#tb 0: (\d+)\/(\d+)$/.exec(text)
@@ -32,6 +38,7 @@ export function createPacketClock(): PacketClock {
     if (!Number.isFinite(pts) || !Number.isFinite(duration) || pts < 0 || duration < 0) return
     const t = (pts + duration) * timeBase
     if (end === undefined || t > end) end = t
+    if (start === undefined || pts * timeBase < start) start = pts * timeBase
   }
 
   return {
@@ -42,5 +49,6 @@ export function createPacketClock(): PacketClock {
       for (const text of lines) line(text.trim())
     },
     end: () => end,
+    span: () => (end === undefined || start === undefined ? undefined : end - start),
   }
 }

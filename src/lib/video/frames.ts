@@ -10,7 +10,11 @@ import {createPacketClock} from './framecrc.js'
 import {createPpmParser} from './ppm.js'
 
 export interface DecodeLimits {
-  /** Decoding stops with `video_too_long` once a frame at or past this time is decoded. */
+  /**
+   * Decoding stops with `video_too_long` once a frame at or past this time is decoded. A low fps samples few
+   * frames of a long video, so the packets read count as well: a video whose packets cover more than this is
+   * `video_too_long` too, and decoding is cut once they cover 10 s more.
+   */
   maxSeconds: number
   /** Decoding stops with `video_too_long` past this many sampled frames. */
   maxFrames: number
@@ -49,6 +53,9 @@ export interface DecodeSummary {
   duration: number
 }
 
+/** Seconds of packets past the limit at which decoding is cut even though no sampled frame has reached it yet. */
+const PACKET_MARGIN_S = 10
+
 /** Kept from ffmpeg's error output: the first lines say what went wrong; later ones repeat it. */
 const LOG_HEAD_CHARS = 2048
 const PIXEL_LIMIT = /exceeds specified max pixel count/
@@ -76,6 +83,10 @@ function ffmpegArgs(path: string, o: Omit<DecodeOptions, 'signal'>): string[] {
   ]
 }
 
+function videoTooLong(maxSeconds: number): ModError {
+  return new ModError('video_too_long', `the video is longer than the limit of ${maxSeconds} s`)
+}
+
 /** ffmpeg's first error line, without "[demuxer @ 0x…]" prefixes and without the server's path. */
 function firstError(log: string, path: string): string {
   const line = log
@@ -91,8 +102,8 @@ function firstError(log: string, path: string): string {
  * and limits are enforced on what is decoded, never on the container's metadata. Leaving the loop early,
  * an error or `signal` aborting kills ffmpeg; the generator ends only once the process is gone.
  *
- * Errors: `unsupported_media` for an empty file (before ffmpeg starts); `ffmpeg_missing` (the binary cannot be run); `video_too_long` (a frame at or past `maxSeconds`, or
- * more than `maxFrames` frames); `payload_too_large` (a picture over `maxPixels`); `unsupported_media`
+ * Errors: `unsupported_media` for an empty file (before ffmpeg starts); `ffmpeg_missing` (the binary cannot be run); `video_too_long` (a frame at or past `maxSeconds`,
+ * packets covering more than `maxSeconds`, or more than `maxFrames` frames); `payload_too_large` (a picture over `maxPixels`); `unsupported_media`
  * (not a video ffmpeg can read, no video stream, no frame decoded, ffmpeg failing, or no progress for
  * `stallTimeoutMs`, whether or not frames were decoded before); the signal's reason when aborted.
  */
@@ -148,8 +159,16 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
   }
 
   const clock = createPacketClock()
+  let tooLong = false
+  // Packets are read ahead of the sampled frames: decoding is cut on the packet clock only well past the limit,
+  // so that where the frame check stops a video stays the same; at a low fps it saves decoding up to 1/fps more.
+  const cutAt = o.maxSeconds + PACKET_MARGIN_S
   side.on('data', (chunk: Buffer) => {
     clock.push(chunk)
+    if ((clock.span() ?? 0) > cutAt) {
+      tooLong = true
+      kill()
+    }
     if (waiting) watch()
   })
   const onAbort = (): void => kill()
@@ -164,16 +183,14 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
       try {
         next = await wait(chunks.next())
       } catch (e) {
-        // Killing ffmpeg (stall, abort) destroys stdout, which ends the iteration with an error.
-        if (!stalled && !o.signal?.aborted) throw e
+        // Killing ffmpeg (stall, abort, too long) destroys stdout, which ends the iteration with an error.
+        if (!stalled && !tooLong && !o.signal?.aborted) throw e
         break
       }
       if (next.done) break
       for (const image of parser.push(next.value)) {
         const time = index / o.fps
-        if (time >= o.maxSeconds) {
-          throw new ModError('video_too_long', `the video is longer than the limit of ${o.maxSeconds} s`)
-        }
+        if (time >= o.maxSeconds) throw videoTooLong(o.maxSeconds)
         if (index >= o.maxFrames) {
           throw new ModError('video_too_long', `the video gives more than ${o.maxFrames} frames at ${o.fps} fps, the limit`)
         }
@@ -184,6 +201,7 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
     }
     const code = await wait(exited)
     o.signal?.throwIfAborted()
+    if (tooLong || (clock.span() ?? 0) > o.maxSeconds) throw videoTooLong(o.maxSeconds)
     if (spawnFailed) throw ffmpegMissing(`ffmpeg could not be run from ${JSON.stringify(o.ffmpeg)}`)
     if (stalled) {
       throw new ModError('unsupported_media', `the video decoder made no progress for ${o.stallTimeoutMs / 1000} s; the file may be damaged`)

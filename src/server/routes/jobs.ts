@@ -70,7 +70,7 @@ export const submitVideoJobRoute = declareRoute({
     }),
   },
   responses: {202: {description: 'The job, queued.', schema: Job, headers: LOCATION, example: EXAMPLE_JOB}},
-  errors: ['bad_request', 'payload_too_large', 'url_blocked', 'internal', 'overloaded'],
+  errors: ['bad_request', 'request_timeout', 'payload_too_large', 'url_blocked', 'internal', 'overloaded'],
   handler: async (ctx, req, res, {query}) => {
     requireMultipart(req, 'file')
     const {jobs: queue, settings} = ctx
@@ -81,7 +81,7 @@ export const submitVideoJobRoute = declareRoute({
     await mkdir(dir, {recursive: true})
     let accepted
     try {
-      const video = await receiveVideo(req, {field: 'file', maxBytes: settings.limits.maxVideoBytes, dir})
+      const video = await receiveVideo(req, {field: 'file', maxBytes: settings.limits.maxVideoBytes, dir, idleMs: settings.limits.bodyTimeoutMs})
       accepted = await queue.submit({
         id,
         source: video.filename,

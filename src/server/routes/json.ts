@@ -23,14 +23,17 @@ export const moderateJson: RouteHandler<unknown, Static<typeof ModerateJsonReque
   const result = await moderate(
     ctx,
     res,
-    async () => {
+    async (upload) => {
       // Validated: exactly one of the two is a non-empty string.
-      const {image_base64: image, url} = await input.body()
+      const {image_base64: image, url} = await input.body(upload)
       if (typeof image === 'string') return {source: BASE64_SOURCE, data: base64Image(image, maxBytes)}
       if (!ctx.settings.allowUrls) {
         throw new ModError('url_fetch_disabled', 'fetching URLs is disabled on this server (MOD_ALLOW_URLS); send image_base64 instead')
       }
+      // The download may be as large as MOD_MAX_BYTES: that much is held before it starts, the rest given back after.
+      upload.take(maxBytes)
       const fetched = await ctx.fetchImage(url as string)
+      upload.give(maxBytes - fetched.data.length)
       return {source: url as string, data: fetched.data}
     },
     (image, scheduler) => ctx.engine.moderateImage(image.data, image.source, {scheduler}),
@@ -60,6 +63,7 @@ export const moderateJsonRoute = declareRoute({
   errors: [
     'bad_request',
     'url_fetch_disabled',
+    'request_timeout',
     'payload_too_large',
     'unsupported_media',
     'url_blocked',

@@ -11,11 +11,11 @@ import {moderate, requireMultipart} from './pipeline.js'
 /** POST /v1/moderate: one image in the multipart field `file` → one result. */
 export const moderateFile: Handler = async (ctx, req, res) => {
   requireMultipart(req, 'file')
-  const {maxBytes} = ctx.settings.limits
+  const {maxBytes, bodyTimeoutMs: idleMs} = ctx.settings.limits
   const result = await moderate(
     ctx,
     res,
-    async () => (await receiveImages(req, {field: 'file', maxFiles: 1, maxBytes}))[0],
+    async (upload) => (await receiveImages(req, {field: 'file', maxFiles: 1, maxBytes, idleMs, hold: upload}))[0],
     (image, scheduler) => ctx.engine.moderateImage(image.data, image.filename, {scheduler}),
   )
   sendJson(res, 200, result)
@@ -28,11 +28,11 @@ export const moderateFile: Handler = async (ctx, req, res) => {
  */
 export const moderateBatch: Handler = async (ctx, req, res) => {
   requireMultipart(req, 'files')
-  const {maxBytes, maxBatch} = ctx.settings.limits
+  const {maxBytes, maxBatch, maxBatchBytes, bodyTimeoutMs: idleMs} = ctx.settings.limits
   const results = await moderate(
     ctx,
     res,
-    () => receiveImages(req, {field: 'files', maxFiles: maxBatch, maxBytes}),
+    (upload) => receiveImages(req, {field: 'files', maxFiles: maxBatch, maxBytes, maxTotalBytes: maxBatchBytes, idleMs, hold: upload}),
     async (images, scheduler) => {
       const out: ItemResult[] = []
       const inputs = images.map((image) => ({source: image.filename, read: async () => image.data}))
@@ -62,7 +62,7 @@ export const moderateFileRoute = declareRoute({
     }),
   },
   responses: {200: {description: 'The moderation result.', schema: ModerationResult, example: EXAMPLE_RESULT}},
-  errors: ['bad_request', 'payload_too_large', 'unsupported_media', 'internal', 'overloaded', 'model_unavailable'],
+  errors: ['bad_request', 'request_timeout', 'payload_too_large', 'unsupported_media', 'internal', 'overloaded', 'model_unavailable'],
   handler: moderateFile,
 })
 
@@ -73,12 +73,12 @@ export const moderateBatchRoute = declareRoute({
   summary: 'Moderate several uploaded images',
   description: ({limits}) =>
     `Multipart form with the field \`files\` repeated once per image (at most ${limits.maxBatch}, each at ` +
-    `most ${humanBytes(limits.maxBytes)}). Results come in upload order; a file that cannot be read ` +
+    `most ${humanBytes(limits.maxBytes)}, together at most ${humanBytes(limits.maxBatchBytes)}). Results come in upload order; a file that cannot be read ` +
     'yields an error entry in its place and the request still succeeds.',
   tags: ['moderation'],
   body: {
     media: 'multipart/form-data',
-    description: ({limits}) => `1 to ${limits.maxBatch} images.`,
+    description: ({limits}) => `1 to ${limits.maxBatch} images, together at most ${humanBytes(limits.maxBatchBytes)}.`,
     schema: (limits) => ({
       type: 'object',
       required: ['files'],
@@ -86,6 +86,6 @@ export const moderateBatchRoute = declareRoute({
     }),
   },
   responses: {200: {description: 'One entry per file, in upload order.', schema: BatchResult, example: EXAMPLE_BATCH}},
-  errors: ['bad_request', 'too_many_files', 'payload_too_large', 'unsupported_media', 'internal', 'overloaded', 'model_unavailable'],
+  errors: ['bad_request', 'request_timeout', 'too_many_files', 'payload_too_large', 'unsupported_media', 'internal', 'overloaded', 'model_unavailable'],
   handler: moderateBatch,
 })

@@ -4,28 +4,41 @@ import {ModError} from '../../lib/errors.js'
 import type {Scheduler} from '../../lib/pipeline/scheduler.js'
 import type {RouteContext} from '../context.js'
 import {describe} from '../errors.js'
+import type {Upload} from '../queue.js'
 import {isMultipart} from '../upload.js'
 
 /**
- * The path of every moderation request: a place in the queue is taken before the body is read (a full
- * queue answers 503 at once), the input is received (upload, JSON, URL fetch) without holding the
- * engine, then, the model loaded, `work` runs on the engine with the request's scheduler: decoding takes
- * turns with the worker's other requests and inference is batched with them.
+ * The path of every moderation request: the input is received (upload, JSON, URL fetch) on an upload place of
+ * its own (MOD_MAX_UPLOADS; a full queue already refuses here, before anything is read), its bytes counted
+ * against the worker's MOD_MAX_BUFFERED_BYTES through `upload`, and only then does the request take a place in
+ * the queue (503 when full). Then, the model loaded, `work` runs on the engine with the request's scheduler:
+ * decoding takes turns with the worker's other requests and inference is batched with them. The held bytes
+ * are given back once the request is answered.
  */
 export async function moderate<I, R>(
   ctx: RouteContext,
   res: ServerResponse,
-  receive: () => Promise<I>,
+  receive: (upload: Upload) => Promise<I>,
   work: (input: I, scheduler: Scheduler, signal: AbortSignal) => Promise<R>,
 ): Promise<R> {
-  const ticket = ctx.gate.admit()
+  const upload = ctx.gate.receive()
   const signal = clientGone(res)
   try {
-    const input = await receive()
-    await ensureLoaded(ctx)
-    return await work(input, ticket.scheduler(signal), signal)
+    let input: I
+    try {
+      input = await receive(upload)
+    } finally {
+      upload.done()
+    }
+    const ticket = ctx.gate.admit()
+    try {
+      await ensureLoaded(ctx)
+      return await work(input, ticket.scheduler(signal), signal)
+    } finally {
+      ticket.release()
+    }
   } finally {
-    ticket.release()
+    upload.release()
   }
 }
 

@@ -27,7 +27,7 @@ export const moderateVideoFile: RouteHandler<QueryValues<typeof VideoQuery>, unk
       res,
       async () => {
         dir = await mkdtemp(join(ctx.tmpDir, 'mod-video-'))
-        return receiveVideo(req, {field: 'file', maxBytes: ctx.settings.limits.maxVideoBytes, dir})
+        return receiveVideo(req, {field: 'file', maxBytes: ctx.settings.limits.maxVideoBytes, dir, idleMs: ctx.settings.limits.bodyTimeoutMs})
       },
       (video, _scheduler, signal) => ctx.engine.moderateVideo(video.path, {source: video.filename, ...options, signal}),
     )
@@ -60,6 +60,6 @@ export const moderateVideoRoute = declareRoute({
     }),
   },
   responses: {200: {description: 'The video result.', schema: VideoResult, example: EXAMPLE_VIDEO}},
-  errors: ['bad_request', 'payload_too_large', 'unsupported_media', 'video_too_long', 'internal', 'overloaded', 'model_unavailable'],
+  errors: ['bad_request', 'request_timeout', 'payload_too_large', 'unsupported_media', 'video_too_long', 'internal', 'overloaded', 'model_unavailable'],
   handler: moderateVideoFile,
 })

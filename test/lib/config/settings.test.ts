@@ -88,6 +88,29 @@ test('variables without a flag are read and validated: limits, key, switches', (
   assert.equal([s.apiKey, s.allowUrls, s.preload, s.ffmpeg], ['k', true, false, '/work/here/bin/ffmpeg'])
 })
 
+test('uploads in progress default to twice the queue places and the body timeout to 30 s; both can be set', () => {
+  const defaults = readSettings({}, {}, cwd).limits
+  assert.equal([defaults.maxUploads, defaults.bodyTimeoutMs], [130, 30_000])
+  assert.is(readSettings({}, {MOD_QUEUE_LIMIT: '3'}, cwd).limits.maxUploads, 8)
+  const set = readSettings({}, {MOD_QUEUE_LIMIT: '3', MOD_MAX_UPLOADS: '5', MOD_BODY_TIMEOUT_MS: '1500'}, cwd).limits
+  assert.equal([set.maxUploads, set.bodyTimeoutMs], [5, 1500])
+})
+
+test('the batch total and the buffered-bytes budget have defaults; the budget must hold the largest request', () => {
+  const defaults = readSettings({}, {}, cwd).limits
+  assert.equal([defaults.maxBatchBytes, defaults.maxBufferedBytes], [100 * 1024 * 1024, 256 * 1024 * 1024])
+  const set = readSettings({}, {MOD_MAX_BATCH_BYTES: '10MB', MOD_MAX_BUFFERED_BYTES: '64MB'}, cwd).limits
+  assert.equal([set.maxBatchBytes, set.maxBufferedBytes], [10 * 1024 * 1024, 64 * 1024 * 1024])
+  assert.throws(
+    () => readSettings({}, {MOD_MAX_BATCH_BYTES: '300MB'}, cwd),
+    (e: {code: string; message: string}) =>
+      e.code === 'invalid_config' &&
+      e.message ===
+        'MOD_MAX_BUFFERED_BYTES="268435456" is not valid: expected at least 315621376 bytes: the larger of MOD_MAX_BATCH_BYTES and 2 x MOD_MAX_BYTES, plus 1 MiB',
+  )
+  assert.throws(() => readSettings({}, {MOD_MAX_BYTES: '200MB', MOD_MAX_BUFFERED_BYTES: '256MB'}, cwd), /MOD_MAX_BUFFERED_BYTES="256MB"/)
+})
+
 test('an invalid value is invalid_config naming the variable it came from', () => {
   const cases: [Record<string, string>, string][] = [
     [{MOD_THREADS: 'many'}, 'MOD_THREADS="many" is not valid: expected a whole number >= 1'],

@@ -70,6 +70,21 @@ test('refuses a name when any of its answers is not public', async () => {
   assert.is(e.message, 'the redirect target host images.test resolves to 10.0.0.7, a private address; only public addresses are fetched')
 })
 
+test('refuses localhost names, with or without a trailing dot, without resolving them', async () => {
+  const calls: string[] = []
+  const failing: Resolver = async (h) => {
+    calls.push(h)
+    throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${h}`), {code: 'ENOTFOUND'})
+  }
+  for (const url of ['http://localhost./', 'http://LOCALHOST/', 'http://api.localhost./x.png']) {
+    const e = await rejection(checkedAddresses(new URL(url), 'the URL', failing))
+    assert.is(e.code, 'url_blocked', url)
+    assert.match(e.message, /names the loopback host; only public addresses are fetched$/, url)
+  }
+  assert.equal(calls, [])
+  assert.equal(await checkedAddresses(new URL('http://notlocalhost.test/'), 'the URL', answers('93.184.216.34')), ['93.184.216.34'])
+})
+
 test('refuses a resolver answer that is not an IP address', async () => {
   const e = await rejection(checkedAddresses(new URL('http://images.test/'), 'the URL', answers('localhost')))
   assert.is(e.code, 'url_blocked')

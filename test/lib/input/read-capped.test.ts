@@ -4,7 +4,8 @@ import {Readable} from 'node:stream'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {readCapped} from '../../../src/lib/input/read-capped.js'
+import {ModError} from '../../../src/lib/errors.js'
+import {byteCap, readCapped} from '../../../src/lib/input/read-capped.js'
 import {imageFormat, sniffImage} from '../../../src/lib/input/sniff.js'
 import {rejection} from '../../helpers/errors.js'
 
@@ -17,6 +18,15 @@ test('one byte over the cap is payload_too_large naming the source', async () =>
   const e = await rejection(readCapped(Readable.from([Buffer.alloc(4), Buffer.alloc(3)]), 6, 'upload.png'))
   assert.is(e.code, 'payload_too_large')
   assert.is(e.message, 'upload.png is larger than the limit of 6 bytes')
+})
+
+test('a byte cap counts across calls and throws its own error once over the limit', () => {
+  const cap = byteCap(10, 'x', () => new ModError('payload_too_large', 'too much'))
+  cap.add(6)
+  cap.add(4)
+  assert.is(cap.total, 10)
+  assert.throws(() => cap.add(1), (e: ModError) => e.code === 'payload_too_large' && e.message === 'too much')
+  assert.throws(() => byteCap(1, 'stdin').add(2), (e: ModError) => e.message === 'stdin is larger than the limit of 1 bytes')
 })
 
 test('an endless source (/dev/zero) stops at the cap and is released', async () => {

@@ -20,6 +20,14 @@ test('gives the end of the latest packet in seconds, whatever the packet order',
   assert.is(clock.end(), 1536 / 12800)
 })
 
+test('gives the span the packets cover from the earliest one, for a stream that does not start at 0', () => {
+  const clock = createPacketClock()
+  assert.is(clock.span(), undefined)
+  clock.push(Buffer.from('#tb 0: 1/100\n0,        150,        150,       10,       25, 0x1\n0,        160,        160,       10,       25, 0x2\n'))
+  assert.is(clock.end(), 1.7)
+  assert.is(clock.span()?.toFixed(6), '0.200000')
+})
+
 test('reads lines split across chunks', () => {
   const clock = createPacketClock()
   const bytes = Buffer.from(LISTING)

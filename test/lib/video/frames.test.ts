@@ -18,6 +18,7 @@ test.before(async () => {
     colourClip(clip('short.mp4'), ['red'], 2.5, {rate: 30, codec: ['-c:v', 'libx264', '-bf', '2']}),
     colourClip(clip('ten.mp4'), ['red'], 10, {rate: 5}),
     colourClip(clip('twenty.mp4'), ['red'], 20, {rate: 5}),
+    colourClip(clip('ninety.mp4'), ['red'], 90, {rate: 1}),
     colourClip(clip('anim.gif'), ['red', 'blue'], 1, {codec: ['-f', 'gif']}),
     colourClip(clip('clip.webm'), ['blue'], 2, {codec: ['-c:v', 'libvpx']}),
     ffmpeg('-f', 'lavfi', '-i', 'sine=d=1', clip('tone.wav')),
@@ -115,6 +116,14 @@ test('a file that claims to be shorter than it is still stops at the limit', asy
     message: 'the video is longer than the limit of 10 s',
     decoded: 10,
   })
+})
+
+test('a video longer than the limit stops with video_too_long at a tiny fps too, from its packets', async () => {
+  // At 0.01 fps the second sampled frame would be at 100 s: only the packets show that 90 s is over 30 s.
+  const failure = await decodeFailure(clip('ninety.mp4'), {maxSeconds: 30, fps: 0.01})
+  assert.equal([failure.code, failure.message], ['video_too_long', 'the video is longer than the limit of 30 s'])
+  const {summary} = await decodeAll(clip('ninety.mp4'), {maxSeconds: 90, fps: 0.01})
+  assert.equal(summary, {frames: 1, duration: 90})
 })
 
 test('more frames than max frames stops decoding with video_too_long', async () => {

@@ -1,0 +1,40 @@
+import type {Duplex} from 'node:stream'
+
+import {HTTP_ERRORS, type HttpErrorCode} from './errors.js'
+
+/** Node's parser errors that it would answer itself (as plain text) → the code of our JSON answer. */
+const PARSER_ERRORS: Record<string, [HttpErrorCode, string]> = {
+  HPE_HEADER_OVERFLOW: ['headers_too_large', 'the request headers are larger than the server accepts (16 KiB)'],
+  ERR_HTTP_REQUEST_TIMEOUT: ['request_timeout', 'the request did not arrive in time'],
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: ['payload_too_large', 'the chunk extensions of the request body are too large'],
+}
+
+/**
+ * http.Server's `clientError`: a request Node could not parse gets the same JSON error body as any other
+ * error (Node's own answer is plain text), then the connection is closed. Nothing is answered when a response
+ * has started on the connection already, or the socket cannot be written.
+ */
+export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  const started = (socket as Duplex & {_httpMessage?: {headersSent?: boolean}})._httpMessage?.headersSent
+  if (!socket.writable || started || err.code === 'ECONNRESET') {
+    socket.destroy()
+    return
+  }
+  const [code, message] = PARSER_ERRORS[err.code ?? ''] ?? ['bad_request', 'the request is not valid HTTP']
+  const body = JSON.stringify({error: {code, message}})
+  const {status} = HTTP_ERRORS[code]
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\n` +
+      'Content-Type: application/json; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      'Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n' +
+      body,
+  )
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request',
+  408: 'Request Timeout',
+  413: 'Payload Too Large',
+  431: 'Request Header Fields Too Large',
+}

@@ -1,0 +1,76 @@
+import {connect} from 'node:net'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {fakeEngine, rawRequest, start, tempDir, testSettings, type Running} from './harness.js'
+
+const dir = tempDir('mod-server-http-details-')
+let server: Running
+
+test.before(async () => {
+  server = await start(fakeEngine(), testSettings(join(dir.path, 'cache')), {tmpDir: dir.path})
+})
+
+test.after(async () => {
+  await server.stop()
+  dir.remove()
+})
+
+test('HEAD on /openapi.json, /docs and a /docs/ file answers as GET without the body', async () => {
+  for (const path of ['/openapi.json', '/docs', '/docs/swagger-ui.css']) {
+    const [get, head] = await Promise.all([fetch(`${server.base}${path}`), fetch(`${server.base}${path}`, {method: 'HEAD'})])
+    assert.is(head.status, 200, path)
+    assert.is(head.headers.get('content-type'), get.headers.get('content-type'), path)
+    assert.is(await head.text(), '', path)
+    assert.ok((await get.text()).length > 0, path)
+  }
+  const missing = await fetch(`${server.base}/docs/nothing-here.js`, {method: 'HEAD'})
+  assert.is(missing.status, 404)
+  const wrong = await fetch(`${server.base}/docs/init.js`, {method: 'POST'})
+  assert.equal([wrong.status, wrong.headers.get('allow')], [405, 'GET, HEAD'])
+})
+
+/** A multipart body whose file parts carry a filename and no Content-Type of their own. */
+function untyped(field: string, names: string[]): {body: string; type: string} {
+  const parts = names.map((name) => `--b0undary\r\nContent-Disposition: form-data; name="${field}"; filename="${name}"\r\n\r\nbytes of ${name}\r\n`)
+  return {body: `${parts.join('')}--b0undary--\r\n`, type: 'multipart/form-data; boundary=b0undary'}
+}
+
+test('a file part without its own Content-Type is a file (RFC 7578), its content left to the decoder', async () => {
+  const one = untyped('file', ['photo.jpg'])
+  const r = await fetch(`${server.base}/v1/moderate`, {method: 'POST', headers: {'content-type': one.type}, body: one.body})
+  assert.equal([r.status, (await r.json()).source], [200, 'photo.jpg'])
+  const two = untyped('files', ['a.png', 'b.png'])
+  const batch = await fetch(`${server.base}/v1/moderate/batch`, {method: 'POST', headers: {'content-type': two.type}, body: two.body})
+  assert.equal((await batch.json()).results.map((x: {source: string}) => x.source), ['a.png', 'b.png'])
+  const video = untyped('file', ['clip.mp4'])
+  const v = await fetch(`${server.base}/v1/moderate/video`, {method: 'POST', headers: {'content-type': video.type}, body: video.body})
+  assert.equal([v.status, (await v.json()).source], [200, 'clip.mp4'])
+})
+
+test('headers over the limit get 431 with the JSON error body, and the connection is closed', async () => {
+  const answer = await rawRequest(`${server.base}/health`, {method: 'GET', headers: {'x-padding': 'p'.repeat(20 * 1024)}}, (req) => req.end())
+  assert.is(answer.status, 431)
+  assert.is(answer.headers['content-type'], 'application/json; charset=utf-8')
+  assert.is(answer.headers.connection, 'close')
+  assert.equal(JSON.parse(answer.body), {
+    error: {code: 'headers_too_large', message: 'the request headers are larger than the server accepts (16 KiB)'},
+  })
+})
+
+test('a request that is not HTTP gets 400 with the JSON error body', async () => {
+  const {port} = new URL(server.base)
+  const text = await new Promise<string>((resolve, reject) => {
+    let got = ''
+    const socket = connect(Number(port), '127.0.0.1', () => socket.write('NOT HTTP AT ALL\r\n\r\n'))
+    socket.on('data', (d) => (got += d.toString()))
+    socket.on('end', () => resolve(got))
+    socket.on('error', reject)
+  })
+  assert.match(text, /^HTTP\/1\.1 400 Bad Request\r\n/)
+  assert.match(text, /\r\n\r\n\{"error":\{"code":"bad_request","message":"the request is not valid HTTP"\}\}$/)
+})
+
+test.run()
