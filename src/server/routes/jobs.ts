@@ -15,6 +15,7 @@ import {VideoQuery} from '../schemas.js'
 import {humanBytes} from '../units.js'
 import {receiveVideo} from '../upload.js'
 import {requireMultipart} from './pipeline.js'
+import {VIDEO_UPLOAD} from './video.js'
 
 export const JobQuery = Type.Object({
   ...VideoQuery.properties,
@@ -60,15 +61,7 @@ export const submitVideoJobRoute = declareRoute({
     `${limits.queueLimit} jobs wait at a time: beyond that the answer is 503 \`overloaded\` before the upload is read.`,
   tags: ['jobs'],
   query: JobQuery,
-  body: {
-    media: 'multipart/form-data',
-    description: ({limits}) => `One video of at most ${humanBytes(limits.maxVideoBytes)}.`,
-    schema: () => ({
-      type: 'object',
-      required: ['file'],
-      properties: {file: {type: 'string', format: 'binary', description: 'The video; its file name becomes `source`.'}},
-    }),
-  },
+  body: VIDEO_UPLOAD,
   responses: {202: {description: 'The job, queued.', schema: Job, headers: LOCATION, example: EXAMPLE_JOB}},
   errors: ['bad_request', 'request_timeout', 'payload_too_large', 'url_blocked', 'internal', 'overloaded'],
   handler: async (ctx, req, res, {query}) => {

@@ -4,7 +4,7 @@ import {join} from 'node:path'
 import {VideoResult} from '../../lib/schemas.js'
 import {EXAMPLE_VIDEO} from '../examples.js'
 import {sendJson} from '../reply.js'
-import {declareRoute, type RouteHandler} from '../route.js'
+import {declareRoute, type RouteHandler, type ServerFacts} from '../route.js'
 import {VideoQuery} from '../schemas.js'
 import {humanBytes} from '../units.js'
 import type {QueryValues} from '../validate.js'
@@ -37,6 +37,17 @@ export const moderateVideoFile: RouteHandler<QueryValues<typeof VideoQuery>, unk
   sendJson(res, 200, result)
 }
 
+/** The multipart body of the video endpoints (synchronous and as a job): one video in the field `file`. */
+export const VIDEO_UPLOAD = {
+  media: 'multipart/form-data',
+  description: ({limits}: ServerFacts) => `One video of at most ${humanBytes(limits.maxVideoBytes)}.`,
+  schema: () => ({
+    type: 'object',
+    required: ['file'],
+    properties: {file: {type: 'string', format: 'binary', description: 'The video; its file name becomes `source`.'}},
+  }),
+} as const
+
 export const moderateVideoRoute = declareRoute({
   method: 'POST',
   path: '/v1/moderate/video',
@@ -50,15 +61,7 @@ export const moderateVideoRoute = declareRoute({
     '(capped at the duration).',
   tags: ['moderation'],
   query: VideoQuery,
-  body: {
-    media: 'multipart/form-data',
-    description: ({limits}) => `One video of at most ${humanBytes(limits.maxVideoBytes)}.`,
-    schema: () => ({
-      type: 'object',
-      required: ['file'],
-      properties: {file: {type: 'string', format: 'binary', description: 'The video; its file name becomes `source`.'}},
-    }),
-  },
+  body: VIDEO_UPLOAD,
   responses: {200: {description: 'The video result.', schema: VideoResult, example: EXAMPLE_VIDEO}},
   errors: ['bad_request', 'request_timeout', 'payload_too_large', 'unsupported_media', 'video_too_long', 'internal', 'overloaded', 'model_unavailable'],
   handler: moderateVideoFile,
