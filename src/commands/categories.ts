@@ -3,8 +3,11 @@ import {engineFromFlags} from '../cli/engine.js'
 import {modelFlags} from '../cli/flags.js'
 import type {CategoriesResult} from '../lib/types.js'
 
+/** Room for the longest list of signals, `clip+nsfw+head`. */
+const SIGNALS_WIDTH = 14
+
 export default class Categories extends ModCommand {
-  static override description = `List the active categories: built-in, custom (from the policy file) and head labels, with their parents and thresholds.
+  static override description = `List the active categories: built-in, custom (from the policy file) and head labels, with their thresholds, the signals that feed each (clip: the zero-shot prompts; nsfw: the embedded NSFW specialist; head: a trained head) and their parents.
 
 With --json, the listing has the shape of GET /v1/categories.`
 
@@ -22,7 +25,8 @@ With --json, the listing has the shape of GET /v1/categories.`
     const width = listing.categories.reduce((w, c) => Math.max(w, c.name.length), 4)
     for (const c of listing.categories) {
       const parent = c.parent ? `parent ${c.parent}` : ''
-      this.log(`${c.name.padEnd(width)}  threshold ${c.threshold.toFixed(2)}  ${c.origin.padEnd(7)}  ${parent}`.trimEnd())
+      const signals = c.signals.join('+').padEnd(SIGNALS_WIDTH)
+      this.log(`${c.name.padEnd(width)}  threshold ${c.threshold.toFixed(2)}  ${c.origin.padEnd(7)}  ${signals}  ${parent}`.trimEnd())
     }
     return listing
   }

@@ -209,6 +209,9 @@ test('--precision int8 runs the model\'s int8 encoders, with a prompt cache of t
 })
 
 test('categories --json lists the defaults plus the custom category with parents and thresholds', async () => {
+  const table = await runCli(['categories', '--config', policy], {env})
+  assert.match(table.stdout, /^nudity\s+threshold 0\.50\s+builtin\s+clip\+nsfw\s*$/m)
+  assert.match(table.stdout, /^weapons\s+threshold 0\.50\s+builtin\s+clip\s+parent violence$/m)
   const r = await runCli(['categories', '--json', '--config', policy], {env})
   assert.is(r.code, 0, r.stderr)
   const listing = JSON.parse(r.stdout)
