@@ -9,20 +9,18 @@ import './no-telemetry.js'
 
 import {readFile} from 'node:fs/promises'
 
-import * as ort from 'onnxruntime-node'
-
 import {DEFAULT_LIMITS} from '../src/lib/config/settings.js'
 import {decodeImage} from '../src/lib/image/decode.js'
 import {preprocess} from '../src/lib/image/preprocess.js'
 import {trimBorders} from '../src/lib/image/trim.js'
 import {openClip} from '../src/lib/model/clip.js'
 import {loadManifest} from '../src/lib/model/manifest.js'
-import {openSession} from '../src/lib/model/session.js'
 import {embedPrompts} from '../src/lib/model/prompt-cache.js'
 import {defaultThreads} from '../src/lib/model/threads.js'
 import {buildPolicy} from '../src/lib/policy/load.js'
 import {policyPrompts, zeroShotScores} from '../src/lib/scoring/score.js'
 import {
+  bareEncoder,
   benchEngine,
   CACHE_DIR,
   ensureImages,
@@ -38,7 +36,6 @@ import {
   STANDIN_DIR,
   table,
   verdict,
-  VISION_FILES,
 } from './lib.js'
 
 const WARMUP = 5
@@ -55,21 +52,17 @@ await ensureImages()
 const jpeg = await readFile(HD_JPEG)
 const threads = await defaultThreads()
 const manifest = await loadManifest(STANDIN_DIR)
-const {crop} = manifest.preprocess
 
 const engine = benchEngine()
 await engine.load()
-const bare = await openSession(`${STANDIN_DIR}/${VISION_FILES.fp32}`, {threads, keepArena: true})
-const [frame] = await decodeImage(jpeg, DEFAULT_LIMITS)
-const ready = new ort.Tensor('float32', await preprocess(trimBorders(frame), manifest.preprocess), [1, 3, crop, crop])
-const feeds = {[manifest.image.input]: ready}
+const bare = await bareEncoder()
 
 for (let i = 0; i < WARMUP; i++) {
   await engine.moderateImage(jpeg, 'hd.jpg')
-  await bare.run(feeds)
+  await bare.run()
 }
 const {engine: engineTimes, bare: bareTimes} = await interleave(
-  {engine: () => engine.moderateImage(jpeg, 'hd.jpg'), bare: () => bare.run(feeds)},
+  {engine: () => engine.moderateImage(jpeg, 'hd.jpg'), bare: () => bare.run()},
   TURNS,
 )
 await engine.close()
@@ -122,10 +115,10 @@ const offered = (['int8', 'fp16'] as const).filter((v) => manifest.variants?.[v]
 for (const variant of offered) {
   const e = benchEngine(variant)
   await e.load()
-  const s = await openSession(`${STANDIN_DIR}/${VISION_FILES[variant]}`, {threads, keepArena: true})
+  const s = await bareEncoder(variant)
   closers.push(() => e.close(), () => s.release())
   variantSides[`${variant} engine`] = () => e.moderateImage(jpeg, 'hd.jpg')
-  variantSides[`${variant} bare`] = () => s.run(feeds)
+  variantSides[`${variant} bare`] = () => s.run()
 }
 for (const side of Object.values(variantSides)) for (let i = 0; i < WARMUP; i++) await side()
 const vt = await interleave(variantSides, VARIANT_TURNS)

@@ -9,11 +9,19 @@ import {mkdir, readFile, readdir, writeFile} from 'node:fs/promises'
 import {cpus, loadavg, totalmem} from 'node:os'
 import {join, resolve} from 'node:path'
 
+import * as ort from 'onnxruntime-node'
 import sharp from 'sharp'
 
 import {DEFAULT_LIMITS} from '../src/lib/config/settings.js'
 import {createEngine, type Engine} from '../src/lib/engine.js'
+import {decodeImage} from '../src/lib/image/decode.js'
+import {preprocess} from '../src/lib/image/preprocess.js'
+import {trimBorders} from '../src/lib/image/trim.js'
+import {loadManifest} from '../src/lib/model/manifest.js'
 import type {Precision} from '../src/lib/model/manifest-types.js'
+import {openNsfwRunner} from '../src/lib/model/nsfw-runner.js'
+import {openSession} from '../src/lib/model/session.js'
+import {defaultThreads} from '../src/lib/model/threads.js'
 import {buildPolicy} from '../src/lib/policy/load.js'
 
 export const ROOT = resolve(import.meta.dirname, '..')
@@ -276,8 +284,11 @@ export function requireStandin(): void {
   }
 }
 
-/** An engine over the stand-in with the default policy, as `mod scan` / `mod serve` build it (MOD_PRECISION: `precision`). */
-export function benchEngine(precision: Variant = 'fp32'): Engine {
+/**
+ * An engine over the stand-in with the default policy (MOD_PRECISION: `precision`). CLIP alone unless `nsfw`:
+ * with it, the embedded NSFW specialist too, as `mod scan` and `mod serve` build it by default.
+ */
+export function benchEngine(precision: Variant = 'fp32', options: {nsfw?: boolean} = {}): Engine {
   return createEngine({
     preset: 'fast',
     modelDir: STANDIN_DIR,
@@ -285,7 +296,36 @@ export function benchEngine(precision: Variant = 'fp32'): Engine {
     cacheDir: CACHE_DIR,
     policy: buildPolicy(),
     limits: DEFAULT_LIMITS,
+    openNsfw: options.nsfw ? () => openNsfwRunner() : undefined,
   })
+}
+
+export interface BareEncoder {
+  /** One `session.run` on the ready tensor of the 1280x720 JPEG. */
+  run(): Promise<unknown>
+  release(): Promise<void>
+}
+
+/**
+ * A bare onnxruntime session of the stand-in's image encoder with the engine's session options and thread count,
+ * fed the 1280x720 JPEG already decoded, trimmed and preprocessed: what inference of one image costs by itself.
+ */
+export async function bareEncoder(precision: Variant = 'fp32'): Promise<BareEncoder> {
+  const manifest = await loadManifest(STANDIN_DIR)
+  const {crop} = manifest.preprocess
+  const [frame] = await decodeImage(await readFile(HD_JPEG), DEFAULT_LIMITS)
+  const ready = new ort.Tensor('float32', await preprocess(trimBorders(frame), manifest.preprocess), [1, 3, crop, crop])
+  const feeds = {[manifest.image.input]: ready}
+  const session = await openSession(join(STANDIN_DIR, VISION_FILES[precision]), {threads: await defaultThreads(), keepArena: true})
+  return {run: () => session.run(feeds), release: () => session.release()}
+}
+
+/** Writes a policy file under bench/out for `--config`, and returns its path. */
+export async function policyFile(name: string, yaml: string): Promise<string> {
+  await mkdir(OUT, {recursive: true})
+  const path = join(OUT, name)
+  await writeFile(path, yaml)
+  return path
 }
 
 /** A MOD_* free environment with the stand-in and the bench's prompt cache, for the CLI and the server. */
