@@ -8,7 +8,7 @@ import {resolveModelDir} from '../lib/model/presets.js'
 
 /** The model settings of eval, calibrate and head train, from the same flags and MOD_* variables as scan. */
 export function modelOptions(config: Config): ModelOptions {
-  const {settings} = config
+  const settings = config.settings.engine
   return {
     modelDir: resolveModelDir(settings, config.preset),
     preset: config.preset,

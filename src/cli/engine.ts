@@ -23,7 +23,7 @@ export interface EngineChoices {
  * must then hold a model) and the embedded NSFW specialist.
  */
 export function engineFromConfig(config: Config, options: EngineChoices = {}): Engine {
-  const {settings} = config
+  const settings = config.settings.engine
   return createEngine({
     requireClip: settings.modelDir !== undefined,
     openNsfw: () => openNsfwRunner({threads: settings.threads}),

@@ -46,7 +46,7 @@ Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
         dataset: args.dataset,
         model: modelOptions(config),
         policy: config.policy,
-        headPath: config.settings.headPath,
+        headPath: config.settings.engine.headPath,
         onProgress: (done, total) => progress.update(done, total),
       })
       await progress.finish()

@@ -98,7 +98,7 @@ An input that cannot be scanned is an error entry and the other inputs are still
       const progress = this.startProgress('Scanning')
       const write = (text: string): void => progress.above(() => out.write(text))
       if (flags.json) write('[')
-      const items = scanInputs(paths, config.settings.limits.maxBytes, skipped)
+      const items = scanInputs(paths, config.settings.engine.limits.maxBytes, skipped)
       const closeArray = (): void => {
         progress.finish()
         if (flags.json && !closed) out.write(`${counts.safe + counts.unsafe + counts.errors > 0 ? '\n' : ''}]\n`)

@@ -84,7 +84,7 @@ With MOD_API_KEY set, every request but GET /health and GET /ready needs the hea
   async run(): Promise<void> {
     const {flags} = await this.parse(Serve)
     const config = await loadConfig(settingsInput(flags), process.env)
-    const {settings} = config
+    const settings = config.settings.server
     const {host, workers, port} = settings
 
     const logger = createLogger({
@@ -98,8 +98,8 @@ With MOD_API_KEY set, every request but GET /health and GET /ready needs the hea
       const metrics = createServerMetrics()
       const stop = Promise.race([stopSignals(log), primaryStop()])
       // The workers share the machine's cores instead of each taking all of them.
-      const threads = settings.threads ?? Math.max(1, Math.floor((await defaultThreads()) / workers))
-      const engine = engineFromConfig({...config, settings: {...settings, threads}}, {observer: metrics.engine})
+      const threads = config.settings.engine.threads ?? Math.max(1, Math.floor((await defaultThreads()) / workers))
+      const engine = engineFromConfig({...config, settings: {...config.settings, engine: {...config.settings.engine, threads}}}, {observer: metrics.engine})
       serveMetricsToPrimary(metrics.registry)
       const server = {logger, metrics, metricsText: metricsFromPrimary()}
       process.exit(await runServer({engine, settings, host, port, log, onListening: reportReady, stop, server}))

@@ -45,7 +45,7 @@ Jobs are accepted by any "mod serve" with the same MOD_REDIS_URL (POST /v1/jobs/
   async run(): Promise<void> {
     const {flags} = await this.parse(Worker)
     const config = await loadConfig(settingsInput(flags), process.env)
-    const {settings} = config
+    const settings = config.settings.server
     const url = settings.jobs.redisUrl
     if (url === undefined) {
       throw new ModError('invalid_config', 'mod worker takes jobs from Redis: set MOD_REDIS_URL (e.g. redis://127.0.0.1:6379)')

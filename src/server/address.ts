@@ -1,6 +1,6 @@
 import ipaddr from 'ipaddr.js'
 
-import type {Settings} from '../lib/config/settings.js'
+import type {ServerSettings} from '../lib/config/settings.js'
 
 /** Whether only this machine can connect: `localhost` or a loopback address (127.0.0.0/8, ::1). */
 export function isLoopbackHost(host: string): boolean {
@@ -12,7 +12,7 @@ export function isLoopbackHost(host: string): boolean {
 }
 
 /** Lines to print before serving: a key-less server on an interface other machines can reach. */
-export function startupWarnings(host: string, settings: Pick<Settings, 'apiKey'>): string[] {
+export function startupWarnings(host: string, settings: Pick<ServerSettings, 'apiKey'>): string[] {
   if (settings.apiKey !== undefined || isLoopbackHost(host)) return []
   return [
     `warning: serving on ${host} without MOD_API_KEY: anyone who can reach this address can use the API; ` +

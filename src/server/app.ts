@@ -4,7 +4,7 @@ import {tmpdir} from 'node:os'
 
 import polka, {type Polka} from 'polka'
 
-import type {Settings} from '../lib/config/settings.js'
+import type {ServerSettings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
 import {ModError} from '../lib/errors.js'
 import {fetchImageUrl, type FetchImageOptions} from '../lib/fetch/url.js'
@@ -90,7 +90,7 @@ function packageVersion(): string {
  * JSON errors, on an http.Server that is not listening yet. `mod serve` adds listening, workers and
  * signals; tests listen on port 0 in-process.
  */
-export function buildServer(engine: Engine, settings: Settings, options: ServerOptions = {}): ModServer {
+export function buildServer(engine: Engine, settings: ServerSettings, options: ServerOptions = {}): ModServer {
   const log = options.log ?? (options.logger ? logTo(options.logger) : stderrLog)
   const gate = createGate(settings.limits.queueLimit, settings.limits)
   const metrics = options.metrics ?? createServerMetrics()

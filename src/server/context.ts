@@ -1,6 +1,6 @@
 import type {IncomingMessage, ServerResponse} from 'node:http'
 
-import type {Settings} from '../lib/config/settings.js'
+import type {ServerSettings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
 import type {FetchedImage} from '../lib/fetch/url.js'
 import type {Log} from './errors.js'
@@ -10,7 +10,7 @@ import type {Gate} from './queue.js'
 /** What every route needs, built once per server by buildServer. */
 export interface RouteContext {
   engine: Engine
-  settings: Settings
+  settings: ServerSettings
   gate: Gate
   /** Asynchronous video jobs (in-process, or BullMQ on Redis). */
   jobs: JobQueue

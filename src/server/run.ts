@@ -1,13 +1,13 @@
 import type {Server} from 'node:http'
 
-import type {Settings} from '../lib/config/settings.js'
+import type {ServerSettings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
 import {buildServer, type ServerOptions} from './app.js'
 import {describe, type Log} from './errors.js'
 
 export interface RunOptions {
   engine: Engine
-  settings: Settings
+  settings: ServerSettings
   host: string
   port: number
   log: Log

@@ -4,7 +4,7 @@ import {spawn, type ChildProcess} from 'node:child_process'
 import {request as httpRequest, type ClientRequest, type IncomingHttpHeaders} from 'node:http'
 import type {AddressInfo} from 'node:net'
 
-import {DEFAULT_LIMITS, readSettings, type Limits, type Settings} from '../../src/lib/config/settings.js'
+import {DEFAULT_LIMITS, readSettings, type EngineSettings, type Limits, type ServerSettings} from '../../src/lib/config/settings.js'
 import {createEngine, type Engine} from '../../src/lib/engine.js'
 import {DIRECT} from '../../src/lib/pipeline/scheduler.js'
 import {buildPolicy} from '../../src/lib/policy/load.js'
@@ -16,16 +16,20 @@ import {assertConforms, createConformance} from './conformance.js'
 
 export {solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 
-export type SettingsOverrides = Omit<Partial<Settings>, 'limits'> & {limits?: Partial<Limits>}
+/** Both sections in one value: what the toy engine and the server of a test read. */
+export type TestSettings = EngineSettings & ServerSettings
+
+export type SettingsOverrides = Omit<Partial<TestSettings>, 'limits'> & {limits?: Partial<Limits>}
 
 /** The defaults of a clean environment (as `mod serve` reads them), with `over` on top. */
-export function testSettings(cacheDir: string, over: SettingsOverrides = {}): Settings {
-  const defaults = readSettings({cacheDir}, {})
+export function testSettings(cacheDir: string, over: SettingsOverrides = {}): TestSettings {
+  const {engine, server} = readSettings({cacheDir}, {})
+  const defaults = {...engine, ...server}
   return {...defaults, ...over, limits: {...defaults.limits, ...over.limits}}
 }
 
 /** The toy model with a `redness` category: red is unsafe, blue is safe. */
-export function toyEngine(settings: Settings, modelDir = TOY_MODEL): Engine {
+export function toyEngine(settings: EngineSettings, modelDir = TOY_MODEL): Engine {
   return createEngine({
     preset: 'fast',
     modelDir,
@@ -81,7 +85,7 @@ export interface Running {
   stop(): Promise<void>
 }
 
-export async function start(engine: Engine, settings: Settings, options: ServerOptions = {}): Promise<Running> {
+export async function start(engine: Engine, settings: ServerSettings, options: ServerOptions = {}): Promise<Running> {
   const logs: string[] = []
   const handle = buildServer(engine, settings, {log: (line) => logs.push(line), ...options})
   await new Promise<void>((resolve) => handle.server.listen(0, '127.0.0.1', resolve))

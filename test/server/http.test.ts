@@ -86,9 +86,9 @@ test('with `*`: any origin, answered with `*` and no Vary', async () => {
 })
 
 test('MOD_CORS_ORIGINS is read and checked', () => {
-  assert.equal(readSettings({}, {}).corsOrigins, [])
-  assert.equal(readSettings({}, {MOD_CORS_ORIGINS: ' https://a.example , http://localhost:3000 '}).corsOrigins, ['https://a.example', 'http://localhost:3000'])
-  assert.equal(readSettings({}, {MOD_CORS_ORIGINS: '*'}).corsOrigins, ['*'])
+  assert.equal(readSettings({}, {}).server.corsOrigins, [])
+  assert.equal(readSettings({}, {MOD_CORS_ORIGINS: ' https://a.example , http://localhost:3000 '}).server.corsOrigins, ['https://a.example', 'http://localhost:3000'])
+  assert.equal(readSettings({}, {MOD_CORS_ORIGINS: '*'}).server.corsOrigins, ['*'])
   for (const bad of ['https://a.example/', 'a.example', 'ftp://a.example', '*,https://a.example']) {
     assert.throws(() => readSettings({}, {MOD_CORS_ORIGINS: bad}), /^MOD_CORS_ORIGINS=/, bad)
   }

@@ -35,7 +35,7 @@ test.after(() => dir.remove())
 
 test('flags win over MOD_HOST, MOD_PORT and MOD_WORKERS, which win over the defaults', () => {
   const env = {MOD_HOST: '0.0.0.0', MOD_PORT: '9000', MOD_WORKERS: '3'}
-  const address = (s: Settings) => ({host: s.host, port: s.port, workers: s.workers})
+  const address = ({server: s}: Settings) => ({host: s.host, port: s.port, workers: s.workers})
   assert.equal(address(readSettings({}, {})), {host: '127.0.0.1', port: 8000, workers: 1})
   assert.equal(address(readSettings({}, env)), {host: '0.0.0.0', port: 9000, workers: 3})
   assert.equal(address(readSettings({host: '::1', port: 0, workers: 1}, env)), {host: '::1', port: 0, workers: 1})

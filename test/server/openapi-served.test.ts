@@ -40,7 +40,7 @@ async function start(extra: Record<string, string> = {}): Promise<Running> {
   }
   const config = await loadConfig({}, env, dir)
   const engine = engineFromConfig(config)
-  const server = buildServer(engine, config.settings, {log: () => {}})
+  const server = buildServer(engine, config.settings.server, {log: () => {}})
   await new Promise<void>((done) => server.server.listen(0, '127.0.0.1', done))
   return {base: `http://127.0.0.1:${(server.server.address() as AddressInfo).port}`, server, engine, env}
 }
@@ -85,7 +85,7 @@ test('GET /openapi.json is the document for this server, and it conforms to itse
   const res = await fetch(`${open.base}/openapi.json`)
   const body = await assertConforms(conformance, res)
   const config = await loadConfig({}, open.env, dir)
-  const expected = openapiDocument({version: VERSION, apiKey: false, allowUrls: false, limits: config.settings.limits})
+  const expected = openapiDocument({version: VERSION, apiKey: false, allowUrls: false, limits: config.settings.server.limits})
   assert.equal(body, JSON.parse(JSON.stringify(expected)))
   assert.match(JSON.stringify(body), '"maxItems":3')
 })

@@ -79,9 +79,9 @@ test('on stop with MOD_DRAIN_DELAY_MS the port stays open, /ready says 503, then
 })
 
 test('MOD_DRAIN_DELAY_MS and MOD_LOG_LEVEL are read and checked', () => {
-  assert.equal(readSettings({}, {}).drainDelayMs, 0)
-  assert.equal(readSettings({}, {}).logLevel, 'info')
-  const set = readSettings({}, {MOD_DRAIN_DELAY_MS: '5000', MOD_LOG_LEVEL: 'DEBUG'})
+  assert.equal(readSettings({}, {}).server.drainDelayMs, 0)
+  assert.equal(readSettings({}, {}).server.logLevel, 'info')
+  const set = readSettings({}, {MOD_DRAIN_DELAY_MS: '5000', MOD_LOG_LEVEL: 'DEBUG'}).server
   assert.equal([set.drainDelayMs, set.logLevel], [5000, 'debug'])
   assert.throws(() => readSettings({}, {MOD_LOG_LEVEL: 'verbose'}), /MOD_LOG_LEVEL="verbose" is not valid: expected one of error, warn, info, debug/)
   assert.throws(() => readSettings({}, {MOD_DRAIN_DELAY_MS: '-1'}), /MOD_DRAIN_DELAY_MS/)

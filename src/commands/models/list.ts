@@ -35,7 +35,7 @@ SIZE is that of the installed files, or of the download for a preset not install
 
   async run(): Promise<Listing> {
     const {flags} = await this.parse(ModelsList)
-    const settings = readSettings(settingsInput(flags), process.env)
+    const settings = readSettings(settingsInput(flags), process.env).engine
     const presets = await listPresets(settings.cacheDir)
     const count = (files?: string[]): string => (files === undefined ? '-' : String(files.length))
     const rows = [

@@ -64,7 +64,7 @@ Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the ho
   async run(): Promise<void> {
     const {args, flags} = await this.parse(ModelsPull)
     const preset = args.preset as PresetName
-    const settings = readSettings(settingsInput(flags), process.env)
+    const settings = readSettings(settingsInput(flags), process.env).engine
     const dir = join(settings.cacheDir, preset)
     const manifest = await loadPresetManifest(preset)
     const variants = settings.precision === 'fp32' ? [] : [settings.precision]

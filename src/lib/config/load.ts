@@ -18,10 +18,11 @@ export interface Config {
 /** Typed input and MOD_* variables, then the policy file (named, or found by cosmiconfig from cwd); preset: input > MOD_PRESET > policy > fast. */
 export async function loadConfig(input: SettingsInput, env: Env, cwd = process.cwd()): Promise<Config> {
   const settings = readSettings(input, env, cwd)
-  if (settings.modelDir !== undefined) await checkModelDir(settings.modelDir)
-  const policyPath = settings.configPath ?? (await findPolicyFile(cwd))
+  const {engine} = settings
+  if (engine.modelDir !== undefined) await checkModelDir(engine.modelDir)
+  const policyPath = engine.configPath ?? (await findPolicyFile(cwd))
   const policy = policyPath ? (await loadPolicyFile(policyPath)).policy : buildPolicy()
-  return {settings, preset: settings.preset ?? policy.preset ?? 'fast', policy, policyPath}
+  return {settings, preset: engine.preset ?? policy.preset ?? 'fast', policy, policyPath}
 }
 
 /** An explicit model folder that is missing or holds no model says so, rather than suggesting a preset download. */

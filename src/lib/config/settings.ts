@@ -72,7 +72,14 @@ export interface ServerSettings {
  * Every knob, read once from the adapter's typed input and MOD_* variables (input wins, then the variable, then
  * the default), validated. One flat value whose two sections are the types above; nothing below reads the environment.
  */
-export type Settings = EngineSettings & ServerSettings
+/**
+ * Every knob, read once: the engine's section (models, caches, limits on what it decodes) and the server's
+ * (address, workers, key, URL fetching, preload, logs, jobs). Both carry the same `limits`.
+ */
+export interface Settings {
+  engine: EngineSettings
+  server: ServerSettings
+}
 
 /** Values an adapter already parsed (a command's flags, camelCase); each falls back to its MOD_* variable. */
 export interface SettingsInput {
@@ -267,7 +274,7 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
     maxBufferedBytes: parseSize('MOD_MAX_BUFFERED_BYTES', env.MOD_MAX_BUFFERED_BYTES, DEFAULT_LIMITS.maxBufferedBytes),
   }
   checkBuffered(limits, env.MOD_MAX_BUFFERED_BYTES)
-  return {
+  const engine: EngineSettings = {
     preset: parsePreset(preset.name, preset.value),
     modelDir: pathOf(source(input, env, 'modelDir').value, cwd),
     cacheDir: pathOf(source(input, env, 'cacheDir').value, cwd) ?? defaultCacheDir(),
@@ -282,9 +289,12 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
       httpsProxy: proxyVariable(env, 'https_proxy'),
       noProxy: proxyVariable(env, 'no_proxy'),
     },
+  }
+  const server: ServerSettings = {
     host: host.value ?? DEFAULT_HOST,
     port: count(input, env, 'port', 0, 65_535) ?? DEFAULT_PORT,
     workers: count(input, env, 'workers', 1) ?? DEFAULT_WORKERS,
+    limits,
     apiKey: env.MOD_API_KEY === '' ? undefined : env.MOD_API_KEY,
     allowUrls: parseBoolean('MOD_ALLOW_URLS', env.MOD_ALLOW_URLS, false),
     preload: parseBoolean('MOD_PRELOAD', env.MOD_PRELOAD, true),
@@ -293,4 +303,5 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
     drainDelayMs: parseCount('MOD_DRAIN_DELAY_MS', env.MOD_DRAIN_DELAY_MS, 0, 0),
     jobs: readJobSettings(env, cwd),
   }
+  return {engine, server}
 }

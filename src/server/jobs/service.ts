@@ -1,5 +1,5 @@
 import type {JobSettings} from '../../lib/config/jobs.js'
-import type {Settings} from '../../lib/config/settings.js'
+import type {ServerSettings} from '../../lib/config/settings.js'
 import type {Engine} from '../../lib/engine.js'
 import {sendCallback, type CallbackOptions} from '../../lib/fetch/callback.js'
 import {describe, toHttpError, type Log} from '../errors.js'
@@ -36,7 +36,7 @@ export function queueHooks(jobs: JobSettings, log: Log, options: JobOptions = {}
 }
 
 /** The queue MOD_REDIS_URL selects: BullMQ on Redis, or the in-process queue. It runs no job until `work`. */
-export function jobQueue(settings: Settings, log: Log, options: JobOptions = {}): JobQueue {
+export function jobQueue(settings: ServerSettings, log: Log, options: JobOptions = {}): JobQueue {
   const {jobs, limits} = settings
   const hooks = queueHooks(jobs, log, options)
   if (jobs.redisUrl === undefined) return createMemoryQueue({...hooks, limit: limits.queueLimit, ttlSeconds: jobs.ttlSeconds})
@@ -44,7 +44,7 @@ export function jobQueue(settings: Settings, log: Log, options: JobOptions = {})
 }
 
 /** The job queue of one `mod serve` process, running jobs on this engine unless MOD_SERVE_JOBS=false. */
-export function createJobs(engine: Engine, settings: Settings, log: Log, options: JobOptions = {}): JobQueue {
+export function createJobs(engine: Engine, settings: ServerSettings, log: Log, options: JobOptions = {}): JobQueue {
   const queue = jobQueue(settings, log, options)
   if (settings.jobs.serveJobs) queue.work(videoJobRunner(engine))
   return queue

@@ -9,6 +9,12 @@ import {DEFAULT_LIMITS, readSettings} from '../../../src/lib/config/settings.js'
 
 const cwd = '/work/here'
 
+/** Both sections of the settings as one value, for checks that do not care which section holds a field. */
+function flat(...args: Parameters<typeof readSettings>) {
+  const {engine, server} = readSettings(...args)
+  return {...engine, ...server}
+}
+
 function failure(fn: () => unknown): {code: string; message: string} {
   try {
     fn()
@@ -18,9 +24,10 @@ function failure(fn: () => unknown): {code: string; message: string} {
   throw new Error('expected a failure')
 }
 
-test('with no input and no variables every setting has its default', () => {
+test('with no input and no variables every setting has its default, in an engine and a server section', () => {
   const s = readSettings({}, {}, cwd)
-  assert.equal(s, {
+  assert.is(s.engine.limits, s.server.limits)
+  assert.equal({...s.engine, ...s.server}, {
     preset: undefined,
     modelDir: undefined,
     cacheDir: join(homedir(), '.cache', 'mod'),
@@ -60,7 +67,7 @@ test('the job variables are read, and a bad one is a configuration error naming 
     MOD_CALLBACK_SECRET: 's3cret',
     MOD_CALLBACK_ALLOW_PRIVATE: 'true',
   }
-  assert.equal(readSettings({}, env, cwd).jobs, {
+  assert.equal(flat({}, env, cwd).jobs, {
     redisUrl: 'redis://queue:6379',
     storage: join(cwd, 'shared'),
     ttlSeconds: 60,
@@ -69,46 +76,46 @@ test('the job variables are read, and a bad one is a configuration error naming 
     callbackAllowPrivate: true,
   })
   for (const [name, value] of [['MOD_JOB_TTL', '0'], ['MOD_SERVE_JOBS', 'maybe'], ['MOD_REDIS_URL', 'localhost:6379']]) {
-    assert.throws(() => readSettings({}, {[name]: value}, cwd), (e: Error) => e.message.startsWith(`${name}=`), name)
+    assert.throws(() => flat({}, {[name]: value}, cwd), (e: Error) => e.message.startsWith(`${name}=`), name)
   }
 })
 
 test('an input value wins over its variable, which wins over the default; paths resolve from cwd', () => {
   const env = {MOD_PRESET: 'balanced', MOD_CACHE_DIR: 'cache', MOD_THREADS: '3', MOD_PRECISION: 'int8', MOD_PORT: '9000', MOD_MODEL_DIR: '/m'}
-  const fromEnv = readSettings({}, env, cwd)
+  const fromEnv = flat({}, env, cwd)
   assert.equal([fromEnv.preset, fromEnv.cacheDir, fromEnv.threads, fromEnv.precision, fromEnv.port, fromEnv.modelDir], ['balanced', '/work/here/cache', 3, 'int8', 9000, '/m'])
-  const fromInput = readSettings({preset: 'accurate', cacheDir: '/c', threads: 1, precision: 'fp16', port: 0, modelDir: 'model'}, env, cwd)
+  const fromInput = flat({preset: 'accurate', cacheDir: '/c', threads: 1, precision: 'fp16', port: 0, modelDir: 'model'}, env, cwd)
   assert.equal([fromInput.preset, fromInput.cacheDir, fromInput.threads, fromInput.precision, fromInput.port, fromInput.modelDir], ['accurate', '/c', 1, 'fp16', 0, '/work/here/model'])
 })
 
 test('variables without a flag are read and validated: limits, key, switches', () => {
-  const s = readSettings({}, {MOD_MAX_BYTES: '2MB', MOD_QUEUE_LIMIT: '0', MOD_API_KEY: 'k', MOD_ALLOW_URLS: 'yes', MOD_PRELOAD: 'off', MOD_FFMPEG: 'bin/ffmpeg'}, cwd)
+  const s = flat({}, {MOD_MAX_BYTES: '2MB', MOD_QUEUE_LIMIT: '0', MOD_API_KEY: 'k', MOD_ALLOW_URLS: 'yes', MOD_PRELOAD: 'off', MOD_FFMPEG: 'bin/ffmpeg'}, cwd)
   assert.is(s.limits.maxBytes, 2 * 1024 * 1024)
   assert.is(s.limits.queueLimit, 0)
   assert.equal([s.apiKey, s.allowUrls, s.preload, s.ffmpeg], ['k', true, false, '/work/here/bin/ffmpeg'])
 })
 
 test('uploads in progress default to twice the queue places and the body timeout to 30 s; both can be set', () => {
-  const defaults = readSettings({}, {}, cwd).limits
+  const defaults = flat({}, {}, cwd).limits
   assert.equal([defaults.maxUploads, defaults.bodyTimeoutMs], [130, 30_000])
-  assert.is(readSettings({}, {MOD_QUEUE_LIMIT: '3'}, cwd).limits.maxUploads, 8)
-  const set = readSettings({}, {MOD_QUEUE_LIMIT: '3', MOD_MAX_UPLOADS: '5', MOD_BODY_TIMEOUT_MS: '1500'}, cwd).limits
+  assert.is(flat({}, {MOD_QUEUE_LIMIT: '3'}, cwd).limits.maxUploads, 8)
+  const set = flat({}, {MOD_QUEUE_LIMIT: '3', MOD_MAX_UPLOADS: '5', MOD_BODY_TIMEOUT_MS: '1500'}, cwd).limits
   assert.equal([set.maxUploads, set.bodyTimeoutMs], [5, 1500])
 })
 
 test('the batch total and the buffered-bytes budget have defaults; the budget must hold the largest request', () => {
-  const defaults = readSettings({}, {}, cwd).limits
+  const defaults = flat({}, {}, cwd).limits
   assert.equal([defaults.maxBatchBytes, defaults.maxBufferedBytes], [100 * 1024 * 1024, 256 * 1024 * 1024])
-  const set = readSettings({}, {MOD_MAX_BATCH_BYTES: '10MB', MOD_MAX_BUFFERED_BYTES: '64MB'}, cwd).limits
+  const set = flat({}, {MOD_MAX_BATCH_BYTES: '10MB', MOD_MAX_BUFFERED_BYTES: '64MB'}, cwd).limits
   assert.equal([set.maxBatchBytes, set.maxBufferedBytes], [10 * 1024 * 1024, 64 * 1024 * 1024])
   assert.throws(
-    () => readSettings({}, {MOD_MAX_BATCH_BYTES: '300MB'}, cwd),
+    () => flat({}, {MOD_MAX_BATCH_BYTES: '300MB'}, cwd),
     (e: {code: string; message: string}) =>
       e.code === 'invalid_config' &&
       e.message ===
         'MOD_MAX_BUFFERED_BYTES="268435456" is not valid: expected at least 315621376 bytes: the larger of MOD_MAX_BATCH_BYTES and 2 x MOD_MAX_BYTES, plus 1 MiB',
   )
-  assert.throws(() => readSettings({}, {MOD_MAX_BYTES: '200MB', MOD_MAX_BUFFERED_BYTES: '256MB'}, cwd), /MOD_MAX_BUFFERED_BYTES="256MB"/)
+  assert.throws(() => flat({}, {MOD_MAX_BYTES: '200MB', MOD_MAX_BUFFERED_BYTES: '256MB'}, cwd), /MOD_MAX_BUFFERED_BYTES="256MB"/)
 })
 
 test('an invalid value is invalid_config naming the variable it came from', () => {
@@ -121,15 +128,15 @@ test('an invalid value is invalid_config naming the variable it came from', () =
     [{MOD_ALLOW_URLS: 'maybe'}, 'MOD_ALLOW_URLS="maybe" is not valid: expected true or false'],
   ]
   for (const [env, message] of cases) {
-    const e = failure(() => readSettings({}, env, cwd))
+    const e = failure(() => flat({}, env, cwd))
     assert.is(e.code, 'invalid_config')
     assert.is(e.message, message)
   }
-  assert.is(failure(() => readSettings({threads: 0}, {}, cwd)).message, 'threads="0" is not valid: expected a whole number >= 1')
+  assert.is(failure(() => flat({threads: 0}, {}, cwd)).message, 'threads="0" is not valid: expected a whole number >= 1')
 })
 
 test('download proxies: the lower-case spelling wins, an empty one is unset', () => {
-  const s = readSettings({}, {https_proxy: 'http://a:1', HTTPS_PROXY: 'http://b:2', HTTP_PROXY: 'http://c:3', no_proxy: '', NO_PROXY: 'internal'}, cwd)
+  const s = flat({}, {https_proxy: 'http://a:1', HTTPS_PROXY: 'http://b:2', HTTP_PROXY: 'http://c:3', no_proxy: '', NO_PROXY: 'internal'}, cwd)
   assert.equal(s.proxy, {httpProxy: 'http://c:3', httpsProxy: 'http://a:1', noProxy: 'internal'})
 })
 
