@@ -23,6 +23,7 @@ import {openNsfwRunner} from '../src/lib/model/nsfw-runner.js'
 import {openSession} from '../src/lib/model/session.js'
 import {defaultThreads} from '../src/lib/model/threads.js'
 import {buildPolicy} from '../src/lib/policy/load.js'
+import {random} from '../test/helpers/nsfw-images.js'
 
 export const ROOT = resolve(import.meta.dirname, '..')
 export const OUT = join(ROOT, 'bench', 'out')
@@ -173,18 +174,6 @@ export function header(script: string, about: string): void {
 }
 
 // ---------- images ----------
-
-/** mulberry32: a small seeded generator, so the images are the same on every run and machine. */
-function random(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /**
  * A photo-like test picture: smooth gradients, a few dozen filled shapes with soft edges and per-pixel

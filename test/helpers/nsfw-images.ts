@@ -20,7 +20,8 @@ export interface NamedImage {
   file?: Buffer
 }
 
-function random(seed: number): () => number {
+/** mulberry32: a small seeded generator, so generated images are the same on every run and machine. */
+export function random(seed: number): () => number {
   let a = seed >>> 0
   return () => {
     a = (a + 0x6d2b79f5) >>> 0
