@@ -89,14 +89,10 @@ const BATCH = 8
 export async function openClipFeatures(o: ModelOptions): Promise<ClipFeatureSource> {
   const manifest = await loadManifest(o.modelDir, o.preset, o.precision)
   const modelKey = o.precision === 'fp32' ? manifest.id : `${manifest.id}-${o.precision}`
-  let clipP: Promise<ClipModel> | undefined
+  const clipModel = lazy(() => openClip(o.modelDir, manifest, {threads: o.threads}))
+  const clip = (): Promise<ClipModel> => clipModel.get()
   const nsfw = o.openNsfw ? lazy(o.openNsfw) : undefined
   let runs = 0
-  const clip = (): Promise<ClipModel> => {
-    clipP ??= openClip(o.modelDir, manifest, {threads: o.threads})
-    clipP.catch(() => (clipP = undefined))
-    return clipP
-  }
   // Concurrent extract() calls share encoder runs, as the engine's images do.
   const embedder = createBatcher(async (tensors: Float32Array[]) => {
     const model = await clip()
@@ -130,8 +126,8 @@ export async function openClipFeatures(o: ModelOptions): Promise<ClipFeatureSour
         embed: async (missing) => (await clip()).embedTexts(missing),
       }),
     async close() {
-      const p = clipP
-      clipP = undefined
+      const p = clipModel.current()
+      clipModel.reset()
       if (p) await (await p.catch(() => undefined))?.close()
       await (await nsfw?.current()?.catch(() => undefined))?.close()
     },

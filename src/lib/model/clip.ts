@@ -8,6 +8,7 @@ import {join} from 'node:path'
 import * as ort from 'onnxruntime-node'
 
 import {ModError} from '../errors.js'
+import {lazy} from '../lazy.js'
 import {fileWithRole} from './manifest.js'
 import type {Manifest} from './manifest-types.js'
 import {openSession} from './session.js'
@@ -102,7 +103,7 @@ export async function openClip(dir: string, manifest: Manifest, opts: ClipOption
   // An export with a fixed batch of 1 cannot take [n, …]: run it image by image instead.
   const imageBatch = inputMeta(image, manifest.image.input)?.shape[0] === 1 ? 1 : Number.POSITIVE_INFINITY
 
-  let textP: Promise<TextEncoder> | undefined
+  const text = lazy(openText)
 
   async function openText(): Promise<TextEncoder> {
     const session = await openSession(join(dir, textPath), {threads, keepArena: false})
@@ -118,12 +119,6 @@ export async function openClip(dir: string, manifest: Manifest, opts: ClipOption
       await session.release()
       throw e
     }
-  }
-
-  function text(): Promise<TextEncoder> {
-    textP ??= openText()
-    textP.catch(() => (textP = undefined))
-    return textP
   }
 
   async function runImages(pixels: Float32Array, n: number): Promise<Float32Array[]> {
@@ -148,8 +143,8 @@ export async function openClip(dir: string, manifest: Manifest, opts: ClipOption
   }
 
   async function releaseText(): Promise<void> {
-    const pending = textP
-    textP = undefined
+    const pending = text.current()
+    text.reset()
     if (!pending) return
     const t = await pending.catch(() => undefined)
     await t?.session.release()
@@ -175,7 +170,7 @@ export async function openClip(dir: string, manifest: Manifest, opts: ClipOption
 
     async embedTexts(texts) {
       if (texts.length === 0) return []
-      const t = await text()
+      const t = await text.get()
       const out: Float32Array[] = []
       for (let i = 0; i < texts.length; i += TEXT_BATCH) {
         out.push(...(await runTexts(t, texts.slice(i, i + TEXT_BATCH))))
