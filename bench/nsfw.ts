@@ -1,5 +1,5 @@
 /**
- * nsfw: the embedded NSFW specialist against nsfwjs 4.4.0 itself, on the photos of test/fixtures/photos, in one
+ * nsfw: the embedded NSFW specialist against nsfwjs itself, on the photos of test/fixtures/photos, in one
  * run. Per image, from the JPEG bytes: mod (decode with sharp, nsfwPreprocess, onnxruntime) against nsfwjs's
  * classify() on @tensorflow/tfjs's pure-JavaScript CPU backend and on @tensorflow/tfjs-backend-wasm (both fed
  * a tensor3d of the same sharp-decoded pixels, the decode included in their time too), mod and each of them

@@ -1,5 +1,5 @@
 /**
- * The embedded specialist against nsfwjs itself: nsfwjs 4.4.0 with its bundled MobileNetV2 on its own
+ * The embedded specialist against nsfwjs itself: nsfwjs (the version in package.json) with its bundled MobileNetV2 on its own
  * TensorFlow.js runtime (pure JavaScript CPU backend), fed a tf.tensor3d of the same decoded RGB pixels, and
  * mod's ONNX runner with mod's preprocessing. Every one of the five probabilities agrees within 0.01.
  */

@@ -20,7 +20,7 @@ test.after(async () => {
   await Promise.all(dirs.map((d) => rm(d, {recursive: true, force: true})))
 })
 
-/** nsfwjs 4.4.0's own output (MobileNetV2 on @tensorflow/tfjs, CPU backend) for the same pixels. */
+/** nsfwjs's own output (MobileNetV2 on @tensorflow/tfjs, CPU backend) for the same pixels. */
 const GREY_128 = [0.83706009, 0.0236319, 0.12920287, 0.00856919, 0.00153594]
 const CHELSEA = [0.00070883, 0.00072313, 0.92230546, 0.07230373, 0.0039588]
 
