@@ -1,10 +1,10 @@
-import {createReadStream, type Stats} from 'node:fs'
+import type {Stats} from 'node:fs'
 import {open, opendir, realpath, stat} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import type {ImageInput} from '../lib/engine.js'
 import {ModError, type ErrorCode} from '../lib/errors.js'
-import {readCapped} from '../lib/input/read-capped.js'
+import {readCapped, readFileCapped} from '../lib/input/read-capped.js'
 import {imageFormat, sniffImage, SNIFF_BYTES} from '../lib/input/sniff.js'
 
 /** Why a file met in a folder was not scanned; counted for the summary line. */
@@ -37,9 +37,9 @@ function readError(path: string, e: unknown): ModError {
 }
 
 /** Reads a file with the byte cap counted as bytes arrive, whatever its size claims. */
-async function readFileCapped(path: string, maxBytes: number): Promise<Buffer> {
+async function readFile(path: string, maxBytes: number): Promise<Buffer> {
   try {
-    return await readCapped(createReadStream(path), maxBytes, path)
+    return await readFileCapped(path, maxBytes)
   } catch (e) {
     throw readError(path, e)
   }
@@ -67,6 +67,39 @@ function skip(skipped: Skipped, reason: SkipReason): void {
   skipped.set(reason, (skipped.get(reason) ?? 0) + 1)
 }
 
+/** What one folder entry turned out to be, once its symlink is followed and its first bytes are read. */
+type Checked = {dir: string} | {image: string} | {skip: SkipReason} | {item: ScanItem}
+
+/** Entries of one folder checked at once: each check waits for libuv threads that image decodes also use. */
+const CHECKS_AT_ONCE = 32
+
+async function check(dir: string, n: {name: string; symlink: boolean; dir: boolean; file: boolean}): Promise<Checked> {
+  const p = join(dir, n.name)
+  let isDir = n.dir
+  let isFile = n.file
+  if (n.symlink) {
+    let info: Stats
+    try {
+      info = await stat(p)
+    } catch (e) {
+      return {skip: errnoOf(e) === 'ELOOP' ? 'symlink loop' : 'broken symlink'}
+    }
+    isDir = info.isDirectory()
+    isFile = info.isFile()
+  }
+  if (isDir) return {dir: p}
+  if (!isFile) return {skip: 'not regular files'}
+  let kind
+  try {
+    kind = sniffImage(await head(p))
+  } catch (e) {
+    const err = readError(p, e)
+    return {item: entry(p, err.code, err.message)}
+  }
+  if (kind === 'image') return {image: p}
+  return {skip: kind === 'heif' ? 'unsupported format' : 'not images'}
+}
+
 /**
  * A folder, recursively in name order. Files are picked by content (their first bytes), not by extension;
  * symlinks are followed, to files and to folders, but a folder already visited (by its real path) is a loop.
@@ -82,42 +115,23 @@ async function* walk(dir: string, maxBytes: number, seen: Set<string>, skipped: 
     return
   }
   names.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-  for (const n of names) {
-    const p = join(dir, n.name)
-    let isDir = n.dir
-    let isFile = n.file
-    if (n.symlink) {
-      let info: Stats
-      try {
-        info = await stat(p)
-      } catch (e) {
-        skip(skipped, errnoOf(e) === 'ELOOP' ? 'symlink loop' : 'broken symlink')
-        continue
+  for (let i = 0; i < names.length; i += CHECKS_AT_ONCE) {
+    const checked = await Promise.all(names.slice(i, i + CHECKS_AT_ONCE).map((n) => check(dir, n)))
+    for (const c of checked) {
+      if ('skip' in c) skip(skipped, c.skip)
+      else if ('item' in c) yield c.item
+      else if ('image' in c) {
+        const p = c.image
+        yield {input: {source: p, read: () => readFile(p, maxBytes)}}
+      } else {
+        const real = await realpath(c.dir).catch(() => c.dir)
+        if (seen.has(real)) {
+          skip(skipped, 'symlink loop')
+          continue
+        }
+        seen.add(real)
+        yield* walk(c.dir, maxBytes, seen, skipped)
       }
-      isDir = info.isDirectory()
-      isFile = info.isFile()
-    }
-    if (isDir) {
-      const real = await realpath(p).catch(() => p)
-      if (seen.has(real)) {
-        skip(skipped, 'symlink loop')
-        continue
-      }
-      seen.add(real)
-      yield* walk(p, maxBytes, seen, skipped)
-    } else if (!isFile) {
-      skip(skipped, 'not regular files')
-    } else {
-      let kind
-      try {
-        kind = sniffImage(await head(p))
-      } catch (e) {
-        const err = readError(p, e)
-        yield entry(p, err.code, err.message)
-        continue
-      }
-      if (kind === 'image') yield {input: {source: p, read: () => readFileCapped(p, maxBytes)}}
-      else skip(skipped, kind === 'heif' ? 'unsupported format' : 'not images')
     }
   }
 }
@@ -150,7 +164,7 @@ export async function* scanInputs(
       const seen = new Set([await realpath(p).catch(() => p)])
       yield* walk(p, maxBytes, seen, skipped)
     } else if (info.isFile()) {
-      yield {input: {source: p, read: () => readFileCapped(p, maxBytes)}}
+      yield {input: {source: p, read: () => readFile(p, maxBytes)}}
     } else {
       yield entry(p, 'unsupported_media', `${p} is ${kindOf(info)}, not a regular file: give a file, a folder or - for stdin`)
     }

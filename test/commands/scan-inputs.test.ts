@@ -54,6 +54,29 @@ test('the table summary names what was skipped and why', async () => {
   assert.is(r.stderr, '3 scanned: 2 safe, 1 unsafe, 0 errors; skipped 4 (1 broken symlink, 1 not images, 1 symlink loop, 1 unsupported format)\n')
 })
 
+test('a large folder keeps name order across the entries checked together, subfolders in their place', async () => {
+  // 70 entries: more than one group of files checked at once; every seventh is not an image, n030 is a folder.
+  const top = join(dir.path, 'many')
+  mkdirSync(join(top, 'n030'), {recursive: true})
+  const png = await solidPng(0, 0, 255)
+  writeFileSync(join(top, 'n030', 'inner.png'), png)
+  const expected: string[] = []
+  for (let i = 0; i < 70; i++) {
+    const name = `n${String(i).padStart(3, '0')}`
+    if (i === 30) {
+      expected.push(join(top, name, 'inner.png'))
+      continue
+    }
+    writeFileSync(join(top, name), i % 7 === 3 ? 'notes' : png)
+    if (i % 7 !== 3) expected.push(join(top, name))
+  }
+  const r = await runCli(['scan', top, '--config', policy, '--ndjson'], {env})
+  assert.is(r.code, 0, r.stderr)
+  const sources = r.stdout.trim().split('\n').map((l) => (JSON.parse(l) as {source: string}).source)
+  assert.equal(sources, expected)
+  assert.is(r.stderr, 'skipped 10 (10 not images)\n')
+})
+
 test('an unreadable subfolder is an error entry and the walk goes on', async () => {
   const top = join(dir.path, 'locked-tree')
   mkdirSync(join(top, 'b-locked'), {recursive: true})

@@ -1,3 +1,4 @@
+import {open} from 'node:fs/promises'
 import type {Readable} from 'node:stream'
 
 import {ModError} from '../errors.js'
@@ -46,4 +47,32 @@ export async function readCapped(
     chunks.push(b)
   }
   return Buffer.concat(chunks, cap.total)
+}
+
+/**
+ * Reads a file into memory with the same cap. Its size is known, so a file under the cap is read in one call:
+ * a stream's 64 KiB chunks would each wait for a libuv thread, behind the image decodes that share the pool, and
+ * starve a scan of input. A file that grows while it is read is still held to the cap as bytes arrive.
+ */
+export async function readFileCapped(path: string, maxBytes: number): Promise<Buffer> {
+  const handle = await open(path, 'r')
+  try {
+    const {size} = await handle.stat()
+    if (size > maxBytes) throw tooLarge(path, maxBytes)
+    const cap = byteCap(maxBytes, path)
+    const chunks: Buffer[] = []
+    // One byte more than the size tells a file that ended (a short read) from one that grew.
+    let want = size + 1
+    for (;;) {
+      const buffer = Buffer.allocUnsafe(Math.min(want, maxBytes - cap.total + 1))
+      const {bytesRead} = await handle.read(buffer, 0, buffer.length, null)
+      cap.add(bytesRead)
+      chunks.push(buffer.subarray(0, bytesRead))
+      if (bytesRead < buffer.length) break
+      want = 64 * 1024
+    }
+    return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, cap.total)
+  } finally {
+    await handle.close()
+  }
 }

@@ -1,11 +1,14 @@
 import {createReadStream} from 'node:fs'
+import {mkdtemp, rm, writeFile} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
 import {Readable} from 'node:stream'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {ModError} from '../../../src/lib/errors.js'
-import {byteCap, readCapped} from '../../../src/lib/input/read-capped.js'
+import {byteCap, readCapped, readFileCapped} from '../../../src/lib/input/read-capped.js'
 import {imageFormat, sniffImage} from '../../../src/lib/input/sniff.js'
 import {rejection} from '../../helpers/errors.js'
 
@@ -43,6 +46,35 @@ test('any async iterable of buffers is a source', async () => {
     yield Buffer.from('34')
   }
   assert.is((await readCapped(parts(), 4, 'x')).toString(), '1234')
+})
+
+const dir = await mkdtemp(join(tmpdir(), 'mod-read-capped-'))
+test.after(async () => {
+  await rm(dir, {recursive: true, force: true})
+})
+
+test('a file within the cap is read whole; an empty file is an empty buffer', async () => {
+  const file = join(dir, 'photo.jpg')
+  const bytes = Buffer.from(Array.from({length: 300_000}, (_, i) => i % 251))
+  await writeFile(file, bytes)
+  assert.ok((await readFileCapped(file, bytes.length)).equals(bytes))
+  await writeFile(join(dir, 'empty'), '')
+  assert.is((await readFileCapped(join(dir, 'empty'), 10)).length, 0)
+})
+
+test('a file larger than the cap is payload_too_large naming its path', async () => {
+  const file = join(dir, 'big.png')
+  await writeFile(file, Buffer.alloc(11))
+  const e = await rejection(readFileCapped(file, 10))
+  assert.is(e.code, 'payload_too_large')
+  assert.is(e.message, `${file} is larger than the limit of 10 bytes`)
+})
+
+test('a file whose size says nothing (/proc) is read to its end and still held to the cap as bytes arrive', async () => {
+  const status = (await readFileCapped('/proc/self/status', 1 << 20)).toString()
+  assert.match(status, /^Name:/)
+  assert.match(status, /VmRSS:/)
+  assert.is((await rejection(readFileCapped('/proc/self/status', 64))).code, 'payload_too_large')
 })
 
 const box = (major: string, ...compatible: string[]): Buffer => {
