@@ -12,6 +12,9 @@
  * that switches it off (CLIP against CLIP), and the same figures with the specialist on are printed beside them.
  * Last, 16 clients for a few seconds on the default server (autocannon) check that a full queue gives no errors.
  * Targets: 4 clients >= 1.25 x the one-at-a-time images/s; a single request <= 1.15 x the bare run; no errors.
+ *
+ * A fourth side, a bare run on a batch of 4 copies of the image, gives the ceiling of batching on this machine:
+ * single run / (batch run / 4) is what 4 clients would reach if receiving, decoding and scoring cost nothing.
  */
 import './no-telemetry.js'
 
@@ -21,6 +24,7 @@ import autocannon from 'autocannon'
 
 import {
   bareEncoder,
+  BATCH_OF,
   type BareEncoder,
   ensureImages,
   HD_JPEG,
@@ -85,6 +89,7 @@ async function round(url: string, clients: number, each: number): Promise<{wall:
 
 interface Turn {
   bare: number
+  batch: number
   single: number
   rate: number
 }
@@ -93,11 +98,14 @@ interface Phase {
   name: string
   turns: Turn[]
   bare: number[]
+  batch: number[]
   single: number[]
   concurrent: number[]
   rate: number
   throughputRatio: number
   singleRatio: number
+  /** Per-turn median of single bare run / (bare batch run / BATCH_OF). */
+  batchCeiling: number
   load: string
 }
 
@@ -122,6 +130,12 @@ async function measure(name: string, args: string[], nsfw: 'loaded' | 'off', bar
         for (let i = 1; i < BLOCK; i++) times.push(await time(() => bare.run()))
         return times
       },
+      async batch() {
+        await bare.runBatch()
+        const times: number[] = []
+        for (let i = 1; i < BLOCK; i++) times.push(await time(() => bare.runBatch()))
+        return times
+      },
       async single() {
         await request(server.url)
         const times: number[] = []
@@ -135,7 +149,7 @@ async function measure(name: string, args: string[], nsfw: 'loaded' | 'off', bar
       },
     }
     const names = Object.keys(sides)
-    const all: Record<string, number[]> = {bare: [], single: [], concurrent: []}
+    const all: Record<string, number[]> = {bare: [], batch: [], single: [], concurrent: []}
     const turns: Turn[] = []
     let rateSum = 0
     for (let t = 0; t < TURNS; t++) {
@@ -143,21 +157,24 @@ async function measure(name: string, args: string[], nsfw: 'loaded' | 'off', bar
       for (const side of t % 2 === 0 ? names : [...names].reverse()) got[side] = await sides[side]()
       const [rate, ...latencies] = got.concurrent
       all.bare.push(...got.bare)
+      all.batch.push(...got.batch)
       all.single.push(...got.single)
       all.concurrent.push(...latencies)
       rateSum += rate
-      turns.push({bare: median(got.bare), single: median(got.single), rate})
+      turns.push({bare: median(got.bare), batch: median(got.batch), single: median(got.single), rate})
     }
     return {
       name,
       turns,
       bare: all.bare,
+      batch: all.batch,
       single: all.single,
       concurrent: all.concurrent,
       rate: rateSum / TURNS,
       // Images/s with 4 clients over the images/s of one bare run after another, turn by turn.
       throughputRatio: median(turns.map((t) => (t.rate * t.bare) / 1000)),
       singleRatio: median(turns.map((t) => t.single / t.bare)),
+      batchCeiling: median(turns.map((t) => (t.bare * BATCH_OF) / t.batch)),
       load: load(),
     }
   } finally {
@@ -207,7 +224,12 @@ table([
   ]),
 ])
 process.stdout.write(
-  `\n${OVERLOAD_CONNECTIONS} clients, ${OVERLOAD_SECONDS} s, specialist on: ${(overload.requests.total / overload.duration).toFixed(2)} req/s, ` +
+  `\nbatching ceiling: a bare batch of ${BATCH_OF} takes ${median(off.batch).toFixed(1)} ms, ${(median(off.batch) / BATCH_OF).toFixed(1)} ms per image ` +
+    `against ${median(off.bare).toFixed(1)} ms for one: ${CLIENTS} clients can reach at most ${off.batchCeiling.toFixed(2)} x one at a time ` +
+    `(paired; ${on.batchCeiling.toFixed(2)} in the second phase), with nothing but inference on the cores\n`,
+)
+process.stdout.write(
+  `${OVERLOAD_CONNECTIONS} clients, ${OVERLOAD_SECONDS} s, specialist on: ${(overload.requests.total / overload.duration).toFixed(2)} req/s, ` +
     `median ${overload.latency.p50.toFixed(0)} ms, p99 ${overload.latency.p99.toFixed(0)} ms, ${overload.requests.total} requests, ${status503} 503s, load ${overloadLoad}\n`,
 )
 process.stdout.write(
@@ -235,7 +257,7 @@ const verdicts: Verdict[] = [
   verdict('http', `${sent + overload.requests.total} requests, ${status503} answered 503 (queue full)`, 'errors', failures, 'max', 0, '', 0),
 ]
 const figures = (p: Phase) => ({
-  bare: {median: median(p.bare)},
+  bare: {median: median(p.bare), batchOf: BATCH_OF, batchMedian: median(p.batch), batchCeiling: p.batchCeiling},
   single: {median: median(p.single), p99: percentile(p.single, 99)},
   concurrent: {clients: CLIENTS, rate: p.rate, median: median(p.concurrent), p99: percentile(p.concurrent, 99)},
   throughputRatio: p.throughputRatio,

@@ -289,9 +289,14 @@ export function benchEngine(precision: Variant = 'fp32', options: {nsfw?: boolea
   })
 }
 
+/** Images in `BareEncoder.runBatch`: as many as the clients of `http.ts`. */
+export const BATCH_OF = 4
+
 export interface BareEncoder {
   /** One `session.run` on the ready tensor of the 1280x720 JPEG. */
   run(): Promise<unknown>
+  /** One `session.run` on BATCH_OF copies of it: what inference of a full batch costs by itself. */
+  runBatch(): Promise<unknown>
   release(): Promise<void>
 }
 
@@ -305,8 +310,12 @@ export async function bareEncoder(precision: Variant = 'fp32'): Promise<BareEnco
   const [frame] = await decodeImage(await readFile(HD_JPEG), DEFAULT_LIMITS)
   const ready = new ort.Tensor('float32', await preprocess(trimBorders(frame), manifest.preprocess), [1, 3, crop, crop])
   const feeds = {[manifest.image.input]: ready}
+  const data = ready.data as Float32Array
+  const batch = new Float32Array(data.length * BATCH_OF)
+  for (let i = 0; i < BATCH_OF; i++) batch.set(data, i * data.length)
+  const batchFeeds = {[manifest.image.input]: new ort.Tensor('float32', batch, [BATCH_OF, 3, crop, crop])}
   const session = await openSession(join(STANDIN_DIR, VISION_FILES[precision]), {threads: await defaultThreads(), keepArena: true})
-  return {run: () => session.run(feeds), release: () => session.release()}
+  return {run: () => session.run(feeds), runBatch: () => session.run(batchFeeds), release: () => session.release()}
 }
 
 /** Writes a policy file under bench/out for `--config`, and returns its path. */
@@ -348,7 +357,7 @@ export function startServer(args: string[] = [], env: Record<string, string> = {
     }, 120_000)
     child.stderr.on('data', (d: Buffer) => {
       log += d.toString()
-      const m = /listening on (http:\/\/\S+)/.exec(log)
+      const m = /listening on (http:\/\/[^\s"]+)/.exec(log)
       if (m) {
         clearTimeout(timer)
         resolveServed({url: m[1], pid: child.pid as number, stop})
