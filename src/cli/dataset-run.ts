@@ -17,7 +17,7 @@ export function modelOptions(config: Config): ModelOptions {
     cacheDir: settings.cacheDir,
     limits: settings.limits,
     trimBorders: config.policy.trim_borders,
-    ...(config.policy.specialists.nsfw ? {openNsfw: () => openNsfwRunner({threads: settings.threads})} : {}),
+    ...(config.policy.specialists.nsfw ? {openNsfw: () => openNsfwRunner({threads: settings.threads, cacheDir: settings.cacheDir})} : {}),
   }
 }
 

@@ -26,7 +26,7 @@ export function engineFromConfig(config: Config, options: EngineChoices = {}): E
   const settings = config.settings.engine
   return createEngine({
     requireClip: settings.modelDir !== undefined,
-    openNsfw: () => openNsfwRunner({threads: settings.threads}),
+    openNsfw: () => openNsfwRunner({threads: settings.threads, cacheDir: settings.cacheDir}),
     only: options.only,
     observer: options.observer,
     preset: config.preset,

@@ -89,7 +89,7 @@ const BATCH = 8
 export async function openClipFeatures(o: ModelOptions): Promise<ClipFeatureSource> {
   const manifest = await loadManifest(o.modelDir, o.preset, o.precision)
   const modelKey = o.precision === 'fp32' ? manifest.id : `${manifest.id}-${o.precision}`
-  const clipModel = lazy(() => openClip(o.modelDir, manifest, {threads: o.threads}))
+  const clipModel = lazy(() => openClip(o.modelDir, manifest, {threads: o.threads, cacheDir: o.cacheDir}))
   const clip = (): Promise<ClipModel> => clipModel.get()
   const nsfw = o.openNsfw ? lazy(o.openNsfw) : undefined
   let runs = 0

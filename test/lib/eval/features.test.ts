@@ -1,3 +1,4 @@
+import {readdir} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -32,6 +33,19 @@ test('concurrent extracts (embedded together in a batch) each keep their own emb
   } finally {
     await source.close()
   }
+})
+
+test('eval, calibrate and head train open the image encoder from the optimised graph cached in the cache folder', async () => {
+  const cacheDir = join(dir.path, 'graph-cache')
+  const source = await openClipFeatures({...model, cacheDir})
+  try {
+    await source.extract(await noisyPng(200, 30, 30, 4))
+  } finally {
+    await source.close()
+  }
+  const entries = await readdir(join(cacheDir, 'ort'))
+  assert.is(entries.length, 1)
+  assert.ok((await readdir(join(cacheDir, 'ort', entries[0]))).includes('model.onnx'))
 })
 
 test('the label scorer gives the scores scan gives, and raw margins that order red above blue', async () => {

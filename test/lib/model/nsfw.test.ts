@@ -1,4 +1,4 @@
-import {copyFile, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
+import {copyFile, mkdtemp, readdir, readFile, rm, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
@@ -46,6 +46,22 @@ test('classifies a uniform grey image and a photo of a cat as nsfwjs does', asyn
   const [cat] = await model.classify(nsfwPreprocess(await chelsea()), 1)
   near(cat, CHELSEA, 'chelsea')
   assert.is(NSFW_CLASSES[cat.indexOf(Math.max(...cat))], 'Neutral')
+})
+
+test('with a cache folder the session starts from the cached optimised graph and classifies as before', async () => {
+  const cacheDir = await mkdtemp(join(tmpdir(), 'mod-nsfw-cache-'))
+  dirs.push(cacheDir)
+  const cat = nsfwPreprocess(await chelsea())
+  for (const round of ['builds the entry', 'starts from it']) {
+    const cached = await openNsfw({threads: 1, cacheDir})
+    try {
+      near((await cached.classify(cat, 1))[0], CHELSEA, `chelsea, cache ${round}`)
+    } finally {
+      await cached.close()
+    }
+    const [entry] = await readdir(join(cacheDir, 'ort'))
+    assert.equal((await readdir(join(cacheDir, 'ort', entry))).sort(), ['model.onnx', 'weights.bin'])
+  }
 })
 
 test('a batch gives each view the probabilities it gets alone; the flipped cat is still Neutral', async () => {
