@@ -3,7 +3,7 @@ import type {ServerSettings} from '../../lib/config/settings.js'
 import type {Engine} from '../../lib/engine.js'
 import {sendCallback, type CallbackOptions} from '../../lib/fetch/callback.js'
 import {describe, toHttpError, type Log} from '../errors.js'
-import {createBullQueue, type BullQueueOptions} from './bullmq.js'
+import type {BullQueueOptions} from './bullmq.js'
 import {createMemoryQueue} from './memory.js'
 import {videoJobRunner} from './runner.js'
 import type {JobQueue, QueueHooks} from './types.js'
@@ -35,12 +35,30 @@ export function queueHooks(jobs: JobSettings, log: Log, options: JobOptions = {}
   }
 }
 
+/**
+ * BullMQ and ioredis are loaded only when MOD_REDIS_URL is set: they cost every other `mod serve` ~120 ms of
+ * start-up and ~25 MiB. The queue's methods wait for the module; `work` starts once it is there.
+ */
+function loadingBullQueue(o: BullQueueOptions): JobQueue {
+  const loaded = import('./bullmq.js').then((m) => m.createBullQueue(o))
+  // A failure is reported by the first call that needs the queue.
+  loaded.catch(() => {})
+  return {
+    checkRoom: async () => (await loaded).checkRoom(),
+    submit: async (spec) => (await loaded).submit(spec),
+    get: async (id) => (await loaded).get(id),
+    cancel: async (id) => (await loaded).cancel(id),
+    work: (runner) => void loaded.then((q) => q.work(runner), (e: Error) => o.log(`the job queue could not start: ${e.message}`)),
+    close: async () => (await loaded).close(),
+  }
+}
+
 /** The queue MOD_REDIS_URL selects: BullMQ on Redis, or the in-process queue. It runs no job until `work`. */
 export function jobQueue(settings: ServerSettings, log: Log, options: JobOptions = {}): JobQueue {
   const {jobs, limits} = settings
   const hooks = queueHooks(jobs, log, options)
   if (jobs.redisUrl === undefined) return createMemoryQueue({...hooks, limit: limits.queueLimit, ttlSeconds: jobs.ttlSeconds})
-  return createBullQueue({...hooks, ...options.bull, url: jobs.redisUrl, limit: limits.queueLimit, ttlSeconds: jobs.ttlSeconds, log})
+  return loadingBullQueue({...hooks, ...options.bull, url: jobs.redisUrl, limit: limits.queueLimit, ttlSeconds: jobs.ttlSeconds, log})
 }
 
 /** The job queue of one `mod serve` process, running jobs on this engine unless MOD_SERVE_JOBS=false. */
