@@ -56,6 +56,14 @@ async function guarded<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
+/** Waits until every promise has settled, or `ms` has passed. */
+async function settled(promises: Promise<unknown>[], ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))
+  await Promise.race([Promise.allSettled(promises), deadline])
+  clearTimeout(timer)
+}
+
 const STALLED: JobError = {
   code: 'internal',
   message: 'the job was interrupted too many times (its worker stopped while running it)',
@@ -221,6 +229,10 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
       void subscriber.subscribe(CANCEL_CHANNEL).catch(() => {})
     },
     async close() {
+      // BullMQ reports a connection closed while it is still being set up as an 'error' on an object that no
+      // longer has a listener, which ends the process: a queue closed right after it started (a short-lived
+      // server) first lets its connections finish, for no longer than a Redis command may take.
+      await settled([queue.waitUntilReady(), ...(worker ? [worker.waitUntilReady()] : [])], o.commandTimeoutMs ?? 2000)
       await worker?.close()
       await queue.close()
       for (const c of connections) c.disconnect()
