@@ -111,11 +111,16 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   }
   const known = new Map<string, string[]>()
   const allow = (method: string, path: string) => known.set(path, [...(known.get(path) ?? []), method])
+  /** The methods a listed path allows, path templates (`/v1/jobs/{id}`) included. */
+  const methodsOn = (path: string) => {
+    const template = templateOf(known, path)
+    return template === undefined ? undefined : known.get(template)
+  }
 
   const app = polka({
     onError: (err: unknown, _req: unknown, res: ServerResponse) => sendError(res, toHttpError(err, log)),
     onNoMatch: (req: Request, res: ServerResponse) => {
-      const methods = allowedOn(known, req.path) ?? (req.path.startsWith('/docs/') ? ['GET', 'HEAD'] : undefined)
+      const methods = methodsOn(req.path) ?? (req.path.startsWith('/docs/') ? ['GET', 'HEAD'] : undefined)
       sendError(res, methods ? methodNotAllowed(req.method ?? '', req.path, methods) : notFound(req.path))
     },
   })
@@ -129,7 +134,8 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   )
   // A CORS preflight carries no key (browsers never send custom headers in it): it is answered before the key check.
   app.use((req: Request, res: ServerResponse, next: () => void) => {
-    const preflight = preflightHeaders(settings.corsOrigins, req, allowedOn(known, req.path))
+    if (req.method !== 'OPTIONS') return next()
+    const preflight = preflightHeaders(settings.corsOrigins, req, methodsOn(req.path))
     if (!preflight) return next()
     for (const [name, value] of Object.entries(preflight)) res.setHeader(name, value)
     res.statusCode = 204
@@ -189,7 +195,7 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   const open = new Set<ServerResponse>()
   let closing = false
   // The route pattern names a request in the metrics: raw paths would make unbounded label values.
-  const routeOf = (path: string) => (known.has(path) ? path : path.startsWith('/docs/') ? '/docs/*' : 'unmatched')
+  const routeOf = (path: string) => templateOf(known, path) ?? (path.startsWith('/docs/') ? '/docs/*' : 'unmatched')
   server.on('request', (req, res: ServerResponse) => {
     const started = performance.now()
     const requestId = requestIdOf(req)
@@ -230,14 +236,13 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   return {app, server, gate, jobs, drain: () => (draining = true), close}
 }
 
-/** The methods a listed path allows, path templates (`/v1/jobs/{id}`) included. */
-function allowedOn(known: Map<string, string[]>, path: string): string[] | undefined {
-  const exact = known.get(path)
-  if (exact) return exact
+/** The listed path (or path template, `/v1/jobs/{id}`) that `path` is, if any. */
+function templateOf(known: Map<string, string[]>, path: string): string | undefined {
+  if (known.has(path)) return path
   const parts = path.split('/')
-  for (const [template, methods] of known) {
+  for (const template of known.keys()) {
     const t = template.split('/')
-    if (t.length === parts.length && t.every((seg, i) => (/^\{\w+\}$/.test(seg) ? parts[i] !== '' : seg === parts[i]))) return methods
+    if (t.length === parts.length && t.every((seg, i) => (/^\{\w+\}$/.test(seg) ? parts[i] !== '' : seg === parts[i]))) return template
   }
   return undefined
 }

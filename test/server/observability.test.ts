@@ -100,6 +100,8 @@ test('GET /metrics needs the key and counts requests by route pattern, inference
   const image = form('file', [{name: 'red.png', data: await red()}])
   assert.is((await call(`${server.base}/v1/moderate`, {method: 'POST', headers: key, body: image})).status, 200)
   await fetch(`${server.base}/docs/not-here.js`, {headers: key})
+  // A path with a parameter is counted under its template, not as unmatched.
+  assert.is((await call(`${server.base}/v1/jobs/no-such-job`, {headers: key})).status, 404)
   const r = await call(`${server.base}/metrics`, {headers: key})
   assert.is(r.status, 200)
   assert.is(r.headers.get('content-type'), 'text/plain; version=0.0.4; charset=utf-8')
@@ -110,6 +112,7 @@ test('GET /metrics needs the key and counts requests by route pattern, inference
   assert.is(sample('mod_http_requests_total{method="POST",route="/v1/moderate",status="200"}'), 1)
   assert.is(sample('mod_http_requests_total{method="GET",route="/metrics",status="401"}'), 1)
   assert.is(sample('mod_http_requests_total{method="GET",route="/docs/*",status="404"}'), 1)
+  assert.is(sample('mod_http_requests_total{method="GET",route="/v1/jobs/{id}",status="404"}'), 1)
   assert.is(sample('mod_http_request_duration_seconds_count{method="POST",route="/v1/moderate",status="200"}'), 1)
   assert.is(sample('mod_queue_depth'), 0)
   assert.ok((sample('mod_inference_batch_size_count') ?? 0) >= 1)
