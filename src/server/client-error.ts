@@ -1,3 +1,4 @@
+import {STATUS_CODES} from 'node:http'
 import type {Duplex} from 'node:stream'
 
 import {HTTP_ERRORS, type HttpErrorCode} from './errors.js'
@@ -24,17 +25,10 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): v
   const body = JSON.stringify({error: {code, message}})
   const {status} = HTTP_ERRORS[code]
   socket.end(
-    `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\n` +
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n` +
       'Content-Type: application/json; charset=utf-8\r\n' +
       `Content-Length: ${Buffer.byteLength(body)}\r\n` +
       'Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n' +
       body,
   )
-}
-
-const STATUS_TEXT: Record<number, string> = {
-  400: 'Bad Request',
-  408: 'Request Timeout',
-  413: 'Payload Too Large',
-  431: 'Request Header Fields Too Large',
 }

@@ -45,4 +45,3 @@ export const Job = Type.Object(
 )
 
 export type JobBody = Static<typeof Job>
-export type JobStatus = (typeof JOB_STATUSES)[number]

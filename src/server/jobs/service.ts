@@ -62,8 +62,8 @@ export function jobQueue(settings: ServerSettings, log: Log, options: JobOptions
 }
 
 /** The job queue of one `mod serve` process, running jobs on this engine unless MOD_SERVE_JOBS=false. */
-export function createJobs(engine: Engine, settings: ServerSettings, log: Log, options: JobOptions = {}): JobQueue {
-  const queue = jobQueue(settings, log, options)
+export function createJobs(engine: Engine, settings: ServerSettings, log: Log): JobQueue {
+  const queue = jobQueue(settings, log)
   if (settings.jobs.serveJobs) queue.work(videoJobRunner(engine))
   return queue
 }
