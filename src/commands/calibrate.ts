@@ -6,7 +6,7 @@ import {startCountProgress} from '../cli/count-progress.js'
 import {errorLines, modelOptions, pct} from '../cli/dataset-run.js'
 import {ModCommand} from '../cli/base-command.js'
 import {EXIT_ERROR} from '../cli/errors.js'
-import {modelFlags} from '../cli/flags.js'
+import {modelFlags, settingsInput} from '../cli/flags.js'
 import {loadConfig} from '../lib/config/load.js'
 import {calibrationComments, writeCalibratedPolicy, type CalibrationTarget} from '../lib/eval/calibrate-policy.js'
 import {calibrateDataset} from '../lib/eval/run.js'
@@ -55,7 +55,7 @@ Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
     const holdout = share('holdout', flags.holdout, 0.3, true)
     const progress = startCountProgress('Scoring')
     try {
-      const config = await loadConfig(flags, process.env)
+      const config = await loadConfig(settingsInput(flags), process.env)
       const {report, errors, unlisted} = await calibrateDataset({
         dataset: args.dataset,
         model: modelOptions(config),

@@ -5,7 +5,7 @@ import {Args, Flags} from '@oclif/core'
 import {startCountProgress} from '../cli/count-progress.js'
 import {errorLines, formatEval, modelOptions} from '../cli/dataset-run.js'
 import {ModCommand} from '../cli/base-command.js'
-import {modelFlags} from '../cli/flags.js'
+import {modelFlags, settingsInput} from '../cli/flags.js'
 import {loadConfig} from '../lib/config/load.js'
 import {loadChartJs, renderReport} from '../lib/eval/report.js'
 import {evaluateDataset} from '../lib/eval/run.js'
@@ -41,7 +41,7 @@ Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
     const {args, flags} = await this.parse(Eval)
     const progress = startCountProgress('Scoring')
     try {
-      const config = await loadConfig(flags, process.env)
+      const config = await loadConfig(settingsInput(flags), process.env)
       const report = await evaluateDataset({
         dataset: args.dataset,
         model: modelOptions(config),

@@ -1,5 +1,5 @@
 import {execFileSync} from 'node:child_process'
-import {cpSync, readFileSync, writeFileSync} from 'node:fs'
+import {cpSync, readdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
 
@@ -70,6 +70,15 @@ test('red vs blue: redness has recall 1 and flags no safe image', async () => {
   assert.is(json.metrics.safe_flagged, 0)
   assert.is(json.metrics.images, 9)
   assert.equal(json.errors, [])
+})
+
+test('--model-dir and --cache-dir name the model and the cache, as MOD_MODEL_DIR and MOD_CACHE_DIR do', async () => {
+  const cacheDir = join(dir.path, 'flag-cache')
+  const byFlags = await runCli(['eval', clean, '--config', policy, '--json', '--model-dir', TOY_MODEL, '--cache-dir', cacheDir])
+  assert.is(byFlags.code, 0, byFlags.stderr)
+  const byEnv = await runCli(['eval', clean, '--config', policy, '--json'], {env})
+  assert.equal(JSON.parse(byFlags.stdout).metrics, JSON.parse(byEnv.stdout).metrics)
+  assert.ok(readdirSync(cacheDir).includes('features'), readdirSync(cacheDir).join(' '))
 })
 
 test('a mixed set: the figures match a hand count, and an unreadable file is reported, not fatal', async () => {

@@ -6,7 +6,7 @@ import {startCountProgress} from '../../cli/count-progress.js'
 import {errorLines, modelOptions, pct} from '../../cli/dataset-run.js'
 import {ModCommand} from '../../cli/base-command.js'
 import {EXIT_ERROR} from '../../cli/errors.js'
-import {modelFlags} from '../../cli/flags.js'
+import {modelFlags, settingsInput} from '../../cli/flags.js'
 import {loadConfig} from '../../lib/config/load.js'
 import {trainHeadOnDataset} from '../../lib/eval/run.js'
 import {DEFAULT_TRAIN_OPTIONS, headFileJson} from '../../lib/eval/train-head.js'
@@ -45,7 +45,7 @@ Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
     if (!(l2 >= 0 && Number.isFinite(l2))) this.error('--l2 must be a number >= 0', {exit: EXIT_ERROR})
     const progress = startCountProgress('Embedding')
     try {
-      const config = await loadConfig(flags, process.env)
+      const config = await loadConfig(settingsInput(flags), process.env)
       const {head, errors, model, dataset} = await trainHeadOnDataset({
         dataset: args.dataset,
         model: modelOptions(config),
