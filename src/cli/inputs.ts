@@ -41,6 +41,9 @@ async function readFile(path: string, maxBytes: number): Promise<Buffer> {
   try {
     return await readFileCapped(path, maxBytes)
   } catch (e) {
+    // Read inside the engine, where only an input's own errors become an entry in its place: a file removed
+    // since it was listed is unreadable there, not a path the user got wrong.
+    if (errnoOf(e) === 'ENOENT') throw new ModError('unreadable_image', `cannot read ${path}: it was removed after it was listed`)
     throw readError(path, e)
   }
 }
