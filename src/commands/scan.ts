@@ -33,7 +33,7 @@ async function* inOrder(items: AsyncIterable<ScanItem>, moderate: (inputs: Async
 }
 
 /** The one line that says what a partial check left out, and how to get it. */
-export function notEvaluatedLine(names: string[], preset: PresetName): string {
+function notEvaluatedLine(names: string[], preset: PresetName): string {
   return `mod: not evaluated: ${names.join(', ')} (no CLIP model installed; run \`mod models pull ${preset}\` to score them; --strict makes this exit 2)`
 }
 
