@@ -2,7 +2,7 @@ import {tmpdir} from 'node:os'
 import {join, resolve} from 'node:path'
 
 import {ModError} from '../errors.js'
-import type {Env} from './settings.js'
+import {parseBoolean, type Env} from './settings.js'
 
 /** Asynchronous video jobs (POST /v1/jobs/video): where they queue, where uploads wait, how long results stay. */
 export interface JobSettings {
@@ -25,14 +25,6 @@ export const DEFAULT_JOB_TTL_SECONDS = 3600
 /** The in-process queue's upload folder; a Redis deployment names a shared one. */
 export const defaultJobStorage = (): string => join(tmpdir(), 'mod-jobs')
 
-function bool(name: string, value: string | undefined, fallback: boolean): boolean {
-  if (value === undefined || value === '') return fallback
-  const v = value.trim().toLowerCase()
-  if (['1', 'true', 'yes', 'on'].includes(v)) return true
-  if (['0', 'false', 'no', 'off'].includes(v)) return false
-  throw new ModError('invalid_config', `${name}=${JSON.stringify(value)} is not valid: expected true or false`)
-}
-
 export function readJobSettings(env: Env, cwd: string): JobSettings {
   const redisUrl = env.MOD_REDIS_URL || undefined
   if (redisUrl !== undefined && !/^rediss?:\/\//.test(redisUrl)) {
@@ -47,8 +39,8 @@ export function readJobSettings(env: Env, cwd: string): JobSettings {
     redisUrl,
     storage: env.MOD_JOB_STORAGE ? resolve(cwd, env.MOD_JOB_STORAGE) : defaultJobStorage(),
     ttlSeconds,
-    serveJobs: bool('MOD_SERVE_JOBS', env.MOD_SERVE_JOBS, true),
+    serveJobs: parseBoolean('MOD_SERVE_JOBS', env.MOD_SERVE_JOBS, true),
     callbackSecret: env.MOD_CALLBACK_SECRET || undefined,
-    callbackAllowPrivate: bool('MOD_CALLBACK_ALLOW_PRIVATE', env.MOD_CALLBACK_ALLOW_PRIVATE, false),
+    callbackAllowPrivate: parseBoolean('MOD_CALLBACK_ALLOW_PRIVATE', env.MOD_CALLBACK_ALLOW_PRIVATE, false),
   }
 }

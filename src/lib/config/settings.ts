@@ -70,11 +70,9 @@ export interface ServerSettings {
 
 /**
  * Every knob, read once from the adapter's typed input and MOD_* variables (input wins, then the variable, then
- * the default), validated. One flat value whose two sections are the types above; nothing below reads the environment.
- */
-/**
- * Every knob, read once: the engine's section (models, caches, limits on what it decodes) and the server's
- * (address, workers, key, URL fetching, preload, logs, jobs). Both carry the same `limits`.
+ * the default), validated: the engine's section (models, caches, limits on what it decodes) and the server's
+ * (address, workers, key, URL fetching, preload, logs, jobs). Both carry the same `limits`; nothing below reads
+ * the environment.
  */
 export interface Settings {
   engine: EngineSettings
