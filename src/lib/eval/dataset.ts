@@ -20,6 +20,7 @@ import {extname, join, relative, sep} from 'node:path'
 
 import {ModError} from '../errors.js'
 import {IMAGE_EXTENSIONS} from '../image/formats.js'
+import {readFileCapped} from '../input/read-capped.js'
 import {CATEGORY_NAME_PATTERN} from '../policy/schema.js'
 
 export const SAFE_FOLDER = 'safe'
@@ -133,20 +134,13 @@ async function readLabelsCsv(root: string, problems: string[]): Promise<Map<stri
   }
 }
 
-/** Reads an image file of the dataset, refusing it by its size before reading it. */
+/** Reads an image file of the dataset, refusing it by its size before reading it (and as bytes arrive). */
 export async function readDatasetFile(path: string, maxBytes: number): Promise<Buffer> {
-  let handle
   try {
-    handle = await open(path, 'r')
+    return await readFileCapped(path, maxBytes, () => new ModError('payload_too_large', `${path} is larger than the ${maxBytes}-byte limit (MOD_MAX_BYTES)`))
   } catch (e) {
+    if (e instanceof ModError) throw e
     throw new ModError('unreadable_image', `cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? 'error'}`)
-  }
-  try {
-    const {size} = await handle.stat()
-    if (size > maxBytes) throw new ModError('payload_too_large', `${path} is larger than the ${maxBytes}-byte limit (MOD_MAX_BYTES)`)
-    return await handle.readFile()
-  } finally {
-    await handle.close()
   }
 }
 

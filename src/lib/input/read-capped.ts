@@ -54,12 +54,12 @@ export async function readCapped(
  * a stream's 64 KiB chunks would each wait for a libuv thread, behind the image decodes that share the pool, and
  * starve a scan of input. A file that grows while it is read is still held to the cap as bytes arrive.
  */
-export async function readFileCapped(path: string, maxBytes: number): Promise<Buffer> {
+export async function readFileCapped(path: string, maxBytes: number, overLimit = () => tooLarge(path, maxBytes)): Promise<Buffer> {
   const handle = await open(path, 'r')
   try {
     const {size} = await handle.stat()
-    if (size > maxBytes) throw tooLarge(path, maxBytes)
-    const cap = byteCap(maxBytes, path)
+    if (size > maxBytes) throw overLimit()
+    const cap = byteCap(maxBytes, path, overLimit)
     const chunks: Buffer[] = []
     // One byte more than the size tells a file that ended (a short read) from one that grew.
     let want = size + 1
