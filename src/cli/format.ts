@@ -4,12 +4,33 @@ import type {ItemResult} from '../lib/engine.js'
 import type {VideoResult} from '../lib/types.js'
 import type {ScanEntry} from './inputs.js'
 
+/**
+ * How much of the policy a verdict covers, when not all of it: "3 of 11 categories checked". A SAFE verdict
+ * over a partial check must say so wherever a person reads it; empty when every category was checked.
+ */
+export function coverage(checked: number, total: number): string {
+  return checked < total ? `${checked} of ${total} categories checked` : ''
+}
+
+/** The summary's coverage clause, with what adds the rest: "3 of 11 categories checked; run `mod models pull fast` for the rest". */
+export function coverageHint(checked: number, total: number, preset: string): string {
+  const c = coverage(checked, total)
+  return c ? `${c}; run \`mod models pull ${preset}\` for the rest` : ''
+}
+
+/** The one stderr line that says what a partial check leaves out, and how to get it. */
+export function notEvaluatedLine(names: readonly string[], preset: string): string {
+  return `mod: not evaluated: ${names.join(', ')} (no CLIP model installed; run \`mod models pull ${preset}\` to score them; --strict makes this exit 2)`
+}
+
 /** One readable line per item for the table output. */
 export function formatRow(item: ItemResult | ScanEntry): string {
   if ('error' in item) return `${chalk.yellow('ERROR ')}  ${item.source}  ${item.error.code}: ${item.error.message}`
   if (item.is_safe) {
     const top = item.labels[0]
-    return `${chalk.green('SAFE  ')}  ${item.source}${top ? chalk.dim(`  (highest: ${top.name} ${top.score.toFixed(2)})`) : ''}`
+    const partial = coverage(item.labels.length, item.labels.length + item.not_evaluated.length)
+    const notes = [...(partial ? [partial] : []), ...(top ? [`highest: ${top.name} ${top.score.toFixed(2)}`] : [])]
+    return `${chalk.green('SAFE  ')}  ${item.source}${notes.length > 0 ? chalk.dim(`  (${notes.join('; ')})`) : ''}`
   }
   const found = item.violations.map((v) => `${v.name} ${v.confidence.toFixed(2)}>=${v.threshold}`).join(', ')
   return `${chalk.red('UNSAFE')}  ${item.source}  ${found}`
@@ -24,9 +45,10 @@ function clock(seconds: number): string {
   return `${m}:${(seconds - m * 60).toFixed(1).padStart(4, '0')}`
 }
 
-/** The table output of scan-video: a verdict line, then one line per segment. */
-export function formatVideo(r: VideoResult): string {
-  const head = `${r.is_safe ? chalk.green('SAFE  ') : chalk.red('UNSAFE')}  ${r.source}  (${r.duration.toFixed(1)} s, ${r.frames_analyzed} frames at ${r.fps} fps${r.stopped_early ? ', stopped early' : ''})`
+/** The table output of scan-video: a verdict line, then one line per segment. `categories`: how many the policy has. */
+export function formatVideo(r: VideoResult, categories: number): string {
+  const partial = coverage(categories - r.not_evaluated.length, categories)
+  const head = `${r.is_safe ? chalk.green('SAFE  ') : chalk.red('UNSAFE')}  ${r.source}  (${r.duration.toFixed(1)} s, ${r.frames_analyzed} frames at ${r.fps} fps${r.stopped_early ? ', stopped early' : ''}${partial ? `; ${partial}` : ''})`
   const lines = r.violations.flatMap((v) =>
     v.segments.map((s) => `  ${v.name.padEnd(16)} ${clock(s.start)}-${clock(s.end)}  ${s.frames} frames, max ${s.max_confidence.toFixed(2)} >= ${v.threshold}`),
   )

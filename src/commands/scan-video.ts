@@ -1,10 +1,10 @@
 import {Args, Errors, Flags} from '@oclif/core'
 
 import {ModCommand} from '../cli/base-command.js'
-import {EXIT_SAFE, EXIT_VIOLATION} from '../cli/errors.js'
+import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
 import {modelFlags} from '../cli/flags.js'
-import {formatVideo} from '../cli/format.js'
+import {formatVideo, notEvaluatedLine} from '../cli/format.js'
 import type {EnvVars} from '../cli/help.js'
 import {checkVideoFile} from '../cli/inputs.js'
 import {checkVideoSampling, MAX_FPS, MAX_MIN_FRAMES, MIN_FPS} from '../lib/video/options.js'
@@ -50,6 +50,9 @@ decoded video (default 600), 6000 sampled frames, frames scaled to at most 512 p
     'stop-on-violation': Flags.boolean({description: 'Stop decoding as soon as one segment of --min-frames frames exists.'}),
     json: Flags.boolean({description: 'Print the video result as JSON.', exclusive: ['ndjson']}),
     ndjson: Flags.boolean({description: 'Print each segment as it is found, then the result, one JSON object per line.', exclusive: ['json']}),
+    strict: Flags.boolean({
+      description: 'Exit 2 when a category of the policy could not be evaluated (e.g. no CLIP model installed), so a gate never passes on a partial check.',
+    }),
     ...modelFlags,
   }
 
@@ -61,23 +64,29 @@ decoded video (default 600), 6000 sampled frames, frames scaled to at most 512 p
       stopOnViolation: flags['stop-on-violation'],
     })
     await checkVideoFile(args.file)
-    const {engine} = await engineFromFlags(flags)
-    const progress = this.startProgress(`Scanning ${args.file}`)
+    const {engine, config} = await engineFromFlags(flags)
     let result
     try {
-      result = await engine.moderateVideo(args.file, {
-        source: args.file,
-        ...sampling,
-        signal: this.interrupt.signal,
-        onSegment: flags.ndjson ? (name, segment) => progress.above(() => this.log(JSON.stringify({type: 'segment', name, ...segment}))) : undefined,
-        onProgress: (frames, seconds) => progress.update(`Scanning ${args.file}: ${frames} frames, ${seconds.toFixed(1)} s`),
-      })
+      const notEvaluated = await engine.notEvaluated()
+      if (notEvaluated.length > 0) this.logToStderr(notEvaluatedLine(notEvaluated, config.preset))
+      const progress = this.startProgress(`Scanning ${args.file}`)
+      try {
+        result = await engine.moderateVideo(args.file, {
+          source: args.file,
+          ...sampling,
+          signal: this.interrupt.signal,
+          onSegment: flags.ndjson ? (name, segment) => progress.above(() => this.log(JSON.stringify({type: 'segment', name, ...segment}))) : undefined,
+          onProgress: (frames, seconds) => progress.update(`Scanning ${args.file}: ${frames} frames, ${seconds.toFixed(1)} s`),
+        })
+      } finally {
+        progress.finish()
+      }
     } finally {
-      progress.finish()
       await engine.close()
     }
     if (flags.json || flags.ndjson) this.log(JSON.stringify(result))
-    else this.log(formatVideo(result))
-    return this.exit(result.is_safe ? EXIT_SAFE : EXIT_VIOLATION)
+    else this.log(formatVideo(result, engine.policy.categories.length))
+    if (!result.is_safe) return this.exit(EXIT_VIOLATION)
+    return this.exit(flags.strict && result.not_evaluated.length > 0 ? EXIT_ERROR : EXIT_SAFE)
   }
 }

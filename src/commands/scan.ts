@@ -4,12 +4,12 @@ import {ModCommand} from '../cli/base-command.js'
 import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
 import {modelFlags} from '../cli/flags.js'
-import {formatRow, summaryLine} from '../cli/format.js'
+import {coverageHint, formatRow, notEvaluatedLine, summaryLine} from '../cli/format.js'
 import type {EnvVars} from '../cli/help.js'
 import {scanInputs, skippedLine, type ScanEntry, type ScanItem, type Skipped} from '../cli/inputs.js'
 import type {ImageInput, ItemResult} from '../lib/engine.js'
 import {ModError} from '../lib/errors.js'
-import {MODEL_SIGNALS, type ModelSignal, type PresetName} from '../lib/policy/types.js'
+import {MODEL_SIGNALS, type ModelSignal} from '../lib/policy/types.js'
 
 /** Engine results and the inputs that failed before reaching it (not found, not a regular file), in input order. */
 async function* inOrder(items: AsyncIterable<ScanItem>, moderate: (inputs: AsyncIterable<ImageInput>) => AsyncIterable<ItemResult>): AsyncGenerator<ItemResult | ScanEntry> {
@@ -30,11 +30,6 @@ async function* inOrder(items: AsyncIterable<ScanItem>, moderate: (inputs: Async
     yield result
   }
   for (const e of slots) if (e) yield e
-}
-
-/** The one line that says what a partial check left out, and how to get it. */
-function notEvaluatedLine(names: string[], preset: PresetName): string {
-  return `mod: not evaluated: ${names.join(', ')} (no CLIP model installed; run \`mod models pull ${preset}\` to score them; --strict makes this exit 2)`
 }
 
 export default class Scan extends ModCommand {
@@ -128,7 +123,9 @@ An input that cannot be scanned is an error entry and the other inputs are still
     if (total === 0) {
       throw new ModError('not_found', `nothing was scanned in ${paths.join(' ')}${skips ? `: ${skips}` : ': no images'}`)
     }
-    if (!flags.json && !flags.ndjson) this.logToStderr(`${summaryLine(counts)}${skips ? `; ${skips}` : ''}`)
+    const categories = engine.policy.categories.length
+    const partial = coverageHint(categories - notEvaluated.length, categories, config.preset)
+    if (!flags.json && !flags.ndjson) this.logToStderr(`${summaryLine(counts)}${partial ? ` (${partial})` : ''}${skips ? `; ${skips}` : ''}`)
     else if (skips) this.logToStderr(skips)
     const code = counts.unsafe > 0 ? EXIT_VIOLATION : counts.errors > 0 || (flags.strict && notEvaluated.length > 0) ? EXIT_ERROR : EXIT_SAFE
     if (code !== EXIT_SAFE) this.exit(code)

@@ -71,6 +71,23 @@ test('the table output gives the verdict and one line per segment', async () => 
   assert.match(lines[2], /redness\s+0:04\.0-0:06\.0\s+2 frames/)
 })
 
+test('with no CLIP model, the verdict counts the categories checked, stderr names the rest, and --strict exits 2', async () => {
+  const blue = await colourClip(join(dir.path, 'blue.mp4'), ['blue'], 2)
+  const cache = {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}
+  const r = await runCli(['scan-video', blue], {env: cache})
+  assert.is(r.code, 0, r.stderr)
+  assert.match(r.stdout, /^SAFE\s+\S*blue\.mp4\s+\(2\.0 s, 2 frames at 1 fps; 3 of 11 categories checked\)\n$/)
+  assert.match(r.stderr, /^mod: not evaluated: violence, gore, weapons, hate_symbols, drugs, self_harm, alcohol, tobacco \(no CLIP model installed; run `mod models pull fast` to score them; --strict makes this exit 2\)\n$/)
+  const strict = await runCli(['scan-video', blue, '--strict', '--json'], {env: cache})
+  assert.is(strict.code, 2, strict.stderr)
+  const result = JSON.parse(strict.stdout)
+  assert.is(result.is_safe, true)
+  assert.equal(result.not_evaluated, ['violence', 'gore', 'weapons', 'hate_symbols', 'drugs', 'self_harm', 'alcohol', 'tobacco'])
+  const full = await runCli(['scan-video', blue, '--config', policy, '--strict'], {env})
+  assert.is(full.code, 0, full.stderr)
+  assert.not.match(full.stdout, /categories checked/)
+})
+
 test('a clip longer than MOD_MAX_VIDEO_SECONDS is refused with video_too_long, exit 2', async () => {
   const long = await colourClip(join(dir.path, 'long.mp4'), ['blue'], 20)
   const r = await runCli(['scan-video', long, '--config', policy, '--json'], {env: {...env, MOD_MAX_VIDEO_SECONDS: '10'}})

@@ -154,6 +154,21 @@ test('--strict makes a category that was not evaluated an exit 2; --only nsfw as
   assert.equal(result.not_evaluated, [])
 })
 
+test('a partial check says so in the table: SAFE rows and the summary count the categories checked', async () => {
+  const r = await runCli(['scan', blue], {env: {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}})
+  assert.is(r.code, 0, r.stderr)
+  assert.match(r.stdout, /^SAFE\s+\S*blue\.png\s+\(3 of 11 categories checked; highest: \w+ \d\.\d\d\)\n$/)
+  const summary = r.stderr.trim().split('\n').at(-1)
+  assert.is(summary, '1 scanned: 1 safe, 0 unsafe, 0 errors (3 of 11 categories checked; run `mod models pull fast` for the rest)')
+})
+
+test('a full check adds no coverage note', async () => {
+  const r = await runCli(['scan', blue, '--config', policy], {env})
+  assert.is(r.code, 0, r.stderr)
+  assert.not.match(r.stdout, /categories checked/)
+  assert.is(r.stderr, '1 scanned: 1 safe, 0 unsafe, 0 errors\n')
+})
+
 test('--only nsfw with the toy CLIP model installed still leaves CLIP out: the same specialist scores', async () => {
   const withClip = await runCli(['scan', red, '--only', 'nsfw', '--ndjson', '--config', policy], {env})
   const without = await runCli(['scan', red, '--only', 'nsfw', '--ndjson'], {env: {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}})
