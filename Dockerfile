@@ -12,7 +12,7 @@
 ARG NODE_IMAGE=node:24-bookworm-slim
 
 # Install scripts are skipped everywhere: onnxruntime-node ships its CPU binaries in the package (its
-# script only fetches GPU extras, and .npmrc skips it anyway), sharp loads its prebuilt @img/* packages,
+# script only fetches GPU extras; .npmrc turns install scripts off too), sharp loads its prebuilt @img/* packages,
 # and ffmpeg-static's script would download a binary from the internet; Debian's ffmpeg is used instead.
 
 FROM ${NODE_IMAGE} AS build

@@ -1,5 +1,6 @@
-// `npm ci` prints no warning that comes from this project's choices: every package in the lock runs on the
+// `npm ci` prints no warning that comes from this project's choices: .npmrc holds only keys npm defines, and every package in the lock runs on the
 // Node versions package.json declares (otherwise npm warns EBADENGINE at every install).
+import {spawnSync} from 'node:child_process'
 import {readFileSync} from 'node:fs'
 import {join} from 'node:path'
 
@@ -34,6 +35,13 @@ test('every locked package accepts the oldest supported Node and the running one
       return ok ? [] : [`${path} wants node ${range}`]
     })
   assert.equal(refused, [])
+})
+
+test('npm reads the project .npmrc without a warning: it holds only settings npm defines', () => {
+  const r = spawnSync('npm', ['config', 'get', 'ignore-scripts'], {cwd: ROOT, encoding: 'utf8'})
+  assert.is(r.status, 0, r.stderr)
+  assert.is(r.stdout.trim(), 'true')
+  assert.not.match(r.stderr, /project config/)
 })
 
 test.run()

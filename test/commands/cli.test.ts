@@ -75,7 +75,7 @@ test('-h shows each flag with its variable and default, then environment variabl
 test('version prints the name and version; autocomplete is a command', async () => {
   const r = await runCli(['version'])
   assert.is(r.code, 0)
-  assert.match(r.stdout, /^mod\/0\.1\.0 /)
+  assert.match(r.stdout, /^@mod-moderation\/cli\/0\.2\.0 /)
   const help = await runCli(['help'])
   assert.match(help.stdout, /autocomplete\s+Display autocomplete installation instructions/)
 })
