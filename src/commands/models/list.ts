@@ -22,7 +22,7 @@ interface Listing {
 export default class ModelsList extends ModCommand {
   static override description = `List the model presets, their model, and whether each is installed in the cache folder.
 
-SIZE is that of the installed files, or of the download for a preset not installed yet; DOWNLOAD is what \`mod models pull\` fetches for the fp32 files. For an installed preset, VERIFIED counts the files checked against a sha256 the preset pins and FIRST USE those the preset pins no hash for, whose hash was recorded when first downloaded (--json lists both by path: verified, trusted_on_first_use).`
+SIZE is that of the installed files, or of the download for a preset not installed yet; DOWNLOAD is what \`mod models pull\` fetches for the fp32 files (unknown where the preset's manifest does not give every file's size). For an installed preset, VERIFIED counts the files checked against a sha256 the preset pins and FIRST USE those the preset pins no hash for, whose hash was recorded when first downloaded (--json lists both by path: verified, trusted_on_first_use).`
 
   static override examples = ['<%= config.bin %> models list', '<%= config.bin %> models list --json']
 
@@ -38,14 +38,15 @@ SIZE is that of the installed files, or of the download for a preset not install
     const settings = readSettings(settingsInput(flags), process.env).engine
     const presets = await listPresets(settings.cacheDir)
     const count = (files?: string[]): string => (files === undefined ? '-' : String(files.length))
+    const bytes = (n?: number): string => (n === undefined ? 'unknown' : formatBytes(n))
     const rows = [
       ['PRESET', 'MODEL', 'INSTALLED', 'SIZE', 'DOWNLOAD', 'VERIFIED', 'FIRST USE', 'FOLDER'],
       ...presets.map((p) => [
         p.preset,
         p.id,
         p.installed ? 'yes' : 'no',
-        formatBytes(p.size),
-        formatBytes(p.download),
+        bytes(p.size),
+        bytes(p.download),
         count(p.trust?.pinned),
         count(p.trust?.firstUse),
         p.dir,
