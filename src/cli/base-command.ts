@@ -5,6 +5,7 @@ import {isModError} from '../lib/errors.js'
 import {errorLine, EXIT_ERROR, EXIT_INTERRUPTED} from './errors.js'
 import type {EnvVars} from './help.js'
 import {startProgress, type Progress} from './progress.js'
+import {closest} from '../lib/suggest.js'
 
 interface FlagDef {
   env?: string
@@ -18,6 +19,24 @@ function oneLine(message: string): string {
     .filter((l) => l !== '' && !/^See more help with/.test(l) && l !== 'The following errors occurred:')
     .reduce((all, l) => (all === '' ? l : `${all}${/:$/.test(all) ? ' ' : ': '}${l}`), '')
     .replace(/^Parsing (--[\w-]+)\s*:\s*/, '$1: ')
+}
+
+/**
+ * A "did you mean" for oclif's parse messages: the nearest flag of the command to an unknown one, the nearest
+ * allowed value to one that is not. Nothing is added when nothing is near.
+ */
+function suggestion(message: string, flagNames: readonly string[]): string {
+  const unknown = /^Nonexistent flags?: (.+)$/.exec(message)?.[1]
+  if (unknown) {
+    const guesses = unknown.split(', ').flatMap((f) => {
+      const guess = closest(f.replace(/^-+/, '').split('=')[0], flagNames)
+      return guess ? [`--${guess}`] : []
+    })
+    return guesses.length > 0 ? `; did you mean ${guesses.join(', ')}?` : ''
+  }
+  const value = /Expected (?:--[\w-]+=)?(.*) to be one of: (.+)$/.exec(message) ?? /^(.*) is not valid: expected one of: (.+)$/.exec(message)
+  const guess = value ? closest(value[1].replace(/^"|"$/g, ''), value[2].split(', ')) : undefined
+  return guess ? `; did you mean ${guess}?` : ''
 }
 
 function isParseError(e: unknown): boolean {
@@ -92,7 +111,8 @@ export abstract class ModCommand extends Command {
 
   private describe(err: Error): string {
     if (!isParseError(err)) return errorLine(err)
-    const message = oneLine(err.message)
+    const names = Object.keys((this.constructor as typeof Command).flags ?? {}).concat('help')
+    const message = `${oneLine(err.message)}${suggestion(oneLine(err.message), names)}`
     // A flag's value that came from its MOD_* variable is a configuration problem: name the variable.
     const flagName = /--([\w-]+)/.exec(message)?.[1]
     const flags = (this.constructor as typeof Command).flags as Record<string, FlagDef> | undefined

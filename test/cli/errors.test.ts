@@ -2,7 +2,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {errorLine} from '../../src/cli/errors.js'
-import {distance} from '../../src/cli/not-found.js'
+import {closest, distance} from '../../src/lib/suggest.js'
 import {startProgress} from '../../src/cli/progress.js'
 import {ModError} from '../../src/lib/errors.js'
 
@@ -14,6 +14,13 @@ test('a ModError is "mod: <code>: <message>", anything else "mod: internal: <mes
 
 test('the did-you-mean distance counts single-letter edits', () => {
   assert.equal([distance('scna', 'scan'), distance('scan', 'scan'), distance('models:pul', 'models:pull'), distance('', 'abc')], [2, 0, 1, 3])
+})
+
+test('closest picks the nearest known word, and nothing when the nearest is too far to be a typo', () => {
+  assert.is(closest('nudty', ['nudity', 'suggestive', 'drugs']), 'nudity')
+  assert.is(closest('Violance', ['violence', 'gore']), 'violence')
+  assert.is(closest('xyzzy', ['nudity', 'gore']), undefined)
+  assert.is(closest('gore', ['gore']), undefined)
 })
 
 /** A stand-in for a stream: what was written, and whether it is a terminal. */

@@ -14,6 +14,7 @@
 import {isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument} from 'yaml'
 import type {Document, Node as YamlNode, Pair} from 'yaml'
 
+import {closest} from '../suggest.js'
 import {DEFAULT_CATEGORIES} from './defaults.js'
 import {parentCycles} from './parents.js'
 import {PRESETS} from './types.js'
@@ -155,7 +156,8 @@ function readTextList(ctx: Context, node: unknown, at: number, path: string, atL
 }
 
 function unknownKey(ctx: Context, pair: Pair, key: string, where: string, expected: readonly string[]): void {
-  report(ctx, offsetOf(pair.key, 0), `unknown key "${key}"${where} (expected one of ${expected.join(', ')})`)
+  const near = closest(key, expected)
+  report(ctx, offsetOf(pair.key, 0), `unknown key "${key}"${where}${near ? `; did you mean "${near}"?` : ''} (expected one of ${expected.join(', ')})`)
 }
 
 function readCalibration(ctx: Context, node: unknown, at: number, path: string): Partial<Calibration> | undefined {
@@ -199,7 +201,9 @@ function readCategory(ctx: Context, name: string, node: unknown, at: number, pla
   const path = `categories.${name}`
   const entry: CategoryEntry = {name}
   const isNew = !BUILTIN_NAMES.has(name)
-  const needsPrompts = () => report(ctx, at, `new category "${name}" needs prompts: a list of at least one prompt`)
+  const near = isNew ? closest(name, BUILTIN_NAMES) : undefined
+  const needsPrompts = () =>
+    report(ctx, at, `new category "${name}" needs prompts: a list of at least one prompt${near ? ` (or did you mean the built-in "${near}"?)` : ''}`)
   if (scalarValue(node) === null) {
     if (isNew) needsPrompts()
     return entry
@@ -288,7 +292,10 @@ function checkParents(ctx: Context, entries: CategoryEntry[], places: Map<string
     const place = places.get(entry.name)
     if (entry.enabled === false || typeof entry.parent !== 'string' || place?.parentOffset === undefined) continue
     if (!parents.has(entry.parent)) {
-      const why = disabled.has(entry.parent) ? `category "${entry.parent}" is disabled` : `no category is named "${entry.parent}"`
+      const near = closest(entry.parent, parents.keys())
+      const why = disabled.has(entry.parent)
+        ? `category "${entry.parent}" is disabled`
+        : `no category is named "${entry.parent}"${near ? `; did you mean "${near}"?` : ''}`
       report(ctx, place.parentOffset, `categories.${entry.name}.parent: ${why}`)
       parents.set(entry.name, null)
     }

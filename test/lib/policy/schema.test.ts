@@ -162,9 +162,17 @@ test('a parent cycle of three, and a category that is its own parent, are found'
   ])
 })
 
+test('a misspelt key or parent names the nearest known one', () => {
+  const policy = 'categories:\n  weapons:\n    treshold: 0.3\n    parent: violance\n'
+  assert.equal(validatePolicyText(policy).problems, [
+    at(3, 5, 'unknown key "treshold" in categories.weapons; did you mean "threshold"? (expected one of enabled, prompts, negatives, parent, threshold, calibration)'),
+    at(4, 13, 'categories.weapons.parent: no category is named "violance"; did you mean "violence"?'),
+  ])
+})
+
 test('a new category needs prompts even when disabled, which catches a misspelt built-in', () => {
   assert.equal(validatePolicyText('categories:\n  tobaco:\n    enabled: false\n').problems, [
-    at(2, 3, 'new category "tobaco" needs prompts: a list of at least one prompt'),
+    at(2, 3, 'new category "tobaco" needs prompts: a list of at least one prompt (or did you mean the built-in "tobacco"?)'),
   ])
   assert.equal(validatePolicyText('categories:\n  redness:\n').problems, [
     at(2, 3, 'new category "redness" needs prompts: a list of at least one prompt'),
