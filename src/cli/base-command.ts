@@ -1,6 +1,7 @@
 import {Command, Errors, Flags} from '@oclif/core'
 import chalk from 'chalk'
 
+import type {Config} from '../lib/config/load.js'
 import {isModError} from '../lib/errors.js'
 import {errorLine, EXIT_ERROR, EXIT_INTERRUPTED} from './errors.js'
 import type {EnvVars} from './help.js'
@@ -78,6 +79,14 @@ export abstract class ModCommand extends Command {
     // chalk's own detection knows --no-color but not NO_COLOR (https://no-color.org).
     if (process.env.NO_COLOR || this.argv.includes('--no-color')) chalk.level = 0
     if (!(this.constructor as typeof ModCommand).ownSignals) process.on('SIGINT', this.onSigint)
+  }
+
+  /**
+   * One stderr line naming a policy file found by search: a file in a parent folder changes verdicts, so it must
+   * never apply unseen. A file named by --config or MOD_CONFIG was asked for and is not repeated.
+   */
+  protected notePolicy(config: Config): void {
+    if (config.policyFound) this.logToStderr(`mod: policy: ${config.policyPath} (found from the current folder; --config names another)`)
   }
 
   /** A progress line on stderr (nothing unless stderr is a terminal); finished when the command ends. */

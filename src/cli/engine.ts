@@ -2,13 +2,22 @@ import {loadConfig, type Config} from '../lib/config/load.js'
 import {createEngine, type Engine, type EngineObserver} from '../lib/engine.js'
 import {openNsfwRunner} from '../lib/model/nsfw-runner.js'
 import {resolveModelDir} from '../lib/model/presets.js'
+import {applyOverrides, parseThreshold} from '../lib/policy/overrides.js'
 import type {ModelSignal} from '../lib/policy/types.js'
 import {settingsInput, type FlagValues} from './flags.js'
 
 /** Parsed flags (each already resolved from its MOD_* variable by oclif) + policy file → an engine that loads its model on first use. */
 export async function engineFromFlags(flags: FlagValues, env = process.env, options: EngineChoices = {}): Promise<{config: Config; engine: Engine}> {
-  const config = await loadConfig(settingsInput(flags), env)
+  const config = await configFromFlags(flags, env)
   return {config, engine: engineFromConfig(config, options)}
+}
+
+/** The settings and the policy in force, with this run's --threshold and --disable applied. */
+export async function configFromFlags(flags: FlagValues, env = process.env): Promise<Config> {
+  const config = await loadConfig(settingsInput(flags), env)
+  if (!flags.threshold?.length && !flags.disable?.length) return config
+  const thresholds = new Map((flags.threshold ?? []).map(parseThreshold))
+  return {...config, policy: applyOverrides(config.policy, {thresholds, disabled: flags.disable})}
 }
 
 export interface EngineChoices {

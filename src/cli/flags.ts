@@ -48,6 +48,22 @@ export const modelFlags = {
   }),
 }
 
+const POLICY = 'POLICY'
+
+/** One run's changes to the policy in force, for the commands that score (no file to write). */
+export const policyFlags = {
+  threshold: Flags.string({
+    description: 'Change a category\'s threshold for this run: CATEGORY=VALUE (0 to 1). Repeatable.',
+    multiple: true,
+    helpGroup: POLICY,
+  }),
+  disable: Flags.string({
+    description: 'Switch a category off for this run. Repeatable.',
+    multiple: true,
+    helpGroup: POLICY,
+  }),
+}
+
 export interface FlagValues {
   preset?: string
   'model-dir'?: string
@@ -59,6 +75,8 @@ export interface FlagValues {
   host?: string
   port?: number
   workers?: number
+  threshold?: string[]
+  disable?: string[]
 }
 
 /** Parsed flags → the settings reader's typed input (no flag names below the command layer). */

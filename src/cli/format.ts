@@ -36,8 +36,18 @@ export function formatRow(item: ItemResult | ScanEntry): string {
   return `${chalk.red('UNSAFE')}  ${item.source}  ${found}`
 }
 
-export function summaryLine(counts: {safe: number; unsafe: number; errors: number}): string {
-  return `${counts.safe + counts.unsafe + counts.errors} scanned: ${counts.safe} safe, ${counts.unsafe} unsafe, ${counts.errors} errors`
+/** What a scan found; `missing`: paths given that do not exist, counted apart from the inputs scanned. */
+export interface Counts {
+  safe: number
+  unsafe: number
+  errors: number
+  missing?: number
+}
+
+/** "3 scanned: 2 safe, 1 unsafe, 0 errors", then "; 1 not found" when a path given does not exist. */
+export function summaryLine(counts: Counts, coverage = ''): string {
+  const scanned = `${counts.safe + counts.unsafe + counts.errors} scanned: ${counts.safe} safe, ${counts.unsafe} unsafe, ${counts.errors} errors`
+  return `${scanned}${coverage ? ` (${coverage})` : ''}${counts.missing ? `; ${counts.missing} not found` : ''}`
 }
 
 function clock(seconds: number): string {

@@ -1,6 +1,8 @@
 import type {Stats} from 'node:fs'
 import {open, opendir, realpath, stat} from 'node:fs/promises'
-import {join} from 'node:path'
+import {basename, isAbsolute, join, relative, sep} from 'node:path'
+
+import ignore, {type Ignore} from 'ignore'
 
 import type {ImageInput} from '../lib/engine.js'
 import {ModError, type ErrorCode} from '../lib/errors.js'
@@ -8,7 +10,35 @@ import {readCapped, readFileCapped} from '../lib/input/read-capped.js'
 import {imageFormat, sniffImage, SNIFF_BYTES} from '../lib/input/sniff.js'
 
 /** Why a file met in a folder was not scanned; counted for the summary line. */
-export type SkipReason = 'not images' | 'unsupported format' | 'not regular files' | 'symlink loop' | 'broken symlink'
+export type SkipReason = 'not images' | 'unsupported format' | 'not regular files' | 'symlink loop' | 'broken symlink' | 'excluded'
+
+/** A folder's own exclusions, in git-ignore syntax, for the folder and everything below it. */
+export const IGNORE_FILE = '.modignore'
+const MAX_IGNORE_BYTES = 1024 * 1024
+
+/** Exclusion rules in force in a part of a walk: each set of patterns matches paths relative to its own folder. */
+type Rules = readonly {base: string; ig: Ignore}[]
+
+function excluded(rules: Rules, path: string, isDir: boolean): boolean {
+  return rules.some(({base, ig}) => {
+    const rel = relative(base, path)
+    if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) return false
+    return ig.ignores(`${rel.split(sep).join('/')}${isDir ? '/' : ''}`)
+  })
+}
+
+/** The folder's .modignore added to the rules, when it has one. */
+async function withIgnoreFile(rules: Rules, dir: string, names: readonly {name: string}[]): Promise<Rules> {
+  if (!names.some((n) => n.name === IGNORE_FILE)) return rules
+  const path = join(dir, IGNORE_FILE)
+  let text: string
+  try {
+    text = (await readFileCapped(path, MAX_IGNORE_BYTES)).toString('utf8')
+  } catch (e) {
+    throw new ModError('invalid_config', `cannot read ${path}: ${e instanceof ModError ? e.message : errnoOf(e)}`)
+  }
+  return [...rules, {base: dir, ig: ignore().add(text)}]
+}
 
 export type Skipped = Map<SkipReason, number>
 
@@ -108,7 +138,7 @@ async function check(dir: string, n: {name: string; symlink: boolean; dir: boole
  * symlinks are followed, to files and to folders, but a folder already visited (by its real path) is a loop.
  * A folder that cannot be read is an error entry and the walk goes on.
  */
-async function* walk(dir: string, maxBytes: number, seen: Set<string>, skipped: Skipped): AsyncGenerator<ScanItem> {
+async function* walk(dir: string, maxBytes: number, seen: Set<string>, skipped: Skipped, inherited: Rules): AsyncGenerator<ScanItem> {
   let names: {name: string; symlink: boolean; dir: boolean; file: boolean}[]
   try {
     names = []
@@ -117,9 +147,17 @@ async function* walk(dir: string, maxBytes: number, seen: Set<string>, skipped: 
     yield entry(dir, 'unreadable_image', `cannot read the folder ${dir}: ${errnoOf(e)}`)
     return
   }
+  const rules = await withIgnoreFile(inherited, dir, names)
   names.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-  for (let i = 0; i < names.length; i += CHECKS_AT_ONCE) {
-    const checked = await Promise.all(names.slice(i, i + CHECKS_AT_ONCE).map((n) => check(dir, n)))
+  const wanted = names.filter((n) => {
+    if (n.name === IGNORE_FILE) return false
+    // A symlink is judged as a file here; a link to a folder is judged as a folder when it is walked.
+    if (!excluded(rules, join(dir, n.name), n.dir)) return true
+    skip(skipped, 'excluded')
+    return false
+  })
+  for (let i = 0; i < wanted.length; i += CHECKS_AT_ONCE) {
+    const checked = await Promise.all(wanted.slice(i, i + CHECKS_AT_ONCE).map((n) => check(dir, n)))
     for (const c of checked) {
       if ('skip' in c) skip(skipped, c.skip)
       else if ('item' in c) yield c.item
@@ -127,13 +165,17 @@ async function* walk(dir: string, maxBytes: number, seen: Set<string>, skipped: 
         const p = c.image
         yield {input: {source: p, read: () => readFile(p, maxBytes)}}
       } else {
+        if (excluded(rules, c.dir, true)) {
+          skip(skipped, 'excluded')
+          continue
+        }
         const real = await realpath(c.dir).catch(() => c.dir)
         if (seen.has(real)) {
           skip(skipped, 'symlink loop')
           continue
         }
         seen.add(real)
-        yield* walk(c.dir, maxBytes, seen, skipped)
+        yield* walk(c.dir, maxBytes, seen, skipped, rules)
       }
     }
   }
@@ -141,15 +183,19 @@ async function* walk(dir: string, maxBytes: number, seen: Set<string>, skipped: 
 
 /**
  * Files, folders and `-` (stdin), lazily: nothing is read before the engine asks. A file named on the command
- * line is always tried, whatever its name; one that does not exist, or is not a regular file (a FIFO, a device),
- * is an error entry in its place.
+ * line is always tried, whatever its name, unless an `exclude` pattern matches it; one that does not exist, or is
+ * not a regular file (a FIFO, a device), is an error entry in its place. `exclude` holds git-ignore patterns
+ * (`*.tmp`, `drafts/`), matched below each folder given and against each file given (relative to the working
+ * folder); a `.modignore` file in a folder adds its own patterns for that folder and below.
  */
 export async function* scanInputs(
   paths: string[],
   maxBytes: number,
   skipped: Skipped,
   stdin: NodeJS.ReadableStream = process.stdin,
+  exclude: readonly string[] = [],
 ): AsyncGenerator<ScanItem> {
+  const patterns = exclude.length > 0 ? ignore().add([...exclude]) : undefined
   for (const p of paths) {
     if (p === '-') {
       yield {input: {source: '-', read: () => readCapped(stdin as AsyncIterable<Buffer>, maxBytes, 'stdin')}}
@@ -165,13 +211,20 @@ export async function* scanInputs(
     }
     if (info.isDirectory()) {
       const seen = new Set([await realpath(p).catch(() => p)])
-      yield* walk(p, maxBytes, seen, skipped)
+      yield* walk(p, maxBytes, seen, skipped, patterns ? [{base: p, ig: patterns}] : [])
     } else if (info.isFile()) {
-      yield {input: {source: p, read: () => readFile(p, maxBytes)}}
+      if (patterns && patterns.ignores(givenName(p))) skip(skipped, 'excluded')
+      else yield {input: {source: p, read: () => readFile(p, maxBytes)}}
     } else {
       yield entry(p, 'unsupported_media', `${p} is ${kindOf(info)}, not a regular file: give a file, a folder or - for stdin`)
     }
   }
+}
+
+/** A file named on the command line as a pattern sees it: relative to the working folder, or its name when outside. */
+function givenName(p: string): string {
+  const rel = relative(process.cwd(), p)
+  return rel.startsWith('..') || isAbsolute(rel) ? basename(p) : rel.split(sep).join('/')
 }
 
 /** "skipped 3 (2 not images, 1 symlink loop)", or '' when nothing was skipped. */

@@ -19,7 +19,8 @@ With --json, the listing has the shape of GET /v1/categories.`
 
   async run(): Promise<CategoriesResult> {
     const {flags} = await this.parse(Categories)
-    const {engine} = await engineFromFlags(flags)
+    const {engine, config} = await engineFromFlags(flags)
+    this.notePolicy(config)
     const listing = await engine.categories()
     this.log(`preset ${listing.preset}, model ${listing.model}`)
     const width = listing.categories.reduce((w, c) => Math.max(w, c.name.length), 4)

@@ -3,7 +3,7 @@ import {Args, Errors, Flags} from '@oclif/core'
 import {ModCommand} from '../cli/base-command.js'
 import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
-import {modelFlags} from '../cli/flags.js'
+import {modelFlags, policyFlags} from '../cli/flags.js'
 import {formatVideo, notEvaluatedLine} from '../cli/format.js'
 import type {EnvVars} from '../cli/help.js'
 import {checkVideoFile} from '../cli/inputs.js'
@@ -53,6 +53,7 @@ decoded video (default 600), 6000 sampled frames, frames scaled to at most 512 p
     strict: Flags.boolean({
       description: 'Exit 2 when a category of the policy could not be evaluated (e.g. no CLIP model installed), so a gate never passes on a partial check.',
     }),
+    ...policyFlags,
     ...modelFlags,
   }
 
@@ -65,6 +66,7 @@ decoded video (default 600), 6000 sampled frames, frames scaled to at most 512 p
     })
     await checkVideoFile(args.file)
     const {engine, config} = await engineFromFlags(flags)
+    this.notePolicy(config)
     let result
     try {
       const notEvaluated = await engine.notEvaluated()

@@ -3,8 +3,8 @@ import {Args, Flags} from '@oclif/core'
 import {ModCommand} from '../cli/base-command.js'
 import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
-import {modelFlags} from '../cli/flags.js'
-import {coverageHint, formatRow, notEvaluatedLine, summaryLine} from '../cli/format.js'
+import {modelFlags, policyFlags} from '../cli/flags.js'
+import {coverageHint, formatRow, notEvaluatedLine, summaryLine, type Counts} from '../cli/format.js'
 import type {EnvVars} from '../cli/help.js'
 import {scanInputs, skippedLine, type ScanEntry, type ScanItem, type Skipped} from '../cli/inputs.js'
 import type {ImageInput, ItemResult} from '../lib/engine.js'
@@ -32,12 +32,21 @@ async function* inOrder(items: AsyncIterable<ScanItem>, moderate: (inputs: Async
   for (const e of slots) if (e) yield e
 }
 
+/** Counts the inputs as the walk finds them; `done` once every path has been walked (the total is then known). */
+async function* counted(items: AsyncIterable<ScanItem>, found: {count: number; done: boolean}): AsyncGenerator<ScanItem> {
+  for await (const item of items) {
+    found.count++
+    yield item
+  }
+  found.done = true
+}
+
 export default class Scan extends ModCommand {
   static override description = `Moderate images: files, folders (recursively) or - for one image on stdin.
 
 Formats: JPEG, PNG, WebP, GIF, AVIF, TIFF (animated GIF and WebP: up to 8 frames, each label keeps its maximum). In a folder, images are recognised by their first bytes, whatever their extension; symlinks are followed (a loop is skipped), and what is skipped is counted in the summary. A file named on the command line is always tried.
 
-An input that cannot be scanned is an error entry and the other inputs are still scored. Results go to stdout; progress and the summary go to stderr.`
+An input that cannot be scanned is an error entry and the other inputs are still scored; a path that does not exist is counted apart from those scanned. Results go to stdout; progress and the summary go to stderr (to stdout with --summary). When a policy file is found by name from the current folder upwards, one stderr line names it.`
 
   static override examples = [
     '<%= config.bin %> scan ./photos',
@@ -65,9 +74,23 @@ An input that cannot be scanned is an error entry and the other inputs are still
         'Score with one signal alone: nsfw (the embedded NSFW specialist: nudity, sexual_activity, suggestive; no CLIP model needed) or clip (the zero-shot prompts).',
       options: [...MODEL_SIGNALS],
     }),
+    'only-unsafe': Flags.boolean({
+      description: 'Print only UNSAFE and ERROR results (rows, --json or --ndjson); the summary still counts everything.',
+      exclusive: ['summary'],
+    }),
+    summary: Flags.boolean({
+      description: 'Print only the summary, on stdout (with --json: one object of counts).',
+      exclusive: ['ndjson', 'only-unsafe'],
+    }),
+    exclude: Flags.string({
+      description:
+        "Leave out paths matching this git-ignore pattern (e.g. '*.tmp', 'drafts/'), below each folder given and for each file given. Repeatable. A .modignore file in a folder adds patterns for it and below.",
+      multiple: true,
+    }),
     strict: Flags.boolean({
       description: 'Exit 2 when a category of the policy could not be evaluated (e.g. no CLIP model installed), so a gate never passes on a partial check.',
     }),
+    ...policyFlags,
     ...modelFlags,
   }
 
@@ -75,6 +98,7 @@ An input that cannot be scanned is an error entry and the other inputs are still
     const {argv, flags} = await this.parse(Scan)
     const paths = argv as string[]
     const {engine, config} = await engineFromFlags(flags, process.env, {only: flags.only as ModelSignal | undefined})
+    this.notePolicy(config)
     const out = process.stdout
     let closed = false
     // `| head -1`: once the reader is gone, stop scanning instead of working for nobody.
@@ -83,32 +107,40 @@ An input that cannot be scanned is an error entry and the other inputs are still
       closed = true
     }
     out.on('error', onOutError)
-    const counts = {safe: 0, unsafe: 0, errors: 0}
+    const counts: Required<Counts> = {safe: 0, unsafe: 0, errors: 0, missing: 0}
     const skipped: Skipped = new Map()
     let notEvaluated: string[] = []
+    // Results printed: all, or with --only-unsafe the UNSAFE and ERROR ones; --summary prints none.
+    let printed = 0
     try {
       await engine.load()
       notEvaluated = await engine.notEvaluated()
       if (notEvaluated.length > 0) this.logToStderr(notEvaluatedLine(notEvaluated, config.preset))
       const progress = this.startProgress('Scanning')
       const write = (text: string): void => progress.above(() => out.write(text))
-      if (flags.json) write('[')
-      const items = scanInputs(paths, config.settings.engine.limits.maxBytes, skipped)
+      const listing = flags.json && !flags.summary
+      if (listing) write('[')
+      const found = {count: 0, done: false}
+      const items = counted(scanInputs(paths, config.settings.engine.limits.maxBytes, skipped, process.stdin, flags.exclude ?? []), found)
       const closeArray = (): void => {
         progress.finish()
-        if (flags.json && !closed) out.write(`${counts.safe + counts.unsafe + counts.errors > 0 ? '\n' : ''}]\n`)
+        if (listing && !closed) out.write(`${printed > 0 ? '\n' : ''}]\n`)
       }
       try {
         for await (const item of inOrder(items, (inputs) => engine.moderateMany(inputs))) {
           if (closed || this.interrupt.signal.aborted) break
-          if ('error' in item) counts.errors++
+          if ('error' in item) counts[item.error.code === 'not_found' ? 'missing' : 'errors']++
           else if (item.is_safe) counts.safe++
           else counts.unsafe++
-          const n = counts.safe + counts.unsafe + counts.errors
-          if (flags.json) write(`${n > 1 ? ',' : ''}\n${JSON.stringify(item)}`)
-          else if (flags.ndjson) write(`${JSON.stringify(item)}\n`)
-          else write(`${formatRow(item)}\n`)
-          progress.update(`Scanning: ${summaryLine(counts)}`)
+          const shown = !flags.summary && !(flags['only-unsafe'] && 'is_safe' in item && item.is_safe)
+          if (shown) {
+            printed++
+            if (flags.json) write(`${printed > 1 ? ',' : ''}\n${JSON.stringify(item)}`)
+            else if (flags.ndjson) write(`${JSON.stringify(item)}\n`)
+            else write(`${formatRow(item)}\n`)
+          }
+          const done = counts.safe + counts.unsafe + counts.errors + counts.missing
+          progress.update(`Scanning ${done} of ${found.count}${found.done ? '' : '+'}: ${summaryLine(counts)}`)
         }
       } finally {
         // stdout stays valid JSON whatever stops the scan; the failure itself goes to stderr.
@@ -120,14 +152,19 @@ An input that cannot be scanned is an error entry and the other inputs are still
     if (closed || this.interrupt.signal.aborted) return
     const total = counts.safe + counts.unsafe + counts.errors
     const skips = skippedLine(skipped)
-    if (total === 0) {
+    if (total === 0 && counts.missing === 0) {
       throw new ModError('not_found', `nothing was scanned in ${paths.join(' ')}${skips ? `: ${skips}` : ': no images'}`)
     }
     const categories = engine.policy.categories.length
     const partial = coverageHint(categories - notEvaluated.length, categories, config.preset)
-    if (!flags.json && !flags.ndjson) this.logToStderr(`${summaryLine(counts)}${partial ? ` (${partial})` : ''}${skips ? `; ${skips}` : ''}`)
+    const summary = `${summaryLine(counts, partial)}${skips ? `; ${skips}` : ''}`
+    if (flags.summary && flags.json) {
+      this.log(JSON.stringify({...counts, scanned: total, skipped: Object.fromEntries(skipped), not_evaluated: notEvaluated}))
+    } else if (flags.summary) this.log(summary)
+    else if (!flags.json && !flags.ndjson) this.logToStderr(summary)
     else if (skips) this.logToStderr(skips)
-    const code = counts.unsafe > 0 ? EXIT_VIOLATION : counts.errors > 0 || (flags.strict && notEvaluated.length > 0) ? EXIT_ERROR : EXIT_SAFE
+    const failed = counts.errors > 0 || counts.missing > 0 || (flags.strict && notEvaluated.length > 0)
+    const code = counts.unsafe > 0 ? EXIT_VIOLATION : failed ? EXIT_ERROR : EXIT_SAFE
     if (code !== EXIT_SAFE) this.exit(code)
   }
 }

@@ -13,6 +13,8 @@ export interface Config {
   preset: PresetName
   policy: Policy
   policyPath?: string
+  /** The policy file was found by name from the working folder upwards, not named by --config or MOD_CONFIG. */
+  policyFound: boolean
 }
 
 /** Typed input and MOD_* variables, then the policy file (named, or found by cosmiconfig from cwd); preset: input > MOD_PRESET > policy > fast. */
@@ -22,7 +24,7 @@ export async function loadConfig(input: SettingsInput, env: Env, cwd = process.c
   if (engine.modelDir !== undefined) await checkModelDir(engine.modelDir)
   const policyPath = engine.configPath ?? (await findPolicyFile(cwd))
   const policy = policyPath ? (await loadPolicyFile(policyPath)).policy : buildPolicy()
-  return {settings, preset: engine.preset ?? policy.preset ?? 'fast', policy, policyPath}
+  return {settings, preset: engine.preset ?? policy.preset ?? 'fast', policy, policyPath, policyFound: policyPath !== undefined && engine.configPath === undefined}
 }
 
 /** An explicit model folder that is missing or holds no model says so, rather than suggesting a preset download. */

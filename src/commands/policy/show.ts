@@ -1,0 +1,55 @@
+import {stringify} from 'yaml'
+
+import {ModCommand} from '../../cli/base-command.js'
+import {configFromFlags} from '../../cli/engine.js'
+import {modelFlags, policyFlags} from '../../cli/flags.js'
+import {DEFAULT_CATEGORIES} from '../../lib/policy/defaults.js'
+import type {Policy} from '../../lib/policy/types.js'
+
+/**
+ * The policy in force as a policy file: every category with all its fields, so nothing is left to the defaults,
+ * and each built-in category that is off as `enabled: false` (left out, it would come back on).
+ */
+function asPolicyFile(policy: Policy, preset: string): Record<string, unknown> {
+  const active = new Set(policy.categories.map((c) => c.name))
+  const off = DEFAULT_CATEGORIES.filter((c) => !active.has(c.name)).map((c) => [c.name, {enabled: false}])
+  return {
+    preset,
+    trim_borders: policy.trim_borders,
+    specialists: policy.specialists,
+    neutral: policy.neutral,
+    categories: Object.fromEntries(
+      [
+        ...policy.categories.map((c) => [c.name, {parent: c.parent, threshold: c.threshold, prompts: c.prompts, negatives: c.negatives, calibration: c.calibration}]),
+        ...off,
+      ],
+    ),
+  }
+}
+
+export default class PolicyShow extends ModCommand {
+  static override description = `Print the policy in force as YAML: the built-in categories with the changes of the policy file (--config, MOD_CONFIG, or the file found by name from the current folder upwards) and of --threshold and --disable.
+
+The output is itself a valid policy file. Its first line is a comment naming the file it came from.`
+
+  static override examples = [
+    '<%= config.bin %> policy show',
+    '<%= config.bin %> policy show --config policy.yaml --threshold nudity=0.3 > effective.yaml',
+  ]
+
+  static override flags = {
+    ...policyFlags,
+    config: modelFlags.config,
+    preset: modelFlags.preset,
+  }
+
+  async run(): Promise<void> {
+    const {flags} = await this.parse(PolicyShow)
+    const config = await configFromFlags(flags)
+    const from = config.policyPath
+      ? `${config.policyPath}${config.policyFound ? ' (found from the current folder)' : ''}`
+      : 'no policy file: the built-in defaults'
+    this.log(`# policy in force: ${from}`)
+    this.log(stringify(asPolicyFile(config.policy, config.preset), {lineWidth: 0}).trimEnd())
+  }
+}
