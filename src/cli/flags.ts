@@ -59,6 +59,8 @@ export interface FlagValues {
   host?: string
   port?: number
   workers?: number
+  'body-min-rate'?: string
+  'max-uploads-per-client'?: number
 }
 
 /** Parsed flags → the settings reader's typed input (no flag names below the command layer). */
@@ -74,5 +76,7 @@ export function settingsInput(flags: FlagValues): SettingsInput {
     host: flags.host,
     port: flags.port,
     workers: flags.workers,
+    bodyMinRate: flags['body-min-rate'],
+    maxUploadsPerClient: flags['max-uploads-per-client'],
   }
 }

@@ -10,6 +10,7 @@ import {ModError} from '../lib/errors.js'
 import {fetchImageUrl, type FetchImageOptions} from '../lib/fetch/url.js'
 import {checkKey, WWW_AUTHENTICATE} from './auth.js'
 import {isJson, jsonBodyLimit} from './body.js'
+import {paceOf} from './body-stream.js'
 import {answerClientError} from './client-error.js'
 import type {Request, RouteContext} from './context.js'
 import {corsHeaders, preflightHeaders} from './cors.js'
@@ -72,8 +73,8 @@ function inputOf(route: AnyRoute): (ctx: RouteContext, req: Request) => Paramete
   return (ctx, req) => {
     if (readJson && !isJson(req)) throw new ModError('unsupported_media', 'send the request body as application/json')
     const query = readQuery(new URL(req.url ?? '/', 'http://localhost').searchParams)
-    const {maxBytes, bodyTimeoutMs: idleMs} = ctx.settings.limits
-    const body = readJson ? (hold?: Hold) => readJson(req, {maxBytes: jsonBodyLimit(maxBytes), idleMs, hold}) : noBody
+    const {limits} = ctx.settings
+    const body = readJson ? (hold?: Hold) => readJson(req, {maxBytes: jsonBodyLimit(limits.maxBytes), ...paceOf(limits), hold}) : noBody
     return {query, body}
   }
 }
