@@ -1,6 +1,5 @@
 import {createServer, type Server, type ServerResponse} from 'node:http'
 import {createRequire} from 'node:module'
-import {tmpdir} from 'node:os'
 
 import polka, {type Polka} from 'polka'
 
@@ -26,6 +25,7 @@ import {sendError} from './reply.js'
 import {requestIdOf} from './request-id.js'
 import type {AnyRoute} from './route.js'
 import {ROUTES} from './routes/index.js'
+import {processUploadDir, uploadsRoot} from './upload-dirs.js'
 import {jsonBodyReader, queryReader} from './validate.js'
 
 export interface ServerOptions {
@@ -37,7 +37,10 @@ export interface ServerOptions {
   metrics?: ServerMetrics
   /** What GET /metrics answers; default this process's metrics (a cluster worker asks the primary). */
   metricsText?: () => Promise<string>
-  /** Parent folder of the per-request folders that video uploads stream into; default os.tmpdir(). */
+  /**
+   * Parent folder of the per-request folders that video uploads stream into (made when first needed); default this
+   * process's folder under the OS temp folder (upload-dirs.ts), which the next server removes if this one is killed.
+   */
   tmpDir?: string
   /** Test hooks of fetchImageUrl: the resolver, and where checked addresses are dialled. */
   fetch?: Pick<FetchImageOptions, 'resolve' | 'connect'>
@@ -103,7 +106,7 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
     settings,
     gate,
     jobs,
-    tmpDir: options.tmpDir ?? tmpdir(),
+    tmpDir: options.tmpDir ?? processUploadDir(uploadsRoot()),
     log,
     fetchImage: (url) =>
       fetchImageUrl(url, {...options.fetch, maxBytes: settings.limits.maxBytes, timeoutMs: settings.limits.urlTimeoutMs}),

@@ -1,4 +1,4 @@
-import {mkdtemp, rm} from 'node:fs/promises'
+import {mkdir, mkdtemp, rm} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {VideoResult} from '../../lib/schemas.js'
@@ -28,6 +28,7 @@ export const moderateVideoFile: RouteHandler<QueryValues<typeof VideoQuery>, unk
       req,
       res,
       async () => {
+        await mkdir(ctx.tmpDir, {recursive: true, mode: 0o700})
         dir = await mkdtemp(join(ctx.tmpDir, 'mod-video-'))
         return receiveVideo(req, {field: 'file', maxBytes: ctx.settings.limits.maxVideoBytes, dir, ...paceOf(ctx.settings.limits)})
       },
