@@ -10,6 +10,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {readBody} from '../../src/server/body.js'
+import {bodyStream} from '../../src/server/body-stream.js'
 import {clientKey} from '../../src/server/client-address.js'
 import {call, errorOf, fakeEngine, form, multipartParts, rawError, rawRequest, start, tempDir, testSettings, until, type SettingsOverrides} from './harness.js'
 
@@ -169,6 +170,32 @@ test('a body asked for after its client went away fails at once (its upload plac
   const req = await gone
   const error = await readBody(req, {maxBytes: 1000, idleMs: 60_000, minRate: 1}).catch((e: Error & {code: string}) => e)
   assert.equal([(error as {code: string}).code, (error as Error).message], ['bad_request', 'the request was cancelled by the client'])
+})
+
+test('time the server holds the body back (its reader is behind) does not count against MOD_BODY_MIN_RATE', async () => {
+  const size = 200_000
+  const received = new Promise<number | string>((resolve) => {
+    const server = createServer((req) => {
+      // A 1 MB/s minimum: the bytes that fit in the stream's buffers are due long before the reader starts.
+      const body = bodyStream(req, {idleMs: 100, minRate: 1_000_000, maxBytes: size})
+      let total = 0
+      body.on('error', (e) => resolve(e.message))
+      setTimeout(() => {
+        body.on('data', (chunk: Buffer) => (total += chunk.length))
+        body.on('end', () => resolve(total))
+      }, 600)
+    })
+    server.listen(0, '127.0.0.1', () => {
+      const client = request(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, {method: 'POST', headers: {'content-length': size}})
+      client.on('error', () => {})
+      client.end(Buffer.alloc(size, 1))
+      void received.then(() => {
+        client.destroy()
+        server.close()
+      })
+    })
+  })
+  assert.is(await received, size)
 })
 
 test('clients are counted by IPv4 address (IPv4-mapped too) and by IPv6 /64', () => {
