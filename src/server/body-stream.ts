@@ -93,7 +93,7 @@ export function bodyStream(req: IncomingMessage, limits: BodyLimits): BodyStream
       since = now
       arrived = 0
     } else if (now >= paceDue()) {
-      const seconds = Math.round((now - since) / 1000)
+      const seconds = ((now - since) / 1000).toFixed(1)
       fail(
         new ModError(
           'request_timeout',
