@@ -1,6 +1,8 @@
-import {lstat, readdir, rm} from 'node:fs/promises'
+import {lstat, mkdir, readdir, rm} from 'node:fs/promises'
 import {hostname, tmpdir} from 'node:os'
-import {join} from 'node:path'
+import {dirname, join} from 'node:path'
+
+import {ModError} from '../lib/errors.js'
 
 /**
  * Where video uploads stream to: a folder of this user under the OS temp folder (`mod-uploads-<uid>`), holding one
@@ -17,6 +19,23 @@ export function processUploadDir(root: string, pid = process.pid, host = hostnam
 }
 
 const PROCESS_DIR = /^(\d+)@(.+)$/
+
+/**
+ * Makes `dir`, a process's upload folder, if needed, and checks it can be trusted with uploads: a folder (not a
+ * link) of user `uid` that only it can write, in a folder of the same user or in a shared sticky folder like
+ * /tmp. The uploads root has a predictable name, so in a temp folder shared with other users someone else could
+ * have made it first to read what is written there.
+ */
+export async function makeUploadDir(dir: string, uid = process.getuid?.()): Promise<void> {
+  await mkdir(dir, {recursive: true, mode: 0o700})
+  if (uid === undefined) return
+  const [own, parent] = await Promise.all([lstat(dir), lstat(dirname(dir))])
+  const mine = own.isDirectory() && own.uid === uid && (own.mode & 0o022) === 0
+  const sharedSticky = parent.uid === 0 && (parent.mode & 0o1000) !== 0
+  if (!mine || !parent.isDirectory() || (parent.uid !== uid && !sharedSticky)) {
+    throw new ModError('internal', `the upload folder ${dir} or its parent belongs to another user or can be written by others: uploads are not written there`)
+  }
+}
 
 /** True while a process with this id runs (as any user: EPERM means it exists). */
 export function isRunning(pid: number): boolean {

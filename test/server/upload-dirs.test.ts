@@ -1,12 +1,12 @@
 import {spawnSync} from 'node:child_process'
-import {mkdirSync, readdirSync, writeFileSync} from 'node:fs'
+import {chmodSync, chownSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {hostname} from 'node:os'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {isRunning, processUploadDir, sweepUploads, uploadsRoot} from '../../src/server/upload-dirs.js'
+import {isRunning, makeUploadDir, processUploadDir, sweepUploads, uploadsRoot} from '../../src/server/upload-dirs.js'
 import {tempDir} from './harness.js'
 
 const dir = tempDir('mod-upload-dirs-')
@@ -61,6 +61,46 @@ test('a folder of a process still running is kept (the real check)', async () =>
 
 test('no uploads folder yet: nothing to sweep', async () => {
   assert.equal(await sweepUploads(join(dir.path, 'never-made')), [])
+})
+
+test('the upload folder is made for this user only, in a folder of its own or in a shared sticky one like /tmp', async () => {
+  const root = join(dir.path, 'made', 'mod-uploads')
+  const mine = join(root, `${process.pid}@${hostname()}`)
+  await makeUploadDir(mine)
+  assert.is(statSync(mine).mode & 0o777, 0o700)
+  assert.is(statSync(root).mode & 0o777, 0o700)
+  await makeUploadDir(mine)
+  const shared = join('/tmp', `mod-upload-dirs-test-${process.pid}`)
+  try {
+    await makeUploadDir(shared)
+    assert.is(statSync(shared).isDirectory(), true)
+  } finally {
+    rmSync(shared, {recursive: true, force: true})
+  }
+})
+
+const refusal = (folder: string) =>
+  `the upload folder ${folder} or its parent belongs to another user or can be written by others: uploads are not written there`
+
+test('an upload folder others can write to, or one of another user, is refused', async () => {
+  const open = join(dir.path, 'open', `1@${hostname()}`)
+  mkdirSync(open, {recursive: true})
+  chmodSync(open, 0o777)
+  const opened = await makeUploadDir(open).catch((e: Error & {code: string}) => [e.code, e.message])
+  assert.equal(opened, ['internal', refusal(open)])
+  const theirs = join(dir.path, 'theirs', `1@${hostname()}`)
+  const other = await makeUploadDir(theirs, 4242).catch((e: Error & {code: string}) => [e.code, e.message])
+  assert.equal(other, ['internal', refusal(theirs)])
+})
+
+test('a root made first by another user (a shared temp folder) is refused', async () => {
+  if (process.getuid?.() !== 0) return
+  const root = join(dir.path, 'planted')
+  mkdirSync(root, {mode: 0o755})
+  chownSync(root, 4242, 4242)
+  const mine = join(root, `${process.pid}@${hostname()}`)
+  const planted = await makeUploadDir(mine).catch((e: Error & {code: string}) => [e.code, e.message])
+  assert.equal(planted, ['internal', refusal(mine)])
 })
 
 test.run()

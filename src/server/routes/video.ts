@@ -1,4 +1,4 @@
-import {mkdir, mkdtemp, rm} from 'node:fs/promises'
+import {mkdtemp, rm} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {VideoResult} from '../../lib/schemas.js'
@@ -10,6 +10,7 @@ import {VideoQuery} from '../schemas.js'
 import {humanBytes} from '../units.js'
 import type {QueryValues} from '../validate.js'
 import {receiveVideo} from '../upload.js'
+import {makeUploadDir} from '../upload-dirs.js'
 import {moderate, requireMultipart} from './pipeline.js'
 
 /**
@@ -28,7 +29,7 @@ export const moderateVideoFile: RouteHandler<QueryValues<typeof VideoQuery>, unk
       req,
       res,
       async () => {
-        await mkdir(ctx.tmpDir, {recursive: true, mode: 0o700})
+        await makeUploadDir(ctx.tmpDir)
         dir = await mkdtemp(join(ctx.tmpDir, 'mod-video-'))
         return receiveVideo(req, {field: 'file', maxBytes: ctx.settings.limits.maxVideoBytes, dir, ...paceOf(ctx.settings.limits)})
       },
