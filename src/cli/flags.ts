@@ -75,6 +75,8 @@ export interface FlagValues {
   host?: string
   port?: number
   workers?: number
+  'body-min-rate'?: string
+  'max-uploads-per-client'?: number
   threshold?: string[]
   disable?: string[]
 }
@@ -92,5 +94,7 @@ export function settingsInput(flags: FlagValues): SettingsInput {
     host: flags.host,
     port: flags.port,
     workers: flags.workers,
+    bodyMinRate: flags['body-min-rate'],
+    maxUploadsPerClient: flags['max-uploads-per-client'],
   }
 }

@@ -78,6 +78,19 @@ With MOD_API_KEY set, every request but GET /health and GET /ready needs the hea
       env: SETTING_VARIABLES.workers,
       default: DEFAULT_WORKERS,
     }),
+    'body-min-rate': Flags.string({
+      description:
+        'Bytes per second a request body must average after its first MOD_BODY_TIMEOUT_MS, e.g. 8KB; slower is ' +
+        'answered 408, so clients that trickle cannot hold the upload places.',
+      env: SETTING_VARIABLES.bodyMinRate,
+      defaultHelp: async () => '8KB',
+    }),
+    'max-uploads-per-client': Flags.integer({
+      description: 'Request bodies one client address (an IPv6 /64) may be sending at once per worker; more is answered 429.',
+      min: 1,
+      env: SETTING_VARIABLES.maxUploadsPerClient,
+      defaultHelp: async () => 'MOD_MAX_UPLOADS / 4',
+    }),
     ...modelFlags,
   }
 

@@ -12,6 +12,7 @@ export type ErrorCode =
   | 'video_too_long'
   | 'unsupported_media'
   | 'unreadable_image'
+  | 'too_many_uploads'
   | 'overloaded'
   | 'model_unavailable'
   | 'model_missing'

@@ -1,6 +1,5 @@
 import {createServer, type Server, type ServerResponse} from 'node:http'
 import {createRequire} from 'node:module'
-import {tmpdir} from 'node:os'
 
 import polka, {type Polka} from 'polka'
 
@@ -10,6 +9,7 @@ import {ModError} from '../lib/errors.js'
 import {fetchImageUrl, type FetchImageOptions} from '../lib/fetch/url.js'
 import {checkKey, WWW_AUTHENTICATE} from './auth.js'
 import {isJson, jsonBodyLimit} from './body.js'
+import {paceOf} from './body-stream.js'
 import {answerClientError} from './client-error.js'
 import type {Request, RouteContext} from './context.js'
 import {corsHeaders, preflightHeaders} from './cors.js'
@@ -25,6 +25,7 @@ import {sendError} from './reply.js'
 import {requestIdOf} from './request-id.js'
 import type {AnyRoute} from './route.js'
 import {ROUTES} from './routes/index.js'
+import {processUploadDir, uploadsRoot} from './upload-dirs.js'
 import {jsonBodyReader, queryReader} from './validate.js'
 
 export interface ServerOptions {
@@ -36,7 +37,10 @@ export interface ServerOptions {
   metrics?: ServerMetrics
   /** What GET /metrics answers; default this process's metrics (a cluster worker asks the primary). */
   metricsText?: () => Promise<string>
-  /** Parent folder of the per-request folders that video uploads stream into; default os.tmpdir(). */
+  /**
+   * Parent folder of the per-request folders that video uploads stream into (made when first needed); default this
+   * process's folder under the OS temp folder (upload-dirs.ts), which the next server removes if this one is killed.
+   */
   tmpDir?: string
   /** Test hooks of fetchImageUrl: the resolver, and where checked addresses are dialled. */
   fetch?: Pick<FetchImageOptions, 'resolve' | 'connect'>
@@ -72,8 +76,8 @@ function inputOf(route: AnyRoute): (ctx: RouteContext, req: Request) => Paramete
   return (ctx, req) => {
     if (readJson && !isJson(req)) throw new ModError('unsupported_media', 'send the request body as application/json')
     const query = readQuery(new URL(req.url ?? '/', 'http://localhost').searchParams)
-    const {maxBytes, bodyTimeoutMs: idleMs} = ctx.settings.limits
-    const body = readJson ? (hold?: Hold) => readJson(req, {maxBytes: jsonBodyLimit(maxBytes), idleMs, hold}) : noBody
+    const {limits} = ctx.settings
+    const body = readJson ? (hold?: Hold) => readJson(req, {maxBytes: jsonBodyLimit(limits.maxBytes), ...paceOf(limits), hold}) : noBody
     return {query, body}
   }
 }
@@ -102,7 +106,7 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
     settings,
     gate,
     jobs,
-    tmpDir: options.tmpDir ?? tmpdir(),
+    tmpDir: options.tmpDir ?? processUploadDir(uploadsRoot()),
     log,
     fetchImage: (url) =>
       fetchImageUrl(url, {...options.fetch, maxBytes: settings.limits.maxBytes, timeoutMs: settings.limits.urlTimeoutMs}),

@@ -1,15 +1,27 @@
 import type {IncomingHttpHeaders, IncomingMessage} from 'node:http'
 import {Transform} from 'node:stream'
 
+import type {Limits} from '../lib/config/settings.js'
 import {ModError} from '../lib/errors.js'
 import type {Hold} from './queue.js'
+import {humanBytes} from './units.js'
 
 /** A request body as a stream, with the request's headers (formidable reads them from the stream it parses). */
 export type BodyStream = Transform & {headers: IncomingHttpHeaders}
 
-export interface BodyLimits {
-  /** MOD_BODY_TIMEOUT_MS */
+/** How fast a body must arrive. */
+export interface Pace {
+  /** MOD_BODY_TIMEOUT_MS: the longest silence, and the time a body has before its average rate counts. */
   idleMs: number
+  /** MOD_BODY_MIN_RATE, in bytes per second. */
+  minRate: number
+}
+
+export function paceOf(limits: Pick<Limits, 'bodyTimeoutMs' | 'bodyMinRate'>): Pace {
+  return {idleMs: limits.bodyTimeoutMs, minRate: limits.bodyMinRate}
+}
+
+export interface BodyLimits extends Pace {
   /** The whole body: a declared Content-Length over it is payload_too_large before anything is read. */
   maxBytes: number
   /**
@@ -21,12 +33,14 @@ export interface BodyLimits {
 
 /**
  * The body of `req` as a stream, within `limits`, that fails with `request_timeout` when the client sends nothing
- * for `idleMs` while the server is ready to read (time the server itself holds the body back, e.g. while writing a video to
- * disk, does not count), and with `bad_request` when the client goes away. On failure the request stops being
- * read; the error answer then closes the connection.
+ * for `idleMs` while the server is ready to read, or when, `idleMs` after it started, fewer than `minRate` bytes per
+ * second have arrived on average (a body of n bytes has `idleMs` + n / `minRate` seconds): a client cannot keep an
+ * upload place by sending a byte now and then. Time the server itself holds the body back (e.g. while writing a
+ * video to disk) does not count: the rate is then measured anew. It fails with `bad_request` when the client goes
+ * away. On failure the request stops being read; the error answer then closes the connection.
  */
 export function bodyStream(req: IncomingMessage, limits: BodyLimits): BodyStream {
-  const {idleMs, hold} = limits
+  const {idleMs, minRate, hold} = limits
   const declared = Number(req.headers['content-length'])
   if (declared > limits.maxBytes) {
     throw new ModError('payload_too_large', `the request body is larger than the limit of ${limits.maxBytes} bytes`)
@@ -34,14 +48,26 @@ export function bodyStream(req: IncomingMessage, limits: BodyLimits): BodyStream
   const known = Number.isSafeInteger(declared)
   if (hold && known) hold.take(declared)
   let timer: NodeJS.Timeout | undefined
-  const stop = () => clearTimeout(timer)
+  let paceTimer: NodeJS.Timeout | undefined
+  let since = Date.now()
+  let arrived = 0
+  const stop = () => {
+    clearTimeout(timer)
+    clearTimeout(paceTimer)
+  }
   const arm = () => {
-    stop()
+    clearTimeout(timer)
     timer = setTimeout(onIdle, idleMs)
+  }
+  /** When the bytes arrived since `since` become too few: checked then, not on every chunk. */
+  const paceDue = () => since + idleMs + (arrived / minRate) * 1000
+  const armPace = () => {
+    paceTimer = setTimeout(onPace, Math.max(0, paceDue() - Date.now()))
   }
   const body = new Transform({
     transform(chunk: Buffer, _encoding, callback) {
       arm()
+      arrived += chunk.length
       try {
         if (hold && !known) hold.take(chunk.length)
       } catch (e) {
@@ -61,6 +87,24 @@ export function bodyStream(req: IncomingMessage, limits: BodyLimits): BodyStream
     if (readerBehind()) arm()
     else fail(new ModError('request_timeout', `no part of the request body arrived for ${idleMs} ms (MOD_BODY_TIMEOUT_MS)`))
   }
+  function onPace(): void {
+    const now = Date.now()
+    if (readerBehind()) {
+      since = now
+      arrived = 0
+    } else if (now >= paceDue()) {
+      const seconds = ((now - since) / 1000).toFixed(1)
+      fail(
+        new ModError(
+          'request_timeout',
+          `the request body is arriving too slowly: ${humanBytes(arrived)} in ${seconds} s, less than ` +
+            `${humanBytes(minRate)} per second (MOD_BODY_MIN_RATE)`,
+        ),
+      )
+      return
+    }
+    armPace()
+  }
   function fail(e: ModError): void {
     stop()
     req.unpipe(body)
@@ -71,6 +115,8 @@ export function bodyStream(req: IncomingMessage, limits: BodyLimits): BodyStream
     if (!req.complete) fail(new ModError('bad_request', 'the request was cancelled by the client'))
   }
   req.on('error', cancelled).on('close', cancelled)
+  // A client can go away before the body is asked for (while the route prepares a folder for it).
+  if (req.destroyed) cancelled()
   body.on('close', () => {
     stop()
     req.off('error', cancelled).off('close', cancelled)
@@ -79,6 +125,7 @@ export function bodyStream(req: IncomingMessage, limits: BodyLimits): BodyStream
     if (!req.complete) req.pause()
   })
   arm()
+  armPace()
   req.pipe(body)
   return Object.assign(body, {headers: req.headers})
 }

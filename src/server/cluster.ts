@@ -4,7 +4,7 @@ import {ModError} from '../lib/errors.js'
 import {baseUrl} from './address.js'
 import {describe, type Log} from './errors.js'
 import {clusterMetricsReader, type PrimaryMetrics} from './metrics.js'
-import {EXIT_OK, EXIT_START_FAILED} from './run.js'
+import {EXIT_OK, EXIT_START_FAILED, sweepLeftovers} from './run.js'
 
 type ToWorker = {type: 'shutdown'} | {type: 'metrics'; id: number; text?: string; error?: string}
 type FromWorker = {type: 'ready'; port: number} | {type: 'metrics'; id: number}
@@ -86,6 +86,8 @@ export function runPrimary(o: PrimaryOptions, stop: Promise<unknown>): Promise<n
     }
 
     cluster.on('exit', (worker, code, signal) => {
+      // A worker killed mid-upload leaves its upload folder: removed now rather than at the next sweep.
+      void sweepLeftovers(o.log)
       const wasReady = ready.delete(worker)
       const how = signal ? `signal ${signal}` : `code ${code}`
       if (stopping) {
@@ -105,6 +107,10 @@ export function runPrimary(o: PrimaryOptions, stop: Promise<unknown>): Promise<n
     })
 
     void stop.then(shutdown)
+    // Each worker accepts its own connections from the shared socket. Under node's default (the primary accepts
+    // and passes each connection on), a worker that died before taking the connection it was passed left that
+    // client waiting until it gave up; now a worker's death closes exactly its own connections at once.
+    cluster.schedulingPolicy = cluster.SCHED_NONE
     for (let i = 0; i < o.workers; i++) fork()
   })
 }

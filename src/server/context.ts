@@ -14,7 +14,7 @@ export interface RouteContext {
   gate: Gate
   /** Asynchronous video jobs (in-process, or BullMQ on Redis). */
   jobs: JobQueue
-  /** Video uploads go to a fresh folder under this one, removed when the request ends. */
+  /** Video uploads go to a fresh folder under this one (made when first needed), removed when the request ends. */
   tmpDir: string
   log: Log
   /** fetchImageUrl with the server's size and time limits. */

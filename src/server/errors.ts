@@ -30,6 +30,7 @@ export const HTTP_ERROR_CODES = [
   'too_many_files',
   'video_too_long',
   'unsupported_media',
+  'too_many_uploads',
   'overloaded',
   'model_unavailable',
   'not_ready',
@@ -95,7 +96,10 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   },
   request_timeout: {
     status: 408,
-    when: (l) => `an upload sent nothing for ${humanSeconds(l.bodyTimeoutMs)} while the server was reading it (\`MOD_BODY_TIMEOUT_MS\`)`,
+    when: (l) =>
+      `an upload sent nothing for ${humanSeconds(l.bodyTimeoutMs)} while the server was reading it (\`MOD_BODY_TIMEOUT_MS\`), ` +
+      `or after its first ${humanSeconds(l.bodyTimeoutMs)} arrived slower than ${humanBytes(l.bodyMinRate)} per second on average ` +
+      '(`MOD_BODY_MIN_RATE`)',
     example: 'no part of the request body arrived for 30000 ms (MOD_BODY_TIMEOUT_MS)',
   },
   too_many_files: {
@@ -115,6 +119,14 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
       '`/v1/moderate/json`), or a file that is not an image, or not a video, that the decoder can read (a ' +
       'batch reports that per file instead)',
     example: 'the file is not an image this server can read',
+  },
+  too_many_uploads: {
+    status: 429,
+    retryAfter: RETRY_OVERLOADED_S,
+    when: (l) =>
+      `one client address (an IPv6 /64) is already sending ${l.maxUploadsPerClient} request bodies to the worker ` +
+      '(`MOD_MAX_UPLOADS_PER_CLIENT`)',
+    example: 'this client is already sending 32 uploads (MOD_MAX_UPLOADS_PER_CLIENT); wait for one to finish',
   },
   overloaded: {
     status: 503,
@@ -179,6 +191,7 @@ const FROM_ENGINE: {[C in ErrorCode]: C extends HttpErrorCode ? EngineRow : Engi
   too_many_files: {},
   video_too_long: {},
   unsupported_media: {},
+  too_many_uploads: {},
   // Only single-file endpoints raise it as a request error; a batch reports it as an entry instead.
   unreadable_image: {as: 'unsupported_media'},
   overloaded: {},

@@ -267,9 +267,12 @@ function description(info: OpenApiInfo): string {
     `| \`MOD_QUEUE_LIMIT\` | ${limits.queueLimit} requests | waiting per worker before 503 \`overloaded\` |`,
     `| \`MOD_MAX_UPLOADS\` | ${limits.maxUploads} uploads | bodies being received per worker before 503 \`overloaded\` (a request queues only once its body is in) |`,
     `| \`MOD_MAX_BUFFERED_BYTES\` | ${humanBytes(limits.maxBufferedBytes)} | request bytes a worker holds in memory for requests not answered yet, before 503 \`overloaded\` |`,
+    `| \`MOD_MAX_UPLOADS_PER_CLIENT\` | ${limits.maxUploadsPerClient} uploads | bodies one client address (an IPv6 /64) may be sending to a worker at once before 429 \`too_many_uploads\` |`,
     `| \`MOD_BODY_TIMEOUT_MS\` | ${humanSeconds(limits.bodyTimeoutMs)} | a request body that sends nothing for this long is 408 \`request_timeout\` |`,
+    `| \`MOD_BODY_MIN_RATE\` | ${humanBytes(limits.bodyMinRate)} per second | the average a request body must keep once its first ${humanSeconds(limits.bodyTimeoutMs)} are over, else 408 \`request_timeout\` (a body of n bytes has ${humanSeconds(limits.bodyTimeoutMs)} + n / rate) |`,
     '',
-    'Uploads are streamed and the limits are counted as bytes arrive; a video is streamed to disk.',
+    'Uploads are streamed and the limits are counted as bytes arrive; a video is streamed to disk. Besides ' +
+      "`MOD_BODY_MIN_RATE`, the HTTP server's own request timeout ends a request not received whole within 5 minutes.",
     '',
     '## Accepted formats',
     '- Images: JPEG, PNG, WebP, GIF, AVIF, TIFF. For animated GIF/WebP several frames are scored and each ' +

@@ -33,11 +33,13 @@ export type Hold = Pick<Upload, 'take'>
 
 export interface Gate {
   /**
-   * Lets a request start receiving its body, or throws `overloaded` when the queue is full already (a busy
-   * worker refuses at once instead of reading an upload it could not admit) or `maxUploads` bodies are being
-   * received: clients that send slowly hold upload places, never queue places.
+   * Lets a request of `client` (clientOf) start receiving its body, or throws `overloaded` when the queue is full
+   * already (a busy worker refuses at once instead of reading an upload it could not admit; not for a body that
+   * does not go to this queue, `queued: false`) or `maxUploads` bodies are being received, and `too_many_uploads`
+   * when `client` is already sending `maxUploadsPerClient`: clients that send slowly hold upload places, never
+   * queue places, and one client cannot hold them all.
    */
-  receive(): Upload
+  receive(client: string, options?: {queued?: boolean}): Upload
   /**
    * Lets a request whose input is received into the queue, or throws `overloaded` when one running request and
    * `queueLimit` more are already in.
@@ -103,20 +105,28 @@ function createLock(): Lock {
 export interface Intake {
   /** MOD_MAX_UPLOADS */
   maxUploads: number
+  /** MOD_MAX_UPLOADS_PER_CLIENT */
+  maxUploadsPerClient: number
   /** MOD_MAX_BUFFERED_BYTES */
   maxBufferedBytes: number
 }
 
-const UNBOUNDED: Intake = {maxUploads: Number.POSITIVE_INFINITY, maxBufferedBytes: Number.POSITIVE_INFINITY}
+const UNBOUNDED: Intake = {
+  maxUploads: Number.POSITIVE_INFINITY,
+  maxUploadsPerClient: Number.POSITIVE_INFINITY,
+  maxBufferedBytes: Number.POSITIVE_INFINITY,
+}
 
 /**
  * The per-process moderation queue (MOD_QUEUE_LIMIT), uploads (MOD_MAX_UPLOADS) and buffered bytes
  * (MOD_MAX_BUFFERED_BYTES); state lives in the returned value.
  */
 export function createGate(queueLimit: number, intake: Intake = UNBOUNDED): Gate {
-  const {maxUploads, maxBufferedBytes} = intake
+  const {maxUploads, maxUploadsPerClient, maxBufferedBytes} = intake
   let admitted = 0
   let receiving = 0
+  /** Bodies being received per client; a client with none has no entry. */
+  const byClient = new Map<string, number>()
   let held = 0
   const preparing = createLock()
   const checkQueue = () => {
@@ -135,35 +145,46 @@ export function createGate(queueLimit: number, intake: Intake = UNBOUNDED): Gate
     get held() {
       return held
     },
-    receive() {
-      checkQueue()
+    receive(client, {queued = true} = {}) {
+      if (queued) checkQueue()
+      const mine = byClient.get(client) ?? 0
+      if (mine >= maxUploadsPerClient) {
+        throw new ModError(
+          'too_many_uploads',
+          `this client is already sending ${maxUploadsPerClient} uploads (MOD_MAX_UPLOADS_PER_CLIENT); wait for one to finish`,
+        )
+      }
       if (receiving >= maxUploads) {
         throw new ModError('overloaded', `the server is busy (${maxUploads} uploads already in progress); retry shortly`)
       }
       receiving++
+      byClient.set(client, mine + 1)
       let done = false
-      let mine = 0
+      let bytesHeld = 0
       const upload: Upload = {
         take(bytes) {
           if (held + bytes > maxBufferedBytes) {
             throw new ModError('overloaded', 'the server is busy (its memory for uploads is in use); retry shortly')
           }
           held += bytes
-          mine += bytes
+          bytesHeld += bytes
         },
         give(bytes) {
-          const back = Math.min(bytes, mine)
+          const back = Math.min(bytes, bytesHeld)
           held -= back
-          mine -= back
+          bytesHeld -= back
         },
         done() {
           if (done) return
           done = true
           receiving--
+          const left = (byClient.get(client) ?? 1) - 1
+          if (left === 0) byClient.delete(client)
+          else byClient.set(client, left)
         },
         release() {
           upload.done()
-          upload.give(mine)
+          upload.give(bytesHeld)
         },
       }
       return upload

@@ -4,6 +4,7 @@ import type {ServerSettings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
 import {buildServer, type ServerOptions} from './app.js'
 import {describe, type Log} from './errors.js'
+import {sweepUploads, uploadsRoot} from './upload-dirs.js'
 
 export interface RunOptions {
   engine: Engine
@@ -17,6 +18,19 @@ export interface RunOptions {
   stop: Promise<unknown>
   /** The access logger and metrics of the server. */
   server?: Pick<ServerOptions, 'logger' | 'metrics' | 'metricsText'>
+}
+
+/** How often a serving process looks for uploads left by ended processes, besides when it starts. */
+const SWEEP_EVERY_MS = 10 * 60_000
+
+/** Removes the upload folders of ended `mod serve` processes of this host (upload-dirs.ts); never fails. */
+export async function sweepLeftovers(log: Log, root = uploadsRoot()): Promise<void> {
+  try {
+    const removed = await sweepUploads(root)
+    if (removed.length > 0) log(`removed the uploads left by ended processes: ${removed.join(', ')}`, 'info')
+  } catch (e) {
+    log(`the uploads left by ended processes could not be removed from ${root}: ${describe(e)}`, 'warn')
+  }
 }
 
 /** Exit codes of `mod serve`: 0 after a graceful stop, 2 when it could not start. */
@@ -59,6 +73,9 @@ export async function runServer(o: RunOptions): Promise<number> {
     return EXIT_OK
   }
 
+  await sweepLeftovers(o.log)
+  const sweeper = setInterval(() => void sweepLeftovers(o.log), SWEEP_EVERY_MS).unref()
+  void o.stop.then(() => clearInterval(sweeper))
   const handle = buildServer(o.engine, o.settings, {...o.server, log: o.log})
   let port: number
   try {

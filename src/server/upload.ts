@@ -7,7 +7,7 @@ import formidable, {errors, multipart} from 'formidable'
 
 import {isModError, ModError} from '../lib/errors.js'
 import {byteCap, type ByteCap} from '../lib/input/read-capped.js'
-import {bodyStream, type BodyStream} from './body-stream.js'
+import {bodyStream, type BodyStream, type Pace} from './body-stream.js'
 import type {Hold} from './queue.js'
 
 /** An uploaded image, held in memory (images are at most MOD_MAX_BYTES). */
@@ -24,7 +24,8 @@ export interface UploadedVideo {
   size: number
 }
 
-export interface ImageUploadLimits {
+/** The pace (MOD_BODY_TIMEOUT_MS, MOD_BODY_MIN_RATE) is enforced as the body arrives. */
+export interface ImageUploadLimits extends Pace {
   field: string
   /** Files allowed in `field`; more is too_many_files (or bad_request when 1: a single-file endpoint). */
   maxFiles: number
@@ -32,18 +33,15 @@ export interface ImageUploadLimits {
   maxBytes: number
   /** All files together (MOD_MAX_BATCH_BYTES), enforced as the bytes arrive; default maxFiles x maxBytes. */
   maxTotalBytes?: number
-  /** MOD_BODY_TIMEOUT_MS: a body that sends nothing for this long is request_timeout. */
-  idleMs: number
   /** Where the body's bytes are counted as held in memory before they are buffered. */
   hold?: Hold
 }
 
-export interface VideoUploadLimits {
+export interface VideoUploadLimits extends Pace {
   field: string
   maxBytes: number
   /** A folder owned by this request; the video is written there as `upload`. */
   dir: string
-  idleMs: number
 }
 
 /** Form fields that are not files are ignored, but they cannot be used to make the server buffer much. */
@@ -65,7 +63,7 @@ export function isMultipart(req: IncomingMessage): boolean {
  */
 export async function receiveImages(req: IncomingMessage, limits: ImageUploadLimits): Promise<UploadedImage[]> {
   const maxTotal = Math.min(limits.maxTotalBytes ?? Number.POSITIVE_INFINITY, limits.maxFiles * limits.maxBytes)
-  const body = bodyStream(req, {idleMs: limits.idleMs, maxBytes: maxTotal + FORM_ROOM, hold: limits.hold})
+  const body = bodyStream(req, {idleMs: limits.idleMs, minRate: limits.minRate, maxBytes: maxTotal + FORM_ROOM, hold: limits.hold})
   const total = byteCap(maxTotal, 'the files', () => new ModError('payload_too_large', `the files are larger than ${maxTotal} bytes together (MOD_MAX_BATCH_BYTES)`))
   const received: Received[] = []
   const unexpected = new Set<string>()
@@ -121,7 +119,7 @@ export async function receiveVideo(req: IncomingMessage, limits: VideoUploadLimi
   form.on('fileBegin', (_name, file) => {
     filename = file.originalFilename || limits.field
   })
-  const body = bodyStream(req, {idleMs: limits.idleMs, maxBytes: limits.maxBytes + FORM_ROOM})
+  const body = bodyStream(req, {idleMs: limits.idleMs, minRate: limits.minRate, maxBytes: limits.maxBytes + FORM_ROOM})
   const [fields, files] = await parse(form, body, 'single')
   if (failed) throw failed
   const file = files[limits.field]?.[0]

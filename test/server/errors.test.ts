@@ -249,6 +249,7 @@ test('every engine error code has its status; server-side problems are hidden fr
     video_too_long: [422, 'video_too_long'],
     unsupported_media: [415, 'unsupported_media'],
     unreadable_image: [415, 'unsupported_media'],
+    too_many_uploads: [429, 'too_many_uploads', '1'],
     overloaded: [503, 'overloaded', '1'],
     model_unavailable: [503, 'model_unavailable', '10'],
     model_missing: [503, 'model_unavailable', '10'],

@@ -161,11 +161,12 @@ export function rawError(answer: RawAnswer): {error: {code: string; message: str
 
 export function rawRequest(
   url: string,
-  options: {method?: string; headers?: Record<string, string | number>; timeoutMs?: number},
+  options: {method?: string; headers?: Record<string, string | number>; timeoutMs?: number; localAddress?: string},
   write: (req: ClientRequest) => void,
 ): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, {method: options.method ?? 'POST', headers: options.headers, agent: false}, (res) => {
+    const {localAddress} = options
+    const req = httpRequest(url, {method: options.method ?? 'POST', headers: options.headers, agent: false, localAddress}, (res) => {
       clearTimeout(timer)
       let body = ''
       res.setEncoding('utf8')

@@ -37,6 +37,7 @@ let unloadable: Running
 let brokenJobs: Running
 let fullJobs: Running
 let impatient: Running
+let crowded: Running
 let shortClip: Buffer
 let longClip: Buffer
 const slow = new Set<() => void>()
@@ -102,13 +103,16 @@ test.before(async () => {
     }),
   })
   impatient = await start(engine, {...settings, limits: {...settings.limits, bodyTimeoutMs: 150}}, options)
+  // This client (127.0.0.1) already holds its one upload place.
+  crowded = await start(engine, {...settings, limits: {...settings.limits, maxUploadsPerClient: 1}}, options)
+  crowded.handle.gate.receive('127.0.0.1')
   shortClip = await readFile(await colourClip(join(dir.path, 'short.mp4'), ['blue'], 1))
   longClip = await readFile(await colourClip(join(dir.path, 'long.mp4'), ['blue'], 3))
 })
 
 test.after(async () => {
   for (const finish of slow) finish()
-  await Promise.all([main.stop(), noUrls.stop(), failing.stop(), unloadable.stop(), brokenJobs.stop(), fullJobs.stop(), impatient.stop()])
+  await Promise.all([main.stop(), noUrls.stop(), failing.stop(), unloadable.stop(), brokenJobs.stop(), fullJobs.stop(), impatient.stop(), crowded.stop()])
   await new Promise((resolve) => images.close(resolve))
   await engine.close()
   dir.remove()
@@ -239,6 +243,16 @@ test('POST /v1/jobs/video, GET and DELETE /v1/jobs/{id}', async () => {
     assert.is(await send(brokenJobs.base, method, `/v1/jobs/${id}`), 500, method)
     assert.is(await send(fullJobs.base, method, `/v1/jobs/${id}`), 503, method)
   }
+})
+
+test('every upload endpoint: 429 past MOD_MAX_UPLOADS_PER_CLIENT', async () => {
+  const image = [{name: 'red.png', data: await red()}]
+  const clip = [{name: 'clip.mp4', data: shortClip}]
+  assert.is(await send(crowded.base, 'POST', '/v1/moderate', upload('file', image)), 429)
+  assert.is(await send(crowded.base, 'POST', '/v1/moderate/batch', upload('files', image)), 429)
+  assert.is(await send(crowded.base, 'POST', '/v1/moderate/json', json(jsonExample(doc))), 429)
+  assert.is(await send(crowded.base, 'POST', '/v1/moderate/video', upload('file', clip)), 429)
+  assert.is(await send(crowded.base, 'POST', '/v1/jobs/video', upload('file', clip)), 429)
 })
 
 test('every response the document declares was produced and conformed', () => {

@@ -123,10 +123,10 @@ test('errors land on the operations that can give them', () => {
   const expected: [string, string, number[]][] = [
     ['get', '/health', [200]],
     ['get', '/v1/categories', [200, 500]],
-    ['post', '/v1/moderate', [200, 400, 408, 413, 415, 500, 503]],
-    ['post', '/v1/moderate/batch', [200, 400, 408, 413, 415, 500, 503]],
-    ['post', '/v1/moderate/json', [200, 400, 403, 408, 413, 415, 422, 500, 502, 503, 504]],
-    ['post', '/v1/moderate/video', [200, 400, 408, 413, 415, 422, 500, 503]],
+    ['post', '/v1/moderate', [200, 400, 408, 413, 415, 429, 500, 503]],
+    ['post', '/v1/moderate/batch', [200, 400, 408, 413, 415, 429, 500, 503]],
+    ['post', '/v1/moderate/json', [200, 400, 403, 408, 413, 415, 422, 429, 500, 502, 503, 504]],
+    ['post', '/v1/moderate/video', [200, 400, 408, 413, 415, 422, 429, 500, 503]],
     ['get', '/openapi.json', [200]],
     ['get', '/docs', [200]],
     ['get', '/ready', [200, 503]],
@@ -138,8 +138,10 @@ test('errors land on the operations that can give them', () => {
     assert.equal(statuses(keyed, path, method), withKey, `${method} ${path} with a key`)
   }
   for (const [method, path, op] of operations(keyed)) {
-    const unavailable = op.responses[503]
-    if (unavailable) assert.equal(unavailable.headers?.['Retry-After']?.required, true, `${method} ${path}`)
+    for (const status of [429, 503]) {
+      const busy = op.responses[status]
+      if (busy) assert.equal(busy.headers?.['Retry-After']?.required, true, `${method} ${path} ${status}`)
+    }
     const unauthorized = op.responses[401]
     if (unauthorized) assert.equal(unauthorized.headers?.['WWW-Authenticate']?.required, true, `${method} ${path}`)
   }
@@ -272,6 +274,8 @@ test('the description states the limits of this server in readable units', () =>
     queueLimit: 8,
     maxUploads: 5,
     bodyTimeoutMs: 1500,
+    bodyMinRate: 4096,
+    maxUploadsPerClient: 2,
     maxBatchBytes: 2 * 1024 * 1024,
     maxBufferedBytes: 10 * 1024 * 1024,
   }
@@ -288,6 +292,8 @@ test('the description states the limits of this server in readable units', () =>
   assert.match(text, '| `MOD_MAX_BATCH_BYTES` | 2 MiB (2 097 152 bytes) |')
   assert.match(text, '| `MOD_MAX_BUFFERED_BYTES` | 10 MiB (10 485 760 bytes) |')
   assert.match(text, '| `MOD_BODY_TIMEOUT_MS` | 1500 ms |')
+  assert.match(text, '| `MOD_MAX_UPLOADS_PER_CLIENT` | 2 uploads |')
+  assert.match(text, '| `MOD_BODY_MIN_RATE` | 4 KiB (4 096 bytes) per second | the average a request body must keep once its first 1500 ms are over')
   const batch = d.paths['/v1/moderate/batch']?.post
   assert.equal(
     (batch?.requestBody?.content['multipart/form-data'].schema.properties as Record<string, {maxItems: number}>).files

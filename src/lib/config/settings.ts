@@ -21,6 +21,13 @@ export interface Limits {
   maxUploads: number
   /** A request body that sends nothing for this long while the server reads it is answered 408 (server). */
   bodyTimeoutMs: number
+  /**
+   * Bytes per second a request body must average once its first MOD_BODY_TIMEOUT_MS are over, else it is answered
+   * 408: a client that trickles cannot hold an upload place for long (server).
+   */
+  bodyMinRate: number
+  /** Request bodies one client address (an IPv6 /64) may be sending at once per worker; more is 429 (server). */
+  maxUploadsPerClient: number
   /** The files of one batch request together (server). */
   maxBatchBytes: number
   /**
@@ -91,6 +98,9 @@ export interface SettingsInput {
   host?: string
   port?: number
   workers?: number
+  /** A size per second, as MOD_BODY_MIN_RATE is written ("8KB"). */
+  bodyMinRate?: string
+  maxUploadsPerClient?: number
 }
 
 /** The MOD_* variable of every input, for messages and for the flags that declare it. */
@@ -105,6 +115,8 @@ export const SETTING_VARIABLES = {
   host: 'MOD_HOST',
   port: 'MOD_PORT',
   workers: 'MOD_WORKERS',
+  bodyMinRate: 'MOD_BODY_MIN_RATE',
+  maxUploadsPerClient: 'MOD_MAX_UPLOADS_PER_CLIENT',
 } as const satisfies Record<keyof SettingsInput, string>
 
 /** Log levels, most severe first; a level writes its lines and those above it. */
@@ -132,6 +144,8 @@ export const DEFAULT_LIMITS: Limits = {
   queueLimit: 64,
   maxUploads: uploadsFor(64),
   bodyTimeoutMs: 30_000,
+  bodyMinRate: 8 * 1024,
+  maxUploadsPerClient: perClientFor(uploadsFor(64)),
   maxBatchBytes: 100 * MiB,
   maxBufferedBytes: 256 * MiB,
 }
@@ -139,6 +153,11 @@ export const DEFAULT_LIMITS: Limits = {
 /** Room for every queue place and as many requests again still uploading. */
 function uploadsFor(queueLimit: number): number {
   return 2 * (queueLimit + 1)
+}
+
+/** A quarter of the upload places: one address cannot take them all, and a busy honest client rarely needs more. */
+function perClientFor(maxUploads: number): number {
+  return Math.max(1, Math.floor(maxUploads / 4))
 }
 
 function invalid(name: string, value: string, expected: string): ModError {
@@ -258,6 +277,9 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
   const host = source(input, env, 'host')
   if (host.value !== undefined && host.value.trim() === '') throw invalid(host.name, host.value, 'a host name or address')
   const queueLimit = parseCount('MOD_QUEUE_LIMIT', env.MOD_QUEUE_LIMIT, DEFAULT_LIMITS.queueLimit, 0)
+  const maxUploads = parseCount('MOD_MAX_UPLOADS', env.MOD_MAX_UPLOADS, uploadsFor(queueLimit))
+  const minRate = source(input, env, 'bodyMinRate')
+  const perClient = source(input, env, 'maxUploadsPerClient')
   const limits: Limits = {
     maxBytes: parseSize('MOD_MAX_BYTES', env.MOD_MAX_BYTES, DEFAULT_LIMITS.maxBytes),
     maxPixels: parseCount('MOD_MAX_PIXELS', env.MOD_MAX_PIXELS, DEFAULT_LIMITS.maxPixels),
@@ -266,8 +288,10 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
     maxVideoSeconds: parseCount('MOD_MAX_VIDEO_SECONDS', env.MOD_MAX_VIDEO_SECONDS, DEFAULT_LIMITS.maxVideoSeconds),
     urlTimeoutMs: parseCount('MOD_URL_TIMEOUT_MS', env.MOD_URL_TIMEOUT_MS, DEFAULT_LIMITS.urlTimeoutMs),
     queueLimit,
-    maxUploads: parseCount('MOD_MAX_UPLOADS', env.MOD_MAX_UPLOADS, uploadsFor(queueLimit)),
+    maxUploads,
     bodyTimeoutMs: parseCount('MOD_BODY_TIMEOUT_MS', env.MOD_BODY_TIMEOUT_MS, DEFAULT_LIMITS.bodyTimeoutMs),
+    bodyMinRate: parseSize(minRate.name, minRate.value, DEFAULT_LIMITS.bodyMinRate),
+    maxUploadsPerClient: parseCount(perClient.name, perClient.value, perClientFor(maxUploads)),
     maxBatchBytes: parseSize('MOD_MAX_BATCH_BYTES', env.MOD_MAX_BATCH_BYTES, DEFAULT_LIMITS.maxBatchBytes),
     maxBufferedBytes: parseSize('MOD_MAX_BUFFERED_BYTES', env.MOD_MAX_BUFFERED_BYTES, DEFAULT_LIMITS.maxBufferedBytes),
   }

@@ -6,6 +6,8 @@ import {Type} from 'typebox'
 
 import {isModError, ModError} from '../../lib/errors.js'
 import {callbackAddresses} from '../../lib/fetch/callback.js'
+import {paceOf} from '../body-stream.js'
+import {clientOf} from '../client-address.js'
 import type {Request} from '../context.js'
 import {EXAMPLE_JOB} from '../jobs/examples.js'
 import {Job} from '../jobs/schema.js'
@@ -63,18 +65,25 @@ export const submitVideoJobRoute = declareRoute({
   query: JobQuery,
   body: VIDEO_UPLOAD,
   responses: {202: {description: 'The job, queued.', schema: Job, headers: LOCATION, example: EXAMPLE_JOB}},
-  errors: ['bad_request', 'request_timeout', 'payload_too_large', 'url_blocked', 'internal', 'overloaded'],
+  errors: ['bad_request', 'request_timeout', 'payload_too_large', 'url_blocked', 'internal', 'too_many_uploads', 'overloaded'],
   handler: async (ctx, req, res, {query}) => {
     requireMultipart(req, 'file')
     const {jobs: queue, settings} = ctx
     if (query.callback_url !== undefined) await checkCallback(query.callback_url, settings.jobs.callbackAllowPrivate)
     await queue.checkRoom()
+    // The upload takes an upload place like any other body; the moderation queue is not its to wait in.
+    const upload = ctx.gate.receive(clientOf(req), {queued: false})
     const id = randomUUID()
     const dir = join(settings.jobs.storage, id)
-    await mkdir(dir, {recursive: true})
     let accepted
     try {
-      const video = await receiveVideo(req, {field: 'file', maxBytes: settings.limits.maxVideoBytes, dir, idleMs: settings.limits.bodyTimeoutMs})
+      let video
+      try {
+        await mkdir(dir, {recursive: true})
+        video = await receiveVideo(req, {field: 'file', maxBytes: settings.limits.maxVideoBytes, dir, ...paceOf(settings.limits)})
+      } finally {
+        upload.release()
+      }
       accepted = await queue.submit({
         id,
         source: video.filename,

@@ -18,10 +18,11 @@ export const BASE64_SOURCE = 'image_base64'
  * (only with MOD_ALLOW_URLS=true; fetched by fetchImageUrl with MOD_MAX_BYTES and MOD_URL_TIMEOUT_MS).
  * The result's `source` is the URL as given, or "image_base64".
  */
-export const moderateJson: RouteHandler<unknown, Static<typeof ModerateJsonRequest>> = async (ctx, _req, res, input) => {
+export const moderateJson: RouteHandler<unknown, Static<typeof ModerateJsonRequest>> = async (ctx, req, res, input) => {
   const {maxBytes} = ctx.settings.limits
   const result = await moderate(
     ctx,
+    req,
     res,
     async (upload) => {
       // Validated: exactly one of the two is a non-empty string.
@@ -69,6 +70,7 @@ export const moderateJsonRoute = declareRoute({
     'url_blocked',
     'internal',
     'url_fetch_failed',
+    'too_many_uploads',
     'overloaded',
     'model_unavailable',
     'url_fetch_timeout',

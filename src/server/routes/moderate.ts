@@ -3,6 +3,7 @@ import {BatchResult, ModerationResult} from '../../lib/schemas.js'
 import type {Handler} from '../context.js'
 import {EXAMPLE_BATCH, EXAMPLE_RESULT} from '../examples.js'
 import {sendJson} from '../reply.js'
+import {paceOf} from '../body-stream.js'
 import {declareRoute} from '../route.js'
 import {humanBytes} from '../units.js'
 import {receiveImages} from '../upload.js'
@@ -11,11 +12,13 @@ import {moderate, requireMultipart} from './pipeline.js'
 /** POST /v1/moderate: one image in the multipart field `file` → one result. */
 export const moderateFile: Handler = async (ctx, req, res) => {
   requireMultipart(req, 'file')
-  const {maxBytes, bodyTimeoutMs: idleMs} = ctx.settings.limits
+  const {maxBytes} = ctx.settings.limits
+  const pace = paceOf(ctx.settings.limits)
   const result = await moderate(
     ctx,
+    req,
     res,
-    async (upload) => (await receiveImages(req, {field: 'file', maxFiles: 1, maxBytes, idleMs, hold: upload}))[0],
+    async (upload) => (await receiveImages(req, {field: 'file', maxFiles: 1, maxBytes, ...pace, hold: upload}))[0],
     (image, scheduler) => ctx.engine.moderateImage(image.data, image.filename, {scheduler}),
   )
   sendJson(res, 200, result)
@@ -28,11 +31,13 @@ export const moderateFile: Handler = async (ctx, req, res) => {
  */
 export const moderateBatch: Handler = async (ctx, req, res) => {
   requireMultipart(req, 'files')
-  const {maxBytes, maxBatch, maxBatchBytes, bodyTimeoutMs: idleMs} = ctx.settings.limits
+  const {maxBytes, maxBatch, maxBatchBytes} = ctx.settings.limits
+  const pace = paceOf(ctx.settings.limits)
   const results = await moderate(
     ctx,
+    req,
     res,
-    (upload) => receiveImages(req, {field: 'files', maxFiles: maxBatch, maxBytes, maxTotalBytes: maxBatchBytes, idleMs, hold: upload}),
+    (upload) => receiveImages(req, {field: 'files', maxFiles: maxBatch, maxBytes, maxTotalBytes: maxBatchBytes, ...pace, hold: upload}),
     async (images, scheduler) => {
       const out: ItemResult[] = []
       const inputs = images.map((image) => ({source: image.filename, read: async () => image.data}))
@@ -62,7 +67,7 @@ export const moderateFileRoute = declareRoute({
     }),
   },
   responses: {200: {description: 'The moderation result.', schema: ModerationResult, example: EXAMPLE_RESULT}},
-  errors: ['bad_request', 'request_timeout', 'payload_too_large', 'unsupported_media', 'internal', 'overloaded', 'model_unavailable'],
+  errors: ['bad_request', 'request_timeout', 'payload_too_large', 'unsupported_media', 'internal', 'too_many_uploads', 'overloaded', 'model_unavailable'],
   handler: moderateFile,
 })
 
@@ -86,6 +91,6 @@ export const moderateBatchRoute = declareRoute({
     }),
   },
   responses: {200: {description: 'One entry per file, in upload order.', schema: BatchResult, example: EXAMPLE_BATCH}},
-  errors: ['bad_request', 'request_timeout', 'too_many_files', 'payload_too_large', 'unsupported_media', 'internal', 'overloaded', 'model_unavailable'],
+  errors: ['bad_request', 'request_timeout', 'too_many_files', 'payload_too_large', 'unsupported_media', 'internal', 'too_many_uploads', 'overloaded', 'model_unavailable'],
   handler: moderateBatch,
 })

@@ -2,6 +2,7 @@ import type {IncomingMessage, ServerResponse} from 'node:http'
 
 import {ModError} from '../../lib/errors.js'
 import type {Scheduler} from '../../lib/pipeline/scheduler.js'
+import {clientOf} from '../client-address.js'
 import type {RouteContext} from '../context.js'
 import {describe} from '../errors.js'
 import type {Upload} from '../queue.js'
@@ -9,7 +10,7 @@ import {isMultipart} from '../upload.js'
 
 /**
  * The path of every moderation request: the input is received (upload, JSON, URL fetch) on an upload place of
- * its own (MOD_MAX_UPLOADS; a full queue already refuses here, before anything is read), its bytes counted
+ * its own (MOD_MAX_UPLOADS, MOD_MAX_UPLOADS_PER_CLIENT; a full queue already refuses here, before anything is read), its bytes counted
  * against the worker's MOD_MAX_BUFFERED_BYTES through `upload`, and only then does the request take a place in
  * the queue (503 when full). Then, the model loaded, `work` runs on the engine with the request's scheduler:
  * decoding takes turns with the worker's other requests and inference is batched with them. The held bytes
@@ -17,11 +18,12 @@ import {isMultipart} from '../upload.js'
  */
 export async function moderate<I, R>(
   ctx: RouteContext,
+  req: IncomingMessage,
   res: ServerResponse,
   receive: (upload: Upload) => Promise<I>,
   work: (input: I, scheduler: Scheduler, signal: AbortSignal) => Promise<R>,
 ): Promise<R> {
-  const upload = ctx.gate.receive()
+  const upload = ctx.gate.receive(clientOf(req))
   const signal = clientGone(res)
   try {
     let input: I

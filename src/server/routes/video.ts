@@ -2,6 +2,7 @@ import {mkdtemp, rm} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {VideoResult} from '../../lib/schemas.js'
+import {paceOf} from '../body-stream.js'
 import {EXAMPLE_VIDEO} from '../examples.js'
 import {sendJson} from '../reply.js'
 import {declareRoute, type RouteHandler, type ServerFacts} from '../route.js'
@@ -9,6 +10,7 @@ import {VideoQuery} from '../schemas.js'
 import {humanBytes} from '../units.js'
 import type {QueryValues} from '../validate.js'
 import {receiveVideo} from '../upload.js'
+import {makeUploadDir} from '../upload-dirs.js'
 import {moderate, requireMultipart} from './pipeline.js'
 
 /**
@@ -24,10 +26,12 @@ export const moderateVideoFile: RouteHandler<QueryValues<typeof VideoQuery>, unk
   try {
     result = await moderate(
       ctx,
+      req,
       res,
       async () => {
+        await makeUploadDir(ctx.tmpDir)
         dir = await mkdtemp(join(ctx.tmpDir, 'mod-video-'))
-        return receiveVideo(req, {field: 'file', maxBytes: ctx.settings.limits.maxVideoBytes, dir, idleMs: ctx.settings.limits.bodyTimeoutMs})
+        return receiveVideo(req, {field: 'file', maxBytes: ctx.settings.limits.maxVideoBytes, dir, ...paceOf(ctx.settings.limits)})
       },
       (video, _scheduler, signal) => ctx.engine.moderateVideo(video.path, {source: video.filename, ...options, signal}),
     )
@@ -63,6 +67,6 @@ export const moderateVideoRoute = declareRoute({
   query: VideoQuery,
   body: VIDEO_UPLOAD,
   responses: {200: {description: 'The video result.', schema: VideoResult, example: EXAMPLE_VIDEO}},
-  errors: ['bad_request', 'request_timeout', 'payload_too_large', 'unsupported_media', 'video_too_long', 'internal', 'overloaded', 'model_unavailable'],
+  errors: ['bad_request', 'request_timeout', 'payload_too_large', 'unsupported_media', 'video_too_long', 'internal', 'too_many_uploads', 'overloaded', 'model_unavailable'],
   handler: moderateVideoFile,
 })

@@ -103,6 +103,21 @@ test('uploads in progress default to twice the queue places and the body timeout
   assert.equal([set.maxUploads, set.bodyTimeoutMs], [5, 1500])
 })
 
+test('a body must average 8 KiB/s and one client may send a quarter of the upload places; flag over variable over default', () => {
+  const defaults = flat({}, {}, cwd).limits
+  assert.equal([defaults.bodyMinRate, defaults.maxUploadsPerClient], [8192, 32])
+  assert.is(flat({}, {MOD_MAX_UPLOADS: '10'}, cwd).limits.maxUploadsPerClient, 2)
+  assert.is(flat({}, {MOD_MAX_UPLOADS: '3'}, cwd).limits.maxUploadsPerClient, 1)
+  const set = flat({}, {MOD_BODY_MIN_RATE: '1KB', MOD_MAX_UPLOADS_PER_CLIENT: '4'}, cwd).limits
+  assert.equal([set.bodyMinRate, set.maxUploadsPerClient], [1024, 4])
+  const flagged = flat({bodyMinRate: '512', maxUploadsPerClient: 2}, {MOD_BODY_MIN_RATE: '1KB', MOD_MAX_UPLOADS_PER_CLIENT: '4'}, cwd).limits
+  assert.equal([flagged.bodyMinRate, flagged.maxUploadsPerClient], [512, 2])
+  const slow = failure(() => flat({}, {MOD_BODY_MIN_RATE: 'fast'}, cwd))
+  assert.equal([slow.code, slow.message], ['invalid_config', 'MOD_BODY_MIN_RATE="fast" is not valid: expected a size in bytes, e.g. 26214400 or 25MB'])
+  const none = failure(() => flat({}, {MOD_MAX_UPLOADS_PER_CLIENT: '0'}, cwd))
+  assert.equal([none.code, none.message], ['invalid_config', 'MOD_MAX_UPLOADS_PER_CLIENT="0" is not valid: expected a whole number >= 1'])
+})
+
 test('the batch total and the buffered-bytes budget have defaults; the budget must hold the largest request', () => {
   const defaults = flat({}, {}, cwd).limits
   assert.equal([defaults.maxBatchBytes, defaults.maxBufferedBytes], [100 * 1024 * 1024, 256 * 1024 * 1024])

@@ -1,0 +1,84 @@
+import {lstat, mkdir, readdir, rm} from 'node:fs/promises'
+import {hostname, tmpdir} from 'node:os'
+import {dirname, join} from 'node:path'
+
+import {ModError} from '../lib/errors.js'
+
+/**
+ * Where video uploads stream to: a folder of this user under the OS temp folder (`mod-uploads-<uid>`), holding one
+ * folder per serving process named `<pid>@<host>`. A process killed mid-upload cannot remove its files; whoever
+ * serves next removes the folders of processes of this host that no longer run (sweepUploads).
+ */
+export function uploadsRoot(base = tmpdir()): string {
+  return join(base, `mod-uploads-${process.getuid?.() ?? 'user'}`)
+}
+
+/** This process's folder under `root`: its request folders go inside. */
+export function processUploadDir(root: string, pid = process.pid, host = hostname()): string {
+  return join(root, `${pid}@${host}`)
+}
+
+const PROCESS_DIR = /^(\d+)@(.+)$/
+
+/**
+ * Makes `dir`, a process's upload folder, if needed, and checks it can be trusted with uploads: a folder (not a
+ * link) of user `uid` that only it can write, in a folder of the same user or in a shared sticky folder like
+ * /tmp. The uploads root has a predictable name, so in a temp folder shared with other users someone else could
+ * have made it first to read what is written there.
+ */
+export async function makeUploadDir(dir: string, uid = process.getuid?.()): Promise<void> {
+  await mkdir(dir, {recursive: true, mode: 0o700})
+  if (uid === undefined) return
+  const [own, parent] = await Promise.all([lstat(dir), lstat(dirname(dir))])
+  const mine = own.isDirectory() && own.uid === uid && (own.mode & 0o022) === 0
+  const sharedSticky = parent.uid === 0 && (parent.mode & 0o1000) !== 0
+  if (!mine || !parent.isDirectory() || (parent.uid !== uid && !sharedSticky)) {
+    throw new ModError('internal', `the upload folder ${dir} or its parent belongs to another user or can be written by others: uploads are not written there`)
+  }
+}
+
+/** True while a process with this id runs (as any user: EPERM means it exists). */
+export function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+export interface SweepOptions {
+  host?: string
+  running?: (pid: number) => boolean
+}
+
+/**
+ * Removes the folders under `root` of processes of this host that no longer run, and returns their names. Only
+ * folders named `<pid>@<host>` and owned by this user are touched: those of running processes (this one included)
+ * and of other hosts sharing the folder are kept, and so is anything else found there. A process id reused by
+ * an unrelated process keeps its folder until that one ends too.
+ */
+export async function sweepUploads(root: string, options: SweepOptions = {}): Promise<string[]> {
+  const {host = hostname(), running = isRunning} = options
+  let names: string[]
+  try {
+    names = await readdir(root)
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return []
+    throw e
+  }
+  const uid = process.getuid?.()
+  const removed: string[] = []
+  for (const name of names) {
+    const m = PROCESS_DIR.exec(name)
+    if (!m || m[2] !== host) continue
+    const pid = Number(m[1])
+    if (pid === process.pid || running(pid)) continue
+    const path = join(root, name)
+    const stat = await lstat(path).catch(() => undefined)
+    if (!stat?.isDirectory() || (uid !== undefined && stat.uid !== uid)) continue
+    await rm(path, {recursive: true, force: true})
+    removed.push(name)
+  }
+  return removed
+}

@@ -1,0 +1,211 @@
+// Clients that send their body slowly, on real sockets from several loopback addresses (127.0.0.2, …: the whole
+// 127/8 reaches a server on 127.0.0.1): the minimum body rate frees the places they hold, and one address cannot
+// hold more than its share.
+import {mkdirSync, readdirSync} from 'node:fs'
+import {createServer, request, type ClientRequest, type IncomingMessage} from 'node:http'
+import type {AddressInfo} from 'node:net'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {readBody} from '../../src/server/body.js'
+import {bodyStream} from '../../src/server/body-stream.js'
+import {clientKey} from '../../src/server/client-address.js'
+import {call, errorOf, fakeEngine, form, multipartParts, rawError, rawRequest, start, tempDir, testSettings, until, type SettingsOverrides} from './harness.js'
+
+const dir = tempDir('mod-server-slow-')
+const uploads = join(dir.path, 'uploads')
+mkdirSync(uploads)
+
+test.after(() => dir.remove())
+
+const image = (name: string) => ({method: 'POST', body: form('file', [{name, data: 'x'}])})
+
+function server(limits: SettingsOverrides['limits']) {
+  const settings = testSettings(join(dir.path, 'cache'), {limits})
+  return start(fakeEngine(), {...settings, jobs: {...settings.jobs, storage: join(dir.path, 'jobs')}}, {tmpDir: uploads})
+}
+
+/** What each route's body starts with: a multipart file part, or the start of a JSON string. */
+function opening(path: string): {head: Buffer; type: string} {
+  if (path.endsWith('/json')) return {head: Buffer.from('{"image_base64": "'), type: 'application/json'}
+  const {head, type} = multipartParts('file', 'slow.bin')
+  return {head, type}
+}
+
+/**
+ * A client that sends the start of its body from `from`, then one byte every `everyMs` (or nothing when 0) until
+ * answered or `cut()`.
+ */
+function slowClient(base: string, path: string, from: string, everyMs: number) {
+  const {head, type} = opening(path)
+  let client: ClientRequest | undefined
+  let ticker: NodeJS.Timeout | undefined
+  const answer = rawRequest(
+    `${base}${path}`,
+    {headers: {'content-type': type, 'content-length': head.length + 100_000}, timeoutMs: 20_000, localAddress: from},
+    (req) => {
+      client = req
+      req.write(head)
+      if (everyMs > 0) ticker = setInterval(() => req.write('A'), everyMs)
+    },
+  )
+  const settled = answer.finally(() => clearInterval(ticker))
+  settled.catch(() => {})
+  return {
+    answer: settled,
+    cut: () => {
+      clearInterval(ticker)
+      client?.destroy()
+    },
+  }
+}
+
+test('bodies trickling a byte at a time hold every upload place only until they fall below MOD_BODY_MIN_RATE; then a normal client gets 200', async () => {
+  // A byte every 40 ms is never silent for MOD_BODY_TIMEOUT_MS, but is 25 bytes/s against a minimum of 1000.
+  const s = await server({maxUploads: 4, bodyTimeoutMs: 400, bodyMinRate: 1000})
+  const slow = [
+    slowClient(s.base, '/v1/moderate', '127.0.0.2', 40),
+    slowClient(s.base, '/v1/moderate/json', '127.0.0.3', 40),
+    slowClient(s.base, '/v1/moderate/video', '127.0.0.4', 40),
+    slowClient(s.base, '/v1/jobs/video', '127.0.0.5', 40),
+  ]
+  try {
+    await until(() => s.handle.gate.receiving === 4)
+    const refused = await call(`${s.base}/v1/moderate`, image('while-held.png'))
+    assert.equal(errorOf(refused), {status: 503, code: 'overloaded'})
+    for (const client of slow) {
+      const answer = await client.answer
+      assert.is(answer.status, 408)
+      const {error} = rawError(answer)
+      assert.is(error.code, 'request_timeout')
+      assert.match(error.message, /^the request body is arriving too slowly: \d+ bytes in \d+\.\d s, less than 1 000 bytes per second \(MOD_BODY_MIN_RATE\)$/)
+    }
+    assert.is(s.handle.gate.receiving, 0)
+    assert.equal([readdirSync(uploads), readdirSync(join(dir.path, 'jobs'))], [[], []])
+    const served = await call(`${s.base}/v1/moderate`, image('normal.png'))
+    assert.equal([served.status, served.body.source], [200, 'normal.png'])
+  } finally {
+    for (const client of slow) client.cut()
+    await s.stop()
+  }
+})
+
+test('a body that keeps above MOD_BODY_MIN_RATE is read to the end', async () => {
+  const s = await server({bodyTimeoutMs: 400, bodyMinRate: 1000})
+  try {
+    const {head, tail, type} = multipartParts('file', 'steady.png')
+    // 2000 bytes in 20 writes of 100, 50 ms apart: about 2000 bytes/s, over a second in all.
+    const answer = await rawRequest(`${s.base}/v1/moderate`, {headers: {'content-type': type, 'content-length': head.length + 2000 + tail.length}}, (req) => {
+      req.write(head)
+      let sent = 0
+      const ticker = setInterval(() => {
+        req.write(Buffer.alloc(100, 1))
+        if (++sent < 20) return
+        clearInterval(ticker)
+        req.end(tail)
+      }, 50)
+    })
+    assert.equal([answer.status, JSON.parse(answer.body).source], [200, 'steady.png'])
+  } finally {
+    await s.stop()
+  }
+})
+
+test('one client address holds at most MOD_MAX_UPLOADS_PER_CLIENT upload places (job uploads included); more is 429, other clients are served', async () => {
+  const s = await server({maxUploads: 10, maxUploadsPerClient: 2})
+  const slow = [slowClient(s.base, '/v1/moderate', '127.0.0.2', 0), slowClient(s.base, '/v1/jobs/video', '127.0.0.2', 0)]
+  try {
+    await until(() => s.handle.gate.receiving === 2)
+    for (const path of ['/v1/moderate', '/v1/moderate/json', '/v1/moderate/video', '/v1/jobs/video']) {
+      const third = slowClient(s.base, path, '127.0.0.2', 0)
+      const answer = await third.answer
+      assert.equal([answer.status, answer.headers['retry-after']], [429, '1'], path)
+      assert.equal(rawError(answer).error, {
+        code: 'too_many_uploads',
+        message: 'this client is already sending 2 uploads (MOD_MAX_UPLOADS_PER_CLIENT); wait for one to finish',
+      })
+    }
+    const served = await call(`${s.base}/v1/moderate`, image('other-client.png'))
+    assert.equal([served.status, served.body.source], [200, 'other-client.png'])
+    slow[0].cut()
+    await until(() => s.handle.gate.receiving === 1)
+    const again = slowClient(s.base, '/v1/moderate', '127.0.0.2', 0)
+    await until(() => s.handle.gate.receiving === 2)
+    again.cut()
+  } finally {
+    for (const client of slow) client.cut()
+    await until(() => s.handle.gate.receiving === 0)
+    await s.stop()
+  }
+})
+
+test('a job upload takes an upload place, but a full moderation queue does not refuse it', async () => {
+  const s = await server({maxUploads: 1, queueLimit: 1})
+  const tickets = [s.handle.gate.admit(), s.handle.gate.admit()]
+  const job = slowClient(s.base, '/v1/jobs/video', '127.0.0.2', 0)
+  try {
+    await until(() => s.handle.gate.receiving === 1)
+    const refused = await call(`${s.base}/v1/moderate`, image('no-place.png'))
+    assert.equal(errorOf(refused), {status: 503, code: 'overloaded'})
+  } finally {
+    job.cut()
+    for (const ticket of tickets) ticket.release()
+    await until(() => s.handle.gate.receiving === 0)
+    await s.stop()
+  }
+})
+
+test('a body asked for after its client went away fails at once (its upload place is given back)', async () => {
+  const gone = new Promise<IncomingMessage>((resolve) => {
+    const server = createServer((req) => req.on('close', () => resolve(req)))
+    server.listen(0, '127.0.0.1', () => {
+      const client = request(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, {method: 'POST', headers: {'content-length': 100}})
+      client.on('error', () => server.close())
+      client.write('x')
+      setTimeout(() => client.destroy(), 100)
+    })
+  })
+  const req = await gone
+  const error = await readBody(req, {maxBytes: 1000, idleMs: 60_000, minRate: 1}).catch((e: Error & {code: string}) => e)
+  assert.equal([(error as {code: string}).code, (error as Error).message], ['bad_request', 'the request was cancelled by the client'])
+})
+
+test('time the server holds the body back (its reader is behind) does not count against MOD_BODY_MIN_RATE', async () => {
+  const size = 200_000
+  const received = new Promise<number | string>((resolve) => {
+    const server = createServer((req) => {
+      // A 1 MB/s minimum: the bytes that fit in the stream's buffers are due long before the reader starts.
+      const body = bodyStream(req, {idleMs: 100, minRate: 1_000_000, maxBytes: size})
+      let total = 0
+      body.on('error', (e) => resolve(e.message))
+      setTimeout(() => {
+        body.on('data', (chunk: Buffer) => (total += chunk.length))
+        body.on('end', () => resolve(total))
+      }, 600)
+    })
+    server.listen(0, '127.0.0.1', () => {
+      const client = request(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, {method: 'POST', headers: {'content-length': size}})
+      client.on('error', () => {})
+      client.end(Buffer.alloc(size, 1))
+      void received.then(() => {
+        client.destroy()
+        server.close()
+      })
+    })
+  })
+  assert.is(await received, size)
+})
+
+test('clients are counted by IPv4 address (IPv4-mapped too) and by IPv6 /64', () => {
+  assert.is(clientKey('192.0.2.7'), '192.0.2.7')
+  assert.is(clientKey('::ffff:192.0.2.7'), '192.0.2.7')
+  assert.is(clientKey('2001:db8:1:2:aaaa::1'), '2001:db8:1:2::/64')
+  assert.is(clientKey('2001:0db8:0001:0002:ffff:ffff:ffff:ffff'), '2001:db8:1:2::/64')
+  assert.is(clientKey('2001:db8::5'), '2001:db8:0:0::/64')
+  assert.is(clientKey('fe80::1%eth0'), 'fe80:0:0:0::/64')
+  assert.is(clientKey('::1'), '0:0:0:0::/64')
+})
+
+test.run()

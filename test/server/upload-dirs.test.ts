@@ -1,0 +1,106 @@
+import {spawnSync} from 'node:child_process'
+import {chmodSync, chownSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {hostname} from 'node:os'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {isRunning, makeUploadDir, processUploadDir, sweepUploads, uploadsRoot} from '../../src/server/upload-dirs.js'
+import {tempDir} from './harness.js'
+
+const dir = tempDir('mod-upload-dirs-')
+test.after(() => dir.remove())
+
+/** The id of a process that has ended. */
+function endedPid(): number {
+  const child = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], {encoding: 'utf8'})
+  return Number(child.stdout)
+}
+
+/** A process folder under `root` with an upload in it, as the video route leaves it. */
+function leftover(root: string, name: string): void {
+  mkdirSync(join(root, name, 'mod-video-abc'), {recursive: true})
+  writeFileSync(join(root, name, 'mod-video-abc', 'upload'), 'partial video')
+}
+
+test('uploads go to a folder of this user under the temp folder, one folder per process named <pid>@<host>', () => {
+  const root = uploadsRoot('/tmp')
+  assert.is(root, `/tmp/mod-uploads-${process.getuid?.()}`)
+  assert.is(processUploadDir(root), join(root, `${process.pid}@${hostname()}`))
+  assert.is(processUploadDir(root, 42, 'box'), join(root, '42@box'))
+})
+
+test('a process that ended is not running; this one is', () => {
+  assert.is(isRunning(endedPid()), false)
+  assert.is(isRunning(process.pid), true)
+})
+
+test('the sweep removes the folders of ended processes of this host and keeps everything else', async () => {
+  const root = join(dir.path, 'sweep')
+  const host = hostname()
+  const ended = endedPid()
+  leftover(root, `${ended}@${host}`)
+  leftover(root, `${process.pid}@${host}`)
+  leftover(root, `${ended}@another-host`)
+  leftover(root, 'notes')
+  writeFileSync(join(root, `${ended + 1}@${host}`), 'a file, not a process folder')
+  const removed = await sweepUploads(root, {running: (pid) => pid !== ended && pid !== ended + 1})
+  assert.equal(removed, [`${ended}@${host}`])
+  assert.equal(readdirSync(root).sort(), [`${ended + 1}@${host}`, `${ended}@another-host`, `${process.pid}@${host}`, 'notes'].sort())
+})
+
+test('a folder of a process still running is kept (the real check)', async () => {
+  const root = join(dir.path, 'real')
+  const ended = endedPid()
+  leftover(root, `${ended}@${hostname()}`)
+  leftover(root, `1@${hostname()}`)
+  assert.equal(await sweepUploads(root), [`${ended}@${hostname()}`])
+  assert.equal(readdirSync(root), [`1@${hostname()}`])
+})
+
+test('no uploads folder yet: nothing to sweep', async () => {
+  assert.equal(await sweepUploads(join(dir.path, 'never-made')), [])
+})
+
+test('the upload folder is made for this user only, in a folder of its own or in a shared sticky one like /tmp', async () => {
+  const root = join(dir.path, 'made', 'mod-uploads')
+  const mine = join(root, `${process.pid}@${hostname()}`)
+  await makeUploadDir(mine)
+  assert.is(statSync(mine).mode & 0o777, 0o700)
+  assert.is(statSync(root).mode & 0o777, 0o700)
+  await makeUploadDir(mine)
+  const shared = join('/tmp', `mod-upload-dirs-test-${process.pid}`)
+  try {
+    await makeUploadDir(shared)
+    assert.is(statSync(shared).isDirectory(), true)
+  } finally {
+    rmSync(shared, {recursive: true, force: true})
+  }
+})
+
+const refusal = (folder: string) =>
+  `the upload folder ${folder} or its parent belongs to another user or can be written by others: uploads are not written there`
+
+test('an upload folder others can write to, or one of another user, is refused', async () => {
+  const open = join(dir.path, 'open', `1@${hostname()}`)
+  mkdirSync(open, {recursive: true})
+  chmodSync(open, 0o777)
+  const opened = await makeUploadDir(open).catch((e: Error & {code: string}) => [e.code, e.message])
+  assert.equal(opened, ['internal', refusal(open)])
+  const theirs = join(dir.path, 'theirs', `1@${hostname()}`)
+  const other = await makeUploadDir(theirs, 4242).catch((e: Error & {code: string}) => [e.code, e.message])
+  assert.equal(other, ['internal', refusal(theirs)])
+})
+
+test('a root made first by another user (a shared temp folder) is refused', async () => {
+  if (process.getuid?.() !== 0) return
+  const root = join(dir.path, 'planted')
+  mkdirSync(root, {mode: 0o755})
+  chownSync(root, 4242, 4242)
+  const mine = join(root, `${process.pid}@${hostname()}`)
+  const planted = await makeUploadDir(mine).catch((e: Error & {code: string}) => [e.code, e.message])
+  assert.equal(planted, ['internal', refusal(mine)])
+})
+
+test.run()
