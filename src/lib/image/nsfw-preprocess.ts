@@ -85,26 +85,30 @@ export function nsfwPreprocess(img: RgbImage, options: NsfwPreprocessOptions = {
   const rows = axis(window.top, window.height, height, NSFW_SIZE)
   const cols = axis(window.left, window.width, width, NSFW_SIZE)
   const stride = 3 * width
-  const value = (row: number, col: number, d: number): number =>
-    row === OUTSIDE || col === OUTSIDE ? 0 : UNIT[data[row * stride + 3 * col + d]]
+  // Row and column offsets into `data`, or OUTSIDE: a letterbox reads black there.
+  const rowAt = (i: number) => (i === OUTSIDE ? OUTSIDE : i * stride)
+  const colAt = (i: number) => (i === OUTSIDE ? OUTSIDE : 3 * i)
+  const read = (row: number, col: number): number => (row === OUTSIDE || col === OUTSIDE ? 0 : UNIT[data[row + col]])
+  const contained = window.left >= 0 && window.top >= 0 && window.left + window.width <= width && window.top + window.height <= height
   const rowFloats = 3 * NSFW_SIZE
   const mirror = offset + NSFW_VIEW_SIZE
   for (let r = 0; r < NSFW_SIZE; r++) {
-    const top = rows.lo[r]
-    const bottom = rows.hi[r]
+    const top = rowAt(rows.lo[r])
+    const bottom = rowAt(rows.hi[r])
     const rowFrac = rows.frac[r]
     let o = offset + r * rowFloats
     // In the mirrored view output column c is column NSFW_SIZE - 1 - c of this one.
     let m = mirror + r * rowFloats + rowFloats - 3
     for (let c = 0; c < NSFW_SIZE; c++, o += 3, m -= 3) {
-      const left = cols.lo[c]
-      const right = cols.hi[c]
+      const left = colAt(cols.lo[c])
+      const right = colAt(cols.hi[c])
       const colFrac = cols.frac[c]
+      const inside = contained || (top !== OUTSIDE && bottom !== OUTSIDE && left !== OUTSIDE && right !== OUTSIDE)
       for (let d = 0; d < 3; d++) {
-        const topLeft = value(top, left, d)
-        const topRight = value(top, right, d)
-        const bottomLeft = value(bottom, left, d)
-        const bottomRight = value(bottom, right, d)
+        const topLeft = inside ? UNIT[data[top + left + d]] : read(top, left === OUTSIDE ? OUTSIDE : left + d)
+        const topRight = inside ? UNIT[data[top + right + d]] : read(top, right === OUTSIDE ? OUTSIDE : right + d)
+        const bottomLeft = inside ? UNIT[data[bottom + left + d]] : read(bottom, left === OUTSIDE ? OUTSIDE : left + d)
+        const bottomRight = inside ? UNIT[data[bottom + right + d]] : read(bottom, right === OUTSIDE ? OUTSIDE : right + d)
         const upper = topLeft + (topRight - topLeft) * colFrac
         const lower = bottomLeft + (bottomRight - bottomLeft) * colFrac
         out[o + d] = upper + (lower - upper) * rowFrac
