@@ -17,7 +17,7 @@ import {createEngine} from '../src/lib/engine.js'
 import {NSFW_CLASSES} from '../src/lib/model/nsfw-manifest.js'
 import {NSFW_VIEWS, openNsfwRunner} from '../src/lib/model/nsfw-runner.js'
 import {buildPolicy} from '../src/lib/policy/load.js'
-import {nsfwCategoryScores, SURE} from '../src/lib/scoring/nsfw-rule.js'
+import {nsfwCategoryScores, NSFW_PULL, SUGGESTIVE_BAR, SURE, viewScores} from '../src/lib/scoring/nsfw-rule.js'
 import type {ModerationResult} from '../src/lib/types.js'
 import {header, saveResults, table, verdict} from './lib.js'
 
@@ -111,6 +111,42 @@ process.stdout.write(`\nhighest scores (views: ${NSFW_VIEWS.join(', ')}; probabi
 table([
   ['image', 'nudity', 'sexual', 'suggest.', 'flagged', 'views'],
   ...offenders.map((r) => [basename(r.file), ...FAMILY.map((c) => (r.scores[c] ?? 0).toFixed(2)), [...r.flagged].join(',') || '-', views(r)]),
+])
+
+// The trade-off: the same recorded views under simpler rules. Each keeps the lowest score of the views it uses
+// (image and mirror both explicit >= SURE still flag nudity) and flags at 0.5; suggestive at a Sexy bar.
+// Frames whose first look was final (every score under 0.25) are flagged by none of them.
+const rawSuggestive = (p: Float32Array) => p[4] - NSFW_PULL * Math.max(0, p[0] + p[2] - p[4])
+function variant(use: number[], bar: number) {
+  return (r: Row): {nudityOrSexual: boolean; family: boolean} => {
+    const v = r.views.length > 1 ? use.map((i) => r.views[i]) : r.views
+    const s = v.map(viewScores)
+    const sure = r.views.length > 1 && Math.min(explicit(r.views[0]), explicit(r.views[1])) >= SURE
+    const nudityOrSexual = sure || Math.min(...s.map((x) => x.nudity)) >= 0.5 || Math.min(...s.map((x) => x.sexual_activity)) >= 0.5
+    return {nudityOrSexual, family: nudityOrSexual || Math.min(...v.map(rawSuggestive)) >= bar}
+  }
+}
+const variants: [string, ReturnType<typeof variant>][] = [
+  ['image alone, suggestive at Sexy 0.5', variant([0], 0.5)],
+  ['image + mirror, Sexy 0.5', variant([0, 1], 0.5)],
+  ['image + mirror, Sexy 0.7', variant([0, 1], 0.7)],
+  ['image + mirror + centre, Sexy 0.7', variant([0, 1, 2], 0.7)],
+  ['image + mirror + letterbox, Sexy 0.7', variant([0, 1, 3], 0.7)],
+  ['all four views, Sexy 0.5', variant([0, 1, 2, 3], 0.5)],
+  [`all four views, Sexy ${SUGGESTIVE_BAR} (the rule)`, variant([0, 1, 2, 3], SUGGESTIVE_BAR)],
+  ['all four views, Sexy 0.8', variant([0, 1, 2, 3], 0.8)],
+]
+const count = (some: Row[], f: ReturnType<typeof variant>, k: 'nudityOrSexual' | 'family') => some.filter((r) => f(r)[k]).length
+process.stdout.write('\nthe same views under other rules (images flagged; even half / odd half):\n')
+table([
+  ['views kept (lowest score), suggestive bar', 'nudity or sexual', 'halves', 'any of the three', 'halves'],
+  ...variants.map(([name, f]) => [
+    name,
+    `${count(rows, f, 'nudityOrSexual')} (${pct(count(rows, f, 'nudityOrSexual'), rows.length)})`,
+    halves.map((h) => count(h, f, 'nudityOrSexual')).join(' / '),
+    `${count(rows, f, 'family')} (${pct(count(rows, f, 'family'), rows.length)})`,
+    halves.map((h) => count(h, f, 'family')).join(' / '),
+  ]),
 ])
 
 // The recall guarantee on random probability vectors: image and mirror both explicit >= SURE, the other views

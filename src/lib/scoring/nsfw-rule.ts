@@ -77,7 +77,8 @@ export function looksAgain(first: ArrayLike<number>): boolean {
 export function nsfwCategoryScores(views: ArrayLike<number>): NsfwCategoryScores {
   const n = NSFW_CLASSES.length
   if (views.length === 0 || views.length % n !== 0) throw new RangeError(`nsfwCategoryScores: ${views.length} probabilities, expected ${n} per view`)
-  const all = Array.from({length: views.length / n}, (_, i) => viewScores(Array.from(views).slice(i * n, (i + 1) * n)))
+  const p = Array.from(views)
+  const all = Array.from({length: p.length / n}, (_, i) => viewScores(p.slice(i * n, (i + 1) * n)))
   const lowest = (k: keyof NsfwCategoryScores, some = all) => Math.min(...some.map((s) => s[k]))
   const sure = all.length >= 2 ? lowest('nudity', all.slice(0, 2)) : 0
   return {
