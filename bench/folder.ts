@@ -1,7 +1,7 @@
 /**
  * folder: `mod scan DIR --ndjson` (the built CLI) over 200 varied images against a strictly sequential loop
  * in one process doing the same work one image at a time: read → decode → trim → preprocess → CLIP inference →
- * the NSFW specialist (its mirrored second look where uncertain) → score, with the same models, session
+ * the NSFW specialist (its other views where the first look could flag) → score, with the same models, session
  * options and thread counts. `mod scan` runs both signals by default and overlaps reading and decoding with
  * inference, which the engine batches dynamically. The loop runs on half the images before the CLI and half
  * after, so both meet the same machine. The CLI's images/s leave out its start-up (the median wall time of

@@ -137,13 +137,13 @@ interface Models {
 /** What the preparing stage makes of one frame: the input tensor of each loaded model. */
 interface PreparedFrame {
   clip?: Float32Array
-  /** The frame's two views for the specialist (see NsfwRunner.views). */
+  /** The frame's views for the specialist (see NsfwRunner.views). */
   nsfw?: Float32Array
 }
 
 interface FrameOutput {
   embedding?: Float32Array
-  /** Class probabilities: of the frame, or averaged with its mirror image where the first look was uncertain. */
+  /** Class probabilities of the views the specialist looked at, five per view (see classifyViews). */
   nsfw?: Float32Array
 }
 

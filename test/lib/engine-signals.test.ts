@@ -159,7 +159,7 @@ test('concurrent images are inferred together: one specialist run for several ca
   }
 })
 
-test('the mirror view is classified only for frames whose first look is uncertain', async () => {
+test('the other views are classified only for frames whose first look could flag something', async () => {
   const sure = countingSpecialist([0.95, 0, 0.05, 0, 0])
   const unsure = countingSpecialist([0.2, 0, 0.2, 0.6, 0])
   for (const [specialist, runs] of [
@@ -170,6 +170,35 @@ test('the mirror view is classified only for frames whose first look is uncertai
     try {
       await e.moderateImage(await solidPng(0, 255, 0), 'g.png')
       assert.equal(specialist.runs, runs)
+    } finally {
+      await e.close()
+    }
+  }
+})
+
+/** A specialist with four views per frame (each view's floats hold its index) answering `answers[index]`. */
+function viewedSpecialist(answers: number[][]): NsfwRunner {
+  const size = 4
+  return {
+    viewSize: size,
+    views: () => Float32Array.from({length: 4 * size}, (_, i) => Math.floor(i / size)),
+    classify: async (batch, n) => Array.from({length: n}, (_, i) => Float32Array.from(answers[batch[i * size]])),
+    close: async () => {},
+  }
+}
+
+test('with the specialist alone, image and mirror both Porn + Hentai >= 0.9 is nudity, whatever the other views say', async () => {
+  const neutral = [0, 0, 1, 0, 0]
+  for (const [mirror, nudity] of [
+    [[0, 0.4, 0.1, 0.5, 0], 0.9],
+    [[0, 0.35, 0.15, 0.5, 0], 0],
+  ] as const) {
+    const answers = [[0, 0.3, 0.05, 0.65, 0], [...mirror], neutral, neutral]
+    const e = createEngine(options({only: 'nsfw', openNsfw: async () => viewedSpecialist(answers)}))
+    try {
+      const r = await e.moderateImage(await solidPng(0, 255, 0), 'g.png')
+      assert.is(scoreOf(r, 'nudity'), nudity)
+      assert.equal(r.violations.map((v) => v.name), nudity ? ['nudity'] : [])
     } finally {
       await e.close()
     }

@@ -26,7 +26,7 @@ import {finishLabel} from '../scoring/result.js'
 import {cosine, policyPrompts, rawScore, zeroShotScores} from '../scoring/score.js'
 import type {Origin} from '../types.js'
 
-/** What is known of one image: its CLIP embedding (L2-normalised) and the specialist's class probabilities (`nsfw`). */
+/** What is known of one image: its CLIP embedding (L2-normalised) and the specialist's class probabilities per view (`nsfw`). */
 export interface Features {
   embedding: Float32Array
   signals: Record<string, Float32Array>
@@ -106,7 +106,8 @@ export async function openClipFeatures(o: ModelOptions): Promise<ClipFeatureSour
   const embed = (tensor: Float32Array) => embedder.submit(tensor)
   return {
     manifest,
-    key: `${modelKey}${o.trimBorders ? '' : '-untrimmed'}${nsfw ? '+nsfw' : ''}`,
+    // '+nsfw-views': five probabilities per view looked at (features cached as one mirror-averaged five read wrong).
+    key: `${modelKey}${o.trimBorders ? '' : '-untrimmed'}${nsfw ? '+nsfw-views' : ''}`,
     modelId: manifest.id,
     embeddingSize: manifest.embedding_size,
     imagesEmbedded: () => runs,

@@ -20,29 +20,50 @@ export interface NsfwPreprocessOptions {
    * It is the first view with its columns reversed, which is what resizing the mirrored image gives.
    */
   flip?: boolean
+  /**
+   * The part of the image to resample, in source pixels; default: the whole image. It may reach past the image
+   * (a letterboxed view): positions outside it read black, as if the image were padded with zeros.
+   */
+  window?: NsfwWindow
 }
+
+/** A rectangle in source pixels, whole numbers; left and top may be negative. */
+export interface NsfwWindow {
+  left: number
+  top: number
+  width: number
+  height: number
+}
+
+/** Marks a source index outside the image: it reads as black. */
+const OUTSIDE = -1
 
 /** v / 255 rounded to float32, as tf's `div` on a float32 tensor stores it. */
 const UNIT = Float32Array.from({length: 256}, (_, v) => v / 255)
 
 interface Axis {
-  /** Source index below and above each output position, and the weight of the upper one. */
+  /** Source index below and above each output position (OUTSIDE past the image), and the weight of the upper one. */
   lo: Int32Array
   hi: Int32Array
   frac: Float64Array
 }
 
-/** Align-corners sampling positions along one axis (newSize > 1): output i reads source i · (old - 1) / (new - 1). */
-function axis(oldSize: number, newSize: number): Axis {
-  const ratio = (oldSize - 1) / (newSize - 1)
+/**
+ * Align-corners sampling positions along one axis (newSize > 1): output i reads window position
+ * i · (size - 1) / (new - 1), which is source index start + that position; `extent` is the image's size.
+ */
+function axis(start: number, size: number, extent: number, newSize: number): Axis {
+  const ratio = (size - 1) / (newSize - 1)
   const lo = new Int32Array(newSize)
   const hi = new Int32Array(newSize)
   const frac = new Float64Array(newSize)
+  const inside = (i: number) => (i >= 0 && i < extent ? i : OUTSIDE)
   for (let i = 0; i < newSize; i++) {
     const source = ratio * i
-    lo[i] = Math.max(0, Math.floor(source))
-    hi[i] = Math.min(oldSize - 1, Math.ceil(source))
-    frac[i] = source - lo[i]
+    const below = Math.max(0, Math.floor(source))
+    lo[i] = inside(start + below)
+    hi[i] = inside(start + Math.min(size - 1, Math.ceil(source)))
+    frac[i] = source - below
   }
   return {lo, hi, frac}
 }
@@ -59,27 +80,35 @@ export function nsfwPreprocess(img: RgbImage, options: NsfwPreprocessOptions = {
   if (data.length < width * height * 3 || width < 1 || height < 1) {
     throw new RangeError(`nsfwPreprocess: ${data.length} bytes for a ${width}x${height} RGB image`)
   }
-  const rows = axis(height, NSFW_SIZE)
-  const cols = axis(width, NSFW_SIZE)
+  const window = options.window ?? {left: 0, top: 0, width, height}
+  if (window.width < 1 || window.height < 1) throw new RangeError(`nsfwPreprocess: an empty ${window.width}x${window.height} window`)
+  const rows = axis(window.top, window.height, height, NSFW_SIZE)
+  const cols = axis(window.left, window.width, width, NSFW_SIZE)
   const stride = 3 * width
+  // Row and column offsets into `data`, or OUTSIDE: a letterbox reads black there.
+  const rowAt = (i: number) => (i === OUTSIDE ? OUTSIDE : i * stride)
+  const colAt = (i: number) => (i === OUTSIDE ? OUTSIDE : 3 * i)
+  const read = (row: number, col: number): number => (row === OUTSIDE || col === OUTSIDE ? 0 : UNIT[data[row + col]])
+  const contained = window.left >= 0 && window.top >= 0 && window.left + window.width <= width && window.top + window.height <= height
   const rowFloats = 3 * NSFW_SIZE
   const mirror = offset + NSFW_VIEW_SIZE
   for (let r = 0; r < NSFW_SIZE; r++) {
-    const top = rows.lo[r] * stride
-    const bottom = rows.hi[r] * stride
+    const top = rowAt(rows.lo[r])
+    const bottom = rowAt(rows.hi[r])
     const rowFrac = rows.frac[r]
     let o = offset + r * rowFloats
     // In the mirrored view output column c is column NSFW_SIZE - 1 - c of this one.
     let m = mirror + r * rowFloats + rowFloats - 3
     for (let c = 0; c < NSFW_SIZE; c++, o += 3, m -= 3) {
-      const left = 3 * cols.lo[c]
-      const right = 3 * cols.hi[c]
+      const left = colAt(cols.lo[c])
+      const right = colAt(cols.hi[c])
       const colFrac = cols.frac[c]
+      const inside = contained || (top !== OUTSIDE && bottom !== OUTSIDE && left !== OUTSIDE && right !== OUTSIDE)
       for (let d = 0; d < 3; d++) {
-        const topLeft = UNIT[data[top + left + d]]
-        const topRight = UNIT[data[top + right + d]]
-        const bottomLeft = UNIT[data[bottom + left + d]]
-        const bottomRight = UNIT[data[bottom + right + d]]
+        const topLeft = inside ? UNIT[data[top + left + d]] : read(top, left === OUTSIDE ? OUTSIDE : left + d)
+        const topRight = inside ? UNIT[data[top + right + d]] : read(top, right === OUTSIDE ? OUTSIDE : right + d)
+        const bottomLeft = inside ? UNIT[data[bottom + left + d]] : read(bottom, left === OUTSIDE ? OUTSIDE : left + d)
+        const bottomRight = inside ? UNIT[data[bottom + right + d]] : read(bottom, right === OUTSIDE ? OUTSIDE : right + d)
         const upper = topLeft + (topRight - topLeft) * colFrac
         const lower = bottomLeft + (bottomRight - bottomLeft) * colFrac
         out[o + d] = upper + (lower - upper) * rowFrac

@@ -1,56 +1,91 @@
 /**
  * The embedded NSFW specialist as the engine runs it: the shipped model (nsfw.ts) and its preprocessing
- * (nsfw-preprocess.ts) behind one small interface, and how its views of a frame are classified.
+ * (nsfw-preprocess.ts) behind one small interface, the views of a frame it looks at, and when it looks at them.
  */
 import {NSFW_VIEW_SIZE, nsfwPreprocess} from '../image/nsfw-preprocess.js'
-import {averageViews, nsfwCategoryScores} from '../scoring/nsfw-rule.js'
+import {looksAgain} from '../scoring/nsfw-rule.js'
 import type {RgbImage} from '../types.js'
 import {openNsfw, type NsfwOptions} from './nsfw.js'
 
 export interface NsfwRunner {
   /** Floats of one view. */
   readonly viewSize: number
-  /** The two views of a decoded frame laid end to end: the frame, then its mirror image. */
+  /** The views of a decoded frame laid end to end, the first one first (see nsfwViews). */
   views(frame: RgbImage): Float32Array
   /** Class probabilities for `n` views laid end to end. */
   classify(batch: Float32Array, n: number): Promise<Float32Array[]>
   close(): Promise<void>
 }
 
+/** The share of the frame's width and height the centre view keeps. */
+export const CENTRE_SHARE = 0.7
+
+/** The views nsfwViews writes, in order. */
+export const NSFW_VIEWS = ['image', 'mirror', 'centre', 'letterbox'] as const
+
+/**
+ * Four framings of the same pixels: the image squeezed to the model's square input (as nsfwjs feeds it), its
+ * mirror image, its centre (the middle 70% of each side) enlarged, and the whole image undistorted in a black
+ * square (letterboxed). The rule (nsfw-rule.ts) keeps what they agree on.
+ */
+export function nsfwViews(frame: RgbImage): Float32Array {
+  const {width, height} = frame
+  const out = new Float32Array(NSFW_VIEWS.length * NSFW_VIEW_SIZE)
+  nsfwPreprocess(frame, {out, flip: true})
+  const left = Math.floor((width * (1 - CENTRE_SHARE)) / 2)
+  const top = Math.floor((height * (1 - CENTRE_SHARE)) / 2)
+  const centre = {
+    left,
+    top,
+    width: Math.max(1, Math.min(width - left, Math.round(width * CENTRE_SHARE))),
+    height: Math.max(1, Math.min(height - top, Math.round(height * CENTRE_SHARE))),
+  }
+  nsfwPreprocess(frame, {out, offset: 2 * NSFW_VIEW_SIZE, window: centre})
+  const side = Math.max(width, height)
+  const letterbox = {left: -Math.floor((side - width) / 2), top: -Math.floor((side - height) / 2), width: side, height: side}
+  nsfwPreprocess(frame, {out, offset: 3 * NSFW_VIEW_SIZE, window: letterbox})
+  return out
+}
+
 export async function openNsfwRunner(opts: NsfwOptions = {}): Promise<NsfwRunner> {
   const model = await openNsfw(opts)
   return {
     viewSize: NSFW_VIEW_SIZE,
-    views: (frame) => nsfwPreprocess(frame, {flip: true}),
+    views: nsfwViews,
     classify: (batch, n) => model.classify(batch, n),
     close: () => model.close(),
   }
 }
 
 /**
- * The specialist looks at the mirror image too only where its first look is uncertain (a category score within
- * this distance of 0.5), and averages the two: a mirrored second opinion pulls down chance hits on ordinary
- * photos, and frames it is sure about cost one run, not two.
+ * Class probabilities per frame, laid end to end (five per view), as nsfwCategoryScores reads them: the first
+ * view alone where it scores too low in every category for the others to matter (most ordinary photos: one
+ * run), every view otherwise (one more run, for all such frames together).
  */
-export const SECOND_LOOK_BAND = 0.25
-
-function uncertain(probabilities: Float32Array): boolean {
-  return Object.values(nsfwCategoryScores(probabilities)).some((s) => Math.abs(s - 0.5) < SECOND_LOOK_BAND)
-}
-
-/** Class probabilities per frame from its two views (see `views`): the first view, and the mirror where uncertain. */
 export async function classifyViews(runner: NsfwRunner, frames: Float32Array[]): Promise<Float32Array[]> {
   const size = runner.viewSize
-  const stack = (views: Float32Array[]) => {
-    const batch = new Float32Array(size * views.length)
-    views.forEach((v, i) => batch.set(v, i * size))
-    return batch
-  }
-  const first = await runner.classify(stack(frames.map((f) => f.subarray(0, size))), frames.length)
-  const again = frames.map((_, i) => i).filter((i) => uncertain(first[i]))
+  const first = await runner.classify(concat(frames.map((f) => f.subarray(0, size))), frames.length)
+  const again = frames.map((_, i) => i).filter((i) => frames[i].length > size && looksAgain(first[i]))
   if (again.length === 0) return first
-  const mirrored = await runner.classify(stack(again.map((i) => frames[i].subarray(size, 2 * size))), again.length)
+  const rest = again.map((i) => frames[i].subarray(size))
+  const counts = rest.map((r) => r.length / size)
+  const probabilities = await runner.classify(concat(rest), counts.reduce((a, b) => a + b, 0))
   const out = [...first]
-  again.forEach((i, k) => (out[i] = averageViews([first[i], mirrored[k]])))
+  let at = 0
+  again.forEach((i, k) => {
+    out[i] = concat([first[i], ...probabilities.slice(at, at + counts[k])])
+    at += counts[k]
+  })
+  return out
+}
+
+/** Float arrays laid end to end (views into a batch, probabilities into one frame's list). */
+function concat(parts: Float32Array[]): Float32Array {
+  const out = new Float32Array(parts.reduce((a, p) => a + p.length, 0))
+  let at = 0
+  for (const p of parts) {
+    out.set(p, at)
+    at += p.length
+  }
   return out
 }

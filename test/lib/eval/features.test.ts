@@ -78,7 +78,7 @@ test('with the specialist on, its probabilities are features and the scores are 
   const source = await openClipFeatures(withNsfw)
   const engine = createEngine({preset: 'fast', modelDir: TOY_MODEL, cacheDir: model.cacheDir, policy, limits: DEFAULT_LIMITS, openNsfw: () => openNsfwRunner()})
   try {
-    assert.is(source.key, 'toy-clip+nsfw')
+    assert.is(source.key, 'toy-clip+nsfw-views')
     const scorer = await createLabelScorer(source, policy)
     const png = await noisyPng(200, 150, 120, 21)
     const f = await source.extract(png)

@@ -100,4 +100,49 @@ test('equals tf.image.resizeBilinear(x / 255, [224, 224], true) bit for bit, as 
   }
 })
 
+/** The pixels of `img` inside (left, top, width, height); outside the image, black (a zero-padded copy). */
+function cut(img: RgbImage, left: number, top: number, width: number, height: number): RgbImage {
+  return image(width, height, (x, y) => {
+    const sx = left + x
+    const sy = top + y
+    if (sx < 0 || sy < 0 || sx >= img.width || sy >= img.height) return [0, 0, 0]
+    const o = 3 * (sy * img.width + sx)
+    return [img.data[o], img.data[o + 1], img.data[o + 2]]
+  })
+}
+
+function noisy(width: number, height: number): RgbImage {
+  let seed = width * 31 + height
+  return image(width, height, () => {
+    seed = (seed * 1103515245 + 12345) >>> 0
+    return [seed & 255, (seed >>> 8) & 255, (seed >>> 16) & 255]
+  })
+}
+
+test('a window inside the image gives, value for value, the view of that crop', () => {
+  const img = noisy(300, 200)
+  const window = {left: 45, top: 30, width: 210, height: 140}
+  const got = nsfwPreprocess(img, {window})
+  assert.equal(Array.from(got), Array.from(nsfwPreprocess(cut(img, 45, 30, 210, 140))))
+  // With flip, the mirror of the windowed view follows it.
+  const both = nsfwPreprocess(img, {window, flip: true})
+  assert.equal(at(both, 10, 20, NSFW_VIEW_SIZE), at(got, SIZE - 1 - 10, 20))
+})
+
+test('a window past the image reads black there: a letterbox is the view of the zero-padded image', () => {
+  for (const [w, h] of [
+    [300, 200],
+    [97, 230],
+  ]) {
+    const img = noisy(w, h)
+    const side = Math.max(w, h)
+    const left = -Math.floor((side - w) / 2)
+    const top = -Math.floor((side - h) / 2)
+    const got = nsfwPreprocess(img, {window: {left, top, width: side, height: side}})
+    assert.equal(Array.from(got), Array.from(nsfwPreprocess(cut(img, left, top, side, side))), `${w}x${h}`)
+    assert.equal(at(got, 0, 0), [0, 0, 0]) // a corner of the square lies in a bar
+  }
+  assert.throws(() => nsfwPreprocess(noisy(4, 4), {window: {left: 0, top: 0, width: 0, height: 4}}), /empty 0x4 window/)
+})
+
 test.run()
