@@ -2,9 +2,11 @@
 // Runs every test/**/*.test.ts in its own process (uvu suites plus tsx), two at a time, and ends with
 // the line "N passed, N failed". A file that crashes before uvu prints its summary counts as one failure.
 // Every file starts without the caller's MOD_* variables (tests that need one set it themselves), and each
-// file's wall time is printed with its result; the slowest files are listed at the end.
+// file's wall time is printed with its result; the slowest files are listed at the end. The times are kept in
+// test/fixtures/tmp/ so that the next run starts the slowest files first (new files before all of them): the two
+// workers then finish close together instead of one waiting on a slow file started last.
 import {spawn} from 'node:child_process'
-import {readdirSync, statSync} from 'node:fs'
+import {mkdirSync, readFileSync, readdirSync, statSync, writeFileSync} from 'node:fs'
 import {join, relative} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
@@ -20,7 +22,17 @@ function find(dir) {
   })
 }
 
-const files = find(join(root, 'test')).filter((f) => filter.length === 0 || filter.some((x) => f.includes(x)))
+const TIMES = join(root, 'test', 'fixtures', 'tmp', 'test-times.json')
+const lastTimes = (() => {
+  try {
+    return JSON.parse(readFileSync(TIMES, 'utf8'))
+  } catch {
+    return {}
+  }
+})()
+const files = find(join(root, 'test'))
+  .filter((f) => filter.length === 0 || filter.some((x) => f.includes(x)))
+  .sort((a, b) => (lastTimes[relative(root, b)] ?? Infinity) - (lastTimes[relative(root, a)] ?? Infinity))
 const strip = (s) => s.replace(/\x1b\[[0-9;]*m/g, '')
 const FILE_TIMEOUT_MS = 240_000
 
@@ -79,6 +91,8 @@ async function worker() {
 }
 await Promise.all([worker(), worker()])
 const secs = ((Date.now() - started) / 1000).toFixed(1)
+mkdirSync(join(root, 'test', 'fixtures', 'tmp'), {recursive: true})
+writeFileSync(TIMES, `${JSON.stringify({...lastTimes, ...Object.fromEntries(times.map((t) => [t.file, t.ms]))}, null, 1)}\n`)
 if (times.length > 1) {
   const slowest = times.sort((a, b) => b.ms - a.ms).slice(0, SLOWEST_SHOWN)
   process.stdout.write(`\nslowest files:\n${slowest.map((t) => `${(t.ms / 1000).toFixed(1).padStart(7)} s  ${t.file}`).join('\n')}\n`)
