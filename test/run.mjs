@@ -1,8 +1,12 @@
 #!/usr/bin/env node
 // Runs every test/**/*.test.ts in its own process (uvu suites plus tsx), two at a time, and ends with
 // the line "N passed, N failed". A file that crashes before uvu prints its summary counts as one failure.
+// Every file starts without the caller's MOD_* variables (tests that need one set it themselves), and each
+// file's wall time is printed with its result; the slowest files are listed at the end. The times are kept in
+// test/fixtures/tmp/ so that the next run starts the slowest files first (new files before all of them): the two
+// workers then finish close together instead of one waiting on a slow file started last.
 import {spawn} from 'node:child_process'
-import {readdirSync, statSync} from 'node:fs'
+import {mkdirSync, readFileSync, readdirSync, statSync, writeFileSync} from 'node:fs'
 import {join, relative} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
@@ -18,16 +22,31 @@ function find(dir) {
   })
 }
 
-const files = find(join(root, 'test')).filter((f) => filter.length === 0 || filter.some((x) => f.includes(x)))
+const TIMES = join(root, 'test', 'fixtures', 'tmp', 'test-times.json')
+const lastTimes = (() => {
+  try {
+    return JSON.parse(readFileSync(TIMES, 'utf8'))
+  } catch {
+    return {}
+  }
+})()
+const files = find(join(root, 'test'))
+  .filter((f) => filter.length === 0 || filter.some((x) => f.includes(x)))
+  .sort((a, b) => (lastTimes[relative(root, b)] ?? Infinity) - (lastTimes[relative(root, a)] ?? Infinity))
 const strip = (s) => s.replace(/\x1b\[[0-9;]*m/g, '')
 const FILE_TIMEOUT_MS = 240_000
 
+// The caller's shell may configure mod (MOD_MODEL_DIR, MOD_API_KEYS, ...): the tests must not see it.
+const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_')))
+const SLOWEST_SHOWN = 10
+
 function runFile(file) {
   return new Promise((resolve) => {
+    const started = Date.now()
     const child = spawn(process.execPath, ['--import', 'tsx', file], {
       cwd: root,
       // Test files run engines in-process: keep onnxruntime's telemetry off there too, as bin/run.js does.
-      env: {...process.env, NO_COLOR: '1', FORCE_COLOR: '0', ORT_DISABLE_TELEMETRY: '1'},
+      env: {...baseEnv, NO_COLOR: '1', FORCE_COLOR: '0', ORT_DISABLE_TELEMETRY: '1'},
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     let out = ''
@@ -45,7 +64,7 @@ function runFile(file) {
       const skipped = Number(/Skipped:\s+(\d+)/.exec(text)?.[1] ?? 0)
       let failed = total - passed - skipped
       if (code !== 0 && failed === 0) failed = 1
-      resolve({file, text, passed, failed, skipped})
+      resolve({file, text, passed, failed, skipped, ms: Date.now() - started})
     })
   })
 }
@@ -56,11 +75,14 @@ let passed = 0
 let failed = 0
 let skipped = 0
 const failures = []
+const times = []
 async function worker() {
   while (queue.length > 0) {
     const file = queue.shift()
     const r = await runFile(file)
-    process.stdout.write(`\n=== ${relative(root, file)} (${r.passed} passed, ${r.failed} failed)\n${r.text.trimEnd()}\n`)
+    const secs = (r.ms / 1000).toFixed(1)
+    process.stdout.write(`\n=== ${relative(root, file)} (${r.passed} passed, ${r.failed} failed, ${secs} s)\n${r.text.trimEnd()}\n`)
+    times.push({file: relative(root, file), ms: r.ms})
     passed += r.passed
     failed += r.failed
     skipped += r.skipped
@@ -69,6 +91,12 @@ async function worker() {
 }
 await Promise.all([worker(), worker()])
 const secs = ((Date.now() - started) / 1000).toFixed(1)
+mkdirSync(join(root, 'test', 'fixtures', 'tmp'), {recursive: true})
+writeFileSync(TIMES, `${JSON.stringify({...lastTimes, ...Object.fromEntries(times.map((t) => [t.file, t.ms]))}, null, 1)}\n`)
+if (times.length > 1) {
+  const slowest = times.sort((a, b) => b.ms - a.ms).slice(0, SLOWEST_SHOWN)
+  process.stdout.write(`\nslowest files:\n${slowest.map((t) => `${(t.ms / 1000).toFixed(1).padStart(7)} s  ${t.file}`).join('\n')}\n`)
+}
 if (failures.length > 0) process.stdout.write(`\nfailing files: ${failures.join(', ')}\n`)
 process.stdout.write(`\n${files.length} test files in ${secs} s\n`)
 process.stdout.write(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}\n`)

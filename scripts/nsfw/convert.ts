@@ -27,10 +27,13 @@ interface ModelJson {
   weightsManifest: {paths: string[]; weights: WeightSpec[]}[]
 }
 
-interface NsfwjsModelDefinition {
-  modelJson: () => Promise<{default: ModelJson}>
-  weightBundles: (() => Promise<{default: string}>)[]
-}
+/**
+ * The package's MobileNetV2 files: the model JSON and its weight shards, each a browserify bundle whose export is
+ * the JSON object or the shard's base64 text. They are required directly: the package's own loaders wrap each
+ * export with TypeScript's __importStar, which on a 3.5 MB string defines one property per character (4 s of CPU).
+ */
+const MODEL_JSON = 'dist/models/mobilenet_v2/model.min.js'
+const WEIGHT_SHARDS = ['dist/models/mobilenet_v2/group1-shard1of1.min.js']
 
 const require = createRequire(import.meta.url)
 
@@ -59,15 +62,19 @@ async function sourceFacts(): Promise<NsfwManifest['source']> {
     version: pkg.version,
     integrity: locked.integrity,
     license: pkg.license,
-    files: ['dist/models/mobilenet_v2/model.min.js', 'dist/models/mobilenet_v2/group1-shard1of1.min.js'],
+    files: [MODEL_JSON, ...WEIGHT_SHARDS],
   }
 }
 
 /** The model bytes, converted from the package's MobileNetV2 (the model nsfwjs loads by default). */
 export async function convertNsfwjs(version: string): Promise<Uint8Array> {
-  const {MobileNetV2Model} = require(`${PACKAGE}/models/mobilenet_v2`) as {MobileNetV2Model: NsfwjsModelDefinition}
-  const json = (await MobileNetV2Model.modelJson()).default
-  const shards = await Promise.all(MobileNetV2Model.weightBundles.map(async (load) => Buffer.from((await load()).default, 'base64')))
+  const {MobileNetV2Model} = require(`${PACKAGE}/models/mobilenet_v2`) as {MobileNetV2Model: {numOfWeightBundles: number}}
+  if (MobileNetV2Model.numOfWeightBundles !== WEIGHT_SHARDS.length) {
+    throw new Error(`${PACKAGE} ${version} has ${MobileNetV2Model.numOfWeightBundles} weight shards for MobileNetV2, expected ${WEIGHT_SHARDS.length}`)
+  }
+  const dir = packageDir()
+  const json = require(join(dir, MODEL_JSON)) as ModelJson
+  const shards = WEIGHT_SHARDS.map((file) => Buffer.from(require(join(dir, file)) as string, 'base64'))
   const {model_config: config} = json.modelTopology
   if (config.class_name !== 'Model') throw new Error(`expected a functional Keras Model, got ${config.class_name}`)
   const weights = readQuantizedWeights(

@@ -5,7 +5,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 import {parse} from 'yaml'
 
-import {runCli, tempDir, TOY_MODEL} from '../helpers/cli.js'
+import {runInProcess, tempDir, TOY_MODEL} from '../helpers/cli.js'
 import {noisyPng, writeImages} from '../helpers/dataset.js'
 
 const dir = tempDir()
@@ -29,7 +29,7 @@ test.before(async () => {
 test.after(() => dir.remove())
 
 test('the default threshold misses the pale images', async () => {
-  const r = await runCli(['eval', dataset, '--config', policy, '--json'], {env})
+  const r = await runInProcess(['eval', dataset, '--config', policy, '--json'], {env})
   assert.is(r.code, 0, r.stderr)
   const redness = JSON.parse(r.stdout).metrics.labels.find((l: {name: string}) => l.name === 'redness')
   assert.is(redness.recall, 0)
@@ -37,7 +37,7 @@ test('the default threshold misses the pale images', async () => {
 
 test('calibrate writes a valid policy whose threshold catches them with no safe image flagged', async () => {
   const tuned = join(dir.path, 'tuned.yaml')
-  const r = await runCli(['calibrate', dataset, '--config', policy, '--max-fpr', '0.05', '--out', tuned], {env})
+  const r = await runInProcess(['calibrate', dataset, '--config', policy, '--max-fpr', '0.05', '--out', tuned], {env})
   assert.is(r.code, 0, r.stderr)
   assert.is(r.stdout, '')
   const text = readFileSync(tuned, 'utf8')
@@ -51,10 +51,10 @@ test('calibrate writes a valid policy whose threshold catches them with no safe 
   const {threshold, calibration} = file.categories.redness
   assert.ok(calibration.scale > 0 && threshold > 0 && threshold < 1, JSON.stringify(file.categories.redness))
 
-  const valid = await runCli(['policy', 'validate', tuned])
+  const valid = await runInProcess(['policy', 'validate', tuned])
   assert.is(valid.code, 0, valid.stderr)
 
-  const after = await runCli(['eval', dataset, '--config', tuned, '--json'], {env})
+  const after = await runInProcess(['eval', dataset, '--config', tuned, '--json'], {env})
   const redness = JSON.parse(after.stdout).metrics.labels.find((l: {name: string}) => l.name === 'redness')
   assert.equal([redness.recall, redness.safe_fpr], [1, 0])
 
@@ -62,12 +62,12 @@ test('calibrate writes a valid policy whose threshold catches them with no safe 
   const deep = join(dir.path, 'deep.png')
   writeFileSync(pale, await noisyPng(...PALE, 999))
   writeFileSync(deep, await noisyPng(...DEEP, 998))
-  assert.is((await runCli(['scan', pale, '--config', tuned], {env})).code, 1)
-  assert.is((await runCli(['scan', deep, '--config', tuned], {env})).code, 0)
+  assert.is((await runInProcess(['scan', pale, '--config', tuned], {env})).code, 1)
+  assert.is((await runInProcess(['scan', deep, '--config', tuned], {env})).code, 0)
 })
 
 test('--min-recall and stdout output; the split is seeded and reported', async () => {
-  const r = await runCli(['calibrate', dataset, '--config', policy, '--min-recall', '0.9', '--seed', '7', '--holdout', '0.25'], {env})
+  const r = await runInProcess(['calibrate', dataset, '--config', policy, '--min-recall', '0.9', '--seed', '7', '--holdout', '0.25'], {env})
   assert.is(r.code, 0, r.stderr)
   assert.match(r.stdout, '# Calibrated by mod calibrate on')
   assert.match(r.stdout, 'recall at least 90.0% per category')
@@ -77,7 +77,7 @@ test('--min-recall and stdout output; the split is seeded and reported', async (
 })
 
 test('bad targets are usage errors', async () => {
-  const r = await runCli(['calibrate', dataset, '--config', policy, '--max-fpr', '2'], {env})
+  const r = await runInProcess(['calibrate', dataset, '--config', policy, '--max-fpr', '2'], {env})
   assert.is(r.code, 2)
   assert.match(r.stderr, '--max-fpr must be a number from 0 to 1')
 })

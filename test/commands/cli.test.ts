@@ -5,7 +5,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {BIN, runCli, tempDir} from '../helpers/cli.js'
+import {BIN, runCli, runInProcess, tempDir} from '../helpers/cli.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
@@ -72,10 +72,10 @@ test('a mistyped flag or value gets the nearest one in the same line, exit 2, an
 })
 
 test('a missing --model-dir, or a folder that holds no model, says exactly that', async () => {
-  const none = await runCli(['scan', 'x.png', '--model-dir', join(dir.path, 'nope')])
+  const none = await runInProcess(['scan', 'x.png', '--model-dir', join(dir.path, 'nope')])
   assert.is(none.code, 2)
   assert.is(none.stderr, `mod: model_missing: the model folder ${join(dir.path, 'nope')} (MOD_MODEL_DIR, --model-dir) does not exist\n`)
-  const empty = await runCli(['scan', 'x.png'], {env: {MOD_MODEL_DIR: dir.path}})
+  const empty = await runInProcess(['scan', 'x.png'], {env: {MOD_MODEL_DIR: dir.path}})
   assert.match(empty.stderr, `mod: model_missing: the model folder ${dir.path} (MOD_MODEL_DIR, --model-dir) is not a model folder: it has no manifest.json`)
 })
 

@@ -7,7 +7,7 @@ import {chromium} from 'playwright-core'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {BIN, runCli, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {BIN, runCli, runInProcess, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {writeImages} from '../helpers/dataset.js'
 
 const dir = tempDir()
@@ -61,7 +61,7 @@ test('under a terminal the progress display stays on stderr: --json > file is va
 })
 
 test('red vs blue: redness has recall 1 and flags no safe image', async () => {
-  const r = await runCli(['eval', clean, '--config', policy, '--json'], {env})
+  const r = await runInProcess(['eval', clean, '--config', policy, '--json'], {env})
   assert.is(r.code, 0, r.stderr)
   const json = JSON.parse(r.stdout)
   const redness = row(json, 'redness')
@@ -74,15 +74,15 @@ test('red vs blue: redness has recall 1 and flags no safe image', async () => {
 
 test('--model-dir and --cache-dir name the model and the cache, as MOD_MODEL_DIR and MOD_CACHE_DIR do', async () => {
   const cacheDir = join(dir.path, 'flag-cache')
-  const byFlags = await runCli(['eval', clean, '--config', policy, '--json', '--model-dir', TOY_MODEL, '--cache-dir', cacheDir])
+  const byFlags = await runInProcess(['eval', clean, '--config', policy, '--json', '--model-dir', TOY_MODEL, '--cache-dir', cacheDir])
   assert.is(byFlags.code, 0, byFlags.stderr)
-  const byEnv = await runCli(['eval', clean, '--config', policy, '--json'], {env})
+  const byEnv = await runInProcess(['eval', clean, '--config', policy, '--json'], {env})
   assert.equal(JSON.parse(byFlags.stdout).metrics, JSON.parse(byEnv.stdout).metrics)
   assert.ok(readdirSync(cacheDir).includes('features'), readdirSync(cacheDir).join(' '))
 })
 
 test('a mixed set: the figures match a hand count, and an unreadable file is reported, not fatal', async () => {
-  const r = await runCli(['eval', mixed, '--config', policy, '--json'], {env})
+  const r = await runInProcess(['eval', mixed, '--config', policy, '--json'], {env})
   assert.is(r.code, 0, r.stderr)
   const json = JSON.parse(r.stdout)
   // redness images: 3 red + 1 blue + multi (red) = 5, flagged 4. Flagged without redness: the 2 red safe images.
@@ -120,7 +120,7 @@ test('an unknown label folder is a dataset error: exit 2', async () => {
   const bad = join(dir.path, 'bad')
   await writeImages(bad, 'safe', BLUE, 1)
   await writeImages(bad, 'rednes', RED, 1)
-  const r = await runCli(['eval', bad, '--config', policy], {env})
+  const r = await runInProcess(['eval', bad, '--config', policy], {env})
   assert.is(r.code, 2)
   assert.match(r.stderr, 'unknown label rednes: not a category of the active policy or a label of the head')
   assert.is(r.stdout, '')
@@ -130,26 +130,26 @@ test('a second eval on the same images runs no image encoder (features and promp
   const model = join(dir.path, 'model-copy')
   cpSync(TOY_MODEL, model, {recursive: true})
   const cacheEnv = {MOD_MODEL_DIR: model, MOD_CACHE_DIR: join(dir.path, 'cache-2')}
-  const first = await runCli(['eval', clean, '--config', policy, '--json'], {env: cacheEnv})
+  const first = await runInProcess(['eval', clean, '--config', policy, '--json'], {env: cacheEnv})
   assert.is(first.code, 0, first.stderr)
   assert.is(JSON.parse(first.stdout).images_embedded, 9)
   // A broken image encoder: any attempt to load it would fail the run.
   writeFileSync(join(model, 'onnx', 'vision_model.onnx'), 'not an onnx file')
-  const second = await runCli(['eval', clean, '--config', policy, '--json'], {env: cacheEnv})
+  const second = await runInProcess(['eval', clean, '--config', policy, '--json'], {env: cacheEnv})
   assert.is(second.code, 0, second.stderr)
   const json = JSON.parse(second.stdout)
   assert.is(json.images_embedded, 0)
   assert.equal(json.metrics, JSON.parse(first.stdout).metrics)
   // New content does need the encoder, and here it is broken.
   await writeImages(clean, 'safe', BLUE, 1, 'new', 9)
-  const third = await runCli(['eval', clean, '--config', policy, '--json'], {env: cacheEnv})
+  const third = await runInProcess(['eval', clean, '--config', policy, '--json'], {env: cacheEnv})
   assert.is(third.code, 2)
   assert.match(third.stderr, 'vision_model.onnx')
 })
 
 test('--report writes one self-contained page whose charts render in headless chromium without console errors', async () => {
   const page = join(dir.path, 'report.html')
-  const r = await runCli(['eval', mixed, '--config', policy, '--report', page, '--json'], {env})
+  const r = await runInProcess(['eval', mixed, '--config', policy, '--report', page, '--json'], {env})
   assert.is(r.code, 0, r.stderr)
   const browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',

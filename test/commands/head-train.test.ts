@@ -5,7 +5,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {parseHead} from '../../src/lib/scoring/head.js'
-import {runCli, tempDir, TOY_MODEL} from '../helpers/cli.js'
+import {runInProcess, tempDir, TOY_MODEL} from '../helpers/cli.js'
 import {noisyPng, writeImages} from '../helpers/dataset.js'
 
 const dir = tempDir()
@@ -24,7 +24,7 @@ test.after(() => dir.remove())
 
 test('head train learns a label no prompt describes, and scan --head then flags green images', async () => {
   const head = join(dir.path, 'head.json')
-  const r = await runCli(['head', 'train', dataset, '--out', head], {env})
+  const r = await runInProcess(['head', 'train', dataset, '--out', head], {env})
   assert.is(r.code, 0, r.stderr)
   assert.match(r.stdout, /greenish: recall 100\.0%, precision 100\.0%, safe flagged 0\.0%/)
   const file = parseHead(readFileSync(head, 'utf8'), head)
@@ -36,15 +36,15 @@ test('head train learns a label no prompt describes, and scan --head then flags 
   const red = join(dir.path, 'red.png')
   writeFileSync(green, await noisyPng(60, 190, 40, 77))
   writeFileSync(red, await noisyPng(220, 40, 40, 78))
-  const flagged = await runCli(['scan', green, '--head', head, '--json'], {env})
+  const flagged = await runInProcess(['scan', green, '--head', head, '--json'], {env})
   assert.is(flagged.code, 1, flagged.stderr)
   const [result] = JSON.parse(flagged.stdout)
   assert.equal(result.violations.map((v: {name: string}) => v.name), ['greenish'])
   assert.is(result.labels.find((l: {name: string}) => l.name === 'greenish').origin, 'head')
-  assert.is((await runCli(['scan', red, '--head', head], {env})).code, 0)
+  assert.is((await runInProcess(['scan', red, '--head', head], {env})).code, 0)
 
   // The same head measured by eval.
-  const e = await runCli(['eval', dataset, '--head', head, '--json'], {env})
+  const e = await runInProcess(['eval', dataset, '--head', head, '--json'], {env})
   assert.is(e.code, 0, e.stderr)
   const greenish = JSON.parse(e.stdout).metrics.labels.find((l: {name: string}) => l.name === 'greenish')
   assert.equal([greenish.recall, greenish.safe_fpr], [1, 0])
@@ -53,7 +53,7 @@ test('head train learns a label no prompt describes, and scan --head then flags 
 test('a dataset without safe images is refused', async () => {
   const bad = join(dir.path, 'bad')
   await writeImages(bad, 'greenish', [40, 210, 60], 2)
-  const r = await runCli(['head', 'train', bad, '--out', join(dir.path, 'x.json')], {env})
+  const r = await runInProcess(['head', 'train', bad, '--out', join(dir.path, 'x.json')], {env})
   assert.is(r.code, 2)
   assert.match(r.stderr, 'no safe/ folder')
 })

@@ -9,14 +9,14 @@ import * as assert from 'uvu/assert'
 import type {Manifest, ModelFile} from '../../src/lib/model/manifest-types.js'
 import type {PulledFile} from '../../src/lib/model/pull.js'
 import {firstUseWarning} from '../../src/commands/models/pull.js'
-import {ROOT, runCli, tempDir} from '../helpers/cli.js'
+import {ROOT, runCli, runInProcess, tempDir} from '../helpers/cli.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
 
 test('models list --json names every preset, its model id and that none is installed in an empty cache', async () => {
   const cache = join(dir.path, 'cache')
-  const r = await runCli(['models', 'list', '--json'], {env: {MOD_CACHE_DIR: cache}})
+  const r = await runInProcess(['models', 'list', '--json'], {env: {MOD_CACHE_DIR: cache}})
   assert.is(r.code, 0, r.stderr)
   const listing = JSON.parse(r.stdout)
   assert.is(listing.cache_dir, cache)
@@ -31,9 +31,9 @@ test('models list --json names every preset, its model id and that none is insta
 })
 
 test('models list shows each preset\'s download size', async () => {
-  const r = await runCli(['models', 'list', '--json'], {env: {MOD_CACHE_DIR: join(dir.path, 'cache')}})
+  const r = await runInProcess(['models', 'list', '--json'], {env: {MOD_CACHE_DIR: join(dir.path, 'cache')}})
   for (const p of JSON.parse(r.stdout).presets) assert.ok(p.download_size === null || p.download_size > 0, JSON.stringify(p))
-  const table = await runCli(['models', 'list'], {env: {MOD_CACHE_DIR: join(dir.path, 'cache')}})
+  const table = await runInProcess(['models', 'list'], {env: {MOD_CACHE_DIR: join(dir.path, 'cache')}})
   assert.match(table.stdout, /^PRESET\s+MODEL\s+INSTALLED\s+SIZE\s+DOWNLOAD\s+VERIFIED\s+FIRST USE\s+FOLDER/)
   // The sum of the manifest's files where it gives every size, and "unknown" where it does not.
   assert.match(table.stdout, /\nfast\s+clip-vit-base-patch32\s+no\s+581\.1 MB\s+581\.1 MB\s/)
@@ -82,7 +82,7 @@ function withTrust(f: ModelFile, i: number): ModelFile {
 test('models list --json gives, per installed preset, the files verified and those trusted on first use', async () => {
   const cache = join(dir.path, 'installed')
   installFast(cache)
-  const r = await runCli(['models', 'list', '--json'], {env: {MOD_CACHE_DIR: cache}})
+  const r = await runInProcess(['models', 'list', '--json'], {env: {MOD_CACHE_DIR: cache}})
   assert.is(r.code, 0, r.stderr)
   const [fast, balanced] = JSON.parse(r.stdout).presets
   assert.is(fast.installed, true)
@@ -97,7 +97,7 @@ test('a preset installed before pulls recorded trust: verified when its hash is 
   const cache = join(dir.path, 'installed-old')
   // The vision encoder keeps the preset's pinned hash; every other file has another one; no trust field anywhere.
   installFast(cache, (f, i) => ({...f, size: 1, sha256: i === 0 ? (f.sha256 as string) : 'a'.repeat(64)}))
-  const r = await runCli(['models', 'list', '--json'], {env: {MOD_CACHE_DIR: cache}})
+  const r = await runInProcess(['models', 'list', '--json'], {env: {MOD_CACHE_DIR: cache}})
   assert.is(r.code, 0, r.stderr)
   const [fast] = JSON.parse(r.stdout).presets
   assert.equal(fast.verified, ['onnx/vision_model.onnx'])
@@ -107,7 +107,7 @@ test('a preset installed before pulls recorded trust: verified when its hash is 
 test('models list shows the counts of verified and first-use files per installed preset', async () => {
   const cache = join(dir.path, 'installed-table')
   installFast(cache)
-  const r = await runCli(['models', 'list'], {env: {MOD_CACHE_DIR: cache}})
+  const r = await runInProcess(['models', 'list'], {env: {MOD_CACHE_DIR: cache}})
   assert.is(r.code, 0, r.stderr)
   const [head, fast, balanced] = r.stdout.split('\n').map((line) => line.split(/\s{2,}/))
   assert.equal(head, ['PRESET', 'MODEL', 'INSTALLED', 'SIZE', 'DOWNLOAD', 'VERIFIED', 'FIRST USE', 'FOLDER'])
@@ -125,7 +125,7 @@ test('models pull names each file trusted on first use, with the sha256 it recor
 })
 
 test('models pull refuses an unknown preset as a usage error', async () => {
-  const r = await runCli(['models', 'pull', 'huge'], {env: {MOD_CACHE_DIR: join(dir.path, 'cache')}})
+  const r = await runInProcess(['models', 'pull', 'huge'], {env: {MOD_CACHE_DIR: join(dir.path, 'cache')}})
   assert.is(r.code, 2)
   assert.is(r.stderr, 'mod: usage: Expected huge to be one of: fast, balanced, accurate\n')
 })

@@ -5,7 +5,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {BIN, runCli, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {BIN, runCli, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 
 const dir = tempDir()
 const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
@@ -34,7 +34,7 @@ test.before(async () => {
 test.after(() => dir.remove())
 
 test('a folder is walked by content: extensionless and misnamed images are scanned, symlinks followed, loops skipped', async () => {
-  const r = await runCli(['scan', tree, '--config', policy, '--json'], {env})
+  const r = await runInProcess(['scan', tree, '--config', policy, '--json'], {env})
   assert.is(r.code, 1, r.stderr)
   const results = JSON.parse(r.stdout)
   assert.equal(
@@ -49,7 +49,7 @@ test('a folder is walked by content: extensionless and misnamed images are scann
 })
 
 test('the table summary names what was skipped and why', async () => {
-  const r = await runCli(['scan', tree, '--config', policy], {env})
+  const r = await runInProcess(['scan', tree, '--config', policy], {env})
   assert.is(r.code, 1)
   assert.is(r.stderr, '3 scanned: 2 safe, 1 unsafe, 0 errors; skipped 4 (1 broken symlink, 1 not images, 1 symlink loop, 1 unsupported format)\n')
 })
@@ -70,7 +70,7 @@ test('a large folder keeps name order across the entries checked together, subfo
     writeFileSync(join(top, name), i % 7 === 3 ? 'notes' : png)
     if (i % 7 !== 3) expected.push(join(top, name))
   }
-  const r = await runCli(['scan', top, '--config', policy, '--ndjson'], {env})
+  const r = await runInProcess(['scan', top, '--config', policy, '--ndjson'], {env})
   assert.is(r.code, 0, r.stderr)
   const sources = r.stdout.trim().split('\n').map((l) => (JSON.parse(l) as {source: string}).source)
   assert.equal(sources, expected)
@@ -84,17 +84,13 @@ test('an unreadable subfolder is an error entry and the walk goes on', async () 
   writeFileSync(join(top, 'c.png'), await solidPng(0, 0, 255))
   writeFileSync(join(top, 'b-locked', 'x.png'), await solidPng(0, 0, 255))
   chmodSync(join(top, 'b-locked'), 0o000)
-  // Root reads any folder: the scan then runs as nobody, for whom the mode bits count.
-  const asNobody = process.getuid?.() === 0 ? {uid: 65_534, gid: 65_534} : {}
-  for (const p of [dir.path, top]) chmodSync(p, 0o755)
-  const cache = join(dir.path, 'nobody-cache')
-  mkdirSync(cache, {mode: 0o777})
-  chmodSync(cache, 0o777)
-  const r = spawnSync(process.execPath, [BIN, 'scan', top, '--config', policy, '--ndjson'], {
-    ...asNobody,
-    encoding: 'utf8',
-    env: {...process.env, NO_COLOR: '1', MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: cache, HOME: cache},
-  })
+  // Root reads any folder: as root the scan runs without the two capabilities that allow it (util-linux setpriv),
+  // still as root, so the clone stays readable wherever it lives (a folder only root may enter, such as /root).
+  const asRoot = process.getuid?.() === 0
+  const noOverride = ['--inh-caps=-dac_override,-dac_read_search', '--bounding-set=-dac_override,-dac_read_search', '--']
+  const [command, ...args] = [...(asRoot ? ['setpriv', ...noOverride] : []), process.execPath, BIN, 'scan', top, '--config', policy, '--ndjson']
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_')))
+  const r = spawnSync(command, args, {encoding: 'utf8', env: {...base, NO_COLOR: '1', ...env}})
   chmodSync(join(top, 'b-locked'), 0o755)
   assert.is(r.status, 2, r.stderr)
   const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l))
@@ -104,7 +100,7 @@ test('an unreadable subfolder is an error entry and the walk goes on', async () 
 
 test('a path that does not exist is a not_found entry in its place; the others are scanned', async () => {
   const missing = join(dir.path, 'missing.png')
-  const r = await runCli(['scan', missing, blue, '--config', policy, '--ndjson'], {env})
+  const r = await runInProcess(['scan', missing, blue, '--config', policy, '--ndjson'], {env})
   assert.is(r.code, 2)
   const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l))
   assert.equal(lines[0], {source: missing, error: {code: 'not_found', message: `${missing} does not exist`}})
@@ -114,7 +110,7 @@ test('a path that does not exist is a not_found entry in its place; the others a
 test('a FIFO and a device are refused as error entries without being read', async () => {
   const fifo = join(dir.path, 'pipe')
   execFileSync('mkfifo', [fifo])
-  const r = await runCli(['scan', fifo, '/dev/zero', blue, '--config', policy, '--json'], {env})
+  const r = await runInProcess(['scan', fifo, '/dev/zero', blue, '--config', policy, '--json'], {env})
   assert.is(r.code, 2)
   const [a, b, c] = JSON.parse(r.stdout)
   assert.equal(a.error, {code: 'unsupported_media', message: `${fifo} is a FIFO, not a regular file: give a file, a folder or - for stdin`})
@@ -132,24 +128,24 @@ test('a folder with nothing to scan is exit 2 with one line saying so', async ()
   const only = join(dir.path, 'only-heic')
   mkdirSync(only)
   writeFileSync(join(only, 'x.heic'), Buffer.concat([Buffer.from([0, 0, 0, 16]), Buffer.from('ftypheic\0\0\0\0', 'latin1')]))
-  const r = await runCli(['scan', only, '--config', policy], {env})
+  const r = await runInProcess(['scan', only, '--config', policy], {env})
   assert.is(r.code, 2)
   assert.is(r.stderr, `mod: not_found: nothing was scanned in ${only}: skipped 1 (1 unsupported format)\n`)
   const empty = join(dir.path, 'empty')
   mkdirSync(empty)
-  const json = await runCli(['scan', empty, '--config', policy, '--json'], {env})
+  const json = await runInProcess(['scan', empty, '--config', policy, '--json'], {env})
   assert.is(json.code, 2)
   assert.equal(JSON.parse(json.stdout), [])
   assert.is(json.stderr, `mod: not_found: nothing was scanned in ${empty}: no images\n`)
 })
 
 test('scan-video refuses a still image, a missing file and a folder before running ffmpeg', async () => {
-  const png = await runCli(['scan-video', blue, '--config', policy], {env})
+  const png = await runInProcess(['scan-video', blue, '--config', policy], {env})
   assert.is(png.code, 2)
   assert.is(png.stderr, `mod: unsupported_media: ${blue} is a PNG image, not a video: use \`mod scan\` for images\n`)
-  const missing = await runCli(['scan-video', join(dir.path, 'no.mp4')], {env})
+  const missing = await runInProcess(['scan-video', join(dir.path, 'no.mp4')], {env})
   assert.is(missing.stderr, `mod: not_found: ${join(dir.path, 'no.mp4')} does not exist\n`)
-  const folder = await runCli(['scan-video', dir.path], {env})
+  const folder = await runInProcess(['scan-video', dir.path], {env})
   assert.is(folder.stderr, `mod: unsupported_media: ${dir.path} is a folder, not a video: give one video file\n`)
 })
 

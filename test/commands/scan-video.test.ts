@@ -4,7 +4,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {runCli, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {runCli, runInProcess, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {colourClip} from '../lib/video/helpers.js'
 
 const dir = tempDir()
@@ -20,7 +20,7 @@ test.before(async () => {
 test.after(() => dir.remove())
 
 test('red 0-2 s, blue 2-4 s, red 4-6 s at 1 fps gives redness segments [0,2] and [4,6]', async () => {
-  const r = await runCli(['scan-video', redBlueRed, '--config', policy, '--json'], {env})
+  const r = await runInProcess(['scan-video', redBlueRed, '--config', policy, '--json'], {env})
   assert.is(r.code, 1, r.stderr)
   const result = JSON.parse(r.stdout)
   assert.is(result.source, redBlueRed)
@@ -36,7 +36,7 @@ test('red 0-2 s, blue 2-4 s, red 4-6 s at 1 fps gives redness segments [0,2] and
 })
 
 test('--min-frames 3 drops both two-frame segments: safe, exit 0', async () => {
-  const r = await runCli(['scan-video', redBlueRed, '--config', policy, '--min-frames', '3', '--json'], {env})
+  const r = await runInProcess(['scan-video', redBlueRed, '--config', policy, '--min-frames', '3', '--json'], {env})
   assert.is(r.code, 0, r.stderr)
   const result = JSON.parse(r.stdout)
   assert.is(result.is_safe, true)
@@ -44,7 +44,7 @@ test('--min-frames 3 drops both two-frame segments: safe, exit 0', async () => {
 })
 
 test('--stop-on-violation returns one segment, stopped_early, after fewer frames', async () => {
-  const r = await runCli(['scan-video', redBlueRed, '--config', policy, '--stop-on-violation', '--json'], {env})
+  const r = await runInProcess(['scan-video', redBlueRed, '--config', policy, '--stop-on-violation', '--json'], {env})
   assert.is(r.code, 1, r.stderr)
   const result = JSON.parse(r.stdout)
   assert.is(result.stopped_early, true)
@@ -54,7 +54,7 @@ test('--stop-on-violation returns one segment, stopped_early, after fewer frames
 })
 
 test('--ndjson prints each segment as found, then the result', async () => {
-  const r = await runCli(['scan-video', redBlueRed, '--config', policy, '--ndjson'], {env})
+  const r = await runInProcess(['scan-video', redBlueRed, '--config', policy, '--ndjson'], {env})
   assert.is(r.code, 1, r.stderr)
   const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l))
   assert.is(lines.length, 3)
@@ -90,7 +90,7 @@ test('with no CLIP model, the verdict counts the categories checked, stderr name
 
 test('a clip longer than MOD_MAX_VIDEO_SECONDS is refused with video_too_long, exit 2', async () => {
   const long = await colourClip(join(dir.path, 'long.mp4'), ['blue'], 20)
-  const r = await runCli(['scan-video', long, '--config', policy, '--json'], {env: {...env, MOD_MAX_VIDEO_SECONDS: '10'}})
+  const r = await runInProcess(['scan-video', long, '--config', policy, '--json'], {env: {...env, MOD_MAX_VIDEO_SECONDS: '10'}})
   assert.is(r.code, 2)
   assert.match(r.stderr, /video_too_long/)
 })
@@ -102,7 +102,7 @@ test('a truncated MP4 and a text file are unsupported_media, exit 2', async () =
   const text = join(dir.path, 'notes.mp4')
   writeFileSync(text, 'this is not a video\n'.repeat(50))
   for (const file of [truncated, text]) {
-    const r = await runCli(['scan-video', file, '--config', policy], {env})
+    const r = await runInProcess(['scan-video', file, '--config', policy], {env})
     assert.is(r.code, 2, file)
     assert.match(r.stderr, /unsupported_media/)
   }
@@ -111,28 +111,28 @@ test('a truncated MP4 and a text file are unsupported_media, exit 2', async () =
 test('a text file named .txt is not rendered as video: unsupported_media', async () => {
   const text = join(dir.path, 'notes.txt')
   writeFileSync(text, 'plain words\n'.repeat(200))
-  const r = await runCli(['scan-video', text, '--config', policy], {env})
+  const r = await runInProcess(['scan-video', text, '--config', policy], {env})
   assert.is(r.code, 2)
   assert.match(r.stderr, /unsupported_media/)
 })
 
 test('a bad --fps or --min-frames is a one-line usage error naming the flag and its bounds', async () => {
-  const r = await runCli(['scan-video', redBlueRed, '--fps', '11'], {env})
+  const r = await runInProcess(['scan-video', redBlueRed, '--fps', '11'], {env})
   assert.is(r.code, 2)
   assert.is(r.stderr, 'mod: usage: --fps: Expected a number from 0.01 to 10 but received: 11\n')
-  const notNumber = await runCli(['scan-video', redBlueRed, '--fps', 'fast'], {env})
+  const notNumber = await runInProcess(['scan-video', redBlueRed, '--fps', 'fast'], {env})
   assert.is(notNumber.code, 2)
   assert.is(notNumber.stderr, 'mod: usage: --fps: Expected a number from 0.01 to 10 but received: fast\n')
-  const fraction = await runCli(['scan-video', redBlueRed, '--min-frames', '1.5'], {env})
+  const fraction = await runInProcess(['scan-video', redBlueRed, '--min-frames', '1.5'], {env})
   assert.is(fraction.code, 2)
   assert.match(fraction.stderr, /^mod: usage: --min-frames: Expected an integer but received: 1.5\n$/)
-  const tooMany = await runCli(['scan-video', redBlueRed, '--min-frames', '1001'], {env})
+  const tooMany = await runInProcess(['scan-video', redBlueRed, '--min-frames', '1001'], {env})
   assert.is(tooMany.code, 2)
   assert.match(tooMany.stderr, /^mod: usage: --min-frames: Expected an integer less than or equal to 1000/)
 })
 
 test('a missing ffmpeg is one clear error', async () => {
-  const r = await runCli(['scan-video', redBlueRed, '--config', policy], {env: {...env, MOD_FFMPEG: join(dir.path, 'no-ffmpeg')}})
+  const r = await runInProcess(['scan-video', redBlueRed, '--config', policy], {env: {...env, MOD_FFMPEG: join(dir.path, 'no-ffmpeg')}})
   assert.is(r.code, 2)
   assert.match(r.stderr, /ffmpeg_missing: .*MOD_FFMPEG/)
 })

@@ -4,7 +4,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {runCli, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {runCli, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 
 const dir = tempDir()
 const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
@@ -35,20 +35,20 @@ test.after(() => dir.remove())
 
 test('the optimised graph cached in MOD_CACHE_DIR/ort is rebuilt when corrupt: the scan still works and the file is rewritten', async () => {
   const cacheDir = join(dir.path, 'graph-cache')
-  const first = await runCli(['scan', red, '--config', policy, '--json'], {env: {...env, MOD_CACHE_DIR: cacheDir}})
+  const first = await runInProcess(['scan', red, '--config', policy, '--json'], {env: {...env, MOD_CACHE_DIR: cacheDir}})
   assert.is(first.code, 1, first.stderr)
   const [entry] = readdirSync(join(cacheDir, 'ort'))
   const saved = join(cacheDir, 'ort', entry, 'model.onnx')
   const good = readFileSync(saved)
   writeFileSync(saved, 'garbage')
-  const again = await runCli(['scan', red, '--config', policy, '--json'], {env: {...env, MOD_CACHE_DIR: cacheDir}})
+  const again = await runInProcess(['scan', red, '--config', policy, '--json'], {env: {...env, MOD_CACHE_DIR: cacheDir}})
   assert.is(again.code, 1, again.stderr)
   assert.equal(JSON.parse(again.stdout), JSON.parse(first.stdout))
   assert.equal(readFileSync(saved), good)
 })
 
 test('a custom redness category flags a red PNG: exit 1 and a redness violation', async () => {
-  const r = await runCli(['scan', red, '--config', policy, '--json'], {env})
+  const r = await runInProcess(['scan', red, '--config', policy, '--json'], {env})
   assert.is(r.code, 1, r.stderr)
   const [result] = JSON.parse(r.stdout)
   assert.is(result.source, red)
@@ -62,7 +62,7 @@ test('a custom redness category flags a red PNG: exit 1 and a redness violation'
 })
 
 test('a blue PNG alone is safe: exit 0', async () => {
-  const r = await runCli(['scan', blue, '--config', policy, '--json'], {env})
+  const r = await runInProcess(['scan', blue, '--config', policy, '--json'], {env})
   assert.is(r.code, 0, r.stderr)
   const [result] = JSON.parse(r.stdout)
   assert.is(result.is_safe, true)
@@ -73,14 +73,14 @@ test('a blue PNG alone is safe: exit 0', async () => {
 })
 
 test('--ndjson prints one parseable result per line, in input order', async () => {
-  const r = await runCli(['scan', blue, red, '--config', policy, '--ndjson'], {env})
+  const r = await runInProcess(['scan', blue, red, '--config', policy, '--ndjson'], {env})
   assert.is(r.code, 1, r.stderr)
   const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l))
   assert.equal(lines.map((l) => [l.source, l.is_safe]), [[blue, true], [red, false]])
 })
 
 test('a corrupt file is an error entry and the other files are still scored', async () => {
-  const r = await runCli(['scan', blue, corrupt, red, '--config', policy, '--json'], {env})
+  const r = await runInProcess(['scan', blue, corrupt, red, '--config', policy, '--json'], {env})
   assert.is(r.code, 1, r.stderr)
   const results = JSON.parse(r.stdout)
   assert.is(results.length, 3)
@@ -92,13 +92,13 @@ test('a corrupt file is an error entry and the other files are still scored', as
 })
 
 test('an input that cannot be scanned makes an otherwise safe run exit 2', async () => {
-  const r = await runCli(['scan', blue, corrupt, '--config', policy, '--ndjson'], {env})
+  const r = await runInProcess(['scan', blue, corrupt, '--config', policy, '--ndjson'], {env})
   assert.is(r.code, 2, r.stderr)
   assert.is(r.stdout.trim().split('\n').length, 2)
 })
 
 test('folders are walked recursively in name order, picking up images only', async () => {
-  const r = await runCli(['scan', folder, '--config', policy, '--json'], {env})
+  const r = await runInProcess(['scan', folder, '--config', policy, '--json'], {env})
   assert.is(r.code, 1, r.stderr)
   const results = JSON.parse(r.stdout)
   assert.equal(
@@ -129,7 +129,7 @@ const NSFW_FED = ['nudity', 'sexual_activity', 'suggestive']
 const CLIP_ONLY = ['violence', 'gore', 'weapons', 'hate_symbols', 'drugs', 'self_harm', 'alcohol', 'tobacco']
 
 test('with no CLIP model pulled, the embedded specialist scores its categories and one line names the rest', async () => {
-  const r = await runCli(['scan', blue, '--json'], {env: {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}})
+  const r = await runInProcess(['scan', blue, '--json'], {env: {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}})
   assert.is(r.code, 0, r.stderr)
   assert.is(
     r.stderr,
@@ -143,10 +143,10 @@ test('with no CLIP model pulled, the embedded specialist scores its categories a
 
 test('--strict makes a category that was not evaluated an exit 2; --only nsfw asks for the specialist alone', async () => {
   const cache = {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}
-  const strict = await runCli(['scan', blue, '--strict', '--ndjson'], {env: cache})
+  const strict = await runInProcess(['scan', blue, '--strict', '--ndjson'], {env: cache})
   assert.is(strict.code, 2)
   assert.equal(JSON.parse(strict.stdout).not_evaluated, CLIP_ONLY)
-  const only = await runCli(['scan', blue, '--only', 'nsfw', '--strict', '--ndjson'], {env: cache})
+  const only = await runInProcess(['scan', blue, '--only', 'nsfw', '--strict', '--ndjson'], {env: cache})
   assert.is(only.code, 0, only.stderr)
   assert.is(only.stderr, '')
   const result = JSON.parse(only.stdout)
@@ -170,8 +170,8 @@ test('a full check adds no coverage note', async () => {
 })
 
 test('--only nsfw with the toy CLIP model installed still leaves CLIP out: the same specialist scores', async () => {
-  const withClip = await runCli(['scan', red, '--only', 'nsfw', '--ndjson', '--config', policy], {env})
-  const without = await runCli(['scan', red, '--only', 'nsfw', '--ndjson'], {env: {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}})
+  const withClip = await runInProcess(['scan', red, '--only', 'nsfw', '--ndjson', '--config', policy], {env})
+  const without = await runInProcess(['scan', red, '--only', 'nsfw', '--ndjson'], {env: {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}})
   assert.is(withClip.code, 0, withClip.stderr)
   assert.equal(JSON.parse(withClip.stdout).labels, JSON.parse(without.stdout).labels)
 })
@@ -179,7 +179,7 @@ test('--only nsfw with the toy CLIP model installed still leaves CLIP out: the s
 test('a --model-dir that holds no model exits 2 saying so', async () => {
   const empty = join(dir.path, 'no-model-here')
   mkdirSync(empty, {recursive: true})
-  const r = await runCli(['scan', blue, '--model-dir', empty], {env: {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}})
+  const r = await runInProcess(['scan', blue, '--model-dir', empty], {env: {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}})
   assert.is(r.code, 2)
   assert.match(r.stderr, /^mod: model_missing: .*no-model-here/)
   assert.is(r.stdout, '')
@@ -188,13 +188,13 @@ test('a --model-dir that holds no model exits 2 saying so', async () => {
 test('an invalid policy exits 2 with the line of the problem', async () => {
   const bad = join(dir.path, 'bad.yaml')
   writeFileSync(bad, 'categories:\n  weapons:\n    threshold: 7\n')
-  const r = await runCli(['scan', blue, '--config', bad], {env})
+  const r = await runInProcess(['scan', blue, '--config', bad], {env})
   assert.is(r.code, 2)
   assert.match(r.stderr, /bad\.yaml:3/)
 })
 
 test('MOD_MAX_BYTES refuses a larger file as an error entry without reading it', async () => {
-  const r = await runCli(['scan', red, '--config', policy, '--json'], {env: {...env, MOD_MAX_BYTES: '100'}})
+  const r = await runInProcess(['scan', red, '--config', policy, '--json'], {env: {...env, MOD_MAX_BYTES: '100'}})
   assert.is(r.code, 2)
   const [result] = JSON.parse(r.stdout)
   assert.is(result.error.code, 'payload_too_large')
@@ -213,21 +213,21 @@ test('--precision int8 runs the model\'s int8 encoders, with a prompt cache of t
   manifest.variants = {int8: variant}
   writeFileSync(join(model, 'manifest.json'), JSON.stringify(manifest))
   const cache = join(dir.path, 'int8-cache')
-  const r = await runCli(['scan', red, '--config', policy, '--json', '--precision', 'int8'], {env: {MOD_MODEL_DIR: model, MOD_CACHE_DIR: cache}})
+  const r = await runInProcess(['scan', red, '--config', policy, '--json', '--precision', 'int8'], {env: {MOD_MODEL_DIR: model, MOD_CACHE_DIR: cache}})
   assert.is(r.code, 1, r.stderr)
   assert.is(JSON.parse(r.stdout)[0].violations[0].name, 'redness')
   assert.ok(existsSync(join(cache, 'prompts', 'toy-clip-int8')))
   assert.not.ok(existsSync(join(cache, 'prompts', 'toy-clip')))
-  const none = await runCli(['scan', red, '--precision', 'fp16'], {env: {MOD_MODEL_DIR: model, MOD_CACHE_DIR: cache}})
+  const none = await runInProcess(['scan', red, '--precision', 'fp16'], {env: {MOD_MODEL_DIR: model, MOD_CACHE_DIR: cache}})
   assert.is(none.code, 2)
   assert.match(none.stderr, /offers no fp16 encoders/)
 })
 
 test('categories --json lists the defaults plus the custom category with parents and thresholds', async () => {
-  const table = await runCli(['categories', '--config', policy], {env})
+  const table = await runInProcess(['categories', '--config', policy], {env})
   assert.match(table.stdout, /^nudity\s+threshold 0\.50\s+builtin\s+clip\+nsfw\s*$/m)
   assert.match(table.stdout, /^weapons\s+threshold 0\.50\s+builtin\s+clip\s+parent violence$/m)
-  const r = await runCli(['categories', '--json', '--config', policy], {env})
+  const r = await runInProcess(['categories', '--json', '--config', policy], {env})
   assert.is(r.code, 0, r.stderr)
   const listing = JSON.parse(r.stdout)
   assert.is(listing.preset, 'fast')

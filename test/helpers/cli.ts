@@ -3,6 +3,7 @@ import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join, resolve} from 'node:path'
 
+import {Config, Errors, run} from '@oclif/core'
 import sharp from 'sharp'
 
 export const ROOT = resolve(import.meta.dirname, '..', '..')
@@ -32,6 +33,71 @@ export function runCli(args: string[], opts: {env?: Record<string, string>; stdi
     child.on('close', (code) => done({code: code ?? -1, stdout, stderr}))
     child.stdin.end(opts.stdin)
   })
+}
+
+let config: Promise<Config> | undefined
+
+/**
+ * Runs a command of the built CLI in this process, as `node bin/run.js …` would (oclif's `run` with the package's
+ * config, loaded once per test file): stdout and stderr are captured apart, MOD_* variables are only `env`'s
+ * during the run, and the exit code is the one the command ends with (`this.exit`, `process.exitCode`, 0). It
+ * saves a Node start, oclif's start and the engine's module loading per run, for tests about what a command
+ * answers; what only a real process shows (stdin, signals, terminals, bin/run.js's start-up failures and their
+ * exit codes) stays with runCli. An error that bin/run.js would print as `internal` is thrown instead.
+ */
+export async function runInProcess(args: string[], opts: {env?: Record<string, string>; cwd?: string} = {}): Promise<CliRun> {
+  config ??= Config.load(ROOT)
+  const loaded = await config
+  const savedEnv = {...process.env}
+  for (const k of Object.keys(process.env)) if (k.startsWith('MOD_')) delete process.env[k]
+  Object.assign(process.env, {NO_COLOR: '1'}, opts.env)
+  const savedCwd = process.cwd()
+  if (opts.cwd) process.chdir(opts.cwd)
+  const savedExitCode = process.exitCode
+  process.exitCode = undefined
+  const writes = {stdout: process.stdout.write, stderr: process.stderr.write}
+  const out = {stdout: '', stderr: ''}
+  // Output goes to pipes, as in a child process, even when the test itself runs in a terminal.
+  const restoreTty = (['stdout', 'stderr'] as const).flatMap((name) =>
+    (['isTTY', 'columns', 'rows'] as const).map((prop) => {
+      const own = Object.getOwnPropertyDescriptor(process[name], prop)
+      Object.defineProperty(process[name], prop, {value: undefined, configurable: true, writable: true})
+      return () => (own ? Object.defineProperty(process[name], prop, own) : delete (process[name] as unknown as Record<string, unknown>)[prop])
+    }),
+  )
+  // Listeners a command leaves on the streams (a process would end with them) are removed after the run.
+  const listenersBefore = (['stdout', 'stderr'] as const).map((name) => new Map(process[name].eventNames().map((e) => [e, process[name].listeners(e)])))
+  for (const name of ['stdout', 'stderr'] as const) {
+    process[name].write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+      out[name] += typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString()
+      const done = rest.find((r) => typeof r === 'function') as (() => void) | undefined
+      if (done) process.nextTick(done)
+      return true
+    }) as typeof process.stdout.write
+  }
+  let code = 0
+  try {
+    await run(args, loaded)
+    code = Number(process.exitCode ?? 0)
+  } catch (e) {
+    if (!(e instanceof Errors.ExitError)) throw e
+    code = e.oclif.exit ?? 1
+  } finally {
+    process.stdout.write = writes.stdout
+    process.stderr.write = writes.stderr
+    for (const restore of restoreTty) restore()
+    for (const [i, name] of (['stdout', 'stderr'] as const).entries()) {
+      for (const e of process[name].eventNames()) {
+        const before = listenersBefore[i].get(e) ?? []
+        for (const l of process[name].listeners(e)) if (!before.includes(l)) process[name].off(e, l as (...a: unknown[]) => void)
+      }
+    }
+    process.exitCode = savedExitCode
+    process.chdir(savedCwd)
+    for (const k of Object.keys(process.env)) if (!(k in savedEnv)) delete process.env[k]
+    Object.assign(process.env, savedEnv)
+  }
+  return {code, ...out}
 }
 
 export function tempDir(prefix = 'mod-test-'): {path: string; remove: () => void} {

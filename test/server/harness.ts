@@ -251,7 +251,8 @@ export function serveProcess(args: string[], env: Record<string, string>, comman
     for (const w of watchers) w()
   })
   const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)))
-  const waitFor = (pattern: RegExp, ms = 15_000) =>
+  // A deadline for a process that hangs, not a timing: on a loaded 2-core machine a start took over 15 s.
+  const waitFor = (pattern: RegExp, ms = 60_000) =>
     new Promise<RegExpMatchArray>((resolve, reject) => {
       const timer = setTimeout(() => {
         watchers.delete(check)

@@ -4,7 +4,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {runCli, tempDir} from '../../helpers/cli.js'
+import {runInProcess, tempDir} from '../../helpers/cli.js'
 
 const dir = tempDir()
 const good = join(dir.path, 'good.yaml')
@@ -18,7 +18,7 @@ test.before(() => {
 test.after(() => dir.remove())
 
 test('a valid file: exit 0 and a summary', async () => {
-  const r = await runCli(['policy', 'validate', good])
+  const r = await runInProcess(['policy', 'validate', good])
   assert.is(r.code, 0, r.stderr)
   assert.is(
     r.stdout,
@@ -36,7 +36,7 @@ test('a valid file: exit 0 and a summary', async () => {
 })
 
 test('an invalid file: exit 2 and one file:line:col: message line per problem on stderr', async () => {
-  const r = await runCli(['policy', 'validate', bad])
+  const r = await runInProcess(['policy', 'validate', bad])
   assert.is(r.code, 2)
   assert.is(r.stdout, '')
   assert.is(
@@ -52,14 +52,14 @@ test('an invalid file: exit 2 and one file:line:col: message line per problem on
 })
 
 test('--json prints {valid, problems, summary}', async () => {
-  const ok = await runCli(['policy', 'validate', good, '--json'])
+  const ok = await runInProcess(['policy', 'validate', good, '--json'])
   assert.is(ok.code, 0)
   assert.equal(JSON.parse(ok.stdout), {
     valid: true,
     problems: [],
     summary: {categories: 11, custom: ['redness'], disabled: ['tobacco'], changed: ['weapons'], preset: 'fast', trim_borders: true},
   })
-  const ko = await runCli(['policy', 'validate', bad, '--json'])
+  const ko = await runInProcess(['policy', 'validate', bad, '--json'])
   assert.is(ko.code, 2)
   const body = JSON.parse(ko.stdout)
   assert.is(body.valid, false)
@@ -72,7 +72,7 @@ test('a prompt longer than the 77-token context: a warning naming it on stderr, 
   const long = join(dir.path, 'long.yaml')
   const word = 'w'.repeat(1_000_000)
   writeFileSync(long, `categories:\n  redness:\n    prompts: ["red", "${'cat '.repeat(76)}"]\n    negatives: ["${word}"]\n  fit:\n    prompts: ["${'cat '.repeat(75)}"]\nneutral: ["a photo", "${'dog '.repeat(80)}"]\n`)
-  const r = await runCli(['policy', 'validate', long])
+  const r = await runInProcess(['policy', 'validate', long])
   assert.is(r.code, 0, r.stderr)
   assert.match(r.stdout, `${long}: valid`)
   assert.equal(r.stderr.trim().split('\n'), [
@@ -83,7 +83,7 @@ test('a prompt longer than the 77-token context: a warning naming it on stderr, 
 })
 
 test('a missing file: exit 2 and an invalid_config message', async () => {
-  const r = await runCli(['policy', 'validate', join(dir.path, 'nope.yaml')])
+  const r = await runInProcess(['policy', 'validate', join(dir.path, 'nope.yaml')])
   assert.is(r.code, 2)
   assert.is(r.stderr.trim(), `mod: invalid_config: cannot read the policy file ${join(dir.path, 'nope.yaml')}: no such file`)
 })
