@@ -125,7 +125,7 @@ test('compose: Redis asks for MOD_REDIS_PASSWORD, which has no default, and mod 
  * Runs a deploy file's Redis start-up script and health check with the real redis-server and redis-cli (on a
  * free port, in a temporary folder) and the password in REDISCLI_AUTH, as the container would.
  */
-async function redisOf(script: string, probe: string[]): Promise<{port: number; probe(auth?: string): number; stop(): Promise<void>}> {
+async function redisOf(script: string[], probe: string[]): Promise<{port: number; probe(auth?: string): number; stop(): Promise<void>}> {
   const tmp = mkdtempSync(join(tmpdir(), 'mod-deploy-redis-'))
   const port = await freePort()
   // The scripts use the default port and folder: wrappers first on PATH point them at the test's.
@@ -133,7 +133,7 @@ async function redisOf(script: string, probe: string[]): Promise<{port: number; 
   writeFileSync(join(tmp, 'redis-server'), `#!/bin/sh\nexec ${real(REDIS_SERVER)} "$@" --port ${port} --bind 127.0.0.1 --dir ${tmp}\n`, {mode: 0o755})
   writeFileSync(join(tmp, 'redis-cli'), `#!/bin/sh\nexec ${real('redis-cli')} -p ${port} "$@"\n`, {mode: 0o755})
   const env = {...process.env, PATH: `${tmp}:${process.env.PATH}`, REDISCLI_AUTH: 'Secret123'}
-  const child = spawn(script[0], script.slice(1) as string[], {env, stdio: ['ignore', 'pipe', 'inherit']})
+  const child = spawn(script[0], script.slice(1), {env, stdio: ['ignore', 'pipe', 'inherit']})
   await new Promise<void>((resolve, reject) => {
     let out = ''
     child.stdout?.setEncoding('utf8').on('data', (d: string) => {
