@@ -50,8 +50,6 @@ interface Progress {
 /** How a run ended; the job completes in BullMQ with this, so only a worker's death fails it there. */
 type Outcome = {status: 'done'; result: NonNullable<JobBody['result']>} | {status: 'failed'; error: JobError} | {status: 'cancelled'}
 
-type Data = JobData
-
 const unreachable = (e: unknown): ModError =>
   new ModError('overloaded', `the job queue is not reachable; retry later (${e instanceof Error ? e.message : String(e)})`)
 
@@ -98,7 +96,7 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
   const client = new Redis(o.url, {maxRetriesPerRequest: 1, commandTimeout: o.commandTimeoutMs ?? 2000})
   client.on('error', logOnce('job queue (redis)'))
   client.on('ready', () => logged.clear())
-  const queue = new Queue<Data, Outcome>(QUEUE_NAME, {
+  const queue = new Queue<JobData, Outcome>(QUEUE_NAME, {
     connection: client,
     skipWaitingForReady: true,
     defaultJobOptions: {
@@ -107,14 +105,14 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
     },
   })
   queue.on('error', logOnce('job queue'))
-  let worker: Worker<Data, Outcome> | undefined
+  let worker: Worker<JobData, Outcome> | undefined
   // Connections BullMQ was handed are not closed by it.
   const connections: Redis[] = [client]
   const running = new Map<string, AbortController>()
   let sweeper: NodeJS.Timeout | undefined
 
   /** The job's spec, or undefined (logged) for a job this server could not have queued. */
-  function specOf(job: BullJob<Data, Outcome>): (JobSpec & {created_at: string}) | undefined {
+  function specOf(job: BullJob<JobData, Outcome>): (JobSpec & {created_at: string}) | undefined {
     try {
       return readJobData(job.data, job.id, o.storage)
     } catch (e) {
@@ -124,7 +122,7 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
   }
 
   /** The job as a client sees it; undefined when it is unknown, or what Redis holds of it is not valid. */
-  async function body(job: BullJob<Data, Outcome>): Promise<JobBody | undefined> {
+  async function body(job: BullJob<JobData, Outcome>): Promise<JobBody | undefined> {
     const spec = specOf(job)
     if (!spec) return undefined
     const state = await job.getState()
@@ -171,7 +169,7 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
     if (removed.length > 0) o.log(`job storage: removed ${removed.length} folder(s) of jobs the queue no longer has`)
   }
 
-  async function process(job: BullJob<Data, Outcome>, runner: JobRunner): Promise<Outcome> {
+  async function process(job: BullJob<JobData, Outcome>, runner: JobRunner): Promise<Outcome> {
     // A refused job touches no file and calls no callback: nothing it names can be trusted.
     const spec = specOf(job)
     if (!spec) return {status: 'failed', error: REFUSED}
@@ -265,7 +263,7 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
       const connection = new Redis(o.url, {maxRetriesPerRequest: null})
       connection.on('error', logOnce('job worker (redis)'))
       connections.push(connection)
-      worker = new Worker<Data, Outcome>(QUEUE_NAME, (job) => process(job, runner), {
+      worker = new Worker<JobData, Outcome>(QUEUE_NAME, (job) => process(job, runner), {
         connection,
         concurrency: 1,
         lockDuration: o.lockDurationMs ?? LOCK_DURATION_MS,
