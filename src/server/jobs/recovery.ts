@@ -16,7 +16,9 @@ export const MAX_STALLED_COUNT = 2
 
 /**
  * The longest a dead worker's job waits before it is back in the queue: its lock expires at most
- * LOCK_DURATION_MS after the worker's last renewal, and the next check comes within STALLED_INTERVAL_MS.
+ * LOCK_DURATION_MS after the worker's last renewal, and the next check comes within STALLED_INTERVAL_MS. (Checks
+ * are shared: one made by the worker that then died holds the others back for an interval, so the first check
+ * after a death can take two intervals; that is still before the lock expires while the lock lasts longer.)
  */
 export const recoverySeconds = (lockDurationMs = LOCK_DURATION_MS, stalledIntervalMs = STALLED_INTERVAL_MS): number =>
   Math.ceil((lockDurationMs + stalledIntervalMs) / 1000)
