@@ -2,6 +2,7 @@ import type {IncomingHttpHeaders, IncomingMessage} from 'node:http'
 import {Transform} from 'node:stream'
 
 import {ModError} from '../lib/errors.js'
+import {formatSize} from '../lib/sizes.js'
 import type {Hold} from './queue.js'
 
 /** A request body as a stream, with the request's headers (formidable reads them from the stream it parses). */
@@ -29,7 +30,7 @@ export function bodyStream(req: IncomingMessage, limits: BodyLimits): BodyStream
   const {idleMs, hold} = limits
   const declared = Number(req.headers['content-length'])
   if (declared > limits.maxBytes) {
-    throw new ModError('payload_too_large', `the request body is larger than the limit of ${limits.maxBytes} bytes`)
+    throw new ModError('payload_too_large', `the request body is larger than ${formatSize(limits.maxBytes)}`)
   }
   const known = Number.isSafeInteger(declared)
   if (hold && known) hold.take(declared)

@@ -1,7 +1,8 @@
 import type {IncomingMessage} from 'node:http'
 
-import {ModError} from '../lib/errors.js'
+import {emptyFileError, ModError} from '../lib/errors.js'
 import {readCapped} from '../lib/input/read-capped.js'
+import {formatSize} from '../lib/sizes.js'
 import {bodyStream, type BodyLimits} from './body-stream.js'
 
 /**
@@ -39,12 +40,12 @@ export function decodeBase64(text: string): Buffer {
   return Buffer.from(bare, 'base64')
 }
 
-/** The image of `image_base64`: decoded, not empty, and at most `maxBytes` (else payload_too_large). */
+/** The image of `image_base64`: decoded, not empty (as an empty upload), and at most `maxBytes` (else payload_too_large). */
 export function base64Image(text: string, maxBytes: number): Buffer {
   const data = decodeBase64(text)
-  if (data.length === 0) throw new ModError('bad_request', 'image_base64 is empty')
+  if (data.length === 0) throw emptyFileError()
   if (data.length > maxBytes) {
-    throw new ModError('payload_too_large', `the image is ${data.length} bytes; the limit is ${maxBytes} bytes (MOD_MAX_BYTES)`)
+    throw new ModError('payload_too_large', `the image is larger than ${formatSize(maxBytes)} (MOD_MAX_BYTES)`)
   }
   return data
 }

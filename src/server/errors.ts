@@ -1,6 +1,7 @@
 import type {Limits, LogLevel} from '../lib/config/settings.js'
 import {isModError, type ErrorCode} from '../lib/errors.js'
-import {grouped, humanBytes, humanSeconds} from './units.js'
+import {formatSizeExact, grouped} from '../lib/sizes.js'
+import {humanSeconds} from './units.js'
 
 /** An error as the API answers it: `{error: {code, message}}` with this status. */
 export interface HttpError {
@@ -88,10 +89,10 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   payload_too_large: {
     status: 413,
     when: (l) =>
-      `an image over ${humanBytes(l.maxBytes)} or ${grouped(l.maxPixels)} decoded pixels, batch files over ` +
-      `${humanBytes(l.maxBatchBytes)} together, a request body over the upload limit (its Content-Length is ` +
-      `checked before reading), or a video over ${humanBytes(l.maxVideoBytes)}`,
-    example: 'the image is larger than 26214400 bytes',
+      `an image over ${formatSizeExact(l.maxBytes)} or ${grouped(l.maxPixels)} decoded pixels, batch files over ` +
+      `${formatSizeExact(l.maxBatchBytes)} together, a request body over the upload limit (its Content-Length is ` +
+      `checked before reading), or a video over ${formatSizeExact(l.maxVideoBytes)}`,
+    example: 'the image is larger than 25 MiB (MOD_MAX_BYTES)',
   },
   request_timeout: {
     status: 408,
@@ -121,7 +122,7 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
     retryAfter: RETRY_OVERLOADED_S,
     when: (l) =>
       `the worker queue is full (${l.queueLimit} requests waiting), ${l.maxUploads} uploads are already being ` +
-      `received (\`MOD_MAX_UPLOADS\`), the worker holds ${humanBytes(l.maxBufferedBytes)} of requests not ` +
+      `received (\`MOD_MAX_UPLOADS\`), the worker holds ${formatSizeExact(l.maxBufferedBytes)} of requests not ` +
       'answered yet (`MOD_MAX_BUFFERED_BYTES`), as many jobs wait, or the job queue (Redis) is unreachable',
     example: 'the server is busy; retry later',
   },

@@ -11,7 +11,8 @@ import {Job, JobSegment} from './jobs/schema.js'
 import type {Operation as Declared, ServerFacts, Success, Text} from './route.js'
 import {ROUTES} from './routes/index.js'
 import {ErrorBody, ErrorCode, Health, ModerateJsonRequest, Ready} from './schemas.js'
-import {grouped, humanBytes, humanSeconds} from './units.js'
+import {formatSizeExact, grouped} from '../lib/sizes.js'
+import {humanSeconds} from './units.js'
 
 /**
  * The OpenAPI 3.1 description of one server, generated: paths from the route declarations, schemas from
@@ -257,16 +258,16 @@ function description(info: OpenApiInfo): string {
     '## Limits on this server',
     '| Setting | Value | Applies to |',
     '|---|---|---|',
-    `| \`MOD_MAX_BYTES\` | ${humanBytes(limits.maxBytes)} | one image (upload, base64 or URL download) |`,
+    `| \`MOD_MAX_BYTES\` | ${formatSizeExact(limits.maxBytes)} | one image (upload, base64 or URL download) |`,
     `| \`MOD_MAX_PIXELS\` | ${grouped(limits.maxPixels)} pixels | decoded size of one image or frame |`,
     `| \`MOD_MAX_BATCH\` | ${limits.maxBatch} files | one batch request |`,
-    `| \`MOD_MAX_BATCH_BYTES\` | ${humanBytes(limits.maxBatchBytes)} | the files of one batch request together |`,
-    `| \`MOD_MAX_VIDEO_BYTES\` | ${humanBytes(limits.maxVideoBytes)} | one uploaded video |`,
+    `| \`MOD_MAX_BATCH_BYTES\` | ${formatSizeExact(limits.maxBatchBytes)} | the files of one batch request together |`,
+    `| \`MOD_MAX_VIDEO_BYTES\` | ${formatSizeExact(limits.maxVideoBytes)} | one uploaded video |`,
     `| \`MOD_MAX_VIDEO_SECONDS\` | ${limits.maxVideoSeconds} s | video duration, enforced while decoding |`,
     `| \`MOD_URL_TIMEOUT_MS\` | ${humanSeconds(limits.urlTimeoutMs)} | one URL fetch, redirects and body included |`,
     `| \`MOD_QUEUE_LIMIT\` | ${limits.queueLimit} requests | waiting per worker before 503 \`overloaded\` |`,
     `| \`MOD_MAX_UPLOADS\` | ${limits.maxUploads} uploads | bodies being received per worker before 503 \`overloaded\` (a request queues only once its body is in) |`,
-    `| \`MOD_MAX_BUFFERED_BYTES\` | ${humanBytes(limits.maxBufferedBytes)} | request bytes a worker holds in memory for requests not answered yet, before 503 \`overloaded\` |`,
+    `| \`MOD_MAX_BUFFERED_BYTES\` | ${formatSizeExact(limits.maxBufferedBytes)} | request bytes a worker holds in memory for requests not answered yet, before 503 \`overloaded\` |`,
     `| \`MOD_BODY_TIMEOUT_MS\` | ${humanSeconds(limits.bodyTimeoutMs)} | a request body that sends nothing for this long is 408 \`request_timeout\` |`,
     '',
     'Uploads are streamed and the limits are counted as bytes arrive; a video is streamed to disk.',
@@ -285,7 +286,7 @@ function description(info: OpenApiInfo): string {
       'unique-local, multicast, CGNAT, unspecified and other reserved addresses are refused (422 ' +
       '`url_blocked`), and the connection goes only to the checked addresses;',
     '- every redirect is checked the same way, at most 5 are followed;',
-    `- the body may be at most ${humanBytes(limits.maxBytes)} and the whole fetch must finish within ` +
+    `- the body may be at most ${formatSizeExact(limits.maxBytes)} and the whole fetch must finish within ` +
       `${humanSeconds(limits.urlTimeoutMs)}.`,
     '',
     '## Errors',

@@ -7,6 +7,7 @@ import formidable, {errors, multipart} from 'formidable'
 
 import {isModError, ModError} from '../lib/errors.js'
 import {byteCap, type ByteCap} from '../lib/input/read-capped.js'
+import {formatSize} from '../lib/sizes.js'
 import {bodyStream, type BodyStream} from './body-stream.js'
 import type {Hold} from './queue.js'
 
@@ -66,7 +67,7 @@ export function isMultipart(req: IncomingMessage): boolean {
 export async function receiveImages(req: IncomingMessage, limits: ImageUploadLimits): Promise<UploadedImage[]> {
   const maxTotal = Math.min(limits.maxTotalBytes ?? Number.POSITIVE_INFINITY, limits.maxFiles * limits.maxBytes)
   const body = bodyStream(req, {idleMs: limits.idleMs, maxBytes: maxTotal + FORM_ROOM, hold: limits.hold})
-  const total = byteCap(maxTotal, 'the files', () => new ModError('payload_too_large', `the files are larger than ${maxTotal} bytes together (MOD_MAX_BATCH_BYTES)`))
+  const total = byteCap(maxTotal, 'the files', () => new ModError('payload_too_large', `the files are larger than ${formatSize(maxTotal)} together (MOD_MAX_BATCH_BYTES)`))
   const received: Received[] = []
   const unexpected = new Set<string>()
   const form = formidable({
@@ -103,7 +104,7 @@ export async function receiveVideo(req: IncomingMessage, limits: VideoUploadLimi
   const unexpected = new Set<string>()
   let filename = limits.field
   const path = join(limits.dir, 'upload')
-  const cap = byteCap(limits.maxBytes, 'the video', () => new ModError('payload_too_large', `the video is larger than ${limits.maxBytes} bytes (MOD_MAX_VIDEO_BYTES)`))
+  const cap = byteCap(limits.maxBytes, 'the video', () => new ModError('payload_too_large', `the video is larger than ${formatSize(limits.maxBytes)} (MOD_MAX_VIDEO_BYTES)`))
   let failed: ModError | undefined
   const form = formidable({
     ...FIELD_LIMITS,
@@ -194,7 +195,7 @@ interface Received {
 
 /** A Writable that keeps the chunks and fails with payload_too_large past `limit` bytes, or past the files' total. */
 function memorySink(into: Received, limit: number, total: ByteCap): Writable {
-  const file = byteCap(limit, into.filename, () => new ModError('payload_too_large', `${into.filename} is larger than ${limit} bytes (MOD_MAX_BYTES)`))
+  const file = byteCap(limit, into.filename, () => new ModError('payload_too_large', `${into.filename} is larger than ${formatSize(limit)} (MOD_MAX_BYTES)`))
   return new Writable({
     write(chunk: Buffer, _encoding, callback) {
       try {

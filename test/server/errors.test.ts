@@ -134,7 +134,7 @@ test('400 bad_request: a bad query value on the video endpoint, before the uploa
 test('413 payload_too_large: an uploaded image over MOD_MAX_BYTES', async () => {
   const r = await upload(limited.base, '/v1/moderate', 'file', [{name: 'big.png', data: Buffer.alloc(2048, 1)}])
   assert.equal(errorOf(r), {status: 413, code: 'payload_too_large'})
-  assert.is(r.body.error.message, 'big.png is larger than 1024 bytes (MOD_MAX_BYTES)')
+  assert.is(r.body.error.message, 'big.png is larger than 1 KiB (MOD_MAX_BYTES)')
 })
 
 test('413 payload_too_large: a base64 image over MOD_MAX_BYTES once decoded', async () => {

@@ -7,7 +7,6 @@ import * as assert from 'uvu/assert'
 import {DEFAULT_LIMITS, type Limits} from '../../src/lib/config/settings.js'
 import {EXAMPLE_REQUEST_ID} from '../../src/server/examples.js'
 import {openapiDocument, type OpenApiDocument, type Operation} from '../../src/server/openapi.js'
-import {humanBytes} from '../../src/server/units.js'
 import {createConformance} from './conformance.js'
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {version: string})
@@ -315,14 +314,6 @@ test('the description says whether this server wants a key and fetches URLs', ()
   const d = documentWith({apiKey: true, allowUrls: true})
   assert.match(d.info.description, 'This server has `MOD_API_KEY` set')
   assert.match(d.info.description, 'URL fetching is **enabled** on this server.')
-})
-
-test('humanBytes names the binary unit and the exact count', () => {
-  assert.is(humanBytes(26_214_400), '25 MiB (26 214 400 bytes)')
-  assert.is(humanBytes(209_715_200), '200 MiB (209 715 200 bytes)')
-  assert.is(humanBytes(1_000_000), '976.56 KiB (1 000 000 bytes)')
-  assert.is(humanBytes(2048), '2 KiB (2 048 bytes)')
-  assert.is(humanBytes(512), '512 bytes')
 })
 
 test.run()

@@ -12,7 +12,7 @@ import {Job} from '../jobs/schema.js'
 import {sendJson} from '../reply.js'
 import {declareRoute} from '../route.js'
 import {VideoQuery} from '../schemas.js'
-import {humanBytes} from '../units.js'
+import {formatSizeExact} from '../../lib/sizes.js'
 import {receiveVideo} from '../upload.js'
 import {requireMultipart} from './pipeline.js'
 import {VIDEO_UPLOAD} from './video.js'
@@ -55,7 +55,7 @@ export const submitVideoJobRoute = declareRoute({
   operationId: 'submitVideoJob',
   summary: 'Moderate a video as a job',
   description: ({limits}) =>
-    `The upload and query of \`POST /v1/moderate/video\` (at most ${humanBytes(limits.maxVideoBytes)} and ` +
+    `The upload and query of \`POST /v1/moderate/video\` (at most ${formatSizeExact(limits.maxVideoBytes)} and ` +
     `${limits.maxVideoSeconds} s), answered at once with 202 and the queued job; poll \`GET /v1/jobs/{id}\` ` +
     '(or give `callback_url`). The upload waits in `MOD_JOB_STORAGE` and is removed when the job ends. At most ' +
     `${limits.queueLimit} jobs wait at a time: beyond that the answer is 503 \`overloaded\` before the upload is read.`,

@@ -7,7 +7,7 @@ import {EXAMPLE_PNG_BASE64, EXAMPLE_RESULT} from '../examples.js'
 import {sendJson} from '../reply.js'
 import {declareRoute, type RouteHandler} from '../route.js'
 import {ModerateJsonRequest} from '../schemas.js'
-import {humanBytes} from '../units.js'
+import {formatSizeExact} from '../../lib/sizes.js'
 import {moderate} from './pipeline.js'
 
 /** `source` of a result from image_base64, which carries no file name. */
@@ -56,7 +56,7 @@ export const moderateJsonRoute = declareRoute({
     media: 'application/json',
     schema: ModerateJsonRequest,
     description: ({limits}) =>
-      `Exactly one of \`image_base64\` (at most ${humanBytes(limits.maxBytes)} once decoded) and \`url\`.`,
+      `Exactly one of \`image_base64\` (at most ${formatSizeExact(limits.maxBytes)} once decoded) and \`url\`.`,
     example: {image_base64: EXAMPLE_PNG_BASE64},
   },
   responses: {200: {description: 'The moderation result.', schema: ModerationResult, example: EXAMPLE_RESULT}},

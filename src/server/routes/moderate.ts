@@ -4,7 +4,7 @@ import type {Handler} from '../context.js'
 import {EXAMPLE_BATCH, EXAMPLE_RESULT} from '../examples.js'
 import {sendJson} from '../reply.js'
 import {declareRoute} from '../route.js'
-import {humanBytes} from '../units.js'
+import {formatSizeExact} from '../../lib/sizes.js'
 import {receiveImages} from '../upload.js'
 import {moderate, requireMultipart} from './pipeline.js'
 
@@ -50,11 +50,11 @@ export const moderateFileRoute = declareRoute({
   path: '/v1/moderate',
   operationId: 'moderateImage',
   summary: 'Moderate one uploaded image',
-  description: ({limits}) => `Multipart form with one image in the field \`file\`, of at most ${humanBytes(limits.maxBytes)}.`,
+  description: ({limits}) => `Multipart form with one image in the field \`file\`, of at most ${formatSizeExact(limits.maxBytes)}.`,
   tags: ['moderation'],
   body: {
     media: 'multipart/form-data',
-    description: ({limits}) => `One image of at most ${humanBytes(limits.maxBytes)}.`,
+    description: ({limits}) => `One image of at most ${formatSizeExact(limits.maxBytes)}.`,
     schema: () => ({
       type: 'object',
       required: ['file'],
@@ -73,12 +73,12 @@ export const moderateBatchRoute = declareRoute({
   summary: 'Moderate several uploaded images',
   description: ({limits}) =>
     `Multipart form with the field \`files\` repeated once per image (at most ${limits.maxBatch}, each at ` +
-    `most ${humanBytes(limits.maxBytes)}, together at most ${humanBytes(limits.maxBatchBytes)}). Results come in upload order; a file that cannot be read ` +
+    `most ${formatSizeExact(limits.maxBytes)}, together at most ${formatSizeExact(limits.maxBatchBytes)}). Results come in upload order; a file that cannot be read ` +
     'yields an error entry in its place and the request still succeeds.',
   tags: ['moderation'],
   body: {
     media: 'multipart/form-data',
-    description: ({limits}) => `1 to ${limits.maxBatch} images, together at most ${humanBytes(limits.maxBatchBytes)}.`,
+    description: ({limits}) => `1 to ${limits.maxBatch} images, together at most ${formatSizeExact(limits.maxBatchBytes)}.`,
     schema: (limits) => ({
       type: 'object',
       required: ['files'],

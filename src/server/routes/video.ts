@@ -6,7 +6,7 @@ import {EXAMPLE_VIDEO} from '../examples.js'
 import {sendJson} from '../reply.js'
 import {declareRoute, type RouteHandler, type ServerFacts} from '../route.js'
 import {VideoQuery} from '../schemas.js'
-import {humanBytes} from '../units.js'
+import {formatSizeExact} from '../../lib/sizes.js'
 import type {QueryValues} from '../validate.js'
 import {receiveVideo} from '../upload.js'
 import {moderate, requireMultipart} from './pipeline.js'
@@ -40,7 +40,7 @@ export const moderateVideoFile: RouteHandler<QueryValues<typeof VideoQuery>, unk
 /** The multipart body of the video endpoints (synchronous and as a job): one video in the field `file`. */
 export const VIDEO_UPLOAD = {
   media: 'multipart/form-data',
-  description: ({limits}: ServerFacts) => `One video of at most ${humanBytes(limits.maxVideoBytes)}.`,
+  description: ({limits}: ServerFacts) => `One video of at most ${formatSizeExact(limits.maxVideoBytes)}.`,
   schema: () => ({
     type: 'object',
     required: ['file'],
@@ -54,7 +54,7 @@ export const moderateVideoRoute = declareRoute({
   operationId: 'moderateVideo',
   summary: 'Moderate an uploaded video',
   description: ({limits}) =>
-    `Multipart form with one video in the field \`file\` (at most ${humanBytes(limits.maxVideoBytes)} and ` +
+    `Multipart form with one video in the field \`file\` (at most ${formatSizeExact(limits.maxVideoBytes)} and ` +
     `${limits.maxVideoSeconds} s). The file is streamed to disk; frames are sampled at \`fps\`, scored in ` +
     'batches, and each violated label gets the timestamped segments where its score stayed at or above ' +
     'its threshold for at least `min_frames` sampled frames. A segment ends at its last frame plus 1/fps ' +
