@@ -88,7 +88,7 @@ export async function receiveImages(req: IncomingMessage, limits: ImageUploadLim
   form.on('fileBegin', (_name, file) => {
     received.push({filename: file.originalFilename || limits.field, chunks: []})
   })
-  const [fields] = await parse(form, body, limits.maxFiles === 1 ? 'single' : 'many')
+  const [fields] = await parse(form, body, limits)
   // formidable drops a sink's error that comes after the body's last byte was parsed; it is kept here.
   const failed = received.find((r) => r.error)
   if (failed?.error) throw failed.error
@@ -123,7 +123,7 @@ export async function receiveVideo(req: IncomingMessage, limits: VideoUploadLimi
     filename = file.originalFilename || limits.field
   })
   const body = bodyStream(req, {idleMs: limits.idleMs, maxBytes: limits.maxBytes + FORM_ROOM})
-  const [fields, files] = await parse(form, body, 'single')
+  const [fields, files] = await parse(form, body, {field: limits.field, maxFiles: 1})
   if (failed) throw failed
   const file = files[limits.field]?.[0]
   checkFields(limits.field, unexpected, file ? 1 : 0, fields)
@@ -212,44 +212,45 @@ function memorySink(into: Received, limit: number, total: ByteCap): Writable {
   })
 }
 
-async function parse(
-  form: ReturnType<typeof formidable>,
-  body: BodyStream,
-  arity: 'single' | 'many',
-): Promise<[formidable.Fields, formidable.Files]> {
+/** What a failed parse is answered with: which field the files go in, and how many are allowed there. */
+interface Expected {
+  field: string
+  maxFiles: number
+}
+
+async function parse(form: ReturnType<typeof formidable>, body: BodyStream, expected: Expected): Promise<[formidable.Fields, formidable.Files]> {
   try {
     return await form.parse(body as unknown as IncomingMessage)
   } catch (e) {
-    throw uploadError(e, arity)
+    throw uploadError(e, expected)
   }
 }
 
-/** formidable's numeric error codes → ModError; our own sink errors pass through. */
-function uploadError(e: unknown, arity: 'single' | 'many'): ModError {
+/** formidable's numeric error codes → ModError in our words (its own messages name its options and parser states); our own sink errors pass through. */
+function uploadError(e: unknown, {field, maxFiles}: Expected): ModError {
   if (isModError(e)) return e
   const code = (e as {code?: unknown}).code
-  const message = e instanceof Error ? e.message : String(e)
   switch (code) {
     case errors.maxFilesExceeded:
-      return arity === 'single'
-        ? new ModError('bad_request', 'this endpoint takes exactly one file')
-        : new ModError('too_many_files', `${message} (MOD_MAX_BATCH)`)
-    case errors.biggerThanMaxFileSize:
-    case errors.biggerThanTotalMaxFileSize:
-      return new ModError('payload_too_large', `the upload is larger than the limit: ${message}`)
+      return maxFiles === 1
+        ? new ModError('bad_request', `this endpoint takes one file: send exactly one in the field "${field}"`)
+        : new ModError('too_many_files', `a batch holds at most ${maxFiles} files (MOD_MAX_BATCH)`)
     case errors.maxFieldsExceeded:
     case errors.maxFieldsSizeExceeded:
-      return new ModError('payload_too_large', `too many or too large form fields: ${message}`)
+      return new ModError(
+        'payload_too_large',
+        `the form has more than ${FIELD_LIMITS.maxFields} text fields or more than ${formatSize(FIELD_LIMITS.maxFieldsSize)} of them; send only the file`,
+      )
     case errors.aborted:
       return new ModError('bad_request', 'the request was cancelled by the client')
-    case errors.malformedMultipart:
     case errors.missingMultipartBoundary:
-    case errors.missingContentType:
-    case errors.noParser:
+      return new ModError('bad_request', 'the Content-Type multipart/form-data has no boundary')
     case errors.unknownTransferEncoding:
+      return new ModError('bad_request', 'a part of the form has a Content-Transfer-Encoding this server does not read (send the file as binary)')
+    case errors.malformedMultipart:
     case errors.filenameNotString:
-      return new ModError('bad_request', `the multipart body could not be read: ${message}`)
+      return new ModError('bad_request', 'the multipart/form-data body is malformed: a part or the closing boundary is broken or missing')
     default:
-      return new ModError('internal', message)
+      return new ModError('internal', e instanceof Error ? e.message : String(e))
   }
 }

@@ -90,7 +90,7 @@ test('400 bad_request: two files sent to a single-file endpoint', async () => {
   ]
   const r = await upload(server.base, '/v1/moderate', 'file', files)
   assert.equal(errorOf(r), {status: 400, code: 'bad_request'})
-  assert.is(r.body.error.message, 'this endpoint takes exactly one file')
+  assert.is(r.body.error.message, 'this endpoint takes one file: send exactly one in the field "file"')
 })
 
 test('415 unsupported_media: a body that is not multipart, or not JSON', async () => {
@@ -167,6 +167,7 @@ test('413 too_many_files: more files than MOD_MAX_BATCH', async () => {
   const files = ['a', 'b', 'c'].map((name) => ({name: `${name}.png`, data: 'x'}))
   const r = await upload(limited.base, '/v1/moderate/batch', 'files', files)
   assert.equal(errorOf(r), {status: 413, code: 'too_many_files'})
+  assert.is(r.body.error.message, 'a batch holds at most 2 files (MOD_MAX_BATCH)')
   const atLimit = await upload(limited.base, '/v1/moderate/batch', 'files', files.slice(0, 2))
   assert.is(atLimit.status, 200)
   assert.is(atLimit.body.results.length, 2)
