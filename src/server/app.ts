@@ -25,7 +25,8 @@ import {sendError} from './reply.js'
 import {requestIdOf} from './request-id.js'
 import type {AnyRoute} from './route.js'
 import {ROUTES} from './routes/index.js'
-import {jsonBodyReader, queryReader} from './validate.js'
+import {isMultipart} from './upload.js'
+import {jsonBodyReader, pathReader, queryReader} from './validate.js'
 
 export interface ServerOptions {
   /** Where internal errors are reported (never request headers); default the logger, else stderr. */
@@ -61,20 +62,39 @@ export interface ModServer {
 
 const noBody = (): Promise<never> => Promise.reject(new ModError('internal', 'this route declares no JSON body'))
 
+/** Refuses a body of another media type than the route's, before anything is read. */
+function mediaCheck(body: AnyRoute['body']): (req: Request) => void {
+  if (body?.media === 'application/json') {
+    return (req) => {
+      if (!isJson(req)) throw new ModError('unsupported_media', 'send the request body as application/json')
+    }
+  }
+  if (body?.media === 'multipart/form-data') {
+    const message = `send the request as multipart/form-data with the file in the field "${body.field}"`
+    return (req) => {
+      if (!isMultipart(req)) throw new ModError('unsupported_media', message)
+    }
+  }
+  return () => {}
+}
+
 /**
- * A handler's input from its route's declaration: the content type and the query are checked (and the
- * query typed) before anything is read; the JSON body, of at most what MOD_MAX_BYTES of base64 needs, is
+ * A handler's input from its route's declaration: the media type, the path parameters and the query are checked
+ * (and the query typed) before anything is read; the JSON body, of at most what MOD_MAX_BYTES of base64 needs, is
  * read and validated when the handler asks for it.
  */
 function inputOf(route: AnyRoute): (ctx: RouteContext, req: Request) => Parameters<AnyRoute['handler']>[3] {
+  const checkMedia = mediaCheck(route.body)
+  const readParams = route.pathParams ? pathReader(route.pathParams) : () => ({})
   const readQuery = route.query ? queryReader(route.query) : () => ({})
   const readJson = route.body?.media === 'application/json' ? jsonBodyReader(route.body.schema) : undefined
   return (ctx, req) => {
-    if (readJson && !isJson(req)) throw new ModError('unsupported_media', 'send the request body as application/json')
+    checkMedia(req)
+    const params = readParams((req as Request & {params?: Record<string, string>}).params ?? {})
     const query = readQuery(new URL(req.url ?? '/', 'http://localhost').searchParams)
     const {maxBytes, bodyTimeoutMs: idleMs} = ctx.settings.limits
     const body = readJson ? (hold?: Hold) => readJson(req, {maxBytes: jsonBodyLimit(maxBytes), idleMs, hold}) : noBody
-    return {query, body}
+    return {query, params, body}
   }
 }
 

@@ -8,7 +8,7 @@ import {WWW_AUTHENTICATE} from './auth.js'
 import {HTTP_ERROR_CODES, HTTP_ERRORS, type HttpErrorCode} from './errors.js'
 import {COMPONENT_EXAMPLES, EXAMPLE_REQUEST_ID} from './examples.js'
 import {Job, JobSegment} from './jobs/schema.js'
-import type {Operation as Declared, ServerFacts, Success, Text} from './route.js'
+import {errorsOf, type Operation as Declared, type ServerFacts, type Success, type Text} from './route.js'
 import {ROUTES} from './routes/index.js'
 import {ErrorBody, ErrorCode, Health, ModerateJsonRequest, Ready} from './schemas.js'
 import {formatSizeExact, grouped} from '../lib/sizes.js'
@@ -186,7 +186,8 @@ function errorResponse(codes: HttpErrorCode[], facts: ServerFacts): Response {
 
 function operation(op: Declared, facts: ServerFacts): Operation {
   const needsKey = facts.apiKey && op.security === undefined
-  const codes = HTTP_ERROR_CODES.filter((c) => op.errors.includes(c) || (needsKey && c === 'unauthorized'))
+  const declared = errorsOf(op)
+  const codes = HTTP_ERROR_CODES.filter((c) => declared.includes(c) || (needsKey && c === 'unauthorized'))
   const byStatus = new Map<number, HttpErrorCode[]>()
   for (const code of codes) byStatus.set(HTTP_ERRORS[code].status, [...(byStatus.get(HTTP_ERRORS[code].status) ?? []), code])
 
@@ -208,12 +209,12 @@ function operation(op: Declared, facts: ServerFacts): Operation {
     ...(facts.apiKey && op.security ? {security: op.security} : {}),
     responses,
   }
-  const parameters: Parameter[] = Object.entries(op.pathParams ?? {}).map(([name, text]) => ({
+  const parameters: Parameter[] = Object.entries(op.pathParams ?? {}).map(([name, param]) => ({
     name,
     in: 'path',
-    description: text,
+    description: param.description,
     required: true,
-    schema: {type: 'string'},
+    schema: withRefs(param.schema),
   }))
   if (op.query) {
     const required = new Set(op.query.required ?? [])

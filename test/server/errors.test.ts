@@ -75,6 +75,11 @@ test('415 unsupported_media: an empty file, with the message every path gives', 
   const video = await upload(server.base, '/v1/moderate/video', 'file', [{name: 'empty.mp4', data: Buffer.alloc(0)}])
   assert.equal(errorOf(video), {status: 415, code: 'unsupported_media'})
   assert.is(video.body.error.message, 'the file is empty')
+  const job = await upload(server.base, '/v1/jobs/video', 'file', [{name: 'empty.mp4', data: Buffer.alloc(0)}])
+  assert.equal(job.body, {error: {code: 'unsupported_media', message: 'the file is empty'}})
+  const inline = await postJson(`${server.base}/v1/moderate/json`, {image_base64: 'data:image/png;base64,'})
+  assert.equal(inline.body, {error: {code: 'unsupported_media', message: 'the file is empty'}})
+  assert.is(inline.status, 415)
 })
 
 test('400 bad_request: no files at all in a batch', async () => {

@@ -1,5 +1,6 @@
 // What an operator reads: one JSON access line per request, X-Request-Id on every answer and in error
 // bodies, and GET /metrics in Prometheus text (one process here; workers.test.ts sums a cluster).
+import {randomUUID} from 'node:crypto'
 import {Writable} from 'node:stream'
 import {join} from 'node:path'
 
@@ -101,7 +102,7 @@ test('GET /metrics needs the key and counts requests by route pattern, inference
   assert.is((await call(`${server.base}/v1/moderate`, {method: 'POST', headers: key, body: image})).status, 200)
   await fetch(`${server.base}/docs/not-here.js`, {headers: key})
   // A path with a parameter is counted under its template, not as unmatched.
-  assert.is((await call(`${server.base}/v1/jobs/no-such-job`, {headers: key})).status, 404)
+  assert.is((await call(`${server.base}/v1/jobs/${randomUUID()}`, {headers: key})).status, 404)
   const r = await call(`${server.base}/metrics`, {headers: key})
   assert.is(r.status, 200)
   assert.is(r.headers.get('content-type'), 'text/plain; version=0.0.4; charset=utf-8')

@@ -1,6 +1,7 @@
 // Every response the OpenAPI document declares is given by the server: each (method, path, status) is
 // produced once here by a real request and checked against the document; a declared response that no
 // request can produce fails the last test.
+import {randomUUID} from 'node:crypto'
 import {createServer, type Server} from 'node:http'
 import type {AddressInfo} from 'node:net'
 import {join} from 'node:path'
@@ -228,6 +229,8 @@ test('POST /v1/jobs/video, GET and DELETE /v1/jobs/{id}', async () => {
   assert.is(await submit(main.base, '?fps=0.0001'), 400)
   assert.is(await submit(main.base, '', {key: false}), 401)
   assert.is(await send(main.base, 'POST', '/v1/jobs/video', upload('file', [{name: 'big.mp4', data: Buffer.alloc(70_000, 1)}])), 413)
+  assert.is(await send(main.base, 'POST', '/v1/jobs/video', upload('file', [{name: 'empty.mp4', data: Buffer.alloc(0)}])), 415)
+  assert.is(await send(main.base, 'POST', '/v1/jobs/video', json({file: 'clip.mp4'})), 415)
   assert.is(await stalledUpload('/v1/jobs/video', 'file'), 408)
   assert.is(await submit(main.base, `?callback_url=${encodeURIComponent('http://10.1.2.3/hook')}`), 422)
   assert.is(await submit(brokenJobs.base), 500)
@@ -235,7 +238,8 @@ test('POST /v1/jobs/video, GET and DELETE /v1/jobs/{id}', async () => {
   for (const method of ['GET', 'DELETE']) {
     assert.is(await send(main.base, method, `/v1/jobs/${id}`), 200, method)
     assert.is(await send(main.base, method, `/v1/jobs/${id}`, {key: false}), 401, method)
-    assert.is(await send(main.base, method, '/v1/jobs/unknown'), 404, method)
+    assert.is(await send(main.base, method, '/v1/jobs/not-a-uuid'), 400, method)
+    assert.is(await send(main.base, method, `/v1/jobs/${randomUUID()}`), 404, method)
     assert.is(await send(brokenJobs.base, method, `/v1/jobs/${id}`), 500, method)
     assert.is(await send(fullJobs.base, method, `/v1/jobs/${id}`), 503, method)
   }

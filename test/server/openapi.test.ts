@@ -130,7 +130,15 @@ test('errors land on the operations that can give them', () => {
     ['get', '/docs', [200]],
     ['get', '/ready', [200, 503]],
     ['get', '/metrics', [200, 500]],
+    ['post', '/v1/jobs/video', [202, 400, 408, 413, 415, 422, 500, 503]],
+    ['get', '/v1/jobs/{id}', [200, 400, 404, 500, 503]],
+    ['delete', '/v1/jobs/{id}', [200, 400, 404, 500, 503]],
   ]
+  // Every operation of the document is listed above.
+  assert.equal(
+    expected.map(([method, path]) => `${method} ${path}`).sort(),
+    operations(doc).map(([method, path]) => `${method} ${path}`).sort(),
+  )
   for (const [method, path, codes] of expected) {
     assert.equal(statuses(doc, path, method), codes, `${method} ${path}`)
     const withKey = ['/health', '/ready'].includes(path) ? codes : [...codes, 401].sort((a, b) => a - b)
@@ -197,6 +205,19 @@ test('the video query parameters carry their bounds and defaults', () => {
   )
 })
 
+test('the job id in the path is declared as a UUID, and the job query as the video query plus an absolute callback URL', () => {
+  for (const method of ['get', 'delete'] as const) {
+    const params = doc.paths['/v1/jobs/{id}']?.[method]?.parameters ?? []
+    assert.equal(
+      params.map((p) => [p.name, p.in, p.required, p.schema]),
+      [['id', 'path', true, {type: 'string', format: 'uuid', title: 'a job id (a UUID, as POST /v1/jobs/video gives)'}]],
+    )
+  }
+  const query = doc.paths['/v1/jobs/video']?.post?.parameters ?? []
+  assert.equal(query.map((p) => p.name), ['fps', 'min_frames', 'stop_on_violation', 'callback_url'])
+  assert.equal(query[3].schema, {type: 'string', format: 'uri', title: 'an absolute http(s) URL'})
+})
+
 test('request bodies: a multipart file, repeated files up to the batch limit, or exactly one of image_base64 and url', () => {
   const multipart = (path: string) => doc.paths[path]?.post?.requestBody?.content['multipart/form-data']?.schema
   assert.equal(multipart('/v1/moderate')?.required, ['file'])
@@ -213,7 +234,17 @@ test('request bodies: a multipart file, repeated files up to the batch limit, or
   // As served: null counts as absent, and other keys are ignored.
   c.checkSchema('ModerateJsonRequest', {image_base64: 'iVBORw0KGgo=', url: null})
   c.checkSchema('ModerateJsonRequest', {url: 'https://example.com/a.png', note: 'ignored'})
-  const bads = [{}, {image_base64: 'x', url: 'https://example.com/a.png'}, {url: ''}, {image_base64: 7}, {url: 'not a uri'}]
+  c.checkSchema('ModerateJsonRequest', {image_base64: 'data:image/png;base64,iVBORw0K\nGgo='})
+  const bads = [
+    {},
+    {image_base64: 'x', url: 'https://example.com/a.png'},
+    {url: ''},
+    {image_base64: 7},
+    {url: 'not a uri'},
+    {image_base64: 'ab$d'},
+    {image_base64: 'AAAA=AAA'},
+    {image_base64: 'data:image/png,AAAA'},
+  ]
   for (const bad of bads) {
     assert.throws(() => c.checkSchema('ModerateJsonRequest', bad), /does not match/, JSON.stringify(bad))
   }

@@ -6,11 +6,10 @@ import {sendJson} from '../reply.js'
 import {declareRoute} from '../route.js'
 import {formatSizeExact} from '../../lib/sizes.js'
 import {receiveImages} from '../upload.js'
-import {moderate, requireMultipart} from './pipeline.js'
+import {moderate} from './pipeline.js'
 
 /** POST /v1/moderate: one image in the multipart field `file` → one result. */
 export const moderateFile: Handler = async (ctx, req, res) => {
-  requireMultipart(req, 'file')
   const {maxBytes, bodyTimeoutMs: idleMs} = ctx.settings.limits
   const result = await moderate(
     ctx,
@@ -27,7 +26,6 @@ export const moderateFile: Handler = async (ctx, req, res) => {
  * still succeeds.
  */
 export const moderateBatch: Handler = async (ctx, req, res) => {
-  requireMultipart(req, 'files')
   const {maxBytes, maxBatch, maxBatchBytes, bodyTimeoutMs: idleMs} = ctx.settings.limits
   const results = await moderate(
     ctx,
@@ -54,6 +52,7 @@ export const moderateFileRoute = declareRoute({
   tags: ['moderation'],
   body: {
     media: 'multipart/form-data',
+    field: 'file',
     description: ({limits}) => `One image of at most ${formatSizeExact(limits.maxBytes)}.`,
     schema: () => ({
       type: 'object',
@@ -62,7 +61,7 @@ export const moderateFileRoute = declareRoute({
     }),
   },
   responses: {200: {description: 'The moderation result.', schema: ModerationResult, example: EXAMPLE_RESULT}},
-  errors: ['bad_request', 'request_timeout', 'payload_too_large', 'unsupported_media', 'internal', 'overloaded', 'model_unavailable'],
+  errors: ['payload_too_large', 'unsupported_media', 'internal', 'overloaded', 'model_unavailable'],
   handler: moderateFile,
 })
 
@@ -78,6 +77,7 @@ export const moderateBatchRoute = declareRoute({
   tags: ['moderation'],
   body: {
     media: 'multipart/form-data',
+    field: 'files',
     description: ({limits}) => `1 to ${limits.maxBatch} images, together at most ${formatSizeExact(limits.maxBatchBytes)}.`,
     schema: (limits) => ({
       type: 'object',
@@ -86,6 +86,6 @@ export const moderateBatchRoute = declareRoute({
     }),
   },
   responses: {200: {description: 'One entry per file, in upload order.', schema: BatchResult, example: EXAMPLE_BATCH}},
-  errors: ['bad_request', 'request_timeout', 'too_many_files', 'payload_too_large', 'unsupported_media', 'internal', 'overloaded', 'model_unavailable'],
+  errors: ['too_many_files', 'payload_too_large', 'internal', 'overloaded', 'model_unavailable'],
   handler: moderateBatch,
 })

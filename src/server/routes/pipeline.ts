@@ -1,11 +1,10 @@
-import type {IncomingMessage, ServerResponse} from 'node:http'
+import type {ServerResponse} from 'node:http'
 
 import {ModError} from '../../lib/errors.js'
 import type {Scheduler} from '../../lib/pipeline/scheduler.js'
 import type {RouteContext} from '../context.js'
 import {describe} from '../errors.js'
 import type {Upload} from '../queue.js'
-import {isMultipart} from '../upload.js'
 
 /**
  * The path of every moderation request: the input is received (upload, JSON, URL fetch) on an upload place of
@@ -60,11 +59,4 @@ function clientGone(res: ServerResponse): AbortSignal {
     if (!res.writableFinished) controller.abort()
   })
   return controller.signal
-}
-
-/** A body that is not multipart is refused before it is read. */
-export function requireMultipart(req: IncomingMessage, field: string): void {
-  if (!isMultipart(req)) {
-    throw new ModError('unsupported_media', `send the request as multipart/form-data with the file in the field "${field}"`)
-  }
 }

@@ -9,7 +9,7 @@ import {VideoQuery} from '../schemas.js'
 import {formatSizeExact} from '../../lib/sizes.js'
 import type {QueryValues} from '../validate.js'
 import {receiveVideo} from '../upload.js'
-import {moderate, requireMultipart} from './pipeline.js'
+import {moderate} from './pipeline.js'
 
 /**
  * POST /v1/moderate/video: a video (or animated GIF) in the multipart field `file`, query `fps`,
@@ -17,7 +17,6 @@ import {moderate, requireMultipart} from './pipeline.js'
  * enforced as it arrives); the folder is removed whatever happens, also when the client goes away.
  */
 export const moderateVideoFile: RouteHandler<QueryValues<typeof VideoQuery>, unknown> = async (ctx, req, res, {query}) => {
-  requireMultipart(req, 'file')
   const options = {fps: query.fps, minFrames: query.min_frames, stopOnViolation: query.stop_on_violation}
   let dir: string | undefined
   let result
@@ -40,6 +39,7 @@ export const moderateVideoFile: RouteHandler<QueryValues<typeof VideoQuery>, unk
 /** The multipart body of the video endpoints (synchronous and as a job): one video in the field `file`. */
 export const VIDEO_UPLOAD = {
   media: 'multipart/form-data',
+  field: 'file',
   description: ({limits}: ServerFacts) => `One video of at most ${formatSizeExact(limits.maxVideoBytes)}.`,
   schema: () => ({
     type: 'object',
@@ -63,6 +63,6 @@ export const moderateVideoRoute = declareRoute({
   query: VideoQuery,
   body: VIDEO_UPLOAD,
   responses: {200: {description: 'The video result.', schema: VideoResult, example: EXAMPLE_VIDEO}},
-  errors: ['bad_request', 'request_timeout', 'payload_too_large', 'unsupported_media', 'video_too_long', 'internal', 'overloaded', 'model_unavailable'],
+  errors: ['payload_too_large', 'unsupported_media', 'video_too_long', 'internal', 'overloaded', 'model_unavailable'],
   handler: moderateVideoFile,
 })
