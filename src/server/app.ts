@@ -8,14 +8,14 @@ import type {ServerSettings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
 import {ModError} from '../lib/errors.js'
 import {fetchImageUrl, type FetchImageOptions} from '../lib/fetch/url.js'
-import {checkKey, WWW_AUTHENTICATE} from './auth.js'
+import {checkKey} from './auth.js'
 import {isJson, jsonBodyLimit} from './body.js'
 import {answerClientError} from './client-error.js'
 import type {Request, RouteContext} from './context.js'
 import {corsHeaders, preflightHeaders} from './cors.js'
 import {docsRoutes} from './docs.js'
 import {methodNotAllowed, notFound, toHttpError, type Log} from './errors.js'
-import {logTo, type Logger} from './logger.js'
+import {logTo, plainText, requestLog, type Logger} from './logger.js'
 import {createServerMetrics, type ServerMetrics} from './metrics.js'
 import {openapiDocument, openapiHandler} from './openapi.js'
 import {createJobs} from './jobs/service.js'
@@ -98,7 +98,7 @@ function inputOf(route: AnyRoute): (ctx: RouteContext, req: Request) => Paramete
   }
 }
 
-const stderrLog: Log = (line) => process.stderr.write(`${line}\n`)
+const stderrLog: Log = (line, _level, fields) => process.stderr.write(`${plainText(line, fields)}\n`)
 
 function packageVersion(): string {
   // The same relative path from src/server (tsx) and from dist/server (built).
@@ -138,7 +138,7 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   }
 
   const app = polka({
-    onError: (err: unknown, _req: unknown, res: ServerResponse) => sendError(res, toHttpError(err, log)),
+    onError: (err: unknown, _req: unknown, res: ServerResponse) => sendError(res, toHttpError(err, requestLog(log, res))),
     onNoMatch: (req: Request, res: ServerResponse) => {
       const methods = methodsOn(req.path) ?? (req.path.startsWith('/docs/') ? ['GET', 'HEAD'] : undefined)
       sendError(res, methods ? methodNotAllowed(req.method ?? '', req.path, methods) : notFound(req.path))
@@ -165,15 +165,14 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   app.use((req: Request, res: ServerResponse, next: () => void) => {
     const refused = checkKey(settings.apiKey, req, req.path, publicRequests)
     if (!refused) return next()
-    const e = toHttpError(refused, log)
-    sendError(res, {...e, headers: {...e.headers, 'WWW-Authenticate': WWW_AUTHENTICATE}})
+    sendError(res, toHttpError(refused, log))
   })
 
   for (const route of ROUTES) {
     const input = inputOf(route)
     const run = async (req: Request, res: ServerResponse) => route.handler(ctx, req, res, input(ctx, req))
     const handle = (req: Request, res: ServerResponse) => {
-      run(req, res).catch((e: unknown) => sendError(res, toHttpError(e, log)))
+      run(req, res).catch((e: unknown) => sendError(res, toHttpError(e, requestLog(log, res))))
     }
     // The document writes path parameters as {id}, polka as :id.
     const pattern = route.path.replace(/\{(\w+)\}/g, ':$1')

@@ -4,8 +4,7 @@ import type {TSchema} from 'typebox'
 
 import {ITEM_ERROR_CODES} from '../lib/schemas.js'
 import * as results from '../lib/schemas.js'
-import {WWW_AUTHENTICATE} from './auth.js'
-import {HTTP_ERROR_CODES, HTTP_ERRORS, type HttpErrorCode} from './errors.js'
+import {HTTP_ERROR_CODES, HTTP_ERRORS, WWW_AUTHENTICATE, type HttpErrorCode, type HttpErrorRow} from './errors.js'
 import {COMPONENT_EXAMPLES, EXAMPLE_REQUEST_ID} from './examples.js'
 import {Job, JobSegment} from './jobs/schema.js'
 import {errorsOf, type Operation as Declared, type ServerFacts, type Success, type Text} from './route.js'
@@ -141,19 +140,13 @@ const DOCUMENTATION: Declared[] = [
   },
 ]
 
-const RETRY_AFTER: Record<string, Header> = {
+/** How the document describes each header of the error table (errors.ts), which decides when it is sent. */
+const ERROR_HEADERS: Record<keyof NonNullable<HttpErrorRow['headers']>, Header> = {
   'Retry-After': {
     description: 'Seconds to wait before retrying.',
     required: true,
     schema: {type: 'integer', minimum: 0},
   },
-}
-
-const sentence = (text: string): string => text.charAt(0).toUpperCase() + text.slice(1)
-
-const render = (text: Text, facts: ServerFacts): string => (typeof text === 'string' ? text : text(facts))
-
-const AUTHENTICATE: Record<string, Header> = {
   'WWW-Authenticate': {
     description: `How to authenticate: \`${WWW_AUTHENTICATE}\`.`,
     required: true,
@@ -161,16 +154,17 @@ const AUTHENTICATE: Record<string, Header> = {
   },
 }
 
+const sentence = (text: string): string => text.charAt(0).toUpperCase() + text.slice(1)
+
+const render = (text: Text, facts: ServerFacts): string => (typeof text === 'string' ? text : text(facts))
+
 /** The answers of one status: the shared Error shape, narrowed to the codes this operation gives with it. */
 function errorResponse(codes: HttpErrorCode[], facts: ServerFacts): Response {
   const rows = codes.map((code) => HTTP_ERRORS[code])
-  const headers = [
-    ...(rows.some((r) => r.retryAfter !== undefined) ? [RETRY_AFTER] : []),
-    ...(codes.includes('unauthorized') ? [AUTHENTICATE] : []),
-  ]
+  const names = [...new Set(rows.flatMap((r) => Object.keys(r.headers ?? {})))] as (keyof typeof ERROR_HEADERS)[]
   return {
     description: codes.map((code, i) => `${sentence(rows[i].when(facts.limits))} (\`${code}\`).`).join(' '),
-    ...(headers.length > 0 ? {headers: Object.assign({}, ...headers)} : {}),
+    ...(names.length > 0 ? {headers: Object.fromEntries(names.map((name) => [name, ERROR_HEADERS[name]]))} : {}),
     content: {
       'application/json': {
         schema: {
@@ -244,8 +238,9 @@ function description(info: OpenApiInfo): string {
     ? 'URL fetching is **enabled** on this server.'
     : 'URL fetching is **disabled** on this server (`MOD_ALLOW_URLS` is false): a `url` request gets 403.'
   const errorRows = HTTP_ERROR_CODES.map((code) => {
-    const {status, retryAfter, when} = HTTP_ERRORS[code]
-    return `| ${sentence(when(limits))} | ${status}${retryAfter === undefined ? '' : ' (+ `Retry-After`)'} | \`${code}\` |`
+    const {status, headers, when} = HTTP_ERRORS[code]
+    const sent = Object.keys(headers ?? {}).map((name) => ` (+ \`${name}\`)`).join('')
+    return `| ${sentence(when(limits))} | ${status}${sent} | \`${code}\` |`
   })
   return [
     'Self-hosted image and video moderation: each item is scored against the categories of the active policy ' +

@@ -218,7 +218,8 @@ test('500 internal: an unexpected error answers a generic message, the stack goe
     assert.equal(r.body, {error: {code: 'internal', message: 'internal error'}})
     assert.is(r.status, 500)
     assert.is(s.logs.length, 1)
-    assert.match(s.logs[0], /^internal error: Error: secret detail at \/srv\/model\n\s+at /)
+    const id = r.headers.get('x-request-id') as string
+    assert.ok(s.logs[0].startsWith(`internal error request_id=${id}\nError: secret detail at /srv/model\n    at `), s.logs[0])
   } finally {
     await s.stop()
   }
@@ -269,6 +270,7 @@ test('every engine error code has its status; server-side problems are hidden fr
     assert.is(e.status, status, code)
     assert.is(e.code, publicCode, code)
     assert.is(e.headers?.['Retry-After'], retryAfter, code)
+    assert.is(e.headers?.['WWW-Authenticate'], code === 'unauthorized' ? 'ApiKey header="X-API-Key"' : undefined, code)
     const hidden = ['model_missing', 'invalid_config', 'ffmpeg_missing', 'download_failed', 'internal'].includes(code)
     assert.is(e.message === `detail of ${code}`, !hidden, code)
   }

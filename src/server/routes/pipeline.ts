@@ -3,7 +3,8 @@ import type {ServerResponse} from 'node:http'
 import {ModError} from '../../lib/errors.js'
 import type {Scheduler} from '../../lib/pipeline/scheduler.js'
 import type {RouteContext} from '../context.js'
-import {describe} from '../errors.js'
+import {describe, type Log} from '../errors.js'
+import {requestLog} from '../logger.js'
 import type {Upload} from '../queue.js'
 
 /**
@@ -31,7 +32,7 @@ export async function moderate<I, R>(
     }
     const ticket = ctx.gate.admit()
     try {
-      await ensureLoaded(ctx)
+      await ensureLoaded(ctx, requestLog(ctx.log, res))
       return await work(input, ticket.scheduler(signal), signal)
     } finally {
       ticket.release()
@@ -42,12 +43,12 @@ export async function moderate<I, R>(
 }
 
 /** Loads the model on first use (MOD_PRELOAD=false); a failure is model_unavailable, its cause goes to the log. */
-async function ensureLoaded(ctx: RouteContext): Promise<void> {
+async function ensureLoaded(ctx: RouteContext, log: Log): Promise<void> {
   if (ctx.engine.isLoaded()) return
   try {
     await ctx.engine.load()
   } catch (e) {
-    ctx.log(`model could not be loaded: ${describe(e)}`)
+    log(`model could not be loaded: ${describe(e)}`, 'error', {err: e})
     throw new ModError('model_unavailable', 'the model could not be loaded; try again later')
   }
 }
