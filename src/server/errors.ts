@@ -60,9 +60,10 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   bad_request: {
     status: 400,
     when: () =>
-      'a missing or empty file field, more than one file for a single-file endpoint, ' +
-      'bad JSON, bad base64, both or neither of `image_base64` and `url`, or a bad query value',
-    example: 'the form has no file in the field "file"',
+      'a missing file field (or a text value in its place), more than one file for a single-file endpoint, a ' +
+      'malformed multipart body, bad JSON, a JSON body that does not match its schema (bad base64, both or neither ' +
+      'of `image_base64` and `url`), a bad or repeated query value, or a malformed job id',
+    example: 'the multipart field "file" is missing: send the file in "file"',
   },
   unauthorized: {
     status: 401,
@@ -106,20 +107,20 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   too_many_files: {
     status: 413,
     when: (l) => `more than ${l.maxBatch} files in one batch`,
-    example: 'a batch holds at most 16 files',
+    example: 'a batch holds at most 16 files (MOD_MAX_BATCH)',
   },
   video_too_long: {
     status: 422,
     when: (l) => `the video is longer than ${l.maxVideoSeconds} s, found while decoding`,
-    example: 'the video is longer than 600 seconds',
+    example: 'the video is longer than the limit of 600 s',
   },
   unsupported_media: {
     status: 415,
     when: () =>
       'a request body of the wrong media type (not multipart/form-data for an upload endpoint, not JSON for ' +
-      '`/v1/moderate/json`), or a file that is not an image, or not a video, that the decoder can read (a ' +
-      'batch reports that per file instead)',
-    example: 'the file is not an image this server can read',
+      '`/v1/moderate/json`), an empty file (uploaded, in base64 or downloaded), or a file that is not an image, or ' +
+      'not a video, that the decoder can read (a batch reports that per file instead)',
+    example: 'the file is empty',
   },
   overloaded: {
     status: 503,
@@ -128,7 +129,7 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
       `the worker queue is full (${l.queueLimit} requests waiting), ${l.maxUploads} uploads are already being ` +
       `received (\`MOD_MAX_UPLOADS\`), the worker holds ${formatSizeExact(l.maxBufferedBytes)} of requests not ` +
       'answered yet (`MOD_MAX_BUFFERED_BYTES`), as many jobs wait, or the job queue (Redis) is unreachable',
-    example: 'the server is busy; retry later',
+    example: 'the server is busy (64 requests already waiting); retry shortly',
   },
   model_unavailable: {
     status: 503,

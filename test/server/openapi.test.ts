@@ -158,7 +158,7 @@ test('the statuses and descriptions of error responses come from the one error t
     error: {type: 'object', properties: {code: {type: 'string', enum: ['payload_too_large', 'too_many_files']}}},
   })
   assert.match(batch[413].description, /\(`payload_too_large`\)\. More than 16 files in one batch \(`too_many_files`\)\.$/)
-  assert.equal(batch[503].content?.['application/json'].example, {error: {code: 'overloaded', message: 'the server is busy; retry later', request_id: EXAMPLE_REQUEST_ID}})
+  assert.equal(batch[503].content?.['application/json'].example, {error: {code: 'overloaded', message: 'the server is busy (64 requests already waiting); retry shortly', request_id: EXAMPLE_REQUEST_ID}})
   assert.is(batch[401].description, 'The `X-API-Key` header is missing or does not match `MOD_API_KEY` (`unauthorized`).')
 })
 
