@@ -149,5 +149,6 @@ function decodeError(e: unknown, limits: ImageLimits): ModError {
   if (/pixel limit/i.test(message)) {
     return new ModError('payload_too_large', `image exceeds the limit of ${limits.maxPixels} pixels`)
   }
-  return new ModError('unreadable_image', `image data is corrupt or truncated (${message.split('\n')[0]})`)
+  // The decoder's own line names its internals (libvips, libjpeg states): it stays in details.
+  return new ModError('unreadable_image', 'the image data is corrupt or truncated', {decoder: message.split('\n')[0]})
 }

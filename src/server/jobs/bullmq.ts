@@ -43,8 +43,9 @@ type Outcome = {status: 'done'; result: NonNullable<JobBody['result']>} | {statu
 
 type Data = JobSpec & {created_at: string}
 
+/** The client is not told Redis's own error (it names addresses and client internals); it stays in details. */
 const unreachable = (e: unknown): ModError =>
-  new ModError('overloaded', `the job queue is not reachable; retry later (${e instanceof Error ? e.message : String(e)})`)
+  new ModError('overloaded', 'the job queue is not reachable; retry later', {cause: e instanceof Error ? e.message : String(e)})
 
 /** Redis errors become `overloaded` (503 + Retry-After): the jobs API is down, the rest of the server is not. */
 async function guarded<T>(work: () => Promise<T>): Promise<T> {

@@ -229,6 +229,9 @@ test('calls a truncated JPEG or PNG unreadable when its header is intact', async
     assert.is((await probeImage(half)).width, 64)
     const e = await rejection(decodeImage(half, LIMITS))
     assert.is(e.code, 'unreadable_image')
+    // In our words; the decoder's own line (libvips' wording) is kept for a log only.
+    assert.is(e.message, 'the image data is corrupt or truncated')
+    assert.type(e.details?.decoder, 'string')
   }
 })
 
