@@ -222,6 +222,10 @@ test('request bodies: a multipart file, repeated files up to the batch limit, or
   const multipart = (path: string) => doc.paths[path]?.post?.requestBody?.content['multipart/form-data']?.schema
   assert.equal(multipart('/v1/moderate')?.required, ['file'])
   assert.equal(multipart('/v1/moderate/video')?.required, ['file'])
+  // An empty file is refused by the single-file endpoints (415) and reported as an entry by the batch.
+  for (const path of ['/v1/moderate', '/v1/moderate/video', '/v1/jobs/video']) {
+    assert.is((multipart(path)?.properties as Record<string, {minLength?: number}>).file.minLength, 1, path)
+  }
   assert.equal((multipart('/v1/moderate/batch')?.properties as Record<string, unknown>).files, {
     type: 'array',
     items: {type: 'string', format: 'binary'},

@@ -57,7 +57,8 @@ export const moderateFileRoute = declareRoute({
     schema: () => ({
       type: 'object',
       required: ['file'],
-      properties: {file: {...binary, description: 'The image; its file name becomes `source`.'}},
+      // minLength: an empty file is refused (415), where a batch reports it as an entry instead.
+      properties: {file: {...binary, minLength: 1, description: 'The image; its file name becomes `source`.'}},
     }),
   },
   responses: {200: {description: 'The moderation result.', schema: ModerationResult, example: EXAMPLE_RESULT}},

@@ -44,7 +44,7 @@ export const VIDEO_UPLOAD = {
   schema: () => ({
     type: 'object',
     required: ['file'],
-    properties: {file: {type: 'string', format: 'binary', description: 'The video; its file name becomes `source`.'}},
+    properties: {file: {type: 'string', format: 'binary', minLength: 1, description: 'The video; its file name becomes `source`; an empty one is refused.'}},
   }),
 } as const
 
