@@ -10,8 +10,9 @@ import type {QueryValues} from './validate.js'
 
 /**
  * A route declares itself next to its handler: what it reads, what it answers, and the error codes it
- * can raise. app.ts registers it and validates its query (and JSON body) from the declaration; the
- * OpenAPI document is generated from the declarations (openapi.ts), the statuses from errors.ts.
+ * can raise. app.ts registers it and checks from the declaration its body's media type, its path
+ * parameters, its query (and its JSON body); the OpenAPI document is generated from the declarations
+ * (openapi.ts), the statuses from errors.ts.
  */
 
 /** What the documentation of one server states besides the routes: its switches and limits. */
