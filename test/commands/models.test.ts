@@ -111,7 +111,7 @@ test('models list shows the counts of verified and first-use files per installed
   assert.is(r.code, 0, r.stderr)
   const [head, fast, balanced] = r.stdout.split('\n').map((line) => line.split(/\s{2,}/))
   assert.equal(head, ['PRESET', 'MODEL', 'INSTALLED', 'SIZE', 'DOWNLOAD', 'VERIFIED', 'FIRST USE', 'FOLDER'])
-  assert.equal([...fast.slice(0, 4), ...fast.slice(5, 7)], ['fast', 'clip-vit-base-patch32', 'yes', '8 B', '2', '6'])
+  assert.equal([...fast.slice(0, 4), ...fast.slice(5, 7)], ['fast', 'clip-vit-base-patch32', 'yes', '8 bytes', '2', '6'])
   assert.is(balanced[2], 'no')
   assert.equal(balanced.slice(5, 7), ['-', '-'])
 })

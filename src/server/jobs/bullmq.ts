@@ -50,8 +50,9 @@ interface Progress {
 /** How a run ended; the job completes in BullMQ with this, so only a worker's death fails it there. */
 type Outcome = {status: 'done'; result: NonNullable<JobBody['result']>} | {status: 'failed'; error: JobError} | {status: 'cancelled'}
 
+/** The client is not told Redis's own error (it names addresses and client internals); it stays in details. */
 const unreachable = (e: unknown): ModError =>
-  new ModError('overloaded', `the job queue is not reachable; retry later (${e instanceof Error ? e.message : String(e)})`)
+  new ModError('overloaded', 'the job queue is not reachable; retry later', {cause: e instanceof Error ? e.message : String(e)})
 
 /** Redis errors become `overloaded` (503 + Retry-After): the jobs API is down, the rest of the server is not. */
 async function guarded<T>(work: () => Promise<T>): Promise<T> {
