@@ -10,7 +10,7 @@ import {Job, JobSegment} from './jobs/schema.js'
 import {errorsOf, type Operation as Declared, type ServerFacts, type Success, type Text} from './route.js'
 import {ROUTES} from './routes/index.js'
 import {ErrorBody, ErrorCode, Health, ModerateJsonRequest, Ready} from './schemas.js'
-import {formatSize, formatSizeExact, grouped} from '../lib/sizes.js'
+import {formatSizeExact, grouped} from '../lib/sizes.js'
 import {humanSeconds} from './units.js'
 
 /**
@@ -266,7 +266,7 @@ function description(info: OpenApiInfo): string {
     `| \`MOD_MAX_BUFFERED_BYTES\` | ${formatSizeExact(limits.maxBufferedBytes)} | request bytes a worker holds in memory for requests not answered yet, before 503 \`overloaded\` |`,
     `| \`MOD_MAX_UPLOADS_PER_CLIENT\` | ${limits.maxUploadsPerClient} uploads | bodies one client address (an IPv6 /64) may be sending to a worker at once before 429 \`too_many_uploads\` |`,
     `| \`MOD_BODY_TIMEOUT_MS\` | ${humanSeconds(limits.bodyTimeoutMs)} | a request body that sends nothing for this long is 408 \`request_timeout\` |`,
-    `| \`MOD_BODY_MIN_RATE\` | ${formatSize(limits.bodyMinRate)} per second | the average a request body must keep once its first ${humanSeconds(limits.bodyTimeoutMs)} are over, else 408 \`request_timeout\` (a body of n bytes has ${humanSeconds(limits.bodyTimeoutMs)} + n / rate) |`,
+    `| \`MOD_BODY_MIN_RATE\` | ${formatSizeExact(limits.bodyMinRate)} per second | the average a request body must keep once its first ${humanSeconds(limits.bodyTimeoutMs)} are over, else 408 \`request_timeout\` (a body of n bytes has ${humanSeconds(limits.bodyTimeoutMs)} + n / rate) |`,
     '',
     'Uploads are streamed and the limits are counted as bytes arrive; a video is streamed to disk. Besides ' +
       "`MOD_BODY_MIN_RATE`, the HTTP server's own request timeout ends a request not received whole within 5 minutes.",

@@ -36,7 +36,7 @@ test('models list shows each preset\'s download size', async () => {
   const table = await runInProcess(['models', 'list'], {env: {MOD_CACHE_DIR: join(dir.path, 'cache')}})
   assert.match(table.stdout, /^PRESET\s+MODEL\s+INSTALLED\s+SIZE\s+DOWNLOAD\s+VERIFIED\s+FIRST USE\s+FOLDER/)
   // The sum of the manifest's files where it gives every size, and "unknown" where it does not.
-  assert.match(table.stdout, /\nfast\s+clip-vit-base-patch32\s+no\s+581\.1 MB\s+581\.1 MB\s/)
+  assert.match(table.stdout, /\nfast\s+clip-vit-base-patch32\s+no\s+581\.13 MiB\s+581\.13 MiB\s/)
   assert.match(table.stdout, /\naccurate\s+clip-vit-large-patch14\s+no\s+unknown\s+unknown\s/)
 })
 

@@ -130,7 +130,7 @@ test('errors land on the operations that can give them', () => {
     ['get', '/docs', [200]],
     ['get', '/ready', [200, 503]],
     ['get', '/metrics', [200, 500]],
-    ['post', '/v1/jobs/video', [202, 400, 408, 413, 415, 422, 500, 503]],
+    ['post', '/v1/jobs/video', [202, 400, 408, 413, 415, 422, 429, 500, 503]],
     ['get', '/v1/jobs/{id}', [200, 400, 404, 500, 503]],
     ['delete', '/v1/jobs/{id}', [200, 400, 404, 500, 503]],
   ]
