@@ -18,11 +18,12 @@ import {applyHead, checkHeadFits, checkHeadParents, loadHead, type Head} from '.
 import {nsfwCategoryScores} from './scoring/nsfw-rule.js'
 import {buildResult, mergeFrameLabels, type ScoredLabel} from './scoring/result.js'
 import {policyPrompts, zeroShotScores} from './scoring/score.js'
-import {ITEM_ERROR_CODES, SIGNAL_STATES} from './schemas.js'
+import {isItemError, itemErrorEntry} from './item-errors.js'
+import {SIGNAL_STATES} from './schemas.js'
 import {DEFAULT_DECODE_LIMITS} from './video/frames.js'
 import {resolveFfmpeg} from './video/ffmpeg.js'
 import {moderateVideo} from './video/moderate.js'
-import type {CategoriesResult, ErrorEntry, ItemErrorCode, ModerationResult, RgbImage, Segment, VideoResult} from './types.js'
+import type {CategoriesResult, ErrorEntry, ModerationResult, RgbImage, Segment, VideoResult} from './types.js'
 
 export interface EngineOptions {
   preset: PresetName
@@ -111,13 +112,6 @@ export interface Engine {
   categories(): Promise<CategoriesResult>
   /** Releases the models; a load under way is released when it ends. Every call after it is refused. */
   close(): Promise<void>
-}
-
-/** Errors that belong to one input: a batch reports them as an entry and goes on. */
-const ITEM_ERRORS: ReadonlySet<string> = new Set(ITEM_ERROR_CODES)
-
-function isItemError(e: unknown): e is ModError & {code: ItemErrorCode} {
-  return isModError(e) && ITEM_ERRORS.has(e.code)
 }
 
 interface ClipSignal {
@@ -301,7 +295,7 @@ export function createEngine(opts: EngineOptions): Engine {
       // Two batches in flight: one being inferred while the next is read, decoded and preprocessed.
       yield* orderedMap(inputs, batchSize * 2, (input) =>
         moderateOne(input, scheduler).catch((e: unknown): ItemResult => {
-          if (isItemError(e)) return {source: input.source, error: {code: e.code, message: e.message}}
+          if (isItemError(e)) return itemErrorEntry(input.source, e)
           throw e
         }),
       )

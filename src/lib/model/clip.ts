@@ -8,6 +8,7 @@ import {join} from 'node:path'
 import * as ort from 'onnxruntime-node'
 
 import {ModError} from '../errors.js'
+import {normaliseInPlace} from '../scoring/vector.js'
 import {lazy} from '../lazy.js'
 import {fileWithRole} from './manifest.js'
 import type {Manifest} from './manifest-types.js'
@@ -59,25 +60,13 @@ function inputMeta(session: ort.InferenceSession, name: string): ort.InferenceSe
   return meta?.isTensor ? meta : undefined
 }
 
-/** Copies row i of a [n, dim] output and scales it to unit length; an all-zero row stays zero. */
-function normalisedRow(data: Float32Array, i: number, dim: number): Float32Array {
-  const row = data.slice(i * dim, (i + 1) * dim)
-  let sum = 0
-  for (const x of row) sum += x * x
-  if (sum > 0) {
-    const inv = 1 / Math.sqrt(sum)
-    for (let k = 0; k < dim; k++) row[k] *= inv
-  }
-  return row
-}
-
 function rows(output: ort.Tensor | undefined, n: number, dim: number, what: string): Float32Array[] {
   if (!output || output.type !== 'float32' || output.data.length !== n * dim) {
     const shape = output ? `[${output.dims.join(', ')}] ${output.type}` : 'nothing'
     throw new ModError('invalid_config', `${what} gave ${shape}; expected [${n}, ${dim}] float32`)
   }
   const data = output.data as Float32Array
-  return Array.from({length: n}, (_, i) => normalisedRow(data, i, dim))
+  return Array.from({length: n}, (_, i) => normaliseInPlace(data.slice(i * dim, (i + 1) * dim)))
 }
 
 function idTensor(values: BigInt64Array, int32: boolean, shape: number[]): ort.Tensor {

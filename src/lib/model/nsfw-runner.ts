@@ -3,6 +3,7 @@
  * (nsfw-preprocess.ts) behind one small interface, and how its views of a frame are classified.
  */
 import {NSFW_VIEW_SIZE, nsfwPreprocess} from '../image/nsfw-preprocess.js'
+import {stackTensors} from '../pipeline/stack.js'
 import {averageViews, nsfwCategoryScores} from '../scoring/nsfw-rule.js'
 import type {RgbImage} from '../types.js'
 import {openNsfw, type NsfwOptions} from './nsfw.js'
@@ -41,15 +42,10 @@ function uncertain(probabilities: Float32Array): boolean {
 /** Class probabilities per frame from its two views (see `views`): the first view, and the mirror where uncertain. */
 export async function classifyViews(runner: NsfwRunner, frames: Float32Array[]): Promise<Float32Array[]> {
   const size = runner.viewSize
-  const stack = (views: Float32Array[]) => {
-    const batch = new Float32Array(size * views.length)
-    views.forEach((v, i) => batch.set(v, i * size))
-    return batch
-  }
-  const first = await runner.classify(stack(frames.map((f) => f.subarray(0, size))), frames.length)
+  const first = await runner.classify(stackTensors(frames.map((f) => f.subarray(0, size))), frames.length)
   const again = frames.map((_, i) => i).filter((i) => uncertain(first[i]))
   if (again.length === 0) return first
-  const mirrored = await runner.classify(stack(again.map((i) => frames[i].subarray(size, 2 * size))), again.length)
+  const mirrored = await runner.classify(stackTensors(again.map((i) => frames[i].subarray(size, 2 * size))), again.length)
   const out = [...first]
   again.forEach((i, k) => (out[i] = averageViews([first[i], mirrored[k]])))
   return out

@@ -10,22 +10,17 @@
 import {ModError} from '../errors.js'
 import type {Policy} from '../policy/types.js'
 import {calibrate} from './calibrate.js'
+import {l2Norm} from './vector.js'
 
 export const LOGIT_SCALE = 100
-
-function norm(v: Float32Array): number {
-  let sum = 0
-  for (let i = 0; i < v.length; i++) sum += v[i] * v[i]
-  return Math.sqrt(sum)
-}
 
 /** Cosine similarity; 0 (never NaN) when either vector is zero. */
 export function cosine(a: Float32Array, b: Float32Array): number {
   if (a.length !== b.length) {
     throw new ModError('internal', `embedding sizes differ: ${a.length} and ${b.length}`)
   }
-  const na = norm(a)
-  const nb = norm(b)
+  const na = l2Norm(a)
+  const nb = l2Norm(b)
   if (na === 0 || nb === 0) return 0
   let dot = 0
   for (let i = 0; i < a.length; i++) dot += a[i] * b[i]
