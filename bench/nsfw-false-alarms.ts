@@ -17,7 +17,7 @@ import {nsfwPreprocess} from '../src/lib/image/nsfw-preprocess.js'
 import {trimBorders} from '../src/lib/image/trim.js'
 import {openNsfw} from '../src/lib/model/nsfw.js'
 import {NSFW_CLASSES} from '../src/lib/model/nsfw-manifest.js'
-import {averageViews, nsfwCategoryScores} from '../src/lib/scoring/nsfw-rule.js'
+import {averageViews, nsfwCategoryScores} from '../src/lib/signals/nsfw/rule.js'
 import type {RgbImage} from '../src/lib/types.js'
 import {ROOT} from './lib.js'
 

@@ -1,8 +1,7 @@
 import {loadConfig, type Config} from '../lib/config/load.js'
 import {createEngine, type Engine, type EngineObserver} from '../lib/engine.js'
-import {openNsfwRunner} from '../lib/model/nsfw-runner.js'
+import {openNsfwRunner} from '../lib/signals/nsfw/runner.js'
 import {resolveModelDir} from '../lib/model/presets.js'
-import type {ModelSignal} from '../lib/policy/types.js'
 import {settingsInput, type FlagValues} from './flags.js'
 
 /** Parsed flags (each already resolved from its MOD_* variable by oclif) + policy file → an engine that loads its model on first use. */
@@ -13,7 +12,7 @@ export async function engineFromFlags(flags: FlagValues, env = process.env, opti
 
 export interface EngineChoices {
   /** `--only`: one signal alone. */
-  only?: ModelSignal
+  only?: string
   /** Metrics hooks (`mod serve`). */
   observer?: EngineObserver
 }

@@ -9,7 +9,8 @@ import type {EnvVars} from '../cli/help.js'
 import {scanInputs, skippedLine, type ScanEntry, type ScanItem, type Skipped} from '../cli/inputs.js'
 import type {ImageInput, ItemResult} from '../lib/engine.js'
 import {ModError} from '../lib/errors.js'
-import {MODEL_SIGNALS, type ModelSignal, type PresetName} from '../lib/policy/types.js'
+import type {PresetName} from '../lib/policy/types.js'
+import {MODEL_SIGNAL_NAMES} from '../lib/signals/registry.js'
 
 /** Engine results and the inputs that failed before reaching it (not found, not a regular file), in input order. */
 async function* inOrder(items: AsyncIterable<ScanItem>, moderate: (inputs: AsyncIterable<ImageInput>) => AsyncIterable<ItemResult>): AsyncGenerator<ItemResult | ScanEntry> {
@@ -68,7 +69,7 @@ An input that cannot be scanned is an error entry and the other inputs are still
     only: Flags.string({
       description:
         'Score with one signal alone: nsfw (the embedded NSFW specialist: nudity, sexual_activity, suggestive; no CLIP model needed) or clip (the zero-shot prompts).',
-      options: [...MODEL_SIGNALS],
+      options: [...MODEL_SIGNAL_NAMES],
     }),
     strict: Flags.boolean({
       description: 'Exit 2 when a category of the policy could not be evaluated (e.g. no CLIP model installed), so a gate never passes on a partial check.',
@@ -79,7 +80,7 @@ An input that cannot be scanned is an error entry and the other inputs are still
   async run(): Promise<void> {
     const {argv, flags} = await this.parse(Scan)
     const paths = argv as string[]
-    const {engine, config} = await engineFromFlags(flags, process.env, {only: flags.only as ModelSignal | undefined})
+    const {engine, config} = await engineFromFlags(flags, process.env, {only: flags.only})
     const out = process.stdout
     let closed = false
     // `| head -1`: once the reader is gone, stop scanning instead of working for nobody.

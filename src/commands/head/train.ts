@@ -49,6 +49,7 @@ Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
       const {head, errors, model, dataset} = await trainHeadOnDataset({
         dataset: args.dataset,
         model: modelOptions(config),
+        policy: config.policy,
         train: {...DEFAULT_TRAIN_OPTIONS, holdout, seed: flags.seed, l2, maxEpochs: flags['max-epochs']},
         onProgress: (done, total) => progress.update(done, total),
       })

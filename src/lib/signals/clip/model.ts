@@ -7,14 +7,14 @@ import {join} from 'node:path'
 
 import * as ort from 'onnxruntime-node'
 
-import {ModError} from '../errors.js'
-import {normaliseInPlace} from '../scoring/vector.js'
-import {lazy} from '../lazy.js'
-import {fileWithRole} from './manifest.js'
-import type {Manifest} from './manifest-types.js'
-import {openSession} from './session.js'
-import {defaultThreads} from './threads.js'
-import {loadTokenizer, type ClipTokenizer} from './tokenizer.js'
+import {ModError} from '../../errors.js'
+import {normaliseInPlace} from '../../scoring/vector.js'
+import {lazy} from '../../lazy.js'
+import {fileWithRole} from '../../model/manifest.js'
+import type {Manifest} from '../../model/manifest-types.js'
+import {openSession} from '../../model/session.js'
+import {defaultThreads} from '../../model/threads.js'
+import {loadTokenizer, type ClipTokenizer} from '../../model/tokenizer.js'
 
 /** Prompts per text-encoder run: big enough to amortise a run, small enough to bound the activations. */
 const TEXT_BATCH = 32

@@ -19,7 +19,7 @@
  * nudity (swimwear and lingerie are its training examples). The model has no class for sexual acts: only a
  * dominant Porn probability (>= 0.75 for a score of 0.5) is taken as evidence of sexual activity.
  */
-import {NSFW_CLASSES} from '../model/nsfw-manifest.js'
+import {NSFW_CLASSES} from '../../model/nsfw-manifest.js'
 
 /** How strongly the safe classes pull a score down when they outweigh it. */
 export const NSFW_PULL = 0.5

@@ -1,7 +1,7 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {averageViews, nsfwCategoryScores} from '../../../src/lib/scoring/nsfw-rule.js'
+import {averageViews, nsfwCategoryScores} from '../../../../src/lib/signals/nsfw/rule.js'
 
 // Probabilities in class order: Drawing, Hentai, Neutral, Porn, Sexy.
 function scores(d: number, h: number, n: number, p: number, s: number) {

@@ -2,11 +2,11 @@
  * The embedded NSFW specialist as the engine runs it: the shipped model (nsfw.ts) and its preprocessing
  * (nsfw-preprocess.ts) behind one small interface, and how its views of a frame are classified.
  */
-import {NSFW_VIEW_SIZE, nsfwPreprocess} from '../image/nsfw-preprocess.js'
-import {stackTensors} from '../pipeline/stack.js'
-import {averageViews, nsfwCategoryScores} from '../scoring/nsfw-rule.js'
-import type {RgbImage} from '../types.js'
-import {openNsfw, type NsfwOptions} from './nsfw.js'
+import {NSFW_VIEW_SIZE, nsfwPreprocess} from '../../image/nsfw-preprocess.js'
+import {stackTensors} from '../../pipeline/stack.js'
+import {averageViews, nsfwCategoryScores} from './rule.js'
+import type {RgbImage} from '../../types.js'
+import {openNsfw, type NsfwOptions} from '../../model/nsfw.js'
 
 export interface NsfwRunner {
   /** Floats of one view. */

@@ -1,0 +1,41 @@
+/**
+ * The embedded NSFW specialist: five class probabilities per frame (a second, mirrored look where the first is
+ * uncertain), turned into the scores of the sexual-content categories by rule.ts. It runs when the policy
+ * leaves it on and the setup has one to open.
+ */
+import {lazy} from '../../lazy.js'
+import {policyWeight, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
+import {nsfwCategoryScores} from './rule.js'
+import {classifyViews, type NsfwRunner} from './runner.js'
+
+async function open(setup: SignalSetup): Promise<OpenSignal<Float32Array, Float32Array>> {
+  const runner = lazy(setup.openNsfw as () => Promise<NsfwRunner>)
+  return {
+    key: 'nsfw',
+    warm: async () => void (await runner.get()),
+    prepare: async (frame) => (await runner.get()).views(frame),
+    infer: async (views) => classifyViews(await runner.get(), views),
+    scores: (probabilities) => new Map(Object.entries(nsfwCategoryScores(probabilities))),
+    encode: (probabilities) => probabilities,
+    decode: (features) => features,
+    async dispose() {
+      const pending = runner.current()
+      runner.reset()
+      await (await pending?.catch(() => undefined))?.close()
+    },
+  }
+}
+
+export const nsfwSignal: Signal = {
+  name: 'nsfw',
+  title: 'the NSFW specialist',
+  description: 'the embedded NSFW specialist',
+  kind: 'model',
+  off(setup) {
+    if (!setup.policy.specialists.nsfw) return 'the policy switches it off (specialists: {nsfw: false})'
+    if (setup.openNsfw === undefined) return 'none is installed with this setup'
+    return undefined
+  },
+  weight: policyWeight('nsfw'),
+  open,
+}
