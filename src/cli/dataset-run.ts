@@ -49,6 +49,7 @@ export function formatEval(r: EvalReport): string {
     `${r.dataset}: ${m.images} images (${m.safe_images} safe), model ${r.model}`,
     `average recall:       ${pct(m.average_recall)}`,
     `safe images flagged:  ${pct(m.safe_flagged)}`,
+    ...(r.not_evaluated.length > 0 ? [`not evaluated (no installed model scores them): ${r.not_evaluated.join(', ')}`] : []),
     '',
     ...table(
       ['label', 'threshold', 'images', 'recall', 'precision', 'safe flagged'],

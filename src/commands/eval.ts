@@ -19,6 +19,8 @@ Prints per label recall, precision and the share of safe images it flags, the av
 the share of safe images flagged by any label, a confusion table and a threshold sweep.
 Features are cached per model and file content under MOD_CACHE_DIR/features, so a second run on the same
 images runs no image encoder. Files that cannot be read are reported on stderr and left out.
+Without a CLIP model, the embedded NSFW specialist alone scores its categories; the others are named as not
+evaluated.
 Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
 
   static override examples = [
