@@ -2,7 +2,6 @@ import {writeFile} from 'node:fs/promises'
 
 import {Args, Flags} from '@oclif/core'
 
-import {startCountProgress} from '../cli/count-progress.js'
 import {errorLines, formatEval, modelOptions} from '../cli/dataset-run.js'
 import {ModCommand} from '../cli/base-command.js'
 import {modelFlags, settingsInput} from '../cli/flags.js'
@@ -41,7 +40,7 @@ Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(Eval)
-    const progress = startCountProgress('Scoring')
+    const progress = this.startCountProgress('Scoring')
     try {
       const config = await loadConfig(settingsInput(flags), process.env)
       const report = await evaluateDataset({
@@ -51,7 +50,7 @@ Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
         headPath: config.settings.engine.headPath,
         onProgress: (done, total) => progress.update(done, total),
       })
-      await progress.finish()
+      progress.finish()
       for (const line of errorLines(report.errors, report.unlisted)) this.logToStderr(line)
       if (flags.report) await writeFile(flags.report, renderReport(report, await loadChartJs()))
       if (flags.json) {
@@ -59,7 +58,7 @@ Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
         this.log(JSON.stringify(rest, null, 2))
       } else this.log(formatEval(report))
     } finally {
-      await progress.finish()
+      progress.finish()
     }
   }
 }
