@@ -1,4 +1,5 @@
 import type {Limits} from './config/settings.js'
+import {disposer} from './dispose.js'
 import {ModError} from './errors.js'
 import {decodeImage} from './image/decode.js'
 import {isItemError, itemErrorEntry} from './item-errors.js'
@@ -188,12 +189,12 @@ export function createEngine(opts: EngineOptions): Engine {
     return core.open.has(signal.name) ? 'loaded' : 'not_installed'
   }
 
-  async function close(): Promise<void> {
+  const {dispose: close} = disposer(async () => {
     closed = true
     const pending = await models.current()?.catch(() => undefined)
     models.reset()
     if (pending) await pending.dispose()
-  }
+  })
 
   const engine: Engine = {
     preset: opts.preset,

@@ -62,7 +62,8 @@ export interface DatasetScoring extends FeatureSource {
   raw(features: Features): Float64Array
   /** Per label, in `labels` order: the score scan reports (calibrated, blended with a head, rounded). */
   score(features: Features): Float64Array
-  close(): Promise<void>
+  /** Releases the models. */
+  dispose(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>
 }
 
@@ -87,7 +88,6 @@ export async function openDatasetScoring(model: ModelOptions, o: ScoringOptions)
   // Concurrent extract() calls share model runs, as the engine's images do.
   const core = await openCore(registry, setup, choice, {batchSize: 8})
   const modelId = (await registry.find((s) => s.modelId)?.modelId?.(setup).catch(() => undefined)) ?? core.key
-  const close = () => core.dispose()
   return {
     key: core.key,
     modelId,
@@ -110,8 +110,8 @@ export async function openDatasetScoring(model: ModelOptions, o: ScoringOptions)
       }
       return out
     },
-    close,
-    [Symbol.asyncDispose]: close,
+    dispose: core.dispose,
+    [Symbol.asyncDispose]: core.dispose,
   }
 }
 

@@ -83,7 +83,7 @@ export async function evaluateDataset(o: RunOptions & {headPath?: string}): Prom
       not_evaluated: [...run.source.notEvaluated],
     }
   } finally {
-    await run.source.close()
+    await run.source.dispose()
   }
 }
 
@@ -100,7 +100,7 @@ export async function calibrateDataset(
     const report = calibrateCategories(samples, scorer.labels, o)
     return {report, errors, unlisted: run.dataset.unlisted, images_embedded: run.source.imagesEmbedded()}
   } finally {
-    await run.source.close()
+    await run.source.dispose()
   }
 }
 
@@ -120,6 +120,6 @@ export async function trainHeadOnDataset(
       dataset: run.dataset,
     }
   } finally {
-    await run.source.close()
+    await run.source.dispose()
   }
 }

@@ -4,6 +4,7 @@
  * their models on batches of frames from any number of callers, and combines their outputs into labels.
  * Eval keeps the outputs as features (toFeatures / fromFeatures) and scores them exactly as a scan does.
  */
+import {disposer} from '../dispose.js'
 import {isModError, ModError} from '../errors.js'
 import {trimBorders} from '../image/trim.js'
 import {createBatcher, type BatchObserver} from '../pipeline/batcher.js'
@@ -96,7 +97,9 @@ export interface InferenceCore {
   raw(outputs: FrameOutputs): Float64Array
   toFeatures(outputs: FrameOutputs): Features
   fromFeatures(features: Features): FrameOutputs
+  /** Releases every signal; inference after it is refused. */
   dispose(): Promise<void>
+  [Symbol.asyncDispose](): Promise<void>
 }
 
 /** Opens the active signals in registry order; one that is not installed is tolerated when others can score. */
@@ -105,9 +108,9 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
   const signalSetup = {...setup, policy}
   const opened = new Map<string, OpenSignal>()
   const notInstalled = new Set<string>()
-  const dispose = async () => {
+  const life = disposer(async () => {
     await Promise.allSettled([...opened.values()].map((s) => s.dispose()))
-  }
+  })
   try {
     for (const s of active) {
       if ((s.needs ?? []).some((n) => !opened.has(n))) continue
@@ -119,8 +122,11 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
       }
     }
   } catch (e) {
-    await dispose()
+    await life.dispose()
     throw e
+  }
+  const alive = () => {
+    if (life.disposed) throw new ModError('model_unavailable', 'the models were released')
   }
   const bySignal = new Map(registry.map((s) => [s.name, s]))
   const weight = (name: string, c: Category) => bySignal.get(name)?.weight(c) ?? 0
@@ -166,6 +172,7 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
       for (const s of opened.values()) await s.warm?.()
     },
     prepare(frames) {
+      alive()
       const trimmed = policy.trim_borders ? frames.map((f) => trimBorders(f)) : frames
       return Promise.all(
         trimmed.map(async (frame) => {
@@ -175,7 +182,10 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
         }),
       )
     },
-    infer: (frames) => Promise.all(frames.map((f) => batcher.submit(f))),
+    async infer(frames) {
+      alive()
+      return Promise.all(frames.map((f) => batcher.submit(f)))
+    },
     score(outputs) {
       const signals: Record<string, ReadonlyMap<string, number>> = {}
       for (const [name, s] of entries) {
@@ -215,7 +225,8 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
       }
       return outputs
     },
-    dispose,
+    dispose: life.dispose,
+    [Symbol.asyncDispose]: life.dispose,
   }
 }
 

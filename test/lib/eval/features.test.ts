@@ -31,7 +31,7 @@ test('concurrent extracts (embedded together in a batch) each keep their own emb
     for (const f of features) assert.equal(f.signals, {})
     assert.is(source.imagesEmbedded(), 3)
   } finally {
-    await source.close()
+    await source.dispose()
   }
 })
 
@@ -41,7 +41,7 @@ test('eval, calibrate and head train open the image encoder from the optimised g
   try {
     await source.extract(await noisyPng(200, 30, 30, 4))
   } finally {
-    await source.close()
+    await source.dispose()
   }
   const entries = await readdir(join(cacheDir, 'ort'))
   assert.is(entries.length, 1)
@@ -68,7 +68,7 @@ test('the label scorer gives the scores scan gives, and raw margins that order r
     const raw = async (rgb: [number, number, number]) => scorer.raw(await source.extract(await noisyPng(...rgb, 5)))[i]
     assert.ok((await raw([240, 10, 10])) > 50 && (await raw([10, 10, 240])) < -50)
   } finally {
-    await source.close()
+    await source.dispose()
     await engine.close()
   }
 })
@@ -90,7 +90,7 @@ test('with the specialist on, its probabilities are features and the scores are 
       assert.is(scores[j], result.labels.find((l) => l.name === name)?.score, name)
     }
   } finally {
-    await source.close()
+    await source.dispose()
     await engine.close()
   }
 })

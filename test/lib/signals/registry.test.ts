@@ -79,7 +79,7 @@ test('eval scores with a registered signal as scan does, and keeps its output as
     assert.equal(Object.keys(features.signals), ['red_meter'])
     assert.equal([...scoring.score(features)], [1])
   } finally {
-    await scoring.close()
+    await scoring.dispose()
   }
 })
 

@@ -7,6 +7,7 @@ import {join} from 'node:path'
 
 import * as ort from 'onnxruntime-node'
 
+import {disposer} from '../../dispose.js'
 import {ModError} from '../../errors.js'
 import {normaliseInPlace} from '../../scoring/vector.js'
 import {lazy} from '../../lazy.js'
@@ -167,9 +168,9 @@ export async function openClip(dir: string, manifest: Manifest, opts: ClipOption
       return out
     },
 
-    async close() {
+    close: disposer(async () => {
       await releaseText()
       await image.release()
-    },
+    }).dispose,
   }
 }

@@ -4,6 +4,7 @@
  * what a trained head reads. The image session opens on the first frame (or the engine's load); the text
  * encoder only while prompt embeddings are missing from the cache, and its memory goes back once they are in.
  */
+import {disposer} from '../../dispose.js'
 import {isModError} from '../../errors.js'
 import {preprocess} from '../../image/preprocess.js'
 import {lazy} from '../../lazy.js'
@@ -28,11 +29,11 @@ function modelKey(manifest: Manifest, setup: SignalSetup): string {
 async function open(setup: SignalSetup): Promise<OpenClip> {
   const manifest = await loadManifest(setup.modelDir, setup.preset, setup.precision)
   const model = lazy(() => openClip(setup.modelDir, manifest, {threads: setup.threads, cacheDir: setup.cacheDir}))
-  const dispose = async () => {
+  const {dispose} = disposer(async () => {
     const pending = model.current()
     model.reset()
     await (await pending?.catch(() => undefined))?.close()
-  }
+  })
   const {policy} = setup
   let prompts: Map<string, Float32Array>
   try {

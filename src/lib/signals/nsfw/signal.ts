@@ -3,6 +3,7 @@
  * uncertain), turned into the scores of the sexual-content categories by rule.ts. It runs when the policy
  * leaves it on and the setup has one to open.
  */
+import {disposer} from '../../dispose.js'
 import {lazy} from '../../lazy.js'
 import {policyWeight, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
 import {nsfwCategoryScores} from './rule.js'
@@ -18,11 +19,11 @@ async function open(setup: SignalSetup): Promise<OpenSignal<Float32Array, Float3
     scores: (probabilities) => new Map(Object.entries(nsfwCategoryScores(probabilities))),
     encode: (probabilities) => probabilities,
     decode: (features) => features,
-    async dispose() {
+    dispose: disposer(async () => {
       const pending = runner.current()
       runner.reset()
       await (await pending?.catch(() => undefined))?.close()
-    },
+    }).dispose,
   }
 }
 
