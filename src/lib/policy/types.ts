@@ -26,10 +26,8 @@ export interface Category {
   signals: SignalWeights
 }
 
-/** Signals a policy can switch off (`specialists: {nsfw: false}`). */
-export interface Specialists {
-  nsfw: boolean
-}
+/** Per signal the policy can switch off (the registry's switchable ones): whether it runs (`specialists: {nsfw: false}`). */
+export type Specialists = Readonly<Record<string, boolean>>
 
 /** The active policy: defaults merged with a policy file. Disabled categories are already removed. */
 export interface Policy {

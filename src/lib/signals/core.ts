@@ -22,16 +22,22 @@ export interface SignalChoice {
   off: Map<string, string>
 }
 
+/** Why a signal does not run under this setup: the policy's switch, then its own rule. */
+function offReason(s: Signal, setup: SignalSetup): string | undefined {
+  if (s.switchable && setup.policy.specialists[s.name] === false) return `the policy switches it off (specialists: {${s.name}: false})`
+  return s.off(setup)
+}
+
 /**
- * Each signal's own rule (`off`), and `only`: one model signal alone (and the signals built on it), the
- * policy narrowed to the categories it feeds.
+ * The policy's switches and each signal's own rule, and `only`: one model signal alone (and the signals built
+ * on it), the policy narrowed to the categories it feeds.
  */
 export function activeSignals(registry: readonly Signal[], setup: SignalSetup, only?: string): SignalChoice {
   let policy = setup.policy
   if (only !== undefined) {
     const alone = registry.find((s) => s.name === only && s.kind === 'model')
     if (alone === undefined) throw new ModError('invalid_config', `no signal "${only}" can score alone`)
-    const reason = alone.off(setup)
+    const reason = offReason(alone, setup)
     if (reason !== undefined) throw new ModError('invalid_config', `only ${alone.title} was asked for, but ${reason}`)
     policy = {...policy, categories: policy.categories.filter((c) => alone.weight(c) > 0)}
   }
@@ -41,7 +47,7 @@ export function activeSignals(registry: readonly Signal[], setup: SignalSetup, o
     const reason =
       only !== undefined && s.name !== only && !(s.kind === 'labels' && (s.needs ?? []).every((n) => n === only))
         ? `only ${only} runs`
-        : s.off({...setup, policy})
+        : offReason(s, {...setup, policy})
     if (reason === undefined && (s.needs ?? []).every((n) => active.some((a) => a.name === n))) active.push(s)
     else off.set(s.name, reason ?? `it needs ${(s.needs ?? []).join(', ')}`)
   }

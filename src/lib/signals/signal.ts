@@ -81,6 +81,8 @@ export interface Signal {
   required?(setup: SignalSetup): boolean
   /** Other signals whose outputs it reads: they must be installed when it runs. */
   readonly needs?: readonly string[]
+  /** The policy can switch it off (`specialists: {<name>: false}`); on by default. */
+  readonly switchable?: boolean
   /** Its output is the image embedding a head is trained on and reads. */
   readonly embedding?: boolean
   /**

@@ -32,11 +32,8 @@ export const nsfwSignal: Signal = {
   title: 'the NSFW specialist',
   description: 'the embedded NSFW specialist',
   kind: 'model',
-  off(setup) {
-    if (!setup.policy.specialists.nsfw) return 'the policy switches it off (specialists: {nsfw: false})'
-    if (setup.openNsfw === undefined) return 'none is installed with this setup'
-    return undefined
-  },
+  switchable: true,
+  off: (setup) => (setup.openNsfw === undefined ? 'none is installed with this setup' : undefined),
   weight: policyWeight('nsfw'),
   open,
 }
