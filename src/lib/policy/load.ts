@@ -6,7 +6,7 @@ import path from 'node:path'
 import {cosmiconfig} from 'cosmiconfig'
 
 import {ModError} from '../errors.js'
-import {SWITCHABLE_SIGNAL_NAMES} from '../signals/registry.js'
+import {POLICY_SWITCHES} from '../signals/registry.js'
 import {CLIP_ONLY, CUSTOM_CALIBRATION, DEFAULT_CATEGORIES, DEFAULT_NEUTRAL, DEFAULT_THRESHOLD} from './defaults.js'
 import {validatePolicyText} from './schema.js'
 import type {PolicyFile, PolicyProblem} from './schema.js'
@@ -68,7 +68,7 @@ export function buildPolicy(file?: PolicyFile): Policy {
     trim_borders: file?.trim_borders ?? true,
     categories,
     neutral: [...(file?.neutral ?? DEFAULT_NEUTRAL)],
-    specialists: Object.fromEntries(SWITCHABLE_SIGNAL_NAMES.map((name) => [name, file?.specialists?.[name] ?? true])),
+    specialists: Object.fromEntries([...POLICY_SWITCHES].map(([name, on]) => [name, file?.specialists?.[name] ?? on])),
   }
 }
 

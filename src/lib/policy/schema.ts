@@ -16,7 +16,7 @@ import type {Document, Node as YamlNode, Pair} from 'yaml'
 
 import {DEFAULT_CATEGORIES} from './defaults.js'
 import {parentCycles} from './parents.js'
-import {SWITCHABLE_SIGNAL_NAMES} from '../signals/registry.js'
+import {POLICY_SWITCHES} from '../signals/registry.js'
 import {PRESETS} from './types.js'
 import type {Calibration, PresetName, Specialists} from './types.js'
 
@@ -189,10 +189,10 @@ function readSpecialists(ctx: Context, node: unknown, at: number): Partial<Speci
   for (const pair of node.items) {
     const key = keyOf(ctx, pair, ' in specialists')
     if (key === undefined) continue
-    if (SWITCHABLE_SIGNAL_NAMES.includes(key)) {
+    if (POLICY_SWITCHES.has(key)) {
       const value = readBoolean(ctx, deref(ctx, pair.value), offsetOf(pair.key, at), `specialists.${key}`)
       if (value !== undefined) specialists[key] = value
-    } else unknownKey(ctx, pair, key, ' in specialists', SWITCHABLE_SIGNAL_NAMES)
+    } else unknownKey(ctx, pair, key, ' in specialists', [...POLICY_SWITCHES.keys()])
   }
   return specialists
 }

@@ -12,7 +12,7 @@ import type {Category, Policy} from '../policy/types.js'
 import {combineSignals, notEvaluated, type FrameSignals} from '../scoring/combine.js'
 import type {ScoredLabel} from '../scoring/result.js'
 import type {RgbImage} from '../types.js'
-import type {ExtraLabel, FrameOutputs, OpenSignal, Signal, SignalSetup} from './signal.js'
+import type {ExtraLabel, FrameEvidence, FrameOutputs, OpenSignal, Signal, SignalSetup} from './signal.js'
 
 /** Which signals a setup runs, and why each other one does not. The one place the on/off rules meet. */
 export interface SignalChoice {
@@ -24,7 +24,9 @@ export interface SignalChoice {
 
 /** Why a signal does not run under this setup: the policy's switch, then its own rule. */
 function offReason(s: Signal, setup: SignalSetup): string | undefined {
-  if (s.switchable && setup.policy.specialists[s.name] === false) return `the policy switches it off (specialists: {${s.name}: false})`
+  if (s.policySwitch !== undefined && !(setup.policy.specialists[s.name] ?? s.policySwitch === 'on')) {
+    return `the policy switches it off (specialists: {${s.name}: false})`
+  }
   return s.off(setup)
 }
 
@@ -99,6 +101,8 @@ export interface InferenceCore {
   infer(frames: readonly PreparedFrame[]): Promise<FrameOutputs[]>
   /** One frame's labels, as the result will show them once rounded. */
   score(outputs: FrameOutputs): ScoredLabel[]
+  /** What the signals found in the frame beyond label scores. */
+  evidence(outputs: FrameOutputs): FrameEvidence
   /** Per label of `labels`, the raw margin its calibration applies to (NaN where no signal gives one). */
   raw(outputs: FrameOutputs): Float64Array
   toFeatures(outputs: FrameOutputs): Features
@@ -201,6 +205,18 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
       let scored = combineSignals(policy, signals as FrameSignals, weight)
       for (const [, s] of entries) if (s.adjust) scored = s.adjust(scored, outputs)
       return scored
+    },
+    evidence(outputs) {
+      const found: FrameEvidence = {}
+      for (const [name, s] of entries) {
+        const value = outputs.get(name)
+        if (!s.evidence || value === undefined) continue
+        const e = s.evidence(value)
+        if (e.regions) found.regions = [...(found.regions ?? []), ...e.regions]
+        if (e.matches) found.matches = [...(found.matches ?? []), ...e.matches]
+        if (e.text) found.text = [...(found.text ?? []), ...e.text]
+      }
+      return found
     },
     raw(outputs) {
       const out = new Float64Array(labels.length).fill(Number.NaN)

@@ -16,8 +16,10 @@ export const SIGNALS: readonly Signal[] = [
 
 export const SIGNAL_NAMES: readonly string[] = SIGNALS.map((s) => s.name)
 
-/** The signals a policy can switch off (`specialists: {nsfw: false}`). */
-export const SWITCHABLE_SIGNAL_NAMES: readonly string[] = SIGNALS.filter((s) => s.switchable).map((s) => s.name)
+/** The signals a policy switches (`specialists: {nsfw: false}`), each with its state when the policy says nothing. */
+export const POLICY_SWITCHES: ReadonlyMap<string, boolean> = new Map(
+  SIGNALS.filter((s) => s.policySwitch !== undefined).map((s) => [s.name, s.policySwitch === 'on']),
+)
 
 /** The signals that score categories on their own: what `--only` can name. */
 export const MODEL_SIGNAL_NAMES: readonly string[] = SIGNALS.filter((s) => s.kind === 'model').map((s) => s.name)

@@ -38,6 +38,19 @@ export interface ExtraLabel {
   origin: Origin
 }
 
+/** A box in frame pixels: left, top, width, height. */
+export type Box = [number, number, number, number]
+
+/**
+ * What a signal finds in a frame beyond label scores: a detector's regions, a match against a list of known
+ * images (which list, which label, how far), the lines of text read.
+ */
+export interface FrameEvidence {
+  regions?: {label: string; score: number; box: Box}[]
+  matches?: {list: string; label: string; distance: number}[]
+  text?: {text: string; box: Box}[]
+}
+
 /** An open signal: its model in memory (or ready to load on first use) and what the core asks of it per frame. */
 export interface OpenSignal<In = unknown, Out = unknown> {
   /** Names the model and every setting that changes its output: eval's feature cache is kept per key. */
@@ -54,6 +67,8 @@ export interface OpenSignal<In = unknown, Out = unknown> {
   scores?(output: Out): ReadonlyMap<string, number>
   /** Per category: the raw margin that its calibration turns into the score (what `mod calibrate` fits). */
   raw?(output: Out): ReadonlyMap<string, number>
+  /** What it found in the frame beyond label scores. */
+  evidence?(output: Out): FrameEvidence
   /** After combination: the labels with this signal's own applied (a head blends and adds labels). */
   adjust?(labels: ScoredLabel[], outputs: FrameOutputs): ScoredLabel[]
   /** Raw logits of the labels it adds (`extraLabels`), for calibrate. */
@@ -81,8 +96,11 @@ export interface Signal {
   required?(setup: SignalSetup): boolean
   /** Other signals whose outputs it reads: they must be installed when it runs. */
   readonly needs?: readonly string[]
-  /** The policy can switch it off (`specialists: {<name>: false}`); on by default. */
-  readonly switchable?: boolean
+  /**
+   * The policy switches it with `specialists: {<name>: true|false}`, and this is its state when the policy says
+   * nothing: `on` (the NSFW specialist), or `off` for a signal that runs only when the policy asks for it.
+   */
+  readonly policySwitch?: 'on' | 'off'
   /** Its output is the image embedding a head is trained on and reads. */
   readonly embedding?: boolean
   /**

@@ -9,6 +9,7 @@ import {DEFAULT_LIMITS} from '../../../src/lib/config/settings.js'
 import {createEngine} from '../../../src/lib/engine.js'
 import {openDatasetScoring} from '../../../src/lib/eval/features.js'
 import {buildPolicy} from '../../../src/lib/policy/load.js'
+import {activeSignals, openCore} from '../../../src/lib/signals/core.js'
 import {SIGNALS} from '../../../src/lib/signals/registry.js'
 import type {Signal} from '../../../src/lib/signals/signal.js'
 import {solidPng, tempDir} from '../../helpers/cli.js'
@@ -80,6 +81,41 @@ test('eval scores with a registered signal as scan does, and keeps its output as
     assert.equal([...scoring.score(features)], [1])
   } finally {
     await scoring.dispose()
+  }
+})
+
+test('a signal can run only when the policy asks for it (policySwitch off), and carry evidence beyond label scores', async () => {
+  const boxed: Signal = {
+    ...redMeter,
+    name: 'red_boxes',
+    policySwitch: 'off',
+    open: async (o, opened) => ({
+      ...(await redMeter.open(o, opened)),
+      evidence: (out: Float32Array) => ({regions: [{label: 'redness', score: out[0], box: [0, 0, 64, 64]}]}),
+    }),
+  }
+  const withBoxes = [...SIGNALS, boxed]
+  const quiet = createEngine({...setup, signals: withBoxes})
+  assert.equal(quiet.signals().red_boxes, 'off')
+  await quiet.close()
+
+  const asked = {...policy, specialists: {...policy.specialists, red_boxes: true}}
+  const engine = createEngine({...setup, policy: asked, signals: withBoxes})
+  try {
+    const red = await engine.moderateImage(await solidPng(255, 0, 0), 'red.png')
+    assert.equal(red.labels.map((l) => [l.name, l.score]), [['redness', 1]])
+    assert.equal(engine.signals().red_boxes, 'loaded')
+  } finally {
+    await engine.close()
+  }
+
+  const o = {...setup, precision: 'fp32' as const, policy: asked}
+  const core = await openCore(withBoxes, o, activeSignals(withBoxes, o), {batchSize: 8})
+  try {
+    const [outputs] = await core.infer(await core.prepare([{data: Buffer.from([255, 0, 0, 255, 0, 0]), width: 2, height: 1}]))
+    assert.equal(core.evidence(outputs), {regions: [{label: 'redness', score: 1, box: [0, 0, 64, 64]}]})
+  } finally {
+    await core.dispose()
   }
 })
 

@@ -32,7 +32,7 @@ export const nsfwSignal: Signal = {
   title: 'the NSFW specialist',
   description: 'the embedded NSFW specialist',
   kind: 'model',
-  switchable: true,
+  policySwitch: 'on',
   off: (setup) => (setup.openNsfw === undefined ? 'none is installed with this setup' : undefined),
   weight: policyWeight('nsfw'),
   open,
