@@ -81,8 +81,6 @@ export interface InferenceCore {
   readonly policy: Policy
   /** The signals open (installed and on), in registry order. */
   readonly open: ReadonlySet<string>
-  /** Active signals that are not installed: the categories only they feed are not evaluated. */
-  readonly notInstalled: ReadonlySet<string>
   /** Categories of the policy that no open signal feeds. */
   readonly notEvaluated: readonly string[]
   /** Every label scored: the evaluated categories, then the labels signals add. */
@@ -117,18 +115,16 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
   const {policy, active} = choice
   const signalSetup = {...setup, policy}
   const opened = new Map<string, OpenSignal>()
-  const notInstalled = new Set<string>()
   const life = disposer(async () => {
     await Promise.allSettled([...opened.values()].map((s) => s.dispose()))
   })
   try {
     for (const s of active) {
-      if ((s.needs ?? []).some((n) => !opened.has(n))) continue
       try {
         opened.set(s.name, await s.open(signalSetup, opened))
       } catch (e) {
+        // Not installed and not required: the categories only it feeds are not evaluated.
         if (!(isModError(e) && e.code === 'model_missing' && tolerated(s, active, setup))) throw e
-        notInstalled.add(s.name)
       }
     }
   } catch (e) {
@@ -172,7 +168,6 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
   return {
     policy,
     open: new Set(opened.keys()),
-    notInstalled,
     notEvaluated: skipped,
     labels,
     key: [`${keys[0] ?? ''}${untrimmed}`, ...keys.slice(1)].join('+'),
