@@ -73,6 +73,7 @@ export function fakeEngine(over: Partial<Engine> = {}): Engine {
     }),
     categories: async () => ({preset: 'fast', model: 'fake', categories: []}),
     close: async () => {},
+    [Symbol.asyncDispose]: async () => {},
     ...over,
   }
   return engine
