@@ -1,5 +1,6 @@
 import type {Limits, LogLevel} from '../lib/config/settings.js'
 import {isModError, type ErrorCode} from '../lib/errors.js'
+import {MAX_SIDE} from '../lib/image/decode.js'
 import {grouped, humanBytes, humanSeconds} from './units.js'
 
 /** An error as the API answers it: `{error: {code, message}}` with this status. */
@@ -88,7 +89,8 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   payload_too_large: {
     status: 413,
     when: (l) =>
-      `an image over ${humanBytes(l.maxBytes)} or ${grouped(l.maxPixels)} decoded pixels, batch files over ` +
+      `an image over ${humanBytes(l.maxBytes)} or ${grouped(l.maxPixels)} decoded pixels or with a side over ` +
+      `${grouped(MAX_SIDE)} px, batch files over ` +
       `${humanBytes(l.maxBatchBytes)} together, a request body over the upload limit (its Content-Length is ` +
       `checked before reading), or a video over ${humanBytes(l.maxVideoBytes)}`,
     example: 'the image is larger than 26214400 bytes',

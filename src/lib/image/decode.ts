@@ -24,6 +24,13 @@ export interface ImageProbe {
   animated: boolean
 }
 
+/**
+ * Longest side accepted, in pixels: the largest JPEG and GIF can have. Decoding costs per row and per column
+ * as well as per pixel, so a sliver within MOD_MAX_PIXELS (a 1 x 100 000 000 PNG is 200 KB) would still take
+ * seconds; no photo, scan or screenshot is longer.
+ */
+export const MAX_SIDE = 65_535
+
 /** Frames scored from an animation; each label keeps its maximum over them. */
 export const MAX_FRAMES = 8
 
@@ -56,7 +63,7 @@ export async function probeImage(input: Buffer): Promise<ImageProbe> {
 /**
  * The one decoding entry of every image path: refuses an empty input, then decodes to 8-bit sRGB with
  * alpha flattened onto white: one image for a still (EXIF orientation applied), up to MAX_FRAMES evenly
- * spaced frames for an animated GIF/WebP. Limits are checked before any pixel is decoded.
+ * spaced frames for an animated GIF/WebP. Limits (bytes, pixels, MAX_SIDE) are checked before any pixel is decoded.
  */
 export async function decodeImage(input: Buffer, limits: ImageLimits): Promise<RgbImage[]> {
   if (input.length === 0) throw emptyFileError()
@@ -68,6 +75,9 @@ export async function decodeImage(input: Buffer, limits: ImageLimits): Promise<R
   if (decoded > limits.maxPixels) {
     const size = `${probe.width}x${probe.height}${probe.animated ? ` x ${probe.frames} frames` : ''}`
     throw new ModError('payload_too_large', `image is ${size} = ${decoded} pixels; the limit is ${limits.maxPixels} pixels`)
+  }
+  if (Math.max(probe.width, probe.height) > MAX_SIDE) {
+    throw new ModError('payload_too_large', `image is ${probe.width}x${probe.height}; a side may be at most ${MAX_SIDE} pixels`)
   }
   try {
     return probe.animated ? await decodeFrames(input, probe, limits) : [await decodeStill(input, limits)]

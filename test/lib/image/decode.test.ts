@@ -4,9 +4,10 @@ import sharp, {type Sharp} from 'sharp'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {decodeImage, frameIndices, MAX_FRAMES, probeImage, type ImageLimits} from '../../../src/lib/image/decode.js'
+import {decodeImage, frameIndices, MAX_FRAMES, MAX_SIDE, probeImage, type ImageLimits} from '../../../src/lib/image/decode.js'
 import type {RgbImage} from '../../../src/lib/types.js'
 import {rejection} from '../../helpers/errors.js'
+import {greyPng} from '../../helpers/hostile-images.js'
 
 const LIMITS: ImageLimits = {maxBytes: 25 * 1024 * 1024, maxPixels: 100_000_000}
 const RED = [255, 0, 0]
@@ -185,6 +186,15 @@ test('refuses a PNG that claims 50000 x 50000 pixels without decoding it', async
   assert.match(e.message, 'the limit is 100000000 pixels')
   // Decoding 2.5 gigapixels would take minutes and 7.5 GB; the bound is loose so a loaded machine cannot flake it.
   assert.ok(performance.now() - started < 5000, 'refused from the header, not after decoding')
+})
+
+test('refuses a side over MAX_SIDE from the header, within the pixel limit; MAX_SIDE itself decodes', async () => {
+  for (const [w, h] of [[MAX_SIDE + 1, 1], [1, MAX_SIDE + 1], [1, 10_000_000]]) {
+    const e = await rejection(decodeImage(pngClaiming(w, h), LIMITS))
+    assert.equal([e.code, e.message], ['payload_too_large', `image is ${w}x${h}; a side may be at most 65535 pixels`])
+  }
+  const [tall] = await decodeImage(greyPng(1, MAX_SIDE), LIMITS)
+  assert.equal([tall.width, tall.height, tall.data.length], [1, MAX_SIDE, 3 * MAX_SIDE])
 })
 
 test('counts every frame of an animation against the pixel limit', async () => {
