@@ -1,7 +1,10 @@
 // Extreme shapes through the engine (toy CLIP and the real NSFW specialist): every width and height from 1 to
 // 10^7 px, both ways, gets a clear answer. A side over MAX_SIDE is refused from the header; any other sliver is
 // scored as its centre MAX_ASPECT_RATIO : 1 part, exactly as that part sent on its own.
+import {execFileSync} from 'node:child_process'
 import {join} from 'node:path'
+
+import sharp from 'sharp'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
@@ -50,5 +53,34 @@ for (const {width, height} of sweepShapes()) {
     })
   }
 }
+
+/** An animated GIF of `width` x `height`: frames of the given colours. */
+function animatedGif(width: number, height: number, colours: [number, number, number][]): Promise<Buffer> {
+  const frame = width * height * 3
+  const data = Buffer.alloc(frame * colours.length)
+  colours.forEach((c, i) => {
+    for (let p = 0; p < width * height; p++) data.set(c, i * frame + 3 * p)
+  })
+  return sharp(data, {raw: {width, height: height * colours.length, channels: 3, pageHeight: height}}).gif({delay: 100}).toBuffer()
+}
+
+test('an animated sliver: each frame is scored on its centre 20 : 1 part', async () => {
+  const colours: [number, number, number][] = [[0, 0, 255], [255, 0, 0], [0, 0, 255]]
+  for (const [w, h] of [[3000, 2], [2, 3000]]) {
+    const result = await engine.moderateImage(await animatedGif(w, h, colours), 'sliver.gif')
+    const centre = await engine.moderateImage(await animatedGif(Math.min(w, 40), Math.min(h, 40), colours), 'sliver.gif')
+    assert.equal(result, centre)
+    assert.equal(result.violations.map((v) => v.name), ['redness'])
+  }
+})
+
+test('a sliver video (4000x2, 2x4000): every frame is scored on its centre part, with a clear result', async () => {
+  for (const size of ['4000x2', '2x4000']) {
+    const path = join(dir.path, `${size}.mkv`)
+    execFileSync('ffmpeg', ['-loglevel', 'error', '-f', 'lavfi', '-i', `color=c=red:s=${size}:d=2:r=5`, '-c:v', 'ffv1', path])
+    const result = await engine.moderateVideo(path, {source: size, fps: 1})
+    assert.equal([result.frames_analyzed, result.violations.map((v) => v.name)], [2, ['redness']], size)
+  }
+})
 
 test.run()
