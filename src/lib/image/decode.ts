@@ -22,6 +22,10 @@ export interface ImageProbe {
   frames: number
   /** An animated GIF or WebP (more than one frame); other multi-page files are scored on their first page. */
   animated: boolean
+  /** What decoding one of its pixels costs, in baseline pixels (see decodeCost); it may have maxPixels ÷ cost pixels. */
+  cost: number
+  /** What makes it cost more, for the message ("a progressive JPEG"); absent at cost 1. */
+  costly?: string
 }
 
 /**
@@ -57,7 +61,25 @@ export async function probeImage(input: Buffer): Promise<ImageProbe> {
   }
   const frames = Math.max(1, meta.pages ?? 1)
   const animated = frames > 1 && (format === 'gif' || format === 'webp')
-  return {format, width: meta.width, height: meta.pageHeight ?? meta.height, frames, animated}
+  return {format, width: meta.width, height: meta.pageHeight ?? meta.height, frames, animated, ...decodeCost(format, meta)}
+}
+
+/**
+ * What decoding a pixel costs against a baseline JPEG, PNG or TIFF, whose peak memory is about 3.3 bytes a
+ * pixel (measured on 64-megapixel files; mostly the RGB output). Other decoders also hold the whole image in
+ * their own form: a progressive JPEG keeps every coefficient until its last scan and an interlaced PNG its
+ * whole raster (up to 11 bytes a pixel), GIF and WebP an RGBA canvas (7 and 8), AVIF its planes and an RGBA
+ * copy (17); a CMYK JPEG spends 4 times the CPU on colour conversion. Dividing the pixel limit by the cost
+ * keeps each of them within what the largest baseline image takes.
+ */
+function decodeCost(format: ImageFormat, meta: Metadata): {cost: number; costly?: string} {
+  if (format === 'jpeg' && meta.isProgressive) return {cost: 4, costly: 'a progressive JPEG'}
+  if (format === 'jpeg' && meta.space === 'cmyk') return {cost: 4, costly: 'a CMYK JPEG'}
+  if (format === 'png' && meta.isProgressive) return {cost: 4, costly: 'an interlaced PNG'}
+  if (format === 'gif') return {cost: 2, costly: 'a GIF'}
+  if (format === 'webp') return {cost: 3, costly: 'a WebP'}
+  if (format === 'avif') return {cost: 6, costly: 'an AVIF'}
+  return {cost: 1}
 }
 
 /**
@@ -72,9 +94,11 @@ export async function decodeImage(input: Buffer, limits: ImageLimits): Promise<R
   }
   const probe = await probeImage(input)
   const decoded = probe.width * probe.height * (probe.animated ? probe.frames : 1)
-  if (decoded > limits.maxPixels) {
+  const allowed = Math.floor(limits.maxPixels / probe.cost)
+  if (decoded > allowed) {
     const size = `${probe.width}x${probe.height}${probe.animated ? ` x ${probe.frames} frames` : ''}`
-    throw new ModError('payload_too_large', `image is ${size} = ${decoded} pixels; the limit is ${limits.maxPixels} pixels`)
+    const why = probe.costly ? ` for ${probe.costly} (1/${probe.cost} of ${limits.maxPixels}: it takes ${probe.cost} times the memory or time to decode)` : ''
+    throw new ModError('payload_too_large', `image is ${size} = ${decoded} pixels; the limit is ${allowed} pixels${why}`)
   }
   if (Math.max(probe.width, probe.height) > MAX_SIDE) {
     throw new ModError('payload_too_large', `image is ${probe.width}x${probe.height}; a side may be at most ${MAX_SIDE} pixels`)

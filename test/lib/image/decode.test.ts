@@ -138,7 +138,7 @@ test('picks frames evenly from first to last', () => {
 
 test('decodes 8 evenly spaced frames of a 20-frame animated GIF', async () => {
   const file = await animatedGif(20)
-  assert.equal(await probeImage(file), {format: 'gif', width: 16, height: 12, frames: 20, animated: true})
+  assert.equal(await probeImage(file), {format: 'gif', width: 16, height: 12, frames: 20, animated: true, cost: 2, costly: 'a GIF'})
   const frames = await decodeImage(file, LIMITS)
   assert.is(frames.length, 8)
   for (const f of frames) {
@@ -199,11 +199,36 @@ test('refuses a side over MAX_SIDE from the header, within the pixel limit; MAX_
 
 test('counts every frame of an animation against the pixel limit', async () => {
   const file = await animatedGif(20) // 16 x 12 x 20 = 3840 pixels decoded
-  const e = await rejection(decodeImage(file, {maxBytes: LIMITS.maxBytes, maxPixels: 3839}))
+  const e = await rejection(decodeImage(file, {maxBytes: LIMITS.maxBytes, maxPixels: 2 * 3840 - 1}))
   assert.is(e.code, 'payload_too_large')
-  assert.match(e.message, '16x12 x 20 frames = 3840 pixels; the limit is 3839 pixels')
-  assert.is((await decodeImage(file, {maxBytes: LIMITS.maxBytes, maxPixels: 3840})).length, 8)
+  assert.match(e.message, '16x12 x 20 frames = 3840 pixels; the limit is 3839 pixels for a GIF')
+  assert.is((await decodeImage(file, {maxBytes: LIMITS.maxBytes, maxPixels: 2 * 3840})).length, 8)
 })
+
+const solid = (channels: 3 | 4 = 3) => sharp({create: {width: 100, height: 100, channels, background: {r: 200, g: 40, b: 40, alpha: 0.5}}})
+const costly: [string, () => Promise<Buffer>, number, string | undefined][] = [
+  ['baseline JPEG', () => solid().jpeg().toBuffer(), 1, undefined],
+  ['16-bit RGBA PNG', () => solid(4).toColourspace('rgb16').png().toBuffer(), 1, undefined],
+  ['TIFF', () => solid().tiff().toBuffer(), 1, undefined],
+  ['progressive JPEG', () => solid().jpeg({progressive: true}).toBuffer(), 4, 'a progressive JPEG'],
+  ['CMYK JPEG', () => solid().toColourspace('cmyk').jpeg().toBuffer(), 4, 'a CMYK JPEG'],
+  ['interlaced PNG', () => solid().png({progressive: true}).toBuffer(), 4, 'an interlaced PNG'],
+  ['GIF', () => solid().gif().toBuffer(), 2, 'a GIF'],
+  ['WebP', () => solid().webp().toBuffer(), 3, 'a WebP'],
+  ['AVIF', () => solid().avif({effort: 0}).toBuffer(), 6, 'an AVIF'],
+]
+
+for (const [kind, make, cost, name] of costly) {
+  test(`a 100x100 ${kind} counts ${cost} pixel(s) per pixel against the pixel limit`, async () => {
+    const file = await make()
+    const limits = (maxPixels: number) => ({maxBytes: LIMITS.maxBytes, maxPixels})
+    const e = await rejection(decodeImage(file, limits(cost * 10_000 - 1)))
+    const why = name ? ` for ${name} (1/${cost} of ${cost * 10_000 - 1}: it takes ${cost} times the memory or time to decode)` : ''
+    assert.equal([e.code, e.message], ['payload_too_large', `image is 100x100 = 10000 pixels; the limit is ${Math.floor((cost * 10_000 - 1) / cost)} pixels${why}`])
+    const [image] = await decodeImage(file, limits(cost * 10_000))
+    assert.equal([image.width, image.height], [100, 100])
+  })
+}
 
 test('refuses an image over the byte limit before reading it', async () => {
   const file = await raw(halves(), 40, 30).png().toBuffer()
