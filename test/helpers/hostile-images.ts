@@ -44,3 +44,28 @@ export function sweepShapes(): {width: number; height: number}[] {
   }
   return shapes
 }
+
+/**
+ * An animated 1x1 GIF of `frames` frames, 23 bytes each (a 25 MiB file holds over a million): a graphic control
+ * extension (0.1 s, no disposal), an image descriptor and one LZW-coded pixel of the 2-colour global palette.
+ */
+export function manyFrameGif(frames: number): Buffer {
+  const head = Buffer.from([
+    ...Buffer.from('GIF89a', 'latin1'),
+    1, 0, 1, 0, // logical screen 1x1
+    0x80, 0, 0, // global colour table of 2 entries
+    255, 0, 0, 0, 0, 255, // red, blue
+    0x21, 0xff, 0x0b, ...Buffer.from('NETSCAPE2.0', 'latin1'), 3, 1, 0, 0, 0, // loop forever
+  ])
+  const frame = (colour: number) =>
+    Buffer.from([
+      0x21, 0xf9, 0x04, 0x00, 0x0a, 0x00, 0x00, 0x00, // graphic control: 10 cs, no transparency
+      0x2c, 0, 0, 0, 0, 1, 0, 1, 0, 0x00, // image descriptor: 1x1 at 0,0
+      0x02, 0x02, 0x44 | (colour << 3), 0x01, 0x00, // LZW (minimum code size 2): clear, the pixel, end
+    ])
+  const red = frame(0)
+  const blue = frame(1)
+  const body = Buffer.alloc(frames * red.length)
+  for (let i = 0; i < frames; i++) (i % 2 ? blue : red).copy(body, i * red.length)
+  return Buffer.concat([head, body, Buffer.from([0x3b])])
+}

@@ -35,6 +35,12 @@ export interface ImageProbe {
  */
 export const MAX_SIDE = 65_535
 
+/**
+ * Pixels a frame of an animation counts at least: each frame has a fixed decoding cost (about 5 µs for a 1x1
+ * GIF frame of 23 bytes), so a file of a million tiny frames would take seconds while its pixels are few.
+ */
+export const MIN_FRAME_PIXELS = 64 * 64
+
 /** Frames scored from an animation; each label keeps its maximum over them. */
 export const MAX_FRAMES = 8
 
@@ -93,10 +99,12 @@ export async function decodeImage(input: Buffer, limits: ImageLimits): Promise<R
     throw new ModError('payload_too_large', `image is ${input.length} bytes; the limit is ${limits.maxBytes} bytes`)
   }
   const probe = await probeImage(input)
-  const decoded = probe.width * probe.height * (probe.animated ? probe.frames : 1)
+  const pixels = probe.width * probe.height
+  const decoded = probe.animated ? probe.frames * Math.max(pixels, MIN_FRAME_PIXELS) : pixels
   const allowed = Math.floor(limits.maxPixels / probe.cost)
   if (decoded > allowed) {
-    const size = `${probe.width}x${probe.height}${probe.animated ? ` x ${probe.frames} frames` : ''}`
+    const frames = pixels < MIN_FRAME_PIXELS ? ` frames of at least ${MIN_FRAME_PIXELS}` : ' frames'
+    const size = `${probe.width}x${probe.height}${probe.animated ? ` x ${probe.frames}${frames}` : ''}`
     const why = probe.costly ? ` for ${probe.costly} (1/${probe.cost} of ${limits.maxPixels}: it takes ${probe.cost} times the memory or time to decode)` : ''
     throw new ModError('payload_too_large', `image is ${size} = ${decoded} pixels; the limit is ${allowed} pixels${why}`)
   }

@@ -4,10 +4,10 @@ import sharp, {type Sharp} from 'sharp'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {decodeImage, frameIndices, MAX_FRAMES, MAX_SIDE, probeImage, type ImageLimits} from '../../../src/lib/image/decode.js'
+import {decodeImage, frameIndices, MAX_FRAMES, MAX_SIDE, MIN_FRAME_PIXELS, probeImage, type ImageLimits} from '../../../src/lib/image/decode.js'
 import type {RgbImage} from '../../../src/lib/types.js'
 import {rejection} from '../../helpers/errors.js'
-import {greyPng} from '../../helpers/hostile-images.js'
+import {greyPng, manyFrameGif} from '../../helpers/hostile-images.js'
 
 const LIMITS: ImageLimits = {maxBytes: 25 * 1024 * 1024, maxPixels: 100_000_000}
 const RED = [255, 0, 0]
@@ -198,11 +198,21 @@ test('refuses a side over MAX_SIDE from the header, within the pixel limit; MAX_
 })
 
 test('counts every frame of an animation against the pixel limit', async () => {
-  const file = await animatedGif(20) // 16 x 12 x 20 = 3840 pixels decoded
-  const e = await rejection(decodeImage(file, {maxBytes: LIMITS.maxBytes, maxPixels: 2 * 3840 - 1}))
+  const file = await animatedGif(20, 80, 60) // 80 x 60 x 20 = 96000 pixels decoded
+  const e = await rejection(decodeImage(file, {maxBytes: LIMITS.maxBytes, maxPixels: 2 * 96_000 - 1}))
   assert.is(e.code, 'payload_too_large')
-  assert.match(e.message, '16x12 x 20 frames = 3840 pixels; the limit is 3839 pixels for a GIF')
-  assert.is((await decodeImage(file, {maxBytes: LIMITS.maxBytes, maxPixels: 2 * 3840})).length, 8)
+  assert.match(e.message, '80x60 x 20 frames = 96000 pixels; the limit is 95999 pixels for a GIF')
+  assert.is((await decodeImage(file, {maxBytes: LIMITS.maxBytes, maxPixels: 2 * 96_000})).length, 8)
+})
+
+test('a frame smaller than 64x64 counts as MIN_FRAME_PIXELS: a million 1x1 frames (23 MB) are refused from the header', async () => {
+  const few = manyFrameGif(20)
+  const e = await rejection(decodeImage(few, {maxBytes: LIMITS.maxBytes, maxPixels: 2 * 20 * MIN_FRAME_PIXELS - 1}))
+  assert.match(e.message, `1x1 x 20 frames of at least 4096 = 81920 pixels; the limit is 81919 pixels for a GIF`)
+  const frames = await decodeImage(few, {maxBytes: LIMITS.maxBytes, maxPixels: 2 * 20 * MIN_FRAME_PIXELS})
+  assert.equal(frames.map((f) => [...f.data]), [0, 3, 5, 8, 11, 14, 16, 19].map((i) => (i % 2 ? BLUE : RED)))
+  const million = await rejection(decodeImage(manyFrameGif(1_000_000), LIMITS))
+  assert.equal([million.code, million.message.split(';')[0]], ['payload_too_large', 'image is 1x1 x 1000000 frames of at least 4096 = 4096000000 pixels'])
 })
 
 const solid = (channels: 3 | 4 = 3) => sharp({create: {width: 100, height: 100, channels, background: {r: 200, g: 40, b: 40, alpha: 0.5}}})
