@@ -39,10 +39,11 @@ const solid = (width: number, height: number, channels: 3 | 4 = 3) =>
 const FAMILY: Record<string, () => Promise<Buffer>> = {
   'plain-10000x10000.png': async () => greyPng(10_000, 10_000),
   'progressive-444-5000x5000.jpg': () => solid(5000, 5000).jpeg({progressive: true, chromaSubsampling: '4:4:4', quality: 100}).toBuffer(),
-  'progressive-cmyk-5000x5000.jpg': () => solid(5000, 5000).toColourspace('cmyk').jpeg({progressive: true, quality: 100}).toBuffer(),
+  'cmyk-3535x3535.jpg': () => solid(3535, 3535).toColourspace('cmyk').jpeg({quality: 100}).toBuffer(),
+  'cmyk-progressive-3535x3535.jpg': () => solid(3535, 3535).toColourspace('cmyk').jpeg({progressive: true, quality: 100}).toBuffer(),
   'interlaced-rgba16-5000x5000.png': () => solid(5000, 5000, 4).toColourspace('rgb16').png({progressive: true}).toBuffer(),
   'palette-10000x10000.png': () => solid(10_000, 10_000).png({palette: true, colours: 2}).toBuffer(),
-  'gif-7071x7071.gif': () => solid(7071, 7071).gif().toBuffer(),
+  'gif-5773x5773.gif': () => solid(5773, 5773).gif().toBuffer(),
   'webp-5773x5773.webp': () => solid(5773, 5773).webp({lossless: true}).toBuffer(),
   'avif-4082x4082.avif': () => solid(4082, 4082).avif({effort: 0}).toBuffer(),
   'tiff-25000-pages.tif': () => sharp(Buffer.alloc(25_000 * 3, 90), {raw: {width: 1, height: 25_000, channels: 3, pageHeight: 1}}).tiff().toBuffer(),

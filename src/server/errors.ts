@@ -90,8 +90,8 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
     status: 413,
     when: (l) =>
       `an image over ${humanBytes(l.maxBytes)} or ${grouped(l.maxPixels)} decoded pixels (a share of that for ` +
-      'formats that cost more to decode: half for GIF, a third for WebP, a quarter for progressive or CMYK JPEG ' +
-      `and interlaced PNG, a sixth for AVIF) or with a side over ${grouped(MAX_SIDE)} px, batch files over ` +
+      'formats that cost more to decode: a third for GIF and WebP, a quarter for progressive JPEG and interlaced ' +
+      `PNG, a sixth for AVIF, an eighth for CMYK JPEG) or with a side over ${grouped(MAX_SIDE)} px, batch files over ` +
       `${humanBytes(l.maxBatchBytes)} together, a request body over the upload limit (its Content-Length is ` +
       `checked before reading), or a video over ${humanBytes(l.maxVideoBytes)}`,
     example: 'the image is larger than 26214400 bytes',

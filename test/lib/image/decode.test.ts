@@ -138,7 +138,7 @@ test('picks frames evenly from first to last', () => {
 
 test('decodes 8 evenly spaced frames of a 20-frame animated GIF', async () => {
   const file = await animatedGif(20)
-  assert.equal(await probeImage(file), {format: 'gif', width: 16, height: 12, frames: 20, animated: true, cost: 2, costly: 'a GIF'})
+  assert.equal(await probeImage(file), {format: 'gif', width: 16, height: 12, frames: 20, animated: true, cost: 3, costly: 'a GIF'})
   const frames = await decodeImage(file, LIMITS)
   assert.is(frames.length, 8)
   for (const f of frames) {
@@ -199,17 +199,17 @@ test('refuses a side over MAX_SIDE from the header, within the pixel limit; MAX_
 
 test('counts every frame of an animation against the pixel limit', async () => {
   const file = await animatedGif(20, 80, 60) // 80 x 60 x 20 = 96000 pixels decoded
-  const e = await rejection(decodeImage(file, {maxBytes: LIMITS.maxBytes, maxPixels: 2 * 96_000 - 1}))
+  const e = await rejection(decodeImage(file, {maxBytes: LIMITS.maxBytes, maxPixels: 3 * 96_000 - 1}))
   assert.is(e.code, 'payload_too_large')
   assert.match(e.message, '80x60 x 20 frames = 96000 pixels; the limit is 95999 pixels for a GIF')
-  assert.is((await decodeImage(file, {maxBytes: LIMITS.maxBytes, maxPixels: 2 * 96_000})).length, 8)
+  assert.is((await decodeImage(file, {maxBytes: LIMITS.maxBytes, maxPixels: 3 * 96_000})).length, 8)
 })
 
 test('a frame smaller than 64x64 counts as MIN_FRAME_PIXELS: a million 1x1 frames (23 MB) are refused from the header', async () => {
   const few = manyFrameGif(20)
-  const e = await rejection(decodeImage(few, {maxBytes: LIMITS.maxBytes, maxPixels: 2 * 20 * MIN_FRAME_PIXELS - 1}))
+  const e = await rejection(decodeImage(few, {maxBytes: LIMITS.maxBytes, maxPixels: 3 * 20 * MIN_FRAME_PIXELS - 1}))
   assert.match(e.message, `1x1 x 20 frames of at least 4096 = 81920 pixels; the limit is 81919 pixels for a GIF`)
-  const frames = await decodeImage(few, {maxBytes: LIMITS.maxBytes, maxPixels: 2 * 20 * MIN_FRAME_PIXELS})
+  const frames = await decodeImage(few, {maxBytes: LIMITS.maxBytes, maxPixels: 3 * 20 * MIN_FRAME_PIXELS})
   assert.equal(frames.map((f) => [...f.data]), [0, 3, 5, 8, 11, 14, 16, 19].map((i) => (i % 2 ? BLUE : RED)))
   const million = await rejection(decodeImage(manyFrameGif(1_000_000), LIMITS))
   assert.equal([million.code, million.message.split(';')[0]], ['payload_too_large', 'image is 1x1 x 1000000 frames of at least 4096 = 4096000000 pixels'])
@@ -221,9 +221,10 @@ const costly: [string, () => Promise<Buffer>, number, string | undefined][] = [
   ['16-bit RGBA PNG', () => solid(4).toColourspace('rgb16').png().toBuffer(), 1, undefined],
   ['TIFF', () => solid().tiff().toBuffer(), 1, undefined],
   ['progressive JPEG', () => solid().jpeg({progressive: true}).toBuffer(), 4, 'a progressive JPEG'],
-  ['CMYK JPEG', () => solid().toColourspace('cmyk').jpeg().toBuffer(), 4, 'a CMYK JPEG'],
+  ['CMYK JPEG', () => solid().toColourspace('cmyk').jpeg().toBuffer(), 8, 'a CMYK JPEG'],
+  ['progressive CMYK JPEG', () => solid().toColourspace('cmyk').jpeg({progressive: true}).toBuffer(), 8, 'a CMYK JPEG'],
   ['interlaced PNG', () => solid().png({progressive: true}).toBuffer(), 4, 'an interlaced PNG'],
-  ['GIF', () => solid().gif().toBuffer(), 2, 'a GIF'],
+  ['GIF', () => solid().gif().toBuffer(), 3, 'a GIF'],
   ['WebP', () => solid().webp().toBuffer(), 3, 'a WebP'],
   ['AVIF', () => solid().avif({effort: 0}).toBuffer(), 6, 'an AVIF'],
 ]
