@@ -103,7 +103,7 @@ export async function decodeImage(input: Buffer, limits: ImageLimits): Promise<R
   const decoded = probe.animated ? probe.frames * Math.max(pixels, MIN_FRAME_PIXELS) : pixels
   const allowed = Math.floor(limits.maxPixels / probe.cost)
   if (decoded > allowed) {
-    const frames = pixels < MIN_FRAME_PIXELS ? ` frames of at least ${MIN_FRAME_PIXELS}` : ' frames'
+    const frames = pixels < MIN_FRAME_PIXELS ? ` frames (each counted as ${MIN_FRAME_PIXELS} pixels)` : ' frames'
     const size = `${probe.width}x${probe.height}${probe.animated ? ` x ${probe.frames}${frames}` : ''}`
     const why = probe.costly ? ` for ${probe.costly} (1/${probe.cost} of ${limits.maxPixels}: it takes ${probe.cost} times the memory or time to decode)` : ''
     throw new ModError('payload_too_large', `image is ${size} = ${decoded} pixels; the limit is ${allowed} pixels${why}`)

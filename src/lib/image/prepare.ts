@@ -8,8 +8,8 @@
  */
 import type {Preprocessing} from '../model/manifest-types.js'
 import type {RgbImage} from '../types.js'
-import {decodeImage, type ImageLimits} from './decode.js'
 import {limitAspect} from './aspect.js'
+import {decodeImage, type ImageLimits} from './decode.js'
 import {preprocess} from './preprocess.js'
 import {trimBorders} from './trim.js'
 

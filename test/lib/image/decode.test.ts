@@ -208,11 +208,11 @@ test('counts every frame of an animation against the pixel limit', async () => {
 test('a frame smaller than 64x64 counts as MIN_FRAME_PIXELS: a million 1x1 frames (23 MB) are refused from the header', async () => {
   const few = manyFrameGif(20)
   const e = await rejection(decodeImage(few, {maxBytes: LIMITS.maxBytes, maxPixels: 3 * 20 * MIN_FRAME_PIXELS - 1}))
-  assert.match(e.message, `1x1 x 20 frames of at least 4096 = 81920 pixels; the limit is 81919 pixels for a GIF`)
+  assert.match(e.message, `1x1 x 20 frames (each counted as 4096 pixels) = 81920 pixels; the limit is 81919 pixels for a GIF`)
   const frames = await decodeImage(few, {maxBytes: LIMITS.maxBytes, maxPixels: 3 * 20 * MIN_FRAME_PIXELS})
   assert.equal(frames.map((f) => [...f.data]), [0, 3, 5, 8, 11, 14, 16, 19].map((i) => (i % 2 ? BLUE : RED)))
   const million = await rejection(decodeImage(manyFrameGif(1_000_000), LIMITS))
-  assert.equal([million.code, million.message.split(';')[0]], ['payload_too_large', 'image is 1x1 x 1000000 frames of at least 4096 = 4096000000 pixels'])
+  assert.equal([million.code, million.message.split(';')[0]], ['payload_too_large', 'image is 1x1 x 1000000 frames (each counted as 4096 pixels) = 4096000000 pixels'])
 })
 
 const solid = (channels: 3 | 4 = 3) => sharp({create: {width: 100, height: 100, channels, background: {r: 200, g: 40, b: 40, alpha: 0.5}}})
