@@ -90,7 +90,7 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
     status: 413,
     when: (l) =>
       `an image over ${humanBytes(l.maxBytes)} or ${grouped(l.maxPixels)} decoded pixels (a share of that for ` +
-      'formats that cost more to decode: a third for GIF and WebP, a quarter for progressive JPEG and interlaced ' +
+      'formats that cost more to decode: a third for GIF, a quarter for WebP, progressive JPEG and interlaced ' +
       `PNG, a sixth for AVIF, an eighth for CMYK JPEG) or with a side over ${grouped(MAX_SIDE)} px, batch files over ` +
       `${humanBytes(l.maxBatchBytes)} together, a request body over the upload limit (its Content-Length is ` +
       `checked before reading), or a video over ${humanBytes(l.maxVideoBytes)}`,

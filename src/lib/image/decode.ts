@@ -74,8 +74,8 @@ export async function probeImage(input: Buffer): Promise<ImageProbe> {
  * What decoding a pixel costs against a baseline JPEG, PNG or TIFF, whose peak memory is about 3.3 bytes a
  * pixel (measured on 64-megapixel files; mostly the RGB output). Other decoders also hold the whole image in
  * their own form: a progressive JPEG keeps every coefficient until its last scan and an interlaced PNG its
- * whole raster (up to 11 bytes a pixel), GIF and WebP an RGBA canvas (7 and 8), AVIF its planes and an RGBA
- * copy (17); a CMYK JPEG spends about 8 times the CPU of a baseline pixel on colour conversion. Dividing the
+ * whole raster (up to 11 bytes a pixel), GIF and WebP an RGBA canvas and more (7 and 10), AVIF its planes and
+ * an RGBA copy (17); a CMYK JPEG spends about 8 times the CPU of a baseline pixel on colour conversion. Dividing the
  * pixel limit by the cost keeps each of them within what the largest baseline image takes (bench/hostile-memory.ts).
  */
 function decodeCost(format: ImageFormat, meta: Metadata): {cost: number; costly?: string} {
@@ -83,7 +83,7 @@ function decodeCost(format: ImageFormat, meta: Metadata): {cost: number; costly?
   if (format === 'jpeg' && meta.isProgressive) return {cost: 4, costly: 'a progressive JPEG'}
   if (format === 'png' && meta.isProgressive) return {cost: 4, costly: 'an interlaced PNG'}
   if (format === 'gif') return {cost: 3, costly: 'a GIF'}
-  if (format === 'webp') return {cost: 3, costly: 'a WebP'}
+  if (format === 'webp') return {cost: 4, costly: 'a WebP'}
   if (format === 'avif') return {cost: 6, costly: 'an AVIF'}
   return {cost: 1}
 }

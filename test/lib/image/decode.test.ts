@@ -225,7 +225,7 @@ const costly: [string, () => Promise<Buffer>, number, string | undefined][] = [
   ['progressive CMYK JPEG', () => solid().toColourspace('cmyk').jpeg({progressive: true}).toBuffer(), 8, 'a CMYK JPEG'],
   ['interlaced PNG', () => solid().png({progressive: true}).toBuffer(), 4, 'an interlaced PNG'],
   ['GIF', () => solid().gif().toBuffer(), 3, 'a GIF'],
-  ['WebP', () => solid().webp().toBuffer(), 3, 'a WebP'],
+  ['WebP', () => solid().webp().toBuffer(), 4, 'a WebP'],
   ['AVIF', () => solid().avif({effort: 0}).toBuffer(), 6, 'an AVIF'],
 ]
 
