@@ -1,12 +1,13 @@
 /**
  * The inference core: one path from frames to labels for scan, serve, video and eval alike. It decides which
- * signals run (activeSignals), opens them, prepares each frame for every one of them (trimmed once), runs
+ * signals run (activeSignals), opens them, prepares each frame for every one of them (trimmed and its aspect
+ * ratio bounded once: frameToScore), runs
  * their models on batches of frames from any number of callers, and combines their outputs into labels.
  * Eval keeps the outputs as features (toFeatures / fromFeatures) and scores them exactly as a scan does.
  */
 import {disposer} from '../dispose.js'
 import {isModError, ModError} from '../errors.js'
-import {trimBorders} from '../image/trim.js'
+import {frameToScore} from '../image/prepare.js'
 import {createBatcher, type BatchObserver} from '../pipeline/batcher.js'
 import type {Category, Policy} from '../policy/types.js'
 import {combineSignals, notEvaluated, type FrameSignals} from '../scoring/combine.js'
@@ -178,9 +179,9 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
     },
     prepare(frames) {
       alive()
-      const trimmed = policy.trim_borders ? frames.map((f) => trimBorders(f)) : frames
       return Promise.all(
-        trimmed.map(async (frame) => {
+        frames.map(async (decoded) => {
+          const frame = frameToScore(decoded, policy.trim_borders)
           const inputs = new Map<string, unknown>()
           for (const [name, s] of entries) if (s.prepare) inputs.set(name, await s.prepare(frame))
           return inputs
