@@ -3,7 +3,7 @@ import {readFile, stat} from 'node:fs/promises'
 
 import {ModError} from '../../errors.js'
 import {readListCache, fileSha256, writeListCache, type SourceKey} from './list-cache.js'
-import {listErrors, parseHashList, type HashList} from './list-file.js'
+import {listErrors, parseHashList, type HashList, type ListLineError} from './list-file.js'
 import {buildMultiIndex, type MultiIndex} from './multi-index.js'
 
 export interface LoadedList {
@@ -42,4 +42,17 @@ export async function loadHashList(file: string, name: string, options: {writeCa
     if (options.writeCache !== false) await writeListCache(file, list, parsedKey)
   }
   return {name, file, list, index: buildMultiIndex(list), from}
+}
+
+/** Parses a list file without caching or indexing it: its entry count and every bad line (for validation). */
+export async function checkHashListFile(file: string): Promise<{count: number; errors: ListLineError[]}> {
+  let text
+  try {
+    text = await readFile(file)
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code
+    throw new ModError('invalid_config', code === 'ENOENT' ? `hash list ${file} does not exist` : `cannot read hash list ${file}: ${code ?? 'error'}`)
+  }
+  const {list, errors} = parseHashList(text)
+  return {count: list.count, errors}
 }
