@@ -95,11 +95,8 @@ export async function readListCache(file: string, key: () => Promise<SourceKey>,
     return undefined
   }
   if (!Array.isArray(recordTexts) || recordTexts.length !== h.readUInt32LE(12)) return undefined
-  // Copies, so that the views are aligned and the file buffer can go.
-  return {
-    count,
-    hashes: new Uint8Array(data.subarray(HEADER, recordsAt)),
-    records: new Uint32Array(data.buffer.slice(data.byteOffset + recordsAt, data.byteOffset + textsAt)),
-    recordTexts: recordTexts as string[],
-  }
+  // Views into the file's buffer, not copies (a large file has a buffer of its own, aligned at 0).
+  const aligned = data.byteOffset % 4 === 0
+  const records = aligned ? new Uint32Array(data.buffer, data.byteOffset + recordsAt, count) : new Uint32Array(data.buffer.slice(data.byteOffset + recordsAt, data.byteOffset + textsAt))
+  return {count, hashes: new Uint8Array(data.buffer, data.byteOffset + HEADER, count * HASH_BYTES), records, recordTexts: recordTexts as string[]}
 }

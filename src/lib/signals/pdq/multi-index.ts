@@ -22,27 +22,34 @@ const KEYS = 1 << 16
 /** Highest threshold accepted: radius 3 per chunk (697 probes of each table). */
 export const MAX_THRESHOLD = 63
 
-function chunk(hashes: Uint8Array, base: number, c: number): number {
-  return (hashes[base + 2 * c] << 8) | hashes[base + 2 * c + 1]
+/** A view of the hashes as `T` without copying when the bytes are aligned for it (they are, as we allocate them). */
+function view<T>(bytes: Uint8Array, make: (buffer: ArrayBufferLike, offset: number, length: number) => T, size: number): T {
+  if (bytes.byteOffset % size === 0) return make(bytes.buffer, bytes.byteOffset, bytes.length / size)
+  const copy = Uint8Array.from(bytes)
+  return make(copy.buffer, 0, copy.length / size)
 }
 
-/** Builds the tables with a counting sort per chunk: linear time, no comparisons. */
+/**
+ * Builds the tables with a counting sort per chunk: linear time, no comparisons. Chunk c is the 16-bit word c
+ * of the hash in memory order (any fixed split of the bits works, as long as queries use the same).
+ */
 export function buildMultiIndex(list: HashList): MultiIndex {
-  const {count, hashes} = list
+  const {count} = list
+  const hashes = list.hashes.subarray(0, count * HASH_BYTES)
+  const chunks = view(hashes, (b, o, n) => new Uint16Array(b, o, n), 2)
   const offsets: Uint32Array[] = []
   const ids: Uint32Array[] = []
   for (let c = 0; c < CHUNKS; c++) {
     const start = new Uint32Array(KEYS + 1)
-    for (let i = 0, base = 0; i < count; i++, base += HASH_BYTES) start[chunk(hashes, base, c) + 1]++
+    for (let i = 0, at = c; i < count; i++, at += CHUNKS) start[chunks[at] + 1]++
     for (let k = 0; k < KEYS; k++) start[k + 1] += start[k]
     const next = start.slice(0, KEYS)
     const sorted = new Uint32Array(count)
-    for (let i = 0, base = 0; i < count; i++, base += HASH_BYTES) sorted[next[chunk(hashes, base, c)]++] = i
+    for (let i = 0, at = c; i < count; i++, at += CHUNKS) sorted[next[chunks[at]]++] = i
     offsets.push(start)
     ids.push(sorted)
   }
-  const words = new Uint32Array(hashes.buffer.slice(hashes.byteOffset, hashes.byteOffset + count * HASH_BYTES))
-  return {offsets, ids, words}
+  return {offsets, ids, words: view(hashes, (b, o, n) => new Uint32Array(b, o, n), 4)}
 }
 
 /** The 16-bit values within `radius` bits of `key`, key itself first. */
@@ -65,14 +72,16 @@ export interface IndexHit {
 
 /** Every hash of the index within `threshold` (0 to MAX_THRESHOLD) of `query`, nearest first. */
 export function searchMultiIndex(index: MultiIndex, query: Hash256, threshold: number): IndexHit[] {
-  const q = new Uint32Array(Uint8Array.from(query).buffer)
+  const copy = Uint8Array.from(query)
+  const q = new Uint32Array(copy.buffer)
+  const qChunks = new Uint16Array(copy.buffer)
   const radius = Math.floor(threshold / CHUNKS)
   const hits: IndexHit[] = []
   const {words} = index
   for (let c = 0; c < CHUNKS; c++) {
     const offsets = index.offsets[c]
     const ids = index.ids[c]
-    for (const key of neighbours(chunk(query, 0, c), radius)) {
+    for (const key of neighbours(qChunks[c], radius)) {
       for (let p = offsets[key], end = offsets[key + 1]; p < end; p++) {
         const id = ids[p]
         const w = id * 8
