@@ -4,14 +4,16 @@ import {open, readFile, rename, rm, writeFile} from 'node:fs/promises'
 
 import {HASH_BYTES} from './hash256.js'
 import type {HashList} from './list-file.js'
+import {CHUNKS, CHUNK_KEYS, hashWords, type MultiIndex} from './multi-index.js'
 
 /**
  * The binary cache of a hash list, kept beside the text file as `<file>.pdqcache`: a 64-byte header, the
- * hashes (32 bytes each), the record index of each (4 bytes), then the distinct records as JSON. It is used
- * only when it was made from a file of the same size, modification time and SHA-256; it is written to a
- * temporary name and renamed, so a reader never sees half of one.
+ * hashes (32 bytes each), the record index of each (4 bytes), the multi-index (16 offset tables and 16 id
+ * arrays: 64 bytes per hash), then the distinct records as JSON. Loading it is reading one file: no parsing,
+ * no sorting. It is used only when it was made from a file of the same size, modification time and SHA-256;
+ * it is written to a temporary name and renamed, so a reader never sees half of one.
  */
-const MAGIC = Buffer.from('MODPDQ1\n')
+const MAGIC = Buffer.from('MODPDQ2\n')
 const HEADER = 64
 
 export interface SourceKey {
@@ -42,13 +44,16 @@ function header(list: HashList, key: SourceKey): Buffer {
   return h
 }
 
+const bytesOf = (a: Uint32Array): Uint8Array => new Uint8Array(a.buffer, a.byteOffset, a.byteLength)
+
 /** Writes the cache atomically; a folder that cannot be written to only means no cache. */
-export async function writeListCache(file: string, list: HashList, key: SourceKey): Promise<boolean> {
+export async function writeListCache(file: string, list: HashList, index: MultiIndex, key: SourceKey): Promise<boolean> {
   const target = cachePath(file)
   const temp = `${target}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`
   const records = Buffer.from(JSON.stringify(list.recordTexts))
+  const parts = [header(list, key), list.hashes.subarray(0, list.count * HASH_BYTES), bytesOf(list.records.subarray(0, list.count)), ...index.offsets.map(bytesOf), ...index.ids.map(bytesOf), records]
   try {
-    await writeFile(temp, [header(list, key), list.hashes, new Uint8Array(list.records.buffer, list.records.byteOffset, list.count * 4), records])
+    await writeFile(temp, parts)
     await rename(temp, target)
     return true
   } catch {
@@ -57,8 +62,8 @@ export async function writeListCache(file: string, list: HashList, key: SourceKe
   }
 }
 
-/** Reads just the header: does the cache stand for this source? */
-async function matchesSource(target: string, key: Omit<SourceKey, 'sha256'>): Promise<Buffer | undefined> {
+/** Reads just the header: does the cache stand for a file of this size and modification time? */
+async function matchesSource(target: string, size: number, mtimeMs: number): Promise<Buffer | undefined> {
   let handle
   try {
     handle = await open(target, 'r')
@@ -69,25 +74,41 @@ async function matchesSource(target: string, key: Omit<SourceKey, 'sha256'>): Pr
     const h = Buffer.alloc(HEADER)
     const {bytesRead} = await handle.read(h, 0, HEADER, 0)
     if (bytesRead < HEADER || !h.subarray(0, 8).equals(MAGIC)) return undefined
-    if (h.readDoubleLE(16) !== key.size || h.readDoubleLE(24) !== key.mtimeMs) return undefined
+    if (h.readDoubleLE(16) !== size || h.readDoubleLE(24) !== mtimeMs) return undefined
     return h
   } finally {
     await handle.close()
   }
 }
 
-/** The list from its cache, when the cache was made from exactly this source; else undefined. */
-export async function readListCache(file: string, key: () => Promise<SourceKey>, size: number, mtimeMs: number): Promise<HashList | undefined> {
+/** The list and its index from the cache, when the cache was made from exactly this source; else undefined. */
+export async function readListCache(
+  file: string,
+  key: () => Promise<SourceKey>,
+  size: number,
+  mtimeMs: number,
+): Promise<{list: HashList; index: MultiIndex} | undefined> {
   const target = cachePath(file)
-  const h = await matchesSource(target, {size, mtimeMs})
+  const h = await matchesSource(target, size, mtimeMs)
   if (!h) return undefined
   const {sha256} = await key()
   if (!h.subarray(32, 64).equals(sha256)) return undefined
-  const data = await readFile(target)
+  const read = await readFile(target)
+  // Typed views need aligned offsets: a large file has a buffer of its own (offset 0); copy a small one otherwise.
+  const data = read.byteOffset % 4 === 0 ? read : Buffer.from(Uint8Array.from(read).buffer)
   const count = h.readUInt32LE(8)
-  const recordsAt = HEADER + count * HASH_BYTES
-  const textsAt = recordsAt + count * 4
+  const u32 = (at: number, length: number): Uint32Array => new Uint32Array(data.buffer, data.byteOffset + at, length)
+  let at = HEADER
+  const hashes = new Uint8Array(data.buffer, data.byteOffset + at, count * HASH_BYTES)
+  at += count * HASH_BYTES
+  const records = u32(at, count)
+  at += count * 4
+  const offsets: Uint32Array[] = []
+  const ids: Uint32Array[] = []
+  const textsAt = at + CHUNKS * (CHUNK_KEYS + 1) * 4 + CHUNKS * count * 4
   if (data.length < textsAt) return undefined
+  for (let c = 0; c < CHUNKS; c++, at += (CHUNK_KEYS + 1) * 4) offsets.push(u32(at, CHUNK_KEYS + 1))
+  for (let c = 0; c < CHUNKS; c++, at += count * 4) ids.push(u32(at, count))
   let recordTexts: unknown
   try {
     recordTexts = JSON.parse(data.toString('utf8', textsAt))
@@ -95,8 +116,6 @@ export async function readListCache(file: string, key: () => Promise<SourceKey>,
     return undefined
   }
   if (!Array.isArray(recordTexts) || recordTexts.length !== h.readUInt32LE(12)) return undefined
-  // Views into the file's buffer, not copies (a large file has a buffer of its own, aligned at 0).
-  const aligned = data.byteOffset % 4 === 0
-  const records = aligned ? new Uint32Array(data.buffer, data.byteOffset + recordsAt, count) : new Uint32Array(data.buffer.slice(data.byteOffset + recordsAt, data.byteOffset + textsAt))
-  return {count, hashes: new Uint8Array(data.buffer, data.byteOffset + HEADER, count * HASH_BYTES), records, recordTexts: recordTexts as string[]}
+  const list = {count, hashes, records, recordTexts: recordTexts as string[]}
+  return {list, index: {offsets, ids, words: hashWords(hashes)}}
 }

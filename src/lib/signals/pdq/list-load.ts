@@ -18,7 +18,7 @@ export interface LoadedList {
 
 /**
  * Loads a hash list file: from its binary cache when that is current, else by parsing the text (a bad line
- * is `invalid_config` with its line number) and writing the cache for next time. Then builds its index.
+ * is `invalid_config` with its line number), indexing it and writing list and index to the cache for next time.
  */
 export async function loadHashList(file: string, name: string, options: {writeCache?: boolean} = {}): Promise<LoadedList> {
   let info
@@ -29,19 +29,18 @@ export async function loadHashList(file: string, name: string, options: {writeCa
   }
   if (!info.isFile()) throw new ModError('invalid_config', `hash list ${file} is not a file`)
   const sourceKey = async (): Promise<SourceKey> => ({size: info.size, mtimeMs: info.mtimeMs, sha256: await fileSha256(file)})
-  let list = await readListCache(file, sourceKey, info.size, info.mtimeMs)
-  const from = list ? 'cache' : 'text'
-  if (!list) {
-    const text = await readFile(file)
-    const parsed = parseHashList(text)
-    const error = listErrors(file, parsed.errors)
-    if (error) throw error
-    list = parsed.list
-    // The key of the bytes parsed, not of the file now: it may have changed since.
-    const parsedKey = {size: text.length, mtimeMs: info.mtimeMs, sha256: createHash('sha256').update(text).digest()}
-    if (options.writeCache !== false) await writeListCache(file, list, parsedKey)
-  }
-  return {name, file, list, index: buildMultiIndex(list), from}
+  const cached = await readListCache(file, sourceKey, info.size, info.mtimeMs)
+  if (cached) return {name, file, ...cached, from: 'cache'}
+  const text = await readFile(file)
+  const parsed = parseHashList(text)
+  const error = listErrors(file, parsed.errors)
+  if (error) throw error
+  const {list} = parsed
+  const index = buildMultiIndex(list)
+  // The key of the bytes parsed, not of the file now: it may have changed since.
+  const parsedKey = {size: text.length, mtimeMs: info.mtimeMs, sha256: createHash('sha256').update(text).digest()}
+  if (options.writeCache !== false) await writeListCache(file, list, index, parsedKey)
+  return {name, file, list, index, from: 'text'}
 }
 
 /** Parses a list file without caching or indexing it: its entry count and every bad line (for validation). */

@@ -18,7 +18,8 @@ export interface MultiIndex {
 }
 
 export const CHUNKS = 16
-const KEYS = 1 << 16
+/** Values of a 16-bit chunk. */
+export const CHUNK_KEYS = 1 << 16
 /** Highest threshold accepted: radius 3 per chunk (697 probes of each table). */
 export const MAX_THRESHOLD = 63
 
@@ -40,16 +41,21 @@ export function buildMultiIndex(list: HashList): MultiIndex {
   const offsets: Uint32Array[] = []
   const ids: Uint32Array[] = []
   for (let c = 0; c < CHUNKS; c++) {
-    const start = new Uint32Array(KEYS + 1)
+    const start = new Uint32Array(CHUNK_KEYS + 1)
     for (let i = 0, at = c; i < count; i++, at += CHUNKS) start[chunks[at] + 1]++
-    for (let k = 0; k < KEYS; k++) start[k + 1] += start[k]
-    const next = start.slice(0, KEYS)
+    for (let k = 0; k < CHUNK_KEYS; k++) start[k + 1] += start[k]
+    const next = start.slice(0, CHUNK_KEYS)
     const sorted = new Uint32Array(count)
     for (let i = 0, at = c; i < count; i++, at += CHUNKS) sorted[next[chunks[at]]++] = i
     offsets.push(start)
     ids.push(sorted)
   }
-  return {offsets, ids, words: view(hashes, (b, o, n) => new Uint32Array(b, o, n), 4)}
+  return {offsets, ids, words: hashWords(hashes)}
+}
+
+/** The hashes as 8 32-bit words each (a view when aligned). */
+export function hashWords(hashes: Uint8Array): Uint32Array {
+  return view(hashes, (b, o, n) => new Uint32Array(b, o, n), 4)
 }
 
 /** The 16-bit values within `radius` bits of `key`, key itself first. */

@@ -121,7 +121,7 @@ test('a mirrored copy matches through its dihedral variants', async () => {
   }
 })
 
-test('the binary cache is written beside the list, used while the text is unchanged, and ignored once it changes', async () => {
+test('the binary cache (list and index) is written beside the list, used while the text is unchanged, and ignored once it changes', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'mod-pdq-'))
   try {
     const file = join(dir, 'list.txt')
@@ -132,6 +132,7 @@ test('the binary cache is written beside the list, used while the text is unchan
     const second = await loadHashList(file, 'l')
     assert.is(second.from, 'cache')
     assert.equal(second.list, first.list)
+    assert.equal(second.index, first.index)
     // Same size and modification time, other content: the SHA-256 tells them apart.
     const when = new Date('2026-01-01T00:00:00Z')
     await writeFile(file, `${B},a\n${A},b,note\n`)
