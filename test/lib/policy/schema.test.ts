@@ -124,8 +124,8 @@ test('hash_lists: file required, category known_bad and distance 31 by default',
   ])
   const bad = validatePolicyText('hash_lists:\n  a:\n    distance: 64\n  b:\n    file: x.txt\n    distance: 3.5\n    colour: red\n  c:\n    category: 12\n  "d e":\n    file: y.txt\n  f: x.txt\n')
   assert.equal(bad.problems, [
-    at(3, 15, 'hash_lists.a.distance must be a whole number from 0 to 63, not 64'),
-    at(6, 15, 'hash_lists.b.distance must be a whole number from 0 to 63, not 3.5'),
+    at(3, 15, 'hash_lists.a.distance must be a whole number from 0 to 43, not 64'),
+    at(6, 15, 'hash_lists.b.distance must be a whole number from 0 to 43, not 3.5'),
     at(7, 5, 'unknown key "colour" in hash_lists.b (expected one of file, category, distance)'),
     at(9, 15, 'hash_lists.c.category must be a category name, not 12'),
     at(10, 3, 'hash list name "d e" may hold only letters, digits, "_", "-" and "." (at most 64)'),

@@ -4,16 +4,16 @@ import {open, readFile, rename, rm, writeFile} from 'node:fs/promises'
 
 import {HASH_BYTES} from './hash256.js'
 import type {HashList} from './list-file.js'
-import {CHUNKS, CHUNK_KEYS, hashWords, type MultiIndex} from './multi-index.js'
+import {hashWords, indexArrays, indexFromArrays, type MultiIndex} from './multi-index.js'
 
 /**
  * The binary cache of a hash list, kept beside the text file as `<file>.pdqcache`: a 64-byte header, the
- * hashes (32 bytes each), the record index of each (4 bytes), the multi-index (16 offset tables and 16 id
- * arrays: 64 bytes per hash), then the distinct records as JSON. Loading it is reading one file: no parsing,
+ * hashes (32 bytes each), the record index of each (4 bytes), the multi-index (per chunk: bucket offsets,
+ * ids and chunk values), then the distinct records as JSON. Loading it is reading one file: no parsing,
  * no sorting. It is used only when it was made from a file of the same size, modification time and SHA-256;
  * it is written to a temporary name and renamed, so a reader never sees half of one.
  */
-const MAGIC = Buffer.from('MODPDQ2\n')
+const MAGIC = Buffer.from('MODPDQ3\n')
 const HEADER = 64
 
 export interface SourceKey {
@@ -51,7 +51,7 @@ export async function writeListCache(file: string, list: HashList, index: MultiI
   const target = cachePath(file)
   const temp = `${target}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`
   const records = Buffer.from(JSON.stringify(list.recordTexts))
-  const parts = [header(list, key), list.hashes.subarray(0, list.count * HASH_BYTES), bytesOf(list.records.subarray(0, list.count)), ...index.offsets.map(bytesOf), ...index.ids.map(bytesOf), records]
+  const parts = [header(list, key), list.hashes.subarray(0, list.count * HASH_BYTES), bytesOf(list.records.subarray(0, list.count)), ...indexArrays(index).map(bytesOf), records]
   try {
     await writeFile(temp, parts)
     await rename(temp, target)
@@ -103,12 +103,18 @@ export async function readListCache(
   at += count * HASH_BYTES
   const records = u32(at, count)
   at += count * 4
-  const offsets: Uint32Array[] = []
-  const ids: Uint32Array[] = []
-  const textsAt = at + CHUNKS * (CHUNK_KEYS + 1) * 4 + CHUNKS * count * 4
-  if (data.length < textsAt) return undefined
-  for (let c = 0; c < CHUNKS; c++, at += (CHUNK_KEYS + 1) * 4) offsets.push(u32(at, CHUNK_KEYS + 1))
-  for (let c = 0; c < CHUNKS; c++, at += count * 4) ids.push(u32(at, count))
+  let short = false
+  const index = indexFromArrays(count, hashWords(hashes), (length) => {
+    if (at + length * 4 > data.length) {
+      short = true
+      return new Uint32Array(length)
+    }
+    const a = u32(at, length)
+    at += length * 4
+    return a
+  })
+  if (short) return undefined
+  const textsAt = at
   let recordTexts: unknown
   try {
     recordTexts = JSON.parse(data.toString('utf8', textsAt))
@@ -117,5 +123,5 @@ export async function readListCache(
   }
   if (!Array.isArray(recordTexts) || recordTexts.length !== h.readUInt32LE(12)) return undefined
   const list = {count, hashes, records, recordTexts: recordTexts as string[]}
-  return {list, index: {offsets, ids, words: hashWords(hashes)}}
+  return {list, index}
 }
