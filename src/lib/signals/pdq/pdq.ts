@@ -6,7 +6,8 @@ import {jaroszFilter, jaroszWindowSize} from './jarosz.js'
 /**
  * Meta's PDQ perceptual hash of decoded pixels: luminance, two Jarosz (box) blur passes sized to the image,
  * a 64x64 decimation, the 16x16 lowest DCT frequencies, and one bit per coefficient: above their median or
- * not. Identical bit for bit to the reference implementation on the same pixels.
+ * not. Identical bit for bit to the reference implementation on the same pixels, except for images with
+ * almost no structure along one axis (flat, pure gradients, exact stripes), whose bits are float rounding noise.
  */
 export interface PdqHash {
   hash: Hash256
