@@ -8,7 +8,6 @@ import {ModError} from '../../errors.js'
 export type Hash256 = Uint8Array
 
 export const HASH_BYTES = 32
-export const HASH_BITS = 256
 
 const HEX = /^[0-9a-fA-F]{64}$/
 

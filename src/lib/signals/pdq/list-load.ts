@@ -12,7 +12,7 @@ export interface LoadedList {
   file: string
   list: HashList
   index: MultiIndex
-  /** Where the entries came from: the binary cache, or the text (and whether a cache was written). */
+  /** Where the entries came from: the binary cache, or the text (parsed and indexed). */
   from: 'cache' | 'text'
 }
 
