@@ -50,6 +50,10 @@ export function sessionOptions(o: Omit<SessionOptions, 'cacheDir'>): ort.Inferen
     graphOptimizationLevel: 'all',
     enableCpuMemArena: o.keepArena,
     enableMemPattern: o.keepArena,
+    // Idle intra-op threads block instead of spinning: a process runs two sessions (CLIP, the NSFW specialist),
+    // each with its own pool, and spinning threads of one take the cores the other is computing on
+    // (bench/spinning.ts: two sessions run one after the other took about twice the CPU time with spinning).
+    extra: {session: {intra_op: {allow_spinning: '0'}}},
   }
 }
 
@@ -132,7 +136,13 @@ async function buildEntry(path: string, o: SessionOptions, entry: CacheEntry): P
       ...sessionOptions(o),
       graphOptimizationLevel: SAVED_LEVEL,
       optimizedModelFilePath: join(tmp, MODEL_FILE),
-      extra: {session: {optimized_model_external_initializers_file_name: WEIGHTS_FILE, optimized_model_external_initializers_min_size_in_bytes: '1024'}},
+      extra: {
+        session: {
+          ...(sessionOptions(o).extra as {session: object}).session,
+          optimized_model_external_initializers_file_name: WEIGHTS_FILE,
+          optimized_model_external_initializers_min_size_in_bytes: '1024',
+        },
+      },
     })
     await builder.release()
     await rename(tmp, entry.dir).catch(async (e: NodeJS.ErrnoException) => {
