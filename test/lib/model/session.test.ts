@@ -9,10 +9,12 @@ import {isModError} from '../../../src/lib/errors.js'
 import * as ort from 'onnxruntime-node'
 
 import {cacheEntry, openSession, sessionOptions} from '../../../src/lib/model/session.js'
+import {buildVisionModel} from '../../../scripts/onnx/vit.js'
+import {TINY_VISION} from '../../helpers/tiny-clip.js'
 
 const TOY = join(import.meta.dirname, '..', '..', 'fixtures', 'models', 'toy', 'onnx', 'vision_model.onnx')
 
-test('every session runs on the CPU, sequentially, fully optimised, with the threads asked for', () => {
+test('every session runs on the CPU, sequentially, fully optimised, with the threads asked for, idle ones blocking', () => {
   assert.equal(sessionOptions({threads: 3, keepArena: true}), {
     executionProviders: ['cpu'],
     intraOpNumThreads: 3,
@@ -21,6 +23,7 @@ test('every session runs on the CPU, sequentially, fully optimised, with the thr
     graphOptimizationLevel: 'all',
     enableCpuMemArena: true,
     enableMemPattern: true,
+    extra: {session: {intra_op: {allow_spinning: '0'}}},
   })
   const short = sessionOptions({threads: 1, keepArena: false})
   assert.equal([short.enableCpuMemArena, short.enableMemPattern], [false, false])
@@ -79,6 +82,25 @@ test('with a cache folder, the optimised graph is saved under ort/ and later ses
     await second.release()
     // Threads and memory options do not change the graph: the same entry served the second session.
     assert.equal(await readFile(join(entry.dir, 'model.onnx')), saved)
+  })
+})
+
+test('the cache also holds the weights prepacked for this CPU, which sessions run on from the mapped file, with the same outputs', async () => {
+  await withCache(async (model, cacheDir) => {
+    await writeFile(model, buildVisionModel(TINY_VISION, 1))
+    const size = TINY_VISION.imageSize
+    const pixels = Float32Array.from({length: 3 * size * size}, (_, i) => Math.sin(i))
+    const run = async (session: ort.InferenceSession) => {
+      const out = await session.run({pixel_values: new ort.Tensor('float32', pixels, [1, 3, size, size])})
+      await session.release()
+      return Array.from(out.image_embeds.data as Float32Array)
+    }
+    const expected = await run(await openSession(model, {threads: 1, keepArena: true}))
+    assert.equal(await run(await openSession(model, {threads: 1, keepArena: true, cacheDir})), expected)
+    assert.equal(await run(await openSession(model, {threads: 1, keepArena: true, cacheDir})), expected)
+    const entry = await cacheEntry(model, {threads: 1, keepArena: true}, cacheDir)
+    // Prepacked weights are saved as initializers named after the node that packed them.
+    assert.ok((await readFile(join(entry.dir, 'model.onnx'))).includes('prepacked_0'))
   })
 })
 
