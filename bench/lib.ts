@@ -15,12 +15,15 @@ import sharp from 'sharp'
 import {DEFAULT_LIMITS} from '../src/lib/config/settings.js'
 import {createEngine, type Engine} from '../src/lib/engine.js'
 import {decodeImage} from '../src/lib/image/decode.js'
+import {nsfwPreprocess} from '../src/lib/image/nsfw-preprocess.js'
 import {preprocess} from '../src/lib/image/preprocess.js'
 import {trimBorders} from '../src/lib/image/trim.js'
 import {loadManifest} from '../src/lib/model/manifest.js'
 import type {Precision} from '../src/lib/model/manifest-types.js'
+import {nsfwModelDir} from '../src/lib/model/nsfw.js'
+import {NSFW_INPUT, NSFW_SIZE} from '../src/lib/model/nsfw-manifest.js'
+import {openSession, sessionOptions} from '../src/lib/model/session.js'
 import {openNsfwRunner} from '../src/lib/signals/nsfw/runner.js'
-import {openSession} from '../src/lib/model/session.js'
 import {defaultThreads} from '../src/lib/model/threads.js'
 import {buildPolicy} from '../src/lib/policy/load.js'
 import {random} from '../test/helpers/nsfw-images.js'
@@ -285,7 +288,7 @@ export function benchEngine(precision: Variant = 'fp32', options: {nsfw?: boolea
     cacheDir: CACHE_DIR,
     policy: buildPolicy(),
     limits: DEFAULT_LIMITS,
-    openNsfw: options.nsfw ? () => openNsfwRunner() : undefined,
+    openNsfw: options.nsfw ? () => openNsfwRunner({cacheDir: CACHE_DIR}) : undefined,
   })
 }
 
@@ -304,7 +307,7 @@ export interface BareEncoder {
  * A bare onnxruntime session of the stand-in's image encoder with the engine's session options and thread count,
  * fed the 1280x720 JPEG already decoded, trimmed and preprocessed: what inference of one image costs by itself.
  */
-export async function bareEncoder(precision: Variant = 'fp32'): Promise<BareEncoder> {
+export async function bareEncoder(precision: Variant = 'fp32', o: BareOptions = {}): Promise<BareEncoder> {
   const manifest = await loadManifest(STANDIN_DIR)
   const {crop} = manifest.preprocess
   const [frame] = await decodeImage(await readFile(HD_JPEG), DEFAULT_LIMITS)
@@ -314,8 +317,57 @@ export async function bareEncoder(precision: Variant = 'fp32'): Promise<BareEnco
   const batch = new Float32Array(data.length * BATCH_OF)
   for (let i = 0; i < BATCH_OF; i++) batch.set(data, i * data.length)
   const batchFeeds = {[manifest.image.input]: new ort.Tensor('float32', batch, [BATCH_OF, 3, crop, crop])}
-  const session = await openSession(join(STANDIN_DIR, VISION_FILES[precision]), {threads: await defaultThreads(), keepArena: true})
+  const session = await bareSession(join(STANDIN_DIR, VISION_FILES[precision]), o)
   return {run: () => session.run(feeds), runBatch: () => session.run(batchFeeds), release: () => session.release()}
+}
+
+export interface BareOptions {
+  /** Open the session from the model file with onnxruntime's thread spinning on (its default; mod turns it off). */
+  spinning?: boolean
+}
+
+/** A session with the engine's options and threads (from the bench's graph cache), or with spinning threads. */
+async function bareSession(path: string, o: BareOptions): Promise<ort.InferenceSession> {
+  const threads = await defaultThreads()
+  if (!o.spinning) return openSession(path, {threads, keepArena: true, cacheDir: CACHE_DIR})
+  return ort.InferenceSession.create(path, {...sessionOptions({threads, keepArena: true}), extra: {session: {intra_op: {allow_spinning: '1'}}}})
+}
+
+/**
+ * A bare session of the embedded NSFW specialist as the engine opens it, fed the 1280x720 JPEG's first view
+ * (the one every image gets; the other views only when it could flag something) already decoded, trimmed and
+ * preprocessed; runBatch classifies BATCH_OF copies of it.
+ */
+export async function bareSpecialist(o: BareOptions = {}): Promise<BareEncoder> {
+  const [frame] = await decodeImage(await readFile(HD_JPEG), DEFAULT_LIMITS)
+  const view = nsfwPreprocess(trimBorders(frame))
+  const batch = new Float32Array(view.length * BATCH_OF)
+  for (let i = 0; i < BATCH_OF; i++) batch.set(view, i * view.length)
+  const manifest = JSON.parse(await readFile(join(nsfwModelDir(), 'manifest.json'), 'utf8')) as {file: string}
+  const session = await bareSession(join(nsfwModelDir(), manifest.file), o)
+  const feeds = {[NSFW_INPUT]: new ort.Tensor('float32', view, [1, NSFW_SIZE, NSFW_SIZE, 3])}
+  const batchFeeds = {[NSFW_INPUT]: new ort.Tensor('float32', batch, [BATCH_OF, NSFW_SIZE, NSFW_SIZE, 3])}
+  return {run: () => session.run(feeds), runBatch: () => session.run(batchFeeds), release: () => session.release()}
+}
+
+/** What the default path's inference costs by itself: CLIP's encoder then the specialist, one after the other. */
+export async function barePair(o: BareOptions = {}): Promise<BareEncoder> {
+  const clip = await bareEncoder('fp32', o)
+  const nsfw = await bareSpecialist(o)
+  return {
+    run: async () => {
+      await clip.run()
+      await nsfw.run()
+    },
+    runBatch: async () => {
+      await clip.runBatch()
+      await nsfw.runBatch()
+    },
+    release: async () => {
+      await clip.release()
+      await nsfw.release()
+    },
+  }
 }
 
 /** Writes a policy file under bench/out for `--config`, and returns its path. */
@@ -392,6 +444,34 @@ export async function residentMiB(pid: number): Promise<{rss: number; peak: numb
   const status = await readFile(`/proc/${pid}/status`, 'utf8')
   const kib = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? Number.NaN)
   return {rss: kib('VmRSS') / 1024, peak: kib('VmHWM') / 1024, anon: kib('RssAnon') / 1024}
+}
+
+/** Proportional memory of a process, in MiB, from /proc/<pid>/smaps_rollup: shared pages count a share each. */
+export interface Pss {
+  pss: number
+  /** Of it, anonymous memory (the process's own) and file pages (mapped weights, libraries). */
+  anon: number
+  file: number
+}
+
+async function pssOf(pid: number): Promise<Pss> {
+  const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8')
+  const kib = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(rollup)?.[1] ?? Number.NaN)
+  return {pss: kib('Pss') / 1024, anon: kib('Pss_Anon') / 1024, file: kib('Pss_File') / 1024}
+}
+
+/** The pids of a process's children (a cluster primary's workers). */
+export async function childrenOf(pid: number): Promise<number[]> {
+  const tasks = await readdir(`/proc/${pid}/task`)
+  const lists = await Promise.all(tasks.map((t) => readFile(`/proc/${pid}/task/${t}/children`, 'utf8').catch(() => '')))
+  return lists.flatMap((l) => l.split(/\s+/).filter(Boolean).map(Number))
+}
+
+/** PSS of a process and its children, summed: what a cluster of workers costs the machine. */
+export async function treePss(pid: number): Promise<Pss & {processes: number}> {
+  const all = await Promise.all([pid, ...(await childrenOf(pid))].map(pssOf))
+  const sum = (k: keyof Pss) => all.reduce((a, p) => a + p[k], 0)
+  return {pss: sum('pss'), anon: sum('anon'), file: sum('file'), processes: all.length}
 }
 
 /** Runs the built CLI to completion; resolves with its wall time and output. */

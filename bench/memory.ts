@@ -4,6 +4,11 @@
  * allocator keeps a varying share of the memory freed while the model loads, so one start is not
  * representative), fp32 once more with MALLOC_MMAP_THRESHOLD_ fixed (large blocks then go back to the
  * system when freed), and the int8 and fp16 encoders once each. Target: <= 450 MiB with fp32.
+ *
+ * Then `mod serve --workers N` for N = 1, 2, 4 (warm graph cache, fp32, the default specialist on): the PSS of
+ * the primary and its workers summed (/proc/<pid>/smaps_rollup: a page shared by k processes counts 1/k in
+ * each), after 5 requests per worker. The workers map the cached weights file (session.ts), so they share one
+ * copy of the weights. Target: N = 4 <= 1.4 x N = 1.
  */
 import './no-telemetry.js'
 
@@ -13,11 +18,13 @@ import {
   ensureImages,
   HD_JPEG,
   header,
+  load,
   median,
   moderateOnce,
   multipartBody,
   requireStandin,
   residentMiB,
+  treePss,
   saveResults,
   STANDIN_DIR,
   startServer,
@@ -27,6 +34,10 @@ import {
 } from './lib.js'
 
 const TARGET = 450
+const CLUSTER_SIZES = [1, 2, 4]
+const WARM_REQUESTS_PER_WORKER = 5
+/** PSS of 4 workers over that of 1. */
+const CLUSTER_TARGET = 1.4
 const WARM_REQUESTS = 20
 const FP32_STARTS = 3
 /** Large allocations (the model's temporary copies while loading) are mmapped, so freeing returns them. */
@@ -74,6 +85,46 @@ const weights = JSON.parse(await readFile(`${STANDIN_DIR}/manifest.json`, 'utf8'
 const imageWeights = (weights.files.find((f) => f.role === 'image_encoder')?.size ?? 0) / 2 ** 20
 process.stdout.write(`\nfp32 image encoder weights alone: ${mib(imageWeights)} (the text encoder is not loaded on a warm prompt cache)\n\n`)
 
+interface Cluster {
+  workers: number
+  pss: number
+  anon: number
+  file: number
+  processes: number
+}
+
+async function cluster(workers: number): Promise<Cluster> {
+  const server = await startServer(['--workers', String(workers)])
+  try {
+    // Requests in parallel, so that the primary hands them to every worker (round robin).
+    await Promise.all(
+      Array.from({length: workers}, async () => {
+        for (let i = 0; i < WARM_REQUESTS_PER_WORKER; i++) {
+          const status = await moderateOnce(server.url, upload)
+          if (status !== 200) throw new Error(`warm-up request answered ${status}`)
+        }
+      }),
+    )
+    return {workers, ...(await treePss(server.pid))}
+  } finally {
+    await server.stop()
+  }
+}
+
+const clusters: Cluster[] = []
+for (const n of CLUSTER_SIZES) clusters.push(await cluster(n))
+const one = clusters[0].pss
+process.stdout.write('\n')
+table([
+  ['mod serve --workers N', 'processes', 'PSS total', 'of it anonymous', 'file pages', 'vs N = 1'],
+  ...clusters.map((c) => [`N = ${c.workers}`, c.processes, mib(c.pss), mib(c.anon), mib(c.file), (c.pss / one).toFixed(2)]),
+])
+process.stdout.write(`load ${load()}\n\n`)
+
 const fp32 = median(samples.slice(0, FP32_STARTS).map((s) => s.warm))
-const v = verdict('memory', `fp32 worker after warm-up, median of ${FP32_STARTS} starts`, 'VmRSS', fp32, 'max', TARGET, ' MiB', 0)
-await saveResults('memory', [v], {samples, imageWeightsMiB: imageWeights})
+const four = clusters.find((c) => c.workers === 4) as Cluster
+const verdicts = [
+  verdict('memory', `fp32 worker after warm-up, median of ${FP32_STARTS} starts`, 'VmRSS', fp32, 'max', TARGET, ' MiB', 0),
+  verdict('memory', `--workers 4 PSS ${mib(four.pss)}, --workers 1 ${mib(one)}`, 'ratio', four.pss / one, 'max', CLUSTER_TARGET, '', 2),
+]
+await saveResults('memory', verdicts, {samples, imageWeightsMiB: imageWeights, clusters})

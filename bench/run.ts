@@ -15,7 +15,7 @@ import {parseArgs} from 'node:util'
 import type {Manifest, Precision} from '../src/lib/model/manifest-types.js'
 import {benchEngine, ensureImages, load, machine, readResults, ROOT, STANDIN_DIR} from './lib.js'
 
-const SCRIPTS = ['latency', 'shrink', 'http', 'peer', 'folder', 'memory', 'startup', 'video', 'nsfw']
+const SCRIPTS = ['latency', 'spinning', 'shrink', 'http', 'peer', 'folder', 'memory', 'startup', 'video', 'nsfw']
 
 const {values, positionals} = parseArgs({allowPositionals: true, options: {build: {type: 'boolean', default: false}}})
 const unknown = positionals.filter((p) => !SCRIPTS.includes(p))
