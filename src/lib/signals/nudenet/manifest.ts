@@ -78,3 +78,35 @@ export async function installedNudenet(dir: string): Promise<DetectorManifest | 
     throw e
   }
 }
+
+export interface AddonStatus {
+  /** What users pull it by. */
+  name: string
+  id: string
+  kind: 'detector'
+  licence: string
+  installed: boolean
+  dir: string
+  /** Bytes of the download (and of the installed file). */
+  size: number
+  /** Installed only: the file matched the sha256 the shipped manifest pins. */
+  verified?: boolean
+}
+
+/** The NudeNet add-on as `models list` shows it: installed when its folder holds the manifest a pull writes last. */
+export async function nudenetStatus(cacheDir: string): Promise<AddonStatus> {
+  const wanted = await loadNudenetPreset()
+  const dir = nudenetDir(cacheDir)
+  const installed = await installedNudenet(dir).catch(() => undefined)
+  const file = wanted.files[0]
+  return {
+    name: NUDENET,
+    id: wanted.id,
+    kind: wanted.kind,
+    licence: wanted.licence,
+    installed: installed !== undefined,
+    dir,
+    size: file.size as number,
+    ...(installed ? {verified: installed.files[0].sha256 === file.sha256} : {}),
+  }
+}
