@@ -16,13 +16,17 @@ import type {ModelSignal, Policy, PresetName, SignalName} from './policy/types.j
 import {combineSignals, feedingSignals, notEvaluated, type FrameSignals} from './scoring/combine.js'
 import {applyHead, checkHeadFits, checkHeadParents, loadHead, type Head} from './scoring/head.js'
 import {nsfwCategoryScores} from './scoring/nsfw-rule.js'
+import type {Detection} from './signals/nudenet/decode.js'
+import type {NudenetDetector} from './signals/nudenet/detector.js'
+import type {NudenetInput} from './signals/nudenet/preprocess.js'
+import {combineNudenet, SUGGESTIVE_PARTS} from './signals/nudenet/rule.js'
 import {buildResult, mergeFrameLabels, type ScoredLabel} from './scoring/result.js'
 import {policyPrompts, zeroShotScores} from './scoring/score.js'
 import {ITEM_ERROR_CODES, SIGNAL_STATES} from './schemas.js'
 import {DEFAULT_DECODE_LIMITS} from './video/frames.js'
 import {resolveFfmpeg} from './video/ffmpeg.js'
 import {moderateVideo} from './video/moderate.js'
-import type {CategoriesResult, ErrorEntry, ItemErrorCode, ModerationResult, RgbImage, Segment, VideoResult} from './types.js'
+import type {CategoriesResult, ErrorEntry, ItemErrorCode, ModerationResult, Region, RgbImage, Segment, VideoResult} from './types.js'
 
 export interface EngineOptions {
   preset: PresetName
@@ -45,6 +49,11 @@ export interface EngineOptions {
   requireClip?: boolean
   /** Opens the embedded NSFW specialist; absent where none is installed. */
   openNsfw?: () => Promise<NsfwRunner>
+  /**
+   * Opens the NudeNet detector (`mod models pull nudenet`), or gives undefined where it is not installed. It
+   * runs only beside the specialist, as a second opinion on its scores (signals/nudenet/rule.ts).
+   */
+  openNudenet?: () => Promise<NudenetDetector | undefined>
   /** One signal alone (`--only nsfw`): the policy narrows to the categories it feeds, and no other model loads. */
   only?: ModelSignal
   /** Told what the engine does, for metrics; the engine keeps no counters itself. */
@@ -130,6 +139,7 @@ interface Models {
   clip?: ClipSignal
   head?: Head
   nsfw?: NsfwRunner
+  nudenet?: NudenetDetector
   /** Categories that no loaded signal feeds. */
   notEvaluated: string[]
 }
@@ -139,12 +149,22 @@ interface PreparedFrame {
   clip?: Float32Array
   /** The frame's views for the specialist (see NsfwRunner.views). */
   nsfw?: Float32Array
+  nudenet?: NudenetInput
+  /** Where the trimmed frame starts in the decoded one. */
+  offset: {left: number; top: number}
 }
 
 interface FrameOutput {
   embedding?: Float32Array
   /** Class probabilities of the views the specialist looked at, five per view (see classifyViews). */
   nsfw?: Float32Array
+  /** The detector's detections, boxes in the decoded frame's pixels (the trim undone). */
+  detections?: Detection[]
+}
+
+interface ScoredFrame {
+  labels: ScoredLabel[]
+  detections?: Detection[]
 }
 
 function closedError(): ModError {
@@ -152,7 +172,7 @@ function closedError(): ModError {
 }
 
 async function release(m: Partial<Models>): Promise<void> {
-  await Promise.allSettled([m.clip?.model.close(), m.nsfw?.close()])
+  await Promise.allSettled([m.clip?.model.close(), m.nsfw?.close(), m.nudenet?.close()])
 }
 
 /** `policy` narrowed to the categories `only` feeds. */
@@ -162,6 +182,15 @@ function narrowed(policy: Policy, only: ModelSignal | undefined): Policy {
     throw new ModError('invalid_config', 'only the NSFW specialist was asked for, but the policy switches it off (specialists: {nsfw: false})')
   }
   return {...policy, categories: policy.categories.filter((c) => feedingSignals(c).includes(only))}
+}
+
+/** The detector's evidence as the result reports it: intimate parts (covered or not) and bare bellies, best first. */
+function regionsOf(frames: ScoredFrame[]): Region[] {
+  return frames
+    .flatMap((f) => f.detections ?? [])
+    .filter((d) => SUGGESTIVE_PARTS.has(d.label))
+    .sort((a, b) => b.score - a.score)
+    .map((d) => ({label: d.label, score: d.score, box: d.box}))
 }
 
 export function createEngine(opts: EngineOptions): Engine {
@@ -210,6 +239,7 @@ export function createEngine(opts: EngineOptions): Engine {
     try {
       if (wantClip) await openClipSignal(m)
       if (wantNsfw) m.nsfw = await (opts.openNsfw as () => Promise<NsfwRunner>)()
+      if (wantNsfw && opts.openNudenet) m.nudenet = await opts.openNudenet()
       if (closed) throw closedError()
       const available = new Set<ModelSignal>([...(m.clip ? ['clip' as const] : []), ...(m.nsfw ? ['nsfw' as const] : [])])
       opts.observer?.loaded?.((performance.now() - started) / 1000)
@@ -226,10 +256,10 @@ export function createEngine(opts: EngineOptions): Engine {
     return closed ? Promise.reject(closedError()) : models.get()
   }
 
-  /** Trimmed once, then each loaded model's input: CLIP's tensor and the specialist's views of the same pixels. */
+  /** Trimmed once, then each loaded model's input: CLIP's tensor, the specialist's views and the detector's input of the same pixels. */
   async function prepareDecoded(m: Models, decoded: RgbImage[]): Promise<PreparedFrame[]> {
-    const {frames, tensors} = await prepareFrames(decoded, {preprocess: m.clip?.manifest.preprocess, trimBorders: policy.trim_borders})
-    return frames.map((f, i) => ({clip: tensors[i], nsfw: m.nsfw?.views(f)}))
+    const {frames, tensors, offsets} = await prepareFrames(decoded, {preprocess: m.clip?.manifest.preprocess, trimBorders: policy.trim_borders})
+    return frames.map((f, i) => ({clip: tensors[i], nsfw: m.nsfw?.views(f), nudenet: m.nudenet?.prepare(f), offset: offsets[i]}))
   }
 
   async function runFrames(frames: PreparedFrame[]): Promise<FrameOutput[]> {
@@ -246,6 +276,13 @@ export function createEngine(opts: EngineOptions): Engine {
       const probabilities = await classifyViews(m.nsfw, frames.map((f) => f.nsfw as Float32Array))
       probabilities.forEach((p, i) => (out[i].nsfw = p))
     }
+    if (m.nudenet) {
+      const found = await m.nudenet.detect(frames.map((f) => f.nudenet as NudenetInput))
+      found.forEach((d, i) => {
+        const {left, top} = frames[i].offset
+        out[i].detections = d.map((x) => ({...x, box: [x.box[0] + left, x.box[1] + top, x.box[2], x.box[3]]}))
+      })
+    }
     return out
   }
 
@@ -254,14 +291,17 @@ export function createEngine(opts: EngineOptions): Engine {
   function frameLabels(m: Models, out: FrameOutput): ScoredLabel[] {
     const signals: FrameSignals = {}
     if (m.clip && out.embedding) signals.clip = zeroShotScores(out.embedding, policy, m.clip.prompts)
-    if (out.nsfw) signals.nsfw = new Map(Object.entries(nsfwCategoryScores(out.nsfw)))
+    if (out.nsfw) {
+      const scores = nsfwCategoryScores(out.nsfw)
+      signals.nsfw = new Map(Object.entries(out.detections ? combineNudenet(scores, out.detections) : scores))
+    }
     const labels = combineSignals(policy, signals)
     return m.head && out.embedding ? applyHead(m.head, out.embedding, labels) : labels
   }
 
-  async function scoreFrames(m: Models, frames: PreparedFrame[]): Promise<ScoredLabel[][]> {
+  async function scoreFrames(m: Models, frames: PreparedFrame[]): Promise<ScoredFrame[]> {
     const outputs = await Promise.all(frames.map((f) => batcher.submit(f)))
-    return outputs.map((o) => frameLabels(m, o))
+    return outputs.map((o) => ({labels: frameLabels(m, o), detections: o.detections}))
   }
 
   /** The one image path: read and decode in the preparing stage, infer (batched with others), score. */
@@ -270,8 +310,9 @@ export function createEngine(opts: EngineOptions): Engine {
     const frames = await scheduler.prepare(async () => {
       return prepareDecoded(m, await decodeImage(await input.read(), {maxBytes: limits.maxBytes, maxPixels: limits.maxPixels}))
     })
-    const labels = await scheduler.infer(() => scoreFrames(m, frames))
-    return buildResult(input.source, mergeFrameLabels(labels), m.notEvaluated)
+    const scored = await scheduler.infer(() => scoreFrames(m, frames))
+    const result = buildResult(input.source, mergeFrameLabels(scored.map((s) => s.labels)), m.notEvaluated)
+    return m.nudenet ? {...result, regions: regionsOf(scored)} : result
   }
 
   function signalState(m: Models | undefined, signal: SignalName): SignalState {
@@ -313,7 +354,7 @@ export function createEngine(opts: EngineOptions): Engine {
         ...o,
         batchSize,
         decode: {ffmpeg: binary, ...DEFAULT_DECODE_LIMITS, maxSeconds: limits.maxVideoSeconds, maxPixels: limits.maxPixels},
-        scoreFrames: async (frames) => scoreFrames(m, await prepareDecoded(m, frames)),
+        scoreFrames: async (frames) => (await scoreFrames(m, await prepareDecoded(m, frames))).map((s) => s.labels),
       })
       return {...result, not_evaluated: m.notEvaluated}
     },

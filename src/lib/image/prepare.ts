@@ -8,7 +8,7 @@ import type {Preprocessing} from '../model/manifest-types.js'
 import type {RgbImage} from '../types.js'
 import {decodeImage, type ImageLimits} from './decode.js'
 import {preprocess} from './preprocess.js'
-import {trimBorders} from './trim.js'
+import {crop, findContentBox} from './trim.js'
 
 export interface PrepareOptions {
   limits: ImageLimits
@@ -22,6 +22,8 @@ export interface PreparedFrames {
   frames: RgbImage[]
   /** One preprocessed tensor per frame, 3 x crop x crop; none without `preprocess`. */
   tensors: Float32Array[]
+  /** Per frame, where the kept part starts in the decoded frame: what maps a box found in it back (0, 0 untrimmed). */
+  offsets: {left: number; top: number}[]
 }
 
 /** Decodes, trims and preprocesses encoded image bytes: the path from a file or upload to the model's tensors. */
@@ -31,8 +33,9 @@ export async function prepareImage(data: Buffer, opts: PrepareOptions): Promise<
 
 /** Trims (when asked) and preprocesses frames already decoded (video frames, or prepareImage's). */
 export async function prepareFrames(decoded: RgbImage[], opts: Omit<PrepareOptions, 'limits'>): Promise<PreparedFrames> {
-  const frames = opts.trimBorders ? decoded.map((f) => trimBorders(f)) : decoded
+  const boxes = decoded.map((f) => (opts.trimBorders ? findContentBox(f) : {left: 0, top: 0, width: f.width, height: f.height}))
+  const frames = decoded.map((f, i) => crop(f, boxes[i]))
   const config = opts.preprocess
   const tensors = config ? await Promise.all(frames.map((f) => preprocess(f, config))) : []
-  return {frames, tensors}
+  return {frames, tensors, offsets: boxes.map((b) => ({left: b.left, top: b.top}))}
 }
