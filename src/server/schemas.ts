@@ -2,6 +2,7 @@ import {Type} from 'typebox'
 
 import {SIGNAL_STATES} from '../lib/schemas.js'
 import {DEFAULT_SAMPLING, MAX_FPS, MAX_MIN_FRAMES, MIN_FPS} from '../lib/video/options.js'
+import {BASE64_EXPECTED, BASE64_PATTERN} from './body.js'
 import {HTTP_ERROR_CODES} from './errors.js'
 
 /**
@@ -53,13 +54,13 @@ export const ErrorBody = Type.Object(
 export const ModerateJsonRequest = Type.Object(
   {
     image_base64: Type.Optional(
-      Type.Union([Type.String({minLength: 1, contentEncoding: 'base64'}), Type.Null()], {
+      Type.Union([Type.String({minLength: 1, pattern: BASE64_PATTERN, contentEncoding: 'base64', title: BASE64_EXPECTED}), Type.Null()], {
         description:
           'The image bytes in standard, padded base64 (line breaks allowed), or a `data:…;base64,` URI.',
       }),
     ),
     url: Type.Optional(
-      Type.Union([Type.String({minLength: 1, format: 'uri'}), Type.Null()], {
+      Type.Union([Type.String({minLength: 1, format: 'uri', title: 'an absolute http(s) URL'}), Type.Null()], {
         description: 'An http(s) URL of a public image.',
       }),
     ),

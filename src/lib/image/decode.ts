@@ -1,6 +1,7 @@
 import sharp, {type Metadata, type Sharp, type SharpOptions} from 'sharp'
 
 import {emptyFileError, ModError} from '../errors.js'
+import {formatSize} from '../sizes.js'
 import type {RgbImage} from '../types.js'
 
 /** Formats we accept (README: the accepted formats); AVIF is sharp's `heif` with AV1 compression. */
@@ -61,7 +62,7 @@ export async function probeImage(input: Buffer): Promise<ImageProbe> {
 export async function decodeImage(input: Buffer, limits: ImageLimits): Promise<RgbImage[]> {
   if (input.length === 0) throw emptyFileError()
   if (input.length > limits.maxBytes) {
-    throw new ModError('payload_too_large', `image is ${input.length} bytes; the limit is ${limits.maxBytes} bytes`)
+    throw new ModError('payload_too_large', `the image is larger than ${formatSize(limits.maxBytes)}`)
   }
   const probe = await probeImage(input)
   const decoded = probe.width * probe.height * (probe.animated ? probe.frames : 1)
@@ -137,7 +138,7 @@ async function decodeFrames(input: Buffer, probe: ImageProbe, limits: ImageLimit
     position = end
   }
   if (position !== frameBytes * probe.frames) {
-    throw new ModError('unreadable_image', `animation decoded to ${position} bytes, expected ${frameBytes * probe.frames}`)
+    throw new ModError('unreadable_image', 'the animation ended before its last frame was decoded')
   }
   return frames.map((data) => ({data, width, height}))
 }
@@ -148,5 +149,6 @@ function decodeError(e: unknown, limits: ImageLimits): ModError {
   if (/pixel limit/i.test(message)) {
     return new ModError('payload_too_large', `image exceeds the limit of ${limits.maxPixels} pixels`)
   }
-  return new ModError('unreadable_image', `image data is corrupt or truncated (${message.split('\n')[0]})`)
+  // The decoder's own line names its internals (libvips, libjpeg states): it stays in details.
+  return new ModError('unreadable_image', 'the image data is corrupt or truncated', {decoder: message.split('\n')[0]})
 }
