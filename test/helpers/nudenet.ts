@@ -33,17 +33,20 @@ export async function realNudenetFile(): Promise<{path: string} | {missing: stri
   return {path: source}
 }
 
-/** An installed nudenet folder holding the real model, as `models pull nudenet` leaves it; undefined and a line on stderr when the file is missing. */
-export async function installedNudenetFixture(what: string): Promise<string | undefined> {
+/**
+ * An installed nudenet folder holding the real model, as `models pull nudenet` leaves it (default: the generated
+ * fixture folder); undefined and a line on stderr when the file is missing.
+ */
+export async function installedNudenetFixture(what: string, dir = NUDENET_FIXTURE_DIR): Promise<string | undefined> {
   const found = await realNudenetFile()
   if ('missing' in found) {
     process.stderr.write(`skipped ${what}: ${found.missing}\n`)
     return undefined
   }
   const preset = await loadNudenetPreset()
-  await mkdir(NUDENET_FIXTURE_DIR, {recursive: true})
-  await copyFile(found.path, join(NUDENET_FIXTURE_DIR, preset.files[0].path))
+  await mkdir(dir, {recursive: true})
+  await copyFile(found.path, join(dir, preset.files[0].path))
   const installed = {...preset, files: [{...preset.files[0], trust: 'pinned'}]}
-  await writeFile(join(NUDENET_FIXTURE_DIR, 'manifest.json'), `${JSON.stringify(installed, null, 2)}\n`)
-  return NUDENET_FIXTURE_DIR
+  await writeFile(join(dir, 'manifest.json'), `${JSON.stringify(installed, null, 2)}\n`)
+  return dir
 }
