@@ -101,8 +101,8 @@ export interface Engine {
   /** The policy in force (narrowed by `only`). */
   readonly policy: Policy
   isLoaded(): boolean
-  /** What each signal is doing; `not_loaded` until load() has run. */
-  signals(): Record<SignalName, SignalState>
+  /** What each signal is doing; `not_loaded` until load() has run. The NudeNet add-on is listed once it is loaded. */
+  signals(): Record<SignalName, SignalState> & {nudenet?: 'loaded'}
   /** Loads the models, the head and the prompt embeddings (from the disk cache when warm); idempotent. */
   load(): Promise<void>
   /** The categories of the policy that no loaded signal can score (loads first); [] when all can be. */
@@ -328,7 +328,8 @@ export function createEngine(opts: EngineOptions): Engine {
     isLoaded: () => !closed && models.peek() !== undefined,
     signals: () => {
       const m = closed ? undefined : models.peek()
-      return {clip: signalState(m, 'clip'), nsfw: signalState(m, 'nsfw'), head: signalState(m, 'head')}
+      const states = {clip: signalState(m, 'clip'), nsfw: signalState(m, 'nsfw'), head: signalState(m, 'head')}
+      return m?.nudenet ? {...states, nudenet: 'loaded' as const} : states
     },
     load: async () => {
       await loaded()

@@ -17,12 +17,18 @@ export const Health = Type.Object(
     status: Type.Literal('ok'),
     model_loaded: Type.Boolean({description: 'Whether the models are in memory.'}),
     signals: Type.Object(
-      {clip: Type.Enum(SIGNAL_STATES), nsfw: Type.Enum(SIGNAL_STATES), head: Type.Enum(SIGNAL_STATES)},
+      {
+        clip: Type.Enum(SIGNAL_STATES),
+        nsfw: Type.Enum(SIGNAL_STATES),
+        head: Type.Enum(SIGNAL_STATES),
+        nudenet: Type.Optional(Type.Literal('loaded', {description: 'Present once the NudeNet add-on (`mod models pull nudenet`) is loaded.'})),
+      },
       {
         ...closed,
         description:
           'Per signal: `loaded`; `not_installed` (its categories are not evaluated, e.g. no CLIP model pulled); `off` ' +
-          '(switched off by the policy or configuration); `not_loaded` (before the first load).',
+          '(switched off by the policy or configuration); `not_loaded` (before the first load). The NudeNet add-on, a ' +
+          'second opinion on the NSFW specialist, appears as `nudenet` once loaded.',
       },
     ),
   },
