@@ -1,11 +1,10 @@
 import {loadConfig, type Config} from '../lib/config/load.js'
 import {createEngine, type Engine, type EngineObserver} from '../lib/engine.js'
-import {openNsfwRunner} from '../lib/model/nsfw-runner.js'
-import {resolveModelDir} from '../lib/model/presets.js'
-import {applyOverrides, parseThreshold} from '../lib/policy/overrides.js'
+import {openNsfwRunner} from '../lib/signals/nsfw/runner.js'
 import {openNudenet} from '../lib/signals/nudenet/detector.js'
 import {nudenetDir} from '../lib/signals/nudenet/manifest.js'
-import type {ModelSignal} from '../lib/policy/types.js'
+import {resolveModelDir} from '../lib/model/presets.js'
+import {applyOverrides, parseThreshold} from '../lib/policy/overrides.js'
 import {settingsInput, type FlagValues} from './flags.js'
 
 /** Parsed flags (each already resolved from its MOD_* variable by oclif) + policy file → an engine that loads its model on first use. */
@@ -24,7 +23,7 @@ export async function configFromFlags(flags: FlagValues, env = process.env): Pro
 
 export interface EngineChoices {
   /** `--only`: one signal alone. */
-  only?: ModelSignal
+  only?: string
   /** Metrics hooks (`mod serve`). */
   observer?: EngineObserver
 }
@@ -39,6 +38,7 @@ export function engineFromConfig(config: Config, options: EngineChoices = {}): E
     requireClip: settings.modelDir !== undefined,
     openNsfw: () => openNsfwRunner({threads: settings.threads, cacheDir: settings.cacheDir}),
     openNudenet: () => openNudenet({dir: nudenetDir(settings.cacheDir), threads: settings.threads, cacheDir: settings.cacheDir}),
+    nudenetDir: nudenetDir(settings.cacheDir),
     only: options.only,
     observer: options.observer,
     preset: config.preset,

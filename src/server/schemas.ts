@@ -1,6 +1,6 @@
 import {Type} from 'typebox'
 
-import {SIGNAL_STATES} from '../lib/schemas.js'
+import {SignalStates} from '../lib/schemas.js'
 import {DEFAULT_SAMPLING, MAX_FPS, MAX_MIN_FRAMES, MIN_FPS} from '../lib/video/options.js'
 import {BASE64_EXPECTED, BASE64_PATTERN} from './body.js'
 import {HTTP_ERROR_CODES} from './errors.js'
@@ -16,20 +16,9 @@ export const Health = Type.Object(
   {
     status: Type.Literal('ok'),
     model_loaded: Type.Boolean({description: 'Whether the models are in memory.'}),
-    signals: Type.Object(
-      {
-        clip: Type.Enum(SIGNAL_STATES),
-        nsfw: Type.Enum(SIGNAL_STATES),
-        head: Type.Enum(SIGNAL_STATES),
-        nudenet: Type.Optional(Type.Literal('loaded', {description: 'Present once the NudeNet add-on (`mod models pull nudenet`) is loaded.'})),
-      },
-      {
-        ...closed,
-        description:
-          'Per signal: `loaded`; `not_installed` (its categories are not evaluated, e.g. no CLIP model pulled); `off` ' +
-          '(switched off by the policy or configuration); `not_loaded` (before the first load). The NudeNet add-on, a ' +
-          'second opinion on the NSFW specialist, appears as `nudenet` once loaded.',
-      },
+    signals: SignalStates(
+      'Per signal: `loaded`; `not_installed` (its categories are not evaluated, e.g. no CLIP model pulled); `off` ' +
+        '(switched off by the policy or configuration); `not_loaded` (before the first load).',
     ),
   },
   closed,

@@ -49,7 +49,7 @@ export function fakeEngine(over: Partial<Engine> = {}): Engine {
     preset: 'fast',
     policy: buildPolicy(),
     isLoaded: () => loaded,
-    signals: () => ({clip: loaded ? 'loaded' : 'not_loaded', nsfw: 'off', head: 'off'}),
+    signals: () => ({clip: loaded ? 'loaded' : 'not_loaded', nsfw: 'off', nudenet: 'off', head: 'off'}),
     load: async () => {
       loaded = true
     },
@@ -73,6 +73,7 @@ export function fakeEngine(over: Partial<Engine> = {}): Engine {
     }),
     categories: async () => ({preset: 'fast', model: 'fake', categories: []}),
     close: async () => {},
+    [Symbol.asyncDispose]: async () => {},
     ...over,
   }
   return engine

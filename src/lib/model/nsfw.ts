@@ -11,8 +11,9 @@ import {fileURLToPath} from 'node:url'
 
 import * as ort from 'onnxruntime-node'
 
-import {NSFW_VIEW_SIZE} from '../image/nsfw-preprocess.js'
+import {disposer} from '../dispose.js'
 import {ModError} from '../errors.js'
+import {NSFW_VIEW_SIZE} from '../image/nsfw-preprocess.js'
 import {formatSizeExact} from '../sizes.js'
 import {openSession} from './session.js'
 import {NSFW_CLASSES, NSFW_INPUT, NSFW_OUTPUT, NSFW_SIZE, type NsfwManifest} from './nsfw-manifest.js'
@@ -102,8 +103,6 @@ export async function openNsfw(opts: NsfwOptions = {}): Promise<NsfwModel> {
       const data = probs.data as Float32Array
       return Array.from({length: n}, (_, i) => data.slice(i * classes, (i + 1) * classes))
     },
-    async close() {
-      await session.release()
-    },
+    close: disposer(() => session.release()).dispose,
   }
 }

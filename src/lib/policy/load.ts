@@ -6,6 +6,7 @@ import path from 'node:path'
 import {cosmiconfig} from 'cosmiconfig'
 
 import {ModError} from '../errors.js'
+import {POLICY_SWITCHES} from '../signals/registry.js'
 import {formatSize} from '../sizes.js'
 import {CLIP_ONLY, CUSTOM_CALIBRATION, DEFAULT_CATEGORIES, DEFAULT_NEUTRAL, DEFAULT_THRESHOLD} from './defaults.js'
 import {validatePolicyText} from './schema.js'
@@ -68,7 +69,7 @@ export function buildPolicy(file?: PolicyFile): Policy {
     trim_borders: file?.trim_borders ?? true,
     categories,
     neutral: [...(file?.neutral ?? DEFAULT_NEUTRAL)],
-    specialists: {nsfw: file?.specialists?.nsfw ?? true},
+    specialists: Object.fromEntries([...POLICY_SWITCHES].map(([name, on]) => [name, file?.specialists?.[name] ?? on])),
   }
 }
 

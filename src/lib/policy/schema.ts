@@ -17,6 +17,7 @@ import type {Document, Node as YamlNode, Pair} from 'yaml'
 import {closest} from '../suggest.js'
 import {DEFAULT_CATEGORIES} from './defaults.js'
 import {parentCycles} from './parents.js'
+import {POLICY_SWITCHES} from '../signals/registry.js'
 import {PRESETS} from './types.js'
 import type {Calibration, PresetName, Specialists} from './types.js'
 
@@ -57,7 +58,6 @@ export interface PolicyValidation {
 }
 
 const TOP_KEYS = ['preset', 'trim_borders', 'neutral', 'specialists', 'categories'] as const
-const SPECIALIST_KEYS = ['nsfw'] as const
 const CATEGORY_KEYS = ['enabled', 'prompts', 'negatives', 'parent', 'threshold', 'calibration'] as const
 const CALIBRATION_KEYS = ['scale', 'bias'] as const
 /** Names of new categories (and of head labels): they end up in JSON keys, URLs and terminal tables. */
@@ -187,12 +187,14 @@ function readSpecialists(ctx: Context, node: unknown, at: number): Partial<Speci
     report(ctx, offsetOf(node, at), `specialists must be a mapping such as {nsfw: false}, not ${describe(node)}`)
     return undefined
   }
-  const specialists: Partial<Specialists> = {}
+  const specialists: Record<string, boolean> = {}
   for (const pair of node.items) {
     const key = keyOf(ctx, pair, ' in specialists')
     if (key === undefined) continue
-    if (key === 'nsfw') specialists.nsfw = readBoolean(ctx, deref(ctx, pair.value), offsetOf(pair.key, at), 'specialists.nsfw')
-    else unknownKey(ctx, pair, key, ' in specialists', SPECIALIST_KEYS)
+    if (POLICY_SWITCHES.has(key)) {
+      const value = readBoolean(ctx, deref(ctx, pair.value), offsetOf(pair.key, at), `specialists.${key}`)
+      if (value !== undefined) specialists[key] = value
+    } else unknownKey(ctx, pair, key, ' in specialists', [...POLICY_SWITCHES.keys()])
   }
   return specialists
 }

@@ -14,6 +14,9 @@
  *                     min(specialist's sexual_activity, stretch(exposed))  otherwise
  *   suggestive      = min(specialist's suggestive, stretch(revealing))
  *
+ * Where a CLIP model also scores the family, the same caps apply to the combined score (confirmLabels): the
+ * detector is a second opinion on the family whichever signals scored it.
+ *
  * So below the specialist's sure bar, a category scores 0.5 or more only when both say so: the specialist, and
  * the detector with a detection at its own default threshold or above. The two models err on different images
  * (on ordinary photos, the specialist on apples, trucks and dogs; the detector on skin-coloured shapes), so
@@ -24,8 +27,8 @@
  * detector never raises a score above the specialist's: what it misses (drawn nudity, partial views, nudity it
  * was not trained on) stays as the specialist scores it when that is sure, and is otherwise not flagged.
  */
-import type {NsfwCategoryScores} from '../../scoring/nsfw-rule.js'
-import {SURE} from '../../scoring/nsfw-rule.js'
+import type {ScoredLabel} from '../../scoring/result.js'
+import {SURE, type NsfwCategoryScores} from '../nsfw/rule.js'
 import type {Detection} from './decode.js'
 import type {NudenetLabel} from './labels.js'
 
@@ -62,14 +65,32 @@ export function evidence(detections: readonly Detection[], labels: ReadonlySet<N
   return detections.reduce((best, d) => (labels.has(d.label) && d.score > best ? d.score : best), 0)
 }
 
+/** Per category of the family, the highest score the detector's detections allow it below the sure bar. */
+function caps(detections: readonly Detection[]): NsfwCategoryScores {
+  const exposed = agreement(evidence(detections, EXPOSED_PARTS))
+  return {nudity: exposed, sexual_activity: exposed, suggestive: agreement(evidence(detections, SUGGESTIVE_PARTS))}
+}
+
 /** The family's scores of a frame from the specialist's scores (nsfwCategoryScores) and the detector's detections of the same frame. */
 export function combineNudenet(specialist: NsfwCategoryScores, detections: readonly Detection[]): NsfwCategoryScores {
-  const exposed = agreement(evidence(detections, EXPOSED_PARTS))
-  const revealing = agreement(evidence(detections, SUGGESTIVE_PARTS))
-  const confirmed = (score: number) => (score >= SURE ? score : Math.min(score, exposed))
+  const cap = caps(detections)
   return {
-    nudity: confirmed(specialist.nudity),
-    sexual_activity: confirmed(specialist.sexual_activity),
-    suggestive: Math.min(specialist.suggestive, revealing),
+    nudity: specialist.nudity >= SURE ? specialist.nudity : Math.min(specialist.nudity, cap.nudity),
+    sexual_activity: specialist.sexual_activity >= SURE ? specialist.sexual_activity : Math.min(specialist.sexual_activity, cap.sexual_activity),
+    suggestive: Math.min(specialist.suggestive, cap.suggestive),
   }
+}
+
+/**
+ * The same rule on a frame's combined labels: each label of the family keeps its score where the specialist
+ * scored it at SURE or more (nudity and sexual_activity), and is capped by the detector's agreement otherwise.
+ */
+export function confirmLabels(labels: readonly ScoredLabel[], specialist: NsfwCategoryScores | undefined, detections: readonly Detection[]): ScoredLabel[] {
+  const cap = caps(detections)
+  return labels.map((l) => {
+    if (!(l.name in cap)) return l
+    const name = l.name as keyof NsfwCategoryScores
+    const sure = name !== 'suggestive' && (specialist?.[name] ?? 0) >= SURE
+    return sure ? l : {...l, score: Math.min(l.score, cap[name])}
+  })
 }

@@ -1,7 +1,7 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {nsfwCategoryScores, SURE} from '../../../../src/lib/scoring/nsfw-rule.js'
+import {nsfwCategoryScores, SURE} from '../../../../src/lib/signals/nsfw/rule.js'
 import type {Detection} from '../../../../src/lib/signals/nudenet/decode.js'
 import {agreement, AGREE, combineNudenet, evidence, EXPOSED_PARTS, SUGGESTIVE_PARTS} from '../../../../src/lib/signals/nudenet/rule.js'
 
