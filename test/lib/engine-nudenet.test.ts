@@ -124,4 +124,20 @@ test('not installed: the specialist scores alone and results carry no regions', 
   }
 })
 
+test('the category listing names nudenet for the family once a pulled copy is in its folder', async () => {
+  const {mkdir, writeFile} = await import('node:fs/promises')
+  const installed = join(dir.path, 'installed-nudenet')
+  await mkdir(installed, {recursive: true})
+  const manifest = {kind: 'detector', id: 'nudenet-320n', licence: 'AGPL-3.0', files: [{path: '320n.onnx', role: 'detector', size: 1, sha256: 'a'.repeat(64)}]}
+  await writeFile(join(installed, 'manifest.json'), JSON.stringify(manifest))
+  const signalsOf = async (nudenetDir: string) => {
+    const e = createEngine(options(LIKELY, {openNudenet: async () => undefined, nudenetDir}))
+    const listing = await e.categories()
+    await e.close()
+    return Object.fromEntries(listing.categories.map((c) => [c.name, c.signals]))
+  }
+  assert.equal(await signalsOf(installed), {nudity: ['nsfw', 'nudenet'], sexual_activity: ['nsfw', 'nudenet'], suggestive: ['nsfw', 'nudenet']})
+  assert.equal(await signalsOf(join(dir.path, 'nowhere')), {nudity: ['nsfw'], sexual_activity: ['nsfw'], suggestive: ['nsfw']})
+})
+
 test.run()

@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert'
 
 import {nsfwCategoryScores, SURE} from '../../../../src/lib/signals/nsfw/rule.js'
 import type {Detection} from '../../../../src/lib/signals/nudenet/decode.js'
-import {agreement, AGREE, combineNudenet, evidence, EXPOSED_PARTS, SUGGESTIVE_PARTS} from '../../../../src/lib/signals/nudenet/rule.js'
+import {agreement, AGREE, combineNudenet, confirmLabels, evidence, EXPOSED_PARTS, SUGGESTIVE_PARTS} from '../../../../src/lib/signals/nudenet/rule.js'
 
 const at = (label: Detection['label'], score: number): Detection => ({label, score, box: [0, 0, 10, 10]})
 const close = (a: number, b: number) => Math.abs(a - b) < 1e-9
@@ -69,6 +69,16 @@ test('recall guarantee: image and mirror both Porn + Hentai >= 0.9 stays flagged
     const r = combineNudenet(nsfwCategoryScores(views), [])
     assert.ok(r.nudity >= 0.5, `views ${views.map((x) => x.toFixed(3))}: nudity ${r.nudity}`)
   }
+})
+
+test('on combined labels: the family is capped by the agreement unless the specialist was sure; other labels pass', () => {
+  const label = (name: string, score: number) => ({name, score, threshold: 0.5, parent: null, origin: 'builtin' as const})
+  const labels = [label('nudity', 0.8), label('sexual_activity', 0.7), label('suggestive', 0.6), label('violence', 0.9)]
+  const specialist = {nudity: 0.95, sexual_activity: 0.5, suggestive: 0.99}
+  const out = confirmLabels(labels, specialist, [at('FEMALE_BREAST_COVERED', 0.25)])
+  assert.equal(out.map((l) => [l.name, l.score]), [['nudity', 0.8], ['sexual_activity', 0], ['suggestive', 0.5], ['violence', 0.9]])
+  // Without the specialist's scores nothing counts as sure.
+  assert.equal(confirmLabels([label('nudity', 0.8)], undefined, []).map((l) => l.score), [0])
 })
 
 test.run()
