@@ -1,5 +1,6 @@
 import type {Limits, LogLevel} from '../lib/config/settings.js'
 import {isModError, type ErrorCode} from '../lib/errors.js'
+import {MAX_SIDE} from '../lib/image/decode.js'
 import {formatSize, formatSizeExact, grouped} from '../lib/sizes.js'
 import {humanSeconds} from './units.js'
 
@@ -95,7 +96,9 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   payload_too_large: {
     status: 413,
     when: (l) =>
-      `an image over ${formatSizeExact(l.maxBytes)} or ${grouped(l.maxPixels)} decoded pixels, batch files over ` +
+      `an image over ${formatSizeExact(l.maxBytes)} or ${grouped(l.maxPixels)} decoded pixels (a share of that for ` +
+      'formats that cost more to decode: a third for GIF, a quarter for WebP, progressive JPEG and interlaced ' +
+      `PNG, a sixth for AVIF, an eighth for CMYK JPEG) or with a side over ${grouped(MAX_SIDE)} px, batch files over ` +
       `${formatSizeExact(l.maxBatchBytes)} together, a request body over the upload limit (its Content-Length is ` +
       `checked before reading), or a video over ${formatSizeExact(l.maxVideoBytes)}`,
     example: 'the image is larger than 25 MiB (MOD_MAX_BYTES)',

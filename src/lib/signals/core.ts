@@ -1,12 +1,14 @@
 /**
  * The inference core: one path from frames to labels for scan, serve, video and eval alike. It decides which
- * signals run (activeSignals), opens them, prepares each frame for every one of them (trimmed once), runs
+ * signals run (activeSignals), opens them, prepares each frame for every one of them (trimmed and its aspect
+ * ratio bounded once: frameToScore), runs
  * their models on batches of frames from any number of callers, and combines their outputs into labels.
  * Eval keeps the outputs as features (toFeatures / fromFeatures) and scores them exactly as a scan does.
  */
 import {disposer} from '../dispose.js'
 import {isModError, ModError} from '../errors.js'
-import {crop, findContentBox} from '../image/trim.js'
+import {scoredBox} from '../image/prepare.js'
+import {crop} from '../image/trim.js'
 import {createBatcher, type BatchObserver} from '../pipeline/batcher.js'
 import type {Category, Policy} from '../policy/types.js'
 import {combineSignals, notEvaluated, type FrameSignals} from '../scoring/combine.js'
@@ -178,11 +180,11 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
     },
     prepare(frames) {
       alive()
-      const boxes = frames.map((f) => (policy.trim_borders ? findContentBox(f) : {left: 0, top: 0, width: f.width, height: f.height}))
       return Promise.all(
-        frames.map(async (decoded, i) => {
-          const frame = crop(decoded, boxes[i])
-          const origin = {left: boxes[i].left, top: boxes[i].top}
+        frames.map(async (decoded) => {
+          const box = scoredBox(decoded, policy.trim_borders)
+          const frame = crop(decoded, box)
+          const origin = {left: box.left, top: box.top}
           const inputs = new Map<string, unknown>()
           for (const [name, s] of entries) if (s.prepare) inputs.set(name, await s.prepare(frame, origin))
           return inputs
