@@ -70,13 +70,15 @@ test('scoredBox says where the scored frame lies: the trim, then the centre of a
   const width = 2200
   const height = 100
   const data = Buffer.alloc(width * height * 3)
-  for (let y = 0; y < height; y++) data.fill(128, 3 * (y * width + 150), 3 * (y * width + width))
+  for (let y = 0; y < height; y++) {
+    for (let x = 150; x < width; x++) data.fill(90 + ((x * 7 + y * 13) % 120), 3 * (y * width + x), 3 * (y * width + x) + 3)
+  }
   const frame = {data, width, height}
   assert.equal(scoredBox(frame, true), {left: 175, top: 0, width: 2000, height: 100})
   // Untrimmed, the whole 22:1 frame is cut to its centre 2000 pixels.
   assert.equal(scoredBox(frame, false), {left: 100, top: 0, width: 2000, height: 100})
   const scored = frameToScore(frame, true)
-  assert.equal([scored.width, scored.height, scored.data[0]], [2000, 100, 128])
+  assert.equal([scored.width, scored.height, scored.data[0]], [2000, 100, 90 + ((175 * 7) % 120)])
 })
 
 test.run()
