@@ -36,7 +36,7 @@ function nextSteps(dir: string, proxied: boolean): string {
 export default class ModelsPull extends ModCommand {
   static override description = `Download a model preset into the cache folder, as <cache-dir>/<preset> (default ~/.cache/mod/<preset>).
 
-The presets fast, balanced and accurate are CLIP models (the categories beyond the nudity family need one). nudenet is an add-on you pull on purpose: NudeNet's body-part detector (12 MB, licensed AGPL-3.0, so mod does not ship it; the pull prints one line saying what the licence means before it downloads). Once installed, every scan uses it as a second opinion on the NSFW specialist's nudity, sexual_activity and suggestive scores, and results list the parts it found as \`regions\` with boxes in image pixels.
+The presets fast, balanced and accurate are CLIP models (the categories beyond the nudity family need one). nudenet is an add-on you pull on purpose: NudeNet's body-part detector (11.59 MiB, licensed AGPL-3.0, so mod does not ship it; the pull prints one line saying what the licence means before it downloads). Once installed, every scan uses it as a second opinion on the NSFW specialist's nudity, sexual_activity and suggestive scores, and results list the parts it found as \`regions\` with boxes in image pixels.
 
 Every file is checked against the size and sha256 the preset gives and moved into place only when whole; the folder counts as installed once its manifest.json is written, last. An interrupted pull resumes where it stopped when run again; files already installed are not downloaded again.
 
