@@ -40,11 +40,12 @@ async function open(setup: SignalSetup): Promise<OpenSignal<Prepared, Detection[
       return confirmLabels(labels, views ? nsfwCategoryScores(views) : undefined, detections)
     },
     // Intimate parts, covered or not, and bare bellies, best first: faces and feet are not moderation evidence.
+    // Scores rounded to 4 decimals, as the labels' are.
     evidence: (detections) => ({
       regions: detections
         .filter((d) => SUGGESTIVE_PARTS.has(d.label))
         .sort((a, b) => b.score - a.score)
-        .map((d) => ({label: d.label, score: d.score, box: d.box})),
+        .map((d) => ({label: d.label, score: Math.round(d.score * 1e4) / 1e4, box: d.box})),
     }),
     dispose: disposer(() => detector.close()).dispose,
   }
