@@ -12,6 +12,7 @@ import sharp, {type Sharp} from 'sharp'
 
 import {decodeImage} from '../../src/lib/image/decode.js'
 import type {RgbImage} from '../../src/lib/types.js'
+import {random} from '../../test/helpers/nsfw-images.js'
 
 export const PHOTOS_DIR = fileURLToPath(new URL('../../test/fixtures/photos/', import.meta.url))
 
@@ -22,18 +23,6 @@ export interface ReferenceImage {
   image: RgbImage
   /** The photo file the pixels were decoded from, for comparing decoders. */
   file?: string
-}
-
-/** mulberry32: a small seeded generator, so that "noise" is the same on every run. */
-function random(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
 }
 
 function pixels(width: number, height: number, at: (x: number, y: number) => [number, number, number]): RgbImage {
