@@ -1,6 +1,8 @@
 import {loadConfig, type Config} from '../lib/config/load.js'
 import {createEngine, type Engine, type EngineObserver} from '../lib/engine.js'
 import {openNsfwRunner} from '../lib/signals/nsfw/runner.js'
+import {openNudenet} from '../lib/signals/nudenet/detector.js'
+import {nudenetDir} from '../lib/signals/nudenet/manifest.js'
 import {resolveModelDir} from '../lib/model/presets.js'
 import {applyOverrides, parseThreshold} from '../lib/policy/overrides.js'
 import {settingsInput, type FlagValues} from './flags.js'
@@ -28,13 +30,15 @@ export interface EngineChoices {
 
 /**
  * The engine with what ships inside mod: the CLIP preset (when pulled, or the folder named by --model-dir, which
- * must then hold a model) and the embedded NSFW specialist.
+ * must then hold a model), the embedded NSFW specialist, and the NudeNet detector where it was pulled.
  */
 export function engineFromConfig(config: Config, options: EngineChoices = {}): Engine {
   const settings = config.settings.engine
   return createEngine({
     requireClip: settings.modelDir !== undefined,
     openNsfw: () => openNsfwRunner({threads: settings.threads, cacheDir: settings.cacheDir}),
+    openNudenet: () => openNudenet({dir: nudenetDir(settings.cacheDir), threads: settings.threads, cacheDir: settings.cacheDir}),
+    nudenetDir: nudenetDir(settings.cacheDir),
     only: options.only,
     observer: options.observer,
     preset: config.preset,

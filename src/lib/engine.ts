@@ -14,6 +14,7 @@ import {buildResult, mergeFrameLabels, type ScoredLabel} from './scoring/result.
 import {activeSignals, openCore, type InferenceCore} from './signals/core.js'
 import {listCategories} from './signals/listing.js'
 import type {NsfwRunner} from './signals/nsfw/runner.js'
+import type {NudenetDetector} from './signals/nudenet/detector.js'
 import {SIGNALS} from './signals/registry.js'
 import type {Signal, SignalSetup} from './signals/signal.js'
 import {DEFAULT_DECODE_LIMITS} from './video/frames.js'
@@ -42,6 +43,13 @@ export interface EngineOptions {
   requireClip?: boolean
   /** Opens the embedded NSFW specialist; absent where none is installed. */
   openNsfw?: () => Promise<NsfwRunner>
+  /**
+   * Opens the NudeNet detector (`mod models pull nudenet`), or gives undefined where it is not installed. It
+   * runs only beside the specialist, as a second opinion on its scores (signals/nudenet/).
+   */
+  openNudenet?: () => Promise<NudenetDetector | undefined>
+  /** Where the add-on is installed, so that the category listing can name it without loading it. */
+  nudenetDir?: string
   /** One signal alone (`--only nsfw`): the policy narrows to the categories it feeds, and no other model loads. */
   only?: string
   /** The signals to choose from; default: the registry's. */
@@ -130,6 +138,8 @@ function setupOf(opts: EngineOptions): SignalSetup {
     headPath: opts.headPath,
     requireClip: opts.requireClip,
     openNsfw: opts.openNsfw,
+    openNudenet: opts.openNudenet,
+    nudenetDir: opts.nudenetDir,
   }
 }
 
@@ -179,8 +189,12 @@ export function createEngine(opts: EngineOptions): Engine {
     const frames = await scheduler.prepare(async () =>
       core.prepare(await decodeImage(await input.read(), {maxBytes: limits.maxBytes, maxPixels: limits.maxPixels})),
     )
-    const labels = await scheduler.infer(async () => (await core.infer(frames)).map((o) => core.score(o)))
-    return buildResult(input.source, mergeFrameLabels(labels), core.notEvaluated)
+    const outputs = await scheduler.infer(() => core.infer(frames))
+    const result = buildResult(input.source, mergeFrameLabels(outputs.map((o) => core.score(o))), core.notEvaluated)
+    if (!core.open.has('nudenet')) return result
+    // Best first over every frame scored (one for a still image).
+    const regions = outputs.flatMap((o) => core.evidence(o).regions ?? []).sort((a, b) => b.score - a.score)
+    return {...result, regions}
   }
 
   function signalState(core: InferenceCore | undefined, signal: Signal): SignalState {

@@ -64,6 +64,19 @@ export const Violation = Type.Object(
   {...closed, description: 'A label whose score reached its threshold. A violated child does not add its parent.'},
 )
 
+export const Region = Type.Object(
+  {
+    label: Type.String({description: 'What NudeNet found there, e.g. FEMALE_BREAST_EXPOSED, BUTTOCKS_COVERED, BELLY_EXPOSED.'}),
+    score: Type.Number({minimum: 0, maximum: 1, description: "The detector's confidence."}),
+    box: Type.Array(Type.Integer({minimum: 0}), {
+      minItems: 4,
+      maxItems: 4,
+      description: '[x, y, width, height] in pixels of the image as uploaded (after EXIF rotation), any border trim undone.',
+    }),
+  },
+  {...closed, description: 'A body part found by the NudeNet detector.'},
+)
+
 export const ModerationResult = Type.Object(
   {
     source: Type.String({description: 'Name of the input; for an upload, the uploaded file name.'}),
@@ -71,6 +84,12 @@ export const ModerationResult = Type.Object(
     violations: Type.Array(Violation),
     labels: Type.Array(Label, {description: 'Every label of the active policy that was scored, sorted by score descending.'}),
     not_evaluated: notEvaluated(),
+    regions: Type.Optional(
+      Type.Array(Region, {
+        description:
+          'Present only where the NudeNet detector is installed (`mod models pull nudenet`): the intimate body parts (exposed or covered) and bare bellies it found, best first; for an animation, those of every frame scored. Faces and feet are not listed. Empty when it found none.',
+      }),
+    ),
   },
   closed,
 )

@@ -8,6 +8,7 @@ export type Origin = Static<typeof S.Origin>
 export type Label = Static<typeof S.Label>
 export type Violation = Static<typeof S.Violation>
 export type ModerationResult = Static<typeof S.ModerationResult>
+export type Region = Static<typeof S.Region>
 export type ItemErrorCode = (typeof S.ITEM_ERROR_CODES)[number]
 export type ErrorEntry = Static<typeof S.ErrorEntry>
 export type BatchResult = Static<typeof S.BatchResult>

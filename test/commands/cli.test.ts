@@ -20,7 +20,7 @@ test('an unknown flag is one usage line and exit 2, without help text or a stack
 test('a missing argument and a bad option are usage errors in the same style', async () => {
   const missing = await runCli(['models', 'pull'])
   assert.is(missing.code, 2)
-  assert.is(missing.stderr, 'mod: usage: Missing 1 required arg: preset  (fast|balanced|accurate) the preset to download\n')
+  assert.is(missing.stderr, 'mod: usage: Missing 1 required arg: preset  (fast|balanced|accurate|nudenet) the preset (or add-on) to download\n')
   const option = await runCli(['scan', 'x.png', '--preset', 'huge'])
   assert.is(option.code, 2)
   assert.is(option.stderr, 'mod: usage: Expected --preset=huge to be one of: fast, balanced, accurate\n')
@@ -64,7 +64,7 @@ test('a mistyped flag or value gets the nearest one in the same line, exit 2, an
   assert.is(flag.stdout, '')
   const preset = await runCli(['models', 'pull', 'fst'])
   assert.is(preset.code, 2)
-  assert.is(preset.stderr, 'mod: usage: Expected fst to be one of: fast, balanced, accurate; did you mean fast?\n')
+  assert.is(preset.stderr, 'mod: usage: Expected fst to be one of: fast, balanced, accurate, nudenet; did you mean fast?\n')
   const only = await runCli(['scan', 'x.png', '--only', 'nsf'])
   assert.is(only.stderr, 'mod: usage: Expected --only=nsf to be one of: clip, nsfw; did you mean nsfw?\n')
   const far = await runCli(['scan', 'x.png', '--zzzzzzzz'])

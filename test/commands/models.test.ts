@@ -127,7 +127,46 @@ test('models pull names each file trusted on first use, with the sha256 it recor
 test('models pull refuses an unknown preset as a usage error', async () => {
   const r = await runInProcess(['models', 'pull', 'huge'], {env: {MOD_CACHE_DIR: join(dir.path, 'cache')}})
   assert.is(r.code, 2)
-  assert.is(r.stderr, 'mod: usage: Expected huge to be one of: fast, balanced, accurate\n')
+  assert.is(r.stderr, 'mod: usage: Expected huge to be one of: fast, balanced, accurate, nudenet\n')
+})
+
+test('models list shows the nudenet add-on with its kind and licence, not installed in an empty cache', async () => {
+  const cache = join(dir.path, 'addons')
+  const json = await runInProcess(['models', 'list', '--json'], {env: {MOD_CACHE_DIR: cache}})
+  assert.equal(JSON.parse(json.stdout).addons, [
+    {name: 'nudenet', model: 'nudenet-320n', kind: 'detector', licence: 'AGPL-3.0', installed: false, dir: join(cache, 'nudenet'), size: 12150158, verified: null},
+  ])
+  const table = await runInProcess(['models', 'list'], {env: {MOD_CACHE_DIR: cache}})
+  const lines = table.stdout.split('\n')
+  const at = lines.findIndex((l) => l.startsWith('ADD-ON'))
+  assert.is(lines[at - 1], '')
+  assert.equal(lines[at].split(/\s{2,}/), ['ADD-ON', 'MODEL', 'KIND', 'LICENCE', 'INSTALLED', 'SIZE', 'VERIFIED', 'FOLDER'])
+  assert.equal(lines[at + 1].split(/\s{2,}/), ['nudenet', 'nudenet-320n', 'detector', 'AGPL-3.0', 'no', '11.59 MiB', '-', join(cache, 'nudenet')])
+})
+
+test('models pull nudenet says what the AGPL means, in one stderr line before it downloads', async () => {
+  const proxy = createServer((_req, res) => res.writeHead(405).end())
+  const asked: string[] = []
+  proxy.on('connect', (req, socket) => {
+    asked.push(req.url ?? '')
+    socket.end('HTTP/1.1 403 Forbidden\r\n\r\n')
+  })
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+  try {
+    const cache = join(dir.path, 'nudenet-pull')
+    const url = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`
+    const r = await runInProcess(['models', 'pull', 'nudenet'], {env: {MOD_CACHE_DIR: cache, HTTPS_PROXY: url}})
+    assert.is(r.code, 2)
+    assert.equal(asked, ['github.com:443'])
+    const [licence, failure] = r.stderr.trim().split('\n')
+    assert.is(
+      licence,
+      'NudeNet is licensed AGPL-3.0: mod does not ship it, this pull downloads it from its authors for you; if you offer mod with it to others over a network, the AGPL asks you to offer them its source as well.',
+    )
+    assert.match(failure, /^mod: download_failed: .*320n\.onnx/)
+  } finally {
+    proxy.close()
+  }
 })
 
 test.run()

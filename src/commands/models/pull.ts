@@ -9,8 +9,9 @@ import type {EnvVars} from '../../cli/help.js'
 import {readSettings} from '../../lib/config/settings.js'
 import {isModError, ModError} from '../../lib/errors.js'
 import {loadPresetManifest} from '../../lib/model/presets.js'
-import {pullModel, type PulledFile, type PullProgress} from '../../lib/model/pull.js'
-import {PRESETS, type PresetName} from '../../lib/policy/types.js'
+import {pullModel, type PullableManifest, type PulledFile, type PullProgress} from '../../lib/model/pull.js'
+import {PRESETS} from '../../lib/policy/types.js'
+import {loadNudenetPreset, NUDENET, NUDENET_LICENCE_NOTE} from '../../lib/signals/nudenet/manifest.js'
 
 const BAR_WIDTH = 24
 
@@ -35,6 +36,8 @@ function nextSteps(dir: string, proxied: boolean): string {
 export default class ModelsPull extends ModCommand {
   static override description = `Download a model preset into the cache folder, as <cache-dir>/<preset> (default ~/.cache/mod/<preset>).
 
+The presets fast, balanced and accurate are CLIP models (the categories beyond the nudity family need one). nudenet is an add-on you pull on purpose: NudeNet's body-part detector (11.59 MiB, licensed AGPL-3.0, so mod does not ship it; the pull prints one line saying what the licence means before it downloads). Once installed, every scan uses it as a second opinion on the NSFW specialist's nudity, sexual_activity and suggestive scores, and results list the parts it found as \`regions\` with boxes in image pixels.
+
 Every file is checked against the size and sha256 the preset gives and moved into place only when whole; the folder counts as installed once its manifest.json is written, last. An interrupted pull resumes where it stopped when run again; files already installed are not downloaded again.
 
 A file the preset pins no sha256 for is trusted on first use: one warning line on stderr names it and the sha256 downloaded, which the installed manifest.json records (marked first_use; \`mod models list\` shows the counts).
@@ -43,6 +46,7 @@ Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the ho
 
   static override examples = [
     '<%= config.bin %> models pull fast',
+    '<%= config.bin %> models pull nudenet',
     'MOD_CACHE_DIR=/srv/mod <%= config.bin %> models pull accurate',
     'HTTPS_PROXY=http://proxy.internal:3128 <%= config.bin %> models pull fast',
   ]
@@ -53,7 +57,7 @@ Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the ho
   ]
 
   static override args = {
-    preset: Args.string({description: 'the preset to download', required: true, options: [...PRESETS]}),
+    preset: Args.string({description: 'the preset (or add-on) to download', required: true, options: [...PRESETS, NUDENET]}),
   }
 
   static override flags = {
@@ -63,11 +67,14 @@ Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the ho
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(ModelsPull)
-    const preset = args.preset as PresetName
+    const preset = args.preset
     const settings = readSettings(settingsInput(flags), process.env).engine
     const dir = join(settings.cacheDir, preset)
-    const manifest = await loadPresetManifest(preset)
-    const variants = settings.precision === 'fp32' ? [] : [settings.precision]
+    const addon = preset === NUDENET
+    const manifest: PullableManifest = addon ? await loadNudenetPreset() : await loadPresetManifest(preset as (typeof PRESETS)[number])
+    // The add-on has one precision; --precision concerns the CLIP encoders.
+    const variants = addon || settings.precision === 'fp32' ? [] : [settings.precision]
+    if (addon) this.logToStderr(`${NUDENET_LICENCE_NOTE}.`)
     const count = manifest.files.length + variants.length * 2
     const tty = Boolean(process.stderr.isTTY)
     const progress = this.startProgress(`Pulling ${preset}`)

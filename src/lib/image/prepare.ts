@@ -8,10 +8,10 @@
  */
 import type {Preprocessing} from '../model/manifest-types.js'
 import type {RgbImage} from '../types.js'
-import {limitAspect} from './aspect.js'
+import {aspectBox} from './aspect.js'
 import {decodeImage, type ImageLimits} from './decode.js'
 import {preprocess} from './preprocess.js'
-import {trimBorders} from './trim.js'
+import {crop, findContentBox, type Box} from './trim.js'
 
 export interface PrepareOptions {
   limits: ImageLimits
@@ -36,7 +36,14 @@ export interface PreparedFrames {
  * sliver of a wide image.
  */
 export function frameToScore(frame: RgbImage, trim: boolean): RgbImage {
-  return limitAspect(trim ? trimBorders(frame) : frame)
+  return crop(frame, scoredBox(frame, trim))
+}
+
+/** Where frameToScore's frame lies in the decoded one: what maps a box found in it back to the image's pixels. */
+export function scoredBox(frame: RgbImage, trim: boolean): Box {
+  const kept = trim ? findContentBox(frame) : {left: 0, top: 0, width: frame.width, height: frame.height}
+  const centre = aspectBox(kept.width, kept.height)
+  return {left: kept.left + centre.left, top: kept.top + centre.top, width: centre.width, height: centre.height}
 }
 
 /** Decodes, trims and preprocesses encoded image bytes: the path from a file or upload to the model's tensors. */

@@ -10,7 +10,7 @@ export interface Preprocessing {
   resample: 'bicubic' | 'bilinear'
 }
 
-export type FileRole = 'image_encoder' | 'text_encoder' | 'tokenizer' | 'config'
+export type FileRole = 'image_encoder' | 'text_encoder' | 'tokenizer' | 'config' | 'detector'
 
 export interface ModelFile {
   /** Relative to the model folder, e.g. "onnx/vision_model.onnx". */

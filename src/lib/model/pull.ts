@@ -222,7 +222,7 @@ async function download(ctx: Context, file: ModelFile, url: string): Promise<Ver
   return {size: received, sha256}
 }
 
-async function writeManifest(dest: string, manifest: Manifest): Promise<void> {
+async function writeManifest(dest: string, manifest: PullableManifest): Promise<void> {
   const path = join(dest, MANIFEST_FILE)
   const tmp = join(dest, PARTIAL_DIR, `${MANIFEST_FILE}.tmp`)
   await mkdir(dirname(tmp), {recursive: true})
@@ -243,11 +243,18 @@ function urlOf(file: ModelFile): string {
   return file.url
 }
 
+/** What a pull needs of a manifest: a CLIP preset's, or an add-on's such as the NudeNet detector's. */
+export interface PullableManifest {
+  id: string
+  files: ModelFile[]
+  variants?: Manifest['variants']
+}
+
 /**
  * Installs the manifest's files into destDir and writes its manifest.json (with the size and sha256 of every
  * file) last. Files already in place and matching are kept. Returns the installed manifest.
  */
-export async function pullModel(manifest: Manifest, destDir: string, opts: PullOptions = {}): Promise<Manifest> {
+export async function pullModel<M extends PullableManifest>(manifest: M, destDir: string, opts: PullOptions = {}): Promise<M> {
   const wanted = (opts.variants ?? []).map((name) => {
     const variant = manifest.variants?.[name]
     if (!variant) throw new ModError('invalid_config', `model ${manifest.id} offers no ${name} encoders`)
@@ -281,7 +288,7 @@ export async function pullModel(manifest: Manifest, destDir: string, opts: PullO
       installed.set(file.path, {...file, size: verified.size, sha256: verified.sha256, trust: pinned ? 'pinned' : 'first_use'})
     }
     const done = (f: ModelFile): ModelFile => installed.get(f.path) ?? f
-    const result: Manifest = {...manifest, files: manifest.files.map(done)}
+    const result: M = {...manifest, files: manifest.files.map(done)}
     if (manifest.variants) {
       result.variants = Object.fromEntries(
         Object.entries(manifest.variants).map(([name, v]) => [name, {image_encoder: done(v.image_encoder), text_encoder: done(v.text_encoder)}]),

@@ -7,7 +7,8 @@
  */
 import {disposer} from '../dispose.js'
 import {isModError, ModError} from '../errors.js'
-import {frameToScore} from '../image/prepare.js'
+import {scoredBox} from '../image/prepare.js'
+import {crop} from '../image/trim.js'
 import {createBatcher, type BatchObserver} from '../pipeline/batcher.js'
 import type {Category, Policy} from '../policy/types.js'
 import {combineSignals, notEvaluated, type FrameSignals} from '../scoring/combine.js'
@@ -181,9 +182,11 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
       alive()
       return Promise.all(
         frames.map(async (decoded) => {
-          const frame = frameToScore(decoded, policy.trim_borders)
+          const box = scoredBox(decoded, policy.trim_borders)
+          const frame = crop(decoded, box)
+          const origin = {left: box.left, top: box.top}
           const inputs = new Map<string, unknown>()
-          for (const [name, s] of entries) if (s.prepare) inputs.set(name, await s.prepare(frame))
+          for (const [name, s] of entries) if (s.prepare) inputs.set(name, await s.prepare(frame, origin))
           return inputs
         }),
       )

@@ -6,11 +6,13 @@
 import {clipSignal} from './clip/signal.js'
 import {headSignal} from './head/signal.js'
 import {nsfwSignal} from './nsfw/signal.js'
+import {nudenetSignal} from './nudenet/signal.js'
 import type {Signal} from './signal.js'
 
 export const SIGNALS: readonly Signal[] = [
   clipSignal,
   nsfwSignal,
+  nudenetSignal,
   headSignal,
 ]
 

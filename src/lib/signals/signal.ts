@@ -9,6 +9,7 @@ import type {Category, Policy, PresetName} from '../policy/types.js'
 import type {ScoredLabel} from '../scoring/result.js'
 import type {Origin, RgbImage} from '../types.js'
 import type {NsfwRunner} from './nsfw/runner.js'
+import type {NudenetDetector} from './nudenet/detector.js'
 
 /** Everything a signal may need to open; read once by the adapters from Settings. */
 export interface SignalSetup {
@@ -25,6 +26,16 @@ export interface SignalSetup {
   requireClip?: boolean
   /** Opens the embedded NSFW specialist; absent where none is installed. */
   openNsfw?: () => Promise<NsfwRunner>
+  /** Opens the NudeNet add-on, or gives undefined where it is not installed; absent where the setup never runs it. */
+  openNudenet?: () => Promise<NudenetDetector | undefined>
+  /** Where `mod models pull nudenet` installs the add-on, to list it without loading it. */
+  nudenetDir?: string
+}
+
+/** Where a trimmed frame starts in the decoded one: what maps a box found in it back to the image's pixels. */
+export interface FrameOrigin {
+  left: number
+  top: number
 }
 
 /** The outputs of one frame, per signal name (what each signal's `infer` gave). */
@@ -59,8 +70,8 @@ export interface OpenSignal<In = unknown, Out = unknown> {
   readonly outputSize?: number
   /** Loads what its first frame would (the engine's load); eval leaves it to the first frame that needs it. */
   warm?(): Promise<void>
-  /** The preparing stage: one frame (already trimmed) → this signal's model input. */
-  prepare?(frame: RgbImage): In | Promise<In>
+  /** The preparing stage: one frame (already trimmed; `origin` is where it starts in the decoded frame) → this signal's model input. */
+  prepare?(frame: RgbImage, origin: FrameOrigin): In | Promise<In>
   /** One model run over the inputs of several frames, one output per input. */
   infer?(inputs: In[]): Promise<Out[]>
   /** Per category this signal feeds: its calibrated score in [0, 1], combined with the others' by the policy's weights. */

@@ -2,7 +2,7 @@ import sharp from 'sharp'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {prepareFrames, prepareImage} from '../../../src/lib/image/prepare.js'
+import {frameToScore, prepareFrames, prepareImage, scoredBox} from '../../../src/lib/image/prepare.js'
 import {preprocess} from '../../../src/lib/image/preprocess.js'
 import type {Preprocessing} from '../../../src/lib/model/manifest-types.js'
 
@@ -62,6 +62,23 @@ test('a frame longer than MAX_ASPECT_RATIO : 1 after trimming is cut to its cent
   assert.equal(tensors, [await preprocess(frames[0], P)])
   const untrimmed = await prepareFrames([{data, width, height: 100}], {preprocess: P, trimBorders: false})
   assert.equal(untrimmed.frames.map((f) => [f.width, f.height]), [[1000, 100]])
+})
+
+test('scoredBox says where the scored frame lies: the trim, then the centre of a sliver, in decoded pixels', () => {
+  // 2200 x 100 with a 150-pixel black bar on the left: trimmed to 2050 x 100 at 150, then 20:1 keeps its centre
+  // 2000, 25 pixels further in.
+  const width = 2200
+  const height = 100
+  const data = Buffer.alloc(width * height * 3)
+  for (let y = 0; y < height; y++) {
+    for (let x = 150; x < width; x++) data.fill(90 + ((x * 7 + y * 13) % 120), 3 * (y * width + x), 3 * (y * width + x) + 3)
+  }
+  const frame = {data, width, height}
+  assert.equal(scoredBox(frame, true), {left: 175, top: 0, width: 2000, height: 100})
+  // Untrimmed, the whole 22:1 frame is cut to its centre 2000 pixels.
+  assert.equal(scoredBox(frame, false), {left: 100, top: 0, width: 2000, height: 100})
+  const scored = frameToScore(frame, true)
+  assert.equal([scored.width, scored.height, scored.data[0]], [2000, 100, 90 + ((175 * 7) % 120)])
 })
 
 test.run()

@@ -1,0 +1,71 @@
+/**
+ * The NudeNet add-on as a signal: a detector that runs beside the NSFW specialist on the same trimmed frame,
+ * confirms or vetoes the specialist's family scores (rule.ts), and reports what it found as regions in the
+ * decoded image's pixels. It runs where the setup can open it and the specialist runs; a setup whose cache
+ * folder holds no pulled copy leaves it not installed, which changes nothing else.
+ */
+import {disposer} from '../../dispose.js'
+import {ModError} from '../../errors.js'
+import {nsfwCategoryScores} from '../nsfw/rule.js'
+import type {FrameOrigin, OpenSignal, Signal, SignalSetup} from '../signal.js'
+import type {Detection} from './decode.js'
+import {installedNudenet} from './manifest.js'
+import type {NudenetInput} from './preprocess.js'
+import {confirmLabels, SUGGESTIVE_PARTS} from './rule.js'
+
+const FAMILY = ['nudity', 'sexual_activity', 'suggestive']
+
+interface Prepared {
+  input: NudenetInput
+  origin: FrameOrigin
+}
+
+async function open(setup: SignalSetup): Promise<OpenSignal<Prepared, Detection[]>> {
+  const detector = await (setup.openNudenet as NonNullable<SignalSetup['openNudenet']>)()
+  if (!detector) throw new ModError('model_missing', 'the NudeNet add-on is not installed (mod models pull nudenet)')
+  return {
+    key: detector.manifest.id,
+    prepare: (frame, origin) => ({input: detector.prepare(frame), origin}),
+    async infer(frames) {
+      const found = await detector.detect(frames.map((f) => f.input))
+      return found.map((d, i) => {
+        const {left, top} = frames[i].origin
+        return d.map((x): Detection => ({...x, box: [x.box[0] + left, x.box[1] + top, x.box[2], x.box[3]]}))
+      })
+    },
+    adjust(labels, outputs) {
+      const detections = outputs.get('nudenet') as Detection[] | undefined
+      if (!detections) return labels
+      const views = outputs.get('nsfw') as Float32Array | undefined
+      return confirmLabels(labels, views ? nsfwCategoryScores(views) : undefined, detections)
+    },
+    // Intimate parts, covered or not, and bare bellies, best first: faces and feet are not moderation evidence.
+    // Scores rounded to 4 decimals, as the labels' are.
+    evidence: (detections) => ({
+      regions: detections
+        .filter((d) => SUGGESTIVE_PARTS.has(d.label))
+        .sort((a, b) => b.score - a.score)
+        .map((d) => ({label: d.label, score: Math.round(d.score * 1e4) / 1e4, box: d.box})),
+    }),
+    dispose: disposer(() => detector.close()).dispose,
+  }
+}
+
+export const nudenetSignal: Signal = {
+  name: 'nudenet',
+  title: 'the NudeNet detector',
+  description: 'the NudeNet body-part detector (`mod models pull nudenet`), a second opinion on the nudity family',
+  kind: 'labels',
+  needs: ['nsfw'],
+  off: (setup) => (setup.openNudenet === undefined ? 'none can be opened with this setup' : undefined),
+  weight: () => 0,
+  open,
+  // Listed as feeding the family only where a pulled copy is there, read from its manifest without loading it.
+  labelNames: async (setup) => {
+    const installed = setup.nudenetDir ? await installedNudenet(setup.nudenetDir).catch(() => undefined) : undefined
+    if (!installed) return []
+    return setup.policy.categories
+      .filter((c) => FAMILY.includes(c.name))
+      .map((c) => ({name: c.name, parent: c.parent, threshold: c.threshold, origin: c.origin}))
+  },
+}
