@@ -179,8 +179,9 @@ export function createEngine(opts: EngineOptions): Engine {
     const frames = await scheduler.prepare(async () =>
       core.prepare(await decodeImage(await input.read(), {maxBytes: limits.maxBytes, maxPixels: limits.maxPixels})),
     )
-    const labels = await scheduler.infer(async () => (await core.infer(frames)).map((o) => core.score(o)))
-    return buildResult(input.source, mergeFrameLabels(labels), core.notEvaluated)
+    const outputs = await scheduler.infer(() => core.infer(frames))
+    const matches = outputs.flatMap((o) => core.evidence(o).matches ?? [])
+    return buildResult(input.source, mergeFrameLabels(outputs.map((o) => core.score(o))), core.notEvaluated, matches)
   }
 
   function signalState(core: InferenceCore | undefined, signal: Signal): SignalState {

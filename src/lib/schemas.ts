@@ -64,6 +64,17 @@ export const Violation = Type.Object(
   {...closed, description: 'A label whose score reached its threshold. A violated child does not add its parent.'},
 )
 
+export const HashListMatch = Type.Object(
+  {
+    list: Type.String({description: "The hash list's name in the policy."}),
+    label: Type.String({description: "The listed entry's label (empty when the line has none)."}),
+    note: Type.String({description: "The listed entry's note (empty when the line has none)."}),
+    distance: Type.Integer({minimum: 0, maximum: 256, description: 'Hamming distance between the PDQ hashes (of the nearest rotation or mirror).'}),
+    category: Type.String({description: 'The category the match counts in, with confidence 1 - distance / 64.'}),
+  },
+  {...closed, description: 'The image matched an entry of a hash list of the policy.'},
+)
+
 export const ModerationResult = Type.Object(
   {
     source: Type.String({description: 'Name of the input; for an upload, the uploaded file name.'}),
@@ -71,6 +82,12 @@ export const ModerationResult = Type.Object(
     violations: Type.Array(Violation),
     labels: Type.Array(Label, {description: 'Every label of the active policy that was scored, sorted by score descending.'}),
     not_evaluated: notEvaluated(),
+    matches: Type.Optional(
+      Type.Array(HashListMatch, {
+        description:
+          "Present when the image matched a hash list of the policy: per list, its nearest entry (over an animation's frames), nearest first.",
+      }),
+    ),
   },
   closed,
 )

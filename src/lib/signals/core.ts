@@ -183,7 +183,7 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
         frames.map(async (decoded) => {
           const frame = frameToScore(decoded, policy.trim_borders)
           const inputs = new Map<string, unknown>()
-          for (const [name, s] of entries) if (s.prepare) inputs.set(name, await s.prepare(frame))
+          for (const [name, s] of entries) if (s.prepare) inputs.set(name, await s.prepare(frame, decoded))
           return inputs
         }),
       )

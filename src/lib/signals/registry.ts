@@ -6,12 +6,15 @@
 import {clipSignal} from './clip/signal.js'
 import {headSignal} from './head/signal.js'
 import {nsfwSignal} from './nsfw/signal.js'
+import {pdqSignal} from './pdq/signal.js'
 import type {Signal} from './signal.js'
 
 export const SIGNALS: readonly Signal[] = [
   clipSignal,
   nsfwSignal,
   headSignal,
+  // Last: a match raises its category's score after every other signal has had its say.
+  pdqSignal,
 ]
 
 export const SIGNAL_NAMES: readonly string[] = SIGNALS.map((s) => s.name)
