@@ -96,6 +96,17 @@ test('without a CLIP model the lists still score known_bad, the other categories
   assert.equal(engine.signals(), {clip: 'not_installed', nsfw: 'off', head: 'off', pdq: 'loaded'})
 })
 
+test('a frame below the quality floor is not matched, even against its own hash', async () => {
+  const flat = await sharp({create: {width: 64, height: 64, channels: 3, background: {r: 90, g: 90, b: 90}}}).png().toBuffer()
+  const [{hash, quality}] = await hashImage(flat, DEFAULT_LIMITS)
+  assert.ok(quality < 50, `quality ${quality}`)
+  const {policy} = await loadPolicyFile(writePolicy('flat', [`${hash},flat`]))
+  await using engine = createEngine(options(policy))
+  const r = await engine.moderateImage(flat, 'flat.png')
+  assert.is(r.matches, undefined)
+  assert.equal(r.labels.find((l) => l.name === 'known_bad')?.score, 0)
+})
+
 test('a bad line of a list stops the engine with invalid_config naming the file and the line', async () => {
   const file = writePolicy('bad', ['# ok so far', `${listedHash},fine`, 'not-a-hash,oops'])
   const {policy} = await loadPolicyFile(file)
