@@ -53,7 +53,7 @@ async function open(setup: SignalSetup): Promise<OpenSignal<FrameMatches, FrameM
 
 export const pdqSignal: Signal = {
   name: 'pdq',
-  title: 'the hash lists',
+  title: 'the hash-list matcher',
   description: "PDQ hashes matched against the policy's hash lists",
   kind: 'model',
   off: (setup) => (setup.policy.hash_lists.length === 0 ? 'the policy names no hash list' : undefined),

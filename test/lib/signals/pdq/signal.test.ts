@@ -134,6 +134,23 @@ test('without lists the signal does not run and there is no known_bad category',
   assert.is(r.matches, undefined)
 })
 
+test('--only pdq: the lists alone, no CLIP model opened, the policy narrowed to the categories they feed', async () => {
+  const {policy} = await loadPolicyFile(writePolicy('only', [`${listedHash},case-1`]))
+  await using engine = createEngine(options(policy, {only: 'pdq'}))
+  const r = await engine.moderateImage(listed, 'astronaut.jpg')
+  assert.equal(r.labels.map((l) => [l.name, l.score]), [['known_bad', 1]])
+  assert.equal(r.not_evaluated, [])
+  assert.equal(engine.signals(), {clip: 'off', nsfw: 'off', head: 'off', pdq: 'loaded'})
+  const error = (() => {
+    try {
+      createEngine(options(buildPolicy(), {only: 'pdq'}))
+    } catch (e) {
+      return e as Error
+    }
+  })()
+  assert.is(error?.message, 'only the hash-list matcher was asked for, but the policy names no hash list')
+})
+
 test('video: every sampled frame of a clip of the listed photo is matched, one known_bad segment', async () => {
   const {policy} = await loadPolicyFile(writePolicy('video', [`${listedHash},case-1041`]))
   const clip = join(dir.path, 'clip.mp4')
