@@ -2,7 +2,7 @@
  * The hash-list signal: each frame's PDQ hash (and its seven rotations and mirrors) looked up in the policy's
  * lists of known-bad images. It runs only when the policy names a list. A match counts in its list's category
  * with the match's confidence (1 - distance / 64): the category's score is at least that, whatever the other
- * signals say, and a category no match touches keeps their score (or 0 for one only lists feed, `known_bad`).
+ * signals say, and a category no match touches keeps their score (or 0 for one only lists score, `known_bad`).
  * It hashes the frame as decoded, before border trimming, so that its hashes are those `mod hash` prints.
  */
 import type {Category} from '../../policy/types.js'
@@ -15,7 +15,7 @@ import {pdqDihedralHashes} from './pdq.js'
 /** A frame's matches, nearest first, each with the category its list counts in. */
 type FrameMatches = (HashMatch & {category: string})[]
 
-async function open(setup: SignalSetup): Promise<OpenSignal<FrameMatches, FrameMatches>> {
+async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>): Promise<OpenSignal<FrameMatches, FrameMatches>> {
   const {policy} = setup
   // Lists load once, from their binary cache when it is current; a missing file or bad line stops start-up.
   const lists = await Promise.all(policy.hash_lists.map((l) => loadHashList(l.file, l.name)))
@@ -23,7 +23,8 @@ async function open(setup: SignalSetup): Promise<OpenSignal<FrameMatches, FrameM
   const categoryOf = new Map(policy.hash_lists.map((l) => [l.name, l.category]))
   const fed = new Set(categoryOf.values())
   const categories = policy.categories.filter((c) => fed.has(c.name))
-  const only = categories.filter((c) => Object.entries(c.signals).every(([name, w]) => name === 'pdq' || !w))
+  // The categories no other open signal scores (known_bad; any under --only pdq or without their model): 0 unmatched.
+  const only = categories.filter((c) => ![...opened.keys()].some((name) => (c.signals[name] ?? 0) > 0))
 
   function adjust(labels: ScoredLabel[], matches: FrameMatches): ScoredLabel[] {
     const best = new Map<string, number>()

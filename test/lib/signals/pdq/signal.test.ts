@@ -84,6 +84,9 @@ test('a list may count in a category of the policy: the match raises its score t
   assert.equal(r.matches, [{list: 'banned', label: 'case-9', note: '', distance: 0, category: 'redness'}])
   // Distance 10 is this list's threshold: the half-size copy is further.
   assert.is((await engine.moderateImage(copy, 'copy.jpg')).matches, undefined)
+  // Under --only pdq, the lists alone score redness: 0 without a match.
+  await using alone = createEngine(options(policy, {only: 'pdq'}))
+  assert.equal((await alone.moderateImage(unrelated, 'coffee.jpg')).labels.map((l) => [l.name, l.score]), [['redness', 0]])
 })
 
 test('without a CLIP model the lists still score known_bad, the other categories not evaluated', async () => {
