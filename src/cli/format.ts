@@ -2,7 +2,7 @@ import chalk from 'chalk'
 
 import type {ItemResult} from '../lib/engine.js'
 import {formatSize} from '../lib/sizes.js'
-import type {VideoResult} from '../lib/types.js'
+import type {HashListMatch, VideoResult} from '../lib/types.js'
 import type {ScanEntry} from './inputs.js'
 
 /**
@@ -24,6 +24,12 @@ export function notEvaluatedLine(names: readonly string[], preset: string): stri
   return `mod: not evaluated: ${names.join(', ')} (no CLIP model installed; run \`mod models pull ${preset}\` to score them; --strict makes this exit 2)`
 }
 
+/** The nearest hash-list match behind a violation: ` (list removals: "case-1041", distance 3)`. */
+function matchNote(matches: HashListMatch[] | undefined, category: string): string {
+  const m = matches?.find((x) => x.category === category)
+  return m ? ` (list ${m.list}: ${JSON.stringify(m.label)}, distance ${m.distance})` : ''
+}
+
 /** One readable line per item for the table output. */
 export function formatRow(item: ItemResult | ScanEntry): string {
   if ('error' in item) return `${chalk.yellow('ERROR ')}  ${item.source}  ${item.error.code}: ${item.error.message}`
@@ -33,7 +39,7 @@ export function formatRow(item: ItemResult | ScanEntry): string {
     const notes = [...(partial ? [partial] : []), ...(top ? [`highest: ${top.name} ${top.score.toFixed(2)}`] : [])]
     return `${chalk.green('SAFE  ')}  ${item.source}${notes.length > 0 ? chalk.dim(`  (${notes.join('; ')})`) : ''}`
   }
-  const found = item.violations.map((v) => `${v.name} ${v.confidence.toFixed(2)}>=${v.threshold}`).join(', ')
+  const found = item.violations.map((v) => `${v.name} ${v.confidence.toFixed(2)}>=${v.threshold}${matchNote(item.matches, v.name)}`).join(', ')
   return `${chalk.red('UNSAFE')}  ${item.source}  ${found}`
 }
 

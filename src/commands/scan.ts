@@ -73,7 +73,9 @@ export default class Scan extends ModCommand {
 
 Formats: JPEG, PNG, WebP, GIF, AVIF, TIFF (animated GIF and WebP: up to 8 frames, each label keeps its maximum). In a folder, images are recognised by their first bytes, whatever their extension; symlinks are followed (a loop is skipped), and what is skipped is counted in the summary. A file named on the command line is always tried.
 
-An input that cannot be scanned is an error entry and the other inputs are still scored; a path that does not exist is counted apart from those scanned. Results go to stdout; progress and the summary go to stderr (to stdout with --summary). When a policy file is found by name from the current folder upwards, one stderr line names it.`
+An input that cannot be scanned is an error entry and the other inputs are still scored; a path that does not exist is counted apart from those scanned. Results go to stdout; progress and the summary go to stderr (to stdout with --summary). When a policy file is found by name from the current folder upwards, one stderr line names it.
+
+The policy's hash_lists are applied: an image whose PDQ hash (or a rotation or mirror of it) is within a list's distance of a listed hash violates the list's category (known_bad by default), and its result's matches field names the list, the label, the note and the distance.`
 
   static override examples = [
     '<%= config.bin %> scan ./photos',
@@ -98,7 +100,7 @@ An input that cannot be scanned is an error entry and the other inputs are still
     ndjson: Flags.boolean({description: 'Print one JSON result per line as each finishes.', exclusive: ['json']}),
     only: Flags.string({
       description:
-        'Score with one signal alone: nsfw (the embedded NSFW specialist: nudity, sexual_activity, suggestive; no CLIP model needed) or clip (the zero-shot prompts).',
+        'Score with one signal alone: nsfw (the embedded NSFW specialist: nudity, sexual_activity, suggestive; no CLIP model needed), clip (the zero-shot prompts) or pdq (the hash lists of the policy alone: known_bad and the categories lists map to).',
       options: [...MODEL_SIGNAL_NAMES],
     }),
     'only-unsafe': Flags.boolean({

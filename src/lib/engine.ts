@@ -190,7 +190,8 @@ export function createEngine(opts: EngineOptions): Engine {
       core.prepare(await decodeImage(await input.read(), {maxBytes: limits.maxBytes, maxPixels: limits.maxPixels})),
     )
     const outputs = await scheduler.infer(() => core.infer(frames))
-    const result = buildResult(input.source, mergeFrameLabels(outputs.map((o) => core.score(o))), core.notEvaluated)
+    const matches = outputs.flatMap((o) => core.evidence(o).matches ?? [])
+    const result = buildResult(input.source, mergeFrameLabels(outputs.map((o) => core.score(o))), core.notEvaluated, matches)
     if (!core.open.has('nudenet')) return result
     // Best first over every frame scored (one for a still image).
     const regions = outputs.flatMap((o) => core.evidence(o).regions ?? []).sort((a, b) => b.score - a.score)

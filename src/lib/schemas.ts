@@ -77,6 +77,17 @@ export const Region = Type.Object(
   {...closed, description: 'A body part found by the NudeNet detector.'},
 )
 
+export const HashListMatch = Type.Object(
+  {
+    list: Type.String({description: "The hash list's name in the policy."}),
+    label: Type.String({description: "The listed entry's label (empty when the line has none)."}),
+    note: Type.String({description: "The listed entry's note (empty when the line has none)."}),
+    distance: Type.Integer({minimum: 0, maximum: 256, description: 'Hamming distance between the PDQ hashes (of the nearest rotation or mirror).'}),
+    category: Type.String({description: 'The category the match counts in, with confidence 1 - distance / 64.'}),
+  },
+  {...closed, description: 'The image matched an entry of a hash list of the policy.'},
+)
+
 export const ModerationResult = Type.Object(
   {
     source: Type.String({description: 'Name of the input; for an upload, the uploaded file name.'}),
@@ -88,6 +99,12 @@ export const ModerationResult = Type.Object(
       Type.Array(Region, {
         description:
           'Present only where the NudeNet detector is installed (`mod models pull nudenet`): the intimate body parts (exposed or covered) and bare bellies it found, best first; for an animation, those of every frame scored. Faces and feet are not listed. Empty when it found none.',
+      }),
+    ),
+    matches: Type.Optional(
+      Type.Array(HashListMatch, {
+        description:
+          "Present when the image matched a hash list of the policy: per list, its nearest entry (over an animation's frames), nearest first.",
       }),
     ),
   },

@@ -17,6 +17,7 @@ export type CategoriesResult = Static<typeof S.CategoriesResult>
 export type Segment = Static<typeof S.Segment>
 export type VideoViolation = Static<typeof S.VideoViolation>
 export type VideoResult = Static<typeof S.VideoResult>
+export type HashListMatch = Static<typeof S.HashListMatch>
 
 /** Decoded pixels: interleaved RGB (3 channels, no alpha), row-major. */
 export interface RgbImage {

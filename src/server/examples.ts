@@ -58,7 +58,7 @@ export const EXAMPLE_CATEGORIES = {
   ],
 }
 
-export const EXAMPLE_HEALTH = {status: 'ok', model_loaded: true, signals: {clip: 'loaded', nsfw: 'loaded', nudenet: 'not_installed', head: 'off'}}
+export const EXAMPLE_HEALTH = {status: 'ok', model_loaded: true, signals: {clip: 'loaded', nsfw: 'loaded', nudenet: 'not_installed', head: 'off', pdq: 'off'}}
 
 /** A 16×16 blue PNG: the documentation page's request succeeds as sent, on any server (no URL fetching needed). */
 export const EXAMPLE_PNG_BASE64 =

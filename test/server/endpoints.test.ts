@@ -28,7 +28,7 @@ const violationNames = (r: {violations: {name: string}[]}) => r.violations.map((
 test('GET /health answers status ok, whether the models are loaded and what each signal does, on a kept-alive connection', async () => {
   const r = await call(`${server.base}/health`)
   assert.equal(r.status, 200)
-  assert.equal(r.body, {status: 'ok', model_loaded: true, signals: {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off'}})
+  assert.equal(r.body, {status: 'ok', model_loaded: true, signals: {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', pdq: 'off'}})
   assert.is(r.headers.get('connection'), 'keep-alive')
 })
 

@@ -9,7 +9,7 @@ import {ModError} from '../errors.js'
 import {POLICY_SWITCHES} from '../signals/registry.js'
 import {formatSize} from '../sizes.js'
 import {CLIP_ONLY, CUSTOM_CALIBRATION, DEFAULT_CATEGORIES, DEFAULT_NEUTRAL, DEFAULT_THRESHOLD} from './defaults.js'
-import {validatePolicyText} from './schema.js'
+import {DEFAULT_HASH_CATEGORY, validatePolicyText} from './schema.js'
 import type {PolicyFile, PolicyProblem} from './schema.js'
 import type {Category, Policy, PresetName} from './types.js'
 
@@ -26,12 +26,31 @@ export const POLICY_FILE_NAMES: readonly string[] = Object.freeze([
 export const MAX_POLICY_BYTES = 1024 * 1024
 
 /**
+ * The category of hash-list matches when a list names no other. It exists only while a list maps to it: no
+ * prompts, only the `pdq` signal feeds it, and any match within its list's distance (confidence 0.52 or more at
+ * distance 31 or less) is at or above its threshold of 0.5.
+ */
+function knownBadCategory(): Category {
+  return {
+    name: DEFAULT_HASH_CATEGORY,
+    parent: null,
+    threshold: DEFAULT_THRESHOLD,
+    prompts: [],
+    negatives: [],
+    calibration: {...CUSTOM_CALIBRATION},
+    origin: 'builtin',
+    signals: {pdq: 1},
+  }
+}
+
+/**
  * The active policy: the built-ins with the file's changes, then the file's new categories in file order.
  * A built-in changes only the fields given; `enabled: false` removes a category; a category whose parent is
  * disabled loses its parent (a written parent that is disabled is a validation error, so this only touches
- * inherited built-in parents). Expects a file from validatePolicyText.
+ * inherited built-in parents). Hash list files are resolved against `dir` (the policy file's folder); every
+ * category a list maps to is fed by the `pdq` signal as well. Expects a file from validatePolicyText.
  */
-export function buildPolicy(file?: PolicyFile): Policy {
+export function buildPolicy(file?: PolicyFile, dir = '.'): Policy {
   const entries = file?.categories ?? []
   const categories: Category[] = []
   for (const builtin of DEFAULT_CATEGORIES) {
@@ -64,12 +83,22 @@ export function buildPolicy(file?: PolicyFile): Policy {
   }
   const active = new Set(categories.map((c) => c.name))
   for (const category of categories) if (category.parent !== null && !active.has(category.parent)) category.parent = null
+  const hashLists = (file?.hash_lists ?? []).map((l) => ({name: l.name, file: path.resolve(dir, l.file), category: l.category, distance: l.distance}))
+  for (const list of hashLists) {
+    let category = categories.find((c) => c.name === list.category)
+    if (category === undefined) {
+      category = knownBadCategory()
+      categories.push(category)
+    }
+    category.signals = {...category.signals, pdq: 1}
+  }
   return {
     ...(file?.preset === undefined ? {} : {preset: file.preset}),
     trim_borders: file?.trim_borders ?? true,
     categories,
     neutral: [...(file?.neutral ?? DEFAULT_NEUTRAL)],
     specialists: Object.fromEntries([...POLICY_SWITCHES].map(([name, on]) => [name, file?.specialists?.[name] ?? on])),
+    hash_lists: hashLists,
   }
 }
 
@@ -108,7 +137,7 @@ export async function loadPolicyFile(filePath: string): Promise<{policy: Policy;
     const lines = formatProblems(filePath, problems)
     throw new ModError('invalid_config', `invalid policy file ${filePath}:\n${lines.join('\n')}`, {problems})
   }
-  return {policy: buildPolicy(file), file}
+  return {policy: buildPolicy(file, path.dirname(path.resolve(filePath))), file}
 }
 
 /**

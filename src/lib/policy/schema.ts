@@ -296,7 +296,7 @@ function readCategories(ctx: Context, node: unknown, at: number, places: Map<str
   return entries
 }
 
-function readHashList(ctx: Context, name: string, node: unknown, at: number): HashListEntry | undefined {
+function readHashList(ctx: Context, name: string, node: unknown, at: number, categoryAt: Map<string, number>): HashListEntry | undefined {
   const path = `hash_lists.${name}`
   if (!isMap(node)) {
     report(ctx, offsetOf(node, at), `${path} must be a mapping such as {file: removals.txt}, not ${describe(node)}`)
@@ -321,8 +321,10 @@ function readHashList(ctx: Context, name: string, node: unknown, at: number): Ha
         }
         break
       case 'category':
-        if (typeof text === 'string' && CATEGORY_NAME_PATTERN.test(text)) entry.category = text
-        else {
+        if (typeof text === 'string' && CATEGORY_NAME_PATTERN.test(text)) {
+          entry.category = text
+          categoryAt.set(name, offsetOf(value, valueAt))
+        } else {
           report(ctx, offsetOf(value, valueAt), `${path}.category must be a category name, not ${describe(value)}`)
           ok = false
         }
@@ -348,7 +350,7 @@ function readHashList(ctx: Context, name: string, node: unknown, at: number): Ha
   return ok ? (entry as HashListEntry) : undefined
 }
 
-function readHashLists(ctx: Context, node: unknown, at: number): HashListEntry[] {
+function readHashLists(ctx: Context, node: unknown, at: number, categoryAt: Map<string, number>): HashListEntry[] {
   if (scalarValue(node) === null) return []
   if (!isMap(node)) {
     report(ctx, offsetOf(node, at), `hash_lists must be a mapping from list names to {file, category, distance}, not ${describe(node)}`)
@@ -363,7 +365,7 @@ function readHashLists(ctx: Context, node: unknown, at: number): HashListEntry[]
       report(ctx, keyOffset, `hash list name "${name}" may hold only letters, digits, "_", "-" and "." (at most 64)`)
       continue
     }
-    const entry = readHashList(ctx, name, deref(ctx, pair.value), keyOffset)
+    const entry = readHashList(ctx, name, deref(ctx, pair.value), keyOffset, categoryAt)
     if (entry) lists.push(entry)
   }
   return lists
@@ -411,6 +413,21 @@ function reportCycle(ctx: Context, cycle: string[], places: Map<string, EntryPla
   report(ctx, at, `categories.${first}.parent: a cycle of parents: ${loop.join(' → ')}`)
 }
 
+/** A list's category must be an enabled category of the policy, or known_bad (which exists only for lists). */
+function checkListCategories(ctx: Context, file: PolicyFile, categoryAt: Map<string, number>): void {
+  const disabled = new Set(file.categories.filter((e) => e.enabled === false).map((e) => e.name))
+  const names = new Set([...DEFAULT_CATEGORIES.map((c) => c.name), ...file.categories.map((e) => e.name), DEFAULT_HASH_CATEGORY])
+  for (const list of file.hash_lists ?? []) {
+    const at = categoryAt.get(list.name)
+    if (at === undefined) continue
+    if (disabled.has(list.category)) report(ctx, at, `hash_lists.${list.name}.category: category "${list.category}" is disabled`)
+    else if (!names.has(list.category)) {
+      const near = closest(list.category, names)
+      report(ctx, at, `hash_lists.${list.name}.category: no category is named "${list.category}"${near ? `; did you mean "${near}"?` : ''}`)
+    }
+  }
+}
+
 /** Parses and checks a policy file's text; `file` is returned only when there is no problem. */
 export function validatePolicyText(text: string): PolicyValidation {
   const lineCounter = new LineCounter()
@@ -423,6 +440,7 @@ export function validatePolicyText(text: string): PolicyValidation {
 
   const file: PolicyFile = {categories: []}
   const places = new Map<string, EntryPlace>()
+  const listCategoryAt = new Map<string, number>()
   const root = doc.contents
   if (root !== null && scalarValue(root) !== null) {
     if (!isMap(root)) {
@@ -454,7 +472,7 @@ export function validatePolicyText(text: string): PolicyValidation {
           file.categories = readCategories(ctx, value, at, places)
           break
         case 'hash_lists':
-          file.hash_lists = readHashLists(ctx, value, at)
+          file.hash_lists = readHashLists(ctx, value, at, listCategoryAt)
           break
         default:
           unknownKey(ctx, pair, key, '', TOP_KEYS)
@@ -462,6 +480,7 @@ export function validatePolicyText(text: string): PolicyValidation {
     }
   }
   checkParents(ctx, file.categories, places)
+  checkListCategories(ctx, file, listCategoryAt)
   if (ctx.problems.length > 0) return {problems: sortProblems(ctx.problems)}
   return {problems: [], file}
 }

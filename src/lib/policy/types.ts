@@ -29,6 +29,17 @@ export interface Category {
 /** Per signal the policy can switch off (the registry's switchable ones): whether it runs (`specialists: {nsfw: false}`). */
 export type Specialists = Readonly<Record<string, boolean>>
 
+/** A list of known-bad PDQ hashes as the policy names it, its file resolved against the policy file's folder. */
+export interface PolicyHashList {
+  name: string
+  /** Absolute path of the list file. */
+  file: string
+  /** The category its matches are violations of. */
+  category: string
+  /** Largest Hamming distance that matches. */
+  distance: number
+}
+
 /** The active policy: defaults merged with a policy file. Disabled categories are already removed. */
 export interface Policy {
   preset?: PresetName
@@ -37,4 +48,6 @@ export interface Policy {
   /** Shared neutral prompts: every category's positives are weighed against these and its own negatives. */
   neutral: string[]
   specialists: Specialists
+  /** Hash lists whose matches are violations (the `pdq` signal runs only when there is one). */
+  hash_lists: PolicyHashList[]
 }

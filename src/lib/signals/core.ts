@@ -186,7 +186,7 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
           const frame = crop(decoded, box)
           const origin = {left: box.left, top: box.top}
           const inputs = new Map<string, unknown>()
-          for (const [name, s] of entries) if (s.prepare) inputs.set(name, await s.prepare(frame, origin))
+          for (const [name, s] of entries) if (s.prepare) inputs.set(name, await s.prepare(frame, origin, decoded))
           return inputs
         }),
       )

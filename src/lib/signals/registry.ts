@@ -7,6 +7,7 @@ import {clipSignal} from './clip/signal.js'
 import {headSignal} from './head/signal.js'
 import {nsfwSignal} from './nsfw/signal.js'
 import {nudenetSignal} from './nudenet/signal.js'
+import {pdqSignal} from './pdq/signal.js'
 import type {Signal} from './signal.js'
 
 export const SIGNALS: readonly Signal[] = [
@@ -14,6 +15,8 @@ export const SIGNALS: readonly Signal[] = [
   nsfwSignal,
   nudenetSignal,
   headSignal,
+  // Last: a match raises its category's score after every other signal has had its say.
+  pdqSignal,
 ]
 
 export const SIGNAL_NAMES: readonly string[] = SIGNALS.map((s) => s.name)

@@ -58,8 +58,17 @@ export type Box = [number, number, number, number]
  */
 export interface FrameEvidence {
   regions?: {label: string; score: number; box: Box}[]
-  matches?: {list: string; label: string; distance: number}[]
+  matches?: HashListMatch[]
   text?: {text: string; box: Box}[]
+}
+
+/** A frame's match against a list of known images: the list, the entry's label and note, how far, and the category it counts in. */
+export interface HashListMatch {
+  list: string
+  label: string
+  note: string
+  distance: number
+  category: string
 }
 
 /** An open signal: its model in memory (or ready to load on first use) and what the core asks of it per frame. */
@@ -70,8 +79,12 @@ export interface OpenSignal<In = unknown, Out = unknown> {
   readonly outputSize?: number
   /** Loads what its first frame would (the engine's load); eval leaves it to the first frame that needs it. */
   warm?(): Promise<void>
-  /** The preparing stage: one frame (already trimmed; `origin` is where it starts in the decoded frame) → this signal's model input. */
-  prepare?(frame: RgbImage, origin: FrameOrigin): In | Promise<In>
+  /**
+   * The preparing stage: one frame (already trimmed and bounded; `origin` is where it starts in the decoded
+   * frame) → this signal's model input. `decoded` is the frame as decoded, before both, for a signal that must
+   * see the same pixels as another path (`mod hash`).
+   */
+  prepare?(frame: RgbImage, origin: FrameOrigin, decoded: RgbImage): In | Promise<In>
   /** One model run over the inputs of several frames, one output per input. */
   infer?(inputs: In[]): Promise<Out[]>
   /** Per category this signal feeds: its calibrated score in [0, 1], combined with the others' by the policy's weights. */

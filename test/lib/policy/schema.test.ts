@@ -133,6 +133,16 @@ test('hash_lists: file required, category known_bad and distance 31 by default',
   ])
 })
 
+test('hash_lists: a list counts in an enabled category of the policy, a custom one (written anywhere), or known_bad', () => {
+  const text =
+    'hash_lists:\n  a:\n    file: a.txt\n    category: weapon\n  b:\n    file: b.txt\n    category: gore\n  c:\n    file: c.txt\n    category: redness\n' +
+    '  d:\n    file: d.txt\n    category: known_bad\ncategories:\n  gore:\n    enabled: false\n  redness:\n    prompts: [red]\n'
+  assert.equal(validatePolicyText(text).problems, [
+    at(4, 15, 'hash_lists.a.category: no category is named "weapon"; did you mean "weapons"?'),
+    at(7, 15, 'hash_lists.b.category: category "gore" is disabled'),
+  ])
+})
+
 test('YAML syntax errors are all reported with their lines, and alone', () => {
   const text = 'colour: x\ncategories:\n  redness:\n    prompts: ["red"\n  weapons: {threshold: 0.6}\nx: "open\n'
   assert.equal(validatePolicyText(text), {

@@ -30,7 +30,7 @@ function category(name: string, fields: Partial<Category> = {}): Category {
   }
 }
 
-const policy = (categories: Category[], neutral: string[] = []): Policy => ({trim_borders: true, categories, neutral, specialists: {nsfw: false}})
+const policy = (categories: Category[], neutral: string[] = []): Policy => ({trim_borders: true, categories, neutral, specialists: {nsfw: false}, hash_lists: []})
 
 test('cosine similarity of unnormalised vectors', () => {
   assert.ok(Math.abs(cosine(Float32Array.from([3, 0, 0]), Float32Array.from([2, 2, 0])) - Math.SQRT1_2) < 1e-7)

@@ -1,0 +1,63 @@
+/**
+ * The hash-list signal: each frame's PDQ hash (and its seven rotations and mirrors) looked up in the policy's
+ * lists of known-bad images. It runs only when the policy names a list. A match counts in its list's category
+ * with the match's confidence (1 - distance / 64): the category's score is at least that, whatever the other
+ * signals say, and a category no match touches keeps their score (or 0 for one only lists score, `known_bad`).
+ * It hashes the frame as decoded, before border trimming, so that its hashes are those `mod hash` prints.
+ */
+import type {Category} from '../../policy/types.js'
+import type {ScoredLabel} from '../../scoring/result.js'
+import type {HashListMatch, OpenSignal, Signal, SignalSetup} from '../signal.js'
+import {loadHashList} from './list-load.js'
+import {matchHash, type HashMatch} from './match.js'
+import {pdqDihedralHashes} from './pdq.js'
+
+/** A frame's matches, nearest first, each with the category its list counts in. */
+type FrameMatches = (HashMatch & {category: string})[]
+
+async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>): Promise<OpenSignal<FrameMatches, FrameMatches>> {
+  const {policy} = setup
+  // Lists load once, from their binary cache when it is current; a missing file or bad line stops start-up.
+  const lists = await Promise.all(policy.hash_lists.map((l) => loadHashList(l.file, l.name)))
+  const thresholds = Object.fromEntries(policy.hash_lists.map((l) => [l.name, l.distance]))
+  const categoryOf = new Map(policy.hash_lists.map((l) => [l.name, l.category]))
+  const fed = new Set(categoryOf.values())
+  const categories = policy.categories.filter((c) => fed.has(c.name))
+  // The categories no other open signal scores (known_bad; any under --only pdq or without their model): 0 unmatched.
+  const only = categories.filter((c) => ![...opened.keys()].some((name) => (c.signals[name] ?? 0) > 0))
+
+  function adjust(labels: ScoredLabel[], matches: FrameMatches): ScoredLabel[] {
+    const best = new Map<string, number>()
+    for (const m of matches) best.set(m.category, Math.max(best.get(m.category) ?? 0, m.confidence))
+    const out = labels.map((l) => (best.has(l.name) ? {...l, score: Math.max(l.score, best.get(l.name) as number)} : l))
+    const add = (c: Category, score: number) => out.push({name: c.name, score, threshold: c.threshold, parent: c.parent, origin: c.origin})
+    for (const c of categories) {
+      if (out.some((l) => l.name === c.name)) continue
+      const score = best.get(c.name)
+      if (score !== undefined) add(c, score)
+      else if (only.includes(c)) add(c, 0)
+    }
+    return out
+  }
+
+  return {
+    prepare: (_frame, _origin, decoded) => {
+      const {hashes, quality} = pdqDihedralHashes(decoded)
+      return matchHash(lists, {hash: hashes.original, quality, dihedral: hashes}, {thresholds}).map((m) => ({...m, category: categoryOf.get(m.list) as string}))
+    },
+    infer: async (frames) => frames,
+    adjust: (labels, outputs) => adjust(labels, (outputs.get('pdq') as FrameMatches | undefined) ?? []),
+    evidence: (matches) => ({matches: matches.map((m): HashListMatch => ({list: m.list, label: m.label, note: m.note, distance: m.distance, category: m.category}))}),
+    dispose: async () => {},
+  }
+}
+
+export const pdqSignal: Signal = {
+  name: 'pdq',
+  title: 'the hash-list matcher',
+  description: "PDQ hashes matched against the policy's hash lists",
+  kind: 'model',
+  off: (setup) => (setup.policy.hash_lists.length === 0 ? 'the policy names no hash list' : undefined),
+  weight: (category) => category.signals.pdq ?? 0,
+  open,
+}

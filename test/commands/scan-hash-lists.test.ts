@@ -1,0 +1,67 @@
+// `mod scan` with a policy's hash lists: the listed photo and a re-encoded, resized copy are known_bad and their rows
+// name the list, label and distance; an unrelated photo is not matched; a bad list line stops the scan.
+import {mkdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+
+import sharp from 'sharp'
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
+import {hammingDistance, hashFromHex} from '../../src/lib/signals/pdq/hash256.js'
+import {hashImage} from '../../src/lib/signals/pdq/hash-media.js'
+import {ROOT, runInProcess, tempDir, TOY_MODEL} from '../helpers/cli.js'
+
+const dir = tempDir()
+const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
+const PHOTOS = join(ROOT, 'test', 'fixtures', 'photos')
+const folder = join(dir.path, 'uploads')
+let hash = ''
+let distance = 0
+
+function writePolicy(lines: string[]): string {
+  mkdirSync(join(dir.path, 'lists'), {recursive: true})
+  writeFileSync(join(dir.path, 'lists', 'banned.txt'), lines.join('\n') + '\n')
+  const file = join(dir.path, 'policy.yaml')
+  writeFileSync(file, 'hash_lists:\n  banned:\n    file: lists/banned.txt\n')
+  return file
+}
+
+test.before(async () => {
+  const listed = readFileSync(join(PHOTOS, 'astronaut.jpg'))
+  hash = (await hashImage(listed, DEFAULT_LIMITS))[0].hash
+  mkdirSync(folder)
+  writeFileSync(join(folder, 'a-listed.jpg'), listed)
+  const copy = await sharp(listed).resize(256).jpeg({quality: 70}).toBuffer()
+  writeFileSync(join(folder, 'b-copy.jpg'), copy)
+  writeFileSync(join(folder, 'c-other.jpg'), readFileSync(join(PHOTOS, 'coffee.jpg')))
+  distance = hammingDistance(hashFromHex(hash), hashFromHex((await hashImage(copy, DEFAULT_LIMITS))[0].hash))
+})
+
+test.after(() => dir.remove())
+
+test('mod scan applies the lists: matches in --ndjson and in the table rows', async () => {
+  const policy = writePolicy([`${hash},case-1041,removed after report`])
+  const r = await runInProcess(['scan', folder, '--config', policy, '--ndjson'], {env})
+  const results = r.stdout.trim().split('\n').map((l) => JSON.parse(l))
+  assert.equal(
+    results.map((x) => [x.source.split('/').pop(), x.matches ?? null, x.violations.some((v: {name: string}) => v.name === 'known_bad')]),
+    [
+      ['a-listed.jpg', [{list: 'banned', label: 'case-1041', note: 'removed after report', distance: 0, category: 'known_bad'}], true],
+      ['b-copy.jpg', [{list: 'banned', label: 'case-1041', note: 'removed after report', distance, category: 'known_bad'}], true],
+      ['c-other.jpg', null, false],
+    ],
+  )
+  const table = await runInProcess(['scan', join(folder, 'a-listed.jpg'), '--config', policy], {env})
+  assert.match(table.stdout, `known_bad 1.00>=0.5 (list banned: "case-1041", distance 0)`)
+  assert.is(table.code, 1)
+})
+
+test('mod scan stops on a bad list line with invalid_config, naming the file and the line', async () => {
+  const policy = writePolicy(['# list', `${hash},ok`, 'zz,broken'])
+  const r = await runInProcess(['scan', folder, '--config', policy], {env})
+  assert.is(r.code, 2)
+  assert.match(r.stderr, `hash list ${join(dir.path, 'lists', 'banned.txt')}: line 3:`)
+})
+
+test.run()
