@@ -304,7 +304,8 @@ function description(info: OpenApiInfo): string {
       `${humanSeconds(limits.urlTimeoutMs)}.`,
     '',
     '## Errors',
-    'Every error response is JSON: `{"error": {"code": "<snake_case>", "message": "<for a person>"}}`. Each ' +
+    'Every error response is JSON: `{"error": {"code": "<snake_case>", "message": "<for a person>", "request_id": ' +
+      '"<X-Request-Id>"}}`. Each ' +
       'operation lists the statuses it can answer; an unknown path and another method on a listed path are ' +
       'answered the same way everywhere (404, 405).',
     '',

@@ -13,6 +13,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {DEFAULT_CATEGORIES} from '../../src/lib/policy/defaults.js'
+import {HTTP_ERROR_CODES, HTTP_ERRORS} from '../../src/server/errors.js'
 import {ROOT} from '../helpers/cli.js'
 import {start, tempDir, testSettings, toyEngine} from './harness.js'
 
@@ -134,6 +135,15 @@ test('the docs list every built-in category with its parent', () => {
   assert.equal(pages, ['docs/policy.md'])
   const rows = [...(text.get(pages[0]) as string).matchAll(/^\| `([a-z_]+)` \| (none|`([a-z_]+)`) \|$/gm)].map((m) => [m[1], m[3] ?? null])
   assert.equal(rows, DEFAULT_CATEGORIES.map((c) => [c.name, c.parent]))
+})
+
+test('the error summary of docs/rest.md names every code with its status, once', () => {
+  const body = text.get('docs/rest.md') as string
+  const table = body.slice(body.indexOf('| status | code |'))
+  const rows = [...table.matchAll(/^\| (\d{3})[^|]* \| (.*) \|$/gm)].map((m) => ({status: Number(m[1]), codes: [...m[2].matchAll(/`([a-z_]+)`/g)].map((c) => c[1])}))
+  const named = rows.flatMap((r) => r.codes.filter((c) => c in HTTP_ERRORS).map((code) => [code, r.status]))
+  assert.equal(named.map(([c]) => c).sort(), [...HTTP_ERROR_CODES].sort())
+  for (const [code, status] of named) assert.is(status, HTTP_ERRORS[code as keyof typeof HTTP_ERRORS].status, String(code))
 })
 
 /** Runs a shell snippet against the server, with localhost:8000 pointing at it. */
