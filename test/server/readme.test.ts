@@ -4,7 +4,7 @@
 // built-in categories matches the defaults.
 import {execFile} from 'node:child_process'
 import {randomBytes} from 'node:crypto'
-import {copyFileSync, existsSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
+import {copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
 import {dirname, join, normalize} from 'node:path'
 import {promisify} from 'node:util'
 
@@ -14,7 +14,7 @@ import * as assert from 'uvu/assert'
 
 import {DEFAULT_CATEGORIES} from '../../src/lib/policy/defaults.js'
 import {HTTP_ERROR_CODES, HTTP_ERRORS} from '../../src/server/errors.js'
-import {ROOT} from '../helpers/cli.js'
+import {ROOT, runInProcess} from '../helpers/cli.js'
 import {start, tempDir, testSettings, toyEngine} from './harness.js'
 
 const PAGES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)]
@@ -128,6 +128,27 @@ test('every JSON example parses', () => {
     }
   }
   assert.ok(checked >= 2, `${checked} JSON examples`)
+})
+
+test('every policy example passes `mod policy validate`, its hash lists read from the list example', async () => {
+  const listExample = blocks('docs/policy.md').find((b) => b.lang === '' && /^[0-9a-f]{64},/m.test(b.body))
+  assert.ok(listExample, 'docs/policy.md has a hash list example')
+  const folder = join(dir.path, 'policies')
+  mkdirSync(join(folder, 'lists'), {recursive: true})
+  writeFileSync(join(folder, 'lists', 'removals.txt'), listExample.body)
+  writeFileSync(join(folder, 'shared.txt'), listExample.body)
+  let checked = 0
+  for (const page of PAGES) {
+    for (const {lang, body} of blocks(page)) {
+      if (lang !== 'yaml') continue
+      const file = join(folder, `example-${checked++}.yaml`)
+      // An absolute list path of the example points into the test's folder.
+      writeFileSync(file, body.replaceAll('/srv/lists/shared.txt', join(folder, 'shared.txt')))
+      const r = await runInProcess(['policy', 'validate', file])
+      assert.is(r.code, 0, `${page}: ${r.stdout}${r.stderr}`)
+    }
+  }
+  assert.ok(checked >= 2, `${checked} policy examples`)
 })
 
 test('the docs list every built-in category with its parent', () => {
