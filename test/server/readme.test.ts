@@ -200,6 +200,9 @@ test('the server examples of the README and docs/rest.md answer as printed', asy
     assert.equal([one.source, typeof one.is_safe], ['beach.jpg', 'boolean'])
     const batch = JSON.parse(await run(command('docs/rest.md', 'curl -s -H "X-API-Key: $KEY" -F files=@a.jpg'), server.base, 'readme-key', dir.path))
     assert.equal(batch.results.map((r: {source: string}) => r.source), ['a.jpg', 'b.png'])
+    await promisify(execFile)('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc=size=64x48:rate=5:duration=3', '-pix_fmt', 'yuv420p', join(dir.path, 'clip.mp4')])
+    const video = JSON.parse(await run(command('docs/rest.md', 'curl -s -H "X-API-Key: $KEY" -F file=@clip.mp4'), server.base, 'readme-key', dir.path))
+    assert.equal([video.source, video.fps, typeof video.stopped_early], ['clip.mp4', 2, 'boolean'])
 
   } finally {
     await server.stop()
