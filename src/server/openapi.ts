@@ -126,7 +126,7 @@ export const DOCUMENTATION: Declared[] = [
     path: '/openapi.json',
     operationId: 'getOpenApi',
     summary: 'This document',
-    description: 'The OpenAPI 3.1 description of this server.',
+    description: 'The OpenAPI 3.1 description of this server. Public: it holds no secret.',
     tags: ['service'],
     security: [],
     responses: {200: {description: 'The OpenAPI document.', schema: {type: 'object'}}},
@@ -137,7 +137,9 @@ export const DOCUMENTATION: Declared[] = [
     path: '/docs',
     operationId: 'getDocs',
     summary: 'Interactive documentation',
-    description: 'This page (Swagger UI, served with its assets under `/docs/` by this server).',
+    description:
+      'This page (Swagger UI, served with its assets under `/docs/` by this server). Public: it holds no secret; ' +
+      'with a key configured, **Authorize** takes it for the calls made from the page.',
     tags: ['service'],
     security: [],
     responses: {200: {description: 'An HTML page.', media: 'text/html', schema: {type: 'string'}}},
