@@ -1,4 +1,4 @@
-/** Error codes: those the REST API answers (README: Errors), plus the CLI-only ones (configuration, model and path problems). */
+/** Error codes: those the REST API answers (docs/rest.md, Errors), plus the CLI-only ones (configuration, model and path problems). */
 export type ErrorCode =
   | 'bad_request'
   | 'unauthorized'

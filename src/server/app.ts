@@ -17,7 +17,7 @@ import {docsRoutes} from './docs.js'
 import {methodNotAllowed, notFound, toHttpError, type Log} from './errors.js'
 import {logTo, plainText, requestLog, type Logger} from './logger.js'
 import {createServerMetrics, type ServerMetrics} from './metrics.js'
-import {openapiDocument, openapiHandler} from './openapi.js'
+import {DOCUMENTATION, openapiDocument, openapiHandler} from './openapi.js'
 import {createJobs} from './jobs/service.js'
 import type {JobQueue} from './jobs/types.js'
 import {createGate, type Gate, type Hold} from './queue.js'
@@ -149,10 +149,10 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
     },
   })
 
-  // MOD_API_KEY: every request but those of public routes (and HEAD on them), unknown paths included
-  // (they answer 401, not 404).
+  // MOD_API_KEY: every request but those of public routes and of the documentation (and HEAD on them),
+  // unknown paths included (they answer 401, not 404). The page's assets are found by name under /docs/.
   const publicRequests = new Set(
-    ROUTES.filter((r) => r.security !== undefined).flatMap((r) =>
+    [...ROUTES, ...DOCUMENTATION].filter((r) => r.security !== undefined).flatMap((r) =>
       r.method === 'GET' ? [`GET ${r.path}`, `HEAD ${r.path}`] : [`${r.method} ${r.path}`],
     ),
   )
@@ -167,7 +167,8 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   })
 
   app.use((req: Request, res: ServerResponse, next: () => void) => {
-    const refused = checkKey(settings.apiKey, req, req.path, publicRequests)
+    const docsAsset = (req.method === 'GET' || req.method === 'HEAD') && req.path.startsWith('/docs/')
+    const refused = checkKey(settings.apiKey, req, docsAsset || publicRequests.has(`${req.method} ${req.path}`))
     if (!refused) return next()
     sendError(res, toHttpError(refused, log))
   })

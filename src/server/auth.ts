@@ -15,11 +15,11 @@ export function keyMatches(key: string, header: string | string[] | undefined): 
 }
 
 /**
- * The request's key problem, if any (the message never repeats what was sent). `publicRequests` holds the
- * requests that never need the key, as "GET /health": those of the routes declared public.
+ * The request's key problem, if any (the message never repeats what was sent). `isPublic`: the request is one
+ * that never needs the key (a route declared public, the documentation).
  */
-export function checkKey(key: string | undefined, req: IncomingMessage, path: string, publicRequests: ReadonlySet<string>): ModError | undefined {
-  if (key === undefined || publicRequests.has(`${req.method} ${path}`)) return undefined
+export function checkKey(key: string | undefined, req: IncomingMessage, isPublic: boolean): ModError | undefined {
+  if (key === undefined || isPublic) return undefined
   const header = req.headers['x-api-key']
   if (header === undefined) return new ModError('unauthorized', 'this server needs an API key: send it in the X-API-Key header')
   return keyMatches(key, header) ? undefined : new ModError('unauthorized', 'the X-API-Key header does not match the configured key')

@@ -5,7 +5,7 @@ import {createRequire} from 'node:module'
 import {dirname, join} from 'node:path'
 import {pipeline} from 'node:stream/promises'
 
-import type {Handler} from './openapi.js'
+import {DETAILS_TITLE, type Handler} from './openapi.js'
 
 /**
  * The interactive documentation at /docs: Swagger UI from the installed `swagger-ui-dist` package,
@@ -61,6 +61,11 @@ function swaggerUiDir(): {dir: string; version: string} {
   return {dir: dirname(manifest), version}
 }
 
+/**
+ * Swagger UI shows the document's description above the operations. Ours ends with reference tables (limits,
+ * formats, errors) that would push the first operation far down, so a small plugin shows the description up
+ * to the DETAILS_TITLE heading above the operations and the rest below them.
+ */
 function initScript(): string {
   const config = {
     url: '/openapi.json',
@@ -75,10 +80,32 @@ function initScript(): string {
   }
   return [
     "'use strict'",
+    `var DETAILS = ${JSON.stringify(`\n# ${DETAILS_TITLE}\n`)}`,
+    'function detailsAfterOperations() {',
+    '  return {',
+    '    statePlugins: {spec: {wrapSelectors: {selectInfoDescriptionField: function (original) {',
+    '      return function () {',
+    '        var text = original.apply(null, arguments)',
+    "        return typeof text === 'string' ? text.split(DETAILS)[0] : text",
+    '      }',
+    '    }}}},',
+    '    wrapComponents: {operations: function (Original, system) {',
+    '      return function (props) {',
+    '        var h = system.React.createElement',
+    "        var text = system.specSelectors.specJson().getIn(['info', 'description'])",
+    "        var at = typeof text === 'string' ? text.indexOf(DETAILS) : -1",
+    '        if (at === -1) return h(Original, props)',
+    "        var Markdown = system.getComponent('Markdown', true)",
+    "        return h('div', null, h(Original, props),",
+    "          h('section', {className: 'info mod-details', id: 'limits-formats-and-errors'}, h(Markdown, {source: text.slice(at + 1)})))",
+    '      }',
+    '    }},',
+    '  }',
+    '}',
     "window.addEventListener('load', function () {",
     `  var config = ${JSON.stringify(config)}`,
     '  config.presets = [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset]',
-    '  config.plugins = [SwaggerUIBundle.plugins.DownloadUrl]',
+    '  config.plugins = [SwaggerUIBundle.plugins.DownloadUrl, detailsAfterOperations]',
     '  window.ui = SwaggerUIBundle(config)',
     '})',
     '',

@@ -116,15 +116,19 @@ function withRefs(schema: unknown, self?: string): Schema {
   return walk(schema, true) as Schema
 }
 
-/** The operations that serve the documentation itself (mounted by app.ts beside the routes). */
-const DOCUMENTATION: Declared[] = [
+/**
+ * The operations that serve the documentation itself (mounted by app.ts beside the routes). They are public:
+ * they hold no secret, and a browser must open the page before its Authorize button can take the key.
+ */
+export const DOCUMENTATION: Declared[] = [
   {
     method: 'GET',
     path: '/openapi.json',
     operationId: 'getOpenApi',
     summary: 'This document',
-    description: 'The OpenAPI 3.1 description of this server.',
+    description: 'The OpenAPI 3.1 description of this server. Public: it holds no secret.',
     tags: ['service'],
+    security: [],
     responses: {200: {description: 'The OpenAPI document.', schema: {type: 'object'}}},
     errors: [],
   },
@@ -133,8 +137,11 @@ const DOCUMENTATION: Declared[] = [
     path: '/docs',
     operationId: 'getDocs',
     summary: 'Interactive documentation',
-    description: 'This page (Swagger UI, served with its assets under `/docs/` by this server).',
+    description:
+      'This page (Swagger UI, served with its assets under `/docs/` by this server). Public: it holds no secret; ' +
+      'with a key configured, **Authorize** takes it for the calls made from the page.',
     tags: ['service'],
+    security: [],
     responses: {200: {description: 'An HTML page.', media: 'text/html', schema: {type: 'string'}}},
     errors: [],
   },
@@ -229,6 +236,12 @@ function operation(op: Declared, facts: ServerFacts): Operation {
   return result
 }
 
+/**
+ * The heading that opens the description's reference part (limits, formats, errors): the /docs page shows
+ * what comes before it above the operations and the rest below them.
+ */
+export const DETAILS_TITLE = 'Limits, formats and errors'
+
 function description(info: OpenApiInfo): string {
   const {limits} = info
   const key = info.apiKey
@@ -247,9 +260,13 @@ function description(info: OpenApiInfo): string {
       'and reported safe when no category reaches its threshold. Scores are in [0, 1], rounded to 4 decimals.',
     '',
     '## Authentication',
-    'When `MOD_API_KEY` is set, every request except `GET /health` and `GET /ready` requires the header `X-API-Key` with ' +
-      'exactly that value, this documentation (`/docs`, `/openapi.json`) included; without the variable no key ' +
-      `is enforced. ${key}`,
+    'When `MOD_API_KEY` is set, every request requires the header `X-API-Key` with exactly that value, except ' +
+      '`GET /health`, `GET /ready` and this documentation (`/docs` with its files, `/openapi.json`), which hold no ' +
+      `secret; without the variable no key is enforced. ${key}`,
+    '',
+    `The limits, formats and errors of this server are described under "${DETAILS_TITLE}" below the operations.`,
+    '',
+    `# ${DETAILS_TITLE}`,
     '',
     '## Limits on this server',
     '| Setting | Value | Applies to |',
@@ -289,7 +306,8 @@ function description(info: OpenApiInfo): string {
       `${humanSeconds(limits.urlTimeoutMs)}.`,
     '',
     '## Errors',
-    'Every error response is JSON: `{"error": {"code": "<snake_case>", "message": "<for a person>"}}`. Each ' +
+    'Every error response is JSON: `{"error": {"code": "<snake_case>", "message": "<for a person>", "request_id": ' +
+      '"<X-Request-Id>"}}`. Each ' +
       'operation lists the statuses it can answer; an unknown path and another method on a listed path are ' +
       'answered the same way everywhere (404, 405).',
     '',
@@ -342,7 +360,7 @@ export function openapiDocument(info: OpenApiInfo): OpenApiDocument {
                 name: 'X-API-Key',
                 description:
                   'This server has `MOD_API_KEY` set: the header must equal it exactly (compared in constant ' +
-                  'time). `GET /health` and `GET /ready` never need it.',
+                  'time). `GET /health`, `GET /ready`, `/docs` and `/openapi.json` never need it.',
               },
             },
           }

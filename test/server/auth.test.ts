@@ -58,8 +58,17 @@ test('with MOD_API_KEY set, the right key is let through on every endpoint', asy
   assert.is((await fetch(`${locked.base}/openapi.json`, withKey(KEY))).status, 200)
 })
 
-test('with MOD_API_KEY set, every other path needs the key too: documentation and unknown paths', async () => {
-  for (const path of ['/docs', '/openapi.json', '/nothing-here', '/health/']) {
+test('with MOD_API_KEY set, the documentation needs no key: the page, its files and the document', async () => {
+  for (const path of ['/docs', '/docs/', '/docs/init.js', '/docs/swagger-ui.css', '/openapi.json']) {
+    assert.is((await fetch(`${locked.base}${path}`)).status, 200, path)
+    assert.is((await fetch(`${locked.base}${path}`, {method: 'HEAD'})).status, 200, `HEAD ${path}`)
+  }
+  assert.is((await fetch(`${locked.base}/docs/nothing.js`)).status, 404)
+  assert.is((await fetch(`${locked.base}/openapi.json`, {method: 'POST'})).status, 401)
+})
+
+test('with MOD_API_KEY set, every other path needs the key too: unknown paths included', async () => {
+  for (const path of ['/nothing-here', '/health/', '/docsx', '/v1/docs/']) {
     const res = await fetch(`${locked.base}${path}`)
     assert.is(res.status, 401, path)
     assert.is((await res.json()).error.code, 'unauthorized')

@@ -152,9 +152,10 @@ test('the init script starts Swagger UI on /openapi.json with try-it-out and rem
       validatorUrl: null,
       layout: 'StandaloneLayout',
       presets: ['apis-preset', 'standalone-preset'],
-      plugins: ['download-plugin'],
+      plugins: ['download-plugin', null],
     },
   ])
+  assert.is(typeof (calls[0].plugins as unknown[])[1], 'function')
   assert.is(window.ui, 'ui')
 })
 

@@ -1,4 +1,4 @@
-// The rows of the error table (README: Errors) that need no special setup, against the real server and the toy model.
+// The rows of the error table (docs/rest.md, Errors) that need no special setup, against the real server and the toy model.
 // Elsewhere: 401 in auth.test.ts; 403, 422 url_blocked, 502 and 504 in url.test.ts; 503 overloaded in
 // queue.test.ts; 503 model_unavailable in lifecycle.test.ts.
 import {readFile} from 'node:fs/promises'

@@ -118,13 +118,13 @@ test('a job whose workers keep dying fails once the limit is reached', async () 
   assert.is(existsSync(s.dir), false)
 })
 
-test('the recovery time that README and mod worker --help state is the bound of the timings the queue uses', async () => {
+test('the recovery time that docs/video.md and mod worker --help state is the bound of the timings the queue uses', async () => {
   // A lock that lasts 30 s after the dead worker's last renewal, then at most one check interval.
   assert.equal([LOCK_DURATION_MS, STALLED_INTERVAL_MS, recoverySeconds()], [30_000, 5_000, 35])
   // The bound holds only while the first check after a death (up to two intervals) comes before the lock expires.
   assert.ok(LOCK_DURATION_MS >= 2 * STALLED_INTERVAL_MS)
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8').replaceAll(/\s+/g, ' ')
-  assert.ok(readme.includes(`is run again by another worker within ${recoverySeconds()} s`), 'README states the bound')
+  const page = readFileSync(join(ROOT, 'docs', 'video.md'), 'utf8').replaceAll(/\s+/g, ' ')
+  assert.ok(page.includes(`is run again by another worker within ${recoverySeconds()} s`), 'docs/video.md states the bound')
   const help = await runCli(['worker', '--help'])
   assert.ok(help.stdout.replaceAll(/\s+/g, ' ').includes(`to another worker within ${recoverySeconds()} s`), help.stdout)
 })

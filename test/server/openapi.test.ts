@@ -141,7 +141,7 @@ test('errors land on the operations that can give them', () => {
   )
   for (const [method, path, codes] of expected) {
     assert.equal(statuses(doc, path, method), codes, `${method} ${path}`)
-    const withKey = ['/health', '/ready'].includes(path) ? codes : [...codes, 401].sort((a, b) => a - b)
+    const withKey = ['/health', '/ready', '/openapi.json', '/docs'].includes(path) ? codes : [...codes, 401].sort((a, b) => a - b)
     assert.equal(statuses(keyed, path, method), withKey, `${method} ${path} with a key`)
   }
   for (const [method, path, op] of operations(keyed)) {
@@ -164,7 +164,7 @@ test('the statuses and descriptions of error responses come from the one error t
   assert.is(batch[401].description, 'The `X-API-Key` header is missing or does not match `MOD_API_KEY` (`unauthorized`).')
 })
 
-test('with MOD_API_KEY set, the key applies to every operation but /health and /ready', () => {
+test('with MOD_API_KEY set, the key applies to every operation but /health, /ready and the documentation', () => {
   assert.equal(keyed.components.securitySchemes?.ApiKey, {
     type: 'apiKey',
     in: 'header',
@@ -179,10 +179,12 @@ test('with MOD_API_KEY set, the key applies to every operation but /health and /
     [
       ['get', '/health', []],
       ['get', '/ready', []],
+      ['get', '/openapi.json', []],
+      ['get', '/docs', []],
     ],
   )
   for (const [method, path, op] of operations(keyed)) {
-    assert.is(op.responses[401] !== undefined, !['/health', '/ready'].includes(path), `${method} ${path} declares 401`)
+    assert.is(op.responses[401] !== undefined, !['/health', '/ready', '/openapi.json', '/docs'].includes(path), `${method} ${path} declares 401`)
   }
 })
 

@@ -1,9 +1,11 @@
-// README examples that must work as printed: the base64 request for a multi-megabyte photo (run with bash
-// and curl against a local server), and the list of built-in categories with their parents.
+// The examples of the README and of every page under docs/ must work as printed: links reach a page and a
+// heading, `mod` commands name real commands and flags, JSON examples parse, the server examples (curl
+// against a local server, the base64 request for a multi-megabyte photo included) answer, and the table of
+// built-in categories matches the defaults.
 import {execFile} from 'node:child_process'
 import {randomBytes} from 'node:crypto'
-import {readFileSync, writeFileSync} from 'node:fs'
-import {join} from 'node:path'
+import {copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
+import {dirname, join, normalize} from 'node:path'
 import {promisify} from 'node:util'
 
 import sharp from 'sharp'
@@ -11,51 +13,213 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {DEFAULT_CATEGORIES} from '../../src/lib/policy/defaults.js'
-import {ROOT} from '../helpers/cli.js'
+import {HTTP_ERROR_CODES, HTTP_ERRORS} from '../../src/server/errors.js'
+import {ROOT, runInProcess} from '../helpers/cli.js'
 import {start, tempDir, testSettings, toyEngine} from './harness.js'
 
-const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
+const PAGES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)]
+const text = new Map(PAGES.map((p) => [p, readFileSync(join(ROOT, p), 'utf8')]))
 const dir = tempDir('mod-server-readme-')
 
 test.after(() => dir.remove())
 
-/** The README's shell command that starts with `start`, its continuation lines (after `|` or `\`) joined. */
-function command(start: string): string {
-  const lines = readme.split('\n')
+/** The fenced blocks of a page with their language. */
+function blocks(page: string): {lang: string; body: string}[] {
+  return [...(text.get(page) as string).matchAll(/^```(\w*)\n([\s\S]*?)^```$/gm)].map((m) => ({lang: m[1], body: m[2]}))
+}
+
+/** The page's shell command that starts with `start`, its continuation lines (after `|` or `\`) joined. */
+function command(page: string, start: string): string {
+  const lines = (text.get(page) as string).split('\n')
   let i = lines.findIndex((l) => l.startsWith(start))
-  assert.ok(i >= 0, `README has a line starting with ${start}`)
+  assert.ok(i >= 0, `${page} has a line starting with ${start}`)
   const parts = [lines[i]]
   while (/[|\\]\s*$/.test(lines[i])) parts.push(lines[++i])
   return parts.join('\n')
 }
 
-test('the base64 example moderates a multi-megabyte photo as printed', async () => {
+/** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens. */
+function anchor(heading: string): string {
+  return heading.toLowerCase().replaceAll(/[^a-z0-9 _-]/g, '').replaceAll(' ', '-')
+}
+
+function anchors(page: string): Set<string> {
+  const body = (text.get(page) as string).replaceAll(/^```[\s\S]*?^```$/gm, '')
+  return new Set([...body.matchAll(/^#+ (.+)$/gm)].map((m) => anchor(m[1])))
+}
+
+test('every page is reached from the README, and every link between pages reaches a page and a heading', () => {
+  const linked = new Set<string>()
+  for (const page of PAGES) {
+    for (const [, target] of (text.get(page) as string).matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (/^[a-z]+:/.test(target)) continue
+      const [file, hash] = target.split('#')
+      const path = file === '' ? page : normalize(join(dirname(page), file))
+      assert.ok(existsSync(join(ROOT, path)), `${page} links ${target}`)
+      if (page === 'README.md') linked.add(path)
+      if (hash !== undefined) assert.ok(anchors(path).has(hash), `${page} links ${target}: no such heading`)
+    }
+  }
+  assert.equal(PAGES.filter((p) => p !== 'README.md' && !linked.has(p)), [])
+})
+
+interface ManifestFlag {
+  char?: string
+  allowNo?: boolean
+}
+const manifest = JSON.parse(readFileSync(join(ROOT, 'oclif.manifest.json'), 'utf8')) as {
+  commands: Record<string, {flags: Record<string, ManifestFlag>}>
+}
+/** oclif's own commands (from its plugins), with no flags of their own. */
+const PLUGIN_COMMANDS = new Set(['version', 'autocomplete'])
+
+/** The problems of one `mod …` invocation (its words after `mod`): an unknown command or flag. */
+function checkInvocation(words: string[]): string[] {
+  let id = ''
+  let used = 0
+  for (let n = 1; n <= Math.min(2, words.length); n++) {
+    const candidate = words.slice(0, n).join(':')
+    if (manifest.commands[candidate] || PLUGIN_COMMANDS.has(candidate)) [id, used] = [candidate, n]
+  }
+  if (id === '') return words.length === 0 || words[0] === '<command>' || words[0].startsWith('-') ? [] : [`no command ${words[0]}`]
+  const flags = manifest.commands[id]?.flags ?? {}
+  const problems: string[] = []
+  for (const word of words.slice(used)) {
+    if (word === '--help' || word === '-h') continue
+    const long = /^--([a-z][a-z0-9-]*)/.exec(word)
+    const short = /^-([a-zA-Z])$/.exec(word)
+    if (long) {
+      const name = long[1]
+      const known = flags[name] ?? (name.startsWith('no-') ? flags[name.slice(3)] : undefined)
+      if (!known || (name.startsWith('no-') && !flags[name] && !known.allowNo)) problems.push(`${id}: no flag --${name}`)
+    } else if (short && !Object.values(flags).some((f) => f.char === short[1])) problems.push(`${id}: no flag -${short[1]}`)
+  }
+  return problems
+}
+
+test('every `mod` command in the pages names a real command and its own flags', () => {
+  const problems: string[] = []
+  let checked = 0
+  for (const page of PAGES) {
+    for (const {lang, body} of blocks(page)) {
+      if (lang !== 'sh') continue
+      for (const line of body.split('\n')) {
+        const code = line.replace(/\s#.*$/, '')
+        for (const part of code.split(/\|\||&&|[|;]/)) {
+          const words = part.trim().split(/\s+/).filter((w) => !/^[A-Z_]+=/.test(w))
+          if (words[0] !== 'mod') continue
+          checked++
+          problems.push(...checkInvocation(words.slice(1)).map((p) => `${page}: ${line.trim()}: ${p}`))
+        }
+      }
+    }
+  }
+  assert.equal(problems, [])
+  assert.ok(checked >= 20, `${checked} commands checked`)
+})
+
+test('every JSON example parses', () => {
+  let checked = 0
+  for (const page of PAGES) {
+    for (const {lang, body} of blocks(page)) {
+      if (lang !== 'json') continue
+      checked++
+      assert.not.throws(() => JSON.parse(body), `${page}: ${body.slice(0, 60)}`)
+    }
+  }
+  assert.ok(checked >= 2, `${checked} JSON examples`)
+})
+
+test('every policy example passes `mod policy validate`, its hash lists read from the list example', async () => {
+  const listExample = blocks('docs/policy.md').find((b) => b.lang === '' && /^[0-9a-f]{64},/m.test(b.body))
+  assert.ok(listExample, 'docs/policy.md has a hash list example')
+  const folder = join(dir.path, 'policies')
+  mkdirSync(join(folder, 'lists'), {recursive: true})
+  writeFileSync(join(folder, 'lists', 'removals.txt'), listExample.body)
+  writeFileSync(join(folder, 'shared.txt'), listExample.body)
+  let checked = 0
+  for (const page of PAGES) {
+    for (const {lang, body} of blocks(page)) {
+      if (lang !== 'yaml') continue
+      const file = join(folder, `example-${checked++}.yaml`)
+      // An absolute list path of the example points into the test's folder.
+      writeFileSync(file, body.replaceAll('/srv/lists/shared.txt', join(folder, 'shared.txt')))
+      const r = await runInProcess(['policy', 'validate', file])
+      assert.is(r.code, 0, `${page}: ${r.stdout}${r.stderr}`)
+    }
+  }
+  assert.ok(checked >= 2, `${checked} policy examples`)
+})
+
+test('the docs list every built-in category with its parent', () => {
+  const pages = PAGES.filter((p) => /^\| `nudity` \| none \|$/m.test(text.get(p) as string))
+  assert.equal(pages, ['docs/policy.md'])
+  const rows = [...(text.get(pages[0]) as string).matchAll(/^\| `([a-z_]+)` \| (none|`([a-z_]+)`) \|$/gm)].map((m) => [m[1], m[3] ?? null])
+  assert.equal(rows, DEFAULT_CATEGORIES.map((c) => [c.name, c.parent]))
+})
+
+test('the error summary of docs/rest.md names every code with its status, once', () => {
+  const body = text.get('docs/rest.md') as string
+  const table = body.slice(body.indexOf('| status | code |'))
+  const rows = [...table.matchAll(/^\| (\d{3})[^|]* \| (.*) \|$/gm)].map((m) => ({status: Number(m[1]), codes: [...m[2].matchAll(/`([a-z_]+)`/g)].map((c) => c[1])}))
+  const named = rows.flatMap((r) => r.codes.filter((c) => c in HTTP_ERRORS).map((code) => [code, r.status]))
+  assert.equal(named.map(([c]) => c).sort(), [...HTTP_ERROR_CODES].sort())
+  for (const [code, status] of named) assert.is(status, HTTP_ERRORS[code as keyof typeof HTTP_ERRORS].status, String(code))
+})
+
+/** Runs a shell snippet against the server, with localhost:8000 pointing at it. */
+async function run(script: string, base: string, key: string, cwd: string): Promise<string> {
+  const {stdout} = await promisify(execFile)('bash', ['-c', `set -o pipefail\n${script.replaceAll('localhost:8000', base.replace('http://', ''))}`], {
+    cwd,
+    env: {...process.env, KEY: key},
+    maxBuffer: 1024 * 1024,
+  })
+  return stdout
+}
+
+test('the server examples of the README and docs/rest.md answer as printed', async () => {
   // Noise compresses badly: a JPEG of several MB, whose base64 is far beyond one command-line argument's limit (128 KiB).
   const photo = await sharp(randomBytes(2000 * 1500 * 3), {raw: {width: 2000, height: 1500, channels: 3}}).jpeg({quality: 100}).toBuffer()
   assert.ok(photo.length > 2 * 1024 * 1024, `${photo.length} bytes`)
   writeFileSync(join(dir.path, 'beach.jpg'), photo)
+  copyFileSync(join(ROOT, 'test/fixtures/photos/astronaut.jpg'), join(dir.path, 'a.jpg'))
+  await sharp(join(ROOT, 'test/fixtures/photos/brick.jpg')).png().toFile(join(dir.path, 'b.png'))
 
   const settings = testSettings(join(dir.path, 'cache'), {apiKey: 'readme-key'})
   const engine = toyEngine(settings)
   const server = await start(engine, settings)
   try {
-    const script = command(`{ printf '{"image_base64": "'`).replaceAll('localhost:8000', server.base.replace('http://', ''))
-    const {stdout} = await promisify(execFile)('bash', ['-c', `set -o pipefail\n${script}`], {
-      cwd: dir.path,
-      env: {...process.env, KEY: 'readme-key'},
-      maxBuffer: 1024 * 1024,
-    })
-    const result = JSON.parse(stdout)
-    assert.equal([result.source, typeof result.is_safe], ['image_base64', 'boolean'])
+    const base64 = JSON.parse(await run(command('docs/rest.md', `{ printf '{"image_base64": "'`), server.base, 'readme-key', dir.path))
+    assert.equal([base64.source, typeof base64.is_safe], ['image_base64', 'boolean'])
+
+    const health = JSON.parse(await run(command('docs/rest.md', 'curl -s localhost:8000/health'), server.base, 'readme-key', dir.path))
+    assert.is(health.status, 'ok')
+    const categories = JSON.parse(await run(command('docs/rest.md', 'curl -s -H "X-API-Key: $KEY" localhost:8000/v1/categories'), server.base, 'readme-key', dir.path))
+    assert.equal(Object.keys(categories), ['preset', 'model', 'categories'])
+    const one = JSON.parse(await run(command('docs/rest.md', 'curl -s -H "X-API-Key: $KEY" -F file=@beach.jpg'), server.base, 'readme-key', dir.path))
+    assert.equal([one.source, typeof one.is_safe], ['beach.jpg', 'boolean'])
+    const batch = JSON.parse(await run(command('docs/rest.md', 'curl -s -H "X-API-Key: $KEY" -F files=@a.jpg'), server.base, 'readme-key', dir.path))
+    assert.equal(batch.results.map((r: {source: string}) => r.source), ['a.jpg', 'b.png'])
+    await promisify(execFile)('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc=size=64x48:rate=5:duration=3', '-pix_fmt', 'yuv420p', join(dir.path, 'clip.mp4')])
+    const video = JSON.parse(await run(command('docs/rest.md', 'curl -s -H "X-API-Key: $KEY" -F file=@clip.mp4'), server.base, 'readme-key', dir.path))
+    assert.equal([video.source, video.fps, typeof video.stopped_early], ['clip.mp4', 2, 'boolean'])
+
   } finally {
     await server.stop()
     await engine.close()
   }
-})
-
-test('the README lists every built-in category with its parent', () => {
-  const rows = [...readme.matchAll(/^\| `([a-z_]+)` \| (none|`([a-z_]+)`) \|$/gm)].map((m) => [m[1], m[3] ?? null])
-  assert.equal(rows, DEFAULT_CATEGORIES.map((c) => [c.name, c.parent]))
+  // The README's first request, with the key its `mod serve` line sets, from the clone's folder.
+  const keyed = testSettings(join(dir.path, 'cache'), {apiKey: 'secret'})
+  const engine2 = toyEngine(keyed)
+  const server2 = await start(engine2, keyed)
+  try {
+    const first = command('README.md', 'curl -s -H "X-API-Key: secret" -F file=@')
+    const result = JSON.parse(await run(first, server2.base, 'unused', ROOT))
+    assert.equal([result.source, typeof result.is_safe], ['astronaut.jpg', 'boolean'])
+  } finally {
+    await server2.stop()
+    await engine2.close()
+  }
 })
 
 test.run()

@@ -4,7 +4,7 @@ import {emptyFileError, ModError} from '../errors.js'
 import {formatSize} from '../sizes.js'
 import type {RgbImage} from '../types.js'
 
-/** Formats we accept (README: the accepted formats); AVIF is sharp's `heif` with AV1 compression. */
+/** Formats we accept (docs/cli.md, Accepted images); AVIF is sharp's `heif` with AV1 compression. */
 export type ImageFormat = 'jpeg' | 'png' | 'webp' | 'gif' | 'avif' | 'tiff'
 
 export interface ImageLimits {

@@ -1,4 +1,4 @@
-/** Reading and checking a model folder's manifest.json (the layout is in README: Presets and models). */
+/** Reading and checking a model folder's manifest.json (the layout is in docs/models.md, Presets and models). */
 import {readFile, stat} from 'node:fs/promises'
 import {join} from 'node:path'
 

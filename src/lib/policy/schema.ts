@@ -1,5 +1,5 @@
 /**
- * The policy file (README: Policy files): its shape, and a validator that reads the YAML syntax tree so that every
+ * The policy file (docs/policy.md): its shape, and a validator that reads the YAML syntax tree so that every
  * problem carries the line and column it is on. All problems are reported, not just the first; a file with
  * YAML syntax errors reports those alone, since its tree is not reliable.
  *

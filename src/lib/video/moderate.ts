@@ -25,7 +25,7 @@ const round3 = (x: number): number => Math.round(x * 1000) / 1000
 
 /**
  * Moderates a video file: samples frames, scores them in batches and reports per-label segments
- * (README: Video). With `stopOnViolation`, analysis stops at the frame that completes a segment of
+ * (docs/video.md). With `stopOnViolation`, analysis stops at the frame that completes a segment of
  * `minFrames` frames, ffmpeg is killed, and `duration` is the span analysed. Errors are those of
  * `decodeFrames` and of `scoreFrames`; ffmpeg never outlives the call.
  */

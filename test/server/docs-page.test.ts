@@ -1,0 +1,81 @@
+// The /docs page in headless chromium, on a server with MOD_API_KEY set: the page loads without the key, the
+// first operation is near the top (the reference tables come after the operations), and the Authorize
+// button's key is sent with the calls made from the page.
+import {join} from 'node:path'
+
+import {chromium, type Browser} from 'playwright-core'
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {fakeEngine, start, tempDir, testSettings, type Running} from './harness.js'
+
+const KEY = 'docs-page-key'
+const dir = tempDir('mod-server-docs-page-')
+let server: Running
+let browser: Browser
+
+test.before(async () => {
+  server = await start(fakeEngine(), testSettings(join(dir.path, 'cache'), {apiKey: KEY}))
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  })
+})
+
+test.after(async () => {
+  await browser.close()
+  await server.stop()
+  dir.remove()
+})
+
+test('with a key configured, /docs loads without it and shows the first operation near the top, the tables below the operations', async () => {
+  const tab = await browser.newPage({viewport: {width: 1280, height: 900}})
+  const problems: string[] = []
+  const keyed: string[] = []
+  tab.on('pageerror', (e) => problems.push(e.message))
+  tab.on('console', (m) => m.type() === 'error' && problems.push(m.text()))
+  tab.on('request', (r) => r.headers()['x-api-key'] !== undefined && keyed.push(r.url()))
+  const res = await tab.goto(`${server.base}/docs`)
+  assert.is(res?.status(), 200)
+  await tab.waitForSelector('.opblock', {timeout: 30_000})
+  // A string, not a function: tsx would wrap a function's inner helpers in a name helper the page lacks.
+  const layout = (await tab.evaluate(`(() => {
+    const top = (el) => (el ? el.getBoundingClientRect().top + window.scrollY : -1)
+    const headings = [...document.querySelectorAll('.info h1, .info h2')]
+    const heading = (text) => headings.find((h) => h.textContent.trim() === text) ?? null
+    return {
+      firstOperation: top(document.querySelector('.opblock')),
+      lastOperation: top([...document.querySelectorAll('.opblock')].at(-1) ?? null),
+      limits: top(heading('Limits on this server')),
+      errors: top(heading('Errors')),
+      authentication: top(heading('Authentication')),
+      authorize: document.querySelector('.btn.authorize') !== null,
+    }
+  })()`)) as {firstOperation: number; lastOperation: number; limits: number; errors: number; authentication: number; authorize: boolean}
+  assert.equal(problems, [])
+  assert.equal(keyed, [])
+  assert.ok(layout.authentication > 0, JSON.stringify(layout))
+  assert.ok(layout.firstOperation > 0 && layout.firstOperation < 900, `first operation at ${layout.firstOperation} px`)
+  assert.ok(layout.limits > layout.lastOperation && layout.errors > layout.limits, JSON.stringify(layout))
+  assert.ok(layout.authorize)
+  await tab.close()
+})
+
+test("the Authorize button's key is sent with a call made from the page", async () => {
+  const tab = await browser.newPage({viewport: {width: 1280, height: 900}})
+  await tab.goto(`${server.base}/docs`)
+  await tab.waitForSelector('.btn.authorize')
+  await tab.click('.btn.authorize')
+  await tab.fill('.auth-container input[type=text], .auth-container input[type=password]', KEY)
+  await tab.click('.auth-container .btn.modal-btn.auth.authorize')
+  await tab.click('.auth-btn-wrapper .btn-done')
+  await tab.click('#operations-policy-listCategories .opblock-summary')
+  const answer = tab.waitForResponse((r) => r.url().endsWith('/v1/categories'))
+  await tab.click('#operations-policy-listCategories .execute')
+  const res = await answer
+  assert.is(res.request().headers()['x-api-key'], KEY)
+  assert.is(res.status(), 200)
+  await tab.close()
+})
+
+test.run()
