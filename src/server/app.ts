@@ -132,6 +132,7 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
       fetchImageUrl(url, {...options.fetch, maxBytes: settings.limits.maxBytes, timeoutMs: settings.limits.urlTimeoutMs}),
     metricsText: options.metricsText ?? (() => metrics.registry.metrics()),
     draining: () => draining,
+    version: packageVersion(),
   }
   const known = new Map<string, string[]>()
   const allow = (method: string, path: string) => known.set(path, [...(known.get(path) ?? []), method])

@@ -21,6 +21,8 @@ export interface RouteContext {
   fetchImage: (url: string) => Promise<FetchedImage>
   /** True once the server is shutting down: /ready answers 503 so load balancers stop sending traffic. */
   draining: () => boolean
+  /** The version of mod serving (package.json). */
+  version: string
   /** What GET /metrics answers (Prometheus text). */
   metricsText: () => Promise<string>
 }
