@@ -81,6 +81,24 @@ test('GET /metrics sums the metrics of every worker', async () => {
   assert.is(await metric('mod_worker_restarts_total'), 0)
 })
 
+const JOBS_OFF =
+  'the jobs API needs MOD_REDIS_URL when mod serve runs more than one worker (2 here): each worker would keep its ' +
+  'own jobs; set MOD_REDIS_URL to a Redis server, or serve with --workers 1'
+
+test('without MOD_REDIS_URL the job routes answer 503 jobs_unavailable on every worker, and serve said so once at start', async () => {
+  assert.equal(serve.lines.filter((l) => l.startsWith('job routes answer 503')), [`job routes answer 503 jobs_unavailable: ${JOBS_OFF}`])
+  const id = '6f1c2a9e-4b7d-4e21-9a3f-0c5d8e7b1a24'
+  const answers = []
+  for (const [method, path] of [['POST', '/v1/jobs/video'], ['GET', `/v1/jobs/${id}`], ['GET', `/v1/jobs/${id}`], ['DELETE', `/v1/jobs/${id}`]]) {
+    // Refused before any upload is read: the POST needs no body to show it.
+    const headers: Record<string, string> = method === 'POST' ? {'content-type': 'multipart/form-data; boundary=x'} : {}
+    const res = await fetch(`${base}${path}`, {method, headers})
+    const json = await res.json()
+    answers.push([res.status, json.error.code, json.error.message])
+  }
+  assert.equal(answers, Array(4).fill([503, 'jobs_unavailable', JOBS_OFF]))
+})
+
 test('a crashed worker is replaced and the other keeps serving meanwhile', async () => {
   const [victim, survivor] = readyPids()
   process.kill(victim, 'SIGKILL')
