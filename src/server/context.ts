@@ -4,6 +4,7 @@ import type {ServerSettings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
 import type {FetchedImage} from '../lib/fetch/url.js'
 import type {Log} from './errors.js'
+import type {Verdict} from './metrics.js'
 import type {JobQueue} from './jobs/types.js'
 import type {Gate} from './queue.js'
 
@@ -23,6 +24,8 @@ export interface RouteContext {
   draining: () => boolean
   /** The version of mod serving (package.json). */
   version: string
+  /** Counts a verdict answered synchronously (GET /metrics). */
+  verdict: (result: Verdict) => void
   /** What GET /metrics answers (Prometheus text). */
   metricsText: () => Promise<string>
 }

@@ -79,6 +79,17 @@ test('GET /metrics sums the metrics of every worker', async () => {
   assert.ok(((await metric('mod_inference_batch_size_count')) ?? 0) >= 1)
   assert.ok(((await metric('mod_model_load_seconds')) ?? 0) > 0)
   assert.is(await metric('mod_worker_restarts_total'), 0)
+  assert.is(await metric('mod_results_total{verdict="unsafe"}'), 4)
+})
+
+test('GET /metrics of a cluster: one build info sample of value 1 (not one per worker, not summed) and one sample of each process default', async () => {
+  const text = await (await fetch(`${base}/metrics`)).text()
+  const build = text.split('\n').filter((l) => l.startsWith('mod_build_info{'))
+  assert.is(build.length, 1)
+  assert.match(build[0], /^mod_build_info\{version="[^"]+",node="[^"]+",onnxruntime="[^"]+"\} 1$/)
+  const memory = text.split('\n').filter((l) => l.startsWith('process_resident_memory_bytes '))
+  assert.is(memory.length, 1)
+  assert.ok(Number(memory[0].split(' ')[1]) > 0, memory[0])
 })
 
 const JOBS_OFF =
