@@ -26,13 +26,17 @@ export async function availability(setup: SignalSetup, choice: SignalChoice, ope
   const why = new Map(choice.off)
   const signalSetup = {...setup, policy: choice.policy}
   for (const s of choice.active) {
+    if (opened?.has(s.name)) {
+      running.add(s.name)
+      continue
+    }
     let reason: string | undefined
     try {
       reason = await s.missing?.(signalSetup)
     } catch (e) {
       reason = `it cannot be opened: ${message(e)}`
     }
-    if (opened !== undefined && !opened.has(s.name)) reason ??= 'not installed'
+    if (opened !== undefined) reason ??= 'not installed'
     const unmet = (s.needs ?? []).filter((n) => !running.has(n))
     if (reason === undefined && unmet.length > 0) reason = `it needs ${unmet.join(', ')}`
     if (reason === undefined) running.add(s.name)
