@@ -7,7 +7,7 @@ import type {CategoriesResult} from '../lib/types.js'
 const SIGNALS_WIDTH = 14
 
 export default class Categories extends ModCommand {
-  static override description = `List the active categories: built-in, custom (from the policy file) and head labels, with their thresholds, the signals that feed each (clip: the zero-shot prompts; nsfw: the embedded NSFW specialist; head: a trained head) and their parents.
+  static override description = `List the active categories: built-in, custom (from the policy file) and head labels, with their thresholds, the signals that feed each (clip: the zero-shot prompts; nsfw: the embedded NSFW specialist; head: a trained head) and their parents, and whether each is evaluated with the models installed here: by which signals, or why not and what adds it (a category that is not evaluated is never flagged). Reads no model weights.
 
 With --json, the listing has the shape of GET /v1/categories.`
 
@@ -22,12 +22,15 @@ With --json, the listing has the shape of GET /v1/categories.`
     const {engine, config} = await engineFromFlags(flags)
     this.notePolicy(config)
     const listing = await engine.categories()
-    this.log(`preset ${listing.preset}, model ${listing.model}`)
+    const {evaluated, total} = listing.coverage
+    this.log(`preset ${listing.preset}, model ${listing.model}; ${evaluated} of ${total} categories evaluated`)
     const width = listing.categories.reduce((w, c) => Math.max(w, c.name.length), 4)
+    const parentWidth = listing.categories.reduce((w, c) => Math.max(w, c.parent ? c.parent.length + 7 : 0), 0)
     for (const c of listing.categories) {
-      const parent = c.parent ? `parent ${c.parent}` : ''
+      const parent = (c.parent ? `parent ${c.parent}` : '').padEnd(parentWidth)
       const signals = c.signals.join('+').padEnd(SIGNALS_WIDTH)
-      this.log(`${c.name.padEnd(width)}  threshold ${c.threshold.toFixed(2)}  ${c.origin.padEnd(7)}  ${signals}  ${parent}`.trimEnd())
+      const state = c.evaluated ? `evaluated by ${c.evaluated_by.join('+')}` : `NOT EVALUATED: ${c.reason ?? ''}`
+      this.log(`${c.name.padEnd(width)}  threshold ${c.threshold.toFixed(2)}  ${c.origin.padEnd(7)}  ${signals}  ${parent}  ${state}`)
     }
     return listing
   }

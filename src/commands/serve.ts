@@ -11,6 +11,7 @@ import {DEFAULT_HOST, DEFAULT_PORT, DEFAULT_WORKERS, SETTING_VARIABLES} from '..
 import {defaultThreads} from '../lib/model/threads.js'
 import {baseUrl, startupWarnings} from '../server/address.js'
 import {killWorkers, metricsFromPrimary, primaryStop, reportReady, runPrimary} from '../server/cluster.js'
+import {jobsUnavailable} from '../server/jobs/service.js'
 import {createLogger, logTo, prettyDestination} from '../server/logger.js'
 import {createPrimaryMetrics, createServerMetrics, serveMetricsToPrimary} from '../server/metrics.js'
 import {runServer, stopSignals} from '../server/run.js'
@@ -49,7 +50,7 @@ With MOD_API_KEY set, every request but GET /health, GET /ready and the document
     ['MOD_CORS_ORIGINS', 'origins browsers may call from, comma-separated, or * (default: no CORS)'],
     ['MOD_DRAIN_DELAY_MS', 'after SIGTERM, ms of /ready answering 503 before the port closes (default 0)'],
     ['MOD_LOG_LEVEL', 'error, warn, info or debug (default info)'],
-    ['MOD_REDIS_URL', 'jobs on BullMQ on this Redis (default: an in-process queue)'],
+    ['MOD_REDIS_URL', 'jobs on BullMQ on this Redis (default: an in-process queue, one worker only: with --workers > 1 the job routes answer 503 jobs_unavailable)'],
     ['MOD_JOB_STORAGE', 'where job uploads wait; with Redis a folder every node mounts (default: a folder in the temp dir)'],
     ['MOD_JOB_TTL', 'seconds a finished job stays readable (default 3600)'],
     ['MOD_SERVE_JOBS', 'run jobs in this process too (default true)'],
@@ -119,9 +120,8 @@ With MOD_API_KEY set, every request but GET /health, GET /ready and the document
     }
 
     for (const warning of startupWarnings(host, settings)) log(warning, 'warn')
-    if (workers > 1 && settings.jobs.redisUrl === undefined) {
-      log('with --workers > 1 and no MOD_REDIS_URL each worker has its own job queue: a job is found only on the worker that accepted it', 'warn')
-    }
+    const jobsOff = jobsUnavailable(settings)
+    if (jobsOff !== undefined) log(`job routes answer 503 jobs_unavailable: ${jobsOff}`, 'warn')
     if (workers > 1) {
       const primaryMetrics = createPrimaryMetrics()
       process.exit(await runPrimary({workers, host, port, log, metrics: primaryMetrics}, stopSignals(log, killWorkers)))

@@ -12,7 +12,7 @@ import type {Policy, PresetName} from './policy/types.js'
 import type {SIGNAL_STATES} from './schemas.js'
 import {buildResult, mergeFrameLabels, type ScoredLabel} from './scoring/result.js'
 import {activeSignals, openCore, type InferenceCore} from './signals/core.js'
-import {listCategories} from './signals/listing.js'
+import {availability, categoryStates, listCategories} from './signals/listing.js'
 import type {NsfwRunner} from './signals/nsfw/runner.js'
 import type {NudenetDetector} from './signals/nudenet/detector.js'
 import {SIGNALS} from './signals/registry.js'
@@ -20,7 +20,7 @@ import type {Signal, SignalSetup} from './signals/signal.js'
 import {DEFAULT_DECODE_LIMITS} from './video/frames.js'
 import {resolveFfmpeg} from './video/ffmpeg.js'
 import {moderateVideo} from './video/moderate.js'
-import type {CategoriesResult, ErrorEntry, ModerationResult, RgbImage, Segment, VideoResult} from './types.js'
+import type {CategoriesResult, CategoryState, ErrorEntry, ModerationResult, RgbImage, Segment, VideoResult} from './types.js'
 
 export interface EngineOptions {
   preset: PresetName
@@ -115,7 +115,13 @@ export interface Engine {
   moderateMany(inputs: Iterable<ImageInput> | AsyncIterable<ImageInput>, options?: RunOptions): AsyncGenerator<ItemResult>
   /** Samples frames of the video file at `fps` with ffmpeg and returns timestamped segments per violated label. */
   moderateVideo(path: string, options: VideoOptions): Promise<VideoResult>
+  /** The categories with their state: evaluated (by which signals) or not (and why); loads no model. */
   categories(): Promise<CategoriesResult>
+  /**
+   * Each category of the policy: evaluated by which signals, or why not. After a load, what the loaded models
+   * score; before it, what they will score (reads no weights).
+   */
+  categoryStates(): Promise<CategoryState[]>
   /** Releases the models; a load under way is released when it ends. Every call after it is refused. */
   close(): Promise<void>
   /** The same as close(), for `await using`. */
@@ -204,6 +210,12 @@ export function createEngine(opts: EngineOptions): Engine {
     return core.open.has(signal.name) ? 'loaded' : 'not_installed'
   }
 
+  /** The signals loaded when the models are, else what is installed. */
+  async function available() {
+    if (closed) throw closedError()
+    return availability(setup, choice, models.peek()?.open)
+  }
+
   const {dispose: close} = disposer(async () => {
     closed = true
     const pending = await models.current()?.catch(() => undefined)
@@ -249,9 +261,10 @@ export function createEngine(opts: EngineOptions): Engine {
     },
 
     async categories() {
-      if (closed) throw closedError()
-      return listCategories(registry, {...setup, preset: opts.preset, policy}, choice)
+      return listCategories(registry, {...setup, preset: opts.preset, policy}, choice, await available())
     },
+
+    categoryStates: async () => categoryStates(registry, policy, await available()),
 
     close,
     [Symbol.asyncDispose]: close,

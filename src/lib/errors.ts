@@ -20,6 +20,7 @@ export type ErrorCode =
   | 'ffmpeg_missing'
   | 'download_failed'
   | 'not_found'
+  | 'jobs_unavailable'
   | 'internal'
 
 /** An error as a value: raised once where the problem is known; adapters map the code to a status or exit code. */

@@ -127,6 +127,33 @@ export const BatchResult = Type.Object(
   closed,
 )
 
+/** Whether a category is scored in this setup, by what, and if not why: what a verdict covers. */
+const stateFields = {
+  evaluated: Type.Boolean({
+    description: 'Whether results score it. A category that is not evaluated is never a violation: `is_safe` does not cover it.',
+  }),
+  evaluated_by: Type.Array(SignalName, {description: 'The signals that score it in this setup; empty when it is not evaluated.'}),
+  reason: Type.Optional(
+    Type.String({
+      description: 'Only when it is not evaluated: why, and what adds it (e.g. "needs the CLIP model: not installed, run `mod models pull fast`").',
+    }),
+  ),
+}
+
+export const CategoryState = Type.Object(
+  {name: Type.String(), ...stateFields},
+  {...closed, description: 'Whether one category is evaluated, by which signals, or why not.'},
+)
+
+export const Coverage = Type.Object(
+  {
+    evaluated: Type.Integer({minimum: 0, description: "Categories of the policy that results score."}),
+    total: Type.Integer({minimum: 0, description: "Categories of the policy."}),
+    not_evaluated: Type.Array(Type.String(), {description: 'The categories of the policy that results do not score (their `not_evaluated`).'}),
+  },
+  {...closed, description: 'How much of the policy a verdict covers.'},
+)
+
 export const CategoryListing = Type.Object(
   {
     name: Type.String(),
@@ -134,8 +161,11 @@ export const CategoryListing = Type.Object(
     threshold: unit(),
     origin: Origin,
     signals: Type.Array(SignalName, {
-      description: 'What feeds the score. Model signals (clip, nsfw) combine as a weighted mean; a head blends in afterwards.',
+      description:
+        'What the policy feeds the score with (installed or not). Model signals (clip, nsfw) combine as a weighted mean; ' +
+        'a head blends in afterwards.',
     }),
+    ...stateFields,
     prompts: Type.Optional(Type.Array(Type.String(), {description: 'Absent for head labels.'})),
     negatives: Type.Optional(Type.Array(Type.String(), {description: 'Benign look-alikes; absent for head labels.'})),
   },
@@ -146,6 +176,7 @@ export const CategoriesResult = Type.Object(
   {
     preset: Type.Enum(PRESETS),
     model: Type.String({description: 'Id of the model in use.'}),
+    coverage: Coverage,
     categories: Type.Array(CategoryListing),
   },
   closed,

@@ -1,5 +1,4 @@
 import {createServer, type Server, type ServerResponse} from 'node:http'
-import {createRequire} from 'node:module'
 
 import polka, {type Polka} from 'polka'
 
@@ -16,12 +15,12 @@ import {corsHeaders, preflightHeaders} from './cors.js'
 import {docsRoutes} from './docs.js'
 import {methodNotAllowed, notFound, toHttpError, type Log} from './errors.js'
 import {logTo, plainText, requestLog, type Logger} from './logger.js'
-import {createServerMetrics, type ServerMetrics} from './metrics.js'
+import {buildInfo, createServerMetrics, type ServerMetrics} from './metrics.js'
 import {DOCUMENTATION, openapiDocument, openapiHandler} from './openapi.js'
 import {createJobs} from './jobs/service.js'
 import type {JobQueue} from './jobs/types.js'
 import {createGate, type Gate, type Hold} from './queue.js'
-import {sendError} from './reply.js'
+import {errorCodeOf, sendError} from './reply.js'
 import {requestIdOf} from './request-id.js'
 import type {AnyRoute} from './route.js'
 import {ROUTES} from './routes/index.js'
@@ -104,11 +103,6 @@ function inputOf(route: AnyRoute): (ctx: RouteContext, req: Request) => Paramete
 
 const stderrLog: Log = (line, _level, fields) => process.stderr.write(`${plainText(line, fields)}\n`)
 
-function packageVersion(): string {
-  // The same relative path from src/server (tsx) and from dist/server (built).
-  return (createRequire(import.meta.url)('../../package.json') as {version: string}).version
-}
-
 /**
  * The REST API over one engine (fastify-cli's buildServer pattern): routes, API key, limits, queue and
  * JSON errors, on an http.Server that is not listening yet. `mod serve` adds listening, workers and
@@ -132,6 +126,8 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
       fetchImageUrl(url, {...options.fetch, maxBytes: settings.limits.maxBytes, timeoutMs: settings.limits.urlTimeoutMs}),
     metricsText: options.metricsText ?? (() => metrics.registry.metrics()),
     draining: () => draining,
+    version: buildInfo().version,
+    verdict: (result) => metrics.verdict(result),
   }
   const known = new Map<string, string[]>()
   const allow = (method: string, path: string) => known.set(path, [...(known.get(path) ?? []), method])
@@ -192,7 +188,7 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
 
   // Mount point: the OpenAPI document (src/server/openapi.ts).
   const doc = openapiDocument({
-    version: packageVersion(),
+    version: buildInfo().version,
     apiKey: settings.apiKey !== undefined,
     allowUrls: settings.allowUrls,
     limits: settings.limits,
@@ -229,6 +225,8 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
       const seconds = (performance.now() - started) / 1000
       const path = new URL(req.url ?? '/', 'http://localhost').pathname
       metrics.request(req.method ?? '', routeOf(path), res.statusCode, seconds)
+      const code = errorCodeOf(res)
+      if (code !== undefined) metrics.error(code)
       options.logger?.info(
         {
           method: req.method,

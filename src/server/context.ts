@@ -4,6 +4,7 @@ import type {ServerSettings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
 import type {FetchedImage} from '../lib/fetch/url.js'
 import type {Log} from './errors.js'
+import type {Verdict} from './metrics.js'
 import type {JobQueue} from './jobs/types.js'
 import type {Gate} from './queue.js'
 
@@ -21,6 +22,10 @@ export interface RouteContext {
   fetchImage: (url: string) => Promise<FetchedImage>
   /** True once the server is shutting down: /ready answers 503 so load balancers stop sending traffic. */
   draining: () => boolean
+  /** The version of mod serving (package.json). */
+  version: string
+  /** Counts a verdict answered synchronously (GET /metrics). */
+  verdict: (result: Verdict) => void
   /** What GET /metrics answers (Prometheus text). */
   metricsText: () => Promise<string>
 }

@@ -38,6 +38,7 @@ export const HTTP_ERROR_CODES = [
   'too_many_uploads',
   'overloaded',
   'model_unavailable',
+  'jobs_unavailable',
   'not_ready',
   'internal',
   'not_found',
@@ -152,6 +153,13 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
     when: () => 'the model could not be loaded',
     example: 'the model could not be loaded; try again later',
   },
+  jobs_unavailable: {
+    status: 503,
+    when: () =>
+      'a job route on a server of more than one worker without `MOD_REDIS_URL`: each worker would keep its own jobs, ' +
+      'so a job could not be found from the next request (set `MOD_REDIS_URL`, or serve with one worker)',
+    example: 'the jobs API needs MOD_REDIS_URL when mod serve runs more than one worker (each would keep its own jobs); set it, or serve with --workers 1',
+  },
   not_ready: {
     status: 503,
     headers: {'Retry-After': RETRY_NOT_READY_S},
@@ -211,6 +219,7 @@ const FROM_ENGINE: {[C in ErrorCode]: C extends HttpErrorCode ? EngineRow : Engi
   download_failed: {as: 'internal', hidden: true},
   // A local path that does not exist (the CLI); the server never raises it for an image.
   not_found: {},
+  jobs_unavailable: {},
   internal: {hidden: true},
 }
 

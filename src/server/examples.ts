@@ -40,9 +40,27 @@ export const EXAMPLE_VIDEO = {
   not_evaluated: [],
 }
 
+const PULL_CLIP = 'needs the CLIP model: not installed, run `mod models pull fast`'
+
+export const EXAMPLE_COVERAGE = {
+  evaluated: 3,
+  total: 11,
+  not_evaluated: [
+    'violence',
+    'gore',
+    'weapons',
+    'hate_symbols',
+    'drugs',
+    'self_harm',
+    'alcohol',
+    'tobacco',
+  ],
+}
+
 export const EXAMPLE_CATEGORIES = {
   preset: 'fast',
   model: 'clip-vit-b32',
+  coverage: {evaluated: 3, total: 3, not_evaluated: []},
   categories: [
     {
       name: 'weapons',
@@ -50,15 +68,40 @@ export const EXAMPLE_CATEGORIES = {
       threshold: 0.5,
       origin: 'builtin',
       signals: ['clip'],
+      evaluated: true,
+      evaluated_by: ['clip'],
       prompts: ['a photo of a gun', 'a photo of a knife used as a weapon'],
       negatives: ['a photo of a kitchen knife on a cutting board'],
     },
-    {name: 'redness', parent: null, threshold: 0.5, origin: 'custom', signals: ['clip'], prompts: ['red'], negatives: []},
-    {name: 'uniforms', parent: null, threshold: 0.7, origin: 'head', signals: ['head']},
+    {
+      name: 'redness',
+      parent: null,
+      threshold: 0.5,
+      origin: 'custom',
+      signals: ['clip'],
+      evaluated: true,
+      evaluated_by: ['clip'],
+      prompts: ['red'],
+      negatives: [],
+    },
+    {name: 'uniforms', parent: null, threshold: 0.7, origin: 'head', signals: ['head'], evaluated: true, evaluated_by: ['head']},
   ],
 }
 
-export const EXAMPLE_HEALTH = {status: 'ok', model_loaded: true, signals: {clip: 'loaded', nsfw: 'loaded', nudenet: 'not_installed', head: 'off', pdq: 'off'}}
+/** A fresh install: the embedded NSFW specialist scores its three categories, the CLIP model is not pulled. */
+export const EXAMPLE_HEALTH = {
+  status: 'ok',
+  version: '0.1.0',
+  model_loaded: true,
+  signals: {clip: 'not_installed', nsfw: 'loaded', nudenet: 'not_installed', head: 'off', pdq: 'off'},
+  coverage: EXAMPLE_COVERAGE,
+  categories: [
+    {name: 'nudity', evaluated: true, evaluated_by: ['nsfw']},
+    {name: 'weapons', evaluated: false, evaluated_by: [], reason: PULL_CLIP},
+  ],
+}
+
+export const EXAMPLE_READY = {status: 'ready', coverage: EXAMPLE_COVERAGE}
 
 /** A 16×16 blue PNG: the documentation page's request succeeds as sent, on any server (no URL fetching needed). */
 export const EXAMPLE_PNG_BASE64 =

@@ -1,4 +1,6 @@
-import {AggregatorRegistry, Counter, Gauge, Histogram, Registry} from 'prom-client'
+import {createRequire} from 'node:module'
+
+import {AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry} from 'prom-client'
 
 import type {EngineObserver} from '../lib/engine.js'
 
@@ -14,10 +16,59 @@ export interface ServerMetrics {
   watchQueue(depth: () => number): void
   /** Hooks for the engine's batcher and model loading. */
   engine: EngineObserver
+  /** Counts a verdict answered synchronously (an image, a batch entry, a video): safe or not, and per violated category. */
+  verdict(result: Verdict): void
+  /** Counts an error answer by its code. */
+  error(code: string): void
+}
+
+/** What a verdict counter reads of a moderation or video result. */
+export interface Verdict {
+  is_safe: boolean
+  violations: readonly {name: string}[]
+}
+
+/** The versions a build runs with: mod's, Node's and onnxruntime's (the same relative path from src/ and dist/). */
+export function buildInfo(): {version: string; node: string; onnxruntime: string} {
+  const require = createRequire(import.meta.url)
+  return {
+    version: (require('../../package.json') as {version: string}).version,
+    node: process.versions.node,
+    onnxruntime: (require('onnxruntime-node/package.json') as {version: string}).version,
+  }
 }
 
 export function createServerMetrics(): ServerMetrics {
   const registry = new Registry()
+  // process_* and nodejs_*: prom-client gives each an aggregator, so a cluster's sum stays meaningful
+  // (memory and CPU summed, event-loop lag averaged, start time left out).
+  collectDefaultMetrics({register: registry})
+  new Gauge({
+    name: 'mod_build_info',
+    help: 'Always 1; the labels name the versions of mod, Node and onnxruntime.',
+    labelNames: ['version', 'node', 'onnxruntime'],
+    // Every worker runs the same build: one sample, not the number of workers.
+    aggregator: 'first',
+    registers: [registry],
+  }).set(buildInfo(), 1)
+  const results = new Counter({
+    name: 'mod_results_total',
+    help: 'Verdicts answered synchronously (images, batch entries, videos), by verdict.',
+    labelNames: ['verdict'],
+    registers: [registry],
+  })
+  const violations = new Counter({
+    name: 'mod_violations_total',
+    help: 'Violations in verdicts answered synchronously, by category.',
+    labelNames: ['category'],
+    registers: [registry],
+  })
+  const errors = new Counter({
+    name: 'mod_errors_total',
+    help: 'Error answers, by error code.',
+    labelNames: ['code'],
+    registers: [registry],
+  })
   const labelNames = ['method', 'route', 'status'] as const
   const requests = new Counter({name: 'mod_http_requests_total', help: 'Requests answered.', labelNames, registers: [registry]})
   const latency = new Histogram({
@@ -71,6 +122,11 @@ export function createServerMetrics(): ServerMetrics {
       },
       loaded: (seconds) => load.set(seconds),
     },
+    verdict(result) {
+      results.inc({verdict: result.is_safe ? 'safe' : 'unsafe'})
+      for (const v of result.violations) violations.inc({category: v.name})
+    },
+    error: (code) => errors.inc({code}),
   }
 }
 

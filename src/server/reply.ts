@@ -14,6 +14,13 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text)
 }
 
+const sentErrors = new WeakMap<ServerResponse, string>()
+
+/** The code of the error answer `res` carried, if it was one (what the error counter reads once it is sent). */
+export function errorCodeOf(res: ServerResponse): string | undefined {
+  return sentErrors.get(res)
+}
+
 /** A request body that has not arrived whole (a limit cut it off, or the request was refused before reading it). */
 function bodyUnread(req: IncomingMessage): boolean {
   const declared = req.headers['content-length']
@@ -26,6 +33,7 @@ function bodyUnread(req: IncomingMessage): boolean {
  * answer: otherwise Node would read (and throw away) the rest of an upload that was refused.
  */
 export function sendError(res: ServerResponse, e: HttpError): void {
+  if (!res.headersSent && !res.destroyed) sentErrors.set(res, e.code)
   const close: Record<string, string> = bodyUnread(res.req) ? {Connection: 'close'} : {}
   const requestId = res.getHeader('x-request-id')
   const error = {code: e.code, message: e.message, ...(typeof requestId === 'string' ? {request_id: requestId} : {})}

@@ -1,6 +1,6 @@
 import {Type} from 'typebox'
 
-import {SignalStates} from '../lib/schemas.js'
+import {CategoryState, Coverage, SignalStates} from '../lib/schemas.js'
 import {DEFAULT_SAMPLING, MAX_FPS, MAX_MIN_FRAMES, MIN_FPS} from '../lib/video/options.js'
 import {BASE64_EXPECTED, BASE64_PATTERN} from './body.js'
 import {HTTP_ERROR_CODES} from './errors.js'
@@ -15,16 +15,34 @@ const closed = {additionalProperties: false} as const
 export const Health = Type.Object(
   {
     status: Type.Literal('ok'),
+    version: Type.String({description: 'The version of mod serving.'}),
     model_loaded: Type.Boolean({description: 'Whether the models are in memory.'}),
     signals: SignalStates(
       'Per signal: `loaded`; `not_installed` (its categories are not evaluated, e.g. no CLIP model pulled); `off` ' +
         '(switched off by the policy or configuration); `not_loaded` (before the first load).',
     ),
+    coverage: Coverage,
+    categories: Type.Array(CategoryState, {
+      description:
+        'Each category of the policy: evaluated (by which signals) or not, and why. Before the models are loaded, ' +
+        'what they will score once loaded.',
+    }),
   },
   closed,
 )
 
-export const Ready = Type.Object({status: Type.Literal('ready')}, closed)
+export const Ready = Type.Object(
+  {
+    status: Type.Literal('ready'),
+    coverage: Coverage,
+  },
+  {
+    ...closed,
+    description:
+      'Ready even when some categories are not evaluated (e.g. no CLIP model installed): `coverage` says how many ' +
+      'results score, and which they leave out.',
+  },
+)
 
 export const ErrorCode = Type.Enum(HTTP_ERROR_CODES)
 

@@ -225,8 +225,8 @@ test('--precision int8 runs the model\'s int8 encoders, with a prompt cache of t
 
 test('categories --json lists the defaults plus the custom category with parents and thresholds', async () => {
   const table = await runInProcess(['categories', '--config', policy], {env})
-  assert.match(table.stdout, /^nudity\s+threshold 0\.50\s+builtin\s+clip\+nsfw\s*$/m)
-  assert.match(table.stdout, /^weapons\s+threshold 0\.50\s+builtin\s+clip\s+parent violence$/m)
+  assert.match(table.stdout, /^nudity\s+threshold 0\.50\s+builtin\s+clip\+nsfw\s+evaluated by clip\+nsfw$/m)
+  assert.match(table.stdout, /^weapons\s+threshold 0\.50\s+builtin\s+clip\s+parent violence\s+evaluated by clip$/m)
   const r = await runInProcess(['categories', '--json', '--config', policy], {env})
   assert.is(r.code, 0, r.stderr)
   const listing = JSON.parse(r.stdout)

@@ -25,10 +25,20 @@ test.after(async () => {
 
 const violationNames = (r: {violations: {name: string}[]}) => r.violations.map((v) => v.name)
 
-test('GET /health answers status ok, whether the models are loaded and what each signal does, on a kept-alive connection', async () => {
+const {version} = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as {version: string}
+
+test('GET /health answers status ok, the version, whether the models are loaded, what each signal does and each category\'s state, on a kept-alive connection', async () => {
   const r = await call(`${server.base}/health`)
   assert.equal(r.status, 200)
-  assert.equal(r.body, {status: 'ok', model_loaded: true, signals: {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', pdq: 'off'}})
+  assert.equal({...r.body, categories: r.body.categories.slice(0, 1)}, {
+    status: 'ok',
+    version,
+    model_loaded: true,
+    signals: {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', pdq: 'off'},
+    coverage: {evaluated: 12, total: 12, not_evaluated: []},
+    categories: [{name: 'nudity', evaluated: true, evaluated_by: ['clip']}],
+  })
+  assert.is(r.body.categories.length, 12)
   assert.is(r.headers.get('connection'), 'keep-alive')
 })
 
@@ -51,9 +61,12 @@ test('GET /v1/categories lists the preset, the model id and every label with its
     threshold: 0.5,
     origin: 'custom',
     signals: ['clip'],
+    evaluated: true,
+    evaluated_by: ['clip'],
     prompts: ['red'],
     negatives: [],
   })
+  assert.equal(r.body.coverage, {evaluated: 12, total: 12, not_evaluated: []})
   assert.equal(r.body.categories.find((c: {name: string}) => c.name === 'weapons').parent, 'violence')
 })
 

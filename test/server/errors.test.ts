@@ -264,6 +264,7 @@ test('every engine error code has its status; server-side problems are hidden fr
     ffmpeg_missing: [500, 'internal'],
     download_failed: [500, 'internal'],
     not_found: [404, 'not_found'],
+    jobs_unavailable: [503, 'jobs_unavailable'],
     internal: [500, 'internal'],
   }
   for (const [code, [status, publicCode, retryAfter]] of Object.entries(expected)) {

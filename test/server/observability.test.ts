@@ -1,6 +1,7 @@
 // What an operator reads: one JSON access line per request, X-Request-Id on every answer and in error
 // bodies, and GET /metrics in Prometheus text (one process here; workers.test.ts sums a cluster).
 import {randomUUID} from 'node:crypto'
+import {readFileSync} from 'node:fs'
 import {Writable} from 'node:stream'
 import {join} from 'node:path'
 
@@ -11,7 +12,7 @@ import {createEngine} from '../../src/lib/engine.js'
 import {buildPolicy} from '../../src/lib/policy/load.js'
 import {createLogger, logTo, prettyDestination} from '../../src/server/logger.js'
 import {createServerMetrics} from '../../src/server/metrics.js'
-import {call, fakeEngine, form, red, start, tempDir, testSettings, TOY_MODEL, until, type Running} from './harness.js'
+import {blue, call, fakeEngine, form, red, start, tempDir, testSettings, TOY_MODEL, until, type Running} from './harness.js'
 
 const KEY = 'ops-key'
 const dir = tempDir('mod-server-observability-')
@@ -147,6 +148,41 @@ test('GET /metrics needs the key and counts requests by route pattern, inference
   assert.ok((sample('mod_inference_batch_size_count') ?? 0) >= 1)
   assert.is(sample('mod_inference_batch_size_count'), sample('mod_inference_duration_seconds_count'))
   assert.ok((sample('mod_model_load_seconds') ?? 0) > 0)
+})
+
+test('GET /metrics counts verdicts (safe or unsafe, violations per category) and error answers per code, beside build info and the process defaults', async () => {
+  const own = createServerMetrics()
+  const s = await start(engine, settings, {metrics: own})
+  try {
+    const moderate = async (name: string, data: Buffer) =>
+      (await call(`${s.base}/v1/moderate`, {method: 'POST', headers: key, body: form('file', [{name, data}])})).status
+    assert.equal([await moderate('red.png', await red()), await moderate('blue.png', await blue())], [200, 200])
+    const batch = form('files', [
+      {name: 'a.png', data: await red()},
+      {name: 'notes.txt', data: 'not an image'},
+    ])
+    assert.is((await call(`${s.base}/v1/moderate/batch`, {method: 'POST', headers: key, body: batch})).status, 200)
+    assert.is((await call(`${s.base}/v1/categories`)).status, 401)
+    assert.is((await call(`${s.base}/v1/jobs/${randomUUID()}`, {headers: key})).status, 404)
+    assert.is((await call(`${s.base}/v1/jobs/${randomUUID()}`, {headers: key})).status, 404)
+    const text = (await call(`${s.base}/metrics`, {headers: key})).body as string
+    const lines = text.split('\n')
+    const sample = (name: string) => lines.find((l) => l.startsWith(`${name} `))?.slice(name.length + 1)
+    assert.equal(
+      ['safe', 'unsafe'].map((v) => sample(`mod_results_total{verdict="${v}"}`)),
+      ['1', '2'],
+    )
+    assert.is(sample('mod_violations_total{category="redness"}'), '2')
+    assert.equal(lines.filter((l) => l.startsWith('mod_errors_total{')), ['mod_errors_total{code="unauthorized"} 1', 'mod_errors_total{code="not_found"} 2'])
+    const {version} = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {version: string}
+    const onnxruntime = (JSON.parse(readFileSync(new URL('../../node_modules/onnxruntime-node/package.json', import.meta.url), 'utf8')) as {version: string}).version
+    assert.is(sample(`mod_build_info{version="${version}",node="${process.versions.node}",onnxruntime="${onnxruntime}"}`), '1')
+    for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_heap_size_used_bytes', 'nodejs_eventloop_lag_seconds']) {
+      assert.ok(Number(sample(name)) > 0 || sample(name) === '0', name)
+    }
+  } finally {
+    await s.stop()
+  }
 })
 
 test('on a terminal the lines are short text: time, level, message, then the other fields', () => {

@@ -33,7 +33,7 @@ test('before the model is loaded /ready is 503 not_ready and starts loading it; 
     assert.is((await call(`${server.base}/health`)).status, 200)
     release()
     await until(() => engine.isLoaded())
-    assert.equal(answer(await call(`${server.base}/ready`)), {status: 200, retryAfter: null, body: {status: 'ready'}})
+    assert.equal(answer(await call(`${server.base}/ready`)), {status: 200, retryAfter: null, body: {status: 'ready', coverage: {evaluated: 0, total: 0, not_evaluated: []}}})
   } finally {
     await server.stop()
   }

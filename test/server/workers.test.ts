@@ -79,6 +79,35 @@ test('GET /metrics sums the metrics of every worker', async () => {
   assert.ok(((await metric('mod_inference_batch_size_count')) ?? 0) >= 1)
   assert.ok(((await metric('mod_model_load_seconds')) ?? 0) > 0)
   assert.is(await metric('mod_worker_restarts_total'), 0)
+  assert.is(await metric('mod_results_total{verdict="unsafe"}'), 4)
+})
+
+test('GET /metrics of a cluster: one build info sample of value 1 (not one per worker, not summed) and one sample of each process default', async () => {
+  const text = await (await fetch(`${base}/metrics`)).text()
+  const build = text.split('\n').filter((l) => l.startsWith('mod_build_info{'))
+  assert.is(build.length, 1)
+  assert.match(build[0], /^mod_build_info\{version="[^"]+",node="[^"]+",onnxruntime="[^"]+"\} 1$/)
+  const memory = text.split('\n').filter((l) => l.startsWith('process_resident_memory_bytes '))
+  assert.is(memory.length, 1)
+  assert.ok(Number(memory[0].split(' ')[1]) > 0, memory[0])
+})
+
+const JOBS_OFF =
+  'the jobs API needs MOD_REDIS_URL when mod serve runs more than one worker (2 here): each worker would keep its ' +
+  'own jobs; set MOD_REDIS_URL to a Redis server, or serve with --workers 1'
+
+test('without MOD_REDIS_URL the job routes answer 503 jobs_unavailable on every worker, and serve said so once at start', async () => {
+  assert.equal(serve.lines.filter((l) => l.startsWith('job routes answer 503')), [`job routes answer 503 jobs_unavailable: ${JOBS_OFF}`])
+  const id = '6f1c2a9e-4b7d-4e21-9a3f-0c5d8e7b1a24'
+  const answers = []
+  for (const [method, path] of [['POST', '/v1/jobs/video'], ['GET', `/v1/jobs/${id}`], ['GET', `/v1/jobs/${id}`], ['DELETE', `/v1/jobs/${id}`]]) {
+    // Refused before any upload is read: the POST needs no body to show it.
+    const headers: Record<string, string> = method === 'POST' ? {'content-type': 'multipart/form-data; boundary=x'} : {}
+    const res = await fetch(`${base}${path}`, {method, headers})
+    const json = await res.json()
+    answers.push([res.status, json.error.code, json.error.message])
+  }
+  assert.equal(answers, Array(4).fill([503, 'jobs_unavailable', JOBS_OFF]))
 })
 
 test('a crashed worker is replaced and the other keeps serving meanwhile', async () => {

@@ -136,6 +136,11 @@ export interface Signal {
   weight(category: Category): number
   /** Opens it; a ModError `model_missing` when it is not installed. `open` holds the signals opened before it. */
   open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>): Promise<OpenSignal>
+  /**
+   * For listings, without loading any model: why it would not open (not installed), with what installs it
+   * (`run \`mod models pull fast\``); undefined when it is there. A signal without it is taken as installed.
+   */
+  missing?(setup: SignalSetup): Promise<string | undefined>
   /** For listings, without loading any model: the id of the model it scores with. */
   modelId?(setup: SignalSetup): Promise<string>
   /** For listings, without loading any model: the labels it feeds or adds by name (a head's labels). */

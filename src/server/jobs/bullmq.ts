@@ -8,7 +8,7 @@ import type {Log} from '../errors.js'
 import {jobData, readJobData, type JobData} from './data.js'
 import {queueFull} from './memory.js'
 import {LOCK_DURATION_MS, MAX_STALLED_COUNT, STALLED_INTERVAL_MS} from './recovery.js'
-import {Job, type JobBody} from './schema.js'
+import {Job, jobSegment, type JobBody} from './schema.js'
 import {jobFilesInPlace, jobPaths, removeJobFolder} from './storage.js'
 import {SWEEP_GRACE_MS, SWEEP_INTERVAL_MS, sweepJobFolders} from './sweep.js'
 import {newJob, type JobError, type JobQueue, type JobRunner, type JobSpec, type QueueHooks} from './types.js'
@@ -194,7 +194,7 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
       const result = await runner(spec, {
         signal: controller.signal,
         onProgress: (frames, seconds) => save({frames_analyzed: frames, seconds}),
-        onSegment: (label, segment) => save({segments: [...progress.segments, {label, ...segment}]}),
+        onSegment: (label, segment) => save({segments: [...progress.segments, jobSegment(label, segment)]}),
       })
       outcome = controller.signal.aborted ? {status: 'cancelled'} : {status: 'done', result}
     } catch (e) {

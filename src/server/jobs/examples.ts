@@ -8,5 +8,5 @@ export const EXAMPLE_JOB = {
   created_at: '2026-01-01T12:00:00.000Z',
   updated_at: '2026-01-01T12:00:04.000Z',
   progress: {frames_analyzed: 8, seconds: 8},
-  segments: [{label: 'weapons', start: 2, end: 6, frames: 4, max_confidence: 0.93}],
+  segments: [{name: 'weapons', label: 'weapons', start: 2, end: 6, frames: 4, max_confidence: 0.93}],
 }

@@ -1,7 +1,7 @@
 import {rm} from 'node:fs/promises'
 
 import {ModError} from '../../lib/errors.js'
-import type {JobBody} from './schema.js'
+import {jobSegment, type JobBody} from './schema.js'
 import {newJob, type JobQueue, type JobRunner, type JobSpec, type QueueHooks} from './types.js'
 
 export interface MemoryQueueOptions extends QueueHooks {
@@ -55,7 +55,7 @@ export function createMemoryQueue(o: MemoryQueueOptions): JobQueue {
       const result = await work(entry.spec, {
         signal: entry.controller.signal,
         onProgress: (frames, seconds) => touch(entry, {progress: {frames_analyzed: frames, seconds}}),
-        onSegment: (label, segment) => touch(entry, {segments: [...entry.body.segments, {label, ...segment}]}),
+        onSegment: (label, segment) => touch(entry, {segments: [...entry.body.segments, jobSegment(label, segment)]}),
       })
       await end(entry, entry.controller.signal.aborted ? {status: 'cancelled'} : {status: 'done', result})
     } catch (e) {

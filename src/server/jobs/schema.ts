@@ -1,6 +1,6 @@
 import {Type, type Static} from 'typebox'
 
-import {VideoResult} from '../../lib/schemas.js'
+import {Segment, VideoResult} from '../../lib/schemas.js'
 import {ErrorCode} from '../schemas.js'
 
 const closed = {additionalProperties: false} as const
@@ -9,7 +9,11 @@ export const JOB_STATUSES = ['queued', 'running', 'done', 'failed', 'cancelled']
 
 export const JobSegment = Type.Object(
   {
-    label: Type.String({description: 'The violated label.'}),
+    name: Type.String({description: 'The violated category, as `name` in video results and in `mod scan-video --ndjson`.'}),
+    label: Type.String({
+      deprecated: true,
+      description: 'The same as `name`, kept for clients written before `name`; it will be removed in a later version.',
+    }),
     start: Type.Number({minimum: 0}),
     end: Type.Number({minimum: 0}),
     frames: Type.Integer({minimum: 1}),
@@ -17,6 +21,11 @@ export const JobSegment = Type.Object(
   },
   {...closed, description: 'A segment found so far, reported once its run of frames has closed.'},
 )
+
+/** A segment as a job reports it: `label` repeats `name` for older clients. */
+export function jobSegment(name: string, segment: Static<typeof Segment>): Static<typeof JobSegment> {
+  return {name, label: name, ...segment}
+}
 
 /** A job as GET /v1/jobs/{id} answers it and as its callback carries it. */
 export const Job = Type.Object(

@@ -1,6 +1,7 @@
 import type {JobSettings} from '../../lib/config/jobs.js'
 import type {ServerSettings} from '../../lib/config/settings.js'
 import type {Engine} from '../../lib/engine.js'
+import {ModError} from '../../lib/errors.js'
 import {sendCallback, type CallbackOptions} from '../../lib/fetch/callback.js'
 import {describe, toHttpError, type Log} from '../errors.js'
 import type {BullQueueOptions} from './bullmq.js'
@@ -53,9 +54,35 @@ function loadingBullQueue(o: BullQueueOptions): JobQueue {
   }
 }
 
-/** The queue MOD_REDIS_URL selects: BullMQ on Redis, or the in-process queue. It runs no job until `work`. */
+/**
+ * Why the jobs API is off for these settings, or undefined when it is on: with several workers and no Redis,
+ * each worker's in-process queue would hold its own jobs, and a poll landing on another worker would not find
+ * the job. Answering 503 on every job route beats an API that half works.
+ */
+export function jobsUnavailable(settings: Pick<ServerSettings, 'workers' | 'jobs'>): string | undefined {
+  if (settings.workers <= 1 || settings.jobs.redisUrl !== undefined) return undefined
+  return (
+    `the jobs API needs MOD_REDIS_URL when mod serve runs more than one worker (${settings.workers} here): each ` +
+    'worker would keep its own jobs; set MOD_REDIS_URL to a Redis server, or serve with --workers 1'
+  )
+}
+
+/** Every job route refuses with `jobs_unavailable`: the queue of a server whose jobs API is off. */
+function refusingQueue(reason: string): JobQueue {
+  const refuse = async (): Promise<never> => {
+    throw new ModError('jobs_unavailable', reason)
+  }
+  return {checkRoom: refuse, submit: refuse, get: refuse, cancel: refuse, work: () => {}, close: async () => {}}
+}
+
+/**
+ * The queue MOD_REDIS_URL selects: BullMQ on Redis, or the in-process queue (one worker only; several refuse
+ * every job request). It runs no job until `work`.
+ */
 export function jobQueue(settings: ServerSettings, log: Log, options: JobOptions = {}): JobQueue {
   const {jobs, limits} = settings
+  const off = jobsUnavailable(settings)
+  if (off !== undefined) return refusingQueue(off)
   const hooks = queueHooks(jobs, log, options)
   if (jobs.redisUrl === undefined) return createMemoryQueue({...hooks, limit: limits.queueLimit, ttlSeconds: jobs.ttlSeconds})
   return loadingBullQueue({

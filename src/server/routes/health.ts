@@ -1,12 +1,24 @@
+import {coverageOf} from '../../lib/signals/listing.js'
 import type {Handler} from '../context.js'
 import {EXAMPLE_HEALTH} from '../examples.js'
 import {sendJson} from '../reply.js'
 import {declareRoute} from '../route.js'
 import {Health} from '../schemas.js'
 
-/** GET /health: liveness for load balancers, and which signals are loaded; never needs a key and never waits in the queue. */
+/**
+ * GET /health: liveness for load balancers, the version, which signals are loaded and what each category's
+ * state is; never needs a key and never waits in the queue (the states read no model weights).
+ */
 export const health: Handler = async (ctx, _req, res) => {
-  sendJson(res, 200, {status: 'ok', model_loaded: ctx.engine.isLoaded(), signals: ctx.engine.signals()})
+  const categories = await ctx.engine.categoryStates()
+  sendJson(res, 200, {
+    status: 'ok',
+    version: ctx.version,
+    model_loaded: ctx.engine.isLoaded(),
+    signals: ctx.engine.signals(),
+    coverage: coverageOf(categories),
+    categories,
+  })
 }
 
 /** Public: load balancers and container health checks call it without the key. */
@@ -15,7 +27,11 @@ export const healthRoute = declareRoute({
   path: '/health',
   operationId: 'getHealth',
   summary: 'Health status',
-  description: 'Always public (never needs `X-API-Key`). `model_loaded` is false until the model is in memory.',
+  description:
+    'Always public (never needs `X-API-Key`). `model_loaded` is false until the model is in memory. `categories` ' +
+    'says for each category of the policy whether results score it and by which signals, or why not and what adds ' +
+    'it (e.g. a CLIP model that is not installed: `mod models pull fast`); `coverage` counts them. A category that ' +
+    'is not evaluated is never a violation, so `is_safe` does not cover it.',
   tags: ['service'],
   security: [],
   responses: {200: {description: 'The server is up.', schema: Health, example: EXAMPLE_HEALTH}},

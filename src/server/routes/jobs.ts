@@ -68,7 +68,7 @@ export const submitVideoJobRoute = declareRoute({
   query: JobQuery,
   body: VIDEO_UPLOAD,
   responses: {202: {description: 'The job, queued.', schema: Job, headers: LOCATION, example: EXAMPLE_JOB}},
-  errors: ['bad_request', 'payload_too_large', 'unsupported_media', 'url_blocked', 'internal', 'too_many_uploads', 'overloaded'],
+  errors: ['bad_request', 'payload_too_large', 'unsupported_media', 'url_blocked', 'internal', 'too_many_uploads', 'overloaded', 'jobs_unavailable'],
   handler: async (ctx, req, res, {query}) => {
     const {jobs: queue, settings} = ctx
     if (query.callback_url !== undefined) await checkCallback(query.callback_url, settings.jobs.callbackAllowPrivate)
@@ -118,7 +118,7 @@ export const getJobRoute = declareRoute({
   tags: ['jobs'],
   pathParams: ID,
   responses: {200: {description: 'The job.', schema: Job, example: EXAMPLE_JOB}},
-  errors: ['not_found', 'internal', 'overloaded'],
+  errors: ['not_found', 'internal', 'overloaded', 'jobs_unavailable'],
   handler: async (ctx, _req, res, {params: {id}}) => {
     const job = await ctx.jobs.get(id)
     if (!job) throw unknownJob(id)
@@ -137,7 +137,7 @@ export const cancelJobRoute = declareRoute({
   tags: ['jobs'],
   pathParams: ID,
   responses: {200: {description: 'The job after cancelling.', schema: Job}},
-  errors: ['not_found', 'internal', 'overloaded'],
+  errors: ['not_found', 'internal', 'overloaded', 'jobs_unavailable'],
   handler: async (ctx, _req, res, {params: {id}}) => {
     const job = await ctx.jobs.cancel(id)
     if (!job) throw unknownJob(id)

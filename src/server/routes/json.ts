@@ -39,6 +39,7 @@ export const moderateJson: RouteHandler<unknown, Static<typeof ModerateJsonReque
     },
     (image, scheduler) => ctx.engine.moderateImage(image.data, image.source, {scheduler}),
   )
+  ctx.verdict(result)
   sendJson(res, 200, result)
 }
 

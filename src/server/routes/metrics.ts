@@ -26,9 +26,11 @@ export const metricsRoute = declareRoute({
   summary: 'Metrics in Prometheus text format',
   description:
     'Requests (`mod_http_requests_total`, `mod_http_request_duration_seconds` by method, route and status), ' +
-    '`mod_queue_depth`, `mod_inference_duration_seconds`, `mod_inference_batch_size`, `mod_model_load_seconds` ' +
-    'and, with more than one worker, `mod_worker_restarts_total`; summed over the workers. Needs the API key ' +
-    'like the other endpoints.',
+    '`mod_queue_depth`, `mod_inference_duration_seconds`, `mod_inference_batch_size`, `mod_model_load_seconds`, ' +
+    'verdicts answered synchronously (`mod_results_total{verdict="safe|unsafe"}`, `mod_violations_total{category}`), ' +
+    'error answers (`mod_errors_total{code}`), `mod_build_info{version,node,onnxruntime}` (always 1), prom-client\'s ' +
+    '`process_*` and `nodejs_*` defaults and, with more than one worker, `mod_worker_restarts_total`; summed over ' +
+    'the workers (the build info is one sample, the event-loop lag an average). Needs the API key like the other endpoints.',
   tags: ['service'],
   responses: {
     200: {

@@ -20,6 +20,7 @@ export const moderateFile: Handler = async (ctx, req, res) => {
     async (upload) => (await receiveImages(req, {field: 'file', maxFiles: 1, maxBytes, ...pace, hold: upload}))[0],
     (image, scheduler) => ctx.engine.moderateImage(image.data, image.filename, {scheduler}),
   )
+  ctx.verdict(result)
   sendJson(res, 200, result)
 }
 
@@ -43,6 +44,7 @@ export const moderateBatch: Handler = async (ctx, req, res) => {
       return out
     },
   )
+  for (const item of results) if (!('error' in item)) ctx.verdict(item)
   sendJson(res, 200, {results})
 }
 

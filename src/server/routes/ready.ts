@@ -1,5 +1,7 @@
+import {coverageOf} from '../../lib/signals/listing.js'
 import type {Handler} from '../context.js'
 import {notReady} from '../errors.js'
+import {EXAMPLE_READY} from '../examples.js'
 import {sendError, sendJson} from '../reply.js'
 import {declareRoute} from '../route.js'
 import {Ready} from '../schemas.js'
@@ -15,7 +17,7 @@ export const ready: Handler = async (ctx, _req, res) => {
     ctx.engine.load().catch(() => {})
     return sendError(res, notReady('the model is loading'))
   }
-  sendJson(res, 200, {status: 'ready'})
+  sendJson(res, 200, {status: 'ready', coverage: coverageOf(await ctx.engine.categoryStates())})
 }
 
 export const readyRoute = declareRoute({
@@ -26,10 +28,12 @@ export const readyRoute = declareRoute({
   description:
     'Always public (never needs `X-API-Key`). 200 once the model is loaded; 503 `not_ready` with `Retry-After` ' +
     'before (with `MOD_PRELOAD=false` the first call starts loading it) and from the moment the server starts ' +
-    'shutting down (for `MOD_DRAIN_DELAY_MS` before the port closes). `GET /health` stays the liveness check.',
+    'shutting down (for `MOD_DRAIN_DELAY_MS` before the port closes). `GET /health` stays the liveness check. ' +
+    'A server that scores only some categories (e.g. no CLIP model installed) is still ready; `coverage` says how ' +
+    'many of the policy\'s categories results score and names the others.',
   tags: ['service'],
   security: [],
-  responses: {200: {description: 'The server takes traffic.', schema: Ready, example: {status: 'ready'}}},
+  responses: {200: {description: 'The server takes traffic.', schema: Ready, example: EXAMPLE_READY}},
   errors: ['not_ready'],
   handler: ready,
 })

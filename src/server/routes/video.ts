@@ -37,6 +37,7 @@ export const moderateVideoFile: RouteHandler<QueryValues<typeof VideoQuery>, unk
   } finally {
     if (dir) await rm(dir, {recursive: true, force: true})
   }
+  ctx.verdict(result)
   sendJson(res, 200, result)
 }
 

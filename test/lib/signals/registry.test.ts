@@ -63,8 +63,57 @@ test('a registered signal scores scan results, and /health and /v1/categories li
     // Plain requests: the OpenAPI document describes the registry's own signals, which this test extends.
     const get = async (path: string) => (await fetch(`${server.base}${path}`)).json()
     assert.equal((await get('/health')).signals, {clip: 'not_installed', nsfw: 'off', nudenet: 'off', head: 'off', pdq: 'off', red_meter: 'loaded'})
-    const redness = (await get('/v1/categories')).categories.find((c: {name: string}) => c.name === 'redness')
+    const listing = await get('/v1/categories')
+    const redness = listing.categories.find((c: {name: string}) => c.name === 'redness')
     assert.equal(redness.signals, ['clip', 'red_meter'])
+    assert.equal([redness.evaluated, redness.evaluated_by], [true, ['red_meter']])
+    assert.equal(listing.coverage, (await get('/ready')).coverage)
+  } finally {
+    await server.stop()
+    await engine.close()
+  }
+})
+
+const PULL = 'needs the CLIP model: not installed, run `mod models pull fast`'
+const notEvaluated = [
+  'nudity',
+  'sexual_activity',
+  'suggestive',
+  'violence',
+  'gore',
+  'weapons',
+  'hate_symbols',
+  'drugs',
+  'self_harm',
+  'alcohol',
+  'tobacco',
+]
+
+test('each category says whether it is evaluated, by what, or why not and what adds it; /ready stays ready and says so', async () => {
+  const engine = createEngine(setup)
+  const server = await start(engine, testSettings(cacheDir), {tmpDir: dir.path})
+  try {
+    const get = async (path: string) => (await fetch(`${server.base}${path}`)).json()
+    // Before the load: read from what is installed, without loading a model.
+    const before = await get('/health')
+    assert.is(before.model_loaded, false)
+    await engine.load()
+    const health = await get('/health')
+    assert.equal(before.categories, health.categories)
+    assert.equal(health.coverage, {evaluated: 1, total: 12, not_evaluated: notEvaluated})
+    const state = (name: string) => health.categories.find((c: {name: string}) => c.name === name)
+    assert.equal(state('redness'), {name: 'redness', evaluated: true, evaluated_by: ['red_meter']})
+    assert.equal(state('weapons'), {name: 'weapons', evaluated: false, evaluated_by: [], reason: PULL})
+    assert.equal(state('nudity'), {
+      name: 'nudity',
+      evaluated: false,
+      evaluated_by: [],
+      reason: `${PULL}; needs the NSFW specialist: none is installed with this setup`,
+    })
+    const ready = await fetch(`${server.base}/ready`)
+    assert.equal([ready.status, await ready.json()], [200, {status: 'ready', coverage: health.coverage}])
+    const weapons = (await get('/v1/categories')).categories.find((c: {name: string}) => c.name === 'weapons')
+    assert.equal([weapons.signals, weapons.evaluated, weapons.evaluated_by, weapons.reason], [['clip'], false, [], PULL])
   } finally {
     await server.stop()
     await engine.close()

@@ -84,7 +84,7 @@ export function jobsSuite(name: string, target: () => JobsTarget) {
     const segment = {start: 2, end: 4, frames: 2, max_confidence: 1}
     assert.equal(
       {status: job.status, progress: job.progress, segments: job.segments},
-      {status: 'done', progress: {frames_analyzed: 6, seconds: 6}, segments: [{label: 'redness', ...segment}]},
+      {status: 'done', progress: {frames_analyzed: 6, seconds: 6}, segments: [{name: 'redness', label: 'redness', ...segment}]},
     )
     const sync = await call(`${t.base}/v1/moderate/video?fps=1&min_frames=2`, {
       method: 'POST',
@@ -117,7 +117,7 @@ export function jobsSuite(name: string, target: () => JobsTarget) {
     }
     assert.equal(
       {status: running.body.status, progress: running.body.progress, segments: running.body.segments},
-      {status: 'running', progress: {frames_analyzed: 3, seconds: 3}, segments: [{label: 'redness', start: 1, end: 3, frames: 2, max_confidence: 1}]},
+      {status: 'running', progress: {frames_analyzed: 3, seconds: 3}, segments: [{name: 'redness', label: 'redness', start: 1, end: 3, frames: 2, max_confidence: 1}]},
     )
     const deleted = await call(`${t.holding.base}/v1/jobs/${r.body.id}`, {method: 'DELETE'})
     assert.is(deleted.status, 200)

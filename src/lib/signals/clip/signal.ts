@@ -73,6 +73,17 @@ export const clipSignal: Signal = {
   off: () => undefined,
   weight: policyWeight('clip'),
   open,
+  async missing(setup) {
+    try {
+      await loadManifest(setup.modelDir, setup.preset, setup.precision)
+      return undefined
+    } catch (e) {
+      if (!(isModError(e) && e.code === 'model_missing')) throw e
+      // No folder in the message: it is shown on the public /health.
+      const precision = setup.precision === 'fp32' ? '' : ` --precision ${setup.precision}`
+      return `not installed, run \`mod models pull ${setup.preset ?? 'fast'}${precision}\``
+    }
+  },
   async modelId(setup) {
     return loadManifest(setup.modelDir, setup.preset, setup.precision).then(
       (m) => m.id,
