@@ -195,7 +195,7 @@ test('the server examples of the README and docs/rest.md answer as printed', asy
     const health = JSON.parse(await run(command('docs/rest.md', 'curl -s localhost:8000/health'), server.base, 'readme-key', dir.path))
     assert.is(health.status, 'ok')
     const categories = JSON.parse(await run(command('docs/rest.md', 'curl -s -H "X-API-Key: $KEY" localhost:8000/v1/categories'), server.base, 'readme-key', dir.path))
-    assert.equal(Object.keys(categories), ['preset', 'model', 'categories'])
+    assert.equal(Object.keys(categories), ['preset', 'model', 'coverage', 'categories'])
     const one = JSON.parse(await run(command('docs/rest.md', 'curl -s -H "X-API-Key: $KEY" -F file=@beach.jpg'), server.base, 'readme-key', dir.path))
     assert.equal([one.source, typeof one.is_safe], ['beach.jpg', 'boolean'])
     const batch = JSON.parse(await run(command('docs/rest.md', 'curl -s -H "X-API-Key: $KEY" -F files=@a.jpg'), server.base, 'readme-key', dir.path))
