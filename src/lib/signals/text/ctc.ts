@@ -1,0 +1,49 @@
+/**
+ * CTC greedy decoding of the recogniser's output: the most likely symbol per time step, repeats collapsed,
+ * blanks dropped. The recogniser's classes are the blank (index 0), the dictionary's symbols in file order,
+ * then the space (PaddleOCR's `use_space_char`), so class i ≥ 1 is `symbols[i - 1]`.
+ */
+
+export interface DecodedLine {
+  text: string
+  /** Mean probability of the kept symbols; 0 for an empty line. */
+  confidence: number
+}
+
+/** The recogniser's symbols from the dictionary file's text: one symbol a line, then the space. */
+export function symbolsFromKeys(keys: string): string[] {
+  const lines = keys.split('\n').map((l) => l.replace(/\r$/, ''))
+  if (lines.at(-1) === '') lines.pop()
+  return [...lines, ' ']
+}
+
+/** Decodes `n` sequences of `steps` × `classes` probabilities laid out one after another. */
+export function ctcDecode(probs: Float32Array, n: number, steps: number, classes: number, symbols: readonly string[]): DecodedLine[] {
+  const out: DecodedLine[] = []
+  for (let s = 0; s < n; s++) {
+    let text = ''
+    let sum = 0
+    let kept = 0
+    let previous = -1
+    for (let t = 0; t < steps; t++) {
+      const base = (s * steps + t) * classes
+      let best = 0
+      let bestP = probs[base]
+      for (let c = 1; c < classes; c++) {
+        const p = probs[base + c]
+        if (p > bestP) {
+          bestP = p
+          best = c
+        }
+      }
+      if (best !== 0 && best !== previous) {
+        text += symbols[best - 1] ?? ''
+        sum += bestP
+        kept++
+      }
+      previous = best
+    }
+    out.push({text: text.trim(), confidence: kept === 0 ? 0 : sum / kept})
+  }
+  return out
+}
