@@ -3,8 +3,8 @@ import {Args} from '@oclif/core'
 import {ModCommand} from '../../cli/base-command.js'
 import {EXIT_ERROR} from '../../cli/errors.js'
 import {longPresetPrompts, type LongPrompt} from '../../lib/model/prompt-length.js'
-import {buildPolicy, formatProblems, readPolicyText, summarizePolicy, type PolicySummary} from '../../lib/policy/load.js'
-import {validatePolicyText, type PolicyProblem} from '../../lib/policy/schema.js'
+import {buildPolicy, formatProblems, summarizePolicy, validatePolicyFile, type PolicySummary} from '../../lib/policy/load.js'
+import type {PolicyProblem} from '../../lib/policy/schema.js'
 
 const SHOWN_CHARS = 60
 
@@ -17,6 +17,8 @@ export default class PolicyValidate extends ModCommand {
   static override description = `Check a policy file and report every problem with its line and column.
 
 A valid file prints a summary. An invalid one prints one "file:line:column: message" line per problem on stderr and exits 2; with --json, {valid, problems, summary} goes to stdout either way.
+
+Text rules are checked too: their categories, their regular expressions (the problem named on its line) and their word list files (read relative to the policy file).
 
 A prompt longer than the text encoder's context (77 tokens, start and end included) is truncated when it is encoded, its end token kept: each such prompt gets a warning line on stderr, and the exit code stays 0.`
 
@@ -38,8 +40,7 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
 
   async run(): Promise<{valid: boolean; problems: PolicyProblem[]; summary: PolicySummary | null}> {
     const {args} = await this.parse(PolicyValidate)
-    const text = await readPolicyText(args.file)
-    const {problems, file} = validatePolicyText(text)
+    const {problems, file} = await validatePolicyFile(args.file)
     const summary = file === undefined ? null : summarizePolicy(file)
     if (file !== undefined) {
       const policy = buildPolicy(file)
@@ -60,6 +61,7 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
       this.log(`  disabled:     ${list(summary.disabled)}`)
       this.log(`  preset:       ${summary.preset ?? 'not set (flag, MOD_PRESET or fast)'}`)
       this.log(`  trim_borders: ${summary.trim_borders}`)
+      this.log(`  text rules:   ${list(summary.text_rules)}`)
     }
     return {valid: summary !== null, problems, summary}
   }

@@ -1,3 +1,4 @@
+import type {TextRule} from '../signals/text/rules.js'
 import type {Origin} from '../types.js'
 
 export const PRESETS = ['fast', 'balanced', 'accurate'] as const
@@ -44,4 +45,13 @@ export interface Policy {
   /** Shared neutral prompts: every category's positives are weighed against these and its own negatives. */
   neutral: string[]
   specialists: Specialists
+  /** Rules over the text read in images: present only when the policy has at least one. */
+  text?: TextPolicy
+}
+
+export interface TextPolicy {
+  /** Read the frames of videos too. */
+  video: boolean
+  /** Word lists hold their files' entries. */
+  rules: TextRule[]
 }
