@@ -2,7 +2,15 @@
  * CTC greedy decoding of the recogniser's output: the most likely symbol per time step, repeats collapsed,
  * blanks dropped. The recogniser's classes are the blank (index 0), the dictionary's symbols in file order,
  * then the space (PaddleOCR's `use_space_char`), so class i ≥ 1 is `symbols[i - 1]`.
+ *
+ * The recogniser often lets the blank win over the space between words, in capitals most of all
+ * (`WHENTHEZORBLAX`), while the space still gets a clear share of the probability in that gap; inside a
+ * word it gets next to none. So a space is put between two symbols when the space's probability reached
+ * `spaceHint` at a step between them, which restores the words that whole-word rules need.
  */
+
+/** The space's probability in a gap that marks a word boundary (see above). */
+export const SPACE_HINT = 0.05
 
 export interface DecodedLine {
   text: string
@@ -18,13 +26,15 @@ export function symbolsFromKeys(keys: string): string[] {
 }
 
 /** Decodes `n` sequences of `steps` × `classes` probabilities laid out one after another. */
-export function ctcDecode(probs: Float32Array, n: number, steps: number, classes: number, symbols: readonly string[]): DecodedLine[] {
+export function ctcDecode(probs: Float32Array, n: number, steps: number, classes: number, symbols: readonly string[], spaceHint = SPACE_HINT): DecodedLine[] {
   const out: DecodedLine[] = []
+  const space = symbols.lastIndexOf(' ') + 1
   for (let s = 0; s < n; s++) {
     let text = ''
     let sum = 0
     let kept = 0
     let previous = -1
+    let gapSpace = 0
     for (let t = 0; t < steps; t++) {
       const base = (s * steps + t) * classes
       let best = 0
@@ -36,7 +46,10 @@ export function ctcDecode(probs: Float32Array, n: number, steps: number, classes
           best = c
         }
       }
+      if (space > 0 && best === 0) gapSpace = Math.max(gapSpace, probs[base + space])
       if (best !== 0 && best !== previous) {
+        if (gapSpace >= spaceHint && best !== space && text !== '' && !text.endsWith(' ')) text += ' '
+        gapSpace = 0
         text += symbols[best - 1] ?? ''
         sum += bestP
         kept++
