@@ -6,8 +6,11 @@
  * The recogniser often lets the blank win over the space between words, in capitals most of all
  * (`WHENTHEZORBLAX`), while the space still gets a clear share of the probability in that gap; inside a
  * word it gets next to none. So a space is put between two symbols when the space's probability reached
- * `spaceHint` at a step between them, which restores the words that whole-word rules need.
+ * `spaceHint` at a step between them, which restores the words that whole-word rules need. Only between
+ * letters and digits: around `@`, `.`, `/` or `_` a gap is the glyph's own spacing, not a word boundary.
  */
+
+const WORDLIKE = /^[\p{L}\p{N}]$/u
 
 /** The space's probability in a gap that marks a word boundary (see above). */
 export const SPACE_HINT = 0.05
@@ -48,9 +51,10 @@ export function ctcDecode(probs: Float32Array, n: number, steps: number, classes
       }
       if (space > 0 && best === 0) gapSpace = Math.max(gapSpace, probs[base + space])
       if (best !== 0 && best !== previous) {
-        if (gapSpace >= spaceHint && best !== space && text !== '' && !text.endsWith(' ')) text += ' '
+        const symbol = symbols[best - 1] ?? ''
+        if (gapSpace >= spaceHint && WORDLIKE.test(symbol) && WORDLIKE.test(text.at(-1) ?? '')) text += ' '
         gapSpace = 0
-        text += symbols[best - 1] ?? ''
+        text += symbol
         sum += bestP
         kept++
       }

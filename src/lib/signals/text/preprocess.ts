@@ -23,9 +23,15 @@ export interface DetectorInput {
   scaleY: number
 }
 
-/** Both sides a multiple of 32 (the detector's stride), the longest at most `maxSide`, aspect kept roughly. */
+/** A small image is enlarged at most this much for the detector, which misses text only a few pixels high. */
+const MAX_UPSCALE = 2
+
+/**
+ * Both sides a multiple of 32 (the detector's stride), the longest `maxSide` (a small image enlarged at most
+ * MAX_UPSCALE times), aspect kept roughly.
+ */
 export function detectorSize(width: number, height: number, maxSide: number): {width: number; height: number} {
-  const ratio = Math.min(1, maxSide / Math.max(width, height))
+  const ratio = Math.min(MAX_UPSCALE, maxSide / Math.max(width, height))
   const round = (v: number) => Math.max(32, Math.round((v * ratio) / 32) * 32)
   return {width: round(width), height: round(height)}
 }
