@@ -102,6 +102,12 @@ function hull(pixels: number[], width: number): Point[] {
   }
   const pts: Point[] = []
   for (const [y, [a, b]] of rows) pts.push({x: a, y}, {x: a, y: y + 1}, {x: b + 1, y}, {x: b + 1, y: y + 1})
+  return convexHull(pts)
+}
+
+/** Convex hull (Andrew's monotone chain) of points, counter-clockwise. */
+function convexHull(points: Point[]): Point[] {
+  const pts = [...points]
   pts.sort((p, q) => p.x - q.x || p.y - q.y)
   const cross = (o: Point, a: Point, b: Point) => (a.x - o.x) * (b.y - o.y) - (a.y - o.y) * (b.x - o.x)
   const lower: Point[] = []
@@ -187,6 +193,42 @@ function meanInside(prob: Float32Array, width: number, height: number, b: Rotate
   return n === 0 ? 0 : sum / n
 }
 
+/** How far `b`'s centre lies off the line through `a`'s centre along `a`'s reading direction. */
+function offLine(a: RotatedBox, b: RotatedBox): number {
+  return Math.abs(-(b.cx - a.cx) * a.uy + (b.cy - a.cy) * a.ux)
+}
+
+function sameLine(a: RotatedBox, b: RotatedBox): boolean {
+  return offLine(a, b) < 0.5 * Math.min(a.halfH, b.halfH) && Math.max(a.halfH, b.halfH) < 1.5 * Math.min(a.halfH, b.halfH)
+}
+
+/**
+ * Joins the boxes of words on one line that touch or nearly touch (a gap under half the line's height): the
+ * recogniser reads a line better than its words apart, and grown word boxes would overlap and read a letter
+ * of their neighbour twice.
+ */
+export function joinLines(boxes: ScoredBox[]): ScoredBox[] {
+  const out = [...boxes]
+  for (let merged = true; merged; ) {
+    merged = false
+    for (let i = 0; i < out.length && !merged; i++) {
+      for (let j = i + 1; j < out.length && !merged; j++) {
+        const a = out[i].box
+        const b = out[j].box
+        if (!sameLine(a, b) || Math.abs(a.ux * b.uy - a.uy * b.ux) > Math.sin((10 * Math.PI) / 180)) continue
+        const gap = Math.abs((b.cx - a.cx) * a.ux + (b.cy - a.cy) * a.uy) - a.halfW - b.halfW
+        if (gap > Math.max(a.halfH, b.halfH)) continue
+        const joined = minAreaRect(convexHull([...corners(a), ...corners(b)]))
+        const weight = a.halfW + b.halfW
+        out[i] = {box: joined, score: (out[i].score * a.halfW + out[j].score * b.halfW) / weight}
+        out.splice(j, 1)
+        merged = true
+      }
+    }
+  }
+  return out
+}
+
 /** Text boxes in map coordinates, in reading order: top to bottom, then left to right within a line. */
 export function boxesFromMap(prob: Float32Array, width: number, height: number, o: BoxOptions = DEFAULT_BOX_OPTIONS): ScoredBox[] {
   const mask = new Uint8Array(prob.length)
@@ -206,5 +248,9 @@ export function boxesFromMap(prob: Float32Array, width: number, height: number, 
     const d = (w * h * o.unclipRatio) / (2 * (w + h))
     out.push({box: {...box, halfW: box.halfW + d, halfH: box.halfH + d}, score})
   }
-  return out.sort((a, b) => (Math.abs(a.box.cy - b.box.cy) < Math.min(a.box.halfH, b.box.halfH) ? a.box.cx - b.box.cx : a.box.cy - b.box.cy))
+  return joinLines(out).sort((p, q) => {
+    const a = p.box
+    const b = q.box
+    return sameLine(a, b) ? (a.cx - b.cx) * a.ux + (a.cy - b.cy) * a.uy : a.cy - b.cy
+  })
 }

@@ -71,17 +71,34 @@ test('orders boxes top to bottom, then left to right on a line', () => {
   const fill = (x0: number, y0: number, x1: number, y1: number) => {
     for (let y = y0; y < y1; y++) for (let x = x0; x < x1; x++) prob[y * w + x] = 0.95
   }
-  fill(35, 3, 55, 8)
+  fill(40, 3, 58, 8)
   fill(3, 3, 25, 8)
   fill(3, 18, 40, 24)
   assert.equal(
     boxesFromMap(prob, w, h).map((b) => [round(b.box.cx), round(b.box.cy)]),
     [
       [14, 5.5],
-      [45, 5.5],
+      [49, 5.5],
       [21.5, 21],
     ],
   )
+})
+
+test('joins the words of a line whose gap is under half its height, not a line below', () => {
+  const w = 60
+  const h = 30
+  const prob = new Float32Array(w * h)
+  const fill = (x0: number, y0: number, x1: number, y1: number) => {
+    for (let y = y0; y < y1; y++) for (let x = x0; x < x1; x++) prob[y * w + x] = 0.95
+  }
+  fill(3, 3, 25, 8)
+  fill(32, 3, 55, 8)
+  fill(3, 18, 40, 24)
+  const boxes = boxesFromMap(prob, w, h).map((b) => [round(b.box.cx), round(b.box.cy), round(b.box.halfW)])
+  assert.is(boxes.length, 2)
+  // The joined line spans both grown word boxes: x from 3 - 3.056 to 55 + 3.080.
+  assert.equal(boxes[0], [29.012, 5.5, 29.068])
+  assert.equal(boxes[1].slice(0, 2), [21.5, 21])
 })
 
 test.run()
