@@ -32,8 +32,8 @@ export interface TextHit {
 export interface CompiledRule {
   name: string
   category: string
-  /** Each entry as folded words, longest first. */
-  entries: string[][]
+  /** Entries as folded words, by their first word, longest first: a line costs one look-up per word. */
+  entries: ReadonlyMap<string, string[][]>
   patterns: RegExp[]
   detect: readonly ContactDetector[]
 }
@@ -52,20 +52,29 @@ export function compileRules(rules: readonly TextRule[]): CompiledRule[] {
   return rules.map((r) => ({
     name: r.name,
     category: r.category,
-    entries: (r.words ?? [])
-      .map(entryKeys)
-      .filter((e) => e.length > 0)
-      .sort((a, b) => b.length - a.length),
+    entries: byFirstWord((r.words ?? []).map(entryKeys)),
     patterns: (r.patterns ?? []).map((p) => new RegExp(p, 'giu')),
     detect: r.detect ?? [],
   }))
+}
+
+function byFirstWord(entries: string[][]): Map<string, string[][]> {
+  const map = new Map<string, string[][]>()
+  for (const e of entries) {
+    if (e.length === 0) continue
+    const list = map.get(e[0]) ?? []
+    list.push(e)
+    map.set(e[0], list)
+  }
+  for (const list of map.values()) list.sort((a, b) => b.length - a.length)
+  return map
 }
 
 function wordHits(rule: CompiledRule, text: string): string[] {
   const ws = words(text)
   const hits: string[] = []
   for (let i = 0; i < ws.length; i++) {
-    const entry = rule.entries.find((e) => e.every((k, j) => ws[i + j]?.key === k))
+    const entry = rule.entries.get(ws[i].key)?.find((e) => e.every((k, j) => ws[i + j]?.key === k))
     if (!entry) continue
     hits.push(text.slice(ws[i].start, ws[i + entry.length - 1].end))
     i += entry.length - 1

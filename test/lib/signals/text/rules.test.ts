@@ -35,6 +35,14 @@ test('word lists match whole words and phrases, naming the text as read', () => 
   ])
 })
 
+test('the longest entry starting at a word wins, and its words are not matched again', () => {
+  const rules = compileRules([{name: 'spam', category: 'spam', words: ['cheap', 'cheap pills', 'pills']}])
+  assert.equal(
+    applyRules(rules, [line('cheap pills and pills')]).map((h) => h.text),
+    ['cheap pills', 'pills'],
+  )
+})
+
 test('regular expressions run case-insensitively on the NFKC text', () => {
   const rules = compileRules([{name: 'btc', category: 'scam', patterns: ['\\bbc1[a-z0-9]{8,}\\b']}])
   assert.equal(applyRules(rules, [line('send to BC1QXY2KGDYGJRSQTZQ2N0YRF now')]), [{rule: 'btc', category: 'scam', text: 'BC1QXY2KGDYGJRSQTZQ2N0YRF', box}])
