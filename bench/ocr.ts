@@ -1,5 +1,6 @@
 /**
- * `npx tsx bench/ocr.ts [PHOTOS] [--samples N] [--only speed|accuracy|photos]`: the text signal measured.
+ * `npx tsx bench/ocr.ts [PHOTOS] [--samples N] [--side PX] [--only speed|accuracy|photos]`: the text signal
+ * measured, the detector at its default bound or at --side.
  * - accuracy: lines rendered (ground truth by construction) onto plain backgrounds and onto photos from PHOTOS
  *   (e.g. ../shared/data/ordinary-photos), in six Debian fonts, 12 to 40 px, turned up to 15 degrees, with
  *   noise, saved as JPEG quality 40 and read back. Prints character and word accuracy by text size and the hit
@@ -18,7 +19,7 @@ import {join} from 'node:path'
 import sharp from 'sharp'
 
 import {openTextModel} from '../src/lib/signals/text/model.js'
-import {readText} from '../src/lib/signals/text/read.js'
+import {DEFAULT_READ_OPTIONS, readText as readWith, type ReadOptions} from '../src/lib/signals/text/read.js'
 import {applyRules, compileRules} from '../src/lib/signals/text/rules.js'
 import type {RgbImage} from '../src/lib/types.js'
 
@@ -29,6 +30,8 @@ const flag = (name: string) => {
 }
 const samples = Number(flag('--samples') ?? 120)
 const only = flag('--only')
+const side = flag('--side')
+const options: ReadOptions = {...DEFAULT_READ_OPTIONS, ...(side ? {detectorSide: Number(side)} : {})}
 const photosDir = args[0]
 const photos = photosDir ? (await readdir(photosDir)).filter((f) => /\.(jpe?g|png|webp)$/i.test(f)).sort() : []
 
@@ -113,6 +116,7 @@ function distance(a: string, b: string): number {
 }
 
 const model = await openTextModel({threads: 2})
+const readText = (m: typeof model, frames: RgbImage[]) => readWith(m, frames, options)
 const pct = (x: number) => `${(100 * x).toFixed(1)}%`
 
 if (!only || only === 'accuracy') {
@@ -184,7 +188,7 @@ if (!only || only === 'speed') {
   const cpuMs = (cpu.user + cpu.system) / 1000 / times.length
   times.sort((a, b) => a - b)
   const median = times[Math.floor(times.length / 2)]
-  console.log(`speed: 1280x720 with three lines, 2 threads: median ${median.toFixed(0)} ms, best ${times[0].toFixed(0)} ms (target 150 ms: ${(median / 150).toFixed(2)}x); CPU ${cpuMs.toFixed(0)} ms per image (${(cpuMs / 2).toFixed(0)} ms on 2 idle cores at best); load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`)
+  console.log(`speed: 1280x720 with three lines, detector at ${options.detectorSide} px, 2 threads: median ${median.toFixed(0)} ms, best ${times[0].toFixed(0)} ms (target 150 ms: ${(median / 150).toFixed(2)}x); CPU ${cpuMs.toFixed(0)} ms per image (${(cpuMs / 2).toFixed(0)} ms on 2 idle cores at best); load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`)
 }
 
 if ((!only || only === 'photos') && photos.length > 0) {

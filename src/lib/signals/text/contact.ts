@@ -3,7 +3,8 @@
  * kept narrow so that ordinary text (dates, prices, abbreviations such as `St.John`) does not fire:
  * - `email`: name@domain.tld, also written `name (at) domain (dot) tld` or with `[at]`.
  * - `phone`: a number starting with + or 00 and 8 to 15 digits (E.164), or a national number of 10 to 15
- *   digits in groups separated by spaces, dots, dashes or brackets; date-like groups (2024-01-15) never.
+ *   digits in groups separated by spaces, dots, dashes or brackets; never a run holding a date with its
+ *   year (2024-01-15, 06.24.2008) or followed by `:` and a digit (a time).
  * - `url`: http(s):// or www. addresses, and bare domains under common top-level domains (example.com/path).
  * - `handle`: messenger links (t.me/, telegram.me/, wa.me/, m.me/, discord.gg/, signal.me/, line.me/) and
  *   @names of 3 to 32 letters, digits, `_` or `.` that are not part of an e-mail address.
@@ -34,12 +35,13 @@ const PATTERNS: Record<ContactDetector, RegExp> = {
   handle: /(?<![\p{L}\p{N}.])(?:(?:t|telegram|wa|m|signal|line)\.me\/[\w+.-]+|discord\.gg\/[\w-]+|@[\p{L}\p{N}_.]{3,32})/giu,
 }
 
-/** A digit run that reads as a date (2024-01-15, 15.01.2024) is no phone number. */
-const DATE = /^(?:\d{4}[-./ ]\d{1,2}[-./ ]\d{1,2}|\d{1,2}[-./ ]\d{1,2}[-./ ]\d{4})$/
+/** A digit run holding a date with its year (2024-01-15, 15.01.2024, a camera's 06.24.2008 17:59) is no phone number. */
+const DATE = /(?:^|\D)(?:\d{4}[-./ ]\d{1,2}[-./ ]\d{1,2}|\d{1,2}[-./ ]\d{1,2}[-./ ]\d{4})(?:\D|$)/
 
-function phoneOk(found: string): boolean {
+function phoneOk(found: string, after: string): boolean {
   const digits = found.replace(/\D/g, '').length
-  if (DATE.test(found)) return false
+  // Followed by `:59`, the last group is an hour.
+  if (DATE.test(found) || /^:\d/.test(after)) return false
   if (/^(?:\+|00)/.test(found)) return digits >= 8 && digits <= 15
   // A national number: 10 to 15 digits in at least two groups.
   return digits >= 10 && digits <= 15 && /[\s().-]/.test(found)
@@ -65,7 +67,7 @@ export function findContacts(text: string, detectors: readonly ContactDetector[]
       let end = trimEnd(text, start, start + m[0].length)
       if (detector === 'phone') {
         end = start + m[0].trimEnd().length
-        if (!phoneOk(text.slice(start, end))) continue
+        if (!phoneOk(text.slice(start, end), text.slice(end))) continue
       }
       if (found.some((f) => start < f.end && end > f.start)) continue
       found.push({detector, start, end})
