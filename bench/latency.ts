@@ -13,12 +13,12 @@ import {DEFAULT_LIMITS} from '../src/lib/config/settings.js'
 import {decodeImage} from '../src/lib/image/decode.js'
 import {preprocess} from '../src/lib/image/preprocess.js'
 import {trimBorders} from '../src/lib/image/trim.js'
-import {openClip} from '../src/lib/model/clip.js'
+import {openClip} from '../src/lib/signals/clip/model.js'
 import {loadManifest} from '../src/lib/model/manifest.js'
 import {embedPrompts} from '../src/lib/model/prompt-cache.js'
 import {defaultThreads} from '../src/lib/model/threads.js'
 import {buildPolicy} from '../src/lib/policy/load.js'
-import {policyPrompts, zeroShotScores} from '../src/lib/scoring/score.js'
+import {policyPrompts, zeroShotScores} from '../src/lib/signals/clip/zero-shot.js'
 import {
   bareEncoder,
   benchEngine,

@@ -20,12 +20,12 @@ import {
 } from '@huggingface/transformers'
 
 import {prepareImage} from '../src/lib/image/prepare.js'
-import {openClip, type ClipModel} from '../src/lib/model/clip.js'
+import {openClip, type ClipModel} from '../src/lib/signals/clip/model.js'
 import {loadManifest} from '../src/lib/model/manifest.js'
 import type {Manifest} from '../src/lib/model/manifest-types.js'
 import {loadTokenizer, type ClipTokenizer} from '../src/lib/model/tokenizer.js'
 import {DEFAULT_CATEGORIES, DEFAULT_NEUTRAL} from '../src/lib/policy/defaults.js'
-import {cosine} from '../src/lib/scoring/score.js'
+import {cosine} from '../src/lib/signals/clip/zero-shot.js'
 
 /** Decoding limits far above any test image. */
 const LIMITS = {maxBytes: 1 << 30, maxPixels: 1e9}

@@ -15,10 +15,10 @@ import sharp from 'sharp'
 
 import {DEFAULT_LIMITS} from '../src/lib/config/settings.js'
 import {prepareFrames, prepareImage} from '../src/lib/image/prepare.js'
-import {openClip} from '../src/lib/model/clip.js'
+import {openClip} from '../src/lib/signals/clip/model.js'
 import {loadManifest} from '../src/lib/model/manifest.js'
 import type {RgbImage} from '../src/lib/types.js'
-import {cosine} from '../src/lib/scoring/score.js'
+import {cosine} from '../src/lib/signals/clip/zero-shot.js'
 import {ensureImages, folderFiles, HD_JPEG, header, median, ms, requireStandin, saveResults, STANDIN_DIR, table, time, verdict} from './lib.js'
 
 const TARGET = 0.999

@@ -24,6 +24,8 @@ try {
 } catch (e) {
   fail(`internal: cannot load @oclif/core (${e.message}): run \`npm ci\``)
 }
+// The same error line as every command's (src/cli/errors.ts).
+const {startupErrorLine} = await import('../dist/cli/errors.js')
 
 try {
   await oclif.run(process.argv.slice(2), import.meta.url)
@@ -31,7 +33,7 @@ try {
 } catch (e) {
   // this.exit(code) inside a command: the code is already decided.
   if (e instanceof oclif.Errors.ExitError) process.exit(e.oclif.exit)
-  const message = String(e?.message ?? e).split('\n').map((l) => l.trim()).filter((l) => l && !/^See more help/.test(l)).reduce((all, l) => (all ? `${all}${all.endsWith(':') ? ' ' : ': '}${l}` : l), '')
   if (process.env.DEBUG && e?.stack) process.stderr.write(`${e.stack}\n`)
-  fail(e?.oclif ? `usage: ${message}` : `internal: ${message}`)
+  process.stderr.write(`${startupErrorLine(e)}\n`)
+  process.exit(2)
 }

@@ -1,8 +1,13 @@
 // deploy/ is checked offline: the Kubernetes manifests against the Kubernetes API schemas (the
 // kubernetes-models package validates each object of a known kind), and the compose file's structure
-// (docker compose is not installed where the tests run).
-import {readFileSync} from 'node:fs'
+// (docker compose is not installed where the tests run). The Redis start-up scripts of both are run with the
+// real redis-server to show that the password wiring works.
+import {spawn, spawnSync} from 'node:child_process'
+import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
 import {join} from 'node:path'
+
+import {Redis} from 'ioredis'
 
 import {Deployment} from 'kubernetes-models/apps/v1'
 import {HorizontalPodAutoscaler} from 'kubernetes-models/autoscaling/v2'
@@ -12,6 +17,7 @@ import * as assert from 'uvu/assert'
 import {parse, parseAllDocuments} from 'yaml'
 
 import {ROOT} from './helpers/cli.js'
+import {freePort, REDIS_SERVER} from './helpers/redis.js'
 
 const MODELS: Record<string, new (data: any) => {validate(): void}> = {
   'apps/v1 Deployment': Deployment,
@@ -65,7 +71,6 @@ test('serve pods are ready on /ready behind the Service and scaled by the autosc
   assert.equal(named('Service', 'mod').spec.selector, serve.spec.selector.matchLabels)
   assert.equal(named('HorizontalPodAutoscaler', 'mod-serve').spec.scaleTargetRef, {apiVersion: 'apps/v1', kind: 'Deployment', name: 'mod-serve'})
   for (const d of [serve, worker]) {
-    assert.is(envOf(d).MOD_REDIS_URL, 'redis://mod-redis:6379')
     assert.is(envOf(d).MOD_JOB_STORAGE, '/jobs')
     assert.equal(d.spec.template.spec.volumes, [{name: 'jobs', persistentVolumeClaim: {claimName: 'mod-jobs'}}])
     assert.equal(d.spec.template.spec.containers[0].volumeMounts, [{name: 'jobs', mountPath: '/jobs'}])
@@ -79,7 +84,6 @@ test('the compose file runs Redis, two mod serve and one mod worker on one share
   const s = compose.services
   assert.equal(Object.keys(s).sort(), ['jobs-folder', 'redis', 'serve-a', 'serve-b', 'worker'])
   for (const name of ['serve-a', 'serve-b', 'worker']) {
-    assert.is(s[name].environment.MOD_REDIS_URL, 'redis://redis:6379', name)
     assert.is(s[name].environment.MOD_JOB_STORAGE, '/jobs', name)
     assert.equal(s[name].volumes, ['jobs:/jobs'], name)
     assert.equal(s[name].depends_on.redis, {condition: 'service_healthy'}, name)
@@ -88,7 +92,110 @@ test('the compose file runs Redis, two mod serve and one mod worker on one share
   assert.equal(s.worker.command, ['mod', 'worker'])
   assert.equal(s['jobs-folder'].volumes, ['jobs:/jobs'])
   assert.ok('jobs' in compose.volumes)
-  assert.ok(s.redis.command.includes('--appendonly'))
+  assert.match(s.redis.command[2], /--appendonly yes/)
+})
+
+test('Kubernetes: Redis asks for the password of the Secret, and the pods put the same one into MOD_REDIS_URL', () => {
+  const secret = {secretKeyRef: {name: 'mod', key: 'redis-password'}}
+  for (const d of [named('Deployment', 'mod-serve'), named('Deployment', 'mod-worker')]) {
+    const env = d.spec.template.spec.containers[0].env.map((e: any) => e.name)
+    assert.equal(envOf(d).REDIS_PASSWORD, secret)
+    assert.is(envOf(d).MOD_REDIS_URL, 'redis://:$(REDIS_PASSWORD)@mod-redis:6379')
+    // Kubernetes only replaces $(NAME) by a variable listed before it.
+    assert.ok(env.indexOf('REDIS_PASSWORD') < env.indexOf('MOD_REDIS_URL'))
+  }
+  const redis = named('Deployment', 'mod-redis').spec.template.spec.containers[0]
+  assert.equal(envOf(named('Deployment', 'mod-redis')).REDISCLI_AUTH, secret)
+  assert.equal(redis.command.slice(0, 2), ['sh', '-c'])
+  assert.equal(redis.readinessProbe.exec.command, ['sh', '-c', 'redis-cli ping | grep -qx PONG'])
+})
+
+test('compose: Redis asks for MOD_REDIS_PASSWORD, which has no default, and mod reaches it with that password', () => {
+  const s = parse(readFileSync(join(ROOT, 'deploy', 'compose.yaml'), 'utf8'), {merge: true}).services
+  const required = '${MOD_REDIS_PASSWORD:?set MOD_REDIS_PASSWORD}'
+  assert.is(s.redis.environment.REDISCLI_AUTH, required)
+  for (const name of ['serve-a', 'serve-b', 'worker']) {
+    assert.is(s[name].environment.MOD_REDIS_URL, `redis://:${required}@redis:6379`, name)
+  }
+  assert.equal(s.redis.command.slice(0, 2), ['sh', '-c'])
+  assert.equal(s.redis.healthcheck.test, ['CMD-SHELL', 'redis-cli ping | grep -qx PONG'])
+})
+
+/**
+ * Runs a deploy file's Redis start-up script and health check with the real redis-server and redis-cli (on a
+ * free port, in a temporary folder) and the password in REDISCLI_AUTH, as the container would.
+ */
+async function redisOf(script: string[], probe: string[]): Promise<{port: number; probe(auth?: string): number; stop(): Promise<void>}> {
+  const tmp = mkdtempSync(join(tmpdir(), 'mod-deploy-redis-'))
+  const port = await freePort()
+  // The scripts use the default port and folder: wrappers first on PATH point them at the test's.
+  const real = (name: string) => spawnSync('sh', ['-c', `command -v ${name}`], {encoding: 'utf8'}).stdout.trim()
+  writeFileSync(join(tmp, 'redis-server'), `#!/bin/sh\nexec ${real(REDIS_SERVER)} "$@" --port ${port} --bind 127.0.0.1 --dir ${tmp}\n`, {mode: 0o755})
+  writeFileSync(join(tmp, 'redis-cli'), `#!/bin/sh\nexec ${real('redis-cli')} -p ${port} "$@"\n`, {mode: 0o755})
+  const env = {...process.env, PATH: `${tmp}:${process.env.PATH}`, REDISCLI_AUTH: 'Secret123'}
+  const child = spawn(script[0], script.slice(1), {env, stdio: ['ignore', 'pipe', 'inherit']})
+  await new Promise<void>((resolve, reject) => {
+    let out = ''
+    child.stdout?.setEncoding('utf8').on('data', (d: string) => {
+      out += d
+      if (out.includes('Ready to accept connections')) resolve()
+    })
+    child.once('exit', (code) => reject(new Error(`redis exited (${code}): ${out}`)))
+  })
+  return {
+    port,
+    probe: (auth) => spawnSync(probe[0], probe.slice(1), {env: {...env, REDISCLI_AUTH: auth ?? ''}}).status ?? -1,
+    async stop() {
+      const exited = new Promise((resolve) => child.once('exit', resolve))
+      child.kill('SIGTERM')
+      await exited
+      rmSync(tmp, {recursive: true, force: true})
+    },
+  }
+}
+
+/** PING through ioredis with this URL: 'PONG', or the error's message. */
+async function ping(url: string): Promise<string> {
+  const client = new Redis(url, {maxRetriesPerRequest: 0, lazyConnect: true, enableReadyCheck: false, retryStrategy: () => null})
+  client.on('error', () => {})
+  try {
+    await client.connect()
+    return await client.ping()
+  } catch (e) {
+    return (e as Error).message
+  } finally {
+    client.disconnect()
+  }
+}
+
+test('the Redis of each deploy file, started as written, refuses clients without the password and answers the URL mod is given', async () => {
+  const s = parse(readFileSync(join(ROOT, 'deploy', 'compose.yaml'), 'utf8'), {merge: true}).services
+  const k8s = named('Deployment', 'mod-redis').spec.template.spec.containers[0]
+  const runs = [
+    {
+      // compose writes $$ for a $ that reaches the shell.
+      script: s.redis.command.map((part: string) => part.replaceAll('$$', '$')),
+      probe: ['sh', '-c', s.redis.healthcheck.test[1]],
+      url: (port: number) => s.worker.environment.MOD_REDIS_URL.replace('${MOD_REDIS_PASSWORD:?set MOD_REDIS_PASSWORD}', 'Secret123').replace('@redis:6379', `@127.0.0.1:${port}`),
+    },
+    {
+      script: k8s.command,
+      probe: k8s.readinessProbe.exec.command,
+      url: (port: number) =>
+        envOf(named('Deployment', 'mod-worker')).MOD_REDIS_URL.replace('$(REDIS_PASSWORD)', 'Secret123').replace('@mod-redis:6379', `@127.0.0.1:${port}`),
+    },
+  ]
+  for (const run of runs) {
+    const redis = await redisOf(run.script, run.probe)
+    try {
+      assert.is(await ping(`redis://127.0.0.1:${redis.port}`), 'NOAUTH Authentication required.')
+      assert.is(await ping(run.url(redis.port)), 'PONG')
+      assert.is(redis.probe('Secret123'), 0, 'healthy with the password')
+      assert.is(redis.probe(), 1, 'not healthy without it')
+    } finally {
+      await redis.stop()
+    }
+  }
 })
 
 test.run()

@@ -17,7 +17,7 @@ import * as assert from 'uvu/assert'
 import {agreement, defaultPrompts, openMod, openPeer, tokenMismatches, type ModSide, type PeerSide} from '../bench/parity.js'
 import {writeToyModel} from '../scripts/fixtures.js'
 import {writeStandinModel} from '../scripts/standin.js'
-import {cosine} from '../src/lib/scoring/score.js'
+import {cosine} from '../src/lib/signals/clip/zero-shot.js'
 
 const AGREE = 0.999
 

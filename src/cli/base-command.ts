@@ -3,23 +3,16 @@ import chalk from 'chalk'
 
 import type {Config} from '../lib/config/load.js'
 import {isModError} from '../lib/errors.js'
-import {errorLine, EXIT_ERROR, EXIT_INTERRUPTED} from './errors.js'
+import {errorLine, EXIT_ERROR, EXIT_INTERRUPTED, oneLine} from './errors.js'
 import type {EnvVars} from './help.js'
-import {startProgress, type Progress} from './progress.js'
+import {startProgress, type Progress, type ProgressOptions} from './progress.js'
 import {closest} from '../lib/suggest.js'
+
+/** How often a count progress prints a plain line when stderr is not a terminal. */
+const PLAIN_PROGRESS_MS = 5000
 
 interface FlagDef {
   env?: string
-}
-
-/** oclif's multi-line parse messages ("Parsing --x \n\tExpected …\nSee more help with --help") as one line. */
-function oneLine(message: string): string {
-  return message
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '' && !/^See more help with/.test(l) && l !== 'The following errors occurred:')
-    .reduce((all, l) => (all === '' ? l : `${all}${/:$/.test(all) ? ' ' : ': '}${l}`), '')
-    .replace(/^Parsing (--[\w-]+)\s*:\s*/, '$1: ')
 }
 
 /**
@@ -89,11 +82,17 @@ export abstract class ModCommand extends Command {
     if (config.policyFound) this.logToStderr(`mod: policy: ${config.policyPath} (found from the current folder; --config names another)`)
   }
 
-  /** A progress line on stderr (nothing unless stderr is a terminal); finished when the command ends. */
-  protected startProgress(text: string): Progress {
+  /** A progress line on stderr (without a terminal, only with `plainEveryMs`); finished when the command ends. */
+  protected startProgress(text: string, options: ProgressOptions = {}): Progress {
     this.progress?.finish()
-    this.progress = startProgress(text)
+    this.progress = startProgress(text, process.stderr, process.stdout, options)
     return this.progress
+  }
+
+  /** Progress over a count of images, for runs that print their results only at the end. */
+  protected startCountProgress(title: string): {update(done: number, total: number): void; finish(): void} {
+    const progress = this.startProgress(title, {plainEveryMs: PLAIN_PROGRESS_MS})
+    return {update: (done, total) => progress.update(`${title}: ${done}/${total} images`), finish: () => progress.finish()}
   }
 
   protected override async catch(err: Error & {exitCode?: number}): Promise<unknown> {

@@ -3,7 +3,7 @@ import type {SampleError} from '../lib/eval/collect.js'
 import type {ModelOptions} from '../lib/eval/features.js'
 import type {Confusion} from '../lib/eval/metrics.js'
 import type {EvalReport} from '../lib/eval/run.js'
-import {openNsfwRunner} from '../lib/model/nsfw-runner.js'
+import {openNsfwRunner} from '../lib/signals/nsfw/runner.js'
 import {resolveModelDir} from '../lib/model/presets.js'
 
 /** The model settings of eval, calibrate and head train, from the same flags and MOD_* variables as scan. */
@@ -16,8 +16,7 @@ export function modelOptions(config: Config): ModelOptions {
     threads: settings.threads,
     cacheDir: settings.cacheDir,
     limits: settings.limits,
-    trimBorders: config.policy.trim_borders,
-    ...(config.policy.specialists.nsfw ? {openNsfw: () => openNsfwRunner({threads: settings.threads, cacheDir: settings.cacheDir})} : {}),
+    openNsfw: () => openNsfwRunner({threads: settings.threads, cacheDir: settings.cacheDir}),
   }
 }
 
@@ -50,6 +49,7 @@ export function formatEval(r: EvalReport): string {
     `${r.dataset}: ${m.images} images (${m.safe_images} safe), model ${r.model}`,
     `average recall:       ${pct(m.average_recall)}`,
     `safe images flagged:  ${pct(m.safe_flagged)}`,
+    ...(r.not_evaluated.length > 0 ? [`not evaluated (no installed model scores them): ${r.not_evaluated.join(', ')}`] : []),
     '',
     ...table(
       ['label', 'threshold', 'images', 'recall', 'precision', 'safe flagged'],

@@ -1,9 +1,8 @@
 import {loadConfig, type Config} from '../lib/config/load.js'
 import {createEngine, type Engine, type EngineObserver} from '../lib/engine.js'
-import {openNsfwRunner} from '../lib/model/nsfw-runner.js'
+import {openNsfwRunner} from '../lib/signals/nsfw/runner.js'
 import {resolveModelDir} from '../lib/model/presets.js'
 import {applyOverrides, parseThreshold} from '../lib/policy/overrides.js'
-import type {ModelSignal} from '../lib/policy/types.js'
 import {settingsInput, type FlagValues} from './flags.js'
 
 /** Parsed flags (each already resolved from its MOD_* variable by oclif) + policy file → an engine that loads its model on first use. */
@@ -22,7 +21,7 @@ export async function configFromFlags(flags: FlagValues, env = process.env): Pro
 
 export interface EngineChoices {
   /** `--only`: one signal alone. */
-  only?: ModelSignal
+  only?: string
   /** Metrics hooks (`mod serve`). */
   observer?: EngineObserver
 }

@@ -21,3 +21,23 @@ export function errorLine(e: unknown): string {
   const message = e instanceof Error ? e.message : String(e)
   return `mod: internal: ${message}`
 }
+
+/** oclif's multi-line parse messages ("Parsing --x \n\tExpected …\nSee more help with --help") as one line. */
+export function oneLine(message: string): string {
+  return message
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !/^See more help with/.test(l) && l !== 'The following errors occurred:')
+    .reduce((all, l) => (all === '' ? l : `${all}${/:$/.test(all) ? ' ' : ': '}${l}`), '')
+    .replace(/^Parsing (--[\w-]+)\s*:\s*/, '$1: ')
+}
+
+/**
+ * The line for a failure outside any command (bin/run.js: an unknown command, oclif failing to start): oclif's
+ * own errors are usage errors, anything else is internal, each on one line.
+ */
+export function startupErrorLine(e: unknown): string {
+  if (isModError(e)) return errorLine(e)
+  const message = oneLine(String((e as {message?: unknown} | undefined)?.message ?? e))
+  return (e as {oclif?: unknown} | undefined)?.oclif ? `mod: usage: ${message}` : `mod: internal: ${message}`
+}

@@ -1,6 +1,7 @@
 import chalk from 'chalk'
 
 import type {ItemResult} from '../lib/engine.js'
+import {formatSize} from '../lib/sizes.js'
 import type {VideoResult} from '../lib/types.js'
 import type {ScanEntry} from './inputs.js'
 
@@ -65,11 +66,7 @@ export function formatVideo(r: VideoResult, categories: number): string {
   return [head, ...lines].join('\n')
 }
 
-const MiB = 1024 * 1024
-
-/** A byte count for people: "512 B", "40.0 kB", "335.2 MB" (binary units, as the size limits). */
+/** A byte count for people, as every message writes sizes ("335.24 MiB"); "-" when unknown. */
 export function formatBytes(bytes: number | undefined): string {
-  if (bytes === undefined) return '-'
-  if (bytes < 1024) return `${bytes} B`
-  return bytes < MiB ? `${(bytes / 1024).toFixed(1)} kB` : `${(bytes / MiB).toFixed(1)} MB`
+  return bytes === undefined ? '-' : formatSize(bytes)
 }

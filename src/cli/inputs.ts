@@ -253,3 +253,15 @@ export async function checkVideoFile(path: string): Promise<void> {
     throw new ModError('unsupported_media', `${path} is a ${format} image, not a video: use \`mod scan\` for images`)
   }
 }
+
+/**
+ * A path named on the command line that is a regular file whose first bytes are not an image's: a video for
+ * the commands that take both. Anything else (folders, images, missing paths) is for scanInputs.
+ */
+export async function isVideoFile(path: string): Promise<boolean> {
+  if (path === '-') return false
+  const info = await stat(path).catch(() => undefined)
+  if (!info?.isFile()) return false
+  const first = await head(path).catch(() => undefined)
+  return first !== undefined && first.length > 0 && sniffImage(first) === 'other'
+}

@@ -2,7 +2,6 @@ import {writeFile} from 'node:fs/promises'
 
 import {Args, Flags} from '@oclif/core'
 
-import {startCountProgress} from '../cli/count-progress.js'
 import {errorLines, modelOptions, pct} from '../cli/dataset-run.js'
 import {ModCommand} from '../cli/base-command.js'
 import {EXIT_ERROR} from '../cli/errors.js'
@@ -53,7 +52,7 @@ Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
     const target: CalibrationTarget =
       flags['min-recall'] === undefined ? {maxFpr: share('max-fpr', flags['max-fpr'], 0.05)} : {minRecall: share('min-recall', flags['min-recall'], 0.9)}
     const holdout = share('holdout', flags.holdout, 0.3, true)
-    const progress = startCountProgress('Scoring')
+    const progress = this.startCountProgress('Scoring')
     try {
       const config = await loadConfig(settingsInput(flags), process.env)
       const {report, errors, unlisted} = await calibrateDataset({
@@ -65,7 +64,7 @@ Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
         seed: flags.seed,
         onProgress: (done, total) => progress.update(done, total),
       })
-      await progress.finish()
+      progress.finish()
       for (const line of errorLines(errors, unlisted)) this.logToStderr(line)
       const original = config.policyPath ? await readPolicyText(config.policyPath) : undefined
       const yaml = writeCalibratedPolicy(original, report, calibrationComments(report, args.dataset))
@@ -77,7 +76,7 @@ Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
         )
       }
     } finally {
-      await progress.finish()
+      progress.finish()
     }
   }
 }

@@ -2,7 +2,6 @@ import {writeFile} from 'node:fs/promises'
 
 import {Args, Flags} from '@oclif/core'
 
-import {startCountProgress} from '../cli/count-progress.js'
 import {errorLines, formatEval, modelOptions} from '../cli/dataset-run.js'
 import {ModCommand} from '../cli/base-command.js'
 import {modelFlags, settingsInput} from '../cli/flags.js'
@@ -19,6 +18,8 @@ Prints per label recall, precision and the share of safe images it flags, the av
 the share of safe images flagged by any label, a confusion table and a threshold sweep.
 Features are cached per model and file content under MOD_CACHE_DIR/features, so a second run on the same
 images runs no image encoder. Files that cannot be read are reported on stderr and left out.
+Without a CLIP model, the embedded NSFW specialist alone scores its categories; the others are named as not
+evaluated.
 Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
 
   static override examples = [
@@ -39,7 +40,7 @@ Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(Eval)
-    const progress = startCountProgress('Scoring')
+    const progress = this.startCountProgress('Scoring')
     try {
       const config = await loadConfig(settingsInput(flags), process.env)
       const report = await evaluateDataset({
@@ -49,7 +50,7 @@ Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
         headPath: config.settings.engine.headPath,
         onProgress: (done, total) => progress.update(done, total),
       })
-      await progress.finish()
+      progress.finish()
       for (const line of errorLines(report.errors, report.unlisted)) this.logToStderr(line)
       if (flags.report) await writeFile(flags.report, renderReport(report, await loadChartJs()))
       if (flags.json) {
@@ -57,7 +58,7 @@ Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
         this.log(JSON.stringify(rest, null, 2))
       } else this.log(formatEval(report))
     } finally {
-      await progress.finish()
+      progress.finish()
     }
   }
 }

@@ -9,7 +9,7 @@ import type {EnvVars} from '../cli/help.js'
 import {scanInputs, skippedLine, type ScanEntry, type ScanItem, type Skipped} from '../cli/inputs.js'
 import type {ImageInput, ItemResult} from '../lib/engine.js'
 import {ModError} from '../lib/errors.js'
-import {MODEL_SIGNALS, type ModelSignal} from '../lib/policy/types.js'
+import {MODEL_SIGNAL_NAMES} from '../lib/signals/registry.js'
 
 /** Engine results and the inputs that failed before reaching it (not found, not a regular file), in input order. */
 async function* inOrder(items: AsyncIterable<ScanItem>, moderate: (inputs: AsyncIterable<ImageInput>) => AsyncIterable<ItemResult>): AsyncGenerator<ItemResult | ScanEntry> {
@@ -32,13 +32,40 @@ async function* inOrder(items: AsyncIterable<ScanItem>, moderate: (inputs: Async
   for (const e of slots) if (e) yield e
 }
 
-/** Counts the inputs as the walk finds them; `done` once every path has been walked (the total is then known). */
-async function* counted(items: AsyncIterable<ScanItem>, found: {count: number; done: boolean}): AsyncGenerator<ScanItem> {
-  for await (const item of items) {
-    found.count++
-    yield item
+/**
+ * The walk runs ahead of the engine, counting what it finds, so the progress line knows the total long before the
+ * last image is scored (listing and sniffing a file costs far less than scoring it). It holds the found inputs
+ * (a path and a reader each), never their bytes. `done` once every path has been walked.
+ */
+async function* walkedAhead(items: AsyncIterable<ScanItem>, found: {count: number; done: boolean}): AsyncGenerator<ScanItem> {
+  const ready: ScanItem[] = []
+  let wake: (() => void) | undefined
+  let failure: {error: unknown} | undefined
+  const walk = (async () => {
+    try {
+      for await (const item of items) {
+        found.count++
+        ready.push(item)
+        wake?.()
+      }
+    } catch (error) {
+      failure = {error}
+    }
+    found.done = true
+    wake?.()
+  })()
+  try {
+    for (;;) {
+      const item = ready.shift()
+      if (item !== undefined) yield item
+      else if (failure) throw failure.error
+      else if (found.done) return
+      else await new Promise<void>((resolve) => (wake = resolve))
+    }
+  } finally {
+    wake = undefined
+    await walk.catch(() => undefined)
   }
-  found.done = true
 }
 
 export default class Scan extends ModCommand {
@@ -72,7 +99,7 @@ An input that cannot be scanned is an error entry and the other inputs are still
     only: Flags.string({
       description:
         'Score with one signal alone: nsfw (the embedded NSFW specialist: nudity, sexual_activity, suggestive; no CLIP model needed) or clip (the zero-shot prompts).',
-      options: [...MODEL_SIGNALS],
+      options: [...MODEL_SIGNAL_NAMES],
     }),
     'only-unsafe': Flags.boolean({
       description: 'Print only UNSAFE and ERROR results (rows, --json or --ndjson); the summary still counts everything.',
@@ -97,7 +124,7 @@ An input that cannot be scanned is an error entry and the other inputs are still
   async run(): Promise<void> {
     const {argv, flags} = await this.parse(Scan)
     const paths = argv as string[]
-    const {engine, config} = await engineFromFlags(flags, process.env, {only: flags.only as ModelSignal | undefined})
+    const {engine, config} = await engineFromFlags(flags, process.env, {only: flags.only})
     this.notePolicy(config)
     const out = process.stdout
     let closed = false
@@ -121,7 +148,7 @@ An input that cannot be scanned is an error entry and the other inputs are still
       const listing = flags.json && !flags.summary
       if (listing) write('[')
       const found = {count: 0, done: false}
-      const items = counted(scanInputs(paths, config.settings.engine.limits.maxBytes, skipped, process.stdin, flags.exclude ?? []), found)
+      const items = walkedAhead(scanInputs(paths, config.settings.engine.limits.maxBytes, skipped, process.stdin, flags.exclude ?? []), found)
       const closeArray = (): void => {
         progress.finish()
         if (listing && !closed) out.write(`${printed > 0 ? '\n' : ''}]\n`)

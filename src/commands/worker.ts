@@ -5,7 +5,9 @@ import type {EnvVars} from '../cli/help.js'
 import {loadConfig} from '../lib/config/load.js'
 import {ModError} from '../lib/errors.js'
 import {describe} from '../server/errors.js'
+import {MAX_STALLED_COUNT, recoverySeconds} from '../server/jobs/recovery.js'
 import {videoJobRunner} from '../server/jobs/runner.js'
+import {SWEEP_GRACE_MS} from '../server/jobs/sweep.js'
 import {jobQueue} from '../server/jobs/service.js'
 import {stopSignals} from '../server/run.js'
 
@@ -18,14 +20,14 @@ function redisName(url: string): string {
 export default class Worker extends ModCommand {
   static override description = `Run video jobs from the Redis queue (MOD_REDIS_URL) without serving HTTP.
 
-Jobs are accepted by any "mod serve" with the same MOD_REDIS_URL (POST /v1/jobs/video); their uploads are read from MOD_JOB_STORAGE, which must be the same folder on every node. A worker runs one job at a time; start more workers to run more. A worker that dies mid-job loses it to another worker once its lock expires (30 s), at most twice, then the job fails. On SIGTERM or Ctrl-C it finishes the job in hand and exits 0; a second signal exits 1 at once.`
+Jobs are accepted by any "mod serve" with the same MOD_REDIS_URL (POST /v1/jobs/video); their uploads are read from MOD_JOB_STORAGE, which must be the same folder on every node. A worker runs one job at a time; start more workers to run more. A worker that dies mid-job loses it to another worker within ${recoverySeconds()} s (once its lock expires), at most ${MAX_STALLED_COUNT} times, then the job fails. Job folders in MOD_JOB_STORAGE whose job the queue no longer has (lost with Redis) are removed ${SWEEP_GRACE_MS / 60_000} minutes after their last change. Only jobs with the ids and fields this server writes are run: Redis holds no paths. On SIGTERM or Ctrl-C it finishes the job in hand and exits 0; a second signal exits 1 at once.`
 
-  static override examples = ['MOD_REDIS_URL=redis://queue:6379 MOD_JOB_STORAGE=/shared/jobs <%= config.bin %> worker']
+  static override examples = ['MOD_REDIS_URL=redis://:$REDIS_PASSWORD@queue:6379 MOD_JOB_STORAGE=/shared/jobs <%= config.bin %> worker']
 
   static override ownSignals = true
 
   static override envVars: EnvVars = [
-    ['MOD_REDIS_URL', 'the Redis of the job queue (required)'],
+    ['MOD_REDIS_URL', 'the Redis of the job queue (required), with its password: redis://:password@host:6379'],
     ['MOD_JOB_STORAGE', 'the folder, shared with the servers, where uploads wait'],
     ['MOD_JOB_TTL', 'seconds a finished job stays readable (default 3600)'],
     ['MOD_CALLBACK_SECRET', 'key of the X-Mod-Signature of job callbacks'],

@@ -1,28 +1,25 @@
 import type {Limits} from './config/settings.js'
-import {isModError, ModError} from './errors.js'
+import {disposer} from './dispose.js'
+import {ModError} from './errors.js'
 import {decodeImage} from './image/decode.js'
-import {prepareFrames} from './image/prepare.js'
+import {isItemError, itemErrorEntry} from './item-errors.js'
 import {lazy} from './lazy.js'
-import {openClip, type ClipModel} from './model/clip.js'
-import {loadManifest} from './model/manifest.js'
-import type {Manifest, Precision} from './model/manifest-types.js'
-import {classifyViews, type NsfwRunner} from './model/nsfw-runner.js'
-import {loadPresetManifest} from './model/presets.js'
-import {embedPrompts} from './model/prompt-cache.js'
-import {createBatcher, type BatchObserver} from './pipeline/batcher.js'
+import type {Precision} from './model/manifest-types.js'
+import type {BatchObserver} from './pipeline/batcher.js'
 import {orderedMap} from './pipeline/ordered.js'
 import {DIRECT, type Scheduler} from './pipeline/scheduler.js'
-import type {ModelSignal, Policy, PresetName, SignalName} from './policy/types.js'
-import {combineSignals, feedingSignals, notEvaluated, type FrameSignals} from './scoring/combine.js'
-import {applyHead, checkHeadFits, checkHeadParents, loadHead, type Head} from './scoring/head.js'
-import {nsfwCategoryScores} from './scoring/nsfw-rule.js'
+import type {Policy, PresetName} from './policy/types.js'
+import type {SIGNAL_STATES} from './schemas.js'
 import {buildResult, mergeFrameLabels, type ScoredLabel} from './scoring/result.js'
-import {policyPrompts, zeroShotScores} from './scoring/score.js'
-import {ITEM_ERROR_CODES, SIGNAL_STATES} from './schemas.js'
+import {activeSignals, openCore, type InferenceCore} from './signals/core.js'
+import {listCategories} from './signals/listing.js'
+import type {NsfwRunner} from './signals/nsfw/runner.js'
+import {SIGNALS} from './signals/registry.js'
+import type {Signal, SignalSetup} from './signals/signal.js'
 import {DEFAULT_DECODE_LIMITS} from './video/frames.js'
 import {resolveFfmpeg} from './video/ffmpeg.js'
 import {moderateVideo} from './video/moderate.js'
-import type {CategoriesResult, ErrorEntry, ItemErrorCode, ModerationResult, RgbImage, Segment, VideoResult} from './types.js'
+import type {CategoriesResult, ErrorEntry, ModerationResult, RgbImage, Segment, VideoResult} from './types.js'
 
 export interface EngineOptions {
   preset: PresetName
@@ -46,7 +43,9 @@ export interface EngineOptions {
   /** Opens the embedded NSFW specialist; absent where none is installed. */
   openNsfw?: () => Promise<NsfwRunner>
   /** One signal alone (`--only nsfw`): the policy narrows to the categories it feeds, and no other model loads. */
-  only?: ModelSignal
+  only?: string
+  /** The signals to choose from; default: the registry's. */
+  signals?: readonly Signal[]
   /** Told what the engine does, for metrics; the engine keeps no counters itself. */
   observer?: EngineObserver
 }
@@ -77,7 +76,7 @@ export interface ImageInput {
 
 export type ItemResult = ModerationResult | ErrorEntry
 
-export type {NsfwRunner} from './model/nsfw-runner.js'
+export type {NsfwRunner} from './signals/nsfw/runner.js'
 
 export interface RunOptions {
   /** Where the preparing and inferring stages run (the server's queue); default: directly. */
@@ -93,7 +92,7 @@ export interface Engine {
   readonly policy: Policy
   isLoaded(): boolean
   /** What each signal is doing; `not_loaded` until load() has run. */
-  signals(): Record<SignalName, SignalState>
+  signals(): Record<string, SignalState>
   /** Loads the models, the head and the prompt embeddings (from the disk cache when warm); idempotent. */
   load(): Promise<void>
   /** The categories of the policy that no loaded signal can score (loads first); [] when all can be. */
@@ -111,183 +110,99 @@ export interface Engine {
   categories(): Promise<CategoriesResult>
   /** Releases the models; a load under way is released when it ends. Every call after it is refused. */
   close(): Promise<void>
-}
-
-/** Errors that belong to one input: a batch reports them as an entry and goes on. */
-const ITEM_ERRORS: ReadonlySet<string> = new Set(ITEM_ERROR_CODES)
-
-function isItemError(e: unknown): e is ModError & {code: ItemErrorCode} {
-  return isModError(e) && ITEM_ERRORS.has(e.code)
-}
-
-interface ClipSignal {
-  model: ClipModel
-  manifest: Manifest
-  prompts: Map<string, Float32Array>
-}
-
-interface Models {
-  clip?: ClipSignal
-  head?: Head
-  nsfw?: NsfwRunner
-  /** Categories that no loaded signal feeds. */
-  notEvaluated: string[]
-}
-
-/** What the preparing stage makes of one frame: the input tensor of each loaded model. */
-interface PreparedFrame {
-  clip?: Float32Array
-  /** The frame's views for the specialist (see NsfwRunner.views). */
-  nsfw?: Float32Array
-}
-
-interface FrameOutput {
-  embedding?: Float32Array
-  /** Class probabilities of the views the specialist looked at, five per view (see classifyViews). */
-  nsfw?: Float32Array
+  /** The same as close(), for `await using`. */
+  [Symbol.asyncDispose](): Promise<void>
 }
 
 function closedError(): ModError {
   return new ModError('model_unavailable', 'the engine is closed')
 }
 
-async function release(m: Partial<Models>): Promise<void> {
-  await Promise.allSettled([m.clip?.model.close(), m.nsfw?.close()])
-}
-
-/** `policy` narrowed to the categories `only` feeds. */
-function narrowed(policy: Policy, only: ModelSignal | undefined): Policy {
-  if (only === undefined) return policy
-  if (only === 'nsfw' && !policy.specialists.nsfw) {
-    throw new ModError('invalid_config', 'only the NSFW specialist was asked for, but the policy switches it off (specialists: {nsfw: false})')
+/** The signal setup of an engine's options. */
+function setupOf(opts: EngineOptions): SignalSetup {
+  return {
+    preset: opts.preset,
+    modelDir: opts.modelDir,
+    cacheDir: opts.cacheDir,
+    precision: opts.precision ?? 'fp32',
+    threads: opts.threads,
+    policy: opts.policy,
+    headPath: opts.headPath,
+    requireClip: opts.requireClip,
+    openNsfw: opts.openNsfw,
   }
-  return {...policy, categories: policy.categories.filter((c) => feedingSignals(c).includes(only))}
 }
 
+/**
+ * The engine: the inference core (signals/core.ts) with its image, batch and video adapters on top, and the
+ * category listing. Models load on first use.
+ */
 export function createEngine(opts: EngineOptions): Engine {
-  const policy = narrowed(opts.policy, opts.only)
+  const registry = opts.signals ?? SIGNALS
+  const setup = setupOf(opts)
+  const choice = activeSignals(registry, setup, opts.only)
+  const {policy} = choice
   const limits = opts.limits
   const batchSize = opts.batchSize ?? 8
-  const precision = opts.precision ?? 'fp32'
-  const wantClip = opts.only === undefined || opts.only === 'clip'
-  const wantNsfw = opts.only !== 'clip' && policy.specialists.nsfw && opts.openNsfw !== undefined
   let closed = false
 
-  const manifest = lazy(() => loadManifest(opts.modelDir, opts.preset, precision))
-  const head = lazy(() => (opts.headPath && wantClip ? loadHead(opts.headPath) : Promise.resolve(undefined)))
   const ffmpeg = lazy(() => resolveFfmpeg(opts.ffmpeg))
 
-  /** The CLIP model, or undefined when the preset is not installed and another signal may carry on. */
-  async function openClipSignal(m: Partial<Models>): Promise<void> {
-    let man: Manifest
-    try {
-      man = await manifest.get()
-    } catch (e) {
-      if (isModError(e) && e.code === 'model_missing' && !opts.requireClip && !opts.headPath && wantNsfw) return
-      throw e
-    }
-    const h = await head.get()
-    if (h) {
-      checkHeadFits(h, man.id, man.embedding_size)
-      checkHeadParents(h, policy)
-    }
-    const model = await openClip(opts.modelDir, man, {threads: opts.threads, cacheDir: opts.cacheDir})
-    m.clip = {model, manifest: man, prompts: new Map()}
-    m.head = h
-    m.clip.prompts = await embedPrompts(policyPrompts(policy), {
-      cacheDir: opts.cacheDir,
-      // Reduced-precision text encoders give slightly different embeddings: they get their own cache.
-      modelId: precision === 'fp32' ? man.id : `${man.id}-${precision}`,
-      embed: (texts) => model.embedTexts(texts),
-    })
-    // The text encoder is only needed for prompts; once they are embedded its memory goes back.
-    await model.releaseText()
-  }
-
-  async function open(): Promise<Models> {
-    const m: Partial<Models> = {}
+  async function open(): Promise<InferenceCore> {
     const started = performance.now()
+    const core = await openCore(registry, setup, choice, {batchSize, observe: opts.observer?.batch})
     try {
-      if (wantClip) await openClipSignal(m)
-      if (wantNsfw) m.nsfw = await (opts.openNsfw as () => Promise<NsfwRunner>)()
+      await core.warm()
       if (closed) throw closedError()
-      const available = new Set<ModelSignal>([...(m.clip ? ['clip' as const] : []), ...(m.nsfw ? ['nsfw' as const] : [])])
-      opts.observer?.loaded?.((performance.now() - started) / 1000)
-      return {...m, notEvaluated: notEvaluated(policy, available)}
     } catch (e) {
-      await release(m)
+      await core.dispose()
       throw e
     }
+    opts.observer?.loaded?.((performance.now() - started) / 1000)
+    return core
   }
 
   const models = lazy(open)
 
-  function loaded(): Promise<Models> {
+  function loaded(): Promise<InferenceCore> {
     return closed ? Promise.reject(closedError()) : models.get()
   }
 
-  /** Trimmed once, then each loaded model's input: CLIP's tensor and the specialist's views of the same pixels. */
-  async function prepareDecoded(m: Models, decoded: RgbImage[]): Promise<PreparedFrame[]> {
-    const {frames, tensors} = await prepareFrames(decoded, {preprocess: m.clip?.manifest.preprocess, trimBorders: policy.trim_borders})
-    return frames.map((f, i) => ({clip: tensors[i], nsfw: m.nsfw?.views(f)}))
+  async function scoreFrames(core: InferenceCore, frames: readonly RgbImage[]): Promise<ScoredLabel[][]> {
+    const outputs = await core.infer(await core.prepare(frames))
+    return outputs.map((o) => core.score(o))
   }
 
-  async function runFrames(frames: PreparedFrame[]): Promise<FrameOutput[]> {
-    const m = await loaded()
-    const out: FrameOutput[] = frames.map(() => ({}))
-    if (m.clip) {
-      const size = (frames[0].clip as Float32Array).length
-      const batch = new Float32Array(size * frames.length)
-      frames.forEach((f, i) => batch.set(f.clip as Float32Array, i * size))
-      const embeddings = await m.clip.model.embedImages(batch, frames.length)
-      embeddings.forEach((e, i) => (out[i].embedding = e))
-    }
-    if (m.nsfw) {
-      const probabilities = await classifyViews(m.nsfw, frames.map((f) => f.nsfw as Float32Array))
-      probabilities.forEach((p, i) => (out[i].nsfw = p))
-    }
-    return out
-  }
-
-  const batcher = createBatcher(runFrames, batchSize, opts.observer?.batch)
-
-  function frameLabels(m: Models, out: FrameOutput): ScoredLabel[] {
-    const signals: FrameSignals = {}
-    if (m.clip && out.embedding) signals.clip = zeroShotScores(out.embedding, policy, m.clip.prompts)
-    if (out.nsfw) signals.nsfw = new Map(Object.entries(nsfwCategoryScores(out.nsfw)))
-    const labels = combineSignals(policy, signals)
-    return m.head && out.embedding ? applyHead(m.head, out.embedding, labels) : labels
-  }
-
-  async function scoreFrames(m: Models, frames: PreparedFrame[]): Promise<ScoredLabel[][]> {
-    const outputs = await Promise.all(frames.map((f) => batcher.submit(f)))
-    return outputs.map((o) => frameLabels(m, o))
-  }
-
-  /** The one image path: read and decode in the preparing stage, infer (batched with others), score. */
+  /** The one image path: read, decode and prepare in the preparing stage, infer (batched with others), score. */
   async function moderateOne(input: ImageInput, scheduler: Scheduler): Promise<ModerationResult> {
-    const m = await loaded()
-    const frames = await scheduler.prepare(async () => {
-      return prepareDecoded(m, await decodeImage(await input.read(), {maxBytes: limits.maxBytes, maxPixels: limits.maxPixels}))
-    })
-    const labels = await scheduler.infer(() => scoreFrames(m, frames))
-    return buildResult(input.source, mergeFrameLabels(labels), m.notEvaluated)
+    const core = await loaded()
+    const frames = await scheduler.prepare(async () =>
+      core.prepare(await decodeImage(await input.read(), {maxBytes: limits.maxBytes, maxPixels: limits.maxPixels})),
+    )
+    const labels = await scheduler.infer(async () => (await core.infer(frames)).map((o) => core.score(o)))
+    return buildResult(input.source, mergeFrameLabels(labels), core.notEvaluated)
   }
 
-  function signalState(m: Models | undefined, signal: SignalName): SignalState {
-    const wanted = signal === 'clip' ? wantClip : signal === 'nsfw' ? wantNsfw : wantClip && opts.headPath !== undefined
-    if (!wanted) return 'off'
-    if (m === undefined) return 'not_loaded'
-    return m[signal] ? 'loaded' : 'not_installed'
+  function signalState(core: InferenceCore | undefined, signal: Signal): SignalState {
+    if (!choice.active.includes(signal)) return 'off'
+    if (core === undefined) return 'not_loaded'
+    return core.open.has(signal.name) ? 'loaded' : 'not_installed'
   }
+
+  const {dispose: close} = disposer(async () => {
+    closed = true
+    const pending = await models.current()?.catch(() => undefined)
+    models.reset()
+    if (pending) await pending.dispose()
+  })
 
   const engine: Engine = {
     preset: opts.preset,
     policy,
     isLoaded: () => !closed && models.peek() !== undefined,
     signals: () => {
-      const m = closed ? undefined : models.peek()
-      return {clip: signalState(m, 'clip'), nsfw: signalState(m, 'nsfw'), head: signalState(m, 'head')}
+      const core = closed ? undefined : models.peek()
+      return Object.fromEntries(registry.map((s) => [s.name, signalState(core, s)]))
     },
     load: async () => {
       await loaded()
@@ -301,57 +216,30 @@ export function createEngine(opts: EngineOptions): Engine {
       // Two batches in flight: one being inferred while the next is read, decoded and preprocessed.
       yield* orderedMap(inputs, batchSize * 2, (input) =>
         moderateOne(input, scheduler).catch((e: unknown): ItemResult => {
-          if (isItemError(e)) return {source: input.source, error: {code: e.code, message: e.message}}
+          if (isItemError(e)) return itemErrorEntry(input.source, e)
           throw e
         }),
       )
     },
 
     async moderateVideo(path, o) {
-      const [binary, m] = await Promise.all([ffmpeg.get(), loaded()])
+      const [binary, core] = await Promise.all([ffmpeg.get(), loaded()])
       const result = await moderateVideo(path, {
         ...o,
         batchSize,
         decode: {ffmpeg: binary, ...DEFAULT_DECODE_LIMITS, maxSeconds: limits.maxVideoSeconds, maxPixels: limits.maxPixels},
-        scoreFrames: async (frames) => scoreFrames(m, await prepareDecoded(m, frames)),
+        scoreFrames: (frames) => scoreFrames(core, frames),
       })
-      return {...result, not_evaluated: m.notEvaluated}
+      return {...result, not_evaluated: [...core.notEvaluated]}
     },
 
     async categories() {
       if (closed) throw closedError()
-      const id = await manifest.get().then(
-        (m) => m.id,
-        async (e: unknown) => {
-          if (isModError(e) && e.code === 'model_missing') return (await loadPresetManifest(opts.preset)).id
-          throw e
-        },
-      )
-      const h = await head.get()
-      const headNames = new Set(h?.labels.map((l) => l.name))
-      const enabled = (s: ModelSignal) => (s === 'clip' ? wantClip : s === 'nsfw' ? policy.specialists.nsfw && opts.only !== 'clip' : false)
-      const listed = policy.categories.map((c) => ({
-        name: c.name,
-        parent: c.parent,
-        threshold: c.threshold,
-        origin: c.origin,
-        signals: [...feedingSignals(c).filter(enabled), ...(headNames.has(c.name) ? ['head' as const] : [])],
-        prompts: c.prompts,
-        negatives: c.negatives,
-      }))
-      const names = new Set(listed.map((c) => c.name))
-      const headOnly = (h?.labels ?? [])
-        .filter((l) => !names.has(l.name))
-        .map((l) => ({name: l.name, parent: l.parent, threshold: l.threshold, origin: 'head' as const, signals: ['head' as const]}))
-      return {preset: opts.preset, model: id, categories: [...listed, ...headOnly]}
+      return listCategories(registry, {...setup, preset: opts.preset, policy}, choice)
     },
 
-    async close() {
-      closed = true
-      const pending = await models.current()?.catch(() => undefined)
-      models.reset()
-      if (pending) await release(pending)
-    },
+    close,
+    [Symbol.asyncDispose]: close,
   }
   return engine
 }

@@ -1,6 +1,7 @@
 import {Type} from 'typebox'
 
 import {PRESETS} from './policy/types.js'
+import {SIGNALS} from './signals/registry.js'
 import {MAX_FPS, MIN_FPS} from './video/options.js'
 
 /**
@@ -22,12 +23,17 @@ const notEvaluated = () =>
   })
 
 /** What can feed a category's score. */
-export const SignalName = Type.Enum(['clip', 'nsfw', 'head'], {
-  description: '`clip`: zero-shot prompts; `nsfw`: the embedded NSFW specialist; `head`: a trained head.',
-})
+export const SignalName = Type.Enum(
+  SIGNALS.map((s) => s.name),
+  {description: SIGNALS.map((s) => `\`${s.name}\`: ${s.description}`).join('; ') + '.'},
+)
 
 /** Per signal, what the engine is doing with it (GET /health). */
 export const SIGNAL_STATES = ['loaded', 'not_installed', 'off', 'not_loaded'] as const
+
+/** Every signal of the registry with its state. */
+export const SignalStates = (description: string) =>
+  Type.Object(Object.fromEntries(SIGNALS.map((s) => [s.name, Type.Enum(SIGNAL_STATES)])), {...closed, description})
 
 const parentName = () =>
   Type.Union([Type.String(), Type.Null()], {description: 'Name of the parent category; null when there is none.'})

@@ -7,7 +7,7 @@ import type {ServerSettings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
 import {ModError} from '../lib/errors.js'
 import {fetchImageUrl, type FetchImageOptions} from '../lib/fetch/url.js'
-import {checkKey, WWW_AUTHENTICATE} from './auth.js'
+import {checkKey} from './auth.js'
 import {isJson, jsonBodyLimit} from './body.js'
 import {paceOf} from './body-stream.js'
 import {answerClientError} from './client-error.js'
@@ -15,7 +15,7 @@ import type {Request, RouteContext} from './context.js'
 import {corsHeaders, preflightHeaders} from './cors.js'
 import {docsRoutes} from './docs.js'
 import {methodNotAllowed, notFound, toHttpError, type Log} from './errors.js'
-import {logTo, type Logger} from './logger.js'
+import {logTo, plainText, requestLog, type Logger} from './logger.js'
 import {createServerMetrics, type ServerMetrics} from './metrics.js'
 import {openapiDocument, openapiHandler} from './openapi.js'
 import {createJobs} from './jobs/service.js'
@@ -26,7 +26,8 @@ import {requestIdOf} from './request-id.js'
 import type {AnyRoute} from './route.js'
 import {ROUTES} from './routes/index.js'
 import {processUploadDir, uploadsRoot} from './upload-dirs.js'
-import {jsonBodyReader, queryReader} from './validate.js'
+import {isMultipart} from './upload.js'
+import {jsonBodyReader, pathReader, queryReader} from './validate.js'
 
 export interface ServerOptions {
   /** Where internal errors are reported (never request headers); default the logger, else stderr. */
@@ -65,24 +66,43 @@ export interface ModServer {
 
 const noBody = (): Promise<never> => Promise.reject(new ModError('internal', 'this route declares no JSON body'))
 
+/** Refuses a body of another media type than the route's, before anything is read. */
+function mediaCheck(body: AnyRoute['body']): (req: Request) => void {
+  if (body?.media === 'application/json') {
+    return (req) => {
+      if (!isJson(req)) throw new ModError('unsupported_media', 'send the request body as application/json')
+    }
+  }
+  if (body?.media === 'multipart/form-data') {
+    const message = `send the request as multipart/form-data with the file in the field "${body.field}"`
+    return (req) => {
+      if (!isMultipart(req)) throw new ModError('unsupported_media', message)
+    }
+  }
+  return () => {}
+}
+
 /**
- * A handler's input from its route's declaration: the content type and the query are checked (and the
- * query typed) before anything is read; the JSON body, of at most what MOD_MAX_BYTES of base64 needs, is
+ * A handler's input from its route's declaration: the media type, the path parameters and the query are checked
+ * (and the query typed) before anything is read; the JSON body, of at most what MOD_MAX_BYTES of base64 needs, is
  * read and validated when the handler asks for it.
  */
 function inputOf(route: AnyRoute): (ctx: RouteContext, req: Request) => Parameters<AnyRoute['handler']>[3] {
+  const checkMedia = mediaCheck(route.body)
+  const readParams = route.pathParams ? pathReader(route.pathParams) : () => ({})
   const readQuery = route.query ? queryReader(route.query) : () => ({})
   const readJson = route.body?.media === 'application/json' ? jsonBodyReader(route.body.schema) : undefined
   return (ctx, req) => {
-    if (readJson && !isJson(req)) throw new ModError('unsupported_media', 'send the request body as application/json')
+    checkMedia(req)
+    const params = readParams((req as Request & {params?: Record<string, string>}).params ?? {})
     const query = readQuery(new URL(req.url ?? '/', 'http://localhost').searchParams)
     const {limits} = ctx.settings
     const body = readJson ? (hold?: Hold) => readJson(req, {maxBytes: jsonBodyLimit(limits.maxBytes), ...paceOf(limits), hold}) : noBody
-    return {query, body}
+    return {query, params, body}
   }
 }
 
-const stderrLog: Log = (line) => process.stderr.write(`${line}\n`)
+const stderrLog: Log = (line, _level, fields) => process.stderr.write(`${plainText(line, fields)}\n`)
 
 function packageVersion(): string {
   // The same relative path from src/server (tsx) and from dist/server (built).
@@ -122,7 +142,7 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   }
 
   const app = polka({
-    onError: (err: unknown, _req: unknown, res: ServerResponse) => sendError(res, toHttpError(err, log)),
+    onError: (err: unknown, _req: unknown, res: ServerResponse) => sendError(res, toHttpError(err, requestLog(log, res))),
     onNoMatch: (req: Request, res: ServerResponse) => {
       const methods = methodsOn(req.path) ?? (req.path.startsWith('/docs/') ? ['GET', 'HEAD'] : undefined)
       sendError(res, methods ? methodNotAllowed(req.method ?? '', req.path, methods) : notFound(req.path))
@@ -149,15 +169,14 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   app.use((req: Request, res: ServerResponse, next: () => void) => {
     const refused = checkKey(settings.apiKey, req, req.path, publicRequests)
     if (!refused) return next()
-    const e = toHttpError(refused, log)
-    sendError(res, {...e, headers: {...e.headers, 'WWW-Authenticate': WWW_AUTHENTICATE}})
+    sendError(res, toHttpError(refused, log))
   })
 
   for (const route of ROUTES) {
     const input = inputOf(route)
     const run = async (req: Request, res: ServerResponse) => route.handler(ctx, req, res, input(ctx, req))
     const handle = (req: Request, res: ServerResponse) => {
-      run(req, res).catch((e: unknown) => sendError(res, toHttpError(e, log)))
+      run(req, res).catch((e: unknown) => sendError(res, toHttpError(e, requestLog(log, res))))
     }
     // The document writes path parameters as {id}, polka as :id.
     const pattern = route.path.replace(/\{(\w+)\}/g, ':$1')

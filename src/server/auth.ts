@@ -14,9 +14,6 @@ export function keyMatches(key: string, header: string | string[] | undefined): 
   return timingSafeEqual(digest(key), digest(header))
 }
 
-/** Sent with 401: the scheme, and the header that carries the key. */
-export const WWW_AUTHENTICATE = 'ApiKey header="X-API-Key"'
-
 /**
  * The request's key problem, if any (the message never repeats what was sent). `publicRequests` holds the
  * requests that never need the key, as "GET /health": those of the routes declared public.

@@ -3,8 +3,8 @@ import {Transform} from 'node:stream'
 
 import type {Limits} from '../lib/config/settings.js'
 import {ModError} from '../lib/errors.js'
+import {formatSize} from '../lib/sizes.js'
 import type {Hold} from './queue.js'
-import {humanBytes} from './units.js'
 
 /** A request body as a stream, with the request's headers (formidable reads them from the stream it parses). */
 export type BodyStream = Transform & {headers: IncomingHttpHeaders}
@@ -43,7 +43,7 @@ export function bodyStream(req: IncomingMessage, limits: BodyLimits): BodyStream
   const {idleMs, minRate, hold} = limits
   const declared = Number(req.headers['content-length'])
   if (declared > limits.maxBytes) {
-    throw new ModError('payload_too_large', `the request body is larger than the limit of ${limits.maxBytes} bytes`)
+    throw new ModError('payload_too_large', `the request body is larger than ${formatSize(limits.maxBytes)}`)
   }
   const known = Number.isSafeInteger(declared)
   if (hold && known) hold.take(declared)
@@ -97,8 +97,8 @@ export function bodyStream(req: IncomingMessage, limits: BodyLimits): BodyStream
       fail(
         new ModError(
           'request_timeout',
-          `the request body is arriving too slowly: ${humanBytes(arrived)} in ${seconds} s, less than ` +
-            `${humanBytes(minRate)} per second (MOD_BODY_MIN_RATE)`,
+          `the request body is arriving too slowly: ${formatSize(arrived)} in ${seconds} s, less than ` +
+            `${formatSize(minRate)} per second (MOD_BODY_MIN_RATE)`,
         ),
       )
       return

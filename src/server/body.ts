@@ -1,7 +1,8 @@
 import type {IncomingMessage} from 'node:http'
 
-import {ModError} from '../lib/errors.js'
+import {emptyFileError, ModError} from '../lib/errors.js'
 import {readCapped} from '../lib/input/read-capped.js'
+import {formatSize} from '../lib/sizes.js'
 import {bodyStream, type BodyLimits} from './body-stream.js'
 
 /**
@@ -30,21 +31,30 @@ const DATA_URI = /^data:[^,]*?;base64,/i
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
 const WHITESPACE = /[\t\n\r ]/g
 
+/**
+ * The text decodeBase64 accepts but for its length (a multiple of 4 once the breaks are dropped), as a JSON Schema
+ * pattern (which has no flags: the data URI's letters are matched in either case).
+ */
+export const BASE64_PATTERN = '^(?:[Dd][Aa][Tt][Aa]:[^,]*;[Bb][Aa][Ss][Ee]64,)?[\\t\\n\\r A-Za-z0-9+/]*(?:=[\\t\\n\\r ]*){0,2}$'
+
+/** What image_base64 must be, for a person. */
+export const BASE64_EXPECTED = 'base64 text (the standard alphabet, padded with =; line breaks allowed) or a data: URI with ;base64,'
+
 /** Strict base64: the standard alphabet with padding (line breaks allowed); a data URI's prefix is dropped. */
 export function decodeBase64(text: string): Buffer {
   const bare = text.replace(DATA_URI, '').replace(WHITESPACE, '')
   if (bare.length % 4 !== 0 || !BASE64.test(bare)) {
-    throw new ModError('bad_request', 'image_base64 is not valid base64 (standard alphabet, padded with =)')
+    throw new ModError('bad_request', `image_base64 is not valid: expected ${BASE64_EXPECTED}`)
   }
   return Buffer.from(bare, 'base64')
 }
 
-/** The image of `image_base64`: decoded, not empty, and at most `maxBytes` (else payload_too_large). */
+/** The image of `image_base64`: decoded, not empty (as an empty upload), and at most `maxBytes` (else payload_too_large). */
 export function base64Image(text: string, maxBytes: number): Buffer {
   const data = decodeBase64(text)
-  if (data.length === 0) throw new ModError('bad_request', 'image_base64 is empty')
+  if (data.length === 0) throw emptyFileError()
   if (data.length > maxBytes) {
-    throw new ModError('payload_too_large', `the image is ${data.length} bytes; the limit is ${maxBytes} bytes (MOD_MAX_BYTES)`)
+    throw new ModError('payload_too_large', `the image is larger than ${formatSize(maxBytes)} (MOD_MAX_BYTES)`)
   }
   return data
 }

@@ -1,21 +1,26 @@
 import type {Limits, LogLevel} from '../lib/config/settings.js'
 import {isModError, type ErrorCode} from '../lib/errors.js'
-import {grouped, humanBytes, humanSeconds} from './units.js'
+import {MAX_SIDE} from '../lib/image/decode.js'
+import {formatSize, formatSizeExact, grouped} from '../lib/sizes.js'
+import {humanSeconds} from './units.js'
 
 /** An error as the API answers it: `{error: {code, message}}` with this status. */
 export interface HttpError {
   status: number
   code: HttpErrorCode
   message: string
-  /** Retry-After (seconds) for 503, Allow for 405. */
+  /** The row's headers (Retry-After, WWW-Authenticate), and Allow for 405. */
   headers?: Record<string, string>
 }
 
-/** Seconds a client should wait: a full queue drains quickly, a model that failed to load does not. */
-const RETRY_OVERLOADED_S = 1
-const RETRY_MODEL_S = 10
+/** Seconds a client should wait (Retry-After): a full queue drains quickly, a model that failed to load does not. */
+const RETRY_OVERLOADED_S = '1'
+const RETRY_MODEL_S = '10'
 /** A model still loading is usually ready within seconds. */
-const RETRY_NOT_READY_S = 5
+const RETRY_NOT_READY_S = '5'
+
+/** Sent with 401: the scheme, and the header that carries the key. */
+export const WWW_AUTHENTICATE = 'ApiKey header="X-API-Key"'
 
 /** The codes a client can see in an error body. */
 export const HTTP_ERROR_CODES = [
@@ -44,8 +49,8 @@ export type HttpErrorCode = (typeof HTTP_ERROR_CODES)[number]
 
 export interface HttpErrorRow {
   status: number
-  /** Retry-After (seconds) sent with it. */
-  retryAfter?: number
+  /** Headers every answer with this code carries: the one place they are set. */
+  headers?: {'Retry-After'?: string; 'WWW-Authenticate'?: string}
   /** When a client gets it, for the documentation; the limits are this server's. */
   when: (limits: Limits) => string
   /** A message as a client would read it, for the documentation. */
@@ -57,12 +62,14 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   bad_request: {
     status: 400,
     when: () =>
-      'a missing or empty file field, more than one file for a single-file endpoint, ' +
-      'bad JSON, bad base64, both or neither of `image_base64` and `url`, or a bad query value',
-    example: 'the form has no file in the field "file"',
+      'a missing file field (or a text value in its place), more than one file for a single-file endpoint, a ' +
+      'malformed multipart body, bad JSON, a JSON body that does not match its schema (bad base64, both or neither ' +
+      'of `image_base64` and `url`), a bad or repeated query value, or a malformed job id',
+    example: 'the multipart field "file" is missing: send the file in "file"',
   },
   unauthorized: {
     status: 401,
+    headers: {'WWW-Authenticate': WWW_AUTHENTICATE},
     when: () => 'the `X-API-Key` header is missing or does not match `MOD_API_KEY`',
     example: 'this server needs an API key: send it in the X-API-Key header',
   },
@@ -89,40 +96,42 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   payload_too_large: {
     status: 413,
     when: (l) =>
-      `an image over ${humanBytes(l.maxBytes)} or ${grouped(l.maxPixels)} decoded pixels, batch files over ` +
-      `${humanBytes(l.maxBatchBytes)} together, a request body over the upload limit (its Content-Length is ` +
-      `checked before reading), or a video over ${humanBytes(l.maxVideoBytes)}`,
-    example: 'the image is larger than 26214400 bytes',
+      `an image over ${formatSizeExact(l.maxBytes)} or ${grouped(l.maxPixels)} decoded pixels (a share of that for ` +
+      'formats that cost more to decode: a third for GIF, a quarter for WebP, progressive JPEG and interlaced ' +
+      `PNG, a sixth for AVIF, an eighth for CMYK JPEG) or with a side over ${grouped(MAX_SIDE)} px, batch files over ` +
+      `${formatSizeExact(l.maxBatchBytes)} together, a request body over the upload limit (its Content-Length is ` +
+      `checked before reading), or a video over ${formatSizeExact(l.maxVideoBytes)}`,
+    example: 'the image is larger than 25 MiB (MOD_MAX_BYTES)',
   },
   request_timeout: {
     status: 408,
     when: (l) =>
       `an upload sent nothing for ${humanSeconds(l.bodyTimeoutMs)} while the server was reading it (\`MOD_BODY_TIMEOUT_MS\`), ` +
-      `or after its first ${humanSeconds(l.bodyTimeoutMs)} arrived slower than ${humanBytes(l.bodyMinRate)} per second on average ` +
+      `or after its first ${humanSeconds(l.bodyTimeoutMs)} arrived slower than ${formatSize(l.bodyMinRate)} per second on average ` +
       '(`MOD_BODY_MIN_RATE`)',
     example: 'no part of the request body arrived for 30000 ms (MOD_BODY_TIMEOUT_MS)',
   },
   too_many_files: {
     status: 413,
     when: (l) => `more than ${l.maxBatch} files in one batch`,
-    example: 'a batch holds at most 16 files',
+    example: 'a batch holds at most 16 files (MOD_MAX_BATCH)',
   },
   video_too_long: {
     status: 422,
     when: (l) => `the video is longer than ${l.maxVideoSeconds} s, found while decoding`,
-    example: 'the video is longer than 600 seconds',
+    example: 'the video is longer than the limit of 600 s',
   },
   unsupported_media: {
     status: 415,
     when: () =>
       'a request body of the wrong media type (not multipart/form-data for an upload endpoint, not JSON for ' +
-      '`/v1/moderate/json`), or a file that is not an image, or not a video, that the decoder can read (a ' +
-      'batch reports that per file instead)',
-    example: 'the file is not an image this server can read',
+      '`/v1/moderate/json`), an empty file (uploaded, in base64 or downloaded), or a file that is not an image, or ' +
+      'not a video, that the decoder can read (a batch reports that per file instead)',
+    example: 'the file is empty',
   },
   too_many_uploads: {
     status: 429,
-    retryAfter: RETRY_OVERLOADED_S,
+    headers: {'Retry-After': RETRY_OVERLOADED_S},
     when: (l) =>
       `one client address (an IPv6 /64) is already sending ${l.maxUploadsPerClient} request bodies to the worker ` +
       '(`MOD_MAX_UPLOADS_PER_CLIENT`)',
@@ -130,22 +139,22 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   },
   overloaded: {
     status: 503,
-    retryAfter: RETRY_OVERLOADED_S,
+    headers: {'Retry-After': RETRY_OVERLOADED_S},
     when: (l) =>
       `the worker queue is full (${l.queueLimit} requests waiting), ${l.maxUploads} uploads are already being ` +
-      `received (\`MOD_MAX_UPLOADS\`), the worker holds ${humanBytes(l.maxBufferedBytes)} of requests not ` +
+      `received (\`MOD_MAX_UPLOADS\`), the worker holds ${formatSizeExact(l.maxBufferedBytes)} of requests not ` +
       'answered yet (`MOD_MAX_BUFFERED_BYTES`), as many jobs wait, or the job queue (Redis) is unreachable',
-    example: 'the server is busy; retry later',
+    example: 'the server is busy (64 requests already waiting); retry shortly',
   },
   model_unavailable: {
     status: 503,
-    retryAfter: RETRY_MODEL_S,
+    headers: {'Retry-After': RETRY_MODEL_S},
     when: () => 'the model could not be loaded',
     example: 'the model could not be loaded; try again later',
   },
   not_ready: {
     status: 503,
-    retryAfter: RETRY_NOT_READY_S,
+    headers: {'Retry-After': RETRY_NOT_READY_S},
     when: () => '`GET /ready` while the model is not loaded yet, or while the server is shutting down',
     example: 'the model is loading',
   },
@@ -210,8 +219,17 @@ const HIDDEN_MESSAGES: Record<number, string> = {
   503: 'the model is not available; try again later',
 }
 
-/** Receives what the client is not told (internal errors, with their stack); never request headers. A line without a level is an error. */
-export type Log = (line: string, level?: LogLevel) => void
+/**
+ * Receives what the client is not told (internal errors), never request headers. A line without a level is an
+ * error; `fields` go into the record beside it: `err` (an Error, logged with its stack) and `request_id`.
+ */
+export type Log = (line: string, level?: LogLevel, fields?: LogFields) => void
+
+export interface LogFields {
+  err?: unknown
+  request_id?: string
+  [field: string]: unknown
+}
 
 /** One line about an error for the log: `code: message` for a ModError, else its message. */
 export function describe(e: unknown): string {
@@ -219,39 +237,33 @@ export function describe(e: unknown): string {
   return e instanceof Error ? e.message : String(e)
 }
 
-/** Anything thrown by a route → the answer; server-side problems are logged and answered generically. */
+/** The answer of `code` with its status and the headers of its row (plus `extra`, e.g. Allow). */
+export function httpError(code: HttpErrorCode, message: string, extra?: Record<string, string>): HttpError {
+  const {status, headers} = HTTP_ERRORS[code]
+  return {status, code, message, ...(headers || extra ? {headers: {...headers, ...extra}} : {})}
+}
+
+/** Anything thrown by a route → the answer; server-side problems are logged (with the error and its stack) and answered generically. */
 export function toHttpError(e: unknown, log: Log): HttpError {
   if (!isModError(e)) {
-    log(`internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`)
-    return {status: 500, code: 'internal', message: HIDDEN_MESSAGES[500]}
+    log('internal error', 'error', {err: e})
+    return httpError('internal', HIDDEN_MESSAGES[500])
   }
   const from: EngineRow = FROM_ENGINE[e.code]
   const code = from.as ?? (e.code as HttpErrorCode)
-  const {status, retryAfter} = HTTP_ERRORS[code]
-  if (from.hidden) log(`${e.code}: ${e.message}`)
-  return {
-    status,
-    code,
-    message: from.hidden ? HIDDEN_MESSAGES[status] : e.message,
-    ...(retryAfter === undefined ? {} : {headers: {'Retry-After': String(retryAfter)}}),
-  }
+  if (from.hidden) log(describe(e), 'error', {err: e})
+  return httpError(code, from.hidden ? HIDDEN_MESSAGES[HTTP_ERRORS[code].status] : e.message)
 }
 
 /** /ready's refusal: the server is up but should not get traffic now. */
 export function notReady(message: string): HttpError {
-  const {status, retryAfter} = HTTP_ERRORS.not_ready
-  return {status, code: 'not_ready', message, headers: {'Retry-After': String(retryAfter)}}
+  return httpError('not_ready', message)
 }
 
 export function notFound(path: string): HttpError {
-  return {status: HTTP_ERRORS.not_found.status, code: 'not_found', message: `no such endpoint: ${path}`}
+  return httpError('not_found', `no such endpoint: ${path}`)
 }
 
 export function methodNotAllowed(method: string, path: string, allowed: string[]): HttpError {
-  return {
-    status: HTTP_ERRORS.method_not_allowed.status,
-    code: 'method_not_allowed',
-    message: `${method} is not allowed on ${path}; use ${allowed.join(' or ')}`,
-    headers: {Allow: allowed.join(', ')},
-  }
+  return httpError('method_not_allowed', `${method} is not allowed on ${path}; use ${allowed.join(' or ')}`, {Allow: allowed.join(', ')})
 }

@@ -4,14 +4,14 @@ import type {TSchema} from 'typebox'
 
 import {ITEM_ERROR_CODES} from '../lib/schemas.js'
 import * as results from '../lib/schemas.js'
-import {WWW_AUTHENTICATE} from './auth.js'
-import {HTTP_ERROR_CODES, HTTP_ERRORS, type HttpErrorCode} from './errors.js'
+import {HTTP_ERROR_CODES, HTTP_ERRORS, WWW_AUTHENTICATE, type HttpErrorCode, type HttpErrorRow} from './errors.js'
 import {COMPONENT_EXAMPLES, EXAMPLE_REQUEST_ID} from './examples.js'
 import {Job, JobSegment} from './jobs/schema.js'
-import type {Operation as Declared, ServerFacts, Success, Text} from './route.js'
+import {errorsOf, type Operation as Declared, type ServerFacts, type Success, type Text} from './route.js'
 import {ROUTES} from './routes/index.js'
 import {ErrorBody, ErrorCode, Health, ModerateJsonRequest, Ready} from './schemas.js'
-import {grouped, humanBytes, humanSeconds} from './units.js'
+import {formatSizeExact, grouped} from '../lib/sizes.js'
+import {humanSeconds} from './units.js'
 
 /**
  * The OpenAPI 3.1 description of one server, generated: paths from the route declarations, schemas from
@@ -140,19 +140,13 @@ const DOCUMENTATION: Declared[] = [
   },
 ]
 
-const RETRY_AFTER: Record<string, Header> = {
+/** How the document describes each header of the error table (errors.ts), which decides when it is sent. */
+const ERROR_HEADERS: Record<keyof NonNullable<HttpErrorRow['headers']>, Header> = {
   'Retry-After': {
     description: 'Seconds to wait before retrying.',
     required: true,
     schema: {type: 'integer', minimum: 0},
   },
-}
-
-const sentence = (text: string): string => text.charAt(0).toUpperCase() + text.slice(1)
-
-const render = (text: Text, facts: ServerFacts): string => (typeof text === 'string' ? text : text(facts))
-
-const AUTHENTICATE: Record<string, Header> = {
   'WWW-Authenticate': {
     description: `How to authenticate: \`${WWW_AUTHENTICATE}\`.`,
     required: true,
@@ -160,16 +154,17 @@ const AUTHENTICATE: Record<string, Header> = {
   },
 }
 
+const sentence = (text: string): string => text.charAt(0).toUpperCase() + text.slice(1)
+
+const render = (text: Text, facts: ServerFacts): string => (typeof text === 'string' ? text : text(facts))
+
 /** The answers of one status: the shared Error shape, narrowed to the codes this operation gives with it. */
 function errorResponse(codes: HttpErrorCode[], facts: ServerFacts): Response {
   const rows = codes.map((code) => HTTP_ERRORS[code])
-  const headers = [
-    ...(rows.some((r) => r.retryAfter !== undefined) ? [RETRY_AFTER] : []),
-    ...(codes.includes('unauthorized') ? [AUTHENTICATE] : []),
-  ]
+  const names = [...new Set(rows.flatMap((r) => Object.keys(r.headers ?? {})))] as (keyof typeof ERROR_HEADERS)[]
   return {
     description: codes.map((code, i) => `${sentence(rows[i].when(facts.limits))} (\`${code}\`).`).join(' '),
-    ...(headers.length > 0 ? {headers: Object.assign({}, ...headers)} : {}),
+    ...(names.length > 0 ? {headers: Object.fromEntries(names.map((name) => [name, ERROR_HEADERS[name]]))} : {}),
     content: {
       'application/json': {
         schema: {
@@ -185,7 +180,8 @@ function errorResponse(codes: HttpErrorCode[], facts: ServerFacts): Response {
 
 function operation(op: Declared, facts: ServerFacts): Operation {
   const needsKey = facts.apiKey && op.security === undefined
-  const codes = HTTP_ERROR_CODES.filter((c) => op.errors.includes(c) || (needsKey && c === 'unauthorized'))
+  const declared = errorsOf(op)
+  const codes = HTTP_ERROR_CODES.filter((c) => declared.includes(c) || (needsKey && c === 'unauthorized'))
   const byStatus = new Map<number, HttpErrorCode[]>()
   for (const code of codes) byStatus.set(HTTP_ERRORS[code].status, [...(byStatus.get(HTTP_ERRORS[code].status) ?? []), code])
 
@@ -207,12 +203,12 @@ function operation(op: Declared, facts: ServerFacts): Operation {
     ...(facts.apiKey && op.security ? {security: op.security} : {}),
     responses,
   }
-  const parameters: Parameter[] = Object.entries(op.pathParams ?? {}).map(([name, text]) => ({
+  const parameters: Parameter[] = Object.entries(op.pathParams ?? {}).map(([name, param]) => ({
     name,
     in: 'path',
-    description: text,
+    description: param.description,
     required: true,
-    schema: {type: 'string'},
+    schema: withRefs(param.schema),
   }))
   if (op.query) {
     const required = new Set(op.query.required ?? [])
@@ -242,8 +238,9 @@ function description(info: OpenApiInfo): string {
     ? 'URL fetching is **enabled** on this server.'
     : 'URL fetching is **disabled** on this server (`MOD_ALLOW_URLS` is false): a `url` request gets 403.'
   const errorRows = HTTP_ERROR_CODES.map((code) => {
-    const {status, retryAfter, when} = HTTP_ERRORS[code]
-    return `| ${sentence(when(limits))} | ${status}${retryAfter === undefined ? '' : ' (+ `Retry-After`)'} | \`${code}\` |`
+    const {status, headers, when} = HTTP_ERRORS[code]
+    const sent = Object.keys(headers ?? {}).map((name) => ` (+ \`${name}\`)`).join('')
+    return `| ${sentence(when(limits))} | ${status}${sent} | \`${code}\` |`
   })
   return [
     'Self-hosted image and video moderation: each item is scored against the categories of the active policy ' +
@@ -257,19 +254,19 @@ function description(info: OpenApiInfo): string {
     '## Limits on this server',
     '| Setting | Value | Applies to |',
     '|---|---|---|',
-    `| \`MOD_MAX_BYTES\` | ${humanBytes(limits.maxBytes)} | one image (upload, base64 or URL download) |`,
+    `| \`MOD_MAX_BYTES\` | ${formatSizeExact(limits.maxBytes)} | one image (upload, base64 or URL download) |`,
     `| \`MOD_MAX_PIXELS\` | ${grouped(limits.maxPixels)} pixels | decoded size of one image or frame |`,
     `| \`MOD_MAX_BATCH\` | ${limits.maxBatch} files | one batch request |`,
-    `| \`MOD_MAX_BATCH_BYTES\` | ${humanBytes(limits.maxBatchBytes)} | the files of one batch request together |`,
-    `| \`MOD_MAX_VIDEO_BYTES\` | ${humanBytes(limits.maxVideoBytes)} | one uploaded video |`,
+    `| \`MOD_MAX_BATCH_BYTES\` | ${formatSizeExact(limits.maxBatchBytes)} | the files of one batch request together |`,
+    `| \`MOD_MAX_VIDEO_BYTES\` | ${formatSizeExact(limits.maxVideoBytes)} | one uploaded video |`,
     `| \`MOD_MAX_VIDEO_SECONDS\` | ${limits.maxVideoSeconds} s | video duration, enforced while decoding |`,
     `| \`MOD_URL_TIMEOUT_MS\` | ${humanSeconds(limits.urlTimeoutMs)} | one URL fetch, redirects and body included |`,
     `| \`MOD_QUEUE_LIMIT\` | ${limits.queueLimit} requests | waiting per worker before 503 \`overloaded\` |`,
     `| \`MOD_MAX_UPLOADS\` | ${limits.maxUploads} uploads | bodies being received per worker before 503 \`overloaded\` (a request queues only once its body is in) |`,
-    `| \`MOD_MAX_BUFFERED_BYTES\` | ${humanBytes(limits.maxBufferedBytes)} | request bytes a worker holds in memory for requests not answered yet, before 503 \`overloaded\` |`,
+    `| \`MOD_MAX_BUFFERED_BYTES\` | ${formatSizeExact(limits.maxBufferedBytes)} | request bytes a worker holds in memory for requests not answered yet, before 503 \`overloaded\` |`,
     `| \`MOD_MAX_UPLOADS_PER_CLIENT\` | ${limits.maxUploadsPerClient} uploads | bodies one client address (an IPv6 /64) may be sending to a worker at once before 429 \`too_many_uploads\` |`,
     `| \`MOD_BODY_TIMEOUT_MS\` | ${humanSeconds(limits.bodyTimeoutMs)} | a request body that sends nothing for this long is 408 \`request_timeout\` |`,
-    `| \`MOD_BODY_MIN_RATE\` | ${humanBytes(limits.bodyMinRate)} per second | the average a request body must keep once its first ${humanSeconds(limits.bodyTimeoutMs)} are over, else 408 \`request_timeout\` (a body of n bytes has ${humanSeconds(limits.bodyTimeoutMs)} + n / rate) |`,
+    `| \`MOD_BODY_MIN_RATE\` | ${formatSizeExact(limits.bodyMinRate)} per second | the average a request body must keep once its first ${humanSeconds(limits.bodyTimeoutMs)} are over, else 408 \`request_timeout\` (a body of n bytes has ${humanSeconds(limits.bodyTimeoutMs)} + n / rate) |`,
     '',
     'Uploads are streamed and the limits are counted as bytes arrive; a video is streamed to disk. Besides ' +
       "`MOD_BODY_MIN_RATE`, the HTTP server's own request timeout ends a request not received whole within 5 minutes.",
@@ -288,7 +285,7 @@ function description(info: OpenApiInfo): string {
       'unique-local, multicast, CGNAT, unspecified and other reserved addresses are refused (422 ' +
       '`url_blocked`), and the connection goes only to the checked addresses;',
     '- every redirect is checked the same way, at most 5 are followed;',
-    `- the body may be at most ${humanBytes(limits.maxBytes)} and the whole fetch must finish within ` +
+    `- the body may be at most ${formatSizeExact(limits.maxBytes)} and the whole fetch must finish within ` +
       `${humanSeconds(limits.urlTimeoutMs)}.`,
     '',
     '## Errors',

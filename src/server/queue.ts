@@ -1,3 +1,5 @@
+import {addAbortListener} from 'node:events'
+
 import {ModError} from '../lib/errors.js'
 import type {Scheduler} from '../lib/pipeline/scheduler.js'
 
@@ -55,31 +57,42 @@ export interface Gate {
 
 const cancelled = (): ModError => new ModError('bad_request', 'the request was cancelled by the client')
 
+/**
+ * The items of one request waiting in line: they leave it together when the request's client goes away. A batch's
+ * items wait together, so the request's signal gets one abort listener for all of them (one each would pass Node's
+ * limit of 10 listeners per signal), removed when the request is released.
+ */
+interface Party {
+  readonly gone: boolean
+  /** Calls `leave` when the client goes away; the returned function stops that. */
+  watch(leave: () => void): () => void
+}
+
 interface Lock {
-  /** Runs `work` alone, first come first served; a caller whose signal aborts leaves the line. */
-  hold<T>(work: () => Promise<T>, signal?: AbortSignal): Promise<T>
+  /** Runs `work` alone, first come first served; a caller whose party is gone leaves the line. */
+  hold<T>(work: () => Promise<T>, party?: Party): Promise<T>
 }
 
 function createLock(): Lock {
   let busy = false
   const waiting: (() => void)[] = []
 
-  function acquire(signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) return Promise.reject(cancelled())
+  function acquire(party?: Party): Promise<void> {
+    if (party?.gone) return Promise.reject(cancelled())
     if (!busy) {
       busy = true
       return Promise.resolve()
     }
     return new Promise((resolve, reject) => {
-      const onAbort = () => {
-        waiting.splice(waiting.indexOf(go), 1)
-        reject(cancelled())
-      }
       const go = () => {
-        signal?.removeEventListener('abort', onAbort)
+        unwatch()
         resolve()
       }
-      signal?.addEventListener('abort', onAbort, {once: true})
+      const unwatch =
+        party?.watch(() => {
+          waiting.splice(waiting.indexOf(go), 1)
+          reject(cancelled())
+        }) ?? (() => {})
       waiting.push(go)
     })
   }
@@ -91,13 +104,36 @@ function createLock(): Lock {
   }
 
   return {
-    async hold(work, signal) {
-      await acquire(signal)
+    async hold(work, party) {
+      await acquire(party)
       try {
         return await work()
       } finally {
         handOver()
       }
+    },
+  }
+}
+
+/** The party of a request's items; `dispose` removes its listener from `signal`. */
+function partyOf(signal: AbortSignal | undefined): Party & Disposable {
+  const leaving = new Set<() => void>()
+  let listener: Disposable | undefined
+  return {
+    get gone() {
+      return signal?.aborted ?? false
+    },
+    watch(leave) {
+      if (!signal) return () => {}
+      listener ??= addAbortListener(signal, () => {
+        for (const each of [...leaving]) each()
+      })
+      leaving.add(leave)
+      return () => leaving.delete(leave)
+    },
+    [Symbol.dispose]() {
+      listener?.[Symbol.dispose]()
+      leaving.clear()
     },
   }
 }
@@ -193,15 +229,21 @@ export function createGate(queueLimit: number, intake: Intake = UNBOUNDED): Gate
       checkQueue()
       admitted++
       let released = false
+      const parties: Disposable[] = []
       return {
-        scheduler: (signal) => ({
-          prepare: (work) => preparing.hold(work, signal),
-          infer: (work) => (signal?.aborted ? Promise.reject(cancelled()) : work()),
-        }),
+        scheduler: (signal) => {
+          const party = partyOf(signal)
+          parties.push(party)
+          return {
+            prepare: (work) => preparing.hold(work, party),
+            infer: (work) => (party.gone ? Promise.reject(cancelled()) : work()),
+          }
+        },
         release() {
           if (released) return
           released = true
           admitted--
+          for (const party of parties) party[Symbol.dispose]()
         },
       }
     },

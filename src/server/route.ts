@@ -10,8 +10,9 @@ import type {QueryValues} from './validate.js'
 
 /**
  * A route declares itself next to its handler: what it reads, what it answers, and the error codes it
- * can raise. app.ts registers it and validates its query (and JSON body) from the declaration; the
- * OpenAPI document is generated from the declarations (openapi.ts), the statuses from errors.ts.
+ * can raise. app.ts registers it and checks from the declaration its body's media type, its path
+ * parameters, its query (and its JSON body); the OpenAPI document is generated from the declarations
+ * (openapi.ts), the statuses from errors.ts.
  */
 
 /** What the documentation of one server states besides the routes: its switches and limits. */
@@ -39,6 +40,8 @@ export interface JsonBody<B extends TSchema> {
 /** A multipart body stays streamed by the upload code; the schema only documents it. */
 export interface MultipartBody {
   media: 'multipart/form-data'
+  /** The form field the files go in, named by the refusal of a body of another media type. */
+  field: string
   schema: (limits: Limits) => Record<string, unknown>
   description: Text
 }
@@ -62,19 +65,44 @@ export interface Operation<Q extends TObject = TObject, B extends TSchema = TSch
   tags: Tag[]
   /** As in OpenAPI: absent, the API key applies (when the server has one); `[]`, the operation is public. */
   security?: []
-  /** Parameters in the path (`/v1/jobs/{id}`), name → description; the handler reads them from `req.params`. */
-  pathParams?: Record<string, string>
+  /** Parameters in the path (`/v1/jobs/{id}`), validated by app.ts before the handler runs. */
+  pathParams?: Record<string, PathParam>
   query?: Q
   body?: JsonBody<B> | MultipartBody
   /** The success answer: 200, or 202 for work accepted to run later. */
   responses: {200: Success} | {202: Success}
-  /** The codes the operation can answer besides 401 (added from `security`); errors.ts gives their statuses. */
+  /**
+   * The codes the handler can raise. Those the declaration implies (a body, a query, path parameters) are added by
+   * `errorsOf`, and 401 from `security` by the document; errors.ts gives their statuses.
+   */
   errors: HttpErrorCode[]
+}
+
+export interface PathParam {
+  description: string
+  /** A string schema; `title` says what it expects in the refusal of a value that does not match. */
+  schema: TSchema
+}
+
+/**
+ * Every code an operation can answer but 401: the handler's own, and those app.ts raises from the declaration
+ * before the handler runs or while it reads the body (inputOf): a query or path value that does not match is
+ * bad_request; a body of another media type is unsupported_media, one over its limit payload_too_large, one that
+ * stops arriving request_timeout, and one that cannot be parsed (or lacks its field) bad_request.
+ */
+export function errorsOf(op: Operation): HttpErrorCode[] {
+  const implied: HttpErrorCode[] = [
+    ...(op.query || op.pathParams ? (['bad_request'] as const) : []),
+    ...(op.body ? (['bad_request', 'unsupported_media', 'payload_too_large', 'request_timeout'] as const) : []),
+  ]
+  return [...new Set([...op.errors, ...implied])]
 }
 
 /** What app.ts hands a handler beside the request: the query typed and validated, the JSON body on demand. */
 export interface Input<Q, B> {
   query: Q
+  /** The path parameters, validated. */
+  params: Record<string, string>
   /**
    * Reads and validates the JSON body, its bytes counted in `hold` (the request's upload) as they are buffered.
    * A handler calls it once it holds an upload place.

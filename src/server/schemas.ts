@@ -1,7 +1,8 @@
 import {Type} from 'typebox'
 
-import {SIGNAL_STATES} from '../lib/schemas.js'
+import {SignalStates} from '../lib/schemas.js'
 import {DEFAULT_SAMPLING, MAX_FPS, MAX_MIN_FRAMES, MIN_FPS} from '../lib/video/options.js'
+import {BASE64_EXPECTED, BASE64_PATTERN} from './body.js'
 import {HTTP_ERROR_CODES} from './errors.js'
 
 /**
@@ -15,14 +16,9 @@ export const Health = Type.Object(
   {
     status: Type.Literal('ok'),
     model_loaded: Type.Boolean({description: 'Whether the models are in memory.'}),
-    signals: Type.Object(
-      {clip: Type.Enum(SIGNAL_STATES), nsfw: Type.Enum(SIGNAL_STATES), head: Type.Enum(SIGNAL_STATES)},
-      {
-        ...closed,
-        description:
-          'Per signal: `loaded`; `not_installed` (its categories are not evaluated, e.g. no CLIP model pulled); `off` ' +
-          '(switched off by the policy or configuration); `not_loaded` (before the first load).',
-      },
+    signals: SignalStates(
+      'Per signal: `loaded`; `not_installed` (its categories are not evaluated, e.g. no CLIP model pulled); `off` ' +
+        '(switched off by the policy or configuration); `not_loaded` (before the first load).',
     ),
   },
   closed,
@@ -53,13 +49,13 @@ export const ErrorBody = Type.Object(
 export const ModerateJsonRequest = Type.Object(
   {
     image_base64: Type.Optional(
-      Type.Union([Type.String({minLength: 1, contentEncoding: 'base64'}), Type.Null()], {
+      Type.Union([Type.String({minLength: 1, pattern: BASE64_PATTERN, contentEncoding: 'base64', title: BASE64_EXPECTED}), Type.Null()], {
         description:
           'The image bytes in standard, padded base64 (line breaks allowed), or a `data:…;base64,` URI.',
       }),
     ),
     url: Type.Optional(
-      Type.Union([Type.String({minLength: 1, format: 'uri'}), Type.Null()], {
+      Type.Union([Type.String({minLength: 1, format: 'uri', title: 'an absolute http(s) URL'}), Type.Null()], {
         description: 'An http(s) URL of a public image.',
       }),
     ),

@@ -7,6 +7,7 @@ import formidable, {errors, multipart} from 'formidable'
 
 import {isModError, ModError} from '../lib/errors.js'
 import {byteCap, type ByteCap} from '../lib/input/read-capped.js'
+import {formatSize} from '../lib/sizes.js'
 import {bodyStream, type BodyStream, type Pace} from './body-stream.js'
 import type {Hold} from './queue.js'
 
@@ -64,7 +65,7 @@ export function isMultipart(req: IncomingMessage): boolean {
 export async function receiveImages(req: IncomingMessage, limits: ImageUploadLimits): Promise<UploadedImage[]> {
   const maxTotal = Math.min(limits.maxTotalBytes ?? Number.POSITIVE_INFINITY, limits.maxFiles * limits.maxBytes)
   const body = bodyStream(req, {idleMs: limits.idleMs, minRate: limits.minRate, maxBytes: maxTotal + FORM_ROOM, hold: limits.hold})
-  const total = byteCap(maxTotal, 'the files', () => new ModError('payload_too_large', `the files are larger than ${maxTotal} bytes together (MOD_MAX_BATCH_BYTES)`))
+  const total = byteCap(maxTotal, 'the files', () => new ModError('payload_too_large', `the files are larger than ${formatSize(maxTotal)} together (MOD_MAX_BATCH_BYTES)`))
   const received: Received[] = []
   const unexpected = new Set<string>()
   const form = formidable({
@@ -85,7 +86,7 @@ export async function receiveImages(req: IncomingMessage, limits: ImageUploadLim
   form.on('fileBegin', (_name, file) => {
     received.push({filename: file.originalFilename || limits.field, chunks: []})
   })
-  const [fields] = await parse(form, body, limits.maxFiles === 1 ? 'single' : 'many')
+  const [fields] = await parse(form, body, limits)
   // formidable drops a sink's error that comes after the body's last byte was parsed; it is kept here.
   const failed = received.find((r) => r.error)
   if (failed?.error) throw failed.error
@@ -101,7 +102,7 @@ export async function receiveVideo(req: IncomingMessage, limits: VideoUploadLimi
   const unexpected = new Set<string>()
   let filename = limits.field
   const path = join(limits.dir, 'upload')
-  const cap = byteCap(limits.maxBytes, 'the video', () => new ModError('payload_too_large', `the video is larger than ${limits.maxBytes} bytes (MOD_MAX_VIDEO_BYTES)`))
+  const cap = byteCap(limits.maxBytes, 'the video', () => new ModError('payload_too_large', `the video is larger than ${formatSize(limits.maxBytes)} (MOD_MAX_VIDEO_BYTES)`))
   let failed: ModError | undefined
   const form = formidable({
     ...FIELD_LIMITS,
@@ -120,7 +121,7 @@ export async function receiveVideo(req: IncomingMessage, limits: VideoUploadLimi
     filename = file.originalFilename || limits.field
   })
   const body = bodyStream(req, {idleMs: limits.idleMs, minRate: limits.minRate, maxBytes: limits.maxBytes + FORM_ROOM})
-  const [fields, files] = await parse(form, body, 'single')
+  const [fields, files] = await parse(form, body, {field: limits.field, maxFiles: 1})
   if (failed) throw failed
   const file = files[limits.field]?.[0]
   checkFields(limits.field, unexpected, file ? 1 : 0, fields)
@@ -192,7 +193,7 @@ interface Received {
 
 /** A Writable that keeps the chunks and fails with payload_too_large past `limit` bytes, or past the files' total. */
 function memorySink(into: Received, limit: number, total: ByteCap): Writable {
-  const file = byteCap(limit, into.filename, () => new ModError('payload_too_large', `${into.filename} is larger than ${limit} bytes (MOD_MAX_BYTES)`))
+  const file = byteCap(limit, into.filename, () => new ModError('payload_too_large', `${into.filename} is larger than ${formatSize(limit)} (MOD_MAX_BYTES)`))
   return new Writable({
     write(chunk: Buffer, _encoding, callback) {
       try {
@@ -209,44 +210,45 @@ function memorySink(into: Received, limit: number, total: ByteCap): Writable {
   })
 }
 
-async function parse(
-  form: ReturnType<typeof formidable>,
-  body: BodyStream,
-  arity: 'single' | 'many',
-): Promise<[formidable.Fields, formidable.Files]> {
+/** What a failed parse is answered with: which field the files go in, and how many are allowed there. */
+interface Expected {
+  field: string
+  maxFiles: number
+}
+
+async function parse(form: ReturnType<typeof formidable>, body: BodyStream, expected: Expected): Promise<[formidable.Fields, formidable.Files]> {
   try {
     return await form.parse(body as unknown as IncomingMessage)
   } catch (e) {
-    throw uploadError(e, arity)
+    throw uploadError(e, expected)
   }
 }
 
-/** formidable's numeric error codes → ModError; our own sink errors pass through. */
-function uploadError(e: unknown, arity: 'single' | 'many'): ModError {
+/** formidable's numeric error codes → ModError in our words (its own messages name its options and parser states); our own sink errors pass through. */
+function uploadError(e: unknown, {field, maxFiles}: Expected): ModError {
   if (isModError(e)) return e
   const code = (e as {code?: unknown}).code
-  const message = e instanceof Error ? e.message : String(e)
   switch (code) {
     case errors.maxFilesExceeded:
-      return arity === 'single'
-        ? new ModError('bad_request', 'this endpoint takes exactly one file')
-        : new ModError('too_many_files', `${message} (MOD_MAX_BATCH)`)
-    case errors.biggerThanMaxFileSize:
-    case errors.biggerThanTotalMaxFileSize:
-      return new ModError('payload_too_large', `the upload is larger than the limit: ${message}`)
+      return maxFiles === 1
+        ? new ModError('bad_request', `this endpoint takes one file: send exactly one in the field "${field}"`)
+        : new ModError('too_many_files', `a batch holds at most ${maxFiles} files (MOD_MAX_BATCH)`)
     case errors.maxFieldsExceeded:
     case errors.maxFieldsSizeExceeded:
-      return new ModError('payload_too_large', `too many or too large form fields: ${message}`)
+      return new ModError(
+        'payload_too_large',
+        `the form has more than ${FIELD_LIMITS.maxFields} text fields or more than ${formatSize(FIELD_LIMITS.maxFieldsSize)} of them; send only the file`,
+      )
     case errors.aborted:
       return new ModError('bad_request', 'the request was cancelled by the client')
-    case errors.malformedMultipart:
     case errors.missingMultipartBoundary:
-    case errors.missingContentType:
-    case errors.noParser:
+      return new ModError('bad_request', 'the Content-Type multipart/form-data has no boundary')
     case errors.unknownTransferEncoding:
+      return new ModError('bad_request', 'a part of the form has a Content-Transfer-Encoding this server does not read (send the file as binary)')
+    case errors.malformedMultipart:
     case errors.filenameNotString:
-      return new ModError('bad_request', `the multipart body could not be read: ${message}`)
+      return new ModError('bad_request', 'the multipart/form-data body is malformed: a part or the closing boundary is broken or missing')
     default:
-      return new ModError('internal', message)
+      return new ModError('internal', e instanceof Error ? e.message : String(e))
   }
 }

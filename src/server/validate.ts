@@ -9,16 +9,18 @@ import {readBody} from './body.js'
 import type {BodyLimits} from './body-stream.js'
 
 /**
- * Request validation from the routes' schemas (ajv, JSON Schema 2020-12): query strings are coerced to
- * the declared types and take the declared defaults; JSON bodies are checked as sent. A problem is
- * `bad_request` with a message naming the parameter or the field.
+ * Request validation from the routes' schemas (ajv, JSON Schema 2020-12): query strings and path parameters
+ * are coerced to the declared types and take the declared defaults; JSON bodies are checked as sent. A problem
+ * is `bad_request` with a message for a person naming the parameter or the field (never ajv's own wording).
  */
 
 // Both are CommonJS modules whose default export NodeNext types as the module namespace.
 const Ajv2020 = Ajv2020Module as unknown as typeof Ajv2020Module.default
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
 
-const queryAjv = new Ajv2020({strict: true, allowUnionTypes: true, coerceTypes: true, useDefaults: true})
+// Query and path values are text: coerced to the declared types, the declared defaults filled in.
+const textAjv = new Ajv2020({strict: true, allowUnionTypes: true, coerceTypes: true, useDefaults: true})
+addFormats(textAjv)
 // Every error is collected, so that the one reported can be the most specific (see bodyProblem).
 const bodyAjv = new Ajv2020({strict: true, allowUnionTypes: true, useDefaults: true, allErrors: true, verbose: true})
 addFormats(bodyAjv)
@@ -31,28 +33,44 @@ export type QueryValues<Q extends TObject> = Required<Static<Q>>
 /** Query text for a boolean beside what ajv coerces (`true`, `false`). */
 const BOOLEAN_TEXT: Record<string, boolean> = {true: true, false: false, 1: true, 0: false}
 
+/** What a value of `schema` looks like, for a person: its `title` when it has one (a string of some form). */
 function expected(schema: Schema): string {
-  const {type, minimum, maximum} = schema
+  const {type, minimum, maximum, title} = schema
+  if (typeof title === 'string') return title
   if (type === 'boolean') return 'true, false, 1 or 0'
-  const kind = type === 'integer' ? 'a whole number' : type === 'number' ? 'a number' : `a ${String(type)}`
+  const kind = KINDS[String(type)] ?? 'a value'
   if (minimum !== undefined && maximum !== undefined) return `${kind} from ${minimum} to ${maximum}`
   if (minimum !== undefined) return `${kind} of at least ${minimum}`
   if (maximum !== undefined) return `${kind} of at most ${maximum}`
   return kind
 }
 
+const KINDS: Record<string, string> = {
+  string: 'a string',
+  number: 'a number',
+  integer: 'a whole number',
+  boolean: 'true or false',
+  object: 'a JSON object',
+  array: 'a list',
+  null: 'null',
+}
+
+const invalidText = (name: string, text: string, schema: Schema): ModError =>
+  new ModError('bad_request', `${name}=${JSON.stringify(text)} is not valid: expected ${expected(schema)}`)
+
 /**
- * Reads the declared parameters of a query string into typed values. Parameters the schema does not
- * declare are ignored; a repeated one counts once, with its last value.
+ * Reads the declared parameters of a query string into typed values. Parameters the schema does not declare are
+ * ignored; a declared one given twice is refused (which of its values was meant cannot be known).
  */
 export function queryReader<Q extends TObject>(schema: Q): (search: URLSearchParams) => QueryValues<Q> {
   const properties = schema.properties as Record<string, Schema>
-  const validate = queryAjv.compile(schema)
+  const validate = textAjv.compile(schema)
   return (search) => {
     const raw: Record<string, string> = {}
     const values: Record<string, unknown> = {}
     for (const [name, text] of search) {
       if (!(name in properties)) continue
+      if (name in raw) throw new ModError('bad_request', `the query gives ${name} more than once; give it once`)
       raw[name] = text
       values[name] = properties[name].type === 'boolean' ? (BOOLEAN_TEXT[text] ?? text) : text
     }
@@ -61,29 +79,53 @@ export function queryReader<Q extends TObject>(schema: Q): (search: URLSearchPar
     const bad = valid
       ? Object.keys(raw).find((name) => typeof values[name] === 'number' && !Number.isFinite(values[name]))
       : (validate.errors?.[0]?.instancePath.slice(1) ?? '')
-    if (bad !== undefined) {
-      throw new ModError('bad_request', `${bad}=${JSON.stringify(raw[bad])} is not valid: expected ${expected(properties[bad] ?? {})}`)
-    }
+    if (bad !== undefined) throw invalidText(bad, raw[bad], properties[bad] ?? {})
     return values as QueryValues<Q>
   }
 }
 
+/** Checks the path parameters of a request against their declared string schemas. */
+export function pathReader(params: Record<string, {schema: TSchema}>): (values: Record<string, string>) => Record<string, string> {
+  const checks = Object.entries(params).map(([name, {schema}]) => [name, schema, textAjv.compile(schema)] as const)
+  return (values) => {
+    for (const [name, schema, validate] of checks) {
+      if (!validate(values[name])) throw invalidText(name, values[name] ?? '', schema as Schema)
+    }
+    return values
+  }
+}
+
 /**
- * The one error to report: a field's own problem first (a wrong type, an empty string), then a broken
- * "exactly one of" rule, then anything about the body as a whole.
+ * One field's problem, for a person: an empty string or a value not of its form when its type is one it may have
+ * (the other branches of a union then report a type error too), else the types it may have.
+ */
+function fieldProblem(name: string, errors: ErrorObject[]): string {
+  const other = errors.find((e) => e.keyword !== 'type')
+  if (other?.keyword === 'minLength' && other.params.limit === 1) return `${name} is an empty string`
+  if (other) return `${name} is not valid: expected ${expected((other.parentSchema ?? {}) as Schema)}`
+  const types = errors.map((e) => KINDS[String(e.params.type)] ?? String(e.params.type))
+  return `${name} must be ${types.join(' or ')}`
+}
+
+/**
+ * The one error to report: a field's own problem first (a wrong type, an empty string, a value not of its form),
+ * then a broken "exactly one of" rule, then anything about the body as a whole.
  */
 function bodyProblem(errors: ErrorObject[]): string {
   const outsideOneOf = errors.filter((e) => !e.schemaPath.startsWith('#/oneOf') && e.keyword !== 'anyOf')
   const field = outsideOneOf.find((e) => e.instancePath !== '')
-  if (field) return `${field.instancePath.slice(1).replaceAll('/', '.')} ${field.message ?? 'is not valid'}`
+  if (field) {
+    const name = field.instancePath.slice(1).replaceAll('/', '.')
+    return fieldProblem(name, outsideOneOf.filter((e) => e.instancePath === field.instancePath))
+  }
   const whole = outsideOneOf[0]
-  if (whole) return `the body ${whole.message ?? 'is not valid'}`
+  if (whole) return whole.keyword === 'type' ? fieldProblem('the body', [whole]) : 'the body is not valid'
   const oneOf = errors.find((e) => e.keyword === 'oneOf')
   if (oneOf) {
     const names = (oneOf.schema as Schema[]).flatMap((branch) => (branch.required as string[] | undefined) ?? [])
     return `send exactly one of ${names.join(' and ')}`
   }
-  return `the body is not valid: ${errors[0]?.message ?? ''}`
+  return 'the body is not valid'
 }
 
 /** Reads a JSON body of at most `limit` bytes and checks it against the schema. */

@@ -1,7 +1,7 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {errorLine} from '../../src/cli/errors.js'
+import {errorLine, startupErrorLine} from '../../src/cli/errors.js'
 import {closest, distance} from '../../src/lib/suggest.js'
 import {startProgress} from '../../src/cli/progress.js'
 import {ModError} from '../../src/lib/errors.js'
@@ -10,6 +10,13 @@ test('a ModError is "mod: <code>: <message>", anything else "mod: internal: <mes
   assert.is(errorLine(new ModError('not_found', 'x.png does not exist')), 'mod: not_found: x.png does not exist')
   assert.is(errorLine(new TypeError('cannot read properties of undefined')), 'mod: internal: cannot read properties of undefined')
   assert.is(errorLine('a thrown string'), 'mod: internal: a thrown string')
+})
+
+test('a failure outside any command (bin/run.js) is one line: oclif\'s own errors as usage, others as internal', () => {
+  const parse = Object.assign(new Error('Parsing --fps \n\tExpected a number\nSee more help with --help'), {oclif: {exit: 2}})
+  assert.is(startupErrorLine(parse), 'mod: usage: --fps: Expected a number')
+  assert.is(startupErrorLine(new Error('first line\nsecond line')), 'mod: internal: first line: second line')
+  assert.is(startupErrorLine(new ModError('invalid_config', 'bad')), 'mod: invalid_config: bad')
 })
 
 test('the did-you-mean distance counts single-letter edits', () => {
@@ -36,6 +43,17 @@ test('progress writes nothing at all when stderr is not a terminal', () => {
   p.above(() => undefined)
   p.finish()
   assert.is(err.text, '')
+})
+
+test('a count progress without a terminal prints a plain line at most every interval, and the latest at the end', () => {
+  const err = stream(false)
+  const p = startProgress('Scoring', err, {isTTY: false}, {plainEveryMs: 60_000})
+  p.update('Scoring: 1/3 images')
+  p.update('Scoring: 2/3 images')
+  p.update('Scoring: 3/3 images')
+  p.finish()
+  p.finish()
+  assert.is(err.text, 'Scoring: 1/3 images\nScoring: 3/3 images\n')
 })
 
 test('progress on a terminal: results shared with it are written with the line cleared, then it is redrawn; finish clears it', () => {

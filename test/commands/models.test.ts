@@ -36,7 +36,7 @@ test('models list shows each preset\'s download size', async () => {
   const table = await runInProcess(['models', 'list'], {env: {MOD_CACHE_DIR: join(dir.path, 'cache')}})
   assert.match(table.stdout, /^PRESET\s+MODEL\s+INSTALLED\s+SIZE\s+DOWNLOAD\s+VERIFIED\s+FIRST USE\s+FOLDER/)
   // The sum of the manifest's files where it gives every size, and "unknown" where it does not.
-  assert.match(table.stdout, /\nfast\s+clip-vit-base-patch32\s+no\s+581\.1 MB\s+581\.1 MB\s/)
+  assert.match(table.stdout, /\nfast\s+clip-vit-base-patch32\s+no\s+581\.13 MiB\s+581\.13 MiB\s/)
   assert.match(table.stdout, /\naccurate\s+clip-vit-large-patch14\s+no\s+unknown\s+unknown\s/)
 })
 
@@ -111,7 +111,7 @@ test('models list shows the counts of verified and first-use files per installed
   assert.is(r.code, 0, r.stderr)
   const [head, fast, balanced] = r.stdout.split('\n').map((line) => line.split(/\s{2,}/))
   assert.equal(head, ['PRESET', 'MODEL', 'INSTALLED', 'SIZE', 'DOWNLOAD', 'VERIFIED', 'FIRST USE', 'FOLDER'])
-  assert.equal([...fast.slice(0, 4), ...fast.slice(5, 7)], ['fast', 'clip-vit-base-patch32', 'yes', '8 B', '2', '6'])
+  assert.equal([...fast.slice(0, 4), ...fast.slice(5, 7)], ['fast', 'clip-vit-base-patch32', 'yes', '8 bytes', '2', '6'])
   assert.is(balanced[2], 'no')
   assert.equal(balanced.slice(5, 7), ['-', '-'])
 })

@@ -7,7 +7,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 import {parse} from 'yaml'
 
-import {runCli, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 
 const dir = tempDir()
 const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
@@ -35,43 +35,43 @@ test.after(() => dir.remove())
 const sources = (stdout: string): string[] => stdout.trim().split('\n').filter(Boolean).map((l) => (JSON.parse(l) as {source: string}).source)
 
 test('--exclude and .modignore files leave paths out, counted as excluded in the summary', async () => {
-  const r = await runCli(['scan', folder, '--config', policy, '--exclude', '*.tmp'], {env})
+  const r = await runInProcess(['scan', folder, '--config', policy, '--exclude', '*.tmp'], {env})
   assert.is(r.code, 1, r.stderr)
   assert.equal(
     r.stdout.trim().split('\n').map((l) => l.split(/\s+/)[1]),
     [join(folder, 'a-red.png'), join(folder, 'b-blue.png'), join(folder, 'keep', 'e-red.png')],
   )
   assert.is(r.stderr, '3 scanned: 1 safe, 2 unsafe, 0 errors; skipped 3 (3 excluded)\n')
-  const file = await runCli(['scan', join(folder, 'c-blue.tmp'), join(folder, 'a-red.png'), '--config', policy, '--exclude', '*.tmp', '--ndjson'], {env})
+  const file = await runInProcess(['scan', join(folder, 'c-blue.tmp'), join(folder, 'a-red.png'), '--config', policy, '--exclude', '*.tmp', '--ndjson'], {env})
   assert.equal(sources(file.stdout), [join(folder, 'a-red.png')])
 })
 
 test('--only-unsafe prints the UNSAFE and ERROR results only; the summary still counts all', async () => {
   const broken = join(dir.path, 'broken.png')
   writeFileSync(broken, (await solidPng(0, 255, 0)).subarray(0, 40))
-  const r = await runCli(['scan', folder, broken, '--config', policy, '--only-unsafe', '--ndjson'], {env})
+  const r = await runInProcess(['scan', folder, broken, '--config', policy, '--only-unsafe', '--ndjson'], {env})
   assert.is(r.code, 1, r.stderr)
   assert.equal(sources(r.stdout), [join(folder, 'a-red.png'), join(folder, 'c-blue.tmp'), join(folder, 'keep', 'e-red.png'), broken].filter((s) => !s.endsWith('.tmp')))
-  const table = await runCli(['scan', folder, '--config', policy, '--only-unsafe'], {env})
+  const table = await runInProcess(['scan', folder, '--config', policy, '--only-unsafe'], {env})
   assert.equal(table.stdout.trim().split('\n').map((l) => l.split(/\s+/)[0]), ['UNSAFE', 'UNSAFE'])
   assert.is(table.stderr, '4 scanned: 2 safe, 2 unsafe, 0 errors; skipped 2 (2 excluded)\n')
-  const json = await runCli(['scan', join(folder, 'b-blue.png'), '--config', policy, '--only-unsafe', '--json'], {env})
+  const json = await runInProcess(['scan', join(folder, 'b-blue.png'), '--config', policy, '--only-unsafe', '--json'], {env})
   assert.is(json.code, 0, json.stderr)
   assert.equal(JSON.parse(json.stdout), [])
 })
 
 test('--summary prints only the summary, on stdout; with --json one object of counts', async () => {
-  const r = await runCli(['scan', folder, '--config', policy, '--summary'], {env})
+  const r = await runInProcess(['scan', folder, '--config', policy, '--summary'], {env})
   assert.is(r.code, 1, r.stderr)
   assert.is(r.stdout, '4 scanned: 2 safe, 2 unsafe, 0 errors; skipped 2 (2 excluded)\n')
   assert.is(r.stderr, '')
-  const json = await runCli(['scan', folder, '--config', policy, '--summary', '--json'], {env})
+  const json = await runInProcess(['scan', folder, '--config', policy, '--summary', '--json'], {env})
   assert.equal(JSON.parse(json.stdout), {safe: 2, unsafe: 2, errors: 0, missing: 0, scanned: 4, skipped: {excluded: 2}, not_evaluated: []})
 })
 
 test('a path that does not exist is counted apart from the inputs scanned, and still exits 2', async () => {
   const missing = join(dir.path, 'nope.png')
-  const r = await runCli(['scan', missing, join(folder, 'b-blue.png'), '--config', policy], {env})
+  const r = await runInProcess(['scan', missing, join(folder, 'b-blue.png'), '--config', policy], {env})
   assert.is(r.code, 2)
   assert.match(r.stdout, `ERROR   ${missing}  not_found: ${missing} does not exist`)
   assert.is(r.stderr, '1 scanned: 1 safe, 0 unsafe, 0 errors; 1 not found\n')
@@ -79,18 +79,18 @@ test('a path that does not exist is counted apart from the inputs scanned, and s
 
 test('--threshold CATEGORY=VALUE and --disable CATEGORY change the policy for one run; a wrong name gets a suggestion', async () => {
   const red = join(folder, 'a-red.png')
-  const off = await runCli(['scan', red, '--config', policy, '--disable', 'redness', '--ndjson'], {env})
+  const off = await runInProcess(['scan', red, '--config', policy, '--disable', 'redness', '--ndjson'], {env})
   assert.is(off.code, 0, off.stderr)
   const result = JSON.parse(off.stdout) as {is_safe: boolean; labels: {name: string}[]}
   assert.is(result.is_safe, true)
   assert.not.ok(result.labels.some((l) => l.name === 'redness'))
-  const lowered = await runCli(['scan', join(folder, 'b-blue.png'), '--config', policy, '--threshold', 'redness=0', '--ndjson'], {env})
+  const lowered = await runInProcess(['scan', join(folder, 'b-blue.png'), '--config', policy, '--threshold', 'redness=0', '--ndjson'], {env})
   assert.is(lowered.code, 1, lowered.stderr)
   assert.equal(JSON.parse(lowered.stdout).violations.find((v: {name: string}) => v.name === 'redness').threshold, 0)
-  const typo = await runCli(['scan', red, '--config', policy, '--threshold', 'redniss=0.2'], {env})
+  const typo = await runInProcess(['scan', red, '--config', policy, '--threshold', 'redniss=0.2'], {env})
   assert.is(typo.code, 2)
   assert.is(typo.stderr, 'mod: invalid_config: --threshold: the policy has no category "redniss"; did you mean "redness"?\n')
-  const range = await runCli(['scan', red, '--config', policy, '--threshold', 'redness=1.5'], {env})
+  const range = await runInProcess(['scan', red, '--config', policy, '--threshold', 'redness=1.5'], {env})
   assert.is(range.stderr, 'mod: invalid_config: --threshold redness=1.5: a threshold is a number from 0 to 1\n')
 })
 
@@ -100,13 +100,13 @@ test('a policy file found by search is named on stderr; policy show prints the p
   mkdirSync(below, {recursive: true})
   writeFileSync(join(project, '.modrc.yaml'), 'categories:\n  redness:\n    prompts: ["red"]\n    threshold: 0.7\n  tobacco:\n    enabled: false\n')
   writeFileSync(join(below, 'red.png'), await solidPng(255, 0, 0))
-  const r = await runCli(['scan', 'red.png', '--ndjson'], {env, cwd: below})
+  const r = await runInProcess(['scan', 'red.png', '--ndjson'], {env, cwd: below})
   assert.is(r.code, 1)
   assert.is(r.stderr, `mod: policy: ${join(project, '.modrc.yaml')} (found from the current folder; --config names another)\n`)
-  const named = await runCli(['scan', 'red.png', '--ndjson', '--config', join(project, '.modrc.yaml')], {env, cwd: below})
+  const named = await runInProcess(['scan', 'red.png', '--ndjson', '--config', join(project, '.modrc.yaml')], {env, cwd: below})
   assert.is(named.stderr, '')
 
-  const show = await runCli(['policy', 'show', '--disable', 'weapons'], {env, cwd: below})
+  const show = await runInProcess(['policy', 'show', '--disable', 'weapons'], {env, cwd: below})
   assert.is(show.code, 0, show.stderr)
   assert.is(show.stdout.split('\n')[0], `# policy in force: ${join(project, '.modrc.yaml')} (found from the current folder)`)
   const shown = parse(show.stdout) as {categories: Record<string, {threshold?: number; enabled?: boolean; parent?: string | null}>}
@@ -116,7 +116,7 @@ test('a policy file found by search is named on stderr; policy show prints the p
   assert.is(shown.categories.gore.parent, 'violence')
   const file = join(dir.path, 'effective.yaml')
   writeFileSync(file, show.stdout)
-  const valid = await runCli(['policy', 'validate', file], {env})
+  const valid = await runInProcess(['policy', 'validate', file], {env})
   assert.is(valid.code, 0, valid.stderr)
   assert.match(valid.stdout, /disabled:\s+weapons, tobacco/)
 })

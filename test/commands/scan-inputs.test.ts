@@ -121,7 +121,7 @@ test('a FIFO and a device are refused as error entries without being read', asyn
 test('stdin is read with the byte cap', async () => {
   const r = await runCli(['scan', '-', '--config', policy, '--json'], {env: {...env, MOD_MAX_BYTES: '1000'}, stdin: Buffer.alloc(5000)})
   assert.is(r.code, 2)
-  assert.equal(JSON.parse(r.stdout)[0].error, {code: 'payload_too_large', message: 'stdin is larger than the limit of 1000 bytes'})
+  assert.equal(JSON.parse(r.stdout)[0].error, {code: 'payload_too_large', message: 'stdin is larger than 1000 bytes'})
 })
 
 test('a folder with nothing to scan is exit 2 with one line saying so', async () => {

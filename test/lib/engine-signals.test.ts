@@ -7,7 +7,7 @@ import * as assert from 'uvu/assert'
 
 import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
 import {createEngine, type EngineOptions, type NsfwRunner} from '../../src/lib/engine.js'
-import {openNsfwRunner} from '../../src/lib/model/nsfw-runner.js'
+import {openNsfwRunner} from '../../src/lib/signals/nsfw/runner.js'
 import {buildPolicy} from '../../src/lib/policy/load.js'
 import type {ModerationResult} from '../../src/lib/types.js'
 import {solidPng, tempDir, TOY_MODEL} from '../helpers/cli.js'

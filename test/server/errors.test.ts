@@ -75,6 +75,11 @@ test('415 unsupported_media: an empty file, with the message every path gives', 
   const video = await upload(server.base, '/v1/moderate/video', 'file', [{name: 'empty.mp4', data: Buffer.alloc(0)}])
   assert.equal(errorOf(video), {status: 415, code: 'unsupported_media'})
   assert.is(video.body.error.message, 'the file is empty')
+  const job = await upload(server.base, '/v1/jobs/video', 'file', [{name: 'empty.mp4', data: Buffer.alloc(0)}])
+  assert.equal(job.body, {error: {code: 'unsupported_media', message: 'the file is empty'}})
+  const inline = await postJson(`${server.base}/v1/moderate/json`, {image_base64: 'data:image/png;base64,'})
+  assert.equal(inline.body, {error: {code: 'unsupported_media', message: 'the file is empty'}})
+  assert.is(inline.status, 415)
 })
 
 test('400 bad_request: no files at all in a batch', async () => {
@@ -90,7 +95,7 @@ test('400 bad_request: two files sent to a single-file endpoint', async () => {
   ]
   const r = await upload(server.base, '/v1/moderate', 'file', files)
   assert.equal(errorOf(r), {status: 400, code: 'bad_request'})
-  assert.is(r.body.error.message, 'this endpoint takes exactly one file')
+  assert.is(r.body.error.message, 'this endpoint takes one file: send exactly one in the field "file"')
 })
 
 test('415 unsupported_media: a body that is not multipart, or not JSON', async () => {
@@ -134,7 +139,7 @@ test('400 bad_request: a bad query value on the video endpoint, before the uploa
 test('413 payload_too_large: an uploaded image over MOD_MAX_BYTES', async () => {
   const r = await upload(limited.base, '/v1/moderate', 'file', [{name: 'big.png', data: Buffer.alloc(2048, 1)}])
   assert.equal(errorOf(r), {status: 413, code: 'payload_too_large'})
-  assert.is(r.body.error.message, 'big.png is larger than 1024 bytes (MOD_MAX_BYTES)')
+  assert.is(r.body.error.message, 'big.png is larger than 1 KiB (MOD_MAX_BYTES)')
 })
 
 test('413 payload_too_large: a base64 image over MOD_MAX_BYTES once decoded', async () => {
@@ -167,6 +172,7 @@ test('413 too_many_files: more files than MOD_MAX_BATCH', async () => {
   const files = ['a', 'b', 'c'].map((name) => ({name: `${name}.png`, data: 'x'}))
   const r = await upload(limited.base, '/v1/moderate/batch', 'files', files)
   assert.equal(errorOf(r), {status: 413, code: 'too_many_files'})
+  assert.is(r.body.error.message, 'a batch holds at most 2 files (MOD_MAX_BATCH)')
   const atLimit = await upload(limited.base, '/v1/moderate/batch', 'files', files.slice(0, 2))
   assert.is(atLimit.status, 200)
   assert.is(atLimit.body.results.length, 2)
@@ -212,7 +218,8 @@ test('500 internal: an unexpected error answers a generic message, the stack goe
     assert.equal(r.body, {error: {code: 'internal', message: 'internal error'}})
     assert.is(r.status, 500)
     assert.is(s.logs.length, 1)
-    assert.match(s.logs[0], /^internal error: Error: secret detail at \/srv\/model\n\s+at /)
+    const id = r.headers.get('x-request-id') as string
+    assert.ok(s.logs[0].startsWith(`internal error request_id=${id}\nError: secret detail at /srv/model\n    at `), s.logs[0])
   } finally {
     await s.stop()
   }
@@ -264,6 +271,7 @@ test('every engine error code has its status; server-side problems are hidden fr
     assert.is(e.status, status, code)
     assert.is(e.code, publicCode, code)
     assert.is(e.headers?.['Retry-After'], retryAfter, code)
+    assert.is(e.headers?.['WWW-Authenticate'], code === 'unauthorized' ? 'ApiKey header="X-API-Key"' : undefined, code)
     const hidden = ['model_missing', 'invalid_config', 'ffmpeg_missing', 'download_failed', 'internal'].includes(code)
     assert.is(e.message === `detail of ${code}`, !hidden, code)
   }

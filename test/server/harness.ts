@@ -10,6 +10,7 @@ import {DIRECT} from '../../src/lib/pipeline/scheduler.js'
 import {buildPolicy} from '../../src/lib/policy/load.js'
 import type {ModerationResult} from '../../src/lib/types.js'
 import {buildServer, type ModServer, type ServerOptions} from '../../src/server/app.js'
+import {plainText} from '../../src/server/logger.js'
 import {openapiDocument} from '../../src/server/openapi.js'
 import {BIN as BIN_PATH, ROOT as ROOT_PATH, solidPng, TOY_MODEL} from '../helpers/cli.js'
 import {assertConforms, createConformance} from './conformance.js'
@@ -72,6 +73,7 @@ export function fakeEngine(over: Partial<Engine> = {}): Engine {
     }),
     categories: async () => ({preset: 'fast', model: 'fake', categories: []}),
     close: async () => {},
+    [Symbol.asyncDispose]: async () => {},
     ...over,
   }
   return engine
@@ -87,7 +89,7 @@ export interface Running {
 
 export async function start(engine: Engine, settings: ServerSettings, options: ServerOptions = {}): Promise<Running> {
   const logs: string[] = []
-  const handle = buildServer(engine, settings, {log: (line) => logs.push(line), ...options})
+  const handle = buildServer(engine, settings, {log: (line, _level, fields) => logs.push(plainText(line, fields)), ...options})
   await new Promise<void>((resolve) => handle.server.listen(0, '127.0.0.1', resolve))
   const {port} = handle.server.address() as AddressInfo
   return {base: `http://127.0.0.1:${port}`, handle, logs, stop: () => handle.close()}

@@ -127,7 +127,7 @@ test('the files of a batch over MOD_MAX_BATCH_BYTES together are refused with 41
     const files = ['a.png', 'b.png'].map((name) => ({name, data: Buffer.alloc(60 * 1024, 1)}))
     const r = await call(`${s.base}/v1/moderate/batch`, {method: 'POST', body: form('files', files)})
     assert.equal(errorOf(r), {status: 413, code: 'payload_too_large'})
-    assert.is(r.body.error.message, 'the files are larger than 102400 bytes together (MOD_MAX_BATCH_BYTES)')
+    assert.is(r.body.error.message, 'the files are larger than 100 KiB together (MOD_MAX_BATCH_BYTES)')
     assert.is(s.handle.gate.held, 0)
   } finally {
     await s.stop()

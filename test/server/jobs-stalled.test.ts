@@ -1,14 +1,17 @@
 // A worker killed mid-job: BullMQ's stalled-job check gives the job to another worker, up to the limit
 // (maxStalledCount), after which the job fails; its upload is removed either way.
 import {spawn, type ChildProcess} from 'node:child_process'
-import {existsSync, mkdirSync, writeFileSync} from 'node:fs'
+import {randomUUID} from 'node:crypto'
+import {existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {createBullQueue} from '../../src/server/jobs/bullmq.js'
+import {LOCK_DURATION_MS, recoverySeconds, STALLED_INTERVAL_MS} from '../../src/server/jobs/recovery.js'
 import type {JobQueue} from '../../src/server/jobs/types.js'
+import {ROOT, runCli} from '../helpers/cli.js'
 import {startRedis, type RedisServer} from '../helpers/redis.js'
 import {tempDir} from './harness.js'
 
@@ -19,7 +22,7 @@ const children: ChildProcess[] = []
 
 /** A worker process; resolves once it printed `line` (e.g. "ready", "started <id>"). */
 function worker(mode: 'hang' | 'finish') {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'jobs', 'stall-worker.ts'), redis.url, mode], {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'jobs', 'stall-worker.ts'), redis.url, mode, dir.path], {
     stdio: ['ignore', 'pipe', 'inherit'],
   })
   children.push(child)
@@ -47,11 +50,12 @@ function worker(mode: 'hang' | 'finish') {
   return {printed, killed}
 }
 
-function spec(id: string) {
+function spec() {
+  const id = randomUUID()
   const jobDir = join(dir.path, id)
   mkdirSync(jobDir)
   writeFileSync(join(jobDir, 'upload'), 'video bytes')
-  return {id, source: `${id}.mp4`, dir: jobDir, file: join(jobDir, 'upload'), fps: 1, minFrames: 1, stopOnViolation: false}
+  return {id, source: 'clip.mp4', dir: jobDir, file: join(jobDir, 'upload'), fps: 1, minFrames: 1, stopOnViolation: false}
 }
 
 async function ended(id: string): Promise<string> {
@@ -66,7 +70,7 @@ async function ended(id: string): Promise<string> {
 
 test.before(async () => {
   redis = await startRedis()
-  queue = createBullQueue({url: redis.url, limit: 10, ttlSeconds: 60, log: () => {}, describeError: () => ({code: 'internal', message: 'x'})})
+  queue = createBullQueue({url: redis.url, storage: dir.path, limit: 10, ttlSeconds: 60, log: () => {}, describeError: () => ({code: 'internal', message: 'x'})})
 })
 
 // Every test starts without workers.
@@ -85,7 +89,7 @@ test.after(async () => {
 test('the job of a worker killed mid-run is finished by another worker', async () => {
   const a = worker('hang')
   await a.printed('ready')
-  const s = spec('killed-once')
+  const s = spec()
   await queue.submit(s)
   await a.printed(`started ${s.id}`)
   await a.killed()
@@ -97,7 +101,7 @@ test('the job of a worker killed mid-run is finished by another worker', async (
 
 test('a job whose workers keep dying fails once the limit is reached', async () => {
   const a = worker('hang')
-  const s = spec('killed-twice')
+  const s = spec()
   await queue.submit(s)
   await a.printed(`started ${s.id}`)
   await a.killed()
@@ -112,6 +116,17 @@ test('a job whose workers keep dying fails once the limit is reached', async () 
   const end = Date.now() + 5000
   while (existsSync(s.dir) && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 20))
   assert.is(existsSync(s.dir), false)
+})
+
+test('the recovery time that README and mod worker --help state is the bound of the timings the queue uses', async () => {
+  // A lock that lasts 30 s after the dead worker's last renewal, then at most one check interval.
+  assert.equal([LOCK_DURATION_MS, STALLED_INTERVAL_MS, recoverySeconds()], [30_000, 5_000, 35])
+  // The bound holds only while the first check after a death (up to two intervals) comes before the lock expires.
+  assert.ok(LOCK_DURATION_MS >= 2 * STALLED_INTERVAL_MS)
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8').replaceAll(/\s+/g, ' ')
+  assert.ok(readme.includes(`is run again by another worker within ${recoverySeconds()} s`), 'README states the bound')
+  const help = await runCli(['worker', '--help'])
+  assert.ok(help.stdout.replaceAll(/\s+/g, ' ').includes(`to another worker within ${recoverySeconds()} s`), help.stdout)
 })
 
 test.run()

@@ -1,5 +1,6 @@
 // What an operator reads: one JSON access line per request, X-Request-Id on every answer and in error
 // bodies, and GET /metrics in Prometheus text (one process here; workers.test.ts sums a cluster).
+import {randomUUID} from 'node:crypto'
 import {Writable} from 'node:stream'
 import {join} from 'node:path'
 
@@ -8,9 +9,9 @@ import * as assert from 'uvu/assert'
 
 import {createEngine} from '../../src/lib/engine.js'
 import {buildPolicy} from '../../src/lib/policy/load.js'
-import {createLogger, prettyDestination} from '../../src/server/logger.js'
+import {createLogger, logTo, prettyDestination} from '../../src/server/logger.js'
 import {createServerMetrics} from '../../src/server/metrics.js'
-import {call, form, red, start, tempDir, testSettings, TOY_MODEL, until, type Running} from './harness.js'
+import {call, fakeEngine, form, red, start, tempDir, testSettings, TOY_MODEL, until, type Running} from './harness.js'
 
 const KEY = 'ops-key'
 const dir = tempDir('mod-server-observability-')
@@ -95,13 +96,41 @@ test('an error body carries the request id of its answer', async () => {
   assert.is(((await missing.json()) as {error: {request_id: string}}).error.request_id, id)
 })
 
+test('an internal error is logged as one structured record with the request id and the stack, as mod serve logs it', async () => {
+  const failing = fakeEngine({
+    isLoaded: () => true,
+    categories: async () => {
+      throw new TypeError('cannot read the head file')
+    },
+  })
+  const s = await start(failing, settings, {logger, log: logTo(logger)})
+  try {
+    const r = await call(`${s.base}/v1/categories`, {headers: {...key, 'x-request-id': 'report-500'}})
+    assert.equal([r.status, r.body], [500, {error: {code: 'internal', message: 'internal error'}}])
+    const record = records.find((line) => line.msg === 'internal error' && line.request_id === 'report-500') as Record<string, any>
+    assert.equal([record.level, record.worker, record.err.type, record.err.message], ['error', 0, 'TypeError', 'cannot read the head file'])
+    assert.ok(String(record.err.stack).startsWith('TypeError: cannot read the head file\n    at '), record.err.stack)
+  } finally {
+    await s.stop()
+  }
+})
+
+test("the terminal form of the log prints an error record's stack under its line", () => {
+  const lines: string[] = []
+  const pretty = createLogger({level: 'info', destination: prettyDestination((text) => lines.push(text))})
+  const err = new Error('broken')
+  logTo(pretty)('internal error', 'error', {err, request_id: 'r-1'})
+  assert.equal(lines.length, 1)
+  assert.match(lines[0], /^\d\d:\d\d:\d\d ERROR internal error request_id=r-1\nError: broken\n    at /)
+})
+
 test('GET /metrics needs the key and counts requests by route pattern, inference batches and the model load', async () => {
   assert.is((await call(`${server.base}/metrics`)).status, 401)
   const image = form('file', [{name: 'red.png', data: await red()}])
   assert.is((await call(`${server.base}/v1/moderate`, {method: 'POST', headers: key, body: image})).status, 200)
   await fetch(`${server.base}/docs/not-here.js`, {headers: key})
   // A path with a parameter is counted under its template, not as unmatched.
-  assert.is((await call(`${server.base}/v1/jobs/no-such-job`, {headers: key})).status, 404)
+  assert.is((await call(`${server.base}/v1/jobs/${randomUUID()}`, {headers: key})).status, 404)
   const r = await call(`${server.base}/metrics`, {headers: key})
   assert.is(r.status, 200)
   assert.is(r.headers.get('content-type'), 'text/plain; version=0.0.4; charset=utf-8')

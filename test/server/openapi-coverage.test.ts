@@ -1,6 +1,7 @@
 // Every response the OpenAPI document declares is given by the server: each (method, path, status) is
 // produced once here by a real request and checked against the document; a declared response that no
 // request can produce fails the last test.
+import {randomUUID} from 'node:crypto'
 import {createServer, type Server} from 'node:http'
 import type {AddressInfo} from 'node:net'
 import {join} from 'node:path'
@@ -232,6 +233,8 @@ test('POST /v1/jobs/video, GET and DELETE /v1/jobs/{id}', async () => {
   assert.is(await submit(main.base, '?fps=0.0001'), 400)
   assert.is(await submit(main.base, '', {key: false}), 401)
   assert.is(await send(main.base, 'POST', '/v1/jobs/video', upload('file', [{name: 'big.mp4', data: Buffer.alloc(70_000, 1)}])), 413)
+  assert.is(await send(main.base, 'POST', '/v1/jobs/video', upload('file', [{name: 'empty.mp4', data: Buffer.alloc(0)}])), 415)
+  assert.is(await send(main.base, 'POST', '/v1/jobs/video', json({file: 'clip.mp4'})), 415)
   assert.is(await stalledUpload('/v1/jobs/video', 'file'), 408)
   assert.is(await submit(main.base, `?callback_url=${encodeURIComponent('http://10.1.2.3/hook')}`), 422)
   assert.is(await submit(brokenJobs.base), 500)
@@ -239,7 +242,8 @@ test('POST /v1/jobs/video, GET and DELETE /v1/jobs/{id}', async () => {
   for (const method of ['GET', 'DELETE']) {
     assert.is(await send(main.base, method, `/v1/jobs/${id}`), 200, method)
     assert.is(await send(main.base, method, `/v1/jobs/${id}`, {key: false}), 401, method)
-    assert.is(await send(main.base, method, '/v1/jobs/unknown'), 404, method)
+    assert.is(await send(main.base, method, '/v1/jobs/not-a-uuid'), 400, method)
+    assert.is(await send(main.base, method, `/v1/jobs/${randomUUID()}`), 404, method)
     assert.is(await send(brokenJobs.base, method, `/v1/jobs/${id}`), 500, method)
     assert.is(await send(fullJobs.base, method, `/v1/jobs/${id}`), 503, method)
   }
@@ -253,6 +257,127 @@ test('every upload endpoint: 429 past MOD_MAX_UPLOADS_PER_CLIENT', async () => {
   assert.is(await send(crowded.base, 'POST', '/v1/moderate/json', json(jsonExample(doc))), 429)
   assert.is(await send(crowded.base, 'POST', '/v1/moderate/video', upload('file', clip)), 429)
   assert.is(await send(crowded.base, 'POST', '/v1/jobs/video', upload('file', clip)), 429)
+})
+
+/** A request of the sweep below: anything a client may send, well-formed or not. */
+interface Probe {
+  method: string
+  path: string
+  headers?: Record<string, string | number>
+  body?: string | Buffer
+  /** Only the headers are sent (a body announced by Content-Length that never comes). */
+  headersOnly?: boolean
+}
+
+/** Wording of the libraries under the server (ajv, formidable, ffmpeg) and raw byte counts: never in a message. */
+const LIBRARY_WORDING = /must NOT|must match|must have required|options\.\w|MultipartParser|whitelist|moov atom|formidable|\d{5,} bytes|\[object /
+
+const BOUNDARY = 'sweepboundary'
+
+/** A multipart body of `parts`: a file part when it has a filename, else a text field. */
+function multipart(parts: {field: string; filename?: string; data: string}[]): Probe['body'] {
+  const text = parts
+    .map(
+      (p) =>
+        `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${p.field}"${p.filename === undefined ? '' : `; filename="${p.filename}"`}\r\n` +
+        `${p.filename === undefined ? '' : 'Content-Type: application/octet-stream\r\n'}\r\n${p.data}\r\n`,
+    )
+    .join('')
+  return `${text}--${BOUNDARY}--\r\n`
+}
+
+const MULTIPART = `multipart/form-data; boundary=${BOUNDARY}`
+const JSON_TYPE = 'application/json'
+
+/** Bodies of every kind the routes read, and of kinds they do not. */
+const BODIES: {headers?: Record<string, string | number>; body?: string | Buffer; headersOnly?: boolean}[] = [
+  {},
+  {headers: {'content-type': 'text/plain'}, body: 'hello'},
+  ...['{', '[]', 'null', '{}', '"AAAA"'].map((body) => ({headers: {'content-type': JSON_TYPE}, body})),
+  ...[
+    {image_base64: ''},
+    {image_base64: 'ab$d'},
+    {image_base64: 'abc'},
+    {image_base64: 'data:image/png;base64,'},
+    {image_base64: 'AAAA'},
+    {image_base64: 7},
+    {url: ''},
+    {url: 'not a url'},
+    {url: 'ftp://images.example/red.png'},
+    {url: 'http://intranet.example/red.png'},
+    {url: 'http://images.example/missing.png'},
+    {image_base64: 'AAAA', url: 'http://images.example/red.png'},
+  ].map((value) => ({headers: {'content-type': JSON_TYPE}, body: JSON.stringify(value)})),
+  ...[
+    [],
+    [{field: 'file', data: 'text, not a file'}],
+    [{field: 'other', filename: 'a.png', data: 'x'}],
+    [{field: 'file', filename: 'empty.bin', data: ''}],
+    [{field: 'files', filename: 'empty.bin', data: ''}],
+    [{field: 'file', filename: 'notes.txt', data: 'plain words'}],
+    [{field: 'files', filename: 'notes.txt', data: 'plain words'}],
+    [1, 2, 3].map((i) => ({field: 'file', filename: `${i}.txt`, data: 'x'})),
+    [1, 2, 3].map((i) => ({field: 'files', filename: `${i}.txt`, data: 'x'})),
+  ].map((parts) => ({headers: {'content-type': MULTIPART}, body: multipart(parts)})),
+  {headers: {'content-type': MULTIPART}, body: `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="a"\r\n\r\nno closing boundary`},
+  {headers: {'content-type': 'multipart/form-data'}, body: 'no boundary at all'},
+  {headers: {'content-type': MULTIPART, 'content-length': 50 * 1024 * 1024}, headersOnly: true},
+  {headers: {'content-type': JSON_TYPE, 'content-length': 50 * 1024 * 1024}, headersOnly: true},
+]
+
+const QUERIES = [
+  'fps=1&fps=2',
+  'fps=abc',
+  'fps=Infinity',
+  'min_frames=1.5',
+  'stop_on_violation=maybe',
+  'callback_url=not%20a%20url',
+  'callback_url=ftp%3A%2F%2Fexample.com%2Fhook',
+  'callback_url=http%3A%2F%2F10.1.2.3%2Fhook',
+  'callback_url=http%3A%2F%2Fhooks.example%2Fa&callback_url=http%3A%2F%2Fhooks.example%2Fb',
+  'unknown=1&unknown=2',
+]
+
+/** Every probe for one operation of the document: its path parameters spelled many ways, every body, every query. */
+function probes(method: string, template: string): Probe[] {
+  const paths = template.includes('{id}') ? [randomUUID(), 'not-a-uuid', '%00', 'x'.repeat(300), randomUUID().toUpperCase()].map((id) => template.replace('{id}', id)) : [template]
+  const bodies = method === 'POST' ? BODIES : [{}]
+  const withKey = (headers: Record<string, string | number> = {}) => ({'x-api-key': KEY, ...headers})
+  return paths.flatMap((path) => [
+    {method, path},
+    {method, path, headers: {'x-api-key': 'wrong'}},
+    {method: 'PUT', path, headers: withKey()},
+    ...bodies.map((b) => ({method, path, ...b, headers: withKey(b.headers)})),
+    ...QUERIES.map((q) => ({method, path: `${path}?${q}`, headers: withKey(method === 'POST' ? {'content-type': MULTIPART} : {}), ...(method === 'POST' ? {body: multipart([{field: 'file', filename: 'notes.txt', data: 'x'}])} : {})})),
+  ])
+}
+
+test('no request answers a status, or a message, its operation does not declare (every operation, every kind of request)', async () => {
+  const problems: string[] = []
+  let sent = 0
+  for (const [template, item] of Object.entries(doc.paths)) {
+    for (const method of Object.keys(item).map((m) => m.toUpperCase())) {
+      for (const probe of probes(method, template)) {
+        const answer = await rawRequest(`${main.base}${probe.path}`, {method: probe.method, headers: probe.headers, timeoutMs: 15_000}, (req) =>
+          probe.headersOnly ? req.flushHeaders() : req.end(probe.body),
+        )
+        sent++
+        const what = `${probe.method} ${probe.path.slice(0, 80)} ${probe.headers?.['content-type'] ?? ''} ${String(probe.body ?? '').slice(0, 60)}`
+        try {
+          conformance.check(probe.method, probe.path, answer.status, answer.headers, answer.body)
+        } catch (e) {
+          problems.push(`${what}: ${(e as Error).message.split('\n')[0]}`)
+          continue
+        }
+        if (answer.status >= 400) {
+          const {message} = (JSON.parse(answer.body) as {error: {message: string}}).error
+          if (LIBRARY_WORDING.test(message)) problems.push(`${what}: ${answer.status} "${message}" is not written for a person`)
+        }
+      }
+    }
+  }
+  assert.equal(problems, [])
+  assert.ok(sent > 400, `only ${sent} requests`)
 })
 
 test('every response the document declares was produced and conformed', () => {

@@ -7,7 +7,6 @@ import * as assert from 'uvu/assert'
 import {DEFAULT_LIMITS, type Limits} from '../../src/lib/config/settings.js'
 import {EXAMPLE_REQUEST_ID} from '../../src/server/examples.js'
 import {openapiDocument, type OpenApiDocument, type Operation} from '../../src/server/openapi.js'
-import {humanBytes} from '../../src/server/units.js'
 import {createConformance} from './conformance.js'
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {version: string})
@@ -131,7 +130,15 @@ test('errors land on the operations that can give them', () => {
     ['get', '/docs', [200]],
     ['get', '/ready', [200, 503]],
     ['get', '/metrics', [200, 500]],
+    ['post', '/v1/jobs/video', [202, 400, 408, 413, 415, 422, 429, 500, 503]],
+    ['get', '/v1/jobs/{id}', [200, 400, 404, 500, 503]],
+    ['delete', '/v1/jobs/{id}', [200, 400, 404, 500, 503]],
   ]
+  // Every operation of the document is listed above.
+  assert.equal(
+    expected.map(([method, path]) => `${method} ${path}`).sort(),
+    operations(doc).map(([method, path]) => `${method} ${path}`).sort(),
+  )
   for (const [method, path, codes] of expected) {
     assert.equal(statuses(doc, path, method), codes, `${method} ${path}`)
     const withKey = ['/health', '/ready'].includes(path) ? codes : [...codes, 401].sort((a, b) => a - b)
@@ -153,7 +160,7 @@ test('the statuses and descriptions of error responses come from the one error t
     error: {type: 'object', properties: {code: {type: 'string', enum: ['payload_too_large', 'too_many_files']}}},
   })
   assert.match(batch[413].description, /\(`payload_too_large`\)\. More than 16 files in one batch \(`too_many_files`\)\.$/)
-  assert.equal(batch[503].content?.['application/json'].example, {error: {code: 'overloaded', message: 'the server is busy; retry later', request_id: EXAMPLE_REQUEST_ID}})
+  assert.equal(batch[503].content?.['application/json'].example, {error: {code: 'overloaded', message: 'the server is busy (64 requests already waiting); retry shortly', request_id: EXAMPLE_REQUEST_ID}})
   assert.is(batch[401].description, 'The `X-API-Key` header is missing or does not match `MOD_API_KEY` (`unauthorized`).')
 })
 
@@ -200,10 +207,27 @@ test('the video query parameters carry their bounds and defaults', () => {
   )
 })
 
+test('the job id in the path is declared as a UUID, and the job query as the video query plus an absolute callback URL', () => {
+  for (const method of ['get', 'delete'] as const) {
+    const params = doc.paths['/v1/jobs/{id}']?.[method]?.parameters ?? []
+    assert.equal(
+      params.map((p) => [p.name, p.in, p.required, p.schema]),
+      [['id', 'path', true, {type: 'string', format: 'uuid', title: 'a job id (a UUID, as POST /v1/jobs/video gives)'}]],
+    )
+  }
+  const query = doc.paths['/v1/jobs/video']?.post?.parameters ?? []
+  assert.equal(query.map((p) => p.name), ['fps', 'min_frames', 'stop_on_violation', 'callback_url'])
+  assert.equal(query[3].schema, {type: 'string', format: 'uri', title: 'an absolute http(s) URL'})
+})
+
 test('request bodies: a multipart file, repeated files up to the batch limit, or exactly one of image_base64 and url', () => {
   const multipart = (path: string) => doc.paths[path]?.post?.requestBody?.content['multipart/form-data']?.schema
   assert.equal(multipart('/v1/moderate')?.required, ['file'])
   assert.equal(multipart('/v1/moderate/video')?.required, ['file'])
+  // An empty file is refused by the single-file endpoints (415) and reported as an entry by the batch.
+  for (const path of ['/v1/moderate', '/v1/moderate/video', '/v1/jobs/video']) {
+    assert.is((multipart(path)?.properties as Record<string, {minLength?: number}>).file.minLength, 1, path)
+  }
   assert.equal((multipart('/v1/moderate/batch')?.properties as Record<string, unknown>).files, {
     type: 'array',
     items: {type: 'string', format: 'binary'},
@@ -216,7 +240,17 @@ test('request bodies: a multipart file, repeated files up to the batch limit, or
   // As served: null counts as absent, and other keys are ignored.
   c.checkSchema('ModerateJsonRequest', {image_base64: 'iVBORw0KGgo=', url: null})
   c.checkSchema('ModerateJsonRequest', {url: 'https://example.com/a.png', note: 'ignored'})
-  const bads = [{}, {image_base64: 'x', url: 'https://example.com/a.png'}, {url: ''}, {image_base64: 7}, {url: 'not a uri'}]
+  c.checkSchema('ModerateJsonRequest', {image_base64: 'data:image/png;base64,iVBORw0K\nGgo='})
+  const bads = [
+    {},
+    {image_base64: 'x', url: 'https://example.com/a.png'},
+    {url: ''},
+    {image_base64: 7},
+    {url: 'not a uri'},
+    {image_base64: 'ab$d'},
+    {image_base64: 'AAAA=AAA'},
+    {image_base64: 'data:image/png,AAAA'},
+  ]
   for (const bad of bads) {
     assert.throws(() => c.checkSchema('ModerateJsonRequest', bad), /does not match/, JSON.stringify(bad))
   }
@@ -321,14 +355,6 @@ test('the description says whether this server wants a key and fetches URLs', ()
   const d = documentWith({apiKey: true, allowUrls: true})
   assert.match(d.info.description, 'This server has `MOD_API_KEY` set')
   assert.match(d.info.description, 'URL fetching is **enabled** on this server.')
-})
-
-test('humanBytes names the binary unit and the exact count', () => {
-  assert.is(humanBytes(26_214_400), '25 MiB (26 214 400 bytes)')
-  assert.is(humanBytes(209_715_200), '200 MiB (209 715 200 bytes)')
-  assert.is(humanBytes(1_000_000), '976.56 KiB (1 000 000 bytes)')
-  assert.is(humanBytes(2048), '2 KiB (2 048 bytes)')
-  assert.is(humanBytes(512), '512 bytes')
 })
 
 test.run()

@@ -1,3 +1,4 @@
+import {getEventListeners} from 'node:events'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -5,7 +6,7 @@ import * as assert from 'uvu/assert'
 
 import type {ModerationResult} from '../../src/lib/types.js'
 import {createGate} from '../../src/server/queue.js'
-import {call, errorOf, fakeEngine, form, start, tempDir, testSettings, until} from './harness.js'
+import {call, errorOf, fakeEngine, form, red, start, tempDir, testSettings, toyEngine, until} from './harness.js'
 
 const dir = tempDir('mod-server-queue-')
 
@@ -101,6 +102,46 @@ test('a request whose client went away leaves the line without preparing or infe
   await Promise.all([first, third])
   assert.is(ran, false)
   assert.is(thirdRan, true)
+})
+
+test("a request's items waiting in line share one abort listener, removed when the request is released", async () => {
+  const gate = createGate(5)
+  let finishFirst: (() => void) | undefined
+  const first = gate.admit().scheduler().prepare(() => new Promise<void>((resolve) => (finishFirst = resolve)))
+  const controller = new AbortController()
+  const ticket = gate.admit()
+  const scheduler = ticket.scheduler(controller.signal)
+  const items = Array.from({length: 16}, (_, i) => scheduler.prepare(async () => i))
+  assert.is(getEventListeners(controller.signal, 'abort').length, 1)
+  await until(() => finishFirst !== undefined)
+  finishFirst?.()
+  await first
+  assert.equal(await Promise.all(items), Array.from({length: 16}, (_, i) => i))
+  ticket.release()
+  assert.is(getEventListeners(controller.signal, 'abort').length, 0)
+})
+
+test('concurrent batches of MOD_MAX_BATCH files emit no process warning (no listener leak on their signals)', async () => {
+  const warnings: string[] = []
+  const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`)
+  process.on('warning', onWarning)
+  const settings = testSettings(join(dir.path, 'cache'))
+  const engine = toyEngine(settings)
+  const server = await start(engine, settings)
+  try {
+    const png = await red()
+    const files = Array.from({length: settings.limits.maxBatch}, (_, i) => ({name: `${i}.png`, data: png}))
+    const batch = () => call(`${server.base}/v1/moderate/batch`, {method: 'POST', body: form('files', files)})
+    const answers = await Promise.all([batch(), batch(), batch(), batch()])
+    assert.equal(answers.map((a) => [a.status, a.body.results.length]), Array(4).fill([200, files.length]))
+    // A warning is emitted on the next tick of the event loop.
+    await new Promise((resolve) => setImmediate(resolve))
+    assert.equal(warnings, [])
+  } finally {
+    process.off('warning', onWarning)
+    await server.stop()
+    await engine.close()
+  }
 })
 
 test('beyond MOD_QUEUE_LIMIT waiting requests the server answers 503 overloaded with Retry-After', async () => {

@@ -80,7 +80,7 @@ test('bodies trickling a byte at a time hold every upload place only until they 
       assert.is(answer.status, 408)
       const {error} = rawError(answer)
       assert.is(error.code, 'request_timeout')
-      assert.match(error.message, /^the request body is arriving too slowly: \d+ bytes in \d+\.\d s, less than 1 000 bytes per second \(MOD_BODY_MIN_RATE\)$/)
+      assert.match(error.message, /^the request body is arriving too slowly: \d+ bytes in \d+\.\d s, less than 1000 bytes per second \(MOD_BODY_MIN_RATE\)$/)
     }
     assert.is(s.handle.gate.receiving, 0)
     assert.equal([readdirSync(uploads), readdirSync(join(dir.path, 'jobs'))], [[], []])

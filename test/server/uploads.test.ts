@@ -67,18 +67,19 @@ test('an image over MOD_MAX_BYTES is refused with 413 while the rest of its body
   assert.is(answer.status, 413)
   assert.is(answer.headers.connection, 'close')
   assert.equal(JSON.parse(answer.body), {
-    error: {code: 'payload_too_large', message: 'huge.png is larger than 65536 bytes (MOD_MAX_BYTES)', request_id: answer.headers['x-request-id']},
+    error: {code: 'payload_too_large', message: 'huge.png is larger than 64 KiB (MOD_MAX_BYTES)', request_id: answer.headers['x-request-id']},
   })
 })
 
 test('a multipart body whose Content-Length is over the limit is refused with 413 before any of it is read', async () => {
   const {type} = multipartParts('file', 'huge.png')
-  for (const [path, limit] of [['/v1/moderate', 64 * 1024], ['/v1/moderate/batch', 2 * 64 * 1024], ['/v1/moderate/video', 256 * 1024]] as const) {
+  // The limit is the file limit plus the form's room of 128 KiB.
+  for (const [path, limit] of [['/v1/moderate', '192 KiB'], ['/v1/moderate/batch', '256 KiB'], ['/v1/moderate/video', '384 KiB']] as const) {
     const answer = await rawRequest(`${server.base}${path}`, {headers: {'content-type': type, 'content-length': 10 * 1024 * 1024}}, (req) => req.flushHeaders())
     assert.is(answer.status, 413, path)
     assert.is(answer.headers.connection, 'close', path)
     assert.equal(rawError(answer), {
-      error: {code: 'payload_too_large', message: `the request body is larger than the limit of ${limit + 128 * 1024} bytes`},
+      error: {code: 'payload_too_large', message: `the request body is larger than ${limit}`},
     })
   }
   assert.equal(readdirSync(uploads), [])
@@ -92,7 +93,7 @@ test('a video over MOD_MAX_VIDEO_BYTES is cut off with 413 and its partial file 
     for (let i = 0; i < 8; i++) req.write(Buffer.alloc(64 * 1024, 1))
   })
   assert.is(answer.status, 413)
-  assert.equal(rawError(answer).error, {code: 'payload_too_large', message: 'the video is larger than 262144 bytes (MOD_MAX_VIDEO_BYTES)'})
+  assert.equal(rawError(answer).error, {code: 'payload_too_large', message: 'the video is larger than 256 KiB (MOD_MAX_VIDEO_BYTES)'})
   assert.equal(readdirSync(uploads), [])
 })
 

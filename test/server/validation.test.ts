@@ -27,6 +27,9 @@ test.after(async () => {
   dir.remove()
 })
 
+/** What image_base64 must be, as the refusals say. */
+const BASE64 = 'base64 text (the standard alphabet, padded with =; line breaks allowed) or a data: URI with ;base64,'
+
 const video = (query: string) =>
   call(`${server.base}/v1/moderate/video${query}`, {method: 'POST', body: form('file', [{name: 'clip.mp4', data: 'frames'}])})
 
@@ -39,6 +42,9 @@ test('the video query reaches the engine as typed values, absent ones as their d
   assert.equal(seen, {fps: 10, minFrames: 1000, stopOnViolation: true})
   assert.is((await video('?fps=0.01&stop_on_violation=0')).status, 200)
   assert.equal(seen, {fps: 0.01, minFrames: 1, stopOnViolation: false})
+  // Parameters the route does not declare are ignored, repeated or not.
+  assert.is((await video('?fps=2&utm=a&utm=b')).status, 200)
+  assert.equal(seen, {fps: 2, minFrames: 1, stopOnViolation: false})
 })
 
 test('a bad query value is 400 bad_request naming the parameter and what it accepts', async () => {
@@ -53,6 +59,8 @@ test('a bad query value is 400 bad_request naming the parameter and what it acce
     ['min_frames=1.5', 'min_frames="1.5" is not valid: expected a whole number from 1 to 1000'],
     ['stop_on_violation=maybe', 'stop_on_violation="maybe" is not valid: expected true, false, 1 or 0'],
     ['stop_on_violation=TRUE', 'stop_on_violation="TRUE" is not valid: expected true, false, 1 or 0'],
+    ['fps=1&fps=2', 'the query gives fps more than once; give it once'],
+    ['fps=1&min_frames=2&fps=1', 'the query gives fps more than once; give it once'],
   ]
   for (const [query, message] of cases) {
     seen = undefined
@@ -64,10 +72,15 @@ test('a bad query value is 400 bad_request naming the parameter and what it acce
 
 test('the JSON body: a problem is reported by field, the "exactly one" rule as such', async () => {
   const cases: [unknown, string][] = [
-    [{image_base64: 42}, 'image_base64 must be string'],
-    [{url: ''}, 'url must NOT have fewer than 1 characters'],
-    [{url: 'not a uri'}, 'url must match format "uri"'],
-    [[1, 2], 'the body must be object'],
+    [{image_base64: 42}, 'image_base64 must be a string or null'],
+    [{image_base64: ''}, 'image_base64 is an empty string'],
+    [{image_base64: 'ab$d'}, `image_base64 is not valid: expected ${BASE64}`],
+    [{image_base64: 'abc'}, `image_base64 is not valid: expected ${BASE64}`],
+    [{url: ''}, 'url is an empty string'],
+    [{url: 'not a uri'}, 'url is not valid: expected an absolute http(s) URL'],
+    [{url: ['https://example.com/a.png']}, 'url must be a string or null'],
+    [[1, 2], 'the body must be a JSON object'],
+    [null, 'the body must be a JSON object'],
     [{}, 'send exactly one of image_base64 and url'],
     [{image_base64: null, url: null}, 'send exactly one of image_base64 and url'],
     [{image_base64: 'AAAA', url: 'https://example.com/a.png'}, 'send exactly one of image_base64 and url'],

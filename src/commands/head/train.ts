@@ -2,7 +2,6 @@ import {writeFile} from 'node:fs/promises'
 
 import {Args, Flags} from '@oclif/core'
 
-import {startCountProgress} from '../../cli/count-progress.js'
 import {errorLines, modelOptions, pct} from '../../cli/dataset-run.js'
 import {ModCommand} from '../../cli/base-command.js'
 import {EXIT_ERROR} from '../../cli/errors.js'
@@ -43,16 +42,17 @@ Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
     const l2 = Number(flags.l2)
     if (!(holdout > 0 && holdout < 1)) this.error('--holdout must be a number between 0 and 1', {exit: EXIT_ERROR})
     if (!(l2 >= 0 && Number.isFinite(l2))) this.error('--l2 must be a number >= 0', {exit: EXIT_ERROR})
-    const progress = startCountProgress('Embedding')
+    const progress = this.startCountProgress('Embedding')
     try {
       const config = await loadConfig(settingsInput(flags), process.env)
       const {head, errors, model, dataset} = await trainHeadOnDataset({
         dataset: args.dataset,
         model: modelOptions(config),
+        policy: config.policy,
         train: {...DEFAULT_TRAIN_OPTIONS, holdout, seed: flags.seed, l2, maxEpochs: flags['max-epochs']},
         onProgress: (done, total) => progress.update(done, total),
       })
-      await progress.finish()
+      progress.finish()
       for (const line of errorLines(errors, dataset.unlisted)) this.logToStderr(line)
       const description = `trained by mod head train on ${dataset.images} images of ${args.dataset} (${head.train_images} for training, ${head.heldout_images} held out)`
       await writeFile(flags.out, headFileJson(head, model, description))
@@ -61,7 +61,7 @@ Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
         this.log(`  ${l.name}: recall ${pct(l.heldout.recall)}, precision ${pct(l.heldout.precision)}, safe flagged ${pct(l.heldout.safe_fpr)} (${l.heldout.positives} held-out images, ${l.epochs} epochs)`)
       }
     } finally {
-      await progress.finish()
+      progress.finish()
     }
   }
 }

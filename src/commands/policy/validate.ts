@@ -1,12 +1,38 @@
+import {dirname, resolve} from 'node:path'
+
 import {Args} from '@oclif/core'
 
 import {ModCommand} from '../../cli/base-command.js'
 import {EXIT_ERROR} from '../../cli/errors.js'
 import {longPresetPrompts, type LongPrompt} from '../../lib/model/prompt-length.js'
 import {buildPolicy, formatProblems, summarizePolicy, validatePolicyFile, type PolicySummary} from '../../lib/policy/load.js'
-import type {PolicyProblem} from '../../lib/policy/schema.js'
+import type {HashListEntry, PolicyProblem} from '../../lib/policy/schema.js'
+import {checkHashListFile} from '../../lib/signals/pdq/list-load.js'
 
 const SHOWN_CHARS = 60
+
+/** A hash list of the policy, checked: its entries, or its problems (`line` 0 for the file as a whole). */
+interface ListCheck {
+  name: string
+  file: string
+  entries: number
+  problems: {line: number; message: string}[]
+}
+
+/** Reads each list file (relative to the policy file's folder) and reports its bad lines. */
+async function checkLists(policyFile: string, lists: HashListEntry[]): Promise<ListCheck[]> {
+  return Promise.all(
+    lists.map(async (l) => {
+      const file = resolve(dirname(policyFile), l.file)
+      try {
+        const {count, errors} = await checkHashListFile(file)
+        return {name: l.name, file, entries: count, problems: errors}
+      } catch (e) {
+        return {name: l.name, file, entries: 0, problems: [{line: 0, message: (e as Error).message}]}
+      }
+    }),
+  )
+}
 
 function describeLong(p: LongPrompt): string {
   const text = p.text.length > SHOWN_CHARS ? `${p.text.slice(0, SHOWN_CHARS)}…` : p.text
@@ -17,6 +43,8 @@ export default class PolicyValidate extends ModCommand {
   static override description = `Check a policy file and report every problem with its line and column.
 
 A valid file prints a summary. An invalid one prints one "file:line:column: message" line per problem on stderr and exits 2; with --json, {valid, problems, summary} goes to stdout either way.
+
+Hash lists named under hash_lists: are read (paths relative to the policy file) and each bad line is reported as "list:line: message".
 
 Text rules are checked too: their categories, their regular expressions (the problem named on its line) and their word list files (read relative to the policy file).
 
@@ -38,9 +66,11 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
     file: Args.string({description: 'policy YAML file', required: true}),
   }
 
-  async run(): Promise<{valid: boolean; problems: PolicyProblem[]; summary: PolicySummary | null}> {
+  async run(): Promise<{valid: boolean; problems: PolicyProblem[]; summary: PolicySummary | null; hash_lists?: ListCheck[]}> {
     const {args} = await this.parse(PolicyValidate)
     const {problems, file} = await validatePolicyFile(args.file)
+    const lists = await checkLists(args.file, file?.hash_lists ?? [])
+    const listsValid = lists.every((l) => l.problems.length === 0)
     const summary = file === undefined ? null : summarizePolicy(file)
     if (file !== undefined) {
       const policy = buildPolicy(file)
@@ -49,7 +79,10 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
         this.logToStderr(`${args.file}: warning: ${describeLong(p)} is longer than ${long.contextLength} tokens and will be truncated`)
       }
     }
-    if (summary === null) {
+    for (const l of lists) {
+      for (const p of l.problems) this.logToStderr(p.line === 0 ? `${args.file}: hash_lists.${l.name}: ${p.message}` : `${l.file}:${p.line}: ${p.message}`)
+    }
+    if (summary === null || !listsValid) {
       for (const line of formatProblems(args.file, problems)) this.logToStderr(line)
       process.exitCode = EXIT_ERROR
     } else {
@@ -62,7 +95,8 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
       this.log(`  preset:       ${summary.preset ?? 'not set (flag, MOD_PRESET or fast)'}`)
       this.log(`  trim_borders: ${summary.trim_borders}`)
       this.log(`  text rules:   ${list(summary.text_rules)}`)
+      for (const l of lists) this.log(`  hash list:    ${l.name}: ${l.entries} hashes in ${l.file}`)
     }
-    return {valid: summary !== null, problems, summary}
+    return {valid: summary !== null && listsValid, problems, summary, ...(lists.length > 0 ? {hash_lists: lists} : {})}
   }
 }

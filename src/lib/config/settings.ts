@@ -4,6 +4,7 @@ import {join, resolve} from 'node:path'
 import {ModError} from '../errors.js'
 import type {Precision} from '../model/manifest-types.js'
 import {PRESETS, type PresetName} from '../policy/types.js'
+import {formatSizeExact} from '../sizes.js'
 import {readJobSettings, type JobSettings} from './jobs.js'
 
 /** Sizes: "MB" means MiB (25 MB = 26 214 400 bytes). */
@@ -261,7 +262,7 @@ function checkBuffered(limits: Limits, given: string | undefined): void {
     throw invalid(
       'MOD_MAX_BUFFERED_BYTES',
       given ?? String(limits.maxBufferedBytes),
-      `at least ${needed} bytes: the larger of MOD_MAX_BATCH_BYTES and 2 x MOD_MAX_BYTES, plus 1 MiB`,
+      `at least ${formatSizeExact(needed)}: the larger of MOD_MAX_BATCH_BYTES and 2 x MOD_MAX_BYTES, plus 1 MiB`,
     )
   }
 }

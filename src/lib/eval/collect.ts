@@ -5,10 +5,13 @@
  */
 import {createHash} from 'node:crypto'
 
-import {isModError, ModError} from '../errors.js'
+import {ModError} from '../errors.js'
+import {isItemError, itemErrorEntry} from '../item-errors.js'
+import {orderedMap} from '../pipeline/ordered.js'
 import {readDatasetFile, type Dataset, type DatasetItem} from './dataset.js'
 import type {FeatureCache} from './feature-cache.js'
 import type {Features, FeatureSource} from './features.js'
+import type {ErrorEntry} from '../types.js'
 
 export interface Sample {
   source: string
@@ -17,18 +20,14 @@ export interface Sample {
   features: Features
 }
 
-export interface SampleError {
-  source: string
-  error: {code: string; message: string}
-}
+/** A file that could not be read or decoded: reported in its place, left out of the figures. */
+export type SampleError = ErrorEntry
 
 export interface CollectOptions {
   maxBytes: number
   onProgress?: (done: number, total: number) => void
 }
 
-/** Errors that belong to one file: it is reported and the run goes on. */
-const ITEM_ERRORS = new Set(['unreadable_image', 'unsupported_media', 'payload_too_large'])
 /** Images in flight: read, hashed, decoded and handed to the source together, so it can batch them. */
 const AHEAD = 16
 
@@ -58,33 +57,16 @@ export async function* collectFeatures(
   cache: FeatureCache,
   options: CollectOptions,
 ): AsyncGenerator<Sample | SampleError> {
-  const items = dataset.items()
-  const window: {item: DatasetItem; result: Promise<Sample | {err: unknown}>}[] = []
   let done = 0
-  let exhausted = false
-  const fill = async () => {
-    while (!exhausted && window.length < AHEAD) {
-      const next = await items.next()
-      if (next.done) {
-        exhausted = true
-        break
-      }
-      const item = next.value
-      const result = featuresOf(item, source, cache, options.maxBytes).catch((err: unknown) => ({err}))
-      window.push({item, result})
-    }
-  }
-  for (;;) {
-    await fill()
-    const head = window.shift()
-    if (head === undefined) return
-    const r = await head.result
+  const samples = orderedMap(dataset.items(), AHEAD, (item) =>
+    featuresOf(item, source, cache, options.maxBytes).catch((e: unknown): SampleError => {
+      if (isItemError(e)) return itemErrorEntry(item.source, e)
+      throw e instanceof Error ? e : new ModError('internal', String(e))
+    }),
+  )
+  for await (const s of samples) {
     options.onProgress?.(++done, dataset.images)
-    if ('err' in r) {
-      const e = r.err
-      if (!(isModError(e) && ITEM_ERRORS.has(e.code))) throw e instanceof Error ? e : new ModError('internal', String(e))
-      yield {source: head.item.source, error: {code: e.code, message: e.message}}
-    } else yield r
+    yield s
   }
 }
 

@@ -22,6 +22,7 @@ import {ModError} from '../errors.js'
 import {IMAGE_EXTENSIONS} from '../image/formats.js'
 import {readFileCapped} from '../input/read-capped.js'
 import {CATEGORY_NAME_PATTERN} from '../policy/schema.js'
+import {formatSize} from '../sizes.js'
 
 export const SAFE_FOLDER = 'safe'
 export const LABELS_FILE = 'labels.csv'
@@ -125,7 +126,7 @@ async function readLabelsCsv(root: string, problems: string[]): Promise<Map<stri
   }
   try {
     if ((await handle.stat()).size > MAX_LABELS_FILE_BYTES) {
-      problems.push(`${LABELS_FILE} is larger than ${MAX_LABELS_FILE_BYTES} bytes`)
+      problems.push(`${LABELS_FILE} is larger than ${formatSize(MAX_LABELS_FILE_BYTES)}`)
       return new Map()
     }
     return parseLabelsCsv(await handle.readFile('utf8'), problems)

@@ -4,31 +4,34 @@
  * hand the numbers to metrics, calibration or training.
  */
 import type {Policy} from '../policy/types.js'
-import {loadHead, type Head} from '../scoring/head.js'
+import type {Head} from '../signals/head/head.js'
+import {loadHead} from '../signals/head/head.js'
 import {calibrateCategories, type CalibrateOptions, type CalibrationReport, type RawSample} from './calibrate-policy.js'
 import {collectFeatures, isSampleError, type SampleError} from './collect.js'
 import {openDataset, type Dataset} from './dataset.js'
 import {openFeatureCache, type FeatureCache} from './feature-cache.js'
-import {createLabelScorer, openClipFeatures, type ClipFeatureSource, type LabelInfo, type ModelOptions} from './features.js'
+import {openDatasetScoring, type DatasetScoring, type LabelInfo, type ModelOptions, type ScoringOptions} from './features.js'
 import {computeMetrics, histogram, prCurve, type CurvePoint, type EvalMetrics, type Histogram, type ScoredSample} from './metrics.js'
 import {trainHead, type EmbeddingSample, type TrainedHead, type TrainOptions} from './train-head.js'
 
 export interface RunOptions {
   dataset: string
   model: ModelOptions
+  /** The policy in force: its signals run, its trim setting applies. */
+  policy: Policy
   /** Called after each image with the number done and the total. */
   onProgress?: (done: number, total: number) => void
 }
 
 export interface DatasetRun {
   dataset: Dataset
-  source: ClipFeatureSource
+  source: DatasetScoring
   cache: FeatureCache
 }
 
-async function openRun(o: RunOptions, known?: ReadonlySet<string>): Promise<DatasetRun> {
+async function openRun(o: RunOptions, scoring: Omit<ScoringOptions, 'policy'>, known?: ReadonlySet<string>): Promise<DatasetRun> {
   const dataset = await openDataset(o.dataset, {known})
-  const source = await openClipFeatures(o.model)
+  const source = await openDatasetScoring(o.model, {...scoring, policy: o.policy})
   return {dataset, source, cache: openFeatureCache(o.model.cacheDir, source.key)}
 }
 
@@ -51,16 +54,18 @@ export interface EvalReport {
   curves: Record<string, {pr: CurvePoint[]; histogram: Histogram}>
   /** Images run through the image encoder (0 when every image's features were cached). */
   images_embedded: number
+  /** Categories of the policy that no installed signal scores (e.g. no CLIP model, only the NSFW specialist). */
+  not_evaluated: string[]
 }
 
 const knownLabels = (policy: Policy, head?: Head) => new Set([...policy.categories.map((c) => c.name), ...(head?.labels ?? []).map((l) => l.name)])
 
 /** Scores every image as scan would and measures the result against the folders' labels. */
-export async function evaluateDataset(o: RunOptions & {policy: Policy; headPath?: string}): Promise<EvalReport> {
+export async function evaluateDataset(o: RunOptions & {headPath?: string}): Promise<EvalReport> {
   const head = o.headPath ? await loadHead(o.headPath) : undefined
-  const run = await openRun(o, knownLabels(o.policy, head))
+  const run = await openRun(o, {headPath: o.headPath}, knownLabels(o.policy, head))
   try {
-    const scorer = await createLabelScorer(run.source, o.policy, head)
+    const scorer = run.source
     const errors: SampleError[] = []
     const scored: ScoredSample[] = []
     for await (const s of samplesOf(run, o, errors)) scored.push({truth: s.labels, scores: scorer.score(s.features)})
@@ -71,30 +76,31 @@ export async function evaluateDataset(o: RunOptions & {policy: Policy; headPath?
       images: run.dataset.images,
       errors,
       unlisted: run.dataset.unlisted,
-      labels: scorer.labels,
+      labels: [...scorer.labels],
       metrics: computeMetrics(scored, thresholds),
       curves: Object.fromEntries(scorer.labels.map((l, i) => [l.name, {pr: prCurve(scored, l.name, i), histogram: histogram(scored, l.name, i)}])),
       images_embedded: run.source.imagesEmbedded(),
+      not_evaluated: [...run.source.notEvaluated],
     }
   } finally {
-    await run.source.close()
+    await run.source.dispose()
   }
 }
 
 /** Fits each policy category's calibration and threshold (a head, if any, is not applied). */
 export async function calibrateDataset(
-  o: RunOptions & {policy: Policy} & CalibrateOptions,
+  o: RunOptions & CalibrateOptions,
 ): Promise<{report: CalibrationReport; errors: SampleError[]; unlisted: string[]; images_embedded: number}> {
-  const run = await openRun(o, knownLabels(o.policy))
+  const run = await openRun(o, {requireClip: true}, knownLabels(o.policy))
   try {
-    const scorer = await createLabelScorer(run.source, o.policy)
+    const scorer = run.source
     const errors: SampleError[] = []
     const samples: RawSample[] = []
     for await (const s of samplesOf(run, o, errors)) samples.push({sha256: s.sha256, truth: s.labels, raw: scorer.raw(s.features)})
     const report = calibrateCategories(samples, scorer.labels, o)
     return {report, errors, unlisted: run.dataset.unlisted, images_embedded: run.source.imagesEmbedded()}
   } finally {
-    await run.source.close()
+    await run.source.dispose()
   }
 }
 
@@ -102,7 +108,7 @@ export async function calibrateDataset(
 export async function trainHeadOnDataset(
   o: RunOptions & {train: TrainOptions},
 ): Promise<{head: TrainedHead; errors: SampleError[]; model: {id: string; embeddingSize: number}; dataset: Dataset}> {
-  const run = await openRun(o)
+  const run = await openRun(o, {requireClip: true})
   try {
     const errors: SampleError[] = []
     const samples: EmbeddingSample[] = []
@@ -114,6 +120,6 @@ export async function trainHeadOnDataset(
       dataset: run.dataset,
     }
   } finally {
-    await run.source.close()
+    await run.source.dispose()
   }
 }

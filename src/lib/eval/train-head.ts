@@ -9,6 +9,7 @@
  */
 import {ModError} from '../errors.js'
 import {roundScore, sigmoid} from '../scoring/calibrate.js'
+import {l2Normalised, linearLogit} from '../scoring/vector.js'
 import {balancedWeights, isHeldOut} from './fit.js'
 import {labelMetrics, type LabelMetrics} from './metrics.js'
 
@@ -46,25 +47,12 @@ export interface TrainedHead {
   labels: TrainedLabel[]
 }
 
-function normalised(v: Float32Array): Float64Array {
-  let sum = 0
-  for (const x of v) sum += x * x
-  const n = Math.sqrt(sum)
-  return Float64Array.from(v, (x) => (n === 0 ? 0 : x / n))
-}
-
-function logit(x: Float64Array, w: Float64Array, b: number): number {
-  let z = b
-  for (let k = 0; k < x.length; k++) z += w[k] * x[k]
-  return z
-}
-
 /** Class-balanced mean log loss (without the penalty). */
 function loss(xs: Float64Array[], y: boolean[], w: Float64Array, b: number): number {
   const cw = balancedWeights(y)
   let total = 0
   xs.forEach((x, i) => {
-    const z = logit(x, w, b)
+    const z = linearLogit(w, b, x)
     // log(1 + exp(-z)) for a positive, log(1 + exp(z)) for a negative, without overflow.
     const m = y[i] ? -z : z
     total += (y[i] ? cw.pos : cw.neg) * (Math.max(m, 0) + Math.log1p(Math.exp(-Math.abs(m))))
@@ -94,7 +82,7 @@ function trainOne(
     g.fill(0)
     for (let i = 0; i < n; i++) {
       const x = train.x[i]
-      const r = (train.y[i] ? cw.pos : cw.neg) * (sigmoid(logit(x, w, b)) - (train.y[i] ? 1 : 0))
+      const r = (train.y[i] ? cw.pos : cw.neg) * (sigmoid(linearLogit(w, b, x)) - (train.y[i] ? 1 : 0))
       for (let k = 0; k < d; k++) g[k] += r * x[k]
       g[d] += r
     }
@@ -119,7 +107,7 @@ function trainOne(
 
 export function trainHead(samples: readonly EmbeddingSample[], labels: readonly string[], o: TrainOptions): TrainedHead {
   const heldOut = samples.map((s) => isHeldOut(s.sha256, o.seed, o.holdout))
-  const xs = samples.map((s) => normalised(s.embedding))
+  const xs = samples.map((s) => l2Normalised(s.embedding))
   const trainIdx = samples.map((_, i) => i).filter((i) => !heldOut[i])
   const testIdx = samples.map((_, i) => i).filter((i) => heldOut[i])
   if (trainIdx.length === 0 || testIdx.length === 0) {
@@ -135,7 +123,7 @@ export function trainHead(samples: readonly EmbeddingSample[], labels: readonly 
     }
     const {w, b, epochs} = trainOne(train, part(testIdx), o)
     const heldout = labelMetrics(
-      testIdx.map((i) => ({truth: samples[i].truth, scores: [roundScore(sigmoid(logit(xs[i], w, b)))]})),
+      testIdx.map((i) => ({truth: samples[i].truth, scores: [roundScore(sigmoid(linearLogit(w, b, xs[i])))]})),
       {name, threshold: HEAD_THRESHOLD},
       0,
     )

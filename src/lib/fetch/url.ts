@@ -1,6 +1,7 @@
 import type {IncomingHttpHeaders} from 'node:http'
 import {ModError, isModError} from '../errors.js'
 import {readCapped} from '../input/read-capped.js'
+import {formatSize} from '../sizes.js'
 import {type Dial, directDial, pinnedClient} from './pinned.js'
 import {type Resolver, type Subject, checkUrl, checkedAddresses, describeUrl, systemResolver} from './target.js'
 
@@ -142,7 +143,7 @@ function redirectTarget(from: URL, location: IncomingHttpHeaders[string]): URL {
 }
 
 function tooLarge(where: string, maxBytes: number): ModError {
-  return new ModError('payload_too_large', `the file at ${where} is larger than ${maxBytes} bytes`)
+  return new ModError('payload_too_large', `the file at ${where} is larger than ${formatSize(maxBytes)}`)
 }
 
 function problem(e: unknown): string {

@@ -1,6 +1,7 @@
 import sharp, {type Metadata, type Sharp, type SharpOptions} from 'sharp'
 
 import {emptyFileError, ModError} from '../errors.js'
+import {formatSize} from '../sizes.js'
 import type {RgbImage} from '../types.js'
 
 /** Formats we accept (README: the accepted formats); AVIF is sharp's `heif` with AV1 compression. */
@@ -22,7 +23,24 @@ export interface ImageProbe {
   frames: number
   /** An animated GIF or WebP (more than one frame); other multi-page files are scored on their first page. */
   animated: boolean
+  /** What decoding one of its pixels costs, in baseline pixels (see decodeCost); it may have maxPixels ÷ cost pixels. */
+  cost: number
+  /** What makes it cost more, for the message ("a progressive JPEG"); absent at cost 1. */
+  costly?: string
 }
+
+/**
+ * Longest side accepted, in pixels: the largest JPEG and GIF can have. Decoding costs per row and per column
+ * as well as per pixel, so a sliver within MOD_MAX_PIXELS (a 1 x 100 000 000 PNG is 200 KB) would still take
+ * seconds; no photo, scan or screenshot is longer.
+ */
+export const MAX_SIDE = 65_535
+
+/**
+ * Pixels a frame of an animation counts at least: each frame has a fixed decoding cost (about 5 µs for a 1x1
+ * GIF frame of 23 bytes), so a file of a million tiny frames would take seconds while its pixels are few.
+ */
+export const MIN_FRAME_PIXELS = 64 * 64
 
 /** Frames scored from an animation; each label keeps its maximum over them. */
 export const MAX_FRAMES = 8
@@ -50,24 +68,49 @@ export async function probeImage(input: Buffer): Promise<ImageProbe> {
   }
   const frames = Math.max(1, meta.pages ?? 1)
   const animated = frames > 1 && (format === 'gif' || format === 'webp')
-  return {format, width: meta.width, height: meta.pageHeight ?? meta.height, frames, animated}
+  return {format, width: meta.width, height: meta.pageHeight ?? meta.height, frames, animated, ...decodeCost(format, meta)}
+}
+
+/**
+ * What decoding a pixel costs against a baseline JPEG, PNG or TIFF, whose peak memory is about 3.3 bytes a
+ * pixel (measured on 64-megapixel files; mostly the RGB output). Other decoders also hold the whole image in
+ * their own form: a progressive JPEG keeps every coefficient until its last scan and an interlaced PNG its
+ * whole raster (up to 11 bytes a pixel), GIF and WebP an RGBA canvas and more (7 and 10), AVIF its planes and
+ * an RGBA copy (17); a CMYK JPEG spends about 8 times the CPU of a baseline pixel on colour conversion. Dividing the
+ * pixel limit by the cost keeps each of them within what the largest baseline image takes (bench/hostile-memory.ts).
+ */
+function decodeCost(format: ImageFormat, meta: Metadata): {cost: number; costly?: string} {
+  if (format === 'jpeg' && meta.space === 'cmyk') return {cost: 8, costly: 'a CMYK JPEG'}
+  if (format === 'jpeg' && meta.isProgressive) return {cost: 4, costly: 'a progressive JPEG'}
+  if (format === 'png' && meta.isProgressive) return {cost: 4, costly: 'an interlaced PNG'}
+  if (format === 'gif') return {cost: 3, costly: 'a GIF'}
+  if (format === 'webp') return {cost: 4, costly: 'a WebP'}
+  if (format === 'avif') return {cost: 6, costly: 'an AVIF'}
+  return {cost: 1}
 }
 
 /**
  * The one decoding entry of every image path: refuses an empty input, then decodes to 8-bit sRGB with
  * alpha flattened onto white: one image for a still (EXIF orientation applied), up to MAX_FRAMES evenly
- * spaced frames for an animated GIF/WebP. Limits are checked before any pixel is decoded.
+ * spaced frames for an animated GIF/WebP. Limits (bytes, pixels, MAX_SIDE) are checked before any pixel is decoded.
  */
 export async function decodeImage(input: Buffer, limits: ImageLimits): Promise<RgbImage[]> {
   if (input.length === 0) throw emptyFileError()
   if (input.length > limits.maxBytes) {
-    throw new ModError('payload_too_large', `image is ${input.length} bytes; the limit is ${limits.maxBytes} bytes`)
+    throw new ModError('payload_too_large', `the image is larger than ${formatSize(limits.maxBytes)}`)
   }
   const probe = await probeImage(input)
-  const decoded = probe.width * probe.height * (probe.animated ? probe.frames : 1)
-  if (decoded > limits.maxPixels) {
-    const size = `${probe.width}x${probe.height}${probe.animated ? ` x ${probe.frames} frames` : ''}`
-    throw new ModError('payload_too_large', `image is ${size} = ${decoded} pixels; the limit is ${limits.maxPixels} pixels`)
+  const pixels = probe.width * probe.height
+  const decoded = probe.animated ? probe.frames * Math.max(pixels, MIN_FRAME_PIXELS) : pixels
+  const allowed = Math.floor(limits.maxPixels / probe.cost)
+  if (decoded > allowed) {
+    const frames = pixels < MIN_FRAME_PIXELS ? ` frames (each counted as ${MIN_FRAME_PIXELS} pixels)` : ' frames'
+    const size = `${probe.width}x${probe.height}${probe.animated ? ` x ${probe.frames}${frames}` : ''}`
+    const why = probe.costly ? ` for ${probe.costly} (1/${probe.cost} of ${limits.maxPixels}: it takes ${probe.cost} times the memory or time to decode)` : ''
+    throw new ModError('payload_too_large', `image is ${size} = ${decoded} pixels; the limit is ${allowed} pixels${why}`)
+  }
+  if (Math.max(probe.width, probe.height) > MAX_SIDE) {
+    throw new ModError('payload_too_large', `image is ${probe.width}x${probe.height}; a side may be at most ${MAX_SIDE} pixels`)
   }
   try {
     return probe.animated ? await decodeFrames(input, probe, limits) : [await decodeStill(input, limits)]
@@ -137,7 +180,7 @@ async function decodeFrames(input: Buffer, probe: ImageProbe, limits: ImageLimit
     position = end
   }
   if (position !== frameBytes * probe.frames) {
-    throw new ModError('unreadable_image', `animation decoded to ${position} bytes, expected ${frameBytes * probe.frames}`)
+    throw new ModError('unreadable_image', 'the animation ended before its last frame was decoded')
   }
   return frames.map((data) => ({data, width, height}))
 }
@@ -148,5 +191,6 @@ function decodeError(e: unknown, limits: ImageLimits): ModError {
   if (/pixel limit/i.test(message)) {
     return new ModError('payload_too_large', `image exceeds the limit of ${limits.maxPixels} pixels`)
   }
-  return new ModError('unreadable_image', `image data is corrupt or truncated (${message.split('\n')[0]})`)
+  // The decoder's own line names its internals (libvips, libjpeg states): it stays in details.
+  return new ModError('unreadable_image', 'the image data is corrupt or truncated', {decoder: message.split('\n')[0]})
 }

@@ -1,11 +1,14 @@
 /**
- * The CPU work on one image before inference, in one place: decode, trim borders, preprocess. Every pixel is
+ * The CPU work on one image before inference, in one place: decode, trim borders, bound the aspect ratio,
+ * preprocess. Every signal's input is made from the frames given here (CLIP's tensor here, the specialist's
+ * views from `frames`), so the aspect bound covers every preprocessing, whatever the path. Every pixel is
  * decoded: decoding at a reduced scale (libvips' shrink-on-load) is faster but low-pass filters the image,
  * which the unfiltered bicubic resize of CLIP preprocessing (transformers.js's) does not, and moved image
  * embeddings further than we accept (bench/shrink.ts).
  */
 import type {Preprocessing} from '../model/manifest-types.js'
 import type {RgbImage} from '../types.js'
+import {limitAspect} from './aspect.js'
 import {decodeImage, type ImageLimits} from './decode.js'
 import {preprocess} from './preprocess.js'
 import {trimBorders} from './trim.js'
@@ -18,10 +21,22 @@ export interface PrepareOptions {
 }
 
 export interface PreparedFrames {
-  /** The decoded frames (one for a still, up to MAX_FRAMES for an animation), trimmed when asked. */
+  /**
+   * The decoded frames (one for a still, up to MAX_FRAMES for an animation), trimmed when asked, and cut to
+   * their centre MAX_ASPECT_RATIO : 1 part when longer: what every signal's preprocessing starts from.
+   */
   frames: RgbImage[]
   /** One preprocessed tensor per frame, 3 x crop x crop; none without `preprocess`. */
   tensors: Float32Array[]
+}
+
+/**
+ * What every signal's preprocessing starts from, for one decoded frame: its borders trimmed (when asked), then a
+ * sliver cut to its centre MAX_ASPECT_RATIO : 1 part. The aspect bound comes after trimming, which can leave a
+ * sliver of a wide image.
+ */
+export function frameToScore(frame: RgbImage, trim: boolean): RgbImage {
+  return limitAspect(trim ? trimBorders(frame) : frame)
 }
 
 /** Decodes, trims and preprocesses encoded image bytes: the path from a file or upload to the model's tensors. */
@@ -29,9 +44,9 @@ export async function prepareImage(data: Buffer, opts: PrepareOptions): Promise<
   return prepareFrames(await decodeImage(data, opts.limits), opts)
 }
 
-/** Trims (when asked) and preprocesses frames already decoded (video frames, or prepareImage's). */
+/** frameToScore, then CLIP preprocessing, for frames already decoded (video frames, or prepareImage's). */
 export async function prepareFrames(decoded: RgbImage[], opts: Omit<PrepareOptions, 'limits'>): Promise<PreparedFrames> {
-  const frames = opts.trimBorders ? decoded.map((f) => trimBorders(f)) : decoded
+  const frames = decoded.map((f) => frameToScore(f, opts.trimBorders))
   const config = opts.preprocess
   const tensors = config ? await Promise.all(frames.map((f) => preprocess(f, config))) : []
   return {frames, tensors}

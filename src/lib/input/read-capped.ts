@@ -2,6 +2,7 @@ import {open} from 'node:fs/promises'
 import type {Readable} from 'node:stream'
 
 import {ModError} from '../errors.js'
+import {formatSize} from '../sizes.js'
 
 /** Counts bytes against a limit: the one place where a size limit is checked as bytes arrive. */
 export interface ByteCap {
@@ -25,7 +26,7 @@ export function byteCap(maxBytes: number, name: string, overLimit: () => ModErro
 }
 
 function tooLarge(name: string, maxBytes: number): ModError {
-  return new ModError('payload_too_large', `${name} is larger than the limit of ${maxBytes} bytes`)
+  return new ModError('payload_too_large', `${name} is larger than ${formatSize(maxBytes)}`)
 }
 
 /**

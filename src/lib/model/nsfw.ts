@@ -11,8 +11,10 @@ import {fileURLToPath} from 'node:url'
 
 import * as ort from 'onnxruntime-node'
 
-import {NSFW_VIEW_SIZE} from '../image/nsfw-preprocess.js'
+import {disposer} from '../dispose.js'
 import {ModError} from '../errors.js'
+import {NSFW_VIEW_SIZE} from '../image/nsfw-preprocess.js'
+import {formatSizeExact} from '../sizes.js'
 import {openSession} from './session.js'
 import {NSFW_CLASSES, NSFW_INPUT, NSFW_OUTPUT, NSFW_SIZE, type NsfwManifest} from './nsfw-manifest.js'
 import {defaultThreads} from './threads.js'
@@ -70,7 +72,7 @@ async function verifiedModel(dir: string, m: NsfwManifest): Promise<void> {
   const path = join(dir, m.file)
   const bytes = await readBytes(path, 'file')
   if (bytes.length !== m.size) {
-    throw new ModError('model_missing', `${path} is ${bytes.length} bytes, not the ${m.size} of ${m.id}; reinstall mod`)
+    throw new ModError('model_missing', `${path} is ${formatSizeExact(bytes.length)}, not the ${formatSizeExact(m.size)} of ${m.id}; reinstall mod`)
   }
   const sha = createHash('sha256').update(bytes).digest('hex')
   if (sha !== m.sha256) {
@@ -101,8 +103,6 @@ export async function openNsfw(opts: NsfwOptions = {}): Promise<NsfwModel> {
       const data = probs.data as Float32Array
       return Array.from({length: n}, (_, i) => data.slice(i * classes, (i + 1) * classes))
     },
-    async close() {
-      await session.release()
-    },
+    close: disposer(() => session.release()).dispose,
   }
 }

@@ -15,6 +15,7 @@ import {pipeline} from 'node:stream/promises'
 import {Agent, EnvHttpProxyAgent, interceptors, request, type Dispatcher} from 'undici'
 
 import {isModError, ModError} from '../errors.js'
+import {formatSize, formatSizeExact} from '../sizes.js'
 import {MANIFEST_FILE} from './manifest.js'
 import type {Manifest, ModelFile} from './manifest-types.js'
 
@@ -177,7 +178,7 @@ async function download(ctx: Context, file: ModelFile, url: string): Promise<Ver
       received += chunk.length
       // Enforced as bytes arrive: a server sending more than the manifest promises is cut off, not stored.
       if (file.size !== undefined && received > file.size) {
-        done(failed(`${file.path} is larger than the ${file.size} bytes the manifest gives`))
+        done(failed(`${file.path} is larger than the ${formatSizeExact(file.size)} the manifest gives`))
         return
       }
       hash.update(chunk)
@@ -190,20 +191,20 @@ async function download(ctx: Context, file: ModelFile, url: string): Promise<Ver
     await pipeline(res.body, meter, createWriteStream(part, {flags: start > 0 ? 'a' : 'w'}), {signal: opts.signal})
   } catch (e) {
     if (opts.signal?.aborted) {
-      throw failed(`download of ${file.path} was interrupted after ${received} bytes; pull again to resume`)
+      throw failed(`download of ${file.path} was interrupted after ${formatSize(received)}; pull again to resume`)
     }
     if (isModError(e)) {
       await rm(part, {force: true})
       throw e
     }
     throw failed(
-      `download of ${file.path} stopped after ${received}${total === undefined ? '' : ` of ${total}`} bytes ` +
+      `download of ${file.path} stopped after ${formatSize(received)}${total === undefined ? '' : ` of ${formatSize(total)}`} ` +
         `(${(e as Error).message}); pull again to resume`,
     )
   }
 
   if (total !== undefined && received < total) {
-    throw failed(`download of ${file.path} stopped after ${received} of ${total} bytes; pull again to resume`)
+    throw failed(`download of ${file.path} stopped after ${formatSize(received)} of ${formatSize(total)}; pull again to resume`)
   }
   const sha256 = hash.digest('hex')
   if (file.sha256 !== undefined && sha256 !== file.sha256) {

@@ -6,6 +6,8 @@ import path from 'node:path'
 import {cosmiconfig} from 'cosmiconfig'
 
 import {ModError} from '../errors.js'
+import {POLICY_SWITCHES} from '../signals/registry.js'
+import {formatSize} from '../sizes.js'
 import {CLIP_ONLY, CUSTOM_CALIBRATION, DEFAULT_CATEGORIES, DEFAULT_NEUTRAL, DEFAULT_THRESHOLD} from './defaults.js'
 import {validatePolicyText} from './schema.js'
 import type {PolicyFile, PolicyProblem} from './schema.js'
@@ -67,7 +69,7 @@ export function buildPolicy(file?: PolicyFile, lists: WordLists = new Map()): Po
     trim_borders: file?.trim_borders ?? true,
     categories,
     neutral: [...(file?.neutral ?? DEFAULT_NEUTRAL)],
-    specialists: {nsfw: file?.specialists?.nsfw ?? true},
+    specialists: Object.fromEntries([...POLICY_SWITCHES].map(([name, on]) => [name, file?.specialists?.[name] ?? on])),
     ...(file?.text && file.text.rules.length > 0 ? {text: buildTextPolicy(file, lists)} : {}),
   }
 }
@@ -142,7 +144,7 @@ export async function readConfigText(filePath: string, what: string, maxBytes: n
     handle = await open(filePath, 'r')
     const stats = await handle.stat()
     if (!stats.isFile()) throw new ModError('invalid_config', `the ${what} ${filePath} is not a file`)
-    if (stats.size > maxBytes) throw new ModError('invalid_config', `the ${what} ${filePath} is larger than ${maxBytes} bytes`)
+    if (stats.size > maxBytes) throw new ModError('invalid_config', `the ${what} ${filePath} is larger than ${formatSize(maxBytes)}`)
     return await handle.readFile({encoding: 'utf8'})
   } catch (e) {
     if (e instanceof ModError) throw e

@@ -18,9 +18,12 @@ import type {Document, Node as YamlNode, Pair} from 'yaml'
 
 import {CONTACT_DETECTORS, type ContactDetector} from '../signals/text/contact.js'
 import {patternProblem} from '../signals/text/rules.js'
+import {DEFAULT_DISTANCE_THRESHOLD} from '../signals/pdq/match.js'
+import {MAX_THRESHOLD} from '../signals/pdq/multi-index.js'
 import {closest} from '../suggest.js'
 import {DEFAULT_CATEGORIES} from './defaults.js'
 import {parentCycles} from './parents.js'
+import {POLICY_SWITCHES} from '../signals/registry.js'
 import {PRESETS} from './types.js'
 import type {Calibration, PresetName, Specialists} from './types.js'
 
@@ -43,6 +46,22 @@ export interface CategoryEntry {
   calibration?: Partial<Calibration>
 }
 
+/** One entry under `hash_lists:`: a file of known-bad PDQ hashes, and where its matches count. */
+export interface HashListEntry {
+  name: string
+  /** As written: relative to the policy file's folder unless absolute. */
+  file: string
+  /** The category a match is a violation of. */
+  category: string
+  /** Largest Hamming distance that matches. */
+  distance: number
+  /** 1-based line of the `file:` value, for problems found in the list file itself. */
+  line: number
+}
+
+/** The category of hash-list matches unless a list names another. */
+export const DEFAULT_HASH_CATEGORY = 'known_bad'
+
 /** A validated policy file, as written (defaults not merged: see buildPolicy in load.ts). */
 export interface PolicyFile {
   preset?: PresetName
@@ -52,6 +71,7 @@ export interface PolicyFile {
   /** `nsfw: false` switches the embedded NSFW specialist off. */
   specialists?: Partial<Specialists>
   categories: CategoryEntry[]
+  hash_lists?: HashListEntry[]
   /** Rules over the text read in images; the text signal runs only when there is at least one. */
   text?: TextSection
 }
@@ -80,14 +100,14 @@ export interface PolicyValidation {
   file?: PolicyFile
 }
 
-const TOP_KEYS = ['preset', 'trim_borders', 'neutral', 'specialists', 'categories', 'text'] as const
+const TOP_KEYS = ['preset', 'trim_borders', 'neutral', 'specialists', 'categories', 'hash_lists', 'text'] as const
 const TEXT_KEYS = ['video', 'rules'] as const
 const TEXT_RULE_KEYS = ['category', 'words', 'words_file', 'regex', 'detect'] as const
 /** The category fed by text alone: enabled by naming it in a text rule. */
 export const TEXT_ONLY_CATEGORY = 'contact_info'
-const SPECIALIST_KEYS = ['nsfw'] as const
 const CATEGORY_KEYS = ['enabled', 'prompts', 'negatives', 'parent', 'threshold', 'calibration'] as const
 const CALIBRATION_KEYS = ['scale', 'bias'] as const
+const HASH_LIST_KEYS = ['file', 'category', 'distance'] as const
 /** Names of new categories (and of head labels): they end up in JSON keys, URLs and terminal tables. */
 export const CATEGORY_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/
 const BUILTIN_NAMES = new Set(DEFAULT_CATEGORIES.map((c) => c.name))
@@ -215,12 +235,14 @@ function readSpecialists(ctx: Context, node: unknown, at: number): Partial<Speci
     report(ctx, offsetOf(node, at), `specialists must be a mapping such as {nsfw: false}, not ${describe(node)}`)
     return undefined
   }
-  const specialists: Partial<Specialists> = {}
+  const specialists: Record<string, boolean> = {}
   for (const pair of node.items) {
     const key = keyOf(ctx, pair, ' in specialists')
     if (key === undefined) continue
-    if (key === 'nsfw') specialists.nsfw = readBoolean(ctx, deref(ctx, pair.value), offsetOf(pair.key, at), 'specialists.nsfw')
-    else unknownKey(ctx, pair, key, ' in specialists', SPECIALIST_KEYS)
+    if (POLICY_SWITCHES.has(key)) {
+      const value = readBoolean(ctx, deref(ctx, pair.value), offsetOf(pair.key, at), `specialists.${key}`)
+      if (value !== undefined) specialists[key] = value
+    } else unknownKey(ctx, pair, key, ' in specialists', [...POLICY_SWITCHES.keys()])
   }
   return specialists
 }
@@ -300,6 +322,79 @@ function readCategories(ctx: Context, node: unknown, at: number, places: Map<str
     places.set(name, place)
   }
   return entries
+}
+
+function readHashList(ctx: Context, name: string, node: unknown, at: number): HashListEntry | undefined {
+  const path = `hash_lists.${name}`
+  if (!isMap(node)) {
+    report(ctx, offsetOf(node, at), `${path} must be a mapping such as {file: removals.txt}, not ${describe(node)}`)
+    return undefined
+  }
+  const entry: Partial<HashListEntry> = {name, category: DEFAULT_HASH_CATEGORY, distance: DEFAULT_DISTANCE_THRESHOLD}
+  let ok = true
+  for (const pair of node.items) {
+    const key = keyOf(ctx, pair, ` in ${path}`)
+    if (key === undefined) continue
+    const value = deref(ctx, pair.value)
+    const valueAt = offsetOf(pair.key, at)
+    const text = scalarValue(value)
+    switch (key) {
+      case 'file':
+        if (typeof text === 'string' && text.trim() !== '') {
+          entry.file = text
+          entry.line = ctx.lineCounter.linePos(offsetOf(value, valueAt)).line
+        } else {
+          report(ctx, offsetOf(value, valueAt), `${path}.file must be the path of a hash list file, not ${describe(value)}`)
+          ok = false
+        }
+        break
+      case 'category':
+        if (typeof text === 'string' && CATEGORY_NAME_PATTERN.test(text)) entry.category = text
+        else {
+          report(ctx, offsetOf(value, valueAt), `${path}.category must be a category name, not ${describe(value)}`)
+          ok = false
+        }
+        break
+      case 'distance': {
+        const d = readNumber(ctx, value, valueAt, `${path}.distance`, {min: 0, max: MAX_THRESHOLD, text: `a whole number from 0 to ${MAX_THRESHOLD}`})
+        if (d !== undefined && Number.isInteger(d)) entry.distance = d
+        else {
+          if (d !== undefined) report(ctx, offsetOf(value, valueAt), `${path}.distance must be a whole number from 0 to ${MAX_THRESHOLD}, not ${describe(value)}`)
+          ok = false
+        }
+        break
+      }
+      default:
+        unknownKey(ctx, pair, key, ` in ${path}`, HASH_LIST_KEYS)
+        ok = false
+    }
+  }
+  if (entry.file === undefined) {
+    if (ok) report(ctx, at, `${path} needs file: the path of a hash list file`)
+    return undefined
+  }
+  return ok ? (entry as HashListEntry) : undefined
+}
+
+function readHashLists(ctx: Context, node: unknown, at: number): HashListEntry[] {
+  if (scalarValue(node) === null) return []
+  if (!isMap(node)) {
+    report(ctx, offsetOf(node, at), `hash_lists must be a mapping from list names to {file, category, distance}, not ${describe(node)}`)
+    return []
+  }
+  const lists: HashListEntry[] = []
+  for (const pair of node.items) {
+    const name = keyOf(ctx, pair, ' under hash_lists')
+    if (name === undefined) continue
+    const keyOffset = offsetOf(pair.key, at)
+    if (!CATEGORY_NAME_PATTERN.test(name)) {
+      report(ctx, keyOffset, `hash list name "${name}" may hold only letters, digits, "_", "-" and "." (at most 64)`)
+      continue
+    }
+    const entry = readHashList(ctx, name, deref(ctx, pair.value), keyOffset)
+    if (entry) lists.push(entry)
+  }
+  return lists
 }
 
 /** Parents after merging with the built-ins: a written parent must exist, and parents must not loop. */
@@ -520,6 +615,9 @@ export function validatePolicyText(text: string): PolicyValidation {
           break
         case 'categories':
           file.categories = readCategories(ctx, value, at, places)
+          break
+        case 'hash_lists':
+          file.hash_lists = readHashLists(ctx, value, at)
           break
         case 'text':
           file.text = readTextSection(ctx, value, at, textPlaces)

@@ -10,16 +10,11 @@ export interface Calibration {
   bias: number
 }
 
-/** Models whose outputs a category's score can come from; a trained head (--head) blends in afterwards. */
-export const MODEL_SIGNALS = ['clip', 'nsfw'] as const
-export type ModelSignal = (typeof MODEL_SIGNALS)[number]
-
-/** Everything that can turn an image into label scores: the zero-shot prompts, the NSFW specialist, a trained head. */
-export const SIGNALS = ['clip', 'nsfw', 'head'] as const
-export type SignalName = (typeof SIGNALS)[number]
-
-/** How much each model signal counts in a category's score (a weighted mean over the signals that ran). */
-export type SignalWeights = Partial<Record<ModelSignal, number>>
+/**
+ * How much each signal (by its name in the signal registry) counts in a category's score: a weighted mean over
+ * the signals that ran.
+ */
+export type SignalWeights = Readonly<Partial<Record<string, number>>>
 
 export interface Category {
   name: string
@@ -32,10 +27,8 @@ export interface Category {
   signals: SignalWeights
 }
 
-/** Signals a policy can switch off (`specialists: {nsfw: false}`). */
-export interface Specialists {
-  nsfw: boolean
-}
+/** Per signal the policy can switch off (the registry's switchable ones): whether it runs (`specialists: {nsfw: false}`). */
+export type Specialists = Readonly<Record<string, boolean>>
 
 /** The active policy: defaults merged with a policy file. Disabled categories are already removed. */
 export interface Policy {

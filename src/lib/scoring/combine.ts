@@ -1,42 +1,49 @@
 /**
- * Signals → one score per category. Each category names the model signals that feed it and their weights
- * (policy defaults: the zero-shot prompts for every category, the NSFW specialist as well for nudity,
- * sexual_activity and suggestive). Its score is the weighted mean of the calibrated scores of the signals
- * that ran on the image; a category no loaded signal feeds is not evaluated (left out of the labels and named
- * in `not_evaluated`). A trained head blends in afterwards (head.ts).
+ * Signals → one score per category. A signal feeds a category with a weight (policy defaults: the zero-shot
+ * prompts for every category, the NSFW specialist as well for nudity, sexual_activity and suggestive). The
+ * category's score is the weighted mean of the calibrated scores of the signals that ran on the image; a
+ * category no loaded signal feeds is not evaluated (left out of the labels and named in `not_evaluated`).
+ * Signals that build on the combined labels (a trained head) apply afterwards.
  */
-import type {Category, ModelSignal, Policy} from '../policy/types.js'
+import type {Category, Policy} from '../policy/types.js'
 import type {ScoredLabel} from './result.js'
 
 /** Per signal that ran on a frame: category name → calibrated score in [0, 1]. */
-export type FrameSignals = Partial<Record<ModelSignal, ReadonlyMap<string, number>>>
+export type FrameSignals = Readonly<Record<string, ReadonlyMap<string, number>>>
 
-/** The model signals a category is fed by (weight above 0), in a fixed order. */
-export function feedingSignals(category: Category): ModelSignal[] {
-  return (Object.keys(category.signals) as ModelSignal[]).filter((s) => (category.signals[s] ?? 0) > 0).sort()
+/** How much a signal counts in a category's score; 0 when it does not feed it. */
+export type SignalWeight = (signal: string, category: Category) => number
+
+/** The weights the policy gives (`signals: {clip: 1, nsfw: 3}`). */
+export const policyWeight: SignalWeight = (signal, category) => category.signals[signal] ?? 0
+
+/** Of the `signals` named, those that feed `category` (weight above 0), in a fixed order. */
+export function feedingSignals(category: Category, signals: Iterable<string>, weight: SignalWeight = policyWeight): string[] {
+  return [...signals].filter((s) => weight(s, category) > 0).sort()
 }
 
 /** Names of the categories that none of the `available` signals feeds. */
-export function notEvaluated(policy: Policy, available: ReadonlySet<ModelSignal>): string[] {
-  return policy.categories.filter((c) => !feedingSignals(c).some((s) => available.has(s))).map((c) => c.name)
+export function notEvaluated(policy: Policy, available: Iterable<string>, weight: SignalWeight = policyWeight): string[] {
+  const names = [...available]
+  return policy.categories.filter((c) => feedingSignals(c, names, weight).length === 0).map((c) => c.name)
 }
 
-export function combineSignals(policy: Policy, signals: FrameSignals): ScoredLabel[] {
+export function combineSignals(policy: Policy, signals: FrameSignals, weight: SignalWeight = policyWeight): ScoredLabel[] {
   const labels: ScoredLabel[] = []
   for (const category of policy.categories) {
     let sum = 0
-    let weight = 0
-    for (const signal of feedingSignals(category)) {
+    let total = 0
+    for (const signal of feedingSignals(category, Object.keys(signals), weight)) {
       const score = signals[signal]?.get(category.name)
       if (score === undefined) continue
-      const w = category.signals[signal] as number
+      const w = weight(signal, category)
       sum += w * score
-      weight += w
+      total += w
     }
-    if (weight === 0) continue
+    if (total === 0) continue
     labels.push({
       name: category.name,
-      score: sum / weight,
+      score: sum / total,
       threshold: category.threshold,
       parent: category.parent,
       origin: category.origin,

@@ -12,19 +12,18 @@ export interface ScoredLabel {
 }
 
 /**
- * The one place a score is rounded (to 4 decimals, clamped to [0, 1]) and its violation decided. The decision
- * uses the rounded score so that a result never shows a score equal to its threshold without the violation.
+ * The one place a score is rounded (to 4 decimals, clamped to [0, 1]) and its violation decided, for images and
+ * video frames alike. The decision uses the rounded score so that a result never shows a score equal to its
+ * threshold without the violation.
  */
+export function decideViolation(score: number, threshold: number): {score: number; violated: boolean} {
+  const rounded = roundScore(Math.min(1, Math.max(0, score)))
+  return {score: rounded, violated: rounded >= threshold}
+}
+
 export function finishLabel(input: ScoredLabel): Label {
-  const score = roundScore(Math.min(1, Math.max(0, input.score)))
-  return {
-    name: input.name,
-    score,
-    threshold: input.threshold,
-    parent: input.parent,
-    violated: score >= input.threshold,
-    origin: input.origin,
-  }
+  const {score, violated} = decideViolation(input.score, input.threshold)
+  return {name: input.name, score, threshold: input.threshold, parent: input.parent, violated, origin: input.origin}
 }
 
 function byScoreThenName(a: Label, b: Label): number {

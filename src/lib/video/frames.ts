@@ -96,6 +96,22 @@ function firstError(log: string, path: string): string {
   return (line ?? 'no details').split(resolve(path)).join(basename(path)).slice(0, 200)
 }
 
+const NOT_A_VIDEO = 'not a video in a supported format (MP4, MOV, WebM, MKV, AVI, GIF, MPEG-TS, MPEG, FLV, Ogg, ASF)'
+
+/** ffmpeg's reasons in a person's words: its own lines name its internals (demuxer lists, atoms, stream maps). */
+const FFMPEG_REASONS: [RegExp, string][] = [
+  // Before the generic reading failure that ffmpeg reports after it.
+  [/moov atom not found/, 'the video is incomplete: an MP4 or MOV file without its index (cut off while copying?)'],
+  [/matches no streams/, 'the file has no video stream'],
+  [/Format not on whitelist|Invalid data found when processing input/, NOT_A_VIDEO],
+]
+
+/** unsupported_media with ffmpeg's reason reworded; its first line stays in `details` for a log. */
+function unreadableVideo(log: string, path: string): ModError {
+  const reason = FFMPEG_REASONS.find(([pattern]) => pattern.test(log))?.[1] ?? 'the video could not be decoded; the file may be damaged'
+  return new ModError('unsupported_media', reason, {ffmpeg: firstError(log, path)})
+}
+
 /**
  * Samples `fps` frames per second of the first video stream of the file at `path` through ffmpeg, as RGB
  * frames handed over a pipe (no files written). The stream is read only as fast as the caller consumes it,
@@ -209,7 +225,7 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
     if (pixelLimit) {
       throw new ModError('payload_too_large', `the video's pictures are larger than the limit of ${o.maxPixels} pixels`)
     }
-    if (code !== 0) throw new ModError('unsupported_media', `not a readable video: ${firstError(log, path)}`)
+    if (code !== 0) throw unreadableVideo(log, path)
     if (index === 0) throw new ModError('unsupported_media', 'no video frame could be decoded')
     const span = index / o.fps
     const end = clock.end()

@@ -1,6 +1,6 @@
 import type {RgbImage, Segment, VideoResult} from '../types.js'
 import {type DecodedFrame, type DecodeOptions, type DecodeSummary, decodeFrames} from './frames.js'
-import {createSegmentTracker, type ScoredLabel} from './segments.js'
+import {createSegmentTracker, type FrameLabel} from './segments.js'
 
 export interface ModerateVideoOptions {
   /** Reported as `source` in the result. */
@@ -13,7 +13,7 @@ export interface ModerateVideoOptions {
   /** The ffmpeg binary and the decoding limits. */
   decode: Omit<DecodeOptions, 'fps' | 'signal'>
   /** Scores a batch of frames (the engine trims, preprocesses, embeds and scores): one label list per frame. */
-  scoreFrames: (frames: RgbImage[]) => Promise<ScoredLabel[][]>
+  scoreFrames: (frames: RgbImage[]) => Promise<FrameLabel[][]>
   /** Called for each kept segment once its run has closed (the open ones at the end), in the order found. */
   onSegment?: (label: string, segment: Segment) => void
   /** Called after each batch with the frames analysed and the seconds of video they cover. */

@@ -1,7 +1,8 @@
-import {roundScore} from '../scoring/calibrate.js'
-import type {Label, Segment, VideoViolation} from '../types.js'
+import {decideViolation, type ScoredLabel} from '../scoring/result.js'
+import type {Segment, VideoViolation} from '../types.js'
 
-export type ScoredLabel = Pick<Label, 'name' | 'parent' | 'threshold' | 'score'>
+/** What a segment needs of a frame's label. */
+export type FrameLabel = Pick<ScoredLabel, 'name' | 'parent' | 'threshold' | 'score'>
 
 export interface FoundSegment {
   label: string
@@ -10,7 +11,7 @@ export interface FoundSegment {
 
 export interface SegmentTracker {
   /** Adds the next sampled frame's scores; returns the segments this frame closed (runs that just ended and are kept). */
-  push(labels: readonly ScoredLabel[]): FoundSegment[]
+  push(labels: readonly FrameLabel[]): FoundSegment[]
   /** True once some label has a run of at least min_frames frames, closed or still open. */
   hasSegment(): boolean
   /** Closes the open runs (their end capped at `duration`); returns them and the violations of the whole video. */
@@ -24,7 +25,7 @@ interface Run {
 }
 
 interface LabelState {
-  label: ScoredLabel
+  label: FrameLabel
   segments: Segment[]
   run?: Run
 }
@@ -63,11 +64,12 @@ export function createSegmentTracker(fps: number, minFrames: number): SegmentTra
           state = {label, segments: []}
           states.set(label.name, state)
         }
-        // Decided on the rounded score, as an image's violations are.
-        if (roundScore(label.score) >= label.threshold) {
+        // Decided as an image's violations are.
+        const {score, violated} = decideViolation(label.score, label.threshold)
+        if (violated) {
           if (state.run === undefined) state.run = {first: frames, frames: 0, max: 0}
           state.run.frames++
-          state.run.max = Math.max(state.run.max, label.score)
+          state.run.max = Math.max(state.run.max, score)
         } else {
           // A run that closes before the last frame ends at the next frame's time, never past the duration.
           closed.push(...close(state, Infinity))

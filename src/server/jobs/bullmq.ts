@@ -1,12 +1,16 @@
-import {rm} from 'node:fs/promises'
-
+import Ajv2020Module from 'ajv/dist/2020.js'
+import addFormatsModule from 'ajv-formats'
 import {Queue, Worker, type Job as BullJob} from 'bullmq'
 import {Redis} from 'ioredis'
 
 import {ModError} from '../../lib/errors.js'
 import type {Log} from '../errors.js'
-import type {JobBody} from './schema.js'
+import {jobData, readJobData, type JobData} from './data.js'
 import {queueFull} from './memory.js'
+import {LOCK_DURATION_MS, MAX_STALLED_COUNT, STALLED_INTERVAL_MS} from './recovery.js'
+import {Job, type JobBody} from './schema.js'
+import {jobFilesInPlace, jobPaths, removeJobFolder} from './storage.js'
+import {SWEEP_GRACE_MS, SWEEP_INTERVAL_MS, sweepJobFolders} from './sweep.js'
 import {newJob, type JobError, type JobQueue, type JobRunner, type JobSpec, type QueueHooks} from './types.js'
 
 export interface BullQueueOptions extends QueueHooks {
@@ -15,13 +19,18 @@ export interface BullQueueOptions extends QueueHooks {
   /** Jobs waiting before submit refuses with `overloaded`. */
   limit: number
   ttlSeconds: number
+  /** MOD_JOB_STORAGE: every job's files are in the folder its id names here, and nowhere else. */
+  storage: string
   log: Log
-  /** BullMQ's stalled-job handling: how long a worker's lock on a job lasts without renewal. Default 30 000 ms. */
+  /** BullMQ's stalled-job handling (recovery.ts): how long a worker's lock on a job lasts without renewal. */
   lockDurationMs?: number
-  /** How often workers look for jobs whose worker died. Default 30 000 ms. */
+  /** How often workers look for jobs whose worker died. */
   stalledIntervalMs?: number
-  /** Times a job whose worker died is put back before it fails. Default 2. */
+  /** Times a job whose worker died is put back before it fails. */
   maxStalledCount?: number
+  /** Age of an orphan job folder before a worker removes it (sweep.ts). */
+  sweepGraceMs?: number
+  sweepIntervalMs?: number
   /** Deadline of one Redis command from a request, so that a Redis outage answers 503 instead of waiting. Default 2000 ms. */
   commandTimeoutMs?: number
 }
@@ -41,10 +50,9 @@ interface Progress {
 /** How a run ended; the job completes in BullMQ with this, so only a worker's death fails it there. */
 type Outcome = {status: 'done'; result: NonNullable<JobBody['result']>} | {status: 'failed'; error: JobError} | {status: 'cancelled'}
 
-type Data = JobSpec & {created_at: string}
-
+/** The client is not told Redis's own error (it names addresses and client internals); it stays in details. */
 const unreachable = (e: unknown): ModError =>
-  new ModError('overloaded', `the job queue is not reachable; retry later (${e instanceof Error ? e.message : String(e)})`)
+  new ModError('overloaded', 'the job queue is not reachable; retry later', {cause: e instanceof Error ? e.message : String(e)})
 
 /** Redis errors become `overloaded` (503 + Retry-After): the jobs API is down, the rest of the server is not. */
 async function guarded<T>(work: () => Promise<T>): Promise<T> {
@@ -69,11 +77,14 @@ const STALLED: JobError = {
   message: 'the job was interrupted too many times (its worker stopped while running it)',
 }
 
+const REFUSED: JobError = {code: 'internal', message: 'the job was not run: its data in the queue is not valid'}
+
 /**
  * Jobs on BullMQ: any process with the same MOD_REDIS_URL accepts them, and any that calls `work` runs them
  * (one at a time each). A worker that dies mid-job loses its lock; BullMQ's stalled-job check puts the job
  * back for another worker, up to `maxStalledCount` times, then fails it. Uploads live in MOD_JOB_STORAGE,
- * which every node must mount at the same path.
+ * which every node must mount at the same path. Redis holds no paths: what a job reads and removes is the
+ * folder its id names in the storage, and a job whose data this server could not have written is refused.
  */
 export function createBullQueue(o: BullQueueOptions): JobQueue {
   const logged = new Set<string>()
@@ -86,7 +97,7 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
   const client = new Redis(o.url, {maxRetriesPerRequest: 1, commandTimeout: o.commandTimeoutMs ?? 2000})
   client.on('error', logOnce('job queue (redis)'))
   client.on('ready', () => logged.clear())
-  const queue = new Queue<Data, Outcome>(QUEUE_NAME, {
+  const queue = new Queue<JobData, Outcome>(QUEUE_NAME, {
     connection: client,
     skipWaitingForReady: true,
     defaultJobOptions: {
@@ -95,14 +106,28 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
     },
   })
   queue.on('error', logOnce('job queue'))
-  let worker: Worker<Data, Outcome> | undefined
+  let worker: Worker<JobData, Outcome> | undefined
   // Connections BullMQ was handed are not closed by it.
   const connections: Redis[] = [client]
   const running = new Map<string, AbortController>()
+  let sweeper: NodeJS.Timeout | undefined
 
-  async function body(job: BullJob<Data, Outcome>): Promise<JobBody | undefined> {
+  /** The job's spec, or undefined (logged) for a job this server could not have queued. */
+  function specOf(job: BullJob<JobData, Outcome>): (JobSpec & {created_at: string}) | undefined {
+    try {
+      return readJobData(job.data, job.id, o.storage)
+    } catch (e) {
+      logOnce('job queue')(e as Error)
+      return undefined
+    }
+  }
+
+  /** The job as a client sees it; undefined when it is unknown, or what Redis holds of it is not valid. */
+  async function body(job: BullJob<JobData, Outcome>): Promise<JobBody | undefined> {
+    const spec = specOf(job)
+    if (!spec) return undefined
     const state = await job.getState()
-    const base = newJob(job.data, new Date(job.data.created_at))
+    const base = newJob(spec, new Date(spec.created_at))
     const progress = job.progress as Partial<Progress> | number
     const seen = typeof progress === 'object' ? progress : {}
     const current: JobBody = {
@@ -113,20 +138,42 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
     }
     const finished = job.finishedOn === undefined ? undefined : new Date(job.finishedOn).toISOString()
     if (job.finishedOn !== undefined && job.finishedOn + o.ttlSeconds * 1000 < Date.now()) return undefined
-    if (state === 'completed' && job.returnvalue) return {...current, ...job.returnvalue, updated_at: finished ?? current.updated_at}
-    if (state === 'failed') return {...current, status: 'failed', error: STALLED, updated_at: finished ?? current.updated_at}
-    if (state === 'active') return {...current, status: 'running'}
-    if (state === 'unknown') return undefined
-    return current
+    return checked(spec.id, stateBody())
+
+    function stateBody(): JobBody | undefined {
+      if (state === 'completed' && job.returnvalue) return {...current, ...job.returnvalue, updated_at: finished ?? current.updated_at}
+      if (state === 'failed') return {...current, status: 'failed', error: STALLED, updated_at: finished ?? current.updated_at}
+      if (state === 'active') return {...current, status: 'running'}
+      if (state === 'unknown') return undefined
+      return current
+    }
+  }
+
+  /** Progress and outcomes come from Redis too: a body that is not a job's is not answered. */
+  function checked(id: string, job: unknown): JobBody | undefined {
+    if (job === undefined || validJob(job)) return job
+    logOnce('job queue')(new Error(`job ${JSON.stringify(id)} in the queue was not answered: what the queue holds of it is not valid`))
+    return undefined
   }
 
   async function finish(spec: JobSpec, end: JobBody): Promise<void> {
-    await rm(spec.dir, {recursive: true, force: true})
+    await removeJobFolder(o.storage, spec.id)
     o.onEnd?.(end, spec)
   }
 
-  async function process(job: BullJob<Data, Outcome>, runner: JobRunner): Promise<Outcome> {
-    const spec = job.data
+  async function sweep(): Promise<void> {
+    const removed = await sweepJobFolders({
+      storage: o.storage,
+      graceMs: o.sweepGraceMs ?? SWEEP_GRACE_MS,
+      isKnown: async (id) => (await queue.getJob(id)) !== undefined,
+    })
+    if (removed.length > 0) o.log(`job storage: removed ${removed.length} folder(s) of jobs the queue no longer has`)
+  }
+
+  async function process(job: BullJob<JobData, Outcome>, runner: JobRunner): Promise<Outcome> {
+    // A refused job touches no file and calls no callback: nothing it names can be trusted.
+    const spec = specOf(job)
+    if (!spec) return {status: 'failed', error: REFUSED}
     const controller = new AbortController()
     running.set(spec.id, controller)
     let progress: Progress = {frames_analyzed: 0, seconds: 0, segments: [], updated_at: new Date().toISOString()}
@@ -141,6 +188,9 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
     try {
       if ((await client.exists(cancelledKey(spec.id)).catch(() => 0)) === 1) controller.abort()
       save({})
+      if (!(await jobFilesInPlace(spec))) {
+        throw new ModError('internal', `job ${spec.id}: its upload is not a file in ${spec.dir} (is MOD_JOB_STORAGE the same folder on every node?)`)
+      }
       const result = await runner(spec, {
         signal: controller.signal,
         onProgress: (frames, seconds) => save({frames_analyzed: frames, seconds}),
@@ -166,17 +216,21 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
       if (waiting >= o.limit) throw queueFull(o.limit)
     },
     async submit(spec) {
+      const paths = jobPaths(o.storage, spec.id)
+      if (spec.dir !== paths.dir || spec.file !== paths.file) {
+        throw new ModError('internal', `job ${spec.id}: its files are not where its id puts them (${paths.file})`)
+      }
       await this.checkRoom()
-      const data: Data = {...spec, created_at: new Date().toISOString()}
-      const job = await guarded(() => queue.add('video', data, {jobId: spec.id}))
-      return newJob(job.data, new Date(data.created_at))
+      const now = new Date()
+      await guarded(() => queue.add('video', jobData(spec, now), {jobId: spec.id}))
+      return newJob(spec, now)
     },
     async get(id) {
       return guarded(async () => {
         const job = await queue.getJob(id)
         if (job) return body(job)
         const tombstone = await client.get(cancelledKey(id))
-        return tombstone ? (JSON.parse(tombstone) as JobBody) : undefined
+        return tombstone ? checked(id, parsed(tombstone)) : undefined
       })
     },
     async cancel(id) {
@@ -194,7 +248,8 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
           if (removed) {
             const cancelled: JobBody = {...current, status: 'cancelled', updated_at: new Date().toISOString()}
             await client.set(cancelledKey(id), JSON.stringify(cancelled), 'EX', o.ttlSeconds)
-            await finish(job.data, cancelled)
+            const spec = specOf(job)
+            if (spec) await finish(spec, cancelled)
             return cancelled
           }
         }
@@ -209,19 +264,25 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
       const connection = new Redis(o.url, {maxRetriesPerRequest: null})
       connection.on('error', logOnce('job worker (redis)'))
       connections.push(connection)
-      worker = new Worker<Data, Outcome>(QUEUE_NAME, (job) => process(job, runner), {
+      worker = new Worker<JobData, Outcome>(QUEUE_NAME, (job) => process(job, runner), {
         connection,
         concurrency: 1,
-        lockDuration: o.lockDurationMs ?? 30_000,
-        stalledInterval: o.stalledIntervalMs ?? 30_000,
-        maxStalledCount: o.maxStalledCount ?? 2,
+        lockDuration: o.lockDurationMs ?? LOCK_DURATION_MS,
+        stalledInterval: o.stalledIntervalMs ?? STALLED_INTERVAL_MS,
+        maxStalledCount: o.maxStalledCount ?? MAX_STALLED_COUNT,
       })
       worker.on('error', logOnce('job worker'))
       // Only a job whose workers kept dying ends failed in BullMQ; its files and callback are handled here.
       worker.on('failed', (job) => {
-        if (!job) return
-        void body(job).then((end) => finish(job.data, end ?? {...newJob(job.data), status: 'failed', error: STALLED}))
+        const spec = job && specOf(job)
+        if (!job || !spec) return
+        void body(job).then((end) => finish(spec, end ?? {...newJob(spec), status: 'failed', error: STALLED}))
       })
+      // Folders of jobs lost with Redis (one that keeps nothing across restarts) would stay forever otherwise.
+      const sweeping = () => void sweep().catch(logOnce('job storage'))
+      sweeping()
+      sweeper = setInterval(sweeping, o.sweepIntervalMs ?? SWEEP_INTERVAL_MS)
+      sweeper.unref()
       const subscriber = new Redis(o.url, {maxRetriesPerRequest: null})
       subscriber.on('error', logOnce('job worker (redis)'))
       connections.push(subscriber)
@@ -233,9 +294,29 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
       // longer has a listener, which ends the process: a queue closed right after it started (a short-lived
       // server) first lets its connections finish, for no longer than a Redis command may take.
       await settled([queue.waitUntilReady(), ...(worker ? [worker.waitUntilReady()] : [])], o.commandTimeoutMs ?? 2000)
+      clearInterval(sweeper)
       await worker?.close()
       await queue.close()
       for (const c of connections) c.disconnect()
     },
+  }
+}
+
+const validJob = compileJob()
+
+function compileJob(): (value: unknown) => value is JobBody {
+  // Both are CommonJS modules whose default export NodeNext types as the module namespace.
+  const Ajv2020 = Ajv2020Module as unknown as typeof Ajv2020Module.default
+  const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
+  const ajv = new Ajv2020({strict: true, allowUnionTypes: true})
+  addFormats(ajv)
+  return ajv.compile<JobBody>(Job)
+}
+
+function parsed(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
   }
 }

@@ -11,7 +11,7 @@ import type {JobQueue, QueueHooks} from './types.js'
 /** Test hooks: where callbacks connect and how fast they retry; BullMQ's stall timings. */
 export interface JobOptions {
   callback?: Pick<CallbackOptions, 'connect' | 'resolve' | 'backoffMs' | 'attempts'>
-  bull?: Pick<BullQueueOptions, 'lockDurationMs' | 'stalledIntervalMs' | 'maxStalledCount'>
+  bull?: Pick<BullQueueOptions, 'lockDurationMs' | 'stalledIntervalMs' | 'maxStalledCount' | 'sweepGraceMs' | 'sweepIntervalMs'>
 }
 
 /**
@@ -58,7 +58,15 @@ export function jobQueue(settings: ServerSettings, log: Log, options: JobOptions
   const {jobs, limits} = settings
   const hooks = queueHooks(jobs, log, options)
   if (jobs.redisUrl === undefined) return createMemoryQueue({...hooks, limit: limits.queueLimit, ttlSeconds: jobs.ttlSeconds})
-  return loadingBullQueue({...hooks, ...options.bull, url: jobs.redisUrl, limit: limits.queueLimit, ttlSeconds: jobs.ttlSeconds, log})
+  return loadingBullQueue({
+    ...hooks,
+    ...options.bull,
+    url: jobs.redisUrl,
+    storage: jobs.storage,
+    limit: limits.queueLimit,
+    ttlSeconds: jobs.ttlSeconds,
+    log,
+  })
 }
 
 /** The job queue of one `mod serve` process, running jobs on this engine unless MOD_SERVE_JOBS=false. */

@@ -4,7 +4,7 @@ import {join} from 'node:path'
 
 import {Type} from 'typebox'
 
-import {isModError, ModError} from '../../lib/errors.js'
+import {emptyFileError, isModError, ModError} from '../../lib/errors.js'
 import {callbackAddresses} from '../../lib/fetch/callback.js'
 import {paceOf} from '../body-stream.js'
 import {clientOf} from '../client-address.js'
@@ -14,16 +14,16 @@ import {Job} from '../jobs/schema.js'
 import {sendJson} from '../reply.js'
 import {declareRoute} from '../route.js'
 import {VideoQuery} from '../schemas.js'
-import {humanBytes} from '../units.js'
+import {formatSizeExact} from '../../lib/sizes.js'
 import {receiveVideo} from '../upload.js'
-import {requireMultipart} from './pipeline.js'
 import {VIDEO_UPLOAD} from './video.js'
 
 export const JobQuery = Type.Object({
   ...VideoQuery.properties,
   callback_url: Type.Optional(
     Type.String({
-      minLength: 1,
+      format: 'uri',
+      title: 'an absolute http(s) URL',
       description:
         'Called with a POST of the job body when the job ends, signed in `X-Mod-Signature` (HMAC-SHA256 with ' +
         '`MOD_CALLBACK_SECRET`). It must be http(s) and resolve to public addresses unless ' +
@@ -34,9 +34,12 @@ export const JobQuery = Type.Object({
 
 const LOCATION = {Location: {description: 'Where the job is: `/v1/jobs/{id}`.', schema: {type: 'string'}}}
 
-const ID = {id: 'The job id from `POST /v1/jobs/video`.'}
-
-const idOf = (req: Request): string => (req as Request & {params: {id: string}}).params.id
+const ID = {
+  id: {
+    description: 'The job id from `POST /v1/jobs/video`.',
+    schema: Type.String({format: 'uuid', title: 'a job id (a UUID, as POST /v1/jobs/video gives)'}),
+  },
+}
 
 const unknownJob = (id: string): ModError =>
   new ModError('not_found', `no job ${JSON.stringify(id)}: it never existed, or it ended more than MOD_JOB_TTL ago`)
@@ -57,7 +60,7 @@ export const submitVideoJobRoute = declareRoute({
   operationId: 'submitVideoJob',
   summary: 'Moderate a video as a job',
   description: ({limits}) =>
-    `The upload and query of \`POST /v1/moderate/video\` (at most ${humanBytes(limits.maxVideoBytes)} and ` +
+    `The upload and query of \`POST /v1/moderate/video\` (at most ${formatSizeExact(limits.maxVideoBytes)} and ` +
     `${limits.maxVideoSeconds} s), answered at once with 202 and the queued job; poll \`GET /v1/jobs/{id}\` ` +
     '(or give `callback_url`). The upload waits in `MOD_JOB_STORAGE` and is removed when the job ends. At most ' +
     `${limits.queueLimit} jobs wait at a time: beyond that the answer is 503 \`overloaded\` before the upload is read.`,
@@ -65,9 +68,8 @@ export const submitVideoJobRoute = declareRoute({
   query: JobQuery,
   body: VIDEO_UPLOAD,
   responses: {202: {description: 'The job, queued.', schema: Job, headers: LOCATION, example: EXAMPLE_JOB}},
-  errors: ['bad_request', 'request_timeout', 'payload_too_large', 'url_blocked', 'internal', 'too_many_uploads', 'overloaded'],
+  errors: ['bad_request', 'payload_too_large', 'unsupported_media', 'url_blocked', 'internal', 'too_many_uploads', 'overloaded'],
   handler: async (ctx, req, res, {query}) => {
-    requireMultipart(req, 'file')
     const {jobs: queue, settings} = ctx
     if (query.callback_url !== undefined) await checkCallback(query.callback_url, settings.jobs.callbackAllowPrivate)
     await queue.checkRoom()
@@ -84,6 +86,8 @@ export const submitVideoJobRoute = declareRoute({
       } finally {
         upload.release()
       }
+      // Refused now, as the synchronous endpoint would, rather than queued to fail.
+      if (video.size === 0) throw emptyFileError()
       accepted = await queue.submit({
         id,
         source: video.filename,
@@ -115,8 +119,7 @@ export const getJobRoute = declareRoute({
   pathParams: ID,
   responses: {200: {description: 'The job.', schema: Job, example: EXAMPLE_JOB}},
   errors: ['not_found', 'internal', 'overloaded'],
-  handler: async (ctx, req, res) => {
-    const id = idOf(req)
+  handler: async (ctx, _req, res, {params: {id}}) => {
     const job = await ctx.jobs.get(id)
     if (!job) throw unknownJob(id)
     sendJson(res, 200, job)
@@ -135,8 +138,7 @@ export const cancelJobRoute = declareRoute({
   pathParams: ID,
   responses: {200: {description: 'The job after cancelling.', schema: Job}},
   errors: ['not_found', 'internal', 'overloaded'],
-  handler: async (ctx, req, res) => {
-    const id = idOf(req)
+  handler: async (ctx, _req, res, {params: {id}}) => {
     const job = await ctx.jobs.cancel(id)
     if (!job) throw unknownJob(id)
     sendJson(res, 200, job)

@@ -7,7 +7,7 @@ import {EXAMPLE_PNG_BASE64, EXAMPLE_RESULT} from '../examples.js'
 import {sendJson} from '../reply.js'
 import {declareRoute, type RouteHandler} from '../route.js'
 import {ModerateJsonRequest} from '../schemas.js'
-import {humanBytes} from '../units.js'
+import {formatSizeExact} from '../../lib/sizes.js'
 import {moderate} from './pipeline.js'
 
 /** `source` of a result from image_base64, which carries no file name. */
@@ -57,23 +57,10 @@ export const moderateJsonRoute = declareRoute({
     media: 'application/json',
     schema: ModerateJsonRequest,
     description: ({limits}) =>
-      `Exactly one of \`image_base64\` (at most ${humanBytes(limits.maxBytes)} once decoded) and \`url\`.`,
+      `Exactly one of \`image_base64\` (at most ${formatSizeExact(limits.maxBytes)} once decoded) and \`url\`.`,
     example: {image_base64: EXAMPLE_PNG_BASE64},
   },
   responses: {200: {description: 'The moderation result.', schema: ModerationResult, example: EXAMPLE_RESULT}},
-  errors: [
-    'bad_request',
-    'url_fetch_disabled',
-    'request_timeout',
-    'payload_too_large',
-    'unsupported_media',
-    'url_blocked',
-    'internal',
-    'url_fetch_failed',
-    'too_many_uploads',
-    'overloaded',
-    'model_unavailable',
-    'url_fetch_timeout',
-  ],
+  errors: ['bad_request', 'url_fetch_disabled', 'payload_too_large', 'unsupported_media', 'url_blocked', 'internal', 'url_fetch_failed', 'too_many_uploads', 'overloaded', 'model_unavailable', 'url_fetch_timeout'],
   handler: moderateJson,
 })

@@ -5,13 +5,12 @@ import {EXAMPLE_BATCH, EXAMPLE_RESULT} from '../examples.js'
 import {sendJson} from '../reply.js'
 import {paceOf} from '../body-stream.js'
 import {declareRoute} from '../route.js'
-import {humanBytes} from '../units.js'
+import {formatSizeExact} from '../../lib/sizes.js'
 import {receiveImages} from '../upload.js'
-import {moderate, requireMultipart} from './pipeline.js'
+import {moderate} from './pipeline.js'
 
 /** POST /v1/moderate: one image in the multipart field `file` → one result. */
 export const moderateFile: Handler = async (ctx, req, res) => {
-  requireMultipart(req, 'file')
   const {maxBytes} = ctx.settings.limits
   const pace = paceOf(ctx.settings.limits)
   const result = await moderate(
@@ -30,7 +29,6 @@ export const moderateFile: Handler = async (ctx, req, res) => {
  * still succeeds.
  */
 export const moderateBatch: Handler = async (ctx, req, res) => {
-  requireMultipart(req, 'files')
   const {maxBytes, maxBatch, maxBatchBytes} = ctx.settings.limits
   const pace = paceOf(ctx.settings.limits)
   const results = await moderate(
@@ -55,19 +53,21 @@ export const moderateFileRoute = declareRoute({
   path: '/v1/moderate',
   operationId: 'moderateImage',
   summary: 'Moderate one uploaded image',
-  description: ({limits}) => `Multipart form with one image in the field \`file\`, of at most ${humanBytes(limits.maxBytes)}.`,
+  description: ({limits}) => `Multipart form with one image in the field \`file\`, of at most ${formatSizeExact(limits.maxBytes)}.`,
   tags: ['moderation'],
   body: {
     media: 'multipart/form-data',
-    description: ({limits}) => `One image of at most ${humanBytes(limits.maxBytes)}.`,
+    field: 'file',
+    description: ({limits}) => `One image of at most ${formatSizeExact(limits.maxBytes)}.`,
     schema: () => ({
       type: 'object',
       required: ['file'],
-      properties: {file: {...binary, description: 'The image; its file name becomes `source`.'}},
+      // minLength: an empty file is refused (415), where a batch reports it as an entry instead.
+      properties: {file: {...binary, minLength: 1, description: 'The image; its file name becomes `source`.'}},
     }),
   },
   responses: {200: {description: 'The moderation result.', schema: ModerationResult, example: EXAMPLE_RESULT}},
-  errors: ['bad_request', 'request_timeout', 'payload_too_large', 'unsupported_media', 'internal', 'too_many_uploads', 'overloaded', 'model_unavailable'],
+  errors: ['payload_too_large', 'unsupported_media', 'internal', 'too_many_uploads', 'overloaded', 'model_unavailable'],
   handler: moderateFile,
 })
 
@@ -78,12 +78,13 @@ export const moderateBatchRoute = declareRoute({
   summary: 'Moderate several uploaded images',
   description: ({limits}) =>
     `Multipart form with the field \`files\` repeated once per image (at most ${limits.maxBatch}, each at ` +
-    `most ${humanBytes(limits.maxBytes)}, together at most ${humanBytes(limits.maxBatchBytes)}). Results come in upload order; a file that cannot be read ` +
+    `most ${formatSizeExact(limits.maxBytes)}, together at most ${formatSizeExact(limits.maxBatchBytes)}). Results come in upload order; a file that cannot be read ` +
     'yields an error entry in its place and the request still succeeds.',
   tags: ['moderation'],
   body: {
     media: 'multipart/form-data',
-    description: ({limits}) => `1 to ${limits.maxBatch} images, together at most ${humanBytes(limits.maxBatchBytes)}.`,
+    field: 'files',
+    description: ({limits}) => `1 to ${limits.maxBatch} images, together at most ${formatSizeExact(limits.maxBatchBytes)}.`,
     schema: (limits) => ({
       type: 'object',
       required: ['files'],
@@ -91,6 +92,6 @@ export const moderateBatchRoute = declareRoute({
     }),
   },
   responses: {200: {description: 'One entry per file, in upload order.', schema: BatchResult, example: EXAMPLE_BATCH}},
-  errors: ['bad_request', 'request_timeout', 'too_many_files', 'payload_too_large', 'unsupported_media', 'internal', 'too_many_uploads', 'overloaded', 'model_unavailable'],
+  errors: ['too_many_files', 'payload_too_large', 'internal', 'too_many_uploads', 'overloaded', 'model_unavailable'],
   handler: moderateBatch,
 })

@@ -4,9 +4,9 @@ import {ModError} from '../../lib/errors.js'
 import type {Scheduler} from '../../lib/pipeline/scheduler.js'
 import {clientOf} from '../client-address.js'
 import type {RouteContext} from '../context.js'
-import {describe} from '../errors.js'
+import {describe, type Log} from '../errors.js'
+import {requestLog} from '../logger.js'
 import type {Upload} from '../queue.js'
-import {isMultipart} from '../upload.js'
 
 /**
  * The path of every moderation request: the input is received (upload, JSON, URL fetch) on an upload place of
@@ -34,7 +34,7 @@ export async function moderate<I, R>(
     }
     const ticket = ctx.gate.admit()
     try {
-      await ensureLoaded(ctx)
+      await ensureLoaded(ctx, requestLog(ctx.log, res))
       return await work(input, ticket.scheduler(signal), signal)
     } finally {
       ticket.release()
@@ -45,12 +45,12 @@ export async function moderate<I, R>(
 }
 
 /** Loads the model on first use (MOD_PRELOAD=false); a failure is model_unavailable, its cause goes to the log. */
-async function ensureLoaded(ctx: RouteContext): Promise<void> {
+async function ensureLoaded(ctx: RouteContext, log: Log): Promise<void> {
   if (ctx.engine.isLoaded()) return
   try {
     await ctx.engine.load()
   } catch (e) {
-    ctx.log(`model could not be loaded: ${describe(e)}`)
+    log(`model could not be loaded: ${describe(e)}`, 'error', {err: e})
     throw new ModError('model_unavailable', 'the model could not be loaded; try again later')
   }
 }
@@ -62,11 +62,4 @@ function clientGone(res: ServerResponse): AbortSignal {
     if (!res.writableFinished) controller.abort()
   })
   return controller.signal
-}
-
-/** A body that is not multipart is refused before it is read. */
-export function requireMultipart(req: IncomingMessage, field: string): void {
-  if (!isMultipart(req)) {
-    throw new ModError('unsupported_media', `send the request as multipart/form-data with the file in the field "${field}"`)
-  }
 }

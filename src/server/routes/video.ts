@@ -7,11 +7,11 @@ import {EXAMPLE_VIDEO} from '../examples.js'
 import {sendJson} from '../reply.js'
 import {declareRoute, type RouteHandler, type ServerFacts} from '../route.js'
 import {VideoQuery} from '../schemas.js'
-import {humanBytes} from '../units.js'
+import {formatSizeExact} from '../../lib/sizes.js'
 import type {QueryValues} from '../validate.js'
 import {receiveVideo} from '../upload.js'
 import {makeUploadDir} from '../upload-dirs.js'
-import {moderate, requireMultipart} from './pipeline.js'
+import {moderate} from './pipeline.js'
 
 /**
  * POST /v1/moderate/video: a video (or animated GIF) in the multipart field `file`, query `fps`,
@@ -19,7 +19,6 @@ import {moderate, requireMultipart} from './pipeline.js'
  * enforced as it arrives); the folder is removed whatever happens, also when the client goes away.
  */
 export const moderateVideoFile: RouteHandler<QueryValues<typeof VideoQuery>, unknown> = async (ctx, req, res, {query}) => {
-  requireMultipart(req, 'file')
   const options = {fps: query.fps, minFrames: query.min_frames, stopOnViolation: query.stop_on_violation}
   let dir: string | undefined
   let result
@@ -44,11 +43,12 @@ export const moderateVideoFile: RouteHandler<QueryValues<typeof VideoQuery>, unk
 /** The multipart body of the video endpoints (synchronous and as a job): one video in the field `file`. */
 export const VIDEO_UPLOAD = {
   media: 'multipart/form-data',
-  description: ({limits}: ServerFacts) => `One video of at most ${humanBytes(limits.maxVideoBytes)}.`,
+  field: 'file',
+  description: ({limits}: ServerFacts) => `One video of at most ${formatSizeExact(limits.maxVideoBytes)}.`,
   schema: () => ({
     type: 'object',
     required: ['file'],
-    properties: {file: {type: 'string', format: 'binary', description: 'The video; its file name becomes `source`.'}},
+    properties: {file: {type: 'string', format: 'binary', minLength: 1, description: 'The video; its file name becomes `source`; an empty one is refused.'}},
   }),
 } as const
 
@@ -58,7 +58,7 @@ export const moderateVideoRoute = declareRoute({
   operationId: 'moderateVideo',
   summary: 'Moderate an uploaded video',
   description: ({limits}) =>
-    `Multipart form with one video in the field \`file\` (at most ${humanBytes(limits.maxVideoBytes)} and ` +
+    `Multipart form with one video in the field \`file\` (at most ${formatSizeExact(limits.maxVideoBytes)} and ` +
     `${limits.maxVideoSeconds} s). The file is streamed to disk; frames are sampled at \`fps\`, scored in ` +
     'batches, and each violated label gets the timestamped segments where its score stayed at or above ' +
     'its threshold for at least `min_frames` sampled frames. A segment ends at its last frame plus 1/fps ' +
@@ -67,6 +67,6 @@ export const moderateVideoRoute = declareRoute({
   query: VideoQuery,
   body: VIDEO_UPLOAD,
   responses: {200: {description: 'The video result.', schema: VideoResult, example: EXAMPLE_VIDEO}},
-  errors: ['bad_request', 'request_timeout', 'payload_too_large', 'unsupported_media', 'video_too_long', 'internal', 'too_many_uploads', 'overloaded', 'model_unavailable'],
+  errors: ['payload_too_large', 'unsupported_media', 'video_too_long', 'internal', 'too_many_uploads', 'overloaded', 'model_unavailable'],
   handler: moderateVideoFile,
 })

@@ -103,6 +103,50 @@ test('a prompt longer than the 77-token context: a warning naming it on stderr, 
   ])
 })
 
+test('hash lists are read relative to the policy file: entries in the summary, bad lines with their numbers', async () => {
+  const hash = 'ab'.repeat(32)
+  writeFileSync(join(dir.path, 'removals.txt'), `# removals\n${hash},case-1\n${hash},case-2,note\n`)
+  writeFileSync(join(dir.path, 'broken.txt'), `${hash}\n\nzz,case-3\n${hash}x\n`)
+  const withLists = join(dir.path, 'lists.yaml')
+  writeFileSync(withLists, 'hash_lists:\n  removals:\n    file: removals.txt\n    distance: 20\n')
+  const r = await runInProcess(['policy', 'validate', withLists])
+  assert.is(r.code, 0, r.stderr)
+  assert.match(r.stdout, `  hash list:    removals: 2 hashes in ${join(dir.path, 'removals.txt')}\n`)
+  const broken = join(dir.path, 'broken.yaml')
+  writeFileSync(broken, 'hash_lists:\n  removals:\n    file: removals.txt\n  shared:\n    file: broken.txt\n    category: weapons\n  gone:\n    file: none.txt\n')
+  const b = await runInProcess(['policy', 'validate', broken, '--json'])
+  assert.is(b.code, 2)
+  const body = JSON.parse(b.stdout)
+  assert.is(body.valid, false)
+  assert.equal(
+    body.hash_lists.map((l: {name: string; entries: number; problems: unknown[]}) => [l.name, l.entries, l.problems]),
+    [
+      ['removals', 2, []],
+      [
+        'shared',
+        1,
+        [
+          {line: 3, message: '"zz" is not a PDQ hash (64 hexadecimal digits)'},
+          {line: 4, message: `"${hash}x" is not a PDQ hash (64 hexadecimal digits)`},
+        ],
+      ],
+      ['gone', 0, [{line: 0, message: `hash list ${join(dir.path, 'none.txt')} does not exist`}]],
+    ],
+  )
+  const t = await runInProcess(['policy', 'validate', broken])
+  assert.is(t.code, 2)
+  assert.is(t.stdout, '')
+  assert.is(
+    t.stderr,
+    [
+      `${join(dir.path, 'broken.txt')}:3: "zz" is not a PDQ hash (64 hexadecimal digits)`,
+      `${join(dir.path, 'broken.txt')}:4: "${hash}x" is not a PDQ hash (64 hexadecimal digits)`,
+      `${broken}: hash_lists.gone: hash list ${join(dir.path, 'none.txt')} does not exist`,
+      '',
+    ].join('\n'),
+  )
+})
+
 test('a missing file: exit 2 and an invalid_config message', async () => {
   const r = await runInProcess(['policy', 'validate', join(dir.path, 'nope.yaml')])
   assert.is(r.code, 2)

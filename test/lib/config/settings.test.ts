@@ -128,7 +128,7 @@ test('the batch total and the buffered-bytes budget have defaults; the budget mu
     (e: {code: string; message: string}) =>
       e.code === 'invalid_config' &&
       e.message ===
-        'MOD_MAX_BUFFERED_BYTES="268435456" is not valid: expected at least 315621376 bytes: the larger of MOD_MAX_BATCH_BYTES and 2 x MOD_MAX_BYTES, plus 1 MiB',
+        'MOD_MAX_BUFFERED_BYTES="268435456" is not valid: expected at least 301 MiB (315 621 376 bytes): the larger of MOD_MAX_BATCH_BYTES and 2 x MOD_MAX_BYTES, plus 1 MiB',
   )
   assert.throws(() => flat({}, {MOD_MAX_BYTES: '200MB', MOD_MAX_BUFFERED_BYTES: '256MB'}, cwd), /MOD_MAX_BUFFERED_BYTES="256MB"/)
 })

@@ -6,8 +6,8 @@ import * as assert from 'uvu/assert'
 
 import {DEFAULT_LIMITS} from '../../../src/lib/config/settings.js'
 import {createEngine} from '../../../src/lib/engine.js'
-import {createLabelScorer, openClipFeatures} from '../../../src/lib/eval/features.js'
-import {openNsfwRunner} from '../../../src/lib/model/nsfw-runner.js'
+import {openDatasetScoring} from '../../../src/lib/eval/features.js'
+import {openNsfwRunner} from '../../../src/lib/signals/nsfw/runner.js'
 import {buildPolicy} from '../../../src/lib/policy/load.js'
 import {validatePolicyText} from '../../../src/lib/policy/schema.js'
 import {tempDir, TOY_MODEL} from '../../helpers/cli.js'
@@ -18,10 +18,10 @@ test.after(() => dir.remove())
 
 const {file} = validatePolicyText('categories:\n  redness:\n    prompts: ["red"]\n    negatives: ["blue"]\n')
 const policy = buildPolicy(file)
-const model = {modelDir: TOY_MODEL, precision: 'fp32' as const, cacheDir: join(dir.path, 'cache'), limits: DEFAULT_LIMITS, trimBorders: true}
+const model = {modelDir: TOY_MODEL, precision: 'fp32' as const, cacheDir: join(dir.path, 'cache'), limits: DEFAULT_LIMITS}
 
 test('concurrent extracts (embedded together in a batch) each keep their own embedding', async () => {
-  const source = await openClipFeatures(model)
+  const source = await openDatasetScoring(model, {policy})
   try {
     assert.is(source.key, 'toy-clip')
     const images = await Promise.all([noisyPng(240, 10, 10, 1), noisyPng(10, 240, 10, 2), noisyPng(10, 10, 240, 3)])
@@ -31,17 +31,17 @@ test('concurrent extracts (embedded together in a batch) each keep their own emb
     for (const f of features) assert.equal(f.signals, {})
     assert.is(source.imagesEmbedded(), 3)
   } finally {
-    await source.close()
+    await source.dispose()
   }
 })
 
 test('eval, calibrate and head train open the image encoder from the optimised graph cached in the cache folder', async () => {
   const cacheDir = join(dir.path, 'graph-cache')
-  const source = await openClipFeatures({...model, cacheDir})
+  const source = await openDatasetScoring({...model, cacheDir}, {policy})
   try {
     await source.extract(await noisyPng(200, 30, 30, 4))
   } finally {
-    await source.close()
+    await source.dispose()
   }
   const entries = await readdir(join(cacheDir, 'ort'))
   assert.is(entries.length, 1)
@@ -49,10 +49,10 @@ test('eval, calibrate and head train open the image encoder from the optimised g
 })
 
 test('the label scorer gives the scores scan gives, and raw margins that order red above blue', async () => {
-  const source = await openClipFeatures(model)
+  const source = await openDatasetScoring(model, {policy})
   const engine = createEngine({preset: 'fast', modelDir: TOY_MODEL, cacheDir: model.cacheDir, policy, limits: DEFAULT_LIMITS})
   try {
-    const scorer = await createLabelScorer(source, policy)
+    const scorer = source
     assert.is(scorer.labels.length, 12)
     const i = scorer.labels.findIndex((l) => l.name === 'redness')
     assert.equal(scorer.labels[i].calibration, {scale: 1, bias: 0})
@@ -68,18 +68,18 @@ test('the label scorer gives the scores scan gives, and raw margins that order r
     const raw = async (rgb: [number, number, number]) => scorer.raw(await source.extract(await noisyPng(...rgb, 5)))[i]
     assert.ok((await raw([240, 10, 10])) > 50 && (await raw([10, 10, 240])) < -50)
   } finally {
-    await source.close()
+    await source.dispose()
     await engine.close()
   }
 })
 
 test('with the specialist on, its probabilities are features and the scores are still the ones scan gives', async () => {
   const withNsfw = {...model, openNsfw: () => openNsfwRunner()}
-  const source = await openClipFeatures(withNsfw)
+  const source = await openDatasetScoring(withNsfw, {policy})
   const engine = createEngine({preset: 'fast', modelDir: TOY_MODEL, cacheDir: model.cacheDir, policy, limits: DEFAULT_LIMITS, openNsfw: () => openNsfwRunner()})
   try {
     assert.is(source.key, 'toy-clip+nsfw-views')
-    const scorer = await createLabelScorer(source, policy)
+    const scorer = source
     const png = await noisyPng(200, 150, 120, 21)
     const f = await source.extract(png)
     assert.is(f.signals.nsfw.length, 5)
@@ -90,7 +90,7 @@ test('with the specialist on, its probabilities are features and the scores are 
       assert.is(scores[j], result.labels.find((l) => l.name === name)?.score, name)
     }
   } finally {
-    await source.close()
+    await source.dispose()
     await engine.close()
   }
 })

@@ -1,7 +1,7 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {parseHead} from '../../../src/lib/scoring/head.js'
+import {parseHead} from '../../../src/lib/signals/head/head.js'
 import {sigmoid} from '../../../src/lib/scoring/calibrate.js'
 import {DEFAULT_TRAIN_OPTIONS, headFileJson, trainHead, type EmbeddingSample} from '../../../src/lib/eval/train-head.js'
 

@@ -287,7 +287,7 @@ test('refuses a streamed body over the limit and drops the connection', async ()
       connect: dialTo(local.port, []),
     })))
     assert.is(e.code, 'payload_too_large')
-    assert.is(e.message, 'the file at http://images.test is larger than 4096 bytes')
+    assert.is(e.message, 'the file at http://images.test is larger than 4 KiB')
     await within(local.closed, 1000)
   } finally {
     await local.close()

@@ -4,9 +4,10 @@ import sharp, {type Sharp} from 'sharp'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {decodeImage, frameIndices, MAX_FRAMES, probeImage, type ImageLimits} from '../../../src/lib/image/decode.js'
+import {decodeImage, frameIndices, MAX_FRAMES, MAX_SIDE, MIN_FRAME_PIXELS, probeImage, type ImageLimits} from '../../../src/lib/image/decode.js'
 import type {RgbImage} from '../../../src/lib/types.js'
 import {rejection} from '../../helpers/errors.js'
+import {greyPng, manyFrameGif} from '../../helpers/hostile-images.js'
 
 const LIMITS: ImageLimits = {maxBytes: 25 * 1024 * 1024, maxPixels: 100_000_000}
 const RED = [255, 0, 0]
@@ -137,7 +138,7 @@ test('picks frames evenly from first to last', () => {
 
 test('decodes 8 evenly spaced frames of a 20-frame animated GIF', async () => {
   const file = await animatedGif(20)
-  assert.equal(await probeImage(file), {format: 'gif', width: 16, height: 12, frames: 20, animated: true})
+  assert.equal(await probeImage(file), {format: 'gif', width: 16, height: 12, frames: 20, animated: true, cost: 3, costly: 'a GIF'})
   const frames = await decodeImage(file, LIMITS)
   assert.is(frames.length, 8)
   for (const f of frames) {
@@ -187,19 +188,64 @@ test('refuses a PNG that claims 50000 x 50000 pixels without decoding it', async
   assert.ok(performance.now() - started < 5000, 'refused from the header, not after decoding')
 })
 
-test('counts every frame of an animation against the pixel limit', async () => {
-  const file = await animatedGif(20) // 16 x 12 x 20 = 3840 pixels decoded
-  const e = await rejection(decodeImage(file, {maxBytes: LIMITS.maxBytes, maxPixels: 3839}))
-  assert.is(e.code, 'payload_too_large')
-  assert.match(e.message, '16x12 x 20 frames = 3840 pixels; the limit is 3839 pixels')
-  assert.is((await decodeImage(file, {maxBytes: LIMITS.maxBytes, maxPixels: 3840})).length, 8)
+test('refuses a side over MAX_SIDE from the header, within the pixel limit; MAX_SIDE itself decodes', async () => {
+  for (const [w, h] of [[MAX_SIDE + 1, 1], [1, MAX_SIDE + 1], [1, 10_000_000]]) {
+    const e = await rejection(decodeImage(pngClaiming(w, h), LIMITS))
+    assert.equal([e.code, e.message], ['payload_too_large', `image is ${w}x${h}; a side may be at most 65535 pixels`])
+  }
+  const [tall] = await decodeImage(greyPng(1, MAX_SIDE), LIMITS)
+  assert.equal([tall.width, tall.height, tall.data.length], [1, MAX_SIDE, 3 * MAX_SIDE])
 })
+
+test('counts every frame of an animation against the pixel limit', async () => {
+  const file = await animatedGif(20, 80, 60) // 80 x 60 x 20 = 96000 pixels decoded
+  const e = await rejection(decodeImage(file, {maxBytes: LIMITS.maxBytes, maxPixels: 3 * 96_000 - 1}))
+  assert.is(e.code, 'payload_too_large')
+  assert.match(e.message, '80x60 x 20 frames = 96000 pixels; the limit is 95999 pixels for a GIF')
+  assert.is((await decodeImage(file, {maxBytes: LIMITS.maxBytes, maxPixels: 3 * 96_000})).length, 8)
+})
+
+test('a frame smaller than 64x64 counts as MIN_FRAME_PIXELS: a million 1x1 frames (23 MB) are refused from the header', async () => {
+  const few = manyFrameGif(20)
+  const e = await rejection(decodeImage(few, {maxBytes: LIMITS.maxBytes, maxPixels: 3 * 20 * MIN_FRAME_PIXELS - 1}))
+  assert.match(e.message, `1x1 x 20 frames (each counted as 4096 pixels) = 81920 pixels; the limit is 81919 pixels for a GIF`)
+  const frames = await decodeImage(few, {maxBytes: LIMITS.maxBytes, maxPixels: 3 * 20 * MIN_FRAME_PIXELS})
+  assert.equal(frames.map((f) => [...f.data]), [0, 3, 5, 8, 11, 14, 16, 19].map((i) => (i % 2 ? BLUE : RED)))
+  const million = await rejection(decodeImage(manyFrameGif(1_000_000), LIMITS))
+  assert.equal([million.code, million.message.split(';')[0]], ['payload_too_large', 'image is 1x1 x 1000000 frames (each counted as 4096 pixels) = 4096000000 pixels'])
+})
+
+const solid = (channels: 3 | 4 = 3) => sharp({create: {width: 100, height: 100, channels, background: {r: 200, g: 40, b: 40, alpha: 0.5}}})
+const costly: [string, () => Promise<Buffer>, number, string | undefined][] = [
+  ['baseline JPEG', () => solid().jpeg().toBuffer(), 1, undefined],
+  ['16-bit RGBA PNG', () => solid(4).toColourspace('rgb16').png().toBuffer(), 1, undefined],
+  ['TIFF', () => solid().tiff().toBuffer(), 1, undefined],
+  ['progressive JPEG', () => solid().jpeg({progressive: true}).toBuffer(), 4, 'a progressive JPEG'],
+  ['CMYK JPEG', () => solid().toColourspace('cmyk').jpeg().toBuffer(), 8, 'a CMYK JPEG'],
+  ['progressive CMYK JPEG', () => solid().toColourspace('cmyk').jpeg({progressive: true}).toBuffer(), 8, 'a CMYK JPEG'],
+  ['interlaced PNG', () => solid().png({progressive: true}).toBuffer(), 4, 'an interlaced PNG'],
+  ['GIF', () => solid().gif().toBuffer(), 3, 'a GIF'],
+  ['WebP', () => solid().webp().toBuffer(), 4, 'a WebP'],
+  ['AVIF', () => solid().avif({effort: 0}).toBuffer(), 6, 'an AVIF'],
+]
+
+for (const [kind, make, cost, name] of costly) {
+  test(`a 100x100 ${kind} counts ${cost} pixel(s) per pixel against the pixel limit`, async () => {
+    const file = await make()
+    const limits = (maxPixels: number) => ({maxBytes: LIMITS.maxBytes, maxPixels})
+    const e = await rejection(decodeImage(file, limits(cost * 10_000 - 1)))
+    const why = name ? ` for ${name} (1/${cost} of ${cost * 10_000 - 1}: it takes ${cost} times the memory or time to decode)` : ''
+    assert.equal([e.code, e.message], ['payload_too_large', `image is 100x100 = 10000 pixels; the limit is ${Math.floor((cost * 10_000 - 1) / cost)} pixels${why}`])
+    const [image] = await decodeImage(file, limits(cost * 10_000))
+    assert.equal([image.width, image.height], [100, 100])
+  })
+}
 
 test('refuses an image over the byte limit before reading it', async () => {
   const file = await raw(halves(), 40, 30).png().toBuffer()
   const e = await rejection(decodeImage(file, {maxBytes: file.length - 1, maxPixels: LIMITS.maxPixels}))
   assert.is(e.code, 'payload_too_large')
-  assert.is(e.message, `image is ${file.length} bytes; the limit is ${file.length - 1} bytes`)
+  assert.is(e.message, `the image is larger than ${file.length - 1} bytes`)
   assert.is((await decodeImage(file, {maxBytes: file.length, maxPixels: LIMITS.maxPixels})).length, 1)
 })
 
@@ -229,6 +275,9 @@ test('calls a truncated JPEG or PNG unreadable when its header is intact', async
     assert.is((await probeImage(half)).width, 64)
     const e = await rejection(decodeImage(half, LIMITS))
     assert.is(e.code, 'unreadable_image')
+    // In our words; the decoder's own line (libvips' wording) is kept for a log only.
+    assert.is(e.message, 'the image data is corrupt or truncated')
+    assert.type(e.details?.decoder, 'string')
   }
 })
 

@@ -48,4 +48,20 @@ test('prepareFrames trims and preprocesses frames decoded elsewhere (video)', as
   assert.equal(tensors[1], await preprocess(frames[1], P))
 })
 
+test('a frame longer than MAX_ASPECT_RATIO : 1 after trimming is cut to its centre before preprocessing', async () => {
+  // 1000x100: black bars of 34 rows above and below 32 gradient rows; trimmed to 1000x32 (31 : 1), cut to 640x32.
+  const width = 1000
+  const data = Buffer.alloc(width * 100 * 3)
+  for (let y = 34; y < 66; y++) {
+    for (let x = 0; x < width; x++) data.set([60 + (x % 150), 40 + 5 * y, (x * 37 + y * 11) % 256], 3 * (y * width + x))
+  }
+  const {frames, tensors} = await prepareFrames([{data, width, height: 100}], {preprocess: P, trimBorders: true})
+  assert.equal(frames.map((f) => [f.width, f.height]), [[640, 32]])
+  const rows = Array.from({length: 32}, (_, y) => data.subarray(3 * ((34 + y) * width + 180), 3 * ((34 + y) * width + 820)))
+  assert.equal(frames[0].data, Buffer.concat(rows))
+  assert.equal(tensors, [await preprocess(frames[0], P)])
+  const untrimmed = await prepareFrames([{data, width, height: 100}], {preprocess: P, trimBorders: false})
+  assert.equal(untrimmed.frames.map((f) => [f.width, f.height]), [[1000, 100]])
+})
+
 test.run()

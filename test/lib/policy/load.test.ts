@@ -130,7 +130,7 @@ test('a missing or oversized policy file is an invalid_config error', async () =
   writeFileSync(big, `# ${'x'.repeat(MAX_POLICY_BYTES)}\n`)
   for (const [path, message] of [
     [join(dir, 'missing.yaml'), `cannot read the policy file ${join(dir, 'missing.yaml')}: no such file`],
-    [big, `the policy file ${big} is larger than ${MAX_POLICY_BYTES} bytes`],
+    [big, `the policy file ${big} is larger than 1 MiB`],
     [dir, `the policy file ${dir} is not a file`],
   ]) {
     try {

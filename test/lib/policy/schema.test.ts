@@ -92,7 +92,7 @@ test('every kind of problem is reported with its line and column, all at once', 
   assert.equal(problems, [
     at(1, 9, 'preset must be one of fast, balanced, accurate, not "fastest"'),
     at(2, 15, 'trim_borders must be true or false, not "yes"'),
-    at(3, 1, 'unknown key "colour" (expected one of preset, trim_borders, neutral, specialists, categories, text)'),
+    at(3, 1, 'unknown key "colour" (expected one of preset, trim_borders, neutral, specialists, categories, hash_lists, text)'),
     at(7, 16, 'categories.redness.threshold must be a number from 0 to 1, not 1.5'),
     at(8, 13, 'categories.redness.parent: no category is named "nothing"'),
     at(9, 5, 'unknown key "colour" in categories.redness (expected one of enabled, prompts, negatives, parent, threshold, calibration)'),
@@ -115,6 +115,24 @@ test('every kind of problem is reported with its line and column, all at once', 
   ])
 })
 
+test('hash_lists: file required, category known_bad and distance 31 by default', () => {
+  const ok = validatePolicyText('hash_lists:\n  removals:\n    file: lists/removals.txt\n  shared:\n    file: /srv/shared.txt\n    category: weapons\n    distance: 20\n')
+  assert.equal(ok.problems, [])
+  assert.equal(ok.file?.hash_lists, [
+    {name: 'removals', category: 'known_bad', distance: 31, file: 'lists/removals.txt', line: 3},
+    {name: 'shared', category: 'weapons', distance: 20, file: '/srv/shared.txt', line: 5},
+  ])
+  const bad = validatePolicyText('hash_lists:\n  a:\n    distance: 64\n  b:\n    file: x.txt\n    distance: 3.5\n    colour: red\n  c:\n    category: 12\n  "d e":\n    file: y.txt\n  f: x.txt\n')
+  assert.equal(bad.problems, [
+    at(3, 15, 'hash_lists.a.distance must be a whole number from 0 to 43, not 64'),
+    at(6, 15, 'hash_lists.b.distance must be a whole number from 0 to 43, not 3.5'),
+    at(7, 5, 'unknown key "colour" in hash_lists.b (expected one of file, category, distance)'),
+    at(9, 15, 'hash_lists.c.category must be a category name, not 12'),
+    at(10, 3, 'hash list name "d e" may hold only letters, digits, "_", "-" and "." (at most 64)'),
+    at(12, 6, 'hash_lists.f must be a mapping such as {file: removals.txt}, not "x.txt"'),
+  ])
+})
+
 test('YAML syntax errors are all reported with their lines, and alone', () => {
   const text = 'colour: x\ncategories:\n  redness:\n    prompts: ["red"\n  weapons: {threshold: 0.6}\nx: "open\n'
   assert.equal(validatePolicyText(text), {
@@ -133,7 +151,7 @@ test('a category named twice is a YAML error on its second line', () => {
 
 test('a file that is not a mapping is refused', () => {
   assert.equal(validatePolicyText('- weapons\n- gore\n').problems, [
-    at(1, 1, 'a policy file must be a mapping (keys preset, trim_borders, neutral, specialists, categories, text), not a list'),
+    at(1, 1, 'a policy file must be a mapping (keys preset, trim_borders, neutral, specialists, categories, hash_lists, text), not a list'),
   ])
   assert.equal(validatePolicyText('categories: weapons\n').problems, [
     at(1, 13, 'categories must be a mapping from category names to their fields, not "weapons"'),

@@ -5,11 +5,13 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {type DecodedFrame, type DecodeOptions, type DecodeSummary, decodeFrames, VIDEO_DEMUXERS} from '../../../src/lib/video/frames.js'
+import {type DecodedFrame, type DecodeOptions, type DecodeSummary, decodeFrames} from '../../../src/lib/video/frames.js'
 import {colourClip, ffmpeg, meanChannel, tempDir, decodeFailure, decodeOptions} from './helpers.js'
 
 const tmp = tempDir()
 const clip = (name: string): string => join(tmp.dir, name)
+/** What a file that is no video container ffmpeg may open is answered with. */
+const NOT_A_VIDEO = 'not a video in a supported format (MP4, MOV, WebM, MKV, AVI, GIF, MPEG-TS, MPEG, FLV, Ogg, ASF)'
 
 test.before(async () => {
   await Promise.all([
@@ -142,14 +144,18 @@ test('pictures over the pixel limit are payload_too_large', async () => {
   })
 })
 
-test('a truncated MP4 (no moov atom) is unsupported_media with ffmpeg\'s reason, not the server path', async () => {
-  assert.equal(await decodeFailure(clip('truncated.mp4')), {code: 'unsupported_media', message: 'not a readable video: moov atom not found', decoded: 0})
+test("a truncated MP4 (no moov atom) is unsupported_media with ffmpeg's reason in our words, not the server path", async () => {
+  assert.equal(await decodeFailure(clip('truncated.mp4')), {
+    code: 'unsupported_media',
+    message: 'the video is incomplete: an MP4 or MOV file without its index (cut off while copying?)',
+    decoded: 0,
+  })
 })
 
 test('a text file is unsupported_media', async () => {
   assert.equal(await decodeFailure(clip('notes.md')), {
     code: 'unsupported_media',
-    message: 'not a readable video: notes.md: Invalid data found when processing input',
+    message: NOT_A_VIDEO,
     decoded: 0,
   })
 })
@@ -157,7 +163,7 @@ test('a text file is unsupported_media', async () => {
 test('an audio file in a video container, without a video stream, is unsupported_media', async () => {
   const f = await decodeFailure(clip('tone.m4a'))
   assert.equal([f.code, f.decoded], ['unsupported_media', 0])
-  assert.match(f.message, "Stream map '0:v:0' matches no streams")
+  assert.is(f.message, 'the file has no video stream')
 })
 
 test('a playlist cannot make ffmpeg fetch a URL', async () => {
@@ -171,7 +177,7 @@ test('a playlist cannot make ffmpeg fetch a URL', async () => {
   writeFileSync(clip('list.m3u8'), `#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2.0,\nhttp://127.0.0.1:${port}/a.ts\n#EXT-X-ENDLIST\n`)
   try {
     const f = await decodeFailure(clip('list.m3u8'))
-    assert.equal([f.code, f.message, hits], ['unsupported_media', `not a readable video: Format not on whitelist '${VIDEO_DEMUXERS}'`, 0])
+    assert.equal([f.code, f.message, hits], ['unsupported_media', NOT_A_VIDEO, 0])
   } finally {
     server.close()
   }
@@ -179,7 +185,7 @@ test('a playlist cannot make ffmpeg fetch a URL', async () => {
 
 test('a container outside the video demuxers (WAV audio) is refused before decoding', async () => {
   const f = await decodeFailure(clip('tone.wav'))
-  assert.equal([f.code, f.message, f.decoded], ['unsupported_media', `not a readable video: Format not on whitelist '${VIDEO_DEMUXERS}'`, 0])
+  assert.equal([f.code, f.message, f.decoded], ['unsupported_media', NOT_A_VIDEO, 0])
 })
 
 test('a missing ffmpeg binary is ffmpeg_missing', async () => {

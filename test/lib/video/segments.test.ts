@@ -1,12 +1,12 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {createSegmentTracker, type ScoredLabel} from '../../../src/lib/video/segments.js'
+import {createSegmentTracker, type FrameLabel} from '../../../src/lib/video/segments.js'
 
-const weapons = (score: number): ScoredLabel => ({name: 'weapons', parent: 'violence', threshold: 0.5, score})
-const nudity = (score: number): ScoredLabel => ({name: 'nudity', parent: null, threshold: 0.7, score})
+const weapons = (score: number): FrameLabel => ({name: 'weapons', parent: 'violence', threshold: 0.5, score})
+const nudity = (score: number): FrameLabel => ({name: 'nudity', parent: null, threshold: 0.7, score})
 
-function track(frames: ScoredLabel[][], {fps = 1, minFrames = 1} = {}) {
+function track(frames: FrameLabel[][], {fps = 1, minFrames = 1} = {}) {
   const tracker = createSegmentTracker(fps, minFrames)
   const closedDuring = frames.map((labels) => tracker.push(labels))
   return {tracker, closedDuring}

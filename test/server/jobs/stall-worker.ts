@@ -1,12 +1,14 @@
 // A job worker process for the stalled-job test: BullMQ with short lock timings; it prints "started <id>"
-// when it takes a job, then hangs (argv "hang") until killed, or finishes it at once ("finish").
+// when it takes a job, then hangs (argv "hang") until killed, or finishes it at once ("finish"). The timings are
+// short so that the test waits little; what it checks (the job runs again) does not depend on them.
 import {createBullQueue} from '../../../src/server/jobs/bullmq.js'
 
-const [url, mode] = process.argv.slice(2)
+const [url, mode, storage] = process.argv.slice(2)
 const queue = createBullQueue({
   url,
   limit: 10,
   ttlSeconds: 60,
+  storage,
   log: (line) => process.stderr.write(`${line}\n`),
   describeError: () => ({code: 'internal', message: 'failed'}),
   lockDurationMs: 1000,

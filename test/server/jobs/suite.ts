@@ -1,5 +1,6 @@
 // The jobs API as a client sees it, run against each queue (in-process, BullMQ on Redis): the same
 // requests and the same answers.
+import {randomUUID} from 'node:crypto'
 import {readdir, readFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
@@ -142,11 +143,15 @@ export function jobsSuite(name: string, target: () => JobsTarget) {
     assert.equal(await readdir(t.storage), [])
   })
 
-  s('an unknown job id is 404 not_found, for GET and DELETE', async () => {
+  s('an unknown job id is 404 not_found and one that is not a UUID 400 bad_request, for GET and DELETE', async () => {
     const t = target()
     for (const method of ['GET', 'DELETE']) {
-      const r = await call(`${t.base}/v1/jobs/no-such-job`, {method})
+      const r = await call(`${t.base}/v1/jobs/${randomUUID()}`, {method})
       assert.equal(errorOf(r), {status: 404, code: 'not_found'}, method)
+      const malformed = await call(`${t.base}/v1/jobs/no-such-job`, {method})
+      assert.equal(malformed.body, {
+        error: {code: 'bad_request', message: 'id="no-such-job" is not valid: expected a job id (a UUID, as POST /v1/jobs/video gives)'},
+      })
     }
   })
 

@@ -1,9 +1,9 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {NSFW_VIEW_SIZE, nsfwPreprocess} from '../../../src/lib/image/nsfw-preprocess.js'
-import {classifyViews, NSFW_VIEWS, nsfwViews, type NsfwRunner} from '../../../src/lib/model/nsfw-runner.js'
-import type {RgbImage} from '../../../src/lib/types.js'
+import {NSFW_VIEW_SIZE, nsfwPreprocess} from '../../../../src/lib/image/nsfw-preprocess.js'
+import {classifyViews, NSFW_VIEWS, nsfwViews, type NsfwRunner} from '../../../../src/lib/signals/nsfw/runner.js'
+import type {RgbImage} from '../../../../src/lib/types.js'
 
 function noisy(width: number, height: number): RgbImage {
   let seed = width * 31 + height

@@ -7,13 +7,15 @@ import {join} from 'node:path'
 
 import * as ort from 'onnxruntime-node'
 
-import {ModError} from '../errors.js'
-import {lazy} from '../lazy.js'
-import {fileWithRole} from './manifest.js'
-import type {Manifest} from './manifest-types.js'
-import {openSession} from './session.js'
-import {defaultThreads} from './threads.js'
-import {loadTokenizer, type ClipTokenizer} from './tokenizer.js'
+import {disposer} from '../../dispose.js'
+import {ModError} from '../../errors.js'
+import {normaliseInPlace} from '../../scoring/vector.js'
+import {lazy} from '../../lazy.js'
+import {fileWithRole} from '../../model/manifest.js'
+import type {Manifest} from '../../model/manifest-types.js'
+import {openSession} from '../../model/session.js'
+import {defaultThreads} from '../../model/threads.js'
+import {loadTokenizer, type ClipTokenizer} from '../../model/tokenizer.js'
 
 /** Prompts per text-encoder run: big enough to amortise a run, small enough to bound the activations. */
 const TEXT_BATCH = 32
@@ -59,25 +61,13 @@ function inputMeta(session: ort.InferenceSession, name: string): ort.InferenceSe
   return meta?.isTensor ? meta : undefined
 }
 
-/** Copies row i of a [n, dim] output and scales it to unit length; an all-zero row stays zero. */
-function normalisedRow(data: Float32Array, i: number, dim: number): Float32Array {
-  const row = data.slice(i * dim, (i + 1) * dim)
-  let sum = 0
-  for (const x of row) sum += x * x
-  if (sum > 0) {
-    const inv = 1 / Math.sqrt(sum)
-    for (let k = 0; k < dim; k++) row[k] *= inv
-  }
-  return row
-}
-
 function rows(output: ort.Tensor | undefined, n: number, dim: number, what: string): Float32Array[] {
   if (!output || output.type !== 'float32' || output.data.length !== n * dim) {
     const shape = output ? `[${output.dims.join(', ')}] ${output.type}` : 'nothing'
     throw new ModError('invalid_config', `${what} gave ${shape}; expected [${n}, ${dim}] float32`)
   }
   const data = output.data as Float32Array
-  return Array.from({length: n}, (_, i) => normalisedRow(data, i, dim))
+  return Array.from({length: n}, (_, i) => normaliseInPlace(data.slice(i * dim, (i + 1) * dim)))
 }
 
 function idTensor(values: BigInt64Array, int32: boolean, shape: number[]): ort.Tensor {
@@ -178,9 +168,9 @@ export async function openClip(dir: string, manifest: Manifest, opts: ClipOption
       return out
     },
 
-    async close() {
+    close: disposer(async () => {
       await releaseText()
       await image.release()
-    },
+    }).dispose,
   }
 }

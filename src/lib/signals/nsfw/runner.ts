@@ -2,10 +2,11 @@
  * The embedded NSFW specialist as the engine runs it: the shipped model (nsfw.ts) and its preprocessing
  * (nsfw-preprocess.ts) behind one small interface, the views of a frame it looks at, and when it looks at them.
  */
-import {NSFW_VIEW_SIZE, nsfwPreprocess} from '../image/nsfw-preprocess.js'
-import {looksAgain} from '../scoring/nsfw-rule.js'
-import type {RgbImage} from '../types.js'
-import {openNsfw, type NsfwOptions} from './nsfw.js'
+import {NSFW_VIEW_SIZE, nsfwPreprocess} from '../../image/nsfw-preprocess.js'
+import {openNsfw, type NsfwOptions} from '../../model/nsfw.js'
+import {stackTensors} from '../../pipeline/stack.js'
+import type {RgbImage} from '../../types.js'
+import {looksAgain} from './rule.js'
 
 export interface NsfwRunner {
   /** Floats of one view. */
@@ -26,7 +27,7 @@ export const NSFW_VIEWS = ['image', 'mirror', 'centre', 'letterbox'] as const
 /**
  * Four framings of the same pixels: the image squeezed to the model's square input (as nsfwjs feeds it), its
  * mirror image, its centre (the middle 70% of each side) enlarged, and the whole image undistorted in a black
- * square (letterboxed). The rule (nsfw-rule.ts) keeps what they agree on.
+ * square (letterboxed). The rule (rule.ts) keeps what they agree on.
  */
 export function nsfwViews(frame: RgbImage): Float32Array {
   const {width, height} = frame
@@ -64,7 +65,7 @@ export async function openNsfwRunner(opts: NsfwOptions = {}): Promise<NsfwRunner
  */
 export async function classifyViews(runner: NsfwRunner, frames: Float32Array[]): Promise<Float32Array[]> {
   const size = runner.viewSize
-  const first = await runner.classify(concat(frames.map((f) => f.subarray(0, size))), frames.length)
+  const first = await runner.classify(stackTensors(frames.map((f) => f.subarray(0, size))), frames.length)
   const again = frames.map((_, i) => i).filter((i) => frames[i].length > size && looksAgain(first[i]))
   if (again.length === 0) return first
   const rest = again.map((i) => frames[i].subarray(size))

@@ -25,7 +25,7 @@
  * of the two for nudity, whatever the other views say (the centre and letterbox views confirm uncertain looks;
  * they never overrule two sure ones). So with the specialist alone such a frame is always flagged for nudity.
  */
-import {NSFW_CLASSES} from '../model/nsfw-manifest.js'
+import {NSFW_CLASSES} from '../../model/nsfw-manifest.js'
 
 /** How strongly the safe classes pull a score down when they outweigh it. */
 export const NSFW_PULL = 0.5

@@ -7,25 +7,20 @@
  * so raw = 0 when nothing tells the positives from the references, and a negative that fits the image better
  * lowers it. With R empty the second term is 0. The score is calibrate(raw) (calibrate.ts).
  */
-import {ModError} from '../errors.js'
-import type {Policy} from '../policy/types.js'
-import {calibrate} from './calibrate.js'
+import {ModError} from '../../errors.js'
+import type {Policy} from '../../policy/types.js'
+import {calibrate} from '../../scoring/calibrate.js'
+import {l2Norm} from '../../scoring/vector.js'
 
 export const LOGIT_SCALE = 100
-
-function norm(v: Float32Array): number {
-  let sum = 0
-  for (let i = 0; i < v.length; i++) sum += v[i] * v[i]
-  return Math.sqrt(sum)
-}
 
 /** Cosine similarity; 0 (never NaN) when either vector is zero. */
 export function cosine(a: Float32Array, b: Float32Array): number {
   if (a.length !== b.length) {
     throw new ModError('internal', `embedding sizes differ: ${a.length} and ${b.length}`)
   }
-  const na = norm(a)
-  const nb = norm(b)
+  const na = l2Norm(a)
+  const nb = l2Norm(b)
   if (na === 0 || nb === 0) return 0
   let dot = 0
   for (let i = 0; i < a.length; i++) dot += a[i] * b[i]
@@ -59,8 +54,8 @@ export function policyPrompts(policy: Policy): string[] {
   return [...texts]
 }
 
-/** The zero-shot signal: each category's calibrated score from the image embedding and the prompt embeddings. */
-export function zeroShotScores(
+/** Each category's margin in logits (before calibration) from the image embedding and the prompt embeddings. */
+export function zeroShotMargins(
   image: Float32Array,
   policy: Policy,
   prompts: ReadonlyMap<string, Float32Array>,
@@ -76,10 +71,20 @@ export function zeroShotScores(
     }
     return s
   }
-  const scores = new Map<string, number>()
+  const margins = new Map<string, number>()
   for (const category of policy.categories) {
     const references = new Set([...category.negatives, ...policy.neutral])
-    scores.set(category.name, calibrate(rawScore(category.prompts.map(sim), [...references].map(sim)), category.calibration))
+    margins.set(category.name, rawScore(category.prompts.map(sim), [...references].map(sim)))
   }
-  return scores
+  return margins
+}
+
+/** The zero-shot signal: each category's calibrated score from the image embedding and the prompt embeddings. */
+export function zeroShotScores(
+  image: Float32Array,
+  policy: Policy,
+  prompts: ReadonlyMap<string, Float32Array>,
+): Map<string, number> {
+  const margins = zeroShotMargins(image, policy, prompts)
+  return new Map(policy.categories.map((c) => [c.name, calibrate(margins.get(c.name) as number, c.calibration)]))
 }

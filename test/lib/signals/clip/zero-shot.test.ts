@@ -1,14 +1,14 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {isModError} from '../../../src/lib/errors.js'
-import {BUILTIN_CALIBRATION, CUSTOM_CALIBRATION} from '../../../src/lib/policy/defaults.js'
-import {buildPolicy} from '../../../src/lib/policy/load.js'
-import type {Category, Policy} from '../../../src/lib/policy/types.js'
-import {combineSignals} from '../../../src/lib/scoring/combine.js'
-import {finishLabel} from '../../../src/lib/scoring/result.js'
-import {cosine, logMeanExp, policyPrompts, rawScore, zeroShotScores} from '../../../src/lib/scoring/score.js'
-import type {Label} from '../../../src/lib/types.js'
+import {isModError} from '../../../../src/lib/errors.js'
+import {BUILTIN_CALIBRATION, CUSTOM_CALIBRATION} from '../../../../src/lib/policy/defaults.js'
+import {buildPolicy} from '../../../../src/lib/policy/load.js'
+import type {Category, Policy} from '../../../../src/lib/policy/types.js'
+import {combineSignals} from '../../../../src/lib/scoring/combine.js'
+import {finishLabel} from '../../../../src/lib/scoring/result.js'
+import {cosine, logMeanExp, policyPrompts, rawScore, zeroShotScores} from '../../../../src/lib/signals/clip/zero-shot.js'
+import type {Label} from '../../../../src/lib/types.js'
 
 const IMAGE = Float32Array.from([1, 0, 0])
 const ZERO = Float32Array.from([0, 0, 0])

@@ -24,13 +24,14 @@
  * keeps the category's threshold, parent and origin (those belong to the policy file). Any other label is
  * added with origin "head", its own threshold and parent.
  */
-import {ModError} from '../errors.js'
-import {readConfigText} from '../policy/load.js'
-import {parentCycles} from '../policy/parents.js'
-import {CATEGORY_NAME_PATTERN} from '../policy/schema.js'
-import type {Policy} from '../policy/types.js'
-import {sigmoid} from './calibrate.js'
-import type {ScoredLabel} from './result.js'
+import {ModError} from '../../errors.js'
+import {readConfigText} from '../../policy/load.js'
+import {parentCycles} from '../../policy/parents.js'
+import {CATEGORY_NAME_PATTERN} from '../../policy/schema.js'
+import type {Policy} from '../../policy/types.js'
+import {sigmoid} from '../../scoring/calibrate.js'
+import type {ScoredLabel} from '../../scoring/result.js'
+import {l2Normalised, linearLogit} from '../../scoring/vector.js'
 
 export type HeadActivation = 'sigmoid' | 'none'
 
@@ -183,17 +184,14 @@ export function checkHeadParents(head: Head, policy: Policy): void {
   if (problems.length > 0) throw new ModError('invalid_config', `the head does not fit the policy: ${problems.join('; ')}`)
 }
 
-function headScore(label: HeadLabel, activation: HeadActivation, x: Float64Array): number {
-  let z = label.bias
-  for (let i = 0; i < x.length; i++) z += label.weights[i] * x[i]
-  return activation === 'sigmoid' ? sigmoid(z) : Math.min(1, Math.max(0, z))
+/** A label's logit on the normalised embedding `x` (the raw score calibrate and eval read). */
+export function headLogit(label: HeadLabel, x: Float64Array): number {
+  return linearLogit(label.weights, label.bias, x)
 }
 
-function normalised(image: Float32Array): Float64Array {
-  let sum = 0
-  for (let i = 0; i < image.length; i++) sum += image[i] * image[i]
-  const n = Math.sqrt(sum)
-  return Float64Array.from(image, (v) => (n === 0 ? 0 : v / n))
+function headScore(label: HeadLabel, activation: HeadActivation, x: Float64Array): number {
+  const z = headLogit(label, x)
+  return activation === 'sigmoid' ? sigmoid(z) : Math.min(1, Math.max(0, z))
 }
 
 /** The policy's labels with the head applied: shared names blended, the head's other labels appended. */
@@ -201,7 +199,7 @@ export function applyHead(head: Head, image: Float32Array, labels: readonly Scor
   if (image.length !== head.embedding_size) {
     throw new ModError('internal', `the head expects embeddings of size ${head.embedding_size}, got ${image.length}`)
   }
-  const x = normalised(image)
+  const x = l2Normalised(image)
   const byName = new Map(head.labels.map((l) => [l.name, l]))
   const blended = labels.map((label) => {
     const h = byName.get(label.name)

@@ -1,7 +1,7 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {looksAgain, nsfwCategoryScores, SURE, viewScores} from '../../../src/lib/scoring/nsfw-rule.js'
+import {looksAgain, nsfwCategoryScores, SURE, viewScores} from '../../../../src/lib/signals/nsfw/rule.js'
 
 // Probabilities in class order: Drawing, Hentai, Neutral, Porn, Sexy.
 type P = [number, number, number, number, number]

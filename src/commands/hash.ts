@@ -1,0 +1,136 @@
+import {Args, Errors, Flags} from '@oclif/core'
+
+import {ModCommand} from '../cli/base-command.js'
+import {EXIT_ERROR} from '../cli/errors.js'
+import type {EnvVars} from '../cli/help.js'
+import {isVideoFile, scanInputs, skippedLine, type Skipped} from '../cli/inputs.js'
+import {readSettings} from '../lib/config/settings.js'
+import {isModError, ModError} from '../lib/errors.js'
+import {hashImage, hashVideo, type MediaHash} from '../lib/signals/pdq/hash-media.js'
+import {resolveFfmpeg} from '../lib/video/ffmpeg.js'
+import {DEFAULT_DECODE_LIMITS} from '../lib/video/frames.js'
+import {MAX_FPS, MIN_FPS} from '../lib/video/options.js'
+
+/** One line of output: a hash of an input, or the error that input met. */
+type Row = ({source: string} & MediaHash) | {source: string; error: {code: string; message: string}}
+
+const fpsFlag = Flags.custom<number>({
+  parse: async (input) => {
+    const n = Number(input)
+    if (input.trim() === '' || !Number.isFinite(n) || n < MIN_FPS || n > MAX_FPS) {
+      throw new Errors.CLIError(`Expected a number from ${MIN_FPS} to ${MAX_FPS} but received: ${input}`)
+    }
+    return n
+  },
+})
+
+function errorRow(source: string, e: unknown): Row {
+  if (!isModError(e)) throw e
+  return {source, error: {code: e.code, message: e.message}}
+}
+
+function tableLine(row: Row): string {
+  if ('error' in row) return `ERROR  ${row.source}  ${row.error.code}: ${row.error.message}`
+  const where = row.time !== undefined ? ` @ ${row.time.toFixed(2)} s` : row.frame !== undefined ? ` frame ${row.frame}` : ''
+  return `${row.hash}  ${String(row.quality).padStart(3)}  ${row.source}${where}`
+}
+
+export default class Hash extends ModCommand {
+  static override description = `Print the PDQ perceptual hash and its quality (0-100) of images and video frames, to build or check hash lists.
+
+Files, folders (recursively, images recognised by their first bytes) or - for one image on stdin; an animated GIF or WebP gives one hash per frame kept (up to 8). A file named on the command line that is not an image is read as a video: one hash per frame sampled at --fps. The table prints hash, quality and source; a hash whose quality is under 50 is not matched against lists.`
+
+  static override examples = [
+    '<%= config.bin %> hash photo.jpg',
+    '<%= config.bin %> hash ./removed --ndjson > removed.ndjson',
+    '<%= config.bin %> hash clip.mp4 --fps 1 --json',
+  ]
+
+  static override envVars: EnvVars = [
+    ['MOD_MAX_BYTES', 'largest image file (default 25MB)'],
+    ['MOD_MAX_PIXELS', 'largest decoded image, width x height (default 100000000)'],
+    ['MOD_FFMPEG', 'the ffmpeg binary to run for videos'],
+    ['MOD_MAX_VIDEO_SECONDS', 'longest video, counted while decoding (default 600)'],
+  ]
+
+  static override exitCodes: [string, string][] = [
+    ['0', 'every input was hashed'],
+    ['2', 'usage or configuration error; an input that could not be hashed; nothing to hash'],
+    ['130', 'interrupted (Ctrl-C)'],
+  ]
+
+  static override strict = false
+
+  static override args = {
+    paths: Args.string({description: 'files, folders, videos or - (stdin)', required: true}),
+  }
+
+  static override flags = {
+    json: Flags.boolean({description: 'Print one JSON array of hashes.', exclusive: ['ndjson']}),
+    ndjson: Flags.boolean({description: 'Print one JSON object per hash, per line, as each is computed.', exclusive: ['json']}),
+    fps: fpsFlag({description: `Video frames hashed per second of video: ${MIN_FPS} to ${MAX_FPS}.`, default: 1}),
+  }
+
+  async run(): Promise<void> {
+    const {argv, flags} = await this.parse(Hash)
+    const paths = argv as string[]
+    const {limits, ffmpeg} = readSettings({}, process.env).engine
+    const skipped: Skipped = new Map()
+    let rows = 0
+    let errors = 0
+    const progress = this.startProgress('Hashing')
+    const print = (row: Row): void => {
+      rows++
+      if ('error' in row) errors++
+      const text = flags.json ? `${rows > 1 ? ',' : ''}\n${JSON.stringify(row)}` : flags.ndjson ? `${JSON.stringify(row)}\n` : `${tableLine(row)}\n`
+      progress.above(() => process.stdout.write(text))
+    }
+    const signal = this.interrupt.signal
+    // `| head -1`: once the reader is gone, stop hashing instead of working for nobody.
+    let closed = false
+    process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EPIPE') throw e
+      closed = true
+    })
+    const stopped = (): boolean => closed || signal.aborted
+    if (flags.json) process.stdout.write('[')
+    try {
+      for (const path of paths) {
+        if (stopped()) break
+        if (await isVideoFile(path)) {
+          try {
+            const decode = {...DEFAULT_DECODE_LIMITS, ffmpeg: await resolveFfmpeg(ffmpeg), fps: flags.fps, maxSeconds: limits.maxVideoSeconds, maxPixels: limits.maxPixels, signal}
+            for await (const h of hashVideo(path, decode)) {
+              if (stopped()) break
+              print({source: path, ...h})
+            }
+          } catch (e) {
+            if (signal.aborted) break
+            print(errorRow(path, e))
+          }
+          continue
+        }
+        for await (const item of scanInputs([path], limits.maxBytes, skipped)) {
+          if (stopped()) break
+          if ('entry' in item) {
+            print(item.entry)
+            continue
+          }
+          try {
+            for (const h of await hashImage(await item.input.read(), limits)) print({source: item.input.source, ...h})
+          } catch (e) {
+            print(errorRow(item.input.source, e))
+          }
+        }
+      }
+    } finally {
+      progress.finish()
+      if (flags.json && !closed) process.stdout.write(`${rows > 0 ? '\n' : ''}]\n`)
+    }
+    if (stopped()) return
+    const skips = skippedLine(skipped)
+    if (skips) this.logToStderr(skips)
+    if (rows === 0) throw new ModError('not_found', `nothing to hash in ${paths.join(' ')}${skips ? `: ${skips}` : ': no images'}`)
+    if (errors > 0) this.exit(EXIT_ERROR)
+  }
+}

@@ -1,0 +1,259 @@
+/**
+ * The inference core: one path from frames to labels for scan, serve, video and eval alike. It decides which
+ * signals run (activeSignals), opens them, prepares each frame for every one of them (trimmed and its aspect
+ * ratio bounded once: frameToScore), runs
+ * their models on batches of frames from any number of callers, and combines their outputs into labels.
+ * Eval keeps the outputs as features (toFeatures / fromFeatures) and scores them exactly as a scan does.
+ */
+import {disposer} from '../dispose.js'
+import {isModError, ModError} from '../errors.js'
+import {frameToScore} from '../image/prepare.js'
+import {createBatcher, type BatchObserver} from '../pipeline/batcher.js'
+import type {Category, Policy} from '../policy/types.js'
+import {combineSignals, notEvaluated, type FrameSignals} from '../scoring/combine.js'
+import type {ScoredLabel} from '../scoring/result.js'
+import type {RgbImage} from '../types.js'
+import type {ExtraLabel, FrameEvidence, FrameOutputs, OpenSignal, Signal, SignalSetup} from './signal.js'
+
+/** Which signals a setup runs, and why each other one does not. The one place the on/off rules meet. */
+export interface SignalChoice {
+  /** The policy in force: under `only`, narrowed to the categories that signal feeds. */
+  policy: Policy
+  active: Signal[]
+  off: Map<string, string>
+}
+
+/** Why a signal does not run under this setup: the policy's switch, then its own rule. */
+function offReason(s: Signal, setup: SignalSetup): string | undefined {
+  if (s.policySwitch !== undefined && !(setup.policy.specialists[s.name] ?? s.policySwitch === 'on')) {
+    return `the policy switches it off (specialists: {${s.name}: false})`
+  }
+  return s.off(setup)
+}
+
+/**
+ * The policy's switches and each signal's own rule, and `only`: one model signal alone (and the signals built
+ * on it), the policy narrowed to the categories it feeds.
+ */
+export function activeSignals(registry: readonly Signal[], setup: SignalSetup, only?: string): SignalChoice {
+  let policy = setup.policy
+  if (only !== undefined) {
+    const alone = registry.find((s) => s.name === only && s.kind === 'model')
+    if (alone === undefined) throw new ModError('invalid_config', `no signal "${only}" can score alone`)
+    const reason = offReason(alone, setup)
+    if (reason !== undefined) throw new ModError('invalid_config', `only ${alone.title} was asked for, but ${reason}`)
+    policy = {...policy, categories: policy.categories.filter((c) => alone.weight(c) > 0)}
+  }
+  const off = new Map<string, string>()
+  const active: Signal[] = []
+  for (const s of registry) {
+    const reason =
+      only !== undefined && s.name !== only && !(s.kind === 'labels' && (s.needs ?? []).every((n) => n === only))
+        ? `only ${only} runs`
+        : offReason(s, {...setup, policy})
+    if (reason === undefined && (s.needs ?? []).every((n) => active.some((a) => a.name === n))) active.push(s)
+    else off.set(s.name, reason ?? `it needs ${(s.needs ?? []).join(', ')}`)
+  }
+  return {policy, active, off}
+}
+
+/** One frame made ready for inference: each signal's model input. */
+export type PreparedFrame = ReadonlyMap<string, unknown>
+
+/** What eval keeps of an image: the embedding (empty without a CLIP model) and every other signal's output. */
+export interface Features {
+  embedding: Float32Array
+  signals: Record<string, Float32Array>
+}
+
+/** A label as eval reports it: a category of the policy (with its calibration) or a label a signal adds. */
+export interface LabelInfo extends ExtraLabel {
+  calibration?: Category['calibration']
+}
+
+export interface CoreOptions {
+  /** Frames per inference run. */
+  batchSize: number
+  /** Told about every inference run. */
+  observe?: BatchObserver
+}
+
+export interface InferenceCore {
+  readonly policy: Policy
+  /** The signals open (installed and on), in registry order. */
+  readonly open: ReadonlySet<string>
+  /** Categories of the policy that no open signal feeds. */
+  readonly notEvaluated: readonly string[]
+  /** Every label scored: the evaluated categories, then the labels signals add. */
+  readonly labels: readonly LabelInfo[]
+  /** Names the open signals' models and the settings that change their outputs (the feature cache's folder). */
+  readonly key: string
+  /** Size of the image embedding, 0 without one. */
+  readonly embeddingSize: number
+  /** Frames run through the models so far. */
+  framesInferred(): number
+  /** Loads every model now rather than on the first frame. */
+  warm(): Promise<void>
+  /** The preparing stage: frames trimmed (when the policy asks) and made ready for each signal. */
+  prepare(frames: readonly RgbImage[]): Promise<PreparedFrame[]>
+  /** Each frame's outputs; frames from concurrent callers share model runs. */
+  infer(frames: readonly PreparedFrame[]): Promise<FrameOutputs[]>
+  /** One frame's labels, as the result will show them once rounded. */
+  score(outputs: FrameOutputs): ScoredLabel[]
+  /** What the signals found in the frame beyond label scores. */
+  evidence(outputs: FrameOutputs): FrameEvidence
+  /** Per label of `labels`, the raw margin its calibration applies to (NaN where no signal gives one). */
+  raw(outputs: FrameOutputs): Float64Array
+  toFeatures(outputs: FrameOutputs): Features
+  fromFeatures(features: Features): FrameOutputs
+  /** Releases every signal; inference after it is refused. */
+  dispose(): Promise<void>
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+/** Opens the active signals in registry order; one that is not installed is tolerated when others can score. */
+export async function openCore(registry: readonly Signal[], setup: SignalSetup, choice: SignalChoice, o: CoreOptions): Promise<InferenceCore> {
+  const {policy, active} = choice
+  const signalSetup = {...setup, policy}
+  const opened = new Map<string, OpenSignal>()
+  const life = disposer(async () => {
+    await Promise.allSettled([...opened.values()].map((s) => s.dispose()))
+  })
+  try {
+    for (const s of active) {
+      try {
+        opened.set(s.name, await s.open(signalSetup, opened))
+      } catch (e) {
+        // Not installed and not required: the categories only it feeds are not evaluated.
+        if (!(isModError(e) && e.code === 'model_missing' && tolerated(s, active, setup))) throw e
+      }
+    }
+  } catch (e) {
+    await life.dispose()
+    throw e
+  }
+  const alive = () => {
+    if (life.disposed) throw new ModError('model_unavailable', 'the models were released')
+  }
+  const bySignal = new Map(registry.map((s) => [s.name, s]))
+  const weight = (name: string, c: Category) => bySignal.get(name)?.weight(c) ?? 0
+  const entries = [...opened.entries()]
+  const modelNames = entries.filter(([name]) => bySignal.get(name)?.kind === 'model').map(([name]) => name)
+  const skipped = notEvaluated(policy, modelNames, weight)
+  const categories: LabelInfo[] = policy.categories
+    .filter((c) => !skipped.includes(c.name))
+    .map((c) => ({name: c.name, threshold: c.threshold, parent: c.parent, origin: c.origin, calibration: c.calibration}))
+  const labels = [...categories, ...entries.flatMap(([, s]) => s.extraLabels ?? [])]
+  const index = new Map(labels.map((l, i) => [l.name, i]))
+  const embeddingName = entries.find(([name]) => bySignal.get(name)?.embedding)?.[0]
+  const cached = entries.filter(([, s]) => s.encode && s.decode)
+  const keys = cached.map(([, s]) => s.key as string)
+  const untrimmed = policy.trim_borders ? '' : '-untrimmed'
+  let inferred = 0
+
+  const batcher = createBatcher(
+    async (frames: PreparedFrame[]): Promise<FrameOutputs[]> => {
+      const outputs = frames.map(() => new Map<string, unknown>())
+      for (const [name, s] of entries) {
+        if (!s.infer) continue
+        const out = await s.infer(frames.map((f) => f.get(name)))
+        out.forEach((value, i) => outputs[i].set(name, value))
+      }
+      inferred += frames.length
+      return outputs
+    },
+    o.batchSize,
+    o.observe,
+  )
+
+  return {
+    policy,
+    open: new Set(opened.keys()),
+    notEvaluated: skipped,
+    labels,
+    key: [`${keys[0] ?? ''}${untrimmed}`, ...keys.slice(1)].join('+'),
+    embeddingSize: (embeddingName && opened.get(embeddingName)?.outputSize) || 0,
+    framesInferred: () => inferred,
+    async warm() {
+      for (const s of opened.values()) await s.warm?.()
+    },
+    prepare(frames) {
+      alive()
+      return Promise.all(
+        frames.map(async (decoded) => {
+          const frame = frameToScore(decoded, policy.trim_borders)
+          const inputs = new Map<string, unknown>()
+          for (const [name, s] of entries) if (s.prepare) inputs.set(name, await s.prepare(frame))
+          return inputs
+        }),
+      )
+    },
+    async infer(frames) {
+      alive()
+      return Promise.all(frames.map((f) => batcher.submit(f)))
+    },
+    score(outputs) {
+      const signals: Record<string, ReadonlyMap<string, number>> = {}
+      for (const [name, s] of entries) {
+        const out = outputs.get(name)
+        if (s.scores && out !== undefined) signals[name] = s.scores(out)
+      }
+      let scored = combineSignals(policy, signals as FrameSignals, weight)
+      for (const [, s] of entries) if (s.adjust) scored = s.adjust(scored, outputs)
+      return scored
+    },
+    evidence(outputs) {
+      const found: FrameEvidence = {}
+      for (const [name, s] of entries) {
+        const value = outputs.get(name)
+        if (!s.evidence || value === undefined) continue
+        const e = s.evidence(value)
+        if (e.regions) found.regions = [...(found.regions ?? []), ...e.regions]
+        if (e.matches) found.matches = [...(found.matches ?? []), ...e.matches]
+        if (e.text) found.text = [...(found.text ?? []), ...e.text]
+      }
+      return found
+    },
+    raw(outputs) {
+      const out = new Float64Array(labels.length).fill(Number.NaN)
+      for (const [name, s] of entries) {
+        const value = outputs.get(name)
+        const margins = [...(s.raw && value !== undefined ? s.raw(value) : []), ...(s.extraRaw ? s.extraRaw(outputs) : [])]
+        for (const [label, raw] of margins) {
+          const i = index.get(label)
+          if (i !== undefined) out[i] = raw
+        }
+      }
+      return out
+    },
+    toFeatures(outputs) {
+      const features: Features = {embedding: new Float32Array(0), signals: {}}
+      for (const [name, s] of cached) {
+        const encoded = (s.encode as (o: unknown) => Float32Array)(outputs.get(name))
+        if (name === embeddingName) features.embedding = encoded
+        else features.signals[name] = encoded
+      }
+      return features
+    },
+    fromFeatures(features) {
+      const outputs = new Map<string, unknown>()
+      for (const [name, s] of cached) {
+        const encoded = name === embeddingName ? features.embedding : features.signals[name]
+        if (encoded !== undefined && encoded.length > 0) outputs.set(name, (s.decode as (f: Float32Array) => unknown)(encoded))
+      }
+      return outputs
+    },
+    dispose: life.dispose,
+    [Symbol.asyncDispose]: life.dispose,
+  }
+}
+
+/**
+ * A signal that is not installed only leaves its categories not evaluated when nothing requires it: not the
+ * user (a model folder they named), not a signal built on it, and another model signal must be there to score.
+ */
+function tolerated(s: Signal, active: readonly Signal[], setup: SignalSetup): boolean {
+  if (s.required?.(setup)) return false
+  if (active.some((a) => (a.needs ?? []).includes(s.name))) return false
+  return active.some((a) => a !== s && a.kind === 'model')
+}

@@ -1,0 +1,34 @@
+import {decodeImage, type ImageLimits} from '../../image/decode.js'
+import {decodeFrames, type DecodeOptions} from '../../video/frames.js'
+import {hashToHex} from './hash256.js'
+import {pdqHash} from './pdq.js'
+
+/** One PDQ hash of an input: a still, a frame of an animation (`frame`), or a sampled video frame (`time`). */
+export interface MediaHash {
+  hash: string
+  quality: number
+  /** Index among the frames hashed of an animated GIF or WebP. */
+  frame?: number
+  /** Seconds from the start of a video. */
+  time?: number
+}
+
+/** The hash of an image file's pixels as every image path decodes them; one per frame kept of an animation. */
+export async function hashImage(bytes: Buffer, limits: ImageLimits): Promise<MediaHash[]> {
+  const frames = await decodeImage(bytes, limits)
+  return frames.map((image, frame) => {
+    const {hash, quality} = pdqHash(image)
+    return {hash: hashToHex(hash), quality, ...(frames.length > 1 ? {frame} : {})}
+  })
+}
+
+/**
+ * The hash of each frame sampled from a video at `fps` (vPDQ's frame hashes), as the video path samples
+ * them (scaled to at most 512 px a side), streamed; ffmpeg stops when the caller does.
+ */
+export async function* hashVideo(path: string, options: DecodeOptions): AsyncGenerator<MediaHash> {
+  for await (const {time, image} of decodeFrames(path, options)) {
+    const {hash, quality} = pdqHash(image)
+    yield {hash: hashToHex(hash), quality, time}
+  }
+}

@@ -1,0 +1,127 @@
+import {createHash, randomBytes} from 'node:crypto'
+import {createReadStream} from 'node:fs'
+import {open, readFile, rename, rm, writeFile} from 'node:fs/promises'
+
+import {HASH_BYTES} from './hash256.js'
+import type {HashList} from './list-file.js'
+import {hashWords, indexArrays, indexFromArrays, type MultiIndex} from './multi-index.js'
+
+/**
+ * The binary cache of a hash list, kept beside the text file as `<file>.pdqcache`: a 64-byte header, the
+ * hashes (32 bytes each), the record index of each (4 bytes), the multi-index (per chunk: bucket offsets,
+ * ids and chunk values), then the distinct records as JSON. Loading it is reading one file: no parsing,
+ * no sorting. It is used only when it was made from a file of the same size, modification time and SHA-256;
+ * it is written to a temporary name and renamed, so a reader never sees half of one.
+ */
+const MAGIC = Buffer.from('MODPDQ3\n')
+const HEADER = 64
+
+export interface SourceKey {
+  size: number
+  mtimeMs: number
+  sha256: Buffer
+}
+
+export function cachePath(file: string): string {
+  return `${file}.pdqcache`
+}
+
+/** SHA-256 of a file, streamed. */
+export async function fileSha256(file: string): Promise<Buffer> {
+  const hash = createHash('sha256')
+  for await (const chunk of createReadStream(file, {highWaterMark: 1 << 20})) hash.update(chunk as Buffer)
+  return hash.digest()
+}
+
+function header(list: HashList, key: SourceKey): Buffer {
+  const h = Buffer.alloc(HEADER)
+  MAGIC.copy(h, 0)
+  h.writeUInt32LE(list.count, 8)
+  h.writeUInt32LE(list.recordTexts.length, 12)
+  h.writeDoubleLE(key.size, 16)
+  h.writeDoubleLE(key.mtimeMs, 24)
+  key.sha256.copy(h, 32)
+  return h
+}
+
+const bytesOf = (a: Uint32Array): Uint8Array => new Uint8Array(a.buffer, a.byteOffset, a.byteLength)
+
+/** Writes the cache atomically; a folder that cannot be written to only means no cache. */
+export async function writeListCache(file: string, list: HashList, index: MultiIndex, key: SourceKey): Promise<boolean> {
+  const target = cachePath(file)
+  const temp = `${target}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`
+  const records = Buffer.from(JSON.stringify(list.recordTexts))
+  const parts = [header(list, key), list.hashes.subarray(0, list.count * HASH_BYTES), bytesOf(list.records.subarray(0, list.count)), ...indexArrays(index).map(bytesOf), records]
+  try {
+    await writeFile(temp, parts)
+    await rename(temp, target)
+    return true
+  } catch {
+    await rm(temp, {force: true})
+    return false
+  }
+}
+
+/** Reads just the header: does the cache stand for a file of this size and modification time? */
+async function matchesSource(target: string, size: number, mtimeMs: number): Promise<Buffer | undefined> {
+  let handle
+  try {
+    handle = await open(target, 'r')
+  } catch {
+    return undefined
+  }
+  try {
+    const h = Buffer.alloc(HEADER)
+    const {bytesRead} = await handle.read(h, 0, HEADER, 0)
+    if (bytesRead < HEADER || !h.subarray(0, 8).equals(MAGIC)) return undefined
+    if (h.readDoubleLE(16) !== size || h.readDoubleLE(24) !== mtimeMs) return undefined
+    return h
+  } finally {
+    await handle.close()
+  }
+}
+
+/** The list and its index from the cache, when the cache was made from exactly this source; else undefined. */
+export async function readListCache(
+  file: string,
+  key: () => Promise<SourceKey>,
+  size: number,
+  mtimeMs: number,
+): Promise<{list: HashList; index: MultiIndex} | undefined> {
+  const target = cachePath(file)
+  const h = await matchesSource(target, size, mtimeMs)
+  if (!h) return undefined
+  const {sha256} = await key()
+  if (!h.subarray(32, 64).equals(sha256)) return undefined
+  const read = await readFile(target)
+  // Typed views need aligned offsets: a large file has a buffer of its own (offset 0); copy a small one otherwise.
+  const data = read.byteOffset % 4 === 0 ? read : Buffer.from(Uint8Array.from(read).buffer)
+  const count = h.readUInt32LE(8)
+  const u32 = (at: number, length: number): Uint32Array => new Uint32Array(data.buffer, data.byteOffset + at, length)
+  let at = HEADER
+  const hashes = new Uint8Array(data.buffer, data.byteOffset + at, count * HASH_BYTES)
+  at += count * HASH_BYTES
+  const records = u32(at, count)
+  at += count * 4
+  let short = false
+  const index = indexFromArrays(count, hashWords(hashes), (length) => {
+    if (at + length * 4 > data.length) {
+      short = true
+      return new Uint32Array(length)
+    }
+    const a = u32(at, length)
+    at += length * 4
+    return a
+  })
+  if (short) return undefined
+  const textsAt = at
+  let recordTexts: unknown
+  try {
+    recordTexts = JSON.parse(data.toString('utf8', textsAt))
+  } catch {
+    return undefined
+  }
+  if (!Array.isArray(recordTexts) || recordTexts.length !== h.readUInt32LE(12)) return undefined
+  const list = {count, hashes, records, recordTexts: recordTexts as string[]}
+  return {list, index}
+}

@@ -1,0 +1,66 @@
+import {DIHEDRAL, type Dihedral} from './dct.js'
+import type {Hash256} from './hash256.js'
+import {entryOf} from './list-file.js'
+import type {LoadedList} from './list-load.js'
+import {searchMultiIndex} from './multi-index.js'
+import type {PdqDihedral} from './pdq.js'
+
+/** Usual PDQ match threshold: at most 31 of the 256 bits differ. */
+export const DEFAULT_DISTANCE_THRESHOLD = 31
+
+/**
+ * Below this quality (0-100) an image has too little detail for its hash to mean anything (flat colours,
+ * near-blank frames): it is not matched at all. 50 is the floor Meta's tools commonly apply.
+ */
+export const DEFAULT_QUALITY_FLOOR = 50
+
+export interface HashMatch {
+  list: string
+  label: string
+  note: string
+  /** Hamming distance between the image's hash (or the variant named) and the listed one. */
+  distance: number
+  /** 1 - distance / 64: 1 for the same hash, 0.52 at distance 31; unrelated images (about 128 apart) would be 0. */
+  confidence: number
+  /** The listed hash, in hex. */
+  hash: string
+  /** Which rotation or mirror of the image matched ('original' without them). */
+  variant: Dihedral
+}
+
+export function confidenceOf(distance: number): number {
+  return Math.max(0, 1 - distance / 64)
+}
+
+export interface MatchOptions {
+  /** Per list name; DEFAULT_DISTANCE_THRESHOLD when absent. */
+  thresholds?: Record<string, number>
+  qualityFloor?: number
+}
+
+/**
+ * Every entry of `lists` within its list's threshold of the image's hash, or of any of its rotations and
+ * mirrors when they are given; each listed hash is reported once, for the nearest variant. Nothing matches
+ * when the image's quality is below the floor.
+ */
+export function matchHash(lists: LoadedList[], image: {hash: Hash256; quality: number; dihedral?: PdqDihedral}, options: MatchOptions = {}): HashMatch[] {
+  if (image.quality < (options.qualityFloor ?? DEFAULT_QUALITY_FLOOR)) return []
+  const variants: [Dihedral, Hash256][] = image.dihedral ? DIHEDRAL.map((d) => [d, (image.dihedral as PdqDihedral)[d]]) : [['original', image.hash]]
+  const matches: HashMatch[] = []
+  for (const loaded of lists) {
+    const threshold = options.thresholds?.[loaded.name] ?? DEFAULT_DISTANCE_THRESHOLD
+    const best = new Map<number, {distance: number; variant: Dihedral}>()
+    for (const [variant, hash] of variants) {
+      for (const hit of searchMultiIndex(loaded.index, hash, threshold)) {
+        const seen = best.get(hit.id)
+        if (!seen || hit.distance < seen.distance) best.set(hit.id, {distance: hit.distance, variant})
+      }
+    }
+    for (const [id, {distance, variant}] of best) {
+      const {label, note} = entryOf(loaded.list, id)
+      const hash = Buffer.from(loaded.list.hashes.subarray(id * 32, id * 32 + 32)).toString('hex')
+      matches.push({list: loaded.name, label, note, distance, confidence: confidenceOf(distance), hash, variant})
+    }
+  }
+  return matches.sort((a, b) => a.distance - b.distance || a.list.localeCompare(b.list) || a.hash.localeCompare(b.hash))
+}

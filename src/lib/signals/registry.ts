@@ -1,0 +1,25 @@
+/**
+ * Every signal mod knows, in the order they run and combine. Everything that lists signals derives from this
+ * list: the result and /health schemas, `--only`, `mod categories`, the engine and eval. A new signal is one
+ * folder beside these and one line here.
+ */
+import {clipSignal} from './clip/signal.js'
+import {headSignal} from './head/signal.js'
+import {nsfwSignal} from './nsfw/signal.js'
+import type {Signal} from './signal.js'
+
+export const SIGNALS: readonly Signal[] = [
+  clipSignal,
+  nsfwSignal,
+  headSignal,
+]
+
+export const SIGNAL_NAMES: readonly string[] = SIGNALS.map((s) => s.name)
+
+/** The signals a policy switches (`specialists: {nsfw: false}`), each with its state when the policy says nothing. */
+export const POLICY_SWITCHES: ReadonlyMap<string, boolean> = new Map(
+  SIGNALS.filter((s) => s.policySwitch !== undefined).map((s) => [s.name, s.policySwitch === 'on']),
+)
+
+/** The signals that score categories on their own: what `--only` can name. */
+export const MODEL_SIGNAL_NAMES: readonly string[] = SIGNALS.filter((s) => s.kind === 'model').map((s) => s.name)

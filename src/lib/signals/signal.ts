@@ -1,0 +1,124 @@
+/**
+ * A signal turns frames into evidence about labels: the zero-shot CLIP prompts, the embedded NSFW specialist,
+ * a trained head. Each lives in its own folder behind this interface and is listed once in registry.ts; the
+ * inference core (core.ts) opens the signals a setup wants, prepares each frame for every one of them, runs
+ * their models on batches of frames and combines what they say into labels.
+ */
+import type {Precision} from '../model/manifest-types.js'
+import type {Category, Policy, PresetName} from '../policy/types.js'
+import type {ScoredLabel} from '../scoring/result.js'
+import type {Origin, RgbImage} from '../types.js'
+import type {NsfwRunner} from './nsfw/runner.js'
+
+/** Everything a signal may need to open; read once by the adapters from Settings. */
+export interface SignalSetup {
+  /** The preset named (absent where only a model folder is). */
+  preset?: PresetName
+  modelDir: string
+  cacheDir: string
+  precision: Precision
+  threads?: number
+  /** The policy in force (already narrowed to one signal's categories under `only`). */
+  policy: Policy
+  headPath?: string
+  /** The user named the model folder: the CLIP model must be there. */
+  requireClip?: boolean
+  /** Opens the embedded NSFW specialist; absent where none is installed. */
+  openNsfw?: () => Promise<NsfwRunner>
+}
+
+/** The outputs of one frame, per signal name (what each signal's `infer` gave). */
+export type FrameOutputs = ReadonlyMap<string, unknown>
+
+/** A label that is not a category of the policy (a head's own label), as listings and eval show it. */
+export interface ExtraLabel {
+  name: string
+  parent: string | null
+  threshold: number
+  origin: Origin
+}
+
+/** A box in frame pixels: left, top, width, height. */
+export type Box = [number, number, number, number]
+
+/**
+ * What a signal finds in a frame beyond label scores: a detector's regions, a match against a list of known
+ * images (which list, which label, how far), the lines of text read.
+ */
+export interface FrameEvidence {
+  regions?: {label: string; score: number; box: Box}[]
+  matches?: {list: string; label: string; distance: number}[]
+  text?: {text: string; box: Box}[]
+}
+
+/** An open signal: its model in memory (or ready to load on first use) and what the core asks of it per frame. */
+export interface OpenSignal<In = unknown, Out = unknown> {
+  /** Names the model and every setting that changes its output: eval's feature cache is kept per key. */
+  readonly key?: string
+  /** Floats per output, where fixed (an embedding's size). */
+  readonly outputSize?: number
+  /** Loads what its first frame would (the engine's load); eval leaves it to the first frame that needs it. */
+  warm?(): Promise<void>
+  /** The preparing stage: one frame (already trimmed) → this signal's model input. */
+  prepare?(frame: RgbImage): In | Promise<In>
+  /** One model run over the inputs of several frames, one output per input. */
+  infer?(inputs: In[]): Promise<Out[]>
+  /** Per category this signal feeds: its calibrated score in [0, 1], combined with the others' by the policy's weights. */
+  scores?(output: Out): ReadonlyMap<string, number>
+  /** Per category: the raw margin that its calibration turns into the score (what `mod calibrate` fits). */
+  raw?(output: Out): ReadonlyMap<string, number>
+  /** What it found in the frame beyond label scores. */
+  evidence?(output: Out): FrameEvidence
+  /** After combination: the labels with this signal's own applied (a head blends and adds labels). */
+  adjust?(labels: ScoredLabel[], outputs: FrameOutputs): ScoredLabel[]
+  /** Raw logits of the labels it adds (`extraLabels`), for calibrate. */
+  extraRaw?(outputs: FrameOutputs): ReadonlyMap<string, number>
+  /** Labels it adds beside the policy's categories. */
+  readonly extraLabels?: readonly ExtraLabel[]
+  /** Its output as floats and back, for eval's feature cache; a signal without it is recomputed every run. */
+  encode?(output: Out): Float32Array
+  decode?(features: Float32Array): Out
+  dispose(): Promise<void>
+}
+
+export interface Signal {
+  readonly name: string
+  /** For a person: what it is (`the NSFW specialist`). */
+  readonly title: string
+  /** One line for the API documentation. */
+  readonly description: string
+  /**
+   * `model`: scores categories from frames on its own, so it can run alone (`--only`) and a category's weights
+   * name it; `labels`: builds on other signals' outputs after the categories are combined (a trained head).
+   */
+  readonly kind: 'model' | 'labels'
+  /** The setup insists on it: not being installed is an error, not categories left unevaluated. */
+  required?(setup: SignalSetup): boolean
+  /** Other signals whose outputs it reads: they must be installed when it runs. */
+  readonly needs?: readonly string[]
+  /**
+   * The policy switches it with `specialists: {<name>: true|false}`, and this is its state when the policy says
+   * nothing: `on` (the NSFW specialist), or `off` for a signal that runs only when the policy asks for it.
+   */
+  readonly policySwitch?: 'on' | 'off'
+  /** Its output is the image embedding a head is trained on and reads. */
+  readonly embedding?: boolean
+  /**
+   * Why the setup leaves it off (the policy switches it off, nothing to run), or undefined when it should run.
+   * The one place each signal's on/off rule is decided.
+   */
+  off(setup: SignalSetup): string | undefined
+  /** How much it counts in a category's score; 0 when it does not feed the category. */
+  weight(category: Category): number
+  /** Opens it; a ModError `model_missing` when it is not installed. `open` holds the signals opened before it. */
+  open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>): Promise<OpenSignal>
+  /** For listings, without loading any model: the id of the model it scores with. */
+  modelId?(setup: SignalSetup): Promise<string>
+  /** For listings, without loading any model: the labels it feeds or adds by name (a head's labels). */
+  labelNames?(setup: SignalSetup): Promise<ExtraLabel[]>
+}
+
+/** A category's weight for a model signal, from the policy (`signals: {clip: 1, nsfw: 3}`). */
+export function policyWeight(name: string): (category: Category) => number {
+  return (category) => category.signals[name] ?? 0
+}

@@ -1,0 +1,84 @@
+import {mkdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {hammingDistance, hashFromHex} from '../../src/lib/signals/pdq/hash256.js'
+import {ROOT, runCli, tempDir} from '../helpers/cli.js'
+import {ffmpeg} from '../lib/video/helpers.js'
+
+const PHOTOS = join(ROOT, 'test', 'fixtures', 'photos')
+const ASTRONAUT = join(PHOTOS, 'astronaut.jpg')
+const REFERENCE = JSON.parse(readFileSync(join(ROOT, 'test', 'lib', 'signals', 'pdq', 'reference.json'), 'utf8')) as {images: {name: string; hash: string; quality: number}[]}
+function reference(name: string): {hash: string; quality: number} {
+  const {hash, quality} = REFERENCE.images.find((r) => r.name === `photo/${name}`) as {hash: string; quality: number}
+  return {hash, quality}
+}
+
+const dir = tempDir('mod-hash-')
+test.after(() => dir.remove())
+
+test('prints hash, quality and source of an image, the hash of the reference implementation', async () => {
+  const r = await runCli(['hash', ASTRONAUT])
+  assert.is(r.code, 0, r.stderr)
+  assert.is(r.stdout, `${reference('astronaut.jpg').hash}  100  ${ASTRONAUT}\n`)
+  assert.is(r.stderr, '')
+})
+
+test('--ndjson walks folders like scan: one object per image, what was skipped on stderr', async () => {
+  const r = await runCli(['hash', PHOTOS, '--ndjson'])
+  assert.is(r.code, 0, r.stderr)
+  const rows = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as {source: string; hash: string; quality: number})
+  assert.is(rows.length, 14)
+  assert.equal(rows[1], {source: join(PHOTOS, 'brick.jpg'), ...reference('brick.jpg')})
+  assert.is(r.stderr, 'skipped 1 (1 not images)\n')
+})
+
+test('--json prints one array; an input that cannot be hashed is an entry in its place and exit 2', async () => {
+  const missing = join(dir.path, 'missing.jpg')
+  const broken = join(dir.path, 'broken.png')
+  writeFileSync(broken, readFileSync(ASTRONAUT).subarray(0, 2000))
+  const r = await runCli(['hash', ASTRONAUT, missing, '--json'])
+  assert.is(r.code, 2)
+  assert.equal(JSON.parse(r.stdout), [
+    {source: ASTRONAUT, ...reference('astronaut.jpg')},
+    {source: missing, error: {code: 'not_found', message: `${missing} does not exist`}},
+  ])
+  const t = await runCli(['hash', broken])
+  assert.is(t.code, 2)
+  assert.match(t.stdout, new RegExp(`^ERROR  ${broken}  unreadable_image: `))
+})
+
+test('a video gives one hash per sampled frame; frames of a clip of a photo hash near the photo', async () => {
+  const clip = join(dir.path, 'astronaut.mp4')
+  await ffmpeg('-loop', '1', '-i', ASTRONAUT, '-t', '2', '-r', '10', '-c:v', 'mpeg4', '-q:v', '2', '-pix_fmt', 'yuv420p', clip)
+  const r = await runCli(['hash', clip, '--fps', '2', '--ndjson'])
+  assert.is(r.code, 0, r.stderr)
+  const rows = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as {source: string; hash: string; quality: number; time: number})
+  assert.equal(rows.map((row) => [row.source, row.time, row.quality]), [0, 0.5, 1, 1.5].map((t) => [clip, t, 100]))
+  const photo = hashFromHex(reference('astronaut.jpg').hash)
+  for (const row of rows) assert.ok(hammingDistance(hashFromHex(row.hash), photo) <= 31, `${row.time}: ${hammingDistance(hashFromHex(row.hash), photo)}`)
+})
+
+test('a file that is neither an image nor a video is an entry with the video error', async () => {
+  const notes = join(dir.path, 'notes.txt')
+  writeFileSync(notes, 'not a picture\n')
+  const r = await runCli(['hash', notes])
+  assert.is(r.code, 2)
+  assert.match(r.stdout, new RegExp(`^ERROR  ${notes}  unsupported_media: `))
+})
+
+test('nothing to hash is an error; --fps out of range is a usage error', async () => {
+  const empty = join(dir.path, 'empty')
+  mkdirSync(empty)
+  const r = await runCli(['hash', empty])
+  assert.is(r.code, 2)
+  assert.is(r.stdout, '')
+  assert.is(r.stderr, `mod: not_found: nothing to hash in ${empty}: no images\n`)
+  const u = await runCli(['hash', ASTRONAUT, '--fps', '0'])
+  assert.is(u.code, 2)
+  assert.match(u.stderr, /^mod: usage: --fps: Expected a number from 0.01 to 10 but received: 0/)
+})
+
+test.run()

@@ -1,0 +1,167 @@
+import {mkdtemp, readdir, rm, utimes, writeFile} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {hammingDistance, hashToHex, type Hash256} from '../../../../src/lib/signals/pdq/hash256.js'
+import {readListCache} from '../../../../src/lib/signals/pdq/list-cache.js'
+import {entryOf, listErrors, parseHashList} from '../../../../src/lib/signals/pdq/list-file.js'
+import {loadHashList} from '../../../../src/lib/signals/pdq/list-load.js'
+import {confidenceOf, matchHash} from '../../../../src/lib/signals/pdq/match.js'
+import {buildMultiIndex, searchMultiIndex} from '../../../../src/lib/signals/pdq/multi-index.js'
+import {rejection} from '../../../helpers/errors.js'
+
+const A = 'ab'.repeat(32)
+const B = '0f'.repeat(32)
+
+/** A seeded generator, so that the lists are the same on every run. */
+function random(seed: number): () => number {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = Math.imul(a ^ (a >>> 15), a | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+function randomHash(next: () => number): Hash256 {
+  return Uint8Array.from({length: 32}, () => Math.floor(next() * 256))
+}
+
+/** `hash` with `bits` distinct bits flipped. */
+function flip(hash: Hash256, bits: number, next: () => number): Hash256 {
+  const out = Uint8Array.from(hash)
+  const chosen = new Set<number>()
+  while (chosen.size < bits) chosen.add(Math.floor(next() * 256))
+  for (const k of chosen) out[k >> 3] ^= 1 << (k & 7)
+  return out
+}
+
+test('parses hash, label and note; skips comments and blank lines; the note keeps its commas', () => {
+  const text = `# known bad\n\n${A}\n  ${B.toUpperCase()} , case-7 , seen twice, then removed \r\n${A},case-8\n`
+  const {list, errors} = parseHashList(Buffer.from(text))
+  assert.equal(errors, [])
+  assert.is(list.count, 3)
+  assert.is(hashToHex(list.hashes.subarray(32, 64)), B)
+  assert.equal([0, 1, 2].map((i) => entryOf(list, i)), [
+    {label: '', note: ''},
+    {label: 'case-7', note: 'seen twice, then removed'},
+    {label: 'case-8', note: ''},
+  ])
+})
+
+test('bad lines are reported with their numbers', () => {
+  const text = `${A}\nnot-a-hash,x\n${A.slice(2)}zz\n${A} trailing\n${A}`
+  const {list, errors} = parseHashList(Buffer.from(text))
+  assert.equal(errors.map((e) => e.line), [2, 3, 4])
+  assert.is(list.count, 2)
+  const error = listErrors('bad.txt', errors)
+  assert.is(error?.code, 'invalid_config')
+  assert.is(
+    error?.message,
+    `hash list bad.txt: line 2: "not-a-hash" is not a PDQ hash (64 hexadecimal digits); line 3: "${A.slice(2)}zz" is not a PDQ hash (64 hexadecimal digits); line 4: expected a comma after the hash`,
+  )
+})
+
+test('the multi-index finds exactly what a full scan finds within the threshold (planted distances 0-40, thresholds up to 43)', () => {
+  const next = random(7)
+  const base = Array.from({length: 3000}, () => randomHash(next))
+  const queries = base.slice(0, 200).map((h, i) => flip(h, i % 41, next))
+  const text = base.map((h, i) => `${hashToHex(h)},n${i}`).join('\n')
+  const {list} = parseHashList(Buffer.from(text))
+  const index = buildMultiIndex(list)
+  for (const threshold of [0, 15, 31, 43]) {
+    for (const q of queries) {
+      const scan = base.map((h, id) => ({id, distance: hammingDistance(h, q)})).filter((h) => h.distance <= threshold)
+      scan.sort((a, b) => a.distance - b.distance || a.id - b.id)
+      assert.equal(searchMultiIndex(index, q, threshold), scan)
+    }
+  }
+})
+
+test('matches name the list, label and note, with confidence 1 - distance / 64; low-quality images match nothing', async () => {
+  const next = random(3)
+  const listed = randomHash(next)
+  const dir = await mkdtemp(join(tmpdir(), 'mod-pdq-'))
+  try {
+    const file = join(dir, 'bad.txt')
+    await writeFile(file, `${hashToHex(listed)},case-1,reported 2026-11-01\n${hashToHex(randomHash(next))},case-2\n`)
+    const loaded = await loadHashList(file, 'removals')
+    const near = flip(listed, 12, next)
+    assert.equal(matchHash([loaded], {hash: near, quality: 80}), [
+      {list: 'removals', label: 'case-1', note: 'reported 2026-11-01', distance: 12, confidence: 1 - 12 / 64, hash: hashToHex(listed), variant: 'original'},
+    ])
+    assert.equal(matchHash([loaded], {hash: near, quality: 49}), [])
+    assert.equal(matchHash([loaded], {hash: near, quality: 49}, {qualityFloor: 40}).length, 1)
+    assert.equal(matchHash([loaded], {hash: near, quality: 80}, {thresholds: {removals: 11}}), [])
+    assert.is(confidenceOf(0), 1)
+    assert.is(confidenceOf(31), 1 - 31 / 64)
+  } finally {
+    await rm(dir, {recursive: true, force: true})
+  }
+})
+
+test('a mirrored copy matches through its dihedral variants', async () => {
+  const next = random(4)
+  const listed = randomHash(next)
+  const dir = await mkdtemp(join(tmpdir(), 'mod-pdq-'))
+  try {
+    const file = join(dir, 'l.txt')
+    await writeFile(file, `${hashToHex(listed)},x\n`)
+    const loaded = await loadHashList(file, 'l')
+    const other = randomHash(next)
+    const dihedral = {original: other, rotate90: other, rotate180: other, rotate270: other, flipX: other, flipY: flip(listed, 3, next), flipPlus1: other, flipMinus1: other}
+    const [m] = matchHash([loaded], {hash: other, quality: 100, dihedral})
+    assert.equal([m.variant, m.distance], ['flipY', 3])
+  } finally {
+    await rm(dir, {recursive: true, force: true})
+  }
+})
+
+test('the binary cache (list and index) is written beside the list, used while the text is unchanged, and ignored once it changes', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'mod-pdq-'))
+  try {
+    const file = join(dir, 'list.txt')
+    await writeFile(file, `${A},a\n${B},b,note\n`)
+    const first = await loadHashList(file, 'l')
+    assert.is(first.from, 'text')
+    assert.equal((await readdir(dir)).sort(), ['list.txt', 'list.txt.pdqcache'])
+    const second = await loadHashList(file, 'l')
+    assert.is(second.from, 'cache')
+    assert.equal(second.list, first.list)
+    assert.equal(second.index, first.index)
+    // Same size and modification time, other content: the SHA-256 tells them apart.
+    const when = new Date('2026-01-01T00:00:00Z')
+    await writeFile(file, `${B},a\n${A},b,note\n`)
+    await utimes(file, when, when)
+    const third = await loadHashList(file, 'l')
+    assert.is(third.from, 'text')
+    assert.is(entryOf(third.list, 0).label, 'a')
+    assert.is(hashToHex(third.list.hashes.subarray(0, 32)), B)
+    assert.is((await loadHashList(file, 'l')).from, 'cache')
+    const stale = await readListCache(file, async () => ({size: 1, mtimeMs: 0, sha256: Buffer.alloc(32)}), 1, 0)
+    assert.is(stale, undefined)
+  } finally {
+    await rm(dir, {recursive: true, force: true})
+  }
+})
+
+test('a list with bad lines is refused with their line numbers, and no cache is written', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'mod-pdq-'))
+  try {
+    const file = join(dir, 'list.txt')
+    await writeFile(file, `${A}\n\nxyz\n`)
+    const e = await rejection(loadHashList(file, 'l'))
+    assert.is(e.code, 'invalid_config')
+    assert.is(e.message, `hash list ${file}: line 3: "xyz" is not a PDQ hash (64 hexadecimal digits)`)
+    assert.equal(await readdir(dir), ['list.txt'])
+    assert.is((await rejection(loadHashList(join(dir, 'none.txt'), 'l'))).message, `hash list ${join(dir, 'none.txt')} does not exist`)
+  } finally {
+    await rm(dir, {recursive: true, force: true})
+  }
+})
+
+test.run()

@@ -1,0 +1,122 @@
+// A signal plugs in with one folder and one registry line: here a test-only signal (the share of red in a
+// frame, feeding `redness`) is added to the registry's list and shows up wherever signals are listed or used.
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {DEFAULT_LIMITS} from '../../../src/lib/config/settings.js'
+import {createEngine} from '../../../src/lib/engine.js'
+import {openDatasetScoring} from '../../../src/lib/eval/features.js'
+import {buildPolicy} from '../../../src/lib/policy/load.js'
+import {activeSignals, openCore} from '../../../src/lib/signals/core.js'
+import {SIGNALS} from '../../../src/lib/signals/registry.js'
+import type {Signal} from '../../../src/lib/signals/signal.js'
+import {solidPng, tempDir} from '../../helpers/cli.js'
+import {start, testSettings} from '../../server/harness.js'
+
+const dir = tempDir()
+test.after(() => dir.remove())
+
+/** The share of the frame's brightness that is red: 1 for pure red, 0 for pure blue. */
+const redMeter: Signal = {
+  name: 'red_meter',
+  title: 'the red meter',
+  description: 'the share of red (a test signal)',
+  kind: 'model',
+  off: () => undefined,
+  weight: (category) => (category.name === 'redness' ? 1 : 0),
+  open: async () => ({
+    key: 'red-meter',
+    prepare(frame) {
+      let red = 0
+      let all = 0
+      for (let i = 0; i < frame.data.length; i += 3) {
+        red += frame.data[i]
+        all += frame.data[i] + frame.data[i + 1] + frame.data[i + 2]
+      }
+      return all === 0 ? 0 : red / all
+    },
+    infer: async (shares: number[]) => shares.map((s) => Float32Array.of(s)),
+    scores: (out: Float32Array) => new Map([['redness', out[0]]]),
+    encode: (out: Float32Array) => out,
+    decode: (features: Float32Array) => features,
+    dispose: async () => {},
+  }),
+}
+
+const registry = [...SIGNALS, redMeter]
+const policy = buildPolicy({categories: [{name: 'redness', prompts: ['red']}]})
+const cacheDir = join(dir.path, 'cache')
+// No CLIP model pulled and no specialist: the test signal alone scores.
+const setup = {preset: 'fast' as const, modelDir: join(dir.path, 'not-pulled'), cacheDir, policy, limits: DEFAULT_LIMITS, signals: registry}
+
+test('a registered signal scores scan results, and /health and /v1/categories list it', async () => {
+  const engine = createEngine(setup)
+  const server = await start(engine, testSettings(cacheDir), {tmpDir: dir.path})
+  try {
+    const red = await engine.moderateImage(await solidPng(255, 0, 0), 'red.png')
+    assert.equal(red.labels.map((l) => [l.name, l.score, l.violated]), [['redness', 1, true]])
+    assert.ok(red.not_evaluated.includes('violence') && !red.not_evaluated.includes('redness'))
+    const blue = await engine.moderateImage(await solidPng(0, 0, 255), 'blue.png')
+    assert.equal(blue.labels.map((l) => [l.name, l.score]), [['redness', 0]])
+    // Plain requests: the OpenAPI document describes the registry's own signals, which this test extends.
+    const get = async (path: string) => (await fetch(`${server.base}${path}`)).json()
+    assert.equal((await get('/health')).signals, {clip: 'not_installed', nsfw: 'off', head: 'off', red_meter: 'loaded'})
+    const redness = (await get('/v1/categories')).categories.find((c: {name: string}) => c.name === 'redness')
+    assert.equal(redness.signals, ['clip', 'red_meter'])
+  } finally {
+    await server.stop()
+    await engine.close()
+  }
+})
+
+test('eval scores with a registered signal as scan does, and keeps its output as a feature', async () => {
+  const scoring = await openDatasetScoring({modelDir: setup.modelDir, precision: 'fp32', cacheDir, limits: DEFAULT_LIMITS}, {policy, signals: registry})
+  try {
+    assert.is(scoring.key, 'red-meter')
+    assert.equal(scoring.labels.map((l) => l.name), ['redness'])
+    const features = await scoring.extract(await solidPng(255, 0, 0))
+    assert.equal(Object.keys(features.signals), ['red_meter'])
+    assert.equal([...scoring.score(features)], [1])
+  } finally {
+    await scoring.dispose()
+  }
+})
+
+test('a signal can run only when the policy asks for it (policySwitch off), and carry evidence beyond label scores', async () => {
+  const boxed: Signal = {
+    ...redMeter,
+    name: 'red_boxes',
+    policySwitch: 'off',
+    open: async (o, opened) => ({
+      ...(await redMeter.open(o, opened)),
+      evidence: (out: Float32Array) => ({regions: [{label: 'redness', score: out[0], box: [0, 0, 64, 64]}]}),
+    }),
+  }
+  const withBoxes = [...SIGNALS, boxed]
+  const quiet = createEngine({...setup, signals: withBoxes})
+  assert.equal(quiet.signals().red_boxes, 'off')
+  await quiet.close()
+
+  const asked = {...policy, specialists: {...policy.specialists, red_boxes: true}}
+  const engine = createEngine({...setup, policy: asked, signals: withBoxes})
+  try {
+    const red = await engine.moderateImage(await solidPng(255, 0, 0), 'red.png')
+    assert.equal(red.labels.map((l) => [l.name, l.score]), [['redness', 1]])
+    assert.equal(engine.signals().red_boxes, 'loaded')
+  } finally {
+    await engine.close()
+  }
+
+  const o = {...setup, precision: 'fp32' as const, policy: asked}
+  const core = await openCore(withBoxes, o, activeSignals(withBoxes, o), {batchSize: 8})
+  try {
+    const [outputs] = await core.infer(await core.prepare([{data: Buffer.from([255, 0, 0, 255, 0, 0]), width: 2, height: 1}]))
+    assert.equal(core.evidence(outputs), {regions: [{label: 'redness', score: 1, box: [0, 0, 64, 64]}]})
+  } finally {
+    await core.dispose()
+  }
+})
+
+test.run()
