@@ -35,8 +35,11 @@ const PATTERNS: Record<ContactDetector, RegExp> = {
   handle: /(?<![\p{L}\p{N}.])(?:(?:t|telegram|wa|m|signal|line)\.me\/[\w+.-]+|discord\.gg\/[\w-]+|@[\p{L}\p{N}_.]{3,32})/giu,
 }
 
-/** A digit run holding a date with its year (2024-01-15, 15.01.2024, a camera's 06.24.2008 17:59) is no phone number. */
-const DATE = /(?:^|\D)(?:\d{4}[-./ ]\d{1,2}[-./ ]\d{1,2}|\d{1,2}[-./ ]\d{1,2}[-./ ]\d{4})(?:\D|$)/
+/**
+ * A digit run holding a date with its year, one separator repeated (2024-01-15, 15.01.2024, a camera's
+ * 06.24.2008 17:59), is no phone number; spaces do not count, since they group phone numbers (+44 20 7946 0958).
+ */
+const DATE = /(?:^|\D)(?:\d{4}([-./])\d{1,2}\1\d{1,2}|\d{1,2}([-./])\d{1,2}\2\d{4})(?:\D|$)/
 
 function phoneOk(found: string, after: string): boolean {
   const digits = found.replace(/\D/g, '').length

@@ -63,6 +63,7 @@ test('finds international and national phone numbers, not dates, prices or short
   assert.equal(contacts('ring 0044 20 7946 0958 now'), [['phone', '0044 20 7946 0958']])
   assert.equal(contacts('(555) 123-4567 ext'), [['phone', '(555) 123-4567']])
   assert.equal(contacts('+1 555 010 9999'), [['phone', '+1 555 010 9999']])
+  assert.equal(contacts('Call +44 20 7946 0958 today'), [['phone', '+44 20 7946 0958']])
   assert.equal(contacts('opened 2024-01-15, 15.01.2024, price 1 299.00, room 1234567'), [])
   // A camera's date stamp.
   assert.equal(contacts('06.24.2008 17:59'), [])
