@@ -24,6 +24,20 @@ function asPolicyFile(policy: Policy, preset: string): Record<string, unknown> {
         ...off,
       ],
     ),
+    // Word lists are written out in full: the output stands alone, without the list files.
+    ...(policy.text
+      ? {
+          text: {
+            video: policy.text.video,
+            rules: Object.fromEntries(
+              policy.text.rules.map((r) => [
+                r.name,
+                {category: r.category, ...(r.words ? {words: r.words} : {}), ...(r.patterns ? {regex: r.patterns} : {}), ...(r.detect ? {detect: r.detect} : {})},
+              ]),
+            ),
+          },
+        }
+      : {}),
   }
 }
 

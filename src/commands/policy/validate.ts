@@ -5,8 +5,8 @@ import {Args} from '@oclif/core'
 import {ModCommand} from '../../cli/base-command.js'
 import {EXIT_ERROR} from '../../cli/errors.js'
 import {longPresetPrompts, type LongPrompt} from '../../lib/model/prompt-length.js'
-import {buildPolicy, formatProblems, readPolicyText, summarizePolicy, type PolicySummary} from '../../lib/policy/load.js'
-import {validatePolicyText, type HashListEntry, type PolicyProblem} from '../../lib/policy/schema.js'
+import {buildPolicy, formatProblems, summarizePolicy, validatePolicyFile, type PolicySummary} from '../../lib/policy/load.js'
+import type {HashListEntry, PolicyProblem} from '../../lib/policy/schema.js'
 import {checkHashListFile} from '../../lib/signals/pdq/list-load.js'
 
 const SHOWN_CHARS = 60
@@ -46,6 +46,8 @@ A valid file prints a summary. An invalid one prints one "file:line:column: mess
 
 Hash lists named under hash_lists: are read (paths relative to the policy file) and each bad line is reported as "list:line: message".
 
+Text rules are checked too: their categories, their regular expressions (the problem named on its line) and their word list files (read relative to the policy file).
+
 A prompt longer than the text encoder's context (77 tokens, start and end included) is truncated when it is encoded, its end token kept: each such prompt gets a warning line on stderr, and the exit code stays 0.`
 
   static override examples = [
@@ -66,8 +68,7 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
 
   async run(): Promise<{valid: boolean; problems: PolicyProblem[]; summary: PolicySummary | null; hash_lists?: ListCheck[]}> {
     const {args} = await this.parse(PolicyValidate)
-    const text = await readPolicyText(args.file)
-    const {problems, file} = validatePolicyText(text)
+    const {problems, file} = await validatePolicyFile(args.file)
     const lists = await checkLists(args.file, file?.hash_lists ?? [])
     const listsValid = lists.every((l) => l.problems.length === 0)
     const summary = file === undefined ? null : summarizePolicy(file)
@@ -93,6 +94,7 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
       this.log(`  disabled:     ${list(summary.disabled)}`)
       this.log(`  preset:       ${summary.preset ?? 'not set (flag, MOD_PRESET or fast)'}`)
       this.log(`  trim_borders: ${summary.trim_borders}`)
+      this.log(`  text rules:   ${list(summary.text_rules)}`)
       for (const l of lists) this.log(`  hash list:    ${l.name}: ${l.entries} hashes in ${l.file}`)
     }
     return {valid: summary !== null && listsValid, problems, summary, ...(lists.length > 0 ? {hash_lists: lists} : {})}

@@ -11,7 +11,7 @@ import {formatSize} from '../sizes.js'
 import {CLIP_ONLY, CUSTOM_CALIBRATION, DEFAULT_CATEGORIES, DEFAULT_NEUTRAL, DEFAULT_THRESHOLD} from './defaults.js'
 import {DEFAULT_HASH_CATEGORY, validatePolicyText} from './schema.js'
 import type {PolicyFile, PolicyProblem} from './schema.js'
-import type {Category, Policy, PresetName} from './types.js'
+import type {Category, Policy, PresetName, TextPolicy} from './types.js'
 
 /** Names looked for in each folder, nearest folder first. */
 export const POLICY_FILE_NAMES: readonly string[] = Object.freeze([
@@ -50,7 +50,7 @@ function knownBadCategory(): Category {
  * inherited built-in parents). Hash list files are resolved against `dir` (the policy file's folder); every
  * category a list maps to is fed by the `pdq` signal as well. Expects a file from validatePolicyText.
  */
-export function buildPolicy(file?: PolicyFile, dir = '.'): Policy {
+export function buildPolicy(file?: PolicyFile, dir = '.', lists: WordLists = new Map()): Policy {
   const entries = file?.categories ?? []
   const categories: Category[] = []
   for (const builtin of DEFAULT_CATEGORIES) {
@@ -99,7 +99,66 @@ export function buildPolicy(file?: PolicyFile, dir = '.'): Policy {
     neutral: [...(file?.neutral ?? DEFAULT_NEUTRAL)],
     specialists: Object.fromEntries([...POLICY_SWITCHES].map(([name, on]) => [name, file?.specialists?.[name] ?? on])),
     hash_lists: hashLists,
+    ...(file?.text && file.text.rules.length > 0 ? {text: buildTextPolicy(file, lists)} : {}),
   }
+}
+
+/** Words read from each rule's `words_file`, by rule name. */
+export type WordLists = ReadonlyMap<string, readonly string[]>
+
+function buildTextPolicy(file: PolicyFile, lists: WordLists): TextPolicy {
+  return {
+    video: file.text?.video ?? false,
+    rules: (file.text?.rules ?? []).map((r) => ({
+      name: r.name,
+      category: r.category,
+      ...(r.words || r.words_file ? {words: [...(r.words ?? []), ...(lists.get(r.name) ?? [])]} : {}),
+      ...(r.regex ? {patterns: [...r.regex]} : {}),
+      ...(r.detect ? {detect: [...r.detect]} : {}),
+    })),
+  }
+}
+
+/** A word list file: at most this size (a list of a hundred thousand entries fits). */
+export const MAX_WORD_LIST_BYTES = 4 * 1024 * 1024
+
+/** A list file's entries: one word or phrase a line; blank lines and lines starting with `#` are skipped. */
+export function parseWordList(text: string): string[] {
+  return text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'))
+}
+
+/**
+ * Reads the `words_file` of each text rule, relative to the policy file's folder; a file that cannot be read
+ * is a problem on the line of its `words_file`.
+ */
+export async function readWordLists(file: PolicyFile, policyPath: string): Promise<{lists: Map<string, string[]>; problems: PolicyProblem[]}> {
+  const lists = new Map<string, string[]>()
+  const problems: PolicyProblem[] = []
+  for (const rule of file.text?.rules ?? []) {
+    if (rule.words_file === undefined) continue
+    const at = rule.wordsFileAt ?? {line: 1, column: 1}
+    try {
+      const text = await readConfigText(path.resolve(path.dirname(policyPath), rule.words_file), 'word list', MAX_WORD_LIST_BYTES)
+      const words = parseWordList(text)
+      if (words.length === 0) problems.push({...at, message: `text.rules.${rule.name}.words_file ${rule.words_file} lists no word`})
+      lists.set(rule.name, words)
+    } catch (e) {
+      problems.push({...at, message: `text.rules.${rule.name}.words_file: ${(e as Error).message}`})
+    }
+  }
+  return {lists, problems}
+}
+
+/** Validates a policy file's text and reads the word lists it names; `file` only when there is no problem. */
+export async function validatePolicyFile(filePath: string): Promise<{problems: PolicyProblem[]; file?: PolicyFile; lists: WordLists}> {
+  const {problems, file} = validatePolicyText(await readPolicyText(filePath))
+  if (file === undefined) return {problems, lists: new Map()}
+  const read = await readWordLists(file, filePath)
+  if (read.problems.length > 0) return {problems: read.problems, lists: new Map()}
+  return {problems: [], file, lists: read.lists}
 }
 
 /** "path:line:col: message", the form editors and CI logs link to. */
@@ -132,12 +191,12 @@ export function readPolicyText(filePath: string): Promise<string> {
 
 /** Reads, validates and merges a policy file; every problem is listed in the error, one per line. */
 export async function loadPolicyFile(filePath: string): Promise<{policy: Policy; file: PolicyFile}> {
-  const {problems, file} = validatePolicyText(await readPolicyText(filePath))
+  const {problems, file, lists} = await validatePolicyFile(filePath)
   if (file === undefined) {
     const lines = formatProblems(filePath, problems)
     throw new ModError('invalid_config', `invalid policy file ${filePath}:\n${lines.join('\n')}`, {problems})
   }
-  return {policy: buildPolicy(file, path.dirname(path.resolve(filePath))), file}
+  return {policy: buildPolicy(file, path.dirname(path.resolve(filePath)), lists), file}
 }
 
 /**
@@ -183,6 +242,8 @@ export interface PolicySummary {
   changed: string[]
   preset: PresetName | null
   trim_borders: boolean
+  /** Names of the text rules. */
+  text_rules: string[]
 }
 
 export function summarizePolicy(file: PolicyFile): PolicySummary {
@@ -197,5 +258,6 @@ export function summarizePolicy(file: PolicyFile): PolicySummary {
       .map((e) => e.name),
     preset: policy.preset ?? null,
     trim_borders: policy.trim_borders,
+    text_rules: (file.text?.rules ?? []).map((r) => r.name),
   }
 }

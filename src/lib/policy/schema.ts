@@ -9,11 +9,15 @@
  * - a `parent` written in the file must name an enabled category; a built-in whose built-in parent is
  *   disabled, and whose parent the file does not set, simply loses its parent (disabling violence leaves
  *   weapons, gore and self_harm standing on their own);
- * - the parents of the enabled categories must not form a cycle.
+ * - the parents of the enabled categories must not form a cycle;
+ * - a text rule feeds an enabled category or `contact_info` (the category fed by text alone), holds exactly
+ *   one kind of rule (words and/or words_file, regex, or detect), and its regular expressions compile.
  */
 import {isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument} from 'yaml'
 import type {Document, Node as YamlNode, Pair} from 'yaml'
 
+import {CONTACT_DETECTORS, type ContactDetector} from '../signals/text/contact.js'
+import {patternProblem} from '../signals/text/rules.js'
 import {DEFAULT_DISTANCE_THRESHOLD} from '../signals/pdq/match.js'
 import {MAX_THRESHOLD} from '../signals/pdq/multi-index.js'
 import {closest} from '../suggest.js'
@@ -68,6 +72,26 @@ export interface PolicyFile {
   specialists?: Partial<Specialists>
   categories: CategoryEntry[]
   hash_lists?: HashListEntry[]
+  /** Rules over the text read in images; the text signal runs only when there is at least one. */
+  text?: TextSection
+}
+
+/** One entry under `text.rules:`. A list file is read by load.ts, relative to the policy file. */
+export interface TextRuleEntry {
+  name: string
+  category: string
+  words?: string[]
+  words_file?: string
+  /** Where `words_file`'s value is, for problems found when reading the file. */
+  wordsFileAt?: {line: number; column: number}
+  regex?: string[]
+  detect?: ContactDetector[]
+}
+
+export interface TextSection {
+  /** Read video frames too (off by default: reading text costs more than the other signals per frame). */
+  video?: boolean
+  rules: TextRuleEntry[]
 }
 
 export interface PolicyValidation {
@@ -76,7 +100,11 @@ export interface PolicyValidation {
   file?: PolicyFile
 }
 
-const TOP_KEYS = ['preset', 'trim_borders', 'neutral', 'specialists', 'categories', 'hash_lists'] as const
+const TOP_KEYS = ['preset', 'trim_borders', 'neutral', 'specialists', 'categories', 'hash_lists', 'text'] as const
+const TEXT_KEYS = ['video', 'rules'] as const
+const TEXT_RULE_KEYS = ['category', 'words', 'words_file', 'regex', 'detect'] as const
+/** The category fed by text alone: enabled by naming it in a text rule. */
+export const TEXT_ONLY_CATEGORY = 'contact_info'
 const CATEGORY_KEYS = ['enabled', 'prompts', 'negatives', 'parent', 'threshold', 'calibration'] as const
 const CALIBRATION_KEYS = ['scale', 'bias'] as const
 const HASH_LIST_KEYS = ['file', 'category', 'distance'] as const
@@ -156,9 +184,9 @@ function readNumber(
   return undefined
 }
 
-function readTextList(ctx: Context, node: unknown, at: number, path: string, atLeastOne: boolean): string[] | undefined {
+function readTextList(ctx: Context, node: unknown, at: number, path: string, atLeastOne: boolean, noun = 'prompt'): string[] | undefined {
   if (!isSeq(node)) {
-    report(ctx, offsetOf(node, at), `${path} must be a list of prompts, not ${describe(node)}`)
+    report(ctx, offsetOf(node, at), `${path} must be a list of ${noun === 'prompt' ? 'prompts' : 'words or phrases'}, not ${describe(node)}`)
     return undefined
   }
   const texts: string[] = []
@@ -169,7 +197,7 @@ function readTextList(ctx: Context, node: unknown, at: number, path: string, atL
     else report(ctx, offsetOf(item, offsetOf(node, at)), `${path}[${i}] must be non-empty text, not ${describe(item)}`)
   })
   if (atLeastOne && node.items.length === 0) {
-    report(ctx, offsetOf(node, at), `${path} must list at least one prompt`)
+    report(ctx, offsetOf(node, at), `${path} must list at least one ${noun}`)
     return undefined
   }
   return texts.length === node.items.length ? texts : undefined
@@ -428,6 +456,140 @@ function checkListCategories(ctx: Context, file: PolicyFile, categoryAt: Map<str
   }
 }
 
+function readTextRule(ctx: Context, name: string, node: unknown, at: number, places: TextRulePlace[]): TextRuleEntry | undefined {
+  const path = `text.rules.${name}`
+  if (!isMap(node)) {
+    report(ctx, offsetOf(node, at), `${path} must be a mapping with category and words, words_file, regex or detect, not ${describe(node)}`)
+    return undefined
+  }
+  const rule: Partial<TextRuleEntry> = {name}
+  let ok = true
+  for (const pair of node.items) {
+    const key = keyOf(ctx, pair, ` in ${path}`)
+    if (key === undefined) continue
+    const value = deref(ctx, pair.value)
+    const valueAt = offsetOf(pair.key, at)
+    const field = `${path}.${key}`
+    switch (key) {
+      case 'category': {
+        const category = scalarValue(value)
+        if (typeof category === 'string' && category !== '') {
+          rule.category = category
+          places.push({name, categoryOffset: offsetOf(value, valueAt)})
+        } else report(ctx, offsetOf(value, valueAt), `${field} must be a category name, not ${describe(value)}`)
+        break
+      }
+      case 'words': {
+        const list = readTextList(ctx, value, valueAt, field, true, 'word or phrase')
+        if (list) rule.words = list
+        else ok = false
+        break
+      }
+      case 'words_file': {
+        const file = scalarValue(value)
+        if (typeof file === 'string' && file.trim() !== '') {
+          rule.words_file = file
+          const {line, col} = ctx.lineCounter.linePos(offsetOf(value, valueAt))
+          rule.wordsFileAt = {line, column: col}
+        } else {
+          report(ctx, offsetOf(value, valueAt), `${field} must be the path of a list file (one word or phrase a line), not ${describe(value)}`)
+          ok = false
+        }
+        break
+      }
+      case 'regex': {
+        const items = isSeq(value) ? value.items.map((item) => deref(ctx, item)) : [value]
+        const patterns: string[] = []
+        items.forEach((item, i) => {
+          const source = scalarValue(item)
+          const where = isSeq(value) ? `${field}[${i}]` : field
+          if (typeof source !== 'string' || source === '') {
+            report(ctx, offsetOf(item, valueAt), `${where} must be a regular expression, not ${describe(item)}`)
+            return
+          }
+          const problem = patternProblem(source)
+          if (problem) report(ctx, offsetOf(item, valueAt), `${where} is not a valid regular expression: ${problem}`)
+          else patterns.push(source)
+        })
+        if (patterns.length === items.length && items.length > 0) rule.regex = patterns
+        else ok = false
+        break
+      }
+      case 'detect': {
+        const items = isSeq(value) ? value.items.map((item) => deref(ctx, item)) : [value]
+        const detect: ContactDetector[] = []
+        for (const item of items) {
+          const d = scalarValue(item)
+          if (typeof d === 'string' && (CONTACT_DETECTORS as readonly string[]).includes(d)) detect.push(d as ContactDetector)
+          else report(ctx, offsetOf(item, valueAt), `${field} must list detectors among ${CONTACT_DETECTORS.join(', ')}, not ${describe(item)}`)
+        }
+        if (detect.length === items.length && items.length > 0) rule.detect = detect
+        else ok = false
+        break
+      }
+      default:
+        unknownKey(ctx, pair, key, ` in ${path}`, TEXT_RULE_KEYS)
+    }
+  }
+  const kinds = [rule.words !== undefined || rule.words_file !== undefined, rule.regex !== undefined, rule.detect !== undefined].filter(Boolean).length
+  if (rule.category === undefined) report(ctx, at, `${path} needs a category: the category its hits feed`)
+  else if (ok && kinds === 0) report(ctx, at, `${path} needs words, words_file, regex or detect`)
+  else if (kinds > 1) report(ctx, at, `${path} holds one kind of rule: words (and words_file), regex or detect; split it into rules`)
+  return ok && kinds === 1 && rule.category !== undefined ? (rule as TextRuleEntry) : undefined
+}
+
+interface TextRulePlace {
+  name: string
+  categoryOffset: number
+}
+
+function readTextSection(ctx: Context, node: unknown, at: number, places: TextRulePlace[]): TextSection | undefined {
+  if (!isMap(node)) {
+    report(ctx, offsetOf(node, at), `text must be a mapping with rules (and video), not ${describe(node)}`)
+    return undefined
+  }
+  const section: TextSection = {rules: []}
+  for (const pair of node.items) {
+    const key = keyOf(ctx, pair, ' in text')
+    if (key === undefined) continue
+    const value = deref(ctx, pair.value)
+    const valueAt = offsetOf(pair.key, at)
+    if (key === 'video') section.video = readBoolean(ctx, value, valueAt, 'text.video')
+    else if (key === 'rules') {
+      if (scalarValue(value) === null) continue
+      if (!isMap(value)) {
+        report(ctx, offsetOf(value, valueAt), `text.rules must be a mapping from rule names to rules, not ${describe(value)}`)
+        continue
+      }
+      for (const rulePair of value.items) {
+        const name = keyOf(ctx, rulePair, ' under text.rules')
+        if (name === undefined) continue
+        const ruleAt = offsetOf(rulePair.key, valueAt)
+        if (!CATEGORY_NAME_PATTERN.test(name)) {
+          report(ctx, ruleAt, `rule name "${name}" may hold only letters, digits, "_", "-" and "." (at most 64)`)
+          continue
+        }
+        const rule = readTextRule(ctx, name, deref(ctx, rulePair.value), ruleAt, places)
+        if (rule) section.rules.push(rule)
+      }
+    } else unknownKey(ctx, pair, key, ' in text', TEXT_KEYS)
+  }
+  return section
+}
+
+/** A text rule's category must be enabled after merging with the built-ins, or the text-only category. */
+function checkTextCategories(ctx: Context, entries: CategoryEntry[], places: TextRulePlace[], rules: TextRuleEntry[]): void {
+  const enabled = new Set([...DEFAULT_CATEGORIES.map((c) => c.name), ...entries.map((e) => e.name), TEXT_ONLY_CATEGORY])
+  for (const e of entries) if (e.enabled === false) enabled.delete(e.name)
+  for (const place of places) {
+    const rule = rules.find((r) => r.name === place.name)
+    const category = rule?.category
+    if (category === undefined || enabled.has(category)) continue
+    const near = closest(category, enabled)
+    report(ctx, place.categoryOffset, `text.rules.${place.name}.category: no enabled category is named "${category}"${near ? `; did you mean "${near}"?` : ''}`)
+  }
+}
+
 /** Parses and checks a policy file's text; `file` is returned only when there is no problem. */
 export function validatePolicyText(text: string): PolicyValidation {
   const lineCounter = new LineCounter()
@@ -441,6 +603,7 @@ export function validatePolicyText(text: string): PolicyValidation {
   const file: PolicyFile = {categories: []}
   const places = new Map<string, EntryPlace>()
   const listCategoryAt = new Map<string, number>()
+  const textPlaces: TextRulePlace[] = []
   const root = doc.contents
   if (root !== null && scalarValue(root) !== null) {
     if (!isMap(root)) {
@@ -474,6 +637,9 @@ export function validatePolicyText(text: string): PolicyValidation {
         case 'hash_lists':
           file.hash_lists = readHashLists(ctx, value, at, listCategoryAt)
           break
+        case 'text':
+          file.text = readTextSection(ctx, value, at, textPlaces)
+          break
         default:
           unknownKey(ctx, pair, key, '', TOP_KEYS)
       }
@@ -481,6 +647,7 @@ export function validatePolicyText(text: string): PolicyValidation {
   }
   checkParents(ctx, file.categories, places)
   checkListCategories(ctx, file, listCategoryAt)
+  if (file.text) checkTextCategories(ctx, file.categories, textPlaces, file.text.rules)
   if (ctx.problems.length > 0) return {problems: sortProblems(ctx.problems)}
   return {problems: [], file}
 }

@@ -1,3 +1,4 @@
+import type {TextRule} from '../signals/text/rules.js'
 import type {Origin} from '../types.js'
 
 export const PRESETS = ['fast', 'balanced', 'accurate'] as const
@@ -50,4 +51,13 @@ export interface Policy {
   specialists: Specialists
   /** Hash lists whose matches are violations (the `pdq` signal runs only when there is one). */
   hash_lists: PolicyHashList[]
+  /** Rules over the text read in images: present only when the policy has at least one. */
+  text?: TextPolicy
+}
+
+export interface TextPolicy {
+  /** Read the frames of videos too. */
+  video: boolean
+  /** Word lists hold their files' entries. */
+  rules: TextRule[]
 }

@@ -30,6 +30,7 @@ test('a valid file: exit 0 and a summary', async () => {
       '  disabled:     tobacco',
       '  preset:       fast',
       '  trim_borders: true',
+      '  text rules:   none',
       '',
     ].join('\n'),
   )
@@ -51,13 +52,33 @@ test('an invalid file: exit 2 and one file:line:col: message line per problem on
   )
 })
 
+test('text rules are checked: a bad regular expression on its line, a missing word list on the line naming it', async () => {
+  const file = join(dir.path, 'text.yaml')
+  writeFileSync(join(dir.path, 'spam.txt'), '# spam words\nfree money\n\ncheap pills\n')
+  writeFileSync(
+    file,
+    'text:\n  rules:\n    contacts:\n      category: contact_info\n      detect: [email, phone]\n    spam:\n      category: spam_text\n      words_file: spam.txt\n    wallets:\n      category: contact_info\n      regex: ["bc1(", "ok"]\n    slurs:\n      category: hate_symbols\n      words_file: lists/slurs.txt\ncategories:\n  spam_text:\n    prompts: [an advertisement]\n',
+  )
+  const ko = await runInProcess(['policy', 'validate', file])
+  assert.is(ko.code, 2)
+  assert.is(ko.stderr, `${file}:11:15: text.rules.wallets.regex[0] is not a valid regular expression: /bc1(/iu: Unterminated group\n`)
+  writeFileSync(file, (await import('node:fs')).readFileSync(file, 'utf8').replace('"bc1(", ', ''))
+  const missing = await runInProcess(['policy', 'validate', file])
+  assert.is(missing.code, 2)
+  assert.is(missing.stderr, `${file}:14:19: text.rules.slurs.words_file: cannot read the word list ${join(dir.path, 'lists/slurs.txt')}: no such file\n`)
+  writeFileSync(file, (await import('node:fs')).readFileSync(file, 'utf8').replace('lists/slurs.txt', 'spam.txt'))
+  const ok = await runInProcess(['policy', 'validate', file])
+  assert.is(ok.code, 0, ok.stderr)
+  assert.match(ok.stdout, '  text rules:   contacts, spam, wallets, slurs\n')
+})
+
 test('--json prints {valid, problems, summary}', async () => {
   const ok = await runInProcess(['policy', 'validate', good, '--json'])
   assert.is(ok.code, 0)
   assert.equal(JSON.parse(ok.stdout), {
     valid: true,
     problems: [],
-    summary: {categories: 11, custom: ['redness'], disabled: ['tobacco'], changed: ['weapons'], preset: 'fast', trim_borders: true},
+    summary: {categories: 11, custom: ['redness'], disabled: ['tobacco'], changed: ['weapons'], preset: 'fast', trim_borders: true, text_rules: []},
   })
   const ko = await runInProcess(['policy', 'validate', bad, '--json'])
   assert.is(ko.code, 2)

@@ -189,6 +189,7 @@ test('summarizePolicy counts categories and names custom, changed and disabled o
     changed: ['weapons'],
     preset: 'balanced',
     trim_borders: true,
+    text_rules: [],
   })
 })
 

@@ -92,7 +92,7 @@ test('every kind of problem is reported with its line and column, all at once', 
   assert.equal(problems, [
     at(1, 9, 'preset must be one of fast, balanced, accurate, not "fastest"'),
     at(2, 15, 'trim_borders must be true or false, not "yes"'),
-    at(3, 1, 'unknown key "colour" (expected one of preset, trim_borders, neutral, specialists, categories, hash_lists)'),
+    at(3, 1, 'unknown key "colour" (expected one of preset, trim_borders, neutral, specialists, categories, hash_lists, text)'),
     at(7, 16, 'categories.redness.threshold must be a number from 0 to 1, not 1.5'),
     at(8, 13, 'categories.redness.parent: no category is named "nothing"'),
     at(9, 5, 'unknown key "colour" in categories.redness (expected one of enabled, prompts, negatives, parent, threshold, calibration)'),
@@ -161,7 +161,7 @@ test('a category named twice is a YAML error on its second line', () => {
 
 test('a file that is not a mapping is refused', () => {
   assert.equal(validatePolicyText('- weapons\n- gore\n').problems, [
-    at(1, 1, 'a policy file must be a mapping (keys preset, trim_borders, neutral, specialists, categories, hash_lists), not a list'),
+    at(1, 1, 'a policy file must be a mapping (keys preset, trim_borders, neutral, specialists, categories, hash_lists, text), not a list'),
   ])
   assert.equal(validatePolicyText('categories: weapons\n').problems, [
     at(1, 13, 'categories must be a mapping from category names to their fields, not "weapons"'),
@@ -225,6 +225,55 @@ test('a YAML infinity is not a valid threshold or bias', () => {
   assert.equal(validatePolicyText('categories:\n  weapons:\n    calibration: {bias: .inf}\n').problems, [
     at(3, 25, 'categories.weapons.calibration.bias must be a number, not Infinity'),
   ])
+})
+
+test('text rules: one kind each, a category that is enabled or contact_info, detectors by name, regular expressions that compile', () => {
+  const text = [
+    'text:',
+    '  video: true',
+    '  rules:',
+    '    contacts:',
+    '      category: contact_info',
+    '      detect: [email, fax]',
+    '    spam:',
+    '      category: wepons',
+    '      words: [free]',
+    '    mixed:',
+    '      category: hate_symbols',
+    '      words: [a]',
+    '      regex: x',
+    '    nothing:',
+    '      category: hate_symbols',
+    '    wallets:',
+    '      category: drugs',
+    '      regex: ["(?<n", "ok"]',
+    '      colour: red',
+    'categories:',
+    '  drugs:',
+    '    enabled: false',
+    '',
+  ].join('\n')
+  assert.equal(validatePolicyText(text).problems, [
+    at(6, 23, 'text.rules.contacts.detect must list detectors among email, phone, url, handle, not "fax"'),
+    at(8, 17, 'text.rules.spam.category: no enabled category is named "wepons"; did you mean "weapons"?'),
+    at(10, 5, 'text.rules.mixed holds one kind of rule: words (and words_file), regex or detect; split it into rules'),
+    at(14, 5, 'text.rules.nothing needs words, words_file, regex or detect'),
+    at(18, 15, 'text.rules.wallets.regex[0] is not a valid regular expression: /(?<n/iu: Invalid capture group name'),
+    at(19, 7, 'unknown key "colour" in text.rules.wallets (expected one of category, words, words_file, regex, detect)'),
+  ])
+})
+
+test('a valid text section keeps its rules in file order', () => {
+  const text = 'text:\n  rules:\n    contacts: {category: contact_info, detect: [email, url]}\n    spam: {category: weapons, words: [free guns], words_file: lists/spam.txt}\n    ids: {category: drugs, regex: "\\\\bx\\\\d+"}\n'
+  const {problems, file} = validatePolicyText(text)
+  assert.equal(problems, [])
+  assert.equal(file?.text, {
+    rules: [
+      {name: 'contacts', category: 'contact_info', detect: ['email', 'url']},
+      {name: 'spam', category: 'weapons', words: ['free guns'], words_file: 'lists/spam.txt', wordsFileAt: {line: 4, column: 63}},
+      {name: 'ids', category: 'drugs', regex: ['\\bx\\d+']},
+    ],
+  })
 })
 
 test.run()

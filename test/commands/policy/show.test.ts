@@ -1,0 +1,39 @@
+import {mkdirSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+import {parse} from 'yaml'
+
+import {runInProcess, tempDir} from '../../helpers/cli.js'
+
+const dir = tempDir()
+
+test.after(() => dir.remove())
+
+test('text rules are shown with their word lists written out, and the output validates', async () => {
+  mkdirSync(join(dir.path, 'lists'))
+  writeFileSync(join(dir.path, 'lists', 'spam.txt'), '# spam\nfree money\ncheap pills\n')
+  const policy = join(dir.path, 'policy.yaml')
+  writeFileSync(
+    policy,
+    'text:\n  rules:\n    contacts: {category: contact_info, detect: [email, handle]}\n    spam: {category: drugs, words: [buy now], words_file: lists/spam.txt}\n    ids: {category: drugs, regex: "x\\\\d+"}\n',
+  )
+  const show = await runInProcess(['policy', 'show', '--config', policy])
+  assert.is(show.code, 0, show.stderr)
+  assert.equal((parse(show.stdout) as {text: unknown}).text, {
+    video: false,
+    rules: {
+      contacts: {category: 'contact_info', detect: ['email', 'handle']},
+      spam: {category: 'drugs', words: ['buy now', 'free money', 'cheap pills']},
+      ids: {category: 'drugs', regex: ['x\\d+']},
+    },
+  })
+  const effective = join(dir.path, 'effective.yaml')
+  writeFileSync(effective, show.stdout)
+  const valid = await runInProcess(['policy', 'validate', effective])
+  assert.is(valid.code, 0, valid.stderr)
+  assert.match(valid.stdout, '  text rules:   contacts, spam, ids\n')
+})
+
+test.run()
