@@ -28,6 +28,7 @@ import {matchHash} from '../src/lib/signals/pdq/match.js'
 import {indexArrays, searchMultiIndex} from '../src/lib/signals/pdq/multi-index.js'
 import {pdqDihedralHashes, pdqHash} from '../src/lib/signals/pdq/pdq.js'
 import {median, OUT, percentile, table} from './lib.js'
+import {random} from '../test/helpers/nsfw-images.js'
 
 const arg = (name: string, fallback: number): number => {
   const i = process.argv.indexOf(`--${name}`)
@@ -39,16 +40,6 @@ const PHOTO_DIR = process.env.MOD_BENCH_PHOTOS ?? '/work/shared/data/ordinary-ph
 const THRESHOLD = 31
 const LIMITS = {maxBytes: 100 * 1024 * 1024, maxPixels: 100_000_000}
 const MiB = 1024 * 1024
-
-function random(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = Math.imul(a ^ (a >>> 15), a | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 function flip(hash: Uint8Array, bits: number, next: () => number): Uint8Array {
   const out = Uint8Array.from(hash)

@@ -12,20 +12,10 @@ import {loadHashList} from '../../../../src/lib/signals/pdq/list-load.js'
 import {confidenceOf, matchHash} from '../../../../src/lib/signals/pdq/match.js'
 import {buildMultiIndex, searchMultiIndex} from '../../../../src/lib/signals/pdq/multi-index.js'
 import {rejection} from '../../../helpers/errors.js'
+import {random} from '../../../helpers/nsfw-images.js'
 
 const A = 'ab'.repeat(32)
 const B = '0f'.repeat(32)
-
-/** A seeded generator, so that the lists are the same on every run. */
-function random(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = Math.imul(a ^ (a >>> 15), a | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 function randomHash(next: () => number): Hash256 {
   return Uint8Array.from({length: 32}, () => Math.floor(next() * 256))
