@@ -55,14 +55,16 @@ export function bodyStream(req: IncomingMessage, limits: BodyLimits): BodyStream
     clearTimeout(timer)
     clearTimeout(paceTimer)
   }
+  // The timers never keep a process alive on their own: a serving process has its listening socket for that, and
+  // a body refused by its reader (left unread) is only failed when they fire.
   const arm = () => {
     clearTimeout(timer)
-    timer = setTimeout(onIdle, idleMs)
+    timer = setTimeout(onIdle, idleMs).unref()
   }
   /** When the bytes arrived since `since` become too few: checked then, not on every chunk. */
   const paceDue = () => since + idleMs + (arrived / minRate) * 1000
   const armPace = () => {
-    paceTimer = setTimeout(onPace, Math.max(0, paceDue() - Date.now()))
+    paceTimer = setTimeout(onPace, Math.max(0, paceDue() - Date.now())).unref()
   }
   const body = new Transform({
     transform(chunk: Buffer, _encoding, callback) {
