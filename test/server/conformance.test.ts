@@ -114,7 +114,7 @@ test('lists every declared response and which ones were not seen', () => {
     .flatMap((item) => Object.values(item))
     .reduce((n, op) => n + Object.keys(op.responses).length, 0)
   assert.is(c.declared.length, total)
-  c.check('GET', '/health', 200, JSON_TYPE, {status: 'ok', version: '1.0.0', model_loaded: true, signals: {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', pdq: 'off'}, coverage: {evaluated: 0, total: 0, not_evaluated: []}, categories: []})
+  c.check('GET', '/health', 200, JSON_TYPE, {status: 'ok', version: '1.0.0', model_loaded: true, signals: {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', text: 'off', pdq: 'off'}, coverage: {evaluated: 0, total: 0, not_evaluated: []}, categories: []})
   assert.is(c.uncovered().length, total - 1)
   assert.not.ok(c.uncovered().some((d) => d.path === '/health' && d.status === 200))
 })
@@ -135,7 +135,7 @@ test('assertConforms checks a fetch Response and returns its parsed body', async
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   try {
     const c = createConformance(doc)
-    assert.equal(await assertConforms(c, await fetch(`${base}/health`)), {status: 'ok', version: '1.0.0', model_loaded: true, signals: {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', pdq: 'off'}, coverage: {evaluated: 0, total: 0, not_evaluated: []}, categories: []})
+    assert.equal(await assertConforms(c, await fetch(`${base}/health`)), {status: 'ok', version: '1.0.0', model_loaded: true, signals: {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', text: 'off', pdq: 'off'}, coverage: {evaluated: 0, total: 0, not_evaluated: []}, categories: []})
     assert.ok(c.seen.has('GET /health 200'))
     const bad = await fetch(`${base}/health?x`)
     let message = ''
@@ -144,7 +144,7 @@ test('assertConforms checks a fetch Response and returns its parsed body', async
     const text = await (await fetch(`${base}/health`)).text()
     const again = await fetch(`${base}/health`)
     await again.arrayBuffer()
-    assert.equal(await assertConforms(doc, again, {body: text, method: 'GET'}), {status: 'ok', version: '1.0.0', model_loaded: true, signals: {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', pdq: 'off'}, coverage: {evaluated: 0, total: 0, not_evaluated: []}, categories: []})
+    assert.equal(await assertConforms(doc, again, {body: text, method: 'GET'}), {status: 'ok', version: '1.0.0', model_loaded: true, signals: {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', text: 'off', pdq: 'off'}, coverage: {evaluated: 0, total: 0, not_evaluated: []}, categories: []})
   } finally {
     server.close()
   }
