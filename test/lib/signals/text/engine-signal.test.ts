@@ -14,6 +14,7 @@ import type {Policy} from '../../../../src/lib/policy/types.js'
 import type {RgbImage} from '../../../../src/lib/types.js'
 import {tempDir, TOY_MODEL} from '../../../helpers/cli.js'
 import {renderText} from '../../../helpers/render-text.js'
+import {ffmpeg} from '../../video/helpers.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
@@ -24,12 +25,12 @@ function options(policy: Policy): EngineOptions {
 
 const png = (img: RgbImage) => sharp(img.data, {raw: {width: img.width, height: img.height, channels: 3}}).png().toBuffer()
 
-async function textPolicy(): Promise<Policy> {
+async function textPolicy(video = false): Promise<Policy> {
   writeFileSync(join(dir.path, 'banned.txt'), '# test list\nzorblax\n')
   const file = join(dir.path, 'policy.yaml')
   writeFileSync(
     file,
-    ['text:', '  rules:', '    banned:', '      category: hate_symbols', '      words_file: banned.txt', '    contacts:', '      category: contact_info', '      detect: [email]', ''].join('\n'),
+    ['text:', `  video: ${video}`, '  rules:', '    banned:', '      category: hate_symbols', '      words_file: banned.txt', '    contacts:', '      category: contact_info', '      detect: [email]', ''].join('\n'),
   )
   return (await loadPolicyFile(file)).policy
 }
@@ -84,6 +85,21 @@ test('without text rules the reader is not opened, there is no contact_info and 
   assert.equal(engine.signals(), {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', text: 'off', pdq: 'off'})
   assert.equal([r.text, r.text_hits], [undefined, undefined])
   assert.is(r.labels.some((l) => l.name === 'contact_info'), false)
+})
+
+test("a video's frames are read only when the policy asks (text: {video: true})", async () => {
+  const sign = await renderText(640, 360, [{text: 'write to rentals@lakeside.org', x: 30, y: 180, size: 32, font: 'DejaVu Sans'}], '#cfe3f0')
+  const still = join(dir.path, 'sign.png')
+  writeFileSync(still, await png(sign))
+  const clip = join(dir.path, 'sign.mp4')
+  await ffmpeg('-loop', '1', '-i', still, '-t', '1', '-r', '10', '-c:v', 'mpeg4', '-q:v', '2', '-pix_fmt', 'yuv420p', clip)
+  const flagged = async (video: boolean) => {
+    await using engine = createEngine(options(await textPolicy(video)))
+    const r = await engine.moderateVideo(clip, {source: 'sign.mp4', fps: 2, minFrames: 1, stopOnViolation: false})
+    return r.violations.filter((v) => v.name === 'contact_info').map((v) => [v.max_confidence, v.segments.map((g) => g.frames)])
+  }
+  assert.equal(await flagged(false), [])
+  assert.equal(await flagged(true), [[1, [2]]])
 })
 
 test.run()
