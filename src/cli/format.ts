@@ -2,7 +2,7 @@ import chalk from 'chalk'
 
 import type {ItemResult} from '../lib/engine.js'
 import {formatSize} from '../lib/sizes.js'
-import type {HashListMatch, VideoResult} from '../lib/types.js'
+import type {HashListMatch, TextHit, VideoResult} from '../lib/types.js'
 import type {ScanEntry} from './inputs.js'
 
 /**
@@ -30,6 +30,12 @@ function matchNote(matches: HashListMatch[] | undefined, category: string): stri
   return m ? ` (list ${m.list}: ${JSON.stringify(m.label)}, distance ${m.distance})` : ''
 }
 
+/** The first text hit behind a violation: ` (text rule contacts: "deals@example.org")`. */
+function textNote(hits: TextHit[] | undefined, category: string): string {
+  const h = hits?.find((x) => x.category === category)
+  return h ? ` (text rule ${h.rule}: ${JSON.stringify(h.text)})` : ''
+}
+
 /** One readable line per item for the table output. */
 export function formatRow(item: ItemResult | ScanEntry): string {
   if ('error' in item) return `${chalk.yellow('ERROR ')}  ${item.source}  ${item.error.code}: ${item.error.message}`
@@ -39,7 +45,7 @@ export function formatRow(item: ItemResult | ScanEntry): string {
     const notes = [...(partial ? [partial] : []), ...(top ? [`highest: ${top.name} ${top.score.toFixed(2)}`] : [])]
     return `${chalk.green('SAFE  ')}  ${item.source}${notes.length > 0 ? chalk.dim(`  (${notes.join('; ')})`) : ''}`
   }
-  const found = item.violations.map((v) => `${v.name} ${v.confidence.toFixed(2)}>=${v.threshold}${matchNote(item.matches, v.name)}`).join(', ')
+  const found = item.violations.map((v) => `${v.name} ${v.confidence.toFixed(2)}>=${v.threshold}${matchNote(item.matches, v.name)}${textNote(item.text_hits, v.name)}`).join(', ')
   return `${chalk.red('UNSAFE')}  ${item.source}  ${found}`
 }
 

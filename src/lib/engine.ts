@@ -184,8 +184,8 @@ export function createEngine(opts: EngineOptions): Engine {
     return closed ? Promise.reject(closedError()) : models.get()
   }
 
-  async function scoreFrames(core: InferenceCore, frames: readonly RgbImage[]): Promise<ScoredLabel[][]> {
-    const outputs = await core.infer(await core.prepare(frames))
+  async function scoreVideoFrames(core: InferenceCore, frames: readonly RgbImage[]): Promise<ScoredLabel[][]> {
+    const outputs = await core.infer(await core.prepare(frames, 'video'))
     return outputs.map((o) => core.score(o))
   }
 
@@ -197,7 +197,11 @@ export function createEngine(opts: EngineOptions): Engine {
     )
     const outputs = await scheduler.infer(() => core.infer(frames))
     const matches = outputs.flatMap((o) => core.evidence(o).matches ?? [])
-    const result = buildResult(input.source, mergeFrameLabels(outputs.map((o) => core.score(o))), core.notEvaluated, matches)
+    let result = buildResult(input.source, mergeFrameLabels(outputs.map((o) => core.score(o))), core.notEvaluated, matches)
+    if (core.open.has('text')) {
+      const evidence = outputs.map((o) => core.evidence(o))
+      result = {...result, text: evidence.flatMap((e) => e.text ?? []), text_hits: evidence.flatMap((e) => e.textHits ?? [])}
+    }
     if (!core.open.has('nudenet')) return result
     // Best first over every frame scored (one for a still image).
     const regions = outputs.flatMap((o) => core.evidence(o).regions ?? []).sort((a, b) => b.score - a.score)
@@ -255,7 +259,7 @@ export function createEngine(opts: EngineOptions): Engine {
         ...o,
         batchSize,
         decode: {ffmpeg: binary, ...DEFAULT_DECODE_LIMITS, maxSeconds: limits.maxVideoSeconds, maxPixels: limits.maxPixels},
-        scoreFrames: (frames) => scoreFrames(core, frames),
+        scoreFrames: (frames) => scoreVideoFrames(core, frames),
       })
       return {...result, not_evaluated: [...core.notEvaluated]}
     },

@@ -88,6 +88,29 @@ export const HashListMatch = Type.Object(
   {...closed, description: 'The image matched an entry of a hash list of the policy.'},
 )
 
+const pixelBox = (description: string) => Type.Array(Type.Integer({minimum: 0}), {minItems: 4, maxItems: 4, description})
+const textBoxDescription = "[x, y, width, height] in pixels of the image as uploaded (after EXIF rotation), any border trim undone: the upright rectangle around the line."
+
+export const TextLine = Type.Object(
+  {
+    text: Type.String({description: 'The line as read.'}),
+    confidence: Type.Number({minimum: 0, maximum: 1, description: "The reader's mean confidence over the line's characters."}),
+    box: pixelBox(textBoxDescription),
+  },
+  {...closed, description: 'A line of text read in the image.'},
+)
+
+export const TextHit = Type.Object(
+  {
+    rule: Type.String({description: "The text rule's name in the policy."}),
+    category: Type.String({description: 'The category it feeds: a hit scores it 1.'}),
+    text: Type.String({description: 'The text matched, as read (Unicode NFKC).'}),
+    box: pixelBox(textBoxDescription.replace('the line', 'the line it was read in')),
+    detector: Type.Optional(Type.String({description: 'For a `detect` rule: the contact detector that found it (email, phone, url, handle).'})),
+  },
+  {...closed, description: 'A text rule of the policy that matched a line read in the image.'},
+)
+
 export const ModerationResult = Type.Object(
   {
     source: Type.String({description: 'Name of the input; for an upload, the uploaded file name.'}),
@@ -105,6 +128,17 @@ export const ModerationResult = Type.Object(
       Type.Array(HashListMatch, {
         description:
           "Present when the image matched a hash list of the policy: per list, its nearest entry (over an animation's frames), nearest first.",
+      }),
+    ),
+    text: Type.Optional(
+      Type.Array(TextLine, {
+        description:
+          "Present when the policy has text rules: the lines of text read (for an animation, in every frame scored), in reading order; empty when none was read.",
+      }),
+    ),
+    text_hits: Type.Optional(
+      Type.Array(TextHit, {
+        description: 'Present when the policy has text rules: the rules that matched the text read, in reading order; empty when none did.',
       }),
     ),
   },

@@ -93,7 +93,7 @@ export const EXAMPLE_HEALTH = {
   status: 'ok',
   version: '0.1.0',
   model_loaded: true,
-  signals: {clip: 'not_installed', nsfw: 'loaded', nudenet: 'not_installed', head: 'off', pdq: 'off'},
+  signals: {clip: 'not_installed', nsfw: 'loaded', nudenet: 'not_installed', head: 'off', text: 'off', pdq: 'off'},
   coverage: EXAMPLE_COVERAGE,
   categories: [
     {name: 'nudity', evaluated: true, evaluated_by: ['nsfw']},

@@ -85,7 +85,7 @@ test('regions come back in the uploaded image\'s pixels: the detector sees the t
   try {
     const r = await e.moderateImage(await barred(), 'barred.png')
     assert.equal(sizes, [[180, 80]])
-    assert.equal(e.signals(), {clip: 'off', nsfw: 'loaded', nudenet: 'loaded', head: 'off', pdq: 'off'})
+    assert.equal(e.signals(), {clip: 'off', nsfw: 'loaded', nudenet: 'loaded', head: 'off', text: 'off', pdq: 'off'})
     assert.equal(r.regions, [
       {label: 'BELLY_EXPOSED', score: 0.8, box: [20, 20, 40, 40]},
       {label: 'FEMALE_BREAST_EXPOSED', score: 0.7, box: [30, 25, 30, 20]},
@@ -118,7 +118,7 @@ test('not installed: the specialist scores alone and results carry no regions', 
     const r = await e.moderateImage(await barred(), 'c.png')
     assert.is(scores(r).nudity, 0.7)
     assert.is('regions' in r, false)
-    assert.equal(e.signals(), {clip: 'off', nsfw: 'loaded', nudenet: 'not_installed', head: 'off', pdq: 'off'})
+    assert.equal(e.signals(), {clip: 'off', nsfw: 'loaded', nudenet: 'not_installed', head: 'off', text: 'off', pdq: 'off'})
   } finally {
     await e.close()
   }

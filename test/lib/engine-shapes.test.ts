@@ -34,7 +34,7 @@ test.after(() => engine.close())
 
 test('both signals are loaded, so the sweep covers both preprocessings', async () => {
   await engine.load()
-  assert.equal(engine.signals(), {clip: 'loaded', nsfw: 'loaded', nudenet: 'off', head: 'off', pdq: 'off'})
+  assert.equal(engine.signals(), {clip: 'loaded', nsfw: 'loaded', nudenet: 'off', head: 'off', text: 'off', pdq: 'off'})
 })
 
 for (const {width, height} of sweepShapes()) {

@@ -64,7 +64,7 @@ test('with CLIP and the specialist both loaded, every category is scored and the
     // On the toy model every built-in prompt is the zero vector (0.0474); the specialist's weight moves its three.
     assert.is(scoreOf(b, 'nudity'), 0.0474)
     assert.is.not(scoreOf(a, 'nudity'), 0.0474)
-    assert.equal(both.signals(), {clip: 'loaded', nsfw: 'loaded', nudenet: 'off', head: 'off', pdq: 'off'})
+    assert.equal(both.signals(), {clip: 'loaded', nsfw: 'loaded', nudenet: 'off', head: 'off', text: 'off', pdq: 'off'})
     const listing = await both.categories()
     assert.equal(listing.categories.find((c) => c.name === 'nudity')?.signals, ['clip', 'nsfw'])
     assert.equal(listing.categories.find((c) => c.name === 'redness')?.signals, ['clip'])
@@ -93,7 +93,7 @@ test('policy specialists: {nsfw: false} switches the specialist off: CLIP alone 
   try {
     const r = await e.moderateImage(await solidPng(255, 0, 0), 'red.png')
     assert.is(scoreOf(r, 'nudity'), 0.0474)
-    assert.equal(e.signals(), {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', pdq: 'off'})
+    assert.equal(e.signals(), {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', text: 'off', pdq: 'off'})
     assert.equal((await e.categories()).categories.find((c) => c.name === 'nudity')?.signals, ['clip'])
   } finally {
     await e.close()
@@ -107,7 +107,7 @@ test('without a CLIP model the specialist alone scores its categories and the ot
     assert.equal(names(r), [...NSFW_FED].sort())
     assert.equal(r.not_evaluated, ['violence', 'gore', 'weapons', 'hate_symbols', 'drugs', 'self_harm', 'alcohol', 'tobacco', 'redness'])
     assert.equal(await e.notEvaluated(), r.not_evaluated)
-    assert.equal(e.signals(), {clip: 'not_installed', nsfw: 'loaded', nudenet: 'off', head: 'off', pdq: 'off'})
+    assert.equal(e.signals(), {clip: 'not_installed', nsfw: 'loaded', nudenet: 'off', head: 'off', text: 'off', pdq: 'off'})
   } finally {
     await e.close()
   }
@@ -126,7 +126,7 @@ test('only nsfw narrows the policy to the specialist\'s categories and loads no 
     const r = await e.moderateImage(await solidPng(255, 0, 0), 'red.png')
     assert.equal(names(r), [...NSFW_FED].sort())
     assert.equal(r.not_evaluated, [])
-    assert.equal(e.signals(), {clip: 'off', nsfw: 'loaded', nudenet: 'off', head: 'off', pdq: 'off'})
+    assert.equal(e.signals(), {clip: 'off', nsfw: 'loaded', nudenet: 'off', head: 'off', text: 'off', pdq: 'off'})
   } finally {
     await e.close()
   }

@@ -35,7 +35,7 @@ test('accepts a response that matches its operation, status and schema', () => {
   c.check('POST', '/v1/moderate/batch', 200, JSON_TYPE, {
     results: [result, {source: 'b.txt', error: {code: 'unreadable_image', message: 'not an image'}}],
   })
-  c.check('GET', '/health?verbose=1', 200, new Headers(JSON_TYPE), '{"status":"ok","version":"1.0.0","model_loaded":false,"signals":{"clip":"loaded","nsfw":"off","nudenet":"off","head":"off","pdq":"off"},"coverage":{"evaluated":0,"total":0,"not_evaluated":[]},"categories":[]}')
+  c.check('GET', '/health?verbose=1', 200, new Headers(JSON_TYPE), '{"status":"ok","version":"1.0.0","model_loaded":false,"signals":{"clip":"loaded","nsfw":"off","nudenet":"off","head":"off","text":"off","pdq":"off"},"coverage":{"evaluated":0,"total":0,"not_evaluated":[]},"categories":[]}')
   assert.equal([...c.seen], ['POST /v1/moderate 200', 'POST /v1/moderate/batch 200', 'GET /health 200'])
 })
 
@@ -114,7 +114,7 @@ test('lists every declared response and which ones were not seen', () => {
     .flatMap((item) => Object.values(item))
     .reduce((n, op) => n + Object.keys(op.responses).length, 0)
   assert.is(c.declared.length, total)
-  c.check('GET', '/health', 200, JSON_TYPE, {status: 'ok', version: '1.0.0', model_loaded: true, signals: {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', pdq: 'off'}, coverage: {evaluated: 0, total: 0, not_evaluated: []}, categories: []})
+  c.check('GET', '/health', 200, JSON_TYPE, {status: 'ok', version: '1.0.0', model_loaded: true, signals: {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', text: 'off', pdq: 'off'}, coverage: {evaluated: 0, total: 0, not_evaluated: []}, categories: []})
   assert.is(c.uncovered().length, total - 1)
   assert.not.ok(c.uncovered().some((d) => d.path === '/health' && d.status === 200))
 })
@@ -129,13 +129,13 @@ test('checkSchema validates a value against a component schema', () => {
 test('assertConforms checks a fetch Response and returns its parsed body', async () => {
   const server: Server = createServer((req, res) => {
     res.setHeader('Content-Type', 'application/json')
-    res.end(req.url === '/health' ? '{"status":"ok","version":"1.0.0","model_loaded":true,"signals":{"clip":"loaded","nsfw":"off","nudenet":"off","head":"off","pdq":"off"},"coverage":{"evaluated":0,"total":0,"not_evaluated":[]},"categories":[]}' : '{"status":"ok"}')
+    res.end(req.url === '/health' ? '{"status":"ok","version":"1.0.0","model_loaded":true,"signals":{"clip":"loaded","nsfw":"off","nudenet":"off","head":"off","text":"off","pdq":"off"},"coverage":{"evaluated":0,"total":0,"not_evaluated":[]},"categories":[]}' : '{"status":"ok"}')
   })
   await new Promise<void>((done) => server.listen(0, '127.0.0.1', done))
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   try {
     const c = createConformance(doc)
-    assert.equal(await assertConforms(c, await fetch(`${base}/health`)), {status: 'ok', version: '1.0.0', model_loaded: true, signals: {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', pdq: 'off'}, coverage: {evaluated: 0, total: 0, not_evaluated: []}, categories: []})
+    assert.equal(await assertConforms(c, await fetch(`${base}/health`)), {status: 'ok', version: '1.0.0', model_loaded: true, signals: {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', text: 'off', pdq: 'off'}, coverage: {evaluated: 0, total: 0, not_evaluated: []}, categories: []})
     assert.ok(c.seen.has('GET /health 200'))
     const bad = await fetch(`${base}/health?x`)
     let message = ''
@@ -144,7 +144,7 @@ test('assertConforms checks a fetch Response and returns its parsed body', async
     const text = await (await fetch(`${base}/health`)).text()
     const again = await fetch(`${base}/health`)
     await again.arrayBuffer()
-    assert.equal(await assertConforms(doc, again, {body: text, method: 'GET'}), {status: 'ok', version: '1.0.0', model_loaded: true, signals: {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', pdq: 'off'}, coverage: {evaluated: 0, total: 0, not_evaluated: []}, categories: []})
+    assert.equal(await assertConforms(doc, again, {body: text, method: 'GET'}), {status: 'ok', version: '1.0.0', model_loaded: true, signals: {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', text: 'off', pdq: 'off'}, coverage: {evaluated: 0, total: 0, not_evaluated: []}, categories: []})
   } finally {
     server.close()
   }

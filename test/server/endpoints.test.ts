@@ -34,7 +34,7 @@ test('GET /health answers status ok, the version, whether the models are loaded,
     status: 'ok',
     version,
     model_loaded: true,
-    signals: {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', pdq: 'off'},
+    signals: {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', text: 'off', pdq: 'off'},
     coverage: {evaluated: 12, total: 12, not_evaluated: []},
     categories: [{name: 'nudity', evaluated: true, evaluated_by: ['clip']}],
   })

@@ -49,7 +49,7 @@ export function fakeEngine(over: Partial<Engine> = {}): Engine {
     preset: 'fast',
     policy: buildPolicy(),
     isLoaded: () => loaded,
-    signals: () => ({clip: loaded ? 'loaded' : 'not_loaded', nsfw: 'off', nudenet: 'off', head: 'off', pdq: 'off'}),
+    signals: () => ({clip: loaded ? 'loaded' : 'not_loaded', nsfw: 'off', nudenet: 'off', head: 'off', text: 'off', pdq: 'off'}),
     load: async () => {
       loaded = true
     },

@@ -47,7 +47,7 @@ test.after(async () => {
 const match = (d: number) => [{list: 'banned', label: 'case-1041', note: 'removed', distance: d, category: 'known_bad'}]
 
 test('GET /health lists the hash-list signal as loaded', async () => {
-  assert.equal((await call(`${server.base}/health`)).body.signals, {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', pdq: 'loaded'})
+  assert.equal((await call(`${server.base}/health`)).body.signals, {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', text: 'off', pdq: 'loaded'})
 })
 
 test('POST /v1/moderate: the listed photo is known_bad with its match', async () => {

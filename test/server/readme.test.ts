@@ -130,13 +130,14 @@ test('every JSON example parses', () => {
   assert.ok(checked >= 2, `${checked} JSON examples`)
 })
 
-test('every policy example passes `mod policy validate`, its hash lists read from the list example', async () => {
+test('every policy example passes `mod policy validate`, its hash lists read from the list example and its word lists written', async () => {
   const listExample = blocks('docs/policy.md').find((b) => b.lang === '' && /^[0-9a-f]{64},/m.test(b.body))
   assert.ok(listExample, 'docs/policy.md has a hash list example')
   const folder = join(dir.path, 'policies')
   mkdirSync(join(folder, 'lists'), {recursive: true})
   writeFileSync(join(folder, 'lists', 'removals.txt'), listExample.body)
   writeFileSync(join(folder, 'shared.txt'), listExample.body)
+  writeFileSync(join(folder, 'lists', 'hate.txt'), '# a word list, one entry a line\nsome phrase\n')
   let checked = 0
   for (const page of PAGES) {
     for (const {lang, body} of blocks(page)) {

@@ -13,6 +13,10 @@ import type {Policy} from '../../lib/policy/types.js'
 function asPolicyFile(policy: Policy, preset: string): Record<string, unknown> {
   const active = new Set(policy.categories.map((c) => c.name))
   const off = DEFAULT_CATEGORIES.filter((c) => !active.has(c.name)).map((c) => [c.name, {enabled: false}])
+  // The categories that exist only while a text rule or hash list names them (contact_info, known_bad) have no
+  // prompts and cannot be written as categories: naming them is what brings them back.
+  const builtin = new Set(DEFAULT_CATEGORIES.map((c) => c.name))
+  const written = policy.categories.filter((c) => c.origin !== 'builtin' || builtin.has(c.name))
   return {
     preset,
     trim_borders: policy.trim_borders,
@@ -20,7 +24,7 @@ function asPolicyFile(policy: Policy, preset: string): Record<string, unknown> {
     neutral: policy.neutral,
     categories: Object.fromEntries(
       [
-        ...policy.categories.map((c) => [c.name, {parent: c.parent, threshold: c.threshold, prompts: c.prompts, negatives: c.negatives, calibration: c.calibration}]),
+        ...written.map((c) => [c.name, {parent: c.parent, threshold: c.threshold, prompts: c.prompts, negatives: c.negatives, calibration: c.calibration}]),
         ...off,
       ],
     ),

@@ -9,7 +9,7 @@ import {ModError} from '../errors.js'
 import {POLICY_SWITCHES} from '../signals/registry.js'
 import {formatSize} from '../sizes.js'
 import {CLIP_ONLY, CUSTOM_CALIBRATION, DEFAULT_CATEGORIES, DEFAULT_NEUTRAL, DEFAULT_THRESHOLD} from './defaults.js'
-import {DEFAULT_HASH_CATEGORY, validatePolicyText} from './schema.js'
+import {DEFAULT_HASH_CATEGORY, TEXT_ONLY_CATEGORY, validatePolicyText} from './schema.js'
 import type {PolicyFile, PolicyProblem} from './schema.js'
 import type {Category, Policy, PresetName, TextPolicy} from './types.js'
 
@@ -26,20 +26,20 @@ export const POLICY_FILE_NAMES: readonly string[] = Object.freeze([
 export const MAX_POLICY_BYTES = 1024 * 1024
 
 /**
- * The category of hash-list matches when a list names no other. It exists only while a list maps to it: no
- * prompts, only the `pdq` signal feeds it, and any match within its list's distance (confidence 0.52 or more at
- * distance 31 or less) is at or above its threshold of 0.5.
+ * A category one signal alone feeds, which exists only while the policy maps something to it: `known_bad` for
+ * hash-list matches (any match within its list's distance, confidence 0.52 or more at distance 31 or less, is
+ * at or above its threshold of 0.5) and `contact_info` for text rules (a hit scores 1). No prompts.
  */
-function knownBadCategory(): Category {
+function onlyCategory(name: string, signal: string): Category {
   return {
-    name: DEFAULT_HASH_CATEGORY,
+    name,
     parent: null,
     threshold: DEFAULT_THRESHOLD,
     prompts: [],
     negatives: [],
     calibration: {...CUSTOM_CALIBRATION},
     origin: 'builtin',
-    signals: {pdq: 1},
+    signals: {[signal]: 1},
   }
 }
 
@@ -48,7 +48,8 @@ function knownBadCategory(): Category {
  * A built-in changes only the fields given; `enabled: false` removes a category; a category whose parent is
  * disabled loses its parent (a written parent that is disabled is a validation error, so this only touches
  * inherited built-in parents). Hash list files are resolved against `dir` (the policy file's folder); every
- * category a list maps to is fed by the `pdq` signal as well. Expects a file from validatePolicyText.
+ * category a list maps to is fed by the `pdq` signal as well, and every category a text rule names by the
+ * `text` signal. Expects a file from validatePolicyText.
  */
 export function buildPolicy(file?: PolicyFile, dir = '.', lists: WordLists = new Map()): Policy {
   const entries = file?.categories ?? []
@@ -87,10 +88,18 @@ export function buildPolicy(file?: PolicyFile, dir = '.', lists: WordLists = new
   for (const list of hashLists) {
     let category = categories.find((c) => c.name === list.category)
     if (category === undefined) {
-      category = knownBadCategory()
+      category = onlyCategory(DEFAULT_HASH_CATEGORY, 'pdq')
       categories.push(category)
     }
     category.signals = {...category.signals, pdq: 1}
+  }
+  for (const rule of file?.text?.rules ?? []) {
+    let category = categories.find((c) => c.name === rule.category)
+    if (category === undefined && rule.category === TEXT_ONLY_CATEGORY) {
+      category = onlyCategory(TEXT_ONLY_CATEGORY, 'text')
+      categories.push(category)
+    }
+    if (category !== undefined) category.signals = {...category.signals, text: 1}
   }
   return {
     ...(file?.preset === undefined ? {} : {preset: file.preset}),

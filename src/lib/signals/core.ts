@@ -14,7 +14,7 @@ import type {Category, Policy} from '../policy/types.js'
 import {combineSignals, notEvaluated, type FrameSignals} from '../scoring/combine.js'
 import type {ScoredLabel} from '../scoring/result.js'
 import type {RgbImage} from '../types.js'
-import type {ExtraLabel, FrameEvidence, FrameOutputs, OpenSignal, Signal, SignalSetup} from './signal.js'
+import type {ExtraLabel, FrameEvidence, FrameOutputs, MediaKind, OpenSignal, Signal, SignalSetup} from './signal.js'
 
 /** Which signals a setup runs, and why each other one does not. The one place the on/off rules meet. */
 export interface SignalChoice {
@@ -95,8 +95,8 @@ export interface InferenceCore {
   framesInferred(): number
   /** Loads every model now rather than on the first frame. */
   warm(): Promise<void>
-  /** The preparing stage: frames trimmed (when the policy asks) and made ready for each signal. */
-  prepare(frames: readonly RgbImage[]): Promise<PreparedFrame[]>
+  /** The preparing stage: frames trimmed (when the policy asks) and made ready for each signal; an image's by default. */
+  prepare(frames: readonly RgbImage[], kind?: MediaKind): Promise<PreparedFrame[]>
   /** Each frame's outputs; frames from concurrent callers share model runs. */
   infer(frames: readonly PreparedFrame[]): Promise<FrameOutputs[]>
   /** One frame's labels, as the result will show them once rounded. */
@@ -178,7 +178,7 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
     async warm() {
       for (const s of opened.values()) await s.warm?.()
     },
-    prepare(frames) {
+    prepare(frames, kind = 'image') {
       alive()
       return Promise.all(
         frames.map(async (decoded) => {
@@ -186,7 +186,7 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
           const frame = crop(decoded, box)
           const origin = {left: box.left, top: box.top}
           const inputs = new Map<string, unknown>()
-          for (const [name, s] of entries) if (s.prepare) inputs.set(name, await s.prepare(frame, origin, decoded))
+          for (const [name, s] of entries) if (s.prepare) inputs.set(name, await s.prepare(frame, origin, decoded, kind))
           return inputs
         }),
       )
@@ -214,6 +214,7 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
         if (e.regions) found.regions = [...(found.regions ?? []), ...e.regions]
         if (e.matches) found.matches = [...(found.matches ?? []), ...e.matches]
         if (e.text) found.text = [...(found.text ?? []), ...e.text]
+        if (e.textHits) found.textHits = [...(found.textHits ?? []), ...e.textHits]
       }
       return found
     },

@@ -9,12 +9,15 @@ import {nsfwSignal} from './nsfw/signal.js'
 import {nudenetSignal} from './nudenet/signal.js'
 import {pdqSignal} from './pdq/signal.js'
 import type {Signal} from './signal.js'
+import {textSignal} from './text/engine-signal.js'
 
 export const SIGNALS: readonly Signal[] = [
   clipSignal,
   nsfwSignal,
   nudenetSignal,
   headSignal,
+  // After the scoring signals: a rule's hit sets its category's score to 1.
+  textSignal,
   // Last: a match raises its category's score after every other signal has had its say.
   pdqSignal,
 ]

@@ -38,6 +38,9 @@ export interface FrameOrigin {
   top: number
 }
 
+/** Whether frames come from an image (a still one or an animation) or from a video. */
+export type MediaKind = 'image' | 'video'
+
 /** The outputs of one frame, per signal name (what each signal's `infer` gave). */
 export type FrameOutputs = ReadonlyMap<string, unknown>
 
@@ -59,7 +62,24 @@ export type Box = [number, number, number, number]
 export interface FrameEvidence {
   regions?: {label: string; score: number; box: Box}[]
   matches?: HashListMatch[]
-  text?: {text: string; box: Box}[]
+  text?: TextLineFound[]
+  textHits?: TextHitFound[]
+}
+
+/** A line of text read in a frame: its text, the reader's confidence, its box in the decoded frame's pixels. */
+export interface TextLineFound {
+  text: string
+  confidence: number
+  box: Box
+}
+
+/** A text rule that fired on a frame: the rule, its category, the text matched, its line's box (and the contact detector). */
+export interface TextHitFound {
+  rule: string
+  category: string
+  text: string
+  box: Box
+  detector?: string
 }
 
 /** A frame's match against a list of known images: the list, the entry's label and note, how far, and the category it counts in. */
@@ -82,9 +102,10 @@ export interface OpenSignal<In = unknown, Out = unknown> {
   /**
    * The preparing stage: one frame (already trimmed and bounded; `origin` is where it starts in the decoded
    * frame) → this signal's model input. `decoded` is the frame as decoded, before both, for a signal that must
-   * see the same pixels as another path (`mod hash`).
+   * see the same pixels as another path (`mod hash`). `kind` says whether the frame is a video's, for a signal
+   * that reads videos only when the policy asks (text).
    */
-  prepare?(frame: RgbImage, origin: FrameOrigin, decoded: RgbImage): In | Promise<In>
+  prepare?(frame: RgbImage, origin: FrameOrigin, decoded: RgbImage, kind: MediaKind): In | Promise<In>
   /** One model run over the inputs of several frames, one output per input. */
   infer?(inputs: In[]): Promise<Out[]>
   /** Per category this signal feeds: its calibrated score in [0, 1], combined with the others' by the policy's weights. */

@@ -62,7 +62,7 @@ test('a registered signal scores scan results, and /health and /v1/categories li
     assert.equal(blue.labels.map((l) => [l.name, l.score]), [['redness', 0]])
     // Plain requests: the OpenAPI document describes the registry's own signals, which this test extends.
     const get = async (path: string) => (await fetch(`${server.base}${path}`)).json()
-    assert.equal((await get('/health')).signals, {clip: 'not_installed', nsfw: 'off', nudenet: 'off', head: 'off', pdq: 'off', red_meter: 'loaded'})
+    assert.equal((await get('/health')).signals, {clip: 'not_installed', nsfw: 'off', nudenet: 'off', head: 'off', text: 'off', pdq: 'off', red_meter: 'loaded'})
     const listing = await get('/v1/categories')
     const redness = listing.categories.find((c: {name: string}) => c.name === 'redness')
     assert.equal(redness.signals, ['clip', 'red_meter'])

@@ -1,0 +1,91 @@
+/**
+ * The text signal in the inference core: it reads the lines of text in each frame (signal.ts) and applies the
+ * policy's text rules. It runs only when the policy has text rules, and reads a video's frames only when the
+ * policy asks (`text: {video: true}`). A rule's hit is a violation of its category: the category's score is 1
+ * on that frame, whatever the other signals say; a frame without hits leaves their score as it is (0 for
+ * `contact_info`, which only text feeds). Lines and hits come out in the pixels of the frame as decoded.
+ */
+import {defaultThreads} from '../../model/threads.js'
+import type {Category} from '../../policy/types.js'
+import {roundScore} from '../../scoring/calibrate.js'
+import type {ScoredLabel} from '../../scoring/result.js'
+import type {RgbImage} from '../../types.js'
+import type {Box, FrameOrigin, OpenSignal, Signal, SignalSetup, TextHitFound, TextLineFound} from '../signal.js'
+import type {TextBox} from './read.js'
+import {openTextSignal, textWanted} from './signal.js'
+
+/** A frame to read and where it starts in the decoded one; null for a video frame the policy does not read. */
+type TextInput = {frame: RgbImage; origin: FrameOrigin} | null
+
+/** What was read in a frame: its lines and the rules' hits, boxes in the decoded frame's pixels. */
+interface TextOutput {
+  lines: TextLineFound[]
+  hits: TextHitFound[]
+}
+
+const NOTHING_READ: TextOutput = {lines: [], hits: []}
+
+function boxOf(b: TextBox, origin: FrameOrigin): Box {
+  return [b.x + origin.left, b.y + origin.top, b.width, b.height]
+}
+
+async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>): Promise<OpenSignal<TextInput, TextOutput>> {
+  const {policy} = setup
+  const text = policy.text
+  if (text === undefined) throw new Error('the text signal opened without text rules')
+  // Without the cache of optimised graphs: onnxruntime crashes running the OCR graphs it saved there (the
+  // prepacked weights), and the two models are small (15 MiB) and quick to load from their own files.
+  const reader = await openTextSignal(text, {threads: setup.threads ?? (await defaultThreads())})
+  const fed = new Set(text.rules.map((r) => r.category))
+  const categories = policy.categories.filter((c) => fed.has(c.name))
+  // The categories no other open signal scores (contact_info, any under --only text): 0 on a frame without hits.
+  const only = categories.filter((c) => ![...opened.keys()].some((name) => (c.signals[name] ?? 0) > 0))
+
+  function adjust(labels: ScoredLabel[], output: TextOutput | undefined): ScoredLabel[] {
+    const hit = new Set(output?.hits.map((h) => h.category))
+    const out = labels.map((l) => (hit.has(l.name) ? {...l, score: 1} : l))
+    const add = (c: Category, score: number) => out.push({name: c.name, score, threshold: c.threshold, parent: c.parent, origin: c.origin})
+    for (const c of categories) {
+      if (out.some((l) => l.name === c.name)) continue
+      if (hit.has(c.name)) add(c, 1)
+      else if (only.includes(c)) add(c, 0)
+    }
+    return out
+  }
+
+  return {
+    prepare: (frame, origin, _decoded, kind) => (textWanted(text, kind) ? {frame, origin} : null),
+    async infer(inputs) {
+      const wanted = inputs.filter((i): i is {frame: RgbImage; origin: FrameOrigin} => i !== null)
+      const reading = wanted.length > 0 ? await reader.read(wanted.map((i) => i.frame)) : {lines: [], hits: []}
+      let next = 0
+      return inputs.map((input) => {
+        if (input === null) return NOTHING_READ
+        const k = next++
+        return {
+          lines: reading.lines[k].map((l) => ({text: l.text, confidence: roundScore(l.confidence), box: boxOf(l.box, input.origin)})),
+          hits: reading.hits[k].map((h) => ({
+            rule: h.rule,
+            category: h.category,
+            text: h.text,
+            box: boxOf(h.box, input.origin),
+            ...(h.detector === undefined ? {} : {detector: h.detector}),
+          })),
+        }
+      })
+    },
+    adjust: (labels, outputs) => adjust(labels, outputs.get('text') as TextOutput | undefined),
+    evidence: (output) => ({text: output.lines, textHits: output.hits}),
+    dispose: () => reader.close(),
+  }
+}
+
+export const textSignal: Signal = {
+  name: 'text',
+  title: 'the text reader',
+  description: "Text read in images (PP-OCRv4), matched against the policy's text rules",
+  kind: 'model',
+  off: (setup) => (textWanted(setup.policy.text, 'image') ? undefined : 'the policy has no text rules'),
+  weight: (category) => category.signals.text ?? 0,
+  open,
+}

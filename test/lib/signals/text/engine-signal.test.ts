@@ -1,0 +1,105 @@
+// The text signal in the engine: a policy's word list and contact rule flag rendered images, naming the rule,
+// the text and its box in the uploaded image's pixels; without text rules the reader is never opened.
+import {writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+
+import sharp from 'sharp'
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {DEFAULT_LIMITS} from '../../../../src/lib/config/settings.js'
+import {createEngine, type EngineOptions} from '../../../../src/lib/engine.js'
+import {buildPolicy, loadPolicyFile} from '../../../../src/lib/policy/load.js'
+import type {Policy} from '../../../../src/lib/policy/types.js'
+import type {RgbImage} from '../../../../src/lib/types.js'
+import {tempDir, TOY_MODEL} from '../../../helpers/cli.js'
+import {renderText} from '../../../helpers/render-text.js'
+import {ffmpeg} from '../../video/helpers.js'
+
+const dir = tempDir()
+test.after(() => dir.remove())
+
+function options(policy: Policy): EngineOptions {
+  return {preset: 'fast', modelDir: TOY_MODEL, cacheDir: join(dir.path, 'cache'), policy, limits: DEFAULT_LIMITS, threads: 1}
+}
+
+const png = (img: RgbImage) => sharp(img.data, {raw: {width: img.width, height: img.height, channels: 3}}).png().toBuffer()
+
+async function textPolicy(video = false): Promise<Policy> {
+  writeFileSync(join(dir.path, 'banned.txt'), '# test list\nzorblax\n')
+  const file = join(dir.path, 'policy.yaml')
+  writeFileSync(
+    file,
+    ['text:', `  video: ${video}`, '  rules:', '    banned:', '      category: hate_symbols', '      words_file: banned.txt', '    contacts:', '      category: contact_info', '      detect: [email]', ''].join('\n'),
+  )
+  return (await loadPolicyFile(file)).policy
+}
+
+test('a listed word on a meme and an e-mail address on a sign are violations, with the rule, the text and the box', async () => {
+  const policy = await textPolicy()
+  assert.equal(
+    policy.categories.filter((c) => (c.signals.text ?? 0) > 0).map((c) => [c.name, c.signals]),
+    [
+      ['hate_symbols', {clip: 1, text: 1}],
+      ['contact_info', {text: 1}],
+    ],
+  )
+  await using engine = createEngine(options(policy))
+  // A white border, trimmed before reading: the boxes still come out in the uploaded image's pixels.
+  const meme = await renderText(600, 400, [
+    {text: 'WHEN THE Z0RBLAX', x: 40, y: 70, size: 44, font: 'DejaVu Sans', fill: 'black'},
+    {text: 'hits different', x: 160, y: 360, size: 36, font: 'DejaVu Sans'},
+  ], '#ffd24a')
+  const bordered = await sharp(await png(meme)).extend({top: 50, left: 80, bottom: 50, right: 80, background: 'white'}).png().toBuffer()
+  const r = await engine.moderateImage(bordered, 'meme.png')
+  assert.equal(engine.signals(), {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', text: 'loaded', pdq: 'off'})
+  assert.equal(r.text?.map((l) => l.text), ['WHEN THE ZORBLAX', 'hits different'])
+  assert.equal(r.text_hits?.map((h) => [h.rule, h.category, h.text]), [['banned', 'hate_symbols', 'ZORBLAX']])
+  assert.equal(r.text_hits?.[0].box, r.text?.[0].box)
+  const [x, y, w, h] = r.text?.[0].box as number[]
+  // The line starts at x = 40 and has its baseline at y = 70 in the meme, drawn 80 and 50 pixels into the upload.
+  assert.ok(x >= 110 && x <= 125 && y >= 75 && y <= 90 && w >= 380 && w <= 520 && h >= 30 && h <= 60, `box ${x},${y},${w},${h}`)
+  assert.equal(r.violations.find((v) => v.name === 'hate_symbols'), {name: 'hate_symbols', confidence: 1, parent: null, threshold: 0.5})
+  assert.equal(r.labels.find((l) => l.name === 'contact_info')?.score, 0)
+  assert.is(r.violations.some((v) => v.name === 'contact_info'), false)
+  assert.is(r.is_safe, false)
+
+  const sign = await renderText(700, 300, [{text: 'contact: rentals@lakeside.org', x: 30, y: 150, size: 30, font: 'Liberation Serif'}], '#cfe3f0')
+  const s = await engine.moderateImage(await png(sign), 'sign.png')
+  assert.equal(s.text_hits?.map((h) => [h.rule, h.category, h.text, h.detector]), [['contacts', 'contact_info', 'rentals@lakeside.org', 'email']])
+  assert.equal(s.violations.find((v) => v.name === 'contact_info'), {name: 'contact_info', confidence: 1, parent: null, threshold: 0.5})
+})
+
+test('an image without text reads no lines and hits nothing', async () => {
+  await using engine = createEngine(options(await textPolicy()))
+  const plain = await sharp({create: {width: 320, height: 240, channels: 3, background: '#3a7bd5'}}).png().toBuffer()
+  const r = await engine.moderateImage(plain, 'plain.png')
+  assert.equal([r.text, r.text_hits], [[], []])
+  assert.equal(r.labels.find((l) => l.name === 'contact_info')?.score, 0)
+})
+
+test('without text rules the reader is not opened, there is no contact_info and results carry no text', async () => {
+  await using engine = createEngine(options(buildPolicy()))
+  const sign = await renderText(700, 300, [{text: 'contact: rentals@lakeside.org', x: 30, y: 150, size: 30, font: 'Liberation Serif'}])
+  const r = await engine.moderateImage(await png(sign), 'sign.png')
+  assert.equal(engine.signals(), {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', text: 'off', pdq: 'off'})
+  assert.equal([r.text, r.text_hits], [undefined, undefined])
+  assert.is(r.labels.some((l) => l.name === 'contact_info'), false)
+})
+
+test("a video's frames are read only when the policy asks (text: {video: true})", async () => {
+  const sign = await renderText(640, 360, [{text: 'write to rentals@lakeside.org', x: 30, y: 180, size: 32, font: 'DejaVu Sans'}], '#cfe3f0')
+  const still = join(dir.path, 'sign.png')
+  writeFileSync(still, await png(sign))
+  const clip = join(dir.path, 'sign.mp4')
+  await ffmpeg('-loop', '1', '-i', still, '-t', '1', '-r', '10', '-c:v', 'mpeg4', '-q:v', '2', '-pix_fmt', 'yuv420p', clip)
+  const flagged = async (video: boolean) => {
+    await using engine = createEngine(options(await textPolicy(video)))
+    const r = await engine.moderateVideo(clip, {source: 'sign.mp4', fps: 2, minFrames: 1, stopOnViolation: false})
+    return r.violations.filter((v) => v.name === 'contact_info').map((v) => [v.max_confidence, v.segments.map((g) => g.frames)])
+  }
+  assert.equal(await flagged(false), [])
+  assert.equal(await flagged(true), [[1, [2]]])
+})
+
+test.run()

@@ -1,0 +1,80 @@
+// The REST API with a policy's text rules: /health names the text reader as loaded, and the single, batch and JSON
+// routes answer with the lines read (text) and the rules' hits (text_hits), as the OpenAPI document declares.
+import {writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+
+import sharp from 'sharp'
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
+import {createEngine} from '../../src/lib/engine.js'
+import {loadPolicyFile} from '../../src/lib/policy/load.js'
+import {openapiDocument} from '../../src/server/openapi.js'
+import type {RgbImage} from '../../src/lib/types.js'
+import {renderText} from '../helpers/render-text.js'
+import {assertConforms} from './conformance.js'
+import {call, form, postJson, start, tempDir, testSettings, TOY_MODEL, type Running} from './harness.js'
+
+const dir = tempDir('mod-server-text-rules-')
+const settings = testSettings(join(dir.path, 'cache'))
+const doc = openapiDocument({version: '1.0.0', apiKey: false, allowUrls: false, limits: DEFAULT_LIMITS})
+let server: Running
+let close: () => Promise<void>
+let sign: Buffer
+let plain: Buffer
+
+const png = (img: RgbImage) => sharp(img.data, {raw: {width: img.width, height: img.height, channels: 3}}).png().toBuffer()
+
+test.before(async () => {
+  sign = await png(await renderText(700, 300, [{text: 'contact: rentals@lakeside.org', x: 30, y: 150, size: 30, font: 'Liberation Serif'}], '#cfe3f0'))
+  plain = await sharp({create: {width: 320, height: 240, channels: 3, background: '#3a7bd5'}}).png().toBuffer()
+  writeFileSync(join(dir.path, 'policy.yaml'), 'text:\n  rules:\n    contacts:\n      category: contact_info\n      detect: [email, url]\n')
+  const {policy} = await loadPolicyFile(join(dir.path, 'policy.yaml'))
+  const engine = createEngine({preset: 'fast', modelDir: TOY_MODEL, cacheDir: settings.cacheDir, policy, limits: settings.limits, threads: 1})
+  await engine.load()
+  server = await start(engine, settings, {tmpDir: dir.path})
+  close = () => engine.close()
+})
+
+test.after(async () => {
+  await server.stop()
+  await close()
+  dir.remove()
+})
+
+const hits = (body: {text_hits: {rule: string; category: string; text: string; detector?: string}[]}) =>
+  body.text_hits.map((h) => [h.rule, h.category, h.text, h.detector ?? null])
+const email = [['contacts', 'contact_info', 'rentals@lakeside.org', 'email']]
+
+test('GET /health lists the text reader as loaded', async () => {
+  assert.equal((await call(`${server.base}/health`)).body.signals, {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', text: 'loaded', pdq: 'off'})
+})
+
+test('POST /v1/moderate: the e-mail address on the sign is contact_info, with the line read and its box', async () => {
+  const res = await fetch(`${server.base}/v1/moderate`, {method: 'POST', body: form('file', [{name: 'sign.png', data: sign}])})
+  const body = (await assertConforms(doc, res)) as any
+  assert.equal(hits(body), email)
+  assert.equal(body.text.map((l: {text: string}) => l.text), ['contact: rentals@lakeside.org'])
+  assert.equal(body.text_hits[0].box, body.text[0].box)
+  assert.equal(body.violations.find((v: {name: string}) => v.name === 'contact_info'), {name: 'contact_info', confidence: 1, parent: null, threshold: 0.5})
+})
+
+test('POST /v1/moderate/batch: the sign hits, the plain image reads nothing', async () => {
+  const r = await call(`${server.base}/v1/moderate/batch`, {
+    method: 'POST',
+    body: form('files', [
+      {name: 'sign.png', data: sign},
+      {name: 'plain.png', data: plain},
+    ]),
+  })
+  assert.equal(r.body.results.map(hits), [email, []])
+  assert.equal(r.body.results[1].text, [])
+})
+
+test('POST /v1/moderate/json: base64 of the sign hits', async () => {
+  const r = await postJson(`${server.base}/v1/moderate/json`, {image_base64: sign.toString('base64')})
+  assert.equal(hits(r.body), email)
+})
+
+test.run()
