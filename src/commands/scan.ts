@@ -100,7 +100,7 @@ The policy's hash_lists are applied: an image whose PDQ hash (or a rotation or m
     ndjson: Flags.boolean({description: 'Print one JSON result per line as each finishes.', exclusive: ['json']}),
     only: Flags.string({
       description:
-        'Score with one signal alone: nsfw (the embedded NSFW specialist: nudity, sexual_activity, suggestive; no CLIP model needed), clip (the zero-shot prompts), text (the policy's text rules alone, read by the embedded OCR) or pdq (the hash lists of the policy alone: known_bad and the categories lists map to).',
+        'Score with one signal alone: nsfw (the embedded NSFW specialist: nudity, sexual_activity, suggestive; no CLIP model needed), clip (the zero-shot prompts), text (the text rules of the policy alone, read by the embedded OCR) or pdq (the hash lists of the policy alone: known_bad and the categories lists map to).',
       options: [...MODEL_SIGNAL_NAMES],
     }),
     'only-unsafe': Flags.boolean({
