@@ -110,6 +110,13 @@ const CALIBRATION_KEYS = ['scale', 'bias'] as const
 const HASH_LIST_KEYS = ['file', 'category', 'distance'] as const
 /** Names of new categories (and of head labels): they end up in JSON keys, URLs and terminal tables. */
 export const CATEGORY_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/
+
+/** The name of a category, hash list or text rule: CATEGORY_NAME_PATTERN, or a problem reported at `at`. */
+function validName(ctx: Context, name: string, at: number, what: string): boolean {
+  if (CATEGORY_NAME_PATTERN.test(name)) return true
+  report(ctx, at, `${what} name "${name}" may hold only letters, digits, "_", "-" and "." (at most 64)`)
+  return false
+}
 const BUILTIN_NAMES = new Set(DEFAULT_CATEGORIES.map((c) => c.name))
 
 interface Context {
@@ -313,10 +320,7 @@ function readCategories(ctx: Context, node: unknown, at: number, places: Map<str
     const name = keyOf(ctx, pair, ' under categories')
     if (name === undefined) continue
     const keyOffset = offsetOf(pair.key, at)
-    if (!BUILTIN_NAMES.has(name) && !CATEGORY_NAME_PATTERN.test(name)) {
-      report(ctx, keyOffset, `category name "${name}" may hold only letters, digits, "_", "-" and "." (at most 64)`)
-      continue
-    }
+    if (!BUILTIN_NAMES.has(name) && !validName(ctx, name, keyOffset, 'category')) continue
     const place: EntryPlace = {keyOffset}
     entries.push(readCategory(ctx, name, deref(ctx, pair.value), keyOffset, place))
     places.set(name, place)
@@ -389,10 +393,7 @@ function readHashLists(ctx: Context, node: unknown, at: number, categoryAt: Map<
     const name = keyOf(ctx, pair, ' under hash_lists')
     if (name === undefined) continue
     const keyOffset = offsetOf(pair.key, at)
-    if (!CATEGORY_NAME_PATTERN.test(name)) {
-      report(ctx, keyOffset, `hash list name "${name}" may hold only letters, digits, "_", "-" and "." (at most 64)`)
-      continue
-    }
+    if (!validName(ctx, name, keyOffset, 'hash list')) continue
     const entry = readHashList(ctx, name, deref(ctx, pair.value), keyOffset, categoryAt)
     if (entry) lists.push(entry)
   }
@@ -565,10 +566,7 @@ function readTextSection(ctx: Context, node: unknown, at: number, places: TextRu
         const name = keyOf(ctx, rulePair, ' under text.rules')
         if (name === undefined) continue
         const ruleAt = offsetOf(rulePair.key, valueAt)
-        if (!CATEGORY_NAME_PATTERN.test(name)) {
-          report(ctx, ruleAt, `rule name "${name}" may hold only letters, digits, "_", "-" and "." (at most 64)`)
-          continue
-        }
+        if (!validName(ctx, name, ruleAt, 'rule')) continue
         const rule = readTextRule(ctx, name, deref(ctx, rulePair.value), ruleAt, places)
         if (rule) section.rules.push(rule)
       }

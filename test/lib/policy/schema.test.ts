@@ -276,4 +276,9 @@ test('a valid text section keeps its rules in file order', () => {
   })
 })
 
+test('a text rule name follows the same naming rule as categories and hash lists', () => {
+  const text = 'text:\n  rules:\n    bad rule:\n      category: contact_info\n      detect: [email]\n'
+  assert.equal(validatePolicyText(text).problems, [at(3, 5, 'rule name "bad rule" may hold only letters, digits, "_", "-" and "." (at most 64)')])
+})
+
 test.run()
