@@ -8,6 +8,7 @@ import type {Precision} from './model/manifest-types.js'
 import type {BatchObserver} from './pipeline/batcher.js'
 import {orderedMap} from './pipeline/ordered.js'
 import {DIRECT, type Scheduler} from './pipeline/scheduler.js'
+import {addStep, addSteps, inferenceTime, timeStep, timeStepAsync, type StepTimes} from './pipeline/steps.js'
 import type {Policy, PresetName} from './policy/types.js'
 import type {SIGNAL_STATES} from './schemas.js'
 import {buildResult, mergeFrameLabels, type ScoredLabel} from './scoring/result.js'
@@ -16,7 +17,7 @@ import {availability, categoryStates, listCategories} from './signals/listing.js
 import type {NsfwRunner} from './signals/nsfw/runner.js'
 import type {NudenetDetector} from './signals/nudenet/detector.js'
 import {SIGNALS} from './signals/registry.js'
-import type {Signal, SignalSetup} from './signals/signal.js'
+import type {FrameOutputs, Signal, SignalSetup} from './signals/signal.js'
 import {DEFAULT_DECODE_LIMITS} from './video/frames.js'
 import {resolveFfmpeg} from './video/ffmpeg.js'
 import {moderateVideo} from './video/moderate.js'
@@ -89,6 +90,8 @@ export type {NsfwRunner} from './signals/nsfw/runner.js'
 export interface RunOptions {
   /** Where the preparing and inferring stages run (the server's queue); default: directly. */
   scheduler?: Scheduler
+  /** Filled with the time spent in each step (pipeline/steps.ts), summed over the images of the call. */
+  steps?: StepTimes
 }
 
 /** Per signal: in memory, not installed (the categories it feeds are not evaluated), switched off, or not loaded yet. */
@@ -190,14 +193,25 @@ export function createEngine(opts: EngineOptions): Engine {
   }
 
   /** The one image path: read, decode and prepare in the preparing stage, infer (batched with others), score. */
-  async function moderateOne(input: ImageInput, scheduler: Scheduler): Promise<ModerationResult> {
+  async function moderateOne(input: ImageInput, scheduler: Scheduler, steps?: StepTimes): Promise<ModerationResult> {
     const core = await loaded()
-    const frames = await scheduler.prepare(async () =>
-      core.prepare(await decodeImage(await input.read(), {maxBytes: limits.maxBytes, maxPixels: limits.maxPixels})),
-    )
-    const outputs = await scheduler.infer(() => core.infer(frames))
+    const frames = await scheduler.prepare(async () => {
+      const data = await input.read()
+      const decoded = await timeStepAsync(steps, 'decode', () => decodeImage(data, {maxBytes: limits.maxBytes, maxPixels: limits.maxPixels}))
+      return core.prepare(decoded, 'image', steps)
+    })
+    // What is not inference between here and the outputs is waiting: for the queue's turn and the batcher's run.
+    const inferredBefore = steps ? inferenceTime(steps) : 0
+    const started = performance.now()
+    const outputs = await scheduler.infer(() => core.infer(frames, steps))
+    if (steps) addStep(steps, 'wait', Math.max(0, performance.now() - started - (inferenceTime(steps) - inferredBefore)))
+    return timeStep(steps, 'score', () => resultOf(core, input.source, outputs))
+  }
+
+  /** One image's result from its frames' outputs. */
+  function resultOf(core: InferenceCore, source: string, outputs: FrameOutputs[]): ModerationResult {
     const matches = outputs.flatMap((o) => core.evidence(o).matches ?? [])
-    let result = buildResult(input.source, mergeFrameLabels(outputs.map((o) => core.score(o))), core.notEvaluated, matches)
+    let result = buildResult(source, mergeFrameLabels(outputs.map((o) => core.score(o))), core.notEvaluated, matches)
     if (core.open.has('text')) {
       const evidence = outputs.map((o) => core.evidence(o))
       result = {...result, text: evidence.flatMap((e) => e.text ?? []), text_hits: evidence.flatMap((e) => e.textHits ?? [])}
@@ -206,6 +220,17 @@ export function createEngine(opts: EngineOptions): Engine {
     // Best first over every frame scored (one for a still image).
     const regions = outputs.flatMap((o) => core.evidence(o).regions ?? []).sort((a, b) => b.score - a.score)
     return {...result, regions}
+  }
+
+  /** moderateOne with a record of its own, added to `steps` when it ends: the images of one call overlap. */
+  async function timedOne(input: ImageInput, scheduler: Scheduler, steps?: StepTimes): Promise<ModerationResult> {
+    if (!steps) return moderateOne(input, scheduler)
+    const own: StepTimes = {}
+    try {
+      return await moderateOne(input, scheduler, own)
+    } finally {
+      addSteps(steps, own)
+    }
   }
 
   function signalState(core: InferenceCore | undefined, signal: Signal): SignalState {
@@ -239,14 +264,14 @@ export function createEngine(opts: EngineOptions): Engine {
       await loaded()
     },
     notEvaluated: async () => [...(await loaded()).notEvaluated],
-    moderateImage: (data, source, o = {}) => moderateOne({source, read: async () => data}, o.scheduler ?? DIRECT),
+    moderateImage: (data, source, o = {}) => moderateOne({source, read: async () => data}, o.scheduler ?? DIRECT, o.steps),
 
     async *moderateMany(inputs, o = {}) {
       await loaded()
       const scheduler = o.scheduler ?? DIRECT
       // Two batches in flight: one being inferred while the next is read, decoded and preprocessed.
       yield* orderedMap(inputs, batchSize * 2, (input) =>
-        moderateOne(input, scheduler).catch((e: unknown): ItemResult => {
+        timedOne(input, scheduler, o.steps).catch((e: unknown): ItemResult => {
           if (isItemError(e)) return itemErrorEntry(input.source, e)
           throw e
         }),

@@ -7,6 +7,7 @@ import * as assert from 'uvu/assert'
 
 import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
 import {createEngine, type EngineOptions, type NsfwRunner} from '../../src/lib/engine.js'
+import type {StepTimes} from '../../src/lib/pipeline/steps.js'
 import {openNsfwRunner} from '../../src/lib/signals/nsfw/runner.js'
 import {buildPolicy} from '../../src/lib/policy/load.js'
 import type {ModerationResult} from '../../src/lib/types.js'
@@ -228,6 +229,40 @@ test('after close every call is refused, and a close during the load releases wh
   const refused = await e.moderateImage(await solidPng(0, 0, 255), 'b.png').then(() => 'ran', (err: {code: string}) => err.code)
   assert.is(refused, 'model_unavailable')
   assert.is(await e.categories().then(() => 'ran', (err: {code: string}) => err.code), 'model_unavailable')
+})
+
+test('asked for a record of its steps, the engine times each step of the default path, each signal apart (summed over the images of a batch)', async () => {
+  const engine = createEngine(options())
+  const steps = ['decode', 'trim', 'clip_preprocess', 'nsfw_preprocess', 'wait', 'clip_infer', 'nsfw_infer', 'score']
+  try {
+    const red = await solidPng(255, 0, 0)
+    const one: StepTimes = {}
+    const plain = await engine.moderateImage(red, 'red.png')
+    const timed = await engine.moderateImage(red, 'red.png', {steps: one})
+    assert.equal(timed, plain)
+    assert.equal(Object.keys(one).sort(), [...steps].sort())
+    for (const step of steps) assert.ok(one[step] >= 0, step)
+
+    const many: StepTimes = {}
+    const inputs = [red, red, Buffer.from('not an image')].map((data, i) => ({source: `${i}`, read: async () => data}))
+    const results = []
+    for await (const r of engine.moderateMany(inputs, {steps: many})) results.push(r)
+    assert.equal(results.map((r) => 'error' in r), [false, false, true])
+    assert.equal(Object.keys(many).sort(), [...steps].sort())
+  } finally {
+    await engine.close()
+  }
+})
+
+test('with the specialist switched off, only the steps of CLIP are recorded', async () => {
+  const engine = createEngine(options({policy: buildPolicy({categories: [{name: 'redness', prompts: ['red']}], specialists: {nsfw: false}})}))
+  try {
+    const steps: StepTimes = {}
+    await engine.moderateImage(await solidPng(255, 0, 0), 'red.png', {steps})
+    assert.equal(Object.keys(steps).sort(), ['clip_infer', 'clip_preprocess', 'decode', 'score', 'trim', 'wait'])
+  } finally {
+    await engine.close()
+  }
 })
 
 test.run()

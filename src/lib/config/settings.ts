@@ -73,6 +73,8 @@ export interface ServerSettings {
   corsOrigins: string[]
   /** MOD_DRAIN_DELAY_MS: after SIGTERM, how long /ready answers 503 while new connections are still served. */
   drainDelayMs: number
+  /** MOD_SERVER_TIMING: moderation answers carry a Server-Timing header with the time of each step. */
+  serverTiming: boolean
   jobs: JobSettings
 }
 
@@ -324,6 +326,7 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
     logLevel: parseLogLevel('MOD_LOG_LEVEL', env.MOD_LOG_LEVEL),
     corsOrigins: parseOrigins('MOD_CORS_ORIGINS', env.MOD_CORS_ORIGINS),
     drainDelayMs: parseCount('MOD_DRAIN_DELAY_MS', env.MOD_DRAIN_DELAY_MS, 0, 0),
+    serverTiming: parseBoolean('MOD_SERVER_TIMING', env.MOD_SERVER_TIMING, false),
     jobs: readJobSettings(env, cwd),
   }
   return {engine, server}

@@ -10,6 +10,7 @@ import {isModError, ModError} from '../errors.js'
 import {scoredBox} from '../image/prepare.js'
 import {crop} from '../image/trim.js'
 import {createBatcher, type BatchObserver} from '../pipeline/batcher.js'
+import {addStep, timeStep, type StepTimes} from '../pipeline/steps.js'
 import type {Category, Policy} from '../policy/types.js'
 import {combineSignals, notEvaluated, type FrameSignals} from '../scoring/combine.js'
 import type {ScoredLabel} from '../scoring/result.js'
@@ -95,10 +96,13 @@ export interface InferenceCore {
   framesInferred(): number
   /** Loads every model now rather than on the first frame. */
   warm(): Promise<void>
-  /** The preparing stage: frames trimmed (when the policy asks) and made ready for each signal; an image's by default. */
-  prepare(frames: readonly RgbImage[], kind?: MediaKind): Promise<PreparedFrame[]>
-  /** Each frame's outputs; frames from concurrent callers share model runs. */
-  infer(frames: readonly PreparedFrame[]): Promise<FrameOutputs[]>
+  /**
+   * The preparing stage: frames trimmed (when the policy asks) and made ready for each signal; an image's by
+   * default. `steps` gets the time of trimming and of each signal's preprocessing (pipeline/steps.ts).
+   */
+  prepare(frames: readonly RgbImage[], kind?: MediaKind, steps?: StepTimes): Promise<PreparedFrame[]>
+  /** Each frame's outputs; frames from concurrent callers share model runs. `steps` gets each signal's inference time. */
+  infer(frames: readonly PreparedFrame[], steps?: StepTimes): Promise<FrameOutputs[]>
   /** One frame's labels, as the result will show them once rounded. */
   score(outputs: FrameOutputs): ScoredLabel[]
   /** What the signals found in the frame beyond label scores. */
@@ -153,11 +157,15 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
   let inferred = 0
 
   const batcher = createBatcher(
-    async (frames: PreparedFrame[]): Promise<FrameOutputs[]> => {
+    async (frames: {frame: PreparedFrame; steps?: StepTimes}[]): Promise<FrameOutputs[]> => {
       const outputs = frames.map(() => new Map<string, unknown>())
+      // The records of the requests whose frames are in this run: each is told the run's time in full.
+      const records = new Set(frames.map((f) => f.steps))
       for (const [name, s] of entries) {
         if (!s.infer) continue
-        const out = await s.infer(frames.map((f) => f.get(name)))
+        const started = performance.now()
+        const out = await s.infer(frames.map((f) => f.frame.get(name)))
+        for (const steps of records) addStep(steps, `${name}_infer`, performance.now() - started)
         out.forEach((value, i) => outputs[i].set(name, value))
       }
       inferred += frames.length
@@ -178,22 +186,32 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
     async warm() {
       for (const s of opened.values()) await s.warm?.()
     },
-    prepare(frames, kind = 'image') {
+    prepare(frames, kind = 'image', steps) {
       alive()
       return Promise.all(
         frames.map(async (decoded) => {
-          const box = scoredBox(decoded, policy.trim_borders)
-          const frame = crop(decoded, box)
-          const origin = {left: box.left, top: box.top}
-          const inputs = new Map<string, unknown>()
-          for (const [name, s] of entries) if (s.prepare) inputs.set(name, await s.prepare(frame, origin, decoded, kind))
-          return inputs
+          const {frame, origin} = timeStep(steps, 'trim', () => {
+            const box = scoredBox(decoded, policy.trim_borders)
+            return {frame: crop(decoded, box), origin: {left: box.left, top: box.top}}
+          })
+          // Every signal starts at once: CLIP's resize runs in libvips' threads while the others compute here.
+          const preparing = entries.flatMap(([name, s]) => {
+            if (!s.prepare) return []
+            const prepare = s.prepare.bind(s)
+            const started = performance.now()
+            const input = (async () => prepare(frame, origin, decoded, kind))()
+            return [{name, input: input.then((value) => ({value, ms: performance.now() - started}))}]
+          })
+          const ready = await Promise.all(preparing.map((p) => p.input))
+          // Recorded in registry order, whichever finished first.
+          ready.forEach(({ms}, i) => addStep(steps, `${preparing[i].name}_preprocess`, ms))
+          return new Map(ready.map(({value}, i) => [preparing[i].name, value]))
         }),
       )
     },
-    async infer(frames) {
+    async infer(frames, steps) {
       alive()
-      return Promise.all(frames.map((f) => batcher.submit(f)))
+      return Promise.all(frames.map((frame) => batcher.submit({frame, steps})))
     },
     score(outputs) {
       const signals: Record<string, ReadonlyMap<string, number>> = {}

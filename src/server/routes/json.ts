@@ -37,7 +37,7 @@ export const moderateJson: RouteHandler<unknown, Static<typeof ModerateJsonReque
       upload.give(maxBytes - fetched.data.length)
       return {source: url as string, data: fetched.data}
     },
-    (image, scheduler) => ctx.engine.moderateImage(image.data, image.source, {scheduler}),
+    (image, scheduler, _signal, steps) => ctx.engine.moderateImage(image.data, image.source, {scheduler, steps}),
   )
   ctx.verdict(result)
   sendJson(res, 200, result)

@@ -18,7 +18,7 @@ export const moderateFile: Handler = async (ctx, req, res) => {
     req,
     res,
     async (upload) => (await receiveImages(req, {field: 'file', maxFiles: 1, maxBytes, ...pace, hold: upload}))[0],
-    (image, scheduler) => ctx.engine.moderateImage(image.data, image.filename, {scheduler}),
+    (image, scheduler, _signal, steps) => ctx.engine.moderateImage(image.data, image.filename, {scheduler, steps}),
   )
   ctx.verdict(result)
   sendJson(res, 200, result)
@@ -37,10 +37,10 @@ export const moderateBatch: Handler = async (ctx, req, res) => {
     req,
     res,
     (upload) => receiveImages(req, {field: 'files', maxFiles: maxBatch, maxBytes, maxTotalBytes: maxBatchBytes, ...pace, hold: upload}),
-    async (images, scheduler) => {
+    async (images, scheduler, _signal, steps) => {
       const out: ItemResult[] = []
       const inputs = images.map((image) => ({source: image.filename, read: async () => image.data}))
-      for await (const item of ctx.engine.moderateMany(inputs, {scheduler})) out.push(item)
+      for await (const item of ctx.engine.moderateMany(inputs, {scheduler, steps})) out.push(item)
       return out
     },
   )

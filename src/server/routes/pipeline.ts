@@ -2,11 +2,13 @@ import type {IncomingMessage, ServerResponse} from 'node:http'
 
 import {ModError} from '../../lib/errors.js'
 import type {Scheduler} from '../../lib/pipeline/scheduler.js'
+import type {StepTimes} from '../../lib/pipeline/steps.js'
 import {clientOf} from '../client-address.js'
 import type {RouteContext} from '../context.js'
 import {describe, type Log} from '../errors.js'
 import {requestLog} from '../logger.js'
 import type {Upload} from '../queue.js'
+import {serverTiming} from '../server-timing.js'
 
 /**
  * The path of every moderation request: the input is received (upload, JSON, URL fetch) on an upload place of
@@ -14,15 +16,18 @@ import type {Upload} from '../queue.js'
  * against the worker's MOD_MAX_BUFFERED_BYTES through `upload`, and only then does the request take a place in
  * the queue (503 when full). Then, the model loaded, `work` runs on the engine with the request's scheduler:
  * decoding takes turns with the worker's other requests and inference is batched with them. The held bytes
- * are given back once the request is answered.
+ * are given back once the request is answered. With MOD_SERVER_TIMING, `work` gets a record to fill with the
+ * engine's steps, and the answer a Server-Timing header with them, the receiving and the whole.
  */
 export async function moderate<I, R>(
   ctx: RouteContext,
   req: IncomingMessage,
   res: ServerResponse,
   receive: (upload: Upload) => Promise<I>,
-  work: (input: I, scheduler: Scheduler, signal: AbortSignal) => Promise<R>,
+  work: (input: I, scheduler: Scheduler, signal: AbortSignal, steps?: StepTimes) => Promise<R>,
 ): Promise<R> {
+  const started = performance.now()
+  const steps: StepTimes | undefined = ctx.settings.serverTiming ? {} : undefined
   const upload = ctx.gate.receive(clientOf(req))
   const signal = clientGone(res)
   try {
@@ -32,10 +37,13 @@ export async function moderate<I, R>(
     } finally {
       upload.done()
     }
+    const received = performance.now() - started
     const ticket = ctx.gate.admit()
     try {
       await ensureLoaded(ctx, requestLog(ctx.log, res))
-      return await work(input, ticket.scheduler(signal), signal)
+      const result = await work(input, ticket.scheduler(signal), signal, steps)
+      if (steps) res.setHeader('Server-Timing', serverTiming(received, steps, performance.now() - started))
+      return result
     } finally {
       ticket.release()
     }

@@ -47,6 +47,7 @@ test('with no input and no variables every setting has its default, in an engine
     logLevel: 'info',
     corsOrigins: [],
     drainDelayMs: 0,
+    serverTiming: false,
     jobs: {
       redisUrl: undefined,
       storage: defaultJobStorage(),
