@@ -121,10 +121,14 @@ export interface Verdict {
   line: string
 }
 
-/** Prints "script: detail, what value (target <= t) PASS|MISS" and returns it for the results file. */
-export function verdict(script: string, detail: string, what: string, value: number, kind: 'max' | 'min', target: number, unit = '', digits = 3): Verdict {
+/**
+ * Prints "script: detail, what value (target <= t) PASS|MISS" and returns it for the results file. A miss
+ * carries `ceiling` when given: the measured limit that explains it (what the work that must be done costs).
+ */
+export function verdict(script: string, detail: string, what: string, value: number, kind: 'max' | 'min', target: number, unit = '', digits = 3, ceiling?: string): Verdict {
   const pass = kind === 'max' ? value <= target : value >= target
-  const line = `${script}: ${detail ? `${detail}, ` : ''}${what} ${value.toFixed(digits)}${unit} (target ${kind === 'max' ? '<=' : '>='} ${target}${unit}) ${pass ? 'PASS' : 'MISS'}`
+  const miss = ceiling ? `MISS; ${ceiling}` : 'MISS'
+  const line = `${script}: ${detail ? `${detail}, ` : ''}${what} ${value.toFixed(digits)}${unit} (target ${kind === 'max' ? '<=' : '>='} ${target}${unit}) ${pass ? 'PASS' : miss}`
   process.stdout.write(`${line}\n`)
   return {script, what, value, target, kind, pass, line}
 }
@@ -324,13 +328,15 @@ export async function bareEncoder(precision: Variant = 'fp32', o: BareOptions = 
 export interface BareOptions {
   /** Open the session from the model file with onnxruntime's thread spinning on (its default; mod turns it off). */
   spinning?: boolean
+  /** Open the session from the model file, not the graph cache: weights prepacked in the process's own memory. */
+  fromFile?: boolean
 }
 
-/** A session with the engine's options and threads (from the bench's graph cache), or with spinning threads. */
+/** A session with the engine's options and threads (from the bench's graph cache), or as `o` asks. */
 async function bareSession(path: string, o: BareOptions): Promise<ort.InferenceSession> {
   const threads = await defaultThreads()
-  if (!o.spinning) return openSession(path, {threads, keepArena: true, cacheDir: CACHE_DIR})
-  return ort.InferenceSession.create(path, {...sessionOptions({threads, keepArena: true}), extra: {session: {intra_op: {allow_spinning: '1'}}}})
+  if (o.spinning) return ort.InferenceSession.create(path, {...sessionOptions({threads, keepArena: true}), extra: {session: {intra_op: {allow_spinning: '1'}}}})
+  return openSession(path, {threads, keepArena: true, cacheDir: o.fromFile ? undefined : CACHE_DIR})
 }
 
 /**
