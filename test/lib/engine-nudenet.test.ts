@@ -26,7 +26,7 @@ const LIKELY = [0.15, 0, 0.15, 0.7, 0]
 function specialist(probabilities: number[]): NsfwRunner {
   return {
     viewSize: 4,
-    views: () => new Float32Array(8),
+    views: () => ({first: new Float32Array(4), rest: () => new Float32Array(4)}),
     classify: async (_batch, n) => Array.from({length: n}, () => Float32Array.from(probabilities)),
     close: async () => {},
   }

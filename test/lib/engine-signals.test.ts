@@ -41,7 +41,7 @@ function countingSpecialist(probabilities: number[]): {runner: NsfwRunner; runs:
     runs,
     runner: {
       viewSize: size,
-      views: () => new Float32Array(2 * size),
+      views: () => ({first: new Float32Array(size), rest: () => new Float32Array(size)}),
       classify: async (_batch, n) => {
         runs.push(n)
         return Array.from({length: n}, () => Float32Array.from(probabilities))
@@ -182,7 +182,10 @@ function viewedSpecialist(answers: number[][]): NsfwRunner {
   const size = 4
   return {
     viewSize: size,
-    views: () => Float32Array.from({length: 4 * size}, (_, i) => Math.floor(i / size)),
+    views: () => {
+      const all = Float32Array.from({length: 4 * size}, (_, i) => Math.floor(i / size))
+      return {first: all.subarray(0, size), rest: () => all.subarray(size)}
+    },
     classify: async (batch, n) => Array.from({length: n}, (_, i) => Float32Array.from(answers[batch[i * size]])),
     close: async () => {},
   }

@@ -8,9 +8,9 @@ import {disposer} from '../../dispose.js'
 import {lazy} from '../../lazy.js'
 import {policyWeight, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
 import {nsfwCategoryScores} from './rule.js'
-import {classifyViews, type NsfwRunner} from './runner.js'
+import {classifyViews, type NsfwRunner, type NsfwViews} from './runner.js'
 
-async function open(setup: SignalSetup): Promise<OpenSignal<Float32Array, Float32Array>> {
+async function open(setup: SignalSetup): Promise<OpenSignal<NsfwViews, Float32Array>> {
   const runner = lazy(setup.openNsfw as () => Promise<NsfwRunner>)
   return {
     // Five probabilities per view looked at: features cached as one mirror-averaged five must not be read as these.
