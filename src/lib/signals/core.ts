@@ -165,7 +165,8 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
         if (!s.infer) continue
         const started = performance.now()
         const out = await s.infer(frames.map((f) => f.frame.get(name)))
-        for (const steps of records) addStep(steps, `${name}_infer`, performance.now() - started)
+        const ms = performance.now() - started
+        for (const steps of records) addStep(steps, `${name}_infer`, ms)
         out.forEach((value, i) => outputs[i].set(name, value))
       }
       inferred += frames.length

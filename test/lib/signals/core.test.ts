@@ -1,0 +1,80 @@
+// The inference core with test-only signals: the signals prepare a frame at the same time, and a step record
+// gets each signal's preprocessing and inference apart, an inference run shared by two callers in full for each.
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {DEFAULT_LIMITS} from '../../../src/lib/config/settings.js'
+import type {StepTimes} from '../../../src/lib/pipeline/steps.js'
+import {buildPolicy} from '../../../src/lib/policy/load.js'
+import {activeSignals, openCore} from '../../../src/lib/signals/core.js'
+import type {Signal} from '../../../src/lib/signals/signal.js'
+import type {RgbImage} from '../../../src/lib/types.js'
+import {tempDir} from '../../helpers/cli.js'
+
+const dir = tempDir()
+test.after(() => dir.remove())
+
+/** A signal feeding `redness` whose preparing notes when it starts and ends in `events`, and takes a turn of the event loop when `slow`. */
+function noting(name: string, events: string[], slow: boolean): Signal {
+  return {
+    name,
+    title: name,
+    description: 'a test signal',
+    kind: 'model',
+    off: () => undefined,
+    weight: (category) => (category.name === 'redness' ? 1 : 0),
+    open: async () => ({
+      async prepare(frame: RgbImage) {
+        events.push(`${name} starts`)
+        if (slow) await new Promise((resolve) => setImmediate(resolve))
+        events.push(`${name} ends`)
+        return frame.data[0] / 255
+      },
+      infer: async (values: number[]) => values.map((v) => Float32Array.of(v)),
+      scores: (out: Float32Array) => new Map([['redness', out[0]]]),
+      dispose: async () => {},
+    }),
+  }
+}
+
+const frame: RgbImage = {data: Buffer.from([255, 0, 0, 255, 0, 0]), width: 2, height: 1}
+const policy = buildPolicy({categories: [{name: 'redness', prompts: ['red']}]})
+const setup = {modelDir: join(dir.path, 'none'), cacheDir: join(dir.path, 'cache'), precision: 'fp32' as const, policy, limits: DEFAULT_LIMITS}
+
+test('the signals prepare a frame at once: the second starts while the first (waiting, as on a libvips resize) has not ended', async () => {
+  const events: string[] = []
+  const registry = [noting('first', events, true), noting('second', events, false)]
+  const core = await openCore(registry, setup, activeSignals(registry, setup), {batchSize: 8})
+  try {
+    const [prepared] = await core.prepare([frame])
+    assert.equal(events, ['first starts', 'second starts', 'second ends', 'first ends'])
+    assert.equal([...prepared.entries()], [['first', 1], ['second', 1]])
+  } finally {
+    await core.dispose()
+  }
+})
+
+test('a step record gets trimming, each signal\'s preprocessing and inference apart; a run shared by two callers counts in full for each', async () => {
+  const registry = [noting('first', [], true), noting('second', [], false)]
+  const core = await openCore(registry, setup, activeSignals(registry, setup), {batchSize: 8})
+  try {
+    const one: StepTimes = {}
+    const two: StepTimes = {}
+    const [a, b] = await Promise.all([core.prepare([frame], 'image', one), core.prepare([frame], 'image', two)])
+    assert.equal(Object.keys(one), ['trim', 'first_preprocess', 'second_preprocess'])
+    await Promise.all([core.infer(a, one), core.infer(b, two)])
+    assert.equal(Object.keys(one), ['trim', 'first_preprocess', 'second_preprocess', 'first_infer', 'second_infer'])
+    assert.is(one.first_infer, two.first_infer)
+    assert.is(one.second_infer, two.second_infer)
+    assert.is(core.framesInferred(), 2)
+
+    const none = await core.infer(await core.prepare([frame]))
+    assert.equal(none.map((o) => core.score(o).map((l) => [l.name, l.score])), [[['redness', 1]]])
+  } finally {
+    await core.dispose()
+  }
+})
+
+test.run()
