@@ -195,7 +195,10 @@ export function createEngine(opts: EngineOptions): Engine {
   /** The one image path: read, decode and prepare in the preparing stage, infer (batched with others), score. */
   async function moderateOne(input: ImageInput, scheduler: Scheduler, steps?: StepTimes): Promise<ModerationResult> {
     const core = await loaded()
+    const asked = performance.now()
     const frames = await scheduler.prepare(async () => {
+      // Waiting for the preparing stage's turn (the server's queue) counts as waiting too.
+      addStep(steps, 'wait', performance.now() - asked)
       const data = await input.read()
       const decoded = await timeStepAsync(steps, 'decode', () => decodeImage(data, {maxBytes: limits.maxBytes, maxPixels: limits.maxPixels}))
       return core.prepare(decoded, 'image', steps)
