@@ -289,28 +289,28 @@ process.stdout.write(
     `median ${overload.latency.p50.toFixed(0)} ms, p99 ${overload.latency.p99.toFixed(0)} ms, max ${overloadMax.toFixed(0)} ms, ${overload.requests.total} requests, ${status503} 503s, load ${overloadLoad}\n\n`,
 )
 
-// The floors the targets meet, from this run's own figures. Pixels equal to transformers.js's need the whole
-// image decoded and CLIP's exact bicubic resize: no request can cost less than those plus the bare pair.
+// The floors the targets meet, from this run's own figures (the steps from the default server's headers: decoding
+// and CLIP's resize are the same work with the specialist off). Pixels equal to transformers.js's need the whole
+// image decoded and CLIP's exact bicubic resize: no request can cost less than those plus the bare runs.
 const needed = stepMedian('receive') + stepMedian('decode') + stepMedian('clip_preprocess')
-const singleFloor = (median(on.bare) + needed) / median(on.bare)
-const singleCeiling =
+const singleFloor = (p: Phase) => (median(p.bare) + needed) / median(p.bare)
+const singleCeiling = (p: Phase, bareName: string) =>
   `floor: receive ${stepMedian('receive').toFixed(1)} + decode ${stepMedian('decode').toFixed(1)} + CLIP's exact bicubic resize ${stepMedian('clip_preprocess').toFixed(1)} ms ` +
-  `(needed for transformers.js-exact pixels) over the bare pair's ${median(on.bare).toFixed(1)} ms: at best ${singleFloor.toFixed(2)} x`
+  `(needed for transformers.js-exact pixels) over the ${bareName}'s ${median(p.bare).toFixed(1)} ms: at best ${singleFloor(p).toFixed(2)} x`
 // With 4 clients the cores are shared: each image costs its share of a batch run plus its preparing, spread over the cores.
 const cores = availableParallelism()
 const preparing = stepMedian('decode') + stepMedian('clip_preprocess')
-const perImage = median(on.batch) / BATCH_OF + preparing / cores
-const throughputFloor = median(on.bare) / perImage
-const throughputCeiling =
-  `ceiling: a bare batch of ${BATCH_OF} allows ${on.batchCeiling.toFixed(2)} x; with decode and preprocessing (${preparing.toFixed(1)} ms an image) ` +
-  `on the same ${cores} cores, ${(median(on.batch) / BATCH_OF).toFixed(1)} + ${preparing.toFixed(1)} / ${cores} ms an image: at most ${throughputFloor.toFixed(2)} x`
+const throughputFloor = (p: Phase) => median(p.bare) / (median(p.batch) / BATCH_OF + preparing / cores)
+const throughputCeiling = (p: Phase) =>
+  `ceiling: a bare batch of ${BATCH_OF} allows ${p.batchCeiling.toFixed(2)} x; with decode and preprocessing (${preparing.toFixed(1)} ms an image) ` +
+  `on the same ${cores} cores, ${(median(p.batch) / BATCH_OF).toFixed(1)} + ${preparing.toFixed(1)} / ${cores} ms an image: at most ${throughputFloor(p).toFixed(2)} x`
 // Little's law: with 16 clients always waiting on one worker, a request takes 16 / rate on average.
 const queued = (OVERLOAD_CONNECTIONS * 1000) / overloadRate
 const overloadCeiling =
   `floor: ${OVERLOAD_CONNECTIONS} clients queued on one worker at ${overloadRate.toFixed(2)} req/s take ${queued.toFixed(0)} ms a request on average ` +
   `(${OVERLOAD_CONNECTIONS} / rate) = ${(queued / median(on.single)).toFixed(2)} x the single median; the slowest is ${(overloadMax / overload.latency.p50).toFixed(2)} x the run's median`
 
-const phaseVerdicts = (p: Phase, t: {throughput: number; single: number}, bareName: string, ceilings: {single?: string; throughput?: string} = {}) => [
+const phaseVerdicts = (p: Phase, t: {throughput: number; single: number}, bareName: string) => [
   verdict(
     'http',
     `${p.name}, single request median ${median(p.single).toFixed(1)} ms, ${bareName} ${median(p.bare).toFixed(1)} ms, load ${p.load}`,
@@ -320,7 +320,7 @@ const phaseVerdicts = (p: Phase, t: {throughput: number; single: number}, bareNa
     t.single,
     '',
     3,
-    ceilings.single,
+    singleCeiling(p, bareName),
   ),
   verdict(
     'http',
@@ -331,11 +331,11 @@ const phaseVerdicts = (p: Phase, t: {throughput: number; single: number}, bareNa
     t.throughput,
     '',
     3,
-    ceilings.throughput,
+    throughputCeiling(p),
   ),
 ]
 const verdicts: Verdict[] = [
-  ...phaseVerdicts(on, TARGETS.default, 'bare pair', {single: singleCeiling, throughput: throughputCeiling}),
+  ...phaseVerdicts(on, TARGETS.default, 'bare pair'),
   verdict(
     'http',
     `${OVERLOAD_CONNECTIONS} clients, default, slowest request ${overloadMax.toFixed(0)} ms, single-request median ${median(on.single).toFixed(1)} ms, load ${overloadLoad}`,
@@ -363,6 +363,6 @@ await saveResults('http', verdicts, {
   specialistOn: figures(on),
   specialistOff: figures(off),
   steps: {...Object.fromEntries([...stepNames, 'total'].map((k) => [k, stepMedian(k)])), rest, back},
-  floors: {single: singleFloor, throughput: throughputFloor, overload: queued / median(on.single)},
+  floors: {single: singleFloor(on), throughput: throughputFloor(on), singleOff: singleFloor(off), throughputOff: throughputFloor(off), overload: queued / median(on.single)},
   overload: {connections: OVERLOAD_CONNECTIONS, rps: overloadRate, p50: overload.latency.p50, p99: overload.latency.p99, max: overloadMax, requests: overload.requests.total, status503},
 })
