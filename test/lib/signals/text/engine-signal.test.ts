@@ -93,13 +93,24 @@ test("a video's frames are read only when the policy asks (text: {video: true})"
   writeFileSync(still, await png(sign))
   const clip = join(dir.path, 'sign.mp4')
   await ffmpeg('-loop', '1', '-i', still, '-t', '1', '-r', '10', '-c:v', 'mpeg4', '-q:v', '2', '-pix_fmt', 'yuv420p', clip)
-  const flagged = async (video: boolean) => {
+  const moderate = async (video: boolean) => {
     await using engine = createEngine(options(await textPolicy(video)))
-    const r = await engine.moderateVideo(clip, {source: 'sign.mp4', fps: 2, minFrames: 1, stopOnViolation: false})
-    return r.violations.filter((v) => v.name === 'contact_info').map((v) => [v.max_confidence, v.segments.map((g) => g.frames)])
+    return await engine.moderateVideo(clip, {source: 'sign.mp4', fps: 2, minFrames: 1, stopOnViolation: false})
   }
-  assert.equal(await flagged(false), [])
-  assert.equal(await flagged(true), [[1, [2]]])
+  const unread = await moderate(false)
+  assert.is(unread.violations.some((v) => v.name === 'contact_info'), false)
+  assert.is(JSON.stringify(unread).includes('text'), false)
+  const read = await moderate(true)
+  const contact = read.violations.find((v) => v.name === 'contact_info')
+  assert.equal(
+    contact?.segments.map((g) => [g.frames, g.max_confidence, g.text?.map((l) => l.text), g.text_hits?.map((h) => [h.rule, h.text, h.detector])]),
+    [[2, 1, ['write to rentals@lakeside.org'], [['contacts', 'rentals@lakeside.org', 'email']]]],
+  )
+  const [x, y] = contact?.segments[0].text_hits?.[0].box as number[]
+  // The line's baseline is at y = 180, 32 px high: its box (with the detector's margin) starts above it.
+  assert.ok(x >= 15 && x <= 40 && y >= 110 && y <= 160, `box at ${x},${y}`)
+  // Segments of the other signals' categories list what was read too, but no hit of their own.
+  assert.ok(read.violations.filter((v) => v.name !== 'contact_info').every((v) => v.segments.every((g) => g.text_hits?.length === 0 && g.text?.length === 1)))
 })
 
 test.run()
