@@ -1,6 +1,7 @@
 /**
- * `npx tsx bench/ocr.ts [PHOTOS] [--samples N] [--side PX] [--turns N] [--only speed|accuracy|photos]`: the text
- * signal measured, the detector at its default bound or at --side.
+ * `npx tsx bench/ocr.ts [PHOTOS] [--samples N] [--side PX] [--models DIR] [--turns N] [--only speed|accuracy|photos]`:
+ * the text signal measured, the detector at its default bound or at --side, the shipped models or those in --models
+ * (det.onnx, rec.onnx, keys.txt; the reader alone: the engine's part always uses the shipped ones).
  * - accuracy: lines rendered (ground truth by construction) onto plain backgrounds and onto photos from PHOTOS
  *   (e.g. ../shared/data/ordinary-photos), in six Debian fonts, 12 to 40 px, turned up to 15 degrees, with
  *   noise, saved as JPEG quality 40 and read back. Prints character and word accuracy by text size and the hit
@@ -46,6 +47,7 @@ const samples = Number(flag('--samples') ?? 120)
 const only = flag('--only')
 const side = flag('--side')
 const turns = Number(flag('--turns') ?? 6)
+const modelsDir = flag('--models')
 const options: ReadOptions = {...DEFAULT_READ_OPTIONS, ...(side ? {detectorSide: Number(side)} : {})}
 const photosDir = args[0]
 const photos = photosDir ? (await readdir(photosDir)).filter((f) => /\.(jpe?g|png|webp)$/i.test(f)).sort() : []
@@ -130,7 +132,7 @@ function distance(a: string, b: string): number {
   return row[b.length]
 }
 
-const model = await openTextModel({threads: 2})
+const model = await openTextModel({threads: 2, dir: modelsDir})
 const readText = (m: typeof model, frames: RgbImage[]) => readWith(m, frames, options)
 const pct = (x: number) => `${(100 * x).toFixed(1)}%`
 
