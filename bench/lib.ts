@@ -187,7 +187,7 @@ export function header(script: string, about: string): void {
  * noise, so that JPEG decoding and resizing cost what they cost on real photos (flat colour decodes far
  * faster than texture).
  */
-function texturedPixels(width: number, height: number, seed: number): Buffer {
+export function texturedPixels(width: number, height: number, seed: number): Buffer {
   const rnd = random(seed)
   const data = Buffer.alloc(width * height * 3)
   const base = [rnd() * 255, rnd() * 255, rnd() * 255]

@@ -1,27 +1,42 @@
 /**
- * `npx tsx bench/ocr.ts [PHOTOS] [--samples N] [--side PX] [--only speed|accuracy|photos]`: the text signal
- * measured, the detector at its default bound or at --side.
+ * `npx tsx bench/ocr.ts [PHOTOS] [--samples N] [--side PX] [--models DIR] [--turns N] [--only speed|accuracy|photos]`:
+ * the text signal measured, the detector at its default bound or at --side, the shipped models or those in --models
+ * (det.onnx, rec.onnx, keys.txt; the reader alone: the engine's part always uses the shipped ones).
  * - accuracy: lines rendered (ground truth by construction) onto plain backgrounds and onto photos from PHOTOS
  *   (e.g. ../shared/data/ordinary-photos), in six Debian fonts, 12 to 40 px, turned up to 15 degrees, with
  *   noise, saved as JPEG quality 40 and read back. Prints character and word accuracy by text size and the hit
  *   rate of the rules (hits found in what is read / hits in the rendered text).
- * - speed: time per 1280x720 image with three lines (detector at its default bound), beside the load average.
+ * - speed: time per 1280x720 image with three lines on a photo (from PHOTOS, else photo-like texture; detector
+ *   at its default bound), beside the load average: the reader alone, then through the engine (`moderateImage`
+ *   of the same photos as JPEG: CLIP, the NSFW specialist and the text signal) with a policy with text rules
+ *   against the same engine without, taking --turns turns (default 6) of 5 images each, with each signal's own
+ *   wall and CPU time per image. The engine uses MOD_MODEL_DIR, else the stand-in model when built
+ *   (bench/README.md), else the test suite's toy model (then CLIP's share means nothing).
  * - photos: the contact rules and a small word list over every photo in PHOTOS; each hit is printed with the
  *   line it was read in, to check by eye that the text is really there.
  * Not part of `npm run bench`: it needs a folder of photos this repository does not ship.
  */
 import './no-telemetry.js'
 
+import {existsSync} from 'node:fs'
 import {loadavg} from 'node:os'
 import {readdir} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import sharp from 'sharp'
 
+import {DEFAULT_LIMITS} from '../src/lib/config/settings.js'
+import {createEngine, type Engine} from '../src/lib/engine.js'
+import {buildPolicy, loadPolicyFile} from '../src/lib/policy/load.js'
+import type {Policy} from '../src/lib/policy/types.js'
+import {openNsfwRunner} from '../src/lib/signals/nsfw/runner.js'
+import {SIGNALS} from '../src/lib/signals/registry.js'
+import type {Signal} from '../src/lib/signals/signal.js'
 import {openTextModel} from '../src/lib/signals/text/model.js'
 import {DEFAULT_READ_OPTIONS, readText as readWith, type ReadOptions} from '../src/lib/signals/text/read.js'
 import {applyRules, compileRules} from '../src/lib/signals/text/rules.js'
 import type {RgbImage} from '../src/lib/types.js'
+import {CACHE_DIR, interleave, median, pairedRatio, policyFile, ROOT, STANDIN_DIR, texturedPixels} from './lib.js'
 
 const args = process.argv.slice(2)
 const flag = (name: string) => {
@@ -31,6 +46,8 @@ const flag = (name: string) => {
 const samples = Number(flag('--samples') ?? 120)
 const only = flag('--only')
 const side = flag('--side')
+const turns = Number(flag('--turns') ?? 6)
+const modelsDir = flag('--models')
 const options: ReadOptions = {...DEFAULT_READ_OPTIONS, ...(side ? {detectorSide: Number(side)} : {})}
 const photosDir = args[0]
 const photos = photosDir ? (await readdir(photosDir)).filter((f) => /\.(jpe?g|png|webp)$/i.test(f)).sort() : []
@@ -115,7 +132,7 @@ function distance(a: string, b: string): number {
   return row[b.length]
 }
 
-const model = await openTextModel({threads: 2})
+const model = await openTextModel({threads: 2, dir: modelsDir})
 const readText = (m: typeof model, frames: RgbImage[]) => readWith(m, frames, options)
 const pct = (x: number) => `${(100 * x).toFixed(1)}%`
 
@@ -162,10 +179,92 @@ if (!only || only === 'accuracy') {
   for (const m of misses.slice(0, 25)) console.log(`    ${m}`)
 }
 
+/** Each signal's wall and CPU time per image (prepare and infer), kept per signal name while `timing` is set. */
+const spent = new Map<string, {wall: number[]; cpu: number[]}>()
+let timing: Map<string, {wall: number; cpu: number}> | undefined
+
+async function measure<T>(name: string, fn: () => Promise<T>): Promise<T> {
+  const c = process.cpuUsage()
+  const t = performance.now()
+  const out = await fn()
+  const d = process.cpuUsage(c)
+  const was = timing?.get(name) ?? {wall: 0, cpu: 0}
+  timing?.set(name, {wall: was.wall + performance.now() - t, cpu: was.cpu + (d.user + d.system) / 1000})
+  return out
+}
+
+function timed(signal: Signal): Signal {
+  return {
+    ...signal,
+    async open(setup, opened) {
+      const o = await signal.open(setup, opened)
+      return {
+        ...o,
+        ...(o.prepare && {prepare: (...a: Parameters<NonNullable<typeof o.prepare>>) => measure(signal.name, async () => o.prepare!(...a))}),
+        ...(o.infer && {infer: (inputs: unknown[]) => measure(signal.name, () => o.infer!(inputs))}),
+      }
+    },
+  }
+}
+
+/** The same photos through the engine, with and without text rules, taking turns; each signal's share printed. */
+async function enginePath(imgs: RgbImage[]): Promise<void> {
+  const modelDir = process.env.MOD_MODEL_DIR ?? (existsSync(join(STANDIN_DIR, 'manifest.json')) ? STANDIN_DIR : join(ROOT, 'test', 'fixtures', 'models', 'toy'))
+  const jpegs = await Promise.all(imgs.map((i) => sharp(i.data, {raw: {width: i.width, height: i.height, channels: 3}}).jpeg({quality: 90}).toBuffer()))
+  const rules = await policyFile(
+    'ocr-policy.yaml',
+    ['text:', '  rules:', '    contacts:', '      category: contact_info', '      detect: [email, phone, url, handle]', '    spam:', '      category: hate_symbols', '      words: [buy now, limited offer]', ''].join('\n'),
+  )
+  const open = (policy: Policy): Engine =>
+    createEngine({
+      preset: 'fast',
+      modelDir,
+      cacheDir: CACHE_DIR,
+      policy,
+      limits: DEFAULT_LIMITS,
+      openNsfw: () => openNsfwRunner({cacheDir: CACHE_DIR}),
+      signals: SIGNALS.map(timed),
+    })
+  const withText = open((await loadPolicyFile(rules)).policy)
+  const without = open(buildPolicy())
+  await withText.load()
+  await without.load()
+  const cpu = {with: 0, without: 0}
+  let next = 0
+  const side = (engine: Engine, name: 'with' | 'without') => async () => {
+    const jpeg = jpegs[next++ % jpegs.length]
+    const c = process.cpuUsage()
+    timing = new Map()
+    await engine.moderateImage(jpeg, 'photo.jpg')
+    for (const [signal, t] of timing) {
+      const kept = spent.get(`${name} ${signal}`) ?? {wall: [], cpu: []}
+      kept.wall.push(t.wall)
+      kept.cpu.push(t.cpu)
+      spent.set(`${name} ${signal}`, kept)
+    }
+    timing = undefined
+    const d = process.cpuUsage(c)
+    cpu[name] += (d.user + d.system) / 1000
+  }
+  spent.clear()
+  const times = await interleave({with: side(withText, 'with'), without: side(without, 'without')}, turns)
+  const n = times.with.length + turns
+  const a = median(times.with)
+  const b = median(times.without)
+  const per = (name: string) => [...spent.entries()].filter(([k]) => k.startsWith(`${name} `)).map(([k, v]) => `${k.slice(name.length + 1)} ${median(v.wall).toFixed(0)} ms (CPU ${median(v.cpu).toFixed(0)})`).join(', ')
+  console.log(`engine (${modelDir === STANDIN_DIR ? 'stand-in' : modelDir}), moderateImage of the same photos as JPEG, taking turns; load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}:`)
+  console.log(`  without text rules: median ${b.toFixed(0)} ms, CPU ${(cpu.without / n).toFixed(0)} ms per image; by signal: ${per('without')}`)
+  console.log(`  with text rules:    median ${a.toFixed(0)} ms, CPU ${(cpu.with / n).toFixed(0)} ms per image; by signal: ${per('with')}`)
+  console.log(`  the text signal adds ${(a - b).toFixed(0)} ms (median per-turn ratio ${pairedRatio(times.with, times.without).toFixed(2)}x; target 150 ms: ${((a - b) / 150).toFixed(2)}x) and ${((cpu.with - cpu.without) / n).toFixed(0)} ms of CPU per image`)
+  await withText.close()
+  await without.close()
+}
+
 if (!only || only === 'speed') {
   const imgs: RgbImage[] = []
   for (let i = 0; i < 6; i++) {
-    const bg = await background(1280, 720, photos.length > 0 ? photos[i * 7] : undefined)
+    // Photo-like texture rather than a plain background, which the engine's border trim would crop to the text.
+    const bg = photos.length > 0 ? await background(1280, 720, photos[i * 7]) : await sharp(texturedPixels(1280, 720, 40 + i), {raw: {width: 1280, height: 720, channels: 3}}).png().toBuffer()
     const lines = [0, 1, 2].map(
       (k) => `<text x="${60 + k * 40}" y="${160 + k * 200}" font-family="${FONTS[(i + k) % FONTS.length]}" font-size="${28 + k * 8}" fill="white" stroke="black" stroke-width="2" paint-order="stroke">${escape(TEXTS[(i * 3 + k) % TEXTS.length])}</text>`,
     )
@@ -189,6 +288,7 @@ if (!only || only === 'speed') {
   times.sort((a, b) => a - b)
   const median = times[Math.floor(times.length / 2)]
   console.log(`speed: 1280x720 with three lines, detector at ${options.detectorSide} px, 2 threads: median ${median.toFixed(0)} ms, best ${times[0].toFixed(0)} ms (target 150 ms: ${(median / 150).toFixed(2)}x); CPU ${cpuMs.toFixed(0)} ms per image (${(cpuMs / 2).toFixed(0)} ms on 2 idle cores at best); load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`)
+  await enginePath(imgs)
 }
 
 if ((!only || only === 'photos') && photos.length > 0) {

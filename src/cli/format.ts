@@ -68,12 +68,15 @@ function clock(seconds: number): string {
   return `${m}:${(seconds - m * 60).toFixed(1).padStart(4, '0')}`
 }
 
-/** The table output of scan-video: a verdict line, then one line per segment. `categories`: how many the policy has. */
+/**
+ * The table output of scan-video: a verdict line, then one line per segment (with its first text hit, when the
+ * policy reads the text of videos). `categories`: how many the policy has.
+ */
 export function formatVideo(r: VideoResult, categories: number): string {
   const partial = coverage(categories - r.not_evaluated.length, categories)
   const head = `${r.is_safe ? chalk.green('SAFE  ') : chalk.red('UNSAFE')}  ${r.source}  (${r.duration.toFixed(1)} s, ${r.frames_analyzed} frames at ${r.fps} fps${r.stopped_early ? ', stopped early' : ''}${partial ? `; ${partial}` : ''})`
   const lines = r.violations.flatMap((v) =>
-    v.segments.map((s) => `  ${v.name.padEnd(16)} ${clock(s.start)}-${clock(s.end)}  ${s.frames} frames, max ${s.max_confidence.toFixed(2)} >= ${v.threshold}`),
+    v.segments.map((s) => `  ${v.name.padEnd(16)} ${clock(s.start)}-${clock(s.end)}  ${s.frames} frames, max ${s.max_confidence.toFixed(2)} >= ${v.threshold}${textNote(s.text_hits, v.name)}`),
   )
   return [head, ...lines].join('\n')
 }

@@ -20,7 +20,7 @@ import {SIGNALS} from './signals/registry.js'
 import type {FrameOutputs, Signal, SignalSetup} from './signals/signal.js'
 import {DEFAULT_DECODE_LIMITS} from './video/frames.js'
 import {resolveFfmpeg} from './video/ffmpeg.js'
-import {moderateVideo} from './video/moderate.js'
+import {moderateVideo, type ScoredFrame} from './video/moderate.js'
 import type {CategoriesResult, CategoryState, ErrorEntry, ModerationResult, RgbImage, Segment, VideoResult} from './types.js'
 
 export interface EngineOptions {
@@ -187,9 +187,14 @@ export function createEngine(opts: EngineOptions): Engine {
     return closed ? Promise.reject(closedError()) : models.get()
   }
 
-  async function scoreVideoFrames(core: InferenceCore, frames: readonly RgbImage[]): Promise<ScoredLabel[][]> {
+  async function scoreVideoFrames(core: InferenceCore, frames: readonly RgbImage[]): Promise<ScoredFrame[]> {
     const outputs = await core.infer(await core.prepare(frames, 'video'))
-    return outputs.map((o) => core.score(o))
+    const readsText = core.open.has('text') && policy.text?.video === true
+    return outputs.map((o) => {
+      if (!readsText) return {labels: core.score(o)}
+      const found = core.evidence(o)
+      return {labels: core.score(o), text: {text: found.text ?? [], hits: found.textHits ?? []}}
+    })
   }
 
   /** The one image path: read, decode and prepare in the preparing stage, infer (batched with others), score. */

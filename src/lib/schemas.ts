@@ -222,6 +222,18 @@ export const Segment = Type.Object(
     end: Type.Number({minimum: 0, description: "Seconds: the last frame's timestamp plus 1/fps, capped at the duration."}),
     frames: Type.Integer({minimum: 1}),
     max_confidence: unit(),
+    text: Type.Optional(
+      Type.Array(TextLine, {
+        description:
+          "Present when the policy reads the text of videos (`text: {video: true}`): the lines read in the segment's frames, each text once (with its box in the first frame it was read in), in the order first read.",
+      }),
+    ),
+    text_hits: Type.Optional(
+      Type.Array(TextHit, {
+        description:
+          "Present when the policy reads the text of videos: the hits of the rules feeding this segment's category in its frames, each rule and text once (with the box where first read); empty when text rules did not flag it.",
+      }),
+    ),
   },
   {...closed, description: 'A run of consecutive sampled frames whose score stayed at or above the threshold.'},
 )

@@ -20,6 +20,7 @@ export type Segment = Static<typeof S.Segment>
 export type VideoViolation = Static<typeof S.VideoViolation>
 export type VideoResult = Static<typeof S.VideoResult>
 export type HashListMatch = Static<typeof S.HashListMatch>
+export type TextLine = Static<typeof S.TextLine>
 export type TextHit = Static<typeof S.TextHit>
 
 /** Decoded pixels: interleaved RGB (3 channels, no alpha), row-major. */

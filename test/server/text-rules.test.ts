@@ -12,7 +12,7 @@ import {createEngine} from '../../src/lib/engine.js'
 import {loadPolicyFile} from '../../src/lib/policy/load.js'
 import {openapiDocument} from '../../src/server/openapi.js'
 import type {RgbImage} from '../../src/lib/types.js'
-import {renderText} from '../helpers/render-text.js'
+import {memeAndPhoto, renderText} from '../helpers/render-text.js'
 import {assertConforms} from './conformance.js'
 import {call, form, postJson, start, tempDir, testSettings, TOY_MODEL, type Running} from './harness.js'
 
@@ -23,13 +23,19 @@ let server: Running
 let close: () => Promise<void>
 let sign: Buffer
 let plain: Buffer
+let images: {meme: Buffer; photo: Buffer}
 
 const png = (img: RgbImage) => sharp(img.data, {raw: {width: img.width, height: img.height, channels: 3}}).png().toBuffer()
 
 test.before(async () => {
   sign = await png(await renderText(700, 300, [{text: 'contact: rentals@lakeside.org', x: 30, y: 150, size: 30, font: 'Liberation Serif'}], '#cfe3f0'))
   plain = await sharp({create: {width: 320, height: 240, channels: 3, background: '#3a7bd5'}}).png().toBuffer()
-  writeFileSync(join(dir.path, 'policy.yaml'), 'text:\n  rules:\n    contacts:\n      category: contact_info\n      detect: [email, url]\n')
+  images = await memeAndPhoto()
+  writeFileSync(join(dir.path, 'banned.txt'), 'zorblax\n')
+  writeFileSync(
+    join(dir.path, 'policy.yaml'),
+    'text:\n  rules:\n    banned:\n      category: hate_symbols\n      words_file: banned.txt\n    contacts:\n      category: contact_info\n      detect: [email, url]\n',
+  )
   const {policy} = await loadPolicyFile(join(dir.path, 'policy.yaml'))
   const engine = createEngine({preset: 'fast', modelDir: TOY_MODEL, cacheDir: settings.cacheDir, policy, limits: settings.limits, threads: 1})
   await engine.load()
@@ -75,6 +81,26 @@ test('POST /v1/moderate/batch: the sign hits, the plain image reads nothing', as
 test('POST /v1/moderate/json: base64 of the sign hits', async () => {
   const r = await postJson(`${server.base}/v1/moderate/json`, {image_base64: sign.toString('base64')})
   assert.equal(hits(r.body), email)
+})
+
+test('POST /v1/moderate: a meme with a listed word and a photo with an e-mail address, each hit with its rule, text and box', async () => {
+  const answer = async (name: string, data: Buffer) => {
+    const res = await fetch(`${server.base}/v1/moderate`, {method: 'POST', body: form('file', [{name, data}])})
+    return (await assertConforms(doc, res)) as any
+  }
+  const meme = await answer('meme.png', images.meme)
+  const photo = await answer('photo.jpg', images.photo)
+  assert.equal(
+    [meme, photo].map((b) => [b.is_safe, b.violations.map((v: {name: string}) => v.name), hits(b)]),
+    [
+      [false, ['hate_symbols'], [['banned', 'hate_symbols', 'ZORBLAX', null]]],
+      [false, ['contact_info'], email],
+    ],
+  )
+  // The boxes of the lines drawn at x 40, baseline y 70 (44 px) in the meme and y 360 (30 px) in the photo.
+  const [m, p] = [meme.text_hits[0].box, photo.text_hits[0].box]
+  assert.ok(m[0] >= 30 && m[0] <= 60 && m[1] >= 25 && m[1] <= 45 && m[2] >= 380 && m[3] >= 25, `meme box ${m}`)
+  assert.ok(p[0] >= 30 && p[0] <= 50 && p[1] >= 320 && p[1] <= 345 && p[2] >= 380 && p[3] >= 25, `photo box ${p}`)
 })
 
 test.run()

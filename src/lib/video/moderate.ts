@@ -1,6 +1,6 @@
 import type {RgbImage, Segment, VideoResult} from '../types.js'
 import {type DecodedFrame, type DecodeOptions, type DecodeSummary, decodeFrames} from './frames.js'
-import {createSegmentTracker, type FrameLabel} from './segments.js'
+import {createSegmentTracker, type FrameLabel, type FrameText} from './segments.js'
 
 export interface ModerateVideoOptions {
   /** Reported as `source` in the result. */
@@ -12,13 +12,21 @@ export interface ModerateVideoOptions {
   batchSize: number
   /** The ffmpeg binary and the decoding limits. */
   decode: Omit<DecodeOptions, 'fps' | 'signal'>
-  /** Scores a batch of frames (the engine trims, preprocesses, embeds and scores): one label list per frame. */
-  scoreFrames: (frames: RgbImage[]) => Promise<FrameLabel[][]>
+  /**
+   * Scores a batch of frames (the engine trims, preprocesses, embeds and scores): per frame, its labels and, when
+   * the policy reads the text of videos, what was read.
+   */
+  scoreFrames: (frames: RgbImage[]) => Promise<ScoredFrame[]>
   /** Called for each kept segment once its run has closed (the open ones at the end), in the order found. */
   onSegment?: (label: string, segment: Segment) => void
   /** Called after each batch with the frames analysed and the seconds of video they cover. */
   onProgress?: (framesDone: number, seconds: number) => void
   signal?: AbortSignal
+}
+
+export interface ScoredFrame {
+  labels: FrameLabel[]
+  text?: FrameText
 }
 
 const round3 = (x: number): number => Math.round(x * 1000) / 1000
@@ -46,7 +54,7 @@ export async function moderateVideo(path: string, o: ModerateVideoOptions): Prom
         const scores = await o.scoreFrames(batch.map((f) => f.image))
         // Frame by frame, so that where a stop happens does not depend on the batch size.
         for (let i = 0; i < batch.length && !stoppedEarly; i++) {
-          for (const found of tracker.push(scores[i])) o.onSegment?.(found.label, found.segment)
+          for (const found of tracker.push(scores[i].labels, scores[i].text)) o.onSegment?.(found.label, found.segment)
           analyzed++
           stoppedEarly = o.stopOnViolation && tracker.hasSegment()
         }

@@ -1,8 +1,14 @@
 import {decideViolation, type ScoredLabel} from '../scoring/result.js'
-import type {Segment, VideoViolation} from '../types.js'
+import type {Segment, TextHit, TextLine, VideoViolation} from '../types.js'
 
 /** What a segment needs of a frame's label. */
 export type FrameLabel = Pick<ScoredLabel, 'name' | 'parent' | 'threshold' | 'score'>
+
+/** The text read in a frame and the rules' hits, when the policy reads the text of videos. */
+export interface FrameText {
+  text: TextLine[]
+  hits: TextHit[]
+}
 
 export interface FoundSegment {
   label: string
@@ -10,8 +16,11 @@ export interface FoundSegment {
 }
 
 export interface SegmentTracker {
-  /** Adds the next sampled frame's scores; returns the segments this frame closed (runs that just ended and are kept). */
-  push(labels: readonly FrameLabel[]): FoundSegment[]
+  /**
+   * Adds the next sampled frame's scores (and its text, when read); returns the segments this frame closed (runs
+   * that just ended and are kept).
+   */
+  push(labels: readonly FrameLabel[], text?: FrameText): FoundSegment[]
   /** True once some label has a run of at least min_frames frames, closed or still open. */
   hasSegment(): boolean
   /** Closes the open runs (their end capped at `duration`); returns them and the violations of the whole video. */
@@ -22,6 +31,17 @@ interface Run {
   first: number
   frames: number
   max: number
+  /** Lines and hits of its frames, each once: by text, and by rule and text. */
+  text?: {lines: Map<string, TextLine>; hits: Map<string, TextHit>}
+}
+
+function addText(run: Run, label: string, found: FrameText): void {
+  run.text ??= {lines: new Map(), hits: new Map()}
+  for (const line of found.text) if (!run.text.lines.has(line.text)) run.text.lines.set(line.text, line)
+  for (const hit of found.hits) {
+    const key = JSON.stringify([hit.rule, hit.text])
+    if (hit.category === label && !run.text.hits.has(key)) run.text.hits.set(key, hit)
+  }
 }
 
 interface LabelState {
@@ -35,7 +55,8 @@ const round = (x: number, digits: number): number => Math.round(x * 10 ** digits
 /**
  * Segments per label: a run of consecutive sampled frames whose score is >= the label's
  * threshold, from the first frame's time to the last one's plus 1/fps (capped at the duration); runs of fewer
- * than `minFrames` frames are dropped. Times are rounded to 3 decimals, confidences to 4.
+ * than `minFrames` frames are dropped. Times are rounded to 3 decimals, confidences to 4. Where frames carry the
+ * text read, a segment lists its frames' lines and the hits of its label's rules, each once.
  */
 export function createSegmentTracker(fps: number, minFrames: number): SegmentTracker {
   const states = new Map<string, LabelState>()
@@ -50,13 +71,14 @@ export function createSegmentTracker(fps: number, minFrames: number): SegmentTra
       end: round(Math.min((run.first + run.frames) / fps, duration), 3),
       frames: run.frames,
       max_confidence: round(run.max, 4),
+      ...(run.text && {text: [...run.text.lines.values()], text_hits: [...run.text.hits.values()]}),
     }
     state.segments.push(segment)
     return [{label: state.label.name, segment}]
   }
 
   return {
-    push(labels) {
+    push(labels, text) {
       const closed: FoundSegment[] = []
       for (const label of labels) {
         let state = states.get(label.name)
@@ -70,6 +92,7 @@ export function createSegmentTracker(fps: number, minFrames: number): SegmentTra
           if (state.run === undefined) state.run = {first: frames, frames: 0, max: 0}
           state.run.frames++
           state.run.max = Math.max(state.run.max, score)
+          if (text) addText(state.run, label.name, text)
         } else {
           // A run that closes before the last frame ends at the next frame's time, never past the duration.
           closed.push(...close(state, Infinity))

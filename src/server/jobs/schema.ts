@@ -18,6 +18,8 @@ export const JobSegment = Type.Object(
     end: Type.Number({minimum: 0}),
     frames: Type.Integer({minimum: 1}),
     max_confidence: Type.Number({minimum: 0, maximum: 1}),
+    text: Segment.properties.text,
+    text_hits: Segment.properties.text_hits,
   },
   {...closed, description: 'A segment found so far, reported once its run of frames has closed.'},
 )

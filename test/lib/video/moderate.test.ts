@@ -4,7 +4,7 @@ import * as assert from 'uvu/assert'
 
 import type {Label, RgbImage} from '../../../src/lib/types.js'
 import {DEFAULT_DECODE_LIMITS} from '../../../src/lib/video/frames.js'
-import {moderateVideo, type ModerateVideoOptions} from '../../../src/lib/video/moderate.js'
+import {moderateVideo, type ModerateVideoOptions, type ScoredFrame} from '../../../src/lib/video/moderate.js'
 import {childProcesses, colourClip, meanChannel, tempDir} from './helpers.js'
 
 const tmp = tempDir()
@@ -24,8 +24,8 @@ function label(name: string, score: number): Label {
 }
 
 /** Stands in for the model: "redness" and "blueness" are 0.9 when the frame's channel mean is over 200, else 0.1. */
-async function colourScores(frames: RgbImage[]): Promise<Label[][]> {
-  return frames.map((f) => [label('redness', meanChannel(f, 0) > 200 ? 0.9 : 0.1), label('blueness', meanChannel(f, 2) > 200 ? 0.9 : 0.1)])
+async function colourScores(frames: RgbImage[]): Promise<ScoredFrame[]> {
+  return frames.map((f) => ({labels: [label('redness', meanChannel(f, 0) > 200 ? 0.9 : 0.1), label('blueness', meanChannel(f, 2) > 200 ? 0.9 : 0.1)]}))
 }
 
 function options(over: Partial<ModerateVideoOptions> = {}): ModerateVideoOptions {

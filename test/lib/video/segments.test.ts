@@ -1,7 +1,7 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {createSegmentTracker, type FrameLabel} from '../../../src/lib/video/segments.js'
+import {createSegmentTracker, type FrameLabel, type FrameText} from '../../../src/lib/video/segments.js'
 
 const weapons = (score: number): FrameLabel => ({name: 'weapons', parent: 'violence', threshold: 0.5, score})
 const nudity = (score: number): FrameLabel => ({name: 'nudity', parent: null, threshold: 0.7, score})
@@ -97,6 +97,26 @@ test('hasSegment turns true once a run reaches min_frames, even while it is open
   assert.is(tracker.hasSegment(), true)
   tracker.push([weapons(0.1)])
   assert.is(tracker.hasSegment(), true)
+})
+
+test("frames that carry their text: a segment lists its frames' lines and its label's hits, each once, with the first box", () => {
+  const tracker = createSegmentTracker(1, 1)
+  const contact = (score: number): FrameLabel => ({name: 'contact_info', parent: null, threshold: 0.5, score})
+  const line = (text: string, x: number) => ({text, confidence: 0.9, box: [x, 10, 200, 30]})
+  const hit = (rule: string, category: string, text: string, x: number) => ({rule, category, text, box: [x, 10, 200, 30], detector: 'email'})
+  const frames: [FrameLabel[], FrameText][] = [
+    [[contact(0), weapons(0.1)], {text: [line('sale today', 5)], hits: []}],
+    [[contact(1), weapons(0.9)], {text: [line('mail me@x.org', 5), line('sale today', 5)], hits: [hit('contacts', 'contact_info', 'me@x.org', 5)]}],
+    [[contact(1), weapons(0.9)], {text: [line('mail me@x.org', 7)], hits: [hit('contacts', 'contact_info', 'me@x.org', 7)]}],
+    [[contact(0), weapons(0.1)], {text: [], hits: []}],
+  ]
+  for (const [labels, text] of frames) tracker.push(labels, text)
+  const segments = Object.fromEntries(tracker.finish(4).violations.map((v) => [v.name, v.segments]))
+  const read = [line('mail me@x.org', 5), line('sale today', 5)]
+  assert.equal(segments, {
+    contact_info: [{start: 1, end: 3, frames: 2, max_confidence: 1, text: read, text_hits: [hit('contacts', 'contact_info', 'me@x.org', 5)]}],
+    weapons: [{start: 1, end: 3, frames: 2, max_confidence: 0.9, text: read, text_hits: []}],
+  })
 })
 
 test('a video without scores over any threshold has no violations', () => {

@@ -1,6 +1,6 @@
 /**
  * Reading the text of frames: detect regions on each frame at a bounded resolution, then read every line of
- * every frame in recogniser batches of similar widths (fewer padded columns), and return the lines with their
+ * every frame in recogniser batches of similar widths (few padded columns), and return the lines with their
  * boxes in the frame's own pixels.
  */
 import type {RgbImage} from '../../types.js'
@@ -35,12 +35,18 @@ export interface ReadOptions {
   minConfidence: number
   /** Widest line fed to the recogniser, in its pixels (height 48). */
   maxLineWidth: number
-  /** Lines per recogniser run. */
+  /** Lines per recogniser run, at most. */
   batch: number
+  /**
+   * A run's lines are padded to its widest, and padding costs the recogniser as much as text: a line shares a
+   * run only with lines at most this many times its width. A run costs little else (bench/README.md, "text":
+   * three lines of 408, 664 and 672 columns took 125 ms of CPU in one run, 105 ms in three).
+   */
+  maxPadding: number
   boxes: BoxOptions
 }
 
-export const DEFAULT_READ_OPTIONS: ReadOptions = {detectorSide: 736, minConfidence: 0.5, maxLineWidth: 1280, batch: 8, boxes: DEFAULT_BOX_OPTIONS}
+export const DEFAULT_READ_OPTIONS: ReadOptions = {detectorSide: 736, minConfidence: 0.5, maxLineWidth: 1280, batch: 8, maxPadding: 1.1, boxes: DEFAULT_BOX_OPTIONS}
 
 /** Scales a box from detector-map coordinates to image pixels (the axes scale apart when the aspect changed). */
 export function toImage(b: RotatedBox, sx: number, sy: number): RotatedBox {
@@ -68,13 +74,14 @@ export async function detectLines(model: TextModel, img: RgbImage, o: ReadOption
   return boxesFromMap(map, input.width, input.height, o.boxes).map((s) => toImage(s.box, input.scaleX, input.scaleY))
 }
 
-/** Reads boxes of frames, batched across frames; returns each frame's lines in reading order. */
+/** Reads boxes of frames, batched across frames by width; returns each frame's lines in reading order. */
 export async function recogniseLines(model: TextModel, items: {img: RgbImage; boxes: RotatedBox[]}[], o: ReadOptions = DEFAULT_READ_OPTIONS): Promise<TextLine[][]> {
   const jobs = items.flatMap((item, frame) => item.boxes.map((box, line) => ({frame, line, box, img: item.img, width: lineWidth(box, o.maxLineWidth)})))
   const order = [...jobs].sort((a, b) => a.width - b.width)
   const read = new Map<(typeof jobs)[number], TextLine>()
-  for (let start = 0; start < order.length; start += o.batch) {
-    const chunk = order.slice(start, start + o.batch)
+  for (let start = 0, end = 1; start < order.length; start = end, end = start + 1) {
+    while (end < order.length && end - start < o.batch && order[end].width <= order[start].width * o.maxPadding) end++
+    const chunk = order.slice(start, end)
     const batchWidth = Math.ceil(chunk.at(-1)!.width / 4) * 4
     const tensor = new Float32Array(chunk.length * 3 * REC_HEIGHT * batchWidth)
     chunk.forEach((job, i) => sampleLine(job.img, job.box, tensor, i, job.width, batchWidth))

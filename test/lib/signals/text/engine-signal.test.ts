@@ -1,8 +1,10 @@
 // The text signal in the engine: a policy's word list and contact rule flag rendered images, naming the rule,
-// the text and its box in the uploaded image's pixels; without text rules the reader is never opened.
+// the text and its box in the uploaded image's pixels; without text rules no session of the reader is created, and a
+// video's frames are read (segments then carry the text and hits) only when the policy asks.
 import {writeFileSync} from 'node:fs'
-import {join} from 'node:path'
+import {join, relative} from 'node:path'
 
+import * as ort from 'onnxruntime-node'
 import sharp from 'sharp'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
@@ -12,7 +14,7 @@ import {createEngine, type EngineOptions} from '../../../../src/lib/engine.js'
 import {buildPolicy, loadPolicyFile} from '../../../../src/lib/policy/load.js'
 import type {Policy} from '../../../../src/lib/policy/types.js'
 import type {RgbImage} from '../../../../src/lib/types.js'
-import {tempDir, TOY_MODEL} from '../../../helpers/cli.js'
+import {ROOT, tempDir, TOY_MODEL} from '../../../helpers/cli.js'
 import {renderText} from '../../../helpers/render-text.js'
 import {ffmpeg} from '../../video/helpers.js'
 
@@ -93,13 +95,86 @@ test("a video's frames are read only when the policy asks (text: {video: true})"
   writeFileSync(still, await png(sign))
   const clip = join(dir.path, 'sign.mp4')
   await ffmpeg('-loop', '1', '-i', still, '-t', '1', '-r', '10', '-c:v', 'mpeg4', '-q:v', '2', '-pix_fmt', 'yuv420p', clip)
-  const flagged = async (video: boolean) => {
+  const moderate = async (video: boolean) => {
     await using engine = createEngine(options(await textPolicy(video)))
-    const r = await engine.moderateVideo(clip, {source: 'sign.mp4', fps: 2, minFrames: 1, stopOnViolation: false})
-    return r.violations.filter((v) => v.name === 'contact_info').map((v) => [v.max_confidence, v.segments.map((g) => g.frames)])
+    return await engine.moderateVideo(clip, {source: 'sign.mp4', fps: 2, minFrames: 1, stopOnViolation: false})
   }
-  assert.equal(await flagged(false), [])
-  assert.equal(await flagged(true), [[1, [2]]])
+  const unread = await moderate(false)
+  assert.is(unread.violations.some((v) => v.name === 'contact_info'), false)
+  assert.is(JSON.stringify(unread).includes('text'), false)
+  const read = await moderate(true)
+  const contact = read.violations.find((v) => v.name === 'contact_info')
+  assert.equal(
+    contact?.segments.map((g) => [g.frames, g.max_confidence, g.text?.map((l) => l.text), g.text_hits?.map((h) => [h.rule, h.text, h.detector])]),
+    [[2, 1, ['write to rentals@lakeside.org'], [['contacts', 'rentals@lakeside.org', 'email']]]],
+  )
+  const [x, y] = contact?.segments[0].text_hits?.[0].box as number[]
+  // The line's baseline is at y = 180, 32 px high: its box (with the detector's margin) starts above it.
+  assert.ok(x >= 15 && x <= 40 && y >= 110 && y <= 160, `box at ${x},${y}`)
+  // Segments of the other signals' categories list what was read too, but no hit of their own.
+  assert.ok(read.violations.filter((v) => v.name !== 'contact_info').every((v) => v.segments.every((g) => g.text_hits?.length === 0 && g.text?.length === 1)))
+})
+
+/**
+ * The runs of every onnxruntime session of the text reader's models (models/ocr/) created while `fn` runs, per
+ * model file (`runs` holds them as they happen): onnxruntime itself is watched, so nothing of the reader can load
+ * or run unseen.
+ */
+const runs: Record<string, number> = {}
+
+async function ocrSessions(fn: () => Promise<void>): Promise<Record<string, number>> {
+  for (const name of Object.keys(runs)) delete runs[name]
+  const create = ort.InferenceSession.create
+  const watched = async (...args: Parameters<typeof create>) => {
+    const session = await (create as (...a: unknown[]) => Promise<ort.InferenceSession>).apply(ort.InferenceSession, args)
+    const name = typeof args[0] === 'string' ? relative(ROOT, args[0]) : 'a buffer'
+    if (!name.startsWith('models/ocr/')) return session
+    runs[name] = 0
+    const run = session.run.bind(session)
+    session.run = ((...a: Parameters<typeof run>) => {
+      runs[name]++
+      return run(...a)
+    }) as typeof session.run
+    return session
+  }
+  ort.InferenceSession.create = watched as typeof create
+  try {
+    await fn()
+  } finally {
+    ort.InferenceSession.create = create
+  }
+  return {...runs}
+}
+
+test('without text rules no session of the reader is created, for images and videos alike', async () => {
+  const sign = await renderText(640, 360, [{text: 'write to rentals@lakeside.org', x: 30, y: 180, size: 32, font: 'DejaVu Sans'}], '#cfe3f0')
+  const clip = join(dir.path, 'unread.mp4')
+  writeFileSync(join(dir.path, 'unread.png'), await png(sign))
+  await ffmpeg('-loop', '1', '-i', join(dir.path, 'unread.png'), '-t', '1', '-r', '10', '-c:v', 'mpeg4', '-q:v', '2', '-pix_fmt', 'yuv420p', clip)
+  const opened = await ocrSessions(async () => {
+    await using engine = createEngine(options(buildPolicy()))
+    await engine.moderateImage(await png(sign), 'sign.png')
+    await engine.moderateVideo(clip, {source: 'unread.mp4', fps: 2, minFrames: 1, stopOnViolation: false})
+  })
+  assert.equal(opened, {})
+})
+
+test("with text rules a video's frames are not read unless the policy asks; an image's are", async () => {
+  const sign = await renderText(640, 360, [{text: 'write to rentals@lakeside.org', x: 30, y: 180, size: 32, font: 'DejaVu Sans'}], '#cfe3f0')
+  const clip = join(dir.path, 'rules.mp4')
+  writeFileSync(join(dir.path, 'rules.png'), await png(sign))
+  await ffmpeg('-loop', '1', '-i', join(dir.path, 'rules.png'), '-t', '1', '-r', '10', '-c:v', 'mpeg4', '-q:v', '2', '-pix_fmt', 'yuv420p', clip)
+  let afterVideo = {}
+  const total = await ocrSessions(async () => {
+    await using engine = createEngine(options(await textPolicy(false)))
+    const r = await engine.moderateVideo(clip, {source: 'rules.mp4', fps: 2, minFrames: 1, stopOnViolation: false})
+    assert.is(r.frames_analyzed, 2)
+    afterVideo = {...runs}
+    await engine.moderateImage(await png(sign), 'sign.png')
+  })
+  assert.equal(afterVideo, {'models/ocr/det.onnx': 0, 'models/ocr/rec.onnx': 0})
+  // One frame: one detector run, its one line in one recogniser batch.
+  assert.equal(total, {'models/ocr/det.onnx': 1, 'models/ocr/rec.onnx': 1})
 })
 
 test.run()

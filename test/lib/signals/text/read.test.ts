@@ -1,7 +1,7 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {openTextModel} from '../../../../src/lib/signals/text/model.js'
+import {openTextModel, type TextModel} from '../../../../src/lib/signals/text/model.js'
 import {readText} from '../../../../src/lib/signals/text/read.js'
 import {renderText} from '../../../helpers/render-text.js'
 
@@ -33,6 +33,27 @@ test('reads a line tilted by 10 degrees, and frames batched together keep their 
     read.map((lines) => lines.map((l) => l.text)),
     [['FREE SHIPPING'], [], ['hello world']],
   )
+})
+
+test('lines share a recogniser run only with lines of nearly their width, so that little is padded', async () => {
+  const img = await renderText(900, 400, [
+    {text: 'Buy cheap watches now', x: 40, y: 80, size: 32},
+    {text: 'Buy cheap watches now', x: 40, y: 180, size: 32},
+    {text: 'Sale', x: 40, y: 300, size: 32},
+  ])
+  const runs: [number, number][] = []
+  const watched: TextModel = {...model, recognise: (tensor, n, width) => (runs.push([n, width]), model.recognise(tensor, n, width))}
+  const [lines] = await readText(watched, [img])
+  assert.equal(
+    lines.map((l) => l.text),
+    ['Buy cheap watches now', 'Buy cheap watches now', 'Sale'],
+  )
+  // The short line alone, then the two long ones together (the narrowest first).
+  assert.equal(
+    runs.map(([n]) => n),
+    [1, 2],
+  )
+  assert.ok(runs[0][1] * 3 < runs[1][1], JSON.stringify(runs))
 })
 
 test.run()
