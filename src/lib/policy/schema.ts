@@ -500,6 +500,7 @@ function readTextRule(ctx: Context, name: string, node: unknown, at: number, pla
       }
       case 'regex': {
         const items = isSeq(value) ? value.items.map((item) => deref(ctx, item)) : [value]
+        if (items.length === 0) report(ctx, offsetOf(value, valueAt), `${field} must list at least one regular expression`)
         const patterns: string[] = []
         items.forEach((item, i) => {
           const source = scalarValue(item)
@@ -518,6 +519,7 @@ function readTextRule(ctx: Context, name: string, node: unknown, at: number, pla
       }
       case 'detect': {
         const items = isSeq(value) ? value.items.map((item) => deref(ctx, item)) : [value]
+        if (items.length === 0) report(ctx, offsetOf(value, valueAt), `${field} must list at least one detector among ${CONTACT_DETECTORS.join(', ')}`)
         const detect: ContactDetector[] = []
         for (const item of items) {
           const d = scalarValue(item)

@@ -276,6 +276,14 @@ test('a valid text section keeps its rules in file order', () => {
   })
 })
 
+test('an empty regex or detect list is a problem on its line, not a rule silently left out', () => {
+  const text = 'text:\n  rules:\n    ids: {category: drugs, regex: []}\n    contacts: {category: contact_info, detect: []}\n'
+  assert.equal(validatePolicyText(text).problems, [
+    at(3, 35, 'text.rules.ids.regex must list at least one regular expression'),
+    at(4, 48, 'text.rules.contacts.detect must list at least one detector among email, phone, url, handle'),
+  ])
+})
+
 test('a text rule name follows the same naming rule as categories and hash lists', () => {
   const text = 'text:\n  rules:\n    bad rule:\n      category: contact_info\n      detect: [email]\n'
   assert.equal(validatePolicyText(text).problems, [at(3, 5, 'rule name "bad rule" may hold only letters, digits, "_", "-" and "." (at most 64)')])
