@@ -141,10 +141,22 @@ test('hash lists are read relative to the policy file: entries in the summary, b
     [
       `${join(dir.path, 'broken.txt')}:3: "zz" is not a PDQ hash (64 hexadecimal digits)`,
       `${join(dir.path, 'broken.txt')}:4: "${hash}x" is not a PDQ hash (64 hexadecimal digits)`,
-      `${broken}: hash_lists.gone: hash list ${join(dir.path, 'none.txt')} does not exist`,
+      `${broken}:8: hash_lists.gone: hash list ${join(dir.path, 'none.txt')} does not exist`,
       '',
     ].join('\n'),
   )
+})
+
+test('one hash is "1 hash"; a folder named as a list is "not a file", on the line of its file:', async () => {
+  writeFileSync(join(dir.path, 'one.txt'), `${'cd'.repeat(32)},case-9\n`)
+  const policy = join(dir.path, 'one.yaml')
+  writeFileSync(policy, 'hash_lists:\n  one: {file: one.txt}\n')
+  const r = await runInProcess(['policy', 'validate', policy])
+  assert.match(r.stdout, `  hash list:    one: 1 hash in ${join(dir.path, 'one.txt')}\n`)
+  writeFileSync(policy, 'hash_lists:\n  one: {file: one.txt}\n  folder:\n    file: .\n')
+  const f = await runInProcess(['policy', 'validate', policy])
+  assert.is(f.code, 2)
+  assert.is(f.stderr, `${policy}:4: hash_lists.folder: hash list ${dir.path} is not a file\n`)
 })
 
 test('a missing file: exit 2 and an invalid_config message', async () => {
