@@ -11,7 +11,8 @@
  *   weapons, gore and self_harm standing on their own);
  * - the parents of the enabled categories must not form a cycle;
  * - a text rule feeds an enabled category or `contact_info` (the category fed by text alone), holds exactly
- *   one kind of rule (words and/or words_file, regex, or detect), and its regular expressions compile.
+ *   one kind of rule (words and/or words_file, regex, or detect), and its regular expressions compile and
+ *   cannot backtrack exponentially (regex-bound.ts).
  */
 import {isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument} from 'yaml'
 import type {Document, Node as YamlNode, Pair} from 'yaml'
@@ -23,6 +24,7 @@ import {MAX_THRESHOLD} from '../signals/pdq/multi-index.js'
 import {closest} from '../suggest.js'
 import {DEFAULT_CATEGORIES} from './defaults.js'
 import {parentCycles} from './parents.js'
+import {backtrackingProblem} from './regex-bound.js'
 import {POLICY_SWITCHES} from '../signals/registry.js'
 import {PRESETS} from './types.js'
 import type {Calibration, PresetName, Specialists} from './types.js'
@@ -510,7 +512,9 @@ function readTextRule(ctx: Context, name: string, node: unknown, at: number, pla
             return
           }
           const problem = patternProblem(source)
+          const slow = problem === undefined ? backtrackingProblem(source) : undefined
           if (problem) report(ctx, offsetOf(item, valueAt), `${where} is not a valid regular expression: ${problem}`)
+          else if (slow) report(ctx, offsetOf(item, valueAt), `${where}: ${slow}`)
           else patterns.push(source)
         })
         if (patterns.length === items.length && items.length > 0) rule.regex = patterns

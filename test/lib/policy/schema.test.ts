@@ -284,6 +284,13 @@ test('an empty regex or detect list is a problem on its line, not a rule silentl
   ])
 })
 
+test('a regular expression that can backtrack exponentially is refused on its line', () => {
+  const text = 'text:\n  rules:\n    ids:\n      category: drugs\n      regex: ["x\\\\d+", "(a+)+$"]\n'
+  assert.equal(validatePolicyText(text).problems, [
+    at(5, 24, 'text.rules.ids.regex[1]: the repeated group (a+)+ holds a repetition or an alternation, which can take exponential time on some text; write it without the nesting'),
+  ])
+})
+
 test('a text rule name follows the same naming rule as categories and hash lists', () => {
   const text = 'text:\n  rules:\n    bad rule:\n      category: contact_info\n      detect: [email]\n'
   assert.equal(validatePolicyText(text).problems, [at(3, 5, 'rule name "bad rule" may hold only letters, digits, "_", "-" and "." (at most 64)')])
