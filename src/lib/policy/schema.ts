@@ -18,6 +18,7 @@ import {isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument} from 'yaml'
 import type {Document, Node as YamlNode, Pair} from 'yaml'
 
 import {CONTACT_DETECTORS, type ContactDetector} from '../signals/text/contact.js'
+import {entryKeys} from '../signals/text/normalise.js'
 import {patternProblem} from '../signals/text/rules.js'
 import {DEFAULT_DISTANCE_THRESHOLD} from '../signals/pdq/match.js'
 import {MAX_THRESHOLD} from '../signals/pdq/multi-index.js'
@@ -105,6 +106,8 @@ export interface PolicyValidation {
 const TOP_KEYS = ['preset', 'trim_borders', 'neutral', 'specialists', 'categories', 'hash_lists', 'text'] as const
 const TEXT_KEYS = ['video', 'rules'] as const
 const TEXT_RULE_KEYS = ['category', 'words', 'words_file', 'regex', 'detect'] as const
+/** Why an entry whose folding leaves no word (punctuation, symbols, emoji) is refused. */
+export const NO_WORD = 'holds no letter or digit, so it could never match a word read'
 /** The category fed by text alone: enabled by naming it in a text rule. */
 export const TEXT_ONLY_CATEGORY = 'contact_info'
 const CATEGORY_KEYS = ['enabled', 'prompts', 'negatives', 'parent', 'threshold', 'calibration'] as const
@@ -484,7 +487,12 @@ function readTextRule(ctx: Context, name: string, node: unknown, at: number, pla
       }
       case 'words': {
         const list = readTextList(ctx, value, valueAt, field, true, 'word or phrase')
-        if (list) rule.words = list
+        const blank = list?.findIndex((w) => entryKeys(w).length === 0) ?? -1
+        if (list && blank >= 0) {
+          const item = isSeq(value) ? deref(ctx, value.items[blank]) : value
+          report(ctx, offsetOf(item, valueAt), `${field}[${blank}] ${JSON.stringify(list[blank])} ${NO_WORD}`)
+          ok = false
+        } else if (list) rule.words = list
         else ok = false
         break
       }

@@ -72,6 +72,19 @@ test('text rules are checked: a bad regular expression on its line, a missing wo
   assert.match(ok.stdout, '  text rules:   contacts, spam, wallets, slurs\n')
 })
 
+test('a word, inline or in a list file, that holds no letter or digit could never match: a problem naming it', async () => {
+  writeFileSync(join(dir.path, 'symbols.txt'), '# symbols\nfree money\n\n€€€\n')
+  const file = join(dir.path, 'symbols.yaml')
+  writeFileSync(file, 'text:\n  rules:\n    spam:\n      category: contact_info\n      words_file: symbols.txt\n')
+  const listed = await runInProcess(['policy', 'validate', file])
+  assert.is(listed.code, 2)
+  assert.is(listed.stderr, `${file}:5:19: text.rules.spam.words_file symbols.txt: line 4, "€€€", holds no letter or digit, so it could never match a word read\n`)
+  writeFileSync(file, 'text:\n  rules:\n    spam:\n      category: contact_info\n      words: [free, "..."]\n')
+  const inline = await runInProcess(['policy', 'validate', file])
+  assert.is(inline.code, 2)
+  assert.is(inline.stderr, `${file}:5:21: text.rules.spam.words[1] "..." holds no letter or digit, so it could never match a word read\n`)
+})
+
 test('--json prints {valid, problems, summary}', async () => {
   const ok = await runInProcess(['policy', 'validate', good, '--json'])
   assert.is(ok.code, 0)
