@@ -29,6 +29,11 @@ test('an installed add-on whose file is not the pinned one stops the scan (exit 
   assert.is(r.code, 2)
   assert.match(r.stderr, `mod: model_unavailable: ${join(broken, '320n.onnx')} has sha256 ${sha}, not the c15d8273`)
   assert.match(r.stderr, ' of nudenet-320n; run `mod models pull nudenet` again\n')
+  const list = await runInProcess(['models', 'list', '--json'], {env: {MOD_CACHE_DIR: join(dir.path, 'broken')}})
+  assert.equal(
+    JSON.parse(list.stdout).addons.map((a: {installed: boolean; verified: boolean}) => [a.installed, a.verified]),
+    [[true, false]],
+  )
 })
 
 const cache = join(dir.path, 'with-nudenet')
