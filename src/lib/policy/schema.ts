@@ -559,6 +559,8 @@ interface TextRulePlace {
 }
 
 function readTextSection(ctx: Context, node: unknown, at: number, places: TextRulePlace[]): TextSection | undefined {
+  // An empty `text:`, like an empty `categories:` or `hash_lists:`, holds no rule.
+  if (scalarValue(node) === null) return undefined
   if (!isMap(node)) {
     report(ctx, offsetOf(node, at), `text must be a mapping with rules (and video), not ${describe(node)}`)
     return undefined
@@ -649,9 +651,11 @@ export function validatePolicyText(text: string): PolicyValidation {
         case 'hash_lists':
           file.hash_lists = readHashLists(ctx, value, at, listCategoryAt)
           break
-        case 'text':
-          file.text = readTextSection(ctx, value, at, textPlaces)
+        case 'text': {
+          const text = readTextSection(ctx, value, at, textPlaces)
+          if (text) file.text = text
           break
+        }
         default:
           unknownKey(ctx, pair, key, '', TOP_KEYS)
       }

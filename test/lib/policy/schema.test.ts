@@ -291,6 +291,10 @@ test('a regular expression that can backtrack exponentially is refused on its li
   ])
 })
 
+test('an empty text section is no rule, as an empty categories or hash_lists section is', () => {
+  assert.equal(validatePolicyText('text:\nhash_lists:\ncategories:\n'), {problems: [], file: {categories: [], hash_lists: []}})
+})
+
 test('a text rule name follows the same naming rule as categories and hash lists', () => {
   const text = 'text:\n  rules:\n    bad rule:\n      category: contact_info\n      detect: [email]\n'
   assert.equal(validatePolicyText(text).problems, [at(3, 5, 'rule name "bad rule" may hold only letters, digits, "_", "-" and "." (at most 64)')])
