@@ -519,7 +519,9 @@ function readTextRule(ctx: Context, name: string, node: unknown, at: number, pla
             report(ctx, offsetOf(item, valueAt), `${where} must be a regular expression, not ${describe(item)}`)
             return
           }
-          const problem = patternProblem(source)
+          // V8 repeats the pattern ("/(a+/iu: Unterminated group"); the line and column already point at it.
+          const echoed = patternProblem(source)?.replace(`/${source}/iu: `, '')
+          const problem = echoed && `${echoed[0].toLowerCase()}${echoed.slice(1)}`
           const slow = problem === undefined ? backtrackingProblem(source) : undefined
           if (problem) report(ctx, offsetOf(item, valueAt), `${where} is not a valid regular expression: ${problem}`)
           else if (slow) report(ctx, offsetOf(item, valueAt), `${where}: ${slow}`)

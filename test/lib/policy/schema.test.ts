@@ -258,7 +258,7 @@ test('text rules: one kind each, a category that is enabled or contact_info, det
     at(8, 17, 'text.rules.spam.category: no enabled category is named "wepons"; did you mean "weapons"?'),
     at(10, 5, 'text.rules.mixed holds one kind of rule: words (and words_file), regex or detect; split it into rules'),
     at(14, 5, 'text.rules.nothing needs words, words_file, regex or detect'),
-    at(18, 15, 'text.rules.wallets.regex[0] is not a valid regular expression: /(?<n/iu: Invalid capture group name'),
+    at(18, 15, 'text.rules.wallets.regex[0] is not a valid regular expression: invalid capture group name'),
     at(19, 7, 'unknown key "colour" in text.rules.wallets (expected one of category, words, words_file, regex, detect)'),
   ])
 })
