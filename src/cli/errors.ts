@@ -22,11 +22,15 @@ export function errorLine(e: unknown): string {
   return `mod: internal: ${message}`
 }
 
+/** oclif's "--a=true cannot also be provided when using --b", said once per pair of flags. */
+function exclusivePair(line: string): string {
+  const pair = /^(--[\w-]+)=\S* cannot also be provided when using (--[\w-]+)$/.exec(line)
+  return pair ? `${[pair[1], pair[2]].sort().join(' and ')} cannot be used together` : line
+}
+
 /** oclif's multi-line parse messages ("Parsing --x \n\tExpected …\nSee more help with --help") as one line. */
 export function oneLine(message: string): string {
-  return message
-    .split('\n')
-    .map((l) => l.trim())
+  return [...new Set(message.split('\n').map((l) => exclusivePair(l.trim())))]
     .filter((l) => l !== '' && !/^See more help with/.test(l) && l !== 'The following errors occurred:')
     .reduce((all, l) => (all === '' ? l : `${all}${/:$/.test(all) ? ' ' : ': '}${l}`), '')
     .replace(/^Parsing (--[\w-]+)\s*:\s*/, '$1: ')

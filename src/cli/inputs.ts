@@ -16,15 +16,32 @@ export type SkipReason = 'not images' | 'unsupported format' | 'not regular file
 export const IGNORE_FILE = '.modignore'
 const MAX_IGNORE_BYTES = 1024 * 1024
 
-/** Exclusion rules in force in a part of a walk: each set of patterns matches paths relative to its own folder. */
-type Rules = readonly {base: string; ig: Ignore}[]
+/**
+ * Exclusion rules in force in a part of a walk, outermost first: each set of patterns matches paths relative to
+ * its own folder. `flag` marks the --exclude patterns.
+ */
+type Rules = readonly {base: string; ig: Ignore; flag?: boolean}[]
 
+/** true: excluded, false: re-included by a `!pattern`, undefined: the rules do not say. */
+function verdict({base, ig}: Rules[number], path: string, isDir: boolean): boolean | undefined {
+  const rel = relative(base, path)
+  if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) return undefined
+  const t = ig.test(`${rel.split(sep).join('/')}${isDir ? '/' : ''}`)
+  return t.ignored ? true : t.unignored ? false : undefined
+}
+
+/**
+ * As git reads .gitignore files: the deepest .modignore that says something about a path decides, so a
+ * `!pattern` in a subfolder re-includes what a parent folder's file left out. --exclude, asked for on this run,
+ * excludes whatever the files say.
+ */
 function excluded(rules: Rules, path: string, isDir: boolean): boolean {
-  return rules.some(({base, ig}) => {
-    const rel = relative(base, path)
-    if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) return false
-    return ig.ignores(`${rel.split(sep).join('/')}${isDir ? '/' : ''}`)
-  })
+  if (rules.some((r) => r.flag && verdict(r, path, isDir) === true)) return true
+  for (let i = rules.length - 1; i >= 0; i--) {
+    const v = rules[i].flag ? undefined : verdict(rules[i], path, isDir)
+    if (v !== undefined) return v
+  }
+  return false
 }
 
 /** The folder's .modignore added to the rules, when it has one. */
@@ -211,7 +228,7 @@ export async function* scanInputs(
     }
     if (info.isDirectory()) {
       const seen = new Set([await realpath(p).catch(() => p)])
-      yield* walk(p, maxBytes, seen, skipped, patterns ? [{base: p, ig: patterns}] : [])
+      yield* walk(p, maxBytes, seen, skipped, patterns ? [{base: p, ig: patterns, flag: true}] : [])
     } else if (info.isFile()) {
       if (patterns && patterns.ignores(givenName(p))) skip(skipped, 'excluded')
       else yield {input: {source: p, read: () => readFile(p, maxBytes)}}

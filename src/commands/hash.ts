@@ -1,4 +1,5 @@
 import {Args, Errors, Flags} from '@oclif/core'
+import chalk from 'chalk'
 
 import {ModCommand} from '../cli/base-command.js'
 import {EXIT_ERROR} from '../cli/errors.js'
@@ -30,7 +31,7 @@ function errorRow(source: string, e: unknown): Row {
 }
 
 function tableLine(row: Row): string {
-  if ('error' in row) return `ERROR  ${row.source}  ${row.error.code}: ${row.error.message}`
+  if ('error' in row) return `${chalk.yellow('ERROR')}  ${row.source}  ${row.error.code}: ${row.error.message}`
   const where = row.time !== undefined ? ` @ ${row.time.toFixed(2)} s` : row.frame !== undefined ? ` frame ${row.frame}` : ''
   return `${row.hash}  ${String(row.quality).padStart(3)}  ${row.source}${where}`
 }

@@ -75,7 +75,9 @@ Formats: JPEG, PNG, WebP, GIF, AVIF, TIFF (animated GIF and WebP: up to 8 frames
 
 An input that cannot be scanned is an error entry and the other inputs are still scored; a path that does not exist is counted apart from those scanned. Results go to stdout; progress and the summary go to stderr (to stdout with --summary). When a policy file is found by name from the current folder upwards, one stderr line names it.
 
-The policy's hash_lists are applied: an image whose PDQ hash (or a rotation or mirror of it) is within a list's distance of a listed hash violates the list's category (known_bad by default), and its result's matches field names the list, the label, the note and the distance.`
+The policy's hash_lists are applied: an image whose PDQ hash (or a rotation or mirror of it) is within a list's distance of a listed hash violates the list's category (known_bad by default), and its result's matches field names the list, the label, the note and the distance.
+
+The policy's text rules are applied: the text drawn in each image is read by the embedded OCR, a rule that matches a line sets its category's score to 1, and the result's text and text_hits fields (with --json or --ndjson) give the lines read and the hits.`
 
   static override examples = [
     '<%= config.bin %> scan ./photos',

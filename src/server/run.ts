@@ -65,7 +65,7 @@ export async function runServer(o: RunOptions): Promise<number> {
     }
     const missing = await o.engine.notEvaluated()
     if (missing.length > 0) {
-      o.log(`not evaluated: ${missing.join(', ')} (no CLIP model installed; \`mod models pull\` adds them); results name them in not_evaluated`, 'warn')
+      o.log(`not evaluated: ${missing.join(', ')} (no CLIP model installed; run \`mod models pull ${o.engine.preset}\` to score them); results name them in not_evaluated`, 'warn')
     }
   }
   if (stopping) {

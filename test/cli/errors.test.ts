@@ -1,7 +1,7 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {errorLine, startupErrorLine} from '../../src/cli/errors.js'
+import {errorLine, oneLine, startupErrorLine} from '../../src/cli/errors.js'
 import {closest, distance} from '../../src/lib/suggest.js'
 import {startProgress} from '../../src/cli/progress.js'
 import {ModError} from '../../src/lib/errors.js'
@@ -17,6 +17,11 @@ test('a failure outside any command (bin/run.js) is one line: oclif\'s own error
   assert.is(startupErrorLine(parse), 'mod: usage: --fps: Expected a number')
   assert.is(startupErrorLine(new Error('first line\nsecond line')), 'mod: internal: first line: second line')
   assert.is(startupErrorLine(new ModError('invalid_config', 'bad')), 'mod: invalid_config: bad')
+})
+
+test('flags that exclude each other are named once per pair, in plain words', () => {
+  const both = '--json=true cannot also be provided when using --ndjson\n--ndjson=true cannot also be provided when using --json\n--ndjson=true cannot also be provided when using --summary'
+  assert.is(oneLine(both), '--json and --ndjson cannot be used together: --ndjson and --summary cannot be used together')
 })
 
 test('the did-you-mean distance counts single-letter edits', () => {

@@ -26,8 +26,7 @@ test('a missing argument and a bad option are usage errors in the same style', a
   assert.is(option.stderr, 'mod: usage: Expected --preset=huge to be one of: fast, balanced, accurate\n')
   const both = await runCli(['scan', 'x.png', '--json', '--ndjson'])
   assert.is(both.code, 2)
-  assert.is(both.stderr.split('\n').length, 2)
-  assert.match(both.stderr, /^mod: usage: --json=true cannot also be provided when using --ndjson/)
+  assert.is(both.stderr, 'mod: usage: --json and --ndjson cannot be used together\n')
 })
 
 test('a flag value taken from its MOD_* variable names the variable when it is invalid', async () => {

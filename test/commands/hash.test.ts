@@ -81,4 +81,13 @@ test('nothing to hash is an error; --fps out of range is a usage error', async (
   assert.match(u.stderr, /^mod: usage: --fps: Expected a number from 0.01 to 10 but received: 0/)
 })
 
+test('an ERROR row is coloured as mod scan colours it, unless --no-color', async () => {
+  const missing = join(dir.path, 'missing.png')
+  const coloured = await runCli(['hash', missing], {env: {NO_COLOR: '', FORCE_COLOR: '1'}})
+  assert.is(coloured.code, 2)
+  assert.is(coloured.stdout, `\x1b[33mERROR\x1b[39m  ${missing}  not_found: ${missing} does not exist\n`)
+  const plain = await runCli(['hash', missing, '--no-color'], {env: {NO_COLOR: '', FORCE_COLOR: '1'}})
+  assert.is(plain.stdout, `ERROR  ${missing}  not_found: ${missing} does not exist\n`)
+})
+
 test.run()

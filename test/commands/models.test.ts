@@ -55,12 +55,26 @@ test('models pull goes through HTTPS_PROXY, and a failure says what to try next'
     const r = await runCli(['models', 'pull', 'fast'], {env: {MOD_CACHE_DIR: cache, HTTPS_PROXY: url}})
     assert.is(r.code, 2)
     assert.equal(asked, ['huggingface.co:443'])
-    assert.match(r.stderr, /^mod: download_failed: .*; to try next: check HTTPS_PROXY \/ NO_PROXY; or copy an installed model folder/)
+    assert.match(r.stderr, /^mod: download_failed: cannot fetch [^ ]+ from https:\/\/huggingface\.co\/[^ ]+: the proxy answered HTTP 403; to try next: check HTTPS_PROXY \/ NO_PROXY; or copy an installed model folder/)
     assert.match(r.stderr, `into ${join(cache, 'fast')}, or point MOD_MODEL_DIR (--model-dir) at one`)
     assert.is(r.stderr.trim().split('\n').length, 1)
   } finally {
     proxy.close()
   }
+})
+
+test('models pull nudenet through a proxy that is not there: the failure in plain words, and advice that fits the add-on', async () => {
+  const closed = createServer()
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
+  const port = (closed.address() as AddressInfo).port
+  await new Promise((resolve) => closed.close(resolve))
+  const cache = join(dir.path, 'nudenet-offline')
+  const r = await runInProcess(['models', 'pull', 'nudenet'], {env: {MOD_CACHE_DIR: cache, HTTPS_PROXY: `http://127.0.0.1:${port}`}})
+  assert.is(r.code, 2)
+  const [licence, failure] = r.stderr.trim().split('\n')
+  assert.match(licence, /^NudeNet is licensed AGPL-3\.0/)
+  assert.match(failure, /^mod: download_failed: cannot fetch 320n\.onnx from https:\/\/[^ ]+: connection refused; to try next: check HTTPS_PROXY \/ NO_PROXY; /)
+  assert.ok(failure.endsWith(`; or copy an installed nudenet folder from another machine into ${join(cache, 'nudenet')}; run the pull again to resume`), failure)
 })
 
 /** An installed `fast` preset as `models pull` leaves it: the files and a manifest with each file's trust. */

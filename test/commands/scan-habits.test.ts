@@ -46,6 +46,20 @@ test('--exclude and .modignore files leave paths out, counted as excluded in the
   assert.equal(sources(file.stdout), [join(folder, 'a-red.png')])
 })
 
+test('a !pattern in a deeper .modignore re-includes what a parent folder\'s file left out, as in git; --exclude still wins', async () => {
+  const tree = join(dir.path, 'tree')
+  mkdirSync(join(tree, 'sub'), {recursive: true})
+  writeFileSync(join(tree, 'a.tmp'), await solidPng(255, 0, 0))
+  writeFileSync(join(tree, 'sub', 'b.tmp'), await solidPng(255, 0, 0))
+  writeFileSync(join(tree, '.modignore'), '*.tmp\n')
+  writeFileSync(join(tree, 'sub', '.modignore'), '!*.tmp\n')
+  const r = await runInProcess(['scan', tree, '--config', policy, '--ndjson'], {env})
+  assert.equal(sources(r.stdout), [join(tree, 'sub', 'b.tmp')])
+  assert.is(r.stderr, 'skipped 1 (1 excluded)\n')
+  const flag = await runInProcess(['scan', tree, '--config', policy, '--ndjson', '--exclude', 'b.tmp'], {env})
+  assert.equal(sources(flag.stdout), [])
+})
+
 test('--only-unsafe prints the UNSAFE and ERROR results only; the summary still counts all', async () => {
   const broken = join(dir.path, 'broken.png')
   writeFileSync(broken, (await solidPng(0, 255, 0)).subarray(0, 40))

@@ -1,4 +1,6 @@
 // `mod scan` with the NudeNet add-on pulled into the cache folder: results carry `regions`; without it, none.
+import {createHash} from 'node:crypto'
+import {copyFileSync, mkdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -15,6 +17,23 @@ test('without the add-on, results have no regions', async () => {
   const r = await runInProcess(['scan', photo, '--json'], {env: {MOD_CACHE_DIR: join(dir.path, 'empty')}})
   assert.is(r.code, 0, r.stderr)
   assert.is('regions' in JSON.parse(r.stdout)[0], false)
+})
+
+test('an installed add-on whose file is not the pinned one stops the scan (exit 2), instead of running on without it', async () => {
+  const broken = join(dir.path, 'broken', 'nudenet')
+  mkdirSync(broken, {recursive: true})
+  copyFileSync(join(ROOT, 'models', 'nudenet.json'), join(broken, 'manifest.json'))
+  writeFileSync(join(broken, '320n.onnx'), 'not a model\n')
+  const sha = createHash('sha256').update('not a model\n').digest('hex')
+  const r = await runInProcess(['scan', photo, '--json'], {env: {MOD_CACHE_DIR: join(dir.path, 'broken')}})
+  assert.is(r.code, 2)
+  assert.match(r.stderr, `mod: model_unavailable: ${join(broken, '320n.onnx')} has sha256 ${sha}, not the c15d8273`)
+  assert.match(r.stderr, ' of nudenet-320n; run `mod models pull nudenet` again\n')
+  const list = await runInProcess(['models', 'list', '--json'], {env: {MOD_CACHE_DIR: join(dir.path, 'broken')}})
+  assert.equal(
+    JSON.parse(list.stdout).addons.map((a: {installed: boolean; verified: boolean}) => [a.installed, a.verified]),
+    [[true, false]],
+  )
 })
 
 const cache = join(dir.path, 'with-nudenet')

@@ -61,7 +61,7 @@ test('with no CLIP model pulled, serve starts on the embedded specialist, logs w
   try {
     const [, base] = await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)
     assert.ok(
-      serve.lines.some((l) => l.startsWith('not evaluated: violence, gore, weapons, hate_symbols, drugs, self_harm, alcohol, tobacco (no CLIP model installed')),
+      serve.lines.some((l) => l.startsWith('not evaluated: violence, gore, weapons, hate_symbols, drugs, self_harm, alcohol, tobacco (no CLIP model installed; run `mod models pull fast` to score them)')),
       serve.lines.join('\n'),
     )
     assert.equal((await call(`${base}/health`)).body.signals, {clip: 'not_installed', nsfw: 'loaded', nudenet: 'not_installed', head: 'off', text: 'off', pdq: 'off'})

@@ -27,10 +27,14 @@ export function firstUseWarning(f: PulledFile): string {
   return `warning: ${f.file} has no pinned sha256 in the preset; trusted on first use (sha256 ${f.sha256}, recorded in manifest.json)`
 }
 
-/** What to try when a download fails: the network path, or a copy that needs no download. */
-function nextSteps(dir: string, proxied: boolean): string {
+/**
+ * What to try when a download fails: the network path, or a copy that needs no download. MOD_MODEL_DIR stands
+ * for a CLIP preset only; the add-on is found in the cache folder alone.
+ */
+function nextSteps(dir: string, proxied: boolean, addon: boolean): string {
   const proxy = proxied ? 'check HTTPS_PROXY / NO_PROXY' : 'if this network needs a proxy, set HTTPS_PROXY (and NO_PROXY)'
-  return `${proxy}; or copy an installed model folder from another machine into ${dir}, or point MOD_MODEL_DIR (--model-dir) at one; run the pull again to resume`
+  const copy = addon ? `copy an installed ${NUDENET} folder from another machine into ${dir}` : `copy an installed model folder from another machine into ${dir}, or point MOD_MODEL_DIR (--model-dir) at one`
+  return `${proxy}; or ${copy}; run the pull again to resume`
 }
 
 export default class ModelsPull extends ModCommand {
@@ -94,7 +98,7 @@ Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the ho
       })
     } catch (e) {
       if (isModError(e) && e.code === 'download_failed' && !this.interrupt.signal.aborted) {
-        throw new ModError('download_failed', `${e.message}; to try next: ${nextSteps(dir, Boolean(settings.proxy.httpsProxy || settings.proxy.httpProxy))}`)
+        throw new ModError('download_failed', `${e.message}; to try next: ${nextSteps(dir, Boolean(settings.proxy.httpsProxy || settings.proxy.httpProxy), addon)}`)
       }
       throw e
     }

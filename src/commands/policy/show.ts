@@ -28,6 +28,10 @@ function asPolicyFile(policy: Policy, preset: string): Record<string, unknown> {
         ...off,
       ],
     ),
+    // Hash list files are named by their absolute paths, so the output reads them from any folder.
+    ...(policy.hash_lists.length > 0
+      ? {hash_lists: Object.fromEntries(policy.hash_lists.map((l) => [l.name, {file: l.file, category: l.category, distance: l.distance}]))}
+      : {}),
     // Word lists are written out in full: the output stands alone, without the list files.
     ...(policy.text
       ? {

@@ -46,7 +46,7 @@ A valid file prints a summary. An invalid one prints one "file:line:column: mess
 
 Hash lists named under hash_lists: are read (paths relative to the policy file) and each bad line is reported as "list:line: message".
 
-Text rules are checked too: their categories, their regular expressions (the problem named on its line) and their word list files (read relative to the policy file).
+Text rules are checked too: their categories, their regular expressions (one that does not compile, or that could backtrack exponentially: a repeated group holding a repetition or an alternation; the problem named on its line) and their word list files (read relative to the policy file).
 
 A prompt longer than the text encoder's context (77 tokens, start and end included) is truncated when it is encoded, its end token kept: each such prompt gets a warning line on stderr, and the exit code stays 0.`
 
@@ -79,9 +79,11 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
         this.logToStderr(`${args.file}: warning: ${describeLong(p)} is longer than ${long.contextLength} tokens and will be truncated`)
       }
     }
-    for (const l of lists) {
-      for (const p of l.problems) this.logToStderr(p.line === 0 ? `${args.file}: hash_lists.${l.name}: ${p.message}` : `${l.file}:${p.line}: ${p.message}`)
-    }
+    // A list file that cannot be read is reported on the line of its `file:` in the policy.
+    lists.forEach((l, i) => {
+      const at = file?.hash_lists?.[i]?.line
+      for (const p of l.problems) this.logToStderr(p.line === 0 ? `${args.file}:${at}: hash_lists.${l.name}: ${p.message}` : `${l.file}:${p.line}: ${p.message}`)
+    })
     if (summary === null || !listsValid) {
       for (const line of formatProblems(args.file, problems)) this.logToStderr(line)
       process.exitCode = EXIT_ERROR
@@ -95,7 +97,7 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
       this.log(`  preset:       ${summary.preset ?? 'not set (flag, MOD_PRESET or fast)'}`)
       this.log(`  trim_borders: ${summary.trim_borders}`)
       this.log(`  text rules:   ${list(summary.text_rules)}`)
-      for (const l of lists) this.log(`  hash list:    ${l.name}: ${l.entries} hashes in ${l.file}`)
+      for (const l of lists) this.log(`  hash list:    ${l.name}: ${l.entries} ${l.entries === 1 ? 'hash' : 'hashes'} in ${l.file}`)
     }
     return {valid: summary !== null && listsValid, problems, summary, ...(lists.length > 0 ? {hash_lists: lists} : {})}
   }

@@ -46,6 +46,8 @@ const PROBLEMS: Record<string, string> = {
   ENETUNREACH: 'network unreachable',
   ETIMEDOUT: 'connection timed out',
   EPIPE: 'connection closed',
+  ENOTFOUND: 'the host name could not be resolved',
+  EAI_AGAIN: 'the host name could not be resolved',
   UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
   UND_ERR_SOCKET: 'connection closed',
   UND_ERR_CLOSED: 'connection closed',
@@ -83,7 +85,7 @@ export async function fetchImageUrl(raw: string, options: FetchImageOptions): Pr
     if (deadline.signal.aborted) {
       throw new ModError('url_fetch_timeout', `fetching ${describeUrl(url)} took longer than ${options.timeoutMs} ms`)
     }
-    throw new ModError('url_fetch_failed', `could not fetch ${describeUrl(url)}: ${problem(e)}`)
+    throw new ModError('url_fetch_failed', `could not fetch ${describeUrl(url)}: ${connectionProblem(e)}`)
   } finally {
     clearTimeout(timer)
   }
@@ -146,7 +148,8 @@ function tooLarge(where: string, maxBytes: number): ModError {
   return new ModError('payload_too_large', `the file at ${where} is larger than ${formatSize(maxBytes)}`)
 }
 
-function problem(e: unknown): string {
+/** A network failure (a connection, DNS, TLS or HTTP parsing error) as a phrase for a person. */
+export function connectionProblem(e: unknown): string {
   const code = (e as {code?: unknown} | null)?.code
   if (typeof code !== 'string') return 'the connection failed'
   if (code.includes('CERT')) return 'its TLS certificate was not accepted'

@@ -15,6 +15,7 @@ import {pipeline} from 'node:stream/promises'
 import {Agent, EnvHttpProxyAgent, interceptors, request, type Dispatcher} from 'undici'
 
 import {isModError, ModError} from '../errors.js'
+import {connectionProblem} from '../fetch/url.js'
 import {formatSize, formatSizeExact} from '../sizes.js'
 import {MANIFEST_FILE} from './manifest.js'
 import type {Manifest, ModelFile} from './manifest-types.js'
@@ -135,7 +136,9 @@ async function get(ctx: Context, file: ModelFile, url: string, offset: number): 
     })
   } catch (e) {
     if (ctx.opts.signal?.aborted) throw failed(`download of ${file.path} was interrupted`)
-    throw failed(`cannot fetch ${file.path} from ${url}: ${(e as Error).message}`)
+    // undici says a proxy's refusal as "Proxy response (403) !== 200 when HTTP Tunneling".
+    const proxyStatus = /^Proxy response \((\d+)\)/.exec((e as Error).message)?.[1]
+    throw failed(`cannot fetch ${file.path} from ${url}: ${proxyStatus ? `the proxy answered HTTP ${proxyStatus}` : connectionProblem(e)}`)
   }
 }
 

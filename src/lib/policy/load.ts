@@ -9,7 +9,8 @@ import {ModError} from '../errors.js'
 import {POLICY_SWITCHES} from '../signals/registry.js'
 import {formatSize} from '../sizes.js'
 import {CLIP_ONLY, CUSTOM_CALIBRATION, DEFAULT_CATEGORIES, DEFAULT_NEUTRAL, DEFAULT_THRESHOLD} from './defaults.js'
-import {DEFAULT_HASH_CATEGORY, TEXT_ONLY_CATEGORY, validatePolicyText} from './schema.js'
+import {entryKeys} from '../signals/text/normalise.js'
+import {DEFAULT_HASH_CATEGORY, NO_WORD, TEXT_ONLY_CATEGORY, validatePolicyText} from './schema.js'
 import type {PolicyFile, PolicyProblem} from './schema.js'
 import type {Category, Policy, PresetName, TextPolicy} from './types.js'
 
@@ -139,6 +140,16 @@ export function parseWordList(text: string): string[] {
     .filter((l) => l !== '' && !l.startsWith('#'))
 }
 
+/** The first entry of a list file whose folding leaves no word, with its 1-based line. */
+function firstWithoutWord(text: string): {line: number; entry: string} | undefined {
+  const lines = text.split('\n')
+  for (let i = 0; i < lines.length; i++) {
+    const entry = lines[i].trim()
+    if (entry !== '' && !entry.startsWith('#') && entryKeys(entry).length === 0) return {line: i + 1, entry}
+  }
+  return undefined
+}
+
 /**
  * Reads the `words_file` of each text rule, relative to the policy file's folder; a file that cannot be read
  * is a problem on the line of its `words_file`.
@@ -152,7 +163,9 @@ export async function readWordLists(file: PolicyFile, policyPath: string): Promi
     try {
       const text = await readConfigText(path.resolve(path.dirname(policyPath), rule.words_file), 'word list', MAX_WORD_LIST_BYTES)
       const words = parseWordList(text)
+      const blank = firstWithoutWord(text)
       if (words.length === 0) problems.push({...at, message: `text.rules.${rule.name}.words_file ${rule.words_file} lists no word`})
+      else if (blank) problems.push({...at, message: `text.rules.${rule.name}.words_file ${rule.words_file}: line ${blank.line}, ${JSON.stringify(blank.entry)}, ${NO_WORD}`})
       lists.set(rule.name, words)
     } catch (e) {
       problems.push({...at, message: `text.rules.${rule.name}.words_file: ${(e as Error).message}`})

@@ -38,7 +38,8 @@ export function parseThreshold(text: string): [string, number] {
   const at = text.lastIndexOf('=')
   const name = text.slice(0, at).trim()
   const value = at > 0 ? text.slice(at + 1).trim() : ''
-  if (at <= 0 || value === '' || !Number.isFinite(Number(value))) {
+  // Decimal only: Number() would also take "0x1" or "0b1" for 1.
+  if (at <= 0 || !/^[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?$/i.test(value)) {
     throw new ModError('invalid_config', `--threshold ${text}: expected CATEGORY=VALUE, e.g. nudity=0.3`)
   }
   return [name, Number(value)]

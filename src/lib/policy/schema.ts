@@ -11,18 +11,21 @@
  *   weapons, gore and self_harm standing on their own);
  * - the parents of the enabled categories must not form a cycle;
  * - a text rule feeds an enabled category or `contact_info` (the category fed by text alone), holds exactly
- *   one kind of rule (words and/or words_file, regex, or detect), and its regular expressions compile.
+ *   one kind of rule (words and/or words_file, regex, or detect), and its regular expressions compile and
+ *   cannot backtrack exponentially (regex-bound.ts).
  */
 import {isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument} from 'yaml'
 import type {Document, Node as YamlNode, Pair} from 'yaml'
 
 import {CONTACT_DETECTORS, type ContactDetector} from '../signals/text/contact.js'
+import {entryKeys} from '../signals/text/normalise.js'
 import {patternProblem} from '../signals/text/rules.js'
 import {DEFAULT_DISTANCE_THRESHOLD} from '../signals/pdq/match.js'
 import {MAX_THRESHOLD} from '../signals/pdq/multi-index.js'
 import {closest} from '../suggest.js'
 import {DEFAULT_CATEGORIES} from './defaults.js'
 import {parentCycles} from './parents.js'
+import {backtrackingProblem} from './regex-bound.js'
 import {POLICY_SWITCHES} from '../signals/registry.js'
 import {PRESETS} from './types.js'
 import type {Calibration, PresetName, Specialists} from './types.js'
@@ -103,6 +106,8 @@ export interface PolicyValidation {
 const TOP_KEYS = ['preset', 'trim_borders', 'neutral', 'specialists', 'categories', 'hash_lists', 'text'] as const
 const TEXT_KEYS = ['video', 'rules'] as const
 const TEXT_RULE_KEYS = ['category', 'words', 'words_file', 'regex', 'detect'] as const
+/** Why an entry whose folding leaves no word (punctuation, symbols, emoji) is refused. */
+export const NO_WORD = 'holds no letter or digit, so it could never match a word read'
 /** The category fed by text alone: enabled by naming it in a text rule. */
 export const TEXT_ONLY_CATEGORY = 'contact_info'
 const CATEGORY_KEYS = ['enabled', 'prompts', 'negatives', 'parent', 'threshold', 'calibration'] as const
@@ -482,7 +487,12 @@ function readTextRule(ctx: Context, name: string, node: unknown, at: number, pla
       }
       case 'words': {
         const list = readTextList(ctx, value, valueAt, field, true, 'word or phrase')
-        if (list) rule.words = list
+        const blank = list?.findIndex((w) => entryKeys(w).length === 0) ?? -1
+        if (list && blank >= 0) {
+          const item = isSeq(value) ? deref(ctx, value.items[blank]) : value
+          report(ctx, offsetOf(item, valueAt), `${field}[${blank}] ${JSON.stringify(list[blank])} ${NO_WORD}`)
+          ok = false
+        } else if (list) rule.words = list
         else ok = false
         break
       }
@@ -500,6 +510,7 @@ function readTextRule(ctx: Context, name: string, node: unknown, at: number, pla
       }
       case 'regex': {
         const items = isSeq(value) ? value.items.map((item) => deref(ctx, item)) : [value]
+        if (items.length === 0) report(ctx, offsetOf(value, valueAt), `${field} must list at least one regular expression`)
         const patterns: string[] = []
         items.forEach((item, i) => {
           const source = scalarValue(item)
@@ -508,8 +519,12 @@ function readTextRule(ctx: Context, name: string, node: unknown, at: number, pla
             report(ctx, offsetOf(item, valueAt), `${where} must be a regular expression, not ${describe(item)}`)
             return
           }
-          const problem = patternProblem(source)
+          // V8 repeats the pattern ("/(a+/iu: Unterminated group"); the line and column already point at it.
+          const echoed = patternProblem(source)?.replace(`/${source}/iu: `, '')
+          const problem = echoed && `${echoed[0].toLowerCase()}${echoed.slice(1)}`
+          const slow = problem === undefined ? backtrackingProblem(source) : undefined
           if (problem) report(ctx, offsetOf(item, valueAt), `${where} is not a valid regular expression: ${problem}`)
+          else if (slow) report(ctx, offsetOf(item, valueAt), `${where}: ${slow}`)
           else patterns.push(source)
         })
         if (patterns.length === items.length && items.length > 0) rule.regex = patterns
@@ -518,6 +533,7 @@ function readTextRule(ctx: Context, name: string, node: unknown, at: number, pla
       }
       case 'detect': {
         const items = isSeq(value) ? value.items.map((item) => deref(ctx, item)) : [value]
+        if (items.length === 0) report(ctx, offsetOf(value, valueAt), `${field} must list at least one detector among ${CONTACT_DETECTORS.join(', ')}`)
         const detect: ContactDetector[] = []
         for (const item of items) {
           const d = scalarValue(item)
@@ -545,6 +561,8 @@ interface TextRulePlace {
 }
 
 function readTextSection(ctx: Context, node: unknown, at: number, places: TextRulePlace[]): TextSection | undefined {
+  // An empty `text:`, like an empty `categories:` or `hash_lists:`, holds no rule.
+  if (scalarValue(node) === null) return undefined
   if (!isMap(node)) {
     report(ctx, offsetOf(node, at), `text must be a mapping with rules (and video), not ${describe(node)}`)
     return undefined
@@ -635,9 +653,11 @@ export function validatePolicyText(text: string): PolicyValidation {
         case 'hash_lists':
           file.hash_lists = readHashLists(ctx, value, at, listCategoryAt)
           break
-        case 'text':
-          file.text = readTextSection(ctx, value, at, textPlaces)
+        case 'text': {
+          const text = readTextSection(ctx, value, at, textPlaces)
+          if (text) file.text = text
           break
+        }
         default:
           unknownKey(ctx, pair, key, '', TOP_KEYS)
       }

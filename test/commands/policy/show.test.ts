@@ -36,4 +36,24 @@ test('text rules are shown with their word lists written out, and the output val
   assert.match(valid.stdout, '  text rules:   contacts, spam, ids\n')
 })
 
+test('hash lists are shown with their files as absolute paths, and the output validates with them', async () => {
+  mkdirSync(join(dir.path, 'hashes'))
+  writeFileSync(join(dir.path, 'hashes', 'removals.txt'), `${'ab'.repeat(32)},case-1\n`)
+  const policy = join(dir.path, 'lists.yaml')
+  writeFileSync(policy, 'hash_lists:\n  removals: {file: hashes/removals.txt}\n  shared: {file: hashes/removals.txt, category: weapons, distance: 20}\n')
+  const show = await runInProcess(['policy', 'show', '--config', policy])
+  assert.is(show.code, 0, show.stderr)
+  const file = join(dir.path, 'hashes', 'removals.txt')
+  assert.equal((parse(show.stdout) as {hash_lists: unknown}).hash_lists, {
+    removals: {file, category: 'known_bad', distance: 31},
+    shared: {file, category: 'weapons', distance: 20},
+  })
+  mkdirSync(join(dir.path, 'elsewhere'))
+  const effective = join(dir.path, 'elsewhere', 'effective.yaml')
+  writeFileSync(effective, show.stdout)
+  const valid = await runInProcess(['policy', 'validate', effective])
+  assert.is(valid.code, 0, valid.stderr)
+  assert.match(valid.stdout, `  hash list:    removals: 1 hash in ${file}\n  hash list:    shared: 1 hash in ${file}\n`)
+})
+
 test.run()

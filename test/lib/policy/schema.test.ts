@@ -258,7 +258,7 @@ test('text rules: one kind each, a category that is enabled or contact_info, det
     at(8, 17, 'text.rules.spam.category: no enabled category is named "wepons"; did you mean "weapons"?'),
     at(10, 5, 'text.rules.mixed holds one kind of rule: words (and words_file), regex or detect; split it into rules'),
     at(14, 5, 'text.rules.nothing needs words, words_file, regex or detect'),
-    at(18, 15, 'text.rules.wallets.regex[0] is not a valid regular expression: /(?<n/iu: Invalid capture group name'),
+    at(18, 15, 'text.rules.wallets.regex[0] is not a valid regular expression: invalid capture group name'),
     at(19, 7, 'unknown key "colour" in text.rules.wallets (expected one of category, words, words_file, regex, detect)'),
   ])
 })
@@ -274,6 +274,25 @@ test('a valid text section keeps its rules in file order', () => {
       {name: 'ids', category: 'drugs', regex: ['\\bx\\d+']},
     ],
   })
+})
+
+test('an empty regex or detect list is a problem on its line, not a rule silently left out', () => {
+  const text = 'text:\n  rules:\n    ids: {category: drugs, regex: []}\n    contacts: {category: contact_info, detect: []}\n'
+  assert.equal(validatePolicyText(text).problems, [
+    at(3, 35, 'text.rules.ids.regex must list at least one regular expression'),
+    at(4, 48, 'text.rules.contacts.detect must list at least one detector among email, phone, url, handle'),
+  ])
+})
+
+test('a regular expression that can backtrack exponentially is refused on its line', () => {
+  const text = 'text:\n  rules:\n    ids:\n      category: drugs\n      regex: ["x\\\\d+", "(a+)+$"]\n'
+  assert.equal(validatePolicyText(text).problems, [
+    at(5, 24, 'text.rules.ids.regex[1]: the repeated group (a+)+ holds a repetition or an alternation, which can take exponential time on some text; write it without the nesting'),
+  ])
+})
+
+test('an empty text section is no rule, as an empty categories or hash_lists section is', () => {
+  assert.equal(validatePolicyText('text:\nhash_lists:\ncategories:\n'), {problems: [], file: {categories: [], hash_lists: []}})
 })
 
 test('a text rule name follows the same naming rule as categories and hash lists', () => {

@@ -44,7 +44,9 @@ async function sha256Of(path: string): Promise<string> {
 
 /**
  * Opens the installed detector, or gives undefined when it is not installed. An installed file whose sha256 is
- * not the one the shipped manifest pins is refused: it is not the model the rule was measured with.
+ * not the one the shipped manifest pins is refused: it is not the model the rule was measured with. That is
+ * `model_unavailable`, not `model_missing`: someone pulled the add-on, so running on without it must not be
+ * silent.
  */
 export async function openNudenet(opts: NudenetOptions): Promise<NudenetDetector | undefined> {
   const manifest = await installedNudenet(opts.dir)
@@ -52,10 +54,10 @@ export async function openNudenet(opts: NudenetOptions): Promise<NudenetDetector
   const pinned = (await loadNudenetPreset()).files[0]
   const path = join(opts.dir, manifest.files[0].path)
   const sha = await sha256Of(path).catch((e: NodeJS.ErrnoException) => {
-    throw new ModError('model_missing', `${path} cannot be read (${e.code ?? e.message}); run mod models pull nudenet`)
+    throw new ModError('model_unavailable', `${path} cannot be read (${e.code ?? e.message}); run \`mod models pull nudenet\` again`)
   })
   if (sha !== pinned.sha256) {
-    throw new ModError('model_missing', `${path} has sha256 ${sha}, not the ${pinned.sha256} of ${manifest.id}; run mod models pull nudenet`)
+    throw new ModError('model_unavailable', `${path} has sha256 ${sha}, not the ${pinned.sha256} of ${manifest.id}; run \`mod models pull nudenet\` again`)
   }
   const threads = opts.threads ?? (await defaultThreads())
   const session = await openSession(path, {threads, keepArena: true, cacheDir: opts.cacheDir})

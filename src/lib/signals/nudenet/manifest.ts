@@ -3,7 +3,7 @@
  * downloads) and manifest.json in the installed folder (written by the pull, last). A second kind of model
  * manifest beside the CLIP presets': `kind: detector`, one ONNX file, and the licence a user accepts by pulling.
  */
-import {readFile} from 'node:fs/promises'
+import {readFile, stat} from 'node:fs/promises'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
@@ -89,7 +89,7 @@ export interface AddonStatus {
   dir: string
   /** Bytes of the download (and of the installed file). */
   size: number
-  /** Installed only: the file matched the sha256 the shipped manifest pins. */
+  /** Installed only: the file matched the sha256 the shipped manifest pins, and is there with its size. */
   verified?: boolean
 }
 
@@ -99,6 +99,8 @@ export async function nudenetStatus(cacheDir: string): Promise<AddonStatus> {
   const dir = nudenetDir(cacheDir)
   const installed = await installedNudenet(dir).catch(() => undefined)
   const file = wanted.files[0]
+  // The size, not the sha256: listing stays instant, and a truncated or replaced file still shows.
+  const onDisk = installed ? await stat(join(dir, installed.files[0].path)).catch(() => undefined) : undefined
   return {
     name: NUDENET,
     id: wanted.id,
@@ -107,6 +109,6 @@ export async function nudenetStatus(cacheDir: string): Promise<AddonStatus> {
     installed: installed !== undefined,
     dir,
     size: file.size as number,
-    ...(installed ? {verified: installed.files[0].sha256 === file.sha256} : {}),
+    ...(installed ? {verified: installed.files[0].sha256 === file.sha256 && onDisk?.size === file.size} : {}),
   }
 }

@@ -50,7 +50,9 @@ export async function checkHashListFile(file: string): Promise<{count: number; e
     text = await readFile(file)
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code
-    throw new ModError('invalid_config', code === 'ENOENT' ? `hash list ${file} does not exist` : `cannot read hash list ${file}: ${code ?? 'error'}`)
+    if (code === 'ENOENT') throw new ModError('invalid_config', `hash list ${file} does not exist`)
+    if (code === 'EISDIR') throw new ModError('invalid_config', `hash list ${file} is not a file`)
+    throw new ModError('invalid_config', `cannot read hash list ${file}: ${code === 'EACCES' ? 'permission denied' : (code ?? 'error')}`)
   }
   const {list, errors} = parseHashList(text)
   return {count: list.count, errors}

@@ -69,8 +69,9 @@ test('a pulled detector is installed with its manifest last; a file other than t
   const status = await nudenetStatus(cache)
   assert.equal([status.installed, status.verified, status.licence, status.size], [true, false, 'AGPL-3.0', 12150158])
   const e = await rejection(openNudenet({dir: nudenetDir(cache)}))
-  assert.is(e.code, 'model_missing')
-  assert.match(e.message, 'run mod models pull nudenet')
+  // Not "not installed": someone pulled it, so the run must not go on silently without it.
+  assert.is(e.code, 'model_unavailable')
+  assert.match(e.message, 'run `mod models pull nudenet` again')
 })
 
 test('no installed folder: the detector is "not installed", not an error', async () => {

@@ -1,0 +1,22 @@
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {parseThreshold} from '../../../src/lib/policy/overrides.js'
+
+test('--threshold takes CATEGORY=VALUE with a decimal value', () => {
+  assert.equal(parseThreshold('nudity=0.3'), ['nudity', 0.3])
+  assert.equal(parseThreshold('nudity=.25'), ['nudity', 0.25])
+  assert.equal(parseThreshold('nudity=1'), ['nudity', 1])
+  assert.equal(parseThreshold('nudity=5e-1'), ['nudity', 0.5])
+  assert.equal(parseThreshold('a=b=0.7'), ['a=b', 0.7])
+  // Out of range is refused later, with the range named.
+  assert.equal(parseThreshold('nudity=-0.1'), ['nudity', -0.1])
+})
+
+test('a value that is not a decimal number is refused, hexadecimal and binary forms too', () => {
+  for (const text of ['nudity', 'nudity=', '=0.3', 'nudity=abc', 'nudity=0x1', 'nudity=0b1', 'nudity=Infinity', 'nudity=-']) {
+    assert.throws(() => parseThreshold(text), (e: Error) => e.message === `--threshold ${text}: expected CATEGORY=VALUE, e.g. nudity=0.3`, text)
+  }
+})
+
+test.run()
