@@ -48,7 +48,7 @@ Files, folders (recursively, images recognised by their first bytes) or - for on
   ]
 
   static override envVars: EnvVars = [
-    ['MOD_MAX_BYTES', 'largest image file (default 25MB)'],
+    ['MOD_MAX_BYTES', 'largest image file (default 25 MiB)'],
     ['MOD_MAX_PIXELS', 'largest decoded image, width x height (default 100000000)'],
     ['MOD_FFMPEG', 'the ffmpeg binary to run for videos'],
     ['MOD_MAX_VIDEO_SECONDS', 'longest video, counted while decoding (default 600)'],

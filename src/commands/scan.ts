@@ -87,7 +87,7 @@ The policy's text rules are applied: the text drawn in each image is read by the
   ]
 
   static override envVars: EnvVars = [
-    ['MOD_MAX_BYTES', 'largest image file (default 25MB)'],
+    ['MOD_MAX_BYTES', 'largest image file (default 25 MiB)'],
     ['MOD_MAX_PIXELS', 'largest decoded image, width x height (default 100000000)'],
   ]
 

@@ -154,6 +154,18 @@ test('--strict makes a category that was not evaluated an exit 2; --only nsfw as
   assert.equal(result.not_evaluated, [])
 })
 
+test('a policy left with no category to check is refused, not passed as safe', async () => {
+  const cache = {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}
+  const offNsfw = ['--disable', 'nudity', '--disable', 'sexual_activity', '--disable', 'suggestive']
+  const noClip = await runInProcess(['scan', blue, ...offNsfw], {env: cache})
+  assert.is(noClip.code, 2)
+  assert.is(noClip.stdout, '')
+  assert.match(noClip.stderr, /^mod: model_missing: none of the policy's categories \(violence, gore, .*tobacco\) can be checked: .*run `mod models pull fast`/)
+  const nothingLeft = await runInProcess(['scan', blue, '--only', 'nsfw', ...offNsfw], {env: cache})
+  assert.is(nothingLeft.code, 2)
+  assert.is(nothingLeft.stderr, 'mod: invalid_config: the policy has no category left to check\n')
+})
+
 test('a partial check says so in the table: SAFE rows and the summary count the categories checked', async () => {
   const r = await runCli(['scan', blue], {env: {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}})
   assert.is(r.code, 0, r.stderr)

@@ -121,6 +121,8 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
   const {policy, active} = choice
   const signalSetup = {...setup, policy}
   const opened = new Map<string, OpenSignal>()
+  // Why each tolerated signal did not open, to explain a policy left with nothing to check.
+  const absent = new Map<string, ModError>()
   const life = disposer(async () => {
     await Promise.allSettled([...opened.values()].map((s) => s.dispose()))
   })
@@ -131,6 +133,7 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
       } catch (e) {
         // Not installed and not required: the categories only it feeds are not evaluated.
         if (!(isModError(e) && e.code === 'model_missing' && tolerated(s, active, setup))) throw e
+        absent.set(s.name, e)
       }
     }
   } catch (e) {
@@ -149,6 +152,12 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
     .filter((c) => !skipped.includes(c.name))
     .map((c) => ({name: c.name, threshold: c.threshold, parent: c.parent, origin: c.origin, calibration: c.calibration}))
   const labels = [...categories, ...entries.flatMap(([, s]) => s.extraLabels ?? [])]
+  if (labels.length === 0) {
+    // A verdict of safe that checked nothing would pass every image: refuse instead.
+    await life.dispose()
+    const feeding = [...absent].find(([name]) => policy.categories.some((c) => weight(name, c) > 0))
+    throw nothingToCheck(policy.categories.map((c) => c.name), feeding?.[1])
+  }
   const index = new Map(labels.map((l, i) => [l.name, i]))
   const embeddingName = entries.find(([name]) => bySignal.get(name)?.embedding)?.[0]
   const cached = entries.filter(([, s]) => s.encode && s.decode)
@@ -275,6 +284,14 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
  * A signal that is not installed only leaves its categories not evaluated when nothing requires it: not the
  * user (a model folder they named), not a signal built on it, and another model signal must be there to score.
  */
+/** The error of a policy, signal choice and set of installed models that leave no category to check. */
+function nothingToCheck(categories: readonly string[], missing: ModError | undefined): ModError {
+  if (categories.length === 0) return new ModError('invalid_config', 'the policy has no category left to check')
+  const which = `none of the policy's categories (${categories.join(', ')}) can be checked`
+  if (missing) return new ModError('model_missing', `${which}: ${missing.message}`, missing.details)
+  return new ModError('invalid_config', `${which} by the signals chosen`)
+}
+
 function tolerated(s: Signal, active: readonly Signal[], setup: SignalSetup): boolean {
   if (s.required?.(setup)) return false
   if (active.some((a) => (a.needs ?? []).includes(s.name))) return false
