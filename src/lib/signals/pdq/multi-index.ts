@@ -68,7 +68,15 @@ function chunkValue(words: Uint32Array, base: number, c: number): number {
   return (v & ((1 << length) - 1)) >>> 0
 }
 
-/** Builds the tables with a counting sort per chunk: linear time, no comparisons. */
+/** Top bits of the bucket number by which entries are first partitioned (see buildMultiIndex). */
+const PART_BITS = 8
+
+/**
+ * Builds the tables with a counting sort per chunk: linear time, no comparisons. A direct counting sort into
+ * millions of buckets would make three random memory accesses per entry; the entries are first partitioned by
+ * the top bits of their bucket (256 sequential output streams), so that the counting and the placing then
+ * move through the buckets in order and stay within the CPU caches.
+ */
 export function buildMultiIndex(list: HashList): MultiIndex {
   const {count} = list
   const words = hashWords(list.hashes.subarray(0, count * HASH_BYTES))
@@ -76,20 +84,39 @@ export function buildMultiIndex(list: HashList): MultiIndex {
   const ids: Uint32Array[] = []
   const values: Uint32Array[] = []
   const chunk = new Uint32Array(count)
+  const partIds = new Uint32Array(count)
+  const partValues = new Uint32Array(count)
+  const parts = 1 << PART_BITS
   for (let c = 0; c < CHUNKS; c++) {
-    const buckets = 1 << bucketBits(count, c)
+    const bits = bucketBits(count, c)
+    const buckets = 1 << bits
     const mask = buckets - 1
-    for (let i = 0; i < count; i++) chunk[i] = chunkValue(words, i * 8, c)
+    const shift = bits - PART_BITS
+    const partStart = new Uint32Array(parts + 1)
+    for (let i = 0; i < count; i++) {
+      const v = chunkValue(words, i * 8, c)
+      chunk[i] = v
+      partStart[((v & mask) >>> shift) + 1]++
+    }
+    for (let p = 0; p < parts; p++) partStart[p + 1] += partStart[p]
+    const partNext = partStart.slice(0, parts)
+    for (let i = 0; i < count; i++) {
+      const v = chunk[i]
+      const at = partNext[(v & mask) >>> shift]++
+      partIds[at] = i
+      partValues[at] = v
+    }
     const start = new Uint32Array(buckets + 1)
-    for (let i = 0; i < count; i++) start[(chunk[i] & mask) + 1]++
-    for (let k = 0; k < buckets; k++) start[k + 1] += start[k]
+    for (let k = 0; k < count; k++) start[(partValues[k] & mask) + 1]++
+    for (let b = 0; b < buckets; b++) start[b + 1] += start[b]
     const next = start.slice(0, buckets)
     const sorted = new Uint32Array(count)
     const vals = new Uint32Array(keepsValues(count, c) ? count : 0)
-    for (let i = 0; i < count; i++) {
-      const at = next[chunk[i] & mask]++
-      sorted[at] = i
-      if (vals.length > 0) vals[at] = chunk[i]
+    for (let k = 0; k < count; k++) {
+      const v = partValues[k]
+      const at = next[v & mask]++
+      sorted[at] = partIds[k]
+      if (vals.length > 0) vals[at] = v
     }
     offsets.push(start)
     ids.push(sorted)
