@@ -20,6 +20,7 @@ import type {Signal, SignalSetup} from './signals/signal.js'
 import {DEFAULT_DECODE_LIMITS} from './video/frames.js'
 import {resolveFfmpeg} from './video/ffmpeg.js'
 import {moderateVideo} from './video/moderate.js'
+import type {FrameLabel} from './video/segments.js'
 import type {CategoriesResult, CategoryState, ErrorEntry, ModerationResult, RgbImage, Segment, VideoResult} from './types.js'
 
 export interface EngineOptions {
@@ -184,9 +185,18 @@ export function createEngine(opts: EngineOptions): Engine {
     return closed ? Promise.reject(closedError()) : models.get()
   }
 
-  async function scoreVideoFrames(core: InferenceCore, frames: readonly RgbImage[]): Promise<ScoredLabel[][]> {
+  /** Each frame's labels; a label fed by hash-list matches carries them, for its segments to report. */
+  async function scoreVideoFrames(core: InferenceCore, frames: readonly RgbImage[]): Promise<FrameLabel[][]> {
     const outputs = await core.infer(await core.prepare(frames, 'video'))
-    return outputs.map((o) => core.score(o))
+    return outputs.map((o) => {
+      const labels = core.score(o)
+      const matches = core.evidence(o).matches ?? []
+      if (matches.length === 0) return labels
+      return labels.map((l) => {
+        const own = matches.filter((m) => m.category === l.name)
+        return own.length > 0 ? {...l, matches: own} : l
+      })
+    })
   }
 
   /** The one image path: read, decode and prepare in the preparing stage, infer (batched with others), score. */
