@@ -28,6 +28,10 @@ function asPolicyFile(policy: Policy, preset: string): Record<string, unknown> {
         ...off,
       ],
     ),
+    // Hash list files stay files (millions of lines), named by absolute path so the output works from any folder.
+    ...(policy.hash_lists.length > 0
+      ? {hash_lists: Object.fromEntries(policy.hash_lists.map((l) => [l.name, {file: l.file, category: l.category, distance: l.distance}]))}
+      : {}),
     // Word lists are written out in full: the output stands alone, without the list files.
     ...(policy.text
       ? {
@@ -48,7 +52,7 @@ function asPolicyFile(policy: Policy, preset: string): Record<string, unknown> {
 export default class PolicyShow extends ModCommand {
   static override description = `Print the policy in force as YAML: the built-in categories with the changes of the policy file (--config, MOD_CONFIG, or the file found by name from the current folder upwards) and of --threshold and --disable.
 
-The output is itself a valid policy file. Its first line is a comment naming the file it came from.`
+The output is itself a valid policy file: text rules with their word lists written out, hash lists by the absolute paths of their files. Its first line is a comment naming the file it came from.`
 
   static override examples = [
     '<%= config.bin %> policy show',
