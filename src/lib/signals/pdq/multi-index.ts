@@ -229,7 +229,7 @@ export function searchMultiIndex(index: MultiIndex, query: Hash256, threshold: n
     }
   }
   // 4. The candidates' hashes, a block at a time: first one word of each, a light loop whose reads overlap
-  // (it brings each hash's cache line in), then the full distances on lines (and page entries) still at hand.
+  // (it brings each hash's cache line in), then the distances on lines (and page entries) still at hand.
   const {words} = index
   const [q0, q1, q2, q3, q4, q5, q6, q7] = q
   const first = new Int32Array(Math.min(n, BLOCK))
@@ -239,15 +239,11 @@ export function searchMultiIndex(index: MultiIndex, query: Hash256, threshold: n
     for (let j = start; j < end; j++) first[j - start] = words[candidates[j] * 8] ^ q0
     for (let j = start; j < end; j++) {
       const w = candidates[j] * 8
-      const d =
-        popcount32(first[j - start]) +
-        popcount32(words[w + 1] ^ q1) +
-        popcount32(words[w + 2] ^ q2) +
-        popcount32(words[w + 3] ^ q3) +
-        popcount32(words[w + 4] ^ q4) +
-        popcount32(words[w + 5] ^ q5) +
-        popcount32(words[w + 6] ^ q6) +
-        popcount32(words[w + 7] ^ q7)
+      // Three words settle almost every candidate: an unrelated hash is some 48 bits away in 96, far over any
+      // threshold, so this branch is predictable and the rest is computed only for the few near ones.
+      let d = popcount32(first[j - start]) + popcount32(words[w + 1] ^ q1) + popcount32(words[w + 2] ^ q2)
+      if (d > threshold) continue
+      d += popcount32(words[w + 3] ^ q3) + popcount32(words[w + 4] ^ q4) + popcount32(words[w + 5] ^ q5) + popcount32(words[w + 6] ^ q6) + popcount32(words[w + 7] ^ q7)
       if (d <= threshold) hits.push({id: candidates[j], distance: d})
     }
   }
