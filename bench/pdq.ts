@@ -15,6 +15,7 @@
  */
 import {createWriteStream, existsSync} from 'node:fs'
 import {mkdir, readdir, readFile, rm} from 'node:fs/promises'
+import {availableParallelism, loadavg} from 'node:os'
 import {join} from 'node:path'
 
 import sharp, {type Sharp} from 'sharp'
@@ -169,6 +170,8 @@ async function listBench(): Promise<void> {
     ['brute-force scan of the list, one hash', `${median(bruteTimes).toFixed(1)} ms`, ''],
   ])
   console.log(`recall of planted near-duplicates (distance 0-31): ${found}/${planted.length}`)
+  // Lookups are bound by memory latency: on a shared machine the other processes' load shows in the times.
+  console.log(`load average (1, 5, 15 min): ${loadavg().map((x) => x.toFixed(2)).join(', ')} on a machine of ${availableParallelism()} cores`)
   console.log(`index results equal to brute force: ${agree}/${bruteQueries.length} queries`)
 }
 
