@@ -239,8 +239,8 @@ export function searchMultiIndex(index: MultiIndex, query: Hash256, threshold: n
     for (let j = start; j < end; j++) first[j - start] = words[candidates[j] * 8] ^ q0
     for (let j = start; j < end; j++) {
       const w = candidates[j] * 8
-      // Three words settle almost every candidate: an unrelated hash is some 48 bits away in 96, far over any
-      // threshold, so this branch is predictable and the rest is computed only for the few near ones.
+      // Three words settle almost every candidate: an unrelated hash is some 48 bits away in 96, over the usual
+      // threshold of 31, so this branch is predictable and the rest is computed only for the few near ones.
       let d = popcount32(first[j - start]) + popcount32(words[w + 1] ^ q1) + popcount32(words[w + 2] ^ q2)
       if (d > threshold) continue
       d += popcount32(words[w + 3] ^ q3) + popcount32(words[w + 4] ^ q4) + popcount32(words[w + 5] ^ q5) + popcount32(words[w + 6] ^ q6) + popcount32(words[w + 7] ^ q7)
