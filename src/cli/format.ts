@@ -2,7 +2,7 @@ import chalk from 'chalk'
 
 import type {ItemResult} from '../lib/engine.js'
 import {formatSize} from '../lib/sizes.js'
-import type {HashListMatch, TextHit, VideoResult} from '../lib/types.js'
+import type {HashListMatch, Segment, TextHit, VideoResult} from '../lib/types.js'
 import type {ScanEntry} from './inputs.js'
 
 /**
@@ -68,15 +68,21 @@ function clock(seconds: number): string {
   return `${m}:${(seconds - m * 60).toFixed(1).padStart(4, '0')}`
 }
 
+/** The nearest hash-list entry a segment matched: ` (list removals: "case-7", distance 4 at 0:12.5)`. */
+function segmentMatchNote(s: Segment): string {
+  const m = s.matches?.[0]
+  return m ? ` (list ${m.list}: ${JSON.stringify(m.label)}, distance ${m.distance} at ${clock(m.at)})` : ''
+}
+
 /**
  * The table output of scan-video: a verdict line, then one line per segment (with its first text hit, when the
- * policy reads the text of videos). `categories`: how many the policy has.
+ * policy reads the text of videos, and its nearest hash-list entry). `categories`: how many the policy has.
  */
 export function formatVideo(r: VideoResult, categories: number): string {
   const partial = coverage(categories - r.not_evaluated.length, categories)
   const head = `${r.is_safe ? chalk.green('SAFE  ') : chalk.red('UNSAFE')}  ${r.source}  (${r.duration.toFixed(1)} s, ${r.frames_analyzed} frames at ${r.fps} fps${r.stopped_early ? ', stopped early' : ''}${partial ? `; ${partial}` : ''})`
   const lines = r.violations.flatMap((v) =>
-    v.segments.map((s) => `  ${v.name.padEnd(16)} ${clock(s.start)}-${clock(s.end)}  ${s.frames} frames, max ${s.max_confidence.toFixed(2)} >= ${v.threshold}${textNote(s.text_hits, v.name)}`),
+    v.segments.map((s) => `  ${v.name.padEnd(16)} ${clock(s.start)}-${clock(s.end)}  ${s.frames} frames, max ${s.max_confidence.toFixed(2)} >= ${v.threshold}${textNote(s.text_hits, v.name)}${segmentMatchNote(s)}`),
   )
   return [head, ...lines].join('\n')
 }

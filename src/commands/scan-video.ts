@@ -27,7 +27,8 @@ Any format the ffmpeg in use decodes (at least MP4/MOV H.264, WebM VP8/VP9, MKV,
 MOD_FFMPEG, else the ffmpeg-static package's binary, else ffmpeg on PATH. Limits: MOD_MAX_VIDEO_SECONDS of
 decoded video (default 600), 6000 sampled frames, frames scaled to at most 512 px a side.
 --ndjson prints one line per segment as it is found ({"type":"segment", "name", "start", "end", "frames",
-"max_confidence"}), then the video result.`
+"max_confidence"}), then the video result. Frames are matched against the policy's hash_lists too: a segment of
+frames that matched lists the entries in "matches" (list, label, note, distance, and "at", the frame's time).`
 
   static override examples = [
     '<%= config.bin %> scan-video clip.mp4',

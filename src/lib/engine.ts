@@ -187,13 +187,22 @@ export function createEngine(opts: EngineOptions): Engine {
     return closed ? Promise.reject(closedError()) : models.get()
   }
 
+  /** Each frame's labels (a label fed by hash-list matches carries them, for its segments to report), and the text read. */
   async function scoreVideoFrames(core: InferenceCore, frames: readonly RgbImage[]): Promise<ScoredFrame[]> {
     const outputs = await core.infer(await core.prepare(frames, 'video'))
     const readsText = core.open.has('text') && policy.text?.video === true
     return outputs.map((o) => {
-      if (!readsText) return {labels: core.score(o)}
       const found = core.evidence(o)
-      return {labels: core.score(o), text: {text: found.text ?? [], hits: found.textHits ?? []}}
+      const matches = found.matches ?? []
+      const scored = core.score(o)
+      const labels =
+        matches.length === 0
+          ? scored
+          : scored.map((l) => {
+              const own = matches.filter((m) => m.category === l.name)
+              return own.length > 0 ? {...l, matches: own} : l
+            })
+      return readsText ? {labels, text: {text: found.text ?? [], hits: found.textHits ?? []}} : {labels}
     })
   }
 

@@ -88,6 +88,17 @@ export const HashListMatch = Type.Object(
   {...closed, description: 'The image matched an entry of a hash list of the policy.'},
 )
 
+export const SegmentMatch = Type.Object(
+  {
+    list: Type.String({description: "The hash list's name in the policy."}),
+    label: Type.String({description: "The listed entry's label (empty when the line has none)."}),
+    note: Type.String({description: "The listed entry's note (empty when the line has none)."}),
+    distance: Type.Integer({minimum: 0, maximum: 256, description: 'The smallest Hamming distance over the frames of the segment.'}),
+    at: Type.Number({minimum: 0, description: 'Seconds: the timestamp of the first frame at that distance.'}),
+  },
+  {...closed, description: "Frames of the segment matched an entry of a hash list of the policy (the segment's category is the list's)."},
+)
+
 const pixelBox = (description: string) => Type.Array(Type.Integer({minimum: 0}), {minItems: 4, maxItems: 4, description})
 const textBoxDescription = "[x, y, width, height] in pixels of the image as uploaded (after EXIF rotation), any border trim undone: the upright rectangle around the line."
 
@@ -222,6 +233,11 @@ export const Segment = Type.Object(
     end: Type.Number({minimum: 0, description: "Seconds: the last frame's timestamp plus 1/fps, capped at the duration."}),
     frames: Type.Integer({minimum: 1}),
     max_confidence: unit(),
+    matches: Type.Optional(
+      Type.Array(SegmentMatch, {
+        description: "Present when frames of the segment matched the policy's hash lists: each listed entry once, nearest first.",
+      }),
+    ),
     text: Type.Optional(
       Type.Array(TextLine, {
         description:

@@ -17,6 +17,7 @@ export type CategoryState = Static<typeof S.CategoryState>
 export type Coverage = Static<typeof S.Coverage>
 export type CategoriesResult = Static<typeof S.CategoriesResult>
 export type Segment = Static<typeof S.Segment>
+export type SegmentMatch = Static<typeof S.SegmentMatch>
 export type VideoViolation = Static<typeof S.VideoViolation>
 export type VideoResult = Static<typeof S.VideoResult>
 export type HashListMatch = Static<typeof S.HashListMatch>

@@ -52,7 +52,7 @@ function asPolicyFile(policy: Policy, preset: string): Record<string, unknown> {
 export default class PolicyShow extends ModCommand {
   static override description = `Print the policy in force as YAML: the built-in categories with the changes of the policy file (--config, MOD_CONFIG, or the file found by name from the current folder upwards) and of --threshold and --disable.
 
-The output is itself a valid policy file. Its first line is a comment naming the file it came from.`
+The output is itself a valid policy file: text rules with their word lists written out, hash lists by the absolute paths of their files. Its first line is a comment naming the file it came from.`
 
   static override examples = [
     '<%= config.bin %> policy show',

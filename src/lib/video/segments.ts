@@ -1,8 +1,9 @@
 import {decideViolation, type ScoredLabel} from '../scoring/result.js'
-import type {Segment, TextHit, TextLine, VideoViolation} from '../types.js'
+import type {HashListMatch} from '../signals/signal.js'
+import type {Segment, SegmentMatch, TextHit, TextLine, VideoViolation} from '../types.js'
 
-/** What a segment needs of a frame's label. */
-export type FrameLabel = Pick<ScoredLabel, 'name' | 'parent' | 'threshold' | 'score'>
+/** What a segment needs of a frame's label: its score, and the hash-list matches that count in it, if any. */
+export type FrameLabel = Pick<ScoredLabel, 'name' | 'parent' | 'threshold' | 'score'> & {matches?: readonly HashListMatch[]}
 
 /** The text read in a frame and the rules' hits, when the policy reads the text of videos. */
 export interface FrameText {
@@ -31,6 +32,8 @@ interface Run {
   first: number
   frames: number
   max: number
+  /** Per listed entry (list, label, note): its nearest match over the run's frames, the first at that distance. */
+  matches: Map<string, SegmentMatch>
   /** Lines and hits of its frames, each once: by text, and by rule and text. */
   text?: {lines: Map<string, TextLine>; hits: Map<string, TextHit>}
 }
@@ -55,8 +58,9 @@ const round = (x: number, digits: number): number => Math.round(x * 10 ** digits
 /**
  * Segments per label: a run of consecutive sampled frames whose score is >= the label's
  * threshold, from the first frame's time to the last one's plus 1/fps (capped at the duration); runs of fewer
- * than `minFrames` frames are dropped. Times are rounded to 3 decimals, confidences to 4. Where frames carry the
- * text read, a segment lists its frames' lines and the hits of its label's rules, each once.
+ * than `minFrames` frames are dropped. Times are rounded to 3 decimals, confidences to 4. A segment lists the
+ * hash-list matches of its frames (the label's, on frames where it is violated) and, where frames carry the
+ * text read, its frames' lines and the hits of its label's rules, each once.
  */
 export function createSegmentTracker(fps: number, minFrames: number): SegmentTracker {
   const states = new Map<string, LabelState>()
@@ -73,6 +77,7 @@ export function createSegmentTracker(fps: number, minFrames: number): SegmentTra
       max_confidence: round(run.max, 4),
       ...(run.text && {text: [...run.text.lines.values()], text_hits: [...run.text.hits.values()]}),
     }
+    if (run.matches.size > 0) segment.matches = [...run.matches.values()].sort((a, b) => a.distance - b.distance || a.at - b.at)
     state.segments.push(segment)
     return [{label: state.label.name, segment}]
   }
@@ -89,10 +94,15 @@ export function createSegmentTracker(fps: number, minFrames: number): SegmentTra
         // Decided as an image's violations are.
         const {score, violated} = decideViolation(label.score, label.threshold)
         if (violated) {
-          if (state.run === undefined) state.run = {first: frames, frames: 0, max: 0}
+          if (state.run === undefined) state.run = {first: frames, frames: 0, max: 0, matches: new Map()}
           state.run.frames++
           state.run.max = Math.max(state.run.max, score)
           if (text) addText(state.run, label.name, text)
+          for (const m of label.matches ?? []) {
+            const key = JSON.stringify([m.list, m.label, m.note])
+            const seen = state.run.matches.get(key)
+            if (!seen || m.distance < seen.distance) state.run.matches.set(key, {list: m.list, label: m.label, note: m.note, distance: m.distance, at: round(frames / fps, 3)})
+          }
         } else {
           // A run that closes before the last frame ends at the next frame's time, never past the duration.
           closed.push(...close(state, Infinity))

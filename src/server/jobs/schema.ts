@@ -1,6 +1,6 @@
 import {Type, type Static} from 'typebox'
 
-import {Segment, VideoResult} from '../../lib/schemas.js'
+import {Segment, SegmentMatch, VideoResult} from '../../lib/schemas.js'
 import {ErrorCode} from '../schemas.js'
 
 const closed = {additionalProperties: false} as const
@@ -18,6 +18,7 @@ export const JobSegment = Type.Object(
     end: Type.Number({minimum: 0}),
     frames: Type.Integer({minimum: 1}),
     max_confidence: Type.Number({minimum: 0, maximum: 1}),
+    matches: Type.Optional(Type.Array(SegmentMatch, {description: "Present when frames of the segment matched the policy's hash lists."})),
     text: Segment.properties.text,
     text_hits: Segment.properties.text_hits,
   },

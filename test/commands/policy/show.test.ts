@@ -56,4 +56,32 @@ test('hash lists are shown with their files as absolute paths, and the output va
   assert.match(valid.stdout, `  hash list:    removals: 1 hash in ${file}\n  hash list:    shared: 1 hash in ${file}\n`)
 })
 
+test('hash lists are shown with their files as absolute paths, category and distance, and the output validates', async () => {
+  const folder = join(dir.path, 'hashes')
+  mkdirSync(join(folder, 'lists'), {recursive: true})
+  writeFileSync(join(folder, 'lists', 'removals.txt'), `${'ab'.repeat(32)},case-1\n`)
+  writeFileSync(join(folder, 'lists', 'shared.txt'), `${'0f'.repeat(32)}\n`)
+  const policy = join(folder, 'policy.yaml')
+  writeFileSync(policy, 'hash_lists:\n  removals:\n    file: lists/removals.txt\n  shared:\n    file: lists/shared.txt\n    category: weapons\n    distance: 20\n')
+  const show = await runInProcess(['policy', 'show', '--config', policy])
+  assert.is(show.code, 0, show.stderr)
+  assert.equal((parse(show.stdout) as {hash_lists: unknown}).hash_lists, {
+    removals: {file: join(folder, 'lists', 'removals.txt'), category: 'known_bad', distance: 31},
+    shared: {file: join(folder, 'lists', 'shared.txt'), category: 'weapons', distance: 20},
+  })
+  const effective = join(dir.path, 'effective-hashes.yaml')
+  writeFileSync(effective, show.stdout)
+  const valid = await runInProcess(['policy', 'validate', effective, '--json'])
+  assert.is(valid.code, 0, valid.stderr)
+  const body = JSON.parse(valid.stdout) as {hash_lists: {name: string; entries: number}[]}
+  assert.equal(body.hash_lists.map((l) => [l.name, l.entries]), [['removals', 1], ['shared', 1]])
+})
+
+test('without hash lists or text rules the output has neither section', async () => {
+  const show = await runInProcess(['policy', 'show'], {cwd: dir.path})
+  assert.is(show.code, 0, show.stderr)
+  const shown = parse(show.stdout) as Record<string, unknown>
+  assert.equal(['hash_lists' in shown, 'text' in shown], [false, false])
+})
+
 test.run()

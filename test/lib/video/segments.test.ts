@@ -125,3 +125,33 @@ test('a video without scores over any threshold has no violations', () => {
 })
 
 test.run()
+
+test("a segment lists its frames' hash-list matches: each entry once, at its nearest distance and the first frame at it", () => {
+  const known = (score: number, matches: FrameLabel['matches']): FrameLabel => ({name: 'known_bad', parent: null, threshold: 0.5, score, matches})
+  const m = (label: string, distance: number) => ({list: 'removals', label, note: '', distance, category: 'known_bad'})
+  const {tracker} = track(
+    [
+      [known(0.5, [m('case-1', 30)])],
+      [known(0.8, [m('case-1', 12), m('case-2', 20)])],
+      [known(0.8, [m('case-1', 12)])],
+      [known(0, undefined)],
+      [known(0.9, [m('case-1', 4)])],
+    ],
+    {fps: 2},
+  )
+  assert.equal(
+    tracker.finish(2.5).violations[0].segments.map((s) => s.matches),
+    [
+      [
+        {list: 'removals', label: 'case-1', note: '', distance: 12, at: 0.5},
+        {list: 'removals', label: 'case-2', note: '', distance: 20, at: 0.5},
+      ],
+      [{list: 'removals', label: 'case-1', note: '', distance: 4, at: 2}],
+    ],
+  )
+})
+
+test('a segment of frames without hash-list matches has no matches field', () => {
+  const {tracker} = track([[weapons(0.9)]])
+  assert.not.ok('matches' in tracker.finish(1).violations[0].segments[0])
+})

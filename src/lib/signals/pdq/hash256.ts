@@ -29,11 +29,11 @@ export function setBit(hash: Hash256, k: number): void {
   hash[31 - (k >> 3)] |= 1 << (k & 7)
 }
 
-/** Set bits of a 32-bit integer. */
+/** Set bits of a 32-bit integer (Math.imul keeps the last step in integers: a plain * would go through doubles). */
 export function popcount32(x: number): number {
   x -= (x >>> 1) & 0x55555555
   x = (x & 0x33333333) + ((x >>> 2) & 0x33333333)
-  return (((x + (x >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24
+  return Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24
 }
 
 /** Hamming distance of two hashes. */

@@ -9,11 +9,11 @@ import {hashWords, indexArrays, indexFromArrays, type MultiIndex} from './multi-
 /**
  * The binary cache of a hash list, kept beside the text file as `<file>.pdqcache`: a 64-byte header, the
  * hashes (32 bytes each), the record index of each (4 bytes), the multi-index (per chunk: bucket offsets,
- * ids and chunk values), then the distinct records as JSON. Loading it is reading one file: no parsing,
- * no sorting. It is used only when it was made from a file of the same size, modification time and SHA-256;
+ * ids, and chunk values where a bucket holds several), then the distinct records as JSON. Loading it is
+ * reading one file: no parsing, no sorting. It is used only when it was made from a file of the same size, modification time and SHA-256;
  * it is written to a temporary name and renamed, so a reader never sees half of one.
  */
-const MAGIC = Buffer.from('MODPDQ3\n')
+const MAGIC = Buffer.from('MODPDQ4\n')
 const HEADER = 64
 
 export interface SourceKey {

@@ -23,10 +23,15 @@ export interface ListLineError {
 /** Errors listed in a message; the count says how many more there are. */
 const ERRORS_SHOWN = 5
 
-const HEX_VALUE = (() => {
-  const t = new Int8Array(256).fill(-1)
-  for (let i = 0; i < 10; i++) t[48 + i] = i
-  for (let i = 0; i < 6; i++) t[65 + i] = t[97 + i] = 10 + i
+/** The byte of two hex digits, indexed by (first char << 8) | second char; -1 if either is not a hex digit. */
+const HEX_PAIR = (() => {
+  const digit = new Int8Array(256).fill(-1)
+  for (let i = 0; i < 10; i++) digit[48 + i] = i
+  for (let i = 0; i < 6; i++) digit[65 + i] = digit[97 + i] = 10 + i
+  const t = new Int16Array(65536).fill(-1)
+  for (let hi = 0; hi < 256; hi++) {
+    for (let lo = 0; lo < 256; lo++) if (digit[hi] >= 0 && digit[lo] >= 0) t[(hi << 8) | lo] = (digit[hi] << 4) | digit[lo]
+  }
   return t
 })()
 
@@ -38,25 +43,70 @@ function isSpace(b: number): boolean {
   return b === 32 || b === 9 || b === 13
 }
 
+/** The record of the fields after the hash (bytes `from` to `to`): the label before the first comma, the note after. */
+function recordOf(text: Buffer, from: number, to: number): string {
+  const fields = text.toString('utf8', from, to)
+  const comma = fields.indexOf(',')
+  const label = (comma === -1 ? fields : fields.slice(0, comma)).trim()
+  const note = comma === -1 ? '' : fields.slice(comma + 1).trim()
+  return note === '' ? label : `${label}\0${note}`
+}
+
+/**
+ * The distinct records of a list, found by the bytes of their fields: lines repeat a few labels millions of
+ * times, and hashing the bytes in place spares making a string of each line's fields. Index 0 is the empty
+ * record (a line with the hash alone).
+ */
+function recordTable(text: Buffer): {texts: string[]; indexOf: (text: Buffer, from: number, to: number) => number} {
+  const texts = ['']
+  const byText = new Map<string, number>([['', 0]])
+  /** Per hash of the bytes: the first fields seen with it (where they are in the text, and their record). */
+  const byBytes = new Map<number, {from: number; to: number; index: number}>()
+  const indexOf = (bytes: Buffer, from: number, to: number): number => {
+    let h = 0x811c9dc5
+    for (let k = from; k < to; k++) h = Math.imul(h ^ bytes[k], 0x01000193)
+    const seen = byBytes.get(h)
+    if (seen && seen.to - seen.from === to - from) {
+      let same = true
+      for (let k = 0; k < to - from && same; k++) same = bytes[seen.from + k] === bytes[from + k]
+      if (same) return seen.index
+    }
+    const record = recordOf(bytes, from, to)
+    let index = byText.get(record)
+    if (index === undefined) {
+      index = texts.push(record) - 1
+      byText.set(record, index)
+    }
+    if (!seen) byBytes.set(h, {from, to, index})
+    return index
+  }
+  return {texts, indexOf}
+}
+
 /**
  * Parses a hash list: one `hash[,label[,note]]` per line, the hash as 64 hex digits (either case), the label
  * without commas, the note the rest of the line. Blank lines and lines starting with `#` are skipped; spaces
- * around fields are ignored. Reads bytes, not strings, so that ten million lines parse in seconds.
- * Every bad line is reported with its number.
+ * around fields are ignored. Reads bytes, not strings (a record's text is made once per distinct record),
+ * so that ten million lines parse in seconds. Every bad line is reported with its number.
  */
 export function parseHashList(text: Buffer): {list: HashList; errors: ListLineError[]} {
   let capacity = Math.max(16, Math.ceil(text.length / 65))
   let hashes = new Uint8Array(capacity * HASH_BYTES)
   let records = new Uint32Array(capacity)
-  const recordTexts: string[] = []
-  const recordIndex = new Map<string, number>()
+  const distinct = recordTable(text)
   const errors: ListLineError[] = []
   let count = 0
   let line = 0
   let start = 0
-  while (start < text.length) {
+  const {length} = text
+  const notHash = (a: number, b: number): string => {
+    let hexEnd = a
+    while (hexEnd < b && text[hexEnd] !== COMMA && !isSpace(text[hexEnd])) hexEnd++
+    return `${JSON.stringify(text.toString('utf8', a, Math.min(hexEnd, a + 80)))} is not a PDQ hash (64 hexadecimal digits)`
+  }
+  while (start < length) {
     let end = text.indexOf(NEWLINE, start)
-    if (end === -1) end = text.length
+    if (end === -1) end = length
     line++
     let a = start
     let b = end
@@ -64,12 +114,6 @@ export function parseHashList(text: Buffer): {list: HashList; errors: ListLineEr
     while (a < b && isSpace(text[a])) a++
     while (b > a && isSpace(text[b - 1])) b--
     if (a === b || text[a] === HASH_MARK) continue
-    let hexEnd = a
-    while (hexEnd < b && text[hexEnd] !== COMMA && !isSpace(text[hexEnd])) hexEnd++
-    if (hexEnd - a !== 2 * HASH_BYTES) {
-      errors.push({line, message: `${JSON.stringify(text.toString('utf8', a, Math.min(hexEnd, a + 80)))} is not a PDQ hash (64 hexadecimal digits)`})
-      continue
-    }
     if (count === capacity) {
       capacity *= 2
       const h = new Uint8Array(capacity * HASH_BYTES)
@@ -79,41 +123,36 @@ export function parseHashList(text: Buffer): {list: HashList; errors: ListLineEr
       r.set(records)
       records = r
     }
+    // The hash is decoded in place, then checked: 64 hex digits (bad turns negative on any other), followed
+    // by the end, a comma or a space.
+    const hexEnd = a + 2 * HASH_BYTES
     const base = count * HASH_BYTES
-    let bad = false
-    for (let k = 0; k < HASH_BYTES; k++) {
-      const hi = HEX_VALUE[text[a + 2 * k]]
-      const lo = HEX_VALUE[text[a + 2 * k + 1]]
-      if (hi < 0 || lo < 0) bad = true
-      hashes[base + k] = (hi << 4) | lo
+    let bad = hexEnd > b ? -1 : 0
+    if (bad === 0) {
+      for (let k = 0, at = a; k < HASH_BYTES; k++, at += 2) {
+        const byte = HEX_PAIR[(text[at] << 8) | text[at + 1]]
+        bad |= byte
+        hashes[base + k] = byte
+      }
     }
-    if (bad) {
-      errors.push({line, message: `${JSON.stringify(text.toString('utf8', a, hexEnd))} is not a PDQ hash (64 hexadecimal digits)`})
+    if (bad < 0 || (hexEnd < b && text[hexEnd] !== COMMA && !isSpace(text[hexEnd]))) {
+      errors.push({line, message: notHash(a, b)})
       continue
     }
     let rest = hexEnd
     while (rest < b && isSpace(text[rest])) rest++
-    let record = ''
+    let index = 0
     if (rest < b) {
       if (text[rest] !== COMMA) {
         errors.push({line, message: 'expected a comma after the hash'})
         continue
       }
-      const fields = text.toString('utf8', rest + 1, b)
-      const comma = fields.indexOf(',')
-      const label = (comma === -1 ? fields : fields.slice(0, comma)).trim()
-      const note = comma === -1 ? '' : fields.slice(comma + 1).trim()
-      record = note === '' ? label : `${label}\0${note}`
-    }
-    let index = recordIndex.get(record)
-    if (index === undefined) {
-      index = recordTexts.push(record) - 1
-      recordIndex.set(record, index)
+      index = distinct.indexOf(text, rest + 1, b)
     }
     records[count] = index
     count++
   }
-  return {list: {count, hashes: hashes.slice(0, count * HASH_BYTES), records: records.slice(0, count), recordTexts}, errors}
+  return {list: {count, hashes: hashes.slice(0, count * HASH_BYTES), records: records.slice(0, count), recordTexts: distinct.texts}, errors}
 }
 
 /** `invalid_config` naming the file and the first bad lines, or nothing when there are none. */

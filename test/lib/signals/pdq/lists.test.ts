@@ -56,6 +56,23 @@ test('bad lines are reported with their numbers', () => {
   )
 })
 
+test('a hash of 65 digits or one followed by other text is a bad line; a line of only a hash needs no comma', () => {
+  const text = `${A}a,x\n${A}\n${A}#x\n${A.slice(4)},x`
+  const {list, errors} = parseHashList(Buffer.from(text))
+  assert.equal(errors, [
+    {line: 1, message: `${JSON.stringify(`${A}a`)} is not a PDQ hash (64 hexadecimal digits)`},
+    {line: 3, message: `${JSON.stringify(`${A}#x`)} is not a PDQ hash (64 hexadecimal digits)`},
+    {line: 4, message: `${JSON.stringify(A.slice(4))} is not a PDQ hash (64 hexadecimal digits)`},
+  ])
+  assert.is(list.count, 1)
+})
+
+test('lines with the same fields share one record, however they are spaced', () => {
+  const {list} = parseHashList(Buffer.from(`${A},case-7\n${B}, case-7 \n${A},case-8,a note\n${B},case-7\n${A}\n${B},\n`))
+  assert.equal([...list.records], [1, 1, 2, 1, 0, 0])
+  assert.equal(list.recordTexts, ['', 'case-7', 'case-8\0a note'])
+})
+
 test('the multi-index finds exactly what a full scan finds within the threshold (planted distances 0-40, thresholds up to 43)', () => {
   const next = random(7)
   const base = Array.from({length: 3000}, () => randomHash(next))
@@ -63,7 +80,7 @@ test('the multi-index finds exactly what a full scan finds within the threshold 
   const text = base.map((h, i) => `${hashToHex(h)},n${i}`).join('\n')
   const {list} = parseHashList(Buffer.from(text))
   const index = buildMultiIndex(list)
-  for (const threshold of [0, 15, 31, 43]) {
+  for (const threshold of [0, 9, 10, 15, 21, 31, 43]) {
     for (const q of queries) {
       const scan = base.map((h, id) => ({id, distance: hammingDistance(h, q)})).filter((h) => h.distance <= threshold)
       scan.sort((a, b) => a.distance - b.distance || a.id - b.id)

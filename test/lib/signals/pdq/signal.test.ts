@@ -154,7 +154,7 @@ test('--only pdq: the lists alone, no CLIP model opened, the policy narrowed to 
   assert.is(error?.message, 'only the hash-list matcher was asked for, but the policy names no hash list')
 })
 
-test('video: every sampled frame of a clip of the listed photo is matched, one known_bad segment', async () => {
+test('video: every sampled frame of a clip of the listed photo is matched, one known_bad segment naming the entry', async () => {
   const {policy} = await loadPolicyFile(writePolicy('video', [`${listedHash},case-1041`]))
   const clip = join(dir.path, 'clip.mp4')
   const still = join(dir.path, 'still.png')
@@ -165,6 +165,10 @@ test('video: every sampled frame of a clip of the listed photo is matched, one k
   const v = r.violations.find((x) => x.name === 'known_bad')
   assert.equal(v?.segments.map((s) => [s.start, s.frames]), [[0, r.frames_analyzed]])
   assert.ok((v?.max_confidence ?? 0) >= 0.52)
+  const [match, ...more] = v?.segments[0].matches ?? []
+  assert.equal([match.list, match.label, match.note, more.length], ['banned', 'case-1041', '', 0])
+  assert.ok(match.distance <= 31 && match.at >= 0 && match.at < r.duration)
+  assert.is(Math.round(1000 * (1 - match.distance / 64)) / 1000, Math.round(1000 * (v?.max_confidence ?? 0)) / 1000)
 })
 
 test.run()
