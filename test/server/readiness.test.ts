@@ -75,7 +75,9 @@ test('on stop with MOD_DRAIN_DELAY_MS the port stays open, /ready says 503, then
   await until(() => logs.some((l) => l.startsWith('draining:')))
   assert.equal(answer(await call(`${base}/ready`)), notReady('the server is shutting down'))
   assert.is(await exit, 0)
-  assert.equal(logs, ['draining: /ready answers 503 for 800 ms before the port closes', 'stopping'])
+  // A sweep of uploads left by ended processes (other test servers of this host) may log a line too.
+  const own = logs.filter((l) => !l.startsWith('removed the uploads left by ended processes'))
+  assert.equal(own, ['draining: /ready answers 503 for 800 ms before the port closes', 'stopping'])
 })
 
 test('MOD_DRAIN_DELAY_MS and MOD_LOG_LEVEL are read and checked', () => {
