@@ -303,7 +303,9 @@ const preparing = stepMedian('decode') + stepMedian('clip_preprocess')
 const throughputFloor = (p: Phase) => median(p.bare) / (median(p.batch) / BATCH_OF + preparing / cores)
 const throughputCeiling = (p: Phase) =>
   `ceiling: a bare batch of ${BATCH_OF} allows ${p.batchCeiling.toFixed(2)} x; with decode and preprocessing (${preparing.toFixed(1)} ms an image) ` +
-  `on the same ${cores} cores, ${(median(p.batch) / BATCH_OF).toFixed(1)} + ${preparing.toFixed(1)} / ${cores} ms an image: at most ${throughputFloor(p).toFixed(2)} x`
+  `on the same ${cores} cores, ${(median(p.batch) / BATCH_OF).toFixed(1)} + ${preparing.toFixed(1)} / ${cores} ms an image: at most ${throughputFloor(p).toFixed(2)} x; ` +
+  `measured ${(1000 / p.rate).toFixed(1)} ms an image = the batch share + ${((1000 / p.rate - median(p.batch) / BATCH_OF) / preparing).toFixed(1)} x the preparing ` +
+  `(onnxruntime's threads each take half of a run's work, so the one sharing its core with a decode holds the other back)`
 // Little's law: with 16 clients always waiting on one worker, a request takes 16 / rate on average.
 const queued = (OVERLOAD_CONNECTIONS * 1000) / overloadRate
 const overloadCeiling =
