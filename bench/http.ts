@@ -304,8 +304,8 @@ const throughputFloor = (p: Phase) => median(p.bare) / (median(p.batch) / BATCH_
 const throughputCeiling = (p: Phase) =>
   `ceiling: a bare batch of ${BATCH_OF} allows ${p.batchCeiling.toFixed(2)} x; with decode and preprocessing (${preparing.toFixed(1)} ms an image) ` +
   `on the same ${cores} cores, ${(median(p.batch) / BATCH_OF).toFixed(1)} + ${preparing.toFixed(1)} / ${cores} ms an image: at most ${throughputFloor(p).toFixed(2)} x; ` +
-  `measured ${(1000 / p.rate).toFixed(1)} ms an image = the batch share + ${((1000 / p.rate - median(p.batch) / BATCH_OF) / preparing).toFixed(1)} x the preparing ` +
-  `(onnxruntime's threads each take half of a run's work, so the one sharing its core with a decode holds the other back)`
+  `measured ${(1000 / p.rate).toFixed(1)} ms an image: the batch share and ${(1000 / p.rate - median(p.batch) / BATCH_OF).toFixed(1)} ms more, ` +
+  `${((1000 / p.rate - median(p.batch) / BATCH_OF) / preparing).toFixed(1)} x the preparing (the rest of the server's work, and inference slowed while a decode holds a core)`
 // Little's law: with 16 clients always waiting on one worker, a request takes 16 / rate on average.
 const queued = (OVERLOAD_CONNECTIONS * 1000) / overloadRate
 const overloadCeiling =
