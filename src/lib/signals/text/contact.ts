@@ -4,7 +4,8 @@
  * - `email`: name@domain.tld, also written `name (at) domain (dot) tld` or with `[at]`.
  * - `phone`: a number starting with + or 00 and 8 to 15 digits (E.164), or a national number of 10 to 15
  *   digits in groups separated by spaces, dots, dashes or brackets; never a run holding a date with its
- *   year (2024-01-15, 06.24.2008) or followed by `:` and a digit (a time).
+ *   year (2024-01-15, 06.24.2008) or followed by `:` and a digit (a time), nor a book's number (after `ISBN`,
+ *   or 13 digits from 978 or 979 whose check digit holds: the barcode number on every book cover).
  * - `url`: http(s):// or www. addresses, and bare domains under common top-level domains (example.com/path).
  * - `handle`: messenger links (t.me/, telegram.me/, wa.me/, m.me/, discord.gg/, signal.me/, line.me/) and
  *   @names of 3 to 32 letters, digits, `_` or `.` that are not part of an e-mail address.
@@ -41,13 +42,22 @@ const PATTERNS: Record<ContactDetector, RegExp> = {
  */
 const DATE = /(?:^|\D)(?:\d{4}([-./])\d{1,2}\1\d{1,2}|\d{1,2}([-./])\d{1,2}\2\d{4})(?:\D|$)/
 
-function phoneOk(found: string, after: string): boolean {
-  const digits = found.replace(/\D/g, '').length
+/** An ISBN-13: 978 or 979, then ten digits whose weighted sum (1, 3, 1, 3, ...) is a multiple of 10. */
+function isbn13(digits: string): boolean {
+  if (digits.length !== 13 || !/^97[89]/.test(digits)) return false
+  let sum = 0
+  for (let i = 0; i < 13; i++) sum += Number(digits[i]) * (i % 2 === 0 ? 1 : 3)
+  return sum % 10 === 0
+}
+
+function phoneOk(found: string, before: string, after: string): boolean {
+  const digits = found.replace(/\D/g, '')
   // Followed by `:59`, the last group is an hour.
   if (DATE.test(found) || /^:\d/.test(after)) return false
-  if (/^(?:\+|00)/.test(found)) return digits >= 8 && digits <= 15
+  if (/ISBN(?:-1[03])?:?\s*$/i.test(before) || isbn13(digits)) return false
+  if (/^(?:\+|00)/.test(found)) return digits.length >= 8 && digits.length <= 15
   // A national number: 10 to 15 digits in at least two groups.
-  return digits >= 10 && digits <= 15 && /[\s().-]/.test(found)
+  return digits.length >= 10 && digits.length <= 15 && /[\s().-]/.test(found)
 }
 
 /** Trailing punctuation closes a sentence, not an address. */
@@ -70,7 +80,7 @@ export function findContacts(text: string, detectors: readonly ContactDetector[]
       let end = trimEnd(text, start, start + m[0].length)
       if (detector === 'phone') {
         end = start + m[0].trimEnd().length
-        if (!phoneOk(text.slice(start, end), text.slice(end))) continue
+        if (!phoneOk(text.slice(start, end), text.slice(Math.max(0, start - 12), start), text.slice(end))) continue
       }
       if (found.some((f) => start < f.end && end > f.start)) continue
       found.push({detector, start, end})

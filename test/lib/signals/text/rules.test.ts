@@ -70,6 +70,16 @@ test('finds international and national phone numbers, not dates, prices or short
   assert.equal(contacts('tel 06.24.20.08.17'), [['phone', '06.24.20.08.17']])
 })
 
+test("a book's number is no phone number: after ISBN, or 13 digits from 978/979 with a valid check digit", () => {
+  assert.equal(contacts('ISBN 3-16-148410-0'), [])
+  assert.equal(contacts('ISBN-13: 978-3-16-148410-0'), [])
+  assert.equal(contacts('978-3-16-148410-0'), [])
+  assert.equal(contacts('9 780306 406157'), [])
+  // The same shape with a wrong check digit, and a number that merely starts like one, stay phone numbers.
+  assert.equal(contacts('978-3-16-148410-1'), [['phone', '978-3-16-148410-1']])
+  assert.equal(contacts('call 978 555 0100'), [['phone', '978 555 0100']])
+})
+
 test('finds URLs and bare domains under common top-level domains, not abbreviations', () => {
   assert.equal(contacts('see https://example.org/a?b=1, www.shop.de and cheap-pills.com/buy'), [
     ['url', 'https://example.org/a?b=1'],
