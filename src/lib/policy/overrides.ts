@@ -27,6 +27,9 @@ export function applyOverrides(policy: Policy, o: PolicyOverrides): Policy {
     if (!(value >= 0 && value <= 1)) throw new ModError('invalid_config', `--threshold ${name}=${value}: a threshold is a number from 0 to 1`)
   }
   const off = new Set(o.disabled ?? [])
+  for (const name of o.thresholds?.keys() ?? []) {
+    if (off.has(name)) throw new ModError('invalid_config', `--threshold ${name} and --disable ${name} cannot be used together: a disabled category has no threshold`)
+  }
   const categories = policy.categories
     .filter((c) => !off.has(c.name))
     .map((c) => ({...c, threshold: o.thresholds?.get(c.name) ?? c.threshold, parent: c.parent !== null && off.has(c.parent) ? null : c.parent}))

@@ -1,7 +1,8 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {parseThreshold} from '../../../src/lib/policy/overrides.js'
+import {applyOverrides, parseThreshold} from '../../../src/lib/policy/overrides.js'
+import {buildPolicy} from '../../../src/lib/policy/load.js'
 
 test('--threshold takes CATEGORY=VALUE with a decimal value', () => {
   assert.equal(parseThreshold('nudity=0.3'), ['nudity', 0.3])
@@ -17,6 +18,17 @@ test('a value that is not a decimal number is refused, hexadecimal and binary fo
   for (const text of ['nudity', 'nudity=', '=0.3', 'nudity=abc', 'nudity=0x1', 'nudity=0b1', 'nudity=Infinity', 'nudity=-']) {
     assert.throws(() => parseThreshold(text), (e: Error) => e.message === `--threshold ${text}: expected CATEGORY=VALUE, e.g. nudity=0.3`, text)
   }
+})
+
+test('a threshold for a category the same run disables is refused, not ignored', () => {
+  const policy = buildPolicy()
+  assert.throws(
+    () => applyOverrides(policy, {disabled: ['nudity'], thresholds: new Map([['nudity', 0.3]])}),
+    (e: Error) => e.message === '--threshold nudity and --disable nudity cannot be used together: a disabled category has no threshold',
+  )
+  const changed = applyOverrides(policy, {disabled: ['gore'], thresholds: new Map([['nudity', 0.3]])})
+  assert.is(changed.categories.find((c) => c.name === 'nudity')?.threshold, 0.3)
+  assert.is(changed.categories.some((c) => c.name === 'gore'), false)
 })
 
 test.run()
