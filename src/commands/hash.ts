@@ -8,6 +8,7 @@ import {isVideoFile, scanInputs, skippedLine, type Skipped} from '../cli/inputs.
 import {readSettings} from '../lib/config/settings.js'
 import {isModError, ModError} from '../lib/errors.js'
 import {hashImage, hashVideo, type MediaHash} from '../lib/signals/pdq/hash-media.js'
+import {DEFAULT_QUALITY_FLOOR} from '../lib/signals/pdq/match.js'
 import {resolveFfmpeg} from '../lib/video/ffmpeg.js'
 import {DEFAULT_DECODE_LIMITS} from '../lib/video/frames.js'
 import {MAX_FPS, MIN_FPS} from '../lib/video/options.js'
@@ -33,7 +34,8 @@ function errorRow(source: string, e: unknown): Row {
 function tableLine(row: Row): string {
   if ('error' in row) return `${chalk.yellow('ERROR')}  ${row.source}  ${row.error.code}: ${row.error.message}`
   const where = row.time !== undefined ? ` @ ${row.time.toFixed(2)} s` : row.frame !== undefined ? ` frame ${row.frame}` : ''
-  return `${row.hash}  ${String(row.quality).padStart(3)}  ${row.source}${where}`
+  const unmatched = row.quality < DEFAULT_QUALITY_FLOOR ? chalk.dim(`  (quality under ${DEFAULT_QUALITY_FLOOR}: never matched)`) : ''
+  return `${row.hash}  ${String(row.quality).padStart(3)}  ${row.source}${where}${unmatched}`
 }
 
 export default class Hash extends ModCommand {

@@ -1,6 +1,7 @@
 import {mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
+import sharp from 'sharp'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
@@ -24,6 +25,20 @@ test('prints hash, quality and source of an image, the hash of the reference imp
   assert.is(r.code, 0, r.stderr)
   assert.is(r.stdout, `${reference('astronaut.jpg').hash}  100  ${ASTRONAUT}\n`)
   assert.is(r.stderr, '')
+})
+
+test('a hash under the quality floor is marked in the table as never matched (a flat image: quality 0)', async () => {
+  const flat = join(dir.path, 'flat.png')
+  writeFileSync(flat, await sharp({create: {width: 64, height: 64, channels: 3, background: '#808080'}}).png().toBuffer())
+  const r = await runCli(['hash', flat])
+  assert.is(r.code, 0, r.stderr)
+  // The bits of a flat image are float rounding noise; its quality is what counts.
+  assert.ok(r.stdout.endsWith(`    0  ${flat}  (quality under 50: never matched)\n`), r.stdout)
+  const json = await runCli(['hash', flat, '--ndjson'])
+  assert.equal(Object.keys(JSON.parse(json.stdout)), ['source', 'hash', 'quality'])
+  assert.is(JSON.parse(json.stdout).quality, 0)
+  const photo = await runCli(['hash', ASTRONAUT])
+  assert.not.match(photo.stdout, 'never matched')
 })
 
 test('--ndjson walks folders like scan: one object per image, what was skipped on stderr', async () => {
