@@ -1,6 +1,6 @@
 // `mod serve` as a process: MOD_PRELOAD on and off, a model that cannot load, and a graceful SIGTERM.
 // These run the built CLI (npm test builds first).
-import {copyFileSync, mkdirSync} from 'node:fs'
+import {copyFileSync, mkdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -101,6 +101,19 @@ test('with MOD_PRELOAD a model that cannot load stops the start with exit code 2
   try {
     assert.is(await serve.exited, 2)
     assert.match(serve.lines.join('\n'), /^the model could not be loaded: model_missing: /m)
+    assert.not.match(serve.lines.join('\n'), /listening on/)
+  } finally {
+    serve.child.kill('SIGKILL')
+  }
+})
+
+test("a policy left with no category to check (the specialist's three disabled, no CLIP model) stops the start, exit 2", async () => {
+  const off = join(dir.path, 'nothing-left.yaml')
+  writeFileSync(off, 'categories:\n  nudity: {enabled: false}\n  sexual_activity: {enabled: false}\n  suggestive: {enabled: false}\n')
+  const serve = serveProcess(['--port', '0'], {MOD_CACHE_DIR: join(dir.path, 'no-models'), MOD_CONFIG: off})
+  try {
+    assert.is(await serve.exited, 2)
+    assert.match(serve.lines.join('\n'), /^the model could not be loaded: model_missing: none of the policy's categories \(violence, .*\) can be checked: /m)
     assert.not.match(serve.lines.join('\n'), /listening on/)
   } finally {
     serve.child.kill('SIGKILL')
