@@ -15,6 +15,15 @@ function chunk(type: string, body: Buffer): Buffer {
   return Buffer.concat([head, body, crc])
 }
 
+/** A PNG of `width` x `height` pixels of 8-bit `colourType` (deflate, no filter, no interlace) holding `pixels` as its data. */
+function png(width: number, height: number, colourType: number, pixels: Buffer): Buffer {
+  const ihdr = Buffer.alloc(13)
+  ihdr.writeUInt32BE(width, 0)
+  ihdr.writeUInt32BE(height, 4)
+  ihdr.set([8, colourType, 0, 0, 0], 8)
+  return Buffer.concat([SIGNATURE, chunk('IHDR', ihdr), chunk('IDAT', pixels), chunk('IEND', Buffer.alloc(0))])
+}
+
 /**
  * A uniform 8-bit greyscale PNG of `width` x `height` with real pixel data: every row is a filter byte and
  * `width` bytes of `level`, deflated (a 1 x 10 000 000 PNG is about 20 KB, a 10 000 000 x 1 one 10 KB).
@@ -23,11 +32,12 @@ export function greyPng(width: number, height: number, level = 128): Buffer {
   const row = width + 1
   const rows = Buffer.alloc(row * height, level)
   for (let y = 0; y < height; y++) rows[y * row] = 0
-  const ihdr = Buffer.alloc(13)
-  ihdr.writeUInt32BE(width, 0)
-  ihdr.writeUInt32BE(height, 4)
-  ihdr.set([8, 0, 0, 0, 0], 8) // 8-bit greyscale, deflate, no filter, no interlace
-  return Buffer.concat([SIGNATURE, chunk('IHDR', ihdr), chunk('IDAT', deflateSync(rows, {level: 9})), chunk('IEND', Buffer.alloc(0))])
+  return png(width, height, 0, deflateSync(rows, {level: 9}))
+}
+
+/** A valid PNG header claiming an RGB image of width x height, followed by a tiny IDAT: a decompression bomb's shape. */
+export function pngClaiming(width: number, height: number): Buffer {
+  return png(width, height, 2, deflateSync(Buffer.alloc(1024)))
 }
 
 /** Long sides of the sweep of extreme shapes: 1 to 10^7, with both sides of the longest side accepted. */

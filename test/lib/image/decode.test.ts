@@ -1,5 +1,3 @@
-import {crc32, deflateSync} from 'node:zlib'
-
 import sharp, {type Sharp} from 'sharp'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
@@ -7,7 +5,7 @@ import * as assert from 'uvu/assert'
 import {decodeImage, frameIndices, MAX_FRAMES, MAX_SIDE, MIN_FRAME_PIXELS, probeImage, type ImageLimits} from '../../../src/lib/image/decode.js'
 import type {RgbImage} from '../../../src/lib/types.js'
 import {rejection} from '../../helpers/errors.js'
-import {greyPng, manyFrameGif} from '../../helpers/hostile-images.js'
+import {greyPng, manyFrameGif, pngClaiming} from '../../helpers/hostile-images.js'
 
 const LIMITS: ImageLimits = {maxBytes: 25 * 1024 * 1024, maxPixels: 100_000_000}
 const RED = [255, 0, 0]
@@ -42,28 +40,6 @@ async function animatedGif(frames: number, width = 16, height = 12): Promise<Buf
     for (let p = 0; p < width * height; p++) data.set([10 * f, 100, 200], 3 * (f * width * height + p))
   }
   return sharp(data, {raw: {width, height: height * frames, channels: 3, pageHeight: height}}).gif().toBuffer()
-}
-
-/** A valid PNG header claiming width x height, followed by a tiny IDAT: a decompression bomb's shape. */
-function pngClaiming(width: number, height: number): Buffer {
-  const chunk = (type: string, body: Buffer) => {
-    const head = Buffer.alloc(8)
-    head.writeUInt32BE(body.length, 0)
-    head.write(type, 4, 'latin1')
-    const crc = Buffer.alloc(4)
-    crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), body])), 0)
-    return Buffer.concat([head, body, crc])
-  }
-  const ihdr = Buffer.alloc(13)
-  ihdr.writeUInt32BE(width, 0)
-  ihdr.writeUInt32BE(height, 4)
-  ihdr.set([8, 2, 0, 0, 0], 8) // 8-bit RGB, deflate, no filter, no interlace
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk('IHDR', ihdr),
-    chunk('IDAT', deflateSync(Buffer.alloc(1024))),
-    chunk('IEND', Buffer.alloc(0)),
-  ])
 }
 
 const encoders: Record<string, {encode: (s: Sharp) => Sharp; tolerance: number}> = {
