@@ -1,5 +1,6 @@
 import type {IncomingMessage} from 'node:http'
-import {isIPv6} from 'node:net'
+
+import ipaddr from 'ipaddr.js'
 
 /**
  * The client a request's upload place is counted against (MOD_MAX_UPLOADS_PER_CLIENT): its IPv4 address (also when
@@ -11,15 +12,11 @@ export function clientOf(req: IncomingMessage): string {
 }
 
 export function clientKey(address: string): string {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)
-  if (mapped) return mapped[1]
-  if (!isIPv6(address)) return address
-  const [head, tail] = address.split('%')[0].split('::')
-  const left = head === '' ? [] : head.split(':')
-  const right = tail === undefined || tail === '' ? [] : tail.split(':')
-  const groups = tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill('0'), ...right]
-  return `${groups
+  if (!ipaddr.IPv6.isValid(address)) return address
+  const ip = ipaddr.IPv6.parse(address)
+  if (ip.isIPv4MappedAddress()) return ip.toIPv4Address().toString()
+  return `${ip.parts
     .slice(0, 4)
-    .map((g) => parseInt(g, 16).toString(16))
+    .map((g) => g.toString(16))
     .join(':')}::/64`
 }
