@@ -112,6 +112,7 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   const log = options.log ?? (options.logger ? logTo(options.logger) : stderrLog)
   const gate = createGate(settings.limits.queueLimit, settings.limits)
   const metrics = options.metrics ?? createServerMetrics()
+  const {version} = buildInfo()
   metrics.watchQueue(() => gate.admitted)
   let draining = false
   const jobs = options.jobs ?? createJobs(engine, settings, log)
@@ -126,7 +127,7 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
       fetchImageUrl(url, {...options.fetch, maxBytes: settings.limits.maxBytes, timeoutMs: settings.limits.urlTimeoutMs}),
     metricsText: options.metricsText ?? (() => metrics.registry.metrics()),
     draining: () => draining,
-    version: buildInfo().version,
+    version,
     verdict: (result) => metrics.verdict(result),
   }
   const known = new Map<string, string[]>()
@@ -188,7 +189,7 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
 
   // Mount point: the OpenAPI document (src/server/openapi.ts).
   const doc = openapiDocument({
-    version: buildInfo().version,
+    version,
     apiKey: settings.apiKey !== undefined,
     allowUrls: settings.allowUrls,
     limits: settings.limits,
