@@ -1,10 +1,10 @@
 import type {IncomingMessage} from 'node:http'
 
-import Ajv2020Module, {type ErrorObject, type ValidateFunction} from 'ajv/dist/2020.js'
-import addFormatsModule from 'ajv-formats'
+import type {ErrorObject, ValidateFunction} from 'ajv/dist/2020.js'
 import type {Static, TObject, TSchema} from 'typebox'
 
 import {ModError} from '../lib/errors.js'
+import {createAjv} from './ajv.js'
 import {readBody} from './body.js'
 import type {BodyLimits} from './body-stream.js'
 
@@ -14,16 +14,10 @@ import type {BodyLimits} from './body-stream.js'
  * is `bad_request` with a message for a person naming the parameter or the field (never ajv's own wording).
  */
 
-// Both are CommonJS modules whose default export NodeNext types as the module namespace.
-const Ajv2020 = Ajv2020Module as unknown as typeof Ajv2020Module.default
-const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
-
 // Query and path values are text: coerced to the declared types, the declared defaults filled in.
-const textAjv = new Ajv2020({strict: true, allowUnionTypes: true, coerceTypes: true, useDefaults: true})
-addFormats(textAjv)
+const textAjv = createAjv({coerceTypes: true, useDefaults: true})
 // Every error is collected, so that the one reported can be the most specific (see bodyProblem).
-const bodyAjv = new Ajv2020({strict: true, allowUnionTypes: true, useDefaults: true, allErrors: true, verbose: true})
-addFormats(bodyAjv)
+const bodyAjv = createAjv({useDefaults: true, allErrors: true, verbose: true})
 
 type Schema = Record<string, unknown>
 

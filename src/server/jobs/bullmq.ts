@@ -1,9 +1,8 @@
-import Ajv2020Module from 'ajv/dist/2020.js'
-import addFormatsModule from 'ajv-formats'
 import {Queue, Worker, type Job as BullJob} from 'bullmq'
 import {Redis} from 'ioredis'
 
 import {ModError} from '../../lib/errors.js'
+import {createAjv} from '../ajv.js'
 import type {Log} from '../errors.js'
 import {jobData, readJobData, type JobData} from './data.js'
 import {queueFull} from './memory.js'
@@ -302,16 +301,7 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
   }
 }
 
-const validJob = compileJob()
-
-function compileJob(): (value: unknown) => value is JobBody {
-  // Both are CommonJS modules whose default export NodeNext types as the module namespace.
-  const Ajv2020 = Ajv2020Module as unknown as typeof Ajv2020Module.default
-  const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
-  const ajv = new Ajv2020({strict: true, allowUnionTypes: true})
-  addFormats(ajv)
-  return ajv.compile<JobBody>(Job)
-}
+const validJob = createAjv().compile<JobBody>(Job)
 
 function parsed(text: string): unknown {
   try {
