@@ -137,7 +137,7 @@ test('the binary cache (list and index) is written beside the list, used while t
     assert.is(entryOf(third.list, 0).label, 'a')
     assert.is(hashToHex(third.list.hashes.subarray(0, 32)), B)
     assert.is((await loadHashList(file, 'l')).from, 'cache')
-    const stale = await readListCache(file, async () => ({size: 1, mtimeMs: 0, sha256: Buffer.alloc(32)}), 1, 0)
+    const stale = await readListCache(file, {size: 1, mtimeMs: 0}, async () => Buffer.alloc(32))
     assert.is(stale, undefined)
   } finally {
     await rm(dir, {recursive: true, force: true})
