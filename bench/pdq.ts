@@ -30,6 +30,7 @@ import {indexArrays, searchMultiIndex} from '../src/lib/signals/pdq/multi-index.
 import {pdqDihedralHashes, pdqHash} from '../src/lib/signals/pdq/pdq.js'
 import {median, OUT, percentile, table} from './lib.js'
 import {random} from '../test/helpers/nsfw-images.js'
+import {flip, randomHash} from '../test/helpers/pdq-hashes.js'
 
 const arg = (name: string, fallback: number): number => {
   const i = process.argv.indexOf(`--${name}`)
@@ -41,14 +42,6 @@ const PHOTO_DIR = process.env.MOD_BENCH_PHOTOS ?? '/work/shared/data/ordinary-ph
 const THRESHOLD = 31
 const LIMITS = {maxBytes: 100 * 1024 * 1024, maxPixels: 100_000_000}
 const MiB = 1024 * 1024
-
-function flip(hash: Uint8Array, bits: number, next: () => number): Uint8Array {
-  const out = Uint8Array.from(hash)
-  const chosen = new Set<number>()
-  while (chosen.size < bits) chosen.add(Math.floor(next() * 256))
-  for (const k of chosen) out[k >> 3] ^= 1 << (k & 7)
-  return out
-}
 
 /** Writes the list once: line i is a hash made from seed i (so planted queries can be rebuilt without the file). */
 async function writeList(file: string, count: number): Promise<void> {
@@ -120,7 +113,7 @@ async function listBench(): Promise<void> {
     const distance = k % (THRESHOLD + 1)
     planted.push({query: flip(loaded.list.hashes.subarray(id * 32, id * 32 + 32), distance, next), id, distance})
   }
-  const randoms = Array.from({length: 1000}, () => Uint8Array.from({length: 32}, () => Math.floor(next() * 256)))
+  const randoms = Array.from({length: 1000}, () => randomHash(next))
   const times: number[] = []
   let found = 0
   const cpu0 = process.cpuUsage()

@@ -1,7 +1,8 @@
-import {Flags} from '@oclif/core'
+import {Errors, Flags} from '@oclif/core'
 
 import {PRECISIONS, SETTING_VARIABLES, type SettingsInput} from '../lib/config/settings.js'
 import {PRESETS} from '../lib/policy/types.js'
+import {MAX_FPS, MIN_FPS} from '../lib/video/options.js'
 
 const MODEL = 'MODEL'
 
@@ -63,6 +64,17 @@ export const policyFlags = {
     helpGroup: POLICY,
   }),
 }
+
+/** --fps: a decimal number within the sampling bounds; anything else is a usage error naming the flag. */
+export const fpsFlag = Flags.custom<number>({
+  parse: async (input) => {
+    const n = Number(input)
+    if (input.trim() === '' || !Number.isFinite(n) || n < MIN_FPS || n > MAX_FPS) {
+      throw new Errors.CLIError(`Expected a number from ${MIN_FPS} to ${MAX_FPS} but received: ${input}`)
+    }
+    return n
+  },
+})
 
 export interface FlagValues {
   preset?: string

@@ -1,8 +1,9 @@
-import {Args, Errors, Flags} from '@oclif/core'
+import {Args, Flags} from '@oclif/core'
 import chalk from 'chalk'
 
 import {ModCommand} from '../cli/base-command.js'
 import {EXIT_ERROR} from '../cli/errors.js'
+import {fpsFlag} from '../cli/flags.js'
 import type {EnvVars} from '../cli/help.js'
 import {isVideoFile, scanInputs, skippedLine, type Skipped} from '../cli/inputs.js'
 import {readSettings} from '../lib/config/settings.js'
@@ -15,16 +16,6 @@ import {MAX_FPS, MIN_FPS} from '../lib/video/options.js'
 
 /** One line of output: a hash of an input, or the error that input met. */
 type Row = ({source: string} & MediaHash) | {source: string; error: {code: string; message: string}}
-
-const fpsFlag = Flags.custom<number>({
-  parse: async (input) => {
-    const n = Number(input)
-    if (input.trim() === '' || !Number.isFinite(n) || n < MIN_FPS || n > MAX_FPS) {
-      throw new Errors.CLIError(`Expected a number from ${MIN_FPS} to ${MAX_FPS} but received: ${input}`)
-    }
-    return n
-  },
-})
 
 function errorRow(source: string, e: unknown): Row {
   if (!isModError(e)) throw e

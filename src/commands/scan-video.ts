@@ -1,24 +1,13 @@
-import {Args, Errors, Flags} from '@oclif/core'
+import {Args, Flags} from '@oclif/core'
 
 import {ModCommand} from '../cli/base-command.js'
 import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
-import {modelFlags, policyFlags} from '../cli/flags.js'
+import {fpsFlag, modelFlags, policyFlags} from '../cli/flags.js'
 import {formatVideo, notEvaluatedLine} from '../cli/format.js'
 import type {EnvVars} from '../cli/help.js'
 import {checkVideoFile} from '../cli/inputs.js'
 import {checkVideoSampling, MAX_FPS, MAX_MIN_FRAMES, MIN_FPS} from '../lib/video/options.js'
-
-/** --fps: a decimal number within the sampling bounds; anything else is a usage error naming the flag. */
-const fpsFlag = Flags.custom<number>({
-  parse: async (input) => {
-    const n = Number(input)
-    if (input.trim() === '' || !Number.isFinite(n) || n < MIN_FPS || n > MAX_FPS) {
-      throw new Errors.CLIError(`Expected a number from ${MIN_FPS} to ${MAX_FPS} but received: ${input}`)
-    }
-    return n
-  },
-})
 
 export default class ScanVideo extends ModCommand {
   static override description = `Moderate a video: frames sampled at --fps are scored, and each violated label is reported as timestamped segments.

@@ -6,7 +6,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {hammingDistance, hashFromHex} from '../../src/lib/signals/pdq/hash256.js'
-import {ROOT, runCli, tempDir} from '../helpers/cli.js'
+import {ROOT, runCli, runInProcess, tempDir} from '../helpers/cli.js'
 import {ffmpeg} from '../lib/video/helpers.js'
 
 const PHOTOS = join(ROOT, 'test', 'fixtures', 'photos')
@@ -21,7 +21,7 @@ const dir = tempDir('mod-hash-')
 test.after(() => dir.remove())
 
 test('prints hash, quality and source of an image, the hash of the reference implementation', async () => {
-  const r = await runCli(['hash', ASTRONAUT])
+  const r = await runInProcess(['hash', ASTRONAUT])
   assert.is(r.code, 0, r.stderr)
   assert.is(r.stdout, `${reference('astronaut.jpg').hash}  100  ${ASTRONAUT}\n`)
   assert.is(r.stderr, '')
@@ -30,19 +30,19 @@ test('prints hash, quality and source of an image, the hash of the reference imp
 test('a hash under the quality floor is marked in the table as never matched (a flat image: quality 0)', async () => {
   const flat = join(dir.path, 'flat.png')
   writeFileSync(flat, await sharp({create: {width: 64, height: 64, channels: 3, background: '#808080'}}).png().toBuffer())
-  const r = await runCli(['hash', flat])
+  const r = await runInProcess(['hash', flat])
   assert.is(r.code, 0, r.stderr)
   // The bits of a flat image are float rounding noise; its quality is what counts.
   assert.ok(r.stdout.endsWith(`    0  ${flat}  (quality under 50: never matched)\n`), r.stdout)
-  const json = await runCli(['hash', flat, '--ndjson'])
+  const json = await runInProcess(['hash', flat, '--ndjson'])
   assert.equal(Object.keys(JSON.parse(json.stdout)), ['source', 'hash', 'quality'])
   assert.is(JSON.parse(json.stdout).quality, 0)
-  const photo = await runCli(['hash', ASTRONAUT])
+  const photo = await runInProcess(['hash', ASTRONAUT])
   assert.not.match(photo.stdout, 'never matched')
 })
 
 test('--ndjson walks folders like scan: one object per image, what was skipped on stderr', async () => {
-  const r = await runCli(['hash', PHOTOS, '--ndjson'])
+  const r = await runInProcess(['hash', PHOTOS, '--ndjson'])
   assert.is(r.code, 0, r.stderr)
   const rows = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as {source: string; hash: string; quality: number})
   assert.is(rows.length, 14)
@@ -54,13 +54,13 @@ test('--json prints one array; an input that cannot be hashed is an entry in its
   const missing = join(dir.path, 'missing.jpg')
   const broken = join(dir.path, 'broken.png')
   writeFileSync(broken, readFileSync(ASTRONAUT).subarray(0, 2000))
-  const r = await runCli(['hash', ASTRONAUT, missing, '--json'])
+  const r = await runInProcess(['hash', ASTRONAUT, missing, '--json'])
   assert.is(r.code, 2)
   assert.equal(JSON.parse(r.stdout), [
     {source: ASTRONAUT, ...reference('astronaut.jpg')},
     {source: missing, error: {code: 'not_found', message: `${missing} does not exist`}},
   ])
-  const t = await runCli(['hash', broken])
+  const t = await runInProcess(['hash', broken])
   assert.is(t.code, 2)
   assert.match(t.stdout, new RegExp(`^ERROR  ${broken}  unreadable_image: `))
 })
@@ -68,7 +68,7 @@ test('--json prints one array; an input that cannot be hashed is an entry in its
 test('a video gives one hash per sampled frame; frames of a clip of a photo hash near the photo', async () => {
   const clip = join(dir.path, 'astronaut.mp4')
   await ffmpeg('-loop', '1', '-i', ASTRONAUT, '-t', '2', '-r', '10', '-c:v', 'mpeg4', '-q:v', '2', '-pix_fmt', 'yuv420p', clip)
-  const r = await runCli(['hash', clip, '--fps', '2', '--ndjson'])
+  const r = await runInProcess(['hash', clip, '--fps', '2', '--ndjson'])
   assert.is(r.code, 0, r.stderr)
   const rows = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as {source: string; hash: string; quality: number; time: number})
   assert.equal(rows.map((row) => [row.source, row.time, row.quality]), [0, 0.5, 1, 1.5].map((t) => [clip, t, 100]))
@@ -79,7 +79,7 @@ test('a video gives one hash per sampled frame; frames of a clip of a photo hash
 test('a file that is neither an image nor a video is an entry with the video error', async () => {
   const notes = join(dir.path, 'notes.txt')
   writeFileSync(notes, 'not a picture\n')
-  const r = await runCli(['hash', notes])
+  const r = await runInProcess(['hash', notes])
   assert.is(r.code, 2)
   assert.match(r.stdout, new RegExp(`^ERROR  ${notes}  unsupported_media: `))
 })
@@ -87,11 +87,11 @@ test('a file that is neither an image nor a video is an entry with the video err
 test('nothing to hash is an error; --fps out of range is a usage error', async () => {
   const empty = join(dir.path, 'empty')
   mkdirSync(empty)
-  const r = await runCli(['hash', empty])
+  const r = await runInProcess(['hash', empty])
   assert.is(r.code, 2)
   assert.is(r.stdout, '')
   assert.is(r.stderr, `mod: not_found: nothing to hash in ${empty}: no images\n`)
-  const u = await runCli(['hash', ASTRONAUT, '--fps', '0'])
+  const u = await runInProcess(['hash', ASTRONAUT, '--fps', '0'])
   assert.is(u.code, 2)
   assert.match(u.stderr, /^mod: usage: --fps: Expected a number from 0.01 to 10 but received: 0/)
 })

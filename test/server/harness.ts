@@ -7,7 +7,7 @@ import type {AddressInfo} from 'node:net'
 import {DEFAULT_LIMITS, readSettings, type EngineSettings, type Limits, type ServerSettings} from '../../src/lib/config/settings.js'
 import {createEngine, type Engine} from '../../src/lib/engine.js'
 import {DIRECT} from '../../src/lib/pipeline/scheduler.js'
-import {buildPolicy} from '../../src/lib/policy/load.js'
+import {buildPolicy, loadPolicyFile} from '../../src/lib/policy/load.js'
 import type {ModerationResult} from '../../src/lib/types.js'
 import {buildServer, type ModServer, type ServerOptions} from '../../src/server/app.js'
 import {plainText} from '../../src/server/logger.js'
@@ -94,6 +94,25 @@ export async function start(engine: Engine, settings: ServerSettings, options: S
   await new Promise<void>((resolve) => handle.server.listen(0, '127.0.0.1', resolve))
   const {port} = handle.server.address() as AddressInfo
   return {base: `http://127.0.0.1:${port}`, handle, logs, stop: () => handle.close()}
+}
+
+/**
+ * The toy model under the policy file `policyFile` (its hash lists and text rules too), loaded and served on
+ * port 0; stop() closes the engine as well.
+ */
+export async function startWithPolicy(policyFile: string, settings: TestSettings, options: {tmpDir: string; threads?: number}): Promise<Running> {
+  const {policy} = await loadPolicyFile(policyFile)
+  const {tmpDir, threads} = options
+  const engine = createEngine({preset: 'fast', modelDir: TOY_MODEL, cacheDir: settings.cacheDir, policy, limits: settings.limits, ...(threads === undefined ? {} : {threads})})
+  await engine.load()
+  const running = await start(engine, settings, {tmpDir})
+  return {
+    ...running,
+    stop: async () => {
+      await running.stop()
+      await engine.close()
+    },
+  }
 }
 
 export const red = () => solidPng(255, 0, 0, 16, 16)

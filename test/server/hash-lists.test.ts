@@ -7,12 +7,10 @@ import sharp from 'sharp'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {createEngine} from '../../src/lib/engine.js'
-import {loadPolicyFile} from '../../src/lib/policy/load.js'
 import {hammingDistance, hashFromHex} from '../../src/lib/signals/pdq/hash256.js'
 import {hashImage} from '../../src/lib/signals/pdq/hash-media.js'
 import {ROOT} from '../helpers/cli.js'
-import {call, form, postJson, start, tempDir, testSettings, TOY_MODEL, type Running} from './harness.js'
+import {call, form, postJson, startWithPolicy, tempDir, testSettings, type Running} from './harness.js'
 
 const dir = tempDir('mod-server-hash-lists-')
 const settings = testSettings(join(dir.path, 'cache'))
@@ -22,7 +20,6 @@ const other = readFileSync(join(PHOTOS, 'coffee.jpg'))
 let copy: Buffer
 let distance = 0
 let server: Running
-let close: () => Promise<void>
 
 test.before(async () => {
   const hash = (await hashImage(listed, settings.limits))[0].hash
@@ -31,16 +28,11 @@ test.before(async () => {
   mkdirSync(join(dir.path, 'lists'))
   writeFileSync(join(dir.path, 'lists', 'banned.txt'), `${hash},case-1041,removed\n`)
   writeFileSync(join(dir.path, 'policy.yaml'), 'hash_lists:\n  banned:\n    file: lists/banned.txt\n')
-  const {policy} = await loadPolicyFile(join(dir.path, 'policy.yaml'))
-  const engine = createEngine({preset: 'fast', modelDir: TOY_MODEL, cacheDir: settings.cacheDir, policy, limits: settings.limits})
-  await engine.load()
-  server = await start(engine, settings, {tmpDir: dir.path})
-  close = () => engine.close()
+  server = await startWithPolicy(join(dir.path, 'policy.yaml'), settings, {tmpDir: dir.path})
 })
 
 test.after(async () => {
   await server.stop()
-  await close()
   dir.remove()
 })
 

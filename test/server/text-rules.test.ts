@@ -8,19 +8,16 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
-import {createEngine} from '../../src/lib/engine.js'
-import {loadPolicyFile} from '../../src/lib/policy/load.js'
 import {openapiDocument} from '../../src/server/openapi.js'
 import type {RgbImage} from '../../src/lib/types.js'
 import {memeAndPhoto, renderText} from '../helpers/render-text.js'
 import {assertConforms} from './conformance.js'
-import {call, form, postJson, start, tempDir, testSettings, TOY_MODEL, type Running} from './harness.js'
+import {call, form, postJson, startWithPolicy, tempDir, testSettings, type Running} from './harness.js'
 
 const dir = tempDir('mod-server-text-rules-')
 const settings = testSettings(join(dir.path, 'cache'))
 const doc = openapiDocument({version: '1.0.0', apiKey: false, allowUrls: false, limits: DEFAULT_LIMITS})
 let server: Running
-let close: () => Promise<void>
 let sign: Buffer
 let plain: Buffer
 let images: {meme: Buffer; photo: Buffer}
@@ -36,16 +33,11 @@ test.before(async () => {
     join(dir.path, 'policy.yaml'),
     'text:\n  rules:\n    banned:\n      category: hate_symbols\n      words_file: banned.txt\n    contacts:\n      category: contact_info\n      detect: [email, url]\n',
   )
-  const {policy} = await loadPolicyFile(join(dir.path, 'policy.yaml'))
-  const engine = createEngine({preset: 'fast', modelDir: TOY_MODEL, cacheDir: settings.cacheDir, policy, limits: settings.limits, threads: 1})
-  await engine.load()
-  server = await start(engine, settings, {tmpDir: dir.path})
-  close = () => engine.close()
+  server = await startWithPolicy(join(dir.path, 'policy.yaml'), settings, {tmpDir: dir.path, threads: 1})
 })
 
 test.after(async () => {
   await server.stop()
-  await close()
   dir.remove()
 })
 

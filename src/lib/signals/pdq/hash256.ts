@@ -11,7 +11,7 @@ export const HASH_BYTES = 32
 
 const HEX = /^[0-9a-fA-F]{64}$/
 
-export function isHashHex(text: string): boolean {
+function isHashHex(text: string): boolean {
   return HEX.test(text)
 }
 

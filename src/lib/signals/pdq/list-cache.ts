@@ -81,18 +81,19 @@ async function matchesSource(target: string, size: number, mtimeMs: number): Pro
   }
 }
 
-/** The list and its index from the cache, when the cache was made from exactly this source; else undefined. */
+/**
+ * The list and its index from the cache, when the cache was made from exactly this source; else undefined.
+ * The source's SHA-256 is computed only when size and modification time match.
+ */
 export async function readListCache(
   file: string,
-  key: () => Promise<SourceKey>,
-  size: number,
-  mtimeMs: number,
+  source: {size: number; mtimeMs: number},
+  sha256: () => Promise<Buffer>,
 ): Promise<{list: HashList; index: MultiIndex} | undefined> {
   const target = cachePath(file)
-  const h = await matchesSource(target, size, mtimeMs)
+  const h = await matchesSource(target, source.size, source.mtimeMs)
   if (!h) return undefined
-  const {sha256} = await key()
-  if (!h.subarray(32, 64).equals(sha256)) return undefined
+  if (!h.subarray(32, 64).equals(await sha256())) return undefined
   const read = await readFile(target)
   // Typed views need aligned offsets: a large file has a buffer of its own (offset 0); copy a small one otherwise.
   const data = read.byteOffset % 4 === 0 ? read : Buffer.from(Uint8Array.from(read).buffer)

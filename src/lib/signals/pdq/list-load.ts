@@ -2,7 +2,7 @@ import {createHash} from 'node:crypto'
 import {readFile, stat} from 'node:fs/promises'
 
 import {ModError} from '../../errors.js'
-import {readListCache, fileSha256, writeListCache, type SourceKey} from './list-cache.js'
+import {readListCache, fileSha256, writeListCache} from './list-cache.js'
 import {listErrors, parseHashList, type HashList, type ListLineError} from './list-file.js'
 import {buildMultiIndex, type MultiIndex} from './multi-index.js'
 
@@ -28,8 +28,7 @@ export async function loadHashList(file: string, name: string, options: {writeCa
     throw new ModError('invalid_config', `hash list ${file} does not exist`)
   }
   if (!info.isFile()) throw new ModError('invalid_config', `hash list ${file} is not a file`)
-  const sourceKey = async (): Promise<SourceKey> => ({size: info.size, mtimeMs: info.mtimeMs, sha256: await fileSha256(file)})
-  const cached = await readListCache(file, sourceKey, info.size, info.mtimeMs)
+  const cached = await readListCache(file, info, () => fileSha256(file))
   if (cached) return {name, file, ...cached, from: 'cache'}
   const text = await readFile(file)
   const parsed = parseHashList(text)

@@ -1,5 +1,5 @@
 import {DIHEDRAL, type Dihedral} from './dct.js'
-import type {Hash256} from './hash256.js'
+import {HASH_BYTES, hashToHex, type Hash256} from './hash256.js'
 import {entryOf} from './list-file.js'
 import type {LoadedList} from './list-load.js'
 import {searchMultiIndex} from './multi-index.js'
@@ -58,7 +58,7 @@ export function matchHash(lists: LoadedList[], image: {hash: Hash256; quality: n
     }
     for (const [id, {distance, variant}] of best) {
       const {label, note} = entryOf(loaded.list, id)
-      const hash = Buffer.from(loaded.list.hashes.subarray(id * 32, id * 32 + 32)).toString('hex')
+      const hash = hashToHex(loaded.list.hashes.subarray(id * HASH_BYTES, (id + 1) * HASH_BYTES))
       matches.push({list: loaded.name, label, note, distance, confidence: confidenceOf(distance), hash, variant})
     }
   }

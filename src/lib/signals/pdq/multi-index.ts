@@ -30,7 +30,7 @@ export interface MultiIndex {
   words: Uint32Array
 }
 
-export const CHUNKS = 11
+const CHUNKS = 11
 const LENGTHS = [24, 24, 24, 23, 23, 23, 23, 23, 23, 23, 23]
 const STARTS = LENGTHS.map((_, c) => LENGTHS.slice(0, c).reduce((a, b) => a + b, 0))
 /** Highest threshold accepted: radius 3 in every chunk (2325 probes of each table). */
@@ -38,7 +38,7 @@ export const MAX_THRESHOLD = 43
 /** Buckets per table: about one per hash (2^bits >= count), at least 2^10, at most one per chunk value. */
 const MIN_BUCKET_BITS = 10
 
-export function bucketBits(count: number, c: number): number {
+function bucketBits(count: number, c: number): number {
   return Math.min(LENGTHS[c], Math.max(MIN_BUCKET_BITS, Math.ceil(Math.log2(Math.max(count, 1)))))
 }
 
@@ -156,7 +156,7 @@ function ballSize(length: number, radius: number): number {
  * ones on the 24-bit chunks (their buckets hold fewer hashes, so a wider search there costs less). -1: the
  * chunk is not searched (at thresholds below 10, a few exact chunk matches settle it).
  */
-export function chunkRadii(threshold: number): number[] {
+function chunkRadii(threshold: number): number[] {
   const sum = threshold - (CHUNKS - 1)
   const base = Math.floor(sum / CHUNKS)
   const extra = sum - base * CHUNKS

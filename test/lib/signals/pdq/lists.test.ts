@@ -5,7 +5,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {hammingDistance, hashToHex, type Hash256} from '../../../../src/lib/signals/pdq/hash256.js'
+import {hammingDistance, hashToHex} from '../../../../src/lib/signals/pdq/hash256.js'
 import {readListCache} from '../../../../src/lib/signals/pdq/list-cache.js'
 import {entryOf, listErrors, parseHashList} from '../../../../src/lib/signals/pdq/list-file.js'
 import {loadHashList} from '../../../../src/lib/signals/pdq/list-load.js'
@@ -13,22 +13,10 @@ import {confidenceOf, matchHash} from '../../../../src/lib/signals/pdq/match.js'
 import {buildMultiIndex, searchMultiIndex} from '../../../../src/lib/signals/pdq/multi-index.js'
 import {rejection} from '../../../helpers/errors.js'
 import {random} from '../../../helpers/nsfw-images.js'
+import {flip, randomHash} from '../../../helpers/pdq-hashes.js'
 
 const A = 'ab'.repeat(32)
 const B = '0f'.repeat(32)
-
-function randomHash(next: () => number): Hash256 {
-  return Uint8Array.from({length: 32}, () => Math.floor(next() * 256))
-}
-
-/** `hash` with `bits` distinct bits flipped. */
-function flip(hash: Hash256, bits: number, next: () => number): Hash256 {
-  const out = Uint8Array.from(hash)
-  const chosen = new Set<number>()
-  while (chosen.size < bits) chosen.add(Math.floor(next() * 256))
-  for (const k of chosen) out[k >> 3] ^= 1 << (k & 7)
-  return out
-}
 
 test('parses hash, label and note; skips comments and blank lines; the note keeps its commas', () => {
   const text = `# known bad\n\n${A}\n  ${B.toUpperCase()} , case-7 , seen twice, then removed \r\n${A},case-8\n`
@@ -149,7 +137,7 @@ test('the binary cache (list and index) is written beside the list, used while t
     assert.is(entryOf(third.list, 0).label, 'a')
     assert.is(hashToHex(third.list.hashes.subarray(0, 32)), B)
     assert.is((await loadHashList(file, 'l')).from, 'cache')
-    const stale = await readListCache(file, async () => ({size: 1, mtimeMs: 0, sha256: Buffer.alloc(32)}), 1, 0)
+    const stale = await readListCache(file, {size: 1, mtimeMs: 0}, async () => Buffer.alloc(32))
     assert.is(stale, undefined)
   } finally {
     await rm(dir, {recursive: true, force: true})
