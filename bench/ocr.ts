@@ -35,6 +35,7 @@ import type {Signal} from '../src/lib/signals/signal.js'
 import {openTextModel} from '../src/lib/signals/text/model.js'
 import {DEFAULT_READ_OPTIONS, readText as readWith, type ReadOptions} from '../src/lib/signals/text/read.js'
 import {applyRules, compileRules} from '../src/lib/signals/text/rules.js'
+import {distance} from '../src/lib/suggest.js'
 import type {RgbImage} from '../src/lib/types.js'
 import {CACHE_DIR, interleave, median, pairedRatio, policyFile, ROOT, STANDIN_DIR, texturedPixels} from './lib.js'
 
@@ -116,20 +117,6 @@ async function render(text: string, size: number, font: string, angle: number, p
   const jpeg = await sharp(composed, {raw: {width, height, channels: 3}}).jpeg({quality: 40}).toBuffer()
   const {data, info} = await sharp(jpeg).raw().toBuffer({resolveWithObject: true})
   return {data, width: info.width, height: info.height}
-}
-
-function distance(a: string, b: string): number {
-  const row = Array.from({length: b.length + 1}, (_, j) => j)
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0]
-    row[0] = i
-    for (let j = 1; j <= b.length; j++) {
-      const cur = row[j]
-      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1))
-      prev = cur
-    }
-  }
-  return row[b.length]
 }
 
 const model = await openTextModel({threads: 2, dir: modelsDir})

@@ -314,23 +314,41 @@ function readCategory(ctx: Context, name: string, node: unknown, at: number, pla
   return entry
 }
 
-function readCategories(ctx: Context, node: unknown, at: number, places: Map<string, EntryPlace>): CategoryEntry[] {
+/**
+ * A mapping from names to entries (`categories`, `hash_lists`, `text.rules`): empty when written empty, else
+ * each entry read by `read` (its name, its value, where its key is); what it returns is kept unless undefined.
+ */
+function readNamed<T>(
+  ctx: Context,
+  node: unknown,
+  at: number,
+  path: string,
+  shape: string,
+  read: (name: string, value: unknown, keyOffset: number) => T | undefined,
+): T[] {
   if (scalarValue(node) === null) return []
   if (!isMap(node)) {
-    report(ctx, offsetOf(node, at), `categories must be a mapping from category names to their fields, not ${describe(node)}`)
+    report(ctx, offsetOf(node, at), `${path} must be a mapping from ${shape}, not ${describe(node)}`)
     return []
   }
-  const entries: CategoryEntry[] = []
+  const entries: T[] = []
   for (const pair of node.items) {
-    const name = keyOf(ctx, pair, ' under categories')
+    const name = keyOf(ctx, pair, ` under ${path}`)
     if (name === undefined) continue
-    const keyOffset = offsetOf(pair.key, at)
-    if (!BUILTIN_NAMES.has(name) && !validName(ctx, name, keyOffset, 'category')) continue
-    const place: EntryPlace = {keyOffset}
-    entries.push(readCategory(ctx, name, deref(ctx, pair.value), keyOffset, place))
-    places.set(name, place)
+    const entry = read(name, deref(ctx, pair.value), offsetOf(pair.key, at))
+    if (entry !== undefined) entries.push(entry)
   }
   return entries
+}
+
+function readCategories(ctx: Context, node: unknown, at: number, places: Map<string, EntryPlace>): CategoryEntry[] {
+  return readNamed(ctx, node, at, 'categories', 'category names to their fields', (name, value, keyOffset) => {
+    if (!BUILTIN_NAMES.has(name) && !validName(ctx, name, keyOffset, 'category')) return undefined
+    const place: EntryPlace = {keyOffset}
+    const entry = readCategory(ctx, name, value, keyOffset, place)
+    places.set(name, place)
+    return entry
+  })
 }
 
 function readHashList(ctx: Context, name: string, node: unknown, at: number, categoryAt: Map<string, number>): HashListEntry | undefined {
@@ -388,21 +406,9 @@ function readHashList(ctx: Context, name: string, node: unknown, at: number, cat
 }
 
 function readHashLists(ctx: Context, node: unknown, at: number, categoryAt: Map<string, number>): HashListEntry[] {
-  if (scalarValue(node) === null) return []
-  if (!isMap(node)) {
-    report(ctx, offsetOf(node, at), `hash_lists must be a mapping from list names to {file, category, distance}, not ${describe(node)}`)
-    return []
-  }
-  const lists: HashListEntry[] = []
-  for (const pair of node.items) {
-    const name = keyOf(ctx, pair, ' under hash_lists')
-    if (name === undefined) continue
-    const keyOffset = offsetOf(pair.key, at)
-    if (!validName(ctx, name, keyOffset, 'hash list')) continue
-    const entry = readHashList(ctx, name, deref(ctx, pair.value), keyOffset, categoryAt)
-    if (entry) lists.push(entry)
-  }
-  return lists
+  return readNamed(ctx, node, at, 'hash_lists', 'list names to {file, category, distance}', (name, value, keyOffset) =>
+    validName(ctx, name, keyOffset, 'hash list') ? readHashList(ctx, name, value, keyOffset, categoryAt) : undefined,
+  )
 }
 
 /** Parents after merging with the built-ins: a written parent must exist, and parents must not loop. */
@@ -575,19 +581,10 @@ function readTextSection(ctx: Context, node: unknown, at: number, places: TextRu
     const valueAt = offsetOf(pair.key, at)
     if (key === 'video') section.video = readBoolean(ctx, value, valueAt, 'text.video')
     else if (key === 'rules') {
-      if (scalarValue(value) === null) continue
-      if (!isMap(value)) {
-        report(ctx, offsetOf(value, valueAt), `text.rules must be a mapping from rule names to rules, not ${describe(value)}`)
-        continue
-      }
-      for (const rulePair of value.items) {
-        const name = keyOf(ctx, rulePair, ' under text.rules')
-        if (name === undefined) continue
-        const ruleAt = offsetOf(rulePair.key, valueAt)
-        if (!validName(ctx, name, ruleAt, 'rule')) continue
-        const rule = readTextRule(ctx, name, deref(ctx, rulePair.value), ruleAt, places)
-        if (rule) section.rules.push(rule)
-      }
+      const rules = readNamed(ctx, value, valueAt, 'text.rules', 'rule names to rules', (name, rule, ruleAt) =>
+        validName(ctx, name, ruleAt, 'rule') ? readTextRule(ctx, name, rule, ruleAt, places) : undefined,
+      )
+      section.rules.push(...rules)
     } else unknownKey(ctx, pair, key, ' in text', TEXT_KEYS)
   }
   return section

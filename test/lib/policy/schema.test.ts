@@ -291,6 +291,14 @@ test('a regular expression that can backtrack exponentially is refused on its li
   ])
 })
 
+test('hash_lists and text.rules that are not mappings are refused on their line; an empty text.rules holds no rule', () => {
+  assert.equal(validatePolicyText('hash_lists: [a.txt]\ntext:\n  rules: spam\n').problems, [
+    at(1, 13, 'hash_lists must be a mapping from list names to {file, category, distance}, not a list'),
+    at(3, 10, 'text.rules must be a mapping from rule names to rules, not "spam"'),
+  ])
+  assert.equal(validatePolicyText('text:\n  rules:\n'), {problems: [], file: {categories: [], text: {rules: []}}})
+})
+
 test('an empty text section is no rule, as an empty categories or hash_lists section is', () => {
   assert.equal(validatePolicyText('text:\nhash_lists:\ncategories:\n'), {problems: [], file: {categories: [], hash_lists: []}})
 })

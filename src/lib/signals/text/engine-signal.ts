@@ -33,8 +33,6 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
   const {policy} = setup
   const text = policy.text
   if (text === undefined) throw new Error('the text signal opened without text rules')
-  // Without the cache of optimised graphs: onnxruntime crashes running the OCR graphs it saved there (the
-  // prepacked weights), and the two models are small (15 MiB) and quick to load from their own files.
   const reader = await openTextSignal(text, {threads: setup.threads ?? (await defaultThreads())})
   const fed = new Set(text.rules.map((r) => r.category))
   const categories = policy.categories.filter((c) => fed.has(c.name))

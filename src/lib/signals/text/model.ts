@@ -23,8 +23,6 @@ export interface TextModelOptions {
   threads: number
   /** A folder with det.onnx, rec.onnx and keys.txt; default: the shipped one. */
   dir?: string
-  /** MOD_CACHE_DIR: optimised graphs are cached there as for the other models. */
-  cacheDir?: string
 }
 
 export interface TextModel {
@@ -44,7 +42,9 @@ export async function openTextModel(o: TextModelOptions): Promise<TextModel> {
     throw new ModError('model_missing', `the text model's dictionary ${keysPath} cannot be read (${e.code ?? e.message}); reinstall mod`)
   })
   const symbols = symbolsFromKeys(keys)
-  const session = {threads: o.threads, keepArena: true, cacheDir: o.cacheDir}
+  // Without the cache of optimised graphs: onnxruntime crashes running the OCR graphs it saved there (the
+  // prepacked weights), and the two models are small (15 MiB) and quick to load from their own files.
+  const session = {threads: o.threads, keepArena: true}
   const det = await openSession(join(dir, 'det.onnx'), session)
   const rec = await openSession(join(dir, 'rec.onnx'), session).catch(async (e: unknown) => {
     await det.release()

@@ -78,7 +78,7 @@ export async function detectLines(model: TextModel, img: RgbImage, o: ReadOption
 export async function recogniseLines(model: TextModel, items: {img: RgbImage; boxes: RotatedBox[]}[], o: ReadOptions = DEFAULT_READ_OPTIONS): Promise<TextLine[][]> {
   const jobs = items.flatMap((item, frame) => item.boxes.map((box, line) => ({frame, line, box, img: item.img, width: lineWidth(box, o.maxLineWidth)})))
   const order = [...jobs].sort((a, b) => a.width - b.width)
-  const read = new Map<(typeof jobs)[number], TextLine>()
+  const read: TextLine[][] = items.map(() => [])
   for (let start = 0, end = 1; start < order.length; start = end, end = start + 1) {
     while (end < order.length && end - start < o.batch && order[end].width <= order[start].width * o.maxPadding) end++
     const chunk = order.slice(start, end)
@@ -87,14 +87,9 @@ export async function recogniseLines(model: TextModel, items: {img: RgbImage; bo
     chunk.forEach((job, i) => sampleLine(job.img, job.box, tensor, i, job.width, batchWidth))
     const out = await model.recognise(tensor, chunk.length, batchWidth)
     const decoded = ctcDecode(out.probs, chunk.length, out.steps, out.classes, model.symbols)
-    chunk.forEach((job, i) => read.set(job, {text: decoded[i].text, confidence: decoded[i].confidence, box: upright(job.box, job.img)}))
+    chunk.forEach((job, i) => (read[job.frame][job.line] = {text: decoded[i].text, confidence: decoded[i].confidence, box: upright(job.box, job.img)}))
   }
-  return items.map((_, frame) =>
-    jobs
-      .filter((j) => j.frame === frame)
-      .map((j) => read.get(j)!)
-      .filter((l) => l.text !== '' && l.confidence >= o.minConfidence),
-  )
+  return read.map((lines) => lines.filter((l) => l.text !== '' && l.confidence >= o.minConfidence))
 }
 
 /** The lines of each frame. */

@@ -5,7 +5,7 @@
  * category, the text that matched (NFKC) and the box of its line.
  */
 import {findContacts, type ContactDetector} from './contact.js'
-import {entryKeys, nfkc, words} from './normalise.js'
+import {entryKeys, nfkc, words, type Word} from './normalise.js'
 import type {TextBox, TextLine} from './read.js'
 
 export interface TextRule {
@@ -70,8 +70,7 @@ function byFirstWord(entries: string[][]): Map<string, string[][]> {
   return map
 }
 
-function wordHits(rule: CompiledRule, text: string): string[] {
-  const ws = words(text)
+function wordHits(rule: CompiledRule, text: string, ws: readonly Word[]): string[] {
   const hits: string[] = []
   for (let i = 0; i < ws.length; i++) {
     const entry = rule.entries.get(ws[i].key)?.find((e) => e.every((k, j) => ws[i + j]?.key === k))
@@ -85,11 +84,15 @@ function wordHits(rule: CompiledRule, text: string): string[] {
 /** Every hit of every rule in the lines, rule by rule, left to right within a line. */
 export function applyRules(rules: readonly CompiledRule[], lines: readonly TextLine[]): TextHit[] {
   const hits: TextHit[] = []
+  // Every rule looks at the same folded lines: fold each once.
+  const folded = lines.map((line) => {
+    const text = nfkc(line.text)
+    return {text, words: words(text), box: line.box}
+  })
   for (const rule of rules) {
-    for (const line of lines) {
-      const text = nfkc(line.text)
-      const hit = (t: string) => ({rule: rule.name, category: rule.category, text: t, box: line.box})
-      for (const t of wordHits(rule, text)) hits.push(hit(t))
+    for (const {text, words: ws, box} of folded) {
+      const hit = (t: string) => ({rule: rule.name, category: rule.category, text: t, box})
+      for (const t of wordHits(rule, text, ws)) hits.push(hit(t))
       for (const p of rule.patterns) for (const m of text.matchAll(p)) if (m[0] !== '') hits.push(hit(m[0]))
       for (const c of findContacts(text, rule.detect)) hits.push({...hit(text.slice(c.start, c.end)), detector: c.detector})
     }

@@ -5,6 +5,13 @@ import {boxesFromMap, components, corners, DEFAULT_BOX_OPTIONS, minAreaRect} fro
 
 const round = (v: number) => Math.round(v * 1000) / 1000
 
+/** A 60 × 30 probability map, 0.95 inside each rectangle [x0, y0, x1, y1) and 0 elsewhere. */
+function mapOf(...rects: [number, number, number, number][]): Float32Array {
+  const prob = new Float32Array(60 * 30)
+  for (const [x0, y0, x1, y1] of rects) for (let y = y0; y < y1; y++) for (let x = x0; x < x1; x++) prob[y * 60 + x] = 0.95
+  return prob
+}
+
 test('labels 8-connected regions apart', () => {
   // 1 1 0 0
   // 0 0 1 0   ← touches the first region diagonally
@@ -65,17 +72,9 @@ test('drops regions scoring under the box threshold and specks under the minimum
 })
 
 test('orders boxes top to bottom, then left to right on a line', () => {
-  const w = 60
-  const h = 30
-  const prob = new Float32Array(w * h)
-  const fill = (x0: number, y0: number, x1: number, y1: number) => {
-    for (let y = y0; y < y1; y++) for (let x = x0; x < x1; x++) prob[y * w + x] = 0.95
-  }
-  fill(40, 3, 58, 8)
-  fill(3, 3, 25, 8)
-  fill(3, 18, 40, 24)
+  const prob = mapOf([40, 3, 58, 8], [3, 3, 25, 8], [3, 18, 40, 24])
   assert.equal(
-    boxesFromMap(prob, w, h).map((b) => [round(b.box.cx), round(b.box.cy)]),
+    boxesFromMap(prob, 60, 30).map((b) => [round(b.box.cx), round(b.box.cy)]),
     [
       [14, 5.5],
       [49, 5.5],
@@ -85,16 +84,8 @@ test('orders boxes top to bottom, then left to right on a line', () => {
 })
 
 test('joins the words of a line whose gap is under half its height, not a line below', () => {
-  const w = 60
-  const h = 30
-  const prob = new Float32Array(w * h)
-  const fill = (x0: number, y0: number, x1: number, y1: number) => {
-    for (let y = y0; y < y1; y++) for (let x = x0; x < x1; x++) prob[y * w + x] = 0.95
-  }
-  fill(3, 3, 25, 8)
-  fill(32, 3, 55, 8)
-  fill(3, 18, 40, 24)
-  const boxes = boxesFromMap(prob, w, h).map((b) => [round(b.box.cx), round(b.box.cy), round(b.box.halfW)])
+  const prob = mapOf([3, 3, 25, 8], [32, 3, 55, 8], [3, 18, 40, 24])
+  const boxes = boxesFromMap(prob, 60, 30).map((b) => [round(b.box.cx), round(b.box.cy), round(b.box.halfW)])
   assert.is(boxes.length, 2)
   // The joined line spans both grown word boxes: x from 3 - 3.056 to 55 + 3.080.
   assert.equal(boxes[0], [29.012, 5.5, 29.068])

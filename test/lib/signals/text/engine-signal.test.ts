@@ -27,6 +27,15 @@ function options(policy: Policy): EngineOptions {
 
 const png = (img: RgbImage) => sharp(img.data, {raw: {width: img.width, height: img.height, channels: 3}}).png().toBuffer()
 
+/** A sign with an e-mail address, as a PNG and as a one-second clip of it at 10 frames a second. */
+const emailSign = {png: Buffer.alloc(0), clip: join(dir.path, 'sign.mp4')}
+test.before(async () => {
+  emailSign.png = await png(await renderText(640, 360, [{text: 'write to rentals@lakeside.org', x: 30, y: 180, size: 32, font: 'DejaVu Sans'}], '#cfe3f0'))
+  const still = join(dir.path, 'sign.png')
+  writeFileSync(still, emailSign.png)
+  await ffmpeg('-loop', '1', '-i', still, '-t', '1', '-r', '10', '-c:v', 'mpeg4', '-q:v', '2', '-pix_fmt', 'yuv420p', emailSign.clip)
+})
+
 async function textPolicy(video = false): Promise<Policy> {
   writeFileSync(join(dir.path, 'banned.txt'), '# test list\nzorblax\n')
   const file = join(dir.path, 'policy.yaml')
@@ -90,14 +99,9 @@ test('without text rules the reader is not opened, there is no contact_info and 
 })
 
 test("a video's frames are read only when the policy asks (text: {video: true})", async () => {
-  const sign = await renderText(640, 360, [{text: 'write to rentals@lakeside.org', x: 30, y: 180, size: 32, font: 'DejaVu Sans'}], '#cfe3f0')
-  const still = join(dir.path, 'sign.png')
-  writeFileSync(still, await png(sign))
-  const clip = join(dir.path, 'sign.mp4')
-  await ffmpeg('-loop', '1', '-i', still, '-t', '1', '-r', '10', '-c:v', 'mpeg4', '-q:v', '2', '-pix_fmt', 'yuv420p', clip)
   const moderate = async (video: boolean) => {
     await using engine = createEngine(options(await textPolicy(video)))
-    return await engine.moderateVideo(clip, {source: 'sign.mp4', fps: 2, minFrames: 1, stopOnViolation: false})
+    return await engine.moderateVideo(emailSign.clip, {source: 'sign.mp4', fps: 2, minFrames: 1, stopOnViolation: false})
   }
   const unread = await moderate(false)
   assert.is(unread.violations.some((v) => v.name === 'contact_info'), false)
@@ -147,30 +151,22 @@ async function ocrSessions(fn: () => Promise<void>): Promise<Record<string, numb
 }
 
 test('without text rules no session of the reader is created, for images and videos alike', async () => {
-  const sign = await renderText(640, 360, [{text: 'write to rentals@lakeside.org', x: 30, y: 180, size: 32, font: 'DejaVu Sans'}], '#cfe3f0')
-  const clip = join(dir.path, 'unread.mp4')
-  writeFileSync(join(dir.path, 'unread.png'), await png(sign))
-  await ffmpeg('-loop', '1', '-i', join(dir.path, 'unread.png'), '-t', '1', '-r', '10', '-c:v', 'mpeg4', '-q:v', '2', '-pix_fmt', 'yuv420p', clip)
   const opened = await ocrSessions(async () => {
     await using engine = createEngine(options(buildPolicy()))
-    await engine.moderateImage(await png(sign), 'sign.png')
-    await engine.moderateVideo(clip, {source: 'unread.mp4', fps: 2, minFrames: 1, stopOnViolation: false})
+    await engine.moderateImage(emailSign.png, 'sign.png')
+    await engine.moderateVideo(emailSign.clip, {source: 'unread.mp4', fps: 2, minFrames: 1, stopOnViolation: false})
   })
   assert.equal(opened, {})
 })
 
 test("with text rules a video's frames are not read unless the policy asks; an image's are", async () => {
-  const sign = await renderText(640, 360, [{text: 'write to rentals@lakeside.org', x: 30, y: 180, size: 32, font: 'DejaVu Sans'}], '#cfe3f0')
-  const clip = join(dir.path, 'rules.mp4')
-  writeFileSync(join(dir.path, 'rules.png'), await png(sign))
-  await ffmpeg('-loop', '1', '-i', join(dir.path, 'rules.png'), '-t', '1', '-r', '10', '-c:v', 'mpeg4', '-q:v', '2', '-pix_fmt', 'yuv420p', clip)
   let afterVideo = {}
   const total = await ocrSessions(async () => {
     await using engine = createEngine(options(await textPolicy(false)))
-    const r = await engine.moderateVideo(clip, {source: 'rules.mp4', fps: 2, minFrames: 1, stopOnViolation: false})
+    const r = await engine.moderateVideo(emailSign.clip, {source: 'rules.mp4', fps: 2, minFrames: 1, stopOnViolation: false})
     assert.is(r.frames_analyzed, 2)
     afterVideo = {...runs}
-    await engine.moderateImage(await png(sign), 'sign.png')
+    await engine.moderateImage(emailSign.png, 'sign.png')
   })
   assert.equal(afterVideo, {'models/ocr/det.onnx': 0, 'models/ocr/rec.onnx': 0})
   // One frame: one detector run, its one line in one recogniser batch.
