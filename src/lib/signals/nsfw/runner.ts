@@ -87,23 +87,12 @@ export async function classifyViews(runner: NsfwRunner, frames: NsfwViews[]): Pr
   const again = frames.map((_, i) => i).filter((i) => (rest[i]?.length ?? 0) > 0)
   if (again.length === 0) return first
   const counts = again.map((i) => (rest[i] as Float32Array).length / size)
-  const probabilities = await runner.classify(concat(again.map((i) => rest[i] as Float32Array)), counts.reduce((a, b) => a + b, 0))
+  const probabilities = await runner.classify(stackTensors(again.map((i) => rest[i] as Float32Array)), counts.reduce((a, b) => a + b, 0))
   const out = [...first]
   let at = 0
   again.forEach((i, k) => {
-    out[i] = concat([first[i], ...probabilities.slice(at, at + counts[k])])
+    out[i] = stackTensors([first[i], ...probabilities.slice(at, at + counts[k])])
     at += counts[k]
   })
-  return out
-}
-
-/** Float arrays laid end to end (views into a batch, probabilities into one frame's list). */
-function concat(parts: Float32Array[]): Float32Array {
-  const out = new Float32Array(parts.reduce((a, p) => a + p.length, 0))
-  let at = 0
-  for (const p of parts) {
-    out.set(p, at)
-    at += p.length
-  }
   return out
 }
