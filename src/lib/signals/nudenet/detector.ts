@@ -13,8 +13,9 @@ import {ModError} from '../../errors.js'
 import type {RgbImage} from '../../types.js'
 import {openSession} from '../../model/session.js'
 import {defaultThreads} from '../../model/threads.js'
+import {stackTensors} from '../../pipeline/stack.js'
 import {decodeNudenet, type Detection} from './decode.js'
-import {NUDENET_ANCHORS, NUDENET_INPUT, NUDENET_INPUT_SIZE, NUDENET_OUTPUT, NUDENET_ROW, NUDENET_SIZE} from './labels.js'
+import {NUDENET_ANCHORS, NUDENET_INPUT, NUDENET_OUTPUT, NUDENET_ROW, NUDENET_SIZE} from './labels.js'
 import {installedNudenet, loadNudenetPreset, type DetectorManifest} from './manifest.js'
 import {prepareNudenet, type NudenetInput} from './preprocess.js'
 
@@ -67,8 +68,7 @@ export async function openNudenet(opts: NudenetOptions): Promise<NudenetDetector
     prepare: prepareNudenet,
     async detect(inputs) {
       if (inputs.length === 0) return []
-      const batch = new Float32Array(inputs.length * NUDENET_INPUT_SIZE)
-      inputs.forEach((f, i) => batch.set(f.pixels, i * NUDENET_INPUT_SIZE))
+      const batch = stackTensors(inputs.map((f) => f.pixels))
       const out = await session.run({[NUDENET_INPUT]: new ort.Tensor('float32', batch, [inputs.length, 3, NUDENET_SIZE, NUDENET_SIZE])})
       const boxes = out[NUDENET_OUTPUT]
       if (!boxes || boxes.type !== 'float32' || boxes.data.length !== inputs.length * rows) {
