@@ -3,14 +3,13 @@
  * onnxruntime session opened as every model's is (session.ts), frames prepared by preprocess.ts and outputs
  * decoded by decode.ts.
  */
-import {createHash} from 'node:crypto'
-import {createReadStream} from 'node:fs'
 import {join} from 'node:path'
 
 import * as ort from 'onnxruntime-node'
 
 import {ModError} from '../../errors.js'
 import type {RgbImage} from '../../types.js'
+import {hashFile} from '../../model/file-hash.js'
 import {openSession} from '../../model/session.js'
 import {defaultThreads} from '../../model/threads.js'
 import {stackTensors} from '../../pipeline/stack.js'
@@ -37,12 +36,6 @@ export interface NudenetDetector {
   close(): Promise<void>
 }
 
-async function sha256Of(path: string): Promise<string> {
-  const hash = createHash('sha256')
-  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer)
-  return hash.digest('hex')
-}
-
 /**
  * Opens the installed detector, or gives undefined when it is not installed. An installed file whose sha256 is
  * not the one the shipped manifest pins is refused: it is not the model the rule was measured with. That is
@@ -54,7 +47,7 @@ export async function openNudenet(opts: NudenetOptions): Promise<NudenetDetector
   if (!manifest) return undefined
   const pinned = (await loadNudenetPreset()).files[0]
   const path = join(opts.dir, manifest.files[0].path)
-  const sha = await sha256Of(path).catch((e: NodeJS.ErrnoException) => {
+  const {sha256: sha} = await hashFile(path).catch((e: NodeJS.ErrnoException) => {
     throw new ModError('model_unavailable', `${path} cannot be read (${e.code ?? e.message}); run \`mod models pull nudenet\` again`)
   })
   if (sha !== pinned.sha256) {
