@@ -227,15 +227,15 @@ export function createEngine(opts: EngineOptions): Engine {
 
   /** One image's result from its frames' outputs. */
   function resultOf(core: InferenceCore, source: string, outputs: FrameOutputs[]): ModerationResult {
-    const matches = outputs.flatMap((o) => core.evidence(o).matches ?? [])
+    const evidence = outputs.map((o) => core.evidence(o))
+    const matches = evidence.flatMap((e) => e.matches ?? [])
     let result = buildResult(source, mergeFrameLabels(outputs.map((o) => core.score(o))), core.notEvaluated, matches)
     if (core.open.has('text')) {
-      const evidence = outputs.map((o) => core.evidence(o))
       result = {...result, text: evidence.flatMap((e) => e.text ?? []), text_hits: evidence.flatMap((e) => e.textHits ?? [])}
     }
     if (!core.open.has('nudenet')) return result
     // Best first over every frame scored (one for a still image).
-    const regions = outputs.flatMap((o) => core.evidence(o).regions ?? []).sort((a, b) => b.score - a.score)
+    const regions = evidence.flatMap((e) => e.regions ?? []).sort((a, b) => b.score - a.score)
     return {...result, regions}
   }
 

@@ -64,24 +64,28 @@ export const Violation = Type.Object(
   {...closed, description: 'A label whose score reached its threshold. A violated child does not add its parent.'},
 )
 
+/** [x, y, width, height]: a box in whole pixels. */
+const pixelBox = (description: string) => Type.Array(Type.Integer({minimum: 0}), {minItems: 4, maxItems: 4, description})
+
 export const Region = Type.Object(
   {
     label: Type.String({description: 'What NudeNet found there, e.g. FEMALE_BREAST_EXPOSED, BUTTOCKS_COVERED, BELLY_EXPOSED.'}),
     score: Type.Number({minimum: 0, maximum: 1, description: "The detector's confidence."}),
-    box: Type.Array(Type.Integer({minimum: 0}), {
-      minItems: 4,
-      maxItems: 4,
-      description: '[x, y, width, height] in pixels of the image as uploaded (after EXIF rotation), any border trim undone.',
-    }),
+    box: pixelBox('[x, y, width, height] in pixels of the image as uploaded (after EXIF rotation), any border trim undone.'),
   },
   {...closed, description: 'A body part found by the NudeNet detector.'},
 )
 
+/** Which entry of which hash list matched. */
+const listedEntry = {
+  list: Type.String({description: "The hash list's name in the policy."}),
+  label: Type.String({description: "The listed entry's label (empty when the line has none)."}),
+  note: Type.String({description: "The listed entry's note (empty when the line has none)."}),
+}
+
 export const HashListMatch = Type.Object(
   {
-    list: Type.String({description: "The hash list's name in the policy."}),
-    label: Type.String({description: "The listed entry's label (empty when the line has none)."}),
-    note: Type.String({description: "The listed entry's note (empty when the line has none)."}),
+    ...listedEntry,
     distance: Type.Integer({minimum: 0, maximum: 256, description: 'Hamming distance between the PDQ hashes (of the nearest rotation or mirror).'}),
     category: Type.String({description: 'The category the match counts in, with confidence 1 - distance / 64.'}),
   },
@@ -90,16 +94,13 @@ export const HashListMatch = Type.Object(
 
 export const SegmentMatch = Type.Object(
   {
-    list: Type.String({description: "The hash list's name in the policy."}),
-    label: Type.String({description: "The listed entry's label (empty when the line has none)."}),
-    note: Type.String({description: "The listed entry's note (empty when the line has none)."}),
+    ...listedEntry,
     distance: Type.Integer({minimum: 0, maximum: 256, description: 'The smallest Hamming distance over the frames of the segment.'}),
     at: Type.Number({minimum: 0, description: 'Seconds: the timestamp of the first frame at that distance.'}),
   },
   {...closed, description: "Frames of the segment matched an entry of a hash list of the policy (the segment's category is the list's)."},
 )
 
-const pixelBox = (description: string) => Type.Array(Type.Integer({minimum: 0}), {minItems: 4, maxItems: 4, description})
 const textBoxDescription = "[x, y, width, height] in pixels of the image as uploaded (after EXIF rotation), any border trim undone: the upright rectangle around the line."
 
 export const TextLine = Type.Object(

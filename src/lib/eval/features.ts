@@ -88,6 +88,7 @@ export async function openDatasetScoring(model: ModelOptions, o: ScoringOptions)
   // Concurrent extract() calls share model runs, as the engine's images do.
   const core = await openCore(registry, setup, choice, {batchSize: 8})
   const modelId = (await registry.find((s) => s.modelId)?.modelId?.(setup).catch(() => undefined)) ?? core.key
+  const index = new Map(core.labels.map((l, i) => [l.name, i]))
   return {
     key: core.key,
     modelId,
@@ -103,7 +104,6 @@ export async function openDatasetScoring(model: ModelOptions, o: ScoringOptions)
     raw: (features) => core.raw(core.fromFeatures(features)),
     score(features) {
       const out = new Float64Array(core.labels.length)
-      const index = new Map(core.labels.map((l, i) => [l.name, i]))
       for (const label of core.score(core.fromFeatures(features))) {
         const i = index.get(label.name)
         if (i !== undefined) out[i] = finishLabel(label).score

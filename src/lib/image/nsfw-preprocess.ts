@@ -85,29 +85,30 @@ export function nsfwPreprocess(img: RgbImage, options: NsfwPreprocessOptions = {
   const rows = axis(window.top, window.height, height, NSFW_SIZE)
   const cols = axis(window.left, window.width, width, NSFW_SIZE)
   const stride = 3 * width
+  const contained = window.left >= 0 && window.top >= 0 && window.left + window.width <= width && window.top + window.height <= height
+  if (contained) resizeInside(data, stride, rows, cols, out, offset)
+  else resizeOutside(data, stride, rows, cols, out, offset)
+  if (views === 2) mirrorView(out, offset, out, offset + NSFW_VIEW_SIZE)
+  return out
+}
+
+/** The resize of a window that reaches past the image (the letterbox): positions outside it read black. */
+function resizeOutside(data: Uint8Array, stride: number, rows: Axis, cols: Axis, out: Float32Array, offset: number): void {
   // Row and column offsets into `data`, or OUTSIDE: a letterbox reads black there.
   const rowAt = (i: number) => (i === OUTSIDE ? OUTSIDE : i * stride)
   const colAt = (i: number) => (i === OUTSIDE ? OUTSIDE : 3 * i)
   const read = (row: number, col: number): number => (row === OUTSIDE || col === OUTSIDE ? 0 : UNIT[data[row + col]])
-  const contained = window.left >= 0 && window.top >= 0 && window.left + window.width <= width && window.top + window.height <= height
   const rowFloats = 3 * NSFW_SIZE
-  const mirror = offset + NSFW_VIEW_SIZE
-  if (contained) {
-    resizeInside(data, stride, rows, cols, out, offset, views === 2 ? mirror : OUTSIDE)
-    return out
-  }
   for (let r = 0; r < NSFW_SIZE; r++) {
     const top = rowAt(rows.lo[r])
     const bottom = rowAt(rows.hi[r])
     const rowFrac = rows.frac[r]
     let o = offset + r * rowFloats
-    // In the mirrored view output column c is column NSFW_SIZE - 1 - c of this one.
-    let m = mirror + r * rowFloats + rowFloats - 3
-    for (let c = 0; c < NSFW_SIZE; c++, o += 3, m -= 3) {
+    for (let c = 0; c < NSFW_SIZE; c++, o += 3) {
       const left = colAt(cols.lo[c])
       const right = colAt(cols.hi[c])
       const colFrac = cols.frac[c]
-      const inside = contained || (top !== OUTSIDE && bottom !== OUTSIDE && left !== OUTSIDE && right !== OUTSIDE)
+      const inside = top !== OUTSIDE && bottom !== OUTSIDE && left !== OUTSIDE && right !== OUTSIDE
       for (let d = 0; d < 3; d++) {
         const topLeft = inside ? UNIT[data[top + left + d]] : read(top, left === OUTSIDE ? OUTSIDE : left + d)
         const topRight = inside ? UNIT[data[top + right + d]] : read(top, right === OUTSIDE ? OUTSIDE : right + d)
@@ -116,19 +117,17 @@ export function nsfwPreprocess(img: RgbImage, options: NsfwPreprocessOptions = {
         const upper = topLeft + (topRight - topLeft) * colFrac
         const lower = bottomLeft + (bottomRight - bottomLeft) * colFrac
         out[o + d] = upper + (lower - upper) * rowFrac
-        if (views === 2) out[m + d] = out[o + d]
       }
     }
   }
-  return out
 }
 
 /**
- * The loop above for a window inside the image (every view but the letterbox): the same arithmetic in the same
+ * resizeOutside for a window inside the image (every view but the letterbox): the same arithmetic in the same
  * order, so the same floats, without the checks for positions outside the image and with the columns' offsets
- * worked out once instead of once per row. `mirror` is where the mirrored view goes, or OUTSIDE for none.
+ * worked out once instead of once per row.
  */
-function resizeInside(data: Uint8Array, stride: number, rows: Axis, cols: Axis, out: Float32Array, offset: number, mirror: number): void {
+function resizeInside(data: Uint8Array, stride: number, rows: Axis, cols: Axis, out: Float32Array, offset: number): void {
   const left = Int32Array.from(cols.lo, (i) => 3 * i)
   const right = Int32Array.from(cols.hi, (i) => 3 * i)
   const colFrac = cols.frac
@@ -152,16 +151,22 @@ function resizeInside(data: Uint8Array, stride: number, rows: Axis, cols: Axis, 
         out[o + d] = upper + (lower - upper) * rowFrac
       }
     }
-    if (mirror === OUTSIDE) continue
-    // In the mirrored view output column c is column NSFW_SIZE - 1 - c of this one.
-    const from = offset + r * rowFloats
-    const to = mirror + r * rowFloats
+  }
+}
+
+/**
+ * Writes the mirror of the view at `from[fromOffset]` to `to[toOffset]`: output column c is column
+ * NSFW_SIZE - 1 - c of the view, the same floats the resize of the mirrored image gives.
+ */
+export function mirrorView(from: Float32Array, fromOffset: number, to: Float32Array, toOffset: number): void {
+  const rowFloats = 3 * NSFW_SIZE
+  for (let r = 0; r < NSFW_SIZE; r++) {
     for (let c = 0; c < NSFW_SIZE; c++) {
-      const a = from + 3 * c
-      const b = to + 3 * (NSFW_SIZE - 1 - c)
-      out[b] = out[a]
-      out[b + 1] = out[a + 1]
-      out[b + 2] = out[a + 2]
+      const a = fromOffset + r * rowFloats + 3 * c
+      const b = toOffset + r * rowFloats + 3 * (NSFW_SIZE - 1 - c)
+      to[b] = from[a]
+      to[b + 1] = from[a + 1]
+      to[b + 2] = from[a + 2]
     }
   }
 }

@@ -17,6 +17,7 @@ import {Agent, EnvHttpProxyAgent, interceptors, request, type Dispatcher} from '
 import {isModError, ModError} from '../errors.js'
 import {connectionProblem} from '../fetch/url.js'
 import {formatSize, formatSizeExact} from '../sizes.js'
+import {hashFile, type Verified} from './file-hash.js'
 import {MANIFEST_FILE} from './manifest.js'
 import type {Manifest, ModelFile} from './manifest-types.js'
 
@@ -67,11 +68,6 @@ function defaultDispatcher(proxy: ProxySettings | undefined): Agent | EnvHttpPro
   return new EnvHttpProxyAgent({...timeouts, httpProxy: proxy.httpProxy ?? '', httpsProxy: proxy.httpsProxy ?? '', noProxy: proxy.noProxy ?? ''})
 }
 
-interface Verified {
-  size: number
-  sha256: string
-}
-
 interface Context {
   dest: string
   opts: PullOptions
@@ -89,16 +85,6 @@ async function sizeOf(path: string): Promise<number | undefined> {
   } catch {
     return undefined
   }
-}
-
-async function hashFile(path: string): Promise<Verified> {
-  const hash = createHash('sha256')
-  let size = 0
-  for await (const chunk of createReadStream(path)) {
-    hash.update(chunk as Buffer)
-    size += (chunk as Buffer).length
-  }
-  return {size, sha256: hash.digest('hex')}
 }
 
 /** Flushes a file to disk, so that a crash after the rename cannot leave an empty or short file in place. */

@@ -14,10 +14,9 @@ export function l2Normalised(v: ArrayLike<number>): Float64Array {
 
 /** Scales `v` to unit length in place (single precision, as the encoders' outputs are kept); zero stays zero. */
 export function normaliseInPlace(v: Float32Array): Float32Array {
-  let sum = 0
-  for (const x of v) sum += x * x
-  if (sum > 0) {
-    const inv = 1 / Math.sqrt(sum)
+  const n = l2Norm(v)
+  if (n > 0) {
+    const inv = 1 / n
     for (let k = 0; k < v.length; k++) v[k] *= inv
   }
   return v

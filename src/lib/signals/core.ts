@@ -280,10 +280,6 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
   }
 }
 
-/**
- * A signal that is not installed only leaves its categories not evaluated when nothing requires it: not the
- * user (a model folder they named), not a signal built on it, and another model signal must be there to score.
- */
 /** The error of a policy, signal choice and set of installed models that leave no category to check. */
 function nothingToCheck(categories: readonly string[], missing: ModError | undefined): ModError {
   if (categories.length === 0) return new ModError('invalid_config', 'the policy has no category left to check')
@@ -292,6 +288,10 @@ function nothingToCheck(categories: readonly string[], missing: ModError | undef
   return new ModError('invalid_config', `${which} by the signals chosen`)
 }
 
+/**
+ * A signal that is not installed only leaves its categories not evaluated when nothing requires it: not the
+ * user (a model folder they named), not a signal built on it, and another model signal must be there to score.
+ */
 function tolerated(s: Signal, active: readonly Signal[], setup: SignalSetup): boolean {
   if (s.required?.(setup)) return false
   if (active.some((a) => (a.needs ?? []).includes(s.name))) return false

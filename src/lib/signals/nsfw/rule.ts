@@ -16,7 +16,7 @@
  * so suggestive needs Sexy 0.7 for a score of 0.5, not 0.5.
  *
  * Then the views of a frame (the image, its mirror, its centre enlarged, the whole image undistorted: see
- * nsfw-runner.ts): each category scores the LOWEST of its views' scores. On ordinary photos the model's
+ * runner.ts): each category scores the LOWEST of its views' scores. On ordinary photos the model's
  * confident mistakes (a green apple or a dog rated 0.7 explicit) rarely survive a second framing of the same
  * pixels, while a picture that really shows nudity shows it in every framing. Agreement, not averaging:
  * an average still flags an image one view rates 0.9 and another 0.3.

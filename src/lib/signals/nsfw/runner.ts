@@ -2,8 +2,7 @@
  * The embedded NSFW specialist as the engine runs it: the shipped model (nsfw.ts) and its preprocessing
  * (nsfw-preprocess.ts) behind one small interface, the views of a frame it looks at, and when it looks at them.
  */
-import {NSFW_VIEW_SIZE, nsfwPreprocess} from '../../image/nsfw-preprocess.js'
-import {NSFW_SIZE} from '../../model/nsfw-manifest.js'
+import {mirrorView, NSFW_VIEW_SIZE, nsfwPreprocess} from '../../image/nsfw-preprocess.js'
 import {openNsfw, type NsfwOptions} from '../../model/nsfw.js'
 import {stackTensors} from '../../pipeline/stack.js'
 import type {RgbImage} from '../../types.js'
@@ -49,16 +48,7 @@ export function nsfwViews(frame: RgbImage): NsfwViews {
 function otherViews(frame: RgbImage, first: Float32Array): Float32Array {
   const {width, height} = frame
   const out = new Float32Array((NSFW_VIEWS.length - 1) * NSFW_VIEW_SIZE)
-  const row = 3 * NSFW_SIZE
-  for (let r = 0; r < NSFW_SIZE; r++) {
-    for (let c = 0; c < NSFW_SIZE; c++) {
-      const from = r * row + 3 * c
-      const to = r * row + 3 * (NSFW_SIZE - 1 - c)
-      out[to] = first[from]
-      out[to + 1] = first[from + 1]
-      out[to + 2] = first[from + 2]
-    }
-  }
+  mirrorView(first, 0, out, 0)
   const left = Math.floor((width * (1 - CENTRE_SHARE)) / 2)
   const top = Math.floor((height * (1 - CENTRE_SHARE)) / 2)
   const centre = {
@@ -97,23 +87,12 @@ export async function classifyViews(runner: NsfwRunner, frames: NsfwViews[]): Pr
   const again = frames.map((_, i) => i).filter((i) => (rest[i]?.length ?? 0) > 0)
   if (again.length === 0) return first
   const counts = again.map((i) => (rest[i] as Float32Array).length / size)
-  const probabilities = await runner.classify(concat(again.map((i) => rest[i] as Float32Array)), counts.reduce((a, b) => a + b, 0))
+  const probabilities = await runner.classify(stackTensors(again.map((i) => rest[i] as Float32Array)), counts.reduce((a, b) => a + b, 0))
   const out = [...first]
   let at = 0
   again.forEach((i, k) => {
-    out[i] = concat([first[i], ...probabilities.slice(at, at + counts[k])])
+    out[i] = stackTensors([first[i], ...probabilities.slice(at, at + counts[k])])
     at += counts[k]
   })
-  return out
-}
-
-/** Float arrays laid end to end (views into a batch, probabilities into one frame's list). */
-function concat(parts: Float32Array[]): Float32Array {
-  const out = new Float32Array(parts.reduce((a, p) => a + p.length, 0))
-  let at = 0
-  for (const p of parts) {
-    out.set(p, at)
-    at += p.length
-  }
   return out
 }

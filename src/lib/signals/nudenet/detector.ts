@@ -3,18 +3,18 @@
  * onnxruntime session opened as every model's is (session.ts), frames prepared by preprocess.ts and outputs
  * decoded by decode.ts.
  */
-import {createHash} from 'node:crypto'
-import {createReadStream} from 'node:fs'
 import {join} from 'node:path'
 
 import * as ort from 'onnxruntime-node'
 
 import {ModError} from '../../errors.js'
 import type {RgbImage} from '../../types.js'
+import {hashFile} from '../../model/file-hash.js'
 import {openSession} from '../../model/session.js'
 import {defaultThreads} from '../../model/threads.js'
+import {stackTensors} from '../../pipeline/stack.js'
 import {decodeNudenet, type Detection} from './decode.js'
-import {NUDENET_ANCHORS, NUDENET_INPUT, NUDENET_INPUT_SIZE, NUDENET_OUTPUT, NUDENET_ROW, NUDENET_SIZE} from './labels.js'
+import {NUDENET_ANCHORS, NUDENET_INPUT, NUDENET_OUTPUT, NUDENET_ROW, NUDENET_SIZE} from './labels.js'
 import {installedNudenet, loadNudenetPreset, type DetectorManifest} from './manifest.js'
 import {prepareNudenet, type NudenetInput} from './preprocess.js'
 
@@ -36,12 +36,6 @@ export interface NudenetDetector {
   close(): Promise<void>
 }
 
-async function sha256Of(path: string): Promise<string> {
-  const hash = createHash('sha256')
-  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer)
-  return hash.digest('hex')
-}
-
 /**
  * Opens the installed detector, or gives undefined when it is not installed. An installed file whose sha256 is
  * not the one the shipped manifest pins is refused: it is not the model the rule was measured with. That is
@@ -53,7 +47,7 @@ export async function openNudenet(opts: NudenetOptions): Promise<NudenetDetector
   if (!manifest) return undefined
   const pinned = (await loadNudenetPreset()).files[0]
   const path = join(opts.dir, manifest.files[0].path)
-  const sha = await sha256Of(path).catch((e: NodeJS.ErrnoException) => {
+  const {sha256: sha} = await hashFile(path).catch((e: NodeJS.ErrnoException) => {
     throw new ModError('model_unavailable', `${path} cannot be read (${e.code ?? e.message}); run \`mod models pull nudenet\` again`)
   })
   if (sha !== pinned.sha256) {
@@ -67,8 +61,7 @@ export async function openNudenet(opts: NudenetOptions): Promise<NudenetDetector
     prepare: prepareNudenet,
     async detect(inputs) {
       if (inputs.length === 0) return []
-      const batch = new Float32Array(inputs.length * NUDENET_INPUT_SIZE)
-      inputs.forEach((f, i) => batch.set(f.pixels, i * NUDENET_INPUT_SIZE))
+      const batch = stackTensors(inputs.map((f) => f.pixels))
       const out = await session.run({[NUDENET_INPUT]: new ort.Tensor('float32', batch, [inputs.length, 3, NUDENET_SIZE, NUDENET_SIZE])})
       const boxes = out[NUDENET_OUTPUT]
       if (!boxes || boxes.type !== 'float32' || boxes.data.length !== inputs.length * rows) {
