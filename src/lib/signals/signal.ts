@@ -7,6 +7,7 @@
 import type {Precision} from '../model/manifest-types.js'
 import type {Category, Policy, PresetName} from '../policy/types.js'
 import type {ScoredLabel} from '../scoring/result.js'
+import {policyWeight as weightInPolicy} from '../scoring/combine.js'
 import type {Origin, RgbImage} from '../types.js'
 import type {NsfwRunner} from './nsfw/runner.js'
 import type {NudenetDetector} from './nudenet/detector.js'
@@ -170,5 +171,5 @@ export interface Signal {
 
 /** A category's weight for a model signal, from the policy (`signals: {clip: 1, nsfw: 3}`). */
 export function policyWeight(name: string): (category: Category) => number {
-  return (category) => category.signals[name] ?? 0
+  return (category) => weightInPolicy(name, category)
 }

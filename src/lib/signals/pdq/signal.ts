@@ -7,7 +7,7 @@
  */
 import type {Category} from '../../policy/types.js'
 import type {ScoredLabel} from '../../scoring/result.js'
-import type {HashListMatch, OpenSignal, Signal, SignalSetup} from '../signal.js'
+import {policyWeight, type HashListMatch, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
 import {loadHashList} from './list-load.js'
 import {matchHash, type HashMatch} from './match.js'
 import {pdqDihedralHashes} from './pdq.js'
@@ -58,6 +58,6 @@ export const pdqSignal: Signal = {
   description: "PDQ hashes matched against the policy's hash lists",
   kind: 'model',
   off: (setup) => (setup.policy.hash_lists.length === 0 ? 'the policy names no hash list' : undefined),
-  weight: (category) => category.signals.pdq ?? 0,
+  weight: policyWeight('pdq'),
   open,
 }
