@@ -21,6 +21,12 @@ export function closest(typed: string, known: Iterable<string>): string | undefi
   return nearest(typed, known)?.word
 }
 
+/** `; did you mean "word"?` for the closest known word, or '' when none is close: the end of a message about `typed`. */
+export function didYouMean(typed: string, known: Iterable<string>): string {
+  const near = closest(typed, known)
+  return near ? `; did you mean "${near}"?` : ''
+}
+
 /** closest(), with its distance. */
 export function nearest(typed: string, known: Iterable<string>): {word: string; d: number} | undefined {
   let best: {word: string; d: number} | undefined

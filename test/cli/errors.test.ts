@@ -2,7 +2,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {errorLine, oneLine, startupErrorLine} from '../../src/cli/errors.js'
-import {closest, distance} from '../../src/lib/suggest.js'
+import {closest, didYouMean, distance} from '../../src/lib/suggest.js'
 import {startProgress} from '../../src/cli/progress.js'
 import {ModError} from '../../src/lib/errors.js'
 
@@ -33,6 +33,11 @@ test('closest picks the nearest known word, and nothing when the nearest is too 
   assert.is(closest('Violance', ['violence', 'gore']), 'violence')
   assert.is(closest('xyzzy', ['nudity', 'gore']), undefined)
   assert.is(closest('gore', ['gore']), undefined)
+})
+
+test('didYouMean ends a message with the closest word, or adds nothing', () => {
+  assert.is(didYouMean('nudty', ['nudity', 'gore']), '; did you mean "nudity"?')
+  assert.is(didYouMean('xyzzy', ['nudity', 'gore']), '')
 })
 
 /** A stand-in for a stream: what was written, and whether it is a terminal. */

@@ -1,6 +1,6 @@
 /** One run's changes to the policy in force (`--threshold CATEGORY=VALUE`, `--disable CATEGORY`), without a file. */
 import {ModError} from '../errors.js'
-import {closest} from '../suggest.js'
+import {didYouMean} from '../suggest.js'
 import type {Policy} from './types.js'
 
 export interface PolicyOverrides {
@@ -11,8 +11,7 @@ export interface PolicyOverrides {
 }
 
 function unknownCategory(name: string, policy: Policy, what: string): ModError {
-  const near = closest(name, policy.categories.map((c) => c.name))
-  return new ModError('invalid_config', `${what}: the policy has no category "${name}"${near ? `; did you mean "${near}"?` : ''}`)
+  return new ModError('invalid_config', `${what}: the policy has no category "${name}"${didYouMean(name, policy.categories.map((c) => c.name))}`)
 }
 
 /**

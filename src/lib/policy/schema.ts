@@ -22,7 +22,7 @@ import {entryKeys} from '../signals/text/normalise.js'
 import {patternProblem} from '../signals/text/rules.js'
 import {DEFAULT_DISTANCE_THRESHOLD} from '../signals/pdq/match.js'
 import {MAX_THRESHOLD} from '../signals/pdq/multi-index.js'
-import {closest} from '../suggest.js'
+import {closest, didYouMean} from '../suggest.js'
 import {DEFAULT_CATEGORIES} from './defaults.js'
 import {parentCycles} from './parents.js'
 import {backtrackingProblem} from './regex-bound.js'
@@ -216,8 +216,7 @@ function readTextList(ctx: Context, node: unknown, at: number, path: string, atL
 }
 
 function unknownKey(ctx: Context, pair: Pair, key: string, where: string, expected: readonly string[]): void {
-  const near = closest(key, expected)
-  report(ctx, offsetOf(pair.key, 0), `unknown key "${key}"${where}${near ? `; did you mean "${near}"?` : ''} (expected one of ${expected.join(', ')})`)
+  report(ctx, offsetOf(pair.key, 0), `unknown key "${key}"${where}${didYouMean(key, expected)} (expected one of ${expected.join(', ')})`)
 }
 
 function readCalibration(ctx: Context, node: unknown, at: number, path: string): Partial<Calibration> | undefined {
@@ -429,10 +428,9 @@ function checkParents(ctx: Context, entries: CategoryEntry[], places: Map<string
     const place = places.get(entry.name)
     if (entry.enabled === false || typeof entry.parent !== 'string' || place?.parentOffset === undefined) continue
     if (!parents.has(entry.parent)) {
-      const near = closest(entry.parent, parents.keys())
       const why = disabled.has(entry.parent)
         ? `category "${entry.parent}" is disabled`
-        : `no category is named "${entry.parent}"${near ? `; did you mean "${near}"?` : ''}`
+        : `no category is named "${entry.parent}"${didYouMean(entry.parent, parents.keys())}`
       report(ctx, place.parentOffset, `categories.${entry.name}.parent: ${why}`)
       parents.set(entry.name, null)
     }
@@ -462,8 +460,7 @@ function checkListCategories(ctx: Context, file: PolicyFile, categoryAt: Map<str
     if (at === undefined) continue
     if (disabled.has(list.category)) report(ctx, at, `hash_lists.${list.name}.category: category "${list.category}" is disabled`)
     else if (!names.has(list.category)) {
-      const near = closest(list.category, names)
-      report(ctx, at, `hash_lists.${list.name}.category: no category is named "${list.category}"${near ? `; did you mean "${near}"?` : ''}`)
+      report(ctx, at, `hash_lists.${list.name}.category: no category is named "${list.category}"${didYouMean(list.category, names)}`)
     }
   }
 }
@@ -598,8 +595,7 @@ function checkTextCategories(ctx: Context, entries: CategoryEntry[], places: Tex
     const rule = rules.find((r) => r.name === place.name)
     const category = rule?.category
     if (category === undefined || enabled.has(category)) continue
-    const near = closest(category, enabled)
-    report(ctx, place.categoryOffset, `text.rules.${place.name}.category: no enabled category is named "${category}"${near ? `; did you mean "${near}"?` : ''}`)
+    report(ctx, place.categoryOffset, `text.rules.${place.name}.category: no enabled category is named "${category}"${didYouMean(category, enabled)}`)
   }
 }
 
