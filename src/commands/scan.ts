@@ -4,11 +4,15 @@ import {ModCommand} from '../cli/base-command.js'
 import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
 import {modelFlags, policyFlags} from '../cli/flags.js'
-import {coverageHint, formatRow, notEvaluatedLine, summaryLine, type Counts} from '../cli/format.js'
+import {coverage, coverageHint, formatRow, notEvaluatedLine, summaryLine, type Counts} from '../cli/format.js'
 import type {EnvVars} from '../cli/help.js'
+import {openHtmlReport, type HtmlReport} from '../cli/reports/html-report.js'
 import {scanInputs, skippedLine, type ScanEntry, type ScanItem, type Skipped} from '../cli/inputs.js'
 import type {ImageInput, ItemResult} from '../lib/engine.js'
 import {ModError} from '../lib/errors.js'
+import type {ImageLimits} from '../lib/image/decode.js'
+import {thumbnail, type Thumbnail} from '../lib/image/thumbnail.js'
+import {readFileCapped} from '../lib/input/read-capped.js'
 import {MODEL_SIGNAL_NAMES} from '../lib/signals/registry.js'
 
 /** Engine results and the inputs that failed before reaching it (not found, not a regular file), in input order. */
@@ -30,6 +34,13 @@ async function* inOrder(items: AsyncIterable<ScanItem>, moderate: (inputs: Async
     yield result
   }
   for (const e of slots) if (e) yield e
+}
+
+/** The thumbnail of a flagged or failed file for the report; none for stdin, a missing path, or what cannot be decoded. */
+async function thumbnailOf(item: ItemResult | ScanEntry, limits: ImageLimits): Promise<Thumbnail | undefined> {
+  if (item.source === '-' || ('error' in item && item.error.code === 'not_found')) return undefined
+  const bytes = await readFileCapped(item.source, limits.maxBytes).catch(() => undefined)
+  return bytes && thumbnail(bytes, limits)
 }
 
 /**
@@ -118,6 +129,10 @@ The policy's text rules are applied: the text drawn in each image is read by the
         "Leave out paths matching this git-ignore pattern (e.g. '*.tmp', 'drafts/'), below each folder given and for each file given. Repeatable. A .modignore file in a folder adds patterns for it and below.",
       multiple: true,
     }),
+    report: Flags.string({
+      description:
+        'Also write an offline HTML page of the flagged and failed items to this file: thumbnails with the boxes found drawn on them (NudeNet regions, text lines and hits), verdicts, scores, coverage, hash-list matches, a filter by category and the summary. About 10 KB per item shown; safe items are only counted.',
+    }),
     strict: Flags.boolean({
       description: 'Exit 2 when a category of the policy could not be evaluated (e.g. no CLIP model installed), so a gate never passes on a partial check.',
     }),
@@ -143,16 +158,19 @@ The policy's text rules are applied: the text drawn in each image is read by the
     let notEvaluated: string[] = []
     // Results printed: all, or with --only-unsafe the UNSAFE and ERROR ones; --summary prints none.
     let printed = 0
+    let report: HtmlReport | undefined
     try {
       await engine.load()
       notEvaluated = await engine.notEvaluated()
       if (notEvaluated.length > 0) this.logToStderr(notEvaluatedLine(notEvaluated, config.preset))
+      report = flags.report ? await openHtmlReport(flags.report) : undefined
       const progress = this.startProgress('Scanning')
       const write = (text: string): void => progress.above(() => out.write(text))
       const listing = flags.json && !flags.summary
       if (listing) write('[')
       const found = {count: 0, done: false}
-      const items = walkedAhead(scanInputs(paths, config.settings.engine.limits.maxBytes, skipped, process.stdin, flags.exclude ?? []), found)
+      const {limits} = config.settings.engine
+      const items = walkedAhead(scanInputs(paths, limits.maxBytes, skipped, process.stdin, flags.exclude ?? []), found)
       const closeArray = (): void => {
         progress.finish()
         if (listing && !closed) out.write(`${printed > 0 ? '\n' : ''}]\n`)
@@ -163,6 +181,7 @@ The policy's text rules are applied: the text drawn in each image is read by the
           if ('error' in item) counts[item.error.code === 'not_found' ? 'missing' : 'errors']++
           else if (item.is_safe) counts.safe++
           else counts.unsafe++
+          if (report && ('error' in item || !item.is_safe)) await report.add(item, await thumbnailOf(item, limits))
           const shown = !flags.summary && !(flags['only-unsafe'] && 'is_safe' in item && item.is_safe)
           if (shown) {
             printed++
@@ -177,17 +196,25 @@ The policy's text rules are applied: the text drawn in each image is read by the
         // stdout stays valid JSON whatever stops the scan; the failure itself goes to stderr.
         closeArray()
       }
+    } catch (e) {
+      await report?.abort()
+      throw e
     } finally {
       await engine.close()
     }
-    if (closed || this.interrupt.signal.aborted) return
+    if (closed || this.interrupt.signal.aborted) {
+      await report?.abort()
+      return
+    }
     const total = counts.safe + counts.unsafe + counts.errors
     const skips = skippedLine(skipped)
     if (total === 0 && counts.missing === 0) {
+      await report?.abort()
       throw new ModError('not_found', `nothing was scanned in ${paths.join(' ')}${skips ? `: ${skips}` : ': no images'}`)
     }
     const categories = engine.policy.categories.length
     const partial = coverageHint(categories - notEvaluated.length, categories, config.preset)
+    await report?.close({...counts, scanned: total, not_evaluated: notEvaluated, coverage: coverage(categories - notEvaluated.length, categories)})
     const summary = `${summaryLine(counts, partial)}${skips ? `; ${skips}` : ''}`
     if (flags.summary && flags.json) {
       this.log(JSON.stringify({...counts, scanned: total, skipped: Object.fromEntries(skipped), not_evaluated: notEvaluated}))
