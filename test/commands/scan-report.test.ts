@@ -146,6 +146,7 @@ test('5 000 items: the page lays out 100 at a time and decodes only the thumbnai
       violations: [{name, confidence: 0.9, parent: null, threshold: 0.5}],
       labels: [{name, score: 0.9, threshold: 0.5, parent: null, violated: true, origin: 'builtin'}],
       not_evaluated: [],
+      ...(i === 0 ? {regions: [{label: 'BELLY_EXPOSED', score: 0.8, box: [240, 400, 960, 800]}]} : {}),
     }
     await report.add(result, {jpeg, width: 2400, height: 1600})
   }
@@ -159,6 +160,13 @@ test('5 000 items: the page lays out 100 at a time and decodes only the thumbnai
     const [laid, decoded] = await counts()
     assert.is(laid, 100)
     assert.ok(decoded > 0 && decoded < 20, `${decoded} thumbnails decoded at first`)
+    // A region's box, in the 2400 x 1600 image's pixels, drawn at the same place on the 240 px thumbnail.
+    const region = await tab.evaluate(() => {
+      const f = (document.querySelector('figure') as HTMLElement).getBoundingClientRect()
+      const r = (document.querySelector('.box.region') as HTMLElement).getBoundingClientRect()
+      return [r.left - f.left, r.top - f.top, r.width, r.height].map((v) => Math.round(v))
+    })
+    assert.equal(region, [24, 40, 96, 80])
     await tab.locator('#end').scrollIntoViewIfNeeded()
     await tab.waitForFunction(() => document.querySelectorAll('article.item').length === 200)
     assert.match((await tab.locator('#end').textContent()) ?? '', '200 of 5000 shown')
