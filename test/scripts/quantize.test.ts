@@ -224,14 +224,19 @@ async function runEmulated(emulator: string[], runs: Run[]): Promise<Float32Arra
       runs.map(async ({model, feeds, output}, i) => {
         const path = join(dir, `${i}.onnx`)
         await writeFile(path, model)
-        const inputs = Object.entries(feeds).map(([name, t]) => [name, {type: t.type, dims: t.dims, data: Array.from(t.data as Float32Array | BigInt64Array, Number)}])
+        const inputs = Object.entries(feeds).map(([name, t]) => {
+          const data = Array.from(t.data as Float32Array | BigInt64Array, Number)
+          return [name, {type: t.type, dims: t.dims, data}]
+        })
         return {model: path, feeds: Object.fromEntries(inputs), output}
       }),
     )
     await writeFile(join(dir, 'job.json'), JSON.stringify(job))
     const helper = new URL('../helpers/run-onnx.mjs', import.meta.url).pathname
     const [command, ...args] = emulator
-    const {stdout} = await promisify(execFile)(command, [...args, process.execPath, helper, join(dir, 'job.json')], {maxBuffer: 1 << 26})
+    const {stdout} = await promisify(execFile)(command, [...args, process.execPath, helper, join(dir, 'job.json')], {
+      maxBuffer: 1 << 26,
+    })
     return (JSON.parse(stdout) as number[][]).map((o) => Float32Array.from(o))
   } finally {
     await rm(dir, {recursive: true, force: true})
