@@ -134,7 +134,7 @@ if (!only || only === 'accuracy') {
   const buckets = new Map<string, {chars: number; charErr: number; words: number; wordOk: number; n: number; hits: number; found: number}>()
   const misses: string[] = []
   for (const s of set) {
-    const [lines] = await readText(model, [s.img])
+    const [{lines}] = await readText(model, [s.img])
     const read = lines.map((l) => l.text).join(' ')
     const key = s.size >= 16 ? '>= 16 px' : '12-14 px'
     const b = buckets.get(key) ?? {chars: 0, charErr: 0, words: 0, wordOk: 0, n: 0, hits: 0, found: 0}
@@ -283,7 +283,7 @@ if ((!only || only === 'photos') && photos.length > 0) {
   let hits = 0
   for (const f of photos) {
     const {data, info} = await sharp(join(photosDir!, f)).rotate().removeAlpha().raw().toBuffer({resolveWithObject: true})
-    const [lines] = await readText(model, [{data, width: info.width, height: info.height}])
+    const [{lines}] = await readText(model, [{data, width: info.width, height: info.height}])
     if (lines.length > 0) withText++
     for (const h of applyRules(RULES, lines)) {
       hits++
