@@ -76,3 +76,12 @@ export function animatedGif(frames: RgbImage[]): Promise<Buffer> {
     .gif()
     .toBuffer()
 }
+
+/**
+ * 20 lines across a 1280x720 page at 22 px, each wide enough to be read at the recogniser's widest (1280 columns):
+ * the reading that costs most per line.
+ */
+export function longLinePage(): Promise<RgbImage> {
+  const sentence = 'the quick brown fox jumps over the lazy dog while the band plays on and on'
+  return renderText(1280, 720, Array.from({length: 20}, (_, k) => ({text: `${k + 1} ${sentence}`, x: 10, y: 30 + k * 34, size: 22})))
+}

@@ -48,6 +48,12 @@ export interface ReadOptions {
   /** Lines per recogniser run, at most. */
   batch: number
   /**
+   * Columns per recogniser run, at most (lines × padded width; a wider line runs alone): onnxruntime runs a model
+   * on the thread of the event loop, so a run holds up every other request (GET /health) for its time, about
+   * 0.08 ms of CPU a column (bench/ocr.ts --only budget).
+   */
+  runColumns: number
+  /**
    * Each line is padded to the next of a series of widths growing by this ratio, and a run holds lines of one
    * padded width only: padding costs the recogniser as much as text, and a line's reading depends on its
    * padding, so it must not depend on the other lines of its run. A run costs little else (bench/README.md,
@@ -68,6 +74,7 @@ export const DEFAULT_READ_OPTIONS: ReadOptions = {
   minConfidence: 0.5,
   maxLineWidth: 1280,
   batch: 8,
+  runColumns: 2048,
   maxPadding: 1.1,
   budget: {lines: 64, columns: 12_800},
   boxes: DEFAULT_BOX_OPTIONS,
@@ -147,7 +154,8 @@ export async function recogniseLines(model: TextModel, items: {img: RgbImage; bo
   const order = [...jobs].sort((a, b) => a.padded - b.padded)
   const read: TextLine[][] = items.map(() => [])
   for (let start = 0, end = 1; start < order.length; start = end, end = start + 1) {
-    while (end < order.length && end - start < o.batch && order[end].padded === order[start].padded) end++
+    const most = Math.min(o.batch, Math.max(1, Math.floor(o.runColumns / order[start].padded)))
+    while (end < order.length && end - start < most && order[end].padded === order[start].padded) end++
     const chunk = order.slice(start, end)
     const batchWidth = chunk[0].padded
     const tensor = new Float32Array(chunk.length * 3 * REC_HEIGHT * batchWidth)

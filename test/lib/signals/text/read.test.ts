@@ -85,6 +85,23 @@ test('lines share a recogniser run only with lines of their padded width, so tha
   assert.ok(runs[0][1] * 3 < runs[1][1], JSON.stringify(runs))
 })
 
+test('a recogniser run holds at most runColumns columns, so that none holds up the event loop for long', async () => {
+  const img = await renderText(700, 560, [0, 1, 2, 3, 4].map((k) => ({text: 'Buy cheap watches now', x: 40, y: 80 + k * 100, size: 32})))
+  const runs: [number, number][] = []
+  const watched: TextModel = {...model, recognise: (tensor, n, width) => (runs.push([n, width]), model.recognise(tensor, n, width))}
+  const [whole] = await readText(watched, [img], {...DEFAULT_READ_OPTIONS, runColumns: 100_000})
+  assert.ok(runs.some(([n]) => n >= 3), JSON.stringify(runs))
+  const runColumns = 2 * Math.max(...runs.map(([, width]) => width)) + 1
+  runs.length = 0
+  const [split] = await readText(watched, [img], {...DEFAULT_READ_OPTIONS, runColumns})
+  assert.ok(
+    runs.every(([n, width]) => n <= 2 && n * width <= runColumns),
+    JSON.stringify(runs),
+  )
+  assert.is(runs.reduce((sum, [n]) => sum + n, 0), 5)
+  assert.equal(split, whole)
+})
+
 const page = await wordPage()
 
 test('a page of 200 words reads its first 64 lines, its budget, and says that reading stopped early', async () => {
