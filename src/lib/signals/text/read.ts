@@ -49,8 +49,9 @@ export interface ReadOptions {
   batch: number
   /**
    * Columns per recogniser run, at most (lines × padded width; a wider line runs alone): onnxruntime runs a model
-   * on the thread of the event loop, so a run holds up every other request (GET /health) for its time, about
-   * 0.08 ms of CPU a column (bench/ocr.ts --only budget).
+   * on the thread of the event loop, so a run holds up every other request (GET /health) for its time: about
+   * 0.08 ms of CPU a column, so 2048 columns take some 160 ms of CPU (eight lines of 1280 held it for a second
+   * on a busy machine).
    */
   runColumns: number
   /**
@@ -62,8 +63,8 @@ export interface ReadOptions {
   maxPadding: number
   /**
    * The most an item reads, in lines and recogniser columns, the first lines in reading order. The recogniser's
-   * time grows with its columns (about 0.08 ms of CPU each, bench/ocr.ts --only budget), so this bounds the
-   * reading time whatever the image holds.
+   * time grows with its columns, so this bounds the reading time whatever the image holds: at most about 1.1 s
+   * of CPU (10 lines of 1280 columns; 64 short words 0.7 s), bench/ocr.ts --only budget.
    */
   budget: ReadBudget
   boxes: BoxOptions
