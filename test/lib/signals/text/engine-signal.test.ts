@@ -125,8 +125,8 @@ test("a video's frames are read only when the policy asks (text: {video: true})"
   const read = await moderate(true)
   const contact = read.violations.find((v) => v.name === 'contact_info')
   assert.equal(
-    contact?.segments.map((g) => [g.frames, g.max_confidence, g.text?.map((l) => l.text), g.text_hits?.map((h) => [h.rule, h.text, h.detector])]),
-    [[2, 1, ['write to rentals@lakeside.org'], [['contacts', 'rentals@lakeside.org', 'email']]]],
+    contact?.segments.map((g) => [g.frames, g.max_confidence, g.text?.map((l) => l.text), g.text_hits?.map((h) => [h.rule, h.text, h.detector]), g.text_truncated]),
+    [[2, 1, ['write to rentals@lakeside.org'], [['contacts', 'rentals@lakeside.org', 'email']], false]],
   )
   const [x, y] = contact?.segments[0].text_hits?.[0].box as number[]
   // The line's baseline is at y = 180, 32 px high: its box (with the detector's margin) starts above it.
