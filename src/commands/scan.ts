@@ -88,7 +88,7 @@ An input that cannot be scanned is an error entry and the other inputs are still
 
 The policy's hash_lists are applied: an image whose PDQ hash (or a rotation or mirror of it) is within a list's distance of a listed hash violates the list's category (known_bad by default), and its result's matches field names the list, the label, the note and the distance.
 
-The policy's text rules are applied: the text drawn in each image is read by the embedded OCR, a rule that matches a line sets its category's score to 1, and the result's text and text_hits fields (with --json or --ndjson) give the lines read and the hits.`
+The policy's text rules are applied: the text drawn in each image is read by the embedded OCR, a rule that matches a line sets its category's score to 1, and the result's text and text_hits fields (with --json or --ndjson) give the lines read and the hits; text_truncated says when reading stopped early (an image reads at most 64 lines).`
 
   static override examples = [
     '<%= config.bin %> scan ./photos',
