@@ -1,19 +1,21 @@
 /**
  * Text rules: what in the read lines feeds a category. A rule is a word list (whole words or phrases, compared
- * after normalise.ts's folding), regular expressions (on the NFKC text of a line, case-insensitive), or
+ * after normalise.ts's folding), regular expressions (regex.ts: RE2 syntax, linear time, on the NFKC text of a
+ * line, case-insensitive), or
  * built-in contact detectors (contact.ts). Rules look at one line at a time. A hit names the rule, its
  * category, the text that matched (NFKC) and the box of its line.
  */
 import {findContacts, type ContactDetector} from './contact.js'
 import {entryKeys, nfkc, words, type Word} from './normalise.js'
 import type {TextBox, TextLine} from './read.js'
+import {compilePattern, patternMatches, type Pattern} from './regex.js'
 
 export interface TextRule {
   name: string
   category: string
   /** Words and phrases (inline and from list files, already read). */
   words?: readonly string[]
-  /** Regular expressions (JavaScript syntax, Unicode mode). */
+  /** Regular expressions (RE2 syntax), accepted by regex.ts's patternProblem. */
   patterns?: readonly string[]
   detect?: readonly ContactDetector[]
 }
@@ -34,18 +36,8 @@ export interface CompiledRule {
   category: string
   /** Entries as folded words, by their first word, longest first: a line costs one look-up per word. */
   entries: ReadonlyMap<string, string[][]>
-  patterns: RegExp[]
+  patterns: Pattern[]
   detect: readonly ContactDetector[]
-}
-
-/** Why a regular expression cannot be used, or undefined when it can. */
-export function patternProblem(source: string): string | undefined {
-  try {
-    new RegExp(source, 'iu')
-    return undefined
-  } catch (e) {
-    return (e as Error).message.replace(/^Invalid regular expression: /, '')
-  }
 }
 
 export function compileRules(rules: readonly TextRule[]): CompiledRule[] {
@@ -53,7 +45,7 @@ export function compileRules(rules: readonly TextRule[]): CompiledRule[] {
     name: r.name,
     category: r.category,
     entries: byFirstWord((r.words ?? []).map(entryKeys)),
-    patterns: (r.patterns ?? []).map((p) => new RegExp(p, 'giu')),
+    patterns: (r.patterns ?? []).map(compilePattern),
     detect: r.detect ?? [],
   }))
 }
@@ -93,7 +85,7 @@ export function applyRules(rules: readonly CompiledRule[], lines: readonly TextL
     for (const {text, words: ws, box} of folded) {
       const hit = (t: string) => ({rule: rule.name, category: rule.category, text: t, box})
       for (const t of wordHits(rule, text, ws)) hits.push(hit(t))
-      for (const p of rule.patterns) for (const m of text.matchAll(p)) if (m[0] !== '') hits.push(hit(m[0]))
+      for (const p of rule.patterns) for (const m of patternMatches(p, text)) hits.push(hit(text.slice(m.start, m.end)))
       for (const c of findContacts(text, rule.detect)) hits.push({...hit(text.slice(c.start, c.end)), detector: c.detector})
     }
   }

@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert'
 
 import {findContacts, type ContactDetector} from '../../../../src/lib/signals/text/contact.js'
 import {entryKeys, nfkc, words} from '../../../../src/lib/signals/text/normalise.js'
-import {applyRules, compileRules, patternProblem} from '../../../../src/lib/signals/text/rules.js'
+import {applyRules, compileRules} from '../../../../src/lib/signals/text/rules.js'
 import type {TextLine} from '../../../../src/lib/signals/text/read.js'
 
 const box = {x: 1, y: 2, width: 3, height: 4}
@@ -46,11 +46,6 @@ test('the longest entry starting at a word wins, and its words are not matched a
 test('regular expressions run case-insensitively on the NFKC text', () => {
   const rules = compileRules([{name: 'btc', category: 'scam', patterns: ['\\bbc1[a-z0-9]{8,}\\b']}])
   assert.equal(applyRules(rules, [line('send to BC1QXY2KGDYGJRSQTZQ2N0YRF now')]), [{rule: 'btc', category: 'scam', text: 'BC1QXY2KGDYGJRSQTZQ2N0YRF', box}])
-})
-
-test('names what is wrong with a regular expression', () => {
-  assert.is(patternProblem('a(b'), '/a(b/iu: Unterminated group')
-  assert.is(patternProblem('a(b)'), undefined)
 })
 
 test('finds e-mail addresses, also written with (at) and (dot)', () => {
