@@ -71,7 +71,24 @@ test('matching is case-insensitive over Unicode, on code points, with Unicode cl
 })
 
 test('RE2 syntax is accepted as written; what it leaves out is refused by name', () => {
-  for (const ok of ['\\bbc1[a-z0-9]{25,59}\\b', '(?<name>x)', '(?P<name>x)', '[[:alpha:]]+', '\\pL', '\\Qa.b\\E', '(?s).', '(?:cat|dog)+', '(a+)+$']) {
+  for (const ok of [
+    '\\bbc1[a-z0-9]{25,59}\\b',
+    '(?:\\d{3}-)+\\d{4}',
+    'free (?:crypto|bitcoin) giveaway',
+    '(?:ab)+c*',
+    '\\(a+\\)+',
+    '[(a+)]+',
+    '[\\](a+]+',
+    '\\p{L}{2,}',
+    '(?<name>x)',
+    '(?P<name>x)',
+    '[[:alpha:]]+',
+    '\\pL',
+    '\\Qa.b\\E',
+    '(?s).',
+    '(?:cat|dog)+',
+    '(a+)+$',
+  ]) {
     assert.is(patternProblem(ok), undefined, ok)
   }
   const linear = 'which RE2 syntax leaves out so that matching takes time linear in the text'

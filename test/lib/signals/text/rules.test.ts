@@ -22,6 +22,11 @@ test('folds case, NFKC forms and leetspeak; keeps digits alone as digits', () =>
   assert.equal(words('$100 5€ €5 fr€e').map((w) => w.key), ['100', '5', '5', 'free'])
 })
 
+test('diacritics go, the marks and syllables of other scripts stay', () => {
+  assert.equal(words(nfkc('Ḟŕéé İstanbul Zalgo̸̢͓')).map((w) => w.key), ['free', 'istanbui', 'zaigo'])
+  assert.equal(words(nfkc('한국 हिंदी がぎ Москва')).map((w) => w.key), ['한국', 'हिंदी', 'がぎ', 'москва'])
+})
+
 test('joins letters spelled out with spaces or punctuation', () => {
   assert.equal(words('get f r e e stuff').map((w) => w.key), ['get', 'free', 'stuff'])
   assert.equal(words('f.r.e.e').map((w) => w.key), ['free'])
