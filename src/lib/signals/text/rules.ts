@@ -80,7 +80,10 @@ function byFirstWord(entries: string[][]): Map<string, string[][]> {
   return map
 }
 
-/** A word of a block: the line it was read in, and whether it may join the word before (never across lines). */
+/**
+ * A word of a block and the line it was read in. A line's first word may join the word before only when the
+ * line before ends with a hyphen (`free-` / `bies`): lines are never run together otherwise.
+ */
 interface BlockWord extends Word {
   line: number
 }
@@ -91,7 +94,7 @@ function entryAt(rule: CompiledRule, ws: readonly BlockWord[], i: number): numbe
   let covered = entry?.length ?? 0
   let joined = ws[i].key
   if (rule.joined.has(joined)) covered = Math.max(covered, 1)
-  for (let j = i + 1; j < ws.length && j - i < MAX_PIECES && ws[j].joins && ws[j].line === ws[i].line; j++) {
+  for (let j = i + 1; j < ws.length && j - i < MAX_PIECES && ws[j].joins; j++) {
     joined += ws[j].key
     if (joined.length > rule.longestJoined) break
     if (rule.joined.has(joined)) covered = Math.max(covered, j - i + 1)
@@ -113,22 +116,43 @@ function around(boxes: TextBox[]): TextBox {
   return {x, y, width, height}
 }
 
-/** The listed words and phrases in a block, left to right and line by line, as text and box. */
+/** Where the hyphen ending a line after its last word ends, or undefined when the line ends otherwise. */
+function endHyphen(l: FoldedLine): number | undefined {
+  const last = l.words.at(-1)
+  if (!last) return undefined
+  const m = /^\s*[-\u2010\u2011]\s*$/u.exec(l.text.slice(last.end))
+  return m ? last.end + m[0].trimEnd().length : undefined
+}
+
+/** The words of a block's lines in order, the first of a line joining the word before after a line-end hyphen. */
+function blockWords(block: readonly FoldedLine[]): BlockWord[] {
+  const ws: BlockWord[] = []
+  block.forEach((l, line) => {
+    const hyphen = ws.length > 0 && endHyphen(block[ws.at(-1)!.line]) !== undefined
+    l.words.forEach((w, k) => ws.push({...w, line, joins: k === 0 ? hyphen : w.joins}))
+  })
+  return ws
+}
+
+/**
+ * The listed words and phrases in a block, left to right and line by line, as text and box: the parts of a
+ * phrase over several lines are joined by a space, or by nothing after a line-end hyphen.
+ */
 function wordHits(rule: CompiledRule, block: readonly FoldedLine[]): {text: string; box: TextBox}[] {
-  const ws: BlockWord[] = block.flatMap((l, line) => l.words.map((w) => ({...w, line})))
+  const ws = blockWords(block)
   const hits: {text: string; box: TextBox}[] = []
   for (let i = 0; i < ws.length; i++) {
     const covered = entryAt(rule, ws, i)
     if (covered === 0) continue
     const last = ws[i + covered - 1]
-    const parts = []
+    let text = ''
     for (let line = ws[i].line; line <= last.line; line++) {
       if (block[line].words.length === 0) continue
       const start = line === ws[i].line ? ws[i].start : block[line].words[0].start
-      const end = line === last.line ? last.end : block[line].words.at(-1)!.end
-      parts.push(block[line].text.slice(start, end))
+      const end = line === last.line ? last.end : (endHyphen(block[line]) ?? block[line].words.at(-1)!.end)
+      text += `${text === '' || /[-\u2010\u2011]$/u.test(text) ? '' : ' '}${block[line].text.slice(start, end)}`
     }
-    hits.push({text: parts.join(' '), box: ws[i].line === last.line ? block[last.line].box : around(block.slice(ws[i].line, last.line + 1).map((l) => l.box))})
+    hits.push({text, box: ws[i].line === last.line ? block[last.line].box : around(block.slice(ws[i].line, last.line + 1).map((l) => l.box))})
     i += covered - 1
   }
   return hits

@@ -95,7 +95,12 @@ test('not caught: a listed word inside a longer one, or a listed word of under 6
   assert.equal(found(['free'], 'free dom'), ['free'])
 })
 
-test('not caught: pieces split by two spaces or other symbols, or over two lines', () => {
+test('caught: a listed word hyphenated at the end of a line', () => {
+  assert.equal(found(['freebies'], 'get your free-', 'bies now'), ['free-bies'])
+  assert.equal(found(['cheap pills'], 'cheap-', 'pills'), ['cheap-pills'])
+})
+
+test('not caught: pieces split by two spaces or other symbols, or over two lines without a hyphen', () => {
   assert.equal(found(['freebies'], 'fre  ebies fre/ebies fr*ebies fre, ebies'), [])
   assert.equal(found(['freebies'], 'fre', 'ebies'), [])
 })
