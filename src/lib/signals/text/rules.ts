@@ -25,7 +25,7 @@ export interface TextRule {
 export interface TextHit {
   rule: string
   category: string
-  /** The matched text as read, NFKC-normalised; the parts of a phrase over several lines joined by a space. */
+  /** The matched text as read, NFKC-normalised; the parts of a phrase over several lines joined by a space (none after a line-end hyphen). */
   text: string
   /** The box of the line it was read in; for a phrase over several lines, the box around them. */
   box: TextBox
@@ -62,7 +62,7 @@ export function compileRules(rules: readonly TextRule[]): CompiledRule[] {
       category: r.category,
       entries: byFirstWord(entries),
       joined,
-      longestJoined: Math.max(0, ...[...joined].map((j) => j.length)),
+      longestJoined: [...joined].reduce((n, j) => Math.max(n, j.length), 0),
       patterns: (r.patterns ?? []).map(compilePattern),
       detect: r.detect ?? [],
     }

@@ -123,6 +123,11 @@ test('a phrase over several lines names their parts and the box around them', ()
   assert.equal(applyRules(rules, lines), [{rule: 'list', category: 'spam', text: 'buy cheap pills', box: {x: 8, y: 10, width: 100, height: 130}}])
 })
 
+test('a list file of 300 000 entries compiles and matches', () => {
+  const listed = Array.from({length: 300_000}, (_, i) => `word${i.toString(36)}x`)
+  assert.equal(found(listed, 'a word5x and wo rd5x'), ['word5x', 'wo rd5x'])
+})
+
 test('regular expressions run case-insensitively on the NFKC text', () => {
   const rules = compileRules([{name: 'btc', category: 'scam', patterns: ['\\bbc1[a-z0-9]{8,}\\b']}])
   assert.equal(applyRules(rules, [line('send to BC1QXY2KGDYGJRSQTZQ2N0YRF now')]), [{rule: 'btc', category: 'scam', text: 'BC1QXY2KGDYGJRSQTZQ2N0YRF', box}])
