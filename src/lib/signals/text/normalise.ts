@@ -91,20 +91,25 @@ export function words(text: string): Word[] {
     gapStart = i
   }
   const out: Word[] = []
+  // Symbols alone (`€€€`, a lone `!`) are no word, and nothing joins across them.
+  let dropped = false
+  const push = (text: string, start: number, end: number, gap: string, first: boolean) => {
+    if (!/[\p{L}\p{N}\p{M}]/u.test(text)) {
+      dropped = true
+      return
+    }
+    out.push({key: fold(text), start, end, joins: !first && !dropped && JOINING_GAP.test(gap)})
+    dropped = false
+  }
   for (let k = 0; k < raw.length; k++) {
     const w = raw[k]
-    const joins = k > 0 && JOINING_GAP.test(w.gap)
     // Join a run of single characters separated by a single space or punctuation mark.
+    let end = k
     if ([...w.text].length === 1) {
-      let end = k
       while (end + 1 < raw.length && [...raw[end + 1].text].length === 1 && raw[end + 1].gap.length === 1) end++
-      if (end > k) {
-        out.push({key: fold(raw.slice(k, end + 1).map((r) => r.text).join('')), start: w.start, end: raw[end].end, joins})
-        k = end
-        continue
-      }
     }
-    out.push({key: fold(w.text), start: w.start, end: w.end, joins})
+    push(raw.slice(k, end + 1).map((r) => r.text).join(''), w.start, raw[end].end, w.gap, k === 0)
+    k = end
   }
   return out
 }

@@ -20,6 +20,8 @@ test('folds case, NFKC forms and leetspeak; keeps digits alone as digits', () =>
   assert.equal(words('he11o').map((w) => w.key), ['heiio'])
   // Symbols around digits alone are a price; inside a word they stand for letters.
   assert.equal(words('$100 5€ €5 fr€e').map((w) => w.key), ['100', '5', '5', 'free'])
+  // Symbols alone are no word, and pieces do not join across them.
+  assert.equal(words('€€€ fre € ebies !!  x').map((w) => [w.key, w.joins]), [['fre', false], ['ebies', false], ['x', false]])
 })
 
 test('diacritics go, the marks and syllables of other scripts stay', () => {
