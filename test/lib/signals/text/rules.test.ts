@@ -125,8 +125,8 @@ test('a phrase over several lines names their parts and the box around them', ()
   assert.equal(applyRules(rules, lines), [{rule: 'list', category: 'spam', text: 'buy cheap pills', box: {x: 8, y: 10, width: 100, height: 130}}])
 })
 
-test('a list file of 300 000 entries compiles and matches', () => {
-  const listed = Array.from({length: 300_000}, (_, i) => `word${i.toString(36)}x`)
+test('a list file of 200 000 entries compiles and matches', () => {
+  const listed = Array.from({length: 200_000}, (_, i) => `word${i.toString(36)}x`)
   assert.equal(found(listed, 'a word5x and wo rd5x'), ['word5x', 'wo rd5x'])
 })
 
