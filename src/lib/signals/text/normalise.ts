@@ -6,7 +6,8 @@
  *    (`! | @ $ € ¢ ¥ ×`); a word keeps its offsets in the NFKC text so that a hit can name what was read, and
  *    notes whether a single space, hyphen, underscore or dot separates it from the word before (rules.ts may
  *    join such pieces into a listed word).
- * 3. Runs of single characters are joined: `f r e e`, `f.r.e.e` and `f-r-e-e` read as `free`.
+ * 3. Runs of single characters are joined: `f r e e`, `f.r.e.e` and `f-r-e-e` read as `free`. What holds no
+ *    letter, digit or mark (`€€€`, a lone `!`) is no word, and no piece joins across it.
  * 4. Each word is folded: lower case; diacritics removed (NFKD, then the combining marks of U+0300-036F,
  *    1AB0-1AFF, 1DC0-1DFF, 20D0-20FF and FE20-FE2F dropped, then NFC: `fréébies` reads `freebies`, while the
  *    vowel signs of Indic scripts, which are marks too, stay); and, in words holding at least one letter,
