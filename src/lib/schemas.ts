@@ -116,8 +116,8 @@ export const TextHit = Type.Object(
   {
     rule: Type.String({description: "The text rule's name in the policy."}),
     category: Type.String({description: 'The category it feeds: a hit scores it 1.'}),
-    text: Type.String({description: 'The text matched, as read (Unicode NFKC).'}),
-    box: pixelBox(textBoxDescription.replace('the line', 'the line it was read in')),
+    text: Type.String({description: 'The text matched, as read (Unicode NFKC); a phrase over several lines of one block of text gives their parts joined by a space.'}),
+    box: pixelBox(textBoxDescription.replace('the line', 'the line it was read in (around its lines, for a phrase over several)')),
     detector: Type.Optional(Type.String({description: 'For a `detect` rule: the contact detector that found it (email, phone, url, handle).'})),
   },
   {...closed, description: 'A text rule of the policy that matched a line read in the image.'},

@@ -46,7 +46,7 @@ A valid file prints a summary. An invalid one prints one "file:line:column: mess
 
 Hash lists named under hash_lists: are read (paths relative to the policy file) and each bad line is reported as "list:line: message".
 
-Text rules are checked too: their categories, their regular expressions (one that does not compile, or that could backtrack exponentially: a repeated group holding a repetition or an alternation; the problem named on its line) and their word list files (read relative to the policy file).
+Text rules are checked too: their categories, their regular expressions (RE2 syntax: one that does not compile, uses lookaround or a backreference, or compiles to more than 1000 instructions; the problem named on its line) and their word list files (read relative to the policy file).
 
 A prompt longer than the text encoder's context (77 tokens, start and end included) is truncated when it is encoded, its end token kept: each such prompt gets a warning line on stderr, and the exit code stays 0.`
 

@@ -11,21 +11,20 @@
  *   weapons, gore and self_harm standing on their own);
  * - the parents of the enabled categories must not form a cycle;
  * - a text rule feeds an enabled category or `contact_info` (the category fed by text alone), holds exactly
- *   one kind of rule (words and/or words_file, regex, or detect), and its regular expressions compile and
- *   cannot backtrack exponentially (regex-bound.ts).
+ *   one kind of rule (words and/or words_file, regex, or detect), and its regular expressions are RE2 syntax of
+ *   bounded size (text/regex.ts).
  */
 import {isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument} from 'yaml'
 import type {Document, Node as YamlNode, Pair} from 'yaml'
 
 import {CONTACT_DETECTORS, type ContactDetector} from '../signals/text/contact.js'
 import {entryKeys} from '../signals/text/normalise.js'
-import {patternProblem} from '../signals/text/rules.js'
+import {patternProblem} from '../signals/text/regex.js'
 import {DEFAULT_DISTANCE_THRESHOLD} from '../signals/pdq/match.js'
 import {MAX_THRESHOLD} from '../signals/pdq/multi-index.js'
 import {closest, didYouMean} from '../suggest.js'
 import {DEFAULT_CATEGORIES} from './defaults.js'
 import {parentCycles} from './parents.js'
-import {backtrackingProblem} from './regex-bound.js'
 import {POLICY_SWITCHES} from '../signals/registry.js'
 import {PRESETS} from './types.js'
 import type {Calibration, PresetName, Specialists} from './types.js'
@@ -522,12 +521,8 @@ function readTextRule(ctx: Context, name: string, node: unknown, at: number, pla
             report(ctx, offsetOf(item, valueAt), `${where} must be a regular expression, not ${describe(item)}`)
             return
           }
-          // V8 repeats the pattern ("/(a+/iu: Unterminated group"); the line and column already point at it.
-          const echoed = patternProblem(source)?.replace(`/${source}/iu: `, '')
-          const problem = echoed && `${echoed[0].toLowerCase()}${echoed.slice(1)}`
-          const slow = problem === undefined ? backtrackingProblem(source) : undefined
-          if (problem) report(ctx, offsetOf(item, valueAt), `${where} is not a valid regular expression: ${problem}`)
-          else if (slow) report(ctx, offsetOf(item, valueAt), `${where}: ${slow}`)
+          const problem = patternProblem(source)
+          if (problem) report(ctx, offsetOf(item, valueAt), `${where} ${problem}`)
           else patterns.push(source)
         })
         if (patterns.length === items.length && items.length > 0) rule.regex = patterns

@@ -258,7 +258,7 @@ test('text rules: one kind each, a category that is enabled or contact_info, det
     at(8, 17, 'text.rules.spam.category: no enabled category is named "wepons"; did you mean "weapons"?'),
     at(10, 5, 'text.rules.mixed holds one kind of rule: words (and words_file), regex or detect; split it into rules'),
     at(14, 5, 'text.rules.nothing needs words, words_file, regex or detect'),
-    at(18, 15, 'text.rules.wallets.regex[0] is not a valid regular expression: invalid capture group name'),
+    at(18, 15, 'text.rules.wallets.regex[0] is not a valid regular expression (RE2 syntax): invalid named capture: `(?<n`'),
     at(19, 7, 'unknown key "colour" in text.rules.wallets (expected one of category, words, words_file, regex, detect)'),
   ])
 })
@@ -284,10 +284,34 @@ test('an empty regex or detect list is a problem on its line, not a rule silentl
   ])
 })
 
-test('a regular expression that can backtrack exponentially is refused on its line', () => {
-  const text = 'text:\n  rules:\n    ids:\n      category: drugs\n      regex: ["x\\\\d+", "(a+)+$"]\n'
+test('lookaround, backreferences and oversized patterns are refused on their line; nested repetition is accepted', () => {
+  const text = [
+    'text:',
+    '  rules:',
+    '    ids:',
+    '      category: drugs',
+    '      regex:',
+    '        - "(a+)+$"',
+    '        - "(?<=x)y"',
+    '        - "x(?!y)"',
+    '        - "(a)\\\\1"',
+    '        - "(?<n>a)\\\\k<n>"',
+    '        - "a{1000}"',
+    '        - "\\\\u0041"',
+    '',
+  ].join('\n')
+  const linear = 'which RE2 syntax leaves out so that matching takes time linear in the text'
   assert.equal(validatePolicyText(text).problems, [
-    at(5, 24, 'text.rules.ids.regex[1]: the repeated group (a+)+ holds a repetition or an alternation, which can take exponential time on some text; write it without the nesting'),
+    at(7, 11, `text.rules.ids.regex[1] uses lookahead or lookbehind (\`(?<=\`), ${linear}`),
+    at(8, 11, `text.rules.ids.regex[2] uses lookahead or lookbehind (\`(?!\`), ${linear}`),
+    at(9, 11, `text.rules.ids.regex[3] uses a backreference (\`\\1\`), ${linear}`),
+    at(10, 11, `text.rules.ids.regex[4] uses a backreference (\`\\k\`), ${linear}`),
+    at(
+      11,
+      11,
+      'text.rules.ids.regex[5] compiles to 1002 instructions, more than the 1000 allowed (each character read may cost a step per instruction); use smaller repetition counts',
+    ),
+    at(12, 11, 'text.rules.ids.regex[6] is not a valid regular expression (RE2 syntax): invalid escape sequence: `\\u`'),
   ])
 })
 

@@ -1,19 +1,23 @@
 /**
  * Text rules: what in the read lines feeds a category. A rule is a word list (whole words or phrases, compared
- * after normalise.ts's folding), regular expressions (on the NFKC text of a line, case-insensitive), or
- * built-in contact detectors (contact.ts). Rules look at one line at a time. A hit names the rule, its
- * category, the text that matched (NFKC) and the box of its line.
+ * after normalise.ts's folding), regular expressions (regex.ts: RE2 syntax, linear time, on the NFKC text of a
+ * line, case-insensitive), or built-in contact detectors (contact.ts). Word lists read the lines of a frame by
+ * blocks (blocks.ts), so a phrase matches across the lines of one block in reading order; patterns and detectors
+ * look at one line at a time. A hit names the rule, its category, the text that matched (NFKC) and the box of
+ * its line (of its lines, for a phrase over several).
  */
+import {textBlocks} from './blocks.js'
 import {findContacts, type ContactDetector} from './contact.js'
 import {entryKeys, nfkc, words, type Word} from './normalise.js'
 import type {TextBox, TextLine} from './read.js'
+import {compilePattern, patternMatches, type Pattern} from './regex.js'
 
 export interface TextRule {
   name: string
   category: string
   /** Words and phrases (inline and from list files, already read). */
   words?: readonly string[]
-  /** Regular expressions (JavaScript syntax, Unicode mode). */
+  /** Regular expressions (RE2 syntax), accepted by regex.ts's patternProblem. */
   patterns?: readonly string[]
   detect?: readonly ContactDetector[]
 }
@@ -21,47 +25,53 @@ export interface TextRule {
 export interface TextHit {
   rule: string
   category: string
-  /** The matched text as read, NFKC-normalised. */
+  /** The matched text as read, NFKC-normalised; the parts of a phrase over several lines joined by a space (none after a line-end hyphen). */
   text: string
-  /** The box of the line it was read in. */
+  /** The box of the line it was read in; for a phrase over several lines, the box around them. */
   box: TextBox
   /** The built-in detector that found it, for a `detect` rule. */
   detector?: ContactDetector
 }
+
+/**
+ * Pieces of a word split by single spaces, hyphens, underscores or dots are joined into a listed form of at
+ * least this many folded characters, from at most MAX_PIECES pieces. Shorter forms are too easily made by
+ * ordinary neighbouring words (`an al`, `pen is`).
+ */
+export const MIN_JOINED_LENGTH = 6
+const MAX_PIECES = 8
 
 export interface CompiledRule {
   name: string
   category: string
   /** Entries as folded words, by their first word, longest first: a line costs one look-up per word. */
   entries: ReadonlyMap<string, string[][]>
-  patterns: RegExp[]
+  /** Entries of MIN_JOINED_LENGTH characters or more as one string of their folded words, and the longest's length. */
+  joined: ReadonlySet<string>
+  longestJoined: number
+  patterns: Pattern[]
   detect: readonly ContactDetector[]
 }
 
-/** Why a regular expression cannot be used, or undefined when it can. */
-export function patternProblem(source: string): string | undefined {
-  try {
-    new RegExp(source, 'iu')
-    return undefined
-  } catch (e) {
-    return (e as Error).message.replace(/^Invalid regular expression: /, '')
-  }
-}
-
 export function compileRules(rules: readonly TextRule[]): CompiledRule[] {
-  return rules.map((r) => ({
-    name: r.name,
-    category: r.category,
-    entries: byFirstWord((r.words ?? []).map(entryKeys)),
-    patterns: (r.patterns ?? []).map((p) => new RegExp(p, 'giu')),
-    detect: r.detect ?? [],
-  }))
+  return rules.map((r) => {
+    const entries = (r.words ?? []).map(entryKeys).filter((e) => e.length > 0)
+    const joined = new Set(entries.map((e) => e.join('')).filter((j) => [...j].length >= MIN_JOINED_LENGTH))
+    return {
+      name: r.name,
+      category: r.category,
+      entries: byFirstWord(entries),
+      joined,
+      longestJoined: [...joined].reduce((n, j) => Math.max(n, j.length), 0),
+      patterns: (r.patterns ?? []).map(compilePattern),
+      detect: r.detect ?? [],
+    }
+  })
 }
 
 function byFirstWord(entries: string[][]): Map<string, string[][]> {
   const map = new Map<string, string[][]>()
   for (const e of entries) {
-    if (e.length === 0) continue
     const list = map.get(e[0]) ?? []
     list.push(e)
     map.set(e[0], list)
@@ -70,31 +80,102 @@ function byFirstWord(entries: string[][]): Map<string, string[][]> {
   return map
 }
 
-function wordHits(rule: CompiledRule, text: string, ws: readonly Word[]): string[] {
-  const hits: string[] = []
+/**
+ * A word of a block and the line it was read in. A line's first word may join the word before only when the
+ * line before ends with a hyphen (`free-` / `bies`): lines are never run together otherwise.
+ */
+interface BlockWord extends Word {
+  line: number
+}
+
+/** How many words from `i` on a listed entry covers: as its words, or as pieces joined into it; 0 for none. */
+function entryAt(rule: CompiledRule, ws: readonly BlockWord[], i: number): number {
+  const entry = rule.entries.get(ws[i].key)?.find((e) => e.every((k, j) => ws[i + j]?.key === k))
+  let covered = entry?.length ?? 0
+  let joined = ws[i].key
+  if (rule.joined.has(joined)) covered = Math.max(covered, 1)
+  for (let j = i + 1; j < ws.length && j - i < MAX_PIECES && ws[j].joins; j++) {
+    joined += ws[j].key
+    if (joined.length > rule.longestJoined) break
+    if (rule.joined.has(joined)) covered = Math.max(covered, j - i + 1)
+  }
+  return covered
+}
+
+interface FoldedLine {
+  text: string
+  words: Word[]
+  box: TextBox
+}
+
+function around(boxes: TextBox[]): TextBox {
+  const x = Math.min(...boxes.map((b) => b.x))
+  const y = Math.min(...boxes.map((b) => b.y))
+  const width = Math.max(...boxes.map((b) => b.x + b.width)) - x
+  const height = Math.max(...boxes.map((b) => b.y + b.height)) - y
+  return {x, y, width, height}
+}
+
+/** Where the hyphen ending a line after its last word ends, or undefined when the line ends otherwise. */
+function endHyphen(l: FoldedLine): number | undefined {
+  const last = l.words.at(-1)
+  if (!last) return undefined
+  const m = /^\s*[-\u2010\u2011]\s*$/u.exec(l.text.slice(last.end))
+  return m ? last.end + m[0].trimEnd().length : undefined
+}
+
+/** The words of a block's lines in order, the first of a line joining the word before after a line-end hyphen. */
+function blockWords(block: readonly FoldedLine[]): BlockWord[] {
+  const ws: BlockWord[] = []
+  block.forEach((l, line) => {
+    const hyphen = ws.length > 0 && endHyphen(block[ws.at(-1)!.line]) !== undefined
+    l.words.forEach((w, k) => ws.push({...w, line, joins: k === 0 ? hyphen : w.joins}))
+  })
+  return ws
+}
+
+/**
+ * The listed words and phrases in a block, left to right and line by line, as text and box: the parts of a
+ * phrase over several lines are joined by a space, or by nothing after a line-end hyphen.
+ */
+function wordHits(rule: CompiledRule, block: readonly FoldedLine[]): {text: string; box: TextBox}[] {
+  const ws = blockWords(block)
+  const hits: {text: string; box: TextBox}[] = []
   for (let i = 0; i < ws.length; i++) {
-    const entry = rule.entries.get(ws[i].key)?.find((e) => e.every((k, j) => ws[i + j]?.key === k))
-    if (!entry) continue
-    hits.push(text.slice(ws[i].start, ws[i + entry.length - 1].end))
-    i += entry.length - 1
+    const covered = entryAt(rule, ws, i)
+    if (covered === 0) continue
+    const last = ws[i + covered - 1]
+    let text = ''
+    for (let line = ws[i].line; line <= last.line; line++) {
+      if (block[line].words.length === 0) continue
+      const start = line === ws[i].line ? ws[i].start : block[line].words[0].start
+      const end = line === last.line ? last.end : (endHyphen(block[line]) ?? block[line].words.at(-1)!.end)
+      text += `${text === '' || /[-\u2010\u2011]$/u.test(text) ? '' : ' '}${block[line].text.slice(start, end)}`
+    }
+    hits.push({text, box: ws[i].line === last.line ? block[last.line].box : around(block.slice(ws[i].line, last.line + 1).map((l) => l.box))})
+    i += covered - 1
   }
   return hits
 }
 
-/** Every hit of every rule in the lines, rule by rule, left to right within a line. */
+/** Every hit of every rule in the lines of a frame: rule by rule, blocks in reading order, left to right. */
 export function applyRules(rules: readonly CompiledRule[], lines: readonly TextLine[]): TextHit[] {
   const hits: TextHit[] = []
   // Every rule looks at the same folded lines: fold each once.
-  const folded = lines.map((line) => {
-    const text = nfkc(line.text)
-    return {text, words: words(text), box: line.box}
-  })
+  const blocks = textBlocks(lines).map((block) =>
+    block.map((line) => {
+      const text = nfkc(line.text)
+      return {text, words: words(text), box: line.box}
+    }),
+  )
   for (const rule of rules) {
-    for (const {text, words: ws, box} of folded) {
-      const hit = (t: string) => ({rule: rule.name, category: rule.category, text: t, box})
-      for (const t of wordHits(rule, text, ws)) hits.push(hit(t))
-      for (const p of rule.patterns) for (const m of text.matchAll(p)) if (m[0] !== '') hits.push(hit(m[0]))
-      for (const c of findContacts(text, rule.detect)) hits.push({...hit(text.slice(c.start, c.end)), detector: c.detector})
+    for (const block of blocks) {
+      const hit = (text: string, box: TextBox) => ({rule: rule.name, category: rule.category, text, box})
+      for (const h of wordHits(rule, block)) hits.push(hit(h.text, h.box))
+      for (const {text, box} of block) {
+        for (const p of rule.patterns) for (const m of patternMatches(p, text)) hits.push(hit(text.slice(m.start, m.end), box))
+        for (const c of findContacts(text, rule.detect)) hits.push({...hit(text.slice(c.start, c.end), box), detector: c.detector})
+      }
     }
   }
   return hits
