@@ -3,6 +3,7 @@ import {addAbortListener} from 'node:events'
 import {ModError} from '../lib/errors.js'
 import type {Scheduler} from '../lib/pipeline/scheduler.js'
 import {formatSize} from '../lib/sizes.js'
+import type {Client} from './client-address.js'
 
 export interface Ticket {
   /**
@@ -55,11 +56,11 @@ export interface Gate {
    * does not go to this queue, `queued: false`) or `maxUploads` bodies are being received, and `too_many_uploads`
    * when `client` is already sending `maxUploadsPerClient`: clients that send slowly hold upload places, never
    * queue places, and one client cannot hold them all. When every upload place is taken, the slowest body that
-   * trickles (see `trickling`) is stopped with `request_timeout` and its place given to this request, unless
-   * `client` lags itself (see `lags`): clients that hold places by sending a byte now and then, from however many
-   * addresses, cannot keep out a client that sends at a normal pace, and cannot take each other's places in turn.
+   * trickles (see `trickling`) is stopped with `request_timeout` and its place given to this request, unless the
+   * network of `client` lags (see `lags`): clients that hold places by sending a byte now and then, from however
+   * many addresses, cannot keep out a client that sends at a normal pace, and cannot take each other's places in turn.
    */
-  receive(client: string, options?: {queued?: boolean}): Upload
+  receive(client: Client, options?: {queued?: boolean}): Upload
   /**
    * Lets a request whose input is received into the queue, or throws `overloaded` when one running request and
    * `queueLimit` more are already in.
@@ -188,7 +189,8 @@ export function graceMs(bodyTimeoutMs: number): number {
 
 /** A body being read on an upload place: whose, since when, how many bytes so far, and how to stop it. */
 interface Body {
-  client: string
+  /** Client.network of its request. */
+  network: string
   since: number
   /** How long its pace is not looked at: graceMs, or 0 for a body of a client that lags already. */
   grace: number
@@ -223,12 +225,13 @@ export function createGate(queueLimit: number, intake: Intake = UNBOUNDED): Gate
   /** A body has shown its pace once as many bytes arrived as MOD_BODY_MIN_RATE asks of its time, its grace at least. */
   const shownPace = (body: Body, now: number) => body.arrived >= (bodyMinRate * Math.max(now - body.since, body.grace)) / 1000
   /**
-   * A client lags while one of its bodies has not shown its pace. It takes no one's place, and its new bodies have no
-   * grace: else clients that trickle from several addresses would take each other's places in turn, or take the
-   * places that others' answered requests free, and keep every body within its grace.
+   * A network (Client.network: an IPv4 address, an IPv6 /56) lags while one of its bodies has not shown its pace. Its
+   * requests take no one's place, and their bodies have no grace: else clients that trickle from several addresses
+   * (or the many /64s of one /56) would take each other's places in turn, or take the places that others' answered
+   * requests free, and keep every body within its grace.
    */
-  const lags = (client: string, now: number) => {
-    for (const body of reading) if (body.client === client && !shownPace(body, now)) return true
+  const lags = (network: string, now: number) => {
+    for (const body of reading) if (body.network === network && !shownPace(body, now)) return true
     return false
   }
   const slowestTrickling = (now: number): Body | undefined => {
@@ -270,21 +273,21 @@ export function createGate(queueLimit: number, intake: Intake = UNBOUNDED): Gate
     },
     receive(client, {queued = true} = {}) {
       if (queued) checkQueue()
-      const mine = byClient.get(client) ?? 0
+      const mine = byClient.get(client.key) ?? 0
       if (mine >= maxUploadsPerClient) {
         throw new ModError(
           'too_many_uploads',
           `this client is already sending ${maxUploadsPerClient} uploads (MOD_MAX_UPLOADS_PER_CLIENT); wait for one to finish`,
         )
       }
-      const lagging = lags(client, performance.now())
+      const lagging = lags(client.network, performance.now())
       if (receiving >= maxUploads) {
         const slowest = lagging ? undefined : slowestTrickling(performance.now())
         if (!slowest) throw new ModError('overloaded', `the server is busy (${maxUploads} uploads already in progress); retry shortly`)
         giveUp(slowest)
       }
       receiving++
-      byClient.set(client, mine + 1)
+      byClient.set(client.key, mine + 1)
       let done = false
       let bytesHeld = 0
       let body: Body | undefined
@@ -302,7 +305,7 @@ export function createGate(queueLimit: number, intake: Intake = UNBOUNDED): Gate
           bytesHeld -= back
         },
         read(stop) {
-          const current: Body = {client, since: performance.now(), grace: lagging ? 0 : grace, arrived: 0, stop, done: () => upload.done()}
+          const current: Body = {network: client.network, since: performance.now(), grace: lagging ? 0 : grace, arrived: 0, stop, done: () => upload.done()}
           body = current
           reading.add(current)
           return {
@@ -319,9 +322,9 @@ export function createGate(queueLimit: number, intake: Intake = UNBOUNDED): Gate
           if (done) return
           done = true
           receiving--
-          const left = (byClient.get(client) ?? 1) - 1
-          if (left === 0) byClient.delete(client)
-          else byClient.set(client, left)
+          const left = (byClient.get(client.key) ?? 1) - 1
+          if (left === 0) byClient.delete(client.key)
+          else byClient.set(client.key, left)
         },
         release() {
           upload.done()

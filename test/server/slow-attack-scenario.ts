@@ -1,6 +1,7 @@
 // The slow-upload attack at a small scale, against an in-process server: slow-attack.test.ts runs it on IPv4
-// loopback addresses, and runs this file in a network namespace of its own for IPv6 (its arguments: the address to
-// listen on, the legitimate client's address, then the attackers' addresses; it prints the outcome as JSON).
+// loopback addresses, and runs this file in a network namespace of its own for IPv6 (its arguments: the number of
+// connections per attacking address, the address to listen on, the legitimate client's address, then the attackers'
+// addresses; it prints the outcome as JSON).
 import {mkdtempSync, rmSync} from 'node:fs'
 import type {AddressInfo} from 'node:net'
 import {tmpdir} from 'node:os'
@@ -22,18 +23,19 @@ export interface Outcome {
 }
 
 /**
- * Three connections from each attacking address, each holding an upload place with a byte every 100 ms (10 bytes/s
- * against the default minimum rate of 8 KiB/s) and reconnecting once answered; once they hold every place, `legit` sends 40
- * small uploads, 20 ms apart. MOD_BODY_TIMEOUT_MS is 3 s, so the attack's bodies hold their places for 3 s each.
+ * `perAddress` connections (at most 3) from each attacking address, each holding an upload place with a byte every
+ * 100 ms (10 bytes/s against the default minimum rate of 8 KiB/s) and reconnecting once answered; once they hold
+ * every place, `legit` sends 40 small uploads, 20 ms apart. MOD_BODY_TIMEOUT_MS is 3 s, so the attack's bodies
+ * would hold their places for 3 s each.
  */
-export async function attackScenario(host: string, legit: string, attackers: string[]): Promise<Outcome> {
+export async function attackScenario(host: string, legit: string, attackers: string[], perAddress: number): Promise<Outcome> {
   const dir = mkdtempSync(join(tmpdir(), 'mod-slow-attack-'))
   const settings = testSettings(join(dir, 'cache'), {limits: {maxUploads: PLACES, maxUploadsPerClient: 3, bodyTimeoutMs: 3000}})
   const server = buildServer(fakeEngine(), settings, {log: () => {}, tmpDir: join(dir, 'uploads')})
   await new Promise<void>((resolve) => server.server.listen(0, host, resolve))
   const {port} = server.server.address() as AddressInfo
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}/v1/moderate`
-  const attack = trickleAttack({url, addresses: attackers, perAddress: 3, everyMs: 100, retryMs: 50})
+  const attack = trickleAttack({url, addresses: attackers, perAddress, everyMs: 100, retryMs: 50})
   try {
     await until(() => server.gate.receiving === PLACES)
     // Past the grace of a new body (1 s): every place is held by a body that trickles.
@@ -48,6 +50,6 @@ export async function attackScenario(host: string, legit: string, attackers: str
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const [host, legit, ...attackers] = process.argv.slice(2)
-  process.stdout.write(`${JSON.stringify(await attackScenario(host, legit, attackers))}\n`)
+  const [perAddress, host, legit, ...attackers] = process.argv.slice(2)
+  process.stdout.write(`${JSON.stringify(await attackScenario(host, legit, attackers, Number(perAddress)))}\n`)
 }

@@ -11,7 +11,7 @@ import * as assert from 'uvu/assert'
 import {servedShare, trickleAttack, uploads} from '../helpers/slow-attack.js'
 import {ROOT} from '../helpers/cli.js'
 import {fakeEngine, rawError, rawRequest, multipartParts, start, tempDir, testSettings, until} from './harness.js'
-import {attackScenario} from './slow-attack-scenario.js'
+import {attackScenario, type Outcome} from './slow-attack-scenario.js'
 
 const dir = tempDir('mod-server-attack-')
 
@@ -26,31 +26,47 @@ function send(base: string, from: string) {
 
 test('5 addresses holding every upload place with a byte every 100 ms cannot keep a client of a sixth IPv4 address out', async () => {
   const attackers = ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5', '127.0.0.6']
-  const {statuses, attack} = await attackScenario('127.0.0.1', '127.0.0.7', attackers)
+  const {statuses, attack} = await attackScenario('127.0.0.1', '127.0.0.7', attackers, 3)
   assert.ok(servedShare(statuses) >= 0.95, `served ${statuses.filter((s) => s === 200).length} of ${statuses.length}: ${statuses.join(' ')}`)
   // The places the client got were the attack's: its bodies were stopped with 408.
   assert.ok((attack['408'] ?? 0) >= 1, JSON.stringify(attack))
 })
 
-test('5 /64 networks of one /56 holding every upload place cannot keep a client of another IPv6 network out', () => {
-  const attackers = [1, 2, 3, 4, 5].map((n) => `2001:db8:0:${n}::1`)
-  const legit = '2001:db8:1:7::7'
+/**
+ * The scenario (slow-attack-scenario.ts) in a network namespace of its own where the server, the client and the
+ * attackers have IPv6 test addresses on lo; undefined (with a printed line) where no such namespace can be made.
+ */
+function inNamespace(perAddress: number, attackers: string[]): Outcome | undefined {
   const host = '2001:db8:ffff::1'
+  const legit = '2001:db8:1:7::7'
   const add = [host, legit, ...attackers].map((a) => `ip -6 addr add ${a}/128 dev lo nodad`).join(' && ')
   const script = join(ROOT, 'test', 'server', 'slow-attack-scenario.ts')
-  const run = spawnSync(
-    'unshare',
-    ['-rn', 'sh', '-c', `ip link set lo up && ${add} && exec "$0" --import tsx "$@"`, process.execPath, script, host, legit, ...attackers],
-    {cwd: ROOT, encoding: 'utf8', timeout: 30_000},
-  )
+  const args = [String(perAddress), host, legit, ...attackers]
+  const run = spawnSync('unshare', ['-rn', 'sh', '-c', `ip link set lo up && ${add} && exec "$0" --import tsx "$@"`, process.execPath, script, ...args], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 30_000,
+  })
   if (run.error || (run.status !== 0 && /unshare|Operation not permitted|RTNETLINK/i.test(run.stderr))) {
     console.log(`skipped: no network namespace with IPv6 test addresses here (${run.error?.message ?? run.stderr.trim()})`)
-    return
+    return undefined
   }
   assert.is(run.status, 0, run.stderr)
-  const {statuses, attack} = JSON.parse(run.stdout) as {statuses: number[]; attack: Record<string, number>}
-  assert.ok(servedShare(statuses) >= 0.95, `served ${statuses.filter((s) => s === 200).length} of ${statuses.length}: ${statuses.join(' ')}`)
-  assert.ok((attack['408'] ?? 0) >= 1, JSON.stringify(attack))
+  return JSON.parse(run.stdout) as Outcome
+}
+
+test('5 /64 networks of one /56 holding every upload place cannot keep a client of another IPv6 network out', () => {
+  const outcome = inNamespace(3, [1, 2, 3, 4, 5].map((n) => `2001:db8:0:${n}::1`))
+  if (!outcome) return
+  assert.ok(servedShare(outcome.statuses) >= 0.95, `served ${outcome.statuses.filter((s) => s === 200).length} of ${outcome.statuses.length}: ${outcome.statuses.join(' ')}`)
+  assert.ok((outcome.attack['408'] ?? 0) >= 1, JSON.stringify(outcome.attack))
+})
+
+test('20 /64 networks of one /56 with a trickling body each count as one network: they cannot take each other\'s places in turn', () => {
+  // Each /64 alone holds at most one body, so it would never lag; its /56 does.
+  const outcome = inNamespace(1, Array.from({length: 20}, (_, n) => `2001:db8:0:${(n + 1).toString(16)}::1`))
+  if (!outcome) return
+  assert.ok(servedShare(outcome.statuses) >= 0.95, `served ${outcome.statuses.filter((s) => s === 200).length} of ${outcome.statuses.length}: ${outcome.statuses.join(' ')}`)
 })
 
 function server(limits: {maxUploads: number; maxUploadsPerClient?: number}) {

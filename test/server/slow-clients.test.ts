@@ -11,7 +11,7 @@ import * as assert from 'uvu/assert'
 
 import {readBody} from '../../src/server/body.js'
 import {bodyStream} from '../../src/server/body-stream.js'
-import {clientKey} from '../../src/server/client-address.js'
+import {clientKey, networkKey} from '../../src/server/client-address.js'
 import {call, errorOf, fakeEngine, form, multipartParts, rawError, rawRequest, start, tempDir, testSettings, until, type SettingsOverrides} from './harness.js'
 
 const dir = tempDir('mod-server-slow-')
@@ -209,6 +209,14 @@ test('clients are counted by IPv4 address (IPv4-mapped too) and by IPv6 /64', ()
   assert.is(clientKey('2001:db8::5'), '2001:db8:0:0::/64')
   assert.is(clientKey('fe80::1%eth0'), 'fe80:0:0:0::/64')
   assert.is(clientKey('::1'), '0:0:0:0::/64')
+})
+
+test('a slow body is judged by the network it comes from: an IPv4 address, or an IPv6 /56', () => {
+  assert.is(networkKey('192.0.2.7'), '192.0.2.7')
+  assert.is(networkKey('::ffff:192.0.2.7'), '192.0.2.7')
+  assert.is(networkKey('2001:db8:1:2:aaaa::1'), '2001:db8:1:0::/56')
+  assert.is(networkKey('2001:db8:1:ff:aaaa::1'), '2001:db8:1:0::/56')
+  assert.is(networkKey('2001:db8:1:1ff::1'), '2001:db8:1:100::/56')
 })
 
 test.run()
