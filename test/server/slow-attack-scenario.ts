@@ -13,7 +13,7 @@ import {trickleAttack, uploads} from '../helpers/slow-attack.js'
 import {fakeEngine, testSettings, until} from './harness.js'
 
 /** Upload places of the server under attack; each attacking address may hold up to a third of them. */
-export const PLACES = 10
+const PLACES = 10
 
 export interface Outcome {
   /** The statuses the legitimate client's uploads got. */

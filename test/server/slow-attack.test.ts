@@ -8,8 +8,9 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {servedShare, trickleAttack, uploads} from '../helpers/slow-attack.js'
+import {createGate} from '../../src/server/queue.js'
 import {ROOT} from '../helpers/cli.js'
+import {servedShare, trickleAttack} from '../helpers/slow-attack.js'
 import {fakeEngine, rawError, rawRequest, multipartParts, start, tempDir, testSettings, until} from './harness.js'
 import {attackScenario, type Outcome} from './slow-attack-scenario.js'
 
@@ -119,18 +120,12 @@ test("the body given up is answered 408 with the rate it kept; a client that tri
   }
 })
 
-test('a body within its first second keeps its place: a newcomer is refused with 503 until then', async () => {
-  const s = await server({maxUploads: 1})
-  const silent = trickleAttack({url: `${s.base}/v1/moderate`, addresses: ['127.0.0.2'], perAddress: 1, everyMs: 60_000, retryMs: 60_000})
-  try {
-    await until(() => s.handle.gate.receiving === 1)
-    const early = await send(s.base, '127.0.0.4')
-    assert.equal([early.status, rawError(early).error.code], [503, 'overloaded'])
-    assert.equal(silent.answers, {})
-  } finally {
-    silent.stop()
-    await s.stop()
-  }
+test('a body within its grace keeps its place, however little has arrived: the newcomer is refused with 503', () => {
+  const gate = createGate(5, {maxUploads: 1, maxUploadsPerClient: 1, maxBufferedBytes: Number.POSITIVE_INFINITY, bodyMinRate: 1000, bodyTimeoutMs: 30_000})
+  const stopped: string[] = []
+  gate.receive({key: '192.0.2.1', network: '192.0.2.1'}).read((e) => stopped.push(e.code))
+  assert.throws(() => gate.receive({key: '192.0.2.2', network: '192.0.2.2'}), (e: {code: string}) => e.code === 'overloaded')
+  assert.equal([stopped, gate.receiving], [[], 1])
 })
 
 test.run()
