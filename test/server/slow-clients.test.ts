@@ -95,6 +95,33 @@ test('bodies trickling a byte at a time hold every upload place only until they 
   }
 })
 
+test('when every upload place is taken, a trickling video or job upload gives its place to a new request (408), its file removed', async () => {
+  const s = await server({maxUploads: 2, bodyTimeoutMs: 5000, bodyMinRate: 1000})
+  const slow = [slowClient(s.base, '/v1/moderate/video', '127.0.0.2', 0), slowClient(s.base, '/v1/jobs/video', '127.0.0.3', 0)]
+  try {
+    await until(() => s.handle.gate.receiving === 2)
+    // Past their grace of 1 s, with only the head of their bodies in.
+    await new Promise((resolve) => setTimeout(resolve, 1100))
+    const first = await call(`${s.base}/v1/moderate`, image('first.png'))
+    assert.equal([first.status, first.body.source], [200, 'first.png'])
+    // The request answered gave its place back: a new body within its grace now fills it, and the next request
+    // takes the place of the other trickling body.
+    slow.push(slowClient(s.base, '/v1/moderate', '127.0.0.4', 0))
+    await until(() => s.handle.gate.receiving === 2)
+    const second = await call(`${s.base}/v1/moderate`, image('second.png'))
+    assert.equal([second.status, second.body.source], [200, 'second.png'])
+    for (const client of slow.slice(0, 2)) {
+      const answer = await client.answer
+      assert.is(answer.status, 408)
+      assert.match(rawError(answer).error.message, /; its upload place went to another client$/)
+    }
+    await until(() => readdirSync(uploads).length === 0 && readdirSync(join(dir.path, 'jobs')).length === 0)
+  } finally {
+    for (const client of slow) client.cut()
+    await s.stop()
+  }
+})
+
 test('a body that keeps above MOD_BODY_MIN_RATE is read to the end', async () => {
   const s = await server({bodyTimeoutMs: 400, bodyMinRate: 1000})
   try {
