@@ -83,7 +83,8 @@ With MOD_API_KEY set, every request but GET /health, GET /ready and the document
     'body-min-rate': Flags.string({
       description:
         'Bytes per second a request body must average after its first MOD_BODY_TIMEOUT_MS, e.g. 8KB; slower is ' +
-        'answered 408, so clients that trickle cannot hold the upload places.',
+        'answered 408, so clients that trickle cannot hold the upload places. When every place is taken, a body ' +
+        'slower than that since its first byte (after 1 s) gives its place to a new request at once (408).',
       env: SETTING_VARIABLES.bodyMinRate,
       defaultHelp: async () => '8KB',
     }),

@@ -19,7 +19,7 @@ import {buildInfo, createServerMetrics, type ServerMetrics} from './metrics.js'
 import {DOCUMENTATION, openapiDocument, openapiHandler} from './openapi.js'
 import {createJobs} from './jobs/service.js'
 import type {JobQueue} from './jobs/types.js'
-import {createGate, type Gate, type Hold} from './queue.js'
+import {createGate, type Gate, type Upload} from './queue.js'
 import {errorCodeOf, sendError} from './reply.js'
 import {requestIdOf} from './request-id.js'
 import type {AnyRoute} from './route.js'
@@ -96,7 +96,7 @@ function inputOf(route: AnyRoute): (ctx: RouteContext, req: Request) => Paramete
     const params = readParams((req as Request & {params?: Record<string, string>}).params ?? {})
     const query = readQuery(new URL(req.url ?? '/', 'http://localhost').searchParams)
     const {limits} = ctx.settings
-    const body = readJson ? (hold?: Hold) => readJson(req, {maxBytes: jsonBodyLimit(limits.maxBytes), ...paceOf(limits), hold}) : noBody
+    const body = readJson ? (upload?: Upload) => readJson(req, {maxBytes: jsonBodyLimit(limits.maxBytes), ...paceOf(limits), hold: upload, place: upload}) : noBody
     return {query, params, body}
   }
 }

@@ -4,7 +4,7 @@ import {Transform} from 'node:stream'
 import type {Limits} from '../lib/config/settings.js'
 import {ModError} from '../lib/errors.js'
 import {formatSize} from '../lib/sizes.js'
-import type {Hold} from './queue.js'
+import type {Hold, Place} from './queue.js'
 
 /** A request body as a stream, with the request's headers (formidable reads them from the stream it parses). */
 export type BodyStream = Transform & {headers: IncomingHttpHeaders}
@@ -29,6 +29,8 @@ export interface BodyLimits extends Pace {
    * once (Node delivers no more than that), else chunk by chunk. Absent for a body written to disk.
    */
   hold?: Hold
+  /** The request's upload place, told how the body arrives; it may stop the body to give the place to another client. */
+  place?: Place
 }
 
 /**
@@ -37,10 +39,11 @@ export interface BodyLimits extends Pace {
  * second have arrived on average (a body of n bytes has `idleMs` + n / `minRate` seconds): a client cannot keep an
  * upload place by sending a byte now and then. Time the server itself holds the body back (e.g. while writing a
  * video to disk) does not count: the rate is then measured anew. It fails with `bad_request` when the client goes
- * away. On failure the request stops being read; the error answer then closes the connection.
+ * away, and with what its `place` stops it with (its upload place given to another client, see Gate.receive). On
+ * failure the request stops being read; the error answer then closes the connection.
  */
 export function bodyStream(req: IncomingMessage, limits: BodyLimits): BodyStream {
-  const {idleMs, minRate, hold} = limits
+  const {idleMs, minRate, hold, place} = limits
   const declared = Number(req.headers['content-length'])
   if (declared > limits.maxBytes) {
     throw new ModError('payload_too_large', `the request body is larger than ${formatSize(limits.maxBytes)}`)
@@ -51,9 +54,11 @@ export function bodyStream(req: IncomingMessage, limits: BodyLimits): BodyStream
   let paceTimer: NodeJS.Timeout | undefined
   let since = Date.now()
   let arrived = 0
+  const reading = place?.read((e) => fail(e))
   const stop = () => {
     clearTimeout(timer)
     clearTimeout(paceTimer)
+    reading?.end()
   }
   // The timers never keep a process alive on their own: a serving process has its listening socket for that, and
   // a body refused by its reader (left unread) is only failed when they fire.
@@ -70,6 +75,7 @@ export function bodyStream(req: IncomingMessage, limits: BodyLimits): BodyStream
     transform(chunk: Buffer, _encoding, callback) {
       arm()
       arrived += chunk.length
+      reading?.arrived(chunk.length)
       try {
         if (hold && !known) hold.take(chunk.length)
       } catch (e) {

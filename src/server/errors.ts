@@ -109,7 +109,8 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
     when: (l) =>
       `an upload sent nothing for ${humanSeconds(l.bodyTimeoutMs)} while the server was reading it (\`MOD_BODY_TIMEOUT_MS\`), ` +
       `or after its first ${humanSeconds(l.bodyTimeoutMs)} arrived slower than ${formatSize(l.bodyMinRate)} per second on average ` +
-      '(`MOD_BODY_MIN_RATE`)',
+      '(`MOD_BODY_MIN_RATE`), or arrived slower than that since its first byte while every upload place was taken, and ' +
+      'gave its place to another request',
     example: 'no part of the request body arrived for 30000 ms (MOD_BODY_TIMEOUT_MS)',
   },
   too_many_files: {

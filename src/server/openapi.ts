@@ -11,6 +11,7 @@ import {errorsOf, type Operation as Declared, type ServerFacts, type Success, ty
 import {ROUTES} from './routes/index.js'
 import {ErrorBody, ErrorCode, Health, ModerateJsonRequest, Ready} from './schemas.js'
 import {formatSizeExact, grouped} from '../lib/sizes.js'
+import {graceMs} from './queue.js'
 import {humanSeconds} from './units.js'
 
 /**
@@ -283,7 +284,7 @@ function description(info: OpenApiInfo): string {
     `| \`MOD_MAX_BUFFERED_BYTES\` | ${formatSizeExact(limits.maxBufferedBytes)} | request bytes a worker holds in memory for requests not answered yet, before 503 \`overloaded\` |`,
     `| \`MOD_MAX_UPLOADS_PER_CLIENT\` | ${limits.maxUploadsPerClient} uploads | bodies one client address (an IPv6 /64) may be sending to a worker at once before 429 \`too_many_uploads\` |`,
     `| \`MOD_BODY_TIMEOUT_MS\` | ${humanSeconds(limits.bodyTimeoutMs)} | a request body that sends nothing for this long is 408 \`request_timeout\` |`,
-    `| \`MOD_BODY_MIN_RATE\` | ${formatSizeExact(limits.bodyMinRate)} per second | the average a request body must keep once its first ${humanSeconds(limits.bodyTimeoutMs)} are over, else 408 \`request_timeout\` (a body of n bytes has ${humanSeconds(limits.bodyTimeoutMs)} + n / rate) |`,
+    `| \`MOD_BODY_MIN_RATE\` | ${formatSizeExact(limits.bodyMinRate)} per second | the average a request body must keep once its first ${humanSeconds(limits.bodyTimeoutMs)} are over, else 408 \`request_timeout\` (a body of n bytes has ${humanSeconds(limits.bodyTimeoutMs)} + n / rate); when every upload place is taken, a body that averaged less since its first byte (after ${humanSeconds(graceMs(limits.bodyTimeoutMs))}) gives its place to the new request and is 408 \`request_timeout\` at once, the slowest first, unless the new request's network (its IPv4 address, or the /56 of its IPv6 address) has a body that has not kept this pace itself |`,
     '',
     'Uploads are streamed and the limits are counted as bytes arrive; a video is streamed to disk. Besides ' +
       "`MOD_BODY_MIN_RATE`, the HTTP server's own request timeout ends a request not received whole within 5 minutes.",

@@ -2,6 +2,8 @@ import {addAbortListener} from 'node:events'
 
 import {ModError} from '../lib/errors.js'
 import type {Scheduler} from '../lib/pipeline/scheduler.js'
+import {formatSize} from '../lib/sizes.js'
+import type {Client} from './client-address.js'
 
 export interface Ticket {
   /**
@@ -24,14 +26,28 @@ export interface Upload {
   take(bytes: number): void
   /** Counts `bytes` fewer as held (a reservation turned out larger than the data). */
   give(bytes: number): void
+  /**
+   * The body is read from now on: its bytes are counted through the returned `arrived`, and `stop` fails it when
+   * its place is given to another client (Gate.receive); `end` once the body is in or has failed.
+   */
+  read(stop: (e: ModError) => void): Reading
   /** Gives the upload place back once the body is in; safe to call more than once. */
   done(): void
   /** Gives the upload place and every held byte back, once the request no longer needs its input. */
   release(): void
 }
 
+/** How a body being read reports its progress to its upload place. */
+export interface Reading {
+  arrived(bytes: number): void
+  end(): void
+}
+
 /** Where a request's buffered bytes are counted. */
 export type Hold = Pick<Upload, 'take'>
+
+/** Where a body being read counts its pace. */
+export type Place = Pick<Upload, 'read'>
 
 export interface Gate {
   /**
@@ -39,9 +55,12 @@ export interface Gate {
    * already (a busy worker refuses at once instead of reading an upload it could not admit; not for a body that
    * does not go to this queue, `queued: false`) or `maxUploads` bodies are being received, and `too_many_uploads`
    * when `client` is already sending `maxUploadsPerClient`: clients that send slowly hold upload places, never
-   * queue places, and one client cannot hold them all.
+   * queue places, and one client cannot hold them all. When every upload place is taken, the slowest body that
+   * trickles (see `trickling`) is stopped with `request_timeout` and its place given to this request, unless the
+   * network of `client` lags (see `lags`): clients that hold places by sending a byte now and then, from however
+   * many addresses, cannot keep out a client that sends at a normal pace, and cannot take each other's places in turn.
    */
-  receive(client: string, options?: {queued?: boolean}): Upload
+  receive(client: Client, options?: {queued?: boolean}): Upload
   /**
    * Lets a request whose input is received into the queue, or throws `overloaded` when one running request and
    * `queueLimit` more are already in.
@@ -145,12 +164,40 @@ export interface Intake {
   maxUploadsPerClient: number
   /** MOD_MAX_BUFFERED_BYTES */
   maxBufferedBytes: number
+  /** MOD_BODY_MIN_RATE, in bytes per second: the pace under which a body gives its place up to a newcomer. */
+  bodyMinRate: number
+  /** MOD_BODY_TIMEOUT_MS: the grace of a new body is never longer (see `graceMs`). */
+  bodyTimeoutMs: number
 }
 
 const UNBOUNDED: Intake = {
   maxUploads: Number.POSITIVE_INFINITY,
   maxUploadsPerClient: Number.POSITIVE_INFINITY,
   maxBufferedBytes: Number.POSITIVE_INFINITY,
+  bodyMinRate: 0,
+  bodyTimeoutMs: Number.POSITIVE_INFINITY,
+}
+
+/**
+ * How long a body has been read before its pace counts for giving its place up: time for its first round trips
+ * (a connection's first bytes come slowly while TCP finds its pace), and never longer than the silence
+ * MOD_BODY_TIMEOUT_MS allows.
+ */
+export function graceMs(bodyTimeoutMs: number): number {
+  return Math.min(1000, bodyTimeoutMs)
+}
+
+/** A body being read on an upload place: whose, since when, how many bytes so far, and how to stop it. */
+interface Body {
+  /** Client.network of its request. */
+  network: string
+  since: number
+  /** How long its pace is not looked at: graceMs, or 0 for a body of a client that lags already. */
+  grace: number
+  arrived: number
+  stop(e: ModError): void
+  /** Gives the place back. */
+  done(): void
 }
 
 /**
@@ -158,11 +205,54 @@ const UNBOUNDED: Intake = {
  * (MOD_MAX_BUFFERED_BYTES); state lives in the returned value.
  */
 export function createGate(queueLimit: number, intake: Intake = UNBOUNDED): Gate {
-  const {maxUploads, maxUploadsPerClient, maxBufferedBytes} = intake
+  const {maxUploads, maxUploadsPerClient, maxBufferedBytes, bodyMinRate} = intake
+  const grace = graceMs(intake.bodyTimeoutMs)
   let admitted = 0
   let receiving = 0
   /** Bodies being received per client; a client with none has no entry. */
   const byClient = new Map<string, number>()
+  /** The bodies being read now. */
+  const reading = new Set<Body>()
+  /**
+   * A body trickles when, past its grace, fewer than MOD_BODY_MIN_RATE bytes per second have arrived on average since
+   * its first byte: the 408 of MOD_BODY_MIN_RATE only comes MOD_BODY_TIMEOUT_MS later, and that long is what a
+   * client reconnecting after each 408 would hold a place for with a byte now and then.
+   */
+  const trickling = (body: Body, now: number) => {
+    const ms = now - body.since
+    return ms >= body.grace && body.arrived < (bodyMinRate * ms) / 1000
+  }
+  /** A body has shown its pace once as many bytes arrived as MOD_BODY_MIN_RATE asks of its time, its grace at least. */
+  const shownPace = (body: Body, now: number) => body.arrived >= (bodyMinRate * Math.max(now - body.since, body.grace)) / 1000
+  /**
+   * A network (Client.network: an IPv4 address, an IPv6 /56) lags while one of its bodies has not shown its pace. Its
+   * requests take no one's place, and their bodies have no grace: else clients that trickle from several addresses
+   * (or the many /64s of one /56) would take each other's places in turn, or take the places that others' answered
+   * requests free, and keep every body within its grace.
+   */
+  const lags = (network: string, now: number) => {
+    for (const body of reading) if (body.network === network && !shownPace(body, now)) return true
+    return false
+  }
+  const slowestTrickling = (now: number): Body | undefined => {
+    let slowest: Body | undefined
+    for (const body of reading) {
+      if (!trickling(body, now)) continue
+      if (!slowest || body.arrived / (now - body.since) < slowest.arrived / (now - slowest.since)) slowest = body
+    }
+    return slowest
+  }
+  const giveUp = (body: Body) => {
+    const seconds = (performance.now() - body.since) / 1000
+    body.done()
+    body.stop(
+      new ModError(
+        'request_timeout',
+        `the request body is arriving too slowly: ${formatSize(body.arrived)} in ${seconds.toFixed(1)} s, less than ` +
+          `${formatSize(bodyMinRate)} per second (MOD_BODY_MIN_RATE); its upload place went to another client`,
+      ),
+    )
+  }
   let held = 0
   const preparing = createLock()
   const checkQueue = () => {
@@ -183,20 +273,24 @@ export function createGate(queueLimit: number, intake: Intake = UNBOUNDED): Gate
     },
     receive(client, {queued = true} = {}) {
       if (queued) checkQueue()
-      const mine = byClient.get(client) ?? 0
+      const mine = byClient.get(client.key) ?? 0
       if (mine >= maxUploadsPerClient) {
         throw new ModError(
           'too_many_uploads',
           `this client is already sending ${maxUploadsPerClient} uploads (MOD_MAX_UPLOADS_PER_CLIENT); wait for one to finish`,
         )
       }
+      const lagging = lags(client.network, performance.now())
       if (receiving >= maxUploads) {
-        throw new ModError('overloaded', `the server is busy (${maxUploads} uploads already in progress); retry shortly`)
+        const slowest = lagging ? undefined : slowestTrickling(performance.now())
+        if (!slowest) throw new ModError('overloaded', `the server is busy (${maxUploads} uploads already in progress); retry shortly`)
+        giveUp(slowest)
       }
       receiving++
-      byClient.set(client, mine + 1)
+      byClient.set(client.key, mine + 1)
       let done = false
       let bytesHeld = 0
+      let body: Body | undefined
       const upload: Upload = {
         take(bytes) {
           if (held + bytes > maxBufferedBytes) {
@@ -210,13 +304,27 @@ export function createGate(queueLimit: number, intake: Intake = UNBOUNDED): Gate
           held -= back
           bytesHeld -= back
         },
+        read(stop) {
+          const current: Body = {network: client.network, since: performance.now(), grace: lagging ? 0 : grace, arrived: 0, stop, done: () => upload.done()}
+          body = current
+          reading.add(current)
+          return {
+            arrived(bytes) {
+              current.arrived += bytes
+            },
+            end() {
+              reading.delete(current)
+            },
+          }
+        },
         done() {
+          if (body) reading.delete(body)
           if (done) return
           done = true
           receiving--
-          const left = (byClient.get(client) ?? 1) - 1
-          if (left === 0) byClient.delete(client)
-          else byClient.set(client, left)
+          const left = (byClient.get(client.key) ?? 1) - 1
+          if (left === 0) byClient.delete(client.key)
+          else byClient.set(client.key, left)
         },
         release() {
           upload.done()

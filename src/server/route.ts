@@ -5,7 +5,7 @@ import type {Static, TObject, TSchema} from 'typebox'
 import type {Limits} from '../lib/config/settings.js'
 import type {Request, RouteContext} from './context.js'
 import type {HttpErrorCode} from './errors.js'
-import type {Hold} from './queue.js'
+import type {Upload} from './queue.js'
 import type {QueryValues} from './validate.js'
 
 /**
@@ -104,10 +104,10 @@ export interface Input<Q, B> {
   /** The path parameters, validated. */
   params: Record<string, string>
   /**
-   * Reads and validates the JSON body, its bytes counted in `hold` (the request's upload) as they are buffered.
+   * Reads and validates the JSON body on the request's upload place, its bytes counted there as they are buffered.
    * A handler calls it once it holds an upload place.
    */
-  body: (hold?: Hold) => Promise<B>
+  body: (upload?: Upload) => Promise<B>
 }
 
 export type RouteHandler<Q, B> = (ctx: RouteContext, req: Request, res: ServerResponse, input: Input<Q, B>) => Promise<void>

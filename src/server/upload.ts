@@ -9,7 +9,7 @@ import {isModError, ModError} from '../lib/errors.js'
 import {byteCap, type ByteCap} from '../lib/input/read-capped.js'
 import {formatSize} from '../lib/sizes.js'
 import {bodyStream, type BodyStream, type Pace} from './body-stream.js'
-import type {Hold} from './queue.js'
+import type {Hold, Place} from './queue.js'
 
 /** An uploaded image, held in memory (images are at most MOD_MAX_BYTES). */
 export interface UploadedImage {
@@ -36,6 +36,8 @@ export interface ImageUploadLimits extends Pace {
   maxTotalBytes?: number
   /** Where the body's bytes are counted as held in memory before they are buffered. */
   hold?: Hold
+  /** The request's upload place (see bodyStream). */
+  place?: Place
 }
 
 export interface VideoUploadLimits extends Pace {
@@ -43,6 +45,8 @@ export interface VideoUploadLimits extends Pace {
   maxBytes: number
   /** A folder owned by this request; the video is written there as `upload`. */
   dir: string
+  /** The request's upload place (see bodyStream). */
+  place?: Place
 }
 
 /** Form fields that are not files are ignored, but they cannot be used to make the server buffer much. */
@@ -64,7 +68,7 @@ export function isMultipart(req: IncomingMessage): boolean {
  */
 export async function receiveImages(req: IncomingMessage, limits: ImageUploadLimits): Promise<UploadedImage[]> {
   const maxTotal = Math.min(limits.maxTotalBytes ?? Number.POSITIVE_INFINITY, limits.maxFiles * limits.maxBytes)
-  const body = bodyStream(req, {idleMs: limits.idleMs, minRate: limits.minRate, maxBytes: maxTotal + FORM_ROOM, hold: limits.hold})
+  const body = bodyStream(req, {idleMs: limits.idleMs, minRate: limits.minRate, maxBytes: maxTotal + FORM_ROOM, hold: limits.hold, place: limits.place})
   const total = byteCap(maxTotal, 'the files', () => new ModError('payload_too_large', `the files are larger than ${formatSize(maxTotal)} together (MOD_MAX_BATCH_BYTES)`))
   const received: Received[] = []
   const unexpected = new Set<string>()
@@ -120,7 +124,7 @@ export async function receiveVideo(req: IncomingMessage, limits: VideoUploadLimi
   form.on('fileBegin', (_name, file) => {
     filename = file.originalFilename || limits.field
   })
-  const body = bodyStream(req, {idleMs: limits.idleMs, minRate: limits.minRate, maxBytes: limits.maxBytes + FORM_ROOM})
+  const body = bodyStream(req, {idleMs: limits.idleMs, minRate: limits.minRate, maxBytes: limits.maxBytes + FORM_ROOM, place: limits.place})
   const [fields, files] = await parse(form, body, {field: limits.field, maxFiles: 1})
   if (failed) throw failed
   const file = files[limits.field]?.[0]

@@ -106,7 +106,7 @@ test.before(async () => {
   impatient = await start(engine, {...settings, limits: {...settings.limits, bodyTimeoutMs: 150}}, options)
   // This client (127.0.0.1) already holds its one upload place.
   crowded = await start(engine, {...settings, limits: {...settings.limits, maxUploadsPerClient: 1}}, options)
-  crowded.handle.gate.receive('127.0.0.1')
+  crowded.handle.gate.receive({key: '127.0.0.1', network: '127.0.0.1'})
   shortClip = await readFile(await colourClip(join(dir.path, 'short.mp4'), ['blue'], 1))
   longClip = await readFile(await colourClip(join(dir.path, 'long.mp4'), ['blue'], 3))
 })

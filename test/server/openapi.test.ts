@@ -330,6 +330,7 @@ test('the description states the limits of this server in readable units', () =>
   assert.match(text, '| `MOD_BODY_TIMEOUT_MS` | 1500 ms |')
   assert.match(text, '| `MOD_MAX_UPLOADS_PER_CLIENT` | 2 uploads |')
   assert.match(text, '| `MOD_BODY_MIN_RATE` | 4 KiB (4 096 bytes) per second | the average a request body must keep once its first 1500 ms are over')
+  assert.match(text, 'when every upload place is taken, a body that averaged less since its first byte (after 1 s) gives its place to the new request')
   const batch = d.paths['/v1/moderate/batch']?.post
   assert.equal(
     (batch?.requestBody?.content['multipart/form-data'].schema.properties as Record<string, {maxItems: number}>).files

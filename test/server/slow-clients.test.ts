@@ -11,7 +11,7 @@ import * as assert from 'uvu/assert'
 
 import {readBody} from '../../src/server/body.js'
 import {bodyStream} from '../../src/server/body-stream.js'
-import {clientKey} from '../../src/server/client-address.js'
+import {clientKey, networkKey} from '../../src/server/client-address.js'
 import {call, errorOf, fakeEngine, form, multipartParts, rawError, rawRequest, start, tempDir, testSettings, until, type SettingsOverrides} from './harness.js'
 
 const dir = tempDir('mod-server-slow-')
@@ -64,7 +64,7 @@ function slowClient(base: string, path: string, from: string, everyMs: number) {
 
 test('bodies trickling a byte at a time hold every upload place only until they fall below MOD_BODY_MIN_RATE; then a normal client gets 200', async () => {
   // A byte every 40 ms is never silent for MOD_BODY_TIMEOUT_MS, but is 25 bytes/s against a minimum of 1000.
-  const s = await server({maxUploads: 4, bodyTimeoutMs: 400, bodyMinRate: 1000})
+  const s = await server({maxUploads: 4, maxUploadsPerClient: 2, bodyTimeoutMs: 400, bodyMinRate: 1000})
   const slow = [
     slowClient(s.base, '/v1/moderate', '127.0.0.2', 40),
     slowClient(s.base, '/v1/moderate/json', '127.0.0.3', 40),
@@ -73,8 +73,11 @@ test('bodies trickling a byte at a time hold every upload place only until they 
   ]
   try {
     await until(() => s.handle.gate.receiving === 4)
-    const refused = await call(`${s.base}/v1/moderate`, image('while-held.png'))
-    assert.equal(errorOf(refused), {status: 503, code: 'overloaded'})
+    // From an address that trickles a body itself, which takes no one's place (slow-attack.test.ts).
+    const {head, tail, type} = multipartParts('file', 'while-held.png')
+    const whole = Buffer.concat([head, Buffer.from('x'), tail])
+    const refused = await rawRequest(`${s.base}/v1/moderate`, {headers: {'content-type': type, 'content-length': whole.length}, localAddress: '127.0.0.2'}, (req) => req.end(whole))
+    assert.equal([refused.status, rawError(refused).error.code], [503, 'overloaded'])
     for (const client of slow) {
       const answer = await client.answer
       assert.is(answer.status, 408)
@@ -86,6 +89,33 @@ test('bodies trickling a byte at a time hold every upload place only until they 
     assert.equal([readdirSync(uploads), readdirSync(join(dir.path, 'jobs'))], [[], []])
     const served = await call(`${s.base}/v1/moderate`, image('normal.png'))
     assert.equal([served.status, served.body.source], [200, 'normal.png'])
+  } finally {
+    for (const client of slow) client.cut()
+    await s.stop()
+  }
+})
+
+test('when every upload place is taken, a trickling video or job upload gives its place to a new request (408), its file removed', async () => {
+  const s = await server({maxUploads: 2, bodyTimeoutMs: 5000, bodyMinRate: 1000})
+  const slow = [slowClient(s.base, '/v1/moderate/video', '127.0.0.2', 0), slowClient(s.base, '/v1/jobs/video', '127.0.0.3', 0)]
+  try {
+    await until(() => s.handle.gate.receiving === 2)
+    // Past their grace of 1 s, with only the head of their bodies in.
+    await new Promise((resolve) => setTimeout(resolve, 1100))
+    const first = await call(`${s.base}/v1/moderate`, image('first.png'))
+    assert.equal([first.status, first.body.source], [200, 'first.png'])
+    // The request answered gave its place back: a new body within its grace now fills it, and the next request
+    // takes the place of the other trickling body.
+    slow.push(slowClient(s.base, '/v1/moderate', '127.0.0.4', 0))
+    await until(() => s.handle.gate.receiving === 2)
+    const second = await call(`${s.base}/v1/moderate`, image('second.png'))
+    assert.equal([second.status, second.body.source], [200, 'second.png'])
+    for (const client of slow.slice(0, 2)) {
+      const answer = await client.answer
+      assert.is(answer.status, 408)
+      assert.match(rawError(answer).error.message, /; its upload place went to another client$/)
+    }
+    await until(() => readdirSync(uploads).length === 0 && readdirSync(join(dir.path, 'jobs')).length === 0)
   } finally {
     for (const client of slow) client.cut()
     await s.stop()
@@ -206,6 +236,14 @@ test('clients are counted by IPv4 address (IPv4-mapped too) and by IPv6 /64', ()
   assert.is(clientKey('2001:db8::5'), '2001:db8:0:0::/64')
   assert.is(clientKey('fe80::1%eth0'), 'fe80:0:0:0::/64')
   assert.is(clientKey('::1'), '0:0:0:0::/64')
+})
+
+test('a slow body is judged by the network it comes from: an IPv4 address, or an IPv6 /56', () => {
+  assert.is(networkKey('192.0.2.7'), '192.0.2.7')
+  assert.is(networkKey('::ffff:192.0.2.7'), '192.0.2.7')
+  assert.is(networkKey('2001:db8:1:2:aaaa::1'), '2001:db8:1:0::/56')
+  assert.is(networkKey('2001:db8:1:ff:aaaa::1'), '2001:db8:1:0::/56')
+  assert.is(networkKey('2001:db8:1:1ff::1'), '2001:db8:1:100::/56')
 })
 
 test.run()

@@ -82,7 +82,7 @@ export const submitVideoJobRoute = declareRoute({
       let video
       try {
         await mkdir(dir, {recursive: true})
-        video = await receiveVideo(req, {field: 'file', maxBytes: settings.limits.maxVideoBytes, dir, ...paceOf(settings.limits)})
+        video = await receiveVideo(req, {field: 'file', maxBytes: settings.limits.maxVideoBytes, dir, ...paceOf(settings.limits), place: upload})
       } finally {
         upload.release()
       }

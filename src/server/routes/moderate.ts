@@ -17,7 +17,7 @@ export const moderateFile: Handler = async (ctx, req, res) => {
     ctx,
     req,
     res,
-    async (upload) => (await receiveImages(req, {field: 'file', maxFiles: 1, maxBytes, ...pace, hold: upload}))[0],
+    async (upload) => (await receiveImages(req, {field: 'file', maxFiles: 1, maxBytes, ...pace, hold: upload, place: upload}))[0],
     (image, scheduler, _signal, steps) => ctx.engine.moderateImage(image.data, image.filename, {scheduler, steps}),
   )
   ctx.verdict(result)
@@ -36,7 +36,7 @@ export const moderateBatch: Handler = async (ctx, req, res) => {
     ctx,
     req,
     res,
-    (upload) => receiveImages(req, {field: 'files', maxFiles: maxBatch, maxBytes, maxTotalBytes: maxBatchBytes, ...pace, hold: upload}),
+    (upload) => receiveImages(req, {field: 'files', maxFiles: maxBatch, maxBytes, maxTotalBytes: maxBatchBytes, ...pace, hold: upload, place: upload}),
     async (images, scheduler, _signal, steps) => {
       const out: ItemResult[] = []
       const inputs = images.map((image) => ({source: image.filename, read: async () => image.data}))

@@ -27,10 +27,10 @@ export const moderateVideoFile: RouteHandler<QueryValues<typeof VideoQuery>, unk
       ctx,
       req,
       res,
-      async () => {
+      async (upload) => {
         await makeUploadDir(ctx.tmpDir)
         dir = await mkdtemp(join(ctx.tmpDir, 'mod-video-'))
-        return receiveVideo(req, {field: 'file', maxBytes: ctx.settings.limits.maxVideoBytes, dir, ...paceOf(ctx.settings.limits)})
+        return receiveVideo(req, {field: 'file', maxBytes: ctx.settings.limits.maxVideoBytes, dir, ...paceOf(ctx.settings.limits), place: upload})
       },
       (video, _scheduler, signal) => ctx.engine.moderateVideo(video.path, {source: video.filename, ...options, signal}),
     )

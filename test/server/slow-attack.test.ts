@@ -1,0 +1,131 @@
+// Clients that hold every upload place by trickling bytes from several addresses, each within its own per-client
+// cap, on real sockets: a client sending at a normal pace from another address still gets its answers, because a
+// body that trickles gives its place up to it. IPv4 on loopback addresses (the whole 127/8 reaches a server on
+// 127.0.0.1); IPv6 in a network namespace of its own (`unshare -rn`), where test addresses can be put on lo.
+import {spawnSync} from 'node:child_process'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {createGate} from '../../src/server/queue.js'
+import {ROOT} from '../helpers/cli.js'
+import {servedShare, trickleAttack} from '../helpers/slow-attack.js'
+import {fakeEngine, rawError, rawRequest, multipartParts, start, tempDir, testSettings, until} from './harness.js'
+import {attackScenario, type Outcome} from './slow-attack-scenario.js'
+
+const dir = tempDir('mod-server-attack-')
+
+test.after(() => dir.remove())
+
+/** An answered single-byte upload from `from`. */
+function send(base: string, from: string) {
+  const {head, tail, type} = multipartParts('file', 'normal.png')
+  const body = Buffer.concat([head, Buffer.from('x'), tail])
+  return rawRequest(`${base}/v1/moderate`, {headers: {'content-type': type, 'content-length': body.length}, localAddress: from}, (req) => req.end(body))
+}
+
+test('5 addresses holding every upload place with a byte every 100 ms cannot keep a client of a sixth IPv4 address out', async () => {
+  const attackers = ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5', '127.0.0.6']
+  const {statuses, attack} = await attackScenario('127.0.0.1', '127.0.0.7', attackers, 3)
+  assert.ok(servedShare(statuses) >= 0.95, `served ${statuses.filter((s) => s === 200).length} of ${statuses.length}: ${statuses.join(' ')}`)
+  // The places the client got were the attack's: its bodies were stopped with 408.
+  assert.ok((attack['408'] ?? 0) >= 1, JSON.stringify(attack))
+})
+
+/**
+ * The scenario (slow-attack-scenario.ts) in a network namespace of its own where the server, the client and the
+ * attackers have IPv6 test addresses on lo; undefined (with a printed line) where no such namespace can be made.
+ */
+function inNamespace(perAddress: number, attackers: string[]): Outcome | undefined {
+  const host = '2001:db8:ffff::1'
+  const legit = '2001:db8:1:7::7'
+  const add = [host, legit, ...attackers].map((a) => `ip -6 addr add ${a}/128 dev lo nodad`).join(' && ')
+  const script = join(ROOT, 'test', 'server', 'slow-attack-scenario.ts')
+  const args = [String(perAddress), host, legit, ...attackers]
+  const run = spawnSync('unshare', ['-rn', 'sh', '-c', `ip link set lo up && ${add} && exec "$0" --import tsx "$@"`, process.execPath, script, ...args], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 30_000,
+  })
+  if (run.error || (run.status !== 0 && /unshare|Operation not permitted|RTNETLINK/i.test(run.stderr))) {
+    console.log(`skipped: no network namespace with IPv6 test addresses here (${run.error?.message ?? run.stderr.trim()})`)
+    return undefined
+  }
+  assert.is(run.status, 0, run.stderr)
+  return JSON.parse(run.stdout) as Outcome
+}
+
+test('5 /64 networks of one /56 holding every upload place cannot keep a client of another IPv6 network out', () => {
+  const outcome = inNamespace(3, [1, 2, 3, 4, 5].map((n) => `2001:db8:0:${n}::1`))
+  if (!outcome) return
+  assert.ok(servedShare(outcome.statuses) >= 0.95, `served ${outcome.statuses.filter((s) => s === 200).length} of ${outcome.statuses.length}: ${outcome.statuses.join(' ')}`)
+  assert.ok((outcome.attack['408'] ?? 0) >= 1, JSON.stringify(outcome.attack))
+})
+
+test('20 /64 networks of one /56 with a trickling body each count as one network: they cannot take each other\'s places in turn', () => {
+  // Each /64 alone holds at most one body, so it would never lag; its /56 does.
+  const outcome = inNamespace(1, Array.from({length: 20}, (_, n) => `2001:db8:0:${(n + 1).toString(16)}::1`))
+  if (!outcome) return
+  assert.ok(servedShare(outcome.statuses) >= 0.95, `served ${outcome.statuses.filter((s) => s === 200).length} of ${outcome.statuses.length}: ${outcome.statuses.join(' ')}`)
+})
+
+function server(limits: {maxUploads: number; maxUploadsPerClient?: number}) {
+  return start(fakeEngine(), testSettings(join(dir.path, 'cache'), {limits: {bodyTimeoutMs: 2000, bodyMinRate: 1000, ...limits}}), {tmpDir: join(dir.path, 'uploads')})
+}
+
+test('when every upload place is taken, the body that trickles slowest gives its place up with 408; the newcomer is served', async () => {
+  const s = await server({maxUploads: 2})
+  const url = `${s.base}/v1/moderate`
+  // Nothing after the head from 127.0.0.2, a byte every 50 ms from 127.0.0.3: both under 1000 bytes/s.
+  const silent = trickleAttack({url, addresses: ['127.0.0.2'], perAddress: 1, everyMs: 60_000, retryMs: 60_000})
+  const slow = trickleAttack({url, addresses: ['127.0.0.3'], perAddress: 1, everyMs: 50, retryMs: 60_000})
+  try {
+    await until(() => s.handle.gate.receiving === 2)
+    await new Promise((resolve) => setTimeout(resolve, 1100))
+    const answer = await send(s.base, '127.0.0.4')
+    assert.equal([answer.status, JSON.parse(answer.body).source], [200, 'normal.png'])
+    await until(() => silent.answers['408'] === 1)
+    assert.equal(slow.answers, {})
+  } finally {
+    silent.stop()
+    slow.stop()
+    await s.stop()
+  }
+})
+
+test("the body given up is answered 408 with the rate it kept; a client that trickles itself takes no one's place (503)", async () => {
+  const s = await server({maxUploads: 2, maxUploadsPerClient: 2})
+  const {head, type} = multipartParts('file', 'slow.png')
+  const held = rawRequest(`${s.base}/v1/moderate`, {headers: {'content-type': type, 'content-length': head.length + 1000}, localAddress: '127.0.0.2'}, (req) => req.write(head))
+  held.catch(() => {})
+  const other = trickleAttack({url: `${s.base}/v1/moderate`, addresses: ['127.0.0.3'], perAddress: 1, everyMs: 50, retryMs: 60_000})
+  try {
+    await until(() => s.handle.gate.receiving === 2)
+    await new Promise((resolve) => setTimeout(resolve, 1100))
+    const own = await send(s.base, '127.0.0.2')
+    assert.equal([own.status, rawError(own).error.code], [503, 'overloaded'])
+    const newcomer = await send(s.base, '127.0.0.4')
+    assert.is(newcomer.status, 200)
+    const answer = await held
+    assert.is(answer.status, 408)
+    assert.match(
+      rawError(answer).error.message,
+      /^the request body is arriving too slowly: \d+ bytes in 1\.\d s, less than 1000 bytes per second \(MOD_BODY_MIN_RATE\); its upload place went to another client$/,
+    )
+    assert.equal(other.answers, {})
+  } finally {
+    other.stop()
+    await s.stop()
+  }
+})
+
+test('a body within its grace keeps its place, however little has arrived: the newcomer is refused with 503', () => {
+  const gate = createGate(5, {maxUploads: 1, maxUploadsPerClient: 1, maxBufferedBytes: Number.POSITIVE_INFINITY, bodyMinRate: 1000, bodyTimeoutMs: 30_000})
+  const stopped: string[] = []
+  gate.receive({key: '192.0.2.1', network: '192.0.2.1'}).read((e) => stopped.push(e.code))
+  assert.throws(() => gate.receive({key: '192.0.2.2', network: '192.0.2.2'}), (e: {code: string}) => e.code === 'overloaded')
+  assert.equal([stopped, gate.receiving], [[], 1])
+})
+
+test.run()
