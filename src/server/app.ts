@@ -13,7 +13,7 @@ import {answerClientError} from './client-error.js'
 import type {Request, RouteContext} from './context.js'
 import {corsHeaders, preflightHeaders} from './cors.js'
 import {docsRoutes} from './docs.js'
-import {methodNotAllowed, notFound, toHttpError, type Log} from './errors.js'
+import {describe, methodNotAllowed, notFound, toHttpError, type Log} from './errors.js'
 import {logTo, plainText, requestLog, type Logger} from './logger.js'
 import {buildInfo, createServerMetrics, type ServerMetrics} from './metrics.js'
 import {DOCUMENTATION, openapiDocument, openapiHandler} from './openapi.js'
@@ -138,8 +138,18 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
     return template === undefined ? undefined : known.get(template)
   }
 
+  /**
+   * Anything a route throws → its answer. A client that has hung up gets none: what failed then is the work it
+   * abandoned (an upload cut off, an aborted scoring), logged as the client's doing rather than as an error.
+   */
+  const fail = (req: Request, res: ServerResponse, e: unknown): void => {
+    const rlog = requestLog(log, res)
+    if (res.destroyed && !res.writableFinished) rlog('client closed the request', 'info', {method: req.method, path: req.path, reason: describe(e)})
+    else sendError(res, toHttpError(e, rlog))
+  }
+
   const app = polka({
-    onError: (err: unknown, _req: unknown, res: ServerResponse) => sendError(res, toHttpError(err, requestLog(log, res))),
+    onError: (err: unknown, req: Request, res: ServerResponse) => fail(req, res, err),
     onNoMatch: (req: Request, res: ServerResponse) => {
       const methods = methodsOn(req.path) ?? (req.path.startsWith('/docs/') ? ['GET', 'HEAD'] : undefined)
       sendError(res, methods ? methodNotAllowed(req.method ?? '', req.path, methods) : notFound(req.path))
@@ -174,7 +184,7 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
     const input = inputOf(route)
     const run = async (req: Request, res: ServerResponse) => route.handler(ctx, req, res, input(ctx, req))
     const handle = (req: Request, res: ServerResponse) => {
-      run(req, res).catch((e: unknown) => sendError(res, toHttpError(e, requestLog(log, res))))
+      run(req, res).catch((e: unknown) => fail(req, res, e))
     }
     // The document writes path parameters as {id}, polka as :id.
     const pattern = route.path.replace(/\{(\w+)\}/g, ':$1')
