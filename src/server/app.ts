@@ -225,8 +225,11 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   server.on('clientError', answerClientError)
   const open = new Set<ServerResponse>()
   let closing = false
-  // The route pattern names a request in the metrics: raw paths would make unbounded label values.
-  const routeOf = (path: string) => templateOf(known, path) ?? (path.startsWith('/docs/') ? '/docs/*' : 'unmatched')
+  // A request's metric labels come from closed sets, so that what clients send cannot grow /metrics: the route
+  // pattern (not the raw path) or `other`, and a method that route answers (or OPTIONS), else `other`.
+  const routeOf = (path: string) => templateOf(known, path) ?? (path.startsWith('/docs/') ? '/docs/*' : 'other')
+  const answers = (route: string, method: string) => (route === '/docs/*' ? ['GET', 'HEAD'] : (known.get(route) ?? [])).includes(method)
+  const methodOf = (method = '', route: string) => (method === 'OPTIONS' || answers(route, method) ? method : 'other')
   server.on('request', (req, res: ServerResponse) => {
     const started = performance.now()
     const requestId = requestIdOf(req)
@@ -235,7 +238,8 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
     res.on('close', () => {
       const seconds = (performance.now() - started) / 1000
       const path = new URL(req.url ?? '/', 'http://localhost').pathname
-      metrics.request(req.method ?? '', routeOf(path), res.statusCode, seconds)
+      const route = routeOf(path)
+      metrics.request(methodOf(req.method, route), route, res.statusCode, seconds)
       const code = errorCodeOf(res)
       if (code !== undefined) metrics.error(code)
       options.logger?.info(
