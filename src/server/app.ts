@@ -180,6 +180,14 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
     sendError(res, toHttpError(refused, log))
   })
 
+  // A listed path answers its own methods only, also where a path template would match it too: GET
+  // /v1/jobs/video is 405, not a request for a job whose id is "video".
+  app.use((req: Request, res: ServerResponse, next: () => void) => {
+    const methods = known.get(req.path)
+    if (!methods || methods.includes(req.method ?? '')) return next()
+    sendError(res, methodNotAllowed(req.method ?? '', req.path, methods))
+  })
+
   for (const route of ROUTES) {
     const input = inputOf(route)
     const run = async (req: Request, res: ServerResponse) => route.handler(ctx, req, res, input(ctx, req))
