@@ -13,7 +13,7 @@ import {answerClientError} from './client-error.js'
 import type {Request, RouteContext} from './context.js'
 import {corsHeaders, preflightHeaders} from './cors.js'
 import {docsRoutes} from './docs.js'
-import {methodNotAllowed, notFound, toHttpError, type Log} from './errors.js'
+import {describe, methodNotAllowed, notFound, toHttpError, type Log} from './errors.js'
 import {logTo, plainText, requestLog, type Logger} from './logger.js'
 import {buildInfo, createServerMetrics, type ServerMetrics} from './metrics.js'
 import {DOCUMENTATION, openapiDocument, openapiHandler} from './openapi.js'
@@ -138,8 +138,18 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
     return template === undefined ? undefined : known.get(template)
   }
 
+  /**
+   * Anything a route throws → its answer. A client that has hung up gets none: what failed then is the work it
+   * abandoned (an upload cut off, an aborted scoring), logged as the client's doing rather than as an error.
+   */
+  const fail = (req: Request, res: ServerResponse, e: unknown): void => {
+    const rlog = requestLog(log, res)
+    if (res.destroyed && !res.writableFinished) rlog('client closed the request', 'info', {method: req.method, path: req.path, reason: describe(e)})
+    else sendError(res, toHttpError(e, rlog))
+  }
+
   const app = polka({
-    onError: (err: unknown, _req: unknown, res: ServerResponse) => sendError(res, toHttpError(err, requestLog(log, res))),
+    onError: (err: unknown, req: Request, res: ServerResponse) => fail(req, res, err),
     onNoMatch: (req: Request, res: ServerResponse) => {
       const methods = methodsOn(req.path) ?? (req.path.startsWith('/docs/') ? ['GET', 'HEAD'] : undefined)
       sendError(res, methods ? methodNotAllowed(req.method ?? '', req.path, methods) : notFound(req.path))
@@ -170,11 +180,19 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
     sendError(res, toHttpError(refused, log))
   })
 
+  // A listed path answers its own methods only, also where a path template would match it too: GET
+  // /v1/jobs/video is 405, not a request for a job whose id is "video".
+  app.use((req: Request, res: ServerResponse, next: () => void) => {
+    const methods = known.get(req.path)
+    if (!methods || methods.includes(req.method ?? '')) return next()
+    sendError(res, methodNotAllowed(req.method ?? '', req.path, methods))
+  })
+
   for (const route of ROUTES) {
     const input = inputOf(route)
     const run = async (req: Request, res: ServerResponse) => route.handler(ctx, req, res, input(ctx, req))
     const handle = (req: Request, res: ServerResponse) => {
-      run(req, res).catch((e: unknown) => sendError(res, toHttpError(e, requestLog(log, res))))
+      run(req, res).catch((e: unknown) => fail(req, res, e))
     }
     // The document writes path parameters as {id}, polka as :id.
     const pattern = route.path.replace(/\{(\w+)\}/g, ':$1')
@@ -215,8 +233,11 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   server.on('clientError', answerClientError)
   const open = new Set<ServerResponse>()
   let closing = false
-  // The route pattern names a request in the metrics: raw paths would make unbounded label values.
-  const routeOf = (path: string) => templateOf(known, path) ?? (path.startsWith('/docs/') ? '/docs/*' : 'unmatched')
+  // A request's metric labels come from closed sets, so that what clients send cannot grow /metrics: the route
+  // pattern (not the raw path) or `other`, and a method that route answers (or OPTIONS), else `other`.
+  const routeOf = (path: string) => templateOf(known, path) ?? (path.startsWith('/docs/') ? '/docs/*' : 'other')
+  const answers = (route: string, method: string) => (route === '/docs/*' ? ['GET', 'HEAD'] : (known.get(route) ?? [])).includes(method)
+  const methodOf = (method = '', route: string) => (method === 'OPTIONS' || answers(route, method) ? method : 'other')
   server.on('request', (req, res: ServerResponse) => {
     const started = performance.now()
     const requestId = requestIdOf(req)
@@ -225,7 +246,8 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
     res.on('close', () => {
       const seconds = (performance.now() - started) / 1000
       const path = new URL(req.url ?? '/', 'http://localhost').pathname
-      metrics.request(req.method ?? '', routeOf(path), res.statusCode, seconds)
+      const route = routeOf(path)
+      metrics.request(methodOf(req.method, route), route, res.statusCode, seconds)
       const code = errorCodeOf(res)
       if (code !== undefined) metrics.error(code)
       options.logger?.info(

@@ -32,20 +32,22 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
 const WHITESPACE = /[\t\n\r ]/g
 
 /**
- * The text decodeBase64 accepts but for its length (a multiple of 4 once the breaks are dropped), as a JSON Schema
- * pattern (which has no flags: the data URI's letters are matched in either case).
+ * The text decodeBase64 accepts, as a JSON Schema pattern (which has no flags: the data URI's letters are matched in
+ * either case). It is the whole rule, so that a client or a fuzzer reading the document knows what is refused.
  */
 export const BASE64_PATTERN = '^(?:[Dd][Aa][Tt][Aa]:[^,]*;[Bb][Aa][Ss][Ee]64,)?[\\t\\n\\r A-Za-z0-9+/]*(?:=[\\t\\n\\r ]*){0,2}$'
 
 /** What image_base64 must be, for a person. */
-export const BASE64_EXPECTED = 'base64 text (the standard alphabet, padded with =; line breaks allowed) or a data: URI with ;base64,'
+export const BASE64_EXPECTED = 'base64 text (the standard alphabet, = only at the end; line breaks allowed) or a data: URI with ;base64,'
 
-/** Strict base64: the standard alphabet with padding (line breaks allowed); a data URI's prefix is dropped. */
+/**
+ * Base64 of the standard alphabet, line breaks allowed, a data URI's prefix dropped. Padding is optional (RFC 4648
+ * leaves it out where the length is known, as here), so a length that is not a multiple of 4 is decoded as far as
+ * its characters make whole bytes: what it gives is then judged as an image, like any upload.
+ */
 export function decodeBase64(text: string): Buffer {
   const bare = text.replace(DATA_URI, '').replace(WHITESPACE, '')
-  if (bare.length % 4 !== 0 || !BASE64.test(bare)) {
-    throw new ModError('bad_request', `image_base64 is not valid: expected ${BASE64_EXPECTED}`)
-  }
+  if (!BASE64.test(bare)) throw new ModError('bad_request', `image_base64 is not valid: expected ${BASE64_EXPECTED}`)
   return Buffer.from(bare, 'base64')
 }
 

@@ -10,7 +10,10 @@ export const METRICS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE
 /** One serving process's metrics, in a registry of its own (no process-wide registry). */
 export interface ServerMetrics {
   registry: Registry
-  /** Counts an answered request: its route pattern (not the raw path, whose values are unbounded). */
+  /**
+   * Counts an answered request. Its labels must come from closed sets (the route pattern, not the raw path; a known
+   * method or `other`): each new value is a new series.
+   */
   request(method: string, route: string, status: number, seconds: number): void
   /** Where the queue depth is read from at each scrape. */
   watchQueue(depth: () => number): void

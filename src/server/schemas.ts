@@ -69,7 +69,7 @@ export const ModerateJsonRequest = Type.Object(
     image_base64: Type.Optional(
       Type.Union([Type.String({minLength: 1, pattern: BASE64_PATTERN, contentEncoding: 'base64', title: BASE64_EXPECTED}), Type.Null()], {
         description:
-          'The image bytes in standard, padded base64 (line breaks allowed), or a `data:…;base64,` URI.',
+          'The image bytes in standard base64 (padding optional, line breaks allowed), or a `data:…;base64,` URI.',
       }),
     ),
     url: Type.Optional(

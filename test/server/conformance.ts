@@ -32,6 +32,11 @@ export interface Conformance {
   check(method: string, path: string, status: number, headers: HeadersLike, body: unknown): void
   /** Throws unless `value` matches the component schema `name`. */
   checkSchema(name: string, value: unknown): void
+  /**
+   * The problems the document finds in a request body of `media` for `method path` (parsed JSON, or a multipart
+   * form as an object of fields), or [] when it admits it: what a client, or a fuzzer, reads as valid.
+   */
+  requestProblems(method: string, path: string, media: string, body: unknown): string[]
   /** Every (method, path, status) the document declares. */
   readonly declared: Declared[]
   /** What `check` accepted so far, as "GET /health 200". */
@@ -230,10 +235,20 @@ export function createConformance(doc: OpenApiDocument): Conformance {
     }
   }
 
+  function requestProblems(method: string, path: string, media: string, body: unknown): string[] {
+    const template = templateOf(path)
+    const op = template === undefined ? undefined : (doc.paths[template] as Record<string, Operation | undefined>)[method.toLowerCase()]
+    const schema = op?.requestBody?.content[media]?.schema
+    if (!schema) throw new Error(`the document declares no ${media} body for ${method} ${path}`)
+    const v = validator(`request ${template} ${method} ${media}`, schema)
+    return v(body) ? [] : (v.errors ?? []).map((e) => `${e.instancePath || '(root)'} ${e.message ?? ''}`)
+  }
+
   return {
     doc,
     check,
     checkSchema,
+    requestProblems,
     declared,
     seen,
     uncovered: () => declared.filter((d) => !seen.has(keyOf(d))),

@@ -114,7 +114,8 @@ test('400 bad_request: bad JSON, and JSON that is not an object', async () => {
 })
 
 test('400 bad_request: bad base64', async () => {
-  for (const image_base64 of ['abc', 'ab$d', 'AAAA=AAA', 'data:image/png,AAAA', '', 42]) {
+  // Characters outside the alphabet or = inside it; a missing padding is read (test/server/contract.test.ts).
+  for (const image_base64 of ['ab$d', 'AAAA=AAA', 'data:image/png,AAAA', '', 42]) {
     const r = await postJson(`${server.base}/v1/moderate/json`, {image_base64})
     assert.equal(errorOf(r), {status: 400, code: 'bad_request'}, JSON.stringify(image_base64))
   }

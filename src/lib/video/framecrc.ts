@@ -11,6 +11,8 @@ export interface PacketClock {
    * 0, e.g. MPEG-TS), or undefined before the first one.
    */
   span(): number | undefined
+  /** Packets seen so far, those without a timestamp included. */
+  packets(): number
 }
 
 /**
@@ -23,6 +25,7 @@ export function createPacketClock(): PacketClock {
   let timeBase: number | undefined
   let end: number | undefined
   let start: number | undefined
+  let packets = 0
 
   function line(text: string): void {
     const tb = /^#tb 0: (\d+)\/(\d+)$/.exec(text)
@@ -31,6 +34,7 @@ export function createPacketClock(): PacketClock {
       return
     }
     if (timeBase === undefined || !text.startsWith('0,')) return
+    packets++
     const fields = text.split(',')
     const pts = Number(fields[2])
     const duration = Number(fields[3])
@@ -50,5 +54,6 @@ export function createPacketClock(): PacketClock {
     },
     end: () => end,
     span: () => (end === undefined || start === undefined ? undefined : end - start),
+    packets: () => packets,
   }
 }

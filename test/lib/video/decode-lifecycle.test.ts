@@ -33,12 +33,41 @@ test('a decoder that never writes is killed after the stall timeout', async () =
 })
 
 test('a decoder that stalls after some frames is killed too', async () => {
-  const halting = fakeFfmpeg(clip('halting.sh'), "printf 'P6\\n2 1\\n255\\nabcdef'\nexec sleep 30")
+  // Lists one packet when asked for the listing, then gives one frame when asked to decode and stops there.
+  const halting = fakeFfmpeg(
+    clip('halting.sh'),
+    "case \"$*\" in *pipe:3*) printf 'P6\\n2 1\\n255\\nabcdef'; exec sleep 30;; esac\nprintf '#tb 0: 1/10\\n0, 0, 0, 1, 9, 0x0\\n'",
+  )
   assert.equal(await decodeFailure(clip('rbr.mp4'), {ffmpeg: halting, stallTimeoutMs: 800}), {
     code: 'unsupported_media',
     message: 'the video decoder made no progress for 0.8 s; the file may be damaged',
     decoded: 1,
   })
+  assert.equal(childProcesses(), [])
+})
+
+test('a decoder slower than its time for the longest video allowed is killed: video_too_long', async () => {
+  // Lists one packet, then gives a frame every 0.1 s: 10 frames at 10 fps fit in 1 s, which may take 0.5 s.
+  const slow = fakeFfmpeg(
+    clip('slow.sh'),
+    "case \"$*\" in *pipe:3*) while :; do printf 'P6\\n2 1\\n255\\nabcdef'; sleep 0.1; done;; esac\nprintf '#tb 0: 1/10\\n0, 0, 0, 1, 9, 0x0\\n'",
+  )
+  const failure = await decodeFailure(clip('rbr.mp4'), {ffmpeg: slow, fps: 10, maxSeconds: 1, decodeTimePerSecond: 0.5})
+  assert.equal([failure.code, failure.message], ['video_too_long', 'decoding the video took longer than 0.5 s, the limit for videos of up to 1 s'])
+  assert.ok(failure.decoded < 10, `${failure.decoded} frames`)
+  assert.equal(childProcesses(), [])
+})
+
+test('listing the packets counts in that time too', async () => {
+  // A packet every 0.1 s, forever: each one is progress, but the listing never ends.
+  const endless = fakeFfmpeg(clip('endless.sh'), "printf '#tb 0: 1/10\\n'\nwhile :; do printf '0, 0, 0, 1, 9, 0x0\\n'; sleep 0.1; done")
+  const started = Date.now()
+  assert.equal(await decodeFailure(clip('rbr.mp4'), {ffmpeg: endless, maxSeconds: 1, decodeTimePerSecond: 0.5}), {
+    code: 'video_too_long',
+    message: 'reading the video took longer than 0.5 s, the limit for videos of up to 1 s',
+    decoded: 0,
+  })
+  assert.ok(Date.now() - started < 5000)
   assert.equal(childProcesses(), [])
 })
 

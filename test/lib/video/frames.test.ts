@@ -21,6 +21,7 @@ test.before(async () => {
     colourClip(clip('ten.mp4'), ['red'], 10, {rate: 5}),
     colourClip(clip('twenty.mp4'), ['red'], 20, {rate: 5}),
     colourClip(clip('ninety.mp4'), ['red'], 90, {rate: 1}),
+    colourClip(clip('fast.mp4'), ['red'], 2, {rate: 100}),
     colourClip(clip('anim.gif'), ['red', 'blue'], 1, {codec: ['-f', 'gif']}),
     colourClip(clip('clip.webm'), ['blue'], 2, {codec: ['-c:v', 'libvpx']}),
     ffmpeg('-f', 'lavfi', '-i', 'sine=d=1', clip('tone.wav')),
@@ -104,19 +105,19 @@ test('a video of exactly the limit is accepted', async () => {
   assert.equal(summary, {frames: 10, duration: 10})
 })
 
-test('a frame at or past max seconds stops decoding with video_too_long', async () => {
+test('a video longer than max seconds is video_too_long before any frame is decoded', async () => {
   assert.equal(await decodeFailure(clip('twenty.mp4'), {maxSeconds: 10}), {
     code: 'video_too_long',
     message: 'the video is longer than the limit of 10 s',
-    decoded: 10,
+    decoded: 0,
   })
 })
 
-test('a file that claims to be shorter than it is still stops at the limit', async () => {
+test('a file that claims to be shorter than it is is still refused, from its packets', async () => {
   assert.equal(await decodeFailure(clip('liar.mp4'), {maxSeconds: 10}), {
     code: 'video_too_long',
     message: 'the video is longer than the limit of 10 s',
-    decoded: 10,
+    decoded: 0,
   })
 })
 
@@ -126,6 +127,16 @@ test('a video longer than the limit stops with video_too_long at a tiny fps too,
   assert.equal([failure.code, failure.message], ['video_too_long', 'the video is longer than the limit of 30 s'])
   const {summary} = await decodeAll(clip('ninety.mp4'), {maxSeconds: 90, fps: 0.01})
   assert.equal(summary, {frames: 1, duration: 90})
+})
+
+test('more source frames than max seconds × max source fps is video_too_long before any frame is decoded', async () => {
+  assert.equal(await decodeFailure(clip('fast.mp4'), {maxSeconds: 3, maxSourceFps: 50}), {
+    code: 'video_too_long',
+    message: 'the video has more than 150 frames, the limit for 3 s of video',
+    decoded: 0,
+  })
+  const {summary} = await decodeAll(clip('fast.mp4'), {maxSeconds: 3, maxSourceFps: 100})
+  assert.equal(summary, {frames: 2, duration: 2})
 })
 
 test('more frames than max frames stops decoding with video_too_long', async () => {

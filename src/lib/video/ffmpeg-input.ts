@@ -1,0 +1,61 @@
+import {basename, resolve} from 'node:path'
+
+import {ModError} from '../errors.js'
+
+/** Demuxers accepted: MP4/MOV family, Matroska/WebM, AVI, animated GIF, MPEG-TS/PS, FLV, Ogg, ASF/WMV. */
+export const VIDEO_DEMUXERS = 'mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,gif,mpegts,mpeg,flv,ogg,asf'
+
+/** How every ffmpeg run of ours opens an uploaded file: quiet, local files only, video containers only. */
+export function inputArgs(path: string, maxPixels: number): string[] {
+  return [
+    '-nostdin', '-hide_banner', '-loglevel', 'error',
+    // A playlist or concat file must not make ffmpeg open anything but local files.
+    '-protocol_whitelist', 'file',
+    // Only real video containers: ffmpeg would otherwise render a text file as video (its tty demuxer) and
+    // open dozens of rarely used demuxers to anything uploaded.
+    '-format_whitelist', VIDEO_DEMUXERS,
+    '-max_pixels', String(maxPixels),
+    '-i', resolve(path),
+  ]
+}
+
+export function videoTooLong(maxSeconds: number): ModError {
+  return new ModError('video_too_long', `the video is longer than the limit of ${maxSeconds} s`)
+}
+
+/** ffmpeg's first error line, without "[demuxer @ 0x…]" prefixes and without the server's path. */
+function firstError(log: string, path: string): string {
+  const line = log
+    .split('\n')
+    .map((l) => l.replace(/^(\[[^\]]* @ 0x[0-9a-f]+\] )+/, '').trim())
+    .find((l) => l !== '')
+  return (line ?? 'no details').split(resolve(path)).join(basename(path)).slice(0, 200)
+}
+
+const NOT_A_VIDEO = 'not a video in a supported format (MP4, MOV, WebM, MKV, AVI, GIF, MPEG-TS, MPEG, FLV, Ogg, ASF)'
+
+/** ffmpeg's reasons in a person's words: its own lines name its internals (demuxer lists, atoms, stream maps). */
+const FFMPEG_REASONS: [RegExp, string][] = [
+  // Before the generic reading failure that ffmpeg reports after it.
+  [/moov atom not found/, 'the video is incomplete: an MP4 or MOV file without its index (cut off while copying?)'],
+  [/matches no streams/, 'the file has no video stream'],
+  [/Format not on whitelist|Invalid data found when processing input/, NOT_A_VIDEO],
+]
+
+/** unsupported_media with ffmpeg's reason reworded; its first line stays in `details` for a log. */
+export function unreadableVideo(log: string, path: string): ModError {
+  const reason = FFMPEG_REASONS.find(([pattern]) => pattern.test(log))?.[1] ?? 'the video could not be decoded; the file may be damaged'
+  return new ModError('unsupported_media', reason, {ffmpeg: firstError(log, path)})
+}
+
+const PIXEL_LIMIT = /exceeds specified max pixel count/
+
+/** Whether ffmpeg's error output says that a picture is over `-max_pixels`. */
+export const overPixelLimit = (log: string): boolean => PIXEL_LIMIT.test(log)
+
+export function picturesTooLarge(maxPixels: number): ModError {
+  return new ModError('payload_too_large', `the video's pictures are larger than the limit of ${maxPixels} pixels`)
+}
+
+/** Kept from ffmpeg's error output: the first lines say what went wrong; later ones repeat it. */
+export const LOG_HEAD_CHARS = 2048
