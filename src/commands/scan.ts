@@ -101,7 +101,8 @@ The policy's text rules are applied: the text drawn in each image is read by the
   static override strict = false
 
   static override args = {
-    paths: Args.string({description: 'files, folders or - (stdin); none with --files-from'}),
+    // ignoreStdin: oclif would otherwise read piped stdin as the missing path, racing --files-from - for it.
+    paths: Args.string({description: 'files, folders or - (stdin); none with --files-from', ignoreStdin: true}),
   }
 
   static override flags = {
