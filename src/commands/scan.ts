@@ -254,7 +254,9 @@ The policy's text rules are applied: the text drawn in each image is read by the
       this.logToStderr(`mod: baseline: wrote ${flagged.length} flagged ${flagged.length === 1 ? 'image' : 'images'} to ${flags['write-baseline']}`)
     }
     if (flags.summary && flags.json) {
-      this.log(JSON.stringify({...counts, scanned: total, skipped: Object.fromEntries(skipped), not_evaluated: notEvaluated}))
+      // `accepted` only where a baseline could accept anything.
+      const {accepted, ...rest} = counts
+      this.log(JSON.stringify({...rest, ...(baseline ? {accepted} : {}), scanned: total, skipped: Object.fromEntries(skipped), not_evaluated: notEvaluated}))
     } else if (flags.summary) this.log(summary)
     else if (format !== 'json' && format !== 'ndjson') this.logToStderr(summary)
     else if (skips) this.logToStderr(skips)

@@ -48,6 +48,9 @@ test('--write-baseline writes the flagged images with their sha256 and categorie
   assert.is(r.code, 0, r.stderr)
   assert.is(r.stdout, 'SAFE    assets/blue.png  (highest: alcohol 0.05)\nUNSAFE  assets/red.png  redness 1.00>=0.5  (accepted by the baseline)\n')
   assert.is(r.stderr, '2 scanned: 1 safe, 1 unsafe (1 accepted by the baseline), 0 errors\n')
+  const summary = await scan('assets', '--baseline', 'mod-baseline.json', '--summary', '--json')
+  assert.is(summary.code, 0)
+  assert.equal(JSON.parse(summary.stdout), {safe: 1, unsafe: 1, errors: 0, missing: 0, accepted: 1, scanned: 2, skipped: {}, not_evaluated: []})
 })
 
 test('a renamed file stays accepted; a changed file, or a violation of a category the baseline does not list, is not', async () => {
