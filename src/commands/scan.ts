@@ -110,7 +110,7 @@ The policy's text rules are applied: the text drawn in each image is read by the
     ndjson: Flags.boolean({description: 'Print one JSON result per line as each finishes (same as --format ndjson).', exclusive: ['json', 'format']}),
     format: Flags.string({
       description:
-        'Output format: table (default), json, ndjson, or a report for CI: sarif (SARIF 2.1.0, for GitHub code scanning and GitLab), junit (JUnit XML, for GitLab, Jenkins, Azure Pipelines) or github (GitHub Actions annotations on the files). The summary goes to stderr.',
+        'Output format: table (default), json, ndjson, or a report for CI: sarif (SARIF 2.1.0, for GitHub code scanning, GitLab and SARIF viewers), junit (JUnit XML, for GitLab, Jenkins, Azure Pipelines) or github (GitHub Actions annotations on the files). The summary goes to stderr.',
       options: [...SCAN_FORMATS],
       exclusive: ['json', 'ndjson', 'summary'],
     }),
@@ -126,6 +126,7 @@ The policy's text rules are applied: the text drawn in each image is read by the
         'Also scan the paths listed in this file (- for stdin), one per line: e.g. the files a pull request changed. A listed file that is not an image is skipped; one that does not exist is a not_found error. An empty list scans nothing and exits 0.',
     }),
     null: Flags.boolean({
+      // -0 as xargs and grep -z spell it; oclif's types allow only letters, its parser takes any character.
       char: '0' as 'a',
       description: 'The --files-from list is separated by NUL characters (git diff -z, find -print0), not newlines.',
       dependsOn: ['files-from'],
