@@ -10,9 +10,7 @@ import {readFileList} from '../cli/files-from.js'
 import type {EnvVars} from '../cli/help.js'
 import {scanInputs, skippedLine, type ScanEntry, type ScanItem, type Skipped} from '../cli/inputs.js'
 import {reporterFor, SCAN_FORMATS, type ScanFormat} from '../cli/reports/index.js'
-import {renderScanReport, type HtmlItem} from '../cli/reports/html.js'
 import {relativePath} from '../cli/reports/report.js'
-import {withThumbnails} from '../cli/reports/thumbnail.js'
 import type {ImageInput, ItemResult} from '../lib/engine.js'
 import {ModError} from '../lib/errors.js'
 import {MODEL_SIGNAL_NAMES} from '../lib/signals/registry.js'
@@ -123,10 +121,6 @@ The policy's text rules are applied: the text drawn in each image is read by the
     'write-baseline': Flags.string({
       description: "Write this run's flagged images, with their categories, to a baseline file (JSON, version 1), replacing it whole.",
     }),
-    report: Flags.string({
-      description:
-        'Also write an HTML page of the flagged and failed items to this file: thumbnails with the boxes found drawn on them, verdicts, scores, filters by category. One file, opened offline.',
-    }),
     'files-from': Flags.string({
       description:
         'Also scan the paths listed in this file (- for stdin), one per line: e.g. the files a pull request changed. A listed file that is not an image is skipped; one that does not exist is a not_found error. An empty list scans nothing and exits 0.',
@@ -185,7 +179,6 @@ The policy's text rules are applied: the text drawn in each image is read by the
     // sha256 of each input's bytes, by source, taken as the engine reads them: baselines and SARIF fingerprints.
     const hashes = new Map<string, string>()
     const flagged: BaselineItem[] = []
-    const forReport: HtmlItem[] = []
     const summaryText = (): string => {
       const categories = engine.policy.categories.length
       const partial = coverageHint(categories - notEvaluated.length, categories, config.preset)
@@ -230,7 +223,6 @@ The policy's text rules are applied: the text drawn in each image is read by the
             if (accepted) counts.accepted++
             if (sha256 !== undefined) flagged.push({sha256, source: relativePath(item.source, process.cwd()) ?? '-', categories: item.violations.map((v) => v.name)})
           }
-          if (flags.report && !('is_safe' in item && item.is_safe)) forReport.push({item, accepted})
           const shown = !flags.summary && !(flags['only-unsafe'] && 'is_safe' in item && item.is_safe)
           if (shown) {
             printed++
@@ -261,12 +253,6 @@ The policy's text rules are applied: the text drawn in each image is read by the
     if (flags['write-baseline']) {
       await writeAtomically(flags['write-baseline'], baselineText(flagged))
       this.logToStderr(`mod: baseline: wrote ${flagged.length} flagged ${flagged.length === 1 ? 'image' : 'images'} to ${flags['write-baseline']}`)
-    }
-    if (flags.report) {
-      const items = await withThumbnails(forReport, config.settings.engine.limits)
-      const run = {summary, version: this.config.version, categories: engine.policy.categories.length, generated: new Date().toISOString()}
-      await writeAtomically(flags.report, renderScanReport(items, run))
-      this.logToStderr(`mod: report: wrote ${items.length} flagged or failed ${items.length === 1 ? 'item' : 'items'} to ${flags.report}`)
     }
     if (flags.summary && flags.json) {
       // `accepted` only where a baseline could accept anything.
