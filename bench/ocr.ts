@@ -12,6 +12,10 @@
  *   against the same engine without, taking --turns turns (default 6) of 5 images each, with each signal's own
  *   wall and CPU time per image. The engine uses MOD_MODEL_DIR, else the stand-in model when built
  *   (bench/README.md), else the test suite's toy model (then CLIP's share means nothing).
+ * - budget: the longest reading an image can ask for, within its budget (ReadOptions.budget): a page of 200 short
+ *   words, a page of long lines (the budget of columns spent first), and an animation of 8 pages of words read as
+ *   the engine reads one (ANIMATION_FRAMES_READ frames sharing the budget); wall and CPU time, lines read, and the
+ *   longest the event loop waited meanwhile (what delays GET /health in the server).
  * - photos: the contact rules and a small word list over every photo in PHOTOS; each hit is printed with the
  *   line it was read in, to check by eye that the text is really there.
  * Not part of `npm run bench`: it needs a folder of photos this repository does not ship.
@@ -20,6 +24,7 @@ import './no-telemetry.js'
 
 import {existsSync} from 'node:fs'
 import {loadavg} from 'node:os'
+import {monitorEventLoopDelay} from 'node:perf_hooks'
 import {readdir} from 'node:fs/promises'
 import {join} from 'node:path'
 
@@ -33,7 +38,8 @@ import {openNsfwRunner} from '../src/lib/signals/nsfw/runner.js'
 import {SIGNALS} from '../src/lib/signals/registry.js'
 import type {Signal} from '../src/lib/signals/signal.js'
 import {openTextModel} from '../src/lib/signals/text/model.js'
-import {DEFAULT_READ_OPTIONS, readText as readWith, type ReadOptions} from '../src/lib/signals/text/read.js'
+import {ANIMATION_FRAMES_READ} from '../src/lib/signals/text/engine-signal.js'
+import {DEFAULT_READ_OPTIONS, frameBudget, readText as readWith, type ReadOptions} from '../src/lib/signals/text/read.js'
 import {applyRules, compileRules} from '../src/lib/signals/text/rules.js'
 import {distance} from '../src/lib/suggest.js'
 import type {RgbImage} from '../src/lib/types.js'
@@ -134,7 +140,7 @@ if (!only || only === 'accuracy') {
   const buckets = new Map<string, {chars: number; charErr: number; words: number; wordOk: number; n: number; hits: number; found: number}>()
   const misses: string[] = []
   for (const s of set) {
-    const [lines] = await readText(model, [s.img])
+    const [{lines}] = await readText(model, [s.img])
     const read = lines.map((l) => l.text).join(' ')
     const key = s.size >= 16 ? '>= 16 px' : '12-14 px'
     const b = buckets.get(key) ?? {chars: 0, charErr: 0, words: 0, wordOk: 0, n: 0, hits: 0, found: 0}
@@ -278,12 +284,45 @@ if (!only || only === 'speed') {
   await enginePath(imgs)
 }
 
+if (!only || only === 'budget') {
+  const page = async (lines: string[], size: number, width: number, height: number) => {
+    const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}"><rect width="100%" height="100%" fill="white"/>${lines.join('')}</svg>`
+    const {data, info} = await sharp(Buffer.from(svg)).removeAlpha().raw().toBuffer({resolveWithObject: true})
+    return {data, width: info.width, height: info.height}
+  }
+  const words = (shift: number) =>
+    page(Array.from({length: 200}, (_, k) => `<text x="${20 + (k % 8) * 120}" y="${30 + Math.floor(k / 8) * 32}" font-family="DejaVu Sans" font-size="20">${TEXTS[(k + shift) % TEXTS.length].split(' ')[0]}</text>`), 20, 1000, 820)
+  const long = await page(Array.from({length: 22}, (_, k) => `<text x="10" y="${30 + k * 32}" font-family="DejaVu Sans" font-size="22">${escape(`${TEXTS[k % TEXTS.length]} ${TEXTS[(k + 5) % TEXTS.length]} ${TEXTS[(k + 9) % TEXTS.length]}`)}</text>`), 22, 1280, 720)
+  const frames: RgbImage[] = []
+  for (let f = 0; f < ANIMATION_FRAMES_READ; f++) frames.push(await words(f))
+  const cases: [string, RgbImage[]][] = [
+    ['200 short words, 1000x820', [await words(0)]],
+    ['22 long lines, 1280x720', [long]],
+    [`an animation of 200-word pages (${ANIMATION_FRAMES_READ} frames read)`, frames],
+  ]
+  await readText(model, [long])
+  for (const [name, imgs] of cases) {
+    const budgets = imgs.map(() => frameBudget(options.budget, imgs.length))
+    const delay = monitorEventLoopDelay({resolution: 5})
+    delay.enable()
+    const cpu0 = process.cpuUsage()
+    const t = performance.now()
+    const read = await readWith(model, imgs, options, budgets)
+    const wall = performance.now() - t
+    const cpu = process.cpuUsage(cpu0)
+    delay.disable()
+    const lines = read.reduce((n, f) => n + f.lines.length, 0)
+    console.log(`budget: ${name}: ${wall.toFixed(0)} ms, CPU ${((cpu.user + cpu.system) / 1000).toFixed(0)} ms, ${lines} lines kept, truncated ${read.some((f) => f.truncated)}; event loop held at most ${(delay.max / 1e6).toFixed(0)} ms`)
+  }
+  console.log(`budget: ${options.budget.lines} lines, ${options.budget.columns} columns, 2 threads; load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`)
+}
+
 if ((!only || only === 'photos') && photos.length > 0) {
   let withText = 0
   let hits = 0
   for (const f of photos) {
     const {data, info} = await sharp(join(photosDir!, f)).rotate().removeAlpha().raw().toBuffer({resolveWithObject: true})
-    const [lines] = await readText(model, [{data, width: info.width, height: info.height}])
+    const [{lines}] = await readText(model, [{data, width: info.width, height: info.height}])
     if (lines.length > 0) withText++
     for (const h of applyRules(RULES, lines)) {
       hits++

@@ -1,10 +1,16 @@
 /**
- * Dynamic int8 quantisation of an fp32 ONNX model, in TypeScript (what onnxruntime's Python `quantize_dynamic`
- * does for MatMul and Gather): weights become int8 with a scale per output column, activations are quantised
+ * Dynamic 8-bit quantisation of an fp32 ONNX model, in TypeScript (what onnxruntime's Python `quantize_dynamic`
+ * does for MatMul and Gather): weights become uint8 with a scale per output column, activations are quantised
  * to uint8 at run time. Every MatMul whose B input is a constant [K, N] initializer becomes
  * DynamicQuantizeLinear → MatMulInteger → Cast → Mul(scales), standard ops that onnxruntime's CPU provider
  * fuses into its DynamicQuantizeMatMul kernel; every Gather from a constant table (token embeddings) reads
  * int8 rows and dequantises them. Convolutions stay fp32.
+ *
+ * Why uint8 weights (zero point 128) rather than int8: onnxruntime multiplies uint8 activations by int8 weights
+ * on AVX2 CPUs without VNNI with an instruction that adds pairs of products into 16 bits and saturates there
+ * (255 · 127 · 2 > 32 767), so the same int8 file gave other embeddings there (the tiny test encoders' centred
+ * cosine with fp32 fell to 0.92). uint8 × uint8 takes a kernel that widens first: the same numbers on every x86
+ * CPU, and the format of the int8 image encoders of the presets (transformers.js stores their weights as uint8).
  */
 import {
   attr,
@@ -14,11 +20,14 @@ import {
   floatTensor,
   floatValues,
   int8Tensor,
+  uint8Tensor,
   type Node,
   type Tensor,
 } from './graph.js'
 
 const INT8_MAX = 127
+/** The uint8 weights are the symmetric int8 ones shifted by this zero point (1..255, centred on 128). */
+const WEIGHT_ZERO_POINT = 128
 /** DynamicQuantizeLinear's first opset. */
 const MIN_OPSET = 11
 
@@ -94,15 +103,18 @@ export function quantizeDynamicInt8(fp32: Uint8Array): {model: Uint8Array; repor
   }
 
   // One quantised copy per weight, and one run-time quantisation per activation (q, k and v share theirs).
-  const weights = new Map<string, [string, string]>()
-  const quantizedWeight = (name: string, t: Tensor): [string, string] => {
+  let weightZeroPoint: string | undefined
+  const weights = new Map<string, [string, string, string]>()
+  const quantizedWeight = (name: string, t: Tensor): [string, string, string] => {
     const cached = weights.get(name)
     if (cached) return cached
     const [k, n] = (t.dims ?? []).map(Number)
     const q = quantizeColumns(floatValues(t), k, n)
-    const made: [string, string] = [
-      constant(int8Tensor(fresh(`${name}_quantized`), q.values, [k, n])),
+    weightZeroPoint ??= constant(uint8Tensor(fresh('weight_zero_point'), Uint8Array.of(WEIGHT_ZERO_POINT), []))
+    const made: [string, string, string] = [
+      constant(uint8Tensor(fresh(`${name}_quantized`), Uint8Array.from(q.values, (v) => v + WEIGHT_ZERO_POINT), [k, n])),
       constant(floatTensor(fresh(`${name}_scale`), q.scales, [n])),
+      weightZeroPoint,
     ]
     weights.set(name, made)
     return made
@@ -122,10 +134,10 @@ export function quantizeDynamicInt8(fp32: Uint8Array): {model: Uint8Array; repor
     const out = node.output?.[0] ?? ''
     const weight = node.domain ? undefined : float32Matrix(b)
     if (node.opType === 'MatMul' && weight) {
-      const [qWeight, scales] = quantizedWeight(b, weight)
+      const [qWeight, scales, qZero] = quantizedWeight(b, weight)
       const [aq, aScale, aZero] = quantizedActivation(a)
       const product = fresh(`${out}_int32`)
-      push('MatMulInteger', [aq, qWeight, aZero], [product])
+      push('MatMulInteger', [aq, qWeight, aZero, qZero], [product])
       const asFloat = fresh(`${out}_float`)
       push('Cast', [product], [asFloat], [{...attr.int(DATA_TYPE.float32), name: 'to'}])
       // Scales multiplied first, then applied in one Mul: the pattern onnxruntime fuses (as quantize_dynamic's).

@@ -5,14 +5,18 @@ import {baselineText, hashedInputs, isAccepted, readBaseline, writeAtomically, t
 import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
 import {modelFlags, policyFlags} from '../cli/flags.js'
-import {coverageHint, formatRow, notEvaluatedLine, summaryLine, type Counts} from '../cli/format.js'
+import {coverage, coverageHint, formatRow, notEvaluatedLine, summaryLine, type Counts} from '../cli/format.js'
 import {readFileList} from '../cli/files-from.js'
 import type {EnvVars} from '../cli/help.js'
+import {openHtmlReport, type HtmlReport} from '../cli/reports/html-report.js'
 import {scanInputs, skippedLine, type ScanEntry, type ScanItem, type Skipped} from '../cli/inputs.js'
 import {reporterFor, SCAN_FORMATS, type ScanFormat} from '../cli/reports/index.js'
 import {relativePath} from '../cli/reports/report.js'
 import type {ImageInput, ItemResult} from '../lib/engine.js'
 import {ModError} from '../lib/errors.js'
+import type {ImageLimits} from '../lib/image/decode.js'
+import {thumbnail, type Thumbnail} from '../lib/image/thumbnail.js'
+import {readFileCapped} from '../lib/input/read-capped.js'
 import {MODEL_SIGNAL_NAMES} from '../lib/signals/registry.js'
 
 /** Engine results and the inputs that failed before reaching it (not found, not a regular file), in input order. */
@@ -34,6 +38,13 @@ async function* inOrder(items: AsyncIterable<ScanItem>, moderate: (inputs: Async
     yield result
   }
   for (const e of slots) if (e) yield e
+}
+
+/** The thumbnail of a flagged or failed file for the report; none for stdin, a missing path, or what cannot be decoded. */
+async function thumbnailOf(item: ItemResult | ScanEntry, limits: ImageLimits): Promise<Thumbnail | undefined> {
+  if (item.source === '-' || ('error' in item && item.error.code === 'not_found')) return undefined
+  const bytes = await readFileCapped(item.source, limits.maxBytes).catch(() => undefined)
+  return bytes && thumbnail(bytes, limits)
 }
 
 /**
@@ -81,7 +92,7 @@ An input that cannot be scanned is an error entry and the other inputs are still
 
 The policy's hash_lists are applied: an image whose PDQ hash (or a rotation or mirror of it) is within a list's distance of a listed hash violates the list's category (known_bad by default), and its result's matches field names the list, the label, the note and the distance.
 
-The policy's text rules are applied: the text drawn in each image is read by the embedded OCR, a rule that matches a line sets its category's score to 1, and the result's text and text_hits fields (with --json or --ndjson) give the lines read and the hits.`
+The policy's text rules are applied: the text drawn in each image is read by the embedded OCR, a rule that matches a line sets its category's score to 1, and the result's text and text_hits fields (with --json or --ndjson) give the lines read and the hits; text_truncated says when reading stopped early (an image reads at most 64 lines).`
 
   static override examples = [
     '<%= config.bin %> scan ./photos',
@@ -149,6 +160,10 @@ The policy's text rules are applied: the text drawn in each image is read by the
         "Leave out paths matching this git-ignore pattern (e.g. '*.tmp', 'drafts/'), below each folder given and for each file given. Repeatable. A .modignore file in a folder adds patterns for it and below.",
       multiple: true,
     }),
+    report: Flags.string({
+      description:
+        'Also write an offline HTML page of the flagged and failed items to this file: thumbnails with the boxes found drawn on them (NudeNet regions, text lines and hits), verdicts, scores, coverage, hash-list matches, a filter by category and the summary. About 10 KB per item shown; safe items are only counted.',
+    }),
     strict: Flags.boolean({
       description: 'Exit 2 when a category of the policy could not be evaluated (e.g. no CLIP model installed), so a gate never passes on a partial check.',
     }),
@@ -190,20 +205,22 @@ The policy's text rules are applied: the text drawn in each image is read by the
     let notEvaluated: string[] = []
     // Results printed: all, or with --only-unsafe the UNSAFE and ERROR ones; --summary prints none.
     let printed = 0
+    let report: HtmlReport | undefined
     try {
       await engine.load()
       notEvaluated = await engine.notEvaluated()
       if (notEvaluated.length > 0) this.logToStderr(notEvaluatedLine(notEvaluated, config.preset))
+      report = flags.report ? await openHtmlReport(flags.report) : undefined
       const progress = this.startProgress('Scanning')
       const write = (text: string): void => progress.above(() => out.write(text))
       const listing = format === 'json' && !flags.summary
       if (listing) write('[')
       if (reporter) write(reporter.start())
       const found = {count: 0, done: false}
-      const maxBytes = config.settings.engine.limits.maxBytes
+      const {limits} = config.settings.engine
       async function* all(): AsyncGenerator<ScanItem> {
-        yield* scanInputs(paths, maxBytes, skipped, process.stdin, flags.exclude ?? [])
-        yield* scanInputs(listed, maxBytes, skipped, process.stdin, flags.exclude ?? [], true)
+        yield* scanInputs(paths, limits.maxBytes, skipped, process.stdin, flags.exclude ?? [])
+        yield* scanInputs(listed, limits.maxBytes, skipped, process.stdin, flags.exclude ?? [], true)
       }
       const items = walkedAhead(hashedInputs(all(), hashes), found)
       const closeArray = (): void => {
@@ -223,6 +240,7 @@ The policy's text rules are applied: the text drawn in each image is read by the
             if (accepted) counts.accepted++
             if (sha256 !== undefined) flagged.push({sha256, source: relativePath(item.source, process.cwd()) ?? '-', categories: item.violations.map((v) => v.name)})
           }
+          if (report && ('error' in item || !item.is_safe)) await report.add(item, await thumbnailOf(item, limits))
           const shown = !flags.summary && !(flags['only-unsafe'] && 'is_safe' in item && item.is_safe)
           if (shown) {
             printed++
@@ -240,15 +258,24 @@ The policy's text rules are applied: the text drawn in each image is read by the
         // stdout stays valid JSON whatever stops the scan; the failure itself goes to stderr.
         closeArray()
       }
+    } catch (e) {
+      await report?.abort()
+      throw e
     } finally {
       await engine.close()
     }
-    if (closed || this.interrupt.signal.aborted) return
+    if (closed || this.interrupt.signal.aborted) {
+      await report?.abort()
+      return
+    }
     const total = counts.safe + counts.unsafe + counts.errors
     const skips = skippedLine(skipped)
     if (total === 0 && counts.missing === 0 && fromList === undefined) {
+      await report?.abort()
       throw new ModError('not_found', `nothing was scanned in ${paths.join(' ')}${skips ? `: ${skips}` : ': no images'}`)
     }
+    const categories = engine.policy.categories.length
+    await report?.close({...counts, scanned: total, not_evaluated: notEvaluated, coverage: coverage(categories - notEvaluated.length, categories)})
     const summary = summaryText()
     if (flags['write-baseline']) {
       await writeAtomically(flags['write-baseline'], baselineText(flagged))

@@ -202,7 +202,7 @@ export function createEngine(opts: EngineOptions): Engine {
               const own = matches.filter((m) => m.category === l.name)
               return own.length > 0 ? {...l, matches: own} : l
             })
-      return readsText ? {labels, text: {text: found.text ?? [], hits: found.textHits ?? []}} : {labels}
+      return readsText ? {labels, text: {text: found.text ?? [], hits: found.textHits ?? [], truncated: found.textTruncated ?? false}} : {labels}
     })
   }
 
@@ -231,7 +231,12 @@ export function createEngine(opts: EngineOptions): Engine {
     const matches = evidence.flatMap((e) => e.matches ?? [])
     let result = buildResult(source, mergeFrameLabels(outputs.map((o) => core.score(o))), core.notEvaluated, matches)
     if (core.open.has('text')) {
-      result = {...result, text: evidence.flatMap((e) => e.text ?? []), text_hits: evidence.flatMap((e) => e.textHits ?? [])}
+      result = {
+        ...result,
+        text: evidence.flatMap((e) => e.text ?? []),
+        text_hits: evidence.flatMap((e) => e.textHits ?? []),
+        text_truncated: evidence.some((e) => e.textTruncated === true),
+      }
     }
     if (!core.open.has('nudenet')) return result
     // Best first over every frame scored (one for a still image).

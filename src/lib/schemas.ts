@@ -153,6 +153,12 @@ export const ModerationResult = Type.Object(
         description: 'Present when the policy has text rules: the rules that matched the text read, in reading order; empty when none did.',
       }),
     ),
+    text_truncated: Type.Optional(
+      Type.Boolean({
+        description:
+          'Present when the policy has text rules: true when reading stopped early and lines of the image were left unread. An image reads at most 64 lines and 12 800 recogniser columns (the lines\' widths at 48 px high), the first in reading order, and an animation at most 3 of its frames scored, sharing that budget.',
+      }),
+    ),
   },
   closed,
 )
@@ -249,6 +255,12 @@ export const Segment = Type.Object(
       Type.Array(TextHit, {
         description:
           "Present when the policy reads the text of videos: the hits of the rules feeding this segment's category in its frames, each rule and text once (with the box where first read); empty when text rules did not flag it.",
+      }),
+    ),
+    text_truncated: Type.Optional(
+      Type.Boolean({
+        description:
+          "Present when the policy reads the text of videos: true when reading stopped early in some of the segment's frames (each frame reads at most 64 lines and 12 800 recogniser columns, as an image does).",
       }),
     ),
   },

@@ -64,4 +64,14 @@ test('mod scan stops on a bad list line with invalid_config, naming the file and
   assert.match(r.stderr, `hash list ${join(dir.path, 'lists', 'banned.txt')}: line 3:`)
 })
 
+test('a list that points at a file of secrets: the scan names its lines, never their content', async () => {
+  const policy = writePolicy(['DB_PASSWORD=hunter2', 'AWS_SECRET=wJalrXUtnFEMI'])
+  const r = await runInProcess(['scan', folder, '--config', policy], {env})
+  assert.is(r.code, 2)
+  assert.is(
+    r.stderr.trim(),
+    `mod: invalid_config: hash list ${join(dir.path, 'lists', 'banned.txt')}: line 1: not a PDQ hash: 19 characters where 64 hexadecimal digits are expected; line 2: not a PDQ hash: 24 characters where 64 hexadecimal digits are expected`,
+  )
+})
+
 test.run()

@@ -54,3 +54,34 @@ export async function memeAndPhoto(): Promise<{meme: Buffer; photo: Buffer}> {
     .toBuffer()
   return {meme: await sharp(meme.data, {raw: {width: meme.width, height: meme.height, channels: 3}}).png().toBuffer(), photo}
 }
+
+const SHORT_WORDS = ['cat', 'sun', 'blue', 'map', 'tree', 'road', 'fish', 'gold', 'milk', 'door', 'rain', 'star', 'wind', 'boat', 'bell', 'leaf', 'salt', 'ship']
+
+/**
+ * A page of 200 short words (25 rows of 8 at 20 px on 1000x820), the kind of image whose reading its budget cuts
+ * short; `frame` picks other words (another frame of an animation).
+ */
+export function wordPage(frame = 0): Promise<RgbImage> {
+  const words: DrawnText[] = []
+  for (let row = 0; row < 25; row++) {
+    for (let col = 0; col < 8; col++) words.push({text: SHORT_WORDS[(row * 8 + col + frame * 5) % SHORT_WORDS.length], x: 20 + col * 120, y: 30 + row * 32, size: 20})
+  }
+  return renderText(1000, 820, words)
+}
+
+/** The frames as an animated GIF. */
+export function animatedGif(frames: RgbImage[]): Promise<Buffer> {
+  const {width, height} = frames[0]
+  return sharp(Buffer.concat(frames.map((f) => f.data)), {raw: {width, height: height * frames.length, channels: 3, pageHeight: height}})
+    .gif()
+    .toBuffer()
+}
+
+/**
+ * 20 lines across a 1280x720 page at 22 px, each wide enough to be read at the recogniser's widest (1280 columns):
+ * the reading that costs most per line.
+ */
+export function longLinePage(): Promise<RgbImage> {
+  const sentence = 'the quick brown fox jumps over the lazy dog while the band plays on and on'
+  return renderText(1280, 720, Array.from({length: 20}, (_, k) => ({text: `${k + 1} ${sentence}`, x: 10, y: 30 + k * 34, size: 22})))
+}

@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert'
 import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
 import {openapiDocument} from '../../src/server/openapi.js'
 import type {RgbImage} from '../../src/lib/types.js'
-import {memeAndPhoto, renderText} from '../helpers/render-text.js'
+import {longLinePage, memeAndPhoto, renderText} from '../helpers/render-text.js'
 import {assertConforms} from './conformance.js'
 import {call, form, postJson, startWithPolicy, tempDir, testSettings, type Running} from './harness.js'
 
@@ -54,6 +54,7 @@ test('POST /v1/moderate: the e-mail address on the sign is contact_info, with th
   const body = (await assertConforms(doc, res)) as any
   assert.equal(hits(body), email)
   assert.equal(body.text.map((l: {text: string}) => l.text), ['contact: rentals@lakeside.org'])
+  assert.is(body.text_truncated, false)
   assert.equal(body.text_hits[0].box, body.text[0].box)
   assert.equal(body.violations.find((v: {name: string}) => v.name === 'contact_info'), {name: 'contact_info', confidence: 1, parent: null, threshold: 0.5})
 })
@@ -93,6 +94,26 @@ test('POST /v1/moderate: a meme with a listed word and a photo with an e-mail ad
   const [m, p] = [meme.text_hits[0].box, photo.text_hits[0].box]
   assert.ok(m[0] >= 30 && m[0] <= 60 && m[1] >= 25 && m[1] <= 45 && m[2] >= 380 && m[3] >= 25, `meme box ${m}`)
   assert.ok(p[0] >= 30 && p[0] <= 50 && p[1] >= 320 && p[1] <= 345 && p[2] >= 380 && p[3] >= 25, `photo box ${p}`)
+})
+
+test('GET /health answers within a second while a page of long lines is read, which reads its budget and says text_truncated', async () => {
+  const page = await png(await longLinePage())
+  const scoring = fetch(`${server.base}/v1/moderate`, {method: 'POST', body: form('file', [{name: 'page.png', data: page}])})
+  let done = false
+  void scoring.finally(() => (done = true))
+  const waits: number[] = []
+  while (!done) {
+    const asked = performance.now()
+    assert.is((await fetch(`${server.base}/health`)).status, 200)
+    waits.push(performance.now() - asked)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  const body = (await assertConforms(doc, await scoring)) as any
+  assert.is(body.text_truncated, true)
+  // 12 800 columns: 10 lines of 1280.
+  assert.ok(body.text.length >= 8 && body.text.length <= 10, `${body.text.length} lines`)
+  // Asked all along the reading, none waited a second: no recogniser run holds the event loop that long.
+  assert.ok(waits.length >= 3 && Math.max(...waits) < 1000, JSON.stringify(waits.map(Math.round)))
 })
 
 test.run()

@@ -7,6 +7,7 @@ import {readFile} from 'node:fs/promises'
 import {createRequire} from 'node:module'
 import {dirname, join} from 'node:path'
 
+import {escapeHtml, OFFLINE_CSP, scriptJson} from '../html.js'
 import type {EvalReport} from './run.js'
 
 /** Chart.js's UMD build (it defines window.Chart), from the chart.js package. */
@@ -15,10 +16,7 @@ export async function loadChartJs(): Promise<string> {
   return readFile(join(dirname(main), 'chart.umd.min.js'), 'utf8')
 }
 
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 const pct = (x: number | null) => (x === null ? 'n/a' : `${(x * 100).toFixed(1)}%`)
-/** JSON inside <script>: "<" escaped so no "</script>" can end the block early. */
-const scriptJson = (value: unknown) => JSON.stringify(value).replace(/</g, '\\u003c')
 
 const STYLE = `
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}
@@ -87,7 +85,7 @@ export function renderReport(r: EvalReport, chartJs: string): string {
   const errors = r.errors.length === 0 ? '' : `<h2>Files not scored (${r.errors.length})</h2><ul>${r.errors.map((e) => `<li>${escapeHtml(e.source)}: ${escapeHtml(e.error.code)}</li>`).join('')}</ul>`
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">
+<meta http-equiv="Content-Security-Policy" content="${OFFLINE_CSP}">
 <title>mod eval: ${escapeHtml(r.dataset)}</title><style>${STYLE}</style></head>
 <body>
 <h1>mod eval: ${escapeHtml(r.dataset)}</h1>

@@ -199,7 +199,7 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
     prepare(frames, kind = 'image', steps) {
       alive()
       return Promise.all(
-        frames.map(async (decoded) => {
+        frames.map(async (decoded, index) => {
           const {frame, origin} = timeStep(steps, 'trim', () => {
             const box = scoredBox(decoded, policy.trim_borders)
             return {frame: crop(decoded, box), origin: {left: box.left, top: box.top}}
@@ -209,7 +209,7 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
             if (!s.prepare) return []
             const prepare = s.prepare.bind(s)
             const started = performance.now()
-            const input = (async () => prepare(frame, origin, decoded, kind))()
+            const input = (async () => prepare(frame, origin, decoded, kind, {index, count: frames.length}))()
             return [{name, input: input.then((value) => ({value, ms: performance.now() - started}))}]
           })
           const ready = await Promise.all(preparing.map((p) => p.input))
@@ -243,6 +243,7 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
         if (e.matches) found.matches = [...(found.matches ?? []), ...e.matches]
         if (e.text) found.text = [...(found.text ?? []), ...e.text]
         if (e.textHits) found.textHits = [...(found.textHits ?? []), ...e.textHits]
+        if (e.textTruncated !== undefined) found.textTruncated = (found.textTruncated ?? false) || e.textTruncated
       }
       return found
     },

@@ -53,6 +53,12 @@ export interface ExtraLabel {
   origin: Origin
 }
 
+/** A frame's place among the frames prepared together: the `index`-th of `count`. */
+export interface FramePlace {
+  index: number
+  count: number
+}
+
 /** A box in frame pixels: left, top, width, height. */
 export type Box = [number, number, number, number]
 
@@ -65,6 +71,8 @@ export interface FrameEvidence {
   matches?: HashListMatch[]
   text?: TextLineFound[]
   textHits?: TextHitFound[]
+  /** Whether reading the frame's text stopped early (its budget spent): lines were left unread. */
+  textTruncated?: boolean
 }
 
 /** A line of text read in a frame: its text, the reader's confidence, its box in the decoded frame's pixels. */
@@ -104,9 +112,10 @@ export interface OpenSignal<In = unknown, Out = unknown> {
    * The preparing stage: one frame (already trimmed and bounded; `origin` is where it starts in the decoded
    * frame) → this signal's model input. `decoded` is the frame as decoded, before both, for a signal that must
    * see the same pixels as another path (`mod hash`). `kind` says whether the frame is a video's, for a signal
-   * that reads videos only when the policy asks (text).
+   * that reads videos only when the policy asks (text). `place` is its place among the frames prepared together
+   * (an animation's frames scored; a still image is frame 0 of 1), for a signal with a budget per image (text).
    */
-  prepare?(frame: RgbImage, origin: FrameOrigin, decoded: RgbImage, kind: MediaKind): In | Promise<In>
+  prepare?(frame: RgbImage, origin: FrameOrigin, decoded: RgbImage, kind: MediaKind, place: FramePlace): In | Promise<In>
   /** One model run over the inputs of several frames, one output per input. */
   infer?(inputs: In[]): Promise<Out[]>
   /** Per category this signal feeds: its calibrated score in [0, 1], combined with the others' by the policy's weights. */

@@ -5,10 +5,11 @@ import type {Segment, SegmentMatch, TextHit, TextLine, VideoViolation} from '../
 /** What a segment needs of a frame's label: its score, and the hash-list matches that count in it, if any. */
 export type FrameLabel = Pick<ScoredLabel, 'name' | 'parent' | 'threshold' | 'score'> & {matches?: readonly HashListMatch[]}
 
-/** The text read in a frame and the rules' hits, when the policy reads the text of videos. */
+/** The text read in a frame, the rules' hits and whether reading stopped early, when the policy reads the text of videos. */
 export interface FrameText {
   text: TextLine[]
   hits: TextHit[]
+  truncated: boolean
 }
 
 export interface FoundSegment {
@@ -34,12 +35,13 @@ interface Run {
   max: number
   /** Per listed entry (list, label, note): its nearest match over the run's frames, the first at that distance. */
   matches: Map<string, SegmentMatch>
-  /** Lines and hits of its frames, each once: by text, and by rule and text. */
-  text?: {lines: Map<string, TextLine>; hits: Map<string, TextHit>}
+  /** Lines and hits of its frames, each once: by text, and by rule and text; whether reading stopped early in one. */
+  text?: {lines: Map<string, TextLine>; hits: Map<string, TextHit>; truncated: boolean}
 }
 
 function addText(run: Run, label: string, found: FrameText): void {
-  run.text ??= {lines: new Map(), hits: new Map()}
+  run.text ??= {lines: new Map(), hits: new Map(), truncated: false}
+  run.text.truncated ||= found.truncated
   for (const line of found.text) if (!run.text.lines.has(line.text)) run.text.lines.set(line.text, line)
   for (const hit of found.hits) {
     const key = JSON.stringify([hit.rule, hit.text])
@@ -75,7 +77,7 @@ export function createSegmentTracker(fps: number, minFrames: number): SegmentTra
       end: round(Math.min((run.first + run.frames) / fps, duration), 3),
       frames: run.frames,
       max_confidence: round(run.max, 4),
-      ...(run.text && {text: [...run.text.lines.values()], text_hits: [...run.text.hits.values()]}),
+      ...(run.text && {text: [...run.text.lines.values()], text_hits: [...run.text.hits.values()], text_truncated: run.text.truncated}),
     }
     if (run.matches.size > 0) segment.matches = [...run.matches.values()].sort((a, b) => a.distance - b.distance || a.at - b.at)
     state.segments.push(segment)

@@ -21,6 +21,7 @@ export const JobSegment = Type.Object(
     matches: Type.Optional(Type.Array(SegmentMatch, {description: "Present when frames of the segment matched the policy's hash lists."})),
     text: Segment.properties.text,
     text_hits: Segment.properties.text_hits,
+    text_truncated: Segment.properties.text_truncated,
   },
   {...closed, description: 'A segment found so far, reported once its run of frames has closed.'},
 )

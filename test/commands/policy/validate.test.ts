@@ -139,8 +139,8 @@ test('hash lists are read relative to the policy file: entries in the summary, b
         'shared',
         1,
         [
-          {line: 3, message: '"zz" is not a PDQ hash (64 hexadecimal digits)'},
-          {line: 4, message: `"${hash}x" is not a PDQ hash (64 hexadecimal digits)`},
+          {line: 3, message: 'not a PDQ hash: 2 characters where 64 hexadecimal digits are expected'},
+          {line: 4, message: 'not a PDQ hash: 65 characters where 64 hexadecimal digits are expected'},
         ],
       ],
       ['gone', 0, [{line: 0, message: `hash list ${join(dir.path, 'none.txt')} does not exist`}]],
@@ -152,15 +152,15 @@ test('hash lists are read relative to the policy file: entries in the summary, b
   assert.is(
     t.stderr,
     [
-      `${join(dir.path, 'broken.txt')}:3: "zz" is not a PDQ hash (64 hexadecimal digits)`,
-      `${join(dir.path, 'broken.txt')}:4: "${hash}x" is not a PDQ hash (64 hexadecimal digits)`,
+      `${join(dir.path, 'broken.txt')}:3: not a PDQ hash: 2 characters where 64 hexadecimal digits are expected`,
+      `${join(dir.path, 'broken.txt')}:4: not a PDQ hash: 65 characters where 64 hexadecimal digits are expected`,
       `${broken}:8: hash_lists.gone: hash list ${join(dir.path, 'none.txt')} does not exist`,
       '',
     ].join('\n'),
   )
 })
 
-test('one hash is "1 hash"; a folder named as a list is "not a file", on the line of its file:', async () => {
+test('one hash is "1 hash"; a folder named as a list is "not a regular file", on the line of its file:', async () => {
   writeFileSync(join(dir.path, 'one.txt'), `${'cd'.repeat(32)},case-9\n`)
   const policy = join(dir.path, 'one.yaml')
   writeFileSync(policy, 'hash_lists:\n  one: {file: one.txt}\n')
@@ -169,7 +169,7 @@ test('one hash is "1 hash"; a folder named as a list is "not a file", on the lin
   writeFileSync(policy, 'hash_lists:\n  one: {file: one.txt}\n  folder:\n    file: .\n')
   const f = await runInProcess(['policy', 'validate', policy])
   assert.is(f.code, 2)
-  assert.is(f.stderr, `${policy}:4: hash_lists.folder: hash list ${dir.path} is not a file\n`)
+  assert.is(f.stderr, `${policy}:4: hash_lists.folder: hash list ${dir.path} is not a regular file\n`)
 })
 
 test('a missing file: exit 2 and an invalid_config message', async () => {

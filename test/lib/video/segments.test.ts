@@ -105,18 +105,30 @@ test("frames that carry their text: a segment lists its frames' lines and its la
   const line = (text: string, x: number) => ({text, confidence: 0.9, box: [x, 10, 200, 30]})
   const hit = (rule: string, category: string, text: string, x: number) => ({rule, category, text, box: [x, 10, 200, 30], detector: 'email'})
   const frames: [FrameLabel[], FrameText][] = [
-    [[contact(0), weapons(0.1)], {text: [line('sale today', 5)], hits: []}],
-    [[contact(1), weapons(0.9)], {text: [line('mail me@x.org', 5), line('sale today', 5)], hits: [hit('contacts', 'contact_info', 'me@x.org', 5)]}],
-    [[contact(1), weapons(0.9)], {text: [line('mail me@x.org', 7)], hits: [hit('contacts', 'contact_info', 'me@x.org', 7)]}],
-    [[contact(0), weapons(0.1)], {text: [], hits: []}],
+    // Reading stopped early in the first frame only, before the segments: they say it did not in theirs.
+    [[contact(0), weapons(0.1)], {text: [line('sale today', 5)], hits: [], truncated: true}],
+    [[contact(1), weapons(0.9)], {text: [line('mail me@x.org', 5), line('sale today', 5)], hits: [hit('contacts', 'contact_info', 'me@x.org', 5)], truncated: false}],
+    [[contact(1), weapons(0.9)], {text: [line('mail me@x.org', 7)], hits: [hit('contacts', 'contact_info', 'me@x.org', 7)], truncated: false}],
+    [[contact(0), weapons(0.1)], {text: [], hits: [], truncated: false}],
   ]
   for (const [labels, text] of frames) tracker.push(labels, text)
   const segments = Object.fromEntries(tracker.finish(4).violations.map((v) => [v.name, v.segments]))
   const read = [line('mail me@x.org', 5), line('sale today', 5)]
   assert.equal(segments, {
-    contact_info: [{start: 1, end: 3, frames: 2, max_confidence: 1, text: read, text_hits: [hit('contacts', 'contact_info', 'me@x.org', 5)]}],
-    weapons: [{start: 1, end: 3, frames: 2, max_confidence: 0.9, text: read, text_hits: []}],
+    contact_info: [{start: 1, end: 3, frames: 2, max_confidence: 1, text: read, text_hits: [hit('contacts', 'contact_info', 'me@x.org', 5)], text_truncated: false}],
+    weapons: [{start: 1, end: 3, frames: 2, max_confidence: 0.9, text: read, text_hits: [], text_truncated: false}],
   })
+})
+
+test('a segment says text_truncated when reading stopped early in one of its frames', () => {
+  const tracker = createSegmentTracker(1, 1)
+  tracker.push([weapons(0.9)], {text: [], hits: [], truncated: false})
+  tracker.push([weapons(0.9)], {text: [], hits: [], truncated: true})
+  tracker.push([weapons(0.1)], {text: [], hits: [], truncated: false})
+  assert.equal(
+    tracker.finish(3).violations.map((v) => v.segments.map((s) => s.text_truncated)),
+    [[true]],
+  )
 })
 
 test('a video without scores over any threshold has no violations', () => {

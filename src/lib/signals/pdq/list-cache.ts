@@ -1,6 +1,6 @@
 import {createHash, randomBytes} from 'node:crypto'
-import {createReadStream} from 'node:fs'
-import {open, readFile, rename, rm, writeFile} from 'node:fs/promises'
+import {constants} from 'node:fs'
+import {open, rename, rm, writeFile, type FileHandle} from 'node:fs/promises'
 
 import {HASH_BYTES} from './hash256.js'
 import type {HashList} from './list-file.js'
@@ -26,10 +26,16 @@ export function cachePath(file: string): string {
   return `${file}.pdqcache`
 }
 
-/** SHA-256 of a file, streamed. */
-export async function fileSha256(file: string): Promise<Buffer> {
+/** SHA-256 of the first `size` bytes of an open file, read a mebibyte at a time. */
+export async function fileSha256(handle: FileHandle, size: number): Promise<Buffer> {
   const hash = createHash('sha256')
-  for await (const chunk of createReadStream(file, {highWaterMark: 1 << 20})) hash.update(chunk as Buffer)
+  const chunk = Buffer.allocUnsafe(Math.min(size, 1 << 20))
+  for (let at = 0; at < size; ) {
+    const {bytesRead} = await handle.read(chunk, 0, Math.min(chunk.length, size - at), at)
+    if (bytesRead === 0) break
+    hash.update(chunk.subarray(0, bytesRead))
+    at += bytesRead
+  }
   return hash.digest()
 }
 
@@ -62,42 +68,57 @@ export async function writeListCache(file: string, list: HashList, index: MultiI
   }
 }
 
-/** Reads just the header: does the cache stand for a file of this size and modification time? */
-async function matchesSource(target: string, size: number, mtimeMs: number): Promise<Buffer | undefined> {
+/**
+ * The cache's bytes when it stands for a file of this size and modification time (read from its header
+ * first); undefined when it does not, or is not a regular file.
+ */
+async function readIfSource(target: string, size: number, mtimeMs: number, sha256: () => Promise<Buffer>): Promise<Buffer | undefined> {
   let handle
   try {
-    handle = await open(target, 'r')
+    handle = await open(target, constants.O_RDONLY | constants.O_NONBLOCK)
   } catch {
     return undefined
   }
   try {
+    if (!(await handle.stat()).isFile()) return undefined
     const h = Buffer.alloc(HEADER)
     const {bytesRead} = await handle.read(h, 0, HEADER, 0)
     if (bytesRead < HEADER || !h.subarray(0, 8).equals(MAGIC)) return undefined
     if (h.readDoubleLE(16) !== size || h.readDoubleLE(24) !== mtimeMs) return undefined
-    return h
+    if (!h.subarray(32, 64).equals(await sha256())) return undefined
+    return await handle.readFile()
   } finally {
     await handle.close()
   }
 }
 
+/** Whether every bucket runs from 0 to count without going back, and every id names a hash of the list. */
+function indexIsWhole(index: MultiIndex, count: number): boolean {
+  for (const offsets of index.offsets) {
+    if (offsets[0] !== 0 || offsets[offsets.length - 1] !== count) return false
+    for (let b = 1; b < offsets.length; b++) if (offsets[b] < offsets[b - 1]) return false
+  }
+  for (const ids of index.ids) for (let i = 0; i < ids.length; i++) if (ids[i] >= count) return false
+  return true
+}
+
 /**
- * The list and its index from the cache, when the cache was made from exactly this source; else undefined.
- * The source's SHA-256 is computed only when size and modification time match.
+ * The list and its index from the cache, when the cache was made from exactly this source; else undefined,
+ * and so also when the cache is damaged or forged (a count beyond its length, records or ids out of range,
+ * buckets out of order): the caller then parses the text and writes the cache anew. The source's SHA-256 is
+ * computed only when size and modification time match.
  */
 export async function readListCache(
   file: string,
   source: {size: number; mtimeMs: number},
   sha256: () => Promise<Buffer>,
 ): Promise<{list: HashList; index: MultiIndex} | undefined> {
-  const target = cachePath(file)
-  const h = await matchesSource(target, source.size, source.mtimeMs)
-  if (!h) return undefined
-  if (!h.subarray(32, 64).equals(await sha256())) return undefined
-  const read = await readFile(target)
+  const read = await readIfSource(cachePath(file), source.size, source.mtimeMs, sha256)
+  if (!read) return undefined
   // Typed views need aligned offsets: a large file has a buffer of its own (offset 0); copy a small one otherwise.
   const data = read.byteOffset % 4 === 0 ? read : Buffer.from(Uint8Array.from(read).buffer)
-  const count = h.readUInt32LE(8)
+  const count = data.readUInt32LE(8)
+  if (HEADER + count * (HASH_BYTES + 4) > data.length) return undefined
   const u32 = (at: number, length: number): Uint32Array => new Uint32Array(data.buffer, data.byteOffset + at, length)
   let at = HEADER
   const hashes = new Uint8Array(data.buffer, data.byteOffset + at, count * HASH_BYTES)
@@ -114,15 +135,14 @@ export async function readListCache(
     at += length * 4
     return a
   })
-  if (short) return undefined
-  const textsAt = at
+  if (short || !indexIsWhole(index, count)) return undefined
   let recordTexts: unknown
   try {
-    recordTexts = JSON.parse(data.toString('utf8', textsAt))
+    recordTexts = JSON.parse(data.toString('utf8', at))
   } catch {
     return undefined
   }
-  if (!Array.isArray(recordTexts) || recordTexts.length !== h.readUInt32LE(12)) return undefined
-  const list = {count, hashes, records, recordTexts: recordTexts as string[]}
-  return {list, index}
+  if (!Array.isArray(recordTexts) || recordTexts.length !== data.readUInt32LE(12) || !recordTexts.every((t) => typeof t === 'string')) return undefined
+  for (let i = 0; i < count; i++) if (records[i] >= recordTexts.length) return undefined
+  return {list: {count, hashes, records, recordTexts: recordTexts as string[]}, index}
 }

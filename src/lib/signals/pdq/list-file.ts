@@ -87,7 +87,8 @@ function recordTable(text: Buffer): {texts: string[]; indexOf: (text: Buffer, fr
  * Parses a hash list: one `hash[,label[,note]]` per line, the hash as 64 hex digits (either case), the label
  * without commas, the note the rest of the line. Blank lines and lines starting with `#` are skipped; spaces
  * around fields are ignored. Reads bytes, not strings (a record's text is made once per distinct record),
- * so that ten million lines parse in seconds. Every bad line is reported with its number.
+ * so that ten million lines parse in seconds. Every bad line is reported with its number and the reason,
+ * never its content.
  */
 export function parseHashList(text: Buffer): {list: HashList; errors: ListLineError[]} {
   let capacity = Math.max(16, Math.ceil(text.length / 65))
@@ -99,10 +100,15 @@ export function parseHashList(text: Buffer): {list: HashList; errors: ListLineEr
   let line = 0
   let start = 0
   const {length} = text
+  // The reason a field is not a hash, never the field itself: a list may point at a file that holds secrets.
   const notHash = (a: number, b: number): string => {
-    let hexEnd = a
-    while (hexEnd < b && text[hexEnd] !== COMMA && !isSpace(text[hexEnd])) hexEnd++
-    return `${JSON.stringify(text.toString('utf8', a, Math.min(hexEnd, a + 80)))} is not a PDQ hash (64 hexadecimal digits)`
+    let end = a
+    while (end < b && text[end] !== COMMA && !isSpace(text[end])) end++
+    const chars = text.toString('utf8', a, end).length
+    if (chars !== 2 * HASH_BYTES) return `not a PDQ hash: ${chars} characters where 64 hexadecimal digits are expected`
+    let at = a
+    while (HEX_PAIR[(text[at] << 8) | 48] >= 0) at++
+    return `not a PDQ hash: character ${at - a + 1} is not a hexadecimal digit`
   }
   while (start < length) {
     let end = text.indexOf(NEWLINE, start)

@@ -4,6 +4,7 @@
  * mean probability inside, and grow it by the unclip distance (area × ratio / perimeter) the detector was
  * trained to expect, since DB maps shrink each text region.
  */
+import {setImmediate as nextTurn} from 'node:timers/promises'
 
 export interface Point {
   x: number
@@ -229,16 +230,20 @@ export function joinLines(boxes: ScoredBox[]): ScoredBox[] {
   return out
 }
 
-/** Text boxes in map coordinates, in reading order: top to bottom, then left to right within a line. */
-export function boxesFromMap(prob: Float32Array, width: number, height: number, o: BoxOptions = DEFAULT_BOX_OPTIONS): ScoredBox[] {
+/**
+ * Text boxes in map coordinates, in reading order: top to bottom, then left to right within a line; `truncated`
+ * when there were more regions than `maxBoxes` (the smallest left out). The event loop gets a turn between the
+ * steps, each a few milliseconds on a full map.
+ */
+export async function boxesFromMap(prob: Float32Array, width: number, height: number, o: BoxOptions = DEFAULT_BOX_OPTIONS): Promise<{boxes: ScoredBox[]; truncated: boolean}> {
   const mask = new Uint8Array(prob.length)
   for (let i = 0; i < prob.length; i++) mask[i] = prob[i] > o.threshold ? 1 : 0
-  const regions = components(mask, width, height)
-    .filter((r) => r.length >= o.minSide * o.minSide)
-    .sort((a, b) => b.length - a.length)
-    .slice(0, o.maxBoxes)
+  const found = components(mask, width, height).filter((r) => r.length >= o.minSide * o.minSide)
+  const regions = found.sort((a, b) => b.length - a.length).slice(0, o.maxBoxes)
+  await nextTurn()
   const out: ScoredBox[] = []
-  for (const region of regions) {
+  for (const [i, region] of regions.entries()) {
+    if (i % 32 === 31) await nextTurn()
     const box = minAreaRect(hull(region, width))
     if (Math.min(box.halfW, box.halfH) * 2 < o.minSide) continue
     const score = meanInside(prob, width, height, box)
@@ -248,9 +253,11 @@ export function boxesFromMap(prob: Float32Array, width: number, height: number, 
     const d = (w * h * o.unclipRatio) / (2 * (w + h))
     out.push({box: {...box, halfW: box.halfW + d, halfH: box.halfH + d}, score})
   }
-  return joinLines(out).sort((p, q) => {
+  await nextTurn()
+  const boxes = joinLines(out).sort((p, q) => {
     const a = p.box
     const b = q.box
     return sameLine(a, b) ? (a.cx - b.cx) * a.ux + (a.cy - b.cy) * a.uy : a.cy - b.cy
   })
+  return {boxes, truncated: found.length > o.maxBoxes}
 }

@@ -5,25 +5,36 @@
  * on that frame, whatever the other signals say; a frame without hits leaves their score as it is (0 for
  * `contact_info`, which only text feeds). Lines and hits come out in the pixels of the frame as decoded.
  */
+import {frameIndices} from '../../image/decode.js'
 import {defaultThreads} from '../../model/threads.js'
 import type {Category} from '../../policy/types.js'
 import {roundScore} from '../../scoring/calibrate.js'
 import type {ScoredLabel} from '../../scoring/result.js'
 import type {RgbImage} from '../../types.js'
 import type {Box, FrameOrigin, OpenSignal, Signal, SignalSetup, TextHitFound, TextLineFound} from '../signal.js'
-import type {TextBox} from './read.js'
+import {frameBudget, type ReadBudget, type TextBox} from './read.js'
 import {openTextSignal, textWanted} from './signal.js'
 
-/** A frame to read and where it starts in the decoded one; null for a video frame the policy does not read. */
-type TextInput = {frame: RgbImage; origin: FrameOrigin} | null
+/**
+ * Frames of an animation read, at most, evenly spaced over those scored: the detector's cost is per frame. The
+ * image's budget is split between them.
+ */
+export const ANIMATION_FRAMES_READ = 3
 
-/** What was read in a frame: its lines and the rules' hits, boxes in the decoded frame's pixels. */
+/**
+ * A frame to read, where it starts in the decoded one and what it may read; null for a frame not read (a video's
+ * when the policy does not ask, an animation's past ANIMATION_FRAMES_READ).
+ */
+type TextInput = {frame: RgbImage; origin: FrameOrigin; budget: ReadBudget} | null
+
+/** What was read in a frame: its lines and the rules' hits, boxes in the decoded frame's pixels, and whether reading stopped early. */
 interface TextOutput {
   lines: TextLineFound[]
   hits: TextHitFound[]
+  truncated: boolean
 }
 
-const NOTHING_READ: TextOutput = {lines: [], hits: []}
+const NOTHING_READ: TextOutput = {lines: [], hits: [], truncated: false}
 
 function boxOf(b: TextBox, origin: FrameOrigin): Box {
   return [b.x + origin.left, b.y + origin.top, b.width, b.height]
@@ -52,15 +63,22 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
   }
 
   return {
-    prepare: (frame, origin, _decoded, kind) => (textWanted(text, kind) ? {frame, origin} : null),
+    prepare(frame, origin, _decoded, kind, place) {
+      if (!textWanted(text, kind)) return null
+      // A video's frames are read one by one, each with an image's budget.
+      if (kind === 'video') return {frame, origin, budget: reader.budget}
+      const read = frameIndices(place.count, ANIMATION_FRAMES_READ)
+      return read.includes(place.index) ? {frame, origin, budget: frameBudget(reader.budget, read.length)} : null
+    },
     async infer(inputs) {
-      const wanted = inputs.filter((i): i is {frame: RgbImage; origin: FrameOrigin} => i !== null)
-      const reading = wanted.length > 0 ? await reader.read(wanted.map((i) => i.frame)) : {lines: [], hits: []}
+      const wanted = inputs.filter((i) => i !== null)
+      const reading = wanted.length > 0 ? await reader.read(wanted.map((i) => i.frame), wanted.map((i) => i.budget)) : {lines: [], hits: [], truncated: []}
       let next = 0
       return inputs.map((input) => {
         if (input === null) return NOTHING_READ
         const k = next++
         return {
+          truncated: reading.truncated[k],
           lines: reading.lines[k].map((l) => ({text: l.text, confidence: roundScore(l.confidence), box: boxOf(l.box, input.origin)})),
           hits: reading.hits[k].map((h) => ({
             rule: h.rule,
@@ -73,7 +91,7 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
       })
     },
     adjust: (labels, outputs) => adjust(labels, outputs.get('text') as TextOutput | undefined),
-    evidence: (output) => ({text: output.lines, textHits: output.hits}),
+    evidence: (output) => ({text: output.lines, textHits: output.hits, textTruncated: output.truncated}),
     dispose: () => reader.close(),
   }
 }

@@ -5,7 +5,7 @@
 import type {TextPolicy} from '../../policy/types.js'
 import type {RgbImage} from '../../types.js'
 import {openTextModel, type TextModelOptions} from './model.js'
-import {DEFAULT_READ_OPTIONS, readText, type ReadOptions, type TextLine} from './read.js'
+import {DEFAULT_READ_OPTIONS, readText, type ReadBudget, type ReadOptions, type TextLine} from './read.js'
 import {applyRules, compileRules, type TextHit} from './rules.js'
 
 export interface TextReading {
@@ -13,10 +13,15 @@ export interface TextReading {
   lines: TextLine[][]
   /** The rule hits of each frame. */
   hits: TextHit[][]
+  /** Per frame, whether reading stopped early: lines were left unread. */
+  truncated: boolean[]
 }
 
 export interface TextSignal {
-  read(frames: RgbImage[]): Promise<TextReading>
+  /** Reads each frame within its budget (by default an item's whole budget each). */
+  read(frames: RgbImage[], budgets?: ReadBudget[]): Promise<TextReading>
+  /** What one item may read (ReadOptions.budget). */
+  readonly budget: ReadBudget
   close(): Promise<void>
 }
 
@@ -29,9 +34,11 @@ export async function openTextSignal(text: TextPolicy, o: TextModelOptions, read
   const model = await openTextModel(o)
   const rules = compileRules(text.rules)
   return {
-    async read(frames) {
-      const lines = await readText(model, frames, read)
-      return {lines, hits: lines.map((l) => applyRules(rules, l))}
+    budget: read.budget,
+    async read(frames, budgets) {
+      const found = await readText(model, frames, read, budgets)
+      const lines = found.map((f) => f.lines)
+      return {lines, hits: lines.map((l) => applyRules(rules, l)), truncated: found.map((f) => f.truncated)}
     },
     close: () => model.close(),
   }

@@ -1,4 +1,5 @@
-import {mkdtemp, readdir, rm, utimes, writeFile} from 'node:fs/promises'
+import {execFileSync} from 'node:child_process'
+import {mkdtemp, readdir, readFile, rm, truncate, utimes, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
@@ -6,9 +7,9 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {hammingDistance, hashToHex} from '../../../../src/lib/signals/pdq/hash256.js'
-import {readListCache} from '../../../../src/lib/signals/pdq/list-cache.js'
+import {cachePath, readListCache} from '../../../../src/lib/signals/pdq/list-cache.js'
 import {entryOf, listErrors, parseHashList} from '../../../../src/lib/signals/pdq/list-file.js'
-import {loadHashList} from '../../../../src/lib/signals/pdq/list-load.js'
+import {checkHashListFile, loadHashList, MAX_LIST_BYTES} from '../../../../src/lib/signals/pdq/list-load.js'
 import {confidenceOf, matchHash} from '../../../../src/lib/signals/pdq/match.js'
 import {buildMultiIndex, searchMultiIndex} from '../../../../src/lib/signals/pdq/multi-index.js'
 import {rejection} from '../../../helpers/errors.js'
@@ -40,7 +41,7 @@ test('bad lines are reported with their numbers', () => {
   assert.is(error?.code, 'invalid_config')
   assert.is(
     error?.message,
-    `hash list bad.txt: line 2: "not-a-hash" is not a PDQ hash (64 hexadecimal digits); line 3: "${A.slice(2)}zz" is not a PDQ hash (64 hexadecimal digits); line 4: expected a comma after the hash`,
+    'hash list bad.txt: line 2: not a PDQ hash: 10 characters where 64 hexadecimal digits are expected; line 3: not a PDQ hash: character 63 is not a hexadecimal digit; line 4: expected a comma after the hash',
   )
 })
 
@@ -48,9 +49,9 @@ test('a hash of 65 digits or one followed by other text is a bad line; a line of
   const text = `${A}a,x\n${A}\n${A}#x\n${A.slice(4)},x`
   const {list, errors} = parseHashList(Buffer.from(text))
   assert.equal(errors, [
-    {line: 1, message: `${JSON.stringify(`${A}a`)} is not a PDQ hash (64 hexadecimal digits)`},
-    {line: 3, message: `${JSON.stringify(`${A}#x`)} is not a PDQ hash (64 hexadecimal digits)`},
-    {line: 4, message: `${JSON.stringify(A.slice(4))} is not a PDQ hash (64 hexadecimal digits)`},
+    {line: 1, message: 'not a PDQ hash: 65 characters where 64 hexadecimal digits are expected'},
+    {line: 3, message: 'not a PDQ hash: 66 characters where 64 hexadecimal digits are expected'},
+    {line: 4, message: 'not a PDQ hash: 60 characters where 64 hexadecimal digits are expected'},
   ])
   assert.is(list.count, 1)
 })
@@ -151,9 +152,82 @@ test('a list with bad lines is refused with their line numbers, and no cache is 
     await writeFile(file, `${A}\n\nxyz\n`)
     const e = await rejection(loadHashList(file, 'l'))
     assert.is(e.code, 'invalid_config')
-    assert.is(e.message, `hash list ${file}: line 3: "xyz" is not a PDQ hash (64 hexadecimal digits)`)
+    assert.is(e.message, `hash list ${file}: line 3: not a PDQ hash: 3 characters where 64 hexadecimal digits are expected`)
     assert.equal(await readdir(dir), ['list.txt'])
     assert.is((await rejection(loadHashList(join(dir, 'none.txt'), 'l'))).message, `hash list ${join(dir, 'none.txt')} does not exist`)
+  } finally {
+    await rm(dir, {recursive: true, force: true})
+  }
+})
+
+test('a list names no content of the file in its errors: a file of secrets is reported by line numbers and reasons only', async () => {
+  const text = 'password=hunter2\napi_key: sk-live-51HzQ\n' + `${'9'.repeat(63)}é,x\n`
+  const {errors} = parseHashList(Buffer.from(text))
+  assert.equal(errors, [
+    {line: 1, message: 'not a PDQ hash: 16 characters where 64 hexadecimal digits are expected'},
+    {line: 2, message: 'not a PDQ hash: 8 characters where 64 hexadecimal digits are expected'},
+    {line: 3, message: 'not a PDQ hash: character 64 is not a hexadecimal digit'},
+  ])
+  const message = listErrors('secrets.txt', errors)?.message ?? ''
+  for (const secret of ['hunter2', 'password', 'sk-live', 'api_key']) assert.not.ok(message.includes(secret), message)
+})
+
+test('only a regular file of at most 1 GiB is a list: devices, FIFOs and folders are refused at once, without reading them', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'mod-pdq-'))
+  try {
+    const fifo = join(dir, 'fifo')
+    execFileSync('mkfifo', [fifo])
+    for (const file of ['/dev/zero', '/dev/urandom', fifo, dir]) {
+      for (const attempt of [loadHashList(file, 'l'), checkHashListFile(file)]) {
+        const e = await rejection(attempt)
+        assert.is(e.code, 'invalid_config')
+        assert.is(e.message, `hash list ${file} is not a regular file`)
+      }
+    }
+    // A sparse file: its size is over the limit without a gigabyte written.
+    const big = join(dir, 'big.txt')
+    await writeFile(big, `${A}\n`)
+    await truncate(big, MAX_LIST_BYTES + 1)
+    assert.is((await rejection(checkHashListFile(big))).message, `hash list ${big} is 1025 MiB, over the 1024 MiB a list may have`)
+    assert.is((await rejection(loadHashList(big, 'l'))).code, 'invalid_config')
+  } finally {
+    await rm(dir, {recursive: true, force: true})
+  }
+})
+
+test('a damaged or forged cache is ignored and written anew from the text', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'mod-pdq-'))
+  try {
+    const file = join(dir, 'list.txt')
+    const hashes = Array.from({length: 40}, () => randomHash(random(7)))
+    await writeFile(file, hashes.map((h, i) => `${hashToHex(h)},case-${i % 3}`).join('\n'))
+    const first = await loadHashList(file, 'l')
+    const good = await readFile(cachePath(file))
+    // The layout for 40 hashes: header, hashes, records, 11 offset tables of 1025 entries, 11 id and 11 value tables of 40.
+    const recordsAt = 64 + 40 * 32
+    const offsetsAt = recordsAt + 40 * 4
+    const idsAt = offsetsAt + 11 * 1025 * 4
+    const set = (at: number, value: number) => (b: Buffer) => (b.writeUInt32LE(value, at), b)
+    const forgeries: [string, (b: Buffer) => Buffer][] = [
+      ['a count beyond the file', set(8, 0xfffffff0)],
+      ['a count one higher', set(8, 41)],
+      ['a record out of range', set(recordsAt, 99)],
+      ['a bucket offset going back', set(offsetsAt + 4, 0xffffffff)],
+      ['an id out of range', set(idsAt + 8, 1 << 30)],
+      ['a cut file', (b) => b.subarray(0, idsAt)],
+      ['record texts that are not JSON', (b) => b.fill(32, b.length - 20)],
+    ]
+    for (const [what, forge] of forgeries) {
+      await writeFile(cachePath(file), forge(Buffer.from(good)))
+      const again = await loadHashList(file, 'l')
+      assert.is(again.from, 'text', what)
+      assert.equal(again.list, first.list, what)
+      assert.equal(await readFile(cachePath(file)), good, what)
+    }
+    // A cache path that is a FIFO is not waited on.
+    await rm(cachePath(file))
+    execFileSync('mkfifo', [cachePath(file)])
+    assert.is((await loadHashList(file, 'l', {writeCache: false})).from, 'text')
   } finally {
     await rm(dir, {recursive: true, force: true})
   }

@@ -42,12 +42,12 @@ test('a region twice as tall as wide is read top to bottom', () => {
   assert.equal([round(b.halfW), round(b.halfH), round(b.ux), round(b.uy)], [4, 1, 0, 1])
 })
 
-test('a block of high probability becomes one box grown by the unclip distance', () => {
+test('a block of high probability becomes one box grown by the unclip distance', async () => {
   const w = 40
   const h = 20
   const prob = new Float32Array(w * h)
   for (let y = 5; y < 11; y++) for (let x = 4; x < 34; x++) prob[y * w + x] = 0.9
-  const [only, ...rest] = boxesFromMap(prob, w, h)
+  const [only, ...rest] = (await boxesFromMap(prob, w, h)).boxes
   assert.equal(rest, [])
   // 30 × 6, distance = 180 × 1.5 / 72 = 3.75 on each side.
   assert.equal([round(only.box.cx), round(only.box.cy), round(only.box.halfW), round(only.box.halfH), round(only.score)], [19, 8, 18.75, 6.75, 0.9])
@@ -62,19 +62,32 @@ test('a block of high probability becomes one box grown by the unclip distance',
   )
 })
 
-test('drops regions scoring under the box threshold and specks under the minimum side', () => {
+test('drops regions scoring under the box threshold and specks under the minimum side', async () => {
   const w = 20
   const h = 20
   const prob = new Float32Array(w * h)
   for (let y = 2; y < 8; y++) for (let x = 2; x < 12; x++) prob[y * w + x] = 0.4
   prob[15 * w + 15] = 0.99
-  assert.equal(boxesFromMap(prob, w, h, DEFAULT_BOX_OPTIONS), [])
+  assert.equal((await boxesFromMap(prob, w, h, DEFAULT_BOX_OPTIONS)).boxes, [])
 })
 
-test('orders boxes top to bottom, then left to right on a line', () => {
+test('keeps the largest maxBoxes regions and says when it left some out', async () => {
+  // Three blocks far apart, of 24, 16 and 8 pixels' width.
+  const prob = mapOf([3, 3, 27, 8], [3, 14, 19, 19], [3, 24, 11, 29])
+  const all = await boxesFromMap(prob, 60, 30)
+  assert.equal([all.boxes.length, all.truncated], [3, false])
+  const two = await boxesFromMap(prob, 60, 30, {...DEFAULT_BOX_OPTIONS, maxBoxes: 2})
+  assert.equal(two.truncated, true)
+  assert.equal(
+    two.boxes.map((b) => round(b.box.cy)),
+    all.boxes.slice(0, 2).map((b) => round(b.box.cy)),
+  )
+})
+
+test('orders boxes top to bottom, then left to right on a line', async () => {
   const prob = mapOf([40, 3, 58, 8], [3, 3, 25, 8], [3, 18, 40, 24])
   assert.equal(
-    boxesFromMap(prob, 60, 30).map((b) => [round(b.box.cx), round(b.box.cy)]),
+    (await boxesFromMap(prob, 60, 30)).boxes.map((b) => [round(b.box.cx), round(b.box.cy)]),
     [
       [14, 5.5],
       [49, 5.5],
@@ -83,9 +96,9 @@ test('orders boxes top to bottom, then left to right on a line', () => {
   )
 })
 
-test('joins the words of a line whose gap is under half its height, not a line below', () => {
+test('joins the words of a line whose gap is under half its height, not a line below', async () => {
   const prob = mapOf([3, 3, 25, 8], [32, 3, 55, 8], [3, 18, 40, 24])
-  const boxes = boxesFromMap(prob, 60, 30).map((b) => [round(b.box.cx), round(b.box.cy), round(b.box.halfW)])
+  const boxes = (await boxesFromMap(prob, 60, 30)).boxes.map((b) => [round(b.box.cx), round(b.box.cy), round(b.box.halfW)])
   assert.is(boxes.length, 2)
   // The joined line spans both grown word boxes: x from 3 - 3.056 to 55 + 3.080.
   assert.equal(boxes[0], [29.012, 5.5, 29.068])

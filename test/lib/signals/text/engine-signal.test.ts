@@ -15,7 +15,7 @@ import {buildPolicy, loadPolicyFile} from '../../../../src/lib/policy/load.js'
 import type {Policy} from '../../../../src/lib/policy/types.js'
 import type {RgbImage} from '../../../../src/lib/types.js'
 import {ROOT, tempDir, TOY_MODEL} from '../../../helpers/cli.js'
-import {renderText} from '../../../helpers/render-text.js'
+import {animatedGif, renderText, wordPage} from '../../../helpers/render-text.js'
 import {ffmpeg} from '../../video/helpers.js'
 
 const dir = tempDir()
@@ -71,6 +71,7 @@ test('a listed word on a meme and an e-mail address on a sign are violations, wi
   // The line starts at x = 40 and has its baseline at y = 70 in the meme, drawn 80 and 50 pixels into the upload.
   assert.ok(x >= 110 && x <= 125 && y >= 75 && y <= 90 && w >= 380 && w <= 520 && h >= 30 && h <= 60, `box ${x},${y},${w},${h}`)
   assert.equal(r.violations.find((v) => v.name === 'hate_symbols'), {name: 'hate_symbols', confidence: 1, parent: null, threshold: 0.5})
+  assert.is(r.text_truncated, false)
   assert.equal(r.labels.find((l) => l.name === 'contact_info')?.score, 0)
   assert.is(r.violations.some((v) => v.name === 'contact_info'), false)
   assert.is(r.is_safe, false)
@@ -81,11 +82,26 @@ test('a listed word on a meme and an e-mail address on a sign are violations, wi
   assert.equal(s.violations.find((v) => v.name === 'contact_info'), {name: 'contact_info', confidence: 1, parent: null, threshold: 0.5})
 })
 
+test('an animation of 8 pages of 200 words reads 3 of its frames, 64 lines in all, and says text_truncated', async () => {
+  await using engine = createEngine(options(await textPolicy()))
+  const pages = []
+  for (let f = 0; f < 8; f++) pages.push(await wordPage(f))
+  const gif = await animatedGif(pages)
+  const sessions = await ocrSessions(async () => {
+    const r = await engine.moderateImage(gif, 'pages.gif')
+    assert.is(r.text_truncated, true)
+    // Each frame read has a third of the budget: 21 lines.
+    assert.ok(r.text !== undefined && r.text.length > 40 && r.text.length <= 63, `${r.text?.length} lines`)
+  })
+  // One detector run per frame read.
+  assert.is(sessions['models/ocr/det.onnx'], 3)
+})
+
 test('an image without text reads no lines and hits nothing', async () => {
   await using engine = createEngine(options(await textPolicy()))
   const plain = await sharp({create: {width: 320, height: 240, channels: 3, background: '#3a7bd5'}}).png().toBuffer()
   const r = await engine.moderateImage(plain, 'plain.png')
-  assert.equal([r.text, r.text_hits], [[], []])
+  assert.equal([r.text, r.text_hits, r.text_truncated], [[], [], false])
   assert.equal(r.labels.find((l) => l.name === 'contact_info')?.score, 0)
 })
 
@@ -109,8 +125,8 @@ test("a video's frames are read only when the policy asks (text: {video: true})"
   const read = await moderate(true)
   const contact = read.violations.find((v) => v.name === 'contact_info')
   assert.equal(
-    contact?.segments.map((g) => [g.frames, g.max_confidence, g.text?.map((l) => l.text), g.text_hits?.map((h) => [h.rule, h.text, h.detector])]),
-    [[2, 1, ['write to rentals@lakeside.org'], [['contacts', 'rentals@lakeside.org', 'email']]]],
+    contact?.segments.map((g) => [g.frames, g.max_confidence, g.text?.map((l) => l.text), g.text_hits?.map((h) => [h.rule, h.text, h.detector]), g.text_truncated]),
+    [[2, 1, ['write to rentals@lakeside.org'], [['contacts', 'rentals@lakeside.org', 'email']], false]],
   )
   const [x, y] = contact?.segments[0].text_hits?.[0].box as number[]
   // The line's baseline is at y = 180, 32 px high: its box (with the detector's margin) starts above it.

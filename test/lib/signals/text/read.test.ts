@@ -2,8 +2,9 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {openTextModel, type TextModel} from '../../../../src/lib/signals/text/model.js'
-import {readText} from '../../../../src/lib/signals/text/read.js'
-import {renderText} from '../../../helpers/render-text.js'
+import {lineWidth} from '../../../../src/lib/signals/text/preprocess.js'
+import {DEFAULT_READ_OPTIONS, detectLines, paddedWidth, readText, recogniseLines, withinBudget, type TextLine} from '../../../../src/lib/signals/text/read.js'
+import {renderText, wordPage} from '../../../helpers/render-text.js'
 
 const model = await openTextModel({threads: 1})
 test.after(() => model.close())
@@ -13,11 +14,12 @@ test('reads rendered lines in reading order with their boxes in image pixels', a
     {text: 'Buy cheap watches now', x: 40, y: 80, size: 40},
     {text: 'write to sales@example.com today', x: 40, y: 160, size: 24, font: 'Liberation Serif'},
   ])
-  const [lines] = await readText(model, [img])
+  const [{lines, truncated}] = await readText(model, [img])
   assert.equal(
     lines.map((l) => l.text),
     ['Buy cheap watches now', 'write to sales@example.com today'],
   )
+  assert.is(truncated, false)
   for (const l of lines) assert.ok(l.confidence > 0.9, `${l.text}: ${l.confidence}`)
   // The first line's glyphs span x ≈ 42..520 and y ≈ 50..89 at 40 px.
   const b = lines[0].box
@@ -30,12 +32,39 @@ test('reads a line tilted by 10 degrees, and frames batched together keep their 
   const plain = await renderText(400, 120, [{text: 'hello world', x: 20, y: 70, size: 32, font: 'Liberation Sans'}])
   const read = await readText(model, [tilted, blank, plain])
   assert.equal(
-    read.map((lines) => lines.map((l) => l.text)),
+    read.map((f) => f.lines.map((l) => l.text)),
     [['FREE SHIPPING'], [], ['hello world']],
   )
 })
 
-test('lines share a recogniser run only with lines of nearly their width, so that little is padded', async () => {
+test('a line is padded to a width of its own: the next step of a series growing by 10% from 16, in multiples of 4', () => {
+  assert.equal(
+    [1, 16, 17, 40, 41, 100, 1000, 1279, 5000].map((w) => paddedWidth(w, 1280, 1.1)),
+    [16, 16, 20, 40, 44, 108, 1004, 1280, 1280],
+  )
+})
+
+test('an image reads the same text with the same confidences alone, line by line, and among lines of other widths', async () => {
+  const words = ['Sale', 'cheap watches', 'write to sales@example.com', 'free shipping on every order today', 'OPEN']
+  const draw = async (size: number, dx = 0) => {
+    const img = await renderText(900, 460, words.map((text, i) => ({text, x: 30 + dx, y: 60 + i * 90, size: size + i * 2, font: i % 2 ? 'Liberation Serif' : 'DejaVu Sans'})))
+    return {img, boxes: (await detectLines(model, img)).boxes}
+  }
+  const item = await draw(24)
+  // Neighbours whose lines are a few per cent wider or narrower share runs with this image's lines.
+  const [wider, narrower, shifted] = [await draw(25), await draw(22), await draw(23, 7)]
+  const seen = (lines: TextLine[]) => lines.map((l) => [l.text, l.confidence])
+  const [alone] = await recogniseLines(model, [item])
+  assert.is(alone.length, words.length)
+  const [oneByOne] = await recogniseLines(model, [item], {...DEFAULT_READ_OPTIONS, batch: 1})
+  const [, among] = await recogniseLines(model, [wider, item, shifted])
+  const [, , amongMore] = await recogniseLines(model, [narrower, wider, item, shifted])
+  assert.equal(seen(oneByOne), seen(alone))
+  assert.equal(seen(among), seen(alone))
+  assert.equal(seen(amongMore), seen(alone))
+})
+
+test('lines share a recogniser run only with lines of their padded width, so that little is padded', async () => {
   const img = await renderText(900, 400, [
     {text: 'Buy cheap watches now', x: 40, y: 80, size: 32},
     {text: 'Buy cheap watches now', x: 40, y: 180, size: 32},
@@ -43,7 +72,7 @@ test('lines share a recogniser run only with lines of nearly their width, so tha
   ])
   const runs: [number, number][] = []
   const watched: TextModel = {...model, recognise: (tensor, n, width) => (runs.push([n, width]), model.recognise(tensor, n, width))}
-  const [lines] = await readText(watched, [img])
+  const [{lines}] = await readText(watched, [img])
   assert.equal(
     lines.map((l) => l.text),
     ['Buy cheap watches now', 'Buy cheap watches now', 'Sale'],
@@ -54,6 +83,51 @@ test('lines share a recogniser run only with lines of nearly their width, so tha
     [1, 2],
   )
   assert.ok(runs[0][1] * 3 < runs[1][1], JSON.stringify(runs))
+})
+
+test('a recogniser run holds at most runColumns columns, so that none holds up the event loop for long', async () => {
+  const img = await renderText(700, 560, [0, 1, 2, 3, 4].map((k) => ({text: 'Buy cheap watches now', x: 40, y: 80 + k * 100, size: 32})))
+  const runs: [number, number][] = []
+  const watched: TextModel = {...model, recognise: (tensor, n, width) => (runs.push([n, width]), model.recognise(tensor, n, width))}
+  const [whole] = await readText(watched, [img], {...DEFAULT_READ_OPTIONS, runColumns: 100_000})
+  assert.ok(runs.some(([n]) => n >= 3), JSON.stringify(runs))
+  const runColumns = 2 * Math.max(...runs.map(([, width]) => width)) + 1
+  runs.length = 0
+  const [split] = await readText(watched, [img], {...DEFAULT_READ_OPTIONS, runColumns})
+  assert.ok(
+    runs.every(([n, width]) => n <= 2 && n * width <= runColumns),
+    JSON.stringify(runs),
+  )
+  assert.is(runs.reduce((sum, [n]) => sum + n, 0), 5)
+  assert.equal(split, whole)
+})
+
+const page = await wordPage()
+
+test('a page of 200 words reads its first 64 lines, its budget, and says that reading stopped early', async () => {
+  const runs: number[] = []
+  const watched: TextModel = {...model, recognise: (tensor, n, width) => (runs.push(n), model.recognise(tensor, n, width))}
+  const [{lines, truncated}] = await readText(watched, [page])
+  assert.is(truncated, true)
+  assert.ok(lines.length >= 60, `${lines.length} lines`)
+  assert.is(DEFAULT_READ_OPTIONS.budget.lines, 64)
+  assert.is(
+    runs.reduce((a, b) => a + b),
+    64,
+  )
+  // The first lines in reading order: the top rows of words.
+  assert.ok(lines.every((l) => l.box.y < 10 * 32), JSON.stringify(lines.map((l) => [l.text, l.box.y])))
+})
+
+test('a budget in columns keeps the first boxes in reading order whose padded widths fit', async () => {
+  const {boxes} = await detectLines(model, page)
+  assert.ok(boxes.length > 150, `${boxes.length} regions`)
+  const widths = boxes.map((b) => paddedWidth(lineWidth(b, 1280), 1280, 1.1))
+  const kept = withinBudget(boxes, {lines: 64, columns: 500})
+  const used = widths.slice(0, kept.length).reduce((a, b) => a + b, 0)
+  assert.equal(kept, boxes.slice(0, kept.length))
+  assert.ok(kept.length > 2 && used <= 500 && used + widths[kept.length] > 500, `${kept.length} boxes, ${used} columns`)
+  assert.equal(withinBudget(boxes, {lines: 3, columns: 12_800}), boxes.slice(0, 3))
 })
 
 test.run()

@@ -1,0 +1,189 @@
+// `mod scan --report page.html`: one offline page of the flagged and failed items, checked in headless chromium:
+// it fetches nothing, shows each flagged item's thumbnail with the boxes where the JSON result puts them (an
+// EXIF-rotated photo included), filters by category, and stays light with 5 000 items.
+import {existsSync, mkdirSync, readdirSync, statSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {pathToFileURL} from 'node:url'
+
+import {chromium, type Browser, type Page} from 'playwright-core'
+import sharp from 'sharp'
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {openHtmlReport} from '../../src/cli/reports/html-report.js'
+import type {ModerationResult} from '../../src/lib/types.js'
+import {runInProcess, tempDir, TOY_MODEL} from '../helpers/cli.js'
+import {renderText} from '../helpers/render-text.js'
+
+const dir = tempDir()
+const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache'), MOD_THREADS: '1'}
+const folder = join(dir.path, 'uploads')
+const policy = join(dir.path, 'policy.yaml')
+const page = join(dir.path, 'report.html')
+let browser: Browser
+/** The --json results of the scan that wrote the report. */
+let json: ModerationResult[] = []
+
+test.before(async () => {
+  const img = await renderText(700, 300, [{text: 'contact: rentals@lakeside.org', x: 30, y: 150, size: 30, font: 'Liberation Serif'}], '#cfe3f0')
+  const sign = sharp(img.data, {raw: {width: img.width, height: img.height, channels: 3}})
+  mkdirSync(folder)
+  writeFileSync(join(folder, 'a-sign.png'), await sign.clone().png().toBuffer())
+  // Stored a quarter turn back, with EXIF orientation 6 to show it upright: its boxes are in upright pixels.
+  writeFileSync(join(folder, 'b-sign-rotated.jpg'), await sign.clone().rotate(-90).jpeg({quality: 95}).withMetadata({orientation: 6}).toBuffer())
+  writeFileSync(join(folder, 'c-red.png'), await sharp({create: {width: 320, height: 200, channels: 3, background: '#ff0000'}}).png().toBuffer())
+  writeFileSync(join(folder, 'd-blue.png'), await sharp({create: {width: 320, height: 200, channels: 3, background: '#0000ff'}}).png().toBuffer())
+  writeFileSync(join(dir.path, 'broken.jpg'), Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(200, 7)]))
+  writeFileSync(policy, 'categories:\n  redness:\n    prompts: ["red"]\ntext:\n  rules:\n    contacts:\n      category: contact_info\n      detect: [email]\n')
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  })
+})
+
+test.after(async () => {
+  await browser?.close()
+  dir.remove()
+})
+
+/** Opens a page offline, recording every request and every console error. */
+async function open(file: string): Promise<{tab: Page; requests: string[]; problems: string[]}> {
+  const tab = await browser.newPage({viewport: {width: 1200, height: 900}})
+  const requests: string[] = []
+  const problems: string[] = []
+  tab.on('request', (r) => requests.push(r.url().slice(0, 200)))
+  tab.on('console', (m) => m.type() === 'error' && problems.push(m.text()))
+  tab.on('pageerror', (e) => problems.push(e.message))
+  await tab.goto(pathToFileURL(file).href)
+  return {tab, requests, problems}
+}
+
+test('--report writes the flagged and failed items; stdout and the exit code are those of the scan', async () => {
+  const r = await runInProcess(['scan', folder, join(dir.path, 'broken.jpg'), '--config', policy, '--report', page, '--json'], {env})
+  assert.is(r.code, 1, r.stderr)
+  json = JSON.parse(r.stdout)
+  assert.equal(
+    (json as {source: string; is_safe?: boolean}[]).map((x) => [x.source.replace(`${dir.path}/`, ''), x.is_safe ?? 'error']),
+    [
+      ['uploads/a-sign.png', false],
+      ['uploads/b-sign-rotated.jpg', false],
+      ['uploads/c-red.png', false],
+      ['uploads/d-blue.png', true],
+      ['broken.jpg', 'error'],
+    ],
+  )
+  assert.ok(existsSync(page))
+  assert.equal(readdirSync(dir.path).filter((f) => f.endsWith('.tmp')), [])
+})
+
+test('the page opens offline and draws each text box where the JSON puts it, on the upright thumbnail', async () => {
+  const {tab, requests, problems} = await open(page)
+  try {
+    await tab.waitForFunction(() => [...document.querySelectorAll('img')].every((i) => i.complete && i.naturalWidth > 0))
+    const shown = await tab.evaluate(() =>
+      [...document.querySelectorAll('article.item')].map((a) => {
+        const fig = a.querySelector('figure') as HTMLElement
+        const f = fig.getBoundingClientRect()
+        const img = a.querySelector('img')
+        return {
+          source: (a as HTMLElement).dataset.source ?? '',
+          verdict: a.querySelector('.verdict')?.textContent ?? '',
+          image: img ? [img.naturalWidth, img.naturalHeight] : null,
+          figure: [f.width, f.height],
+          hits: [...a.querySelectorAll('.box.hit')].map((b) => {
+            const r = b.getBoundingClientRect()
+            return [r.left - f.left, r.top - f.top, r.width, r.height]
+          }),
+        }
+      }),
+    )
+    assert.equal(problems, [])
+    assert.equal(requests, [pathToFileURL(page).href])
+    assert.equal(
+      shown.map((s) => [s.source.replace(`${dir.path}/`, ''), s.verdict.split(':')[0]]),
+      [
+        ['uploads/a-sign.png', 'UNSAFE'],
+        ['uploads/b-sign-rotated.jpg', 'UNSAFE'],
+        ['uploads/c-red.png', 'UNSAFE'],
+        ['broken.jpg', 'ERROR unsupported_media'],
+      ],
+    )
+    // Both signs are shown upright (wider than tall), and each hit box sits where the JSON's box is, scaled.
+    for (const [i, s] of shown.slice(0, 2).entries()) {
+      const result = json[i]
+      assert.ok(s.image && s.image[0] > s.image[1], `${s.source} is upright`)
+      const scale = s.figure[0] / 700
+      assert.is(s.hits.length, result.text_hits?.length)
+      assert.ok(s.hits.length > 0)
+      s.hits.forEach((h, k) => {
+        const box = result.text_hits?.[k].box ?? []
+        h.forEach((v, j) => assert.ok(Math.abs(v - box[j] * scale) < 1.5, `${s.source} box ${k}: ${h} vs ${box} x ${scale}`))
+      })
+    }
+    // The filter by category keeps the items of that category.
+    await tab.check('input[value="contact_info"]')
+    assert.is(await tab.locator('article.item').count(), 2)
+    await tab.check('input[value="error"]')
+    assert.is(await tab.locator('article.item').count(), 1)
+  } finally {
+    await tab.close()
+  }
+})
+
+test('5 000 items: the page lays out 100 at a time and decodes only the thumbnails in view', async () => {
+  const big = join(dir.path, 'big.html')
+  const report = await openHtmlReport(big)
+  const jpeg = await sharp({create: {width: 240, height: 160, channels: 3, background: '#884422'}})
+    .composite([{input: Buffer.from('<svg width="240" height="160"><circle cx="120" cy="80" r="60" fill="#ddaa77"/></svg>')}])
+    .jpeg({quality: 70})
+    .toBuffer()
+  const labels = ['weapons', 'gore', 'drugs']
+  for (let i = 0; i < 5000; i++) {
+    const name = labels[i % 3]
+    const result: ModerationResult = {
+      source: `photos/${String(i).padStart(5, '0')}.jpg`,
+      is_safe: false,
+      violations: [{name, confidence: 0.9, parent: null, threshold: 0.5}],
+      labels: [{name, score: 0.9, threshold: 0.5, parent: null, violated: true, origin: 'builtin'}],
+      not_evaluated: [],
+      ...(i === 0 ? {regions: [{label: 'BELLY_EXPOSED', score: 0.8, box: [240, 400, 960, 800]}]} : {}),
+    }
+    await report.add(result, {jpeg, width: 2400, height: 1600})
+  }
+  await report.close({scanned: 9000, safe: 4000, unsafe: 5000, errors: 0, missing: 0, not_evaluated: [], coverage: ''})
+  const perItem = statSync(big).size / 5000
+  console.log(`report page: ${(perItem / 1024).toFixed(1)} KB per item (a 240 x 160 thumbnail of ${(jpeg.length / 1024).toFixed(1)} KB)`)
+  assert.ok(perItem < 1.5 * jpeg.length + 1024)
+  const {tab, problems} = await open(big)
+  try {
+    const counts = () => tab.evaluate(() => [document.querySelectorAll('article.item').length, document.querySelectorAll('img[src^="data:"]').length])
+    const [laid, decoded] = await counts()
+    assert.is(laid, 100)
+    assert.ok(decoded > 0 && decoded < 20, `${decoded} thumbnails decoded at first`)
+    // A region's box, in the 2400 x 1600 image's pixels, drawn at the same place on the 240 px thumbnail.
+    const region = await tab.evaluate(() => {
+      const f = (document.querySelector('figure') as HTMLElement).getBoundingClientRect()
+      const r = (document.querySelector('.box.region') as HTMLElement).getBoundingClientRect()
+      return [r.left - f.left, r.top - f.top, r.width, r.height].map((v) => Math.round(v))
+    })
+    assert.equal(region, [24, 40, 96, 80])
+    await tab.locator('#end').scrollIntoViewIfNeeded()
+    await tab.waitForFunction(() => document.querySelectorAll('article.item').length === 200)
+    assert.match((await tab.locator('#end').textContent()) ?? '', '200 of 5000 shown')
+    await tab.check('input[value="gore"]')
+    assert.is((await counts())[0], 100)
+    assert.match((await tab.locator('#filters').textContent()) ?? '', 'gore (1667)')
+    assert.equal(problems, [])
+  } finally {
+    await tab.close()
+  }
+})
+
+test('--report to a folder that does not exist: exit 2 before scanning, nothing written', async () => {
+  const r = await runInProcess(['scan', folder, '--config', policy, '--report', join(dir.path, 'none', 'r.html')], {env})
+  assert.is(r.code, 2)
+  assert.match(r.stderr, `mod: bad_request: --report ${join(dir.path, 'none', 'r.html')}: cannot write there (ENOENT)`)
+  assert.is(r.stdout, '')
+})
+
+test.run()
