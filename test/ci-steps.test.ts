@@ -72,7 +72,10 @@ function keyValues(path: string): Record<string, string> {
  * know fails the test), $GITHUB_ENV carried to the next steps, outputs collected, and the steps after a failed
  * one not run.
  */
-function runAction(workspace: string, given: Record<string, string>): {failed: boolean; log: string; outputs: Record<string, string>; skipped: string[]} {
+function runAction(
+  workspace: string,
+  given: Record<string, string>,
+): {failed: boolean; log: string; outputs: Record<string, string>; skipped: string[]; env: Record<string, string>} {
   for (const name of Object.keys(given)) assert.ok(name in action.inputs, `the action declares no input ${name}`)
   const inputs = Object.fromEntries(Object.entries(action.inputs).map(([k, v]) => [k, given[k] ?? v.default ?? '']))
   const temp = join(workspace, '..', `runner-temp-${Object.values(given).join('-').replace(/\W/g, '')}`)
@@ -107,12 +110,12 @@ function runAction(workspace: string, given: Record<string, string>): {failed: b
     log += r.stdout + r.stderr
     carried = {...carried, ...keyValues(files.GITHUB_ENV)}
     if (step.id) stepOutputs[step.id] = keyValues(files.GITHUB_OUTPUT)
-    if (r.status !== 0) return {failed: true, log, outputs: outputsOf(stepOutputs, expression), skipped}
+    if (r.status !== 0) return {failed: true, log, outputs: outputsOf(expression), skipped, env: carried}
   }
-  return {failed: false, log, outputs: outputsOf(stepOutputs, expression), skipped}
+  return {failed: false, log, outputs: outputsOf(expression), skipped, env: carried}
 }
 
-function outputsOf(_: unknown, expression: (t: string) => string): Record<string, string> {
+function outputsOf(expression: (t: string) => string): Record<string, string> {
   return Object.fromEntries(Object.entries(action.outputs).map(([k, v]) => [k, expression(v.value)]))
 }
 
@@ -142,6 +145,8 @@ test('the action writes a SARIF report, names it in its outputs, and fails the j
   const sarif = JSON.parse(readFileSync(r.outputs.report, 'utf8'))
   assert.equal(sarif.runs[0].results.map((x: {ruleId: string; locations: {physicalLocation: {artifactLocation: {uri: string}}}[]}) => [x.ruleId, x.locations[0].physicalLocation.artifactLocation.uri]), [['redness', 'assets/red.png']])
   assert.match(r.log, /mod is on PATH/)
+  assert.is(r.env.MOD_VERSION, JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version)
+  assert.match(r.env.MOD_CACHE_DIR, /runner-temp-.*\/mod-cache$/)
   assert.match(r.log, /MOD_MODEL_DIR is set/)
   assert.match(r.log, /2 scanned: 1 safe, 1 unsafe, 0 errors/)
   assert.match(r.log, /mod scan exited 1 \(fail-on: violation\)/)
