@@ -197,6 +197,8 @@ else {
     )
     writeFileSync(join(project, 'img', 'photo.png'), await solidPng(255, 0, 0))
     writeFileSync(join(project, 'notes.md'), 'not an image\n')
+    // An image pre-commit tags as one that mod does not decode: the hook leaves it out.
+    writeFileSync(join(project, 'img', 'logo.svg'), '<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"/>\n')
     git(project, 'add', '-A')
     const env = {...baseEnv(), PRE_COMMIT_HOME: join(dir.path, 'pre-commit-home'), MOD_CACHE_DIR: join(dir.path, 'cache')}
     const run = () => spawnSync(tools.python, ['-m', 'pre_commit', 'run', '--all-files', '--color', 'never'], {cwd: project, env, encoding: 'utf8'})
@@ -204,7 +206,7 @@ else {
     assert.is(red.status, 1, red.stdout + red.stderr)
     assert.match(red.stdout, /^mod scan\.+Failed$/m)
     assert.match(red.stdout, /^UNSAFE {2}img\/photo\.png {2}redness 1\.00>=0\.5$/m)
-    assert.not.match(red.stdout, /notes\.md/)
+    assert.not.match(red.stdout, /notes\.md|logo\.svg/)
     writeFileSync(join(project, 'img', 'photo.png'), await solidPng(0, 0, 255))
     git(project, 'add', '-A')
     const blue = run()
