@@ -240,7 +240,7 @@ The policy's text rules are applied: the text drawn in each image is read by the
             if (accepted) counts.accepted++
             if (sha256 !== undefined) flagged.push({sha256, source: relativePath(item.source, process.cwd()) ?? '-', categories: item.violations.map((v) => v.name)})
           }
-          if (report && ('error' in item || !item.is_safe)) await report.add(item, await thumbnailOf(item, limits))
+          if (report && ('error' in item || !item.is_safe)) await report.add(item, await thumbnailOf(item, limits), accepted)
           const shown = !flags.summary && !(flags['only-unsafe'] && 'is_safe' in item && item.is_safe)
           if (shown) {
             printed++

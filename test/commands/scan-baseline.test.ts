@@ -72,12 +72,15 @@ test('a renamed file stays accepted; a changed file, or a violation of a categor
   assert.match(more.stdout, /UNSAFE {2}assets\/moved\.png {2}(crimson|redness) 1\.00>=0\.5, (crimson|redness) 1\.00>=0\.5\n/)
 })
 
-test('an accepted item is a suppressed SARIF result, a skipped JUnit case, and no GitHub annotation', async () => {
+test('an accepted item is a suppressed SARIF result, a skipped JUnit case, marked in the HTML report, and no GitHub annotation', async () => {
   const sarif = JSON.parse((await scan('assets', '--baseline', 'mod-baseline.json', '--format', 'sarif')).stdout)
   assert.equal(sarif.runs[0].results[0].suppressions, [{kind: 'external', status: 'accepted', justification: 'accepted by the baseline'}])
   const junit = await scan('assets', '--baseline', 'mod-baseline.json', '--format', 'junit')
   assert.is(junit.code, 0)
   assert.match(junit.stdout, /<testcase classname="mod scan" name="assets\/moved.png">\n {6}<skipped message="accepted by the baseline: redness 1.00 &gt;= 0.5"\/>/)
+  await scan('assets', '--baseline', 'mod-baseline.json', '--report', 'report.html')
+  const page = readFileSync(join(work, 'report.html'), 'utf8')
+  assert.match(page, /\{"result":\{"source":"assets\/moved\.png",[^\n]*"accepted":true\}/)
   const github = await scan('assets', '--baseline', 'mod-baseline.json', '--format', 'github')
   assert.is(github.stdout, '::notice title=mod scan::2 scanned: 1 safe, 1 unsafe (1 accepted by the baseline), 0 errors\n')
 })
