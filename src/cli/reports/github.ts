@@ -1,12 +1,12 @@
 import {relativePath, violationText, type Reporter, type ReportItem, type RunInfo} from './report.js'
 
 /** A workflow command's message: GitHub decodes %25, %0D and %0A there. */
-export function escapeData(s: string): string {
+function escapeData(s: string): string {
   return s.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A')
 }
 
 /** A workflow command's property value: as a message, and `:` and `,` too, which end a property. */
-export function escapeProperty(s: string): string {
+function escapeProperty(s: string): string {
   return escapeData(s).replace(/:/g, '%3A').replace(/,/g, '%2C')
 }
 

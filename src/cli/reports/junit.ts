@@ -1,11 +1,10 @@
 import {relativePath, violationText, type Reporter, type ReportItem, type RunInfo} from './report.js'
 
 /** Characters XML 1.0 cannot hold at all (C0 controls but tab, line feed and carriage return; lone surrogates). */
-// eslint-disable-next-line no-control-regex
 const NOT_XML = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
 
 /** Text for an attribute value or element content. */
-export function xmlText(s: string): string {
+function xmlText(s: string): string {
   return s
     .replace(NOT_XML, '\uFFFD')
     .replace(/&/g, '&amp;')
