@@ -53,13 +53,19 @@ export function formatRow(item: ItemResult | ScanEntry): string {
 export interface Counts {
   safe: number
   unsafe: number
+  /** Of the unsafe ones, those a baseline accepts. */
+  accepted?: number
   errors: number
   missing?: number
 }
 
-/** "3 scanned: 2 safe, 1 unsafe, 0 errors", then "; 1 not found" when a path given does not exist. */
+/**
+ * "3 scanned: 2 safe, 1 unsafe, 0 errors", "1 unsafe (1 accepted by the baseline)" when a baseline accepts some,
+ * then "; 1 not found" when a path given does not exist.
+ */
 export function summaryLine(counts: Counts, coverage = ''): string {
-  const scanned = `${counts.safe + counts.unsafe + counts.errors} scanned: ${counts.safe} safe, ${counts.unsafe} unsafe, ${counts.errors} errors`
+  const accepted = counts.accepted ? ` (${counts.accepted} accepted by the baseline)` : ''
+  const scanned = `${counts.safe + counts.unsafe + counts.errors} scanned: ${counts.safe} safe, ${counts.unsafe} unsafe${accepted}, ${counts.errors} errors`
   return `${scanned}${coverage ? ` (${coverage})` : ''}${counts.missing ? `; ${counts.missing} not found` : ''}`
 }
 

@@ -1,6 +1,6 @@
 import type {Stats} from 'node:fs'
 import {open, opendir, realpath, stat} from 'node:fs/promises'
-import {basename, isAbsolute, join, relative, sep} from 'node:path'
+import {basename, dirname, isAbsolute, join, relative, sep} from 'node:path'
 
 import ignore, {type Ignore} from 'ignore'
 
@@ -203,7 +203,9 @@ async function* walk(dir: string, maxBytes: number, seen: Set<string>, skipped: 
  * line is always tried, whatever its name, unless an `exclude` pattern matches it; one that does not exist, or is
  * not a regular file (a FIFO, a device), is an error entry in its place. `exclude` holds git-ignore patterns
  * (`*.tmp`, `drafts/`), matched below each folder given and against each file given (relative to the working
- * folder); a `.modignore` file in a folder adds its own patterns for that folder and below.
+ * folder); a `.modignore` file in a folder adds its own patterns for that folder and below. With `listed` (paths
+ * from a file list, e.g. a diff's changed files), a file is judged by its first bytes as in a folder: one that is
+ * not an image is skipped and counted, one that does not exist is still an error entry.
  */
 export async function* scanInputs(
   paths: string[],
@@ -211,6 +213,7 @@ export async function* scanInputs(
   skipped: Skipped,
   stdin: NodeJS.ReadableStream = process.stdin,
   exclude: readonly string[] = [],
+  listed = false,
 ): AsyncGenerator<ScanItem> {
   const patterns = exclude.length > 0 ? ignore().add([...exclude]) : undefined
   for (const p of paths) {
@@ -231,7 +234,12 @@ export async function* scanInputs(
       yield* walk(p, maxBytes, seen, skipped, patterns ? [{base: p, ig: patterns, flag: true}] : [])
     } else if (info.isFile()) {
       if (patterns && patterns.ignores(givenName(p))) skip(skipped, 'excluded')
-      else yield {input: {source: p, read: () => readFile(p, maxBytes)}}
+      else if (listed) {
+        const checked = await check(dirname(p), {name: basename(p), symlink: false, dir: false, file: true})
+        if ('skip' in checked) skip(skipped, checked.skip)
+        else if ('item' in checked) yield checked.item
+        else yield {input: {source: p, read: () => readFile(p, maxBytes)}}
+      } else yield {input: {source: p, read: () => readFile(p, maxBytes)}}
     } else {
       yield entry(p, 'unsupported_media', `${p} is ${kindOf(info)}, not a regular file: give a file, a folder or - for stdin`)
     }

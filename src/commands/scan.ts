@@ -1,13 +1,17 @@
-import {Args, Flags} from '@oclif/core'
+import {Args, Errors, Flags} from '@oclif/core'
 
 import {ModCommand} from '../cli/base-command.js'
+import {baselineText, hashedInputs, isAccepted, readBaseline, writeAtomically, type BaselineItem} from '../cli/baseline.js'
 import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
 import {modelFlags, policyFlags} from '../cli/flags.js'
 import {coverage, coverageHint, formatRow, notEvaluatedLine, summaryLine, type Counts} from '../cli/format.js'
+import {readFileList} from '../cli/files-from.js'
 import type {EnvVars} from '../cli/help.js'
 import {openHtmlReport, type HtmlReport} from '../cli/reports/html-report.js'
 import {scanInputs, skippedLine, type ScanEntry, type ScanItem, type Skipped} from '../cli/inputs.js'
+import {reporterFor, SCAN_FORMATS, type ScanFormat} from '../cli/reports/index.js'
+import {relativePath} from '../cli/reports/report.js'
 import type {ImageInput, ItemResult} from '../lib/engine.js'
 import {ModError} from '../lib/errors.js'
 import type {ImageLimits} from '../lib/image/decode.js'
@@ -94,6 +98,9 @@ The policy's text rules are applied: the text drawn in each image is read by the
     '<%= config.bin %> scan ./photos',
     '<%= config.bin %> scan ./uploads --json > report.json',
     'cat photo.jpg | <%= config.bin %> scan - --ndjson',
+    '<%= config.bin %> scan ./assets --format sarif > mod.sarif',
+    'git diff --name-only -z --diff-filter=d origin/main | <%= config.bin %> scan --files-from - -0 --format github',
+    '<%= config.bin %> scan ./assets --baseline mod-baseline.json',
     '<%= config.bin %> scan ./photos --config policy.yaml --preset balanced',
   ]
 
@@ -105,12 +112,36 @@ The policy's text rules are applied: the text drawn in each image is read by the
   static override strict = false
 
   static override args = {
-    paths: Args.string({description: 'files, folders or - (stdin)', required: true}),
+    // ignoreStdin: oclif would otherwise read piped stdin as the missing path, racing --files-from - for it.
+    paths: Args.string({description: 'files, folders or - (stdin); none with --files-from', ignoreStdin: true}),
   }
 
   static override flags = {
-    json: Flags.boolean({description: 'Print one JSON array of results, streamed as they finish.', exclusive: ['ndjson']}),
-    ndjson: Flags.boolean({description: 'Print one JSON result per line as each finishes.', exclusive: ['json']}),
+    json: Flags.boolean({description: 'Print one JSON array of results, streamed as they finish (same as --format json).', exclusive: ['ndjson', 'format']}),
+    ndjson: Flags.boolean({description: 'Print one JSON result per line as each finishes (same as --format ndjson).', exclusive: ['json', 'format']}),
+    format: Flags.string({
+      description:
+        'Output format: table (default), json, ndjson, or a report for CI: sarif (SARIF 2.1.0, for GitHub code scanning, GitLab and SARIF viewers), junit (JUnit XML, for GitLab, Jenkins, Azure Pipelines) or github (GitHub Actions annotations on the files). The summary goes to stderr.',
+      options: [...SCAN_FORMATS],
+      exclusive: ['json', 'ndjson', 'summary'],
+    }),
+    baseline: Flags.string({
+      description:
+        'Accept the flagged images listed in this baseline file (by the sha256 of their bytes, for the categories listed): they are reported as accepted and do not make the exit code 1.',
+    }),
+    'write-baseline': Flags.string({
+      description: "Write this run's flagged images, with their categories, to a baseline file (JSON, version 1), replacing it whole.",
+    }),
+    'files-from': Flags.string({
+      description:
+        'Also scan the paths listed in this file (- for stdin), one per line: e.g. the files a pull request changed. A listed file that is not an image is skipped; one that does not exist is a not_found error. An empty list scans nothing and exits 0.',
+    }),
+    null: Flags.boolean({
+      // -0 as xargs and grep -z spell it; oclif's types allow only letters, its parser takes any character.
+      char: '0' as 'a',
+      description: 'The --files-from list is separated by NUL characters (git diff -z, find -print0), not newlines.',
+      dependsOn: ['files-from'],
+    }),
     only: Flags.string({
       description:
         'Score with one signal alone: nsfw (the embedded NSFW specialist: nudity, sexual_activity, suggestive; no CLIP model needed), clip (the zero-shot prompts), text (the text rules of the policy alone, read by the embedded OCR) or pdq (the hash lists of the policy alone: known_bad and the categories lists map to).',
@@ -143,6 +174,12 @@ The policy's text rules are applied: the text drawn in each image is read by the
   async run(): Promise<void> {
     const {argv, flags} = await this.parse(Scan)
     const paths = argv as string[]
+    const fromList = flags['files-from']
+    if (paths.length === 0 && fromList === undefined) throw new Errors.CLIError('Missing 1 required arg: paths  files, folders or - (stdin), or --files-from')
+    if (fromList === '-' && paths.includes('-')) throw new Errors.CLIError('--files-from - and the path - both read stdin: give one of them')
+    const format: ScanFormat = (flags.format as ScanFormat | undefined) ?? (flags.json ? 'json' : flags.ndjson ? 'ndjson' : 'table')
+    const baseline = flags.baseline === undefined ? undefined : await readBaseline(flags.baseline)
+    const listed = fromList === undefined ? [] : await readFileList(fromList, flags.null, process.stdin)
     const {engine, config} = await engineFromFlags(flags, process.env, {only: flags.only})
     this.notePolicy(config)
     const out = process.stdout
@@ -153,7 +190,17 @@ The policy's text rules are applied: the text drawn in each image is read by the
       closed = true
     }
     out.on('error', onOutError)
-    const counts: Required<Counts> = {safe: 0, unsafe: 0, errors: 0, missing: 0}
+    const counts: Required<Counts> = {safe: 0, unsafe: 0, accepted: 0, errors: 0, missing: 0}
+    // sha256 of each input's bytes, by source, taken as the engine reads them: baselines and SARIF fingerprints.
+    const hashes = new Map<string, string>()
+    const flagged: BaselineItem[] = []
+    const summaryText = (): string => {
+      const categories = engine.policy.categories.length
+      const partial = coverageHint(categories - notEvaluated.length, categories, config.preset)
+      const skips = skippedLine(skipped)
+      return `${summaryLine(counts, partial)}${skips ? `; ${skips}` : ''}`
+    }
+    const reporter = reporterFor(format, {categories: engine.policy.categories, version: this.config.version, cwd: process.cwd()})
     const skipped: Skipped = new Map()
     let notEvaluated: string[] = []
     // Results printed: all, or with --only-unsafe the UNSAFE and ERROR ones; --summary prints none.
@@ -166,28 +213,43 @@ The policy's text rules are applied: the text drawn in each image is read by the
       report = flags.report ? await openHtmlReport(flags.report) : undefined
       const progress = this.startProgress('Scanning')
       const write = (text: string): void => progress.above(() => out.write(text))
-      const listing = flags.json && !flags.summary
+      const listing = format === 'json' && !flags.summary
       if (listing) write('[')
+      if (reporter) write(reporter.start())
       const found = {count: 0, done: false}
       const {limits} = config.settings.engine
-      const items = walkedAhead(scanInputs(paths, limits.maxBytes, skipped, process.stdin, flags.exclude ?? []), found)
+      async function* all(): AsyncGenerator<ScanItem> {
+        yield* scanInputs(paths, limits.maxBytes, skipped, process.stdin, flags.exclude ?? [])
+        yield* scanInputs(listed, limits.maxBytes, skipped, process.stdin, flags.exclude ?? [], true)
+      }
+      const items = walkedAhead(hashedInputs(all(), hashes), found)
       const closeArray = (): void => {
         progress.finish()
         if (listing && !closed) out.write(`${printed > 0 ? '\n' : ''}]\n`)
+        if (reporter && !closed) out.write(reporter.end(summaryText()))
       }
       try {
         for await (const item of inOrder(items, (inputs) => engine.moderateMany(inputs))) {
           if (closed || this.interrupt.signal.aborted) break
+          const sha256 = hashes.get(item.source)
+          const accepted = 'is_safe' in item && isAccepted(baseline, item, sha256)
           if ('error' in item) counts[item.error.code === 'not_found' ? 'missing' : 'errors']++
           else if (item.is_safe) counts.safe++
-          else counts.unsafe++
-          if (report && ('error' in item || !item.is_safe)) await report.add(item, await thumbnailOf(item, limits))
+          else {
+            counts.unsafe++
+            if (accepted) counts.accepted++
+            if (sha256 !== undefined) flagged.push({sha256, source: relativePath(item.source, process.cwd()) ?? '-', categories: item.violations.map((v) => v.name)})
+          }
+          if (report && ('error' in item || !item.is_safe)) await report.add(item, await thumbnailOf(item, limits), accepted)
           const shown = !flags.summary && !(flags['only-unsafe'] && 'is_safe' in item && item.is_safe)
           if (shown) {
             printed++
-            if (flags.json) write(`${printed > 1 ? ',' : ''}\n${JSON.stringify(item)}`)
-            else if (flags.ndjson) write(`${JSON.stringify(item)}\n`)
-            else write(`${formatRow(item)}\n`)
+            // An accepted result says so in every format; its fields are otherwise the engine's.
+            const json = (): string => JSON.stringify(accepted ? {...item, accepted_by_baseline: true} : item)
+            if (reporter) write(reporter.item({item, accepted, sha256}))
+            else if (format === 'json') write(`${printed > 1 ? ',' : ''}\n${json()}`)
+            else if (format === 'ndjson') write(`${json()}\n`)
+            else write(`${formatRow(item)}${accepted ? '  (accepted by the baseline)' : ''}\n`)
           }
           const done = counts.safe + counts.unsafe + counts.errors + counts.missing
           progress.update(`Scanning ${done} of ${found.count}${found.done ? '' : '+'}: ${summaryLine(counts)}`)
@@ -208,21 +270,26 @@ The policy's text rules are applied: the text drawn in each image is read by the
     }
     const total = counts.safe + counts.unsafe + counts.errors
     const skips = skippedLine(skipped)
-    if (total === 0 && counts.missing === 0) {
+    if (total === 0 && counts.missing === 0 && fromList === undefined) {
       await report?.abort()
       throw new ModError('not_found', `nothing was scanned in ${paths.join(' ')}${skips ? `: ${skips}` : ': no images'}`)
     }
     const categories = engine.policy.categories.length
-    const partial = coverageHint(categories - notEvaluated.length, categories, config.preset)
     await report?.close({...counts, scanned: total, not_evaluated: notEvaluated, coverage: coverage(categories - notEvaluated.length, categories)})
-    const summary = `${summaryLine(counts, partial)}${skips ? `; ${skips}` : ''}`
+    const summary = summaryText()
+    if (flags['write-baseline']) {
+      await writeAtomically(flags['write-baseline'], baselineText(flagged))
+      this.logToStderr(`mod: baseline: wrote ${flagged.length} flagged ${flagged.length === 1 ? 'image' : 'images'} to ${flags['write-baseline']}`)
+    }
     if (flags.summary && flags.json) {
-      this.log(JSON.stringify({...counts, scanned: total, skipped: Object.fromEntries(skipped), not_evaluated: notEvaluated}))
+      // `accepted` only where a baseline could accept anything.
+      const {accepted, ...rest} = counts
+      this.log(JSON.stringify({...rest, ...(baseline ? {accepted} : {}), scanned: total, skipped: Object.fromEntries(skipped), not_evaluated: notEvaluated}))
     } else if (flags.summary) this.log(summary)
-    else if (!flags.json && !flags.ndjson) this.logToStderr(summary)
+    else if (format !== 'json' && format !== 'ndjson') this.logToStderr(summary)
     else if (skips) this.logToStderr(skips)
     const failed = counts.errors > 0 || counts.missing > 0 || (flags.strict && notEvaluated.length > 0)
-    const code = counts.unsafe > 0 ? EXIT_VIOLATION : failed ? EXIT_ERROR : EXIT_SAFE
+    const code = counts.unsafe > counts.accepted ? EXIT_VIOLATION : failed ? EXIT_ERROR : EXIT_SAFE
     if (code !== EXIT_SAFE) this.exit(code)
   }
 }

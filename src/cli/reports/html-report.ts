@@ -30,8 +30,8 @@ export interface ReportSummary {
 }
 
 export interface HtmlReport {
-  /** Adds a flagged or failed item, with its image's thumbnail when it could be made. */
-  add(item: ItemResult | ScanEntry, thumb?: Thumbnail): Promise<void>
+  /** Adds a flagged or failed item, with its image's thumbnail when it could be made; `accepted` by a baseline. */
+  add(item: ItemResult | ScanEntry, thumb?: Thumbnail, accepted?: boolean): Promise<void>
   /** Writes the summary and puts the page in place. */
   close(summary: ReportSummary): Promise<void>
   /** Drops the unfinished page. */
@@ -109,7 +109,7 @@ function card(it) {
   info.append(el('h2', '', r.source));
   if ('error' in r) info.append(el('p', 'verdict error', 'ERROR ' + r.error.code + ': ' + r.error.message));
   else {
-    info.append(el('p', 'verdict unsafe', 'UNSAFE: ' + r.violations.map((v) => v.name + ' ' + v.confidence.toFixed(2) + ' >= ' + v.threshold).join(', ')));
+    info.append(el('p', 'verdict unsafe', 'UNSAFE: ' + r.violations.map((v) => v.name + ' ' + v.confidence.toFixed(2) + ' >= ' + v.threshold).join(', ') + (it.accepted ? ' (accepted by the baseline)' : '')));
     const table = el('table');
     for (const l of r.labels.slice(0, 6)) { const tr = el('tr'); tr.append(el('td', '', l.name), el('td', '', l.score.toFixed(2)), el('td', 'muted', 'threshold ' + l.threshold)); table.append(tr); }
     info.append(table);
@@ -171,11 +171,13 @@ export async function openHtmlReport(file: string): Promise<HtmlReport> {
 <p id="end" class="muted"></p>
 <script id="report-items" type="application/json">[`)
   return {
-    async add(item, thumb) {
+    async add(item, thumb, accepted) {
       await started
-      const entry = thumb
-        ? {result: item, thumb: `data:image/jpeg;base64,${thumb.jpeg.toString('base64')}`, width: thumb.width, height: thumb.height}
-        : {result: item}
+      const entry = {
+        result: item,
+        ...(thumb ? {thumb: `data:image/jpeg;base64,${thumb.jpeg.toString('base64')}`, width: thumb.width, height: thumb.height} : {}),
+        ...(accepted ? {accepted: true} : {}),
+      }
       await write(`${count++ > 0 ? ',' : ''}\n${scriptJson(entry)}`)
     },
     async close(summary) {

@@ -1,0 +1,38 @@
+import {relativePath, violationText, type Reporter, type ReportItem, type RunInfo} from './report.js'
+
+/** A workflow command's message: GitHub decodes %25, %0D and %0A there. */
+function escapeData(s: string): string {
+  return s.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A')
+}
+
+/** A workflow command's property value: as a message, and `:` and `,` too, which end a property. */
+function escapeProperty(s: string): string {
+  return escapeData(s).replace(/:/g, '%3A').replace(/,/g, '%2C')
+}
+
+function command(name: string, properties: Record<string, string | undefined>, message: string): string {
+  const props = Object.entries(properties)
+    .filter((e): e is [string, string] => e[1] !== undefined)
+    .map(([k, v]) => `${k}=${escapeProperty(v)}`)
+    .join(',')
+  return `::${name}${props ? ` ${props}` : ''}::${escapeData(message)}\n`
+}
+
+/**
+ * GitHub Actions workflow commands: an `::error` annotation on each file that violates the policy or could not be
+ * scanned, which a pull request shows on the file. Safe items and items a baseline accepts print nothing; the run's
+ * summary ends the output as a `::notice`.
+ */
+export function githubReporter(run: RunInfo): Reporter {
+  return {
+    start: () => '',
+    item(r: ReportItem) {
+      const {item} = r
+      if (r.accepted || ('is_safe' in item && item.is_safe)) return ''
+      const file = relativePath(item.source, run.cwd)
+      const title = 'error' in item ? `mod: could not scan (${item.error.code})` : `mod: ${item.violations.map((v) => v.name).join(', ')}`
+      return command('error', {file, line: file === undefined ? undefined : '1', title}, 'error' in item ? item.error.message : violationText(item))
+    },
+    end: (summary) => command('notice', {title: 'mod scan'}, summary),
+  }
+}

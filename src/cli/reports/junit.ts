@@ -1,0 +1,62 @@
+import {relativePath, violationText, type Reporter, type ReportItem, type RunInfo} from './report.js'
+
+/** Characters XML 1.0 cannot hold at all (C0 controls but tab, line feed and carriage return; lone surrogates). */
+const NOT_XML = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
+
+/** Text for an attribute value or element content. */
+function xmlText(s: string): string {
+  return s
+    .replace(NOT_XML, '\uFFFD')
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/\r/g, '&#13;')
+    .replace(/\n/g, '&#10;')
+}
+
+/**
+ * JUnit XML (GitLab's `artifacts:reports:junit`, Jenkins, Azure Pipelines): one test case per item shown, named by
+ * its path relative to the working folder. A violation is a `<failure>` (type: the first category), an item that
+ * could not be scanned an `<error>` (type: its code), an item a baseline accepts `<skipped>`. The suite's counts
+ * come first in the document, so the cases are kept (a line each) and written at the end.
+ */
+export function junitReporter(run: RunInfo): Reporter {
+  const cases: string[] = []
+  const counts = {tests: 0, failures: 0, errors: 0, skipped: 0}
+  return {
+    start: () => '',
+    item(r: ReportItem) {
+      const {item} = r
+      const name = relativePath(item.source, run.cwd) ?? '-'
+      const open = `    <testcase classname="mod scan" name="${xmlText(name)}"`
+      counts.tests++
+      if ('error' in item) {
+        counts.errors++
+        cases.push(`${open}>\n      <error type="${xmlText(item.error.code)}" message="${xmlText(violationText(item))}"/>\n    </testcase>`)
+      } else if (item.is_safe) cases.push(`${open}/>`)
+      else if (r.accepted) {
+        counts.skipped++
+        cases.push(`${open}>\n      <skipped message="${xmlText(`accepted by the baseline: ${violationText(item)}`)}"/>\n    </testcase>`)
+      } else {
+        counts.failures++
+        const lines = item.violations.map((v) => `${v.name}: score ${v.confidence} >= threshold ${v.threshold}`).join('\n')
+        cases.push(`${open}>\n      <failure type="${xmlText(item.violations[0].name)}" message="${xmlText(violationText(item))}">${xmlText(lines)}</failure>\n    </testcase>`)
+      }
+      return ''
+    },
+    end(summary) {
+      const attrs = `tests="${counts.tests}" failures="${counts.failures}" errors="${counts.errors}" skipped="${counts.skipped}"`
+      return [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        `<testsuites name="mod scan" ${attrs}>`,
+        `  <testsuite name="mod scan" ${attrs}>`,
+        `    <properties>\n      <property name="mod.version" value="${xmlText(run.version)}"/>\n      <property name="summary" value="${xmlText(summary)}"/>\n    </properties>`,
+        ...cases,
+        '  </testsuite>',
+        '</testsuites>',
+        '',
+      ].join('\n')
+    },
+  }
+}

@@ -1,0 +1,45 @@
+import {isAbsolute, relative, resolve, sep} from 'node:path'
+
+import type {ItemResult} from '../../lib/engine.js'
+import type {ScanEntry} from '../inputs.js'
+
+/** One scanned input as the CI reports see it: the engine's answer, whether a baseline accepts it, its bytes' sha256. */
+export interface ReportItem {
+  item: ItemResult | ScanEntry
+  accepted: boolean
+  sha256?: string
+}
+
+/** What a report needs to know about the run besides its items. */
+export interface RunInfo {
+  /** The policy's categories, each a rule of the report. */
+  categories: readonly {name: string; threshold: number; parent: string | null}[]
+  version: string
+  cwd: string
+}
+
+/**
+ * A CI report written as the scan goes: `start` before the first item, `item` for each one shown, `end` with the
+ * run's summary line. Each returns the text to write (possibly empty).
+ */
+export interface Reporter {
+  start(): string
+  item(r: ReportItem): string
+  end(summary: string): string
+}
+
+/**
+ * A source as a path relative to the working folder with `/` separators (how CI systems name a repository's
+ * files), or undefined for stdin.
+ */
+export function relativePath(source: string, cwd: string): string | undefined {
+  if (source === '-') return undefined
+  const rel = relative(cwd, resolve(cwd, source))
+  return isAbsolute(rel) ? rel : rel.split(sep).join('/')
+}
+
+/** "redness 0.93 >= 0.5, weapons 0.71 >= 0.6": what an item violates. */
+export function violationText(item: ItemResult | ScanEntry): string {
+  if ('error' in item) return `${item.error.code}: ${item.error.message}`
+  return item.violations.map((v) => `${v.name} ${v.confidence.toFixed(2)} >= ${v.threshold}`).join(', ')
+}

@@ -1,0 +1,74 @@
+import {pathToFileURL} from 'node:url'
+
+import {relativePath, type Reporter, type ReportItem, type RunInfo} from './report.js'
+
+/** The schema URI SARIF 2.1.0 logs name (the OASIS errata 01 schema, as GitHub and GitLab accept it). */
+const SCHEMA = 'https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json'
+const BASE_ID = '%SRCROOT%'
+/** partialFingerprints key: an image has no lines to hash, so its content hash identifies a result across runs. */
+const FINGERPRINT = 'imageSha256/v1'
+
+/** A relative path as a URI reference: each segment percent-encoded. */
+function uriOf(path: string): string {
+  return path.split('/').map((s) => (s === '..' || s === '.' ? s : encodeURIComponent(s))).join('/')
+}
+
+/**
+ * SARIF 2.1.0 (what GitHub code scanning and GitLab read): one result per violation of an item, and one per item
+ * that could not be scanned. A result's rule is the category (or the error code), its level `error` (an unreadable
+ * input fails the gate as a violation does), its location the file relative to the working folder (line 1: GitHub
+ * requires a start line, and an image has no other). Results are streamed; the rules, which name every category
+ * of the policy and every error code met, follow them in the run object.
+ */
+export function sarifReporter(run: RunInfo): Reporter {
+  const errorCodes = new Set<string>()
+  let written = 0
+  const result = (r: ReportItem, ruleId: string, text: string, properties: Record<string, unknown>): string => {
+    const path = relativePath(r.item.source, run.cwd)
+    return JSON.stringify({
+      ruleId,
+      level: 'error',
+      message: {text},
+      ...(path === undefined
+        ? {}
+        : {locations: [{physicalLocation: {artifactLocation: {uri: uriOf(path), uriBaseId: BASE_ID}, region: {startLine: 1}}}]}),
+      ...(r.sha256 ? {partialFingerprints: {[FINGERPRINT]: r.sha256}} : {}),
+      ...(r.accepted ? {suppressions: [{kind: 'external', status: 'accepted', justification: 'accepted by the baseline'}]} : {}),
+      properties,
+    })
+  }
+  return {
+    start: () => `{"$schema":${JSON.stringify(SCHEMA)},"version":"2.1.0","runs":[{"results":[`,
+    item(r) {
+      const {item} = r
+      let lines: string[]
+      if ('error' in item) {
+        errorCodes.add(item.error.code)
+        lines = [result(r, item.error.code, `${item.source} could not be scanned: ${item.error.message}`, {code: item.error.code})]
+      } else {
+        lines = item.violations.map((v) =>
+          result(r, v.name, `${item.source}: ${v.name} ${v.confidence.toFixed(2)} >= threshold ${v.threshold}`, {confidence: v.confidence, threshold: v.threshold}),
+        )
+      }
+      return lines.map((l) => `${written++ > 0 ? ',' : ''}\n${l}`).join('')
+    },
+    end() {
+      const rules = [
+        ...run.categories.map((c) => ({
+          id: c.name,
+          shortDescription: {text: `Image violates the policy category ${c.name}${c.parent ? ` (under ${c.parent})` : ''}`},
+          defaultConfiguration: {level: 'error'},
+          properties: {threshold: c.threshold},
+        })),
+        ...[...errorCodes].sort().map((code) => ({
+          id: code,
+          shortDescription: {text: `Input could not be scanned (${code})`},
+          defaultConfiguration: {level: 'error'},
+        })),
+      ]
+      const tool = {driver: {name: 'mod', semanticVersion: run.version, version: run.version, rules}}
+      const bases = {[BASE_ID]: {uri: pathToFileURL(run.cwd.endsWith('/') ? run.cwd : `${run.cwd}/`).href}}
+      return `${written > 0 ? '\n' : ''}],"tool":${JSON.stringify(tool)},"originalUriBaseIds":${JSON.stringify(bases)},"columnKind":"utf16CodeUnits"}]}\n`
+    },
+  }
+}

@@ -1,0 +1,171 @@
+import {spawnSync} from 'node:child_process'
+import {mkdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {createRequire} from 'node:module'
+import {join} from 'node:path'
+
+import AjvDraft04Module from 'ajv-draft-04'
+import addFormatsModule from 'ajv-formats'
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {pythonTools} from '../helpers/python-tools.js'
+
+// Both are CommonJS modules whose default export NodeNext types as the module namespace.
+const Ajv = AjvDraft04Module as unknown as typeof AjvDraft04Module.default
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
+
+// The SARIF 2.1.0 schema as its authors publish it (draft-04 JSON Schema), shipped by Microsoft's jest-sarif.
+const require = createRequire(import.meta.url)
+const SARIF_SCHEMA = JSON.parse(readFileSync(join(require.resolve('@microsoft/jest-sarif/package.json'), '..', 'lib', 'schemas', 'sarif-2.1.0-rtm.5.json'), 'utf8'))
+
+/** A validator of the published schema: its formats checked; its one pattern that is not valid in Unicode mode read as written. */
+function sarifValidator(): (log: unknown) => string | undefined {
+  const ajv = new Ajv({allErrors: true, strict: false, unicodeRegExp: false})
+  addFormats(ajv)
+  const validate = ajv.compile(SARIF_SCHEMA)
+  return (log) => (validate(log) ? undefined : JSON.stringify(validate.errors, null, 1))
+}
+
+const dir = tempDir()
+const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
+const work = join(dir.path, 'repo')
+// A name with every character GitHub's workflow commands must escape in a property.
+const ODD = 'x,y:z%\r\nw.png'
+
+test.before(async () => {
+  mkdirSync(join(work, 'assets', 'sub'), {recursive: true})
+  writeRednessPolicy(work)
+  writeFileSync(join(work, 'assets', 'red one.png'), await solidPng(255, 0, 0))
+  writeFileSync(join(work, 'assets', 'sub', 'blue.png'), await solidPng(0, 0, 255))
+  writeFileSync(join(work, 'assets', 'sub', ODD), await solidPng(250, 0, 0))
+  writeFileSync(join(work, 'broken.png'), 'not an image')
+})
+
+test.after(() => dir.remove())
+
+const scan = (format: string, ...more: string[]) => runInProcess(['scan', 'assets', 'broken.png', '--config', 'policy.yaml', '--format', format, ...more], {env, cwd: work})
+
+test('--format sarif is a SARIF 2.1.0 log valid against its schema: one result per violation and per unreadable input', async () => {
+  const r = await scan('sarif')
+  assert.is(r.code, 1, r.stderr)
+  const log = JSON.parse(r.stdout)
+  const check = sarifValidator()
+  assert.is(check(log), undefined)
+  // The check has teeth: a level SARIF does not define is refused.
+  assert.ok(check({...log, runs: [{...log.runs[0], results: [{...log.runs[0].results[0], level: 'fatal'}]}]}))
+  const [run] = log.runs
+  const results = run.results.map((x: {ruleId: string; level: string; locations: {physicalLocation: {artifactLocation: {uri: string; uriBaseId: string}; region: {startLine: number}}}[]}) => [
+    x.ruleId,
+    x.level,
+    x.locations[0].physicalLocation.artifactLocation.uri,
+    x.locations[0].physicalLocation.artifactLocation.uriBaseId,
+    x.locations[0].physicalLocation.region.startLine,
+  ])
+  assert.equal(results, [
+    ['redness', 'error', 'assets/red%20one.png', '%SRCROOT%', 1],
+    ['redness', 'error', `assets/sub/${encodeURIComponent(ODD)}`, '%SRCROOT%', 1],
+    ['unsupported_media', 'error', 'broken.png', '%SRCROOT%', 1],
+  ])
+  // Each location, resolved against its base as a URI, names the very file.
+  for (const x of run.results) {
+    const url = new URL(x.locations[0].physicalLocation.artifactLocation.uri, run.originalUriBaseIds['%SRCROOT%'].uri)
+    assert.ok(readFileSync(url).length > 0)
+  }
+  const ruleIds = run.tool.driver.rules.map((x: {id: string}) => x.id)
+  assert.ok(ruleIds.includes('redness') && ruleIds.includes('weapons') && ruleIds.includes('unsupported_media'), ruleIds.join())
+  assert.match(run.results[0].partialFingerprints['imageSha256/v1'], /^[0-9a-f]{64}$/)
+  assert.is(r.stderr, '4 scanned: 1 safe, 2 unsafe, 1 errors\n')
+})
+
+test('--format sarif with nothing flagged is a valid log with no results', async () => {
+  const r = await runInProcess(['scan', 'assets/sub/blue.png', '--config', 'policy.yaml', '--format', 'sarif'], {env, cwd: work})
+  assert.is(r.code, 0, r.stderr)
+  const log = JSON.parse(r.stdout)
+  assert.is(sarifValidator()(log), undefined)
+  assert.equal(log.runs[0].results, [])
+})
+
+const tools = pythonTools()
+const junitRead = `
+import json, sys
+from junitparser import JUnitXml, Failure, Error, Skipped
+xml = JUnitXml.fromstring(sys.stdin.read())
+out = {"suites": []}
+for suite in xml:
+    cases = []
+    for case in suite:
+        cases.append({"name": case.name, "classname": case.classname,
+                      "result": [{"kind": type(r).__name__, "type": r.type, "message": r.message} for r in case.result]})
+    out["suites"].append({"name": suite.name, "tests": suite.tests, "failures": suite.failures, "errors": suite.errors, "skipped": suite.skipped, "cases": cases})
+print(json.dumps(out))
+`
+
+if ('skip' in tools) console.log(`skipping the JUnit parser check: ${tools.skip}`)
+else {
+  test('--format junit is read by junitparser: a passed case per safe item, <failure> per violation, <error> per unreadable input', async () => {
+    const r = await scan('junit')
+    assert.is(r.code, 1, r.stderr)
+    const parsed = spawnSync(tools.python, ['-c', junitRead], {input: r.stdout, encoding: 'utf8'})
+    assert.is(parsed.status, 0, parsed.stderr)
+    const {suites} = JSON.parse(parsed.stdout)
+    assert.is(suites.length, 1)
+    const [suite] = suites
+    assert.equal([suite.tests, suite.failures, suite.errors, suite.skipped], [4, 2, 1, 0])
+    assert.equal(
+      suite.cases.map((c: {name: string; result: {kind: string; type: string}[]}) => [c.name, c.result.map((x) => `${x.kind}:${x.type}`)]),
+      [
+        ['assets/red one.png', ['Failure:redness']],
+        ['assets/sub/blue.png', []],
+        [`assets/sub/${ODD}`, ['Failure:redness']],
+        ['broken.png', ['Error:unsupported_media']],
+      ],
+    )
+  })
+}
+
+/**
+ * A workflow command line read as GitHub documents it: `::name key=value,key=value::message`, where a property
+ * value holds no raw `,` or `:` and neither part a raw line break; %25, %0D, %0A (and in values %3A, %2C) decode.
+ */
+function parseCommand(line: string): {name: string; props: Record<string, string>; message: string} {
+  const m = /^::([a-z-]+)(?: ([^:\r\n]*))?::([^\r\n]*)$/.exec(line)
+  if (!m) throw new Error(`not a workflow command: ${JSON.stringify(line)}`)
+  const decode = (s: string) => s.replace(/%(25|0D|0A|3A|2C)/g, (_, h: string) => String.fromCharCode(Number.parseInt(h, 16)))
+  const props = Object.fromEntries((m[2] ?? '').split(',').filter(Boolean).map((p) => {
+    const eq = p.indexOf('=')
+    assert.ok(eq > 0, p)
+    return [p.slice(0, eq), decode(p.slice(eq + 1))]
+  }))
+  return {name: m[1], props, message: m[3].replace(/%(25|0D|0A)/g, (_, h: string) => String.fromCharCode(Number.parseInt(h, 16)))}
+}
+
+test('--format github prints an ::error workflow command on each flagged or unreadable file, its name escaped as GitHub documents', async () => {
+  const r = await scan('github')
+  assert.is(r.code, 1, r.stderr)
+  const lines = r.stdout.split('\n')
+  assert.is(lines.pop(), '')
+  const commands = lines.map(parseCommand)
+  assert.equal(
+    commands.map((c) => [c.name, c.props.file, c.props.line, c.props.title, c.message]),
+    [
+      ['error', 'assets/red one.png', '1', 'mod: redness', 'redness 1.00 >= 0.5'],
+      ['error', `assets/sub/${ODD}`, '1', 'mod: redness', 'redness 1.00 >= 0.5'],
+      ['error', 'broken.png', '1', 'mod: could not scan (unsupported_media)', commands[2].message],
+      ['notice', undefined, undefined, 'mod scan', '4 scanned: 1 safe, 2 unsafe, 1 errors'],
+    ],
+  )
+  assert.match(commands[2].message, /empty|image/)
+})
+
+test('--json and --format json print the same; --format cannot be used with --json', async () => {
+  const a = await runInProcess(['scan', 'assets', '--config', 'policy.yaml', '--json'], {env, cwd: work})
+  const b = await runInProcess(['scan', 'assets', '--config', 'policy.yaml', '--format', 'json'], {env, cwd: work})
+  assert.is(b.code, a.code)
+  assert.equal(JSON.parse(b.stdout), JSON.parse(a.stdout))
+  const both = await runInProcess(['scan', 'assets', '--json', '--format', 'sarif'], {env, cwd: work})
+  assert.is(both.code, 2)
+  assert.match(both.stderr, /^mod: usage: .*--format.*--json|--json.*--format/)
+})
+
+test.run()
