@@ -21,6 +21,8 @@ export interface ImageProbe {
   width: number
   height: number
   frames: number
+  /** EXIF orientation, 1-8 (1 when absent or out of range): how the stored image is turned or mirrored for display. */
+  orientation: number
   /** An animated GIF or WebP (more than one frame); other multi-page files are scored on their first page. */
   animated: boolean
   /** What decoding one of its pixels costs, in baseline pixels (see decodeCost); it may have maxPixels ÷ cost pixels. */
@@ -45,6 +47,9 @@ export const MIN_FRAME_PIXELS = 64 * 64
 /** Frames scored from an animation; each label keeps its maximum over them. */
 export const MAX_FRAMES = 8
 
+/** What a decoded pixel takes: 8-bit RGB, whatever the file's depth and bands. */
+export const DECODED_BYTES_PER_PIXEL = 3
+
 const WHITE = {r: 255, g: 255, b: 255}
 
 /**
@@ -68,7 +73,8 @@ export async function probeImage(input: Buffer): Promise<ImageProbe> {
   }
   const frames = Math.max(1, meta.pages ?? 1)
   const animated = frames > 1 && (format === 'gif' || format === 'webp')
-  return {format, width: meta.width, height: meta.pageHeight ?? meta.height, frames, animated, ...decodeCost(format, meta)}
+  const orientation = Number.isInteger(meta.orientation) && (meta.orientation as number) >= 1 && (meta.orientation as number) <= 8 ? (meta.orientation as number) : 1
+  return {format, width: meta.width, height: meta.pageHeight ?? meta.height, frames, orientation, animated, ...decodeCost(format, meta)}
 }
 
 /**
@@ -113,7 +119,7 @@ export async function decodeImage(input: Buffer, limits: ImageLimits): Promise<R
     throw new ModError('payload_too_large', `image is ${probe.width}x${probe.height}; a side may be at most ${MAX_SIDE} pixels`)
   }
   try {
-    return probe.animated ? await decodeFrames(input, probe, limits) : [await decodeStill(input, limits)]
+    return probe.animated ? await decodeFrames(input, probe, limits) : [await decodeStill(input, probe, limits)]
   } catch (e) {
     throw decodeError(e, limits)
   }
@@ -153,9 +159,66 @@ function options(limits: ImageLimits, extra: SharpOptions): SharpOptions {
   return {failOn: FAIL_ON, limitInputPixels: limits.maxPixels, ...extra}
 }
 
-async function decodeStill(input: Buffer, limits: ImageLimits): Promise<RgbImage> {
-  const {data, info} = await toRgb(sharp(input, options(limits, {autoOrient: true}))).toBuffer({resolveWithObject: true})
-  return {data, width: info.width, height: info.height}
+/**
+ * A still in two steps, so that only 8-bit RGB is ever held whole. First the stored image, unrotated: read
+ * strip by strip, flattened, converted and cast as it streams, whatever its depth and bands (a float RGBA TIFF
+ * is 16 bytes a pixel; libvips holds its whole input only to rotate or transpose it, which is why EXIF
+ * orientation is not applied there). Then the orientation, on the 8-bit pixels: a flip or turn holds the
+ * image and its reoriented copy, so such an image is decoded at no more than half the pixel limit (planDecode).
+ */
+async function decodeStill(input: Buffer, probe: ImageProbe, limits: ImageLimits): Promise<RgbImage> {
+  const {orientation} = probe
+  const plan = planDecode(probe, orientation, limits)
+  let image = sharp(input, options(limits, {autoOrient: false}))
+  if (plan.width !== probe.width || plan.height !== probe.height) image = image.resize(plan.width, plan.height, {fit: 'fill'})
+  const {data, info} = await toRgb(image).toBuffer({resolveWithObject: true})
+  if (orientation === 1) return {data, width: info.width, height: info.height}
+  const raw = {width: info.width, height: info.height, channels: 3 as const}
+  const turned = await reorient(sharp(data, {raw}), orientation).raw().toBuffer({resolveWithObject: true})
+  return {data: turned.data, width: turned.info.width, height: turned.info.height}
+}
+
+/** EXIF orientation 2-8 as sharp's turn (clockwise) and mirror: the pixels libvips' own auto-orientation gives. */
+const REORIENT: Record<number, {turn: 0 | 90 | 180 | 270; mirror: boolean}> = {
+  2: {turn: 0, mirror: true},
+  3: {turn: 180, mirror: false},
+  4: {turn: 180, mirror: true},
+  5: {turn: 270, mirror: true},
+  6: {turn: 90, mirror: false},
+  7: {turn: 90, mirror: true},
+  8: {turn: 270, mirror: false},
+}
+
+function reorient(image: Sharp, orientation: number): Sharp {
+  const {turn, mirror} = REORIENT[orientation]
+  const turned = turn === 0 ? image : image.rotate(turn)
+  return mirror ? turned.flop() : turned
+}
+
+/**
+ * The size a still is decoded at, before its orientation is applied: the file's, or, for an image that has
+ * to be reoriented (EXIF orientation 2-8) and has more than half of `maxPixels`, that many pixels at its
+ * aspect ratio (the reoriented copy is made while the decoded one is held).
+ */
+export function planDecode(size: {width: number; height: number}, orientation: number, limits: Pick<ImageLimits, 'maxPixels'>): {width: number; height: number} {
+  const {width, height} = size
+  const allowed = orientation === 1 ? limits.maxPixels : Math.floor(limits.maxPixels / 2)
+  if (width * height <= allowed) return {width, height}
+  const scale = Math.sqrt(allowed / (width * height))
+  return {width: Math.max(1, Math.floor(width * scale)), height: Math.max(1, Math.floor(height * scale))}
+}
+
+/**
+ * The most memory decoding and preparing one image takes with these limits, besides the encoded bytes: the
+ * decoded image (a still at up to `maxPixels`, reoriented at up to half of it in two copies; an animation's
+ * frames at up to a third of it, GIF's share, and the frames kept) and the part of it that is scored (border
+ * trimming copies it when it cuts a side), each 8-bit RGB. Documented in docs/operations.md.
+ */
+export function decodeBound(limits: Pick<ImageLimits, 'maxPixels'>): {bytes: number; formula: string} {
+  return {
+    bytes: 2 * DECODED_BYTES_PER_PIXEL * limits.maxPixels,
+    formula: `2 x ${DECODED_BYTES_PER_PIXEL} bytes x ${limits.maxPixels} pixels (the decoded image and the part of it scored, 8-bit RGB)`,
+  }
 }
 
 /**
