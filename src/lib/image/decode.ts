@@ -175,7 +175,8 @@ async function decodeStill(input: Buffer, probe: ImageProbe, limits: ImageLimits
   if (orientation === 1) return {data, width: info.width, height: info.height}
   const raw = {width: info.width, height: info.height, channels: 3 as const}
   const turned = await reorient(sharp(data, {raw}), orientation).raw().toBuffer({resolveWithObject: true})
-  return {data: turned.data, width: turned.info.width, height: turned.info.height}
+  const scale = probe.width / plan.width
+  return {data: turned.data, width: turned.info.width, height: turned.info.height, ...(scale === 1 ? {} : {scale})}
 }
 
 /** EXIF orientation 2-8 as sharp's turn (clockwise) and mirror: the pixels libvips' own auto-orientation gives. */

@@ -122,11 +122,13 @@ test('decodes a turned image over half the pixel limit smaller, still turned; an
   const limits = {...LIMITS, maxPixels: 2000}
   const [img] = await decodeImage(file, limits)
   assert.equal([img.width, img.height], [27, 36])
+  assert.is(img.scale, 40 / 36, 'the file has 40/36 pixels per pixel decoded')
   // Turned a quarter clockwise: the red left half is now on top.
   near(pixel(img, 13, 4), RED, 0, 'top')
   near(pixel(img, 13, 31), BLUE, 0, 'bottom')
   const [upright] = await decodeImage(await raw(halves(), 40, 30).png().toBuffer(), limits)
   assert.equal([upright.width, upright.height], [40, 30])
+  assert.is(upright.scale, undefined)
 })
 
 test('the memory bound docs/operations.md states is the one computed from the pixel limit', async () => {
