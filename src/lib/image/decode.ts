@@ -97,8 +97,9 @@ function decodeCost(format: ImageFormat, meta: Metadata): {cost: number; costly?
 
 /**
  * The one decoding entry of every image path: refuses an empty input, then decodes to 8-bit sRGB with
- * alpha flattened onto white: one image for a still (EXIF orientation applied), up to MAX_FRAMES evenly
- * spaced frames for an animated GIF/WebP. Limits (bytes, pixels, MAX_SIDE) are checked before any pixel is decoded.
+ * alpha flattened onto white: one image for a still (EXIF orientation applied; planDecode gives its size), up
+ * to MAX_FRAMES evenly spaced frames for an animated GIF/WebP. Limits (bytes, pixels, MAX_SIDE) are checked
+ * before any pixel is decoded.
  */
 export async function decodeImage(input: Buffer, limits: ImageLimits): Promise<RgbImage[]> {
   if (input.length === 0) throw emptyFileError()
@@ -160,23 +161,20 @@ function options(limits: ImageLimits, extra: SharpOptions): SharpOptions {
 }
 
 /**
- * A still in two steps, so that only 8-bit RGB is ever held whole. First the stored image, unrotated: read
- * strip by strip, flattened, converted and cast as it streams, whatever its depth and bands (a float RGBA TIFF
- * is 16 bytes a pixel; libvips holds its whole input only to rotate or transpose it, which is why EXIF
- * orientation is not applied there). Then the orientation, on the 8-bit pixels: a flip or turn holds the
- * image and its reoriented copy, so such an image is decoded at no more than half the pixel limit (planDecode).
+ * A still in two steps, so that only 8-bit RGB is ever held whole. First the stored image, unrotated, at the
+ * size planDecode gives: read strip by strip, flattened, converted, cast (and scaled) as it streams, whatever
+ * its depth and bands (a float RGBA TIFF is 16 bytes a pixel; libvips holds its whole input only to rotate or
+ * transpose it, which is why EXIF orientation is not applied there). Then the orientation, on the 8-bit pixels.
  */
 async function decodeStill(input: Buffer, probe: ImageProbe, limits: ImageLimits): Promise<RgbImage> {
   const {orientation} = probe
-  const plan = planDecode(probe, orientation, limits)
+  const plan = planDecode(probe, limits)
   let image = sharp(input, options(limits, {autoOrient: false}))
   if (plan.width !== probe.width || plan.height !== probe.height) image = image.resize(plan.width, plan.height, {fit: 'fill'})
-  const {data, info} = await toRgb(image).toBuffer({resolveWithObject: true})
-  if (orientation === 1) return {data, width: info.width, height: info.height}
-  const raw = {width: info.width, height: info.height, channels: 3 as const}
-  const turned = await reorient(sharp(data, {raw}), orientation).raw().toBuffer({resolveWithObject: true})
+  const decoded = await toRgb(image).toBuffer({resolveWithObject: true})
+  const {data, info} = orientation === 1 ? decoded : await reorient(sharp(decoded.data, {raw: {...decoded.info, channels: 3}}), orientation).raw().toBuffer({resolveWithObject: true})
   const scale = probe.width / plan.width
-  return {data: turned.data, width: turned.info.width, height: turned.info.height, ...(scale === 1 ? {} : {scale})}
+  return {data, width: info.width, height: info.height, ...(scale === 1 ? {} : {scale})}
 }
 
 /** EXIF orientation 2-8 as sharp's turn (clockwise) and mirror: the pixels libvips' own auto-orientation gives. */
@@ -197,28 +195,35 @@ function reorient(image: Sharp, orientation: number): Sharp {
 }
 
 /**
- * The size a still is decoded at, before its orientation is applied: the file's, or, for an image that has
- * to be reoriented (EXIF orientation 2-8) and has more than half of `maxPixels`, that many pixels at its
- * aspect ratio (the reoriented copy is made while the decoded one is held).
+ * A still is decoded at no more than this share of the pixel limit, because one copy of it is held with it:
+ * the turned copy for an EXIF orientation, then the part that is scored, which border trimming copies when it
+ * cuts a side. The signals read far fewer pixels (CLIP and the specialist 224 a side, NudeNet 320, the text
+ * detector 736).
  */
-export function planDecode(size: {width: number; height: number}, orientation: number, limits: Pick<ImageLimits, 'maxPixels'>): {width: number; height: number} {
+export const DECODED_SHARE = 2
+
+/**
+ * The size a still is decoded at, before its orientation is applied: the file's, or for an image of more than
+ * `maxPixels` / DECODED_SHARE pixels, that many at its aspect ratio.
+ */
+export function planDecode(size: {width: number; height: number}, limits: Pick<ImageLimits, 'maxPixels'>): {width: number; height: number} {
   const {width, height} = size
-  const allowed = orientation === 1 ? limits.maxPixels : Math.floor(limits.maxPixels / 2)
+  const allowed = Math.floor(limits.maxPixels / DECODED_SHARE)
   if (width * height <= allowed) return {width, height}
   const scale = Math.sqrt(allowed / (width * height))
   return {width: Math.max(1, Math.floor(width * scale)), height: Math.max(1, Math.floor(height * scale))}
 }
 
 /**
- * The most memory decoding and preparing one image takes with these limits, besides the encoded bytes: the
- * decoded image (a still at up to `maxPixels`, reoriented at up to half of it in two copies; an animation's
- * frames at up to a third of it, GIF's share, and the frames kept) and the part of it that is scored (border
- * trimming copies it when it cuts a side), each 8-bit RGB. Documented in docs/operations.md.
+ * The most memory decoding and preparing one image takes with these limits, besides the encoded bytes, all of
+ * it 8-bit RGB: a still decoded at up to `maxPixels` / DECODED_SHARE and one copy of it (turned, or the part
+ * scored); an animation's frames, at up to a third of `maxPixels` in all (GIF's share), the frames kept of
+ * them and their scored parts. Documented in docs/operations.md.
  */
 export function decodeBound(limits: Pick<ImageLimits, 'maxPixels'>): {bytes: number; formula: string} {
   return {
-    bytes: 2 * DECODED_BYTES_PER_PIXEL * limits.maxPixels,
-    formula: `2 x ${DECODED_BYTES_PER_PIXEL} bytes x ${limits.maxPixels} pixels (the decoded image and the part of it scored, 8-bit RGB)`,
+    bytes: DECODED_BYTES_PER_PIXEL * limits.maxPixels,
+    formula: `${DECODED_BYTES_PER_PIXEL} bytes x ${limits.maxPixels} pixels (a still at half of them and one copy of it, 8-bit RGB)`,
   }
 }
 
