@@ -7,7 +7,7 @@
  * to clear_refs before its request); idle is the same path on a 16x16 PNG. Prints a table, PASS/MISS against
  * 600 MiB, and the bound docs/operations.md states, computed from the same constants as the decoder.
  *
- *   npx tsx bench/decode-memory.ts [name-substring ...]
+ *   npx tsx bench/decode-memory.ts [name-substring ...] [--no-speed]
  *
  * Last, the speed of decoding ordinary JPEGs (1280x720 and 12 megapixels, upright and EXIF-turned) against
  * the earlier one-pipeline decode (orientation applied by libvips before the cast to 8 bits), the two taking
@@ -298,7 +298,7 @@ async function speed(): Promise<void> {
 const kept = process.env.DECODE_MEMORY_INPUTS
 const dir = kept ?? (await mkdtemp(join(tmpdir(), 'mod-decode-memory-')))
 try {
-  const only = process.argv.slice(2)
+  const only = process.argv.slice(2).filter((a) => a !== '--no-speed')
   const names = Object.keys(INPUTS).filter((n) => n !== 'tiny-16.png' && (only.length === 0 || only.some((o) => n.includes(o))))
   await mkdir(dir, {recursive: true})
   for (const name of ['tiny-16.png', ...names]) if (!existsSync(join(dir, name))) await writeFile(join(dir, name), await INPUTS[name]())
@@ -332,7 +332,7 @@ try {
   const bound = decodeBound(DEFAULT_LIMITS)
   process.stdout.write(`\nworst: ${worst.name} +${worst.extra.toFixed(0)} MiB (target ${TARGET_MIB} MiB: ${worst.extra <= TARGET_MIB ? 'PASS' : 'MISS'})\n`)
   process.stdout.write(`documented bound (docs/operations.md), from the decoder's constants: ${(bound.bytes / MIB).toFixed(0)} MiB = ${bound.formula}\n`)
-  await speed()
+  if (!process.argv.includes('--no-speed')) await speed()
 } finally {
   if (!kept) await rm(dir, {recursive: true, force: true})
 }

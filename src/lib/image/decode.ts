@@ -215,15 +215,22 @@ export function planDecode(size: {width: number; height: number}, limits: Pick<I
 }
 
 /**
+ * Images of a still's size, up to `maxPixels` / DECODED_SHARE pixels, held at once at worst: as decoded, turned,
+ * and the part scored. The one as decoded is dropped once turned, but its memory is given back only when the
+ * garbage collector next runs, which may be after the scored part is copied.
+ */
+const STILL_COPIES = 3
+
+/**
  * The most memory decoding and preparing one image takes with these limits, besides the encoded bytes, all of
- * it 8-bit RGB: a still decoded at up to `maxPixels` / DECODED_SHARE and one copy of it (turned, or the part
- * scored); an animation's frames, at up to a third of `maxPixels` in all (GIF's share), the frames kept of
- * them and their scored parts. Documented in docs/operations.md.
+ * it 8-bit RGB: STILL_COPIES images of a still's size; an animation takes less (its frames, at up to a third of
+ * `maxPixels` in all, GIF's share, then the frames kept and their scored parts). Documented in docs/operations.md.
  */
 export function decodeBound(limits: Pick<ImageLimits, 'maxPixels'>): {bytes: number; formula: string} {
+  const perPixel = (STILL_COPIES * DECODED_BYTES_PER_PIXEL) / DECODED_SHARE
   return {
-    bytes: DECODED_BYTES_PER_PIXEL * limits.maxPixels,
-    formula: `${DECODED_BYTES_PER_PIXEL} bytes x ${limits.maxPixels} pixels (a still at half of them and one copy of it, 8-bit RGB)`,
+    bytes: perPixel * limits.maxPixels,
+    formula: `${STILL_COPIES} x ${DECODED_BYTES_PER_PIXEL} bytes x ${limits.maxPixels} / ${DECODED_SHARE} pixels (a still decoded, turned, and the part scored, 8-bit RGB)`,
   }
 }
 

@@ -131,7 +131,7 @@ test('decodes a still over half the pixel limit smaller, turned as its orientati
 
 test('the memory bound docs/operations.md states is the one computed from the pixel limit', async () => {
   const bound = decodeBound(DEFAULT_LIMITS)
-  assert.is(bound.bytes, 3 * 100_000_000)
+  assert.is(bound.bytes, (3 * 3 * 100_000_000) / 2)
   const docs = await readFile(new URL('../../../docs/operations.md', import.meta.url), 'utf8')
   assert.ok(docs.includes(`${Math.round(bound.bytes / 1024 / 1024)} MiB`), 'docs/operations.md names the bound in MiB')
 })
