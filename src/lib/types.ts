@@ -29,4 +29,6 @@ export interface RgbImage {
   data: Buffer
   width: number
   height: number
+  /** The file's pixels per pixel here, for an image decoded scaled down (see planDecode); absent: 1. */
+  scale?: number
 }

@@ -21,6 +21,8 @@ export interface ImageProbe {
   width: number
   height: number
   frames: number
+  /** EXIF orientation, 1-8 (1 when absent or out of range): how the stored image is turned or mirrored for display. */
+  orientation: number
   /** An animated GIF or WebP (more than one frame); other multi-page files are scored on their first page. */
   animated: boolean
   /** What decoding one of its pixels costs, in baseline pixels (see decodeCost); it may have maxPixels ÷ cost pixels. */
@@ -45,6 +47,9 @@ export const MIN_FRAME_PIXELS = 64 * 64
 /** Frames scored from an animation; each label keeps its maximum over them. */
 export const MAX_FRAMES = 8
 
+/** What a decoded pixel takes: 8-bit RGB, whatever the file's depth and bands. */
+export const DECODED_BYTES_PER_PIXEL = 3
+
 const WHITE = {r: 255, g: 255, b: 255}
 
 /**
@@ -68,7 +73,8 @@ export async function probeImage(input: Buffer): Promise<ImageProbe> {
   }
   const frames = Math.max(1, meta.pages ?? 1)
   const animated = frames > 1 && (format === 'gif' || format === 'webp')
-  return {format, width: meta.width, height: meta.pageHeight ?? meta.height, frames, animated, ...decodeCost(format, meta)}
+  const orientation = Number.isInteger(meta.orientation) && (meta.orientation as number) >= 1 && (meta.orientation as number) <= 8 ? (meta.orientation as number) : 1
+  return {format, width: meta.width, height: meta.pageHeight ?? meta.height, frames, orientation, animated, ...decodeCost(format, meta)}
 }
 
 /**
@@ -91,8 +97,9 @@ function decodeCost(format: ImageFormat, meta: Metadata): {cost: number; costly?
 
 /**
  * The one decoding entry of every image path: refuses an empty input, then decodes to 8-bit sRGB with
- * alpha flattened onto white: one image for a still (EXIF orientation applied), up to MAX_FRAMES evenly
- * spaced frames for an animated GIF/WebP. Limits (bytes, pixels, MAX_SIDE) are checked before any pixel is decoded.
+ * alpha flattened onto white: one image for a still (EXIF orientation applied; planDecode gives its size), up
+ * to MAX_FRAMES evenly spaced frames for an animated GIF/WebP. Limits (bytes, pixels, MAX_SIDE) are checked
+ * before any pixel is decoded.
  */
 export async function decodeImage(input: Buffer, limits: ImageLimits): Promise<RgbImage[]> {
   if (input.length === 0) throw emptyFileError()
@@ -113,7 +120,7 @@ export async function decodeImage(input: Buffer, limits: ImageLimits): Promise<R
     throw new ModError('payload_too_large', `image is ${probe.width}x${probe.height}; a side may be at most ${MAX_SIDE} pixels`)
   }
   try {
-    return probe.animated ? await decodeFrames(input, probe, limits) : [await decodeStill(input, limits)]
+    return probe.animated ? await decodeFrames(input, probe, limits) : [await decodeStill(input, probe, limits)]
   } catch (e) {
     throw decodeError(e, limits)
   }
@@ -153,9 +160,78 @@ function options(limits: ImageLimits, extra: SharpOptions): SharpOptions {
   return {failOn: FAIL_ON, limitInputPixels: limits.maxPixels, ...extra}
 }
 
-async function decodeStill(input: Buffer, limits: ImageLimits): Promise<RgbImage> {
-  const {data, info} = await toRgb(sharp(input, options(limits, {autoOrient: true}))).toBuffer({resolveWithObject: true})
-  return {data, width: info.width, height: info.height}
+/**
+ * A still in two steps, so that only 8-bit RGB is ever held whole. First the stored image, unrotated, at the
+ * size planDecode gives: read strip by strip, flattened, converted, cast (and scaled) as it streams, whatever
+ * its depth and bands (a float RGBA TIFF is 16 bytes a pixel; libvips holds its whole input only to rotate or
+ * transpose it, which is why EXIF orientation is not applied there). Then the orientation, on the 8-bit pixels.
+ */
+async function decodeStill(input: Buffer, probe: ImageProbe, limits: ImageLimits): Promise<RgbImage> {
+  const {orientation} = probe
+  const plan = planDecode(probe, limits)
+  let image = sharp(input, options(limits, {autoOrient: false}))
+  if (plan.width !== probe.width || plan.height !== probe.height) image = image.resize(plan.width, plan.height, {fit: 'fill'})
+  const decoded = await toRgb(image).toBuffer({resolveWithObject: true})
+  const {data, info} = orientation === 1 ? decoded : await reorient(sharp(decoded.data, {raw: {...decoded.info, channels: 3}}), orientation).raw().toBuffer({resolveWithObject: true})
+  const scale = probe.width / plan.width
+  return {data, width: info.width, height: info.height, ...(scale === 1 ? {} : {scale})}
+}
+
+/** EXIF orientation 2-8 as sharp's turn (clockwise) and mirror: the pixels libvips' own auto-orientation gives. */
+const REORIENT: Record<number, {turn: 0 | 90 | 180 | 270; mirror: boolean}> = {
+  2: {turn: 0, mirror: true},
+  3: {turn: 180, mirror: false},
+  4: {turn: 180, mirror: true},
+  5: {turn: 270, mirror: true},
+  6: {turn: 90, mirror: false},
+  7: {turn: 90, mirror: true},
+  8: {turn: 270, mirror: false},
+}
+
+function reorient(image: Sharp, orientation: number): Sharp {
+  const {turn, mirror} = REORIENT[orientation]
+  const turned = turn === 0 ? image : image.rotate(turn)
+  return mirror ? turned.flop() : turned
+}
+
+/**
+ * A still is decoded at no more than this share of the pixel limit, because one copy of it is held with it:
+ * the turned copy for an EXIF orientation, then the part that is scored, which border trimming copies when it
+ * cuts a side. The signals read far fewer pixels (CLIP and the specialist 224 a side, NudeNet 320, the text
+ * detector 736).
+ */
+export const DECODED_SHARE = 2
+
+/**
+ * The size a still is decoded at, before its orientation is applied: the file's, or for an image of more than
+ * `maxPixels` / DECODED_SHARE pixels, that many at its aspect ratio.
+ */
+export function planDecode(size: {width: number; height: number}, limits: Pick<ImageLimits, 'maxPixels'>): {width: number; height: number} {
+  const {width, height} = size
+  const allowed = Math.floor(limits.maxPixels / DECODED_SHARE)
+  if (width * height <= allowed) return {width, height}
+  const scale = Math.sqrt(allowed / (width * height))
+  return {width: Math.max(1, Math.floor(width * scale)), height: Math.max(1, Math.floor(height * scale))}
+}
+
+/**
+ * Images of a still's size, up to `maxPixels` / DECODED_SHARE pixels, held at once at worst: as decoded, turned,
+ * and the part scored. The one as decoded is dropped once turned, but its memory is given back only when the
+ * garbage collector next runs, which may be after the scored part is copied.
+ */
+const STILL_COPIES = 3
+
+/**
+ * The most memory decoding and preparing one image takes with these limits, besides the encoded bytes, all of
+ * it 8-bit RGB: STILL_COPIES images of a still's size; an animation takes less (its frames, at up to a third of
+ * `maxPixels` in all, GIF's share, then the frames kept and their scored parts). Documented in docs/operations.md.
+ */
+export function decodeBound(limits: Pick<ImageLimits, 'maxPixels'>): {bytes: number; formula: string} {
+  const perPixel = (STILL_COPIES * DECODED_BYTES_PER_PIXEL) / DECODED_SHARE
+  return {
+    bytes: perPixel * limits.maxPixels,
+    formula: `${STILL_COPIES} x ${DECODED_BYTES_PER_PIXEL} bytes x ${limits.maxPixels} / ${DECODED_SHARE} pixels (a still decoded, turned, and the part scored, 8-bit RGB)`,
+  }
 }
 
 /**

@@ -202,7 +202,7 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
         frames.map(async (decoded, index) => {
           const {frame, origin} = timeStep(steps, 'trim', () => {
             const box = scoredBox(decoded, policy.trim_borders)
-            return {frame: crop(decoded, box), origin: {left: box.left, top: box.top}}
+            return {frame: crop(decoded, box), origin: {left: box.left, top: box.top, ...(decoded.scale ? {scale: decoded.scale} : {})}}
           })
           // Every signal starts at once: CLIP's resize runs in libvips' threads while the others compute here.
           const preparing = entries.flatMap(([name, s]) => {

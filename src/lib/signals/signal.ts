@@ -37,6 +37,16 @@ export interface SignalSetup {
 export interface FrameOrigin {
   left: number
   top: number
+  /** The image's pixels per decoded pixel, when it was decoded scaled down; absent: 1. */
+  scale?: number
+}
+
+/** An [x, y, width, height] box found in a trimmed frame, in the image's pixels (whole pixels when scaled). */
+export function toImageBox(box: readonly [number, number, number, number], origin: FrameOrigin): [number, number, number, number] {
+  const [x, y, width, height] = box
+  const scale = origin.scale ?? 1
+  const at = [x + origin.left, y + origin.top, width, height] as [number, number, number, number]
+  return scale === 1 ? at : (at.map((v) => Math.round(v * scale)) as [number, number, number, number])
 }
 
 /** Whether frames come from an image (a still one or an animation) or from a video. */

@@ -2,7 +2,10 @@ import sharp, {type Sharp} from 'sharp'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {decodeImage, frameIndices, MAX_FRAMES, MAX_SIDE, MIN_FRAME_PIXELS, probeImage, type ImageLimits} from '../../../src/lib/image/decode.js'
+import {readFile} from 'node:fs/promises'
+
+import {DEFAULT_LIMITS} from '../../../src/lib/config/settings.js'
+import {decodeBound, decodeImage, frameIndices, MAX_FRAMES, MAX_SIDE, MIN_FRAME_PIXELS, planDecode, probeImage, type ImageLimits} from '../../../src/lib/image/decode.js'
 import type {RgbImage} from '../../../src/lib/types.js'
 import {rejection} from '../../helpers/errors.js'
 import {greyPng, manyFrameGif, pngClaiming} from '../../helpers/hostile-images.js'
@@ -82,6 +85,57 @@ test('applies EXIF orientation: orientation 6 turns the stored image a quarter c
   near(pixel(img, 35, 55), WHITE, 12, 'bottom-right corner')
 })
 
+/** 7x5, every pixel a different colour, so that any wrong turn or mirror shows. */
+function distinct(channels: 3 | 4, depth16 = false): Sharp {
+  const data = Buffer.alloc(7 * 5 * channels)
+  for (let i = 0; i < 7 * 5; i++) data.set([(i * 37) % 256, (i * 91) % 256, (i * 13) % 256, 255 - i * 5].slice(0, channels), channels * i)
+  const image = raw(data, 7, 5, channels)
+  return depth16 ? image.toColourspace('rgb16') : image
+}
+
+test('applies each EXIF orientation 1-8 exactly as libvips does, for an 8-bit JPEG and a 16-bit RGBA PNG', async () => {
+  const files = {jpeg: (o: number) => distinct(3).jpeg({quality: 100}).withMetadata({orientation: o}), png16: (o: number) => distinct(4, true).png().withMetadata({orientation: o})}
+  for (const [kind, make] of Object.entries(files)) {
+    for (let o = 1; o <= 8; o++) {
+      const file = await make(o).toBuffer()
+      assert.is((await probeImage(file)).orientation, o)
+      // What decoding did in one libvips pipeline: orient the stored pixels, then flatten and cast.
+      const expected = await sharp(file).autoOrient().flatten({background: '#ffffff'}).toColourspace('srgb').raw({depth: 'uchar'}).toBuffer({resolveWithObject: true})
+      const [img] = await decodeImage(file, LIMITS)
+      assert.equal([img.width, img.height], [expected.info.width, expected.info.height], `${kind} orientation ${o}: size`)
+      assert.ok(img.data.equals(expected.data), `${kind} orientation ${o}: pixels`)
+    }
+  }
+})
+
+test('plans a still over half the pixel limit at half of it, one within it at full size', () => {
+  assert.equal(planDecode({width: 40, height: 30}, {maxPixels: 2400}), {width: 40, height: 30})
+  assert.equal(planDecode({width: 40, height: 30}, {maxPixels: 2000}), {width: 36, height: 27})
+  // The defaults: a 10 000 x 10 000 image is decoded at 7071 x 7071 (50 million pixels).
+  assert.equal(planDecode({width: 10_000, height: 10_000}, DEFAULT_LIMITS), {width: 7071, height: 7071})
+})
+
+test('decodes a still over half the pixel limit smaller, turned as its orientation says, with its scale', async () => {
+  const limits = {...LIMITS, maxPixels: 2000}
+  const [img] = await decodeImage(await raw(halves(), 40, 30).png().withMetadata({orientation: 6}).toBuffer(), limits)
+  assert.equal([img.width, img.height], [27, 36])
+  assert.is(img.scale, 40 / 36, 'the file has 40/36 pixels per pixel decoded')
+  // Turned a quarter clockwise: the red left half is now on top.
+  near(pixel(img, 13, 4), RED, 0, 'top')
+  near(pixel(img, 13, 31), BLUE, 0, 'bottom')
+  const [upright] = await decodeImage(await raw(halves(), 40, 30).png().toBuffer(), limits)
+  assert.equal([upright.width, upright.height, upright.scale], [36, 27, 40 / 36])
+  const [whole] = await decodeImage(await raw(halves(), 40, 30).png().toBuffer(), {...LIMITS, maxPixels: 2400})
+  assert.equal([whole.width, whole.height, whole.scale], [40, 30, undefined])
+})
+
+test('the memory bound docs/operations.md states is the one computed from the pixel limit', async () => {
+  const bound = decodeBound(DEFAULT_LIMITS)
+  assert.is(bound.bytes, (3 * 3 * 100_000_000) / 2)
+  const docs = await readFile(new URL('../../../docs/operations.md', import.meta.url), 'utf8')
+  assert.ok(docs.includes(`${Math.round(bound.bytes / 1024 / 1024)} MiB`), 'docs/operations.md names the bound in MiB')
+})
+
 test('flattens alpha onto white', async () => {
   // Transparent red, then black at alpha 128 (255 * 127/255 of white shows through).
   const data = Buffer.from([255, 0, 0, 0, 0, 0, 0, 128])
@@ -114,7 +168,7 @@ test('picks frames evenly from first to last', () => {
 
 test('decodes 8 evenly spaced frames of a 20-frame animated GIF', async () => {
   const file = await animatedGif(20)
-  assert.equal(await probeImage(file), {format: 'gif', width: 16, height: 12, frames: 20, animated: true, cost: 3, costly: 'a GIF'})
+  assert.equal(await probeImage(file), {format: 'gif', width: 16, height: 12, frames: 20, orientation: 1, animated: true, cost: 3, costly: 'a GIF'})
   const frames = await decodeImage(file, LIMITS)
   assert.is(frames.length, 8)
   for (const f of frames) {
@@ -213,7 +267,8 @@ for (const [kind, make, cost, name] of costly) {
     const why = name ? ` for ${name} (1/${cost} of ${cost * 10_000 - 1}: it takes ${cost} times the memory or time to decode)` : ''
     assert.equal([e.code, e.message], ['payload_too_large', `image is 100x100 = 10000 pixels; the limit is ${Math.floor((cost * 10_000 - 1) / cost)} pixels${why}`])
     const [image] = await decodeImage(file, limits(cost * 10_000))
-    assert.equal([image.width, image.height], [100, 100])
+    // At the limit it decodes, scaled to half of it when that is fewer pixels than the file's (cost 1).
+    assert.equal([image.width, image.height], cost === 1 ? [70, 70] : [100, 100])
   })
 }
 

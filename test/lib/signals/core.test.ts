@@ -9,7 +9,7 @@ import {DEFAULT_LIMITS} from '../../../src/lib/config/settings.js'
 import type {StepTimes} from '../../../src/lib/pipeline/steps.js'
 import {buildPolicy} from '../../../src/lib/policy/load.js'
 import {activeSignals, openCore} from '../../../src/lib/signals/core.js'
-import type {Signal} from '../../../src/lib/signals/signal.js'
+import {toImageBox, type FrameOrigin, type Signal} from '../../../src/lib/signals/signal.js'
 import type {RgbImage} from '../../../src/lib/types.js'
 import {tempDir} from '../../helpers/cli.js'
 
@@ -51,6 +51,31 @@ test('the signals prepare a frame at once: the second starts while the first (wa
     const [prepared] = await core.prepare([frame])
     assert.equal(events, ['first starts', 'second starts', 'second ends', 'first ends'])
     assert.equal([...prepared.entries()], [['first', 1], ['second', 1]])
+  } finally {
+    await core.dispose()
+  }
+})
+
+test('a box found in the trimmed frame of an image decoded scaled down maps to the file\'s pixels', async () => {
+  // 40x40, a white 8-pixel band on the left (trimmed), decoded at half the file's size (scale 2).
+  const data = Buffer.alloc(40 * 40 * 3)
+  for (let i = 0; i < 40 * 40; i++) data.set(i % 40 < 8 ? [255, 255, 255] : [(i * 7) % 256, (i * 13) % 256, 90], 3 * i)
+  const origins: FrameOrigin[] = []
+  const signal: Signal = {
+    ...noting('boxes', [], false),
+    open: async () => ({
+      prepare: (_frame: RgbImage, origin: FrameOrigin) => origins.push(origin),
+      infer: async (values: number[]) => values.map(() => Float32Array.of(0)),
+      scores: () => new Map([['redness', 0]]),
+      dispose: async () => {},
+    }),
+  }
+  const core = await openCore([signal], setup, activeSignals([signal], setup), {batchSize: 8})
+  try {
+    await core.prepare([{data, width: 40, height: 40, scale: 2}])
+    assert.equal(origins, [{left: 8, top: 0, scale: 2}])
+    assert.equal(toImageBox([1, 2, 10, 5], origins[0]), [18, 4, 20, 10])
+    assert.equal(toImageBox([1, 2, 10, 5], {left: 8, top: 0}), [9, 2, 10, 5])
   } finally {
     await core.dispose()
   }

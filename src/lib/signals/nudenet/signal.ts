@@ -7,7 +7,7 @@
 import {disposer} from '../../dispose.js'
 import {ModError} from '../../errors.js'
 import {nsfwCategoryScores} from '../nsfw/rule.js'
-import type {FrameOrigin, OpenSignal, Signal, SignalSetup} from '../signal.js'
+import {toImageBox, type FrameOrigin, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
 import type {Detection} from './decode.js'
 import {installedNudenet} from './manifest.js'
 import type {NudenetInput} from './preprocess.js'
@@ -28,10 +28,7 @@ async function open(setup: SignalSetup): Promise<OpenSignal<Prepared, Detection[
     prepare: (frame, origin) => ({input: detector.prepare(frame), origin}),
     async infer(frames) {
       const found = await detector.detect(frames.map((f) => f.input))
-      return found.map((d, i) => {
-        const {left, top} = frames[i].origin
-        return d.map((x): Detection => ({...x, box: [x.box[0] + left, x.box[1] + top, x.box[2], x.box[3]]}))
-      })
+      return found.map((d, i) => d.map((x): Detection => ({...x, box: toImageBox(x.box, frames[i].origin)})))
     },
     adjust(labels, outputs) {
       const detections = outputs.get('nudenet') as Detection[] | undefined

@@ -11,7 +11,7 @@ import type {Category} from '../../policy/types.js'
 import {roundScore} from '../../scoring/calibrate.js'
 import type {ScoredLabel} from '../../scoring/result.js'
 import type {RgbImage} from '../../types.js'
-import type {Box, FrameOrigin, OpenSignal, Signal, SignalSetup, TextHitFound, TextLineFound} from '../signal.js'
+import {toImageBox, type Box, type FrameOrigin, type OpenSignal, type Signal, type SignalSetup, type TextHitFound, type TextLineFound} from '../signal.js'
 import {frameBudget, type ReadBudget, type TextBox} from './read.js'
 import {openTextSignal, textWanted} from './signal.js'
 
@@ -37,7 +37,7 @@ interface TextOutput {
 const NOTHING_READ: TextOutput = {lines: [], hits: [], truncated: false}
 
 function boxOf(b: TextBox, origin: FrameOrigin): Box {
-  return [b.x + origin.left, b.y + origin.top, b.width, b.height]
+  return toImageBox([b.x, b.y, b.width, b.height], origin)
 }
 
 async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>): Promise<OpenSignal<TextInput, TextOutput>> {
