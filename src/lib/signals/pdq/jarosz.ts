@@ -2,102 +2,152 @@
  * Jarosz filters: repeated box blurs that approximate a tent filter, the anti-aliasing step of PDQ before it
  * keeps a 64x64 grid. Arithmetic is float32 throughout (Math.fround at every step), in the reference's order,
  * so that the blurred values, and therefore the hash bits, are the reference's to the last bit.
+ *
+ * The reference blurs the whole image twice (rows, columns, rows, columns) and then samples it. Each box sum
+ * depends only on its own row or column, so the same values come from a stream of rows: the first row pass and
+ * the column sums over a ring of rows, the second row pass on each finished row keeping only the 64 sampled
+ * columns, and the last column pass on those 64 columns. Scratch memory is a few rows, and the full-size
+ * work is three passes instead of five.
  */
-
-/** Passes of (rows, then columns) blurring. */
-const PASSES = 2
 
 /** Box width for shrinking `oldDimension` to `newDimension`: half the decimation step, rounded up. */
 export function jaroszWindowSize(oldDimension: number, newDimension: number): number {
   return Math.floor((oldDimension + 2 * newDimension - 1) / (2 * newDimension))
 }
 
+/** How a box of `window` values moves along `length`: filling, full, and emptying steps. */
+interface Phases {
+  phase1: number
+  phase2: number
+  phase3: number
+  phase4: number
+}
+
+function phases(length: number, window: number): Phases {
+  const half = Math.floor((window + 2) / 2)
+  return {phase1: half - 1, phase2: window - half + 1, phase3: length - window, phase4: half - 1}
+}
+
 /**
- * One box pass along each row, in place: the window is centred and shrinks at both ends (each output is the
- * mean of the values actually under it). Float32Array stores round every partial sum to float32.
+ * One box pass along a line, from `input` to `output` (distinct arrays): the window is centred and shrinks at
+ * both ends (each output is the mean of the values actually under it). The running sum is a float32 local.
  */
-function boxRows(pixels: Float32Array, rows: number, cols: number, window: number): void {
-  const {phase1, phase2, phase3, phase4} = phases(cols, window)
-  const line = new Float32Array(cols)
-  const sum = new Float32Array(1)
-  for (let r = 0; r < rows; r++) {
-    const base = r * cols
-    line.set(pixels.subarray(base, base + cols))
-    let li = 0
-    let ri = 0
-    let oi = base
-    let count = 0
-    sum[0] = 0
-    for (let i = 0; i < phase1; i++, count++) sum[0] += line[ri++]
-    for (let i = 0; i < phase2; i++) {
-      sum[0] += line[ri++]
-      pixels[oi++] = sum[0] / ++count
-    }
-    for (let i = 0; i < phase3; i++) {
-      sum[0] += line[ri++]
-      sum[0] -= line[li++]
-      pixels[oi++] = sum[0] / count
-    }
-    for (let i = 0; i < phase4; i++) {
-      sum[0] -= line[li++]
-      pixels[oi++] = sum[0] / --count
-    }
+function boxLine(input: Float32Array, output: Float32Array, p: Phases): void {
+  const f = Math.fround
+  let sum = 0
+  let li = 0
+  let ri = 0
+  let oi = 0
+  let count = 0
+  for (let i = 0; i < p.phase1; i++, count++) sum = f(sum + input[ri++])
+  for (let i = 0; i < p.phase2; i++) {
+    sum = f(sum + input[ri++])
+    output[oi++] = sum / ++count
+  }
+  for (let i = 0; i < p.phase3; i++) {
+    sum = f(sum + input[ri++])
+    sum = f(sum - input[li++])
+    output[oi++] = sum / count
+  }
+  for (let i = 0; i < p.phase4; i++) {
+    sum = f(sum - input[li++])
+    output[oi++] = sum / --count
   }
 }
 
 /**
- * The same pass along each column, all columns at once so that memory is read row by row. A row is
- * overwritten once its output is known; the input rows the window still has to subtract are kept in a ring.
+ * One box pass down every column at once (memory is read row by row): `next(r)` gives row r when the window
+ * reaches it, `earlier(r)` the same row again when the window leaves it (at most `window` rows back),
+ * `write(r, sums, count)` receives the column sums of output row r and how many rows they hold.
  */
-function boxColumns(pixels: Float32Array, rows: number, cols: number, window: number): void {
-  const {phase1, phase2, phase3, phase4} = phases(rows, window)
-  const sums = new Float32Array(cols)
-  const slots = window + 1
-  const ring = new Float32Array(slots * cols)
-  const row = (r: number): Float32Array => pixels.subarray(r * cols, (r + 1) * cols)
-  const add = (r: number): void => {
-    const src = row(r)
-    for (let c = 0; c < cols; c++) sums[c] += src[c]
+function boxColumns(
+  rows: number,
+  width: number,
+  window: number,
+  next: (r: number) => Float32Array,
+  earlier: (r: number) => Float32Array,
+  write: (r: number, sums: Float32Array, count: number) => void,
+): void {
+  const p = phases(rows, window)
+  // Float32Array stores round every partial sum to float32.
+  const sums = new Float32Array(width)
+  const add = (values: Float32Array): void => {
+    for (let c = 0; c < width; c++) sums[c] += values[c]
   }
-  const subtract = (r: number): void => {
-    const saved = ring.subarray((r % slots) * cols, (r % slots + 1) * cols)
-    for (let c = 0; c < cols; c++) sums[c] -= saved[c]
-  }
-  const write = (r: number, count: number): void => {
-    const out = row(r)
-    ring.set(out, (r % slots) * cols)
-    for (let c = 0; c < cols; c++) out[c] = sums[c] / count
+  const subtract = (values: Float32Array): void => {
+    for (let c = 0; c < width; c++) sums[c] -= values[c]
   }
   let li = 0
   let ri = 0
   let oi = 0
   let count = 0
-  for (let i = 0; i < phase1; i++, count++) add(ri++)
-  for (let i = 0; i < phase2; i++) {
-    add(ri++)
-    write(oi++, ++count)
+  for (let i = 0; i < p.phase1; i++, count++) add(next(ri++))
+  for (let i = 0; i < p.phase2; i++) {
+    add(next(ri++))
+    write(oi++, sums, ++count)
   }
-  for (let i = 0; i < phase3; i++) {
-    add(ri++)
-    subtract(li++)
-    write(oi++, count)
+  for (let i = 0; i < p.phase3; i++) {
+    add(next(ri++))
+    subtract(earlier(li++))
+    write(oi++, sums, count)
   }
-  for (let i = 0; i < phase4; i++) {
-    subtract(li++)
-    write(oi++, --count)
+  for (let i = 0; i < p.phase4; i++) {
+    subtract(earlier(li++))
+    write(oi++, sums, --count)
   }
 }
 
-/** How a box of `window` values moves along `length`: filling, full, and emptying steps. */
-function phases(length: number, window: number): {phase1: number; phase2: number; phase3: number; phase4: number} {
-  const half = Math.floor((window + 2) / 2)
-  return {phase1: half - 1, phase2: window - half + 1, phase3: length - window, phase4: half - 1}
+/** The index of the centre of each of `grid` cells along `length`. */
+function centres(length: number, grid: number): Int32Array {
+  return Int32Array.from({length: grid}, (_, i) => Math.floor(((i + 0.5) * length) / grid))
 }
 
-/** Blurs `pixels` (rows x cols, row-major) in place, with scratch memory of a few rows only. */
-export function jaroszFilter(pixels: Float32Array, rows: number, cols: number, rowWindow: number, colWindow: number): void {
-  for (let pass = 0; pass < PASSES; pass++) {
-    boxRows(pixels, rows, cols, rowWindow)
-    boxColumns(pixels, rows, cols, colWindow)
-  }
+/**
+ * Two Jarosz passes (rows, then columns, twice) over an image of rows x cols, sampled at the centre of each of
+ * grid x grid cells: the reference's blur then decimation. `readRow(r, out)` fills `out` with row r's values.
+ */
+export function jaroszGrid(rows: number, cols: number, grid: number, readRow: (r: number, out: Float32Array) => void): Float32Array {
+  const rowPhases = phases(cols, jaroszWindowSize(cols, grid))
+  const colWindow = jaroszWindowSize(rows, grid)
+  const keptCols = centres(cols, grid)
+  const keptRows = centres(rows, grid)
+  const input = new Float32Array(cols)
+  const line = new Float32Array(cols)
+  // Rows after the first row pass, kept until the column window leaves them.
+  const slots = colWindow + 1
+  const ring = new Float32Array(slots * cols)
+  const slot = (r: number): Float32Array => ring.subarray((r % slots) * cols, ((r % slots) + 1) * cols)
+  // Every row after the second row pass, at the sampled columns only.
+  const narrow = new Float32Array(rows * grid)
+  const narrowRow = (r: number): Float32Array => narrow.subarray(r * grid, (r + 1) * grid)
+
+  boxColumns(
+    rows,
+    cols,
+    colWindow,
+    (r) => {
+      readRow(r, input)
+      const out = slot(r)
+      boxLine(input, out, rowPhases)
+      return out
+    },
+    slot,
+    (r, sums, count) => {
+      for (let c = 0; c < cols; c++) line[c] = sums[c] / count
+      boxLine(line, input, rowPhases)
+      const out = narrowRow(r)
+      for (let j = 0; j < grid; j++) out[j] = input[keptCols[j]]
+    },
+  )
+
+  const result = new Float32Array(grid * grid)
+  let k = 0
+  boxColumns(rows, grid, colWindow, narrowRow, narrowRow, (r, sums, count) => {
+    // Output rows come in order: keep the sampled ones (several cells share a row when rows < grid).
+    while (k < grid && keptRows[k] === r) {
+      for (let j = 0; j < grid; j++) result[k * grid + j] = sums[j] / count
+      k++
+    }
+  })
+  return result
 }

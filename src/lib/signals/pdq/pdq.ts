@@ -1,7 +1,7 @@
 import type {RgbImage} from '../../types.js'
 import {dct64To16, DIHEDRAL, dihedralCoefficients, type Dihedral} from './dct.js'
 import {HASH_BYTES, setBit, type Hash256} from './hash256.js'
-import {jaroszFilter, jaroszWindowSize} from './jarosz.js'
+import {jaroszGrid} from './jarosz.js'
 
 /**
  * Meta's PDQ perceptual hash of decoded pixels: luminance, two Jarosz (box) blur passes sized to the image,
@@ -21,22 +21,10 @@ export type PdqDihedral = Record<Dihedral, Hash256>
 const MIN_SIDE = 5
 const GRID = 64
 
-/** Luminance as float32 of the double-precision weighted sum (the reference's Python bindings compute it so). */
-function luminance(image: RgbImage): Float32Array {
-  const {data, width, height} = image
-  const out = new Float32Array(width * height)
-  for (let i = 0, p = 0; i < out.length; i++, p += 3) out[i] = data[p] * 0.299 + data[p + 1] * 0.587 + data[p + 2] * 0.114
-  return out
-}
-
-/** Samples the centre of each of 64x64 cells. */
-function decimate(pixels: Float32Array, rows: number, cols: number): Float32Array {
-  const out = new Float32Array(GRID * GRID)
-  for (let i = 0; i < GRID; i++) {
-    const r = Math.floor(((i + 0.5) * rows) / GRID)
-    for (let j = 0; j < GRID; j++) out[i * GRID + j] = pixels[r * cols + Math.floor(((j + 0.5) * cols) / GRID)]
-  }
-  return out
+/** Row r's luminance as float32 of the double-precision weighted sum (the reference's Python bindings compute it so). */
+function luminanceRow(image: RgbImage, r: number, out: Float32Array): void {
+  const {data, width} = image
+  for (let i = 0, p = r * width * 3; i < width; i++, p += 3) out[i] = data[p] * 0.299 + data[p + 1] * 0.587 + data[p + 2] * 0.114
 }
 
 /** Sum of neighbour differences on the 64x64 grid, in percent of full scale, scaled to 0-100. */
@@ -53,9 +41,7 @@ function quality(grid: Float32Array): number {
 function coefficients(image: RgbImage): {dct: Float32Array; quality: number} | undefined {
   const {width: cols, height: rows} = image
   if (rows < MIN_SIDE || cols < MIN_SIDE) return undefined
-  const luma = luminance(image)
-  jaroszFilter(luma, rows, cols, jaroszWindowSize(cols, GRID), jaroszWindowSize(rows, GRID))
-  const grid = decimate(luma, rows, cols)
+  const grid = jaroszGrid(rows, cols, GRID, (r, out) => luminanceRow(image, r, out))
   return {dct: dct64To16(grid), quality: quality(grid)}
 }
 
