@@ -7,9 +7,11 @@ import {fpsFlag} from '../cli/flags.js'
 import type {EnvVars} from '../cli/help.js'
 import {isVideoFile, scanInputs, skippedLine, type Skipped} from '../cli/inputs.js'
 import {readSettings} from '../lib/config/settings.js'
+import {decodeImage} from '../lib/image/decode.js'
 import {isModError, ModError} from '../lib/errors.js'
-import {hashImage, hashVideo, type MediaHash} from '../lib/signals/pdq/hash-media.js'
+import {hashFrames, hashVideo, type MediaHash} from '../lib/signals/pdq/hash-media.js'
 import {DEFAULT_QUALITY_FLOOR} from '../lib/signals/pdq/match.js'
+import type {RgbImage} from '../lib/types.js'
 import {resolveFfmpeg} from '../lib/video/ffmpeg.js'
 import {DEFAULT_DECODE_LIMITS} from '../lib/video/frames.js'
 import {MAX_FPS, MIN_FPS} from '../lib/video/options.js'
@@ -104,18 +106,30 @@ Files, folders (recursively, images recognised by their first bytes) or - for on
           }
           continue
         }
-        for await (const item of scanInputs([path], limits.maxBytes, skipped)) {
-          if (stopped()) break
-          if ('entry' in item) {
-            print(item.entry)
-            continue
-          }
+        // The next image is read and decoded (in libuv's threads) while this one is hashed (on this one):
+        // two cores both work, and at most two decoded images are held.
+        let pending: {source: string; frames: Promise<RgbImage[]>} | undefined
+        const finish = async (): Promise<void> => {
+          if (!pending) return
+          const {source, frames} = pending
+          pending = undefined
           try {
-            for (const h of await hashImage(await item.input.read(), limits)) print({source: item.input.source, ...h})
+            for (const h of hashFrames(await frames)) print({source, ...h})
           } catch (e) {
-            print(errorRow(item.input.source, e))
+            print(errorRow(source, e))
           }
         }
+        for await (const item of scanInputs([path], limits.maxBytes, skipped)) {
+          if (stopped()) break
+          const {source, read} = 'input' in item ? item.input : {source: item.entry.source, read: undefined}
+          const frames = read ? read().then((bytes) => decodeImage(bytes, limits)) : undefined
+          // Handled when its turn comes; until then a failure must not count as unhandled.
+          frames?.catch(() => {})
+          await finish()
+          if ('entry' in item) print(item.entry)
+          else if (frames && !stopped()) pending = {source, frames}
+        }
+        if (!stopped()) await finish()
       }
     } finally {
       progress.finish()
