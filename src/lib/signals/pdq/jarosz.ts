@@ -55,6 +55,70 @@ function boxLine(input: Float32Array, output: Float32Array, p: Phases): void {
   }
 }
 
+/** Lines blurred at once by boxLines: their running sums are independent, so the CPU adds them in parallel. */
+const LANES = 4
+
+/**
+ * boxLine on up to LANES lines at once. Each running sum waits for the one before it (a float add and a
+ * rounding to float32 per value), so one line at a time leaves the CPU idle; four interleaved sums run about
+ * three times as fast, each in the same order as boxLine.
+ */
+function boxLines(inputs: Float32Array[], outputs: Float32Array[], p: Phases): void {
+  if (inputs.length < LANES) {
+    inputs.forEach((input, k) => boxLine(input, outputs[k], p))
+    return
+  }
+  const f = Math.fround
+  const [a, b, c, d] = inputs
+  const [oa, ob, oc, od] = outputs
+  let sa = 0
+  let sb = 0
+  let sc = 0
+  let sd = 0
+  let li = 0
+  let ri = 0
+  let oi = 0
+  let count = 0
+  for (let i = 0; i < p.phase1; i++, ri++, count++) {
+    sa = f(sa + a[ri])
+    sb = f(sb + b[ri])
+    sc = f(sc + c[ri])
+    sd = f(sd + d[ri])
+  }
+  for (let i = 0; i < p.phase2; i++, ri++, oi++) {
+    count++
+    sa = f(sa + a[ri])
+    sb = f(sb + b[ri])
+    sc = f(sc + c[ri])
+    sd = f(sd + d[ri])
+    oa[oi] = sa / count
+    ob[oi] = sb / count
+    oc[oi] = sc / count
+    od[oi] = sd / count
+  }
+  for (let i = 0; i < p.phase3; i++, ri++, li++, oi++) {
+    sa = f(f(sa + a[ri]) - a[li])
+    sb = f(f(sb + b[ri]) - b[li])
+    sc = f(f(sc + c[ri]) - c[li])
+    sd = f(f(sd + d[ri]) - d[li])
+    oa[oi] = sa / count
+    ob[oi] = sb / count
+    oc[oi] = sc / count
+    od[oi] = sd / count
+  }
+  for (let i = 0; i < p.phase4; i++, li++, oi++) {
+    count--
+    sa = f(sa - a[li])
+    sb = f(sb - b[li])
+    sc = f(sc - c[li])
+    sd = f(sd - d[li])
+    oa[oi] = sa / count
+    ob[oi] = sb / count
+    oc[oi] = sc / count
+    od[oi] = sd / count
+  }
+}
+
 /**
  * One box pass down every column at once (memory is read row by row): `next(r)` gives row r when the window
  * reaches it, `earlier(r)` the same row again when the window leaves it (at most `window` rows back),
@@ -111,34 +175,45 @@ export function jaroszGrid(rows: number, cols: number, grid: number, readRow: (r
   const colWindow = jaroszWindowSize(rows, grid)
   const keptCols = centres(cols, grid)
   const keptRows = centres(rows, grid)
-  const input = new Float32Array(cols)
-  const line = new Float32Array(cols)
-  // Rows after the first row pass, kept until the column window leaves them.
-  const slots = colWindow + 1
+  const lanes = (): Float32Array[] => Array.from({length: LANES}, () => new Float32Array(cols))
+  // Rows after the first row pass, kept until the column window leaves them; computed LANES rows at a time.
+  const slots = colWindow + LANES
   const ring = new Float32Array(slots * cols)
   const slot = (r: number): Float32Array => ring.subarray((r % slots) * cols, ((r % slots) + 1) * cols)
-  // Every row after the second row pass, at the sampled columns only.
+  const inputs = lanes()
+  let ready = 0
+  const next = (r: number): Float32Array => {
+    if (r >= ready) {
+      const n = Math.min(LANES, rows - r)
+      for (let k = 0; k < n; k++) readRow(r + k, inputs[k])
+      boxLines(inputs.slice(0, n), Array.from({length: n}, (_, k) => slot(r + k)), rowPhases)
+      ready = r + n
+    }
+    return slot(r)
+  }
+  // Every row after the second row pass, at the sampled columns only; rows are blurred LANES at a time.
   const narrow = new Float32Array(rows * grid)
   const narrowRow = (r: number): Float32Array => narrow.subarray(r * grid, (r + 1) * grid)
+  const lines = lanes()
+  const blurred = lanes()
+  let first = 0
+  let held = 0
+  const flush = (): void => {
+    boxLines(lines.slice(0, held), blurred.slice(0, held), rowPhases)
+    for (let k = 0; k < held; k++) {
+      const out = narrowRow(first + k)
+      for (let j = 0; j < grid; j++) out[j] = blurred[k][keptCols[j]]
+    }
+    first += held
+    held = 0
+  }
 
-  boxColumns(
-    rows,
-    cols,
-    colWindow,
-    (r) => {
-      readRow(r, input)
-      const out = slot(r)
-      boxLine(input, out, rowPhases)
-      return out
-    },
-    slot,
-    (r, sums, count) => {
-      for (let c = 0; c < cols; c++) line[c] = sums[c] / count
-      boxLine(line, input, rowPhases)
-      const out = narrowRow(r)
-      for (let j = 0; j < grid; j++) out[j] = input[keptCols[j]]
-    },
-  )
+  boxColumns(rows, cols, colWindow, next, slot, (_r, sums, count) => {
+    const line = lines[held++]
+    for (let c = 0; c < cols; c++) line[c] = sums[c] / count
+    if (held === LANES) flush()
+  })
+  flush()
 
   const result = new Float32Array(grid * grid)
   let k = 0
