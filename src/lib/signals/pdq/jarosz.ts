@@ -133,30 +133,29 @@ function boxColumns(
   write: (r: number, sums: Float32Array, count: number) => void,
 ): void {
   const p = phases(rows, window)
+  const f = Math.fround
   // Float32Array stores round every partial sum to float32.
   const sums = new Float32Array(width)
-  const add = (values: Float32Array): void => {
-    for (let c = 0; c < width; c++) sums[c] += values[c]
-  }
-  const subtract = (values: Float32Array): void => {
-    for (let c = 0; c < width; c++) sums[c] -= values[c]
-  }
   let li = 0
   let ri = 0
   let oi = 0
   let count = 0
-  for (let i = 0; i < p.phase1; i++, count++) add(next(ri++))
-  for (let i = 0; i < p.phase2; i++) {
-    add(next(ri++))
-    write(oi++, sums, ++count)
+  for (let i = 0; i < p.phase1 + p.phase2; i++) {
+    const add = next(ri++)
+    for (let c = 0; c < width; c++) sums[c] += add[c]
+    if (i >= p.phase1) write(oi++, sums, ++count)
+    else count++
   }
   for (let i = 0; i < p.phase3; i++) {
-    add(next(ri++))
-    subtract(earlier(li++))
+    const add = next(ri++)
+    const sub = earlier(li++)
+    // Rounded after the addition and after the subtraction, as two separate steps would be.
+    for (let c = 0; c < width; c++) sums[c] = f(f(sums[c] + add[c]) - sub[c])
     write(oi++, sums, count)
   }
   for (let i = 0; i < p.phase4; i++) {
-    subtract(earlier(li++))
+    const sub = earlier(li++)
+    for (let c = 0; c < width; c++) sums[c] -= sub[c]
     write(oi++, sums, --count)
   }
 }
