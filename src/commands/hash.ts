@@ -16,6 +16,9 @@ import {resolveFfmpeg} from '../lib/video/ffmpeg.js'
 import {DEFAULT_DECODE_LIMITS} from '../lib/video/frames.js'
 import {MAX_FPS, MIN_FPS} from '../lib/video/options.js'
 
+/** Images read and decoded ahead of the one being hashed. */
+const AHEAD = 2
+
 /** One line of output: a hash of an input, or the error that input met. */
 type Row = ({source: string} & MediaHash) | {source: string; error: {code: string; message: string}}
 
@@ -106,30 +109,31 @@ Files, folders (recursively, images recognised by their first bytes) or - for on
           }
           continue
         }
-        // The next image is read and decoded (in libuv's threads) while this one is hashed (on this one):
-        // two cores both work, and at most two decoded images are held.
-        let pending: {source: string; frames: Promise<RgbImage[]>} | undefined
+        // The next images are read and decoded (in libuv's threads) while this one is hashed (on this one), so
+        // that both cores work; each step of a read or a decode needs this thread for a moment, so one image of
+        // lookahead is not enough to keep the decoder busy. At most AHEAD + 1 decoded images are held.
+        const queue: {source: string; frames?: Promise<RgbImage[]>; entry?: Row}[] = []
         const finish = async (): Promise<void> => {
-          if (!pending) return
-          const {source, frames} = pending
-          pending = undefined
+          const {source, frames, entry} = queue.shift() as (typeof queue)[number]
+          if (entry) return print(entry)
           try {
-            for (const h of hashFrames(await frames)) print({source, ...h})
+            for (const h of hashFrames(await (frames as Promise<RgbImage[]>))) print({source, ...h})
           } catch (e) {
             print(errorRow(source, e))
           }
         }
         for await (const item of scanInputs([path], limits.maxBytes, skipped)) {
           if (stopped()) break
-          const {source, read} = 'input' in item ? item.input : {source: item.entry.source, read: undefined}
-          const frames = read ? read().then((bytes) => decodeImage(bytes, limits)) : undefined
-          // Handled when its turn comes; until then a failure must not count as unhandled.
-          frames?.catch(() => {})
-          await finish()
-          if ('entry' in item) print(item.entry)
-          else if (frames && !stopped()) pending = {source, frames}
+          if ('entry' in item) queue.push({source: item.entry.source, entry: item.entry})
+          else {
+            const frames = item.input.read().then((bytes) => decodeImage(bytes, limits))
+            // Handled when its turn comes; until then a failure must not count as unhandled.
+            frames.catch(() => {})
+            queue.push({source: item.input.source, frames})
+          }
+          if (queue.length > AHEAD) await finish()
         }
-        if (!stopped()) await finish()
+        while (queue.length > 0 && !stopped()) await finish()
       }
     } finally {
       progress.finish()
