@@ -121,8 +121,8 @@ function boxLines(inputs: Float32Array[], outputs: Float32Array[], p: Phases): v
 
 /**
  * One box pass down every column at once (memory is read row by row): `next(r)` gives row r when the window
- * reaches it, `earlier(r)` the same row again when the window leaves it (at most `window` rows back),
- * `write(r, sums, count)` receives the column sums of output row r and how many rows they hold.
+ * reaches it, `earlier(r)` the same row again when the window leaves it (at most `window` rows back). Output
+ * row r is written into `target(r)`, then `written(r)` is called.
  */
 function boxColumns(
   rows: number,
@@ -130,12 +130,18 @@ function boxColumns(
   window: number,
   next: (r: number) => Float32Array,
   earlier: (r: number) => Float32Array,
-  write: (r: number, sums: Float32Array, count: number) => void,
+  target: (r: number) => Float32Array,
+  written: (r: number) => void,
 ): void {
   const p = phases(rows, window)
   const f = Math.fround
   // Float32Array stores round every partial sum to float32.
   const sums = new Float32Array(width)
+  const mean = (r: number, count: number): void => {
+    const out = target(r)
+    for (let c = 0; c < width; c++) out[c] = sums[c] / count
+    written(r)
+  }
   let li = 0
   let ri = 0
   let oi = 0
@@ -143,20 +149,26 @@ function boxColumns(
   for (let i = 0; i < p.phase1 + p.phase2; i++) {
     const add = next(ri++)
     for (let c = 0; c < width; c++) sums[c] += add[c]
-    if (i >= p.phase1) write(oi++, sums, ++count)
+    if (i >= p.phase1) mean(oi++, ++count)
     else count++
   }
-  for (let i = 0; i < p.phase3; i++) {
+  for (let i = 0; i < p.phase3; i++, oi++) {
     const add = next(ri++)
     const sub = earlier(li++)
-    // Rounded after the addition and after the subtraction, as two separate steps would be.
-    for (let c = 0; c < width; c++) sums[c] = f(f(sums[c] + add[c]) - sub[c])
-    write(oi++, sums, count)
+    const out = target(oi)
+    // Rounded after the addition and after the subtraction, as two separate steps would be; the mean in the
+    // same loop, one read of the sums per row.
+    for (let c = 0; c < width; c++) {
+      const sum = f(f(sums[c] + add[c]) - sub[c])
+      sums[c] = sum
+      out[c] = sum / count
+    }
+    written(oi)
   }
   for (let i = 0; i < p.phase4; i++) {
     const sub = earlier(li++)
     for (let c = 0; c < width; c++) sums[c] -= sub[c]
-    write(oi++, sums, --count)
+    mean(oi++, --count)
   }
 }
 
@@ -178,50 +190,48 @@ export function jaroszGrid(rows: number, cols: number, grid: number, readRow: (r
   // Rows after the first row pass, kept until the column window leaves them; computed LANES rows at a time.
   const slots = colWindow + LANES
   const ring = new Float32Array(slots * cols)
-  const slot = (r: number): Float32Array => ring.subarray((r % slots) * cols, ((r % slots) + 1) * cols)
+  const ringRows = Array.from({length: slots}, (_, k) => ring.subarray(k * cols, (k + 1) * cols))
+  const slot = (r: number): Float32Array => ringRows[r % slots]
   const inputs = lanes()
   let ready = 0
   const next = (r: number): Float32Array => {
     if (r >= ready) {
       const n = Math.min(LANES, rows - r)
       for (let k = 0; k < n; k++) readRow(r + k, inputs[k])
-      boxLines(inputs.slice(0, n), Array.from({length: n}, (_, k) => slot(r + k)), rowPhases)
+      boxLines(n === LANES ? inputs : inputs.slice(0, n), Array.from({length: n}, (_, k) => slot(r + k)), rowPhases)
       ready = r + n
     }
     return slot(r)
   }
   // Every row after the second row pass, at the sampled columns only; rows are blurred LANES at a time.
   const narrow = new Float32Array(rows * grid)
-  const narrowRow = (r: number): Float32Array => narrow.subarray(r * grid, (r + 1) * grid)
+  const narrowRows = Array.from({length: rows}, (_, r) => narrow.subarray(r * grid, (r + 1) * grid))
+  const narrowRow = (r: number): Float32Array => narrowRows[r]
   const lines = lanes()
   const blurred = lanes()
   let first = 0
   let held = 0
   const flush = (): void => {
-    boxLines(lines.slice(0, held), blurred.slice(0, held), rowPhases)
+    boxLines(held === LANES ? lines : lines.slice(0, held), held === LANES ? blurred : blurred.slice(0, held), rowPhases)
     for (let k = 0; k < held; k++) {
-      const out = narrowRow(first + k)
-      for (let j = 0; j < grid; j++) out[j] = blurred[k][keptCols[j]]
+      const out = narrowRows[first + k]
+      const row = blurred[k]
+      for (let j = 0; j < grid; j++) out[j] = row[keptCols[j]]
     }
     first += held
     held = 0
   }
-
-  boxColumns(rows, cols, colWindow, next, slot, (_r, sums, count) => {
-    const line = lines[held++]
-    for (let c = 0; c < cols; c++) line[c] = sums[c] / count
-    if (held === LANES) flush()
+  boxColumns(rows, cols, colWindow, next, slot, () => lines[held], () => {
+    if (++held === LANES) flush()
   })
   flush()
 
   const result = new Float32Array(grid * grid)
+  const means = new Float32Array(grid)
   let k = 0
-  boxColumns(rows, grid, colWindow, narrowRow, narrowRow, (r, sums, count) => {
+  boxColumns(rows, grid, colWindow, narrowRow, narrowRow, () => means, (r) => {
     // Output rows come in order: keep the sampled ones (several cells share a row when rows < grid).
-    while (k < grid && keptRows[k] === r) {
-      for (let j = 0; j < grid; j++) result[k * grid + j] = sums[j] / count
-      k++
-    }
+    for (; k < grid && keptRows[k] === r; k++) result.set(means, k * grid)
   })
   return result
 }
