@@ -7,12 +7,22 @@ import {fpsFlag} from '../cli/flags.js'
 import type {EnvVars} from '../cli/help.js'
 import {isVideoFile, scanInputs, skippedLine, type Skipped} from '../cli/inputs.js'
 import {readSettings} from '../lib/config/settings.js'
+import {decodeImage, MAX_FRAMES, probeImage} from '../lib/image/decode.js'
 import {isModError, ModError} from '../lib/errors.js'
-import {hashImage, hashVideo, type MediaHash} from '../lib/signals/pdq/hash-media.js'
+import {hashFrames, hashVideo, type MediaHash} from '../lib/signals/pdq/hash-media.js'
 import {DEFAULT_QUALITY_FLOOR} from '../lib/signals/pdq/match.js'
+import type {RgbImage} from '../lib/types.js'
 import {resolveFfmpeg} from '../lib/video/ffmpeg.js'
 import {DEFAULT_DECODE_LIMITS} from '../lib/video/frames.js'
 import {MAX_FPS, MIN_FPS} from '../lib/video/options.js'
+
+/** Images read and decoded ahead of the one being hashed. */
+const AHEAD = 2
+/**
+ * Pixels held ahead at most, a quarter of the pixel limit: photos are read ahead in pairs, but a large image is
+ * decoded alone, so that a folder of large images holds no more than one does.
+ */
+const AHEAD_SHARE = 4
 
 /** One line of output: a hash of an input, or the error that input met. */
 type Row = ({source: string} & MediaHash) | {source: string; error: {code: string; message: string}}
@@ -104,18 +114,36 @@ Files, folders (recursively, images recognised by their first bytes) or - for on
           }
           continue
         }
+        // The next images are read and decoded (in libuv's threads) while this one is hashed (on this one), so
+        // that both cores work; each step of a read or a decode needs this thread for a moment, so one image of
+        // lookahead is not enough to keep the decoder busy. At most AHEAD + 1 decoded images are held, and of more
+        // than one only while their pixels (from their headers) stay within maxPixels / AHEAD_SHARE.
+        const queue: {source: string; frames?: Promise<RgbImage[]>; entry?: Row; pixels: number}[] = []
+        const held = (): number => queue.reduce((sum, q) => sum + q.pixels, 0)
+        const finish = async (): Promise<void> => {
+          const {source, frames, entry} = queue.shift() as (typeof queue)[number]
+          if (entry) return print(entry)
+          try {
+            for (const h of hashFrames(await (frames as Promise<RgbImage[]>))) print({source, ...h})
+          } catch (e) {
+            print(errorRow(source, e))
+          }
+        }
         for await (const item of scanInputs([path], limits.maxBytes, skipped)) {
           if (stopped()) break
           if ('entry' in item) {
-            print(item.entry)
+            queue.push({source: item.entry.source, entry: item.entry, pixels: 0})
             continue
           }
-          try {
-            for (const h of await hashImage(await item.input.read(), limits)) print({source: item.input.source, ...h})
-          } catch (e) {
-            print(errorRow(item.input.source, e))
-          }
+          const bytes = item.input.read()
+          const pixels = await bytes.then(probeImage).then((p) => p.width * p.height * (p.animated ? Math.min(p.frames, MAX_FRAMES) : 1), () => 0)
+          while (queue.length > 0 && (queue.length >= AHEAD + 1 || held() + pixels > limits.maxPixels / AHEAD_SHARE)) await finish()
+          const frames = bytes.then((b) => decodeImage(b, limits))
+          // Handled when its turn comes; until then a failure must not count as unhandled.
+          frames.catch(() => {})
+          queue.push({source: item.input.source, frames, pixels})
         }
+        while (queue.length > 0 && !stopped()) await finish()
       }
     } finally {
       progress.finish()

@@ -65,6 +65,31 @@ test('--json prints one array; an input that cannot be hashed is an entry in its
   assert.match(t.stdout, new RegExp(`^ERROR  ${broken}  unreadable_image: `))
 })
 
+test('rows keep the order of the inputs while the next image is decoded during a hash, failures in their place', async () => {
+  const folder = join(dir.path, 'ordered')
+  mkdirSync(folder)
+  const photo = readFileSync(ASTRONAUT)
+  writeFileSync(join(folder, 'a.jpg'), photo)
+  writeFileSync(join(folder, 'b.jpg'), photo.subarray(0, 2000))
+  writeFileSync(join(folder, 'c.jpg'), photo)
+  writeFileSync(join(folder, 'd.jpg'), photo.subarray(0, 2000))
+  const missing = join(dir.path, 'missing.jpg')
+  const r = await runInProcess(['hash', folder, missing, join(PHOTOS, 'brick.jpg'), '--ndjson'])
+  assert.is(r.code, 2)
+  const rows = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as {source: string; hash?: string; error?: {code: string}})
+  assert.equal(
+    rows.map((row) => [row.source, row.hash ?? row.error?.code]),
+    [
+      [join(folder, 'a.jpg'), reference('astronaut.jpg').hash],
+      [join(folder, 'b.jpg'), 'unreadable_image'],
+      [join(folder, 'c.jpg'), reference('astronaut.jpg').hash],
+      [join(folder, 'd.jpg'), 'unreadable_image'],
+      [missing, 'not_found'],
+      [join(PHOTOS, 'brick.jpg'), reference('brick.jpg').hash],
+    ],
+  )
+})
+
 test('a video gives one hash per sampled frame; frames of a clip of a photo hash near the photo', async () => {
   const clip = join(dir.path, 'astronaut.mp4')
   await ffmpeg('-loop', '1', '-i', ASTRONAUT, '-t', '2', '-r', '10', '-c:v', 'mpeg4', '-q:v', '2', '-pix_fmt', 'yuv420p', clip)

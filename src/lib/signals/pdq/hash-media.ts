@@ -1,4 +1,5 @@
 import {decodeImage, type ImageLimits} from '../../image/decode.js'
+import type {RgbImage} from '../../types.js'
 import {decodeFrames, type DecodeOptions} from '../../video/frames.js'
 import {hashToHex} from './hash256.js'
 import {pdqHash} from './pdq.js'
@@ -15,7 +16,11 @@ export interface MediaHash {
 
 /** The hash of an image file's pixels as every image path decodes them; one per frame kept of an animation. */
 export async function hashImage(bytes: Buffer, limits: ImageLimits): Promise<MediaHash[]> {
-  const frames = await decodeImage(bytes, limits)
+  return hashFrames(await decodeImage(bytes, limits))
+}
+
+/** The hashes of an image's decoded frames (decodeImage's answer): decoding and hashing can then overlap. */
+export function hashFrames(frames: RgbImage[]): MediaHash[] {
   return frames.map((image, frame) => {
     const {hash, quality} = pdqHash(image)
     return {hash: hashToHex(hash), quality, ...(frames.length > 1 ? {frame} : {})}

@@ -1,7 +1,7 @@
 import type {RgbImage} from '../../types.js'
 import {dct64To16, DIHEDRAL, dihedralCoefficients, type Dihedral} from './dct.js'
 import {HASH_BYTES, setBit, type Hash256} from './hash256.js'
-import {jaroszSampled, jaroszWindowSize} from './jarosz.js'
+import {jaroszGrid} from './jarosz.js'
 
 /**
  * Meta's PDQ perceptual hash of decoded pixels: luminance, two Jarosz (box) blur passes sized to the image,
@@ -21,10 +21,10 @@ export type PdqDihedral = Record<Dihedral, Hash256>
 const MIN_SIDE = 5
 const GRID = 64
 
-/** Row `r`'s luminance as float32 of the double-precision weighted sum (the reference's Python bindings compute it so). */
+/** Row r's luminance as float32 of the double-precision weighted sum (the reference's Python bindings compute it so). */
 function luminanceRow(image: RgbImage, r: number, out: Float32Array): void {
   const {data, width} = image
-  for (let i = 0, p = 3 * r * width; i < width; i++, p += 3) out[i] = data[p] * 0.299 + data[p + 1] * 0.587 + data[p + 2] * 0.114
+  for (let i = 0, p = r * width * 3; i < width; i++, p += 3) out[i] = data[p] * 0.299 + data[p + 1] * 0.587 + data[p + 2] * 0.114
 }
 
 /** Sum of neighbour differences on the 64x64 grid, in percent of full scale, scaled to 0-100. */
@@ -41,8 +41,7 @@ function quality(grid: Float32Array): number {
 function coefficients(image: RgbImage): {dct: Float32Array; quality: number} | undefined {
   const {width: cols, height: rows} = image
   if (rows < MIN_SIDE || cols < MIN_SIDE) return undefined
-  // Luminance, Jarosz blur and the 64x64 decimation, a row at a time: no float copy of the whole image.
-  const grid = jaroszSampled(rows, cols, jaroszWindowSize(cols, GRID), jaroszWindowSize(rows, GRID), GRID, (r, out) => luminanceRow(image, r, out))
+  const grid = jaroszGrid(rows, cols, GRID, (r, out) => luminanceRow(image, r, out))
   return {dct: dct64To16(grid), quality: quality(grid)}
 }
 
