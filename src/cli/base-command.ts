@@ -111,6 +111,19 @@ export abstract class ModCommand extends Command {
     return super.finally(err)
   }
 
+  /**
+   * oclif's message for a missing argument lists it, then explains that flags taking several values must come
+   * after the arguments, which mod's flags do not require (each takes one value per use): say what is missing.
+   */
+  private missingArgs(): string {
+    const cmd = this.constructor as typeof Command
+    const id = (this.id ?? '').replaceAll(':', ' ')
+    const args = Object.entries(cmd.args ?? {}).filter(([, a]) => a.required)
+    const usage = args.map(([name, a]) => `<${name}${cmd.strict === false ? '...' : ''}>${a.options ? ` (${a.options.join('|')})` : ''}`).join(' ')
+    const what = args.map(([, a]) => a.description ?? '').join('; ')
+    return `mod: usage: ${this.config.bin} ${id} needs ${usage}${what ? `: ${what}` : ''}; see ${this.config.bin} ${id} --help`
+  }
+
   /** Leaves at once (a second Ctrl-C): the progress line is removed first. */
   private quit(code: number): never {
     this.progress?.finish()
@@ -119,6 +132,7 @@ export abstract class ModCommand extends Command {
 
   private describe(err: Error): string {
     if (!isParseError(err)) return errorLine(err)
+    if (/^Missing \d+ required args?/.test(err.message)) return this.missingArgs()
     const names = Object.keys((this.constructor as typeof Command).flags ?? {}).concat('help')
     const message = `${oneLine(err.message)}${suggestion(oneLine(err.message), names)}`
     // A flag's value that came from its MOD_* variable is a configuration problem: name the variable.

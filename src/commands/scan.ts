@@ -117,6 +117,7 @@ The policy's text rules are applied: the text drawn in each image is read by the
       description:
         "Leave out paths matching this git-ignore pattern (e.g. '*.tmp', 'drafts/'), below each folder given and for each file given. Repeatable. A .modignore file in a folder adds patterns for it and below.",
       multiple: true,
+      multipleNonGreedy: true,
     }),
     strict: Flags.boolean({
       description: 'Exit 2 when a category of the policy could not be evaluated (e.g. no CLIP model installed), so a gate never passes on a partial check.',

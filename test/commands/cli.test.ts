@@ -20,7 +20,7 @@ test('an unknown flag is one usage line and exit 2, without help text or a stack
 test('a missing argument and a bad option are usage errors in the same style', async () => {
   const missing = await runCli(['models', 'pull'])
   assert.is(missing.code, 2)
-  assert.is(missing.stderr, 'mod: usage: Missing 1 required arg: preset  (fast|balanced|accurate|nudenet) the preset (or add-on) to download\n')
+  assert.is(missing.stderr, 'mod: usage: mod models pull needs <preset> (fast|balanced|accurate|nudenet): the preset (or add-on) to download; see mod models pull --help\n')
   const option = await runCli(['scan', 'x.png', '--preset', 'huge'])
   assert.is(option.code, 2)
   assert.is(option.stderr, 'mod: usage: Expected --preset=huge to be one of: fast, balanced, accurate\n')
