@@ -3,9 +3,10 @@ import chalk from 'chalk'
 
 import type {Config} from '../lib/config/load.js'
 import {isModError} from '../lib/errors.js'
-import {errorLine, EXIT_ERROR, EXIT_INTERRUPTED, oneLine} from './errors.js'
+import {errorLine, EXIT_ERROR, exitForSignal, oneLine, STOP_SIGNALS, type StopSignal} from './errors.js'
 import type {EnvVars} from './help.js'
 import {startProgress, type Progress, type ProgressOptions} from './progress.js'
+import {plural} from '../lib/plural.js'
 import {closest} from '../lib/suggest.js'
 
 /** How often a count progress prints a plain line when stderr is not a terminal. */
@@ -52,18 +53,24 @@ export abstract class ModCommand extends Command {
     }),
   }
 
-  /** Commands that stop on signals themselves (serve) set this; the others end with 130 on Ctrl-C. */
+  /**
+   * Commands that stop on signals themselves (serve) set this; the others stop their work on Ctrl-C (SIGINT),
+   * SIGTERM (CI runners, `docker stop`, `timeout`) or SIGHUP (a closed terminal) and exit 128 + the signal's number.
+   */
   static ownSignals = false
   /** MOD_* variables without a flag that this command reads, listed under ENVIRONMENT VARIABLES in --help. */
   static envVars?: EnvVars
   /** Replaces the default EXIT CODES section of --help. */
   static exitCodes?: [string, string][]
 
-  /** Aborted by the first Ctrl-C; commands stop their work when it fires. */
+  /** Aborted by the first stop signal; commands stop their work when it fires. */
   protected readonly interrupt = new AbortController()
+  /** The signal that stopped the command, once one has. */
+  protected stoppedBy?: StopSignal
   private progress?: Progress
-  private readonly onSigint = (): void => {
-    if (this.interrupt.signal.aborted) this.quit(EXIT_INTERRUPTED)
+  private readonly onSignal = (signal: StopSignal): void => {
+    if (this.interrupt.signal.aborted) this.quit(exitForSignal(this.stoppedBy ?? signal))
+    this.stoppedBy = signal
     this.interrupt.abort()
   }
 
@@ -71,7 +78,7 @@ export abstract class ModCommand extends Command {
     await super.init()
     // chalk's own detection knows --no-color but not NO_COLOR (https://no-color.org).
     if (process.env.NO_COLOR || this.argv.includes('--no-color')) chalk.level = 0
-    if (!(this.constructor as typeof ModCommand).ownSignals) process.on('SIGINT', this.onSigint)
+    if (!(this.constructor as typeof ModCommand).ownSignals) for (const s of STOP_SIGNALS) process.on(s, this.onSignal)
   }
 
   /**
@@ -92,13 +99,13 @@ export abstract class ModCommand extends Command {
   /** Progress over a count of images, for runs that print their results only at the end. */
   protected startCountProgress(title: string): {update(done: number, total: number): void; finish(): void} {
     const progress = this.startProgress(title, {plainEveryMs: PLAIN_PROGRESS_MS})
-    return {update: (done, total) => progress.update(`${title}: ${done}/${total} images`), finish: () => progress.finish()}
+    return {update: (done, total) => progress.update(`${title}: ${done}/${plural(total, 'image')}`), finish: () => progress.finish()}
   }
 
   protected override async catch(err: Error & {exitCode?: number}): Promise<unknown> {
     this.progress?.finish()
     if (err instanceof Errors.ExitError) throw err
-    if (this.interrupt.signal.aborted) return this.exit(EXIT_INTERRUPTED)
+    if (this.interrupt.signal.aborted) return this.exit(this.signalExit())
     process.stderr.write(`${this.describe(err)}\n`)
     if (process.env.DEBUG && err.stack) process.stderr.write(`${err.stack}\n`)
     return this.exit(EXIT_ERROR)
@@ -106,8 +113,8 @@ export abstract class ModCommand extends Command {
 
   protected override async finally(err: Error | undefined): Promise<unknown> {
     this.progress?.finish()
-    process.off('SIGINT', this.onSigint)
-    if (err === undefined && this.interrupt.signal.aborted) return this.exit(EXIT_INTERRUPTED)
+    for (const s of STOP_SIGNALS) process.off(s, this.onSignal)
+    if (err === undefined && this.interrupt.signal.aborted) return this.exit(this.signalExit())
     return super.finally(err)
   }
 
@@ -122,6 +129,10 @@ export abstract class ModCommand extends Command {
     const usage = args.map(([name, a]) => `<${name}${cmd.strict === false ? '...' : ''}>${a.options ? ` (${a.options.join('|')})` : ''}`).join(' ')
     const what = args.map(([, a]) => a.description ?? '').join('; ')
     return `mod: usage: ${this.config.bin} ${id} needs ${usage}${what ? `: ${what}` : ''}; see ${this.config.bin} ${id} --help`
+  }
+
+  private signalExit(): number {
+    return exitForSignal(this.stoppedBy ?? 'SIGINT')
   }
 
   /** Leaves at once (a second Ctrl-C): the progress line is removed first. */

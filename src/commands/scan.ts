@@ -144,6 +144,7 @@ The policy's text rules are applied: the text drawn in each image is read by the
     let notEvaluated: string[] = []
     // Results printed: all, or with --only-unsafe the UNSAFE and ERROR ones; --summary prints none.
     let printed = 0
+    const found = {count: 0, done: false}
     try {
       await engine.load()
       notEvaluated = await engine.notEvaluated()
@@ -152,7 +153,6 @@ The policy's text rules are applied: the text drawn in each image is read by the
       const write = (text: string): void => progress.above(() => out.write(text))
       const listing = flags.json && !flags.summary
       if (listing) write('[')
-      const found = {count: 0, done: false}
       const items = walkedAhead(scanInputs(paths, config.settings.engine.limits.maxBytes, skipped, process.stdin, flags.exclude ?? []), found)
       const closeArray = (): void => {
         progress.finish()
@@ -180,6 +180,10 @@ The policy's text rules are applied: the text drawn in each image is read by the
       }
     } finally {
       await engine.close()
+    }
+    if (this.stoppedBy) {
+      const done = counts.safe + counts.unsafe + counts.errors + counts.missing
+      this.logToStderr(`mod: stopped by ${this.stoppedBy} after ${done} of ${found.count}${found.done ? '' : '+'} files: ${summaryLine(counts)}`)
     }
     if (closed || this.interrupt.signal.aborted) return
     const total = counts.safe + counts.unsafe + counts.errors

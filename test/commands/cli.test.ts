@@ -84,7 +84,7 @@ test('-h shows each flag with its variable and default, then environment variabl
   assert.match(r.stdout, /--cache-dir=<value>\s+\[default: ~\/\.cache\/mod, env: MOD_CACHE_DIR\]/)
   assert.match(r.stdout, /--precision=<option>\s+\[default: fp32, env: MOD_PRECISION\]/)
   assert.match(r.stdout, /ENVIRONMENT VARIABLES\n\s+MOD_MAX_BYTES\s+largest image file/)
-  assert.match(r.stdout, /EXIT CODES\n\s+0\s+success.*\n\s+1\s+a violation was found\n\s+2\s+usage.*\n(.*\n)?\s+130\s+interrupted/)
+  assert.match(r.stdout, /EXIT CODES\n\s+0\s+success.*\n\s+1\s+a violation was found\n\s+2\s+usage.*\n\s+129\s+stopped by SIGHUP.*\n\s+130\s+stopped by Ctrl-C.*\n\s+143\s+stopped by SIGTERM/)
   const serve = await runCli(['serve', '--help'])
   assert.match(serve.stdout, /--port=<value>\s+\[default: 8000, env: MOD_PORT\]/)
   assert.match(serve.stdout, /MOD_API_KEY\s+the X-API-Key value/)
