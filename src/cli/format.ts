@@ -1,6 +1,7 @@
 import chalk from 'chalk'
 
 import type {ItemResult} from '../lib/engine.js'
+import {plural} from '../lib/plural.js'
 import {formatSize} from '../lib/sizes.js'
 import type {HashListMatch, Segment, TextHit, VideoResult} from '../lib/types.js'
 import type {ScanEntry} from './inputs.js'
@@ -10,7 +11,7 @@ import type {ScanEntry} from './inputs.js'
  * over a partial check must say so wherever a person reads it; empty when every category was checked.
  */
 export function coverage(checked: number, total: number): string {
-  return checked < total ? `${checked} of ${total} categories checked` : ''
+  return checked < total ? `${checked} of ${plural(total, 'category', 'categories')} checked` : ''
 }
 
 /** The summary's coverage clause, with what adds the rest: "3 of 11 categories checked; run `mod models pull fast` for the rest". */
@@ -59,7 +60,7 @@ export interface Counts {
 
 /** "3 scanned: 2 safe, 1 unsafe, 0 errors", then "; 1 not found" when a path given does not exist. */
 export function summaryLine(counts: Counts, coverage = ''): string {
-  const scanned = `${counts.safe + counts.unsafe + counts.errors} scanned: ${counts.safe} safe, ${counts.unsafe} unsafe, ${counts.errors} errors`
+  const scanned = `${counts.safe + counts.unsafe + counts.errors} scanned: ${counts.safe} safe, ${counts.unsafe} unsafe, ${plural(counts.errors, 'error')}`
   return `${scanned}${coverage ? ` (${coverage})` : ''}${counts.missing ? `; ${counts.missing} not found` : ''}`
 }
 
@@ -80,9 +81,9 @@ function segmentMatchNote(s: Segment): string {
  */
 export function formatVideo(r: VideoResult, categories: number): string {
   const partial = coverage(categories - r.not_evaluated.length, categories)
-  const head = `${r.is_safe ? chalk.green('SAFE  ') : chalk.red('UNSAFE')}  ${r.source}  (${r.duration.toFixed(1)} s, ${r.frames_analyzed} frames at ${r.fps} fps${r.stopped_early ? ', stopped early' : ''}${partial ? `; ${partial}` : ''})`
+  const head = `${r.is_safe ? chalk.green('SAFE  ') : chalk.red('UNSAFE')}  ${r.source}  (${r.duration.toFixed(1)} s, ${plural(r.frames_analyzed, 'frame')} at ${r.fps} fps${r.stopped_early ? ', stopped early' : ''}${partial ? `; ${partial}` : ''})`
   const lines = r.violations.flatMap((v) =>
-    v.segments.map((s) => `  ${v.name.padEnd(16)} ${clock(s.start)}-${clock(s.end)}  ${s.frames} frames, max ${s.max_confidence.toFixed(2)} >= ${v.threshold}${textNote(s.text_hits, v.name)}${segmentMatchNote(s)}`),
+    v.segments.map((s) => `  ${v.name.padEnd(16)} ${clock(s.start)}-${clock(s.end)}  ${plural(s.frames, 'frame')}, max ${s.max_confidence.toFixed(2)} >= ${v.threshold}${textNote(s.text_hits, v.name)}${segmentMatchNote(s)}`),
   )
   return [head, ...lines].join('\n')
 }

@@ -1,6 +1,7 @@
 import {ModCommand} from '../cli/base-command.js'
 import {engineFromFlags} from '../cli/engine.js'
 import {modelFlags} from '../cli/flags.js'
+import {plural} from '../lib/plural.js'
 import type {CategoriesResult} from '../lib/types.js'
 
 /** Room for the longest list of signals, `clip+nsfw+head`. */
@@ -23,7 +24,7 @@ With --json, the listing has the shape of GET /v1/categories.`
     this.notePolicy(config)
     const listing = await engine.categories()
     const {evaluated, total} = listing.coverage
-    this.log(`preset ${listing.preset}, model ${listing.model}; ${evaluated} of ${total} categories evaluated`)
+    this.log(`preset ${listing.preset}, model ${listing.model}; ${evaluated} of ${plural(total, 'category', 'categories')} evaluated`)
     const width = listing.categories.reduce((w, c) => Math.max(w, c.name.length), 4)
     const parentWidth = listing.categories.reduce((w, c) => Math.max(w, c.parent ? c.parent.length + 7 : 0), 0)
     for (const c of listing.categories) {

@@ -62,14 +62,26 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
       const notEvaluated = await engine.notEvaluated()
       if (notEvaluated.length > 0) this.logToStderr(notEvaluatedLine(notEvaluated, config.preset))
       const progress = this.startProgress(`Scanning ${args.file}`)
+      const done = {frames: 0, seconds: 0, expected: undefined as number | undefined}
+      // "frame 12 of ~60 (6.0 s)": the total is the container's stated duration x fps, an estimate.
+      const line = (): string => `frame ${done.frames}${done.expected === undefined ? '' : ` of ~${done.expected}`} (${done.seconds.toFixed(1)} s)`
       try {
         result = await engine.moderateVideo(args.file, {
           source: args.file,
           ...sampling,
           signal: this.interrupt.signal,
           onSegment: flags.ndjson ? (name, segment) => progress.above(() => this.log(JSON.stringify({type: 'segment', name, ...segment}))) : undefined,
-          onProgress: (frames, seconds) => progress.update(`Scanning ${args.file}: ${frames} frames, ${seconds.toFixed(1)} s`),
+          onProgress: (frames, seconds) => {
+            Object.assign(done, {frames, seconds})
+            progress.update(`Scanning ${args.file}: ${line()}`)
+          },
+          // Only a terminal shows the estimate; elsewhere it would cost one more ffmpeg run for nothing.
+          onDuration: process.stderr.isTTY ? (seconds) => (done.expected = Math.max(1, Math.ceil(seconds * sampling.fps))) : undefined,
         })
+      } catch (e) {
+        progress.finish()
+        if (this.stoppedBy) this.logToStderr(`mod: stopped by ${this.stoppedBy} after ${line()} of ${args.file}`)
+        throw e
       } finally {
         progress.finish()
       }

@@ -10,6 +10,7 @@ import {byteCap, type ByteCap} from '../lib/input/read-capped.js'
 import {formatSize} from '../lib/sizes.js'
 import {bodyStream, type BodyStream, type Pace} from './body-stream.js'
 import type {Hold} from './queue.js'
+import {plural} from '../lib/plural.js'
 
 /** An uploaded image, held in memory (images are at most MOD_MAX_BYTES). */
 export interface UploadedImage {
@@ -232,7 +233,7 @@ function uploadError(e: unknown, {field, maxFiles}: Expected): ModError {
     case errors.maxFilesExceeded:
       return maxFiles === 1
         ? new ModError('bad_request', `this endpoint takes one file: send exactly one in the field "${field}"`)
-        : new ModError('too_many_files', `a batch holds at most ${maxFiles} files (MOD_MAX_BATCH)`)
+        : new ModError('too_many_files', `a batch holds at most ${plural(maxFiles, 'file')} (MOD_MAX_BATCH)`)
     case errors.maxFieldsExceeded:
     case errors.maxFieldsSizeExceeded:
       return new ModError(

@@ -24,7 +24,7 @@ test('a segment flagged by a text rule names the rule and the text matched; one 
   const lines = formatVideo(result, 2).split('\n').slice(1)
   assert.equal(lines, [
     '  contact_info     0:01.0-0:03.0  2 frames, max 1.00 >= 0.5 (text rule contacts: "rentals@lakeside.org")',
-    '  weapons          0:00.0-0:01.0  1 frames, max 0.80 >= 0.5',
+    '  weapons          0:00.0-0:01.0  1 frame, max 0.80 >= 0.5',
   ])
 })
 

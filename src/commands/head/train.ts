@@ -8,6 +8,7 @@ import {EXIT_ERROR} from '../../cli/errors.js'
 import {modelFlags, settingsInput} from '../../cli/flags.js'
 import {loadConfig} from '../../lib/config/load.js'
 import {trainHeadOnDataset} from '../../lib/eval/run.js'
+import {plural} from '../../lib/plural.js'
 import {DEFAULT_TRAIN_OPTIONS, headFileJson} from '../../lib/eval/train-head.js'
 
 const {head: _head, ...flagsWithoutHead} = modelFlags
@@ -54,9 +55,9 @@ Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
       })
       progress.finish()
       for (const line of errorLines(errors, dataset.unlisted)) this.logToStderr(line)
-      const description = `trained by mod head train on ${dataset.images} images of ${args.dataset} (${head.train_images} for training, ${head.heldout_images} held out)`
+      const description = `trained by mod head train on ${plural(dataset.images, 'image')} of ${args.dataset} (${head.train_images} for training, ${head.heldout_images} held out)`
       await writeFile(flags.out, headFileJson(head, model, description))
-      this.log(`${flags.out}: ${head.labels.length} labels for model ${model.id}; held-out figures at threshold 0.5:`)
+      this.log(`${flags.out}: ${plural(head.labels.length, 'label')} for model ${model.id}; held-out figures at threshold 0.5:`)
       for (const l of head.labels) {
         this.log(`  ${l.name}: recall ${pct(l.heldout.recall)}, precision ${pct(l.heldout.precision)}, safe flagged ${pct(l.heldout.safe_fpr)} (${l.heldout.positives} held-out images, ${l.epochs} epochs)`)
       }
