@@ -23,8 +23,9 @@ With --json, the listing has the shape of GET /v1/categories.`
     const {engine, config} = await engineFromFlags(flags)
     this.notePolicy(config)
     const listing = await engine.categories()
-    const {evaluated, total} = listing.coverage
-    this.log(`preset ${listing.preset}, model ${listing.model}; ${evaluated} of ${plural(total, 'category', 'categories')} evaluated`)
+    const {evaluated, total, text_only: textOnly = []} = listing.coverage
+    const byText = textOnly.length > 0 ? `, ${textOnly.length} by text only: ${textOnly.join(', ')}` : ''
+    this.log(`preset ${listing.preset}, model ${listing.model}; ${evaluated} of ${plural(total, 'category', 'categories')} evaluated${byText}`)
     const width = listing.categories.reduce((w, c) => Math.max(w, c.name.length), 4)
     const parentWidth = listing.categories.reduce((w, c) => Math.max(w, c.parent ? c.parent.length + 7 : 0), 0)
     for (const c of listing.categories) {

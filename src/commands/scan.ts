@@ -4,11 +4,13 @@ import {ModCommand} from '../cli/base-command.js'
 import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
 import {modelFlags, policyFlags} from '../cli/flags.js'
-import {coverageHint, formatRow, notEvaluatedLine, summaryLine, type Counts} from '../cli/format.js'
+import {coverage, coverageHint, formatRow, notEvaluatedLine, summaryLine, type Counts} from '../cli/format.js'
 import type {EnvVars} from '../cli/help.js'
 import {scanInputs, skippedLine, type ScanEntry, type ScanItem, type Skipped} from '../cli/inputs.js'
 import type {ImageInput, ItemResult} from '../lib/engine.js'
 import {ModError} from '../lib/errors.js'
+import {coverageOf} from '../lib/signals/listing.js'
+import type {Coverage} from '../lib/types.js'
 import {MODEL_SIGNAL_NAMES} from '../lib/signals/registry.js'
 
 /** Engine results and the inputs that failed before reaching it (not found, not a regular file), in input order. */
@@ -120,7 +122,8 @@ The policy's text rules are applied: the text drawn in each image is read by the
       multipleNonGreedy: true,
     }),
     strict: Flags.boolean({
-      description: 'Exit 2 when a category of the policy could not be evaluated (e.g. no CLIP model installed), so a gate never passes on a partial check.',
+      description:
+        'Exit 2 when a category of the policy cannot be evaluated (e.g. no CLIP model installed), so a gate never passes on a partial check; known once the models are loaded, so nothing is scanned.',
     }),
     ...policyFlags,
     ...modelFlags,
@@ -141,14 +144,19 @@ The policy's text rules are applied: the text drawn in each image is read by the
     out.on('error', onOutError)
     const counts: Required<Counts> = {safe: 0, unsafe: 0, errors: 0, missing: 0}
     const skipped: Skipped = new Map()
-    let notEvaluated: string[] = []
+    let covered: Coverage = {evaluated: 0, total: 0, not_evaluated: []}
     // Results printed: all, or with --only-unsafe the UNSAFE and ERROR ones; --summary prints none.
     let printed = 0
     const found = {count: 0, done: false}
     try {
       await engine.load()
-      notEvaluated = await engine.notEvaluated()
-      if (notEvaluated.length > 0) this.logToStderr(notEvaluatedLine(notEvaluated, config.preset))
+      covered = coverageOf(await engine.categoryStates())
+      if (covered.not_evaluated.length > 0) {
+        this.logToStderr(notEvaluatedLine(covered.not_evaluated, config.preset))
+        // Known before the first image: a gate fails at once rather than after scanning everything.
+        if (flags.strict) this.exit(EXIT_ERROR)
+      }
+      const partial = coverage(covered)
       const progress = this.startProgress('Scanning')
       const write = (text: string): void => progress.above(() => out.write(text))
       const listing = flags.json && !flags.summary
@@ -169,7 +177,7 @@ The policy's text rules are applied: the text drawn in each image is read by the
             printed++
             if (flags.json) write(`${printed > 1 ? ',' : ''}\n${JSON.stringify(item)}`)
             else if (flags.ndjson) write(`${JSON.stringify(item)}\n`)
-            else write(`${formatRow(item)}\n`)
+            else write(`${formatRow(item, partial)}\n`)
           }
           const done = counts.safe + counts.unsafe + counts.errors + counts.missing
           progress.update(`Scanning ${done} of ${found.count}${found.done ? '' : '+'}: ${summaryLine(counts)}`)
@@ -191,15 +199,14 @@ The policy's text rules are applied: the text drawn in each image is read by the
     if (total === 0 && counts.missing === 0) {
       throw new ModError('not_found', `nothing was scanned in ${paths.join(' ')}${skips ? `: ${skips}` : ': no images'}`)
     }
-    const categories = engine.policy.categories.length
-    const partial = coverageHint(categories - notEvaluated.length, categories, config.preset)
-    const summary = `${summaryLine(counts, partial)}${skips ? `; ${skips}` : ''}`
+    const summary = `${summaryLine(counts, coverageHint(covered, config.preset))}${skips ? `; ${skips}` : ''}`
     if (flags.summary && flags.json) {
-      this.log(JSON.stringify({...counts, scanned: total, skipped: Object.fromEntries(skipped), not_evaluated: notEvaluated}))
+      const textOnly = covered.text_only ? {text_only: covered.text_only} : {}
+      this.log(JSON.stringify({...counts, scanned: total, skipped: Object.fromEntries(skipped), not_evaluated: covered.not_evaluated, ...textOnly}))
     } else if (flags.summary) this.log(summary)
     else if (!flags.json && !flags.ndjson) this.logToStderr(summary)
     else if (skips) this.logToStderr(skips)
-    const failed = counts.errors > 0 || counts.missing > 0 || (flags.strict && notEvaluated.length > 0)
+    const failed = counts.errors > 0 || counts.missing > 0
     const code = counts.unsafe > 0 ? EXIT_VIOLATION : failed ? EXIT_ERROR : EXIT_SAFE
     if (code !== EXIT_SAFE) this.exit(code)
   }
