@@ -22,13 +22,8 @@ export const SIGNAL_EXIT_CODES: [string, string][] = [
   ['143', 'stopped by SIGTERM (a CI runner, docker stop, timeout)'],
 ]
 
-/** The exit codes every command's --help lists. */
-export const EXIT_CODES: [string, string][] = [
-  ['0', 'success: every input was scanned and is safe'],
-  ['1', 'a violation was found'],
-  ['2', 'usage, configuration or model error; an input that could not be scanned; nothing to scan'],
-  ...SIGNAL_EXIT_CODES,
-]
+/** The EXIT CODES of --help for a command that states none of its own. */
+export const EXIT_CODES: [string, string][] = [['0', 'done'], ['2', 'usage or configuration error'], ...SIGNAL_EXIT_CODES]
 
 /** The one line the CLI prints for a failure: `mod: <code>: <message>`. */
 export function errorLine(e: unknown): string {

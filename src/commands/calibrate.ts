@@ -4,7 +4,7 @@ import {Args, Flags} from '@oclif/core'
 
 import {errorLines, modelOptions, pct} from '../cli/dataset-run.js'
 import {ModCommand} from '../cli/base-command.js'
-import {EXIT_ERROR} from '../cli/errors.js'
+import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {modelFlags, settingsInput} from '../cli/flags.js'
 import {loadConfig} from '../lib/config/load.js'
 import {calibrationComments, writeCalibratedPolicy, type CalibrationTarget} from '../lib/eval/calibrate-policy.js'
@@ -21,12 +21,17 @@ training part each category with images gets a calibration (score = sigmoid(scal
 regression on its raw margin, classes weighed equally) and the lowest threshold that flags at most --max-fpr of
 the safe images (or the highest that keeps --min-recall of its images). The policy file in use (--config or
 the one found) is written back with these values and its comments kept, the held-out figures as comments;
-categories without images are left as they are. A trained head is not applied.
-Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
+categories without images are left as they are. A trained head is not applied.`
 
   static override examples = [
     '<%= config.bin %> calibrate ./dataset --config policy.yaml --out tuned.yaml',
     '<%= config.bin %> calibrate ./dataset --min-recall 0.9 > tuned.yaml',
+  ]
+
+  static override exitCodes: [string, string][] = [
+    ['0', 'done'],
+    ['2', 'usage, dataset, configuration or model error'],
+    ...SIGNAL_EXIT_CODES,
   ]
 
   static override args = {

@@ -1,4 +1,5 @@
 import {ModCommand} from '../cli/base-command.js'
+import {SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
 import {modelFlags} from '../cli/flags.js'
 import {plural} from '../lib/plural.js'
@@ -13,6 +14,12 @@ export default class Categories extends ModCommand {
 With --json, the listing has the shape of GET /v1/categories.`
 
   static override examples = ['<%= config.bin %> categories', '<%= config.bin %> categories --json --config policy.yaml']
+
+  static override exitCodes: [string, string][] = [
+    ['0', 'the categories are listed'],
+    ['2', 'usage or configuration error (a policy file that is not valid)'],
+    ...SIGNAL_EXIT_CODES,
+  ]
 
   static override enableJsonFlag = true
 

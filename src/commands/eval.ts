@@ -4,6 +4,7 @@ import {Args, Flags} from '@oclif/core'
 
 import {errorLines, formatEval, modelOptions} from '../cli/dataset-run.js'
 import {ModCommand} from '../cli/base-command.js'
+import {SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {modelFlags, settingsInput} from '../cli/flags.js'
 import {loadConfig} from '../lib/config/load.js'
 import {loadChartJs, renderReport} from '../lib/eval/report.js'
@@ -19,13 +20,18 @@ the share of safe images flagged by any label, a confusion table and a threshold
 Features are cached per model and file content under MOD_CACHE_DIR/features, so a second run on the same
 images runs no image encoder. Files that cannot be read are reported on stderr and left out.
 Without a CLIP model, the embedded NSFW specialist alone scores its categories; the others are named as not
-evaluated.
-Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
+evaluated.`
 
   static override examples = [
     '<%= config.bin %> eval ./dataset --config policy.yaml',
     '<%= config.bin %> eval ./dataset --json > metrics.json',
     '<%= config.bin %> eval ./dataset --report report.html',
+  ]
+
+  static override exitCodes: [string, string][] = [
+    ['0', 'done'],
+    ['2', 'usage, dataset, configuration or model error'],
+    ...SIGNAL_EXIT_CODES,
   ]
 
   static override args = {

@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
 import {ModCommand} from '../cli/base-command.js'
-import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION} from '../cli/errors.js'
+import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION, SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
 import {fpsFlag, modelFlags, policyFlags} from '../cli/flags.js'
 import {coverage, formatVideo, notEvaluatedLine} from '../cli/format.js'
@@ -29,6 +29,13 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
   static override envVars: EnvVars = [
     ['MOD_FFMPEG', 'the ffmpeg binary to run'],
     ['MOD_MAX_VIDEO_SECONDS', 'longest video, counted while decoding (default 600)'],
+  ]
+
+  static override exitCodes: [string, string][] = [
+    ['0', 'the video was scanned and is safe'],
+    ['1', 'a violation was found'],
+    ['2', 'usage, configuration or model error; no ffmpeg; a file that is not a video or cannot be decoded; a video over the limits; with --strict, a category that cannot be evaluated'],
+    ...SIGNAL_EXIT_CODES,
   ]
 
   static override args = {

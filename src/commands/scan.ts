@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
 import {ModCommand} from '../cli/base-command.js'
-import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION} from '../cli/errors.js'
+import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION, SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
 import {modelFlags, policyFlags} from '../cli/flags.js'
 import {coverage, coverageHint, formatRow, notEvaluatedLine, summaryLine, type Counts} from '../cli/format.js'
@@ -91,6 +91,13 @@ The policy's text rules are applied: the text drawn in each image is read by the
   static override envVars: EnvVars = [
     ['MOD_MAX_BYTES', 'largest image file (default 25 MiB)'],
     ['MOD_MAX_PIXELS', 'largest decoded image, width x height (default 100000000)'],
+  ]
+
+  static override exitCodes: [string, string][] = [
+    ['0', 'success: every input was scanned and is safe'],
+    ['1', 'a violation was found'],
+    ['2', 'usage, configuration or model error; an input that could not be scanned; nothing to scan; with --strict, a category that cannot be evaluated'],
+    ...SIGNAL_EXIT_CODES,
   ]
 
   static override strict = false

@@ -4,7 +4,7 @@ import {Args, Flags} from '@oclif/core'
 
 import {errorLines, modelOptions, pct} from '../../cli/dataset-run.js'
 import {ModCommand} from '../../cli/base-command.js'
-import {EXIT_ERROR} from '../../cli/errors.js'
+import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../../cli/errors.js'
 import {modelFlags, settingsInput} from '../../cli/flags.js'
 import {loadConfig} from '../../lib/config/load.js'
 import {trainHeadOnDataset} from '../../lib/eval/run.js'
@@ -19,10 +19,15 @@ export default class HeadTrain extends ModCommand {
 The dataset layout is the one of mod eval, but a label may have any name: a label that is a policy category
 is blended with it, any other is added. One logistic regression per label on the image embeddings (classes
 weighed equally, L2 penalty), stopped when the loss on the held-out images (--holdout, split by content
-hash) stops improving; the held-out figures at threshold 0.5 are printed. Use the file with --head or MOD_HEAD.
-Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
+hash) stops improving; the held-out figures at threshold 0.5 are printed. Use the file with --head or MOD_HEAD.`
 
   static override examples = ['<%= config.bin %> head train ./dataset --out head.json', '<%= config.bin %> scan ./photos --head head.json']
+
+  static override exitCodes: [string, string][] = [
+    ['0', 'done'],
+    ['2', 'usage, dataset, configuration or model error'],
+    ...SIGNAL_EXIT_CODES,
+  ]
 
   static override args = {
     dataset: Args.string({description: 'dataset folder (one subfolder per label, and safe/)', required: true}),

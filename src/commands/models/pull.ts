@@ -3,6 +3,7 @@ import {join} from 'node:path'
 import {Args} from '@oclif/core'
 
 import {ModCommand} from '../../cli/base-command.js'
+import {SIGNAL_EXIT_CODES} from '../../cli/errors.js'
 import {modelFlags, settingsInput} from '../../cli/flags.js'
 import {formatBytes} from '../../cli/format.js'
 import type {EnvVars} from '../../cli/help.js'
@@ -58,6 +59,12 @@ Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the ho
   static override envVars: EnvVars = [
     ['HTTPS_PROXY, HTTP_PROXY', 'proxy for the downloads (lower-case spellings win)'],
     ['NO_PROXY', 'hosts reached without the proxy'],
+  ]
+
+  static override exitCodes: [string, string][] = [
+    ['0', 'installed (files already in place are kept)'],
+    ['2', 'usage or configuration error; the download failed or a file did not match its pinned size or sha256 (run again to resume)'],
+    ...SIGNAL_EXIT_CODES,
   ]
 
   static override args = {

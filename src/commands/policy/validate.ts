@@ -3,7 +3,7 @@ import {dirname, resolve} from 'node:path'
 import {Args} from '@oclif/core'
 
 import {ModCommand} from '../../cli/base-command.js'
-import {EXIT_ERROR} from '../../cli/errors.js'
+import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../../cli/errors.js'
 import {longPresetPrompts, type LongPrompt} from '../../lib/model/prompt-length.js'
 import {buildPolicy, formatProblems, summarizePolicy, validatePolicyFile, type PolicySummary} from '../../lib/policy/load.js'
 import type {HashListEntry, PolicyProblem} from '../../lib/policy/schema.js'
@@ -58,6 +58,7 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
   static override exitCodes: [string, string][] = [
     ['0', 'the file is valid'],
     ['2', 'the file is not valid, or cannot be read'],
+    ...SIGNAL_EXIT_CODES,
   ]
 
   static override enableJsonFlag = true
