@@ -69,8 +69,9 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
 
   async run(): Promise<{valid: boolean; problems: PolicyProblem[]; summary: PolicySummary | null; hash_lists?: ListCheck[]}> {
     const {args} = await this.parse(PolicyValidate)
-    const {problems, file} = await validatePolicyFile(args.file)
-    const lists = await checkLists(args.file, file?.hash_lists ?? [])
+    const {problems, file, read} = await validatePolicyFile(args.file)
+    // The lists are read whatever else is wrong, so that one round reports every problem.
+    const lists = await checkLists(args.file, read?.hash_lists ?? [])
     const listsValid = lists.every((l) => l.problems.length === 0)
     const summary = file === undefined ? null : summarizePolicy(file)
     if (file !== undefined) {
@@ -80,13 +81,13 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
         this.logToStderr(`${args.file}: warning: ${describeLong(p)} is longer than ${long.contextLength} tokens and will be truncated`)
       }
     }
+    for (const line of formatProblems(args.file, problems)) this.logToStderr(line)
     // A list file that cannot be read is reported on the line of its `file:` in the policy.
     lists.forEach((l, i) => {
-      const at = file?.hash_lists?.[i]?.line
+      const at = read?.hash_lists?.[i]?.line
       for (const p of l.problems) this.logToStderr(p.line === 0 ? `${args.file}:${at}: hash_lists.${l.name}: ${p.message}` : `${l.file}:${p.line}: ${p.message}`)
     })
     if (summary === null || !listsValid) {
-      for (const line of formatProblems(args.file, problems)) this.logToStderr(line)
       process.exitCode = EXIT_ERROR
     } else {
       const list = (names: string[]) => (names.length > 0 ? names.join(', ') : 'none')
