@@ -74,7 +74,7 @@ test('models pull nudenet through a proxy that is not there: the failure in plai
   const [licence, failure] = r.stderr.trim().split('\n')
   assert.match(licence, /^NudeNet is licensed AGPL-3\.0/)
   assert.match(failure, /^mod: download_failed: cannot fetch 320n\.onnx from https:\/\/[^ ]+: connection refused; to try next: check HTTPS_PROXY \/ NO_PROXY; /)
-  assert.ok(failure.endsWith(`; or copy an installed nudenet folder from another machine into ${join(cache, 'nudenet')}; run the pull again to resume`), failure)
+  assert.ok(failure.endsWith(`; or install a copy of the file with \`mod models add nudenet ./320n.onnx\` (the PyPI wheel nudenet 3.4.2 holds it), or copy an installed nudenet folder from another machine into ${join(cache, 'nudenet')}; run the pull again to resume`), failure)
 })
 
 /** An installed `fast` preset as `models pull` leaves it: the files and a manifest with each file's trust. */
@@ -175,7 +175,7 @@ test('models pull nudenet says what the AGPL means, in one stderr line before it
     const [licence, failure] = r.stderr.trim().split('\n')
     assert.is(
       licence,
-      'NudeNet is licensed AGPL-3.0: mod does not ship it, this pull downloads it from its authors for you; if you offer mod with it to others over a network, the AGPL asks you to offer them its source as well.',
+      'NudeNet is licensed AGPL-3.0: mod does not ship it (`mod models pull nudenet` downloads it from its authors, `mod models add nudenet <file>` installs a copy you have); if you offer mod with it to others over a network, the AGPL asks you to offer them its source as well.',
     )
     assert.match(failure, /^mod: download_failed: .*320n\.onnx/)
   } finally {

@@ -34,14 +34,16 @@ export function firstUseWarning(f: PulledFile): string {
  */
 function nextSteps(dir: string, proxied: boolean, addon: boolean): string {
   const proxy = proxied ? 'check HTTPS_PROXY / NO_PROXY' : 'if this network needs a proxy, set HTTPS_PROXY (and NO_PROXY)'
-  const copy = addon ? `copy an installed ${NUDENET} folder from another machine into ${dir}` : `copy an installed model folder from another machine into ${dir}, or point MOD_MODEL_DIR (--model-dir) at one`
+  const copy = addon
+    ? `install a copy of the file with \`mod models add ${NUDENET} ./320n.onnx\` (the PyPI wheel nudenet 3.4.2 holds it), or copy an installed ${NUDENET} folder from another machine into ${dir}`
+    : `copy an installed model folder from another machine into ${dir}, or point MOD_MODEL_DIR (--model-dir) at one`
   return `${proxy}; or ${copy}; run the pull again to resume`
 }
 
 export default class ModelsPull extends ModCommand {
   static override description = `Download a model preset into the cache folder, as <cache-dir>/<preset> (default ~/.cache/mod/<preset>).
 
-The presets fast, balanced and accurate are CLIP models (the categories beyond the nudity family need one). nudenet is an add-on you pull on purpose: NudeNet's body-part detector (11.59 MiB, licensed AGPL-3.0, so mod does not ship it; the pull prints one line saying what the licence means before it downloads). Once installed, every scan uses it as a second opinion on the NSFW specialist's nudity, sexual_activity and suggestive scores, and results list the parts it found as \`regions\` with boxes in image pixels.
+The presets fast, balanced and accurate are CLIP models (the categories beyond the nudity family need one). nudenet is an add-on you pull on purpose: NudeNet's body-part detector (11.59 MiB, licensed AGPL-3.0, so mod does not ship it; the pull prints one line saying what the licence means before it downloads). Without network, \`mod models add nudenet ./320n.onnx\` installs a copy you have (the PyPI wheel nudenet 3.4.2 holds it). Once installed, every scan uses it as a second opinion on the NSFW specialist's nudity, sexual_activity and suggestive scores, and results list the parts it found as \`regions\` with boxes in image pixels.
 
 Every file is checked against the size and sha256 the preset gives and moved into place only when whole; the folder counts as installed once its manifest.json is written, last. An interrupted pull resumes where it stopped when run again; files already installed are not downloaded again.
 
@@ -91,6 +93,7 @@ Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the ho
     const progress = this.startProgress(`Pulling ${preset}`)
     let done = 0
     const unpinned: PulledFile[] = []
+    const keptFiles: string[] = []
     try {
       await pullModel(manifest, dir, {
         signal: this.interrupt.signal,
@@ -100,6 +103,7 @@ Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the ho
         onFile: (f) => {
           done++
           if (!f.pinned) unpinned.push(f)
+          if (f.skipped && f.pinned) keptFiles.push(f.file)
           if (!tty) this.logToStderr(`${f.skipped ? 'kept   ' : 'fetched'} ${f.file} (${formatBytes(f.size)})`)
         },
       })
@@ -111,6 +115,9 @@ Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the ho
     }
     progress.finish()
     for (const f of unpinned) this.logToStderr(firstUseWarning(f))
-    this.log(`${preset} is installed in ${dir}`)
+    // A file copied into the folder by hand is verified like a download: say that nothing had to be fetched.
+    const already = keptFiles.length === 1 ? `${keptFiles[0]} was already there and matches its` : 'its files were already there and match their'
+    const kept = keptFiles.length === count ? ` (${already} pinned sha256; nothing was downloaded)` : ''
+    this.log(`${preset} is installed in ${dir}${kept}`)
   }
 }
