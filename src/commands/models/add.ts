@@ -6,8 +6,10 @@ import {ModCommand} from '../../cli/base-command.js'
 import {SIGNAL_EXIT_CODES} from '../../cli/errors.js'
 import {modelFlags, settingsInput} from '../../cli/flags.js'
 import {formatBytes} from '../../cli/format.js'
+import {runSteps} from '../../cli/steps.js'
 import {readSettings} from '../../lib/config/settings.js'
 import {addModelFile} from '../../lib/model/add.js'
+import type {PulledFile} from '../../lib/model/pull.js'
 import {PRESETS} from '../../lib/policy/types.js'
 import {loadNudenetPreset, NUDENET, NUDENET_LICENCE_NOTE} from '../../lib/signals/nudenet/manifest.js'
 
@@ -48,12 +50,22 @@ nudenet: NudeNet's 320n.onnx (11.59 MiB, AGPL-3.0; the PyPI wheel nudenet 3.4.2 
     const dir = join(settings.cacheDir, NUDENET)
     const manifest = await loadNudenetPreset()
     this.logToStderr(`${NUDENET_LICENCE_NOTE}.`)
-    const progress = this.startProgress(`Adding ${NUDENET}`)
-    const {file} = await addModelFile(manifest, args.file, dir, {
-      signal: this.interrupt.signal,
-      onProgress: (copied, total) => progress.update(`Adding ${NUDENET}: ${formatBytes(copied)} of ${formatBytes(total)}`),
-    })
-    progress.finish()
+    const name = manifest.files[0].path
+    let added: PulledFile | undefined
+    await runSteps([
+      {
+        title: `${name} from ${args.file}`,
+        run: async (retitle) => {
+          const {file} = await addModelFile(manifest, args.file, dir, {
+            signal: this.interrupt.signal,
+            onProgress: (copied, total) => retitle(`${name}: ${formatBytes(copied)} of ${formatBytes(total)} copied and hashed`),
+          })
+          added = file
+          retitle(`${name} copied and verified (sha256 ${file.sha256})`)
+        },
+      },
+    ])
+    const file = added as PulledFile
     this.log(`${NUDENET} is installed in ${dir}: ${file.file} (${formatBytes(file.size)}) matches the pinned sha256 ${file.sha256}`)
   }
 }

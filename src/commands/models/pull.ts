@@ -6,6 +6,7 @@ import {ModCommand} from '../../cli/base-command.js'
 import {SIGNAL_EXIT_CODES} from '../../cli/errors.js'
 import {modelFlags, settingsInput} from '../../cli/flags.js'
 import {formatBytes} from '../../cli/format.js'
+import {runSteps} from '../../cli/steps.js'
 import type {EnvVars} from '../../cli/help.js'
 import {readSettings} from '../../lib/config/settings.js'
 import {isModError, ModError} from '../../lib/errors.js'
@@ -21,6 +22,17 @@ function bar(p: PullProgress): string {
   const done = Math.min(1, p.received / p.total)
   const filled = Math.round(done * BAR_WIDTH)
   return `${p.file} [${'#'.repeat(filled)}${'-'.repeat(BAR_WIDTH - filled)}] ${Math.floor(done * 100)}% of ${formatBytes(p.total)}`
+}
+
+/** A promise with its settling functions (Promise.withResolvers, which Node 20 lacks). */
+function deferred<T>(): {promise: Promise<T>; resolve: (value: T) => void; reject: (reason: unknown) => void} {
+  let resolve!: (value: T) => void
+  let reject!: (reason: unknown) => void
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res
+    reject = rej
+  })
+  return {promise, resolve, reject}
 }
 
 /** The line printed for a file the preset pins no hash for. */
@@ -88,32 +100,48 @@ Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the ho
     // The add-on has one precision; --precision concerns the CLIP encoders.
     const variants = addon || settings.precision === 'fp32' ? [] : [settings.precision]
     if (addon) this.logToStderr(`${NUDENET_LICENCE_NOTE}.`)
-    const count = manifest.files.length + variants.length * 2
-    const tty = Boolean(process.stderr.isTTY)
-    const progress = this.startProgress(`Pulling ${preset}`)
-    let done = 0
+    const names = [
+      ...manifest.files.map((f) => f.path),
+      ...variants.flatMap((v) => [manifest.variants?.[v]?.image_encoder.path ?? '', manifest.variants?.[v]?.text_encoder.path ?? '']),
+    ]
+    const count = names.length
     const unpinned: PulledFile[] = []
     const keptFiles: string[] = []
-    try {
-      await pullModel(manifest, dir, {
-        signal: this.interrupt.signal,
-        variants,
-        proxy: settings.proxy,
-        onProgress: (p) => progress.update(`Pulling ${preset} (${manifest.id}) ${done + 1}/${count}: ${bar(p)}`),
-        onFile: (f) => {
-          done++
-          if (!f.pinned) unpinned.push(f)
-          if (f.skipped && f.pinned) keptFiles.push(f.file)
-          if (!tty) this.logToStderr(`${f.skipped ? 'kept   ' : 'fetched'} ${f.file} (${formatBytes(f.size)})`)
+    // pullModel works through the files in this order: each step waits for its file, and shows its progress.
+    const files = names.map(() => deferred<PulledFile>())
+    let current = 0
+    let setTitle: (title: string) => void = () => {}
+    const pulled = pullModel(manifest, dir, {
+      signal: this.interrupt.signal,
+      variants,
+      proxy: settings.proxy,
+      onProgress: (p) => setTitle(bar(p)),
+      onFile: (f) => {
+        if (!f.pinned) unpinned.push(f)
+        if (f.skipped && f.pinned) keptFiles.push(f.file)
+        files[current++]?.resolve(f)
+      },
+    }).catch((e: unknown) => {
+      const failure =
+        isModError(e) && e.code === 'download_failed' && !this.interrupt.signal.aborted
+          ? new ModError('download_failed', `${e.message}; to try next: ${nextSteps(dir, Boolean(settings.proxy.httpsProxy || settings.proxy.httpProxy), addon)}`)
+          : e
+      for (const f of files.slice(current)) f.reject(failure)
+      throw failure
+    })
+    for (const f of files) f.promise.catch(() => undefined)
+    pulled.catch(() => undefined)
+    await runSteps(
+      names.map((name, i) => ({
+        title: name,
+        run: async (retitle) => {
+          setTitle = retitle
+          const f = await files[i].promise
+          retitle(`${f.skipped ? 'kept' : 'fetched'} ${f.file} (${formatBytes(f.size)}${f.skipped ? ', already in place and verified' : ''})`)
         },
-      })
-    } catch (e) {
-      if (isModError(e) && e.code === 'download_failed' && !this.interrupt.signal.aborted) {
-        throw new ModError('download_failed', `${e.message}; to try next: ${nextSteps(dir, Boolean(settings.proxy.httpsProxy || settings.proxy.httpProxy), addon)}`)
-      }
-      throw e
-    }
-    progress.finish()
+      })),
+    )
+    await pulled
     for (const f of unpinned) this.logToStderr(firstUseWarning(f))
     // A file copied into the folder by hand is verified like a download: say that nothing had to be fetched.
     const already = keptFiles.length === 1 ? `${keptFiles[0]} was already there and matches its` : 'its files were already there and match their'
