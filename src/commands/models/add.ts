@@ -51,14 +51,18 @@ nudenet: NudeNet's 320n.onnx (11.59 MiB, AGPL-3.0; the PyPI wheel nudenet 3.4.2 
     const manifest = await loadNudenetPreset()
     this.logToStderr(`${NUDENET_LICENCE_NOTE}.`)
     const name = manifest.files[0].path
+    const title = `${name} from ${args.file}`
     let added: PulledFile | undefined
     await runSteps([
       {
-        title: `${name} from ${args.file}`,
+        title,
         run: async (retitle) => {
           const {file} = await addModelFile(manifest, args.file, dir, {
             signal: this.interrupt.signal,
-            onProgress: (copied, total) => retitle(`${name}: ${formatBytes(copied)} of ${formatBytes(total)} copied and hashed`),
+            onProgress: (copied, total) => retitle(`${title}: ${formatBytes(copied)} of ${formatBytes(total)} copied and hashed`),
+          }).catch((e: unknown) => {
+            retitle(title)
+            throw e
           })
           added = file
           retitle(`${name} copied and verified (sha256 ${file.sha256})`)
