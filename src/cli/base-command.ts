@@ -5,12 +5,8 @@ import type {Config} from '../lib/config/load.js'
 import {isModError} from '../lib/errors.js'
 import {errorLine, EXIT_ERROR, exitForSignal, oneLine, STOP_SIGNALS, type StopSignal} from './errors.js'
 import type {EnvVars} from './help.js'
-import {startProgress, type Progress, type ProgressOptions} from './progress.js'
-import {plural} from '../lib/plural.js'
+import {startProgress, type Progress} from './progress.js'
 import {closest} from '../lib/suggest.js'
-
-/** How often a count progress prints a plain line when stderr is not a terminal. */
-const PLAIN_PROGRESS_MS = 5000
 
 interface FlagDef {
   env?: string
@@ -89,17 +85,11 @@ export abstract class ModCommand extends Command {
     if (config.policyFound) this.logToStderr(`mod: policy: ${config.policyPath} (found from the current folder; --config names another)`)
   }
 
-  /** A progress line on stderr (without a terminal, only with `plainEveryMs`); finished when the command ends. */
-  protected startProgress(text: string, options: ProgressOptions = {}): Progress {
+  /** A progress line on stderr, only on a terminal; finished when the command ends. */
+  protected startProgress(text: string): Progress {
     this.progress?.finish()
-    this.progress = startProgress(text, process.stderr, process.stdout, options)
+    this.progress = startProgress(text, process.stderr, process.stdout)
     return this.progress
-  }
-
-  /** Progress over a count of images, for runs that print their results only at the end. */
-  protected startCountProgress(title: string): {update(done: number, total: number): void; finish(): void} {
-    const progress = this.startProgress(title, {plainEveryMs: PLAIN_PROGRESS_MS})
-    return {update: (done, total) => progress.update(`${title}: ${done}/${plural(total, 'image')}`), finish: () => progress.finish()}
   }
 
   protected override async catch(err: Error & {exitCode?: number}): Promise<unknown> {

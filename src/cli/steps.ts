@@ -1,5 +1,8 @@
 import {Listr, ListrLogger, ProcessOutput} from 'listr2'
 
+/** Without a terminal, how often a step's changing title is also printed as a line. */
+const PLAIN_EVERY_MS = 5000
+
 /** One step of a command that runs several (a file of a pull, a stage of eval): its title, and the work, which may retitle the step as it goes. */
 export interface Step {
   title: string
@@ -20,9 +23,19 @@ export async function runSteps(steps: readonly Step[], stream: NodeJS.WriteStrea
   const listr = new Listr(
     steps.map((s) => ({
       title: s.title,
-      task: async (_ctx: unknown, task: {title: string | undefined}) => {
+      task: async (_ctx: unknown, task: {title: string | undefined; output: string | undefined}) => {
+        // The plain renderer prints a title only as the step starts and ends: a long step's count also goes out as
+        // a line now and then, for logs.
+        let lastLine = Date.now()
+        const retitle = (title: string): void => {
+          task.title = title
+          if (plain && Date.now() - lastLine >= PLAIN_EVERY_MS) {
+            lastLine = Date.now()
+            task.output = title
+          }
+        }
         try {
-          await s.run((title) => (task.title = title))
+          await s.run(retitle)
         } catch (error) {
           // The command prints the reason once, as its error line; the step only shows that it failed.
           failure ??= {error}
