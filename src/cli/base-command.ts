@@ -3,13 +3,10 @@ import chalk from 'chalk'
 
 import type {Config} from '../lib/config/load.js'
 import {isModError} from '../lib/errors.js'
-import {errorLine, EXIT_ERROR, EXIT_INTERRUPTED, oneLine} from './errors.js'
+import {errorLine, EXIT_ERROR, exitForSignal, oneLine, STOP_SIGNALS, type StopSignal} from './errors.js'
 import type {EnvVars} from './help.js'
-import {startProgress, type Progress, type ProgressOptions} from './progress.js'
+import {startProgress, type Progress} from './progress.js'
 import {closest} from '../lib/suggest.js'
-
-/** How often a count progress prints a plain line when stderr is not a terminal. */
-const PLAIN_PROGRESS_MS = 5000
 
 interface FlagDef {
   env?: string
@@ -52,18 +49,24 @@ export abstract class ModCommand extends Command {
     }),
   }
 
-  /** Commands that stop on signals themselves (serve) set this; the others end with 130 on Ctrl-C. */
+  /**
+   * Commands that stop on signals themselves (serve) set this; the others stop their work on Ctrl-C (SIGINT),
+   * SIGTERM (CI runners, `docker stop`, `timeout`) or SIGHUP (a closed terminal) and exit 128 + the signal's number.
+   */
   static ownSignals = false
   /** MOD_* variables without a flag that this command reads, listed under ENVIRONMENT VARIABLES in --help. */
   static envVars?: EnvVars
   /** Replaces the default EXIT CODES section of --help. */
   static exitCodes?: [string, string][]
 
-  /** Aborted by the first Ctrl-C; commands stop their work when it fires. */
+  /** Aborted by the first stop signal; commands stop their work when it fires. */
   protected readonly interrupt = new AbortController()
+  /** The signal that stopped the command, once one has. */
+  protected stoppedBy?: StopSignal
   private progress?: Progress
-  private readonly onSigint = (): void => {
-    if (this.interrupt.signal.aborted) this.quit(EXIT_INTERRUPTED)
+  private readonly onSignal = (signal: StopSignal): void => {
+    if (this.interrupt.signal.aborted) this.quit(exitForSignal(this.stoppedBy ?? signal))
+    this.stoppedBy = signal
     this.interrupt.abort()
   }
 
@@ -71,7 +74,7 @@ export abstract class ModCommand extends Command {
     await super.init()
     // chalk's own detection knows --no-color but not NO_COLOR (https://no-color.org).
     if (process.env.NO_COLOR || this.argv.includes('--no-color')) chalk.level = 0
-    if (!(this.constructor as typeof ModCommand).ownSignals) process.on('SIGINT', this.onSigint)
+    if (!(this.constructor as typeof ModCommand).ownSignals) for (const s of STOP_SIGNALS) process.on(s, this.onSignal)
   }
 
   /**
@@ -82,23 +85,17 @@ export abstract class ModCommand extends Command {
     if (config.policyFound) this.logToStderr(`mod: policy: ${config.policyPath} (found from the current folder; --config names another)`)
   }
 
-  /** A progress line on stderr (without a terminal, only with `plainEveryMs`); finished when the command ends. */
-  protected startProgress(text: string, options: ProgressOptions = {}): Progress {
+  /** A progress line on stderr, only on a terminal; finished when the command ends. */
+  protected startProgress(text: string): Progress {
     this.progress?.finish()
-    this.progress = startProgress(text, process.stderr, process.stdout, options)
+    this.progress = startProgress(text, process.stderr, process.stdout)
     return this.progress
-  }
-
-  /** Progress over a count of images, for runs that print their results only at the end. */
-  protected startCountProgress(title: string): {update(done: number, total: number): void; finish(): void} {
-    const progress = this.startProgress(title, {plainEveryMs: PLAIN_PROGRESS_MS})
-    return {update: (done, total) => progress.update(`${title}: ${done}/${total} images`), finish: () => progress.finish()}
   }
 
   protected override async catch(err: Error & {exitCode?: number}): Promise<unknown> {
     this.progress?.finish()
     if (err instanceof Errors.ExitError) throw err
-    if (this.interrupt.signal.aborted) return this.exit(EXIT_INTERRUPTED)
+    if (this.interrupt.signal.aborted) return this.exit(this.signalExit())
     process.stderr.write(`${this.describe(err)}\n`)
     if (process.env.DEBUG && err.stack) process.stderr.write(`${err.stack}\n`)
     return this.exit(EXIT_ERROR)
@@ -106,9 +103,28 @@ export abstract class ModCommand extends Command {
 
   protected override async finally(err: Error | undefined): Promise<unknown> {
     this.progress?.finish()
-    process.off('SIGINT', this.onSigint)
-    if (err === undefined && this.interrupt.signal.aborted) return this.exit(EXIT_INTERRUPTED)
+    for (const s of STOP_SIGNALS) process.off(s, this.onSignal)
+    if (err === undefined && this.interrupt.signal.aborted) return this.exit(this.signalExit())
     return super.finally(err)
+  }
+
+  /**
+   * oclif's message for a missing argument lists it, then explains that flags taking several values must come
+   * after the arguments, which mod's flags do not require (each takes one value per use): say what is missing.
+   */
+  private missingArgs(): string {
+    const cmd = this.constructor as typeof Command
+    const id = (this.id ?? '').replaceAll(':', ' ')
+    // A command whose argument is optional but not alone optional (scan: paths, or --files-from) names it too.
+    const required = Object.entries(cmd.args ?? {}).filter(([, a]) => a.required)
+    const args = required.length > 0 ? required : Object.entries(cmd.args ?? {})
+    const usage = args.map(([name, a]) => `<${name}${cmd.strict === false ? '...' : ''}>${a.options ? ` (${a.options.join('|')})` : ''}`).join(' ')
+    const what = args.map(([, a]) => a.description ?? '').join('; ')
+    return `mod: usage: ${this.config.bin} ${id} needs ${usage}${what ? `: ${what}` : ''}; see ${this.config.bin} ${id} --help`
+  }
+
+  private signalExit(): number {
+    return exitForSignal(this.stoppedBy ?? 'SIGINT')
   }
 
   /** Leaves at once (a second Ctrl-C): the progress line is removed first. */
@@ -119,6 +135,7 @@ export abstract class ModCommand extends Command {
 
   private describe(err: Error): string {
     if (!isParseError(err)) return errorLine(err)
+    if (/^Missing \d+ required args?/.test(err.message)) return this.missingArgs()
     const names = Object.keys((this.constructor as typeof Command).flags ?? {}).concat('help')
     const message = `${oneLine(err.message)}${suggestion(oneLine(err.message), names)}`
     // A flag's value that came from its MOD_* variable is a configuration problem: name the variable.

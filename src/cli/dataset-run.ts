@@ -1,4 +1,5 @@
 import type {Config} from '../lib/config/load.js'
+import {plural} from '../lib/plural.js'
 import type {SampleError} from '../lib/eval/collect.js'
 import type {ModelOptions} from '../lib/eval/features.js'
 import type {Confusion} from '../lib/eval/metrics.js'
@@ -46,7 +47,7 @@ function confusionTable(c: Confusion): string[] {
 export function formatEval(r: EvalReport): string {
   const m = r.metrics
   const out = [
-    `${r.dataset}: ${m.images} images (${m.safe_images} safe), model ${r.model}`,
+    `${r.dataset}: ${plural(m.images, 'image')} (${m.safe_images} safe), model ${r.model}`,
     `average recall:       ${pct(m.average_recall)}`,
     `safe images flagged:  ${pct(m.safe_flagged)}`,
     ...(r.not_evaluated.length > 0 ? [`not evaluated (no installed model scores them): ${r.not_evaluated.join(', ')}`] : []),

@@ -1,19 +1,29 @@
+import {constants} from 'node:os'
+
 import {isModError} from '../lib/errors.js'
 
 /** 0 all safe, 1 a violation, 2 usage, configuration, model or input error (nothing scanned, a failed start). */
 export const EXIT_SAFE = 0
 export const EXIT_VIOLATION = 1
 export const EXIT_ERROR = 2
-/** 128 + SIGINT, as a shell reports a command stopped by Ctrl-C. */
-export const EXIT_INTERRUPTED = 130
+/** The signals that stop a command's work (what finished is still printed whole): Ctrl-C, CI runners and `docker stop`, a closed terminal. */
+export const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const
+export type StopSignal = (typeof STOP_SIGNALS)[number]
 
-/** The exit codes every command's --help lists. */
-export const EXIT_CODES: [string, string][] = [
-  ['0', 'success: every input was scanned and is safe'],
-  ['1', 'a violation was found'],
-  ['2', 'usage, configuration or model error; an input that could not be scanned; nothing to scan'],
-  ['130', 'interrupted (Ctrl-C)'],
+/** 128 + the signal's number, as a shell reports a command a signal stopped: 130 (SIGINT), 143 (SIGTERM), 129 (SIGHUP). */
+export function exitForSignal(signal: StopSignal): number {
+  return 128 + constants.signals[signal]
+}
+
+/** The rows every command that stops on signals lists under EXIT CODES. */
+export const SIGNAL_EXIT_CODES: [string, string][] = [
+  ['129', 'stopped by SIGHUP (the terminal closed)'],
+  ['130', 'stopped by Ctrl-C (SIGINT)'],
+  ['143', 'stopped by SIGTERM (a CI runner, docker stop, timeout)'],
 ]
+
+/** The EXIT CODES of --help for a command that states none of its own. */
+export const EXIT_CODES: [string, string][] = [['0', 'done'], ['2', 'usage or configuration error'], ...SIGNAL_EXIT_CODES]
 
 /** The one line the CLI prints for a failure: `mod: <code>: <message>`. */
 export function errorLine(e: unknown): string {

@@ -52,16 +52,23 @@ export const modelFlags = {
 
 const POLICY = 'POLICY'
 
+/*
+ * Every repeatable flag takes exactly one value per use (multipleNonGreedy): the words after it stay paths, so
+ * `mod scan a --exclude '*.tmp' b` scans b, and flags may come before, between or after the paths.
+ */
+
 /** One run's changes to the policy in force, for the commands that score (no file to write). */
 export const policyFlags = {
   threshold: Flags.string({
     description: 'Change a category\'s threshold for this run: CATEGORY=VALUE (0 to 1). Repeatable.',
     multiple: true,
+    multipleNonGreedy: true,
     helpGroup: POLICY,
   }),
   disable: Flags.string({
     description: 'Switch a category off for this run. Repeatable.',
     multiple: true,
+    multipleNonGreedy: true,
     helpGroup: POLICY,
   }),
 }

@@ -1,22 +1,27 @@
 import chalk from 'chalk'
 
 import type {ItemResult} from '../lib/engine.js'
+import {plural} from '../lib/plural.js'
 import {formatSize} from '../lib/sizes.js'
-import type {HashListMatch, Segment, TextHit, VideoResult} from '../lib/types.js'
+import type {Coverage, HashListMatch, Segment, TextHit, VideoResult} from '../lib/types.js'
 import type {ScanEntry} from './inputs.js'
 
 /**
- * How much of the policy a verdict covers, when not all of it: "3 of 11 categories checked". A SAFE verdict
- * over a partial check must say so wherever a person reads it; empty when every category was checked.
+ * How much of the policy a verdict covers, when not all of it was looked for in the image: "3 of 11 categories
+ * checked", "5 of 13 categories checked, 1 by text only: hate_symbols". A SAFE verdict over a partial check must
+ * say so wherever a person reads it; empty when every category was checked in the image.
  */
-export function coverage(checked: number, total: number): string {
-  return checked < total ? `${checked} of ${total} categories checked` : ''
+export function coverage(c: Coverage): string {
+  const textOnly = c.text_only ?? []
+  if (c.evaluated === c.total && textOnly.length === 0) return ''
+  const checked = `${c.evaluated} of ${plural(c.total, 'category', 'categories')} checked`
+  return textOnly.length > 0 ? `${checked}, ${textOnly.length} by text only: ${textOnly.join(', ')}` : checked
 }
 
 /** The summary's coverage clause, with what adds the rest: "3 of 11 categories checked; run `mod models pull fast` for the rest". */
-export function coverageHint(checked: number, total: number, preset: string): string {
-  const c = coverage(checked, total)
-  return c ? `${c}; run \`mod models pull ${preset}\` for the rest` : ''
+export function coverageHint(c: Coverage, preset: string): string {
+  const text = coverage(c)
+  return c.evaluated < c.total ? `${text}; run \`mod models pull ${preset}\` for the rest` : text
 }
 
 /** The one stderr line that says what a partial check leaves out, and how to get it. */
@@ -36,12 +41,11 @@ function textNote(hits: TextHit[] | undefined, category: string): string {
   return h ? ` (text rule ${h.rule}: ${JSON.stringify(h.text)})` : ''
 }
 
-/** One readable line per item for the table output. */
-export function formatRow(item: ItemResult | ScanEntry): string {
+/** One readable line per item for the table output; `partial`: the run's coverage statement, shown on SAFE rows. */
+export function formatRow(item: ItemResult | ScanEntry, partial = ''): string {
   if ('error' in item) return `${chalk.yellow('ERROR ')}  ${item.source}  ${item.error.code}: ${item.error.message}`
   if (item.is_safe) {
     const top = item.labels[0]
-    const partial = coverage(item.labels.length, item.labels.length + item.not_evaluated.length)
     const notes = [...(partial ? [partial] : []), ...(top ? [`highest: ${top.name} ${top.score.toFixed(2)}`] : [])]
     return `${chalk.green('SAFE  ')}  ${item.source}${notes.length > 0 ? chalk.dim(`  (${notes.join('; ')})`) : ''}`
   }
@@ -65,7 +69,7 @@ export interface Counts {
  */
 export function summaryLine(counts: Counts, coverage = ''): string {
   const accepted = counts.accepted ? ` (${counts.accepted} accepted by the baseline)` : ''
-  const scanned = `${counts.safe + counts.unsafe + counts.errors} scanned: ${counts.safe} safe, ${counts.unsafe} unsafe${accepted}, ${counts.errors} errors`
+  const scanned = `${counts.safe + counts.unsafe + counts.errors} scanned: ${counts.safe} safe, ${counts.unsafe} unsafe${accepted}, ${plural(counts.errors, 'error')}`
   return `${scanned}${coverage ? ` (${coverage})` : ''}${counts.missing ? `; ${counts.missing} not found` : ''}`
 }
 
@@ -82,13 +86,12 @@ function segmentMatchNote(s: Segment): string {
 
 /**
  * The table output of scan-video: a verdict line, then one line per segment (with its first text hit, when the
- * policy reads the text of videos, and its nearest hash-list entry). `categories`: how many the policy has.
+ * policy reads the text of videos, and its nearest hash-list entry). `partial`: the run's coverage statement.
  */
-export function formatVideo(r: VideoResult, categories: number): string {
-  const partial = coverage(categories - r.not_evaluated.length, categories)
-  const head = `${r.is_safe ? chalk.green('SAFE  ') : chalk.red('UNSAFE')}  ${r.source}  (${r.duration.toFixed(1)} s, ${r.frames_analyzed} frames at ${r.fps} fps${r.stopped_early ? ', stopped early' : ''}${partial ? `; ${partial}` : ''})`
+export function formatVideo(r: VideoResult, partial = ''): string {
+  const head = `${r.is_safe ? chalk.green('SAFE  ') : chalk.red('UNSAFE')}  ${r.source}  (${r.duration.toFixed(1)} s, ${plural(r.frames_analyzed, 'frame')} at ${r.fps} fps${r.stopped_early ? ', stopped early' : ''}${partial ? `; ${partial}` : ''})`
   const lines = r.violations.flatMap((v) =>
-    v.segments.map((s) => `  ${v.name.padEnd(16)} ${clock(s.start)}-${clock(s.end)}  ${s.frames} frames, max ${s.max_confidence.toFixed(2)} >= ${v.threshold}${textNote(s.text_hits, v.name)}${segmentMatchNote(s)}`),
+    v.segments.map((s) => `  ${v.name.padEnd(16)} ${clock(s.start)}-${clock(s.end)}  ${plural(s.frames, 'frame')}, max ${s.max_confidence.toFixed(2)} >= ${v.threshold}${textNote(s.text_hits, v.name)}${segmentMatchNote(s)}`),
   )
   return [head, ...lines].join('\n')
 }

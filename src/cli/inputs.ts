@@ -7,7 +7,8 @@ import ignore, {type Ignore} from 'ignore'
 import type {ImageInput} from '../lib/engine.js'
 import {ModError, type ErrorCode} from '../lib/errors.js'
 import {readCapped, readFileCapped} from '../lib/input/read-capped.js'
-import {imageFormat, sniffImage, SNIFF_BYTES} from '../lib/input/sniff.js'
+import {imageFormat, isVideoHead, sniffImage, SNIFF_BYTES} from '../lib/input/sniff.js'
+import {plural} from '../lib/plural.js'
 
 /** Why a file met in a folder was not scanned; counted for the summary line. */
 export type SkipReason = 'not images' | 'unsupported format' | 'not regular files' | 'symlink loop' | 'broken symlink' | 'excluded'
@@ -58,6 +59,17 @@ async function withIgnoreFile(rules: Rules, dir: string, names: readonly {name: 
 }
 
 export type Skipped = Map<SkipReason, number>
+
+/** Each reason for one file, where it differs from the count's form. */
+const ONE: Partial<Record<SkipReason, string>> = {
+  'not images': 'not an image',
+  'not regular files': 'not a regular file',
+}
+/** Each reason for several files, where it differs from the reason's name. */
+const MANY: Partial<Record<SkipReason, string>> = {
+  'symlink loop': 'symlink loops',
+  'broken symlink': 'broken symlinks',
+}
 
 /** An image for the engine, or an input that failed before it could be read (reported in its place). */
 export type ScanItem = {input: ImageInput} | {entry: ScanEntry}
@@ -239,7 +251,8 @@ export async function* scanInputs(
         if ('skip' in checked) skip(skipped, checked.skip)
         else if ('item' in checked) yield checked.item
         else yield {input: {source: p, read: () => readFile(p, maxBytes)}}
-      } else yield {input: {source: p, read: () => readFile(p, maxBytes)}}
+      } else if (isVideoHead(await head(p).catch(() => Buffer.alloc(0)))) yield entry(p, 'unsupported_media', `${p} is a video: use mod scan-video ${p}`)
+      else yield {input: {source: p, read: () => readFile(p, maxBytes)}}
     } else {
       yield entry(p, 'unsupported_media', `${p} is ${kindOf(info)}, not a regular file: give a file, a folder or - for stdin`)
     }
@@ -256,7 +269,7 @@ function givenName(p: string): string {
 export function skippedLine(skipped: Skipped): string {
   const total = [...skipped.values()].reduce((a, b) => a + b, 0)
   if (total === 0) return ''
-  const parts = [...skipped.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([reason, n]) => `${n} ${reason}`)
+  const parts = [...skipped.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([reason, n]) => plural(n, ONE[reason] ?? reason, MANY[reason] ?? reason))
   return `skipped ${total} (${parts.join(', ')})`
 }
 

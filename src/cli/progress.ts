@@ -1,8 +1,10 @@
 /**
- * The CLI's one progress mechanism. On a terminal: one status line on stderr, redrawn in place. Results go to stdout above it:
+ * The progress line of the commands that print results as they go (scan, scan-video, hash). On a terminal: one
+ * status line on stderr, redrawn in place. Results go to stdout above it:
  * `above()` clears the line, lets the caller write, then redraws, so a row printed to the same terminal is never
  * erased. (listr2 was dropped here: it picks its renderer by process.stdout.isTTY, so with stdout redirected its
- * fallback renderer printed to stdout, and its default renderer redraws over rows written to the same terminal.)
+ * fallback renderer printed to stdout, and its default renderer redraws over rows written to the same terminal.
+ * Commands made of a few steps, whose results come at the end, use listr2 through steps.ts.)
  */
 export interface Progress {
   update(text: string): void
@@ -22,47 +24,12 @@ const silent: Progress = {
   finish() {},
 }
 
-export interface ProgressOptions {
-  /**
-   * Without a terminal, print the text as a plain line at most this often, and the latest once more at the end
-   * if it was not printed (long runs that print their results only at the end: eval, calibrate, head train).
-   * Unset: nothing is printed without a terminal.
-   */
-  plainEveryMs?: number
-}
-
-/** A plain line now and then, for logs and pipes. */
-function plainLines(text: string, stream: NodeJS.WritableStream, everyMs: number): Progress {
-  let latest = text
-  let reported = text
-  let last = 0
-  const line = () => {
-    reported = latest
-    stream.write(`${latest}\n`)
-  }
-  return {
-    update(t) {
-      latest = t
-      const now = Date.now()
-      if (now - last >= everyMs) {
-        last = now
-        line()
-      }
-    },
-    above: (write) => write(),
-    finish() {
-      if (reported !== latest) line()
-    },
-  }
-}
-
 export function startProgress(
   text: string,
   stream: NodeJS.WriteStream = process.stderr,
   results: {isTTY?: boolean} = process.stdout,
-  options: ProgressOptions = {},
 ): Progress {
-  if (!stream.isTTY) return options.plainEveryMs === undefined ? silent : plainLines(text, stream, options.plainEveryMs)
+  if (!stream.isTTY) return silent
   // Results redirected to a file or a pipe cannot collide with the line: no need to clear it for each one.
   const shared = Boolean(results.isTTY)
   let current = text

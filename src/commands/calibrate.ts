@@ -4,9 +4,11 @@ import {Args, Flags} from '@oclif/core'
 
 import {errorLines, modelOptions, pct} from '../cli/dataset-run.js'
 import {ModCommand} from '../cli/base-command.js'
-import {EXIT_ERROR} from '../cli/errors.js'
+import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {modelFlags, settingsInput} from '../cli/flags.js'
-import {loadConfig} from '../lib/config/load.js'
+import {runSteps} from '../cli/steps.js'
+import {loadConfig, type Config} from '../lib/config/load.js'
+import {plural} from '../lib/plural.js'
 import {calibrationComments, writeCalibratedPolicy, type CalibrationTarget} from '../lib/eval/calibrate-policy.js'
 import {calibrateDataset} from '../lib/eval/run.js'
 import {readPolicyText} from '../lib/policy/load.js'
@@ -21,12 +23,17 @@ training part each category with images gets a calibration (score = sigmoid(scal
 regression on its raw margin, classes weighed equally) and the lowest threshold that flags at most --max-fpr of
 the safe images (or the highest that keeps --min-recall of its images). The policy file in use (--config or
 the one found) is written back with these values and its comments kept, the held-out figures as comments;
-categories without images are left as they are. A trained head is not applied.
-Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
+categories without images are left as they are. A trained head is not applied.`
 
   static override examples = [
     '<%= config.bin %> calibrate ./dataset --config policy.yaml --out tuned.yaml',
     '<%= config.bin %> calibrate ./dataset --min-recall 0.9 > tuned.yaml',
+  ]
+
+  static override exitCodes: [string, string][] = [
+    ['0', 'done'],
+    ['2', 'usage, dataset, configuration or model error'],
+    ...SIGNAL_EXIT_CODES,
   ]
 
   static override args = {
@@ -52,31 +59,42 @@ Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
     const target: CalibrationTarget =
       flags['min-recall'] === undefined ? {maxFpr: share('max-fpr', flags['max-fpr'], 0.05)} : {minRecall: share('min-recall', flags['min-recall'], 0.9)}
     const holdout = share('holdout', flags.holdout, 0.3, true)
-    const progress = this.startCountProgress('Scoring')
-    try {
-      const config = await loadConfig(settingsInput(flags), process.env)
-      const {report, errors, unlisted} = await calibrateDataset({
-        dataset: args.dataset,
-        model: modelOptions(config),
-        policy: config.policy,
-        target,
-        holdout,
-        seed: flags.seed,
-        onProgress: (done, total) => progress.update(done, total),
-      })
-      progress.finish()
-      for (const line of errorLines(errors, unlisted)) this.logToStderr(line)
-      const original = config.policyPath ? await readPolicyText(config.policyPath) : undefined
-      const yaml = writeCalibratedPolicy(original, report, calibrationComments(report, args.dataset))
-      if (flags.out) await writeFile(flags.out, yaml)
-      else process.stdout.write(yaml)
-      for (const c of report.categories.filter((c) => c.fitted || c.train.positives + c.after.positives > 0)) {
-        this.logToStderr(
-          `${c.name}: ${c.fitted ? `threshold ${c.threshold}, scale ${c.calibration.scale}, bias ${c.calibration.bias}` : c.note}; held-out recall ${pct(c.before.recall)} -> ${pct(c.after.recall)}, safe flagged ${pct(c.before.safe_fpr)} -> ${pct(c.after.safe_fpr)}`,
-        )
-      }
-    } finally {
-      progress.finish()
+    let loaded: Config | undefined
+    let calibrated: Awaited<ReturnType<typeof calibrateDataset>> | undefined
+    await runSteps([
+      {
+        title: 'Reading the settings and the policy',
+        run: async () => {
+          loaded = await loadConfig(settingsInput(flags), process.env)
+        },
+      },
+      {
+        title: `Scoring the images of ${args.dataset} and fitting`,
+        run: async (retitle) => {
+          const c = loaded as Config
+          calibrated = await calibrateDataset({
+            dataset: args.dataset,
+            model: modelOptions(c),
+            policy: c.policy,
+            target,
+            holdout,
+            seed: flags.seed,
+            onProgress: (done, total) => retitle(`Scoring: ${done}/${plural(total, 'image')}`),
+          })
+        },
+      },
+    ])
+    const config = loaded as Config
+    const {report, errors, unlisted} = calibrated as NonNullable<typeof calibrated>
+    for (const line of errorLines(errors, unlisted)) this.logToStderr(line)
+    const original = config.policyPath ? await readPolicyText(config.policyPath) : undefined
+    const yaml = writeCalibratedPolicy(original, report, calibrationComments(report, args.dataset))
+    if (flags.out) await writeFile(flags.out, yaml)
+    else process.stdout.write(yaml)
+    for (const c of report.categories.filter((c) => c.fitted || c.train.positives + c.after.positives > 0)) {
+      this.logToStderr(
+        `${c.name}: ${c.fitted ? `threshold ${c.threshold}, scale ${c.calibration.scale}, bias ${c.calibration.bias}` : c.note}; held-out recall ${pct(c.before.recall)} -> ${pct(c.after.recall)}, safe flagged ${pct(c.before.safe_fpr)} -> ${pct(c.after.safe_fpr)}`,
+      )
     }
   }
 }

@@ -1,6 +1,8 @@
 import {ModCommand} from '../cli/base-command.js'
+import {SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
 import {modelFlags} from '../cli/flags.js'
+import {plural} from '../lib/plural.js'
 import type {CategoriesResult} from '../lib/types.js'
 
 /** Room for the longest list of signals, `clip+nsfw+head`. */
@@ -13,6 +15,12 @@ With --json, the listing has the shape of GET /v1/categories.`
 
   static override examples = ['<%= config.bin %> categories', '<%= config.bin %> categories --json --config policy.yaml']
 
+  static override exitCodes: [string, string][] = [
+    ['0', 'the categories are listed'],
+    ['2', 'usage or configuration error (a policy file that is not valid)'],
+    ...SIGNAL_EXIT_CODES,
+  ]
+
   static override enableJsonFlag = true
 
   static override flags = {...modelFlags}
@@ -22,8 +30,9 @@ With --json, the listing has the shape of GET /v1/categories.`
     const {engine, config} = await engineFromFlags(flags)
     this.notePolicy(config)
     const listing = await engine.categories()
-    const {evaluated, total} = listing.coverage
-    this.log(`preset ${listing.preset}, model ${listing.model}; ${evaluated} of ${total} categories evaluated`)
+    const {evaluated, total, text_only: textOnly = []} = listing.coverage
+    const byText = textOnly.length > 0 ? `, ${textOnly.length} by text only: ${textOnly.join(', ')}` : ''
+    this.log(`preset ${listing.preset}, model ${listing.model}; ${evaluated} of ${plural(total, 'category', 'categories')} evaluated${byText}`)
     const width = listing.categories.reduce((w, c) => Math.max(w, c.name.length), 4)
     const parentWidth = listing.categories.reduce((w, c) => Math.max(w, c.parent ? c.parent.length + 7 : 0), 0)
     for (const c of listing.categories) {

@@ -4,10 +4,13 @@ import {Args, Flags} from '@oclif/core'
 
 import {errorLines, formatEval, modelOptions} from '../cli/dataset-run.js'
 import {ModCommand} from '../cli/base-command.js'
+import {SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {modelFlags, settingsInput} from '../cli/flags.js'
-import {loadConfig} from '../lib/config/load.js'
+import {runSteps} from '../cli/steps.js'
+import {loadConfig, type Config} from '../lib/config/load.js'
 import {loadChartJs, renderReport} from '../lib/eval/report.js'
-import {evaluateDataset} from '../lib/eval/run.js'
+import {evaluateDataset, type EvalReport} from '../lib/eval/run.js'
+import {plural} from '../lib/plural.js'
 
 export default class Eval extends ModCommand {
   static override description = `Measure the active policy (and head) on a labelled image folder.
@@ -19,13 +22,18 @@ the share of safe images flagged by any label, a confusion table and a threshold
 Features are cached per model and file content under MOD_CACHE_DIR/features, so a second run on the same
 images runs no image encoder. Files that cannot be read are reported on stderr and left out.
 Without a CLIP model, the embedded NSFW specialist alone scores its categories; the others are named as not
-evaluated.
-Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
+evaluated.`
 
   static override examples = [
     '<%= config.bin %> eval ./dataset --config policy.yaml',
     '<%= config.bin %> eval ./dataset --json > metrics.json',
     '<%= config.bin %> eval ./dataset --report report.html',
+  ]
+
+  static override exitCodes: [string, string][] = [
+    ['0', 'done'],
+    ['2', 'usage, dataset, configuration or model error'],
+    ...SIGNAL_EXIT_CODES,
   ]
 
   static override args = {
@@ -40,25 +48,37 @@ Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(Eval)
-    const progress = this.startCountProgress('Scoring')
-    try {
-      const config = await loadConfig(settingsInput(flags), process.env)
-      const report = await evaluateDataset({
-        dataset: args.dataset,
-        model: modelOptions(config),
-        policy: config.policy,
-        headPath: config.settings.engine.headPath,
-        onProgress: (done, total) => progress.update(done, total),
-      })
-      progress.finish()
-      for (const line of errorLines(report.errors, report.unlisted)) this.logToStderr(line)
-      if (flags.report) await writeFile(flags.report, renderReport(report, await loadChartJs()))
-      if (flags.json) {
-        const {curves: _curves, ...rest} = report
-        this.log(JSON.stringify(rest, null, 2))
-      } else this.log(formatEval(report))
-    } finally {
-      progress.finish()
-    }
+    let config: Config | undefined
+    let report: EvalReport | undefined
+    await runSteps([
+      {
+        title: 'Reading the settings and the policy',
+        run: async () => {
+          config = await loadConfig(settingsInput(flags), process.env)
+        },
+      },
+      {
+        title: `Scoring the images of ${args.dataset}`,
+        run: async (retitle) => {
+          const c = config as Config
+          report = await evaluateDataset({
+            dataset: args.dataset,
+            model: modelOptions(c),
+            policy: c.policy,
+            headPath: c.settings.engine.headPath,
+            onProgress: (done, total) => retitle(`Scoring: ${done}/${plural(total, 'image')}`),
+          })
+        },
+      },
+      ...(flags.report
+        ? [{title: `Writing the report ${flags.report}`, run: async () => writeFile(flags.report as string, renderReport(report as EvalReport, await loadChartJs()))}]
+        : []),
+    ])
+    const done = report as EvalReport
+    for (const line of errorLines(done.errors, done.unlisted)) this.logToStderr(line)
+    if (flags.json) {
+      const {curves: _curves, ...rest} = done
+      this.log(JSON.stringify(rest, null, 2))
+    } else this.log(formatEval(done))
   }
 }

@@ -2,7 +2,7 @@ import {Args, Flags} from '@oclif/core'
 import chalk from 'chalk'
 
 import {ModCommand} from '../cli/base-command.js'
-import {EXIT_ERROR} from '../cli/errors.js'
+import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {fpsFlag} from '../cli/flags.js'
 import type {EnvVars} from '../cli/help.js'
 import {isVideoFile, scanInputs, skippedLine, type Skipped} from '../cli/inputs.js'
@@ -60,7 +60,7 @@ Files, folders (recursively, images recognised by their first bytes) or - for on
   static override exitCodes: [string, string][] = [
     ['0', 'every input was hashed'],
     ['2', 'usage or configuration error; an input that could not be hashed; nothing to hash'],
-    ['130', 'interrupted (Ctrl-C)'],
+    ...SIGNAL_EXIT_CODES,
   ]
 
   static override strict = false

@@ -1,12 +1,13 @@
 import {Args, Flags} from '@oclif/core'
 
 import {ModCommand} from '../cli/base-command.js'
-import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION} from '../cli/errors.js'
+import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION, SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
 import {fpsFlag, modelFlags, policyFlags} from '../cli/flags.js'
-import {formatVideo, notEvaluatedLine} from '../cli/format.js'
+import {coverage, formatVideo, notEvaluatedLine} from '../cli/format.js'
 import type {EnvVars} from '../cli/help.js'
 import {checkVideoFile} from '../cli/inputs.js'
+import {coverageOf} from '../lib/signals/listing.js'
 import {checkVideoSampling, MAX_FPS, MAX_MIN_FRAMES, MIN_FPS} from '../lib/video/options.js'
 
 export default class ScanVideo extends ModCommand {
@@ -30,6 +31,13 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
     ['MOD_MAX_VIDEO_SECONDS', 'longest video, counted while decoding (default 600)'],
   ]
 
+  static override exitCodes: [string, string][] = [
+    ['0', 'the video was scanned and is safe'],
+    ['1', 'a violation was found'],
+    ['2', 'usage, configuration or model error; no ffmpeg; a file that is not a video or cannot be decoded; a video over the limits; with --strict, a category that cannot be evaluated'],
+    ...SIGNAL_EXIT_CODES,
+  ]
+
   static override args = {
     file: Args.string({description: 'the video file', required: true}),
   }
@@ -41,7 +49,8 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
     json: Flags.boolean({description: 'Print the video result as JSON.', exclusive: ['ndjson']}),
     ndjson: Flags.boolean({description: 'Print each segment as it is found, then the result, one JSON object per line.', exclusive: ['json']}),
     strict: Flags.boolean({
-      description: 'Exit 2 when a category of the policy could not be evaluated (e.g. no CLIP model installed), so a gate never passes on a partial check.',
+      description:
+        'Exit 2 when a category of the policy cannot be evaluated (e.g. no CLIP model installed), so a gate never passes on a partial check; known once the models are loaded, so nothing is scanned.',
     }),
     ...policyFlags,
     ...modelFlags,
@@ -58,18 +67,37 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
     const {engine, config} = await engineFromFlags(flags)
     this.notePolicy(config)
     let result
+    let partial = ''
     try {
-      const notEvaluated = await engine.notEvaluated()
-      if (notEvaluated.length > 0) this.logToStderr(notEvaluatedLine(notEvaluated, config.preset))
+      await engine.load()
+      const covered = coverageOf(await engine.categoryStates())
+      partial = coverage(covered)
+      if (covered.not_evaluated.length > 0) {
+        this.logToStderr(notEvaluatedLine(covered.not_evaluated, config.preset))
+        // Known before the first frame: a gate fails at once rather than after decoding the whole video.
+        if (flags.strict) this.exit(EXIT_ERROR)
+      }
       const progress = this.startProgress(`Scanning ${args.file}`)
+      const done = {frames: 0, seconds: 0, expected: undefined as number | undefined}
+      // "frame 12 of ~60 (6.0 s)": the total is the container's stated duration x fps, an estimate.
+      const line = (): string => `frame ${done.frames}${done.expected === undefined ? '' : ` of ~${done.expected}`} (${done.seconds.toFixed(1)} s)`
       try {
         result = await engine.moderateVideo(args.file, {
           source: args.file,
           ...sampling,
           signal: this.interrupt.signal,
           onSegment: flags.ndjson ? (name, segment) => progress.above(() => this.log(JSON.stringify({type: 'segment', name, ...segment}))) : undefined,
-          onProgress: (frames, seconds) => progress.update(`Scanning ${args.file}: ${frames} frames, ${seconds.toFixed(1)} s`),
+          onProgress: (frames, seconds) => {
+            Object.assign(done, {frames, seconds})
+            progress.update(`Scanning ${args.file}: ${line()}`)
+          },
+          // Only a terminal shows the estimate; elsewhere it would cost one more ffmpeg run for nothing.
+          onDuration: process.stderr.isTTY ? (seconds) => (done.expected = Math.max(1, Math.ceil(seconds * sampling.fps))) : undefined,
         })
+      } catch (e) {
+        progress.finish()
+        if (this.stoppedBy) this.logToStderr(`mod: stopped by ${this.stoppedBy} after ${line()} of ${args.file}`)
+        throw e
       } finally {
         progress.finish()
       }
@@ -77,8 +105,7 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
       await engine.close()
     }
     if (flags.json || flags.ndjson) this.log(JSON.stringify(result))
-    else this.log(formatVideo(result, engine.policy.categories.length))
-    if (!result.is_safe) return this.exit(EXIT_VIOLATION)
-    return this.exit(flags.strict && result.not_evaluated.length > 0 ? EXIT_ERROR : EXIT_SAFE)
+    else this.log(formatVideo(result, partial))
+    return this.exit(result.is_safe ? EXIT_SAFE : EXIT_VIOLATION)
   }
 }

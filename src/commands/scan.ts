@@ -2,7 +2,7 @@ import {Args, Errors, Flags} from '@oclif/core'
 
 import {ModCommand} from '../cli/base-command.js'
 import {baselineText, hashedInputs, isAccepted, readBaseline, writeAtomically, type BaselineItem} from '../cli/baseline.js'
-import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION} from '../cli/errors.js'
+import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION, SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
 import {modelFlags, policyFlags} from '../cli/flags.js'
 import {coverage, coverageHint, formatRow, notEvaluatedLine, summaryLine, type Counts} from '../cli/format.js'
@@ -17,7 +17,9 @@ import {ModError} from '../lib/errors.js'
 import type {ImageLimits} from '../lib/image/decode.js'
 import {thumbnail, type Thumbnail} from '../lib/image/thumbnail.js'
 import {readFileCapped} from '../lib/input/read-capped.js'
+import {coverageOf} from '../lib/signals/listing.js'
 import {MODEL_SIGNAL_NAMES} from '../lib/signals/registry.js'
+import type {Coverage} from '../lib/types.js'
 
 /** Engine results and the inputs that failed before reaching it (not found, not a regular file), in input order. */
 async function* inOrder(items: AsyncIterable<ScanItem>, moderate: (inputs: AsyncIterable<ImageInput>) => AsyncIterable<ItemResult>): AsyncGenerator<ItemResult | ScanEntry> {
@@ -109,6 +111,13 @@ The policy's text rules are applied: the text drawn in each image is read by the
     ['MOD_MAX_PIXELS', 'largest decoded image, width x height (default 100000000)'],
   ]
 
+  static override exitCodes: [string, string][] = [
+    ['0', 'success: every input was scanned and is safe'],
+    ['1', 'a violation was found'],
+    ['2', 'usage, configuration or model error; an input that could not be scanned; nothing to scan; with --strict, a category that cannot be evaluated'],
+    ...SIGNAL_EXIT_CODES,
+  ]
+
   static override strict = false
 
   static override args = {
@@ -159,13 +168,15 @@ The policy's text rules are applied: the text drawn in each image is read by the
       description:
         "Leave out paths matching this git-ignore pattern (e.g. '*.tmp', 'drafts/'), below each folder given and for each file given. Repeatable. A .modignore file in a folder adds patterns for it and below.",
       multiple: true,
+      multipleNonGreedy: true,
     }),
     report: Flags.string({
       description:
         'Also write an offline HTML page of the flagged and failed items to this file: thumbnails with the boxes found drawn on them (NudeNet regions, text lines and hits), verdicts, scores, coverage, hash-list matches, a filter by category and the summary. About 10 KB per item shown; safe items are only counted.',
     }),
     strict: Flags.boolean({
-      description: 'Exit 2 when a category of the policy could not be evaluated (e.g. no CLIP model installed), so a gate never passes on a partial check.',
+      description:
+        'Exit 2 when a category of the policy cannot be evaluated (e.g. no CLIP model installed), so a gate never passes on a partial check; known once the models are loaded, so nothing is scanned.',
     }),
     ...policyFlags,
     ...modelFlags,
@@ -195,28 +206,31 @@ The policy's text rules are applied: the text drawn in each image is read by the
     const hashes = new Map<string, string>()
     const flagged: BaselineItem[] = []
     const summaryText = (): string => {
-      const categories = engine.policy.categories.length
-      const partial = coverageHint(categories - notEvaluated.length, categories, config.preset)
       const skips = skippedLine(skipped)
-      return `${summaryLine(counts, partial)}${skips ? `; ${skips}` : ''}`
+      return `${summaryLine(counts, coverageHint(covered, config.preset))}${skips ? `; ${skips}` : ''}`
     }
     const reporter = reporterFor(format, {categories: engine.policy.categories, version: this.config.version, cwd: process.cwd()})
     const skipped: Skipped = new Map()
-    let notEvaluated: string[] = []
+    let covered: Coverage = {evaluated: 0, total: 0, not_evaluated: []}
+    const found = {count: 0, done: false}
     // Results printed: all, or with --only-unsafe the UNSAFE and ERROR ones; --summary prints none.
     let printed = 0
     let report: HtmlReport | undefined
     try {
       await engine.load()
-      notEvaluated = await engine.notEvaluated()
-      if (notEvaluated.length > 0) this.logToStderr(notEvaluatedLine(notEvaluated, config.preset))
+      covered = coverageOf(await engine.categoryStates())
+      if (covered.not_evaluated.length > 0) {
+        this.logToStderr(notEvaluatedLine(covered.not_evaluated, config.preset))
+        // Known before the first image: a gate fails at once rather than after scanning everything.
+        if (flags.strict) this.exit(EXIT_ERROR)
+      }
+      const partial = coverage(covered)
       report = flags.report ? await openHtmlReport(flags.report) : undefined
       const progress = this.startProgress('Scanning')
       const write = (text: string): void => progress.above(() => out.write(text))
       const listing = format === 'json' && !flags.summary
       if (listing) write('[')
       if (reporter) write(reporter.start())
-      const found = {count: 0, done: false}
       const {limits} = config.settings.engine
       async function* all(): AsyncGenerator<ScanItem> {
         yield* scanInputs(paths, limits.maxBytes, skipped, process.stdin, flags.exclude ?? [])
@@ -249,7 +263,7 @@ The policy's text rules are applied: the text drawn in each image is read by the
             if (reporter) write(reporter.item({item, accepted, sha256}))
             else if (format === 'json') write(`${printed > 1 ? ',' : ''}\n${json()}`)
             else if (format === 'ndjson') write(`${json()}\n`)
-            else write(`${formatRow(item)}${accepted ? '  (accepted by the baseline)' : ''}\n`)
+            else write(`${formatRow(item, partial)}${accepted ? '  (accepted by the baseline)' : ''}\n`)
           }
           const done = counts.safe + counts.unsafe + counts.errors + counts.missing
           progress.update(`Scanning ${done} of ${found.count}${found.done ? '' : '+'}: ${summaryLine(counts)}`)
@@ -264,6 +278,10 @@ The policy's text rules are applied: the text drawn in each image is read by the
     } finally {
       await engine.close()
     }
+    if (this.stoppedBy) {
+      const done = counts.safe + counts.unsafe + counts.errors + counts.missing
+      this.logToStderr(`mod: stopped by ${this.stoppedBy} after ${done} of ${found.count}${found.done ? '' : '+'} files: ${summaryLine(counts)}`)
+    }
     if (closed || this.interrupt.signal.aborted) {
       await report?.abort()
       return
@@ -274,8 +292,7 @@ The policy's text rules are applied: the text drawn in each image is read by the
       await report?.abort()
       throw new ModError('not_found', `nothing was scanned in ${paths.join(' ')}${skips ? `: ${skips}` : ': no images'}`)
     }
-    const categories = engine.policy.categories.length
-    await report?.close({...counts, scanned: total, not_evaluated: notEvaluated, coverage: coverage(categories - notEvaluated.length, categories)})
+    await report?.close({...counts, scanned: total, not_evaluated: covered.not_evaluated, coverage: coverage(covered)})
     const summary = summaryText()
     if (flags['write-baseline']) {
       await writeAtomically(flags['write-baseline'], baselineText(flagged))
@@ -284,11 +301,12 @@ The policy's text rules are applied: the text drawn in each image is read by the
     if (flags.summary && flags.json) {
       // `accepted` only where a baseline could accept anything.
       const {accepted, ...rest} = counts
-      this.log(JSON.stringify({...rest, ...(baseline ? {accepted} : {}), scanned: total, skipped: Object.fromEntries(skipped), not_evaluated: notEvaluated}))
+      const textOnly = covered.text_only ? {text_only: covered.text_only} : {}
+      this.log(JSON.stringify({...rest, ...(baseline ? {accepted} : {}), scanned: total, skipped: Object.fromEntries(skipped), not_evaluated: covered.not_evaluated, ...textOnly}))
     } else if (flags.summary) this.log(summary)
     else if (format !== 'json' && format !== 'ndjson') this.logToStderr(summary)
     else if (skips) this.logToStderr(skips)
-    const failed = counts.errors > 0 || counts.missing > 0 || (flags.strict && notEvaluated.length > 0)
+    const failed = counts.errors > 0 || counts.missing > 0
     const code = counts.unsafe > counts.accepted ? EXIT_VIOLATION : failed ? EXIT_ERROR : EXIT_SAFE
     if (code !== EXIT_SAFE) this.exit(code)
   }

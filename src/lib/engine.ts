@@ -74,6 +74,8 @@ export interface VideoOptions {
   /** Called for each segment as its run of frames closes (the CLI's --ndjson). */
   onSegment?: (label: string, segment: Segment) => void
   onProgress?: (framesDone: number, seconds: number) => void
+  /** When set, called once with the duration the container states, for a progress estimate (runs ffmpeg once more). */
+  onDuration?: (seconds: number) => void
   signal?: AbortSignal
 }
 

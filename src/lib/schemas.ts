@@ -202,6 +202,12 @@ export const Coverage = Type.Object(
     evaluated: Type.Integer({minimum: 0, description: "Categories of the policy that results score."}),
     total: Type.Integer({minimum: 0, description: "Categories of the policy."}),
     not_evaluated: Type.Array(Type.String(), {description: 'The categories of the policy that results do not score (their `not_evaluated`).'}),
+    text_only: Type.Optional(
+      Type.Array(Type.String(), {
+        description:
+          "Present when some are: categories evaluated by the policy's text rules alone (counted in `evaluated`). No image is examined for them, only the text read in it.",
+      }),
+    ),
   },
   {...closed, description: 'How much of the policy a verdict covers.'},
 )

@@ -1,6 +1,7 @@
 import cluster, {type Worker} from 'node:cluster'
 
 import {ModError} from '../lib/errors.js'
+import {plural} from '../lib/plural.js'
 import {baseUrl} from './address.js'
 import {describe, type Log} from './errors.js'
 import {clusterMetricsReader, type PrimaryMetrics} from './metrics.js'
@@ -69,7 +70,7 @@ export function runPrimary(o: PrimaryOptions, stop: Promise<unknown>): Promise<n
         o.log(`worker ${worker.process.pid} ready`, 'info')
         if (!started && ready.size === o.workers) {
           started = true
-          o.log(`listening on ${baseUrl(o.host, message.port)} (${o.workers} workers)`, 'info')
+          o.log(`listening on ${baseUrl(o.host, message.port)} (${plural(o.workers, 'worker')})`, 'info')
         }
       })
     }

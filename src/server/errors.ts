@@ -3,6 +3,7 @@ import {isModError, type ErrorCode} from '../lib/errors.js'
 import {MAX_SIDE} from '../lib/image/decode.js'
 import {formatSize, formatSizeExact, grouped} from '../lib/sizes.js'
 import {humanSeconds} from './units.js'
+import {plural} from '../lib/plural.js'
 
 /** An error as the API answers it: `{error: {code, message}}` with this status. */
 export interface HttpError {
@@ -115,7 +116,7 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   },
   too_many_files: {
     status: 413,
-    when: (l) => `more than ${l.maxBatch} files in one batch`,
+    when: (l) => `more than ${plural(l.maxBatch, 'file')} in one batch`,
     example: 'a batch holds at most 16 files (MOD_MAX_BATCH)',
   },
   video_too_long: {
@@ -143,7 +144,7 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
     status: 503,
     headers: {'Retry-After': RETRY_OVERLOADED_S},
     when: (l) =>
-      `the worker queue is full (${l.queueLimit} requests waiting), ${l.maxUploads} uploads are already being ` +
+      `the worker queue is full (${plural(l.queueLimit, 'request')} waiting), ${plural(l.maxUploads, 'upload')} already being ` +
       `received (\`MOD_MAX_UPLOADS\`), the worker holds ${formatSizeExact(l.maxBufferedBytes)} of requests not ` +
       'answered yet (`MOD_MAX_BUFFERED_BYTES`), as many jobs wait, or the job queue (Redis) is unreachable',
     example: 'the server is busy (64 requests already waiting); retry shortly',

@@ -2,6 +2,7 @@ import {addAbortListener} from 'node:events'
 
 import {ModError} from '../lib/errors.js'
 import type {Scheduler} from '../lib/pipeline/scheduler.js'
+import {plural} from '../lib/plural.js'
 import {formatSize} from '../lib/sizes.js'
 import type {Client} from './client-address.js'
 
@@ -257,7 +258,7 @@ export function createGate(queueLimit: number, intake: Intake = UNBOUNDED): Gate
   const preparing = createLock()
   const checkQueue = () => {
     if (admitted > queueLimit) {
-      throw new ModError('overloaded', `the server is busy (${queueLimit} requests already waiting); retry shortly`)
+      throw new ModError('overloaded', `the server is busy (${plural(queueLimit, 'request')} already waiting); retry shortly`)
     }
   }
 
@@ -277,13 +278,13 @@ export function createGate(queueLimit: number, intake: Intake = UNBOUNDED): Gate
       if (mine >= maxUploadsPerClient) {
         throw new ModError(
           'too_many_uploads',
-          `this client is already sending ${maxUploadsPerClient} uploads (MOD_MAX_UPLOADS_PER_CLIENT); wait for one to finish`,
+          `this client is already sending ${plural(maxUploadsPerClient, 'upload')} (MOD_MAX_UPLOADS_PER_CLIENT); wait for one to finish`,
         )
       }
       const lagging = lags(client.network, performance.now())
       if (receiving >= maxUploads) {
         const slowest = lagging ? undefined : slowestTrickling(performance.now())
-        if (!slowest) throw new ModError('overloaded', `the server is busy (${maxUploads} uploads already in progress); retry shortly`)
+        if (!slowest) throw new ModError('overloaded', `the server is busy (${plural(maxUploads, 'upload')} already in progress); retry shortly`)
         giveUp(slowest)
       }
       receiving++

@@ -9,6 +9,7 @@ import {isModError, ModError} from '../lib/errors.js'
 import {byteCap, type ByteCap} from '../lib/input/read-capped.js'
 import {formatSize} from '../lib/sizes.js'
 import {bodyStream, type BodyStream, type Pace} from './body-stream.js'
+import {plural} from '../lib/plural.js'
 import type {Hold, Place} from './queue.js'
 
 /** An uploaded image, held in memory (images are at most MOD_MAX_BYTES). */
@@ -236,7 +237,7 @@ function uploadError(e: unknown, {field, maxFiles}: Expected): ModError {
     case errors.maxFilesExceeded:
       return maxFiles === 1
         ? new ModError('bad_request', `this endpoint takes one file: send exactly one in the field "${field}"`)
-        : new ModError('too_many_files', `a batch holds at most ${maxFiles} files (MOD_MAX_BATCH)`)
+        : new ModError('too_many_files', `a batch holds at most ${plural(maxFiles, 'file')} (MOD_MAX_BATCH)`)
     case errors.maxFieldsExceeded:
     case errors.maxFieldsSizeExceeded:
       return new ModError(

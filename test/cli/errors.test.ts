@@ -55,17 +55,6 @@ test('progress writes nothing at all when stderr is not a terminal', () => {
   assert.is(err.text, '')
 })
 
-test('a count progress without a terminal prints a plain line at most every interval, and the latest at the end', () => {
-  const err = stream(false)
-  const p = startProgress('Scoring', err, {isTTY: false}, {plainEveryMs: 60_000})
-  p.update('Scoring: 1/3 images')
-  p.update('Scoring: 2/3 images')
-  p.update('Scoring: 3/3 images')
-  p.finish()
-  p.finish()
-  assert.is(err.text, 'Scoring: 1/3 images\nScoring: 3/3 images\n')
-})
-
 test('progress on a terminal: results shared with it are written with the line cleared, then it is redrawn; finish clears it', () => {
   const err = stream(true)
   const written: string[] = []

@@ -21,10 +21,10 @@ test('a segment flagged by a text rule names the rule and the text matched; one 
       {name: 'weapons', parent: 'violence', threshold: 0.5, max_confidence: 0.8, segments: [{start: 0, end: 1, frames: 1, max_confidence: 0.8, text: [], text_hits: []}]},
     ],
   }
-  const lines = formatVideo(result, 2).split('\n').slice(1)
+  const lines = formatVideo(result).split('\n').slice(1)
   assert.equal(lines, [
     '  contact_info     0:01.0-0:03.0  2 frames, max 1.00 >= 0.5 (text rule contacts: "rentals@lakeside.org")',
-    '  weapons          0:00.0-0:01.0  1 frames, max 0.80 >= 0.5',
+    '  weapons          0:00.0-0:01.0  1 frame, max 0.80 >= 0.5',
   ])
 })
 
@@ -51,7 +51,7 @@ test('scan-video lines: a segment that matched a hash list names its nearest ent
       },
     ],
   }
-  assert.equal(formatVideo(result, 3).split('\n'), [
+  assert.equal(formatVideo(result).split('\n'), [
     'UNSAFE  clip.mp4  (20.0 s, 40 frames at 2 fps)',
     '  known_bad        0:12.0-0:14.0  4 frames, max 0.94 >= 0.5 (list removals: "case-7", distance 4 at 0:12.5)',
     '  known_bad        0:16.0-0:17.0  2 frames, max 0.60 >= 0.5',

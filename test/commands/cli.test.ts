@@ -20,7 +20,7 @@ test('an unknown flag is one usage line and exit 2, without help text or a stack
 test('a missing argument and a bad option are usage errors in the same style', async () => {
   const missing = await runCli(['models', 'pull'])
   assert.is(missing.code, 2)
-  assert.is(missing.stderr, 'mod: usage: Missing 1 required arg: preset  (fast|balanced|accurate|nudenet) the preset (or add-on) to download\n')
+  assert.is(missing.stderr, 'mod: usage: mod models pull needs <preset> (fast|balanced|accurate|nudenet): the preset (or add-on) to download; see mod models pull --help\n')
   const option = await runCli(['scan', 'x.png', '--preset', 'huge'])
   assert.is(option.code, 2)
   assert.is(option.stderr, 'mod: usage: Expected --preset=huge to be one of: fast, balanced, accurate\n')
@@ -84,10 +84,39 @@ test('-h shows each flag with its variable and default, then environment variabl
   assert.match(r.stdout, /--cache-dir=<value>\s+\[default: ~\/\.cache\/mod, env: MOD_CACHE_DIR\]/)
   assert.match(r.stdout, /--precision=<option>\s+\[default: fp32, env: MOD_PRECISION\]/)
   assert.match(r.stdout, /ENVIRONMENT VARIABLES\n\s+MOD_MAX_BYTES\s+largest image file/)
-  assert.match(r.stdout, /EXIT CODES\n\s+0\s+success.*\n\s+1\s+a violation was found\n\s+2\s+usage.*\n(.*\n)?\s+130\s+interrupted/)
+  assert.match(r.stdout, /EXIT CODES\n\s+0\s+success.*\n\s+1\s+a violation was found\n\s+2\s+usage[\s\S]*?\n\s+129\s+stopped by SIGHUP.*\n\s+130\s+stopped by Ctrl-C.*\n\s+143\s+stopped by SIGTERM/)
   const serve = await runCli(['serve', '--help'])
   assert.match(serve.stdout, /--port=<value>\s+\[default: 8000, env: MOD_PORT\]/)
   assert.match(serve.stdout, /MOD_API_KEY\s+the X-API-Key value/)
+})
+
+/** The EXIT CODES section of a command's --help, as [code, meaning] rows. */
+async function exitCodes(command: string[]): Promise<string[][]> {
+  const r = await runCli([...command, '--help'])
+  const section = r.stdout.split('EXIT CODES\n')[1] ?? ''
+  return section.split('\n').filter((l) => /^\s+\d+\s/.test(l)).map((l) => l.trim().split(/\s{2,}/))
+}
+
+test('each command states its own exit codes: only the scanning commands have 1, every one the signal codes', async () => {
+  const signals = [['129', 'stopped by SIGHUP (the terminal closed)'], ['130', 'stopped by Ctrl-C (SIGINT)'], ['143', 'stopped by SIGTERM (a CI runner, docker stop, timeout)']]
+  const own: [string[], string][] = [
+    [['categories'], 'the categories are listed'],
+    [['models', 'list'], 'the presets are listed'],
+    [['models', 'pull'], 'installed (files already in place are kept)'],
+    [['eval'], 'done'],
+    [['calibrate'], 'done'],
+    [['head', 'train'], 'done'],
+    [['policy', 'show'], 'the policy in force is printed'],
+  ]
+  for (const [command, success] of own) {
+    const rows = await exitCodes(command)
+    assert.equal(rows[0], ['0', success], command.join(' '))
+    assert.equal(rows.map((r) => r[0]), ['0', '2', '129', '130', '143'], command.join(' '))
+    assert.equal(rows.slice(2), signals, command.join(' '))
+  }
+  const video = await exitCodes(['scan-video'])
+  assert.equal(video.slice(0, 2), [['0', 'the video was scanned and is safe'], ['1', 'a violation was found']])
+  assert.equal(video.map((r) => r[0]), ['0', '1', '2', '129', '130', '143'])
 })
 
 test('version prints the name and version; autocomplete is a command', async () => {

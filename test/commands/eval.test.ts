@@ -57,6 +57,9 @@ test('under a terminal the progress display stays on stderr: --json > file is va
   const shown = execFileSync('script', ['-qfec', `sh -c '${line}'`, '/dev/null'], {encoding: 'utf8', timeout: 60_000})
   assert.match(shown, 'mod-exit=0')
   assert.match(shown, 'Scoring')
+  // On a terminal, listr2's task list: each finished step ticked, no plain [STARTED] lines.
+  assert.match(shown, '✔ Scoring: 9/9 images')
+  assert.not.match(shown, '[STARTED]')
   assert.is(JSON.parse(readFileSync(join(dir.path, 'tty.json'), 'utf8')).metrics.images, 9)
 })
 
@@ -113,7 +116,9 @@ test('the table output names the headline figures; progress goes to stderr only'
   assert.match(r.stdout, 'safe images flagged:  33.3%')
   assert.match(r.stdout, /redness\s+0\.5\s+5\s+80\.0%\s+66\.7%\s+33\.3%/)
   assert.not.match(r.stdout, 'Scoring')
-  assert.match(r.stderr, 'Scoring: 12/12 images')
+  // Without a terminal, listr2's plain renderer: a line as each step starts and ends.
+  assert.match(r.stderr, '[STARTED] Reading the settings and the policy\n[COMPLETED] Reading the settings and the policy\n')
+  assert.match(r.stderr, '[COMPLETED] Scoring: 12/12 images\n')
 })
 
 test('an unknown label folder is a dataset error: exit 2', async () => {

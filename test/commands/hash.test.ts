@@ -47,7 +47,7 @@ test('--ndjson walks folders like scan: one object per image, what was skipped o
   const rows = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as {source: string; hash: string; quality: number})
   assert.is(rows.length, 14)
   assert.equal(rows[1], {source: join(PHOTOS, 'brick.jpg'), ...reference('brick.jpg')})
-  assert.is(r.stderr, 'skipped 1 (1 not images)\n')
+  assert.is(r.stderr, 'skipped 1 (1 not an image)\n')
 })
 
 test('--json prints one array; an input that cannot be hashed is an entry in its place and exit 2', async () => {

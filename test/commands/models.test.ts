@@ -14,6 +14,14 @@ import {ROOT, runCli, runInProcess, tempDir} from '../helpers/cli.js'
 const dir = tempDir()
 test.after(() => dir.remove())
 
+/** stderr without listr2's step lines ([STARTED] …, [FAILED] …, as its plain renderer prints them without a terminal). */
+function own(stderr: string): string {
+  return stderr
+    .split('\n')
+    .filter((l) => !/^\[(STARTED|COMPLETED|FAILED|SKIPPED|TITLE|RETRY|ROLLBACK)\]/.test(l))
+    .join('\n')
+}
+
 test('models list --json names every preset, its model id and that none is installed in an empty cache', async () => {
   const cache = join(dir.path, 'cache')
   const r = await runInProcess(['models', 'list', '--json'], {env: {MOD_CACHE_DIR: cache}})
@@ -55,9 +63,10 @@ test('models pull goes through HTTPS_PROXY, and a failure says what to try next'
     const r = await runCli(['models', 'pull', 'fast'], {env: {MOD_CACHE_DIR: cache, HTTPS_PROXY: url}})
     assert.is(r.code, 2)
     assert.equal(asked, ['huggingface.co:443'])
-    assert.match(r.stderr, /^mod: download_failed: cannot fetch [^ ]+ from https:\/\/huggingface\.co\/[^ ]+: the proxy answered HTTP 403; to try next: check HTTPS_PROXY \/ NO_PROXY; or copy an installed model folder/)
+    assert.match(own(r.stderr), /^mod: download_failed: cannot fetch [^ ]+ from https:\/\/huggingface\.co\/[^ ]+: the proxy answered HTTP 403; to try next: check HTTPS_PROXY \/ NO_PROXY; or copy an installed model folder/)
     assert.match(r.stderr, `into ${join(cache, 'fast')}, or point MOD_MODEL_DIR (--model-dir) at one`)
-    assert.is(r.stderr.trim().split('\n').length, 1)
+    assert.is(own(r.stderr).trim().split('\n').length, 1)
+    assert.match(r.stderr, /^\[STARTED\] /)
   } finally {
     proxy.close()
   }
@@ -71,10 +80,10 @@ test('models pull nudenet through a proxy that is not there: the failure in plai
   const cache = join(dir.path, 'nudenet-offline')
   const r = await runInProcess(['models', 'pull', 'nudenet'], {env: {MOD_CACHE_DIR: cache, HTTPS_PROXY: `http://127.0.0.1:${port}`}})
   assert.is(r.code, 2)
-  const [licence, failure] = r.stderr.trim().split('\n')
+  const [licence, failure] = own(r.stderr).trim().split('\n')
   assert.match(licence, /^NudeNet is licensed AGPL-3\.0/)
   assert.match(failure, /^mod: download_failed: cannot fetch 320n\.onnx from https:\/\/[^ ]+: connection refused; to try next: check HTTPS_PROXY \/ NO_PROXY; /)
-  assert.ok(failure.endsWith(`; or copy an installed nudenet folder from another machine into ${join(cache, 'nudenet')}; run the pull again to resume`), failure)
+  assert.ok(failure.endsWith(`; or install a copy of the file with \`mod models add nudenet ./320n.onnx\` (the PyPI wheel nudenet 3.4.2 holds it), or copy an installed nudenet folder from another machine into ${join(cache, 'nudenet')}; run the pull again to resume`), failure)
 })
 
 /** An installed `fast` preset as `models pull` leaves it: the files and a manifest with each file's trust. */
@@ -172,10 +181,10 @@ test('models pull nudenet says what the AGPL means, in one stderr line before it
     const r = await runInProcess(['models', 'pull', 'nudenet'], {env: {MOD_CACHE_DIR: cache, HTTPS_PROXY: url}})
     assert.is(r.code, 2)
     assert.equal(asked, ['github.com:443'])
-    const [licence, failure] = r.stderr.trim().split('\n')
+    const [licence, failure] = own(r.stderr).trim().split('\n')
     assert.is(
       licence,
-      'NudeNet is licensed AGPL-3.0: mod does not ship it, this pull downloads it from its authors for you; if you offer mod with it to others over a network, the AGPL asks you to offer them its source as well.',
+      'NudeNet is licensed AGPL-3.0: mod does not ship it (`mod models pull nudenet` downloads it from its authors, `mod models add nudenet <file>` installs a copy you have); if you offer mod with it to others over a network, the AGPL asks you to offer them its source as well.',
     )
     assert.match(failure, /^mod: download_failed: .*320n\.onnx/)
   } finally {

@@ -6,6 +6,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {BIN, runCli, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {colourClip} from '../lib/video/helpers.js'
 
 const dir = tempDir()
 const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
@@ -45,13 +46,13 @@ test('a folder is walked by content: extensionless and misnamed images are scann
       [join(tree, 'a', 'photo.txt'), false],
     ],
   )
-  assert.is(r.stderr, 'skipped 4 (1 broken symlink, 1 not images, 1 symlink loop, 1 unsupported format)\n')
+  assert.is(r.stderr, 'skipped 4 (1 broken symlink, 1 not an image, 1 symlink loop, 1 unsupported format)\n')
 })
 
 test('the table summary names what was skipped and why', async () => {
   const r = await runInProcess(['scan', tree, '--config', policy], {env})
   assert.is(r.code, 1)
-  assert.is(r.stderr, '3 scanned: 2 safe, 1 unsafe, 0 errors; skipped 4 (1 broken symlink, 1 not images, 1 symlink loop, 1 unsupported format)\n')
+  assert.is(r.stderr, '3 scanned: 2 safe, 1 unsafe, 0 errors; skipped 4 (1 broken symlink, 1 not an image, 1 symlink loop, 1 unsupported format)\n')
 })
 
 test('a large folder keeps name order across the entries checked together, subfolders in their place', async () => {
@@ -137,6 +138,14 @@ test('a folder with nothing to scan is exit 2 with one line saying so', async ()
   assert.is(json.code, 2)
   assert.equal(JSON.parse(json.stdout), [])
   assert.is(json.stderr, `mod: not_found: nothing was scanned in ${empty}: no images\n`)
+})
+
+test('a video named to scan points to scan-video; one error is "1 error"', async () => {
+  const clip = await colourClip(join(dir.path, 'clip.mp4'), ['blue'], 1)
+  const r = await runCli(['scan', clip, blue, '--config', policy], {env})
+  assert.is(r.code, 2, r.stderr)
+  assert.match(r.stdout, `ERROR   ${clip}  unsupported_media: ${clip} is a video: use mod scan-video ${clip}\n`)
+  assert.is(r.stderr, '2 scanned: 1 safe, 0 unsafe, 1 error\n')
 })
 
 test('scan-video refuses a still image, a missing file and a folder before running ffmpeg', async () => {

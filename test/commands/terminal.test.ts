@@ -8,6 +8,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {BIN, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {colourClip} from '../lib/video/helpers.js'
 
 const IMAGES = 300
 const dir = tempDir('mod-tty-')
@@ -27,6 +28,7 @@ test.before(async () => {
   appendFileSync(policy, 'specialists: {nsfw: false}\n')
   envPrefix = `env -u NO_COLOR MOD_MODEL_DIR=${TOY_MODEL} MOD_CACHE_DIR=${join(dir.path, 'cache')} MOD_CONFIG=${policy}`
   writeFileSync(join(dir.path, 'tmux.conf'), 'set -g history-limit 20000\n')
+  await colourClip(join(dir.path, 'long.mp4'), ['blue'], 120, {size: '32x32', rate: 5})
 })
 
 test.after(() => {
@@ -89,19 +91,38 @@ test('results and progress on one terminal: every row stays visible, one summary
   const rows = screen.split('\n')
   assert.is(rows.filter((r) => /^SAFE\s+imgs\/\d{3}\.png/.test(r)).length, IMAGES - 1)
   assert.equal(rows.filter((r) => r.startsWith('ERROR')), ['ERROR   imgs/150.png  unsupported_media: not an image in a supported format (JPEG, PNG, WebP, GIF, AVIF, TIFF)'])
-  assert.equal(rows.filter((r) => r.includes('scanned:')), [`${IMAGES} scanned: ${IMAGES - 1} safe, 0 unsafe, 1 errors`])
+  assert.equal(rows.filter((r) => r.includes('scanned:')), [`${IMAGES} scanned: ${IMAGES - 1} safe, 0 unsafe, 1 error`])
   assert.not.match(screen, 'Scanning')
   assert.match(screen, 'EXIT=2')
 })
 
-test('Ctrl-C stops a scan with exit 130, no stack trace, and no progress line left behind', async () => {
+test('Ctrl-C stops a scan with exit 130, one line saying how far it got, no stack trace, no progress line left behind', async () => {
   const many = Array.from({length: 20}, () => 'imgs').join(' ')
   tmux('new-session', '-d', '-s', 'mod', '-x', '160', '-y', '40', '-c', dir.path, `${mod()} scan ${many} > /dev/null; echo EXIT=$?; sleep 60`)
   await screenUntil(/Scanning \d+ of \d+\+?: \d+ scanned/)
   tmux('send-keys', '-t', 'mod', 'C-c')
   const screen = await screenUntil(/EXIT=\d+/)
   tmux('kill-session', '-t', 'mod')
-  assert.is(screen.trim(), 'EXIT=130')
+  assert.match(screen.trim(), /^mod: stopped by SIGINT after \d+ of \d+\+? files: \d+ scanned: \d+ safe, 0 unsafe, [01] errors\nEXIT=130$/)
+})
+
+test('scan-video on a terminal counts frames against the estimated total; Ctrl-C says how far it got, exit 130', async () => {
+  // The server of the session killed by the test before may still be exiting: a new server once it has.
+  for (let tries = 0; ; tries++) {
+    try {
+      tmux('new-session', '-d', '-s', 'mod', '-x', '160', '-y', '40', '-c', dir.path, `${mod()} scan-video long.mp4 --fps 5 > /dev/null; echo EXIT=$?; sleep 60`)
+      break
+    } catch (e) {
+      if (tries === 20) throw e
+      await new Promise((r) => setTimeout(r, 100))
+    }
+  }
+  const running = await screenUntil(/Scanning long\.mp4: frame \d+ of ~600 \(\d+\.\d s\)/)
+  assert.match(running, /Scanning long\.mp4: frame \d+ of ~600 \(\d+\.\d s\)/)
+  tmux('send-keys', '-t', 'mod', 'C-c')
+  const screen = await screenUntil(/EXIT=\d+/)
+  tmux('kill-session', '-t', 'mod')
+  assert.match(screen.trim(), /^mod: stopped by SIGINT after frame \d+ of ~600 \(\d+\.\d s\) of long\.mp4\nEXIT=130$/)
 })
 
 test.run()

@@ -4,10 +4,12 @@ import {Args, Flags} from '@oclif/core'
 
 import {errorLines, modelOptions, pct} from '../../cli/dataset-run.js'
 import {ModCommand} from '../../cli/base-command.js'
-import {EXIT_ERROR} from '../../cli/errors.js'
+import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../../cli/errors.js'
 import {modelFlags, settingsInput} from '../../cli/flags.js'
-import {loadConfig} from '../../lib/config/load.js'
+import {runSteps} from '../../cli/steps.js'
+import {loadConfig, type Config} from '../../lib/config/load.js'
 import {trainHeadOnDataset} from '../../lib/eval/run.js'
+import {plural} from '../../lib/plural.js'
 import {DEFAULT_TRAIN_OPTIONS, headFileJson} from '../../lib/eval/train-head.js'
 
 const {head: _head, ...flagsWithoutHead} = modelFlags
@@ -18,10 +20,15 @@ export default class HeadTrain extends ModCommand {
 The dataset layout is the one of mod eval, but a label may have any name: a label that is a policy category
 is blended with it, any other is added. One logistic regression per label on the image embeddings (classes
 weighed equally, L2 penalty), stopped when the loss on the held-out images (--holdout, split by content
-hash) stops improving; the held-out figures at threshold 0.5 are printed. Use the file with --head or MOD_HEAD.
-Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
+hash) stops improving; the held-out figures at threshold 0.5 are printed. Use the file with --head or MOD_HEAD.`
 
   static override examples = ['<%= config.bin %> head train ./dataset --out head.json', '<%= config.bin %> scan ./photos --head head.json']
+
+  static override exitCodes: [string, string][] = [
+    ['0', 'done'],
+    ['2', 'usage, dataset, configuration or model error'],
+    ...SIGNAL_EXIT_CODES,
+  ]
 
   static override args = {
     dataset: Args.string({description: 'dataset folder (one subfolder per label, and safe/)', required: true}),
@@ -42,26 +49,36 @@ Exit codes: 0 done, 2 usage, dataset, configuration or model error.`
     const l2 = Number(flags.l2)
     if (!(holdout > 0 && holdout < 1)) this.error('--holdout must be a number between 0 and 1', {exit: EXIT_ERROR})
     if (!(l2 >= 0 && Number.isFinite(l2))) this.error('--l2 must be a number >= 0', {exit: EXIT_ERROR})
-    const progress = this.startCountProgress('Embedding')
-    try {
-      const config = await loadConfig(settingsInput(flags), process.env)
-      const {head, errors, model, dataset} = await trainHeadOnDataset({
-        dataset: args.dataset,
-        model: modelOptions(config),
-        policy: config.policy,
-        train: {...DEFAULT_TRAIN_OPTIONS, holdout, seed: flags.seed, l2, maxEpochs: flags['max-epochs']},
-        onProgress: (done, total) => progress.update(done, total),
-      })
-      progress.finish()
-      for (const line of errorLines(errors, dataset.unlisted)) this.logToStderr(line)
-      const description = `trained by mod head train on ${dataset.images} images of ${args.dataset} (${head.train_images} for training, ${head.heldout_images} held out)`
-      await writeFile(flags.out, headFileJson(head, model, description))
-      this.log(`${flags.out}: ${head.labels.length} labels for model ${model.id}; held-out figures at threshold 0.5:`)
-      for (const l of head.labels) {
-        this.log(`  ${l.name}: recall ${pct(l.heldout.recall)}, precision ${pct(l.heldout.precision)}, safe flagged ${pct(l.heldout.safe_fpr)} (${l.heldout.positives} held-out images, ${l.epochs} epochs)`)
-      }
-    } finally {
-      progress.finish()
+    let loaded: Config | undefined
+    let trained: Awaited<ReturnType<typeof trainHeadOnDataset>> | undefined
+    await runSteps([
+      {
+        title: 'Reading the settings and the policy',
+        run: async () => {
+          loaded = await loadConfig(settingsInput(flags), process.env)
+        },
+      },
+      {
+        title: `Embedding the images of ${args.dataset} and training`,
+        run: async (retitle) => {
+          const c = loaded as Config
+          trained = await trainHeadOnDataset({
+            dataset: args.dataset,
+            model: modelOptions(c),
+            policy: c.policy,
+            train: {...DEFAULT_TRAIN_OPTIONS, holdout, seed: flags.seed, l2, maxEpochs: flags['max-epochs']},
+            onProgress: (done, total) => retitle(`Embedding: ${done}/${plural(total, 'image')}`),
+          })
+        },
+      },
+    ])
+    const {head, errors, model, dataset} = trained as NonNullable<typeof trained>
+    for (const line of errorLines(errors, dataset.unlisted)) this.logToStderr(line)
+    const description = `trained by mod head train on ${plural(dataset.images, 'image')} of ${args.dataset} (${head.train_images} for training, ${head.heldout_images} held out)`
+    await writeFile(flags.out, headFileJson(head, model, description))
+    this.log(`${flags.out}: ${plural(head.labels.length, 'label')} for model ${model.id}; held-out figures at threshold 0.5:`)
+    for (const l of head.labels) {
+      this.log(`  ${l.name}: recall ${pct(l.heldout.recall)}, precision ${pct(l.heldout.precision)}, safe flagged ${pct(l.heldout.safe_fpr)} (${l.heldout.positives} held-out images, ${l.epochs} epochs)`)
     }
   }
 }

@@ -1,4 +1,5 @@
 import {ModCommand} from '../../cli/base-command.js'
+import {SIGNAL_EXIT_CODES} from '../../cli/errors.js'
 import {modelFlags, settingsInput} from '../../cli/flags.js'
 import {formatBytes} from '../../cli/format.js'
 import {readSettings} from '../../lib/config/settings.js'
@@ -40,6 +41,12 @@ A second table lists the add-ons, models you pull on purpose beside a preset (to
   static override examples = ['<%= config.bin %> models list', '<%= config.bin %> models list --json']
 
   static override enableJsonFlag = true
+
+  static override exitCodes: [string, string][] = [
+    ['0', 'the presets are listed'],
+    ['2', 'usage or configuration error'],
+    ...SIGNAL_EXIT_CODES,
+  ]
 
   static override flags = {
     'cache-dir': modelFlags['cache-dir'],

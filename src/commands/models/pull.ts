@@ -3,8 +3,10 @@ import {join} from 'node:path'
 import {Args} from '@oclif/core'
 
 import {ModCommand} from '../../cli/base-command.js'
+import {SIGNAL_EXIT_CODES} from '../../cli/errors.js'
 import {modelFlags, settingsInput} from '../../cli/flags.js'
 import {formatBytes} from '../../cli/format.js'
+import {runSteps} from '../../cli/steps.js'
 import type {EnvVars} from '../../cli/help.js'
 import {readSettings} from '../../lib/config/settings.js'
 import {isModError, ModError} from '../../lib/errors.js'
@@ -22,6 +24,17 @@ function bar(p: PullProgress): string {
   return `${p.file} [${'#'.repeat(filled)}${'-'.repeat(BAR_WIDTH - filled)}] ${Math.floor(done * 100)}% of ${formatBytes(p.total)}`
 }
 
+/** A promise with its settling functions (Promise.withResolvers, which Node 20 lacks). */
+function deferred<T>(): {promise: Promise<T>; resolve: (value: T) => void; reject: (reason: unknown) => void} {
+  let resolve!: (value: T) => void
+  let reject!: (reason: unknown) => void
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res
+    reject = rej
+  })
+  return {promise, resolve, reject}
+}
+
 /** The line printed for a file the preset pins no hash for. */
 export function firstUseWarning(f: PulledFile): string {
   return `warning: ${f.file} has no pinned sha256 in the preset; trusted on first use (sha256 ${f.sha256}, recorded in manifest.json)`
@@ -33,14 +46,16 @@ export function firstUseWarning(f: PulledFile): string {
  */
 function nextSteps(dir: string, proxied: boolean, addon: boolean): string {
   const proxy = proxied ? 'check HTTPS_PROXY / NO_PROXY' : 'if this network needs a proxy, set HTTPS_PROXY (and NO_PROXY)'
-  const copy = addon ? `copy an installed ${NUDENET} folder from another machine into ${dir}` : `copy an installed model folder from another machine into ${dir}, or point MOD_MODEL_DIR (--model-dir) at one`
+  const copy = addon
+    ? `install a copy of the file with \`mod models add ${NUDENET} ./320n.onnx\` (the PyPI wheel nudenet 3.4.2 holds it), or copy an installed ${NUDENET} folder from another machine into ${dir}`
+    : `copy an installed model folder from another machine into ${dir}, or point MOD_MODEL_DIR (--model-dir) at one`
   return `${proxy}; or ${copy}; run the pull again to resume`
 }
 
 export default class ModelsPull extends ModCommand {
   static override description = `Download a model preset into the cache folder, as <cache-dir>/<preset> (default ~/.cache/mod/<preset>).
 
-The presets fast, balanced and accurate are CLIP models (the categories beyond the nudity family need one). nudenet is an add-on you pull on purpose: NudeNet's body-part detector (11.59 MiB, licensed AGPL-3.0, so mod does not ship it; the pull prints one line saying what the licence means before it downloads). Once installed, every scan uses it as a second opinion on the NSFW specialist's nudity, sexual_activity and suggestive scores, and results list the parts it found as \`regions\` with boxes in image pixels.
+The presets fast, balanced and accurate are CLIP models (the categories beyond the nudity family need one). nudenet is an add-on you pull on purpose: NudeNet's body-part detector (11.59 MiB, licensed AGPL-3.0, so mod does not ship it; the pull prints one line saying what the licence means before it downloads). Without network, \`mod models add nudenet ./320n.onnx\` installs a copy you have (the PyPI wheel nudenet 3.4.2 holds it). Once installed, every scan uses it as a second opinion on the NSFW specialist's nudity, sexual_activity and suggestive scores, and results list the parts it found as \`regions\` with boxes in image pixels.
 
 Every file is checked against the size and sha256 the preset gives and moved into place only when whole; the folder counts as installed once its manifest.json is written, last. An interrupted pull resumes where it stopped when run again; files already installed are not downloaded again.
 
@@ -58,6 +73,12 @@ Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the ho
   static override envVars: EnvVars = [
     ['HTTPS_PROXY, HTTP_PROXY', 'proxy for the downloads (lower-case spellings win)'],
     ['NO_PROXY', 'hosts reached without the proxy'],
+  ]
+
+  static override exitCodes: [string, string][] = [
+    ['0', 'installed (files already in place are kept)'],
+    ['2', 'usage or configuration error; the download failed or a file did not match its pinned size or sha256 (run again to resume)'],
+    ...SIGNAL_EXIT_CODES,
   ]
 
   static override args = {
@@ -79,31 +100,52 @@ Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the ho
     // The add-on has one precision; --precision concerns the CLIP encoders.
     const variants = addon || settings.precision === 'fp32' ? [] : [settings.precision]
     if (addon) this.logToStderr(`${NUDENET_LICENCE_NOTE}.`)
-    const count = manifest.files.length + variants.length * 2
-    const tty = Boolean(process.stderr.isTTY)
-    const progress = this.startProgress(`Pulling ${preset}`)
-    let done = 0
+    const names = [
+      ...manifest.files.map((f) => f.path),
+      ...variants.flatMap((v) => [manifest.variants?.[v]?.image_encoder.path ?? '', manifest.variants?.[v]?.text_encoder.path ?? '']),
+    ]
+    const count = names.length
     const unpinned: PulledFile[] = []
-    try {
-      await pullModel(manifest, dir, {
-        signal: this.interrupt.signal,
-        variants,
-        proxy: settings.proxy,
-        onProgress: (p) => progress.update(`Pulling ${preset} (${manifest.id}) ${done + 1}/${count}: ${bar(p)}`),
-        onFile: (f) => {
-          done++
-          if (!f.pinned) unpinned.push(f)
-          if (!tty) this.logToStderr(`${f.skipped ? 'kept   ' : 'fetched'} ${f.file} (${formatBytes(f.size)})`)
+    const keptFiles: string[] = []
+    // pullModel works through the files in this order: each step waits for its file, and shows its progress.
+    const files = names.map(() => deferred<PulledFile>())
+    let current = 0
+    let setTitle: (title: string) => void = () => {}
+    const pulled = pullModel(manifest, dir, {
+      signal: this.interrupt.signal,
+      variants,
+      proxy: settings.proxy,
+      onProgress: (p) => setTitle(bar(p)),
+      onFile: (f) => {
+        if (!f.pinned) unpinned.push(f)
+        if (f.skipped && f.pinned) keptFiles.push(f.file)
+        files[current++]?.resolve(f)
+      },
+    }).catch((e: unknown) => {
+      const failure =
+        isModError(e) && e.code === 'download_failed' && !this.interrupt.signal.aborted
+          ? new ModError('download_failed', `${e.message}; to try next: ${nextSteps(dir, Boolean(settings.proxy.httpsProxy || settings.proxy.httpProxy), addon)}`)
+          : e
+      for (const f of files.slice(current)) f.reject(failure)
+      throw failure
+    })
+    for (const f of files) f.promise.catch(() => undefined)
+    pulled.catch(() => undefined)
+    await runSteps(
+      names.map((name, i) => ({
+        title: name,
+        run: async (retitle) => {
+          setTitle = retitle
+          const f = await files[i].promise
+          retitle(`${f.skipped ? 'kept' : 'fetched'} ${f.file} (${formatBytes(f.size)}${f.skipped ? ', already in place and verified' : ''})`)
         },
-      })
-    } catch (e) {
-      if (isModError(e) && e.code === 'download_failed' && !this.interrupt.signal.aborted) {
-        throw new ModError('download_failed', `${e.message}; to try next: ${nextSteps(dir, Boolean(settings.proxy.httpsProxy || settings.proxy.httpProxy), addon)}`)
-      }
-      throw e
-    }
-    progress.finish()
+      })),
+    )
+    await pulled
     for (const f of unpinned) this.logToStderr(firstUseWarning(f))
-    this.log(`${preset} is installed in ${dir}`)
+    // A file copied into the folder by hand is verified like a download: say that nothing had to be fetched.
+    const already = keptFiles.length === 1 ? `${keptFiles[0]} was already there and matches its` : 'its files were already there and match their'
+    const kept = keptFiles.length === count ? ` (${already} pinned sha256; nothing was downloaded)` : ''
+    this.log(`${preset} is installed in ${dir}${kept}`)
   }
 }

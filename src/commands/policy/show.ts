@@ -1,6 +1,7 @@
 import {stringify} from 'yaml'
 
 import {ModCommand} from '../../cli/base-command.js'
+import {SIGNAL_EXIT_CODES} from '../../cli/errors.js'
 import {configFromFlags} from '../../cli/engine.js'
 import {modelFlags, policyFlags} from '../../cli/flags.js'
 import {DEFAULT_CATEGORIES} from '../../lib/policy/defaults.js'
@@ -57,6 +58,12 @@ The output is itself a valid policy file: text rules with their word lists writt
   static override examples = [
     '<%= config.bin %> policy show',
     '<%= config.bin %> policy show --config policy.yaml --threshold nudity=0.3 > effective.yaml',
+  ]
+
+  static override exitCodes: [string, string][] = [
+    ['0', 'the policy in force is printed'],
+    ['2', 'usage error, or a policy file that is not valid'],
+    ...SIGNAL_EXIT_CODES,
   ]
 
   static override flags = {

@@ -3,7 +3,7 @@ import {dirname, resolve} from 'node:path'
 import {Args} from '@oclif/core'
 
 import {ModCommand} from '../../cli/base-command.js'
-import {EXIT_ERROR} from '../../cli/errors.js'
+import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../../cli/errors.js'
 import {longPresetPrompts, type LongPrompt} from '../../lib/model/prompt-length.js'
 import {buildPolicy, formatProblems, summarizePolicy, validatePolicyFile, type PolicySummary} from '../../lib/policy/load.js'
 import type {HashListEntry, PolicyProblem} from '../../lib/policy/schema.js'
@@ -58,6 +58,7 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
   static override exitCodes: [string, string][] = [
     ['0', 'the file is valid'],
     ['2', 'the file is not valid, or cannot be read'],
+    ...SIGNAL_EXIT_CODES,
   ]
 
   static override enableJsonFlag = true
@@ -68,8 +69,9 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
 
   async run(): Promise<{valid: boolean; problems: PolicyProblem[]; summary: PolicySummary | null; hash_lists?: ListCheck[]}> {
     const {args} = await this.parse(PolicyValidate)
-    const {problems, file} = await validatePolicyFile(args.file)
-    const lists = await checkLists(args.file, file?.hash_lists ?? [])
+    const {problems, file, read} = await validatePolicyFile(args.file)
+    // The lists are read whatever else is wrong, so that one round reports every problem.
+    const lists = await checkLists(args.file, read?.hash_lists ?? [])
     const listsValid = lists.every((l) => l.problems.length === 0)
     const summary = file === undefined ? null : summarizePolicy(file)
     if (file !== undefined) {
@@ -79,13 +81,13 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
         this.logToStderr(`${args.file}: warning: ${describeLong(p)} is longer than ${long.contextLength} tokens and will be truncated`)
       }
     }
+    for (const line of formatProblems(args.file, problems)) this.logToStderr(line)
     // A list file that cannot be read is reported on the line of its `file:` in the policy.
     lists.forEach((l, i) => {
-      const at = file?.hash_lists?.[i]?.line
+      const at = read?.hash_lists?.[i]?.line
       for (const p of l.problems) this.logToStderr(p.line === 0 ? `${args.file}:${at}: hash_lists.${l.name}: ${p.message}` : `${l.file}:${p.line}: ${p.message}`)
     })
     if (summary === null || !listsValid) {
-      for (const line of formatProblems(args.file, problems)) this.logToStderr(line)
       process.exitCode = EXIT_ERROR
     } else {
       const list = (names: string[]) => (names.length > 0 ? names.join(', ') : 'none')

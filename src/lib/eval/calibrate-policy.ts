@@ -10,6 +10,7 @@ import type {Calibration} from '../policy/types.js'
 import {calibratedScore, type LabelInfo} from './features.js'
 import {fitPlatt, isHeldOut, thresholdForMaxFpr, thresholdForMinRecall} from './fit.js'
 import {computeMetrics, labelMetrics, type LabelMetrics, type ScoredSample} from './metrics.js'
+import {plural} from '../plural.js'
 
 export type CalibrationTarget = {maxFpr: number} | {minRecall: number}
 
@@ -121,7 +122,7 @@ export function calibrationComments(r: CalibrationReport, dataset: string): stri
   const target = 'maxFpr' in r.target ? `at most ${pct(r.target.maxFpr)} of safe images flagged per category` : `recall at least ${pct(r.target.minRecall)} per category`
   return [
     ` Calibrated by mod calibrate on ${dataset}: ${target}.`,
-    ` Fitted on ${r.train_images} images; the figures below are measured on ${r.heldout_images} held-out images`,
+    ` Fitted on ${plural(r.train_images, 'image')}; the figures below are measured on ${r.heldout_images} held-out ${r.heldout_images === 1 ? 'image' : 'images'}`,
     ` (holdout ${r.holdout}, seed ${r.seed}).`,
     ` Held-out average recall: ${pct(r.before.average_recall)} before, ${pct(r.after.average_recall)} after;`,
     ` safe images flagged: ${pct(r.before.safe_flagged)} before, ${pct(r.after.safe_flagged)} after.`,
@@ -130,7 +131,7 @@ export function calibrationComments(r: CalibrationReport, dataset: string): stri
 
 function categoryComment(c: CategoryCalibration): string {
   const m = c.after
-  const figures = `held-out recall ${pct(m.recall)}, precision ${pct(m.precision)}, safe flagged ${pct(m.safe_fpr)} (${m.positives} images with the label)`
+  const figures = `held-out recall ${pct(m.recall)}, precision ${pct(m.precision)}, safe flagged ${pct(m.safe_fpr)} (${plural(m.positives, 'image')} with the label)`
   return c.fitted ? ` ${figures}` : ` ${c.note}; ${figures}`
 }
 

@@ -9,6 +9,7 @@ import {dirname, join} from 'node:path'
 
 import {escapeHtml, OFFLINE_CSP, scriptJson} from '../html.js'
 import type {EvalReport} from './run.js'
+import {plural} from '../plural.js'
 
 /** Chart.js's UMD build (it defines window.Chart), from the chart.js package. */
 export async function loadChartJs(): Promise<string> {
@@ -89,7 +90,7 @@ export function renderReport(r: EvalReport, chartJs: string): string {
 <title>mod eval: ${escapeHtml(r.dataset)}</title><style>${STYLE}</style></head>
 <body>
 <h1>mod eval: ${escapeHtml(r.dataset)}</h1>
-<p>Model ${escapeHtml(r.model)}, ${m.images} images scored (${m.safe_images} safe).</p>
+<p>Model ${escapeHtml(r.model)}, ${plural(m.images, 'image')} scored (${m.safe_images} safe).</p>
 <div class="figures"><div><div class="figure">${pct(m.average_recall)}</div>average recall</div>
 <div><div class="figure">${pct(m.safe_flagged)}</div>safe images flagged</div></div>
 <h2>Per label</h2>

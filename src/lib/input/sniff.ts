@@ -35,3 +35,16 @@ export function sniffImage(head: Buffer): Sniffed {
   const format = imageFormat(head)
   return format === undefined ? 'other' : format === 'HEIF' ? 'heif' : 'image'
 }
+
+/**
+ * Whether the first bytes announce a video container ffmpeg reads: MP4/MOV/3GP (an ISO-BMFF box that is not an
+ * image), Matroska/WebM, AVI, Ogg, FLV, ASF/WMV, MPEG program stream. For pointing a person at the video command.
+ */
+export function isVideoHead(b: Buffer): boolean {
+  if (ftyp(b) === 'other') return true
+  if (b.length >= 4 && b.readUInt32BE(0) === 0x1a45dfa3) return true
+  if (b.length >= 12 && ascii(b, 0, 4) === 'RIFF' && ascii(b, 8, 12) === 'AVI ') return true
+  if (b.length >= 4 && (ascii(b, 0, 4) === 'OggS' || ascii(b, 0, 3) === 'FLV')) return true
+  if (b.length >= 4 && b.readUInt32BE(0) === 0x000001ba) return true
+  return b.length >= 16 && b.subarray(0, 16).equals(Buffer.from('3026b2758e66cf11a6d900aa0062ce6c', 'hex'))
+}

@@ -21,7 +21,8 @@ import {hashFile, type Verified} from './file-hash.js'
 import {MANIFEST_FILE} from './manifest.js'
 import type {Manifest, ModelFile} from './manifest-types.js'
 
-const PARTIAL_DIR = '.partial'
+/** Where files are written before they are whole and verified (shared with `addModelFile`). */
+export const PARTIAL_DIR = '.partial'
 const MAX_REDIRECTIONS = 5
 const TIMEOUT_MS = 60_000
 
@@ -88,7 +89,7 @@ async function sizeOf(path: string): Promise<number | undefined> {
 }
 
 /** Flushes a file to disk, so that a crash after the rename cannot leave an empty or short file in place. */
-async function syncFile(path: string): Promise<void> {
+export async function syncFile(path: string): Promise<void> {
   const handle = await open(path, 'r+')
   try {
     await handle.sync()
@@ -211,7 +212,8 @@ async function download(ctx: Context, file: ModelFile, url: string): Promise<Ver
   return {size: received, sha256}
 }
 
-async function writeManifest(dest: string, manifest: PullableManifest): Promise<void> {
+/** Writes manifest.json atomically: the folder counts as installed from this rename on. */
+export async function writeManifest(dest: string, manifest: PullableManifest): Promise<void> {
   const path = join(dest, MANIFEST_FILE)
   const tmp = join(dest, PARTIAL_DIR, `${MANIFEST_FILE}.tmp`)
   await mkdir(dirname(tmp), {recursive: true})

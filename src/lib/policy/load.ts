@@ -174,13 +174,18 @@ export async function readWordLists(file: PolicyFile, policyPath: string): Promi
   return {lists, problems}
 }
 
-/** Validates a policy file's text and reads the word lists it names; `file` only when there is no problem. */
-export async function validatePolicyFile(filePath: string): Promise<{problems: PolicyProblem[]; file?: PolicyFile; lists: WordLists}> {
-  const {problems, file} = validatePolicyText(await readPolicyText(filePath))
-  if (file === undefined) return {problems, lists: new Map()}
-  const read = await readWordLists(file, filePath)
-  if (read.problems.length > 0) return {problems: read.problems, lists: new Map()}
-  return {problems: [], file, lists: read.lists}
+/**
+ * Validates a policy file's text and reads the word lists it names, also when the text has problems, so that all
+ * are reported at once; `file` only when there is no problem, `read` what could be read (see validatePolicyText).
+ */
+export async function validatePolicyFile(filePath: string): Promise<{problems: PolicyProblem[]; file?: PolicyFile; read?: PolicyFile; lists: WordLists}> {
+  const validation = validatePolicyText(await readPolicyText(filePath))
+  const {problems, file} = validation
+  const read = validation.read ?? file
+  const words = read ? await readWordLists(read, filePath) : {problems: [], lists: new Map<string, string[]>()}
+  const all = [...problems, ...words.problems].sort((a, b) => a.line - b.line || a.column - b.column)
+  if (file === undefined || all.length > 0) return {problems: all, read, lists: new Map()}
+  return {problems: [], file, read, lists: words.lists}
 }
 
 /** "path:line:col: message", the form editors and CI logs link to. */

@@ -100,6 +100,11 @@ export interface PolicyValidation {
   problems: PolicyProblem[]
   /** Present when there is no problem. */
   file?: PolicyFile
+  /**
+   * With problems, what could still be read (an entry with a problem left out; absent when the YAML itself is
+   * broken): lets a checker go on to the files the policy names and report their problems in the same round.
+   */
+  read?: PolicyFile
 }
 
 const TOP_KEYS = ['preset', 'trim_borders', 'neutral', 'specialists', 'categories', 'hash_lists', 'text'] as const
@@ -654,7 +659,7 @@ export function validatePolicyText(text: string): PolicyValidation {
   checkParents(ctx, file.categories, places)
   checkListCategories(ctx, file, listCategoryAt)
   if (file.text) checkTextCategories(ctx, file.categories, textPlaces, file.text.rules)
-  if (ctx.problems.length > 0) return {problems: sortProblems(ctx.problems)}
+  if (ctx.problems.length > 0) return {problems: sortProblems(ctx.problems), read: file}
   return {problems: [], file}
 }
 

@@ -59,10 +59,18 @@ export function categoryStates(registry: readonly Signal[], policy: Policy, avai
   })
 }
 
-/** How much of the policy a verdict covers. */
+/** The signal that reads only the text drawn in an image: a category it alone feeds is not looked for in the picture. */
+const TEXT_SIGNAL = 'text'
+
+/**
+ * How much of the policy a verdict covers: the one computation behind every coverage statement (the CLI's
+ * lines, /health, /ready, /v1/categories). A category scored by text rules alone counts as evaluated and is
+ * named in `text_only`, so that no statement passes it off as examined in the image.
+ */
 export function coverageOf(states: readonly CategoryState[]): Coverage {
   const skipped = states.filter((s) => !s.evaluated).map((s) => s.name)
-  return {evaluated: states.length - skipped.length, total: states.length, not_evaluated: skipped}
+  const textOnly = states.filter((s) => s.evaluated && s.evaluated_by.every((b) => b === TEXT_SIGNAL)).map((s) => s.name)
+  return {evaluated: states.length - skipped.length, total: states.length, not_evaluated: skipped, ...(textOnly.length > 0 ? {text_only: textOnly} : {})}
 }
 
 export async function listCategories(

@@ -1,5 +1,6 @@
 import type {RgbImage, Segment, VideoResult} from '../types.js'
 import {type DecodedFrame, type DecodeOptions, type DecodeSummary, decodeFrames} from './frames.js'
+import {statedDuration} from './duration.js'
 import {createSegmentTracker, type FrameLabel, type FrameText} from './segments.js'
 
 export interface ModerateVideoOptions {
@@ -21,6 +22,8 @@ export interface ModerateVideoOptions {
   onSegment?: (label: string, segment: Segment) => void
   /** Called after each batch with the frames analysed and the seconds of video they cover. */
   onProgress?: (framesDone: number, seconds: number) => void
+  /** When set, called once with the duration the container states (a progress estimate), if it states one. */
+  onDuration?: (seconds: number) => void
   signal?: AbortSignal
 }
 
@@ -40,6 +43,15 @@ const round3 = (x: number): number => Math.round(x * 1000) / 1000
 export async function moderateVideo(path: string, o: ModerateVideoOptions): Promise<Omit<VideoResult, 'not_evaluated'>> {
   const tracker = createSegmentTracker(o.fps, o.minFrames)
   const frames = decodeFrames(path, {...o.decode, fps: o.fps, signal: o.signal})
+  // Alongside decoding, never waited for: an estimate that comes late or never only leaves the total unknown. It
+  // is stopped with the decoding, so that no ffmpeg outlives the call.
+  const probe = new AbortController()
+  const report = o.onDuration
+  const probed = report
+    ? statedDuration(o.decode.ffmpeg, path, AbortSignal.any([probe.signal, ...(o.signal ? [o.signal] : [])])).then((d) => {
+        if (d !== undefined && !probe.signal.aborted) report(d)
+      })
+    : undefined
   let analyzed = 0
   let stoppedEarly = false
   let summary: DecodeSummary | undefined
@@ -65,6 +77,8 @@ export async function moderateVideo(path: string, o: ModerateVideoOptions): Prom
   } finally {
     // Kills ffmpeg when we leave before the end (a stop, a scoring error); does nothing once decoding ended.
     await frames.return({frames: analyzed, duration: analyzed / o.fps})
+    probe.abort()
+    await probed
   }
 
   const duration = round3(summary !== undefined && !stoppedEarly ? summary.duration : analyzed / o.fps)

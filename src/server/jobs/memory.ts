@@ -3,6 +3,7 @@ import {rm} from 'node:fs/promises'
 import {ModError} from '../../lib/errors.js'
 import {jobSegment, type JobBody} from './schema.js'
 import {newJob, type JobQueue, type JobRunner, type JobSpec, type QueueHooks} from './types.js'
+import {plural} from '../../lib/plural.js'
 
 export interface MemoryQueueOptions extends QueueHooks {
   /** Jobs waiting (not running) before submit refuses with `overloaded`. */
@@ -18,7 +19,7 @@ interface Entry {
 }
 
 export const queueFull = (limit: number): ModError =>
-  new ModError('overloaded', `the job queue is full (${limit} jobs waiting); retry later`)
+  new ModError('overloaded', `the job queue is full (${plural(limit, 'job')} waiting); retry later`)
 
 /**
  * The embedded queue: jobs live in this process and run one at a time, in order of arrival. Nothing

@@ -8,6 +8,7 @@ import {declareRoute} from '../route.js'
 import {formatSizeExact} from '../../lib/sizes.js'
 import {receiveImages} from '../upload.js'
 import {moderate} from './pipeline.js'
+import {plural} from '../../lib/plural.js'
 
 /** POST /v1/moderate: one image in the multipart field `file` → one result. */
 export const moderateFile: Handler = async (ctx, req, res) => {
@@ -86,7 +87,7 @@ export const moderateBatchRoute = declareRoute({
   body: {
     media: 'multipart/form-data',
     field: 'files',
-    description: ({limits}) => `1 to ${limits.maxBatch} images, together at most ${formatSizeExact(limits.maxBatchBytes)}.`,
+    description: ({limits}) => `1 to ${plural(limits.maxBatch, 'image')}, together at most ${formatSizeExact(limits.maxBatchBytes)}.`,
     schema: (limits) => ({
       type: 'object',
       required: ['files'],

@@ -4,7 +4,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {runInProcess, tempDir} from '../../helpers/cli.js'
+import {runCli, runInProcess, tempDir} from '../../helpers/cli.js'
 
 const dir = tempDir()
 const good = join(dir.path, 'good.yaml')
@@ -61,7 +61,11 @@ test('text rules are checked: a bad regular expression on its line, a missing wo
   )
   const ko = await runInProcess(['policy', 'validate', file])
   assert.is(ko.code, 2)
-  assert.is(ko.stderr, `${file}:11:15: text.rules.wallets.regex[0] is not a valid regular expression (RE2 syntax): missing closing ): \`bc1(\`\n`)
+  assert.is(
+    ko.stderr,
+    `${file}:11:15: text.rules.wallets.regex[0] is not a valid regular expression (RE2 syntax): missing closing ): \`bc1(\`\n` +
+      `${file}:14:19: text.rules.slurs.words_file: cannot read the word list ${join(dir.path, 'lists/slurs.txt')}: no such file\n`,
+  )
   writeFileSync(file, (await import('node:fs')).readFileSync(file, 'utf8').replace('"bc1(", ', ''))
   const missing = await runInProcess(['policy', 'validate', file])
   assert.is(missing.code, 2)
@@ -170,6 +174,25 @@ test('one hash is "1 hash"; a folder named as a list is "not a regular file", on
   const f = await runInProcess(['policy', 'validate', policy])
   assert.is(f.code, 2)
   assert.is(f.stderr, `${policy}:4: hash_lists.folder: hash list ${dir.path} is not a regular file\n`)
+})
+
+test('every problem in one round: the policy\'s own, a missing word list, a bad hash-list line and a missing list file', async () => {
+  const hash = 'ef'.repeat(32)
+  writeFileSync(join(dir.path, 'round.txt'), `${hash},ok\nnot-a-hash\n`)
+  const policy = join(dir.path, 'round.yaml')
+  writeFileSync(
+    policy,
+    'categories:\n  weapons:\n    threshold: 1.5\ntext:\n  rules:\n    banned:\n      category: hate_symbols\n      words_file: missing-words.txt\nhash_lists:\n  round:\n    file: round.txt\n  gone:\n    file: missing-list.txt\n',
+  )
+  const r = await runCli(['policy', 'validate', policy])
+  assert.is(r.code, 2)
+  assert.is(r.stdout, '')
+  assert.equal(r.stderr.trim().split('\n'), [
+    `${policy}:3:16: categories.weapons.threshold must be a number from 0 to 1, not 1.5`,
+    `${policy}:8:19: text.rules.banned.words_file: cannot read the word list ${join(dir.path, 'missing-words.txt')}: no such file`,
+    `${join(dir.path, 'round.txt')}:2: "not-a-hash" is not a PDQ hash (64 hexadecimal digits)`,
+    `${policy}:13: hash_lists.gone: hash list ${join(dir.path, 'missing-list.txt')} does not exist`,
+  ])
 })
 
 test('a missing file: exit 2 and an invalid_config message', async () => {

@@ -26,8 +26,9 @@ export interface DetectorManifest {
 
 /** What the AGPL means for someone who pulls the model, printed before the download. */
 export const NUDENET_LICENCE_NOTE =
-  'NudeNet is licensed AGPL-3.0: mod does not ship it, this pull downloads it from its authors for you; ' +
-  'if you offer mod with it to others over a network, the AGPL asks you to offer them its source as well'
+  'NudeNet is licensed AGPL-3.0: mod does not ship it (`mod models pull nudenet` downloads it from its authors, ' +
+  '`mod models add nudenet <file>` installs a copy you have); if you offer mod with it to others over a network, ' +
+  'the AGPL asks you to offer them its source as well'
 
 /** This file sits four levels below the package root both as src/…/*.ts and dist/…/*.js. */
 export function nudenetPresetPath(): string {

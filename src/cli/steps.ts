@@ -1,0 +1,62 @@
+import {Listr, ListrLogger, ProcessOutput} from 'listr2'
+
+/** Without a terminal, how often a step's changing title is also printed as a line. */
+const PLAIN_EVERY_MS = 5000
+
+/** One step of a command that runs several (a file of a pull, a stage of eval): its title, and the work, which may retitle the step as it goes. */
+export interface Step {
+  title: string
+  run: (setTitle: (title: string) => void) => Promise<void>
+}
+
+/**
+ * Runs steps one after the other and shows them with listr2 on stderr: its task list, redrawn in place, on a
+ * terminal; its plain `simple` renderer (a line as each step starts and ends) when stderr is not a terminal or CI
+ * is set. stdout stays clean for JSON: both renderers get a stderr logger (left alone, listr2 picks its renderer
+ * by stdout and its fallback prints there). Signals stay with the command. The first failing step's error is
+ * thrown, as the command reports it.
+ */
+export async function runSteps(steps: readonly Step[], stream: NodeJS.WriteStream = process.stderr, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const plain = !stream.isTTY || Boolean(env.CI)
+  let failure: {error: unknown} | undefined
+  const logger = new ListrLogger({useIcons: !plain, processOutput: new ProcessOutput(stream, stream)})
+  const listr = new Listr(
+    steps.map((s) => ({
+      title: s.title,
+      task: async (_ctx: unknown, task: {title: string | undefined; output: string | undefined}) => {
+        // The plain renderer prints a title only as the step starts and ends: a long step's count also goes out as
+        // a line now and then, for logs.
+        let lastLine = Date.now()
+        const retitle = (title: string): void => {
+          task.title = title
+          if (plain && Date.now() - lastLine >= PLAIN_EVERY_MS) {
+            lastLine = Date.now()
+            task.output = title
+          }
+        }
+        try {
+          await s.run(retitle)
+        } catch (error) {
+          // The command prints the reason once, as its error line; the step only shows that it failed.
+          failure ??= {error}
+          throw new Error('failed')
+        }
+      },
+    })),
+    {
+      renderer: plain ? 'simple' : 'default',
+      rendererOptions: {logger},
+      fallbackRenderer: 'simple',
+      fallbackRendererOptions: {logger},
+      fallbackRendererCondition: false,
+      silentRendererCondition: false,
+      registerSignalListeners: false,
+      exitOnError: true,
+    },
+  )
+  try {
+    await listr.run()
+  } catch (e) {
+    throw failure ? failure.error : e
+  }
+}
