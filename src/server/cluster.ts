@@ -11,14 +11,29 @@ type FromWorker = {type: 'ready'; port: number} | {type: 'metrics'; id: number}
 
 /**
  * glibc's allocator keeps a varying 35-240 MiB of what onnxruntime frees while loading a model unless its mmap
- * threshold is fixed (large blocks then go back to the system when freed); glibc reads it only when a process
- * starts, so the primary starts its workers with it, as the container image does for its process.
+ * threshold is fixed (large blocks then go back to the system when freed), and gives each thread that allocates
+ * an arena of its own (onnxruntime's, libvips's and libuv's threads: each arena keeps what it freed); two arenas
+ * left 4-11 MiB less per worker in two measurements (bench/README.md, memory). glibc reads both only when a process starts, so the
+ * primary starts its workers with them, as the container image does for its process.
  */
-export const WORKER_MALLOC_ENV = {MALLOC_MMAP_THRESHOLD_: '1048576'}
+export const WORKER_MALLOC_ENV = {MALLOC_MMAP_THRESHOLD_: '1048576', MALLOC_ARENA_MAX: '2'}
 
-/** What a worker's environment adds to the primary's: the malloc setting, unless the user chose their own. */
+/** What a worker's environment adds to the primary's: each malloc setting the user did not choose. */
 export function workerEnv(env: NodeJS.ProcessEnv): Record<string, string> {
-  return env.MALLOC_MMAP_THRESHOLD_ === undefined ? WORKER_MALLOC_ENV : {}
+  return Object.fromEntries(Object.entries(WORKER_MALLOC_ENV).filter(([name]) => env[name] === undefined))
+}
+
+/**
+ * V8's young generation grows to two 16 MiB semi-spaces under a worker's request load and keeps them, though a
+ * request's JavaScript objects are few and short-lived (the pixels live outside V8's heap): capped at 1 MiB each,
+ * a worker holds about 30 MiB less, for more frequent but tiny scavenges (bench/README.md, memory).
+ */
+export const WORKER_SEMI_SPACE_FLAG = '--max-semi-space-size=1'
+
+/** A worker's node options: the primary's, plus the semi-space cap unless the user set a semi-space size. */
+export function workerExecArgv(execArgv: readonly string[], nodeOptions = ''): string[] {
+  const chosen = [...execArgv, nodeOptions].some((option) => /semi[-_]space/.test(option))
+  return chosen ? [...execArgv] : [...execArgv, WORKER_SEMI_SPACE_FLAG]
 }
 
 /** A worker that dies before it is ready is replaced only after this pause, so a broken model cannot spin. */
@@ -111,6 +126,7 @@ export function runPrimary(o: PrimaryOptions, stop: Promise<unknown>): Promise<n
     // and passes each connection on), a worker that died before taking the connection it was passed left that
     // client waiting until it gave up; now a worker's death closes exactly its own connections at once.
     cluster.schedulingPolicy = cluster.SCHED_NONE
+    cluster.setupPrimary({execArgv: workerExecArgv(process.execArgv, process.env.NODE_OPTIONS)})
     for (let i = 0; i < o.workers; i++) fork()
   })
 }
