@@ -4,7 +4,7 @@ import {ModError} from '../lib/errors.js'
 import {baseUrl} from './address.js'
 import {describe, type Log} from './errors.js'
 import {clusterMetricsReader, type PrimaryMetrics} from './metrics.js'
-import {EXIT_OK, EXIT_START_FAILED, sweepLeftovers} from './run.js'
+import {EXIT_OK, EXIT_START_FAILED, sweepLeftovers} from './lifecycle.js'
 
 type ToWorker = {type: 'shutdown'} | {type: 'metrics'; id: number; text?: string; error?: string}
 type FromWorker = {type: 'ready'; port: number} | {type: 'metrics'; id: number}
