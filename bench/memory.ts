@@ -145,7 +145,7 @@ async function cluster(workers: number, label = `N = ${workers}`, env: Record<st
 const clusters: Cluster[] = []
 for (const n of CLUSTER_SIZES) clusters.push(await cluster(n))
 // A single process given the settings the primary gives its workers (the documented environment for it).
-const WORKER_SETTINGS = {MALLOC_MMAP_THRESHOLD_: '1048576', MALLOC_ARENA_MAX: '2', NODE_OPTIONS: '--max-semi-space-size=1'}
+const WORKER_SETTINGS = {MALLOC_MMAP_THRESHOLD_: '1048576', MALLOC_ARENA_MAX: '2', NODE_OPTIONS: '--max-semi-space-size=4'}
 const tuned = await cluster(1, "N = 1, the workers' settings", WORKER_SETTINGS)
 clusters.push(tuned)
 const one = clusters[0].pss
@@ -162,7 +162,7 @@ table([
 process.stdout.write(
   'V8 heap: the code and objects of the loaded modules; glibc main heap: what the main thread mallocs (onnxruntime\'s\n' +
     'graphs and kernels, libvips); other anonymous: the other threads\' malloc arenas, onnxruntime\'s memory arenas\n' +
-    '(activations), thread stacks. Cluster workers run with MALLOC_ARENA_MAX=2 and --max-semi-space-size=1.\n',
+    '(activations), thread stacks. Cluster workers run with MALLOC_ARENA_MAX=2 and --max-semi-space-size=4.\n',
 )
 const four = clusters.find((c) => c.workers === 4) as Cluster
 process.stdout.write(

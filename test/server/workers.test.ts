@@ -61,7 +61,7 @@ test('workers start with the malloc settings and the V8 semi-space cap (glibc re
     assert.ok(environ.includes('MALLOC_MMAP_THRESHOLD_=1048576'), `worker ${pid}`)
     assert.ok(environ.includes('MALLOC_ARENA_MAX=2'), `worker ${pid}`)
     const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
-    assert.ok(argv.includes('--max-semi-space-size=1'), `worker ${pid}: ${argv.join(' ')}`)
+    assert.ok(argv.includes('--max-semi-space-size=4'), `worker ${pid}: ${argv.join(' ')}`)
   }
 })
 
@@ -72,7 +72,7 @@ test("a malloc setting the user chose is kept: workers get only the others", () 
 })
 
 test("a semi-space size the user chose (node's options or NODE_OPTIONS) is kept; otherwise workers get the cap", () => {
-  assert.equal(workerExecArgv(['--enable-source-maps']), ['--enable-source-maps', '--max-semi-space-size=1'])
+  assert.equal(workerExecArgv(['--enable-source-maps']), ['--enable-source-maps', '--max-semi-space-size=4'])
   assert.equal(workerExecArgv(['--max-semi-space-size=8']), ['--max-semi-space-size=8'])
   assert.equal(workerExecArgv([], '--max_semi_space_size=4 --no-warnings'), [])
 })
