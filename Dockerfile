@@ -68,9 +68,12 @@ FROM app AS runtime
 ARG MOD_PRESET=fast
 ARG MOD_PRECISION=fp32
 # glibc returns the large blocks onnxruntime frees while loading a model, instead of keeping a varying
-# 35-240 MiB of them per worker (bench/README.md, memory).
+# 35-240 MiB of them per worker; two malloc arenas and V8 semi-spaces of 4 MiB leave about 30 MiB less per
+# process (bench/README.md, memory). mod serve --workers N gives its workers the same.
 ENV NODE_ENV=production \
     MALLOC_MMAP_THRESHOLD_=1048576 \
+    MALLOC_ARENA_MAX=2 \
+    NODE_OPTIONS=--max-semi-space-size=4 \
     MOD_PRESET=${MOD_PRESET} \
     MOD_PRECISION=${MOD_PRECISION} \
     MOD_CACHE_DIR=/opt/mod/cache \

@@ -460,7 +460,7 @@ export interface Pss {
   file: number
 }
 
-async function pssOf(pid: number): Promise<Pss> {
+export async function pssOf(pid: number): Promise<Pss> {
   const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8')
   const kib = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(rollup)?.[1] ?? Number.NaN)
   return {pss: kib('Pss') / 1024, anon: kib('Pss_Anon') / 1024, file: kib('Pss_File') / 1024}
@@ -478,6 +478,30 @@ export async function treePss(pid: number): Promise<Pss & {processes: number}> {
   const all = await Promise.all([pid, ...(await childrenOf(pid))].map(pssOf))
   const sum = (k: keyof Pss) => all.reduce((a, p) => a + p[k], 0)
   return {pss: sum('pss'), anon: sum('anon'), file: sum('file'), processes: all.length}
+}
+
+/**
+ * A process's own (anonymous) PSS by kind, in MiB, from /proc/<pid>/smaps: glibc's main heap (`[heap]`: what the
+ * main thread mallocs: onnxruntime's graphs and kernels, libvips), and the other anonymous mappings (V8's heap,
+ * the other threads' malloc arenas and their large blocks: onnxruntime's arenas; thread stacks).
+ */
+export async function anonymousPss(pid: number): Promise<{mallocHeap: number; otherAnon: number}> {
+  const smaps = await readFile(`/proc/${pid}/smaps`, 'utf8')
+  let name = ''
+  let mallocHeap = 0
+  let otherAnon = 0
+  for (const line of smaps.split('\n')) {
+    const mapping = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line)
+    if (mapping) {
+      name = mapping[1]
+      continue
+    }
+    const pss = /^Pss:\s+(\d+)/.exec(line)
+    if (!pss) continue
+    if (name === '[heap]') mallocHeap += Number(pss[1]) / 1024
+    else if (name === '' || name === '[stack]') otherAnon += Number(pss[1]) / 1024
+  }
+  return {mallocHeap, otherAnon}
 }
 
 /** Runs the built CLI to completion; resolves with its wall time and output. */

@@ -8,7 +8,9 @@
  * Then `mod serve --workers N` for N = 1, 2, 4 (warm graph cache, fp32, the default specialist on): the PSS of
  * the primary and its workers summed (/proc/<pid>/smaps_rollup: a page shared by k processes counts 1/k in
  * each), after 5 requests per worker. The workers map the cached weights file (session.ts), so they share one
- * copy of the weights. Target: N = 4 <= 1.4 x N = 1.
+ * copy of the weights. Target: N = 4 <= 1.4 x N = 1. Then each worker's own memory by kind (V8's heap from /metrics,
+ * glibc's main heap and the other anonymous mappings from /proc/<pid>/smaps), the floor a miss leaves, and N = 1
+ * once more with the settings the primary gives its workers (MALLOC_*, --max-semi-space-size), for comparison.
  */
 import './no-telemetry.js'
 
@@ -25,6 +27,9 @@ import {
   requireStandin,
   residentMiB,
   treePss,
+  anonymousPss,
+  childrenOf,
+  pssOf,
   saveResults,
   STANDIN_DIR,
   startServer,
@@ -86,15 +91,27 @@ const imageWeights = (weights.files.find((f) => f.role === 'image_encoder')?.siz
 process.stdout.write(`\nfp32 image encoder weights alone: ${mib(imageWeights)} (the text encoder is not loaded on a warm prompt cache)\n\n`)
 
 interface Cluster {
+  label: string
   workers: number
   pss: number
   anon: number
   file: number
   processes: number
+  /** The primary's PSS (0 with one worker: the serving process is the worker). */
+  primary: number
+  /** One worker's own memory, the mean over workers, in MiB. */
+  worker: {anon: number; v8Heap: number; mallocHeap: number; otherAnon: number}
 }
 
-async function cluster(workers: number): Promise<Cluster> {
-  const server = await startServer(['--workers', String(workers)])
+/** GET /metrics → the value of one sample (summed over the workers by the primary). */
+async function metric(url: string, name: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text()
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `))
+  return Number(line?.split(' ')[1] ?? Number.NaN)
+}
+
+async function cluster(workers: number, label = `N = ${workers}`, env: Record<string, string> = {}): Promise<Cluster> {
+  const server = await startServer(['--workers', String(workers)], env)
   try {
     // Requests in parallel, so that the primary hands them to every worker (round robin).
     await Promise.all(
@@ -105,7 +122,21 @@ async function cluster(workers: number): Promise<Cluster> {
         }
       }),
     )
-    return {workers, ...(await treePss(server.pid))}
+    const tree = await treePss(server.pid)
+    const workerPids = workers === 1 ? [server.pid] : await childrenOf(server.pid)
+    const own = await Promise.all(workerPids.map(async (pid) => ({...(await pssOf(pid)), ...(await anonymousPss(pid))})))
+    const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length
+    const anon = mean(own.map((o) => o.anon))
+    const mallocHeap = mean(own.map((o) => o.mallocHeap))
+    // V8's heap is anonymous memory outside [heap]; prom-client's gauge is summed over the workers.
+    const v8Heap = (await metric(server.url, 'nodejs_heap_size_total_bytes')) / 2 ** 20 / workers
+    return {
+      label,
+      workers,
+      ...tree,
+      primary: workers === 1 ? 0 : (await pssOf(server.pid)).pss,
+      worker: {anon, v8Heap, mallocHeap, otherAnon: anon - v8Heap - mallocHeap},
+    }
   } finally {
     await server.stop()
   }
@@ -113,18 +144,43 @@ async function cluster(workers: number): Promise<Cluster> {
 
 const clusters: Cluster[] = []
 for (const n of CLUSTER_SIZES) clusters.push(await cluster(n))
+// A single process given the settings the primary gives its workers (the documented environment for it).
+const WORKER_SETTINGS = {MALLOC_MMAP_THRESHOLD_: '1048576', MALLOC_ARENA_MAX: '2', NODE_OPTIONS: '--max-semi-space-size=4'}
+const tuned = await cluster(1, "N = 1, the workers' settings", WORKER_SETTINGS)
+clusters.push(tuned)
 const one = clusters[0].pss
 process.stdout.write('\n')
 table([
-  ['mod serve --workers N', 'processes', 'PSS total', 'of it anonymous', 'file pages', 'vs N = 1'],
-  ...clusters.map((c) => [`N = ${c.workers}`, c.processes, mib(c.pss), mib(c.anon), mib(c.file), (c.pss / one).toFixed(2)]),
+  ['mod serve --workers N', 'processes', 'PSS total', 'of it anonymous', 'file pages', 'primary', 'vs N = 1'],
+  ...clusters.map((c) => [c.label, c.processes, mib(c.pss), mib(c.anon), mib(c.file), mib(c.primary), (c.pss / one).toFixed(2)]),
 ])
-process.stdout.write(`load ${load()}\n\n`)
+process.stdout.write('\n')
+table([
+  ['one worker\'s own memory (mean)', 'anonymous PSS', 'V8 heap', 'glibc main heap', 'other anonymous'],
+  ...clusters.map((c) => [c.label, mib(c.worker.anon), mib(c.worker.v8Heap), mib(c.worker.mallocHeap), mib(c.worker.otherAnon)]),
+])
+process.stdout.write(
+  'V8 heap: the code and objects of the loaded modules; glibc main heap: what the main thread mallocs (onnxruntime\'s\n' +
+    'graphs and kernels, libvips); other anonymous: the other threads\' malloc arenas, onnxruntime\'s memory arenas\n' +
+    '(activations), thread stacks. Cluster workers run with MALLOC_ARENA_MAX=2 and --max-semi-space-size=4.\n',
+)
+const four = clusters.find((c) => c.workers === 4) as Cluster
+process.stdout.write(
+  `--workers 4 against a single process given the workers' settings ` +
+    `(${Object.entries(WORKER_SETTINGS).map(([k, v]) => `${k}=${v}`).join(' ')}): ${mib(four.pss)} / ${mib(tuned.pss)} = ` +
+    `${(four.pss / tuned.pss).toFixed(2)}\nload ${load()}\n\n`,
+)
 
 const fp32 = median(samples.slice(0, FP32_STARTS).map((s) => s.warm))
-const four = clusters.find((c) => c.workers === 4) as Cluster
+// What is left once the weights are shared: each worker's V8 heap and glibc main heap are those of a node process
+// that has loaded the engine and its sessions; the floor counts them, the shared pages and the primary.
+const w = four.worker
+const floor = (four.file + four.primary + 4 * (w.v8Heap + w.mallocHeap)) / one
+const left =
+  `floor ${floor.toFixed(2)} (shared file pages ${mib(four.file)} + primary ${mib(four.primary)} + 4 x (V8 heap ${mib(w.v8Heap)} + ` +
+  `glibc main heap ${mib(w.mallocHeap)})); also left per worker: ${mib(w.otherAnon)} other anonymous (onnxruntime's arenas, thread arenas, stacks)`
 const verdicts = [
   verdict('memory', `fp32 worker after warm-up, median of ${FP32_STARTS} starts`, 'VmRSS', fp32, 'max', TARGET, ' MiB', 0),
-  verdict('memory', `--workers 4 PSS ${mib(four.pss)}, --workers 1 ${mib(one)}`, 'ratio', four.pss / one, 'max', CLUSTER_TARGET, '', 2),
+  verdict('memory', `--workers 4 PSS ${mib(four.pss)}, --workers 1 ${mib(one)}`, 'ratio', four.pss / one, 'max', CLUSTER_TARGET, '', 2, left),
 ]
 await saveResults('memory', verdicts, {samples, imageWeightsMiB: imageWeights, clusters})

@@ -3,18 +3,16 @@ import cluster from 'node:cluster'
 import {Flags} from '@oclif/core'
 
 import {ModCommand} from '../cli/base-command.js'
-import {engineFromConfig} from '../cli/engine.js'
 import {modelFlags, settingsInput} from '../cli/flags.js'
 import type {EnvVars} from '../cli/help.js'
 import {loadConfig} from '../lib/config/load.js'
 import {DEFAULT_HOST, DEFAULT_PORT, DEFAULT_WORKERS, SETTING_VARIABLES} from '../lib/config/settings.js'
-import {defaultThreads} from '../lib/model/threads.js'
 import {baseUrl, startupWarnings} from '../server/address.js'
 import {killWorkers, metricsFromPrimary, primaryStop, reportReady, runPrimary} from '../server/cluster.js'
-import {jobsUnavailable} from '../server/jobs/service.js'
+import {jobsUnavailable} from '../server/jobs/availability.js'
 import {createLogger, logTo, prettyDestination} from '../server/logger.js'
 import {createPrimaryMetrics, createServerMetrics, serveMetricsToPrimary} from '../server/metrics.js'
-import {runServer, stopSignals} from '../server/run.js'
+import {stopSignals} from '../server/lifecycle.js'
 
 export default class Serve extends ModCommand {
   static override description = `Serve the REST API (the same engine as scan) until SIGTERM or Ctrl-C.
@@ -110,7 +108,16 @@ With MOD_API_KEY set, every request but GET /health, GET /ready and the document
     })
     const log = logTo(logger)
 
+    // Only a serving process loads the engine and the server (onnxruntime, sharp, the routes): the primary of
+    // --workers N stays small, since its memory is paid once more beside the workers'.
+    const serving = async () => ({
+      ...(await import('../cli/engine.js')),
+      ...(await import('../server/run.js')),
+      ...(await import('../lib/model/threads.js')),
+    })
+
     if (cluster.isWorker) {
+      const {defaultThreads, engineFromConfig, runServer} = await serving()
       const metrics = createServerMetrics()
       const stop = Promise.race([stopSignals(log), primaryStop()])
       // The workers share the machine's cores instead of each taking all of them.
@@ -128,6 +135,7 @@ With MOD_API_KEY set, every request but GET /health, GET /ready and the document
       const primaryMetrics = createPrimaryMetrics()
       process.exit(await runPrimary({workers, host, port, log, metrics: primaryMetrics}, stopSignals(log, killWorkers)))
     }
+    const {engineFromConfig, runServer} = await serving()
     const metrics = createServerMetrics()
     const code = await runServer({
       engine: engineFromConfig(config, {observer: metrics.engine}),

@@ -9,7 +9,7 @@ import {MAX_STALLED_COUNT, recoverySeconds} from '../server/jobs/recovery.js'
 import {videoJobRunner} from '../server/jobs/runner.js'
 import {SWEEP_GRACE_MS} from '../server/jobs/sweep.js'
 import {jobQueue} from '../server/jobs/service.js'
-import {stopSignals} from '../server/run.js'
+import {stopSignals} from '../server/lifecycle.js'
 
 /** The Redis URL as it may be printed: no password. */
 function redisName(url: string): string {

@@ -4,7 +4,7 @@ import type {ServerSettings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
 import {buildServer, type ServerOptions} from './app.js'
 import {describe, type Log} from './errors.js'
-import {sweepUploads, uploadsRoot} from './upload-dirs.js'
+import {EXIT_OK, EXIT_START_FAILED, sweepLeftovers} from './lifecycle.js'
 
 export interface RunOptions {
   engine: Engine
@@ -22,20 +22,6 @@ export interface RunOptions {
 
 /** How often a serving process looks for uploads left by ended processes, besides when it starts. */
 const SWEEP_EVERY_MS = 10 * 60_000
-
-/** Removes the upload folders of ended `mod serve` processes of this host (upload-dirs.ts); never fails. */
-export async function sweepLeftovers(log: Log, root = uploadsRoot()): Promise<void> {
-  try {
-    const removed = await sweepUploads(root)
-    if (removed.length > 0) log(`removed the uploads left by ended processes: ${removed.join(', ')}`, 'info')
-  } catch (e) {
-    log(`the uploads left by ended processes could not be removed from ${root}: ${describe(e)}`, 'warn')
-  }
-}
-
-/** Exit codes of `mod serve`: 0 after a graceful stop, 2 when it could not start. */
-export const EXIT_OK = 0
-export const EXIT_START_FAILED = 2
 
 function listen(server: Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -101,25 +87,4 @@ export async function runServer(o: RunOptions): Promise<number> {
   await closed
   await o.engine.close()
   return EXIT_OK
-}
-
-/**
- * Settles on the first SIGTERM or SIGINT; a second one exits at once with code 1 (an impatient
- * Ctrl-C, or an orchestrator that gave up waiting), after `beforeExit` (the primary kills its workers).
- */
-export function stopSignals(log: Log, beforeExit: () => void = () => {}): Promise<string> {
-  return new Promise((resolve) => {
-    let received = false
-    const onSignal = (signal: NodeJS.Signals) => {
-      if (received) {
-        log(`${signal} again: exiting without waiting`, 'warn')
-        beforeExit()
-        process.exit(1)
-      }
-      received = true
-      resolve(signal)
-    }
-    process.on('SIGTERM', onSignal)
-    process.on('SIGINT', onSignal)
-  })
 }

@@ -7,7 +7,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {workerEnv} from '../../src/server/cluster.js'
+import {workerEnv, workerExecArgv} from '../../src/server/cluster.js'
 
 import {red, serveProcess, tempDir, TOY_MODEL, until, writeRednessPolicy, type ServeProcess} from './harness.js'
 
@@ -55,16 +55,26 @@ test('two workers start, each logs its pid, and both serve moderations', async (
   assert.equal(answers.map((a) => [a.status, a.body.is_safe]), [[200, false], [200, false], [200, false], [200, false]])
 })
 
-test('workers start with the malloc setting of the container image (glibc returns freed model memory)', () => {
+test('workers start with the malloc settings and the V8 semi-space cap (glibc returns freed memory, fewer arenas, a small young generation)', () => {
   for (const pid of readyPids()) {
     const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')
     assert.ok(environ.includes('MALLOC_MMAP_THRESHOLD_=1048576'), `worker ${pid}`)
+    assert.ok(environ.includes('MALLOC_ARENA_MAX=2'), `worker ${pid}`)
+    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
+    assert.ok(argv.includes('--max-semi-space-size=4'), `worker ${pid}: ${argv.join(' ')}`)
   }
 })
 
-test("a malloc threshold the user set is kept: workers then get the primary's environment unchanged", () => {
-  assert.equal(workerEnv({MALLOC_MMAP_THRESHOLD_: '65536'}), {})
-  assert.equal(workerEnv({}), {MALLOC_MMAP_THRESHOLD_: '1048576'})
+test("a malloc setting the user chose is kept: workers get only the others", () => {
+  assert.equal(workerEnv({MALLOC_MMAP_THRESHOLD_: '65536', MALLOC_ARENA_MAX: '8'}), {})
+  assert.equal(workerEnv({MALLOC_ARENA_MAX: '8'}), {MALLOC_MMAP_THRESHOLD_: '1048576'})
+  assert.equal(workerEnv({}), {MALLOC_MMAP_THRESHOLD_: '1048576', MALLOC_ARENA_MAX: '2'})
+})
+
+test("a semi-space size the user chose (node's options or NODE_OPTIONS) is kept; otherwise workers get the cap", () => {
+  assert.equal(workerExecArgv(['--enable-source-maps']), ['--enable-source-maps', '--max-semi-space-size=4'])
+  assert.equal(workerExecArgv(['--max-semi-space-size=8']), ['--max-semi-space-size=8'])
+  assert.equal(workerExecArgv([], '--max_semi_space_size=4 --no-warnings'), [])
 })
 
 /** GET /metrics → the value of one sample line (`name{labels}`), or undefined. */

@@ -8,6 +8,7 @@ import type {BullQueueOptions} from './bullmq.js'
 import {createMemoryQueue} from './memory.js'
 import {videoJobRunner} from './runner.js'
 import type {JobQueue, QueueHooks} from './types.js'
+import {jobsUnavailable} from './availability.js'
 
 /** Test hooks: where callbacks connect and how fast they retry; BullMQ's stall timings. */
 export interface JobOptions {
@@ -52,19 +53,6 @@ function loadingBullQueue(o: BullQueueOptions): JobQueue {
     work: (runner) => void loaded.then((q) => q.work(runner), (e: Error) => o.log(`the job queue could not start: ${e.message}`)),
     close: async () => (await loaded).close(),
   }
-}
-
-/**
- * Why the jobs API is off for these settings, or undefined when it is on: with several workers and no Redis,
- * each worker's in-process queue would hold its own jobs, and a poll landing on another worker would not find
- * the job. Answering 503 on every job route beats an API that half works.
- */
-export function jobsUnavailable(settings: Pick<ServerSettings, 'workers' | 'jobs'>): string | undefined {
-  if (settings.workers <= 1 || settings.jobs.redisUrl !== undefined) return undefined
-  return (
-    `the jobs API needs MOD_REDIS_URL when mod serve runs more than one worker (${settings.workers} here): each ` +
-    'worker would keep its own jobs; set MOD_REDIS_URL to a Redis server, or serve with --workers 1'
-  )
 }
 
 /** Every job route refuses with `jobs_unavailable`: the queue of a server whose jobs API is off. */

@@ -1,0 +1,41 @@
+/**
+ * What both the cluster primary and a serving process need to start and stop, kept apart from the server
+ * (run.ts) so that the primary of `mod serve --workers N` loads neither the server nor the engine.
+ */
+import {describe, type Log} from './errors.js'
+import {sweepUploads, uploadsRoot} from './upload-dirs.js'
+
+/** Removes the upload folders of ended `mod serve` processes of this host (upload-dirs.ts); never fails. */
+export async function sweepLeftovers(log: Log, root = uploadsRoot()): Promise<void> {
+  try {
+    const removed = await sweepUploads(root)
+    if (removed.length > 0) log(`removed the uploads left by ended processes: ${removed.join(', ')}`, 'info')
+  } catch (e) {
+    log(`the uploads left by ended processes could not be removed from ${root}: ${describe(e)}`, 'warn')
+  }
+}
+
+/** Exit codes of `mod serve`: 0 after a graceful stop, 2 when it could not start. */
+export const EXIT_OK = 0
+export const EXIT_START_FAILED = 2
+
+/**
+ * Settles on the first SIGTERM or SIGINT; a second one exits at once with code 1 (an impatient
+ * Ctrl-C, or an orchestrator that gave up waiting), after `beforeExit` (the primary kills its workers).
+ */
+export function stopSignals(log: Log, beforeExit: () => void = () => {}): Promise<string> {
+  return new Promise((resolve) => {
+    let received = false
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (received) {
+        log(`${signal} again: exiting without waiting`, 'warn')
+        beforeExit()
+        process.exit(1)
+      }
+      received = true
+      resolve(signal)
+    }
+    process.on('SIGTERM', onSignal)
+    process.on('SIGINT', onSignal)
+  })
+}
