@@ -122,7 +122,7 @@ test('in a git repository, `git diff --name-only -z --diff-filter=d` piped to --
     JSON.parse(r.stdout).map((x: {source: string; is_safe: boolean}) => [x.source, x.is_safe]),
     [['img/kept.png', true], ['img/new\nline.png', false]],
   )
-  assert.is(r.stderr, 'skipped 1 (1 not images)\n')
+  assert.is(r.stderr, 'skipped 1 (1 not an image)\n')
   // Without the filter a deleted file is listed: it is a not_found error entry, never passed over.
   const all = Buffer.from(git('diff', '--name-only', '-z', 'main'))
   const withDeleted = await runCli(['scan', '--files-from', '-', '--null', '--config', 'policy.yaml', '--ndjson'], {env, cwd: repo, stdin: all})
@@ -148,7 +148,7 @@ test('--files-from FILE reads one path per line; an empty list scans nothing and
 test('scan without paths or --files-from is a usage error, and so is -0 without --files-from', async () => {
   const none = await runInProcess(['scan'], {env, cwd: repo})
   assert.is(none.code, 2)
-  assert.match(none.stderr, /^mod: usage: Missing 1 required arg: paths/)
+  assert.match(none.stderr, /^mod: usage: mod scan needs <paths...>: files, folders or - \(stdin\); none with --files-from/)
   const nul = await runInProcess(['scan', 'img', '-0'], {env, cwd: repo})
   assert.is(nul.code, 2)
   assert.match(nul.stderr, /^mod: usage: .*--files-from/)

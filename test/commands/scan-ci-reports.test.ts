@@ -75,7 +75,7 @@ test('--format sarif is a SARIF 2.1.0 log valid against its schema: one result p
   const ruleIds = run.tool.driver.rules.map((x: {id: string}) => x.id)
   assert.ok(ruleIds.includes('redness') && ruleIds.includes('weapons') && ruleIds.includes('unsupported_media'), ruleIds.join())
   assert.match(run.results[0].partialFingerprints['imageSha256/v1'], /^[0-9a-f]{64}$/)
-  assert.is(r.stderr, '4 scanned: 1 safe, 2 unsafe, 1 errors\n')
+  assert.is(r.stderr, '4 scanned: 1 safe, 2 unsafe, 1 error\n')
 })
 
 test('--format sarif with nothing flagged is a valid log with no results', async () => {
@@ -152,7 +152,7 @@ test('--format github prints an ::error workflow command on each flagged or unre
       ['error', 'assets/red one.png', '1', 'mod: redness', 'redness 1.00 >= 0.5'],
       ['error', `assets/sub/${ODD}`, '1', 'mod: redness', 'redness 1.00 >= 0.5'],
       ['error', 'broken.png', '1', 'mod: could not scan (unsupported_media)', commands[2].message],
-      ['notice', undefined, undefined, 'mod scan', '4 scanned: 1 safe, 2 unsafe, 1 errors'],
+      ['notice', undefined, undefined, 'mod scan', '4 scanned: 1 safe, 2 unsafe, 1 error'],
     ],
   )
   assert.match(commands[2].message, /empty|image/)

@@ -190,7 +190,7 @@ test('every problem in one round: the policy\'s own, a missing word list, a bad 
   assert.equal(r.stderr.trim().split('\n'), [
     `${policy}:3:16: categories.weapons.threshold must be a number from 0 to 1, not 1.5`,
     `${policy}:8:19: text.rules.banned.words_file: cannot read the word list ${join(dir.path, 'missing-words.txt')}: no such file`,
-    `${join(dir.path, 'round.txt')}:2: "not-a-hash" is not a PDQ hash (64 hexadecimal digits)`,
+    `${join(dir.path, 'round.txt')}:2: not a PDQ hash: 10 characters where 64 hexadecimal digits are expected`,
     `${policy}:13: hash_lists.gone: hash list ${join(dir.path, 'missing-list.txt')} does not exist`,
   ])
 })
