@@ -278,7 +278,16 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
         void body(job).then((end) => finish(spec, end ?? {...newJob(spec), status: 'failed', error: STALLED}))
       })
       // Folders of jobs lost with Redis (one that keeps nothing across restarts) would stay forever otherwise.
-      const sweeping = () => void sweep().catch(logOnce('job storage'))
+      // One sweep at a time: on a slow disk or a busy machine a sweep can outlast the interval, and two sweeps
+      // of the same folders would both count (and try to remove) the same orphans.
+      let sweepRunning = false
+      const sweeping = (): void => {
+        if (sweepRunning) return
+        sweepRunning = true
+        void sweep()
+          .catch(logOnce('job storage'))
+          .finally(() => (sweepRunning = false))
+      }
       sweeping()
       sweeper = setInterval(sweeping, o.sweepIntervalMs ?? SWEEP_INTERVAL_MS)
       sweeper.unref()
