@@ -1,12 +1,13 @@
 // Every repeatable flag (--exclude, --threshold, --disable) takes one value per use, wherever it stands: the words
-// after it stay paths. A gate that dropped a path after a flag would pass what it never scanned.
+// after it stay paths. A gate that dropped a path after a flag would pass what it never scanned. The commands run
+// in process: oclif parses the same argv there.
 import {appendFileSync, mkdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {runCli, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {colourClip} from '../lib/video/helpers.js'
 
 const dir = tempDir('mod-flags-')
@@ -34,7 +35,7 @@ test.before(async () => {
 test.after(() => dir.remove())
 
 async function scan(args: string[]): Promise<{code: number; sources: string[]; results: Result[]; stderr: string}> {
-  const r = await runCli(['scan', ...args, '--json'], {env, cwd: dir.path})
+  const r = await runInProcess(['scan', ...args, '--json'], {env, cwd: dir.path})
   const results = r.stdout ? (JSON.parse(r.stdout) as Result[]) : []
   return {code: r.code, sources: results.map((x) => x.source).sort(), results, stderr: r.stderr}
 }
@@ -80,7 +81,7 @@ test('scan: flags after the paths, and a .tmp file given by name is excluded', a
 })
 
 test('scan: a repeatable flag with no value left fails loudly, naming it', async () => {
-  const r = await runCli(['scan', 'keep', '--disable'], {env, cwd: dir.path})
+  const r = await runInProcess(['scan', 'keep', '--disable'], {env, cwd: dir.path})
   assert.is(r.code, 2)
   assert.is(r.stdout, '')
   assert.match(r.stderr, /^mod: usage: .*--disable/)
@@ -88,7 +89,7 @@ test('scan: a repeatable flag with no value left fails loudly, naming it', async
 
 test('scan with no path: our usage error, exit 2, no note about multiple values', async () => {
   for (const args of [['scan'], ['scan', '--disable', 'suggestive'], ['scan', '--exclude', '*.tmp', '--threshold', 'nudity=0.3']]) {
-    const r = await runCli(args, {env, cwd: dir.path})
+    const r = await runInProcess(args, {env, cwd: dir.path})
     assert.is(r.code, 2, args.join(' '))
     assert.is(r.stdout, '')
     assert.is(r.stderr, 'mod: usage: mod scan needs <paths...>: files, folders or - (stdin); none with --files-from; see mod scan --help\n')
@@ -101,23 +102,23 @@ test('scan-video: --threshold and --disable before or after the file', async () 
     [clip, '--disable', 'weapons', '--threshold', 'redness=0.7'],
     ['--disable=weapons', clip, '--threshold=redness=0.7'],
   ]) {
-    const r = await runCli(['scan-video', ...args, '--json'], {env, cwd: dir.path})
+    const r = await runInProcess(['scan-video', ...args, '--json'], {env, cwd: dir.path})
     assert.is(r.code, 0, `${args.join(' ')}: ${r.stderr}`)
     assert.is(JSON.parse(r.stdout).source, clip)
   }
-  const extra = await runCli(['scan-video', '--disable', 'weapons', clip, clip], {env, cwd: dir.path})
+  const extra = await runInProcess(['scan-video', '--disable', 'weapons', clip, clip], {env, cwd: dir.path})
   assert.is(extra.code, 2)
   assert.match(extra.stderr, /^mod: usage: Unexpected argument/)
 })
 
 test('policy show: repeated --threshold and --disable in any order, and a stray word is an error', async () => {
-  const r = await runCli(['policy', 'show', '--disable', 'weapons', '--threshold', 'redness=0.7', '--disable=drugs', '--threshold=tobacco=0.9'], {env, cwd: dir.path})
+  const r = await runInProcess(['policy', 'show', '--disable', 'weapons', '--threshold', 'redness=0.7', '--disable=drugs', '--threshold=tobacco=0.9'], {env, cwd: dir.path})
   assert.is(r.code, 0, r.stderr)
   assert.match(r.stdout, /redness:[\s\S]*threshold: 0\.7/)
   assert.match(r.stdout, /tobacco:[\s\S]*threshold: 0\.9/)
   assert.match(r.stdout, /weapons:\n\s+enabled: false/)
   assert.match(r.stdout, /drugs:\n\s+enabled: false/)
-  const stray = await runCli(['policy', 'show', '--disable', 'weapons', 'drugs'], {env, cwd: dir.path})
+  const stray = await runInProcess(['policy', 'show', '--disable', 'weapons', 'drugs'], {env, cwd: dir.path})
   assert.is(stray.code, 2)
   assert.match(stray.stderr, /^mod: usage: Unexpected argument: drugs/)
 })

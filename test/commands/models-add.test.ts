@@ -116,14 +116,16 @@ test('the CLI refuses an unknown add-on, a CLIP preset, a missing file and a fil
 
 test('under a terminal the step is listr2\'s task list on stderr, stdout to a file stays empty; CI=1 gets the plain lines', async () => {
   const sameSize = await sameSizeFile()
-  const mod = `env -u NO_COLOR MOD_CACHE_DIR=${join(dir.path, 'tty-cache')} ${process.execPath} ${BIN}`
+  const run = `MOD_CACHE_DIR=${join(dir.path, 'tty-cache')} ${process.execPath} ${BIN}`
+  // Without CI, which would ask for the plain lines (the suite itself may run in CI).
+  const mod = `env -u NO_COLOR -u CI ${run}`
   const screen = await inTerminal(`${mod} models add nudenet same-size.onnx > out.txt`)
   assert.match(screen, /✖ 320n\.onnx from same-size\.onnx/)
   assert.match(screen, 'mod: invalid_config: same-size.onnx has sha256')
   assert.match(screen, 'EXIT=2')
   assert.not.match(screen, '[STARTED]')
   assert.is(readFileSync(join(dir.path, 'out.txt'), 'utf8'), '')
-  const ci = await inTerminal(`CI=1 ${mod} models add nudenet same-size.onnx > out.txt`)
+  const ci = await inTerminal(`env -u NO_COLOR CI=1 ${run} models add nudenet same-size.onnx > out.txt`)
   assert.match(ci, '[STARTED] 320n.onnx from same-size.onnx')
   assert.match(ci, 'EXIT=2')
   assert.ok(sameSize.sha256)
