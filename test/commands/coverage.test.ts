@@ -8,7 +8,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {engineFromFlags} from '../../src/cli/engine.js'
-import {runCli, solidPng, tempDir} from '../helpers/cli.js'
+import {runInProcess, solidPng, tempDir} from '../helpers/cli.js'
 import {start, testSettings} from '../server/harness.js'
 import {colourClip} from '../lib/video/helpers.js'
 
@@ -35,7 +35,7 @@ const NOT_EVALUATED = /^mod: not evaluated: violence, gore, weapons, hate_symbol
 
 test('--strict refuses before the first image: exit 2, the not-evaluated line, nothing on stdout, no summary', async () => {
   for (const format of ['--json', '--ndjson']) {
-    const r = await runCli(['scan', blues, '--strict', format], {env})
+    const r = await runInProcess(['scan', blues, '--strict', format], {env})
     assert.is(r.code, 2, format)
     assert.is(r.stdout, '', format)
     assert.match(r.stderr, NOT_EVALUATED)
@@ -43,7 +43,7 @@ test('--strict refuses before the first image: exit 2, the not-evaluated line, n
 })
 
 test('scan-video --strict refuses before decoding: exit 2, nothing on stdout', async () => {
-  const r = await runCli(['scan-video', clip, '--strict', '--json'], {env})
+  const r = await runInProcess(['scan-video', clip, '--strict', '--json'], {env})
   assert.is(r.code, 2)
   assert.is(r.stdout, '')
   assert.match(r.stderr, NOT_EVALUATED)
@@ -52,21 +52,21 @@ test('scan-video --strict refuses before decoding: exit 2, nothing on stdout', a
 const TEXT_ONLY = '4 of 11 categories checked, 1 by text only: hate_symbols'
 
 test('a category fed only by a word list is "by text only" in the rows, the summary and --summary --json', async () => {
-  const r = await runCli(['scan', join(blues, '0.png'), '--config', textPolicy], {env})
+  const r = await runInProcess(['scan', join(blues, '0.png'), '--config', textPolicy], {env})
   assert.is(r.code, 0, r.stderr)
   assert.match(r.stdout, new RegExp(`^SAFE\\s+\\S+0\\.png\\s+\\(${TEXT_ONLY}; highest: `))
   assert.is(r.stderr.trim().split('\n').at(-1), `1 scanned: 1 safe, 0 unsafe, 0 errors (${TEXT_ONLY}; run \`mod models pull fast\` for the rest)`)
-  const summary = await runCli(['scan', join(blues, '0.png'), '--config', textPolicy, '--summary', '--json'], {env})
+  const summary = await runInProcess(['scan', join(blues, '0.png'), '--config', textPolicy, '--summary', '--json'], {env})
   const counts = JSON.parse(summary.stdout)
   assert.equal(counts.text_only, ['hate_symbols'])
   assert.not.ok(counts.not_evaluated.includes('hate_symbols'))
 })
 
 test('mod categories and the server say the same: /health, /ready and /v1/categories carry text_only', async () => {
-  const listed = await runCli(['categories', '--config', textPolicy], {env})
+  const listed = await runInProcess(['categories', '--config', textPolicy], {env})
   assert.is(listed.code, 0, listed.stderr)
   assert.match(listed.stdout, /^preset fast, model [\w-]+; 4 of 11 categories evaluated, 1 by text only: hate_symbols\n/)
-  const json = JSON.parse((await runCli(['categories', '--config', textPolicy, '--json'], {env})).stdout)
+  const json = JSON.parse((await runInProcess(['categories', '--config', textPolicy, '--json'], {env})).stdout)
   const expected = {evaluated: 4, total: 11, not_evaluated: ['violence', 'gore', 'weapons', 'drugs', 'self_harm', 'alcohol', 'tobacco'], text_only: ['hate_symbols']}
   assert.equal(json.coverage, expected)
   const {engine} = await engineFromFlags({config: textPolicy, 'cache-dir': cache}, {})
