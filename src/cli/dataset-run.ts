@@ -1,4 +1,4 @@
-import type {Config} from '../lib/config/load.js'
+import {loadConfig, type Config} from '../lib/config/load.js'
 import {plural} from '../lib/plural.js'
 import type {SampleError} from '../lib/eval/collect.js'
 import type {ModelOptions} from '../lib/eval/features.js'
@@ -6,6 +6,8 @@ import type {Confusion} from '../lib/eval/metrics.js'
 import type {EvalReport} from '../lib/eval/run.js'
 import {openNsfwRunner} from '../lib/signals/nsfw/runner.js'
 import {resolveModelDir} from '../lib/model/presets.js'
+import {settingsInput, type FlagValues} from './flags.js'
+import {runSteps} from './steps.js'
 
 /** The model settings of eval, calibrate and head train, from the same flags and MOD_* variables as scan. */
 export function modelOptions(config: Config): ModelOptions {
@@ -71,4 +73,25 @@ export function formatEval(r: EvalReport): string {
     ),
   )
   return out.join('\n')
+}
+
+/**
+ * The steps of eval, calibrate and head train, shown with listr2: reading the settings and the policy, then the
+ * command's work on them (titled `title`; it may retitle its step with a count), then any `after` steps, which get
+ * the work's result. Returns the settings read and that result.
+ */
+export async function runDatasetSteps<T>(
+  flags: FlagValues,
+  title: string,
+  work: (config: Config, retitle: (title: string) => void) => Promise<T>,
+  after: {title: string; run: (result: T) => Promise<void>}[] = [],
+): Promise<{config: Config; result: T}> {
+  let config: Config | undefined
+  let done: {result: T} | undefined
+  await runSteps([
+    {title: 'Reading the settings and the policy', run: async () => void (config = await loadConfig(settingsInput(flags), process.env))},
+    {title, run: async (retitle) => void (done = {result: await work(config as Config, retitle)})},
+    ...after.map((a) => ({title: a.title, run: () => a.run((done as {result: T}).result)})),
+  ])
+  return {config: config as Config, result: (done as {result: T}).result}
 }

@@ -2,12 +2,10 @@ import {writeFile} from 'node:fs/promises'
 
 import {Args, Flags} from '@oclif/core'
 
-import {errorLines, modelOptions, pct} from '../cli/dataset-run.js'
+import {errorLines, modelOptions, pct, runDatasetSteps} from '../cli/dataset-run.js'
 import {ModCommand} from '../cli/base-command.js'
 import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../cli/errors.js'
-import {modelFlags, settingsInput} from '../cli/flags.js'
-import {runSteps} from '../cli/steps.js'
-import {loadConfig, type Config} from '../lib/config/load.js'
+import {modelFlags} from '../cli/flags.js'
 import {plural} from '../lib/plural.js'
 import {calibrationComments, writeCalibratedPolicy, type CalibrationTarget} from '../lib/eval/calibrate-policy.js'
 import {calibrateDataset} from '../lib/eval/run.js'
@@ -59,33 +57,18 @@ categories without images are left as they are. A trained head is not applied.`
     const target: CalibrationTarget =
       flags['min-recall'] === undefined ? {maxFpr: share('max-fpr', flags['max-fpr'], 0.05)} : {minRecall: share('min-recall', flags['min-recall'], 0.9)}
     const holdout = share('holdout', flags.holdout, 0.3, true)
-    let loaded: Config | undefined
-    let calibrated: Awaited<ReturnType<typeof calibrateDataset>> | undefined
-    await runSteps([
-      {
-        title: 'Reading the settings and the policy',
-        run: async () => {
-          loaded = await loadConfig(settingsInput(flags), process.env)
-        },
-      },
-      {
-        title: `Scoring the images of ${args.dataset} and fitting`,
-        run: async (retitle) => {
-          const c = loaded as Config
-          calibrated = await calibrateDataset({
-            dataset: args.dataset,
-            model: modelOptions(c),
-            policy: c.policy,
-            target,
-            holdout,
-            seed: flags.seed,
-            onProgress: (done, total) => retitle(`Scoring: ${done}/${plural(total, 'image')}`),
-          })
-        },
-      },
-    ])
-    const config = loaded as Config
-    const {report, errors, unlisted} = calibrated as NonNullable<typeof calibrated>
+    const {config, result} = await runDatasetSteps(flags, `Scoring the images of ${args.dataset} and fitting`, (c, retitle) =>
+      calibrateDataset({
+        dataset: args.dataset,
+        model: modelOptions(c),
+        policy: c.policy,
+        target,
+        holdout,
+        seed: flags.seed,
+        onProgress: (done, total) => retitle(`Scoring: ${done}/${plural(total, 'image')}`),
+      }),
+    )
+    const {report, errors, unlisted} = result
     for (const line of errorLines(errors, unlisted)) this.logToStderr(line)
     const original = config.policyPath ? await readPolicyText(config.policyPath) : undefined
     const yaml = writeCalibratedPolicy(original, report, calibrationComments(report, args.dataset))

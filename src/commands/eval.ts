@@ -2,12 +2,10 @@ import {writeFile} from 'node:fs/promises'
 
 import {Args, Flags} from '@oclif/core'
 
-import {errorLines, formatEval, modelOptions} from '../cli/dataset-run.js'
+import {errorLines, formatEval, modelOptions, runDatasetSteps} from '../cli/dataset-run.js'
 import {ModCommand} from '../cli/base-command.js'
 import {SIGNAL_EXIT_CODES} from '../cli/errors.js'
-import {modelFlags, settingsInput} from '../cli/flags.js'
-import {runSteps} from '../cli/steps.js'
-import {loadConfig, type Config} from '../lib/config/load.js'
+import {modelFlags} from '../cli/flags.js'
 import {loadChartJs, renderReport} from '../lib/eval/report.js'
 import {evaluateDataset, type EvalReport} from '../lib/eval/run.js'
 import {plural} from '../lib/plural.js'
@@ -48,33 +46,19 @@ evaluated.`
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(Eval)
-    let config: Config | undefined
-    let report: EvalReport | undefined
-    await runSteps([
-      {
-        title: 'Reading the settings and the policy',
-        run: async () => {
-          config = await loadConfig(settingsInput(flags), process.env)
-        },
-      },
-      {
-        title: `Scoring the images of ${args.dataset}`,
-        run: async (retitle) => {
-          const c = config as Config
-          report = await evaluateDataset({
-            dataset: args.dataset,
-            model: modelOptions(c),
-            policy: c.policy,
-            headPath: c.settings.engine.headPath,
-            onProgress: (done, total) => retitle(`Scoring: ${done}/${plural(total, 'image')}`),
-          })
-        },
-      },
-      ...(flags.report
-        ? [{title: `Writing the report ${flags.report}`, run: async () => writeFile(flags.report as string, renderReport(report as EvalReport, await loadChartJs()))}]
-        : []),
-    ])
-    const done = report as EvalReport
+    const {result: done} = await runDatasetSteps(
+      flags,
+      `Scoring the images of ${args.dataset}`,
+      (c, retitle) =>
+        evaluateDataset({
+          dataset: args.dataset,
+          model: modelOptions(c),
+          policy: c.policy,
+          headPath: c.settings.engine.headPath,
+          onProgress: (n, total) => retitle(`Scoring: ${n}/${plural(total, 'image')}`),
+        }),
+      flags.report ? [{title: `Writing the report ${flags.report}`, run: async (report: EvalReport) => writeFile(flags.report as string, renderReport(report, await loadChartJs()))}] : [],
+    )
     for (const line of errorLines(done.errors, done.unlisted)) this.logToStderr(line)
     if (flags.json) {
       const {curves: _curves, ...rest} = done

@@ -2,12 +2,10 @@ import {writeFile} from 'node:fs/promises'
 
 import {Args, Flags} from '@oclif/core'
 
-import {errorLines, modelOptions, pct} from '../../cli/dataset-run.js'
+import {errorLines, modelOptions, pct, runDatasetSteps} from '../../cli/dataset-run.js'
 import {ModCommand} from '../../cli/base-command.js'
 import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../../cli/errors.js'
-import {modelFlags, settingsInput} from '../../cli/flags.js'
-import {runSteps} from '../../cli/steps.js'
-import {loadConfig, type Config} from '../../lib/config/load.js'
+import {modelFlags} from '../../cli/flags.js'
 import {trainHeadOnDataset} from '../../lib/eval/run.js'
 import {plural} from '../../lib/plural.js'
 import {DEFAULT_TRAIN_OPTIONS, headFileJson} from '../../lib/eval/train-head.js'
@@ -49,30 +47,16 @@ hash) stops improving; the held-out figures at threshold 0.5 are printed. Use th
     const l2 = Number(flags.l2)
     if (!(holdout > 0 && holdout < 1)) this.error('--holdout must be a number between 0 and 1', {exit: EXIT_ERROR})
     if (!(l2 >= 0 && Number.isFinite(l2))) this.error('--l2 must be a number >= 0', {exit: EXIT_ERROR})
-    let loaded: Config | undefined
-    let trained: Awaited<ReturnType<typeof trainHeadOnDataset>> | undefined
-    await runSteps([
-      {
-        title: 'Reading the settings and the policy',
-        run: async () => {
-          loaded = await loadConfig(settingsInput(flags), process.env)
-        },
-      },
-      {
-        title: `Embedding the images of ${args.dataset} and training`,
-        run: async (retitle) => {
-          const c = loaded as Config
-          trained = await trainHeadOnDataset({
-            dataset: args.dataset,
-            model: modelOptions(c),
-            policy: c.policy,
-            train: {...DEFAULT_TRAIN_OPTIONS, holdout, seed: flags.seed, l2, maxEpochs: flags['max-epochs']},
-            onProgress: (done, total) => retitle(`Embedding: ${done}/${plural(total, 'image')}`),
-          })
-        },
-      },
-    ])
-    const {head, errors, model, dataset} = trained as NonNullable<typeof trained>
+    const {result} = await runDatasetSteps(flags, `Embedding the images of ${args.dataset} and training`, (c, retitle) =>
+      trainHeadOnDataset({
+        dataset: args.dataset,
+        model: modelOptions(c),
+        policy: c.policy,
+        train: {...DEFAULT_TRAIN_OPTIONS, holdout, seed: flags.seed, l2, maxEpochs: flags['max-epochs']},
+        onProgress: (done, total) => retitle(`Embedding: ${done}/${plural(total, 'image')}`),
+      }),
+    )
+    const {head, errors, model, dataset} = result
     for (const line of errorLines(errors, dataset.unlisted)) this.logToStderr(line)
     const description = `trained by mod head train on ${plural(dataset.images, 'image')} of ${args.dataset} (${head.train_images} for training, ${head.heldout_images} held out)`
     await writeFile(flags.out, headFileJson(head, model, description))
