@@ -1,4 +1,4 @@
-import {execFileSync, spawnSync} from 'node:child_process'
+import {spawnSync} from 'node:child_process'
 import {chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
@@ -7,6 +7,7 @@ import * as assert from 'uvu/assert'
 import {parse} from 'yaml'
 
 import {BIN, ROOT, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from './helpers/cli.js'
+import {CLEAN_GIT_ENV, git} from './helpers/git.js'
 import {pythonTools} from './helpers/python-tools.js'
 
 /**
@@ -17,22 +18,13 @@ import {pythonTools} from './helpers/python-tools.js'
 
 const dir = tempDir()
 const shims = join(dir.path, 'bin')
-const gitEnv = {
-  GIT_CONFIG_GLOBAL: '/dev/null',
-  GIT_CONFIG_NOSYSTEM: '1',
-  GIT_AUTHOR_NAME: 't',
-  GIT_AUTHOR_EMAIL: 't@example.org',
-  GIT_COMMITTER_NAME: 't',
-  GIT_COMMITTER_EMAIL: 't@example.org',
-}
 const baseEnv = (): Record<string, string> => ({
   ...(Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_') && !k.startsWith('GITHUB_') && !k.startsWith('INPUT_'))) as Record<string, string>),
-  ...gitEnv,
+  ...CLEAN_GIT_ENV,
   PATH: `${shims}:${process.env.PATH}`,
   MOD_MODEL_DIR: TOY_MODEL,
   NO_COLOR: '1',
 })
-const git = (cwd: string, ...args: string[]): string => execFileSync('git', args, {cwd, env: {...process.env, ...gitEnv}, encoding: 'utf8'})
 
 test.before(() => {
   mkdirSync(shims, {recursive: true})

@@ -1,4 +1,3 @@
-import {execFileSync} from 'node:child_process'
 import {mkdirSync, readFileSync, renameSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
@@ -6,22 +5,13 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {runCli, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {git as gitIn} from '../helpers/git.js'
 
 const dir = tempDir()
 const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
 const work = join(dir.path, 'work')
 const repo = join(dir.path, 'repo')
-// A clean git: no user or system configuration, a fixed author.
-const gitEnv = {
-  ...process.env,
-  GIT_CONFIG_GLOBAL: '/dev/null',
-  GIT_CONFIG_NOSYSTEM: '1',
-  GIT_AUTHOR_NAME: 't',
-  GIT_AUTHOR_EMAIL: 't@example.org',
-  GIT_COMMITTER_NAME: 't',
-  GIT_COMMITTER_EMAIL: 't@example.org',
-}
-const git = (...args: string[]): string => execFileSync('git', args, {cwd: repo, env: gitEnv, encoding: 'utf8'})
+const git = (...args: string[]): string => gitIn(repo, ...args)
 
 test.before(async () => {
   mkdirSync(join(work, 'assets'), {recursive: true})
