@@ -7,7 +7,7 @@ import {fpsFlag} from '../cli/flags.js'
 import type {EnvVars} from '../cli/help.js'
 import {isVideoFile, scanInputs, skippedLine, type Skipped} from '../cli/inputs.js'
 import {readSettings} from '../lib/config/settings.js'
-import {decodeImage, MAX_FRAMES, probeImage} from '../lib/image/decode.js'
+import {decodedPixels, decodeImage, probeImage} from '../lib/image/decode.js'
 import {isModError, ModError} from '../lib/errors.js'
 import {hashFrames, hashVideo, type MediaHash} from '../lib/signals/pdq/hash-media.js'
 import {DEFAULT_QUALITY_FLOOR} from '../lib/signals/pdq/match.js'
@@ -136,9 +136,12 @@ Files, folders (recursively, images recognised by their first bytes) or - for on
             continue
           }
           const bytes = item.input.read()
-          const pixels = await bytes.then(probeImage).then((p) => p.width * p.height * (p.animated ? Math.min(p.frames, MAX_FRAMES) : 1), () => 0)
+          // The header is read once: its size decides the lookahead, then the decode takes it.
+          const probe = bytes.then(probeImage)
+          const pixels = await probe.then((p) => decodedPixels(p, limits), () => 0)
           while (queue.length > 0 && (queue.length >= AHEAD + 1 || held() + pixels > limits.maxPixels / AHEAD_SHARE)) await finish()
-          const frames = bytes.then((b) => decodeImage(b, limits))
+          // A header that cannot be read: the decode reports why (empty, too large, not an image), as it always has.
+          const frames = bytes.then((b) => probe.then((p) => decodeImage(b, limits, p), () => decodeImage(b, limits)))
           // Handled when its turn comes; until then a failure must not count as unhandled.
           frames.catch(() => {})
           queue.push({source: item.input.source, frames, pixels})

@@ -99,14 +99,14 @@ function decodeCost(format: ImageFormat, meta: Metadata): {cost: number; costly?
  * The one decoding entry of every image path: refuses an empty input, then decodes to 8-bit sRGB with
  * alpha flattened onto white: one image for a still (EXIF orientation applied; planDecode gives its size), up
  * to MAX_FRAMES evenly spaced frames for an animated GIF/WebP. Limits (bytes, pixels, MAX_SIDE) are checked
- * before any pixel is decoded.
+ * before any pixel is decoded. `probed`: the input's probeImage, when the caller has read it already.
  */
-export async function decodeImage(input: Buffer, limits: ImageLimits): Promise<RgbImage[]> {
+export async function decodeImage(input: Buffer, limits: ImageLimits, probed?: ImageProbe): Promise<RgbImage[]> {
   if (input.length === 0) throw emptyFileError()
   if (input.length > limits.maxBytes) {
     throw new ModError('payload_too_large', `the image is larger than ${formatSize(limits.maxBytes)}`)
   }
-  const probe = await probeImage(input)
+  const probe = probed ?? (await probeImage(input))
   const pixels = probe.width * probe.height
   const decoded = probe.animated ? probe.frames * Math.max(pixels, MIN_FRAME_PIXELS) : pixels
   const allowed = Math.floor(limits.maxPixels / probe.cost)
@@ -127,6 +127,13 @@ export async function decodeImage(input: Buffer, limits: ImageLimits): Promise<R
 }
 
 /** Which frames of an animation are scored: all when there are few, else MAX_FRAMES from first to last. */
+/** The pixels decodeImage will hold for an input so probed: its frames scored, or the still at its planned size. */
+export function decodedPixels(probe: ImageProbe, limits: Pick<ImageLimits, 'maxPixels'>): number {
+  if (probe.animated) return Math.min(probe.frames, MAX_FRAMES) * probe.width * probe.height
+  const {width, height} = planDecode(probe, limits)
+  return width * height
+}
+
 export function frameIndices(frames: number, max = MAX_FRAMES): number[] {
   if (frames <= max) return Array.from({length: frames}, (_, i) => i)
   return Array.from({length: max}, (_, k) => Math.round((k * (frames - 1)) / (max - 1)))

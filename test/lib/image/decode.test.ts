@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert'
 import {readFile} from 'node:fs/promises'
 
 import {DEFAULT_LIMITS} from '../../../src/lib/config/settings.js'
-import {decodeBound, decodeImage, frameIndices, MAX_FRAMES, MAX_SIDE, MIN_FRAME_PIXELS, planDecode, probeImage, type ImageLimits} from '../../../src/lib/image/decode.js'
+import {decodeBound, decodedPixels, decodeImage, frameIndices, MAX_FRAMES, MAX_SIDE, MIN_FRAME_PIXELS, planDecode, probeImage, type ImageLimits} from '../../../src/lib/image/decode.js'
 import type {RgbImage} from '../../../src/lib/types.js'
 import {rejection} from '../../helpers/errors.js'
 import {greyPng, manyFrameGif, pngClaiming} from '../../helpers/hostile-images.js'
@@ -127,6 +127,13 @@ test('decodes a still over half the pixel limit smaller, turned as its orientati
   assert.equal([upright.width, upright.height, upright.scale], [36, 27, 40 / 36])
   const [whole] = await decodeImage(await raw(halves(), 40, 30).png().toBuffer(), {...LIMITS, maxPixels: 2400})
   assert.equal([whole.width, whole.height, whole.scale], [40, 30, undefined])
+})
+
+test('decodedPixels: the frames scored of an animation, a still at its planned size', () => {
+  const still = {format: 'png', width: 10_000, height: 10_000, frames: 1, orientation: 6, animated: false, cost: 1} as const
+  assert.is(decodedPixels(still, DEFAULT_LIMITS), 7071 * 7071)
+  assert.is(decodedPixels({...still, width: 400, height: 300}, DEFAULT_LIMITS), 120_000)
+  assert.is(decodedPixels({...still, format: 'gif', width: 16, height: 12, frames: 20, animated: true, cost: 3}, DEFAULT_LIMITS), 8 * 16 * 12)
 })
 
 test('the memory bound docs/operations.md states is the one computed from the pixel limit', async () => {
