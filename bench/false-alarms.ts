@@ -16,6 +16,8 @@ import {DEFAULT_LIMITS} from '../src/lib/config/settings.js'
 import {createEngine} from '../src/lib/engine.js'
 import {NSFW_CLASSES} from '../src/lib/model/nsfw-manifest.js'
 import {NSFW_VIEWS, openNsfwRunner} from '../src/lib/signals/nsfw/runner.js'
+import {nsfwSignalWith} from '../src/lib/signals/nsfw/signal.js'
+import {SIGNALS} from '../src/lib/signals/registry.js'
 import {buildPolicy} from '../src/lib/policy/load.js'
 import {nsfwCategoryScores, NSFW_PULL, SUGGESTIVE_BAR, SURE, viewScores} from '../src/lib/signals/nsfw/rule.js'
 import type {ModerationResult} from '../src/lib/types.js'
@@ -43,17 +45,21 @@ const engine = createEngine({
   policy,
   limits: DEFAULT_LIMITS,
   only: 'nsfw',
-  openNsfw: async () => {
-    const runner = await openNsfwRunner()
-    return {
-      ...runner,
-      classify: async (batch, n) => {
-        const out = await runner.classify(batch, n)
-        seen.push(...out)
-        return out
-      },
-    }
-  },
+  signals: SIGNALS.map((s) =>
+    s.name !== 'nsfw'
+      ? s
+      : nsfwSignalWith(async () => {
+          const runner = await openNsfwRunner()
+          return {
+            ...runner,
+            classify: async (batch, n) => {
+              const out = await runner.classify(batch, n)
+              seen.push(...out)
+              return out
+            },
+          }
+        }),
+  ),
 })
 
 header('false-alarms', `the embedded NSFW specialist alone (mod scan --only nsfw, default policy) on ${files.length} images of ${resolve(dir)}`)

@@ -23,7 +23,7 @@ import type {Precision} from '../src/lib/model/manifest-types.js'
 import {nsfwModelDir} from '../src/lib/model/nsfw.js'
 import {NSFW_INPUT, NSFW_SIZE} from '../src/lib/model/nsfw-manifest.js'
 import {openSession, sessionOptions} from '../src/lib/model/session.js'
-import {openNsfwRunner} from '../src/lib/signals/nsfw/runner.js'
+import {SIGNALS} from '../src/lib/signals/registry.js'
 import {defaultThreads} from '../src/lib/model/threads.js'
 import {buildPolicy} from '../src/lib/policy/load.js'
 import {random} from '../test/helpers/nsfw-images.js'
@@ -292,7 +292,7 @@ export function benchEngine(precision: Variant = 'fp32', options: {nsfw?: boolea
     cacheDir: CACHE_DIR,
     policy: buildPolicy(),
     limits: DEFAULT_LIMITS,
-    openNsfw: options.nsfw ? () => openNsfwRunner({cacheDir: CACHE_DIR}) : undefined,
+    signals: options.nsfw ? SIGNALS : SIGNALS.filter((s) => s.name !== 'nsfw'),
   })
 }
 

@@ -34,7 +34,6 @@ import {DEFAULT_LIMITS} from '../src/lib/config/settings.js'
 import {createEngine, type Engine} from '../src/lib/engine.js'
 import {buildPolicy, loadPolicyFile} from '../src/lib/policy/load.js'
 import type {Policy} from '../src/lib/policy/types.js'
-import {openNsfwRunner} from '../src/lib/signals/nsfw/runner.js'
 import {SIGNALS} from '../src/lib/signals/registry.js'
 import type {Signal} from '../src/lib/signals/signal.js'
 import {openTextModel} from '../src/lib/signals/text/model.js'
@@ -215,7 +214,6 @@ async function enginePath(imgs: RgbImage[]): Promise<void> {
       cacheDir: CACHE_DIR,
       policy,
       limits: DEFAULT_LIMITS,
-      openNsfw: () => openNsfwRunner({cacheDir: CACHE_DIR}),
       signals: SIGNALS.map(timed),
     })
   const withText = open((await loadPolicyFile(rules)).policy)

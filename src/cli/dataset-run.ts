@@ -1,27 +1,10 @@
 import {loadConfig, type Config} from '../lib/config/load.js'
 import {plural} from '../lib/plural.js'
 import type {SampleError} from '../lib/eval/collect.js'
-import type {ModelOptions} from '../lib/eval/features.js'
 import type {Confusion} from '../lib/eval/metrics.js'
 import type {EvalReport} from '../lib/eval/run.js'
-import {openNsfwRunner} from '../lib/signals/nsfw/runner.js'
-import {resolveModelDir} from '../lib/model/presets.js'
 import {settingsInput, type FlagValues} from './flags.js'
 import {runSteps} from './steps.js'
-
-/** The model settings of eval, calibrate and head train, from the same flags and MOD_* variables as scan. */
-export function modelOptions(config: Config): ModelOptions {
-  const settings = config.settings.engine
-  return {
-    modelDir: resolveModelDir(settings, config.preset),
-    preset: config.preset,
-    precision: settings.precision,
-    threads: settings.threads,
-    cacheDir: settings.cacheDir,
-    limits: settings.limits,
-    openNsfw: () => openNsfwRunner({threads: settings.threads, cacheDir: settings.cacheDir}),
-  }
-}
 
 export const pct = (x: number | null): string => (x === null ? 'n/a' : `${(x * 100).toFixed(1)}%`)
 

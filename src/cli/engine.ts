@@ -1,9 +1,6 @@
 import {loadConfig, type Config} from '../lib/config/load.js'
-import {createEngine, type Engine, type EngineObserver} from '../lib/engine.js'
-import {openNsfwRunner} from '../lib/signals/nsfw/runner.js'
-import {openNudenet} from '../lib/signals/nudenet/detector.js'
-import {nudenetDir} from '../lib/signals/nudenet/manifest.js'
-import {resolveModelDir} from '../lib/model/presets.js'
+import {engineFromConfig, type EngineChoices} from '../lib/compose.js'
+import type {Engine} from '../lib/engine.js'
 import {applyOverrides, parseThreshold} from '../lib/policy/overrides.js'
 import {settingsInput, type FlagValues} from './flags.js'
 
@@ -19,36 +16,4 @@ export async function configFromFlags(flags: FlagValues, env = process.env): Pro
   if (!flags.threshold?.length && !flags.disable?.length) return config
   const thresholds = new Map((flags.threshold ?? []).map(parseThreshold))
   return {...config, policy: applyOverrides(config.policy, {thresholds, disabled: flags.disable})}
-}
-
-export interface EngineChoices {
-  /** `--only`: one signal alone. */
-  only?: string
-  /** Metrics hooks (`mod serve`). */
-  observer?: EngineObserver
-}
-
-/**
- * The engine with what ships inside mod: the CLIP preset (when pulled, or the folder named by --model-dir, which
- * must then hold a model), the embedded NSFW specialist, and the NudeNet detector where it was pulled.
- */
-export function engineFromConfig(config: Config, options: EngineChoices = {}): Engine {
-  const settings = config.settings.engine
-  return createEngine({
-    requireClip: settings.modelDir !== undefined,
-    openNsfw: () => openNsfwRunner({threads: settings.threads, cacheDir: settings.cacheDir}),
-    openNudenet: () => openNudenet({dir: nudenetDir(settings.cacheDir), threads: settings.threads, cacheDir: settings.cacheDir}),
-    nudenetDir: nudenetDir(settings.cacheDir),
-    only: options.only,
-    observer: options.observer,
-    preset: config.preset,
-    modelDir: resolveModelDir(settings, config.preset),
-    cacheDir: settings.cacheDir,
-    policy: config.policy,
-    headPath: settings.headPath,
-    threads: settings.threads,
-    precision: settings.precision,
-    limits: settings.limits,
-    ffmpeg: settings.ffmpeg,
-  })
 }

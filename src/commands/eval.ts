@@ -2,7 +2,8 @@ import {writeFile} from 'node:fs/promises'
 
 import {Args, Flags} from '@oclif/core'
 
-import {errorLines, formatEval, modelOptions, runDatasetSteps} from '../cli/dataset-run.js'
+import {errorLines, formatEval, runDatasetSteps} from '../cli/dataset-run.js'
+import {modelOptions} from '../lib/compose.js'
 import {ModCommand} from '../cli/base-command.js'
 import {SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {modelFlags} from '../cli/flags.js'
@@ -17,8 +18,10 @@ The folder holds one subfolder per label (a category of the policy or a head lab
 should get no label; labels.csv (file,labels with labels separated by ";") lists images with several labels.
 Prints per label recall, precision and the share of safe images it flags, the average recall over labels,
 the share of safe images flagged by any label, a confusion table and a threshold sweep.
+It scores with the signals mod scan uses, from the same settings (NudeNet where it is pulled, the policy's text rules and hash lists), so an image's score is the one mod scan gives, an animation's included.
+
 Features are cached per model and file content under MOD_CACHE_DIR/features, so a second run on the same
-images runs no image encoder. Files that cannot be read are reported on stderr and left out.
+images runs no image encoder (text rules and hash lists run again each time). Files that cannot be read are reported on stderr and left out.
 Without a CLIP model, the embedded NSFW specialist alone scores its categories; the others are named as not
 evaluated.`
 

@@ -111,7 +111,7 @@ With MOD_API_KEY set, every request but GET /health, GET /ready and the document
     // Only a serving process loads the engine and the server (onnxruntime, sharp, the routes): the primary of
     // --workers N stays small, since its memory is paid once more beside the workers'.
     const serving = async () => ({
-      ...(await import('../cli/engine.js')),
+      ...(await import('../lib/compose.js')),
       ...(await import('../server/run.js')),
       ...(await import('../lib/model/threads.js')),
     })

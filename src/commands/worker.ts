@@ -1,5 +1,5 @@
 import {ModCommand} from '../cli/base-command.js'
-import {engineFromConfig} from '../cli/engine.js'
+import {engineFromConfig} from '../lib/compose.js'
 import {modelFlags, settingsInput} from '../cli/flags.js'
 import type {EnvVars} from '../cli/help.js'
 import {loadConfig} from '../lib/config/load.js'

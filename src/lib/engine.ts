@@ -14,8 +14,6 @@ import type {SIGNAL_STATES} from './schemas.js'
 import {buildResult, mergeFrameLabels, type ScoredLabel} from './scoring/result.js'
 import {activeSignals, openCore, type InferenceCore} from './signals/core.js'
 import {availability, categoryStates, listCategories} from './signals/listing.js'
-import type {NsfwRunner} from './signals/nsfw/runner.js'
-import type {NudenetDetector} from './signals/nudenet/detector.js'
 import {SIGNALS} from './signals/registry.js'
 import type {FrameOutputs, Signal, SignalSetup} from './signals/signal.js'
 import {DEFAULT_DECODE_LIMITS} from './video/frames.js'
@@ -42,18 +40,9 @@ export interface EngineOptions {
    * leaves the categories that need it not evaluated, as long as another signal can score something.
    */
   requireClip?: boolean
-  /** Opens the embedded NSFW specialist; absent where none is installed. */
-  openNsfw?: () => Promise<NsfwRunner>
-  /**
-   * Opens the NudeNet detector (`mod models pull nudenet`), or gives undefined where it is not installed. It
-   * runs only beside the specialist, as a second opinion on its scores (signals/nudenet/).
-   */
-  openNudenet?: () => Promise<NudenetDetector | undefined>
-  /** Where the add-on is installed, so that the category listing can name it without loading it. */
-  nudenetDir?: string
   /** One signal alone (`--only nsfw`): the policy narrows to the categories it feeds, and no other model loads. */
   only?: string
-  /** The signals to choose from; default: the registry's. */
+  /** The signals to choose from; default: the registry's (a test swaps one for a stand-in). */
   signals?: readonly Signal[]
   /** Told what the engine does, for metrics; the engine keeps no counters itself. */
   observer?: EngineObserver
@@ -86,8 +75,6 @@ export interface ImageInput {
 }
 
 export type ItemResult = ModerationResult | ErrorEntry
-
-export type {NsfwRunner} from './signals/nsfw/runner.js'
 
 export interface RunOptions {
   /** Where the preparing and inferring stages run (the server's queue); default: directly. */
@@ -148,9 +135,6 @@ function setupOf(opts: EngineOptions): SignalSetup {
     policy: opts.policy,
     headPath: opts.headPath,
     requireClip: opts.requireClip,
-    openNsfw: opts.openNsfw,
-    openNudenet: opts.openNudenet,
-    nudenetDir: opts.nudenetDir,
   }
 }
 

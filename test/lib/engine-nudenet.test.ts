@@ -8,12 +8,15 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
-import {createEngine, type EngineOptions, type NsfwRunner} from '../../src/lib/engine.js'
+import {createEngine, type EngineOptions} from '../../src/lib/engine.js'
 import {buildPolicy} from '../../src/lib/policy/load.js'
 import type {Detection} from '../../src/lib/signals/nudenet/decode.js'
 import type {NudenetDetector} from '../../src/lib/signals/nudenet/detector.js'
+import type {NsfwRunner} from '../../src/lib/signals/nsfw/runner.js'
+import type {NudenetOpener} from '../../src/lib/signals/nudenet/signal.js'
 import type {ModerationResult, RgbImage} from '../../src/lib/types.js'
 import {tempDir} from '../helpers/cli.js'
+import {signalStates, withNsfw, withNudenet} from '../helpers/signals.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
@@ -47,7 +50,8 @@ function detector(found: Detection[]): {det: NudenetDetector; sizes: [number, nu
   return {det, sizes}
 }
 
-function options(probabilities: number[], over: Partial<EngineOptions> = {}): EngineOptions {
+/** The specialist answering `probabilities`, the detector opened by `nudenet` and listed from `installedIn`. */
+function options(probabilities: number[], nudenet: NudenetOpener, installedIn?: string): EngineOptions {
   return {
     preset: 'fast',
     modelDir: join(dir.path, 'no-clip'),
@@ -55,8 +59,7 @@ function options(probabilities: number[], over: Partial<EngineOptions> = {}): En
     policy: buildPolicy(),
     limits: DEFAULT_LIMITS,
     only: 'nsfw',
-    openNsfw: async () => specialist(probabilities),
-    ...over,
+    signals: withNudenet(nudenet, installedIn, withNsfw(async () => specialist(probabilities))),
   }
 }
 
@@ -81,11 +84,11 @@ test('regions come back in the uploaded image\'s pixels: the detector sees the t
     {label: 'FACE_FEMALE', score: 0.9, box: [50, 5, 20, 20]},
     {label: 'BELLY_EXPOSED', score: 0.8, box: [0, 0, 40, 40]},
   ])
-  const e = createEngine(options(LIKELY, {openNudenet: async () => det}))
+  const e = createEngine(options(LIKELY, async () => det))
   try {
     const r = await e.moderateImage(await barred(), 'barred.png')
     assert.equal(sizes, [[180, 80]])
-    assert.equal(e.signals(), {clip: 'off', nsfw: 'loaded', nudenet: 'loaded', head: 'off', text: 'off', pdq: 'off'})
+    assert.equal(e.signals(), signalStates({nsfw: 'loaded', nudenet: 'loaded'}))
     assert.equal(r.regions, [
       {label: 'BELLY_EXPOSED', score: 0.8, box: [20, 20, 40, 40]},
       {label: 'FEMALE_BREAST_EXPOSED', score: 0.7, box: [30, 25, 30, 20]},
@@ -99,8 +102,8 @@ test('regions come back in the uploaded image\'s pixels: the detector sees the t
 })
 
 test('without an exposed part the detector vetoes the specialist below its sure bar, and leaves a sure score standing', async () => {
-  const likely = createEngine(options(LIKELY, {openNudenet: async () => detector([{label: 'FACE_MALE', score: 0.8, box: [0, 0, 5, 5]}]).det}))
-  const sure = createEngine(options(PORN, {openNudenet: async () => detector([]).det}))
+  const likely = createEngine(options(LIKELY, async () => detector([{label: 'FACE_MALE', score: 0.8, box: [0, 0, 5, 5]}]).det))
+  const sure = createEngine(options(PORN, async () => detector([]).det))
   try {
     const a = await likely.moderateImage(await barred(), 'a.png')
     assert.equal([scores(a).nudity, scores(a).sexual_activity, a.is_safe, a.regions], [0, 0, true, []])
@@ -113,12 +116,12 @@ test('without an exposed part the detector vetoes the specialist below its sure 
 })
 
 test('not installed: the specialist scores alone and results carry no regions', async () => {
-  const e = createEngine(options(LIKELY, {openNudenet: async () => undefined}))
+  const e = createEngine(options(LIKELY, async () => undefined))
   try {
     const r = await e.moderateImage(await barred(), 'c.png')
     assert.is(scores(r).nudity, 0.7)
     assert.is('regions' in r, false)
-    assert.equal(e.signals(), {clip: 'off', nsfw: 'loaded', nudenet: 'not_installed', head: 'off', text: 'off', pdq: 'off'})
+    assert.equal(e.signals(), signalStates({nsfw: 'loaded', nudenet: 'not_installed'}))
   } finally {
     await e.close()
   }
@@ -131,7 +134,7 @@ test('the category listing names nudenet for the family once a pulled copy is in
   const manifest = {kind: 'detector', id: 'nudenet-320n', licence: 'AGPL-3.0', files: [{path: '320n.onnx', role: 'detector', size: 1, sha256: 'a'.repeat(64)}]}
   await writeFile(join(installed, 'manifest.json'), JSON.stringify(manifest))
   const signalsOf = async (nudenetDir: string) => {
-    const e = createEngine(options(LIKELY, {openNudenet: async () => undefined, nudenetDir}))
+    const e = createEngine(options(LIKELY, async () => undefined, nudenetDir))
     const listing = await e.categories()
     await e.close()
     return Object.fromEntries(listing.categories.map((c) => [c.name, c.signals]))

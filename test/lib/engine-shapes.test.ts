@@ -13,11 +13,11 @@ import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
 import {createEngine} from '../../src/lib/engine.js'
 import {MAX_ASPECT_RATIO} from '../../src/lib/image/aspect.js'
 import {MAX_SIDE} from '../../src/lib/image/decode.js'
-import {openNsfwRunner} from '../../src/lib/signals/nsfw/runner.js'
 import {buildPolicy} from '../../src/lib/policy/load.js'
 import {tempDir, TOY_MODEL} from '../helpers/cli.js'
 import {rejection} from '../helpers/errors.js'
 import {greyPng, sweepShapes} from '../helpers/hostile-images.js'
+import {signalStates} from '../helpers/signals.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
@@ -28,13 +28,12 @@ const engine = createEngine({
   cacheDir: join(dir.path, 'cache'),
   policy: buildPolicy({categories: [{name: 'redness', prompts: ['red']}]}),
   limits: DEFAULT_LIMITS,
-  openNsfw: () => openNsfwRunner(),
 })
 test.after(() => engine.close())
 
 test('both signals are loaded, so the sweep covers both preprocessings', async () => {
   await engine.load()
-  assert.equal(engine.signals(), {clip: 'loaded', nsfw: 'loaded', nudenet: 'off', head: 'off', text: 'off', pdq: 'off'})
+  assert.equal(engine.signals(), signalStates({clip: 'loaded', nsfw: 'loaded', nudenet: 'not_installed'}))
 })
 
 for (const {width, height} of sweepShapes()) {

@@ -6,12 +6,13 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
-import {createEngine, type EngineOptions, type NsfwRunner} from '../../src/lib/engine.js'
+import {createEngine, type EngineOptions} from '../../src/lib/engine.js'
 import type {StepTimes} from '../../src/lib/pipeline/steps.js'
-import {openNsfwRunner} from '../../src/lib/signals/nsfw/runner.js'
+import type {NsfwRunner} from '../../src/lib/signals/nsfw/runner.js'
 import {buildPolicy} from '../../src/lib/policy/load.js'
 import type {ModerationResult} from '../../src/lib/types.js'
 import {solidPng, tempDir, TOY_MODEL} from '../helpers/cli.js'
+import {signalStates, withNsfw, withoutSpecialist} from '../helpers/signals.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
@@ -25,7 +26,6 @@ function options(over: Partial<EngineOptions> = {}): EngineOptions {
     cacheDir: join(dir.path, 'cache'),
     policy: buildPolicy({categories: [{name: 'redness', prompts: ['red']}]}),
     limits: DEFAULT_LIMITS,
-    openNsfw: () => openNsfwRunner(),
     ...over,
   }
 }
@@ -53,7 +53,7 @@ function countingSpecialist(probabilities: number[]): {runner: NsfwRunner; runs:
 
 test('with CLIP and the specialist both loaded, every category is scored and the specialist joins its three by weight', async () => {
   const both = createEngine(options())
-  const clipOnly = createEngine(options({openNsfw: undefined}))
+  const clipOnly = createEngine(options({signals: withoutSpecialist()}))
   try {
     const red = await solidPng(255, 0, 0)
     const a = await both.moderateImage(red, 'red.png')
@@ -65,7 +65,7 @@ test('with CLIP and the specialist both loaded, every category is scored and the
     // On the toy model every built-in prompt is the zero vector (0.0474); the specialist's weight moves its three.
     assert.is(scoreOf(b, 'nudity'), 0.0474)
     assert.is.not(scoreOf(a, 'nudity'), 0.0474)
-    assert.equal(both.signals(), {clip: 'loaded', nsfw: 'loaded', nudenet: 'off', head: 'off', text: 'off', pdq: 'off'})
+    assert.equal(both.signals(), signalStates({clip: 'loaded', nsfw: 'loaded', nudenet: 'not_installed'}))
     const listing = await both.categories()
     assert.equal(listing.categories.find((c) => c.name === 'nudity')?.signals, ['clip', 'nsfw'])
     assert.equal(listing.categories.find((c) => c.name === 'redness')?.signals, ['clip'])
@@ -78,7 +78,7 @@ test('with CLIP and the specialist both loaded, every category is scored and the
 test('the score of a category fed by both signals is their weighted mean (clip 1, nsfw 3 for nudity)', async () => {
   // Porn 0.9: the rule gives nudity 0.9; the toy CLIP gives the zero-prompt score 0.0474 (sigmoid(-3)).
   const fixed = countingSpecialist([0.05, 0, 0.05, 0.9, 0])
-  const e = createEngine(options({openNsfw: async () => fixed.runner}))
+  const e = createEngine(options({signals: withNsfw(async () => fixed.runner)}))
   try {
     const r = await e.moderateImage(await solidPng(0, 0, 255), 'blue.png')
     const clip = 1 / (1 + Math.exp(3))
@@ -94,7 +94,7 @@ test('policy specialists: {nsfw: false} switches the specialist off: CLIP alone 
   try {
     const r = await e.moderateImage(await solidPng(255, 0, 0), 'red.png')
     assert.is(scoreOf(r, 'nudity'), 0.0474)
-    assert.equal(e.signals(), {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', text: 'off', pdq: 'off'})
+    assert.equal(e.signals(), signalStates({clip: 'loaded'}))
     assert.equal((await e.categories()).categories.find((c) => c.name === 'nudity')?.signals, ['clip'])
   } finally {
     await e.close()
@@ -108,7 +108,7 @@ test('without a CLIP model the specialist alone scores its categories and the ot
     assert.equal(names(r), [...NSFW_FED].sort())
     assert.equal(r.not_evaluated, ['violence', 'gore', 'weapons', 'hate_symbols', 'drugs', 'self_harm', 'alcohol', 'tobacco', 'redness'])
     assert.equal(await e.notEvaluated(), r.not_evaluated)
-    assert.equal(e.signals(), {clip: 'not_installed', nsfw: 'loaded', nudenet: 'off', head: 'off', text: 'off', pdq: 'off'})
+    assert.equal(e.signals(), signalStates({clip: 'not_installed', nsfw: 'loaded', nudenet: 'not_installed'}))
   } finally {
     await e.close()
   }
@@ -127,7 +127,7 @@ test('only nsfw narrows the policy to the specialist\'s categories and loads no 
     const r = await e.moderateImage(await solidPng(255, 0, 0), 'red.png')
     assert.equal(names(r), [...NSFW_FED].sort())
     assert.equal(r.not_evaluated, [])
-    assert.equal(e.signals(), {clip: 'off', nsfw: 'loaded', nudenet: 'off', head: 'off', text: 'off', pdq: 'off'})
+    assert.equal(e.signals(), signalStates({nsfw: 'loaded', nudenet: 'not_installed'}))
   } finally {
     await e.close()
   }
@@ -135,7 +135,7 @@ test('only nsfw narrows the policy to the specialist\'s categories and loads no 
 
 test('concurrent images are inferred together: one specialist run for several callers', async () => {
   const fixed = countingSpecialist([0.9, 0, 0.1, 0, 0])
-  const e = createEngine(options({only: 'nsfw', openNsfw: async () => fixed.runner}))
+  const e = createEngine(options({only: 'nsfw', signals: withNsfw(async () => fixed.runner)}))
   try {
     await e.load()
     const image = await solidPng(0, 255, 0)
@@ -167,7 +167,7 @@ test('the other views are classified only for frames whose first look could flag
     [sure, [1]],
     [unsure, [1, 1]],
   ] as const) {
-    const e = createEngine(options({only: 'nsfw', openNsfw: async () => specialist.runner}))
+    const e = createEngine(options({only: 'nsfw', signals: withNsfw(async () => specialist.runner)}))
     try {
       await e.moderateImage(await solidPng(0, 255, 0), 'g.png')
       assert.equal(specialist.runs, runs)
@@ -198,7 +198,7 @@ test('with the specialist alone, image and mirror both Porn + Hentai >= 0.9 is n
     [[0, 0.35, 0.15, 0.5, 0], 0],
   ] as const) {
     const answers = [[0, 0.3, 0.05, 0.65, 0], [...mirror], neutral, neutral]
-    const e = createEngine(options({only: 'nsfw', openNsfw: async () => viewedSpecialist(answers)}))
+    const e = createEngine(options({only: 'nsfw', signals: withNsfw(async () => viewedSpecialist(answers))}))
     try {
       const r = await e.moderateImage(await solidPng(0, 255, 0), 'g.png')
       assert.is(scoreOf(r, 'nudity'), nudity)
@@ -215,10 +215,12 @@ test('after close every call is refused, and a close during the load releases wh
   const e = createEngine(
     options({
       only: 'nsfw',
-      openNsfw: () =>
-        new Promise<NsfwRunner>((resolve) => {
-          openRunner = () => resolve({...countingSpecialist([1, 0, 0, 0, 0]).runner, close: async () => void closedRunners++})
-        }),
+      signals: withNsfw(
+        () =>
+          new Promise<NsfwRunner>((resolve) => {
+            openRunner = () => resolve({...countingSpecialist([1, 0, 0, 0, 0]).runner, close: async () => void closedRunners++})
+          }),
+      ),
     }),
   )
   const loading = e.load().then(() => 'loaded', (err: {code: string; message: string}) => `${err.code}: ${err.message}`)

@@ -6,6 +6,7 @@ import * as assert from 'uvu/assert'
 
 import {colourClip} from '../lib/video/helpers.js'
 import {blue, call, form, postJson, red, start, tempDir, testSettings, toyEngine, type Running} from './harness.js'
+import {signalStates} from '../helpers/signals.js'
 
 const dir = tempDir('mod-server-endpoints-')
 const settings = testSettings(join(dir.path, 'cache'))
@@ -34,7 +35,7 @@ test('GET /health answers status ok, the version, whether the models are loaded,
     status: 'ok',
     version,
     model_loaded: true,
-    signals: {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', text: 'off', pdq: 'off'},
+    signals: signalStates({clip: 'loaded'}),
     coverage: {evaluated: 12, total: 12, not_evaluated: []},
     categories: [{name: 'nudity', evaluated: true, evaluated_by: ['clip']}],
   })

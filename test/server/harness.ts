@@ -14,6 +14,7 @@ import {plainText} from '../../src/server/logger.js'
 import {openapiDocument} from '../../src/server/openapi.js'
 import {BIN as BIN_PATH, ROOT as ROOT_PATH, solidPng, TOY_MODEL} from '../helpers/cli.js'
 import {assertConforms, createConformance} from './conformance.js'
+import {signalStates, withoutSpecialist} from '../helpers/signals.js'
 
 export {solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 
@@ -38,6 +39,7 @@ export function toyEngine(settings: EngineSettings, modelDir = TOY_MODEL): Engin
     policy: buildPolicy({categories: [{name: 'redness', prompts: ['red']}]}),
     limits: settings.limits,
     ffmpeg: settings.ffmpeg,
+    signals: withoutSpecialist(),
   })
 }
 
@@ -49,7 +51,7 @@ export function fakeEngine(over: Partial<Engine> = {}): Engine {
     preset: 'fast',
     policy: buildPolicy(),
     isLoaded: () => loaded,
-    signals: () => ({clip: loaded ? 'loaded' : 'not_loaded', nsfw: 'off', nudenet: 'off', head: 'off', text: 'off', pdq: 'off'}),
+    signals: () => signalStates({clip: loaded ? 'loaded' : 'not_loaded'}),
     load: async () => {
       loaded = true
     },
@@ -103,7 +105,15 @@ export async function start(engine: Engine, settings: ServerSettings, options: S
 export async function startWithPolicy(policyFile: string, settings: TestSettings, options: {tmpDir: string; threads?: number}): Promise<Running> {
   const {policy} = await loadPolicyFile(policyFile)
   const {tmpDir, threads} = options
-  const engine = createEngine({preset: 'fast', modelDir: TOY_MODEL, cacheDir: settings.cacheDir, policy, limits: settings.limits, ...(threads === undefined ? {} : {threads})})
+  const engine = createEngine({
+    preset: 'fast',
+    modelDir: TOY_MODEL,
+    cacheDir: settings.cacheDir,
+    policy,
+    limits: settings.limits,
+    signals: withoutSpecialist(),
+    ...(threads === undefined ? {} : {threads}),
+  })
   await engine.load()
   const running = await start(engine, settings, {tmpDir})
   return {

@@ -22,6 +22,7 @@ import {
   toyEngine,
   writeRednessPolicy,
 } from './harness.js'
+import {signalStates} from '../helpers/signals.js'
 
 const dir = tempDir('mod-server-lifecycle-')
 const cacheDir = join(dir.path, 'cache')
@@ -64,7 +65,7 @@ test('with no CLIP model pulled, serve starts on the embedded specialist, logs w
       serve.lines.some((l) => l.startsWith('not evaluated: violence, gore, weapons, hate_symbols, drugs, self_harm, alcohol, tobacco (no CLIP model installed; run `mod models pull fast` to score them)')),
       serve.lines.join('\n'),
     )
-    assert.equal((await call(`${base}/health`)).body.signals, {clip: 'not_installed', nsfw: 'loaded', nudenet: 'not_installed', head: 'off', text: 'off', pdq: 'off'})
+    assert.equal((await call(`${base}/health`)).body.signals, signalStates({clip: 'not_installed', nsfw: 'loaded', nudenet: 'not_installed'}))
     const r = await call(`${base}/v1/moderate`, {method: 'POST', body: form('file', [{name: 'red.png', data: await red()}])})
     assert.is(r.status, 200)
     assert.equal(r.body.labels.map((l: {name: string}) => l.name).sort(), ['nudity', 'sexual_activity', 'suggestive'])

@@ -12,6 +12,7 @@ import {createEngine} from '../../src/lib/engine.js'
 import {buildPolicy} from '../../src/lib/policy/load.js'
 import {createLogger, logTo, prettyDestination} from '../../src/server/logger.js'
 import {createServerMetrics} from '../../src/server/metrics.js'
+import {withoutSpecialist} from '../helpers/signals.js'
 import {blue, call, fakeEngine, form, red, start, tempDir, testSettings, TOY_MODEL, until, type Running} from './harness.js'
 
 const KEY = 'ops-key'
@@ -25,6 +26,7 @@ const engine = createEngine({
   policy: buildPolicy({categories: [{name: 'redness', prompts: ['red']}]}),
   limits: settings.limits,
   observer: metrics.engine,
+  signals: withoutSpecialist(),
 })
 const records: Record<string, unknown>[] = []
 const logger = createLogger({

@@ -8,7 +8,7 @@ import sharp from 'sharp'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {engineFromConfig} from '../../src/cli/engine.js'
+import {engineFromConfig} from '../../src/lib/compose.js'
 import {loadConfig} from '../../src/lib/config/load.js'
 import type {Engine} from '../../src/lib/engine.js'
 import {buildServer, type ModServer} from '../../src/server/app.js'

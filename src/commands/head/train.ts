@@ -2,7 +2,8 @@ import {writeFile} from 'node:fs/promises'
 
 import {Args, Flags} from '@oclif/core'
 
-import {errorLines, modelOptions, pct, runDatasetSteps} from '../../cli/dataset-run.js'
+import {errorLines, pct, runDatasetSteps} from '../../cli/dataset-run.js'
+import {modelOptions} from '../../lib/compose.js'
 import {ModCommand} from '../../cli/base-command.js'
 import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../../cli/errors.js'
 import {modelFlags} from '../../cli/flags.js'

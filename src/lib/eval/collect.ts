@@ -47,6 +47,8 @@ async function featuresOf(
   if (features === undefined || features.embedding.length !== source.embeddingSize) {
     features = await source.extract(data)
     await cache.put(sha256, features)
+  } else if (source.hasLive) {
+    features = await source.extract(data, features)
   }
   return {source: item.source, labels: item.labels, sha256, features}
 }

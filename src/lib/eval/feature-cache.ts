@@ -8,17 +8,19 @@
  * once each write a whole file (the last rename wins; both hold the same features). A file that cannot be
  * read back (truncated, another format version) counts as missing and is recomputed.
  *
- * Binary layout, little-endian: "MODF", u32 version (1), u32 embedding length, f32 embedding[],
- * u32 signal count, then per signal: u16 name length, UTF-8 name, u32 value count, f32 values[].
+ * Binary layout, little-endian: "MODF", u32 version (2), u32 frame count (an animation's frames scored; 1 for a
+ * still image), then per frame: u32 embedding length, f32 embedding[], u32 signal count, then per signal: u16
+ * name length, UTF-8 name, u32 value count, f32 values[]. The outputs of signals that keep no features (`live`)
+ * are not written.
  */
 import {randomBytes} from 'node:crypto'
 import {mkdir, readFile, rename, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import type {Features} from './features.js'
+import type {Features, FrameFeatures} from './features.js'
 
 const MAGIC = 'MODF'
-const VERSION = 1
+const VERSION = 2
 
 export interface FeatureCache {
   readonly dir: string
@@ -32,24 +34,34 @@ export function featureCacheDir(cacheDir: string, modelKey: string): string {
 }
 
 export function encodeFeatures(f: Features): Buffer {
-  const names = Object.keys(f.signals).sort()
-  const nameBytes = names.map((n) => Buffer.from(n, 'utf8'))
-  let size = 4 + 4 + 4 + f.embedding.length * 4 + 4
-  names.forEach((n, i) => (size += 2 + nameBytes[i].length + 4 + f.signals[n].length * 4))
+  const frames: FrameFeatures[] = [f, ...(f.later ?? [])]
+  const parts = frames.map((frame) => {
+    const names = Object.keys(frame.signals).sort()
+    const nameBytes = names.map((n) => Buffer.from(n, 'utf8'))
+    return {frame, names, nameBytes}
+  })
+  let size = 4 + 4 + 4
+  for (const {frame, names, nameBytes} of parts) {
+    size += 4 + frame.embedding.length * 4 + 4
+    names.forEach((n, i) => (size += 2 + nameBytes[i].length + 4 + frame.signals[n].length * 4))
+  }
   const out = Buffer.alloc(size)
   let at = out.write(MAGIC, 0, 'latin1')
   at = out.writeUInt32LE(VERSION, at)
+  at = out.writeUInt32LE(frames.length, at)
   const floats = (v: Float32Array) => {
     at = out.writeUInt32LE(v.length, at)
     for (const x of v) at = out.writeFloatLE(x, at)
   }
-  floats(f.embedding)
-  at = out.writeUInt32LE(names.length, at)
-  names.forEach((n, i) => {
-    at = out.writeUInt16LE(nameBytes[i].length, at)
-    at += nameBytes[i].copy(out, at)
-    floats(f.signals[n])
-  })
+  for (const {frame, names, nameBytes} of parts) {
+    floats(frame.embedding)
+    at = out.writeUInt32LE(names.length, at)
+    names.forEach((n, i) => {
+      at = out.writeUInt16LE(nameBytes[i].length, at)
+      at += nameBytes[i].copy(out, at)
+      floats(frame.signals[n])
+    })
+  }
   return out
 }
 
@@ -57,34 +69,49 @@ export function encodeFeatures(f: Features): Buffer {
 export function decodeFeatures(b: Buffer): Features | undefined {
   let at = 0
   const need = (n: number) => at + n <= b.length
-  const floats = (): Float32Array | undefined => {
+  const u32 = (): number | undefined => {
     if (!need(4)) return undefined
-    const n = b.readUInt32LE(at)
     at += 4
-    if (!need(n * 4)) return undefined
+    return b.readUInt32LE(at - 4)
+  }
+  const floats = (): Float32Array | undefined => {
+    const n = u32()
+    if (n === undefined || !need(n * 4)) return undefined
     const v = new Float32Array(n)
     for (let i = 0; i < n; i++, at += 4) v[i] = b.readFloatLE(at)
     return v
   }
+  const frame = (): FrameFeatures | undefined => {
+    const embedding = floats()
+    const count = embedding === undefined ? undefined : u32()
+    if (embedding === undefined || count === undefined) return undefined
+    const signals: Record<string, Float32Array> = {}
+    for (let i = 0; i < count; i++) {
+      if (!need(2)) return undefined
+      const len = b.readUInt16LE(at)
+      at += 2
+      if (!need(len)) return undefined
+      const name = b.toString('utf8', at, at + len)
+      at += len
+      const values = floats()
+      if (values === undefined) return undefined
+      signals[name] = values
+    }
+    return {embedding, signals}
+  }
   if (!need(8) || b.toString('latin1', 0, 4) !== MAGIC || b.readUInt32LE(4) !== VERSION) return undefined
   at = 8
-  const embedding = floats()
-  if (embedding === undefined || !need(4)) return undefined
-  const count = b.readUInt32LE(at)
-  at += 4
-  const signals: Record<string, Float32Array> = {}
+  const count = u32()
+  if (count === undefined || count === 0) return undefined
+  const frames: FrameFeatures[] = []
   for (let i = 0; i < count; i++) {
-    if (!need(2)) return undefined
-    const len = b.readUInt16LE(at)
-    at += 2
-    if (!need(len)) return undefined
-    const name = b.toString('utf8', at, at + len)
-    at += len
-    const values = floats()
-    if (values === undefined) return undefined
-    signals[name] = values
+    const f = frame()
+    if (f === undefined) return undefined
+    frames.push(f)
   }
-  return at === b.length ? {embedding, signals} : undefined
+  if (at !== b.length) return undefined
+  const [first, ...later] = frames
+  return later.length > 0 ? {...first, later} : first
 }
 
 export function openFeatureCache(cacheDir: string, modelKey: string): FeatureCache {

@@ -1,31 +1,37 @@
 /**
  * Where eval, calibrate and head train get their numbers: the inference core scan uses (signals/core.ts),
- * opened with the same signals, so a score here is the score `mod scan` gives. Per image the core's outputs are
- * kept as features (cached per model and file content, feature-cache.ts); labels are scored from them.
+ * opened with the same signals from the same setup, so a score here is the score `mod scan` gives. Per image the
+ * core's outputs are kept as features (cached per model and file content, feature-cache.ts); labels are scored
+ * from them. The signals whose output depends on the policy's rules (text, hash lists) keep no features: they run
+ * on every image of every run.
  *
- * Animated images: only the first frame is used (scan keeps each label's maximum over up to 8 frames, so
- * for an animation whose later frames differ, the two can disagree).
+ * Animated images: every frame scan scores is kept, and eval scores the image as scan does (each label's maximum
+ * over its frames); calibrate fits the first frame's margins and head train the first frame's embedding.
  */
 import type {Limits} from '../config/settings.js'
 import {decodeImage} from '../image/decode.js'
 import type {Precision} from '../model/manifest-types.js'
 import type {Calibration, Policy, PresetName} from '../policy/types.js'
 import {calibrate, roundScore} from '../scoring/calibrate.js'
-import {finishLabel} from '../scoring/result.js'
+import {finishLabel, mergeFrameLabels} from '../scoring/result.js'
 import {activeSignals, openCore, type Features, type LabelInfo} from '../signals/core.js'
-import type {NsfwRunner} from '../signals/nsfw/runner.js'
 import {SIGNALS} from '../signals/registry.js'
 import type {Signal, SignalSetup} from '../signals/signal.js'
 
-export type {Features, LabelInfo} from '../signals/core.js'
+export type {Features, FrameFeatures, LabelInfo} from '../signals/core.js'
 
 export interface FeatureSource {
   /** Names the models and every setting that changes the features: the feature cache is kept per key. */
   readonly key: string
   /** Size of the image embedding in the features (0 without a CLIP model). */
   readonly embeddingSize: number
-  /** Decodes and runs one image; throws unreadable_image / unsupported_media / payload_too_large for a bad file. */
-  extract(data: Buffer): Promise<Features>
+  /** Whether some open signal keeps no features, so that a cached image must still go through extract. */
+  readonly hasLive: boolean
+  /**
+   * Decodes and runs one image; throws unreadable_image / unsupported_media / payload_too_large for a bad file.
+   * Given its cached features, runs only the signals that keep none and adds their outputs.
+   */
+  extract(data: Buffer, cached?: Features): Promise<Features>
 }
 
 export interface ModelOptions {
@@ -35,8 +41,6 @@ export interface ModelOptions {
   threads?: number
   cacheDir: string
   limits: Pick<Limits, 'maxBytes' | 'maxPixels'>
-  /** Opens the embedded NSFW specialist; its probabilities join the features as `nsfw` when the policy has it on. */
-  openNsfw?: () => Promise<NsfwRunner>
 }
 
 export interface ScoringOptions {
@@ -82,29 +86,34 @@ export async function openDatasetScoring(model: ModelOptions, o: ScoringOptions)
     policy: o.policy,
     headPath: o.headPath,
     requireClip: o.requireClip,
-    openNsfw: model.openNsfw,
   }
   const choice = activeSignals(registry, setup)
   // Concurrent extract() calls share model runs, as the engine's images do.
   const core = await openCore(registry, setup, choice, {batchSize: 8})
   const modelId = (await registry.find((s) => s.modelId)?.modelId?.(setup).catch(() => undefined)) ?? core.key
   const index = new Map(core.labels.map((l, i) => [l.name, i]))
+  let embedded = 0
   return {
     key: core.key,
     modelId,
     embeddingSize: core.embeddingSize,
     labels: core.labels,
     notEvaluated: core.notEvaluated,
-    imagesEmbedded: () => core.framesInferred(),
-    async extract(data) {
-      const [first] = await decodeImage(data, model.limits)
-      const [outputs] = await core.infer(await core.prepare([first]))
+    imagesEmbedded: () => embedded,
+    hasLive: core.live.size > 0,
+    async extract(data, cached) {
+      const frames = await decodeImage(data, model.limits)
+      const whole = cached === undefined || 1 + (cached.later?.length ?? 0) !== frames.length
+      const outputs = await core.infer(await core.prepare(frames, 'image', undefined, whole ? undefined : core.live))
+      if (!whole) return {...(cached as Features), live: core.toFeatures(outputs).live}
+      embedded++
       return core.toFeatures(outputs)
     },
-    raw: (features) => core.raw(core.fromFeatures(features)),
+    raw: (features) => core.raw(core.fromFeatures(features)[0]),
     score(features) {
       const out = new Float64Array(core.labels.length)
-      for (const label of core.score(core.fromFeatures(features))) {
+      const labels = mergeFrameLabels(core.fromFeatures(features).map((o) => core.score(o)))
+      for (const label of labels) {
         const i = index.get(label.name)
         if (i !== undefined) out[i] = finishLabel(label).score
       }

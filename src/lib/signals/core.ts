@@ -30,7 +30,7 @@ function offReason(s: Signal, setup: SignalSetup): string | undefined {
   if (s.policySwitch !== undefined && !(setup.policy.specialists[s.name] ?? s.policySwitch === 'on')) {
     return `the policy switches it off (specialists: {${s.name}: false})`
   }
-  return s.off(setup)
+  return s.off?.(setup)
 }
 
 /**
@@ -62,10 +62,22 @@ export function activeSignals(registry: readonly Signal[], setup: SignalSetup, o
 /** One frame made ready for inference: each signal's model input. */
 export type PreparedFrame = ReadonlyMap<string, unknown>
 
-/** What eval keeps of an image: the embedding (empty without a CLIP model) and every other signal's output. */
-export interface Features {
+/** What eval keeps of one frame: the embedding (empty without a CLIP model) and the other cached signals' outputs. */
+export interface FrameFeatures {
   embedding: Float32Array
   signals: Record<string, Float32Array>
+}
+
+/**
+ * What eval keeps of an image: its first frame's features, an animation's later frames scored (as scan scores
+ * them), and the outputs of the signals that keep no features, per frame: those whose output depends on the
+ * policy's rules (text read and matched, hash-list matches) are computed again on every run, never cached.
+ */
+export interface Features extends FrameFeatures {
+  /** An animation's frames after the first (absent for a still image). */
+  later?: FrameFeatures[]
+  /** Per frame, the outputs of the signals that keep no features (absent when none is open). */
+  live?: FrameOutputs[]
 }
 
 /** A label as eval reports it: a category of the policy (with its calibration) or a label a signal adds. */
@@ -96,11 +108,14 @@ export interface InferenceCore {
   framesInferred(): number
   /** Loads every model now rather than on the first frame. */
   warm(): Promise<void>
+  /** The open signals that keep no features (eval runs them on every image, every run). */
+  readonly live: ReadonlySet<string>
   /**
-   * The preparing stage: frames trimmed (when the policy asks) and made ready for each signal; an image's by
-   * default. `steps` gets the time of trimming and of each signal's preprocessing (pipeline/steps.ts).
+   * The preparing stage: frames trimmed (when the policy asks) and made ready for each signal (or only those of
+   * `only`); an image's by default. `steps` gets the time of trimming and of each signal's preprocessing
+   * (pipeline/steps.ts). A signal a frame is not prepared for does not run on it.
    */
-  prepare(frames: readonly RgbImage[], kind?: MediaKind, steps?: StepTimes): Promise<PreparedFrame[]>
+  prepare(frames: readonly RgbImage[], kind?: MediaKind, steps?: StepTimes, only?: ReadonlySet<string>): Promise<PreparedFrame[]>
   /** Each frame's outputs; frames from concurrent callers share model runs. `steps` gets each signal's inference time. */
   infer(frames: readonly PreparedFrame[], steps?: StepTimes): Promise<FrameOutputs[]>
   /** One frame's labels, as the result will show them once rounded. */
@@ -109,8 +124,10 @@ export interface InferenceCore {
   evidence(outputs: FrameOutputs): FrameEvidence
   /** Per label of `labels`, the raw margin its calibration applies to (NaN where no signal gives one). */
   raw(outputs: FrameOutputs): Float64Array
-  toFeatures(outputs: FrameOutputs): Features
-  fromFeatures(features: Features): FrameOutputs
+  /** An image's features from its frames' outputs. */
+  toFeatures(outputs: readonly FrameOutputs[]): Features
+  /** Each frame's outputs back from an image's features. */
+  fromFeatures(features: Features): FrameOutputs[]
   /** Releases every signal; inference after it is refused. */
   dispose(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>
@@ -161,6 +178,7 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
   const index = new Map(labels.map((l, i) => [l.name, i]))
   const embeddingName = entries.find(([name]) => bySignal.get(name)?.embedding)?.[0]
   const cached = entries.filter(([, s]) => s.encode && s.decode)
+  const live = new Set(entries.filter(([, s]) => s.prepare && !(s.encode && s.decode)).map(([name]) => name))
   const keys = cached.map(([, s]) => s.key as string)
   const untrimmed = policy.trim_borders ? '' : '-untrimmed'
   let inferred = 0
@@ -171,12 +189,14 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
       // The records of the requests whose frames are in this run: each is told the run's time in full.
       const records = new Set(frames.map((f) => f.steps))
       for (const [name, s] of entries) {
-        if (!s.infer) continue
+        // The frames prepared for this signal: eval prepares the live signals alone for an image whose features were cached.
+        const mine = frames.flatMap((f, i) => (f.frame.has(name) ? [i] : []))
+        if (!s.infer || mine.length === 0) continue
         const started = performance.now()
-        const out = await s.infer(frames.map((f) => f.frame.get(name)))
+        const out = await s.infer(mine.map((i) => frames[i].frame.get(name)))
         const ms = performance.now() - started
         for (const steps of records) addStep(steps, `${name}_infer`, ms)
-        out.forEach((value, i) => outputs[i].set(name, value))
+        out.forEach((value, k) => outputs[mine[k]].set(name, value))
       }
       inferred += frames.length
       return outputs
@@ -192,11 +212,12 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
     labels,
     key: [`${keys[0] ?? ''}${untrimmed}`, ...keys.slice(1)].join('+'),
     embeddingSize: (embeddingName && opened.get(embeddingName)?.outputSize) || 0,
+    live,
     framesInferred: () => inferred,
     async warm() {
       for (const s of opened.values()) await s.warm?.()
     },
-    prepare(frames, kind = 'image', steps) {
+    prepare(frames, kind = 'image', steps, only) {
       alive()
       return Promise.all(
         frames.map(async (decoded, index) => {
@@ -206,7 +227,7 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
           })
           // Every signal starts at once: CLIP's resize runs in libvips' threads while the others compute here.
           const preparing = entries.flatMap(([name, s]) => {
-            if (!s.prepare) return []
+            if (!s.prepare || (only !== undefined && !only.has(name))) return []
             const prepare = s.prepare.bind(s)
             const started = performance.now()
             const input = (async () => prepare(frame, origin, decoded, kind, {index, count: frames.length}))()
@@ -260,21 +281,31 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
       return out
     },
     toFeatures(outputs) {
-      const features: Features = {embedding: new Float32Array(0), signals: {}}
-      for (const [name, s] of cached) {
-        const encoded = (s.encode as (o: unknown) => Float32Array)(outputs.get(name))
-        if (name === embeddingName) features.embedding = encoded
-        else features.signals[name] = encoded
-      }
-      return features
+      const frames = outputs.map((frame): FrameFeatures => {
+        const features: FrameFeatures = {embedding: new Float32Array(0), signals: {}}
+        for (const [name, s] of cached) {
+          const output = frame.get(name)
+          if (output === undefined) continue
+          const encoded = (s.encode as (o: unknown) => Float32Array)(output)
+          if (name === embeddingName) features.embedding = encoded
+          else features.signals[name] = encoded
+        }
+        return features
+      })
+      const kept = live.size === 0 ? undefined : outputs.map((frame) => new Map([...frame].filter(([name]) => live.has(name))))
+      return {...frames[0], ...(frames.length > 1 ? {later: frames.slice(1)} : {}), ...(kept ? {live: kept} : {})}
     },
     fromFeatures(features) {
-      const outputs = new Map<string, unknown>()
-      for (const [name, s] of cached) {
-        const encoded = name === embeddingName ? features.embedding : features.signals[name]
-        if (encoded !== undefined && encoded.length > 0) outputs.set(name, (s.decode as (f: Float32Array) => unknown)(encoded))
-      }
-      return outputs
+      const frames = [features, ...(features.later ?? [])]
+      return frames.map((frame, i) => {
+        const outputs = new Map<string, unknown>(features.live?.[i] ?? [])
+        for (const [name, s] of cached) {
+          // An empty embedding is no CLIP model; an empty output is one (no detection).
+          const encoded = name === embeddingName ? (frame.embedding.length > 0 ? frame.embedding : undefined) : frame.signals[name]
+          if (encoded !== undefined) outputs.set(name, (s.decode as (f: Float32Array) => unknown)(encoded))
+        }
+        return outputs
+      })
     },
     dispose: life.dispose,
     [Symbol.asyncDispose]: life.dispose,

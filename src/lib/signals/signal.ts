@@ -9,10 +9,11 @@ import type {Category, Policy, PresetName} from '../policy/types.js'
 import type {ScoredLabel} from '../scoring/result.js'
 import {policyWeight as weightInPolicy} from '../scoring/combine.js'
 import type {Origin, RgbImage} from '../types.js'
-import type {NsfwRunner} from './nsfw/runner.js'
-import type {NudenetDetector} from './nudenet/detector.js'
 
-/** Everything a signal may need to open; read once by the adapters from Settings. */
+/**
+ * Everything a signal may need to open, as plain settings (lib/compose.ts builds it from the configuration): each
+ * signal opens its own model from these, so nothing outside its folder names its model.
+ */
 export interface SignalSetup {
   /** The preset named (absent where only a model folder is). */
   preset?: PresetName
@@ -25,12 +26,6 @@ export interface SignalSetup {
   headPath?: string
   /** The user named the model folder: the CLIP model must be there. */
   requireClip?: boolean
-  /** Opens the embedded NSFW specialist; absent where none is installed. */
-  openNsfw?: () => Promise<NsfwRunner>
-  /** Opens the NudeNet add-on, or gives undefined where it is not installed; absent where the setup never runs it. */
-  openNudenet?: () => Promise<NudenetDetector | undefined>
-  /** Where `mod models pull nudenet` installs the add-on, to list it without loading it. */
-  nudenetDir?: string
 }
 
 /** Where a trimmed frame starts in the decoded one: what maps a box found in it back to the image's pixels. */
@@ -169,10 +164,10 @@ export interface Signal {
   /** Its output is the image embedding a head is trained on and reads. */
   readonly embedding?: boolean
   /**
-   * Why the setup leaves it off (the policy switches it off, nothing to run), or undefined when it should run.
+   * Why the setup leaves it off (nothing to run), or undefined when it should run; absent: it always runs.
    * The one place each signal's on/off rule is decided.
    */
-  off(setup: SignalSetup): string | undefined
+  off?(setup: SignalSetup): string | undefined
   /** How much it counts in a category's score; 0 when it does not feed the category. */
   weight(category: Category): number
   /** Opens it; a ModError `model_missing` when it is not installed. `open` holds the signals opened before it. */

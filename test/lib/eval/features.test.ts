@@ -7,11 +7,11 @@ import * as assert from 'uvu/assert'
 import {DEFAULT_LIMITS} from '../../../src/lib/config/settings.js'
 import {createEngine} from '../../../src/lib/engine.js'
 import {openDatasetScoring} from '../../../src/lib/eval/features.js'
-import {openNsfwRunner} from '../../../src/lib/signals/nsfw/runner.js'
 import {buildPolicy} from '../../../src/lib/policy/load.js'
 import {validatePolicyText} from '../../../src/lib/policy/schema.js'
 import {tempDir, TOY_MODEL} from '../../helpers/cli.js'
 import {noisyPng} from '../../helpers/dataset.js'
+import {withoutSpecialist} from '../../helpers/signals.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
@@ -19,9 +19,11 @@ test.after(() => dir.remove())
 const {file} = validatePolicyText('categories:\n  redness:\n    prompts: ["red"]\n    negatives: ["blue"]\n')
 const policy = buildPolicy(file)
 const model = {modelDir: TOY_MODEL, precision: 'fp32' as const, cacheDir: join(dir.path, 'cache'), limits: DEFAULT_LIMITS}
+/** The toy CLIP model alone. */
+const clipOnly = withoutSpecialist()
 
 test('concurrent extracts (embedded together in a batch) each keep their own embedding', async () => {
-  const source = await openDatasetScoring(model, {policy})
+  const source = await openDatasetScoring(model, {policy, signals: clipOnly})
   try {
     assert.is(source.key, 'toy-clip')
     const images = await Promise.all([noisyPng(240, 10, 10, 1), noisyPng(10, 240, 10, 2), noisyPng(10, 10, 240, 3)])
@@ -37,7 +39,7 @@ test('concurrent extracts (embedded together in a batch) each keep their own emb
 
 test('eval, calibrate and head train open the image encoder from the optimised graph cached in the cache folder', async () => {
   const cacheDir = join(dir.path, 'graph-cache')
-  const source = await openDatasetScoring({...model, cacheDir}, {policy})
+  const source = await openDatasetScoring({...model, cacheDir}, {policy, signals: clipOnly})
   try {
     await source.extract(await noisyPng(200, 30, 30, 4))
   } finally {
@@ -49,8 +51,8 @@ test('eval, calibrate and head train open the image encoder from the optimised g
 })
 
 test('the label scorer gives the scores scan gives, and raw margins that order red above blue', async () => {
-  const source = await openDatasetScoring(model, {policy})
-  const engine = createEngine({preset: 'fast', modelDir: TOY_MODEL, cacheDir: model.cacheDir, policy, limits: DEFAULT_LIMITS})
+  const source = await openDatasetScoring(model, {policy, signals: clipOnly})
+  const engine = createEngine({preset: 'fast', modelDir: TOY_MODEL, cacheDir: model.cacheDir, policy, limits: DEFAULT_LIMITS, signals: clipOnly})
   try {
     const scorer = source
     assert.is(scorer.labels.length, 12)
@@ -74,9 +76,8 @@ test('the label scorer gives the scores scan gives, and raw margins that order r
 })
 
 test('with the specialist on, its probabilities are features and the scores are still the ones scan gives', async () => {
-  const withNsfw = {...model, openNsfw: () => openNsfwRunner()}
-  const source = await openDatasetScoring(withNsfw, {policy})
-  const engine = createEngine({preset: 'fast', modelDir: TOY_MODEL, cacheDir: model.cacheDir, policy, limits: DEFAULT_LIMITS, openNsfw: () => openNsfwRunner()})
+  const source = await openDatasetScoring(model, {policy})
+  const engine = createEngine({preset: 'fast', modelDir: TOY_MODEL, cacheDir: model.cacheDir, policy, limits: DEFAULT_LIMITS})
   try {
     assert.is(source.key, 'toy-clip+nsfw-views')
     const scorer = source

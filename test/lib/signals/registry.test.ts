@@ -10,10 +10,10 @@ import {createEngine} from '../../../src/lib/engine.js'
 import {openDatasetScoring} from '../../../src/lib/eval/features.js'
 import {buildPolicy} from '../../../src/lib/policy/load.js'
 import {activeSignals, openCore} from '../../../src/lib/signals/core.js'
-import {SIGNALS} from '../../../src/lib/signals/registry.js'
 import type {Signal} from '../../../src/lib/signals/signal.js'
 import {solidPng, tempDir} from '../../helpers/cli.js'
 import {start, testSettings} from '../../server/harness.js'
+import {signalStates, withoutSpecialist} from '../../helpers/signals.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
@@ -45,7 +45,7 @@ const redMeter: Signal = {
   }),
 }
 
-const registry = [...SIGNALS, redMeter]
+const registry = [...withoutSpecialist(), redMeter]
 const policy = buildPolicy({categories: [{name: 'redness', prompts: ['red']}]})
 const cacheDir = join(dir.path, 'cache')
 // No CLIP model pulled and no specialist: the test signal alone scores.
@@ -62,7 +62,7 @@ test('a registered signal scores scan results, and /health and /v1/categories li
     assert.equal(blue.labels.map((l) => [l.name, l.score]), [['redness', 0]])
     // Plain requests: the OpenAPI document describes the registry's own signals, which this test extends.
     const get = async (path: string) => (await fetch(`${server.base}${path}`)).json()
-    assert.equal((await get('/health')).signals, {clip: 'not_installed', nsfw: 'off', nudenet: 'off', head: 'off', text: 'off', pdq: 'off', red_meter: 'loaded'})
+    assert.equal((await get('/health')).signals, signalStates({clip: 'not_installed', red_meter: 'loaded'}))
     const listing = await get('/v1/categories')
     const redness = listing.categories.find((c: {name: string}) => c.name === 'redness')
     assert.equal(redness.signals, ['clip', 'red_meter'])
@@ -143,7 +143,7 @@ test('a signal can run only when the policy asks for it (policySwitch off), and 
       evidence: (out: Float32Array) => ({regions: [{label: 'redness', score: out[0], box: [0, 0, 64, 64]}]}),
     }),
   }
-  const withBoxes = [...SIGNALS, boxed]
+  const withBoxes = [...withoutSpecialist(), boxed]
   const quiet = createEngine({...setup, signals: withBoxes})
   assert.equal(quiet.signals().red_boxes, 'off')
   await quiet.close()

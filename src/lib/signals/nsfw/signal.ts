@@ -8,10 +8,13 @@ import {disposer} from '../../dispose.js'
 import {lazy} from '../../lazy.js'
 import {policyWeight, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
 import {nsfwCategoryScores} from './rule.js'
-import {classifyViews, type NsfwRunner, type NsfwViews} from './runner.js'
+import {classifyViews, openNsfwRunner, type NsfwRunner, type NsfwViews} from './runner.js'
 
-async function open(setup: SignalSetup): Promise<OpenSignal<NsfwViews, Float32Array>> {
-  const runner = lazy(setup.openNsfw as () => Promise<NsfwRunner>)
+/** How the specialist's runner is opened from the setup: the embedded model, unless a test gives a stand-in. */
+export type NsfwOpener = (setup: SignalSetup) => Promise<NsfwRunner>
+
+async function open(openRunner: NsfwOpener, setup: SignalSetup): Promise<OpenSignal<NsfwViews, Float32Array>> {
+  const runner = lazy(() => openRunner(setup))
   return {
     // Five probabilities per view looked at: features cached as one mirror-averaged five must not be read as these.
     key: 'nsfw-views',
@@ -29,13 +32,17 @@ async function open(setup: SignalSetup): Promise<OpenSignal<NsfwViews, Float32Ar
   }
 }
 
-export const nsfwSignal: Signal = {
-  name: 'nsfw',
-  title: 'the NSFW specialist',
-  description: 'the embedded NSFW specialist',
-  kind: 'model',
-  policySwitch: 'on',
-  off: (setup) => (setup.openNsfw === undefined ? 'none is installed with this setup' : undefined),
-  weight: policyWeight('nsfw'),
-  open,
+/** The specialist opened with `openRunner`. */
+export function nsfwSignalWith(openRunner: NsfwOpener): Signal {
+  return {
+    name: 'nsfw',
+    title: 'the NSFW specialist',
+    description: 'the embedded NSFW specialist',
+    kind: 'model',
+    policySwitch: 'on',
+    weight: policyWeight('nsfw'),
+    open: (setup) => open(openRunner, setup),
+  }
 }
+
+export const nsfwSignal: Signal = nsfwSignalWith((setup) => openNsfwRunner({threads: setup.threads, cacheDir: setup.cacheDir}))

@@ -9,7 +9,9 @@ import {ModError} from '../../errors.js'
 import {nsfwCategoryScores} from '../nsfw/rule.js'
 import {toImageBox, type FrameOrigin, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
 import type {Detection} from './decode.js'
-import {installedNudenet} from './manifest.js'
+import {openNudenet, type NudenetDetector} from './detector.js'
+import {NUDENET_LABELS} from './labels.js'
+import {installedNudenet, nudenetDir} from './manifest.js'
 import type {NudenetInput} from './preprocess.js'
 import {confirmLabels, SUGGESTIVE_PARTS} from './rule.js'
 
@@ -20,8 +22,11 @@ interface Prepared {
   origin: FrameOrigin
 }
 
-async function open(setup: SignalSetup): Promise<OpenSignal<Prepared, Detection[]>> {
-  const detector = await (setup.openNudenet as NonNullable<SignalSetup['openNudenet']>)()
+/** How the detector is opened from the setup (undefined: not installed): the pulled add-on, unless a test gives a stand-in. */
+export type NudenetOpener = (setup: SignalSetup) => Promise<NudenetDetector | undefined>
+
+async function open(openDetector: NudenetOpener, setup: SignalSetup): Promise<OpenSignal<Prepared, Detection[]>> {
+  const detector = await openDetector(setup)
   if (!detector) throw new ModError('model_missing', 'the NudeNet add-on is not installed (mod models pull nudenet)')
   return {
     key: detector.manifest.id,
@@ -44,25 +49,44 @@ async function open(setup: SignalSetup): Promise<OpenSignal<Prepared, Detection[
         .sort((a, b) => b.score - a.score)
         .map((d) => ({label: d.label, score: Math.round(d.score * 1e4) / 1e4, box: d.box})),
     }),
+    // Eval's feature cache: six floats per detection (its class's index, score, box); the boxes need no precision beyond floats.
+    encode: (detections) => Float32Array.from(detections.flatMap((d) => [NUDENET_LABELS.indexOf(d.label), d.score, ...d.box])),
+    decode: (features) =>
+      Array.from({length: features.length / 6}, (_, i): Detection => {
+        const [label, score, ...box] = features.subarray(i * 6, i * 6 + 6)
+        return {label: NUDENET_LABELS[label], score, box: box as Detection['box']}
+      }),
     dispose: disposer(() => detector.close()).dispose,
   }
 }
 
-export const nudenetSignal: Signal = {
-  name: 'nudenet',
-  title: 'the NudeNet detector',
-  description: 'the NudeNet body-part detector (`mod models pull nudenet`), a second opinion on the nudity family',
-  kind: 'labels',
-  needs: ['nsfw'],
-  off: (setup) => (setup.openNudenet === undefined ? 'none can be opened with this setup' : undefined),
-  weight: () => 0,
-  open,
-  // Listed as feeding the family only where a pulled copy is there, read from its manifest without loading it.
-  labelNames: async (setup) => {
-    const installed = setup.nudenetDir ? await installedNudenet(setup.nudenetDir).catch(() => undefined) : undefined
-    if (!installed) return []
-    return setup.policy.categories
-      .filter((c) => FAMILY.includes(c.name))
-      .map((c) => ({name: c.name, parent: c.parent, threshold: c.threshold, origin: c.origin}))
-  },
+/**
+ * The detector opened with `openDetector`; `installedIn` is the folder a listing reads its manifest from, to name
+ * it without loading it (undefined: listed as not installed).
+ */
+export function nudenetSignalWith(openDetector: NudenetOpener, installedIn: (setup: SignalSetup) => string | undefined): Signal {
+  return {
+    name: 'nudenet',
+    title: 'the NudeNet detector',
+    description: 'the NudeNet body-part detector (`mod models pull nudenet`), a second opinion on the nudity family',
+    kind: 'labels',
+    needs: ['nsfw'],
+    weight: () => 0,
+    open: (setup) => open(openDetector, setup),
+    // Listed as feeding the family only where a pulled copy is there, read from its manifest without loading it.
+    labelNames: async (setup) => {
+      const dir = installedIn(setup)
+      const installed = dir ? await installedNudenet(dir).catch(() => undefined) : undefined
+      if (!installed) return []
+      return setup.policy.categories
+        .filter((c) => FAMILY.includes(c.name))
+        .map((c) => ({name: c.name, parent: c.parent, threshold: c.threshold, origin: c.origin}))
+    },
+  }
 }
+
+/** Where `mod models pull nudenet` installs it: a folder under the cache. */
+export const nudenetSignal: Signal = nudenetSignalWith(
+  (setup) => openNudenet({dir: nudenetDir(setup.cacheDir), threads: setup.threads, cacheDir: setup.cacheDir}),
+  (setup) => nudenetDir(setup.cacheDir),
+)

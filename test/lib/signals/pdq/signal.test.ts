@@ -16,6 +16,7 @@ import {hashImage} from '../../../../src/lib/signals/pdq/hash-media.js'
 import type {Policy} from '../../../../src/lib/policy/types.js'
 import {ROOT, tempDir, TOY_MODEL} from '../../../helpers/cli.js'
 import {ffmpeg} from '../../video/helpers.js'
+import {signalStates, withoutSpecialist} from '../../../helpers/signals.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
@@ -37,7 +38,7 @@ function writePolicy(name: string, lines: string[], over = ''): string {
 }
 
 function options(policy: Policy, over: Partial<EngineOptions> = {}): EngineOptions {
-  return {preset: 'fast', modelDir: TOY_MODEL, cacheDir: join(dir.path, 'cache'), policy, limits: DEFAULT_LIMITS, ...over}
+  return {preset: 'fast', modelDir: TOY_MODEL, cacheDir: join(dir.path, 'cache'), policy, limits: DEFAULT_LIMITS, signals: withoutSpecialist(), ...over}
 }
 
 test.before(async () => {
@@ -65,7 +66,7 @@ test('a listed photo and its re-encoded half-size copy are known_bad, named by l
   assert.is(other.matches, undefined)
   assert.equal(other.labels.find((l) => l.name === 'known_bad'), {name: 'known_bad', score: 0, threshold: 0.5, parent: null, violated: false, origin: 'builtin'})
   assert.is(other.violations.some((v) => v.name === 'known_bad'), false)
-  assert.equal(engine.signals(), {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', text: 'off', pdq: 'loaded'})
+  assert.equal(engine.signals(), signalStates({clip: 'loaded', pdq: 'loaded'}))
 })
 
 test('a mirrored copy matches through the dihedral variants', async () => {
@@ -96,7 +97,7 @@ test('without a CLIP model the lists still score known_bad, the other categories
   assert.equal(r.labels.map((l) => l.name), ['known_bad'])
   assert.equal(r.violations.map((v) => v.name), ['known_bad'])
   assert.equal(r.not_evaluated.length, policy.categories.length - 1)
-  assert.equal(engine.signals(), {clip: 'not_installed', nsfw: 'off', nudenet: 'off', head: 'off', text: 'off', pdq: 'loaded'})
+  assert.equal(engine.signals(), signalStates({clip: 'not_installed', pdq: 'loaded'}))
 })
 
 test('a frame below the quality floor is not matched, even against its own hash', async () => {
@@ -132,7 +133,7 @@ test('a missing list stops the engine with invalid_config naming the file', asyn
 test('without lists the signal does not run and there is no known_bad category', async () => {
   await using engine = createEngine(options(buildPolicy({categories: [{name: 'redness', prompts: ['red']}]})))
   const r = await engine.moderateImage(listed, 'astronaut.jpg')
-  assert.equal(engine.signals(), {clip: 'loaded', nsfw: 'off', nudenet: 'off', head: 'off', text: 'off', pdq: 'off'})
+  assert.equal(engine.signals(), signalStates({clip: 'loaded'}))
   assert.is(r.labels.some((l) => l.name === 'known_bad'), false)
   assert.is(r.matches, undefined)
 })
@@ -143,7 +144,7 @@ test('--only pdq: the lists alone, no CLIP model opened, the policy narrowed to 
   const r = await engine.moderateImage(listed, 'astronaut.jpg')
   assert.equal(r.labels.map((l) => [l.name, l.score]), [['known_bad', 1]])
   assert.equal(r.not_evaluated, [])
-  assert.equal(engine.signals(), {clip: 'off', nsfw: 'off', nudenet: 'off', head: 'off', text: 'off', pdq: 'loaded'})
+  assert.equal(engine.signals(), signalStates({pdq: 'loaded'}))
   const error = (() => {
     try {
       createEngine(options(buildPolicy(), {only: 'pdq'}))
