@@ -18,6 +18,7 @@ import type {NsfwRunner} from './signals/nsfw/runner.js'
 import type {NudenetDetector} from './signals/nudenet/detector.js'
 import {SIGNALS} from './signals/registry.js'
 import type {FrameOutputs, Signal, SignalSetup} from './signals/signal.js'
+import {textPolicyOf} from './signals/text/policy-section.js'
 import {DEFAULT_DECODE_LIMITS} from './video/frames.js'
 import {resolveFfmpeg} from './video/ffmpeg.js'
 import {moderateVideo, type ScoredFrame} from './video/moderate.js'
@@ -192,7 +193,7 @@ export function createEngine(opts: EngineOptions): Engine {
   /** Each frame's labels (a label fed by hash-list matches carries them, for its segments to report), and the text read. */
   async function scoreVideoFrames(core: InferenceCore, frames: readonly RgbImage[]): Promise<ScoredFrame[]> {
     const outputs = await core.infer(await core.prepare(frames, 'video'))
-    const readsText = core.open.has('text') && policy.text?.video === true
+    const readsText = core.open.has('text') && textPolicyOf(policy)?.video === true
     return outputs.map((o) => {
       const found = core.evidence(o)
       const matches = found.matches ?? []

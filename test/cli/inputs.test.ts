@@ -4,10 +4,10 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
+import {buildPolicy} from '../../src/lib/config/policy.js'
 import {scanInputs, type ScanItem} from '../../src/cli/inputs.js'
 import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
 import {createEngine, type ItemResult} from '../../src/lib/engine.js'
-import {buildPolicy} from '../../src/lib/policy/load.js'
 import {solidPng, tempDir, TOY_MODEL} from '../helpers/cli.js'
 
 const dir = tempDir('mod-inputs-')

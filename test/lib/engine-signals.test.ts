@@ -5,11 +5,11 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
+import {buildPolicy} from '../../src/lib/config/policy.js'
 import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
 import {createEngine, type EngineOptions, type NsfwRunner} from '../../src/lib/engine.js'
 import type {StepTimes} from '../../src/lib/pipeline/steps.js'
 import {openNsfwRunner} from '../../src/lib/signals/nsfw/runner.js'
-import {buildPolicy} from '../../src/lib/policy/load.js'
 import type {ModerationResult} from '../../src/lib/types.js'
 import {solidPng, tempDir, TOY_MODEL} from '../helpers/cli.js'
 

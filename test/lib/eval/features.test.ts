@@ -4,12 +4,11 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
+import {buildPolicy, validatePolicyText} from '../../../src/lib/config/policy.js'
 import {DEFAULT_LIMITS} from '../../../src/lib/config/settings.js'
 import {createEngine} from '../../../src/lib/engine.js'
 import {openDatasetScoring} from '../../../src/lib/eval/features.js'
 import {openNsfwRunner} from '../../../src/lib/signals/nsfw/runner.js'
-import {buildPolicy} from '../../../src/lib/policy/load.js'
-import {validatePolicyText} from '../../../src/lib/policy/schema.js'
 import {tempDir, TOY_MODEL} from '../../helpers/cli.js'
 import {noisyPng} from '../../helpers/dataset.js'
 
