@@ -214,25 +214,38 @@ function firstWithoutWord(text: string): {line: number; entry: string} | undefin
 }
 
 /**
- * Reads the `words_file` of each text rule, relative to the policy file's folder; a file that cannot be read
- * is a problem on the line of its `words_file`.
+ * Reads one list file named at `at` (its value's place in the policy) by `field` (`text.rules.spam.words_file`),
+ * relative to the policy file's folder: its entries, and a problem on that line when the file cannot be read, lists
+ * no word, or holds an entry without one (then the entries are still given). Another section may name word lists
+ * with it.
  */
+export async function readWordListFile(
+  dir: string,
+  file: string,
+  field: string,
+  at: {line: number; column: number},
+): Promise<{words?: string[]; problem?: PolicyProblem}> {
+  try {
+    const text = await readConfigText(resolve(dir, file), 'word list', MAX_WORD_LIST_BYTES)
+    const words = parseWordList(text)
+    const blank = firstWithoutWord(text)
+    if (words.length === 0) return {words, problem: {...at, message: `${field} ${file} lists no word`}}
+    if (blank) return {words, problem: {...at, message: `${field} ${file}: line ${blank.line}, ${JSON.stringify(blank.entry)}, ${NO_WORD}`}}
+    return {words}
+  } catch (e) {
+    return {problem: {...at, message: `${field}: ${(e as Error).message}`}}
+  }
+}
+
+/** Reads the `words_file` of each text rule; a file that cannot be read is a problem on the line of its `words_file`. */
 async function readWordLists(section: TextSection, dir: string): Promise<{files: WordLists; problems: PolicyProblem[]}> {
   const lists = new Map<string, string[]>()
   const problems: PolicyProblem[] = []
   for (const rule of section.rules) {
     if (rule.words_file === undefined) continue
-    const at = rule.wordsFileAt ?? {line: 1, column: 1}
-    try {
-      const text = await readConfigText(resolve(dir, rule.words_file), 'word list', MAX_WORD_LIST_BYTES)
-      const words = parseWordList(text)
-      const blank = firstWithoutWord(text)
-      if (words.length === 0) problems.push({...at, message: `text.rules.${rule.name}.words_file ${rule.words_file} lists no word`})
-      else if (blank) problems.push({...at, message: `text.rules.${rule.name}.words_file ${rule.words_file}: line ${blank.line}, ${JSON.stringify(blank.entry)}, ${NO_WORD}`})
-      lists.set(rule.name, words)
-    } catch (e) {
-      problems.push({...at, message: `text.rules.${rule.name}.words_file: ${(e as Error).message}`})
-    }
+    const {words, problem} = await readWordListFile(dir, rule.words_file, `text.rules.${rule.name}.words_file`, rule.wordsFileAt ?? {line: 1, column: 1})
+    if (words) lists.set(rule.name, words)
+    if (problem) problems.push(problem)
   }
   return {files: lists, problems}
 }
