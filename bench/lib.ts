@@ -12,6 +12,7 @@ import {join, resolve} from 'node:path'
 import * as ort from 'onnxruntime-node'
 import sharp from 'sharp'
 
+import {buildPolicy} from '../src/lib/config/policy.js'
 import {DEFAULT_LIMITS} from '../src/lib/config/settings.js'
 import {createEngine, type Engine} from '../src/lib/engine.js'
 import {decodeImage} from '../src/lib/image/decode.js'
@@ -25,7 +26,6 @@ import {NSFW_INPUT, NSFW_SIZE} from '../src/lib/model/nsfw-manifest.js'
 import {openSession, sessionOptions} from '../src/lib/model/session.js'
 import {SIGNALS} from '../src/lib/signals/registry.js'
 import {defaultThreads} from '../src/lib/model/threads.js'
-import {buildPolicy} from '../src/lib/policy/load.js'
 import {random} from '../test/helpers/nsfw-images.js'
 
 export const ROOT = resolve(import.meta.dirname, '..')

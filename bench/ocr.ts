@@ -30,9 +30,9 @@ import {join} from 'node:path'
 
 import sharp from 'sharp'
 
+import {buildPolicy, loadPolicyFile} from '../src/lib/config/policy.js'
 import {DEFAULT_LIMITS} from '../src/lib/config/settings.js'
 import {createEngine, type Engine} from '../src/lib/engine.js'
-import {buildPolicy, loadPolicyFile} from '../src/lib/policy/load.js'
 import type {Policy} from '../src/lib/policy/types.js'
 import {SIGNALS} from '../src/lib/signals/registry.js'
 import type {Signal} from '../src/lib/signals/signal.js'

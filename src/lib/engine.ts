@@ -16,6 +16,7 @@ import {activeSignals, openCore, type InferenceCore} from './signals/core.js'
 import {availability, categoryStates, listCategories} from './signals/listing.js'
 import {SIGNALS} from './signals/registry.js'
 import type {FrameOutputs, Signal, SignalSetup} from './signals/signal.js'
+import {textPolicyOf} from './signals/text/policy-section.js'
 import {DEFAULT_DECODE_LIMITS} from './video/frames.js'
 import {resolveFfmpeg} from './video/ffmpeg.js'
 import {moderateVideo, type ScoredFrame} from './video/moderate.js'
@@ -176,7 +177,7 @@ export function createEngine(opts: EngineOptions): Engine {
   /** Each frame's labels (a label fed by hash-list matches carries them, for its segments to report), and the text read. */
   async function scoreVideoFrames(core: InferenceCore, frames: readonly RgbImage[]): Promise<ScoredFrame[]> {
     const outputs = await core.infer(await core.prepare(frames, 'video'))
-    const readsText = core.open.has('text') && policy.text?.video === true
+    const readsText = core.open.has('text') && textPolicyOf(policy)?.video === true
     return outputs.map((o) => {
       const found = core.evidence(o)
       const matches = found.matches ?? []

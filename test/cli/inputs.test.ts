@@ -5,9 +5,9 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {scanInputs, type ScanItem} from '../../src/cli/inputs.js'
+import {buildPolicy} from '../../src/lib/config/policy.js'
 import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
 import {createEngine, type ItemResult} from '../../src/lib/engine.js'
-import {buildPolicy} from '../../src/lib/policy/load.js'
 import {solidPng, tempDir, TOY_MODEL} from '../helpers/cli.js'
 
 const dir = tempDir('mod-inputs-')

@@ -5,10 +5,9 @@ import sharp from 'sharp'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
+import {buildPolicy, validatePolicyText} from '../../src/lib/config/policy.js'
 import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
 import {createEngine, type Engine, type EngineOptions} from '../../src/lib/engine.js'
-import {buildPolicy} from '../../src/lib/policy/load.js'
-import {validatePolicyText} from '../../src/lib/policy/schema.js'
 import type {ModerationResult} from '../../src/lib/types.js'
 import {solidPng, tempDir, TOY_MODEL} from '../helpers/cli.js'
 

@@ -6,6 +6,7 @@ import {configFromFlags} from '../../cli/engine.js'
 import {modelFlags, policyFlags} from '../../cli/flags.js'
 import {DEFAULT_CATEGORIES} from '../../lib/policy/defaults.js'
 import type {Policy} from '../../lib/policy/types.js'
+import {POLICY_PLUGINS} from '../../lib/signals/registry.js'
 
 /**
  * The policy in force as a policy file: every category with all its fields, so nothing is left to the defaults,
@@ -29,24 +30,14 @@ function asPolicyFile(policy: Policy, preset: string): Record<string, unknown> {
         ...off,
       ],
     ),
-    // Hash list files are named by their absolute paths, so the output reads them from any folder.
-    ...(policy.hash_lists.length > 0
-      ? {hash_lists: Object.fromEntries(policy.hash_lists.map((l) => [l.name, {file: l.file, category: l.category, distance: l.distance}]))}
-      : {}),
-    // Word lists are written out in full: the output stands alone, without the list files.
-    ...(policy.text
-      ? {
-          text: {
-            video: policy.text.video,
-            rules: Object.fromEntries(
-              policy.text.rules.map((r) => [
-                r.name,
-                {category: r.category, ...(r.words ? {words: r.words} : {}), ...(r.patterns ? {regex: r.patterns} : {}), ...(r.detect ? {detect: r.detect} : {})},
-              ]),
-            ),
-          },
-        }
-      : {}),
+    // Each signal's section as it reads back (hash lists by absolute paths, word lists written out).
+    ...Object.fromEntries(
+      POLICY_PLUGINS.sections.flatMap(({section}) => {
+        const value = policy.sections[section.key]
+        const shown = value === undefined ? undefined : section.show?.(value)
+        return shown === undefined ? [] : [[section.key, shown]]
+      }),
+    ),
   }
 }
 

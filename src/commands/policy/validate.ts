@@ -1,37 +1,23 @@
-import {dirname, resolve} from 'node:path'
-
 import {Args} from '@oclif/core'
 
 import {ModCommand} from '../../cli/base-command.js'
 import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../../cli/errors.js'
+import {buildPolicy, sectionSummaryLines, summarizePolicy, validatePolicyFile} from '../../lib/config/policy.js'
 import {longPresetPrompts, type LongPrompt} from '../../lib/model/prompt-length.js'
-import {buildPolicy, formatProblems, summarizePolicy, validatePolicyFile, type PolicySummary} from '../../lib/policy/load.js'
-import type {HashListEntry, PolicyProblem} from '../../lib/policy/schema.js'
-import {checkHashListFile} from '../../lib/signals/pdq/list-load.js'
+import {formatProblems, type PolicySummary} from '../../lib/policy/load.js'
+import type {PolicyProblem} from '../../lib/policy/schema.js'
+import type {SectionCheck} from '../../lib/policy/section.js'
+import {POLICY_PLUGINS} from '../../lib/signals/registry.js'
 
 const SHOWN_CHARS = 60
 
-/** A hash list of the policy, checked: its entries, or its problems (`line` 0 for the file as a whole). */
-interface ListCheck {
-  name: string
-  file: string
-  entries: number
-  problems: {line: number; message: string}[]
-}
-
-/** Reads each list file (relative to the policy file's folder) and reports its bad lines. */
-async function checkLists(policyFile: string, lists: HashListEntry[]): Promise<ListCheck[]> {
-  return Promise.all(
-    lists.map(async (l) => {
-      const file = resolve(dirname(policyFile), l.file)
-      try {
-        const {count, errors} = await checkHashListFile(file)
-        return {name: l.name, file, entries: count, problems: errors}
-      } catch (e) {
-        return {name: l.name, file, entries: 0, problems: [{line: 0, message: (e as Error).message}]}
-      }
-    }),
-  )
+/** Each section's check of the files it names (hash lists read through), also when the policy has problems. */
+async function verifySections(policyPath: string, read: Record<string, unknown> | undefined): Promise<{key: string; check: SectionCheck}[]> {
+  const checks = POLICY_PLUGINS.sections.flatMap(({section}) => {
+    const value = read?.[section.key]
+    return section.verify && value !== undefined ? [section.verify(value, policyPath).then((check) => ({key: section.key, check}))] : []
+  })
+  return Promise.all(checks)
 }
 
 function describeLong(p: LongPrompt): string {
@@ -67,12 +53,12 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
     file: Args.string({description: 'policy YAML file', required: true}),
   }
 
-  async run(): Promise<{valid: boolean; problems: PolicyProblem[]; summary: PolicySummary | null; hash_lists?: ListCheck[]}> {
+  async run(): Promise<{valid: boolean; problems: PolicyProblem[]; summary: PolicySummary | null; [section: string]: unknown}> {
     const {args} = await this.parse(PolicyValidate)
     const {problems, file, read} = await validatePolicyFile(args.file)
-    // The lists are read whatever else is wrong, so that one round reports every problem.
-    const lists = await checkLists(args.file, read?.hash_lists ?? [])
-    const listsValid = lists.every((l) => l.problems.length === 0)
+    // The files the sections name are read whatever else is wrong, so that one round reports every problem.
+    const checks = await verifySections(args.file, read)
+    const filesValid = checks.every((c) => c.check.problems.length === 0)
     const summary = file === undefined ? null : summarizePolicy(file)
     if (file !== undefined) {
       const policy = buildPolicy(file)
@@ -82,25 +68,22 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
       }
     }
     for (const line of formatProblems(args.file, problems)) this.logToStderr(line)
-    // A list file that cannot be read is reported on the line of its `file:` in the policy.
-    lists.forEach((l, i) => {
-      const at = read?.hash_lists?.[i]?.line
-      for (const p of l.problems) this.logToStderr(p.line === 0 ? `${args.file}:${at}: hash_lists.${l.name}: ${p.message}` : `${l.file}:${p.line}: ${p.message}`)
-    })
-    if (summary === null || !listsValid) {
+    for (const {check} of checks) for (const p of check.problems) this.logToStderr(`${p.file}:${p.line}: ${p.message}`)
+    if (file === undefined || summary === null || !filesValid) {
       process.exitCode = EXIT_ERROR
     } else {
       const list = (names: string[]) => (names.length > 0 ? names.join(', ') : 'none')
+      const line = (label: string, text: string) => this.log(`  ${`${label}:`.padEnd(14)}${text}`)
       this.log(`${args.file}: valid`)
-      this.log(`  categories:   ${summary.categories}`)
-      this.log(`  custom:       ${list(summary.custom)}`)
-      this.log(`  changed:      ${list(summary.changed)}`)
-      this.log(`  disabled:     ${list(summary.disabled)}`)
-      this.log(`  preset:       ${summary.preset ?? 'not set (flag, MOD_PRESET or fast)'}`)
-      this.log(`  trim_borders: ${summary.trim_borders}`)
-      this.log(`  text rules:   ${list(summary.text_rules)}`)
-      for (const l of lists) this.log(`  hash list:    ${l.name}: ${l.entries} ${l.entries === 1 ? 'hash' : 'hashes'} in ${l.file}`)
+      line('categories', String(summary.categories))
+      line('custom', list(summary.custom))
+      line('changed', list(summary.changed))
+      line('disabled', list(summary.disabled))
+      line('preset', summary.preset ?? 'not set (flag, MOD_PRESET or fast)')
+      line('trim_borders', String(summary.trim_borders))
+      for (const l of [...sectionSummaryLines(file), ...checks.flatMap((c) => c.check.lines)]) line(l.label, l.text)
     }
-    return {valid: summary !== null && listsValid, problems, summary, ...(lists.length > 0 ? {hash_lists: lists} : {})}
+    const outputs = checks.flatMap(({key, check}) => (check.output === undefined ? [] : [[key, check.output] as const]))
+    return {valid: summary !== null && filesValid, problems, summary, ...Object.fromEntries(outputs)}
   }
 }

@@ -2,7 +2,7 @@ import {tmpdir} from 'node:os'
 import {join, resolve} from 'node:path'
 
 import {ModError} from '../errors.js'
-import {parseBoolean, type Env} from './settings.js'
+import {parseBoolean, type Env} from './env.js'
 
 /** Asynchronous video jobs (POST /v1/jobs/video): where they queue, where uploads wait, how long results stay. */
 export interface JobSettings {

@@ -3,8 +3,9 @@ import {join} from 'node:path'
 
 import {ModError} from '../errors.js'
 import {MANIFEST_FILE} from '../model/manifest.js'
-import {buildPolicy, findPolicyFile, loadPolicyFile} from '../policy/load.js'
+import {findPolicyFile} from '../policy/load.js'
 import type {Policy, PresetName} from '../policy/types.js'
+import {buildPolicy, loadPolicyFile} from './policy.js'
 import {readSettings, type Env, type Settings, type SettingsInput} from './settings.js'
 
 /** Everything a command or the server needs before it builds an engine. */

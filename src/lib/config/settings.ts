@@ -1,11 +1,13 @@
 import {homedir} from 'node:os'
 import {join, resolve} from 'node:path'
 
-import {ModError} from '../errors.js'
 import type {Precision} from '../model/manifest-types.js'
 import {PRESETS, type PresetName} from '../policy/types.js'
 import {formatSizeExact} from '../sizes.js'
+import {invalid, parseBoolean, type Env} from './env.js'
 import {readJobSettings, type JobSettings} from './jobs.js'
+
+export type {Env} from './env.js'
 
 /** Sizes: "MB" means MiB (25 MB = 26 214 400 bytes). */
 const MiB = 1024 * 1024
@@ -135,8 +137,6 @@ export function defaultCacheDir(): string {
   return join(homedir(), '.cache', 'mod')
 }
 
-export type Env = Readonly<Record<string, string | undefined>>
-
 export const DEFAULT_LIMITS: Limits = {
   maxBytes: 25 * MiB,
   maxPixels: 100_000_000,
@@ -161,18 +161,6 @@ function uploadsFor(queueLimit: number): number {
 /** A quarter of the upload places: one address cannot take them all, and a busy honest client rarely needs more. */
 function perClientFor(maxUploads: number): number {
   return Math.max(1, Math.floor(maxUploads / 4))
-}
-
-function invalid(name: string, value: string, expected: string): ModError {
-  return new ModError('invalid_config', `${name}=${JSON.stringify(value)} is not valid: expected ${expected}`)
-}
-
-export function parseBoolean(name: string, value: string | undefined, fallback: boolean): boolean {
-  if (value === undefined || value === '') return fallback
-  const v = value.trim().toLowerCase()
-  if (['1', 'true', 'yes', 'on'].includes(v)) return true
-  if (['0', 'false', 'no', 'off'].includes(v)) return false
-  throw invalid(name, value, 'true or false')
 }
 
 export function parseLogLevel(name: string, value: string | undefined): LogLevel {

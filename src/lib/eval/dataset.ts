@@ -21,7 +21,7 @@ import {extname, join, relative, sep} from 'node:path'
 import {ModError} from '../errors.js'
 import {IMAGE_EXTENSIONS} from '../image/formats.js'
 import {readFileCapped} from '../input/read-capped.js'
-import {CATEGORY_NAME_PATTERN} from '../policy/schema.js'
+import {CATEGORY_NAME_PATTERN} from '../names.js'
 import {formatSize} from '../sizes.js'
 
 export const SAFE_FOLDER = 'safe'

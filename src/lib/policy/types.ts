@@ -1,6 +1,3 @@
-import type {TextRule} from '../signals/text/rules.js'
-import type {Origin} from '../types.js'
-
 export const PRESETS = ['fast', 'balanced', 'accurate'] as const
 export type PresetName = (typeof PRESETS)[number]
 
@@ -23,23 +20,13 @@ export interface Category {
   prompts: string[]
   negatives: string[]
   calibration: Calibration
-  origin: Exclude<Origin, 'head'>
+  /** Where it comes from (a head's labels, `head`, are not categories). */
+  origin: 'builtin' | 'custom'
   signals: SignalWeights
 }
 
 /** Per signal the policy can switch off (the registry's switchable ones): whether it runs (`specialists: {nsfw: false}`). */
 export type Specialists = Readonly<Record<string, boolean>>
-
-/** A list of known-bad PDQ hashes as the policy names it, its file resolved against the policy file's folder. */
-export interface PolicyHashList {
-  name: string
-  /** Absolute path of the list file. */
-  file: string
-  /** The category its matches are violations of. */
-  category: string
-  /** Largest Hamming distance that matches. */
-  distance: number
-}
 
 /** The active policy: defaults merged with a policy file. Disabled categories are already removed. */
 export interface Policy {
@@ -49,15 +36,10 @@ export interface Policy {
   /** Shared neutral prompts: every category's positives are weighed against these and its own negatives. */
   neutral: string[]
   specialists: Specialists
-  /** Hash lists whose matches are violations (the `pdq` signal runs only when there is one). */
-  hash_lists: PolicyHashList[]
-  /** Rules over the text read in images: present only when the policy has at least one. */
-  text?: TextPolicy
+  /**
+   * Each signal section's part, by its key in the policy file (`hash_lists`, `text`): read by its signal through
+   * an accessor in the signal's folder (`hashListsOf`, `textPolicyOf`).
+   */
+  sections: Readonly<Record<string, unknown>>
 }
 
-export interface TextPolicy {
-  /** Read the frames of videos too. */
-  video: boolean
-  /** Word lists hold their files' entries. */
-  rules: TextRule[]
-}

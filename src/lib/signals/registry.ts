@@ -8,6 +8,7 @@ import {headSignal} from './head/signal.js'
 import {nsfwSignal} from './nsfw/signal.js'
 import {nudenetSignal} from './nudenet/signal.js'
 import {pdqSignal} from './pdq/signal.js'
+import type {PolicyPlugins} from '../policy/section.js'
 import type {Signal} from './signal.js'
 import {textSignal} from './text/engine-signal.js'
 
@@ -28,6 +29,12 @@ export const SIGNAL_NAMES: readonly string[] = SIGNALS.map((s) => s.name)
 export const POLICY_SWITCHES: ReadonlyMap<string, boolean> = new Map(
   SIGNALS.filter((s) => s.policySwitch !== undefined).map((s) => [s.name, s.policySwitch === 'on']),
 )
+
+/** What the policy module reads policy files with: the signals' sections (in the order of their keys) and switches. */
+export const POLICY_PLUGINS: PolicyPlugins = {
+  sections: SIGNALS.flatMap((s) => (s.policy ? [{signal: s.name, section: s.policy}] : [])).sort((a, b) => a.section.key.localeCompare(b.section.key)),
+  switches: POLICY_SWITCHES,
+}
 
 /** The signals that score categories on their own: what `--only` can name. */
 export const MODEL_SIGNAL_NAMES: readonly string[] = SIGNALS.filter((s) => s.kind === 'model').map((s) => s.name)

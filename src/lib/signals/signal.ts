@@ -5,6 +5,7 @@
  * their models on batches of frames and combines what they say into labels.
  */
 import type {Precision} from '../model/manifest-types.js'
+import type {PolicySection} from '../policy/section.js'
 import type {Category, Policy, PresetName} from '../policy/types.js'
 import type {ScoredLabel} from '../scoring/result.js'
 import {policyWeight as weightInPolicy} from '../scoring/combine.js'
@@ -161,6 +162,8 @@ export interface Signal {
    * nothing: `on` (the NSFW specialist), or `off` for a signal that runs only when the policy asks for it.
    */
   readonly policySwitch?: 'on' | 'off'
+  /** Its own section of the policy file (`hash_lists:`), read, checked, built and shown by the policy module. */
+  readonly policy?: PolicySection
   /** Its output is the image embedding a head is trained on and reads. */
   readonly embedding?: boolean
   /**

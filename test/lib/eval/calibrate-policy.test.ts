@@ -2,9 +2,9 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 import {parse} from 'yaml'
 
+import {validatePolicyText} from '../../../src/lib/config/policy.js'
 import {calibrateCategories, calibrationComments, writeCalibratedPolicy, type RawSample} from '../../../src/lib/eval/calibrate-policy.js'
 import type {LabelInfo} from '../../../src/lib/eval/features.js'
-import {validatePolicyText} from '../../../src/lib/policy/schema.js'
 
 const hash = (i: number) => i.toString(16).padStart(64, '0')
 const categories: LabelInfo[] = [

@@ -3,9 +3,9 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
+import {buildPolicy} from '../../../src/lib/config/policy.js'
 import {DEFAULT_LIMITS} from '../../../src/lib/config/settings.js'
 import {evaluateDataset} from '../../../src/lib/eval/run.js'
-import {buildPolicy} from '../../../src/lib/policy/load.js'
 import {tempDir} from '../../helpers/cli.js'
 import {writeImages} from '../../helpers/dataset.js'
 

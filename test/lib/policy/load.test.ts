@@ -5,17 +5,10 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
+import {buildPolicy, loadPolicyFile, summarizePolicy, validatePolicyText} from '../../../src/lib/config/policy.js'
 import {isModError} from '../../../src/lib/errors.js'
 import {DEFAULT_CATEGORIES, DEFAULT_NEUTRAL} from '../../../src/lib/policy/defaults.js'
-import {
-  buildPolicy,
-  findPolicyFile,
-  formatProblems,
-  loadPolicyFile,
-  MAX_POLICY_BYTES,
-  summarizePolicy,
-} from '../../../src/lib/policy/load.js'
-import {validatePolicyText} from '../../../src/lib/policy/schema.js'
+import {findPolicyFile, formatProblems, MAX_POLICY_BYTES} from '../../../src/lib/policy/load.js'
 import type {Policy} from '../../../src/lib/policy/types.js'
 
 const dir = realpathSync(mkdtempSync(join(tmpdir(), 'mod-policy-')))

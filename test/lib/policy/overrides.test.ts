@@ -1,8 +1,8 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
+import {buildPolicy} from '../../../src/lib/config/policy.js'
 import {applyOverrides, parseThreshold} from '../../../src/lib/policy/overrides.js'
-import {buildPolicy} from '../../../src/lib/policy/load.js'
 
 test('--threshold takes CATEGORY=VALUE with a decimal value', () => {
   assert.equal(parseThreshold('nudity=0.3'), ['nudity', 0.3])

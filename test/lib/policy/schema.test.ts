@@ -1,7 +1,7 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {validatePolicyText} from '../../../src/lib/policy/schema.js'
+import {validatePolicyText} from '../../../src/lib/config/policy.js'
 
 const at = (line: number, column: number, message: string) => ({line, column, message})
 

@@ -24,10 +24,10 @@
  * keeps the category's threshold, parent and origin (those belong to the policy file). Any other label is
  * added with origin "head", its own threshold and parent.
  */
+import {readConfigText} from '../../config-file.js'
 import {ModError} from '../../errors.js'
-import {readConfigText} from '../../policy/load.js'
+import {CATEGORY_NAME_PATTERN} from '../../names.js'
 import {parentCycles} from '../../policy/parents.js'
-import {CATEGORY_NAME_PATTERN} from '../../policy/schema.js'
 import type {Policy} from '../../policy/types.js'
 import {sigmoid} from '../../scoring/calibrate.js'
 import type {ScoredLabel} from '../../scoring/result.js'

@@ -11,6 +11,7 @@ import {policyWeight, type HashListMatch, type OpenSignal, type Signal, type Sig
 import {loadHashList} from './list-load.js'
 import {matchHash, type HashMatch} from './match.js'
 import {pdqDihedralHashes} from './pdq.js'
+import {hashListsOf, hashListsSection} from './policy-section.js'
 
 /** A frame's matches, nearest first, each with the category its list counts in. */
 type FrameMatches = (HashMatch & {category: string})[]
@@ -18,9 +19,10 @@ type FrameMatches = (HashMatch & {category: string})[]
 async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>): Promise<OpenSignal<FrameMatches, FrameMatches>> {
   const {policy} = setup
   // Lists load once, from their binary cache when it is current; a missing file or bad line stops start-up.
-  const lists = await Promise.all(policy.hash_lists.map((l) => loadHashList(l.file, l.name)))
-  const thresholds = Object.fromEntries(policy.hash_lists.map((l) => [l.name, l.distance]))
-  const categoryOf = new Map(policy.hash_lists.map((l) => [l.name, l.category]))
+  const named = hashListsOf(policy)
+  const lists = await Promise.all(named.map((l) => loadHashList(l.file, l.name)))
+  const thresholds = Object.fromEntries(named.map((l) => [l.name, l.distance]))
+  const categoryOf = new Map(named.map((l) => [l.name, l.category]))
   const fed = new Set(categoryOf.values())
   const categories = policy.categories.filter((c) => fed.has(c.name))
   // The categories no other open signal scores (known_bad; any under --only pdq or without their model): 0 unmatched.
@@ -57,7 +59,8 @@ export const pdqSignal: Signal = {
   title: 'the hash-list matcher',
   description: "PDQ hashes matched against the policy's hash lists",
   kind: 'model',
-  off: (setup) => (setup.policy.hash_lists.length === 0 ? 'the policy names no hash list' : undefined),
+  off: (setup) => (hashListsOf(setup.policy).length === 0 ? 'the policy names no hash list' : undefined),
   weight: policyWeight('pdq'),
+  policy: hashListsSection,
   open,
 }

@@ -13,6 +13,7 @@ import type {ScoredLabel} from '../../scoring/result.js'
 import type {RgbImage} from '../../types.js'
 import {toImageBox, type Box, type FrameOrigin, type OpenSignal, type Signal, type SignalSetup, type TextHitFound, type TextLineFound} from '../signal.js'
 import {frameBudget, type ReadBudget, type TextBox} from './read.js'
+import {textPolicyOf, textSection} from './policy-section.js'
 import {openTextSignal, textWanted} from './signal.js'
 
 /**
@@ -42,7 +43,7 @@ function boxOf(b: TextBox, origin: FrameOrigin): Box {
 
 async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>): Promise<OpenSignal<TextInput, TextOutput>> {
   const {policy} = setup
-  const text = policy.text
+  const text = textPolicyOf(policy)
   if (text === undefined) throw new Error('the text signal opened without text rules')
   const reader = await openTextSignal(text, {threads: setup.threads ?? (await defaultThreads())})
   const fed = new Set(text.rules.map((r) => r.category))
@@ -101,7 +102,8 @@ export const textSignal: Signal = {
   title: 'the text reader',
   description: "Text read in images (PP-OCRv4), matched against the policy's text rules",
   kind: 'model',
-  off: (setup) => (textWanted(setup.policy.text, 'image') ? undefined : 'the policy has no text rules'),
+  off: (setup) => (textWanted(textPolicyOf(setup.policy), 'image') ? undefined : 'the policy has no text rules'),
   weight: (category) => category.signals.text ?? 0,
+  policy: textSection,
   open,
 }

@@ -1,9 +1,9 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
+import {buildPolicy} from '../../../../src/lib/config/policy.js'
 import {isModError} from '../../../../src/lib/errors.js'
 import {BUILTIN_CALIBRATION, CUSTOM_CALIBRATION} from '../../../../src/lib/policy/defaults.js'
-import {buildPolicy} from '../../../../src/lib/policy/load.js'
 import type {Category, Policy} from '../../../../src/lib/policy/types.js'
 import {combineSignals} from '../../../../src/lib/scoring/combine.js'
 import {finishLabel} from '../../../../src/lib/scoring/result.js'
@@ -30,7 +30,7 @@ function category(name: string, fields: Partial<Category> = {}): Category {
   }
 }
 
-const policy = (categories: Category[], neutral: string[] = []): Policy => ({trim_borders: true, categories, neutral, specialists: {nsfw: false}, hash_lists: []})
+const policy = (categories: Category[], neutral: string[] = []): Policy => ({trim_borders: true, categories, neutral, specialists: {nsfw: false}, sections: {}})
 
 test('cosine similarity of unnormalised vectors', () => {
   assert.ok(Math.abs(cosine(Float32Array.from([3, 0, 0]), Float32Array.from([2, 2, 0])) - Math.SQRT1_2) < 1e-7)

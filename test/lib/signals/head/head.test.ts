@@ -5,8 +5,8 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
+import {buildPolicy} from '../../../../src/lib/config/policy.js'
 import {isModError, type ModError} from '../../../../src/lib/errors.js'
-import {buildPolicy} from '../../../../src/lib/policy/load.js'
 import {applyHead, checkHeadFits, checkHeadParents, loadHead, parseHead} from '../../../../src/lib/signals/head/head.js'
 import {finishLabel, type ScoredLabel} from '../../../../src/lib/scoring/result.js'
 

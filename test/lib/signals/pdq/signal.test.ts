@@ -7,12 +7,13 @@ import sharp from 'sharp'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
+import {buildPolicy, loadPolicyFile} from '../../../../src/lib/config/policy.js'
 import {DEFAULT_LIMITS} from '../../../../src/lib/config/settings.js'
 import {createEngine, type EngineOptions} from '../../../../src/lib/engine.js'
 import {isModError} from '../../../../src/lib/errors.js'
-import {buildPolicy, loadPolicyFile} from '../../../../src/lib/policy/load.js'
 import {hammingDistance, hashFromHex} from '../../../../src/lib/signals/pdq/hash256.js'
 import {hashImage} from '../../../../src/lib/signals/pdq/hash-media.js'
+import {hashListsOf} from '../../../../src/lib/signals/pdq/policy-section.js'
 import type {Policy} from '../../../../src/lib/policy/types.js'
 import {ROOT, tempDir, TOY_MODEL} from '../../../helpers/cli.js'
 import {ffmpeg} from '../../video/helpers.js'
@@ -49,7 +50,7 @@ test.before(async () => {
 
 test('a listed photo and its re-encoded half-size copy are known_bad, named by list, label, note and distance; an unrelated photo is not', async () => {
   const {policy} = await loadPolicyFile(writePolicy('flags', ['# removals', `${listedHash},case-1041,removed after report 88213`]))
-  assert.equal(policy.hash_lists, [{name: 'banned', file: join(dir.path, 'flags', 'lists', 'banned.txt'), category: 'known_bad', distance: 31}])
+  assert.equal(hashListsOf(policy), [{name: 'banned', file: join(dir.path, 'flags', 'lists', 'banned.txt'), category: 'known_bad', distance: 31}])
   await using engine = createEngine(options(policy))
   const same = await engine.moderateImage(listed, 'astronaut.jpg')
   assert.equal(same.violations.find((v) => v.name === 'known_bad'), {name: 'known_bad', confidence: 1, parent: null, threshold: 0.5})

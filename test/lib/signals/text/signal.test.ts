@@ -1,8 +1,8 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
+import type {TextPolicy} from '../../../../src/lib/signals/text/policy-section.js'
 import {openTextSignal, textWanted} from '../../../../src/lib/signals/text/signal.js'
-import type {TextPolicy} from '../../../../src/lib/policy/types.js'
 import {renderText} from '../../../helpers/render-text.js'
 
 const policy: TextPolicy = {

@@ -1,0 +1,151 @@
+/**
+ * Reading a policy file's YAML syntax tree so that every problem carries the line and column it is on: the
+ * helpers the file's core sections (schema.ts) and each signal's own section (`signals/<name>/policy-section.ts`)
+ * read their nodes with. A reader reports a problem and goes on, so that one round lists them all.
+ */
+import {isAlias, isMap, isScalar, isSeq} from 'yaml'
+import type {Document, LineCounter, Node as YamlNode, Pair} from 'yaml'
+
+import {CATEGORY_NAME_PATTERN} from '../names.js'
+import {didYouMean} from '../suggest.js'
+
+export interface PolicyProblem {
+  /** 1-based. */
+  line: number
+  /** 1-based. */
+  column: number
+  message: string
+}
+
+/** One file being read: its tree, its line positions, and the problems found so far. */
+export interface YamlContext {
+  doc: Document
+  lineCounter: LineCounter
+  problems: PolicyProblem[]
+}
+
+/** The 1-based line and column of an offset in the file. */
+export function positionAt(ctx: YamlContext, offset: number): {line: number; column: number} {
+  const {line, col} = ctx.lineCounter.linePos(offset)
+  return {line, column: col}
+}
+
+export function report(ctx: YamlContext, offset: number, message: string): void {
+  ctx.problems.push({...positionAt(ctx, offset), message})
+}
+
+/** Where a node starts, or `fallback` (its key's offset) for a node the tree holds without a place (an empty value). */
+export function offsetOf(node: unknown, fallback: number): number {
+  const range = (node as YamlNode | null)?.range
+  return range ? range[0] : fallback
+}
+
+/** Aliases stand for their anchored node; problems then point at the anchored value. */
+export function deref(ctx: YamlContext, node: unknown): unknown {
+  return isAlias(node) ? node.resolve(ctx.doc) : node
+}
+
+/** A node as a problem names it: `a mapping`, `a list`, `empty`, or its value. */
+export function describe(node: unknown): string {
+  if (isMap(node)) return 'a mapping'
+  if (isSeq(node)) return 'a list'
+  const value = scalarValue(node)
+  if (value === null || value === undefined) return 'empty'
+  return typeof value === 'string' ? JSON.stringify(value) : String(value)
+}
+
+export function scalarValue(node: unknown): unknown {
+  return isScalar(node) ? node.value : undefined
+}
+
+/** A mapping key as text, or a problem (`where` says in which mapping, e.g. ` in text`). */
+export function keyOf(ctx: YamlContext, pair: Pair, where: string): string | undefined {
+  const key = scalarValue(pair.key)
+  if (typeof key === 'string') return key
+  report(ctx, offsetOf(pair.key, 0), `keys${where} must be text, not ${describe(pair.key)}`)
+  return undefined
+}
+
+export function unknownKey(ctx: YamlContext, pair: Pair, key: string, where: string, expected: readonly string[]): void {
+  report(ctx, offsetOf(pair.key, 0), `unknown key "${key}"${where}${didYouMean(key, expected)} (expected one of ${expected.join(', ')})`)
+}
+
+/** The name of a category, hash list or rule: CATEGORY_NAME_PATTERN, or a problem reported at `at`. */
+export function validName(ctx: YamlContext, name: string, at: number, what: string): boolean {
+  if (CATEGORY_NAME_PATTERN.test(name)) return true
+  report(ctx, at, `${what} name "${name}" may hold only letters, digits, "_", "-" and "." (at most 64)`)
+  return false
+}
+
+export function readBoolean(ctx: YamlContext, node: unknown, at: number, path: string): boolean | undefined {
+  const value = scalarValue(node)
+  if (typeof value === 'boolean') return value
+  report(ctx, offsetOf(node, at), `${path} must be true or false, not ${describe(node)}`)
+  return undefined
+}
+
+export function readNumber(
+  ctx: YamlContext,
+  node: unknown,
+  at: number,
+  path: string,
+  range: {min?: number; max?: number; above?: number; text: string},
+): number | undefined {
+  const value = scalarValue(node)
+  const fits =
+    typeof value === 'number' &&
+    Number.isFinite(value) &&
+    (range.min === undefined || value >= range.min) &&
+    (range.max === undefined || value <= range.max) &&
+    (range.above === undefined || value > range.above)
+  if (fits) return value as number
+  report(ctx, offsetOf(node, at), `${path} must be ${range.text}, not ${describe(node)}`)
+  return undefined
+}
+
+/** A list of non-empty texts (prompts, or words and phrases when `noun` says so); undefined when any item is not one. */
+export function readTextList(ctx: YamlContext, node: unknown, at: number, path: string, atLeastOne: boolean, noun = 'prompt'): string[] | undefined {
+  if (!isSeq(node)) {
+    report(ctx, offsetOf(node, at), `${path} must be a list of ${noun === 'prompt' ? 'prompts' : 'words or phrases'}, not ${describe(node)}`)
+    return undefined
+  }
+  const texts: string[] = []
+  node.items.forEach((raw, i) => {
+    const item = deref(ctx, raw)
+    const value = scalarValue(item)
+    if (typeof value === 'string' && value.trim() !== '') texts.push(value)
+    else report(ctx, offsetOf(item, offsetOf(node, at)), `${path}[${i}] must be non-empty text, not ${describe(item)}`)
+  })
+  if (atLeastOne && node.items.length === 0) {
+    report(ctx, offsetOf(node, at), `${path} must list at least one ${noun}`)
+    return undefined
+  }
+  return texts.length === node.items.length ? texts : undefined
+}
+
+/**
+ * A mapping from names to entries (`categories`, `hash_lists`, `text.rules`): empty when written empty, else
+ * each entry read by `read` (its name, its value, where its key is); what it returns is kept unless undefined.
+ */
+export function readNamed<T>(
+  ctx: YamlContext,
+  node: unknown,
+  at: number,
+  path: string,
+  shape: string,
+  read: (name: string, value: unknown, keyOffset: number) => T | undefined,
+): T[] {
+  if (scalarValue(node) === null) return []
+  if (!isMap(node)) {
+    report(ctx, offsetOf(node, at), `${path} must be a mapping from ${shape}, not ${describe(node)}`)
+    return []
+  }
+  const entries: T[] = []
+  for (const pair of node.items) {
+    const name = keyOf(ctx, pair, ` under ${path}`)
+    if (name === undefined) continue
+    const entry = read(name, deref(ctx, pair.value), offsetOf(pair.key, at))
+    if (entry !== undefined) entries.push(entry)
+  }
+  return entries
+}
