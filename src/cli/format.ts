@@ -3,7 +3,9 @@ import chalk from 'chalk'
 import type {ItemResult} from '../lib/engine.js'
 import {plural} from '../lib/plural.js'
 import {formatSize} from '../lib/sizes.js'
-import type {Coverage, HashListMatch, Segment, TextHit, VideoResult} from '../lib/types.js'
+import {evidenceNotes} from '../lib/signals/evidence.js'
+import {SIGNALS} from '../lib/signals/registry.js'
+import type {Coverage, VideoResult} from '../lib/types.js'
 import type {ScanEntry} from './inputs.js'
 
 /**
@@ -29,17 +31,8 @@ export function notEvaluatedLine(names: readonly string[], preset: string): stri
   return `mod: not evaluated: ${names.join(', ')} (no CLIP model installed; run \`mod models pull ${preset}\` to score them; --strict makes this exit 2)`
 }
 
-/** The nearest hash-list match behind a violation: ` (list removals: "case-1041", distance 3)`. */
-function matchNote(matches: HashListMatch[] | undefined, category: string): string {
-  const m = matches?.find((x) => x.category === category)
-  return m ? ` (list ${m.list}: ${JSON.stringify(m.label)}, distance ${m.distance})` : ''
-}
-
-/** The first text hit behind a violation: ` (text rule contacts: "deals@example.org")`. */
-function textNote(hits: TextHit[] | undefined, category: string): string {
-  const h = hits?.find((x) => x.category === category)
-  return h ? ` (text rule ${h.rule}: ${JSON.stringify(h.text)})` : ''
-}
+/** The evidence kinds of the registry's signals: what notes a violation or a segment in the table. */
+const KINDS = SIGNALS.flatMap((s) => (s.evidence ? [s.evidence] : []))
 
 /** One readable line per item for the table output; `partial`: the run's coverage statement, shown on SAFE rows. */
 export function formatRow(item: ItemResult | ScanEntry, partial = ''): string {
@@ -49,7 +42,7 @@ export function formatRow(item: ItemResult | ScanEntry, partial = ''): string {
     const notes = [...(partial ? [partial] : []), ...(top ? [`highest: ${top.name} ${top.score.toFixed(2)}`] : [])]
     return `${chalk.green('SAFE  ')}  ${item.source}${notes.length > 0 ? chalk.dim(`  (${notes.join('; ')})`) : ''}`
   }
-  const found = item.violations.map((v) => `${v.name} ${v.confidence.toFixed(2)}>=${v.threshold}${matchNote(item.matches, v.name)}${textNote(item.text_hits, v.name)}`).join(', ')
+  const found = item.violations.map((v) => `${v.name} ${v.confidence.toFixed(2)}>=${v.threshold}${evidenceNotes(KINDS, item, v.name, 'image')}`).join(', ')
   return `${chalk.red('UNSAFE')}  ${item.source}  ${found}`
 }
 
@@ -78,20 +71,15 @@ function clock(seconds: number): string {
   return `${m}:${(seconds - m * 60).toFixed(1).padStart(4, '0')}`
 }
 
-/** The nearest hash-list entry a segment matched: ` (list removals: "case-7", distance 4 at 0:12.5)`. */
-function segmentMatchNote(s: Segment): string {
-  const m = s.matches?.[0]
-  return m ? ` (list ${m.list}: ${JSON.stringify(m.label)}, distance ${m.distance} at ${clock(m.at)})` : ''
-}
-
 /**
- * The table output of scan-video: a verdict line, then one line per segment (with its first text hit, when the
- * policy reads the text of videos, and its nearest hash-list entry). `partial`: the run's coverage statement.
+ * The table output of scan-video: a verdict line, then one line per segment (with what its signals note: its first
+ * text hit, when the policy reads the text of videos, its nearest hash-list entry). `partial`: the run's coverage
+ * statement.
  */
 export function formatVideo(r: VideoResult, partial = ''): string {
   const head = `${r.is_safe ? chalk.green('SAFE  ') : chalk.red('UNSAFE')}  ${r.source}  (${r.duration.toFixed(1)} s, ${plural(r.frames_analyzed, 'frame')} at ${r.fps} fps${r.stopped_early ? ', stopped early' : ''}${partial ? `; ${partial}` : ''})`
   const lines = r.violations.flatMap((v) =>
-    v.segments.map((s) => `  ${v.name.padEnd(16)} ${clock(s.start)}-${clock(s.end)}  ${plural(s.frames, 'frame')}, max ${s.max_confidence.toFixed(2)} >= ${v.threshold}${textNote(s.text_hits, v.name)}${segmentMatchNote(s)}`),
+    v.segments.map((s) => `  ${v.name.padEnd(16)} ${clock(s.start)}-${clock(s.end)}  ${plural(s.frames, 'frame')}, max ${s.max_confidence.toFixed(2)} >= ${v.threshold}${evidenceNotes(KINDS, s, v.name, 'segment')}`),
   )
   return [head, ...lines].join('\n')
 }

@@ -13,10 +13,10 @@ import type {Policy, PresetName} from './policy/types.js'
 import type {SIGNAL_STATES} from './schemas.js'
 import {buildResult, mergeFrameLabels, type ScoredLabel} from './scoring/result.js'
 import {activeSignals, openCore, type InferenceCore} from './signals/core.js'
+import {imageEvidence, openEvidence} from './signals/evidence.js'
 import {availability, categoryStates, listCategories} from './signals/listing.js'
 import {SIGNALS} from './signals/registry.js'
 import type {FrameOutputs, Signal, SignalSetup} from './signals/signal.js'
-import {textPolicyOf} from './signals/text/policy-section.js'
 import {DEFAULT_DECODE_LIMITS} from './video/frames.js'
 import {resolveFfmpeg} from './video/ffmpeg.js'
 import {moderateVideo, type ScoredFrame} from './video/moderate.js'
@@ -174,23 +174,10 @@ export function createEngine(opts: EngineOptions): Engine {
     return closed ? Promise.reject(closedError()) : models.get()
   }
 
-  /** Each frame's labels (a label fed by hash-list matches carries them, for its segments to report), and the text read. */
+  /** Each frame's labels and what the signals found in it. */
   async function scoreVideoFrames(core: InferenceCore, frames: readonly RgbImage[]): Promise<ScoredFrame[]> {
     const outputs = await core.infer(await core.prepare(frames, 'video'))
-    const readsText = core.open.has('text') && textPolicyOf(policy)?.video === true
-    return outputs.map((o) => {
-      const found = core.evidence(o)
-      const matches = found.matches ?? []
-      const scored = core.score(o)
-      const labels =
-        matches.length === 0
-          ? scored
-          : scored.map((l) => {
-              const own = matches.filter((m) => m.category === l.name)
-              return own.length > 0 ? {...l, matches: own} : l
-            })
-      return readsText ? {labels, text: {text: found.text ?? [], hits: found.textHits ?? [], truncated: found.textTruncated ?? false}} : {labels}
-    })
+    return outputs.map((o) => ({labels: core.score(o), evidence: core.evidence(o)}))
   }
 
   /** The one image path: read, decode and prepare in the preparing stage, infer (batched with others), score. */
@@ -212,23 +199,10 @@ export function createEngine(opts: EngineOptions): Engine {
     return timeStep(steps, 'score', () => resultOf(core, input.source, outputs))
   }
 
-  /** One image's result from its frames' outputs. */
+  /** One image's result from its frames' outputs: the labels merged over its frames, then each open signal's evidence. */
   function resultOf(core: InferenceCore, source: string, outputs: FrameOutputs[]): ModerationResult {
-    const evidence = outputs.map((o) => core.evidence(o))
-    const matches = evidence.flatMap((e) => e.matches ?? [])
-    let result = buildResult(source, mergeFrameLabels(outputs.map((o) => core.score(o))), core.notEvaluated, matches)
-    if (core.open.has('text')) {
-      result = {
-        ...result,
-        text: evidence.flatMap((e) => e.text ?? []),
-        text_hits: evidence.flatMap((e) => e.textHits ?? []),
-        text_truncated: evidence.some((e) => e.textTruncated === true),
-      }
-    }
-    if (!core.open.has('nudenet')) return result
-    // Best first over every frame scored (one for a still image).
-    const regions = evidence.flatMap((e) => e.regions ?? []).sort((a, b) => b.score - a.score)
-    return {...result, regions}
+    const result = buildResult(source, mergeFrameLabels(outputs.map((o) => core.score(o))), core.notEvaluated)
+    return {...result, ...imageEvidence(openEvidence(registry, core.open), outputs.map((o) => core.evidence(o)))} as ModerationResult
   }
 
   /** moderateOne with a record of its own, added to `steps` when it ends: the images of one call overlap. */
@@ -294,6 +268,7 @@ export function createEngine(opts: EngineOptions): Engine {
         batchSize,
         decode: {ffmpeg: binary, ...DEFAULT_DECODE_LIMITS, maxSeconds: limits.maxVideoSeconds, maxPixels: limits.maxPixels},
         scoreFrames: (frames) => scoreVideoFrames(core, frames),
+        evidence: openEvidence(registry, core.open),
       })
       return {...result, not_evaluated: [...core.notEvaluated]}
     },

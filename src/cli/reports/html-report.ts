@@ -1,7 +1,8 @@
 /**
  * `mod scan --report scan.html`: one offline page of the flagged and failed items. Each item is a thumbnail
- * with the boxes its result gives (NudeNet regions, text lines, text hits) drawn where the JSON says, its
- * verdict, scores, coverage and hash-list matches; a filter by category; the run's summary. The page is written
+ * with the boxes its result gives (what each signal's evidence kind marks: NudeNet regions, text lines and hits)
+ * drawn where the JSON says, its verdict, scores, coverage and the signals' notes (hash-list matches, text hits);
+ * a filter by category; the run's summary. The page is written
  * as the scan goes (items are not held in memory) to a temporary file renamed at the end, so a reader never
  * sees half a report. Thumbnails are JPEG data URIs (a few KB each) that the page decodes only once the item is
  * scrolled into view, and items are laid out a page at a time: thousands of items stay usable.
@@ -12,6 +13,8 @@ import type {WriteStream} from 'node:fs'
 import {open, rename, rm} from 'node:fs/promises'
 
 import type {ItemResult} from '../../lib/engine.js'
+import {SIGNALS} from '../../lib/signals/registry.js'
+import type {ReportMark} from '../../lib/signals/signal.js'
 import {ModError} from '../../lib/errors.js'
 import {escapeHtml, OFFLINE_CSP, scriptJson} from '../../lib/html.js'
 import type {Thumbnail} from '../../lib/image/thumbnail.js'
@@ -38,6 +41,12 @@ export interface HtmlReport {
   abort(): Promise<void>
 }
 
+/** The boxes and notes the signals' evidence kinds give for one result, in registry order. */
+function evidenceMarks(result: Record<string, unknown>): {marks: ReportMark[]; notes: string[]} {
+  const kinds = SIGNALS.flatMap((s) => (s.evidence ? [s.evidence] : []))
+  return {marks: kinds.flatMap((k) => k.marks?.(result) ?? []), notes: kinds.flatMap((k) => k.notes?.(result) ?? [])}
+}
+
 const STYLE = `
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}
 h1{font-size:22px}
@@ -46,7 +55,7 @@ h1{font-size:22px}
 .thumb{position:relative;width:240px;flex:none;margin:0;background:#f3f3f3}
 .thumb img{display:block;width:100%;height:100%}
 .box{position:absolute;box-sizing:border-box;border:2px solid}
-.box.region{border-color:#dc2626}.box.line{border-color:#2563eb}.box.hit{border-color:#f59e0b;border-width:3px}
+.box.region{border-color:#dc2626}.box.line{border-color:#2563eb}.box.hit{border-color:#f59e0b;border-width:3px}.box.mark{border-color:#7c3aed}
 .verdict.unsafe{color:#b91c1c;font-weight:600}.verdict.error{color:#a16207;font-weight:600}
 .info h2{font-size:15px;margin:0 0 4px;word-break:break-all}
 .info table{border-collapse:collapse}.info td{padding:0 8px 0 0}
@@ -100,9 +109,7 @@ function card(it) {
     const img = el('img');
     img.alt = r.source; img.dataset.src = it.thumb;
     fig.append(img);
-    for (const g of r.regions || []) box(fig, g.box, it.width, it.height, 'region', g.label + ' ' + g.score.toFixed(2));
-    for (const l of r.text || []) box(fig, l.box, it.width, it.height, 'line', l.text);
-    for (const t of r.text_hits || []) box(fig, t.box, it.width, it.height, 'hit', t.rule + ': ' + t.text);
+    for (const m of it.marks || []) box(fig, m.box, it.width, it.height, m.kind, m.caption);
     seen.observe(fig);
   } else fig.append(el('span', 'muted', 'no preview'));
   const info = el('div', 'info');
@@ -116,9 +123,7 @@ function card(it) {
     const total = r.labels.length + r.not_evaluated.length;
     info.append(el('p', 'muted', r.not_evaluated.length ? r.labels.length + ' of ' + total + ' categories checked; not evaluated: ' + r.not_evaluated.join(', ') : 'all ' + total + ' categories checked'));
     const notes = el('ul');
-    for (const m of r.matches || []) notes.append(el('li', '', 'hash list ' + m.list + ': "' + m.label + '" at distance ' + m.distance + ' (' + m.category + ')'));
-    for (const t of r.text_hits || []) notes.append(el('li', '', 'text rule ' + t.rule + ' (' + t.category + '): "' + t.text + '"'));
-    for (const g of r.regions || []) notes.append(el('li', '', 'region ' + g.label + ' ' + g.score.toFixed(2)));
+    for (const n of it.notes || []) notes.append(el('li', '', n));
     if (notes.childElementCount) info.append(notes);
   }
   art.append(fig, info);
@@ -165,7 +170,7 @@ export async function openHtmlReport(file: string): Promise<HtmlReport> {
 <body>
 <h1>mod scan report</h1>
 <p id="summary"></p>
-<p class="muted">Flagged and failed items, written ${escapeHtml(new Date().toISOString())}. Boxes: red, body parts found by NudeNet; blue, lines of text read; orange, text that matched a rule.</p>
+<p class="muted">Flagged and failed items, written ${escapeHtml(new Date().toISOString())}. Boxes: red, body parts found by NudeNet; blue, lines of text read; orange, text that matched a rule; purple, anything else a signal marks (codes read).</p>
 <div id="filters"></div>
 <div id="items"></div>
 <p id="end" class="muted"></p>
@@ -173,8 +178,11 @@ export async function openHtmlReport(file: string): Promise<HtmlReport> {
   return {
     async add(item, thumb, accepted) {
       await started
+      const found = 'error' in item ? undefined : evidenceMarks(item)
       const entry = {
         result: item,
+        ...(found && found.notes.length > 0 ? {notes: found.notes} : {}),
+        ...(found && thumb && found.marks.length > 0 ? {marks: found.marks} : {}),
         ...(thumb ? {thumb: `data:image/jpeg;base64,${thumb.jpeg.toString('base64')}`, width: thumb.width, height: thumb.height} : {}),
         ...(accepted ? {accepted: true} : {}),
       }

@@ -4,7 +4,7 @@
  * with the decoded size: a 177-byte 100000x1 PNG would become a 22 400 000 x 224 image. Bounding the aspect
  * ratio of the frame bounds every image made from it, whatever the signal.
  */
-import type {RgbImage} from '../types.js'
+import type {RgbImage} from './rgb.js'
 import {crop, type Box} from './trim.js'
 
 /**

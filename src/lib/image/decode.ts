@@ -2,7 +2,7 @@ import sharp, {type Metadata, type Sharp, type SharpOptions} from 'sharp'
 
 import {emptyFileError, ModError} from '../errors.js'
 import {formatSize} from '../sizes.js'
-import type {RgbImage} from '../types.js'
+import type {RgbImage} from './rgb.js'
 
 /** Formats we accept (docs/cli.md, Accepted images); AVIF is sharp's `heif` with AV1 compression. */
 export type ImageFormat = 'jpeg' | 'png' | 'webp' | 'gif' | 'avif' | 'tiff'

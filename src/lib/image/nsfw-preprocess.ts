@@ -5,7 +5,7 @@
  * value rounded to float32 once), so the tensor equals the one nsfwjs feeds its model on the same pixels.
  */
 import {NSFW_SIZE} from '../model/nsfw-manifest.js'
-import type {RgbImage} from '../types.js'
+import type {RgbImage} from './rgb.js'
 
 /** Floats of one preprocessed view: 224 x 224 x 3. */
 export const NSFW_VIEW_SIZE = NSFW_SIZE * NSFW_SIZE * 3

@@ -8,7 +8,7 @@
  * we accept (bench/shrink.ts).
  */
 import type {Preprocessing} from '../model/manifest-types.js'
-import type {RgbImage} from '../types.js'
+import type {RgbImage} from './rgb.js'
 import {aspectBox} from './aspect.js'
 import {decodeImage, type ImageLimits} from './decode.js'
 import {preprocess} from './preprocess.js'

@@ -1,7 +1,7 @@
 import sharp from 'sharp'
 
 import type {Preprocessing} from '../model/manifest-types.js'
-import type {RgbImage} from '../types.js'
+import type {RgbImage} from './rgb.js'
 
 /**
  * Size after resizing the shortest side to `shortest`, keeping the aspect ratio, rounded as transformers.js

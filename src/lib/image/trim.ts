@@ -1,4 +1,4 @@
-import type {RgbImage} from '../types.js'
+import type {RgbImage} from './rgb.js'
 
 /** A rectangle of an image, in pixels. */
 export interface Box {

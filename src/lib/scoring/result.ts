@@ -1,7 +1,19 @@
 /** Labels → the moderation result. Scores stay floats until here, where they are rounded once. */
-import type {HashListMatch} from '../signals/signal.js'
-import type {Label, ModerationResult, Origin} from '../types.js'
+import type {Static} from 'typebox'
+
+import type {Label as LabelSchema, Origin, Violation as ViolationSchema} from '../schema-parts.js'
 import {roundScore} from './calibrate.js'
+
+type Label = Static<typeof LabelSchema>
+
+/** A result before the signals' evidence is added (see schemas.ts for the whole result). */
+export interface ScoredResult {
+  source: string
+  is_safe: boolean
+  violations: Static<typeof ViolationSchema>[]
+  labels: Label[]
+  not_evaluated: string[]
+}
 
 /** A label as the signals score it, before rounding and the violation decision. */
 export interface ScoredLabel {
@@ -36,28 +48,12 @@ function byScoreThenName(a: Label, b: Label): number {
  * violated child does not add its parent: each label stands on its own score. `notEvaluated` names the
  * categories of the policy that no loaded signal could score.
  */
-export function buildResult(
-  source: string,
-  labels: readonly ScoredLabel[],
-  notEvaluated: readonly string[] = [],
-  matches: readonly HashListMatch[] = [],
-): ModerationResult {
+export function buildResult(source: string, labels: readonly ScoredLabel[], notEvaluated: readonly string[] = []): ScoredResult {
   const sorted = labels.map(finishLabel).sort(byScoreThenName)
   const violations = sorted
     .filter((label) => label.violated)
     .map((label) => ({name: label.name, confidence: label.score, parent: label.parent, threshold: label.threshold}))
-  const result: ModerationResult = {source, is_safe: violations.length === 0, violations, labels: sorted, not_evaluated: [...notEvaluated]}
-  return matches.length > 0 ? {...result, matches: bestMatches(matches)} : result
-}
-
-/** Per list, its nearest match over every frame; nearest first, then by list name. */
-export function bestMatches(matches: readonly HashListMatch[]): HashListMatch[] {
-  const best = new Map<string, HashListMatch>()
-  for (const m of matches) {
-    const seen = best.get(m.list)
-    if (seen === undefined || m.distance < seen.distance) best.set(m.list, m)
-  }
-  return [...best.values()].sort((a, b) => a.distance - b.distance || (a.list < b.list ? -1 : a.list > b.list ? 1 : 0))
+  return {source, is_safe: violations.length === 0, violations, labels: sorted, not_evaluated: [...notEvaluated]}
 }
 
 /** For animated images: every label keeps its highest score over the frames. */

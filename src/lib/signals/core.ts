@@ -14,8 +14,8 @@ import {addStep, timeStep, type StepTimes} from '../pipeline/steps.js'
 import type {Category, Policy} from '../policy/types.js'
 import {combineSignals, notEvaluated, type FrameSignals} from '../scoring/combine.js'
 import type {ScoredLabel} from '../scoring/result.js'
-import type {RgbImage} from '../types.js'
-import type {ExtraLabel, FrameEvidence, FrameOutputs, MediaKind, OpenSignal, Signal, SignalSetup} from './signal.js'
+import type {RgbImage} from '../image/rgb.js'
+import type {ExtraLabel, FrameOutputs, MediaKind, OpenSignal, Signal, SignalSetup} from './signal.js'
 
 /** Which signals a setup runs, and why each other one does not. The one place the on/off rules meet. */
 export interface SignalChoice {
@@ -120,8 +120,8 @@ export interface InferenceCore {
   infer(frames: readonly PreparedFrame[], steps?: StepTimes): Promise<FrameOutputs[]>
   /** One frame's labels, as the result will show them once rounded. */
   score(outputs: FrameOutputs): ScoredLabel[]
-  /** What the signals found in the frame beyond label scores. */
-  evidence(outputs: FrameOutputs): FrameEvidence
+  /** What each open signal found in the frame beyond label scores, by signal name (none where it did not look). */
+  evidence(outputs: FrameOutputs): ReadonlyMap<string, unknown>
   /** Per label of `labels`, the raw margin its calibration applies to (NaN where no signal gives one). */
   raw(outputs: FrameOutputs): Float64Array
   /** An image's features from its frames' outputs. */
@@ -255,16 +255,11 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
       return scored
     },
     evidence(outputs) {
-      const found: FrameEvidence = {}
+      const found = new Map<string, unknown>()
       for (const [name, s] of entries) {
         const value = outputs.get(name)
-        if (!s.evidence || value === undefined) continue
-        const e = s.evidence(value)
-        if (e.regions) found.regions = [...(found.regions ?? []), ...e.regions]
-        if (e.matches) found.matches = [...(found.matches ?? []), ...e.matches]
-        if (e.text) found.text = [...(found.text ?? []), ...e.text]
-        if (e.textHits) found.textHits = [...(found.textHits ?? []), ...e.textHits]
-        if (e.textTruncated !== undefined) found.textTruncated = (found.textTruncated ?? false) || e.textTruncated
+        const e = s.evidence && value !== undefined ? s.evidence(value) : undefined
+        if (e !== undefined) found.set(name, e)
       }
       return found
     },

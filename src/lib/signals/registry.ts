@@ -1,18 +1,18 @@
 /**
  * Every signal mod knows, in the order they run and combine. Everything that lists signals derives from this
- * list: the result and /health schemas, `--only`, `mod categories`, the engine and eval. A new signal is one
- * folder beside these and one line here.
+ * list: the result, segment and /health schemas (and their types), `--only`, `mod categories`, policy sections,
+ * the engine and eval. A new signal is one folder beside these and one line here.
  */
 import {clipSignal} from './clip/signal.js'
 import {headSignal} from './head/signal.js'
 import {nsfwSignal} from './nsfw/signal.js'
 import {nudenetSignal} from './nudenet/signal.js'
-import {pdqSignal} from './pdq/signal.js'
 import type {PolicyPlugins} from '../policy/section.js'
+import {pdqSignal} from './pdq/signal.js'
 import type {Signal} from './signal.js'
 import {textSignal} from './text/engine-signal.js'
 
-export const SIGNALS: readonly Signal[] = [
+const REGISTERED = [
   clipSignal,
   nsfwSignal,
   nudenetSignal,
@@ -21,7 +21,19 @@ export const SIGNALS: readonly Signal[] = [
   textSignal,
   // Last: a match raises its category's score after every other signal has had its say.
   pdqSignal,
-]
+] as const
+
+export const SIGNALS: readonly Signal[] = REGISTERED
+
+type Intersection<U> = (U extends unknown ? (x: U) => void : never) extends (x: infer I) => void ? I : never
+type FieldsOf<S, K extends 'imageFields' | 'segmentFields'> = Intersection<
+  S extends {readonly evidence: infer E} ? (E extends {readonly [k in K]?: infer F} ? NonNullable<F> : {}) : {}
+>
+
+/** The fields the registry's signals add to image results, as JSON Schema properties: what the result type is built from. */
+export type ImageEvidenceFields = FieldsOf<(typeof REGISTERED)[number], 'imageFields'>
+/** The fields they add to video segments. */
+export type SegmentEvidenceFields = FieldsOf<(typeof REGISTERED)[number], 'segmentFields'>
 
 export const SIGNAL_NAMES: readonly string[] = SIGNALS.map((s) => s.name)
 

@@ -4,12 +4,15 @@
  * inference core (core.ts) opens the signals a setup wants, prepares each frame for every one of them, runs
  * their models on batches of frames and combines what they say into labels.
  */
+import type {Static, TObject, TProperties} from 'typebox'
+
+import type {RgbImage} from '../image/rgb.js'
 import type {Precision} from '../model/manifest-types.js'
 import type {PolicySection} from '../policy/section.js'
 import type {Category, Policy, PresetName} from '../policy/types.js'
-import type {ScoredLabel} from '../scoring/result.js'
+import type {Origin} from '../schema-parts.js'
 import {policyWeight as weightInPolicy} from '../scoring/combine.js'
-import type {Origin, RgbImage} from '../types.js'
+import type {ScoredLabel} from '../scoring/result.js'
 
 /**
  * Everything a signal may need to open, as plain settings (lib/compose.ts builds it from the configuration): each
@@ -68,42 +71,45 @@ export interface FramePlace {
 /** A box in frame pixels: left, top, width, height. */
 export type Box = [number, number, number, number]
 
+/** A box the HTML report draws on an item's thumbnail: where, what kind of finding (its colour), its caption. */
+export interface ReportMark {
+  box: readonly number[]
+  kind: 'region' | 'line' | 'hit' | 'mark'
+  caption: string
+}
+
+/** What a run of frames gathers for one video segment: each frame of the run added in order, then its fields. */
+export interface SegmentEvidence<E> {
+  /** A frame of the run; `at`: its time in seconds. */
+  add(evidence: E, at: number): void
+  /** The segment's fields; {} when what was gathered says nothing. */
+  fields(): Record<string, unknown>
+}
+
+/** The fields an evidence kind adds, as a result carries them (each optional). */
+export type EvidenceFields<P extends TProperties> = Partial<Static<TObject<P>>>
+
 /**
- * What a signal finds in a frame beyond label scores: a detector's regions, a match against a list of known
- * images (which list, which label, how far), the lines of text read.
+ * What a signal finds beyond label scores, and everything outside its folder needs to show it: the fields it adds
+ * to image results and to video segments (JSON Schema, each optional: the result schemas, the job schema and the
+ * OpenAPI document are built from these), how the frames of an image and those of a segment merge, and how the
+ * table output and the HTML report note it. `E` is one frame's evidence (OpenSignal.evidence).
  */
-export interface FrameEvidence {
-  regions?: {label: string; score: number; box: Box}[]
-  matches?: HashListMatch[]
-  text?: TextLineFound[]
-  textHits?: TextHitFound[]
-  /** Whether reading the frame's text stopped early (its budget spent): lines were left unread. */
-  textTruncated?: boolean
-}
-
-/** A line of text read in a frame: its text, the reader's confidence, its box in the decoded frame's pixels. */
-export interface TextLineFound {
-  text: string
-  confidence: number
-  box: Box
-}
-
-/** A text rule that fired on a frame: the rule, its category, the text matched, its line's box (and the contact detector). */
-export interface TextHitFound {
-  rule: string
-  category: string
-  text: string
-  box: Box
-  detector?: string
-}
-
-/** A frame's match against a list of known images: the list, the entry's label and note, how far, and the category it counts in. */
-export interface HashListMatch {
-  list: string
-  label: string
-  note: string
-  distance: number
-  category: string
+export interface EvidenceKind<E = unknown, I extends TProperties = TProperties, G extends TProperties = {}> {
+  readonly imageFields: I
+  readonly segmentFields?: G
+  /** An image result's fields from the evidence of each frame scored (one for a still image; none: nothing read). */
+  image(frames: readonly E[]): EvidenceFields<I>
+  /** The gatherer of one segment: a run of frames where `category` is violated. */
+  segment?(category: string): SegmentEvidence<E>
+  /** Said after a violated category in the table row (` (list removals: "case-1", distance 3)`), or ''. */
+  note?(fields: EvidenceFields<I>, category: string): string
+  /** Said after a segment's line in scan-video's table, or ''. */
+  segmentNote?(fields: EvidenceFields<G>, category: string): string
+  /** The boxes the HTML report draws on an item. */
+  marks?(fields: EvidenceFields<I>): ReportMark[]
+  /** The lines the HTML report lists under an item. */
+  notes?(fields: EvidenceFields<I>): string[]
 }
 
 /** An open signal: its model in memory (or ready to load on first use) and what the core asks of it per frame. */
@@ -128,8 +134,8 @@ export interface OpenSignal<In = unknown, Out = unknown> {
   scores?(output: Out): ReadonlyMap<string, number>
   /** Per category: the raw margin that its calibration turns into the score (what `mod calibrate` fits). */
   raw?(output: Out): ReadonlyMap<string, number>
-  /** What it found in the frame beyond label scores. */
-  evidence?(output: Out): FrameEvidence
+  /** What it found in the frame beyond label scores (its Signal's evidence kind merges it); undefined: nothing, the frame was not looked at. */
+  evidence?(output: Out): unknown
   /** After combination: the labels with this signal's own applied (a head blends and adds labels). */
   adjust?(labels: ScoredLabel[], outputs: FrameOutputs): ScoredLabel[]
   /** Raw logits of the labels it adds (`extraLabels`), for calibrate. */
@@ -166,6 +172,8 @@ export interface Signal {
   readonly policy?: PolicySection
   /** Its output is the image embedding a head is trained on and reads. */
   readonly embedding?: boolean
+  /** What it reports beyond label scores, and how results, segments, tables and reports show it. */
+  readonly evidence?: EvidenceKind
   /**
    * Why the setup leaves it off (nothing to run), or undefined when it should run; absent: it always runs.
    * The one place each signal's on/off rule is decided.

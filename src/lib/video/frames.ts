@@ -3,7 +3,7 @@ import {stat} from 'node:fs/promises'
 import type {Readable} from 'node:stream'
 
 import {emptyFileError, ModError} from '../errors.js'
-import type {RgbImage} from '../types.js'
+import type {RgbImage} from '../image/rgb.js'
 import {ffmpegMissing} from './ffmpeg.js'
 import {inputArgs, LOG_HEAD_CHARS, overPixelLimit, picturesTooLarge, unreadableVideo, videoTooLong} from './ffmpeg-input.js'
 import {scanPackets} from './packets.js'

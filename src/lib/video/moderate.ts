@@ -1,7 +1,9 @@
-import type {RgbImage, Segment, VideoResult} from '../types.js'
+import type {RgbImage} from '../image/rgb.js'
+import type {OpenEvidence} from '../signals/evidence.js'
+import type {Segment, VideoResult} from '../types.js'
 import {type DecodedFrame, type DecodeOptions, type DecodeSummary, decodeFrames} from './frames.js'
 import {statedDuration} from './duration.js'
-import {createSegmentTracker, type FrameLabel, type FrameText} from './segments.js'
+import {createSegmentTracker, type FrameLabel} from './segments.js'
 
 export interface ModerateVideoOptions {
   /** Reported as `source` in the result. */
@@ -14,10 +16,12 @@ export interface ModerateVideoOptions {
   /** The ffmpeg binary and the decoding limits. */
   decode: Omit<DecodeOptions, 'fps' | 'signal'>
   /**
-   * Scores a batch of frames (the engine trims, preprocesses, embeds and scores): per frame, its labels and, when
-   * the policy reads the text of videos, what was read.
+   * Scores a batch of frames (the engine trims, preprocesses, embeds and scores): per frame, its labels and what
+   * the signals found in it.
    */
   scoreFrames: (frames: RgbImage[]) => Promise<ScoredFrame[]>
+  /** The open signals' evidence kinds: how a segment gathers what its frames' signals found (none: segments carry scores only). */
+  evidence?: readonly OpenEvidence[]
   /** Called for each kept segment once its run has closed (the open ones at the end), in the order found. */
   onSegment?: (label: string, segment: Segment) => void
   /** Called after each batch with the frames analysed and the seconds of video they cover. */
@@ -29,7 +33,8 @@ export interface ModerateVideoOptions {
 
 export interface ScoredFrame {
   labels: FrameLabel[]
-  text?: FrameText
+  /** What each signal found in the frame, by signal name. */
+  evidence?: ReadonlyMap<string, unknown>
 }
 
 const round3 = (x: number): number => Math.round(x * 1000) / 1000
@@ -41,7 +46,7 @@ const round3 = (x: number): number => Math.round(x * 1000) / 1000
  * `decodeFrames` and of `scoreFrames`; ffmpeg never outlives the call.
  */
 export async function moderateVideo(path: string, o: ModerateVideoOptions): Promise<Omit<VideoResult, 'not_evaluated'>> {
-  const tracker = createSegmentTracker(o.fps, o.minFrames)
+  const tracker = createSegmentTracker(o.fps, o.minFrames, o.evidence)
   const frames = decodeFrames(path, {...o.decode, fps: o.fps, signal: o.signal})
   // Alongside decoding, never waited for: an estimate that comes late or never only leaves the total unknown. It
   // is stopped with the decoding, so that no ffmpeg outlives the call.
@@ -66,7 +71,7 @@ export async function moderateVideo(path: string, o: ModerateVideoOptions): Prom
         const scores = await o.scoreFrames(batch.map((f) => f.image))
         // Frame by frame, so that where a stop happens does not depend on the batch size.
         for (let i = 0; i < batch.length && !stoppedEarly; i++) {
-          for (const found of tracker.push(scores[i].labels, scores[i].text)) o.onSegment?.(found.label, found.segment)
+          for (const found of tracker.push(scores[i].labels, scores[i].evidence)) o.onSegment?.(found.label, found.segment)
           analyzed++
           stoppedEarly = o.stopOnViolation && tracker.hasSegment()
         }

@@ -1,5 +1,5 @@
 import {ModError} from '../errors.js'
-import type {RgbImage} from '../types.js'
+import type {RgbImage} from '../image/rgb.js'
 
 /** ffmpeg's ppm encoder writes "P6\n<width> <height>\n255\n" before each frame's pixels. */
 const HEADER = /^P6\s+(\d+)\s+(\d+)\s+(\d+)\s/

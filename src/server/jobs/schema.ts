@@ -1,6 +1,6 @@
 import {Type, type Static} from 'typebox'
 
-import {Segment, SegmentMatch, VideoResult} from '../../lib/schemas.js'
+import {Segment, VideoResult} from '../../lib/schemas.js'
 import {ErrorCode} from '../schemas.js'
 
 const closed = {additionalProperties: false} as const
@@ -14,14 +14,8 @@ export const JobSegment = Type.Object(
       deprecated: true,
       description: 'The same as `name`, kept for clients written before `name`; it will be removed in a later version.',
     }),
-    start: Type.Number({minimum: 0}),
-    end: Type.Number({minimum: 0}),
-    frames: Type.Integer({minimum: 1}),
-    max_confidence: Type.Number({minimum: 0, maximum: 1}),
-    matches: Type.Optional(Type.Array(SegmentMatch, {description: "Present when frames of the segment matched the policy's hash lists."})),
-    text: Segment.properties.text,
-    text_hits: Segment.properties.text_hits,
-    text_truncated: Segment.properties.text_truncated,
+    // A video result's segment, its signals' fields included.
+    ...Segment.properties,
   },
   {...closed, description: 'A segment found so far, reported once its run of frames has closed.'},
 )

@@ -1,7 +1,14 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {createSegmentTracker, type FrameLabel, type FrameText} from '../../../src/lib/video/segments.js'
+import {hashListEvidence, type HashListMatch} from '../../../src/lib/signals/pdq/evidence.js'
+import {textEvidence, type FrameText} from '../../../src/lib/signals/text/evidence.js'
+import {createSegmentTracker, type FrameLabel} from '../../../src/lib/video/segments.js'
+
+/** The text signal's evidence kind, as the engine opens it for a policy that reads the text of videos. */
+const TEXT = [{name: 'text', kind: textEvidence}]
+/** A frame's evidence: what the text signal read in it. */
+const read = (text: FrameText) => new Map([['text', text]])
 
 const weapons = (score: number): FrameLabel => ({name: 'weapons', parent: 'violence', threshold: 0.5, score})
 const nudity = (score: number): FrameLabel => ({name: 'nudity', parent: null, threshold: 0.7, score})
@@ -100,31 +107,31 @@ test('hasSegment turns true once a run reaches min_frames, even while it is open
 })
 
 test("frames that carry their text: a segment lists its frames' lines and its label's hits, each once, with the first box", () => {
-  const tracker = createSegmentTracker(1, 1)
+  const tracker = createSegmentTracker(1, 1, TEXT)
   const contact = (score: number): FrameLabel => ({name: 'contact_info', parent: null, threshold: 0.5, score})
   const line = (text: string, x: number) => ({text, confidence: 0.9, box: [x, 10, 200, 30]})
   const hit = (rule: string, category: string, text: string, x: number) => ({rule, category, text, box: [x, 10, 200, 30], detector: 'email'})
   const frames: [FrameLabel[], FrameText][] = [
     // Reading stopped early in the first frame only, before the segments: they say it did not in theirs.
-    [[contact(0), weapons(0.1)], {text: [line('sale today', 5)], hits: [], truncated: true}],
-    [[contact(1), weapons(0.9)], {text: [line('mail me@x.org', 5), line('sale today', 5)], hits: [hit('contacts', 'contact_info', 'me@x.org', 5)], truncated: false}],
-    [[contact(1), weapons(0.9)], {text: [line('mail me@x.org', 7)], hits: [hit('contacts', 'contact_info', 'me@x.org', 7)], truncated: false}],
-    [[contact(0), weapons(0.1)], {text: [], hits: [], truncated: false}],
+    [[contact(0), weapons(0.1)], {lines: [line('sale today', 5)], hits: [], truncated: true}],
+    [[contact(1), weapons(0.9)], {lines: [line('mail me@x.org', 5), line('sale today', 5)], hits: [hit('contacts', 'contact_info', 'me@x.org', 5)], truncated: false}],
+    [[contact(1), weapons(0.9)], {lines: [line('mail me@x.org', 7)], hits: [hit('contacts', 'contact_info', 'me@x.org', 7)], truncated: false}],
+    [[contact(0), weapons(0.1)], {lines: [], hits: [], truncated: false}],
   ]
-  for (const [labels, text] of frames) tracker.push(labels, text)
+  for (const [labels, text] of frames) tracker.push(labels, read(text))
   const segments = Object.fromEntries(tracker.finish(4).violations.map((v) => [v.name, v.segments]))
-  const read = [line('mail me@x.org', 5), line('sale today', 5)]
+  const lines = [line('mail me@x.org', 5), line('sale today', 5)]
   assert.equal(segments, {
-    contact_info: [{start: 1, end: 3, frames: 2, max_confidence: 1, text: read, text_hits: [hit('contacts', 'contact_info', 'me@x.org', 5)], text_truncated: false}],
-    weapons: [{start: 1, end: 3, frames: 2, max_confidence: 0.9, text: read, text_hits: [], text_truncated: false}],
+    contact_info: [{start: 1, end: 3, frames: 2, max_confidence: 1, text: lines, text_hits: [hit('contacts', 'contact_info', 'me@x.org', 5)], text_truncated: false}],
+    weapons: [{start: 1, end: 3, frames: 2, max_confidence: 0.9, text: lines, text_hits: [], text_truncated: false}],
   })
 })
 
 test('a segment says text_truncated when reading stopped early in one of its frames', () => {
-  const tracker = createSegmentTracker(1, 1)
-  tracker.push([weapons(0.9)], {text: [], hits: [], truncated: false})
-  tracker.push([weapons(0.9)], {text: [], hits: [], truncated: true})
-  tracker.push([weapons(0.1)], {text: [], hits: [], truncated: false})
+  const tracker = createSegmentTracker(1, 1, TEXT)
+  tracker.push([weapons(0.9)], read({lines: [], hits: [], truncated: false}))
+  tracker.push([weapons(0.9)], read({lines: [], hits: [], truncated: true}))
+  tracker.push([weapons(0.1)], read({lines: [], hits: [], truncated: false}))
   assert.equal(
     tracker.finish(3).violations.map((v) => v.segments.map((s) => s.text_truncated)),
     [[true]],
@@ -139,18 +146,17 @@ test('a video without scores over any threshold has no violations', () => {
 test.run()
 
 test("a segment lists its frames' hash-list matches: each entry once, at its nearest distance and the first frame at it", () => {
-  const known = (score: number, matches: FrameLabel['matches']): FrameLabel => ({name: 'known_bad', parent: null, threshold: 0.5, score, matches})
+  const known: FrameLabel = {name: 'known_bad', parent: null, threshold: 0.5, score: 0}
   const m = (label: string, distance: number) => ({list: 'removals', label, note: '', distance, category: 'known_bad'})
-  const {tracker} = track(
-    [
-      [known(0.5, [m('case-1', 30)])],
-      [known(0.8, [m('case-1', 12), m('case-2', 20)])],
-      [known(0.8, [m('case-1', 12)])],
-      [known(0, undefined)],
-      [known(0.9, [m('case-1', 4)])],
-    ],
-    {fps: 2},
-  )
+  const tracker = createSegmentTracker(2, 1, [{name: 'pdq', kind: hashListEvidence}])
+  const frames: [number, HashListMatch[] | undefined][] = [
+    [0.5, [m('case-1', 30)]],
+    [0.8, [m('case-1', 12), m('case-2', 20)]],
+    [0.8, [m('case-1', 12)]],
+    [0, undefined],
+    [0.9, [m('case-1', 4)]],
+  ]
+  for (const [score, matches] of frames) tracker.push([{...known, score}], new Map(matches ? [['pdq', matches]] : []))
   assert.equal(
     tracker.finish(2.5).violations[0].segments.map((s) => s.matches),
     [

@@ -5,7 +5,7 @@
 import {mirrorView, NSFW_VIEW_SIZE, nsfwPreprocess} from '../../image/nsfw-preprocess.js'
 import {openNsfw, type NsfwOptions} from '../../model/nsfw.js'
 import {stackTensors} from '../../pipeline/stack.js'
-import type {RgbImage} from '../../types.js'
+import type {RgbImage} from '../../image/rgb.js'
 import {looksAgain} from './rule.js'
 
 export interface NsfwRunner {

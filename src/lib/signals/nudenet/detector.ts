@@ -8,7 +8,7 @@ import {join} from 'node:path'
 import * as ort from 'onnxruntime-node'
 
 import {ModError} from '../../errors.js'
-import type {RgbImage} from '../../types.js'
+import type {RgbImage} from '../../image/rgb.js'
 import {hashFile} from '../../model/file-hash.js'
 import {openSession} from '../../model/session.js'
 import {defaultThreads} from '../../model/threads.js'

@@ -9,7 +9,7 @@
  * red planes, in that order (test/fixtures/nudenet-reference.json records the package's input; the parity
  * test checks it).
  */
-import type {RgbImage} from '../../types.js'
+import type {RgbImage} from '../../image/rgb.js'
 import {NUDENET_INPUT_SIZE, NUDENET_SIZE} from './labels.js'
 
 /** OpenCV's INTER_RESIZE_COEF_SCALE: bilinear weights are integers out of 2048. */

@@ -10,6 +10,7 @@ import {nsfwCategoryScores} from '../nsfw/rule.js'
 import {toImageBox, type FrameOrigin, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
 import type {Detection} from './decode.js'
 import {openNudenet, type NudenetDetector} from './detector.js'
+import {nudenetEvidence, type Region} from './evidence.js'
 import {NUDENET_LABELS} from './labels.js'
 import {installedNudenet, nudenetDir} from './manifest.js'
 import type {NudenetInput} from './preprocess.js'
@@ -43,12 +44,11 @@ async function open(openDetector: NudenetOpener, setup: SignalSetup): Promise<Op
     },
     // Intimate parts, covered or not, and bare bellies, best first: faces and feet are not moderation evidence.
     // Scores rounded to 4 decimals, as the labels' are.
-    evidence: (detections) => ({
-      regions: detections
+    evidence: (detections): Region[] =>
+      detections
         .filter((d) => SUGGESTIVE_PARTS.has(d.label))
         .sort((a, b) => b.score - a.score)
         .map((d) => ({label: d.label, score: Math.round(d.score * 1e4) / 1e4, box: d.box})),
-    }),
     // Eval's feature cache: six floats per detection (its class's index, score, box); the boxes need no precision beyond floats.
     encode: (detections) => Float32Array.from(detections.flatMap((d) => [NUDENET_LABELS.indexOf(d.label), d.score, ...d.box])),
     decode: (features) =>
@@ -64,13 +64,14 @@ async function open(openDetector: NudenetOpener, setup: SignalSetup): Promise<Op
  * The detector opened with `openDetector`; `installedIn` is the folder a listing reads its manifest from, to name
  * it without loading it (undefined: listed as not installed).
  */
-export function nudenetSignalWith(openDetector: NudenetOpener, installedIn: (setup: SignalSetup) => string | undefined): Signal {
+export function nudenetSignalWith(openDetector: NudenetOpener, installedIn: (setup: SignalSetup) => string | undefined) {
   return {
     name: 'nudenet',
     title: 'the NudeNet detector',
     description: 'the NudeNet body-part detector (`mod models pull nudenet`), a second opinion on the nudity family',
     kind: 'labels',
     needs: ['nsfw'],
+    evidence: nudenetEvidence,
     weight: () => 0,
     open: (setup) => open(openDetector, setup),
     // Listed as feeding the family only where a pulled copy is there, read from its manifest without loading it.
@@ -82,11 +83,11 @@ export function nudenetSignalWith(openDetector: NudenetOpener, installedIn: (set
         .filter((c) => FAMILY.includes(c.name))
         .map((c) => ({name: c.name, parent: c.parent, threshold: c.threshold, origin: c.origin}))
     },
-  }
+  } satisfies Signal
 }
 
 /** Where `mod models pull nudenet` installs it: a folder under the cache. */
-export const nudenetSignal: Signal = nudenetSignalWith(
+export const nudenetSignal = nudenetSignalWith(
   (setup) => openNudenet({dir: nudenetDir(setup.cacheDir), threads: setup.threads, cacheDir: setup.cacheDir}),
   (setup) => nudenetDir(setup.cacheDir),
 )

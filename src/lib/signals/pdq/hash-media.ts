@@ -1,5 +1,5 @@
 import {decodeImage, type ImageLimits} from '../../image/decode.js'
-import type {RgbImage} from '../../types.js'
+import type {RgbImage} from '../../image/rgb.js'
 import {decodeFrames, type DecodeOptions} from '../../video/frames.js'
 import {hashToHex} from './hash256.js'
 import {pdqHash} from './pdq.js'

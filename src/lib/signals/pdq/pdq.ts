@@ -1,4 +1,4 @@
-import type {RgbImage} from '../../types.js'
+import type {RgbImage} from '../../image/rgb.js'
 import {dct64To16, DIHEDRAL, dihedralCoefficients, type Dihedral} from './dct.js'
 import {HASH_BYTES, setBit, type Hash256} from './hash256.js'
 import {jaroszGrid} from './jarosz.js'

@@ -7,7 +7,8 @@
  */
 import type {Category} from '../../policy/types.js'
 import type {ScoredLabel} from '../../scoring/result.js'
-import {policyWeight, type HashListMatch, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
+import {policyWeight, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
+import {hashListEvidence, type HashListMatch} from './evidence.js'
 import {loadHashList} from './list-load.js'
 import {matchHash, type HashMatch} from './match.js'
 import {pdqDihedralHashes} from './pdq.js'
@@ -49,12 +50,12 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
     },
     infer: async (frames) => frames,
     adjust: (labels, outputs) => adjust(labels, (outputs.get('pdq') as FrameMatches | undefined) ?? []),
-    evidence: (matches) => ({matches: matches.map((m): HashListMatch => ({list: m.list, label: m.label, note: m.note, distance: m.distance, category: m.category}))}),
+    evidence: (matches) => matches.map((m): HashListMatch => ({list: m.list, label: m.label, note: m.note, distance: m.distance, category: m.category})),
     dispose: async () => {},
   }
 }
 
-export const pdqSignal: Signal = {
+export const pdqSignal = {
   name: 'pdq',
   title: 'the hash-list matcher',
   description: "PDQ hashes matched against the policy's hash lists",
@@ -62,5 +63,6 @@ export const pdqSignal: Signal = {
   off: (setup) => (hashListsOf(setup.policy).length === 0 ? 'the policy names no hash list' : undefined),
   weight: policyWeight('pdq'),
   policy: hashListsSection,
+  evidence: hashListEvidence,
   open,
-}
+} satisfies Signal

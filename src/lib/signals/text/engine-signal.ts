@@ -10,8 +10,9 @@ import {defaultThreads} from '../../model/threads.js'
 import type {Category} from '../../policy/types.js'
 import {roundScore} from '../../scoring/calibrate.js'
 import type {ScoredLabel} from '../../scoring/result.js'
-import type {RgbImage} from '../../types.js'
-import {toImageBox, type Box, type FrameOrigin, type OpenSignal, type Signal, type SignalSetup, type TextHitFound, type TextLineFound} from '../signal.js'
+import type {RgbImage} from '../../image/rgb.js'
+import {toImageBox, type Box, type FrameOrigin, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
+import {textEvidence, type FrameText} from './evidence.js'
 import {frameBudget, type ReadBudget, type TextBox} from './read.js'
 import {textPolicyOf, textSection} from './policy-section.js'
 import {openTextSignal, textWanted} from './signal.js'
@@ -28,20 +29,14 @@ export const ANIMATION_FRAMES_READ = 3
  */
 type TextInput = {frame: RgbImage; origin: FrameOrigin; budget: ReadBudget} | null
 
-/** What was read in a frame: its lines and the rules' hits, boxes in the decoded frame's pixels, and whether reading stopped early. */
-interface TextOutput {
-  lines: TextLineFound[]
-  hits: TextHitFound[]
-  truncated: boolean
-}
-
-const NOTHING_READ: TextOutput = {lines: [], hits: [], truncated: false}
+/** The output of a frame not read (its evidence is nothing, not an empty reading). */
+const NOTHING_READ: FrameText = {lines: [], hits: [], truncated: false}
 
 function boxOf(b: TextBox, origin: FrameOrigin): Box {
   return toImageBox([b.x, b.y, b.width, b.height], origin)
 }
 
-async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>): Promise<OpenSignal<TextInput, TextOutput>> {
+async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>): Promise<OpenSignal<TextInput, FrameText>> {
   const {policy} = setup
   const text = textPolicyOf(policy)
   if (text === undefined) throw new Error('the text signal opened without text rules')
@@ -51,7 +46,7 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
   // The categories no other open signal scores (contact_info, any under --only text): 0 on a frame without hits.
   const only = categories.filter((c) => ![...opened.keys()].some((name) => (c.signals[name] ?? 0) > 0))
 
-  function adjust(labels: ScoredLabel[], output: TextOutput | undefined): ScoredLabel[] {
+  function adjust(labels: ScoredLabel[], output: FrameText | undefined): ScoredLabel[] {
     const hit = new Set(output?.hits.map((h) => h.category))
     const out = labels.map((l) => (hit.has(l.name) ? {...l, score: 1} : l))
     const add = (c: Category, score: number) => out.push({name: c.name, score, threshold: c.threshold, parent: c.parent, origin: c.origin})
@@ -91,13 +86,13 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
         }
       })
     },
-    adjust: (labels, outputs) => adjust(labels, outputs.get('text') as TextOutput | undefined),
-    evidence: (output) => ({text: output.lines, textHits: output.hits, textTruncated: output.truncated}),
+    adjust: (labels, outputs) => adjust(labels, outputs.get('text') as FrameText | undefined),
+    evidence: (output) => (output === NOTHING_READ ? undefined : output),
     dispose: () => reader.close(),
   }
 }
 
-export const textSignal: Signal = {
+export const textSignal = {
   name: 'text',
   title: 'the text reader',
   description: "Text read in images (PP-OCRv4), matched against the policy's text rules",
@@ -105,5 +100,6 @@ export const textSignal: Signal = {
   off: (setup) => (textWanted(textPolicyOf(setup.policy), 'image') ? undefined : 'the policy has no text rules'),
   weight: (category) => category.signals.text ?? 0,
   policy: textSection,
+  evidence: textEvidence,
   open,
-}
+} satisfies Signal

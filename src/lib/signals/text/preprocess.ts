@@ -4,7 +4,7 @@
  */
 import sharp from 'sharp'
 
-import type {RgbImage} from '../../types.js'
+import type {RgbImage} from '../../image/rgb.js'
 import type {RotatedBox} from './boxes.js'
 
 /** The detector's normalisation (ImageNet's mean and deviation, applied in BGR order as PaddleOCR does). */

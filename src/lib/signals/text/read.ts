@@ -5,7 +5,7 @@
  */
 import {setImmediate as nextTurn} from 'node:timers/promises'
 
-import type {RgbImage} from '../../types.js'
+import type {RgbImage} from '../../image/rgb.js'
 import {boxesFromMap, corners, DEFAULT_BOX_OPTIONS, type BoxOptions, type RotatedBox} from './boxes.js'
 import {ctcDecode} from './ctc.js'
 import type {TextModel} from './model.js'

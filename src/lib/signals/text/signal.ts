@@ -2,7 +2,7 @@
  * The text signal as the engine uses it: opened only when the policy has text rules (nothing is loaded
  * otherwise), it reads the frames of one item and applies the policy's rules to each frame's lines.
  */
-import type {RgbImage} from '../../types.js'
+import type {RgbImage} from '../../image/rgb.js'
 import {openTextModel, type TextModelOptions} from './model.js'
 import type {TextPolicy} from './policy-section.js'
 import {DEFAULT_READ_OPTIONS, readText, type ReadBudget, type ReadOptions, type TextLine} from './read.js'
