@@ -114,8 +114,8 @@ export const getJobRoute = declareRoute({
   description:
     'While `running`, `progress` says how far the analysis got and `segments` lists the segments found so far. ' +
     '`done` carries `result` (the video result), `failed` carries `error` (the error body the synchronous ' +
-    'endpoint would have answered). A finished job stays readable for `MOD_JOB_TTL` seconds, until `DELETE`; ' +
-    'then, as for an id that never existed, the answer is 404 `not_found`.',
+    'endpoint would have answered). A finished job stays readable for `MOD_JOB_TTL` seconds unless deleted; a ' +
+    'deleted or expired job is answered 404 `not_found`, as an id that never existed.',
   tags: ['jobs'],
   pathParams: ID,
   responses: {200: {description: 'The job.', schema: Job, example: EXAMPLE_JOB}},
