@@ -30,10 +30,15 @@ cleanup() {
 trap cleanup EXIT
 
 # Starts the server on a free port with the environment given as arguments; sets SERVER and PORT.
+# The run checks the contract, not capacity: schemathesis submits video jobs faster than a busy machine runs them
+# (one at a time), and a job queue full at the default 64 waiting jobs answers the declared 503 overloaded, which
+# the server-error check counts as a failure. So the queue holds more jobs than a run submits (the full queue's
+# answer is checked by test/server/openapi-coverage.test.ts). Requests are sent one at a time, so the same limit
+# on requests waiting for the model changes nothing else.
 start() {
   PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   env MOD_MODEL_DIR="$ROOT/test/fixtures/models/toy" MOD_CACHE_DIR="$WORK/cache" MOD_JOB_STORAGE="$WORK/jobs" \
-    MOD_CALLBACK_ALLOW_PRIVATE=true MOD_LOG_LEVEL=warn "$@" \
+    MOD_CALLBACK_ALLOW_PRIVATE=true MOD_LOG_LEVEL=warn MOD_QUEUE_LIMIT=100000 "$@" \
     node "$ROOT/bin/run.js" serve --host 127.0.0.1 --port "$PORT" >"$WORK/server.log" 2>&1 &
   SERVER=$!
   for _ in $(seq 100); do
@@ -50,12 +55,10 @@ stop() {
   SERVER=
 }
 
-# One schemathesis run; its arguments are added to the command. Every check but use_after_free, which expects a
-# deleted resource to be gone: DELETE /v1/jobs/{id} cancels a job, and the cancelled job stays readable (status
-# `cancelled`) until MOD_JOB_TTL like any job that ended, as the document says.
+# One schemathesis run, every check; its arguments are added to the command.
 fuzz() {
   (cd "$WORK" && "$VENV/bin/schemathesis" --config-file "$ROOT/scripts/fuzz/schemathesis.toml" \
-    run "http://127.0.0.1:$PORT/openapi.json" --checks all --exclude-checks use_after_free --max-examples "$MAX_EXAMPLES" --generation-deterministic \
+    run "http://127.0.0.1:$PORT/openapi.json" --checks all --max-examples "$MAX_EXAMPLES" --generation-deterministic \
     --workers 1 --request-timeout 30 --no-color --warnings off "$@")
 }
 

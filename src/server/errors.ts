@@ -175,7 +175,7 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   },
   not_found: {
     status: 404,
-    when: () => 'a path the document does not list, or a job id that is unknown or expired',
+    when: () => 'a path the document does not list, or a job id that is unknown, deleted or expired',
     example: 'no such endpoint: /v2/moderate',
   },
   method_not_allowed: {

@@ -6,6 +6,8 @@ import {createServer} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
+import type {Redis} from 'ioredis'
+
 export const REDIS_SERVER = process.env.REDIS_SERVER ?? 'redis-server'
 
 export interface RedisServer {
@@ -70,4 +72,28 @@ export async function startRedis({appendonly = false} = {}): Promise<RedisServer
       rmSync(dir, {recursive: true, force: true})
     },
   }
+}
+
+/**
+ * Every key that names `id`, or holds an entry (member, field, value) that does. BullMQ's event stream is left out:
+ * a log of every job's changes, capped at 10 000 entries, not a record of the job.
+ */
+export async function entriesNaming(client: Redis, id: string): Promise<string[]> {
+  const found: string[] = []
+  for (const key of await client.keys('*')) {
+    if (key.includes(id)) {
+      found.push(key)
+      continue
+    }
+    const type = await client.type(key)
+    const content =
+      type === 'zset' ? await client.zrange(key, 0, -1)
+      : type === 'list' ? await client.lrange(key, 0, -1)
+      : type === 'set' ? await client.smembers(key)
+      : type === 'hash' ? Object.entries(await client.hgetall(key)).flat()
+      : type === 'string' ? [(await client.get(key)) ?? '']
+      : []
+    if (content.some((entry) => entry.includes(id))) found.push(`${key} (${type})`)
+  }
+  return found
 }

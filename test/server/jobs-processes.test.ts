@@ -7,10 +7,11 @@ import {createServer, type Server} from 'node:http'
 import type {AddressInfo} from 'node:net'
 import {join} from 'node:path'
 
+import {Redis} from 'ioredis'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {startRedis, type RedisServer} from '../helpers/redis.js'
+import {entriesNaming, startRedis, type RedisServer} from '../helpers/redis.js'
 import {colourClip} from '../lib/video/helpers.js'
 import {call, errorOf, form, red, serveProcess, tempDir, TOY_MODEL, writeRednessPolicy, type ServeProcess} from './harness.js'
 import {finished, submit} from './jobs/suite.js'
@@ -82,11 +83,22 @@ test.after(async () => {
   dir.remove()
 })
 
+let pair: Promise<{serve: ServeProcess; worker: ServeProcess; base: string}> | undefined
+
+/** A `mod serve` that runs no jobs and a `mod worker` that does, started once for the tests that use them. */
+function serveAndWorker(): Promise<{serve: ServeProcess; worker: ServeProcess; base: string}> {
+  pair ??= (async () => {
+    const serve = launch('serve', {MOD_SERVE_JOBS: 'false'})
+    const worker = launch('worker')
+    const [, base] = await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)
+    await worker.waitFor(/taking jobs from redis:\/\/127\.0\.0\.1:\d+$/)
+    return {serve, worker, base: base as string}
+  })()
+  return pair
+}
+
 test('a 30 s clip sent to mod serve is run by a separate mod worker; the callback arrives signed', async () => {
-  const serve = launch('serve', {MOD_SERVE_JOBS: 'false'})
-  const worker = launch('worker')
-  const [, base] = await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)
-  await worker.waitFor(/taking jobs from redis:\/\/127\.0\.0\.1:\d+$/)
+  const {base} = await serveAndWorker()
   const clip = await readFile(await colourClip(join(dir.path, 'thirty.mp4'), ['blue', 'red', 'blue'], 10, {rate: 2}))
   const r = await submit(base, 'thirty.mp4', clip, `?fps=1&callback_url=${encodeURIComponent(receiverUrl)}`)
   assert.is(r.status, 202)
@@ -100,6 +112,33 @@ test('a 30 s clip sent to mod serve is run by a separate mod worker; the callbac
   const polled = await finished(base, r.body.id)
   assert.equal(polled.result, job.result)
   assert.equal(await readdir(storage), [])
+})
+
+test('a job running in a mod worker and deleted through mod serve stops, leaves nothing behind and stays gone', async () => {
+  const {serve, worker, base} = await serveAndWorker()
+  // 1200 frames to score at fps=10: still running when the DELETE comes.
+  const clip = await readFile(await colourClip(join(dir.path, 'long.mp4'), ['blue', 'red'], 60, {rate: 1}))
+  const r = await submit(base, 'long.mp4', clip, `?fps=10&callback_url=${encodeURIComponent(receiverUrl)}`)
+  let job = r.body
+  while (job.status === 'queued' || (job.status === 'running' && job.progress.frames_analyzed === 0)) {
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    job = (await call(`${base}/v1/jobs/${r.body.id}`)).body
+  }
+  assert.is(job.status, 'running')
+  const deleted = await call(`${base}/v1/jobs/${r.body.id}`, {method: 'DELETE'})
+  assert.equal([deleted.status, deleted.body.status], [200, 'cancelled'])
+  assert.equal(errorOf(await call(`${base}/v1/jobs/${r.body.id}`)), {status: 404, code: 'not_found'})
+  assert.equal(errorOf(await call(`${base}/v1/jobs/${r.body.id}`, {method: 'DELETE'})), {status: 404, code: 'not_found'})
+  assert.equal(await readdir(storage), [], 'the upload is removed by the DELETE')
+  // The worker stops the run, reports it cancelled, and lets Redis drop the job.
+  const callback = JSON.parse((await callbackFor(r.body.id)).body)
+  assert.equal([callback.status, callback.result], ['cancelled', undefined])
+  const client = new Redis(redis.url)
+  const end = Date.now() + 10_000
+  while ((await entriesNaming(client, r.body.id)).length > 0 && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 20))
+  assert.equal(await entriesNaming(client, r.body.id), [])
+  client.disconnect()
+  assert.equal(errorOf(await call(`${base}/v1/jobs/${r.body.id}`)), {status: 404, code: 'not_found'})
   serve.child.kill('SIGTERM')
   worker.child.kill('SIGTERM')
   assert.equal([await serve.exited, await worker.exited], [0, 0])

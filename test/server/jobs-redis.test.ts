@@ -2,7 +2,9 @@
 import {mkdirSync} from 'node:fs'
 import {join} from 'node:path'
 
-import {startRedis, type RedisServer} from '../helpers/redis.js'
+import {Redis} from 'ioredis'
+
+import {entriesNaming, startRedis, type RedisServer} from '../helpers/redis.js'
 import {start, tempDir, testSettings, toyEngine, type Running} from './harness.js'
 import {holdingEngine, jobsSuite, type JobsTarget} from './jobs/suite.js'
 
@@ -16,11 +18,18 @@ let holdingRedis: RedisServer
 let real: Running
 let holding: Running
 let target: JobsTarget
+let clients: Redis[]
+
+/** What either Redis server still holds of the job. */
+async function stored(id: string): Promise<string[]> {
+  return (await Promise.all(clients.map((client) => entriesNaming(client, id)))).flat()
+}
 
 const api = jobsSuite('jobs API, BullMQ on Redis', () => target)
 
 api.before(async () => {
   ;[redis, holdingRedis] = await Promise.all([startRedis(), startRedis()])
+  clients = [new Redis(redis.url), new Redis(holdingRedis.url)]
   await engine.load()
   real = await start(engine, {...settings, jobs: {...settings.jobs, storage, redisUrl: redis.url}}, {tmpDir: dir.path})
 })
@@ -28,7 +37,7 @@ api.before.each(async () => {
   const held = holdingEngine()
   const jobs = {...settings.jobs, storage, redisUrl: holdingRedis.url}
   holding = await start(held.engine, {...settings, jobs, limits: {...settings.limits, queueLimit: 1}}, {tmpDir: dir.path})
-  target = {base: real.base, holding: {base: holding.base, ...held}, storage, scratch: dir.path}
+  target = {base: real.base, holding: {base: holding.base, ...held}, storage, scratch: dir.path, stored}
 })
 api.after.each(async () => {
   target.holding.release()
@@ -37,6 +46,7 @@ api.after.each(async () => {
 api.after(async () => {
   await real.stop()
   await engine.close()
+  for (const client of clients) client.disconnect()
   await Promise.all([redis.remove(), holdingRedis.remove()])
   dir.remove()
 })

@@ -64,7 +64,7 @@ function failingQueue(fail: () => never): JobQueue {
     checkRoom: async () => fail(),
     submit: async () => fail(),
     get: async () => fail(),
-    cancel: async () => fail(),
+    remove: async () => fail(),
     work: () => {},
     close: async () => {},
   }

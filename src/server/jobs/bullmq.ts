@@ -36,7 +36,10 @@ export interface BullQueueOptions extends QueueHooks {
 
 const QUEUE_NAME = 'mod-video-jobs'
 const CANCEL_CHANNEL = 'mod:jobs:cancel'
-const cancelledKey = (id: string) => `mod:jobs:cancelled:${id}`
+/** Held by the one DELETE of a job that is under way, so that a second one at the same time finds no job. */
+const deletingKey = (id: string) => `mod:jobs:deleting:${id}`
+/** Longest a DELETE holds it (a few Redis commands), should its process die meanwhile. */
+const DELETING_MS = 30_000
 
 /** What the processor stores beside the spec while it runs (BullMQ's job progress). */
 interface Progress {
@@ -109,10 +112,12 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
   // Connections BullMQ was handed are not closed by it.
   const connections: Redis[] = [client]
   const running = new Map<string, AbortController>()
+  /** Removals of deleted jobs whose worker has just let them go; close() waits for them. */
+  const purges = new Set<Promise<void>>()
   let sweeper: NodeJS.Timeout | undefined
 
   /** The job's spec, or undefined (logged) for a job this server could not have queued. */
-  function specOf(job: BullJob<JobData, Outcome>): (JobSpec & {created_at: string}) | undefined {
+  function specOf(job: BullJob<JobData, Outcome>): (JobSpec & {created_at: string; deleted: boolean}) | undefined {
     try {
       return readJobData(job.data, job.id, o.storage)
     } catch (e) {
@@ -121,10 +126,10 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
     }
   }
 
-  /** The job as a client sees it; undefined when it is unknown, or what Redis holds of it is not valid. */
+  /** The job as a client sees it; undefined when it is unknown, deleted, or what Redis holds of it is not valid. */
   async function body(job: BullJob<JobData, Outcome>): Promise<JobBody | undefined> {
     const spec = specOf(job)
-    if (!spec) return undefined
+    if (!spec || spec.deleted) return undefined
     const state = await job.getState()
     const base = newJob(spec, new Date(spec.created_at))
     const progress = job.progress as Partial<Progress> | number
@@ -160,6 +165,54 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
     o.onEnd?.(end, spec)
   }
 
+  /** Whether DELETE has marked the job, as Redis holds it now (a worker's copy of the job is older). */
+  async function isDeleted(id: string): Promise<boolean> {
+    const job = await queue.getJob(id)
+    return job?.data.deleted === true
+  }
+
+  /**
+   * Removes a deleted job once its worker has let it go. DELETE marks the job before it tries to remove it, and
+   * this looks at the mark after the worker's lock is released, so one of the two removes it.
+   */
+  function purge(id: string | undefined): void {
+    if (id === undefined) return
+    const purging = isDeleted(id)
+      .then(async (deleted) => {
+        if (deleted) await queue.remove(id)
+      })
+      .catch(logOnce('job queue'))
+      .finally(() => purges.delete(purging))
+    purges.add(purging)
+  }
+
+  /** DELETE of one job (remove() makes sure it is the only one under way). */
+  async function deleteJob(id: string): Promise<JobBody | undefined> {
+    const job = await queue.getJob(id)
+    const spec = job && specOf(job)
+    const current = job && (await body(job))
+    if (!spec || !current) return undefined
+    const ending = current.status === 'queued' || current.status === 'running'
+    const answer: JobBody = ending ? {...current, status: 'cancelled', updated_at: new Date().toISOString()} : current
+    // Redis refuses to remove a job a worker holds. The mark makes it unknown at once, makes a worker that takes
+    // it now drop it, and has its worker remove it when the run stops (purge).
+    try {
+      await job.updateData({...job.data, deleted: true})
+    } catch (e) {
+      // It expired just now.
+      if ((await queue.getJob(id)) === undefined) return undefined
+      throw e
+    }
+    // The worker running it may be another process: it hears this and aborts.
+    if (current.status === 'running') await client.publish(CANCEL_CHANNEL, id)
+    const removed = (await queue.remove(id)) === 1
+    // A running job's upload goes now too: its worker has it open or never opens it.
+    await removeJobFolder(o.storage, id)
+    // A job removed before any worker took it ends here; a running one ends (callback included) in its worker.
+    if (removed && current.status === 'queued') o.onEnd?.(answer, spec)
+    return answer
+  }
+
   async function sweep(): Promise<void> {
     const removed = await sweepJobFolders({
       storage: o.storage,
@@ -185,7 +238,8 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
     }
     let outcome: Outcome
     try {
-      if ((await client.exists(cancelledKey(spec.id)).catch(() => 0)) === 1) controller.abort()
+      // DELETE may have come while this worker was taking the job, before it listened for it.
+      if (await isDeleted(spec.id).catch(() => false)) controller.abort()
       save({})
       if (!(await jobFilesInPlace(spec))) {
         throw new ModError('internal', `job ${spec.id}: its upload is not a file in ${spec.dir} (is MOD_JOB_STORAGE the same folder on every node?)`)
@@ -195,7 +249,9 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
         onProgress: (frames, seconds) => save({frames_analyzed: frames, seconds}),
         onSegment: (label, segment) => save({segments: [...progress.segments, jobSegment(label, segment)]}),
       })
-      outcome = controller.signal.aborted ? {status: 'cancelled'} : {status: 'done', result}
+      // A DELETE heard too late to stop the run still cancels it: the result is not kept.
+      const deleted = controller.signal.aborted || (await isDeleted(spec.id).catch(() => false))
+      outcome = deleted ? {status: 'cancelled'} : {status: 'done', result}
     } catch (e) {
       outcome = controller.signal.aborted ? {status: 'cancelled'} : {status: 'failed', error: o.describeError(e)}
     } finally {
@@ -227,39 +283,19 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
     async get(id) {
       return guarded(async () => {
         const job = await queue.getJob(id)
-        if (job) return body(job)
-        const tombstone = await client.get(cancelledKey(id))
-        return tombstone ? checked(id, parsed(tombstone)) : undefined
+        return job && body(job)
       })
     },
-    async cancel(id) {
+    async remove(id) {
       return guarded(async () => {
-        const job = await queue.getJob(id)
-        if (!job) return this.get(id)
-        const current = await body(job)
-        if (!current || (current.status !== 'queued' && current.status !== 'running')) return current
-        if (current.status === 'queued') {
-          // remove() refuses a job a worker has just locked; then it is cancelled as a running one below.
-          const removed = await job.remove().then(
-            () => true,
-            () => false,
-          )
-          if (removed) {
-            const cancelled: JobBody = {...current, status: 'cancelled', updated_at: new Date().toISOString()}
-            await client.set(cancelledKey(id), JSON.stringify(cancelled), 'EX', o.ttlSeconds)
-            const spec = specOf(job)
-            if (spec) await finish(spec, cancelled)
-            return cancelled
-          }
+        if ((await client.set(deletingKey(id), '1', 'PX', DELETING_MS, 'NX')) === null) return undefined
+        try {
+          return await deleteJob(id)
+        } finally {
+          await client.del(deletingKey(id))
         }
-        // The worker running it may be another process: it hears this and aborts; the mark covers a worker that
-        // locks the job just now.
-        await client.set(cancelledKey(id), JSON.stringify({...current, status: 'cancelled'}), 'EX', o.ttlSeconds)
-        await client.publish(CANCEL_CHANNEL, id)
-        return current
       })
-    },
-    work(runner) {
+    },    work(runner) {
       const connection = new Redis(o.url, {maxRetriesPerRequest: null})
       connection.on('error', logOnce('job worker (redis)'))
       connections.push(connection)
@@ -275,8 +311,11 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
       worker.on('failed', (job) => {
         const spec = job && specOf(job)
         if (!job || !spec) return
-        void body(job).then((end) => finish(spec, end ?? {...newJob(spec), status: 'failed', error: STALLED}))
+        void body(job)
+          .then((end) => finish(spec, end ?? {...newJob(spec), status: 'failed', error: STALLED}))
+          .finally(() => purge(job.id))
       })
+      worker.on('completed', (job) => purge(job.id))
       // Folders of jobs lost with Redis (one that keeps nothing across restarts) would stay forever otherwise.
       // One sweep at a time: on a slow disk or a busy machine a sweep can outlast the interval, and two sweeps
       // of the same folders would both count (and try to remove) the same orphans.
@@ -304,6 +343,7 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
       await settled([queue.waitUntilReady(), ...(worker ? [worker.waitUntilReady()] : [])], o.commandTimeoutMs ?? 2000)
       clearInterval(sweeper)
       await worker?.close()
+      await Promise.all(purges)
       await queue.close()
       for (const c of connections) c.disconnect()
     },
@@ -311,11 +351,3 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
 }
 
 const validJob = createAjv().compile<JobBody>(Job)
-
-function parsed(text: string): unknown {
-  try {
-    return JSON.parse(text)
-  } catch {
-    return undefined
-  }
-}

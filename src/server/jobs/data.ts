@@ -7,7 +7,11 @@ import type {JobSpec} from './types.js'
  * A job as it waits in Redis: what the worker needs besides its files, which are found from the id. Anyone who
  * can write to that Redis can write a job, so what is read back is checked field by field before it is used.
  */
-export type JobData = Omit<JobSpec, 'dir' | 'file'> & {created_at: string}
+export type JobData = Omit<JobSpec, 'dir' | 'file'> & {
+  created_at: string
+  /** Set by DELETE on a job Redis cannot drop yet (a worker holds it): the job is unknown from then on. */
+  deleted?: true
+}
 
 /** Longest callback URL or file name a job carries (the server's own limits on fields are far below this). */
 const MAX_TEXT = 8192
@@ -25,7 +29,7 @@ export function jobData(spec: JobSpec, createdAt: Date): JobData {
   }
 }
 
-const KEYS = new Set(['id', 'source', 'fps', 'minFrames', 'stopOnViolation', 'callbackUrl', 'created_at', 'dir', 'file'])
+const KEYS = new Set(['id', 'source', 'fps', 'minFrames', 'stopOnViolation', 'callbackUrl', 'created_at', 'deleted', 'dir', 'file'])
 
 function problem(raw: Record<string, unknown>, id: string, storage: string): string | undefined {
   const extra = Object.keys(raw).find((key) => !KEYS.has(key))
@@ -44,6 +48,7 @@ function problem(raw: Record<string, unknown>, id: string, storage: string): str
   if (typeof raw.stopOnViolation !== 'boolean') return 'its stop_on_violation is not true or false'
   if (raw.callbackUrl !== undefined && !isHttpUrl(raw.callbackUrl)) return 'its callback URL is not an http(s) URL'
   if (typeof raw.created_at !== 'string' || Number.isNaN(Date.parse(raw.created_at))) return 'its creation time is not a date'
+  if (raw.deleted !== undefined && raw.deleted !== true) return 'its deleted mark is not true'
   return undefined
 }
 
@@ -60,7 +65,7 @@ function isHttpUrl(value: unknown): boolean {
  * The spec of the job `id` (BullMQ's id of it) from its data, with its paths derived from the id under
  * `storage`; a job that is not one this server could have queued is refused (`internal`, saying why).
  */
-export function readJobData(raw: unknown, id: string | undefined, storage: string): JobSpec & {created_at: string} {
+export function readJobData(raw: unknown, id: string | undefined, storage: string): JobSpec & {created_at: string; deleted: boolean} {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw refused(id, 'its data is not an object')
   const record = raw as Record<string, unknown>
   const why = problem(record, String(id), storage)
@@ -74,6 +79,7 @@ export function readJobData(raw: unknown, id: string | undefined, storage: strin
     stopOnViolation: data.stopOnViolation,
     ...(data.callbackUrl === undefined ? {} : {callbackUrl: data.callbackUrl}),
     created_at: data.created_at,
+    deleted: data.deleted === true,
     ...jobPaths(storage, data.id),
   }
 }

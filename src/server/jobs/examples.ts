@@ -10,3 +10,6 @@ export const EXAMPLE_JOB = {
   progress: {frames_analyzed: 8, seconds: 8},
   segments: [{name: 'weapons', label: 'weapons', start: 2, end: 6, frames: 4, max_confidence: 0.93}],
 }
+
+/** The same job as DELETE answers it: stopped where it was. */
+export const EXAMPLE_CANCELLED_JOB = {...EXAMPLE_JOB, status: 'cancelled', updated_at: '2026-01-01T12:00:05.000Z'}

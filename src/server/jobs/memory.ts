@@ -16,6 +16,8 @@ interface Entry {
   body: JobBody
   spec: JobSpec
   controller: AbortController
+  /** Forgets the job MOD_JOB_TTL after it ended. */
+  expiry?: NodeJS.Timeout
 }
 
 export const queueFull = (limit: number): ModError =>
@@ -28,7 +30,6 @@ export const queueFull = (limit: number): ModError =>
 export function createMemoryQueue(o: MemoryQueueOptions): JobQueue {
   const jobs = new Map<string, Entry>()
   const waiting: string[] = []
-  const expiries = new Set<NodeJS.Timeout>()
   let runner: JobRunner | undefined
   let running: Promise<void> | undefined
   let closed = false
@@ -41,12 +42,8 @@ export function createMemoryQueue(o: MemoryQueueOptions): JobQueue {
     // The files go first, so a client that sees the job ended never finds its upload.
     await rm(entry.spec.dir, {recursive: true, force: true})
     touch(entry, change)
-    const timer = setTimeout(() => {
-      expiries.delete(timer)
-      jobs.delete(entry.body.id)
-    }, o.ttlSeconds * 1000)
-    timer.unref()
-    expiries.add(timer)
+    entry.expiry = setTimeout(() => jobs.delete(entry.body.id), o.ttlSeconds * 1000)
+    entry.expiry.unref()
     o.onEnd?.(entry.body, entry.spec)
   }
 
@@ -93,16 +90,20 @@ export function createMemoryQueue(o: MemoryQueueOptions): JobQueue {
     async get(id) {
       return jobs.get(id)?.body
     },
-    async cancel(id) {
+    async remove(id) {
       const entry = jobs.get(id)
       if (!entry) return undefined
+      // Unknown from now on, also to a second DELETE that comes while this one waits for the run to stop.
+      jobs.delete(id)
       if (entry.body.status === 'queued') {
         waiting.splice(waiting.indexOf(id), 1)
         await end(entry, {status: 'cancelled'})
       } else if (entry.body.status === 'running') {
+        // The run ends as cancelled, whatever its runner returns now.
         entry.controller.abort()
         await running
       }
+      clearTimeout(entry.expiry)
       return entry.body
     },
     work(r) {
@@ -112,7 +113,7 @@ export function createMemoryQueue(o: MemoryQueueOptions): JobQueue {
     async close() {
       closed = true
       await running
-      for (const timer of expiries) clearTimeout(timer)
+      for (const entry of jobs.values()) clearTimeout(entry.expiry)
       for (const id of waiting.splice(0)) {
         const entry = jobs.get(id)
         if (entry) await rm(entry.spec.dir, {recursive: true, force: true})

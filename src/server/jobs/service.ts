@@ -49,7 +49,7 @@ function loadingBullQueue(o: BullQueueOptions): JobQueue {
     checkRoom: async () => (await loaded).checkRoom(),
     submit: async (spec) => (await loaded).submit(spec),
     get: async (id) => (await loaded).get(id),
-    cancel: async (id) => (await loaded).cancel(id),
+    remove: async (id) => (await loaded).remove(id),
     work: (runner) => void loaded.then((q) => q.work(runner), (e: Error) => o.log(`the job queue could not start: ${e.message}`)),
     close: async () => (await loaded).close(),
   }
@@ -60,7 +60,7 @@ function refusingQueue(reason: string): JobQueue {
   const refuse = async (): Promise<never> => {
     throw new ModError('jobs_unavailable', reason)
   }
-  return {checkRoom: refuse, submit: refuse, get: refuse, cancel: refuse, work: () => {}, close: async () => {}}
+  return {checkRoom: refuse, submit: refuse, get: refuse, remove: refuse, work: () => {}, close: async () => {}}
 }
 
 /**

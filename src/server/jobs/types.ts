@@ -45,8 +45,12 @@ export interface JobQueue {
   /** Queues the job; from now on the queue owns `spec.dir`. */
   submit(spec: JobSpec): Promise<JobBody>
   get(id: string): Promise<JobBody | undefined>
-  /** Cancels a waiting or running job (its files removed); a finished job is answered as it is. */
-  cancel(id: string): Promise<JobBody | undefined>
+  /**
+   * Deletes the job: a waiting one is dropped, a running one stopped (both end `cancelled`, their callback sent),
+   * and whatever its state, its files and everything stored of it are removed, so that it is unknown from now
+   * on. Answers the job as it was when deleted; undefined for an unknown job.
+   */
+  remove(id: string): Promise<JobBody | undefined>
   /** Starts running jobs with `runner` (`mod worker`, and `mod serve` unless MOD_SERVE_JOBS=false). */
   work(runner: JobRunner): void
   /** Stops taking jobs; the job running here is finished first. */

@@ -9,7 +9,7 @@ import {callbackAddresses} from '../../lib/fetch/callback.js'
 import {paceOf} from '../body-stream.js'
 import {clientOf} from '../client-address.js'
 import type {Request} from '../context.js'
-import {EXAMPLE_JOB} from '../jobs/examples.js'
+import {EXAMPLE_CANCELLED_JOB, EXAMPLE_JOB} from '../jobs/examples.js'
 import {Job} from '../jobs/schema.js'
 import {sendJson} from '../reply.js'
 import {declareRoute} from '../route.js'
@@ -42,7 +42,7 @@ const ID = {
 }
 
 const unknownJob = (id: string): ModError =>
-  new ModError('not_found', `no job ${JSON.stringify(id)}: it never existed, or it ended more than MOD_JOB_TTL ago`)
+  new ModError('not_found', `no job ${JSON.stringify(id)}: it never existed, was deleted, or ended more than MOD_JOB_TTL ago`)
 
 /** The callback URL is checked when the job is accepted (and again when it is called): a bad one is refused now. */
 async function checkCallback(url: string, allowPrivate: boolean): Promise<void> {
@@ -114,7 +114,8 @@ export const getJobRoute = declareRoute({
   description:
     'While `running`, `progress` says how far the analysis got and `segments` lists the segments found so far. ' +
     '`done` carries `result` (the video result), `failed` carries `error` (the error body the synchronous ' +
-    'endpoint would have answered). A finished job stays readable for `MOD_JOB_TTL` seconds.',
+    'endpoint would have answered). A finished job stays readable for `MOD_JOB_TTL` seconds unless deleted; a ' +
+    'deleted or expired job is answered 404 `not_found`, as an id that never existed.',
   tags: ['jobs'],
   pathParams: ID,
   responses: {200: {description: 'The job.', schema: Job, example: EXAMPLE_JOB}},
@@ -130,16 +131,20 @@ export const cancelJobRoute = declareRoute({
   method: 'DELETE',
   path: '/v1/jobs/{id}',
   operationId: 'cancelJob',
-  summary: 'Cancel a job',
+  summary: 'Cancel and delete a job',
   description:
-    'A waiting job is dropped, a running one stopped (its ffmpeg killed); either way its upload is removed and ' +
-    'its status becomes `cancelled`. A finished job is answered as it is.',
+    'A waiting job is dropped and a running one stopped (its ffmpeg killed): both end `cancelled`, and their ' +
+    '`callback_url` is called with that. Whatever its state, the job is then deleted: its upload, progress and ' +
+    'result are removed, and from then on `GET` and `DELETE` of its id answer 404 `not_found`, as for an id ' +
+    'that never existed.',
   tags: ['jobs'],
   pathParams: ID,
-  responses: {200: {description: 'The job after cancelling.', schema: Job}},
+  responses: {
+    200: {description: 'The job as it was when deleted: `cancelled` if it had not ended, else as it ended.', schema: Job, example: EXAMPLE_CANCELLED_JOB},
+  },
   errors: ['not_found', 'internal', 'overloaded', 'jobs_unavailable'],
   handler: async (ctx, _req, res, {params: {id}}) => {
-    const job = await ctx.jobs.cancel(id)
+    const job = await ctx.jobs.remove(id)
     if (!job) throw unknownJob(id)
     sendJson(res, 200, job)
   },

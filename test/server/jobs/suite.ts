@@ -13,11 +13,16 @@ import type {VideoOptions} from '../../../src/lib/engine.js'
 import {colourClip} from '../../lib/video/helpers.js'
 import {call, errorOf, fakeEngine, form} from '../harness.js'
 
-/** A fake engine whose videos report one frame and one segment, then wait until released or cancelled. */
-export function holdingEngine(): {engine: Engine; started: Promise<void>; release(): void; aborted: Promise<void>} {
+/**
+ * A fake engine whose videos report one frame and one segment, then wait until released or cancelled. After
+ * `ignoreAbort()` a cancelled run still waits for the release and then returns its result, as a run that had
+ * finished just as it was cancelled.
+ */
+export function holdingEngine(): {engine: Engine; started: Promise<void>; release(): void; aborted: Promise<void>; ignoreAbort(): void} {
   let release = () => {}
   let markStarted = () => {}
   let markAborted = () => {}
+  let stubborn = false
   const started = new Promise<void>((r) => (markStarted = r))
   const aborted = new Promise<void>((r) => (markAborted = r))
   const released = new Promise<void>((r) => (release = r))
@@ -31,22 +36,24 @@ export function holdingEngine(): {engine: Engine; started: Promise<void>; releas
         void released.then(resolve)
         o.signal?.addEventListener('abort', () => {
           markAborted()
-          reject(new ModError('bad_request', 'cancelled'))
+          if (!stubborn) reject(new ModError('bad_request', 'cancelled'))
         })
       })
       return {source: o.source, is_safe: true, duration: 3, fps: o.fps, frames_analyzed: 3, stopped_early: false, violations: [], not_evaluated: []}
     },
   })
-  return {engine, started, release, aborted}
+  return {engine, started, release, aborted, ignoreAbort: () => (stubborn = true)}
 }
 
 export interface JobsTarget {
   /** A server on the toy engine that runs its jobs. */
   base: string
   /** A server on a holding engine (jobs wait until released), with a job limit of 1 waiting job. */
-  holding: {base: string; started: Promise<void>; aborted: Promise<void>; release(): void}
+  holding: {base: string; started: Promise<void>; aborted: Promise<void>; release(): void; ignoreAbort(): void}
   /** MOD_JOB_STORAGE of both servers. */
   storage: string
+  /** What the queue still stores of the job besides its upload (Redis keys and entries naming it). */
+  stored(id: string): Promise<string[]>
   /** A folder for the test's files. */
   scratch: string
 }
@@ -62,6 +69,22 @@ export async function finished(base: string, id: string, ms = 60_000): Promise<a
     if (FINAL.has(r.body.status)) return r.body
     if (Date.now() > end) throw new Error(`job ${id} still ${r.body.status}`)
     await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+}
+
+/**
+ * Waits until nothing of the job is stored (its upload, what the queue keeps of it), then checks that it is
+ * answered as an unknown job: GET and DELETE 404 not_found.
+ */
+async function gone(t: JobsTarget, base: string, id: string): Promise<void> {
+  const left = async () => [...(await readdir(t.storage)).filter((name) => name === id), ...(await t.stored(id))]
+  const end = Date.now() + 10_000
+  while ((await left()).length > 0 && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 20))
+  assert.equal(await left(), [], 'nothing of the job is stored')
+  for (const method of ['GET', 'DELETE']) {
+    const r = await call(`${base}/v1/jobs/${id}`, {method})
+    assert.equal(errorOf(r), {status: 404, code: 'not_found'}, method)
+    assert.match(r.body.error.message, `no job "${id}"`)
   }
 }
 
@@ -104,7 +127,7 @@ export function jobsSuite(name: string, target: () => JobsTarget) {
     assert.equal(await readdir(t.storage), [])
   })
 
-  s('segments found so far are visible while running; DELETE stops the run and removes the upload', async () => {
+  s('segments found so far are visible while running; DELETE stops the run, answers the job cancelled, and the job is gone', async () => {
     const t = target()
     const r = await submit(t.holding.base, 'long.mp4', 'any bytes')
     await t.holding.started
@@ -115,19 +138,50 @@ export function jobsSuite(name: string, target: () => JobsTarget) {
       await new Promise((resolve) => setTimeout(resolve, 20))
       running = await call(`${t.holding.base}/v1/jobs/${r.body.id}`)
     }
+    const segments = [{name: 'redness', label: 'redness', start: 1, end: 3, frames: 2, max_confidence: 1}]
     assert.equal(
       {status: running.body.status, progress: running.body.progress, segments: running.body.segments},
-      {status: 'running', progress: {frames_analyzed: 3, seconds: 3}, segments: [{name: 'redness', label: 'redness', start: 1, end: 3, frames: 2, max_confidence: 1}]},
+      {status: 'running', progress: {frames_analyzed: 3, seconds: 3}, segments},
     )
     const deleted = await call(`${t.holding.base}/v1/jobs/${r.body.id}`, {method: 'DELETE'})
     assert.is(deleted.status, 200)
+    assert.equal(
+      {id: deleted.body.id, status: deleted.body.status, progress: deleted.body.progress, segments: deleted.body.segments},
+      {id: r.body.id, status: 'cancelled', progress: {frames_analyzed: 3, seconds: 3}, segments},
+    )
     await t.holding.aborted
-    const job = await finished(t.holding.base, r.body.id)
-    assert.is(job.status, 'cancelled')
-    assert.equal(await readdir(t.storage), [])
+    await gone(t, t.holding.base, r.body.id)
   })
 
-  s('a full job queue answers 503 overloaded with Retry-After; a waiting job can be cancelled', async () => {
+  s('a running job deleted does not come back when its run finishes anyway', async () => {
+    const t = target()
+    t.holding.ignoreAbort()
+    const r = await submit(t.holding.base, 'long.mp4', 'any bytes')
+    await t.holding.started
+    const deleting = call(`${t.holding.base}/v1/jobs/${r.body.id}`, {method: 'DELETE'})
+    await t.holding.aborted
+    // The run ends with a result after the DELETE: the worker must not store it.
+    t.holding.release()
+    const deleted = await deleting
+    assert.is(deleted.status, 200)
+    assert.is(deleted.body.status, 'cancelled')
+    // Once nothing is stored, the run has ended (the queue on Redis drops a held job only when its worker lets go).
+    await gone(t, t.holding.base, r.body.id)
+  })
+
+  s('two DELETEs of one job at the same time: one answers the job, the other 404 not_found', async () => {
+    const t = target()
+    const r = await submit(t.holding.base, 'long.mp4', 'any bytes')
+    await t.holding.started
+    const url = `${t.holding.base}/v1/jobs/${r.body.id}`
+    const answers = await Promise.all([call(url, {method: 'DELETE'}), call(url, {method: 'DELETE'})])
+    const byStatus = answers.sort((a, b) => a.status - b.status)
+    assert.equal(byStatus.map((a) => a.status), [200, 404])
+    assert.is(byStatus[0]!.body.status, 'cancelled')
+    await gone(t, t.holding.base, r.body.id)
+  })
+
+  s('a full job queue answers 503 overloaded with Retry-After; a waiting job deleted is answered cancelled and is gone', async () => {
     const t = target()
     const first = await submit(t.holding.base, 'a.mp4', 'a')
     await t.holding.started
@@ -137,10 +191,23 @@ export function jobsSuite(name: string, target: () => JobsTarget) {
     assert.equal(errorOf(third), {status: 503, code: 'overloaded'})
     assert.is(third.headers.get('retry-after'), '1')
     const cancelled = await call(`${t.holding.base}/v1/jobs/${second.body.id}`, {method: 'DELETE'})
-    assert.is(cancelled.body.status, 'cancelled')
+    assert.equal([cancelled.status, cancelled.body.id, cancelled.body.status], [200, second.body.id, 'cancelled'])
+    await gone(t, t.holding.base, second.body.id)
     t.holding.release()
     assert.is((await finished(t.holding.base, first.body.id)).status, 'done')
     assert.equal(await readdir(t.storage), [])
+  })
+
+  s('a finished job deleted is answered as it ended, then gone: its result is no longer readable', async () => {
+    const t = target()
+    const data = await readFile(await colourClip(join(t.scratch, 'ended.mp4'), ['red'], 1))
+    const r = await submit(t.base, 'ended.mp4', data)
+    const job = await finished(t.base, r.body.id)
+    assert.is(job.status, 'done')
+    const deleted = await call(`${t.base}/v1/jobs/${r.body.id}`, {method: 'DELETE'})
+    assert.is(deleted.status, 200)
+    assert.equal(deleted.body, job)
+    await gone(t, t.base, r.body.id)
   })
 
   s('an unknown job id is 404 not_found and one that is not a UUID 400 bad_request, for GET and DELETE', async () => {
