@@ -134,7 +134,8 @@ test('a worker on Redis sweeps at start and then periodically, keeping the folde
     sweepIntervalMs: 50,
   })
   queue.work(async () => Promise.reject(new Error('no job runs here')))
-  await until(() => !existsSync(join(storage, lost)))
+  // The sweep logs once its removals are done: wait for the line, not only for the folder to go.
+  await until(() => !existsSync(join(storage, lost)) && logged.length > 0)
   assert.equal(logged, ['job storage: removed 1 folder(s) of jobs the queue no longer has'])
   // Lost after the worker started: found by a later sweep.
   const later = jobFolder(storage, 2 * HOUR)

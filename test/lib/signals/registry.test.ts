@@ -10,6 +10,7 @@ import {DEFAULT_LIMITS} from '../../../src/lib/config/settings.js'
 import {createEngine} from '../../../src/lib/engine.js'
 import {openDatasetScoring} from '../../../src/lib/eval/features.js'
 import {activeSignals, openCore} from '../../../src/lib/signals/core.js'
+import {imageEvidence, openEvidence} from '../../../src/lib/signals/evidence.js'
 import type {Signal} from '../../../src/lib/signals/signal.js'
 import {solidPng, tempDir} from '../../helpers/cli.js'
 import {start, testSettings} from '../../server/harness.js'
@@ -138,9 +139,11 @@ test('a signal can run only when the policy asks for it (policySwitch off), and 
     ...redMeter,
     name: 'red_boxes',
     policySwitch: 'off',
+    // Its own kind of evidence: a box per frame, reported as the result's `boxes`.
+    evidence: {imageFields: {}, image: (frames) => ({boxes: frames.flat()})},
     open: async (o, opened) => ({
       ...(await redMeter.open(o, opened)),
-      evidence: (out: Float32Array) => ({regions: [{label: 'redness', score: out[0], box: [0, 0, 64, 64]}]}),
+      evidence: (out: Float32Array) => [{label: 'redness', score: out[0], box: [0, 0, 64, 64]}],
     }),
   }
   const withBoxes = [...withoutSpecialist(), boxed]
@@ -162,7 +165,9 @@ test('a signal can run only when the policy asks for it (policySwitch off), and 
   const core = await openCore(withBoxes, o, activeSignals(withBoxes, o), {batchSize: 8})
   try {
     const [outputs] = await core.infer(await core.prepare([{data: Buffer.from([255, 0, 0, 255, 0, 0]), width: 2, height: 1}]))
-    assert.equal(core.evidence(outputs), {regions: [{label: 'redness', score: 1, box: [0, 0, 64, 64]}]})
+    const found = [{label: 'redness', score: 1, box: [0, 0, 64, 64]}]
+    assert.equal([...core.evidence(outputs)], [['red_boxes', found]])
+    assert.equal(imageEvidence(openEvidence(withBoxes, core.open), [core.evidence(outputs)]), {boxes: found})
   } finally {
     await core.dispose()
   }
