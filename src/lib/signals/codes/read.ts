@@ -187,12 +187,14 @@ function luminance(image: RgbImage, maxPixels: number): Luminance {
     for (let i = 0, j = 0; i < out.length; i++, j += 3) out[i] = (306 * data[j] + 601 * data[j + 1] + 117 * data[j + 2] + 512) >> 10
     return {data: out, width: w, height: h, factor}
   }
+  const block = new Uint32Array(width)
+  for (let x = 0; x < width; x++) block[x] = Math.floor(x / factor)
   const sums = new Float64Array(w)
   for (let by = 0; by < h; by++) {
     sums.fill(0)
     const y1 = Math.min(height, (by + 1) * factor)
     for (let y = by * factor; y < y1; y++) {
-      for (let x = 0, j = y * width * 3; x < width; x++, j += 3) sums[(x / factor) | 0] += 306 * data[j] + 601 * data[j + 1] + 117 * data[j + 2]
+      for (let x = 0, j = y * width * 3; x < width; x++, j += 3) sums[block[x]] += 306 * data[j] + 601 * data[j + 1] + 117 * data[j + 2]
     }
     const rows = y1 - by * factor
     for (let bx = 0; bx < w; bx++) {
