@@ -7,8 +7,8 @@
  *   reading runs on the calling thread, so its CPU time is what it costs whatever else the machine does), and the
  *   codes found. Then the reader's opening and its first reads (the WebAssembly compiler tiers up on the first
  *   frames), the same photos with light-on-dark codes looked for too (`inverted`) and with QR codes only, larger
- *   frames (1920x1080, and a 12-megapixel photo read scaled down to DEFAULT_MAX_PIXELS), and the module's
- *   WebAssembly memory. Target: at most 20 ms of CPU per 1280x720 image, plain and with codes.
+ *   frames (1920x1080, and a 12-megapixel photo read scaled down to DEFAULT_MAX_PIXELS), frames of random noise
+ *   (the costliest input seen: the bound for a hostile frame), and the module's WebAssembly memory. Target: at most 20 ms of CPU per 1280x720 image, plain and with codes.
  * - photos (--photos DIR, e.g. ../shared/data/ordinary-photos): every image of DIR decoded as the engine decodes
  *   (decodeImage, default limits) and read; prints each code found (file, format, payload, box) and the time per
  *   photo.
@@ -67,6 +67,17 @@ async function testImages(width: number, height: number, count = Infinity): Prom
   return {plain, codes}
 }
 
+/** Pixels of random noise: edges everywhere, the costliest frame seen for zxing's detectors. */
+function noiseFrame(width: number, height: number, seed: number): RgbImage {
+  const data = Buffer.alloc(width * height * 3)
+  let x = seed
+  for (let i = 0; i < data.length; i++) {
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0
+    data[i] = x >>> 24
+  }
+  return {data, width, height}
+}
+
 /** Rounds of reads in turns over the two sets; per-image times of each. */
 function measure(reader: CodeReader, sets: Record<string, RgbImage[]>, rounds: number) {
   const times: Record<string, {wall: number[]; cpu: number[]; found: number[]}> = {}
@@ -123,6 +134,9 @@ async function speed(): Promise<void> {
   const big = await testImages(4032, 3024, 3)
   const t12 = measure(reader, big, 1)
   rows.push(row(`4032x3024 (read at 1/3): plain`, t12.plain), row(`4032x3024 (read at 1/3): with 4 codes`, t12.codes))
+  const noise = [noiseFrame(1280, 720, 1), noiseFrame(1280, 720, 2), noiseFrame(1920, 1080, 3), noiseFrame(1920, 1080, 4)]
+  const tNoise = measure(reader, {'1280x720': noise.slice(0, 2), '1920x1080': noise.slice(2)}, 2)
+  rows.push(row('random noise 1280x720 (the worst seen)', tNoise['1280x720']), row('random noise 1920x1080', tNoise['1920x1080']))
   table(rows)
 
   const memory = reader.memoryBytes() / 2 ** 20

@@ -14,8 +14,8 @@
  *   codes included) and costs about a fifth of the time;
  * - `tryInvert` is off unless asked (`inverted`): light-on-dark codes cost half as much time again;
  * - only CODE_FORMATS are looked for, not zxing's rarer formats (rMQR, MaxiCode, DataBar, DX film edge, ...).
- * Linear barcodes are read when their bars are within about 10 degrees of upright or of a quarter turn (zxing
- * scans rows and columns); matrix codes at any angle.
+ * Linear barcodes are read when tilted up to about 15 degrees from upright or from a quarter turn (zxing scans
+ * rows and columns; 25 degrees for an EAN-13, whose bars are long for its width); matrix codes at any angle.
  */
 import {readFile} from 'node:fs/promises'
 import {createRequire} from 'node:module'

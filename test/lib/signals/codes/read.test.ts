@@ -66,10 +66,10 @@ test('reads QR codes turned 30 and 90 degrees, and one 60 pixels wide', async ()
   }
 })
 
-test('reads an EAN-13 and a Code 128, upright and turned a quarter', async () => {
+test('reads an EAN-13 and a Code 128, upright, tilted 10 degrees and turned a quarter', async () => {
   const ean = await drawCode('EAN13', '4006381333931', 2)
   const code128 = await drawCode('Code128', 'PARCEL-0042', 2)
-  for (const angle of [0, 90]) {
+  for (const angle of [0, 10, 90]) {
     const {image, extents} = await printOnPhoto('brick.jpg', 800, 800, [
       {code: ean, left: 40, top: 40, angle},
       {code: code128, left: 360, top: 360, angle},
@@ -83,12 +83,8 @@ test('reads an EAN-13 and a Code 128, upright and turned a quarter', async () =>
       ],
       `at ${angle} degrees`,
     )
-    const turned = (e: Extent): Extent => (angle === 0 ? e : [e[1], e[0], e[3], e[2]])
-    // A quarter turn swaps the sides the bars run along: compare the box turned back.
-    for (let i = 0; i < 2; i++) {
-      const [x, y, w, h] = found[i].box
-      assertAcross(angle === 0 ? [x, y, w, h] : [y, x, h, w], turned(extents[i]))
-    }
+    // Tilted, the rows where the bars were read cover a band of the turned symbol's upright extent.
+    if (angle !== 10) found.forEach((c, i) => assertAcross(c.box, extents[i]))
   }
 })
 
