@@ -6,7 +6,8 @@
  *   (plain, then with codes, photo by photo) for --rounds rounds (default 5): wall and CPU time per image (the
  *   reading runs on the calling thread, so its CPU time is what it costs whatever else the machine does), and the
  *   codes found. Then the reader's opening and its first reads (the WebAssembly compiler tiers up on the first
- *   frames), the same photos with light-on-dark codes looked for too (`inverted`) and with QR codes only, larger
+ *   frames), the same photos with light-on-dark codes looked for too (`inverted`), without linear barcodes turned
+ *   a quarter (`quarterTurns: false`: the Code 128 is then missed) and with QR codes only, larger
  *   frames (1920x1080, and a 12-megapixel photo read scaled down to DEFAULT_MAX_PIXELS), frames of random noise
  *   (the costliest input seen: the bound for a hostile frame), and the module's WebAssembly memory. Target: at most 20 ms of CPU per 1280x720 image, plain and with codes.
  * - photos (--photos DIR, e.g. ../shared/data/ordinary-photos): every image of DIR decoded as the engine decodes
@@ -117,6 +118,7 @@ async function speed(): Promise<void> {
 
   const variants: [string, CodeReaderOptions][] = [
     ['inverted too', {inverted: true}],
+    ['no quarter turns', {quarterTurns: false}],
     ['QR codes only', {formats: ['qr_code']}],
   ]
   const rows = [['1280x720, ms per image', 'wall median', 'wall p90', 'CPU median', 'CPU p90', 'codes found'], row('plain photos', main.plain), row('with 4 codes', main.codes)]

@@ -188,6 +188,20 @@ test('reads at most maxCodes codes in a frame', async () => {
   }
 })
 
+test('without quarterTurns, a linear barcode turned a quarter is missed; a QR code turned so is still read', async () => {
+  const upright = await openCodeReader({quarterTurns: false})
+  try {
+    const {image} = await printOnPhoto('brick.jpg', 800, 800, [
+      {code: await drawCode('Code128', 'PARCEL-0042', 2), left: 40, top: 40, angle: 90},
+      {code: await drawCode('QRCode', 'turned', 4), left: 400, top: 400, angle: 90},
+    ])
+    assert.equal(reader.read(image).map((c) => c.payload), ['PARCEL-0042', 'turned'])
+    assert.equal(upright.read(image).map((c) => c.payload), ['turned'])
+  } finally {
+    await upright.close()
+  }
+})
+
 test('reads light-on-dark codes only when asked', async () => {
   const code = await drawCode('QRCode', 'inverted', 4)
   const {data, info} = await sharp(code.png).negate().removeAlpha().raw().toBuffer({resolveWithObject: true})
