@@ -3,13 +3,14 @@
  * measured. Run by hand; not part of `npm run bench`.
  * - speed: the test photos (test/fixtures/photos) resized to cover 1280x720, plain and with four codes printed on
  *   them (a QR code at 4 px a module, a 60 px QR code, an EAN-13 and a Code 128 turned a quarter), read in turns
- *   (plain, then with codes, photo by photo) for --rounds rounds (default 5): wall and CPU time per image (the
- *   reading runs on the calling thread, so its CPU time is what it costs whatever else the machine does), and the
- *   codes found. Then the reader's opening and its first reads (the WebAssembly compiler tiers up on the first
- *   frames), the same photos with light-on-dark codes looked for too (`inverted`), without linear barcodes turned
- *   a quarter (`quarterTurns: false`: the Code 128 is then missed) and with QR codes only, larger
- *   frames (1920x1080, and a 12-megapixel photo read scaled down to DEFAULT_MAX_PIXELS), frames of random noise
- *   (the costliest input seen: the bound for a hostile frame), and the module's WebAssembly memory. Target: at most 20 ms of CPU per 1280x720 image, plain and with codes.
+ *   (plain, then with codes, photo by photo) for --rounds rounds (default 5): wall and CPU time per image (reading
+ *   runs on the calling thread alone, so its CPU time is steadier than wall time on a shared machine, though a
+ *   busy host inflates it too), and the codes found. Then the reader's opening and its first reads (the
+ *   WebAssembly compiler tiers up on the first frames); the same photos with light-on-dark codes looked for too
+ *   (`inverted`), without linear barcodes turned a quarter (`quarterTurns: false`: the Code 128 is then missed)
+ *   and with QR codes only; larger frames (1920x1080, and a 12-megapixel photo read scaled down to
+ *   DEFAULT_MAX_PIXELS); frames of random noise (the costliest input seen: the bound for a hostile frame); and the
+ *   module's WebAssembly memory. Target: at most 20 ms of CPU per 1280x720 image, plain and with codes.
  * - photos (--photos DIR, e.g. ../shared/data/ordinary-photos): every image of DIR decoded as the engine decodes
  *   (decodeImage, default limits) and read; prints each code found (file, format, payload, box) and the time per
  *   photo.

@@ -111,6 +111,18 @@ test('reads several codes in one photo, each with its own box, top to bottom the
   found.forEach((c, i) => assertAround(c.box, extents[i]))
 })
 
+test('reads a code in the dark corner of an unevenly lit photo', async () => {
+  const {image} = await printOnPhoto('coffee.jpg', 1280, 720, [{code: await drawCode('QRCode', 'dark corner', 3), left: 1130, top: 560}])
+  // Light falling off towards the bottom right corner, to 15% there.
+  for (let y = 0, j = 0; y < image.height; y++) {
+    for (let x = 0; x < image.width; x++, j += 3) {
+      const light = 1 - (0.85 * x * y) / (image.width * image.height)
+      for (let c = 0; c < 3; c++) image.data[j + c] = Math.round(image.data[j + c] * light)
+    }
+  }
+  assert.equal(reader.read(image).map((c) => c.payload), ['dark corner'])
+})
+
 /** What each format reads as, written by zxing on white. */
 async function readOnWhite(format: WriteFormat, text: string, r: CodeReader = reader): Promise<[string, string][]> {
   const code = await drawCode(format, text, 3)
