@@ -12,19 +12,23 @@
  *   is no address;
  * - every `scheme://` address in it, whatever the scheme (`ftp://`, `intent://`, `market://`): each names a host;
  * - what the text rules' URL detector finds in it (www. addresses, bare domains under common top-level domains),
- *   so that an address inside a vCard, a MECARD or a sentence counts too.
+ *   so that an address inside a vCard, a MECARD or a sentence counts too (at the start of its lines: payload.ts).
  * Addresses without a host (`mailto:`, `tel:`, `sms:`, `javascript:`, `WIFI:`) point to no domain: the text
  * rules' detectors (`detect: [email, phone]`) are there for those.
  */
 import {domainToASCII} from 'node:url'
 
 import {findContacts} from '../text/contact.js'
+import {checkedLines} from './payload.js'
 
 /** Schemes whose addresses the URL parser reads as browsers do (the WHATWG "special" schemes). */
 const SPECIAL = /^(?:https?|wss?|ftp|file):/i
 const SCHEME = /^[a-z][a-z0-9+.-]*:/i
-/** A `scheme://` address inside a text, up to a space, a quote or a `;` (which separates a MECARD's fields). */
-const ADDRESS = /[a-z][a-z0-9+.-]*:(?:\/\/|\\\\)[^\s<>"'`;]+/giu
+/**
+ * A `scheme://` address inside a text, up to a space, a quote or a `;` (which separates a MECARD's fields). The
+ * scheme starts where no scheme character stands before it and is short: a long run of letters costs one try.
+ */
+const ADDRESS = /(?<![a-z0-9+.-])[a-z][a-z0-9+.-]{0,31}:(?:\/\/|\\\\)[^\s<>"'`;]+/giu
 /** A host written without a scheme: dotted, ending in letters or punycode, or four dotted numbers; then a port, a path or nothing. */
 const BARE = /^(?:[^\s/?#@:]+@)?(?:[^\s/?#@:.]+\.)+(?:[\p{L}]{2,63}|xn--[a-z0-9-]+)\.?(?::\d+)?(?:[/?#]\S*)?$|^(?:\d+\.){3}\d+(?::\d+)?(?:[/?#]\S*)?$/iu
 const LABEL = /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/
@@ -52,13 +56,16 @@ function hostOf(address: string): string | undefined {
   return host.startsWith('[') || listedDomain(host) === host ? host : undefined
 }
 
-/** The hosts the payload's URLs point to (lower case, punycode, no trailing dot), each once, in order. */
+/**
+ * The hosts the payload's URLs point to (lower case, punycode, no trailing dot), each once, in order. The text URL
+ * detector sees the payload's checked lines (payload.ts); the rest is linear in the payload's length.
+ */
 export function payloadHosts(payload: string): string[] {
   const text = payload.trim()
   const addresses: string[] = []
   if (!/\s/.test(text) && (BARE.test(text) || (SCHEME.test(text) && /^[^:]+:[/\\]*[^/\\\s]/.test(text)))) addresses.push(text)
   for (const m of text.matchAll(ADDRESS)) addresses.push(m[0])
-  for (const c of findContacts(text, ['url'])) addresses.push(text.slice(c.start, c.end))
+  for (const line of checkedLines(text)) for (const c of findContacts(line, ['url'])) addresses.push(line.slice(c.start, c.end))
   const hosts = addresses.map(hostOf).filter((h): h is string => h !== undefined)
   return [...new Set(hosts)]
 }

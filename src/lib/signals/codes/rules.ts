@@ -6,7 +6,7 @@
  *   (hosts.ts says which hosts a payload points to, and how they are compared);
  * - `domains: {allow: [...]}`: a code whose payload points anywhere else (a payload with no address passes);
  * - `words`, `regex` or `detect`: the text rules' checks (signals/text/rules.ts: the same folding of words, RE2
- *   patterns and contact detectors), on the payload's lines.
+ *   patterns and contact detectors), on the payload's lines (their start: payload.ts).
  * Any rule may name `formats` to look at codes of those formats only. A rule hits a code once: the hit names the
  * first thing that matched (the host, the word, the detector's find).
  */
@@ -17,6 +17,7 @@ import {patternProblem} from '../text/regex.js'
 import {applyRules, compileRules, type CompiledRule} from '../text/rules.js'
 import {CODE_FORMATS, isCodeFormat, type CodeFormat} from './formats.js'
 import {domainProblem, hostMatches, listedDomain, payloadHosts} from './hosts.js'
+import {checkedLines} from './payload.js'
 import type {CodeBox, FoundCode} from './read.js'
 
 /** A rule under `codes.rules`, as the policy file wrote it: names and lists not yet checked. */
@@ -171,24 +172,38 @@ export function compileCodesRules(section: CodesSection): CompiledCodesRule[] {
   }))
 }
 
+/** What the checks look at in a code, each part worked out once whatever the number of rules. */
+interface Payload {
+  /** The checked lines (payload.ts), each read as a line of text in the code's box. */
+  lines(): TextLine[]
+  hosts(): string[]
+}
+
+function payloadOf(code: FoundCode): Payload {
+  let lines: TextLine[] | undefined
+  let hosts: string[] | undefined
+  const [x, y, width, height] = code.box
+  return {
+    lines: () => (lines ??= checkedLines(code.payload).map((text) => ({text, confidence: 1, box: {x, y, width, height}}))),
+    hosts: () => (hosts ??= payloadHosts(code.payload)),
+  }
+}
+
 /** What a rule matched in a code (nothing named for `any`); undefined for no match. */
-function match(check: Check, code: FoundCode): {matched?: string; detector?: ContactDetector} | undefined {
+function match(check: Check, payload: Payload): {matched?: string; detector?: ContactDetector} | undefined {
   switch (check.kind) {
     case 'any':
       return {}
     case 'deny': {
-      const host = payloadHosts(code.payload).find((h) => check.domains.some((d) => hostMatches(h, d)))
+      const host = payload.hosts().find((h) => check.domains.some((d) => hostMatches(h, d)))
       return host === undefined ? undefined : {matched: host}
     }
     case 'allow': {
-      const host = payloadHosts(code.payload).find((h) => !check.domains.some((d) => hostMatches(h, d)))
+      const host = payload.hosts().find((h) => !check.domains.some((d) => hostMatches(h, d)))
       return host === undefined ? undefined : {matched: host}
     }
     case 'text': {
-      // The payload's lines, each read as a line of text in the code's box.
-      const [x, y, width, height] = code.box
-      const lines: TextLine[] = code.payload.split(/\r?\n|\r/).map((text) => ({text, confidence: 1, box: {x, y, width, height}}))
-      const hit = applyRules([check.rule], lines)[0]
+      const hit = applyRules([check.rule], payload.lines())[0]
       return hit === undefined ? undefined : {matched: hit.text, ...(hit.detector === undefined ? {} : {detector: hit.detector})}
     }
   }
@@ -197,10 +212,11 @@ function match(check: Check, code: FoundCode): {matched?: string; detector?: Con
 /** Every rule's hits among the codes of a frame: rule by rule, codes in the order given. */
 export function applyCodesRules(rules: readonly CompiledCodesRule[], codes: readonly FoundCode[]): CodeHit[] {
   const hits: CodeHit[] = []
+  const payloads = codes.map(payloadOf)
   for (const rule of rules) {
-    for (const code of codes) {
+    for (const [i, code] of codes.entries()) {
       if (rule.formats !== undefined && !rule.formats.has(code.format)) continue
-      const found = match(rule.check, code)
+      const found = match(rule.check, payloads[i])
       if (found === undefined) continue
       hits.push({
         rule: rule.name,

@@ -90,6 +90,17 @@ test('a phone number is looked for line by line in a multi-line payload', () => 
   assert.equal(hitPayloads(rule, ['BEGIN:VCARD\nTEL:+44 20 7946 0958\nEND:VCARD', 'ROOM 12345\n67890 LOT']), ['BEGIN:VCARD\nTEL:+44 20 7946 0958\nEND:VCARD'])
 })
 
+test('text checks see each line of a payload up to 256 characters, 1024 in all; a whole-payload address is read in full', () => {
+  const phone = 'call +44 20 7946 0958'
+  const rule: CodesRuleEntry = {name: 'd', category: 'contact_info', detect: ['phone']}
+  const seen = [`${'x'.repeat(200)} ${phone}`, `${'x '.repeat(120)}\n${phone}`, `${`${'y'.repeat(250)}\n`.repeat(3)}${phone}`]
+  const unseen = [`${'x'.repeat(240)} ${phone}`, `${`${'y'.repeat(256)}\n`.repeat(4)}${phone}`]
+  assert.equal(hitPayloads(rule, [...seen, ...unseen]), seen)
+  // A user name of 300 characters does not hide the host after it.
+  const deny: CodesRuleEntry = {name: 'scam', category: 'contact_info', domains: {deny: ['evil.com']}}
+  assert.equal(hitPayloads(deny, [`https://${'a'.repeat(300)}@evil.com/x`]).length, 1)
+})
+
 test('hits come rule by rule, codes in the order given, once per rule and code', () => {
   const hits = apply(
     [
