@@ -34,7 +34,10 @@ const BARE = /^(?:[^\s/?#@:]+@)?(?:[^\s/?#@:.]+\.)+(?:[\p{L}]{2,63}|xn--[a-z0-9-
 const LABEL = /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/
 
 function withoutTrailingDots(host: string): string {
-  return host.replace(/\.+$/, '')
+  // A loop, not /\.+$/, which would retry every run of dots inside a long host.
+  let end = host.length
+  while (end > 0 && host[end - 1] === '.') end--
+  return host.slice(0, end)
 }
 
 /** The host of one address as written, or undefined when it has none or does not parse. */
