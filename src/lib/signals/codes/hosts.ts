@@ -1,0 +1,98 @@
+/**
+ * The hosts a code's payload points to, and the domains of the policy's allow and deny lists, compared the way a
+ * browser reads an address: hosts are parsed by the WHATWG URL parser (Node's `URL`, as browsers parse), so
+ * upper case, full-width letters, IDN (compared as punycode), percent-escapes, user names before `@`
+ * (`https://good.com@evil.com` goes to evil.com), backslashes, ports and trailing dots all come out as the host
+ * the browser would open.
+ *
+ * The URLs of a payload are
+ * - the whole payload, when it is one address with or without a scheme (`evil.com/x`, `EVIL.COM:8080`): a phone
+ *   opens a code holding a bare address as a web page. Without a scheme, its host must end in a label of letters
+ *   (or punycode), or be four dotted numbers, so that a product number (`4006381333931`) or a decimal (`1.5`)
+ *   is no address;
+ * - every `scheme://` address in it, whatever the scheme (`ftp://`, `intent://`, `market://`): each names a host;
+ * - what the text rules' URL detector finds in it (www. addresses, bare domains under common top-level domains),
+ *   so that an address inside a vCard, a MECARD or a sentence counts too (at the start of its lines: payload.ts).
+ * Addresses without a host (`mailto:`, `tel:`, `sms:`, `javascript:`, `WIFI:`) point to no domain: the text
+ * rules' detectors (`detect: [email, phone]`) are there for those.
+ */
+import {domainToASCII} from 'node:url'
+
+import {findContacts} from '../text/contact.js'
+import {checkedLines} from './payload.js'
+
+/** Schemes whose addresses the URL parser reads as browsers do (the WHATWG "special" schemes). */
+const SPECIAL = /^(?:https?|wss?|ftp|file):/i
+const SCHEME = /^[a-z][a-z0-9+.-]*:/i
+/**
+ * A `scheme://` address inside a text, up to a space, a quote or a `;` (which separates a MECARD's fields). The
+ * scheme starts where no scheme character stands before it and is short: a long run of letters costs one try.
+ */
+const ADDRESS = /(?<![a-z0-9+.-])[a-z][a-z0-9+.-]{0,31}:(?:\/\/|\\\\)[^\s<>"'`;]+/giu
+/** A host written without a scheme: dotted, ending in letters or punycode, or four dotted numbers; then a port, a path or nothing. */
+const BARE = /^(?:[^\s/?#@:]+@)?(?:[^\s/?#@:.]+\.)+(?:[\p{L}]{2,63}|xn--[a-z0-9-]+)\.?(?::\d+)?(?:[/?#]\S*)?$|^(?:\d+\.){3}\d+(?::\d+)?(?:[/?#]\S*)?$/iu
+const LABEL = /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/
+
+function withoutTrailingDots(host: string): string {
+  // A loop, not /\.+$/, which would retry every run of dots inside a long host.
+  let end = host.length
+  while (end > 0 && host[end - 1] === '.') end--
+  return host.slice(0, end)
+}
+
+/** The host of one address as written, or undefined when it has none or does not parse. */
+function hostOf(address: string): string | undefined {
+  let url: URL
+  try {
+    if (SPECIAL.test(address)) url = new URL(address)
+    else if (SCHEME.test(address) && !BARE.test(address)) {
+      // Another scheme: its authority, if it has one, read as a web address's.
+      const authority = /^[^:]+:(?:\/\/|\\\\)([^/?#\\]*)/.exec(address)?.[1]
+      if (!authority) return undefined
+      url = new URL(`http://${authority}`)
+    } else url = new URL(`http://${address}`)
+  } catch {
+    return undefined
+  }
+  // A host no name server could answer (`evil.com;n`, read past a MECARD's separator) is no destination.
+  const host = withoutTrailingDots(url.hostname)
+  return host.startsWith('[') || listedDomain(host) === host ? host : undefined
+}
+
+/**
+ * The hosts the payload's URLs point to (lower case, punycode, no trailing dot), each once, in order. The text URL
+ * detector sees the payload's checked lines (payload.ts); the rest is linear in the payload's length.
+ */
+export function payloadHosts(payload: string): string[] {
+  const text = payload.trim()
+  const addresses: string[] = []
+  if (!/\s/.test(text) && (BARE.test(text) || (SCHEME.test(text) && /^[^:]+:[/\\]*[^/\\\s]/.test(text)))) addresses.push(text)
+  for (const m of text.matchAll(ADDRESS)) addresses.push(m[0])
+  for (const line of checkedLines(text)) for (const c of findContacts(line, ['url'])) addresses.push(line.slice(c.start, c.end))
+  const hosts = addresses.map(hostOf).filter((h): h is string => h !== undefined)
+  return [...new Set(hosts)]
+}
+
+/** Whether `host` is `domain` or one of its subdomains. */
+export function hostMatches(host: string, domain: string): boolean {
+  return host === domain || host.endsWith(`.${domain}`)
+}
+
+/** A listed domain as hosts are compared (lower case, punycode, no trailing dot); undefined when it is none. */
+export function listedDomain(entry: string): string | undefined {
+  const ascii = domainToASCII(withoutTrailingDots(entry.trim()))
+  return ascii !== '' && ascii.split('.').every((label) => LABEL.test(label)) ? ascii : undefined
+}
+
+/**
+ * Why an entry of an allow or deny list is no domain, as the end of a sentence that starts with the entry's
+ * place; undefined when it is one.
+ */
+export function domainProblem(entry: string): string | undefined {
+  const written = entry.trim()
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(written) || written.includes('/')) return 'is an address: write its domain alone (evil.com), which covers every page on it'
+  if (/^\*?\./.test(written)) return 'starts with a dot or a wildcard: write the domain alone (evil.com), which covers its subdomains'
+  if (written.includes('@')) return 'holds an @: write a domain (evil.com), not an e-mail address'
+  if (/:\d*$/.test(written)) return 'holds a port: write the domain alone, which covers every port'
+  return listedDomain(written) === undefined ? 'is not a domain name (letters, digits and hyphens in dotted labels, or an IDN such as bücher.de)' : undefined
+}
