@@ -1,4 +1,5 @@
 /** Example values the OpenAPI document shows; test/server/openapi.test.ts checks each against its schema. */
+import {SIGNALS} from '../lib/signals/registry.js'
 
 export const EXAMPLE_LABELS = [
   {name: 'weapons', score: 0.91, threshold: 0.5, parent: 'violence', violated: true, origin: 'builtin'},
@@ -93,7 +94,8 @@ export const EXAMPLE_HEALTH = {
   status: 'ok',
   version: '0.1.0',
   model_loaded: true,
-  signals: {clip: 'not_installed', nsfw: 'loaded', nudenet: 'not_installed', head: 'off', text: 'off', pdq: 'off'},
+  // Every signal of the registry: off unless named here.
+  signals: {...Object.fromEntries(SIGNALS.map((s) => [s.name, 'off'])), clip: 'not_installed', nsfw: 'loaded', nudenet: 'not_installed'},
   coverage: EXAMPLE_COVERAGE,
   categories: [
     {name: 'nudity', evaluated: true, evaluated_by: ['nsfw']},

@@ -2,6 +2,10 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {validatePolicyText} from '../../../src/lib/config/policy.js'
+import {POLICY_PLUGINS} from '../../../src/lib/signals/registry.js'
+
+/** The keys a policy file may hold: its own, then each signal's section (from the registry). */
+const TOP_KEYS = ['preset', 'trim_borders', 'neutral', 'specialists', 'categories', ...POLICY_PLUGINS.sections.map((s) => s.section.key)].join(', ')
 
 const at = (line: number, column: number, message: string) => ({line, column, message})
 
@@ -92,7 +96,7 @@ test('every kind of problem is reported with its line and column, all at once', 
   assert.equal(problems, [
     at(1, 9, 'preset must be one of fast, balanced, accurate, not "fastest"'),
     at(2, 15, 'trim_borders must be true or false, not "yes"'),
-    at(3, 1, 'unknown key "colour" (expected one of preset, trim_borders, neutral, specialists, categories, hash_lists, text)'),
+    at(3, 1, `unknown key "colour" (expected one of ${TOP_KEYS})`),
     at(7, 16, 'categories.redness.threshold must be a number from 0 to 1, not 1.5'),
     at(8, 13, 'categories.redness.parent: no category is named "nothing"'),
     at(9, 5, 'unknown key "colour" in categories.redness (expected one of enabled, prompts, negatives, parent, threshold, calibration)'),
@@ -161,7 +165,7 @@ test('a category named twice is a YAML error on its second line', () => {
 
 test('a file that is not a mapping is refused', () => {
   assert.equal(validatePolicyText('- weapons\n- gore\n').problems, [
-    at(1, 1, 'a policy file must be a mapping (keys preset, trim_borders, neutral, specialists, categories, hash_lists, text), not a list'),
+    at(1, 1, `a policy file must be a mapping (keys ${TOP_KEYS}), not a list`),
   ])
   assert.equal(validatePolicyText('categories: weapons\n').problems, [
     at(1, 13, 'categories must be a mapping from category names to their fields, not "weapons"'),
