@@ -18,7 +18,7 @@ import type {ImageLimits} from '../lib/image/decode.js'
 import {thumbnail, type Thumbnail} from '../lib/image/thumbnail.js'
 import {readFileCapped} from '../lib/input/read-capped.js'
 import {coverageOf} from '../lib/signals/listing.js'
-import {MODEL_SIGNAL_NAMES} from '../lib/signals/registry.js'
+import {MODEL_SIGNAL_NAMES, POLICY_PLUGINS} from '../lib/signals/registry.js'
 import type {Coverage} from '../lib/types.js'
 
 /** Engine results and the inputs that failed before reaching it (not found, not a regular file), in input order. */
@@ -92,9 +92,7 @@ Formats: JPEG, PNG, WebP, GIF, AVIF, TIFF (animated GIF and WebP: up to 8 frames
 
 An input that cannot be scanned is an error entry and the other inputs are still scored; a path that does not exist is counted apart from those scanned. Results go to stdout; progress and the summary go to stderr (to stdout with --summary). When a policy file is found by name from the current folder upwards, one stderr line names it.
 
-The policy's hash_lists are applied: an image whose PDQ hash (or a rotation or mirror of it) is within a list's distance of a listed hash violates the list's category (known_bad by default), and its result's matches field names the list, the label, the note and the distance.
-
-The policy's text rules are applied: the text drawn in each image is read by the embedded OCR, a rule that matches a line sets its category's score to 1, and the result's text and text_hits fields (with --json or --ndjson) give the lines read and the hits; text_truncated says when reading stopped early (an image reads at most 64 lines).`
+${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : [])).join('\n\n')}`
 
   static override examples = [
     '<%= config.bin %> scan ./photos',

@@ -68,6 +68,8 @@ export interface SectionCheck {
 export interface PolicySection<F = unknown, B = unknown, D = unknown> {
   /** Its top-level key in the policy file. */
   readonly key: string
+  /** What it does to a scan, one paragraph of `mod scan --help`. */
+  readonly help?: string
   /** Categories that exist only while this section feeds them (`known_bad`, `contact_info`): no prompts, threshold 0.5. */
   readonly ownCategories?: readonly string[]
   /** Reads and validates its node (`at`: where its key is), reporting problems through the context's helpers (yaml-reader.ts). */
