@@ -1,6 +1,6 @@
 // The composition root: scan and eval open the same signals from the same configuration, so that eval scores an
 // image exactly as scan does, with every signal on (CLIP, the specialist, NudeNet where its file is here, text
-// rules, a hash list), for a still image and for an animation whose frames differ; and a second eval, from the
+// rules, codes rules, a hash list), for a still image and for an animation whose frames differ; and a second eval, from the
 // feature cache, still runs the signals that keep no features.
 import {mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
@@ -22,6 +22,7 @@ import type {ModerationResult} from '../../src/lib/types.js'
 import {ROOT, tempDir, TOY_MODEL} from '../helpers/cli.js'
 import {installedNudenetFixture} from '../helpers/nudenet.js'
 import {animatedGif, memeAndPhoto, renderText} from '../helpers/render-text.js'
+import {drawCode, printOnPhoto} from './signals/codes/draw.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
@@ -43,6 +44,8 @@ test.before(async () => {
   images.set('astronaut.jpg', photo('astronaut.jpg'))
   images.set('coffee.jpg', photo('coffee.jpg'))
   images.set('meme.png', meme)
+  const qr = await printOnPhoto('horse.jpg', 400, 300, [{code: await drawCode('QRCode', 'https://evil.example/x', 3), left: 40, top: 40}])
+  images.set('qr.png', await raw(qr.image).png().toBuffer())
   // Frames that differ: the listed word only in the second, red only in the first.
   images.set('frames.gif', await animatedGif([red, words]))
   for (const [name, data] of images) {
@@ -67,6 +70,11 @@ test.before(async () => {
       '    words:',
       '      category: hate_symbols',
       '      words: [zorblax]',
+      'codes:',
+      '  rules:',
+      '    links:',
+      '      category: contact_info',
+      '      domains: {deny: [evil.example]}',
       '',
     ].join('\n'),
   )
@@ -84,7 +92,7 @@ test('eval scores every image as scan does with every signal on, also from the f
     const open = engine.signals()
     assert.equal(
       Object.keys(open).filter((s) => open[s] === 'loaded'),
-      ['clip', 'nsfw', ...(nudenet ? ['nudenet'] : []), 'text', 'pdq'],
+      ['clip', 'nsfw', ...(nudenet ? ['nudenet'] : []), 'text', 'codes', 'pdq'],
     )
     if (nudenet) assert.ok(source.key.includes('nudenet-320n'), source.key)
     else process.stderr.write('NudeNet not installed: eval and scan compared without it\n')
@@ -93,6 +101,7 @@ test('eval scores every image as scan does with every signal on, also from the f
     assert.ok(violated('meme.png').includes('hate_symbols'))
     assert.ok(violated('frames.gif').includes('hate_symbols') && violated('frames.gif').includes('redness'), violated('frames.gif').join())
     assert.ok(violated('coffee.jpg').includes('known_bad'))
+    assert.ok(violated('qr.png').includes('contact_info'))
 
     const cache = openFeatureCache(cacheDir, source.key)
     for (const round of ['first run', 'from the cache']) {

@@ -4,6 +4,7 @@
  * the engine and eval. A new signal is one folder beside these and one line here.
  */
 import {clipSignal} from './clip/signal.js'
+import {codesSignal} from './codes/signal.js'
 import {headSignal} from './head/signal.js'
 import {nsfwSignal} from './nsfw/signal.js'
 import {nudenetSignal} from './nudenet/signal.js'
@@ -19,6 +20,7 @@ const REGISTERED = [
   headSignal,
   // After the scoring signals: a rule's hit sets its category's score to 1.
   textSignal,
+  codesSignal,
   // Last: a match raises its category's score after every other signal has had its say.
   pdqSignal,
 ] as const

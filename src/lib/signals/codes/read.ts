@@ -23,22 +23,12 @@
 import {readFile} from 'node:fs/promises'
 import {createRequire} from 'node:module'
 
-import {
-  binarizers,
-  characterSets,
-  eanAddOnSymbols,
-  encodeFormats,
-  prepareZXingModule,
-  purgeZXingModule,
-  textModes,
-  type ReadInputBarcodeFormat,
-  type ZXingReaderModule,
-  type ZXingReaderOptions,
-  type ZXingReadResult,
-  type ZXingVector,
-} from 'zxing-wasm/reader'
+import type {ReadInputBarcodeFormat, ZXingReaderModule, ZXingReaderOptions, ZXingReadResult, ZXingVector} from 'zxing-wasm/reader'
 
-import type {RgbImage} from '../../types.js'
+/** zxing-wasm's reader bundle, loaded when a reader is first opened: a command whose policy reads no codes never loads it. */
+type ZXing = typeof import('zxing-wasm/reader')
+
+import type {RgbImage} from '../../image/rgb.js'
 import {CODE_FORMATS, type CodeFormat} from './formats.js'
 
 /** An upright [x, y, width, height] rectangle in the pixels of the image read, whole pixels. */
@@ -132,7 +122,7 @@ const WASM_PATH = createRequire(import.meta.url).resolve('zxing-wasm/reader/zxin
  * A module of its own, instantiated from `bytes`. zxing-wasm caches one module per process; asked to make a new
  * one, it caches that instead, so its cache is emptied at once, leaving the module to this reader alone.
  */
-async function instantiate(bytes: Uint8Array<ArrayBuffer>): Promise<ReaderModule> {
+async function instantiate({prepareZXingModule, purgeZXingModule}: ZXing, bytes: Uint8Array<ArrayBuffer>): Promise<ReaderModule> {
   const compiled = await WebAssembly.compile(bytes)
   let failed: (e: unknown) => void = () => undefined
   const failure = new Promise<never>((_, reject) => (failed = reject))
@@ -150,7 +140,13 @@ async function instantiate(bytes: Uint8Array<ArrayBuffer>): Promise<ReaderModule
   return Promise.race([made as Promise<ReaderModule>, failure])
 }
 
-function zxingOptions(formats: readonly CodeFormat[], maxCodes: number, inverted: boolean, quarterTurns: boolean): ZXingReaderOptions {
+function zxingOptions(
+  {binarizers, characterSets, eanAddOnSymbols, encodeFormats, textModes}: ZXing,
+  formats: readonly CodeFormat[],
+  maxCodes: number,
+  inverted: boolean,
+  quarterTurns: boolean,
+): ZXingReaderOptions {
   return {
     formats: encodeFormats(formats.map((f) => ZXING_NAMES[f])),
     tryHarder: true,
@@ -237,8 +233,9 @@ function named(r: ZXingReadResult, formats: readonly CodeFormat[]): CodeFormat |
 export async function openCodeReader(options: CodeReaderOptions = {}): Promise<CodeReader> {
   const formats = options.formats ?? CODE_FORMATS
   const maxPixels = options.maxPixels ?? DEFAULT_MAX_PIXELS
-  const zxing = zxingOptions(formats, options.maxCodes ?? DEFAULT_MAX_CODES, options.inverted ?? false, options.quarterTurns ?? true)
-  let module: ReaderModule | undefined = await instantiate(new Uint8Array(await readFile(WASM_PATH)))
+  const library = await import('zxing-wasm/reader')
+  const zxing = zxingOptions(library, formats, options.maxCodes ?? DEFAULT_MAX_CODES, options.inverted ?? false, options.quarterTurns ?? true)
+  let module: ReaderModule | undefined = await instantiate(library, new Uint8Array(await readFile(WASM_PATH)))
 
   return {
     read(image) {
