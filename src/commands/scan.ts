@@ -7,6 +7,8 @@ import {engineFromFlags} from '../cli/engine.js'
 import {modelFlags, policyFlags} from '../cli/flags.js'
 import {coverage, coverageHint, formatRow, notEvaluatedLine, summaryLine, type Counts} from '../cli/format.js'
 import {readFileList} from '../cli/files-from.js'
+import {serverFlags} from '../cli/remote/flags.js'
+import {remoteFromFlags} from '../cli/remote/from-flags.js'
 import type {EnvVars} from '../cli/help.js'
 import {openHtmlReport, type HtmlReport} from '../cli/reports/html-report.js'
 import {scanInputs, skippedLine, type ScanEntry, type ScanItem, type Skipped} from '../cli/inputs.js'
@@ -104,6 +106,7 @@ The policy's text rules are applied: the text drawn in each image is read by the
     'git diff --name-only -z --diff-filter=d origin/main | <%= config.bin %> scan --files-from - -0 --format github',
     '<%= config.bin %> scan ./assets --baseline mod-baseline.json',
     '<%= config.bin %> scan ./photos --config policy.yaml --preset balanced',
+    'MOD_API_KEY=secret <%= config.bin %> scan ./uploads --server https://mod.example.com --format github --resume mod-journal.ndjson',
   ]
 
   static override envVars: EnvVars = [
@@ -180,6 +183,13 @@ The policy's text rules are applied: the text drawn in each image is read by the
     }),
     ...policyFlags,
     ...modelFlags,
+    ...serverFlags,
+    resume: Flags.string({
+      description:
+        'With --server: keep a journal of the finished inputs in this file (NDJSON); a rerun with the same file sends only the inputs not in it (or changed since) and prints every result. Tied to the server\'s policy.',
+      dependsOn: ['server'],
+      helpGroup: 'SERVER',
+    }),
   }
 
   async run(): Promise<void> {
@@ -191,7 +201,11 @@ The policy's text rules are applied: the text drawn in each image is read by the
     const format: ScanFormat = (flags.format as ScanFormat | undefined) ?? (flags.json ? 'json' : flags.ndjson ? 'ndjson' : 'table')
     const baseline = flags.baseline === undefined ? undefined : await readBaseline(flags.baseline)
     const listed = fromList === undefined ? [] : await readFileList(fromList, flags.null, process.stdin)
-    const {engine, config} = await engineFromFlags(flags, process.env, {only: flags.only})
+    const {server} = flags
+    const {engine, config} =
+      server === undefined
+        ? await engineFromFlags(flags, process.env, {only: flags.only})
+        : await remoteFromFlags({...flags, server}, this.argv, (line) => this.logToStderr(line), this.interrupt.signal)
     this.notePolicy(config)
     const out = process.stdout
     let closed = false
