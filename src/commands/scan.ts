@@ -7,7 +7,7 @@ import {engineFromFlags} from '../cli/engine.js'
 import {modelFlags, policyFlags} from '../cli/flags.js'
 import {coverage, coverageHint, formatRow, notEvaluatedLine, summaryLine, type Counts} from '../cli/format.js'
 import {readFileList} from '../cli/files-from.js'
-import {serverFlags} from '../cli/remote/flags.js'
+import {batchFlags, serverFlags} from '../cli/remote/flags.js'
 import {remoteFromFlags} from '../cli/remote/from-flags.js'
 import type {EnvVars} from '../cli/help.js'
 import {openHtmlReport, type HtmlReport} from '../cli/reports/html-report.js'
@@ -184,12 +184,7 @@ The policy's text rules are applied: the text drawn in each image is read by the
     ...policyFlags,
     ...modelFlags,
     ...serverFlags,
-    resume: Flags.string({
-      description:
-        'With --server: keep a journal of the finished inputs in this file (NDJSON); a rerun with the same file sends only the inputs not in it (or changed since) and prints every result. Tied to the server\'s policy.',
-      dependsOn: ['server'],
-      helpGroup: 'SERVER',
-    }),
+    ...batchFlags,
   }
 
   async run(): Promise<void> {

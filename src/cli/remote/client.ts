@@ -25,6 +25,8 @@ export interface UploadFile {
 export interface Client {
   readonly server: string
   getJson<T>(path: string): Promise<T>
+  /** DELETE once, without retries (cancelling what the run abandons); failures are ignored. */
+  deleteOnce(path: string): Promise<void>
   /** A multipart request with `field` repeated once per file, and query parameters. */
   postFiles<T>(path: string, field: string, files: readonly UploadFile[], query?: Record<string, string>): Promise<{status: number; body: T}>
   close(): Promise<void>
@@ -88,8 +90,10 @@ export function createClient(options: ClientOptions): Client {
         const text = await res.body.text()
         const body = text === '' ? undefined : (JSON.parse(text) as unknown)
         if (accept(res.statusCode)) return {status: res.statusCode, body: body as T}
-        if (!isRetriedStatus(res.statusCode)) throw refused(server, res.statusCode, body as ErrorBody | undefined, options.apiKey)
-        last = `${res.statusCode} ${(body as ErrorBody | undefined)?.error?.code ?? ''}`.trim()
+        const code = (body as ErrorBody | undefined)?.error?.code
+        // A server of several workers without a job queue says so with a 503 that no wait will change.
+        if (!isRetriedStatus(res.statusCode) || code === 'jobs_unavailable') throw refused(server, res.statusCode, body as ErrorBody | undefined, options.apiKey)
+        last = `${res.statusCode} ${code ?? ''}`.trim()
         wait = retryAfterMs(res.headers['retry-after'])
       } catch (e) {
         if (options.signal?.aborted) throw e
@@ -113,6 +117,10 @@ export function createClient(options: ClientOptions): Client {
       const url = new URL(path, base)
       const r = await attempt<T>(`GET ${url.pathname}`, () => request(url, {method: 'GET', headers, dispatcher: agent, signal: options.signal}), (s) => s === 200)
       return r.body
+    },
+    async deleteOnce(path: string): Promise<void> {
+      const res = await request(new URL(path, base), {method: 'DELETE', headers, dispatcher: agent}).catch(() => undefined)
+      await res?.body.dump()
     },
     async postFiles<T>(path: string, field: string, files: readonly UploadFile[], query: Record<string, string> = {}) {
       const url = new URL(path, base)

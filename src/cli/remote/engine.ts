@@ -1,12 +1,13 @@
 import {createHash} from 'node:crypto'
 
-import type {ImageInput, ItemResult} from '../../lib/engine.js'
+import type {ImageInput, ItemResult, VideoOptions} from '../../lib/engine.js'
 import {DEFAULT_LIMITS} from '../../lib/config/settings.js'
 import {isItemError, itemErrorEntry} from '../../lib/item-errors.js'
 import type {PresetName} from '../../lib/policy/types.js'
-import type {CategoriesResult, CategoryListing, CategoryState} from '../../lib/types.js'
+import type {CategoriesResult, CategoryListing, CategoryState, VideoResult} from '../../lib/types.js'
 import {createClient, type Client, type ClientOptions} from './client.js'
 import {openJournal, type Journal} from './journal.js'
+import {moderateVideoRemotely} from './video.js'
 
 /** What GET /health says that a remote run uses (older servers give no policy or limits). */
 interface Health {
@@ -52,6 +53,8 @@ export interface RemoteEngine {
   load(): Promise<RemoteFacts>
   categoryStates(): Promise<CategoryState[]>
   moderateMany(inputs: AsyncIterable<ImageInput>): AsyncGenerator<ItemResult>
+  /** A video, as a job on the server's queue. */
+  moderateVideo(path: string, options: VideoOptions): Promise<VideoResult>
   close(): Promise<void>
 }
 
@@ -171,6 +174,10 @@ export function remoteEngine(options: RemoteOptions): RemoteEngine {
         // The scan stopped early (a failure, Ctrl-C, the reader gone): requests still in flight are abandoned.
         if (inFlight.length > 0) stop.abort()
       }
+    },
+    moderateVideo: async (path, o) => {
+      await load()
+      return moderateVideoRemotely(client, path, o)
     },
     close: async () => {
       stop.abort()

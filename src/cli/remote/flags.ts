@@ -13,13 +13,23 @@ export const serverFlags = {
     helpGroup: SERVER,
   }),
   'api-key': Flags.string({description: "The server's API key (sent as X-API-Key).", env: CLIENT_VARIABLES.apiKey, helpGroup: SERVER}),
-  concurrency: Flags.integer({description: 'Batch requests in flight at once (with --server).', min: 1, max: 64, default: 4, helpGroup: SERVER}),
   retries: Flags.integer({
     description:
       'Retries of a request that failed on the connection or was answered 429, 502, 503 or 504 (waiting as its Retry-After says, else backing off from 0.25 s to 10 s) before the run fails (with --server).',
     min: 0,
     max: 100,
     default: 8,
+    helpGroup: SERVER,
+  }),
+}
+
+/** The flags of a remote run over many images (mod scan). */
+export const batchFlags = {
+  concurrency: Flags.integer({description: 'Batch requests in flight at once (with --server).', min: 1, max: 64, default: 4, helpGroup: SERVER}),
+  resume: Flags.string({
+    description:
+      "With --server: keep a journal of the finished inputs in this file (NDJSON); a rerun with the same file sends only the inputs not in it (or changed since) and prints every result. Tied to the server's policy.",
+    dependsOn: ['server'],
     helpGroup: SERVER,
   }),
 }

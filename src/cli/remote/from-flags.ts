@@ -6,7 +6,8 @@ import {remoteEngine, type RemoteEngine} from './engine.js'
 export interface RemoteFlagValues {
   server?: string
   'api-key'?: string
-  concurrency: number
+  /** Batch requests in flight (scan); 1 where there is one request at a time (scan-video). */
+  concurrency?: number
   retries: number
   resume?: string
 }
@@ -34,7 +35,7 @@ export async function remoteFromFlags(
     server: flags.server,
     apiKey: flags['api-key'] || undefined,
     attempts: flags.retries + 1,
-    concurrency: flags.concurrency,
+    concurrency: flags.concurrency ?? 1,
     resume: flags.resume,
     log,
     signal,
