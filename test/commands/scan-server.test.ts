@@ -10,6 +10,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {runCli, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {colourClip} from '../lib/video/helpers.js'
 import {serveProcess, type ServeProcess} from '../server/harness.js'
 
 const KEY = 'remote-test-key'
@@ -20,8 +21,9 @@ const local = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
 const servers: ServeProcess[] = []
 const closers: (() => void)[] = []
 let base = ''
-/** Two more servers for the balancer (started with the first one: a start takes seconds). */
-let fleet: Promise<{process: ServeProcess; url: string; port: number}[]>
+let basePort = 0
+/** A second server, for the balancer (started with the first one: a start takes seconds). */
+let standby: Promise<{process: ServeProcess; url: string; port: number}>
 
 /** A mod serve of the toy model under the redness policy, batches of 3 (so that a folder takes several requests). */
 async function serve(): Promise<{process: ServeProcess; url: string; port: number}> {
@@ -72,8 +74,12 @@ test.before(async () => {
   for (let i = 0; i < 10; i++) writeFileSync(join(work, 'photos', `p${i}.png`), await solidPng(i % 3 === 0 ? 255 : 0, 0, i % 3 === 0 ? 0 : 255, 16, 16))
   writeFileSync(join(work, 'empty.png'), '')
   writeFileSync(join(work, 'notes.png'), 'not an image')
-  fleet = Promise.all([serve(), serve()])
-  ;({url: base} = await serve())
+  writeFileSync(join(work, 'notes.mp4'), 'not a video either')
+  await colourClip(join(work, 'clip.mp4'), ['blue', 'red', 'blue'], 2, {size: '32x32', rate: 2})
+  standby = serve()
+  // Awaited by the balancer's test; a failed start is that test's failure, not an unhandled rejection.
+  standby.catch(() => undefined)
+  ;({url: base, port: basePort} = await serve())
 })
 
 test.after(() => {
@@ -143,8 +149,8 @@ test('503 with Retry-After: the batch is sent again once the wait is over, and t
 })
 
 test('a fleet behind a balancer: a server killed mid-run is replaced by the other for the requests it dropped', async () => {
-  const [other, victim] = await fleet
-  const backends = [victim.port, other.port]
+  const victim = await standby
+  const backends = [victim.port, basePort]
   let next = 0
   let victimRequests = 0
   // Round robin over connections, as a TCP balancer does; it sends to the dead server too until its connect fails.
@@ -206,6 +212,20 @@ test('a journal of another policy is refused by name', async () => {
   const r = await runInProcess(['scan', 'photos', '--server', base, '--resume', journal], {cwd: work, env: {MOD_API_KEY: KEY}})
   assert.is(r.code, 2)
   assert.match(r.stderr, /mod: invalid_config: --resume \S+other\.ndjson was written under another policy \(sha256 000000000000; the server's is [0-9a-f]{12}\)/)
+})
+
+test('scan-video --server runs the video as a job on the server and prints what a local scan-video prints; a failed job is its error', async () => {
+  for (const format of [['--json'], ['--ndjson'], []]) {
+    const args = ['scan-video', 'clip.mp4', '--min-frames', '2', ...format]
+    const l = await runInProcess([...args, '--config', policy], {cwd: work, env: local})
+    const r = await runInProcess([...args, '--server', base], {cwd: work, env: {MOD_API_KEY: KEY}})
+    assert.is(r.stdout, l.stdout, format.join(' '))
+    assert.is(r.code, l.code, format.join(' '))
+  }
+  const bad = await runInProcess(['scan-video', 'notes.mp4', '--server', base], {cwd: work, env: {MOD_API_KEY: KEY}})
+  const badLocal = await runInProcess(['scan-video', 'notes.mp4', '--config', policy], {cwd: work, env: local})
+  assert.is(bad.code, 2)
+  assert.is(bad.stderr.split('\n')[1].split(':')[1], badLocal.stderr.split(':')[1], `the same code: ${bad.stderr} / ${badLocal.stderr}`)
 })
 
 test.run()
