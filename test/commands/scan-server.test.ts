@@ -1,6 +1,7 @@
 // mod scan --server against real mod serve processes (the toy model, the redness policy): the same outputs and exit
 // codes as a local scan, a fleet behind a balancer surviving a server killed mid-run, 503 with Retry-After, a run
 // that cannot reach its server failing clearly and resuming from its journal, a wrong key.
+import {spawn} from 'node:child_process'
 import {mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {createServer as createHttpServer, request as httpRequest, type IncomingMessage, type Server} from 'node:http'
 import {createConnection, createServer as createTcpServer, type AddressInfo, type Socket} from 'node:net'
@@ -9,7 +10,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {runCli, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {BIN, runCli, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {colourClip} from '../lib/video/helpers.js'
 import {serveProcess, type ServeProcess} from '../server/harness.js'
 
@@ -226,6 +227,26 @@ test('scan-video --server runs the video as a job on the server and prints what 
   const badLocal = await runInProcess(['scan-video', 'notes.mp4', '--config', policy], {cwd: work, env: local})
   assert.is(bad.code, 2)
   assert.is(bad.stderr.split('\n')[1].split(':')[1], badLocal.stderr.split(':')[1], `the same code: ${bad.stderr} / ${badLocal.stderr}`)
+})
+
+test('Ctrl-C during scan-video --server cancels the job on the server and exits 130', async () => {
+  const seen: string[] = []
+  let child: ReturnType<typeof spawn> | undefined
+  const url = await listen(
+    proxy(base, (req) => {
+      seen.push(`${req.method} ${req.url?.replace(/[0-9a-f-]{36}/, '{id}')}`)
+      // The first poll is held back: the command is waiting on it when Ctrl-C comes.
+      if (req.method === 'GET' && req.url?.startsWith('/v1/jobs/')) {
+        child?.kill('SIGINT')
+        return true
+      }
+      return false
+    }),
+  )
+  child = spawn(process.execPath, [BIN, 'scan-video', 'clip.mp4', '--server', url], {cwd: work, env: {...process.env, MOD_API_KEY: KEY}, stdio: 'ignore'})
+  const code = await new Promise((resolve) => child?.on('exit', (c) => resolve(c)))
+  assert.is(code, 130)
+  assert.equal(seen.filter((r) => r.includes('/jobs/')), ['POST /v1/jobs/video?fps=1&min_frames=1&stop_on_violation=false', 'GET /v1/jobs/{id}', 'DELETE /v1/jobs/{id}'])
 })
 
 test.run()
