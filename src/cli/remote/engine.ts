@@ -2,6 +2,7 @@ import {createHash} from 'node:crypto'
 
 import type {ImageInput, ItemResult, VideoOptions} from '../../lib/engine.js'
 import {DEFAULT_LIMITS} from '../../lib/config/settings.js'
+import {ModError} from '../../lib/errors.js'
 import {isItemError, itemErrorEntry} from '../../lib/item-errors.js'
 import type {PresetName} from '../../lib/policy/types.js'
 import type {CategoriesResult, CategoryListing, CategoryState, VideoResult} from '../../lib/types.js'
@@ -105,6 +106,9 @@ export function remoteEngine(options: RemoteOptions): RemoteEngine {
     if (sent.length > 0) {
       const files = sent.map((s) => ({name: s.source, data: s.data}))
       const {body} = await client.postFiles<{results: ItemResult[]}>('v1/moderate/batch', 'files', files)
+      if (body.results?.length !== sent.length) {
+        throw new ModError('internal', `the server ${client.server} answered ${body.results?.length ?? 'no'} results for ${sent.length} files: is it a mod serve?`)
+      }
       // The server names a result after the uploaded file; the run names it after the input, as a local scan does.
       answers = body.results.map((r, i) => ({...r, source: sent[i].source}))
       await journal?.add(answers.map((result, i) => ({sha256: sent[i].sha256, result})))

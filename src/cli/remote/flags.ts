@@ -8,7 +8,7 @@ const SERVER = 'SERVER'
 export const serverFlags = {
   server: Flags.string({
     description:
-      "Score on this mod serve (or a fleet behind a load balancer) instead of a local model: same outputs and exit codes, with the server's policy and model. The model and policy flags are refused with it.",
+      "Score on this mod serve (or a fleet behind a load balancer) instead of a local model: same outputs and exit codes, with the server's policy and model (scan-video: as a job on its queue). The model and policy flags are refused with it.",
     env: CLIENT_VARIABLES.server,
     helpGroup: SERVER,
   }),
