@@ -79,7 +79,7 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
       const covered = coverageOf(await engine.categoryStates())
       partial = coverage(covered)
       if (covered.not_evaluated.length > 0) {
-        this.logToStderr(notEvaluatedLine(covered.not_evaluated, config.preset))
+        this.logToStderr(notEvaluatedLine(covered.not_evaluated, config.preset, server))
         // Known before the first frame: a gate fails at once rather than after decoding the whole video.
         if (flags.strict) this.exit(EXIT_ERROR)
       }

@@ -216,7 +216,7 @@ The policy's text rules are applied: the text drawn in each image is read by the
     const flagged: BaselineItem[] = []
     const summaryText = (): string => {
       const skips = skippedLine(skipped)
-      return `${summaryLine(counts, coverageHint(covered, config.preset))}${skips ? `; ${skips}` : ''}`
+      return `${summaryLine(counts, coverageHint(covered, config.preset, server))}${skips ? `; ${skips}` : ''}`
     }
     const reporter = reporterFor(format, {categories: engine.policy.categories, version: this.config.version, cwd: process.cwd()})
     const skipped: Skipped = new Map()
@@ -229,7 +229,7 @@ The policy's text rules are applied: the text drawn in each image is read by the
       await engine.load()
       covered = coverageOf(await engine.categoryStates())
       if (covered.not_evaluated.length > 0) {
-        this.logToStderr(notEvaluatedLine(covered.not_evaluated, config.preset))
+        this.logToStderr(notEvaluatedLine(covered.not_evaluated, config.preset, server))
         // Known before the first image: a gate fails at once rather than after scanning everything.
         if (flags.strict) this.exit(EXIT_ERROR)
       }
