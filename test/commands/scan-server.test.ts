@@ -48,7 +48,9 @@ function proxy(target: string, answer: (req: IncomingMessage, res: import('node:
   const {port} = new URL(target)
   return createHttpServer((req, res) => {
     if (answer(req, res)) return
-    const forward = httpRequest({host: '127.0.0.1', port, method: req.method, path: req.url, headers: req.headers}, (up) => {
+    // A request sent to a forward proxy names the whole URL; the server wants the path.
+    const {pathname, search} = new URL(req.url ?? '/', 'http://proxy')
+    const forward = httpRequest({host: '127.0.0.1', port, method: req.method, path: pathname + search, headers: req.headers}, (up) => {
       res.writeHead(up.statusCode ?? 502, up.headers)
       up.pipe(res)
     })
@@ -205,6 +207,19 @@ test('a server gone for good: the run fails clearly (exit 2); rerun with the sam
   assert.match(second.stderr, /\nmod: resume: 6 inputs already scored in \S+journal\.ndjson\n/)
   assert.is(batches, 2, 'only the four inputs left were sent (two batches of at most 3)')
   assert.is(second.stdout, (await localScan(['photos', '--json'])).stdout)
+})
+
+test('http_proxy: the requests go through the proxy the settings name', async () => {
+  const seen: string[] = []
+  const url = await listen(
+    proxy(base, (req) => {
+      seen.push(`${req.method} ${req.url}`)
+      return false
+    }),
+  )
+  const r = await scan(['photos/p1.png', '--server', base], {MOD_API_KEY: KEY, http_proxy: url})
+  assert.is(r.code, 0, r.stderr)
+  assert.equal(seen, [`GET ${base}/v1/categories`, `GET ${base}/health`, `POST ${base}/v1/moderate/batch`])
 })
 
 test('a journal of another policy is refused by name', async () => {

@@ -1,6 +1,6 @@
 import {setTimeout as sleep} from 'node:timers/promises'
 
-import {Agent, FormData, request, type Dispatcher} from 'undici'
+import {Agent, EnvHttpProxyAgent, FormData, request, type Dispatcher} from 'undici'
 
 import {ModError, type ErrorCode} from '../../lib/errors.js'
 import {isConnectionError, isRetriedStatus, retryAfterMs, retryDelayMs} from './retry.js'
@@ -14,6 +14,8 @@ export interface ClientOptions {
   attempts: number
   /** Aborts every request in flight (Ctrl-C, or the run ended). */
   signal?: AbortSignal
+  /** http_proxy / https_proxy / no_proxy, as the settings read them. */
+  proxy?: {httpProxy?: string; httpsProxy?: string; noProxy?: string}
 }
 
 /** One file of a request: its name, and its bytes or a Blob over a file on disk (`fs.openAsBlob`, read as sent). */
@@ -78,7 +80,13 @@ export function createClient(options: ClientOptions): Client {
   const base = serverUrl(options.server)
   const server = base.href
   // One pool per origin; connections that fail are dropped and new ones opened for the next attempt.
-  const agent = new Agent({connections: 64, keepAliveTimeout: 10_000})
+  const pool = {connections: 64, keepAliveTimeout: 10_000}
+  const {proxy} = options
+  const agent =
+    proxy?.httpProxy || proxy?.httpsProxy
+      ? // '' rather than undefined: EnvHttpProxyAgent would otherwise read the environment itself.
+        new EnvHttpProxyAgent({...pool, httpProxy: proxy.httpProxy ?? '', httpsProxy: proxy.httpsProxy ?? '', noProxy: proxy.noProxy ?? ''})
+      : new Agent(pool)
   const headers = options.apiKey === undefined ? {} : {'x-api-key': options.apiKey}
 
   async function attempt<T>(what: string, send: () => Promise<Dispatcher.ResponseData>, accept: (status: number) => boolean): Promise<{status: number; body: T}> {

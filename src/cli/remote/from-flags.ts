@@ -1,4 +1,4 @@
-import {DEFAULT_LIMITS, type Limits} from '../../lib/config/settings.js'
+import {DEFAULT_LIMITS, readSettings, type Env, type Limits} from '../../lib/config/settings.js'
 import type {PresetName} from '../../lib/policy/types.js'
 import {refuseLocalFlags} from './flags.js'
 import {remoteEngine, type RemoteEngine} from './engine.js'
@@ -29,9 +29,13 @@ export async function remoteFromFlags(
   argv: readonly string[],
   log: (line: string) => void,
   signal: AbortSignal,
+  env: Env = process.env,
 ): Promise<{engine: RemoteEngine; config: RemoteConfig}> {
   refuseLocalFlags(argv)
+  // The proxies a CI runner may need to reach the server, read where every setting is.
+  const {proxy} = readSettings({}, env).engine
   const engine = remoteEngine({
+    proxy,
     server: flags.server,
     apiKey: flags['api-key'] || undefined,
     attempts: flags.retries + 1,
