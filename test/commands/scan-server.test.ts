@@ -48,7 +48,7 @@ function proxy(target: string, answer: (req: IncomingMessage, res: import('node:
   const {port} = new URL(target)
   return createHttpServer((req, res) => {
     if (answer(req, res)) return
-    // A request sent to a forward proxy names the whole URL; the server wants the path.
+    // A request to a forward proxy names the whole URL; the server wants the path.
     const {pathname, search} = new URL(req.url ?? '/', 'http://proxy')
     const forward = httpRequest({host: '127.0.0.1', port, method: req.method, path: pathname + search, headers: req.headers}, (up) => {
       res.writeHead(up.statusCode ?? 502, up.headers)
@@ -128,13 +128,20 @@ test('a wrong or missing key is a clear error and exit 2; model and policy flags
   assert.match(bad.stderr, /^mod: invalid_config: --server \/ MOD_SERVER="ftp:\/\/example.com" is not valid: expected an http:\/\/ or https:\/\/ URL/)
 })
 
-test('503 with Retry-After: the batch is sent again once the wait is over, and the result is whole', async () => {
+test("a balancer's 502 page, then 503 with Retry-After: the batch is sent again after each, once the wait is over, and the result is whole", async () => {
   const refused: number[] = []
   const retried: number[] = []
   const url = await listen(
     proxy(base, (req, res) => {
       if (req.url !== '/v1/moderate/batch') return false
-      if (refused.length < 1) {
+      // First a balancer's own page (no server behind it for a moment), then the server's 503 with Retry-After.
+      if (refused.length === 0) {
+        refused.push(Date.now())
+        req.resume()
+        res.writeHead(502, {'content-type': 'text/html'}).end('<html><body>502 Bad Gateway</body></html>')
+        return true
+      }
+      if (refused.length === 1) {
         refused.push(Date.now())
         req.resume()
         res.writeHead(503, {'content-type': 'application/json', 'retry-after': '1'}).end('{"error":{"code":"overloaded","message":"the queue is full"}}')
@@ -147,8 +154,8 @@ test('503 with Retry-After: the batch is sent again once the wait is over, and t
   const r = await remote(['photos', '--json', '--concurrency', '1'], url)
   assert.is(r.code, 1, r.stderr)
   assert.is(r.stdout, (await localScan(['photos', '--json'])).stdout)
-  assert.is(refused.length, 1)
-  assert.ok(retried[0] - refused[0] >= 950, `the retry waited ${retried[0] - refused[0]} ms after Retry-After: 1`)
+  assert.is(refused.length, 2)
+  assert.ok(retried[0] - refused[1] >= 950, `the retry waited ${retried[0] - refused[1]} ms after Retry-After: 1`)
 })
 
 test('a fleet behind a balancer: a server killed mid-run is replaced by the other for the requests it dropped', async () => {
@@ -209,17 +216,29 @@ test('a server gone for good: the run fails clearly (exit 2); rerun with the sam
   assert.is(second.stdout, (await localScan(['photos', '--json'])).stdout)
 })
 
-test('http_proxy: the requests go through the proxy the settings name', async () => {
+test('http_proxy: the requests go through the proxy the settings name (a CONNECT tunnel)', async () => {
   const seen: string[] = []
-  const url = await listen(
-    proxy(base, (req) => {
-      seen.push(`${req.method} ${req.url}`)
-      return false
-    }),
-  )
+  // A forward proxy: requests in absolute form are forwarded, CONNECT opens a tunnel (undici's way for most targets).
+  const tunnel = proxy(base, (req) => {
+    seen.push(`${req.method} ${req.url}`)
+    return false
+  })
+  tunnel.on('connect', (req: IncomingMessage, client: Socket, head: Buffer) => {
+    seen.push(`${req.method} ${req.url}`)
+    const [host, port] = (req.url ?? '').split(':')
+    const upstream = createConnection({host, port: Number(port)}, () => {
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n')
+      upstream.write(head)
+      upstream.pipe(client).pipe(upstream)
+    })
+    upstream.on('error', () => client.destroy())
+    client.on('error', () => upstream.destroy())
+  })
+  const url = await listen(tunnel)
   const r = await scan(['photos/p1.png', '--server', base], {MOD_API_KEY: KEY, http_proxy: url})
   assert.is(r.code, 0, r.stderr)
-  assert.equal(seen, [`GET ${base}/v1/categories`, `GET ${base}/health`, `POST ${base}/v1/moderate/batch`])
+  assert.ok(seen.length > 0, 'the proxy was asked')
+  for (const line of seen) assert.match(line, new RegExp(`^(CONNECT 127\\.0\\.0\\.1:${basePort}|(GET|POST) ${base}/)`))
 })
 
 test('a journal of another policy is refused by name', async () => {

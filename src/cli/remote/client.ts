@@ -89,6 +89,14 @@ export function createClient(options: ClientOptions): Client {
       : new Agent(pool)
   const headers = options.apiKey === undefined ? {} : {'x-api-key': options.apiKey}
 
+  function parsed(text: string, what: string): unknown {
+    try {
+      return JSON.parse(text)
+    } catch {
+      throw new ModError('internal', `the server ${server} answered ${what} with a body that is not JSON: is it a mod serve?`)
+    }
+  }
+
   async function attempt<T>(what: string, send: () => Promise<Dispatcher.ResponseData>, accept: (status: number) => boolean): Promise<{status: number; body: T}> {
     let last = ''
     for (let n = 1; ; n++) {
@@ -96,17 +104,19 @@ export function createClient(options: ClientOptions): Client {
       try {
         const res = await send()
         const text = await res.body.text()
-        const body = text === '' ? undefined : (JSON.parse(text) as unknown)
-        if (accept(res.statusCode)) return {status: res.statusCode, body: body as T}
+        if (accept(res.statusCode)) return {status: res.statusCode, body: parsed(text, what) as T}
+        // A refusal may come from a balancer or proxy in front of the server, as an HTML page: only its status counts then.
+        let body: unknown
+        try {
+          body = JSON.parse(text)
+        } catch {}
         const code = (body as ErrorBody | undefined)?.error?.code
         // A server of several workers without a job queue says so with a 503 that no wait will change.
         if (!isRetriedStatus(res.statusCode) || code === 'jobs_unavailable') throw refused(server, res.statusCode, body as ErrorBody | undefined, options.apiKey)
         last = `${res.statusCode} ${code ?? ''}`.trim()
         wait = retryAfterMs(res.headers['retry-after'])
       } catch (e) {
-        if (options.signal?.aborted) throw e
-        if (e instanceof SyntaxError) throw new ModError('internal', `the server ${server} answered ${what} with a body that is not JSON: is it a mod serve?`)
-        if (!isConnectionError(e)) throw e
+        if (options.signal?.aborted || !isConnectionError(e)) throw e
         last = `${(e as {code: string}).code}${(e as Error).message ? ` (${(e as Error).message})` : ''}`
       }
       if (n >= options.attempts) {
