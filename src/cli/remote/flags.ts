@@ -12,7 +12,7 @@ export const serverFlags = {
     env: CLIENT_VARIABLES.server,
     helpGroup: SERVER,
   }),
-  'api-key': Flags.string({description: "The server's API key (sent as X-API-Key).", env: CLIENT_VARIABLES.apiKey, helpGroup: SERVER}),
+  'api-key': Flags.string({description: "The server's API key (sent as X-API-Key); prefer MOD_API_KEY, since a flag's value shows in the process list.", env: CLIENT_VARIABLES.apiKey, helpGroup: SERVER}),
   retries: Flags.integer({
     description:
       'Retries of a request that failed on the connection or was answered 429, 502, 503 or 504 (waiting as its Retry-After says, else backing off from 0.25 s to 10 s) before the run fails (with --server).',
