@@ -263,6 +263,24 @@ test('scan-video --server runs the video as a job on the server and prints what 
   assert.is(bad.stderr.split('\n')[1].split(':')[1], badLocal.stderr.split(':')[1], `the same code: ${bad.stderr} / ${badLocal.stderr}`)
 })
 
+test('Ctrl-C during scan --server stops at once: exit 130, valid JSON of what finished', async () => {
+  let child: ReturnType<typeof spawn> | undefined
+  const url = await listen(
+    proxy(base, (req) => {
+      // The first batch is held back: the command is waiting on it when Ctrl-C comes.
+      if (req.url !== '/v1/moderate/batch') return false
+      child?.kill('SIGINT')
+      return true
+    }),
+  )
+  child = spawn(process.execPath, [BIN, 'scan', 'photos', '--json', '--server', url], {cwd: work, env: {...process.env, MOD_API_KEY: KEY}, stdio: ['ignore', 'pipe', 'pipe']})
+  let stdout = ''
+  child.stdout?.on('data', (d) => (stdout += d))
+  const code = await new Promise((resolve) => child?.on('close', (c) => resolve(c)))
+  assert.is(code, 130)
+  assert.equal(JSON.parse(stdout), [])
+})
+
 test('Ctrl-C during scan-video --server cancels the job on the server and exits 130', async () => {
   const seen: string[] = []
   let child: ReturnType<typeof spawn> | undefined
@@ -278,7 +296,7 @@ test('Ctrl-C during scan-video --server cancels the job on the server and exits 
     }),
   )
   child = spawn(process.execPath, [BIN, 'scan-video', 'clip.mp4', '--server', url], {cwd: work, env: {...process.env, MOD_API_KEY: KEY}, stdio: 'ignore'})
-  const code = await new Promise((resolve) => child?.on('exit', (c) => resolve(c)))
+  const code = await new Promise((resolve) => child?.on('close', (c) => resolve(c)))
   assert.is(code, 130)
   assert.equal(seen.filter((r) => r.includes('/jobs/')), ['POST /v1/jobs/video?fps=1&min_frames=1&stop_on_violation=false', 'GET /v1/jobs/{id}', 'DELETE /v1/jobs/{id}'])
 })
