@@ -18,8 +18,9 @@ interface Health {
 }
 
 /**
- * Bytes of images one batch request carries at most, whatever the server allows: the batches in flight are held
- * in memory (to be sent again after a failure), so this bounds the run's memory at concurrency x this.
+ * Bytes of images one batch request carries at most, whatever the server allows: the batches in flight and the one
+ * being filled are held in memory (to be sent again after a failure), so the run holds at most
+ * (concurrency + 1) x this.
  */
 const BATCH_BYTES_CAP = 16 * 1024 * 1024
 
@@ -67,14 +68,13 @@ export function remoteEngine(options: RemoteOptions): RemoteEngine {
   const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal
   const client: Client = createClient({...options, signal})
   const policy = {categories: [] as CategoryListing[]}
-  let listing: CategoriesResult | undefined
   let facts: RemoteFacts | undefined
   let journal: Journal | undefined
 
   async function load(): Promise<RemoteFacts> {
     if (facts) return facts
     // The categories first: /health is public, so a wrong key shows here.
-    listing = await client.getJson<CategoriesResult>('v1/categories')
+    const listing = await client.getJson<CategoriesResult>('v1/categories')
     const health = await client.getJson<Health>('health')
     // A trained head's labels are listed with the policy's categories, but coverage counts the policy's alone.
     policy.categories = listing.categories.filter((c) => c.origin !== 'head')
