@@ -81,7 +81,7 @@ export abstract class ModCommand extends Command {
    * One stderr line naming a policy file found by search: a file in a parent folder changes verdicts, so it must
    * never apply unseen. A file named by --config or MOD_CONFIG was asked for and is not repeated.
    */
-  protected notePolicy(config: Config): void {
+  protected notePolicy(config: Pick<Config, 'policyFound' | 'policyPath'>): void {
     if (config.policyFound) this.logToStderr(`mod: policy: ${config.policyPath} (found from the current folder; --config names another)`)
   }
 

@@ -20,15 +20,20 @@ export function coverage(c: Coverage): string {
   return textOnly.length > 0 ? `${checked}, ${textOnly.length} by text only: ${textOnly.join(', ')}` : checked
 }
 
+/** Where the missing model goes: here, or on the server of a remote run (`mod scan --server`), which scores. */
+function pullOn(server: string | undefined): string {
+  return server === undefined ? '' : ' on the server'
+}
+
 /** The summary's coverage clause, with what adds the rest: "3 of 11 categories checked; run `mod models pull fast` for the rest". */
-export function coverageHint(c: Coverage, preset: string): string {
+export function coverageHint(c: Coverage, preset: string, server?: string): string {
   const text = coverage(c)
-  return c.evaluated < c.total ? `${text}; run \`mod models pull ${preset}\` for the rest` : text
+  return c.evaluated < c.total ? `${text}; run \`mod models pull ${preset}\`${pullOn(server)} for the rest` : text
 }
 
 /** The one stderr line that says what a partial check leaves out, and how to get it. */
-export function notEvaluatedLine(names: readonly string[], preset: string): string {
-  return `mod: not evaluated: ${names.join(', ')} (no CLIP model installed; run \`mod models pull ${preset}\` to score them; --strict makes this exit 2)`
+export function notEvaluatedLine(names: readonly string[], preset: string, server?: string): string {
+  return `mod: not evaluated: ${names.join(', ')} (no CLIP model installed${pullOn(server)}; run \`mod models pull ${preset}\`${pullOn(server)} to score them; --strict makes this exit 2)`
 }
 
 /** The evidence kinds of the registry's signals: what notes a violation or a segment in the table. */

@@ -7,6 +7,8 @@ import {fpsFlag, modelFlags, policyFlags} from '../cli/flags.js'
 import {coverage, formatVideo, notEvaluatedLine} from '../cli/format.js'
 import type {EnvVars} from '../cli/help.js'
 import {checkVideoFile} from '../cli/inputs.js'
+import {serverFlags} from '../cli/remote/flags.js'
+import {remoteFromFlags} from '../cli/remote/from-flags.js'
 import {coverageOf} from '../lib/signals/listing.js'
 import {checkVideoSampling, MAX_FPS, MAX_MIN_FRAMES, MIN_FPS} from '../lib/video/options.js'
 
@@ -24,6 +26,7 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
     '<%= config.bin %> scan-video clip.mp4',
     '<%= config.bin %> scan-video clip.mp4 --fps 2 --min-frames 3 --json',
     '<%= config.bin %> scan-video upload.webm --stop-on-violation --ndjson',
+    'MOD_API_KEY=secret <%= config.bin %> scan-video long.mp4 --server https://mod.example.com --json',
   ]
 
   static override envVars: EnvVars = [
@@ -54,6 +57,7 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
     }),
     ...policyFlags,
     ...modelFlags,
+    ...serverFlags,
   }
 
   async run(): Promise<void> {
@@ -64,7 +68,9 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
       stopOnViolation: flags['stop-on-violation'],
     })
     await checkVideoFile(args.file)
-    const {engine, config} = await engineFromFlags(flags)
+    const {server} = flags
+    const {engine, config} =
+      server === undefined ? await engineFromFlags(flags) : await remoteFromFlags({...flags, server}, this.argv, (line) => this.logToStderr(line), this.interrupt.signal)
     this.notePolicy(config)
     let result
     let partial = ''
@@ -73,7 +79,7 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
       const covered = coverageOf(await engine.categoryStates())
       partial = coverage(covered)
       if (covered.not_evaluated.length > 0) {
-        this.logToStderr(notEvaluatedLine(covered.not_evaluated, config.preset))
+        this.logToStderr(notEvaluatedLine(covered.not_evaluated, config.preset, server))
         // Known before the first frame: a gate fails at once rather than after decoding the whole video.
         if (flags.strict) this.exit(EXIT_ERROR)
       }

@@ -7,6 +7,8 @@ import {engineFromFlags} from '../cli/engine.js'
 import {modelFlags, policyFlags} from '../cli/flags.js'
 import {coverage, coverageHint, formatRow, notEvaluatedLine, summaryLine, type Counts} from '../cli/format.js'
 import {readFileList} from '../cli/files-from.js'
+import {batchFlags, serverFlags} from '../cli/remote/flags.js'
+import {remoteFromFlags} from '../cli/remote/from-flags.js'
 import type {EnvVars} from '../cli/help.js'
 import {openHtmlReport, type HtmlReport} from '../cli/reports/html-report.js'
 import {scanInputs, skippedLine, type ScanEntry, type ScanItem, type Skipped} from '../cli/inputs.js'
@@ -102,6 +104,7 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
     'git diff --name-only -z --diff-filter=d origin/main | <%= config.bin %> scan --files-from - -0 --format github',
     '<%= config.bin %> scan ./assets --baseline mod-baseline.json',
     '<%= config.bin %> scan ./photos --config policy.yaml --preset balanced',
+    'MOD_API_KEY=secret <%= config.bin %> scan ./uploads --server https://mod.example.com --format github --resume mod-journal.ndjson',
   ]
 
   static override envVars: EnvVars = [
@@ -178,6 +181,8 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
     }),
     ...policyFlags,
     ...modelFlags,
+    ...serverFlags,
+    ...batchFlags,
   }
 
   async run(): Promise<void> {
@@ -189,7 +194,11 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
     const format: ScanFormat = (flags.format as ScanFormat | undefined) ?? (flags.json ? 'json' : flags.ndjson ? 'ndjson' : 'table')
     const baseline = flags.baseline === undefined ? undefined : await readBaseline(flags.baseline)
     const listed = fromList === undefined ? [] : await readFileList(fromList, flags.null, process.stdin)
-    const {engine, config} = await engineFromFlags(flags, process.env, {only: flags.only})
+    const {server} = flags
+    const {engine, config} =
+      server === undefined
+        ? await engineFromFlags(flags, process.env, {only: flags.only})
+        : await remoteFromFlags({...flags, server}, this.argv, (line) => this.logToStderr(line), this.interrupt.signal)
     this.notePolicy(config)
     const out = process.stdout
     let closed = false
@@ -205,7 +214,7 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
     const flagged: BaselineItem[] = []
     const summaryText = (): string => {
       const skips = skippedLine(skipped)
-      return `${summaryLine(counts, coverageHint(covered, config.preset))}${skips ? `; ${skips}` : ''}`
+      return `${summaryLine(counts, coverageHint(covered, config.preset, server))}${skips ? `; ${skips}` : ''}`
     }
     const reporter = reporterFor(format, {categories: engine.policy.categories, version: this.config.version, cwd: process.cwd()})
     const skipped: Skipped = new Map()
@@ -218,7 +227,7 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
       await engine.load()
       covered = coverageOf(await engine.categoryStates())
       if (covered.not_evaluated.length > 0) {
-        this.logToStderr(notEvaluatedLine(covered.not_evaluated, config.preset))
+        this.logToStderr(notEvaluatedLine(covered.not_evaluated, config.preset, server))
         // Known before the first image: a gate fails at once rather than after scanning everything.
         if (flags.strict) this.exit(EXIT_ERROR)
       }

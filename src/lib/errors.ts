@@ -21,6 +21,7 @@ export type ErrorCode =
   | 'download_failed'
   | 'not_found'
   | 'jobs_unavailable'
+  | 'server_unreachable'
   | 'internal'
 
 /** An error as a value: raised once where the problem is known; adapters map the code to a status or exit code. */

@@ -222,6 +222,8 @@ const FROM_ENGINE: {[C in ErrorCode]: C extends HttpErrorCode ? EngineRow : Engi
   // A local path that does not exist (the CLI); the server never raises it for an image.
   not_found: {},
   jobs_unavailable: {},
+  // The CLI's: `mod scan --server` could not reach its server, or kept being refused; a server never raises it.
+  server_unreachable: {as: 'internal', hidden: true},
   internal: {hidden: true},
 }
 

@@ -27,6 +27,22 @@ export const Health = Type.Object(
         'Each category of the policy: evaluated (by which signals) or not, and why. Before the models are loaded, ' +
         'what they will score once loaded.',
     }),
+    policy: Type.Optional(
+      Type.Object(
+        {sha256: Type.String({pattern: '^[0-9a-f]{64}$', description: 'Changes whenever anything in the policy in force changes (categories, thresholds, prompts, hash lists, text rules).'})},
+        {...closed, description: 'Which policy scores: clients (`mod scan --server`) print it and tie resumable runs to it.'},
+      ),
+    ),
+    limits: Type.Optional(
+      Type.Object(
+        {
+          max_batch: Type.Integer({minimum: 1, description: 'Files per batch request (MOD_MAX_BATCH).'}),
+          max_bytes: Type.Integer({minimum: 1, description: 'Bytes per image (MOD_MAX_BYTES).'}),
+          max_batch_bytes: Type.Integer({minimum: 1, description: 'Bytes of the files of one batch request together (MOD_MAX_BATCH_BYTES).'}),
+        },
+        {...closed, description: 'The upload limits, so that a client sizes its batches to fit.'},
+      ),
+    ),
   },
   closed,
 )

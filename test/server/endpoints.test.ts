@@ -4,6 +4,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
+import {policyDigest} from '../../src/server/policy-digest.js'
 import {colourClip} from '../lib/video/helpers.js'
 import {blue, call, form, postJson, red, start, tempDir, testSettings, toyEngine, type Running} from './harness.js'
 import {signalStates} from '../helpers/signals.js'
@@ -38,6 +39,8 @@ test('GET /health answers status ok, the version, whether the models are loaded,
     signals: signalStates({clip: 'loaded'}),
     coverage: {evaluated: 12, total: 12, not_evaluated: []},
     categories: [{name: 'nudity', evaluated: true, evaluated_by: ['clip']}],
+    policy: {sha256: policyDigest(engine.policy)},
+    limits: {max_batch: 16, max_bytes: 26_214_400, max_batch_bytes: 104_857_600},
   })
   assert.is(r.body.categories.length, 12)
   assert.is(r.headers.get('connection'), 'keep-alive')

@@ -266,6 +266,7 @@ test('every engine error code has its status; server-side problems are hidden fr
     download_failed: [500, 'internal'],
     not_found: [404, 'not_found'],
     jobs_unavailable: [503, 'jobs_unavailable'],
+    server_unreachable: [500, 'internal'],
     internal: [500, 'internal'],
   }
   for (const [code, [status, publicCode, retryAfter]] of Object.entries(expected)) {
@@ -274,7 +275,7 @@ test('every engine error code has its status; server-side problems are hidden fr
     assert.is(e.code, publicCode, code)
     assert.is(e.headers?.['Retry-After'], retryAfter, code)
     assert.is(e.headers?.['WWW-Authenticate'], code === 'unauthorized' ? 'ApiKey header="X-API-Key"' : undefined, code)
-    const hidden = ['model_missing', 'invalid_config', 'ffmpeg_missing', 'download_failed', 'internal'].includes(code)
+    const hidden = ['model_missing', 'invalid_config', 'ffmpeg_missing', 'download_failed', 'server_unreachable', 'internal'].includes(code)
     assert.is(e.message === `detail of ${code}`, !hidden, code)
   }
   assert.equal(log, [
@@ -282,6 +283,7 @@ test('every engine error code has its status; server-side problems are hidden fr
     'invalid_config: detail of invalid_config',
     'ffmpeg_missing: detail of ffmpeg_missing',
     'download_failed: detail of download_failed',
+    'server_unreachable: detail of server_unreachable',
     'internal: detail of internal',
   ])
 })

@@ -124,6 +124,12 @@ export const SETTING_VARIABLES = {
   maxUploadsPerClient: 'MOD_MAX_UPLOADS_PER_CLIENT',
 } as const satisfies Record<keyof SettingsInput, string>
 
+/** The variables of a remote run (`mod scan --server`); MOD_API_KEY is also the key `mod serve` requires. */
+export const CLIENT_VARIABLES = {
+  server: 'MOD_SERVER',
+  apiKey: 'MOD_API_KEY',
+} as const
+
 /** Log levels, most severe first; a level writes its lines and those above it. */
 export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]

@@ -1,6 +1,7 @@
 import {coverageOf} from '../../lib/signals/listing.js'
 import type {Handler} from '../context.js'
 import {EXAMPLE_HEALTH} from '../examples.js'
+import {policyDigest} from '../policy-digest.js'
 import {sendJson} from '../reply.js'
 import {declareRoute} from '../route.js'
 import {Health} from '../schemas.js'
@@ -18,6 +19,8 @@ export const health: Handler = async (ctx, _req, res) => {
     signals: ctx.engine.signals(),
     coverage: coverageOf(categories),
     categories,
+    policy: {sha256: policyDigest(ctx.engine.policy)},
+    limits: {max_batch: ctx.settings.limits.maxBatch, max_bytes: ctx.settings.limits.maxBytes, max_batch_bytes: ctx.settings.limits.maxBatchBytes},
   })
 }
 
@@ -31,7 +34,8 @@ export const healthRoute = declareRoute({
     'Always public (never needs `X-API-Key`). `model_loaded` is false until the model is in memory. `categories` ' +
     'says for each category of the policy whether results score it and by which signals, or why not and what adds ' +
     'it (e.g. a CLIP model that is not installed: `mod models pull fast`); `coverage` counts them. A category that ' +
-    'is not evaluated is never a violation, so `is_safe` does not cover it.',
+    'is not evaluated is never a violation, so `is_safe` does not cover it. `policy` identifies the policy in force and ' +
+    '`limits` gives the upload limits (both used by `mod scan --server`).',
   tags: ['service'],
   security: [],
   responses: {200: {description: 'The server is up.', schema: Health, example: EXAMPLE_HEALTH}},

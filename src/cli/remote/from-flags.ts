@@ -1,0 +1,52 @@
+import {DEFAULT_LIMITS, readSettings, type Env, type Limits} from '../../lib/config/settings.js'
+import type {PresetName} from '../../lib/policy/types.js'
+import {refuseLocalFlags} from './flags.js'
+import {remoteEngine, type RemoteEngine} from './engine.js'
+
+export interface RemoteFlagValues {
+  server?: string
+  'api-key'?: string
+  /** Batch requests in flight (scan); 1 where there is one request at a time (scan-video). */
+  concurrency?: number
+  retries: number
+  resume?: string
+}
+
+/** What a scan reads from its configuration, as the server states it: the policy file is the server's. */
+export interface RemoteConfig {
+  preset: PresetName
+  policyFound: false
+  /** Inputs are read up to the server's image size limit. */
+  settings: {engine: {limits: Limits}}
+}
+
+/**
+ * `--server URL` and its flags → an engine that scores on the server, already asked what the server scores with
+ * (one stderr line says it), and the configuration a scan reads, from the server.
+ */
+export async function remoteFromFlags(
+  flags: RemoteFlagValues & {server: string},
+  argv: readonly string[],
+  log: (line: string) => void,
+  signal: AbortSignal,
+  env: Env = process.env,
+): Promise<{engine: RemoteEngine; config: RemoteConfig}> {
+  refuseLocalFlags(argv)
+  // The proxies a CI runner may need to reach the server, read where every setting is.
+  const {proxy} = readSettings({}, env).engine
+  const engine = remoteEngine({
+    proxy,
+    server: flags.server,
+    apiKey: flags['api-key'] || undefined,
+    attempts: flags.retries + 1,
+    concurrency: flags.concurrency ?? 1,
+    resume: flags.resume,
+    log,
+    signal,
+  })
+  const facts = await engine.load().catch(async (e: unknown) => {
+    await engine.close()
+    throw e
+  })
+  return {engine, config: {preset: facts.preset, policyFound: false, settings: {engine: {limits: {...DEFAULT_LIMITS, maxBytes: facts.maxBytes}}}}}
+}

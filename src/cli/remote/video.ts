@@ -1,0 +1,53 @@
+import {openAsBlob} from 'node:fs'
+import {setTimeout as sleep} from 'node:timers/promises'
+
+import type {VideoOptions} from '../../lib/engine.js'
+import {ModError, type ErrorCode} from '../../lib/errors.js'
+import type {Segment, VideoResult} from '../../lib/types.js'
+import type {Client} from './client.js'
+
+/** A job as GET /v1/jobs/{id} answers it (the fields a remote scan-video reads). */
+interface Job {
+  id: string
+  status: 'queued' | 'running' | 'done' | 'failed' | 'cancelled'
+  progress: {frames_analyzed: number; seconds: number}
+  segments: (Segment & {name: string; label?: string})[]
+  result?: VideoResult
+  error?: {code: string; message: string}
+}
+
+/** Polls start quick (a short clip is done in a moment) and slow down to this. */
+const FIRST_POLL_MS = 200
+const MAX_POLL_MS = 2000
+
+/**
+ * `mod scan-video --server`: the video goes to the server's job queue (POST /v1/jobs/video, streamed from disk),
+ * then the job is polled for progress and segments until it ends. A job that fails is the local command's
+ * failure (its code and message); Ctrl-C cancels the job on the server.
+ */
+export async function moderateVideoRemotely(client: Client, path: string, options: VideoOptions): Promise<VideoResult> {
+  const query = {fps: String(options.fps), min_frames: String(options.minFrames), stop_on_violation: String(options.stopOnViolation)}
+  const {body: submitted} = await client.postFiles<Job>('v1/jobs/video', 'file', [{name: options.source, data: await openAsBlob(path)}], query)
+  const where = `v1/jobs/${encodeURIComponent(submitted.id)}`
+  let seen = 0
+  let wait = FIRST_POLL_MS
+  try {
+    for (;;) {
+      const job = await client.getJson<Job>(where)
+      // Segments come in the order found; those not reported yet go out now.
+      for (const {name, label: _label, ...segment} of job.segments.slice(seen)) options.onSegment?.(name, segment)
+      seen = job.segments.length
+      options.onProgress?.(job.progress.frames_analyzed, job.progress.seconds)
+      if (job.status === 'done' && job.result) return {...job.result, source: options.source}
+      if (job.status === 'failed' || job.status === 'cancelled') {
+        const e = job.error ?? {code: 'internal', message: `the job was ${job.status}`}
+        throw new ModError(e.code as ErrorCode, e.message)
+      }
+      await sleep(wait, undefined, {signal: options.signal})
+      wait = Math.min(MAX_POLL_MS, wait * 1.5)
+    }
+  } catch (e) {
+    if (options.signal?.aborted) await client.deleteOnce(where)
+    throw e
+  }
+}
