@@ -11,12 +11,12 @@ import {readSettings} from '../../lib/config/settings.js'
 import {addModelFile} from '../../lib/model/add.js'
 import type {PulledFile} from '../../lib/model/pull.js'
 import {PRESETS} from '../../lib/policy/types.js'
-import {loadNudenetPreset, NUDENET, NUDENET_LICENCE_NOTE} from '../../lib/signals/nudenet/manifest.js'
+import {ADDONS} from '../../lib/signals/registry.js'
 
 export default class ModelsAdd extends ModCommand {
   static override description = `Install an add-on from a copy of its file you already have, where it cannot be downloaded (no network, a proxy that refuses GitHub).
 
-nudenet: NudeNet's 320n.onnx (11.59 MiB, AGPL-3.0; the PyPI wheel nudenet 3.4.2 holds it as nudenet/320n.onnx). The copy must match the size and sha256 the add-on's manifest pins: it is checked while it is copied into <cache-dir>/nudenet, synced and moved into place, and the folder counts as installed once its manifest.json is written, last. A file that does not match is refused and nothing changes. \`mod models list\` then shows it installed and verified.`
+${ADDONS.map((a) => a.addHelp).join('\n\n')}`
 
   static override examples = ['<%= config.bin %> models add nudenet ./320n.onnx', 'MOD_CACHE_DIR=/srv/mod <%= config.bin %> models add nudenet /media/usb/320n.onnx']
 
@@ -27,7 +27,7 @@ nudenet: NudeNet's 320n.onnx (11.59 MiB, AGPL-3.0; the PyPI wheel nudenet 3.4.2 
   ]
 
   static override args = {
-    addon: Args.string({description: `the add-on: ${NUDENET}`, required: true}),
+    addon: Args.string({description: `the add-on: ${ADDONS.map((a) => a.name).join(', ')}`, required: true}),
     file: Args.string({description: "a copy of the add-on's file", required: true}),
   }
 
@@ -37,19 +37,20 @@ nudenet: NudeNet's 320n.onnx (11.59 MiB, AGPL-3.0; the PyPI wheel nudenet 3.4.2 
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(ModelsAdd)
-    if (args.addon !== NUDENET) {
+    const addon = ADDONS.find((a) => a.name === args.addon)
+    if (addon === undefined) {
       const preset = (PRESETS as readonly string[]).includes(args.addon)
       this.error(
         preset
           ? `${args.addon} is a CLIP preset of several files: \`mod models pull ${args.addon}\` downloads it; offline, copy an installed folder into the cache or point --model-dir at one`
-          : `${args.addon} is not an add-on; the add-ons are: ${NUDENET}`,
+          : `${args.addon} is not an add-on; the add-ons are: ${ADDONS.map((a) => a.name).join(', ')}`,
         {exit: 2},
       )
     }
     const settings = readSettings(settingsInput(flags), process.env).engine
-    const dir = join(settings.cacheDir, NUDENET)
-    const manifest = await loadNudenetPreset()
-    this.logToStderr(`${NUDENET_LICENCE_NOTE}.`)
+    const dir = join(settings.cacheDir, addon.name)
+    const manifest = await addon.manifest()
+    if (addon.notice) this.logToStderr(addon.notice)
     const name = manifest.files[0].path
     const title = `${name} from ${args.file}`
     let added: PulledFile | undefined
@@ -70,6 +71,6 @@ nudenet: NudeNet's 320n.onnx (11.59 MiB, AGPL-3.0; the PyPI wheel nudenet 3.4.2 
       },
     ])
     const file = added as PulledFile
-    this.log(`${NUDENET} is installed in ${dir}: ${file.file} (${formatBytes(file.size)}) matches the pinned sha256 ${file.sha256}`)
+    this.log(`${addon.name} is installed in ${dir}: ${file.file} (${formatBytes(file.size)}) matches the pinned sha256 ${file.sha256}`)
   }
 }

@@ -4,7 +4,7 @@ import {modelFlags, settingsInput} from '../../cli/flags.js'
 import {formatBytes} from '../../cli/format.js'
 import {readSettings} from '../../lib/config/settings.js'
 import {listPresets} from '../../lib/model/presets.js'
-import {nudenetStatus} from '../../lib/signals/nudenet/manifest.js'
+import {ADDONS} from '../../lib/signals/registry.js'
 
 interface Listing {
   cache_dir: string
@@ -36,7 +36,7 @@ export default class ModelsList extends ModCommand {
 
 SIZE is that of the installed files, or of the download for a preset not installed yet; DOWNLOAD is what \`mod models pull\` fetches for the fp32 files (unknown where the preset's manifest does not give every file's size). For an installed preset, VERIFIED counts the files checked against a sha256 the preset pins and FIRST USE those the preset pins no hash for, whose hash was recorded when first downloaded (--json lists both by path: verified, trusted_on_first_use).
 
-A second table lists the add-ons, models you pull on purpose beside a preset (today nudenet, NudeNet's body-part detector), with their kind and licence: nudenet is AGPL-3.0, which is why mod does not ship it.`
+A second table lists the add-ons, models you pull on purpose beside a preset (${ADDONS.map((a) => a.name).join(', ')}), with their kind and licence: nudenet is AGPL-3.0, which is why mod does not ship it.`
 
   static override examples = ['<%= config.bin %> models list', '<%= config.bin %> models list --json']
 
@@ -57,7 +57,7 @@ A second table lists the add-ons, models you pull on purpose beside a preset (to
     const {flags} = await this.parse(ModelsList)
     const settings = readSettings(settingsInput(flags), process.env).engine
     const presets = await listPresets(settings.cacheDir)
-    const addons = [await nudenetStatus(settings.cacheDir)]
+    const addons = await Promise.all(ADDONS.map((a) => a.status(settings.cacheDir)))
     const count = (files?: string[]): string => (files === undefined ? '-' : String(files.length))
     const bytes = (n?: number): string => (n === undefined ? 'unknown' : formatBytes(n))
     const rows = [

@@ -13,7 +13,8 @@ import {isModError, ModError} from '../../lib/errors.js'
 import {loadPresetManifest} from '../../lib/model/presets.js'
 import {pullModel, type PullableManifest, type PulledFile, type PullProgress} from '../../lib/model/pull.js'
 import {PRESETS} from '../../lib/policy/types.js'
-import {loadNudenetPreset, NUDENET, NUDENET_LICENCE_NOTE} from '../../lib/signals/nudenet/manifest.js'
+import {ADDONS} from '../../lib/signals/registry.js'
+import type {Addon} from '../../lib/signals/signal.js'
 
 const BAR_WIDTH = 24
 
@@ -44,10 +45,10 @@ export function firstUseWarning(f: PulledFile): string {
  * What to try when a download fails: the network path, or a copy that needs no download. MOD_MODEL_DIR stands
  * for a CLIP preset only; the add-on is found in the cache folder alone.
  */
-function nextSteps(dir: string, proxied: boolean, addon: boolean): string {
+function nextSteps(dir: string, proxied: boolean, addon: Addon | undefined): string {
   const proxy = proxied ? 'check HTTPS_PROXY / NO_PROXY' : 'if this network needs a proxy, set HTTPS_PROXY (and NO_PROXY)'
   const copy = addon
-    ? `install a copy of the file with \`mod models add ${NUDENET} ./320n.onnx\` (the PyPI wheel nudenet 3.4.2 holds it), or copy an installed ${NUDENET} folder from another machine into ${dir}`
+    ? `install a copy of the file with \`mod models add ${addon.name} ${addon.offlineCopy.file}\` (${addon.offlineCopy.where}), or copy an installed ${addon.name} folder from another machine into ${dir}`
     : `copy an installed model folder from another machine into ${dir}, or point MOD_MODEL_DIR (--model-dir) at one`
   return `${proxy}; or ${copy}; run the pull again to resume`
 }
@@ -55,7 +56,7 @@ function nextSteps(dir: string, proxied: boolean, addon: boolean): string {
 export default class ModelsPull extends ModCommand {
   static override description = `Download a model preset into the cache folder, as <cache-dir>/<preset> (default ~/.cache/mod/<preset>).
 
-The presets fast, balanced and accurate are CLIP models (the categories beyond the nudity family need one). nudenet is an add-on you pull on purpose: NudeNet's body-part detector (11.59 MiB, licensed AGPL-3.0, so mod does not ship it; the pull prints one line saying what the licence means before it downloads). Without network, \`mod models add nudenet ./320n.onnx\` installs a copy you have (the PyPI wheel nudenet 3.4.2 holds it). Once installed, every scan uses it as a second opinion on the NSFW specialist's nudity, sexual_activity and suggestive scores, and results list the parts it found as \`regions\` with boxes in image pixels.
+The presets fast, balanced and accurate are CLIP models (the categories beyond the nudity family need one). ${ADDONS.map((a) => a.help).join('\n\n')}
 
 Every file is checked against the size and sha256 the preset gives and moved into place only when whole; the folder counts as installed once its manifest.json is written, last. An interrupted pull resumes where it stopped when run again; files already installed are not downloaded again.
 
@@ -82,7 +83,7 @@ Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the ho
   ]
 
   static override args = {
-    preset: Args.string({description: 'the preset (or add-on) to download', required: true, options: [...PRESETS, NUDENET]}),
+    preset: Args.string({description: 'the preset (or add-on) to download', required: true, options: [...PRESETS, ...ADDONS.map((a) => a.name)]}),
   }
 
   static override flags = {
@@ -95,11 +96,11 @@ Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the ho
     const preset = args.preset
     const settings = readSettings(settingsInput(flags), process.env).engine
     const dir = join(settings.cacheDir, preset)
-    const addon = preset === NUDENET
-    const manifest: PullableManifest = addon ? await loadNudenetPreset() : await loadPresetManifest(preset as (typeof PRESETS)[number])
+    const addon = ADDONS.find((a) => a.name === preset)
+    const manifest: PullableManifest = addon ? await addon.manifest() : await loadPresetManifest(preset as (typeof PRESETS)[number])
     // The add-on has one precision; --precision concerns the CLIP encoders.
-    const variants = addon || settings.precision === 'fp32' ? [] : [settings.precision]
-    if (addon) this.logToStderr(`${NUDENET_LICENCE_NOTE}.`)
+    const variants = addon !== undefined || settings.precision === 'fp32' ? [] : [settings.precision]
+    if (addon?.notice) this.logToStderr(addon.notice)
     const names = [
       ...manifest.files.map((f) => f.path),
       ...variants.flatMap((v) => [manifest.variants?.[v]?.image_encoder.path ?? '', manifest.variants?.[v]?.text_encoder.path ?? '']),

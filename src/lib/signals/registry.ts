@@ -10,7 +10,7 @@ import {nsfwSignal} from './nsfw/signal.js'
 import {nudenetSignal} from './nudenet/signal.js'
 import type {PolicyPlugins} from '../policy/section.js'
 import {pdqSignal} from './pdq/signal.js'
-import type {Signal} from './signal.js'
+import type {Addon, Signal} from './signal.js'
 import {textSignal} from './text/engine-signal.js'
 
 const REGISTERED = [
@@ -49,6 +49,9 @@ export const POLICY_PLUGINS: PolicyPlugins = {
   sections: SIGNALS.flatMap((s) => (s.policy ? [{signal: s.name, section: s.policy}] : [])).sort((a, b) => a.section.key.localeCompare(b.section.key)),
   switches: POLICY_SWITCHES,
 }
+
+/** The models users pull on purpose for a signal (`mod models pull nudenet`): what the model commands loop over. */
+export const ADDONS: readonly Addon[] = SIGNALS.flatMap((s) => (s.addon ? [s.addon] : []))
 
 /** The signals that score categories on their own: what `--only` can name. */
 export const MODEL_SIGNAL_NAMES: readonly string[] = SIGNALS.filter((s) => s.kind === 'model').map((s) => s.name)

@@ -8,6 +8,7 @@ import type {Static, TObject, TProperties} from 'typebox'
 
 import type {RgbImage} from '../image/rgb.js'
 import type {Precision} from '../model/manifest-types.js'
+import type {PullableManifest} from '../model/pull.js'
 import type {PolicySection} from '../policy/section.js'
 import type {Category, Policy, PresetName} from '../policy/types.js'
 import type {Origin} from '../schema-parts.js'
@@ -112,6 +113,42 @@ export interface EvidenceKind<E = unknown, I extends TProperties = TProperties, 
   notes?(fields: EvidenceFields<I>): string[]
 }
 
+/** An add-on as `mod models list` shows it. */
+export interface AddonStatus {
+  /** What users pull it by. */
+  name: string
+  id: string
+  kind: string
+  licence: string
+  installed: boolean
+  dir: string
+  /** Bytes of the download (and of the installed file). */
+  size: number
+  /** Installed only: the file matched the sha256 the shipped manifest pins, and is there with its size. */
+  verified?: boolean
+}
+
+/**
+ * A model a signal needs that the user pulls on purpose beside the presets: `mod models pull <name>` downloads it
+ * into `<cache-dir>/<name>`, `mod models add <name> <file>` installs a copy they have, `mod models list` lists it.
+ */
+export interface Addon {
+  /** What users pull it by, and its folder under the cache. */
+  readonly name: string
+  /** Printed on stderr before a pull or an add writes anything (what its licence means), when there is something to say. */
+  readonly notice?: string
+  /** The file a copy of which installs it offline (`./320n.onnx`), and where one is found (`the PyPI wheel nudenet 3.4.2 holds it`). */
+  readonly offlineCopy: {file: string; where: string}
+  /** Its paragraph in `mod models pull --help`. */
+  readonly help: string
+  /** Its paragraph in `mod models add --help`. */
+  readonly addHelp: string
+  /** What a pull downloads, with the sizes and sha256 it pins. */
+  manifest(): Promise<PullableManifest>
+  /** Whether it is installed in the cache folder, read from its manifest without loading it. */
+  status(cacheDir: string): Promise<AddonStatus>
+}
+
 /** An open signal: its model in memory (or ready to load on first use) and what the core asks of it per frame. */
 export interface OpenSignal<In = unknown, Out = unknown> {
   /** Names the model and every setting that changes its output: eval's feature cache is kept per key. */
@@ -174,6 +211,8 @@ export interface Signal {
   readonly embedding?: boolean
   /** What it reports beyond label scores, and how results, segments, tables and reports show it. */
   readonly evidence?: EvidenceKind
+  /** The model the user pulls on purpose for it, where it has one. */
+  readonly addon?: Addon
   /**
    * Why the setup leaves it off (nothing to run), or undefined when it should run; absent: it always runs.
    * The one place each signal's on/off rule is decided.

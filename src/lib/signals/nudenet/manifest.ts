@@ -10,6 +10,7 @@ import {fileURLToPath} from 'node:url'
 import {ModError} from '../../errors.js'
 import {MANIFEST_FILE} from '../../model/manifest.js'
 import type {ModelFile} from '../../model/manifest-types.js'
+import type {Addon, AddonStatus} from '../signal.js'
 
 /** The name users pull it by, and its folder under the cache. */
 export const NUDENET = 'nudenet'
@@ -80,20 +81,6 @@ export async function installedNudenet(dir: string): Promise<DetectorManifest | 
   }
 }
 
-export interface AddonStatus {
-  /** What users pull it by. */
-  name: string
-  id: string
-  kind: 'detector'
-  licence: string
-  installed: boolean
-  dir: string
-  /** Bytes of the download (and of the installed file). */
-  size: number
-  /** Installed only: the file matched the sha256 the shipped manifest pins, and is there with its size. */
-  verified?: boolean
-}
-
 /** The NudeNet add-on as `models list` shows it: installed when its folder holds the manifest a pull writes last. */
 export async function nudenetStatus(cacheDir: string): Promise<AddonStatus> {
   const wanted = await loadNudenetPreset()
@@ -112,4 +99,17 @@ export async function nudenetStatus(cacheDir: string): Promise<AddonStatus> {
     size: file.size as number,
     ...(installed ? {verified: installed.files[0].sha256 === file.sha256 && onDisk?.size === file.size} : {}),
   }
+}
+
+/** The add-on as `mod models pull`, `add` and `list` know it. */
+export const nudenetAddon: Addon = {
+  name: NUDENET,
+  notice: `${NUDENET_LICENCE_NOTE}.`,
+  offlineCopy: {file: './320n.onnx', where: 'the PyPI wheel nudenet 3.4.2 holds it'},
+  help:
+    "nudenet is an add-on you pull on purpose: NudeNet's body-part detector (11.59 MiB, licensed AGPL-3.0, so mod does not ship it; the pull prints one line saying what the licence means before it downloads). Without network, `mod models add nudenet ./320n.onnx` installs a copy you have (the PyPI wheel nudenet 3.4.2 holds it). Once installed, every scan uses it as a second opinion on the NSFW specialist's nudity, sexual_activity and suggestive scores, and results list the parts it found as `regions` with boxes in image pixels.",
+  addHelp:
+    "nudenet: NudeNet's 320n.onnx (11.59 MiB, AGPL-3.0; the PyPI wheel nudenet 3.4.2 holds it as nudenet/320n.onnx). The copy must match the size and sha256 the add-on's manifest pins: it is checked while it is copied into <cache-dir>/nudenet, synced and moved into place, and the folder counts as installed once its manifest.json is written, last. A file that does not match is refused and nothing changes. `mod models list` then shows it installed and verified.",
+  manifest: loadNudenetPreset,
+  status: nudenetStatus,
 }

@@ -12,7 +12,7 @@ import type {Detection} from './decode.js'
 import {openNudenet, type NudenetDetector} from './detector.js'
 import {nudenetEvidence, type Region} from './evidence.js'
 import {NUDENET_LABELS} from './labels.js'
-import {installedNudenet, nudenetDir} from './manifest.js'
+import {installedNudenet, nudenetAddon, nudenetDir} from './manifest.js'
 import type {NudenetInput} from './preprocess.js'
 import {confirmLabels, SUGGESTIVE_PARTS} from './rule.js'
 
@@ -72,6 +72,7 @@ export function nudenetSignalWith(openDetector: NudenetOpener, installedIn: (set
     kind: 'labels',
     needs: ['nsfw'],
     evidence: nudenetEvidence,
+    addon: nudenetAddon,
     weight: () => 0,
     open: (setup) => open(openDetector, setup),
     // Listed as feeding the family only where a pulled copy is there, read from its manifest without loading it.
