@@ -157,6 +157,8 @@ test('5 000 items: the page lays out 100 at a time and decodes only the thumbnai
   const {tab, problems} = await open(big)
   try {
     const counts = () => tab.evaluate(() => [document.querySelectorAll('article.item').length, document.querySelectorAll('img[src^="data:"]').length])
+    // The thumbnails in view are decoded once the page has seen them come into view (an observer's callback).
+    await tab.waitForFunction(() => document.querySelectorAll('img[src^="data:"]').length > 0)
     const [laid, decoded] = await counts()
     assert.is(laid, 100)
     assert.ok(decoded > 0 && decoded < 20, `${decoded} thumbnails decoded at first`)
