@@ -25,6 +25,7 @@ import type {Calibration, PresetName, Specialists} from './types.js'
 import {
   deref,
   describe,
+  fieldsOf,
   keyOf,
   offsetOf,
   readBoolean,
@@ -93,11 +94,7 @@ function readCalibration(ctx: Context, node: unknown, at: number, path: string):
     return undefined
   }
   const calibration: Partial<Calibration> = {}
-  for (const pair of node.items) {
-    const key = keyOf(ctx, pair, ` in ${path}`)
-    if (key === undefined) continue
-    const value = deref(ctx, pair.value)
-    const valueAt = offsetOf(pair.key, at)
+  for (const {key, value, at: valueAt, pair} of fieldsOf(ctx, node, at, ` in ${path}`)) {
     if (key === 'scale') {
       calibration.scale = readNumber(ctx, value, valueAt, `${path}.scale`, {above: 0, text: 'a number above 0'})
     } else if (key === 'bias') {
@@ -141,11 +138,7 @@ function readCategory(ctx: Context, name: string, node: unknown, at: number, pla
     report(ctx, offsetOf(node, at), `${path} must be a mapping of category fields, not ${describe(node)}`)
     return entry
   }
-  for (const pair of node.items) {
-    const key = keyOf(ctx, pair, ` in ${path}`)
-    if (key === undefined) continue
-    const value = deref(ctx, pair.value)
-    const valueAt = offsetOf(pair.key, at)
+  for (const {key, value, at: valueAt, pair} of fieldsOf(ctx, node, at, ` in ${path}`)) {
     const field = `${path}.${key}`
     switch (key) {
       case 'enabled':

@@ -4,7 +4,7 @@
  * read their nodes with. A reader reports a problem and goes on, so that one round lists them all.
  */
 import {isAlias, isMap, isScalar, isSeq} from 'yaml'
-import type {Document, LineCounter, Node as YamlNode, Pair} from 'yaml'
+import type {Document, LineCounter, Node as YamlNode, Pair, YAMLMap} from 'yaml'
 
 import {CATEGORY_NAME_PATTERN} from '../names.js'
 import {didYouMean} from '../suggest.js'
@@ -64,6 +64,22 @@ export function keyOf(ctx: YamlContext, pair: Pair, where: string): string | und
   if (typeof key === 'string') return key
   report(ctx, offsetOf(pair.key, 0), `keys${where} must be text, not ${describe(pair.key)}`)
   return undefined
+}
+
+/** One field of a mapping: its key, its value (an alias followed), where its key is, and its pair. */
+export interface MappingField {
+  key: string
+  value: unknown
+  at: number
+  pair: Pair
+}
+
+/** The fields of a mapping whose keys are text; another key is a problem (`where`: in which mapping, ` in text`). */
+export function fieldsOf(ctx: YamlContext, node: YAMLMap, at: number, where: string): MappingField[] {
+  return node.items.flatMap((pair) => {
+    const key = keyOf(ctx, pair, where)
+    return key === undefined ? [] : [{key, value: deref(ctx, pair.value), at: offsetOf(pair.key, at), pair}]
+  })
 }
 
 export function unknownKey(ctx: YamlContext, pair: Pair, key: string, where: string, expected: readonly string[]): void {

@@ -7,7 +7,7 @@ import {isMap, isSeq} from 'yaml'
 
 import type {PolicySection} from '../../policy/section.js'
 import type {Policy} from '../../policy/types.js'
-import {deref, describe, keyOf, offsetOf, readBoolean, readNamed, report, scalarValue, unknownKey, validName, type YamlContext} from '../../policy/yaml-reader.js'
+import {deref, describe, fieldsOf, keyOf, offsetOf, readBoolean, readNamed, report, scalarValue, unknownKey, validName, type YamlContext} from '../../policy/yaml-reader.js'
 import {didYouMean} from '../../suggest.js'
 import {checkCodesSection, type CodesRuleEntry, type CodesSection} from './rules.js'
 
@@ -50,11 +50,7 @@ function readRule(ctx: YamlContext, name: string, node: unknown, at: number, pla
   }
   const rule: {-readonly [K in keyof CodesRuleEntry]?: CodesRuleEntry[K]} = {name}
   let ok = true
-  for (const pair of node.items) {
-    const key = keyOf(ctx, pair, ` in ${path}`)
-    if (key === undefined) continue
-    const value = deref(ctx, pair.value)
-    const valueAt = offsetOf(pair.key, at)
+  for (const {key, value, at: valueAt, pair} of fieldsOf(ctx, node, at, ` in ${path}`)) {
     const field = `${path}.${key}`
     places.set(placeKey([...here, key]), offsetOf(value, valueAt))
     switch (key) {

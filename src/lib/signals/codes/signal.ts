@@ -6,8 +6,7 @@
  * their score as it is (0 for `contact_info` when only codes or text rules feed it). Boxes come out in the pixels
  * of the image as uploaded.
  */
-import type {Category} from '../../policy/types.js'
-import type {ScoredLabel} from '../../scoring/result.js'
+import {applyHits, ruleCategories} from '../rule-hits.js'
 import {toImageBox, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
 import {codesEvidence, type FrameCodes} from './evidence.js'
 import {codesPolicyOf, codesSection} from './policy-section.js'
@@ -20,22 +19,7 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
   if (section === undefined) throw new Error('the codes signal opened without codes rules')
   const rules = compileCodesRules(section)
   const reader = await openCodeReader()
-  const fed = new Set(section.rules.map((r) => r.category))
-  const categories = policy.categories.filter((c) => fed.has(c.name))
-  // The categories no signal opened before it scores (contact_info, any under --only codes): 0 on a frame without hits.
-  const only = categories.filter((c) => ![...opened.keys()].some((name) => (c.signals[name] ?? 0) > 0))
-
-  function adjust(labels: ScoredLabel[], output: FrameCodes | undefined): ScoredLabel[] {
-    const hit = new Set(output?.hits.map((h) => h.category))
-    const out = labels.map((l) => (hit.has(l.name) ? {...l, score: 1} : l))
-    const add = (c: Category, score: number) => out.push({name: c.name, score, threshold: c.threshold, parent: c.parent, origin: c.origin})
-    for (const c of categories) {
-      if (out.some((l) => l.name === c.name)) continue
-      if (hit.has(c.name)) add(c, 1)
-      else if (only.includes(c)) add(c, 0)
-    }
-    return out
-  }
+  const fed = ruleCategories(policy, new Set(section.rules.map((r) => r.category)), opened.keys())
 
   return {
     // Read while the frame is prepared, beside the other signals' preprocessing: there is no model run to batch.
@@ -44,7 +28,10 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
       return {codes, hits: applyCodesRules(rules, codes).map((h) => ({...h}))}
     },
     infer: async (frames) => frames,
-    adjust: (labels, outputs) => adjust(labels, outputs.get('codes') as FrameCodes | undefined),
+    adjust: (labels, outputs) => {
+      const output = outputs.get('codes') as FrameCodes | undefined
+      return applyHits(labels, new Map(output?.hits.map((h) => [h.category, 1])), fed)
+    },
     evidence: (output) => output,
     dispose: () => reader.close(),
   }

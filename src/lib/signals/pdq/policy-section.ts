@@ -12,9 +12,8 @@ import type {PolicySection, SectionCheck} from '../../policy/section.js'
 import type {Policy} from '../../policy/types.js'
 import {didYouMean} from '../../suggest.js'
 import {
-  deref,
   describe,
-  keyOf,
+  fieldsOf,
   offsetOf,
   positionAt,
   readNamed,
@@ -72,11 +71,7 @@ function readHashList(ctx: YamlContext, name: string, node: unknown, at: number,
   }
   const entry: Partial<HashListEntry> = {name, category: DEFAULT_HASH_CATEGORY, distance: DEFAULT_DISTANCE_THRESHOLD}
   let ok = true
-  for (const pair of node.items) {
-    const key = keyOf(ctx, pair, ` in ${path}`)
-    if (key === undefined) continue
-    const value = deref(ctx, pair.value)
-    const valueAt = offsetOf(pair.key, at)
+  for (const {key, value, at: valueAt, pair} of fieldsOf(ctx, node, at, ` in ${path}`)) {
     const text = scalarValue(value)
     switch (key) {
       case 'file':

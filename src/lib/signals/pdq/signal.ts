@@ -5,8 +5,7 @@
  * signals say, and a category no match touches keeps their score (or 0 for one only lists score, `known_bad`).
  * It hashes the frame as decoded, before border trimming, so that its hashes are those `mod hash` prints.
  */
-import type {Category} from '../../policy/types.js'
-import type {ScoredLabel} from '../../scoring/result.js'
+import {applyHits, ruleCategories} from '../rule-hits.js'
 import {policyWeight, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
 import {hashListEvidence, type HashListMatch} from './evidence.js'
 import {loadHashList} from './list-load.js'
@@ -24,24 +23,7 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
   const lists = await Promise.all(named.map((l) => loadHashList(l.file, l.name)))
   const thresholds = Object.fromEntries(named.map((l) => [l.name, l.distance]))
   const categoryOf = new Map(named.map((l) => [l.name, l.category]))
-  const fed = new Set(categoryOf.values())
-  const categories = policy.categories.filter((c) => fed.has(c.name))
-  // The categories no other open signal scores (known_bad; any under --only pdq or without their model): 0 unmatched.
-  const only = categories.filter((c) => ![...opened.keys()].some((name) => (c.signals[name] ?? 0) > 0))
-
-  function adjust(labels: ScoredLabel[], matches: FrameMatches): ScoredLabel[] {
-    const best = new Map<string, number>()
-    for (const m of matches) best.set(m.category, Math.max(best.get(m.category) ?? 0, m.confidence))
-    const out = labels.map((l) => (best.has(l.name) ? {...l, score: Math.max(l.score, best.get(l.name) as number)} : l))
-    const add = (c: Category, score: number) => out.push({name: c.name, score, threshold: c.threshold, parent: c.parent, origin: c.origin})
-    for (const c of categories) {
-      if (out.some((l) => l.name === c.name)) continue
-      const score = best.get(c.name)
-      if (score !== undefined) add(c, score)
-      else if (only.includes(c)) add(c, 0)
-    }
-    return out
-  }
+  const fed = ruleCategories(policy, new Set(categoryOf.values()), opened.keys())
 
   return {
     prepare: (_frame, _origin, decoded) => {
@@ -49,7 +31,12 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
       return matchHash(lists, {hash: hashes.original, quality, dihedral: hashes}, {thresholds}).map((m) => ({...m, category: categoryOf.get(m.list) as string}))
     },
     infer: async (frames) => frames,
-    adjust: (labels, outputs) => adjust(labels, (outputs.get('pdq') as FrameMatches | undefined) ?? []),
+    adjust: (labels, outputs) => {
+      // A match scores its category at least its confidence, the nearest of the frame's matches counting.
+      const best = new Map<string, number>()
+      for (const m of (outputs.get('pdq') as FrameMatches | undefined) ?? []) best.set(m.category, Math.max(best.get(m.category) ?? 0, m.confidence))
+      return applyHits(labels, best, fed)
+    },
     evidence: (matches) => matches.map((m): HashListMatch => ({list: m.list, label: m.label, note: m.note, distance: m.distance, category: m.category})),
     dispose: async () => {},
   }

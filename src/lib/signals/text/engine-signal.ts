@@ -7,10 +7,9 @@
  */
 import {frameIndices} from '../../image/decode.js'
 import {defaultThreads} from '../../model/threads.js'
-import type {Category} from '../../policy/types.js'
 import {roundScore} from '../../scoring/calibrate.js'
-import type {ScoredLabel} from '../../scoring/result.js'
 import type {RgbImage} from '../../image/rgb.js'
+import {applyHits, ruleCategories} from '../rule-hits.js'
 import {toImageBox, type Box, type FrameOrigin, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
 import {textEvidence, type FrameText} from './evidence.js'
 import {frameBudget, type ReadBudget, type TextBox} from './read.js'
@@ -41,22 +40,7 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
   const text = textPolicyOf(policy)
   if (text === undefined) throw new Error('the text signal opened without text rules')
   const reader = await openTextSignal(text, {threads: setup.threads ?? (await defaultThreads())})
-  const fed = new Set(text.rules.map((r) => r.category))
-  const categories = policy.categories.filter((c) => fed.has(c.name))
-  // The categories no other open signal scores (contact_info, any under --only text): 0 on a frame without hits.
-  const only = categories.filter((c) => ![...opened.keys()].some((name) => (c.signals[name] ?? 0) > 0))
-
-  function adjust(labels: ScoredLabel[], output: FrameText | undefined): ScoredLabel[] {
-    const hit = new Set(output?.hits.map((h) => h.category))
-    const out = labels.map((l) => (hit.has(l.name) ? {...l, score: 1} : l))
-    const add = (c: Category, score: number) => out.push({name: c.name, score, threshold: c.threshold, parent: c.parent, origin: c.origin})
-    for (const c of categories) {
-      if (out.some((l) => l.name === c.name)) continue
-      if (hit.has(c.name)) add(c, 1)
-      else if (only.includes(c)) add(c, 0)
-    }
-    return out
-  }
+  const fed = ruleCategories(policy, new Set(text.rules.map((r) => r.category)), opened.keys())
 
   return {
     prepare(frame, origin, _decoded, kind, place) {
@@ -86,7 +70,10 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
         }
       })
     },
-    adjust: (labels, outputs) => adjust(labels, outputs.get('text') as FrameText | undefined),
+    adjust: (labels, outputs) => {
+      const output = outputs.get('text') as FrameText | undefined
+      return applyHits(labels, new Map(output?.hits.map((h) => [h.category, 1])), fed)
+    },
     evidence: (output) => (output === NOTHING_READ ? undefined : output),
     dispose: () => reader.close(),
   }

@@ -14,7 +14,7 @@ import type {Policy} from '../../policy/types.js'
 import {
   deref,
   describe,
-  keyOf,
+  fieldsOf,
   offsetOf,
   positionAt,
   readBoolean,
@@ -91,11 +91,7 @@ function readTextRule(ctx: YamlContext, name: string, node: unknown, at: number,
   }
   const rule: Partial<TextRuleEntry> = {name}
   let ok = true
-  for (const pair of node.items) {
-    const key = keyOf(ctx, pair, ` in ${path}`)
-    if (key === undefined) continue
-    const value = deref(ctx, pair.value)
-    const valueAt = offsetOf(pair.key, at)
+  for (const {key, value, at: valueAt, pair} of fieldsOf(ctx, node, at, ` in ${path}`)) {
     const field = `${path}.${key}`
     switch (key) {
       case 'category': {
@@ -179,11 +175,7 @@ function readTextSection(ctx: YamlContext, node: unknown, at: number, places: Te
     return undefined
   }
   const section: TextSection = {rules: []}
-  for (const pair of node.items) {
-    const key = keyOf(ctx, pair, ' in text')
-    if (key === undefined) continue
-    const value = deref(ctx, pair.value)
-    const valueAt = offsetOf(pair.key, at)
+  for (const {key, value, at: valueAt, pair} of fieldsOf(ctx, node, at, ' in text')) {
     if (key === 'video') section.video = readBoolean(ctx, value, valueAt, 'text.video')
     else if (key === 'rules') {
       const rules = readNamed(ctx, value, valueAt, 'text.rules', 'rule names to rules', (name, rule, ruleAt) =>
