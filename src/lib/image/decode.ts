@@ -97,7 +97,7 @@ function decodeCost(format: ImageFormat, meta: Metadata): {cost: number; costly?
 
 /**
  * The one decoding entry of every image path: refuses an empty input, then decodes to 8-bit sRGB with
- * alpha flattened onto white: one image for a still (EXIF orientation applied; planDecode gives its size), up
+ * alpha flattened onto white: one image for a still (EXIF orientation applied, and named in its `orientation`; planDecode gives its size), up
  * to MAX_FRAMES evenly spaced frames for an animated GIF/WebP. Limits (bytes, pixels, MAX_SIDE) are checked
  * before any pixel is decoded. `probed`: the input's probeImage, when the caller has read it already.
  */
@@ -181,7 +181,7 @@ async function decodeStill(input: Buffer, probe: ImageProbe, limits: ImageLimits
   const decoded = await toRgb(image).toBuffer({resolveWithObject: true})
   const {data, info} = orientation === 1 ? decoded : await reorient(sharp(decoded.data, {raw: {...decoded.info, channels: 3}}), orientation).raw().toBuffer({resolveWithObject: true})
   const scale = probe.width / plan.width
-  return {data, width: info.width, height: info.height, ...(scale === 1 ? {} : {scale})}
+  return {data, width: info.width, height: info.height, ...(scale === 1 ? {} : {scale}), ...(orientation === 1 ? {} : {orientation})}
 }
 
 /** EXIF orientation 2-8 as sharp's turn (clockwise) and mirror: the pixels libvips' own auto-orientation gives. */

@@ -5,4 +5,6 @@ export interface RgbImage {
   height: number
   /** The file's pixels per pixel here, for an image decoded scaled down (see planDecode); absent: 1. */
   scale?: number
+  /** The EXIF orientation (2-8) decoding applied to the stored pixels; absent when it applied none. */
+  orientation?: number
 }

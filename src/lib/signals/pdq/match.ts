@@ -24,9 +24,12 @@ export interface HashMatch {
   confidence: number
   /** The listed hash, in hex. */
   hash: string
-  /** Which rotation or mirror of the image matched ('original' without them). */
-  variant: Dihedral
+  /** Which rotation or mirror of the image matched ('original' without them), or 'stored': its stored pixels, before EXIF orientation. */
+  variant: Variant
 }
+
+export type Variant = Dihedral | 'stored'
+
 
 export function confidenceOf(distance: number): number {
   return Math.max(0, 1 - distance / 64)
@@ -40,16 +43,17 @@ export interface MatchOptions {
 
 /**
  * Every entry of `lists` within its list's threshold of the image's hash, or of any of its rotations and
- * mirrors when they are given; each listed hash is reported once, for the nearest variant. Nothing matches
- * when the image's quality is below the floor.
+ * mirrors when they are given, or of its stored pixels' hash when given; each listed hash is reported once,
+ * for the nearest variant. Nothing matches when the image's quality is below the floor.
  */
-export function matchHash(lists: LoadedList[], image: {hash: Hash256; quality: number; dihedral?: PdqDihedral}, options: MatchOptions = {}): HashMatch[] {
+export function matchHash(lists: LoadedList[], image: {hash: Hash256; quality: number; dihedral?: PdqDihedral; stored?: Hash256}, options: MatchOptions = {}): HashMatch[] {
   if (image.quality < (options.qualityFloor ?? DEFAULT_QUALITY_FLOOR)) return []
-  const variants: [Dihedral, Hash256][] = image.dihedral ? DIHEDRAL.map((d) => [d, (image.dihedral as PdqDihedral)[d]]) : [['original', image.hash]]
+  const variants: [Variant, Hash256][] = image.dihedral ? DIHEDRAL.map((d) => [d, (image.dihedral as PdqDihedral)[d]]) : [['original', image.hash]]
+  if (image.stored) variants.push(['stored', image.stored])
   const matches: HashMatch[] = []
   for (const loaded of lists) {
     const threshold = options.thresholds?.[loaded.name] ?? DEFAULT_DISTANCE_THRESHOLD
-    const best = new Map<number, {distance: number; variant: Dihedral}>()
+    const best = new Map<number, {distance: number; variant: Variant}>()
     for (const [variant, hash] of variants) {
       for (const hit of searchMultiIndex(loaded.index, hash, threshold)) {
         const seen = best.get(hit.id)

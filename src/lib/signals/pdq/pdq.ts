@@ -1,3 +1,4 @@
+import {storedLayout, type StoredLayout} from '../../image/orientation.js'
 import type {RgbImage} from '../../image/rgb.js'
 import {dct64To16, DIHEDRAL, dihedralCoefficients, type Dihedral} from './dct.js'
 import {HASH_BYTES, setBit, type Hash256} from './hash256.js'
@@ -37,13 +38,24 @@ function quality(grid: Float32Array): number {
   return Math.min(100, Math.floor(sum / 90))
 }
 
-/** The 16x16 DCT coefficients and the quality, or undefined for an image too small to hash. */
-function coefficients(image: RgbImage): {dct: Float32Array; quality: number} | undefined {
-  const {width: cols, height: rows} = image
+/** Row r of the stored image's luminance, read in place from the image decoded with its orientation applied. */
+function storedLuminanceRow(image: RgbImage, layout: StoredLayout, r: number, out: Float32Array): void {
+  const {data} = image
+  const {width, start, stepX, stepY} = layout
+  for (let i = 0, q = start + r * stepY; i < width; i++, q += stepX) {
+    const p = q * 3
+    out[i] = data[p] * 0.299 + data[p + 1] * 0.587 + data[p + 2] * 0.114
+  }
+}
+
+/** The 16x16 DCT coefficients and the quality of a rows x cols image, or undefined for one too small to hash. */
+function coefficients(rows: number, cols: number, readRow: (r: number, out: Float32Array) => void): {dct: Float32Array; quality: number} | undefined {
   if (rows < MIN_SIDE || cols < MIN_SIDE) return undefined
-  const grid = jaroszGrid(rows, cols, GRID, (r, out) => luminanceRow(image, r, out))
+  const grid = jaroszGrid(rows, cols, GRID, readRow)
   return {dct: dct64To16(grid), quality: quality(grid)}
 }
+
+const imageCoefficients = (image: RgbImage) => coefficients(image.height, image.width, (r, out) => luminanceRow(image, r, out))
 
 /** The (lower) median: the 128th smallest of the 256 values. */
 function median(values: Float32Array): number {
@@ -58,14 +70,28 @@ function bits(dct: Float32Array): Hash256 {
 }
 
 export function pdqHash(image: RgbImage): PdqHash {
-  const c = coefficients(image)
+  const c = imageCoefficients(image)
   if (!c) return {hash: new Uint8Array(HASH_BYTES), quality: 0}
   return {hash: bits(c.dct), quality: c.quality}
 }
 
 /** The hashes of the image's eight rotations and mirrors, from one pass over its pixels. */
 export function pdqDihedralHashes(image: RgbImage): {hashes: PdqDihedral; quality: number} {
-  const c = coefficients(image)
+  const c = imageCoefficients(image)
   const entries = DIHEDRAL.map((d) => [d, c ? bits(dihedralCoefficients(c.dct, d)) : new Uint8Array(HASH_BYTES)] as const)
   return {hashes: Object.fromEntries(entries) as PdqDihedral, quality: c?.quality ?? 0}
+}
+
+/**
+ * The hash of the stored pixels of an image decoded with an EXIF orientation applied (the hash Meta's tools
+ * give the file, as they do not apply the orientation), or undefined for an image decoded without one. A
+ * dihedral variant of the displayed image's hash is no substitute: its 64x64 samples fall on other pixels,
+ * up to 102 bits apart on a fine regular texture.
+ */
+export function pdqStoredHash(image: RgbImage): PdqHash | undefined {
+  const layout = storedLayout(image)
+  if (!layout) return undefined
+  const c = coefficients(layout.height, layout.width, (r, out) => storedLuminanceRow(image, layout, r, out))
+  if (!c) return {hash: new Uint8Array(HASH_BYTES), quality: 0}
+  return {hash: bits(c.dct), quality: c.quality}
 }

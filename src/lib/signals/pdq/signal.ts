@@ -3,14 +3,15 @@
  * lists of known-bad images. It runs only when the policy names a list. A match counts in its list's category
  * with the match's confidence (1 - distance / 64): the category's score is at least that, whatever the other
  * signals say, and a category no match touches keeps their score (or 0 for one only lists score, `known_bad`).
- * It hashes the frame as decoded, before border trimming, so that its hashes are those `mod hash` prints.
+ * It hashes the frame as decoded, before border trimming, so that its hashes are those `mod hash` prints; for a
+ * photo with an EXIF orientation it also hashes the stored pixels, unturned, as lists made with Meta's tools do.
  */
 import {applyHits, ruleCategories} from '../rule-hits.js'
 import {policyWeight, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
 import {hashListEvidence, type HashListMatch} from './evidence.js'
 import {loadHashList} from './list-load.js'
 import {matchHash, type HashMatch} from './match.js'
-import {pdqDihedralHashes} from './pdq.js'
+import {pdqDihedralHashes, pdqStoredHash} from './pdq.js'
 import {hashListsOf, hashListsSection} from './policy-section.js'
 
 /** A frame's matches, nearest first, each with the category its list counts in. */
@@ -28,7 +29,9 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
   return {
     prepare: (_frame, _origin, decoded) => {
       const {hashes, quality} = pdqDihedralHashes(decoded)
-      return matchHash(lists, {hash: hashes.original, quality, dihedral: hashes}, {thresholds}).map((m) => ({...m, category: categoryOf.get(m.list) as string}))
+      // Only a photo decoded with an EXIF orientation has a second hash: that of its stored pixels.
+      const stored = pdqStoredHash(decoded)?.hash
+      return matchHash(lists, {hash: hashes.original, quality, dihedral: hashes, stored}, {thresholds}).map((m) => ({...m, category: categoryOf.get(m.list) as string}))
     },
     infer: async (frames) => frames,
     adjust: (labels, outputs) => {
