@@ -7,6 +7,7 @@ import {readFile} from 'node:fs/promises'
 import {DEFAULT_LIMITS} from '../../../src/lib/config/settings.js'
 import {decodeBound, decodedPixels, decodeImage, frameIndices, MAX_FRAMES, MAX_SIDE, MIN_FRAME_PIXELS, planDecode, probeImage, type ImageLimits} from '../../../src/lib/image/decode.js'
 import type {RgbImage} from '../../../src/lib/types.js'
+import {storedLayout} from '../../../src/lib/image/orientation.js'
 import {rejection} from '../../helpers/errors.js'
 import {greyPng, manyFrameGif, pngClaiming} from '../../helpers/hostile-images.js'
 
@@ -104,7 +105,26 @@ test('applies each EXIF orientation 1-8 exactly as libvips does, for an 8-bit JP
       const [img] = await decodeImage(file, LIMITS)
       assert.equal([img.width, img.height], [expected.info.width, expected.info.height], `${kind} orientation ${o}: size`)
       assert.ok(img.data.equals(expected.data), `${kind} orientation ${o}: pixels`)
+      assert.is(img.orientation, o === 1 ? undefined : o, `${kind} orientation ${o}: named only when applied`)
     }
+  }
+})
+
+test('storedLayout reads back the stored pixels of an image decoded with each EXIF orientation 2-8, exactly', async () => {
+  for (let o = 1; o <= 8; o++) {
+    const file = await distinct(3).png().withMetadata({orientation: o}).toBuffer()
+    const [img] = await decodeImage(file, LIMITS)
+    const layout = storedLayout(img)
+    if (o === 1) {
+      assert.is(layout, undefined, 'no orientation, nothing to undo')
+      continue
+    }
+    const stored = await sharp(file, {autoOrient: false}).raw().toBuffer({resolveWithObject: true})
+    assert.equal([layout?.width, layout?.height], [7, 5], `orientation ${o}: size`)
+    const {start, stepX, stepY} = layout as NonNullable<typeof layout>
+    const read = Buffer.alloc(7 * 5 * 3)
+    for (let y = 0; y < 5; y++) for (let x = 0; x < 7; x++) img.data.copy(read, 3 * (y * 7 + x), 3 * (start + x * stepX + y * stepY), 3 * (start + x * stepX + y * stepY) + 3)
+    assert.ok(read.equals(stored.data), `orientation ${o}: pixels`)
   }
 })
 

@@ -9,7 +9,7 @@ import {referenceImages, type ReferenceImage} from '../../../../scripts/pdq/refe
 import {decodeImage} from '../../../../src/lib/image/decode.js'
 import {DIHEDRAL} from '../../../../src/lib/signals/pdq/dct.js'
 import {hammingDistance, hashFromHex, hashToHex} from '../../../../src/lib/signals/pdq/hash256.js'
-import {pdqDihedralHashes, pdqHash} from '../../../../src/lib/signals/pdq/pdq.js'
+import {pdqDihedralHashes, pdqHash, pdqStoredHash} from '../../../../src/lib/signals/pdq/pdq.js'
 
 interface Reference {
   name: string
@@ -91,6 +91,21 @@ test('a quarter turn clockwise (sharp) or a left-right mirror hashes near the ro
   assert.is(DIHEDRAL[nearest(distances(pdqHash(mirrored).hash))], 'flipY')
   assert.ok(Math.min(...distances(pdqHash(turned).hash)) <= 16)
   assert.ok(Math.min(...distances(pdqHash(mirrored).hash)) <= 16)
+})
+
+test('a photo with an EXIF orientation: its stored-pixel hash is that of the file unturned, bit for bit; without one there is none', async () => {
+  // Not square, so that a wrong turn cannot give the same grid.
+  const photo = readFileSync(new URL('../../../fixtures/photos/text.jpg', import.meta.url))
+  const [upright] = await decodeImage(photo, {maxBytes: 1e8, maxPixels: 1e8})
+  assert.is(pdqStoredHash(upright), undefined)
+  for (let o = 2; o <= 8; o++) {
+    const file = await sharp(photo).jpeg({quality: 90}).withMetadata({orientation: o}).toBuffer()
+    const {data, info} = await sharp(file, {autoOrient: false}).raw().toBuffer({resolveWithObject: true})
+    const expected = pdqHash({data, width: info.width, height: info.height})
+    const [img] = await decodeImage(file, {maxBytes: 1e8, maxPixels: 1e8})
+    const stored = pdqStoredHash(img)
+    assert.equal(stored && {hash: hashToHex(stored.hash), quality: stored.quality}, {hash: hashToHex(expected.hash), quality: expected.quality}, `orientation ${o}`)
+  }
 })
 
 test('photos decoded by each side (sharp here, Pillow for the reference): distances are printed', async () => {

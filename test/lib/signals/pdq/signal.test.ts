@@ -1,5 +1,5 @@
-// The hash-list signal in the engine: a policy's list flags the listed photo and a re-encoded, resized copy (as
-// stills and in a video), leaves an unrelated photo alone, stops start-up on a bad list, and does not run without lists.
+// The hash-list signal in the engine: a policy's list flags the listed photo, a re-encoded, resized copy (as stills and in a video) and,
+// by its stored pixels, a photo saved with an EXIF orientation; it leaves an unrelated photo alone, stops start-up on a bad list, and does not run without lists.
 import {mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
@@ -11,9 +11,11 @@ import {buildPolicy, loadPolicyFile} from '../../../../src/lib/config/policy.js'
 import {DEFAULT_LIMITS} from '../../../../src/lib/config/settings.js'
 import {createEngine, type EngineOptions} from '../../../../src/lib/engine.js'
 import {isModError} from '../../../../src/lib/errors.js'
-import {hammingDistance, hashFromHex} from '../../../../src/lib/signals/pdq/hash256.js'
+import {decodeImage} from '../../../../src/lib/image/decode.js'
+import {hammingDistance, hashFromHex, hashToHex} from '../../../../src/lib/signals/pdq/hash256.js'
 import {hashImage} from '../../../../src/lib/signals/pdq/hash-media.js'
 import {hashListsOf} from '../../../../src/lib/signals/pdq/policy-section.js'
+import {pdqDihedralHashes, pdqHash} from '../../../../src/lib/signals/pdq/pdq.js'
 import type {Policy} from '../../../../src/lib/policy/types.js'
 import {ROOT, tempDir, TOY_MODEL} from '../../../helpers/cli.js'
 import {ffmpeg} from '../../video/helpers.js'
@@ -75,6 +77,25 @@ test('a mirrored copy matches through the dihedral variants', async () => {
   await using engine = createEngine(options(policy))
   const mirrored = await engine.moderateImage(await sharp(listed).flop().png().toBuffer(), 'mirrored.png')
   assert.equal(mirrored.matches?.map((m) => [m.label, m.category]), [['case-7', 'known_bad']])
+})
+
+test("a list of stored-pixel hashes (as Meta's tools make them) flags the photo saved turned with EXIF orientation 3, 6 or 8", async () => {
+  // A fine regular texture: the displayed image's rotations and mirrors sample other pixels and miss its stored hash.
+  const brick = readFileSync(join(PHOTOS, 'brick.jpg'))
+  for (const o of [3, 6, 8]) {
+    const file = await sharp(brick).jpeg({quality: 90}).withMetadata({orientation: o}).toBuffer()
+    const {data, info} = await sharp(file, {autoOrient: false}).raw().toBuffer({resolveWithObject: true})
+    const stored = pdqHash({data, width: info.width, height: info.height}).hash
+    const [displayed] = await decodeImage(file, DEFAULT_LIMITS)
+    const {hashes} = pdqDihedralHashes(displayed)
+    const nearest = Math.min(...Object.values(hashes).map((h) => hammingDistance(h, stored)))
+    assert.ok(nearest > 31, `orientation ${o}: the nearest rotation or mirror is ${nearest} bits away`)
+    const {policy} = await loadPolicyFile(writePolicy(`stored-${o}`, [`${hashToHex(stored)},case-${o},from Meta's tools`]))
+    await using engine = createEngine(options(policy))
+    const r = await engine.moderateImage(file, `brick-${o}.jpg`)
+    assert.equal(r.matches, [{list: 'banned', label: `case-${o}`, note: "from Meta's tools", distance: 0, category: 'known_bad'}], `orientation ${o}`)
+    assert.equal(r.violations.find((v) => v.name === 'known_bad')?.confidence, 1)
+  }
 })
 
 test('a list may count in a category of the policy: the match raises its score to the confidence', async () => {
