@@ -2,7 +2,7 @@
 // points to a denied domain (its box in the uploaded image's pixels, border trim undone), and a video whose frames
 // show it; without codes rules the signal does not run and results carry nothing of it; the policy's problems
 // come with their lines; mod scan's table names the rule.
-import {writeFileSync} from 'node:fs'
+import {readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import sharp from 'sharp'
@@ -140,7 +140,7 @@ test('the codes section is checked with lines and columns: unknown formats, bad 
   )
 })
 
-test('mod scan names the codes rule in the table row and prints the codes in --json; policy validate lists the rules', async () => {
+test('mod scan names the codes rule in the table row, prints the codes in --json and marks them in --report; policy validate lists the rules', async () => {
   const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache'), MOD_THREADS: '1'}
   const table = await runInProcess(['scan', photoFile, '--config', policyFile], {env})
   assert.match(table.stdout, 'contact_info 1.00>=0.5 (code rule scam_links: "https://shop.example@pay.evil.com/login")')
@@ -148,6 +148,20 @@ test('mod scan names the codes rule in the table row and prints the codes in --j
   const json = await runInProcess(['scan', photoFile, '--config', policyFile, '--json'], {env})
   const [result] = JSON.parse(json.stdout) as {codes: {format: string}[]; code_hits: {rule: string}[]}[]
   assert.equal([result.codes.length, result.code_hits.map((h) => h.rule)], [2, ['scam_links']])
+  // The HTML report draws each code's box (a purple mark) and lists the hit under the item.
+  const report = join(dir.path, 'report.html')
+  await runInProcess(['scan', photoFile, '--config', policyFile, '--report', report], {env})
+  const page = readFileSync(report, 'utf8')
+  const tag = '<script id="report-items" type="application/json">'
+  const items = JSON.parse(page.slice(page.indexOf(tag) + tag.length, page.indexOf('</script>'))) as {
+    marks: {kind: string; caption: string}[]
+    notes: string[]
+  }[]
+  assert.equal(items[0].marks.map((m) => [m.kind, m.caption]), [
+    ['mark', 'qr_code: https://shop.example@pay.evil.com/login'],
+    ['mark', 'qr_code: https://shop.example/menu'],
+  ])
+  assert.equal(items[0].notes, ['code rule scam_links (contact_info): qr_code "https://shop.example@pay.evil.com/login"'])
   const validate = await runInProcess(['policy', 'validate', policyFile], {env})
   assert.match(validate.stdout, /codes rules: +scam_links, products/)
   assert.is(validate.code, 0)
