@@ -13,7 +13,7 @@ import type {Policy, PresetName} from './policy/types.js'
 import type {SIGNAL_STATES} from './schemas.js'
 import {buildResult, mergeFrameLabels, type ScoredLabel} from './scoring/result.js'
 import {activeSignals, openCore, type InferenceCore} from './signals/core.js'
-import {imageEvidence, openEvidence} from './signals/evidence.js'
+import {imageEvidence} from './signals/evidence.js'
 import {availability, categoryStates, listCategories} from './signals/listing.js'
 import {SIGNALS} from './signals/registry.js'
 import type {FrameOutputs, Signal, SignalSetup} from './signals/signal.js'
@@ -202,7 +202,7 @@ export function createEngine(opts: EngineOptions): Engine {
   /** One image's result from its frames' outputs: the labels merged over its frames, then each open signal's evidence. */
   function resultOf(core: InferenceCore, source: string, outputs: FrameOutputs[]): ModerationResult {
     const result = buildResult(source, mergeFrameLabels(outputs.map((o) => core.score(o))), core.notEvaluated)
-    return {...result, ...imageEvidence(openEvidence(registry, core.open), outputs.map((o) => core.evidence(o)))} as ModerationResult
+    return {...result, ...imageEvidence(core.evidenceKinds, outputs.map((o) => core.evidence(o)))} as ModerationResult
   }
 
   /** moderateOne with a record of its own, added to `steps` when it ends: the images of one call overlap. */
@@ -268,7 +268,7 @@ export function createEngine(opts: EngineOptions): Engine {
         batchSize,
         decode: {ffmpeg: binary, ...DEFAULT_DECODE_LIMITS, maxSeconds: limits.maxVideoSeconds, maxPixels: limits.maxPixels},
         scoreFrames: (frames) => scoreVideoFrames(core, frames),
-        evidence: openEvidence(registry, core.open),
+        evidence: core.evidenceKinds,
       })
       return {...result, not_evaluated: [...core.notEvaluated]}
     },

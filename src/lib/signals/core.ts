@@ -15,6 +15,7 @@ import type {Category, Policy} from '../policy/types.js'
 import {combineSignals, notEvaluated, type FrameSignals} from '../scoring/combine.js'
 import type {ScoredLabel} from '../scoring/result.js'
 import type {RgbImage} from '../image/rgb.js'
+import {openEvidence, type OpenEvidence} from './evidence.js'
 import type {ExtraLabel, FrameOutputs, MediaKind, OpenSignal, Signal, SignalSetup} from './signal.js'
 
 /** Which signals a setup runs, and why each other one does not. The one place the on/off rules meet. */
@@ -108,6 +109,8 @@ export interface InferenceCore {
   framesInferred(): number
   /** Loads every model now rather than on the first frame. */
   warm(): Promise<void>
+  /** The evidence kinds of the open signals, in registry order: how results and segments show what they found. */
+  readonly evidenceKinds: readonly OpenEvidence[]
   /** The open signals that keep no features (eval runs them on every image, every run). */
   readonly live: ReadonlySet<string>
   /**
@@ -212,6 +215,7 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
     labels,
     key: [`${keys[0] ?? ''}${untrimmed}`, ...keys.slice(1)].join('+'),
     embeddingSize: (embeddingName && opened.get(embeddingName)?.outputSize) || 0,
+    evidenceKinds: openEvidence(registry, new Set(opened.keys())),
     live,
     framesInferred: () => inferred,
     async warm() {
