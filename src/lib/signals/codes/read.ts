@@ -146,12 +146,12 @@ function zxingOptions(
   formats: readonly CodeFormat[],
   maxCodes: number,
   inverted: boolean,
-  quarterTurns: boolean,
 ): ZXingReaderOptions {
   return {
     formats: encodeFormats(formats.map((f) => ZXING_NAMES[f])),
     tryHarder: true,
-    tryRotate: quarterTurns,
+    // Quarter turns are a second look of the reader's own (read below), not zxing's rotation.
+    tryRotate: false,
     tryInvert: inverted,
     tryDownscale: false,
     tryDenoise: false,
@@ -265,9 +265,9 @@ export async function openCodeReader(options: CodeReaderOptions = {}): Promise<C
   const library = await import('zxing-wasm/reader')
   const maxCodes = options.maxCodes ?? DEFAULT_MAX_CODES
   const inverted = options.inverted ?? false
-  const upright = zxingOptions(library, formats, maxCodes, inverted, false)
+  const upright = zxingOptions(library, formats, maxCodes, inverted)
   const linear = formats.filter((f) => LINEAR_FORMATS.includes(f))
-  const turned = (options.quarterTurns ?? true) && linear.length > 0 ? zxingOptions(library, linear, maxCodes, inverted, false) : undefined
+  const turned = (options.quarterTurns ?? true) && linear.length > 0 ? zxingOptions(library, linear, maxCodes, inverted) : undefined
   let module: ReaderModule | undefined = await instantiate(library, new Uint8Array(await readFile(WASM_PATH)))
 
   /** The codes zxing reads in a luminance frame with `options`, boxes in the image's pixels. */
