@@ -56,10 +56,12 @@ function run(cmd: string, args: string[], opts: {cwd?: string; env?: NodeJS.Proc
 const dir = tempDir()
 let server: Server
 let registry = ''
+let docs: ReturnType<typeof packuments> | undefined
 
 test.before(async () => {
   server = createServer((req, res) => {
-    const docs = packuments(registry)
+    // npm asks for each of a few hundred packages: the lock is read once.
+    docs ??= packuments(registry)
     const name = decodeURIComponent((req.url ?? '/').slice(1))
     const doc = docs.get(name)
     res.writeHead(doc ? 200 : 404, {'content-type': 'application/json'})

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Runs every test/**/*.test.ts in its own process (uvu suites plus tsx), two at a time, and ends with
+// Runs every test/**/*.test.ts in its own process (uvu suites, from the JavaScript copy test/transpile.mjs writes
+// at the start), two at a time, and ends with
 // the line "N passed, N failed". A file that crashes before uvu prints its summary counts as one failure.
 // Every file starts without the caller's MOD_* variables (tests that need one set it themselves), and each
 // file's wall time is printed with its result; the slowest files are listed at the end. The times are kept in
@@ -9,6 +10,7 @@ import {spawn} from 'node:child_process'
 import {mkdirSync, readFileSync, readdirSync, statSync, writeFileSync} from 'node:fs'
 import {join, relative} from 'node:path'
 import {fileURLToPath} from 'node:url'
+import {mirrorOf, transpile} from './transpile.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const filter = process.argv.slice(2)
@@ -39,11 +41,18 @@ const FILE_TIMEOUT_MS = 240_000
 // The caller's shell may configure mod (MOD_MODEL_DIR, MOD_API_KEYS, ...): the tests must not see it.
 const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_')))
 const SLOWEST_SHOWN = 10
+const MIRROR = join(root, 'test', 'fixtures', 'tmp', 'js')
+try {
+  await transpile(root, MIRROR)
+} catch (e) {
+  process.stdout.write(`${e.message}\n\n0 passed, 1 failed\n`)
+  process.exit(1)
+}
 
 function runFile(file) {
   return new Promise((resolve) => {
     const started = Date.now()
-    const child = spawn(process.execPath, ['--import', 'tsx', file], {
+    const child = spawn(process.execPath, ['--enable-source-maps', mirrorOf(root, MIRROR, file)], {
       cwd: root,
       // Test files run engines in-process: keep onnxruntime's telemetry off there too, as bin/run.js does.
       env: {...baseEnv, NO_COLOR: '1', FORCE_COLOR: '0', ORT_DISABLE_TELEMETRY: '1'},

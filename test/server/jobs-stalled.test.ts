@@ -13,6 +13,7 @@ import {LOCK_DURATION_MS, recoverySeconds, STALLED_INTERVAL_MS} from '../../src/
 import type {JobQueue} from '../../src/server/jobs/types.js'
 import {ROOT, runCli} from '../helpers/cli.js'
 import {startRedis, type RedisServer} from '../helpers/redis.js'
+import {nodeArgs} from '../helpers/ts-script.js'
 import {tempDir} from './harness.js'
 
 const dir = tempDir('mod-jobs-stalled-')
@@ -22,7 +23,7 @@ const children: ChildProcess[] = []
 
 /** A worker process; resolves once it printed `line` (e.g. "ready", "started <id>"). */
 function worker(mode: 'hang' | 'finish') {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'jobs', 'stall-worker.ts'), redis.url, mode, dir.path], {
+  const child = spawn(process.execPath, [...nodeArgs(join(import.meta.dirname, 'jobs', 'stall-worker.ts')), redis.url, mode, dir.path], {
     stdio: ['ignore', 'pipe', 'inherit'],
   })
   children.push(child)

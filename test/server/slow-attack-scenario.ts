@@ -1,12 +1,9 @@
 // The slow-upload attack at a small scale, against an in-process server: slow-attack.test.ts runs it on IPv4
-// loopback addresses, and runs this file in a network namespace of its own for IPv6 (its arguments: the number of
-// connections per attacking address, the address to listen on, the legitimate client's address, then the attackers'
-// addresses; it prints the outcome as JSON).
+// loopback addresses, and through slow-attack-namespace.ts in a network namespace of its own for IPv6.
 import {mkdtempSync, rmSync} from 'node:fs'
 import type {AddressInfo} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
-import {fileURLToPath} from 'node:url'
 
 import {buildServer} from '../../src/server/app.js'
 import {trickleAttack, uploads} from '../helpers/slow-attack.js'
@@ -47,9 +44,4 @@ export async function attackScenario(host: string, legit: string, attackers: str
     await server.close()
     rmSync(dir, {recursive: true, force: true})
   }
-}
-
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const [perAddress, host, legit, ...attackers] = process.argv.slice(2)
-  process.stdout.write(`${JSON.stringify(await attackScenario(host, legit, attackers, Number(perAddress)))}\n`)
 }

@@ -11,6 +11,7 @@ import * as assert from 'uvu/assert'
 import {createGate} from '../../src/server/queue.js'
 import {ROOT} from '../helpers/cli.js'
 import {servedShare, trickleAttack} from '../helpers/slow-attack.js'
+import {nodeArgs} from '../helpers/ts-script.js'
 import {fakeEngine, rawError, rawRequest, multipartParts, start, tempDir, testSettings, until} from './harness.js'
 import {attackScenario, type Outcome} from './slow-attack-scenario.js'
 
@@ -34,16 +35,16 @@ test('5 addresses holding every upload place with a byte every 100 ms cannot kee
 })
 
 /**
- * The scenario (slow-attack-scenario.ts) in a network namespace of its own where the server, the client and the
+ * The scenario (slow-attack-namespace.ts) in a network namespace of its own where the server, the client and the
  * attackers have IPv6 test addresses on lo; undefined (with a printed line) where no such namespace can be made.
  */
 function inNamespace(perAddress: number, attackers: string[]): Outcome | undefined {
   const host = '2001:db8:ffff::1'
   const legit = '2001:db8:1:7::7'
   const add = [host, legit, ...attackers].map((a) => `ip -6 addr add ${a}/128 dev lo nodad`).join(' && ')
-  const script = join(ROOT, 'test', 'server', 'slow-attack-scenario.ts')
+  const script = join(ROOT, 'test', 'server', 'slow-attack-namespace.ts')
   const args = [String(perAddress), host, legit, ...attackers]
-  const run = spawnSync('unshare', ['-rn', 'sh', '-c', `ip link set lo up && ${add} && exec "$0" --import tsx "$@"`, process.execPath, script, ...args], {
+  const run = spawnSync('unshare', ['-rn', 'sh', '-c', `ip link set lo up && ${add} && exec "$0" "$@"`, process.execPath, ...nodeArgs(script), ...args], {
     cwd: ROOT,
     encoding: 'utf8',
     timeout: 30_000,

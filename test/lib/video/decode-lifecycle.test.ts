@@ -6,6 +6,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {decodeFrames} from '../../../src/lib/video/frames.js'
+import {moduleFor, nodeArgs, SCRIPT_EXT} from '../../helpers/ts-script.js'
 import {childProcesses, colourClip, fakeFfmpeg, tempDir, decodeFailure, decodeOptions} from './helpers.js'
 
 // How decodeFrames treats the ffmpeg process: stalls, a slow consumer, leaving early, aborting, no files.
@@ -113,8 +114,8 @@ test('aborting the signal kills ffmpeg and rejects with the reason', async () =>
 
 test('decoding writes no files, neither in the working folder nor in TMPDIR', async () => {
   const work = tempDir()
-  const module = fileURLToPath(new URL('../../../src/lib/video/frames.ts', import.meta.url))
-  const script = join(tmp.dir, 'no-files.mts')
+  const module = moduleFor(fileURLToPath(new URL('../../../src/lib/video/frames.ts', import.meta.url)))
+  const script = join(tmp.dir, `no-files${SCRIPT_EXT}`)
   writeFileSync(
     script,
     `import {decodeFrames, DEFAULT_DECODE_LIMITS} from ${JSON.stringify(module)}
@@ -124,7 +125,7 @@ console.log(n)`,
   )
   try {
     const out = await new Promise<string>((resolve, reject) =>
-      execFile(process.execPath, ['--import', import.meta.resolve('tsx'), script], {cwd: work.dir, env: {...process.env, TMPDIR: work.dir}}, (e, stdout) =>
+      execFile(process.execPath, nodeArgs(script), {cwd: work.dir, env: {...process.env, TMPDIR: work.dir}}, (e, stdout) =>
         e ? reject(e) : resolve(stdout),
       ),
     )

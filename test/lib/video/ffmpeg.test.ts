@@ -7,6 +7,7 @@ import * as assert from 'uvu/assert'
 
 import {isModError} from '../../../src/lib/errors.js'
 import {resolveFfmpeg} from '../../../src/lib/video/ffmpeg.js'
+import {moduleFor, nodeArgs, SCRIPT_EXT} from '../../helpers/ts-script.js'
 import {fakeFfmpeg, tempDir} from './helpers.js'
 
 const tmp = tempDir()
@@ -61,8 +62,8 @@ test('falls back to ffmpeg on PATH when ffmpeg-static is absent, gives null, or 
 })
 
 test('with no ffmpeg anywhere it is ffmpeg_missing, saying how to fix it', async () => {
-  const module = fileURLToPath(new URL('../../../src/lib/video/ffmpeg.ts', import.meta.url))
-  const script = join(tmp.dir, 'no-path.mts')
+  const module = moduleFor(fileURLToPath(new URL('../../../src/lib/video/ffmpeg.ts', import.meta.url)))
+  const script = join(tmp.dir, `no-path${SCRIPT_EXT}`)
   writeFileSync(
     script,
     `import {resolveFfmpeg} from ${JSON.stringify(module)}
@@ -72,7 +73,7 @@ resolveFfmpeg(undefined, async () => null).then(
 )`,
   )
   const out = await new Promise<string>((resolve, reject) =>
-    execFile(process.execPath, ['--import', import.meta.resolve('tsx'), script], {env: {PATH: tmp.dir}}, (e, stdout) =>
+    execFile(process.execPath, nodeArgs(script), {env: {PATH: tmp.dir}}, (e, stdout) =>
       e ? reject(e) : resolve(stdout),
     ),
   )

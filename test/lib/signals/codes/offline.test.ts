@@ -8,11 +8,13 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 import {ZXING_WASM_SHA256} from 'zxing-wasm/reader'
 
+import {nodeArgs} from '../../../helpers/ts-script.js'
+
 const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex')
 const resolve = createRequire(import.meta.url).resolve
 
 test('the reader needs no network: its WebAssembly comes from the installed package', () => {
-  const child = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./offline.ts', import.meta.url))], {encoding: 'utf8'})
+  const child = spawnSync(process.execPath, nodeArgs(fileURLToPath(new URL('./offline.ts', import.meta.url))), {encoding: 'utf8'})
   assert.is(child.status, 0, child.stderr)
   const out = JSON.parse(child.stdout) as {codes: {payload: string}[]; attempts: string[]; compiled: string[]}
   assert.equal(out.codes.map((c) => c.payload), ['offline'])

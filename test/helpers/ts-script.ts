@@ -1,0 +1,24 @@
+// Child Node processes that run a TypeScript file of this repository. test/run.mjs runs each test file from a
+// JavaScript copy of the repository's TypeScript (test/fixtures/tmp/js); a child started from such a test runs that
+// copy too, so it starts as plain node instead of paying tsx's loader on every import. Run directly (node --import
+// tsx file.test.ts), a test starts its children through tsx as before.
+import {join, relative, sep} from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+const COPY = join(ROOT, 'test', 'fixtures', 'tmp', 'js')
+const fromCopy = (process.argv[1] ?? '').startsWith(COPY + sep)
+
+/** The file to import for a .ts file of the repository: its JavaScript copy when this test runs from the copy. */
+export function moduleFor(tsFile: string): string {
+  return fromCopy ? join(COPY, relative(ROOT, tsFile)).replace(/\.ts$/, '.js') : tsFile
+}
+
+/** The extension of a script written at run time that imports modules given by `moduleFor`. */
+export const SCRIPT_EXT = fromCopy ? '.mjs' : '.mts'
+
+/** Node's arguments that run `file` (a .ts file of the repository, or a script written with SCRIPT_EXT). */
+export function nodeArgs(file: string): string[] {
+  const target = file.endsWith('.ts') ? moduleFor(file) : file
+  return /\.m?ts$/.test(target) ? ['--import', import.meta.resolve('tsx'), target] : [target]
+}
