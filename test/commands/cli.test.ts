@@ -80,20 +80,20 @@ test('a missing --model-dir, or a folder that holds no model, says exactly that'
 })
 
 test('-h shows each flag with its variable and default, then environment variables and exit codes', async () => {
-  const r = await runCli(['scan', '-h'])
+  const r = await runInProcess(['scan', '-h'])
   assert.is(r.code, 0)
   assert.match(r.stdout, /--cache-dir=<value>\s+\[default: ~\/\.cache\/mod, env: MOD_CACHE_DIR\]/)
   assert.match(r.stdout, /--precision=<option>\s+\[default: fp32, env: MOD_PRECISION\]/)
   assert.match(r.stdout, /ENVIRONMENT VARIABLES\n\s+MOD_MAX_BYTES\s+largest image file/)
   assert.match(r.stdout, /EXIT CODES\n\s+0\s+success.*\n\s+1\s+a violation was found\n\s+2\s+usage[\s\S]*?\n\s+129\s+stopped by SIGHUP.*\n\s+130\s+stopped by Ctrl-C.*\n\s+143\s+stopped by SIGTERM/)
-  const serve = await runCli(['serve', '--help'])
+  const serve = await runInProcess(['serve', '--help'])
   assert.match(serve.stdout, /--port=<value>\s+\[default: 8000, env: MOD_PORT\]/)
   assert.match(serve.stdout, /MOD_API_KEY\s+the X-API-Key value/)
 })
 
 /** The EXIT CODES section of a command's --help, as [code, meaning] rows. */
 async function exitCodes(command: string[]): Promise<string[][]> {
-  const r = await runCli([...command, '--help'])
+  const r = await runInProcess([...command, '--help'])
   const section = r.stdout.split('EXIT CODES\n')[1] ?? ''
   return section.split('\n').filter((l) => /^\s+\d+\s/.test(l)).map((l) => l.trim().split(/\s{2,}/))
 }
@@ -121,10 +121,10 @@ test('each command states its own exit codes: only the scanning commands have 1,
 })
 
 test('version prints the name and version; autocomplete is a command', async () => {
-  const r = await runCli(['version'])
+  const r = await runInProcess(['version'])
   assert.is(r.code, 0)
   assert.match(r.stdout, /^@mod-moderation\/cli\/0\.2\.0 /)
-  const help = await runCli(['help'])
+  const help = await runInProcess(['help'])
   assert.match(help.stdout, /autocomplete\s+Display autocomplete installation instructions/)
 })
 

@@ -7,7 +7,7 @@ import {chromium} from 'playwright-core'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {BIN, runCli, runInProcess, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {BIN, runInProcess, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {writeImages} from '../helpers/dataset.js'
 
 const dir = tempDir()
@@ -111,7 +111,7 @@ test('a mixed set: the figures match a hand count, and an unreadable file is rep
 })
 
 test('the table output names the headline figures; progress goes to stderr only', async () => {
-  const r = await runCli(['eval', mixed, '--config', policy], {env})
+  const r = await runInProcess(['eval', mixed, '--config', policy], {env})
   assert.is(r.code, 0, r.stderr)
   assert.match(r.stdout, 'average recall:       40.0%')
   assert.match(r.stdout, 'safe images flagged:  33.3%')

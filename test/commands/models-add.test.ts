@@ -11,7 +11,7 @@ import * as assert from 'uvu/assert'
 
 import {addModelFile} from '../../src/lib/model/add.js'
 import {loadNudenetPreset, type DetectorManifest} from '../../src/lib/signals/nudenet/manifest.js'
-import {BIN, runCli, tempDir} from '../helpers/cli.js'
+import {BIN, runInProcess, tempDir} from '../helpers/cli.js'
 import {realNudenetFile} from '../helpers/nudenet.js'
 
 const dir = tempDir('mod-add-')
@@ -87,22 +87,22 @@ test('a copy of the right size but another sha256 is refused and changes nothing
 test('the CLI refuses an unknown add-on, a CLIP preset, a missing file and a file that is not the pinned one; exit 2, nothing installed', async () => {
   const cache = join(dir.path, 'cli-cache')
   const env = {MOD_CACHE_DIR: cache}
-  const bogus = await runCli(['models', 'add', 'nudenett', 'x.onnx'], {env})
+  const bogus = await runInProcess(['models', 'add', 'nudenett', 'x.onnx'], {env})
   assert.is(bogus.code, 2)
   assert.is(bogus.stderr, 'mod: usage: nudenett is not an add-on; the add-ons are: nudenet\n')
-  const preset = await runCli(['models', 'add', 'fast', 'x.onnx'], {env})
+  const preset = await runInProcess(['models', 'add', 'fast', 'x.onnx'], {env})
   assert.is(preset.code, 2)
   assert.match(preset.stderr, /^mod: usage: fast is a CLIP preset of several files: `mod models pull fast` downloads it/)
-  const missing = await runCli(['models', 'add', 'nudenet', join(dir.path, 'nope.onnx')], {env})
+  const missing = await runInProcess(['models', 'add', 'nudenet', join(dir.path, 'nope.onnx')], {env})
   assert.is(missing.code, 2)
   assert.match(missing.stderr, `mod: not_found: ${join(dir.path, 'nope.onnx')} does not exist\n`)
   const small = join(dir.path, 'small.onnx')
   writeFileSync(small, 'not a model')
-  const wrongSize = await runCli(['models', 'add', 'nudenet', small], {env})
+  const wrongSize = await runInProcess(['models', 'add', 'nudenet', small], {env})
   assert.is(wrongSize.code, 2)
   assert.match(wrongSize.stderr, `mod: invalid_config: ${small} holds 11 bytes, not the 11.59 MiB (12 150 158 bytes) 320n.onnx of nudenet-320n\n`)
   const sameSize = await sameSizeFile()
-  const wrongHash = await runCli(['models', 'add', 'nudenet', sameSize.path], {env})
+  const wrongHash = await runInProcess(['models', 'add', 'nudenet', sameSize.path], {env})
   assert.is(wrongHash.code, 2)
   assert.is(wrongHash.stdout, '')
   // Without a terminal: listr2's plain lines for the step, then the reason once, as the error line.
@@ -141,10 +141,10 @@ test('with the real 320n.onnx: add installs it, list shows it verified, and pull
   mkdirSync(cache)
   // A proxy on a closed port: any download would fail.
   const env = {MOD_CACHE_DIR: cache, HTTPS_PROXY: 'http://127.0.0.1:9'}
-  const added = await runCli(['models', 'add', 'nudenet', found.path], {env})
+  const added = await runInProcess(['models', 'add', 'nudenet', found.path], {env})
   assert.is(added.code, 0, added.stderr)
   assert.match(added.stdout, `nudenet is installed in ${join(cache, 'nudenet')}: 320n.onnx (11.59 MiB) matches the pinned sha256`)
-  const pulled = await runCli(['models', 'pull', 'nudenet'], {env})
+  const pulled = await runInProcess(['models', 'pull', 'nudenet'], {env})
   assert.is(pulled.code, 0, pulled.stderr)
   assert.match(pulled.stdout, '(320n.onnx was already there and matches its pinned sha256; nothing was downloaded)')
 })

@@ -142,7 +142,7 @@ test('a folder with nothing to scan is exit 2 with one line saying so', async ()
 
 test('a video named to scan points to scan-video; one error is "1 error"', async () => {
   const clip = await colourClip(join(dir.path, 'clip.mp4'), ['blue'], 1)
-  const r = await runCli(['scan', clip, blue, '--config', policy], {env})
+  const r = await runInProcess(['scan', clip, blue, '--config', policy], {env})
   assert.is(r.code, 2, r.stderr)
   assert.match(r.stdout, `ERROR   ${clip}  unsupported_media: ${clip} is a video: use mod scan-video ${clip}\n`)
   assert.is(r.stderr, '2 scanned: 1 safe, 0 unsafe, 1 error\n')

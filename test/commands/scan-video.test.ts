@@ -4,7 +4,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {runCli, runInProcess, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {runInProcess, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {colourClip} from '../lib/video/helpers.js'
 
 const dir = tempDir()
@@ -63,7 +63,7 @@ test('--ndjson prints each segment as found, then the result', async () => {
 })
 
 test('the table output gives the verdict and one line per segment', async () => {
-  const r = await runCli(['scan-video', redBlueRed, '--config', policy], {env})
+  const r = await runInProcess(['scan-video', redBlueRed, '--config', policy], {env})
   assert.is(r.code, 1)
   const lines = r.stdout.trim().split('\n')
   assert.match(lines[0], /^UNSAFE\s+.*rbr\.mp4\s+\(6\.0 s, 6 frames at 1 fps\)/)
@@ -74,15 +74,15 @@ test('the table output gives the verdict and one line per segment', async () => 
 test('with no CLIP model, the verdict counts the categories checked, stderr names the rest, and --strict exits 2 before decoding', async () => {
   const blue = await colourClip(join(dir.path, 'blue.mp4'), ['blue'], 2)
   const cache = {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}
-  const r = await runCli(['scan-video', blue], {env: cache})
+  const r = await runInProcess(['scan-video', blue], {env: cache})
   assert.is(r.code, 0, r.stderr)
   assert.match(r.stdout, /^SAFE\s+\S*blue\.mp4\s+\(2\.0 s, 2 frames at 1 fps; 3 of 11 categories checked\)\n$/)
   assert.match(r.stderr, /^mod: not evaluated: violence, gore, weapons, hate_symbols, drugs, self_harm, alcohol, tobacco \(no CLIP model installed; run `mod models pull fast` to score them; --strict makes this exit 2\)\n$/)
-  const strict = await runCli(['scan-video', blue, '--strict', '--json'], {env: cache})
+  const strict = await runInProcess(['scan-video', blue, '--strict', '--json'], {env: cache})
   assert.is(strict.code, 2, strict.stderr)
   assert.is(strict.stdout, '')
   assert.is(strict.stderr, r.stderr)
-  const full = await runCli(['scan-video', blue, '--config', policy, '--strict'], {env})
+  const full = await runInProcess(['scan-video', blue, '--config', policy, '--strict'], {env})
   assert.is(full.code, 0, full.stderr)
   assert.not.match(full.stdout, /categories checked/)
 })

@@ -117,7 +117,7 @@ test('- reads one image from stdin', async () => {
 })
 
 test('the table output names each file and its verdict, with a summary on stderr', async () => {
-  const r = await runCli(['scan', blue, red, '--config', policy], {env})
+  const r = await runInProcess(['scan', blue, red, '--config', policy], {env})
   assert.is(r.code, 1)
   const [first, second] = r.stdout.trim().split('\n')
   assert.match(first, /^SAFE\s+.*blue\.png/)
@@ -168,7 +168,7 @@ test('a policy left with no category to check is refused, not passed as safe', a
 })
 
 test('a partial check says so in the table: SAFE rows and the summary count the categories checked', async () => {
-  const r = await runCli(['scan', blue], {env: {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}})
+  const r = await runInProcess(['scan', blue], {env: {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}})
   assert.is(r.code, 0, r.stderr)
   assert.match(r.stdout, /^SAFE\s+\S*blue\.png\s+\(3 of 11 categories checked; highest: \w+ \d\.\d\d\)\n$/)
   const summary = r.stderr.trim().split('\n').at(-1)
@@ -176,7 +176,7 @@ test('a partial check says so in the table: SAFE rows and the summary count the 
 })
 
 test('a full check adds no coverage note', async () => {
-  const r = await runCli(['scan', blue, '--config', policy], {env})
+  const r = await runInProcess(['scan', blue, '--config', policy], {env})
   assert.is(r.code, 0, r.stderr)
   assert.not.match(r.stdout, /categories checked/)
   assert.is(r.stderr, '1 scanned: 1 safe, 0 unsafe, 0 errors\n')

@@ -4,7 +4,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {runCli, runInProcess, tempDir} from '../../helpers/cli.js'
+import {runInProcess, tempDir} from '../../helpers/cli.js'
 
 const dir = tempDir()
 const good = join(dir.path, 'good.yaml')
@@ -184,7 +184,7 @@ test('every problem in one round: the policy\'s own, a missing word list, a bad 
     policy,
     'categories:\n  weapons:\n    threshold: 1.5\ntext:\n  rules:\n    banned:\n      category: hate_symbols\n      words_file: missing-words.txt\nhash_lists:\n  round:\n    file: round.txt\n  gone:\n    file: missing-list.txt\n',
   )
-  const r = await runCli(['policy', 'validate', policy])
+  const r = await runInProcess(['policy', 'validate', policy])
   assert.is(r.code, 2)
   assert.is(r.stdout, '')
   assert.equal(r.stderr.trim().split('\n'), [
