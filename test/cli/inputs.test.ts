@@ -9,6 +9,7 @@ import {buildPolicy} from '../../src/lib/config/policy.js'
 import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
 import {createEngine, type ItemResult} from '../../src/lib/engine.js'
 import {solidPng, tempDir, TOY_MODEL} from '../helpers/cli.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir('mod-inputs-')
 test.after(() => dir.remove())
@@ -20,7 +21,7 @@ test('a file removed after the walk listed it is an error entry in its place, an
   for await (const item of scanInputs([dir.path], DEFAULT_LIMITS.maxBytes, new Map())) items.push(item)
   assert.equal(items.map((i) => 'input' in i), [true, true, true])
   rmSync(join(dir.path, 'b.png'))
-  const engine = createEngine({preset: 'fast', modelDir: TOY_MODEL, cacheDir: join(dir.path, 'cache'), policy: buildPolicy(), limits: DEFAULT_LIMITS})
+  const engine = createEngine({preset: 'fast', modelDir: TOY_MODEL, cacheDir: warmCacheDir(join(dir.path, 'cache')), policy: buildPolicy(), limits: DEFAULT_LIMITS})
   const results: ItemResult[] = []
   try {
     for await (const r of engine.moderateMany(items.flatMap((i) => ('input' in i ? [i.input] : [])))) results.push(r)

@@ -7,9 +7,10 @@ import {parse} from 'yaml'
 
 import {runInProcess, tempDir, TOY_MODEL} from '../helpers/cli.js'
 import {noisyPng, writeImages} from '../helpers/dataset.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir()
-const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
+const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache'))}
 // On the toy model, a pale cyan (red channel a little under CLIP's mean) has a raw redness margin near -16;
 // a deep cyan, near -70. Both round to a score of 0 with the uncalibrated custom category: the default
 // threshold misses every pale image.

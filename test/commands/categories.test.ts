@@ -7,12 +7,13 @@ import * as assert from 'uvu/assert'
 
 import {runInProcess, tempDir} from '../helpers/cli.js'
 import {TOY_MODEL} from '../server/harness.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
 
 test('a fresh install: the specialist\'s three categories are evaluated, the others say to pull the CLIP model', async () => {
-  const r = await runInProcess(['categories'], {env: {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}})
+  const r = await runInProcess(['categories'], {env: {MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'empty-cache'))}})
   assert.is(r.code, 0)
   const lines = r.stdout.split('\n')
   assert.is(lines[0], 'preset fast, model clip-vit-base-patch32; 3 of 11 categories evaluated')
@@ -24,7 +25,7 @@ test('a fresh install: the specialist\'s three categories are evaluated, the oth
 })
 
 test('--json carries the same state per category and the coverage', async () => {
-  const r = await runInProcess(['categories', '--json'], {env: {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}})
+  const r = await runInProcess(['categories', '--json'], {env: {MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'empty-cache'))}})
   const listing = JSON.parse(r.stdout)
   assert.equal(listing.coverage.evaluated, 3)
   const weapons = listing.categories.find((c: {name: string}) => c.name === 'weapons')
@@ -32,7 +33,7 @@ test('--json carries the same state per category and the coverage', async () => 
 })
 
 test('with a CLIP model every category is evaluated, the sexual-content ones by both signals', async () => {
-  const r = await runInProcess(['categories'], {env: {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}})
+  const r = await runInProcess(['categories'], {env: {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache'))}})
   const lines = r.stdout.split('\n')
   assert.is(lines[0], 'preset fast, model toy-clip; 11 of 11 categories evaluated')
   assert.is(lines[1], 'nudity           threshold 0.50  builtin  clip+nsfw                        evaluated by clip+nsfw')

@@ -9,9 +9,10 @@ import * as assert from 'uvu/assert'
 
 import {BIN, runInProcess, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {writeImages} from '../helpers/dataset.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir()
-const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
+const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache'))}
 const RED: [number, number, number] = [240, 20, 20]
 const BLUE: [number, number, number] = [20, 20, 240]
 let policy = ''
@@ -135,7 +136,7 @@ test('an unknown label folder is a dataset error: exit 2', async () => {
 test('a second eval on the same images runs no image encoder (features and prompts come from the cache)', async () => {
   const model = join(dir.path, 'model-copy')
   cpSync(TOY_MODEL, model, {recursive: true})
-  const cacheEnv = {MOD_MODEL_DIR: model, MOD_CACHE_DIR: join(dir.path, 'cache-2')}
+  const cacheEnv = {MOD_MODEL_DIR: model, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache-2'))}
   const first = await runInProcess(['eval', clean, '--config', policy, '--json'], {env: cacheEnv})
   assert.is(first.code, 0, first.stderr)
   assert.is(JSON.parse(first.stdout).images_embedded, 9)

@@ -9,6 +9,7 @@ import * as assert from 'uvu/assert'
 
 import {runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {colourClip} from '../lib/video/helpers.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir('mod-flags-')
 let env: Record<string, string> = {}
@@ -28,7 +29,7 @@ test.before(async () => {
   }
   const policy = writeRednessPolicy(dir.path)
   appendFileSync(policy, 'specialists: {nsfw: false}\n')
-  env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache'), MOD_CONFIG: policy}
+  env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache')), MOD_CONFIG: policy}
   clip = await colourClip(join(dir.path, 'clip.mp4'), ['blue'], 1)
 })
 

@@ -7,9 +7,10 @@ import * as assert from 'uvu/assert'
 import {parseHead} from '../../src/lib/signals/head/head.js'
 import {runInProcess, tempDir, TOY_MODEL} from '../helpers/cli.js'
 import {noisyPng, writeImages} from '../helpers/dataset.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir()
-const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
+const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache'))}
 let dataset = ''
 
 test.before(async () => {

@@ -6,9 +6,10 @@ import * as assert from 'uvu/assert'
 
 import {runCli, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {git as gitIn} from '../helpers/git.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir()
-const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
+const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache'))}
 const work = join(dir.path, 'work')
 const repo = join(dir.path, 'repo')
 const git = (...args: string[]): string => gitIn(repo, ...args)

@@ -10,6 +10,7 @@ import * as assert from 'uvu/assert'
 
 import {runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {pythonTools} from '../helpers/python-tools.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 // Both are CommonJS modules whose default export NodeNext types as the module namespace.
 const Ajv = AjvDraft04Module as unknown as typeof AjvDraft04Module.default
@@ -28,7 +29,7 @@ function sarifValidator(): (log: unknown) => string | undefined {
 }
 
 const dir = tempDir()
-const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
+const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache'))}
 const work = join(dir.path, 'repo')
 // A name with every character GitHub's workflow commands must escape in a property.
 const ODD = 'x,y:z%\r\nw.png'

@@ -8,9 +8,10 @@ import * as assert from 'uvu/assert'
 import {parse} from 'yaml'
 
 import {runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir()
-const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
+const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache'))}
 let policy = ''
 let folder = ''
 

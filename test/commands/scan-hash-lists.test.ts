@@ -11,9 +11,10 @@ import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
 import {hammingDistance, hashFromHex} from '../../src/lib/signals/pdq/hash256.js'
 import {hashImage} from '../../src/lib/signals/pdq/hash-media.js'
 import {ROOT, runInProcess, tempDir, TOY_MODEL} from '../helpers/cli.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir()
-const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
+const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache'))}
 const PHOTOS = join(ROOT, 'test', 'fixtures', 'photos')
 const folder = join(dir.path, 'uploads')
 let hash = ''

@@ -8,13 +8,14 @@ import * as assert from 'uvu/assert'
 
 import {ROOT, runInProcess, tempDir} from '../helpers/cli.js'
 import {installedNudenetFixture} from '../helpers/nudenet.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
 const photo = join(ROOT, 'test', 'fixtures', 'photos', 'astronaut.jpg')
 
 test('without the add-on, results have no regions', async () => {
-  const r = await runInProcess(['scan', photo, '--json'], {env: {MOD_CACHE_DIR: join(dir.path, 'empty')}})
+  const r = await runInProcess(['scan', photo, '--json'], {env: {MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'empty'))}})
   assert.is(r.code, 0, r.stderr)
   assert.is('regions' in JSON.parse(r.stdout)[0], false)
 })
@@ -25,11 +26,11 @@ test('an installed add-on whose file is not the pinned one stops the scan (exit 
   copyFileSync(join(ROOT, 'models', 'nudenet.json'), join(broken, 'manifest.json'))
   writeFileSync(join(broken, '320n.onnx'), 'not a model\n')
   const sha = createHash('sha256').update('not a model\n').digest('hex')
-  const r = await runInProcess(['scan', photo, '--json'], {env: {MOD_CACHE_DIR: join(dir.path, 'broken')}})
+  const r = await runInProcess(['scan', photo, '--json'], {env: {MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'broken'))}})
   assert.is(r.code, 2)
   assert.match(r.stderr, `mod: model_unavailable: ${join(broken, '320n.onnx')} has sha256 ${sha}, not the c15d8273`)
   assert.match(r.stderr, ' of nudenet-320n; run `mod models pull nudenet` again\n')
-  const list = await runInProcess(['models', 'list', '--json'], {env: {MOD_CACHE_DIR: join(dir.path, 'broken')}})
+  const list = await runInProcess(['models', 'list', '--json'], {env: {MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'broken'))}})
   assert.equal(
     JSON.parse(list.stdout).addons.map((a: {installed: boolean; verified: boolean}) => [a.installed, a.verified]),
     [[true, false]],

@@ -14,9 +14,10 @@ import {openHtmlReport} from '../../src/cli/reports/html-report.js'
 import type {ModerationResult} from '../../src/lib/types.js'
 import {runInProcess, tempDir, TOY_MODEL} from '../helpers/cli.js'
 import {renderText} from '../helpers/render-text.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir()
-const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache'), MOD_THREADS: '1'}
+const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache')), MOD_THREADS: '1'}
 const folder = join(dir.path, 'uploads')
 const policy = join(dir.path, 'policy.yaml')
 const page = join(dir.path, 'report.html')

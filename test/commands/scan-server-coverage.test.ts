@@ -9,10 +9,11 @@ import * as assert from 'uvu/assert'
 
 import {runInProcess, solidPng, tempDir} from '../helpers/cli.js'
 import {serveProcess, type ServeProcess} from '../server/harness.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir('mod-remote-coverage-')
 // No CLIP model in either cache: the NSFW specialist scores its 3 categories, the others are not evaluated.
-const env = {MOD_CACHE_DIR: join(dir.path, 'cache')}
+const env = {MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache'))}
 const blues = join(dir.path, 'blues')
 let server: ServeProcess
 let base = ''
@@ -20,7 +21,7 @@ let base = ''
 test.before(async () => {
   mkdirSync(blues)
   for (let i = 0; i < 2; i++) writeFileSync(join(blues, `${i}.png`), await solidPng(0, 0, 255, 32, 32))
-  server = serveProcess(['--port', '0'], {MOD_CACHE_DIR: join(dir.path, 'server-cache')})
+  server = serveProcess(['--port', '0'], {MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'server-cache'))})
   ;[, base] = await server.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)
 })
 

@@ -13,12 +13,13 @@ import * as assert from 'uvu/assert'
 import {BIN, runCli, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {colourClip} from '../lib/video/helpers.js'
 import {serveProcess, type ServeProcess} from '../server/harness.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const KEY = 'remote-test-key'
 const dir = tempDir()
 const work = join(dir.path, 'work')
 const policy = join(work, 'policy.yaml')
-const local = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
+const local = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache'))}
 const servers: ServeProcess[] = []
 const closers: (() => void)[] = []
 let base = ''

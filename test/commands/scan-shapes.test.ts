@@ -11,9 +11,10 @@ import {MAX_ASPECT_RATIO} from '../../src/lib/image/aspect.js'
 import {MAX_SIDE} from '../../src/lib/image/decode.js'
 import {runCli, tempDir, TOY_MODEL} from '../helpers/cli.js'
 import {greyPng, sweepShapes} from '../helpers/hostile-images.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir('mod-scan-shapes-')
-const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
+const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache'))}
 const shapes = join(dir.path, 'shapes')
 const centres = join(dir.path, 'centres')
 

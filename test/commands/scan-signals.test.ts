@@ -9,6 +9,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {BIN, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir('mod-signals-')
 const IMAGES = 50
@@ -23,7 +24,7 @@ test.before(async () => {
   const policy = writeRednessPolicy(dir.path)
   appendFileSync(policy, 'specialists: {nsfw: false}\n')
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_')))
-  env = {...base, NO_COLOR: '1', MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache'), MOD_CONFIG: policy}
+  env = {...base, NO_COLOR: '1', MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache')), MOD_CONFIG: policy}
 })
 
 test.after(() => dir.remove())

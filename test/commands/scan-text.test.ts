@@ -9,9 +9,10 @@ import * as assert from 'uvu/assert'
 
 import {runInProcess, tempDir, TOY_MODEL} from '../helpers/cli.js'
 import {memeAndPhoto, renderText} from '../helpers/render-text.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir()
-const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache'), MOD_THREADS: '1'}
+const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache')), MOD_THREADS: '1'}
 const sign = join(dir.path, 'sign.png')
 const plain = join(dir.path, 'plain.png')
 const policy = join(dir.path, 'policy.yaml')

@@ -6,9 +6,10 @@ import * as assert from 'uvu/assert'
 
 import {runInProcess, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {colourClip} from '../lib/video/helpers.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir()
-const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
+const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache'))}
 let policy = ''
 let redBlueRed = ''
 
@@ -73,7 +74,7 @@ test('the table output gives the verdict and one line per segment', async () => 
 
 test('with no CLIP model, the verdict counts the categories checked, stderr names the rest, and --strict exits 2 before decoding', async () => {
   const blue = await colourClip(join(dir.path, 'blue.mp4'), ['blue'], 2)
-  const cache = {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}
+  const cache = {MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'empty-cache'))}
   const r = await runInProcess(['scan-video', blue], {env: cache})
   assert.is(r.code, 0, r.stderr)
   assert.match(r.stdout, /^SAFE\s+\S*blue\.mp4\s+\(2\.0 s, 2 frames at 1 fps; 3 of 11 categories checked\)\n$/)

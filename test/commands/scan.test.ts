@@ -5,9 +5,10 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {runCli, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir()
-const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache')}
+const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache'))}
 let policy = ''
 let red = ''
 let blue = ''
@@ -129,7 +130,7 @@ const NSFW_FED = ['nudity', 'sexual_activity', 'suggestive']
 const CLIP_ONLY = ['violence', 'gore', 'weapons', 'hate_symbols', 'drugs', 'self_harm', 'alcohol', 'tobacco']
 
 test('with no CLIP model pulled, the embedded specialist scores its categories and one line names the rest', async () => {
-  const r = await runInProcess(['scan', blue, '--json'], {env: {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}})
+  const r = await runInProcess(['scan', blue, '--json'], {env: {MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'empty-cache'))}})
   assert.is(r.code, 0, r.stderr)
   assert.is(
     r.stderr,
@@ -142,7 +143,7 @@ test('with no CLIP model pulled, the embedded specialist scores its categories a
 })
 
 test('--strict makes a category that was not evaluated an exit 2 before scanning; --only nsfw asks for the specialist alone', async () => {
-  const cache = {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}
+  const cache = {MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'empty-cache'))}
   const strict = await runInProcess(['scan', blue, '--strict', '--ndjson'], {env: cache})
   assert.is(strict.code, 2)
   assert.is(strict.stdout, '')
@@ -156,7 +157,7 @@ test('--strict makes a category that was not evaluated an exit 2 before scanning
 })
 
 test('a policy left with no category to check is refused, not passed as safe', async () => {
-  const cache = {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}
+  const cache = {MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'empty-cache'))}
   const offNsfw = ['--disable', 'nudity', '--disable', 'sexual_activity', '--disable', 'suggestive']
   const noClip = await runInProcess(['scan', blue, ...offNsfw], {env: cache})
   assert.is(noClip.code, 2)
@@ -168,7 +169,7 @@ test('a policy left with no category to check is refused, not passed as safe', a
 })
 
 test('a partial check says so in the table: SAFE rows and the summary count the categories checked', async () => {
-  const r = await runInProcess(['scan', blue], {env: {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}})
+  const r = await runInProcess(['scan', blue], {env: {MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'empty-cache'))}})
   assert.is(r.code, 0, r.stderr)
   assert.match(r.stdout, /^SAFE\s+\S*blue\.png\s+\(3 of 11 categories checked; highest: \w+ \d\.\d\d\)\n$/)
   const summary = r.stderr.trim().split('\n').at(-1)
@@ -184,7 +185,7 @@ test('a full check adds no coverage note', async () => {
 
 test('--only nsfw with the toy CLIP model installed still leaves CLIP out: the same specialist scores', async () => {
   const withClip = await runInProcess(['scan', red, '--only', 'nsfw', '--ndjson', '--config', policy], {env})
-  const without = await runInProcess(['scan', red, '--only', 'nsfw', '--ndjson'], {env: {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}})
+  const without = await runInProcess(['scan', red, '--only', 'nsfw', '--ndjson'], {env: {MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'empty-cache'))}})
   assert.is(withClip.code, 0, withClip.stderr)
   assert.equal(JSON.parse(withClip.stdout).labels, JSON.parse(without.stdout).labels)
 })
@@ -192,7 +193,7 @@ test('--only nsfw with the toy CLIP model installed still leaves CLIP out: the s
 test('a --model-dir that holds no model exits 2 saying so', async () => {
   const empty = join(dir.path, 'no-model-here')
   mkdirSync(empty, {recursive: true})
-  const r = await runInProcess(['scan', blue, '--model-dir', empty], {env: {MOD_CACHE_DIR: join(dir.path, 'empty-cache')}})
+  const r = await runInProcess(['scan', blue, '--model-dir', empty], {env: {MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'empty-cache'))}})
   assert.is(r.code, 2)
   assert.match(r.stderr, /^mod: model_missing: .*no-model-here/)
   assert.is(r.stdout, '')

@@ -17,6 +17,7 @@ import type {NudenetOpener} from '../../src/lib/signals/nudenet/signal.js'
 import type {ModerationResult, RgbImage} from '../../src/lib/types.js'
 import {tempDir} from '../helpers/cli.js'
 import {signalStates, withNsfw, withNudenet} from '../helpers/signals.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
@@ -55,7 +56,7 @@ function options(probabilities: number[], nudenet: NudenetOpener, installedIn?: 
   return {
     preset: 'fast',
     modelDir: join(dir.path, 'no-clip'),
-    cacheDir: join(dir.path, 'cache'),
+    cacheDir: warmCacheDir(join(dir.path, 'cache')),
     policy: buildPolicy(),
     limits: DEFAULT_LIMITS,
     only: 'nsfw',

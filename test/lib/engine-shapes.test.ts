@@ -18,6 +18,7 @@ import {tempDir, TOY_MODEL} from '../helpers/cli.js'
 import {rejection} from '../helpers/errors.js'
 import {greyPng, sweepShapes} from '../helpers/hostile-images.js'
 import {signalStates} from '../helpers/signals.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
@@ -25,7 +26,7 @@ test.after(() => dir.remove())
 const engine = createEngine({
   preset: 'fast',
   modelDir: TOY_MODEL,
-  cacheDir: join(dir.path, 'cache'),
+  cacheDir: warmCacheDir(join(dir.path, 'cache')),
   policy: buildPolicy({categories: [{name: 'redness', prompts: ['red']}]}),
   limits: DEFAULT_LIMITS,
 })

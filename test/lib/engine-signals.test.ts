@@ -13,6 +13,7 @@ import type {NsfwRunner} from '../../src/lib/signals/nsfw/runner.js'
 import type {ModerationResult} from '../../src/lib/types.js'
 import {solidPng, tempDir, TOY_MODEL} from '../helpers/cli.js'
 import {signalStates, withNsfw, withoutSpecialist} from '../helpers/signals.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
@@ -23,7 +24,7 @@ function options(over: Partial<EngineOptions> = {}): EngineOptions {
   return {
     preset: 'fast',
     modelDir: TOY_MODEL,
-    cacheDir: join(dir.path, 'cache'),
+    cacheDir: warmCacheDir(join(dir.path, 'cache')),
     policy: buildPolicy({categories: [{name: 'redness', prompts: ['red']}]}),
     limits: DEFAULT_LIMITS,
     ...over,

@@ -10,6 +10,7 @@ import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
 import {createEngine, type Engine, type EngineOptions} from '../../src/lib/engine.js'
 import type {ModerationResult} from '../../src/lib/types.js'
 import {solidPng, tempDir, TOY_MODEL} from '../helpers/cli.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
@@ -26,7 +27,7 @@ function engine(overrides: Partial<EngineOptions> = {}): Engine {
   return createEngine({
     preset: 'fast',
     modelDir: TOY_MODEL,
-    cacheDir: join(dir.path, 'cache'),
+    cacheDir: warmCacheDir(join(dir.path, 'cache')),
     policy: policyFrom(REDNESS),
     limits: DEFAULT_LIMITS,
     ...overrides,

@@ -15,6 +15,7 @@ import {entriesNaming, startRedis, type RedisServer} from '../helpers/redis.js'
 import {colourClip} from '../lib/video/helpers.js'
 import {call, errorOf, form, red, serveProcess, tempDir, TOY_MODEL, writeRednessPolicy, type ServeProcess} from './harness.js'
 import {finished, submit} from './jobs/suite.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const SECRET = 'callback-secret'
 const dir = tempDir('mod-jobs-processes-')
@@ -44,7 +45,7 @@ function callbackFor(id: string): Promise<{signature: string | undefined; body: 
 
 function env(): Record<string, string> {
   return {
-    MOD_CACHE_DIR: join(dir.path, 'cache'),
+    MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache')),
     MOD_MODEL_DIR: TOY_MODEL,
     MOD_CONFIG: policy,
     MOD_REDIS_URL: redis.url,

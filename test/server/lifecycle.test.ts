@@ -23,6 +23,7 @@ import {
   writeRednessPolicy,
 } from './harness.js'
 import {signalStates} from '../helpers/signals.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir('mod-server-lifecycle-')
 const cacheDir = join(dir.path, 'cache')
@@ -58,7 +59,7 @@ test('with MOD_PRELOAD (the default) the model is loaded before the port opens',
 })
 
 test('with no CLIP model pulled, serve starts on the embedded specialist, logs what is not evaluated, and answers with it', async () => {
-  const serve = serveProcess(['--port', '0'], {MOD_CACHE_DIR: join(dir.path, 'nothing-pulled')})
+  const serve = serveProcess(['--port', '0'], {MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'nothing-pulled'))})
   try {
     const [, base] = await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)
     assert.ok(
@@ -111,7 +112,7 @@ test('with MOD_PRELOAD a model that cannot load stops the start with exit code 2
 test("a policy left with no category to check (the specialist's three disabled, no CLIP model) stops the start, exit 2", async () => {
   const off = join(dir.path, 'nothing-left.yaml')
   writeFileSync(off, 'categories:\n  nudity: {enabled: false}\n  sexual_activity: {enabled: false}\n  suggestive: {enabled: false}\n')
-  const serve = serveProcess(['--port', '0'], {MOD_CACHE_DIR: join(dir.path, 'no-models'), MOD_CONFIG: off})
+  const serve = serveProcess(['--port', '0'], {MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'no-models')), MOD_CONFIG: off})
   try {
     assert.is(await serve.exited, 2)
     assert.match(serve.lines.join('\n'), /^the model could not be loaded: model_missing: none of the policy's categories \(violence, .*\) can be checked: /m)

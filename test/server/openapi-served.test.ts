@@ -15,6 +15,7 @@ import {buildServer, type ModServer} from '../../src/server/app.js'
 import {openapiDocument} from '../../src/server/openapi.js'
 import {TOY_MODEL} from '../helpers/cli.js'
 import {assertConforms, createConformance, type Conformance} from './conformance.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const KEY = 'test-key-123'
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {version: string})
@@ -33,7 +34,7 @@ writeFileSync(join(dir, 'policy.yaml'), 'categories:\n  redness:\n    prompts: [
 async function start(extra: Record<string, string> = {}): Promise<Running> {
   const env = {
     MOD_MODEL_DIR: TOY_MODEL,
-    MOD_CACHE_DIR: join(dir, 'cache'),
+    MOD_CACHE_DIR: warmCacheDir(join(dir, 'cache')),
     MOD_CONFIG: join(dir, 'policy.yaml'),
     MOD_MAX_BATCH: '3',
     ...extra,

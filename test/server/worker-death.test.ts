@@ -11,13 +11,14 @@ import * as assert from 'uvu/assert'
 
 import {uploadsRoot} from '../../src/server/upload-dirs.js'
 import {multipartParts, rawRequest, serveProcess, tempDir, TOY_MODEL, until, writeRednessPolicy, type ServeProcess} from './harness.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir('mod-server-worker-death-')
 const tmp = join(dir.path, 'tmp')
 const root = uploadsRoot(tmp)
 const host = hostname()
 const env = {
-  MOD_CACHE_DIR: join(dir.path, 'cache'),
+  MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache')),
   MOD_MODEL_DIR: TOY_MODEL,
   MOD_CONFIG: writeRednessPolicy(dir.path),
   TMPDIR: tmp,

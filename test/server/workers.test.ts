@@ -10,9 +10,10 @@ import * as assert from 'uvu/assert'
 import {workerEnv, workerExecArgv} from '../../src/server/cluster.js'
 
 import {red, serveProcess, tempDir, TOY_MODEL, until, writeRednessPolicy, type ServeProcess} from './harness.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir('mod-server-workers-')
-const env = {MOD_CACHE_DIR: join(dir.path, 'cache'), MOD_MODEL_DIR: TOY_MODEL, MOD_CONFIG: writeRednessPolicy(dir.path)}
+const env = {MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache')), MOD_MODEL_DIR: TOY_MODEL, MOD_CONFIG: writeRednessPolicy(dir.path)}
 let serve: ServeProcess
 let base = ''
 

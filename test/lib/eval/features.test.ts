@@ -11,13 +11,14 @@ import {openDatasetScoring} from '../../../src/lib/eval/features.js'
 import {tempDir, TOY_MODEL} from '../../helpers/cli.js'
 import {noisyPng} from '../../helpers/dataset.js'
 import {withoutSpecialist} from '../../helpers/signals.js'
+import {warmCacheDir} from '../../helpers/warm-cache.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
 
 const {file} = validatePolicyText('categories:\n  redness:\n    prompts: ["red"]\n    negatives: ["blue"]\n')
 const policy = buildPolicy(file)
-const model = {modelDir: TOY_MODEL, precision: 'fp32' as const, cacheDir: join(dir.path, 'cache'), limits: DEFAULT_LIMITS}
+const model = {modelDir: TOY_MODEL, precision: 'fp32' as const, cacheDir: warmCacheDir(join(dir.path, 'cache')), limits: DEFAULT_LIMITS}
 /** The toy CLIP model alone. */
 const clipOnly = withoutSpecialist()
 

@@ -8,6 +8,7 @@ import {DEFAULT_LIMITS} from '../../../src/lib/config/settings.js'
 import {evaluateDataset} from '../../../src/lib/eval/run.js'
 import {tempDir} from '../../helpers/cli.js'
 import {writeImages} from '../../helpers/dataset.js'
+import {warmCacheDir} from '../../helpers/warm-cache.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
@@ -18,7 +19,7 @@ test('eval with only the embedded specialist installed scores the nudity family 
   await writeImages(dataset, 'safe', [10, 10, 240], 2, 'blue', 1)
   const report = await evaluateDataset({
     dataset,
-    model: {modelDir: join(dir.path, 'not-pulled'), precision: 'fp32', cacheDir: join(dir.path, 'cache'), limits: DEFAULT_LIMITS},
+    model: {modelDir: join(dir.path, 'not-pulled'), precision: 'fp32', cacheDir: warmCacheDir(join(dir.path, 'cache')), limits: DEFAULT_LIMITS},
     policy: buildPolicy(),
   })
   assert.equal(report.labels.map((l) => l.name), ['nudity', 'sexual_activity', 'suggestive'])

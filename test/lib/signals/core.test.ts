@@ -12,6 +12,7 @@ import {activeSignals, openCore} from '../../../src/lib/signals/core.js'
 import {toImageBox, type FrameOrigin, type Signal} from '../../../src/lib/signals/signal.js'
 import type {RgbImage} from '../../../src/lib/types.js'
 import {tempDir} from '../../helpers/cli.js'
+import {warmCacheDir} from '../../helpers/warm-cache.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
@@ -41,7 +42,7 @@ function noting(name: string, events: string[], slow: boolean): Signal {
 
 const frame: RgbImage = {data: Buffer.from([255, 0, 0, 255, 0, 0]), width: 2, height: 1}
 const policy = buildPolicy({categories: [{name: 'redness', prompts: ['red']}]})
-const setup = {modelDir: join(dir.path, 'none'), cacheDir: join(dir.path, 'cache'), precision: 'fp32' as const, policy, limits: DEFAULT_LIMITS}
+const setup = {modelDir: join(dir.path, 'none'), cacheDir: warmCacheDir(join(dir.path, 'cache')), precision: 'fp32' as const, policy, limits: DEFAULT_LIMITS}
 
 test('the signals prepare a frame at once: the second starts while the first (waiting, as on a libvips resize) has not ended', async () => {
   const events: string[] = []

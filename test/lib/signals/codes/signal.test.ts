@@ -17,6 +17,7 @@ import {runInProcess, tempDir, TOY_MODEL} from '../../../helpers/cli.js'
 import {signalStates, withoutSpecialist} from '../../../helpers/signals.js'
 import {ffmpeg} from '../../video/helpers.js'
 import {drawCode, printOnPhoto} from './draw.js'
+import {warmCacheDir} from '../../../helpers/warm-cache.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
@@ -57,7 +58,7 @@ test.before(async () => {
 })
 
 function options(policy: Policy): EngineOptions {
-  return {preset: 'fast', modelDir: TOY_MODEL, cacheDir: join(dir.path, 'cache'), policy, limits: DEFAULT_LIMITS, threads: 1, signals: withoutSpecialist()}
+  return {preset: 'fast', modelDir: TOY_MODEL, cacheDir: warmCacheDir(join(dir.path, 'cache')), policy, limits: DEFAULT_LIMITS, threads: 1, signals: withoutSpecialist()}
 }
 
 test('a QR code pointing to a denied domain is a contact_info violation, with the code, the hit and its box in the uploaded pixels', async () => {
@@ -141,7 +142,7 @@ test('the codes section is checked with lines and columns: unknown formats, bad 
 })
 
 test('mod scan names the codes rule in the table row, prints the codes in --json and marks them in --report; policy validate lists the rules', async () => {
-  const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: join(dir.path, 'cache'), MOD_THREADS: '1'}
+  const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache')), MOD_THREADS: '1'}
   const table = await runInProcess(['scan', photoFile, '--config', policyFile], {env})
   assert.match(table.stdout, 'contact_info 1.00>=0.5 (code rule scam_links: "https://shop.example@pay.evil.com/login")')
   assert.is(table.code, 1)

@@ -20,6 +20,7 @@ import type {Policy} from '../../../../src/lib/policy/types.js'
 import {ROOT, tempDir, TOY_MODEL} from '../../../helpers/cli.js'
 import {ffmpeg} from '../../video/helpers.js'
 import {signalStates, withoutSpecialist} from '../../../helpers/signals.js'
+import {warmCacheDir} from '../../../helpers/warm-cache.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
@@ -41,7 +42,7 @@ function writePolicy(name: string, lines: string[], over = ''): string {
 }
 
 function options(policy: Policy, over: Partial<EngineOptions> = {}): EngineOptions {
-  return {preset: 'fast', modelDir: TOY_MODEL, cacheDir: join(dir.path, 'cache'), policy, limits: DEFAULT_LIMITS, signals: withoutSpecialist(), ...over}
+  return {preset: 'fast', modelDir: TOY_MODEL, cacheDir: warmCacheDir(join(dir.path, 'cache')), policy, limits: DEFAULT_LIMITS, signals: withoutSpecialist(), ...over}
 }
 
 test.before(async () => {

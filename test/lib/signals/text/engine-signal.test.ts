@@ -18,12 +18,13 @@ import {ROOT, tempDir, TOY_MODEL} from '../../../helpers/cli.js'
 import {animatedGif, renderText, wordPage} from '../../../helpers/render-text.js'
 import {ffmpeg} from '../../video/helpers.js'
 import {signalStates, withoutSpecialist} from '../../../helpers/signals.js'
+import {warmCacheDir} from '../../../helpers/warm-cache.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
 
 function options(policy: Policy): EngineOptions {
-  return {preset: 'fast', modelDir: TOY_MODEL, cacheDir: join(dir.path, 'cache'), policy, limits: DEFAULT_LIMITS, threads: 1, signals: withoutSpecialist()}
+  return {preset: 'fast', modelDir: TOY_MODEL, cacheDir: warmCacheDir(join(dir.path, 'cache')), policy, limits: DEFAULT_LIMITS, threads: 1, signals: withoutSpecialist()}
 }
 
 const png = (img: RgbImage) => sharp(img.data, {raw: {width: img.width, height: img.height, channels: 3}}).png().toBuffer()
