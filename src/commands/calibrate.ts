@@ -67,6 +67,7 @@ categories without images are left as they are. A trained head is not applied.`
         holdout,
         seed: flags.seed,
         onProgress: (done, total) => retitle(`Scoring: ${done}/${plural(total, 'image')}`),
+        signal: this.interrupt.signal,
       }),
     )
     const {report, errors, unlisted} = result

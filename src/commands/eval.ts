@@ -59,6 +59,7 @@ evaluated.`
           policy: c.policy,
           headPath: c.settings.engine.headPath,
           onProgress: (n, total) => retitle(`Scoring: ${n}/${plural(total, 'image')}`),
+          signal: this.interrupt.signal,
         }),
       flags.report ? [{title: `Writing the report ${flags.report}`, run: async (report: EvalReport) => writeFile(flags.report as string, renderReport(report, await loadChartJs()))}] : [],
     )

@@ -1,4 +1,4 @@
-import {execFileSync} from 'node:child_process'
+import {execFileSync, spawn} from 'node:child_process'
 import {cpSync, readdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
@@ -186,6 +186,33 @@ test('--report writes one self-contained page whose charts render in headless ch
     for (const c of canvases) assert.ok(c.width > 0 && c.painted > 100, `${c.id} is empty`)
   } finally {
     await browser.close()
+  }
+})
+
+test('SIGTERM while eval, calibrate or head train scores stops the work at once: exit 143, no report', async () => {
+  const big = join(dir.path, 'big')
+  await writeImages(big, 'redness', RED, 100, 'red')
+  await writeImages(big, 'safe', BLUE, 100, 'blue', 1)
+  const runs = {eval: ['eval', big], calibrate: ['calibrate', big], 'head train': ['head', 'train', big, '--out', join(dir.path, 'head.json')]}
+  for (const [name, args] of Object.entries(runs)) {
+    // A cache of its own: features cached by an earlier run would make the scoring too quick to stop.
+    const cache = warmCacheDir(join(dir.path, `stop-${name.replace(' ', '-')}`))
+    const child = spawn(process.execPath, [BIN, ...args, '--config', policy], {env: {...process.env, ...env, MOD_CACHE_DIR: cache}})
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
+    const code = await new Promise<number | null>((done) => {
+      child.stderr.setEncoding('utf8').on('data', (d: string) => {
+        stderr += d
+        // The step that scores the images has begun (listr2's plain lines without a terminal).
+        if (/\[STARTED\] (Scoring|Embedding)/.test(stderr)) child.kill('SIGTERM')
+      })
+      child.on('close', done)
+    })
+    assert.is(code, 143, `${name}: ${stderr}`)
+    // Without the stop, the command scored all 200 images and printed its report before exiting 143.
+    assert.is(stdout, '', name)
+    assert.not.match(stderr, /200\/200/, name)
   }
 })
 

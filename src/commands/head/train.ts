@@ -55,6 +55,7 @@ hash) stops improving; the held-out figures at threshold 0.5 are printed. Use th
         policy: c.policy,
         train: {...DEFAULT_TRAIN_OPTIONS, holdout, seed: flags.seed, l2, maxEpochs: flags['max-epochs']},
         onProgress: (done, total) => retitle(`Embedding: ${done}/${plural(total, 'image')}`),
+        signal: this.interrupt.signal,
       }),
     )
     const {head, errors, model, dataset} = result

@@ -26,6 +26,8 @@ export type SampleError = ErrorEntry
 export interface CollectOptions {
   maxBytes: number
   onProgress?: (done: number, total: number) => void
+  /** Stops the run between images once aborted (a stop signal): the images in flight are dropped. */
+  signal?: AbortSignal
 }
 
 /** Images in flight: read, hashed, decoded and handed to the source together, so it can batch them. */
@@ -67,6 +69,7 @@ export async function* collectFeatures(
     }),
   )
   for await (const s of samples) {
+    options.signal?.throwIfAborted()
     options.onProgress?.(++done, dataset.images)
     yield s
   }

@@ -21,6 +21,8 @@ export interface RunOptions {
   policy: Policy
   /** Called after each image with the number done and the total. */
   onProgress?: (done: number, total: number) => void
+  /** Stops the run between images once aborted (Ctrl-C, SIGTERM). */
+  signal?: AbortSignal
 }
 
 export interface DatasetRun {
@@ -36,7 +38,7 @@ async function openRun(o: RunOptions, scoring: Omit<ScoringOptions, 'policy'>, k
 }
 
 async function* samplesOf(run: DatasetRun, o: RunOptions, errors: SampleError[]) {
-  for await (const s of collectFeatures(run.dataset, run.source, run.cache, {maxBytes: o.model.limits.maxBytes, onProgress: o.onProgress})) {
+  for await (const s of collectFeatures(run.dataset, run.source, run.cache, {maxBytes: o.model.limits.maxBytes, onProgress: o.onProgress, signal: o.signal})) {
     if (isSampleError(s)) errors.push(s)
     else yield s
   }
