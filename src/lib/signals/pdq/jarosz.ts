@@ -1,4 +1,4 @@
-import {JAROSZ_WASM} from './jarosz-wasm.js'
+import {kernelMemory, LUMA_TABLES, pdqKernels, SCRATCH, type Kernels} from './kernels.js'
 
 /**
  * Jarosz filters: repeated box blurs that approximate a tent filter, the anti-aliasing step of PDQ before it
@@ -9,7 +9,7 @@ import {JAROSZ_WASM} from './jarosz-wasm.js'
  * depends only on its own row or column, so the same values come from a stream of rows: the first row pass and
  * the column sums over a ring of rows, the second row pass on each finished row keeping only the 64 sampled
  * columns, and the last column pass on those 64 columns. Scratch memory is a few rows, and the full-size
- * work is three passes instead of five. The passes themselves run in WebAssembly (jarosz.wat): float32
+ * work is three passes instead of five. The passes themselves run in WebAssembly (kernels.wat): float32
  * arithmetic there costs one instruction per operation, where JavaScript rounds doubles to float32 at every step.
  */
 
@@ -29,42 +29,6 @@ interface Phases {
 function phases(length: number, window: number): Phases {
   const half = Math.floor((window + 2) / 2)
   return {phase1: half - 1, phase2: window - half + 1, phase3: length - window, phase4: half - 1}
-}
-
-/** The exports of jarosz.wat; every address is a byte offset into `memory`. */
-interface Kernels {
-  memory: WebAssembly.Memory
-  luminance(weights: number, rgb: number, out: number, cols: number, n: number, stride: number): void
-  boxLine(input: number, output: number, p1: number, p2: number, p3: number, p4: number): void
-  boxLines(a: number, b: number, c: number, d: number, oa: number, ob: number, oc: number, od: number, p1: number, p2: number, p3: number, p4: number): void
-  columnStep(sums: number, add: number, sub: number, out: number, vectors: number, count: number): void
-}
-
-/**
- * Compiled once per process, on the first hash (a few kilobytes; hashing is synchronous, so calls never
- * interleave). Its memory grows to the largest image's scratch rows and stays there: a few rows of floats and
- * 64 floats a row, at most about 16 MiB for a side of 65 535 pixels.
- */
-let kernels: Kernels | undefined
-
-/** Luminance weights of red, green and blue (ITU-R BT.601), as the reference's Python bindings use them. */
-const WEIGHTS = [0.299, 0.587, 0.114]
-
-/** Where the luminance tables start (bytes): after the 16 bytes kept free, as columnStep reads address 0 as "no row". */
-const TABLES = 16
-
-/** The first float of scratch memory, after the tables of 3 x 256 doubles. */
-const SCRATCH = (TABLES + WEIGHTS.length * 256 * 8) / 4
-
-function wasm(): Kernels {
-  if (!kernels) {
-    kernels = new WebAssembly.Instance(new WebAssembly.Module(JAROSZ_WASM)).exports as unknown as Kernels
-    const tables = new Float64Array(kernels.memory.buffer, TABLES, WEIGHTS.length * 256)
-    WEIGHTS.forEach((w, c) => {
-      for (let v = 0; v < 256; v++) tables[c * 256 + v] = v * w
-    })
-  }
-  return kernels
 }
 
 /** Float32 values per scratch line: a multiple of four, for the column passes' four-wide steps. */
@@ -139,7 +103,7 @@ export type JaroszSource = {rgb: Uint8Array} | ((r: number, out: Float32Array) =
  * grid x grid cells: the reference's blur then decimation.
  */
 export function jaroszGrid(rows: number, cols: number, grid: number, source: JaroszSource): Float32Array {
-  const k = wasm()
+  const k = pdqKernels()
   const rowPhases = phases(cols, jaroszWindowSize(cols, grid))
   const colWindow = jaroszWindowSize(rows, grid)
   const keptCols = centres(cols, grid)
@@ -149,7 +113,7 @@ export function jaroszGrid(rows: number, cols: number, grid: number, source: Jar
   // Rows after the first row pass, kept until the column window leaves them; computed LANES rows at a time.
   const slots = colWindow + LANES
   // Scratch layout, in floats.
-  let floats = SCRATCH
+  let floats = SCRATCH / 4
   const take = (n: number): number => {
     const at = floats
     floats += n
@@ -165,21 +129,20 @@ export function jaroszGrid(rows: number, cols: number, grid: number, source: Jar
   const narrow = take(rows * narrowWidth)
   const narrowSums = take(narrowWidth)
   const means = take(narrowWidth)
-  const missing = floats * 4 - k.memory.buffer.byteLength
-  if (missing > 0) k.memory.grow(Math.ceil(missing / 65536))
-  const memory = new Float32Array(k.memory.buffer)
+  const buffer = kernelMemory(k, floats * 4)
+  const memory = new Float32Array(buffer)
   memory.fill(0, sums, sums + width)
   memory.fill(0, narrowSums, narrowSums + narrowWidth)
 
   const inputRows = inputs.map((at) => memory.subarray(at, at + cols))
-  const bytes = new Uint8Array(k.memory.buffer)
+  const bytes = new Uint8Array(buffer)
   const read = (r: number, n: number): void => {
     if (typeof source === 'function') {
       for (let i = 0; i < n; i++) source(r + i, inputRows[i])
       return
     }
     bytes.set(source.rgb.subarray(r * cols * 3, (r + n) * cols * 3), 4 * rgb)
-    k.luminance(TABLES, 4 * rgb, 4 * inputs[0], cols, n, 4 * width)
+    k.luminance(LUMA_TABLES, 4 * rgb, 4 * inputs[0], cols, n, 4 * width)
   }
   const slot = (r: number): number => 4 * (ring + (r % slots) * width)
   let ready = 0

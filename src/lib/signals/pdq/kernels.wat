@@ -1,7 +1,8 @@
-;; The inner loops of PDQ's Jarosz blur (jarosz.ts), in float32 as the reference computes them: WebAssembly's
-;; f32 operations round every sum and quotient to float32 exactly as Math.fround did, without converting each
-;; value to a double and back, and the column passes take four columns per instruction. Compiled into
-;; jarosz-wasm.ts by `npx tsx scripts/pdq/wasm.ts`. Addresses are in bytes; rows are float32.
+;; The inner loops of PDQ (kernels.ts loads them): the luminance and the Jarosz blur (jarosz.ts), and the DCT
+;; (dct.ts), in float32 as the reference computes them: WebAssembly's f32 operations round every product, sum
+;; and quotient to float32 exactly as Math.fround did, without converting each value to a double and back, and
+;; the column passes and the DCT take four values per instruction. Compiled into kernels-wasm.ts by
+;; `npx tsx scripts/pdq/wasm.ts`. Addresses are in bytes; rows are float32.
 (module
   (memory (export "memory") 1)
 
@@ -155,4 +156,40 @@
         (then (v128.store (i32.add (local.get $out) (local.get $x)) (f32x4.div (local.get $s) (local.get $n)))))
       (local.set $x (i32.add (local.get $x) (i32.const 16)))
       (br $columns))))
+
+  ;; B = D A Dt for the 64x64 A at $a (rows of 64 floats): T = D A (16 rows of 64) at $t, then B (16 x 16) at
+  ;; $b. $d holds D (16 rows of 64), $dt its transpose (64 rows of 16). Each sum runs over k in order, its
+  ;; products and partial sums rounded to float32; four outputs of a row at once.
+  (func (export "dct") (param $d i32) (param $dt i32) (param $a i32) (param $t i32) (param $b i32)
+    (local $i i32) (local $j i32) (local $k i32) (local $acc v128)
+    (local.set $i (i32.const 0))
+    (loop $rows
+      (local.set $j (i32.const 0))
+      (loop $columns
+        (local.set $acc (v128.const i32x4 0 0 0 0))
+        (local.set $k (i32.const 0))
+        (loop $terms
+          (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul
+            (f32x4.splat (f32.load (i32.add (local.get $d) (i32.shl (i32.add (i32.shl (local.get $i) (i32.const 6)) (local.get $k)) (i32.const 2)))))
+            (v128.load (i32.add (local.get $a) (i32.add (i32.shl (local.get $k) (i32.const 8)) (local.get $j)))))))
+          (local.set $k (i32.add (local.get $k) (i32.const 1)))
+          (br_if $terms (i32.lt_u (local.get $k) (i32.const 64))))
+        (v128.store (i32.add (local.get $t) (i32.add (i32.shl (local.get $i) (i32.const 8)) (local.get $j))) (local.get $acc))
+        (local.set $j (i32.add (local.get $j) (i32.const 16)))
+        (br_if $columns (i32.lt_u (local.get $j) (i32.const 256))))
+      (local.set $j (i32.const 0))
+      (loop $outputs
+        (local.set $acc (v128.const i32x4 0 0 0 0))
+        (local.set $k (i32.const 0))
+        (loop $terms
+          (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul
+            (f32x4.splat (f32.load (i32.add (local.get $t) (i32.shl (i32.add (i32.shl (local.get $i) (i32.const 6)) (local.get $k)) (i32.const 2)))))
+            (v128.load (i32.add (local.get $dt) (i32.add (i32.shl (local.get $k) (i32.const 6)) (local.get $j)))))))
+          (local.set $k (i32.add (local.get $k) (i32.const 1)))
+          (br_if $terms (i32.lt_u (local.get $k) (i32.const 64))))
+        (v128.store (i32.add (local.get $b) (i32.add (i32.shl (local.get $i) (i32.const 6)) (local.get $j))) (local.get $acc))
+        (local.set $j (i32.add (local.get $j) (i32.const 16)))
+        (br_if $outputs (i32.lt_u (local.get $j) (i32.const 64))))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br_if $rows (i32.lt_u (local.get $i) (i32.const 16)))))
 )
