@@ -37,13 +37,13 @@ const padded = (n: number): number => Math.ceil(n / 4) * 4
 /** Lines blurred at once by boxLines: their running sums are independent, so the CPU adds them in parallel. */
 const LANES = 4
 
-/** A box pass along `lines` (float32 addresses, in bytes) into `outputs`, LANES at a time. */
-function boxLines(k: Kernels, lines: number[], outputs: number[], p: Phases): void {
-  if (lines.length === LANES) {
+/** A box pass along the first `n` of `lines` (float32 addresses, in bytes) into `outputs`, LANES at a time. */
+function boxLines(k: Kernels, n: number, lines: number[], outputs: number[], p: Phases): void {
+  if (n === LANES) {
     k.boxLines(lines[0], lines[1], lines[2], lines[3], outputs[0], outputs[1], outputs[2], outputs[3], p.phase1, p.phase2, p.phase3, p.phase4)
     return
   }
-  lines.forEach((line, i) => k.boxLine(line, outputs[i], p.phase1, p.phase2, p.phase3, p.phase4))
+  for (let i = 0; i < n; i++) k.boxLine(lines[i], outputs[i], p.phase1, p.phase2, p.phase3, p.phase4)
 }
 
 /**
@@ -119,7 +119,8 @@ export function jaroszGrid(rows: number, cols: number, grid: number, source: Jar
     floats += n
     return at
   }
-  const lanes = (): number[] => Array.from({length: LANES}, () => take(width))
+  // Each lane's address in bytes, as the kernels take them.
+  const lanes = (): number[] => Array.from({length: LANES}, () => 4 * take(width))
   const inputs = lanes()
   const rgb = take(Math.ceil((LANES * cols * 3) / 4))
   const ring = take(slots * width)
@@ -134,7 +135,7 @@ export function jaroszGrid(rows: number, cols: number, grid: number, source: Jar
   memory.fill(0, sums, sums + width)
   memory.fill(0, narrowSums, narrowSums + narrowWidth)
 
-  const inputRows = inputs.map((at) => memory.subarray(at, at + cols))
+  const inputRows = inputs.map((at) => memory.subarray(at / 4, at / 4 + cols))
   const bytes = new Uint8Array(buffer)
   const read = (r: number, n: number): void => {
     if (typeof source === 'function') {
@@ -142,15 +143,17 @@ export function jaroszGrid(rows: number, cols: number, grid: number, source: Jar
       return
     }
     bytes.set(source.rgb.subarray(r * cols * 3, (r + n) * cols * 3), 4 * rgb)
-    k.luminance(LUMA_TABLES, 4 * rgb, 4 * inputs[0], cols, n, 4 * width)
+    k.luminance(LUMA_TABLES, 4 * rgb, inputs[0], cols, n, 4 * width)
   }
   const slot = (r: number): number => 4 * (ring + (r % slots) * width)
   let ready = 0
+  const targets = new Array<number>(LANES)
   const next = (r: number): number => {
     if (r >= ready) {
       const n = Math.min(LANES, rows - r)
       read(r, n)
-      boxLines(k, inputs.slice(0, n).map((at) => 4 * at), Array.from({length: n}, (_, i) => slot(r + i)), rowPhases)
+      for (let i = 0; i < n; i++) targets[i] = slot(r + i)
+      boxLines(k, n, inputs, targets, rowPhases)
       ready = r + n
     }
     return slot(r)
@@ -159,16 +162,16 @@ export function jaroszGrid(rows: number, cols: number, grid: number, source: Jar
   let first = 0
   let held = 0
   const flush = (): void => {
-    boxLines(k, lines.slice(0, held).map((at) => 4 * at), blurred.slice(0, held).map((at) => 4 * at), rowPhases)
+    boxLines(k, held, lines, blurred, rowPhases)
     for (let i = 0; i < held; i++) {
       const out = narrow + (first + i) * narrowWidth
-      const row = blurred[i]
+      const row = blurred[i] / 4
       for (let j = 0; j < grid; j++) memory[out + j] = memory[row + keptCols[j]]
     }
     first += held
     held = 0
   }
-  boxColumns(k, 4 * sums, rows, width, colWindow, next, slot, () => 4 * lines[held], () => {
+  boxColumns(k, 4 * sums, rows, width, colWindow, next, slot, () => lines[held], () => {
     if (++held === LANES) flush()
   })
   flush()
