@@ -34,7 +34,7 @@ function phases(length: number, window: number): Phases {
 /** Float32 values per scratch line: a multiple of four, for the column passes' four-wide steps. */
 const padded = (n: number): number => Math.ceil(n / 4) * 4
 
-/** Lines blurred at once by boxLines: their running sums are independent, so the CPU adds them in parallel. */
+/** Lines blurred at once by boxLines, one per lane of a four-float vector: their running sums are independent. */
 const LANES = 4
 
 /** A box pass along the first `n` of `lines` (float32 addresses, in bytes) into `outputs`, LANES at a time. */
