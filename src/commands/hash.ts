@@ -7,7 +7,7 @@ import {fpsFlag} from '../cli/flags.js'
 import type {EnvVars} from '../cli/help.js'
 import {isVideoFile, scanInputs, skippedLine, type Skipped} from '../cli/inputs.js'
 import {readSettings} from '../lib/config/settings.js'
-import {decodedPixels, decodeImage, probeImage} from '../lib/image/decode.js'
+import {decodedPixels, decodeImage, disableDecodeCache, probeImage} from '../lib/image/decode.js'
 import {isModError, ModError} from '../lib/errors.js'
 import {hashFrames, hashVideo, type MediaHash} from '../lib/signals/pdq/hash-media.js'
 import {DEFAULT_QUALITY_FLOOR} from '../lib/signals/pdq/match.js'
@@ -79,6 +79,7 @@ Files, folders (recursively, images recognised by their first bytes) or - for on
     const {argv, flags} = await this.parse(Hash)
     const paths = argv as string[]
     const {limits, ffmpeg} = readSettings({}, process.env).engine
+    disableDecodeCache()
     const skipped: Skipped = new Map()
     let rows = 0
     let errors = 0

@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert'
 import {readFile} from 'node:fs/promises'
 
 import {DEFAULT_LIMITS} from '../../../src/lib/config/settings.js'
-import {decodeBound, decodedPixels, decodeImage, frameIndices, MAX_FRAMES, MAX_SIDE, MIN_FRAME_PIXELS, planDecode, probeImage, type ImageLimits} from '../../../src/lib/image/decode.js'
+import {decodeBound, decodedPixels, decodeImage, disableDecodeCache, frameIndices, MAX_FRAMES, MAX_SIDE, MIN_FRAME_PIXELS, planDecode, probeImage, type ImageLimits} from '../../../src/lib/image/decode.js'
 import type {RgbImage} from '../../../src/lib/types.js'
 import {storedLayout} from '../../../src/lib/image/orientation.js'
 import {rejection} from '../../helpers/errors.js'
@@ -353,6 +353,17 @@ test('calls an animated GIF with corrupt frame data unreadable', async () => {
   assert.is((await probeImage(corrupt)).frames, 10)
   const e = await rejection(decodeImage(corrupt, LIMITS))
   assert.is(e.code, 'unreadable_image')
+})
+
+// Last: it changes the process's libvips settings.
+test('disableDecodeCache: libvips keeps no operation and no pixels of a decode', async () => {
+  const jpeg = await sharp({create: {width: 64, height: 48, channels: 3, background: {r: 10, g: 200, b: 90}}}).jpeg().toBuffer()
+  await decodeImage(jpeg, DEFAULT_LIMITS)
+  assert.ok(sharp.cache().items.current > 0, 'cached by default')
+  disableDecodeCache()
+  await decodeImage(jpeg, DEFAULT_LIMITS)
+  const {items, memory} = sharp.cache()
+  assert.equal([items.current, items.max, memory.current], [0, 0, 0])
 })
 
 test.run()

@@ -3,38 +3,18 @@
  * excluded), and the dihedral transforms, which turn those coefficients into the ones of the rotated or
  * mirrored image without hashing it again. Float32 arithmetic in the reference's order.
  */
+import {DCT_MATRIX, DCT_TRANSPOSED, kernelMemory, pdqKernels, SCRATCH} from './kernels.js'
 
-const f = Math.fround
-
-/** Rows: frequencies 1..16; columns: the 64 samples. Float32 values of sqrt(2/64) cos(pi/128 (i+1)(2j+1)). */
-const DCT_16x64 = (() => {
-  const scale = Math.sqrt(2 / 64)
-  const m = new Float32Array(16 * 64)
-  for (let i = 0; i < 16; i++) {
-    for (let j = 0; j < 64; j++) m[i * 64 + j] = scale * Math.cos((Math.PI / 2 / 64) * (i + 1) * (2 * j + 1))
-  }
-  return m
-})()
-
-/** B = D A Dt, with A 64x64 and B 16x16, both row-major. */
+/** B = D A Dt, with A 64x64 and B 16x16, both row-major (D: the matrix in kernels.ts), computed in WebAssembly. */
 export function dct64To16(a: Float32Array): Float32Array {
-  const t = new Float32Array(16 * 64)
-  for (let i = 0; i < 16; i++) {
-    for (let j = 0; j < 64; j++) {
-      let sum = 0
-      for (let k = 0; k < 64; k++) sum = f(sum + f(DCT_16x64[i * 64 + k] * a[k * 64 + j]))
-      t[i * 64 + j] = sum
-    }
-  }
-  const b = new Float32Array(16 * 16)
-  for (let i = 0; i < 16; i++) {
-    for (let j = 0; j < 16; j++) {
-      let sum = 0
-      for (let k = 0; k < 64; k++) sum = f(sum + f(t[i * 64 + k] * DCT_16x64[j * 64 + k]))
-      b[i * 16 + j] = sum
-    }
-  }
-  return b
+  const k = pdqKernels()
+  const input = SCRATCH
+  const products = input + 64 * 64 * 4
+  const output = products + 16 * 64 * 4
+  const buffer = kernelMemory(k, output + 16 * 16 * 4)
+  new Float32Array(buffer, input, 64 * 64).set(a)
+  k.dct(DCT_MATRIX, DCT_TRANSPOSED, input, products, output)
+  return new Float32Array(buffer.slice(output, output + 16 * 16 * 4))
 }
 
 /** The eight images of the dihedral group, in the order the reference reports them. */

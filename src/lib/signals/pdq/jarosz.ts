@@ -1,13 +1,16 @@
+import {kernelMemory, LUMA_TABLES, pdqKernels, SCRATCH, type Kernels} from './kernels.js'
+
 /**
  * Jarosz filters: repeated box blurs that approximate a tent filter, the anti-aliasing step of PDQ before it
- * keeps a 64x64 grid. Arithmetic is float32 throughout (Math.fround at every step), in the reference's order,
- * so that the blurred values, and therefore the hash bits, are the reference's to the last bit.
+ * keeps a 64x64 grid. Arithmetic is float32 throughout, in the reference's order, so that the blurred values,
+ * and therefore the hash bits, are the reference's to the last bit.
  *
  * The reference blurs the whole image twice (rows, columns, rows, columns) and then samples it. Each box sum
  * depends only on its own row or column, so the same values come from a stream of rows: the first row pass and
  * the column sums over a ring of rows, the second row pass on each finished row keeping only the 64 sampled
  * columns, and the last column pass on those 64 columns. Scratch memory is a few rows, and the full-size
- * work is three passes instead of five.
+ * work is three passes instead of five. The passes themselves run in WebAssembly (kernels.wat): float32
+ * arithmetic there costs one instruction per operation, where JavaScript rounds doubles to float32 at every step.
  */
 
 /** Box width for shrinking `oldDimension` to `newDimension`: half the decimation step, rounded up. */
@@ -28,147 +31,59 @@ function phases(length: number, window: number): Phases {
   return {phase1: half - 1, phase2: window - half + 1, phase3: length - window, phase4: half - 1}
 }
 
-/**
- * One box pass along a line, from `input` to `output` (distinct arrays): the window is centred and shrinks at
- * both ends (each output is the mean of the values actually under it). The running sum is a float32 local.
- */
-function boxLine(input: Float32Array, output: Float32Array, p: Phases): void {
-  const f = Math.fround
-  let sum = 0
-  let li = 0
-  let ri = 0
-  let oi = 0
-  let count = 0
-  for (let i = 0; i < p.phase1; i++, count++) sum = f(sum + input[ri++])
-  for (let i = 0; i < p.phase2; i++) {
-    sum = f(sum + input[ri++])
-    output[oi++] = sum / ++count
-  }
-  for (let i = 0; i < p.phase3; i++) {
-    sum = f(sum + input[ri++])
-    sum = f(sum - input[li++])
-    output[oi++] = sum / count
-  }
-  for (let i = 0; i < p.phase4; i++) {
-    sum = f(sum - input[li++])
-    output[oi++] = sum / --count
-  }
-}
+/** Float32 values per scratch line: a multiple of four, for the column passes' four-wide steps. */
+const padded = (n: number): number => Math.ceil(n / 4) * 4
 
-/** Lines blurred at once by boxLines: their running sums are independent, so the CPU adds them in parallel. */
+/** Lines blurred at once by boxLines, one per lane of a four-float vector: their running sums are independent. */
 const LANES = 4
 
-/**
- * boxLine on up to LANES lines at once. Each running sum waits for the one before it (a float add and a
- * rounding to float32 per value), so one line at a time leaves the CPU idle; four interleaved sums run about
- * three times as fast, each in the same order as boxLine.
- */
-function boxLines(inputs: Float32Array[], outputs: Float32Array[], p: Phases): void {
-  if (inputs.length < LANES) {
-    inputs.forEach((input, k) => boxLine(input, outputs[k], p))
+/** A box pass along the first `n` of `lines` (float32 addresses, in bytes) into `outputs`, LANES at a time. */
+function boxLines(k: Kernels, n: number, lines: number[], outputs: number[], p: Phases): void {
+  if (n === LANES) {
+    k.boxLines(lines[0], lines[1], lines[2], lines[3], outputs[0], outputs[1], outputs[2], outputs[3], p.phase1, p.phase2, p.phase3, p.phase4)
     return
   }
-  const f = Math.fround
-  const [a, b, c, d] = inputs
-  const [oa, ob, oc, od] = outputs
-  let sa = 0
-  let sb = 0
-  let sc = 0
-  let sd = 0
-  let li = 0
-  let ri = 0
-  let oi = 0
-  let count = 0
-  for (let i = 0; i < p.phase1; i++, ri++, count++) {
-    sa = f(sa + a[ri])
-    sb = f(sb + b[ri])
-    sc = f(sc + c[ri])
-    sd = f(sd + d[ri])
-  }
-  for (let i = 0; i < p.phase2; i++, ri++, oi++) {
-    count++
-    sa = f(sa + a[ri])
-    sb = f(sb + b[ri])
-    sc = f(sc + c[ri])
-    sd = f(sd + d[ri])
-    oa[oi] = sa / count
-    ob[oi] = sb / count
-    oc[oi] = sc / count
-    od[oi] = sd / count
-  }
-  for (let i = 0; i < p.phase3; i++, ri++, li++, oi++) {
-    sa = f(f(sa + a[ri]) - a[li])
-    sb = f(f(sb + b[ri]) - b[li])
-    sc = f(f(sc + c[ri]) - c[li])
-    sd = f(f(sd + d[ri]) - d[li])
-    oa[oi] = sa / count
-    ob[oi] = sb / count
-    oc[oi] = sc / count
-    od[oi] = sd / count
-  }
-  for (let i = 0; i < p.phase4; i++, li++, oi++) {
-    count--
-    sa = f(sa - a[li])
-    sb = f(sb - b[li])
-    sc = f(sc - c[li])
-    sd = f(sd - d[li])
-    oa[oi] = sa / count
-    ob[oi] = sb / count
-    oc[oi] = sc / count
-    od[oi] = sd / count
-  }
+  for (let i = 0; i < n; i++) k.boxLine(lines[i], outputs[i], p.phase1, p.phase2, p.phase3, p.phase4)
 }
 
 /**
- * One box pass down every column at once (memory is read row by row): `next(r)` gives row r when the window
- * reaches it, `earlier(r)` the same row again when the window leaves it (at most `window` rows back). Output
- * row r is written into `target(r)`, then `written(r)` is called.
+ * One box pass down every column at once (memory is read row by row): `next(r)` gives row r's address when the
+ * window reaches it, `earlier(r)` the same row's again when the window leaves it (at most `window` rows back).
+ * Output row r is written at `target(r)`, then `written(r)` is called. `sums` has `width` zeroed floats.
  */
 function boxColumns(
+  k: Kernels,
+  sums: number,
   rows: number,
   width: number,
   window: number,
-  next: (r: number) => Float32Array,
-  earlier: (r: number) => Float32Array,
-  target: (r: number) => Float32Array,
+  next: (r: number) => number,
+  earlier: (r: number) => number,
+  target: (r: number) => number,
   written: (r: number) => void,
 ): void {
   const p = phases(rows, window)
-  const f = Math.fround
-  // Float32Array stores round every partial sum to float32.
-  const sums = new Float32Array(width)
-  const mean = (r: number, count: number): void => {
-    const out = target(r)
-    for (let c = 0; c < width; c++) out[c] = sums[c] / count
-    written(r)
-  }
+  const vectors = width / 4
   let li = 0
   let ri = 0
   let oi = 0
   let count = 0
   for (let i = 0; i < p.phase1 + p.phase2; i++) {
     const add = next(ri++)
-    for (let c = 0; c < width; c++) sums[c] += add[c]
-    if (i >= p.phase1) mean(oi++, ++count)
-    else count++
+    count++
+    if (i < p.phase1) k.columnStep(sums, add, 0, 0, vectors, 0)
+    else {
+      k.columnStep(sums, add, 0, target(oi), vectors, count)
+      written(oi++)
+    }
   }
   for (let i = 0; i < p.phase3; i++, oi++) {
-    const add = next(ri++)
-    const sub = earlier(li++)
-    const out = target(oi)
-    // Rounded after the addition and after the subtraction, as two separate steps would be; the mean in the
-    // same loop, one read of the sums per row.
-    for (let c = 0; c < width; c++) {
-      const sum = f(f(sums[c] + add[c]) - sub[c])
-      sums[c] = sum
-      out[c] = sum / count
-    }
+    k.columnStep(sums, next(ri++), earlier(li++), target(oi), vectors, count)
     written(oi)
   }
-  for (let i = 0; i < p.phase4; i++) {
-    const sub = earlier(li++)
-    for (let c = 0; c < width; c++) sums[c] -= sub[c]
-    mean(oi++, --count)
+  for (let i = 0; i < p.phase4; i++, oi++) {
+    k.columnStep(sums, 0, earlier(li++), target(oi), vectors, --count)
+    written(oi)
   }
 }
 
@@ -178,60 +93,95 @@ function centres(length: number, grid: number): Int32Array {
 }
 
 /**
- * Two Jarosz passes (rows, then columns, twice) over an image of rows x cols, sampled at the centre of each of
- * grid x grid cells: the reference's blur then decimation. `readRow(r, out)` fills `out` with row r's values.
+ * The values blurred: the luminance of RGB pixels stored row after row (`rgb`, 3 bytes a pixel, computed in
+ * WebAssembly), or a function that fills `out` with row r's values (for pixels read in another order).
  */
-export function jaroszGrid(rows: number, cols: number, grid: number, readRow: (r: number, out: Float32Array) => void): Float32Array {
+export type JaroszSource = {rgb: Uint8Array} | ((r: number, out: Float32Array) => void)
+
+/**
+ * Two Jarosz passes (rows, then columns, twice) over an image of rows x cols, sampled at the centre of each of
+ * grid x grid cells: the reference's blur then decimation.
+ */
+export function jaroszGrid(rows: number, cols: number, grid: number, source: JaroszSource): Float32Array {
+  const k = pdqKernels()
   const rowPhases = phases(cols, jaroszWindowSize(cols, grid))
   const colWindow = jaroszWindowSize(rows, grid)
   const keptCols = centres(cols, grid)
   const keptRows = centres(rows, grid)
-  const lanes = (): Float32Array[] => Array.from({length: LANES}, () => new Float32Array(cols))
+  const width = padded(cols)
+  const narrowWidth = padded(grid)
   // Rows after the first row pass, kept until the column window leaves them; computed LANES rows at a time.
   const slots = colWindow + LANES
-  const ring = new Float32Array(slots * cols)
-  const ringRows = Array.from({length: slots}, (_, k) => ring.subarray(k * cols, (k + 1) * cols))
-  const slot = (r: number): Float32Array => ringRows[r % slots]
+  // Scratch layout, in floats.
+  let floats = SCRATCH / 4
+  const take = (n: number): number => {
+    const at = floats
+    floats += n
+    return at
+  }
+  // Each lane's address in bytes, as the kernels take them.
+  const lanes = (): number[] => Array.from({length: LANES}, () => 4 * take(width))
   const inputs = lanes()
+  const rgb = take(Math.ceil((LANES * cols * 3) / 4))
+  const ring = take(slots * width)
+  const lines = lanes()
+  const blurred = lanes()
+  const sums = take(width)
+  const narrow = take(rows * narrowWidth)
+  const narrowSums = take(narrowWidth)
+  const means = take(narrowWidth)
+  const buffer = kernelMemory(k, floats * 4)
+  const memory = new Float32Array(buffer)
+  memory.fill(0, sums, sums + width)
+  memory.fill(0, narrowSums, narrowSums + narrowWidth)
+
+  const inputRows = inputs.map((at) => memory.subarray(at / 4, at / 4 + cols))
+  const bytes = new Uint8Array(buffer)
+  const read = (r: number, n: number): void => {
+    if (typeof source === 'function') {
+      for (let i = 0; i < n; i++) source(r + i, inputRows[i])
+      return
+    }
+    bytes.set(source.rgb.subarray(r * cols * 3, (r + n) * cols * 3), 4 * rgb)
+    k.luminance(LUMA_TABLES, 4 * rgb, inputs[0], cols, n, 4 * width)
+  }
+  const slot = (r: number): number => 4 * (ring + (r % slots) * width)
   let ready = 0
-  const next = (r: number): Float32Array => {
+  const targets = new Array<number>(LANES)
+  const next = (r: number): number => {
     if (r >= ready) {
       const n = Math.min(LANES, rows - r)
-      for (let k = 0; k < n; k++) readRow(r + k, inputs[k])
-      boxLines(n === LANES ? inputs : inputs.slice(0, n), Array.from({length: n}, (_, k) => slot(r + k)), rowPhases)
+      read(r, n)
+      for (let i = 0; i < n; i++) targets[i] = slot(r + i)
+      boxLines(k, n, inputs, targets, rowPhases)
       ready = r + n
     }
     return slot(r)
   }
   // Every row after the second row pass, at the sampled columns only; rows are blurred LANES at a time.
-  const narrow = new Float32Array(rows * grid)
-  const narrowRows = Array.from({length: rows}, (_, r) => narrow.subarray(r * grid, (r + 1) * grid))
-  const narrowRow = (r: number): Float32Array => narrowRows[r]
-  const lines = lanes()
-  const blurred = lanes()
   let first = 0
   let held = 0
   const flush = (): void => {
-    boxLines(held === LANES ? lines : lines.slice(0, held), held === LANES ? blurred : blurred.slice(0, held), rowPhases)
-    for (let k = 0; k < held; k++) {
-      const out = narrowRows[first + k]
-      const row = blurred[k]
-      for (let j = 0; j < grid; j++) out[j] = row[keptCols[j]]
+    boxLines(k, held, lines, blurred, rowPhases)
+    for (let i = 0; i < held; i++) {
+      const out = narrow + (first + i) * narrowWidth
+      const row = blurred[i] / 4
+      for (let j = 0; j < grid; j++) memory[out + j] = memory[row + keptCols[j]]
     }
     first += held
     held = 0
   }
-  boxColumns(rows, cols, colWindow, next, slot, () => lines[held], () => {
+  boxColumns(k, 4 * sums, rows, width, colWindow, next, slot, () => lines[held], () => {
     if (++held === LANES) flush()
   })
   flush()
 
   const result = new Float32Array(grid * grid)
-  const means = new Float32Array(grid)
-  let k = 0
-  boxColumns(rows, grid, colWindow, narrowRow, narrowRow, () => means, (r) => {
+  const narrowRow = (r: number): number => 4 * (narrow + r * narrowWidth)
+  let kept = 0
+  boxColumns(k, 4 * narrowSums, rows, narrowWidth, colWindow, narrowRow, narrowRow, () => 4 * means, (r) => {
     // Output rows come in order: keep the sampled ones (several cells share a row when rows < grid).
-    for (; k < grid && keptRows[k] === r; k++) result.set(means, k * grid)
+    for (; kept < grid && keptRows[kept] === r; kept++) result.set(memory.subarray(means, means + grid), kept * grid)
   })
   return result
 }

@@ -2,7 +2,7 @@ import {storedLayout, type StoredLayout} from '../../image/orientation.js'
 import type {RgbImage} from '../../image/rgb.js'
 import {dct64To16, DIHEDRAL, dihedralCoefficients, type Dihedral} from './dct.js'
 import {HASH_BYTES, setBit, type Hash256} from './hash256.js'
-import {jaroszGrid} from './jarosz.js'
+import {jaroszGrid, type JaroszSource} from './jarosz.js'
 
 /**
  * Meta's PDQ perceptual hash of decoded pixels: luminance, two Jarosz (box) blur passes sized to the image,
@@ -22,12 +22,6 @@ export type PdqDihedral = Record<Dihedral, Hash256>
 const MIN_SIDE = 5
 const GRID = 64
 
-/** Row r's luminance as float32 of the double-precision weighted sum (the reference's Python bindings compute it so). */
-function luminanceRow(image: RgbImage, r: number, out: Float32Array): void {
-  const {data, width} = image
-  for (let i = 0, p = r * width * 3; i < width; i++, p += 3) out[i] = data[p] * 0.299 + data[p + 1] * 0.587 + data[p + 2] * 0.114
-}
-
 /** Sum of neighbour differences on the 64x64 grid, in percent of full scale, scaled to 0-100. */
 function quality(grid: Float32Array): number {
   const f = Math.fround
@@ -38,7 +32,11 @@ function quality(grid: Float32Array): number {
   return Math.min(100, Math.floor(sum / 90))
 }
 
-/** Row r of the stored image's luminance, read in place from the image decoded with its orientation applied. */
+/**
+ * Row r of the stored image's luminance, read in place from the image decoded with its orientation applied: as
+ * float32 of the double-precision weighted sum, as the reference's Python bindings compute it (and jaroszGrid
+ * for rows read in order).
+ */
 function storedLuminanceRow(image: RgbImage, layout: StoredLayout, r: number, out: Float32Array): void {
   const {data} = image
   const {width, start, stepX, stepY} = layout
@@ -49,13 +47,13 @@ function storedLuminanceRow(image: RgbImage, layout: StoredLayout, r: number, ou
 }
 
 /** The 16x16 DCT coefficients and the quality of a rows x cols image, or undefined for one too small to hash. */
-function coefficients(rows: number, cols: number, readRow: (r: number, out: Float32Array) => void): {dct: Float32Array; quality: number} | undefined {
+function coefficients(rows: number, cols: number, source: JaroszSource): {dct: Float32Array; quality: number} | undefined {
   if (rows < MIN_SIDE || cols < MIN_SIDE) return undefined
-  const grid = jaroszGrid(rows, cols, GRID, readRow)
+  const grid = jaroszGrid(rows, cols, GRID, source)
   return {dct: dct64To16(grid), quality: quality(grid)}
 }
 
-const imageCoefficients = (image: RgbImage) => coefficients(image.height, image.width, (r, out) => luminanceRow(image, r, out))
+const imageCoefficients = (image: RgbImage) => coefficients(image.height, image.width, {rgb: image.data})
 
 /** The (lower) median: the 128th smallest of the 256 values. */
 function median(values: Float32Array): number {
