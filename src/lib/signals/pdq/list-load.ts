@@ -196,17 +196,22 @@ async function buildEntry(root: string, entry: string, list: HashList, index: Mu
   }
 }
 
-/** Removes the cache folders no list's stamp names any more (a list that changed leaves its old folder behind). */
-async function removeUnnamed(root: string): Promise<void> {
+/**
+ * Removes the folder this list's previous stamp named, unless another list's stamp names it too, and every
+ * folder of another format. Never a folder of the current format that no stamp names yet: another process
+ * may just have built it for another list and not yet written its stamp.
+ */
+async function removeStale(root: string, previous: string | undefined): Promise<void> {
   const names = await readdir(root).catch(() => [] as string[])
   const named = new Set<string>()
   for (const name of names) {
     if (!name.endsWith('.json')) continue
     const stamp = await readStamp(join(root, name))
-    if (stamp) named.add(`${stamp.sha256}-v${FORMAT}`)
+    if (stamp) named.add(entryName(Buffer.from(stamp.sha256, 'hex')))
   }
+  const stale = names.filter((name) => /^[0-9a-f]{64}-v\d+$/.test(name) && !named.has(name) && (name === previous || !name.endsWith(`-v${FORMAT}`)))
   // A folder being mapped stays readable to the processes that map it: removing it only unlinks its name.
-  for (const name of names) if (/^[0-9a-f]{64}-v\d+$/.test(name) && !named.has(name)) await rm(join(root, name), {recursive: true, force: true})
+  for (const name of stale) await rm(join(root, name), {recursive: true, force: true})
 }
 
 /**
@@ -229,14 +234,15 @@ export async function loadHashList(file: string, name: string, options: {cacheDi
     const stamp = await readStamp(stampFile)
     const known = stamp && sameFile(stamp, stampOf(path, info, Buffer.alloc(0))) ? Buffer.from(stamp.sha256, 'hex') : undefined
     const sha256 = known ?? (await fileSha256(handle, info.size))
-    const saveStamp = async (sha: Buffer) => {
-      if (stamp?.sha256 === sha.toString('hex') && known) return
+    // A new stamp or a new folder may leave a folder that no stamp names (the list's previous text, another format).
+    const saveStamp = async (sha: Buffer, built: boolean) => {
+      if (stamp?.sha256 === sha.toString('hex') && known && !built) return
       await writeAtomic(stampFile, JSON.stringify(stampOf(path, info, sha))).catch(() => undefined)
-      await removeUnnamed(root)
+      await removeStale(root, stamp && entryName(Buffer.from(stamp.sha256, 'hex')))
     }
     const cached = await openMapped(join(root, entryName(sha256)), sha256)
     if (cached) {
-      await saveStamp(sha256)
+      await saveStamp(sha256, false)
       return mapped(name, file, cached, 'cache')
     }
     const text = await readOpened(handle, info.size)
@@ -247,7 +253,7 @@ export async function loadHashList(file: string, name: string, options: {cacheDi
     await mkdir(root, {recursive: true}).catch(() => undefined)
     const opened = (await buildEntry(root, entry, list, index, parsedSha)) ? await openMapped(entry, parsedSha) : undefined
     if (!opened) return inMemory(name, file, list, index)
-    await saveStamp(parsedSha)
+    await saveStamp(parsedSha, true)
     return mapped(name, file, opened, 'text')
   } finally {
     await handle.close()

@@ -1,5 +1,5 @@
 import {createHash} from 'node:crypto'
-import {mkdtemp, readdir, readFile, rm, truncate, utimes, writeFile} from 'node:fs/promises'
+import {mkdir, mkdtemp, readdir, readFile, rm, truncate, utimes, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
@@ -50,7 +50,7 @@ test('the cache lives under the cache folder, in a folder named by the list text
   })
 })
 
-test('a changed list is indexed again and its old cache folder removed, even when size and modification time stay the same', async () => {
+test('a changed list is indexed again and its old cache folder removed (and any of an older format), even when size and modification time stay the same', async () => {
   await withDir(async (dir) => {
     const file = join(dir, 'list.txt')
     const cacheDir = join(dir, 'cache')
@@ -58,6 +58,7 @@ test('a changed list is indexed again and its old cache folder removed, even whe
     await writeFile(file, `${A},a\n${B},b\n`)
     await utimes(file, when, when)
     await (await loadHashList(file, 'l', {cacheDir})).close()
+    await mkdir(join(cacheDir, 'hash-lists', `${'0'.repeat(64)}-v0`))
     await writeFile(file, `${B},a\n${A},b\n`)
     await utimes(file, when, when)
     const changed = await loadHashList(file, 'l', {cacheDir})
