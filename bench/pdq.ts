@@ -254,7 +254,10 @@ async function listBench(): Promise<void> {
   const worst = Math.max(...perHash)
   verdict('pdq', `${WORKERS} workers, PSS over a one-line list`, 'bytes per hash per worker', worst, 'max', TARGET.bytesPerHash, ' B', 1)
   verdict('pdq', `${WORKERS} workers started together`, 'slowest start from the cache', Math.max(...starts), 'max', TARGET.startSeconds, ' s', 2)
-  verdict('pdq', 'one hash, planted and random', 'lookup p99', percentile(allSingle, 99), 'max', TARGET.p99Ms, ' ms', 3)
+  // On a miss, the floor: the median, which the machine's load spares more than the tail; a lookup is two
+  // onnxruntime gathers over some 8 700 random 4 KiB pages of the mapped file (bucket bounds, ids, rows).
+  const floor = `median ${median(allSingle).toFixed(3)} ms at load ${loadavg()[0].toFixed(1)}: two onnxruntime gathers over ~8 700 random pages of the mapped file`
+  verdict('pdq', 'one hash, planted and random', 'lookup p99', percentile(allSingle, 99), 'max', TARGET.p99Ms, ' ms', 3, floor)
   if (found !== planted.length || agree !== bruteQueries.length) console.log('pdq: the index missed entries: MISS')
 }
 
@@ -331,5 +334,5 @@ async function photoBench(): Promise<void> {
 if (process.argv.includes('--worker')) await worker(argText('worker', ''))
 else {
   await listBench()
-  await photoBench()
+  if (!process.argv.includes('--build-only')) await photoBench()
 }
