@@ -249,6 +249,8 @@ export async function loadHashList(file: string, name: string, options: {cacheDi
     // The key of the bytes parsed, not of the file when hashed: it may have changed since.
     const parsedSha = createHash('sha256').update(text).digest()
     const {list, index} = parseListText(file, text)
+    // A list of comments alone has nothing to map.
+    if (list.count === 0) return inMemory(name, file, list, index)
     const entry = join(root, entryName(parsedSha))
     await mkdir(root, {recursive: true}).catch(() => undefined)
     const opened = (await buildEntry(root, entry, list, index, parsedSha)) ? await openMapped(entry, parsedSha) : undefined

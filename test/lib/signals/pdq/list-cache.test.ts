@@ -152,6 +152,17 @@ test('workers starting together on a new list all get it, and leave one cache fo
   })
 })
 
+test('a list without a hash (comments alone) needs no cache and matches nothing', async () => {
+  await withDir(async (dir) => {
+    const file = join(dir, 'list.txt')
+    await writeFile(file, '# nothing listed yet\n')
+    const list = await loadHashList(file, 'l', {cacheDir: join(dir, 'cache')})
+    assert.equal([list.from, list.count], ['text', 0])
+    assert.equal(await list.search([Buffer.from(A, 'hex')], 31), [[]])
+    assert.equal(await readdir(dir), ['list.txt'])
+  })
+})
+
 test('a cache folder that cannot be written leaves the list in memory', async () => {
   await withDir(async (dir) => {
     const file = join(dir, 'list.txt')
