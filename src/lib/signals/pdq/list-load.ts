@@ -1,7 +1,9 @@
 import {createHash, randomBytes} from 'node:crypto'
 import {constants, type Stats} from 'node:fs'
-import {mkdir, open, readdir, readFile, rename, rm, writeFile, type FileHandle} from 'node:fs/promises'
+import {mkdir, open, readdir, readFile, rename, rm, stat, writeFile, type FileHandle} from 'node:fs/promises'
+import {hostname} from 'node:os'
 import {join, resolve} from 'node:path'
+import {setTimeout as sleep} from 'node:timers/promises'
 
 import {ModError} from '../../errors.js'
 import {HASH_BYTES, type Hash256} from './hash256.js'
@@ -214,10 +216,52 @@ async function removeStale(root: string, previous: string | undefined): Promise<
   for (const name of stale) await rm(join(root, name), {recursive: true, force: true})
 }
 
+/** A lock this old was left by a process that died or hung (on this host or another sharing the folder). */
+const ABANDONED_MS = 10 * 60_000
+const POLL_MS = 200
+
+/** Whether a build lock was left behind: its process, on this host, is gone, or it is older than ABANDONED_MS. */
+async function abandoned(lock: string): Promise<boolean> {
+  try {
+    const [text, info] = await Promise.all([readFile(lock, 'utf8'), stat(lock)])
+    if (Date.now() - info.mtimeMs > ABANDONED_MS) return true
+    const [host, pid] = text.split(' ')
+    if (host !== hostname() || !(Number(pid) > 0)) return false
+    process.kill(Number(pid), 0)
+    return false
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ESRCH'
+  }
+}
+
+/**
+ * One process builds a cache folder while the others that start with it wait for it: workers that each parsed
+ * a 10-million list at once would need that memory (some 2.5 GiB) once each. The builder holds `<entry>.lock`,
+ * created exclusively; a lock whose holder is gone is taken over. Resolves to the folder opened by the builder
+ * meanwhile, to the release of the lock when this process is to build, or to undefined when no lock can be
+ * made (an unwritable cache folder: the caller keeps the list in memory).
+ */
+async function buildTurn(entry: string, open: () => Promise<MappedIndex | undefined>): Promise<MappedIndex | (() => Promise<void>) | undefined> {
+  const lock = `${entry}.lock`
+  for (;;) {
+    try {
+      await writeFile(lock, `${hostname()} ${process.pid}`, {flag: 'wx'})
+      return () => rm(lock, {force: true})
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') return undefined
+    }
+    const opened = await open()
+    if (opened) return opened
+    if (await abandoned(lock)) await rm(lock, {force: true})
+    else await sleep(POLL_MS)
+  }
+}
+
 /**
  * Loads a hash list file. With a cache folder (MOD_CACHE_DIR), from its mapped cache under
  * `<cacheDir>/hash-lists/`, keyed by the list's SHA-256 and the cache format: built from the text (parsed,
- * indexed, written) when it is missing or damaged, then mapped like the first time. Without one, or when it
+ * indexed, written; by one of the processes starting together, the others wait for it) when it is missing or
+ * damaged, then mapped like the first time. Without one, or when it
  * cannot be written, the list is parsed and indexed in this process's memory. A bad line is `invalid_config`
  * with its line number.
  */
@@ -245,18 +289,33 @@ export async function loadHashList(file: string, name: string, options: {cacheDi
       await saveStamp(sha256, false)
       return mapped(name, file, cached, 'cache')
     }
-    const text = await readOpened(handle, info.size)
-    // The key of the bytes parsed, not of the file when hashed: it may have changed since.
-    const parsedSha = createHash('sha256').update(text).digest()
-    const {list, index} = parseListText(file, text)
-    // A list of comments alone has nothing to map.
-    if (list.count === 0) return inMemory(name, file, list, index)
-    const entry = join(root, entryName(parsedSha))
     await mkdir(root, {recursive: true}).catch(() => undefined)
-    const opened = (await buildEntry(root, entry, list, index, parsedSha)) ? await openMapped(entry, parsedSha) : undefined
-    if (!opened) return inMemory(name, file, list, index)
-    await saveStamp(parsedSha, true)
-    return mapped(name, file, opened, 'text')
+    const turn = await buildTurn(join(root, entryName(sha256)), () => openMapped(join(root, entryName(sha256)), sha256))
+    if (turn && typeof turn !== 'function') {
+      await saveStamp(sha256, false)
+      return mapped(name, file, turn, 'cache')
+    }
+    try {
+      // Another process may have finished building between this one's look and its lock.
+      const built = turn && (await openMapped(join(root, entryName(sha256)), sha256))
+      if (built) {
+        await saveStamp(sha256, false)
+        return mapped(name, file, built, 'cache')
+      }
+      const text = await readOpened(handle, info.size)
+      // The key of the bytes parsed, not of the file when hashed: it may have changed since.
+      const parsedSha = createHash('sha256').update(text).digest()
+      const {list, index} = parseListText(file, text)
+      // A list of comments alone has nothing to map.
+      if (list.count === 0) return inMemory(name, file, list, index)
+      const entry = join(root, entryName(parsedSha))
+      const opened = turn && (await buildEntry(root, entry, list, index, parsedSha)) ? await openMapped(entry, parsedSha) : undefined
+      if (!opened) return inMemory(name, file, list, index)
+      await saveStamp(parsedSha, true)
+      return mapped(name, file, opened, 'text')
+    } finally {
+      await turn?.()
+    }
   } finally {
     await handle.close()
   }

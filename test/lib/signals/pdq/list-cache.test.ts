@@ -1,6 +1,7 @@
+import {spawnSync} from 'node:child_process'
 import {createHash} from 'node:crypto'
 import {mkdir, mkdtemp, readdir, readFile, rm, truncate, utimes, writeFile} from 'node:fs/promises'
-import {tmpdir} from 'node:os'
+import {hostname, tmpdir} from 'node:os'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -28,7 +29,7 @@ async function withDir(run: (dir: string) => Promise<void>): Promise<void> {
 }
 
 /** The entries of the cache folder that are not stamps. */
-const entries = async (cacheDir: string): Promise<string[]> => (await readdir(join(cacheDir, 'hash-lists'))).filter((n) => !n.endsWith('.json')).sort()
+const entries = async (cacheDir: string): Promise<string[]> => (await readdir(join(cacheDir, 'hash-lists'))).filter((n) => !n.endsWith('.json') && !n.endsWith('.lock')).sort()
 
 test('the cache lives under the cache folder, in a folder named by the list text\'s SHA-256 and the format; nothing is written beside the list', async () => {
   await withDir(async (dir) => {
@@ -139,16 +140,34 @@ test('a cut or damaged cache file is refused and built anew from the text', asyn
   })
 })
 
-test('workers starting together on a new list all get it, and leave one cache folder and no temporary files', async () => {
+test('workers starting together on a new list all get it: one builds it while the others wait; one cache folder, no temporary files', async () => {
   await withDir(async (dir) => {
     const file = join(dir, 'list.txt')
     await writeFile(file, `${A},a\n${B},b\n`)
     const cacheDir = join(dir, 'cache')
     const lists = await Promise.all(Array.from({length: 4}, () => loadHashList(file, 'l', {cacheDir})))
+    assert.equal(lists.map((l) => l.from).sort(), ['cache', 'cache', 'cache', 'text'])
     for (const l of lists) assert.equal((await l.search([Buffer.from(A, 'hex')], 0))[0].map((h) => h.label), ['a'])
     assert.equal(await entries(cacheDir), [`${sha(`${A},a\n${B},b\n`)}-v${FORMAT}`])
-    assert.is((await readdir(join(cacheDir, 'hash-lists'))).filter((n) => n.includes('tmp')).length, 0)
+    assert.is((await readdir(join(cacheDir, 'hash-lists'))).filter((n) => n.includes('tmp') || n.endsWith('.lock')).length, 0)
     await Promise.all(lists.map((l) => l.close()))
+  })
+})
+
+test('a build lock left by a process that died is taken over', async () => {
+  await withDir(async (dir) => {
+    const file = join(dir, 'list.txt')
+    const text = `${A},a\n`
+    await writeFile(file, text)
+    const cacheDir = join(dir, 'cache')
+    await mkdir(join(cacheDir, 'hash-lists'), {recursive: true})
+    // The pid of a process that has ended.
+    const gone = spawnSync(process.execPath, ['-e', '0']).pid
+    await writeFile(join(cacheDir, 'hash-lists', `${sha(text)}-v${FORMAT}.lock`), `${hostname()} ${gone}`)
+    const list = await loadHashList(file, 'l', {cacheDir})
+    assert.is(list.from, 'text')
+    assert.equal(await entries(cacheDir), [`${sha(text)}-v${FORMAT}`])
+    await list.close()
   })
 })
 
@@ -159,7 +178,7 @@ test('a list without a hash (comments alone) needs no cache and matches nothing'
     const list = await loadHashList(file, 'l', {cacheDir: join(dir, 'cache')})
     assert.equal([list.from, list.count], ['text', 0])
     assert.equal(await list.search([Buffer.from(A, 'hex')], 31), [[]])
-    assert.equal(await readdir(dir), ['list.txt'])
+    assert.equal(await readdir(join(dir, 'cache', 'hash-lists')), [])
   })
 })
 
