@@ -11,6 +11,7 @@ import {hammingDistance, hashToHex} from '../../../../src/lib/signals/pdq/hash25
 import {loadHashList, type LoadedList} from '../../../../src/lib/signals/pdq/list-load.js'
 import {FORMAT} from '../../../../src/lib/signals/pdq/list-map.js'
 import {matchHash} from '../../../../src/lib/signals/pdq/match.js'
+import {rejection} from '../../../helpers/errors.js'
 import {random} from '../../../helpers/nsfw-images.js'
 import {flip, randomHash} from '../../../helpers/pdq-hashes.js'
 
@@ -137,6 +138,28 @@ test('a cut or damaged cache file is refused and built anew from the text', asyn
       assert.is(whole.from, 'cache', what)
       await whole.close()
     }
+  })
+})
+
+test('bucket bounds out of range in the bulk of the file (not read at start) fail the lookup with a message naming the folder', async () => {
+  await withDir(async (dir) => {
+    const file = join(dir, 'list.txt')
+    const next = random(6)
+    const text = Array.from({length: 50}, () => hashToHex(randomHash(next))).join('\n')
+    await writeFile(file, text)
+    const cacheDir = join(dir, 'cache')
+    const folder = join(cacheDir, 'hash-lists', `${sha(text)}-v${FORMAT}`)
+    await (await loadHashList(file, 'l', {cacheDir})).close()
+    // 50 hashes: a page of header, 50 rows of 36 bytes, then (from 8192) the offset tables.
+    const bytes = await readFile(join(folder, 'index.bin'))
+    bytes.fill(0xff, 8192, 8192 + 11 * 1025 * 4)
+    await writeFile(join(folder, 'index.bin'), bytes)
+    const list = await loadHashList(file, 'l', {cacheDir})
+    assert.is(list.from, 'cache')
+    const e = await rejection(list.search([Buffer.from(text.slice(0, 64), 'hex')], 31))
+    assert.is(e.code, 'internal')
+    assert.is(e.message, `the hash list cache ${folder} is damaged (a bucket out of bounds); delete the folder and start again to rebuild it`)
+    await list.close()
   })
 })
 
