@@ -7,7 +7,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 
 import {ModError} from '../../errors.js'
 import {HASH_BYTES, type Hash256} from './hash256.js'
-import {entryOf, listErrors, parseHashList, type HashList, type ListLineError} from './list-file.js'
+import {entryOf, listErrors, parseHashList, recordFields, type HashList, type ListLineError} from './list-file.js'
 import {FORMAT, openMapped, writeMapped, type ListHit, type MappedIndex} from './list-map.js'
 import {buildMultiIndex, checkThreshold, searchMultiIndex, type MultiIndex} from './multi-index.js'
 
@@ -102,12 +102,7 @@ function parseListText(file: string, text: Buffer): {list: HashList; index: Mult
   return {list: parsed.list, index: buildMultiIndex(parsed.list)}
 }
 
-const withEntries = (recordTexts: string[], hits: ListHit[]): ListMatch[] =>
-  hits.map((h) => {
-    const text = recordTexts[h.record]
-    const cut = text.indexOf('\0')
-    return {...h, label: cut === -1 ? text : text.slice(0, cut), note: cut === -1 ? '' : text.slice(cut + 1)}
-  })
+const withEntries = (recordTexts: string[], hits: ListHit[]): ListMatch[] => hits.map((h) => ({...h, ...recordFields(recordTexts[h.record])}))
 
 /** A list searched in this process's memory (no cache folder, or one that cannot be written). */
 function inMemory(name: string, file: string, list: HashList, index: MultiIndex): LoadedList {
