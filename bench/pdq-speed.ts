@@ -164,7 +164,7 @@ async function signalCost(): Promise<void> {
       const t1 = performance.now()
       const {hashes, quality} = pdqDihedralHashes(frames[0])
       const tHash = performance.now()
-      matchHash(lists, {hash: hashes.original, quality, dihedral: hashes}, {thresholds})
+      await matchHash(lists, {hash: hashes.original, quality, dihedral: hashes}, {thresholds})
       const t2 = performance.now()
       // The first pass warms the JIT and the page cache.
       if (pass === 1) {

@@ -1,6 +1,6 @@
 // `mod scan` with a policy's hash lists: the listed photo and a re-encoded, resized copy are known_bad and their rows
 // name the list, label and distance; an unrelated photo is not matched; a bad list line stops the scan.
-import {mkdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {mkdirSync, readdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import sharp from 'sharp'
@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert'
 import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
 import {hammingDistance, hashFromHex} from '../../src/lib/signals/pdq/hash256.js'
 import {hashImage} from '../../src/lib/signals/pdq/hash-media.js'
-import {ROOT, runInProcess, tempDir, TOY_MODEL} from '../helpers/cli.js'
+import {ROOT, runCli, runInProcess, tempDir, TOY_MODEL} from '../helpers/cli.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir()
@@ -56,6 +56,21 @@ test('mod scan applies the lists: matches in --ndjson and in the table rows', as
   const table = await runInProcess(['scan', join(folder, 'a-listed.jpg'), '--config', policy], {env})
   assert.match(table.stdout, `known_bad 1.00>=0.5 (list banned: "case-1041", distance 0)`)
   assert.is(table.code, 1)
+})
+
+test('processes started together on a new list all match, and leave one cache folder under MOD_CACHE_DIR and nothing half-written', async () => {
+  // Enough lines that the builds overlap in time.
+  const filler = Array.from({length: 20_000}, (_, i) => `${(i * 2654435761 >>> 0).toString(16).padStart(8, '0').repeat(8)},filler`)
+  const policy = writePolicy([...filler, `${hash},case-1041`])
+  const cache = join(dir.path, 'shared-cache')
+  const runs = await Promise.all([1, 2, 3].map(() => runCli(['scan', join(folder, 'a-listed.jpg'), '--config', policy, '--json'], {env: {...env, MOD_CACHE_DIR: cache}})))
+  for (const r of runs) {
+    assert.is(r.code, 1, r.stderr)
+    assert.equal(JSON.parse(r.stdout)[0].matches, [{list: 'banned', label: 'case-1041', note: '', distance: 0, category: 'known_bad'}])
+  }
+  const names = readdirSync(join(cache, 'hash-lists'))
+  assert.is(names.filter((n) => /^[0-9a-f]{64}-v\d+$/.test(n)).length, 1, names.join(' '))
+  assert.is(names.filter((n) => n.includes('tmp')).length, 0, names.join(' '))
 })
 
 test('mod scan stops on a bad list line with invalid_config, naming the file and the line', async () => {

@@ -169,9 +169,13 @@ export function listErrors(file: string, errors: ListLineError[]): ModError | un
   return new ModError('invalid_config', `hash list ${file}: ${shown.join('; ')}${more}`, {lines: errors.map((e) => e.line)})
 }
 
-/** The label and note of entry `i`. */
-export function entryOf(list: HashList, i: number): {label: string; note: string} {
-  const text = list.recordTexts[list.records[i]]
+/** The label and note of a record text ("label\0note", or the label alone). */
+export function recordFields(text: string): {label: string; note: string} {
   const cut = text.indexOf('\0')
   return cut === -1 ? {label: text, note: ''} : {label: text.slice(0, cut), note: text.slice(cut + 1)}
+}
+
+/** The label and note of entry `i`. */
+export function entryOf(list: HashList, i: number): {label: string; note: string} {
+  return recordFields(list.recordTexts[list.records[i]])
 }

@@ -1,8 +1,6 @@
 import {DIHEDRAL, type Dihedral} from './dct.js'
-import {HASH_BYTES, hashToHex, type Hash256} from './hash256.js'
-import {entryOf} from './list-file.js'
-import type {LoadedList} from './list-load.js'
-import {searchMultiIndex} from './multi-index.js'
+import {hashToHex, type Hash256} from './hash256.js'
+import type {ListMatch, LoadedList} from './list-load.js'
 import type {PdqDihedral} from './pdq.js'
 
 /** Usual PDQ match threshold: at most 31 of the 256 bits differ. */
@@ -46,24 +44,32 @@ export interface MatchOptions {
  * mirrors when they are given, or of its stored pixels' hash when given; each listed hash is reported once,
  * for the nearest variant. Nothing matches when the image's quality is below the floor.
  */
-export function matchHash(lists: LoadedList[], image: {hash: Hash256; quality: number; dihedral?: PdqDihedral; stored?: Hash256}, options: MatchOptions = {}): HashMatch[] {
+export async function matchHash(
+  lists: LoadedList[],
+  image: {hash: Hash256; quality: number; dihedral?: PdqDihedral; stored?: Hash256},
+  options: MatchOptions = {},
+): Promise<HashMatch[]> {
   if (image.quality < (options.qualityFloor ?? DEFAULT_QUALITY_FLOOR)) return []
   const variants: [Variant, Hash256][] = image.dihedral ? DIHEDRAL.map((d) => [d, (image.dihedral as PdqDihedral)[d]]) : [['original', image.hash]]
   if (image.stored) variants.push(['stored', image.stored])
   const matches: HashMatch[] = []
   for (const loaded of lists) {
     const threshold = options.thresholds?.[loaded.name] ?? DEFAULT_DISTANCE_THRESHOLD
-    const best = new Map<number, {distance: number; variant: Variant}>()
-    for (const [variant, hash] of variants) {
-      for (const hit of searchMultiIndex(loaded.index, hash, threshold)) {
+    // Every variant in one search: a mapped list answers them all in one pass over its files.
+    const found = await loaded.search(
+      variants.map(([, hash]) => hash),
+      threshold,
+    )
+    const best = new Map<number, {hit: ListMatch; variant: Variant}>()
+    found.forEach((hits, k) => {
+      for (const hit of hits) {
         const seen = best.get(hit.id)
-        if (!seen || hit.distance < seen.distance) best.set(hit.id, {distance: hit.distance, variant})
+        if (!seen || hit.distance < seen.hit.distance) best.set(hit.id, {hit, variant: variants[k][0]})
       }
-    }
-    for (const [id, {distance, variant}] of best) {
-      const {label, note} = entryOf(loaded.list, id)
-      const hash = hashToHex(loaded.list.hashes.subarray(id * HASH_BYTES, (id + 1) * HASH_BYTES))
-      matches.push({list: loaded.name, label, note, distance, confidence: confidenceOf(distance), hash, variant})
+    })
+    for (const {hit, variant} of best.values()) {
+      const {label, note, distance} = hit
+      matches.push({list: loaded.name, label, note, distance, confidence: confidenceOf(distance), hash: hashToHex(hit.hash), variant})
     }
   }
   return matches.sort((a, b) => a.distance - b.distance || a.list.localeCompare(b.list) || a.hash.localeCompare(b.hash))

@@ -30,15 +30,15 @@ export interface MultiIndex {
   words: Uint32Array
 }
 
-const CHUNKS = 11
-const LENGTHS = [24, 24, 24, 23, 23, 23, 23, 23, 23, 23, 23]
+export const CHUNKS = 11
+export const LENGTHS = [24, 24, 24, 23, 23, 23, 23, 23, 23, 23, 23]
 const STARTS = LENGTHS.map((_, c) => LENGTHS.slice(0, c).reduce((a, b) => a + b, 0))
 /** Highest threshold accepted: radius 3 in every chunk (2325 probes of each table). */
 export const MAX_THRESHOLD = 43
 /** Buckets per table: about one per hash (2^bits >= count), at least 2^10, at most one per chunk value. */
 const MIN_BUCKET_BITS = 10
 
-function bucketBits(count: number, c: number): number {
+export function bucketBits(count: number, c: number): number {
   return Math.min(LENGTHS[c], Math.max(MIN_BUCKET_BITS, Math.ceil(Math.log2(Math.max(count, 1)))))
 }
 
@@ -58,7 +58,7 @@ export function hashWords(hashes: Uint8Array): Uint32Array {
 }
 
 /** Bits [start, start + length) of the hash at `base` in `words` (bit k is bit k & 31 of word k >> 5). */
-function chunkValue(words: Uint32Array, base: number, c: number): number {
+export function chunkValue(words: Uint32Array, base: number, c: number): number {
   const s = STARTS[c]
   const length = LENGTHS[c]
   const w = base + (s >>> 5)
@@ -183,14 +183,21 @@ export interface IndexHit {
   distance: number
 }
 
-/** Every hash of the index within `threshold` (0 to MAX_THRESHOLD) of `query`, nearest first. */
-export function searchMultiIndex(index: MultiIndex, query: Hash256, threshold: number): IndexHit[] {
+/** `invalid_config` unless the threshold is a whole number from 0 to MAX_THRESHOLD. */
+export function checkThreshold(threshold: number): void {
   if (!(Number.isInteger(threshold) && threshold >= 0 && threshold <= MAX_THRESHOLD)) {
     throw new ModError('invalid_config', `a hash distance threshold is a whole number from 0 to ${MAX_THRESHOLD}, not ${threshold}`)
   }
-  const q = new Uint32Array(Uint8Array.from(query.subarray(0, HASH_BYTES)).buffer)
+}
+
+/** A query hash as 8 words (the layout of `MultiIndex.words`). */
+export function queryWords(query: Hash256): Uint32Array {
+  return new Uint32Array(Uint8Array.from(query.subarray(0, HASH_BYTES)).buffer)
+}
+
+/** The chunk values to probe for a query, chunk after chunk: chunk c's keys are keys[ends[c]] to keys[ends[c + 1]]. */
+export function probeKeys(q: Uint32Array, threshold: number): {keys: Int32Array; ends: Int32Array} {
   const radii = chunkRadii(threshold)
-  // 1. The keys to probe, chunk after chunk (ends[c] is where chunk c's keys end).
   const ends = new Int32Array(CHUNKS + 1)
   let total = 0
   for (let c = 0; c < CHUNKS; c++) total += radii[c] < 0 ? 0 : ballSize(LENGTHS[c], radii[c])
@@ -199,6 +206,16 @@ export function searchMultiIndex(index: MultiIndex, query: Hash256, threshold: n
     if (radii[c] >= 0) at = writeBall(chunkValue(q, 0, c), LENGTHS[c], radii[c], keys, at)
     ends[c + 1] = at
   }
+  return {keys, ends}
+}
+
+/** Every hash of the index within `threshold` (0 to MAX_THRESHOLD) of `query`, nearest first. */
+export function searchMultiIndex(index: MultiIndex, query: Hash256, threshold: number): IndexHit[] {
+  checkThreshold(threshold)
+  const q = queryWords(query)
+  // 1. The keys to probe, chunk after chunk (ends[c] is where chunk c's keys end).
+  const {keys, ends} = probeKeys(q, threshold)
+  const total = keys.length
   // 2. The bounds of every bucket probed.
   const from = new Uint32Array(total)
   const to = new Uint32Array(total)

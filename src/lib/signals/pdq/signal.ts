@@ -19,19 +19,20 @@ type FrameMatches = (HashMatch & {category: string})[]
 
 async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>): Promise<OpenSignal<FrameMatches, FrameMatches>> {
   const {policy} = setup
-  // Lists load once, from their binary cache when it is current; a missing file or bad line stops start-up.
+  // Lists load once, mapped from their cache under the cache folder; a missing file or bad line stops start-up.
   const named = hashListsOf(policy)
-  const lists = await Promise.all(named.map((l) => loadHashList(l.file, l.name)))
+  const lists = await Promise.all(named.map((l) => loadHashList(l.file, l.name, {cacheDir: setup.cacheDir})))
   const thresholds = Object.fromEntries(named.map((l) => [l.name, l.distance]))
   const categoryOf = new Map(named.map((l) => [l.name, l.category]))
   const fed = ruleCategories(policy, new Set(categoryOf.values()), opened.keys())
 
   return {
-    prepare: (_frame, _origin, decoded) => {
+    prepare: async (_frame, _origin, decoded) => {
       const {hashes, quality} = pdqDihedralHashes(decoded)
       // Only a photo decoded with an EXIF orientation has a second hash: that of its stored pixels.
       const stored = pdqStoredHash(decoded)?.hash
-      return matchHash(lists, {hash: hashes.original, quality, dihedral: hashes, stored}, {thresholds}).map((m) => ({...m, category: categoryOf.get(m.list) as string}))
+      const matches = await matchHash(lists, {hash: hashes.original, quality, dihedral: hashes, stored}, {thresholds})
+      return matches.map((m) => ({...m, category: categoryOf.get(m.list) as string}))
     },
     infer: async (frames) => frames,
     adjust: (labels, outputs) => {
@@ -41,7 +42,9 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
       return applyHits(labels, best, fed)
     },
     evidence: (matches) => matches.map((m): HashListMatch => ({list: m.list, label: m.label, note: m.note, distance: m.distance, category: m.category})),
-    dispose: async () => {},
+    dispose: async () => {
+      await Promise.all(lists.map((l) => l.close()))
+    },
   }
 }
 

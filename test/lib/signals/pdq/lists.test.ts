@@ -1,5 +1,5 @@
 import {execFileSync} from 'node:child_process'
-import {mkdtemp, readdir, readFile, rm, truncate, utimes, writeFile} from 'node:fs/promises'
+import {mkdtemp, readdir, rm, truncate, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
@@ -7,7 +7,6 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {hammingDistance, hashToHex} from '../../../../src/lib/signals/pdq/hash256.js'
-import {cachePath, readListCache} from '../../../../src/lib/signals/pdq/list-cache.js'
 import {entryOf, listErrors, parseHashList} from '../../../../src/lib/signals/pdq/list-file.js'
 import {checkHashListFile, loadHashList, MAX_LIST_BYTES} from '../../../../src/lib/signals/pdq/list-load.js'
 import {confidenceOf, matchHash} from '../../../../src/lib/signals/pdq/match.js'
@@ -87,12 +86,12 @@ test('matches name the list, label and note, with confidence 1 - distance / 64; 
     await writeFile(file, `${hashToHex(listed)},case-1,reported 2026-11-01\n${hashToHex(randomHash(next))},case-2\n`)
     const loaded = await loadHashList(file, 'removals')
     const near = flip(listed, 12, next)
-    assert.equal(matchHash([loaded], {hash: near, quality: 80}), [
+    assert.equal(await matchHash([loaded], {hash: near, quality: 80}), [
       {list: 'removals', label: 'case-1', note: 'reported 2026-11-01', distance: 12, confidence: 1 - 12 / 64, hash: hashToHex(listed), variant: 'original'},
     ])
-    assert.equal(matchHash([loaded], {hash: near, quality: 49}), [])
-    assert.equal(matchHash([loaded], {hash: near, quality: 49}, {qualityFloor: 40}).length, 1)
-    assert.equal(matchHash([loaded], {hash: near, quality: 80}, {thresholds: {removals: 11}}), [])
+    assert.equal(await matchHash([loaded], {hash: near, quality: 49}), [])
+    assert.equal((await matchHash([loaded], {hash: near, quality: 49}, {qualityFloor: 40})).length, 1)
+    assert.equal(await matchHash([loaded], {hash: near, quality: 80}, {thresholds: {removals: 11}}), [])
     assert.is(confidenceOf(0), 1)
     assert.is(confidenceOf(31), 1 - 31 / 64)
   } finally {
@@ -110,36 +109,8 @@ test('a mirrored copy matches through its dihedral variants', async () => {
     const loaded = await loadHashList(file, 'l')
     const other = randomHash(next)
     const dihedral = {original: other, rotate90: other, rotate180: other, rotate270: other, flipX: other, flipY: flip(listed, 3, next), flipPlus1: other, flipMinus1: other}
-    const [m] = matchHash([loaded], {hash: other, quality: 100, dihedral})
+    const [m] = await matchHash([loaded], {hash: other, quality: 100, dihedral})
     assert.equal([m.variant, m.distance], ['flipY', 3])
-  } finally {
-    await rm(dir, {recursive: true, force: true})
-  }
-})
-
-test('the binary cache (list and index) is written beside the list, used while the text is unchanged, and ignored once it changes', async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'mod-pdq-'))
-  try {
-    const file = join(dir, 'list.txt')
-    await writeFile(file, `${A},a\n${B},b,note\n`)
-    const first = await loadHashList(file, 'l')
-    assert.is(first.from, 'text')
-    assert.equal((await readdir(dir)).sort(), ['list.txt', 'list.txt.pdqcache'])
-    const second = await loadHashList(file, 'l')
-    assert.is(second.from, 'cache')
-    assert.equal(second.list, first.list)
-    assert.equal(second.index, first.index)
-    // Same size and modification time, other content: the SHA-256 tells them apart.
-    const when = new Date('2026-01-01T00:00:00Z')
-    await writeFile(file, `${B},a\n${A},b,note\n`)
-    await utimes(file, when, when)
-    const third = await loadHashList(file, 'l')
-    assert.is(third.from, 'text')
-    assert.is(entryOf(third.list, 0).label, 'a')
-    assert.is(hashToHex(third.list.hashes.subarray(0, 32)), B)
-    assert.is((await loadHashList(file, 'l')).from, 'cache')
-    const stale = await readListCache(file, {size: 1, mtimeMs: 0}, async () => Buffer.alloc(32))
-    assert.is(stale, undefined)
   } finally {
     await rm(dir, {recursive: true, force: true})
   }
@@ -150,10 +121,11 @@ test('a list with bad lines is refused with their line numbers, and no cache is 
   try {
     const file = join(dir, 'list.txt')
     await writeFile(file, `${A}\n\nxyz\n`)
-    const e = await rejection(loadHashList(file, 'l'))
+    const cacheDir = join(dir, 'cache')
+    const e = await rejection(loadHashList(file, 'l', {cacheDir}))
     assert.is(e.code, 'invalid_config')
     assert.is(e.message, `hash list ${file}: line 3: not a PDQ hash: 3 characters where 64 hexadecimal digits are expected`)
-    assert.equal(await readdir(dir), ['list.txt'])
+    assert.equal(await readdir(join(cacheDir, 'hash-lists')), [])
     assert.is((await rejection(loadHashList(join(dir, 'none.txt'), 'l'))).message, `hash list ${join(dir, 'none.txt')} does not exist`)
   } finally {
     await rm(dir, {recursive: true, force: true})
@@ -190,44 +162,6 @@ test('only a regular file of at most 1 GiB is a list: devices, FIFOs and folders
     await truncate(big, MAX_LIST_BYTES + 1)
     assert.is((await rejection(checkHashListFile(big))).message, `hash list ${big} is 1025 MiB, over the 1024 MiB a list may have`)
     assert.is((await rejection(loadHashList(big, 'l'))).code, 'invalid_config')
-  } finally {
-    await rm(dir, {recursive: true, force: true})
-  }
-})
-
-test('a damaged or forged cache is ignored and written anew from the text', async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'mod-pdq-'))
-  try {
-    const file = join(dir, 'list.txt')
-    const hashes = Array.from({length: 40}, () => randomHash(random(7)))
-    await writeFile(file, hashes.map((h, i) => `${hashToHex(h)},case-${i % 3}`).join('\n'))
-    const first = await loadHashList(file, 'l')
-    const good = await readFile(cachePath(file))
-    // The layout for 40 hashes: header, hashes, records, 11 offset tables of 1025 entries, 11 id and 11 value tables of 40.
-    const recordsAt = 64 + 40 * 32
-    const offsetsAt = recordsAt + 40 * 4
-    const idsAt = offsetsAt + 11 * 1025 * 4
-    const set = (at: number, value: number) => (b: Buffer) => (b.writeUInt32LE(value, at), b)
-    const forgeries: [string, (b: Buffer) => Buffer][] = [
-      ['a count beyond the file', set(8, 0xfffffff0)],
-      ['a count one higher', set(8, 41)],
-      ['a record out of range', set(recordsAt, 99)],
-      ['a bucket offset going back', set(offsetsAt + 4, 0xffffffff)],
-      ['an id out of range', set(idsAt + 8, 1 << 30)],
-      ['a cut file', (b) => b.subarray(0, idsAt)],
-      ['record texts that are not JSON', (b) => b.fill(32, b.length - 20)],
-    ]
-    for (const [what, forge] of forgeries) {
-      await writeFile(cachePath(file), forge(Buffer.from(good)))
-      const again = await loadHashList(file, 'l')
-      assert.is(again.from, 'text', what)
-      assert.equal(again.list, first.list, what)
-      assert.equal(await readFile(cachePath(file)), good, what)
-    }
-    // A cache path that is a FIFO is not waited on.
-    await rm(cachePath(file))
-    execFileSync('mkfifo', [cachePath(file)])
-    assert.is((await loadHashList(file, 'l', {writeCache: false})).from, 'text')
   } finally {
     await rm(dir, {recursive: true, force: true})
   }

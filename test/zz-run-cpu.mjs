@@ -1,0 +1,119 @@
+#!/usr/bin/env node
+// Runs every test/**/*.test.ts in its own process (uvu suites, from the JavaScript copy test/transpile.mjs writes
+// at the start), two at a time, and ends with
+// the line "N passed, N failed". A file that crashes before uvu prints its summary counts as one failure.
+// Every file starts without the caller's MOD_* variables (tests that need one set it themselves), and each
+// file's wall time is printed with its result; the slowest files are listed at the end. The times are kept in
+// test/fixtures/tmp/ so that the next run starts the slowest files first (new files before all of them): the two
+// workers then finish close together instead of one waiting on a slow file started last.
+import {spawn, spawnSync} from 'node:child_process'
+import {mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {join, relative} from 'node:path'
+import {fileURLToPath} from 'node:url'
+import {mirrorOf, transpile} from './transpile.mjs'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const filter = process.argv.slice(2)
+
+function find(dir) {
+  return readdirSync(dir).sort().flatMap((name) => {
+    const p = join(dir, name)
+    if (name === 'fixtures' || name === 'node_modules') return []
+    if (statSync(p).isDirectory()) return find(p)
+    return name.endsWith('.test.ts') ? [p] : []
+  })
+}
+
+const TIMES = join(root, 'test', 'fixtures', 'tmp', 'test-times.json')
+const lastTimes = (() => {
+  try {
+    return JSON.parse(readFileSync(TIMES, 'utf8'))
+  } catch {
+    return {}
+  }
+})()
+const files = find(join(root, 'test'))
+  .filter((f) => filter.length === 0 || filter.some((x) => f.includes(x)))
+  .sort((a, b) => (lastTimes[relative(root, b)] ?? Infinity) - (lastTimes[relative(root, a)] ?? Infinity))
+const strip = (s) => s.replace(/\x1b\[[0-9;]*m/g, '')
+const FILE_TIMEOUT_MS = 240_000
+
+// The caller's shell may configure mod (MOD_MODEL_DIR, MOD_API_KEYS, ...): the tests must not see it.
+const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_')))
+const SLOWEST_SHOWN = 10
+const started = Date.now()
+const MIRROR = join(root, 'test', 'fixtures', 'tmp', 'js')
+try {
+  await transpile(root, MIRROR)
+} catch (e) {
+  process.stdout.write(`${e.message}\n\n0 passed, 1 failed\n`)
+  process.exit(1)
+}
+// The optimised graphs of the models every scan opens, built once by a real scan for test/helpers/warm-cache.ts.
+const WARM_CACHE = join(root, 'test', 'fixtures', 'tmp', 'warm-cache')
+rmSync(WARM_CACHE, {recursive: true, force: true})
+spawnSync(process.execPath, [join(root, 'bin', 'run.js'), 'scan', join(root, 'test', 'fixtures', 'photos'), '--json'], {
+  env: {...baseEnv, MOD_CACHE_DIR: WARM_CACHE, MOD_MODEL_DIR: join(root, 'test', 'fixtures', 'models', 'toy')},
+  stdio: 'ignore',
+})
+
+function runFile(file) {
+  return new Promise((resolve) => {
+    const started = Date.now()
+    const child = spawn('/usr/bin/time', ['-a', '-o', '/tmp/cpu-per-file2.txt', '-f', '%U %S '+relative(root, file), process.execPath, '--enable-source-maps', mirrorOf(root, MIRROR, file)], {
+      cwd: root,
+      // Test files run engines in-process: keep onnxruntime's telemetry off there too, as bin/run.js does.
+      env: {...baseEnv, NO_COLOR: '1', FORCE_COLOR: '0', ORT_DISABLE_TELEMETRY: '1'},
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let out = ''
+    child.stdout.on('data', (d) => (out += d))
+    child.stderr.on('data', (d) => (out += d))
+    const timer = setTimeout(() => {
+      out += `\n[run] ${relative(root, file)} timed out after ${FILE_TIMEOUT_MS} ms\n`
+      child.kill('SIGKILL')
+    }, FILE_TIMEOUT_MS)
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      const text = strip(out)
+      const total = Number(/Total:\s+(\d+)/.exec(text)?.[1] ?? 0)
+      const passed = Number(/Passed:\s+(\d+)/.exec(text)?.[1] ?? 0)
+      const skipped = Number(/Skipped:\s+(\d+)/.exec(text)?.[1] ?? 0)
+      let failed = total - passed - skipped
+      if (code !== 0 && failed === 0) failed = 1
+      resolve({file, text, passed, failed, skipped, ms: Date.now() - started})
+    })
+  })
+}
+
+const queue = [...files]
+let passed = 0
+let failed = 0
+let skipped = 0
+const failures = []
+const times = []
+async function worker() {
+  while (queue.length > 0) {
+    const file = queue.shift()
+    const r = await runFile(file)
+    const secs = (r.ms / 1000).toFixed(1)
+    process.stdout.write(`\n=== ${relative(root, file)} (${r.passed} passed, ${r.failed} failed, ${secs} s)\n${r.text.trimEnd()}\n`)
+    times.push({file: relative(root, file), ms: r.ms})
+    passed += r.passed
+    failed += r.failed
+    skipped += r.skipped
+    if (r.failed > 0) failures.push(relative(root, file))
+  }
+}
+await Promise.all([worker(), worker()])
+const secs = ((Date.now() - started) / 1000).toFixed(1)
+mkdirSync(join(root, 'test', 'fixtures', 'tmp'), {recursive: true})
+writeFileSync(TIMES, `${JSON.stringify({...lastTimes, ...Object.fromEntries(times.map((t) => [t.file, t.ms]))}, null, 1)}\n`)
+if (times.length > 1) {
+  const slowest = times.sort((a, b) => b.ms - a.ms).slice(0, SLOWEST_SHOWN)
+  process.stdout.write(`\nslowest files:\n${slowest.map((t) => `${(t.ms / 1000).toFixed(1).padStart(7)} s  ${t.file}`).join('\n')}\n`)
+}
+if (failures.length > 0) process.stdout.write(`\nfailing files: ${failures.join(', ')}\n`)
+process.stdout.write(`\n${files.length} test files in ${secs} s\n`)
+process.stdout.write(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}\n`)
+process.exit(failed > 0 || files.length === 0 ? 1 : 0)
