@@ -144,7 +144,8 @@ async function signalCost(): Promise<void> {
     }
     await writeFile(file, `${lines.join('\n')}\n`)
   }
-  const lists = [await loadHashList(file, 'bench')]
+  // As a scan loads it: indexed into the mapped cache under the cache folder (built on the first run).
+  const lists = [await loadHashList(file, 'bench', {cacheDir: join(dir, 'cache')})]
   const thresholds = {bench: 31}
   const names = (await readdir(DIR)).sort()
   const decodeMs: number[] = []
