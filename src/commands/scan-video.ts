@@ -8,7 +8,6 @@ import {coverage, formatVideo, notEvaluatedLine} from '../cli/format.js'
 import type {EnvVars} from '../cli/help.js'
 import {checkVideoFile} from '../cli/inputs.js'
 import {serverFlags} from '../cli/remote/flags.js'
-import {remoteFromFlags} from '../cli/remote/from-flags.js'
 import {coverageOf} from '../lib/signals/listing.js'
 import {checkVideoSampling, MAX_FPS, MAX_MIN_FRAMES, MIN_FPS} from '../lib/video/options.js'
 
@@ -70,7 +69,7 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
     await checkVideoFile(args.file)
     const {server} = flags
     const {engine, config} =
-      server === undefined ? await engineFromFlags(flags) : await remoteFromFlags({...flags, server}, this.argv, (line) => this.logToStderr(line), this.interrupt.signal)
+      server === undefined ? await engineFromFlags(flags) : await (await import('../cli/remote/from-flags.js')).remoteFromFlags({...flags, server}, this.argv, (line) => this.logToStderr(line), this.interrupt.signal)
     this.notePolicy(config)
     let result
     let partial = ''

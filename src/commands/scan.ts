@@ -8,7 +8,6 @@ import {modelFlags, policyFlags} from '../cli/flags.js'
 import {coverage, coverageHint, formatRow, notEvaluatedLine, summaryLine, type Counts} from '../cli/format.js'
 import {readFileList} from '../cli/files-from.js'
 import {batchFlags, serverFlags} from '../cli/remote/flags.js'
-import {remoteFromFlags} from '../cli/remote/from-flags.js'
 import type {EnvVars} from '../cli/help.js'
 import {openHtmlReport, type HtmlReport} from '../cli/reports/html-report.js'
 import {scanInputs, skippedLine, type ScanEntry, type ScanItem, type Skipped} from '../cli/inputs.js'
@@ -198,7 +197,7 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
     const {engine, config} =
       server === undefined
         ? await engineFromFlags(flags, process.env, {only: flags.only})
-        : await remoteFromFlags({...flags, server}, this.argv, (line) => this.logToStderr(line), this.interrupt.signal)
+        : await (await import('../cli/remote/from-flags.js')).remoteFromFlags({...flags, server}, this.argv, (line) => this.logToStderr(line), this.interrupt.signal)
     this.notePolicy(config)
     const out = process.stdout
     let closed = false

@@ -19,7 +19,6 @@ import {createHash} from 'node:crypto'
 import {open, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import onnxProto from 'onnx-proto'
 import * as ort from 'onnxruntime-node'
 
 import {ModError} from '../../errors.js'
@@ -27,8 +26,6 @@ import {sessionOptions} from '../../model/session.js'
 import {HASH_BYTES, popcount32, type Hash256} from './hash256.js'
 import type {HashList} from './list-file.js'
 import {bucketBits, checkThreshold, CHUNKS, probeKeys, queryWords, type MultiIndex} from './multi-index.js'
-
-const {onnx} = onnxProto
 
 /** The layout's version: a cache of another version is built anew. */
 export const FORMAT = 3
@@ -109,64 +106,6 @@ function header(count: number, recordCount: number, texts: Buffer, sha256: Buffe
   return h
 }
 
-/** An int32 (or uint8) initializer kept in `index.bin` at `offset`. */
-function external(name: string, dims: number[], offset: number, type: 'int32' | 'uint8' = 'int32'): onnxProto.onnx.ITensorProto {
-  const length = dims.reduce((a, b) => a * b, 1) * (type === 'int32' ? 4 : 1)
-  return {
-    name,
-    dataType: type === 'int32' ? onnx.TensorProto.DataType.INT32 : onnx.TensorProto.DataType.UINT8,
-    dims,
-    dataLocation: onnx.TensorProto.DataLocation.EXTERNAL,
-    externalData: [
-      {key: 'location', value: DATA_FILE},
-      {key: 'offset', value: String(offset)},
-      {key: 'length', value: String(length)},
-    ],
-  }
-}
-
-const INT32 = onnx.TensorProto.DataType.INT32
-const vector = (name: string, dims: (number | string)[], elemType = INT32): onnxProto.onnx.IValueInfoProto => ({
-  name,
-  type: {tensorType: {elemType, shape: {dim: dims.map((d) => (typeof d === 'number' ? {dimValue: d} : {dimParam: d}))}}},
-})
-const gather = (data: string, indices: string, output: string): onnxProto.onnx.INodeProto => ({
-  opType: 'Gather',
-  input: [data, indices],
-  output: [output],
-  attribute: [{name: 'axis', type: onnx.AttributeProto.AttributeType.INT, i: 0}],
-})
-
-function model(graph: onnxProto.onnx.IGraphProto): Uint8Array {
-  return onnx.ModelProto.encode({irVersion: 8, opsetImport: [{domain: '', version: 17}], producerName: 'mod', graph}).finish()
-}
-
-/** probe: the bounds [from, to) of each bucket asked for (a bucket's number counts from the start of all tables). */
-function probeModel(layout: Layout): Uint8Array {
-  return model({
-    name: 'probe',
-    initializer: [external('offsets', [layout.offsetEntries], layout.offsets), {name: 'one', dataType: INT32, dims: [1], int32Data: [1]}],
-    input: [vector('buckets', ['n'])],
-    output: [vector('from', ['n']), vector('to', ['n'])],
-    node: [gather('offsets', 'buckets', 'from'), {opType: 'Add', input: ['buckets', 'one'], output: ['next']}, gather('offsets', 'next', 'to')],
-  })
-}
-
-/**
- * fetch: for entries of the id tables, the id there and its row (hash and record); and rows asked for by
- * number (`direct`: only for touching every page of the rows when the cache is opened).
- */
-function fetchModel(layout: Layout, count: number): Uint8Array {
-  const UINT8 = onnx.TensorProto.DataType.UINT8
-  return model({
-    name: 'fetch',
-    initializer: [external('ids', [CHUNKS * count], layout.ids), external('rows', [count, ROW], layout.rows, 'uint8')],
-    input: [vector('positions', ['m']), vector('direct', ['k'])],
-    output: [vector('id', ['m']), vector('row', ['m', ROW], UINT8), vector('direct_row', ['k', ROW], UINT8)],
-    node: [gather('ids', 'positions', 'id'), gather('rows', 'id', 'row'), gather('rows', 'direct', 'direct_row')],
-  })
-}
-
 /** 0, step, 2 x step... below `end`: one index per page of an array of `end` entries of `step` per page. */
 const strided = (end: number, step: number): ort.Tensor => {
   const indices = Int32Array.from({length: Math.ceil(end / step)}, (_, i) => i * step)
@@ -209,8 +148,10 @@ export async function writeMapped(dir: string, list: HashList, index: MultiIndex
   } finally {
     await handle.close()
   }
-  await writeFile(join(dir, PROBE_FILE), probeModel(layout))
-  await writeFile(join(dir, FETCH_FILE), fetchModel(layout, count))
+  // The graphs' writer (onnx-proto) loads only when a cache is built, not at every start.
+  const {fetchModel, probeModel} = await import('./list-graphs.js')
+  await writeFile(join(dir, PROBE_FILE), probeModel({file: DATA_FILE, offsets: layout.offsets, offsetEntries: layout.offsetEntries}))
+  await writeFile(join(dir, FETCH_FILE), fetchModel({file: DATA_FILE, ids: layout.ids, idEntries: CHUNKS * count, rows: layout.rows, count, rowBytes: ROW}))
 }
 
 /** The record texts and count of `index.bin` when its header, size and texts are whole and it was made from `sha256`. */
