@@ -232,7 +232,10 @@ function operation(op: Declared, facts: ServerFacts): Operation {
       body.media === 'application/json'
         ? {schema: withRefs(body.schema), example: body.example}
         : {schema: body.schema(facts.limits)}
-    result.requestBody = {description: render(body.description, facts), required: true, content: {[body.media]: media}}
+    const content: Record<string, MediaType> = {[body.media]: media}
+    if (op.upload) content[op.upload.media] = {schema: op.upload.schema(facts.limits)}
+    const description = render(body.description, facts) + (op.upload ? ` Or: ${render(op.upload.description, facts)}` : '')
+    result.requestBody = {description, required: true, content}
   }
   return result
 }
