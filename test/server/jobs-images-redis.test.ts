@@ -1,0 +1,118 @@
+// Bulk image jobs on Redis with three worker processes: every item has exactly one line in manifest order, also
+// when a worker is killed between scoring a chunk and recording it, and when Redis (appendonly, fsync always) is
+// killed and restarted mid-job.
+import {spawn, type ChildProcess} from 'node:child_process'
+import {mkdirSync} from 'node:fs'
+import {readdir} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {Redis} from 'ioredis'
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {startRedis, type RedisServer} from '../helpers/redis.js'
+import {blue, call, errorOf, form, red, start, tempDir, testSettings, toyEngine, type Running} from './harness.js'
+
+const dir = tempDir('mod-jobs-images-redis-')
+const storage = join(dir.path, 'jobs')
+mkdirSync(storage)
+const cacheDir = join(dir.path, 'cache')
+let redis: RedisServer
+let server: Running
+const children: ChildProcess[] = []
+const engine = toyEngine(testSettings(cacheDir))
+
+/** A worker process; `printed` resolves once a line of its output matches. */
+function worker() {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'jobs', 'image-worker.ts'), redis.url, storage, cacheDir, '150'], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  })
+  children.push(child)
+  const lines: string[] = []
+  const waiting = new Set<() => void>()
+  let rest = ''
+  child.stdout?.setEncoding('utf8').on('data', (d: string) => {
+    const parts = (rest + d).split('\n')
+    rest = parts.pop() ?? ''
+    lines.push(...parts)
+    for (const w of waiting) w()
+  })
+  const printed = (pattern: RegExp) =>
+    new Promise<string>((resolve) => {
+      const check = () => {
+        const found = lines.find((l) => pattern.test(l))
+        if (found === undefined) return
+        waiting.delete(check)
+        resolve(found)
+      }
+      waiting.add(check)
+      check()
+    })
+  const killed = () => {
+    const exited = new Promise((resolve) => child.once('exit', resolve))
+    child.kill('SIGKILL')
+    return exited
+  }
+  return {lines, printed, killed}
+}
+
+test.before(async () => {
+  redis = await startRedis({appendonly: true})
+  const settings = testSettings(cacheDir)
+  server = await start(engine, {...settings, jobs: {...settings.jobs, storage, redisUrl: redis.url, serveJobs: false}}, {tmpDir: dir.path})
+})
+
+test.after(async () => {
+  for (const c of children) c.kill('SIGKILL')
+  await server.stop()
+  await redis.remove()
+  dir.remove()
+})
+
+test('300 uploaded images on three workers, one killed mid-chunk and Redis killed mid-job: each item has exactly one line', async () => {
+  const workers = [worker(), worker(), worker()]
+  await Promise.all(workers.map((w) => w.printed(/^ready$/)))
+  const [redPng, bluePng] = await Promise.all([red(), blue()])
+  const files = Array.from({length: 300}, (_, i) => ({name: `${i}.png`, data: i % 5 === 0 ? redPng : bluePng}))
+  const r = await call(`${server.base}/v1/jobs/images`, {method: 'POST', body: form('files', files)})
+  assert.is(r.status, 202)
+  const id: string = r.body.id
+  assert.is(r.body.progress.chunks_total, 10)
+
+  // The first worker to score a chunk dies before recording it.
+  const victim = await Promise.race(workers.map((w, i) => w.printed(/^scored /).then(() => i)))
+  await workers[victim].killed()
+  // Redis dies once some chunks are recorded and comes back with what it acknowledged.
+  let job = r.body
+  while (job.progress.chunks_done < 2) {
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    job = (await call(`${server.base}/v1/jobs/${id}`)).body
+  }
+  assert.is(job.status, 'running')
+  await redis.stop('SIGKILL')
+  assert.equal(errorOf(await call(`${server.base}/v1/jobs/${id}`)), {status: 503, code: 'overloaded'})
+  await redis.restart()
+
+  const end = Date.now() + 30_000
+  while (job.status !== 'done' && Date.now() < end) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    const polled = await call(`${server.base}/v1/jobs/${id}`)
+    if (polled.status === 200) job = polled.body
+  }
+  assert.equal([job.status, job.progress], ['done', {items_done: 300, items_total: 300, chunks_done: 10, chunks_total: 10}])
+  const res = await fetch(`${server.base}/v1/jobs/${id}/results`)
+  assert.is(res.headers.get('x-mod-job-status'), 'done')
+  const lines = (await res.text()).trimEnd().split('\n').map((l) => JSON.parse(l))
+  assert.equal(lines.map((l) => l.index), [...Array(300).keys()])
+  assert.equal(lines.map((l) => l.source), files.map((f) => f.name))
+  assert.equal(lines.map((l) => l.is_safe), files.map((_, i) => i % 5 !== 0))
+  // Some chunk was scored more than once (the killed worker's, at least), yet recorded once.
+  const scored = workers.flatMap((w) => w.lines.filter((l) => l.startsWith('scored ')))
+  assert.ok(scored.length > 10, `${scored.length} chunks scored`)
+  const client = new Redis(redis.url)
+  assert.is(await client.hlen(`mod:imagejob:${id}:lines`), 300)
+  client.disconnect()
+  assert.equal(await readdir(storage), [])
+})
+
+test.run()
