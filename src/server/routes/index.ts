@@ -22,6 +22,6 @@ export const ROUTES: readonly AnyRoute[] = [
   submitVideoJobRoute,
   submitImageJobRoute,
   getJobRoute,
-  imageJobResultsRoute,
   cancelJobRoute,
+  imageJobResultsRoute,
 ]
