@@ -2,6 +2,9 @@
 // when a worker is killed between scoring a chunk and recording it, and when Redis (appendonly, fsync always) is
 // killed and restarted mid-job.
 import {spawn, type ChildProcess} from 'node:child_process'
+import {createHmac} from 'node:crypto'
+import {createServer} from 'node:http'
+import type {AddressInfo} from 'node:net'
 import {mkdirSync} from 'node:fs'
 import {readdir} from 'node:fs/promises'
 import {join} from 'node:path'
@@ -11,12 +14,13 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {startRedis, type RedisServer} from '../helpers/redis.js'
-import {blue, call, errorOf, form, red, start, tempDir, testSettings, toyEngine, type Running} from './harness.js'
+import {blue, call, errorOf, form, red, serveProcess, start, tempDir, testSettings, TOY_MODEL, toyEngine, writeRednessPolicy, type Running} from './harness.js'
 
 const dir = tempDir('mod-jobs-images-redis-')
 const storage = join(dir.path, 'jobs')
 mkdirSync(storage)
 const cacheDir = join(dir.path, 'cache')
+const SECRET = 'image-jobs-secret'
 let redis: RedisServer
 let server: Running
 const children: ChildProcess[] = []
@@ -48,7 +52,8 @@ function worker() {
       waiting.add(check)
       check()
     })
-  const killed = () => {
+  const killed = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return
     const exited = new Promise((resolve) => child.once('exit', resolve))
     child.kill('SIGKILL')
     return exited
@@ -59,7 +64,7 @@ function worker() {
 test.before(async () => {
   redis = await startRedis({appendonly: true})
   const settings = testSettings(cacheDir)
-  server = await start(engine, {...settings, jobs: {...settings.jobs, storage, redisUrl: redis.url, serveJobs: false}}, {tmpDir: dir.path})
+  server = await start(engine, {...settings, jobs: {...settings.jobs, storage, redisUrl: redis.url, serveJobs: false, callbackAllowPrivate: true}}, {tmpDir: dir.path})
 })
 
 test.after(async () => {
@@ -113,6 +118,50 @@ test('300 uploaded images on three workers, one killed mid-chunk and Redis kille
   assert.is(await client.hlen(`mod:imagejob:${id}:lines`), 300)
   client.disconnect()
   assert.equal(await readdir(storage), [])
+  await Promise.all(workers.map((w) => w.killed()))
+})
+
+test('mod worker runs the chunks of an image job accepted elsewhere and sends the signed callback', async () => {
+  const callbacks: {signature: string | undefined; body: string}[] = []
+  const receiver = createServer((req, res) => {
+    let body = ''
+    req.setEncoding('utf8').on('data', (d: string) => (body += d))
+    req.on('end', () => {
+      callbacks.push({signature: req.headers['x-mod-signature'] as string | undefined, body})
+      res.writeHead(204).end()
+    })
+  })
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
+  const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
+  const modWorker = serveProcess(
+    [],
+    {
+      MOD_CACHE_DIR: cacheDir,
+      MOD_MODEL_DIR: TOY_MODEL,
+      MOD_CONFIG: writeRednessPolicy(dir.path),
+      MOD_REDIS_URL: redis.url,
+      MOD_JOB_STORAGE: storage,
+      MOD_CALLBACK_SECRET: SECRET,
+      MOD_CALLBACK_ALLOW_PRIVATE: 'true',
+    },
+    'worker',
+  )
+  children.push(modWorker.child)
+  await modWorker.waitFor(/taking jobs from redis:/)
+  const [redPng, bluePng] = await Promise.all([red(), blue()])
+  const files = Array.from({length: 40}, (_, i) => ({name: `${i}.png`, data: i < 20 ? redPng : bluePng}))
+  const r = await call(`${server.base}/v1/jobs/images?callback_url=${encodeURIComponent(hook)}`, {method: 'POST', body: form('files', files)})
+  assert.is(r.status, 202)
+  while (callbacks.length === 0) await new Promise((resolve) => setTimeout(resolve, 50))
+  const [callback] = callbacks
+  assert.is(callback.signature, `sha256=${createHmac('sha256', SECRET).update(callback.body).digest('hex')}`)
+  const job = JSON.parse(callback.body)
+  assert.equal([job.id, job.status, job.progress.items_done], [r.body.id, 'done', 40])
+  const lines = (await (await fetch(`${server.base}/v1/jobs/${r.body.id}/results?offset=15`)).text()).trimEnd().split('\n').map((l) => JSON.parse(l))
+  assert.equal(lines.map((l) => [l.index, l.is_safe]), files.slice(15).map((_, i) => [15 + i, 15 + i >= 20]))
+  modWorker.child.kill('SIGTERM')
+  assert.is(await modWorker.exited, 0)
+  await new Promise((resolve) => receiver.close(resolve))
 })
 
 test.run()
