@@ -5,6 +5,7 @@ import {ModError} from '../../../lib/errors.js'
 import type {Log} from '../../errors.js'
 import {removeJobFolder} from '../storage.js'
 import {readChunk} from './chunk-data.js'
+import {chunksKey, clientKey, linesKey, metaKey} from './keys.js'
 import {failedLines} from './lines.js'
 import {tooManyJobs} from './memory.js'
 import {chunksOf, imageJobBody, type Chunk, type ChunkRunner, type ImageJobQueue, type ImageJobState, type ImageQueueHooks} from './types.js'
@@ -24,10 +25,6 @@ export interface RedisImageQueueOptions extends ImageQueueHooks {
 
 const QUEUE_NAME = 'mod-image-chunks'
 const CANCEL_CHANNEL = 'mod:imagejobs:cancel'
-const metaKey = (id: string) => `mod:imagejob:${id}`
-const linesKey = (id: string) => `mod:imagejob:${id}:lines`
-const chunksKey = (id: string) => `mod:imagejob:${id}:chunks`
-const clientKey = (client: string) => `mod:imagejobs:client:${client}`
 /** BullMQ ids may not hold ':'. */
 const chunkId = (id: string, index: number) => `${id}.${index}`
 
