@@ -37,7 +37,7 @@ export const LOCATION = {Location: {description: 'Where the job is: `/v1/jobs/{i
 
 export const ID = {
   id: {
-    description: 'The job id from `POST /v1/jobs/video`.',
+    description: 'The job id from `POST /v1/jobs/video` or `POST /v1/jobs/images`.',
     schema: Type.String({format: 'uuid', title: 'a job id (a UUID, as POST /v1/jobs/video gives)'}),
   },
 }
