@@ -6,81 +6,28 @@
  *
  *   npm run build && npx tsx bench/image-jobs.ts [items=2000] [workers=3]
  */
-import {spawn, type ChildProcess} from 'node:child_process'
-import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
-import {createServer} from 'node:net'
+import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
 import {Redis} from 'ioredis'
 import sharp from 'sharp'
 
-import {BIN, header, load, ROOT, table} from './lib.js'
+import {header, load, ROOT, table} from './lib.js'
+import {acceptingServer, freePort, modEnv, modWorkers, startRedis, stopAll} from './processes.js'
 
 const ITEMS = Number(process.argv[2] ?? 2000)
 const WORKERS = Number(process.argv[3] ?? 3)
 const TOY = join(ROOT, 'test', 'fixtures', 'models', 'toy')
 const dir = mkdtempSync(join(tmpdir(), 'mod-bench-image-jobs-'))
-const children: ChildProcess[] = []
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const {port} = s.address() as {port: number}
-      s.close(() => resolve(port))
-    })
-  })
-}
-
-/** A process whose stderr (or stdout) is watched for a line. */
-function launch(command: string, args: string[], env: NodeJS.ProcessEnv = process.env) {
-  const child = spawn(command, args, {cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe']})
-  children.push(child)
-  let out = ''
-  child.stdout?.on('data', (d: Buffer) => (out += d.toString()))
-  child.stderr?.on('data', (d: Buffer) => (out += d.toString()))
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-  const waitFor = async (pattern: RegExp): Promise<RegExpExecArray> => {
-    for (;;) {
-      const m = pattern.exec(out)
-      if (m) return m
-      if (child.exitCode !== null) throw new Error(`${command} exited:\n${out}`)
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
-  }
-  const kill = async (signal: NodeJS.Signals) => {
-    if (child.exitCode === null && child.signalCode === null) child.kill(signal)
-    await exited
-  }
-  return {child, waitFor, kill}
-}
-
 const redisPort = await freePort()
 const redisUrl = `redis://127.0.0.1:${redisPort}`
-const startRedis = () => {
-  const r = launch('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always'])
-  return r.waitFor(/Ready to accept connections/).then(() => r)
-}
-
-const policy = join(dir, 'policy.yaml')
-writeFileSync(policy, 'categories:\n  redness:\n    prompts: ["red"]\n')
-const env = {
-  ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_'))),
-  NO_COLOR: '1',
-  MOD_MODEL_DIR: TOY,
-  MOD_CACHE_DIR: join(dir, 'cache'),
-  MOD_CONFIG: policy,
-  MOD_REDIS_URL: redisUrl,
-  MOD_JOB_STORAGE: join(dir, 'jobs'),
-  MOD_MAX_JOB_BYTES: '1GB',
-}
+const env = modEnv(dir, TOY, redisUrl)
 
 header('image-jobs', `${ITEMS} uploaded images, ${WORKERS} mod worker processes, one killed and Redis restarted mid-job`)
-let redis = await startRedis()
-const serve = launch(process.execPath, [BIN, 'serve', '--port', '0'], {...env, MOD_SERVE_JOBS: 'false'})
-const base = (await serve.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/))[1]
-const workers = Array.from({length: WORKERS}, () => launch(process.execPath, [BIN, 'worker'], env))
-await Promise.all(workers.map((w) => w.waitFor(/taking jobs from/)))
+let redis = await startRedis(dir, redisPort)
+const {base} = await acceptingServer(env)
+const workers = await modWorkers(WORKERS, env)
 
 const [red, blue] = await Promise.all([[255, 0, 0], [0, 0, 255]].map(([r, g, b]) => sharp({create: {width: 16, height: 16, channels: 3, background: {r, g, b}}}).png().toBuffer()))
 const form = new FormData()
@@ -113,7 +60,7 @@ await until((p) => p.progress.chunks_done >= Math.ceil(p.progress.chunks_total /
 const commandsBeforeRestart = await commands(probe)
 probe.disconnect()
 await redis.kill('SIGKILL')
-redis = await startRedis()
+redis = await startRedis(dir, redisPort)
 const restartedAt = performance.now()
 await until((p) => p.status === 'done')
 const finished = performance.now()
@@ -139,8 +86,6 @@ table([
 ])
 process.stdout.write(`${inOrder ? 'PASS' : 'FAIL'} image-jobs: ${ITEMS} items, exactly one line each after a worker kill and a Redis restart\n`)
 
-for (const w of workers) await w.kill('SIGTERM')
-await serve.kill('SIGTERM')
-await redis.kill('SIGTERM')
+await stopAll()
 rmSync(dir, {recursive: true, force: true})
 process.exit(inOrder ? 0 : 1)
