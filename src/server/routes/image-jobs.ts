@@ -1,4 +1,5 @@
 import {randomUUID} from 'node:crypto'
+import type {ServerResponse} from 'node:http'
 import {mkdir, rm} from 'node:fs/promises'
 
 import {Type} from 'typebox'
@@ -127,6 +128,17 @@ export const submitImageJobRoute = declareRoute({
   },
 })
 
+/** Resolves once the answer can take more, or its client is gone. */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done).off('close', done)
+      resolve()
+    }
+    res.once('drain', done).once('close', done)
+  })
+}
+
 const ResultsQuery = Type.Object({
   offset: Type.Integer({minimum: 0, default: 0, description: 'The first line to send: the index of the first item wanted (lines already read are skipped).'}),
 })
@@ -167,7 +179,7 @@ export const imageJobResultsRoute = declareRoute({
       const lines = await ctx.imageJobs.lines(id, from, Math.min(PAGE, total - from))
       const ready = lines.findIndex((line) => line === undefined)
       const sent = ready === -1 ? lines : lines.slice(0, ready)
-      if (sent.length > 0 && !res.write(sent.join('\n') + '\n')) await new Promise((resolve) => res.once('drain', resolve))
+      if (sent.length > 0 && !res.write(sent.join('\n') + '\n')) await drained(res)
       if (ready !== -1 || res.destroyed) break
     }
     res.end()

@@ -124,7 +124,7 @@ export function createRedisImageQueue(o: RedisImageQueueOptions): ImageJobQueue 
     if (s) o.onEnd?.(imageJobBody(s), s.callbackUrl)
   }
 
-  async function process(job: BullJob, runner: ChunkRunner): Promise<void> {
+  async function runChunk(job: BullJob, runner: ChunkRunner): Promise<void> {
     const chunk = readChunk(job.data)
     // A chunk of a deleted job is dropped unrun.
     if ((await client.eval(START, 1, metaKey(chunk.job))) === 0) return
@@ -222,7 +222,7 @@ export function createRedisImageQueue(o: RedisImageQueueOptions): ImageJobQueue 
       const connection = new Redis(o.url, {maxRetriesPerRequest: null})
       connection.on('error', logOnce('image job worker (redis)'))
       connections.push(connection)
-      worker = new Worker(QUEUE_NAME, (job) => process(job, runner), {
+      worker = new Worker(QUEUE_NAME, (job) => runChunk(job, runner), {
         connection,
         concurrency: 1,
         lockDuration: o.lockDurationMs ?? 30_000,

@@ -5,28 +5,28 @@ import {sendCallback} from '../../../lib/fetch/callback.js'
 import {fetchImageUrl, type FetchedImage} from '../../../lib/fetch/url.js'
 import {describe, toHttpError, type Log} from '../../errors.js'
 import {jobsUnavailable} from '../availability.js'
-import type {JobOptions} from '../service.js'
 import {createMemoryImageQueue} from './memory.js'
 import type {RedisImageQueueOptions} from './redis.js'
 import {imageChunkRunner} from './runner.js'
+import type {JobError} from '../types.js'
 import type {ChunkRunner, ImageJobQueue, ImageQueueHooks} from './types.js'
 
-/** Test hooks beside the video queue's: BullMQ's stall timings for chunks. */
-export interface ImageJobOptions extends Pick<JobOptions, 'callback'> {
-  bull?: Pick<RedisImageQueueOptions, 'lockDurationMs' | 'stalledIntervalMs'>
-}
+/** An error as a client would have been answered it; internal details go to the log. */
+const describing =
+  (log: Log) =>
+  (e: unknown): JobError => {
+    const {code, message} = toHttpError(e, log)
+    return {code, message}
+  }
 
 /** Errors as a client would see them; the callback of a job that ended, signed as a video job's is. */
-function imageHooks(settings: ServerSettings, log: Log, options: ImageJobOptions): ImageQueueHooks {
+function imageHooks(settings: ServerSettings, log: Log): ImageQueueHooks {
   const {jobs} = settings
   return {
-    describeError: (e) => {
-      const {code, message} = toHttpError(e, log)
-      return {code, message}
-    },
+    describeError: describing(log),
     onEnd: (body, url) => {
       if (url === undefined) return
-      sendCallback(url, JSON.stringify(body), {secret: jobs.callbackSecret, allowPrivate: jobs.callbackAllowPrivate, ...options.callback}).catch(
+      sendCallback(url, JSON.stringify(body), {secret: jobs.callbackSecret, allowPrivate: jobs.callbackAllowPrivate}).catch(
         (e: unknown) => log(`image job ${body.id}: the callback could not be delivered: ${describe(e)}`),
       )
     },
@@ -56,13 +56,13 @@ function refusingQueue(reason: string): ImageJobQueue {
 }
 
 /** The image job queue MOD_REDIS_URL selects (BullMQ on Redis, or in-process); it runs no chunk until `work`. */
-export function imageJobQueue(settings: ServerSettings, log: Log, options: ImageJobOptions = {}): ImageJobQueue {
+export function imageJobQueue(settings: ServerSettings, log: Log): ImageJobQueue {
   const {jobs} = settings
   const off = jobsUnavailable(settings)
   if (off !== undefined) return refusingQueue(off)
-  const common = {...imageHooks(settings, log, options), storage: jobs.storage, ttlSeconds: jobs.ttlSeconds, maxPerClient: jobs.images.maxPerClient}
+  const common = {...imageHooks(settings, log), storage: jobs.storage, ttlSeconds: jobs.ttlSeconds, maxPerClient: jobs.images.maxPerClient}
   if (jobs.redisUrl === undefined) return createMemoryImageQueue(common)
-  return loadingRedisQueue({...common, ...options.bull, url: jobs.redisUrl, log})
+  return loadingRedisQueue({...common, url: jobs.redisUrl, log})
 }
 
 /** Runs chunks on `engine`, URLs fetched under the process's URL rules and limits (`fetchImage`, for tests). */
@@ -72,10 +72,7 @@ export function chunkRunnerFor(engine: Engine, settings: ServerSettings, log: Lo
     storage: settings.jobs.storage,
     allowUrls: settings.allowUrls,
     fetchImage: fetchImage ?? ((url) => fetchImageUrl(url, {maxBytes: limits.maxBytes, timeoutMs: limits.urlTimeoutMs})),
-    describeError: (e) => {
-      const {code, message} = toHttpError(e, log)
-      return {code, message}
-    },
+    describeError: describing(log),
   })
 }
 
