@@ -13,7 +13,7 @@ import {Redis} from 'ioredis'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {startRedis, type RedisServer} from '../helpers/redis.js'
+import {entriesNaming, startRedis, type RedisServer} from '../helpers/redis.js'
 import {blue, call, errorOf, form, red, serveProcess, start, tempDir, testSettings, TOY_MODEL, toyEngine, writeRednessPolicy, type Running} from './harness.js'
 
 const dir = tempDir('mod-jobs-images-redis-')
@@ -119,6 +119,19 @@ test('300 uploaded images on three workers, one killed mid-chunk and Redis kille
   client.disconnect()
   assert.equal(await readdir(storage), [])
   await Promise.all(workers.map((w) => w.killed()))
+})
+
+test('DELETE of a queued job drops its chunks: nothing of it stays in Redis or in the storage', async () => {
+  const files = Array.from({length: 70}, (_, i) => ({name: `${i}.png`, data: 'x'}))
+  const r = await call(`${server.base}/v1/jobs/images`, {method: 'POST', body: form('files', files)})
+  assert.equal([r.status, r.body.status], [202, 'queued'])
+  const deleted = await call(`${server.base}/v1/jobs/${r.body.id}`, {method: 'DELETE'})
+  assert.equal([deleted.status, deleted.body.status, deleted.body.progress.chunks_total], [200, 'cancelled', 3])
+  assert.equal(errorOf(await call(`${server.base}/v1/jobs/${r.body.id}/results`)), {status: 404, code: 'not_found'})
+  const client = new Redis(redis.url)
+  assert.equal(await entriesNaming(client, r.body.id), [])
+  client.disconnect()
+  assert.equal(await readdir(storage), [])
 })
 
 test('mod worker runs the chunks of an image job accepted elsewhere and sends the signed callback', async () => {

@@ -10,6 +10,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
+import {createMemoryImageQueue} from '../../src/server/jobs/images/memory.js'
 import {blue, call, errorOf, form, postJson, red, start, tempDir, testSettings, toyEngine, type Running} from './harness.js'
 
 const PUBLIC = '93.184.216.34'
@@ -176,6 +177,31 @@ test('a client with as many jobs not done as MOD_MAX_JOBS_PER_CLIENT gets 429 to
   await done(first.body.id)
   await done(second.body.id)
   assert.is((await submit()).status, 202)
+})
+
+test('a read while the job runs answers the lines ready, up to the first item not scored; the next read resumes', async () => {
+  let release = () => {}
+  const held = new Promise<void>((resolve) => (release = resolve))
+  const queue = createMemoryImageQueue({storage, ttlSeconds: 60, maxPerClient: 2, describeError: () => ({code: 'internal', message: 'x'})})
+  // The second chunk waits until released; every item's line says where it is.
+  queue.work(async (chunk) => {
+    if (chunk.index === 1) await held
+    return chunk.items.map((_, i) => JSON.stringify({index: chunk.start + i, source: `${chunk.start + i}`, error: {code: 'internal', message: 'x'}}))
+  })
+  const holding = await start(engine, settings, {tmpDir: dir.path, imageJobs: queue})
+  const read = async (id: string, offset: number) => {
+    const res = await fetch(`${holding.base}/v1/jobs/${id}/results?offset=${offset}`)
+    const text = await res.text()
+    return {status: res.headers.get('x-mod-job-status'), indexes: text === '' ? [] : text.trimEnd().split('\n').map((l) => JSON.parse(l).index)}
+  }
+  const r = await call(`${holding.base}/v1/jobs/images`, {method: 'POST', body: form('files', Array.from({length: 70}, (_, i) => ({name: `${i}.png`, data: 'x'})))})
+  while ((await call(`${holding.base}/v1/jobs/${r.body.id}`)).body.progress.chunks_done < 1) await new Promise((resolve) => setTimeout(resolve, 10))
+  assert.equal(await read(r.body.id, 0), {status: 'running', indexes: [...Array(32).keys()]})
+  assert.equal(await read(r.body.id, 32), {status: 'running', indexes: []})
+  release()
+  await done(r.body.id, holding)
+  assert.equal(await read(r.body.id, 32), {status: 'done', indexes: Array.from({length: 38}, (_, i) => 32 + i)})
+  await holding.stop()
 })
 
 test.run()
