@@ -2,7 +2,7 @@
 // when a worker is killed between scoring a chunk and recording it, and when Redis (appendonly, fsync always) is
 // killed and restarted mid-job.
 import {spawn, type ChildProcess} from 'node:child_process'
-import {createHmac} from 'node:crypto'
+import {createHmac, randomUUID} from 'node:crypto'
 import {createServer} from 'node:http'
 import type {AddressInfo} from 'node:net'
 import {mkdirSync} from 'node:fs'
@@ -132,6 +132,14 @@ test('DELETE of a queued job drops its chunks: nothing of it stays in Redis or i
   assert.equal(await entriesNaming(client, r.body.id), [])
   client.disconnect()
   assert.equal(await readdir(storage), [])
+})
+
+test('a job record in Redis that is not one this server wrote is not answered', async () => {
+  const id = randomUUID()
+  const client = new Redis(redis.url)
+  await client.hset(`mod:imagejob:${id}`, {id, total: 'lots', chunks: '1', created_at: 'then', updated_at: 'now'})
+  client.disconnect()
+  assert.equal(errorOf(await call(`${server.base}/v1/jobs/${id}`)), {status: 404, code: 'not_found'})
 })
 
 test('mod worker runs the chunks of an image job accepted elsewhere and sends the signed callback', async () => {

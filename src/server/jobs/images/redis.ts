@@ -2,12 +2,14 @@ import {Queue, Worker, type Job as BullJob} from 'bullmq'
 import {Redis} from 'ioredis'
 
 import {ModError} from '../../../lib/errors.js'
+import {createAjv} from '../../ajv.js'
 import type {Log} from '../../errors.js'
 import {removeJobFolder} from '../storage.js'
 import {readChunk} from './chunk-data.js'
 import {chunksKey, clientKey, linesKey, metaKey} from './keys.js'
 import {failedLines} from './lines.js'
 import {tooManyJobs} from './memory.js'
+import {ImageJob, type ImageJobBody} from './schema.js'
 import {chunksOf, imageJobBody, type Chunk, type ChunkRunner, type ImageJobQueue, type ImageJobState, type ImageQueueHooks} from './types.js'
 
 export interface RedisImageQueueOptions extends ImageQueueHooks {
@@ -57,6 +59,8 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], 'started', '1')
 return 1
 `
+
+const validJob = createAjv().compile<ImageJobBody>(ImageJob)
 
 const unreachable = (e: unknown): ModError =>
   new ModError('overloaded', 'the job queue is not reachable; retry later', {cause: e instanceof Error ? e.message : String(e)})
@@ -192,7 +196,12 @@ export function createRedisImageQueue(o: RedisImageQueueOptions): ImageJobQueue 
     async get(id) {
       return guarded(async () => {
         const s = await state(id)
-        return s && imageJobBody(s)
+        if (!s) return undefined
+        const body = imageJobBody(s)
+        if (validJob(body)) return body
+        // Anyone who can write to that Redis can write a job record: one that is not a job's is not answered.
+        logOnce('image job queue')(new Error(`image job ${JSON.stringify(id)} was not answered: what Redis holds of it is not valid`))
+        return undefined
       })
     },
     async lines(id, from, count) {
