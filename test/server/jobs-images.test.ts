@@ -204,4 +204,19 @@ test('a read while the job runs answers the lines ready, up to the first item no
   await holding.stop()
 })
 
+test('a chunk whose run fails has the error as each of its items\' lines, so the job still ends', async () => {
+  const queue = createMemoryImageQueue({storage, ttlSeconds: 60, maxPerClient: 2, describeError: () => ({code: 'internal', message: 'internal error'})})
+  queue.work(async () => {
+    throw new Error('the model went away')
+  })
+  const id = '11111111-1111-4111-8111-111111111111'
+  await queue.submit({id, client: 'c', items: [{url: 'http://images.example/red.png', id: 'a'}, {file: 'b.png'}]})
+  while ((await queue.get(id))?.status !== 'done') await new Promise((resolve) => setTimeout(resolve, 10))
+  assert.equal((await queue.lines(id, 0, 2)).map((l) => JSON.parse(l as string)), [
+    {index: 0, id: 'a', source: 'http://images.example/red.png', error: {code: 'internal', message: 'internal error'}},
+    {index: 1, source: 'b.png', error: {code: 'internal', message: 'internal error'}},
+  ])
+  await queue.close()
+})
+
 test.run()
