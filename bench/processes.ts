@@ -23,6 +23,10 @@ export interface Launched {
 }
 
 const launched: Launched[] = []
+// A bench that fails half-way leaves no Redis, server or worker running.
+process.on('exit', () => {
+  for (const p of launched) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL')
+})
 
 export function launch(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Launched {
   const child = spawn(command, args, {cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe']})
