@@ -55,6 +55,9 @@ With MOD_API_KEY set, every request but GET /health, GET /ready and the document
     ['MOD_SERVE_JOBS', 'run jobs in this process too (default true)'],
     ['MOD_CALLBACK_SECRET', 'key of the X-Mod-Signature HMAC-SHA256 of job callbacks'],
     ['MOD_CALLBACK_ALLOW_PRIVATE', 'let callbacks reach private addresses (default false)'],
+    ['MOD_MAX_JOB_ITEMS', 'items in one image job (default 10000)'],
+    ['MOD_MAX_JOB_BYTES', 'uploaded files of one image job together (default 2GB)'],
+    ['MOD_MAX_JOBS_PER_CLIENT', 'image jobs not done yet per client address (default 4)'],
   ]
 
   static override exitCodes: [string, string][] = [

@@ -9,6 +9,7 @@ import {MAX_STALLED_COUNT, recoverySeconds} from '../server/jobs/recovery.js'
 import {videoJobRunner} from '../server/jobs/runner.js'
 import {SWEEP_GRACE_MS} from '../server/jobs/sweep.js'
 import {jobQueue} from '../server/jobs/service.js'
+import {chunkRunnerFor, imageJobQueue} from '../server/jobs/images/service.js'
 import {stopSignals} from '../server/lifecycle.js'
 
 /** The Redis URL as it may be printed: no password. */
@@ -18,9 +19,9 @@ function redisName(url: string): string {
 }
 
 export default class Worker extends ModCommand {
-  static override description = `Run video jobs from the Redis queue (MOD_REDIS_URL) without serving HTTP.
+  static override description = `Run video jobs and the chunks of image jobs from the Redis queue (MOD_REDIS_URL) without serving HTTP.
 
-Jobs are accepted by any "mod serve" with the same MOD_REDIS_URL (POST /v1/jobs/video); their uploads are read from MOD_JOB_STORAGE, which must be the same folder on every node. A worker runs one job at a time; start more workers to run more. A worker that dies mid-job loses it to another worker within ${recoverySeconds()} s (once its lock expires), at most ${MAX_STALLED_COUNT} times, then the job fails. Job folders in MOD_JOB_STORAGE whose job the queue no longer has (lost with Redis) are removed ${SWEEP_GRACE_MS / 60_000} minutes after their last change. Only jobs with the ids and fields this server writes are run: Redis holds no paths. On SIGTERM or Ctrl-C it finishes the job in hand and exits 0; a second signal exits 1 at once.`
+Jobs are accepted by any "mod serve" with the same MOD_REDIS_URL (POST /v1/jobs/video); their uploads are read from MOD_JOB_STORAGE, which must be the same folder on every node. A worker runs one video job and one chunk of an image job (up to 32 images) at a time; start more workers to run more. An image chunk whose worker died is run again by another, and its items' lines are written once. A worker that dies mid-job loses it to another worker within ${recoverySeconds()} s (once its lock expires), at most ${MAX_STALLED_COUNT} times, then the job fails. Job folders in MOD_JOB_STORAGE whose job the queue no longer has (lost with Redis) are removed ${SWEEP_GRACE_MS / 60_000} minutes after their last change. Only jobs with the ids and fields this server writes are run: Redis holds no paths. On SIGTERM or Ctrl-C it finishes the job in hand and exits 0; a second signal exits 1 at once.`
 
   static override examples = ['MOD_REDIS_URL=redis://:$REDIS_PASSWORD@queue:6379 MOD_JOB_STORAGE=/shared/jobs <%= config.bin %> worker']
 
@@ -33,6 +34,7 @@ Jobs are accepted by any "mod serve" with the same MOD_REDIS_URL (POST /v1/jobs/
     ['MOD_CALLBACK_SECRET', 'key of the X-Mod-Signature of job callbacks'],
     ['MOD_CALLBACK_ALLOW_PRIVATE', 'let callbacks reach private addresses (default false)'],
     ['MOD_MAX_VIDEO_SECONDS', 'longest video (default 600)'],
+    ['MOD_ALLOW_URLS', 'fetch the URLs of image jobs (default false: their items get url_fetch_disabled)'],
     ['MOD_FFMPEG', 'the ffmpeg binary for video'],
   ]
 
@@ -63,10 +65,12 @@ Jobs are accepted by any "mod serve" with the same MOD_REDIS_URL (POST /v1/jobs/
     }
     const queue = jobQueue(settings, log)
     queue.work(videoJobRunner(engine))
+    const images = imageJobQueue(settings, log)
+    images.work(chunkRunnerFor(engine, settings, log))
     log(`worker ${process.pid}: taking jobs from ${redisName(url)}`)
     await stop
     log('stopping: finishing the job in hand')
-    await queue.close()
+    await Promise.all([queue.close(), images.close()])
     await engine.close()
     process.exit(0)
   }

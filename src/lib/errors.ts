@@ -21,6 +21,7 @@ export type ErrorCode =
   | 'download_failed'
   | 'not_found'
   | 'jobs_unavailable'
+  | 'too_many_jobs'
   | 'server_unreachable'
   | 'internal'
 

@@ -19,6 +19,8 @@ import {buildInfo, createServerMetrics, type ServerMetrics} from './metrics.js'
 import {DOCUMENTATION, openapiDocument, openapiHandler} from './openapi.js'
 import {createJobs} from './jobs/service.js'
 import type {JobQueue} from './jobs/types.js'
+import {createImageJobs} from './jobs/images/service.js'
+import type {ImageJobQueue} from './jobs/images/types.js'
 import {createGate, type Gate, type Upload} from './queue.js'
 import {errorCodeOf, sendError} from './reply.js'
 import {requestIdOf} from './request-id.js'
@@ -46,6 +48,8 @@ export interface ServerOptions {
   fetch?: Pick<FetchImageOptions, 'resolve' | 'connect'>
   /** The job queue (closed with the server); default the in-process one (src/server/jobs/service.ts). */
   jobs?: JobQueue
+  /** The image job queue (closed with the server); default as MOD_REDIS_URL selects (src/server/jobs/images/service.ts). */
+  imageJobs?: ImageJobQueue
 }
 
 export interface ModServer {
@@ -56,6 +60,7 @@ export interface ModServer {
   /** From now on /ready answers 503; requests, new connections included, are still served. */
   drain(): void
   jobs: JobQueue
+  imageJobs: ImageJobQueue
   /**
    * Graceful stop: no new connections, idle kept-alive ones closed, requests in flight finish and their
    * connections close after the answer. Resolves once every connection is gone.
@@ -66,7 +71,14 @@ export interface ModServer {
 const noBody = (): Promise<never> => Promise.reject(new ModError('internal', 'this route declares no JSON body'))
 
 /** Refuses a body of another media type than the route's, before anything is read. */
-function mediaCheck(body: AnyRoute['body']): (req: Request) => void {
+function mediaCheck(body: AnyRoute['body'], upload: AnyRoute['upload']): (req: Request) => void {
+  if (body?.media === 'application/json' && upload) {
+    return (req) => {
+      if (!isJson(req) && !isMultipart(req)) {
+        throw new ModError('unsupported_media', `send the request body as application/json, or as multipart/form-data with the files in the field "${upload.field}"`)
+      }
+    }
+  }
   if (body?.media === 'application/json') {
     return (req) => {
       if (!isJson(req)) throw new ModError('unsupported_media', 'send the request body as application/json')
@@ -87,7 +99,7 @@ function mediaCheck(body: AnyRoute['body']): (req: Request) => void {
  * read and validated when the handler asks for it.
  */
 function inputOf(route: AnyRoute): (ctx: RouteContext, req: Request) => Parameters<AnyRoute['handler']>[3] {
-  const checkMedia = mediaCheck(route.body)
+  const checkMedia = mediaCheck(route.body, route.upload)
   const readParams = route.pathParams ? pathReader(route.pathParams) : () => ({})
   const readQuery = route.query ? queryReader(route.query) : () => ({})
   const readJson = route.body?.media === 'application/json' ? jsonBodyReader(route.body.schema) : undefined
@@ -97,7 +109,7 @@ function inputOf(route: AnyRoute): (ctx: RouteContext, req: Request) => Paramete
     const query = readQuery(new URL(req.url ?? '/', 'http://localhost').searchParams)
     const {limits} = ctx.settings
     const body = readJson ? (upload?: Upload) => readJson(req, {maxBytes: jsonBodyLimit(limits.maxBytes), ...paceOf(limits), hold: upload, place: upload}) : noBody
-    return {query, params, body}
+    return {query, params, body, multipart: route.upload !== undefined && isMultipart(req)}
   }
 }
 
@@ -116,15 +128,18 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   metrics.watchQueue(() => gate.admitted)
   let draining = false
   const jobs = options.jobs ?? createJobs(engine, settings, log)
+  const fetchImage = (url: string) =>
+    fetchImageUrl(url, {...options.fetch, maxBytes: settings.limits.maxBytes, timeoutMs: settings.limits.urlTimeoutMs})
+  const imageJobs = options.imageJobs ?? createImageJobs(engine, settings, log, fetchImage)
   const ctx: RouteContext = {
     engine,
     settings,
     gate,
     jobs,
+    imageJobs,
     tmpDir: options.tmpDir ?? processUploadDir(uploadsRoot()),
     log,
-    fetchImage: (url) =>
-      fetchImageUrl(url, {...options.fetch, maxBytes: settings.limits.maxBytes, timeoutMs: settings.limits.urlTimeoutMs}),
+    fetchImage,
     metricsText: options.metricsText ?? (() => metrics.registry.metrics()),
     draining: () => draining,
     version,
@@ -276,9 +291,9 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
       for (const res of open) if (!res.headersSent) res.setHeader('Connection', 'close')
       server.close(() => resolve())
       server.closeIdleConnections()
-    }).then(() => jobs.close())
+    }).then(() => Promise.all([jobs.close(), imageJobs.close()]).then(() => {}))
 
-  return {app, server, gate, jobs, drain: () => (draining = true), close}
+  return {app, server, gate, jobs, imageJobs, drain: () => (draining = true), close}
 }
 
 /** The listed path (or path template, `/v1/jobs/{id}`) that `path` is, if any. */

@@ -6,6 +6,7 @@ import type {FetchedImage} from '../lib/fetch/url.js'
 import type {Log} from './errors.js'
 import type {Verdict} from './metrics.js'
 import type {JobQueue} from './jobs/types.js'
+import type {ImageJobQueue} from './jobs/images/types.js'
 import type {Gate} from './queue.js'
 
 /** What every route needs, built once per server by buildServer. */
@@ -15,6 +16,8 @@ export interface RouteContext {
   gate: Gate
   /** Asynchronous video jobs (in-process, or BullMQ on Redis). */
   jobs: JobQueue
+  /** Bulk image jobs, run in chunks (in-process, or BullMQ on Redis). */
+  imageJobs: ImageJobQueue
   /** Video uploads go to a fresh folder under this one (made when first needed), removed when the request ends. */
   tmpDir: string
   log: Log

@@ -19,6 +19,8 @@ const RETRY_OVERLOADED_S = '1'
 const RETRY_MODEL_S = '10'
 /** A model still loading is usually ready within seconds. */
 const RETRY_NOT_READY_S = '5'
+/** An image job takes a while to end: a client over its job limit should not poll fast. */
+const RETRY_JOBS_S = '30'
 
 /** Sent with 401: the scheme, and the header that carries the key. */
 export const WWW_AUTHENTICATE = 'ApiKey header="X-API-Key"'
@@ -40,6 +42,7 @@ export const HTTP_ERROR_CODES = [
   'overloaded',
   'model_unavailable',
   'jobs_unavailable',
+  'too_many_jobs',
   'not_ready',
   'internal',
   'not_found',
@@ -102,7 +105,8 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
       'formats that cost more to decode: a third for GIF, a quarter for WebP, progressive JPEG and interlaced ' +
       `PNG, a sixth for AVIF, an eighth for CMYK JPEG) or with a side over ${grouped(MAX_SIDE)} px, batch files over ` +
       `${formatSizeExact(l.maxBatchBytes)} together, a request body over the upload limit (its Content-Length is ` +
-      `checked before reading), or a video over ${formatSizeExact(l.maxVideoBytes)}`,
+      `checked before reading), a video over ${formatSizeExact(l.maxVideoBytes)}, or the uploads of one image job over ` +
+      `\`MOD_MAX_JOB_BYTES\``,
     example: 'the image is larger than 25 MiB (MOD_MAX_BYTES)',
   },
   request_timeout: {
@@ -116,7 +120,7 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   },
   too_many_files: {
     status: 413,
-    when: (l) => `more than ${plural(l.maxBatch, 'file')} in one batch`,
+    when: (l) => `more than ${plural(l.maxBatch, 'file')} in one batch, or more items in one image job than \`MOD_MAX_JOB_ITEMS\``,
     example: 'a batch holds at most 16 files (MOD_MAX_BATCH)',
   },
   video_too_long: {
@@ -161,6 +165,12 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
       'a job route on a server of more than one worker without `MOD_REDIS_URL`: each worker would keep its own jobs, ' +
       'so a job could not be found from the next request (set `MOD_REDIS_URL`, or serve with one worker)',
     example: 'the jobs API needs MOD_REDIS_URL when mod serve runs more than one worker (each would keep its own jobs); set it, or serve with --workers 1',
+  },
+  too_many_jobs: {
+    status: 429,
+    headers: {'Retry-After': RETRY_JOBS_S},
+    when: () => 'one client address (an IPv6 /64) already has as many image jobs running as `MOD_MAX_JOBS_PER_CLIENT` allows',
+    example: 'this client already has 4 image jobs running (MOD_MAX_JOBS_PER_CLIENT); wait for one to end',
   },
   not_ready: {
     status: 503,
@@ -222,6 +232,7 @@ const FROM_ENGINE: {[C in ErrorCode]: C extends HttpErrorCode ? EngineRow : Engi
   // A local path that does not exist (the CLI); the server never raises it for an image.
   not_found: {},
   jobs_unavailable: {},
+  too_many_jobs: {},
   // The CLI's: `mod scan --server` could not reach its server, or kept being refused; a server never raises it.
   server_unreachable: {as: 'internal', hidden: true},
   internal: {hidden: true},

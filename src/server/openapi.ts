@@ -10,6 +10,7 @@ import {Job, JobSegment} from './jobs/schema.js'
 import {errorsOf, type Operation as Declared, type ServerFacts, type Success, type Text} from './route.js'
 import {ROUTES} from './routes/index.js'
 import {ErrorBody, ErrorCode, Health, ModerateJsonRequest, Ready} from './schemas.js'
+import {ImageJob, ImageJobLine, ImageJobManifest} from './jobs/images/schema.js'
 import {formatSizeExact, grouped} from '../lib/sizes.js'
 import {graceMs} from './queue.js'
 import {humanSeconds} from './units.js'
@@ -99,6 +100,9 @@ const COMPONENTS: Record<string, TSchema> = {
   ErrorCode,
   Error: ErrorBody,
   ModerateJsonRequest,
+  ImageJob,
+  ImageJobLine,
+  ImageJobManifest,
 }
 
 const COMPONENT_NAMES = new Map<unknown, string>(Object.entries(COMPONENTS).map(([name, schema]) => [schema, name]))
@@ -232,7 +236,10 @@ function operation(op: Declared, facts: ServerFacts): Operation {
       body.media === 'application/json'
         ? {schema: withRefs(body.schema), example: body.example}
         : {schema: body.schema(facts.limits)}
-    result.requestBody = {description: render(body.description, facts), required: true, content: {[body.media]: media}}
+    const content: Record<string, MediaType> = {[body.media]: media}
+    if (op.upload) content[op.upload.media] = {schema: op.upload.schema(facts.limits)}
+    const description = render(body.description, facts) + (op.upload ? ` Or: ${render(op.upload.description, facts)}` : '')
+    result.requestBody = {description, required: true, content}
   }
   return result
 }

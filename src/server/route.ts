@@ -69,6 +69,8 @@ export interface Operation<Q extends TObject = TObject, B extends TSchema = TSch
   pathParams?: Record<string, PathParam>
   query?: Q
   body?: JsonBody<B> | MultipartBody
+  /** A multipart body accepted instead of the JSON `body`; the handler reads it itself (`Input.multipart`). */
+  upload?: MultipartBody
   /** The success answer: 200, or 202 for work accepted to run later. */
   responses: {200: Success} | {202: Success}
   /**
@@ -108,6 +110,8 @@ export interface Input<Q, B> {
    * A handler calls it once it holds an upload place.
    */
   body: (upload?: Upload) => Promise<B>
+  /** Whether the request carries the route's `upload` (multipart) rather than its JSON body. */
+  multipart: boolean
 }
 
 export type RouteHandler<Q, B> = (ctx: RouteContext, req: Request, res: ServerResponse, input: Input<Q, B>) => Promise<void>

@@ -119,7 +119,7 @@ export async function receiveVideo(req: IncomingMessage, limits: VideoUploadLimi
     allowEmptyFiles: true,
     minFileSize: 0,
     filter: (part) => keep(part, limits.field, unexpected),
-    fileWriteStreamHandler: () => cappedFile(path, cap, (e) => (failed = e)),
+    fileWriteStreamHandler: () => cappedFile(path, [cap], (e) => (failed = e)),
   })
   acceptUntypedFiles(form)
   form.on('fileBegin', (_name, file) => {
@@ -133,13 +133,68 @@ export async function receiveVideo(req: IncomingMessage, limits: VideoUploadLimi
   return {filename, path, size: cap.total}
 }
 
-/** A file at `path` that fails (and reports to `onError`) once its bytes go over `cap`. */
-function cappedFile(path: string, cap: ByteCap, onError: (e: ModError) => void): Writable {
+export interface FilesUploadLimits extends Pace {
+  field: string
+  /** Files allowed (MOD_MAX_JOB_ITEMS); file number maxFiles + 1 is too_many_files as soon as its part begins. */
+  maxFiles: number
+  /** Per file (MOD_MAX_BYTES), counted as the bytes arrive. */
+  maxBytes: number
+  /** All files together (MOD_MAX_JOB_BYTES), counted as the bytes arrive. */
+  maxTotalBytes: number
+  /** The file of index i is written to `pathOf(i)`, in a folder the caller owns and removes. */
+  pathOf: (index: number) => string
+  place?: Place
+}
+
+/**
+ * Streams the files of a multipart body to disk, one after the other, in upload order (the bulk image jobs'
+ * uploads): nothing is held in memory, and every limit is enforced as the bytes arrive. Returns the client's file
+ * names; the files are at `pathOf(index)`. Empty files are kept (they become error lines, as in a batch).
+ */
+export async function receiveFiles(req: IncomingMessage, limits: FilesUploadLimits): Promise<string[]> {
+  const unexpected = new Set<string>()
+  const names: string[] = []
+  const total = byteCap(limits.maxTotalBytes, 'the files', () => new ModError('payload_too_large', `the files are larger than ${formatSize(limits.maxTotalBytes)} together (MOD_MAX_JOB_BYTES)`))
+  let failed: ModError | undefined
+  const fail = (e: ModError) => (failed ??= e)
+  const form = formidable({
+    ...FIELD_LIMITS,
+    enabledPlugins: [multipart],
+    maxFileSize: Infinity,
+    maxTotalFileSize: Infinity,
+    allowEmptyFiles: true,
+    minFileSize: 0,
+    filter: (part) => keep(part, limits.field, unexpected),
+    fileWriteStreamHandler: () => {
+      const index = names.length - 1
+      if (index >= limits.maxFiles) {
+        const e = new ModError('too_many_files', `a job holds at most ${plural(limits.maxFiles, 'item')} (MOD_MAX_JOB_ITEMS)`)
+        fail(e)
+        return new Writable({write: (_chunk, _encoding, callback) => callback(e)})
+      }
+      const name = names[index]
+      const file = byteCap(limits.maxBytes, name, () => new ModError('payload_too_large', `${name} is larger than ${formatSize(limits.maxBytes)} (MOD_MAX_BYTES)`))
+      return cappedFile(limits.pathOf(index), [file, total], fail)
+    },
+  })
+  acceptUntypedFiles(form)
+  form.on('fileBegin', (_name, file) => {
+    names.push(file.originalFilename || limits.field)
+  })
+  const body = bodyStream(req, {idleMs: limits.idleMs, minRate: limits.minRate, maxBytes: limits.maxTotalBytes + FORM_ROOM + limits.maxFiles * 512, place: limits.place})
+  const [fields] = await parse(form, body, {field: limits.field, maxFiles: limits.maxFiles})
+  if (failed) throw failed
+  checkFields(limits.field, unexpected, names.length, fields)
+  return names
+}
+
+/** A file at `path` that fails (and reports to `onError`) once its bytes go over one of `caps`. */
+function cappedFile(path: string, caps: ByteCap[], onError: (e: ModError) => void): Writable {
   const out = createWriteStream(path)
   const sink: Writable = new Writable({
     write(chunk: Buffer, _encoding, callback) {
       try {
-        cap.add(chunk.length)
+        for (const cap of caps) cap.add(chunk.length)
       } catch (e) {
         onError(e as ModError)
         callback(e as ModError)

@@ -266,6 +266,7 @@ test('every engine error code has its status; server-side problems are hidden fr
     download_failed: [500, 'internal'],
     not_found: [404, 'not_found'],
     jobs_unavailable: [503, 'jobs_unavailable'],
+    too_many_jobs: [429, 'too_many_jobs', '30'],
     server_unreachable: [500, 'internal'],
     internal: [500, 'internal'],
   }

@@ -5,6 +5,7 @@ import {existsSync, lstatSync, lutimesSync, mkdirSync, readdirSync, readFileSync
 import {join} from 'node:path'
 
 import {Queue} from 'bullmq'
+import {Redis} from 'ioredis'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
@@ -121,6 +122,11 @@ test('a worker on Redis sweeps at start and then periodically, keeping the folde
   const waiting = jobFolder(storage, 2 * HOUR)
   const other = new Queue('mod-video-jobs', {connection: {host: '127.0.0.1', port: redis.port}})
   await other.add('video', {}, {jobId: waiting, delay: HOUR})
+  // An image job's uploads wait in the same storage: its record in Redis keeps them.
+  const images = jobFolder(storage, 2 * HOUR)
+  const raw = new Redis(redis.url)
+  await raw.hset(`mod:imagejob:${images}`, 'id', images)
+  raw.disconnect()
   const lost = jobFolder(storage, 2 * HOUR)
   const logged: string[] = []
   queue = createBullQueue({
@@ -140,7 +146,7 @@ test('a worker on Redis sweeps at start and then periodically, keeping the folde
   // Lost after the worker started: found by a later sweep.
   const later = jobFolder(storage, 2 * HOUR)
   await until(() => !existsSync(join(storage, later)))
-  assert.equal(readdirSync(storage), [waiting])
+  assert.equal(readdirSync(storage).sort(), [waiting, images].sort())
   assert.equal(readdirSync(outside), ['keep'])
   await other.close()
 })

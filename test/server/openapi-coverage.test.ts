@@ -13,6 +13,7 @@ import * as assert from 'uvu/assert'
 import type {Engine} from '../../src/lib/engine.js'
 import {ModError} from '../../src/lib/errors.js'
 import type {JobQueue} from '../../src/server/jobs/types.js'
+import type {ImageJobQueue} from '../../src/server/jobs/images/types.js'
 import {openapiDocument, type OpenApiDocument} from '../../src/server/openapi.js'
 import {colourClip} from '../lib/video/helpers.js'
 import {assertConforms, createConformance} from './conformance.js'
@@ -26,6 +27,8 @@ const settings = testSettings(join(dir.path, 'cache'), {
   allowUrls: true,
   limits: {maxBytes: 64 * 1024, maxBatch: 2, maxVideoBytes: 64 * 1024, maxVideoSeconds: 2, urlTimeoutMs: 300},
 })
+// Image jobs: a small byte limit, so that a body announced larger is refused before it is read.
+settings.jobs = {...settings.jobs, images: {...settings.jobs.images, maxBytes: 128 * 1024, maxItems: 4}}
 const doc = openapiDocument({version: '0.0.0', apiKey: true, allowUrls: true, limits: settings.limits})
 const conformance = createConformance(doc)
 const engine = toyEngine(settings)
@@ -70,6 +73,19 @@ function failingQueue(fail: () => never): JobQueue {
   }
 }
 
+/** An image job queue whose every call fails with `fail`. */
+function failingImageQueue(fail: () => never): ImageJobQueue {
+  return {
+    checkClient: async () => fail(),
+    submit: async () => fail(),
+    get: async () => fail(),
+    lines: async () => fail(),
+    remove: async () => fail(),
+    work: () => {},
+    close: async () => {},
+  }
+}
+
 /** The model never loads: 503 model_unavailable. */
 const unloadableEngine: Engine = fakeEngine({
   load: async () => {
@@ -96,13 +112,11 @@ test.before(async () => {
   noUrls = await start(engine, {...settings, allowUrls: false}, options)
   failing = await start(failingEngine, settings, {...options, metricsText: async () => boom()})
   unloadable = await start(unloadableEngine, settings, options)
-  brokenJobs = await start(engine, settings, {...options, jobs: failingQueue(boom)})
-  fullJobs = await start(engine, settings, {
-    ...options,
-    jobs: failingQueue(() => {
-      throw new ModError('overloaded', 'the job queue is full')
-    }),
-  })
+  brokenJobs = await start(engine, settings, {...options, jobs: failingQueue(boom), imageJobs: failingImageQueue(boom)})
+  const full = () => {
+    throw new ModError('overloaded', 'the job queue is full')
+  }
+  fullJobs = await start(engine, settings, {...options, jobs: failingQueue(full), imageJobs: failingImageQueue(full)})
   impatient = await start(engine, {...settings, limits: {...settings.limits, bodyTimeoutMs: 150}}, options)
   // This client (127.0.0.1) already holds its one upload place.
   crowded = await start(engine, {...settings, limits: {...settings.limits, maxUploadsPerClient: 1}}, options)
@@ -247,6 +261,31 @@ test('POST /v1/jobs/video, GET and DELETE /v1/jobs/{id}', async () => {
     assert.is(await send(brokenJobs.base, method, `/v1/jobs/${id}`), 500, method)
     assert.is(await send(fullJobs.base, method, `/v1/jobs/${id}`), 503, method)
   }
+})
+
+test('POST /v1/jobs/images and GET /v1/jobs/{id}/results', async () => {
+  const image = {name: 'red.png', data: await red()}
+  const manifest = json({items: [{url: 'http://images.example/red.png', id: 'a'}]})
+  const accepted = await fetch(`${main.base}/v1/jobs/images`, {method: 'POST', headers: {'x-api-key': KEY}, body: form('files', [image])})
+  const id = ((await accepted.json()) as {id: string}).id
+  assert.is(await send(main.base, 'POST', '/v1/jobs/images', manifest), 202)
+  assert.is(await send(main.base, 'POST', '/v1/jobs/images', json({items: []})), 400)
+  assert.is(await send(main.base, 'POST', '/v1/jobs/images', {...manifest, key: false}), 401)
+  assert.is(await send(noUrls.base, 'POST', '/v1/jobs/images', manifest), 403)
+  assert.is(await stalledUpload('/v1/jobs/images', 'files'), 408)
+  assert.is(await send(main.base, 'POST', '/v1/jobs/images', upload('files', [1, 2, 3, 4, 5].map((i) => ({name: `${i}.png`, data: 'x'})))), 413)
+  assert.is(await send(main.base, 'POST', '/v1/jobs/images', {headers: {'content-type': 'text/plain'}, body: 'x'}), 415)
+  assert.is(await send(main.base, 'POST', '/v1/jobs/images', json({items: [{url: 'http://10.1.2.3/red.png'}]})), 422)
+  assert.is(await send(crowded.base, 'POST', '/v1/jobs/images', manifest), 429)
+  assert.is(await send(brokenJobs.base, 'POST', '/v1/jobs/images', manifest), 500)
+  assert.is(await send(fullJobs.base, 'POST', '/v1/jobs/images', manifest), 503)
+  const results = `/v1/jobs/${id}/results`
+  assert.is(await send(main.base, 'GET', results), 200)
+  assert.is(await send(main.base, 'GET', `${results}?offset=x`), 400)
+  assert.is(await send(main.base, 'GET', results, {key: false}), 401)
+  assert.is(await send(main.base, 'GET', `/v1/jobs/${randomUUID()}/results`), 404)
+  assert.is(await send(brokenJobs.base, 'GET', results), 500)
+  assert.is(await send(fullJobs.base, 'GET', results), 503)
 })
 
 test('every upload endpoint: 429 past MOD_MAX_UPLOADS_PER_CLIENT', async () => {

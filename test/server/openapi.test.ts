@@ -66,8 +66,10 @@ test("describes every endpoint of the spec's table with its method", () => {
     [
       ...table.map(([m, p]) => `${m} ${p}`),
       'post /v1/jobs/video',
+      'post /v1/jobs/images',
       'get /v1/jobs/{id}',
       'delete /v1/jobs/{id}',
+      'get /v1/jobs/{id}/results',
       'get /openapi.json',
       'get /docs',
     ],
@@ -133,6 +135,8 @@ test('errors land on the operations that can give them', () => {
     ['post', '/v1/jobs/video', [202, 400, 408, 413, 415, 422, 429, 500, 503]],
     ['get', '/v1/jobs/{id}', [200, 400, 404, 500, 503]],
     ['delete', '/v1/jobs/{id}', [200, 400, 404, 500, 503]],
+    ['post', '/v1/jobs/images', [202, 400, 403, 408, 413, 415, 422, 429, 500, 503]],
+    ['get', '/v1/jobs/{id}/results', [200, 400, 404, 500, 503]],
   ]
   // Every operation of the document is listed above.
   assert.equal(
@@ -159,7 +163,7 @@ test('the statuses and descriptions of error responses come from the one error t
   assert.equal(batch[413].content?.['application/json'].schema.properties, {
     error: {type: 'object', properties: {code: {type: 'string', enum: ['payload_too_large', 'too_many_files']}}},
   })
-  assert.match(batch[413].description, /\(`payload_too_large`\)\. More than 16 files in one batch \(`too_many_files`\)\.$/)
+  assert.match(batch[413].description, /\(`payload_too_large`\)\. More than 16 files in one batch, or more items in one image job than `MOD_MAX_JOB_ITEMS` \(`too_many_files`\)\.$/)
   assert.equal(batch[503].content?.['application/json'].example, {error: {code: 'overloaded', message: 'the server is busy (64 requests already waiting); retry shortly', request_id: EXAMPLE_REQUEST_ID}})
   assert.is(batch[401].description, 'The `X-API-Key` header is missing or does not match `MOD_API_KEY` (`unauthorized`).')
 })

@@ -18,14 +18,28 @@ export interface JobSettings {
   callbackSecret?: string
   /** MOD_CALLBACK_ALLOW_PRIVATE: lets callbacks reach private and loopback addresses (a callback receiver on the same network). */
   callbackAllowPrivate: boolean
+  /** Bounds of bulk image jobs (POST /v1/jobs/images). */
+  images: ImageJobLimits
 }
+
+/** What one image job may hold, and how many one client may have at once. */
+export interface ImageJobLimits {
+  /** MOD_MAX_JOB_ITEMS: items (URLs or files) in one job; more is too_many_files (413). */
+  maxItems: number
+  /** MOD_MAX_JOB_BYTES: the uploaded files of one job together; more is payload_too_large (413). */
+  maxBytes: number
+  /** MOD_MAX_JOBS_PER_CLIENT: image jobs not ended yet of one client address; one more is too_many_jobs (429). */
+  maxPerClient: number
+}
+
+export const DEFAULT_IMAGE_JOB_LIMITS: ImageJobLimits = {maxItems: 10_000, maxBytes: 2 * 1024 * 1024 * 1024, maxPerClient: 4}
 
 export const DEFAULT_JOB_TTL_SECONDS = 3600
 
 /** The in-process queue's upload folder; a Redis deployment names a shared one. */
 export const defaultJobStorage = (): string => join(tmpdir(), 'mod-jobs')
 
-export function readJobSettings(env: Env, cwd: string): JobSettings {
+export function readJobSettings(env: Env, cwd: string): Omit<JobSettings, 'images'> {
   const redisUrl = env.MOD_REDIS_URL || undefined
   if (redisUrl !== undefined && !/^rediss?:\/\//.test(redisUrl)) {
     throw new ModError('invalid_config', `MOD_REDIS_URL=${JSON.stringify(redisUrl)} is not valid: expected redis://host:port`)

@@ -5,7 +5,7 @@ import type {Precision} from '../model/manifest-types.js'
 import {PRESETS, type PresetName} from '../policy/types.js'
 import {formatSizeExact} from '../sizes.js'
 import {invalid, parseBoolean, type Env} from './env.js'
-import {readJobSettings, type JobSettings} from './jobs.js'
+import {DEFAULT_IMAGE_JOB_LIMITS, readJobSettings, type JobSettings} from './jobs.js'
 
 export type {Env} from './env.js'
 
@@ -321,7 +321,14 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
     corsOrigins: parseOrigins('MOD_CORS_ORIGINS', env.MOD_CORS_ORIGINS),
     drainDelayMs: parseCount('MOD_DRAIN_DELAY_MS', env.MOD_DRAIN_DELAY_MS, 0, 0),
     serverTiming: parseBoolean('MOD_SERVER_TIMING', env.MOD_SERVER_TIMING, false),
-    jobs: readJobSettings(env, cwd),
+    jobs: {
+      ...readJobSettings(env, cwd),
+      images: {
+        maxItems: parseCount('MOD_MAX_JOB_ITEMS', env.MOD_MAX_JOB_ITEMS, DEFAULT_IMAGE_JOB_LIMITS.maxItems),
+        maxBytes: parseSize('MOD_MAX_JOB_BYTES', env.MOD_MAX_JOB_BYTES, DEFAULT_IMAGE_JOB_LIMITS.maxBytes),
+        maxPerClient: parseCount('MOD_MAX_JOBS_PER_CLIENT', env.MOD_MAX_JOBS_PER_CLIENT, DEFAULT_IMAGE_JOB_LIMITS.maxPerClient),
+      },
+    },
   }
   return {engine, server}
 }

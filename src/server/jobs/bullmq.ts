@@ -8,6 +8,7 @@ import {jobData, readJobData, type JobData} from './data.js'
 import {queueFull} from './memory.js'
 import {LOCK_DURATION_MS, MAX_STALLED_COUNT, STALLED_INTERVAL_MS} from './recovery.js'
 import {Job, jobSegment, type JobBody} from './schema.js'
+import {metaKey} from './images/keys.js'
 import {jobFilesInPlace, jobPaths, removeJobFolder} from './storage.js'
 import {SWEEP_GRACE_MS, SWEEP_INTERVAL_MS, sweepJobFolders} from './sweep.js'
 import {newJob, type JobError, type JobQueue, type JobRunner, type JobSpec, type QueueHooks} from './types.js'
@@ -217,7 +218,8 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
     const removed = await sweepJobFolders({
       storage: o.storage,
       graceMs: o.sweepGraceMs ?? SWEEP_GRACE_MS,
-      isKnown: async (id) => (await queue.getJob(id)) !== undefined,
+      // A folder of the same storage may hold an image job's uploads.
+      isKnown: async (id) => (await queue.getJob(id)) !== undefined || (await client.exists(metaKey(id))) === 1,
     })
     if (removed.length > 0) o.log(`job storage: removed ${removed.length} folder(s) of jobs the queue no longer has`)
   }

@@ -1,6 +1,7 @@
 import type {AnyRoute} from '../route.js'
 import {categoriesRoute} from './categories.js'
 import {healthRoute} from './health.js'
+import {imageJobResultsRoute, submitImageJobRoute} from './image-jobs.js'
 import {cancelJobRoute, getJobRoute, submitVideoJobRoute} from './jobs.js'
 import {moderateJsonRoute} from './json.js'
 import {metricsRoute} from './metrics.js'
@@ -19,6 +20,8 @@ export const ROUTES: readonly AnyRoute[] = [
   moderateVideoRoute,
   metricsRoute,
   submitVideoJobRoute,
+  submitImageJobRoute,
   getJobRoute,
   cancelJobRoute,
+  imageJobResultsRoute,
 ]

@@ -11,6 +11,7 @@ import {clientOf} from '../client-address.js'
 import type {Request} from '../context.js'
 import {EXAMPLE_CANCELLED_JOB, EXAMPLE_JOB} from '../jobs/examples.js'
 import {Job} from '../jobs/schema.js'
+import {ImageJob} from '../jobs/images/schema.js'
 import {sendJson} from '../reply.js'
 import {declareRoute} from '../route.js'
 import {VideoQuery} from '../schemas.js'
@@ -32,20 +33,20 @@ export const JobQuery = Type.Object({
   ),
 })
 
-const LOCATION = {Location: {description: 'Where the job is: `/v1/jobs/{id}`.', schema: {type: 'string'}}}
+export const LOCATION = {Location: {description: 'Where the job is: `/v1/jobs/{id}`.', schema: {type: 'string'}}}
 
-const ID = {
+export const ID = {
   id: {
-    description: 'The job id from `POST /v1/jobs/video`.',
+    description: 'The job id from `POST /v1/jobs/video` or `POST /v1/jobs/images`.',
     schema: Type.String({format: 'uuid', title: 'a job id (a UUID, as POST /v1/jobs/video gives)'}),
   },
 }
 
-const unknownJob = (id: string): ModError =>
+export const unknownJob = (id: string): ModError =>
   new ModError('not_found', `no job ${JSON.stringify(id)}: it never existed, was deleted, or ended more than MOD_JOB_TTL ago`)
 
 /** The callback URL is checked when the job is accepted (and again when it is called): a bad one is refused now. */
-async function checkCallback(url: string, allowPrivate: boolean): Promise<void> {
+export async function checkCallback(url: string, allowPrivate: boolean): Promise<void> {
   try {
     await callbackAddresses(url, {allowPrivate})
   } catch (e) {
@@ -112,16 +113,17 @@ export const getJobRoute = declareRoute({
   operationId: 'getJob',
   summary: 'A job: status, progress, segments so far, result',
   description:
-    'While `running`, `progress` says how far the analysis got and `segments` lists the segments found so far. ' +
+    'An image job (`kind: images`) reports how many items and chunks are done; its lines are at ' +
+    '`/v1/jobs/{id}/results`. For a video job: while `running`, `progress` says how far the analysis got and `segments` lists the segments found so far. ' +
     '`done` carries `result` (the video result), `failed` carries `error` (the error body the synchronous ' +
     'endpoint would have answered). A finished job stays readable for `MOD_JOB_TTL` seconds unless deleted; a ' +
     'deleted or expired job is answered 404 `not_found`, as an id that never existed.',
   tags: ['jobs'],
   pathParams: ID,
-  responses: {200: {description: 'The job.', schema: Job, example: EXAMPLE_JOB}},
+  responses: {200: {description: 'The job: a video job, or an image job (`kind: images`).', schema: Type.Union([Job, ImageJob]), example: EXAMPLE_JOB}},
   errors: ['not_found', 'internal', 'overloaded', 'jobs_unavailable'],
   handler: async (ctx, _req, res, {params: {id}}) => {
-    const job = await ctx.jobs.get(id)
+    const job = (await ctx.imageJobs.get(id)) ?? (await ctx.jobs.get(id))
     if (!job) throw unknownJob(id)
     sendJson(res, 200, job)
   },
@@ -133,18 +135,23 @@ export const cancelJobRoute = declareRoute({
   operationId: 'cancelJob',
   summary: 'Cancel and delete a job',
   description:
-    'A waiting job is dropped and a running one stopped (its ffmpeg killed): both end `cancelled`, and their ' +
+    'A waiting job is dropped and a running one stopped (its ffmpeg killed; for an image job, its chunks not yet ' +
+    'run are dropped and the one running stopped): both end `cancelled`, and their ' +
     '`callback_url` is called with that. Whatever its state, the job is then deleted: its upload, progress and ' +
     'result are removed, and from then on `GET` and `DELETE` of its id answer 404 `not_found`, as for an id ' +
     'that never existed.',
   tags: ['jobs'],
   pathParams: ID,
   responses: {
-    200: {description: 'The job as it was when deleted: `cancelled` if it had not ended, else as it ended.', schema: Job, example: EXAMPLE_CANCELLED_JOB},
+    200: {
+      description: 'The job as it was when deleted: `cancelled` if it had not ended, else as it ended.',
+      schema: Type.Union([Job, ImageJob]),
+      example: EXAMPLE_CANCELLED_JOB,
+    },
   },
   errors: ['not_found', 'internal', 'overloaded', 'jobs_unavailable'],
   handler: async (ctx, _req, res, {params: {id}}) => {
-    const job = await ctx.jobs.remove(id)
+    const job = (await ctx.imageJobs.remove(id)) ?? (await ctx.jobs.remove(id))
     if (!job) throw unknownJob(id)
     sendJson(res, 200, job)
   },

@@ -55,6 +55,7 @@ test('with no input and no variables every setting has its default, in an engine
       serveJobs: true,
       callbackSecret: undefined,
       callbackAllowPrivate: false,
+      images: {maxItems: 10_000, maxBytes: 2 * 1024 ** 3, maxPerClient: 4},
     },
   })
 })
@@ -67,6 +68,9 @@ test('the job variables are read, and a bad one is a configuration error naming 
     MOD_SERVE_JOBS: 'false',
     MOD_CALLBACK_SECRET: 's3cret',
     MOD_CALLBACK_ALLOW_PRIVATE: 'true',
+    MOD_MAX_JOB_ITEMS: '500',
+    MOD_MAX_JOB_BYTES: '1GB',
+    MOD_MAX_JOBS_PER_CLIENT: '2',
   }
   assert.equal(flat({}, env, cwd).jobs, {
     redisUrl: 'redis://queue:6379',
@@ -75,8 +79,10 @@ test('the job variables are read, and a bad one is a configuration error naming 
     serveJobs: false,
     callbackSecret: 's3cret',
     callbackAllowPrivate: true,
+    images: {maxItems: 500, maxBytes: 1024 ** 3, maxPerClient: 2},
   })
-  for (const [name, value] of [['MOD_JOB_TTL', '0'], ['MOD_SERVE_JOBS', 'maybe'], ['MOD_REDIS_URL', 'localhost:6379']]) {
+  const bad = [['MOD_JOB_TTL', '0'], ['MOD_SERVE_JOBS', 'maybe'], ['MOD_REDIS_URL', 'localhost:6379'], ['MOD_MAX_JOB_ITEMS', '0'], ['MOD_MAX_JOB_BYTES', 'lots'], ['MOD_MAX_JOBS_PER_CLIENT', '1.5']]
+  for (const [name, value] of bad) {
     assert.throws(() => flat({}, {[name]: value}, cwd), (e: Error) => e.message.startsWith(`${name}=`), name)
   }
 })

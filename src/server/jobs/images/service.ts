@@ -1,0 +1,84 @@
+import type {ServerSettings} from '../../../lib/config/settings.js'
+import type {Engine} from '../../../lib/engine.js'
+import {ModError} from '../../../lib/errors.js'
+import {sendCallback} from '../../../lib/fetch/callback.js'
+import {fetchImageUrl, type FetchedImage} from '../../../lib/fetch/url.js'
+import {describe, toHttpError, type Log} from '../../errors.js'
+import {jobsUnavailable} from '../availability.js'
+import {createMemoryImageQueue} from './memory.js'
+import type {RedisImageQueueOptions} from './redis.js'
+import {imageChunkRunner} from './runner.js'
+import type {JobError} from '../types.js'
+import type {ChunkRunner, ImageJobQueue, ImageQueueHooks} from './types.js'
+
+/** An error as a client would have been answered it; internal details go to the log. */
+const describing =
+  (log: Log) =>
+  (e: unknown): JobError => {
+    const {code, message} = toHttpError(e, log)
+    return {code, message}
+  }
+
+/** Errors as a client would see them; the callback of a job that ended, signed as a video job's is. */
+function imageHooks(settings: ServerSettings, log: Log): ImageQueueHooks {
+  const {jobs} = settings
+  return {
+    describeError: describing(log),
+    onEnd: (body, url) => {
+      if (url === undefined) return
+      sendCallback(url, JSON.stringify(body), {secret: jobs.callbackSecret, allowPrivate: jobs.callbackAllowPrivate}).catch(
+        (e: unknown) => log(`image job ${body.id}: the callback could not be delivered: ${describe(e)}`),
+      )
+    },
+  }
+}
+
+/** Loads BullMQ only when MOD_REDIS_URL is set (see the video queue's loadingBullQueue). */
+function loadingRedisQueue(o: RedisImageQueueOptions): ImageJobQueue {
+  const loaded = import('./redis.js').then((m) => m.createRedisImageQueue(o))
+  loaded.catch(() => {})
+  return {
+    checkClient: async (c) => (await loaded).checkClient(c),
+    submit: async (spec) => (await loaded).submit(spec),
+    get: async (id) => (await loaded).get(id),
+    lines: async (id, from, count) => (await loaded).lines(id, from, count),
+    remove: async (id) => (await loaded).remove(id),
+    work: (runner) => void loaded.then((q) => q.work(runner), (e: Error) => o.log(`the image job queue could not start: ${e.message}`)),
+    close: async () => (await loaded).close(),
+  }
+}
+
+function refusingQueue(reason: string): ImageJobQueue {
+  const refuse = async (): Promise<never> => {
+    throw new ModError('jobs_unavailable', reason)
+  }
+  return {checkClient: refuse, submit: refuse, get: async () => undefined, lines: refuse, remove: async () => undefined, work: () => {}, close: async () => {}}
+}
+
+/** The image job queue MOD_REDIS_URL selects (BullMQ on Redis, or in-process); it runs no chunk until `work`. */
+export function imageJobQueue(settings: ServerSettings, log: Log): ImageJobQueue {
+  const {jobs} = settings
+  const off = jobsUnavailable(settings)
+  if (off !== undefined) return refusingQueue(off)
+  const common = {...imageHooks(settings, log), storage: jobs.storage, ttlSeconds: jobs.ttlSeconds, maxPerClient: jobs.images.maxPerClient}
+  if (jobs.redisUrl === undefined) return createMemoryImageQueue(common)
+  return loadingRedisQueue({...common, url: jobs.redisUrl, log})
+}
+
+/** Runs chunks on `engine`, URLs fetched under the process's URL rules and limits (`fetchImage`, for tests). */
+export function chunkRunnerFor(engine: Engine, settings: ServerSettings, log: Log, fetchImage?: (url: string) => Promise<FetchedImage>): ChunkRunner {
+  const {limits} = settings
+  return imageChunkRunner(engine, {
+    storage: settings.jobs.storage,
+    allowUrls: settings.allowUrls,
+    fetchImage: fetchImage ?? ((url) => fetchImageUrl(url, {maxBytes: limits.maxBytes, timeoutMs: limits.urlTimeoutMs})),
+    describeError: describing(log),
+  })
+}
+
+/** The image job queue of one `mod serve` process, running chunks here unless MOD_SERVE_JOBS=false. */
+export function createImageJobs(engine: Engine, settings: ServerSettings, log: Log, fetchImage?: (url: string) => Promise<FetchedImage>): ImageJobQueue {
+  const queue = imageJobQueue(settings, log)
+  if (settings.jobs.serveJobs) queue.work(chunkRunnerFor(engine, settings, log, fetchImage))
+  return queue
+}

@@ -1,0 +1,95 @@
+import {join} from 'node:path'
+
+import type {JobError} from '../types.js'
+import {jobPaths} from '../storage.js'
+import type {ImageJobBody} from './schema.js'
+
+/** An item to score: an image URL, or an uploaded file (kept in the job's folder, named by its index). */
+export type ImageItem = {url: string; id?: string} | {file: string; id?: string}
+
+/** What is known of an image job when it is accepted. */
+export interface ImageJobSpec {
+  id: string
+  /** The client address the job counts against (MOD_MAX_JOBS_PER_CLIENT). */
+  client: string
+  items: ImageItem[]
+  callbackUrl?: string
+}
+
+/** Items per chunk: the unit a worker takes, runs and records at once. */
+export const CHUNK_SIZE = 32
+
+/** A run of consecutive items of one job, from `start`. */
+export interface Chunk {
+  job: string
+  index: number
+  start: number
+  items: ImageItem[]
+}
+
+export function chunksOf(spec: Pick<ImageJobSpec, 'id' | 'items'>, size = CHUNK_SIZE): Chunk[] {
+  const chunks: Chunk[] = []
+  for (let start = 0; start < spec.items.length; start += size) {
+    chunks.push({job: spec.id, index: chunks.length, start, items: spec.items.slice(start, start + size)})
+  }
+  return chunks
+}
+
+/** Where an uploaded item waits: in its job's folder, named by its index (never by a name the client chose). */
+export function itemPath(storage: string, job: string, index: number): string {
+  return join(jobPaths(storage, job).dir, `item-${index}`)
+}
+
+/** Scores one chunk: one NDJSON line (no newline) per item, in order. */
+export type ChunkRunner = (chunk: Chunk, signal: AbortSignal) => Promise<string[]>
+
+export interface ImageQueueHooks {
+  /** The error an item reports for what went wrong (the server's mapping: internal details stay in the log). */
+  describeError(e: unknown): JobError
+  /** Called once per job when it is done or deleted, by the process that saw it end. */
+  onEnd?(body: ImageJobBody, callbackUrl: string | undefined): void
+}
+
+/** Progress as stored: what a body is made from. */
+export interface ImageJobState {
+  id: string
+  total: number
+  chunks: number
+  created_at: string
+  updated_at: string
+  started: boolean
+  finished: boolean
+  itemsDone: number
+  chunksDone: number
+}
+
+export function imageJobBody(s: ImageJobState): ImageJobBody {
+  return {
+    id: s.id,
+    kind: 'images',
+    status: s.finished ? 'done' : s.started ? 'running' : 'queued',
+    created_at: s.created_at,
+    updated_at: s.updated_at,
+    progress: {items_done: s.itemsDone, items_total: s.total, chunks_done: s.chunksDone, chunks_total: s.chunks},
+    results: `/v1/jobs/${s.id}/results`,
+  }
+}
+
+/**
+ * Where image jobs wait and run, in chunks: the in-process queue (memory.ts) or BullMQ on Redis (redis.ts). A
+ * chunk's lines are recorded by item index together with the chunk's completion, so a chunk run twice (its
+ * worker died after scoring) overwrites its lines: every item has exactly one line.
+ */
+export interface ImageJobQueue {
+  /** Refuses with too_many_jobs when `client` already has as many jobs not done as the limit. */
+  checkClient(client: string): Promise<void>
+  /** Queues the job's chunks; from now on the queue owns the job's folder. */
+  submit(spec: ImageJobSpec): Promise<ImageJobBody>
+  get(id: string): Promise<ImageJobBody | undefined>
+  /** The lines of items `from` to `from + count - 1`; undefined where an item has none yet. */
+  lines(id: string, from: number, count: number): Promise<(string | undefined)[]>
+  /** Deletes the job: its chunks not run are dropped, a running one stopped; lines and files removed. */
+  remove(id: string): Promise<ImageJobBody | undefined>
+  work(runner: ChunkRunner): void
+  close(): Promise<void>
+}

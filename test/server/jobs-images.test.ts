@@ -1,0 +1,222 @@
+// Bulk image jobs on the in-process queue, as a client uses them: a manifest of URLs or uploaded files, progress,
+// NDJSON results in order and resumable, the signed callback, DELETE, and every refusal with its status.
+import {createHmac} from 'node:crypto'
+import {mkdirSync} from 'node:fs'
+import {readdir} from 'node:fs/promises'
+import {createServer, type Server} from 'node:http'
+import type {AddressInfo} from 'node:net'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {createMemoryImageQueue} from '../../src/server/jobs/images/memory.js'
+import {blue, call, errorOf, form, postJson, red, start, tempDir, testSettings, toyEngine, type Running} from './harness.js'
+
+const PUBLIC = '93.184.216.34'
+const SECRET = 'image-callback-secret'
+const dir = tempDir('mod-jobs-images-')
+const storage = join(dir.path, 'jobs')
+mkdirSync(storage)
+const base = testSettings(join(dir.path, 'cache'), {allowUrls: true, limits: {urlTimeoutMs: 2000}})
+const settings = {
+  ...base,
+  jobs: {...base.jobs, storage, callbackSecret: SECRET, callbackAllowPrivate: true, images: {maxItems: 100, maxBytes: 64 * 1024, maxPerClient: 2}},
+}
+const engine = toyEngine(settings)
+let images: Server
+let receiver: Server
+let receiverUrl = ''
+const callbacks: {signature: string | undefined; body: string}[] = []
+let server: Running
+let noUrls: Running
+let keyed: Running
+
+test.before(async () => {
+  const [redPng, bluePng] = await Promise.all([red(), blue()])
+  images = createServer((req, res) => {
+    if (req.url?.startsWith('/red')) res.writeHead(200, {'content-type': 'image/png'}).end(redPng)
+    else if (req.url?.startsWith('/blue')) res.writeHead(200, {'content-type': 'image/png'}).end(bluePng)
+    else res.writeHead(404).end('missing')
+  })
+  receiver = createServer((req, res) => {
+    let body = ''
+    req.setEncoding('utf8').on('data', (d: string) => (body += d))
+    req.on('end', () => {
+      callbacks.push({signature: req.headers['x-mod-signature'] as string | undefined, body})
+      res.writeHead(204).end()
+    })
+  })
+  await Promise.all([images, receiver].map((s) => new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))))
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
+  const imagesPort = (images.address() as AddressInfo).port
+  await engine.load()
+  const fetch = {resolve: async () => [PUBLIC], connect: () => ({host: '127.0.0.1', port: imagesPort})}
+  server = await start(engine, settings, {fetch, tmpDir: dir.path})
+  noUrls = await start(engine, {...settings, allowUrls: false}, {tmpDir: dir.path})
+  keyed = await start(engine, {...settings, apiKey: 'right'}, {tmpDir: dir.path})
+})
+
+test.after(async () => {
+  await Promise.all([server.stop(), noUrls.stop(), keyed.stop()])
+  await Promise.all([images, receiver].map((s) => new Promise((resolve) => s.close(resolve))))
+  await engine.close()
+  dir.remove()
+})
+
+async function done(id: string, on = server): Promise<any> {
+  for (;;) {
+    const r = await call(`${on.base}/v1/jobs/${id}`)
+    if (r.body.status === 'done') return r.body
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+async function results(id: string, offset?: number): Promise<{status: string | null; total: string | null; lines: any[]}> {
+  const res = await fetch(`${server.base}/v1/jobs/${id}/results${offset === undefined ? '' : `?offset=${offset}`}`)
+  assert.is(res.status, 200)
+  assert.is(res.headers.get('content-type'), 'application/x-ndjson')
+  const text = await res.text()
+  const lines = text === '' ? [] : text.trimEnd().split('\n').map((l) => JSON.parse(l))
+  return {status: res.headers.get('x-mod-job-status'), total: res.headers.get('x-mod-items-total'), lines}
+}
+
+const urls = (n: number) => Array.from({length: n}, (_, i) => ({url: `http://images.example/${i % 3 === 0 ? 'red' : 'blue'}/${i}.png`, id: `item-${i}`}))
+
+test('a manifest of 70 URLs runs in 3 chunks; every item has one line, in manifest order, with its id', async () => {
+  const r = await postJson(`${server.base}/v1/jobs/images?callback_url=${encodeURIComponent(receiverUrl)}`, {items: urls(70)})
+  assert.is(r.status, 202)
+  assert.is(r.headers.get('location'), `/v1/jobs/${r.body.id}`)
+  assert.equal([r.body.kind, r.body.progress], ['images', {items_done: 0, items_total: 70, chunks_done: 0, chunks_total: 3}])
+  const job = await done(r.body.id)
+  assert.equal(job.progress, {items_done: 70, items_total: 70, chunks_done: 3, chunks_total: 3})
+  const all = await results(r.body.id)
+  assert.equal([all.status, all.total], ['done', '70'])
+  assert.equal(all.lines.map((l) => l.index), [...Array(70).keys()])
+  assert.equal(all.lines.map((l) => l.id), urls(70).map((u) => u.id))
+  assert.equal(all.lines.map((l) => l.is_safe), urls(70).map((u) => !u.url.includes('/red/')))
+  assert.is(all.lines[0].source, 'http://images.example/red/0.png')
+  // Resumed from an offset: the lines from there on.
+  const rest = await results(r.body.id, 68)
+  assert.equal(rest.lines.map((l) => l.index), [68, 69])
+  assert.equal((await results(r.body.id, 70)).lines, [])
+  // The callback arrives signed, with the job done.
+  while (!callbacks.some((c) => JSON.parse(c.body).id === r.body.id)) await new Promise((resolve) => setTimeout(resolve, 20))
+  const callback = callbacks.find((c) => JSON.parse(c.body).id === r.body.id)!
+  assert.is(callback.signature, `sha256=${createHmac('sha256', SECRET).update(callback.body).digest('hex')}`)
+  assert.equal(JSON.parse(callback.body), job)
+})
+
+test('an item whose URL cannot be fetched has its error line; the others are scored', async () => {
+  const r = await postJson(`${server.base}/v1/jobs/images`, {items: [{url: 'http://images.example/red.png'}, {url: 'http://images.example/missing.png', id: 'x'}]})
+  await done(r.body.id)
+  const {lines} = await results(r.body.id)
+  assert.is(lines[0].is_safe, false)
+  assert.equal([lines[1].index, lines[1].id, lines[1].source, lines[1].error.code], [1, 'x', 'http://images.example/missing.png', 'url_fetch_failed'])
+})
+
+test('uploaded files are streamed to the job folder, scored in upload order, and removed when the job is done', async () => {
+  const [redPng, bluePng] = await Promise.all([red(), blue()])
+  const files = Array.from({length: 35}, (_, i) => ({name: `f${i}.png`, data: i % 2 === 0 ? redPng : bluePng}))
+  files.push({name: 'empty.png', data: Buffer.alloc(0)})
+  const r = await call(`${server.base}/v1/jobs/images`, {method: 'POST', body: form('files', files)})
+  assert.is(r.status, 202)
+  assert.is(r.body.progress.chunks_total, 2)
+  await done(r.body.id)
+  const {lines} = await results(r.body.id)
+  assert.equal(lines.map((l) => l.source), files.map((f) => f.name))
+  assert.equal(lines.slice(0, 35).map((l) => l.is_safe), files.slice(0, 35).map((_, i) => i % 2 === 1))
+  assert.equal(lines[35].error.code, 'unsupported_media')
+  assert.equal(await readdir(storage), [])
+})
+
+test('DELETE cancels a job: its chunks not run are dropped, and it is unknown from then on', async () => {
+  const r = await postJson(`${server.base}/v1/jobs/images`, {items: urls(100)})
+  const deleted = await call(`${server.base}/v1/jobs/${r.body.id}`, {method: 'DELETE'})
+  assert.equal([deleted.status, deleted.body.status], [200, 'cancelled'])
+  assert.ok(deleted.body.progress.chunks_done < 4)
+  assert.equal(errorOf(await call(`${server.base}/v1/jobs/${r.body.id}`)), {status: 404, code: 'not_found'})
+  assert.equal(errorOf(await call(`${server.base}/v1/jobs/${r.body.id}/results`)), {status: 404, code: 'not_found'})
+  assert.equal(errorOf(await call(`${server.base}/v1/jobs/${r.body.id}`, {method: 'DELETE'})), {status: 404, code: 'not_found'})
+})
+
+test('bad input is refused with its status and code', async () => {
+  const post = (body: unknown, on = server, headers: Record<string, string> = {}) => postJson(`${on.base}/v1/jobs/images`, body, headers)
+  assert.equal(errorOf(await post('{"items": [')), {status: 400, code: 'bad_request'})
+  assert.equal(errorOf(await post({items: []})), {status: 400, code: 'bad_request'})
+  assert.equal(errorOf(await post({items: [{uri: 'http://images.example/red.png'}]})), {status: 400, code: 'bad_request'})
+  assert.equal(errorOf(await post({items: [{url: 'not a url'}]})), {status: 400, code: 'bad_request'})
+  assert.equal(errorOf(await post({items: urls(101)})), {status: 413, code: 'too_many_files'})
+  const blocked = await post({items: [{url: 'http://images.example/red.png'}, {url: 'http://127.0.0.1/red.png'}]})
+  assert.equal(errorOf(blocked), {status: 422, code: 'url_blocked'})
+  assert.match(blocked.body.error.message, /^items\[1\]\.url: /)
+  assert.equal(errorOf(await post({items: [{url: 'ftp://images.example/red.png'}]})), {status: 422, code: 'url_blocked'})
+  assert.equal(errorOf(await post({items: urls(1)}, noUrls)), {status: 403, code: 'url_fetch_disabled'})
+  assert.equal(errorOf(await post({items: urls(1)}, keyed, {'x-api-key': 'wrong'})), {status: 401, code: 'unauthorized'})
+  assert.equal(errorOf(await call(`${keyed.base}/v1/jobs/00000000-0000-4000-8000-000000000000/results`)), {status: 401, code: 'unauthorized'})
+  assert.equal(errorOf(await call(`${server.base}/v1/jobs/00000000-0000-4000-8000-000000000000/results`)), {status: 404, code: 'not_found'})
+  assert.equal(errorOf(await call(`${server.base}/v1/jobs/00000000-0000-4000-8000-000000000000/results?offset=-1`)), {status: 400, code: 'bad_request'})
+  const text = await call(`${server.base}/v1/jobs/images`, {method: 'POST', headers: {'content-type': 'text/plain'}, body: 'x'})
+  assert.equal(errorOf(text), {status: 415, code: 'unsupported_media'})
+  const big = await call(`${server.base}/v1/jobs/images`, {method: 'POST', body: form('files', [{name: 'a.png', data: Buffer.alloc(40 * 1024)}, {name: 'b.png', data: Buffer.alloc(40 * 1024)}])})
+  assert.equal(errorOf(big), {status: 413, code: 'payload_too_large'})
+  const many = await call(`${server.base}/v1/jobs/images`, {method: 'POST', body: form('files', Array.from({length: 101}, (_, i) => ({name: `${i}.png`, data: 'x'})))})
+  assert.equal(errorOf(many), {status: 413, code: 'too_many_files'})
+  assert.equal(await readdir(storage), [], 'a refused upload leaves no folder')
+})
+
+test('a client with as many jobs not done as MOD_MAX_JOBS_PER_CLIENT gets 429 too_many_jobs until one ends', async () => {
+  const redPng = await red()
+  const submit = () => call(`${server.base}/v1/jobs/images`, {method: 'POST', body: form('files', Array.from({length: 64}, (_, i) => ({name: `${i}.png`, data: redPng})))})
+  const first = await submit()
+  const second = await submit()
+  const third = await submit()
+  assert.equal([first.status, second.status], [202, 202])
+  assert.equal(errorOf(third), {status: 429, code: 'too_many_jobs'})
+  assert.is(third.headers.get('retry-after'), '30')
+  await done(first.body.id)
+  await done(second.body.id)
+  assert.is((await submit()).status, 202)
+})
+
+test('a read while the job runs answers the lines ready, up to the first item not scored; the next read resumes', async () => {
+  let release = () => {}
+  const held = new Promise<void>((resolve) => (release = resolve))
+  const queue = createMemoryImageQueue({storage, ttlSeconds: 60, maxPerClient: 2, describeError: () => ({code: 'internal', message: 'x'})})
+  // The second chunk waits until released; every item's line says where it is.
+  queue.work(async (chunk) => {
+    if (chunk.index === 1) await held
+    return chunk.items.map((_, i) => JSON.stringify({index: chunk.start + i, source: `${chunk.start + i}`, error: {code: 'internal', message: 'x'}}))
+  })
+  const holding = await start(engine, settings, {tmpDir: dir.path, imageJobs: queue})
+  const read = async (id: string, offset: number) => {
+    const res = await fetch(`${holding.base}/v1/jobs/${id}/results?offset=${offset}`)
+    const text = await res.text()
+    return {status: res.headers.get('x-mod-job-status'), indexes: text === '' ? [] : text.trimEnd().split('\n').map((l) => JSON.parse(l).index)}
+  }
+  const r = await call(`${holding.base}/v1/jobs/images`, {method: 'POST', body: form('files', Array.from({length: 70}, (_, i) => ({name: `${i}.png`, data: 'x'})))})
+  while ((await call(`${holding.base}/v1/jobs/${r.body.id}`)).body.progress.chunks_done < 1) await new Promise((resolve) => setTimeout(resolve, 10))
+  assert.equal(await read(r.body.id, 0), {status: 'running', indexes: [...Array(32).keys()]})
+  assert.equal(await read(r.body.id, 32), {status: 'running', indexes: []})
+  release()
+  await done(r.body.id, holding)
+  assert.equal(await read(r.body.id, 32), {status: 'done', indexes: Array.from({length: 38}, (_, i) => 32 + i)})
+  await holding.stop()
+})
+
+test('a chunk whose run fails has the error as each of its items\' lines, so the job still ends', async () => {
+  const queue = createMemoryImageQueue({storage, ttlSeconds: 60, maxPerClient: 2, describeError: () => ({code: 'internal', message: 'internal error'})})
+  queue.work(async () => {
+    throw new Error('the model went away')
+  })
+  const id = '11111111-1111-4111-8111-111111111111'
+  await queue.submit({id, client: 'c', items: [{url: 'http://images.example/red.png', id: 'a'}, {file: 'b.png'}]})
+  while ((await queue.get(id))?.status !== 'done') await new Promise((resolve) => setTimeout(resolve, 10))
+  assert.equal((await queue.lines(id, 0, 2)).map((l) => JSON.parse(l as string)), [
+    {index: 0, id: 'a', source: 'http://images.example/red.png', error: {code: 'internal', message: 'internal error'}},
+    {index: 1, source: 'b.png', error: {code: 'internal', message: 'internal error'}},
+  ])
+  await queue.close()
+})
+
+test.run()
