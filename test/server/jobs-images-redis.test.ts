@@ -14,12 +14,14 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {entriesNaming, startRedis, type RedisServer} from '../helpers/redis.js'
+import {nodeArgs} from '../helpers/ts-script.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 import {blue, call, errorOf, form, red, serveProcess, start, tempDir, testSettings, TOY_MODEL, toyEngine, writeRednessPolicy, type Running} from './harness.js'
 
 const dir = tempDir('mod-jobs-images-redis-')
 const storage = join(dir.path, 'jobs')
 mkdirSync(storage)
-const cacheDir = join(dir.path, 'cache')
+const cacheDir = warmCacheDir(join(dir.path, 'cache'))
 const SECRET = 'image-jobs-secret'
 let redis: RedisServer
 let server: Running
@@ -28,7 +30,7 @@ const engine = toyEngine(testSettings(cacheDir))
 
 /** A worker process; `printed` resolves once a line of its output matches. */
 function worker() {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'jobs', 'image-worker.ts'), redis.url, storage, cacheDir, '150'], {
+  const child = spawn(process.execPath, [...nodeArgs(join(import.meta.dirname, 'jobs', 'image-worker.ts')), redis.url, storage, cacheDir, '150'], {
     stdio: ['ignore', 'pipe', 'ignore'],
   })
   children.push(child)
