@@ -204,8 +204,9 @@ test('SIGTERM while eval, calibrate or head train scores stops the work at once:
     const code = await new Promise<number | null>((done) => {
       child.stderr.setEncoding('utf8').on('data', (d: string) => {
         stderr += d
-        // The step that scores the images has begun (listr2's plain lines without a terminal).
-        if (/\[STARTED\] (Scoring|Embedding)/.test(stderr)) child.kill('SIGTERM')
+        // The step that scores the images has begun (listr2's plain lines without a terminal). One signal only: a
+        // second one ends the process at once, as it does for a user pressing Ctrl-C twice.
+        if (/\[STARTED\] (Scoring|Embedding)/.test(stderr) && !child.killed) child.kill('SIGTERM')
       })
       child.on('close', done)
     })
