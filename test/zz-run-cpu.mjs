@@ -60,7 +60,7 @@ spawnSync(process.execPath, [join(root, 'bin', 'run.js'), 'scan', join(root, 'te
 function runFile(file) {
   return new Promise((resolve) => {
     const started = Date.now()
-    const child = spawn('/usr/bin/time', ['-a', '-o', '/tmp/cpu-per-file2.txt', '-f', '%U %S '+relative(root, file), process.execPath, '--enable-source-maps', mirrorOf(root, MIRROR, file)], {
+    const child = spawn('/usr/bin/time', ['-a', '-o', '/tmp/cpu-per-file3.txt', '-f', '%U %S '+relative(root, file), process.execPath, '--enable-source-maps', mirrorOf(root, MIRROR, file)], {
       cwd: root,
       // Test files run engines in-process: keep onnxruntime's telemetry off there too, as bin/run.js does.
       env: {...baseEnv, NO_COLOR: '1', FORCE_COLOR: '0', ORT_DISABLE_TELEMETRY: '1'},

@@ -127,6 +127,8 @@ test('uploaded files are streamed to the job folder, scored in upload order, and
   assert.equal(lines.map((l) => l.source), files.map((f) => f.name))
   assert.equal(lines.slice(0, 35).map((l) => l.is_safe), files.slice(0, 35).map((_, i) => i % 2 === 1))
   assert.equal(lines[35].error.code, 'unsupported_media')
+  // The process that finishes the job removes its uploads just after recording the last chunk.
+  for (let waited = 0; (await readdir(storage)).length > 0 && waited < 5000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20))
   assert.equal(await readdir(storage), [])
 })
 
