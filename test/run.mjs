@@ -49,10 +49,13 @@ try {
   process.stdout.write(`${e.message}\n\n0 passed, 1 failed\n`)
   process.exit(1)
 }
-// The optimised graphs of the models every scan opens, built once by a real scan for test/helpers/warm-cache.ts.
+// The optimised graphs of the models every scan opens and the toy model's embeddings of the default prompts and
+// of "red" (the redness category most tests add), built once by a real scan for test/helpers/warm-cache.ts.
 const WARM_CACHE = join(root, 'test', 'fixtures', 'tmp', 'warm-cache')
 rmSync(WARM_CACHE, {recursive: true, force: true})
-spawnSync(process.execPath, [join(root, 'bin', 'run.js'), 'scan', join(root, 'test', 'fixtures', 'photos'), '--json'], {
+mkdirSync(WARM_CACHE, {recursive: true})
+writeFileSync(join(WARM_CACHE, 'policy.yaml'), 'categories:\n  redness:\n    prompts: ["red"]\n    threshold: 0.5\n')
+spawnSync(process.execPath, [join(root, 'bin', 'run.js'), 'scan', join(root, 'test', 'fixtures', 'photos'), '--json', '--config', join(WARM_CACHE, 'policy.yaml')], {
   env: {...baseEnv, MOD_CACHE_DIR: WARM_CACHE, MOD_MODEL_DIR: join(root, 'test', 'fixtures', 'models', 'toy')},
   stdio: 'ignore',
 })

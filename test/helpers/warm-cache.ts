@@ -1,6 +1,7 @@
 // A fresh MOD_CACHE_DIR still starts with the optimised graphs of the models every scan opens (the NSFW specialist,
-// the toy CLIP model): building the specialist's costs about 0.3 CPU-s per process, which tests about something else
-// need not pay each time. test/run.mjs builds them once per run under test/fixtures/tmp/warm-cache with a real scan;
+// the toy CLIP model) and the toy model's prompt embeddings: building the specialist's graph costs about 0.3 CPU-s
+// per process, and embedding prompts loads the CLIP tokenizer and text encoder (about 0.3 more), which tests about
+// something else need not pay each time. test/run.mjs builds them once per run under test/fixtures/tmp/warm-cache with a real scan;
 // `warmCacheDir` hard-links them into a test's own folder, where the test's runs use, replace or remove them as any
 // cache entry. Run by hand without that folder, a test starts cold, as before. Tests about the graph cache itself
 // make their folders without this.
@@ -10,24 +11,31 @@ import {fileURLToPath} from 'node:url'
 
 export const WARM_CACHE = fileURLToPath(new URL('../fixtures/tmp/warm-cache', import.meta.url))
 
-/** Makes `path` a cache folder holding links to the run's prepared graphs (when there are any); returns `path`. */
-export function warmCacheDir(path: string): string {
-  const from = join(WARM_CACHE, 'ort')
-  let entries: string[] = []
+/** The entries (folders) of one part of the prepared cache; none when the run prepared nothing. */
+function entriesOf(part: string): string[] {
   try {
-    entries = readdirSync(from)
+    return readdirSync(join(WARM_CACHE, part)).filter((name) => !name.includes('.tmp-'))
   } catch {
-    // No prepared graphs: the test starts cold.
+    return []
   }
+}
+
+/**
+ * Makes `path` a cache folder holding links to the run's prepared graphs and prompt embeddings (when there are
+ * any); returns `path`.
+ */
+export function warmCacheDir(path: string): string {
   mkdirSync(path, {recursive: true})
-  for (const entry of entries.filter((name) => !name.includes('.tmp-'))) {
-    mkdirSync(join(path, 'ort', entry), {recursive: true})
-    for (const file of readdirSync(join(from, entry))) {
-      try {
-        linkSync(join(from, entry, file), join(path, 'ort', entry, file))
-      } catch (e) {
-        // Linked by an earlier call for the same folder.
-        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e
+  for (const part of ['ort', 'prompts']) {
+    for (const entry of entriesOf(part)) {
+      mkdirSync(join(path, part, entry), {recursive: true})
+      for (const file of readdirSync(join(WARM_CACHE, part, entry))) {
+        try {
+          linkSync(join(WARM_CACHE, part, entry, file), join(path, part, entry, file))
+        } catch (e) {
+          // Linked by an earlier call for the same folder.
+          if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e
+        }
       }
     }
   }
