@@ -3,7 +3,7 @@ import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join, resolve} from 'node:path'
 
-import {Config, Errors, run} from '@oclif/core'
+import type {Config} from '@oclif/core'
 import sharp from 'sharp'
 
 export const ROOT = resolve(import.meta.dirname, '..', '..')
@@ -46,7 +46,9 @@ let config: Promise<Config> | undefined
  * exit codes) stays with runCli. An error that bin/run.js would print as `internal` is thrown instead.
  */
 export async function runInProcess(args: string[], opts: {env?: Record<string, string>; cwd?: string} = {}): Promise<CliRun> {
-  config ??= Config.load(ROOT)
+  // oclif loads here, not with this module: most tests that import it never run a command in-process.
+  const {Config: OclifConfig, Errors, run} = await import('@oclif/core')
+  config ??= OclifConfig.load(ROOT)
   const loaded = await config
   const savedEnv = {...process.env}
   for (const k of Object.keys(process.env)) if (k.startsWith('MOD_')) delete process.env[k]
