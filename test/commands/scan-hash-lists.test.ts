@@ -1,6 +1,6 @@
 // `mod scan` with a policy's hash lists: the listed photo and a re-encoded, resized copy are known_bad and their rows
 // name the list, label and distance; an unrelated photo is not matched; a bad list line stops the scan.
-import {mkdirSync, readdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import sharp from 'sharp'
@@ -20,11 +20,11 @@ const folder = join(dir.path, 'uploads')
 let hash = ''
 let distance = 0
 
-function writePolicy(lines: string[]): string {
+function writePolicy(lines: string[], shared?: boolean): string {
   mkdirSync(join(dir.path, 'lists'), {recursive: true})
   writeFileSync(join(dir.path, 'lists', 'banned.txt'), lines.join('\n') + '\n')
   const file = join(dir.path, 'policy.yaml')
-  writeFileSync(file, 'hash_lists:\n  banned:\n    file: lists/banned.txt\n')
+  writeFileSync(file, `hash_lists:\n  banned:\n    file: lists/banned.txt\n${shared === undefined ? '' : `    shared: ${shared}\n`}`)
   return file
 }
 
@@ -58,10 +58,10 @@ test('mod scan applies the lists: matches in --ndjson and in the table rows', as
   assert.is(table.code, 1)
 })
 
-test('processes started together on a new list all match, and leave one cache folder under MOD_CACHE_DIR and nothing half-written', async () => {
+test('processes started together on a new list marked shared all match, and leave one cache folder under MOD_CACHE_DIR and nothing half-written', async () => {
   // Enough lines that the builds overlap in time.
   const filler = Array.from({length: 20_000}, (_, i) => `${(i * 2654435761 >>> 0).toString(16).padStart(8, '0').repeat(8)},filler`)
-  const policy = writePolicy([...filler, `${hash},case-1041`])
+  const policy = writePolicy([...filler, `${hash},case-1041`], true)
   const cache = join(dir.path, 'shared-cache')
   const runs = await Promise.all([1, 2, 3].map(() => runCli(['scan', join(folder, 'a-listed.jpg'), '--config', policy, '--json'], {env: {...env, MOD_CACHE_DIR: cache}})))
   for (const r of runs) {
@@ -71,6 +71,15 @@ test('processes started together on a new list all match, and leave one cache fo
   const names = readdirSync(join(cache, 'hash-lists'))
   assert.is(names.filter((n) => /^[0-9a-f]{64}-v\d+$/.test(n)).length, 1, names.join(' '))
   assert.is(names.filter((n) => n.includes('tmp')).length, 0, names.join(' '))
+})
+
+test('a small list not marked shared is held by the process: nothing is written under MOD_CACHE_DIR/hash-lists', async () => {
+  const policy = writePolicy([`${hash},case-1041`])
+  const cache = join(dir.path, 'own-cache')
+  const r = await runInProcess(['scan', join(folder, 'a-listed.jpg'), '--config', policy, '--json'], {env: {...env, MOD_CACHE_DIR: cache}})
+  assert.is(r.code, 1, r.stderr)
+  assert.equal(JSON.parse(r.stdout)[0].matches, [{list: 'banned', label: 'case-1041', note: '', distance: 0, category: 'known_bad'}])
+  assert.not.ok(existsSync(join(cache, 'hash-lists')))
 })
 
 test('mod scan stops on a bad list line with invalid_config, naming the file and the line', async () => {

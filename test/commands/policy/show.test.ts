@@ -40,13 +40,13 @@ test('hash lists are shown with their files as absolute paths, and the output va
   mkdirSync(join(dir.path, 'hashes'))
   writeFileSync(join(dir.path, 'hashes', 'removals.txt'), `${'ab'.repeat(32)},case-1\n`)
   const policy = join(dir.path, 'lists.yaml')
-  writeFileSync(policy, 'hash_lists:\n  removals: {file: hashes/removals.txt}\n  shared: {file: hashes/removals.txt, category: weapons, distance: 20}\n')
+  writeFileSync(policy, 'hash_lists:\n  removals: {file: hashes/removals.txt}\n  shared: {file: hashes/removals.txt, category: weapons, distance: 20, shared: true}\n')
   const show = await runInProcess(['policy', 'show', '--config', policy])
   assert.is(show.code, 0, show.stderr)
   const file = join(dir.path, 'hashes', 'removals.txt')
   assert.equal((parse(show.stdout) as {hash_lists: unknown}).hash_lists, {
     removals: {file, category: 'known_bad', distance: 31},
-    shared: {file, category: 'weapons', distance: 20},
+    shared: {file, category: 'weapons', distance: 20, shared: true},
   })
   mkdirSync(join(dir.path, 'elsewhere'))
   const effective = join(dir.path, 'elsewhere', 'effective.yaml')

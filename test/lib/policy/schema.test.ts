@@ -120,20 +120,21 @@ test('every kind of problem is reported with its line and column, all at once', 
 })
 
 test('hash_lists: file required, category known_bad and distance 31 by default', () => {
-  const ok = validatePolicyText('hash_lists:\n  removals:\n    file: lists/removals.txt\n  shared:\n    file: /srv/shared.txt\n    category: weapons\n    distance: 20\n')
+  const ok = validatePolicyText('hash_lists:\n  removals:\n    file: lists/removals.txt\n  shared:\n    file: /srv/shared.txt\n    category: weapons\n    distance: 20\n    shared: true\n')
   assert.equal(ok.problems, [])
   assert.equal(ok.file?.hash_lists, [
     {name: 'removals', category: 'known_bad', distance: 31, file: 'lists/removals.txt', line: 3},
-    {name: 'shared', category: 'weapons', distance: 20, file: '/srv/shared.txt', line: 5},
+    {name: 'shared', category: 'weapons', distance: 20, shared: true, file: '/srv/shared.txt', line: 5},
   ])
-  const bad = validatePolicyText('hash_lists:\n  a:\n    distance: 64\n  b:\n    file: x.txt\n    distance: 3.5\n    colour: red\n  c:\n    category: 12\n  "d e":\n    file: y.txt\n  f: x.txt\n')
+  const bad = validatePolicyText('hash_lists:\n  a:\n    distance: 64\n  b:\n    file: x.txt\n    distance: 3.5\n    colour: red\n  c:\n    category: 12\n  "d e":\n    file: y.txt\n  f: x.txt\n  g:\n    file: z.txt\n    shared: maybe\n')
   assert.equal(bad.problems, [
     at(3, 15, 'hash_lists.a.distance must be a whole number from 0 to 43, not 64'),
     at(6, 15, 'hash_lists.b.distance must be a whole number from 0 to 43, not 3.5'),
-    at(7, 5, 'unknown key "colour" in hash_lists.b (expected one of file, category, distance)'),
+    at(7, 5, 'unknown key "colour" in hash_lists.b (expected one of file, category, distance, shared)'),
     at(9, 15, 'hash_lists.c.category must be a category name, not 12'),
     at(10, 3, 'hash list name "d e" may hold only letters, digits, "_", "-" and "." (at most 64)'),
     at(12, 6, 'hash_lists.f must be a mapping such as {file: removals.txt}, not "x.txt"'),
+    at(15, 13, 'hash_lists.g.shared must be true or false, not "maybe"'),
   ])
 })
 

@@ -253,17 +253,25 @@ async function buildTurn(entry: string, open: () => Promise<MappedIndex | undefi
 }
 
 /**
- * Loads a hash list file. With a cache folder (MOD_CACHE_DIR), from its mapped cache under
+ * Lists from this size on (about 250 000 hashes) are shared by default. A lookup in a mapped list costs about 2 ms
+ * more per image than one in a process's own heap (two onnxruntime runs; 3.4 against 1.3 ms for an image's nine
+ * hashes in a list of 100 000, bench/pdq-speed.ts), while a smaller list costs each process at most about 35 MiB.
+ */
+export const SHARED_FROM_BYTES = 16 * 1024 * 1024
+
+/**
+ * Loads a hash list file. When `shared` (by default for a file of SHARED_FROM_BYTES or more) and with a cache
+ * folder (MOD_CACHE_DIR), from its mapped cache under
  * `<cacheDir>/hash-lists/`, keyed by the list's SHA-256 and the cache format: built from the text (parsed,
  * indexed, written; by one of the processes starting together, the others wait for it) when it is missing or
  * damaged, then mapped like the first time. Without one, or when it
  * cannot be written, the list is parsed and indexed in this process's memory. A bad line is `invalid_config`
  * with its line number.
  */
-export async function loadHashList(file: string, name: string, options: {cacheDir?: string} = {}): Promise<LoadedList> {
+export async function loadHashList(file: string, name: string, options: {cacheDir?: string; shared?: boolean} = {}): Promise<LoadedList> {
   const {handle, info} = await openListFile(file)
   try {
-    if (options.cacheDir === undefined) {
+    if (options.cacheDir === undefined || !(options.shared ?? info.size >= SHARED_FROM_BYTES)) {
       const {list, index} = parseListText(file, await readOpened(handle, info.size))
       return inMemory(name, file, list, index)
     }

@@ -17,6 +17,7 @@ import {
   offsetOf,
   positionAt,
   readNamed,
+  readBoolean,
   readNumber,
   report,
   scalarValue,
@@ -37,6 +38,8 @@ export interface HashListEntry {
   category: string
   /** Largest Hamming distance that matches. */
   distance: number
+  /** One mapped copy shared by every process (true), each process's own copy (false); absent: by the file's size. */
+  shared?: boolean
   /** 1-based line of the `file:` value, for problems found in the list file itself. */
   line: number
 }
@@ -50,13 +53,15 @@ export interface PolicyHashList {
   category: string
   /** Largest Hamming distance that matches. */
   distance: number
+  /** One mapped copy shared by every process (true), each process's own copy (false); absent: by the file's size. */
+  shared?: boolean
 }
 
 /** The category of hash-list matches unless a list names another. */
 export const DEFAULT_HASH_CATEGORY = 'known_bad'
 
 const KEY = 'hash_lists'
-const HASH_LIST_KEYS = ['file', 'category', 'distance'] as const
+const HASH_LIST_KEYS = ['file', 'category', 'distance', 'shared'] as const
 
 /** The policy's hash lists (the `pdq` signal runs only when there is one). */
 export function hashListsOf(policy: Policy): readonly PolicyHashList[] {
@@ -99,6 +104,12 @@ function readHashList(ctx: YamlContext, name: string, node: unknown, at: number,
           if (d !== undefined) report(ctx, offsetOf(value, valueAt), `${path}.distance must be a whole number from 0 to ${MAX_THRESHOLD}, not ${describe(value)}`)
           ok = false
         }
+        break
+      }
+      case 'shared': {
+        const shared = readBoolean(ctx, value, valueAt, `${path}.shared`)
+        if (shared === undefined) ok = false
+        else entry.shared = shared
         break
       }
       default:
@@ -172,11 +183,11 @@ export const hashListsSection: PolicySection<HashListEntry[], PolicyHashList[]> 
     }
   },
   build(lists, dir) {
-    const built = (lists ?? []).map((l) => ({name: l.name, file: resolve(dir, l.file), category: l.category, distance: l.distance}))
+    const built = (lists ?? []).map((l) => ({name: l.name, file: resolve(dir, l.file), category: l.category, distance: l.distance, ...(l.shared === undefined ? {} : {shared: l.shared})}))
     return {value: built, feeds: built.map((l) => ({category: l.category, weight: 1}))}
   },
   verify: checkLists,
   // Hash list files are named by their absolute paths, so the output reads them from any folder.
   show: (lists) =>
-    lists.length > 0 ? Object.fromEntries(lists.map((l) => [l.name, {file: l.file, category: l.category, distance: l.distance}])) : undefined,
+    lists.length > 0 ? Object.fromEntries(lists.map((l) => [l.name, {file: l.file, category: l.category, distance: l.distance, ...(l.shared === undefined ? {} : {shared: l.shared})}])) : undefined,
 }

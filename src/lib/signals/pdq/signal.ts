@@ -19,9 +19,10 @@ type FrameMatches = (HashMatch & {category: string})[]
 
 async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>): Promise<OpenSignal<FrameMatches, FrameMatches>> {
   const {policy} = setup
-  // Lists load once, mapped from their cache under the cache folder; a missing file or bad line stops start-up.
+  // Lists load once (a large one, or one marked shared, mapped from its cache under the cache folder); a missing
+  // file or bad line stops start-up.
   const named = hashListsOf(policy)
-  const lists = await Promise.all(named.map((l) => loadHashList(l.file, l.name, {cacheDir: setup.cacheDir})))
+  const lists = await Promise.all(named.map((l) => loadHashList(l.file, l.name, {cacheDir: setup.cacheDir, shared: l.shared})))
   const thresholds = Object.fromEntries(named.map((l) => [l.name, l.distance]))
   const categoryOf = new Map(named.map((l) => [l.name, l.category]))
   const fed = ruleCategories(policy, new Set(categoryOf.values()), opened.keys())

@@ -8,7 +8,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {hammingDistance, hashToHex} from '../../../../src/lib/signals/pdq/hash256.js'
-import {loadHashList, type LoadedList} from '../../../../src/lib/signals/pdq/list-load.js'
+import {loadHashList, SHARED_FROM_BYTES, type LoadedList} from '../../../../src/lib/signals/pdq/list-load.js'
 import {FORMAT} from '../../../../src/lib/signals/pdq/list-map.js'
 import {matchHash} from '../../../../src/lib/signals/pdq/match.js'
 import {rejection} from '../../../helpers/errors.js'
@@ -38,12 +38,12 @@ test('the cache lives under the cache folder, in a folder named by the list text
     const text = `${A},a\n${B},b,note\n`
     await writeFile(file, text)
     const cacheDir = join(dir, 'cache')
-    const first = await loadHashList(file, 'l', {cacheDir})
+    const first = await loadHashList(file, 'l', {cacheDir, shared: true})
     assert.is(first.from, 'text')
     assert.equal(await readdir(dir), ['cache', 'list.txt'])
     assert.equal(await entries(cacheDir), [`${sha(text)}-v${FORMAT}`])
     assert.equal((await readdir(join(cacheDir, 'hash-lists', `${sha(text)}-v${FORMAT}`))).sort(), ['fetch.onnx', 'index.bin', 'probe.onnx'])
-    const second = await loadHashList(file, 'l', {cacheDir})
+    const second = await loadHashList(file, 'l', {cacheDir, shared: true})
     assert.is(second.from, 'cache')
     assert.equal(await second.search([Buffer.from(B, 'hex')], 0), await first.search([Buffer.from(B, 'hex')], 0))
     const [[hit]] = await second.search([Buffer.from(B, 'hex')], 0)
@@ -59,17 +59,17 @@ test('a changed list is indexed again and its old cache folder removed (and any 
     const when = new Date('2026-01-01T00:00:00Z')
     await writeFile(file, `${A},a\n${B},b\n`)
     await utimes(file, when, when)
-    await (await loadHashList(file, 'l', {cacheDir})).close()
+    await (await loadHashList(file, 'l', {cacheDir, shared: true})).close()
     await mkdir(join(cacheDir, 'hash-lists', `${'0'.repeat(64)}-v0`))
     await writeFile(file, `${B},a\n${A},b\n`)
     await utimes(file, when, when)
-    const changed = await loadHashList(file, 'l', {cacheDir})
+    const changed = await loadHashList(file, 'l', {cacheDir, shared: true})
     assert.is(changed.from, 'text')
     assert.equal(await entries(cacheDir), [`${sha(`${B},a\n${A},b\n`)}-v${FORMAT}`])
     const [[hit]] = await changed.search([Buffer.from(B, 'hex')], 0)
     assert.equal([hit.id, hit.label], [0, 'a'])
     await changed.close()
-    const again = await loadHashList(file, 'l', {cacheDir})
+    const again = await loadHashList(file, 'l', {cacheDir, shared: true})
     assert.is(again.from, 'cache')
     await again.close()
   })
@@ -84,8 +84,8 @@ test('lookups through the mapped cache equal the in-memory search and a full sca
     const file = join(dir, 'list.txt')
     await writeFile(file, base.map((h, i) => `${hashToHex(h)},n${i % 7}${i % 2 ? `,note ${i}` : ''}`).join('\n'))
     const memory = await loadHashList(file, 'l')
-    const built = await loadHashList(file, 'l', {cacheDir: join(dir, 'cache')})
-    const mapped = await loadHashList(file, 'l', {cacheDir: join(dir, 'cache')})
+    const built = await loadHashList(file, 'l', {cacheDir: join(dir, 'cache'), shared: true})
+    const mapped = await loadHashList(file, 'l', {cacheDir: join(dir, 'cache'), shared: true})
     assert.equal([memory.from, built.from, mapped.from], ['text', 'text', 'cache'])
     for (const threshold of [0, 9, 10, 21, 31, 43]) {
       const expected = await memory.search(queries, threshold)
@@ -112,7 +112,7 @@ test('a cut or damaged cache file is refused and built anew from the text', asyn
     await writeFile(file, text)
     const cacheDir = join(dir, 'cache')
     const folder = join(cacheDir, 'hash-lists', `${sha(text)}-v${FORMAT}`)
-    const first = await loadHashList(file, 'l', {cacheDir})
+    const first = await loadHashList(file, 'l', {cacheDir, shared: true})
     const probe = [Buffer.from(text.slice(0, 64), 'hex')]
     const expected = await first.search(probe, 31)
     await first.close()
@@ -129,12 +129,12 @@ test('a cut or damaged cache file is refused and built anew from the text', asyn
     ]
     for (const [what, harm] of damage) {
       await harm()
-      const again = await loadHashList(file, 'l', {cacheDir})
+      const again = await loadHashList(file, 'l', {cacheDir, shared: true})
       assert.is(again.from, 'text', what)
       assert.equal(await again.search(probe, 31), expected, what)
       await again.close()
       assert.equal(await readFile(join(folder, 'index.bin')), good, what)
-      const whole = await loadHashList(file, 'l', {cacheDir})
+      const whole = await loadHashList(file, 'l', {cacheDir, shared: true})
       assert.is(whole.from, 'cache', what)
       await whole.close()
     }
@@ -149,12 +149,12 @@ test('bucket bounds out of range in the bulk of the file (not read at start) fai
     await writeFile(file, text)
     const cacheDir = join(dir, 'cache')
     const folder = join(cacheDir, 'hash-lists', `${sha(text)}-v${FORMAT}`)
-    await (await loadHashList(file, 'l', {cacheDir})).close()
+    await (await loadHashList(file, 'l', {cacheDir, shared: true})).close()
     // 50 hashes: a page of header, 50 rows of 36 bytes, then (from 8192) the offset tables.
     const bytes = await readFile(join(folder, 'index.bin'))
     bytes.fill(0xff, 8192, 8192 + 11 * 1025 * 4)
     await writeFile(join(folder, 'index.bin'), bytes)
-    const list = await loadHashList(file, 'l', {cacheDir})
+    const list = await loadHashList(file, 'l', {cacheDir, shared: true})
     assert.is(list.from, 'cache')
     const e = await rejection(list.search([Buffer.from(text.slice(0, 64), 'hex')], 31))
     assert.is(e.code, 'internal')
@@ -168,7 +168,7 @@ test('workers starting together on a new list all get it: one builds it while th
     const file = join(dir, 'list.txt')
     await writeFile(file, `${A},a\n${B},b\n`)
     const cacheDir = join(dir, 'cache')
-    const lists = await Promise.all(Array.from({length: 4}, () => loadHashList(file, 'l', {cacheDir})))
+    const lists = await Promise.all(Array.from({length: 4}, () => loadHashList(file, 'l', {cacheDir, shared: true})))
     assert.equal(lists.map((l) => l.from).sort(), ['cache', 'cache', 'cache', 'text'])
     for (const l of lists) assert.equal((await l.search([Buffer.from(A, 'hex')], 0))[0].map((h) => h.label), ['a'])
     assert.equal(await entries(cacheDir), [`${sha(`${A},a\n${B},b\n`)}-v${FORMAT}`])
@@ -187,7 +187,7 @@ test('a build lock left by a process that died is taken over', async () => {
     // The pid of a process that has ended.
     const gone = spawnSync(process.execPath, ['-e', '0']).pid
     await writeFile(join(cacheDir, 'hash-lists', `${sha(text)}-v${FORMAT}.lock`), `${hostname()} ${gone}`)
-    const list = await loadHashList(file, 'l', {cacheDir})
+    const list = await loadHashList(file, 'l', {cacheDir, shared: true})
     assert.is(list.from, 'text')
     assert.equal(await entries(cacheDir), [`${sha(text)}-v${FORMAT}`])
     await list.close()
@@ -198,10 +198,25 @@ test('a list without a hash (comments alone) needs no cache and matches nothing'
   await withDir(async (dir) => {
     const file = join(dir, 'list.txt')
     await writeFile(file, '# nothing listed yet\n')
-    const list = await loadHashList(file, 'l', {cacheDir: join(dir, 'cache')})
+    const list = await loadHashList(file, 'l', {cacheDir: join(dir, 'cache'), shared: true})
     assert.equal([list.from, list.count], ['text', 0])
     assert.equal(await list.search([Buffer.from(A, 'hex')], 31), [[]])
     assert.equal(await readdir(join(dir, 'cache', 'hash-lists')), [])
+  })
+})
+
+test('a list under 16 MiB is each process\'s own by default (shared: false too): no cache is written, lookups are the same', async () => {
+  await withDir(async (dir) => {
+    const file = join(dir, 'list.txt')
+    await writeFile(file, `${A},a\n`)
+    const cacheDir = join(dir, 'cache')
+    for (const shared of [undefined, false]) {
+      const list = await loadHashList(file, 'l', {cacheDir, shared})
+      assert.is(list.from, 'text')
+      assert.equal((await list.search([Buffer.from(A, 'hex')], 0))[0].map((h) => h.label), ['a'])
+    }
+    assert.equal(await readdir(cacheDir).catch(() => []), [])
+    assert.is(SHARED_FROM_BYTES, 16 * 1024 * 1024)
   })
 })
 
@@ -212,7 +227,7 @@ test('a cache folder that cannot be written leaves the list in memory', async ()
     // A file where the cache folder should be: nothing can be made inside it.
     const cacheDir = join(dir, 'not-a-folder')
     await writeFile(cacheDir, '')
-    const list = await loadHashList(file, 'l', {cacheDir})
+    const list = await loadHashList(file, 'l', {cacheDir, shared: true})
     assert.is(list.from, 'text')
     assert.equal((await list.search([Buffer.from(A, 'hex')], 0))[0].map((h) => h.label), ['a'])
   })
