@@ -144,7 +144,7 @@ async function signalCost(): Promise<void> {
     }
     await writeFile(file, `${lines.join('\n')}\n`)
   }
-  // As a scan loads it: indexed into the mapped cache under the cache folder (built on the first run).
+  // As a scan loads it: a list of this size stays in the process's memory (shared lists are measured by pdq.ts).
   const lists = [await loadHashList(file, 'bench', {cacheDir: join(dir, 'cache')})]
   const thresholds = {bench: 31}
   const names = (await readdir(DIR)).sort()

@@ -253,8 +253,8 @@ async function buildTurn(entry: string, open: () => Promise<MappedIndex | undefi
 }
 
 /**
- * Lists from this size on (about 250 000 hashes) are shared by default. A lookup in a mapped list costs about 2 ms
- * more per image than one in a process's own heap (two onnxruntime runs; 3.4 against 1.3 ms for an image's nine
+ * Lists from this size on (about 250 000 hashes) are shared by default. A lookup in a mapped list costs about 1.5 ms
+ * more per image than one in a process's own heap (two onnxruntime runs; 3.4 against 1.8 ms for an image's nine
  * hashes in a list of 100 000, bench/pdq-speed.ts), while a smaller list costs each process at most about 35 MiB.
  */
 export const SHARED_FROM_BYTES = 16 * 1024 * 1024
