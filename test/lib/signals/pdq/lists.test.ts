@@ -122,7 +122,7 @@ test('a list with bad lines is refused with their line numbers, and no cache is 
     const file = join(dir, 'list.txt')
     await writeFile(file, `${A}\n\nxyz\n`)
     const cacheDir = join(dir, 'cache')
-    const e = await rejection(loadHashList(file, 'l', {cacheDir}))
+    const e = await rejection(loadHashList(file, 'l', {cacheDir, shared: true}))
     assert.is(e.code, 'invalid_config')
     assert.is(e.message, `hash list ${file}: line 3: not a PDQ hash: 3 characters where 64 hexadecimal digits are expected`)
     assert.equal(await readdir(join(cacheDir, 'hash-lists')), [])
