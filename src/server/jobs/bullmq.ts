@@ -10,6 +10,7 @@ import {LOCK_DURATION_MS, MAX_STALLED_COUNT, STALLED_INTERVAL_MS} from './recove
 import {Job, jobSegment, type JobBody} from './schema.js'
 import {metaKey} from './images/keys.js'
 import {jobFilesInPlace, jobPaths, removeJobFolder} from './storage.js'
+import {DEFAULT_COMMAND_TIMEOUT_MS, redisConnection} from './redis-connection.js'
 import {SWEEP_GRACE_MS, SWEEP_INTERVAL_MS, sweepJobFolders} from './sweep.js'
 import {newJob, type JobError, type JobQueue, type JobRunner, type JobSpec, type QueueHooks} from './types.js'
 
@@ -90,16 +91,7 @@ const REFUSED: JobError = {code: 'internal', message: 'the job was not run: its 
  * folder its id names in the storage, and a job whose data this server could not have written is refused.
  */
 export function createBullQueue(o: BullQueueOptions): JobQueue {
-  const logged = new Set<string>()
-  const logOnce = (what: string) => (e: Error) => {
-    const line = `${what}: ${e.message}`
-    if (logged.has(line)) return
-    logged.add(line)
-    o.log(line)
-  }
-  const client = new Redis(o.url, {maxRetriesPerRequest: 1, commandTimeout: o.commandTimeoutMs ?? 2000})
-  client.on('error', logOnce('job queue (redis)'))
-  client.on('ready', () => logged.clear())
+  const {client, logOnce} = redisConnection(o.url, 'job queue', o.log, o.commandTimeoutMs)
   const queue = new Queue<JobData, Outcome>(QUEUE_NAME, {
     connection: client,
     skipWaitingForReady: true,
@@ -342,7 +334,7 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
       // BullMQ reports a connection closed while it is still being set up as an 'error' on an object that no
       // longer has a listener, which ends the process: a queue closed right after it started (a short-lived
       // server) first lets its connections finish, for no longer than a Redis command may take.
-      await settled([queue.waitUntilReady(), ...(worker ? [worker.waitUntilReady()] : [])], o.commandTimeoutMs ?? 2000)
+      await settled([queue.waitUntilReady(), ...(worker ? [worker.waitUntilReady()] : [])], o.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS)
       clearInterval(sweeper)
       await worker?.close()
       await Promise.all(purges)

@@ -4,6 +4,7 @@ import {Redis} from 'ioredis'
 import {ModError} from '../../../lib/errors.js'
 import {createAjv} from '../../ajv.js'
 import type {Log} from '../../errors.js'
+import {DEFAULT_COMMAND_TIMEOUT_MS, redisConnection} from '../redis-connection.js'
 import {removeJobFolder} from '../storage.js'
 import {readChunk} from './chunk-data.js'
 import {chunksKey, clientKey, linesKey, metaKey} from './keys.js'
@@ -80,16 +81,7 @@ async function guarded<T>(work: () => Promise<T>): Promise<T> {
  * stalled-job check gives the chunk to another worker.
  */
 export function createRedisImageQueue(o: RedisImageQueueOptions): ImageJobQueue {
-  const logged = new Set<string>()
-  const logOnce = (what: string) => (e: Error) => {
-    const line = `${what}: ${e.message}`
-    if (logged.has(line)) return
-    logged.add(line)
-    o.log(line)
-  }
-  const client = new Redis(o.url, {maxRetriesPerRequest: 1, commandTimeout: o.commandTimeoutMs ?? 2000})
-  client.on('error', logOnce('image job queue (redis)'))
-  client.on('ready', () => logged.clear())
+  const {client, logOnce} = redisConnection(o.url, 'image job queue', o.log, o.commandTimeoutMs)
   const queue = new Queue(QUEUE_NAME, {connection: client, skipWaitingForReady: true})
   queue.on('error', logOnce('image job queue'))
   const connections: Redis[] = [client]
@@ -257,7 +249,7 @@ export function createRedisImageQueue(o: RedisImageQueueOptions): ImageJobQueue 
       void subscriber.subscribe(CANCEL_CHANNEL).catch(() => {})
     },
     async close() {
-      await Promise.race([Promise.allSettled([queue.waitUntilReady(), ...(worker ? [worker.waitUntilReady()] : [])]), new Promise((r) => setTimeout(r, o.commandTimeoutMs ?? 2000).unref())])
+      await Promise.race([Promise.allSettled([queue.waitUntilReady(), ...(worker ? [worker.waitUntilReady()] : [])]), new Promise((r) => setTimeout(r, o.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS).unref())])
       await worker?.close()
       await queue.close()
       for (const c of connections) c.disconnect()
