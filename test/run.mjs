@@ -42,7 +42,14 @@ const FILE_TIMEOUT_MS = 240_000
 const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_')))
 const SLOWEST_SHOWN = 10
 const started = Date.now()
-const MIRROR = join(root, 'test', 'fixtures', 'tmp', 'js')
+// Folders of this run alone (removed at its end), so that two runs in one checkout do not pull them from each other.
+const MIRROR = join(root, 'test', 'fixtures', 'tmp', `js-${process.pid}`)
+const WARM_CACHE = join(root, 'test', 'fixtures', 'tmp', `warm-cache-${process.pid}`)
+const removeRunFolders = () => {
+  for (const dir of [MIRROR, WARM_CACHE]) rmSync(dir, {recursive: true, force: true})
+}
+process.on('exit', removeRunFolders)
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => process.exit(1))
 try {
   await transpile(root, MIRROR)
 } catch (e) {
@@ -51,8 +58,6 @@ try {
 }
 // The optimised graphs of the models every scan opens and the toy model's embeddings of the default prompts and
 // of "red" (the redness category most tests add), built once by a real scan for test/helpers/warm-cache.ts.
-const WARM_CACHE = join(root, 'test', 'fixtures', 'tmp', 'warm-cache')
-rmSync(WARM_CACHE, {recursive: true, force: true})
 mkdirSync(WARM_CACHE, {recursive: true})
 writeFileSync(join(WARM_CACHE, 'policy.yaml'), 'categories:\n  redness:\n    prompts: ["red"]\n    threshold: 0.5\n')
 spawnSync(process.execPath, [join(root, 'bin', 'run.js'), 'scan', join(root, 'test', 'fixtures', 'photos'), '--json', '--config', join(WARM_CACHE, 'policy.yaml')], {
@@ -66,7 +71,7 @@ function runFile(file) {
     const child = spawn(process.execPath, ['--enable-source-maps', mirrorOf(root, MIRROR, file)], {
       cwd: root,
       // Test files run engines in-process: keep onnxruntime's telemetry off there too, as bin/run.js does.
-      env: {...baseEnv, NO_COLOR: '1', FORCE_COLOR: '0', ORT_DISABLE_TELEMETRY: '1'},
+      env: {...baseEnv, NO_COLOR: '1', FORCE_COLOR: '0', ORT_DISABLE_TELEMETRY: '1', TEST_WARM_CACHE: WARM_CACHE},
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     let out = ''
