@@ -7,6 +7,7 @@ import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
+import {Queue} from 'bullmq'
 import {Redis} from 'ioredis'
 
 import {Deployment} from 'kubernetes-models/apps/v1'
@@ -17,7 +18,9 @@ import * as assert from 'uvu/assert'
 import {parse, parseAllDocuments} from 'yaml'
 
 import {ROOT} from './helpers/cli.js'
-import {freePort, REDIS_SERVER} from './helpers/redis.js'
+import {QUEUE_NAME as VIDEO_QUEUE} from '../src/server/jobs/bullmq.js'
+import {QUEUE_NAME as IMAGE_QUEUE} from '../src/server/jobs/images/redis.js'
+import {freePort, REDIS_SERVER, startRedis} from './helpers/redis.js'
 
 const MODELS: Record<string, new (data: any) => {validate(): void}> = {
   'apps/v1 Deployment': Deployment,
@@ -53,6 +56,38 @@ test('every Kubernetes object is valid against the schema of its kind', () => {
     'Service/mod',
     'Service/mod-redis',
   ])
+})
+
+test('keda.yaml scales the mod worker Deployment on the waiting lists of both job queues, with its Redis and password', () => {
+  const [scaled, ...more] = manifests('keda.yaml')
+  assert.is(more.length, 0)
+  assert.equal([scaled.apiVersion, scaled.kind, scaled.metadata.name], ['keda.sh/v1alpha1', 'ScaledObject', 'mod-worker'])
+  const target = named(scaled.spec.scaleTargetRef.kind, scaled.spec.scaleTargetRef.name)
+  assert.equal(target.spec.template.spec.containers[0].args, ['mod', 'worker'])
+  const service = named('Service', 'mod-redis')
+  const envNames = target.spec.template.spec.containers[0].env.map((e: any) => e.name)
+  assert.equal(
+    scaled.spec.triggers.map((t: any) => [t.type, t.metadata.address, envNames.includes(t.metadata.passwordFromEnv), t.metadata.listName]),
+    [IMAGE_QUEUE, VIDEO_QUEUE].map((queue) => ['redis', `${service.metadata.name}:${service.spec.ports[0].port}`, true, `bull:${queue}:wait`]),
+  )
+  assert.ok(scaled.spec.minReplicaCount >= 1 && scaled.spec.maxReplicaCount > scaled.spec.minReplicaCount)
+})
+
+test("the lists keda.yaml watches are where BullMQ keeps a queue's waiting entries", async () => {
+  const redis = await startRedis()
+  const connection = new Redis(redis.url, {maxRetriesPerRequest: null})
+  try {
+    for (const name of [IMAGE_QUEUE, VIDEO_QUEUE]) {
+      const queue = new Queue(name, {connection})
+      await queue.add('x', {})
+      await queue.add('y', {})
+      assert.is(await connection.llen(`bull:${name}:wait`), 2, name)
+      await queue.close()
+    }
+  } finally {
+    connection.disconnect()
+    await redis.stop()
+  }
 })
 
 test('an invalid object is caught by the same check', () => {

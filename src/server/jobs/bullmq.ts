@@ -36,7 +36,7 @@ export interface BullQueueOptions extends QueueHooks {
   commandTimeoutMs?: number
 }
 
-const QUEUE_NAME = 'mod-video-jobs'
+export const QUEUE_NAME = 'mod-video-jobs'
 const CANCEL_CHANNEL = 'mod:jobs:cancel'
 /** Held by the one DELETE of a job that is under way, so that a second one at the same time finds no job. */
 const deletingKey = (id: string) => `mod:jobs:deleting:${id}`

@@ -26,7 +26,7 @@ export interface RedisImageQueueOptions extends ImageQueueHooks {
   commandTimeoutMs?: number
 }
 
-const QUEUE_NAME = 'mod-image-chunks'
+export const QUEUE_NAME = 'mod-image-chunks'
 const CANCEL_CHANNEL = 'mod:imagejobs:cancel'
 /** BullMQ ids may not hold ':'. */
 const chunkId = (id: string, index: number) => `${id}.${index}`
