@@ -10,7 +10,7 @@ import {LOCK_DURATION_MS, MAX_STALLED_COUNT, STALLED_INTERVAL_MS} from './recove
 import {Job, jobSegment, type JobBody} from './schema.js'
 import {metaKey} from './images/keys.js'
 import {jobFilesInPlace, jobPaths, removeJobFolder} from './storage.js'
-import {DEFAULT_COMMAND_TIMEOUT_MS, redisConnection} from './redis-connection.js'
+import {DEFAULT_COMMAND_TIMEOUT_MS, guarded, redisConnection} from './redis-connection.js'
 import {SWEEP_GRACE_MS, SWEEP_INTERVAL_MS, sweepJobFolders} from './sweep.js'
 import {newJob, type JobError, type JobQueue, type JobRunner, type JobSpec, type QueueHooks} from './types.js'
 
@@ -53,20 +53,6 @@ interface Progress {
 
 /** How a run ended; the job completes in BullMQ with this, so only a worker's death fails it there. */
 type Outcome = {status: 'done'; result: NonNullable<JobBody['result']>} | {status: 'failed'; error: JobError} | {status: 'cancelled'}
-
-/** The client is not told Redis's own error (it names addresses and client internals); it stays in details. */
-const unreachable = (e: unknown): ModError =>
-  new ModError('overloaded', 'the job queue is not reachable; retry later', {cause: e instanceof Error ? e.message : String(e)})
-
-/** Redis errors become `overloaded` (503 + Retry-After): the jobs API is down, the rest of the server is not. */
-async function guarded<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work()
-  } catch (e) {
-    if (e instanceof ModError) throw e
-    throw unreachable(e)
-  }
-}
 
 /** Waits until every promise has settled, or `ms` has passed. */
 async function settled(promises: Promise<unknown>[], ms: number): Promise<void> {

@@ -1,5 +1,7 @@
+// The Redis side shared by the job queues: their client, and what a Redis error becomes for a client of the API.
 import {Redis} from 'ioredis'
 
+import {ModError} from '../../lib/errors.js'
 import type {Log} from '../errors.js'
 
 /** How long a Redis command may take before it fails, unless a queue is given another timeout. */
@@ -21,4 +23,18 @@ export function redisConnection(url: string, what: string, log: Log, commandTime
   client.on('error', logOnce(`${what} (redis)`))
   client.on('ready', () => logged.clear())
   return {client, logOnce}
+}
+
+/** The client is not told Redis's own error (it names addresses and client internals); it stays in details. */
+export const unreachable = (e: unknown): ModError =>
+  new ModError('overloaded', 'the job queue is not reachable; retry later', {cause: e instanceof Error ? e.message : String(e)})
+
+/** Redis errors become `overloaded` (503 + Retry-After): the jobs API is down, the rest of the server is not. */
+export async function guarded<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work()
+  } catch (e) {
+    if (e instanceof ModError) throw e
+    throw unreachable(e)
+  }
 }

@@ -1,10 +1,9 @@
 import {Queue, Worker, type Job as BullJob} from 'bullmq'
 import {Redis} from 'ioredis'
 
-import {ModError} from '../../../lib/errors.js'
 import {createAjv} from '../../ajv.js'
 import type {Log} from '../../errors.js'
-import {DEFAULT_COMMAND_TIMEOUT_MS, redisConnection} from '../redis-connection.js'
+import {DEFAULT_COMMAND_TIMEOUT_MS, guarded, redisConnection} from '../redis-connection.js'
 import {removeJobFolder} from '../storage.js'
 import {readChunk} from './chunk-data.js'
 import {chunksKey, clientKey, linesKey, metaKey} from './keys.js'
@@ -62,18 +61,6 @@ return 1
 `
 
 const validJob = createAjv().compile<ImageJobBody>(ImageJob)
-
-const unreachable = (e: unknown): ModError =>
-  new ModError('overloaded', 'the job queue is not reachable; retry later', {cause: e instanceof Error ? e.message : String(e)})
-
-async function guarded<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work()
-  } catch (e) {
-    if (e instanceof ModError) throw e
-    throw unreachable(e)
-  }
-}
 
 /**
  * Image jobs on Redis: the job's record and lines in plain keys, its chunks on a BullMQ queue that any `mod worker`
