@@ -35,6 +35,8 @@ export const STANDIN_DIR = join(ROOT, 'bench', 'models', 'fast-standin')
 /** Prompt-embedding cache of the bench runs (MOD_CACHE_DIR), apart from the user's. */
 export const CACHE_DIR = join(OUT, 'cache')
 export const HD_JPEG = join(OUT, 'images', 'hd-1280x720.jpg')
+/** A phone camera's size: decoded reduced (shrink-on-load) on the default path. */
+export const PHOTO_JPEG = join(OUT, 'images', 'photo-4032x3024.jpg')
 export const FOLDER_DIR = join(OUT, 'folder')
 const FOLDER_COUNT = 200
 const RESULTS_DIR = join(OUT, 'results')
@@ -249,6 +251,7 @@ export async function ensureImages(): Promise<void> {
   await mkdir(join(OUT, 'images'), {recursive: true})
   await mkdir(FOLDER_DIR, {recursive: true})
   await writeIfMissing(HD_JPEG, () => texturedJpeg(1280, 720, 1))
+  await writeIfMissing(PHOTO_JPEG, () => texturedJpeg(4032, 3024, 2))
   for (let i = 0; i < FOLDER_COUNT; i++) {
     const [w, h] = FOLDER_SIZES[i % FOLDER_SIZES.length]
     const format = i % 10 === 3 ? 'png' : i % 10 === 7 ? 'webp' : 'jpg'
@@ -284,7 +287,7 @@ export function requireStandin(): void {
  * An engine over the stand-in with the default policy (MOD_PRECISION: `precision`). CLIP alone unless `nsfw`:
  * with it, the embedded NSFW specialist too, as `mod scan` and `mod serve` build it by default.
  */
-export function benchEngine(precision: Variant = 'fp32', options: {nsfw?: boolean} = {}): Engine {
+export function benchEngine(precision: Variant = 'fp32', options: {nsfw?: boolean; everyPixel?: boolean} = {}): Engine {
   return createEngine({
     preset: 'fast',
     modelDir: STANDIN_DIR,
@@ -293,6 +296,7 @@ export function benchEngine(precision: Variant = 'fp32', options: {nsfw?: boolea
     policy: buildPolicy(),
     limits: DEFAULT_LIMITS,
     signals: options.nsfw ? SIGNALS : SIGNALS.filter((s) => s.name !== 'nsfw'),
+    everyPixel: options.everyPixel,
   })
 }
 

@@ -47,6 +47,11 @@ export interface EngineOptions {
   signals?: readonly Signal[]
   /** Told what the engine does, for metrics; the engine keeps no counters itself. */
   observer?: EngineObserver
+  /**
+   * Decode every pixel of a large JPEG or WebP even where the signals need fewer (decode.ts planDecode): the
+   * reference path that reduced decoding is measured against (bench/shrink.ts, the parity tests).
+   */
+  everyPixel?: boolean
 }
 
 export interface EngineObserver {
@@ -174,6 +179,8 @@ export function createEngine(opts: EngineOptions): Engine {
     return closed ? Promise.reject(closedError()) : models.get()
   }
 
+  const frameSide = (core: InferenceCore) => (opts.everyPixel ? undefined : core.frameSide)
+
   /** Each frame's labels and what the signals found in it. */
   async function scoreVideoFrames(core: InferenceCore, frames: readonly RgbImage[]): Promise<ScoredFrame[]> {
     const outputs = await core.infer(await core.prepare(frames, 'video'))
@@ -188,7 +195,7 @@ export function createEngine(opts: EngineOptions): Engine {
       // Waiting for the preparing stage's turn (the server's queue) counts as waiting too.
       addStep(steps, 'wait', performance.now() - asked)
       const data = await input.read()
-      const decoded = await timeStepAsync(steps, 'decode', () => decodeImage(data, {maxBytes: limits.maxBytes, maxPixels: limits.maxPixels}))
+      const decoded = await timeStepAsync(steps, 'decode', () => decodeImage(data, {maxBytes: limits.maxBytes, maxPixels: limits.maxPixels}, undefined, frameSide(core)))
       return core.prepare(decoded, 'image', steps)
     })
     // What is not inference between here and the outputs is waiting: for the queue's turn and the batcher's run.

@@ -102,7 +102,7 @@ export async function openDatasetScoring(model: ModelOptions, o: ScoringOptions)
     imagesEmbedded: () => embedded,
     hasLive: core.live.size > 0,
     async extract(data, cached) {
-      const frames = await decodeImage(data, model.limits)
+      const frames = await decodeImage(data, model.limits, undefined, core.frameSide)
       const whole = cached === undefined || 1 + (cached.later?.length ?? 0) !== frames.length
       const outputs = await core.infer(await core.prepare(frames, 'image', undefined, whole ? undefined : core.live))
       if (!whole) return {...(cached as Features), live: core.toFeatures(outputs).live}

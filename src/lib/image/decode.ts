@@ -107,9 +107,11 @@ function decodeCost(format: ImageFormat, meta: Metadata): {cost: number; costly?
  * The one decoding entry of every image path: refuses an empty input, then decodes to 8-bit sRGB with
  * alpha flattened onto white: one image for a still (EXIF orientation applied, and named in its `orientation`; planDecode gives its size), up
  * to MAX_FRAMES evenly spaced frames for an animated GIF/WebP. Limits (bytes, pixels, MAX_SIDE) are checked
- * before any pixel is decoded. `probed`: the input's probeImage, when the caller has read it already.
+ * before any pixel is decoded. `probed`: the input's probeImage, when the caller has read it already. `frameSide`:
+ * the largest side the signals resample a frame to (absent: they read every pixel), which lets planDecode decode a
+ * large JPEG or WebP at a reduced scale.
  */
-export async function decodeImage(input: Buffer, limits: ImageLimits, probed?: ImageProbe): Promise<RgbImage[]> {
+export async function decodeImage(input: Buffer, limits: ImageLimits, probed?: ImageProbe, frameSide?: number): Promise<RgbImage[]> {
   if (input.length === 0) throw emptyFileError()
   if (input.length > limits.maxBytes) {
     throw new ModError('payload_too_large', `the image is larger than ${formatSize(limits.maxBytes)}`)
@@ -128,7 +130,7 @@ export async function decodeImage(input: Buffer, limits: ImageLimits, probed?: I
     throw new ModError('payload_too_large', `image is ${probe.width}x${probe.height}; a side may be at most ${MAX_SIDE} pixels`)
   }
   try {
-    return probe.animated ? await decodeFrames(input, probe, limits) : [await decodeStill(input, probe, limits)]
+    return probe.animated ? await decodeFrames(input, probe, limits) : [await decodeStill(input, probe, limits, frameSide)]
   } catch (e) {
     throw decodeError(e, limits)
   }
@@ -181,11 +183,11 @@ function options(limits: ImageLimits, extra: SharpOptions): SharpOptions {
  * its depth and bands (a float RGBA TIFF is 16 bytes a pixel; libvips holds its whole input only to rotate or
  * transpose it, which is why EXIF orientation is not applied there). Then the orientation, on the 8-bit pixels.
  */
-async function decodeStill(input: Buffer, probe: ImageProbe, limits: ImageLimits): Promise<RgbImage> {
+async function decodeStill(input: Buffer, probe: ImageProbe, limits: ImageLimits, frameSide?: number): Promise<RgbImage> {
   const {orientation} = probe
-  const plan = planDecode(probe, limits)
+  const plan = planDecode(probe, limits, frameSide)
   let image = sharp(input, options(limits, {autoOrient: false}))
-  if (plan.width !== probe.width || plan.height !== probe.height) image = image.resize(plan.width, plan.height, {fit: 'fill'})
+  if (plan.width !== probe.width || plan.height !== probe.height) image = image.resize(plan.width, plan.height, {fit: 'fill', kernel: plan.reduced ? 'cubic' : 'lanczos3'})
   const decoded = await toRgb(image).toBuffer({resolveWithObject: true})
   const {data, info} = orientation === 1 ? decoded : await reorient(sharp(decoded.data, {raw: {...decoded.info, channels: 3}}), orientation).raw().toBuffer({resolveWithObject: true})
   const scale = probe.width / plan.width
@@ -218,11 +220,43 @@ function reorient(image: Sharp, orientation: number): Sharp {
 export const DECODED_SHARE = 2
 
 /**
- * The size a still is decoded at, before its orientation is applied: the file's, or for an image of more than
- * `maxPixels` / DECODED_SHARE pixels, that many at its aspect ratio.
+ * How much larger than the side a signal resamples to (`frameSide`) a reduced decode keeps the shorter side: each
+ * signal's own resize (CLIP's unfiltered bicubic) still halves it or more, so it samples the same detail at the
+ * same places as from every pixel, and scores agree (bench/shrink.ts).
  */
-export function planDecode(size: {width: number; height: number}, limits: Pick<ImageLimits, 'maxPixels'>): {width: number; height: number} {
+export const REDUCED_MARGIN = 2
+
+/**
+ * A JPEG or WebP is decoded reduced only from this many times the reduced size: from 3 times, libvips decodes a
+ * JPEG at 1/2, 1/4 or 1/8 of its size (in the DCT domain, or libwebp's scaled decoding) and resizes the rest of the
+ * way, which costs a fraction of decoding every pixel; below it, it would decode every pixel and resize on top.
+ */
+export const REDUCE_FROM = 3
+
+/** The size a still is decoded at; `reduced`: smaller than the file's because the signals need fewer pixels. */
+export interface DecodePlan {
+  width: number
+  height: number
+  reduced?: boolean
+}
+
+/**
+ * The size a still is decoded at, before its orientation is applied: the file's; for an image of more than
+ * `maxPixels` / DECODED_SHARE pixels, that many at its aspect ratio; for a JPEG or WebP whose shorter side is at
+ * least REDUCE_FROM x REDUCED_MARGIN x `frameSide` (1 344 pixels for CLIP's 224), its shorter side at
+ * REDUCED_MARGIN x `frameSide`, read at a reduced scale (libvips' shrink-on-load) and resized with a
+ * Catmull-Rom (bicubic) filter.
+ */
+export function planDecode(size: {width: number; height: number; format?: ImageFormat}, limits: Pick<ImageLimits, 'maxPixels'>, frameSide?: number): DecodePlan {
   const {width, height} = size
+  const shorter = Math.min(width, height)
+  const target = frameSide === undefined ? 0 : REDUCED_MARGIN * frameSide
+  if ((size.format === 'jpeg' || size.format === 'webp') && target > 0 && shorter >= REDUCE_FROM * target) {
+    const scale = target / shorter
+    const reduced = width <= height ? {width: target, height: Math.round(height * scale)} : {width: Math.round(width * scale), height: target}
+    // Within the pixel limit's share too (a sliver of a panorama).
+    if (reduced.width * reduced.height <= limits.maxPixels / DECODED_SHARE) return {...reduced, reduced: true}
+  }
   const allowed = Math.floor(limits.maxPixels / DECODED_SHARE)
   if (width * height <= allowed) return {width, height}
   const scale = Math.sqrt(allowed / (width * height))

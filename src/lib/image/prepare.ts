@@ -1,11 +1,9 @@
 /**
  * The CPU work on one image before inference, in one place: decode, trim borders, bound the aspect ratio,
  * preprocess. Every signal's input is made from the frames given here (CLIP's tensor here, the specialist's
- * views from `frames`), so the aspect bound covers every preprocessing, whatever the path. Every pixel is
- * decoded (of an image within half the pixel limit; planDecode scales a larger one down to it): decoding at a
- * reduced scale (libvips' shrink-on-load) is faster but low-pass filters the image, which the unfiltered
- * bicubic resize of CLIP preprocessing (transformers.js's) does not, and moved image embeddings further than
- * we accept (bench/shrink.ts).
+ * views from `frames`), so the aspect bound covers every preprocessing, whatever the path. prepareImage decodes
+ * every pixel (of an image within half the pixel limit; planDecode scales a larger one down to it); the engine
+ * passes its signals' frame side to decodeImage, which decodes a large JPEG or WebP reduced.
  */
 import type {Preprocessing} from '../model/manifest-types.js'
 import type {RgbImage} from './rgb.js'

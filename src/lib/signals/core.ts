@@ -105,6 +105,11 @@ export interface InferenceCore {
   readonly key: string
   /** Size of the image embedding, 0 without one. */
   readonly embeddingSize: number
+  /**
+   * The largest side the open signals resample a frame to, for decodeImage (a large image may be decoded
+   * smaller); undefined when one of them reads every pixel.
+   */
+  readonly frameSide?: number
   /** Frames run through the models so far. */
   framesInferred(): number
   /** Loads every model now rather than on the first frame. */
@@ -184,6 +189,10 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
   const live = new Set(entries.filter(([, s]) => s.prepare && !(s.encode && s.decode)).map(([name]) => name))
   const keys = cached.map(([, s]) => s.key as string)
   const untrimmed = policy.trim_borders ? '' : '-untrimmed'
+  const preparing = entries.filter(([, s]) => s.prepare)
+  const frameSide = preparing.length > 0 && preparing.every(([, s]) => s.frameSide !== undefined) ? Math.max(...preparing.map(([, s]) => s.frameSide as number)) : undefined
+  // Features of an image decoded reduced differ from those of every pixel: a cache of either is not the other's.
+  const reduced = frameSide === undefined ? '' : `-reduced${frameSide}`
   let inferred = 0
 
   const batcher = createBatcher(
@@ -213,8 +222,9 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
     open: new Set(opened.keys()),
     notEvaluated: skipped,
     labels,
-    key: [`${keys[0] ?? ''}${untrimmed}`, ...keys.slice(1)].join('+'),
+    key: [`${keys[0] ?? ''}${untrimmed}${reduced}`, ...keys.slice(1)].join('+'),
     embeddingSize: (embeddingName && opened.get(embeddingName)?.outputSize) || 0,
+    frameSide,
     evidenceKinds: openEvidence(registry, new Set(opened.keys())),
     live,
     framesInferred: () => inferred,

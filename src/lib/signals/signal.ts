@@ -155,6 +155,12 @@ export interface OpenSignal<In = unknown, Out = unknown> {
   readonly key?: string
   /** Floats per output, where fixed (an embedding's size). */
   readonly outputSize?: number
+  /**
+   * The shorter side, in pixels, its input is resampled to (CLIP's `resize`, the specialist's 224): an image much
+   * larger than every open signal's may then be decoded smaller (decode.ts planDecode). Absent on a signal that
+   * prepares frames: it reads every pixel (a hash, text, codes), and images are decoded whole.
+   */
+  readonly frameSide?: number
   /** Loads what its first frame would (the engine's load); eval leaves it to the first frame that needs it. */
   warm?(): Promise<void>
   /**

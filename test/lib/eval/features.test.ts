@@ -25,7 +25,7 @@ const clipOnly = withoutSpecialist()
 test('concurrent extracts (embedded together in a batch) each keep their own embedding', async () => {
   const source = await openDatasetScoring(model, {policy, signals: clipOnly})
   try {
-    assert.is(source.key, 'toy-clip')
+    assert.is(source.key, 'toy-clip-reduced224')
     const images = await Promise.all([noisyPng(240, 10, 10, 1), noisyPng(10, 240, 10, 2), noisyPng(10, 10, 240, 3)])
     const features = await Promise.all(images.map((b) => source.extract(b)))
     const strongest = features.map((f) => [...f.embedding].indexOf(Math.max(...f.embedding)))
@@ -79,7 +79,7 @@ test('with the specialist on, its probabilities are features and the scores are 
   const source = await openDatasetScoring(model, {policy})
   const engine = createEngine({preset: 'fast', modelDir: TOY_MODEL, cacheDir: model.cacheDir, policy, limits: DEFAULT_LIMITS})
   try {
-    assert.is(source.key, 'toy-clip+nsfw-views')
+    assert.is(source.key, 'toy-clip-reduced224+nsfw-views')
     const scorer = source
     const png = await noisyPng(200, 150, 120, 21)
     const f = await source.extract(png)

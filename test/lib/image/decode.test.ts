@@ -149,6 +149,42 @@ test('decodes a still over half the pixel limit smaller, turned as its orientati
   assert.equal([whole.width, whole.height, whole.scale], [40, 30, undefined])
 })
 
+test('plans a large JPEG or WebP reduced to twice the side the signals resample to, from 3 times that; nothing else', () => {
+  const side = 224
+  // 1 344 = 3 x 2 x 224: the smallest shorter side decoded reduced, to a shorter side of 448.
+  assert.equal(planDecode({width: 4032, height: 3024, format: 'jpeg'}, DEFAULT_LIMITS, side), {width: 597, height: 448, reduced: true})
+  assert.equal(planDecode({width: 1344, height: 2000, format: 'webp'}, DEFAULT_LIMITS, side), {width: 448, height: 667, reduced: true})
+  assert.equal(planDecode({width: 2000, height: 1343, format: 'jpeg'}, DEFAULT_LIMITS, side), {width: 2000, height: 1343})
+  // Other formats have no reduced decoding: resizing after a full decode would only add work.
+  assert.equal(planDecode({width: 4032, height: 3024, format: 'png'}, DEFAULT_LIMITS, side), {width: 4032, height: 3024})
+  // A signal reading every pixel (no side) keeps every pixel.
+  assert.equal(planDecode({width: 4032, height: 3024, format: 'jpeg'}, DEFAULT_LIMITS), {width: 4032, height: 3024})
+  // A sliver whose reduced size would still be over the limit's share is planned by the limit, as before.
+  assert.equal(planDecode({width: 60_000, height: 1400, format: 'jpeg'}, {maxPixels: 10_000_000}, side), planDecode({width: 60_000, height: 1400}, {maxPixels: 10_000_000}))
+})
+
+test('decodes a large JPEG reduced, turned as its orientation says, with its scale; the same content as every pixel', async () => {
+  // Smooth content (halves and a gradient): reduced and whole decodes agree closely once brought to one size.
+  const width = 1800
+  const height = 1400
+  const data = Buffer.alloc(width * height * 3)
+  for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) data.set(x < width / 2 ? [255, 0, 0] : [0, Math.floor((y * 255) / height), 255], 3 * (y * width + x))
+  const jpeg = await raw(data, width, height).jpeg({quality: 90}).withMetadata({orientation: 6}).toBuffer()
+  const [reduced] = await decodeImage(jpeg, LIMITS, undefined, 224)
+  assert.equal([reduced.width, reduced.height, reduced.scale], [448, 576, width / 576])
+  const [whole] = await decodeImage(jpeg, LIMITS)
+  assert.equal([whole.width, whole.height, whole.scale], [1400, 1800, undefined])
+  const {data: small} = await sharp(whole.data, {raw: {width: 1400, height: 1800, channels: 3}}).resize(448, 576, {fit: 'fill'}).raw().toBuffer({resolveWithObject: true})
+  // Apart only at the edge between the halves (a pixel or two of each row) and by rounding elsewhere.
+  let off = 0
+  for (let i = 0; i < small.length; i++) if (Math.abs(small[i] - reduced.data[i]) > 8) off++
+  assert.ok(off < small.length / 100, `${off} of ${small.length} values differ by more than 8`)
+  // Turned a quarter clockwise: the red left half is now on top.
+  near(pixel(reduced, 224, 100), RED, 8, 'top')
+  const [r, , b] = pixel(reduced, 224, 500)
+  assert.ok(r < 8 && b > 247, `bottom ${pixel(reduced, 224, 500)}`)
+})
+
 test('decodedPixels: the frames scored of an animation, a still at its planned size', () => {
   const still = {format: 'png', width: 10_000, height: 10_000, frames: 1, orientation: 6, animated: false, cost: 1} as const
   assert.is(decodedPixels(still, DEFAULT_LIMITS), 7071 * 7071)

@@ -103,4 +103,32 @@ test('a step record gets trimming, each signal\'s preprocessing and inference ap
   }
 })
 
+test('frameSide: the largest side the preparing signals resample to; none when one of them reads every pixel', async () => {
+  const sized = (name: string, frameSide?: number, prepares = true): Signal => ({
+    ...noting(name, [], false),
+    open: async () => ({
+      ...(frameSide === undefined ? {} : {frameSide}),
+      ...(prepares ? {prepare: () => 0} : {}),
+      infer: async (values: number[]) => values.map(() => Float32Array.of(0)),
+      scores: () => new Map([['redness', 0]]),
+      dispose: async () => {},
+    }),
+  })
+  const sideOf = async (registry: Signal[]) => {
+    const core = await openCore(registry, setup, activeSignals(registry, setup), {batchSize: 8})
+    try {
+      return {side: core.frameSide, key: core.key}
+    } finally {
+      await core.dispose()
+    }
+  }
+  assert.is((await sideOf([sized('clip', 224), sized('detector', 320)])).side, 320)
+  // A signal that prepares nothing (a head reading another's output) does not count.
+  assert.is((await sideOf([sized('clip', 224), sized('head', undefined, false)])).side, 224)
+  assert.is((await sideOf([sized('clip', 224), sized('hash')])).side, undefined)
+  // Features of a reduced decode are cached apart from those of every pixel.
+  assert.match((await sideOf([sized('clip', 224)])).key, /-reduced224/)
+  assert.not.match((await sideOf([sized('clip', 224), sized('hash')])).key, /reduced/)
+})
+
 test.run()

@@ -52,6 +52,7 @@ async function open(setup: SignalSetup): Promise<OpenClip> {
     manifest,
     key: modelKey(manifest, setup),
     outputSize: manifest.embedding_size,
+    frameSide: Math.max(manifest.preprocess.resize, manifest.preprocess.crop),
     warm: async () => void (await model.get()),
     prepare: (frame) => preprocess(frame, manifest.preprocess),
     infer: async (tensors) => (await model.get()).embedImages(stackTensors(tensors), tensors.length),

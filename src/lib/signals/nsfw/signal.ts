@@ -5,6 +5,7 @@
  * leaves it on and the setup has one to open.
  */
 import {disposer} from '../../dispose.js'
+import {NSFW_SIZE} from '../../model/nsfw-manifest.js'
 import {lazy} from '../../lazy.js'
 import {policyWeight, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
 import {nsfwCategoryScores} from './rule.js'
@@ -18,6 +19,7 @@ async function open(openRunner: NsfwOpener, setup: SignalSetup): Promise<OpenSig
   return {
     // Five probabilities per view looked at: features cached as one mirror-averaged five must not be read as these.
     key: 'nsfw-views',
+    frameSide: NSFW_SIZE,
     warm: async () => void (await runner.get()),
     prepare: async (frame) => (await runner.get()).views(frame),
     infer: async (views) => classifyViews(await runner.get(), views),

@@ -11,7 +11,7 @@ import {toImageBox, type FrameOrigin, type OpenSignal, type Signal, type SignalS
 import type {Detection} from './decode.js'
 import {openNudenet, type NudenetDetector} from './detector.js'
 import {nudenetEvidence, type Region} from './evidence.js'
-import {NUDENET_LABELS} from './labels.js'
+import {NUDENET_LABELS, NUDENET_SIZE} from './labels.js'
 import {installedNudenet, nudenetAddon, nudenetDir} from './manifest.js'
 import type {NudenetInput} from './preprocess.js'
 import {confirmLabels, SUGGESTIVE_PARTS} from './rule.js'
@@ -31,6 +31,7 @@ async function open(openDetector: NudenetOpener, setup: SignalSetup): Promise<Op
   if (!detector) throw new ModError('model_missing', 'the NudeNet add-on is not installed (mod models pull nudenet)')
   return {
     key: detector.manifest.id,
+    frameSide: NUDENET_SIZE,
     prepare: (frame, origin) => ({input: detector.prepare(frame), origin}),
     async infer(frames) {
       const found = await detector.detect(frames.map((f) => f.input))
