@@ -114,6 +114,7 @@ function toSrgbMatrix(columns: number[][]): number[][] {
   return [0, 1, 2].map((r) => [0, 1, 2].map((c) => toSrgb[r][0] * columns[c][0] + toSrgb[r][1] * columns[c][1] + toSrgb[r][2] * columns[c][2]))
 }
 
+/** Whether converting from this profile to sRGB would keep every 8-bit value within one level (the module's comment). */
 export function isSrgbProfile(icc: Buffer): boolean {
   const tags = readTags(icc)
   if (!tags) return false
