@@ -7,7 +7,7 @@ import {fpsFlag} from '../cli/flags.js'
 import type {EnvVars} from '../cli/help.js'
 import {isVideoFile, scanInputs, skippedLine, type Skipped} from '../cli/inputs.js'
 import {readSettings} from '../lib/config/settings.js'
-import {decodedPixels, decodeImage, disableDecodeCache, probeImage} from '../lib/image/decode.js'
+import {decodedPixels, decodeImage, disableDecodeCache, probeImage, type ImageProbe} from '../lib/image/decode.js'
 import {isModError, ModError} from '../lib/errors.js'
 import {hashFrames, hashVideo, type MediaHash} from '../lib/signals/pdq/hash-media.js'
 import {DEFAULT_QUALITY_FLOOR} from '../lib/signals/pdq/match.js'
@@ -23,6 +23,12 @@ const AHEAD = 2
  * decoded alone, so that a folder of large images holds no more than one does.
  */
 const AHEAD_SHARE = 4
+/**
+ * Files read and probed ahead of those decoding (their encoded bytes, up to MOD_MAX_BYTES each): reading one takes
+ * five trips through libuv's threads (open, stat, read, close, the header), behind the decodes that hold them, and
+ * waiting on them left the decoded images unhashed; read ahead, the header is in when its turn comes.
+ */
+const READ_AHEAD = 2
 
 /** One line of output: a hash of an input, or the error that input met. */
 type Row = ({source: string} & MediaHash) | {source: string; error: {code: string; message: string}}
@@ -118,8 +124,10 @@ Files, folders (recursively, images recognised by their first bytes) or - for on
         // The next images are read and decoded (in libuv's threads) while this one is hashed (on this one), so
         // that both cores work; each step of a read or a decode needs this thread for a moment, so one image of
         // lookahead is not enough to keep the decoder busy. At most AHEAD + 1 decoded images are held, and of more
-        // than one only while their pixels (from their headers) stay within maxPixels / AHEAD_SHARE.
+        // than one only while their pixels (from their headers) stay within maxPixels / AHEAD_SHARE; READ_AHEAD more
+        // files are read and their headers probed before their decode starts.
         const queue: {source: string; frames?: Promise<RgbImage[]>; entry?: Row; pixels: number}[] = []
+        const reading: {source: string; bytes: Promise<Buffer>; probe: Promise<ImageProbe>}[] = []
         const held = (): number => queue.reduce((sum, q) => sum + q.pixels, 0)
         const finish = async (): Promise<void> => {
           const {source, frames, entry} = queue.shift() as (typeof queue)[number]
@@ -130,23 +138,32 @@ Files, folders (recursively, images recognised by their first bytes) or - for on
             print(errorRow(source, e))
           }
         }
-        for await (const item of scanInputs([path], limits.maxBytes, skipped)) {
-          if (stopped()) break
-          if ('entry' in item) {
-            queue.push({source: item.entry.source, entry: item.entry, pixels: 0})
-            continue
-          }
-          const bytes = item.input.read()
+        const decodeNext = async (): Promise<void> => {
+          const {source, bytes, probe} = reading.shift() as (typeof reading)[number]
           // The header is read once: its size decides the lookahead, then the decode takes it.
-          const probe = bytes.then(probeImage)
           const pixels = await probe.then((p) => decodedPixels(p, limits), () => 0)
           while (queue.length > 0 && (queue.length >= AHEAD + 1 || held() + pixels > limits.maxPixels / AHEAD_SHARE)) await finish()
           // A header that cannot be read: the decode reports why (empty, too large, not an image), as it always has.
           const frames = bytes.then((b) => probe.then((p) => decodeImage(b, limits, p), () => decodeImage(b, limits)))
           // Handled when its turn comes; until then a failure must not count as unhandled.
           frames.catch(() => {})
-          queue.push({source: item.input.source, frames, pixels})
+          queue.push({source, frames, pixels})
         }
+        for await (const item of scanInputs([path], limits.maxBytes, skipped)) {
+          if (stopped()) break
+          if ('entry' in item) {
+            while (reading.length > 0) await decodeNext()
+            queue.push({source: item.entry.source, entry: item.entry, pixels: 0})
+            continue
+          }
+          const bytes = item.input.read()
+          const probe = bytes.then(probeImage)
+          // Both are awaited by decodeNext; a failure read ahead must not count as unhandled meanwhile.
+          probe.catch(() => {})
+          reading.push({source: item.input.source, bytes, probe})
+          if (reading.length > READ_AHEAD) await decodeNext()
+        }
+        while (reading.length > 0 && !stopped()) await decodeNext()
         while (queue.length > 0 && !stopped()) await finish()
       }
     } finally {

@@ -1,4 +1,5 @@
-import {mkdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {spawnSync} from 'node:child_process'
+import {chmodSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import sharp from 'sharp'
@@ -6,7 +7,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {hammingDistance, hashFromHex} from '../../src/lib/signals/pdq/hash256.js'
-import {ROOT, runCli, runInProcess, tempDir} from '../helpers/cli.js'
+import {BIN, ROOT, runCli, runInProcess, tempDir} from '../helpers/cli.js'
 import {ffmpeg} from '../lib/video/helpers.js'
 
 const PHOTOS = join(ROOT, 'test', 'fixtures', 'photos')
@@ -86,6 +87,30 @@ test('rows keep the order of the inputs while the next image is decoded during a
       [join(folder, 'd.jpg'), 'unreadable_image'],
       [missing, 'not_found'],
       [join(PHOTOS, 'brick.jpg'), reference('brick.jpg').hash],
+    ],
+  )
+})
+
+test('an entry met while images are read ahead (an unreadable subfolder) keeps its place among the rows', async () => {
+  const top = join(dir.path, 'locked-walk')
+  mkdirSync(join(top, 'b-locked'), {recursive: true})
+  writeFileSync(join(top, 'a.jpg'), readFileSync(ASTRONAUT))
+  writeFileSync(join(top, 'c.jpg'), readFileSync(ASTRONAUT))
+  chmodSync(join(top, 'b-locked'), 0o000)
+  // As root, without the two capabilities that let root read any folder (util-linux setpriv).
+  const noOverride = ['setpriv', '--inh-caps=-dac_override,-dac_read_search', '--bounding-set=-dac_override,-dac_read_search', '--']
+  const [command, ...args] = [...(process.getuid?.() === 0 ? noOverride : []), process.execPath, BIN, 'hash', top, '--ndjson']
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_')))
+  const r = spawnSync(command, args, {encoding: 'utf8', env: base})
+  chmodSync(join(top, 'b-locked'), 0o755)
+  assert.is(r.status, 2, r.stderr)
+  const rows = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as {source: string; hash?: string; error?: {code: string}})
+  assert.equal(
+    rows.map((row) => [row.source, row.hash ?? row.error?.code]),
+    [
+      [join(top, 'a.jpg'), reference('astronaut.jpg').hash],
+      [join(top, 'b-locked'), 'unreadable_image'],
+      [join(top, 'c.jpg'), reference('astronaut.jpg').hash],
     ],
   )
 })

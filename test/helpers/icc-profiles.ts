@@ -1,0 +1,129 @@
+/**
+ * ICC profiles written by hand (matrix/shaper, version 2: three colorants and three tone curves) and PNGs that
+ * embed one over stored values of our choosing, so that tests know both the profile and the pixels as stored.
+ */
+import {crc32, deflateSync} from 'node:zlib'
+
+/** Colorants adapted to D50, columns r, g, b as XYZ. */
+export type Colorants = [number[], number[], number[]]
+
+export const SRGB: Colorants = [
+  [0.43607, 0.22249, 0.01392],
+  [0.38515, 0.71687, 0.09708],
+  [0.14307, 0.06061, 0.7141],
+]
+export const DISPLAY_P3: Colorants = [
+  [0.51512, 0.24120, -0.00105],
+  [0.29198, 0.69225, 0.04189],
+  [0.15710, 0.06657, 0.78407],
+]
+export const ADOBE_RGB: Colorants = [
+  [0.60974, 0.31111, 0.01947],
+  [0.20528, 0.62567, 0.06087],
+  [0.14919, 0.06322, 0.74457],
+]
+
+/** sRGB's tone curve as an ICC parametric curve of type 3: g, a, b, c, d. */
+export const SRGB_CURVE = {parametric: [2.4, 1 / 1.055, 0.055 / 1.055, 1 / 12.92, 0.04045]}
+
+export type Curve = {gamma: number} | {parametric: number[]} | {table: number[]}
+
+const s15Fixed16 = (v: number): Buffer => {
+  const b = Buffer.alloc(4)
+  b.writeInt32BE(Math.round(v * 65536))
+  return b
+}
+
+function xyzTag(v: number[]): Buffer {
+  return Buffer.concat([Buffer.from('XYZ \0\0\0\0', 'latin1'), ...v.map(s15Fixed16)])
+}
+
+function curveTag(curve: Curve): Buffer {
+  if ('parametric' in curve) {
+    const kind = Buffer.alloc(4)
+    kind.writeUInt16BE([1, 3, 4, 5, 7].indexOf(curve.parametric.length))
+    return Buffer.concat([Buffer.from('para\0\0\0\0', 'latin1'), kind, ...curve.parametric.map(s15Fixed16)])
+  }
+  const values = 'gamma' in curve ? [Math.round(curve.gamma * 256)] : curve.table.map((v) => Math.round(v * 65535))
+  const body = Buffer.alloc(4 + 2 * values.length)
+  body.writeUInt32BE(values.length)
+  values.forEach((v, i) => body.writeUInt16BE(v, 4 + 2 * i))
+  return Buffer.concat([Buffer.from('curv\0\0\0\0', 'latin1'), body])
+}
+
+function descTag(text: string): Buffer {
+  const ascii = Buffer.from(`${text}\0`, 'latin1')
+  const length = Buffer.alloc(4)
+  length.writeUInt32BE(ascii.length)
+  // textDescriptionType: ASCII, then empty Unicode and ScriptCode parts.
+  return Buffer.concat([Buffer.from('desc\0\0\0\0', 'latin1'), length, ascii, Buffer.alloc(4 + 4 + 2 + 1 + 67)])
+}
+
+/** A matrix/shaper RGB display profile; `extra` adds tags as they are (e.g. an A2B0 lookup table). */
+export function matrixShaperProfile(options: {colorants: Colorants; curve: Curve; name?: string; extra?: Record<string, Buffer>}): Buffer {
+  const curve = curveTag(options.curve)
+  const tags: [string, Buffer][] = [
+    ['desc', descTag(options.name ?? 'test profile')],
+    ['wtpt', xyzTag([0.9642, 1, 0.82491])],
+    ['rXYZ', xyzTag(options.colorants[0])],
+    ['gXYZ', xyzTag(options.colorants[1])],
+    ['bXYZ', xyzTag(options.colorants[2])],
+    ['rTRC', curve],
+    ['gTRC', curve],
+    ['bTRC', curve],
+    ...Object.entries(options.extra ?? {}),
+  ]
+  const table = Buffer.alloc(4 + 12 * tags.length)
+  table.writeUInt32BE(tags.length)
+  const bodies: Buffer[] = []
+  let offset = 128 + table.length
+  tags.forEach(([signature, body], i) => {
+    table.write(signature, 4 + 12 * i, 'latin1')
+    table.writeUInt32BE(offset, 8 + 12 * i)
+    table.writeUInt32BE(body.length, 12 + 12 * i)
+    const padded = Buffer.concat([body, Buffer.alloc((4 - (body.length % 4)) % 4)])
+    bodies.push(padded)
+    offset += padded.length
+  })
+  const header = Buffer.alloc(128)
+  header.writeUInt32BE(offset, 0)
+  header.writeUInt32BE(0x02100000, 8)
+  header.write('mntrRGB XYZ ', 12, 'latin1')
+  header.write('acsp', 36, 'latin1')
+  ;[0.9642, 1, 0.82491].forEach((v, k) => s15Fixed16(v).copy(header, 68 + 4 * k))
+  return Buffer.concat([header, table, ...bodies])
+}
+
+function chunk(type: string, body: Buffer): Buffer {
+  const head = Buffer.alloc(8)
+  head.writeUInt32BE(body.length, 0)
+  head.write(type, 4, 'latin1')
+  const crc = Buffer.alloc(4)
+  crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), body])), 0)
+  return Buffer.concat([head, body, crc])
+}
+
+/** An 8-bit RGB PNG holding `rgb` (width x height x 3 bytes) as stored, with `profile` embedded (iCCP). */
+export function pngWithProfile(width: number, height: number, rgb: Buffer, profile: Buffer): Buffer {
+  const ihdr = Buffer.alloc(13)
+  ihdr.writeUInt32BE(width, 0)
+  ihdr.writeUInt32BE(height, 4)
+  ihdr.set([8, 2, 0, 0, 0], 8)
+  const rows: Buffer[] = []
+  for (let y = 0; y < height; y++) rows.push(Buffer.from([0]), rgb.subarray(y * width * 3, (y + 1) * width * 3))
+  const iccp = Buffer.concat([Buffer.from('test\0\0', 'latin1'), deflateSync(profile)])
+  const signature = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
+  return Buffer.concat([signature, chunk('IHDR', ihdr), chunk('iCCP', iccp), chunk('IDAT', deflateSync(Buffer.concat(rows))), chunk('IEND', Buffer.alloc(0))])
+}
+
+/** 256 x 3 pixels: every value 0-255 once in each channel (a grey ramp, and ramps of red and of green over blue). */
+export function ramps(): {width: number; height: number; rgb: Buffer} {
+  const width = 256
+  const rgb = Buffer.alloc(width * 3 * 3)
+  for (let v = 0; v < width; v++) {
+    rgb.set([v, v, v], 3 * v)
+    rgb.set([v, 0, 255], 3 * (width + v))
+    rgb.set([255 - v, v, 0], 3 * (2 * width + v))
+  }
+  return {width, height: 3, rgb}
+}
