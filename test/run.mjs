@@ -6,7 +6,7 @@
 // file's wall time is printed with its result; the slowest files are listed at the end. The times are kept in
 // test/fixtures/tmp/ so that the next run starts the slowest files first (new files before all of them): the two
 // workers then finish close together instead of one waiting on a slow file started last.
-import {spawn, spawnSync} from 'node:child_process'
+import {spawn} from 'node:child_process'
 import {mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {join, relative} from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -50,20 +50,24 @@ const removeRunFolders = () => {
 }
 process.on('exit', removeRunFolders)
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => process.exit(1))
-try {
-  await transpile(root, MIRROR)
-} catch (e) {
-  process.stdout.write(`${e.message}\n\n0 passed, 1 failed\n`)
-  process.exit(1)
-}
 // The optimised graphs of the models every scan opens and the toy model's embeddings of the default prompts and
-// of "red" (the redness category most tests add), built once by a real scan for test/helpers/warm-cache.ts.
+// of "red" (the redness category most tests add), built once by a real scan for test/helpers/warm-cache.ts. The
+// scan runs the built CLI (dist), not the copy: it runs while the copy is written.
 mkdirSync(WARM_CACHE, {recursive: true})
 writeFileSync(join(WARM_CACHE, 'policy.yaml'), 'categories:\n  redness:\n    prompts: ["red"]\n    threshold: 0.5\n')
-spawnSync(process.execPath, [join(root, 'bin', 'run.js'), 'scan', join(root, 'test', 'fixtures', 'photos'), '--json', '--config', join(WARM_CACHE, 'policy.yaml')], {
+const warming = spawn(process.execPath, [join(root, 'bin', 'run.js'), 'scan', join(root, 'test', 'fixtures', 'photos'), '--json', '--config', join(WARM_CACHE, 'policy.yaml')], {
   env: {...baseEnv, MOD_CACHE_DIR: WARM_CACHE, MOD_MODEL_DIR: join(root, 'test', 'fixtures', 'models', 'toy')},
   stdio: 'ignore',
 })
+
+try {
+  await transpile(root, MIRROR)
+} catch (e) {
+  warming.kill()
+  process.stdout.write(`${e.message}\n\n0 passed, 1 failed\n`)
+  process.exit(1)
+}
+await new Promise((resolve) => (warming.exitCode === null && warming.signalCode === null ? warming.on('close', resolve) : resolve()))
 
 function runFile(file) {
   return new Promise((resolve) => {
