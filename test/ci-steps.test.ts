@@ -9,6 +9,7 @@ import {parse} from 'yaml'
 import {BIN, ROOT, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from './helpers/cli.js'
 import {CLEAN_GIT_ENV, git} from './helpers/git.js'
 import {pythonTools} from './helpers/python-tools.js'
+import {warmCacheDir} from './helpers/warm-cache.js'
 
 /**
  * The ready-made CI steps run as CI would run them, offline, on the toy model: the pre-commit hook by the real
@@ -71,7 +72,8 @@ function runAction(
   for (const name of Object.keys(given)) assert.ok(name in action.inputs, `the action declares no input ${name}`)
   const inputs = Object.fromEntries(Object.entries(action.inputs).map(([k, v]) => [k, given[k] ?? v.default ?? '']))
   const temp = join(workspace, '..', `runner-temp-${Object.values(given).join('-').replace(/\W/g, '')}`)
-  mkdirSync(temp, {recursive: true})
+  // What the skipped actions/cache step restores: the models cache of an earlier job (the test run's warm cache).
+  warmCacheDir(join(temp, 'mod-cache'))
   const stepOutputs: Record<string, Record<string, string>> = {}
   let carried: Record<string, string> = {}
   let log = ''
@@ -192,7 +194,7 @@ else {
     // An image pre-commit tags as one that mod does not decode: the hook leaves it out.
     writeFileSync(join(project, 'img', 'logo.svg'), '<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"/>\n')
     git(project, 'add', '-A')
-    const env = {...baseEnv(), PRE_COMMIT_HOME: join(dir.path, 'pre-commit-home'), MOD_CACHE_DIR: join(dir.path, 'cache')}
+    const env = {...baseEnv(), PRE_COMMIT_HOME: join(dir.path, 'pre-commit-home'), MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache'))}
     const run = () => spawnSync(tools.python, ['-m', 'pre_commit', 'run', '--all-files', '--color', 'never'], {cwd: project, env, encoding: 'utf8'})
     const red = run()
     assert.is(red.status, 1, red.stdout + red.stderr)

@@ -19,24 +19,24 @@ test('an unknown flag is one usage line and exit 2, without help text or a stack
 })
 
 test('a missing argument and a bad option are usage errors in the same style', async () => {
-  const missing = await runCli(['models', 'pull'])
+  const missing = await runInProcess(['models', 'pull'])
   assert.is(missing.code, 2)
   assert.is(missing.stderr, 'mod: usage: mod models pull needs <preset> (fast|balanced|accurate|nudenet): the preset (or add-on) to download; see mod models pull --help\n')
-  const option = await runCli(['scan', 'x.png', '--preset', 'huge'])
+  const option = await runInProcess(['scan', 'x.png', '--preset', 'huge'])
   assert.is(option.code, 2)
   assert.is(option.stderr, 'mod: usage: Expected --preset=huge to be one of: fast, balanced, accurate\n')
-  const both = await runCli(['scan', 'x.png', '--json', '--ndjson'])
+  const both = await runInProcess(['scan', 'x.png', '--json', '--ndjson'])
   assert.is(both.code, 2)
   assert.is(both.stderr, 'mod: usage: --json and --ndjson cannot be used together\n')
 })
 
 test('a flag value taken from its MOD_* variable names the variable when it is invalid', async () => {
-  const threads = await runCli(['categories'], {env: {MOD_THREADS: 'abc'}})
+  const threads = await runInProcess(['categories'], {env: {MOD_THREADS: 'abc'}})
   assert.is(threads.code, 2)
   assert.is(threads.stderr, 'mod: invalid_config: MOD_THREADS="abc" is not valid: Expected an integer but received: abc\n')
-  const preset = await runCli(['categories'], {env: {MOD_PRESET: 'fastest'}})
+  const preset = await runInProcess(['categories'], {env: {MOD_PRESET: 'fastest'}})
   assert.is(preset.stderr, 'mod: invalid_config: MOD_PRESET="fastest" is not valid: expected one of: fast, balanced, accurate; did you mean fast?\n')
-  const limit = await runCli(['scan', 'x.png'], {env: {MOD_MAX_BYTES: 'lots'}})
+  const limit = await runInProcess(['scan', 'x.png'], {env: {MOD_MAX_BYTES: 'lots'}})
   assert.is(limit.code, 2)
   assert.is(limit.stderr, 'mod: invalid_config: MOD_MAX_BYTES="lots" is not valid: expected a size in bytes, e.g. 26214400 or 25MB\n')
 })
@@ -58,16 +58,16 @@ test('a mistyped command suggests the closest one, exit 2; a far one only points
 })
 
 test('a mistyped flag or value gets the nearest one in the same line, exit 2, and nothing runs', async () => {
-  const flag = await runCli(['scan', 'x.png', '--jsn'])
+  const flag = await runInProcess(['scan', 'x.png', '--jsn'])
   assert.is(flag.code, 2)
   assert.is(flag.stderr, 'mod: usage: Nonexistent flag: --jsn; did you mean --json?\n')
   assert.is(flag.stdout, '')
-  const preset = await runCli(['models', 'pull', 'fst'])
+  const preset = await runInProcess(['models', 'pull', 'fst'])
   assert.is(preset.code, 2)
   assert.is(preset.stderr, 'mod: usage: Expected fst to be one of: fast, balanced, accurate, nudenet; did you mean fast?\n')
-  const only = await runCli(['scan', 'x.png', '--only', 'nsf'])
+  const only = await runInProcess(['scan', 'x.png', '--only', 'nsf'])
   assert.is(only.stderr, `mod: usage: Expected --only=nsf to be one of: ${MODEL_SIGNAL_NAMES.join(', ')}; did you mean nsfw?\n`)
-  const far = await runCli(['scan', 'x.png', '--zzzzzzzz'])
+  const far = await runInProcess(['scan', 'x.png', '--zzzzzzzz'])
   assert.is(far.stderr, 'mod: usage: Nonexistent flag: --zzzzzzzz\n')
 })
 
@@ -138,7 +138,7 @@ test('without a build (no dist/) the launcher exits 2 with one line', () => {
 })
 
 test('policy validate --json and categories --json go through oclif\'s json flag: one value on stdout', async () => {
-  const r = await runCli(['policy', 'validate', join(dir.path, 'none.yaml'), '--json'])
+  const r = await runInProcess(['policy', 'validate', join(dir.path, 'none.yaml'), '--json'])
   assert.is(r.code, 2)
   assert.is(r.stdout, '')
   assert.match(r.stderr, /^mod: invalid_config: cannot read the policy file/)

@@ -54,7 +54,7 @@ test.after(() => dir.remove())
 test('under a terminal the progress display stays on stderr: --json > file is valid JSON, and the terminal shows it', () => {
   const line =
     // Without CI, which would ask for the plain lines (the suite itself may run in CI).
-    `env -u CI MOD_MODEL_DIR=${TOY_MODEL} MOD_CACHE_DIR=${join(dir.path, 'tty-cache')} ${process.execPath} ${BIN} eval ${clean} ` +
+    `env -u CI MOD_MODEL_DIR=${TOY_MODEL} MOD_CACHE_DIR=${warmCacheDir(join(dir.path, 'tty-cache'))} ${process.execPath} ${BIN} eval ${clean} ` +
     `--config ${policy} --json > ${join(dir.path, 'tty.json')}; echo mod-exit=$?`
   const shown = execFileSync('script', ['-qfec', `sh -c '${line}'`, '/dev/null'], {encoding: 'utf8', timeout: 60_000})
   assert.match(shown, 'mod-exit=0')
@@ -78,7 +78,7 @@ test('red vs blue: redness has recall 1 and flags no safe image', async () => {
 })
 
 test('--model-dir and --cache-dir name the model and the cache, as MOD_MODEL_DIR and MOD_CACHE_DIR do', async () => {
-  const cacheDir = join(dir.path, 'flag-cache')
+  const cacheDir = warmCacheDir(join(dir.path, 'flag-cache'))
   const byFlags = await runInProcess(['eval', clean, '--config', policy, '--json', '--model-dir', TOY_MODEL, '--cache-dir', cacheDir])
   assert.is(byFlags.code, 0, byFlags.stderr)
   const byEnv = await runInProcess(['eval', clean, '--config', policy, '--json'], {env})

@@ -10,7 +10,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {BIN, runCli, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {BIN, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {colourClip} from '../lib/video/helpers.js'
 import {serveProcess, type ServeProcess} from '../server/harness.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
@@ -60,7 +60,7 @@ function proxy(target: string, answer: (req: IncomingMessage, res: import('node:
   })
 }
 
-// In this process (one at a time), but for the runs that check what a real process prints and exits with.
+// In this process (one at a time); the Ctrl-C tests below run real processes.
 const scan = (args: string[], env: Record<string, string> = {}) => runInProcess(['scan', ...args], {cwd: work, env})
 const remote = (args: string[], server = base) => scan([...args, '--server', server], {MOD_API_KEY: KEY})
 
@@ -100,7 +100,7 @@ test('--json, --format sarif and the table print what a local scan prints, with 
     assert.is(r.stdout, l.stdout, format.join(' '))
     assert.is(r.code, l.code, format.join(' '))
   }
-  const r = await runCli(['scan', 'photos', 'notes.png', '--json', '--server', base], {cwd: work, env: {MOD_API_KEY: KEY}})
+  const r = await scan(['photos', 'notes.png', '--json', '--server', base], {MOD_API_KEY: KEY})
   assert.is(r.code, 1, 'a violation outranks an error entry, as locally')
   const results = JSON.parse(r.stdout) as {source: string; is_safe?: boolean; error?: {code: string}}[]
   assert.equal(results.find((x) => x.source === 'notes.png')?.error?.code, 'unsupported_media')

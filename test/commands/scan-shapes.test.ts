@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert'
 
 import {MAX_ASPECT_RATIO} from '../../src/lib/image/aspect.js'
 import {MAX_SIDE} from '../../src/lib/image/decode.js'
-import {runCli, tempDir, TOY_MODEL} from '../helpers/cli.js'
+import {runCli, runInProcess, tempDir, TOY_MODEL} from '../helpers/cli.js'
 import {greyPng, sweepShapes} from '../helpers/hostile-images.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 
@@ -22,9 +22,13 @@ test.after(() => dir.remove())
 
 type Entry = {source: string; error?: {code: string; message: string}}
 
-/** Entries by file name; exit 2 when an input was refused (and nothing was unsafe: the toy model finds grey safe). */
+/**
+ * Entries by file name; exit 2 when an input was refused (and nothing was unsafe: the toy model finds grey safe).
+ * Folders are scanned in this process; stdin needs a real one.
+ */
 async function scan(args: string[], exit: number, stdin?: Buffer): Promise<Map<string, Entry>> {
-  const r = await runCli(['scan', ...args, '--ndjson'], {env, stdin})
+  const command = ['scan', ...args, '--ndjson']
+  const r = stdin ? await runCli(command, {env, stdin}) : await runInProcess(command, {env})
   assert.is(r.code, exit, r.stderr)
   const entries = r.stdout.trim().split('\n').map((line) => JSON.parse(line) as Entry)
   return new Map(entries.map((e) => [e.source.split('/').pop() as string, e]))

@@ -9,8 +9,13 @@ import * as assert from 'uvu/assert'
 
 import {BIN, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {colourClip} from '../lib/video/helpers.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const IMAGES = 300
+/** The first hundred (000 to 099, the unreadable one among them), where the count need not make a long scan. */
+const FIRST = 'imgs/0*.png'
+const FIRST_COUNT = 100
+const BROKEN = 50
 const dir = tempDir('mod-tty-')
 const images = join(dir.path, 'imgs')
 let envPrefix = ''
@@ -20,13 +25,13 @@ test.before(async () => {
   mkdirSync(images)
   const png = await solidPng(0, 0, 255, 16, 16)
   for (let i = 0; i < IMAGES; i++) writeFileSync(join(images, `${String(i).padStart(3, '0')}.png`), png)
-  // One unreadable image in the middle: its ERROR row must stay visible too.
-  writeFileSync(join(images, '150.png'), png.subarray(0, 40))
+  // One unreadable image among the others: its ERROR row must stay visible too.
+  writeFileSync(join(images, `${String(BROKEN).padStart(3, '0')}.png`), png.subarray(0, 40))
   // The specialist off: its 224x224 network on each of the 1 200 images scanned here would triple the test's CPU
   // time, and what a terminal shows does not depend on which signals score.
   const policy = writeRednessPolicy(dir.path)
   appendFileSync(policy, 'specialists: {nsfw: false}\n')
-  envPrefix = `env -u NO_COLOR MOD_MODEL_DIR=${TOY_MODEL} MOD_CACHE_DIR=${join(dir.path, 'cache')} MOD_CONFIG=${policy}`
+  envPrefix = `env -u NO_COLOR MOD_MODEL_DIR=${TOY_MODEL} MOD_CACHE_DIR=${warmCacheDir(join(dir.path, 'cache'))} MOD_CONFIG=${policy}`
   writeFileSync(join(dir.path, 'tmux.conf'), 'set -g history-limit 20000\n')
   await colourClip(join(dir.path, 'long.mp4'), ['blue'], 120, {size: '32x32', rate: 5})
 })
@@ -48,15 +53,15 @@ test('stdout to a file while stderr is a terminal: the file is valid JSON with e
   assert.match(shown, 'mod-exit=2')
   const report = JSON.parse(readFileSync(join(dir.path, 'report.json'), 'utf8'))
   assert.is(report.length, IMAGES)
-  assert.is(report[150].error.code, 'unsupported_media')
+  assert.is(report[BROKEN].error.code, 'unsupported_media')
   // The progress line counts against the total once the folder walk has found every file.
   assert.match(shown, /Scanning \d+ of 300: \d+ scanned/)
 })
 
 test('stdout to a pipe: no progress in the pipe, every line is a result', () => {
-  underPty(`${mod()} scan imgs --ndjson | cat > piped.txt`)
+  underPty(`${mod()} scan ${FIRST} --ndjson | cat > piped.txt`)
   const lines = readFileSync(join(dir.path, 'piped.txt'), 'utf8').trim().split('\n')
-  assert.is(lines.length, IMAGES)
+  assert.is(lines.length, FIRST_COUNT)
   for (const l of lines) assert.type(JSON.parse(l).source, 'string')
   assert.not.match(readFileSync(join(dir.path, 'piped.txt'), 'utf8'), 'Scanning')
 })
@@ -85,13 +90,14 @@ async function screenUntil(pattern: RegExp, timeoutMs = 60_000): Promise<string>
 }
 
 test('results and progress on one terminal: every row stays visible, one summary, the progress line is gone', async () => {
-  tmux('new-session', '-d', '-s', 'mod', '-x', '160', '-y', '40', '-c', dir.path, `${mod()} scan imgs; echo EXIT=$?; sleep 60`)
+  // More rows than the 40 of the screen: most of them scrolled up into tmux's history.
+  tmux('new-session', '-d', '-s', 'mod', '-x', '160', '-y', '40', '-c', dir.path, `${mod()} scan ${FIRST}; echo EXIT=$?; sleep 60`)
   const screen = await screenUntil(/EXIT=\d+/)
   tmux('kill-session', '-t', 'mod')
   const rows = screen.split('\n')
-  assert.is(rows.filter((r) => /^SAFE\s+imgs\/\d{3}\.png/.test(r)).length, IMAGES - 1)
-  assert.equal(rows.filter((r) => r.startsWith('ERROR')), ['ERROR   imgs/150.png  unsupported_media: not an image in a supported format (JPEG, PNG, WebP, GIF, AVIF, TIFF)'])
-  assert.equal(rows.filter((r) => r.includes('scanned:')), [`${IMAGES} scanned: ${IMAGES - 1} safe, 0 unsafe, 1 error`])
+  assert.is(rows.filter((r) => /^SAFE\s+imgs\/\d{3}\.png/.test(r)).length, FIRST_COUNT - 1)
+  assert.equal(rows.filter((r) => r.startsWith('ERROR')), ['ERROR   imgs/050.png  unsupported_media: not an image in a supported format (JPEG, PNG, WebP, GIF, AVIF, TIFF)'])
+  assert.equal(rows.filter((r) => r.includes('scanned:')), [`${FIRST_COUNT} scanned: ${FIRST_COUNT - 1} safe, 0 unsafe, 1 error`])
   assert.not.match(screen, 'Scanning')
   assert.match(screen, 'EXIT=2')
 })
