@@ -66,23 +66,52 @@ test.after(async () => {
   dir.remove()
 })
 
-let pair: Promise<{serve: ServeProcess; worker: ServeProcess; base: string}> | undefined
+let serving: Promise<{serve: ServeProcess; base: string}> | undefined
+let working: ServeProcess | undefined
 
-/** A `mod serve` that runs no jobs and a `mod worker` that does, started once for the tests that use them. */
-function serveAndWorker(): Promise<{serve: ServeProcess; worker: ServeProcess; base: string}> {
-  pair ??= (async () => {
+/** One `mod serve` that runs no jobs, started once for the tests that use it. */
+function serveOnce(): Promise<{serve: ServeProcess; base: string}> {
+  serving ??= (async () => {
     const serve = launch('serve', {MOD_SERVE_JOBS: 'false'})
-    const worker = launch('worker')
     const [, base] = await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)
-    await worker.waitFor(/taking jobs from redis:\/\/127\.0\.0\.1:\d+$/)
-    return {serve, worker, base: base as string}
+    return {serve, base: base as string}
   })()
-  return pair
+  return serving
 }
 
+/** One `mod worker` that runs the jobs, started once: by the first test once Redis is back, or by the next that needs it. */
+function workerOnce(): ServeProcess {
+  working ??= launch('worker')
+  return working
+}
+
+// First: jobs are accepted while no worker runs. The worker it starts then runs the jobs of the tests after it.
+test('accepted jobs survive a Redis crash; while Redis is down jobs answer 503 and images are still moderated', async () => {
+  const {base} = await serveOnce()
+  assert.is(working, undefined, 'no worker runs yet')
+  const clip = await readFile(await colourClip(join(dir.path, 'short.mp4'), ['red'], 2))
+  const accepted = await submit(base, 'short.mp4', clip)
+  assert.is(accepted.status, 202)
+
+  await redis.stop('SIGKILL')
+  const refused = await submit(base, 'short.mp4', clip)
+  assert.equal(errorOf(refused), {status: 503, code: 'overloaded'})
+  assert.is(refused.headers.get('retry-after'), '1')
+  const image = await call(`${base}/v1/moderate`, {method: 'POST', body: form('file', [{name: 'red.png', data: await red()}])})
+  assert.equal({status: image.status, safe: image.body.is_safe}, {status: 200, safe: false})
+
+  await redis.restart()
+  workerOnce()
+  const job = await finished(base, accepted.body.id)
+  assert.equal({status: job.status, safe: job.result.is_safe}, {status: 'done', safe: false})
+})
+
 test('a 30 s clip sent to mod serve is run by a separate mod worker; the callback arrives signed', async () => {
-  const {base} = await serveAndWorker()
-  const clip = await readFile(await colourClip(join(dir.path, 'thirty.mp4'), ['blue', 'red', 'blue'], 10, {rate: 2}))
+  const [{base}, clip] = await Promise.all([
+    serveOnce(),
+    colourClip(join(dir.path, 'thirty.mp4'), ['blue', 'red', 'blue'], 10, {rate: 2}).then((path) => readFile(path)),
+    workerOnce().waitFor(/taking jobs from redis:\/\/127\.0\.0\.1:\d+$/),
+  ])
   const r = await submit(base, 'thirty.mp4', clip, `?fps=1&callback_url=${encodeURIComponent(receiver.url)}`)
   assert.is(r.status, 202)
   const callback = await receiver.callbackFor(r.body.id)
@@ -97,7 +126,9 @@ test('a 30 s clip sent to mod serve is run by a separate mod worker; the callbac
 })
 
 test('a job running in a mod worker and deleted through mod serve stops, leaves nothing behind and stays gone', async () => {
-  const {worker, base} = await serveAndWorker()
+  const {serve, base} = await serveOnce()
+  const worker = workerOnce()
+  await worker.waitFor(/taking jobs from redis:\/\/127\.0\.0\.1:\d+$/)
   // 1200 frames to score at fps=10: still running when the DELETE comes.
   const clip = await readFile(await colourClip(join(dir.path, 'long.mp4'), ['blue', 'red'], 60, {rate: 1}))
   const r = await submit(base, 'long.mp4', clip, `?fps=10&callback_url=${encodeURIComponent(receiver.url)}`)
@@ -121,31 +152,6 @@ test('a job running in a mod worker and deleted through mod serve stops, leaves 
   assert.equal(await entriesNaming(client, r.body.id), [])
   client.disconnect()
   assert.equal(errorOf(await call(`${base}/v1/jobs/${r.body.id}`)), {status: 404, code: 'not_found'})
-  // The next test goes on with this mod serve and no worker.
-  worker.child.kill('SIGTERM')
-  assert.is(await worker.exited, 0)
-})
-
-test('accepted jobs survive a Redis crash; while Redis is down jobs answer 503 and images are still moderated', async () => {
-  const {serve, worker: earlier, base} = await serveAndWorker()
-  // Accepted while no worker runs (the one of the tests above stopped): the job waits in Redis through the crash.
-  earlier.child.kill('SIGTERM')
-  await earlier.exited
-  const clip = await readFile(await colourClip(join(dir.path, 'short.mp4'), ['red'], 2))
-  const accepted = await submit(base, 'short.mp4', clip)
-  assert.is(accepted.status, 202)
-
-  await redis.stop('SIGKILL')
-  const refused = await submit(base, 'short.mp4', clip)
-  assert.equal(errorOf(refused), {status: 503, code: 'overloaded'})
-  assert.is(refused.headers.get('retry-after'), '1')
-  const image = await call(`${base}/v1/moderate`, {method: 'POST', body: form('file', [{name: 'red.png', data: await red()}])})
-  assert.equal({status: image.status, safe: image.body.is_safe}, {status: 200, safe: false})
-
-  await redis.restart()
-  const worker = launch('worker')
-  const job = await finished(base, accepted.body.id)
-  assert.equal({status: job.status, safe: job.result.is_safe}, {status: 'done', safe: false})
   serve.child.kill('SIGTERM')
   worker.child.kill('SIGTERM')
   assert.equal([await serve.exited, await worker.exited], [0, 0])
