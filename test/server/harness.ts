@@ -1,7 +1,8 @@
 // Shared by the server tests: settings and engines for the toy model, an in-process server on port 0,
 // request helpers, and the OpenAPI conformance check every JSON answer goes through.
 import {spawn, type ChildProcess} from 'node:child_process'
-import {request as httpRequest, type ClientRequest, type IncomingHttpHeaders} from 'node:http'
+import {createHmac} from 'node:crypto'
+import {createServer, request as httpRequest, type ClientRequest, type IncomingHttpHeaders} from 'node:http'
 import type {AddressInfo} from 'node:net'
 
 import {buildPolicy, loadPolicyFile} from '../../src/lib/config/policy.js'
@@ -228,6 +229,59 @@ export function multipartParts(field: string, filename: string, boundary = 'modt
     tail: Buffer.from(`\r\n--${boundary}--\r\n`),
     type: `multipart/form-data; boundary=${boundary}`,
   }
+}
+
+/** A signed job callback as it arrived: its X-Mod-Signature header and its body. */
+export interface Callback {
+  signature: string | undefined
+  body: string
+}
+
+export interface CallbackReceiver {
+  /** Where to send callbacks: http://127.0.0.1:<port>/hook. */
+  url: string
+  /** Every callback so far, in order of arrival. */
+  received: Callback[]
+  /** Resolves with the first callback about job `id` (already received or to come). */
+  callbackFor(id: string): Promise<Callback>
+  close(): Promise<void>
+}
+
+/** An HTTP server on port 0 that answers every POST 204 and keeps what it was sent: the receiving end of job callbacks. */
+export async function callbackReceiver(): Promise<CallbackReceiver> {
+  const received: Callback[] = []
+  const arrivals = new Set<() => void>()
+  const server = createServer((req, res) => {
+    let body = ''
+    req.setEncoding('utf8').on('data', (d: string) => (body += d))
+    req.on('end', () => {
+      received.push({signature: req.headers['x-mod-signature'] as string | undefined, body})
+      res.writeHead(204).end()
+      for (const arrived of arrivals) arrived()
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    received,
+    callbackFor: (id) =>
+      new Promise((resolve) => {
+        const check = () => {
+          const found = received.find((c) => (JSON.parse(c.body) as {id: string}).id === id)
+          if (!found) return
+          arrivals.delete(check)
+          resolve(found)
+        }
+        arrivals.add(check)
+        check()
+      }),
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  }
+}
+
+/** The X-Mod-Signature a callback of `body` carries when signed with `secret`. */
+export function signature(secret: string, body: string): string {
+  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
 }
 
 /** Polls `check` until it is true (or fails after `ms`). */

@@ -2,9 +2,7 @@
 // when a worker is killed between scoring a chunk and recording it, and when Redis (appendonly, fsync always) is
 // killed and restarted mid-job.
 import {spawn, type ChildProcess} from 'node:child_process'
-import {createHmac, randomUUID} from 'node:crypto'
-import {createServer} from 'node:http'
-import type {AddressInfo} from 'node:net'
+import {randomUUID} from 'node:crypto'
 import {mkdirSync} from 'node:fs'
 import {readdir} from 'node:fs/promises'
 import {join} from 'node:path'
@@ -16,7 +14,23 @@ import * as assert from 'uvu/assert'
 import {entriesNaming, startRedis, type RedisServer} from '../helpers/redis.js'
 import {nodeArgs} from '../helpers/ts-script.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
-import {blue, call, errorOf, form, red, serveProcess, start, tempDir, testSettings, TOY_MODEL, toyEngine, writeRednessPolicy, type Running} from './harness.js'
+import {
+  blue,
+  call,
+  callbackReceiver,
+  errorOf,
+  form,
+  red,
+  serveProcess,
+  signature,
+  start,
+  tempDir,
+  testSettings,
+  TOY_MODEL,
+  toyEngine,
+  writeRednessPolicy,
+  type Running,
+} from './harness.js'
 
 const dir = tempDir('mod-jobs-images-redis-')
 const storage = join(dir.path, 'jobs')
@@ -76,15 +90,20 @@ test.after(async () => {
   dir.remove()
 })
 
-test('300 uploaded images on three workers, one killed mid-chunk and Redis killed mid-job: each item has exactly one line', async () => {
+// 5 chunks of 32 on three workers: the killed worker's chunk is held by its lock for a second, so the job is still
+// running when Redis dies, and chunks are left to run after Redis comes back.
+const ITEMS = 160
+const CHUNKS = 5
+
+test(`${ITEMS} uploaded images on three workers, one killed mid-chunk and Redis killed mid-job: each item has exactly one line`, async () => {
   const workers = [worker(), worker(), worker()]
   await Promise.all(workers.map((w) => w.printed(/^ready$/)))
   const [redPng, bluePng] = await Promise.all([red(), blue()])
-  const files = Array.from({length: 300}, (_, i) => ({name: `${i}.png`, data: i % 5 === 0 ? redPng : bluePng}))
+  const files = Array.from({length: ITEMS}, (_, i) => ({name: `${i}.png`, data: i % 5 === 0 ? redPng : bluePng}))
   const r = await call(`${server.base}/v1/jobs/images`, {method: 'POST', body: form('files', files)})
   assert.is(r.status, 202)
   const id: string = r.body.id
-  assert.is(r.body.progress.chunks_total, 10)
+  assert.is(r.body.progress.chunks_total, CHUNKS)
 
   // The first worker to score a chunk dies before recording it.
   const victim = await Promise.race(workers.map((w, i) => w.printed(/^scored /).then(() => i)))
@@ -106,18 +125,18 @@ test('300 uploaded images on three workers, one killed mid-chunk and Redis kille
     const polled = await call(`${server.base}/v1/jobs/${id}`)
     if (polled.status === 200) job = polled.body
   }
-  assert.equal([job.status, job.progress], ['done', {items_done: 300, items_total: 300, chunks_done: 10, chunks_total: 10}])
+  assert.equal([job.status, job.progress], ['done', {items_done: ITEMS, items_total: ITEMS, chunks_done: CHUNKS, chunks_total: CHUNKS}])
   const res = await fetch(`${server.base}/v1/jobs/${id}/results`)
   assert.is(res.headers.get('x-mod-job-status'), 'done')
   const lines = (await res.text()).trimEnd().split('\n').map((l) => JSON.parse(l))
-  assert.equal(lines.map((l) => l.index), [...Array(300).keys()])
+  assert.equal(lines.map((l) => l.index), [...Array(ITEMS).keys()])
   assert.equal(lines.map((l) => l.source), files.map((f) => f.name))
   assert.equal(lines.map((l) => l.is_safe), files.map((_, i) => i % 5 !== 0))
   // Some chunk was scored more than once (the killed worker's, at least), yet recorded once.
   const scored = workers.flatMap((w) => w.lines.filter((l) => l.startsWith('scored ')))
-  assert.ok(scored.length > 10, `${scored.length} chunks scored`)
+  assert.ok(scored.length > CHUNKS, `${scored.length} chunks scored`)
   const client = new Redis(redis.url)
-  assert.is(await client.hlen(`mod:imagejob:${id}:lines`), 300)
+  assert.is(await client.hlen(`mod:imagejob:${id}:lines`), ITEMS)
   client.disconnect()
   assert.equal(await readdir(storage), [])
   await Promise.all(workers.map((w) => w.killed()))
@@ -145,17 +164,7 @@ test('a job record in Redis that is not one this server wrote is not answered', 
 })
 
 test('mod worker runs the chunks of an image job accepted elsewhere and sends the signed callback', async () => {
-  const callbacks: {signature: string | undefined; body: string}[] = []
-  const receiver = createServer((req, res) => {
-    let body = ''
-    req.setEncoding('utf8').on('data', (d: string) => (body += d))
-    req.on('end', () => {
-      callbacks.push({signature: req.headers['x-mod-signature'] as string | undefined, body})
-      res.writeHead(204).end()
-    })
-  })
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
-  const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
+  const receiver = await callbackReceiver()
   const modWorker = serveProcess(
     [],
     {
@@ -173,18 +182,18 @@ test('mod worker runs the chunks of an image job accepted elsewhere and sends th
   await modWorker.waitFor(/taking jobs from redis:/)
   const [redPng, bluePng] = await Promise.all([red(), blue()])
   const files = Array.from({length: 40}, (_, i) => ({name: `${i}.png`, data: i < 20 ? redPng : bluePng}))
-  const r = await call(`${server.base}/v1/jobs/images?callback_url=${encodeURIComponent(hook)}`, {method: 'POST', body: form('files', files)})
+  const r = await call(`${server.base}/v1/jobs/images?callback_url=${encodeURIComponent(receiver.url)}`, {method: 'POST', body: form('files', files)})
   assert.is(r.status, 202)
-  while (callbacks.length === 0) await new Promise((resolve) => setTimeout(resolve, 50))
-  const [callback] = callbacks
-  assert.is(callback.signature, `sha256=${createHmac('sha256', SECRET).update(callback.body).digest('hex')}`)
+  const callback = await receiver.callbackFor(r.body.id)
+  assert.equal(receiver.received, [callback])
+  assert.is(callback.signature, signature(SECRET, callback.body))
   const job = JSON.parse(callback.body)
   assert.equal([job.id, job.status, job.progress.items_done], [r.body.id, 'done', 40])
   const lines = (await (await fetch(`${server.base}/v1/jobs/${r.body.id}/results?offset=15`)).text()).trimEnd().split('\n').map((l) => JSON.parse(l))
   assert.equal(lines.map((l) => [l.index, l.is_safe]), files.slice(15).map((_, i) => [15 + i, 15 + i >= 20]))
   modWorker.child.kill('SIGTERM')
   assert.is(await modWorker.exited, 0)
-  await new Promise((resolve) => receiver.close(resolve))
+  await receiver.close()
 })
 
 test.run()

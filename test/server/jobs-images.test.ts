@@ -1,6 +1,5 @@
 // Bulk image jobs on the in-process queue, as a client uses them: a manifest of URLs or uploaded files, progress,
 // NDJSON results in order and resumable, the signed callback, DELETE, and every refusal with its status.
-import {createHmac} from 'node:crypto'
 import {mkdirSync} from 'node:fs'
 import {readdir} from 'node:fs/promises'
 import {createServer, type Server} from 'node:http'
@@ -11,7 +10,23 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {createMemoryImageQueue} from '../../src/server/jobs/images/memory.js'
-import {blue, call, errorOf, form, postJson, red, start, tempDir, testSettings, toyEngine, type Running} from './harness.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
+import {
+  blue,
+  call,
+  callbackReceiver,
+  errorOf,
+  form,
+  postJson,
+  red,
+  signature,
+  start,
+  tempDir,
+  testSettings,
+  toyEngine,
+  type CallbackReceiver,
+  type Running,
+} from './harness.js'
 
 const PUBLIC = '93.184.216.34'
 const SECRET = 'image-callback-secret'
@@ -19,16 +34,14 @@ const dir = tempDir('mod-jobs-images-')
 const storage = join(dir.path, 'jobs')
 mkdirSync(storage)
 // Fetches wait behind the scoring of earlier chunks: a loaded machine, or one emulating another CPU, needs seconds.
-const base = testSettings(join(dir.path, 'cache'), {allowUrls: true, limits: {urlTimeoutMs: 10_000}})
+const base = testSettings(warmCacheDir(join(dir.path, 'cache')), {allowUrls: true, limits: {urlTimeoutMs: 10_000}})
 const settings = {
   ...base,
   jobs: {...base.jobs, storage, callbackSecret: SECRET, callbackAllowPrivate: true, images: {maxItems: 100, maxBytes: 64 * 1024, maxPerClient: 2}},
 }
 const engine = toyEngine(settings)
 let images: Server
-let receiver: Server
-let receiverUrl = ''
-const callbacks: {signature: string | undefined; body: string}[] = []
+let receiver: CallbackReceiver
 let server: Running
 let noUrls: Running
 let keyed: Running
@@ -40,16 +53,7 @@ test.before(async () => {
     else if (req.url?.startsWith('/blue')) res.writeHead(200, {'content-type': 'image/png'}).end(bluePng)
     else res.writeHead(404).end('missing')
   })
-  receiver = createServer((req, res) => {
-    let body = ''
-    req.setEncoding('utf8').on('data', (d: string) => (body += d))
-    req.on('end', () => {
-      callbacks.push({signature: req.headers['x-mod-signature'] as string | undefined, body})
-      res.writeHead(204).end()
-    })
-  })
-  await Promise.all([images, receiver].map((s) => new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))))
-  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
+  ;[receiver] = await Promise.all([callbackReceiver(), new Promise<void>((resolve) => images.listen(0, '127.0.0.1', resolve))])
   const imagesPort = (images.address() as AddressInfo).port
   await engine.load()
   const fetch = {resolve: async () => [PUBLIC], connect: () => ({host: '127.0.0.1', port: imagesPort})}
@@ -60,7 +64,7 @@ test.before(async () => {
 
 test.after(async () => {
   await Promise.all([server.stop(), noUrls.stop(), keyed.stop()])
-  await Promise.all([images, receiver].map((s) => new Promise((resolve) => s.close(resolve))))
+  await Promise.all([new Promise((resolve) => images.close(resolve)), receiver.close()])
   await engine.close()
   dir.remove()
 })
@@ -85,7 +89,7 @@ async function results(id: string, offset?: number): Promise<{status: string | n
 const urls = (n: number) => Array.from({length: n}, (_, i) => ({url: `http://images.example/${i % 3 === 0 ? 'red' : 'blue'}/${i}.png`, id: `item-${i}`}))
 
 test('a manifest of 70 URLs runs in 3 chunks; every item has one line, in manifest order, with its id', async () => {
-  const r = await postJson(`${server.base}/v1/jobs/images?callback_url=${encodeURIComponent(receiverUrl)}`, {items: urls(70)})
+  const r = await postJson(`${server.base}/v1/jobs/images?callback_url=${encodeURIComponent(receiver.url)}`, {items: urls(70)})
   assert.is(r.status, 202)
   assert.is(r.headers.get('location'), `/v1/jobs/${r.body.id}`)
   assert.equal([r.body.kind, r.body.progress], ['images', {items_done: 0, items_total: 70, chunks_done: 0, chunks_total: 3}])
@@ -102,9 +106,8 @@ test('a manifest of 70 URLs runs in 3 chunks; every item has one line, in manife
   assert.equal(rest.lines.map((l) => l.index), [68, 69])
   assert.equal((await results(r.body.id, 70)).lines, [])
   // The callback arrives signed, with the job done.
-  while (!callbacks.some((c) => JSON.parse(c.body).id === r.body.id)) await new Promise((resolve) => setTimeout(resolve, 20))
-  const callback = callbacks.find((c) => JSON.parse(c.body).id === r.body.id)!
-  assert.is(callback.signature, `sha256=${createHmac('sha256', SECRET).update(callback.body).digest('hex')}`)
+  const callback = await receiver.callbackFor(r.body.id)
+  assert.is(callback.signature, signature(SECRET, callback.body))
   assert.equal(JSON.parse(callback.body), job)
 })
 

@@ -1,10 +1,7 @@
 // Jobs across processes through a real redis-server: `mod serve` accepts, a separate `mod worker` runs,
 // the callback arrives signed; accepted jobs survive a Redis restart; images keep working while Redis is down.
-import {createHmac} from 'node:crypto'
 import {mkdirSync} from 'node:fs'
 import {readdir, readFile} from 'node:fs/promises'
-import {createServer, type Server} from 'node:http'
-import type {AddressInfo} from 'node:net'
 import {join} from 'node:path'
 
 import {Redis} from 'ioredis'
@@ -13,7 +10,20 @@ import * as assert from 'uvu/assert'
 
 import {entriesNaming, startRedis, type RedisServer} from '../helpers/redis.js'
 import {colourClip} from '../lib/video/helpers.js'
-import {call, errorOf, form, red, serveProcess, tempDir, TOY_MODEL, writeRednessPolicy, type ServeProcess} from './harness.js'
+import {
+  call,
+  callbackReceiver,
+  errorOf,
+  form,
+  red,
+  serveProcess,
+  signature,
+  tempDir,
+  TOY_MODEL,
+  writeRednessPolicy,
+  type CallbackReceiver,
+  type ServeProcess,
+} from './harness.js'
 import {finished, submit} from './jobs/suite.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 
@@ -23,25 +33,8 @@ const storage = join(dir.path, 'jobs')
 mkdirSync(storage)
 const policy = writeRednessPolicy(dir.path)
 let redis: RedisServer
-let receiver: Server
-let receiverUrl: string
-const callbacks: {signature: string | undefined; body: string}[] = []
-const arrivals = new Set<() => void>()
+let receiver: CallbackReceiver
 const children: ServeProcess[] = []
-
-/** Resolves with the callback whose job id is `id` (already received or to come). */
-function callbackFor(id: string): Promise<{signature: string | undefined; body: string}> {
-  return new Promise((resolve) => {
-    const check = () => {
-      const found = callbacks.find((c) => (JSON.parse(c.body) as {id: string}).id === id)
-      if (!found) return
-      arrivals.delete(check)
-      resolve(found)
-    }
-    arrivals.add(check)
-    check()
-  })
-}
 
 function env(): Record<string, string> {
   return {
@@ -63,91 +56,39 @@ function launch(command: 'serve' | 'worker', extra: Record<string, string> = {})
 
 test.before(async () => {
   // appendfsync always: a job Redis acknowledged is on disk, so a crash of Redis loses none.
-  redis = await startRedis({appendonly: true})
-  receiver = createServer((req, res) => {
-    let body = ''
-    req.setEncoding('utf8').on('data', (d: string) => (body += d))
-    req.on('end', () => {
-      callbacks.push({signature: req.headers['x-mod-signature'] as string | undefined, body})
-      res.writeHead(204).end()
-      for (const arrived of arrivals) arrived()
-    })
-  })
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
-  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
+  ;[redis, receiver] = await Promise.all([startRedis({appendonly: true}), callbackReceiver()])
 })
 
 test.after(async () => {
   for (const c of children) c.child.kill('SIGKILL')
-  await new Promise((resolve) => receiver.close(resolve))
+  await receiver.close()
   await redis.remove()
   dir.remove()
 })
 
-let pair: Promise<{serve: ServeProcess; worker: ServeProcess; base: string}> | undefined
+let serving: Promise<{serve: ServeProcess; base: string}> | undefined
+let working: ServeProcess | undefined
 
-/** A `mod serve` that runs no jobs and a `mod worker` that does, started once for the tests that use them. */
-function serveAndWorker(): Promise<{serve: ServeProcess; worker: ServeProcess; base: string}> {
-  pair ??= (async () => {
+/** One `mod serve` that runs no jobs, started once for the tests that use it. */
+function serveOnce(): Promise<{serve: ServeProcess; base: string}> {
+  serving ??= (async () => {
     const serve = launch('serve', {MOD_SERVE_JOBS: 'false'})
-    const worker = launch('worker')
     const [, base] = await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)
-    await worker.waitFor(/taking jobs from redis:\/\/127\.0\.0\.1:\d+$/)
-    return {serve, worker, base: base as string}
+    return {serve, base: base as string}
   })()
-  return pair
+  return serving
 }
 
-test('a 30 s clip sent to mod serve is run by a separate mod worker; the callback arrives signed', async () => {
-  const {base} = await serveAndWorker()
-  const clip = await readFile(await colourClip(join(dir.path, 'thirty.mp4'), ['blue', 'red', 'blue'], 10, {rate: 2}))
-  const r = await submit(base, 'thirty.mp4', clip, `?fps=1&callback_url=${encodeURIComponent(receiverUrl)}`)
-  assert.is(r.status, 202)
-  const callback = await callbackFor(r.body.id)
-  const expected = `sha256=${createHmac('sha256', SECRET).update(callback.body).digest('hex')}`
-  assert.is(callback.signature, expected)
-  const job = JSON.parse(callback.body)
-  assert.is(job.status, 'done')
-  assert.equal(job.result.violations[0].segments, [{start: 10, end: 20, frames: 10, max_confidence: 1}])
-  assert.equal({duration: job.result.duration, frames: job.result.frames_analyzed}, {duration: 30, frames: 30})
-  const polled = await finished(base, r.body.id)
-  assert.equal(polled.result, job.result)
-  assert.equal(await readdir(storage), [])
-})
+/** One `mod worker` that runs the jobs, started once: by the first test once Redis is back, or by the next that needs it. */
+function workerOnce(): ServeProcess {
+  working ??= launch('worker')
+  return working
+}
 
-test('a job running in a mod worker and deleted through mod serve stops, leaves nothing behind and stays gone', async () => {
-  const {serve, worker, base} = await serveAndWorker()
-  // 1200 frames to score at fps=10: still running when the DELETE comes.
-  const clip = await readFile(await colourClip(join(dir.path, 'long.mp4'), ['blue', 'red'], 60, {rate: 1}))
-  const r = await submit(base, 'long.mp4', clip, `?fps=10&callback_url=${encodeURIComponent(receiverUrl)}`)
-  let job = r.body
-  while (job.status === 'queued' || (job.status === 'running' && job.progress.frames_analyzed === 0)) {
-    await new Promise((resolve) => setTimeout(resolve, 20))
-    job = (await call(`${base}/v1/jobs/${r.body.id}`)).body
-  }
-  assert.is(job.status, 'running')
-  const deleted = await call(`${base}/v1/jobs/${r.body.id}`, {method: 'DELETE'})
-  assert.equal([deleted.status, deleted.body.status], [200, 'cancelled'])
-  assert.equal(errorOf(await call(`${base}/v1/jobs/${r.body.id}`)), {status: 404, code: 'not_found'})
-  assert.equal(errorOf(await call(`${base}/v1/jobs/${r.body.id}`, {method: 'DELETE'})), {status: 404, code: 'not_found'})
-  assert.equal(await readdir(storage), [], 'the upload is removed by the DELETE')
-  // The worker stops the run, reports it cancelled, and lets Redis drop the job.
-  const callback = JSON.parse((await callbackFor(r.body.id)).body)
-  assert.equal([callback.status, callback.result], ['cancelled', undefined])
-  const client = new Redis(redis.url)
-  const end = Date.now() + 10_000
-  while ((await entriesNaming(client, r.body.id)).length > 0 && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 20))
-  assert.equal(await entriesNaming(client, r.body.id), [])
-  client.disconnect()
-  assert.equal(errorOf(await call(`${base}/v1/jobs/${r.body.id}`)), {status: 404, code: 'not_found'})
-  serve.child.kill('SIGTERM')
-  worker.child.kill('SIGTERM')
-  assert.equal([await serve.exited, await worker.exited], [0, 0])
-})
-
+// First: jobs are accepted while no worker runs. The worker it starts then runs the jobs of the tests after it.
 test('accepted jobs survive a Redis crash; while Redis is down jobs answer 503 and images are still moderated', async () => {
-  const serve = launch('serve', {MOD_SERVE_JOBS: 'false'})
-  const [, base] = await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)
+  const {base} = await serveOnce()
+  assert.is(working, undefined, 'no worker runs yet')
   const clip = await readFile(await colourClip(join(dir.path, 'short.mp4'), ['red'], 2))
   const accepted = await submit(base, 'short.mp4', clip)
   assert.is(accepted.status, 202)
@@ -160,9 +101,57 @@ test('accepted jobs survive a Redis crash; while Redis is down jobs answer 503 a
   assert.equal({status: image.status, safe: image.body.is_safe}, {status: 200, safe: false})
 
   await redis.restart()
-  const worker = launch('worker')
+  workerOnce()
   const job = await finished(base, accepted.body.id)
   assert.equal({status: job.status, safe: job.result.is_safe}, {status: 'done', safe: false})
+})
+
+test('a 30 s clip sent to mod serve is run by a separate mod worker; the callback arrives signed', async () => {
+  const [{base}, clip] = await Promise.all([
+    serveOnce(),
+    colourClip(join(dir.path, 'thirty.mp4'), ['blue', 'red', 'blue'], 10, {rate: 2}).then((path) => readFile(path)),
+    workerOnce().waitFor(/taking jobs from redis:\/\/127\.0\.0\.1:\d+$/),
+  ])
+  const r = await submit(base, 'thirty.mp4', clip, `?fps=1&callback_url=${encodeURIComponent(receiver.url)}`)
+  assert.is(r.status, 202)
+  const callback = await receiver.callbackFor(r.body.id)
+  assert.is(callback.signature, signature(SECRET, callback.body))
+  const job = JSON.parse(callback.body)
+  assert.is(job.status, 'done')
+  assert.equal(job.result.violations[0].segments, [{start: 10, end: 20, frames: 10, max_confidence: 1}])
+  assert.equal({duration: job.result.duration, frames: job.result.frames_analyzed}, {duration: 30, frames: 30})
+  const polled = await finished(base, r.body.id)
+  assert.equal(polled.result, job.result)
+  assert.equal(await readdir(storage), [])
+})
+
+test('a job running in a mod worker and deleted through mod serve stops, leaves nothing behind and stays gone', async () => {
+  const {serve, base} = await serveOnce()
+  const worker = workerOnce()
+  await worker.waitFor(/taking jobs from redis:\/\/127\.0\.0\.1:\d+$/)
+  // 1200 frames to score at fps=10: still running when the DELETE comes.
+  const clip = await readFile(await colourClip(join(dir.path, 'long.mp4'), ['blue', 'red'], 60, {rate: 1}))
+  const r = await submit(base, 'long.mp4', clip, `?fps=10&callback_url=${encodeURIComponent(receiver.url)}`)
+  let job = r.body
+  while (job.status === 'queued' || (job.status === 'running' && job.progress.frames_analyzed === 0)) {
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    job = (await call(`${base}/v1/jobs/${r.body.id}`)).body
+  }
+  assert.is(job.status, 'running')
+  const deleted = await call(`${base}/v1/jobs/${r.body.id}`, {method: 'DELETE'})
+  assert.equal([deleted.status, deleted.body.status], [200, 'cancelled'])
+  assert.equal(errorOf(await call(`${base}/v1/jobs/${r.body.id}`)), {status: 404, code: 'not_found'})
+  assert.equal(errorOf(await call(`${base}/v1/jobs/${r.body.id}`, {method: 'DELETE'})), {status: 404, code: 'not_found'})
+  assert.equal(await readdir(storage), [], 'the upload is removed by the DELETE')
+  // The worker stops the run, reports it cancelled, and lets Redis drop the job.
+  const callback = JSON.parse((await receiver.callbackFor(r.body.id)).body)
+  assert.equal([callback.status, callback.result], ['cancelled', undefined])
+  const client = new Redis(redis.url)
+  const end = Date.now() + 10_000
+  while ((await entriesNaming(client, r.body.id)).length > 0 && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 20))
+  assert.equal(await entriesNaming(client, r.body.id), [])
+  client.disconnect()
+  assert.equal(errorOf(await call(`${base}/v1/jobs/${r.body.id}`)), {status: 404, code: 'not_found'})
   serve.child.kill('SIGTERM')
   worker.child.kill('SIGTERM')
   assert.equal([await serve.exited, await worker.exited], [0, 0])

@@ -6,12 +6,13 @@ import {Redis} from 'ioredis'
 
 import {entriesNaming, startRedis, type RedisServer} from '../helpers/redis.js'
 import {start, tempDir, testSettings, toyEngine, type Running} from './harness.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 import {holdingEngine, jobsSuite, type JobsTarget} from './jobs/suite.js'
 
 const dir = tempDir('mod-server-jobs-redis-')
 const storage = join(dir.path, 'jobs')
 mkdirSync(storage)
-const settings = testSettings(join(dir.path, 'cache'))
+const settings = testSettings(warmCacheDir(join(dir.path, 'cache')))
 const engine = toyEngine(settings)
 let redis: RedisServer
 let holdingRedis: RedisServer

@@ -11,7 +11,7 @@ import * as assert from 'uvu/assert'
 import {createBullQueue} from '../../src/server/jobs/bullmq.js'
 import {LOCK_DURATION_MS, recoverySeconds, STALLED_INTERVAL_MS} from '../../src/server/jobs/recovery.js'
 import type {JobQueue} from '../../src/server/jobs/types.js'
-import {ROOT, runCli} from '../helpers/cli.js'
+import {ROOT, runInProcess} from '../helpers/cli.js'
 import {startRedis, type RedisServer} from '../helpers/redis.js'
 import {nodeArgs} from '../helpers/ts-script.js'
 import {tempDir} from './harness.js'
@@ -126,7 +126,7 @@ test('the recovery time that docs/video.md and mod worker --help state is the bo
   assert.ok(LOCK_DURATION_MS >= 2 * STALLED_INTERVAL_MS)
   const page = readFileSync(join(ROOT, 'docs', 'video.md'), 'utf8').replaceAll(/\s+/g, ' ')
   assert.ok(page.includes(`is run again by another worker within ${recoverySeconds()} s`), 'docs/video.md states the bound')
-  const help = await runCli(['worker', '--help'])
+  const help = await runInProcess(['worker', '--help'])
   assert.ok(help.stdout.replaceAll(/\s+/g, ' ').includes(`to another worker within ${recoverySeconds()} s`), help.stdout)
 })
 

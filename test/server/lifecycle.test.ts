@@ -21,6 +21,7 @@ import {
   TOY_MODEL,
   toyEngine,
   writeRednessPolicy,
+  type ServeProcess,
 } from './harness.js'
 import {signalStates} from '../helpers/signals.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
@@ -28,12 +29,19 @@ import {warmCacheDir} from '../helpers/warm-cache.js'
 const dir = tempDir('mod-server-lifecycle-')
 const cacheDir = join(dir.path, 'cache')
 const policy = writeRednessPolicy(dir.path)
-const toyEnv = {MOD_CACHE_DIR: cacheDir, MOD_MODEL_DIR: TOY_MODEL, MOD_CONFIG: policy}
+const toyEnv = {MOD_CACHE_DIR: warmCacheDir(cacheDir), MOD_MODEL_DIR: TOY_MODEL, MOD_CONFIG: policy}
 
 /** The liveness part of /health (its `signals` are checked where signals are tested). */
 const liveness = ({status, model_loaded}: {status: string; model_loaded: boolean}) => ({status, model_loaded})
 
-test.after(() => dir.remove())
+let defaults: ServeProcess | undefined
+/** `mod serve` on the toy model with the defaults, started once for the two tests that use it. */
+const defaultServe = () => (defaults ??= serveProcess(['--port', '0'], toyEnv))
+
+test.after(() => {
+  defaults?.child.kill('SIGKILL')
+  dir.remove()
+})
 
 test('flags win over MOD_HOST, MOD_PORT and MOD_WORKERS, which win over the defaults', () => {
   const env = {MOD_HOST: '0.0.0.0', MOD_PORT: '9000', MOD_WORKERS: '3'}
@@ -47,15 +55,9 @@ test('flags win over MOD_HOST, MOD_PORT and MOD_WORKERS, which win over the defa
 })
 
 test('with MOD_PRELOAD (the default) the model is loaded before the port opens', async () => {
-  const serve = serveProcess(['--port', '0'], toyEnv)
-  try {
-    const [, base] = await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)
-    assert.equal(liveness((await call(`${base}/health`)).body), {status: 'ok', model_loaded: true})
-    serve.child.kill('SIGTERM')
-    assert.is(await serve.exited, 0)
-  } finally {
-    serve.child.kill('SIGKILL')
-  }
+  const [, base] = await defaultServe().waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)
+  assert.equal(liveness((await call(`${base}/health`)).body), {status: 'ok', model_loaded: true})
+  // The last test stops this process with SIGTERM (exit 0).
 })
 
 test('with no CLIP model pulled, serve starts on the embedded specialist, logs what is not evaluated, and answers with it', async () => {
@@ -143,7 +145,7 @@ test('without preload, a model that fails to load answers 503 model_unavailable 
 })
 
 test('SIGTERM stops accepting connections, finishes the request in flight, then exits 0', async () => {
-  const serve = serveProcess(['--port', '0'], toyEnv)
+  const serve = defaultServe()
   try {
     const [, base] = await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)
     const image = await red()

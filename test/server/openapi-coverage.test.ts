@@ -18,11 +18,12 @@ import {openapiDocument, type OpenApiDocument} from '../../src/server/openapi.js
 import {colourClip} from '../lib/video/helpers.js'
 import {assertConforms, createConformance} from './conformance.js'
 import {fakeEngine, form, multipartParts, rawRequest, red, start, tempDir, testSettings, toyEngine, type Running} from './harness.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const KEY = 'coverage-key'
 const PUBLIC = '93.184.216.34'
 const dir = tempDir('mod-server-coverage-')
-const settings = testSettings(join(dir.path, 'cache'), {
+const settings = testSettings(warmCacheDir(join(dir.path, 'cache')), {
   apiKey: KEY,
   allowUrls: true,
   limits: {maxBytes: 64 * 1024, maxBatch: 2, maxVideoBytes: 64 * 1024, maxVideoSeconds: 2, urlTimeoutMs: 300},

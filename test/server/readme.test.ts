@@ -16,6 +16,7 @@ import {parse as parseYaml} from 'yaml'
 import {DEFAULT_CATEGORIES} from '../../src/lib/policy/defaults.js'
 import {HTTP_ERROR_CODES, HTTP_ERRORS} from '../../src/server/errors.js'
 import {ROOT, runInProcess} from '../helpers/cli.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 import {start, tempDir, testSettings, toyEngine} from './harness.js'
 
 const PAGES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)]
@@ -197,40 +198,40 @@ test('the server examples of the README and docs/rest.md answer as printed', asy
   copyFileSync(join(ROOT, 'test/fixtures/photos/astronaut.jpg'), join(dir.path, 'a.jpg'))
   await sharp(join(ROOT, 'test/fixtures/photos/brick.jpg')).png().toFile(join(dir.path, 'b.png'))
 
-  const settings = testSettings(join(dir.path, 'cache'), {apiKey: 'readme-key'})
+  // One engine for both servers: only their keys differ.
+  const settings = testSettings(warmCacheDir(join(dir.path, 'cache')), {apiKey: 'readme-key'})
   const engine = toyEngine(settings)
-  const server = await start(engine, settings)
   try {
-    const base64 = JSON.parse(await run(command('docs/rest.md', `{ printf '{"image_base64": "'`), server.base, 'readme-key', dir.path))
-    assert.equal([base64.source, typeof base64.is_safe], ['image_base64', 'boolean'])
+    const server = await start(engine, settings)
+    try {
+      const base64 = JSON.parse(await run(command('docs/rest.md', `{ printf '{"image_base64": "'`), server.base, 'readme-key', dir.path))
+      assert.equal([base64.source, typeof base64.is_safe], ['image_base64', 'boolean'])
 
-    const health = JSON.parse(await run(command('docs/rest.md', 'curl -s localhost:8000/health'), server.base, 'readme-key', dir.path))
-    assert.is(health.status, 'ok')
-    const categories = JSON.parse(await run(command('docs/rest.md', 'curl -s -H "X-API-Key: $KEY" localhost:8000/v1/categories'), server.base, 'readme-key', dir.path))
-    assert.equal(Object.keys(categories), ['preset', 'model', 'coverage', 'categories'])
-    const one = JSON.parse(await run(command('docs/rest.md', 'curl -s -H "X-API-Key: $KEY" -F file=@beach.jpg'), server.base, 'readme-key', dir.path))
-    assert.equal([one.source, typeof one.is_safe], ['beach.jpg', 'boolean'])
-    const batch = JSON.parse(await run(command('docs/rest.md', 'curl -s -H "X-API-Key: $KEY" -F files=@a.jpg'), server.base, 'readme-key', dir.path))
-    assert.equal(batch.results.map((r: {source: string}) => r.source), ['a.jpg', 'b.png'])
-    await promisify(execFile)('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc=size=64x48:rate=5:duration=3', '-pix_fmt', 'yuv420p', join(dir.path, 'clip.mp4')])
-    const video = JSON.parse(await run(command('docs/rest.md', 'curl -s -H "X-API-Key: $KEY" -F file=@clip.mp4'), server.base, 'readme-key', dir.path))
-    assert.equal([video.source, video.fps, typeof video.stopped_early], ['clip.mp4', 2, 'boolean'])
-
+      const health = JSON.parse(await run(command('docs/rest.md', 'curl -s localhost:8000/health'), server.base, 'readme-key', dir.path))
+      assert.is(health.status, 'ok')
+      const categories = JSON.parse(await run(command('docs/rest.md', 'curl -s -H "X-API-Key: $KEY" localhost:8000/v1/categories'), server.base, 'readme-key', dir.path))
+      assert.equal(Object.keys(categories), ['preset', 'model', 'coverage', 'categories'])
+      const one = JSON.parse(await run(command('docs/rest.md', 'curl -s -H "X-API-Key: $KEY" -F file=@beach.jpg'), server.base, 'readme-key', dir.path))
+      assert.equal([one.source, typeof one.is_safe], ['beach.jpg', 'boolean'])
+      const batch = JSON.parse(await run(command('docs/rest.md', 'curl -s -H "X-API-Key: $KEY" -F files=@a.jpg'), server.base, 'readme-key', dir.path))
+      assert.equal(batch.results.map((r: {source: string}) => r.source), ['a.jpg', 'b.png'])
+      await promisify(execFile)('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc=size=64x48:rate=5:duration=3', '-pix_fmt', 'yuv420p', join(dir.path, 'clip.mp4')])
+      const video = JSON.parse(await run(command('docs/rest.md', 'curl -s -H "X-API-Key: $KEY" -F file=@clip.mp4'), server.base, 'readme-key', dir.path))
+      assert.equal([video.source, video.fps, typeof video.stopped_early], ['clip.mp4', 2, 'boolean'])
+    } finally {
+      await server.stop()
+    }
+    // The README's first request, with the key its `mod serve` line sets, from the clone's folder.
+    const keyed = await start(engine, {...settings, apiKey: 'secret'})
+    try {
+      const first = command('README.md', 'curl -s -H "X-API-Key: secret" -F file=@')
+      const result = JSON.parse(await run(first, keyed.base, 'unused', ROOT))
+      assert.equal([result.source, typeof result.is_safe], ['astronaut.jpg', 'boolean'])
+    } finally {
+      await keyed.stop()
+    }
   } finally {
-    await server.stop()
     await engine.close()
-  }
-  // The README's first request, with the key its `mod serve` line sets, from the clone's folder.
-  const keyed = testSettings(join(dir.path, 'cache'), {apiKey: 'secret'})
-  const engine2 = toyEngine(keyed)
-  const server2 = await start(engine2, keyed)
-  try {
-    const first = command('README.md', 'curl -s -H "X-API-Key: secret" -F file=@')
-    const result = JSON.parse(await run(first, server2.base, 'unused', ROOT))
-    assert.equal([result.source, typeof result.is_safe], ['astronaut.jpg', 'boolean'])
-  } finally {
-    await server2.stop()
-    await engine2.close()
   }
 })
 

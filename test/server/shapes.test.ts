@@ -12,9 +12,10 @@ import {MAX_ASPECT_RATIO} from '../../src/lib/image/aspect.js'
 import {MAX_SIDE} from '../../src/lib/image/decode.js'
 import {greyPng, sweepShapes} from '../helpers/hostile-images.js'
 import {call, form, postJson, start, tempDir, testSettings, toyEngine, type Running} from './harness.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir('mod-server-shapes-')
-const settings = testSettings(join(dir.path, 'cache'), {allowUrls: true})
+const settings = testSettings(warmCacheDir(join(dir.path, 'cache')), {allowUrls: true})
 const engine = toyEngine(settings)
 let server: Running
 let images: Server

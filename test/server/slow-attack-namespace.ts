@@ -1,7 +1,12 @@
-// Runs the slow-upload scenario once, for slow-attack.test.ts inside a network namespace. Arguments: the number of
-// connections per attacking address, the address to listen on, the legitimate client's address, then the attackers'
-// addresses. It prints the outcome as JSON.
-import {attackScenario} from './slow-attack-scenario.js'
+// Runs slow-upload scenarios one after the other, for slow-attack.test.ts inside a network namespace. Arguments: the
+// address to listen on, the legitimate client's address, then one JSON argument per scenario:
+// {"perAddress": connections per attacking address, "attackers": [addresses]}. It prints the outcomes as a JSON array.
+import {attackScenario, type Outcome} from './slow-attack-scenario.js'
 
-const [perAddress, host, legit, ...attackers] = process.argv.slice(2)
-process.stdout.write(`${JSON.stringify(await attackScenario(host, legit, attackers, Number(perAddress)))}\n`)
+const [host, legit, ...scenarios] = process.argv.slice(2)
+const outcomes: Outcome[] = []
+for (const scenario of scenarios) {
+  const {perAddress, attackers} = JSON.parse(scenario) as {perAddress: number; attackers: string[]}
+  outcomes.push(await attackScenario(host, legit, attackers, perAddress))
+}
+process.stdout.write(`${JSON.stringify(outcomes)}\n`)

@@ -1,23 +1,44 @@
 // `mod serve --workers 2`: node:cluster workers, each with its own model; a crashed worker is replaced
-// while the others keep serving. Runs the built CLI (npm test builds first).
-import {copyFileSync, mkdirSync, readFileSync} from 'node:fs'
-import {request} from 'node:http'
+// while the others keep serving; when a worker dies its clients learn at once (no connection waits on a dead
+// worker), and the upload it was receiving does not outlive it. One cluster serves the tests in turn. Runs the
+// built CLI (npm test builds first).
+import {spawnSync} from 'node:child_process'
+import {copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync} from 'node:fs'
+import {request, type ClientRequest} from 'node:http'
+import {hostname} from 'node:os'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {workerEnv, workerExecArgv} from '../../src/server/cluster.js'
+import {uploadsRoot} from '../../src/server/upload-dirs.js'
 
-import {red, serveProcess, tempDir, TOY_MODEL, until, writeRednessPolicy, type ServeProcess} from './harness.js'
+import {multipartParts, rawRequest, red, serveProcess, tempDir, TOY_MODEL, until, writeRednessPolicy, type ServeProcess} from './harness.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir('mod-server-workers-')
-const env = {MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache')), MOD_MODEL_DIR: TOY_MODEL, MOD_CONFIG: writeRednessPolicy(dir.path)}
+const tmp = join(dir.path, 'tmp')
+const root = uploadsRoot(tmp)
+const host = hostname()
+const env = {
+  MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache')),
+  MOD_MODEL_DIR: TOY_MODEL,
+  MOD_CONFIG: writeRednessPolicy(dir.path),
+  TMPDIR: tmp,
+}
+/** A process that has ended, and one that runs (this test): their upload folders, made before the server starts. */
+const ended = Number(spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], {encoding: 'utf8'}).stdout)
+const endedDir = join(root, `${ended}@${host}`)
+const liveDir = join(root, `${process.pid}@${host}`)
 let serve: ServeProcess
 let base = ''
 
 test.before(async () => {
+  for (const folder of [endedDir, liveDir]) {
+    mkdirSync(join(folder, 'mod-video-old'), {recursive: true})
+    writeFileSync(join(folder, 'mod-video-old', 'upload'), 'partial video')
+  }
   serve = serveProcess(['--port', '0', '--workers', '2'], env)
   ;[, base] = await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+) \(2 workers\)$/)
 })
@@ -49,6 +70,17 @@ async function moderateRed(): Promise<{status: number; body: {is_safe: boolean}}
 }
 
 const readyPids = () => serve.lines.flatMap((l) => /^worker (\d+) ready$/.exec(l)?.[1] ?? []).map(Number)
+const exitedPids = () => new Set(serve.lines.flatMap((l) => /^worker (\d+) exited /.exec(l)?.[1] ?? []).map(Number))
+/** The workers that said they were ready and have not exited since, in the order they started. */
+const livePids = () => readyPids().filter((pid) => !exitedPids().has(pid))
+
+/** GET /health on a connection of its own; fails the test instead of waiting past 10 s. */
+const health = () => rawRequest(`${base}/health`, {method: 'GET', timeoutMs: 10_000}, (req) => req.end())
+
+test('at start the uploads of ended processes are removed; those of running processes are kept', () => {
+  assert.is(existsSync(endedDir), false)
+  assert.equal(readdirSync(join(liveDir, 'mod-video-old')), ['upload'])
+})
 
 test('two workers start, each logs its pid, and both serve moderations', async () => {
   assert.is(readyPids().length, 2)
@@ -135,8 +167,59 @@ test('a crashed worker is replaced and the other keeps serving meanwhile', async
   assert.is(await metric('mod_worker_restarts_total'), 1)
 })
 
+test('a worker that cannot take connections (stopped) does not hold any: every client is answered by the other, also after it is killed', async () => {
+  const [stopped] = livePids()
+  const started = readyPids().length
+  process.kill(stopped, 'SIGSTOP')
+  try {
+    const answers = await Promise.all([1, 2, 3, 4, 5, 6].map(() => health()))
+    assert.equal(answers.map((a) => a.status), [200, 200, 200, 200, 200, 200])
+  } finally {
+    process.kill(stopped, 'SIGKILL')
+  }
+  await serve.waitFor(new RegExp(`^worker ${stopped} exited \\(signal SIGKILL\\); starting a replacement$`))
+  await until(() => readyPids().length === started + 1, 60_000)
+})
+
+test('a worker killed mid-upload: its client is cut off at once and the partial upload is removed', async () => {
+  const {head, type} = multipartParts('file', 'clip.mp4')
+  let client: ClientRequest | undefined
+  const answer = rawRequest(`${base}/v1/moderate/video`, {headers: {'content-type': type, 'content-length': 50_000_000}, timeoutMs: 10_000}, (req) => {
+    client = req
+    req.write(head)
+    req.write(Buffer.alloc(200_000, 1))
+  })
+  const failure = answer.then(
+    (a) => `answered ${a.status}`,
+    (e: Error) => e.message,
+  )
+  // The folder of the worker receiving the upload names its pid.
+  const uploading = () =>
+    (existsSync(root) ? readdirSync(root) : []).find((name) => {
+      const video = existsSync(join(root, name)) ? readdirSync(join(root, name)).find((f) => f.startsWith('mod-video-')) : undefined
+      return name !== `${process.pid}@${host}` && video !== undefined && existsSync(join(root, name, video, 'upload')) && statSync(join(root, name, video, 'upload')).size > 0
+    })
+  await until(() => uploading() !== undefined)
+  const folder = uploading() as string
+  const pid = Number(folder.split('@')[0])
+  assert.ok(livePids().includes(pid))
+  process.kill(pid, 'SIGKILL')
+  // Cut off, not left waiting for the 10 s after which rawRequest gives up: the client sees its connection closed
+  // (a hang-up, or a reset when the kernel drops the dead socket with unread data).
+  assert.match(await failure, /^(socket hang up|read ECONNRESET)$/)
+  client?.destroy()
+  await serve.waitFor(new RegExp(`^worker ${pid} exited \\(signal SIGKILL\\); starting a replacement$`))
+  await until(() => !existsSync(join(root, folder)), 10_000)
+  assert.equal(readdirSync(join(liveDir, 'mod-video-old')), ['upload'])
+  assert.is((await health()).status, 200)
+})
+
 test('SIGTERM to the primary stops every worker gracefully and exits 0', async () => {
-  const pids = readyPids().slice(1)
+  // Every worker forked and not exited: the replacement of the worker killed above may still be starting, and is
+  // stopped too.
+  const running = () => serve.lines.flatMap((l) => /^worker (\d+) started$/.exec(l)?.[1] ?? []).map(Number).filter((pid) => !exitedPids().has(pid))
+  await until(() => running().length === 2)
+  const pids = running()
   serve.child.kill('SIGTERM')
   assert.is(await serve.exited, 0)
   for (const pid of pids) {
