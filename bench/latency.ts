@@ -250,7 +250,7 @@ const verdicts = [
     CLIP_TARGET,
     '',
     3,
-    `floor: decode ${ms(stepMedian('decode'))} + CLIP's exact bicubic resize ${ms(stepMedian('clip_preprocess'))} (the default path's record) ` +
+    `floor: decode ${ms(stepMedian('decode'))} + CLIP's bicubic resize ${ms(stepMedian('clip_preprocess'))} (the default path's record) ` +
       `over bare CLIP's ${ms(median(t.bare))}: at best ${clipFloor.toFixed(2)} x`,
   ),
 ]
