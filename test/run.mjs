@@ -9,12 +9,14 @@
 // that mostly waited last time runs as a third beside two that compute.
 import {spawn} from 'node:child_process'
 import {mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync} from 'node:fs'
-import {join, relative} from 'node:path'
+import {join, relative, sep} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {mirrorOf, transpile} from './transpile.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const filter = process.argv.slice(2)
+// `--build`: build dist (npm run build) while the first test files run, those that need no build.
+const building = process.argv.includes('--build')
+const filter = process.argv.slice(2).filter((a) => a !== '--build')
 
 function find(dir) {
   return readdirSync(dir).sort().flatMap((name) => {
@@ -64,24 +66,55 @@ const removeRunFolders = () => {
 }
 process.on('exit', removeRunFolders)
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => process.exit(1))
-// The optimised graphs of the models every scan opens and the toy model's embeddings of the default prompts and
-// of "red" (the redness category most tests add), built once by a real scan for test/helpers/warm-cache.ts. The
-// scan runs the built CLI (dist), not the copy: it runs while the copy is written.
-mkdirSync(WARM_CACHE, {recursive: true})
-writeFileSync(join(WARM_CACHE, 'policy.yaml'), 'categories:\n  redness:\n    prompts: ["red"]\n    threshold: 0.5\n')
-const warming = spawn(process.execPath, [join(root, 'bin', 'run.js'), 'scan', join(root, 'test', 'fixtures', 'photos'), '--json', '--config', join(WARM_CACHE, 'policy.yaml')], {
-  env: {...baseEnv, MOD_CACHE_DIR: WARM_CACHE, MOD_MODEL_DIR: join(root, 'test', 'fixtures', 'models', 'toy')},
-  stdio: 'ignore',
-})
-
 try {
   await transpile(root, MIRROR)
 } catch (e) {
-  warming.kill()
   process.stdout.write(`${e.message}\n\n0 passed, 1 failed\n`)
   process.exit(1)
 }
-await new Promise((resolve) => (warming.exitCode === null && warming.signalCode === null ? warming.on('close', resolve) : resolve()))
+
+/** Runs a process to its end; its output is kept for a failure's report. */
+function finished(cmd, args, opts) {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, {cwd: root, ...opts, stdio: ['ignore', 'pipe', 'pipe']})
+    let out = ''
+    child.stdout.on('data', (d) => (out += d))
+    child.stderr.on('data', (d) => (out += d))
+    child.on('close', (code) => resolve({code, out}))
+  })
+}
+
+// The build (dist, which CLI processes and in-process commands run) starts now and goes on beside the test files
+// that need none: engine tests under test/lib that start no CLI.
+let built = !building
+const build = building
+  ? finished('npm', ['run', '--silent', 'build'], {env: baseEnv}).then((r) => {
+      if (r.code !== 0) {
+        process.stdout.write(`${r.out}\nnpm run build failed\n\n0 passed, 1 failed\n`)
+        process.exit(1)
+      }
+      built = true
+    })
+  : undefined
+const NEEDS_BUILD = /run\.js|runInProcess|runCli|cliEnv|\bBIN\b|dist|bin\/|server\/harness|conformance|python-tools/
+const needing = new Map()
+const needsBuild = (file) => {
+  if (!needing.has(file)) needing.set(file, !relative(root, file).startsWith(`test${sep}lib${sep}`) || NEEDS_BUILD.test(readFileSync(file, 'utf8')))
+  return needing.get(file)
+}
+
+// The optimised graphs of the models every scan opens and the toy model's embeddings of the default prompts and
+// of "red" (the redness category most tests add), built once by a real scan for test/helpers/warm-cache.ts
+// (test/warm-cache-build.ts, from the copy: it needs no build).
+mkdirSync(WARM_CACHE, {recursive: true})
+writeFileSync(join(WARM_CACHE, 'policy.yaml'), 'categories:\n  redness:\n    prompts: ["red"]\n    threshold: 0.5\n')
+const warm = await finished(
+  process.execPath,
+  [mirrorOf(root, MIRROR, join(root, 'test', 'warm-cache-build.ts')), WARM_CACHE, join(WARM_CACHE, 'policy.yaml'), join(root, 'test', 'fixtures', 'photos'), join(root, 'test', 'fixtures', 'models', 'toy')],
+  {env: baseEnv},
+)
+// Without it the tests still pass, each building what it needs: say so, and go on.
+if (warm.code !== 0) process.stdout.write(`the warm cache was not built:\n${warm.out}\n`)
 
 /**
  * CPU time so far of each running test file's process and everything it started, in ms, from one read of /proc
@@ -170,12 +203,17 @@ function load(file) {
   return last?.cpu !== undefined && last.ms >= MIN_WAITING_MS && last.cpu < WAITING_SHARE * last.ms ? 0.5 : 1
 }
 await new Promise((done) => {
-  let used = 0
+  // The build takes a core while it runs.
+  let used = built ? 0 : 1
   let running = 0
+  build?.then(() => {
+    used -= 1
+    startFitting()
+  })
   const startFitting = () => {
     while (queue.length > 0) {
       // The slowest file first; when it does not fit beside those running, the slowest one that does.
-      const i = queue.findIndex((f) => used + load(f) <= CORES)
+      const i = queue.findIndex((f) => used + load(f) <= CORES && (built || !needsBuild(f)))
       if (i === -1) break
       const [file] = queue.splice(i, 1)
       const cost = load(file)
@@ -194,7 +232,7 @@ await new Promise((done) => {
         startFitting()
       })
     }
-    if (running === 0) {
+    if (running === 0 && queue.length === 0) {
       clearInterval(sampler)
       done()
     }
