@@ -4,9 +4,11 @@
  */
 import {crc32, deflateSync} from 'node:zlib'
 
-const SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
+/** The eight bytes every PNG starts with. */
+export const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
 
-function chunk(type: string, body: Buffer): Buffer {
+/** A PNG chunk: length, type, body and CRC. */
+export function pngChunk(type: string, body: Buffer): Buffer {
   const head = Buffer.alloc(8)
   head.writeUInt32BE(body.length, 0)
   head.write(type, 4, 'latin1')
@@ -21,7 +23,7 @@ function png(width: number, height: number, colourType: number, pixels: Buffer):
   ihdr.writeUInt32BE(width, 0)
   ihdr.writeUInt32BE(height, 4)
   ihdr.set([8, colourType, 0, 0, 0], 8)
-  return Buffer.concat([SIGNATURE, chunk('IHDR', ihdr), chunk('IDAT', pixels), chunk('IEND', Buffer.alloc(0))])
+  return Buffer.concat([PNG_SIGNATURE, pngChunk('IHDR', ihdr), pngChunk('IDAT', pixels), pngChunk('IEND', Buffer.alloc(0))])
 }
 
 /**

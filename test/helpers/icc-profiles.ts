@@ -2,7 +2,9 @@
  * ICC profiles written by hand (matrix/shaper, version 2: three colorants and three tone curves) and PNGs that
  * embed one over stored values of our choosing, so that tests know both the profile and the pixels as stored.
  */
-import {crc32, deflateSync} from 'node:zlib'
+import {deflateSync} from 'node:zlib'
+
+import {PNG_SIGNATURE, pngChunk} from './hostile-images.js'
 
 /** Colorants adapted to D50, columns r, g, b as XYZ. */
 export type Colorants = [number[], number[], number[]]
@@ -94,15 +96,6 @@ export function matrixShaperProfile(options: {colorants: Colorants; curve: Curve
   return Buffer.concat([header, table, ...bodies])
 }
 
-function chunk(type: string, body: Buffer): Buffer {
-  const head = Buffer.alloc(8)
-  head.writeUInt32BE(body.length, 0)
-  head.write(type, 4, 'latin1')
-  const crc = Buffer.alloc(4)
-  crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), body])), 0)
-  return Buffer.concat([head, body, crc])
-}
-
 /** An 8-bit RGB PNG holding `rgb` (width x height x 3 bytes) as stored, with `profile` embedded (iCCP). */
 export function pngWithProfile(width: number, height: number, rgb: Buffer, profile: Buffer): Buffer {
   const ihdr = Buffer.alloc(13)
@@ -112,8 +105,7 @@ export function pngWithProfile(width: number, height: number, rgb: Buffer, profi
   const rows: Buffer[] = []
   for (let y = 0; y < height; y++) rows.push(Buffer.from([0]), rgb.subarray(y * width * 3, (y + 1) * width * 3))
   const iccp = Buffer.concat([Buffer.from('test\0\0', 'latin1'), deflateSync(profile)])
-  const signature = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
-  return Buffer.concat([signature, chunk('IHDR', ihdr), chunk('iCCP', iccp), chunk('IDAT', deflateSync(Buffer.concat(rows))), chunk('IEND', Buffer.alloc(0))])
+  return Buffer.concat([PNG_SIGNATURE, pngChunk('IHDR', ihdr), pngChunk('iCCP', iccp), pngChunk('IDAT', deflateSync(Buffer.concat(rows))), pngChunk('IEND', Buffer.alloc(0))])
 }
 
 /** 256 x 3 pixels: every value 0-255 once in each channel (a grey ramp, and ramps of red and of green over blue). */
