@@ -6,7 +6,7 @@ import sharp from 'sharp'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {buildPolicy, validatePolicyText} from '../../src/lib/config/policy.js'
+import {buildPolicy} from '../../src/lib/config/policy.js'
 import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
 import {createEngine, type EngineOptions} from '../../src/lib/engine.js'
 import type {Signal} from '../../src/lib/signals/signal.js'
@@ -17,19 +17,13 @@ import {warmCacheDir} from '../helpers/warm-cache.js'
 const dir = tempDir()
 test.after(() => dir.remove())
 
-const REDNESS = 'categories:\n  redness:\n    prompts: ["red"]\n'
-
-function policyFrom(yaml: string) {
-  const {problems, file} = validatePolicyText(yaml)
-  assert.equal(problems, [])
-  return buildPolicy(file)
-}
+const REDNESS = [{name: 'redness', prompts: ['red']}]
 
 const options = (overrides: Partial<EngineOptions> = {}): EngineOptions => ({
   preset: 'fast',
   modelDir: TOY_MODEL,
   cacheDir: warmCacheDir(join(dir.path, 'cache')),
-  policy: policyFrom(REDNESS),
+  policy: buildPolicy({categories: REDNESS}),
   limits: DEFAULT_LIMITS,
   ...overrides,
 })
@@ -73,7 +67,7 @@ function recording(name: string, seen: string[], frameSide?: number): Signal {
 
 async function framesSeen(signals: Signal[], seen: string[], everyPixel = false): Promise<string[]> {
   // Untrimmed: the frames as decoded.
-  const engine = createEngine(options({signals, everyPixel, policy: policyFrom(`trim_borders: false\n${REDNESS}`)}))
+  const engine = createEngine(options({signals, everyPixel, policy: buildPolicy({categories: REDNESS, trim_borders: false})}))
   try {
     await engine.moderateImage(await largeJpeg(0.5), 'large.jpg')
   } finally {
