@@ -240,8 +240,8 @@ export const DECODED_SHARE = 2
 
 /**
  * How much larger than the side a signal resamples to (`frameSide`) a reduced decode keeps the shorter side: each
- * signal's own resize (CLIP's unfiltered bicubic) still halves it or more, so it samples the same detail at the
- * same places as from every pixel, and scores agree (bench/shrink.ts).
+ * signal's own resize (CLIP's unfiltered bicubic) still halves it or more, as it reduces a whole decode; how far
+ * that moves embeddings and scores is measured by bench/shrink.ts.
  */
 export const REDUCED_MARGIN = 2
 
