@@ -22,7 +22,7 @@ import {trimBorders} from '../src/lib/image/trim.js'
 import {loadManifest} from '../src/lib/model/manifest.js'
 import type {Precision} from '../src/lib/model/manifest-types.js'
 import {nsfwModelDir} from '../src/lib/model/nsfw.js'
-import {NSFW_INPUT, NSFW_SIZE} from '../src/lib/model/nsfw-manifest.js'
+import {DEFAULT_NSFW_MODEL, NSFW_INPUT, NSFW_MODELS, NSFW_SIZE, type NsfwManifests} from '../src/lib/model/nsfw-manifest.js'
 import {openSession, sessionOptions} from '../src/lib/model/session.js'
 import {SIGNALS} from '../src/lib/signals/registry.js'
 import {defaultThreads} from '../src/lib/model/threads.js'
@@ -353,7 +353,9 @@ export async function bareSpecialist(o: BareOptions = {}): Promise<BareEncoder> 
   const view = nsfwPreprocess(trimBorders(frame))
   const batch = new Float32Array(view.length * BATCH_OF)
   for (let i = 0; i < BATCH_OF; i++) batch.set(view, i * view.length)
-  const manifest = JSON.parse(await readFile(join(nsfwModelDir(), 'manifest.json'), 'utf8')) as {file: string}
+  const {models} = JSON.parse(await readFile(join(nsfwModelDir(), 'manifest.json'), 'utf8')) as NsfwManifests
+  const manifest = models.find((m) => m.id === NSFW_MODELS[DEFAULT_NSFW_MODEL].id)
+  if (!manifest) throw new Error(`models/nsfw/manifest.json lists no ${NSFW_MODELS[DEFAULT_NSFW_MODEL].id}`)
   const session = await bareSession(join(nsfwModelDir(), manifest.file), o)
   const feeds = {[NSFW_INPUT]: new ort.Tensor('float32', view, [1, NSFW_SIZE, NSFW_SIZE, 3])}
   const batchFeeds = {[NSFW_INPUT]: new ort.Tensor('float32', batch, [BATCH_OF, NSFW_SIZE, NSFW_SIZE, 3])}

@@ -81,7 +81,7 @@ test('npm pack gives a tarball that npm install -g installs offline; mod --help,
   assert.is(pack.status, 0, pack.stderr)
   const [{filename, files}] = JSON.parse(pack.stdout) as [{filename: string; files: {path: string}[]}]
   const packed = files.map((f) => f.path)
-  for (const needed of ['LICENSE', 'CHANGELOG.md', 'README.md', 'bin/run.js', 'dist/commands/scan.js', 'oclif.manifest.json', 'models/nsfw/nsfw-mobilenet-v2.onnx', 'models/ocr/det.onnx', 'models/ocr/rec.onnx', 'models/ocr/keys.txt', 'models/ocr/LICENSE']) {
+  for (const needed of ['LICENSE', 'CHANGELOG.md', 'README.md', 'bin/run.js', 'dist/commands/scan.js', 'oclif.manifest.json', 'models/nsfw/nsfw-mobilenet-v2.onnx', 'models/nsfw/nsfw-inception-v3.onnx', 'models/ocr/det.onnx', 'models/ocr/rec.onnx', 'models/ocr/keys.txt', 'models/ocr/LICENSE']) {
     assert.ok(packed.includes(needed), `${needed} is not in the tarball`)
   }
   assert.not.ok(packed.some((p) => p.startsWith('test/') || p.startsWith('src/')), 'tests and sources stay out of the tarball')

@@ -1,11 +1,12 @@
 /**
  * A TensorFlow.js Keras layers-model (functional `Model` topology + uint8-quantised weights) as an ONNX graph:
- * the layers of a MobileNet-style image classifier (Conv2D, DepthwiseConv2D, BatchNormalization, ReLU,
- * ZeroPadding2D, Add, AveragePooling2D, Flatten, Dense, Dropout). The graph takes NHWC float32 like the Keras
+ * the layers of MobileNet- and Inception-style image classifiers (Conv2D, DepthwiseConv2D, BatchNormalization,
+ * ReLU, Activation, ZeroPadding2D, Add, Concatenate, MaxPooling2D, AveragePooling2D, Flatten, Dense, Dropout).
+ * The graph takes NHWC float32 like the Keras
  * model and works in NCHW inside (onnxruntime's CPU kernels are NCHW). Anything outside that list, or a
  * configuration this translation does not reproduce exactly, is an error rather than a silent approximation.
  */
-import {attr, createGraph, type GraphBuilder} from './graph.js'
+import {attr, createGraph, type Attribute, type GraphBuilder} from './graph.js'
 import {batchNorm, clip, conv2d, dequantized, type QuantizedWeight} from './layers.js'
 
 export interface KerasLayer {
@@ -177,10 +178,13 @@ export function kerasToOnnx(model: KerasModelConfig, weights: Map<string, Quanti
       }
       case 'BatchNormalization': {
         if (c.axis !== -1 && c.axis !== 3) throw new Error(`${name}: axis ${String(c.axis)}`)
-        if (c.center !== true || c.scale !== true) throw new Error(`${name}: center and scale are required`)
-        const y = batchNorm(g, materialise(x, name), {
-          gamma: weight(name, 'gamma'),
-          beta: weight(name, 'beta'),
+        const input = materialise(x, name)
+        const channels = weights.get(`${name}/moving_mean`)?.dims[0]
+        if (channels === undefined) throw new Error(`weight ${name}/moving_mean is missing`)
+        // Without `scale` (InceptionV3's) Keras multiplies by nothing, without `center` adds nothing: 1 and 0.
+        const y = batchNorm(g, input, {
+          gamma: c.scale === false ? g.floats(new Float32Array(channels).fill(1), [channels], 'gamma') : weight(name, 'gamma'),
+          beta: c.center === false ? g.floats(new Float32Array(channels), [channels], 'beta') : weight(name, 'beta'),
           mean: weight(name, 'moving_mean'),
           variance: weight(name, 'moving_variance'),
           epsilon: Number(c.epsilon),
@@ -193,14 +197,28 @@ export function kerasToOnnx(model: KerasModelConfig, weights: Map<string, Quanti
         const max = c.max_value
         return {name: max === null || max === undefined ? g.op('Relu', [input]) : clip(g, input, 0, Number(max)), rank: x.rank}
       }
+      case 'Activation':
+        return {name: activation(materialise(x, name), c.activation, name, x.rank), rank: x.rank}
       case 'Add':
         return {name: inputs.map((v) => materialise(v, name)).reduce((a, b) => g.op('Add', [a, b])), rank: x.rank}
+      case 'Concatenate': {
+        if (c.axis !== -1 && c.axis !== 3) throw new Error(`${name}: axis ${String(c.axis)}`)
+        if (inputs.some((v) => v.rank !== 4)) throw new Error(`${name}: only feature maps are concatenated`)
+        // Channels-last axis 3 is axis 1 of the NCHW maps inside the graph.
+        return {name: g.op('Concat', inputs.map((v) => materialise(v, name)), {axis: attr.int(1)}), rank: 4}
+      }
+      case 'MaxPooling2D':
       case 'AveragePooling2D': {
-        if (c.padding !== 'valid') throw new Error(`${name}: padding ${String(c.padding)}`)
-        const y = g.op('AveragePool', [materialise(x, name)], {
-          kernel_shape: attr.ints(pair(c.pool_size, name)),
-          strides: attr.ints(pair(c.strides, name)),
-        })
+        if (c.data_format !== 'channels_last') throw new Error(`${name}: data_format ${String(c.data_format)}`)
+        if (c.padding !== 'same' && c.padding !== 'valid') throw new Error(`${name}: padding ${String(c.padding)}`)
+        const kernel = pair(c.pool_size, name)
+        const strides = pair(c.strides, name)
+        const pads = c.padding === 'same' ? samePads(kernel, strides, name) : [0, 0, 0, 0]
+        // TensorFlow's "same" average pooling divides by the values inside the image only: ONNX's
+        // count_include_pad 0. Max pooling never picks a padded position.
+        const op = layer.class_name === 'MaxPooling2D' ? 'MaxPool' : 'AveragePool'
+        const extra: Record<string, Attribute> = op === 'AveragePool' ? {count_include_pad: attr.int(0)} : {}
+        const y = g.op(op, [materialise(x, name)], {kernel_shape: attr.ints(kernel), strides: attr.ints(strides), pads: attr.ints(pads), ...extra})
         return {name: y, rank: 4}
       }
       case 'Flatten': {

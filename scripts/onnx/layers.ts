@@ -192,13 +192,18 @@ export interface QuantizedWeight {
 }
 
 /**
- * The float32 value of a uint8-quantised weight, computed in the graph (Cast, Mul, Add): the file keeps one byte
- * per value, and onnxruntime's constant folding turns the three nodes into a float32 initializer at load.
+ * The float32 value of a uint8-quantised weight, computed in the graph: the file keeps one byte per value, and
+ * onnxruntime's constant folding turns the nodes into a float32 initializer at load. The arithmetic is
+ * TensorFlow.js's (io_utils decodeWeights: `q * scale + min` on JavaScript numbers, then stored in a
+ * Float32Array): in float64, rounded to float32 once, so the weights are bit for bit the ones TensorFlow.js
+ * computes. The same in float32 (Cast, Mul, Add) rounds twice and differs in the last bit for a share of them.
  */
 export function dequantized(g: GraphBuilder, name: string, w: QuantizedWeight): string {
   const stored = g.initializer(uint8Tensor(name, w.q, w.dims))
-  const values = g.op('Cast', [stored], {to: attr.int(DATA_TYPE.float32)})
-  return g.op('Add', [g.op('Mul', [values, g.floats([w.scale], [], 'scale')]), g.floats([w.min], [], 'min')])
+  const values = g.op('Cast', [stored], {to: attr.int(DATA_TYPE.float64)})
+  const scaled = g.op('Mul', [values, g.doubles([w.scale], [], 'scale')])
+  const shifted = g.op('Add', [scaled, g.doubles([w.min], [], 'min')])
+  return g.op('Cast', [shifted], {to: attr.int(DATA_TYPE.float32)})
 }
 
 export interface ConvOptions {

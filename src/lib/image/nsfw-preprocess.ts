@@ -1,22 +1,30 @@
 /**
- * Input of the embedded NSFW specialist, computed as nsfwjs computes it: 8-bit RGB divided by 255 (float32),
- * then `tf.image.resizeBilinear(x, [224, 224], alignCorners = true)` to a [224, 224, 3] channels-last tensor.
- * The arithmetic follows TensorFlow.js's CPU kernel step by step (source positions and weights in float64, each
- * value rounded to float32 once), so the tensor equals the one nsfwjs feeds its model on the same pixels.
+ * Input of the embedded NSFW specialists, computed as nsfwjs computes it: 8-bit RGB divided by 255 (float32),
+ * then `tf.image.resizeBilinear(x, [side, side], alignCorners = true)` to a [side, side, 3] channels-last
+ * tensor, where the side is the model's (224 for MobileNetV2, the default; 299 for InceptionV3). The arithmetic
+ * follows TensorFlow.js's CPU kernel step by step (source positions and weights in float64, each value rounded
+ * to float32 once), so the tensor equals the one nsfwjs feeds its model on the same pixels.
  */
 import {NSFW_SIZE} from '../model/nsfw-manifest.js'
 import type {RgbImage} from './rgb.js'
 
-/** Floats of one preprocessed view: 224 x 224 x 3. */
-export const NSFW_VIEW_SIZE = NSFW_SIZE * NSFW_SIZE * 3
+/** Floats of one preprocessed view with the given side: side x side x 3. */
+export function nsfwViewSize(side: number): number {
+  return side * side * 3
+}
+
+/** Floats of one preprocessed view of the default model: 224 x 224 x 3. */
+export const NSFW_VIEW_SIZE = nsfwViewSize(NSFW_SIZE)
 
 export interface NsfwPreprocessOptions {
+  /** Side of the square view in pixels, the model's input side; default NSFW_SIZE (224). */
+  side?: number
   /** Where to write (so a batch tensor is filled in place); default: a new array of the right size. */
   out?: Float32Array
   /** Float index in `out` of the first value. */
   offset?: number
   /**
-   * Also write the horizontally mirrored view right after the first one (2 x NSFW_VIEW_SIZE floats in all).
+   * Also write the horizontally mirrored view right after the first one (two views' floats in all).
    * It is the first view with its columns reversed, which is what resizing the mirrored image gives.
    */
   flip?: boolean
@@ -70,11 +78,14 @@ function axis(start: number, size: number, extent: number, newSize: number): Axi
 
 /** Writes the specialist's input for one decoded image (one view, or two with `flip`) and returns `out`. */
 export function nsfwPreprocess(img: RgbImage, options: NsfwPreprocessOptions = {}): Float32Array {
+  const side = options.side ?? NSFW_SIZE
+  if (!Number.isInteger(side) || side < 2) throw new RangeError(`nsfwPreprocess: a view of side ${side}`)
+  const viewSize = nsfwViewSize(side)
   const views = options.flip ? 2 : 1
   const offset = options.offset ?? 0
-  const out = options.out ?? new Float32Array(views * NSFW_VIEW_SIZE)
-  if (offset < 0 || offset + views * NSFW_VIEW_SIZE > out.length) {
-    throw new RangeError(`nsfwPreprocess: ${views * NSFW_VIEW_SIZE} floats at offset ${offset} do not fit in ${out.length}`)
+  const out = options.out ?? new Float32Array(views * viewSize)
+  if (offset < 0 || offset + views * viewSize > out.length) {
+    throw new RangeError(`nsfwPreprocess: ${views * viewSize} floats at offset ${offset} do not fit in ${out.length}`)
   }
   const {data, width, height} = img
   if (data.length < width * height * 3 || width < 1 || height < 1) {
@@ -82,13 +93,13 @@ export function nsfwPreprocess(img: RgbImage, options: NsfwPreprocessOptions = {
   }
   const window = options.window ?? {left: 0, top: 0, width, height}
   if (window.width < 1 || window.height < 1) throw new RangeError(`nsfwPreprocess: an empty ${window.width}x${window.height} window`)
-  const rows = axis(window.top, window.height, height, NSFW_SIZE)
-  const cols = axis(window.left, window.width, width, NSFW_SIZE)
+  const rows = axis(window.top, window.height, height, side)
+  const cols = axis(window.left, window.width, width, side)
   const stride = 3 * width
   const contained = window.left >= 0 && window.top >= 0 && window.left + window.width <= width && window.top + window.height <= height
   if (contained) resizeInside(data, stride, rows, cols, out, offset)
   else resizeOutside(data, stride, rows, cols, out, offset)
-  if (views === 2) mirrorView(out, offset, out, offset + NSFW_VIEW_SIZE)
+  if (views === 2) mirrorView(out, offset, out, offset + viewSize, side)
   return out
 }
 
@@ -98,13 +109,13 @@ function resizeOutside(data: Uint8Array, stride: number, rows: Axis, cols: Axis,
   const rowAt = (i: number) => (i === OUTSIDE ? OUTSIDE : i * stride)
   const colAt = (i: number) => (i === OUTSIDE ? OUTSIDE : 3 * i)
   const read = (row: number, col: number): number => (row === OUTSIDE || col === OUTSIDE ? 0 : UNIT[data[row + col]])
-  const rowFloats = 3 * NSFW_SIZE
-  for (let r = 0; r < NSFW_SIZE; r++) {
+  const rowFloats = 3 * cols.lo.length
+  for (let r = 0; r < rows.lo.length; r++) {
     const top = rowAt(rows.lo[r])
     const bottom = rowAt(rows.hi[r])
     const rowFrac = rows.frac[r]
     let o = offset + r * rowFloats
-    for (let c = 0; c < NSFW_SIZE; c++, o += 3) {
+    for (let c = 0; c < cols.lo.length; c++, o += 3) {
       const left = colAt(cols.lo[c])
       const right = colAt(cols.hi[c])
       const colFrac = cols.frac[c]
@@ -131,13 +142,14 @@ function resizeInside(data: Uint8Array, stride: number, rows: Axis, cols: Axis, 
   const left = Int32Array.from(cols.lo, (i) => 3 * i)
   const right = Int32Array.from(cols.hi, (i) => 3 * i)
   const colFrac = cols.frac
-  const rowFloats = 3 * NSFW_SIZE
-  for (let r = 0; r < NSFW_SIZE; r++) {
+  const side = cols.lo.length
+  const rowFloats = 3 * side
+  for (let r = 0; r < rows.lo.length; r++) {
     const top = rows.lo[r] * stride
     const bottom = rows.hi[r] * stride
     const rowFrac = rows.frac[r]
     let o = offset + r * rowFloats
-    for (let c = 0; c < NSFW_SIZE; c++, o += 3) {
+    for (let c = 0; c < side; c++, o += 3) {
       const l = left[c]
       const rt = right[c]
       const f = colFrac[c]
@@ -155,15 +167,15 @@ function resizeInside(data: Uint8Array, stride: number, rows: Axis, cols: Axis, 
 }
 
 /**
- * Writes the mirror of the view at `from[fromOffset]` to `to[toOffset]`: output column c is column
- * NSFW_SIZE - 1 - c of the view, the same floats the resize of the mirrored image gives.
+ * Writes the mirror of the view at `from[fromOffset]` (of side `side`, default NSFW_SIZE) to `to[toOffset]`:
+ * output column c is column side - 1 - c of the view, the same floats the resize of the mirrored image gives.
  */
-export function mirrorView(from: Float32Array, fromOffset: number, to: Float32Array, toOffset: number): void {
-  const rowFloats = 3 * NSFW_SIZE
-  for (let r = 0; r < NSFW_SIZE; r++) {
-    for (let c = 0; c < NSFW_SIZE; c++) {
+export function mirrorView(from: Float32Array, fromOffset: number, to: Float32Array, toOffset: number, side: number = NSFW_SIZE): void {
+  const rowFloats = 3 * side
+  for (let r = 0; r < side; r++) {
+    for (let c = 0; c < side; c++) {
       const a = fromOffset + r * rowFloats + 3 * c
-      const b = toOffset + r * rowFloats + 3 * (NSFW_SIZE - 1 - c)
+      const b = toOffset + r * rowFloats + 3 * (side - 1 - c)
       to[b] = from[a]
       to[b + 1] = from[a + 1]
       to[b + 2] = from[a + 2]

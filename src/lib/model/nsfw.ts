@@ -1,8 +1,8 @@
 /**
- * The runner of the embedded NSFW specialist (nsfwjs's MobileNetV2, converted to ONNX by
- * scripts/nsfw/convert.ts and shipped in models/nsfw/): checks the file against its manifest, opens one
- * onnxruntime session with the options of the CLIP runner, and turns preprocessed views into five class
- * probabilities each (NSFW_CLASSES order).
+ * The runner of the embedded NSFW specialists (nsfwjs's MobileNetV2 and InceptionV3, converted to ONNX by
+ * scripts/nsfw/convert.ts and shipped in models/nsfw/): checks the chosen model's file against its manifest
+ * entry, opens one onnxruntime session with the options of the CLIP runner, and turns preprocessed views into
+ * five class probabilities each (NSFW_CLASSES order).
  */
 import {createHash} from 'node:crypto'
 import {readFile} from 'node:fs/promises'
@@ -13,21 +13,32 @@ import * as ort from 'onnxruntime-node'
 
 import {disposer} from '../dispose.js'
 import {ModError} from '../errors.js'
-import {NSFW_VIEW_SIZE} from '../image/nsfw-preprocess.js'
+import {nsfwViewSize} from '../image/nsfw-preprocess.js'
 import {formatSizeExact} from '../sizes.js'
 import {openSession} from './session.js'
-import {NSFW_CLASSES, NSFW_INPUT, NSFW_OUTPUT, NSFW_SIZE, type NsfwManifest} from './nsfw-manifest.js'
+import {
+  DEFAULT_NSFW_MODEL,
+  NSFW_CLASSES,
+  NSFW_INPUT,
+  NSFW_MODELS,
+  NSFW_OUTPUT,
+  type NsfwManifest,
+  type NsfwManifests,
+  type NsfwModelName,
+} from './nsfw-manifest.js'
 import {defaultThreads} from './threads.js'
 
-/** The folder holding the shipped model: three levels below the package root both as src/…/*.ts and dist/…/*.js. */
+/** The folder holding the shipped models: three levels below the package root both as src/…/*.ts and dist/…/*.js. */
 export function nsfwModelDir(): string {
   return fileURLToPath(new URL('../../../models/nsfw/', import.meta.url))
 }
 
 export interface NsfwOptions {
+  /** Which model (NSFW_MODELS): mobilenet_v2 (224 px, the default) or inception_v3 (299 px). */
+  model?: NsfwModelName
   /** onnxruntime intra-op threads; default: chosen for the machine (threads.ts). */
   threads?: number
-  /** A folder with manifest.json and the ONNX file it names; default: the shipped one. */
+  /** A folder with manifest.json and the ONNX files it names; default: the shipped one. */
   dir?: string
   /**
    * MOD_CACHE_DIR: the optimised graph is cached there as CLIP's is. Creating the session from the file costs
@@ -38,7 +49,11 @@ export interface NsfwOptions {
 
 export interface NsfwModel {
   readonly manifest: NsfwManifest
-  /** `pixels` holds n views from nsfwPreprocess, [n, 224, 224, 3]; returns n arrays of five probabilities. */
+  /** Side of the square input in pixels (224, 299): nsfwPreprocess's `side` for this model. */
+  readonly side: number
+  /** Floats of one view: side x side x 3. */
+  readonly viewSize: number
+  /** `pixels` holds n views from nsfwPreprocess, [n, side, side, 3]; returns n arrays of five probabilities. */
   classify(pixels: Float32Array, n: number): Promise<Float32Array[]>
   close(): Promise<void>
 }
@@ -51,18 +66,23 @@ async function readBytes(path: string, what: string): Promise<Buffer> {
   }
 }
 
-async function readManifest(dir: string): Promise<NsfwManifest> {
+/** The manifest entry of `model`, checked: its file, size, sha256, classes and input side. */
+async function readManifest(dir: string, model: NsfwModelName): Promise<NsfwManifest> {
   const path = join(dir, 'manifest.json')
   const text = (await readBytes(path, 'manifest')).toString('utf8')
-  let m: NsfwManifest
+  let manifests: NsfwManifests
   try {
-    m = JSON.parse(text) as NsfwManifest
+    manifests = JSON.parse(text) as NsfwManifests
   } catch (e) {
     throw new ModError('invalid_config', `${path} is not JSON: ${(e as Error).message}`)
   }
+  const {id, side} = NSFW_MODELS[model]
+  const m = Array.isArray(manifests?.models) ? manifests.models.find((entry) => entry?.id === id) : undefined
+  if (!m) throw new ModError('model_missing', `${path} lists no model ${id}; reinstall mod`)
   const classes = JSON.stringify(m.classes)
-  if (typeof m.file !== 'string' || typeof m.sha256 !== 'string' || typeof m.size !== 'number' || classes !== JSON.stringify(NSFW_CLASSES)) {
-    throw new ModError('invalid_config', `${path} is not an NSFW model manifest (file, size, sha256, classes ${NSFW_CLASSES.join(', ')})`)
+  const shape = JSON.stringify(m.input?.shape)
+  if (typeof m.file !== 'string' || typeof m.sha256 !== 'string' || typeof m.size !== 'number' || classes !== JSON.stringify(NSFW_CLASSES) || shape !== JSON.stringify(['batch', side, side, 3])) {
+    throw new ModError('invalid_config', `${path}: ${id} is not an NSFW model entry (file, size, sha256, classes ${NSFW_CLASSES.join(', ')}, input [batch, ${side}, ${side}, 3])`)
   }
   return m
 }
@@ -82,7 +102,9 @@ async function verifiedModel(dir: string, m: NsfwManifest): Promise<void> {
 
 export async function openNsfw(opts: NsfwOptions = {}): Promise<NsfwModel> {
   const dir = opts.dir ?? nsfwModelDir()
-  const manifest = await readManifest(dir)
+  const {side} = NSFW_MODELS[opts.model ?? DEFAULT_NSFW_MODEL]
+  const viewSize = nsfwViewSize(side)
+  const manifest = await readManifest(dir, opts.model ?? DEFAULT_NSFW_MODEL)
   await verifiedModel(dir, manifest)
   const threads = opts.threads ?? (await defaultThreads())
   const session = await openSession(join(dir, manifest.file), {threads, keepArena: true, cacheDir: opts.cacheDir})
@@ -90,12 +112,14 @@ export async function openNsfw(opts: NsfwOptions = {}): Promise<NsfwModel> {
 
   return {
     manifest,
+    side,
+    viewSize,
     async classify(pixels, n) {
-      if (!Number.isInteger(n) || n < 0 || pixels.length !== n * NSFW_VIEW_SIZE) {
-        throw new ModError('internal', `classify: expected ${n} x ${NSFW_SIZE} x ${NSFW_SIZE} x 3 values, got ${pixels.length}`)
+      if (!Number.isInteger(n) || n < 0 || pixels.length !== n * viewSize) {
+        throw new ModError('internal', `classify: expected ${n} x ${side} x ${side} x 3 values, got ${pixels.length}`)
       }
       if (n === 0) return []
-      const out = await session.run({[NSFW_INPUT]: new ort.Tensor('float32', pixels, [n, NSFW_SIZE, NSFW_SIZE, 3])})
+      const out = await session.run({[NSFW_INPUT]: new ort.Tensor('float32', pixels, [n, side, side, 3])})
       const probs = out[NSFW_OUTPUT]
       if (!probs || probs.type !== 'float32' || probs.data.length !== n * classes) {
         throw new ModError('invalid_config', `${manifest.file} gave no [${n}, ${classes}] float32 '${NSFW_OUTPUT}'`)

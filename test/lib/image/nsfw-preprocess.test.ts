@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {NSFW_VIEW_SIZE, nsfwPreprocess} from '../../../src/lib/image/nsfw-preprocess.js'
+import {NSFW_VIEW_SIZE, nsfwPreprocess, nsfwViewSize} from '../../../src/lib/image/nsfw-preprocess.js'
 import type {RgbImage} from '../../../src/lib/types.js'
 
 await tf.setBackend('cpu')
@@ -98,6 +98,31 @@ test('equals tf.image.resizeBilinear(x / 255, [224, 224], true) bit for bit, as 
     for (let i = 0; i < want.length; i++) if (want[i] !== got[i]) differing++
     assert.is(differing, 0, `${w}x${h}: ${differing} values differ`)
   }
+})
+
+test('side 299 (InceptionV3\'s input) equals tf.image.resizeBilinear(x / 255, [299, 299], true) bit for bit; flip mirrors at that side', () => {
+  const side = 299
+  assert.is(nsfwViewSize(side), side * side * 3)
+  for (const [w, h] of [
+    [640, 427],
+    [97, 131],
+  ]) {
+    const img = noisy(w, h)
+    const expected = tf.tidy(() =>
+      tf.image.resizeBilinear(tf.tensor3d(new Int32Array(img.data), [h, w, 3], 'int32').toFloat().div(tf.scalar(255)) as tf.Tensor3D, [side, side], true),
+    )
+    const want = expected.dataSync() as Float32Array
+    expected.dispose()
+    const got = nsfwPreprocess(img, {side, flip: true})
+    assert.is(got.length, 2 * nsfwViewSize(side))
+    let differing = 0
+    for (let i = 0; i < want.length; i++) if (want[i] !== got[i]) differing++
+    assert.is(differing, 0, `${w}x${h}: ${differing} values differ`)
+    const value = (view: number, x: number, y: number) => Array.from(got.subarray(view * nsfwViewSize(side) + 3 * (y * side + x), view * nsfwViewSize(side) + 3 * (y * side + x) + 3))
+    assert.equal(value(1, 0, 5), value(0, side - 1, 5))
+    assert.equal(value(1, 150, 298), value(0, side - 1 - 150, 298))
+  }
+  assert.throws(() => nsfwPreprocess(noisy(4, 4), {side, out: new Float32Array(NSFW_VIEW_SIZE)}), /do not fit/)
 })
 
 /** The pixels of `img` inside (left, top, width, height); outside the image, black (a zero-padded copy). */

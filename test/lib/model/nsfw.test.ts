@@ -95,7 +95,14 @@ test('a model file that is not the one in the manifest is model_missing, naming 
   await writeFile(path, bytes)
   await expectModError(() => openNsfw({dir}), 'model_missing', /nsfw-mobilenet-v2\.onnx has sha256 [0-9a-f]{64}, not the [0-9a-f]{64} of nsfwjs-mobilenet-v2; reinstall mod/)
   await writeFile(path, bytes.subarray(1))
-  await expectModError(() => openNsfw({dir}), 'model_missing', /is 2\.58 MiB \(2 708 234 bytes\), not the 2\.58 MiB \(2 708 235 bytes\) of nsfwjs-mobilenet-v2/)
+  await expectModError(() => openNsfw({dir}), 'model_missing', /is 2\.6 MiB \(2 725 529 bytes\), not the 2\.6 MiB \(2 725 530 bytes\) of nsfwjs-mobilenet-v2/)
+})
+
+test('a manifest that lists no entry for the chosen model is model_missing', async () => {
+  const dir = await copyOfModel()
+  const manifest = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8')) as {models: {id: string}[]}
+  await writeFile(join(dir, 'manifest.json'), JSON.stringify({models: manifest.models.filter((m) => m.id !== 'nsfwjs-inception-v3')}))
+  await expectModError(() => openNsfw({dir, model: 'inception_v3'}), 'model_missing', /manifest\.json lists no model nsfwjs-inception-v3; reinstall mod/)
 })
 
 test('a missing model file or manifest is model_missing', async () => {
