@@ -2,9 +2,9 @@
  * A TensorFlow.js Keras layers-model (functional `Model` topology + uint8-quantised weights) as an ONNX graph:
  * the layers of MobileNet- and Inception-style image classifiers (Conv2D, DepthwiseConv2D, BatchNormalization,
  * ReLU, Activation, ZeroPadding2D, Add, Concatenate, MaxPooling2D, AveragePooling2D, Flatten, Dense, Dropout).
- * The graph takes NHWC float32 like the Keras
- * model and works in NCHW inside (onnxruntime's CPU kernels are NCHW). Anything outside that list, or a
- * configuration this translation does not reproduce exactly, is an error rather than a silent approximation.
+ * The graph takes NHWC float32 like the Keras model and works in NCHW inside (onnxruntime's CPU kernels are
+ * NCHW). Anything outside that list, or a configuration this translation does not reproduce exactly, is an
+ * error rather than a silent approximation.
  */
 import {attr, createGraph, type Attribute, type GraphBuilder} from './graph.js'
 import {batchNorm, clip, conv2d, dequantized, type QuantizedWeight} from './layers.js'
