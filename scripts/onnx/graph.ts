@@ -16,13 +16,12 @@ function irVersionFor(opset: number): number {
   return opset <= 22 ? 10 : 11
 }
 
-export type ElementType = 'float64' | 'float32' | 'float16' | 'int64' | 'int32' | 'int8' | 'uint8' | 'bool'
+export type ElementType = 'float32' | 'float16' | 'int64' | 'int32' | 'int8' | 'uint8' | 'bool'
 /** A fixed size, or a name for a size chosen at run time ("batch"). */
 export type Dim = number | string
 
 /** ONNX element type codes, e.g. for Cast's `to` attribute. */
 export const DATA_TYPE: Record<ElementType, number> = {
-  float64: onnx.TensorProto.DataType.DOUBLE,
   float32: onnx.TensorProto.DataType.FLOAT,
   float16: onnx.TensorProto.DataType.FLOAT16,
   int64: onnx.TensorProto.DataType.INT64,
@@ -35,7 +34,7 @@ export const DATA_TYPE: Record<ElementType, number> = {
 export type Tensor = onnxProto.onnx.ITensorProto
 export type Attribute = onnxProto.onnx.IAttributeProto
 
-type TensorData = Float64Array | Float32Array | BigInt64Array | Int32Array | Uint16Array | Int8Array | Uint8Array
+type TensorData = Float32Array | BigInt64Array | Int32Array | Uint16Array | Int8Array | Uint8Array
 
 function rawBytes(data: TensorData): Uint8Array {
   return new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
@@ -51,12 +50,6 @@ export function floatTensor(name: string, values: Float32Array | number[], dims:
   const data = values instanceof Float32Array ? values : Float32Array.from(values)
   checkSize(name, data.length, dims)
   return {name, dataType: DATA_TYPE.float32, dims, rawData: rawBytes(data)}
-}
-
-export function doubleTensor(name: string, values: Float64Array | number[], dims: number[]): Tensor {
-  const data = values instanceof Float64Array ? values : Float64Array.from(values)
-  checkSize(name, data.length, dims)
-  return {name, dataType: DATA_TYPE.float64, dims, rawData: rawBytes(data)}
 }
 
 export function int64Tensor(name: string, values: BigInt64Array | number[], dims: number[]): Tensor {
@@ -137,8 +130,6 @@ export interface GraphBuilder {
   initializer(tensor: Tensor): string
   /** A float32 constant under a fresh name. */
   floats(values: Float32Array | number[], dims: number[], hint?: string): string
-  /** A float64 constant under a fresh name. */
-  doubles(values: Float64Array | number[], dims: number[], hint?: string): string
   /** An int64 constant under a fresh name (shapes, axes, indices). */
   int64s(values: number[], dims?: number[], hint?: string): string
   /** Adds a node with several outputs and returns their names (fresh unless given). */
@@ -222,7 +213,6 @@ export function createGraph(name: string, opset = DEFAULT_OPSET): GraphBuilder {
     },
     initializer,
     floats: (values, dims, hint = 'const') => constant(hint, (n) => floatTensor(n, values, dims)),
-    doubles: (values, dims, hint = 'const') => constant(hint, (n) => doubleTensor(n, values, dims)),
     int64s: (values, dims = [values.length], hint = 'const') => constant(hint, (n) => int64Tensor(n, values, dims)),
     node,
     op: (opType, opInputs, attributes, output) => node(opType, opInputs, attributes, output ? [output] : 1)[0],

@@ -192,18 +192,21 @@ export interface QuantizedWeight {
 }
 
 /**
- * The float32 value of a uint8-quantised weight, computed in the graph: the file keeps one byte per value, and
- * onnxruntime's constant folding turns the nodes into a float32 initializer at load. The arithmetic is
- * TensorFlow.js's (io_utils decodeWeights: `q * scale + min` on JavaScript numbers, then stored in a
- * Float32Array): in float64, rounded to float32 once, so the weights are bit for bit the ones TensorFlow.js
- * computes. The same in float32 (Cast, Mul, Add) rounds twice and differs in the last bit for a share of them.
+ * The float32 value of a uint8-quantised weight, exactly as TensorFlow.js computes it (io_utils decodeWeights:
+ * `q * scale + min` on JavaScript numbers, stored in a Float32Array; the same in float32 arithmetic rounds twice
+ * and differs in the last bit for most values). The file keeps one byte per value and the 256 possible floats;
+ * a Gather picks them, and onnxruntime's constant folding turns it into a float32 initializer at load. A tensor
+ * whose floats take no more room than its bytes and the table (a small bias or normalisation vector) is
+ * stored as floats.
  */
 export function dequantized(g: GraphBuilder, name: string, w: QuantizedWeight): string {
+  const table = Float32Array.from({length: 256}, (_, q) => q * w.scale + w.min)
+  if (w.q.length * 4 <= w.q.length + table.byteLength) {
+    return g.initializer(floatTensor(name, Float32Array.from(w.q, (q) => table[q]), w.dims))
+  }
   const stored = g.initializer(uint8Tensor(name, w.q, w.dims))
-  const values = g.op('Cast', [stored], {to: attr.int(DATA_TYPE.float64)})
-  const scaled = g.op('Mul', [values, g.doubles([w.scale], [], 'scale')])
-  const shifted = g.op('Add', [scaled, g.doubles([w.min], [], 'min')])
-  return g.op('Cast', [shifted], {to: attr.int(DATA_TYPE.float32)})
+  const indices = g.op('Cast', [stored], {to: attr.int(DATA_TYPE.int32)})
+  return g.op('Gather', [g.floats(table, [256], 'table'), indices], {axis: attr.int(0)})
 }
 
 export interface ConvOptions {

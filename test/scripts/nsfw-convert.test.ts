@@ -38,18 +38,24 @@ test('permute reorders axes: HWIO [1, 2, 2, 3] to OIHW [3, 2, 1, 2]', () => {
 })
 
 test('dequantised weights are TensorFlow.js\'s float32 values bit for bit, after onnxruntime folds them', async () => {
-  // A scale and min like nsfwjs's (float64 numbers of no short binary form), every byte value once.
-  const w = {q: Uint8Array.from({length: 256}, (_, k) => k), dims: [256], min: -1.4470329237919228, scale: 0.022262044981414198}
-  const g = createGraph('dequantize')
-  const x = g.input('x', 'float32', [256])
-  g.op('Add', [x, dequantized(g, 'w', w)], {}, 'y')
-  g.output('y', 'float32', [256])
-  const got = await run(g.encode(), {x: new ort.Tensor('float32', new Float32Array(256), [256])})
-  // io_utils decodeWeights: values[i] = v * quantization.scale + quantization.min, stored in a Float32Array.
-  const tfjs = Float32Array.from(w.q, (v) => v * w.scale + w.min)
-  assert.equal(Array.from(got), Array.from(tfjs))
-  const twiceRounded = Float32Array.from(w.q, (v) => Math.fround(Math.fround(v * Math.fround(w.scale)) + Math.fround(w.min)))
-  assert.ok(twiceRounded.some((v, i) => v !== tfjs[i]), 'the check tells float32 arithmetic from TensorFlow.js\'s')
+  // A scale and min like nsfwjs's (float64 numbers of no short binary form); a kernel-sized tensor (every byte
+  // value four times: the table and Gather) and a vector small enough to be stored as floats.
+  const scale = 0.022262044981414198
+  const min = -1.4470329237919228
+  const large = {q: Uint8Array.from({length: 1024}, (_, k) => (k * 7) % 256), dims: [4, 256], min, scale}
+  const small = {q: Uint8Array.from({length: 32}, (_, k) => 255 - 8 * k), dims: [32], min, scale}
+  for (const w of [large, small]) {
+    const g = createGraph('dequantize')
+    const x = g.input('x', 'float32', w.dims)
+    g.op('Add', [x, dequantized(g, 'w', w)], {}, 'y')
+    g.output('y', 'float32', w.dims)
+    const got = await run(g.encode(), {x: new ort.Tensor('float32', new Float32Array(w.q.length), w.dims)})
+    // io_utils decodeWeights: values[i] = v * quantization.scale + quantization.min, stored in a Float32Array.
+    const tfjs = Float32Array.from(w.q, (v) => v * w.scale + w.min)
+    assert.equal(Array.from(got), Array.from(tfjs), `${w.q.length} values`)
+    const twiceRounded = Float32Array.from(w.q, (v) => Math.fround(Math.fround(v * Math.fround(w.scale)) + Math.fround(w.min)))
+    assert.ok(twiceRounded.some((v, i) => v !== tfjs[i]), 'the check tells float32 arithmetic from TensorFlow.js\'s')
+  }
 })
 
 test('"same" average pooling divides by the values inside the image, as TensorFlow does; concatenation is on channels', async () => {
