@@ -2,12 +2,11 @@
  * `npm run nsfw:reference [-- --model inception_v3]`: records what nsfwjs itself answers on the images of the
  * NSFW parity tests (test/helpers/nsfw-images.ts: the photos of test/fixtures/photos decoded as mod decodes
  * uploads, and generated pictures) into test/fixtures/nsfw-reference.json (MobileNetV2, the default) or
- * test/fixtures/nsfw-reference-inception-v3.json, which test/lib/model/nsfw-parity.test.ts and
- * nsfw-parity-inception.test.ts compare mod's outputs with. nsfwjs (the version package.json pins) runs its
- * bundled model on TensorFlow.js's pure JavaScript CPU backend, fed a tf.tensor3d of each image's decoded RGB
- * pixels; that takes about 40 s of CPU for MobileNetV2's 20 images and as much for each image on InceptionV3,
- * which is why the tests read the recordings instead of running nsfwjs, and why InceptionV3's covers a handful
- * of the images. Each entry carries the sha256 of the pixels it was recorded from, so the test notices when the
+ * test/fixtures/nsfw-reference-inception-v3.json, which test/lib/model/nsfw-parity.test.ts compares mod's
+ * outputs with. nsfwjs (the version package.json pins) runs its bundled model on TensorFlow.js's pure
+ * JavaScript CPU backend, fed a tf.tensor3d of each image's decoded RGB pixels; that takes about 40 s of CPU
+ * for MobileNetV2's 20 images and tens of seconds for each image on InceptionV3, which is why the test reads
+ * the recordings instead of running nsfwjs, and why InceptionV3's covers a handful of the images. Each entry carries the sha256 of the pixels it was recorded from, so the test notices when the
  * images change (a new sharp, a new generated picture) and asks for a new recording. Re-run after upgrading
  * nsfwjs, @tensorflow/tfjs or sharp, or changing the images.
  */
@@ -29,11 +28,11 @@ export const NSFW_REFERENCES: Record<NsfwModelName, string> = {
   mobilenet_v2: fileURLToPath(new URL('../../test/fixtures/nsfw-reference.json', import.meta.url)),
   inception_v3: fileURLToPath(new URL('../../test/fixtures/nsfw-reference-inception-v3.json', import.meta.url)),
 }
-export const NSFW_REFERENCE = NSFW_REFERENCES[DEFAULT_NSFW_MODEL]
 
 /**
- * The handful of images InceptionV3's recording and test cover (each costs nsfwjs ~40 s of CPU): people, an
- * animal, skin-coloured and reddish photos, a picture smaller than the input (enlarged) and a line drawing.
+ * The handful of images InceptionV3's recording and test cover (each costs nsfwjs tens of seconds of CPU): a
+ * person, an animal, skin-coloured and reddish photos, a picture smaller than the input (enlarged) and a line
+ * drawing.
  */
 const INCEPTION_IMAGES = new Set(['astronaut.jpg', 'chelsea.jpg', 'coffee.jpg', 'retina.jpg', 'noise 97x131', 'skin ellipse 500x700', 'line drawing 400x400'])
 const PACKAGE_JSON = fileURLToPath(new URL('../../package.json', import.meta.url))
