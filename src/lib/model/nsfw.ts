@@ -42,7 +42,8 @@ export interface NsfwOptions {
   dir?: string
   /**
    * MOD_CACHE_DIR: the optimised graph is cached there as CLIP's is. Creating the session from the file costs
-   * ~150 ms of a scan's start-up (onnxruntime expands the uint8 weights to float32); from the cache, ~50 ms.
+   * ~150 ms of a scan's start-up for MobileNetV2 and ~600 ms for InceptionV3 (onnxruntime expands the uint8
+   * weights to float32); from the cache, ~50 ms and ~100 ms.
    */
   cacheDir?: string
 }
