@@ -79,7 +79,7 @@ async function sequentialLoop(): Promise<{run: (some: string[]) => Promise<void>
     const labels: ScoredLabel[][] = []
     for (let i = 0; i < frames.length; i++) {
       const [embedding] = await clip.embedImages(tensors[i], 1)
-      const [probabilities] = await classifyViews(nsfw, [nsfw.views(frames[i])])
+      const [probabilities] = await classifyViews(nsfw, [await nsfw.views(frames[i])])
       const scores = {clip: zeroShotScores(embedding, policy, prompts), nsfw: new Map(Object.entries(nsfwCategoryScores(probabilities)))}
       labels.push(combineSignals(policy, scores))
     }

@@ -2,7 +2,8 @@
  * `npm run bench [-- latency http …]`: prepares what the scripts need (the built CLI, the stand-in model with
  * its int8/fp16 variants, the test images, a warm prompt cache), then runs the named scripts (default: all)
  * one after another, each in its own process so that memory figures and thread pools start clean, and ends
- * with every script's verdict lines. Needs no network. `--build` rebuilds dist/ even when it exists.
+ * with every script's verdict lines. Needs no network. `--build` rebuilds dist/ even when it exists. `verdicts`
+ * runs only when named, and needs none of that preparation: photo sets instead (bench/verdicts.ts).
  */
 import './no-telemetry.js'
 
@@ -16,14 +17,16 @@ import type {Manifest, Precision} from '../src/lib/model/manifest-types.js'
 import {benchEngine, ensureImages, load, machine, readResults, ROOT, STANDIN_DIR} from './lib.js'
 
 const SCRIPTS = ['latency', 'spinning', 'shrink', 'http', 'peer', 'folder', 'memory', 'startup', 'video', 'nsfw']
+/** Run only when named: they need photo sets this repository does not ship (bench/verdicts.ts says which), and no stand-in. */
+const ON_DATA = ['verdicts']
 
 const {values, positionals} = parseArgs({allowPositionals: true, options: {build: {type: 'boolean', default: false}}})
-const unknown = positionals.filter((p) => !SCRIPTS.includes(p))
+const unknown = positionals.filter((p) => !SCRIPTS.includes(p) && !ON_DATA.includes(p))
 if (unknown.length > 0) {
-  process.stderr.write(`unknown bench script(s): ${unknown.join(', ')}; choose from ${SCRIPTS.join(', ')}\n`)
+  process.stderr.write(`unknown bench script(s): ${unknown.join(', ')}; choose from ${[...SCRIPTS, ...ON_DATA].join(', ')}\n`)
   process.exit(2)
 }
-const chosen = positionals.length > 0 ? SCRIPTS.filter((s) => positionals.includes(s)) : SCRIPTS
+const chosen = positionals.length > 0 ? [...SCRIPTS, ...ON_DATA].filter((s) => positionals.includes(s)) : SCRIPTS
 
 function step(what: string, command: string, args: string[]): void {
   process.stdout.write(`bench: ${what}\n`)
@@ -34,17 +37,19 @@ function step(what: string, command: string, args: string[]): void {
   }
 }
 
-const built = ['dist/commands/scan.js', 'dist/commands/serve.js', 'oclif.manifest.json'].every((f) => existsSync(join(ROOT, f)))
-if (values.build || !built) step('building dist/ (npm run build)', 'npm', ['run', 'build'])
-step('stand-in model (scripts/standin.ts --variants)', process.execPath, ['--import', 'tsx', 'scripts/standin.ts', '--variants'])
-process.stdout.write('bench: test images in bench/out/\n')
-await ensureImages()
-// Warm prompt caches (each precision has its own): every script measures a warm start, as a deployed worker has.
-const {variants} = JSON.parse(await readFile(join(STANDIN_DIR, 'manifest.json'), 'utf8')) as Manifest
-for (const precision of ['fp32', ...Object.keys(variants ?? {})] as Precision[]) {
-  const engine = benchEngine(precision)
-  await engine.load()
-  await engine.close()
+if (chosen.some((s) => SCRIPTS.includes(s))) {
+  const built = ['dist/commands/scan.js', 'dist/commands/serve.js', 'oclif.manifest.json'].every((f) => existsSync(join(ROOT, f)))
+  if (values.build || !built) step('building dist/ (npm run build)', 'npm', ['run', 'build'])
+  step('stand-in model (scripts/standin.ts --variants)', process.execPath, ['--import', 'tsx', 'scripts/standin.ts', '--variants'])
+  process.stdout.write('bench: test images in bench/out/\n')
+  await ensureImages()
+  // Warm prompt caches (each precision has its own): every script measures a warm start, as a deployed worker has.
+  const {variants} = JSON.parse(await readFile(join(STANDIN_DIR, 'manifest.json'), 'utf8')) as Manifest
+  for (const precision of ['fp32', ...Object.keys(variants ?? {})] as Precision[]) {
+    const engine = benchEngine(precision)
+    await engine.load()
+    await engine.close()
+  }
 }
 
 const started = Date.now()

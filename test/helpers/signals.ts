@@ -3,6 +3,7 @@
  * breaks no test that is not about it), and the registry with a signal's model swapped for a stand-in.
  */
 import type {SignalState} from '../../src/lib/engine.js'
+import type {NsfwClassifier, NsfwRunner} from '../../src/lib/signals/nsfw/runner.js'
 import {nsfwSignal, nsfwSignalWith, type NsfwOpener} from '../../src/lib/signals/nsfw/signal.js'
 import {nudenetSignalWith, type NudenetOpener} from '../../src/lib/signals/nudenet/signal.js'
 import {SIGNALS} from '../../src/lib/signals/registry.js'
@@ -39,4 +40,29 @@ export function withNudenet(open: NudenetOpener, installedIn?: string, registry:
  */
 export function withoutSpecialist(registry: readonly Signal[] = SIGNALS): Signal[] {
   return withSignals([{...nsfwSignal, off: () => 'none is installed with this setup'}], registry)
+}
+
+/**
+ * A stand-in for the specialist's cascade: views of one float each (the view's index: 0 for the gate's, 1 to 3 for
+ * the judge's image, centre and letterbox), answered by `answer(view)`; `runs` lists each run as "gate n" or
+ * "judge n", n being the number of views in it.
+ */
+export function standInSpecialist(answer: (view: number) => number[]): {runner: NsfwRunner; runs: string[]} {
+  const runs: string[] = []
+  const model = (name: string): NsfwClassifier => ({
+    viewSize: 1,
+    classify: async (batch, n) => {
+      runs.push(`${name} ${n}`)
+      return Array.from(batch.subarray(0, n), (v) => Float32Array.from(answer(v)))
+    },
+  })
+  return {
+    runs,
+    runner: {
+      gate: model('gate'),
+      judge: model('judge'),
+      views: async () => ({first: Float32Array.of(0), rest: async () => Float32Array.of(1, 2, 3)}),
+      close: async () => {},
+    },
+  }
 }

@@ -12,11 +12,10 @@ import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
 import {createEngine, type EngineOptions} from '../../src/lib/engine.js'
 import type {Detection} from '../../src/lib/signals/nudenet/decode.js'
 import type {NudenetDetector} from '../../src/lib/signals/nudenet/detector.js'
-import type {NsfwRunner} from '../../src/lib/signals/nsfw/runner.js'
 import type {NudenetOpener} from '../../src/lib/signals/nudenet/signal.js'
 import type {ModerationResult, RgbImage} from '../../src/lib/types.js'
 import {tempDir} from '../helpers/cli.js'
-import {signalStates, withNsfw, withNudenet} from '../helpers/signals.js'
+import {signalStates, standInSpecialist, withNsfw, withNudenet} from '../helpers/signals.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir()
@@ -27,14 +26,7 @@ const PORN = [0.015, 0, 0.015, 0.97, 0]
 /** Porn 0.7: nudity 0.7, below the sure bar. */
 const LIKELY = [0.15, 0, 0.15, 0.7, 0]
 
-function specialist(probabilities: number[]): NsfwRunner {
-  return {
-    viewSize: 4,
-    views: () => ({first: new Float32Array(4), rest: () => new Float32Array(4)}),
-    classify: async (_batch, n) => Array.from({length: n}, () => Float32Array.from(probabilities)),
-    close: async () => {},
-  }
-}
+const specialist = (probabilities: number[]) => standInSpecialist(() => probabilities).runner
 
 /** A detector that finds `found` (in the frame it is given) and records the size of each frame it prepared. */
 function detector(found: Detection[]): {det: NudenetDetector; sizes: [number, number][]} {
@@ -102,17 +94,23 @@ test('regions come back in the uploaded image\'s pixels: the detector sees the t
   }
 })
 
-test('without an exposed part the detector vetoes the specialist below its sure bar, and leaves a sure score standing', async () => {
-  const likely = createEngine(options(LIKELY, async () => detector([{label: 'FACE_MALE', score: 0.8, box: [0, 0, 5, 5]}]).det))
-  const sure = createEngine(options(PORN, async () => detector([]).det))
+test('without an exposed part the detector vetoes the specialist below its sure bar, and leaves a sure score standing where it saw a person', async () => {
+  const face = {label: 'FACE_MALE' as const, score: 0.8, box: [0, 0, 5, 5] as Detection['box']}
+  const likely = createEngine(options(LIKELY, async () => detector([face]).det))
+  const sure = createEngine(options(PORN, async () => detector([face]).det))
+  const nobody = createEngine(options(PORN, async () => detector([]).det))
   try {
     const a = await likely.moderateImage(await barred(), 'a.png')
     assert.equal([scores(a).nudity, scores(a).sexual_activity, a.is_safe, a.regions], [0, 0, true, []])
     const b = await sure.moderateImage(await barred(), 'b.png')
     assert.equal([scores(b).nudity, b.violations.map((v) => v.name), b.regions], [0.97, ['nudity', 'sexual_activity'], []])
+    // No part of a person at all (a close-up of skin): a photo is not nudity on the specialist's word alone.
+    const c = await nobody.moderateImage(await barred(), 'c.png')
+    assert.equal([scores(c).nudity, c.is_safe], [0, true])
   } finally {
     await likely.close()
     await sure.close()
+    await nobody.close()
   }
 })
 

@@ -12,7 +12,7 @@ import type {StepTimes} from '../../src/lib/pipeline/steps.js'
 import type {NsfwRunner} from '../../src/lib/signals/nsfw/runner.js'
 import type {ModerationResult} from '../../src/lib/types.js'
 import {solidPng, tempDir, TOY_MODEL} from '../helpers/cli.js'
-import {signalStates, withNsfw, withoutSpecialist} from '../helpers/signals.js'
+import {signalStates, standInSpecialist, withNsfw, withoutSpecialist} from '../helpers/signals.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir()
@@ -34,23 +34,8 @@ function options(over: Partial<EngineOptions> = {}): EngineOptions {
 const names = (r: ModerationResult) => r.labels.map((l) => l.name).sort()
 const scoreOf = (r: ModerationResult, name: string) => r.labels.find((l) => l.name === name)?.score
 
-/** A specialist that answers fixed probabilities and counts its runs and how many views each run had. */
-function countingSpecialist(probabilities: number[]): {runner: NsfwRunner; runs: number[]} {
-  const runs: number[] = []
-  const size = 4
-  return {
-    runs,
-    runner: {
-      viewSize: size,
-      views: () => ({first: new Float32Array(size), rest: () => new Float32Array(size)}),
-      classify: async (_batch, n) => {
-        runs.push(n)
-        return Array.from({length: n}, () => Float32Array.from(probabilities))
-      },
-      close: async () => {},
-    },
-  }
-}
+/** A specialist whose two models answer fixed probabilities for every view, and its runs. */
+const countingSpecialist = (probabilities: number[]) => standInSpecialist(() => probabilities)
 
 test('with CLIP and the specialist both loaded, every category is scored and the specialist joins its three by weight', async () => {
   const both = createEngine(options())
@@ -135,7 +120,8 @@ test('only nsfw narrows the policy to the specialist\'s categories and loads no 
 })
 
 test('concurrent images are inferred together: one specialist run for several callers', async () => {
-  const fixed = countingSpecialist([0.9, 0, 0.1, 0, 0])
+  // Porn 0.9: every frame passes the gate, so the judge's three views of all six are one run as well.
+  const fixed = countingSpecialist([0.05, 0, 0.05, 0.9, 0])
   const e = createEngine(options({only: 'nsfw', signals: withNsfw(async () => fixed.runner)}))
   try {
     await e.load()
@@ -154,19 +140,19 @@ test('concurrent images are inferred together: one specialist run for several ca
       },
     }
     const results = await Promise.all(Array.from({length: 6}, (_, i) => e.moderateImage(image, `${i}.png`, {scheduler})))
-    assert.equal(fixed.runs, [6])
+    assert.equal(fixed.runs, ['gate 6', 'judge 18'])
     assert.equal(results.map((r) => r.source), ['0.png', '1.png', '2.png', '3.png', '4.png', '5.png'])
   } finally {
     await e.close()
   }
 })
 
-test('the other views are classified only for frames whose first look could flag something', async () => {
-  const sure = countingSpecialist([0.95, 0, 0.05, 0, 0])
-  const unsure = countingSpecialist([0.2, 0, 0.2, 0.6, 0])
+test('the judge looks only at frames the gate lets through', async () => {
+  const stopped = countingSpecialist([0.95, 0, 0.05, 0, 0])
+  const passed = countingSpecialist([0.2, 0, 0.2, 0.6, 0])
   for (const [specialist, runs] of [
-    [sure, [1]],
-    [unsure, [1, 1]],
+    [stopped, ['gate 1']],
+    [passed, ['gate 1', 'judge 3']],
   ] as const) {
     const e = createEngine(options({only: 'nsfw', signals: withNsfw(async () => specialist.runner)}))
     try {
@@ -178,28 +164,15 @@ test('the other views are classified only for frames whose first look could flag
   }
 })
 
-/** A specialist with four views per frame (each view's floats hold its index) answering `answers[index]`. */
-function viewedSpecialist(answers: number[][]): NsfwRunner {
-  const size = 4
-  return {
-    viewSize: size,
-    views: () => {
-      const all = Float32Array.from({length: 4 * size}, (_, i) => Math.floor(i / size))
-      return {first: all.subarray(0, size), rest: () => all.subarray(size)}
-    },
-    classify: async (batch, n) => Array.from({length: n}, (_, i) => Float32Array.from(answers[batch[i * size]])),
-    close: async () => {},
-  }
-}
-
-test('with the specialist alone, image and mirror both Porn + Hentai >= 0.9 is nudity, whatever the other views say', async () => {
+test('with the specialist alone, the judge\'s image and letterbox both Porn + Hentai >= 0.9 is nudity, whatever the centre says', async () => {
   const neutral = [0, 0, 1, 0, 0]
-  for (const [mirror, nudity] of [
+  for (const [letterbox, nudity] of [
     [[0, 0.4, 0.1, 0.5, 0], 0.9],
     [[0, 0.35, 0.15, 0.5, 0], 0],
   ] as const) {
-    const answers = [[0, 0.3, 0.05, 0.65, 0], [...mirror], neutral, neutral]
-    const e = createEngine(options({only: 'nsfw', signals: withNsfw(async () => viewedSpecialist(answers))}))
+    // The gate (view 0) lets it through; the judge's image (1) is sure, its centre (2) neutral.
+    const answers = [[0, 0, 0.7, 0.3, 0], [0, 0.3, 0.05, 0.65, 0], neutral, [...letterbox]]
+    const e = createEngine(options({only: 'nsfw', signals: withNsfw(async () => standInSpecialist((v) => answers[v]).runner)}))
     try {
       const r = await e.moderateImage(await solidPng(0, 255, 0), 'g.png')
       assert.is(scoreOf(r, 'nudity'), nudity)

@@ -1,6 +1,12 @@
 /**
  * From the NSFW specialist's class probabilities to the scores of the policy's sexual-content categories.
  *
+ * The specialist is a cascade of two classifiers of the same five classes (nsfwjs's MobileNetV2 and InceptionV3,
+ * runner.ts). The small one looks at every frame once; only a frame it rates at least GATE Porn + Hentai or Sexy is
+ * looked at again, by the large one, in three views. The large one is the judge: on photos of people it tells
+ * clothes and skin from nudity far better (docs/models.md, "The specialist"), and the gate keeps its cost to the
+ * frames that need it (about 7% of ordinary photos, half of photos of people).
+ *
  * One view first. With p = (Drawing, Hentai, Neutral, Porn, Sexy) for a view, explicit = Porn + Hentai and
  * safe = Drawing + Neutral:
  *
@@ -10,20 +16,19 @@
  *
  * each clamped to [0, 1]. The pull-down only acts while the safe classes outweigh the class scored. Porn and
  * Hentai count together because drawn nudity moves probability between them; Sexy never counts as nudity
- * (swimwear and lingerie are its training examples). The model has no class for sexual acts: only a dominant
- * Porn probability (>= 0.75 for a score of 0.5) counts as evidence of one, a stronger bar than nudity's. Sexy
- * is the model's weakest class (on ordinary photos it fires on orange balls, red socks, a banjo, sportswear),
- * so suggestive needs Sexy 0.7 for a score of 0.5, not 0.5.
+ * (swimwear and lingerie are its training examples). The models have no class for sexual acts: only a dominant
+ * Porn probability (>= 0.75 for a score of 0.5) counts as evidence of one, a stronger bar than nudity's.
+ * Suggestive needs Sexy 0.7 for a score of 0.5, not 0.5: Sexy is the classes' weakest.
  *
- * Then the views of a frame (the image, its mirror, its centre enlarged, the whole image undistorted: see
- * runner.ts): each category scores the LOWEST of its views' scores. On ordinary photos the model's
- * confident mistakes (a green apple or a dog rated 0.7 explicit) rarely survive a second framing of the same
- * pixels, while a picture that really shows nudity shows it in every framing. Agreement, not averaging:
- * an average still flags an image one view rates 0.9 and another 0.3.
+ * Then the judge's views of a frame (the image squeezed to a square, its centre enlarged, the whole image
+ * undistorted: see runner.ts): each category scores the LOWEST of its views' scores. A confident mistake rarely
+ * survives a second framing of the same pixels, while a picture that really shows nudity shows it in every
+ * framing. Agreement, not averaging: an average still flags an image one view rates 0.9 and another 0.3.
+ * A frame the gate let pass scores the small model's one view, which is below GATE in every class it scores.
  *
- * Recall guarantee: a frame whose image AND mirror both rate explicit >= SURE (0.9) scores at least the lower
- * of the two for nudity, whatever the other views say (the centre and letterbox views confirm uncertain looks;
- * they never overrule two sure ones). So with the specialist alone such a frame is always flagged for nudity.
+ * Recall guarantee: a frame whose image AND letterbox views both rate explicit >= SURE (0.9) scores at least the
+ * lower of the two for nudity, whatever the centre view says (it confirms uncertain looks; it never overrules two
+ * sure ones). So with the specialist alone such a frame is always flagged for nudity.
  */
 import {NSFW_CLASSES} from '../../model/nsfw-manifest.js'
 
@@ -33,16 +38,34 @@ export const NSFW_PULL = 0.5
 /** The suggestive evidence (Sexy after the pull-down) that scores 0.5. */
 export const SUGGESTIVE_BAR = 0.7
 
-/** Image and mirror both at least this explicit: nudity stands, whatever the other views say. */
+/** The judge's image and letterbox views both at least this explicit: nudity stands, whatever the centre says. */
 export const SURE = 0.9
 
-/** A first look scoring below this in every category is final: the other views could only lower it. */
-export const LOOK_AGAIN = 0.25
+/**
+ * The small model's Porn + Hentai or Sexy from which the judge looks: low enough that no frame the judge flags on
+ * the photo sets was lost at the gate (docs/models.md), high enough that most ordinary photos stop there.
+ */
+export const GATE = 0.15
+
+/** The judge's views, in the order their probabilities follow the gate's. */
+export const JUDGE_VIEWS = ['image', 'centre', 'letterbox'] as const
+
+/** Probabilities per view: one per class. */
+const N = NSFW_CLASSES.length
 
 export interface NsfwCategoryScores {
   nudity: number
   sexual_activity: number
   suggestive: number
+}
+
+/** A frame's scores, and what a second opinion (NudeNet) needs to know of how they were reached. */
+export interface NsfwJudgement {
+  scores: NsfwCategoryScores
+  /** Nudity at SURE or more by the recall guarantee. */
+  sure: boolean
+  /** The explicit probability is mostly Hentai (drawn), not Porn, on the judge's image and letterbox (or the gate's one view): what a photo detector cannot see. */
+  drawn: boolean
 }
 
 const clamp01 = (x: number): number => Math.min(1, Math.max(0, x))
@@ -54,7 +77,7 @@ function stretch(x: number, bar: number): number {
 
 /** The category scores of one view's five probabilities. */
 export function viewScores(p: ArrayLike<number>): NsfwCategoryScores {
-  if (p.length !== NSFW_CLASSES.length) throw new RangeError(`viewScores: ${p.length} probabilities, expected ${NSFW_CLASSES.length}`)
+  if (p.length !== N) throw new RangeError(`viewScores: ${p.length} probabilities, expected ${N}`)
   const [drawing, hentai, neutral, porn, sexy] = Array.from(p)
   const explicit = porn + hentai
   const safe = drawing + neutral
@@ -65,25 +88,38 @@ export function viewScores(p: ArrayLike<number>): NsfwCategoryScores {
   }
 }
 
-/** Whether a first look is worth the other views: some category scores LOOK_AGAIN or more. */
-export function looksAgain(first: ArrayLike<number>): boolean {
-  return Object.values(viewScores(first)).some((s) => s >= LOOK_AGAIN)
+/** Whether the small model's look at a frame is worth the judge's: Porn + Hentai or Sexy at GATE or more. */
+export function passesGate(first: ArrayLike<number>): boolean {
+  if (first.length !== N) throw new RangeError(`passesGate: ${first.length} probabilities, expected ${N}`)
+  return first[1] + first[3] >= GATE || first[4] >= GATE
 }
 
 /**
- * The category scores of a frame from its views' probabilities laid end to end (five per view): the first view
- * alone, or the image, its mirror and any further views.
+ * A frame's judgement from its probabilities laid end to end (five per view): the gate's view alone, or the gate's
+ * view followed by the judge's JUDGE_VIEWS.
  */
-export function nsfwCategoryScores(views: ArrayLike<number>): NsfwCategoryScores {
-  const n = NSFW_CLASSES.length
-  if (views.length === 0 || views.length % n !== 0) throw new RangeError(`nsfwCategoryScores: ${views.length} probabilities, expected ${n} per view`)
-  const p = Array.from(views)
-  const all = Array.from({length: p.length / n}, (_, i) => viewScores(p.slice(i * n, (i + 1) * n)))
-  const lowest = (k: keyof NsfwCategoryScores, some = all) => Math.min(...some.map((s) => s[k]))
-  const sure = all.length >= 2 ? lowest('nudity', all.slice(0, 2)) : 0
-  return {
-    nudity: sure >= SURE ? sure : lowest('nudity'),
-    sexual_activity: lowest('sexual_activity'),
-    suggestive: lowest('suggestive'),
+export function nsfwJudgement(outputs: ArrayLike<number>): NsfwJudgement {
+  const p = Array.from(outputs)
+  if (p.length !== N && p.length !== N * (1 + JUDGE_VIEWS.length)) {
+    throw new RangeError(`nsfwJudgement: ${p.length} probabilities, expected ${N} (the gate's view) or ${N * (1 + JUDGE_VIEWS.length)} (and the judge's)`)
   }
+  if (p.length === N) return {scores: viewScores(p), sure: false, drawn: p[1] > p[3]}
+  const views = JUDGE_VIEWS.map((_, i) => p.slice(N * (i + 1), N * (i + 2)))
+  const all = views.map(viewScores)
+  const lowest = (k: keyof NsfwCategoryScores, some = all) => Math.min(...some.map((s) => s[k]))
+  const [image, , letterbox] = all
+  const sureNudity = Math.min(image.nudity, letterbox.nudity)
+  const sure = sureNudity >= SURE
+  // Drawn or photographed, as the two views of the recall guarantee see it.
+  const [imageP, , letterboxP] = views
+  return {
+    scores: {nudity: sure ? sureNudity : lowest('nudity'), sexual_activity: lowest('sexual_activity'), suggestive: lowest('suggestive')},
+    sure,
+    drawn: imageP[1] + letterboxP[1] > imageP[3] + letterboxP[3],
+  }
+}
+
+/** The category scores of a frame (nsfwJudgement's). */
+export function nsfwCategoryScores(outputs: ArrayLike<number>): NsfwCategoryScores {
+  return nsfwJudgement(outputs).scores
 }

@@ -1,98 +1,118 @@
 /**
- * The embedded NSFW specialist as the engine runs it: the shipped model (nsfw.ts) and its preprocessing
- * (nsfw-preprocess.ts) behind one small interface, the views of a frame it looks at, and when it looks at them.
+ * The embedded NSFW specialist as the engine runs it: two shipped models (nsfw.ts) and their preprocessing
+ * (nsfw-preprocess.ts) behind one small interface, the views of a frame they look at, and when the second looks.
+ *
+ * Every view starts from one canonical image: the frame (or a window of it) resampled by libvips to CANONICAL_SIDE
+ * pixels square with an antialiasing filter (image/square.ts), then resized to the model's input as nsfwjs resizes
+ * it. Both models were trained on images resized to their input with Keras's default nearest-neighbour
+ * interpolation (GantMan/nsfw_model, training/*_transfer: `flow_from_directory` with no `interpolation`), so they
+ * expect sharp inputs, and nsfwjs's bilinear resize with aligned corners of a large photo reads a few pixels out of
+ * many: the score then depends on the size the photo was uploaded at. Resampling to a fixed size first makes the
+ * model's input the same for a photo and its resized copies, and the last step (448 to 224 or 299) stays a
+ * sampling close to the training's.
  */
-import {mirrorView, NSFW_VIEW_SIZE, nsfwPreprocess} from '../../image/nsfw-preprocess.js'
+import {nsfwPreprocess, nsfwViewSize} from '../../image/nsfw-preprocess.js'
+import type {RgbImage} from '../../image/rgb.js'
+import {resampleSquare} from '../../image/square.js'
+import type {Box} from '../../image/trim.js'
+import {NSFW_MODELS} from '../../model/nsfw-manifest.js'
 import {openNsfw, type NsfwOptions} from '../../model/nsfw.js'
 import {stackTensors} from '../../pipeline/stack.js'
-import type {RgbImage} from '../../image/rgb.js'
-import {looksAgain} from './rule.js'
+import {JUDGE_VIEWS, passesGate} from './rule.js'
 
-export interface NsfwRunner {
-  /** Floats of one view. */
-  readonly viewSize: number
-  /** The views of a decoded frame: the first one now, the others when asked (see nsfwViews). */
-  views(frame: RgbImage): NsfwViews
-  /** Class probabilities for `n` views laid end to end. */
-  classify(batch: Float32Array, n: number): Promise<Float32Array[]>
-  close(): Promise<void>
-}
-
-/**
- * A frame's views: the first one, which every frame is classified on, and the others laid end to end, computed
- * only for a frame whose first look is worth them (most ordinary photos are not: classifyViews).
- */
-export interface NsfwViews {
-  readonly first: Float32Array
-  rest(): Float32Array
-}
+/** Side of the canonical square every view starts from: twice the small model's input, 1.5 times the large one's. */
+export const CANONICAL_SIDE = 448
 
 /** The share of the frame's width and height the centre view keeps. */
 export const CENTRE_SHARE = 0.7
 
-/** The views nsfwViews gives, in order. */
-export const NSFW_VIEWS = ['image', 'mirror', 'centre', 'letterbox'] as const
-
-/**
- * Four framings of the same pixels: the image squeezed to the model's square input (as nsfwjs feeds it), its
- * mirror image, its centre (the middle 70% of each side) enlarged, and the whole image undistorted in a black
- * square (letterboxed). The rule (rule.ts) keeps what they agree on. Only the first is computed here: the
- * others (three resizes in JavaScript on the event loop) when `rest` is called, which holds on to the frame.
- */
-export function nsfwViews(frame: RgbImage): NsfwViews {
-  const first = nsfwPreprocess(frame)
-  return {first, rest: () => otherViews(frame, first)}
+/** One classifier of the cascade: five class probabilities for each of `n` views laid end to end. */
+export interface NsfwClassifier {
+  /** Floats of one view. */
+  readonly viewSize: number
+  classify(batch: Float32Array, n: number): Promise<Float32Array[]>
 }
 
-/** The mirror (the first view with its columns reversed, as resizing the mirrored image gives), centre and letterbox. */
-function otherViews(frame: RgbImage, first: Float32Array): Float32Array {
-  const {width, height} = frame
-  const out = new Float32Array((NSFW_VIEWS.length - 1) * NSFW_VIEW_SIZE)
-  mirrorView(first, 0, out, 0)
+export interface NsfwRunner {
+  /** The small model, which looks at every frame. */
+  readonly gate: NsfwClassifier
+  /** The large model, which looks again at the frames the gate lets through. */
+  readonly judge: NsfwClassifier
+  /** The views of a decoded frame: the gate's now, the judge's when asked. */
+  views(frame: RgbImage): Promise<NsfwViews>
+  close(): Promise<void>
+}
+
+/** A frame's views: the gate's, which every frame is classified on, and the judge's JUDGE_VIEWS laid end to end. */
+export interface NsfwViews {
+  readonly first: Float32Array
+  rest(): Promise<Float32Array>
+}
+
+/** The middle CENTRE_SHARE of each side of a frame. */
+export function centreWindow(width: number, height: number): Box {
   const left = Math.floor((width * (1 - CENTRE_SHARE)) / 2)
   const top = Math.floor((height * (1 - CENTRE_SHARE)) / 2)
-  const centre = {
+  return {
     left,
     top,
     width: Math.max(1, Math.min(width - left, Math.round(width * CENTRE_SHARE))),
     height: Math.max(1, Math.min(height - top, Math.round(height * CENTRE_SHARE))),
   }
-  nsfwPreprocess(frame, {out, offset: NSFW_VIEW_SIZE, window: centre})
-  const side = Math.max(width, height)
-  const letterbox = {left: -Math.floor((side - width) / 2), top: -Math.floor((side - height) / 2), width: side, height: side}
-  nsfwPreprocess(frame, {out, offset: 2 * NSFW_VIEW_SIZE, window: letterbox})
-  return out
 }
 
-export async function openNsfwRunner(opts: NsfwOptions = {}): Promise<NsfwRunner> {
-  const model = await openNsfw(opts)
+/**
+ * The views of a frame for models of input sides `gateSide` and `judgeSide`: the gate's is the canonical square
+ * at its side; the judge's are the same square, the centre window's square, and the whole frame letterboxed in
+ * a black square, each at its side. The judge's two other squares are resampled only when `rest` is called.
+ */
+export async function nsfwViews(frame: RgbImage, gateSide: number = NSFW_MODELS.mobilenet_v2.side, judgeSide: number = NSFW_MODELS.inception_v3.side): Promise<NsfwViews> {
+  const square = await resampleSquare(frame, CANONICAL_SIDE)
   return {
-    viewSize: NSFW_VIEW_SIZE,
-    views: nsfwViews,
-    classify: (batch, n) => model.classify(batch, n),
-    close: () => model.close(),
+    first: nsfwPreprocess(square, {side: gateSide}),
+    async rest() {
+      const size = nsfwViewSize(judgeSide)
+      const out = new Float32Array(JUDGE_VIEWS.length * size)
+      const [centre, letterbox] = await Promise.all([
+        resampleSquare(frame, CANONICAL_SIDE, {window: centreWindow(frame.width, frame.height)}),
+        resampleSquare(frame, CANONICAL_SIDE, {letterbox: true}),
+      ])
+      ;[square, centre, letterbox].forEach((s, i) => nsfwPreprocess(s, {side: judgeSide, out, offset: i * size}))
+      return out
+    },
+  }
+}
+
+/** Both shipped models, opened together with the same options; a failure closes the one that opened. */
+export async function openNsfwRunner(opts: Omit<NsfwOptions, 'model'> = {}): Promise<NsfwRunner> {
+  const [gate, judge] = await Promise.allSettled([openNsfw({...opts, model: 'mobilenet_v2'}), openNsfw({...opts, model: 'inception_v3'})])
+  if (gate.status === 'rejected' || judge.status === 'rejected') {
+    await Promise.all([gate, judge].map((m) => (m.status === 'fulfilled' ? m.value.close() : undefined)))
+    throw gate.status === 'rejected' ? gate.reason : (judge as PromiseRejectedResult).reason
+  }
+  return {
+    gate: gate.value,
+    judge: judge.value,
+    views: (frame) => nsfwViews(frame, gate.value.side, judge.value.side),
+    close: async () => void (await Promise.all([gate.value.close(), judge.value.close()])),
   }
 }
 
 /**
- * Class probabilities per frame, laid end to end (five per view), as nsfwCategoryScores reads them: the first
- * view alone where it scores too low in every category for the others to matter (most ordinary photos: one
- * run, and their other views are never computed), every view otherwise (one more run, for all such frames
- * together).
+ * Class probabilities per frame, laid end to end (five per view), as nsfwJudgement reads them: the gate's view
+ * alone where it stops the frame (most ordinary photos: one small run, and the judge's views are never made),
+ * followed by the judge's JUDGE_VIEWS otherwise (one more run, for all such frames together).
  */
-export async function classifyViews(runner: NsfwRunner, frames: NsfwViews[]): Promise<Float32Array[]> {
-  const size = runner.viewSize
-  const first = await runner.classify(stackTensors(frames.map((f) => f.first)), frames.length)
-  const rest = frames.map((f, i) => (looksAgain(first[i]) ? f.rest() : undefined))
-  const again = frames.map((_, i) => i).filter((i) => (rest[i]?.length ?? 0) > 0)
+export async function classifyViews(runner: Pick<NsfwRunner, 'gate' | 'judge'>, frames: NsfwViews[]): Promise<Float32Array[]> {
+  const first = await runner.gate.classify(stackTensors(frames.map((f) => f.first)), frames.length)
+  const again = frames.map((_, i) => i).filter((i) => passesGate(first[i]))
   if (again.length === 0) return first
-  const counts = again.map((i) => (rest[i] as Float32Array).length / size)
-  const probabilities = await runner.classify(stackTensors(again.map((i) => rest[i] as Float32Array)), counts.reduce((a, b) => a + b, 0))
+  const views = await Promise.all(again.map((i) => frames[i].rest()))
+  const per = JUDGE_VIEWS.length
+  const judged = await runner.judge.classify(stackTensors(views), again.length * per)
   const out = [...first]
-  let at = 0
   again.forEach((i, k) => {
-    out[i] = stackTensors([first[i], ...probabilities.slice(at, at + counts[k])])
-    at += counts[k]
+    out[i] = stackTensors([first[i], ...judged.slice(k * per, (k + 1) * per)])
   })
   return out
 }

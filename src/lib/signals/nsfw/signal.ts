@@ -1,15 +1,14 @@
 /**
- * The embedded NSFW specialist: five class probabilities per view of a frame (the first view alone, or all four
- * where the first scores high enough to look again: runner.ts), turned into the scores of the sexual-content
- * categories by rule.ts. It runs when the policy
+ * The embedded NSFW specialist: a cascade of two classifiers (runner.ts), five class probabilities per view of a
+ * frame (the small model's one view, and the large model's three where the small one sees anything), turned into
+ * the scores of the sexual-content categories by rule.ts. It runs when the policy
  * leaves it on and the setup has one to open.
  */
 import {disposer} from '../../dispose.js'
-import {NSFW_SIZE} from '../../model/nsfw-manifest.js'
 import {lazy} from '../../lazy.js'
 import {policyWeight, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
 import {nsfwCategoryScores} from './rule.js'
-import {classifyViews, openNsfwRunner, type NsfwRunner, type NsfwViews} from './runner.js'
+import {CANONICAL_SIDE, classifyViews, openNsfwRunner, type NsfwRunner, type NsfwViews} from './runner.js'
 
 /** How the specialist's runner is opened from the setup: the embedded model, unless a test gives a stand-in. */
 export type NsfwOpener = (setup: SignalSetup) => Promise<NsfwRunner>
@@ -17,9 +16,10 @@ export type NsfwOpener = (setup: SignalSetup) => Promise<NsfwRunner>
 async function open(openRunner: NsfwOpener, setup: SignalSetup): Promise<OpenSignal<NsfwViews, Float32Array>> {
   const runner = lazy(() => openRunner(setup))
   return {
-    // Five probabilities per view looked at: features cached as one mirror-averaged five must not be read as these.
-    key: 'nsfw-views',
-    frameSide: NSFW_SIZE,
+    // The gate's five probabilities, then the judge's for each of its views: features cached by the earlier
+    // single-model specialist (its four views) must not be read as these.
+    key: 'nsfw-cascade',
+    frameSide: CANONICAL_SIDE,
     warm: async () => void (await runner.get()),
     prepare: async (frame) => (await runner.get()).views(frame),
     infer: async (views) => classifyViews(await runner.get(), views),

@@ -6,7 +6,7 @@
  */
 import {disposer} from '../../dispose.js'
 import {ModError} from '../../errors.js'
-import {nsfwCategoryScores} from '../nsfw/rule.js'
+import {nsfwJudgement} from '../nsfw/rule.js'
 import {toImageBox, type FrameOrigin, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
 import type {Detection} from './decode.js'
 import {openNudenet, type NudenetDetector} from './detector.js'
@@ -41,7 +41,7 @@ async function open(openDetector: NudenetOpener, setup: SignalSetup): Promise<Op
       const detections = outputs.get('nudenet') as Detection[] | undefined
       if (!detections) return labels
       const views = outputs.get('nsfw') as Float32Array | undefined
-      return confirmLabels(labels, views ? nsfwCategoryScores(views) : undefined, detections)
+      return confirmLabels(labels, views ? nsfwJudgement(views) : undefined, detections)
     },
     // Intimate parts, covered or not, and bare bellies, best first: faces and feet are not moderation evidence.
     // Scores rounded to 4 decimals, as the labels' are.

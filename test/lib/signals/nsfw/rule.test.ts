@@ -1,7 +1,7 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {looksAgain, nsfwCategoryScores, SURE, viewScores} from '../../../../src/lib/signals/nsfw/rule.js'
+import {GATE, nsfwCategoryScores, nsfwJudgement, passesGate, SURE, viewScores} from '../../../../src/lib/signals/nsfw/rule.js'
 
 // Probabilities in class order: Drawing, Hentai, Neutral, Porn, Sexy.
 type P = [number, number, number, number, number]
@@ -47,24 +47,32 @@ test('one view: Sexy never counts as nudity; Hentai counts as nudity but not as 
   assert.equal(one(0.3, 0.7, 0, 0, 0), {nudity: 0.7, sexual_activity: 0, suggestive: 0})
 })
 
-test('a frame scores, per category, the lowest of its views', () => {
-  // The image and its centre are sure, the mirror less so, the letterbox Neutral for suggestive.
-  assert.equal(frame([0, 0, 0.1, 0.9, 0], [0, 0, 0.3, 0.7, 0], [0, 0.1, 0, 0.9, 0], [0, 0, 0.2, 0.8, 0]), {
-    nudity: 0.7,
-    sexual_activity: 0.4,
-    suggestive: 0,
-  })
-  // A green apple: explicit 0.74 and 0.80 on image and mirror, 0.28 in its centre: not flagged.
-  assert.is(frame([0.01, 0, 0.1, 0.74, 0.15], [0.01, 0, 0.04, 0.8, 0.15], [0.1, 0, 0.62, 0.28, 0], [0.02, 0, 0.1, 0.7, 0.18]).nudity, 0.06)
-  // A red sock: Sexy 0.99 in every view is still suggestive.
-  assert.is(frame([0, 0, 0.01, 0, 0.99], [0, 0, 0.01, 0, 0.99], [0, 0, 0.01, 0, 0.99], [0, 0, 0.05, 0, 0.95]).suggestive, 0.916667)
+/** A frame the gate let through: the gate's view (which no longer counts) and the judge's image, centre and letterbox. */
+const judged = (image: P, centre: P, letterbox: P, gate: P = [0, 0, 0.5, 0.5, 0]) => round(nsfwCategoryScores([...gate, ...image, ...centre, ...letterbox]))
+
+test('a judged frame scores, per category, the lowest of the judge\'s views; the gate\'s view no longer counts', () => {
+  // The image and its centre are sure, the letterbox less so: nudity is the letterbox's.
+  assert.equal(judged([0, 0, 0.1, 0.9, 0], [0, 0.1, 0, 0.9, 0], [0, 0, 0.3, 0.7, 0]), {nudity: 0.7, sexual_activity: 0.4, suggestive: 0})
+  // A green apple: explicit 0.74 and 0.70 on image and letterbox, 0.28 in its centre: not flagged.
+  assert.is(judged([0.01, 0, 0.1, 0.74, 0.15], [0.1, 0, 0.62, 0.28, 0], [0.02, 0, 0.1, 0.7, 0.18]).nudity, 0.06)
+  // Swimwear: Sexy 0.99 in every view is suggestive, whatever the gate said.
+  assert.is(judged([0, 0, 0.01, 0, 0.99], [0, 0, 0.01, 0, 0.99], [0, 0, 0.05, 0, 0.95], [1, 0, 0, 0, 0]).suggestive, 0.916667)
 })
 
-test('one view alone scores as that view (a first look too low to look again)', () => {
+test('a frame the gate stopped scores as the gate\'s one view', () => {
   assert.equal(frame([0.01, 0, 0.9, 0.05, 0.04]), one(0.01, 0, 0.9, 0.05, 0.04))
 })
 
-test('recall guarantee: image and mirror both Porn + Hentai >= 0.9 is nudity >= 0.9, whatever the other views say', () => {
+test('the gate lets a frame through at Porn + Hentai or Sexy 0.15, and stops it below', () => {
+  assert.is(GATE, 0.15)
+  assert.is(passesGate([0.01, 0, 0.93, 0.06, 0]), false)
+  assert.is(passesGate([0.2, 0.07, 0.6, 0.07, 0.06]), false)
+  assert.is(passesGate([0.2, 0.08, 0.5, 0.07, 0.15]), true) // Sexy 0.15
+  assert.is(passesGate([0, 0.05, 0.8, 0.1, 0.05]), true) // Porn + Hentai 0.15
+  assert.throws(() => passesGate([0.5, 0.5]), /2 probabilities, expected 5/)
+})
+
+test('recall guarantee: the judge\'s image and letterbox both Porn + Hentai >= 0.9 is nudity >= 0.9, whatever the centre says', () => {
   const sure = (): P => {
     const e = SURE + (1 - SURE) * rnd()
     const porn = e * rnd()
@@ -74,13 +82,19 @@ test('recall guarantee: image and mirror both Porn + Hentai >= 0.9 is nudity >= 
   }
   for (let i = 0; i < 20000; i++) {
     const image = sure()
-    const mirror = sure()
-    const r = nsfwCategoryScores([...image, ...mirror, ...simplex(), ...simplex()])
-    const least = Math.min(image[1] + image[3], mirror[1] + mirror[3])
-    assert.ok(r.nudity >= 0.9 && Math.abs(r.nudity - least) < 1e-6, `${image} ${mirror} → ${r.nudity}`)
+    const letterbox = sure()
+    const j = nsfwJudgement([...simplex(), ...image, ...simplex(), ...letterbox])
+    const least = Math.min(image[1] + image[3], letterbox[1] + letterbox[3])
+    assert.ok(j.sure && j.scores.nudity >= 0.9 && Math.abs(j.scores.nudity - least) < 1e-6, `${image} ${letterbox} → ${j.scores.nudity}`)
   }
-  // Just under the bar on the mirror, the other views decide.
-  assert.is(frame([0, 0.45, 0.05, 0.5, 0], [0, 0.4, 0.11, 0.49, 0], [0, 0, 1, 0, 0], [0, 0, 1, 0, 0]).nudity, 0)
+  // Just under the bar on the letterbox, the centre decides.
+  assert.is(judged([0, 0.45, 0.05, 0.5, 0], [0, 0, 1, 0, 0], [0, 0.4, 0.11, 0.49, 0]).nudity, 0)
+  assert.is(nsfwJudgement([0, 0, 0.5, 0.5, 0, 0, 0.45, 0.05, 0.5, 0, 0, 0, 1, 0, 0, 0, 0.4, 0.11, 0.49, 0]).sure, false)
+})
+
+test('a judgement says whether the explicit probability was mostly drawn (Hentai) or photographed (Porn)', () => {
+  assert.is(nsfwJudgement([0, 0, 0, 0.2, 0.8, 0.05, 0.9, 0, 0.05, 0, 0.1, 0.8, 0, 0.1, 0, 0.05, 0.9, 0, 0.05, 0]).drawn, true)
+  assert.is(nsfwJudgement([0, 0, 0, 0.2, 0.8, 0.05, 0.05, 0, 0.9, 0, 0.1, 0.1, 0, 0.8, 0, 0.05, 0.05, 0, 0.9, 0]).drawn, false)
 })
 
 test('sexual activity needs more than nudity: whatever flags it flags nudity too', () => {
@@ -88,7 +102,7 @@ test('sexual activity needs more than nudity: whatever flags it flags nudity too
   for (let i = 0; i < 20000; i++) {
     // Views often dominated by Porn, so that many frames reach sexual activity.
     const pornish = (): P => simplex().map((x, k) => 0.3 * x + (k === 3 ? 0.7 : 0)) as P
-    const views = Array.from({length: 1 + Math.floor(rnd() * 4)}, () => (rnd() < 0.8 ? pornish() : simplex()))
+    const views = Array.from({length: rnd() < 0.25 ? 1 : 4}, () => (rnd() < 0.8 ? pornish() : simplex()))
     const r = nsfwCategoryScores(views.flat())
     if (r.sexual_activity < 0.5) continue
     flagged++
@@ -97,11 +111,11 @@ test('sexual activity needs more than nudity: whatever flags it flags nudity too
   assert.ok(flagged > 100, `${flagged} frames with sexual activity drawn`)
 })
 
-test('views that all rate explicit above 0.5 (or Sexy above 0.7) stay flagged', () => {
+test('judged frames whose three views all rate explicit above 0.5 (or Sexy above 0.7) stay flagged', () => {
   let clear = 0
   for (let i = 0; i < 20000; i++) {
-    const views = Array.from({length: 4}, simplex)
-    const r = nsfwCategoryScores(views.flat())
+    const [gate, ...views] = Array.from({length: 4}, simplex)
+    const r = nsfwCategoryScores([...gate, ...views.flat()])
     if (views.every((p) => p[1] + p[3] > 0.5)) {
       clear++
       assert.ok(r.nudity >= 0.5, `${views} → ${r.nudity}`)
@@ -111,19 +125,11 @@ test('views that all rate explicit above 0.5 (or Sexy above 0.7) stay flagged', 
   assert.ok(clear > 50, `${clear} explicit frames drawn`)
 })
 
-test('looksAgain: a first look under 0.25 in every category is final', () => {
-  assert.is(looksAgain([0.01, 0, 0.93, 0.06, 0]), false)
-  assert.is(looksAgain([0.1, 0.05, 0.55, 0.2, 0.1]), false) // nudity 0.25 − 0.5 · 0.4 = 0.05
-  assert.is(looksAgain([0, 0, 0.7, 0.3, 0]), false) // nudity 0.3 − 0.5 · 0.4 = 0.1
-  assert.is(looksAgain([0, 0, 0.5, 0.5, 0]), true)
-  assert.is(looksAgain([0, 0, 0.6, 0, 0.4]), false) // suggestive 0.4 − 0.5 · 0.2, scaled: 0.214
-  assert.is(looksAgain([0, 0, 0.5, 0, 0.5]), true) // suggestive 0.5 scaled: 0.357
-})
-
 test('scores stay in [0, 1]; a wrong number of probabilities is refused', () => {
   assert.is(one(0, 0.6, 0, 0.6, 0).nudity, 1)
-  assert.throws(() => nsfwCategoryScores([0.5, 0.5]), /2 probabilities, expected 5 per view/)
+  assert.throws(() => nsfwCategoryScores([0.5, 0.5]), /2 probabilities, expected 5 \(the gate's view\) or 20/)
   assert.throws(() => nsfwCategoryScores([]), /0 probabilities/)
+  assert.throws(() => nsfwCategoryScores(new Array(10).fill(0.1)), /10 probabilities/)
   assert.throws(() => viewScores([0.5, 0.5, 0, 0, 0, 0]), /6 probabilities, expected 5/)
 })
 

@@ -1,8 +1,10 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {NSFW_VIEW_SIZE, nsfwPreprocess} from '../../../../src/lib/image/nsfw-preprocess.js'
-import {classifyViews, NSFW_VIEWS, nsfwViews, type NsfwRunner, type NsfwViews} from '../../../../src/lib/signals/nsfw/runner.js'
+import {nsfwPreprocess, nsfwViewSize} from '../../../../src/lib/image/nsfw-preprocess.js'
+import {resampleSquare} from '../../../../src/lib/image/square.js'
+import {JUDGE_VIEWS} from '../../../../src/lib/signals/nsfw/rule.js'
+import {CANONICAL_SIDE, centreWindow, classifyViews, nsfwViews, type NsfwClassifier, type NsfwViews} from '../../../../src/lib/signals/nsfw/runner.js'
 import type {RgbImage} from '../../../../src/lib/types.js'
 
 function noisy(width: number, height: number): RgbImage {
@@ -12,72 +14,92 @@ function noisy(width: number, height: number): RgbImage {
   return {data, width, height}
 }
 
-const view = (all: Float32Array, k: number) => Array.from(all.subarray(k * NSFW_VIEW_SIZE, (k + 1) * NSFW_VIEW_SIZE))
+const view = (all: Float32Array, side: number, k: number) => Array.from(all.subarray(k * nsfwViewSize(side), (k + 1) * nsfwViewSize(side)))
 
-test('the four views: the image, its mirror, its middle 70% of each side, the whole image letterboxed', () => {
-  const frame = noisy(200, 100)
-  const {first, rest} = nsfwViews(frame)
-  const others = rest()
-  assert.equal(NSFW_VIEWS, ['image', 'mirror', 'centre', 'letterbox'])
-  assert.is(first.length, NSFW_VIEW_SIZE)
-  assert.is(others.length, 3 * NSFW_VIEW_SIZE)
-  assert.equal(Array.from(first), Array.from(nsfwPreprocess(frame)))
-  assert.equal(view(others, 0), Array.from(nsfwPreprocess(frame, {flip: true}).subarray(NSFW_VIEW_SIZE)))
-  assert.equal(view(others, 1), Array.from(nsfwPreprocess(frame, {window: {left: 30, top: 15, width: 140, height: 70}})))
-  assert.equal(view(others, 2), Array.from(nsfwPreprocess(frame, {window: {left: 0, top: -50, width: 200, height: 200}})))
+test('every view starts from a 448-pixel square resampled by libvips: the gate\'s at 224, the judge\'s image, centre and letterbox at 299', async () => {
+  const frame = noisy(600, 300)
+  const square = await resampleSquare(frame, CANONICAL_SIDE)
+  assert.is(CANONICAL_SIDE, 448)
+  assert.equal([square.width, square.height], [448, 448])
+  const {first, rest} = await nsfwViews(frame)
+  assert.equal(Array.from(first), Array.from(nsfwPreprocess(square, {side: 224})))
+  const judge = await rest()
+  assert.equal(JUDGE_VIEWS, ['image', 'centre', 'letterbox'])
+  assert.is(judge.length, 3 * nsfwViewSize(299))
+  assert.equal(view(judge, 299, 0), Array.from(nsfwPreprocess(square, {side: 299})))
+  assert.equal(centreWindow(600, 300), {left: 90, top: 45, width: 420, height: 210})
+  const centre = await resampleSquare(frame, CANONICAL_SIDE, {window: centreWindow(600, 300)})
+  assert.equal(view(judge, 299, 1), Array.from(nsfwPreprocess(centre, {side: 299})))
+  const letterbox = await resampleSquare(frame, CANONICAL_SIDE, {letterbox: true})
+  assert.equal(view(judge, 299, 2), Array.from(nsfwPreprocess(letterbox, {side: 299})))
+  // The letterbox keeps the frame's 2:1 shape: the rows above and below it are black.
+  assert.ok(letterbox.data.subarray(0, 448 * 3 * 100).every((v) => v === 0))
+  assert.ok(letterbox.data.subarray(448 * 3 * 200, 448 * 3 * 220).some((v) => v > 0))
+})
+
+test('a photo and its resized copy give (nearly) the same view: the canonical square, not the upload\'s size, decides', async () => {
+  // Fine stripes of one pixel: read directly, nsfwjs's resize of the large image picks whichever stripes its
+  // sample points hit; resampled first, both sizes average them to the same grey.
+  const stripes = (width: number): RgbImage => {
+    const height = width
+    const data = Buffer.alloc(width * height * 3)
+    for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) data.fill(x % 2 ? 255 : 0, 3 * (y * width + x), 3 * (y * width + x) + 3)
+    return {data, width, height}
+  }
+  const [large, small] = await Promise.all([nsfwViews(stripes(1600)), nsfwViews(stripes(800))])
+  // Mean absolute difference, in units of full scale.
+  const gap = (a: Float32Array, b: Float32Array) => a.reduce((sum, v, i) => sum + Math.abs(v - b[i]), 0) / a.length
+  assert.ok(gap(large.first, small.first) < 0.005, `canonical: ${gap(large.first, small.first)}`)
+  const direct = gap(nsfwPreprocess(stripes(1600), {side: 224}), nsfwPreprocess(stripes(800), {side: 224}))
+  assert.ok(direct > 0.2, `direct: ${direct}`)
 })
 
 /**
- * A specialist whose views are one float each: the frame's number times 10 plus the view's index. It answers
- * Porn 0.6 for the frames in `suspect` (a first look that looks again), Neutral otherwise, and writes the view's
- * number into Drawing's place (scaled by 1/1000) so that the test can see which answer went where.
+ * Classifiers whose views are one float each: the frame's number times 10 plus the view's index. The gate answers
+ * Porn 0.6 for the frames in `suspect`, Neutral otherwise; both write the view's number into Drawing's place
+ * (scaled by 1/1000) so that the test can see which answer went where.
  */
-function numberedSpecialist(suspect: Set<number>): {runner: NsfwRunner; runs: number[]} {
-  const runs: number[] = []
-  return {
-    runs,
-    runner: {
-      viewSize: 1,
-      views: () => ({first: new Float32Array(0), rest: () => new Float32Array(0)}),
-      classify: async (batch, n) => {
-        runs.push(n)
-        return Array.from(batch.subarray(0, n), (v) => {
-          const porn = suspect.has(Math.floor(v / 10)) ? 0.6 : 0
-          return Float32Array.from([v / 1000, 0, 1 - v / 1000 - porn, porn, 0])
-        })
-      },
-      close: async () => {},
+function numbered(suspect: Set<number>): {gate: NsfwClassifier; judge: NsfwClassifier; runs: string[]} {
+  const runs: string[] = []
+  const model = (name: string): NsfwClassifier => ({
+    viewSize: 1,
+    classify: async (batch, n) => {
+      runs.push(`${name} ${n}`)
+      return Array.from(batch.subarray(0, n), (v) => {
+        const porn = name === 'gate' && suspect.has(Math.floor(v / 10)) ? 0.6 : 0
+        return Float32Array.from([v / 1000, 0, 1 - v / 1000 - porn, porn, 0])
+      })
     },
-  }
+  })
+  return {gate: model('gate'), judge: model('judge'), runs}
 }
 
-/** Frame `f`'s four one-float views (10 f + the view's index), noting in `computed` each frame whose other views were made. */
+/** Frame `f`'s views (10 f for the gate's, 10 f + 1..3 for the judge's), noting in `computed` each frame whose judge views were made. */
 function numberedViews(f: number, computed: number[]): NsfwViews {
-  const all = Float32Array.from([0, 1, 2, 3], (v) => 10 * f + v)
   return {
-    first: all.subarray(0, 1),
-    rest: () => {
+    first: Float32Array.of(10 * f),
+    rest: async () => {
       computed.push(f)
-      return all.subarray(1)
+      return Float32Array.of(10 * f + 1, 10 * f + 2, 10 * f + 3)
     },
   }
 }
 
-test('classifyViews: one run for every first view, one more for all views of the frames worth a second look, whose other views alone are computed', async () => {
-  const {runner, runs} = numberedSpecialist(new Set([1, 3]))
+test('classifyViews: one gate run for every frame, one judge run for the three views of the frames it lets through, whose views alone are made', async () => {
+  const {gate, judge, runs} = numbered(new Set([1, 3]))
   const computed: number[] = []
-  const out = await classifyViews(runner, [0, 1, 2, 3].map((f) => numberedViews(f, computed)))
-  assert.equal(runs, [4, 6])
+  const out = await classifyViews({gate, judge}, [0, 1, 2, 3].map((f) => numberedViews(f, computed)))
+  assert.equal(runs, ['gate 4', 'judge 6'])
   assert.equal(computed, [1, 3])
   const seen = out.map((p) => Array.from({length: p.length / 5}, (_, k) => Math.round(p[5 * k] * 1000)))
   assert.equal(seen, [[0], [10, 11, 12, 13], [20], [30, 31, 32, 33]])
 })
 
-test('classifyViews: frames that all score low cost one run, and their other views are never computed', async () => {
-  const {runner, runs} = numberedSpecialist(new Set())
+test('classifyViews: frames the gate stops cost one small run, and the judge never runs', async () => {
+  const {gate, judge, runs} = numbered(new Set())
   const computed: number[] = []
-  const out = await classifyViews(runner, [numberedViews(0, computed), numberedViews(1, computed)])
-  assert.equal(runs, [2])
+  const out = await classifyViews({gate, judge}, [numberedViews(0, computed), numberedViews(1, computed)])
+  assert.equal(runs, ['gate 2'])
   assert.equal(computed, [])
   assert.equal(out.map((p) => p.length), [5, 5])
 })
