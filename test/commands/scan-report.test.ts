@@ -200,6 +200,149 @@ test('5 000 items: every one laid out with its thumbnail loaded before anything 
   }
 })
 
+/** The image paths of a report, as its page lists them, with whether each is in the safe sample. */
+const entriesOf = (html: string): {path: string; sample: boolean}[] =>
+  JSON.parse(/<script id="report-items" type="application\/json">([^]*?)<\/script>/.exec(html)?.[1] ?? '[]').map((e: {path: string; sample?: boolean}) => ({path: e.path, sample: e.sample === true}))
+
+test('the review loop: keyboard marks, kept on reload, downloaded as labels that calibrate turns into the thresholds they say', async () => {
+  // On the toy model, redness rises with how far the red channel is above CLIP's mean against the others: reddish
+  // and grey images are both flagged at the default threshold, pale and deep cyan ones are not.
+  const colours = {red: [200, 115, 110], grey: [128, 128, 128], pale: [110, 160, 170], deep: [0, 200, 200]} as const
+  for (const [name, rgb] of Object.entries(colours)) await writeImages(join(dir.path, 'review'), '.', [...rgb], 6, `${name}-`, 1)
+  const reviewPolicy = join(dir.path, 'review-policy.yaml')
+  writeFileSync(reviewPolicy, 'categories:\n  redness:\n    prompts: ["red"]\n')
+  const scan = (html: string) => runInProcess(['scan', 'review', '--config', reviewPolicy, '--report', html, '--report-sample', '8'], {env, cwd: dir.path})
+  assert.is((await scan('review.html')).code, 1)
+  // The same images give the same sample of the 12 safe ones.
+  assert.is((await scan('again.html')).code, 1)
+  const entries = entriesOf(readFileSync(join(dir.path, 'review.html'), 'utf8'))
+  assert.equal(entriesOf(readFileSync(join(dir.path, 'again.html'), 'utf8')), entries)
+  const sampled = entries.filter((e) => e.sample).map((e) => e.path)
+  assert.is(sampled.length, 8)
+  assert.ok(sampled.some((p) => p.includes('pale')) && sampled.some((p) => p.includes('deep')), sampled.join(' '))
+
+  // The two labels files downloaded: the first review's, and the second's.
+  let falseAlarms = ''
+  let missed = ''
+  const context = await browser.newContext({viewport: {width: 1200, height: 900}, acceptDownloads: true})
+  const tab = await context.newPage()
+  const problems: string[] = []
+  tab.on('pageerror', (e) => problems.push(e.message))
+  try {
+    await tab.goto(pathToFileURL(join(dir.path, 'review.html')).href)
+    const items = tab.locator('article.item')
+    const names = () => tab.locator('article.item h2').allTextContents()
+    assert.is(await items.count(), 20)
+    // Paths relative to the folder the scan ran in.
+    assert.ok((await names()).every((n) => /^review\/(red|grey|pale|deep)-\d\.png$/.test(n)), (await names()).join(' '))
+    // Sort and search change what is shown, and in what order.
+    await tab.selectOption('#sort', 'name')
+    const byName = await names()
+    assert.equal(byName, [...byName].sort())
+    assert.is(byName[0].slice(0, 12), 'review/deep-')
+    await tab.selectOption('#sort', 'verdict')
+    assert.equal((await names()).slice(0, 12).map((n) => n.replace(/-\d.*/, '')).sort(), [...Array(6).fill('review/grey'), ...Array(6).fill('review/red')])
+    await tab.fill('#search', 'grey')
+    assert.equal((await names()).sort(), ['review/grey-0.png', 'review/grey-1.png', 'review/grey-2.png', 'review/grey-3.png', 'review/grey-4.png', 'review/grey-5.png'])
+    await tab.fill('#search', '')
+    await tab.selectOption('#sort', 'name')
+
+    // Keyboard marks, one per item in name order from the first (a mark moves on to the next item): the reddish
+    // flags are right, the grey ones false alarms, the sampled safe images right (safe).
+    const current = () => tab.evaluate(() => (document.querySelector('article.item.current') as HTMLElement | null)?.dataset.source ?? '')
+    await tab.locator('#search').blur()
+    assert.is(await current(), byName[0])
+    for (let i = 0; i < 20; i++) await tab.keyboard.press((await current()).includes('grey') ? 'f' : 'r')
+    const tally = () => tab.locator('#tally').textContent()
+    assert.is(await tally(), '20 of 20 marked: 14 right, 6 false alarms, 0 missed')
+    // u undoes the last mark; a key that does not fit the item says so and marks nothing.
+    await tab.keyboard.press('u')
+    assert.is(await tally(), '19 of 20 marked: 13 right, 6 false alarms, 0 missed')
+    assert.is(await current(), 'review/red-5.png')
+    await tab.keyboard.press('m')
+    assert.match((await tab.locator('#status').textContent()) ?? '', 'missed applies to the safe sample')
+    await tab.keyboard.press('r')
+    // The marks are shown on the items and kept by a reload.
+    await tab.reload()
+    assert.is(await tally(), '20 of 20 marked: 14 right, 6 false alarms, 0 missed')
+    assert.is(await tab.locator('article.item[data-mark=false_alarm]').count(), 6)
+    assert.equal(await tab.locator('article.item[data-source="review/grey-0.png"] .badge').textContent(), 'false alarm')
+
+    // Printing: the controls go, every item and its loaded thumbnail stay.
+    await tab.emulateMedia({media: 'print'})
+    assert.is(await tab.locator('#controls').isVisible(), false)
+    assert.is(await tab.evaluate(() => [...document.querySelectorAll('article.item img')].filter((i) => (i as HTMLImageElement).complete && (i as HTMLImageElement).naturalWidth > 0 && i.getBoundingClientRect().width > 0).length), 20)
+    await tab.emulateMedia({media: 'screen'})
+
+    const downloads = join(dir.path, 'Downloads')
+    const download = async (name: string): Promise<string> => {
+      const [file] = await Promise.all([tab.waitForEvent('download'), tab.click('#download')])
+      assert.is(file.suggestedFilename(), 'review-labels.csv')
+      await file.saveAs(join(downloads, name))
+      return join(downloads, name)
+    }
+    falseAlarms = await download('false-alarms.csv')
+    const lines = readFileSync(falseAlarms, 'utf8').split('\n')
+    assert.match(lines[0], '# Labels marked in the mod scan report review.html')
+    assert.equal(lines.filter((l) => !l.startsWith('#')).slice(0, 1), ['file,labels'])
+    const rows = lines.filter((l) => l.startsWith('/'))
+    assert.is(rows.length, 20)
+    assert.ok(rows.includes(`${join(dir.path, 'review', 'grey-0.png')},safe`))
+    assert.ok(rows.includes(`${join(dir.path, 'review', 'red-0.png')},redness`))
+
+    // Second look: the grey flags were right after all, and the sampled pale images were missed (C picks the
+    // category before the first in the item's menu: redness, the lowest score, is last).
+    await tab.fill('#search', 'grey')
+    await tab.locator('#search').blur()
+    for (let i = 0; i < 6; i++) await tab.keyboard.press('r')
+    await tab.fill('#search', 'pale')
+    await tab.locator('#search').blur()
+    const pale = await items.count()
+    for (let i = 0; i < pale; i++) {
+      await tab.keyboard.press('Shift+C')
+      await tab.keyboard.press('m')
+    }
+    assert.is(await tab.locator('article.item[data-mark=missed] .badge').first().textContent(), 'missed: redness')
+    assert.is(await tally(), `20 of 20 marked: ${20 - pale} right, 0 false alarms, ${pale} missed`)
+    missed = await download('missed.csv')
+    assert.ok(readFileSync(missed, 'utf8').includes(`${join(dir.path, sampled.find((p) => p.includes('pale')) as string)},redness`))
+    assert.equal(problems, [])
+  } finally {
+    await context.close()
+  }
+
+  // Fresh images of each colour, to see what each calibrated policy flags.
+  const fresh = join(dir.path, 'fresh')
+  mkdirSync(fresh)
+  for (const [name, rgb] of Object.entries(colours)) writeFileSync(join(fresh, `${name}.png`), await noisyPng(rgb[0], rgb[1], rgb[2], 77))
+  const flagged = async (config: string): Promise<string[]> => {
+    const r = await runInProcess(['scan', fresh, '--config', config, '--json'], {env})
+    return (JSON.parse(r.stdout) as ModerationResult[]).filter((x) => !x.is_safe).map((x) => x.source.replace(`${fresh}/`, '').replace('.png', ''))
+  }
+  assert.equal(await flagged(reviewPolicy), ['grey', 'red'])
+  // calibrate and eval run elsewhere: the labels file's absolute paths still find the images.
+  const elsewhere = join(dir.path, 'elsewhere')
+  mkdirSync(elsewhere)
+  const calibrate = async (labels: string, out: string): Promise<string> => {
+    const r = await runInProcess(['calibrate', labels, '--config', reviewPolicy, '--max-fpr', '0', '--out', out], {env, cwd: elsewhere})
+    assert.is(r.code, 0, r.stderr)
+    return join(elsewhere, out)
+  }
+  // False alarms on the grey flags raise the threshold above them; the reddish images stay flagged.
+  const strict = await calibrate(falseAlarms, 'strict.yaml')
+  assert.equal(await flagged(strict), ['red'])
+  const safeFlagged = async (config: string): Promise<number> => {
+    const r = await runInProcess(['eval', falseAlarms, '--config', config, '--json'], {env, cwd: elsewhere})
+    assert.is(r.code, 0, r.stderr)
+    return JSON.parse(r.stdout).metrics.safe_flagged
+  }
+  assert.ok((await safeFlagged(reviewPolicy)) > 0.4)
+  assert.is(await safeFlagged(strict), 0)
+  // Missed pale images lower it below them: they are flagged now, the deep cyan ones still not.
+  const loose = await calibrate(missed, 'loose.yaml')
+  assert.equal(await flagged(loose), ['grey', 'pale', 'red'])
+})
+
 test('--report to a folder that does not exist: exit 2 before scanning, nothing written', async () => {
   const r = await runInProcess(['scan', folder, '--config', policy, '--report', join(dir.path, 'none', 'r.html')], {env})
   assert.is(r.code, 2)

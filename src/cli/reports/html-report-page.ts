@@ -223,7 +223,8 @@ function arrange() {
   shown = items.filter((it) => matches(it, terms, show)).sort(sorters[$('sort').value]);
   list.replaceChildren(...shown.map((it) => it.card));
   $('count').textContent = shown.length === items.length ? items.length + ' items' : shown.length + ' of ' + items.length + ' items';
-  if (!shown.includes(current)) select(shown[0], false);
+  // A new order or filter starts the review from its first item.
+  select(shown[0], false);
 }
 function select(it, scroll = true) {
   current?.card.classList.remove('current');
