@@ -210,7 +210,8 @@ test('the review loop: keyboard marks, kept on reload, downloaded as labels that
   const colours = {red: [200, 115, 110], grey: [128, 128, 128], pale: [110, 160, 170], deep: [0, 200, 200]} as const
   for (const [name, rgb] of Object.entries(colours)) await writeImages(join(dir.path, 'review'), '.', [...rgb], 6, `${name}-`, 1)
   const reviewPolicy = join(dir.path, 'review-policy.yaml')
-  writeFileSync(reviewPolicy, 'categories:\n  redness:\n    prompts: ["red"]\n')
+  // The NSFW specialist is switched off: it has nothing to say on colours, and it is the costly part of scoring them.
+  writeFileSync(reviewPolicy, 'specialists: {nsfw: false}\ncategories:\n  redness:\n    prompts: ["red"]\n')
   const scan = (html: string) => runInProcess(['scan', 'review', '--config', reviewPolicy, '--report', html, '--report-sample', '8'], {env, cwd: dir.path})
   assert.is((await scan('review.html')).code, 1)
   // The same images give the same sample of the 12 safe ones.
@@ -348,6 +349,16 @@ test('--report to a folder that does not exist: exit 2 before scanning, nothing 
   assert.is(r.code, 2)
   assert.match(r.stderr, `mod: bad_request: --report ${join(dir.path, 'none', 'r.html')}: cannot write there (ENOENT)`)
   assert.is(r.stdout, '')
+})
+
+test('--report-sample needs --report, and a count of 0 or more', async () => {
+  const alone = await runInProcess(['scan', folder, '--report-sample', '5'], {env})
+  assert.is(alone.code, 2)
+  assert.match(alone.stderr, /--report-sample[^]*--report/)
+  const negative = await runInProcess(['scan', folder, '--report', join(dir.path, 'n.html'), '--report-sample', '-1'], {env})
+  assert.is(negative.code, 2)
+  assert.match(negative.stderr, /greater than or equal to 0/)
+  assert.not.ok(existsSync(join(dir.path, 'n.html')))
 })
 
 test.run()
