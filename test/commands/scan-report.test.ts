@@ -274,6 +274,9 @@ test('the review loop: keyboard marks, kept on reload, downloaded as labels that
     assert.is(await tab.locator('#controls').isVisible(), false)
     assert.is(await tab.evaluate(() => [...document.querySelectorAll('article.item img')].filter((i) => (i as HTMLImageElement).complete && (i as HTMLImageElement).naturalWidth > 0 && i.getBoundingClientRect().width > 0).length), 20)
     await tab.emulateMedia({media: 'screen'})
+    // And Chromium's own Print to PDF holds every thumbnail (an image drawn once per item).
+    const pdf = (await tab.pdf()).toString('latin1')
+    assert.is(pdf.match(/\/Subtype\s*\/Image/g)?.length, 20)
 
     const downloads = join(dir.path, 'Downloads')
     const download = async (name: string): Promise<string> => {

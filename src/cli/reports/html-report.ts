@@ -66,7 +66,7 @@ function located(source: string, cwd: string): {path: string; file?: string} {
   if (source === '-') return {path: '-'}
   const file = resolve(cwd, source)
   const rel = relative(cwd, file)
-  const inside = rel !== '' && !rel.startsWith('..') && !isAbsolute(rel)
+  const inside = rel !== '' && rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel)
   return {path: inside ? rel.split(sep).join('/') : source, file}
 }
 
