@@ -173,11 +173,12 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
     }),
     report: Flags.string({
       description:
-        'Also write an offline HTML page to review the flagged and failed items: thumbnails with the boxes found drawn on them, paths relative to the working folder, verdicts, every score, coverage, hash-list matches; sort, search, keyboard marks (right, false alarm, missed) and a Download labels button whose file mod eval and mod calibrate read. It prints with every thumbnail. About 10 KB per item shown; safe items are only counted, unless --report-sample.',
+        'Also write an offline HTML page to review the flagged and failed items (thumbnails with the boxes found, every score, paths relative to the working folder; sort, search, keyboard marks and a Download labels button whose file mod eval and mod calibrate read; it prints whole). About 10 KB per item; safe items are only counted, unless --report-sample.',
     }),
     'report-sample': Flags.integer({
       description:
-        'Also put N safe items into the --report page, to mark the ones that were missed: chosen by a hash of their bytes, so the same images give the same sample on every run (a larger N keeps a smaller one).',
+        'Also put N safe items into the --report page, to mark the missed ones; chosen by a hash of their bytes, so the same images give the same sample.',
+      helpValue: 'N',
       min: 0,
       dependsOn: ['report'],
     }),
