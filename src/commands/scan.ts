@@ -9,7 +9,7 @@ import {coverage, coverageHint, formatRow, notEvaluatedLine, summaryLine, type C
 import {readFileList} from '../cli/files-from.js'
 import {batchFlags, serverFlags} from '../cli/remote/flags.js'
 import type {EnvVars} from '../cli/help.js'
-import {openHtmlReport, type HtmlReport} from '../cli/reports/html-report.js'
+import {openHtmlReport, type HtmlReport, type ReportSummary} from '../cli/reports/html-report.js'
 import {scanInputs, skippedLine, type ScanEntry, type ScanItem, type Skipped} from '../cli/inputs.js'
 import {reporterFor, SCAN_FORMATS, type ScanFormat} from '../cli/reports/index.js'
 import {reviewSample} from '../cli/reports/review-sample.js'
@@ -49,6 +49,17 @@ async function thumbnailOf(item: ItemResult | ScanEntry, limits: ImageLimits): P
   if (item.source === '-' || ('error' in item && item.error.code === 'not_found')) return undefined
   const bytes = await readFileCapped(item.source, limits.maxBytes).catch(() => undefined)
   return bytes && thumbnail(bytes, limits)
+}
+
+/** Adds the safe sample (thumbnails made now, from the files) and puts the page in place; no half page on a failure. */
+async function closeReport(report: HtmlReport, sampled: readonly ItemResult[], limits: ImageLimits, summary: ReportSummary): Promise<void> {
+  try {
+    for (const item of sampled) await report.add(item, await thumbnailOf(item, limits), {sample: true})
+    await report.close(summary)
+  } catch (e) {
+    await report.abort()
+    throw e
+  }
 }
 
 /**
@@ -311,12 +322,10 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
       await report?.abort()
       throw new ModError('not_found', `nothing was scanned in ${paths.join(' ')}${skips ? `: ${skips}` : ': no images'}`)
     }
-    const sampled = sample.chosen()
     if (report) {
-      const {limits} = config.settings.engine
-      for (const item of sampled) await report.add(item, await thumbnailOf(item, limits), {sample: true})
+      const sampled = sample.chosen()
+      await closeReport(report, sampled, config.settings.engine.limits, {...counts, scanned: total, not_evaluated: covered.not_evaluated, coverage: coverage(covered), sampled: sampled.length})
     }
-    await report?.close({...counts, scanned: total, not_evaluated: covered.not_evaluated, coverage: coverage(covered), sampled: sampled.length})
     const summary = summaryText()
     if (flags['write-baseline']) {
       await writeAtomically(flags['write-baseline'], baselineText(flagged))
