@@ -36,7 +36,7 @@ categories without images are left as they are. A trained head is not applied.`
   ]
 
   static override args = {
-    dataset: Args.string({description: 'dataset folder (one subfolder per label, and safe/)', required: true}),
+    dataset: Args.string({description: 'dataset folder (one subfolder per label, and safe/), or a labels file (file,labels lines)', required: true}),
   }
 
   static override flags = {

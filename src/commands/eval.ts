@@ -16,6 +16,8 @@ export default class Eval extends ModCommand {
 
 The folder holds one subfolder per label (a category of the policy or a head label) and safe/ for images that
 should get no label; labels.csv (file,labels with labels separated by ";") lists images with several labels.
+A labels file alone is a dataset too (the mod scan --report page downloads one): the same lines, each path
+absolute or relative to the file's folder, and an image with no label is a safe one.
 Prints per label recall, precision and the share of safe images it flags, the average recall over labels,
 the share of safe images flagged by any label, a confusion table and a threshold sweep.
 It scores with the signals mod scan uses, from the same settings (NudeNet where it is pulled, the policy's text rules and hash lists), so an image's score is the one mod scan gives, an animation's included.
@@ -38,7 +40,7 @@ evaluated.`
   ]
 
   static override args = {
-    dataset: Args.string({description: 'dataset folder (one subfolder per label, and safe/)', required: true}),
+    dataset: Args.string({description: 'dataset folder (one subfolder per label, and safe/), or a labels file (file,labels lines)', required: true}),
   }
 
   static override flags = {

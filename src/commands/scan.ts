@@ -9,9 +9,10 @@ import {coverage, coverageHint, formatRow, notEvaluatedLine, summaryLine, type C
 import {readFileList} from '../cli/files-from.js'
 import {batchFlags, serverFlags} from '../cli/remote/flags.js'
 import type {EnvVars} from '../cli/help.js'
-import {openHtmlReport, type HtmlReport} from '../cli/reports/html-report.js'
+import {openHtmlReport, type HtmlReport, type ReportSummary} from '../cli/reports/html-report.js'
 import {scanInputs, skippedLine, type ScanEntry, type ScanItem, type Skipped} from '../cli/inputs.js'
 import {reporterFor, SCAN_FORMATS, type ScanFormat} from '../cli/reports/index.js'
+import {reviewSample} from '../cli/reports/review-sample.js'
 import {relativePath} from '../cli/reports/report.js'
 import type {ImageInput, ItemResult} from '../lib/engine.js'
 import {ModError} from '../lib/errors.js'
@@ -43,11 +44,22 @@ async function* inOrder(items: AsyncIterable<ScanItem>, moderate: (inputs: Async
   for (const e of slots) if (e) yield e
 }
 
-/** The thumbnail of a flagged or failed file for the report; none for stdin, a missing path, or what cannot be decoded. */
+/** The thumbnail of a file for the report; none for stdin, a missing path, or what cannot be decoded. */
 async function thumbnailOf(item: ItemResult | ScanEntry, limits: ImageLimits): Promise<Thumbnail | undefined> {
   if (item.source === '-' || ('error' in item && item.error.code === 'not_found')) return undefined
   const bytes = await readFileCapped(item.source, limits.maxBytes).catch(() => undefined)
   return bytes && thumbnail(bytes, limits)
+}
+
+/** Adds the safe sample (thumbnails made now, from the files) and puts the page in place; no half page on a failure. */
+async function closeReport(report: HtmlReport, sampled: readonly ItemResult[], limits: ImageLimits, summary: ReportSummary): Promise<void> {
+  try {
+    for (const item of sampled) await report.add(item, await thumbnailOf(item, limits), {sample: true})
+    await report.close(summary)
+  } catch (e) {
+    await report.abort()
+    throw e
+  }
 }
 
 /**
@@ -172,7 +184,14 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
     }),
     report: Flags.string({
       description:
-        'Also write an offline HTML page of the flagged and failed items to this file: thumbnails with the boxes found drawn on them (NudeNet regions, text lines and hits), verdicts, scores, coverage, hash-list matches, a filter by category and the summary. About 10 KB per item shown; safe items are only counted.',
+        'Also write an offline HTML page to review the flagged and failed items (thumbnails with the boxes found, every score, paths relative to the working folder; sort, search, keyboard marks and a Download labels button whose file mod eval and mod calibrate read; it prints whole). About 10 KB per item; safe items are only counted, unless --report-sample.',
+    }),
+    'report-sample': Flags.integer({
+      description:
+        'Also put N safe items into the --report page, to mark the missed ones; chosen by a hash of their bytes, so the same images give the same sample.',
+      helpValue: 'N',
+      min: 0,
+      dependsOn: ['report'],
     }),
     strict: Flags.boolean({
       description:
@@ -222,6 +241,8 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
     // Results printed: all, or with --only-unsafe the UNSAFE and ERROR ones; --summary prints none.
     let printed = 0
     let report: HtmlReport | undefined
+    // Safe items held for the report's sample (their results only; thumbnails are made at the end for those kept).
+    const sample = reviewSample<ItemResult>(flags['report-sample'] ?? 0)
     try {
       await engine.load()
       covered = coverageOf(await engine.categoryStates())
@@ -231,7 +252,7 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
         if (flags.strict) this.exit(EXIT_ERROR)
       }
       const partial = coverage(covered)
-      report = flags.report ? await openHtmlReport(flags.report) : undefined
+      report = flags.report ? await openHtmlReport(flags.report, process.cwd()) : undefined
       const progress = this.startProgress('Scanning')
       const write = (text: string): void => progress.above(() => out.write(text))
       const listing = format === 'json' && !flags.summary
@@ -260,7 +281,10 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
             if (accepted) counts.accepted++
             if (sha256 !== undefined) flagged.push({sha256, source: relativePath(item.source, process.cwd()) ?? '-', categories: item.violations.map((v) => v.name)})
           }
-          if (report && ('error' in item || !item.is_safe)) await report.add(item, await thumbnailOf(item, limits), accepted)
+          if (report) {
+            if ('error' in item || !item.is_safe) await report.add(item, await thumbnailOf(item, limits), {accepted})
+            else if (sha256 !== undefined && item.source !== '-') sample.offer(sha256, item)
+          }
           const shown = !flags.summary && !(flags['only-unsafe'] && 'is_safe' in item && item.is_safe)
           if (shown) {
             printed++
@@ -298,7 +322,10 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
       await report?.abort()
       throw new ModError('not_found', `nothing was scanned in ${paths.join(' ')}${skips ? `: ${skips}` : ': no images'}`)
     }
-    await report?.close({...counts, scanned: total, not_evaluated: covered.not_evaluated, coverage: coverage(covered)})
+    if (report) {
+      const sampled = sample.chosen()
+      await closeReport(report, sampled, config.settings.engine.limits, {...counts, scanned: total, not_evaluated: covered.not_evaluated, coverage: coverage(covered), sampled: sampled.length})
+    }
     const summary = summaryText()
     if (flags['write-baseline']) {
       await writeAtomically(flags['write-baseline'], baselineText(flagged))

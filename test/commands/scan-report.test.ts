@@ -1,7 +1,9 @@
-// `mod scan --report page.html`: one offline page of the flagged and failed items, checked in headless chromium:
-// it fetches nothing, shows each flagged item's thumbnail with the boxes where the JSON result puts them (an
-// EXIF-rotated photo included), filters by category, and stays light with 5 000 items.
-import {existsSync, mkdirSync, readdirSync, statSync, writeFileSync} from 'node:fs'
+// `mod scan --report page.html`: one offline page to review the flagged and failed items, checked in headless
+// chromium: it fetches nothing, shows each flagged item's thumbnail with the boxes where the JSON result puts them
+// (an EXIF-rotated photo included) and its path relative to the working folder, sorts, searches and filters, has
+// every thumbnail loaded before anything scrolls (so it prints whole) with 5 000 items, and turns keyboard marks
+// into a labels file that mod calibrate and mod eval read.
+import {existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
 
@@ -13,6 +15,7 @@ import * as assert from 'uvu/assert'
 import {openHtmlReport} from '../../src/cli/reports/html-report.js'
 import type {ModerationResult} from '../../src/lib/types.js'
 import {runInProcess, tempDir, TOY_MODEL} from '../helpers/cli.js'
+import {noisyPng, writeImages} from '../helpers/dataset.js'
 import {renderText} from '../helpers/render-text.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 
@@ -60,7 +63,7 @@ async function open(file: string): Promise<{tab: Page; requests: string[]; probl
 }
 
 test('--report writes the flagged and failed items; stdout and the exit code are those of the scan', async () => {
-  const r = await runInProcess(['scan', folder, join(dir.path, 'broken.jpg'), '--config', policy, '--report', page, '--json'], {env})
+  const r = await runInProcess(['scan', 'uploads', 'broken.jpg', '--config', policy, '--report', page, '--json'], {env, cwd: dir.path})
   assert.is(r.code, 1, r.stderr)
   json = JSON.parse(r.stdout)
   assert.equal(
@@ -100,8 +103,9 @@ test('the page opens offline and draws each text box where the JSON puts it, on 
     )
     assert.equal(problems, [])
     assert.equal(requests, [pathToFileURL(page).href])
+    // Paths as given, relative to the folder the scan ran in.
     assert.equal(
-      shown.map((s) => [s.source.replace(`${dir.path}/`, ''), s.verdict.split(':')[0]]),
+      shown.map((s) => [s.source, s.verdict.split(':')[0]]),
       [
         ['uploads/a-sign.png', 'UNSAFE'],
         ['uploads/b-sign-rotated.jpg', 'UNSAFE'],
@@ -121,19 +125,23 @@ test('the page opens offline and draws each text box where the JSON puts it, on 
         h.forEach((v, j) => assert.ok(Math.abs(v - box[j] * scale) < 1.5, `${s.source} box ${k}: ${h} vs ${box} x ${scale}`))
       })
     }
-    // The filter by category keeps the items of that category.
-    await tab.check('input[value="contact_info"]')
+    assert.equal(await tab.locator('article.item h2').allTextContents(), ['uploads/a-sign.png', 'uploads/b-sign-rotated.jpg', 'uploads/c-red.png', 'broken.jpg'])
+    // Every category's score is shown, the violated one marked.
+    assert.equal(await tab.locator('article.item').nth(2).locator('tr.over td:first-child').allTextContents(), ['redness'])
+    assert.is(await tab.locator('article.item').nth(2).locator('table.scores tr').count(), json[2].labels.length)
+    // The filter keeps the items flagged for a category, or the errors.
+    await tab.selectOption('#show', 'category:contact_info')
     assert.is(await tab.locator('article.item').count(), 2)
-    await tab.check('input[value="error"]')
+    await tab.selectOption('#show', 'error')
     assert.is(await tab.locator('article.item').count(), 1)
   } finally {
     await tab.close()
   }
 })
 
-test('5 000 items: the page lays out 100 at a time and decodes only the thumbnails in view', async () => {
+test('5 000 items: every one laid out with its thumbnail loaded before anything scrolls; sort and search', async () => {
   const big = join(dir.path, 'big.html')
-  const report = await openHtmlReport(big)
+  const report = await openHtmlReport(big, dir.path)
   const jpeg = await sharp({create: {width: 240, height: 160, channels: 3, background: '#884422'}})
     .composite([{input: Buffer.from('<svg width="240" height="160"><circle cx="120" cy="80" r="60" fill="#ddaa77"/></svg>')}])
     .jpeg({quality: 70})
@@ -141,28 +149,33 @@ test('5 000 items: the page lays out 100 at a time and decodes only the thumbnai
   const labels = ['weapons', 'gore', 'drugs']
   for (let i = 0; i < 5000; i++) {
     const name = labels[i % 3]
+    // Scores from 0.50 to 0.99, highest at i = 49, 149, ...
+    const score = 0.5 + (i % 50) / 100
     const result: ModerationResult = {
-      source: `photos/${String(i).padStart(5, '0')}.jpg`,
+      source: join(dir.path, 'photos', `${String(i).padStart(5, '0')}.jpg`),
       is_safe: false,
-      violations: [{name, confidence: 0.9, parent: null, threshold: 0.5}],
-      labels: [{name, score: 0.9, threshold: 0.5, parent: null, violated: true, origin: 'builtin'}],
+      violations: [{name, confidence: score, parent: null, threshold: 0.5}],
+      labels: [{name, score, threshold: 0.5, parent: null, violated: true, origin: 'builtin'}],
       not_evaluated: [],
       ...(i === 0 ? {regions: [{label: 'BELLY_EXPOSED', score: 0.8, box: [240, 400, 960, 800]}]} : {}),
     }
     await report.add(result, {jpeg, width: 2400, height: 1600})
   }
-  await report.close({scanned: 9000, safe: 4000, unsafe: 5000, errors: 0, missing: 0, not_evaluated: [], coverage: ''})
+  await report.close({scanned: 9000, safe: 4000, unsafe: 5000, errors: 0, missing: 0, not_evaluated: [], coverage: '', sampled: 0})
   const perItem = statSync(big).size / 5000
   console.log(`report page: ${(perItem / 1024).toFixed(1)} KB per item (a 240 x 160 thumbnail of ${(jpeg.length / 1024).toFixed(1)} KB)`)
   assert.ok(perItem < 1.5 * jpeg.length + 1024)
+  const started = Date.now()
   const {tab, problems} = await open(big)
   try {
-    const counts = () => tab.evaluate(() => [document.querySelectorAll('article.item').length, document.querySelectorAll('img[src^="data:"]').length])
-    // The thumbnails in view are decoded once the page has seen them come into view (an observer's callback).
-    await tab.waitForFunction(() => document.querySelectorAll('img[src^="data:"]').length > 0)
-    const [laid, decoded] = await counts()
-    assert.is(laid, 100)
-    assert.ok(decoded > 0 && decoded < 20, `${decoded} thumbnails decoded at first`)
+    console.log(`report page: 5 000 items opened in ${Date.now() - started} ms`)
+    // Right after the load event, nothing scrolled: every item is in the page and every thumbnail decoded, as
+    // printing needs.
+    const state = await tab.evaluate(() => {
+      const imgs = [...document.querySelectorAll('img')]
+      return {items: document.querySelectorAll('article.item').length, imgs: imgs.length, loaded: imgs.filter((i) => i.complete && i.naturalWidth > 0).length, lazy: imgs.filter((i) => i.loading === 'lazy' || !i.src).length}
+    })
+    assert.equal(state, {items: 5000, imgs: 5000, loaded: 5000, lazy: 0})
     // A region's box, in the 2400 x 1600 image's pixels, drawn at the same place on the 240 px thumbnail.
     const region = await tab.evaluate(() => {
       const f = (document.querySelector('figure') as HTMLElement).getBoundingClientRect()
@@ -170,16 +183,168 @@ test('5 000 items: the page lays out 100 at a time and decodes only the thumbnai
       return [r.left - f.left, r.top - f.top, r.width, r.height].map((v) => Math.round(v))
     })
     assert.equal(region, [24, 40, 96, 80])
-    await tab.locator('#end').scrollIntoViewIfNeeded()
-    await tab.waitForFunction(() => document.querySelectorAll('article.item').length === 200)
-    assert.match((await tab.locator('#end').textContent()) ?? '', '200 of 5000 shown')
-    await tab.check('input[value="gore"]')
-    assert.is((await counts())[0], 100)
-    assert.match((await tab.locator('#filters').textContent()) ?? '', 'gore (1667)')
+    const first = (n: number) => tab.evaluate((k) => [...document.querySelectorAll('article.item h2')].slice(0, k).map((h) => h.textContent), n)
+    assert.equal(await first(2), ['photos/00000.jpg', 'photos/00001.jpg'])
+    await tab.selectOption('#sort', 'score')
+    assert.equal(await first(3), ['photos/00049.jpg', 'photos/00099.jpg', 'photos/00149.jpg'])
+    await tab.fill('#search', 'gore 0004')
+    // Every word matches the path or a category; the order stays by score.
+    assert.equal(await first(20), ['photos/00049.jpg', 'photos/00046.jpg', 'photos/00043.jpg', 'photos/00040.jpg', 'photos/00004.jpg'])
+    await tab.fill('#search', 'gore')
+    assert.is(await tab.locator('article.item').count(), 1667)
+    assert.match((await tab.locator('#count').textContent()) ?? '', '1667 of 5000 items')
+    assert.match((await tab.locator('#show').textContent()) ?? '', 'flagged for gore (1667)')
     assert.equal(problems, [])
   } finally {
     await tab.close()
   }
+})
+
+/** The image paths of a report, as its page lists them, with whether each is in the safe sample. */
+const entriesOf = (html: string): {path: string; sample: boolean}[] =>
+  JSON.parse(/<script id="report-items" type="application\/json">([^]*?)<\/script>/.exec(html)?.[1] ?? '[]').map((e: {path: string; sample?: boolean}) => ({path: e.path, sample: e.sample === true}))
+
+test('the review loop: keyboard marks, kept on reload, downloaded as labels that calibrate turns into the thresholds they say', async () => {
+  // On the toy model, redness rises with how far the red channel is above CLIP's mean against the others: reddish
+  // and grey images are both flagged at the default threshold, pale and deep cyan ones are not.
+  const colours = {red: [200, 115, 110], grey: [128, 128, 128], pale: [110, 160, 170], deep: [0, 200, 200]} as const
+  for (const [name, rgb] of Object.entries(colours)) await writeImages(join(dir.path, 'review'), '.', [...rgb], 6, `${name}-`, 1)
+  const reviewPolicy = join(dir.path, 'review-policy.yaml')
+  // The NSFW specialist is switched off: it has nothing to say on colours, and it is the costly part of scoring them.
+  writeFileSync(reviewPolicy, 'specialists: {nsfw: false}\ncategories:\n  redness:\n    prompts: ["red"]\n')
+  const scan = (html: string) => runInProcess(['scan', 'review', '--config', reviewPolicy, '--report', html, '--report-sample', '8'], {env, cwd: dir.path})
+  assert.is((await scan('review.html')).code, 1)
+  // The same images give the same sample of the 12 safe ones.
+  assert.is((await scan('again.html')).code, 1)
+  const entries = entriesOf(readFileSync(join(dir.path, 'review.html'), 'utf8'))
+  assert.equal(entriesOf(readFileSync(join(dir.path, 'again.html'), 'utf8')), entries)
+  const sampled = entries.filter((e) => e.sample).map((e) => e.path)
+  assert.is(sampled.length, 8)
+  assert.ok(sampled.some((p) => p.includes('pale')) && sampled.some((p) => p.includes('deep')), sampled.join(' '))
+
+  // The two labels files downloaded: the first review's, and the second's.
+  let falseAlarms = ''
+  let missed = ''
+  const context = await browser.newContext({viewport: {width: 1200, height: 900}, acceptDownloads: true})
+  const tab = await context.newPage()
+  const problems: string[] = []
+  tab.on('pageerror', (e) => problems.push(e.message))
+  try {
+    await tab.goto(pathToFileURL(join(dir.path, 'review.html')).href)
+    const items = tab.locator('article.item')
+    const names = () => tab.locator('article.item h2').allTextContents()
+    assert.is(await items.count(), 20)
+    // Paths relative to the folder the scan ran in.
+    assert.ok((await names()).every((n) => /^review\/(red|grey|pale|deep)-\d\.png$/.test(n)), (await names()).join(' '))
+    // Sort and search change what is shown, and in what order.
+    await tab.selectOption('#sort', 'name')
+    const byName = await names()
+    assert.equal(byName, [...byName].sort())
+    assert.is(byName[0].slice(0, 12), 'review/deep-')
+    await tab.selectOption('#sort', 'verdict')
+    assert.equal((await names()).slice(0, 12).map((n) => n.replace(/-\d.*/, '')).sort(), [...Array(6).fill('review/grey'), ...Array(6).fill('review/red')])
+    await tab.fill('#search', 'grey')
+    assert.equal((await names()).sort(), ['review/grey-0.png', 'review/grey-1.png', 'review/grey-2.png', 'review/grey-3.png', 'review/grey-4.png', 'review/grey-5.png'])
+    await tab.fill('#search', '')
+    await tab.selectOption('#sort', 'name')
+
+    // Keyboard marks, one per item in name order from the first (a mark moves on to the next item): the reddish
+    // flags are right, the grey ones false alarms, the sampled safe images right (safe).
+    const current = () => tab.evaluate(() => (document.querySelector('article.item.current') as HTMLElement | null)?.dataset.source ?? '')
+    await tab.locator('#search').blur()
+    assert.is(await current(), byName[0])
+    for (let i = 0; i < 20; i++) await tab.keyboard.press((await current()).includes('grey') ? 'f' : 'r')
+    const tally = () => tab.locator('#tally').textContent()
+    assert.is(await tally(), '20 of 20 marked: 14 right, 6 false alarms, 0 missed')
+    // u undoes the last mark; a key that does not fit the item says so and marks nothing.
+    await tab.keyboard.press('u')
+    assert.is(await tally(), '19 of 20 marked: 13 right, 6 false alarms, 0 missed')
+    assert.is(await current(), 'review/red-5.png')
+    await tab.keyboard.press('m')
+    assert.match((await tab.locator('#status').textContent()) ?? '', 'missed applies to the safe sample')
+    await tab.keyboard.press('r')
+    // The marks are shown on the items and kept by a reload.
+    await tab.reload()
+    assert.is(await tally(), '20 of 20 marked: 14 right, 6 false alarms, 0 missed')
+    assert.is(await tab.locator('article.item[data-mark=false_alarm]').count(), 6)
+    assert.equal(await tab.locator('article.item[data-source="review/grey-0.png"] .badge').textContent(), 'false alarm')
+
+    // Printing: the controls go, every item and its loaded thumbnail stay.
+    await tab.emulateMedia({media: 'print'})
+    assert.is(await tab.locator('#controls').isVisible(), false)
+    assert.is(await tab.evaluate(() => [...document.querySelectorAll('article.item img')].filter((i) => (i as HTMLImageElement).complete && (i as HTMLImageElement).naturalWidth > 0 && i.getBoundingClientRect().width > 0).length), 20)
+    await tab.emulateMedia({media: 'screen'})
+    // And Chromium's own Print to PDF holds every thumbnail (an image drawn once per item).
+    const pdf = (await tab.pdf()).toString('latin1')
+    assert.is(pdf.match(/\/Subtype\s*\/Image/g)?.length, 20)
+
+    const downloads = join(dir.path, 'Downloads')
+    const download = async (name: string): Promise<string> => {
+      const [file] = await Promise.all([tab.waitForEvent('download'), tab.click('#download')])
+      assert.is(file.suggestedFilename(), 'review-labels.csv')
+      await file.saveAs(join(downloads, name))
+      return join(downloads, name)
+    }
+    falseAlarms = await download('false-alarms.csv')
+    const lines = readFileSync(falseAlarms, 'utf8').split('\n')
+    assert.match(lines[0], '# Labels marked in the mod scan report review.html')
+    assert.equal(lines.filter((l) => !l.startsWith('#')).slice(0, 1), ['file,labels'])
+    const rows = lines.filter((l) => l.startsWith('/'))
+    assert.is(rows.length, 20)
+    assert.ok(rows.includes(`${join(dir.path, 'review', 'grey-0.png')},safe`))
+    assert.ok(rows.includes(`${join(dir.path, 'review', 'red-0.png')},redness`))
+
+    // Second look: the grey flags were right after all, and the sampled pale images were missed (C picks the
+    // category before the first in the item's menu: redness, the lowest score, is last).
+    await tab.fill('#search', 'grey')
+    await tab.locator('#search').blur()
+    for (let i = 0; i < 6; i++) await tab.keyboard.press('r')
+    await tab.fill('#search', 'pale')
+    await tab.locator('#search').blur()
+    const pale = await items.count()
+    for (let i = 0; i < pale; i++) {
+      await tab.keyboard.press('Shift+C')
+      await tab.keyboard.press('m')
+    }
+    assert.is(await tab.locator('article.item[data-mark=missed] .badge').first().textContent(), 'missed: redness')
+    assert.is(await tally(), `20 of 20 marked: ${20 - pale} right, 0 false alarms, ${pale} missed`)
+    missed = await download('missed.csv')
+    assert.ok(readFileSync(missed, 'utf8').includes(`${join(dir.path, sampled.find((p) => p.includes('pale')) as string)},redness`))
+    assert.equal(problems, [])
+  } finally {
+    await context.close()
+  }
+
+  // Fresh images of each colour, to see what each calibrated policy flags.
+  const fresh = join(dir.path, 'fresh')
+  mkdirSync(fresh)
+  for (const [name, rgb] of Object.entries(colours)) writeFileSync(join(fresh, `${name}.png`), await noisyPng(rgb[0], rgb[1], rgb[2], 77))
+  const flagged = async (config: string): Promise<string[]> => {
+    const r = await runInProcess(['scan', fresh, '--config', config, '--json'], {env})
+    return (JSON.parse(r.stdout) as ModerationResult[]).filter((x) => !x.is_safe).map((x) => x.source.replace(`${fresh}/`, '').replace('.png', ''))
+  }
+  assert.equal(await flagged(reviewPolicy), ['grey', 'red'])
+  // calibrate and eval run elsewhere: the labels file's absolute paths still find the images.
+  const elsewhere = join(dir.path, 'elsewhere')
+  mkdirSync(elsewhere)
+  const calibrate = async (labels: string, out: string): Promise<string> => {
+    const r = await runInProcess(['calibrate', labels, '--config', reviewPolicy, '--max-fpr', '0', '--out', out], {env, cwd: elsewhere})
+    assert.is(r.code, 0, r.stderr)
+    return join(elsewhere, out)
+  }
+  // False alarms on the grey flags raise the threshold above them; the reddish images stay flagged.
+  const strict = await calibrate(falseAlarms, 'strict.yaml')
+  assert.equal(await flagged(strict), ['red'])
+  const safeFlagged = async (config: string): Promise<number> => {
+    const r = await runInProcess(['eval', falseAlarms, '--config', config, '--json'], {env, cwd: elsewhere})
+    assert.is(r.code, 0, r.stderr)
+    return JSON.parse(r.stdout).metrics.safe_flagged
+  }
+  assert.ok((await safeFlagged(reviewPolicy)) > 0.4)
+  assert.is(await safeFlagged(strict), 0)
+  // Missed pale images lower it below them: they are flagged now, the deep cyan ones still not.
+  const loose = await calibrate(missed, 'loose.yaml')
+  assert.equal(await flagged(loose), ['grey', 'pale', 'red'])
 })
 
 test('--report to a folder that does not exist: exit 2 before scanning, nothing written', async () => {
@@ -187,6 +352,16 @@ test('--report to a folder that does not exist: exit 2 before scanning, nothing 
   assert.is(r.code, 2)
   assert.match(r.stderr, `mod: bad_request: --report ${join(dir.path, 'none', 'r.html')}: cannot write there (ENOENT)`)
   assert.is(r.stdout, '')
+})
+
+test('--report-sample needs --report, and a count of 0 or more', async () => {
+  const alone = await runInProcess(['scan', folder, '--report-sample', '5'], {env})
+  assert.is(alone.code, 2)
+  assert.match(alone.stderr, /--report-sample[^]*--report/)
+  const negative = await runInProcess(['scan', folder, '--report', join(dir.path, 'n.html'), '--report-sample', '-1'], {env})
+  assert.is(negative.code, 2)
+  assert.match(negative.stderr, /greater than or equal to 0/)
+  assert.not.ok(existsSync(join(dir.path, 'n.html')))
 })
 
 test.run()

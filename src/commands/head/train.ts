@@ -30,7 +30,7 @@ hash) stops improving; the held-out figures at threshold 0.5 are printed. Use th
   ]
 
   static override args = {
-    dataset: Args.string({description: 'dataset folder (one subfolder per label, and safe/)', required: true}),
+    dataset: Args.string({description: 'dataset folder (one subfolder per label, and safe/), or a labels file (file,labels lines)', required: true}),
   }
 
   static override flags = {

@@ -9,14 +9,20 @@
  *
  * labels.csv has a header line `file,labels`, then one image per line: its path relative to the dataset
  * folder and its labels separated by ";" (empty, or `safe`, for none), e.g. `multi/a.jpg,weapons;gore`.
- * A file quoted with double quotes may hold commas. A listed image takes exactly the labels of its line
- * wherever it is; images right in the dataset folder (not in a subfolder) are used only when listed.
+ * A file quoted with double quotes may hold commas; a line starting with "#" is a comment. A listed image
+ * takes exactly the labels of its line wherever it is; images right in the dataset folder (not in a
+ * subfolder) are used only when listed.
+ *
+ * The dataset may also be a labels file alone (any name, such as the one the `mod scan --report` page
+ * downloads): the same lines, each path absolute or relative to the file's own folder, and no folders; an
+ * image with no label is a safe one. Its files are not filtered by extension, since scan recognises images by
+ * their bytes.
  *
  * openDataset checks the layout first (unknown labels, empty folders, missing listed files) and then walks
  * the folders again lazily in items(), so a large dataset is never held in memory (labels.csv is, as text).
  */
 import {open, opendir, stat} from 'node:fs/promises'
-import {extname, join, relative, sep} from 'node:path'
+import {basename, dirname, extname, isAbsolute, join, relative, resolve, sep} from 'node:path'
 
 import {ModError} from '../errors.js'
 import {IMAGE_EXTENSIONS} from '../image/formats.js'
@@ -37,6 +43,7 @@ export interface DatasetItem {
 }
 
 export interface Dataset {
+  /** The dataset folder, or the labels file that is the dataset. */
   root: string
   /** Every label used, sorted (without safe). */
   labels: string[]
@@ -94,13 +101,18 @@ function splitCsvLine(line: string): string[] {
   return fields.map((f) => f.trim())
 }
 
-/** labels.csv → source → labels; every problem is reported at once. */
-export function parseLabelsCsv(text: string, problems: string[]): Map<string, string[]> {
+/** A labels file's text → source → labels; every problem is reported at once, each with `name:line`. */
+export function parseLabelsCsv(text: string, problems: string[], name = LABELS_FILE): Map<string, string[]> {
   const listed = new Map<string, string[]>()
   const lines = text.replace(/^\uFEFF/, '').split(/\r?\n/)
+  let header = true
   lines.forEach((line, i) => {
-    if (line.trim() === '' || (i === 0 && /^\s*"?file"?\s*,\s*"?labels"?\s*$/i.test(line))) return
-    const at = `${LABELS_FILE}:${i + 1}`
+    if (line.trim() === '' || line.startsWith('#')) return
+    // The header may follow comments: it is the first line that is neither.
+    const first = header
+    header = false
+    if (first && /^\s*"?file"?\s*,\s*"?labels"?\s*$/i.test(line)) return
+    const at = `${name}:${i + 1}`
     const fields = splitCsvLine(line)
     if (fields.length > 2 || fields[0] === '') {
       problems.push(`${at}: expected "file,labels" (labels separated by ";"), got ${JSON.stringify(line)}`)
@@ -114,22 +126,22 @@ export function parseLabelsCsv(text: string, problems: string[]): Map<string, st
   return listed
 }
 
-async function readLabelsCsv(root: string, problems: string[]): Promise<Map<string, string[]>> {
-  const path = join(root, LABELS_FILE)
+async function readLabelsCsv(path: string, problems: string[]): Promise<Map<string, string[]>> {
+  const name = basename(path)
   let handle
   try {
     handle = await open(path, 'r')
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return new Map()
-    problems.push(`cannot read ${LABELS_FILE}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
+    problems.push(`cannot read ${name}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
     return new Map()
   }
   try {
     if ((await handle.stat()).size > MAX_LABELS_FILE_BYTES) {
-      problems.push(`${LABELS_FILE} is larger than ${formatSize(MAX_LABELS_FILE_BYTES)}`)
+      problems.push(`${name} is larger than ${formatSize(MAX_LABELS_FILE_BYTES)}`)
       return new Map()
     }
-    return parseLabelsCsv(await handle.readFile('utf8'), problems)
+    return parseLabelsCsv(await handle.readFile('utf8'), problems, name)
   } finally {
     await handle.close()
   }
@@ -145,12 +157,65 @@ export async function readDatasetFile(path: string, maxBytes: number): Promise<B
   }
 }
 
+/** The labels used, sorted, with a problem for each badly named or (given `known`) unknown one. */
+function checkLabels(counts: Record<string, number>, options: DatasetOptions, problems: string[]): string[] {
+  const labels = Object.keys(counts).filter((l) => l !== SAFE_FOLDER).sort()
+  for (const l of labels) {
+    if (!CATEGORY_NAME_PATTERN.test(l)) problems.push(`label "${l}" may hold only letters, digits, "_", "-" and "." (at most 64)`)
+  }
+  if (options.known) {
+    const unknown = labels.filter((l) => CATEGORY_NAME_PATTERN.test(l) && !options.known?.has(l))
+    if (unknown.length > 0) {
+      problems.push(
+        `unknown label${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}: not a category of the active policy or a label of the head (known: ${[...options.known].join(', ')})`,
+      )
+    }
+  }
+  return labels
+}
+
+/**
+ * A labels file alone as the dataset: every line an image, its path absolute or relative to the file's folder.
+ * Safe images are the lines with no label; a dataset of safe images alone still measures what is flagged.
+ */
+async function openLabelsFile(file: string, options: DatasetOptions): Promise<Dataset> {
+  const problems: string[] = []
+  const name = basename(file)
+  const listed = await readLabelsCsv(file, problems)
+  const counts: Record<string, number> = {[SAFE_FOLDER]: 0}
+  const paths = new Map<string, string>()
+  for (const [source, labels] of listed) {
+    const path = isAbsolute(source) ? source : resolve(dirname(file), source)
+    if (!(await stat(path).catch(() => undefined))?.isFile()) {
+      problems.push(`${name} lists ${source}, which is not a file`)
+      continue
+    }
+    paths.set(source, path)
+    if (labels.length === 0) counts[SAFE_FOLDER]++
+    for (const l of labels) counts[l] = (counts[l] ?? 0) + 1
+  }
+  const labels = checkLabels(counts, options, problems)
+  if (listed.size === 0 && problems.length === 0) problems.push(`${name} lists no images: one line per image, "file,labels"`)
+  if (problems.length > 0) throw invalid(file, problems)
+  return {
+    root: file,
+    labels,
+    counts,
+    images: listed.size,
+    unlisted: [],
+    async *items() {
+      for (const [source, labels] of listed) yield {source, path: paths.get(source) as string, labels}
+    },
+  }
+}
+
 /** Checks the dataset's layout and counts its images; items() then walks it lazily. */
 export async function openDataset(root: string, options: DatasetOptions = {}): Promise<Dataset> {
   const info = await stat(root).catch(() => undefined)
-  if (!info?.isDirectory()) throw new ModError('invalid_config', `dataset ${root}: not a folder`)
+  if (info?.isFile()) return openLabelsFile(root, options)
+  if (!info?.isDirectory()) throw new ModError('invalid_config', `dataset ${root}: not a folder or a labels file`)
   const problems: string[] = []
-  const listed = await readLabelsCsv(root, problems)
+  const listed = await readLabelsCsv(join(root, LABELS_FILE), problems)
 
   const entries = []
   for await (const entry of await opendir(root)) entries.push({name: entry.name, dir: entry.isDirectory(), file: entry.isFile()})
@@ -197,18 +262,7 @@ export async function openDataset(root: string, options: DatasetOptions = {}): P
   }
   if (!folders.includes(SAFE_FOLDER)) problems.push(`no ${SAFE_FOLDER}/ folder: the images that should get no label are needed`)
 
-  const labels = Object.keys(counts).filter((l) => l !== SAFE_FOLDER).sort()
-  for (const l of labels) {
-    if (!CATEGORY_NAME_PATTERN.test(l)) problems.push(`label "${l}" may hold only letters, digits, "_", "-" and "." (at most 64)`)
-  }
-  if (options.known) {
-    const unknown = labels.filter((l) => CATEGORY_NAME_PATTERN.test(l) && !options.known?.has(l))
-    if (unknown.length > 0) {
-      problems.push(
-        `unknown label${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}: not a category of the active policy or a label of the head (known: ${[...options.known].join(', ')})`,
-      )
-    }
-  }
+  const labels = checkLabels(counts, options, problems)
   if (labels.length === 0 && problems.length === 0) problems.push('no label folder: add one folder per label beside safe/')
   if (problems.length > 0) throw invalid(root, problems)
 

@@ -102,12 +102,64 @@ test('labels.csv: header optional, quoted files, malformed lines and duplicates 
   assert.equal(problems, ['labels.csv:4: expected "file,labels" (labels separated by ";"), got "d.png,x,y"', 'labels.csv:5: a.png is listed twice'])
 })
 
-test('a dataset path that is not a folder is an error', async () => {
+test('a dataset path that is neither a folder nor a file is an error', async () => {
   const problems = openDataset('/nonexistent/dataset')
   await problems.then(
     () => assert.unreachable(),
-    (e) => assert.is(e.message, 'dataset /nonexistent/dataset: not a folder'),
+    (e) => assert.is(e.message, 'dataset /nonexistent/dataset: not a folder or a labels file'),
   )
+})
+
+test('labels files: comments before and between lines; the header is the first other line', () => {
+  const problems: string[] = []
+  const listed = parseLabelsCsv('# written by mod scan --report\n#\nfile,labels\na.png,x\n# a note\n"#b.png",safe\n', problems, 'review.csv')
+  assert.equal([...listed], [
+    ['a.png', ['x']],
+    ['#b.png', []],
+  ])
+  assert.equal(problems, [])
+  parseLabelsCsv('a.png,x\nb.png,y,z\n', problems, 'review.csv')
+  assert.equal(problems, ['review.csv:2: expected "file,labels" (labels separated by ";"), got "b.png,y,z"'])
+})
+
+test('a labels file alone is a dataset: paths absolute or relative to its folder, any extension, no safe/ folder', async () => {
+  const dir = layout({'photos/a.png': 'x', 'photos/no-extension': 'x', 'elsewhere/c.jpg': 'x'})
+  try {
+    const file = join(dir.path, 'photos', 'review-labels.csv')
+    const absolute = join(dir.path, 'elsewhere', 'c.jpg')
+    writeFileSync(file, `# marks from a report\nfile,labels\na.png,weapons\nno-extension,safe\n${absolute},weapons;gore\n`)
+    const ds = await openDataset(file, {known: new Set(['weapons', 'gore'])})
+    assert.is(ds.root, file)
+    assert.equal(ds.labels, ['gore', 'weapons'])
+    assert.equal(ds.counts, {safe: 1, weapons: 2, gore: 1})
+    assert.is(ds.images, 3)
+    const items: [string, string, string[]][] = []
+    for await (const item of ds.items()) items.push([item.source, item.path, item.labels])
+    assert.equal(items, [
+      ['a.png', join(dir.path, 'photos', 'a.png'), ['weapons']],
+      ['no-extension', join(dir.path, 'photos', 'no-extension'), []],
+      [absolute, absolute, ['weapons', 'gore']],
+    ])
+  } finally {
+    dir.remove()
+  }
+})
+
+test('a labels file: missing files, unknown labels and an empty list are reported', async () => {
+  const dir = layout({'a.png': 'x', 'sub/b.png': 'x'})
+  try {
+    const file = join(dir.path, 'marks.csv')
+    writeFileSync(file, 'file,labels\na.png,weapns\nsub,weapons\ngone.png,\n')
+    assert.equal(await problemsOf(openDataset(file, {known: new Set(['weapons'])})), [
+      'marks.csv lists sub, which is not a file',
+      'marks.csv lists gone.png, which is not a file',
+      'unknown label weapns: not a category of the active policy or a label of the head (known: weapons)',
+    ])
+    writeFileSync(file, '# nothing marked\nfile,labels\n')
+    assert.equal(await problemsOf(openDataset(file)), ['marks.csv lists no images: one line per image, "file,labels"'])
+  } finally {
+    dir.remove()
+  }
 })
 
 test.run()
