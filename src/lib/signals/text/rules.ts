@@ -1,7 +1,8 @@
 /**
  * Text rules: what in the read lines feeds a category. A rule is a word list (whole words or phrases, compared
  * after normalise.ts's folding), regular expressions (regex.ts: RE2 syntax, linear time, on the NFKC text of a
- * line, case-insensitive), or built-in contact detectors (contact.ts). Word lists read the lines of a frame by
+ * line, case-insensitive), or built-in contact detectors (contact.ts). Words match whole, split into pieces, with
+ * a `€` misread, or, for long forms, inside a longer word (the constants below say when). Word lists read the lines of a frame by
  * blocks (blocks.ts), so a phrase matches across the lines of one block in reading order; patterns and detectors
  * look at one line at a time. A hit names the rule, its category, the text that matched (NFKC) and the box of
  * its line (of its lines, for a phrase over several).
@@ -41,6 +42,24 @@ export interface TextHit {
 export const MIN_JOINED_LENGTH = 6
 const MAX_PIECES = 8
 
+/**
+ * The recogniser's dictionary has no `€`, so a `€` standing for an `e` is read as the nearest letter it knows (`f`
+ * or `t`) or dropped: `fr€ebies` reads `frfebies`. A read word therefore also matches a listed form (a word, or a
+ * phrase's words written together) with one `e` read as `f` or `t`, for forms of at least MIN_MISREAD_LENGTH
+ * folded characters, or with one `e` missing, for forms of at least MIN_DROPPED_LENGTH. On 1.9 million words of
+ * English prose against 83 words and phrases of spam lists (`bench/word-list-prose.ts`) these cost one false match
+ * (`mtth` for `meth`); a dropped `e` in forms of 5 or 6 characters would have cost 94 (`winnr` for `winner`).
+ */
+export const MIN_MISREAD_LENGTH = 4
+export const MIN_DROPPED_LENGTH = 7
+/**
+ * A listed form of at least this many folded characters (a phrase's words written together, usually) also matches
+ * inside a longer read word: `getbuycheappillsnow` holds `buy cheap pills`. Shorter forms would match inside
+ * ordinary words (on the prose above, at 8 characters `subscribe` inside `unsubscribe`, at 6 `dating` inside
+ * `updating`: 2 206 false matches); at 10, none did.
+ */
+export const MIN_INSIDE_LENGTH = 10
+
 export interface CompiledRule {
   name: string
   category: string
@@ -49,6 +68,10 @@ export interface CompiledRule {
   /** Entries of MIN_JOINED_LENGTH characters or more as one string of their folded words, and the longest's length. */
   joined: ReadonlySet<string>
   longestJoined: number
+  /** Listed words and joined forms as the recogniser misreads a `€` in them, each to the form it stands for. */
+  misread: ReadonlyMap<string, string>
+  /** The lengths of the joined forms matched inside longer words (MIN_INSIDE_LENGTH or more). */
+  insideLengths: readonly number[]
   patterns: Pattern[]
   detect: readonly ContactDetector[]
 }
@@ -63,10 +86,32 @@ export function compileRules(rules: readonly TextRule[]): CompiledRule[] {
       entries: byFirstWord(entries),
       joined,
       longestJoined: [...joined].reduce((n, j) => Math.max(n, j.length), 0),
+      misread: misreadForms([...entries.flat(), ...joined]),
+      insideLengths: [...new Set([...joined].map((j) => j.length).filter((n) => n >= MIN_INSIDE_LENGTH))],
       patterns: (r.patterns ?? []).map(compilePattern),
       detect: r.detect ?? [],
     }
   })
+}
+
+/** Each form's misreadings (MIN_MISREAD_LENGTH) that are no listed form themselves, to the form they stand for. */
+function misreadForms(forms: readonly string[]): Map<string, string> {
+  const listed = new Set(forms)
+  const map = new Map<string, string>()
+  const add = (read: string, form: string) => {
+    if (!listed.has(read) && !map.has(read)) map.set(read, form)
+  }
+  for (const form of listed) {
+    const length = [...form].length
+    if (length < MIN_MISREAD_LENGTH) continue
+    for (let i = form.indexOf('e'); i !== -1; i = form.indexOf('e', i + 1)) {
+      const [before, after] = [form.slice(0, i), form.slice(i + 1)]
+      add(`${before}f${after}`, form)
+      add(`${before}t${after}`, form)
+      if (length >= MIN_DROPPED_LENGTH) add(before + after, form)
+    }
+  }
+  return map
 }
 
 function byFirstWord(entries: string[][]): Map<string, string[][]> {
@@ -88,16 +133,31 @@ interface BlockWord extends Word {
   line: number
 }
 
+/** A read form as the listed form it may stand for: itself, or the form whose `€` it misread. */
+function asListed(rule: CompiledRule, read: string): string {
+  return rule.misread.get(read) ?? read
+}
+
+/** Whether a joined form of MIN_INSIDE_LENGTH or more stands inside a longer read word. */
+function holdsJoined(rule: CompiledRule, key: string): boolean {
+  for (const n of rule.insideLengths) {
+    for (let at = 0; at + n <= key.length; at++) if (rule.joined.has(key.slice(at, at + n))) return true
+  }
+  return false
+}
+
 /** How many words from `i` on a listed entry covers: as its words, or as pieces joined into it; 0 for none. */
 function entryAt(rule: CompiledRule, ws: readonly BlockWord[], i: number): number {
-  const entry = rule.entries.get(ws[i].key)?.find((e) => e.every((k, j) => ws[i + j]?.key === k))
+  const key = (j: number) => (ws[j] === undefined ? undefined : asListed(rule, ws[j].key))
+  const entry = rule.entries.get(key(i)!)?.find((e) => e.every((k, j) => key(i + j) === k))
   let covered = entry?.length ?? 0
   let joined = ws[i].key
-  if (rule.joined.has(joined)) covered = Math.max(covered, 1)
+  if (rule.joined.has(asListed(rule, joined)) || holdsJoined(rule, joined)) covered = Math.max(covered, 1)
   for (let j = i + 1; j < ws.length && j - i < MAX_PIECES && ws[j].joins; j++) {
     joined += ws[j].key
-    if (joined.length > rule.longestJoined) break
-    if (rule.joined.has(joined)) covered = Math.max(covered, j - i + 1)
+    // A joined form read with a dropped `e` is one character shorter than the longest.
+    if (joined.length > rule.longestJoined + 1) break
+    if (rule.joined.has(asListed(rule, joined))) covered = Math.max(covered, j - i + 1)
   }
   return covered
 }
