@@ -13,12 +13,12 @@ import {join} from 'node:path'
 import {entryKeys} from '../src/lib/signals/text/normalise.js'
 import {applyRules, compileRules} from '../src/lib/signals/text/rules.js'
 
-const LISTED = [
-  ...'freebies cheap pills viagra cialis casino escort porn nude nudes sex drugs cocaine heroin weed bitcoin crypto forex loan loans lottery winner prize replica rolex discount offer free click subscribe follow whatsapp telegram onlyfans hookup dating singles webcam xxx kill gun guns weapon bomb hate scam investment profit bonus jackpot gamble betting poker slots pharmacy prescription weight diet steroids opioid meth ketamine vape cigarette tobacco alcohol beer vodka nazi terror suicide'.split(
-    ' ',
-  ),
-  'buy cheap pills', 'make money fast', 'work from home', 'click here', 'limited offer', 'act now', 'earn cash', 'weight loss', 'free money', 'best price', 'hot singles', 'free gift',
-]
+const WORDS = `freebies cheap pills viagra cialis casino escort porn nude nudes sex drugs cocaine heroin weed bitcoin crypto forex
+  loan loans lottery winner prize replica rolex discount offer free click subscribe follow whatsapp telegram onlyfans hookup
+  dating singles webcam xxx kill gun guns weapon bomb hate scam investment profit bonus jackpot gamble betting poker slots
+  pharmacy prescription weight diet steroids opioid meth ketamine vape cigarette tobacco alcohol beer vodka nazi terror suicide`
+const PHRASES = ['buy cheap pills', 'make money fast', 'work from home', 'click here', 'limited offer', 'act now', 'earn cash', 'weight loss', 'free money', 'best price', 'hot singles', 'free gift']
+const LISTED = [...WORDS.split(/\s+/), ...PHRASES]
 
 function* filesUnder(dir: string, keep: (name: string) => boolean): Generator<string> {
   let names: string[]
@@ -56,7 +56,8 @@ for (const file of files) {
       const key = entryKeys(hit.text).join(' ')
       const kind = plain.has(key) ? 'as listed' : 'looser (misread, or inside a longer word)'
       const byWord = counts.get(kind) ?? new Map<string, number>()
-      byWord.set(key, (byWord.get(key) ?? 0) + 1)
+      const read = hit.text.toLowerCase()
+      byWord.set(read, (byWord.get(read) ?? 0) + 1)
       counts.set(kind, byWord)
     }
   }
