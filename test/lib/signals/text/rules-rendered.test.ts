@@ -62,7 +62,7 @@ test('spellings made to evade a word list, drawn and read back, still hit it', a
   else console.log('rules-rendered: no font draws full-width letters (fonts-wqy-microhei has them): full-width spellings not drawn')
   const signal = await openTextSignal({video: false, rules}, {threads: 1})
   try {
-    const images = await Promise.all(evasions.map(([text]) => renderText(900, 120, [{text, x: 30, y: 75, size: 40}])))
+    const images = await Promise.all(evasions.map(([text]) => renderText(640, 100, [{text, x: 20, y: 65, size: 40}])))
     const r = await signal.read(images)
     const rulesHit = r.hits.map((hits, i) => `${evasions[i][0]}: ${hits.map((h) => h.rule).join(',')} (read ${r.lines[i].map((l) => l.text).join(' / ')})`)
     assert.equal(rulesHit.map((line) => line.replace(/ \(read .*\)$/, '')), evasions.map(([text, rule]) => `${text}: ${rule}`), rulesHit.join('\n'))
