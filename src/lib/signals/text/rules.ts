@@ -146,20 +146,40 @@ function holdsJoined(rule: CompiledRule, key: string): boolean {
   return false
 }
 
-/** How many words from `i` on a listed entry covers: as its words, or as pieces joined into it; 0 for none. */
-function entryAt(rule: CompiledRule, ws: readonly BlockWord[], i: number): number {
-  const key = (j: number) => (ws[j] === undefined ? undefined : asListed(rule, ws[j].key))
-  const entry = rule.entries.get(key(i)!)?.find((e) => e.every((k, j) => key(i + j) === k))
-  let covered = entry?.length ?? 0
+/**
+ * How many words from `i` on a listed entry covers (as its words, or as pieces joined into it; 0 for none), and
+ * whether its last word matched with its trailing symbols read as letters (`pill$`).
+ */
+function entryAt(rule: CompiledRule, ws: readonly BlockWord[], i: number): {covered: number; withSymbols: boolean} {
+  const listed = (key: string | undefined) => (key === undefined ? undefined : asListed(rule, key))
+  // The forms a word may match as: as read, and (the last word of a match only) with its trailing symbols.
+  const plain = (j: number) => listed(ws[j]?.key)
+  const symbols = (j: number) => listed(ws[j]?.withSymbols?.key)
+  let best = {covered: 0, withSymbols: false}
+  const found = (covered: number, withSymbols: boolean) => {
+    if (covered > best.covered) best = {covered, withSymbols}
+  }
+  const first = [plain(i), symbols(i)].filter((k) => k !== undefined)
+  for (const e of first.flatMap((k) => rule.entries.get(k) ?? [])) {
+    const last = e.length - 1
+    if (e.every((k, j) => j === last || plain(i + j) === k)) {
+      if (plain(i + last) === e[last]) found(e.length, false)
+      else if (symbols(i + last) === e[last]) found(e.length, true)
+    }
+  }
   let joined = ws[i].key
-  if (rule.joined.has(asListed(rule, joined)) || holdsJoined(rule, joined)) covered = Math.max(covered, 1)
+  if (rule.joined.has(asListed(rule, joined)) || holdsJoined(rule, joined)) found(1, false)
+  else if (ws[i].withSymbols && rule.joined.has(asListed(rule, ws[i].withSymbols.key))) found(1, true)
   for (let j = i + 1; j < ws.length && j - i < MAX_PIECES && ws[j].joins; j++) {
-    joined += ws[j].key
+    const before = joined
+    const piece = ws[j]
+    joined += piece.key
     // A joined form read with a dropped `e` is one character shorter than the longest.
     if (joined.length > rule.longestJoined + 1) break
-    if (rule.joined.has(asListed(rule, joined))) covered = Math.max(covered, j - i + 1)
+    if (rule.joined.has(asListed(rule, joined))) found(j - i + 1, false)
+    else if (piece.withSymbols && rule.joined.has(asListed(rule, before + piece.withSymbols.key))) found(j - i + 1, true)
   }
-  return covered
+  return best
 }
 
 interface FoldedLine {
@@ -202,14 +222,15 @@ function wordHits(rule: CompiledRule, block: readonly FoldedLine[]): {text: stri
   const ws = blockWords(block)
   const hits: {text: string; box: TextBox}[] = []
   for (let i = 0; i < ws.length; i++) {
-    const covered = entryAt(rule, ws, i)
+    const {covered, withSymbols} = entryAt(rule, ws, i)
     if (covered === 0) continue
     const last = ws[i + covered - 1]
+    const lastEnd = withSymbols && last.withSymbols ? last.withSymbols.end : last.end
     let text = ''
     for (let line = ws[i].line; line <= last.line; line++) {
       if (block[line].words.length === 0) continue
       const start = line === ws[i].line ? ws[i].start : block[line].words[0].start
-      const end = line === last.line ? last.end : (endHyphen(block[line]) ?? block[line].words.at(-1)!.end)
+      const end = line === last.line ? lastEnd : (endHyphen(block[line]) ?? block[line].words.at(-1)!.end)
       text += `${text === '' || /[-\u2010\u2011]$/u.test(text) ? '' : ' '}${block[line].text.slice(start, end)}`
     }
     hits.push({text, box: ws[i].line === last.line ? block[last.line].box : around(block.slice(ws[i].line, last.line + 1).map((l) => l.box))})

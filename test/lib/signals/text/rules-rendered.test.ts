@@ -40,7 +40,7 @@ function hasFullWidthFont(): boolean {
 test('spellings made to evade a word list, drawn and read back, still hit it', async () => {
   const rules = [
     {name: 'freebies', category: 'spam', words: ['freebies']},
-    {name: 'pills', category: 'drugs', words: ['pills', 'buy cheap pills']},
+    {name: 'pills', category: 'drugs', words: ['pills', 'buy cheap pills', 'viagra']},
     {name: 'replica', category: 'spam', words: ['replica']},
   ]
   // What the reader makes of each: `€` is not in its dictionary, so it reads `f`, `t` or nothing in its place.
@@ -53,6 +53,8 @@ test('spellings made to evade a word list, drawn and read back, still hit it', a
     ['freebi€s', 'freebies'],
     ['r€plica', 'replica'],
     ['pi11s', 'pills'],
+    ['pill$', 'pills'],
+    ['viagr@', 'pills'],
     ['buy cheap p1lls', 'pills'],
     ['buycheappills', 'pills'],
     ['getbuycheappillsnow', 'pills'],

@@ -97,6 +97,12 @@ test('not caught: a listed word inside a longer one, or a listed word of under 6
   assert.equal(found(['free'], 'free dom'), ['free'])
 })
 
+test('caught: symbols ending a word read as letters when that makes a listed word; an exclamation mark stays punctuation', () => {
+  assert.equal(found(['pills', 'viagra'], 'pill$ viagr@ pill$! fr33!'), ['pill$', 'viagr@', 'pill$'])
+  assert.equal(found(['cheap pills'], 'cheap pill$, cheap_pill$'), ['cheap pill$', 'cheap_pill$'])
+  assert.equal(found(['free'], 'fr33! free$'), ['fr33', 'free'])
+})
+
 test('caught: a `€` the reader took for an `f` or a `t`, or dropped from a listed form of 7 characters or more', () => {
   assert.equal(found(['freebies'], 'frfebies fretbies freebifs frebies'), ['frfebies', 'fretbies', 'freebifs', 'frebies'])
   assert.equal(found(['free', 'replica'], 'frfe rplica r plica'), ['frfe', 'rplica', 'r plica'])
