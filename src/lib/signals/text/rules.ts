@@ -2,10 +2,10 @@
  * Text rules: what in the read lines feeds a category. A rule is a word list (whole words or phrases, compared
  * after normalise.ts's folding), regular expressions (regex.ts: RE2 syntax, linear time, on the NFKC text of a
  * line, case-insensitive), or built-in contact detectors (contact.ts). Words match whole, split into pieces, with
- * a `€` misread, or, for long forms, inside a longer word (the constants below say when). Word lists read the lines of a frame by
- * blocks (blocks.ts), so a phrase matches across the lines of one block in reading order; patterns and detectors
- * look at one line at a time. A hit names the rule, its category, the text that matched (NFKC) and the box of
- * its line (of its lines, for a phrase over several).
+ * a `€` misread, or, for long forms, inside a longer word (the constants below say when). Word lists read the
+ * lines of a frame by blocks (blocks.ts), so a phrase matches across the lines of one block in reading order;
+ * patterns and detectors look at one line at a time. A hit names the rule, its category, the text that matched
+ * (NFKC) and the box of its line (of its lines, for a phrase over several).
  */
 import {textBlocks} from './blocks.js'
 import {findContacts, type ContactDetector} from './contact.js'
@@ -174,8 +174,7 @@ function entryAt(rule: CompiledRule, ws: readonly BlockWord[], i: number): {cove
     const before = joined
     const piece = ws[j]
     joined += piece.key
-    // A joined form read with a dropped `e` is one character shorter than the longest.
-    if (joined.length > rule.longestJoined + 1) break
+    if (joined.length > rule.longestJoined) break
     if (rule.joined.has(asListed(rule, joined))) found(j - i + 1, false)
     else if (piece.withSymbols && rule.joined.has(asListed(rule, before + piece.withSymbols.key))) found(j - i + 1, true)
   }
