@@ -46,9 +46,12 @@ const MAX_PIECES = 8
  * The recogniser's dictionary has no `€`, so a `€` standing for an `e` is read as the nearest letter it knows (`f`
  * or `t`) or dropped: `fr€ebies` reads `frfebies`. A read word therefore also matches a listed form (a word, or a
  * phrase's words written together) with one `e` read as `f` or `t`, for forms of at least MIN_MISREAD_LENGTH
- * folded characters, or with one `e` missing, for forms of at least MIN_DROPPED_LENGTH. On 1.9 million words of
+ * folded characters, or with one `e` missing, for forms of at least MIN_DROPPED_LENGTH (in a word read whole, or
+ * between the two pieces of a word split where the reader took the `€` for a space; not inside pieces, where
+ * trying every place for the `e` would cost too much). On 1.9 million words of
  * English prose against 83 words and phrases of spam lists (`bench/word-list-prose.ts`) these cost one false match
- * (`mtth` for `meth`); a dropped `e` in forms of 5 or 6 characters would have cost 94 (`winnr` for `winner`).
+ * (`mtth` for `meth`); a dropped `e` in forms of 5 or 6 characters would have cost 94 (`winnr` for `winner`). The
+ * forms a read word may stand for are worked out as it is compared, so that a long list costs no more memory.
  */
 export const MIN_MISREAD_LENGTH = 4
 export const MIN_DROPPED_LENGTH = 7
@@ -68,8 +71,8 @@ export interface CompiledRule {
   /** Entries of MIN_JOINED_LENGTH characters or more as one string of their folded words, and the longest's length. */
   joined: ReadonlySet<string>
   longestJoined: number
-  /** Listed words and joined forms as the recogniser misreads a `€` in them, each to the form it stands for. */
-  misread: ReadonlyMap<string, string>
+  /** The length of the longest listed word or joined form: no longer reading needs to be tried. */
+  longestForm: number
   /** The lengths of the joined forms matched inside longer words (MIN_INSIDE_LENGTH or more). */
   insideLengths: readonly number[]
   patterns: Pattern[]
@@ -86,32 +89,12 @@ export function compileRules(rules: readonly TextRule[]): CompiledRule[] {
       entries: byFirstWord(entries),
       joined,
       longestJoined: [...joined].reduce((n, j) => Math.max(n, j.length), 0),
-      misread: misreadForms([...entries.flat(), ...joined]),
+      longestForm: entries.flat().reduce((n, w) => Math.max(n, w.length), 0),
       insideLengths: [...new Set([...joined].map((j) => j.length).filter((n) => n >= MIN_INSIDE_LENGTH))],
       patterns: (r.patterns ?? []).map(compilePattern),
       detect: r.detect ?? [],
     }
   })
-}
-
-/** Each form's misreadings (MIN_MISREAD_LENGTH) that are no listed form themselves, to the form they stand for. */
-function misreadForms(forms: readonly string[]): Map<string, string> {
-  const listed = new Set(forms)
-  const map = new Map<string, string>()
-  const add = (read: string, form: string) => {
-    if (!listed.has(read) && !map.has(read)) map.set(read, form)
-  }
-  for (const form of listed) {
-    const length = [...form].length
-    if (length < MIN_MISREAD_LENGTH) continue
-    for (let i = form.indexOf('e'); i !== -1; i = form.indexOf('e', i + 1)) {
-      const [before, after] = [form.slice(0, i), form.slice(i + 1)]
-      add(`${before}f${after}`, form)
-      add(`${before}t${after}`, form)
-      if (length >= MIN_DROPPED_LENGTH) add(before + after, form)
-    }
-  }
-  return map
 }
 
 function byFirstWord(entries: string[][]): Map<string, string[][]> {
@@ -133,9 +116,24 @@ interface BlockWord extends Word {
   line: number
 }
 
-/** A read form as the listed form it may stand for: itself, or the form whose `€` it misread. */
-function asListed(rule: CompiledRule, read: string): string {
-  return rule.misread.get(read) ?? read
+/**
+ * Whether `test` holds for one of the listed forms a read form may stand for: itself, then itself with one `f` or
+ * `t` read back as the `e` it stood for, and (with `drops`) with one `e` put back anywhere; none longer than
+ * `longest`. Tried in that order, each built only if the ones before failed.
+ */
+function someReading(read: string, longest: number, drops: boolean, test: (form: string) => boolean): boolean {
+  if (test(read)) return true
+  const n = read.length
+  if (n >= MIN_MISREAD_LENGTH && n <= longest) {
+    for (let at = 0; at < n; at++) {
+      if ((read[at] === 'f' || read[at] === 't') && test(`${read.slice(0, at)}e${read.slice(at + 1)}`)) return true
+    }
+  }
+  if (drops && n + 1 >= MIN_DROPPED_LENGTH && n + 1 <= longest) {
+    // After an `e`, putting one back gives what putting it back before that `e` gave.
+    for (let at = 0; at <= n; at++) if (read[at - 1] !== 'e' && test(`${read.slice(0, at)}e${read.slice(at)}`)) return true
+  }
+  return false
 }
 
 /** Whether a joined form of MIN_INSIDE_LENGTH or more stands inside a longer read word. */
@@ -151,34 +149,46 @@ function holdsJoined(rule: CompiledRule, key: string): boolean {
  * whether its last word matched with its trailing symbols read as letters (`pill$`).
  */
 function entryAt(rule: CompiledRule, ws: readonly BlockWord[], i: number): {covered: number; withSymbols: boolean} {
-  const listed = (key: string | undefined) => (key === undefined ? undefined : asListed(rule, key))
-  // The forms a word may match as: as read, and (the last word of a match only) with its trailing symbols.
-  const plain = (j: number) => listed(ws[j]?.key)
-  const symbols = (j: number) => listed(ws[j]?.withSymbols?.key)
   let best = {covered: 0, withSymbols: false}
   const found = (covered: number, withSymbols: boolean) => {
     if (covered > best.covered) best = {covered, withSymbols}
   }
-  const first = [plain(i), symbols(i)].filter((k) => k !== undefined)
-  for (const e of first.flatMap((k) => rule.entries.get(k) ?? [])) {
-    const last = e.length - 1
-    if (e.every((k, j) => j === last || plain(i + j) === k)) {
-      if (plain(i + last) === e[last]) found(e.length, false)
-      else if (symbols(i + last) === e[last]) found(e.length, true)
+  const word = ws[i]
+  const stands = (read: string | undefined, form: string) => read !== undefined && someReading(read, rule.longestForm, true, (f) => f === form)
+  // Every entry starting with what the first word may stand for; `withSymbols`: the first word read with its
+  // trailing symbols as letters, which counts only for an entry of one word.
+  const entriesFrom = (withSymbols: boolean) => (form: string) => {
+    for (const e of rule.entries.get(form) ?? []) {
+      const last = e.length - 1
+      if (last === 0) found(1, withSymbols)
+      else if (!withSymbols && e.every((k, j) => j === 0 || j === last || stands(ws[i + j]?.key, k))) {
+        if (stands(ws[i + last]?.key, e[last])) found(e.length, false)
+        else if (stands(ws[i + last]?.withSymbols?.key, e[last])) found(e.length, true)
+      }
     }
+    return false
   }
-  let joined = ws[i].key
-  if (rule.joined.has(asListed(rule, joined)) || holdsJoined(rule, joined)) found(1, false)
-  else if (ws[i].withSymbols && rule.joined.has(asListed(rule, ws[i].withSymbols.key))) found(1, true)
+  someReading(word.key, rule.longestForm, true, entriesFrom(false))
+  if (word.withSymbols) someReading(word.withSymbols.key, rule.longestForm, true, entriesFrom(true))
+  if (rule.joined.size === 0) return best
+  const isJoined = (read: string, drops: boolean) => someReading(read, rule.longestJoined, drops, (form) => rule.joined.has(form))
+  let joined = word.key
+  if (isJoined(joined, true) || holdsJoined(rule, joined)) found(1, false)
+  else if (word.withSymbols && isJoined(word.withSymbols.key, true)) found(1, true)
   for (let j = i + 1; j < ws.length && j - i < MAX_PIECES && ws[j].joins; j++) {
     const before = joined
     const piece = ws[j]
     joined += piece.key
     if (joined.length > rule.longestJoined) break
-    if (rule.joined.has(asListed(rule, joined))) found(j - i + 1, false)
-    else if (piece.withSymbols && rule.joined.has(asListed(rule, before + piece.withSymbols.key))) found(j - i + 1, true)
+    if (isJoined(joined, false) || (j === i + 1 && isSpaced(rule, before, piece.key))) found(j - i + 1, false)
+    else if (piece.withSymbols && isJoined(before + piece.withSymbols.key, false)) found(j - i + 1, true)
   }
   return best
+}
+
+/** Whether a word in two pieces is a joined form whose `e` between them the reader took for a space: `r plica` for `r€plica`. */
+function isSpaced(rule: CompiledRule, before: string, after: string): boolean {
+  return before.length + after.length + 1 >= MIN_DROPPED_LENGTH && rule.joined.has(`${before}e${after}`)
 }
 
 interface FoldedLine {
