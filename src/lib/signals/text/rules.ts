@@ -48,10 +48,10 @@ const MAX_PIECES = 8
  * phrase's words written together) with one `e` read as `f` or `t`, for forms of at least MIN_MISREAD_LENGTH
  * folded characters, or with one `e` missing, for forms of at least MIN_DROPPED_LENGTH (in a word read whole, or
  * between the two pieces of a word split where the reader took the `€` for a space; not inside pieces, where
- * trying every place for the `e` would cost too much). On 1.9 million words of
- * English prose against 83 words and phrases of spam lists (`bench/word-list-prose.ts`) these cost one false match
- * (`mtth` for `meth`); a dropped `e` in forms of 5 or 6 characters would have cost 94 (`winnr` for `winner`). The
- * forms a read word may stand for are worked out as it is compared, so that a long list costs no more memory.
+ * trying every place for the `e` would cost too much). On 1.9 million words of English prose against 83 words
+ * and phrases of spam lists (`bench/word-list-prose.ts`) these cost one false match (`mtth` for `meth`); a dropped
+ * `e` in forms of 5 or 6 characters would have cost 94 (`winnr` for `winner`). The forms a read word may stand
+ * for are worked out as it is compared, so that a long list costs no more memory.
  */
 export const MIN_MISREAD_LENGTH = 4
 export const MIN_DROPPED_LENGTH = 7
@@ -71,7 +71,7 @@ export interface CompiledRule {
   /** Entries of MIN_JOINED_LENGTH characters or more as one string of their folded words, and the longest's length. */
   joined: ReadonlySet<string>
   longestJoined: number
-  /** The length of the longest listed word or joined form: no longer reading needs to be tried. */
+  /** The length of the longest word of any entry: no longer reading of a read word needs to be tried. */
   longestForm: number
   /** The lengths of the joined forms matched inside longer words (MIN_INSIDE_LENGTH or more). */
   insideLengths: readonly number[]
