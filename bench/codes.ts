@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/codes.ts [--rounds N] [--photos DIR]`: the codes signal's reader (src/lib/signals/codes/read.ts)
+ * `npx tsx bench/codes.ts [--rounds N] [--photos DIR] [--expected DIR]`: the codes signal's reader (src/lib/signals/codes/read.ts)
  * measured. Run by hand; not part of `npm run bench`.
  * - speed: the test photos (test/fixtures/photos) resized to cover 1280x720, plain and with four codes printed on
  *   them (a QR code at 4 px a module, a 60 px QR code, an EAN-13 and a Code 128 turned a quarter), read in turns
@@ -14,6 +14,7 @@
  * - photos (--photos DIR, e.g. ../shared/data/ordinary-photos): every image of DIR decoded as the engine decodes
  *   (decodeImage, default limits) and read; prints each code found (file, format, payload, box) and the time per
  *   photo.
+ * - expected payloads (--expected DIR, e.g. ../shared/data/codes-photos): see `expected` below.
  */
 import './no-telemetry.js'
 
@@ -23,12 +24,14 @@ import {parseArgs} from 'node:util'
 
 import {DEFAULT_LIMITS} from '../src/lib/config/settings.js'
 import {decodeImage} from '../src/lib/image/decode.js'
+import {scoredBox} from '../src/lib/image/prepare.js'
+import {crop} from '../src/lib/image/trim.js'
 import {DEFAULT_MAX_PIXELS, openCodeReader, type CodeReader, type CodeReaderOptions, type FoundCode} from '../src/lib/signals/codes/read.js'
 import type {RgbImage} from '../src/lib/types.js'
 import {drawCode, printOnPhoto, resizeCode} from '../test/lib/signals/codes/draw.js'
 import {header, load, median, percentile, ROOT, table, verdict} from './lib.js'
 
-const {values} = parseArgs({options: {rounds: {type: 'string', default: '5'}, photos: {type: 'string'}}})
+const {values} = parseArgs({options: {rounds: {type: 'string', default: '5'}, photos: {type: 'string'}, expected: {type: 'string'}}})
 const ROUNDS = Number(values.rounds)
 const TARGET_MS = 20
 
@@ -170,5 +173,58 @@ async function photos(dir: string): Promise<void> {
   )
 }
 
-if (values.photos !== undefined) await photos(values.photos)
+/** A UPC-E's 8 digits as the UPC-A's 12 it stands for (the number system digit and check digit kept). */
+function expandUpcE(upcE: string): string {
+  const [s, d, c] = [upcE[0], upcE.slice(1, 7), upcE[7]]
+  const last = Number(d[5])
+  if (last <= 2) return `${s}${d.slice(0, 2)}${d[5]}0000${d.slice(2, 5)}${c}`
+  if (last === 3) return `${s}${d.slice(0, 3)}00000${d.slice(3, 5)}${c}`
+  if (last === 4) return `${s}${d.slice(0, 4)}00000${d[4]}${c}`
+  return `${s}${d.slice(0, 5)}0000${d[5]}${c}`
+}
+
+/** Whether a code read is the expected payload, as zxing's test files write it (UPC-A in 12 digits, UPC-E in 8; `mod` gives both as GTIN-13). */
+function isExpected(code: FoundCode, expected: string): boolean {
+  // The files end with a line break or not, whatever the payload.
+  if (code.payload === expected || code.payload.trim() === expected.trim()) return true
+  expected = expected.trim()
+  if (code.format === 'upc_a') return code.payload === `0${expected}`
+  if (code.format === 'upc_e') return /^\d{8}$/.test(expected) && code.payload === `0${expandUpcE(expected)}`
+  return false
+}
+
+/**
+ * Every image under DIR (subfolders too) that has its payload in a `.txt` beside it, as zxing's black-box test
+ * folders have: how many are read, on the whole decoded frame (what the codes signal reads) and on the
+ * border-trimmed frame the other signals score (what it read before), folder by folder.
+ */
+async function expected(dir: string): Promise<void> {
+  header('codes', `expected payloads under ${dir}: the whole frame against the border-trimmed one`)
+  const reader = await openCodeReader()
+  const rows: string[][] = [['folder', 'images', 'read whole', 'read trimmed']]
+  const sum = [0, 0, 0]
+  for (const folder of ['.', ...(await readdir(dir, {withFileTypes: true})).filter((d) => d.isDirectory()).map((d) => d.name).sort()]) {
+    const counts = [0, 0, 0]
+    for (const file of (await readdir(join(dir, folder))).filter((f) => /\.(jpe?g|png|gif|webp|tiff?)$/i.test(f)).sort()) {
+      const want = await readFile(join(dir, folder, file.replace(/\.[^.]+$/, '.txt')), 'utf8').catch(() => undefined)
+      if (want === undefined) continue
+      const [frame] = await decodeImage(await readFile(join(dir, folder, file)), DEFAULT_LIMITS)
+      const read = (image: RgbImage) => reader.read(image).some((c) => isExpected(c, want))
+      counts[0]++
+      if (read(frame)) counts[1]++
+      if (read(crop(frame, scoredBox(frame, true)))) counts[2]++
+    }
+    if (counts[0] === 0) continue
+    rows.push([folder, ...counts.map(String)])
+    counts.forEach((n, i) => (sum[i] += n))
+  }
+  await reader.close()
+  rows.push(['all', ...sum.map(String)])
+  table(rows)
+  const pct = (n: number) => ((100 * n) / sum[0]).toFixed(1)
+  process.stdout.write(`read whole ${pct(sum[1])}%, trimmed ${pct(sum[2])}% of ${sum[0]} images; load ${load()}\n`)
+}
+
+if (values.expected !== undefined) await expected(values.expected)
+else if (values.photos !== undefined) await photos(values.photos)
 else await speed()

@@ -7,10 +7,14 @@
  *
  * The URLs of a payload are
  * - the whole payload, when it is one address with or without a scheme (`evil.com/x`, `EVIL.COM:8080`): a phone
- *   opens a code holding a bare address as a web page. Without a scheme, its host must end in a label of letters
- *   (or punycode), or be four dotted numbers, so that a product number (`4006381333931`) or a decimal (`1.5`)
- *   is no address;
+ *   opens a code holding a bare address as a web page. It is first cleaned as the URL parser cleans its input:
+ *   C0 controls and spaces trimmed from both ends, and every tab, line feed and carriage return removed wherever
+ *   it stands, so `https://evil<TAB>.com` and `https://ev<LF>il.com` are evil.com, as a browser opens them.
+ *   Without a scheme, its host must end in a label of letters (or punycode), or be four dotted numbers, so that a
+ *   product number (`4006381333931`) or a decimal (`1.5`) is no address;
  * - every `scheme://` address in it, whatever the scheme (`ftp://`, `intent://`, `market://`): each names a host;
+ *   these, and the next, are read line by line as a linkifier reads text, without the cleaning above, which would
+ *   join a vCard's lines into hosts that are not there;
  * - what the text rules' URL detector finds in it (www. addresses, bare domains under common top-level domains),
  *   so that an address inside a vCard, a MECARD or a sentence counts too (at the start of its lines: payload.ts).
  * Addresses without a host (`mailto:`, `tel:`, `sms:`, `javascript:`, `WIFI:`) point to no domain: the text
@@ -32,6 +36,23 @@ const ADDRESS = /(?<![a-z0-9+.-])[a-z][a-z0-9+.-]{0,31}:(?:\/\/|\\\\)[^\s<>"'`;]
 /** A host written without a scheme: dotted, ending in letters or punycode, or four dotted numbers; then a port, a path or nothing. */
 const BARE = /^(?:[^\s/?#@:]+@)?(?:[^\s/?#@:.]+\.)+(?:[\p{L}]{2,63}|xn--[a-z0-9-]+)\.?(?::\d+)?(?:[/?#]\S*)?$|^(?:\d+\.){3}\d+(?::\d+)?(?:[/?#]\S*)?$/iu
 const LABEL = /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/
+/** What the URL parser removes from anywhere in its input. */
+const TAB_OR_NEWLINE = /[\t\n\r]/g
+
+/** What the URL parser trims from both ends of its input (C0 controls and space), and JavaScript's white space. */
+function isEdge(c: string): boolean {
+  return c <= ' ' || /\s/.test(c)
+}
+
+/** The payload as the URL parser would read it whole: ends trimmed, tabs and newlines removed. */
+function asOneAddress(payload: string): string {
+  // Loops, not /[...]+$/, which would retry every run of spaces inside a long payload.
+  let start = 0
+  let end = payload.length
+  while (start < end && isEdge(payload[start])) start++
+  while (end > start && isEdge(payload[end - 1])) end--
+  return payload.slice(start, end).replace(TAB_OR_NEWLINE, '')
+}
 
 function withoutTrailingDots(host: string): string {
   // A loop, not /\.+$/, which would retry every run of dots inside a long host.
@@ -65,8 +86,9 @@ function hostOf(address: string): string | undefined {
  */
 export function payloadHosts(payload: string): string[] {
   const text = payload.trim()
+  const whole = asOneAddress(payload)
   const addresses: string[] = []
-  if (!/\s/.test(text) && (BARE.test(text) || (SCHEME.test(text) && /^[^:]+:[/\\]*[^/\\\s]/.test(text)))) addresses.push(text)
+  if (!/\s/.test(whole) && (BARE.test(whole) || (SCHEME.test(whole) && /^[^:]+:[/\\]*[^/\\\s]/.test(whole)))) addresses.push(whole)
   for (const m of text.matchAll(ADDRESS)) addresses.push(m[0])
   for (const line of checkedLines(text)) for (const c of findContacts(line, ['url'])) addresses.push(line.slice(c.start, c.end))
   const hosts = addresses.map(hostOf).filter((h): h is string => h !== undefined)

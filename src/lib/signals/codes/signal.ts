@@ -4,7 +4,7 @@
  * codes rules (rules.ts). It runs only when the policy has codes rules. A rule's hit is a violation of its
  * category: the category's score is 1 on that frame, whatever the other signals say; a frame without hits leaves
  * their score as it is (0 for `contact_info` when only codes or text rules feed it). Boxes come out in the pixels
- * of the image as uploaded.
+ * of the image as uploaded. Codes are read on the whole decoded frame, whatever the policy's `trim_borders`.
  */
 import {applyHits, ruleCategories} from '../rule-hits.js'
 import {toImageBox, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
@@ -23,8 +23,11 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
 
   return {
     // Read while the frame is prepared, beside the other signals' preprocessing: there is no model run to batch.
-    prepare(frame, origin) {
-      const codes = reader.read(frame).map((c): FoundCode => ({...c, box: toImageBox(c.box, origin)}))
+    // Read on the frame as decoded, before border trimming and the aspect bound: a uniform border is a code's
+    // quiet zone, which a reader needs, so a trim cuts codes near the edges of the image.
+    prepare(_frame, origin, decoded) {
+      const whole = {left: 0, top: 0, ...(origin.scale === undefined ? {} : {scale: origin.scale})}
+      const codes = reader.read(decoded).map((c): FoundCode => ({...c, box: toImageBox(c.box, whole)}))
       return {codes, hits: applyCodesRules(rules, codes).map((h) => ({...h}))}
     },
     infer: async (frames) => frames,

@@ -5,7 +5,8 @@
  * 2. Split into words at anything that is not a letter, digit, mark or one of the symbols that stand for letters
  *    (`! | @ $ € ¢ ¥ ×`); a word keeps its offsets in the NFKC text so that a hit can name what was read, and
  *    notes whether a single space, hyphen, underscore or dot separates it from the word before (rules.ts may
- *    join such pieces into a listed word).
+ *    join such pieces into a listed word). Symbols ending a word of letters are punctuation (`fr33!`), but the
+ *    word read with them as letters is kept beside it (`pill$` for `pills`, `viagr@` for `viagra`).
  * 3. Runs of single characters are joined: `f r e e`, `f.r.e.e` and `f-r-e-e` read as `free`. What holds no
  *    letter, digit or mark (`€€€`, a lone `!`) is no word, and no piece joins across it.
  * 4. Each word is folded: lower case; diacritics removed (NFKD, then the combining marks of U+0300-036F,
@@ -24,6 +25,11 @@ export interface Word {
   end: number
   /** Separated from the word before by a single space, hyphen, underscore or dot: a piece that may join it. */
   joins: boolean
+  /**
+   * For a word whose trailing symbols were taken for punctuation (`pill$`, `viagr@`, `fr33!`): the word read with
+   * them as letters (its folded form, and where it then ends), which rules.ts also compares.
+   */
+  withSymbols?: {key: string; end: number}
 }
 
 /**
@@ -69,7 +75,8 @@ function isWordChar(ch: string): boolean {
 
 /** The words of an NFKC-normalised text (see the file's comment for the steps). */
 export function words(text: string): Word[] {
-  const raw: {text: string; start: number; end: number; gap: string}[] = []
+  const input = text
+  const raw: {text: string; start: number; end: number; gap: string; whole?: number}[] = []
   let i = 0
   let gapStart = 0
   while (i < text.length) {
@@ -88,18 +95,22 @@ export function words(text: string): Word[] {
     if (!/\p{L}/u.test(text.slice(s, e))) {
       while (e - s > 1 && SYMBOLS.has(text[s])) s++
     }
-    raw.push({text: text.slice(s, e), start: s, end: e, gap: text.slice(gapStart, s)})
+    raw.push({text: text.slice(s, e), start: s, end: e, gap: text.slice(gapStart, s), ...(e < i ? {whole: i} : {})})
     gapStart = i
   }
   const out: Word[] = []
   // Symbols alone (`€€€`, a lone `!`) are no word, and nothing joins across them.
   let dropped = false
-  const push = (text: string, start: number, end: number, gap: string, first: boolean) => {
+  const push = (text: string, start: number, end: number, gap: string, first: boolean, whole?: number) => {
     if (!/[\p{L}\p{N}\p{M}]/u.test(text)) {
       dropped = true
       return
     }
-    out.push({key: fold(text), start, end, joins: !first && !dropped && JOINING_GAP.test(gap)})
+    // An exclamation mark ending the word stays punctuation (`pill$!`).
+    let symbolsEnd = whole ?? end
+    while (symbolsEnd > end && input[symbolsEnd - 1] === '!') symbolsEnd--
+    const withSymbols = symbolsEnd > end && /\p{L}/u.test(text) ? {withSymbols: {key: fold(text + input.slice(end, symbolsEnd)), end: symbolsEnd}} : {}
+    out.push({key: fold(text), start, end, joins: !first && !dropped && JOINING_GAP.test(gap), ...withSymbols})
     dropped = false
   }
   for (let k = 0; k < raw.length; k++) {
@@ -109,7 +120,7 @@ export function words(text: string): Word[] {
     if ([...w.text].length === 1) {
       while (end + 1 < raw.length && [...raw[end + 1].text].length === 1 && raw[end + 1].gap.length === 1) end++
     }
-    push(raw.slice(k, end + 1).map((r) => r.text).join(''), w.start, raw[end].end, w.gap, k === 0)
+    push(raw.slice(k, end + 1).map((r) => r.text).join(''), w.start, raw[end].end, w.gap, k === 0, raw[end].whole)
     k = end
   }
   return out

@@ -1,10 +1,11 @@
 /**
  * Text rules: what in the read lines feeds a category. A rule is a word list (whole words or phrases, compared
  * after normalise.ts's folding), regular expressions (regex.ts: RE2 syntax, linear time, on the NFKC text of a
- * line, case-insensitive), or built-in contact detectors (contact.ts). Word lists read the lines of a frame by
- * blocks (blocks.ts), so a phrase matches across the lines of one block in reading order; patterns and detectors
- * look at one line at a time. A hit names the rule, its category, the text that matched (NFKC) and the box of
- * its line (of its lines, for a phrase over several).
+ * line, case-insensitive), or built-in contact detectors (contact.ts). Words match whole, split into pieces, with
+ * a `€` misread, or, for long forms, inside a longer word (the constants below say when). Word lists read the
+ * lines of a frame by blocks (blocks.ts), so a phrase matches across the lines of one block in reading order;
+ * patterns and detectors look at one line at a time. A hit names the rule, its category, the text that matched
+ * (NFKC) and the box of its line (of its lines, for a phrase over several).
  */
 import {textBlocks} from './blocks.js'
 import {findContacts, type ContactDetector} from './contact.js'
@@ -41,6 +42,27 @@ export interface TextHit {
 export const MIN_JOINED_LENGTH = 6
 const MAX_PIECES = 8
 
+/**
+ * The recogniser's dictionary has no `€`, so a `€` standing for an `e` is read as the nearest letter it knows (`f`
+ * or `t`) or dropped: `fr€ebies` reads `frfebies`. A read word therefore also matches a listed form (a word, or a
+ * phrase's words written together) with one `e` read as `f` or `t`, for forms of at least MIN_MISREAD_LENGTH
+ * folded characters, or with one `e` missing, for forms of at least MIN_DROPPED_LENGTH (in a word read whole, or
+ * between the two pieces of a word split where the reader took the `€` for a space; not inside pieces, where
+ * trying every place for the `e` would cost too much). On 1.9 million words of English prose against 83 words
+ * and phrases of spam lists (`bench/word-list-prose.ts`) these cost one false match (`mtth` for `meth`); a dropped
+ * `e` in forms of 5 or 6 characters would have cost 94 (`winnr` for `winner`). The forms a read word may stand
+ * for are worked out as it is compared, so that a long list costs no more memory.
+ */
+export const MIN_MISREAD_LENGTH = 4
+export const MIN_DROPPED_LENGTH = 7
+/**
+ * A listed form of at least this many folded characters (a phrase's words written together, usually) also matches
+ * inside a longer read word: `getbuycheappillsnow` holds `buy cheap pills`. Shorter forms would match inside
+ * ordinary words (on the prose above, at 8 characters `subscribe` inside `unsubscribe`, at 6 `dating` inside
+ * `updating`: 2 206 false matches); at 10, none did.
+ */
+export const MIN_INSIDE_LENGTH = 10
+
 export interface CompiledRule {
   name: string
   category: string
@@ -49,6 +71,10 @@ export interface CompiledRule {
   /** Entries of MIN_JOINED_LENGTH characters or more as one string of their folded words, and the longest's length. */
   joined: ReadonlySet<string>
   longestJoined: number
+  /** The length of the longest word of any entry: no longer reading of a read word needs to be tried. */
+  longestForm: number
+  /** The lengths of the joined forms matched inside longer words (MIN_INSIDE_LENGTH or more). */
+  insideLengths: readonly number[]
   patterns: Pattern[]
   detect: readonly ContactDetector[]
 }
@@ -63,6 +89,8 @@ export function compileRules(rules: readonly TextRule[]): CompiledRule[] {
       entries: byFirstWord(entries),
       joined,
       longestJoined: [...joined].reduce((n, j) => Math.max(n, j.length), 0),
+      longestForm: entries.flat().reduce((n, w) => Math.max(n, w.length), 0),
+      insideLengths: [...new Set([...joined].map((j) => j.length).filter((n) => n >= MIN_INSIDE_LENGTH))],
       patterns: (r.patterns ?? []).map(compilePattern),
       detect: r.detect ?? [],
     }
@@ -88,18 +116,79 @@ interface BlockWord extends Word {
   line: number
 }
 
-/** How many words from `i` on a listed entry covers: as its words, or as pieces joined into it; 0 for none. */
-function entryAt(rule: CompiledRule, ws: readonly BlockWord[], i: number): number {
-  const entry = rule.entries.get(ws[i].key)?.find((e) => e.every((k, j) => ws[i + j]?.key === k))
-  let covered = entry?.length ?? 0
-  let joined = ws[i].key
-  if (rule.joined.has(joined)) covered = Math.max(covered, 1)
-  for (let j = i + 1; j < ws.length && j - i < MAX_PIECES && ws[j].joins; j++) {
-    joined += ws[j].key
-    if (joined.length > rule.longestJoined) break
-    if (rule.joined.has(joined)) covered = Math.max(covered, j - i + 1)
+/**
+ * Whether `test` holds for one of the listed forms a read form may stand for: itself, then itself with one `f` or
+ * `t` read back as the `e` it stood for, and (with `drops`) with one `e` put back anywhere; none longer than
+ * `longest`. Tried in that order, each built only if the ones before failed.
+ */
+function someReading(read: string, longest: number, drops: boolean, test: (form: string) => boolean): boolean {
+  if (test(read)) return true
+  const n = read.length
+  if (n >= MIN_MISREAD_LENGTH && n <= longest) {
+    for (let at = 0; at < n; at++) {
+      if ((read[at] === 'f' || read[at] === 't') && test(`${read.slice(0, at)}e${read.slice(at + 1)}`)) return true
+    }
   }
-  return covered
+  if (drops && n + 1 >= MIN_DROPPED_LENGTH && n + 1 <= longest) {
+    // After an `e`, putting one back gives what putting it back before that `e` gave.
+    for (let at = 0; at <= n; at++) if (read[at - 1] !== 'e' && test(`${read.slice(0, at)}e${read.slice(at)}`)) return true
+  }
+  return false
+}
+
+/** Whether a joined form of MIN_INSIDE_LENGTH or more stands inside a longer read word. */
+function holdsJoined(rule: CompiledRule, key: string): boolean {
+  for (const n of rule.insideLengths) {
+    for (let at = 0; at + n <= key.length; at++) if (rule.joined.has(key.slice(at, at + n))) return true
+  }
+  return false
+}
+
+/**
+ * How many words from `i` on a listed entry covers (as its words, or as pieces joined into it; 0 for none), and
+ * whether its last word matched with its trailing symbols read as letters (`pill$`).
+ */
+function entryAt(rule: CompiledRule, ws: readonly BlockWord[], i: number): {covered: number; withSymbols: boolean} {
+  let best = {covered: 0, withSymbols: false}
+  const found = (covered: number, withSymbols: boolean) => {
+    if (covered > best.covered) best = {covered, withSymbols}
+  }
+  const word = ws[i]
+  const stands = (read: string | undefined, form: string) => read !== undefined && someReading(read, rule.longestForm, true, (f) => f === form)
+  // Every entry starting with what the first word may stand for; `withSymbols`: the first word read with its
+  // trailing symbols as letters, which counts only for an entry of one word.
+  const entriesFrom = (withSymbols: boolean) => (form: string) => {
+    for (const e of rule.entries.get(form) ?? []) {
+      const last = e.length - 1
+      if (last === 0) found(1, withSymbols)
+      else if (!withSymbols && e.every((k, j) => j === 0 || j === last || stands(ws[i + j]?.key, k))) {
+        if (stands(ws[i + last]?.key, e[last])) found(e.length, false)
+        else if (stands(ws[i + last]?.withSymbols?.key, e[last])) found(e.length, true)
+      }
+    }
+    return false
+  }
+  someReading(word.key, rule.longestForm, true, entriesFrom(false))
+  if (word.withSymbols) someReading(word.withSymbols.key, rule.longestForm, true, entriesFrom(true))
+  if (rule.joined.size === 0) return best
+  const isJoined = (read: string, drops: boolean) => someReading(read, rule.longestJoined, drops, (form) => rule.joined.has(form))
+  let joined = word.key
+  if (isJoined(joined, true) || holdsJoined(rule, joined)) found(1, false)
+  else if (word.withSymbols && isJoined(word.withSymbols.key, true)) found(1, true)
+  for (let j = i + 1; j < ws.length && j - i < MAX_PIECES && ws[j].joins; j++) {
+    const before = joined
+    const piece = ws[j]
+    joined += piece.key
+    if (joined.length > rule.longestJoined) break
+    if (isJoined(joined, false) || (j === i + 1 && isSpaced(rule, before, piece.key))) found(j - i + 1, false)
+    else if (piece.withSymbols && isJoined(before + piece.withSymbols.key, false)) found(j - i + 1, true)
+  }
+  return best
+}
+
+/** Whether a word in two pieces is a joined form whose `e` between them the reader took for a space: `r plica` for `r€plica`. */
+function isSpaced(rule: CompiledRule, before: string, after: string): boolean {
+  return before.length + after.length + 1 >= MIN_DROPPED_LENGTH && rule.joined.has(`${before}e${after}`)
 }
 
 interface FoldedLine {
@@ -142,14 +231,15 @@ function wordHits(rule: CompiledRule, block: readonly FoldedLine[]): {text: stri
   const ws = blockWords(block)
   const hits: {text: string; box: TextBox}[] = []
   for (let i = 0; i < ws.length; i++) {
-    const covered = entryAt(rule, ws, i)
+    const {covered, withSymbols} = entryAt(rule, ws, i)
     if (covered === 0) continue
     const last = ws[i + covered - 1]
+    const lastEnd = withSymbols && last.withSymbols ? last.withSymbols.end : last.end
     let text = ''
     for (let line = ws[i].line; line <= last.line; line++) {
       if (block[line].words.length === 0) continue
       const start = line === ws[i].line ? ws[i].start : block[line].words[0].start
-      const end = line === last.line ? last.end : (endHyphen(block[line]) ?? block[line].words.at(-1)!.end)
+      const end = line === last.line ? lastEnd : (endHyphen(block[line]) ?? block[line].words.at(-1)!.end)
       text += `${text === '' || /[-\u2010\u2011]$/u.test(text) ? '' : ' '}${block[line].text.slice(start, end)}`
     }
     hits.push({text, box: ws[i].line === last.line ? block[last.line].box : around(block.slice(ws[i].line, last.line + 1).map((l) => l.box))})

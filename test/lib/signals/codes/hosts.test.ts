@@ -27,6 +27,54 @@ test('a payload holding one address points to the host a browser would open', ()
   for (const [payload, hosts] of cases) assert.equal(payloadHosts(payload), hosts, payload)
 })
 
+test('a payload that is one address points to the host WHATWG URL (as Node and browsers parse) gives', () => {
+  // Tabs and newlines anywhere, C0 controls and spaces at the ends, backslashes, percent-escapes, IPv4 number
+  // forms, full-width and ideographic dots, soft hyphens and zero-width spaces, empty and missing slashes.
+  const payloads = [
+    'https://evil\t.com',
+    'https://ev\nil.com',
+    'https://ev\r\nil.com/x',
+    'https://e\tv\ti\tl.c\no\rm/x',
+    'h\nttps://evil.com',
+    'https:/\t/evil.com',
+    'https://evil.com\t',
+    ' https://evil.com',
+    '\u0001https://evil.com\u001f ',
+    'https:\\\\evil.com',
+    'https:/\\evil.com',
+    'HTTPS://EVIL.COM.',
+    'https://evil.com%2e',
+    'https://evil%2ecom',
+    'https://%45vil.com',
+    'http://0x7f.1',
+    'http://127.1',
+    'http://0177.0.0.1',
+    'http://2130706433',
+    'https://evil。com',
+    'https://ＥＶＩＬ．ｃｏｍ',
+    'https://ev\u00adil.com',
+    'https://evil.c\u200bom',
+    'https:////evil.com',
+    'https:/evil.com',
+    'HtTpS:evil.com',
+    'https://user:pa\nss@evil.com',
+    'https://good.com\\@evil.com',
+    'https://%F0%9F%98%80.evil.com',
+    'wss://evil.com:443/socket',
+  ]
+  for (const payload of payloads) {
+    const expected = new URL(payload).hostname.replace(/\.$/, '')
+    assert.ok(payloadHosts(payload).includes(expected), `${JSON.stringify(payload)}: ${JSON.stringify(payloadHosts(payload))} lacks ${expected}`)
+  }
+  // Written without a scheme, as a phone opens it: the same cleaning.
+  assert.ok(payloadHosts('evil\t.com').includes('evil.com'))
+  assert.ok(payloadHosts('ev\nil.com/x').includes('evil.com'))
+})
+
+test('lines of a vCard are not joined into a host that is not there', () => {
+  assert.equal(payloadHosts('BEGIN:VCARD\nURL:https://good.com\nURL:https://good.org/b\nEND:VCARD'), ['good.com', 'good.org'])
+})
+
 test('other schemes with an authority name their host: ftp, intent, market', () => {
   assert.equal(payloadHosts('ftp://files.evil.com/a'), ['files.evil.com'])
   assert.equal(payloadHosts('intent://evil.com/#Intent;scheme=https;end'), ['evil.com'])

@@ -45,6 +45,8 @@ test('a deny list catches its domains and their subdomains, however the address 
     'https://xn--bcher-kva.de',
     'https://BÜCHER.de/shop',
     'MECARD:N:Doe;URL:http://evil.com;;',
+    'https://evil\t.com',
+    'https://ev\nil.com/x',
   ]
   // A browser opens fine.org for the one with a backslash before the @.
   const passed = ['https://notevil.com', 'https://evil.com.au/x', 'https://fine.org\\@evil.com', 'mailto:sales@evil.com', '4006381333931']

@@ -84,6 +84,29 @@ test('a QR code pointing to a denied domain is a contact_info violation, with th
   for (const [got, want] of [[x, x0], [y, y0], [x + w, x1], [y + h, y1]]) assert.ok(Math.abs(got - want) <= 2, `${got} vs ${want}`)
 })
 
+test('a code at the edge of a page is read whole although border trimming cuts its quiet zone from the scored frame', async () => {
+  const {policy} = await loadPolicyFile(policyFile)
+  assert.is(policy.trim_borders, true)
+  await using engine = createEngine(options(policy))
+  // A white page: the trim takes the white up to the code's first dark module (and the blue block's), which
+  // leaves a Data Matrix without the quiet zone a reader needs.
+  const code = await drawCode('DataMatrix', 'https://evil.com/x', 4)
+  const block = await sharp({create: {width: 120, height: 200, channels: 3, background: '#2050a0'}}).png().toBuffer()
+  const page = await sharp({create: {width: 640, height: 400, channels: 3, background: '#ffffff'}})
+    .composite([
+      {input: code.png, left: 0, top: 40},
+      {input: block, left: 500, top: 100},
+    ])
+    .png()
+    .toBuffer()
+  const r = await engine.moderateImage(page, 'page.png')
+  assert.equal(r.code_hits?.map((h) => [h.rule, h.format, h.payload]), [['scam_links', 'data_matrix', 'https://evil.com/x']])
+  // Its box where the symbol was drawn, in the page's pixels (within 2).
+  const [x, y, w, h] = r.code_hits?.[0].box ?? []
+  const symbol = [code.margin, 40 + code.margin, code.width - code.margin, 40 + code.height - code.margin]
+  for (const [got, want] of [[x, symbol[0]], [y, symbol[1]], [x + w, symbol[2]], [y + h, symbol[3]]]) assert.ok(Math.abs(got - want) <= 2, `${got} vs ${want}`)
+})
+
 test('without codes rules the signal does not run and results carry no codes', async () => {
   await using engine = createEngine(options(buildPolicy({categories: [{name: 'redness', prompts: ['red']}]})))
   const r = await engine.moderateImage(await sharp(photoFile).toBuffer(), 'flyer.png')

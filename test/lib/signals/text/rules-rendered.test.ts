@@ -1,3 +1,5 @@
+import {execFileSync} from 'node:child_process'
+
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
@@ -21,6 +23,51 @@ test('a listed phrase drawn at 40 px is found on one line and stacked over three
     )
     const [x, y] = [Math.min(...r.lines[1].map((l) => l.box.x)), Math.min(...r.lines[1].map((l) => l.box.y))]
     assert.equal([r.hits[1][0].box.x, r.hits[1][0].box.y], [x, y])
+  } finally {
+    await signal.close()
+  }
+})
+
+/** Whether fontconfig knows a font drawing full-width Latin letters (DejaVu has none: they come out as boxes). */
+function hasFullWidthFont(): boolean {
+  try {
+    return execFileSync('fc-list', [':charset=ff46', 'family'], {encoding: 'utf8'}).trim() !== ''
+  } catch {
+    return false
+  }
+}
+
+test('spellings made to evade a word list, drawn and read back, still hit it', async () => {
+  const rules = [
+    {name: 'freebies', category: 'spam', words: ['freebies']},
+    {name: 'pills', category: 'drugs', words: ['pills', 'buy cheap pills', 'viagra']},
+    {name: 'replica', category: 'spam', words: ['replica']},
+  ]
+  // What the reader makes of each: `€` is not in its dictionary, so it reads `f`, `t` or nothing in its place.
+  const evasions: [string, string][] = [
+    ['free_bies', 'freebies'],
+    ['fréébies', 'freebies'],
+    ['FRÊËBÏÉS', 'freebies'],
+    ['fr€ebies', 'freebies'],
+    ['fre€bies', 'freebies'],
+    ['freebi€s', 'freebies'],
+    ['r€plica', 'replica'],
+    ['pi11s', 'pills'],
+    ['pill$', 'pills'],
+    ['viagr@', 'pills'],
+    ['buy cheap p1lls', 'pills'],
+    ['buycheappills', 'pills'],
+    ['getbuycheappillsnow', 'pills'],
+    ['b u y cheap pills', 'pills'],
+  ]
+  if (hasFullWidthFont()) evasions.push(['ｆｒｅｅｂｉｅｓ', 'freebies'], ['ｂｕｙ ｃｈｅａｐ ｐｉｌｌｓ', 'pills'])
+  else console.log('rules-rendered: no font draws full-width letters (fonts-wqy-microhei has them): full-width spellings not drawn')
+  const signal = await openTextSignal({video: false, rules}, {threads: 1})
+  try {
+    const images = await Promise.all(evasions.map(([text]) => renderText(640, 100, [{text, x: 20, y: 65, size: 40}])))
+    const r = await signal.read(images)
+    const rulesHit = r.hits.map((hits, i) => `${evasions[i][0]}: ${hits.map((h) => h.rule).join(',')} (read ${r.lines[i].map((l) => l.text).join(' / ')})`)
+    assert.equal(rulesHit.map((line) => line.replace(/ \(read .*\)$/, '')), evasions.map(([text, rule]) => `${text}: ${rule}`), rulesHit.join('\n'))
   } finally {
     await signal.close()
   }

@@ -97,6 +97,29 @@ test('not caught: a listed word inside a longer one, or a listed word of under 6
   assert.equal(found(['free'], 'free dom'), ['free'])
 })
 
+test('caught: symbols ending a word read as letters when that makes a listed word; an exclamation mark stays punctuation', () => {
+  assert.equal(found(['pills', 'viagra'], 'pill$ viagr@ pill$! fr33!'), ['pill$', 'viagr@', 'pill$'])
+  assert.equal(found(['cheap pills'], 'cheap pill$, cheap_pill$'), ['cheap pill$', 'cheap_pill$'])
+  assert.equal(found(['free'], 'fr33! free$'), ['fr33', 'free'])
+})
+
+test('caught: a `€` the reader took for an `f` or a `t`, or dropped from a listed form of 7 characters or more', () => {
+  assert.equal(found(['freebies'], 'frfebies fretbies freebifs frebies'), ['frfebies', 'fretbies', 'freebifs', 'frebies'])
+  assert.equal(found(['free', 'replica'], 'frfe rplica r plica'), ['frfe', 'rplica', 'r plica'])
+  assert.equal(found(['buy cheap pills'], 'buy chfap pills, buychtappills'), ['buy chfap pills', 'buychtappills'])
+})
+
+test('not caught: two misread letters, a dropped `e` under 7 characters, other letters misread', () => {
+  assert.equal(found(['freebies'], 'frffbies frebifs freebiss'), [])
+  assert.equal(found(['cheap', 'free'], 'chap fre'), [])
+})
+
+test('caught: a listed form of 10 characters or more inside a longer word; shorter ones not', () => {
+  assert.equal(found(['buy cheap pills'], 'getbuycheappillsnow BUYCHEAPPILLS4U'), ['getbuycheappillsnow', 'BUYCHEAPPILLS4U'])
+  assert.equal(found(['prescription'], 'noprescriptionneeded'), ['noprescriptionneeded'])
+  assert.equal(found(['subscribe', 'free pills'], 'unsubscribe freepillsnow'), [])
+})
+
 test('caught: a listed word hyphenated at the end of a line', () => {
   assert.equal(found(['freebies'], 'get your free-', 'bies now'), ['free-bies'])
   assert.equal(found(['cheap pills'], 'cheap-', 'pills'), ['cheap-pills'])
