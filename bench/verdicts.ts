@@ -165,13 +165,17 @@ for (const kind of kinds) {
   const n = rows.length
   process.stdout.write(`\n${kind.folder}: ${n} ${kind.about}; a good verdict: ${kind.expect.join(', ') || 'safe'}\n`)
   table([
-    ['', ...FAMILY, 'any', ...copies.flatMap((c) => [`same at ${c}`, `median change at ${c}`])],
+    ['', ...FAMILY, 'any', ...copies.flatMap((c) => [`same at ${c}`, `median change at ${c}: all / scoring 0.1+ (n)`])],
     ...ways.map((way) => {
       const count = (f: (s: Family[]) => boolean) => rows.filter((r) => f(flags(r.original[way]))).length
       const stable = copies.flatMap((c) => {
         const same = rows.filter((r) => flags(r.original[way]).join() === flags(r.copies[c][way]).join()).length
-        const change = median(rows.map((r) => Math.max(...FAMILY.map((f) => Math.abs((r.original[way] as NsfwCategoryScores)[f] - (r.copies[c][way] as NsfwCategoryScores)[f])))))
-        return [pct(same, n), change.toFixed(3)]
+        const a = (r: (typeof rows)[number]) => r.original[way] as NsfwCategoryScores
+        const b = (r: (typeof rows)[number]) => r.copies[c][way] as NsfwCategoryScores
+        const change = (some: typeof rows) => (some.length ? median(some.map((r) => Math.max(...FAMILY.map((f) => Math.abs(a(r)[f] - b(r)[f]))))).toFixed(3) : '-')
+        // Most photos score 0 both ways: the change where either scores something says more.
+        const scored = rows.filter((r) => FAMILY.some((f) => a(r)[f] >= 0.1 || b(r)[f] >= 0.1))
+        return [pct(same, n), `${change(rows)} / ${change(scored)} (${scored.length})`]
       })
       return [way === 'embedded' ? 'embedded' : 'with NudeNet', ...FAMILY.map((c) => pct(count((s) => s.includes(c)), n)), pct(count((s) => s.length > 0), n), ...stable]
     }),
