@@ -45,10 +45,11 @@ export function withoutSpecialist(registry: readonly Signal[] = SIGNALS): Signal
 /**
  * A stand-in for the specialist's cascade: views of one float each (the view's index: 0 for the gate's, 1 to 3 for
  * the judge's image, centre and letterbox), answered by `answer(view)`; `runs` lists each run as "gate n" or
- * "judge n", n being the number of views in it.
+ * "judge n", n being the number of views in it, and `frames` the size of each frame it was given.
  */
-export function standInSpecialist(answer: (view: number) => number[]): {runner: NsfwRunner; runs: string[]} {
+export function standInSpecialist(answer: (view: number) => number[]): {runner: NsfwRunner; runs: string[]; frames: [number, number][]} {
   const runs: string[] = []
+  const frames: [number, number][] = []
   const model = (name: string): NsfwClassifier => ({
     viewSize: 1,
     classify: async (batch, n) => {
@@ -58,10 +59,14 @@ export function standInSpecialist(answer: (view: number) => number[]): {runner: 
   })
   return {
     runs,
+    frames,
     runner: {
       gate: model('gate'),
       judge: model('judge'),
-      views: async () => ({first: Float32Array.of(0), rest: async () => Float32Array.of(1, 2, 3)}),
+      views: async (frame) => {
+        frames.push([frame.width, frame.height])
+        return {first: Float32Array.of(0), rest: async () => Float32Array.of(1, 2, 3)}
+      },
       close: async () => {},
     },
   }

@@ -94,6 +94,19 @@ test('regions come back in the uploaded image\'s pixels: the detector sees the t
   }
 })
 
+test('the specialist sees the frame with its borders, the detector the trimmed one', async () => {
+  const {det, sizes} = detector([])
+  const specialist = standInSpecialist(() => LIKELY)
+  const e = createEngine({...options(LIKELY, async () => det), signals: withNudenet(async () => det, undefined, withNsfw(async () => specialist.runner))})
+  try {
+    await e.moderateImage(await barred(), 'barred.png')
+    assert.equal(specialist.frames, [[200, 100]])
+    assert.equal(sizes, [[180, 80]])
+  } finally {
+    await e.close()
+  }
+})
+
 test('without an exposed part the detector vetoes the specialist below its sure bar, and leaves a sure score standing where it saw a person', async () => {
   const face = {label: 'FACE_MALE' as const, score: 0.8, box: [0, 0, 5, 5] as Detection['box']}
   const likely = createEngine(options(LIKELY, async () => detector([face]).det))

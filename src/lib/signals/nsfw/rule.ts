@@ -24,6 +24,10 @@
  * undistorted: see runner.ts): each category scores the LOWEST of its views' scores. A confident mistake rarely
  * survives a second framing of the same pixels, while a picture that really shows nudity shows it in every
  * framing. Agreement, not averaging: an average still flags an image one view rates 0.9 and another 0.3.
+ * Suggestive leaves the centre view out (SUGGESTIVE_VIEWS): enlarged from a small upload, the centre is the view
+ * that changes most with the upload's size, and on swimwear photos it turned a fifth of the verdicts around
+ * between a photo and its 800-pixel copy; nudity keeps it, where it is what clears most close-ups of skin
+ * (docs/models.md, "Rules").
  * A frame the gate let pass scores the small model's one view, which is below GATE in every class it scores.
  *
  * Recall guarantee: a frame whose image AND letterbox views both rate explicit >= SURE (0.9) scores at least the
@@ -49,6 +53,9 @@ export const GATE = 0.15
 
 /** The judge's views, in the order their probabilities follow the gate's. */
 export const JUDGE_VIEWS = ['image', 'centre', 'letterbox'] as const
+
+/** The views suggestive takes the lowest of: all but the centre. */
+export const SUGGESTIVE_VIEWS: readonly (typeof JUDGE_VIEWS)[number][] = ['image', 'letterbox']
 
 /** Probabilities per view: one per class. */
 const N = NSFW_CLASSES.length
@@ -107,13 +114,14 @@ export function nsfwJudgement(outputs: ArrayLike<number>): NsfwJudgement {
   const views = JUDGE_VIEWS.map((_, i) => p.slice(N * (i + 1), N * (i + 2)))
   const all = views.map(viewScores)
   const lowest = (k: keyof NsfwCategoryScores, some = all) => Math.min(...some.map((s) => s[k]))
+  const suggestiveViews = all.filter((_, i) => SUGGESTIVE_VIEWS.includes(JUDGE_VIEWS[i]))
   const [image, , letterbox] = all
   const sureNudity = Math.min(image.nudity, letterbox.nudity)
   const sure = sureNudity >= SURE
   // Drawn or photographed, as the two views of the recall guarantee see it.
   const [imageP, , letterboxP] = views
   return {
-    scores: {nudity: sure ? sureNudity : lowest('nudity'), sexual_activity: lowest('sexual_activity'), suggestive: lowest('suggestive')},
+    scores: {nudity: sure ? sureNudity : lowest('nudity'), sexual_activity: lowest('sexual_activity'), suggestive: lowest('suggestive', suggestiveViews)},
     sure,
     drawn: imageP[1] + letterboxP[1] > imageP[3] + letterboxP[3],
   }

@@ -5,6 +5,7 @@
  * leaves it on and the setup has one to open.
  */
 import {disposer} from '../../dispose.js'
+import {frameToScore} from '../../image/prepare.js'
 import {lazy} from '../../lazy.js'
 import {policyWeight, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
 import {nsfwCategoryScores} from './rule.js'
@@ -21,7 +22,10 @@ async function open(openRunner: NsfwOpener, setup: SignalSetup): Promise<OpenSig
     key: 'nsfw-cascade',
     frameSide: CANONICAL_SIDE,
     warm: async () => void (await runner.get()),
-    prepare: async (frame) => (await runner.get()).views(frame),
+    // The frame as decoded, its borders kept: both models were trained on whole web images squeezed to a square,
+    // and a catalogue photo trimmed of its white background to a narrow strip, then squeezed, is unlike them
+    // (and scored less steadily across upload sizes: docs/models.md, "Rules"). Only a sliver is cut to its centre.
+    prepare: async (_frame, _origin, decoded) => (await runner.get()).views(frameToScore(decoded, false)),
     infer: async (views) => classifyViews(await runner.get(), views),
     scores: (probabilities) => new Map(Object.entries(nsfwCategoryScores(probabilities))),
     encode: (probabilities) => probabilities,

@@ -1,7 +1,7 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {GATE, nsfwCategoryScores, nsfwJudgement, passesGate, SURE, viewScores} from '../../../../src/lib/signals/nsfw/rule.js'
+import {GATE, nsfwCategoryScores, nsfwJudgement, passesGate, SUGGESTIVE_VIEWS, SURE, viewScores} from '../../../../src/lib/signals/nsfw/rule.js'
 
 // Probabilities in class order: Drawing, Hentai, Neutral, Porn, Sexy.
 type P = [number, number, number, number, number]
@@ -57,6 +57,14 @@ test('a judged frame scores, per category, the lowest of the judge\'s views; the
   assert.is(judged([0.01, 0, 0.1, 0.74, 0.15], [0.1, 0, 0.62, 0.28, 0], [0.02, 0, 0.1, 0.7, 0.18]).nudity, 0.06)
   // Swimwear: Sexy 0.99 in every view is suggestive, whatever the gate said.
   assert.is(judged([0, 0, 0.01, 0, 0.99], [0, 0, 0.01, 0, 0.99], [0, 0, 0.05, 0, 0.95], [1, 0, 0, 0, 0]).suggestive, 0.916667)
+})
+
+test('suggestive leaves the judge\'s centre view out; nudity and sexual activity keep it', () => {
+  assert.equal(SUGGESTIVE_VIEWS, ['image', 'letterbox'])
+  // Sexy 0.95 on image and letterbox, Neutral in the centre: suggestive stands.
+  assert.is(judged([0, 0, 0.05, 0, 0.95], [0, 0, 1, 0, 0], [0, 0, 0.05, 0, 0.95]).suggestive, 0.916667)
+  // Porn 0.8 on image and letterbox (below the sure bar), Neutral in the centre: the centre clears it.
+  assert.is(judged([0, 0, 0.2, 0.8, 0], [0, 0, 1, 0, 0], [0, 0, 0.2, 0.8, 0]).nudity, 0)
 })
 
 test('a frame the gate stopped scores as the gate\'s one view', () => {
