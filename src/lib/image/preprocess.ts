@@ -6,7 +6,8 @@ import type {RgbImage} from './rgb.js'
 /**
  * Size after resizing the shortest side to `shortest`, keeping the aspect ratio, rounded as transformers.js
  * (ImageProcessor.get_resize_output_image_size) does: scale, round to 2 decimals, floor. That is the
- * `int(shortest * long / short)` of the Python CLIPImageProcessor, minus its float error on exact sizes.
+ * `int(shortest * long / short)` of torchvision's Resize (OpenAI CLIP's) and of the Python CLIPImageProcessor,
+ * minus its float error on exact sizes.
  */
 export function resizedSize(width: number, height: number, shortest: number): {width: number; height: number} {
   const scale = Math.max(shortest / width, shortest / height)
@@ -16,7 +17,11 @@ export function resizedSize(width: number, height: number, shortest: number): {w
   }
 }
 
-/** Offset of a centred crop, as HF center_crop places it: floored, and when the image is smaller, padded with the extra pixel after. */
+/**
+ * Offset of a centred crop, as HF center_crop places it: floored, and when the image is smaller, padded with the
+ * extra pixel after. (torchvision's CenterCrop, in OpenAI CLIP's pipeline, rounds the half up: one pixel further
+ * when the excess is odd.)
+ */
 export function cropOffset(size: number, crop: number): number {
   return size >= crop ? Math.floor((size - crop) / 2) : -Math.floor((crop - size) / 2)
 }
