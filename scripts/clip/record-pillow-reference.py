@@ -1,11 +1,13 @@
 """Records how OpenAI CLIP's own preprocessing resizes the comparison images, for test/lib/image/clip-pillow.test.ts.
 
-OpenAI CLIP's `_transform` (openai/CLIP, clip/clip.py) is torchvision's Resize(n_px, interpolation=BICUBIC),
-CenterCrop(n_px), ToTensor and Normalize on a PIL image. For a PIL image, torchvision's resize
-(torchvision/transforms/functional.py) gives the shorter side n_px and the longer int(n_px * long / short), and calls
-Pillow's `img.resize((w, h), BICUBIC)` with no reducing_gap: one separable convolution whose kernel widens with the
-reduction (Pillow src/libImaging/Resample.c), so it filters before it samples. Hugging Face's CLIPImageProcessor
-does the same resize with Pillow. This script does that resize, with Pillow itself, on the pixels mod decodes
+OpenAI CLIP's `_transform` (openai/CLIP clip/clip.py, commit 0848ed71e5bb5b4eaaa4048364001877630345dc) is
+torchvision's Resize(n_px, interpolation=BICUBIC), CenterCrop(n_px), ToTensor and Normalize on a PIL image. For a PIL
+image, torchvision's resize (pytorch/vision torchvision/transforms/functional.py, commit
+01175db1c2b1ced3515f9aeeb4cf7dc4f001e78d) gives the shorter side n_px and the longer int(n_px * long / short), and
+calls Pillow's `img.resize((w, h), BICUBIC)` with no reducing_gap: one separable convolution whose kernel widens with
+the reduction (python-pillow/Pillow src/libImaging/Resample.c, precompute_coeffs, commit
+d374015504df2c7f0316154deade1bc1fa5075df), so it filters before it samples. Hugging Face's CLIPImageProcessor does
+the same resize with Pillow (huggingface/transformers src/transformers/image_transforms.py). This script does that resize, with Pillow itself, on the pixels mod decodes
 (scripts/clip/export-pixels.ts writes them as PNG, so that no JPEG decoder differs), and crops the centre as mod
 does (offset floor((size - crop) / 2), as Hugging Face's center_crop; torchvision's CenterCrop rounds a half
 pixel up instead). /255 and the mean/std are exact arithmetic on 8-bit levels, so the record is the 8-bit crop:
