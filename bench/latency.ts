@@ -225,7 +225,7 @@ else table(variantRows)
 process.stdout.write(`(${tensors.length} images for the cosines; random weights: on a real model the scores, not these cosines, are what counts; load ${load()})\n\n`)
 
 // A 1280x720 JPEG is below reduced decoding's threshold (a shorter side of 1 344): it is decoded whole and resized by CLIP's
-// unfiltered bicubic, as transformers.js does; the engine cannot cost less than those plus the bare pair.
+// bicubic (Pillow's, antialiased); the engine cannot cost less than those plus the bare pair.
 const engineFloor = (median(t.pair) + stepMedian('decode') + stepMedian('clip_preprocess')) / median(t.pair)
 const clipFloor = (median(t.bare) + stepMedian('decode') + stepMedian('clip_preprocess')) / median(t.bare)
 const verdicts = [

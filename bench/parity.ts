@@ -2,7 +2,9 @@
  * The same model folder read by `mod` and by transformers.js: image embeddings, text
  * embeddings and token ids from both, for bench/peer.ts and test/parity.test.ts. transformers.js is loaded
  * offline (local files only, absolute folder path) with the per-tower classes, since the folder holds
- * separate vision and text ONNX files.
+ * separate vision and text ONNX files. The two resize differently (mod antialiases as Pillow does, which
+ * OpenAI CLIP was trained with; transformers.js in Node samples with sharp's affine, unfiltered), so the
+ * vision tower is compared on mod's pixels (`embedPixels`), and whole paths only on images no resize touches.
  */
 import './no-telemetry.js'
 
@@ -13,10 +15,10 @@ import {
   CLIPVisionModelWithProjection,
   env,
   RawImage,
+  Tensor,
   type PreTrainedTokenizer,
   type Processor,
   type PreTrainedModel,
-  type Tensor,
 } from '@huggingface/transformers'
 
 import {prepareImage} from '../src/lib/image/prepare.js'
@@ -57,7 +59,9 @@ export interface ModSide {
   manifest: Manifest
   clip: ClipModel
   tokenizer: ClipTokenizer
-  /** mod's image embedding of encoded image bytes: decode and preprocess, no border trim (transformers.js has none). */
+  /** mod's preprocessed tensor of encoded image bytes, 3 x crop x crop: decode and preprocess, no border trim (transformers.js has none). */
+  pixels(bytes: Buffer): Promise<Float32Array>
+  /** mod's image embedding of encoded image bytes: `pixels`, then the vision encoder. */
   embedImage(bytes: Buffer): Promise<Float32Array>
   /** mod's token ids, [texts.length * context_length]. */
   tokenIds(texts: string[]): number[][]
@@ -69,13 +73,14 @@ export async function openMod(dir: string, threads?: number): Promise<ModSide> {
   const clip = await openClip(dir, manifest, {threads})
   const tokenizer = await loadTokenizer(dir)
   const ctx = manifest.context_length
+  const pixels = async (bytes: Buffer) => (await prepareImage(bytes, {limits: LIMITS, preprocess: manifest.preprocess, trimBorders: false})).tensors[0]
   return {
     manifest,
     clip,
     tokenizer,
+    pixels,
     async embedImage(bytes) {
-      const {tensors} = await prepareImage(bytes, {limits: LIMITS, preprocess: manifest.preprocess, trimBorders: false})
-      const [embedding] = await clip.embedImages(tensors[0], 1)
+      const [embedding] = await clip.embedImages(await pixels(bytes), 1)
       return embedding
     },
     tokenIds(texts) {
@@ -97,6 +102,8 @@ export interface PeerSide {
   tokenIds(texts: string[]): number[][]
   /** transformers.js's embedding of encoded image bytes: RawImage from a Blob, the CLIP processor, the vision tower. */
   embedImage(bytes: Buffer): Promise<Float32Array>
+  /** transformers.js's vision tower on given pixel values, 3 x side x side (mod's preprocessing, say). */
+  embedPixels(pixels: Float32Array, side: number): Promise<Float32Array>
   close(): Promise<void>
 }
 
@@ -133,6 +140,10 @@ export async function openPeer(dir: string, contextLength: number): Promise<Peer
       const image = await RawImage.fromBlob(new Blob([new Uint8Array(bytes)]))
       const inputs = await processor(image)
       const {image_embeds} = (await vision(inputs)) as {image_embeds: Tensor}
+      return tensorRows(image_embeds)[0]
+    },
+    async embedPixels(pixels, side) {
+      const {image_embeds} = (await vision({pixel_values: new Tensor('float32', pixels, [1, 3, side, side])})) as {image_embeds: Tensor}
       return tensorRows(image_embeds)[0]
     },
     async close() {

@@ -1,6 +1,8 @@
 /**
  * peer: transformers.js (the usual Node way to run CLIP) on the very same model folder and images.
- *   - image embeddings agree: cosine >= 0.999 on every test image (checks our decoding and preprocessing);
+ *   - image embeddings agree: cosine >= 0.999 on every test image between mod and transformers.js's vision tower
+ *     on mod's pixels (checks our encoder run); transformers.js's own preprocessing is reported beside it without
+ *     a target, since it resizes without a filter where mod follows Pillow, as OpenAI CLIP was trained;
  *   - text embeddings agree for every default prompt, cosine >= 0.999, and the token ids are identical
  *     (checks our tokenizer and text path);
  *   - speed, per image, file bytes in → scores out, text embeddings cached on both sides: mod's engine
@@ -82,17 +84,21 @@ const mismatched = tokenMismatches(prompts, mod.tokenIds(prompts), peer.tokenIds
 const files = [HD_JPEG, ...(await folderFiles()).slice(0, PARITY_IMAGES)]
 const ours: Float32Array[] = []
 const theirs: Float32Array[] = []
+const theirsPreprocessed: Float32Array[] = []
 for (const f of files) {
   const bytes = await readFile(f)
   ours.push(await mod.embedImage(bytes))
-  theirs.push(await peer.embedImage(bytes))
+  theirs.push(await peer.embedPixels(await mod.pixels(bytes), mod.manifest.preprocess.crop))
+  theirsPreprocessed.push(await peer.embedImage(bytes))
 }
 const image = agreement(files.map((f) => basename(f)), ours, theirs)
+const wholePath = agreement(files.map((f) => basename(f)), ours, theirsPreprocessed)
 await mod.close()
 
 table([
   ['agreement', 'items', 'worst cosine', 'worst on', 'token ids'],
-  ['image embeddings', files.length, image.worst.toFixed(6), image.worstItem, ''],
+  ['image embeddings (mod\'s pixels)', files.length, image.worst.toFixed(6), image.worstItem, ''],
+  ['  with transformers.js\'s resize', files.length, wholePath.worst.toFixed(6), wholePath.worstItem, ''],
   ['text embeddings', prompts.length, text.worst.toFixed(6), text.worstItem.slice(0, 40), mismatched.length === 0 ? 'identical' : `${mismatched.length} differ`],
 ])
 for (const m of mismatched.slice(0, 3)) process.stdout.write(`  "${m.text}": mod ${m.ours.slice(0, 12)} / transformers.js ${m.theirs.slice(0, 12)}\n`)
@@ -148,6 +154,7 @@ await saveResults('peer', verdicts, {
   pipelineNote,
   threads,
   imageCosines: Object.fromEntries(files.map((f, i) => [basename(f), image.cosines[i]])),
+  imageCosinesTransformersJsResize: Object.fromEntries(files.map((f, i) => [basename(f), wholePath.cosines[i]])),
   textWorst: {cosine: text.worst, prompt: text.worstItem},
   tokenMismatches: mismatched.length,
   mod: {median: median(modTimes), p90: percentile(modTimes, 90)},

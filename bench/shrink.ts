@@ -10,8 +10,9 @@
  *
  * A miss of the cosine target carries its floor: how far the every-pixel path moves against itself when the image
  * is cropped by one pixel on each side and saved again as a JPEG of quality 95 (a change no one sees), and the
- * reduced path under the same change. CLIP's resize samples the image without filtering it first (as
- * transformers.js does), so at 10 or 18 times smaller it reads single pixels, and which ones shifts with the crop.
+ * reduced path under the same change. CLIP's resize filters as Pillow's bicubic does (its kernel widens with the
+ * reduction), so a one-pixel crop moves it little; when this bench was first run it sampled without a filter (as
+ * transformers.js does), and at 10 or 18 times smaller it read single pixels, which ones shifting with the crop.
  *
  * Sets: the 1280x720 JPEG and the folder set (bench/out), the 500 ordinary photos (MOD_BENCH_PHOTOS, default
  * /work/shared/data/ordinary-photos), and large photos (`--large DIR` or MOD_BENCH_LARGE). The large set used for

@@ -1,10 +1,12 @@
 /**
- * mod and transformers.js read the same model folder and must agree: image embeddings of the
- * same encoded images (our decoding and preprocessing), token ids and text embeddings of the same prompts
- * (our tokenizer and text path). Checked on the toy model (whose image embedding is a channel mean, so
- * images with different halves and shapes exercise resize and crop) and on a small random-weight CLIP of the
- * real architecture, where every default prompt has a meaningful embedding. bench/peer.ts runs the same
- * comparison on the full-size stand-in.
+ * mod and transformers.js read the same model folder and must agree: image embeddings of the same pixels (our
+ * encoder run), of the same encoded images where no resize happens (our decoding, crop and normalisation), token
+ * ids and text embeddings of the same prompts (our tokenizer and text path). The resize itself is not
+ * transformers.js's: mod follows Pillow's antialiased bicubic, as OpenAI CLIP was trained, where transformers.js
+ * in Node samples without a filter; test/lib/image/clip-pillow.test.ts compares it with Pillow. Checked on the
+ * toy model (whose image embedding is a channel mean, so images with different halves and shapes exercise the
+ * crop) and on a small random-weight CLIP of the real architecture, where every default prompt has a meaningful
+ * embedding. bench/peer.ts runs the same comparison on the full-size stand-in.
  */
 import {mkdtemp, rm} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
@@ -14,7 +16,7 @@ import sharp from 'sharp'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {agreement, defaultPrompts, openMod, openPeer, tokenMismatches, type ModSide, type PeerSide} from '../bench/parity.js'
+import {agreement, defaultPrompts, openMod, openPeer, tokenMismatches, type Agreement, type ModSide, type PeerSide} from '../bench/parity.js'
 import {writeToyModel} from '../scripts/fixtures.js'
 import {writeStandinModel} from '../scripts/standin.js'
 import {cosine} from '../src/lib/signals/clip/zero-shot.js'
@@ -39,6 +41,8 @@ function pixels(width: number, height: number, left: Rgb, right: Rgb): Buffer {
 interface Sample {
   name: string
   bytes: Buffer
+  /** Already at CLIP's size (shorter side 224): no resize, so transformers.js's whole path must agree too. */
+  unresized: boolean
 }
 
 async function samples(): Promise<Sample[]> {
@@ -48,31 +52,46 @@ async function samples(): Promise<Sample[]> {
     [333, 777, [250, 250, 250], [10, 10, 10], 'webp'],
     [225, 224, [0, 90, 255], [255, 120, 0], 'png'],
     [97, 61, [200, 30, 200], [40, 220, 220], 'jpeg'],
+    [224, 224, [250, 200, 30], [20, 20, 120], 'jpeg'],
   ]
   return Promise.all(
     specs.map(async ([w, h, left, right, format]) => {
       const img = sharp(pixels(w, h, left, right), {raw: {width: w, height: h, channels: 3}})
       const bytes = await (format === 'jpeg' ? img.jpeg({quality: 90}) : format === 'png' ? img.png() : img.webp({quality: 90})).toBuffer()
-      return {name: `${w}x${h} ${format}`, bytes}
+      return {name: `${w}x${h} ${format}`, bytes, unresized: Math.min(w, h) === 224}
     }),
   )
 }
 
+/** mod's embeddings, and transformers.js's vision tower on mod's pixels. */
 async function imageEmbeddings(mod: ModSide, peer: PeerSide, images: Sample[]): Promise<{ours: Float32Array[]; theirs: Float32Array[]}> {
   const ours: Float32Array[] = []
   const theirs: Float32Array[] = []
   for (const s of images) {
     ours.push(await mod.embedImage(s.bytes))
-    theirs.push(await peer.embedImage(s.bytes))
+    theirs.push(await peer.embedPixels(await mod.pixels(s.bytes), mod.manifest.preprocess.crop))
   }
   return {ours, theirs}
+}
+
+/** Where no resize happens, transformers.js's whole path (its decoding and CLIPImageProcessor) against mod's. */
+async function unresizedAgreement(mod: ModSide, peer: PeerSide, images: Sample[]): Promise<Agreement> {
+  const unresized = images.filter((s) => s.unresized)
+  assert.equal(unresized.length, 2)
+  const ours: Float32Array[] = []
+  const theirs: Float32Array[] = []
+  for (const s of unresized) {
+    ours.push(await mod.embedImage(s.bytes))
+    theirs.push(await peer.embedImage(s.bytes))
+  }
+  return agreement(unresized.map((s) => s.name), ours, theirs)
 }
 
 const root = await mkdtemp(join(tmpdir(), 'mod-parity-'))
 const images = await samples()
 const prompts = defaultPrompts()
 
-test('toy model: image embeddings agree with transformers.js on every image (decode, resize, crop, normalise)', async () => {
+test('toy model: image embeddings agree with transformers.js on mod\'s pixels of every image, and whole paths where no resize happens', async () => {
   const dir = join(root, 'toy')
   await writeToyModel(dir)
   const mod = await openMod(dir, 1)
@@ -81,6 +100,8 @@ test('toy model: image embeddings agree with transformers.js on every image (dec
     const {ours, theirs} = await imageEmbeddings(mod, peer, images)
     const a = agreement(images.map((s) => s.name), ours, theirs)
     assert.ok(a.worst >= AGREE, `cosine ${a.worst} on ${a.worstItem}`)
+    const whole = await unresizedAgreement(mod, peer, images)
+    assert.ok(whole.worst >= AGREE, `cosine ${whole.worst} on ${whole.worstItem}`)
     // The images differ enough that a wrong crop or channel order would show.
     assert.ok(cosine(ours[0], ours[1]) < 0.9, 'two different images embed apart')
   } finally {
@@ -116,10 +137,12 @@ await writeStandinModel(dir, {
 const tinyMod = await openMod(dir, 1)
 const tinyPeer = await openPeer(dir, tinyMod.manifest.context_length)
 
-test('small random CLIP: image embeddings agree with transformers.js on every image', async () => {
+test('small random CLIP: image embeddings agree with transformers.js on mod\'s pixels of every image, and whole paths where no resize happens', async () => {
   const {ours, theirs} = await imageEmbeddings(tinyMod, tinyPeer, images)
   const a = agreement(images.map((s) => s.name), ours, theirs)
   assert.ok(a.worst >= AGREE, `cosine ${a.worst} on ${a.worstItem}`)
+  const whole = await unresizedAgreement(tinyMod, tinyPeer, images)
+  assert.ok(whole.worst >= AGREE, `cosine ${whole.worst} on ${whole.worstItem}`)
   assert.ok(cosine(ours[0], ours[2]) < 0.99, 'two different images embed apart')
 })
 

@@ -240,8 +240,9 @@ export const DECODED_SHARE = 2
 
 /**
  * How much larger than the side a signal resamples to (`frameSide`) a reduced decode keeps the shorter side: each
- * signal's own resize (CLIP's unfiltered bicubic) still halves it or more, as it reduces a whole decode; how far
- * that moves embeddings and scores is measured by bench/shrink.ts.
+ * signal's own resize (CLIP's antialiased bicubic, as Pillow's) still halves it or more, so it still filters the
+ * detail the reduced decode kept; how far that moves embeddings and scores is measured by bench/shrink.ts. CLIP's
+ * resize filters a whole decode as well: the reduced decode saves time.
  */
 export const REDUCED_MARGIN = 2
 
