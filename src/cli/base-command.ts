@@ -6,6 +6,7 @@ import {isModError} from '../lib/errors.js'
 import {errorLine, EXIT_ERROR, exitForSignal, oneLine, STOP_SIGNALS, type StopSignal} from './errors.js'
 import type {EnvVars} from './help.js'
 import {startProgress, type Progress} from './progress.js'
+import {printableLines} from './visible.js'
 import {closest} from '../lib/suggest.js'
 
 interface FlagDef {
@@ -96,7 +97,8 @@ export abstract class ModCommand extends Command {
     this.progress?.finish()
     if (err instanceof Errors.ExitError) throw err
     if (this.interrupt.signal.aborted) return this.exit(this.signalExit())
-    process.stderr.write(`${this.describe(err)}\n`)
+    // A message may quote what came from elsewhere (a server, a file): no part of it may pass for a line of its own.
+    process.stderr.write(`${printableLines(this.describe(err))}\n`)
     if (process.env.DEBUG && err.stack) process.stderr.write(`${err.stack}\n`)
     return this.exit(EXIT_ERROR)
   }

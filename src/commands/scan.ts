@@ -13,6 +13,7 @@ import {openHtmlReport, type HtmlReport} from '../cli/reports/html-report.js'
 import {scanInputs, skippedLine, type ScanEntry, type ScanItem, type Skipped} from '../cli/inputs.js'
 import {reporterFor, SCAN_FORMATS, type ScanFormat} from '../cli/reports/index.js'
 import {relativePath} from '../cli/reports/report.js'
+import {printableLine} from '../cli/visible.js'
 import type {ImageInput, ItemResult} from '../lib/engine.js'
 import {ModError} from '../lib/errors.js'
 import type {ImageLimits} from '../lib/image/decode.js'
@@ -270,7 +271,8 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
             if (reporter) write(reporter.item({item, accepted, sha256}))
             else if (format === 'json') write(`${printed > 1 ? ',' : ''}\n${json()}`)
             else if (format === 'ndjson') write(`${json()}\n`)
-            else write(`${formatRow(item, partial)}${accepted ? '  (accepted by the baseline)' : ''}\n`)
+            // A name or a message may hold anything (a file's name, a server's text): each row stays one line.
+            else write(`${printableLine(formatRow(item, partial))}${accepted ? '  (accepted by the baseline)' : ''}\n`)
           }
           const done = counts.safe + counts.unsafe + counts.errors + counts.missing
           progress.update(`Scanning ${done} of ${found.count}${found.done ? '' : '+'}: ${summaryLine(counts)}`)
