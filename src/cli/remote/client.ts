@@ -211,8 +211,8 @@ export function createClient(options: ClientOptions): Client {
         last = visible(`${res.status} ${typeof code === 'string' ? code.slice(0, 40) : ''}`.trim())
         wait = retryAfterMs(res.headers['retry-after'])
       } catch (e) {
-        // undici's parser refused the answer (llhttp's HPE_ codes): whatever answered is not an HTTP server.
-        if (/^HPE_/.test(String((e as {code?: unknown}).code))) throw badAnswer(server, what, `an answer that is not HTTP/1.1 (${visible((e as Error).message)})`)
+        // undici's parser refused the answer: whatever answered is not an HTTP server.
+        if ((e as Error).name === 'HTTPParserError') throw badAnswer(server, what, `an answer that is not HTTP/1.1 (${visible((e as Error).message)})`)
         if (options.signal?.aborted || !(isConnectionError(e) || e instanceof AttemptTimeout)) throw e
         last = e instanceof AttemptTimeout ? `a timeout (${e.message})` : visible(`${(e as {code: string}).code}${(e as Error).message ? ` (${(e as Error).message})` : ''}`)
       }
