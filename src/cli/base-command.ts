@@ -79,6 +79,20 @@ export abstract class ModCommand extends Command {
   }
 
   /**
+   * `work`, unless a stop signal comes first: a read that may block for ever (a FIFO with no writer, a pipe never
+   * closed) cannot hold the command after it was asked to stop. The read itself is abandoned, and the process exits.
+   */
+  protected untilStopped<T>(work: Promise<T>): Promise<T> {
+    const {signal} = this.interrupt
+    if (signal.aborted) return Promise.reject(new Error('stopped'))
+    return new Promise<T>((resolve, reject) => {
+      const stop = () => reject(new Error('stopped'))
+      signal.addEventListener('abort', stop, {once: true})
+      work.then(resolve, reject).finally(() => signal.removeEventListener('abort', stop))
+    })
+  }
+
+  /**
    * One stderr line naming a policy file found by search: a file in a parent folder changes verdicts, so it must
    * never apply unseen. A file named by --config or MOD_CONFIG was asked for and is not repeated.
    */

@@ -193,13 +193,16 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
     if (paths.length === 0 && fromList === undefined) throw new Errors.CLIError('Missing 1 required arg: paths  files, folders or - (stdin), or --files-from')
     if (fromList === '-' && paths.includes('-')) throw new Errors.CLIError('--files-from - and the path - both read stdin: give one of them')
     const format: ScanFormat = (flags.format as ScanFormat | undefined) ?? (flags.json ? 'json' : flags.ndjson ? 'ndjson' : 'table')
-    const baseline = flags.baseline === undefined ? undefined : await readBaseline(flags.baseline)
-    const listed = fromList === undefined ? [] : await readFileList(fromList, flags.null, process.stdin)
+    // Any of these may be a FIFO or a pipe that nothing writes to: a stop signal still ends the command.
+    const baseline = flags.baseline === undefined ? undefined : await this.untilStopped(readBaseline(flags.baseline))
+    const listed = fromList === undefined ? [] : await this.untilStopped(readFileList(fromList, flags.null, process.stdin))
     const {server} = flags
     const {engine, config} =
       server === undefined
-        ? await engineFromFlags(flags, process.env, {only: flags.only})
-        : await (await import('../cli/remote/from-flags.js')).remoteFromFlags({...flags, server}, this.argv, (line) => this.logToStderr(line), this.interrupt.signal)
+        ? await this.untilStopped(engineFromFlags(flags, process.env, {only: flags.only}))
+        : await this.untilStopped(
+            import('../cli/remote/from-flags.js').then(({remoteFromFlags}) => remoteFromFlags({...flags, server}, this.argv, (line) => this.logToStderr(line), this.interrupt.signal)),
+          )
     this.notePolicy(config)
     const out = process.stdout
     let closed = false
