@@ -1,8 +1,9 @@
 import {createHmac, timingSafeEqual} from 'node:crypto'
-import {appendFile, readFile} from 'node:fs/promises'
+import {appendFile} from 'node:fs/promises'
 
 import type {ItemResult} from '../../lib/engine.js'
 import {ModError} from '../../lib/errors.js'
+import {readFileCapped} from '../../lib/input/read-capped.js'
 
 /**
  * The `--resume` journal of a remote run: NDJSON, a first line naming the server's policy, then one line per
@@ -22,6 +23,9 @@ export interface Journal {
   /** Inputs the journal held when the run started. */
   readonly size: number
 }
+
+/** A journal of a million inputs is a few hundred MiB; anything larger is not one. */
+const MAX_JOURNAL_BYTES = 512 * 1024 * 1024
 
 /** The format of the lines: 1 had no signatures and is refused. */
 const VERSION = 2
@@ -61,10 +65,13 @@ const entryMac = (key: Buffer, policySha256: string, sha256: string, result: Ite
  * lines with `secret`.
  */
 export async function openJournal(path: string, policySha256: string, secret: string): Promise<Journal> {
-  const text = await readFile(path, 'utf8').catch((e: NodeJS.ErrnoException) => {
-    if (e.code === 'ENOENT') return ''
-    throw new ModError('invalid_config', `--resume ${path}: ${e.message}`)
-  })
+  const text = await readFileCapped(path, MAX_JOURNAL_BYTES).then(
+    (bytes) => bytes.toString('utf8'),
+    (e: NodeJS.ErrnoException) => {
+      if (e.code === 'ENOENT') return ''
+      throw new ModError('invalid_config', `--resume ${path}: ${e.message}`)
+    },
+  )
   const key = journalKey(secret)
   const keyCheck = mac(key, 'key check')
   const finished = new Map<string, {sha256: string; result: ItemResult}>()

@@ -1,4 +1,6 @@
-import {open} from 'node:fs/promises'
+import {constants} from 'node:fs'
+import {open, stat} from 'node:fs/promises'
+import {Socket} from 'node:net'
 import type {Readable} from 'node:stream'
 
 import {ModError} from '../errors.js'
@@ -56,6 +58,7 @@ export async function readCapped(
  * starve a scan of input. A file that grows while it is read is still held to the cap as bytes arrive.
  */
 export async function readFileCapped(path: string, maxBytes: number, overLimit = () => tooLarge(path, maxBytes)): Promise<Buffer> {
+  if ((await stat(path)).isFIFO()) return readFifo(path, maxBytes, overLimit)
   const handle = await open(path, 'r')
   try {
     const {size} = await handle.stat()
@@ -75,5 +78,20 @@ export async function readFileCapped(path: string, maxBytes: number, overLimit =
     return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, cap.total)
   } finally {
     await handle.close()
+  }
+}
+
+/**
+ * A FIFO (a named pipe, `<(command)`) read as the stream it is: opened without waiting for its writer and watched by
+ * the event loop, where a plain open() would wait for the writer in one of libuv's few threads, which nothing can
+ * cancel and which would hold the process at exit (a stop signal could not end it).
+ */
+async function readFifo(path: string, maxBytes: number, overLimit: () => ModError): Promise<Buffer> {
+  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK)
+  const fifo = new Socket({fd: handle.fd, readable: true, writable: false})
+  try {
+    return await readCapped(fifo, maxBytes, path, overLimit)
+  } finally {
+    fifo.destroy()
   }
 }
