@@ -57,13 +57,13 @@ export async function readCapped(
  * a stream's 64 KiB chunks would each wait for a libuv thread, behind the image decodes that share the pool, and
  * starve a scan of input. A file that grows while it is read is still held to the cap as bytes arrive.
  */
-export async function readFileCapped(path: string, maxBytes: number, overLimit = () => tooLarge(path, maxBytes)): Promise<Buffer> {
+export async function readFileCapped(path: string | Buffer, maxBytes: number, overLimit = () => tooLarge(String(path), maxBytes)): Promise<Buffer> {
   if ((await stat(path)).isFIFO()) return readFifo(path, maxBytes, overLimit)
   const handle = await open(path, 'r')
   try {
     const {size} = await handle.stat()
     if (size > maxBytes) throw overLimit()
-    const cap = byteCap(maxBytes, path, overLimit)
+    const cap = byteCap(maxBytes, String(path), overLimit)
     const chunks: Buffer[] = []
     // One byte more than the size tells a file that ended (a short read) from one that grew.
     let want = size + 1
@@ -86,11 +86,11 @@ export async function readFileCapped(path: string, maxBytes: number, overLimit =
  * the event loop, where a plain open() would wait for the writer in one of libuv's few threads, which nothing can
  * cancel and which would hold the process at exit (a stop signal could not end it).
  */
-async function readFifo(path: string, maxBytes: number, overLimit: () => ModError): Promise<Buffer> {
+async function readFifo(path: string | Buffer, maxBytes: number, overLimit: () => ModError): Promise<Buffer> {
   const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK)
   const fifo = new Socket({fd: handle.fd, readable: true, writable: false})
   try {
-    return await readCapped(fifo, maxBytes, path, overLimit)
+    return await readCapped(fifo, maxBytes, String(path), overLimit)
   } finally {
     fifo.destroy()
   }
