@@ -95,11 +95,6 @@ function refused(server: string, status: number, body: ErrorBody | undefined, ap
   return new ModError(typeof code === 'string' && KNOWN_CODES.has(code) ? (code as ErrorCode) : 'internal', `the server ${server} answered ${status}: ${message}`)
 }
 
-/** Why one attempt was given up before the server's answer was whole: retried like a failed connection. */
-class AttemptTimeout extends Error {
-  readonly code = 'MOD_ATTEMPT_TIMEOUT'
-}
-
 function seconds(ms: number): string {
   return `${Number((ms / 1000).toFixed(1))} s`
 }
@@ -107,13 +102,14 @@ function seconds(ms: number): string {
 /**
  * The HTTP client of a remote run (undici, one connection pool per origin). Every request is retried on a
  * connection failure (refused, reset, the server killed mid-request: the next attempt takes a new connection, so
- * behind a balancer another server answers), on an answer that does not come in time, and on 429/502/503/504,
+ * behind a balancer another server answers), on headers that do not come in time, and on 429/502/503/504,
  * waiting as the server's Retry-After says or backing off; moderation requests only read, so sending one twice is
  * harmless. After `attempts` tries the run fails with `server_unreachable`.
  *
  * Nothing a server sends can hold the run or its memory: each answer's body is read up to a size its request
  * states (what it can hold), counted as it arrives; its headers must come within `headersMs`, its body within
- * `bodyMs` with no pause over `idleMs`; and with `timeoutMs`, the whole run ends there (`server_unreachable`).
+ * `bodyMs` (else the run fails at once) with no pause over `idleMs`; and with `timeoutMs`, the whole run ends there
+ * (`server_unreachable`).
  */
 export function createClient(options: ClientOptions): Client {
   const base = serverUrl(options.server)
@@ -170,7 +166,10 @@ export function createClient(options: ClientOptions): Client {
     try {
       const res = await send(signal)
       clearTimeout(clock)
-      clock = arm(Math.min(left(), limits.bodyMs), () => (left() <= 0 ? overTime() : new AttemptTimeout(`the answer's body took over ${seconds(limits.bodyMs)}`)))
+      // A body that has begun and comes this slowly is a broken server or proxy, not a busy one: not retried.
+      const slow = () =>
+        new ModError('server_unreachable', `${what} to ${server}: the answer's body was not whole ${seconds(limits.bodyMs)} after its headers: a server or proxy sends it too slowly`)
+      clock = arm(Math.min(left(), limits.bodyMs), () => (left() <= 0 ? overTime() : slow()))
       // A body already cut off by the timer throws its reason, not undici's "aborted".
       const onAbort = () => res.body.destroy(timer.signal.reason as Error)
       timer.signal.addEventListener('abort', onAbort, {once: true})
@@ -213,8 +212,8 @@ export function createClient(options: ClientOptions): Client {
       } catch (e) {
         // undici's parser refused the answer: whatever answered is not an HTTP server.
         if ((e as Error).name === 'HTTPParserError') throw badAnswer(server, what, `an answer that is not HTTP/1.1 (${visible((e as Error).message)})`)
-        if (options.signal?.aborted || !(isConnectionError(e) || e instanceof AttemptTimeout)) throw e
-        last = e instanceof AttemptTimeout ? `a timeout (${e.message})` : visible(`${(e as {code: string}).code}${(e as Error).message ? ` (${(e as Error).message})` : ''}`)
+        if (options.signal?.aborted || !isConnectionError(e)) throw e
+        last = visible(`${(e as {code: string}).code}${(e as Error).message ? ` (${(e as Error).message})` : ''}`)
       }
       if (n >= options.attempts) {
         throw new ModError(

@@ -23,7 +23,7 @@ export const serverFlags = {
   }),
   timeout: Flags.integer({
     description:
-      "With --server: stop the run after this many seconds (exit 2, server_unreachable), however the server answers. Each request has its own limits besides: headers within 60 s, the whole answer within 30 s more.",
+      "With --server: stop the run after this many seconds (exit 2, server_unreachable), however the server answers. Each request has its own limits besides: headers within 60 s (else retried), the whole answer within 30 s more (else the run fails).",
     min: 1,
     helpGroup: SERVER,
   }),
