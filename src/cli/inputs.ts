@@ -277,7 +277,7 @@ export async function* scanInputs(
   const patterns = exclude.length > 0 ? ignore().add([...exclude]) : undefined
   for (const p of paths) {
     if (typeof p !== 'string') {
-      yield* rawNamedFile(p, maxBytes, skipped)
+      yield* rawNamedFile(p, maxBytes, skipped, listed)
       continue
     }
     if (p === '-') {
@@ -311,10 +311,10 @@ export async function* scanInputs(
 }
 
 /**
- * A listed path whose bytes are not UTF-8 (a file list holds bytes): a file is scanned as a listed file is, under
- * its escaped name; anything else is an entry in its place.
+ * A path whose bytes are not UTF-8 (from a file list, or the command line's bytes): a file is scanned as a listed
+ * or named file is, under its escaped name; anything else is an entry in its place.
  */
-async function* rawNamedFile(at: Buffer, maxBytes: number, skipped: Skipped): AsyncGenerator<ScanItem> {
+async function* rawNamedFile(at: Buffer, maxBytes: number, skipped: Skipped, listed: boolean): AsyncGenerator<ScanItem> {
   const shown = namedAs(at)
   let info: Stats
   try {
@@ -329,7 +329,8 @@ async function* rawNamedFile(at: Buffer, maxBytes: number, skipped: Skipped): As
     return
   }
   const kind = sniffImage(await head(at).catch(() => Buffer.alloc(0)))
-  if (kind === 'image') yield {input: {source: shown, read: () => readFile(shown, maxBytes, at)}}
+  // A file named on the command line is always tried; a listed one only when it is an image.
+  if (kind === 'image' || !listed) yield {input: {source: shown, read: () => readFile(shown, maxBytes, at)}}
   else skip(skipped, kind === 'heif' ? 'unsupported format' : 'not images')
 }
 

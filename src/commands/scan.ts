@@ -14,6 +14,7 @@ import {scanInputs, skippedLine, type ScanEntry, type ScanItem, type Skipped} fr
 import {reporterFor, SCAN_FORMATS, type ScanFormat} from '../cli/reports/index.js'
 import {relativePath} from '../cli/reports/report.js'
 import {printableLine} from '../cli/visible.js'
+import {withRawBytes} from '../cli/raw-args.js'
 import type {ImageInput, ItemResult} from '../lib/engine.js'
 import {ModError} from '../lib/errors.js'
 import type {ImageLimits} from '../lib/image/decode.js'
@@ -244,7 +245,7 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
       if (reporter) write(reporter.start())
       const {limits} = config.settings.engine
       async function* all(): AsyncGenerator<ScanItem> {
-        yield* scanInputs(paths, limits.maxBytes, skipped, process.stdin, flags.exclude ?? [])
+        yield* scanInputs(withRawBytes(paths), limits.maxBytes, skipped, process.stdin, flags.exclude ?? [])
         yield* scanInputs(listed, limits.maxBytes, skipped, process.stdin, flags.exclude ?? [], true)
       }
       const items = walkedAhead(hashedInputs(all(), hashes), found)

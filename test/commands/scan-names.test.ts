@@ -1,12 +1,13 @@
 // File names that are not UTF-8 (a Latin-1 `café.png`, written from another system): scanned like any other file,
 // in a folder and from a file list, and reported under a name whose stray bytes are escaped as \xNN.
+import {execFile} from 'node:child_process'
 import {mkdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {BIN, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir('mod-names-')
@@ -36,6 +37,18 @@ test('a name that is not UTF-8 is scanned in a folder and from a -0 list, and sh
   }
   const table = await scan(['photos'])
   assert.match(table.stdout, /^UNSAFE {2}photos\/caf\\xe9\.png {2}redness 1\.00>=0\.5/m)
+})
+
+test('named on the command line (its bytes read back from the system), the file is scanned too', async () => {
+  // A shell passes the name's bytes as they are; Node.js alone would decode them into a name that does not exist.
+  const script = `exec "$0" "$1" scan "$(printf 'photos/caf\\351.png')" --json --config policy.yaml`
+  const r = await new Promise<{code: number; stdout: string; stderr: string}>((resolve) => {
+    execFile('sh', ['-c', script, process.execPath, BIN], {cwd: dir.path, env: {PATH: process.env.PATH ?? '', ...env}}, (e, stdout, stderr) =>
+      resolve({code: (e as {code?: number} | null)?.code ?? 0, stdout, stderr}),
+    )
+  })
+  assert.is(r.code, 1, r.stderr)
+  assert.equal(JSON.parse(r.stdout).map((x: {source: string; is_safe: boolean}) => [x.source, x.is_safe]), [['photos/caf\\xe9.png', false]])
 })
 
 test.run()
