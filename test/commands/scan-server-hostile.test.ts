@@ -1,7 +1,8 @@
 // mod scan --server against a hostile server on 127.0.0.1 (plain node:http and raw sockets, no model): answers that
 // are huge, endless, trickling or late, a Retry-After of days, verdicts that are not verdicts, and text that tries to
 // become a GitHub workflow command. Each one ends the run within a bound, exit 2, with a clear error; none is SAFE.
-import {mkdirSync, writeFileSync} from 'node:fs'
+import {createHash} from 'node:crypto'
+import {appendFileSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {createServer, type IncomingMessage, type Server, type ServerResponse} from 'node:http'
 import {createServer as createTcpServer, type AddressInfo, type Socket} from 'node:net'
 import {join} from 'node:path'
@@ -271,6 +272,37 @@ test('server text reaches no output as a workflow command: messages, codes, entr
   assert.match(header.stderr, /\nmod: bad_server_answer: the server \S+ answered POST \/v1\/moderate\/batch with an answer that is not HTTP\/1\.1 \(/)
   const entry = await scan(urls.entry, ['--format', 'github'])
   assert.ok(entry.stdout.includes('::error file=photos/a.png,line=1,title=mod%3A could not scan (unsupported_media)::cannot read\\x0a::error file=README.md::pwned'), entry.stdout)
+})
+
+test('--resume: a forged, edited or foreign journal fails the run (exit 2), never passes a flagged image; no key, no journal', async () => {
+  const url = await hostile((_req, res) => json(res, {results: [unsafe('a.png'), safe('b.png')]}))
+  const journal = join(dir.path, 'journal.ndjson')
+  const run = (env: Record<string, string>) => runInProcess(['scan', 'photos', '--server', url, '--resume', journal, '--format', 'github'], {cwd: work, env})
+  const honest = await run({MOD_API_KEY: 'team-key'})
+  assert.is(honest.code, 1, honest.stderr)
+  const written = readFileSync(journal, 'utf8')
+  assert.is(written.trim().split('\n').length, 3)
+  const again = await run({MOD_API_KEY: 'team-key'})
+  assert.is(again.code, 1, 'replayed from the journal: the same verdicts')
+  assert.match(again.stderr, /mod: resume: 2 inputs already scored/)
+  // The attack: a line for the flagged file's bytes saying it is safe, after the honest ones or in their place.
+  const sha256 = createHash('sha256').update(readFileSync(join(work, 'photos', 'a.png'))).digest('hex')
+  appendFileSync(journal, `${JSON.stringify({sha256, result: safe('photos/a.png'), hmac: 'f'.repeat(64)})}\n`)
+  const forged = await run({MOD_API_KEY: 'team-key'})
+  assert.is(forged.code, 2)
+  assert.match(forged.stderr, /\nmod: invalid_config: --resume \S+journal\.ndjson line 4 was not written by mod under this key \(edited, or added by someone else\): its verdict cannot be trusted; remove the journal to start over\n$/)
+  assert.not.match(forged.stdout, /::notice title=mod scan::2 scanned: 1 safe/)
+  writeFileSync(journal, written.replace('"is_safe":false', '"is_safe":true').replace(/"violations":\[\{[^\]]*\}\]/, '"violations":[]'))
+  const edited = await run({MOD_API_KEY: 'team-key'})
+  assert.is(edited.code, 2)
+  assert.match(edited.stderr, /line 2 was not written by mod under this key/)
+  writeFileSync(journal, written)
+  const foreign = await run({MOD_API_KEY: 'team-key', MOD_JOURNAL_KEY: 'another-secret'})
+  assert.is(foreign.code, 2)
+  assert.match(foreign.stderr, /was signed under another key \(MOD_JOURNAL_KEY, or the API key when that is unset\)/)
+  const keyless = await run({})
+  assert.is(keyless.code, 2)
+  assert.match(keyless.stderr, /^mod: invalid_config: --resume signs its journal with a secret the scanned files cannot know: set MOD_JOURNAL_KEY \(or give the API key the server wants\)\n$/)
 })
 
 test.run()
