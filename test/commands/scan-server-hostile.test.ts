@@ -158,10 +158,10 @@ test('a trickling body, headers that never come and a Retry-After of days end at
   })
   const silent = await hostile(() => undefined)
   for (const url of [trickle, silent]) {
-    const {value: r, ms} = await timed(() => scan(url, ['--timeout', '2', '--retries', '8']))
+    const {value: r, ms} = await timed(() => scan(url, ['--timeout', '1', '--retries', '8']))
     assert.is(r.code, 2, r.stderr)
-    assert.ok(/\nmod: server_unreachable: the run was stopped after 2 s \(--timeout\) waiting for the server http:\/\/127\.0\.0\.1:\d+\/\n$/.test(r.stderr), r.stderr)
-    assert.ok(ms >= 1900 && ms < 3500, `${ms} ms`)
+    assert.ok(/\nmod: server_unreachable: the run was stopped after 1 s \(--timeout\) waiting for the server http:\/\/127\.0\.0\.1:\d+\/\n$/.test(r.stderr), r.stderr)
+    assert.ok(ms >= 950 && ms < 2500, `${ms} ms`)
   }
   let refusals = 0
   const later = await hostile((_req, res) => {
@@ -249,7 +249,8 @@ test('server text reaches no output as a workflow command: messages, codes, entr
     status: await rawServer(`HTTP/1.1 503 ::error file=README.md::pwned\r\nretry-after: 0\r\n::add-mask::x: y\r\ncontent-length: 2\r\n\r\n{}`),
   }
   for (const [what, url] of Object.entries(urls)) {
-    for (const format of ['table', 'github', 'json', 'sarif', 'junit']) {
+    // The text formats (JSON and SARIF escape control characters by their nature).
+    for (const format of ['table', 'github', 'junit']) {
       const r = await scan(url, ['--format', format, '--retries', '1'])
       // Text where it is only shown (a reason, a model id) leaves the verdicts as they are; anywhere else it is an error.
       assert.is(r.code, what === 'reason' || what === 'model' ? 0 : what === 'entry' ? 1 : 2, `${what} ${format}: ${r.stderr}`)

@@ -161,8 +161,8 @@ export function createClient(options: ClientOptions): Client {
     const signals = [timer.signal, ...(options.signal ? [options.signal] : [])]
     const signal = AbortSignal.any(signals)
     const arm = (ms: number, why: () => Error): NodeJS.Timeout => setTimeout(() => timer.abort(why()), Math.max(0, ms))
-    // The headers' own limit is undici's (headersTimeout, from the end of the upload): here only the run's.
-    let clock = arm(Math.min(left(), 2 ** 31 - 1), overTime)
+    // The headers' own limit is undici's (headersTimeout, counted from the upload's last progress): here only the run's.
+    let clock = runDeadline === undefined ? undefined : arm(left(), overTime)
     try {
       const res = await send(signal)
       clearTimeout(clock)
