@@ -10,7 +10,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {BIN, tempDir} from '../helpers/cli.js'
+import {BIN, runCli, tempDir} from '../helpers/cli.js'
 
 const dir = tempDir('mod-blocked-')
 let server: Server
@@ -68,7 +68,7 @@ async function stopBlocked(args: string[]): Promise<{code: number | null; ms: nu
 }
 
 test.before(async () => {
-  for (const name of ['list.fifo', 'baseline.fifo', 'journal.fifo']) execFileSync('mkfifo', [join(dir.path, name)])
+  for (const name of ['list.fifo', 'baseline.fifo', 'journal.fifo', 'policy.fifo']) execFileSync('mkfifo', [join(dir.path, name)])
   // Enough of a mod serve for --resume to be opened: its categories and its health.
   server = createServer((req, res) => {
     const body =
@@ -98,6 +98,12 @@ test('--files-from, --baseline and --resume on a FIFO with no writer, and --file
     assert.is(r.code, 143, `${args.join(' ')}: ${r.stderr}`)
     assert.ok(r.ms < 1000, `${args.join(' ')}: ${r.ms} ms`)
   }
+})
+
+test('a policy that is a FIFO is refused at once, never waited on', async () => {
+  const r = await runCli(['scan', '.', '--config', 'policy.fifo'], {cwd: dir.path})
+  assert.is(r.code, 2)
+  assert.match(r.stderr, /^mod: invalid_config: the policy file \S+\/policy\.fifo is not a file\n$/)
 })
 
 test.run()
