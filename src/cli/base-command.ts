@@ -6,6 +6,7 @@ import {isModError} from '../lib/errors.js'
 import {errorLine, EXIT_ERROR, exitForSignal, oneLine, STOP_SIGNALS, type StopSignal} from './errors.js'
 import type {EnvVars} from './help.js'
 import {startProgress, type Progress} from './progress.js'
+import {printableLines} from './visible.js'
 import {closest} from '../lib/suggest.js'
 
 interface FlagDef {
@@ -78,6 +79,20 @@ export abstract class ModCommand extends Command {
   }
 
   /**
+   * `work`, unless a stop signal comes first: a read that may block for ever (a FIFO with no writer, a pipe never
+   * closed) cannot hold the command after it was asked to stop. The read itself is abandoned, and the process exits.
+   */
+  protected untilStopped<T>(work: Promise<T>): Promise<T> {
+    const {signal} = this.interrupt
+    if (signal.aborted) return Promise.reject(new Error('stopped'))
+    return new Promise<T>((resolve, reject) => {
+      const stop = () => reject(new Error('stopped'))
+      signal.addEventListener('abort', stop, {once: true})
+      work.then(resolve, reject).finally(() => signal.removeEventListener('abort', stop))
+    })
+  }
+
+  /**
    * One stderr line naming a policy file found by search: a file in a parent folder changes verdicts, so it must
    * never apply unseen. A file named by --config or MOD_CONFIG was asked for and is not repeated.
    */
@@ -96,7 +111,8 @@ export abstract class ModCommand extends Command {
     this.progress?.finish()
     if (err instanceof Errors.ExitError) throw err
     if (this.interrupt.signal.aborted) return this.exit(this.signalExit())
-    process.stderr.write(`${this.describe(err)}\n`)
+    // A message may quote what came from elsewhere (a server, a file): no part of it may pass for a line of its own.
+    process.stderr.write(`${printableLines(this.describe(err))}\n`)
     if (process.env.DEBUG && err.stack) process.stderr.write(`${err.stack}\n`)
     return this.exit(EXIT_ERROR)
   }

@@ -7,9 +7,10 @@ const MAX_LIST_BYTES = 64 * 1024 * 1024
 /**
  * The paths of a file list (`--files-from FILE`, or `-` for stdin): one per line (a trailing `\r` is dropped), or
  * NUL-separated with `nul` (what `git diff --name-only -z` and `find -print0` write, for names holding newlines).
- * Empty entries are left out. A listed `-` is a file of that name, never stdin.
+ * Empty entries are left out. A listed `-` is a file of that name, never stdin. A path whose bytes are not UTF-8 is
+ * kept as those bytes.
  */
-export async function readFileList(from: string, nul: boolean, stdin: NodeJS.ReadableStream): Promise<string[]> {
+export async function readFileList(from: string, nul: boolean, stdin: NodeJS.ReadableStream): Promise<(string | Buffer)[]> {
   const name = from === '-' ? 'stdin' : from
   let bytes: Buffer
   try {
@@ -19,7 +20,24 @@ export async function readFileList(from: string, nul: boolean, stdin: NodeJS.Rea
     const code = (e as NodeJS.ErrnoException).code
     throw new ModError(code === 'ENOENT' ? 'not_found' : 'invalid_config', `cannot read the file list ${name}: ${code === 'ENOENT' ? 'it does not exist' : (code ?? String(e))}`)
   }
-  const text = bytes.toString('utf8')
-  const entries = nul ? text.split('\0') : text.split('\n').map((l) => l.replace(/\r$/, ''))
-  return entries.filter((p) => p !== '').map((p) => (p === '-' ? './-' : p))
+  const entries = split(bytes, nul ? 0 : 0x0a).map((e) => (!nul && e.at(-1) === 0x0d ? e.subarray(0, -1) : e))
+  return entries
+    .filter((e) => e.length > 0)
+    .map((e) => {
+      const p = e.toString('utf8')
+      // A name that is not UTF-8 keeps its bytes: decoded, it would name a file that does not exist.
+      if (!Buffer.from(p).equals(e)) return e
+      return p === '-' ? './-' : p
+    })
+}
+
+function split(bytes: Buffer, separator: number): Buffer[] {
+  const parts: Buffer[] = []
+  let start = 0
+  for (let i = bytes.indexOf(separator); i !== -1; i = bytes.indexOf(separator, start)) {
+    parts.push(bytes.subarray(start, i))
+    start = i + 1
+  }
+  parts.push(bytes.subarray(start))
+  return parts
 }

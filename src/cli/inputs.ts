@@ -9,6 +9,37 @@ import {ModError, type ErrorCode} from '../lib/errors.js'
 import {readCapped, readFileCapped} from '../lib/input/read-capped.js'
 import {imageFormat, isVideoHead, sniffImage, SNIFF_BYTES} from '../lib/input/sniff.js'
 import {plural} from '../lib/plural.js'
+import {formatSize} from '../lib/sizes.js'
+
+/** A path as the file system takes it: a string, or bytes for a name that is not UTF-8. */
+type FsPath = string | Buffer
+
+const strictUtf8 = new TextDecoder('utf-8', {fatal: true})
+
+/**
+ * A file name as results and messages show it: as it is when it is UTF-8; otherwise each byte that is not part of
+ * a UTF-8 character is written `\xNN` (a Latin-1 `café.png` is `caf\xe9.png`), so the name stays readable and
+ * nothing but the escape is lost.
+ */
+export function namedAs(bytes: Buffer): string {
+  let out = ''
+  for (let i = 0; i < bytes.length; ) {
+    let taken = 0
+    // A character is 1 to 4 bytes: the shortest run that decodes is the next character.
+    for (let n = 1; n <= 4 && i + n <= bytes.length && taken === 0; n++) {
+      try {
+        out += strictUtf8.decode(bytes.subarray(i, i + n))
+        taken = n
+      } catch {}
+    }
+    if (taken === 0) {
+      out += `\\x${bytes[i].toString(16).padStart(2, '0')}`
+      taken = 1
+    }
+    i += taken
+  }
+  return out
+}
 
 /** Why a file met in a folder was not scanned; counted for the summary line. */
 export type SkipReason = 'not images' | 'unsupported format' | 'not regular files' | 'symlink loop' | 'broken symlink' | 'excluded'
@@ -95,10 +126,10 @@ function readError(path: string, e: unknown): ModError {
   return new ModError('unreadable_image', `cannot read ${path}: ${code}`)
 }
 
-/** Reads a file with the byte cap counted as bytes arrive, whatever its size claims. */
-async function readFile(path: string, maxBytes: number): Promise<Buffer> {
+/** Reads a file with the byte cap counted as bytes arrive, whatever its size claims; `at` where a raw name needs bytes. */
+async function readFile(path: string, maxBytes: number, at: FsPath = path): Promise<Buffer> {
   try {
-    return await readFileCapped(path, maxBytes)
+    return await readFileCapped(at, maxBytes, () => new ModError('payload_too_large', `${path} is larger than ${formatSize(maxBytes)}`))
   } catch (e) {
     // Read inside the engine, where only an input's own errors become an entry in its place: a file removed
     // since it was listed is unreadable there, not a path the user got wrong.
@@ -114,7 +145,7 @@ function kindOf(info: Stats): string {
   return 'not a regular file'
 }
 
-async function head(path: string): Promise<Buffer> {
+async function head(path: FsPath): Promise<Buffer> {
   const handle = await open(path, 'r')
   try {
     const buffer = Buffer.alloc(SNIFF_BYTES)
@@ -130,19 +161,30 @@ function skip(skipped: Skipped, reason: SkipReason): void {
 }
 
 /** What one folder entry turned out to be, once its symlink is followed and its first bytes are read. */
-type Checked = {dir: string} | {image: string} | {skip: SkipReason} | {item: ScanItem}
+type Checked = {dir: string} | {image: string; at: FsPath} | {skip: SkipReason} | {item: ScanItem}
+
+/** A folder entry: its name as shown (see namedAs), and its bytes where they are not UTF-8. */
+interface DirEntry {
+  name: string
+  raw?: Buffer
+  symlink: boolean
+  dir: boolean
+  file: boolean
+}
 
 /** Entries of one folder checked at once: each check waits for libuv threads that image decodes also use. */
 const CHECKS_AT_ONCE = 32
 
-async function check(dir: string, n: {name: string; symlink: boolean; dir: boolean; file: boolean}): Promise<Checked> {
+async function check(dir: string, n: DirEntry): Promise<Checked> {
   const p = join(dir, n.name)
+  // The file system takes the name's own bytes; a message and the results show it escaped.
+  const at: FsPath = n.raw ? Buffer.concat([Buffer.from(join(dir, sep)), n.raw]) : p
   let isDir = n.dir
   let isFile = n.file
   if (n.symlink) {
     let info: Stats
     try {
-      info = await stat(p)
+      info = await stat(at)
     } catch (e) {
       return {skip: errnoOf(e) === 'ELOOP' ? 'symlink loop' : 'broken symlink'}
     }
@@ -153,12 +195,12 @@ async function check(dir: string, n: {name: string; symlink: boolean; dir: boole
   if (!isFile) return {skip: 'not regular files'}
   let kind
   try {
-    kind = sniffImage(await head(p))
+    kind = sniffImage(await head(at))
   } catch (e) {
     const err = readError(p, e)
     return {item: entry(p, err.code, err.message)}
   }
-  if (kind === 'image') return {image: p}
+  if (kind === 'image') return {image: p, at}
   return {skip: kind === 'heif' ? 'unsupported format' : 'not images'}
 }
 
@@ -168,10 +210,15 @@ async function check(dir: string, n: {name: string; symlink: boolean; dir: boole
  * A folder that cannot be read is an error entry and the walk goes on.
  */
 async function* walk(dir: string, maxBytes: number, seen: Set<string>, skipped: Skipped, inherited: Rules): AsyncGenerator<ScanItem> {
-  let names: {name: string; symlink: boolean; dir: boolean; file: boolean}[]
+  let names: DirEntry[]
   try {
     names = []
-    for await (const e of await opendir(dir)) names.push({name: e.name, symlink: e.isSymbolicLink(), dir: e.isDirectory(), file: e.isFile()})
+    // Names as bytes: one that is not UTF-8 would otherwise be decoded into a name that does not exist.
+    for await (const e of await opendir(dir, {encoding: 'buffer' as BufferEncoding})) {
+      const raw = e.name as unknown as Buffer
+      const name = namedAs(raw)
+      names.push({name, ...(name === raw.toString('utf8') && Buffer.from(name).equals(raw) ? {} : {raw}), symlink: e.isSymbolicLink(), dir: e.isDirectory(), file: e.isFile()})
+    }
   } catch (e) {
     yield entry(dir, 'unreadable_image', `cannot read the folder ${dir}: ${errnoOf(e)}`)
     return
@@ -191,8 +238,8 @@ async function* walk(dir: string, maxBytes: number, seen: Set<string>, skipped: 
       if ('skip' in c) skip(skipped, c.skip)
       else if ('item' in c) yield c.item
       else if ('image' in c) {
-        const p = c.image
-        yield {input: {source: p, read: () => readFile(p, maxBytes)}}
+        const {image: p, at} = c
+        yield {input: {source: p, read: () => readFile(p, maxBytes, at)}}
       } else {
         if (excluded(rules, c.dir, true)) {
           skip(skipped, 'excluded')
@@ -220,7 +267,7 @@ async function* walk(dir: string, maxBytes: number, seen: Set<string>, skipped: 
  * not an image is skipped and counted, one that does not exist is still an error entry.
  */
 export async function* scanInputs(
-  paths: string[],
+  paths: readonly FsPath[],
   maxBytes: number,
   skipped: Skipped,
   stdin: NodeJS.ReadableStream = process.stdin,
@@ -229,6 +276,10 @@ export async function* scanInputs(
 ): AsyncGenerator<ScanItem> {
   const patterns = exclude.length > 0 ? ignore().add([...exclude]) : undefined
   for (const p of paths) {
+    if (typeof p !== 'string') {
+      yield* rawNamedFile(p, maxBytes, skipped, listed)
+      continue
+    }
     if (p === '-') {
       yield {input: {source: '-', read: () => readCapped(stdin as AsyncIterable<Buffer>, maxBytes, 'stdin')}}
       continue
@@ -250,13 +301,37 @@ export async function* scanInputs(
         const checked = await check(dirname(p), {name: basename(p), symlink: false, dir: false, file: true})
         if ('skip' in checked) skip(skipped, checked.skip)
         else if ('item' in checked) yield checked.item
-        else yield {input: {source: p, read: () => readFile(p, maxBytes)}}
+        else yield {input: {source: p, read: () => readFile(p, maxBytes, 'at' in checked ? checked.at : p)}}
       } else if (isVideoHead(await head(p).catch(() => Buffer.alloc(0)))) yield entry(p, 'unsupported_media', `${p} is a video: use mod scan-video ${p}`)
       else yield {input: {source: p, read: () => readFile(p, maxBytes)}}
     } else {
       yield entry(p, 'unsupported_media', `${p} is ${kindOf(info)}, not a regular file: give a file, a folder or - for stdin`)
     }
   }
+}
+
+/**
+ * A path whose bytes are not UTF-8 (from a file list, or the command line's bytes): a file is scanned as a listed
+ * or named file is, under its escaped name; anything else is an entry in its place.
+ */
+async function* rawNamedFile(at: Buffer, maxBytes: number, skipped: Skipped, listed: boolean): AsyncGenerator<ScanItem> {
+  const shown = namedAs(at)
+  let info: Stats
+  try {
+    info = await stat(at)
+  } catch (e) {
+    const err = readError(shown, e)
+    yield entry(shown, err.code, err.message)
+    return
+  }
+  if (!info.isFile()) {
+    yield entry(shown, 'unsupported_media', `${shown} is ${info.isDirectory() ? 'a folder whose name is not UTF-8' : kindOf(info)}: list its files`)
+    return
+  }
+  const kind = sniffImage(await head(at).catch(() => Buffer.alloc(0)))
+  // A file named on the command line is always tried; a listed one only when it is an image.
+  if (kind === 'image' || !listed) yield {input: {source: shown, read: () => readFile(shown, maxBytes, at)}}
+  else skip(skipped, kind === 'heif' ? 'unsupported format' : 'not images')
 }
 
 /** A file named on the command line as a pattern sees it: relative to the working folder, or its name when outside. */

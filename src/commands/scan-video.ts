@@ -5,6 +5,7 @@ import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION, SIGNAL_EXIT_CODES} from '../cli/e
 import {engineFromFlags} from '../cli/engine.js'
 import {fpsFlag, modelFlags, policyFlags} from '../cli/flags.js'
 import {coverage, formatVideo, notEvaluatedLine} from '../cli/format.js'
+import {printableLines} from '../cli/visible.js'
 import type {EnvVars} from '../cli/help.js'
 import {checkVideoFile} from '../cli/inputs.js'
 import {serverFlags} from '../cli/remote/flags.js'
@@ -110,7 +111,7 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
       await engine.close()
     }
     if (flags.json || flags.ndjson) this.log(JSON.stringify(result))
-    else this.log(formatVideo(result, partial))
+    else this.log(printableLines(formatVideo(result, partial)))
     return this.exit(result.is_safe ? EXIT_SAFE : EXIT_VIOLATION)
   }
 }

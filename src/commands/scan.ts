@@ -14,6 +14,8 @@ import {scanInputs, skippedLine, type ScanEntry, type ScanItem, type Skipped} fr
 import {reporterFor, SCAN_FORMATS, type ScanFormat} from '../cli/reports/index.js'
 import {reviewSample} from '../cli/reports/review-sample.js'
 import {relativePath} from '../cli/reports/report.js'
+import {printableLine} from '../cli/visible.js'
+import {withRawBytes} from '../cli/raw-args.js'
 import type {ImageInput, ItemResult} from '../lib/engine.js'
 import {ModError} from '../lib/errors.js'
 import type {ImageLimits} from '../lib/image/decode.js'
@@ -121,6 +123,7 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
   static override envVars: EnvVars = [
     ['MOD_MAX_BYTES', 'largest image file (default 25 MiB)'],
     ['MOD_MAX_PIXELS', 'largest decoded image, width x height (default 100000000)'],
+    ['MOD_JOURNAL_KEY', 'with --server --resume: the secret that signs the journal (default: the API key)'],
   ]
 
   static override exitCodes: [string, string][] = [
@@ -210,13 +213,16 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
     if (paths.length === 0 && fromList === undefined) throw new Errors.CLIError('Missing 1 required arg: paths  files, folders or - (stdin), or --files-from')
     if (fromList === '-' && paths.includes('-')) throw new Errors.CLIError('--files-from - and the path - both read stdin: give one of them')
     const format: ScanFormat = (flags.format as ScanFormat | undefined) ?? (flags.json ? 'json' : flags.ndjson ? 'ndjson' : 'table')
-    const baseline = flags.baseline === undefined ? undefined : await readBaseline(flags.baseline)
-    const listed = fromList === undefined ? [] : await readFileList(fromList, flags.null, process.stdin)
+    // Any of these may be a FIFO or a pipe that nothing writes to: a stop signal still ends the command.
+    const baseline = flags.baseline === undefined ? undefined : await this.untilStopped(readBaseline(flags.baseline))
+    const listed = fromList === undefined ? [] : await this.untilStopped(readFileList(fromList, flags.null, process.stdin))
     const {server} = flags
     const {engine, config} =
       server === undefined
-        ? await engineFromFlags(flags, process.env, {only: flags.only})
-        : await (await import('../cli/remote/from-flags.js')).remoteFromFlags({...flags, server}, this.argv, (line) => this.logToStderr(line), this.interrupt.signal)
+        ? await this.untilStopped(engineFromFlags(flags, process.env, {only: flags.only}))
+        : await this.untilStopped(
+            import('../cli/remote/from-flags.js').then(({remoteFromFlags}) => remoteFromFlags({...flags, server}, this.argv, (line) => this.logToStderr(line), this.interrupt.signal)),
+          )
     this.notePolicy(config)
     const out = process.stdout
     let closed = false
@@ -260,7 +266,7 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
       if (reporter) write(reporter.start())
       const {limits} = config.settings.engine
       async function* all(): AsyncGenerator<ScanItem> {
-        yield* scanInputs(paths, limits.maxBytes, skipped, process.stdin, flags.exclude ?? [])
+        yield* scanInputs(withRawBytes(paths), limits.maxBytes, skipped, process.stdin, flags.exclude ?? [])
         yield* scanInputs(listed, limits.maxBytes, skipped, process.stdin, flags.exclude ?? [], true)
       }
       const items = walkedAhead(hashedInputs(all(), hashes), found)
@@ -293,7 +299,8 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
             if (reporter) write(reporter.item({item, accepted, sha256}))
             else if (format === 'json') write(`${printed > 1 ? ',' : ''}\n${json()}`)
             else if (format === 'ndjson') write(`${json()}\n`)
-            else write(`${formatRow(item, partial)}${accepted ? '  (accepted by the baseline)' : ''}\n`)
+            // A name or a message may hold anything (a file's name, a server's text): each row stays one line.
+            else write(`${printableLine(formatRow(item, partial))}${accepted ? '  (accepted by the baseline)' : ''}\n`)
           }
           const done = counts.safe + counts.unsafe + counts.errors + counts.missing
           progress.update(`Scanning ${done} of ${found.count}${found.done ? '' : '+'}: ${summaryLine(counts)}`)

@@ -1,5 +1,5 @@
 /** Reading a hand-written configuration file (a policy, a head, a word list) with a size bound. */
-import {open} from 'node:fs/promises'
+import {open, stat} from 'node:fs/promises'
 
 import {ModError} from './errors.js'
 import {formatSize} from './sizes.js'
@@ -8,10 +8,11 @@ import {formatSize} from './sizes.js'
 export async function readConfigText(filePath: string, what: string, maxBytes: number): Promise<string> {
   let handle
   try {
-    handle = await open(filePath, 'r')
-    const stats = await handle.stat()
+    // Checked before opening: opening a FIFO would wait for a writer, in a thread nothing can interrupt.
+    const stats = await stat(filePath)
     if (!stats.isFile()) throw new ModError('invalid_config', `the ${what} ${filePath} is not a file`)
     if (stats.size > maxBytes) throw new ModError('invalid_config', `the ${what} ${filePath} is larger than ${formatSize(maxBytes)}`)
+    handle = await open(filePath, 'r')
     return await handle.readFile({encoding: 'utf8'})
   } catch (e) {
     if (e instanceof ModError) throw e

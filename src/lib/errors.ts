@@ -23,6 +23,7 @@ export type ErrorCode =
   | 'jobs_unavailable'
   | 'too_many_jobs'
   | 'server_unreachable'
+  | 'bad_server_answer'
   | 'internal'
 
 /** An error as a value: raised once where the problem is known; adapters map the code to a status or exit code. */

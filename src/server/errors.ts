@@ -235,6 +235,8 @@ const FROM_ENGINE: {[C in ErrorCode]: C extends HttpErrorCode ? EngineRow : Engi
   too_many_jobs: {},
   // The CLI's: `mod scan --server` could not reach its server, or kept being refused; a server never raises it.
   server_unreachable: {as: 'internal', hidden: true},
+  // The CLI's too: the server's answer was not what a mod serve sends (malformed, too large, too slow).
+  bad_server_answer: {as: 'internal', hidden: true},
   internal: {hidden: true},
 }
 

@@ -268,6 +268,7 @@ test('every engine error code has its status; server-side problems are hidden fr
     jobs_unavailable: [503, 'jobs_unavailable'],
     too_many_jobs: [429, 'too_many_jobs', '30'],
     server_unreachable: [500, 'internal'],
+    bad_server_answer: [500, 'internal'],
     internal: [500, 'internal'],
   }
   for (const [code, [status, publicCode, retryAfter]] of Object.entries(expected)) {
@@ -276,7 +277,7 @@ test('every engine error code has its status; server-side problems are hidden fr
     assert.is(e.code, publicCode, code)
     assert.is(e.headers?.['Retry-After'], retryAfter, code)
     assert.is(e.headers?.['WWW-Authenticate'], code === 'unauthorized' ? 'ApiKey header="X-API-Key"' : undefined, code)
-    const hidden = ['model_missing', 'invalid_config', 'ffmpeg_missing', 'download_failed', 'server_unreachable', 'internal'].includes(code)
+    const hidden = ['model_missing', 'invalid_config', 'ffmpeg_missing', 'download_failed', 'server_unreachable', 'bad_server_answer', 'internal'].includes(code)
     assert.is(e.message === `detail of ${code}`, !hidden, code)
   }
   assert.equal(log, [
@@ -285,6 +286,7 @@ test('every engine error code has its status; server-side problems are hidden fr
     'ffmpeg_missing: detail of ffmpeg_missing',
     'download_failed: detail of download_failed',
     'server_unreachable: detail of server_unreachable',
+    'bad_server_answer: detail of bad_server_answer',
     'internal: detail of internal',
   ])
 })

@@ -3,7 +3,27 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import {Agent, EnvHttpProxyAgent, FormData, request, type Dispatcher} from 'undici'
 
 import {ModError, type ErrorCode} from '../../lib/errors.js'
+import {readCapped} from '../../lib/input/read-capped.js'
+import {formatSize} from '../../lib/sizes.js'
+import {visible} from '../visible.js'
+import {badAnswer, serverMessage} from './answers.js'
 import {isConnectionError, isRetriedStatus, retryAfterMs, retryDelayMs} from './retry.js'
+
+/** How long one request may take: its answer's headers, then its body (with no pause longer than idleMs). */
+export interface RequestTimeouts {
+  headersMs: number
+  bodyMs: number
+  idleMs: number
+}
+
+/**
+ * The server scores a whole batch before its answer starts, so headers may take a while on a busy server; a body
+ * is JSON of a few MiB at most, which a working connection delivers in seconds.
+ */
+export const REQUEST_TIMEOUTS: RequestTimeouts = {headersMs: 60_000, bodyMs: 30_000, idleMs: 10_000}
+
+/** An error answer (JSON `{error: {code, message}}`, or a balancer's page) is read up to this. */
+const MAX_ERROR_BODY_BYTES = 64 * 1024
 
 /** How a remote run reaches its server. */
 export interface ClientOptions {
@@ -16,6 +36,10 @@ export interface ClientOptions {
   signal?: AbortSignal
   /** http_proxy / https_proxy / no_proxy, as the settings read them. */
   proxy?: {httpProxy?: string; httpsProxy?: string; noProxy?: string}
+  /** The whole run's time limit in ms (--timeout): no request or wait goes past it. */
+  timeoutMs?: number
+  /** Each request's limits; REQUEST_TIMEOUTS unless a test shortens them. */
+  timeouts?: RequestTimeouts
 }
 
 /** One file of a request: its name, and its bytes or a Blob over a file on disk (`fs.openAsBlob`, read as sent). */
@@ -26,11 +50,12 @@ export interface UploadFile {
 
 export interface Client {
   readonly server: string
-  getJson<T>(path: string): Promise<T>
+  /** A GET whose answer is JSON of at most maxBytes. */
+  getJson(path: string, maxBytes: number): Promise<unknown>
   /** DELETE once, without retries (cancelling what the run abandons); failures are ignored. */
   deleteOnce(path: string): Promise<void>
-  /** A multipart request with `field` repeated once per file, and query parameters. */
-  postFiles<T>(path: string, field: string, files: readonly UploadFile[], query?: Record<string, string>): Promise<{status: number; body: T}>
+  /** A multipart request with `field` repeated once per file, and query parameters; its answer is JSON of at most maxBytes. */
+  postFiles(path: string, field: string, files: readonly UploadFile[], maxBytes: number, query?: Record<string, string>): Promise<{status: number; body: unknown}>
   close(): Promise<void>
 }
 
@@ -60,27 +85,40 @@ const KNOWN_CODES: ReadonlySet<string> = new Set<ErrorCode>([
 
 /** A refused request as the CLI reports it: the server's own code and message where it gave one, naming the server. */
 function refused(server: string, status: number, body: ErrorBody | undefined, apiKey: string | undefined): ModError {
-  const message = body?.error?.message ?? `HTTP ${status}`
+  const given = body?.error?.message
+  const message = typeof given === 'string' ? serverMessage(given) : `HTTP ${status}`
   if (status === 401) {
     const why = apiKey === undefined ? 'it wants an API key: give --api-key or MOD_API_KEY' : 'it refused the API key given (--api-key / MOD_API_KEY)'
     return new ModError('unauthorized', `the server ${server} answered 401: ${why}`)
   }
   const code = body?.error?.code
-  return new ModError(code !== undefined && KNOWN_CODES.has(code) ? (code as ErrorCode) : 'internal', `the server ${server} answered ${status}: ${message}`)
+  return new ModError(typeof code === 'string' && KNOWN_CODES.has(code) ? (code as ErrorCode) : 'internal', `the server ${server} answered ${status}: ${message}`)
+}
+
+function seconds(ms: number): string {
+  return `${Number((ms / 1000).toFixed(1))} s`
 }
 
 /**
  * The HTTP client of a remote run (undici, one connection pool per origin). Every request is retried on a
  * connection failure (refused, reset, the server killed mid-request: the next attempt takes a new connection, so
- * behind a balancer another server answers) and on 429/502/503/504, waiting as the server's Retry-After says or
- * backing off; moderation requests only read, so sending one twice is harmless. After `attempts` tries the run
- * fails with `server_unreachable`.
+ * behind a balancer another server answers), on headers that do not come in time, and on 429/502/503/504,
+ * waiting as the server's Retry-After says or backing off; moderation requests only read, so sending one twice is
+ * harmless. After `attempts` tries the run fails with `server_unreachable`.
+ *
+ * Nothing a server sends can hold the run or its memory: each answer's body is read up to a size its request
+ * states (what it can hold), counted as it arrives; its headers must come within `headersMs`, its body within
+ * `bodyMs` (else the run fails at once) with no pause over `idleMs`; and with `timeoutMs`, the whole run ends there
+ * (`server_unreachable`).
  */
 export function createClient(options: ClientOptions): Client {
   const base = serverUrl(options.server)
   const server = base.href
+  const limits = options.timeouts ?? REQUEST_TIMEOUTS
+  const started = Date.now()
+  const runDeadline = options.timeoutMs === undefined ? undefined : started + options.timeoutMs
   // One pool per origin; connections that fail are dropped and new ones opened for the next attempt.
-  const pool = {connections: 64, keepAliveTimeout: 10_000}
+  const pool = {connections: 64, keepAliveTimeout: 10_000, headersTimeout: limits.headersMs, bodyTimeout: limits.idleMs}
   const {proxy} = options
   const agent =
     proxy?.httpProxy || proxy?.httpsProxy
@@ -89,35 +127,93 @@ export function createClient(options: ClientOptions): Client {
       : new Agent(pool)
   const headers = options.apiKey === undefined ? {} : {'x-api-key': options.apiKey}
 
+  const overTime = (): ModError =>
+    new ModError('server_unreachable', `the run was stopped after ${seconds(options.timeoutMs ?? 0)} (--timeout) waiting for the server ${server}`)
+
+  /** Milliseconds left of the run's time, or Infinity without --timeout. */
+  const left = (): number => (runDeadline === undefined ? Infinity : runDeadline - Date.now())
+
   function parsed(text: string, what: string): unknown {
     try {
       return JSON.parse(text)
     } catch {
-      throw new ModError('internal', `the server ${server} answered ${what} with a body that is not JSON: is it a mod serve?`)
+      throw badAnswer(server, what, 'a body that is not JSON')
     }
   }
 
-  async function attempt<T>(what: string, send: () => Promise<Dispatcher.ResponseData>, accept: (status: number) => boolean): Promise<{status: number; body: T}> {
+  /** The body as text, at most maxBytes, counted as it arrives (whatever Content-Length claims). */
+  async function readBody(res: Dispatcher.ResponseData, maxBytes: number, what: string): Promise<string> {
+    const tooLarge = () => badAnswer(server, what, `a body larger than the ${formatSize(maxBytes)} it can hold`)
+    const length = Number(res.headers['content-length'])
+    if (Number.isFinite(length) && length > maxBytes) {
+      res.body.destroy()
+      throw tooLarge()
+    }
+    return (await readCapped(res.body, maxBytes, what, tooLarge)).toString('utf8')
+  }
+
+  /**
+   * One exchange under its own time limits: the headers by headersMs (undici's own timer), then the whole body by
+   * bodyMs; neither past the run's deadline.
+   */
+  async function exchange(send: (signal: AbortSignal) => Promise<Dispatcher.ResponseData>, accept: (status: number) => boolean, maxBytes: number, what: string) {
+    const timer = new AbortController()
+    const signals = [timer.signal, ...(options.signal ? [options.signal] : [])]
+    const signal = AbortSignal.any(signals)
+    const arm = (ms: number, why: () => Error): NodeJS.Timeout => setTimeout(() => timer.abort(why()), Math.max(0, ms))
+    // The headers' own limit is undici's (headersTimeout, counted from the upload's last progress): here only the run's.
+    let clock = runDeadline === undefined ? undefined : arm(left(), overTime)
+    try {
+      const res = await send(signal)
+      clearTimeout(clock)
+      // A body that has begun and comes this slowly is a broken server or proxy, not a busy one: not retried.
+      const slow = () =>
+        new ModError('server_unreachable', `${what} to ${server}: the answer's body was not whole ${seconds(limits.bodyMs)} after its headers: a server or proxy sends it too slowly`)
+      clock = arm(Math.min(left(), limits.bodyMs), () => (left() <= 0 ? overTime() : slow()))
+      // A body already cut off by the timer throws its reason, not undici's "aborted".
+      const onAbort = () => res.body.destroy(timer.signal.reason as Error)
+      timer.signal.addEventListener('abort', onAbort, {once: true})
+      const limit = accept(res.statusCode) ? maxBytes : MAX_ERROR_BODY_BYTES
+      const text = await readBody(res, limit, what).catch((e: unknown) => {
+        throw timer.signal.aborted ? timer.signal.reason : e
+      })
+      return {status: res.statusCode, headers: res.headers, text}
+    } catch (e) {
+      if (timer.signal.aborted && !options.signal?.aborted) throw timer.signal.reason
+      throw e
+    } finally {
+      clearTimeout(clock)
+    }
+  }
+
+  async function attempt(
+    what: string,
+    send: (signal: AbortSignal) => Promise<Dispatcher.ResponseData>,
+    accept: (status: number) => boolean,
+    maxBytes: number,
+  ): Promise<{status: number; body: unknown}> {
     let last = ''
     for (let n = 1; ; n++) {
+      if (left() <= 0) throw overTime()
       let wait: number | undefined
       try {
-        const res = await send()
-        const text = await res.body.text()
-        if (accept(res.statusCode)) return {status: res.statusCode, body: parsed(text, what) as T}
+        const res = await exchange(send, accept, maxBytes, what)
+        if (accept(res.status)) return {status: res.status, body: parsed(res.text, what)}
         // A refusal may come from a balancer or proxy in front of the server, as an HTML page: only its status counts then.
         let body: unknown
         try {
-          body = JSON.parse(text)
+          body = JSON.parse(res.text)
         } catch {}
         const code = (body as ErrorBody | undefined)?.error?.code
         // A server of several workers without a job queue says so with a 503 that no wait will change.
-        if (!isRetriedStatus(res.statusCode) || code === 'jobs_unavailable') throw refused(server, res.statusCode, body as ErrorBody | undefined, options.apiKey)
-        last = `${res.statusCode} ${code ?? ''}`.trim()
+        if (!isRetriedStatus(res.status) || code === 'jobs_unavailable') throw refused(server, res.status, body as ErrorBody | undefined, options.apiKey)
+        last = visible(`${res.status} ${typeof code === 'string' ? code.slice(0, 40) : ''}`.trim())
         wait = retryAfterMs(res.headers['retry-after'])
       } catch (e) {
+        // undici's parser refused the answer: whatever answered is not an HTTP server.
+        if ((e as Error).name === 'HTTPParserError') throw badAnswer(server, what, `an answer that is not HTTP/1.1 (${visible((e as Error).message)})`)
         if (options.signal?.aborted || !isConnectionError(e)) throw e
-        last = `${(e as {code: string}).code}${(e as Error).message ? ` (${(e as Error).message})` : ''}`
+        last = visible(`${(e as {code: string}).code}${(e as Error).message ? ` (${(e as Error).message})` : ''}`)
       }
       if (n >= options.attempts) {
         throw new ModError(
@@ -125,22 +221,30 @@ export function createClient(options: ClientOptions): Client {
           `${what} to ${server} failed ${n} ${n === 1 ? 'time' : 'times'}, last with ${last}: the server is down, unreachable or overloaded`,
         )
       }
-      await sleep(retryDelayMs(n, wait), undefined, {signal: options.signal})
+      const delay = retryDelayMs(n, wait)
+      // A wait that would end past the run's time limit is not begun.
+      if (delay >= left()) {
+        throw new ModError(
+          'server_unreachable',
+          `${what} to ${server} failed with ${last}, and the next try (in ${seconds(delay)}) would come after the run's --timeout of ${seconds(options.timeoutMs ?? 0)}`,
+        )
+      }
+      await sleep(delay, undefined, {signal: options.signal})
     }
   }
 
   return {
     server,
-    async getJson<T>(path: string): Promise<T> {
+    async getJson(path, maxBytes) {
       const url = new URL(path, base)
-      const r = await attempt<T>(`GET ${url.pathname}`, () => request(url, {method: 'GET', headers, dispatcher: agent, signal: options.signal}), (s) => s === 200)
+      const r = await attempt(`GET ${url.pathname}`, (signal) => request(url, {method: 'GET', headers, dispatcher: agent, signal}), (s) => s === 200, maxBytes)
       return r.body
     },
     async deleteOnce(path: string): Promise<void> {
-      const res = await request(new URL(path, base), {method: 'DELETE', headers, dispatcher: agent}).catch(() => undefined)
-      await res?.body.dump()
+      const res = await request(new URL(path, base), {method: 'DELETE', headers, dispatcher: agent, signal: AbortSignal.timeout(limits.headersMs)}).catch(() => undefined)
+      await res?.body.dump().catch(() => undefined)
     },
-    async postFiles<T>(path: string, field: string, files: readonly UploadFile[], query: Record<string, string> = {}) {
+    async postFiles(path, field, files, maxBytes, query = {}) {
       const url = new URL(path, base)
       for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v)
       // Each attempt sends a fresh form over the same bytes; undici streams it out as multipart.
@@ -149,7 +253,7 @@ export function createClient(options: ClientOptions): Client {
         for (const f of files) body.append(field, f.data instanceof Blob ? f.data : new Blob([f.data as Uint8Array<ArrayBuffer>]), f.name)
         return body
       }
-      return attempt<T>(`POST ${url.pathname}`, () => request(url, {method: 'POST', body: form(), headers, dispatcher: agent, signal: options.signal}), (s) => s >= 200 && s < 300)
+      return attempt(`POST ${url.pathname}`, (signal) => request(url, {method: 'POST', body: form(), headers, dispatcher: agent, signal}), (s) => s >= 200 && s < 300, maxBytes)
     },
     close: () => agent.close(),
   }

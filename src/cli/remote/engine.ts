@@ -5,17 +5,13 @@ import {DEFAULT_LIMITS} from '../../lib/config/settings.js'
 import {ModError} from '../../lib/errors.js'
 import {isItemError, itemErrorEntry} from '../../lib/item-errors.js'
 import type {PresetName} from '../../lib/policy/types.js'
-import type {CategoriesResult, CategoryListing, CategoryState, VideoResult} from '../../lib/types.js'
+import {MAX_POLICY_BYTES} from '../../lib/policy/load.js'
+import type {CategoryListing, CategoryState, VideoResult} from '../../lib/types.js'
+import {visible} from '../visible.js'
+import {batchResults, categoriesResult, healthResult} from './answers.js'
 import {createClient, type Client, type ClientOptions} from './client.js'
 import {openJournal, type Journal} from './journal.js'
 import {moderateVideoRemotely} from './video.js'
-
-/** What GET /health says that a remote run uses (older servers give no policy or limits). */
-interface Health {
-  version: string
-  policy?: {sha256: string}
-  limits?: {max_batch: number; max_bytes: number; max_batch_bytes: number}
-}
 
 /**
  * Bytes of images one batch request carries at most, whatever the server allows: the batches in flight and the one
@@ -24,11 +20,24 @@ interface Health {
  */
 const BATCH_BYTES_CAP = 16 * 1024 * 1024
 
+/**
+ * The largest answers a server can have reason to send. A moderation result holds a label per category and what
+ * the signals found (text lines, codes, regions: each bounded by the server), so a batch's answer is held to
+ * RESULT_BYTES plus CATEGORY_BYTES per category for each file sent. A category listing repeats the server's policy
+ * file (at most MAX_POLICY_BYTES) with JSON around it; /health is a few KiB.
+ */
+const RESULT_BYTES = 1024 * 1024
+const CATEGORY_BYTES = 1024
+const LISTING_BYTES = 8 * MAX_POLICY_BYTES
+const HEALTH_BYTES = 1024 * 1024
+
 export interface RemoteOptions extends ClientOptions {
   /** Batch requests in flight at once. */
   concurrency: number
   /** The --resume journal's path. */
   resume?: string
+  /** What signs the journal's lines (MOD_JOURNAL_KEY); the API key when unset. */
+  journalKey?: string
   /** One line for stderr (the server, its version and policy, once). */
   log: (line: string) => void
 }
@@ -70,14 +79,24 @@ export function remoteEngine(options: RemoteOptions): RemoteEngine {
   const policy = {categories: [] as CategoryListing[]}
   let facts: RemoteFacts | undefined
   let journal: Journal | undefined
+  /** Labels a result can hold: the policy's categories and a head's. */
+  let labels = 0
 
   async function load(): Promise<RemoteFacts> {
     if (facts) return facts
+    const journalSecret = options.journalKey || options.apiKey
+    if (options.resume !== undefined && !journalSecret) {
+      throw new ModError(
+        'invalid_config',
+        '--resume signs its journal with a secret the scanned files cannot know: set MOD_JOURNAL_KEY (or give the API key the server wants)',
+      )
+    }
     // The categories first: /health is public, so a wrong key shows here.
-    const listing = await client.getJson<CategoriesResult>('v1/categories')
-    const health = await client.getJson<Health>('health')
+    const listing = categoriesResult(await client.getJson('v1/categories', LISTING_BYTES), client.server)
+    const health = healthResult(await client.getJson('health', HEALTH_BYTES), client.server)
     // A trained head's labels are listed with the policy's categories, but coverage counts the policy's alone.
     policy.categories = listing.categories.filter((c) => c.origin !== 'head')
+    labels = listing.categories.length
     const limits = health.limits ?? {max_batch: DEFAULT_LIMITS.maxBatch, max_bytes: DEFAULT_LIMITS.maxBytes, max_batch_bytes: DEFAULT_LIMITS.maxBatchBytes}
     facts = {
       version: health.version,
@@ -89,11 +108,11 @@ export function remoteEngine(options: RemoteOptions): RemoteEngine {
       maxBatchBytes: limits.max_batch_bytes,
     }
     const policyNote = facts.policySha256 ? `policy sha256 ${facts.policySha256.slice(0, 12)}` : 'policy not stated (an older server)'
-    options.log(`mod: server: ${client.server} (mod ${facts.version}, preset ${facts.preset}, model ${facts.model || 'none'}, ${policyNote})`)
+    options.log(`mod: server: ${client.server} (mod ${facts.version}, preset ${facts.preset}, model ${visible(facts.model) || 'none'}, ${policyNote})`)
     if (options.resume !== undefined) {
       // A server that does not state its policy is tied by its category listing instead.
       const tie = facts.policySha256 ?? createHash('sha256').update(JSON.stringify(listing.categories)).digest('hex')
-      journal = await openJournal(options.resume, tie)
+      journal = await openJournal(options.resume, tie, journalSecret as string)
       if (journal.size > 0) options.log(`mod: resume: ${journal.size} ${journal.size === 1 ? 'input' : 'inputs'} already scored in ${options.resume}`)
     }
     return facts
@@ -105,12 +124,10 @@ export function remoteEngine(options: RemoteOptions): RemoteEngine {
     let answers: ItemResult[] = []
     if (sent.length > 0) {
       const files = sent.map((s) => ({name: s.source, data: s.data}))
-      const {body} = await client.postFiles<{results: ItemResult[]}>('v1/moderate/batch', 'files', files)
-      if (body.results?.length !== sent.length) {
-        throw new ModError('internal', `the server ${client.server} answered ${body.results?.length ?? 'no'} results for ${sent.length} files: is it a mod serve?`)
-      }
+      const maxBytes = sent.length * (RESULT_BYTES + CATEGORY_BYTES * labels)
+      const {body} = await client.postFiles('v1/moderate/batch', 'files', files, maxBytes)
       // The server names a result after the uploaded file; the run names it after the input, as a local scan does.
-      answers = body.results.map((r, i) => ({...r, source: sent[i].source}))
+      answers = batchResults(body, sent.length, client.server).map((r, i) => ({...r, source: sent[i].source}))
       await journal?.add(answers.map((result, i) => ({sha256: sent[i].sha256, result})))
     }
     let next = 0

@@ -21,6 +21,12 @@ export const serverFlags = {
     default: 8,
     helpGroup: SERVER,
   }),
+  timeout: Flags.integer({
+    description:
+      "With --server: stop the run after this many seconds (exit 2, server_unreachable), however the server answers. Each request has its own limits besides: headers within 60 s (else retried), the whole answer within 30 s more (else the run fails).",
+    min: 1,
+    helpGroup: SERVER,
+  }),
 }
 
 /** The flags of a remote run over many images (mod scan). */
@@ -28,7 +34,7 @@ export const batchFlags = {
   concurrency: Flags.integer({description: 'Batch requests in flight at once (with --server).', min: 1, max: 64, default: 4, helpGroup: SERVER}),
   resume: Flags.string({
     description:
-      "With --server: keep a journal of the finished inputs in this file (NDJSON); a rerun with the same file sends only the inputs not in it (or changed since) and prints every result. Tied to the server's policy.",
+      "With --server: keep a journal of the finished inputs in this file (NDJSON); a rerun with the same file sends only the inputs not in it (or changed since) and prints every result. Tied to the server's policy, and signed with MOD_JOURNAL_KEY (else the API key): a journal edited or written under another key is refused. Keep it out of the scanned workspace.",
     dependsOn: ['server'],
     helpGroup: SERVER,
   }),

@@ -1,4 +1,4 @@
-import {DEFAULT_LIMITS, readSettings, type Env, type Limits} from '../../lib/config/settings.js'
+import {CLIENT_VARIABLES, DEFAULT_LIMITS, readSettings, type Env, type Limits} from '../../lib/config/settings.js'
 import type {PresetName} from '../../lib/policy/types.js'
 import {refuseLocalFlags} from './flags.js'
 import {remoteEngine, type RemoteEngine} from './engine.js'
@@ -9,6 +9,7 @@ export interface RemoteFlagValues {
   /** Batch requests in flight (scan); 1 where there is one request at a time (scan-video). */
   concurrency?: number
   retries: number
+  timeout?: number
   resume?: string
 }
 
@@ -41,6 +42,8 @@ export async function remoteFromFlags(
     attempts: flags.retries + 1,
     concurrency: flags.concurrency ?? 1,
     resume: flags.resume,
+    journalKey: env[CLIENT_VARIABLES.journalKey] || undefined,
+    timeoutMs: flags.timeout === undefined ? undefined : flags.timeout * 1000,
     log,
     signal,
   })

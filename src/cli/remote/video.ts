@@ -3,22 +3,15 @@ import {setTimeout as sleep} from 'node:timers/promises'
 
 import type {VideoOptions} from '../../lib/engine.js'
 import {ModError, type ErrorCode} from '../../lib/errors.js'
-import type {Segment, VideoResult} from '../../lib/types.js'
+import type {VideoResult} from '../../lib/types.js'
+import {jobResult} from './answers.js'
 import type {Client} from './client.js'
-
-/** A job as GET /v1/jobs/{id} answers it (the fields a remote scan-video reads). */
-interface Job {
-  id: string
-  status: 'queued' | 'running' | 'done' | 'failed' | 'cancelled'
-  progress: {frames_analyzed: number; seconds: number}
-  segments: (Segment & {name: string; label?: string})[]
-  result?: VideoResult
-  error?: {code: string; message: string}
-}
 
 /** Polls start quick (a short clip is done in a moment) and slow down to this. */
 const FIRST_POLL_MS = 200
 const MAX_POLL_MS = 2000
+/** A job's answer holds its segments so far (a few hundred bytes each, and a video has at most a few thousand). */
+const JOB_BYTES = 16 * 1024 * 1024
 
 /**
  * `mod scan-video --server`: the video goes to the server's job queue (POST /v1/jobs/video, streamed from disk),
@@ -27,15 +20,16 @@ const MAX_POLL_MS = 2000
  */
 export async function moderateVideoRemotely(client: Client, path: string, options: VideoOptions): Promise<VideoResult> {
   const query = {fps: String(options.fps), min_frames: String(options.minFrames), stop_on_violation: String(options.stopOnViolation)}
-  const {body: submitted} = await client.postFiles<Job>('v1/jobs/video', 'file', [{name: options.source, data: await openAsBlob(path)}], query)
+  const posted = await client.postFiles('v1/jobs/video', 'file', [{name: options.source, data: await openAsBlob(path)}], JOB_BYTES, query)
+  const submitted = jobResult(posted.body, client.server, 'POST /v1/jobs/video')
   const where = `v1/jobs/${encodeURIComponent(submitted.id)}`
   let seen = 0
   let wait = FIRST_POLL_MS
   try {
     for (;;) {
-      const job = await client.getJson<Job>(where)
+      const job = jobResult(await client.getJson(where, JOB_BYTES), client.server, `GET /${where}`)
       // Segments come in the order found; those not reported yet go out now.
-      for (const {name, label: _label, ...segment} of job.segments.slice(seen)) options.onSegment?.(name, segment)
+      for (const {name, label: _label, ...segment} of job.segments.slice(seen) as (typeof job.segments[number] & {label?: string})[]) options.onSegment?.(name, segment)
       seen = job.segments.length
       options.onProgress?.(job.progress.frames_analyzed, job.progress.seconds)
       if (job.status === 'done' && job.result) return {...job.result, source: options.source}

@@ -1,8 +1,12 @@
+import {visible} from '../visible.js'
 import {relativePath, violationText, type Reporter, type ReportItem, type RunInfo} from './report.js'
 
-/** A workflow command's message: GitHub decodes %25, %0D and %0A there. */
+/**
+ * A workflow command's message: GitHub decodes %25, %0D and %0A there. Other control characters (a server's or a
+ * file's text) are shown escaped, as in every output.
+ */
 function escapeData(s: string): string {
-  return s.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A')
+  return visible(s.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A'))
 }
 
 /** A workflow command's property value: as a message, and `:` and `,` too, which end a property. */

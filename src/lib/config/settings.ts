@@ -128,6 +128,7 @@ export const SETTING_VARIABLES = {
 export const CLIENT_VARIABLES = {
   server: 'MOD_SERVER',
   apiKey: 'MOD_API_KEY',
+  journalKey: 'MOD_JOURNAL_KEY',
 } as const
 
 /** Log levels, most severe first; a level writes its lines and those above it. */

@@ -1,0 +1,54 @@
+// File names that are not UTF-8 (a Latin-1 `café.png`, written from another system): scanned like any other file,
+// in a folder and from a file list, and reported under a name whose stray bytes are escaped as \xNN.
+import {execFile} from 'node:child_process'
+import {mkdirSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {BIN, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
+
+const dir = tempDir('mod-names-')
+const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache'))}
+const latin1 = Buffer.from('caf\xe9.png', 'latin1')
+const scan = (args: string[]) => runInProcess(['scan', ...args, '--config', 'policy.yaml'], {cwd: dir.path, env})
+
+test.before(async () => {
+  mkdirSync(join(dir.path, 'photos'))
+  writeRednessPolicy(dir.path)
+  writeFileSync(Buffer.concat([Buffer.from(join(dir.path, 'photos', '/')), latin1]), await solidPng(255, 0, 0, 16, 16))
+  writeFileSync(join(dir.path, 'photos', 'blue.png'), await solidPng(0, 0, 255, 16, 16))
+  // A list as `git diff --name-only -z` writes it: the name's own bytes.
+  writeFileSync(join(dir.path, 'list'), Buffer.concat([Buffer.from('photos/'), latin1, Buffer.from('\0photos/blue.png\0')]))
+})
+
+test.after(() => dir.remove())
+
+test('a name that is not UTF-8 is scanned in a folder and from a -0 list, and shown with \\xNN for its stray bytes', async () => {
+  for (const args of [['photos', '--json'], ['--files-from', 'list', '-0', '--json']]) {
+    const r = await scan(args)
+    assert.is(r.code, 1, r.stderr)
+    const results = JSON.parse(r.stdout) as {source: string; is_safe?: boolean; error?: unknown}[]
+    // A folder in name order, a list in its own.
+    const expected = [['photos/blue.png', true], ['photos/caf\\xe9.png', false]]
+    assert.equal(results.map((x) => [x.source, x.is_safe]), args[0] === 'photos' ? expected : expected.reverse(), args.join(' '))
+  }
+  const table = await scan(['photos'])
+  assert.match(table.stdout, /^UNSAFE {2}photos\/caf\\xe9\.png {2}redness 1\.00>=0\.5/m)
+})
+
+test('named on the command line (its bytes read back from the system), the file is scanned too', async () => {
+  // A shell passes the name's bytes as they are; Node.js alone would decode them into a name that does not exist.
+  const script = `exec "$0" "$1" scan "$(printf 'photos/caf\\351.png')" --json --config policy.yaml`
+  const r = await new Promise<{code: number; stdout: string; stderr: string}>((resolve) => {
+    execFile('sh', ['-c', script, process.execPath, BIN], {cwd: dir.path, env: {PATH: process.env.PATH ?? '', ...env}}, (e, stdout, stderr) =>
+      resolve({code: (e as {code?: number} | null)?.code ?? 0, stdout, stderr}),
+    )
+  })
+  assert.is(r.code, 1, r.stderr)
+  assert.equal(JSON.parse(r.stdout).map((x: {source: string; is_safe: boolean}) => [x.source, x.is_safe]), [['photos/caf\\xe9.png', false]])
+})
+
+test.run()
