@@ -1,7 +1,8 @@
 /**
  * `npm run nsfw:reference [-- --model inception_v3]`: records what nsfwjs itself answers on the images of the
- * NSFW parity tests (test/helpers/nsfw-images.ts: the photos of test/fixtures/photos decoded as mod decodes
- * uploads, and generated pictures) into test/fixtures/nsfw-reference.json (MobileNetV2, the default) or
+ * NSFW parity tests (test/helpers/nsfw-images.ts: the photos of test/fixtures/photos prepared as the specialist
+ * prepares every frame, decoded and resampled to its 448-pixel canonical square, and generated pictures of
+ * other sizes) into test/fixtures/nsfw-reference.json (MobileNetV2, the default) or
  * test/fixtures/nsfw-reference-inception-v3.json, which test/lib/model/nsfw-parity.test.ts compares mod's
  * outputs with. nsfwjs (the version package.json pins) runs its bundled model on TensorFlow.js's pure
  * JavaScript CPU backend, fed a tf.tensor3d of each image's decoded RGB pixels; that takes about 40 s of CPU
@@ -19,7 +20,12 @@ import {parseArgs} from 'node:util'
 import type {io, Tensor3D} from '@tensorflow/tfjs'
 
 import {fixturePhotos, syntheticImages, type NamedImage} from '../../test/helpers/nsfw-images.js'
+import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
+import {decodeImage} from '../../src/lib/image/decode.js'
+import {frameToScore} from '../../src/lib/image/prepare.js'
+import {resampleSquare} from '../../src/lib/image/square.js'
 import {DEFAULT_NSFW_MODEL, NSFW_MODELS, type NsfwModelName} from '../../src/lib/model/nsfw-manifest.js'
+import {CANONICAL_SIDE} from '../../src/lib/signals/nsfw/runner.js'
 import type {RgbImage} from '../../src/lib/types.js'
 import {nsfwjsFiles, nsfwjsModel} from './convert.js'
 
@@ -52,9 +58,22 @@ interface Nsfwjs {
   dispose(): void
 }
 
+/**
+ * The photos as the specialist's models see them (nsfwjs's own resize of the square is then the same on both
+ * sides): decoded as the engine decodes them for the specialist, borders kept, resampled to the canonical square.
+ */
+async function canonicalPhotos(): Promise<NamedImage[]> {
+  return Promise.all(
+    (await fixturePhotos()).map(async ({name, file}) => {
+      const [decoded] = await decodeImage(file as Buffer, DEFAULT_LIMITS, undefined, CANONICAL_SIDE)
+      return {name, image: await resampleSquare(frameToScore(decoded, false), CANONICAL_SIDE)}
+    }),
+  )
+}
+
 /** The images of a model's parity test, in its order. */
 export async function parityImages(model: NsfwModelName = DEFAULT_NSFW_MODEL): Promise<NamedImage[]> {
-  const all = [...(await fixturePhotos()), ...syntheticImages()]
+  const all = [...(await canonicalPhotos()), ...syntheticImages()]
   return model === 'inception_v3' ? all.filter(({name}) => INCEPTION_IMAGES.has(name)) : all
 }
 
