@@ -93,13 +93,14 @@ export const submitImageJobRoute = declareRoute({
     const callbackUrl = input.query.callback_url
     if (callbackUrl !== undefined) await checkCallback(callbackUrl, settings.jobs.callbackAllowPrivate)
     const client = clientOf(req)
-    await imageJobs.checkClient(client.key)
-    const upload = ctx.gate.receive(client, {queued: false})
     const id = randomUUID()
+    // The job's place is taken before the upload is read: concurrent uploads of one client cannot all pass the limit.
+    const reservation = await imageJobs.reserve(client.key, id)
     const {dir} = jobPaths(storage, id)
     let accepted
     try {
       let items: ImageItem[]
+      const upload = ctx.gate.receive(client, {queued: false})
       try {
         if (input.multipart) {
           await mkdir(dir, {recursive: true})
@@ -121,6 +122,7 @@ export const submitImageJobRoute = declareRoute({
       }
       accepted = await imageJobs.submit({id, client: client.key, items, ...(callbackUrl === undefined ? {} : {callbackUrl})})
     } catch (e) {
+      await reservation.release()
       await rm(dir, {recursive: true, force: true})
       throw e
     }

@@ -25,6 +25,8 @@ export const tooManyJobs = (limit: number): ModError =>
 /** Image jobs in this process: chunks run one at a time, in order of arrival; nothing survives a restart. */
 export function createMemoryImageQueue(o: MemoryImageQueueOptions): ImageJobQueue {
   const jobs = new Map<string, Entry>()
+  /** Job places reserved for uploads being read: job id -> client. */
+  const reserved = new Map<string, string>()
   const waiting: Chunk[] = []
   let runner: ChunkRunner | undefined
   let running: Promise<void> | undefined
@@ -69,14 +71,28 @@ export function createMemoryImageQueue(o: MemoryImageQueueOptions): ImageJobQueu
     })
   }
 
+  /** Counts and takes in one synchronous step: nothing else runs in between. */
+  function take(client: string, id: string): void {
+    const open = [...jobs.values()].filter((e) => e.spec.client === client && !e.state.finished).length
+    const places = [...reserved.values()].filter((c) => c === client).length
+    if (open + places >= o.maxPerClient) throw tooManyJobs(o.maxPerClient)
+    reserved.set(id, client)
+  }
+
   return {
-    async checkClient(client) {
-      const open = [...jobs.values()].filter((e) => e.spec.client === client && !e.state.finished).length
-      if (open >= o.maxPerClient) throw tooManyJobs(o.maxPerClient)
+    async reserve(client, id) {
+      take(client, id)
+      return {
+        release: async () => void reserved.delete(id),
+      }
     },
     async submit(spec) {
-      if (closed) throw new ModError('overloaded', 'the server is stopping; retry on another one')
-      await this.checkClient(spec.client)
+      if (closed) {
+        reserved.delete(spec.id)
+        throw new ModError('overloaded', 'the server is stopping; retry on another one')
+      }
+      if (reserved.get(spec.id) !== spec.client) take(spec.client, spec.id)
+      reserved.delete(spec.id)
       const chunks = chunksOf(spec)
       const now = new Date().toISOString()
       const state: ImageJobState = {

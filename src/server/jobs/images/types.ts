@@ -40,6 +40,12 @@ export function itemPath(storage: string, job: string, index: number): string {
   return join(jobPaths(storage, job).dir, `item-${index}`)
 }
 
+/** A job place held for an upload being read (ImageJobQueue.reserve). */
+export interface Reservation {
+  /** Gives the place back unless its job was submitted; safe to call more than once. */
+  release(): Promise<void>
+}
+
 /** Scores one chunk: one NDJSON line (no newline) per item, in order. */
 export type ChunkRunner = (chunk: Chunk, signal: AbortSignal) => Promise<string[]>
 
@@ -81,9 +87,14 @@ export function imageJobBody(s: ImageJobState): ImageJobBody {
  * worker died after scoring) overwrites its lines: every item has exactly one line.
  */
 export interface ImageJobQueue {
-  /** Refuses with too_many_jobs when `client` already has as many jobs not done as the limit. */
-  checkClient(client: string): Promise<void>
-  /** Queues the job's chunks; from now on the queue owns the job's folder. */
+  /**
+   * Takes one of `client`'s job places for the job `id` before its upload is read, in one step with counting them
+   * (concurrent requests of one client cannot all pass), or refuses with too_many_jobs when `client` already has as
+   * many jobs not done, or places taken, as the limit. The place is the job's once `submit` queues it; `release`
+   * gives it back if that never happens (a place taken by a process that died lapses within a minute).
+   */
+  reserve(client: string, id: string): Promise<Reservation>
+  /** Queues the job's chunks, on the place reserved for it; from now on the queue owns the job's folder. */
   submit(spec: ImageJobSpec): Promise<ImageJobBody>
   get(id: string): Promise<ImageJobBody | undefined>
   /** The lines of items `from` to `from + count - 1`; undefined where an item has none yet. */
