@@ -17,7 +17,7 @@ import {jobPaths} from '../jobs/storage.js'
 import {sendJson} from '../reply.js'
 import {declareRoute} from '../route.js'
 import {receiveFiles} from '../upload.js'
-import {checkCallback, ID, JobQuery, LOCATION, unknownJob} from './jobs.js'
+import {checkCallback, ID, JobQuery, LOCATION, ownerOf, unknownJob} from './jobs.js'
 
 const EXAMPLE_IMAGE_JOB = {
   id: '0b6f3c52-6d2e-4f7e-9a0e-5f8d1c2b3a4d',
@@ -120,7 +120,7 @@ export const submitImageJobRoute = declareRoute({
       } finally {
         upload.release()
       }
-      accepted = await imageJobs.submit({id, client: client.key, items, ...(callbackUrl === undefined ? {} : {callbackUrl})})
+      accepted = await imageJobs.submit({id, client: client.key, items, ...(callbackUrl === undefined ? {} : {callbackUrl}), ...ownerOf(ctx, req)})
     } catch (e) {
       await reservation.release()
       await rm(dir, {recursive: true, force: true})
@@ -172,8 +172,8 @@ export const imageJobResultsRoute = declareRoute({
     },
   },
   errors: ['not_found', 'internal', 'overloaded', 'jobs_unavailable'],
-  handler: async (ctx, _req, res, {params: {id}, query}) => {
-    const job = await ctx.imageJobs.get(id)
+  handler: async (ctx, req, res, {params: {id}, query}) => {
+    const job = await ctx.imageJobs.get(id, ctx.owner(req))
     if (!job) throw unknownJob(id)
     const total = job.progress.items_total
     res.writeHead(200, {'Content-Type': 'application/x-ndjson', 'X-Mod-Job-Status': job.status, 'X-Mod-Items-Total': String(total)})

@@ -1,5 +1,6 @@
 import {ModError} from '../../../lib/errors.js'
 import {plural} from '../../../lib/plural.js'
+import {visibleTo} from '../owner.js'
 import {removeJobFolder} from '../storage.js'
 import {failedLines} from './lines.js'
 import {chunksOf, imageJobBody, type Chunk, type ChunkRunner, type ImageJobQueue, type ImageJobSpec, type ImageJobState, type ImageQueueHooks} from './types.js'
@@ -111,17 +112,17 @@ export function createMemoryImageQueue(o: MemoryImageQueueOptions): ImageJobQueu
       next()
       return imageJobBody(state)
     },
-    async get(id) {
+    async get(id, owner) {
       const entry = jobs.get(id)
-      return entry && imageJobBody(entry.state)
+      return entry && visibleTo(entry.spec.owner, owner) ? imageJobBody(entry.state) : undefined
     },
     async lines(id, from, count) {
       const entry = jobs.get(id)
       return Array.from({length: count}, (_, i) => entry?.lines[from + i])
     },
-    async remove(id) {
+    async remove(id, owner) {
       const entry = jobs.get(id)
-      if (!entry) return undefined
+      if (!entry || !visibleTo(entry.spec.owner, owner)) return undefined
       jobs.delete(id)
       clearTimeout(entry.expiry)
       entry.controller.abort()

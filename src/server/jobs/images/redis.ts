@@ -4,6 +4,7 @@ import {Redis} from 'ioredis'
 import {createAjv} from '../../ajv.js'
 import type {Log} from '../../errors.js'
 import {DEFAULT_COMMAND_TIMEOUT_MS, guarded, redisConnection} from '../redis-connection.js'
+import {visibleTo} from '../owner.js'
 import {removeJobFolder} from '../storage.js'
 import {readChunk} from './chunk-data.js'
 import {chunksKey, clientKey, linesKey, metaKey, reservedKey} from './keys.js'
@@ -102,7 +103,7 @@ export function createRedisImageQueue(o: RedisImageQueueOptions): ImageJobQueue 
   const running = new Map<string, AbortController>()
   let worker: Worker | undefined
 
-  async function state(id: string): Promise<(ImageJobState & {client: string; callbackUrl?: string}) | undefined> {
+  async function state(id: string): Promise<(ImageJobState & {client: string; owner?: string; callbackUrl?: string}) | undefined> {
     const [meta, itemsDone, chunksDone] = await Promise.all([client.hgetall(metaKey(id)), client.hlen(linesKey(id)), client.scard(chunksKey(id))])
     if (meta.id !== id) return undefined
     return {
@@ -116,6 +117,7 @@ export function createRedisImageQueue(o: RedisImageQueueOptions): ImageJobQueue 
       itemsDone,
       chunksDone,
       client: meta.client,
+      ...(meta.owner === undefined ? {} : {owner: meta.owner}),
       ...(meta.callback_url ? {callbackUrl: meta.callback_url} : {}),
     }
   }
@@ -194,6 +196,7 @@ export function createRedisImageQueue(o: RedisImageQueueOptions): ImageJobQueue 
             chunks: chunks.length,
             created_at: now,
             updated_at: now,
+            ...(spec.owner === undefined ? {} : {owner: spec.owner}),
             ...(spec.callbackUrl === undefined ? {} : {callback_url: spec.callbackUrl}),
           })
           .zadd(clientKey(spec.client), Date.now(), spec.id)
@@ -216,10 +219,10 @@ export function createRedisImageQueue(o: RedisImageQueueOptions): ImageJobQueue 
       })
       return imageJobBody({id: spec.id, total: spec.items.length, chunks: chunks.length, created_at: now, updated_at: now, started: false, finished: false, itemsDone: 0, chunksDone: 0})
     },
-    async get(id) {
+    async get(id, owner) {
       return guarded(async () => {
         const s = await state(id)
-        if (!s) return undefined
+        if (!s || !visibleTo(s.owner, owner)) return undefined
         const body = imageJobBody(s)
         if (validJob(body)) return body
         // Anyone who can write to that Redis can write a job record: one that is not a job's is not answered.
@@ -233,10 +236,10 @@ export function createRedisImageQueue(o: RedisImageQueueOptions): ImageJobQueue 
         return (await client.hmget(linesKey(id), ...fields)).map((line) => line ?? undefined)
       })
     },
-    async remove(id) {
+    async remove(id, owner) {
       return guarded(async () => {
         const s = await state(id)
-        if (!s) return undefined
+        if (!s || !visibleTo(s.owner, owner)) return undefined
         // Without its meta key a chunk records nothing: one still running finishes in vain, the others are dropped.
         if ((await client.del(metaKey(id))) === 0) return undefined
         await client.multi().del(linesKey(id), chunksKey(id)).zrem(clientKey(s.client), id).exec()

@@ -40,9 +40,9 @@ function loadingRedisQueue(o: RedisImageQueueOptions): ImageJobQueue {
   return {
     reserve: async (c, id) => (await loaded).reserve(c, id),
     submit: async (spec) => (await loaded).submit(spec),
-    get: async (id) => (await loaded).get(id),
+    get: async (id, owner) => (await loaded).get(id, owner),
     lines: async (id, from, count) => (await loaded).lines(id, from, count),
-    remove: async (id) => (await loaded).remove(id),
+    remove: async (id, owner) => (await loaded).remove(id, owner),
     work: (runner) => void loaded.then((q) => q.work(runner), (e: Error) => o.log(`the image job queue could not start: ${e.message}`)),
     close: async () => (await loaded).close(),
   }

@@ -12,6 +12,8 @@ export interface ImageJobSpec {
   id: string
   /** The client address the job counts against (MOD_MAX_JOBS_PER_CLIENT). */
   client: string
+  /** The name of the API key that made the job (../owner.ts); absent when the server needs no key. */
+  owner?: string
   items: ImageItem[]
   callbackUrl?: string
 }
@@ -96,11 +98,15 @@ export interface ImageJobQueue {
   reserve(client: string, id: string): Promise<Reservation>
   /** Queues the job's chunks, on the place reserved for it; from now on the queue owns the job's folder. */
   submit(spec: ImageJobSpec): Promise<ImageJobBody>
-  get(id: string): Promise<ImageJobBody | undefined>
+  /** The job; undefined for an unknown one, and for one of another key than `owner` (../owner.ts). */
+  get(id: string, owner?: string): Promise<ImageJobBody | undefined>
   /** The lines of items `from` to `from + count - 1`; undefined where an item has none yet. */
   lines(id: string, from: number, count: number): Promise<(string | undefined)[]>
-  /** Deletes the job: its chunks not run are dropped, a running one stopped; lines and files removed. */
-  remove(id: string): Promise<ImageJobBody | undefined>
+  /**
+   * Deletes the job: its chunks not run are dropped, a running one stopped; lines and files removed. Undefined for an
+   * unknown job, and for one of another key than `owner`, which is left as it is.
+   */
+  remove(id: string, owner?: string): Promise<ImageJobBody | undefined>
   work(runner: ChunkRunner): void
   close(): Promise<void>
 }
