@@ -136,7 +136,7 @@ With MOD_API_KEY set, every request but GET /health, GET /ready and the document
     if (jobsOff !== undefined) log(`job routes answer 503 jobs_unavailable: ${jobsOff}`, 'warn')
     if (workers > 1) {
       const primaryMetrics = createPrimaryMetrics()
-      process.exit(await runPrimary({workers, host, port, log, metrics: primaryMetrics}, stopSignals(log, killWorkers)))
+      process.exit(await runPrimary({workers, host, port, log, metrics: primaryMetrics, jobStorage: settings.jobs.storage}, stopSignals(log, killWorkers)))
     }
     const {engineFromConfig, runServer} = await serving()
     const metrics = createServerMetrics()

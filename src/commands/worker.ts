@@ -8,6 +8,7 @@ import {describe} from '../server/errors.js'
 import {MAX_STALLED_COUNT, recoverySeconds} from '../server/jobs/recovery.js'
 import {videoJobRunner} from '../server/jobs/runner.js'
 import {SWEEP_GRACE_MS} from '../server/jobs/sweep.js'
+import {jobUploadRoot, sweepLeftovers} from '../server/lifecycle.js'
 import {jobQueue} from '../server/jobs/service.js'
 import {chunkRunnerFor, imageJobQueue} from '../server/jobs/images/service.js'
 import {stopSignals} from '../server/lifecycle.js'
@@ -63,6 +64,8 @@ Jobs are accepted by any "mod serve" with the same MOD_REDIS_URL (POST /v1/jobs/
       log(`error: the model could not be loaded: ${describe(e)}`)
       process.exit(2)
     }
+    // Job uploads that a process of this host was receiving when it died.
+    await sweepLeftovers(log, [jobUploadRoot(settings.jobs.storage)])
     const queue = jobQueue(settings, log)
     queue.work(videoJobRunner(engine))
     const images = imageJobQueue(settings, log)

@@ -50,16 +50,18 @@ export function isRunning(pid: number): boolean {
 export interface SweepOptions {
   host?: string
   running?: (pid: number) => boolean
+  /** The names swept: the process id is the first group, its host the second. Default: `<pid>@<host>`. */
+  names?: RegExp
 }
 
 /**
  * Removes the folders under `root` of processes of this host that no longer run, and returns their names. Only
- * folders named `<pid>@<host>` and owned by this user are touched: those of running processes (this one included)
+ * folders named `<pid>@<host>` (or as `names` says) and owned by this user are touched: those of running processes (this one included)
  * and of other hosts sharing the folder are kept, and so is anything else found there. A process id reused by
  * an unrelated process keeps its folder until that one ends too.
  */
 export async function sweepUploads(root: string, options: SweepOptions = {}): Promise<string[]> {
-  const {host = hostname(), running = isRunning} = options
+  const {host = hostname(), running = isRunning, names: pattern = PROCESS_DIR} = options
   let names: string[]
   try {
     names = await readdir(root)
@@ -70,7 +72,7 @@ export async function sweepUploads(root: string, options: SweepOptions = {}): Pr
   const uid = process.getuid?.()
   const removed: string[] = []
   for (const name of names) {
-    const m = PROCESS_DIR.exec(name)
+    const m = pattern.exec(name)
     if (!m || m[2] !== host) continue
     const pid = Number(m[1])
     if (pid === process.pid || running(pid)) continue

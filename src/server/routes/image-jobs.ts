@@ -1,6 +1,6 @@
 import {randomUUID} from 'node:crypto'
 import type {ServerResponse} from 'node:http'
-import {mkdir, rm} from 'node:fs/promises'
+import {join} from 'node:path'
 
 import {Type} from 'typebox'
 
@@ -12,8 +12,8 @@ import {formatSizeExact} from '../../lib/sizes.js'
 import {paceOf} from '../body-stream.js'
 import {clientOf} from '../client-address.js'
 import {ImageJob, ImageJobLine, ImageJobManifest, type Manifest} from '../jobs/images/schema.js'
-import {CHUNK_SIZE, itemPath, type ImageItem} from '../jobs/images/types.js'
-import {jobPaths} from '../jobs/storage.js'
+import {CHUNK_SIZE, itemName, type ImageItem} from '../jobs/images/types.js'
+import {dropUpload, moveIntoPlace, startStaging} from '../jobs/staging.js'
 import {sendJson} from '../reply.js'
 import {declareRoute} from '../route.js'
 import {receiveFiles} from '../upload.js'
@@ -96,24 +96,24 @@ export const submitImageJobRoute = declareRoute({
     const id = randomUUID()
     // The job's place is taken before the upload is read: concurrent uploads of one client cannot all pass the limit.
     const reservation = await imageJobs.reserve(client.key, id)
-    const {dir} = jobPaths(storage, id)
     let accepted
     try {
       let items: ImageItem[]
       const upload = ctx.gate.receive(client, {queued: false})
       try {
         if (input.multipart) {
-          await mkdir(dir, {recursive: true})
+          const dir = await startStaging(storage, id)
           const names = await receiveFiles(req, {
             field: 'files',
             maxFiles: images.maxItems,
             maxBytes: settings.limits.maxBytes,
             maxTotalBytes: images.maxBytes,
-            pathOf: (i) => itemPath(storage, id, i),
+            pathOf: (i) => join(dir, itemName(i)),
             ...paceOf(settings.limits),
             place: upload,
           })
           items = names.map((file) => ({file}))
+          await moveIntoPlace(storage, id)
         } else {
           items = await manifestItems(await input.body(upload), settings)
         }
@@ -123,7 +123,7 @@ export const submitImageJobRoute = declareRoute({
       accepted = await imageJobs.submit({id, client: client.key, items, ...(callbackUrl === undefined ? {} : {callbackUrl}), ...ownerOf(ctx, req)})
     } catch (e) {
       await reservation.release()
-      await rm(dir, {recursive: true, force: true})
+      await dropUpload(storage, id)
       throw e
     }
     sendJson(res, 202, accepted, {Location: `/v1/jobs/${id}`})

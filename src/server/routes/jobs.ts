@@ -1,6 +1,4 @@
 import {randomUUID} from 'node:crypto'
-import {mkdir, rm} from 'node:fs/promises'
-import {join} from 'node:path'
 
 import {Type} from 'typebox'
 
@@ -12,6 +10,8 @@ import type {Request, RouteContext} from '../context.js'
 import {EXAMPLE_CANCELLED_JOB, EXAMPLE_JOB} from '../jobs/examples.js'
 import {Job} from '../jobs/schema.js'
 import {ImageJob} from '../jobs/images/schema.js'
+import {dropUpload, moveIntoPlace, startStaging} from '../jobs/staging.js'
+import {jobPaths} from '../jobs/storage.js'
 import {sendJson} from '../reply.js'
 import {declareRoute} from '../route.js'
 import {VideoQuery} from '../schemas.js'
@@ -83,23 +83,23 @@ export const submitVideoJobRoute = declareRoute({
     // The upload takes an upload place like any other body; the moderation queue is not its to wait in.
     const upload = ctx.gate.receive(clientOf(req), {queued: false})
     const id = randomUUID()
-    const dir = join(settings.jobs.storage, id)
+    const {storage} = settings.jobs
     let accepted
     try {
       let video
       try {
-        await mkdir(dir, {recursive: true})
+        const dir = await startStaging(storage, id)
         video = await receiveVideo(req, {field: 'file', maxBytes: settings.limits.maxVideoBytes, dir, ...paceOf(settings.limits), place: upload})
       } finally {
         upload.release()
       }
       // Refused now, as the synchronous endpoint would, rather than queued to fail.
       if (video.size === 0) throw emptyFileError()
+      await moveIntoPlace(storage, id)
       accepted = await queue.submit({
         id,
         source: video.filename,
-        dir,
-        file: video.path,
+        ...jobPaths(storage, id),
         fps: query.fps,
         minFrames: query.min_frames,
         stopOnViolation: query.stop_on_violation,
@@ -107,7 +107,7 @@ export const submitVideoJobRoute = declareRoute({
         ...ownerOf(ctx, req),
       })
     } catch (e) {
-      await rm(dir, {recursive: true, force: true})
+      await dropUpload(storage, id)
       throw e
     }
     sendJson(res, 202, accepted, {Location: `/v1/jobs/${id}`})

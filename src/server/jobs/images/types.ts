@@ -37,9 +37,12 @@ export function chunksOf(spec: Pick<ImageJobSpec, 'id' | 'items'>, size = CHUNK_
   return chunks
 }
 
-/** Where an uploaded item waits: in its job's folder, named by its index (never by a name the client chose). */
+/** The file name of an uploaded item in its job's folder: its index (never a name the client chose). */
+export const itemName = (index: number): string => `item-${index}`
+
+/** Where an uploaded item waits: in its job's folder, named by its index. */
 export function itemPath(storage: string, job: string, index: number): string {
-  return join(jobPaths(storage, job).dir, `item-${index}`)
+  return join(jobPaths(storage, job).dir, itemName(index))
 }
 
 /** A job place held for an upload being read (ImageJobQueue.reserve). */
