@@ -18,7 +18,6 @@ import {
   blue,
   call,
   callbackReceiver,
-  concurrentJobUploads,
   errorOf,
   form,
   red,
@@ -89,24 +88,6 @@ test.after(async () => {
   await server.stop()
   await redis.remove()
   dir.remove()
-})
-
-// Before any worker runs: the accepted jobs stay queued, so none ends while the others are counted.
-test('32 job uploads at once from one address, counted in Redis: exactly MOD_MAX_JOBS_PER_CLIENT (4) are accepted, the others get 429', async () => {
-  const answers = await concurrentJobUploads(server.base, 32, await red())
-  const accepted = answers.filter((a) => a.status === 202)
-  try {
-    assert.is(accepted.length, 4, JSON.stringify(answers))
-    assert.equal(answers.filter((a) => a.status !== 202), Array.from({length: 28}, () => ({status: 429, code: 'too_many_jobs'})))
-  } finally {
-    // The next tests' jobs come from the same address.
-    for (const a of accepted) assert.is((await call(`${server.base}/v1/jobs/${a.id}`, {method: 'DELETE'})).status, 200)
-  }
-  // Nothing of the refused ones stays: no reservation, no folder.
-  const client = new Redis(redis.url)
-  assert.equal(await client.keys('mod:imagejob:*:reserved'), [])
-  client.disconnect()
-  assert.equal(await readdir(storage), [])
 })
 
 // 5 chunks of 32 on three workers: the killed worker's chunk is held by its lock for a second, so the job is still

@@ -15,7 +15,6 @@ import {
   blue,
   call,
   callbackReceiver,
-  concurrentJobUploads,
   errorOf,
   form,
   postJson,
@@ -184,27 +183,6 @@ test('a client with as many jobs not done as MOD_MAX_JOBS_PER_CLIENT gets 429 to
   await done(first.body.id)
   await done(second.body.id)
   assert.is((await submit()).status, 202)
-})
-
-test('32 job uploads at once from one address: exactly MOD_MAX_JOBS_PER_CLIENT (4) are accepted, the others get 429 too_many_jobs', async () => {
-  // No chunk runs: the accepted jobs stay queued, so none ends while the others are counted.
-  const queue = createMemoryImageQueue({storage, ttlSeconds: 60, maxPerClient: 4, describeError: () => ({code: 'internal', message: 'x'})})
-  const limited = {...settings, jobs: {...settings.jobs, images: {...settings.jobs.images, maxPerClient: 4}}}
-  const s = await start(engine, limited, {tmpDir: dir.path, imageJobs: queue})
-  const before = new Set(await readdir(storage))
-  try {
-    const answers = await concurrentJobUploads(s.base, 32, await red())
-    const accepted = answers.filter((a) => a.status === 202)
-    assert.is(accepted.length, 4, JSON.stringify(answers))
-    assert.equal(answers.filter((a) => a.status !== 202), Array.from({length: 28}, () => ({status: 429, code: 'too_many_jobs'})))
-    // Only the accepted jobs have folders: a refused upload was never written.
-    assert.equal((await readdir(storage)).filter((name) => !before.has(name)).sort(), accepted.map((a) => a.id).sort())
-    for (const a of accepted) assert.is((await call(`${s.base}/v1/jobs/${a.id}`, {method: 'DELETE'})).status, 200)
-    // Deleted, they count no more; a refused upload's place was given back.
-    assert.is((await concurrentJobUploads(s.base, 1, await red()))[0].status, 202)
-  } finally {
-    await s.stop()
-  }
 })
 
 test('a read while the job runs answers the lines ready, up to the first item not scored; the next read resumes', async () => {
