@@ -21,7 +21,7 @@ export interface Outcome {
 
 /**
  * `perAddress` connections (at most 3) from each attacking address, each holding an upload place with `bytes` (default
- * 1) every 100 ms (10 bytes/s against the default minimum rate of 8 KiB/s; 1000 keeps above it) and reconnecting once
+ * 1) every 100 ms (10 bytes/s against the default minimum rate of 8 KiB/s; 2000 keeps well above it) and reconnecting once
  * answered; once they hold every place, `legit` sends 40 small uploads, 20 ms apart. MOD_BODY_TIMEOUT_MS is 3 s, so
  * the attack's trickling bodies would hold their places for 3 s each, and those that keep the pace for minutes.
  */
