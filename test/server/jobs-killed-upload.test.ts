@@ -1,5 +1,5 @@
 // Job uploads of a process killed by SIGKILL mid-upload: their half-written files in MOD_JOB_STORAGE are removed
-// by the next `mod serve` to start, or by the cluster primary as soon as it sees its worker die.
+// by the next `mod serve` or `mod worker` to start, or by the cluster primary as soon as it sees its worker die.
 import {mkdirSync, readdirSync, statSync} from 'node:fs'
 import {join} from 'node:path'
 
@@ -64,6 +64,28 @@ test('a mod serve killed mid-upload leaves its half-written job uploads; the nex
   assert.equal(readdirSync(storage), [])
   next.child.kill('SIGTERM')
   await next.exited
+})
+
+test('mod worker removes, at start, the half-written job uploads of a mod serve killed mid-upload on its host', async () => {
+  const storage = join(dir.path, 'worker')
+  mkdirSync(storage)
+  const first = serve(storage)
+  halfUpload(await listening(first), '/v1/jobs/images', 'files')
+  await arriving(storage, 1)
+  first.child.kill('SIGKILL')
+  await first.exited
+  const redis = await startRedis()
+  try {
+    const env = {MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache')), MOD_MODEL_DIR: TOY_MODEL, MOD_JOB_STORAGE: storage, MOD_REDIS_URL: redis.url}
+    const worker = serveProcess([], env, 'worker')
+    children.push(worker)
+    await worker.waitFor(/taking jobs from/)
+    assert.equal(readdirSync(storage), [])
+    worker.child.kill('SIGTERM')
+    await worker.exited
+  } finally {
+    await redis.remove()
+  }
 })
 
 test('a worker of mod serve --workers 2 killed mid-upload: the primary removes its half-written job uploads when it sees it die', async () => {
