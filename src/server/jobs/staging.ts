@@ -23,7 +23,7 @@ export const stagingDir = (storage: string, id: string, pid = process.pid, host 
 /** Makes the folder the upload of job `id` is written to, and answers it. */
 export async function startStaging(storage: string, id: string): Promise<string> {
   const dir = stagingDir(storage, id)
-  await mkdir(dir, {recursive: true, mode: 0o700})
+  await mkdir(dir, {recursive: true})
   return dir
 }
 
