@@ -3,13 +3,14 @@
  * (run.ts) so that the primary of `mod serve --workers N` loads neither the server nor the engine.
  */
 import {describe, type Log} from './errors.js'
-import {STAGING_NAME} from './jobs/staging.js'
+import {ownStaging, STAGING_NAME} from './jobs/staging.js'
 import {sweepUploads, uploadsRoot} from './upload-dirs.js'
 
-/** A folder where processes write uploads, each in folders named by the process (`names`, see sweepUploads). */
+/** A folder where processes write uploads, each in folders named by the process (`names` and `mine`, see sweepUploads). */
 export interface UploadRoot {
   root: string
   names?: RegExp
+  mine?: (name: string, pid: number) => boolean
 }
 
 /**
@@ -18,13 +19,13 @@ export interface UploadRoot {
  */
 export const uploadRoots = (jobStorage: string): UploadRoot[] => [{root: uploadsRoot()}, jobUploadRoot(jobStorage)]
 
-export const jobUploadRoot = (jobStorage: string): UploadRoot => ({root: jobStorage, names: STAGING_NAME})
+export const jobUploadRoot = (jobStorage: string): UploadRoot => ({root: jobStorage, names: STAGING_NAME, mine: ownStaging})
 
 /** Removes the uploads of ended `mod serve` processes of this host under each of `roots` (upload-dirs.ts); never fails. */
 export async function sweepLeftovers(log: Log, roots: UploadRoot[]): Promise<void> {
-  for (const {root, names} of roots) {
+  for (const {root, names, mine} of roots) {
     try {
-      const removed = await sweepUploads(root, {names})
+      const removed = await sweepUploads(root, {names, mine})
       if (removed.length > 0) log(`removed the uploads left by ended processes in ${root}: ${removed.join(', ')}`, 'info')
     } catch (e) {
       log(`the uploads left by ended processes could not be removed from ${root}: ${describe(e)}`, 'warn')

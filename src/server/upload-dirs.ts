@@ -52,6 +52,11 @@ export interface SweepOptions {
   running?: (pid: number) => boolean
   /** The names swept: the process id is the first group, its host the second. Default: `<pid>@<host>`. */
   names?: RegExp
+  /**
+   * Whether a name is this process's own, and kept. Default: it carries this process's id. A name with this
+   * process's id that is not its own was left by an earlier process that had the same id (a restarted container).
+   */
+  mine?: (name: string, pid: number) => boolean
 }
 
 /**
@@ -61,7 +66,7 @@ export interface SweepOptions {
  * an unrelated process keeps its folder until that one ends too.
  */
 export async function sweepUploads(root: string, options: SweepOptions = {}): Promise<string[]> {
-  const {host = hostname(), running = isRunning, names: pattern = PROCESS_DIR} = options
+  const {host = hostname(), running = isRunning, names: pattern = PROCESS_DIR, mine = (_name, pid) => pid === process.pid} = options
   let names: string[]
   try {
     names = await readdir(root)
@@ -75,7 +80,7 @@ export async function sweepUploads(root: string, options: SweepOptions = {}): Pr
     const m = pattern.exec(name)
     if (!m || m[2] !== host) continue
     const pid = Number(m[1])
-    if (pid === process.pid || running(pid)) continue
+    if (mine(name, pid) || (pid !== process.pid && running(pid))) continue
     const path = join(root, name)
     const stat = await lstat(path).catch(() => undefined)
     if (!stat?.isDirectory() || (uid !== undefined && stat.uid !== uid)) continue

@@ -1,12 +1,14 @@
 // Job uploads of a process killed by SIGKILL mid-upload: their half-written files in MOD_JOB_STORAGE are removed
 // by the next `mod serve` or `mod worker` to start, or by the cluster primary as soon as it sees its worker die.
+import {randomUUID} from 'node:crypto'
 import {mkdirSync, readdirSync, statSync} from 'node:fs'
-import {join} from 'node:path'
+import {basename, join} from 'node:path'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {STAGING_NAME} from '../../src/server/jobs/staging.js'
+import {STAGING_NAME, startStaging} from '../../src/server/jobs/staging.js'
+import {jobUploadRoot, sweepLeftovers} from '../../src/server/lifecycle.js'
 import {startRedis} from '../helpers/redis.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 import {multipartParts, rawRequest, serveProcess, tempDir, TOY_MODEL, until, type ServeProcess} from './harness.js'
@@ -86,6 +88,17 @@ test('mod worker removes, at start, the half-written job uploads of a mod serve 
   } finally {
     await redis.remove()
   }
+})
+
+test('an upload left by an earlier process with this process id (a restarted container) is removed; this process\'s own stays', async () => {
+  const storage = join(dir.path, 'same-pid')
+  const id = randomUUID()
+  const own = await startStaging(storage, id)
+  // As this process would have named it in an earlier run: same id, same host, another run.
+  const earlier = basename(own).replace(STAGING_NAME, (_all, pid, host, run, job) => `.upload.${pid}@${host}.${run === '00000000' ? '11111111' : '00000000'}.${job}`)
+  mkdirSync(join(storage, earlier))
+  await sweepLeftovers(() => {}, [jobUploadRoot(storage)])
+  assert.equal(readdirSync(storage), [basename(own)])
 })
 
 test('a worker of mod serve --workers 2 killed mid-upload: the primary removes its half-written job uploads when it sees it die', async () => {
