@@ -31,6 +31,7 @@ With MOD_API_KEY set, every request but GET /health, GET /ready and the document
 
   static override envVars: EnvVars = [
     ['MOD_API_KEY', 'the X-API-Key value every request but GET /health, GET /ready and the documentation must carry'],
+    ['MOD_API_KEYS', 'more keys, each named: name:key pairs separated by commas; a job is seen only with the key that made it'],
     ['MOD_ALLOW_URLS', 'allow "url" in POST /v1/moderate/json (default false)'],
     ['MOD_PRELOAD', 'load the model before the port opens (default true)'],
     ['MOD_MAX_BYTES', 'largest image (default 25 MiB)'],
@@ -136,7 +137,7 @@ With MOD_API_KEY set, every request but GET /health, GET /ready and the document
     if (jobsOff !== undefined) log(`job routes answer 503 jobs_unavailable: ${jobsOff}`, 'warn')
     if (workers > 1) {
       const primaryMetrics = createPrimaryMetrics()
-      process.exit(await runPrimary({workers, host, port, log, metrics: primaryMetrics}, stopSignals(log, killWorkers)))
+      process.exit(await runPrimary({workers, host, port, log, metrics: primaryMetrics, jobStorage: settings.jobs.storage}, stopSignals(log, killWorkers)))
     }
     const {engineFromConfig, runServer} = await serving()
     const metrics = createServerMetrics()

@@ -8,6 +8,7 @@ import {describe} from '../server/errors.js'
 import {MAX_STALLED_COUNT, recoverySeconds} from '../server/jobs/recovery.js'
 import {videoJobRunner} from '../server/jobs/runner.js'
 import {SWEEP_GRACE_MS} from '../server/jobs/sweep.js'
+import {jobUploadRoot, sweepLeftovers} from '../server/lifecycle.js'
 import {jobQueue} from '../server/jobs/service.js'
 import {chunkRunnerFor, imageJobQueue} from '../server/jobs/images/service.js'
 import {stopSignals} from '../server/lifecycle.js'
@@ -21,7 +22,7 @@ function redisName(url: string): string {
 export default class Worker extends ModCommand {
   static override description = `Run video jobs and the chunks of image jobs from the Redis queue (MOD_REDIS_URL) without serving HTTP.
 
-Jobs are accepted by any "mod serve" with the same MOD_REDIS_URL (POST /v1/jobs/video); their uploads are read from MOD_JOB_STORAGE, which must be the same folder on every node. A worker runs one video job and one chunk of an image job (up to 32 images) at a time; start more workers to run more. An image chunk whose worker died is run again by another, and its items' lines are written once. A worker that dies mid-job loses it to another worker within ${recoverySeconds()} s (once its lock expires), at most ${MAX_STALLED_COUNT} times, then the job fails. Job folders in MOD_JOB_STORAGE whose job the queue no longer has (lost with Redis) are removed ${SWEEP_GRACE_MS / 60_000} minutes after their last change. Only jobs with the ids and fields this server writes are run: Redis holds no paths. On SIGTERM or Ctrl-C it finishes the job in hand and exits 0; a second signal exits 1 at once.`
+Jobs are accepted by any "mod serve" with the same MOD_REDIS_URL (POST /v1/jobs/video); their uploads are read from MOD_JOB_STORAGE, which must be the same folder on every node. A worker runs one video job and one chunk of an image job (up to 32 images) at a time; start more workers to run more. An image chunk whose worker died is run again by another, and its items' lines are written once. A worker that dies mid-job loses it to another worker within ${recoverySeconds()} s (once its lock expires), at most ${MAX_STALLED_COUNT} times, then the job fails. Job folders in MOD_JOB_STORAGE whose job the queue no longer has (lost with Redis) are removed ${SWEEP_GRACE_MS / 60_000} minutes after their last change, and at start, the uploads that processes of this host which no longer run were still receiving there. Only jobs with the ids and fields this server writes are run: Redis holds no paths. On SIGTERM or Ctrl-C it finishes the job in hand and exits 0; a second signal exits 1 at once.`
 
   static override examples = ['MOD_REDIS_URL=redis://:$REDIS_PASSWORD@queue:6379 MOD_JOB_STORAGE=/shared/jobs <%= config.bin %> worker']
 
@@ -63,6 +64,8 @@ Jobs are accepted by any "mod serve" with the same MOD_REDIS_URL (POST /v1/jobs/
       log(`error: the model could not be loaded: ${describe(e)}`)
       process.exit(2)
     }
+    // Job uploads that a process of this host was receiving when it died.
+    await sweepLeftovers(log, [jobUploadRoot(settings.jobs.storage)])
     const queue = jobQueue(settings, log)
     queue.work(videoJobRunner(engine))
     const images = imageJobQueue(settings, log)

@@ -12,11 +12,11 @@ export function isLoopbackHost(host: string): boolean {
 }
 
 /** Lines to print before serving: a key-less server on an interface other machines can reach. */
-export function startupWarnings(host: string, settings: Pick<ServerSettings, 'apiKey'>): string[] {
-  if (settings.apiKey !== undefined || isLoopbackHost(host)) return []
+export function startupWarnings(host: string, settings: Pick<ServerSettings, 'apiKey'> & Partial<Pick<ServerSettings, 'apiKeys'>>): string[] {
+  if (settings.apiKey !== undefined || (settings.apiKeys ?? []).length > 0 || isLoopbackHost(host)) return []
   return [
     `warning: serving on ${host} without MOD_API_KEY: anyone who can reach this address can use the API; ` +
-      'set MOD_API_KEY, or serve on 127.0.0.1 behind a proxy that authenticates',
+      'set MOD_API_KEY (or MOD_API_KEYS), or serve on 127.0.0.1 behind a proxy that authenticates',
   ]
 }
 

@@ -1,4 +1,4 @@
-import {createServer, type Server, type ServerResponse} from 'node:http'
+import {createServer, type IncomingMessage, type Server, type ServerResponse} from 'node:http'
 
 import polka, {type Polka} from 'polka'
 
@@ -6,7 +6,7 @@ import type {ServerSettings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
 import {ModError} from '../lib/errors.js'
 import {fetchImageUrl, type FetchImageOptions} from '../lib/fetch/url.js'
-import {checkKey} from './auth.js'
+import {checkKey, serverKeys} from './auth.js'
 import {isJson, jsonBodyLimit} from './body.js'
 import {paceOf} from './body-stream.js'
 import {answerClientError} from './client-error.js'
@@ -131,6 +131,9 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   const fetchImage = (url: string) =>
     fetchImageUrl(url, {...options.fetch, maxBytes: settings.limits.maxBytes, timeoutMs: settings.limits.urlTimeoutMs})
   const imageJobs = options.imageJobs ?? createImageJobs(engine, settings, log, fetchImage)
+  const keys = serverKeys(settings)
+  /** The name of the key each request came with (set by the key check below). */
+  const owners = new WeakMap<IncomingMessage, string>()
   const ctx: RouteContext = {
     engine,
     settings,
@@ -144,6 +147,7 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
     draining: () => draining,
     version,
     verdict: (result) => metrics.verdict(result),
+    owner: (req) => owners.get(req),
   }
   const known = new Map<string, string[]>()
   const allow = (method: string, path: string) => known.set(path, [...(known.get(path) ?? []), method])
@@ -190,9 +194,10 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
 
   app.use((req: Request, res: ServerResponse, next: () => void) => {
     const docsAsset = (req.method === 'GET' || req.method === 'HEAD') && req.path.startsWith('/docs/')
-    const refused = checkKey(settings.apiKey, req, docsAsset || publicRequests.has(`${req.method} ${req.path}`))
-    if (!refused) return next()
-    sendError(res, toHttpError(refused, log))
+    const checked = checkKey(keys, req, docsAsset || publicRequests.has(`${req.method} ${req.path}`))
+    if ('refused' in checked) return sendError(res, toHttpError(checked.refused, log))
+    if (checked.owner !== undefined) owners.set(req, checked.owner)
+    next()
   })
 
   // A listed path answers its own methods only, also where a path template would match it too: GET
@@ -223,7 +228,7 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   // Mount point: the OpenAPI document (src/server/openapi.ts).
   const doc = openapiDocument({
     version,
-    apiKey: settings.apiKey !== undefined,
+    apiKey: keys.length > 0,
     allowUrls: settings.allowUrls,
     limits: settings.limits,
   })

@@ -5,7 +5,7 @@ import {plural} from '../lib/plural.js'
 import {baseUrl} from './address.js'
 import {describe, type Log} from './errors.js'
 import {clusterMetricsReader, type PrimaryMetrics} from './metrics.js'
-import {EXIT_OK, EXIT_START_FAILED, sweepLeftovers} from './lifecycle.js'
+import {EXIT_OK, EXIT_START_FAILED, sweepLeftovers, uploadRoots} from './lifecycle.js'
 
 type ToWorker = {type: 'shutdown'} | {type: 'metrics'; id: number; text?: string; error?: string}
 type FromWorker = {type: 'ready'; port: number} | {type: 'metrics'; id: number}
@@ -47,6 +47,8 @@ export interface PrimaryOptions {
   port: number
   log: Log
   metrics: PrimaryMetrics
+  /** MOD_JOB_STORAGE: a worker killed mid-upload leaves its job uploads there too. */
+  jobStorage: string
 }
 
 /**
@@ -104,7 +106,7 @@ export function runPrimary(o: PrimaryOptions, stop: Promise<unknown>): Promise<n
 
     cluster.on('exit', (worker, code, signal) => {
       // A worker killed mid-upload leaves its upload folder: removed now rather than at the next sweep.
-      void sweepLeftovers(o.log)
+      void sweepLeftovers(o.log, uploadRoots(o.jobStorage))
       const wasReady = ready.delete(worker)
       const how = signal ? `signal ${signal}` : `code ${code}`
       if (stopping) {

@@ -31,6 +31,11 @@ export interface RouteContext {
   verdict: (result: Verdict) => void
   /** What GET /metrics answers (Prometheus text). */
   metricsText: () => Promise<string>
+  /**
+   * The name of the API key the request came with (MOD_API_KEY's is `default`, MOD_API_KEYS' their own): the owner
+   * of the jobs it makes, and the only one that sees them. Undefined when the server needs no key.
+   */
+  owner: (req: IncomingMessage) => string | undefined
 }
 
 /** A request as polka hands it over: `path` is the pathname, `url` still carries the query. */

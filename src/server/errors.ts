@@ -75,7 +75,7 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   unauthorized: {
     status: 401,
     headers: {'WWW-Authenticate': WWW_AUTHENTICATE},
-    when: () => 'the `X-API-Key` header is missing or does not match `MOD_API_KEY`',
+    when: () => 'the `X-API-Key` header is missing or matches neither `MOD_API_KEY` nor a key of `MOD_API_KEYS`',
     example: 'this server needs an API key: send it in the X-API-Key header',
   },
   url_fetch_disabled: {
@@ -150,7 +150,8 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
     when: (l) =>
       `the worker queue is full (${plural(l.queueLimit, 'request')} waiting), ${plural(l.maxUploads, 'upload')} already being ` +
       `received (\`MOD_MAX_UPLOADS\`), the worker holds ${formatSizeExact(l.maxBufferedBytes)} of requests not ` +
-      'answered yet (`MOD_MAX_BUFFERED_BYTES`), as many jobs wait, or the job queue (Redis) is unreachable',
+      'answered yet (`MOD_MAX_BUFFERED_BYTES`), as many jobs wait, or the job queue (Redis) is unreachable; and an ' +
+      'upload whose place went to a request of a network holding at least two fewer upload places',
     example: 'the server is busy (64 requests already waiting); retry shortly',
   },
   model_unavailable: {
@@ -185,7 +186,7 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   },
   not_found: {
     status: 404,
-    when: () => 'a path the document does not list, or a job id that is unknown, deleted or expired',
+    when: () => 'a path the document does not list, or a job id that is unknown, deleted, expired, or of another API key',
     example: 'no such endpoint: /v2/moderate',
   },
   method_not_allowed: {

@@ -3,15 +3,33 @@
  * (run.ts) so that the primary of `mod serve --workers N` loads neither the server nor the engine.
  */
 import {describe, type Log} from './errors.js'
+import {ownStaging, STAGING_NAME} from './jobs/staging.js'
 import {sweepUploads, uploadsRoot} from './upload-dirs.js'
 
-/** Removes the upload folders of ended `mod serve` processes of this host (upload-dirs.ts); never fails. */
-export async function sweepLeftovers(log: Log, root = uploadsRoot()): Promise<void> {
-  try {
-    const removed = await sweepUploads(root)
-    if (removed.length > 0) log(`removed the uploads left by ended processes: ${removed.join(', ')}`, 'info')
-  } catch (e) {
-    log(`the uploads left by ended processes could not be removed from ${root}: ${describe(e)}`, 'warn')
+/** A folder where processes write uploads, each in folders named by the process (`names` and `mine`, see sweepUploads). */
+export interface UploadRoot {
+  root: string
+  names?: RegExp
+  mine?: (name: string, pid: number) => boolean
+}
+
+/**
+ * Where processes write uploads: the OS temp folder's (moderation requests) and MOD_JOB_STORAGE (job uploads still
+ * arriving, jobs/staging.ts).
+ */
+export const uploadRoots = (jobStorage: string): UploadRoot[] => [{root: uploadsRoot()}, jobUploadRoot(jobStorage)]
+
+export const jobUploadRoot = (jobStorage: string): UploadRoot => ({root: jobStorage, names: STAGING_NAME, mine: ownStaging})
+
+/** Removes the uploads of ended `mod serve` processes of this host under each of `roots` (upload-dirs.ts); never fails. */
+export async function sweepLeftovers(log: Log, roots: UploadRoot[]): Promise<void> {
+  for (const {root, names, mine} of roots) {
+    try {
+      const removed = await sweepUploads(root, {names, mine})
+      if (removed.length > 0) log(`removed the uploads left by ended processes in ${root}: ${removed.join(', ')}`, 'info')
+    } catch (e) {
+      log(`the uploads left by ended processes could not be removed from ${root}: ${describe(e)}`, 'warn')
+    }
   }
 }
 

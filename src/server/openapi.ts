@@ -253,7 +253,7 @@ export const DETAILS_TITLE = 'Limits, formats and errors'
 function description(info: OpenApiInfo): string {
   const {limits} = info
   const key = info.apiKey
-    ? 'This server has `MOD_API_KEY` set: send it in the `X-API-Key` header (on this page: **Authorize**).'
+    ? 'This server has `MOD_API_KEY` set (or `MOD_API_KEYS`): send a key in the `X-API-Key` header (on this page: **Authorize**).'
     : 'This server has no `MOD_API_KEY` set, so no key is required right now.'
   const urls = info.allowUrls
     ? 'URL fetching is **enabled** on this server.'
@@ -270,7 +270,9 @@ function description(info: OpenApiInfo): string {
     '## Authentication',
     'When `MOD_API_KEY` is set, every request requires the header `X-API-Key` with exactly that value, except ' +
       '`GET /health`, `GET /ready` and this documentation (`/docs` with its files, `/openapi.json`), which hold no ' +
-      `secret; without the variable no key is enforced. ${key}`,
+      'secret; without the variable no key is enforced. `MOD_API_KEYS` adds named keys (`name:key,name:key`), each ' +
+      'accepted the same way: a job belongs to the key that made it, and with any other key its `GET`, `DELETE` and ' +
+      `results answer 404 \`not_found\`, as for an id that never existed. ${key}`,
     '',
     `The limits, formats and errors of this server are described under "${DETAILS_TITLE}" below the operations.`,
     '',
@@ -287,7 +289,7 @@ function description(info: OpenApiInfo): string {
     `| \`MOD_MAX_VIDEO_SECONDS\` | ${limits.maxVideoSeconds} s | video duration, enforced while decoding |`,
     `| \`MOD_URL_TIMEOUT_MS\` | ${humanSeconds(limits.urlTimeoutMs)} | one URL fetch, redirects and body included |`,
     `| \`MOD_QUEUE_LIMIT\` | ${limits.queueLimit} requests | waiting per worker before 503 \`overloaded\` |`,
-    `| \`MOD_MAX_UPLOADS\` | ${limits.maxUploads} uploads | bodies being received per worker before 503 \`overloaded\` (a request queues only once its body is in) |`,
+    `| \`MOD_MAX_UPLOADS\` | ${limits.maxUploads} uploads | bodies being received per worker before 503 \`overloaded\` (a request queues only once its body is in); when every place is taken and no body trickles, they are shared fairly between networks (an IPv4 address, the /56 of an IPv6 address): a body of the network holding at least two more places than the new request's gives its place up, whatever its pace, and is 503 \`overloaded\` |`,
     `| \`MOD_MAX_BUFFERED_BYTES\` | ${formatSizeExact(limits.maxBufferedBytes)} | request bytes a worker holds in memory for requests not answered yet, before 503 \`overloaded\` |`,
     `| \`MOD_MAX_UPLOADS_PER_CLIENT\` | ${limits.maxUploadsPerClient} uploads | bodies one client address (an IPv6 /64) may be sending to a worker at once before 429 \`too_many_uploads\` |`,
     `| \`MOD_BODY_TIMEOUT_MS\` | ${humanSeconds(limits.bodyTimeoutMs)} | a request body that sends nothing for this long is 408 \`request_timeout\` |`,
@@ -367,8 +369,9 @@ export function openapiDocument(info: OpenApiInfo): OpenApiDocument {
                 in: 'header',
                 name: 'X-API-Key',
                 description:
-                  'This server has `MOD_API_KEY` set: the header must equal it exactly (compared in constant ' +
-                  'time). `GET /health`, `GET /ready`, `/docs` and `/openapi.json` never need it.',
+                  'This server has `MOD_API_KEY` set (or `MOD_API_KEYS`): the header must equal one of its keys exactly ' +
+                  '(compared in constant time); a job is seen only with the key that made it. `GET /health`, ' +
+                  '`GET /ready`, `/docs` and `/openapi.json` never need it.',
               },
             },
           }

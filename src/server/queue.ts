@@ -60,6 +60,11 @@ export interface Gate {
    * trickles (see `trickling`) is stopped with `request_timeout` and its place given to this request, unless the
    * network of `client` lags (see `lags`): clients that hold places by sending a byte now and then, from however
    * many addresses, cannot keep out a client that sends at a normal pace, and cannot take each other's places in turn.
+   * Failing that, the places are shared max-min fair between networks (Client.network): a body of the network
+   * holding the most places, whatever its pace, is stopped with `overloaded` and its place given to this request,
+   * when that network holds at least two more than the network of `client`. Clients that keep the minimum pace from
+   * a few addresses can thus hold no more than their share, and never take a place back from a network holding
+   * fewer: a place only ever moves towards an even share.
    */
   receive(client: Client, options?: {queued?: boolean}): Upload
   /**
@@ -188,6 +193,13 @@ export function graceMs(bodyTimeoutMs: number): number {
   return Math.min(1000, bodyTimeoutMs)
 }
 
+/** One fewer for `key`; a key at zero leaves the map. */
+function countDown(counts: Map<string, number>, key: string): void {
+  const left = (counts.get(key) ?? 1) - 1
+  if (left === 0) counts.delete(key)
+  else counts.set(key, left)
+}
+
 /** A body being read on an upload place: whose, since when, how many bytes so far, and how to stop it. */
 interface Body {
   /** Client.network of its request. */
@@ -212,6 +224,8 @@ export function createGate(queueLimit: number, intake: Intake = UNBOUNDED): Gate
   let receiving = 0
   /** Bodies being received per client; a client with none has no entry. */
   const byClient = new Map<string, number>()
+  /** Upload places held per network (Client.network), the same way. */
+  const byNetwork = new Map<string, number>()
   /** The bodies being read now. */
   const reading = new Set<Body>()
   /**
@@ -242,6 +256,34 @@ export function createGate(queueLimit: number, intake: Intake = UNBOUNDED): Gate
       if (!slowest || body.arrived / (now - body.since) < slowest.arrived / (now - slowest.since)) slowest = body
     }
     return slowest
+  }
+  /**
+   * The body to stop so that a request of `network` gets a place, by max-min fairness: of the network holding the
+   * most places (at least two more than `network`), the body with the fewest bytes in (the least work lost), the
+   * newest of those. Bodies not being read yet cannot be stopped; their places still count.
+   */
+  const fairVictim = (network: string): Body | undefined => {
+    const mine = byNetwork.get(network) ?? 0
+    let victim: Body | undefined
+    let most = mine + 1
+    for (const body of reading) {
+      const theirs = byNetwork.get(body.network) ?? 0
+      if (theirs < most) continue
+      if (!victim || theirs > most || body.arrived < victim.arrived || (body.arrived === victim.arrived && body.since > victim.since)) {
+        victim = body
+        most = theirs
+      }
+    }
+    return victim && (byNetwork.get(victim.network) ?? 0) > mine + 1 ? victim : undefined
+  }
+  const yieldPlace = (body: Body) => {
+    body.done()
+    body.stop(
+      new ModError(
+        'overloaded',
+        'the server is busy: its upload place went to a client of a network holding fewer upload places (every network gets its share of MOD_MAX_UPLOADS); retry shortly',
+      ),
+    )
   }
   const giveUp = (body: Body) => {
     const seconds = (performance.now() - body.since) / 1000
@@ -284,11 +326,16 @@ export function createGate(queueLimit: number, intake: Intake = UNBOUNDED): Gate
       const lagging = lags(client.network, performance.now())
       if (receiving >= maxUploads) {
         const slowest = lagging ? undefined : slowestTrickling(performance.now())
-        if (!slowest) throw new ModError('overloaded', `the server is busy (${plural(maxUploads, 'upload')} already in progress); retry shortly`)
-        giveUp(slowest)
+        if (slowest) giveUp(slowest)
+        else {
+          const victim = fairVictim(client.network)
+          if (!victim) throw new ModError('overloaded', `the server is busy (${plural(maxUploads, 'upload')} already in progress); retry shortly`)
+          yieldPlace(victim)
+        }
       }
       receiving++
       byClient.set(client.key, mine + 1)
+      byNetwork.set(client.network, (byNetwork.get(client.network) ?? 0) + 1)
       let done = false
       let bytesHeld = 0
       let body: Body | undefined
@@ -323,9 +370,8 @@ export function createGate(queueLimit: number, intake: Intake = UNBOUNDED): Gate
           if (done) return
           done = true
           receiving--
-          const left = (byClient.get(client.key) ?? 1) - 1
-          if (left === 0) byClient.delete(client.key)
-          else byClient.set(client.key, left)
+          countDown(byClient, client.key)
+          countDown(byNetwork, client.network)
         },
         release() {
           upload.done()

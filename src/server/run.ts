@@ -4,7 +4,7 @@ import type {ServerSettings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
 import {buildServer, type ServerOptions} from './app.js'
 import {describe, type Log} from './errors.js'
-import {EXIT_OK, EXIT_START_FAILED, sweepLeftovers} from './lifecycle.js'
+import {EXIT_OK, EXIT_START_FAILED, sweepLeftovers, uploadRoots} from './lifecycle.js'
 
 export interface RunOptions {
   engine: Engine
@@ -59,8 +59,9 @@ export async function runServer(o: RunOptions): Promise<number> {
     return EXIT_OK
   }
 
-  await sweepLeftovers(o.log)
-  const sweeper = setInterval(() => void sweepLeftovers(o.log), SWEEP_EVERY_MS).unref()
+  const roots = uploadRoots(o.settings.jobs.storage)
+  await sweepLeftovers(o.log, roots)
+  const sweeper = setInterval(() => void sweepLeftovers(o.log, roots), SWEEP_EVERY_MS).unref()
   void o.stop.then(() => clearInterval(sweeper))
   const handle = buildServer(o.engine, o.settings, {...o.server, log: o.log})
   let port: number

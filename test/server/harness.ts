@@ -138,6 +138,16 @@ export function form(field: string, files: {name: string; data: Buffer | string;
   return body
 }
 
+/**
+ * `count` image-job uploads of a few small files sent at once from one address to `base`: their answers, in the
+ * order sent (`status`, and the job id or the error code).
+ */
+export async function concurrentJobUploads(base: string, count: number, data: Buffer, headers: Record<string, string> = {}): Promise<{status: number; id?: string; code?: string}[]> {
+  const files = Array.from({length: 3}, (_, i) => ({name: `${i}.png`, data}))
+  const answers = await Promise.all(Array.from({length: count}, () => call(`${base}/v1/jobs/images`, {method: 'POST', headers, body: form('files', files)})))
+  return answers.map((a) => ({status: a.status, ...(a.status === 202 ? {id: a.body.id as string} : {code: a.body.error.code as string})}))
+}
+
 /** The document of a server with a key: the same operations as without one, plus their 401 answers. */
 export const conformance = createConformance(
   openapiDocument({version: '0.0.0', apiKey: true, allowUrls: false, limits: DEFAULT_LIMITS}),

@@ -77,7 +77,7 @@ function failingQueue(fail: () => never): JobQueue {
 /** An image job queue whose every call fails with `fail`. */
 function failingImageQueue(fail: () => never): ImageJobQueue {
   return {
-    checkClient: async () => fail(),
+    reserve: async () => fail(),
     submit: async () => fail(),
     get: async () => fail(),
     lines: async () => fail(),

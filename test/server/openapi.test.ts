@@ -165,7 +165,7 @@ test('the statuses and descriptions of error responses come from the one error t
   })
   assert.match(batch[413].description, /\(`payload_too_large`\)\. More than 16 files in one batch, or more items in one image job than `MOD_MAX_JOB_ITEMS` \(`too_many_files`\)\.$/)
   assert.equal(batch[503].content?.['application/json'].example, {error: {code: 'overloaded', message: 'the server is busy (64 requests already waiting); retry shortly', request_id: EXAMPLE_REQUEST_ID}})
-  assert.is(batch[401].description, 'The `X-API-Key` header is missing or does not match `MOD_API_KEY` (`unauthorized`).')
+  assert.is(batch[401].description, 'The `X-API-Key` header is missing or matches neither `MOD_API_KEY` nor a key of `MOD_API_KEYS` (`unauthorized`).')
 })
 
 test('with MOD_API_KEY set, the key applies to every operation but /health, /ready and the documentation', () => {

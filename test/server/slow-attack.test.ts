@@ -34,6 +34,14 @@ test('5 addresses holding every upload place with a byte every 100 ms cannot kee
   assert.ok((attack['408'] ?? 0) >= 1, JSON.stringify(attack))
 })
 
+test('5 addresses holding every upload place at a pace above MOD_BODY_MIN_RATE cannot keep a client of a sixth address out', async () => {
+  const attackers = ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5', '127.0.0.6']
+  // 2000 bytes every 100 ms: 20 000 bytes/s against the minimum of 8 KiB/s, so no body trickles, even with the
+  // attack's timers late on a loaded machine (at 10 000 bytes/s some did). Without the fair share, 0 of 40 are served.
+  const {statuses} = await attackScenario('127.0.0.1', '127.0.0.7', attackers, 3, 2000)
+  assert.ok(servedShare(statuses) >= 0.95, `served ${statuses.filter((s) => s === 200).length} of ${statuses.length}: ${statuses.join(' ')}`)
+})
+
 /** The IPv6 scenarios of the tests below: connections per attacking address, and the attacking addresses. */
 const IPV6_SCENARIOS = {
   // 5 /64 networks of one /56.
@@ -145,6 +153,68 @@ test('a body within its grace keeps its place, however little has arrived: the n
   gate.receive({key: '192.0.2.1', network: '192.0.2.1'}).read((e) => stopped.push(e.code))
   assert.throws(() => gate.receive({key: '192.0.2.2', network: '192.0.2.2'}), (e: {code: string}) => e.code === 'overloaded')
   assert.equal([stopped, gate.receiving], [[], 1])
+})
+
+/** A gate of `places` upload places, each network up to all of them, with a minimum pace of 1000 bytes/s. */
+function fairGate(places: number) {
+  return createGate(5, {maxUploads: places, maxUploadsPerClient: places, maxBufferedBytes: Number.POSITIVE_INFINITY, bodyMinRate: 1000, bodyTimeoutMs: 30_000})
+}
+
+const from = (address: string) => ({key: address, network: address})
+
+test('with every place taken, a newcomer takes the place of the network holding the most, from its body with the fewest bytes in', () => {
+  const gate = fairGate(3)
+  const stopped: string[] = []
+  const open = (address: string, name: string, bytes: number) => {
+    const upload = gate.receive(from(address))
+    upload.read((e) => stopped.push(`${name}: ${e.code}`)).arrived(bytes)
+    return upload
+  }
+  open('192.0.2.1', 'a1', 5000)
+  open('192.0.2.1', 'a2', 10)
+  open('192.0.2.2', 'b1', 0)
+  // 192.0.2.3 holds none, 192.0.2.1 two: a body of 192.0.2.1 goes, although each is within its grace.
+  gate.receive(from('192.0.2.3'))
+  assert.equal(stopped, ['a2: overloaded'])
+  assert.is(gate.receiving, 3)
+})
+
+test('a place never moves from a network holding one more than the newcomer\'s: 503, and no place changes hands in turn', () => {
+  const gate = fairGate(3)
+  const stopped: string[] = []
+  gate.receive(from('192.0.2.1')).read(() => stopped.push('a1'))
+  gate.receive(from('192.0.2.1')).read(() => stopped.push('a2'))
+  gate.receive(from('192.0.2.2')).read(() => stopped.push('b1'))
+  assert.throws(() => gate.receive(from('192.0.2.2')), (e: {code: string}) => e.code === 'overloaded')
+  assert.throws(() => gate.receive(from('192.0.2.1')), (e: {code: string}) => e.code === 'overloaded')
+  assert.equal([stopped, gate.receiving], [[], 3])
+})
+
+test('the body that gave its place up for fairness is answered 503 overloaded with Retry-After; the newcomer is served', async () => {
+  const s = await server({maxUploads: 2, maxUploadsPerClient: 2})
+  const {head, type} = multipartParts('file', 'steady.png')
+  // Two bodies from 127.0.0.2 that keep 2000 bytes/s, twice the minimum.
+  const steady = [0, 1].map(() => {
+    let ticker: NodeJS.Timeout | undefined
+    const answer = rawRequest(`${s.base}/v1/moderate`, {headers: {'content-type': type, 'content-length': head.length + 1_000_000}, localAddress: '127.0.0.2'}, (req) => {
+      req.write(head)
+      ticker = setInterval(() => req.write(Buffer.alloc(200, 'A')), 100)
+    })
+    answer.catch(() => {}).finally(() => clearInterval(ticker))
+    return {answer, stop: () => clearInterval(ticker)}
+  })
+  try {
+    await until(() => s.handle.gate.receiving === 2)
+    await new Promise((resolve) => setTimeout(resolve, 1100))
+    const newcomer = await send(s.base, '127.0.0.3')
+    assert.is(newcomer.status, 200)
+    const given = await Promise.race(steady.map((b) => b.answer))
+    assert.equal([given.status, rawError(given).error.code, given.headers['retry-after']], [503, 'overloaded', '1'])
+    assert.match(rawError(given).error.message, /its upload place went to a client of a network holding fewer upload places/)
+  } finally {
+    for (const b of steady) b.stop()
+    await s.stop()
+  }
 })
 
 test.run()

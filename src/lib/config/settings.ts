@@ -4,6 +4,7 @@ import {join, resolve} from 'node:path'
 import type {Precision} from '../model/manifest-types.js'
 import {PRESETS, type PresetName} from '../policy/types.js'
 import {formatSizeExact} from '../sizes.js'
+import {readApiKeys, type NamedKey} from './api-keys.js'
 import {invalid, parseBoolean, type Env} from './env.js'
 import {DEFAULT_IMAGE_JOB_LIMITS, readJobSettings, type JobSettings} from './jobs.js'
 
@@ -65,7 +66,10 @@ export interface ServerSettings {
   port: number
   /** Processes, each with its own model; 1 serves in-process without node:cluster. */
   workers: number
+  /** MOD_API_KEY: one key, named `default`. */
   apiKey?: string
+  /** MOD_API_KEYS: named keys, besides MOD_API_KEY's; a job belongs to the key that made it. */
+  apiKeys: readonly NamedKey[]
   allowUrls: boolean
   preload: boolean
   limits: Limits
@@ -316,6 +320,7 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
     workers: count(input, env, 'workers', 1) ?? DEFAULT_WORKERS,
     limits,
     apiKey: env.MOD_API_KEY === '' ? undefined : env.MOD_API_KEY,
+    apiKeys: readApiKeys(env),
     allowUrls: parseBoolean('MOD_ALLOW_URLS', env.MOD_ALLOW_URLS, false),
     preload: parseBoolean('MOD_PRELOAD', env.MOD_PRELOAD, true),
     logLevel: parseLogLevel('MOD_LOG_LEVEL', env.MOD_LOG_LEVEL),

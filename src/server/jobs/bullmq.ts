@@ -9,6 +9,7 @@ import {queueFull} from './memory.js'
 import {LOCK_DURATION_MS, MAX_STALLED_COUNT, STALLED_INTERVAL_MS} from './recovery.js'
 import {Job, jobSegment, type JobBody} from './schema.js'
 import {metaKey} from './images/keys.js'
+import {visibleTo} from './owner.js'
 import {jobFilesInPlace, jobPaths, removeJobFolder} from './storage.js'
 import {DEFAULT_COMMAND_TIMEOUT_MS, guarded, redisConnection} from './redis-connection.js'
 import {SWEEP_GRACE_MS, SWEEP_INTERVAL_MS, sweepJobFolders} from './sweep.js'
@@ -166,11 +167,12 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
   }
 
   /** DELETE of one job (remove() makes sure it is the only one under way). */
-  async function deleteJob(id: string): Promise<JobBody | undefined> {
+  async function deleteJob(id: string, owner: string | undefined): Promise<JobBody | undefined> {
     const job = await queue.getJob(id)
     const spec = job && specOf(job)
-    const current = job && (await body(job))
-    if (!spec || !current) return undefined
+    if (!spec || !visibleTo(spec.owner, owner)) return undefined
+    const current = await body(job)
+    if (!current) return undefined
     const ending = current.status === 'queued' || current.status === 'running'
     const answer: JobBody = ending ? {...current, status: 'cancelled', updated_at: new Date().toISOString()} : current
     // Redis refuses to remove a job a worker holds. The mark makes it unknown at once, makes a worker that takes
@@ -260,17 +262,17 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
       await guarded(() => queue.add('video', jobData(spec, now), {jobId: spec.id}))
       return newJob(spec, now)
     },
-    async get(id) {
+    async get(id, owner) {
       return guarded(async () => {
         const job = await queue.getJob(id)
-        return job && body(job)
+        return job && visibleTo(specOf(job)?.owner, owner) ? body(job) : undefined
       })
     },
-    async remove(id) {
+    async remove(id, owner) {
       return guarded(async () => {
         if ((await client.set(deletingKey(id), '1', 'PX', DELETING_MS, 'NX')) === null) return undefined
         try {
-          return await deleteJob(id)
+          return await deleteJob(id, owner)
         } finally {
           await client.del(deletingKey(id))
         }

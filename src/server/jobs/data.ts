@@ -1,3 +1,4 @@
+import {isKeyName} from '../../lib/config/api-keys.js'
 import {ModError} from '../../lib/errors.js'
 import {MAX_FPS, MAX_MIN_FRAMES, MIN_FPS} from '../../lib/video/options.js'
 import {isJobId, jobPaths} from './storage.js'
@@ -25,11 +26,12 @@ export function jobData(spec: JobSpec, createdAt: Date): JobData {
     minFrames: spec.minFrames,
     stopOnViolation: spec.stopOnViolation,
     ...(spec.callbackUrl === undefined ? {} : {callbackUrl: spec.callbackUrl}),
+    ...(spec.owner === undefined ? {} : {owner: spec.owner}),
     created_at: createdAt.toISOString(),
   }
 }
 
-const KEYS = new Set(['id', 'source', 'fps', 'minFrames', 'stopOnViolation', 'callbackUrl', 'created_at', 'deleted', 'dir', 'file'])
+const KEYS = new Set(['id', 'source', 'fps', 'minFrames', 'stopOnViolation', 'callbackUrl', 'owner', 'created_at', 'deleted', 'dir', 'file'])
 
 function problem(raw: Record<string, unknown>, id: string, storage: string): string | undefined {
   const extra = Object.keys(raw).find((key) => !KEYS.has(key))
@@ -47,6 +49,7 @@ function problem(raw: Record<string, unknown>, id: string, storage: string): str
   }
   if (typeof raw.stopOnViolation !== 'boolean') return 'its stop_on_violation is not true or false'
   if (raw.callbackUrl !== undefined && !isHttpUrl(raw.callbackUrl)) return 'its callback URL is not an http(s) URL'
+  if (raw.owner !== undefined && !isKeyName(raw.owner)) return 'its owner is not the name of an API key'
   if (typeof raw.created_at !== 'string' || Number.isNaN(Date.parse(raw.created_at))) return 'its creation time is not a date'
   if (raw.deleted !== undefined && raw.deleted !== true) return 'its deleted mark is not true'
   return undefined
@@ -78,6 +81,7 @@ export function readJobData(raw: unknown, id: string | undefined, storage: strin
     minFrames: data.minFrames,
     stopOnViolation: data.stopOnViolation,
     ...(data.callbackUrl === undefined ? {} : {callbackUrl: data.callbackUrl}),
+    ...(data.owner === undefined ? {} : {owner: data.owner}),
     created_at: data.created_at,
     deleted: data.deleted === true,
     ...jobPaths(storage, data.id),

@@ -1,6 +1,7 @@
 import {rm} from 'node:fs/promises'
 
 import {ModError} from '../../lib/errors.js'
+import {visibleTo} from './owner.js'
 import {jobSegment, type JobBody} from './schema.js'
 import {newJob, type JobQueue, type JobRunner, type JobSpec, type QueueHooks} from './types.js'
 import {plural} from '../../lib/plural.js'
@@ -87,12 +88,13 @@ export function createMemoryQueue(o: MemoryQueueOptions): JobQueue {
       next()
       return accepted
     },
-    async get(id) {
-      return jobs.get(id)?.body
-    },
-    async remove(id) {
+    async get(id, owner) {
       const entry = jobs.get(id)
-      if (!entry) return undefined
+      return entry && visibleTo(entry.spec.owner, owner) ? entry.body : undefined
+    },
+    async remove(id, owner) {
+      const entry = jobs.get(id)
+      if (!entry || !visibleTo(entry.spec.owner, owner)) return undefined
       // Unknown from now on, also to a second DELETE that comes while this one waits for the run to stop.
       jobs.delete(id)
       if (entry.body.status === 'queued') {

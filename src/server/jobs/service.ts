@@ -48,8 +48,8 @@ function loadingBullQueue(o: BullQueueOptions): JobQueue {
   return {
     checkRoom: async () => (await loaded).checkRoom(),
     submit: async (spec) => (await loaded).submit(spec),
-    get: async (id) => (await loaded).get(id),
-    remove: async (id) => (await loaded).remove(id),
+    get: async (id, owner) => (await loaded).get(id, owner),
+    remove: async (id, owner) => (await loaded).remove(id, owner),
     work: (runner) => void loaded.then((q) => q.work(runner), (e: Error) => o.log(`the job queue could not start: ${e.message}`)),
     close: async () => (await loaded).close(),
   }

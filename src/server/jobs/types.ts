@@ -13,6 +13,8 @@ export interface JobSpec {
   minFrames: number
   stopOnViolation: boolean
   callbackUrl?: string
+  /** The name of the API key that made the job (owner.ts); absent when the server needs no key. */
+  owner?: string
 }
 
 export interface RunHooks {
@@ -44,13 +46,15 @@ export interface JobQueue {
   checkRoom(): Promise<void>
   /** Queues the job; from now on the queue owns `spec.dir`. */
   submit(spec: JobSpec): Promise<JobBody>
-  get(id: string): Promise<JobBody | undefined>
+  /** The job; undefined for an unknown one, and for one of another key than `owner` (owner.ts). */
+  get(id: string, owner?: string): Promise<JobBody | undefined>
   /**
    * Deletes the job: a waiting one is dropped, a running one stopped (both end `cancelled`, their callback sent),
    * and whatever its state, its files and everything stored of it are removed, so that it is unknown from now
-   * on. Answers the job as it was when deleted; undefined for an unknown job.
+   * on. Answers the job as it was when deleted; undefined for an unknown job, and for one of another key than
+   * `owner`, which is left as it is.
    */
-  remove(id: string): Promise<JobBody | undefined>
+  remove(id: string, owner?: string): Promise<JobBody | undefined>
   /** Starts running jobs with `runner` (`mod worker`, and `mod serve` unless MOD_SERVE_JOBS=false). */
   work(runner: JobRunner): void
   /** Stops taking jobs; the job running here is finished first. */

@@ -1,6 +1,6 @@
 import {randomUUID} from 'node:crypto'
 import type {ServerResponse} from 'node:http'
-import {mkdir, rm} from 'node:fs/promises'
+import {join} from 'node:path'
 
 import {Type} from 'typebox'
 
@@ -12,12 +12,12 @@ import {formatSizeExact} from '../../lib/sizes.js'
 import {paceOf} from '../body-stream.js'
 import {clientOf} from '../client-address.js'
 import {ImageJob, ImageJobLine, ImageJobManifest, type Manifest} from '../jobs/images/schema.js'
-import {CHUNK_SIZE, itemPath, type ImageItem} from '../jobs/images/types.js'
-import {jobPaths} from '../jobs/storage.js'
+import {CHUNK_SIZE, itemName, type ImageItem} from '../jobs/images/types.js'
+import {dropUpload, moveIntoPlace, startStaging} from '../jobs/staging.js'
 import {sendJson} from '../reply.js'
 import {declareRoute} from '../route.js'
 import {receiveFiles} from '../upload.js'
-import {checkCallback, ID, JobQuery, LOCATION, unknownJob} from './jobs.js'
+import {checkCallback, ID, JobQuery, LOCATION, ownerOf, unknownJob} from './jobs.js'
 
 const EXAMPLE_IMAGE_JOB = {
   id: '0b6f3c52-6d2e-4f7e-9a0e-5f8d1c2b3a4d',
@@ -93,35 +93,37 @@ export const submitImageJobRoute = declareRoute({
     const callbackUrl = input.query.callback_url
     if (callbackUrl !== undefined) await checkCallback(callbackUrl, settings.jobs.callbackAllowPrivate)
     const client = clientOf(req)
-    await imageJobs.checkClient(client.key)
-    const upload = ctx.gate.receive(client, {queued: false})
     const id = randomUUID()
-    const {dir} = jobPaths(storage, id)
+    // The job's place is taken before the upload is read: concurrent uploads of one client cannot all pass the limit.
+    const reservation = await imageJobs.reserve(client.key, id)
     let accepted
     try {
       let items: ImageItem[]
+      const upload = ctx.gate.receive(client, {queued: false})
       try {
         if (input.multipart) {
-          await mkdir(dir, {recursive: true})
+          const dir = await startStaging(storage, id)
           const names = await receiveFiles(req, {
             field: 'files',
             maxFiles: images.maxItems,
             maxBytes: settings.limits.maxBytes,
             maxTotalBytes: images.maxBytes,
-            pathOf: (i) => itemPath(storage, id, i),
+            pathOf: (i) => join(dir, itemName(i)),
             ...paceOf(settings.limits),
             place: upload,
           })
           items = names.map((file) => ({file}))
+          await moveIntoPlace(storage, id)
         } else {
           items = await manifestItems(await input.body(upload), settings)
         }
       } finally {
         upload.release()
       }
-      accepted = await imageJobs.submit({id, client: client.key, items, ...(callbackUrl === undefined ? {} : {callbackUrl})})
+      accepted = await imageJobs.submit({id, client: client.key, items, ...(callbackUrl === undefined ? {} : {callbackUrl}), ...ownerOf(ctx, req)})
     } catch (e) {
-      await rm(dir, {recursive: true, force: true})
+      await reservation.release()
+      await dropUpload(storage, id)
       throw e
     }
     sendJson(res, 202, accepted, {Location: `/v1/jobs/${id}`})
@@ -170,8 +172,8 @@ export const imageJobResultsRoute = declareRoute({
     },
   },
   errors: ['not_found', 'internal', 'overloaded', 'jobs_unavailable'],
-  handler: async (ctx, _req, res, {params: {id}, query}) => {
-    const job = await ctx.imageJobs.get(id)
+  handler: async (ctx, req, res, {params: {id}, query}) => {
+    const job = await ctx.imageJobs.get(id, ctx.owner(req))
     if (!job) throw unknownJob(id)
     const total = job.progress.items_total
     res.writeHead(200, {'Content-Type': 'application/x-ndjson', 'X-Mod-Job-Status': job.status, 'X-Mod-Items-Total': String(total)})

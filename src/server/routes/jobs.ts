@@ -1,6 +1,4 @@
 import {randomUUID} from 'node:crypto'
-import {mkdir, rm} from 'node:fs/promises'
-import {join} from 'node:path'
 
 import {Type} from 'typebox'
 
@@ -8,10 +6,12 @@ import {emptyFileError, isModError, ModError} from '../../lib/errors.js'
 import {callbackAddresses} from '../../lib/fetch/callback.js'
 import {paceOf} from '../body-stream.js'
 import {clientOf} from '../client-address.js'
-import type {Request} from '../context.js'
+import type {Request, RouteContext} from '../context.js'
 import {EXAMPLE_CANCELLED_JOB, EXAMPLE_JOB} from '../jobs/examples.js'
 import {Job} from '../jobs/schema.js'
 import {ImageJob} from '../jobs/images/schema.js'
+import {dropUpload, moveIntoPlace, startStaging} from '../jobs/staging.js'
+import {jobPaths} from '../jobs/storage.js'
 import {sendJson} from '../reply.js'
 import {declareRoute} from '../route.js'
 import {VideoQuery} from '../schemas.js'
@@ -45,6 +45,12 @@ export const ID = {
 export const unknownJob = (id: string): ModError =>
   new ModError('not_found', `no job ${JSON.stringify(id)}: it never existed, was deleted, or ended more than MOD_JOB_TTL ago`)
 
+/** The owner a new job records: the name of the request's API key, when the server needs one. */
+export function ownerOf(ctx: RouteContext, req: Request): {owner?: string} {
+  const owner = ctx.owner(req)
+  return owner === undefined ? {} : {owner}
+}
+
 /** The callback URL is checked when the job is accepted (and again when it is called): a bad one is refused now. */
 export async function checkCallback(url: string, allowPrivate: boolean): Promise<void> {
   try {
@@ -77,30 +83,31 @@ export const submitVideoJobRoute = declareRoute({
     // The upload takes an upload place like any other body; the moderation queue is not its to wait in.
     const upload = ctx.gate.receive(clientOf(req), {queued: false})
     const id = randomUUID()
-    const dir = join(settings.jobs.storage, id)
+    const {storage} = settings.jobs
     let accepted
     try {
       let video
       try {
-        await mkdir(dir, {recursive: true})
+        const dir = await startStaging(storage, id)
         video = await receiveVideo(req, {field: 'file', maxBytes: settings.limits.maxVideoBytes, dir, ...paceOf(settings.limits), place: upload})
       } finally {
         upload.release()
       }
       // Refused now, as the synchronous endpoint would, rather than queued to fail.
       if (video.size === 0) throw emptyFileError()
+      await moveIntoPlace(storage, id)
       accepted = await queue.submit({
         id,
         source: video.filename,
-        dir,
-        file: video.path,
+        ...jobPaths(storage, id),
         fps: query.fps,
         minFrames: query.min_frames,
         stopOnViolation: query.stop_on_violation,
         ...(query.callback_url === undefined ? {} : {callbackUrl: query.callback_url}),
+        ...ownerOf(ctx, req),
       })
     } catch (e) {
-      await rm(dir, {recursive: true, force: true})
+      await dropUpload(storage, id)
       throw e
     }
     sendJson(res, 202, accepted, {Location: `/v1/jobs/${id}`})
@@ -122,8 +129,9 @@ export const getJobRoute = declareRoute({
   pathParams: ID,
   responses: {200: {description: 'The job: a video job, or an image job (`kind: images`).', schema: Type.Union([Job, ImageJob]), example: EXAMPLE_JOB}},
   errors: ['not_found', 'internal', 'overloaded', 'jobs_unavailable'],
-  handler: async (ctx, _req, res, {params: {id}}) => {
-    const job = (await ctx.imageJobs.get(id)) ?? (await ctx.jobs.get(id))
+  handler: async (ctx, req, res, {params: {id}}) => {
+    const owner = ctx.owner(req)
+    const job = (await ctx.imageJobs.get(id, owner)) ?? (await ctx.jobs.get(id, owner))
     if (!job) throw unknownJob(id)
     sendJson(res, 200, job)
   },
@@ -150,8 +158,9 @@ export const cancelJobRoute = declareRoute({
     },
   },
   errors: ['not_found', 'internal', 'overloaded', 'jobs_unavailable'],
-  handler: async (ctx, _req, res, {params: {id}}) => {
-    const job = (await ctx.imageJobs.remove(id)) ?? (await ctx.jobs.remove(id))
+  handler: async (ctx, req, res, {params: {id}}) => {
+    const owner = ctx.owner(req)
+    const job = (await ctx.imageJobs.remove(id, owner)) ?? (await ctx.jobs.remove(id, owner))
     if (!job) throw unknownJob(id)
     sendJson(res, 200, job)
   },

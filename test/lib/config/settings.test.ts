@@ -42,6 +42,7 @@ test('with no input and no variables every setting has its default, in an engine
     port: 8000,
     workers: 1,
     apiKey: undefined,
+    apiKeys: [],
     allowUrls: false,
     preload: true,
     logLevel: 'info',

@@ -1,5 +1,6 @@
 import {ModError} from '../../../lib/errors.js'
 import {plural} from '../../../lib/plural.js'
+import {visibleTo} from '../owner.js'
 import {removeJobFolder} from '../storage.js'
 import {failedLines} from './lines.js'
 import {chunksOf, imageJobBody, type Chunk, type ChunkRunner, type ImageJobQueue, type ImageJobSpec, type ImageJobState, type ImageQueueHooks} from './types.js'
@@ -25,6 +26,8 @@ export const tooManyJobs = (limit: number): ModError =>
 /** Image jobs in this process: chunks run one at a time, in order of arrival; nothing survives a restart. */
 export function createMemoryImageQueue(o: MemoryImageQueueOptions): ImageJobQueue {
   const jobs = new Map<string, Entry>()
+  /** Job places reserved for uploads being read: job id -> client. */
+  const reserved = new Map<string, string>()
   const waiting: Chunk[] = []
   let runner: ChunkRunner | undefined
   let running: Promise<void> | undefined
@@ -69,14 +72,28 @@ export function createMemoryImageQueue(o: MemoryImageQueueOptions): ImageJobQueu
     })
   }
 
+  /** Counts and takes in one synchronous step: nothing else runs in between. */
+  function take(client: string, id: string): void {
+    const open = [...jobs.values()].filter((e) => e.spec.client === client && !e.state.finished).length
+    const places = [...reserved.values()].filter((c) => c === client).length
+    if (open + places >= o.maxPerClient) throw tooManyJobs(o.maxPerClient)
+    reserved.set(id, client)
+  }
+
   return {
-    async checkClient(client) {
-      const open = [...jobs.values()].filter((e) => e.spec.client === client && !e.state.finished).length
-      if (open >= o.maxPerClient) throw tooManyJobs(o.maxPerClient)
+    async reserve(client, id) {
+      take(client, id)
+      return {
+        release: async () => void reserved.delete(id),
+      }
     },
     async submit(spec) {
-      if (closed) throw new ModError('overloaded', 'the server is stopping; retry on another one')
-      await this.checkClient(spec.client)
+      if (closed) {
+        reserved.delete(spec.id)
+        throw new ModError('overloaded', 'the server is stopping; retry on another one')
+      }
+      if (reserved.get(spec.id) !== spec.client) take(spec.client, spec.id)
+      reserved.delete(spec.id)
       const chunks = chunksOf(spec)
       const now = new Date().toISOString()
       const state: ImageJobState = {
@@ -95,17 +112,17 @@ export function createMemoryImageQueue(o: MemoryImageQueueOptions): ImageJobQueu
       next()
       return imageJobBody(state)
     },
-    async get(id) {
+    async get(id, owner) {
       const entry = jobs.get(id)
-      return entry && imageJobBody(entry.state)
+      return entry && visibleTo(entry.spec.owner, owner) ? imageJobBody(entry.state) : undefined
     },
     async lines(id, from, count) {
       const entry = jobs.get(id)
       return Array.from({length: count}, (_, i) => entry?.lines[from + i])
     },
-    async remove(id) {
+    async remove(id, owner) {
       const entry = jobs.get(id)
-      if (!entry) return undefined
+      if (!entry || !visibleTo(entry.spec.owner, owner)) return undefined
       jobs.delete(id)
       clearTimeout(entry.expiry)
       entry.controller.abort()

@@ -4,9 +4,10 @@ import {Redis} from 'ioredis'
 import {createAjv} from '../../ajv.js'
 import type {Log} from '../../errors.js'
 import {DEFAULT_COMMAND_TIMEOUT_MS, guarded, redisConnection} from '../redis-connection.js'
+import {visibleTo} from '../owner.js'
 import {removeJobFolder} from '../storage.js'
 import {readChunk} from './chunk-data.js'
-import {chunksKey, clientKey, linesKey, metaKey} from './keys.js'
+import {chunksKey, clientKey, linesKey, metaKey, reservedKey} from './keys.js'
 import {failedLines} from './lines.js'
 import {tooManyJobs} from './memory.js'
 import {ImageJob, type ImageJobBody} from './schema.js'
@@ -60,6 +61,33 @@ redis.call('HSET', KEYS[1], 'started', '1')
 return 1
 `
 
+/**
+ * Counts the client's jobs not done and places reserved, forgetting the others, and reserves one more for a new job
+ * unless that reaches the limit: one script, so concurrent requests (of any process) are counted one after the
+ * other. Answers 1 when reserved, 0 when the client is at its limit.
+ * KEYS: the client's set. ARGV: limit, new job id, now (ms), reservation lifetime (ms), then the prefix and the
+ * suffix that make a job's meta key and reservation key from its id (keys.ts).
+ */
+const RESERVE = `
+local open = 0
+for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  local meta = ARGV[5] .. id
+  local live
+  if redis.call('EXISTS', meta) == 1 then live = redis.call('HEXISTS', meta, 'finished_at') == 0
+  else live = redis.call('EXISTS', meta .. ARGV[6]) == 1 end
+  if live then open = open + 1 else redis.call('ZREM', KEYS[1], id) end
+end
+if open >= tonumber(ARGV[1]) then return 0 end
+redis.call('SET', ARGV[5] .. ARGV[2] .. ARGV[6], '1', 'PX', ARGV[4])
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
+return 1
+`
+
+/** A reservation lapses this long after its last renewal: a process that died mid-upload frees its place then. */
+const RESERVATION_MS = 60_000
+/** Its reader renews it this often while the upload is read. */
+const RENEW_MS = 20_000
+
 const validJob = createAjv().compile<ImageJobBody>(ImageJob)
 
 /**
@@ -75,7 +103,7 @@ export function createRedisImageQueue(o: RedisImageQueueOptions): ImageJobQueue 
   const running = new Map<string, AbortController>()
   let worker: Worker | undefined
 
-  async function state(id: string): Promise<(ImageJobState & {client: string; callbackUrl?: string}) | undefined> {
+  async function state(id: string): Promise<(ImageJobState & {client: string; owner?: string; callbackUrl?: string}) | undefined> {
     const [meta, itemsDone, chunksDone] = await Promise.all([client.hgetall(metaKey(id)), client.hlen(linesKey(id)), client.scard(chunksKey(id))])
     if (meta.id !== id) return undefined
     return {
@@ -89,6 +117,7 @@ export function createRedisImageQueue(o: RedisImageQueueOptions): ImageJobQueue 
       itemsDone,
       chunksDone,
       client: meta.client,
+      ...(meta.owner === undefined ? {} : {owner: meta.owner}),
       ...(meta.callback_url ? {callbackUrl: meta.callback_url} : {}),
     }
   }
@@ -126,26 +155,40 @@ export function createRedisImageQueue(o: RedisImageQueueOptions): ImageJobQueue 
     await recorded(chunk, lines)
   }
 
+  /** Reserves a place for job `id` of client `c`, or refuses with too_many_jobs. */
+  async function take(c: string, id: string): Promise<void> {
+    const suffix = reservedKey(id).slice(metaKey(id).length)
+    const taken = await guarded(() => client.eval(RESERVE, 1, clientKey(c), String(o.maxPerClient), id, String(Date.now()), String(RESERVATION_MS), metaKey(''), suffix))
+    if (taken !== 1) throw tooManyJobs(o.maxPerClient)
+  }
+
+  /** Job ids whose place this process reserved and that are not submitted yet, with their renewal timer. */
+  const reserved = new Map<string, NodeJS.Timeout>()
+
   return {
-    async checkClient(c) {
-      await guarded(async () => {
-        const ids = await client.zrange(clientKey(c), 0, -1)
-        let open = 0
-        for (const id of ids) {
-          const [exists, finished] = await Promise.all([client.exists(metaKey(id)), client.hexists(metaKey(id), 'finished_at')])
-          if (exists === 1 && finished === 0) open++
-          else await client.zrem(clientKey(c), id)
-        }
-        if (open >= o.maxPerClient) throw tooManyJobs(o.maxPerClient)
-      })
+    async reserve(c, id) {
+      await take(c, id)
+      const renew = setInterval(() => void client.pexpire(reservedKey(id), RESERVATION_MS).catch(() => {}), RENEW_MS)
+      renew.unref()
+      reserved.set(id, renew)
+      return {
+        async release() {
+          if (!reserved.has(id)) return
+          clearInterval(reserved.get(id))
+          reserved.delete(id)
+          // The lapse frees the place anyway if Redis is away now.
+          await client.multi().del(reservedKey(id)).zrem(clientKey(c), id).exec().catch(() => {})
+        },
+      }
     },
     async submit(spec) {
-      await this.checkClient(spec.client)
+      if (!reserved.has(spec.id)) await take(spec.client, spec.id)
       const chunks = chunksOf(spec)
       const now = new Date().toISOString()
       await guarded(async () => {
         await client
           .multi()
+          .del(reservedKey(spec.id))
           .hset(metaKey(spec.id), {
             id: spec.id,
             client: spec.client,
@@ -153,10 +196,14 @@ export function createRedisImageQueue(o: RedisImageQueueOptions): ImageJobQueue 
             chunks: chunks.length,
             created_at: now,
             updated_at: now,
+            ...(spec.owner === undefined ? {} : {owner: spec.owner}),
             ...(spec.callbackUrl === undefined ? {} : {callback_url: spec.callbackUrl}),
           })
           .zadd(clientKey(spec.client), Date.now(), spec.id)
           .exec()
+        // The place is the job's now.
+        clearInterval(reserved.get(spec.id))
+        reserved.delete(spec.id)
         try {
           await queue.addBulk(
             chunks.map((chunk) => ({
@@ -172,10 +219,10 @@ export function createRedisImageQueue(o: RedisImageQueueOptions): ImageJobQueue 
       })
       return imageJobBody({id: spec.id, total: spec.items.length, chunks: chunks.length, created_at: now, updated_at: now, started: false, finished: false, itemsDone: 0, chunksDone: 0})
     },
-    async get(id) {
+    async get(id, owner) {
       return guarded(async () => {
         const s = await state(id)
-        if (!s) return undefined
+        if (!s || !visibleTo(s.owner, owner)) return undefined
         const body = imageJobBody(s)
         if (validJob(body)) return body
         // Anyone who can write to that Redis can write a job record: one that is not a job's is not answered.
@@ -189,10 +236,10 @@ export function createRedisImageQueue(o: RedisImageQueueOptions): ImageJobQueue 
         return (await client.hmget(linesKey(id), ...fields)).map((line) => line ?? undefined)
       })
     },
-    async remove(id) {
+    async remove(id, owner) {
       return guarded(async () => {
         const s = await state(id)
-        if (!s) return undefined
+        if (!s || !visibleTo(s.owner, owner)) return undefined
         // Without its meta key a chunk records nothing: one still running finishes in vain, the others are dropped.
         if ((await client.del(metaKey(id))) === 0) return undefined
         await client.multi().del(linesKey(id), chunksKey(id)).zrem(clientKey(s.client), id).exec()
@@ -236,6 +283,7 @@ export function createRedisImageQueue(o: RedisImageQueueOptions): ImageJobQueue 
       void subscriber.subscribe(CANCEL_CHANNEL).catch(() => {})
     },
     async close() {
+      for (const renew of reserved.values()) clearInterval(renew)
       await Promise.race([Promise.allSettled([queue.waitUntilReady(), ...(worker ? [worker.waitUntilReady()] : [])]), new Promise((r) => setTimeout(r, o.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS).unref())])
       await worker?.close()
       await queue.close()

@@ -38,11 +38,11 @@ function loadingRedisQueue(o: RedisImageQueueOptions): ImageJobQueue {
   const loaded = import('./redis.js').then((m) => m.createRedisImageQueue(o))
   loaded.catch(() => {})
   return {
-    checkClient: async (c) => (await loaded).checkClient(c),
+    reserve: async (c, id) => (await loaded).reserve(c, id),
     submit: async (spec) => (await loaded).submit(spec),
-    get: async (id) => (await loaded).get(id),
+    get: async (id, owner) => (await loaded).get(id, owner),
     lines: async (id, from, count) => (await loaded).lines(id, from, count),
-    remove: async (id) => (await loaded).remove(id),
+    remove: async (id, owner) => (await loaded).remove(id, owner),
     work: (runner) => void loaded.then((q) => q.work(runner), (e: Error) => o.log(`the image job queue could not start: ${e.message}`)),
     close: async () => (await loaded).close(),
   }
@@ -52,7 +52,7 @@ function refusingQueue(reason: string): ImageJobQueue {
   const refuse = async (): Promise<never> => {
     throw new ModError('jobs_unavailable', reason)
   }
-  return {checkClient: refuse, submit: refuse, get: async () => undefined, lines: refuse, remove: async () => undefined, work: () => {}, close: async () => {}}
+  return {reserve: refuse, submit: refuse, get: async () => undefined, lines: refuse, remove: async () => undefined, work: () => {}, close: async () => {}}
 }
 
 /** The image job queue MOD_REDIS_URL selects (BullMQ on Redis, or in-process); it runs no chunk until `work`. */

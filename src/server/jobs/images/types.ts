@@ -12,6 +12,8 @@ export interface ImageJobSpec {
   id: string
   /** The client address the job counts against (MOD_MAX_JOBS_PER_CLIENT). */
   client: string
+  /** The name of the API key that made the job (../owner.ts); absent when the server needs no key. */
+  owner?: string
   items: ImageItem[]
   callbackUrl?: string
 }
@@ -35,9 +37,18 @@ export function chunksOf(spec: Pick<ImageJobSpec, 'id' | 'items'>, size = CHUNK_
   return chunks
 }
 
-/** Where an uploaded item waits: in its job's folder, named by its index (never by a name the client chose). */
+/** The file name of an uploaded item in its job's folder: its index (never a name the client chose). */
+export const itemName = (index: number): string => `item-${index}`
+
+/** Where an uploaded item waits: in its job's folder, named by its index. */
 export function itemPath(storage: string, job: string, index: number): string {
-  return join(jobPaths(storage, job).dir, `item-${index}`)
+  return join(jobPaths(storage, job).dir, itemName(index))
+}
+
+/** A job place held for an upload being read (ImageJobQueue.reserve). */
+export interface Reservation {
+  /** Gives the place back unless its job was submitted; safe to call more than once. */
+  release(): Promise<void>
 }
 
 /** Scores one chunk: one NDJSON line (no newline) per item, in order. */
@@ -81,15 +92,24 @@ export function imageJobBody(s: ImageJobState): ImageJobBody {
  * worker died after scoring) overwrites its lines: every item has exactly one line.
  */
 export interface ImageJobQueue {
-  /** Refuses with too_many_jobs when `client` already has as many jobs not done as the limit. */
-  checkClient(client: string): Promise<void>
-  /** Queues the job's chunks; from now on the queue owns the job's folder. */
+  /**
+   * Takes one of `client`'s job places for the job `id` before its upload is read, in one step with counting them
+   * (concurrent requests of one client cannot all pass), or refuses with too_many_jobs when `client` already has as
+   * many jobs not done, or places taken, as the limit. The place is the job's once `submit` queues it; `release`
+   * gives it back if that never happens (a place taken by a process that died lapses within a minute).
+   */
+  reserve(client: string, id: string): Promise<Reservation>
+  /** Queues the job's chunks, on the place reserved for it; from now on the queue owns the job's folder. */
   submit(spec: ImageJobSpec): Promise<ImageJobBody>
-  get(id: string): Promise<ImageJobBody | undefined>
+  /** The job; undefined for an unknown one, and for one of another key than `owner` (../owner.ts). */
+  get(id: string, owner?: string): Promise<ImageJobBody | undefined>
   /** The lines of items `from` to `from + count - 1`; undefined where an item has none yet. */
   lines(id: string, from: number, count: number): Promise<(string | undefined)[]>
-  /** Deletes the job: its chunks not run are dropped, a running one stopped; lines and files removed. */
-  remove(id: string): Promise<ImageJobBody | undefined>
+  /**
+   * Deletes the job: its chunks not run are dropped, a running one stopped; lines and files removed. Undefined for an
+   * unknown job, and for one of another key than `owner`, which is left as it is.
+   */
+  remove(id: string, owner?: string): Promise<ImageJobBody | undefined>
   work(runner: ChunkRunner): void
   close(): Promise<void>
 }
