@@ -46,8 +46,9 @@ export const SUGGESTIVE_BAR = 0.7
 export const SURE = 0.9
 
 /**
- * The small model's Porn + Hentai or Sexy from which the judge looks: low enough that no frame the judge flags on
- * the photo sets was lost at the gate (docs/models.md), high enough that most ordinary photos stop there.
+ * The small model's Porn + Hentai or Sexy from which the judge looks: below the 0.25 at which no photo the judge flags
+ * on the photo sets is stopped (docs/models.md, "Rules"), a margin for photos unlike them, and high enough that most
+ * ordinary photos (88%) stop there.
  */
 export const GATE = 0.15
 
