@@ -18,8 +18,8 @@ async function raw(png: Buffer): Promise<RgbImage> {
   return {data, width: info.width, height: info.height}
 }
 
-/** Full-HD noise: zxing looks long at it (some 100 ms) and finds nothing. */
-const noise = (): RgbImage => ({data: randomBytes(1920 * 1080 * 3), width: 1920, height: 1080})
+/** Noise, full-HD by default: zxing looks long at it (some 100 ms) and finds nothing. */
+const noise = (width = 1920, height = 1080): RgbImage => ({data: randomBytes(width * height * 3), width, height})
 
 test('the thread reads the same codes, with the same boxes, as the reader in this thread', async () => {
   const qr = await resizeCode(await drawCode('QRCode', 'https://shop.example/menu', 4), 160)
@@ -68,9 +68,10 @@ test('while the thread reads noise frames, a timer set every 10 ms fires within 
 
 test('a frame past its time limit is cut short (no codes, timedOut), and the next frame is read by a new thread', async () => {
   const qr = await raw((await drawCode('QRCode', 'after the cut', 3)).png)
-  const thread = openThreadedCodeReader({timeoutMs: 50, inverted: true})
+  // 4K noise read whole and inverted too: some 600 ms of zxing's time, against a small code's few milliseconds.
+  const thread = openThreadedCodeReader({timeoutMs: 200, inverted: true, maxPixels: 3840 * 2160})
   try {
-    assert.equal(await thread.read(noise()), {codes: [], timedOut: true})
+    assert.equal(await thread.read(noise(3840, 2160)), {codes: [], timedOut: true})
     const next = await thread.read(qr)
     assert.equal([next.codes.map((c) => c.payload), next.timedOut], [['after the cut'], false])
   } finally {
