@@ -42,8 +42,8 @@ export interface ReadBudget {
 
 /**
  * The default budget, in recogniser columns: a receipt of 90 lines of about 300 columns reads whole, while an image
- * of lines 1280 columns wide spends it in 25 lines, about a second of CPU with the detector (bench/ocr.ts --only
- * budget).
+ * of lines 1280 columns wide spends it in 25 lines: 0.85 s on two cores, 1.45 s of CPU, detector included
+ * (bench/ocr.ts --only budget).
  */
 export const DEFAULT_TEXT_BUDGET = 32_768
 /** The least budget one may set: one line of the widest the recogniser reads (ReadOptions.maxLineWidth). */
