@@ -31,6 +31,7 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
 
   static override envVars: EnvVars = [
     ['MOD_FFMPEG', 'the ffmpeg binary to run'],
+    ['MOD_TEXT_BUDGET', "recogniser columns the text rules' reader may spend per image, over the policy's text.budget (default 32768)"],
     ['MOD_MAX_VIDEO_SECONDS', 'longest video, counted while decoding (default 600)'],
   ]
 

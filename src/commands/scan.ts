@@ -123,6 +123,7 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
   static override envVars: EnvVars = [
     ['MOD_MAX_BYTES', 'largest image file (default 25 MiB)'],
     ['MOD_MAX_PIXELS', 'largest decoded image, width x height (default 100000000)'],
+    ['MOD_TEXT_BUDGET', "recogniser columns the text rules' reader may spend per image, over the policy's text.budget (default 32768)"],
     ['MOD_JOURNAL_KEY', 'with --server --resume: the secret that signs the journal (default: the API key)'],
   ]
 

@@ -45,6 +45,7 @@ With MOD_API_KEY set, every request but GET /health, GET /ready and the document
     ['MOD_QUEUE_LIMIT', 'requests waiting per worker before 503 overloaded (default 64)'],
     ['MOD_MAX_UPLOADS', 'request bodies being received per worker before 503 overloaded (default 2 x (MOD_QUEUE_LIMIT + 1))'],
     ['MOD_BODY_TIMEOUT_MS', 'a request body that sends nothing for this long is answered 408 (default 30000)'],
+    ['MOD_TEXT_BUDGET', "recogniser columns the text rules' reader may spend per image, over the policy's text.budget (default 32768)"],
     ['MOD_FFMPEG', 'the ffmpeg binary for video'],
     ['MOD_CORS_ORIGINS', 'origins browsers may call from, comma-separated, or * (default: no CORS)'],
     ['MOD_DRAIN_DELAY_MS', 'after SIGTERM, ms of /ready answering 503 before the port closes (default 0)'],

@@ -45,5 +45,6 @@ export function engineFromConfig(config: Config, options: EngineChoices = {}): E
     headPath: settings.headPath,
     limits: settings.limits,
     ffmpeg: settings.ffmpeg,
+    textBudget: settings.textBudget,
   })
 }

@@ -31,6 +31,8 @@ export interface EngineOptions {
   threads?: number
   /** fp32 unless the model's int8 or fp16 encoders are asked for. */
   precision?: Precision
+  /** Recogniser columns the text signal may read per image, over the policy's `text.budget`. */
+  textBudget?: number
   limits: Limits
   /** Frames per inference run. */
   batchSize?: number
@@ -138,6 +140,7 @@ function setupOf(opts: EngineOptions): SignalSetup {
     cacheDir: opts.cacheDir,
     precision: opts.precision ?? 'fp32',
     threads: opts.threads,
+    textBudget: opts.textBudget,
     policy: opts.policy,
     headPath: opts.headPath,
     requireClip: opts.requireClip,

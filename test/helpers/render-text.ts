@@ -58,8 +58,8 @@ export async function memeAndPhoto(): Promise<{meme: Buffer; photo: Buffer}> {
 const SHORT_WORDS = ['cat', 'sun', 'blue', 'map', 'tree', 'road', 'fish', 'gold', 'milk', 'door', 'rain', 'star', 'wind', 'boat', 'bell', 'leaf', 'salt', 'ship']
 
 /**
- * A page of 200 short words (25 rows of 8 at 20 px on 1000x820), the kind of image whose reading its budget cuts
- * short; `frame` picks other words (another frame of an animation).
+ * A page of 200 short words (25 rows of 8 at 20 px on 1000x820), the most regions the detector keeps; `frame`
+ * picks other words (another frame of an animation).
  */
 export function wordPage(frame = 0): Promise<RgbImage> {
   const words: DrawnText[] = []
@@ -67,6 +67,18 @@ export function wordPage(frame = 0): Promise<RgbImage> {
     for (let col = 0; col < 8; col++) words.push({text: SHORT_WORDS[(row * 8 + col + frame * 5) % SHORT_WORDS.length], x: 20 + col * 120, y: 30 + row * 32, size: 20})
   }
   return renderText(1000, 820, words)
+}
+
+/**
+ * A document of 100 short lines like a receipt's (`7 fish 9.75`, 16 px, in two columns of 50 on 1000x1000): one the text budget must read whole. Returns the image and its lines, top to bottom, left column first.
+ */
+export async function receiptPage(): Promise<{img: RgbImage; lines: string[]}> {
+  const drawn: DrawnText[] = []
+  for (let k = 0; k < 100; k++) {
+    const text = `${k + 1} ${SHORT_WORDS[k % SHORT_WORDS.length]} ${(k * 1.25 + 2).toFixed(2)}`
+    drawn.push({text, x: 30 + Math.floor(k / 50) * 520, y: 30 + (k % 50) * 19, size: 16, font: 'DejaVu Sans Mono'})
+  }
+  return {img: await renderText(1000, 1000, drawn), lines: drawn.map((d) => d.text)}
 }
 
 /** The frames as an animated GIF. */
@@ -78,10 +90,10 @@ export function animatedGif(frames: RgbImage[]): Promise<Buffer> {
 }
 
 /**
- * 20 lines across a 1280x720 page at 22 px, each wide enough to be read at the recogniser's widest (1280 columns):
- * the reading that costs most per line.
+ * 36 lines across a 1280x1280 page at 22 px, each wide enough to be read at the recogniser's widest (1280
+ * columns): the reading that costs most per line, more than the default text budget holds.
  */
 export function longLinePage(): Promise<RgbImage> {
   const sentence = 'the quick brown fox jumps over the lazy dog while the band plays on and on'
-  return renderText(1280, 720, Array.from({length: 20}, (_, k) => ({text: `${k + 1} ${sentence}`, x: 10, y: 30 + k * 34, size: 22})))
+  return renderText(1280, 1280, Array.from({length: 36}, (_, k) => ({text: `${k + 1} ${sentence}`, x: 10, y: 30 + k * 34, size: 22})))
 }

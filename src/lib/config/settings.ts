@@ -3,6 +3,7 @@ import {join, resolve} from 'node:path'
 
 import type {Precision} from '../model/manifest-types.js'
 import {PRESETS, type PresetName} from '../policy/types.js'
+import {MAX_TEXT_BUDGET, MIN_TEXT_BUDGET} from '../signals/text/read.js'
 import {formatSizeExact} from '../sizes.js'
 import {readApiKeys, type NamedKey} from './api-keys.js'
 import {invalid, parseBoolean, type Env} from './env.js'
@@ -54,6 +55,8 @@ export interface EngineSettings {
   threads?: number
   /** Encoder weights: fp32 (default), or a model's int8 / fp16 variant. */
   precision: Precision
+  /** MOD_TEXT_BUDGET: recogniser columns the text signal may read per image; wins over the policy's `text.budget`. */
+  textBudget?: number
   limits: Limits
   /** Proxies for model downloads: https_proxy / HTTPS_PROXY, http_proxy / HTTP_PROXY, no_proxy / NO_PROXY. */
   proxy: {httpProxy?: string; httpsProxy?: string; noProxy?: string}
@@ -219,6 +222,14 @@ export function parseSize(name: string, value: string | undefined, fallback: num
   return n
 }
 
+/** Recogniser columns per image, a whole number in the range the policy's `text.budget` takes; unset: undefined. */
+export function parseTextBudget(name: string, value: string | undefined): number | undefined {
+  if (value === undefined || value === '') return undefined
+  const n = Number(value.trim())
+  if (!Number.isInteger(n) || n < MIN_TEXT_BUDGET || n > MAX_TEXT_BUDGET) throw invalid(name, value, `a whole number of recogniser columns from ${MIN_TEXT_BUDGET} to ${MAX_TEXT_BUDGET}`)
+  return n
+}
+
 export const PRECISIONS: readonly Precision[] = ['fp32', 'int8', 'fp16']
 
 export function parsePrecision(name: string, value: string | undefined): Precision {
@@ -307,6 +318,7 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
     ffmpeg: pathOf(env.MOD_FFMPEG, cwd),
     threads: count(input, env, 'threads', 1),
     precision: parsePrecision(precision.name, precision.value),
+    textBudget: parseTextBudget('MOD_TEXT_BUDGET', env.MOD_TEXT_BUDGET),
     limits,
     proxy: {
       httpProxy: proxyVariable(env, 'http_proxy'),

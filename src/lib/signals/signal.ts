@@ -26,6 +26,8 @@ export interface SignalSetup {
   cacheDir: string
   precision: Precision
   threads?: number
+  /** Recogniser columns the text signal may read per image (MOD_TEXT_BUDGET), over the policy's `text.budget`. */
+  textBudget?: number
   /** The policy in force (already narrowed to one signal's categories under `only`). */
   policy: Policy
   headPath?: string

@@ -89,6 +89,22 @@ test('a word, inline or in a list file, that holds no letter or digit could neve
   assert.is(inline.stderr, `${file}:5:21: text.rules.spam.words[1] "..." holds no letter or digit, so it could never match a word read\n`)
 })
 
+test('text.budget is a whole number of recogniser columns in range, else a problem on its line', async () => {
+  const file = join(dir.path, 'budget.yaml')
+  const rules = '  rules:\n    contacts:\n      category: contact_info\n      detect: [email]\n'
+  writeFileSync(file, `text:\n  budget: 500\n${rules}`)
+  const low = await runInProcess(['policy', 'validate', file])
+  assert.is(low.code, 2)
+  assert.is(low.stderr, `${file}:2:11: text.budget must be a whole number of recogniser columns from 1280 to 256000, not 500\n`)
+  writeFileSync(file, `text:\n  budget: lots\n${rules}`)
+  assert.is((await runInProcess(['policy', 'validate', file])).stderr, `${file}:2:11: text.budget must be a whole number of recogniser columns from 1280 to 256000, not "lots"\n`)
+  writeFileSync(file, `text:\n  budget: 65536\n${rules}`)
+  const ok = await runInProcess(['policy', 'validate', file])
+  assert.is(ok.code, 0, ok.stderr)
+  const shown = await runInProcess(['policy', 'show', '--config', file])
+  assert.match(shown.stdout, /^text:\n  video: false\n  budget: 65536\n/m)
+})
+
 test('--json prints {valid, problems, summary}', async () => {
   const ok = await runInProcess(['policy', 'validate', good, '--json'])
   assert.is(ok.code, 0)

@@ -36,6 +36,7 @@ test('with no input and no variables every setting has its default, in an engine
     ffmpeg: undefined,
     threads: undefined,
     precision: 'fp32',
+    textBudget: undefined,
     limits: DEFAULT_LIMITS,
     proxy: {httpProxy: undefined, httpsProxy: undefined, noProxy: undefined},
     host: '127.0.0.1',
@@ -124,6 +125,17 @@ test('a body must average 8 KiB/s and one client may send a quarter of the uploa
   assert.equal([slow.code, slow.message], ['invalid_config', 'MOD_BODY_MIN_RATE="fast" is not valid: expected a size in bytes, e.g. 26214400 or 25MB'])
   const none = failure(() => flat({}, {MOD_MAX_UPLOADS_PER_CLIENT: '0'}, cwd))
   assert.equal([none.code, none.message], ['invalid_config', 'MOD_MAX_UPLOADS_PER_CLIENT="0" is not valid: expected a whole number >= 1'])
+})
+
+test('MOD_TEXT_BUDGET sets the recogniser columns an image may read: unset by default (the policy or the default decides), a whole number in range', () => {
+  const cwd = '/srv'
+  assert.is(flat({}, {}, cwd).textBudget, undefined)
+  assert.is(flat({}, {MOD_TEXT_BUDGET: ''}, cwd).textBudget, undefined)
+  assert.is(flat({}, {MOD_TEXT_BUDGET: '65536'}, cwd).textBudget, 65_536)
+  for (const value of ['lots', '1279', '256001', '40000.5']) {
+    const e = failure(() => flat({}, {MOD_TEXT_BUDGET: value}, cwd))
+    assert.equal([e.code, e.message], ['invalid_config', `MOD_TEXT_BUDGET=${JSON.stringify(value)} is not valid: expected a whole number of recogniser columns from 1280 to 256000`])
+  }
 })
 
 test('the batch total and the buffered-bytes budget have defaults; the budget must hold the largest request', () => {

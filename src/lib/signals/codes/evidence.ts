@@ -35,7 +35,13 @@ export type CodeHit = Static<typeof CodeHit>
 export interface FrameCodes {
   codes: Code[]
   hits: CodeHit[]
+  /** Reading the frame was stopped at its time limit (reader-thread.ts): codes in it may have been missed. */
+  truncated?: boolean
 }
+
+const TRUNCATED =
+  'Present, and true, only when reading codes was stopped at the time limit of a frame (2 s; zxing reads a full-HD frame in well under that): codes in that frame may have been missed.'
+
 
 const imageFields = {
   codes: Type.Optional(
@@ -46,6 +52,7 @@ const imageFields = {
   code_hits: Type.Optional(
     Type.Array(CodeHit, {description: 'Present when the policy has codes rules: the rules the codes read hit; empty when none did.'}),
   ),
+  codes_truncated: Type.Optional(Type.Boolean({description: TRUNCATED})),
 }
 
 const segmentFields = {
@@ -57,22 +64,25 @@ const segmentFields = {
   code_hits: Type.Optional(
     Type.Array(CodeHit, {description: "Present when the policy has codes rules: the hits of the rules feeding this segment's category, each rule and code once."}),
   ),
+  codes_truncated: Type.Optional(Type.Boolean({description: TRUNCATED})),
 }
 
 function segment(category: string): SegmentEvidence<FrameCodes> {
   const codes = new Map<string, Code>()
   const hits = new Map<string, CodeHit>()
   let read = false
+  let truncated = false
   return {
     add(found) {
       read = true
+      truncated ||= found.truncated === true
       for (const c of found.codes) if (!codes.has(JSON.stringify([c.format, c.payload]))) codes.set(JSON.stringify([c.format, c.payload]), c)
       for (const h of found.hits) {
         const key = JSON.stringify([h.rule, h.format, h.payload])
         if (h.category === category && !hits.has(key)) hits.set(key, h)
       }
     },
-    fields: () => (read ? {codes: [...codes.values()], code_hits: [...hits.values()]} : {}),
+    fields: () => (read ? {codes: [...codes.values()], code_hits: [...hits.values()], ...(truncated ? {codes_truncated: true} : {})} : {}),
   }
 }
 
@@ -85,7 +95,11 @@ function hitNote(hits: readonly CodeHit[] | undefined, category: string): string
 export const codesEvidence: EvidenceKind<FrameCodes, typeof imageFields, typeof segmentFields> = {
   imageFields,
   segmentFields,
-  image: (frames) => ({codes: frames.flatMap((f) => f.codes), code_hits: frames.flatMap((f) => f.hits)}),
+  image: (frames) => ({
+    codes: frames.flatMap((f) => f.codes),
+    code_hits: frames.flatMap((f) => f.hits),
+    ...(frames.some((f) => f.truncated) ? {codes_truncated: true} : {}),
+  }),
   segment,
   note: (fields, category) => hitNote(fields.code_hits, category),
   segmentNote: (fields, category) => hitNote(fields.code_hits, category),

@@ -69,6 +69,11 @@ export const DEFAULT_MAX_CODES = 32
 export interface CodeReader {
   /** The codes in a frame, top to bottom then left to right. */
   read(image: RgbImage): FoundCode[]
+  /**
+   * The same from the frame's luminance (frameLuminance), boxes in the pixels of the frame it was made from (its
+   * `size`): what a reader in another thread is handed, a fraction of the frame's bytes.
+   */
+  readLuminance(grey: Luminance, size: FrameSize): FoundCode[]
   /** The size of the module's WebAssembly memory, in bytes: it grows with the largest frame read and never shrinks. */
   memoryBytes(): number
   close(): Promise<void>
@@ -170,7 +175,14 @@ function zxingOptions(
   }
 }
 
-interface Luminance {
+/** A frame's size in pixels. */
+export interface FrameSize {
+  width: number
+  height: number
+}
+
+/** A frame as zxing reads it: one byte of luminance a pixel. */
+export interface Luminance {
   data: Uint8Array
   width: number
   height: number
@@ -181,7 +193,7 @@ interface Luminance {
 }
 
 /** The frame's luminance (BT.601 weights in 1/1024), each block of factor x factor pixels averaged. */
-function luminance(image: RgbImage, maxPixels: number): Luminance {
+export function frameLuminance(image: RgbImage, maxPixels: number): Luminance {
   const {data, width, height} = image
   const factor = Math.max(1, Math.ceil(Math.sqrt((width * height) / maxPixels)))
   const w = Math.ceil(width / factor)
@@ -232,7 +244,7 @@ function halveTransposed(grey: Luminance): Luminance {
 }
 
 /** The box of zxing's corners (pixels of the luminance), in image pixels: the corner pixels themselves included. */
-function boxOf(r: ZXingReadResult, factor: number, image: RgbImage, transposed = false): CodeBox {
+function boxOf(r: ZXingReadResult, factor: number, image: FrameSize, transposed = false): CodeBox {
   const {topLeft, topRight, bottomLeft, bottomRight} = r.position
   const corners = [topLeft, topRight, bottomLeft, bottomRight]
   const xs = corners.map((c) => (transposed ? c.y : c.x))
@@ -271,7 +283,7 @@ export async function openCodeReader(options: CodeReaderOptions = {}): Promise<C
   let module: ReaderModule | undefined = await instantiate(library, new Uint8Array(await readFile(WASM_PATH)))
 
   /** The codes zxing reads in a luminance frame with `options`, boxes in the image's pixels. */
-  function scan(m: ReaderModule, grey: ReturnType<typeof luminance>, image: RgbImage, options: ZXingReaderOptions): FoundCode[] {
+  function scan(m: ReaderModule, grey: Luminance, image: FrameSize, options: ZXingReaderOptions): FoundCode[] {
     const at = m._malloc(grey.data.length)
     if (at === 0) throw new Error(`the code reader could not allocate ${grey.data.length} bytes`)
     let results: ZXingVector<ZXingReadResult> & {delete(): void}
@@ -295,22 +307,24 @@ export async function openCodeReader(options: CodeReaderOptions = {}): Promise<C
     return found
   }
 
+  function readLuminance(grey: Luminance, image: FrameSize): FoundCode[] {
+    const m = module
+    if (m === undefined) throw new Error('the code reader is closed')
+    const found = scan(m, grey, image, upright)
+    // Linear barcodes turned a quarter, looked for at half the resolution, on the frame transposed so that their
+    // bars stand: a quarter of the pixels, bars still wide enough at the sizes codes are printed (zxing's own
+    // rotation looks at the whole frame twice more, for 40% more time).
+    if (turned) {
+      const half = halveTransposed(grey)
+      const seen = new Set(found.map((c) => `${c.format}\n${c.payload}`))
+      for (const c of scan(m, half, image, turned)) if (!seen.has(`${c.format}\n${c.payload}`)) found.push(c)
+    }
+    return found.sort((a, b) => a.box[1] - b.box[1] || a.box[0] - b.box[0])
+  }
+
   return {
-    read(image) {
-      const m = module
-      if (m === undefined) throw new Error('the code reader is closed')
-      const grey = luminance(image, maxPixels)
-      const found = scan(m, grey, image, upright)
-      // Linear barcodes turned a quarter, looked for at half the resolution, on the frame transposed so that their
-      // bars stand: a quarter of the pixels, bars still wide enough at the sizes codes are printed (zxing's own
-      // rotation looks at the whole frame twice more, for 40% more time).
-      if (turned) {
-        const half = halveTransposed(grey)
-        const seen = new Set(found.map((c) => `${c.format}\n${c.payload}`))
-        for (const c of scan(m, half, image, turned)) if (!seen.has(`${c.format}\n${c.payload}`)) found.push(c)
-      }
-      return found.sort((a, b) => a.box[1] - b.box[1] || a.box[0] - b.box[0])
-    },
+    read: (image) => readLuminance(frameLuminance(image, maxPixels), image),
+    readLuminance,
     memoryBytes: () => module?.HEAPU8.length ?? 0,
     async close() {
       module = undefined

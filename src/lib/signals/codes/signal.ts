@@ -4,13 +4,15 @@
  * codes rules (rules.ts). It runs only when the policy has codes rules. A rule's hit is a violation of its
  * category: the category's score is 1 on that frame, whatever the other signals say; a frame without hits leaves
  * their score as it is (0 for `contact_info` when only codes or text rules feed it). Boxes come out in the pixels
- * of the image as uploaded. Codes are read on the whole decoded frame, whatever the policy's `trim_borders`.
+ * of the image as uploaded. Codes are read on the whole decoded frame, whatever the policy's `trim_borders`, in a
+ * worker thread with a time limit per frame (reader-thread.ts): a frame cut short says so (`codes_truncated`).
  */
 import {applyHits, ruleCategories} from '../rule-hits.js'
 import {toImageBox, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
 import {codesEvidence, type FrameCodes} from './evidence.js'
 import {codesPolicyOf, codesSection} from './policy-section.js'
-import {openCodeReader, type FoundCode} from './read.js'
+import type {FoundCode} from './read.js'
+import {openThreadedCodeReader} from './reader-thread.js'
 import {applyCodesRules, compileCodesRules} from './rules.js'
 
 async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>): Promise<OpenSignal<FrameCodes, FrameCodes>> {
@@ -18,17 +20,18 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
   const section = codesPolicyOf(policy)
   if (section === undefined) throw new Error('the codes signal opened without codes rules')
   const rules = compileCodesRules(section)
-  const reader = await openCodeReader()
+  const reader = openThreadedCodeReader()
   const fed = ruleCategories(policy, new Set(section.rules.map((r) => r.category)), opened.keys())
 
   return {
     // Read while the frame is prepared, beside the other signals' preprocessing: there is no model run to batch.
     // Read on the frame as decoded, before border trimming and the aspect bound: a uniform border is a code's
     // quiet zone, which a reader needs, so a trim cuts codes near the edges of the image.
-    prepare(_frame, origin, decoded) {
+    async prepare(_frame, origin, decoded) {
       const whole = {left: 0, top: 0, ...(origin.scale === undefined ? {} : {scale: origin.scale})}
-      const codes = reader.read(decoded).map((c): FoundCode => ({...c, box: toImageBox(c.box, whole)}))
-      return {codes, hits: applyCodesRules(rules, codes).map((h) => ({...h}))}
+      const read = await reader.read(decoded)
+      const codes = read.codes.map((c): FoundCode => ({...c, box: toImageBox(c.box, whole)}))
+      return {codes, hits: applyCodesRules(rules, codes).map((h) => ({...h})), ...(read.timedOut ? {truncated: true} : {})}
     },
     infer: async (frames) => frames,
     adjust: (labels, outputs) => {

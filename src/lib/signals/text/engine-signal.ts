@@ -12,7 +12,7 @@ import type {RgbImage} from '../../image/rgb.js'
 import {applyHits, ruleCategories} from '../rule-hits.js'
 import {toImageBox, type Box, type FrameOrigin, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
 import {textEvidence, type FrameText} from './evidence.js'
-import {frameBudget, type ReadBudget, type TextBox} from './read.js'
+import {DEFAULT_READ_OPTIONS, DEFAULT_TEXT_BUDGET, frameBudget, type ReadBudget, type TextBox} from './read.js'
 import {textPolicyOf, textSection} from './policy-section.js'
 import {openTextSignal, textWanted} from './signal.js'
 
@@ -39,7 +39,8 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
   const {policy} = setup
   const text = textPolicyOf(policy)
   if (text === undefined) throw new Error('the text signal opened without text rules')
-  const reader = await openTextSignal(text, {threads: setup.threads ?? (await defaultThreads())})
+  const columns = setup.textBudget ?? text.budget ?? DEFAULT_TEXT_BUDGET
+  const reader = await openTextSignal(text, {threads: setup.threads ?? (await defaultThreads())}, {...DEFAULT_READ_OPTIONS, budget: {columns}})
   const fed = ruleCategories(policy, new Set(text.rules.map((r) => r.category)), opened.keys())
 
   return {

@@ -55,7 +55,7 @@ const imageFields = {
   text_truncated: Type.Optional(
     Type.Boolean({
       description:
-        "Present when the policy has text rules: true when reading stopped early and lines of the image were left unread. An image reads at most 64 lines and 12 800 recogniser columns (the lines' widths at 48 px high), the first in reading order, and an animation at most 3 of its frames scored, sharing that budget.",
+        "Present when the policy has text rules: true when reading stopped early and lines of the image were left unread. An image reads the first lines in reading order while its budget lasts: by default 32 768 recogniser columns (the lines' widths at 48 px high; a receipt of 90 lines fits), set by the policy's text.budget or MOD_TEXT_BUDGET; an animation reads at most 3 of its frames scored, sharing that budget.",
     }),
   ),
 }
@@ -76,7 +76,7 @@ const segmentFields = {
   text_truncated: Type.Optional(
     Type.Boolean({
       description:
-        "Present when the policy reads the text of videos: true when reading stopped early in some of the segment's frames (each frame reads at most 64 lines and 12 800 recogniser columns, as an image does).",
+        "Present when the policy reads the text of videos: true when reading stopped early in some of the segment's frames (each frame reads within the budget of an image).",
     }),
   ),
 }

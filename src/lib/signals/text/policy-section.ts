@@ -2,7 +2,8 @@
  * The policy file's `text:` section: rules over the text read in images, each feeding one category (an enabled
  * one, or `contact_info`, which exists only while a rule names it). A rule holds exactly one kind: words (written
  * and/or a `words_file` read relative to the policy file), regular expressions (RE2 syntax of bounded size,
- * regex.ts) or contact detectors. `video: true` reads video frames too.
+ * regex.ts) or contact detectors. `video: true` reads video frames too; `budget` bounds the reading of each
+ * image in recogniser columns (read.ts ReadBudget).
  */
 import {resolve} from 'node:path'
 
@@ -30,6 +31,7 @@ import {
 import {didYouMean} from '../../suggest.js'
 import {CONTACT_DETECTORS, type ContactDetector} from './contact.js'
 import {entryKeys} from './normalise.js'
+import {MAX_TEXT_BUDGET, MIN_TEXT_BUDGET} from './read.js'
 import {patternProblem} from './regex.js'
 import type {TextRule} from './rules.js'
 
@@ -49,6 +51,8 @@ export interface TextRuleEntry {
 export interface TextSection {
   /** Read video frames too (off by default: reading text costs more than the other signals per frame). */
   video?: boolean
+  /** Recogniser columns an image may read (read.ts ReadBudget); absent: DEFAULT_TEXT_BUDGET. */
+  budget?: number
   rules: TextRuleEntry[]
 }
 
@@ -56,6 +60,8 @@ export interface TextSection {
 export interface TextPolicy {
   /** Read the frames of videos too. */
   video: boolean
+  /** Recogniser columns an image may read, when the policy sets it (MOD_TEXT_BUDGET wins over it). */
+  budget?: number
   /** Word lists hold their files' entries. */
   rules: TextRule[]
 }
@@ -64,7 +70,7 @@ export interface TextPolicy {
 export type WordLists = ReadonlyMap<string, readonly string[]>
 
 const KEY = 'text'
-const TEXT_KEYS = ['video', 'rules'] as const
+const TEXT_KEYS = ['video', 'budget', 'rules'] as const
 const TEXT_RULE_KEYS = ['category', 'words', 'words_file', 'regex', 'detect'] as const
 /** Why an entry whose folding leaves no word (punctuation, symbols, emoji) is refused. */
 export const NO_WORD = 'holds no letter or digit, so it could never match a word read'
@@ -167,6 +173,15 @@ function readTextRule(ctx: YamlContext, name: string, node: unknown, at: number,
   return ok && kinds === 1 && rule.category !== undefined ? (rule as TextRuleEntry) : undefined
 }
 
+const BUDGET_RANGE = `a whole number of recogniser columns from ${MIN_TEXT_BUDGET} to ${MAX_TEXT_BUDGET}`
+
+function readBudget(ctx: YamlContext, node: unknown, at: number): number | undefined {
+  const value = scalarValue(node)
+  if (typeof value === 'number' && Number.isInteger(value) && value >= MIN_TEXT_BUDGET && value <= MAX_TEXT_BUDGET) return value
+  report(ctx, offsetOf(node, at), `text.budget must be ${BUDGET_RANGE}, not ${describe(node)}`)
+  return undefined
+}
+
 function readTextSection(ctx: YamlContext, node: unknown, at: number, places: TextRulePlace[]): TextSection | undefined {
   // An empty `text:`, like an empty `categories:` or `hash_lists:`, holds no rule.
   if (scalarValue(node) === null) return undefined
@@ -177,6 +192,7 @@ function readTextSection(ctx: YamlContext, node: unknown, at: number, places: Te
   const section: TextSection = {rules: []}
   for (const {key, value, at: valueAt, pair} of fieldsOf(ctx, node, at, ' in text')) {
     if (key === 'video') section.video = readBoolean(ctx, value, valueAt, 'text.video')
+    else if (key === 'budget') section.budget = readBudget(ctx, value, valueAt)
     else if (key === 'rules') {
       const rules = readNamed(ctx, value, valueAt, 'text.rules', 'rule names to rules', (name, rule, ruleAt) =>
         validName(ctx, name, ruleAt, 'rule') ? readTextRule(ctx, name, rule, ruleAt, places) : undefined,
@@ -245,6 +261,7 @@ async function readWordLists(section: TextSection, dir: string): Promise<{files:
 function buildTextPolicy(section: TextSection, lists: WordLists): TextPolicy {
   return {
     video: section.video ?? false,
+    ...(section.budget === undefined ? {} : {budget: section.budget}),
     rules: section.rules.map((r) => ({
       name: r.name,
       category: r.category,
@@ -257,7 +274,7 @@ function buildTextPolicy(section: TextSection, lists: WordLists): TextPolicy {
 
 export const textSection: PolicySection<TextSection, TextPolicy, WordLists> = {
   key: KEY,
-  help: "The policy's text rules are applied: the text drawn in each image is read by the embedded OCR, a rule that matches a line sets its category's score to 1, and the result's text and text_hits fields (with --json or --ndjson) give the lines read and the hits; text_truncated says when reading stopped early (an image reads at most 64 lines).",
+  help: "The policy's text rules are applied: the text drawn in each image is read by the embedded OCR, a rule that matches a line sets its category's score to 1, and the result's text and text_hits fields (with --json or --ndjson) give the lines read and the hits; text_truncated says when reading stopped early (an image's reading is bounded by its budget, text.budget).",
   ownCategories: [TEXT_ONLY_CATEGORY],
   read(ctx, node, at) {
     const places: TextRulePlace[] = []
@@ -289,6 +306,7 @@ export const textSection: PolicySection<TextSection, TextPolicy, WordLists> = {
   // Word lists are written out in full: the output stands alone, without the list files.
   show: (text) => ({
     video: text.video,
+    ...(text.budget === undefined ? {} : {budget: text.budget}),
     rules: Object.fromEntries(
       text.rules.map((r) => [
         r.name,

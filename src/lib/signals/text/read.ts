@@ -27,13 +27,29 @@ export interface TextLine {
   box: TextBox
 }
 
-/** What one item (an image, or a frame of a video) may have read: the deterministic bound on its reading time. */
+/**
+ * What one item (an image, or a frame of a video) may have read: the deterministic bound on its reading time,
+ * counted in the recogniser's work rather than in lines, so that a document of many short lines reads whole while
+ * an image of long lines stops as soon.
+ */
 export interface ReadBudget {
-  /** Lines recognised, at most. */
-  lines: number
-  /** The recogniser's input columns (each line's padded width at height 48), at most: its cost grows with them. */
+  /**
+   * The recogniser's input columns (each line's padded width at height 48), at most: its time grows in proportion
+   * to them (bench/README.md, "text"), and so does sampling the lines.
+   */
   columns: number
 }
+
+/**
+ * The default budget, in recogniser columns: a receipt of 90 lines of about 300 columns reads whole, while an image
+ * of lines 1280 columns wide spends it in 25 lines: 0.85 s on two cores, 1.45 s of CPU, detector included
+ * (bench/ocr.ts --only budget).
+ */
+export const DEFAULT_TEXT_BUDGET = 32_768
+/** The least budget one may set: one line of the widest the recogniser reads (ReadOptions.maxLineWidth). */
+export const MIN_TEXT_BUDGET = 1280
+/** The most one may set: every region the detector keeps (BoxOptions.maxBoxes, 200) at the widest. */
+export const MAX_TEXT_BUDGET = 256_000
 
 export interface ReadOptions {
   /**
@@ -62,9 +78,9 @@ export interface ReadOptions {
    */
   maxPadding: number
   /**
-   * The most an item reads, in lines and recogniser columns, the first lines in reading order. The recogniser's
-   * time grows with its columns, so this bounds the reading time whatever the image holds: at most about 1.1 s
-   * of CPU (10 lines of 1280 columns; 64 short words 0.7 s), bench/ocr.ts --only budget.
+   * The most an item reads, in recogniser columns, the first lines in reading order. The recogniser's time grows
+   * with its columns, so this bounds the reading time whatever the image holds (the detector keeps at most
+   * BoxOptions.maxBoxes regions, so the count of lines is bounded too).
    */
   budget: ReadBudget
   boxes: BoxOptions
@@ -77,7 +93,7 @@ export const DEFAULT_READ_OPTIONS: ReadOptions = {
   batch: 8,
   runColumns: 2048,
   maxPadding: 1.1,
-  budget: {lines: 64, columns: 12_800},
+  budget: {columns: DEFAULT_TEXT_BUDGET},
   boxes: DEFAULT_BOX_OPTIONS,
 }
 
@@ -99,7 +115,7 @@ export function paddedWidth(width: number, maxWidth: number, ratio: number): num
 
 /** Each item's budget split evenly over the `frames` frames it reads. */
 export function frameBudget(budget: ReadBudget, frames: number): ReadBudget {
-  return {lines: Math.floor(budget.lines / frames), columns: Math.floor(budget.columns / frames)}
+  return {columns: Math.floor(budget.columns / frames)}
 }
 
 /** Scales a box from detector-map coordinates to image pixels (the axes scale apart when the aspect changed). */
@@ -129,13 +145,13 @@ export async function detectLines(model: TextModel, img: RgbImage, o: ReadOption
   return {boxes: found.boxes.map((s) => toImage(s.box, input.scaleX, input.scaleY)), truncated: found.truncated}
 }
 
-/** The boxes `budget` lets a frame read: the first in reading order, while lines and columns last. */
+/** The boxes `budget` lets a frame read: the first in reading order, while its columns last. */
 export function withinBudget(boxes: RotatedBox[], budget: ReadBudget, o: ReadOptions = DEFAULT_READ_OPTIONS): RotatedBox[] {
   let columns = 0
   const kept: RotatedBox[] = []
   for (const box of boxes) {
     columns += paddedWidth(lineWidth(box, o.maxLineWidth), o.maxLineWidth, o.maxPadding)
-    if (kept.length === budget.lines || columns > budget.columns) break
+    if (columns > budget.columns) break
     kept.push(box)
   }
   return kept

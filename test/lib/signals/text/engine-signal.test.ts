@@ -38,12 +38,12 @@ test.before(async () => {
   await ffmpeg('-loop', '1', '-i', still, '-t', '1', '-r', '10', '-c:v', 'mpeg4', '-q:v', '2', '-pix_fmt', 'yuv420p', emailSign.clip)
 })
 
-async function textPolicy(video = false): Promise<Policy> {
+async function textPolicy(video = false, budget?: number): Promise<Policy> {
   writeFileSync(join(dir.path, 'banned.txt'), '# test list\nzorblax\n')
   const file = join(dir.path, 'policy.yaml')
   writeFileSync(
     file,
-    ['text:', `  video: ${video}`, '  rules:', '    banned:', '      category: hate_symbols', '      words_file: banned.txt', '    contacts:', '      category: contact_info', '      detect: [email]', ''].join('\n'),
+    ['text:', `  video: ${video}`, ...(budget === undefined ? [] : [`  budget: ${budget}`]), '  rules:', '    banned:', '      category: hate_symbols', '      words_file: banned.txt', '    contacts:', '      category: contact_info', '      detect: [email]', ''].join('\n'),
   )
   return (await loadPolicyFile(file)).policy
 }
@@ -84,19 +84,31 @@ test('a listed word on a meme and an e-mail address on a sign are violations, wi
   assert.equal(s.violations.find((v) => v.name === 'contact_info'), {name: 'contact_info', confidence: 1, parent: null, threshold: 0.5})
 })
 
-test('an animation of 8 pages of 200 words reads 3 of its frames, 64 lines in all, and says text_truncated', async () => {
-  await using engine = createEngine(options(await textPolicy()))
+test("an animation of 8 pages of 200 words reads 3 of its frames, sharing the policy's text.budget, and says text_truncated", async () => {
+  await using engine = createEngine(options(await textPolicy(false, 3 * 1280)))
   const pages = []
   for (let f = 0; f < 8; f++) pages.push(await wordPage(f))
   const gif = await animatedGif(pages)
   const sessions = await ocrSessions(async () => {
     const r = await engine.moderateImage(gif, 'pages.gif')
     assert.is(r.text_truncated, true)
-    // Each frame read has a third of the budget: 21 lines.
-    assert.ok(r.text !== undefined && r.text.length > 40 && r.text.length <= 63, `${r.text?.length} lines`)
+    // Each frame read has a third of the budget, 1280 columns: 14 to 17 short words (the default reads all 600).
+    assert.ok(r.text !== undefined && r.text.length >= 36 && r.text.length <= 51, `${r.text?.length} lines`)
   })
   // One detector run per frame read.
   assert.is(sessions['models/ocr/det.onnx'], 3)
+})
+
+test("the engine's textBudget (MOD_TEXT_BUDGET) wins over the policy's text.budget", async () => {
+  const page = await png(await wordPage())
+  const lines = async (policyBudget: number, textBudget?: number) => {
+    await using engine = createEngine({...options(await textPolicy(false, policyBudget)), textBudget})
+    const r = await engine.moderateImage(page, 'page.png')
+    assert.is(r.text_truncated, true)
+    return r.text?.length ?? 0
+  }
+  const [policy, variable] = [await lines(1280), await lines(1280, 2560)]
+  assert.ok(policy >= 10 && policy <= 18 && variable >= 2 * policy - 2, `${policy} lines with text.budget 1280, ${variable} with textBudget 2560`)
 })
 
 test('an image without text reads no lines and hits nothing', async () => {

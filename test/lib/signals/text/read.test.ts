@@ -3,8 +3,8 @@ import * as assert from 'uvu/assert'
 
 import {openTextModel, type TextModel} from '../../../../src/lib/signals/text/model.js'
 import {lineWidth} from '../../../../src/lib/signals/text/preprocess.js'
-import {DEFAULT_READ_OPTIONS, detectLines, paddedWidth, readText, recogniseLines, withinBudget, type TextLine} from '../../../../src/lib/signals/text/read.js'
-import {renderText, wordPage} from '../../../helpers/render-text.js'
+import {DEFAULT_READ_OPTIONS, DEFAULT_TEXT_BUDGET, detectLines, paddedWidth, readText, recogniseLines, withinBudget, type TextLine} from '../../../../src/lib/signals/text/read.js'
+import {longLinePage, receiptPage, renderText, wordPage} from '../../../helpers/render-text.js'
 
 const model = await openTextModel({threads: 1})
 test.after(() => model.close())
@@ -102,32 +102,41 @@ test('a recogniser run holds at most runColumns columns, so that none holds up t
   assert.equal(split, whole)
 })
 
-const page = await wordPage()
+test('a document of 100 short lines, like a long receipt, reads whole within the default budget', async () => {
+  const {img, lines: drawn} = await receiptPage()
+  const [{lines, truncated}] = await readText(model, [img])
+  assert.is(truncated, false)
+  const read = new Set(lines.map((l) => l.text))
+  assert.ok(drawn.filter((l) => read.has(l)).length >= 95, JSON.stringify(drawn.filter((l) => !read.has(l))))
+})
 
-test('a page of 200 words reads its first 64 lines, its budget, and says that reading stopped early', async () => {
-  const runs: number[] = []
-  const watched: TextModel = {...model, recognise: (tensor, n, width) => (runs.push(n), model.recognise(tensor, n, width))}
+test('a page of lines as wide as the recogniser reads spends the budget in recogniser columns, and says that reading stopped early', async () => {
+  const columns: number[] = []
+  const watched: TextModel = {...model, recognise: (tensor, n, width) => (columns.push(n * width), model.recognise(tensor, n, width))}
+  const page = await longLinePage()
   const [{lines, truncated}] = await readText(watched, [page])
   assert.is(truncated, true)
-  assert.ok(lines.length >= 60, `${lines.length} lines`)
-  assert.is(DEFAULT_READ_OPTIONS.budget.lines, 64)
-  assert.is(
-    runs.reduce((a, b) => a + b),
-    64,
-  )
-  // The first lines in reading order: the top rows of words.
-  assert.ok(lines.every((l) => l.box.y < 10 * 32), JSON.stringify(lines.map((l) => [l.text, l.box.y])))
+  const spent = columns.reduce((a, b) => a + b)
+  // 36 lines of 1280 columns drawn; the budget holds 25 of them.
+  assert.is(DEFAULT_READ_OPTIONS.budget.columns, DEFAULT_TEXT_BUDGET)
+  assert.ok(spent <= DEFAULT_TEXT_BUDGET && spent > DEFAULT_TEXT_BUDGET - 1280, `${spent} columns`)
+  assert.ok(lines.length >= 23 && lines.length <= 25, `${lines.length} lines`)
+  // The first lines in reading order.
+  assert.ok(lines.every((l) => l.box.y < 26 * 34), JSON.stringify(lines.map((l) => [l.text, l.box.y])))
 })
+
+const page = await wordPage()
 
 test('a budget in columns keeps the first boxes in reading order whose padded widths fit', async () => {
   const {boxes} = await detectLines(model, page)
   assert.ok(boxes.length > 150, `${boxes.length} regions`)
   const widths = boxes.map((b) => paddedWidth(lineWidth(b, 1280), 1280, 1.1))
-  const kept = withinBudget(boxes, {lines: 64, columns: 500})
+  const kept = withinBudget(boxes, {columns: 500})
   const used = widths.slice(0, kept.length).reduce((a, b) => a + b, 0)
   assert.equal(kept, boxes.slice(0, kept.length))
   assert.ok(kept.length > 2 && used <= 500 && used + widths[kept.length] > 500, `${kept.length} boxes, ${used} columns`)
-  assert.equal(withinBudget(boxes, {lines: 3, columns: 12_800}), boxes.slice(0, 3))
+  // The count of lines does not matter: 200 short words fit in the default budget.
+  assert.equal(withinBudget(boxes, {columns: DEFAULT_TEXT_BUDGET}), boxes)
 })
 
 test.run()

@@ -1,0 +1,146 @@
+/**
+ * The code reader off the event loop: zxing runs in a worker thread of its own (read-worker.ts), started on the
+ * first frame and ended by close(), so that a frame that takes zxing long (a noise frame holds it for some 160 ms)
+ * does not hold up other requests (GET /health). Frames are read one at a time, in the order asked. Each has a
+ * time limit: past it the thread is ended, the frame counts as cut short (no codes, `timedOut`), and the next
+ * frame starts a new thread. The frame's luminance is made here (read.ts frameLuminance: at most `maxPixels`
+ * bytes), so the thread is handed a fraction of the frame's bytes and reads exactly what an in-thread reader would.
+ */
+import {existsSync} from 'node:fs'
+import {fileURLToPath} from 'node:url'
+import {Worker} from 'node:worker_threads'
+
+import type {RgbImage} from '../../image/rgb.js'
+import {DEFAULT_MAX_PIXELS, frameLuminance, type CodeReaderOptions, type FoundCode} from './read.js'
+
+/**
+ * A frame's time limit: zxing reads a 1920x1080 frame (the most it reads at full size) in some 20 to 200 ms, so a
+ * frame still running after this is cut short rather than allowed to hold the reader.
+ */
+export const DEFAULT_FRAME_TIMEOUT_MS = 2000
+
+export interface ThreadedReaderOptions extends CodeReaderOptions {
+  /** A frame's time limit in the thread, in ms (default DEFAULT_FRAME_TIMEOUT_MS). */
+  timeoutMs?: number
+}
+
+export interface FrameRead {
+  codes: FoundCode[]
+  /** Reading was stopped at the frame's time limit: codes in it may have been missed. */
+  timedOut: boolean
+}
+
+export interface ThreadedCodeReader {
+  read(image: RgbImage): Promise<FrameRead>
+  close(): Promise<void>
+}
+
+/**
+ * The worker thread. Built (dist), the compiled read-worker.js sits beside this file; run from the sources (tsx,
+ * the tests) only read-worker.ts does, and the thread registers tsx's loader before importing it.
+ */
+function startWorker(options: CodeReaderOptions): Worker {
+  const js = new URL('./read-worker.js', import.meta.url)
+  if (existsSync(fileURLToPath(js))) return new Worker(js, {workerData: options})
+  const ts = new URL('./read-worker.ts', import.meta.url).href
+  const tsx = import.meta.resolve('tsx/esm/api')
+  const code = `import(${JSON.stringify(tsx)}).then((t) => t.register()).then(() => import(${JSON.stringify(ts)}))`
+  return new Worker(code, {eval: true, workerData: options})
+}
+
+interface Running {
+  worker: Worker
+  ready: Promise<void>
+}
+
+export function openThreadedCodeReader(options: ThreadedReaderOptions = {}): ThreadedCodeReader {
+  const {timeoutMs = DEFAULT_FRAME_TIMEOUT_MS, ...readerOptions} = options
+  const maxPixels = options.maxPixels ?? DEFAULT_MAX_PIXELS
+  let running: Running | undefined
+  let closed = false
+  let queue: Promise<unknown> = Promise.resolve()
+  let nextId = 0
+
+  function start(): Running {
+    const worker = startWorker(readerOptions)
+    // An idle thread does not keep the process alive; a frame being read does (ref below).
+    worker.unref()
+    const ready = new Promise<void>((resolve, reject) => {
+      const early = (e: unknown) => reject(e instanceof Error ? e : new Error(`the code reader's thread stopped (exit code ${String(e)})`))
+      worker.once('error', early)
+      worker.once('exit', early)
+      worker.once('message', (m) => {
+        worker.off('error', early)
+        worker.off('exit', early)
+        if (m === 'ready') resolve()
+        else reject(new Error(`the code reader's thread said ${JSON.stringify(m)} before it was ready`))
+      })
+    })
+    return {worker, ready}
+  }
+
+  function stop(r: Running): void {
+    if (running === r) running = undefined
+    void r.worker.terminate()
+  }
+
+  async function readOne(image: RgbImage): Promise<FrameRead> {
+    if (closed) throw new Error('the code reader is closed')
+    const r = (running ??= start())
+    r.worker.ref()
+    try {
+      await r.ready
+    } catch (e) {
+      stop(r)
+      throw e
+    }
+    const id = nextId++
+    const grey = frameLuminance(image, maxPixels)
+    try {
+      return await new Promise<FrameRead>((resolve, reject) => {
+        const done = () => {
+          clearTimeout(timer)
+          r.worker.off('message', answer)
+          r.worker.off('error', failed)
+          r.worker.off('exit', failed)
+        }
+        const answer = (m: {id: number; codes?: FoundCode[]; error?: string}) => {
+          if (m.id !== id) return
+          done()
+          if (m.error !== undefined) reject(new Error(m.error))
+          else resolve({codes: m.codes ?? [], timedOut: false})
+        }
+        const failed = (e: unknown) => {
+          done()
+          stop(r)
+          reject(e instanceof Error ? e : new Error(`the code reader's thread stopped (exit code ${String(e)})`))
+        }
+        const timer = setTimeout(() => {
+          done()
+          stop(r)
+          resolve({codes: [], timedOut: true})
+        }, timeoutMs)
+        r.worker.on('message', answer)
+        r.worker.once('error', failed)
+        r.worker.once('exit', failed)
+        r.worker.postMessage({id, grey, size: {width: image.width, height: image.height}})
+      })
+    } finally {
+      r.worker.unref()
+    }
+  }
+
+  return {
+    read(image) {
+      const result = queue.then(() => readOne(image))
+      queue = result.catch(() => undefined)
+      return result
+    },
+    async close() {
+      closed = true
+      const r = running
+      running = undefined
+      if (r) await r.worker.terminate()
+    },
+  }
+}

@@ -1,0 +1,96 @@
+// The code reader in its worker thread: it reads what the reader in the event loop's thread reads, leaves that
+// thread free while zxing works on noise frames, and cuts a frame short at its time limit, starting a new thread
+// for the next frame.
+import {randomBytes} from 'node:crypto'
+
+import sharp from 'sharp'
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {codesEvidence} from '../../../../src/lib/signals/codes/evidence.js'
+import {openCodeReader} from '../../../../src/lib/signals/codes/read.js'
+import {openThreadedCodeReader} from '../../../../src/lib/signals/codes/reader-thread.js'
+import type {RgbImage} from '../../../../src/lib/types.js'
+import {drawCode, photo, printOnPhoto, resizeCode} from './draw.js'
+
+async function raw(png: Buffer): Promise<RgbImage> {
+  const {data, info} = await sharp(png).removeAlpha().raw().toBuffer({resolveWithObject: true})
+  return {data, width: info.width, height: info.height}
+}
+
+/** Noise, full-HD by default: zxing looks long at it (some 100 ms) and finds nothing. */
+const noise = (width = 1920, height = 1080): RgbImage => ({data: randomBytes(width * height * 3), width, height})
+
+test('the thread reads the same codes, with the same boxes, as the reader in this thread', async () => {
+  const qr = await resizeCode(await drawCode('QRCode', 'https://shop.example/menu', 4), 160)
+  const ean = await resizeCode(await drawCode('EAN-13', '4006381333931', 3), 240)
+  const {image} = await printOnPhoto('coffee.jpg', 800, 600, [
+    {code: qr, left: 60, top: 80},
+    {code: ean, left: 420, top: 300},
+  ])
+  const here = await openCodeReader()
+  const thread = openThreadedCodeReader()
+  try {
+    const expected = here.read(image)
+    assert.is(expected.length, 2)
+    assert.equal(await thread.read(image), {codes: expected, timedOut: false})
+    assert.equal(await thread.read(await photo('coffee.jpg')), {codes: [], timedOut: false})
+  } finally {
+    await here.close()
+    await thread.close()
+  }
+})
+
+test('while the thread reads noise frames, a timer set every 10 ms fires within 100 ms of its time', async () => {
+  const thread = openThreadedCodeReader()
+  const frames = [noise(), noise(), noise(), noise()]
+  try {
+    // The thread started and ready: what follows measures reading alone.
+    await thread.read({data: Buffer.alloc(16 * 16 * 3, 255), width: 16, height: 16})
+    let last = performance.now()
+    let worst = 0
+    const ticks = setInterval(() => {
+      const now = performance.now()
+      worst = Math.max(worst, now - last - 10)
+      last = now
+    }, 10)
+    const started = performance.now()
+    const read = await Promise.all(frames.map((f) => thread.read(f)))
+    const took = performance.now() - started
+    clearInterval(ticks)
+    assert.equal(read, frames.map(() => ({codes: [], timedOut: false})))
+    assert.ok(took > 100, `${took.toFixed(0)} ms for four noise frames: zxing did work`)
+    assert.ok(worst < 100, `a timer fired ${worst.toFixed(0)} ms late`)
+  } finally {
+    await thread.close()
+  }
+})
+
+test('a frame past its time limit is cut short (no codes, timedOut), and the next frame is read by a new thread', async () => {
+  const qr = await raw((await drawCode('QRCode', 'after the cut', 3)).png)
+  // 4K noise read whole and inverted too: some 600 ms of zxing's time, against a small code's few milliseconds.
+  const thread = openThreadedCodeReader({timeoutMs: 200, inverted: true, maxPixels: 3840 * 2160})
+  try {
+    assert.equal(await thread.read(noise(3840, 2160)), {codes: [], timedOut: true})
+    const next = await thread.read(qr)
+    assert.equal([next.codes.map((c) => c.payload), next.timedOut], [['after the cut'], false])
+  } finally {
+    await thread.close()
+  }
+  const closed = await thread.read(qr).then(
+    () => undefined,
+    (e: Error) => e.message,
+  )
+  assert.is(closed, 'the code reader is closed')
+})
+
+test('a frame cut short says codes_truncated in the result; the field is absent otherwise', () => {
+  const code = {format: 'qr_code' as const, payload: 'x', box: [0, 0, 1, 1] as [number, number, number, number]}
+  assert.equal(codesEvidence.image([{codes: [code], hits: []}, {codes: [], hits: [], truncated: true}]), {codes: [code], code_hits: [], codes_truncated: true})
+  assert.equal(codesEvidence.image([{codes: [code], hits: []}]), {codes: [code], code_hits: []})
+  const segment = codesEvidence.segment!('contact_info')
+  segment.add({codes: [], hits: [], truncated: true}, 0)
+  assert.equal(segment.fields(), {codes: [], code_hits: [], codes_truncated: true})
+})
+
+test.run()

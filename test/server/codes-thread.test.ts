@@ -1,0 +1,51 @@
+// The REST API with a policy's codes rules: zxing reads in a worker thread, so GET /health answers within 100 ms
+// while a batch of noise frames, which zxing looks at long, is scored.
+import {randomBytes} from 'node:crypto'
+import {writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+
+import sharp from 'sharp'
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {call, form, startWithPolicy, tempDir, testSettings, type Running} from './harness.js'
+
+const dir = tempDir('mod-server-codes-thread-')
+const settings = testSettings(join(dir.path, 'cache'))
+let server: Running
+
+test.before(async () => {
+  writeFileSync(join(dir.path, 'policy.yaml'), 'codes:\n  rules:\n    any_code:\n      category: contact_info\n      any: true\n')
+  server = await startWithPolicy(join(dir.path, 'policy.yaml'), settings, {tmpDir: dir.path, threads: 1})
+})
+
+test.after(async () => {
+  await server.stop()
+  dir.remove()
+})
+
+test('GET /health answers within 100 ms while full-HD noise frames are read for codes', async () => {
+  const noise = await Promise.all(
+    Array.from({length: 4}, () => sharp(randomBytes(1920 * 1080 * 3), {raw: {width: 1920, height: 1080, channels: 3}}).png({compressionLevel: 1}).toBuffer()),
+  )
+  const files = noise.map((data, i) => ({name: `noise-${i}.png`, data}))
+  const scoring = call(`${server.base}/v1/moderate/batch`, {method: 'POST', body: form('files', files)})
+  let done = false
+  void scoring.finally(() => (done = true))
+  const waits: number[] = []
+  while (!done) {
+    const asked = performance.now()
+    assert.is((await fetch(`${server.base}/health`)).status, 200)
+    waits.push(performance.now() - asked)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  const r = await scoring
+  assert.is(r.status, 200)
+  assert.equal(
+    r.body.results.map((x: {codes?: unknown[]; codes_truncated?: boolean}) => [x.codes, x.codes_truncated]),
+    noise.map(() => [[], undefined]),
+  )
+  assert.ok(waits.length >= 4 && Math.max(...waits) < 100, JSON.stringify(waits.map(Math.round)))
+})
+
+test.run()
