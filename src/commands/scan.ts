@@ -12,6 +12,7 @@ import type {EnvVars} from '../cli/help.js'
 import {openHtmlReport, type HtmlReport, type ReportSummary} from '../cli/reports/html-report.js'
 import {scanInputs, skippedLine, type ScanEntry, type ScanItem, type Skipped} from '../cli/inputs.js'
 import {reporterFor, SCAN_FORMATS, type ScanFormat} from '../cli/reports/index.js'
+import {repositoryRoot} from '../cli/repository.js'
 import {reviewSample} from '../cli/reports/review-sample.js'
 import {relativePath} from '../cli/reports/report.js'
 import {printableLine} from '../cli/visible.js'
@@ -240,7 +241,9 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
       const skips = skippedLine(skipped)
       return `${summaryLine(counts, coverageHint(covered, config.preset, server))}${skips ? `; ${skips}` : ''}`
     }
-    const reporter = reporterFor(format, {categories: engine.policy.categories, version: this.config.version, cwd: process.cwd()})
+    // Reports name files relative to the repository the working folder is in (the working folder outside git).
+    const root = (await repositoryRoot(process.cwd())) ?? process.cwd()
+    const reporter = reporterFor(format, {categories: engine.policy.categories, version: this.config.version, cwd: process.cwd(), root})
     const skipped: Skipped = new Map()
     let covered: Coverage = {evaluated: 0, total: 0, not_evaluated: []}
     const found = {count: 0, done: false}
