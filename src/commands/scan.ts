@@ -104,7 +104,7 @@ async function* walkedAhead(items: AsyncIterable<ScanItem>, found: {count: numbe
 export default class Scan extends ModCommand {
   static override description = `Moderate images: files, folders (recursively) or - for one image on stdin.
 
-Formats: JPEG, PNG, WebP, GIF, AVIF, TIFF (animated GIF and WebP: up to 8 frames, each label keeps its maximum). In a folder, images are recognised by their first bytes, whatever their extension; symlinks are followed (a loop is skipped), and what is skipped is counted in the summary. A file named on the command line is always tried.
+Formats: JPEG, PNG, WebP, GIF, AVIF, TIFF (animated GIF and WebP: up to 8 frames, each label keeps its maximum). In a folder, images are recognised by their first bytes, whatever their extension; symlinks are followed (a loop is skipped), .git folders and what .gitignore and .ignore files exclude are left out (--no-ignore walks them), and what is skipped is counted in the summary. A file named on the command line is always tried; a file reached twice is scanned once.
 
 An input that cannot be scanned is an error entry and the other inputs are still scored; a path that does not exist is counted apart from those scanned. Results go to stdout; progress and the summary go to stderr (to stdout with --summary). When a policy file is found by name from the current folder upwards, one stderr line names it.
 
@@ -185,6 +185,10 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
         "Leave out paths matching this git-ignore pattern (e.g. '*.tmp', 'drafts/'), below each folder given and for each file given. Repeatable. A .modignore file in a folder adds patterns for it and below.",
       multiple: true,
       multipleNonGreedy: true,
+    }),
+    'no-ignore': Flags.boolean({
+      description:
+        'Also walk .git folders and what .gitignore and .ignore files exclude, which a folder scan skips by default as ripgrep does (.gitignore inside a git repository, with the files of the folders above a folder given, up to the repository top). .modignore and --exclude still apply.',
     }),
     report: Flags.string({
       description:
@@ -268,9 +272,11 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
       if (listing) write('[')
       if (reporter) write(reporter.start())
       const {limits} = config.settings.engine
+      // One set of the paths reached for both: a listed file that a folder given holds is scanned once.
+      const walking = {exclude: flags.exclude ?? [], vcsIgnore: !flags['no-ignore'], reached: new Set<string>()}
       async function* all(): AsyncGenerator<ScanItem> {
-        yield* scanInputs(withRawBytes(paths), limits.maxBytes, skipped, process.stdin, flags.exclude ?? [])
-        yield* scanInputs(listed, limits.maxBytes, skipped, process.stdin, flags.exclude ?? [], true)
+        yield* scanInputs(withRawBytes(paths), limits.maxBytes, skipped, process.stdin, walking)
+        yield* scanInputs(listed, limits.maxBytes, skipped, process.stdin, {...walking, listed: true})
       }
       const items = walkedAhead(hashedInputs(all(), hashes), found)
       const closeArray = (): void => {
