@@ -48,9 +48,10 @@ export type SkipReason = 'not images' | 'unsupported format' | 'not regular file
 /** A folder's own exclusions, in git-ignore syntax, for the folder and everything below it. */
 export const IGNORE_FILE = '.modignore'
 const MAX_IGNORE_BYTES = 1024 * 1024
-/** The version-control ignore files read as ripgrep reads them: `.gitignore` inside a git repository, `.ignore` anywhere. */
+/** The version-control ignore files, read as ripgrep reads them: `.gitignore` inside a git repository, `.ignore` anywhere. */
 const GIT_IGNORE = '.gitignore'
 const PLAIN_IGNORE = '.ignore'
+const VCS_IN_REPO: IgnoreFiles = {vcs: true, inRepo: true}
 
 /**
  * Exclusion rules in force in a part of a walk, outermost first: each set of patterns matches paths relative to
@@ -111,9 +112,9 @@ async function withIgnoreFiles(rules: Rules, dir: string, files: IgnoreFiles, pr
 
 /**
  * The rules a folder given on the command line inherits, as ripgrep applies them: inside a git repository, the
- * repository's `.git/info/exclude` and the ignore files of each folder from the repository's top down to the
- * given folder's parent. None when they exclude the given folder itself: a folder named on the command line is
- * walked.
+ * repository's `.git/info/exclude` and the `.gitignore` and `.ignore` files of each folder from the repository's
+ * top down to the given folder's parent (a `.modignore` applies from its own folder only). None when they exclude
+ * the given folder itself: a folder named on the command line is walked.
  */
 async function inheritedRules(dir: string, root: string): Promise<Rules> {
   const above: string[] = []
@@ -127,8 +128,8 @@ async function inheritedRules(dir: string, root: string): Promise<Rules> {
   if (await exists(exclude)) rules = [{base: root, ig: ignore().add(await readIgnoreFile(exclude))}]
   for (const d of above) {
     const present = new Set<string>()
-    for (const name of ignoreFileNames({vcs: true, inRepo: true})) if (await exists(join(d, name))) present.add(name)
-    rules = await withIgnoreFiles(rules, d, {vcs: true, inRepo: true}, (name) => present.has(name))
+    for (const name of [GIT_IGNORE, PLAIN_IGNORE]) if (await exists(join(d, name))) present.add(name)
+    rules = await withIgnoreFiles(rules, d, VCS_IN_REPO, (name) => present.has(name))
   }
   return excluded(rules, resolve(dir), true) ? [] : rules
 }

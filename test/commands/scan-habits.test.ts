@@ -91,6 +91,8 @@ test('a folder scan skips .git and what .gitignore, .ignore and .git/info/exclud
   assert.equal(await scanned('.'), ['a.png', 'other/g.png', 'sub/d.png', 'sub/keep.tmp.png'])
   // A folder given inside the repository keeps the rules of the folders above it.
   assert.equal(await scanned('sub'), ['sub/d.png', 'sub/keep.tmp.png'])
+  // A folder named on the command line is walked, even one the rules above it leave out.
+  assert.equal(await scanned('node_modules'), ['node_modules/pkg/c.png'])
   assert.equal(await scanned('.', '--no-ignore'), images)
   // A .gitignore outside a git repository is not git's: only .ignore applies there.
   const plain = join(dir.path, 'plain')
