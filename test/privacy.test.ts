@@ -1,6 +1,6 @@
-// Nothing leaves the user's machine and nothing is written outside MOD_CACHE_DIR: the built CLI and a served
-// request run with a fresh HOME and TMPDIR, and both stay empty. onnxruntime's own telemetry (on by default
-// in 1.30) would write a device id under HOME and a session file and a log into TMPDIR.
+// Nothing leaves the user's machine and nothing is written outside MOD_CACHE_DIR: the built CLI, a served
+// request and the test runner run with a fresh HOME and TMPDIR, and both stay empty. onnxruntime's own telemetry
+// (on by default in 1.30) would write a device id under HOME and a session file and a log into TMPDIR.
 import {spawn} from 'node:child_process'
 import {readdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join, relative} from 'node:path'
@@ -101,6 +101,25 @@ test('mod serve with two workers answers a moderation and writes nothing into HO
   } finally {
     child.kill('SIGKILL')
   }
+  assert.equal(filesUnder(dirs.home), [])
+  assert.equal(filesUnder(dirs.tmp), [])
+})
+
+test('the test runner starts its processes with telemetry off: the warm-cache scan and an engine test file write nothing into HOME or TMPDIR', async () => {
+  const dirs = freshDirs()
+  // One small test file that opens onnxruntime in its own process, after the runner's warm-cache scan.
+  const child = spawn(process.execPath, [join(ROOT, 'test', 'run.mjs'), join('test', 'lib', 'model', 'session.test.ts')], {
+    cwd: ROOT,
+    env: childEnv(dirs),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let out = ''
+  child.stdout.on('data', (d) => (out += d))
+  child.stderr.on('data', (d) => (out += d))
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+  assert.is(code, 0, out)
+  assert.not.match(out, 'the warm cache was not built')
+  assert.match(out, /^1 test files in /m)
   assert.equal(filesUnder(dirs.home), [])
   assert.equal(filesUnder(dirs.tmp), [])
 })

@@ -54,8 +54,11 @@ const WAITING_SHARE = 0.5
 const CPU_SAMPLE_MS = 500
 const MIN_WAITING_MS = 3000
 
-// The caller's shell may configure mod (MOD_MODEL_DIR, MOD_API_KEYS, ...): the tests must not see it.
-const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_')))
+// The caller's shell may configure mod (MOD_MODEL_DIR, MOD_API_KEYS, ...): the tests must not see it. Every
+// process started here (the build, the warm-cache scan, each test file and what it starts in turn) runs with
+// onnxruntime's usage telemetry off, as bin/run.js runs mod: otherwise an engine opened outside the CLI (in a test
+// file, in the warm-cache scan) writes a device id and queued events under HOME.
+const baseEnv = {...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_'))), ORT_DISABLE_TELEMETRY: '1'}
 const SLOWEST_SHOWN = 10
 const started = Date.now()
 // Folders of this run alone (removed at its end), so that two runs in one checkout do not pull them from each other.
@@ -161,8 +164,7 @@ function runFile(file) {
     const started = Date.now()
     const child = spawn(process.execPath, ['--enable-source-maps', mirrorOf(root, MIRROR, file)], {
       cwd: root,
-      // Test files run engines in-process: keep onnxruntime's telemetry off there too, as bin/run.js does.
-      env: {...baseEnv, NO_COLOR: '1', FORCE_COLOR: '0', ORT_DISABLE_TELEMETRY: '1', TEST_WARM_CACHE: WARM_CACHE},
+      env: {...baseEnv, NO_COLOR: '1', FORCE_COLOR: '0', TEST_WARM_CACHE: WARM_CACHE},
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     cpuSoFar.set(child.pid, 0)

@@ -1,6 +1,6 @@
 import type {Stats} from 'node:fs'
-import {open, opendir, realpath, stat} from 'node:fs/promises'
-import {basename, dirname, isAbsolute, join, relative, sep} from 'node:path'
+import {lstat, open, opendir, realpath, stat} from 'node:fs/promises'
+import {basename, dirname, isAbsolute, join, relative, resolve, sep} from 'node:path'
 
 import ignore, {type Ignore} from 'ignore'
 
@@ -10,6 +10,7 @@ import {readCapped, readFileCapped} from '../lib/input/read-capped.js'
 import {imageFormat, isVideoHead, sniffImage, SNIFF_BYTES} from '../lib/input/sniff.js'
 import {plural} from '../lib/plural.js'
 import {formatSize} from '../lib/sizes.js'
+import {repositoryRoot} from './repository.js'
 
 /** A path as the file system takes it: a string, or bytes for a name that is not UTF-8. */
 type FsPath = string | Buffer
@@ -47,6 +48,10 @@ export type SkipReason = 'not images' | 'unsupported format' | 'not regular file
 /** A folder's own exclusions, in git-ignore syntax, for the folder and everything below it. */
 export const IGNORE_FILE = '.modignore'
 const MAX_IGNORE_BYTES = 1024 * 1024
+/** The version-control ignore files, read as ripgrep reads them: `.gitignore` inside a git repository, `.ignore` anywhere. */
+const GIT_IGNORE = '.gitignore'
+const PLAIN_IGNORE = '.ignore'
+const VCS_IN_REPO: IgnoreFiles = {vcs: true, inRepo: true}
 
 /**
  * Exclusion rules in force in a part of a walk, outermost first: each set of patterns matches paths relative to
@@ -76,17 +81,57 @@ function excluded(rules: Rules, path: string, isDir: boolean): boolean {
   return false
 }
 
-/** The folder's .modignore added to the rules, when it has one. */
-async function withIgnoreFile(rules: Rules, dir: string, names: readonly {name: string}[]): Promise<Rules> {
-  if (!names.some((n) => n.name === IGNORE_FILE)) return rules
-  const path = join(dir, IGNORE_FILE)
-  let text: string
+/** How a walk reads ignore files: mod's own always, the version-control ones unless --no-ignore. */
+interface IgnoreFiles {
+  vcs: boolean
+  /** Inside a git repository, where `.gitignore` files apply. */
+  inRepo: boolean
+}
+
+/** The ignore files a folder's rules come from, in rising precedence: a later file's pattern overrides an earlier's. */
+function ignoreFileNames(files: IgnoreFiles): string[] {
+  return [...(files.vcs ? [...(files.inRepo ? [GIT_IGNORE] : []), PLAIN_IGNORE] : []), IGNORE_FILE]
+}
+
+async function readIgnoreFile(path: string): Promise<string> {
   try {
-    text = (await readFileCapped(path, MAX_IGNORE_BYTES)).toString('utf8')
+    return (await readFileCapped(path, MAX_IGNORE_BYTES)).toString('utf8')
   } catch (e) {
     throw new ModError('invalid_config', `cannot read ${path}: ${e instanceof ModError ? e.message : errnoOf(e)}`)
   }
-  return [...rules, {base: dir, ig: ignore().add(text)}]
+}
+
+/** The folder's ignore files (those of `present`) added to the rules, as one set of patterns. */
+async function withIgnoreFiles(rules: Rules, dir: string, files: IgnoreFiles, present: (name: string) => boolean): Promise<Rules> {
+  const names = ignoreFileNames(files).filter(present)
+  if (names.length === 0) return rules
+  const ig = ignore()
+  for (const name of names) ig.add(await readIgnoreFile(join(dir, name)))
+  return [...rules, {base: dir, ig}]
+}
+
+/**
+ * The rules a folder given on the command line inherits, as ripgrep applies them: inside a git repository, the
+ * repository's `.git/info/exclude` and the `.gitignore` and `.ignore` files of each folder from the repository's
+ * top down to the given folder's parent (a `.modignore` applies from its own folder only). None when they exclude
+ * the given folder itself: a folder named on the command line is walked.
+ */
+async function inheritedRules(dir: string, root: string): Promise<Rules> {
+  const above: string[] = []
+  for (let d = resolve(dir); d !== root && dirname(d) !== d; ) {
+    d = dirname(d)
+    above.unshift(d)
+  }
+  const exists = (path: string) => lstat(path).then((info) => info.isFile(), () => false)
+  let rules: Rules = []
+  const exclude = join(root, '.git', 'info', 'exclude')
+  if (await exists(exclude)) rules = [{base: root, ig: ignore().add(await readIgnoreFile(exclude))}]
+  for (const d of above) {
+    const present = new Set<string>()
+    for (const name of [GIT_IGNORE, PLAIN_IGNORE]) if (await exists(join(d, name))) present.add(name)
+    rules = await withIgnoreFiles(rules, d, VCS_IN_REPO, (name) => present.has(name))
+  }
+  return excluded(rules, resolve(dir), true) ? [] : rules
 }
 
 export type Skipped = Map<SkipReason, number>
@@ -160,8 +205,11 @@ function skip(skipped: Skipped, reason: SkipReason): void {
   skipped.set(reason, (skipped.get(reason) ?? 0) + 1)
 }
 
-/** What one folder entry turned out to be, once its symlink is followed and its first bytes are read. */
-type Checked = {dir: string} | {image: string; at: FsPath} | {skip: SkipReason} | {item: ScanItem}
+/**
+ * What one folder entry turned out to be, once its symlink is followed and its first bytes are read; an image's
+ * `real` path is known for a symlink (otherwise it is its folder's real path and its name).
+ */
+type Checked = {dir: string} | {image: string; at: FsPath; real?: string} | {skip: SkipReason} | {item: ScanItem}
 
 /** A folder entry: its name as shown (see namedAs), and its bytes where they are not UTF-8. */
 interface DirEntry {
@@ -200,16 +248,26 @@ async function check(dir: string, n: DirEntry): Promise<Checked> {
     const err = readError(p, e)
     return {item: entry(p, err.code, err.message)}
   }
-  if (kind === 'image') return {image: p, at}
+  if (kind === 'image') return {image: p, at, ...(n.symlink ? {real: await realpath(at, 'utf8').catch(() => p)} : {})}
   return {skip: kind === 'heif' ? 'unsupported format' : 'not images'}
+}
+
+/** What every folder of one run's walks shares. */
+interface WalkContext {
+  maxBytes: number
+  skipped: Skipped
+  reached: Set<string>
+  vcs: boolean
 }
 
 /**
  * A folder, recursively in name order. Files are picked by content (their first bytes), not by extension;
  * symlinks are followed, to files and to folders, but a folder already visited (by its real path) is a loop.
- * A folder that cannot be read is an error entry and the walk goes on.
+ * A folder that cannot be read is an error entry and the walk goes on. `real` is the folder's real path: with a
+ * file's name it says whether the run has reached that file already.
  */
-async function* walk(dir: string, maxBytes: number, seen: Set<string>, skipped: Skipped, inherited: Rules): AsyncGenerator<ScanItem> {
+async function* walk(dir: string, real: string, ctx: WalkContext, seen: Set<string>, inherited: Rules, inRepo: boolean): AsyncGenerator<ScanItem> {
+  const {maxBytes, skipped} = ctx
   let names: DirEntry[]
   try {
     names = []
@@ -223,12 +281,13 @@ async function* walk(dir: string, maxBytes: number, seen: Set<string>, skipped: 
     yield entry(dir, 'unreadable_image', `cannot read the folder ${dir}: ${errnoOf(e)}`)
     return
   }
-  const rules = await withIgnoreFile(inherited, dir, names)
+  const files: IgnoreFiles = {vcs: ctx.vcs, inRepo: inRepo || names.some((n) => n.name === '.git')}
+  const rules = await withIgnoreFiles(inherited, dir, files, (name) => names.some((n) => n.name === name))
   names.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   const wanted = names.filter((n) => {
     if (n.name === IGNORE_FILE) return false
     // A symlink is judged as a file here; a link to a folder is judged as a folder when it is walked.
-    if (!excluded(rules, join(dir, n.name), n.dir)) return true
+    if (!(ctx.vcs && n.name === '.git') && !excluded(rules, join(dir, n.name), n.dir)) return true
     skip(skipped, 'excluded')
     return false
   })
@@ -239,22 +298,41 @@ async function* walk(dir: string, maxBytes: number, seen: Set<string>, skipped: 
       else if ('item' in c) yield c.item
       else if ('image' in c) {
         const {image: p, at} = c
-        yield {input: {source: p, read: () => readFile(p, maxBytes, at)}}
+        if (firstReach(ctx.reached, c.real ?? join(real, basename(p)))) yield {input: {source: p, read: () => readFile(p, maxBytes, at)}}
       } else {
         if (excluded(rules, c.dir, true)) {
           skip(skipped, 'excluded')
           continue
         }
-        const real = await realpath(c.dir).catch(() => c.dir)
-        if (seen.has(real)) {
+        const realDir = await realpath(c.dir).catch(() => c.dir)
+        if (seen.has(realDir)) {
           skip(skipped, 'symlink loop')
           continue
         }
-        seen.add(real)
-        yield* walk(c.dir, maxBytes, seen, skipped, rules)
+        seen.add(realDir)
+        if (firstReach(ctx.reached, realDir)) yield* walk(c.dir, realDir, ctx, seen, rules, files.inRepo)
       }
     }
   }
+}
+
+/** true the first time a run reaches a file or a folder (by its real path), false after. */
+function firstReach(reached: Set<string>, real: string): boolean {
+  if (reached.has(real)) return false
+  reached.add(real)
+  return true
+}
+
+/** How scanInputs picks files. */
+export interface InputOptions {
+  /** Git-ignore patterns (`*.tmp`, `drafts/`) that leave paths out (--exclude). */
+  exclude?: readonly string[]
+  /** The paths come from a file list (e.g. a diff's changed files). */
+  listed?: boolean
+  /** Skip `.git` folders and what `.gitignore` (inside a git repository) and `.ignore` files exclude, as ripgrep does. */
+  vcsIgnore?: boolean
+  /** The real paths reached so far: shared by the calls of one run, so that a file reached twice is scanned once. */
+  reached?: Set<string>
 }
 
 /**
@@ -262,22 +340,26 @@ async function* walk(dir: string, maxBytes: number, seen: Set<string>, skipped: 
  * line is always tried, whatever its name, unless an `exclude` pattern matches it; one that does not exist, or is
  * not a regular file (a FIFO, a device), is an error entry in its place. `exclude` holds git-ignore patterns
  * (`*.tmp`, `drafts/`), matched below each folder given and against each file given (relative to the working
- * folder); a `.modignore` file in a folder adds its own patterns for that folder and below. With `listed` (paths
- * from a file list, e.g. a diff's changed files), a file is judged by its first bytes as in a folder: one that is
- * not an image is skipped and counted, one that does not exist is still an error entry.
+ * folder); a `.modignore` file in a folder adds its own patterns for that folder and below. With `vcsIgnore`, a
+ * walk also leaves out `.git` folders and what `.ignore` files and, inside a git repository, `.gitignore` files
+ * and `.git/info/exclude` exclude (those of the folders above a folder given, up to the repository's top,
+ * included); in one folder `.modignore` overrides `.ignore`, which overrides `.gitignore`. A file reached twice
+ * (a folder given twice, a file given inside a folder given) is scanned once. With `listed` (paths from a file
+ * list), a file is judged by its first bytes as in a folder: one that is not an image is skipped and counted, one
+ * that does not exist is still an error entry.
  */
 export async function* scanInputs(
   paths: readonly FsPath[],
   maxBytes: number,
   skipped: Skipped,
   stdin: NodeJS.ReadableStream = process.stdin,
-  exclude: readonly string[] = [],
-  listed = false,
+  {exclude = [], listed = false, vcsIgnore = false, reached = new Set<string>()}: InputOptions = {},
 ): AsyncGenerator<ScanItem> {
   const patterns = exclude.length > 0 ? ignore().add([...exclude]) : undefined
+  const ctx: WalkContext = {maxBytes, skipped, reached, vcs: vcsIgnore}
   for (const p of paths) {
     if (typeof p !== 'string') {
-      yield* rawNamedFile(p, maxBytes, skipped, listed)
+      if (firstReach(reached, resolve(namedAs(p)))) yield* rawNamedFile(p, maxBytes, skipped, listed)
       continue
     }
     if (p === '-') {
@@ -292,11 +374,15 @@ export async function* scanInputs(
       yield entry(p, err.code, err.message)
       continue
     }
+    const real = await realpath(p).catch(() => resolve(p))
     if (info.isDirectory()) {
-      const seen = new Set([await realpath(p).catch(() => p)])
-      yield* walk(p, maxBytes, seen, skipped, patterns ? [{base: p, ig: patterns, flag: true}] : [])
+      if (!firstReach(reached, real)) continue
+      const root = vcsIgnore ? await repositoryRoot(p) : undefined
+      const outer = root === undefined ? [] : await inheritedRules(p, root)
+      yield* walk(p, real, ctx, new Set([real]), [...outer, ...(patterns ? [{base: p, ig: patterns, flag: true}] : [])], root !== undefined)
     } else if (info.isFile()) {
       if (patterns && patterns.ignores(givenName(p))) skip(skipped, 'excluded')
+      else if (!firstReach(reached, real)) continue
       else if (listed) {
         const checked = await check(dirname(p), {name: basename(p), symlink: false, dir: false, file: true})
         if ('skip' in checked) skip(skipped, checked.skip)

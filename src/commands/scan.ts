@@ -12,6 +12,7 @@ import type {EnvVars} from '../cli/help.js'
 import {openHtmlReport, type HtmlReport, type ReportSummary} from '../cli/reports/html-report.js'
 import {scanInputs, skippedLine, type ScanEntry, type ScanItem, type Skipped} from '../cli/inputs.js'
 import {reporterFor, SCAN_FORMATS, type ScanFormat} from '../cli/reports/index.js'
+import {repositoryRoot} from '../cli/repository.js'
 import {reviewSample} from '../cli/reports/review-sample.js'
 import {relativePath} from '../cli/reports/report.js'
 import {printableLine} from '../cli/visible.js'
@@ -103,7 +104,7 @@ async function* walkedAhead(items: AsyncIterable<ScanItem>, found: {count: numbe
 export default class Scan extends ModCommand {
   static override description = `Moderate images: files, folders (recursively) or - for one image on stdin.
 
-Formats: JPEG, PNG, WebP, GIF, AVIF, TIFF (animated GIF and WebP: up to 8 frames, each label keeps its maximum). In a folder, images are recognised by their first bytes, whatever their extension; symlinks are followed (a loop is skipped), and what is skipped is counted in the summary. A file named on the command line is always tried.
+Formats: JPEG, PNG, WebP, GIF, AVIF, TIFF (animated GIF and WebP: up to 8 frames, each label keeps its maximum). In a folder, images are recognised by their first bytes, whatever their extension; symlinks are followed (a loop is skipped), .git folders and what .gitignore and .ignore files exclude are left out (--no-ignore walks them), and what is skipped is counted in the summary. A file named on the command line is always tried; a file reached twice is scanned once.
 
 An input that cannot be scanned is an error entry and the other inputs are still scored; a path that does not exist is counted apart from those scanned. Results go to stdout; progress and the summary go to stderr (to stdout with --summary). When a policy file is found by name from the current folder upwards, one stderr line names it.
 
@@ -186,6 +187,10 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
       multiple: true,
       multipleNonGreedy: true,
     }),
+    'no-ignore': Flags.boolean({
+      description:
+        'Also walk .git folders and what .gitignore and .ignore files exclude, which a folder scan skips by default as ripgrep does (.gitignore inside a git repository, with the files of the folders above a folder given, up to the repository top). .modignore and --exclude still apply.',
+    }),
     report: Flags.string({
       description:
         'Also write an offline HTML page to review the flagged and failed items (thumbnails with the boxes found, every score, paths relative to the working folder; sort, search, keyboard marks and a Download labels button whose file mod eval and mod calibrate read; it prints whole). About 10 KB per item; safe items are only counted, unless --report-sample.',
@@ -241,7 +246,9 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
       const skips = skippedLine(skipped)
       return `${summaryLine(counts, coverageHint(covered, config.preset, server))}${skips ? `; ${skips}` : ''}`
     }
-    const reporter = reporterFor(format, {categories: engine.policy.categories, version: this.config.version, cwd: process.cwd()})
+    // Reports name files relative to the repository the working folder is in (the working folder outside git).
+    const root = (await repositoryRoot(process.cwd())) ?? process.cwd()
+    const reporter = reporterFor(format, {categories: engine.policy.categories, version: this.config.version, cwd: process.cwd(), root})
     const skipped: Skipped = new Map()
     let covered: Coverage = {evaluated: 0, total: 0, not_evaluated: []}
     const found = {count: 0, done: false}
@@ -266,9 +273,11 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
       if (listing) write('[')
       if (reporter) write(reporter.start())
       const {limits} = config.settings.engine
+      // One set of the paths reached for both: a listed file that a folder given holds is scanned once.
+      const walking = {exclude: flags.exclude ?? [], vcsIgnore: !flags['no-ignore'], reached: new Set<string>()}
       async function* all(): AsyncGenerator<ScanItem> {
-        yield* scanInputs(withRawBytes(paths), limits.maxBytes, skipped, process.stdin, flags.exclude ?? [])
-        yield* scanInputs(listed, limits.maxBytes, skipped, process.stdin, flags.exclude ?? [], true)
+        yield* scanInputs(withRawBytes(paths), limits.maxBytes, skipped, process.stdin, walking)
+        yield* scanInputs(listed, limits.maxBytes, skipped, process.stdin, {...walking, listed: true})
       }
       const items = walkedAhead(hashedInputs(all(), hashes), found)
       const closeArray = (): void => {

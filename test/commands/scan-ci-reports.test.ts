@@ -1,14 +1,16 @@
 import {spawnSync} from 'node:child_process'
-import {mkdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {mkdirSync, readFileSync, realpathSync, writeFileSync} from 'node:fs'
 import {createRequire} from 'node:module'
 import {join} from 'node:path'
+import {pathToFileURL} from 'node:url'
 
 import AjvDraft04Module from 'ajv-draft-04'
 import addFormatsModule from 'ajv-formats'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {ROOT, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {git} from '../helpers/git.js'
 import {pythonTools} from '../helpers/python-tools.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 
@@ -79,6 +81,34 @@ test('--format sarif is a SARIF 2.1.0 log valid against its schema: one result p
   assert.is(r.stderr, '4 scanned: 1 safe, 2 unsafe, 1 error\n')
 })
 
+test('--format sarif names files relative to the root of the git repository the working folder is in, and a file outside it by its file URI', async () => {
+  const repo = join(dir.path, 'git-repo')
+  const app = join(repo, 'app')
+  mkdirSync(join(app, 'assets'), {recursive: true})
+  git(repo, 'init', '-q')
+  writeRednessPolicy(app)
+  const red = await solidPng(255, 0, 0)
+  writeFileSync(join(app, 'assets', 'red.png'), red)
+  writeFileSync(join(repo, 'top red.png'), red)
+  const outside = join(dir.path, 'outside.png')
+  writeFileSync(outside, red)
+  const r = await runInProcess(['scan', 'assets', '../top red.png', outside, '--config', 'policy.yaml', '--format', 'sarif'], {env, cwd: app})
+  assert.is(r.code, 1, r.stderr)
+  const log = JSON.parse(r.stdout)
+  assert.is(sarifValidator()(log), undefined)
+  const [run] = log.runs
+  assert.equal(run.originalUriBaseIds, {'%SRCROOT%': {uri: pathToFileURL(`${realpathSync(repo)}/`).href}})
+  const locations = run.results.map((x: {locations: {physicalLocation: {artifactLocation: unknown}}[]}) => x.locations[0].physicalLocation.artifactLocation)
+  assert.equal(locations, [
+    {uri: 'app/assets/red.png', uriBaseId: '%SRCROOT%'},
+    {uri: 'top%20red.png', uriBaseId: '%SRCROOT%'},
+    {uri: pathToFileURL(realpathSync(outside)).href},
+  ])
+  for (const {uri, uriBaseId} of locations as {uri: string; uriBaseId?: string}[]) {
+    assert.equal(readFileSync(new URL(uri, uriBaseId ? run.originalUriBaseIds[uriBaseId].uri : undefined)), red)
+  }
+})
+
 test('--format sarif with nothing flagged is a valid log with no results', async () => {
   const r = await runInProcess(['scan', 'assets/sub/blue.png', '--config', 'policy.yaml', '--format', 'sarif'], {env, cwd: work})
   assert.is(r.code, 0, r.stderr)
@@ -91,7 +121,7 @@ const tools = pythonTools()
 const junitRead = `
 import json, sys
 from junitparser import JUnitXml, Failure, Error, Skipped
-xml = JUnitXml.fromstring(sys.stdin.read())
+xml = JUnitXml.fromstring(sys.stdin.buffer.read())
 out = {"suites": []}
 for suite in xml:
     cases = []
@@ -122,6 +152,42 @@ else {
         ['broken.png', ['Error:unsupported_media']],
       ],
     )
+  })
+}
+
+// The Jenkins xUnit plug-in's JUnit schema (the newest it has), which Jenkins checks a report against.
+const JUNIT_SCHEMA = join(ROOT, 'test', 'fixtures', 'schemas', 'junit-10.xsd')
+const xsdCheck = `
+import sys
+from lxml import etree
+schema = etree.XMLSchema(etree.parse(sys.argv[1]))
+if not schema.validate(etree.fromstring(sys.stdin.buffer.read())):
+    print("\\n".join(e.message for e in schema.error_log))
+    sys.exit(1)
+`
+
+if ('skip' in tools) console.log(`skipping the JUnit schema check: ${tools.skip}`)
+else {
+  const validJunit = (xml: string): string | undefined => {
+    const r = spawnSync(tools.python, ['-c', xsdCheck, JUNIT_SCHEMA], {input: xml, encoding: 'utf8'})
+    assert.ok(r.status === 0 || r.status === 1, r.stderr)
+    return r.status === 0 ? undefined : r.stdout
+  }
+
+  test('--format junit is valid against the Jenkins xUnit JUnit schema, with failures, errors and items a baseline accepts', async () => {
+    const plain = await scan('junit')
+    assert.is(plain.code, 1, plain.stderr)
+    assert.is(validJunit(plain.stdout), undefined)
+    const baseline = join(dir.path, 'junit-baseline.json')
+    await scan('json', '--write-baseline', baseline)
+    const accepted = await scan('junit', '--baseline', baseline)
+    // The two flagged images are accepted; the unreadable file is still an error (exit 2).
+    assert.is(accepted.code, 2, accepted.stderr)
+    assert.match(accepted.stdout, /<testsuite name="mod scan" tests="4" failures="0" errors="1" skipped="2">/)
+    assert.is((accepted.stdout.match(/<skipped /g) ?? []).length, 2)
+    assert.is(validJunit(accepted.stdout), undefined)
+    // The check has teeth: the schema allows no `skipped` count on <testsuites>.
+    assert.match(validJunit(accepted.stdout.replace('<testsuites ', '<testsuites skipped="2" ')) ?? '', /skipped.*not allowed/)
   })
 }
 

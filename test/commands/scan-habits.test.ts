@@ -1,13 +1,14 @@
 // The shell habits of `mod scan`: choosing what is printed, leaving paths out, changing the policy for one run,
 // counting missing paths apart, and saying which policy file a search found.
-import {mkdirSync, writeFileSync} from 'node:fs'
-import {join} from 'node:path'
+import {appendFileSync, mkdirSync, writeFileSync} from 'node:fs'
+import {dirname, join} from 'node:path'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 import {parse} from 'yaml'
 
 import {runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {git} from '../helpers/git.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir()
@@ -59,6 +60,56 @@ test('a !pattern in a deeper .modignore re-includes what a parent folder\'s file
   assert.is(r.stderr, 'skipped 1 (1 excluded)\n')
   const flag = await runInProcess(['scan', tree, '--config', policy, '--ndjson', '--exclude', 'b.tmp'], {env})
   assert.equal(sources(flag.stdout), [])
+})
+
+test('a folder scan skips .git and what .gitignore, .ignore and .git/info/exclude leave out, as ripgrep does; --no-ignore walks them', async () => {
+  const repo = join(dir.path, 'repo')
+  const red = await solidPng(255, 0, 0, 16, 16)
+  const files: Record<string, string> = {
+    '.gitignore': 'node_modules/\n*.tmp.png\n',
+    'sub/.gitignore': 'local-*.png\n!keep.tmp.png\n',
+    'other/.ignore': 'f.png\n',
+  }
+  const images = ['.git/stray.png', 'a.png', 'b.tmp.png', 'h.png', 'node_modules/pkg/c.png', 'other/f.png', 'other/g.png', 'sub/d.png', 'sub/keep.tmp.png', 'sub/local-e.png', 'sub/y.tmp.png']
+  mkdirSync(repo)
+  git(repo, 'init', '-q')
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(repo, name)), {recursive: true})
+    writeFileSync(join(repo, name), text)
+  }
+  for (const name of images) {
+    mkdirSync(dirname(join(repo, name)), {recursive: true})
+    writeFileSync(join(repo, name), red)
+  }
+  appendFileSync(join(repo, '.git', 'info', 'exclude'), 'h.png\n')
+  const scanned = async (...args: string[]) => {
+    const r = await runInProcess(['scan', ...args, '--config', policy, '--ndjson'], {env, cwd: repo})
+    assert.is(r.code, 1, r.stderr)
+    return sources(r.stdout)
+  }
+  // The deeper .gitignore re-includes keep.tmp.png; .ignore applies where it is.
+  assert.equal(await scanned('.'), ['a.png', 'other/g.png', 'sub/d.png', 'sub/keep.tmp.png'])
+  // A folder given inside the repository keeps the rules of the folders above it.
+  assert.equal(await scanned('sub'), ['sub/d.png', 'sub/keep.tmp.png'])
+  // A folder named on the command line is walked, even one the rules above it leave out.
+  assert.equal(await scanned('node_modules'), ['node_modules/pkg/c.png'])
+  assert.equal(await scanned('.', '--no-ignore'), images)
+  // A .gitignore outside a git repository is not git's: only .ignore applies there.
+  const plain = join(dir.path, 'plain')
+  mkdirSync(plain)
+  writeFileSync(join(plain, '.gitignore'), 'x.png\n')
+  writeFileSync(join(plain, '.ignore'), 'y.png\n')
+  writeFileSync(join(plain, 'x.png'), red)
+  writeFileSync(join(plain, 'y.png'), red)
+  assert.equal(await scanned(plain), [join(plain, 'x.png')])
+})
+
+test('a file reached twice is scanned once: a folder given twice, a file given inside a folder given', async () => {
+  const r = await runInProcess(['scan', join(folder, 'keep'), `${join(folder, 'keep')}/`, join(folder, 'a-red.png'), folder, join(folder, 'keep', 'e-red.png'), '--config', policy, '--ndjson'], {env})
+  assert.is(r.code, 1, r.stderr)
+  assert.equal(sources(r.stdout), [join(folder, 'keep', 'e-red.png'), join(folder, 'a-red.png'), join(folder, 'b-blue.png'), join(folder, 'c-blue.tmp')])
+  // keep/f-blue.png, excluded by keep/.modignore, and drafts/ are counted once.
+  assert.is(r.stderr, 'skipped 2 (2 excluded)\n')
 })
 
 test('--only-unsafe prints the UNSAFE and ERROR results only; the summary still counts all', async () => {

@@ -4,8 +4,11 @@ import {join} from 'node:path'
 
 import {ROOT} from './cli.js'
 
-/** The Python tools the tests check our output with: the real pre-commit, and junitparser reading JUnit XML. */
-const PACKAGES = ['pre-commit==4.*', 'junitparser==4.*']
+/**
+ * The Python tools the tests check our output with: the real pre-commit, junitparser reading JUnit XML, and lxml
+ * validating it against an XML schema.
+ */
+const PACKAGES = ['pre-commit==4.*', 'junitparser==4.*', 'lxml==6.*']
 const VENV = join(ROOT, 'test', 'fixtures', 'tmp', 'pyvenv')
 const READY = join(VENV, 'ready')
 

@@ -16,7 +16,8 @@ function xmlText(s: string): string {
 }
 
 /**
- * JUnit XML (GitLab's `artifacts:reports:junit`, Jenkins, Azure Pipelines): one test case per item shown, named by
+ * JUnit XML (GitLab's `artifacts:reports:junit`, Jenkins, Azure Pipelines), valid against the Jenkins xUnit
+ * plug-in's JUnit schema: one test case per item shown, named by
  * its path relative to the working folder. A violation is a `<failure>` (type: the first category), an item that
  * could not be scanned an `<error>` (type: its code), an item a baseline accepts `<skipped>`. The suite's counts
  * come first in the document, so the cases are kept (a line each) and written at the end.
@@ -46,11 +47,12 @@ export function junitReporter(run: RunInfo): Reporter {
       return ''
     },
     end(summary) {
-      const attrs = `tests="${counts.tests}" failures="${counts.failures}" errors="${counts.errors}" skipped="${counts.skipped}"`
+      // Jenkins' xUnit schema (junit-10.xsd) allows `skipped` on a suite but not on <testsuites>.
+      const attrs = `tests="${counts.tests}" failures="${counts.failures}" errors="${counts.errors}"`
       return [
         '<?xml version="1.0" encoding="UTF-8"?>',
         `<testsuites name="mod scan" ${attrs}>`,
-        `  <testsuite name="mod scan" ${attrs}>`,
+        `  <testsuite name="mod scan" ${attrs} skipped="${counts.skipped}">`,
         `    <properties>\n      <property name="mod.version" value="${xmlText(run.version)}"/>\n      <property name="summary" value="${xmlText(summary)}"/>\n    </properties>`,
         ...cases,
         '  </testsuite>',

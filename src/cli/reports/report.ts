@@ -16,6 +16,8 @@ export interface RunInfo {
   categories: readonly {name: string; threshold: number; parent: string | null}[]
   version: string
   cwd: string
+  /** The folder report paths are relative to where the format wants a repository's paths (SARIF). */
+  root: string
 }
 
 /**

@@ -1,3 +1,4 @@
+import {isAbsolute, resolve, sep} from 'node:path'
 import {pathToFileURL} from 'node:url'
 
 import {relativePath, type Reporter, type ReportItem, type RunInfo} from './report.js'
@@ -10,28 +11,34 @@ const FINGERPRINT = 'imageSha256/v1'
 
 /** A relative path as a URI reference: each segment percent-encoded. */
 function uriOf(path: string): string {
-  return path.split('/').map((s) => (s === '..' || s === '.' ? s : encodeURIComponent(s))).join('/')
+  return path.split('/').map((s) => encodeURIComponent(s)).join('/')
+}
+
+/**
+ * Where a source is: relative to the repository root, through the base id that originalUriBaseIds resolves (how
+ * code scanning maps a result to a file of the repository), or, outside the root, an absolute file URI.
+ */
+function artifactLocation(source: string, run: RunInfo): {uri: string; uriBaseId?: string} {
+  const path = relativePath(resolve(run.cwd, source), run.root) as string
+  return path.startsWith('../') || path === '..' || isAbsolute(path) ? {uri: pathToFileURL(resolve(run.cwd, source)).href} : {uri: uriOf(path), uriBaseId: BASE_ID}
 }
 
 /**
  * SARIF 2.1.0 (what GitHub code scanning and GitLab read): one result per violation of an item, and one per item
  * that could not be scanned. A result's rule is the category (or the error code), its level `error` (an unreadable
- * input fails the gate as a violation does), its location the file relative to the working folder (line 1: GitHub
- * requires a start line, and an image has no other). Results are streamed; the rules, which name every category
+ * input fails the gate as a violation does), its location the file relative to the repository root (line 1:
+ * GitHub requires a start line, and an image has no other). Results are streamed; the rules, which name every category
  * of the policy and every error code met, follow them in the run object.
  */
 export function sarifReporter(run: RunInfo): Reporter {
   const errorCodes = new Set<string>()
   let written = 0
   const result = (r: ReportItem, ruleId: string, text: string, properties: Record<string, unknown>): string => {
-    const path = relativePath(r.item.source, run.cwd)
     return JSON.stringify({
       ruleId,
       level: 'error',
       message: {text},
-      ...(path === undefined
-        ? {}
-        : {locations: [{physicalLocation: {artifactLocation: {uri: uriOf(path), uriBaseId: BASE_ID}, region: {startLine: 1}}}]}),
+      ...(r.item.source === '-' ? {} : {locations: [{physicalLocation: {artifactLocation: artifactLocation(r.item.source, run), region: {startLine: 1}}}]}),
       ...(r.sha256 ? {partialFingerprints: {[FINGERPRINT]: r.sha256}} : {}),
       ...(r.accepted ? {suppressions: [{kind: 'external', status: 'accepted', justification: 'accepted by the baseline'}]} : {}),
       properties,
@@ -67,7 +74,7 @@ export function sarifReporter(run: RunInfo): Reporter {
         })),
       ]
       const tool = {driver: {name: 'mod', semanticVersion: run.version, version: run.version, rules}}
-      const bases = {[BASE_ID]: {uri: pathToFileURL(run.cwd.endsWith('/') ? run.cwd : `${run.cwd}/`).href}}
+      const bases = {[BASE_ID]: {uri: pathToFileURL(run.root.endsWith(sep) ? run.root : `${run.root}${sep}`).href}}
       return `${written > 0 ? '\n' : ''}],"tool":${JSON.stringify(tool)},"originalUriBaseIds":${JSON.stringify(bases)},"columnKind":"utf16CodeUnits"}]}\n`
     },
   }
