@@ -9,6 +9,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {call, form, startWithPolicy, tempDir, testSettings, type Running} from './harness.js'
+import {healthWaitsWhile} from '../helpers/health-waits.js'
 
 const dir = tempDir('mod-server-codes-thread-')
 const settings = testSettings(join(dir.path, 'cache'))
@@ -29,17 +30,7 @@ test('GET /health answers within 100 ms while full-HD noise frames are read for 
     Array.from({length: 4}, () => sharp(randomBytes(1920 * 1080 * 3), {raw: {width: 1920, height: 1080, channels: 3}}).png({compressionLevel: 1}).toBuffer()),
   )
   const files = noise.map((data, i) => ({name: `noise-${i}.png`, data}))
-  const scoring = call(`${server.base}/v1/moderate/batch`, {method: 'POST', body: form('files', files)})
-  let done = false
-  void scoring.finally(() => (done = true))
-  const waits: number[] = []
-  while (!done) {
-    const asked = performance.now()
-    assert.is((await fetch(`${server.base}/health`)).status, 200)
-    waits.push(performance.now() - asked)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-  const r = await scoring
+  const {result: r, waits} = await healthWaitsWhile(server.base, call(`${server.base}/v1/moderate/batch`, {method: 'POST', body: form('files', files)}), 20)
   assert.is(r.status, 200)
   assert.equal(
     r.body.results.map((x: {codes?: unknown[]; codes_truncated?: boolean}) => [x.codes, x.codes_truncated]),

@@ -14,6 +14,7 @@ import {longLinePage, memeAndPhoto, renderText} from '../helpers/render-text.js'
 import {assertConforms} from './conformance.js'
 import {call, form, postJson, startWithPolicy, tempDir, testSettings, type Running} from './harness.js'
 import {signalStates} from '../helpers/signals.js'
+import {healthWaitsWhile} from '../helpers/health-waits.js'
 
 const dir = tempDir('mod-server-text-rules-')
 const settings = testSettings(join(dir.path, 'cache'))
@@ -99,17 +100,8 @@ test('POST /v1/moderate: a meme with a listed word and a photo with an e-mail ad
 
 test('GET /health answers within a second while a page of long lines is read, which reads its budget and says text_truncated', async () => {
   const page = await png(await longLinePage())
-  const scoring = fetch(`${server.base}/v1/moderate`, {method: 'POST', body: form('file', [{name: 'page.png', data: page}])})
-  let done = false
-  void scoring.finally(() => (done = true))
-  const waits: number[] = []
-  while (!done) {
-    const asked = performance.now()
-    assert.is((await fetch(`${server.base}/health`)).status, 200)
-    waits.push(performance.now() - asked)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  const body = (await assertConforms(doc, await scoring)) as any
+  const {result: answer, waits} = await healthWaitsWhile(server.base, fetch(`${server.base}/v1/moderate`, {method: 'POST', body: form('file', [{name: 'page.png', data: page}])}), 50)
+  const body = (await assertConforms(doc, answer)) as any
   assert.is(body.text_truncated, true)
   // The default budget, 32 768 columns, holds 25 lines of 1280: the last rows of the 36 drawn are left unread.
   const tops = body.text.map((l: {box: number[]}) => l.box[1])
