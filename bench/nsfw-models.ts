@@ -14,9 +14,9 @@ import {basename, join} from 'node:path'
 
 import {DEFAULT_LIMITS} from '../src/lib/config/settings.js'
 import {decodeImage} from '../src/lib/image/decode.js'
-import {nsfwPreprocess} from '../src/lib/image/nsfw-preprocess.js'
-import {openNsfw, type NsfwModel} from '../src/lib/model/nsfw.js'
-import {NSFW_CLASSES, NSFW_MODELS, type NsfwModelName} from '../src/lib/model/nsfw-manifest.js'
+import {nsfwPreprocess} from '../src/lib/signals/nsfw/preprocess.js'
+import {openNsfw, type NsfwModel} from '../src/lib/signals/nsfw/model.js'
+import {NSFW_CLASSES, NSFW_MODELS, type NsfwModelName} from '../src/lib/signals/nsfw/manifest.js'
 import {header, median, ms, table} from './lib.js'
 
 const IMAGE = /\.(jpe?g|png|webp|gif|tiff?|avif)$/i

@@ -19,9 +19,9 @@ import '@tensorflow/tfjs-backend-wasm'
 
 import {DEFAULT_LIMITS} from '../src/lib/config/settings.js'
 import {decodeImage} from '../src/lib/image/decode.js'
-import {nsfwPreprocess} from '../src/lib/image/nsfw-preprocess.js'
+import {nsfwPreprocess} from '../src/lib/signals/nsfw/preprocess.js'
 import {trimBorders} from '../src/lib/image/trim.js'
-import {openNsfw} from '../src/lib/model/nsfw.js'
+import {openNsfw} from '../src/lib/signals/nsfw/model.js'
 import {fixturePhotos} from '../test/helpers/nsfw-images.js'
 import {benchEngine, header, interleave, load, median, ms, pairedRatio, requireStandin, saveResults, table, verdict} from './lib.js'
 

@@ -21,7 +21,7 @@ import {
   type NsfwManifest,
   type NsfwManifests,
   type NsfwModelName,
-} from '../../src/lib/model/nsfw-manifest.js'
+} from '../../src/lib/signals/nsfw/manifest.js'
 import {kerasToOnnx, readQuantizedWeights, type KerasModelConfig, type WeightSpec} from '../onnx/keras.js'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))

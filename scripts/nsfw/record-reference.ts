@@ -3,7 +3,7 @@
  * NSFW parity tests (test/helpers/nsfw-images.ts: the photos of test/fixtures/photos prepared as the specialist
  * prepares every frame, decoded and resampled to its 448-pixel canonical square, and generated pictures of
  * other sizes) into test/fixtures/nsfw-reference.json (MobileNetV2, the default) or
- * test/fixtures/nsfw-reference-inception-v3.json, which test/lib/model/nsfw-parity.test.ts compares mod's
+ * test/fixtures/nsfw-reference-inception-v3.json, which test/lib/signals/nsfw/parity.test.ts compares mod's
  * outputs with. nsfwjs (the version package.json pins) runs its bundled model on TensorFlow.js's pure
  * JavaScript CPU backend, fed a tf.tensor3d of each image's decoded RGB pixels; that takes about 40 s of CPU
  * for MobileNetV2's 20 images and tens of seconds for each image on InceptionV3, which is why the test reads
@@ -24,7 +24,7 @@ import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
 import {decodeImage} from '../../src/lib/image/decode.js'
 import {frameToScore} from '../../src/lib/image/prepare.js'
 import {resampleSquare} from '../../src/lib/image/square.js'
-import {DEFAULT_NSFW_MODEL, NSFW_MODELS, type NsfwModelName} from '../../src/lib/model/nsfw-manifest.js'
+import {DEFAULT_NSFW_MODEL, NSFW_MODELS, type NsfwModelName} from '../../src/lib/signals/nsfw/manifest.js'
 import {CANONICAL_SIDE} from '../../src/lib/signals/nsfw/runner.js'
 import type {RgbImage} from '../../src/lib/types.js'
 import {nsfwjsFiles, nsfwjsModel} from './convert.js'

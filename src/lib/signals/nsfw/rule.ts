@@ -34,7 +34,7 @@
  * lower of the two for nudity, whatever the centre view says (it confirms uncertain looks; it never overrules two
  * sure ones). So with the specialist alone such a frame is always flagged for nudity.
  */
-import {NSFW_CLASSES} from '../../model/nsfw-manifest.js'
+import {NSFW_CLASSES} from './manifest.js'
 
 /** How strongly the safe classes pull a score down when they outweigh it. */
 export const NSFW_PULL = 0.5

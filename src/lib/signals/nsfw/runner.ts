@@ -1,6 +1,6 @@
 /**
- * The embedded NSFW specialist as the engine runs it: two shipped models (nsfw.ts) and their preprocessing
- * (nsfw-preprocess.ts) behind one small interface, the views of a frame they look at, and when the second looks.
+ * The embedded NSFW specialist as the engine runs it: two shipped models (model.ts) and their preprocessing
+ * (preprocess.ts) behind one small interface, the views of a frame they look at, and when the second looks.
  *
  * Every view starts from one canonical image: the frame (or a window of it) resampled by libvips to CANONICAL_SIDE
  * pixels square with an antialiasing filter (image/square.ts), then resized to the model's input as nsfwjs resizes
@@ -11,12 +11,12 @@
  * model's input the same for a photo and its resized copies, and the last step (448 to 224 or 299) stays a
  * sampling close to the training's.
  */
-import {nsfwPreprocess, nsfwViewSize} from '../../image/nsfw-preprocess.js'
+import {nsfwPreprocess, nsfwViewSize} from './preprocess.js'
 import type {RgbImage} from '../../image/rgb.js'
 import {resampleSquare} from '../../image/square.js'
 import type {Box} from '../../image/trim.js'
-import {NSFW_MODELS} from '../../model/nsfw-manifest.js'
-import {openNsfw, type NsfwOptions} from '../../model/nsfw.js'
+import {NSFW_MODELS} from './manifest.js'
+import {openNsfw, type NsfwOptions} from './model.js'
 import {stackTensors} from '../../pipeline/stack.js'
 import {JUDGE_VIEWS, passesGate} from './rule.js'
 

@@ -1,7 +1,7 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {nsfwPreprocess, nsfwViewSize} from '../../../../src/lib/image/nsfw-preprocess.js'
+import {nsfwPreprocess, nsfwViewSize} from '../../../../src/lib/signals/nsfw/preprocess.js'
 import {resampleSquare} from '../../../../src/lib/image/square.js'
 import {JUDGE_VIEWS} from '../../../../src/lib/signals/nsfw/rule.js'
 import {CANONICAL_SIDE, centreWindow, classifyViews, nsfwViews, type NsfwClassifier, type NsfwViews} from '../../../../src/lib/signals/nsfw/runner.js'

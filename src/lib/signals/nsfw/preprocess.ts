@@ -5,8 +5,8 @@
  * follows TensorFlow.js's CPU kernel step by step (source positions and weights in float64, each value rounded
  * to float32 once), so the tensor equals the one nsfwjs feeds its model on the same pixels.
  */
-import {NSFW_SIZE} from '../model/nsfw-manifest.js'
-import type {RgbImage} from './rgb.js'
+import {NSFW_SIZE} from './manifest.js'
+import type {RgbImage} from '../../image/rgb.js'
 
 /** Floats of one preprocessed view with the given side: side x side x 3. */
 export function nsfwViewSize(side: number): number {

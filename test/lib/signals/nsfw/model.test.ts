@@ -5,12 +5,12 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {DEFAULT_LIMITS} from '../../../src/lib/config/settings.js'
-import {decodeImage} from '../../../src/lib/image/decode.js'
-import {NSFW_VIEW_SIZE, nsfwPreprocess} from '../../../src/lib/image/nsfw-preprocess.js'
-import {nsfwModelDir, openNsfw} from '../../../src/lib/model/nsfw.js'
-import {NSFW_CLASSES} from '../../../src/lib/model/nsfw-manifest.js'
-import {rejection} from '../../helpers/errors.js'
+import {DEFAULT_LIMITS} from '../../../../src/lib/config/settings.js'
+import {decodeImage} from '../../../../src/lib/image/decode.js'
+import {NSFW_VIEW_SIZE, nsfwPreprocess} from '../../../../src/lib/signals/nsfw/preprocess.js'
+import {nsfwModelDir, openNsfw} from '../../../../src/lib/signals/nsfw/model.js'
+import {NSFW_CLASSES} from '../../../../src/lib/signals/nsfw/manifest.js'
+import {rejection} from '../../../helpers/errors.js'
 
 const model = await openNsfw({threads: 1})
 const dirs: string[] = []

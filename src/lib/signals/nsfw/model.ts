@@ -11,11 +11,11 @@ import {fileURLToPath} from 'node:url'
 
 import * as ort from 'onnxruntime-node'
 
-import {disposer} from '../dispose.js'
-import {ModError} from '../errors.js'
-import {nsfwViewSize} from '../image/nsfw-preprocess.js'
-import {formatSizeExact} from '../sizes.js'
-import {openSession} from './session.js'
+import {disposer} from '../../dispose.js'
+import {ModError} from '../../errors.js'
+import {nsfwViewSize} from './preprocess.js'
+import {formatSizeExact} from '../../sizes.js'
+import {openSession} from '../../model/session.js'
 import {
   DEFAULT_NSFW_MODEL,
   NSFW_CLASSES,
@@ -25,12 +25,12 @@ import {
   type NsfwManifest,
   type NsfwManifests,
   type NsfwModelName,
-} from './nsfw-manifest.js'
-import {defaultThreads} from './threads.js'
+} from './manifest.js'
+import {defaultThreads} from '../../model/threads.js'
 
-/** The folder holding the shipped models: three levels below the package root both as src/…/*.ts and dist/…/*.js. */
+/** The folder holding the shipped models: four levels below the package root both as src/…/*.ts and dist/…/*.js. */
 export function nsfwModelDir(): string {
-  return fileURLToPath(new URL('../../../models/nsfw/', import.meta.url))
+  return fileURLToPath(new URL('../../../../models/nsfw/', import.meta.url))
 }
 
 export interface NsfwOptions {

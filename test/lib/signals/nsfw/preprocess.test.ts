@@ -2,8 +2,8 @@ import * as tf from '@tensorflow/tfjs'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {NSFW_VIEW_SIZE, nsfwPreprocess, nsfwViewSize} from '../../../src/lib/image/nsfw-preprocess.js'
-import type {RgbImage} from '../../../src/lib/types.js'
+import {NSFW_VIEW_SIZE, nsfwPreprocess, nsfwViewSize} from '../../../../src/lib/signals/nsfw/preprocess.js'
+import type {RgbImage} from '../../../../src/lib/types.js'
 
 await tf.setBackend('cpu')
 

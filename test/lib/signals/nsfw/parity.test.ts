@@ -14,11 +14,11 @@ import {readFile} from 'node:fs/promises'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {nsfwPreprocess} from '../../../src/lib/image/nsfw-preprocess.js'
-import {openNsfw} from '../../../src/lib/model/nsfw.js'
-import {NSFW_CLASSES, NSFW_MODELS, type NsfwModelName} from '../../../src/lib/model/nsfw-manifest.js'
-import {rejection} from '../../helpers/errors.js'
-import {NSFW_REFERENCES, parityImages, pinnedVersions, pixelsSha256, type NsfwReference} from '../../../scripts/nsfw/record-reference.js'
+import {nsfwPreprocess} from '../../../../src/lib/signals/nsfw/preprocess.js'
+import {openNsfw} from '../../../../src/lib/signals/nsfw/model.js'
+import {NSFW_CLASSES, NSFW_MODELS, type NsfwModelName} from '../../../../src/lib/signals/nsfw/manifest.js'
+import {rejection} from '../../../helpers/errors.js'
+import {NSFW_REFERENCES, parityImages, pinnedVersions, pixelsSha256, type NsfwReference} from '../../../../scripts/nsfw/record-reference.js'
 
 const TOLERANCE = 1e-4
 /** nsfwjs's name for each model, as its recording states it. */
