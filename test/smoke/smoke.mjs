@@ -13,13 +13,8 @@ const env = {
   NO_COLOR: '1',
 }
 
-function fail(message) {
-  console.error(`smoke: FAILED: ${message}`)
-  process.exit(1)
-}
-
 function check(ok, what, detail = '') {
-  if (!ok) fail(`${what}${detail ? `\n${detail}` : ''}`)
+  if (!ok) throw new Error(`${what}${detail ? `\n${detail}` : ''}`)
   console.log(`smoke:   ok ${what}`)
 }
 
@@ -35,15 +30,18 @@ function mod(args) {
   })
 }
 
-// The native modules load under this Node (N-API): sharp decodes the photos, onnxruntime-node runs the NSFW model.
-const scan = await mod(['scan', photos])
-const safe = scan.stdout.split('\n').filter((l) => l.startsWith('SAFE ')).length
-check(scan.code === 0 && safe === 14, `scan test/fixtures/photos: exit ${scan.code}, ${safe} SAFE lines of 14`, scan.stdout + scan.stderr)
+// The server started by main, stopped here when a check fails.
+let server
 
-const server = spawn(process.execPath, [join(root, 'bin', 'run.js'), 'serve', '--host', '127.0.0.1', '--port', '0'], {cwd: root, env})
-let log = ''
-const stopped = new Promise((done) => server.on('close', (code) => done(code)))
-try {
+async function main() {
+  // The native modules load under this Node (N-API): sharp decodes the photos, onnxruntime-node runs the NSFW model.
+  const scan = await mod(['scan', photos])
+  const safe = scan.stdout.split('\n').filter((l) => l.startsWith('SAFE ')).length
+  check(scan.code === 0 && safe === 14, `scan test/fixtures/photos: exit ${scan.code}, ${safe} SAFE lines of 14`, scan.stdout + scan.stderr)
+
+  server = spawn(process.execPath, [join(root, 'bin', 'run.js'), 'serve', '--host', '127.0.0.1', '--port', '0'], {cwd: root, env})
+  let log = ''
+  const stopped = new Promise((done) => server.on('close', (code) => done(code)))
   const base = await new Promise((done, reject) => {
     const timer = setTimeout(() => reject(new Error(`mod serve did not listen within 60 s:\n${log}`)), 60_000)
     server.stderr.on('data', (d) => {
@@ -54,7 +52,10 @@ try {
         done(m[1])
       }
     })
-    server.on('close', (code) => reject(new Error(`mod serve exited ${code}:\n${log}`)))
+    server.on('close', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`mod serve exited ${code}:\n${log}`))
+    })
   })
   const health = await fetch(`${base}/health`)
   const body = await health.json()
@@ -76,7 +77,7 @@ try {
   const deadline = Date.now() + 60_000
   let job
   do {
-    if (Date.now() > deadline) fail(`the job did not end within 60 s: ${JSON.stringify(job)}`)
+    if (Date.now() > deadline) throw new Error(`the job did not end within 60 s: ${JSON.stringify(job)}`)
     await new Promise((r) => setTimeout(r, 100))
     job = await (await fetch(`${base}${location}`)).json()
   } while (job.status === 'queued' || job.status === 'running')
@@ -84,10 +85,16 @@ try {
   const lines = (await (await fetch(`${base}${job.results}`)).text()).split('\n').filter(Boolean).map((l) => JSON.parse(l))
   const seen = lines.map((l) => `${l.index}:${l.source}:${l.is_safe}`).join(' ')
   check(seen === '0:rocket.jpg:true 1:horse.jpg:true', `GET ${job.results}: ${seen}`, JSON.stringify(lines))
-} catch (error) {
-  fail(error.message)
-} finally {
   server.kill('SIGTERM')
+  const code = await stopped
+  server = undefined
+  check(code === 0, `mod serve stopped on SIGTERM: exit ${code}`, log)
 }
-const code = await stopped
-check(code === 0, `mod serve stopped on SIGTERM: exit ${code}`, log)
+
+try {
+  await main()
+} catch (error) {
+  server?.kill('SIGKILL')
+  console.error(`smoke: FAILED: ${error.message}`)
+  process.exitCode = 1
+}
