@@ -68,6 +68,8 @@ function keyValues(path: string): Record<string, string> {
 function runAction(
   workspace: string,
   given: Record<string, string>,
+  // only: run just the steps with these ids; env: variables set for every step (a value '' removes the variable)
+  opts: {only?: string[]; env?: Record<string, string>} = {},
 ): {failed: boolean; log: string; outputs: Record<string, string>; skipped: string[]; env: Record<string, string>} {
   for (const name of Object.keys(given)) assert.ok(name in action.inputs, `the action declares no input ${name}`)
   const inputs = Object.fromEntries(Object.entries(action.inputs).map(([k, v]) => [k, given[k] ?? v.default ?? '']))
@@ -89,6 +91,7 @@ function runAction(
       throw new Error(`an expression this test does not know: ${e}`)
     })
   for (const [i, step] of action.runs.steps.entries()) {
+    if (opts.only && !opts.only.includes(step.id ?? '')) continue
     if (step.uses) {
       skipped.push(step.uses)
       console.log(`skipping step ${i + 1}: uses: ${step.uses}`)
@@ -99,7 +102,8 @@ function runAction(
     const files = {GITHUB_ENV: join(temp, `env-${i}`), GITHUB_OUTPUT: join(temp, `output-${i}`)}
     const script = join(temp, `step-${i}.sh`)
     writeFileSync(script, step.run ?? '')
-    const env = {...baseEnv(), ...carried, ...files, RUNNER_TEMP: temp, GITHUB_WORKSPACE: workspace, ...Object.fromEntries(Object.entries(step.env ?? {}).map(([k, v]) => [k, expression(String(v))]))}
+    const env = {...baseEnv(), ...opts.env, ...carried, ...files, RUNNER_TEMP: temp, GITHUB_WORKSPACE: workspace, ...Object.fromEntries(Object.entries(step.env ?? {}).map(([k, v]) => [k, expression(String(v))]))}
+    for (const [k, v] of Object.entries(env)) if (v === '') delete env[k as keyof typeof env]
     const r = spawnSync('bash', ['--noprofile', '--norc', '-eo', 'pipefail', script], {cwd: workspace, env, encoding: 'utf8'})
     log += r.stdout + r.stderr
     carried = {...carried, ...keyValues(files.GITHUB_ENV)}
@@ -122,9 +126,9 @@ test.before(async () => {
   writeFileSync(join(workspace, 'assets', 'blue.png'), await solidPng(0, 0, 255))
 })
 
-test('the action declares the inputs paths, config, preset, format, fail-on, sarif and version, and is a composite action', () => {
+test('the action declares the inputs paths, config, preset, format, fail-on, strict, sarif and version, and is a composite action', () => {
   assert.is(action.runs.using, 'composite')
-  assert.equal(Object.keys(action.inputs), ['paths', 'config', 'preset', 'format', 'fail-on', 'sarif', 'version'])
+  assert.equal(Object.keys(action.inputs), ['paths', 'config', 'preset', 'format', 'fail-on', 'strict', 'sarif', 'version'])
   assert.equal(
     action.runs.steps.filter((s) => s.uses).map((s) => s.uses?.replace(/@.*/, '')),
     ['actions/setup-node', 'actions/cache', 'github/codeql-action/upload-sarif'],
@@ -161,6 +165,22 @@ test('with fail-on: error a violation passes; format github prints the annotatio
   assert.not.ok(never.failed, never.log)
 })
 
+test('without the CLIP model, the scan and verdict steps with their default inputs fail on a custom category and annotates why; strict: false passes', () => {
+  // No MOD_MODEL_DIR and a models cache without the preset: only the embedded NSFW specialist, which cannot score redness.
+  const noClip = {MOD_MODEL_DIR: '', MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'no-clip-cache'))}
+  const r = runAction(workspace, {paths: 'assets/blue.png', config: 'policy.yaml'}, {only: ['scan', 'verdict'], env: noClip})
+  assert.ok(r.failed, r.log)
+  assert.is(r.outputs['exit-code'], '2')
+  assert.is(r.outputs.report, '', 'nothing was scanned, so there is no report to upload')
+  assert.match(r.log, /mod scan exited 2 \(fail-on: violation\)/)
+  assert.match(r.log, /^::error title=mod scan::mod: not evaluated: [^(]*\bredness\b[^(]* \(no CLIP model installed; run `mod models pull fast` to score them/m, r.log)
+  const lenient = runAction(workspace, {paths: 'assets/blue.png', config: 'policy.yaml', strict: 'false'}, {only: ['scan', 'verdict'], env: noClip})
+  assert.not.ok(lenient.failed, lenient.log)
+  assert.is(lenient.outputs['exit-code'], '0')
+  assert.match(lenient.log, /^::warning title=mod scan::mod: not evaluated: [^(]*\bredness\b/m)
+  assert.match(lenient.log, /mod scan exited 0: passing/)
+})
+
 test('a bad format input fails the scan step with an annotation', () => {
   const r = runAction(workspace, {paths: 'assets', format: 'xml'})
   assert.ok(r.failed)
@@ -172,7 +192,7 @@ test('a bad format input fails the scan step with an annotation', () => {
 const tools = pythonTools()
 if ('skip' in tools) console.log(`skipping the pre-commit hook test: ${tools.skip}`)
 else {
-  test('the mod-scan hook, run by pre-commit from a hook repository, refuses a red image and passes once it is blue', async () => {
+  test('the mod-scan hook, run by pre-commit from a hook repository, refuses a red image, passes once it is blue, and fails without the model its policy needs', async () => {
     // The hook repository: this repository's .pre-commit-hooks.yaml, committed, as pre-commit clones it.
     const hooks = join(dir.path, 'hooks')
     mkdirSync(hooks)
@@ -195,7 +215,7 @@ else {
     writeFileSync(join(project, 'img', 'logo.svg'), '<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"/>\n')
     git(project, 'add', '-A')
     const env = {...baseEnv(), PRE_COMMIT_HOME: join(dir.path, 'pre-commit-home'), MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache'))}
-    const run = () => spawnSync(tools.python, ['-m', 'pre_commit', 'run', '--all-files', '--color', 'never'], {cwd: project, env, encoding: 'utf8'})
+    const run = (e: Record<string, string> = env) => spawnSync(tools.python, ['-m', 'pre_commit', 'run', '--all-files', '--color', 'never'], {cwd: project, env: e, encoding: 'utf8'})
     const red = run()
     assert.is(red.status, 1, red.stdout + red.stderr)
     assert.match(red.stdout, /^mod scan\.+Failed$/m)
@@ -206,6 +226,13 @@ else {
     const blue = run()
     assert.is(blue.status, 0, blue.stdout + blue.stderr)
     assert.match(blue.stdout, /^mod scan\.+Passed$/m)
+    // Without the CLIP model nothing can score the policy's custom category: the hook fails rather than pass the
+    // image unchecked, and pre-commit shows why.
+    const {MOD_MODEL_DIR: _, ...noClip} = env as Record<string, string>
+    const unchecked = run({...noClip, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'hook-no-clip-cache'))})
+    assert.is(unchecked.status, 1, unchecked.stdout + unchecked.stderr)
+    assert.match(unchecked.stdout, /^mod scan\.+Failed$/m)
+    assert.match(unchecked.stdout, /^mod: not evaluated: [^(]*\bredness\b[^(]* \(no CLIP model installed; run `mod models pull fast` to score them/m, unchecked.stdout)
   })
 }
 
