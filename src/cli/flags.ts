@@ -2,9 +2,17 @@ import {Errors, Flags} from '@oclif/core'
 
 import {PRECISIONS, SETTING_VARIABLES, type SettingsInput} from '../lib/config/settings.js'
 import {PRESETS} from '../lib/policy/types.js'
+import {MODEL_SIGNALS} from '../lib/signals/registry.js'
 import {MAX_FPS, MIN_FPS} from '../lib/video/options.js'
 
 const MODEL = 'MODEL'
+
+/** `--only`, its values and their text from the signal registry, so a new signal appears in `--help` by itself. */
+export const onlyFlag = Flags.string({
+  description: `Score with one signal alone: ${MODEL_SIGNALS.map((s) => `${s.name} (${s.title})`).join(', ')}. The categories it does not score are not evaluated.`,
+  options: MODEL_SIGNALS.map((s) => s.name),
+  helpValue: 'SIGNAL',
+})
 
 /**
  * Flags shared by every command that loads a model. Each declares its MOD_* variable and default, so `--help`

@@ -4,7 +4,7 @@ import {ModCommand} from '../cli/base-command.js'
 import {baselineText, hashedInputs, isAccepted, readBaseline, writeAtomically, type BaselineItem} from '../cli/baseline.js'
 import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION, SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
-import {modelFlags, policyFlags} from '../cli/flags.js'
+import {modelFlags, onlyFlag, policyFlags} from '../cli/flags.js'
 import {coverage, coverageHint, formatRow, notEvaluatedLine, summaryLine, type Counts} from '../cli/format.js'
 import {readFileList} from '../cli/files-from.js'
 import {batchFlags, serverFlags} from '../cli/remote/flags.js'
@@ -23,7 +23,7 @@ import type {ImageLimits} from '../lib/image/decode.js'
 import {thumbnail, type Thumbnail} from '../lib/image/thumbnail.js'
 import {readFileCapped} from '../lib/input/read-capped.js'
 import {coverageOf} from '../lib/signals/listing.js'
-import {MODEL_SIGNAL_NAMES, POLICY_PLUGINS} from '../lib/signals/registry.js'
+import {POLICY_PLUGINS} from '../lib/signals/registry.js'
 import type {Coverage} from '../lib/types.js'
 
 /** Engine results and the inputs that failed before reaching it (not found, not a regular file), in input order. */
@@ -168,11 +168,7 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
       description: 'The --files-from list is separated by NUL characters (git diff -z, find -print0), not newlines.',
       dependsOn: ['files-from'],
     }),
-    only: Flags.string({
-      description:
-        'Score with one signal alone: nsfw (the embedded NSFW specialist: nudity, sexual_activity, suggestive; no CLIP model needed), clip (the zero-shot prompts), text (the text rules of the policy alone, read by the embedded OCR) or pdq (the hash lists of the policy alone: known_bad and the categories lists map to).',
-      options: [...MODEL_SIGNAL_NAMES],
-    }),
+    only: onlyFlag,
     'only-unsafe': Flags.boolean({
       description: 'Print only UNSAFE and ERROR results (rows, --json or --ndjson); the summary still counts everything.',
       exclusive: ['summary'],

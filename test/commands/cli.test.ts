@@ -6,7 +6,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {BIN, runCli, runInProcess, tempDir} from '../helpers/cli.js'
-import {MODEL_SIGNAL_NAMES} from '../../src/lib/signals/registry.js'
+import {MODEL_SIGNALS} from '../../src/lib/signals/registry.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
@@ -75,7 +75,7 @@ test('a mistyped flag or value gets the nearest one in the same line, exit 2, an
   assert.is(preset.code, 2)
   assert.is(preset.stderr, 'mod: usage: Expected fst to be one of: fast, balanced, accurate, nudenet; did you mean fast?\n')
   const only = await runInProcess(['scan', 'x.png', '--only', 'nsf'])
-  assert.is(only.stderr, `mod: usage: Expected --only=nsf to be one of: ${MODEL_SIGNAL_NAMES.join(', ')}; did you mean nsfw?\n`)
+  assert.is(only.stderr, `mod: usage: Expected --only=nsf to be one of: ${MODEL_SIGNALS.map((s) => s.name).join(', ')}; did you mean nsfw?\n`)
   const far = await runInProcess(['scan', 'x.png', '--zzzzzzzz'])
   assert.is(far.stderr, 'mod: usage: Nonexistent flag: --zzzzzzzz\n')
 })
@@ -98,6 +98,13 @@ test('-h shows each flag with its variable and default, then environment variabl
   const serve = await runInProcess(['serve', '--help'])
   assert.match(serve.stdout, /--port=<value>\s+\[default: 8000, env: MOD_PORT\]/)
   assert.match(serve.stdout, /MOD_API_KEY\s+the X-API-Key value/)
+})
+
+test("--only's help names every signal that can run alone, with the registry's title for it", async () => {
+  const r = await runInProcess(['scan', '--help'])
+  const only = (r.stdout.split(/\n  --only=SIGNAL\s+/)[1] ?? '').split(/\n\s*\n|\n  -/)[0].replace(/\s+/g, ' ')
+  assert.ok(MODEL_SIGNALS.some((s) => s.name === 'codes'))
+  for (const s of MODEL_SIGNALS) assert.ok(only.includes(`${s.name} (${s.title})`), `${s.name} in: ${only}`)
 })
 
 /** The EXIT CODES section of a command's --help, as [code, meaning] rows. */
