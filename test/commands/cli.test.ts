@@ -91,8 +91,8 @@ test('a missing --model-dir, or a folder that holds no model, says exactly that'
 test('-h shows each flag with its variable and default, then environment variables and exit codes', async () => {
   const r = await runInProcess(['scan', '-h'])
   assert.is(r.code, 0)
-  assert.match(r.stdout, /--cache-dir=<value>\s+\[default: ~\/\.cache\/mod, env: MOD_CACHE_DIR\]/)
-  assert.match(r.stdout, /--precision=<option>\s+\[default: fp32, env: MOD_PRECISION\]/)
+  assert.match(r.stdout, /--cache-dir=DIR\s+\[default: ~\/\.cache\/mod, env: MOD_CACHE_DIR\]/)
+  assert.match(r.stdout, /--precision=WEIGHTS\s+\[default: fp32, env: MOD_PRECISION\]/)
   assert.match(r.stdout, /ENVIRONMENT VARIABLES\n\s+MOD_MAX_BYTES\s+largest image file/)
   assert.match(r.stdout, /EXIT CODES\n\s+0\s+success.*\n\s+1\s+a violation was found\n\s+2\s+usage[\s\S]*?\n\s+129\s+stopped by SIGHUP.*\n\s+130\s+stopped by Ctrl-C.*\n\s+143\s+stopped by SIGTERM/)
   const serve = await runInProcess(['serve', '--help'])
@@ -105,6 +105,20 @@ test("--only's help names every signal that can run alone, with the registry's t
   const only = (r.stdout.split(/\n  --only=SIGNAL\s+/)[1] ?? '').split(/\n\s*\n|\n  -/)[0].replace(/\s+/g, ' ')
   assert.ok(MODEL_SIGNALS.some((s) => s.name === 'codes'))
   for (const s of MODEL_SIGNALS) assert.ok(only.includes(`${s.name} (${s.title})`), `${s.name} in: ${only}`)
+})
+
+test('mod scan --help fits in 100 lines, the common flags first, and points to the docs for the rest', () => {
+  // A real process, without a terminal: the width oclif wraps to is its default, as in a CI log or a pipe.
+  const r = spawnSync(process.execPath, [BIN, 'scan', '--help'], {encoding: 'utf8', env: {...process.env, COLUMNS: ''}})
+  assert.is(r.status, 0)
+  const lines = r.stdout.trimEnd().split('\n')
+  assert.ok(lines.length <= 100, `${lines.length} lines`)
+  const headers = lines.filter((l) => /^[A-Z][A-Z ]+$/.test(l))
+  assert.equal(headers.slice(0, 4), ['USAGE', 'ARGUMENTS', 'FLAGS', 'CI FLAGS'])
+  const common = r.stdout.split('\nFLAGS\n')[1].split('\n\n')[0]
+  for (const flag of ['--format=FORMAT', '--json', '--ndjson', '--exclude', '--only=SIGNAL', '--only-unsafe', '--strict', '--summary']) assert.ok(common.includes(flag), flag)
+  assert.ok(!common.includes('--server') && !common.includes('--report'), common)
+  for (const doc of ['docs/cli.md', 'docs/policy.md#text-in-images', 'docs/policy.md#codes-in-images', 'docs/policy.md#hash-lists']) assert.ok(r.stdout.includes(doc), doc)
 })
 
 /** The EXIT CODES section of a command's --help, as [code, meaning] rows. */
