@@ -108,8 +108,8 @@ test("--only's help names every signal that can run alone, with the registry's t
 })
 
 test('mod scan --help fits in 100 lines, the common flags first, and points to the docs for the rest', () => {
-  // A real process, without a terminal: the width oclif wraps to is its default, as in a CI log or a pipe.
-  const r = spawnSync(process.execPath, [BIN, 'scan', '--help'], {encoding: 'utf8', env: {...process.env, COLUMNS: ''}})
+  // A real process writing to a pipe, as in a CI log: oclif wraps to its default 80 columns.
+  const r = spawnSync(process.execPath, [BIN, 'scan', '--help'], {encoding: 'utf8', env: {...process.env, OCLIF_COLUMNS: ''}})
   assert.is(r.status, 0)
   const lines = r.stdout.trimEnd().split('\n')
   assert.ok(lines.length <= 100, `${lines.length} lines`)
