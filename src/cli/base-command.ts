@@ -43,7 +43,7 @@ function isParseError(e: unknown): boolean {
 export abstract class ModCommand extends Command {
   static override baseFlags = {
     color: Flags.boolean({
-      description: 'Colour the table output; --no-color (or a non-empty NO_COLOR variable) turns it off.',
+      description: 'Colour the table (a non-empty NO_COLOR also turns it off).',
       allowNo: true,
       default: true,
       helpGroup: 'GLOBAL',

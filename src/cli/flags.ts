@@ -2,9 +2,17 @@ import {Errors, Flags} from '@oclif/core'
 
 import {PRECISIONS, SETTING_VARIABLES, type SettingsInput} from '../lib/config/settings.js'
 import {PRESETS} from '../lib/policy/types.js'
+import {MODEL_SIGNALS} from '../lib/signals/registry.js'
 import {MAX_FPS, MIN_FPS} from '../lib/video/options.js'
 
 const MODEL = 'MODEL'
+
+/** `--only`, its values and their text from the signal registry, so a new signal appears in `--help` by itself. */
+export const onlyFlag = Flags.string({
+  description: `Score with one signal alone: ${MODEL_SIGNALS.map((s) => `${s.name} (${s.title})`).join(', ')}.`,
+  options: MODEL_SIGNALS.map((s) => s.name),
+  helpValue: 'SIGNAL',
+})
 
 /**
  * Flags shared by every command that loads a model. Each declares its MOD_* variable and default, so `--help`
@@ -12,38 +20,43 @@ const MODEL = 'MODEL'
  */
 export const modelFlags = {
   preset: Flags.string({
-    description: "Model preset. Default: the policy file's preset, else fast.",
+    description: "fast, balanced or accurate. Default: the policy's, else fast.",
+    helpValue: 'PRESET',
     options: [...PRESETS],
     env: SETTING_VARIABLES.preset,
     helpGroup: MODEL,
   }),
   'model-dir': Flags.string({
-    description: "Use the model in this folder instead of the preset's cached copy.",
+    description: 'A model folder to use instead of a preset.',
+    helpValue: 'DIR',
     env: SETTING_VARIABLES.modelDir,
     helpGroup: MODEL,
   }),
   'cache-dir': Flags.string({
-    description: 'Where presets and prompt embeddings are stored.',
+    description: 'Where presets and embeddings are stored.',
+    helpValue: 'DIR',
     env: SETTING_VARIABLES.cacheDir,
     defaultHelp: async () => '~/.cache/mod',
     helpGroup: MODEL,
   }),
   config: Flags.string({
-    description: 'Policy YAML file. Default: found by name from the current folder, e.g. .modrc.yaml.',
+    description: 'Policy YAML file. Default: one found by name (.modrc.yaml).',
+    helpValue: 'FILE',
     env: SETTING_VARIABLES.config,
     helpGroup: MODEL,
   }),
-  head: Flags.string({description: 'Trained head file that adds and blends labels.', env: SETTING_VARIABLES.head, helpGroup: MODEL}),
+  head: Flags.string({description: 'Trained head file: more labels.', helpValue: 'FILE', env: SETTING_VARIABLES.head, helpGroup: MODEL}),
   precision: Flags.string({
-    description:
-      "Encoder weights: fp32, or the model's int8 (less memory; about 1.5x as fast with AVX-512 VNNI, unmeasured on AVX2-only CPUs) or fp16 variant.",
+    description: "Encoder weights: fp32, or the model's int8 or fp16 variant.",
+    helpValue: 'WEIGHTS',
     options: [...PRECISIONS],
     default: 'fp32',
     env: SETTING_VARIABLES.precision,
     helpGroup: MODEL,
   }),
   threads: Flags.integer({
-    description: 'onnxruntime threads per model. Default: chosen for the machine.',
+    description: 'onnxruntime threads per model (default: fit the machine).',
+    helpValue: 'N',
     min: 1,
     env: SETTING_VARIABLES.threads,
     helpGroup: MODEL,
@@ -60,13 +73,15 @@ const POLICY = 'POLICY'
 /** One run's changes to the policy in force, for the commands that score (no file to write). */
 export const policyFlags = {
   threshold: Flags.string({
-    description: 'Change a category\'s threshold for this run: CATEGORY=VALUE (0 to 1). Repeatable.',
+    description: "A category's threshold (0 to 1) for this run.",
+    helpValue: 'CATEGORY=VALUE',
     multiple: true,
     multipleNonGreedy: true,
     helpGroup: POLICY,
   }),
   disable: Flags.string({
-    description: 'Switch a category off for this run. Repeatable.',
+    description: 'Switch a category off for this run.',
+    helpValue: 'CATEGORY',
     multiple: true,
     multipleNonGreedy: true,
     helpGroup: POLICY,

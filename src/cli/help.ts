@@ -10,8 +10,16 @@ interface ModHelpCommand {
   exitCodes?: [string, string][]
 }
 
-/** Adds ENVIRONMENT VARIABLES (a command's `static envVars`) and EXIT CODES sections to every command's help. */
+/**
+ * Adds ENVIRONMENT VARIABLES (a command's `static envVars`) and EXIT CODES sections to every command's help; a
+ * command with a `summary` shows it once, at the top, and its description without it.
+ */
 class ModCommandHelp extends CommandHelp {
+  protected override description(): string | undefined {
+    const {summary, description} = this.command
+    return summary && description ? this.wrap(description) : super.description()
+  }
+
   protected override sections(): ReturnType<CommandHelp['sections']> {
     const cmd = this.command as unknown as ModHelpCommand
     return [

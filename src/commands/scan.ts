@@ -4,7 +4,7 @@ import {ModCommand} from '../cli/base-command.js'
 import {baselineText, hashedInputs, isAccepted, readBaseline, writeAtomically, type BaselineItem} from '../cli/baseline.js'
 import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION, SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
-import {modelFlags, policyFlags} from '../cli/flags.js'
+import {modelFlags, onlyFlag, policyFlags} from '../cli/flags.js'
 import {coverage, coverageHint, formatRow, notEvaluatedLine, summaryLine, type Counts} from '../cli/format.js'
 import {readFileList} from '../cli/files-from.js'
 import {batchFlags, serverFlags} from '../cli/remote/flags.js'
@@ -23,7 +23,7 @@ import type {ImageLimits} from '../lib/image/decode.js'
 import {thumbnail, type Thumbnail} from '../lib/image/thumbnail.js'
 import {readFileCapped} from '../lib/input/read-capped.js'
 import {coverageOf} from '../lib/signals/listing.js'
-import {MODEL_SIGNAL_NAMES, POLICY_PLUGINS} from '../lib/signals/registry.js'
+import {POLICY_PLUGINS} from '../lib/signals/registry.js'
 import type {Coverage} from '../lib/types.js'
 
 /** Engine results and the inputs that failed before reaching it (not found, not a regular file), in input order. */
@@ -101,24 +101,24 @@ async function* walkedAhead(items: AsyncIterable<ScanItem>, found: {count: numbe
   }
 }
 
+// Help groups after the common flags (oclif lists the flags without a group first).
+const CI = 'CI'
+const REPORT = 'REPORT'
+
 export default class Scan extends ModCommand {
-  static override description = `Moderate images: files, folders (recursively) or - for one image on stdin.
+  static override summary = 'Moderate images: files, folders (recursively) or - for one image on stdin.'
 
-Formats: JPEG, PNG, WebP, GIF, AVIF, TIFF (animated GIF and WebP: up to 8 frames, each label keeps its maximum). In a folder, images are recognised by their first bytes, whatever their extension; symlinks are followed (a loop is skipped), .git folders and what .gitignore and .ignore files exclude are left out (--no-ignore walks them), and what is skipped is counted in the summary. A file named on the command line is always tried; a file reached twice is scanned once.
+  static override description = `Results go to stdout; progress and the summary to stderr. Every flag in full, what a folder scan reads, the formats and exit codes: docs/cli.md. The policy's sections apply too:
+${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}`] : [])).join('\n')}`
 
-An input that cannot be scanned is an error entry and the other inputs are still scored; a path that does not exist is counted apart from those scanned. Results go to stdout; progress and the summary go to stderr (to stdout with --summary). When a policy file is found by name from the current folder upwards, one stderr line names it.
-
-${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : [])).join('\n\n')}`
+  static override usage = '<%= command.id %> [PATHS...] [FLAGS]'
 
   static override examples = [
     '<%= config.bin %> scan ./photos',
-    '<%= config.bin %> scan ./uploads --json > report.json',
     'cat photo.jpg | <%= config.bin %> scan - --ndjson',
-    '<%= config.bin %> scan ./assets --format sarif > mod.sarif',
     'git diff --name-only -z --diff-filter=d origin/main | <%= config.bin %> scan --files-from - -0 --format github',
-    '<%= config.bin %> scan ./assets --baseline mod-baseline.json',
-    '<%= config.bin %> scan ./photos --config policy.yaml --preset balanced',
-    'MOD_API_KEY=secret <%= config.bin %> scan ./uploads --server https://mod.example.com --format github --resume mod-journal.ndjson',
+    '<%= config.bin %> scan ./assets --baseline mod-baseline.json --format sarif > mod.sarif',
+    'MOD_API_KEY=secret <%= config.bin %> scan ./uploads --server https://mod.example.com --resume mod-journal.ndjson',
   ]
 
   static override envVars: EnvVars = [
@@ -143,68 +143,68 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [s.section.help] : []
   }
 
   static override flags = {
-    json: Flags.boolean({description: 'Print one JSON array of results, streamed as they finish (same as --format json).', exclusive: ['ndjson', 'format']}),
-    ndjson: Flags.boolean({description: 'Print one JSON result per line as each finishes (same as --format ndjson).', exclusive: ['json', 'format']}),
+    json: Flags.boolean({description: 'Print one JSON array (same as --format json).', exclusive: ['ndjson', 'format']}),
+    ndjson: Flags.boolean({description: 'Print one JSON result per line (--format ndjson).', exclusive: ['json', 'format']}),
     format: Flags.string({
-      description:
-        'Output format: table (default), json, ndjson, or a report for CI: sarif (SARIF 2.1.0, for GitHub code scanning, GitLab and SARIF viewers), junit (JUnit XML, for GitLab, Jenkins, Azure Pipelines) or github (GitHub Actions annotations on the files). The summary goes to stderr.',
+      description: 'table (default), json, ndjson, sarif, junit or github.',
+      helpValue: 'FORMAT',
       options: [...SCAN_FORMATS],
       exclusive: ['json', 'ndjson', 'summary'],
     }),
     baseline: Flags.string({
-      description:
-        'Accept the flagged images listed in this baseline file (by the sha256 of their bytes, for the categories listed): they are reported as accepted and do not make the exit code 1.',
+      description: 'Accept the flagged images a baseline lists.',
+      helpValue: 'FILE',
+      helpGroup: CI,
     }),
     'write-baseline': Flags.string({
-      description: "Write this run's flagged images, with their categories, to a baseline file (JSON, version 1), replacing it whole.",
+      description: "Write this run's flagged images to a baseline.",
+      helpValue: 'FILE',
+      helpGroup: CI,
     }),
     'files-from': Flags.string({
-      description:
-        'Also scan the paths listed in this file (- for stdin), one per line: e.g. the files a pull request changed. A listed file that is not an image is skipped; one that does not exist is a not_found error. An empty list scans nothing and exits 0.',
+      description: 'Also scan the paths listed in FILE (- for stdin).',
+      helpValue: 'FILE',
+      helpGroup: CI,
     }),
     null: Flags.boolean({
       // -0 as xargs and grep -z spell it; oclif's types allow only letters, its parser takes any character.
       char: '0' as 'a',
-      description: 'The --files-from list is separated by NUL characters (git diff -z, find -print0), not newlines.',
+      description: 'The --files-from list is NUL-separated.',
       dependsOn: ['files-from'],
+      helpGroup: CI,
     }),
-    only: Flags.string({
-      description:
-        'Score with one signal alone: nsfw (the embedded NSFW specialist: nudity, sexual_activity, suggestive; no CLIP model needed), clip (the zero-shot prompts), text (the text rules of the policy alone, read by the embedded OCR) or pdq (the hash lists of the policy alone: known_bad and the categories lists map to).',
-      options: [...MODEL_SIGNAL_NAMES],
-    }),
+    only: onlyFlag,
     'only-unsafe': Flags.boolean({
-      description: 'Print only UNSAFE and ERROR results (rows, --json or --ndjson); the summary still counts everything.',
+      description: 'Print only UNSAFE and ERROR results.',
       exclusive: ['summary'],
     }),
     summary: Flags.boolean({
-      description: 'Print only the summary, on stdout (with --json: one object of counts).',
+      description: 'Print only the summary, on stdout.',
       exclusive: ['ndjson', 'only-unsafe'],
     }),
     exclude: Flags.string({
-      description:
-        "Leave out paths matching this git-ignore pattern (e.g. '*.tmp', 'drafts/'), below each folder given and for each file given. Repeatable. A .modignore file in a folder adds patterns for it and below.",
+      description: "Leave out paths matching this git-ignore pattern.",
+      helpValue: 'PATTERN',
       multiple: true,
       multipleNonGreedy: true,
     }),
     'no-ignore': Flags.boolean({
-      description:
-        'Also walk .git folders and what .gitignore and .ignore files exclude, which a folder scan skips by default as ripgrep does (.gitignore inside a git repository, with the files of the folders above a folder given, up to the repository top). .modignore and --exclude still apply.',
+      description: 'Also walk .git and what .gitignore/.ignore exclude.',
     }),
     report: Flags.string({
-      description:
-        'Also write an offline HTML page to review the flagged and failed items (thumbnails with the boxes found, every score, paths relative to the working folder; sort, search, keyboard marks and a Download labels button whose file mod eval and mod calibrate read; it prints whole). About 10 KB per item; safe items are only counted, unless --report-sample.',
+      description: 'Also write an HTML page to review the flags.',
+      helpValue: 'FILE',
+      helpGroup: REPORT,
     }),
     'report-sample': Flags.integer({
-      description:
-        'Also put N safe items into the --report page, to mark the missed ones; chosen by a hash of their bytes, so the same images give the same sample.',
+      description: 'Also put N safe items in the page, to mark misses.',
       helpValue: 'N',
+      helpGroup: REPORT,
       min: 0,
       dependsOn: ['report'],
     }),
     strict: Flags.boolean({
-      description:
-        'Exit 2 when a category of the policy cannot be evaluated (e.g. no CLIP model installed), so a gate never passes on a partial check; known once the models are loaded, so nothing is scanned.',
+      description: 'Exit 2 if a category cannot be evaluated (no model).',
     }),
     ...policyFlags,
     ...modelFlags,

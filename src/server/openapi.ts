@@ -353,10 +353,10 @@ export function openapiDocument(info: OpenApiInfo): OpenApiDocument {
     servers: [{url: '/', description: 'This server'}],
     ...(info.apiKey ? {security: [{ApiKey: []}]} : {}),
     tags: [
-      {name: 'moderation', description: 'Score images and videos against the policy.'},
+      {name: 'moderation', description: 'Score images (uploaded, in base64 or by URL) and an uploaded video against the policy, answered in the request.'},
       {name: 'policy', description: 'The categories in force.'},
-      {name: 'jobs', description: 'Long videos as asynchronous jobs.'},
-      {name: 'service', description: 'Health and documentation.'},
+      {name: 'jobs', description: 'Asynchronous jobs: a long video, or many images, scored in the background; poll a job, read its results, cancel it.'},
+      {name: 'service', description: 'Health, readiness, metrics and this documentation.'},
     ],
     paths,
     components: {

@@ -6,7 +6,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {BIN, runCli, runInProcess, tempDir} from '../helpers/cli.js'
-import {MODEL_SIGNAL_NAMES} from '../../src/lib/signals/registry.js'
+import {MODEL_SIGNALS} from '../../src/lib/signals/registry.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
@@ -75,7 +75,7 @@ test('a mistyped flag or value gets the nearest one in the same line, exit 2, an
   assert.is(preset.code, 2)
   assert.is(preset.stderr, 'mod: usage: Expected fst to be one of: fast, balanced, accurate, nudenet; did you mean fast?\n')
   const only = await runInProcess(['scan', 'x.png', '--only', 'nsf'])
-  assert.is(only.stderr, `mod: usage: Expected --only=nsf to be one of: ${MODEL_SIGNAL_NAMES.join(', ')}; did you mean nsfw?\n`)
+  assert.is(only.stderr, `mod: usage: Expected --only=nsf to be one of: ${MODEL_SIGNALS.map((s) => s.name).join(', ')}; did you mean nsfw?\n`)
   const far = await runInProcess(['scan', 'x.png', '--zzzzzzzz'])
   assert.is(far.stderr, 'mod: usage: Nonexistent flag: --zzzzzzzz\n')
 })
@@ -91,13 +91,34 @@ test('a missing --model-dir, or a folder that holds no model, says exactly that'
 test('-h shows each flag with its variable and default, then environment variables and exit codes', async () => {
   const r = await runInProcess(['scan', '-h'])
   assert.is(r.code, 0)
-  assert.match(r.stdout, /--cache-dir=<value>\s+\[default: ~\/\.cache\/mod, env: MOD_CACHE_DIR\]/)
-  assert.match(r.stdout, /--precision=<option>\s+\[default: fp32, env: MOD_PRECISION\]/)
+  assert.match(r.stdout, /--cache-dir=DIR\s+\[default: ~\/\.cache\/mod, env: MOD_CACHE_DIR\]/)
+  assert.match(r.stdout, /--precision=WEIGHTS\s+\[default: fp32, env: MOD_PRECISION\]/)
   assert.match(r.stdout, /ENVIRONMENT VARIABLES\n\s+MOD_MAX_BYTES\s+largest image file/)
   assert.match(r.stdout, /EXIT CODES\n\s+0\s+success.*\n\s+1\s+a violation was found\n\s+2\s+usage[\s\S]*?\n\s+129\s+stopped by SIGHUP.*\n\s+130\s+stopped by Ctrl-C.*\n\s+143\s+stopped by SIGTERM/)
   const serve = await runInProcess(['serve', '--help'])
   assert.match(serve.stdout, /--port=<value>\s+\[default: 8000, env: MOD_PORT\]/)
   assert.match(serve.stdout, /MOD_API_KEY\s+the X-API-Key value/)
+})
+
+test("--only's help names every signal that can run alone, with the registry's title for it", async () => {
+  const r = await runInProcess(['scan', '--help'])
+  const only = (r.stdout.split(/\n  --only=SIGNAL\s+/)[1] ?? '').split(/\n\s*\n|\n  -/)[0].replace(/\s+/g, ' ')
+  assert.ok(MODEL_SIGNALS.some((s) => s.name === 'codes'))
+  for (const s of MODEL_SIGNALS) assert.ok(only.includes(`${s.name} (${s.title})`), `${s.name} in: ${only}`)
+})
+
+test('mod scan --help fits in 100 lines, the common flags first, and points to the docs for the rest', () => {
+  // A real process writing to a pipe, as in a CI log: oclif wraps to its default 80 columns.
+  const r = spawnSync(process.execPath, [BIN, 'scan', '--help'], {encoding: 'utf8', env: {...process.env, OCLIF_COLUMNS: ''}})
+  assert.is(r.status, 0)
+  const lines = r.stdout.trimEnd().split('\n')
+  assert.ok(lines.length <= 100, `${lines.length} lines`)
+  const headers = lines.filter((l) => /^[A-Z][A-Z ]+$/.test(l))
+  assert.equal(headers.slice(0, 4), ['USAGE', 'ARGUMENTS', 'FLAGS', 'CI FLAGS'])
+  const common = r.stdout.split('\nFLAGS\n')[1].split('\n\n')[0]
+  for (const flag of ['--format=FORMAT', '--json', '--ndjson', '--exclude', '--only=SIGNAL', '--only-unsafe', '--strict', '--summary']) assert.ok(common.includes(flag), flag)
+  assert.ok(!common.includes('--server') && !common.includes('--report'), common)
+  for (const doc of ['docs/cli.md', 'docs/policy.md#text-in-images', 'docs/policy.md#codes-in-images', 'docs/policy.md#hash-lists']) assert.ok(r.stdout.includes(doc), doc)
 })
 
 /** The EXIT CODES section of a command's --help, as [code, meaning] rows. */

@@ -76,6 +76,18 @@ test("describes every endpoint of the spec's table with its method", () => {
   )
 })
 
+test('every tag is declared once and used, and says what its routes do (jobs: each kind of job a POST creates)', () => {
+  const declared = doc.tags.map((t) => t.name)
+  const used = new Set(operations(doc).flatMap(([, , op]) => op.tags))
+  assert.equal([...declared].sort(), [...used].sort())
+  const jobs = doc.tags.find((t) => t.name === 'jobs')?.description ?? ''
+  const kinds = operations(doc).filter(([method, , op]) => method === 'post' && op.tags.includes('jobs')).map(([, path]) => path.split('/').at(-1)?.replace(/s$/, '') ?? '')
+  assert.equal(kinds.sort(), ['image', 'video'])
+  for (const kind of kinds) assert.match(jobs, kind)
+  const service = doc.tags.find((t) => t.name === 'service')?.description ?? ''
+  for (const word of ['Health', 'readiness', 'metrics', 'documentation']) assert.match(service, word)
+})
+
 test('operation ids are unique and every operation has a summary and a description', () => {
   const ids = operations(doc).map(([, , op]) => op.operationId)
   assert.is(new Set(ids).size, ids.length)

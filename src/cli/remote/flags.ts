@@ -7,23 +7,23 @@ const SERVER = 'SERVER'
 /** The flags of a remote run: where the server is, its key, and how hard to push and retry. */
 export const serverFlags = {
   server: Flags.string({
-    description:
-      "Score on this mod serve (or a fleet behind a load balancer) instead of a local model: same outputs and exit codes, with the server's policy and model (scan-video: as a job on its queue). The model and policy flags are refused with it.",
+    description: 'Score on this mod serve (its model and policy).',
+    helpValue: 'URL',
     env: CLIENT_VARIABLES.server,
     helpGroup: SERVER,
   }),
-  'api-key': Flags.string({description: "The server's API key (sent as X-API-Key); prefer MOD_API_KEY, since a flag's value shows in the process list.", env: CLIENT_VARIABLES.apiKey, helpGroup: SERVER}),
+  'api-key': Flags.string({description: "The server's key (a flag shows in ps).", helpValue: 'KEY', env: CLIENT_VARIABLES.apiKey, helpGroup: SERVER}),
   retries: Flags.integer({
-    description:
-      'Retries of a request that failed on the connection or was answered 429, 502, 503 or 504 (waiting as its Retry-After says, else backing off from 0.25 s to 10 s) before the run fails (with --server).',
+    description: 'Retries of a failed request (with --server).',
+    helpValue: 'N',
     min: 0,
     max: 100,
     default: 8,
     helpGroup: SERVER,
   }),
   timeout: Flags.integer({
-    description:
-      "With --server: stop the run after this many seconds (exit 2, server_unreachable), however the server answers. Each request has its own limits besides: headers within 60 s (else retried), the whole answer within 30 s more (else the run fails).",
+    description: 'Stop the run after S seconds, exit 2 (with --server).',
+    helpValue: 'S',
     min: 1,
     helpGroup: SERVER,
   }),
@@ -31,10 +31,10 @@ export const serverFlags = {
 
 /** The flags of a remote run over many images (mod scan). */
 export const batchFlags = {
-  concurrency: Flags.integer({description: 'Batch requests in flight at once (with --server).', min: 1, max: 64, default: 4, helpGroup: SERVER}),
+  concurrency: Flags.integer({description: 'Batch requests in flight (with --server).', helpValue: 'N', min: 1, max: 64, default: 4, helpGroup: SERVER}),
   resume: Flags.string({
-    description:
-      "With --server: keep a journal of the finished inputs in this file (NDJSON); a rerun with the same file sends only the inputs not in it (or changed since) and prints every result. Tied to the server's policy, and signed with MOD_JOURNAL_KEY (else the API key): a journal edited or written under another key is refused. Keep it out of the scanned workspace.",
+    description: 'Journal the finished inputs; a rerun sends the rest.',
+    helpValue: 'FILE',
     dependsOn: ['server'],
     helpGroup: SERVER,
   }),

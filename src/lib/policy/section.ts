@@ -68,7 +68,7 @@ export interface SectionCheck {
 export interface PolicySection<F = unknown, B = unknown, D = unknown> {
   /** Its top-level key in the policy file. */
   readonly key: string
-  /** What it does to a scan, one paragraph of `mod scan --help`. */
+  /** What it does to a scan, one line of `mod scan --help` that links the docs saying more. */
   readonly help?: string
   /** Categories that exist only while this section feeds them (`known_bad`, `contact_info`): no prompts, threshold 0.5. */
   readonly ownCategories?: readonly string[]

@@ -54,4 +54,4 @@ export const POLICY_PLUGINS: PolicyPlugins = {
 export const ADDONS: readonly Addon[] = SIGNALS.flatMap((s) => (s.addon ? [s.addon] : []))
 
 /** The signals that score categories on their own: what `--only` can name. */
-export const MODEL_SIGNAL_NAMES: readonly string[] = SIGNALS.filter((s) => s.kind === 'model').map((s) => s.name)
+export const MODEL_SIGNALS: readonly Signal[] = SIGNALS.filter((s) => s.kind === 'model')

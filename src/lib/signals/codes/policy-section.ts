@@ -152,7 +152,7 @@ function readSection(ctx: YamlContext, node: unknown, at: number, places: Places
 
 export const codesSection: PolicySection<CodesSection, CodesSection> = {
   key: KEY,
-  help: "The policy's codes rules are applied: the QR codes and barcodes in each image are read offline (zxing-cpp), a rule that a code hits (any code, a URL to a denied domain or outside the allowed ones, listed words, a regex, a contact detector) sets its category's score to 1, and the result's codes and code_hits fields give each code's format, payload and box, and the hits.",
+  help: 'codes: QR codes and barcodes read in images (docs/policy.md#codes-in-images)',
   ownCategories: [CODES_ONLY_CATEGORY],
   read(ctx, node, at) {
     const places: Places = new Map()

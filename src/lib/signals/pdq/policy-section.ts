@@ -159,7 +159,7 @@ async function checkLists(lists: readonly HashListEntry[], policyPath: string): 
 
 export const hashListsSection: PolicySection<HashListEntry[], PolicyHashList[]> = {
   key: KEY,
-  help: "The policy's hash_lists are applied: an image whose PDQ hash (or a rotation or mirror of it) is within a list's distance of a listed hash violates the list's category (known_bad by default), and its result's matches field names the list, the label, the note and the distance.",
+  help: 'hash_lists: PDQ hashes of known images (docs/policy.md#hash-lists)',
   ownCategories: [DEFAULT_HASH_CATEGORY],
   read(ctx, node, at) {
     const categoryAt = new Map<string, number>()

@@ -274,7 +274,7 @@ function buildTextPolicy(section: TextSection, lists: WordLists): TextPolicy {
 
 export const textSection: PolicySection<TextSection, TextPolicy, WordLists> = {
   key: KEY,
-  help: "The policy's text rules are applied: the text drawn in each image is read by the embedded OCR, a rule that matches a line sets its category's score to 1, and the result's text and text_hits fields (with --json or --ndjson) give the lines read and the hits; text_truncated says when reading stopped early (an image's reading is bounded by its budget, text.budget).",
+  help: 'text: the text drawn in images (docs/policy.md#text-in-images)',
   ownCategories: [TEXT_ONLY_CATEGORY],
   read(ctx, node, at) {
     const places: TextRulePlace[] = []
