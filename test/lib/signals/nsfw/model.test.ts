@@ -65,7 +65,14 @@ test('with a cache folder the session starts from the cached optimised graph and
 })
 
 test('a batch gives each view the probabilities it gets alone; the flipped cat is still Neutral', async () => {
-  const batch = nsfwPreprocess(await chelsea(), {flip: true})
+  const cat = await chelsea()
+  const flipped = Buffer.alloc(cat.data.length)
+  for (let y = 0; y < cat.height; y++) {
+    for (let x = 0; x < cat.width; x++) cat.data.copy(flipped, 3 * (y * cat.width + cat.width - 1 - x), 3 * (y * cat.width + x), 3 * (y * cat.width + x) + 3)
+  }
+  const batch = new Float32Array(2 * NSFW_VIEW_SIZE)
+  nsfwPreprocess(cat, {out: batch})
+  nsfwPreprocess({...cat, data: flipped}, {out: batch, offset: NSFW_VIEW_SIZE})
   const [view, mirrored] = await model.classify(batch, 2)
   near(view, CHELSEA, 'chelsea in a batch')
   const sum = mirrored.reduce((a, b) => a + b, 0)
