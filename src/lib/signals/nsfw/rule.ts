@@ -70,8 +70,6 @@ export interface NsfwCategoryScores {
 /** A frame's scores, and what a second opinion (NudeNet) needs to know of how they were reached. */
 export interface NsfwJudgement {
   scores: NsfwCategoryScores
-  /** Nudity at SURE or more by the recall guarantee. */
-  sure: boolean
   /** The explicit probability is mostly Hentai (drawn), not Porn, on the judge's image and letterbox (or the gate's one view): what a photo detector cannot see. */
   drawn: boolean
 }
@@ -111,19 +109,17 @@ export function nsfwJudgement(outputs: ArrayLike<number>): NsfwJudgement {
   if (p.length !== N && p.length !== N * (1 + JUDGE_VIEWS.length)) {
     throw new RangeError(`nsfwJudgement: ${p.length} probabilities, expected ${N} (the gate's view) or ${N * (1 + JUDGE_VIEWS.length)} (and the judge's)`)
   }
-  if (p.length === N) return {scores: viewScores(p), sure: false, drawn: p[1] > p[3]}
+  if (p.length === N) return {scores: viewScores(p), drawn: p[1] > p[3]}
   const views = JUDGE_VIEWS.map((_, i) => p.slice(N * (i + 1), N * (i + 2)))
   const all = views.map(viewScores)
   const lowest = (k: keyof NsfwCategoryScores, some = all) => Math.min(...some.map((s) => s[k]))
   const suggestiveViews = all.filter((_, i) => SUGGESTIVE_VIEWS.includes(JUDGE_VIEWS[i]))
   const [image, , letterbox] = all
   const sureNudity = Math.min(image.nudity, letterbox.nudity)
-  const sure = sureNudity >= SURE
   // Drawn or photographed, as the two views of the recall guarantee see it.
   const [imageP, , letterboxP] = views
   return {
-    scores: {nudity: sure ? sureNudity : lowest('nudity'), sexual_activity: lowest('sexual_activity'), suggestive: lowest('suggestive', suggestiveViews)},
-    sure,
+    scores: {nudity: sureNudity >= SURE ? sureNudity : lowest('nudity'), sexual_activity: lowest('sexual_activity'), suggestive: lowest('suggestive', suggestiveViews)},
     drawn: imageP[1] + letterboxP[1] > imageP[3] + letterboxP[3],
   }
 }

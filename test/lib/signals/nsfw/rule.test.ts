@@ -93,11 +93,10 @@ test('recall guarantee: the judge\'s image and letterbox both Porn + Hentai >= 0
     const letterbox = sure()
     const j = nsfwJudgement([...simplex(), ...image, ...simplex(), ...letterbox])
     const least = Math.min(image[1] + image[3], letterbox[1] + letterbox[3])
-    assert.ok(j.sure && j.scores.nudity >= 0.9 && Math.abs(j.scores.nudity - least) < 1e-6, `${image} ${letterbox} → ${j.scores.nudity}`)
+    assert.ok(j.scores.nudity >= 0.9 && Math.abs(j.scores.nudity - least) < 1e-6, `${image} ${letterbox} → ${j.scores.nudity}`)
   }
   // Just under the bar on the letterbox, the centre decides.
   assert.is(judged([0, 0.45, 0.05, 0.5, 0], [0, 0, 1, 0, 0], [0, 0.4, 0.11, 0.49, 0]).nudity, 0)
-  assert.is(nsfwJudgement([0, 0, 0.5, 0.5, 0, 0, 0.45, 0.05, 0.5, 0, 0, 0, 1, 0, 0, 0, 0.4, 0.11, 0.49, 0]).sure, false)
 })
 
 test('a judgement says whether the explicit probability was mostly drawn (Hentai) or photographed (Porn)', () => {

@@ -8,7 +8,7 @@ import {agreement, AGREE, combineNudenet, confirmLabels, evidence, EXPOSED_PARTS
 const at = (label: Detection['label'], score: number): Detection => ({label, score, box: [0, 0, 10, 10]})
 const close = (a: number, b: number) => Math.abs(a - b) < 1e-9
 /** The specialist's judgement of a photo (not drawn) with these scores. */
-const judged = (scores: NsfwCategoryScores, drawn = false): NsfwJudgement => ({scores, sure: scores.nudity >= SURE, drawn})
+const judged = (scores: NsfwCategoryScores, drawn = false): NsfwJudgement => ({scores, drawn})
 
 test('agreement maps 0 to 0, the package\'s default threshold to 0.5 and 1 to 1, linearly between', () => {
   assert.equal([0, AGREE / 2, AGREE, (1 + AGREE) / 2, 1].map(agreement), [0, 0.25, 0.5, 0.75, 1])
