@@ -114,28 +114,21 @@ test.after(() => {
   dir.remove()
 })
 
+/** A 200 JSON answer whose body never ends: spaces as fast as the client reads them. */
+function endlessJson(res: ServerResponse): void {
+  res.writeHead(200, {'content-type': 'application/json'})
+  const chunk = Buffer.alloc(64 * 1024, 0x20)
+  const pump = (): void => {
+    while (!res.destroyed && res.write(chunk));
+    if (!res.destroyed) res.once('drain', pump)
+  }
+  pump()
+}
+
 test('a huge or endless answer is cut off at the size a batch can hold, however fast it comes', async () => {
   const claimed = await hostile((_req, res) => res.writeHead(200, {'content-type': 'application/json', 'content-length': String(3_000_000_000)}).write('{"results":['))
-  const endless = await hostile((_req, res) => {
-    res.writeHead(200, {'content-type': 'application/json'})
-    const chunk = Buffer.alloc(64 * 1024, 0x20)
-    const pump = (): void => {
-      while (!res.destroyed && res.write(chunk));
-      if (!res.destroyed) res.once('drain', pump)
-    }
-    pump()
-  })
-  const listing = await hostile(() => undefined, {
-    categories: (_req, res) => {
-      res.writeHead(200, {'content-type': 'application/json'})
-      const chunk = Buffer.alloc(64 * 1024, 0x20)
-      const pump = (): void => {
-        while (!res.destroyed && res.write(chunk));
-        if (!res.destroyed) res.once('drain', pump)
-      }
-      pump()
-    },
-  })
+  const endless = await hostile((_req, res) => endlessJson(res))
+  const listing = await hostile(() => undefined, {categories: (_req, res) => endlessJson(res)})
   for (const [url, what, limit] of [
     [claimed, 'POST /v1/moderate/batch', '2 MiB'],
     [endless, 'POST /v1/moderate/batch', '2 MiB'],
