@@ -85,6 +85,138 @@ function ffmpegArgs(path: string, o: Omit<DecodeOptions, 'signal'>): string[] {
   ]
 }
 
+/** The running ffmpeg process: its pipes, how it ended, and what its log said. */
+interface Decoder {
+  stdout: Readable
+  /** The packets' listing, read only as a sign of progress. */
+  progress: Readable
+  exited: Promise<number | null>
+  spawnFailed(): boolean
+  log(): string
+  pixelLimit(): boolean
+  kill(): void
+  /** Kills ffmpeg and closes every pipe; resolves once the process is gone. */
+  close(): Promise<void>
+}
+
+function startDecoder(path: string, o: DecodeOptions): Decoder {
+  const child = spawn(o.ffmpeg, ffmpegArgs(path, o), {stdio: ['ignore', 'pipe', 'pipe', 'pipe'], windowsHide: true})
+  const stdout = child.stdout as Readable
+  const stderr = child.stderr as Readable
+  const progress = child.stdio[3] as Readable
+  let spawnFailed = false
+  const exited = new Promise<number | null>((done) => {
+    child.once('exit', (code) => done(code))
+    child.once('error', () => {
+      spawnFailed = true
+      done(null)
+    })
+  })
+  let log = ''
+  let pixelLimit = false
+  stderr.on('data', (chunk: Buffer) => {
+    const text = chunk.toString('utf8')
+    if (log.length < LOG_HEAD_CHARS) log += text.slice(0, LOG_HEAD_CHARS - log.length)
+    if (overPixelLimit(text)) pixelLimit = true
+  })
+  const kill = (): void => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    stdout.destroy()
+  }
+  return {
+    stdout,
+    progress,
+    exited,
+    spawnFailed: () => spawnFailed,
+    log: () => log,
+    pixelLimit: () => pixelLimit,
+    kill,
+    close: async () => {
+      kill()
+      stderr.destroy()
+      progress.destroy()
+      await exited
+    },
+  }
+}
+
+/**
+ * The clock of the time ffmpeg may take and its stall watchdog. Both run only while we wait for ffmpeg, never
+ * while the caller is busy with a frame. When either runs out, `onExpire` is called (it kills ffmpeg).
+ */
+interface WaitClock {
+  wait<T>(p: Promise<T>): Promise<T>
+  /** ffmpeg showed progress: the stall watchdog starts again. */
+  progressed(): void
+  stalled(): boolean
+  overTime(): boolean
+  stop(): void
+}
+
+function createWaitClock(budgetMs: number, spentBefore: number, stallTimeoutMs: number, onExpire: () => void): WaitClock {
+  let spent = spentBefore
+  let stalled = false
+  let overTime = false
+  let waiting = false
+  let waitStarted = 0
+  let timer: NodeJS.Timeout | undefined
+  const watch = (): void => {
+    clearTimeout(timer)
+    const left = budgetMs - spent - (performance.now() - waitStarted)
+    timer = setTimeout(
+      () => {
+        if (left <= stallTimeoutMs) overTime = true
+        else stalled = true
+        onExpire()
+      },
+      Math.max(0, Math.min(stallTimeoutMs, left)),
+    )
+  }
+  return {
+    async wait(p) {
+      waiting = true
+      waitStarted = performance.now()
+      watch()
+      try {
+        return await p
+      } finally {
+        waiting = false
+        spent += performance.now() - waitStarted
+        clearTimeout(timer)
+      }
+    },
+    progressed: () => {
+      if (waiting) watch()
+    },
+    stalled: () => stalled,
+    overTime: () => overTime,
+    stop: () => clearTimeout(timer),
+  }
+}
+
+/** Throws the error that explains how ffmpeg ended, if it did not end well. */
+function checkEnding(code: number | null, frames: number, decoder: Decoder, clock: WaitClock, path: string, o: DecodeOptions, budgetMs: number): void {
+  if (clock.overTime()) {
+    throw new ModError('video_too_long', `decoding the video took longer than ${budgetMs / 1000} s, the limit for videos of up to ${o.maxSeconds} s`)
+  }
+  if (decoder.spawnFailed()) throw ffmpegMissing(`ffmpeg could not be run from ${JSON.stringify(o.ffmpeg)}`)
+  if (clock.stalled()) {
+    throw new ModError('unsupported_media', `the video decoder made no progress for ${o.stallTimeoutMs / 1000} s; the file may be damaged`)
+  }
+  if (decoder.pixelLimit()) throw picturesTooLarge(o.maxPixels)
+  if (code !== 0) throw unreadableVideo(decoder.log(), path)
+  if (frames === 0) throw new ModError('unsupported_media', 'no video frame could be decoded')
+}
+
+function checkFrameLimits(index: number, o: DecodeOptions): void {
+  const time = index / o.fps
+  // The packets' span leaves out packets without a timestamp; the frames sampled from them still count.
+  if (time >= o.maxSeconds) throw videoTooLong(o.maxSeconds)
+  if (index >= o.maxFrames) {
+    throw new ModError('video_too_long', `the video gives more than ${o.maxFrames} frames at ${o.fps} fps, the limit`)
+  }
+}
+
 /**
  * Samples `fps` frames per second of the first video stream of the file at `path` through ffmpeg, as RGB
  * frames handed over a pipe (no files written). The stream is read only as fast as the caller consumes it,
@@ -114,119 +246,43 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
     timeoutMs: budgetMs,
     signal: o.signal,
   })
-  let spent = performance.now() - scanStarted
-  const child = spawn(o.ffmpeg, ffmpegArgs(path, o), {stdio: ['ignore', 'pipe', 'pipe', 'pipe'], windowsHide: true})
-  const stdout = child.stdout as Readable
-  const stderr = child.stderr as Readable
-  const side = child.stdio[3] as Readable
-  let spawnFailed = false
-  const exited = new Promise<number | null>((done) => {
-    child.once('exit', (code) => done(code))
-    child.once('error', () => {
-      spawnFailed = true
-      done(null)
-    })
-  })
-
-  let log = ''
-  let pixelLimit = false
-  stderr.on('data', (chunk: Buffer) => {
-    const text = chunk.toString('utf8')
-    if (log.length < LOG_HEAD_CHARS) log += text.slice(0, LOG_HEAD_CHARS - log.length)
-    if (overPixelLimit(text)) pixelLimit = true
-  })
-
-  const kill = (): void => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-    stdout.destroy()
-  }
-
-  // The watchdog runs only while we wait for ffmpeg, never while the caller is busy with a frame; so does the
-  // clock of the time ffmpeg may take.
-  let stalled = false
-  let overTime = false
-  let waiting = false
-  let waitStarted = 0
-  let timer: NodeJS.Timeout | undefined
-  const watch = (): void => {
-    clearTimeout(timer)
-    const left = budgetMs - spent - (performance.now() - waitStarted)
-    timer = setTimeout(
-      () => {
-        if (left <= o.stallTimeoutMs) overTime = true
-        else stalled = true
-        kill()
-      },
-      Math.max(0, Math.min(o.stallTimeoutMs, left)),
-    )
-  }
-  const wait = async <T>(p: Promise<T>): Promise<T> => {
-    waiting = true
-    waitStarted = performance.now()
-    watch()
-    try {
-      return await p
-    } finally {
-      waiting = false
-      spent += performance.now() - waitStarted
-      clearTimeout(timer)
-    }
-  }
-
-  side.on('data', () => {
-    if (waiting) watch()
-  })
-  const onAbort = (): void => kill()
+  const decoder = startDecoder(path, o)
+  const clock = createWaitClock(budgetMs, performance.now() - scanStarted, o.stallTimeoutMs, decoder.kill)
+  decoder.progress.on('data', clock.progressed)
+  const onAbort = (): void => decoder.kill()
   o.signal?.addEventListener('abort', onAbort, {once: true})
 
   const parser = createPpmParser(o.maxFrameSide)
   let index = 0
   try {
-    const chunks = stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>
+    const chunks = decoder.stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>
     for (;;) {
       let next: IteratorResult<Buffer>
       try {
-        next = await wait(chunks.next())
+        next = await clock.wait(chunks.next())
       } catch (e) {
         // Killing ffmpeg (stall, abort, too long) destroys stdout, which ends the iteration with an error.
-        if (!stalled && !overTime && !o.signal?.aborted) throw e
+        if (!clock.stalled() && !clock.overTime() && !o.signal?.aborted) throw e
         break
       }
       if (next.done) break
       for (const image of parser.push(next.value)) {
-        const time = index / o.fps
-        // The packets' span leaves out packets without a timestamp; the frames sampled from them still count.
-        if (time >= o.maxSeconds) throw videoTooLong(o.maxSeconds)
-        if (index >= o.maxFrames) {
-          throw new ModError('video_too_long', `the video gives more than ${o.maxFrames} frames at ${o.fps} fps, the limit`)
-        }
+        checkFrameLimits(index, o)
         o.signal?.throwIfAborted()
-        yield {index, time, image}
+        yield {index, time: index / o.fps, image}
         index++
       }
     }
-    const code = await wait(exited)
+    const code = await clock.wait(decoder.exited)
     o.signal?.throwIfAborted()
-    if (overTime) {
-      throw new ModError('video_too_long', `decoding the video took longer than ${budgetMs / 1000} s, the limit for videos of up to ${o.maxSeconds} s`)
-    }
-    if (spawnFailed) throw ffmpegMissing(`ffmpeg could not be run from ${JSON.stringify(o.ffmpeg)}`)
-    if (stalled) {
-      throw new ModError('unsupported_media', `the video decoder made no progress for ${o.stallTimeoutMs / 1000} s; the file may be damaged`)
-    }
-    if (pixelLimit) throw picturesTooLarge(o.maxPixels)
-    if (code !== 0) throw unreadableVideo(log, path)
-    if (index === 0) throw new ModError('unsupported_media', 'no video frame could be decoded')
+    checkEnding(code, index, decoder, clock, path, o, budgetMs)
     const span = index / o.fps
     const end = scan.end
     const duration = end === undefined ? span : Math.min(span, Math.max(end, (index - 1) / o.fps))
     return {frames: index, duration}
   } finally {
-    clearTimeout(timer)
+    clock.stop()
     o.signal?.removeEventListener('abort', onAbort)
-    kill()
-    stderr.destroy()
-    side.destroy()
-    await exited
+    await decoder.close()
   }
 }

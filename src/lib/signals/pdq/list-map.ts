@@ -189,14 +189,13 @@ async function readHeader(dir: string, sha256: Buffer): Promise<{count: number; 
 const damaged = (dir: string, what: string): ModError =>
   new ModError('internal', `the hash list cache ${dir} is damaged (${what}); delete the folder and start again to rebuild it`)
 
-/**
- * Opens the cache in `dir` when it is whole and was made from a list of this SHA-256; undefined otherwise
- * (missing, cut, of another format or list, or refused by onnxruntime), and the caller builds it anew.
- */
-export async function openMapped(dir: string, sha256: Buffer): Promise<MappedIndex | undefined> {
-  const head = await readHeader(dir, sha256)
-  if (!head) return undefined
-  const {count, recordTexts, layout} = head
+interface Sessions {
+  probe: ort.InferenceSession
+  fetch: ort.InferenceSession
+}
+
+/** The two graphs of the cache in `dir`, with every page touched once; undefined when onnxruntime refuses them. */
+async function openSessions(dir: string, count: number, layout: Layout): Promise<Sessions | undefined> {
   // One thread: a lookup is a few thousand gathers, less than handing them to a pool would cost.
   const options = sessionOptions({threads: 1, keepArena: false})
   let probe: ort.InferenceSession | undefined
@@ -208,82 +207,121 @@ export async function openMapped(dir: string, sha256: Buffer): Promise<MappedInd
     await probe?.release()
     return undefined
   }
-  const probeSession = probe
-  const fetchSession = fetch
-  const masks = Array.from({length: CHUNKS}, (_, c) => (1 << bucketBits(count, c)) - 1)
-  const none = new ort.Tensor('int32', new Int32Array(0), [0])
   // Every page touched once now, a few tens of milliseconds at 10 million hashes when the file is in the page
   // cache: otherwise the first few hundred lookups of each process would each wait on thousands of page faults.
   try {
-    await probeSession.run({buckets: strided(layout.offsetEntries - 1, PAGE / 4)})
-    await fetchSession.run({positions: strided(CHUNKS * count, PAGE / 4), direct: strided(count, Math.floor(PAGE / ROW))})
+    await probe.run({buckets: strided(layout.offsetEntries - 1, PAGE / 4)})
+    await fetch.run({positions: strided(CHUNKS * count, PAGE / 4), direct: strided(count, Math.floor(PAGE / ROW))})
   } catch {
-    await probeSession.release()
-    await fetchSession.release()
+    await probe.release()
+    await fetch.release()
     return undefined
   }
+  return {probe, fetch}
+}
+
+interface Probes {
+  /** Each query's probe keys, chunk by chunk. */
+  probes: ReturnType<typeof probeKeys>[]
+  /** The bucket of every probe key, the queries' one after another. */
+  buckets: Int32Array
+  /** The chunk of each bucket. */
+  chunkOf: Uint8Array
+}
+
+function bucketsOf(words: Uint32Array[], threshold: number, count: number, layout: Layout): Probes {
+  const probes = words.map((q) => probeKeys(q, threshold))
+  const buckets = new Int32Array(probes.reduce((n, p) => n + p.keys.length, 0))
+  const chunkOf = new Uint8Array(buckets.length)
+  let at = 0
+  for (const {keys, ends} of probes) {
+    for (let c = 0; c < CHUNKS; c++) {
+      const mask = (1 << bucketBits(count, c)) - 1
+      for (let i = ends[c]; i < ends[c + 1]; i++, at++) {
+        buckets[at] = layout.offsetBase[c] + (keys[i] & mask)
+        chunkOf[at] = c
+      }
+    }
+  }
+  return {probes, buckets, chunkOf}
+}
+
+/** The entries inside the buckets' bounds, each query's after the previous one's, and where each query's end. */
+function entriesOf(p: Probes, from: Int32Array, to: Int32Array, count: number, dir: string): {positions: Int32Array; queryEnds: number[]} {
+  let entries = 0
+  for (let i = 0; i < p.buckets.length; i++) {
+    const low = p.chunkOf[i] * count
+    if (!(from[i] >= low && from[i] <= to[i] && to[i] <= low + count)) throw damaged(dir, 'a bucket out of bounds')
+    entries += to[i] - from[i]
+  }
+  const positions = new Int32Array(entries)
+  const queryEnds: number[] = []
+  let n = 0
+  for (let k = 0, b = 0; k < p.probes.length; k++) {
+    for (const end = b + p.probes[k].keys.length; b < end; b++) for (let e = from[b]; e < to[b]; e++) positions[n++] = e
+    queryEnds.push(n)
+  }
+  return {positions, queryEnds}
+}
+
+interface Fetched {
+  ids: Int32Array
+  rowBytes: Uint8Array
+  rowWords: Uint32Array
+}
+
+/** One query's hits among the fetched rows [start, end): a near hash is found through several chunks, kept once. */
+function hitsOf(q: Uint32Array, f: Fetched, start: number, end: number, threshold: number, records: number, dir: string): ListHit[] {
+  const seen = new Set<number>()
+  const hits: ListHit[] = []
+  for (let j = start; j < end; j++) {
+    const w = j * 9
+    let d = 0
+    for (let i = 0; i < 8 && d <= threshold; i++) d += popcount32(f.rowWords[w + i] ^ q[i])
+    if (d > threshold || seen.has(f.ids[j])) continue
+    seen.add(f.ids[j])
+    const record = f.rowWords[w + 8]
+    if (record >= records) throw damaged(dir, 'a record out of range')
+    hits.push({id: f.ids[j], distance: d, hash: f.rowBytes.slice(j * ROW, j * ROW + HASH_BYTES), record})
+  }
+  return hits.sort((a, b) => a.distance - b.distance || a.id - b.id)
+}
+
+/**
+ * Opens the cache in `dir` when it is whole and was made from a list of this SHA-256; undefined otherwise
+ * (missing, cut, of another format or list, or refused by onnxruntime), and the caller builds it anew.
+ */
+export async function openMapped(dir: string, sha256: Buffer): Promise<MappedIndex | undefined> {
+  const head = await readHeader(dir, sha256)
+  if (!head) return undefined
+  const {count, recordTexts, layout} = head
+  const sessions = await openSessions(dir, count, layout)
+  if (!sessions) return undefined
+  const none = new ort.Tensor('int32', new Int32Array(0), [0])
 
   const search = async (queries: Hash256[], threshold: number): Promise<ListHit[][]> => {
     checkThreshold(threshold)
     const words = queries.map(queryWords)
     // 1. The buckets of every query's probe keys, and their bounds.
-    const probes = words.map((q) => probeKeys(q, threshold))
-    const buckets = new Int32Array(probes.reduce((n, p) => n + p.keys.length, 0))
-    const chunkOf = new Uint8Array(buckets.length)
-    let at = 0
-    for (const {keys, ends} of probes) {
-      for (let c = 0; c < CHUNKS; c++) {
-        for (let i = ends[c]; i < ends[c + 1]; i++, at++) {
-          buckets[at] = layout.offsetBase[c] + (keys[i] & masks[c])
-          chunkOf[at] = c
-        }
-      }
-    }
-    if (buckets.length === 0) return queries.map(() => [])
-    const bounds = await probeSession.run({buckets: new ort.Tensor('int32', buckets, [buckets.length])})
-    const from = bounds.from.data as Int32Array
-    const to = bounds.to.data as Int32Array
-    // 2. The entries in those buckets, each query's after the previous one's.
-    let entries = 0
-    for (let i = 0; i < buckets.length; i++) {
-      const low = chunkOf[i] * count
-      if (!(from[i] >= low && from[i] <= to[i] && to[i] <= low + count)) throw damaged(dir, 'a bucket out of bounds')
-      entries += to[i] - from[i]
-    }
-    const positions = new Int32Array(entries)
-    const queryEnds: number[] = []
-    let n = 0
-    for (let k = 0, b = 0; k < probes.length; k++) {
-      for (const end = b + probes[k].keys.length; b < end; b++) for (let p = from[b]; p < to[b]; p++) positions[n++] = p
-      queryEnds.push(n)
-    }
+    const probes = bucketsOf(words, threshold, count, layout)
+    if (probes.buckets.length === 0) return queries.map(() => [])
+    const bounds = await sessions.probe.run({buckets: new ort.Tensor('int32', probes.buckets, [probes.buckets.length])})
+    // 2. The entries in those buckets.
+    const {positions, queryEnds} = entriesOf(probes, bounds.from.data as Int32Array, bounds.to.data as Int32Array, count, dir)
+    const n = positions.length
     if (n === 0) return queries.map(() => [])
     let fetched
     try {
-      fetched = await fetchSession.run({positions: new ort.Tensor('int32', positions, [n]), direct: none}, ['id', 'row'])
+      fetched = await sessions.fetch.run({positions: new ort.Tensor('int32', positions, [n]), direct: none}, ['id', 'row'])
     } catch {
       throw damaged(dir, 'an id out of range')
     }
-    const ids = fetched.id.data as Int32Array
     const rowBytes = fetched.row.data as Uint8Array
     // Rows are 9 words long; the output is a fresh array, so aligned (copied once if not).
     const rowWords = rowBytes.byteOffset % 4 === 0 ? new Uint32Array(rowBytes.buffer, rowBytes.byteOffset, n * 9) : new Uint32Array(Uint8Array.from(rowBytes).buffer)
-    // 3. The distances, for each query; a near hash is found through several chunks: keep it once.
-    return words.map((q, k) => {
-      const seen = new Set<number>()
-      const hits: ListHit[] = []
-      for (let j = k === 0 ? 0 : queryEnds[k - 1]; j < queryEnds[k]; j++) {
-        const w = j * 9
-        let d = 0
-        for (let i = 0; i < 8 && d <= threshold; i++) d += popcount32(rowWords[w + i] ^ q[i])
-        if (d > threshold || seen.has(ids[j])) continue
-        seen.add(ids[j])
-        const record = rowWords[w + 8]
-        if (record >= recordTexts.length) throw damaged(dir, 'a record out of range')
-        hits.push({id: ids[j], distance: d, hash: rowBytes.slice(j * ROW, j * ROW + HASH_BYTES), record})
-      }
-      return hits.sort((a, b) => a.distance - b.distance || a.id - b.id)
-    })
+    const rows: Fetched = {ids: fetched.id.data as Int32Array, rowBytes, rowWords}
+    // 3. The distances, for each query.
+    return words.map((q, k) => hitsOf(q, rows, k === 0 ? 0 : queryEnds[k - 1], queryEnds[k], threshold, recordTexts.length, dir))
   }
 
   return {
@@ -291,8 +329,8 @@ export async function openMapped(dir: string, sha256: Buffer): Promise<MappedInd
     recordTexts,
     search,
     close: async () => {
-      await probeSession.release()
-      await fetchSession.release()
+      await sessions.probe.release()
+      await sessions.fetch.release()
     },
   }
 }
