@@ -9,7 +9,7 @@ import {removeJobFolder} from '../storage.js'
 import {readChunk} from './chunk-data.js'
 import {chunksKey, clientKey, linesKey, metaKey, reservedKey} from './keys.js'
 import {failedLines} from './lines.js'
-import {tooManyJobs} from './memory.js'
+import {tooManyJobs} from '../admission.js'
 import {ImageJob, type ImageJobBody} from './schema.js'
 import {chunksOf, imageJobBody, type Chunk, type ChunkRunner, type ImageJobQueue, type ImageJobState, type ImageQueueHooks} from './types.js'
 
