@@ -3,7 +3,7 @@ import {memoryBackend, type MemoryBackend} from '../memory-backend.js'
 import {attempt, jobSkeleton} from '../skeleton.js'
 import {removeJobFolder} from '../storage.js'
 import {failedLines} from './lines.js'
-import {chunksOf, imageJobBody, type Chunk, type ChunkRunner, type ImageJobQueue, type ImageJobSpec, type ImageJobState, type ImageQueueHooks} from './types.js'
+import {chunksOf, deletedBody, imageJobBody, newImageJobState, type Chunk, type ChunkRunner, type ImageJobQueue, type ImageJobSpec, type ImageJobState, type ImageQueueHooks} from './types.js'
 
 export interface MemoryImageQueueOptions extends ImageQueueHooks {
   storage: string
@@ -49,11 +49,6 @@ async function runChunk(jobs: Jobs, o: MemoryImageQueueOptions, chunk: Chunk, wo
   if (jobs.entry(chunk.job) === entry) await record(jobs, o, chunk, entry, lines)
 }
 
-function newState(spec: ImageJobSpec, chunks: number): ImageJobState {
-  const now = new Date().toISOString()
-  return {id: spec.id, total: spec.items.length, chunks, created_at: now, updated_at: now, started: false, finished: false, itemsDone: 0, chunksDone: 0}
-}
-
 /** Image jobs in this process: chunks run one at a time, in order of arrival (memory-backend.ts), through the job skeleton. */
 export function createMemoryImageQueue(o: MemoryImageQueueOptions): ImageJobQueue {
   const jobs: Jobs = memoryBackend<Entry, Chunk>((chunk) => chunk.job)
@@ -88,7 +83,7 @@ export function createMemoryImageQueue(o: MemoryImageQueueOptions): ImageJobQueu
       if (reserved.get(spec.id) !== spec.client) take(spec.client, spec.id)
       reserved.delete(spec.id)
       const chunks = chunksOf(spec)
-      const state = newState(spec, chunks.length)
+      const state = newImageJobState(spec, chunks.length)
       jobs.add(spec.id, {spec, state, lines: [], done: new Set()}, chunks)
       return imageJobBody(state)
     },
@@ -106,11 +101,7 @@ export function createMemoryImageQueue(o: MemoryImageQueueOptions): ImageJobQueu
       jobs.forget(id)
       await skeleton.cancel(id)
       await removeJobFolder(o.storage, id)
-      const body = imageJobBody(entry.state)
-      if (entry.state.finished) return body
-      const cancelled = {...body, status: 'cancelled' as const, updated_at: new Date().toISOString()}
-      o.onEnd?.(cancelled, entry.spec.callbackUrl)
-      return cancelled
+      return deletedBody(entry.state, entry.spec.callbackUrl, o)
     },
     work: (runner) => skeleton.work(runner),
     close: () => skeleton.close(),
