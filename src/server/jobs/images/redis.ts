@@ -4,6 +4,7 @@ import {createAjv} from '../../ajv.js'
 import type {Log} from '../../errors.js'
 import {tooManyJobs} from '../admission.js'
 import {bullBackend, type BullBackend} from '../bull-backend.js'
+import {LOCK_DURATION_MS, STALLED_INTERVAL_MS} from '../recovery.js'
 import {guarded} from '../redis-connection.js'
 import {visibleTo} from '../owner.js'
 import {attempt, jobSkeleton, type JobSkeleton} from '../skeleton.js'
@@ -264,8 +265,8 @@ export function createRedisImageQueue(o: RedisImageQueueOptions): ImageJobQueue 
     name: QUEUE_NAME,
     cancelChannel: CANCEL_CHANNEL,
     commandTimeoutMs: o.commandTimeoutMs,
-    lockDurationMs: o.lockDurationMs ?? 30_000,
-    stalledIntervalMs: o.stalledIntervalMs ?? 5_000,
+    lockDurationMs: o.lockDurationMs ?? LOCK_DURATION_MS,
+    stalledIntervalMs: o.stalledIntervalMs ?? STALLED_INTERVAL_MS,
     maxStalledCount: MAX_STALLED,
     onFailed: (job, e) => failed(r, job, e),
   })
