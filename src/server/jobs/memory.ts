@@ -1,10 +1,10 @@
 import {rm} from 'node:fs/promises'
 
-import {ModError} from '../../lib/errors.js'
-import {visibleTo} from './owner.js'
+import {queueFull} from './admission.js'
+import {memoryBackend, type MemoryBackend} from './memory-backend.js'
 import {jobSegment, type JobBody} from './schema.js'
+import {attempt, jobSkeleton} from './skeleton.js'
 import {newJob, type JobQueue, type JobRunner, type JobSpec, type QueueHooks} from './types.js'
-import {plural} from '../../lib/plural.js'
 
 export interface MemoryQueueOptions extends QueueHooks {
   /** Jobs waiting (not running) before submit refuses with `overloaded`. */
@@ -16,110 +16,85 @@ export interface MemoryQueueOptions extends QueueHooks {
 interface Entry {
   body: JobBody
   spec: JobSpec
-  controller: AbortController
-  /** Forgets the job MOD_JOB_TTL after it ended. */
-  expiry?: NodeJS.Timeout
 }
 
-export const queueFull = (limit: number): ModError =>
-  new ModError('overloaded', `the job queue is full (${plural(limit, 'job')} waiting); retry later`)
+/** The in-process video jobs; a unit of work is a whole job, named by its id. */
+type Jobs = MemoryBackend<Entry, string>
+
+function touch(entry: Entry, change: Partial<JobBody>): void {
+  entry.body = {...entry.body, ...change, updated_at: new Date().toISOString()}
+}
+
+async function end(jobs: Jobs, o: MemoryQueueOptions, entry: Entry, change: Partial<JobBody>): Promise<void> {
+  // The files go first, so a client that sees the job ended never finds its upload.
+  await rm(entry.spec.dir, {recursive: true, force: true})
+  touch(entry, change)
+  jobs.expire(entry.body.id, o.ttlSeconds)
+  o.onEnd?.(entry.body, entry.spec)
+}
+
+async function run(jobs: Jobs, o: MemoryQueueOptions, id: string, work: JobRunner, controller: AbortController): Promise<void> {
+  const entry = jobs.entry(id)
+  if (!entry) return
+  touch(entry, {status: 'running'})
+  const {signal} = controller
+  const ran = await attempt(signal, () =>
+    work(entry.spec, {
+      signal,
+      onProgress: (frames, seconds) => touch(entry, {progress: {frames_analyzed: frames, seconds}}),
+      onSegment: (label, segment) => touch(entry, {segments: [...entry.body.segments, jobSegment(label, segment)]}),
+    }),
+  )
+  // A run stopped by DELETE ends as cancelled, whatever its runner returned.
+  if (ran.status === 'cancelled' || signal.aborted) await end(jobs, o, entry, {status: 'cancelled'})
+  else if (ran.status === 'done') await end(jobs, o, entry, {status: 'done', result: ran.value})
+  else await end(jobs, o, entry, {status: 'failed', error: o.describeError(ran.error)})
+}
 
 /**
- * The embedded queue: jobs live in this process and run one at a time, in order of arrival. Nothing
- * survives a restart; a deployment that needs that, or more than one process, sets MOD_REDIS_URL.
+ * The embedded queue: jobs live in this process and run one at a time, in order of arrival (memory-backend.ts), each
+ * through the job skeleton (skeleton.ts).
  */
 export function createMemoryQueue(o: MemoryQueueOptions): JobQueue {
-  const jobs = new Map<string, Entry>()
-  const waiting: string[] = []
-  let runner: JobRunner | undefined
-  let running: Promise<void> | undefined
-  let closed = false
-
-  const touch = (entry: Entry, change: Partial<JobBody>) => {
-    entry.body = {...entry.body, ...change, updated_at: new Date().toISOString()}
-  }
-
-  async function end(entry: Entry, change: Partial<JobBody>): Promise<void> {
-    // The files go first, so a client that sees the job ended never finds its upload.
-    await rm(entry.spec.dir, {recursive: true, force: true})
-    touch(entry, change)
-    entry.expiry = setTimeout(() => jobs.delete(entry.body.id), o.ttlSeconds * 1000)
-    entry.expiry.unref()
-    o.onEnd?.(entry.body, entry.spec)
-  }
-
-  async function run(entry: Entry, work: JobRunner): Promise<void> {
-    touch(entry, {status: 'running'})
-    try {
-      const result = await work(entry.spec, {
-        signal: entry.controller.signal,
-        onProgress: (frames, seconds) => touch(entry, {progress: {frames_analyzed: frames, seconds}}),
-        onSegment: (label, segment) => touch(entry, {segments: [...entry.body.segments, jobSegment(label, segment)]}),
-      })
-      await end(entry, entry.controller.signal.aborted ? {status: 'cancelled'} : {status: 'done', result})
-    } catch (e) {
-      await end(entry, entry.controller.signal.aborted ? {status: 'cancelled'} : {status: 'failed', error: o.describeError(e)})
-    }
-  }
-
-  function next(): void {
-    if (running || closed || !runner) return
-    const id = waiting.shift()
-    const entry = id === undefined ? undefined : jobs.get(id)
-    if (!entry) return
-    const work = runner
-    running = run(entry, work).finally(() => {
-      running = undefined
-      next()
-    })
-  }
+  const jobs: Jobs = memoryBackend<Entry, string>((id) => id)
+  const skeleton = jobSkeleton<string, JobRunner, void>(jobs.source, {
+    jobOf: (id) => id,
+    process: (id, work, controller) => run(jobs, o, id, work, controller),
+    async discard(id) {
+      const entry = jobs.entry(id)
+      if (entry) await rm(entry.spec.dir, {recursive: true, force: true})
+    },
+  })
 
   return {
     async checkRoom() {
-      if (waiting.length >= o.limit) throw queueFull(o.limit)
+      if (jobs.waiting() >= o.limit) throw queueFull(o.limit)
     },
     async submit(spec) {
-      if (closed) throw new ModError('overloaded', 'the server is stopping; retry on another one')
+      jobs.admit()
       await this.checkRoom()
-      const entry: Entry = {body: newJob(spec), spec, controller: new AbortController()}
-      jobs.set(spec.id, entry)
-      waiting.push(spec.id)
+      const entry: Entry = {body: newJob(spec), spec}
       const accepted = entry.body
-      next()
+      jobs.add(spec.id, entry, [spec.id])
       return accepted
     },
     async get(id, owner) {
-      const entry = jobs.get(id)
-      return entry && visibleTo(entry.spec.owner, owner) ? entry.body : undefined
+      return jobs.find(id, owner)?.body
     },
     async remove(id, owner) {
-      const entry = jobs.get(id)
-      if (!entry || !visibleTo(entry.spec.owner, owner)) return undefined
+      const entry = jobs.find(id, owner)
+      if (!entry) return undefined
       // Unknown from now on, also to a second DELETE that comes while this one waits for the run to stop.
-      jobs.delete(id)
+      jobs.forget(id)
       if (entry.body.status === 'queued') {
-        waiting.splice(waiting.indexOf(id), 1)
-        await end(entry, {status: 'cancelled'})
+        await end(jobs, o, entry, {status: 'cancelled'})
       } else if (entry.body.status === 'running') {
-        // The run ends as cancelled, whatever its runner returns now.
-        entry.controller.abort()
-        await running
+        await skeleton.cancel(id)
+        await skeleton.runningHere(id)
       }
-      clearTimeout(entry.expiry)
       return entry.body
     },
-    work(r) {
-      runner = r
-      next()
-    },
-    async close() {
-      closed = true
-      await running
-      for (const entry of jobs.values()) clearTimeout(entry.expiry)
-      for (const id of waiting.splice(0)) {
-        const entry = jobs.get(id)
-        if (entry) await rm(entry.spec.dir, {recursive: true, force: true})
-      }
-    },
+    work: (runner) => skeleton.work(runner),
+    close: () => skeleton.close(),
   }
 }

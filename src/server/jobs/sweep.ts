@@ -42,3 +42,23 @@ export async function sweepJobFolders(o: SweepOptions): Promise<string[]> {
   }
   return removed
 }
+
+/**
+ * Runs `sweep` now and every `intervalMs` until the answered timer is cleared. One sweep at a time: on a slow disk or
+ * a busy machine a sweep can outlast the interval, and two sweeps of the same folders would both count (and try to
+ * remove) the same orphans.
+ */
+export function sweepEvery(sweep: () => Promise<void>, intervalMs: number, onError: (e: Error) => void): NodeJS.Timeout {
+  let sweepRunning = false
+  const sweeping = (): void => {
+    if (sweepRunning) return
+    sweepRunning = true
+    void sweep()
+      .catch(onError)
+      .finally(() => (sweepRunning = false))
+  }
+  sweeping()
+  const timer = setInterval(sweeping, intervalMs)
+  timer.unref()
+  return timer
+}

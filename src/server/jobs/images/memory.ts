@@ -1,9 +1,9 @@
-import {ModError} from '../../../lib/errors.js'
-import {plural} from '../../../lib/plural.js'
-import {visibleTo} from '../owner.js'
+import {tooManyJobs} from '../admission.js'
+import {memoryBackend, type MemoryBackend} from '../memory-backend.js'
+import {attempt, jobSkeleton} from '../skeleton.js'
 import {removeJobFolder} from '../storage.js'
 import {failedLines} from './lines.js'
-import {chunksOf, imageJobBody, type Chunk, type ChunkRunner, type ImageJobQueue, type ImageJobSpec, type ImageJobState, type ImageQueueHooks} from './types.js'
+import {chunksOf, deletedBody, imageJobBody, newImageJobState, type Chunk, type ChunkRunner, type ImageJobQueue, type ImageJobSpec, type ImageJobState, type ImageQueueHooks} from './types.js'
 
 export interface MemoryImageQueueOptions extends ImageQueueHooks {
   storage: string
@@ -16,65 +16,53 @@ interface Entry {
   state: ImageJobState
   lines: (string | undefined)[]
   done: Set<number>
-  controller: AbortController
-  expiry?: NodeJS.Timeout
 }
 
-export const tooManyJobs = (limit: number): ModError =>
-  new ModError('too_many_jobs', `this client already has ${plural(limit, 'image job')} not done (MOD_MAX_JOBS_PER_CLIENT); wait for one to end`)
+type Jobs = MemoryBackend<Entry, Chunk>
 
-/** Image jobs in this process: chunks run one at a time, in order of arrival; nothing survives a restart. */
+/** Records the lines of a chunk of a job still known; the last chunk ends the job. */
+async function record(jobs: Jobs, o: MemoryImageQueueOptions, chunk: Chunk, entry: Entry, lines: string[]): Promise<void> {
+  lines.forEach((line, i) => (entry.lines[chunk.start + i] = line))
+  entry.done.add(chunk.index)
+  const finished = entry.done.size === entry.state.chunks
+  entry.state = {
+    ...entry.state,
+    itemsDone: entry.lines.filter((l) => l !== undefined).length,
+    chunksDone: entry.done.size,
+    finished,
+    updated_at: new Date().toISOString(),
+  }
+  if (!finished) return
+  await removeJobFolder(o.storage, chunk.job)
+  jobs.expire(chunk.job, o.ttlSeconds)
+  o.onEnd?.(imageJobBody(entry.state), entry.spec.callbackUrl)
+}
+
+async function runChunk(jobs: Jobs, o: MemoryImageQueueOptions, chunk: Chunk, work: ChunkRunner, controller: AbortController): Promise<void> {
+  const entry = jobs.entry(chunk.job)
+  if (!entry) return
+  entry.state = {...entry.state, started: true, updated_at: new Date().toISOString()}
+  const ran = await attempt(controller.signal, () => work(chunk, controller.signal))
+  if (ran.status === 'cancelled') return
+  const lines = ran.status === 'done' ? ran.value : failedLines(chunk, o.describeError(ran.error))
+  // A job deleted while its chunk ran keeps nothing of it.
+  if (jobs.entry(chunk.job) === entry) await record(jobs, o, chunk, entry, lines)
+}
+
+/** Image jobs in this process: chunks run one at a time, in order of arrival (memory-backend.ts), through the job skeleton. */
 export function createMemoryImageQueue(o: MemoryImageQueueOptions): ImageJobQueue {
-  const jobs = new Map<string, Entry>()
+  const jobs: Jobs = memoryBackend<Entry, Chunk>((chunk) => chunk.job)
+  const skeleton = jobSkeleton<Chunk, ChunkRunner, void>(jobs.source, {
+    jobOf: (chunk) => chunk.job,
+    process: (chunk, work, controller) => runChunk(jobs, o, chunk, work, controller),
+    discard: (id) => removeJobFolder(o.storage, id),
+  })
   /** Job places reserved for uploads being read: job id -> client. */
   const reserved = new Map<string, string>()
-  const waiting: Chunk[] = []
-  let runner: ChunkRunner | undefined
-  let running: Promise<void> | undefined
-  let closed = false
-
-  async function runChunk(chunk: Chunk, work: ChunkRunner): Promise<void> {
-    const entry = jobs.get(chunk.job)
-    if (!entry) return
-    entry.state = {...entry.state, started: true, updated_at: new Date().toISOString()}
-    let lines: string[]
-    try {
-      lines = await work(chunk, entry.controller.signal)
-    } catch (e) {
-      if (entry.controller.signal.aborted) return
-      lines = failedLines(chunk, o.describeError(e))
-    }
-    if (jobs.get(chunk.job) !== entry) return
-    lines.forEach((line, i) => (entry.lines[chunk.start + i] = line))
-    entry.done.add(chunk.index)
-    const finished = entry.done.size === entry.state.chunks
-    entry.state = {
-      ...entry.state,
-      itemsDone: entry.lines.filter((l) => l !== undefined).length,
-      chunksDone: entry.done.size,
-      finished,
-      updated_at: new Date().toISOString(),
-    }
-    if (!finished) return
-    await removeJobFolder(o.storage, chunk.job)
-    entry.expiry = setTimeout(() => jobs.delete(chunk.job), o.ttlSeconds * 1000)
-    entry.expiry.unref()
-    o.onEnd?.(imageJobBody(entry.state), entry.spec.callbackUrl)
-  }
-
-  function next(): void {
-    if (running || closed || !runner) return
-    const chunk = waiting.shift()
-    if (!chunk) return
-    running = runChunk(chunk, runner).finally(() => {
-      running = undefined
-      next()
-    })
-  }
 
   /** Counts and takes in one synchronous step: nothing else runs in between. */
   function take(client: string, id: string): void {
-    const open = [...jobs.values()].filter((e) => e.spec.client === client && !e.state.finished).length
+    const open = [...jobs.entries()].filter((e) => e.spec.client === client && !e.state.finished).length
     const places = [...reserved.values()].filter((c) => c === client).length
     if (open + places >= o.maxPerClient) throw tooManyJobs(o.maxPerClient)
     reserved.set(id, client)
@@ -83,66 +71,39 @@ export function createMemoryImageQueue(o: MemoryImageQueueOptions): ImageJobQueu
   return {
     async reserve(client, id) {
       take(client, id)
-      return {
-        release: async () => void reserved.delete(id),
-      }
+      return {release: async () => void reserved.delete(id)}
     },
     async submit(spec) {
-      if (closed) {
+      try {
+        jobs.admit()
+      } catch (e) {
         reserved.delete(spec.id)
-        throw new ModError('overloaded', 'the server is stopping; retry on another one')
+        throw e
       }
       if (reserved.get(spec.id) !== spec.client) take(spec.client, spec.id)
       reserved.delete(spec.id)
       const chunks = chunksOf(spec)
-      const now = new Date().toISOString()
-      const state: ImageJobState = {
-        id: spec.id,
-        total: spec.items.length,
-        chunks: chunks.length,
-        created_at: now,
-        updated_at: now,
-        started: false,
-        finished: false,
-        itemsDone: 0,
-        chunksDone: 0,
-      }
-      jobs.set(spec.id, {spec, state, lines: [], done: new Set(), controller: new AbortController()})
-      waiting.push(...chunks)
-      next()
+      const state = newImageJobState(spec, chunks.length)
+      jobs.add(spec.id, {spec, state, lines: [], done: new Set()}, chunks)
       return imageJobBody(state)
     },
     async get(id, owner) {
-      const entry = jobs.get(id)
-      return entry && visibleTo(entry.spec.owner, owner) ? imageJobBody(entry.state) : undefined
+      const entry = jobs.find(id, owner)
+      return entry && imageJobBody(entry.state)
     },
     async lines(id, from, count) {
-      const entry = jobs.get(id)
+      const entry = jobs.entry(id)
       return Array.from({length: count}, (_, i) => entry?.lines[from + i])
     },
     async remove(id, owner) {
-      const entry = jobs.get(id)
-      if (!entry || !visibleTo(entry.spec.owner, owner)) return undefined
-      jobs.delete(id)
-      clearTimeout(entry.expiry)
-      entry.controller.abort()
-      for (let i = waiting.length - 1; i >= 0; i--) if (waiting[i].job === id) waiting.splice(i, 1)
+      const entry = jobs.find(id, owner)
+      if (!entry) return undefined
+      jobs.forget(id)
+      await skeleton.cancel(id)
       await removeJobFolder(o.storage, id)
-      const body = imageJobBody(entry.state)
-      if (entry.state.finished) return body
-      const cancelled = {...body, status: 'cancelled' as const, updated_at: new Date().toISOString()}
-      o.onEnd?.(cancelled, entry.spec.callbackUrl)
-      return cancelled
+      return deletedBody(entry.state, entry.spec.callbackUrl, o)
     },
-    work(r) {
-      runner = r
-      next()
-    },
-    async close() {
-      closed = true
-      await running
-      for (const entry of jobs.values()) clearTimeout(entry.expiry)
-      for (const id of new Set(waiting.splice(0).map((c) => c.job))) await removeJobFolder(o.storage, id)
-    },
+    work: (runner) => skeleton.work(runner),
+    close: () => skeleton.close(),
   }
 }

@@ -1,17 +1,31 @@
-import {Queue, Worker, type Job as BullJob} from 'bullmq'
-import {Redis} from 'ioredis'
+import type {Job as BullJob} from 'bullmq'
 
 import {createAjv} from '../../ajv.js'
 import type {Log} from '../../errors.js'
-import {DEFAULT_COMMAND_TIMEOUT_MS, guarded, redisConnection} from '../redis-connection.js'
+import {tooManyJobs} from '../admission.js'
+import {bullBackend, type BullBackend} from '../bull-backend.js'
+import {LOCK_DURATION_MS, STALLED_INTERVAL_MS} from '../recovery.js'
+import {guarded} from '../redis-connection.js'
 import {visibleTo} from '../owner.js'
+import {attempt, jobSkeleton, type JobSkeleton} from '../skeleton.js'
 import {removeJobFolder} from '../storage.js'
 import {readChunk} from './chunk-data.js'
 import {chunksKey, clientKey, linesKey, metaKey, reservedKey} from './keys.js'
 import {failedLines} from './lines.js'
-import {tooManyJobs} from './memory.js'
 import {ImageJob, type ImageJobBody} from './schema.js'
-import {chunksOf, imageJobBody, type Chunk, type ChunkRunner, type ImageJobQueue, type ImageJobState, type ImageQueueHooks} from './types.js'
+import {
+  chunksOf,
+  deletedBody,
+  imageJobBody,
+  newImageJobState,
+  type Chunk,
+  type ChunkRunner,
+  type ImageJobQueue,
+  type ImageJobSpec,
+  type ImageJobState,
+  type ImageQueueHooks,
+  type Reservation,
+} from './types.js'
 
 export interface RedisImageQueueOptions extends ImageQueueHooks {
   url: string
@@ -90,204 +104,191 @@ const RENEW_MS = 20_000
 
 const validJob = createAjv().compile<ImageJobBody>(ImageJob)
 
+type ChunkJob = BullJob<Chunk, void>
+
+/** What the parts of the queue share: the backend, the options, and the places this process reserved. */
+interface Images extends BullBackend<Chunk, void> {
+  o: RedisImageQueueOptions
+  /** Job ids whose place this process reserved and that are not submitted yet, with their renewal timer. */
+  reserved: Map<string, NodeJS.Timeout>
+}
+
+type StoredState = ImageJobState & {client: string; owner?: string; callbackUrl?: string}
+
+async function state(r: Images, id: string): Promise<StoredState | undefined> {
+  const [meta, itemsDone, chunksDone] = await Promise.all([r.client.hgetall(metaKey(id)), r.client.hlen(linesKey(id)), r.client.scard(chunksKey(id))])
+  if (meta.id !== id) return undefined
+  return {
+    id,
+    total: Number(meta.total),
+    chunks: Number(meta.chunks),
+    created_at: meta.created_at,
+    updated_at: meta.updated_at,
+    started: meta.started !== undefined,
+    finished: meta.finished_at !== undefined,
+    itemsDone,
+    chunksDone,
+    client: meta.client,
+    ...(meta.owner === undefined ? {} : {owner: meta.owner}),
+    ...(meta.callback_url ? {callbackUrl: meta.callback_url} : {}),
+  }
+}
+
+async function commit(r: Images, chunk: Chunk, lines: string[]): Promise<number> {
+  const pairs = lines.flatMap((line, i) => [String(chunk.start + i), line])
+  const keys = [metaKey(chunk.job), linesKey(chunk.job), chunksKey(chunk.job)]
+  return (await r.client.eval(COMMIT, 3, ...keys, String(chunk.index), new Date().toISOString(), String(r.o.ttlSeconds), ...pairs)) as number
+}
+
+async function recorded(r: Images, chunk: Chunk, lines: string[]): Promise<void> {
+  if ((await commit(r, chunk, lines)) !== 1) return
+  // The process that completed the job ends it: its uploads go, its callback is sent.
+  await removeJobFolder(r.o.storage, chunk.job)
+  const s = await state(r, chunk.job)
+  if (s) r.o.onEnd?.(imageJobBody(s), s.callbackUrl)
+}
+
+async function runChunk(r: Images, job: ChunkJob, runner: ChunkRunner, controller: AbortController): Promise<void> {
+  const chunk = readChunk(job.data)
+  // A chunk of a deleted job is dropped unrun.
+  if ((await r.client.eval(START, 1, metaKey(chunk.job))) === 0) return
+  const ran = await attempt(controller.signal, () => runner(chunk, controller.signal))
+  if (ran.status === 'cancelled') return
+  if (ran.status === 'failed' && job.attemptsMade + 1 < ATTEMPTS) throw ran.error
+  await recorded(r, chunk, ran.status === 'done' ? ran.value : failedLines(chunk, r.o.describeError(ran.error)))
+}
+
+/** A chunk that kept losing its worker is recorded with an error on each item, so its job still ends. */
+function failed(r: Images, job: ChunkJob | undefined, e: Error): void {
+  if (!job || !/stalled more than/i.test(e.message)) return
+  let chunk: Chunk
+  try {
+    chunk = readChunk(job.data)
+  } catch {
+    return
+  }
+  recorded(r, chunk, failedLines(chunk, {code: 'internal', message: 'the chunk was interrupted too many times (its worker stopped while running it)'})).catch(r.logOnce('image job queue'))
+}
+
+/** Reserves a place for job `id` of client `c`, or refuses with too_many_jobs. */
+async function take(r: Images, c: string, id: string): Promise<void> {
+  const suffix = reservedKey(id).slice(metaKey(id).length)
+  const taken = await guarded(() => r.client.eval(RESERVE, 1, clientKey(c), String(r.o.maxPerClient), id, String(Date.now()), String(RESERVATION_MS), metaKey(''), suffix))
+  if (taken !== 1) throw tooManyJobs(r.o.maxPerClient)
+}
+
+async function reserve(r: Images, c: string, id: string): Promise<Reservation> {
+  await take(r, c, id)
+  const renew = setInterval(() => void r.client.pexpire(reservedKey(id), RESERVATION_MS).catch(() => {}), RENEW_MS)
+  renew.unref()
+  r.reserved.set(id, renew)
+  return {
+    async release() {
+      if (!r.reserved.has(id)) return
+      clearInterval(r.reserved.get(id))
+      r.reserved.delete(id)
+      // The lapse frees the place anyway if Redis is away now.
+      await r.client.multi().del(reservedKey(id)).zrem(clientKey(c), id).exec().catch(() => {})
+    },
+  }
+}
+
+/** The job's record on the place reserved for it, then its chunks on the queue (the record goes if they cannot). */
+async function store(r: Images, spec: ImageJobSpec, state: ImageJobState, chunks: Chunk[]): Promise<void> {
+  await r.client
+    .multi()
+    .del(reservedKey(spec.id))
+    .hset(metaKey(spec.id), {
+      id: spec.id,
+      client: spec.client,
+      total: state.total,
+      chunks: state.chunks,
+      created_at: state.created_at,
+      updated_at: state.updated_at,
+      ...(spec.owner === undefined ? {} : {owner: spec.owner}),
+      ...(spec.callbackUrl === undefined ? {} : {callback_url: spec.callbackUrl}),
+    })
+    .zadd(clientKey(spec.client), Date.now(), spec.id)
+    .exec()
+  // The place is the job's now.
+  clearInterval(r.reserved.get(spec.id))
+  r.reserved.delete(spec.id)
+  const opts = {attempts: ATTEMPTS, backoff: {type: 'fixed', delay: 1000}, removeOnComplete: true, removeOnFail: {age: r.o.ttlSeconds}}
+  try {
+    await r.queue.addBulk(chunks.map((chunk) => ({name: 'chunk', data: chunk, opts: {jobId: chunkId(spec.id, chunk.index), ...opts}})))
+  } catch (e) {
+    await r.client.del(metaKey(spec.id)).catch(() => {})
+    throw e
+  }
+}
+
+async function submit(r: Images, spec: ImageJobSpec): Promise<ImageJobBody> {
+  if (!r.reserved.has(spec.id)) await take(r, spec.client, spec.id)
+  const chunks = chunksOf(spec)
+  const state = newImageJobState(spec, chunks.length)
+  await guarded(() => store(r, spec, state, chunks))
+  return imageJobBody(state)
+}
+
+async function get(r: Images, id: string, owner: string | undefined): Promise<ImageJobBody | undefined> {
+  const s = await state(r, id)
+  if (!s || !visibleTo(s.owner, owner)) return undefined
+  const body = imageJobBody(s)
+  if (validJob(body)) return body
+  // Anyone who can write to that Redis can write a job record: one that is not a job's is not answered.
+  r.logOnce('image job queue')(new Error(`image job ${JSON.stringify(id)} was not answered: what Redis holds of it is not valid`))
+  return undefined
+}
+
+async function remove(r: Images, jobs: JobSkeleton<ChunkRunner>, id: string, owner: string | undefined): Promise<ImageJobBody | undefined> {
+  const s = await state(r, id)
+  if (!s || !visibleTo(s.owner, owner)) return undefined
+  // Without its meta key a chunk records nothing: one still running finishes in vain, the others are dropped.
+  if ((await r.client.del(metaKey(id))) === 0) return undefined
+  await r.client.multi().del(linesKey(id), chunksKey(id)).zrem(clientKey(s.client), id).exec()
+  await jobs.cancel(id)
+  for (let i = 0; i < s.chunks; i++) await r.queue.remove(chunkId(id, i))
+  await removeJobFolder(r.o.storage, id)
+  return deletedBody(s, s.callbackUrl, r.o)
+}
+
 /**
- * Image jobs on Redis: the job's record and lines in plain keys, its chunks on a BullMQ queue that any `mod worker`
- * or `mod serve` with the same MOD_REDIS_URL takes from. A worker that dies mid-chunk loses its lock, and BullMQ's
- * stalled-job check gives the chunk to another worker.
+ * Image jobs on Redis: the job's record and lines in plain keys, its chunks on a BullMQ queue (bull-backend.ts) that
+ * any `mod worker` or `mod serve` with the same MOD_REDIS_URL takes from, run through the job skeleton. A worker that
+ * dies mid-chunk loses its lock, and BullMQ's stalled-job check gives the chunk to another worker.
  */
 export function createRedisImageQueue(o: RedisImageQueueOptions): ImageJobQueue {
-  const {client, logOnce} = redisConnection(o.url, 'image job queue', o.log, o.commandTimeoutMs)
-  const queue = new Queue(QUEUE_NAME, {connection: client, skipWaitingForReady: true})
-  queue.on('error', logOnce('image job queue'))
-  const connections: Redis[] = [client]
-  const running = new Map<string, AbortController>()
-  let worker: Worker | undefined
-
-  async function state(id: string): Promise<(ImageJobState & {client: string; owner?: string; callbackUrl?: string}) | undefined> {
-    const [meta, itemsDone, chunksDone] = await Promise.all([client.hgetall(metaKey(id)), client.hlen(linesKey(id)), client.scard(chunksKey(id))])
-    if (meta.id !== id) return undefined
-    return {
-      id,
-      total: Number(meta.total),
-      chunks: Number(meta.chunks),
-      created_at: meta.created_at,
-      updated_at: meta.updated_at,
-      started: meta.started !== undefined,
-      finished: meta.finished_at !== undefined,
-      itemsDone,
-      chunksDone,
-      client: meta.client,
-      ...(meta.owner === undefined ? {} : {owner: meta.owner}),
-      ...(meta.callback_url ? {callbackUrl: meta.callback_url} : {}),
-    }
-  }
-
-  async function commit(chunk: Chunk, lines: string[]): Promise<number> {
-    const pairs = lines.flatMap((line, i) => [String(chunk.start + i), line])
-    const keys = [metaKey(chunk.job), linesKey(chunk.job), chunksKey(chunk.job)]
-    return (await client.eval(COMMIT, 3, ...keys, String(chunk.index), new Date().toISOString(), String(o.ttlSeconds), ...pairs)) as number
-  }
-
-  async function recorded(chunk: Chunk, lines: string[]): Promise<void> {
-    if ((await commit(chunk, lines)) !== 1) return
-    // The process that completed the job ends it: its uploads go, its callback is sent.
-    await removeJobFolder(o.storage, chunk.job)
-    const s = await state(chunk.job)
-    if (s) o.onEnd?.(imageJobBody(s), s.callbackUrl)
-  }
-
-  async function runChunk(job: BullJob, runner: ChunkRunner): Promise<void> {
-    const chunk = readChunk(job.data)
-    // A chunk of a deleted job is dropped unrun.
-    if ((await client.eval(START, 1, metaKey(chunk.job))) === 0) return
-    const controller = new AbortController()
-    running.set(chunk.job, controller)
-    let lines: string[]
-    try {
-      lines = await runner(chunk, controller.signal)
-    } catch (e) {
-      if (controller.signal.aborted) return
-      if (job.attemptsMade + 1 < ATTEMPTS) throw e
-      lines = failedLines(chunk, o.describeError(e))
-    } finally {
-      running.delete(chunk.job)
-    }
-    await recorded(chunk, lines)
-  }
-
-  /** Reserves a place for job `id` of client `c`, or refuses with too_many_jobs. */
-  async function take(c: string, id: string): Promise<void> {
-    const suffix = reservedKey(id).slice(metaKey(id).length)
-    const taken = await guarded(() => client.eval(RESERVE, 1, clientKey(c), String(o.maxPerClient), id, String(Date.now()), String(RESERVATION_MS), metaKey(''), suffix))
-    if (taken !== 1) throw tooManyJobs(o.maxPerClient)
-  }
-
-  /** Job ids whose place this process reserved and that are not submitted yet, with their renewal timer. */
-  const reserved = new Map<string, NodeJS.Timeout>()
-
+  const backend = bullBackend<Chunk, void>({
+    url: o.url,
+    log: o.log,
+    what: 'image job',
+    name: QUEUE_NAME,
+    cancelChannel: CANCEL_CHANNEL,
+    commandTimeoutMs: o.commandTimeoutMs,
+    lockDurationMs: o.lockDurationMs ?? LOCK_DURATION_MS,
+    stalledIntervalMs: o.stalledIntervalMs ?? STALLED_INTERVAL_MS,
+    maxStalledCount: MAX_STALLED,
+    onFailed: (job, e) => failed(r, job, e),
+  })
+  const r: Images = {...backend, o, reserved: new Map()}
+  const jobs = jobSkeleton<ChunkJob, ChunkRunner, void>(backend.source, {
+    jobOf: (job) => readChunk(job.data).job,
+    process: (job, runner, controller) => runChunk(r, job, runner, controller),
+  })
   return {
-    async reserve(c, id) {
-      await take(c, id)
-      const renew = setInterval(() => void client.pexpire(reservedKey(id), RESERVATION_MS).catch(() => {}), RENEW_MS)
-      renew.unref()
-      reserved.set(id, renew)
-      return {
-        async release() {
-          if (!reserved.has(id)) return
-          clearInterval(reserved.get(id))
-          reserved.delete(id)
-          // The lapse frees the place anyway if Redis is away now.
-          await client.multi().del(reservedKey(id)).zrem(clientKey(c), id).exec().catch(() => {})
-        },
-      }
-    },
-    async submit(spec) {
-      if (!reserved.has(spec.id)) await take(spec.client, spec.id)
-      const chunks = chunksOf(spec)
-      const now = new Date().toISOString()
-      await guarded(async () => {
-        await client
-          .multi()
-          .del(reservedKey(spec.id))
-          .hset(metaKey(spec.id), {
-            id: spec.id,
-            client: spec.client,
-            total: spec.items.length,
-            chunks: chunks.length,
-            created_at: now,
-            updated_at: now,
-            ...(spec.owner === undefined ? {} : {owner: spec.owner}),
-            ...(spec.callbackUrl === undefined ? {} : {callback_url: spec.callbackUrl}),
-          })
-          .zadd(clientKey(spec.client), Date.now(), spec.id)
-          .exec()
-        // The place is the job's now.
-        clearInterval(reserved.get(spec.id))
-        reserved.delete(spec.id)
-        try {
-          await queue.addBulk(
-            chunks.map((chunk) => ({
-              name: 'chunk',
-              data: chunk,
-              opts: {jobId: chunkId(spec.id, chunk.index), attempts: ATTEMPTS, backoff: {type: 'fixed', delay: 1000}, removeOnComplete: true, removeOnFail: {age: o.ttlSeconds}},
-            })),
-          )
-        } catch (e) {
-          await client.del(metaKey(spec.id)).catch(() => {})
-          throw e
-        }
-      })
-      return imageJobBody({id: spec.id, total: spec.items.length, chunks: chunks.length, created_at: now, updated_at: now, started: false, finished: false, itemsDone: 0, chunksDone: 0})
-    },
-    async get(id, owner) {
-      return guarded(async () => {
-        const s = await state(id)
-        if (!s || !visibleTo(s.owner, owner)) return undefined
-        const body = imageJobBody(s)
-        if (validJob(body)) return body
-        // Anyone who can write to that Redis can write a job record: one that is not a job's is not answered.
-        logOnce('image job queue')(new Error(`image job ${JSON.stringify(id)} was not answered: what Redis holds of it is not valid`))
-        return undefined
-      })
-    },
-    async lines(id, from, count) {
-      return guarded(async () => {
+    reserve: (c, id) => reserve(r, c, id),
+    submit: (spec) => submit(r, spec),
+    get: (id, owner) => guarded(() => get(r, id, owner)),
+    lines: (id, from, count) =>
+      guarded(async () => {
         const fields = Array.from({length: count}, (_, i) => String(from + i))
-        return (await client.hmget(linesKey(id), ...fields)).map((line) => line ?? undefined)
-      })
-    },
-    async remove(id, owner) {
-      return guarded(async () => {
-        const s = await state(id)
-        if (!s || !visibleTo(s.owner, owner)) return undefined
-        // Without its meta key a chunk records nothing: one still running finishes in vain, the others are dropped.
-        if ((await client.del(metaKey(id))) === 0) return undefined
-        await client.multi().del(linesKey(id), chunksKey(id)).zrem(clientKey(s.client), id).exec()
-        await client.publish(CANCEL_CHANNEL, id)
-        for (let i = 0; i < s.chunks; i++) await queue.remove(chunkId(id, i))
-        await removeJobFolder(o.storage, id)
-        const body = imageJobBody(s)
-        if (s.finished) return body
-        const cancelled = {...body, status: 'cancelled' as const, updated_at: new Date().toISOString()}
-        o.onEnd?.(cancelled, s.callbackUrl)
-        return cancelled
-      })
-    },
-    work(runner) {
-      const connection = new Redis(o.url, {maxRetriesPerRequest: null})
-      connection.on('error', logOnce('image job worker (redis)'))
-      connections.push(connection)
-      worker = new Worker(QUEUE_NAME, (job) => runChunk(job, runner), {
-        connection,
-        concurrency: 1,
-        lockDuration: o.lockDurationMs ?? 30_000,
-        stalledInterval: o.stalledIntervalMs ?? 5_000,
-        maxStalledCount: MAX_STALLED,
-      })
-      worker.on('error', logOnce('image job worker'))
-      // A chunk that kept losing its worker is recorded with an error on each item, so its job still ends.
-      worker.on('failed', (job, e) => {
-        if (!job || !/stalled more than/i.test(e.message)) return
-        let chunk: Chunk
-        try {
-          chunk = readChunk(job.data)
-        } catch {
-          return
-        }
-        recorded(chunk, failedLines(chunk, {code: 'internal', message: 'the chunk was interrupted too many times (its worker stopped while running it)'})).catch(logOnce('image job queue'))
-      })
-      const subscriber = new Redis(o.url, {maxRetriesPerRequest: null})
-      subscriber.on('error', logOnce('image job worker (redis)'))
-      connections.push(subscriber)
-      subscriber.on('message', (_channel, id: string) => running.get(id)?.abort())
-      void subscriber.subscribe(CANCEL_CHANNEL).catch(() => {})
-    },
+        return (await r.client.hmget(linesKey(id), ...fields)).map((line) => line ?? undefined)
+      }),
+    remove: (id, owner) => guarded(() => remove(r, jobs, id, owner)),
+    work: (runner) => jobs.work(runner),
     async close() {
-      for (const renew of reserved.values()) clearInterval(renew)
-      await Promise.race([Promise.allSettled([queue.waitUntilReady(), ...(worker ? [worker.waitUntilReady()] : [])]), new Promise((r) => setTimeout(r, o.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS).unref())])
-      await worker?.close()
-      await queue.close()
-      for (const c of connections) c.disconnect()
+      for (const renew of r.reserved.values()) clearInterval(renew)
+      await jobs.close()
     },
   }
 }

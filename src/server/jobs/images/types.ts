@@ -86,6 +86,21 @@ export function imageJobBody(s: ImageJobState): ImageJobBody {
   }
 }
 
+/** The progress of a job just accepted. */
+export function newImageJobState(spec: Pick<ImageJobSpec, 'id' | 'items'>, chunks: number): ImageJobState {
+  const now = new Date().toISOString()
+  return {id: spec.id, total: spec.items.length, chunks, created_at: now, updated_at: now, started: false, finished: false, itemsDone: 0, chunksDone: 0}
+}
+
+/** What DELETE answers, on either backend: a job not done yet ends there as cancelled, and its callback says so. */
+export function deletedBody(s: ImageJobState, callbackUrl: string | undefined, hooks: ImageQueueHooks): ImageJobBody {
+  const body = imageJobBody(s)
+  if (s.finished) return body
+  const cancelled = {...body, status: 'cancelled' as const, updated_at: new Date().toISOString()}
+  hooks.onEnd?.(cancelled, callbackUrl)
+  return cancelled
+}
+
 /**
  * Where image jobs wait and run, in chunks: the in-process queue (memory.ts) or BullMQ on Redis (redis.ts). A
  * chunk's lines are recorded by item index together with the chunk's completion, so a chunk run twice (its
