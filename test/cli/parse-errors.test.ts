@@ -11,7 +11,6 @@ const flags = {
   json: Flags.boolean(),
   format: Flags.string({options: ['table', 'json', 'ndjson'], char: 'f'}),
   preset: Flags.string({options: ['fast', 'balanced', 'accurate'], env: 'MOD_PRESET'}),
-  threads: Flags.integer({env: 'MOD_THREADS'}),
   exclude: Flags.string({multiple: true, multipleNonGreedy: true}),
 }
 const args = {preset: Args.string({options: ['fast', 'balanced', 'accurate'], description: 'the preset to download'})}
@@ -30,7 +29,10 @@ async function reworded(argv: string[], env: Record<string, string> = {}): Promi
     ;(e as Error).message = 'Etwas stimmt nicht'
     return e as Error
   } finally {
-    for (const k of Object.keys(env)) if (saved[k] === undefined) delete process.env[k]
+    for (const k of Object.keys(env)) {
+      if (saved[k] === undefined) delete process.env[k]
+      else process.env[k] = saved[k]
+    }
   }
   throw new Error(`oclif accepted ${argv.join(' ')}`)
 }
