@@ -3,33 +3,11 @@ import chalk from 'chalk'
 
 import type {Config} from '../lib/config/load.js'
 import {isModError} from '../lib/errors.js'
-import {errorLine, EXIT_ERROR, exitForSignal, oneLine, STOP_SIGNALS, type StopSignal} from './errors.js'
+import {errorLine, EXIT_ERROR, exitForSignal, STOP_SIGNALS, type StopSignal} from './errors.js'
 import type {EnvVars} from './help.js'
+import {usageLine, type FlagShape} from './parse-errors.js'
 import {startProgress, type Progress} from './progress.js'
 import {printableLines} from './visible.js'
-import {closest} from '../lib/suggest.js'
-
-interface FlagDef {
-  env?: string
-}
-
-/**
- * A "did you mean" for oclif's parse messages: the nearest flag of the command to an unknown one, the nearest
- * allowed value to one that is not. Nothing is added when nothing is near.
- */
-function suggestion(message: string, flagNames: readonly string[]): string {
-  const unknown = /^Nonexistent flags?: (.+)$/.exec(message)?.[1]
-  if (unknown) {
-    const guesses = unknown.split(', ').flatMap((f) => {
-      const guess = closest(f.replace(/^-+/, '').split('=')[0], flagNames)
-      return guess ? [`--${guess}`] : []
-    })
-    return guesses.length > 0 ? `; did you mean ${guesses.join(', ')}?` : ''
-  }
-  const value = /Expected (?:--[\w-]+=)?(.*) to be one of: (.+)$/.exec(message) ?? /^(.*) is not valid: expected one of: (.+)$/.exec(message)
-  const guess = value ? closest(value[1].replace(/^"|"$/g, ''), value[2].split(', ')) : undefined
-  return guess ? `; did you mean ${guess}?` : ''
-}
 
 function isParseError(e: unknown): boolean {
   return e instanceof Errors.CLIError && !isModError(e)
@@ -124,21 +102,6 @@ export abstract class ModCommand extends Command {
     return super.finally(err)
   }
 
-  /**
-   * oclif's message for a missing argument lists it, then explains that flags taking several values must come
-   * after the arguments, which mod's flags do not require (each takes one value per use): say what is missing.
-   */
-  private missingArgs(): string {
-    const cmd = this.constructor as typeof Command
-    const id = (this.id ?? '').replaceAll(':', ' ')
-    // A command whose argument is optional but not alone optional (scan: paths, or --files-from) names it too.
-    const required = Object.entries(cmd.args ?? {}).filter(([, a]) => a.required)
-    const args = required.length > 0 ? required : Object.entries(cmd.args ?? {})
-    const usage = args.map(([name, a]) => `<${name}${cmd.strict === false ? '...' : ''}>${a.options ? ` (${a.options.join('|')})` : ''}`).join(' ')
-    const what = args.map(([, a]) => a.description ?? '').join('; ')
-    return `mod: usage: ${this.config.bin} ${id} needs ${usage}${what ? `: ${what}` : ''}; see ${this.config.bin} ${id} --help`
-  }
-
   private signalExit(): number {
     return exitForSignal(this.stoppedBy ?? 'SIGINT')
   }
@@ -151,18 +114,10 @@ export abstract class ModCommand extends Command {
 
   private describe(err: Error): string {
     if (!isParseError(err)) return errorLine(err)
-    if (/^Missing \d+ required args?/.test(err.message)) return this.missingArgs()
-    const names = Object.keys((this.constructor as typeof Command).flags ?? {}).concat('help')
-    const message = `${oneLine(err.message)}${suggestion(oneLine(err.message), names)}`
-    // A flag's value that came from its MOD_* variable is a configuration problem: name the variable.
-    const flagName = /--([\w-]+)/.exec(message)?.[1]
-    const flags = (this.constructor as typeof Command).flags as Record<string, FlagDef> | undefined
-    const variable = flagName ? flags?.[flagName]?.env : undefined
-    const fromArgv = this.argv.some((a) => a === `--${flagName}` || a.startsWith(`--${flagName}=`))
-    if (variable && !fromArgv && process.env[variable]) {
-      const detail = message.replace(/^--[\w-]+:\s*/, '').replace(/Expected --[\w-]+=\S+ to be/, 'expected')
-      return `mod: invalid_config: ${variable}=${JSON.stringify(process.env[variable])} is not valid: ${detail}`
-    }
-    return `mod: usage: ${message}`
+    const cmd = this.constructor as typeof Command
+    const json: Record<string, FlagShape> = cmd.enableJsonFlag ? {json: {type: 'boolean'}} : {}
+    const flags = {...cmd.baseFlags, ...cmd.flags, ...json}
+    const id = (this.id ?? '').replaceAll(':', ' ')
+    return usageLine(err, {bin: this.config.bin, id, flags, args: cmd.args ?? {}, strict: cmd.strict !== false, argv: this.argv, env: process.env})
   }
 }

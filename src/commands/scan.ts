@@ -16,6 +16,7 @@ import {repositoryRoot} from '../cli/repository.js'
 import {reviewSample} from '../cli/reports/review-sample.js'
 import {relativePath} from '../cli/reports/report.js'
 import {printableLine} from '../cli/visible.js'
+import {MissingArgumentError} from '../cli/parse-errors.js'
 import {withRawBytes} from '../cli/raw-args.js'
 import type {ImageInput, ItemResult} from '../lib/engine.js'
 import {ModError} from '../lib/errors.js'
@@ -216,7 +217,7 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
     const {argv, flags} = await this.parse(Scan)
     const paths = argv as string[]
     const fromList = flags['files-from']
-    if (paths.length === 0 && fromList === undefined) throw new Errors.CLIError('Missing 1 required arg: paths  files, folders or - (stdin), or --files-from')
+    if (paths.length === 0 && fromList === undefined) throw new MissingArgumentError('Missing 1 required arg: paths  files, folders or - (stdin), or --files-from')
     if (fromList === '-' && paths.includes('-')) throw new Errors.CLIError('--files-from - and the path - both read stdin: give one of them')
     const format: ScanFormat = (flags.format as ScanFormat | undefined) ?? (flags.json ? 'json' : flags.ndjson ? 'ndjson' : 'table')
     // Any of these may be a FIFO or a pipe that nothing writes to: a stop signal still ends the command.

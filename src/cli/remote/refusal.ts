@@ -1,0 +1,42 @@
+import {ModError, type ErrorCode} from '../../lib/errors.js'
+import {visible} from '../visible.js'
+import {serverMessage} from './answers.js'
+import type {Answer} from './exchange.js'
+import {isRetriedStatus, retryAfterMs} from './retry.js'
+
+interface ErrorBody {
+  error?: {code?: string; message?: string}
+}
+
+const KNOWN_CODES: ReadonlySet<string> = new Set<ErrorCode>([
+  'bad_request', 'unauthorized', 'payload_too_large', 'request_timeout', 'too_many_files', 'video_too_long',
+  'unsupported_media', 'too_many_uploads', 'overloaded', 'model_unavailable', 'not_found', 'jobs_unavailable',
+])
+
+/** A refused request as the CLI reports it: the server's own code and message where it gave one, naming the server. */
+function refused(server: string, status: number, body: ErrorBody | undefined, apiKey: string | undefined): ModError {
+  const given = body?.error?.message
+  const message = typeof given === 'string' ? serverMessage(given) : `HTTP ${status}`
+  if (status === 401) {
+    const why = apiKey === undefined ? 'it wants an API key: give --api-key or MOD_API_KEY' : 'it refused the API key given (--api-key / MOD_API_KEY)'
+    return new ModError('unauthorized', `the server ${server} answered 401: ${why}`)
+  }
+  const code = body?.error?.code
+  return new ModError(typeof code === 'string' && KNOWN_CODES.has(code) ? (code as ErrorCode) : 'internal', `the server ${server} answered ${status}: ${message}`)
+}
+
+/**
+ * An answer the request did not accept: a "not now" (429, 502, 503, 504) gives what to report if no later try
+ * succeeds and how long the server asks to wait; any other refusal is thrown as the run's failure.
+ */
+export function notNow(server: string, answer: Answer, apiKey: string | undefined): {failure: string; wait?: number} {
+  // A refusal may come from a balancer or proxy in front of the server, as an HTML page: only its status counts then.
+  let body: ErrorBody | undefined
+  try {
+    body = JSON.parse(answer.text) as ErrorBody
+  } catch {}
+  const code = body?.error?.code
+  // A server of several workers without a job queue says so with a 503 that no wait will change.
+  if (!isRetriedStatus(answer.status) || code === 'jobs_unavailable') throw refused(server, answer.status, body, apiKey)
+  return {failure: visible(`${answer.status} ${typeof code === 'string' ? code.slice(0, 40) : ''}`.trim()), wait: retryAfterMs(answer.headers['retry-after'])}
+}
