@@ -2,7 +2,7 @@
  * The policy file's `text:` section: rules over the text read in images, each feeding one category (an enabled
  * one, or `contact_info`, which exists only while a rule names it). A rule holds exactly one kind: words (written
  * and/or a `words_file` read relative to the policy file), regular expressions (RE2 syntax of bounded size,
- * regex.ts) or contact detectors. `video: true` reads video frames too; `budget` bounds the reading of each
+ * src/lib/rules/regex.ts) or contact detectors. `video: true` reads video frames too; `budget` bounds the reading of each
  * image in recogniser columns (read.ts ReadBudget).
  */
 import {resolve} from 'node:path'
@@ -29,11 +29,11 @@ import {
   type YamlContext,
 } from '../../policy/yaml-reader.js'
 import {didYouMean} from '../../suggest.js'
-import {CONTACT_DETECTORS, type ContactDetector} from './contact.js'
-import {entryKeys} from './normalise.js'
+import {CONTACT_DETECTORS, type ContactDetector} from '../../rules/contact.js'
+import {entryKeys} from '../../rules/normalise.js'
 import {MAX_TEXT_BUDGET, MIN_TEXT_BUDGET} from './read.js'
-import {patternProblem} from './regex.js'
-import type {TextRule} from './rules.js'
+import {patternProblem} from '../../rules/regex.js'
+import type {TextRule} from '../../rules/match.js'
 
 /** One entry under `text.rules:`. A list file is read by readFiles, relative to the policy file. */
 export interface TextRuleEntry {
