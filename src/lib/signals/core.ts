@@ -15,6 +15,7 @@ import type {Category, Policy} from '../policy/types.js'
 import {combineSignals, notEvaluated, type FrameSignals} from '../scoring/combine.js'
 import type {ScoredLabel} from '../scoring/result.js'
 import type {RgbImage} from '../image/rgb.js'
+import {checkOpened, runOrder} from './combination.js'
 import {openEvidence, type OpenEvidence} from './evidence.js'
 import type {ExtraLabel, FrameOutputs, MediaKind, OpenSignal, Signal, SignalSetup} from './signal.js'
 
@@ -36,7 +37,8 @@ function offReason(s: Signal, setup: SignalSetup): string | undefined {
 
 /**
  * The policy's switches and each signal's own rule, and `only`: one model signal alone (and the signals built
- * on it), the policy narrowed to the categories it feeds.
+ * on it), the policy narrowed to the categories it feeds. `active` is in run order (combination.ts), whatever
+ * the registry's.
  */
 export function activeSignals(registry: readonly Signal[], setup: SignalSetup, only?: string): SignalChoice {
   let policy = setup.policy
@@ -49,7 +51,7 @@ export function activeSignals(registry: readonly Signal[], setup: SignalSetup, o
   }
   const off = new Map<string, string>()
   const active: Signal[] = []
-  for (const s of registry) {
+  for (const s of runOrder(registry)) {
     const reason =
       only !== undefined && s.name !== only && !(s.kind === 'labels' && (s.needs ?? []).every((n) => n === only))
         ? `only ${only} runs`
@@ -154,7 +156,9 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
   try {
     for (const s of active) {
       try {
-        opened.set(s.name, await s.open(signalSetup, opened))
+        const open = await s.open(signalSetup, opened)
+        opened.set(s.name, open)
+        checkOpened(s, open)
       } catch (e) {
         // Not installed and not required: the categories only it feeds are not evaluated.
         if (!(isModError(e) && e.code === 'model_missing' && tolerated(s, active, setup))) throw e
