@@ -39,7 +39,7 @@ import type {Signal} from '../src/lib/signals/signal.js'
 import {openTextModel} from '../src/lib/signals/text/model.js'
 import {ANIMATION_FRAMES_READ} from '../src/lib/signals/text/engine-signal.js'
 import {DEFAULT_READ_OPTIONS, frameBudget, readText as readWith, type ReadOptions} from '../src/lib/signals/text/read.js'
-import {applyRules, compileRules} from '../src/lib/signals/text/rules.js'
+import {applyRules, compileRules} from '../src/lib/rules/match.js'
 import {distance} from '../src/lib/suggest.js'
 import type {RgbImage} from '../src/lib/types.js'
 import {CACHE_DIR, interleave, median, pairedRatio, policyFile, ROOT, STANDIN_DIR, texturedPixels} from './lib.js'
@@ -157,7 +157,7 @@ if (!only || only === 'accuracy') {
       }
     }
     buckets.set(key, b)
-    const want = applyRules(RULES, [{text: s.truth, confidence: 1, box: {x: 0, y: 0, width: 0, height: 0}}]).map((h) => `${h.rule}:${h.detector ?? ''}:${h.text}`)
+    const want = applyRules(RULES, [{text: s.truth, box: {x: 0, y: 0, width: 0, height: 0}}]).map((h) => `${h.rule}:${h.detector ?? ''}:${h.text}`)
     const have = new Set(applyRules(RULES, lines).map((h) => `${h.rule}:${h.detector ?? ''}:${h.text}`))
     b.hits += want.length
     b.found += want.filter((w) => have.has(w)).length

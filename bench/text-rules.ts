@@ -7,8 +7,8 @@
  * (JavaScript RegExps written to stay polynomial) on hostile lines of the same lengths. Prints milliseconds per
  * 20 lines (the median of 5 runs) beside the load average. Not part of `npm run bench`: no target, a record of the bound.
  */
-import {findContacts} from '../src/lib/signals/text/contact.js'
-import {compilePattern, MAX_PROGRAM_SIZE, patternMatches} from '../src/lib/signals/text/regex.js'
+import {findContacts} from '../src/lib/rules/contact.js'
+import {compilePattern, MAX_PROGRAM_SIZE, patternMatches} from '../src/lib/rules/regex.js'
 import {load} from './lib.js'
 
 const SIX = String.raw`\d+[\s.,-]*\d+[\s.,-]*\d+[\s.,-]*\d+[\s.,-]*\d+[\s.,-]*\d+\s*(?:btc|usdt|eth)`

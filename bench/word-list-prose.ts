@@ -10,8 +10,8 @@
 import {readdirSync, readFileSync, statSync} from 'node:fs'
 import {join} from 'node:path'
 
-import {entryKeys} from '../src/lib/signals/text/normalise.js'
-import {applyRules, compileRules} from '../src/lib/signals/text/rules.js'
+import {entryKeys} from '../src/lib/rules/normalise.js'
+import {applyRules, compileRules} from '../src/lib/rules/match.js'
 
 const WORDS = `freebies cheap pills viagra cialis casino escort porn nude nudes sex drugs cocaine heroin weed bitcoin crypto forex
   loan loans lottery winner prize replica rolex discount offer free click subscribe follow whatsapp telegram onlyfans hookup
@@ -52,7 +52,7 @@ for (const file of files) {
   for (const word of readFileSync(file, 'utf8').split(/\s+/)) {
     if (word === '') continue
     words++
-    for (const hit of applyRules(rules, [{text: word, confidence: 1, box}])) {
+    for (const hit of applyRules(rules, [{text: word, box}])) {
       const key = entryKeys(hit.text).join(' ')
       const kind = plain.has(key) ? 'as listed' : 'looser (misread, or inside a longer word)'
       const byWord = counts.get(kind) ?? new Map<string, number>()

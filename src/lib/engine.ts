@@ -12,7 +12,7 @@ import {addStep, addSteps, inferenceTime, timeStep, timeStepAsync, type StepTime
 import type {Policy, PresetName} from './policy/types.js'
 import type {SIGNAL_STATES} from './schemas.js'
 import {buildResult, mergeFrameLabels, type ScoredLabel} from './scoring/result.js'
-import {activeSignals, openCore, type InferenceCore} from './signals/core.js'
+import {activeSignals, openCore, type InferenceCore, type SignalChoice} from './signals/core.js'
 import {imageEvidence} from './signals/evidence.js'
 import {availability, categoryStates, listCategories} from './signals/listing.js'
 import {SIGNALS} from './signals/registry.js'
@@ -147,6 +147,17 @@ function setupOf(opts: EngineOptions): SignalSetup {
   }
 }
 
+/** What an engine's steps share: its options, signal choice and the load of its models. */
+interface EngineParts {
+  opts: EngineOptions
+  registry: readonly Signal[]
+  setup: SignalSetup
+  choice: SignalChoice
+  batchSize: number
+  /** The inference core once loaded; refused after close. */
+  loaded(): Promise<InferenceCore>
+}
+
 /**
  * The engine: the inference core (signals/core.ts) with its image, batch and video adapters on top, and the
  * category listing. Models load on first use.
@@ -155,142 +166,131 @@ export function createEngine(opts: EngineOptions): Engine {
   const registry = opts.signals ?? SIGNALS
   const setup = setupOf(opts)
   const choice = activeSignals(registry, setup, opts.only)
-  const {policy} = choice
-  const limits = opts.limits
   const batchSize = opts.batchSize ?? 8
   let closed = false
-
   const ffmpeg = lazy(() => resolveFfmpeg(opts.ffmpeg))
-
-  async function open(): Promise<InferenceCore> {
-    const started = performance.now()
-    const core = await openCore(registry, setup, choice, {batchSize, observe: opts.observer?.batch})
-    try {
-      await core.warm()
-      if (closed) throw closedError()
-    } catch (e) {
-      await core.dispose()
-      throw e
-    }
-    opts.observer?.loaded?.((performance.now() - started) / 1000)
-    return core
-  }
-
-  const models = lazy(open)
-
-  function loaded(): Promise<InferenceCore> {
-    return closed ? Promise.reject(closedError()) : models.get()
-  }
-
-  const frameSide = (core: InferenceCore) => (opts.everyPixel ? undefined : core.frameSide)
-
-  /** Each frame's labels and what the signals found in it. */
-  async function scoreVideoFrames(core: InferenceCore, frames: readonly RgbImage[]): Promise<ScoredFrame[]> {
-    const outputs = await core.infer(await core.prepare(frames, 'video'))
-    return outputs.map((o) => ({labels: core.score(o), evidence: core.evidence(o)}))
-  }
-
-  /** The one image path: read, decode and prepare in the preparing stage, infer (batched with others), score. */
-  async function moderateOne(input: ImageInput, scheduler: Scheduler, steps?: StepTimes): Promise<ModerationResult> {
-    const core = await loaded()
-    const asked = performance.now()
-    const frames = await scheduler.prepare(async () => {
-      // Waiting for the preparing stage's turn (the server's queue) counts as waiting too.
-      addStep(steps, 'wait', performance.now() - asked)
-      const data = await input.read()
-      const decoded = await timeStepAsync(steps, 'decode', () => decodeImage(data, {maxBytes: limits.maxBytes, maxPixels: limits.maxPixels}, undefined, frameSide(core)))
-      return core.prepare(decoded, 'image', steps)
-    })
-    // What is not inference between here and the outputs is waiting: for the queue's turn and the batcher's run.
-    const inferredBefore = steps ? inferenceTime(steps) : 0
-    const started = performance.now()
-    const outputs = await scheduler.infer(() => core.infer(frames, steps))
-    if (steps) addStep(steps, 'wait', Math.max(0, performance.now() - started - (inferenceTime(steps) - inferredBefore)))
-    return timeStep(steps, 'score', () => resultOf(core, input.source, outputs))
-  }
-
-  /** One image's result from its frames' outputs: the labels merged over its frames, then each open signal's evidence. */
-  function resultOf(core: InferenceCore, source: string, outputs: FrameOutputs[]): ModerationResult {
-    const result = buildResult(source, mergeFrameLabels(outputs.map((o) => core.score(o))), core.notEvaluated)
-    return {...result, ...imageEvidence(core.evidenceKinds, outputs.map((o) => core.evidence(o)))} as ModerationResult
-  }
-
-  /** moderateOne with a record of its own, added to `steps` when it ends: the images of one call overlap. */
-  async function timedOne(input: ImageInput, scheduler: Scheduler, steps?: StepTimes): Promise<ModerationResult> {
-    if (!steps) return moderateOne(input, scheduler)
-    const own: StepTimes = {}
-    try {
-      return await moderateOne(input, scheduler, own)
-    } finally {
-      addSteps(steps, own)
-    }
-  }
-
-  function signalState(core: InferenceCore | undefined, signal: Signal): SignalState {
-    if (!choice.active.includes(signal)) return 'off'
-    if (core === undefined) return 'not_loaded'
-    return core.open.has(signal.name) ? 'loaded' : 'not_installed'
-  }
-
+  const models = lazy(() => openModels(registry, setup, choice, {batchSize, observer: opts.observer}, () => closed))
+  const parts: EngineParts = {opts, registry, setup, choice, batchSize, loaded: () => (closed ? Promise.reject(closedError()) : models.get())}
+  const peek = () => (closed ? undefined : models.peek())
   /** The signals loaded when the models are, else what is installed. */
   async function available() {
     if (closed) throw closedError()
     return availability(setup, choice, models.peek()?.open)
   }
-
   const {dispose: close} = disposer(async () => {
     closed = true
     const pending = await models.current()?.catch(() => undefined)
     models.reset()
     if (pending) await pending.dispose()
   })
-
-  const engine: Engine = {
+  return {
     preset: opts.preset,
-    policy,
-    isLoaded: () => !closed && models.peek() !== undefined,
-    signals: () => {
-      const core = closed ? undefined : models.peek()
-      return Object.fromEntries(registry.map((s) => [s.name, signalState(core, s)]))
-    },
+    policy: choice.policy,
+    isLoaded: () => peek() !== undefined,
+    signals: () => Object.fromEntries(registry.map((s) => [s.name, signalState(choice, peek(), s)])),
     load: async () => {
-      await loaded()
+      await parts.loaded()
     },
-    notEvaluated: async () => [...(await loaded()).notEvaluated],
-    moderateImage: (data, source, o = {}) => moderateOne({source, read: async () => data}, o.scheduler ?? DIRECT, o.steps),
-
-    async *moderateMany(inputs, o = {}) {
-      await loaded()
-      const scheduler = o.scheduler ?? DIRECT
-      // Two batches in flight: one being inferred while the next is read, decoded and preprocessed.
-      yield* orderedMap(inputs, batchSize * 2, (input) =>
-        timedOne(input, scheduler, o.steps).catch((e: unknown): ItemResult => {
-          if (isItemError(e)) return itemErrorEntry(input.source, e)
-          throw e
-        }),
-      )
-    },
-
+    notEvaluated: async () => [...(await parts.loaded()).notEvaluated],
+    moderateImage: (data, source, o = {}) => moderateOne(parts, {source, read: async () => data}, o.scheduler ?? DIRECT, o.steps),
+    moderateMany: (inputs, o = {}) => moderateMany(parts, inputs, o),
     async moderateVideo(path, o) {
-      const [binary, core] = await Promise.all([ffmpeg.get(), loaded()])
+      const [binary, core] = await Promise.all([ffmpeg.get(), parts.loaded()])
       const result = await moderateVideo(path, {
         ...o,
         batchSize,
-        decode: {ffmpeg: binary, ...DEFAULT_DECODE_LIMITS, maxSeconds: limits.maxVideoSeconds, maxPixels: limits.maxPixels},
+        decode: {ffmpeg: binary, ...DEFAULT_DECODE_LIMITS, maxSeconds: opts.limits.maxVideoSeconds, maxPixels: opts.limits.maxPixels},
         scoreFrames: (frames) => scoreVideoFrames(core, frames),
         evidence: core.evidenceKinds,
       })
       return {...result, not_evaluated: [...core.notEvaluated]}
     },
-
-    async categories() {
-      return listCategories(registry, {...setup, preset: opts.preset, policy}, choice, await available())
-    },
-
-    categoryStates: async () => categoryStates(registry, policy, await available()),
-
+    categories: async () => listCategories(registry, {...setup, preset: opts.preset, policy: choice.policy}, choice, await available()),
+    categoryStates: async () => categoryStates(registry, choice.policy, await available()),
     close,
     [Symbol.asyncDispose]: close,
   }
-  return engine
+}
+
+/** Opens the inference core and loads every model; released again when the engine closed meanwhile. */
+async function openModels(
+  registry: readonly Signal[],
+  setup: SignalSetup,
+  choice: SignalChoice,
+  o: {batchSize: number; observer?: EngineObserver},
+  closed: () => boolean,
+): Promise<InferenceCore> {
+  const started = performance.now()
+  const core = await openCore(registry, setup, choice, {batchSize: o.batchSize, observe: o.observer?.batch})
+  try {
+    await core.warm()
+    if (closed()) throw closedError()
+  } catch (e) {
+    await core.dispose()
+    throw e
+  }
+  o.observer?.loaded?.((performance.now() - started) / 1000)
+  return core
+}
+
+function signalState(choice: SignalChoice, core: InferenceCore | undefined, signal: Signal): SignalState {
+  if (!choice.active.includes(signal)) return 'off'
+  if (core === undefined) return 'not_loaded'
+  return core.open.has(signal.name) ? 'loaded' : 'not_installed'
+}
+
+/** Each frame's labels and what the signals found in it. */
+async function scoreVideoFrames(core: InferenceCore, frames: readonly RgbImage[]): Promise<ScoredFrame[]> {
+  const outputs = await core.infer(await core.prepare(frames, 'video'))
+  return outputs.map((o) => ({labels: core.score(o), evidence: core.evidence(o)}))
+}
+
+/** The one image path: read, decode and prepare in the preparing stage, infer (batched with others), score. */
+async function moderateOne({opts, loaded}: EngineParts, input: ImageInput, scheduler: Scheduler, steps?: StepTimes): Promise<ModerationResult> {
+  const core = await loaded()
+  const asked = performance.now()
+  const {maxBytes, maxPixels} = opts.limits
+  const frames = await scheduler.prepare(async () => {
+    // Waiting for the preparing stage's turn (the server's queue) counts as waiting too.
+    addStep(steps, 'wait', performance.now() - asked)
+    const data = await input.read()
+    const frameSide = opts.everyPixel ? undefined : core.frameSide
+    const decoded = await timeStepAsync(steps, 'decode', () => decodeImage(data, {maxBytes, maxPixels}, undefined, frameSide))
+    return core.prepare(decoded, 'image', steps)
+  })
+  // What is not inference between here and the outputs is waiting: for the queue's turn and the batcher's run.
+  const inferredBefore = steps ? inferenceTime(steps) : 0
+  const started = performance.now()
+  const outputs = await scheduler.infer(() => core.infer(frames, steps))
+  if (steps) addStep(steps, 'wait', Math.max(0, performance.now() - started - (inferenceTime(steps) - inferredBefore)))
+  return timeStep(steps, 'score', () => resultOf(core, input.source, outputs))
+}
+
+/** One image's result from its frames' outputs: the labels merged over its frames, then each open signal's evidence. */
+function resultOf(core: InferenceCore, source: string, outputs: FrameOutputs[]): ModerationResult {
+  const result = buildResult(source, mergeFrameLabels(outputs.map((o) => core.score(o))), core.notEvaluated)
+  return {...result, ...imageEvidence(core.evidenceKinds, outputs.map((o) => core.evidence(o)))} as ModerationResult
+}
+
+/** moderateOne with a record of its own, added to `steps` when it ends: the images of one call overlap. */
+async function timedOne(parts: EngineParts, input: ImageInput, scheduler: Scheduler, steps?: StepTimes): Promise<ModerationResult> {
+  if (!steps) return moderateOne(parts, input, scheduler)
+  const own: StepTimes = {}
+  try {
+    return await moderateOne(parts, input, scheduler, own)
+  } finally {
+    addSteps(steps, own)
+  }
+}
+
+async function* moderateMany(parts: EngineParts, inputs: Iterable<ImageInput> | AsyncIterable<ImageInput>, o: RunOptions): AsyncGenerator<ItemResult> {
+  await parts.loaded()
+  const scheduler = o.scheduler ?? DIRECT
+  // Two batches in flight: one being inferred while the next is read, decoded and preprocessed.
+  yield* orderedMap(inputs, parts.batchSize * 2, (input) =>
+    timedOne(parts, input, scheduler, o.steps).catch((e: unknown): ItemResult => {
+      if (isItemError(e)) return itemErrorEntry(input.source, e)
+      throw e
+    }),
+  )
 }

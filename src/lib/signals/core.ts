@@ -15,8 +15,9 @@ import type {Category, Policy} from '../policy/types.js'
 import {combineSignals, notEvaluated, type FrameSignals} from '../scoring/combine.js'
 import type {ScoredLabel} from '../scoring/result.js'
 import type {RgbImage} from '../image/rgb.js'
+import {checkOpened, runOrder} from './combination.js'
 import {openEvidence, type OpenEvidence} from './evidence.js'
-import type {ExtraLabel, FrameOutputs, MediaKind, OpenSignal, Signal, SignalSetup} from './signal.js'
+import type {ExtraLabel, FrameOutputs, FramePlace, MediaKind, OpenSignal, Signal, SignalSetup} from './signal.js'
 
 /** Which signals a setup runs, and why each other one does not. The one place the on/off rules meet. */
 export interface SignalChoice {
@@ -36,7 +37,8 @@ function offReason(s: Signal, setup: SignalSetup): string | undefined {
 
 /**
  * The policy's switches and each signal's own rule, and `only`: one model signal alone (and the signals built
- * on it), the policy narrowed to the categories it feeds.
+ * on it), the policy narrowed to the categories it feeds. `active` is in run order (combination.ts), whatever
+ * the registry's.
  */
 export function activeSignals(registry: readonly Signal[], setup: SignalSetup, only?: string): SignalChoice {
   let policy = setup.policy
@@ -49,7 +51,7 @@ export function activeSignals(registry: readonly Signal[], setup: SignalSetup, o
   }
   const off = new Map<string, string>()
   const active: Signal[] = []
-  for (const s of registry) {
+  for (const s of runOrder(registry)) {
     const reason =
       only !== undefined && s.name !== only && !(s.kind === 'labels' && (s.needs ?? []).every((n) => n === only))
         ? `only ${only} runs`
@@ -95,7 +97,7 @@ export interface CoreOptions {
 
 export interface InferenceCore {
   readonly policy: Policy
-  /** The signals open (installed and on), in registry order. */
+  /** The signals open (installed and on), in run order (combination.ts). */
   readonly open: ReadonlySet<string>
   /** Categories of the policy that no open signal feeds. */
   readonly notEvaluated: readonly string[]
@@ -141,9 +143,87 @@ export interface InferenceCore {
   [Symbol.asyncDispose](): Promise<void>
 }
 
-/** Opens the active signals in registry order; one that is not installed is tolerated when others can score. */
+type Entries = readonly (readonly [string, OpenSignal])[]
+
+/** What the core works out once from the signals it opened, and its per-frame steps read. */
+interface CoreParts {
+  policy: Policy
+  entries: Entries
+  weight: (name: string, c: Category) => number
+  labels: LabelInfo[]
+  index: ReadonlyMap<string, number>
+  /** The opened signals that keep their output as features, and the one whose output is the image embedding. */
+  cached: Entries
+  embeddingName?: string
+  live: ReadonlySet<string>
+}
+
+/** Opens the active signals in run order; one that is not installed is tolerated when others can score. */
 export async function openCore(registry: readonly Signal[], setup: SignalSetup, choice: SignalChoice, o: CoreOptions): Promise<InferenceCore> {
-  const {policy, active} = choice
+  const {opened, absent, life} = await openSignals(setup, choice)
+  const alive = () => {
+    if (life.disposed) throw new ModError('model_unavailable', 'the models were released')
+  }
+  const bySignal = new Map(registry.map((s) => [s.name, s]))
+  const weight = (name: string, c: Category) => bySignal.get(name)?.weight(c) ?? 0
+  const {policy} = choice
+  const entries = [...opened.entries()]
+  const skipped = notEvaluated(policy, entries.filter(([name]) => bySignal.get(name)?.kind === 'model').map(([name]) => name), weight)
+  const labels = labelsOf(policy, skipped, entries)
+  if (labels.length === 0) {
+    // A verdict of safe that checked nothing would pass every image: refuse instead.
+    await life.dispose()
+    const feeding = [...absent].find(([name]) => policy.categories.some((c) => weight(name, c) > 0))
+    throw nothingToCheck(policy.categories.map((c) => c.name), feeding?.[1])
+  }
+  const cached = entries.filter(([, s]) => s.encode && s.decode)
+  const parts: CoreParts = {
+    policy,
+    entries,
+    weight,
+    labels,
+    index: new Map(labels.map((l, i) => [l.name, i])),
+    cached,
+    embeddingName: entries.find(([name]) => bySignal.get(name)?.embedding)?.[0],
+    live: new Set(entries.filter(([, s]) => s.prepare && !(s.encode && s.decode)).map(([name]) => name)),
+  }
+  const frameSide = frameSideOf(entries)
+  const counted = {inferred: 0}
+  const batcher = frameBatcher(entries, o, counted)
+  return {
+    policy,
+    open: new Set(opened.keys()),
+    notEvaluated: skipped,
+    labels,
+    key: featureKey(policy, cached, frameSide),
+    embeddingSize: (parts.embeddingName && opened.get(parts.embeddingName)?.outputSize) || 0,
+    frameSide,
+    evidenceKinds: openEvidence(registry, new Set(opened.keys())),
+    live: parts.live,
+    framesInferred: () => counted.inferred,
+    async warm() {
+      for (const s of opened.values()) await s.warm?.()
+    },
+    prepare(frames, kind = 'image', steps, only) {
+      alive()
+      return Promise.all(frames.map((decoded, index) => prepareFrame(parts, decoded, {index, count: frames.length}, kind, steps, only)))
+    },
+    async infer(frames, steps) {
+      alive()
+      return Promise.all(frames.map((frame) => batcher.submit({frame, steps})))
+    },
+    score: (outputs) => scoreFrame(parts, outputs),
+    evidence: (outputs) => frameEvidence(entries, outputs),
+    raw: (outputs) => rawMargins(parts, outputs),
+    toFeatures: (outputs) => toFeatures(parts, outputs),
+    fromFeatures: (features) => fromFeatures(parts, features),
+    dispose: life.dispose,
+    [Symbol.asyncDispose]: life.dispose,
+  }
+}
+
+/** The active signals opened in run order, why each tolerated one did not open, and what releases them. */
+async function openSignals(setup: SignalSetup, {policy, active}: SignalChoice) {
   const signalSetup = {...setup, policy}
   const opened = new Map<string, OpenSignal>()
   // Why each tolerated signal did not open, to explain a policy left with nothing to check.
@@ -154,7 +234,9 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
   try {
     for (const s of active) {
       try {
-        opened.set(s.name, await s.open(signalSetup, opened))
+        const open = await s.open(signalSetup, opened)
+        opened.set(s.name, open)
+        checkOpened(s, open)
       } catch (e) {
         // Not installed and not required: the categories only it feeds are not evaluated.
         if (!(isModError(e) && e.code === 'model_missing' && tolerated(s, active, setup))) throw e
@@ -165,37 +247,35 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
     await life.dispose()
     throw e
   }
-  const alive = () => {
-    if (life.disposed) throw new ModError('model_unavailable', 'the models were released')
-  }
-  const bySignal = new Map(registry.map((s) => [s.name, s]))
-  const weight = (name: string, c: Category) => bySignal.get(name)?.weight(c) ?? 0
-  const entries = [...opened.entries()]
-  const modelNames = entries.filter(([name]) => bySignal.get(name)?.kind === 'model').map(([name]) => name)
-  const skipped = notEvaluated(policy, modelNames, weight)
+  return {opened, absent, life}
+}
+
+/** Every label scored: the policy's categories the open signals evaluate, then the labels they add. */
+function labelsOf(policy: Policy, skipped: readonly string[], entries: Entries): LabelInfo[] {
   const categories: LabelInfo[] = policy.categories
     .filter((c) => !skipped.includes(c.name))
     .map((c) => ({name: c.name, threshold: c.threshold, parent: c.parent, origin: c.origin, calibration: c.calibration}))
-  const labels = [...categories, ...entries.flatMap(([, s]) => s.extraLabels ?? [])]
-  if (labels.length === 0) {
-    // A verdict of safe that checked nothing would pass every image: refuse instead.
-    await life.dispose()
-    const feeding = [...absent].find(([name]) => policy.categories.some((c) => weight(name, c) > 0))
-    throw nothingToCheck(policy.categories.map((c) => c.name), feeding?.[1])
-  }
-  const index = new Map(labels.map((l, i) => [l.name, i]))
-  const embeddingName = entries.find(([name]) => bySignal.get(name)?.embedding)?.[0]
-  const cached = entries.filter(([, s]) => s.encode && s.decode)
-  const live = new Set(entries.filter(([, s]) => s.prepare && !(s.encode && s.decode)).map(([name]) => name))
+  return [...categories, ...entries.flatMap(([, s]) => s.extraLabels ?? [])]
+}
+
+/** The largest side the signals that prepare frames resample to; undefined when one of them reads every pixel. */
+function frameSideOf(entries: Entries): number | undefined {
+  const preparing = entries.filter(([, s]) => s.prepare)
+  return preparing.length > 0 && preparing.every(([, s]) => s.frameSide !== undefined) ? Math.max(...preparing.map(([, s]) => s.frameSide as number)) : undefined
+}
+
+/** Names the cached signals' models and the settings that change their features (trimming, reduced decoding). */
+function featureKey(policy: Policy, cached: Entries, frameSide: number | undefined): string {
   const keys = cached.map(([, s]) => s.key as string)
   const untrimmed = policy.trim_borders ? '' : '-untrimmed'
-  const preparing = entries.filter(([, s]) => s.prepare)
-  const frameSide = preparing.length > 0 && preparing.every(([, s]) => s.frameSide !== undefined) ? Math.max(...preparing.map(([, s]) => s.frameSide as number)) : undefined
   // Features of an image decoded reduced differ from those of every pixel: a cache of either is not the other's.
   const reduced = frameSide === undefined ? '' : `-reduced${frameSide}`
-  let inferred = 0
+  return [`${keys[0] ?? ''}${untrimmed}${reduced}`, ...keys.slice(1)].join('+')
+}
 
-  const batcher = createBatcher(
+/** One batcher for every caller's frames: each signal's model runs once per batch, on the frames prepared for it. */
+function frameBatcher(entries: Entries, o: CoreOptions, counted: {inferred: number}) {
+  return createBatcher(
     async (frames: {frame: PreparedFrame; steps?: StepTimes}[]): Promise<FrameOutputs[]> => {
       const outputs = frames.map(() => new Map<string, unknown>())
       // The records of the requests whose frames are in this run: each is told the run's time in full.
@@ -210,115 +290,96 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
         for (const steps of records) addStep(steps, `${name}_infer`, ms)
         out.forEach((value, k) => outputs[mine[k]].set(name, value))
       }
-      inferred += frames.length
+      counted.inferred += frames.length
       return outputs
     },
     o.batchSize,
     o.observe,
   )
+}
 
-  return {
-    policy,
-    open: new Set(opened.keys()),
-    notEvaluated: skipped,
-    labels,
-    key: [`${keys[0] ?? ''}${untrimmed}${reduced}`, ...keys.slice(1)].join('+'),
-    embeddingSize: (embeddingName && opened.get(embeddingName)?.outputSize) || 0,
-    frameSide,
-    evidenceKinds: openEvidence(registry, new Set(opened.keys())),
-    live,
-    framesInferred: () => inferred,
-    async warm() {
-      for (const s of opened.values()) await s.warm?.()
-    },
-    prepare(frames, kind = 'image', steps, only) {
-      alive()
-      return Promise.all(
-        frames.map(async (decoded, index) => {
-          const {frame, origin} = timeStep(steps, 'trim', () => {
-            const box = scoredBox(decoded, policy.trim_borders)
-            return {frame: crop(decoded, box), origin: {left: box.left, top: box.top, ...(decoded.scale ? {scale: decoded.scale} : {})}}
-          })
-          // Every signal starts at once: CLIP's resize runs in libvips' threads while the others compute here.
-          const preparing = entries.flatMap(([name, s]) => {
-            if (!s.prepare || (only !== undefined && !only.has(name))) return []
-            const prepare = s.prepare.bind(s)
-            const started = performance.now()
-            const input = (async () => prepare(frame, origin, decoded, kind, {index, count: frames.length}))()
-            return [{name, input: input.then((value) => ({value, ms: performance.now() - started}))}]
-          })
-          const ready = await Promise.all(preparing.map((p) => p.input))
-          // Recorded in registry order, whichever finished first.
-          ready.forEach(({ms}, i) => addStep(steps, `${preparing[i].name}_preprocess`, ms))
-          return new Map(ready.map(({value}, i) => [preparing[i].name, value]))
-        }),
-      )
-    },
-    async infer(frames, steps) {
-      alive()
-      return Promise.all(frames.map((frame) => batcher.submit({frame, steps})))
-    },
-    score(outputs) {
-      const signals: Record<string, ReadonlyMap<string, number>> = {}
-      for (const [name, s] of entries) {
-        const out = outputs.get(name)
-        if (s.scores && out !== undefined) signals[name] = s.scores(out)
-      }
-      let scored = combineSignals(policy, signals as FrameSignals, weight)
-      for (const [, s] of entries) if (s.adjust) scored = s.adjust(scored, outputs)
-      return scored
-    },
-    evidence(outputs) {
-      const found = new Map<string, unknown>()
-      for (const [name, s] of entries) {
-        const value = outputs.get(name)
-        const e = s.evidence && value !== undefined ? s.evidence(value) : undefined
-        if (e !== undefined) found.set(name, e)
-      }
-      return found
-    },
-    raw(outputs) {
-      const out = new Float64Array(labels.length).fill(Number.NaN)
-      for (const [name, s] of entries) {
-        const value = outputs.get(name)
-        const margins = [...(s.raw && value !== undefined ? s.raw(value) : []), ...(s.extraRaw ? s.extraRaw(outputs) : [])]
-        for (const [label, raw] of margins) {
-          const i = index.get(label)
-          if (i !== undefined) out[i] = raw
-        }
-      }
-      return out
-    },
-    toFeatures(outputs) {
-      const frames = outputs.map((frame): FrameFeatures => {
-        const features: FrameFeatures = {embedding: new Float32Array(0), signals: {}}
-        for (const [name, s] of cached) {
-          const output = frame.get(name)
-          if (output === undefined) continue
-          const encoded = (s.encode as (o: unknown) => Float32Array)(output)
-          if (name === embeddingName) features.embedding = encoded
-          else features.signals[name] = encoded
-        }
-        return features
-      })
-      const kept = live.size === 0 ? undefined : outputs.map((frame) => new Map([...frame].filter(([name]) => live.has(name))))
-      return {...frames[0], ...(frames.length > 1 ? {later: frames.slice(1)} : {}), ...(kept ? {live: kept} : {})}
-    },
-    fromFeatures(features) {
-      const frames = [features, ...(features.later ?? [])]
-      return frames.map((frame, i) => {
-        const outputs = new Map<string, unknown>(features.live?.[i] ?? [])
-        for (const [name, s] of cached) {
-          // An empty embedding is no CLIP model; an empty output is one (no detection).
-          const encoded = name === embeddingName ? (frame.embedding.length > 0 ? frame.embedding : undefined) : frame.signals[name]
-          if (encoded !== undefined) outputs.set(name, (s.decode as (f: Float32Array) => unknown)(encoded))
-        }
-        return outputs
-      })
-    },
-    dispose: life.dispose,
-    [Symbol.asyncDispose]: life.dispose,
+/** One frame trimmed (when the policy asks) and made ready for each signal that prepares frames (or those of `only`). */
+async function prepareFrame(parts: CoreParts, decoded: RgbImage, place: FramePlace, kind: MediaKind, steps?: StepTimes, only?: ReadonlySet<string>): Promise<PreparedFrame> {
+  const {frame, origin} = timeStep(steps, 'trim', () => {
+    const box = scoredBox(decoded, parts.policy.trim_borders)
+    return {frame: crop(decoded, box), origin: {left: box.left, top: box.top, ...(decoded.scale ? {scale: decoded.scale} : {})}}
+  })
+  // Every signal starts at once: CLIP's resize runs in libvips' threads while the others compute here.
+  const preparing = parts.entries.flatMap(([name, s]) => {
+    if (!s.prepare || (only !== undefined && !only.has(name))) return []
+    const prepare = s.prepare.bind(s)
+    const started = performance.now()
+    const input = (async () => prepare(frame, origin, decoded, kind, place))()
+    return [{name, input: input.then((value) => ({value, ms: performance.now() - started}))}]
+  })
+  const ready = await Promise.all(preparing.map((p) => p.input))
+  // Recorded in run order, whichever finished first.
+  ready.forEach(({ms}, i) => addStep(steps, `${preparing[i].name}_preprocess`, ms))
+  return new Map(ready.map(({value}, i) => [preparing[i].name, value]))
+}
+
+/** A frame's labels: the scorers' weighted mean, then each other signal's adjustment in run order. */
+function scoreFrame({policy, entries, weight}: CoreParts, outputs: FrameOutputs): ScoredLabel[] {
+  const signals: Record<string, ReadonlyMap<string, number>> = {}
+  for (const [name, s] of entries) {
+    const out = outputs.get(name)
+    if (s.scores && out !== undefined) signals[name] = s.scores(out)
   }
+  let scored = combineSignals(policy, signals as FrameSignals, weight)
+  for (const [, s] of entries) if (s.adjust) scored = s.adjust(scored, outputs)
+  return scored
+}
+
+function frameEvidence(entries: Entries, outputs: FrameOutputs): ReadonlyMap<string, unknown> {
+  const found = new Map<string, unknown>()
+  for (const [name, s] of entries) {
+    const value = outputs.get(name)
+    const e = s.evidence && value !== undefined ? s.evidence(value) : undefined
+    if (e !== undefined) found.set(name, e)
+  }
+  return found
+}
+
+function rawMargins({entries, labels, index}: CoreParts, outputs: FrameOutputs): Float64Array {
+  const out = new Float64Array(labels.length).fill(Number.NaN)
+  for (const [name, s] of entries) {
+    const value = outputs.get(name)
+    const margins = [...(s.raw && value !== undefined ? s.raw(value) : []), ...(s.extraRaw ? s.extraRaw(outputs) : [])]
+    for (const [label, raw] of margins) {
+      const i = index.get(label)
+      if (i !== undefined) out[i] = raw
+    }
+  }
+  return out
+}
+
+function toFeatures({cached, embeddingName, live}: CoreParts, outputs: readonly FrameOutputs[]): Features {
+  const frames = outputs.map((frame): FrameFeatures => {
+    const features: FrameFeatures = {embedding: new Float32Array(0), signals: {}}
+    for (const [name, s] of cached) {
+      const output = frame.get(name)
+      if (output === undefined) continue
+      const encoded = (s.encode as (o: unknown) => Float32Array)(output)
+      if (name === embeddingName) features.embedding = encoded
+      else features.signals[name] = encoded
+    }
+    return features
+  })
+  const kept = live.size === 0 ? undefined : outputs.map((frame) => new Map([...frame].filter(([name]) => live.has(name))))
+  return {...frames[0], ...(frames.length > 1 ? {later: frames.slice(1)} : {}), ...(kept ? {live: kept} : {})}
+}
+
+function fromFeatures({cached, embeddingName}: CoreParts, features: Features): FrameOutputs[] {
+  const frames = [features, ...(features.later ?? [])]
+  return frames.map((frame, i) => {
+    const outputs = new Map<string, unknown>(features.live?.[i] ?? [])
+    for (const [name, s] of cached) {
+      // An empty embedding is no CLIP model; an empty output is one (no detection).
+      const encoded = name === embeddingName ? (frame.embedding.length > 0 ? frame.embedding : undefined) : frame.signals[name]
+      if (encoded !== undefined) outputs.set(name, (s.decode as (f: Float32Array) => unknown)(encoded))
+    }
+    return outputs
+  })
 }
 
 /** The error of a policy, signal choice and set of installed models that leave no category to check. */

@@ -1,10 +1,13 @@
 /**
- * Every signal mod knows, in the order they run and combine. Everything that lists signals derives from this
+ * Every signal mod knows, in the order listings and results show them. How they open and combine is declared on
+ * each signal (`combine`, `needs`) and checked here, when the registry is built (combination.ts): this list's
+ * order decides none of it. Everything that lists signals derives from this
  * list: the result, segment and /health schemas (and their types), `--only`, `mod categories`, policy sections,
  * the engine and eval. A new signal is one folder beside these and one line here.
  */
 import {clipSignal} from './clip/signal.js'
 import {codesSignal} from './codes/signal.js'
+import {runOrder} from './combination.js'
 import {headSignal} from './head/signal.js'
 import {nsfwSignal} from './nsfw/signal.js'
 import {nudenetSignal} from './nudenet/signal.js'
@@ -18,12 +21,13 @@ const REGISTERED = [
   nsfwSignal,
   nudenetSignal,
   headSignal,
-  // After the scoring signals: a rule's hit sets its category's score to 1.
   textSignal,
   codesSignal,
-  // Last: a match raises its category's score after every other signal has had its say.
   pdqSignal,
 ] as const
+
+// Declarations that contradict each other stop every start, not only the setups that open the signals concerned.
+runOrder(REGISTERED)
 
 export const SIGNALS: readonly Signal[] = REGISTERED
 

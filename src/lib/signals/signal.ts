@@ -14,6 +14,7 @@ import type {Category, Policy, PresetName} from '../policy/types.js'
 import type {Origin} from '../schema-parts.js'
 import {policyWeight as weightInPolicy} from '../scoring/combine.js'
 import type {ScoredLabel} from '../scoring/result.js'
+import type {Combination} from './combination.js'
 
 /**
  * Everything a signal may need to open, as plain settings (lib/compose.ts builds it from the configuration): each
@@ -204,6 +205,12 @@ export interface Signal {
    * name it; `labels`: builds on other signals' outputs after the categories are combined (a trained head).
    */
   readonly kind: 'model' | 'labels'
+  /**
+   * How its findings combine with the other signals' (combination.ts): `mean` (its `scores` enter the weighted
+   * mean), `revise` after the revisers it names (its `adjust` may lower or replace scores), or `max` (its `adjust`
+   * only raises a category to its hit's score). Checked when a registry is built; the list's order decides nothing.
+   */
+  readonly combine: Combination
   /** The setup insists on it: not being installed is an error, not categories left unevaluated. */
   required?(setup: SignalSetup): boolean
   /** Other signals whose outputs it reads: they must be installed when it runs. */

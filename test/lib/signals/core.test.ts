@@ -24,6 +24,7 @@ function noting(name: string, events: string[], slow: boolean): Signal {
     title: name,
     description: 'a test signal',
     kind: 'model',
+    combine: {mode: 'mean'},
     off: () => undefined,
     weight: (category) => (category.name === 'redness' ? 1 : 0),
     open: async () => ({

@@ -25,6 +25,7 @@ const redMeter: Signal = {
   title: 'the red meter',
   description: 'the share of red (a test signal)',
   kind: 'model',
+  combine: {mode: 'mean'},
   off: () => undefined,
   weight: (category) => (category.name === 'redness' ? 1 : 0),
   open: async () => ({

@@ -74,6 +74,51 @@ function idTensor(values: BigInt64Array, int32: boolean, shape: number[]): ort.T
   return int32 ? new ort.Tensor('int32', Int32Array.from(values, Number), shape) : new ort.Tensor('int64', values, shape)
 }
 
+/** The image encoder's session, its input and output checked; its optimised graph cached under `cacheDir`. */
+async function openImageEncoder(dir: string, manifest: Manifest, imagePath: string, threads: number, cacheDir?: string): Promise<ort.InferenceSession> {
+  const image = await openSession(join(dir, imagePath), {threads, keepArena: true, cacheDir})
+  try {
+    requireNames(image, imagePath, manifest.image.input, manifest.image.output)
+  } catch (e) {
+    await image.release()
+    throw e
+  }
+  return image
+}
+
+/** The text encoder and tokenizer. Its graph is not cached: it runs only while prompt embeddings are missing. */
+async function openTextEncoder(dir: string, manifest: Manifest, textPath: string, threads: number): Promise<TextEncoder> {
+  const session = await openSession(join(dir, textPath), {threads, keepArena: false})
+  try {
+    requireNames(session, textPath, manifest.text.input, manifest.text.output)
+    return {
+      session,
+      tokenizer: await loadTokenizer(dir),
+      withMask: session.inputNames.includes('attention_mask'),
+      int32: inputMeta(session, manifest.text.input)?.type === 'int32',
+    }
+  } catch (e) {
+    await session.release()
+    throw e
+  }
+}
+
+/** One text-encoder run: the texts' normalised embeddings. */
+async function runTexts(manifest: Manifest, textPath: string, t: TextEncoder, texts: string[]): Promise<Float32Array[]> {
+  const ctx = manifest.context_length
+  const shape = [texts.length, ctx]
+  const feeds: Record<string, ort.Tensor> = {}
+  if (t.withMask) {
+    const {inputIds, attentionMask} = t.tokenizer.encodeBatchWithMask(texts, ctx)
+    feeds[manifest.text.input] = idTensor(inputIds, t.int32, shape)
+    feeds.attention_mask = idTensor(attentionMask, t.int32, shape)
+  } else {
+    feeds[manifest.text.input] = idTensor(t.tokenizer.encodeBatch(texts, ctx), t.int32, shape)
+  }
+  const out = await t.session.run(feeds)
+  return rows(out[manifest.text.output], texts.length, manifest.embedding_size, textPath)
+}
+
 export async function openClip(dir: string, manifest: Manifest, opts: ClipOptions = {}): Promise<ClipModel> {
   const threads = opts.threads ?? (await defaultThreads())
   const dim = manifest.embedding_size
@@ -81,55 +126,15 @@ export async function openClip(dir: string, manifest: Manifest, opts: ClipOption
   const imageSize = 3 * crop * crop
   const imagePath = fileWithRole(manifest, 'image_encoder').path
   const textPath = fileWithRole(manifest, 'text_encoder').path
-
-  // Only the image encoder's graph is cached: the text encoder runs only while prompt embeddings are missing.
-  const image = await openSession(join(dir, imagePath), {threads, keepArena: true, cacheDir: opts.cacheDir})
-  try {
-    requireNames(image, imagePath, manifest.image.input, manifest.image.output)
-  } catch (e) {
-    await image.release()
-    throw e
-  }
+  const image = await openImageEncoder(dir, manifest, imagePath, threads, opts.cacheDir)
   // An export with a fixed batch of 1 cannot take [n, …]: run it image by image instead.
   const imageBatch = inputMeta(image, manifest.image.input)?.shape[0] === 1 ? 1 : Number.POSITIVE_INFINITY
-
-  const text = lazy(openText)
-
-  async function openText(): Promise<TextEncoder> {
-    const session = await openSession(join(dir, textPath), {threads, keepArena: false})
-    try {
-      requireNames(session, textPath, manifest.text.input, manifest.text.output)
-      return {
-        session,
-        tokenizer: await loadTokenizer(dir),
-        withMask: session.inputNames.includes('attention_mask'),
-        int32: inputMeta(session, manifest.text.input)?.type === 'int32',
-      }
-    } catch (e) {
-      await session.release()
-      throw e
-    }
-  }
+  const text = lazy(() => openTextEncoder(dir, manifest, textPath, threads))
 
   async function runImages(pixels: Float32Array, n: number): Promise<Float32Array[]> {
     const input = new ort.Tensor('float32', pixels, [n, 3, crop, crop])
     const out = await image.run({[manifest.image.input]: input})
     return rows(out[manifest.image.output], n, dim, imagePath)
-  }
-
-  async function runTexts(t: TextEncoder, texts: string[]): Promise<Float32Array[]> {
-    const ctx = manifest.context_length
-    const shape = [texts.length, ctx]
-    const feeds: Record<string, ort.Tensor> = {}
-    if (t.withMask) {
-      const {inputIds, attentionMask} = t.tokenizer.encodeBatchWithMask(texts, ctx)
-      feeds[manifest.text.input] = idTensor(inputIds, t.int32, shape)
-      feeds.attention_mask = idTensor(attentionMask, t.int32, shape)
-    } else {
-      feeds[manifest.text.input] = idTensor(t.tokenizer.encodeBatch(texts, ctx), t.int32, shape)
-    }
-    const out = await t.session.run(feeds)
-    return rows(out[manifest.text.output], texts.length, dim, textPath)
   }
 
   async function releaseText(): Promise<void> {
@@ -163,7 +168,7 @@ export async function openClip(dir: string, manifest: Manifest, opts: ClipOption
       const t = await text.get()
       const out: Float32Array[] = []
       for (let i = 0; i < texts.length; i += TEXT_BATCH) {
-        out.push(...(await runTexts(t, texts.slice(i, i + TEXT_BATCH))))
+        out.push(...(await runTexts(manifest, textPath, t, texts.slice(i, i + TEXT_BATCH))))
       }
       return out
     },

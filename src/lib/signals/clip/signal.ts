@@ -69,6 +69,7 @@ export const clipSignal: Signal = {
   title: 'the CLIP model',
   description: 'zero-shot prompts',
   kind: 'model',
+  combine: {mode: 'mean'},
   embedding: true,
   required: (setup) => setup.requireClip === true,
   off: () => undefined,

@@ -22,7 +22,7 @@
  */
 import {domainToASCII} from 'node:url'
 
-import {findContacts} from '../text/contact.js'
+import {findContacts} from '../../rules/contact.js'
 import {checkedLines} from './payload.js'
 
 /** Schemes whose addresses the URL parser reads as browsers do (the WHATWG "special" schemes). */

@@ -11,7 +11,7 @@ import {fileURLToPath} from 'node:url'
 import {Worker} from 'node:worker_threads'
 
 import type {RgbImage} from '../../image/rgb.js'
-import {DEFAULT_MAX_PIXELS, frameLuminance, type CodeReaderOptions, type FoundCode} from './read.js'
+import {DEFAULT_MAX_PIXELS, frameLuminance, type CodeReaderOptions, type FoundCode, type FrameSize, type Luminance} from './read.js'
 
 /**
  * A frame's time limit: zxing reads a 1920x1080 frame (the most it reads at full size) in some 20 to 200 ms, so a
@@ -53,6 +53,67 @@ interface Running {
   ready: Promise<void>
 }
 
+function stopped(e: unknown): Error {
+  return e instanceof Error ? e : new Error(`the code reader's thread stopped (exit code ${String(e)})`)
+}
+
+/** A thread started, and its first word: ready, or why it could not start. */
+function startThread(options: CodeReaderOptions): Running {
+  const worker = startWorker(options)
+  // An idle thread does not keep the process alive; a frame being read does (ref in readOne).
+  worker.unref()
+  const ready = new Promise<void>((resolve, reject) => {
+    const early = (e: unknown) => reject(stopped(e))
+    worker.once('error', early)
+    worker.once('exit', early)
+    worker.once('message', (m) => {
+      worker.off('error', early)
+      worker.off('exit', early)
+      if (m === 'ready') resolve()
+      else reject(new Error(`the code reader's thread said ${JSON.stringify(m)} before it was ready`))
+    })
+  })
+  return {worker, ready}
+}
+
+interface FrameAsk {
+  id: number
+  grey: Luminance
+  size: FrameSize
+}
+
+/** One frame asked of a ready thread: its answer, or cut short past `timeoutMs`; `stop` ends a thread that failed or ran out of time. */
+function askThread(r: Running, ask: FrameAsk, timeoutMs: number, stop: (r: Running) => void): Promise<FrameRead> {
+  return new Promise<FrameRead>((resolve, reject) => {
+    const done = () => {
+      clearTimeout(timer)
+      r.worker.off('message', answer)
+      r.worker.off('error', failed)
+      r.worker.off('exit', failed)
+    }
+    const answer = (m: {id: number; codes?: FoundCode[]; error?: string}) => {
+      if (m.id !== ask.id) return
+      done()
+      if (m.error !== undefined) reject(new Error(m.error))
+      else resolve({codes: m.codes ?? [], timedOut: false})
+    }
+    const failed = (e: unknown) => {
+      done()
+      stop(r)
+      reject(stopped(e))
+    }
+    const timer = setTimeout(() => {
+      done()
+      stop(r)
+      resolve({codes: [], timedOut: true})
+    }, timeoutMs)
+    r.worker.on('message', answer)
+    r.worker.once('error', failed)
+    r.worker.once('exit', failed)
+    r.worker.postMessage(ask)
+  })
+}
+
 export function openThreadedCodeReader(options: ThreadedReaderOptions = {}): ThreadedCodeReader {
   const {timeoutMs = DEFAULT_FRAME_TIMEOUT_MS, ...readerOptions} = options
   const maxPixels = options.maxPixels ?? DEFAULT_MAX_PIXELS
@@ -61,24 +122,6 @@ export function openThreadedCodeReader(options: ThreadedReaderOptions = {}): Thr
   let queue: Promise<unknown> = Promise.resolve()
   let nextId = 0
 
-  function start(): Running {
-    const worker = startWorker(readerOptions)
-    // An idle thread does not keep the process alive; a frame being read does (ref below).
-    worker.unref()
-    const ready = new Promise<void>((resolve, reject) => {
-      const early = (e: unknown) => reject(e instanceof Error ? e : new Error(`the code reader's thread stopped (exit code ${String(e)})`))
-      worker.once('error', early)
-      worker.once('exit', early)
-      worker.once('message', (m) => {
-        worker.off('error', early)
-        worker.off('exit', early)
-        if (m === 'ready') resolve()
-        else reject(new Error(`the code reader's thread said ${JSON.stringify(m)} before it was ready`))
-      })
-    })
-    return {worker, ready}
-  }
-
   function stop(r: Running): void {
     if (running === r) running = undefined
     void r.worker.terminate()
@@ -86,7 +129,7 @@ export function openThreadedCodeReader(options: ThreadedReaderOptions = {}): Thr
 
   async function readOne(image: RgbImage): Promise<FrameRead> {
     if (closed) throw new Error('the code reader is closed')
-    const r = (running ??= start())
+    const r = (running ??= startThread(readerOptions))
     r.worker.ref()
     try {
       await r.ready
@@ -97,34 +140,7 @@ export function openThreadedCodeReader(options: ThreadedReaderOptions = {}): Thr
     const id = nextId++
     const grey = frameLuminance(image, maxPixels)
     try {
-      return await new Promise<FrameRead>((resolve, reject) => {
-        const done = () => {
-          clearTimeout(timer)
-          r.worker.off('message', answer)
-          r.worker.off('error', failed)
-          r.worker.off('exit', failed)
-        }
-        const answer = (m: {id: number; codes?: FoundCode[]; error?: string}) => {
-          if (m.id !== id) return
-          done()
-          if (m.error !== undefined) reject(new Error(m.error))
-          else resolve({codes: m.codes ?? [], timedOut: false})
-        }
-        const failed = (e: unknown) => {
-          done()
-          stop(r)
-          reject(e instanceof Error ? e : new Error(`the code reader's thread stopped (exit code ${String(e)})`))
-        }
-        const timer = setTimeout(() => {
-          done()
-          stop(r)
-          resolve({codes: [], timedOut: true})
-        }, timeoutMs)
-        r.worker.on('message', answer)
-        r.worker.once('error', failed)
-        r.worker.once('exit', failed)
-        r.worker.postMessage({id, grey, size: {width: image.width, height: image.height}})
-      })
+      return await askThread(r, {id, grey, size: {width: image.width, height: image.height}}, timeoutMs, stop)
     } finally {
       r.worker.unref()
     }

@@ -5,16 +5,16 @@
  * - `domains: {deny: [...]}`: a code whose payload points to a listed domain or one of its subdomains
  *   (hosts.ts says which hosts a payload points to, and how they are compared);
  * - `domains: {allow: [...]}`: a code whose payload points anywhere else (a payload with no address passes);
- * - `words`, `regex` or `detect`: the text rules' checks (signals/text/rules.ts: the same folding of words, RE2
+ * - `words`, `regex` or `detect`: the text rules' checks (rules/match.ts, which the text rules use too: the same folding of words, RE2
  *   patterns and contact detectors), on the payload's lines (their start: payload.ts).
  * Any rule may name `formats` to look at codes of those formats only. A rule hits a code once: the hit names the
  * first thing that matched (the host, the word, the detector's find).
  */
-import {CONTACT_DETECTORS, type ContactDetector} from '../text/contact.js'
-import {entryKeys} from '../text/normalise.js'
-import type {TextLine} from '../text/read.js'
-import {patternProblem} from '../text/regex.js'
-import {applyRules, compileRules, type CompiledRule} from '../text/rules.js'
+import {CONTACT_DETECTORS, type ContactDetector} from '../../rules/contact.js'
+import {entryKeys} from '../../rules/normalise.js'
+import type {RuleLine} from '../../rules/types.js'
+import {patternProblem} from '../../rules/regex.js'
+import {applyRules, compileRules, type CompiledRule} from '../../rules/match.js'
 import {CODE_FORMATS, isCodeFormat, type CodeFormat} from './formats.js'
 import {domainProblem, hostMatches, listedDomain, payloadHosts} from './hosts.js'
 import {checkedLines} from './payload.js'
@@ -175,16 +175,16 @@ export function compileCodesRules(section: CodesSection): CompiledCodesRule[] {
 /** What the checks look at in a code, each part worked out once whatever the number of rules. */
 interface Payload {
   /** The checked lines (payload.ts), each read as a line of text in the code's box. */
-  lines(): TextLine[]
+  lines(): RuleLine[]
   hosts(): string[]
 }
 
 function payloadOf(code: FoundCode): Payload {
-  let lines: TextLine[] | undefined
+  let lines: RuleLine[] | undefined
   let hosts: string[] | undefined
   const [x, y, width, height] = code.box
   return {
-    lines: () => (lines ??= checkedLines(code.payload).map((text) => ({text, confidence: 1, box: {x, y, width, height}}))),
+    lines: () => (lines ??= checkedLines(code.payload).map((text) => ({text, box: {x, y, width, height}}))),
     hosts: () => (hosts ??= payloadHosts(code.payload)),
   }
 }

@@ -21,7 +21,7 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
   if (section === undefined) throw new Error('the codes signal opened without codes rules')
   const rules = compileCodesRules(section)
   const reader = openThreadedCodeReader()
-  const fed = ruleCategories(policy, new Set(section.rules.map((r) => r.category)), opened.keys())
+  const fed = ruleCategories(policy, new Set(section.rules.map((r) => r.category)), opened)
 
   return {
     // Read while the frame is prepared, beside the other signals' preprocessing: there is no model run to batch.
@@ -48,6 +48,7 @@ export const codesSignal = {
   title: 'the code reader',
   description: "QR codes and barcodes read in images (zxing-cpp), matched against the policy's codes rules",
   kind: 'model',
+  combine: {mode: 'max'},
   off: (setup) => (codesPolicyOf(setup.policy) === undefined ? 'the policy has no codes rules' : undefined),
   weight: (category) => category.signals.codes ?? 0,
   policy: codesSection,

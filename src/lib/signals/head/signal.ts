@@ -40,6 +40,8 @@ export const headSignal: Signal = {
   title: 'the trained head',
   description: 'a trained head',
   kind: 'labels',
+  // Blends its scores into the family as the detector left it.
+  combine: {mode: 'revise', after: ['nudenet']},
   needs: ['clip'],
   off: (setup) => (setup.headPath === undefined ? 'no head file is set' : undefined),
   weight: () => 0,

@@ -45,6 +45,7 @@ export function nsfwSignalWith(openRunner: NsfwOpener): Signal {
     title: 'the NSFW specialist',
     description: 'the embedded NSFW specialist',
     kind: 'model',
+    combine: {mode: 'mean'},
     policySwitch: 'on',
     weight: policyWeight('nsfw'),
     open: (setup) => open(openRunner, setup),

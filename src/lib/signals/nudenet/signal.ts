@@ -71,6 +71,8 @@ export function nudenetSignalWith(openDetector: NudenetOpener, installedIn: (set
     title: 'the NudeNet detector',
     description: 'the NudeNet body-part detector (`mod models pull nudenet`), a second opinion on the nudity family',
     kind: 'labels',
+    // Caps the family's combined score: a veto lowers it, so it is a revision.
+    combine: {mode: 'revise'},
     needs: ['nsfw'],
     evidence: nudenetEvidence,
     addon: nudenetAddon,

@@ -99,6 +99,30 @@ function centres(length: number, grid: number): Int32Array {
 export type JaroszSource = {rgb: Uint8Array} | ((r: number, out: Float32Array) => void)
 
 /**
+ * Where each buffer of jaroszGrid lies in the kernels' memory, in floats from SCRATCH (lanes: each lane's
+ * address in bytes, as the kernels take them), and `floats`, the end of the last.
+ */
+function scratchLayout(rows: number, cols: number, slots: number, width: number, narrowWidth: number) {
+  let floats = SCRATCH / 4
+  const take = (n: number): number => {
+    const at = floats
+    floats += n
+    return at
+  }
+  const lanes = (): number[] => Array.from({length: LANES}, () => 4 * take(width))
+  const inputs = lanes()
+  const rgb = take(Math.ceil((LANES * cols * 3) / 4))
+  const ring = take(slots * width)
+  const lines = lanes()
+  const blurred = lanes()
+  const sums = take(width)
+  const narrow = take(rows * narrowWidth)
+  const narrowSums = take(narrowWidth)
+  const means = take(narrowWidth)
+  return {inputs, rgb, ring, lines, blurred, sums, narrow, narrowSums, means, floats}
+}
+
+/**
  * Two Jarosz passes (rows, then columns, twice) over an image of rows x cols, sampled at the centre of each of
  * grid x grid cells: the reference's blur then decimation.
  */
@@ -112,24 +136,7 @@ export function jaroszGrid(rows: number, cols: number, grid: number, source: Jar
   const narrowWidth = padded(grid)
   // Rows after the first row pass, kept until the column window leaves them; computed LANES rows at a time.
   const slots = colWindow + LANES
-  // Scratch layout, in floats.
-  let floats = SCRATCH / 4
-  const take = (n: number): number => {
-    const at = floats
-    floats += n
-    return at
-  }
-  // Each lane's address in bytes, as the kernels take them.
-  const lanes = (): number[] => Array.from({length: LANES}, () => 4 * take(width))
-  const inputs = lanes()
-  const rgb = take(Math.ceil((LANES * cols * 3) / 4))
-  const ring = take(slots * width)
-  const lines = lanes()
-  const blurred = lanes()
-  const sums = take(width)
-  const narrow = take(rows * narrowWidth)
-  const narrowSums = take(narrowWidth)
-  const means = take(narrowWidth)
+  const {inputs, rgb, ring, lines, blurred, sums, narrow, narrowSums, means, floats} = scratchLayout(rows, cols, slots, width, narrowWidth)
   const buffer = kernelMemory(k, floats * 4)
   const memory = new Float32Array(buffer)
   memory.fill(0, sums, sums + width)

@@ -25,7 +25,7 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
   const lists = await Promise.all(named.map((l) => loadHashList(l.file, l.name, {cacheDir: setup.cacheDir, shared: l.shared})))
   const thresholds = Object.fromEntries(named.map((l) => [l.name, l.distance]))
   const categoryOf = new Map(named.map((l) => [l.name, l.category]))
-  const fed = ruleCategories(policy, new Set(categoryOf.values()), opened.keys())
+  const fed = ruleCategories(policy, new Set(categoryOf.values()), opened)
 
   return {
     prepare: async (_frame, _origin, decoded) => {
@@ -54,6 +54,7 @@ export const pdqSignal = {
   title: 'the hash-list matcher',
   description: "PDQ hashes matched against the policy's hash lists",
   kind: 'model',
+  combine: {mode: 'max'},
   off: (setup) => (hashListsOf(setup.policy).length === 0 ? 'the policy names no hash list' : undefined),
   weight: policyWeight('pdq'),
   policy: hashListsSection,

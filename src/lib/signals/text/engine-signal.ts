@@ -41,7 +41,7 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
   if (text === undefined) throw new Error('the text signal opened without text rules')
   const columns = setup.textBudget ?? text.budget ?? DEFAULT_TEXT_BUDGET
   const reader = await openTextSignal(text, {threads: setup.threads ?? (await defaultThreads())}, {...DEFAULT_READ_OPTIONS, budget: {columns}})
-  const fed = ruleCategories(policy, new Set(text.rules.map((r) => r.category)), opened.keys())
+  const fed = ruleCategories(policy, new Set(text.rules.map((r) => r.category)), opened)
 
   return {
     prepare(frame, origin, _decoded, kind, place) {
@@ -85,6 +85,7 @@ export const textSignal = {
   title: 'the text reader',
   description: "Text read in images (PP-OCRv4), matched against the policy's text rules",
   kind: 'model',
+  combine: {mode: 'max'},
   off: (setup) => (textWanted(textPolicyOf(setup.policy), 'image') ? undefined : 'the policy has no text rules'),
   weight: (category) => category.signals.text ?? 0,
   policy: textSection,

@@ -2,7 +2,7 @@
  * The policy file's `text:` section: rules over the text read in images, each feeding one category (an enabled
  * one, or `contact_info`, which exists only while a rule names it). A rule holds exactly one kind: words (written
  * and/or a `words_file` read relative to the policy file), regular expressions (RE2 syntax of bounded size,
- * regex.ts) or contact detectors. `video: true` reads video frames too; `budget` bounds the reading of each
+ * src/lib/rules/regex.ts) or contact detectors. `video: true` reads video frames too; `budget` bounds the reading of each
  * image in recogniser columns (read.ts ReadBudget).
  */
 import {resolve} from 'node:path'
@@ -29,11 +29,11 @@ import {
   type YamlContext,
 } from '../../policy/yaml-reader.js'
 import {didYouMean} from '../../suggest.js'
-import {CONTACT_DETECTORS, type ContactDetector} from './contact.js'
-import {entryKeys} from './normalise.js'
+import {CONTACT_DETECTORS, type ContactDetector} from '../../rules/contact.js'
+import {entryKeys} from '../../rules/normalise.js'
 import {MAX_TEXT_BUDGET, MIN_TEXT_BUDGET} from './read.js'
-import {patternProblem} from './regex.js'
-import type {TextRule} from './rules.js'
+import {patternProblem} from '../../rules/regex.js'
+import type {TextRule} from '../../rules/match.js'
 
 /** One entry under `text.rules:`. A list file is read by readFiles, relative to the policy file. */
 export interface TextRuleEntry {
@@ -89,6 +89,68 @@ interface TextRulePlace {
   categoryOffset: number
 }
 
+/** Each field of a field reader: its node, where it is, and its path in problems (`text.rules.promo.words`). */
+type FieldAt = [ctx: YamlContext, value: unknown, valueAt: number, field: string]
+
+/** `words:`, every entry holding a word; undefined after a problem, reported. */
+function readWords(...[ctx, value, valueAt, field]: FieldAt): string[] | undefined {
+  const list = readTextList(ctx, value, valueAt, field, true, 'word or phrase')
+  const blank = list?.findIndex((w) => entryKeys(w).length === 0) ?? -1
+  if (!list || blank < 0) return list
+  const item = isSeq(value) ? deref(ctx, value.items[blank]) : value
+  report(ctx, offsetOf(item, valueAt), `${field}[${blank}] ${JSON.stringify(list[blank])} ${NO_WORD}`)
+  return undefined
+}
+
+/** `regex:`, one or a list, each accepted by RE2 within its size; undefined after a problem, reported. */
+function readPatterns(...[ctx, value, valueAt, field]: FieldAt): string[] | undefined {
+  const items = isSeq(value) ? value.items.map((item) => deref(ctx, item)) : [value]
+  if (items.length === 0) report(ctx, offsetOf(value, valueAt), `${field} must list at least one regular expression`)
+  const patterns: string[] = []
+  items.forEach((item, i) => {
+    const source = scalarValue(item)
+    const where = isSeq(value) ? `${field}[${i}]` : field
+    if (typeof source !== 'string' || source === '') {
+      report(ctx, offsetOf(item, valueAt), `${where} must be a regular expression, not ${describe(item)}`)
+      return
+    }
+    const problem = patternProblem(source)
+    if (problem) report(ctx, offsetOf(item, valueAt), `${where} ${problem}`)
+    else patterns.push(source)
+  })
+  return patterns.length === items.length && items.length > 0 ? patterns : undefined
+}
+
+/** `detect:`, one or a list of the built-in detectors; undefined after a problem, reported. */
+function readDetectors(...[ctx, value, valueAt, field]: FieldAt): ContactDetector[] | undefined {
+  const items = isSeq(value) ? value.items.map((item) => deref(ctx, item)) : [value]
+  if (items.length === 0) report(ctx, offsetOf(value, valueAt), `${field} must list at least one detector among ${CONTACT_DETECTORS.join(', ')}`)
+  const detect: ContactDetector[] = []
+  for (const item of items) {
+    const d = scalarValue(item)
+    if (typeof d === 'string' && (CONTACT_DETECTORS as readonly string[]).includes(d)) detect.push(d as ContactDetector)
+    else report(ctx, offsetOf(item, valueAt), `${field} must list detectors among ${CONTACT_DETECTORS.join(', ')}, not ${describe(item)}`)
+  }
+  return detect.length === items.length && items.length > 0 ? detect : undefined
+}
+
+/** `words_file:`, a path, and where it is written for problems found reading the file; undefined after a problem, reported. */
+function readWordsFile(...[ctx, value, valueAt, field]: FieldAt): Pick<TextRuleEntry, 'words_file' | 'wordsFileAt'> | undefined {
+  const file = scalarValue(value)
+  if (typeof file === 'string' && file.trim() !== '') return {words_file: file, wordsFileAt: positionAt(ctx, offsetOf(value, valueAt))}
+  report(ctx, offsetOf(value, valueAt), `${field} must be the path of a list file (one word or phrase a line), not ${describe(value)}`)
+  return undefined
+}
+
+/** Whether the rule holds exactly one kind and a category, reporting what is missing or too much. */
+function oneKind(ctx: YamlContext, rule: Partial<TextRuleEntry>, path: string, at: number, ok: boolean): boolean {
+  const kinds = [rule.words !== undefined || rule.words_file !== undefined, rule.regex !== undefined, rule.detect !== undefined].filter(Boolean).length
+  if (rule.category === undefined) report(ctx, at, `${path} needs a category: the category its hits feed`)
+  else if (ok && kinds === 0) report(ctx, at, `${path} needs words, words_file, regex or detect`)
+  else if (kinds > 1) report(ctx, at, `${path} holds one kind of rule: words (and words_file), regex or detect; split it into rules`)
+  return ok && kinds === 1 && rule.category !== undefined
+}
+
 function readTextRule(ctx: YamlContext, name: string, node: unknown, at: number, places: TextRulePlace[]): TextRuleEntry | undefined {
   const path = `text.rules.${name}`
   if (!isMap(node)) {
@@ -97,80 +159,26 @@ function readTextRule(ctx: YamlContext, name: string, node: unknown, at: number,
   }
   const rule: Partial<TextRuleEntry> = {name}
   let ok = true
-  for (const {key, value, at: valueAt, pair} of fieldsOf(ctx, node, at, ` in ${path}`)) {
-    const field = `${path}.${key}`
-    switch (key) {
-      case 'category': {
-        const category = scalarValue(value)
-        if (typeof category === 'string' && category !== '') {
-          rule.category = category
-          places.push({name, categoryOffset: offsetOf(value, valueAt)})
-        } else report(ctx, offsetOf(value, valueAt), `${field} must be a category name, not ${describe(value)}`)
-        break
-      }
-      case 'words': {
-        const list = readTextList(ctx, value, valueAt, field, true, 'word or phrase')
-        const blank = list?.findIndex((w) => entryKeys(w).length === 0) ?? -1
-        if (list && blank >= 0) {
-          const item = isSeq(value) ? deref(ctx, value.items[blank]) : value
-          report(ctx, offsetOf(item, valueAt), `${field}[${blank}] ${JSON.stringify(list[blank])} ${NO_WORD}`)
-          ok = false
-        } else if (list) rule.words = list
-        else ok = false
-        break
-      }
-      case 'words_file': {
-        const file = scalarValue(value)
-        if (typeof file === 'string' && file.trim() !== '') {
-          rule.words_file = file
-          rule.wordsFileAt = positionAt(ctx, offsetOf(value, valueAt))
-        } else {
-          report(ctx, offsetOf(value, valueAt), `${field} must be the path of a list file (one word or phrase a line), not ${describe(value)}`)
-          ok = false
-        }
-        break
-      }
-      case 'regex': {
-        const items = isSeq(value) ? value.items.map((item) => deref(ctx, item)) : [value]
-        if (items.length === 0) report(ctx, offsetOf(value, valueAt), `${field} must list at least one regular expression`)
-        const patterns: string[] = []
-        items.forEach((item, i) => {
-          const source = scalarValue(item)
-          const where = isSeq(value) ? `${field}[${i}]` : field
-          if (typeof source !== 'string' || source === '') {
-            report(ctx, offsetOf(item, valueAt), `${where} must be a regular expression, not ${describe(item)}`)
-            return
-          }
-          const problem = patternProblem(source)
-          if (problem) report(ctx, offsetOf(item, valueAt), `${where} ${problem}`)
-          else patterns.push(source)
-        })
-        if (patterns.length === items.length && items.length > 0) rule.regex = patterns
-        else ok = false
-        break
-      }
-      case 'detect': {
-        const items = isSeq(value) ? value.items.map((item) => deref(ctx, item)) : [value]
-        if (items.length === 0) report(ctx, offsetOf(value, valueAt), `${field} must list at least one detector among ${CONTACT_DETECTORS.join(', ')}`)
-        const detect: ContactDetector[] = []
-        for (const item of items) {
-          const d = scalarValue(item)
-          if (typeof d === 'string' && (CONTACT_DETECTORS as readonly string[]).includes(d)) detect.push(d as ContactDetector)
-          else report(ctx, offsetOf(item, valueAt), `${field} must list detectors among ${CONTACT_DETECTORS.join(', ')}, not ${describe(item)}`)
-        }
-        if (detect.length === items.length && items.length > 0) rule.detect = detect
-        else ok = false
-        break
-      }
-      default:
-        unknownKey(ctx, pair, key, ` in ${path}`, TEXT_RULE_KEYS)
-    }
+  // A field read, or a problem reported: the rule is then refused.
+  const take = <T>(read: T | undefined, keep: (value: T) => void) => {
+    if (read === undefined) ok = false
+    else keep(read)
   }
-  const kinds = [rule.words !== undefined || rule.words_file !== undefined, rule.regex !== undefined, rule.detect !== undefined].filter(Boolean).length
-  if (rule.category === undefined) report(ctx, at, `${path} needs a category: the category its hits feed`)
-  else if (ok && kinds === 0) report(ctx, at, `${path} needs words, words_file, regex or detect`)
-  else if (kinds > 1) report(ctx, at, `${path} holds one kind of rule: words (and words_file), regex or detect; split it into rules`)
-  return ok && kinds === 1 && rule.category !== undefined ? (rule as TextRuleEntry) : undefined
+  for (const {key, value, at: valueAt, pair} of fieldsOf(ctx, node, at, ` in ${path}`)) {
+    const field: FieldAt = [ctx, value, valueAt, `${path}.${key}`]
+    if (key === 'category') {
+      const category = scalarValue(value)
+      if (typeof category === 'string' && category !== '') {
+        rule.category = category
+        places.push({name, categoryOffset: offsetOf(value, valueAt)})
+      } else report(ctx, offsetOf(value, valueAt), `${path}.${key} must be a category name, not ${describe(value)}`)
+    } else if (key === 'words') take(readWords(...field), (words) => (rule.words = words))
+    else if (key === 'words_file') take(readWordsFile(...field), (file) => Object.assign(rule, file))
+    else if (key === 'regex') take(readPatterns(...field), (regex) => (rule.regex = regex))
+    else if (key === 'detect') take(readDetectors(...field), (detect) => (rule.detect = detect))
+    else unknownKey(ctx, pair, key, ` in ${path}`, TEXT_RULE_KEYS)
+  }
+  return oneKind(ctx, rule, path, at, ok) ? (rule as TextRuleEntry) : undefined
 }
 
 const BUDGET_RANGE = `a whole number of recogniser columns from ${MIN_TEXT_BUDGET} to ${MAX_TEXT_BUDGET}`

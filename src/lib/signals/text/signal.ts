@@ -6,7 +6,7 @@ import type {RgbImage} from '../../image/rgb.js'
 import {openTextModel, type TextModelOptions} from './model.js'
 import type {TextPolicy} from './policy-section.js'
 import {DEFAULT_READ_OPTIONS, readText, type ReadBudget, type ReadOptions, type TextLine} from './read.js'
-import {applyRules, compileRules, type TextHit} from './rules.js'
+import {applyRules, compileRules, type TextHit} from '../../rules/match.js'
 
 export interface TextReading {
   /** The lines read in each frame. */

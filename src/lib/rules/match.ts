@@ -1,5 +1,6 @@
 /**
- * Text rules: what in the read lines feeds a category. A rule is a word list (whole words or phrases, compared
+ * Text rules, the engine the text signal (lines read in a frame) and the codes signal (a code's payload lines)
+ * share: what in lines of text feeds a category. A rule is a word list (whole words or phrases, compared
  * after normalise.ts's folding), regular expressions (regex.ts: RE2 syntax, linear time, on the NFKC text of a
  * line, case-insensitive), or built-in contact detectors (contact.ts). Words match whole, split into pieces, with
  * a `€` misread, or, for long forms, inside a longer word (the constants below say when). Word lists read the
@@ -10,7 +11,7 @@
 import {textBlocks} from './blocks.js'
 import {findContacts, type ContactDetector} from './contact.js'
 import {entryKeys, nfkc, words, type Word} from './normalise.js'
-import type {TextBox, TextLine} from './read.js'
+import type {LineBox, RuleLine} from './types.js'
 import {compilePattern, patternMatches, type Pattern} from './regex.js'
 
 export interface TextRule {
@@ -29,7 +30,7 @@ export interface TextHit {
   /** The matched text as read, NFKC-normalised; the parts of a phrase over several lines joined by a space (none after a line-end hyphen). */
   text: string
   /** The box of the line it was read in; for a phrase over several lines, the box around them. */
-  box: TextBox
+  box: LineBox
   /** The built-in detector that found it, for a `detect` rule. */
   detector?: ContactDetector
 }
@@ -194,10 +195,10 @@ function isSpaced(rule: CompiledRule, before: string, after: string): boolean {
 interface FoldedLine {
   text: string
   words: Word[]
-  box: TextBox
+  box: LineBox
 }
 
-function around(boxes: TextBox[]): TextBox {
+function around(boxes: LineBox[]): LineBox {
   const x = Math.min(...boxes.map((b) => b.x))
   const y = Math.min(...boxes.map((b) => b.y))
   const width = Math.max(...boxes.map((b) => b.x + b.width)) - x
@@ -227,9 +228,9 @@ function blockWords(block: readonly FoldedLine[]): BlockWord[] {
  * The listed words and phrases in a block, left to right and line by line, as text and box: the parts of a
  * phrase over several lines are joined by a space, or by nothing after a line-end hyphen.
  */
-function wordHits(rule: CompiledRule, block: readonly FoldedLine[]): {text: string; box: TextBox}[] {
+function wordHits(rule: CompiledRule, block: readonly FoldedLine[]): {text: string; box: LineBox}[] {
   const ws = blockWords(block)
-  const hits: {text: string; box: TextBox}[] = []
+  const hits: {text: string; box: LineBox}[] = []
   for (let i = 0; i < ws.length; i++) {
     const {covered, withSymbols} = entryAt(rule, ws, i)
     if (covered === 0) continue
@@ -249,7 +250,7 @@ function wordHits(rule: CompiledRule, block: readonly FoldedLine[]): {text: stri
 }
 
 /** Every hit of every rule in the lines of a frame: rule by rule, blocks in reading order, left to right. */
-export function applyRules(rules: readonly CompiledRule[], lines: readonly TextLine[]): TextHit[] {
+export function applyRules(rules: readonly CompiledRule[], lines: readonly RuleLine[]): TextHit[] {
   const hits: TextHit[] = []
   // Every rule looks at the same folded lines: fold each once.
   const blocks = textBlocks(lines).map((block) =>
@@ -260,7 +261,7 @@ export function applyRules(rules: readonly CompiledRule[], lines: readonly TextL
   )
   for (const rule of rules) {
     for (const block of blocks) {
-      const hit = (text: string, box: TextBox) => ({rule: rule.name, category: rule.category, text, box})
+      const hit = (text: string, box: LineBox) => ({rule: rule.name, category: rule.category, text, box})
       for (const h of wordHits(rule, block)) hits.push(hit(h.text, h.box))
       for (const {text, box} of block) {
         for (const p of rule.patterns) for (const m of patternMatches(p, text)) hits.push(hit(text.slice(m.start, m.end), box))

@@ -4,7 +4,7 @@
  * 1. Unicode NFKC (full-width and styled letters become plain ones, ligatures split).
  * 2. Split into words at anything that is not a letter, digit, mark or one of the symbols that stand for letters
  *    (`! | @ $ € ¢ ¥ ×`); a word keeps its offsets in the NFKC text so that a hit can name what was read, and
- *    notes whether a single space, hyphen, underscore or dot separates it from the word before (rules.ts may
+ *    notes whether a single space, hyphen, underscore or dot separates it from the word before (match.ts may
  *    join such pieces into a listed word). Symbols ending a word of letters are punctuation (`fr33!`), but the
  *    word read with them as letters is kept beside it (`pill$` for `pills`, `viagr@` for `viagra`).
  * 3. Runs of single characters are joined: `f r e e`, `f.r.e.e` and `f-r-e-e` read as `free`. What holds no
@@ -27,7 +27,7 @@ export interface Word {
   joins: boolean
   /**
    * For a word whose trailing symbols were taken for punctuation (`pill$`, `viagr@`, `fr33!`): the word read with
-   * them as letters (its folded form, and where it then ends), which rules.ts also compares.
+   * them as letters (its folded form, and where it then ends), which match.ts also compares.
    */
   withSymbols?: {key: string; end: number}
 }

@@ -1,13 +1,13 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {findContacts, type ContactDetector} from '../../../../src/lib/signals/text/contact.js'
-import {entryKeys, nfkc, words} from '../../../../src/lib/signals/text/normalise.js'
-import {applyRules, compileRules} from '../../../../src/lib/signals/text/rules.js'
-import type {TextLine} from '../../../../src/lib/signals/text/read.js'
+import {findContacts, type ContactDetector} from '../../../src/lib/rules/contact.js'
+import {entryKeys, nfkc, words} from '../../../src/lib/rules/normalise.js'
+import {applyRules, compileRules} from '../../../src/lib/rules/match.js'
+import type {RuleLine} from '../../../src/lib/rules/types.js'
 
 const box = {x: 1, y: 2, width: 3, height: 4}
-const line = (text: string): TextLine => ({text, confidence: 0.9, box})
+const line = (text: string): RuleLine => ({text, box})
 const ALL: ContactDetector[] = ['email', 'phone', 'url', 'handle']
 const contacts = (text: string) => findContacts(text, ALL).map((c) => [c.detector, text.slice(c.start, c.end)])
 

@@ -1,7 +1,7 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {textBlocks} from '../../../../src/lib/signals/text/blocks.js'
+import {textBlocks} from '../../../src/lib/rules/blocks.js'
 
 const at = (name: string, x: number, y: number, width: number, height = 40) => ({name, box: {x, y, width, height}})
 const names = (blocks: {name: string}[][]) => blocks.map((b) => b.map((l) => l.name))

@@ -9,7 +9,7 @@
  * Blocks are ordered by their top, then left; a block's lines by rows top to bottom (lines whose heights overlap
  * by half are one row) and left to right within a row.
  */
-import type {TextBox} from './read.js'
+import type {LineBox} from './types.js'
 
 const SIMILAR_HEIGHT = 1.5
 const ROW_OVERLAP = 0.5
@@ -20,22 +20,22 @@ function overlap(a0: number, a1: number, b0: number, b1: number): number {
   return Math.min(a1, b1) - Math.max(a0, b0)
 }
 
-function similarHeight(a: TextBox, b: TextBox): boolean {
+function similarHeight(a: LineBox, b: LineBox): boolean {
   return Math.max(a.height, b.height) <= SIMILAR_HEIGHT * Math.min(a.height, b.height)
 }
 
-function sameRow(a: TextBox, b: TextBox): boolean {
+function sameRow(a: LineBox, b: LineBox): boolean {
   return overlap(a.y, a.y + a.height, b.y, b.y + b.height) >= ROW_OVERLAP * Math.min(a.height, b.height)
 }
 
-function together(a: TextBox, b: TextBox): boolean {
+function together(a: LineBox, b: LineBox): boolean {
   if (!similarHeight(a, b)) return false
   if (sameRow(a, b)) return -overlap(a.x, a.x + a.width, b.x, b.x + b.width) <= WORD_GAP * Math.max(a.height, b.height)
   return overlap(a.x, a.x + a.width, b.x, b.x + b.width) > 0 && -overlap(a.y, a.y + a.height, b.y, b.y + b.height) <= LINE_GAP * Math.min(a.height, b.height)
 }
 
 /** Orders boxes by rows top to bottom, left to right within a row. */
-function readingOrder<T extends {box: TextBox}>(items: T[]): T[] {
+function readingOrder<T extends {box: LineBox}>(items: T[]): T[] {
   const rows: T[][] = []
   for (const item of [...items].sort((a, b) => a.box.y - b.box.y || a.box.x - b.box.x)) {
     const row = rows.find((r) => r.some((o) => sameRow(o.box, item.box)))
@@ -46,7 +46,7 @@ function readingOrder<T extends {box: TextBox}>(items: T[]): T[] {
 }
 
 /** The lines grouped into blocks, blocks and their lines in reading order. */
-export function textBlocks<T extends {box: TextBox}>(lines: readonly T[]): T[][] {
+export function textBlocks<T extends {box: LineBox}>(lines: readonly T[]): T[][] {
   // Union-find over the pairs that belong together: a frame holds few lines, so all pairs are cheap.
   const parent = lines.map((_, i) => i)
   const root = (i: number): number => (parent[i] === i ? i : (parent[i] = root(parent[i])))
