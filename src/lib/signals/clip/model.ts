@@ -13,6 +13,8 @@ import {normaliseInPlace} from '../../scoring/vector.js'
 import {lazy} from '../../lazy.js'
 import {fileWithRole} from '../../model/manifest.js'
 import type {Manifest} from '../../model/manifest-types.js'
+import {chooseInt8Weights, signedModelFile} from '../../model/int8-weights.js'
+import type {Int8Weights} from '../../model/manifest-types.js'
 import {openSession} from '../../model/session.js'
 import {defaultThreads} from '../../model/threads.js'
 import {loadTokenizer, type ClipTokenizer} from '../../model/tokenizer.js'
@@ -25,6 +27,11 @@ export interface ClipOptions {
   threads?: number
   /** MOD_CACHE_DIR: the image encoder's optimised graph is cached there (session.ts). */
   cacheDir?: string
+  /**
+   * The manifest's image encoder is int8: run it with these weights. Signed weights are a copy made in the cache
+   * folder (int8-weights.ts), so without one the file runs as it is.
+   */
+  int8Weights?: Int8Weights
 }
 
 export interface ClipModel {
@@ -74,6 +81,11 @@ function idTensor(values: BigInt64Array, int32: boolean, shape: number[]): ort.T
   return int32 ? new ort.Tensor('int32', Int32Array.from(values, Number), shape) : new ort.Tensor('int64', values, shape)
 }
 
+async function imageEncoderFile(path: string, opts: ClipOptions): Promise<string> {
+  if (opts.int8Weights === undefined || opts.cacheDir === undefined) return path
+  return (await chooseInt8Weights(opts.int8Weights)) === 'signed' ? signedModelFile(path, opts.cacheDir) : path
+}
+
 export async function openClip(dir: string, manifest: Manifest, opts: ClipOptions = {}): Promise<ClipModel> {
   const threads = opts.threads ?? (await defaultThreads())
   const dim = manifest.embedding_size
@@ -83,7 +95,7 @@ export async function openClip(dir: string, manifest: Manifest, opts: ClipOption
   const textPath = fileWithRole(manifest, 'text_encoder').path
 
   // Only the image encoder's graph is cached: the text encoder runs only while prompt embeddings are missing.
-  const image = await openSession(join(dir, imagePath), {threads, keepArena: true, cacheDir: opts.cacheDir})
+  const image = await openSession(await imageEncoderFile(join(dir, imagePath), opts), {threads, keepArena: true, cacheDir: opts.cacheDir})
   try {
     requireNames(image, imagePath, manifest.image.input, manifest.image.output)
   } catch (e) {
