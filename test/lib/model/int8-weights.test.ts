@@ -12,6 +12,8 @@ import * as assert from 'uvu/assert'
 import {createGraph, DATA_TYPE, decodeModel, encodeModel, floatTensor, uint8Tensor, type Model, type Tensor} from '../../../scripts/onnx/graph.js'
 import {seededWeights} from '../../../scripts/onnx/layers.js'
 import {writeStandinModel} from '../../../scripts/standin.js'
+import {engineFromConfig} from '../../../src/lib/compose.js'
+import {loadConfig} from '../../../src/lib/config/load.js'
 import {u8s8KernelExact} from '../../../src/lib/model/int8-kernel.js'
 import {signedInt8Weights} from '../../../src/lib/model/int8-signed.js'
 import {chooseInt8Weights, signedModelFile} from '../../../src/lib/model/int8-weights.js'
@@ -173,6 +175,18 @@ test('the signed copy is made once in the cache folder, keyed by the file, and r
   assert.is.not(second, first)
   assert.ok(await stat(second))
   assert.not.ok(await stat(first).catch(() => undefined), 'the old copy is removed')
+})
+
+test('MOD_INT8_WEIGHTS reaches the engine: signed makes the copy, unsigned runs the file itself', async () => {
+  for (const [weights, copies] of [['signed', 1], ['unsigned', 0]] as const) {
+    const cache = freshCache()
+    const env = {MOD_MODEL_DIR: modelDir, MOD_CACHE_DIR: cache, MOD_PRECISION: 'int8', MOD_INT8_WEIGHTS: weights}
+    const engine = engineFromConfig(await loadConfig({}, env, root), {only: 'clip'})
+    await engine.load()
+    await engine.close()
+    const made = await readdir(join(cache, 'int8')).catch(() => [])
+    assert.is(made.filter((f) => f.endsWith('.onnx')).length, copies, weights)
+  }
 })
 
 test('an unwritable cache folder opens the file itself (unsigned)', async () => {
