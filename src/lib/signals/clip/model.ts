@@ -86,62 +86,67 @@ async function imageEncoderFile(path: string, opts: ClipOptions): Promise<string
   return (await chooseInt8Weights(opts.int8Weights)) === 'signed' ? signedModelFile(path, opts.cacheDir) : path
 }
 
+/** Only the image encoder's graph is cached: the text encoder runs only while prompt embeddings are missing. */
+async function openImage(dir: string, manifest: Manifest, threads: number, opts: ClipOptions): Promise<ort.InferenceSession> {
+  const imagePath = fileWithRole(manifest, 'image_encoder').path
+  const image = await openSession(await imageEncoderFile(join(dir, imagePath), opts), {threads, keepArena: true, cacheDir: opts.cacheDir})
+  try {
+    requireNames(image, imagePath, manifest.image.input, manifest.image.output)
+    return image
+  } catch (e) {
+    await image.release()
+    throw e
+  }
+}
+
+async function openText(dir: string, manifest: Manifest, threads: number): Promise<TextEncoder> {
+  const textPath = fileWithRole(manifest, 'text_encoder').path
+  const session = await openSession(join(dir, textPath), {threads, keepArena: false})
+  try {
+    requireNames(session, textPath, manifest.text.input, manifest.text.output)
+    return {
+      session,
+      tokenizer: await loadTokenizer(dir),
+      withMask: session.inputNames.includes('attention_mask'),
+      int32: inputMeta(session, manifest.text.input)?.type === 'int32',
+    }
+  } catch (e) {
+    await session.release()
+    throw e
+  }
+}
+
+async function runTexts(manifest: Manifest, t: TextEncoder, texts: string[]): Promise<Float32Array[]> {
+  const ctx = manifest.context_length
+  const shape = [texts.length, ctx]
+  const feeds: Record<string, ort.Tensor> = {}
+  if (t.withMask) {
+    const {inputIds, attentionMask} = t.tokenizer.encodeBatchWithMask(texts, ctx)
+    feeds[manifest.text.input] = idTensor(inputIds, t.int32, shape)
+    feeds.attention_mask = idTensor(attentionMask, t.int32, shape)
+  } else {
+    feeds[manifest.text.input] = idTensor(t.tokenizer.encodeBatch(texts, ctx), t.int32, shape)
+  }
+  const out = await t.session.run(feeds)
+  return rows(out[manifest.text.output], texts.length, manifest.embedding_size, fileWithRole(manifest, 'text_encoder').path)
+}
+
 export async function openClip(dir: string, manifest: Manifest, opts: ClipOptions = {}): Promise<ClipModel> {
   const threads = opts.threads ?? (await defaultThreads())
   const dim = manifest.embedding_size
   const {crop} = manifest.preprocess
   const imageSize = 3 * crop * crop
   const imagePath = fileWithRole(manifest, 'image_encoder').path
-  const textPath = fileWithRole(manifest, 'text_encoder').path
-
-  // Only the image encoder's graph is cached: the text encoder runs only while prompt embeddings are missing.
-  const image = await openSession(await imageEncoderFile(join(dir, imagePath), opts), {threads, keepArena: true, cacheDir: opts.cacheDir})
-  try {
-    requireNames(image, imagePath, manifest.image.input, manifest.image.output)
-  } catch (e) {
-    await image.release()
-    throw e
-  }
+  const image = await openImage(dir, manifest, threads, opts)
   // An export with a fixed batch of 1 cannot take [n, …]: run it image by image instead.
   const imageBatch = inputMeta(image, manifest.image.input)?.shape[0] === 1 ? 1 : Number.POSITIVE_INFINITY
 
-  const text = lazy(openText)
-
-  async function openText(): Promise<TextEncoder> {
-    const session = await openSession(join(dir, textPath), {threads, keepArena: false})
-    try {
-      requireNames(session, textPath, manifest.text.input, manifest.text.output)
-      return {
-        session,
-        tokenizer: await loadTokenizer(dir),
-        withMask: session.inputNames.includes('attention_mask'),
-        int32: inputMeta(session, manifest.text.input)?.type === 'int32',
-      }
-    } catch (e) {
-      await session.release()
-      throw e
-    }
-  }
+  const text = lazy(() => openText(dir, manifest, threads))
 
   async function runImages(pixels: Float32Array, n: number): Promise<Float32Array[]> {
     const input = new ort.Tensor('float32', pixels, [n, 3, crop, crop])
     const out = await image.run({[manifest.image.input]: input})
     return rows(out[manifest.image.output], n, dim, imagePath)
-  }
-
-  async function runTexts(t: TextEncoder, texts: string[]): Promise<Float32Array[]> {
-    const ctx = manifest.context_length
-    const shape = [texts.length, ctx]
-    const feeds: Record<string, ort.Tensor> = {}
-    if (t.withMask) {
-      const {inputIds, attentionMask} = t.tokenizer.encodeBatchWithMask(texts, ctx)
-      feeds[manifest.text.input] = idTensor(inputIds, t.int32, shape)
-      feeds.attention_mask = idTensor(attentionMask, t.int32, shape)
-    } else {
-      feeds[manifest.text.input] = idTensor(t.tokenizer.encodeBatch(texts, ctx), t.int32, shape)
-    }
-    const out = await t.session.run(feeds)
-    return rows(out[manifest.text.output], texts.length, dim, textPath)
   }
 
   async function releaseText(): Promise<void> {
@@ -175,7 +180,7 @@ export async function openClip(dir: string, manifest: Manifest, opts: ClipOption
       const t = await text.get()
       const out: Float32Array[] = []
       for (let i = 0; i < texts.length; i += TEXT_BATCH) {
-        out.push(...(await runTexts(t, texts.slice(i, i + TEXT_BATCH))))
+        out.push(...(await runTexts(manifest, t, texts.slice(i, i + TEXT_BATCH))))
       }
       return out
     },
