@@ -47,8 +47,7 @@ export const modelFlags = {
   }),
   head: Flags.string({description: 'Trained head file: more labels.', helpValue: 'FILE', env: SETTING_VARIABLES.head, helpGroup: MODEL}),
   precision: Flags.string({
-    description:
-      "Encoder weights: fp32, or the model's int8 or fp16 variant. int8 multiplies by signed int8 weights on x86-64 CPUs with VNNI (derived once into the cache folder) and by the file's uint8 weights elsewhere; MOD_INT8_WEIGHTS=signed|unsigned overrides.",
+    description: "Encoder weights: fp32, or the model's int8 or fp16 variant (int8: signed weights on VNNI CPUs, else uint8).",
     helpValue: 'WEIGHTS',
     options: [...PRECISIONS],
     default: 'fp32',
