@@ -18,6 +18,7 @@ import {u8s8KernelExact} from '../../../src/lib/model/int8-kernel.js'
 import {signedInt8Weights} from '../../../src/lib/model/int8-signed.js'
 import {chooseInt8Weights, signedModelFile} from '../../../src/lib/model/int8-weights.js'
 import {loadManifest} from '../../../src/lib/model/manifest.js'
+import {cachePrefix, openSession} from '../../../src/lib/model/session.js'
 import type {Int8Weights} from '../../../src/lib/model/manifest-types.js'
 import {openClip} from '../../../src/lib/signals/clip/model.js'
 import {TINY_TEXT, TINY_VISION} from '../../helpers/tiny-clip.js'
@@ -166,7 +167,9 @@ test('the signed copy is made once in the cache folder, keyed by the file, and r
   const other = join(root, 'other.onnx')
   await writeFile(other, await readFile(int8File))
   const first = await signedModelFile(other, cache)
-  await embed('signed', cache)
+  await (await openSession(first, {threads: 1, keepArena: false, cacheDir: cache})).release()
+  const graphsOf = async (copy: string) => (await readdir(join(cache, 'ort'))).filter((n) => n.startsWith(cachePrefix(copy)))
+  assert.is((await graphsOf(first)).length, 1)
   const changed = decodeModel(await readFile(int8File))
   changed.producerName = 'changed'
   await writeFile(other, encodeModel(changed))
@@ -175,6 +178,7 @@ test('the signed copy is made once in the cache folder, keyed by the file, and r
   assert.is.not(second, first)
   assert.ok(await stat(second))
   assert.not.ok(await stat(first).catch(() => undefined), 'the old copy is removed')
+  assert.equal(await graphsOf(first), [], 'and its optimised graph')
 })
 
 test('MOD_INT8_WEIGHTS reaches the engine: signed makes the copy, unsigned runs the file itself', async () => {
