@@ -9,7 +9,7 @@ import ort from 'onnxruntime-node'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {createGraph, DATA_TYPE, decodeModel, encodeModel, floatTensor, uint8Tensor, type Model, type Tensor} from '../../../scripts/onnx/graph.js'
+import {attr, createGraph, DATA_TYPE, decodeModel, encodeModel, floatTensor, uint8Tensor, type Model, type Tensor} from '../../../scripts/onnx/graph.js'
 import {seededWeights} from '../../../scripts/onnx/layers.js'
 import {writeStandinModel} from '../../../scripts/standin.js'
 import {engineFromConfig} from '../../../src/lib/compose.js'
@@ -113,6 +113,31 @@ test('per-column and missing zero points convert exactly, and a weight another n
   }
   // Small products: exact on every CPU's kernels, so the outputs agree to the bit anywhere.
   assert.equal(await run(signed.model), await run(source))
+})
+
+test('through the fused kernel, with 7-bit weights and a zero point per column as in reduce_range exports, the signed copy computes the same', async () => {
+  const [K, N] = [768, 256]
+  const g = createGraph('fused', 17)
+  const x = g.input('x', 'float32', ['batch', K])
+  g.output('y', 'float32', ['batch', N])
+  const weights = Uint8Array.from(seededWeights(3).normal(K * N, 1), (v) => Math.max(0, Math.min(127, Math.round(64 + 20 * v))))
+  const [q, scale, zero] = g.node('DynamicQuantizeLinear', [x], {}, 3)
+  const product = g.op('MatMulInteger', [q, g.initializer(uint8Tensor('w', weights, [K, N])), zero, g.initializer(uint8Tensor('w_zero', Uint8Array.from({length: N}, (_, i) => 50 + (i % 30)), [N]))])
+  const scales = g.op('Mul', [scale, g.initializer(floatTensor('w_scale', Float32Array.from({length: N}, (_, i) => 0.01 + i * 1e-5), [N]))])
+  g.op('Mul', [g.op('Cast', [product], {to: attr.int(DATA_TYPE.float32)}), scales], {}, 'y')
+  const source = g.encode()
+  const feeds = {x: new ort.Tensor('float32', seededWeights(4).normal(50 * K, 1), [50, K])}
+  const run = async (model: Uint8Array) => {
+    const session = await ort.InferenceSession.create(model, {graphOptimizationLevel: 'all'})
+    const out = await session.run(feeds)
+    await session.release()
+    return Array.from(out.y.data as Float32Array)
+  }
+  if (!(await u8s8KernelExact())) {
+    console.log('  not checked: the fused kernel with signed weights (this CPU saturates uint8 x int8 products)')
+    return
+  }
+  assert.equal(await run(signedInt8Weights(source).model), await run(source))
 })
 
 test('a model without uint8 matrix weights is left as it is, and opened from its own file', async () => {
