@@ -42,7 +42,7 @@ export function signedInt8Weights(bytes: Uint8Array): SignedResult {
   const graph = model.graph
   if (!graph) return {model: bytes, converted: 0}
   const initializers = new Map((graph.initializer ?? []).map((t) => [t.name ?? '', t]))
-  const taken = new Set([...initializers.keys(), ...(graph.node ?? []).flatMap((n) => n.output ?? [])])
+  const taken = new Set([...initializers.keys(), ...(graph.input ?? []).map((v) => v.name ?? ''), ...(graph.node ?? []).flatMap((n) => n.output ?? [])])
   const fresh = (hint: string): string => {
     let name = hint
     for (let i = 1; taken.has(name); i++) name = `${hint}_${i}`
@@ -87,7 +87,9 @@ export function signedInt8Weights(bytes: Uint8Array): SignedResult {
   if (converted === 0) return {model: bytes, converted}
   const read = new Set((graph.node ?? []).flatMap((n) => n.input ?? []))
   for (const o of graph.output ?? []) read.add(o.name ?? '')
-  const dropped = new Set([...copies.keys()].filter((name) => !read.has(name)))
+  // A subgraph (If, Loop) may read a weight of the outer graph by name: with one, every original stays.
+  const subgraphs = (graph.node ?? []).some((n) => n.attribute?.some((a) => a.g || (a.graphs?.length ?? 0) > 0))
+  const dropped = new Set(subgraphs ? [] : [...copies.keys()].filter((name) => !read.has(name)))
   graph.initializer = [...(graph.initializer ?? []).filter((t) => !dropped.has(t.name ?? '')), ...added]
   // An old-style model also lists its initializers as graph inputs: a dropped one must go from there too.
   graph.input = (graph.input ?? []).filter((v) => !dropped.has(v.name ?? ''))
