@@ -20,7 +20,8 @@ import {nsfwPreprocess} from '../src/lib/signals/nsfw/preprocess.js'
 import {preprocess} from '../src/lib/image/preprocess.js'
 import {trimBorders} from '../src/lib/image/trim.js'
 import {loadManifest} from '../src/lib/model/manifest.js'
-import type {Precision} from '../src/lib/model/manifest-types.js'
+import {chooseInt8Weights, signedModelFile} from '../src/lib/model/int8-weights.js'
+import type {Int8Weights, Precision} from '../src/lib/model/manifest-types.js'
 import {nsfwModelDir} from '../src/lib/signals/nsfw/model.js'
 import {DEFAULT_NSFW_MODEL, NSFW_INPUT, NSFW_MODELS, NSFW_SIZE, type NsfwManifests} from '../src/lib/signals/nsfw/manifest.js'
 import {openSession, sessionOptions} from '../src/lib/model/session.js'
@@ -314,6 +315,7 @@ export interface BareEncoder {
 /**
  * A bare onnxruntime session of the stand-in's image encoder with the engine's session options and thread count,
  * fed the 1280x720 JPEG already decoded, trimmed and preprocessed: what inference of one image costs by itself.
+ * The int8 encoder runs with the weights the engine picks for this CPU unless `o.int8Weights` names them.
  */
 export async function bareEncoder(precision: Variant = 'fp32', o: BareOptions = {}): Promise<BareEncoder> {
   const manifest = await loadManifest(STANDIN_DIR)
@@ -325,7 +327,9 @@ export async function bareEncoder(precision: Variant = 'fp32', o: BareOptions = 
   const batch = new Float32Array(data.length * BATCH_OF)
   for (let i = 0; i < BATCH_OF; i++) batch.set(data, i * data.length)
   const batchFeeds = {[manifest.image.input]: new ort.Tensor('float32', batch, [BATCH_OF, 3, crop, crop])}
-  const session = await bareSession(join(STANDIN_DIR, VISION_FILES[precision]), o)
+  const file = join(STANDIN_DIR, VISION_FILES[precision])
+  const signed = precision === 'int8' && (await chooseInt8Weights(o.int8Weights ?? 'auto')) === 'signed'
+  const session = await bareSession(signed ? await signedModelFile(file, CACHE_DIR) : file, o)
   return {run: () => session.run(feeds), runBatch: () => session.run(batchFeeds), release: () => session.release()}
 }
 
@@ -334,6 +338,8 @@ export interface BareOptions {
   spinning?: boolean
   /** Open the session from the model file, not the graph cache: weights prepacked in the process's own memory. */
   fromFile?: boolean
+  /** int8: the weights the engine would run (auto, as MOD_INT8_WEIGHTS), or signed / unsigned. */
+  int8Weights?: Int8Weights
 }
 
 /** A session with the engine's options and threads (from the bench's graph cache), or as `o` asks. */

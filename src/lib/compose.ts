@@ -26,6 +26,7 @@ export function modelOptions(config: Config): ModelOptions {
     modelDir: resolveModelDir(settings, config.preset),
     preset: config.preset,
     precision: settings.precision,
+    int8Weights: settings.int8Weights,
     threads: settings.threads,
     cacheDir: settings.cacheDir,
     limits: settings.limits,

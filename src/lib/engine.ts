@@ -4,7 +4,7 @@ import {ModError} from './errors.js'
 import {decodeImage} from './image/decode.js'
 import {isItemError, itemErrorEntry} from './item-errors.js'
 import {lazy} from './lazy.js'
-import type {Precision} from './model/manifest-types.js'
+import type {Int8Weights, Precision} from './model/manifest-types.js'
 import type {BatchObserver} from './pipeline/batcher.js'
 import {orderedMap} from './pipeline/ordered.js'
 import {DIRECT, type Scheduler} from './pipeline/scheduler.js'
@@ -31,6 +31,8 @@ export interface EngineOptions {
   threads?: number
   /** fp32 unless the model's int8 or fp16 encoders are asked for. */
   precision?: Precision
+  /** How int8 encoders' weights run; default auto (model/int8-weights.ts). */
+  int8Weights?: Int8Weights
   /** Recogniser columns the text signal may read per image, over the policy's `text.budget`. */
   textBudget?: number
   limits: Limits
@@ -139,6 +141,7 @@ function setupOf(opts: EngineOptions): SignalSetup {
     modelDir: opts.modelDir,
     cacheDir: opts.cacheDir,
     precision: opts.precision ?? 'fp32',
+    int8Weights: opts.int8Weights,
     threads: opts.threads,
     textBudget: opts.textBudget,
     policy: opts.policy,

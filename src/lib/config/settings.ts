@@ -1,7 +1,7 @@
 import {homedir} from 'node:os'
 import {join, resolve} from 'node:path'
 
-import type {Precision} from '../model/manifest-types.js'
+import type {Int8Weights, Precision} from '../model/manifest-types.js'
 import {PRESETS, type PresetName} from '../policy/types.js'
 import {MAX_TEXT_BUDGET, MIN_TEXT_BUDGET} from '../signals/text/read.js'
 import {formatSizeExact} from '../sizes.js'
@@ -55,6 +55,8 @@ export interface EngineSettings {
   threads?: number
   /** Encoder weights: fp32 (default), or a model's int8 / fp16 variant. */
   precision: Precision
+  /** MOD_INT8_WEIGHTS: how an int8 image encoder's weights run (model/int8-weights.ts); default auto. */
+  int8Weights: Int8Weights
   /** MOD_TEXT_BUDGET: recogniser columns the text signal may read per image; wins over the policy's `text.budget`. */
   textBudget?: number
   limits: Limits
@@ -238,6 +240,14 @@ export function parsePrecision(name: string, value: string | undefined): Precisi
   throw invalid(name, value, `one of ${PRECISIONS.join(', ')}`)
 }
 
+export const INT8_WEIGHTS: readonly Int8Weights[] = ['auto', 'signed', 'unsigned']
+
+export function parseInt8Weights(name: string, value: string | undefined): Int8Weights {
+  if (value === undefined || value === '') return 'auto'
+  if ((INT8_WEIGHTS as readonly string[]).includes(value)) return value as Int8Weights
+  throw invalid(name, value, `one of ${INT8_WEIGHTS.join(', ')}`)
+}
+
 export function parsePreset(name: string, value: string | undefined): PresetName | undefined {
   if (value === undefined || value === '') return undefined
   if ((PRESETS as readonly string[]).includes(value)) return value as PresetName
@@ -318,6 +328,7 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
     ffmpeg: pathOf(env.MOD_FFMPEG, cwd),
     threads: count(input, env, 'threads', 1),
     precision: parsePrecision(precision.name, precision.value),
+    int8Weights: parseInt8Weights('MOD_INT8_WEIGHTS', env.MOD_INT8_WEIGHTS),
     textBudget: parseTextBudget('MOD_TEXT_BUDGET', env.MOD_TEXT_BUDGET),
     limits,
     proxy: {

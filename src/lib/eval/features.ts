@@ -10,7 +10,7 @@
  */
 import type {Limits} from '../config/settings.js'
 import {decodeImage} from '../image/decode.js'
-import type {Precision} from '../model/manifest-types.js'
+import type {Int8Weights, Precision} from '../model/manifest-types.js'
 import type {Calibration, Policy, PresetName} from '../policy/types.js'
 import {calibrate, roundScore} from '../scoring/calibrate.js'
 import {finishLabel, mergeFrameLabels} from '../scoring/result.js'
@@ -38,6 +38,7 @@ export interface ModelOptions {
   modelDir: string
   preset?: PresetName
   precision: Precision
+  int8Weights?: Int8Weights
   threads?: number
   cacheDir: string
   limits: Pick<Limits, 'maxBytes' | 'maxPixels'>
@@ -82,6 +83,7 @@ export async function openDatasetScoring(model: ModelOptions, o: ScoringOptions)
     modelDir: model.modelDir,
     cacheDir: model.cacheDir,
     precision: model.precision,
+    int8Weights: model.int8Weights,
     threads: model.threads,
     policy: o.policy,
     headPath: o.headPath,

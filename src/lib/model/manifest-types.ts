@@ -31,6 +31,13 @@ export type FileTrust = 'pinned' | 'first_use'
 /** Numeric precisions of the encoders; `files` holds the fp32 ones, `variants` the others. */
 export type Precision = 'fp32' | 'int8' | 'fp16'
 
+/**
+ * How int8 encoders' matrix weights are stored when they run (MOD_INT8_WEIGHTS): `signed` (int8, derived from
+ * the uint8 file into the cache: fast on VNNI CPUs, saturating elsewhere), `unsigned` (the file's uint8, right
+ * on every CPU), `auto` (signed where onnxruntime's u8s8 kernel is exact on this x86-64 CPU, else unsigned).
+ */
+export type Int8Weights = 'auto' | 'signed' | 'unsigned'
+
 /** A reduced-precision pair of encoders offered beside the fp32 ones: opt-in, never needed to run. */
 export interface EncoderVariant {
   image_encoder: ModelFile

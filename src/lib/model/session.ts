@@ -107,6 +107,19 @@ const CPU = `${process.arch} ${cpus()[0]?.model ?? 'unknown'}`
 
 const digest = (value: unknown) => createHash('sha256').update(JSON.stringify(value)).digest('hex').slice(0, 16)
 
+/** The start of the names of every cache entry made from the model file at this absolute path. */
+export function cachePrefix(file: string): string {
+  return `${basename(file).replace(/\.onnx$/, '').replace(/[^\w.-]/g, '_')}-${digest(file)}-`
+}
+
+/** Removes the cached optimised graphs of a model file that is gone (a derived file replaced by a newer one). */
+export async function removeCachedGraphs(path: string, cacheDir: string): Promise<void> {
+  const root = join(cacheDir, 'ort')
+  const prefix = cachePrefix(resolve(path))
+  const names = await readdir(root).catch(() => [])
+  await Promise.all(names.filter((n) => n.startsWith(prefix)).map((n) => rm(join(root, n), {recursive: true, force: true})))
+}
+
 /**
  * Where the optimised graph of this model file is cached. The key holds what changes the saved files: the
  * model file (path, size, modification time), the onnxruntime version, the saved optimisation level, execution
@@ -125,7 +138,7 @@ export async function cacheEntry(path: string, o: SessionOptions, cacheDir: stri
     // A missing file gets a key of its own; creating the session will report it.
   }
   const root = join(cacheDir, 'ort')
-  const prefix = `${basename(file).replace(/\.onnx$/, '').replace(/[^\w.-]/g, '_')}-${digest(file)}-`
+  const prefix = cachePrefix(file)
   const key = digest({size, mtime, ort: ORT_VERSION, level: SAVED_LEVEL, providers: sessionOptions(o).executionProviders, cpu: CPU})
   return {root, dir: join(root, prefix + key), prefix}
 }

@@ -7,7 +7,7 @@
 import type {Static, TObject, TProperties} from 'typebox'
 
 import type {RgbImage} from '../image/rgb.js'
-import type {Precision} from '../model/manifest-types.js'
+import type {Int8Weights, Precision} from '../model/manifest-types.js'
 import type {PullableManifest} from '../model/pull.js'
 import type {PolicySection} from '../policy/section.js'
 import type {Category, Policy, PresetName} from '../policy/types.js'
@@ -26,6 +26,8 @@ export interface SignalSetup {
   modelDir: string
   cacheDir: string
   precision: Precision
+  /** How an int8 encoder's weights run (model/int8-weights.ts); absent: auto. */
+  int8Weights?: Int8Weights
   threads?: number
   /** Recogniser columns the text signal may read per image (MOD_TEXT_BUDGET), over the policy's `text.budget`. */
   textBudget?: number

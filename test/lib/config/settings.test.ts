@@ -36,6 +36,7 @@ test('with no input and no variables every setting has its default, in an engine
     ffmpeg: undefined,
     threads: undefined,
     precision: 'fp32',
+    int8Weights: 'auto',
     textBudget: undefined,
     limits: DEFAULT_LIMITS,
     proxy: {httpProxy: undefined, httpsProxy: undefined, noProxy: undefined},
@@ -98,10 +99,10 @@ test('an input value wins over its variable, which wins over the default; paths 
 })
 
 test('variables without a flag are read and validated: limits, key, switches', () => {
-  const s = flat({}, {MOD_MAX_BYTES: '2MB', MOD_QUEUE_LIMIT: '0', MOD_API_KEY: 'k', MOD_ALLOW_URLS: 'yes', MOD_PRELOAD: 'off', MOD_FFMPEG: 'bin/ffmpeg'}, cwd)
+  const s = flat({}, {MOD_MAX_BYTES: '2MB', MOD_QUEUE_LIMIT: '0', MOD_API_KEY: 'k', MOD_ALLOW_URLS: 'yes', MOD_PRELOAD: 'off', MOD_FFMPEG: 'bin/ffmpeg', MOD_INT8_WEIGHTS: 'unsigned'}, cwd)
   assert.is(s.limits.maxBytes, 2 * 1024 * 1024)
   assert.is(s.limits.queueLimit, 0)
-  assert.equal([s.apiKey, s.allowUrls, s.preload, s.ffmpeg], ['k', true, false, '/work/here/bin/ffmpeg'])
+  assert.equal([s.apiKey, s.allowUrls, s.preload, s.ffmpeg, s.int8Weights], ['k', true, false, '/work/here/bin/ffmpeg', 'unsigned'])
 })
 
 test('uploads in progress default to twice the queue places and the body timeout to 30 s; both can be set', () => {
@@ -159,6 +160,7 @@ test('an invalid value is invalid_config naming the variable it came from', () =
     [{MOD_PORT: '70000'}, 'MOD_PORT="70000" is not valid: expected a whole number from 0 to 65535'],
     [{MOD_PRESET: 'fastest'}, 'MOD_PRESET="fastest" is not valid: expected one of fast, balanced, accurate'],
     [{MOD_PRECISION: 'int4'}, 'MOD_PRECISION="int4" is not valid: expected one of fp32, int8, fp16'],
+    [{MOD_INT8_WEIGHTS: 'int8'}, 'MOD_INT8_WEIGHTS="int8" is not valid: expected one of auto, signed, unsigned'],
     [{MOD_MAX_BATCH: 'lots'}, 'MOD_MAX_BATCH="lots" is not valid: expected a whole number >= 1'],
     [{MOD_ALLOW_URLS: 'maybe'}, 'MOD_ALLOW_URLS="maybe" is not valid: expected true or false'],
   ]

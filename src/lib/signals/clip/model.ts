@@ -13,6 +13,8 @@ import {normaliseInPlace} from '../../scoring/vector.js'
 import {lazy} from '../../lazy.js'
 import {fileWithRole} from '../../model/manifest.js'
 import type {Manifest} from '../../model/manifest-types.js'
+import {chooseInt8Weights, signedModelFile} from '../../model/int8-weights.js'
+import type {Int8Weights} from '../../model/manifest-types.js'
 import {openSession} from '../../model/session.js'
 import {defaultThreads} from '../../model/threads.js'
 import {loadTokenizer, type ClipTokenizer} from '../../model/tokenizer.js'
@@ -25,6 +27,11 @@ export interface ClipOptions {
   threads?: number
   /** MOD_CACHE_DIR: the image encoder's optimised graph is cached there (session.ts). */
   cacheDir?: string
+  /**
+   * The manifest's image encoder is int8: run it with these weights. Signed weights are a copy made in the cache
+   * folder (int8-weights.ts), so without one the file runs as it is.
+   */
+  int8Weights?: Int8Weights
 }
 
 export interface ClipModel {
@@ -74,20 +81,26 @@ function idTensor(values: BigInt64Array, int32: boolean, shape: number[]): ort.T
   return int32 ? new ort.Tensor('int32', Int32Array.from(values, Number), shape) : new ort.Tensor('int64', values, shape)
 }
 
-/** The image encoder's session, its input and output checked; its optimised graph cached under `cacheDir`. */
-async function openImageEncoder(dir: string, manifest: Manifest, imagePath: string, threads: number, cacheDir?: string): Promise<ort.InferenceSession> {
-  const image = await openSession(join(dir, imagePath), {threads, keepArena: true, cacheDir})
+async function imageEncoderFile(path: string, opts: ClipOptions): Promise<string> {
+  if (opts.int8Weights === undefined || opts.cacheDir === undefined) return path
+  return (await chooseInt8Weights(opts.int8Weights)) === 'signed' ? signedModelFile(path, opts.cacheDir) : path
+}
+
+/** Only the image encoder's graph is cached: the text encoder runs only while prompt embeddings are missing. */
+async function openImage(dir: string, manifest: Manifest, threads: number, opts: ClipOptions): Promise<ort.InferenceSession> {
+  const imagePath = fileWithRole(manifest, 'image_encoder').path
+  const image = await openSession(await imageEncoderFile(join(dir, imagePath), opts), {threads, keepArena: true, cacheDir: opts.cacheDir})
   try {
     requireNames(image, imagePath, manifest.image.input, manifest.image.output)
+    return image
   } catch (e) {
     await image.release()
     throw e
   }
-  return image
 }
 
-/** The text encoder and tokenizer. Its graph is not cached: it runs only while prompt embeddings are missing. */
-async function openTextEncoder(dir: string, manifest: Manifest, textPath: string, threads: number): Promise<TextEncoder> {
+async function openText(dir: string, manifest: Manifest, threads: number): Promise<TextEncoder> {
+  const textPath = fileWithRole(manifest, 'text_encoder').path
   const session = await openSession(join(dir, textPath), {threads, keepArena: false})
   try {
     requireNames(session, textPath, manifest.text.input, manifest.text.output)
@@ -103,8 +116,7 @@ async function openTextEncoder(dir: string, manifest: Manifest, textPath: string
   }
 }
 
-/** One text-encoder run: the texts' normalised embeddings. */
-async function runTexts(manifest: Manifest, textPath: string, t: TextEncoder, texts: string[]): Promise<Float32Array[]> {
+async function runTexts(manifest: Manifest, t: TextEncoder, texts: string[]): Promise<Float32Array[]> {
   const ctx = manifest.context_length
   const shape = [texts.length, ctx]
   const feeds: Record<string, ort.Tensor> = {}
@@ -116,7 +128,7 @@ async function runTexts(manifest: Manifest, textPath: string, t: TextEncoder, te
     feeds[manifest.text.input] = idTensor(t.tokenizer.encodeBatch(texts, ctx), t.int32, shape)
   }
   const out = await t.session.run(feeds)
-  return rows(out[manifest.text.output], texts.length, manifest.embedding_size, textPath)
+  return rows(out[manifest.text.output], texts.length, manifest.embedding_size, fileWithRole(manifest, 'text_encoder').path)
 }
 
 export async function openClip(dir: string, manifest: Manifest, opts: ClipOptions = {}): Promise<ClipModel> {
@@ -125,11 +137,11 @@ export async function openClip(dir: string, manifest: Manifest, opts: ClipOption
   const {crop} = manifest.preprocess
   const imageSize = 3 * crop * crop
   const imagePath = fileWithRole(manifest, 'image_encoder').path
-  const textPath = fileWithRole(manifest, 'text_encoder').path
-  const image = await openImageEncoder(dir, manifest, imagePath, threads, opts.cacheDir)
+  const image = await openImage(dir, manifest, threads, opts)
   // An export with a fixed batch of 1 cannot take [n, …]: run it image by image instead.
   const imageBatch = inputMeta(image, manifest.image.input)?.shape[0] === 1 ? 1 : Number.POSITIVE_INFINITY
-  const text = lazy(() => openTextEncoder(dir, manifest, textPath, threads))
+
+  const text = lazy(() => openText(dir, manifest, threads))
 
   async function runImages(pixels: Float32Array, n: number): Promise<Float32Array[]> {
     const input = new ort.Tensor('float32', pixels, [n, 3, crop, crop])
@@ -168,7 +180,7 @@ export async function openClip(dir: string, manifest: Manifest, opts: ClipOption
       const t = await text.get()
       const out: Float32Array[] = []
       for (let i = 0; i < texts.length; i += TEXT_BATCH) {
-        out.push(...(await runTexts(manifest, textPath, t, texts.slice(i, i + TEXT_BATCH))))
+        out.push(...(await runTexts(manifest, t, texts.slice(i, i + TEXT_BATCH))))
       }
       return out
     },

@@ -28,7 +28,8 @@ function modelKey(manifest: Manifest, setup: SignalSetup): string {
 
 async function open(setup: SignalSetup): Promise<OpenClip> {
   const manifest = await loadManifest(setup.modelDir, setup.preset, setup.precision)
-  const model = lazy(() => openClip(setup.modelDir, manifest, {threads: setup.threads, cacheDir: setup.cacheDir}))
+  const int8Weights = setup.precision === 'int8' ? (setup.int8Weights ?? 'auto') : undefined
+  const model = lazy(() => openClip(setup.modelDir, manifest, {threads: setup.threads, cacheDir: setup.cacheDir, int8Weights}))
   const {dispose} = disposer(async () => {
     const pending = model.current()
     model.reset()
