@@ -70,6 +70,7 @@ categories without images are left as they are. A trained head is not applied.`
         signal: this.interrupt.signal,
       }),
     )
+    this.notePolicy(config)
     const {report, errors, unlisted} = result
     for (const line of errorLines(errors, unlisted)) this.logToStderr(line)
     const original = config.policyPath ? await readPolicyText(config.policyPath) : undefined

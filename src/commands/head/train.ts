@@ -48,7 +48,7 @@ hash) stops improving; the held-out figures at threshold 0.5 are printed. Use th
     const l2 = Number(flags.l2)
     if (!(holdout > 0 && holdout < 1)) this.error('--holdout must be a number between 0 and 1', {exit: EXIT_ERROR})
     if (!(l2 >= 0 && Number.isFinite(l2))) this.error('--l2 must be a number >= 0', {exit: EXIT_ERROR})
-    const {result} = await runDatasetSteps(flags, `Embedding the images of ${args.dataset} and training`, (c, retitle) =>
+    const {config, result} = await runDatasetSteps(flags, `Embedding the images of ${args.dataset} and training`, (c, retitle) =>
       trainHeadOnDataset({
         dataset: args.dataset,
         model: modelOptions(c),
@@ -58,6 +58,7 @@ hash) stops improving; the held-out figures at threshold 0.5 are printed. Use th
         signal: this.interrupt.signal,
       }),
     )
+    this.notePolicy(config)
     const {head, errors, model, dataset} = result
     for (const line of errorLines(errors, dataset.unlisted)) this.logToStderr(line)
     const description = `trained by mod head train on ${plural(dataset.images, 'image')} of ${args.dataset} (${head.train_images} for training, ${head.heldout_images} held out)`
