@@ -34,6 +34,11 @@ export function tableReporter<Item, End>(row?: (item: Item) => string, closing?:
   }
 }
 
+/** Text as it is, at the end: a document (a policy's YAML) or lines that end with their newline. */
+export function textReporter(): Reporter<never, string> {
+  return {start: nothing, item: nothing, end: (text) => text}
+}
+
 /** One JSON array of the items, streamed: `[` at once, each item as it comes, `]` at the end. */
 export function jsonArrayReporter<Item>(value: (item: Item) => unknown = (item) => item): Reporter<Item, unknown> {
   let count = 0

@@ -5,6 +5,7 @@ import {Args, Flags} from '@oclif/core'
 import {errorLines, pct, runDatasetSteps} from '../../cli/dataset-run.js'
 import {modelOptions} from '../../lib/compose.js'
 import {ModCommand} from '../../cli/base-command.js'
+import {textReporter} from '../../cli/reports/reporter.js'
 import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../../cli/errors.js'
 import {modelFlags} from '../../cli/flags.js'
 import {trainHeadOnDataset} from '../../lib/eval/run.js'
@@ -63,9 +64,9 @@ hash) stops improving; the held-out figures at threshold 0.5 are printed. Use th
     for (const line of errorLines(errors, dataset.unlisted)) this.logToStderr(line)
     const description = `trained by mod head train on ${plural(dataset.images, 'image')} of ${args.dataset} (${head.train_images} for training, ${head.heldout_images} held out)`
     await writeFile(flags.out, headFileJson(head, model, description))
-    this.log(`${flags.out}: ${plural(head.labels.length, 'label')} for model ${model.id}; held-out figures at threshold 0.5:`)
-    for (const l of head.labels) {
-      this.log(`  ${l.name}: recall ${pct(l.heldout.recall)}, precision ${pct(l.heldout.precision)}, safe flagged ${pct(l.heldout.safe_fpr)} (${l.heldout.positives} held-out images, ${l.epochs} epochs)`)
-    }
+    const figures = head.labels.map(
+      (l) => `  ${l.name}: recall ${pct(l.heldout.recall)}, precision ${pct(l.heldout.precision)}, safe flagged ${pct(l.heldout.safe_fpr)} (${l.heldout.positives} held-out images, ${l.epochs} epochs)\n`,
+    )
+    this.printResult(textReporter(), `${flags.out}: ${plural(head.labels.length, 'label')} for model ${model.id}; held-out figures at threshold 0.5:\n${figures.join('')}`)
   }
 }
