@@ -98,4 +98,16 @@ test('each format parses on stdout, and the policy found is named on stderr in e
   assert.is(results[runs.findIndex((r) => r.args[0] === 'scan-video' && r.format === 'json')].code, 1)
 })
 
+test('--json and --ndjson print what --format json and --format ndjson print', async () => {
+  const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache'))}
+  for (const args of [['hash', 'photos'], ['categories']]) {
+    for (const format of ['json', 'ndjson']) {
+      const alias = await runInProcess([...args, `--${format}`], {env, cwd: dir.path})
+      const named = await runInProcess([...args, '--format', format], {env, cwd: dir.path})
+      assert.is(alias.stdout, named.stdout, `${args.join(' ')} --${format}`)
+      assert.ok(alias.stdout.length > 0)
+    }
+  }
+})
+
 test.run()
