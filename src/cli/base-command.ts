@@ -6,7 +6,9 @@ import {isModError} from '../lib/errors.js'
 import {errorLine, EXIT_ERROR, exitForSignal, STOP_SIGNALS, type StopSignal} from './errors.js'
 import type {EnvVars} from './help.js'
 import {usageLine, type FlagShape} from './parse-errors.js'
+import {openOutput, type Output} from './output.js'
 import {startProgress, type Progress} from './progress.js'
+import type {Reporter} from './reports/reporter.js'
 import {printableLines} from './visible.js'
 
 function isParseError(e: unknown): boolean {
@@ -83,6 +85,19 @@ export abstract class ModCommand extends Command {
     this.progress?.finish()
     this.progress = startProgress(text, process.stderr, process.stdout)
     return this.progress
+  }
+
+  /**
+   * The one writer of this command's results on stdout, in the format's reporter (src/cli/output.ts); each write
+   * steps around the progress line. Notes go to stderr with logToStderr, whatever the format.
+   */
+  protected output<Item, End>(reporter: Reporter<Item, End>): Output<Item, End> {
+    return openOutput(reporter, process.stdout, (write) => (this.progress ? this.progress.above(write) : write()))
+  }
+
+  /** Prints the one result of a command that has one, in the format's reporter. */
+  protected printResult<End>(reporter: Reporter<never, End>, result: End): void {
+    this.output(reporter).end(result)
   }
 
   protected override async catch(err: Error & {exitCode?: number}): Promise<unknown> {

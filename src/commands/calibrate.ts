@@ -5,6 +5,7 @@ import {Args, Flags} from '@oclif/core'
 import {errorLines, pct, runDatasetSteps} from '../cli/dataset-run.js'
 import {modelOptions} from '../lib/compose.js'
 import {ModCommand} from '../cli/base-command.js'
+import {textReporter} from '../cli/reports/reporter.js'
 import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {modelFlags} from '../cli/flags.js'
 import {plural} from '../lib/plural.js'
@@ -70,12 +71,13 @@ categories without images are left as they are. A trained head is not applied.`
         signal: this.interrupt.signal,
       }),
     )
+    this.notePolicy(config)
     const {report, errors, unlisted} = result
     for (const line of errorLines(errors, unlisted)) this.logToStderr(line)
     const original = config.policyPath ? await readPolicyText(config.policyPath) : undefined
     const yaml = writeCalibratedPolicy(original, report, calibrationComments(report, args.dataset))
     if (flags.out) await writeFile(flags.out, yaml)
-    else process.stdout.write(yaml)
+    else this.printResult(textReporter(), yaml)
     for (const c of report.categories.filter((c) => c.fitted || c.train.positives + c.after.positives > 0)) {
       this.logToStderr(
         `${c.name}: ${c.fitted ? `threshold ${c.threshold}, scale ${c.calibration.scale}, bias ${c.calibration.bias}` : c.note}; held-out recall ${pct(c.before.recall)} -> ${pct(c.after.recall)}, safe flagged ${pct(c.before.safe_fpr)} -> ${pct(c.after.safe_fpr)}`,

@@ -7,9 +7,18 @@ import {modelOptions} from '../lib/compose.js'
 import {ModCommand} from '../cli/base-command.js'
 import {SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {modelFlags} from '../cli/flags.js'
+import {chosenFormat, formatFlags} from '../cli/output.js'
+import {oneResultReporters, PLAIN_FORMATS} from '../cli/reports/reporter.js'
 import {loadChartJs, renderReport} from '../lib/eval/report.js'
 import {evaluateDataset, type EvalReport} from '../lib/eval/run.js'
 import {plural} from '../lib/plural.js'
+
+/** The metrics as JSON: the report without its curves, which only the HTML page draws. */
+function metricsJson({curves: _curves, ...rest}: EvalReport): Omit<EvalReport, 'curves'> {
+  return rest
+}
+
+const REPORTERS = oneResultReporters(formatEval, metricsJson)
 
 export default class Eval extends ModCommand {
   static override description = `Measure the active policy (and head) on a labelled image folder.
@@ -29,7 +38,7 @@ evaluated.`
 
   static override examples = [
     '<%= config.bin %> eval ./dataset --config policy.yaml',
-    '<%= config.bin %> eval ./dataset --json > metrics.json',
+    '<%= config.bin %> eval ./dataset --format json > metrics.json',
     '<%= config.bin %> eval ./dataset --report report.html',
   ]
 
@@ -44,14 +53,14 @@ evaluated.`
   }
 
   static override flags = {
-    json: Flags.boolean({description: 'Print the metrics as JSON on stdout.'}),
+    ...formatFlags(PLAIN_FORMATS, 'table (default), json (the metrics) or ndjson (the metrics on one line).'),
     report: Flags.string({description: 'Also write a self-contained HTML report (precision-recall curves, score histograms) to this file.'}),
     ...modelFlags,
   }
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(Eval)
-    const {result: done} = await runDatasetSteps(
+    const {config, result: done} = await runDatasetSteps(
       flags,
       `Scoring the images of ${args.dataset}`,
       (c, retitle) =>
@@ -65,10 +74,8 @@ evaluated.`
         }),
       flags.report ? [{title: `Writing the report ${flags.report}`, run: async (report: EvalReport) => writeFile(flags.report as string, renderReport(report, await loadChartJs()))}] : [],
     )
+    this.notePolicy(config)
     for (const line of errorLines(done.errors, done.unlisted)) this.logToStderr(line)
-    if (flags.json) {
-      const {curves: _curves, ...rest} = done
-      this.log(JSON.stringify(rest, null, 2))
-    } else this.log(formatEval(done))
+    this.printResult(REPORTERS[chosenFormat(flags)](), done)
   }
 }

@@ -1,4 +1,4 @@
-import {Args, Flags} from '@oclif/core'
+import {Args} from '@oclif/core'
 import chalk from 'chalk'
 
 import {ModCommand} from '../cli/base-command.js'
@@ -6,7 +6,9 @@ import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {fpsFlag} from '../cli/flags.js'
 import type {EnvVars} from '../cli/help.js'
 import {isVideoFile, scanInputs, skippedLine, type Skipped} from '../cli/inputs.js'
-import {readSettings} from '../lib/config/settings.js'
+import {chosenFormat, formatFlags} from '../cli/output.js'
+import {jsonArrayReporter, ndjsonReporter, PLAIN_FORMATS, tableReporter, type Reporters} from '../cli/reports/reporter.js'
+import {readSettings, type Limits} from '../lib/config/settings.js'
 import {decodedPixels, decodeImage, disableDecodeCache, probeImage, type ImageProbe} from '../lib/image/decode.js'
 import {isModError, ModError} from '../lib/errors.js'
 import {hashFrames, hashVideo, type MediaHash} from '../lib/signals/pdq/hash-media.js'
@@ -45,6 +47,85 @@ function tableLine(row: Row): string {
   return `${row.hash}  ${String(row.quality).padStart(3)}  ${row.source}${where}${unmatched}`
 }
 
+/** The formats of hash: a table row, a JSON array or a JSON line per hash (or per input that failed). */
+const REPORTERS: Reporters<(typeof PLAIN_FORMATS)[number], Row, void> = {
+  table: () => tableReporter(tableLine),
+  json: () => jsonArrayReporter(),
+  ndjson: () => ndjsonReporter((row: Row) => row),
+}
+
+/** What the hashing of one path needs: the limits, where rows go, and whether to stop. */
+interface HashRun {
+  limits: Limits
+  print: (row: Row) => void
+  stopped: () => boolean
+  skipped: Skipped
+}
+
+/** One row per frame of a video sampled at `fps`, or the error that stopped it (none once stopped by a signal). */
+async function hashVideoFile(path: string, run: HashRun, ffmpeg: string | undefined, fps: number, signal: AbortSignal): Promise<void> {
+  try {
+    const {limits} = run
+    const decode = {...DEFAULT_DECODE_LIMITS, ffmpeg: await resolveFfmpeg(ffmpeg), fps, maxSeconds: limits.maxVideoSeconds, maxPixels: limits.maxPixels, signal}
+    for await (const h of hashVideo(path, decode)) {
+      if (run.stopped()) break
+      run.print({source: path, ...h})
+    }
+  } catch (e) {
+    if (!signal.aborted) run.print(errorRow(path, e))
+  }
+}
+
+/**
+ * The images of a path (a file, a folder, stdin), hashed in input order. The next images are read and decoded (in
+ * libuv's threads) while this one is hashed (on this one), so that both cores work; each step of a read or a decode
+ * needs this thread for a moment, so one image of lookahead is not enough to keep the decoder busy. At most AHEAD +
+ * 1 decoded images are held, and of more than one only while their pixels (from their headers) stay within
+ * maxPixels / AHEAD_SHARE; READ_AHEAD more files are read and their headers probed before their decode starts.
+ */
+async function hashImages(path: string, run: HashRun): Promise<void> {
+  const {limits, print, stopped} = run
+  const queue: {source: string; frames?: Promise<RgbImage[]>; entry?: Row; pixels: number}[] = []
+  const reading: {source: string; bytes: Promise<Buffer>; probe: Promise<ImageProbe>}[] = []
+  const held = (): number => queue.reduce((sum, q) => sum + q.pixels, 0)
+  const finish = async (): Promise<void> => {
+    const {source, frames, entry} = queue.shift() as (typeof queue)[number]
+    if (entry) return print(entry)
+    try {
+      for (const h of hashFrames(await (frames as Promise<RgbImage[]>))) print({source, ...h})
+    } catch (e) {
+      print(errorRow(source, e))
+    }
+  }
+  const decodeNext = async (): Promise<void> => {
+    const {source, bytes, probe} = reading.shift() as (typeof reading)[number]
+    // The header is read once: its size decides the lookahead, then the decode takes it.
+    const pixels = await probe.then((p) => decodedPixels(p, limits), () => 0)
+    while (queue.length > 0 && (queue.length >= AHEAD + 1 || held() + pixels > limits.maxPixels / AHEAD_SHARE)) await finish()
+    // A header that cannot be read: the decode reports why (empty, too large, not an image), as it always has.
+    const frames = bytes.then((b) => probe.then((p) => decodeImage(b, limits, p), () => decodeImage(b, limits)))
+    // Handled when its turn comes; until then a failure must not count as unhandled.
+    frames.catch(() => {})
+    queue.push({source, frames, pixels})
+  }
+  for await (const item of scanInputs([path], limits.maxBytes, run.skipped)) {
+    if (stopped()) break
+    if ('entry' in item) {
+      while (reading.length > 0) await decodeNext()
+      queue.push({source: item.entry.source, entry: item.entry, pixels: 0})
+      continue
+    }
+    const bytes = item.input.read()
+    const probe = bytes.then(probeImage)
+    // Both are awaited by decodeNext; a failure read ahead must not count as unhandled meanwhile.
+    probe.catch(() => {})
+    reading.push({source: item.input.source, bytes, probe})
+    if (reading.length > READ_AHEAD) await decodeNext()
+  }
+  while (reading.length > 0 && !stopped()) await decodeNext()
+  while (queue.length > 0 && !stopped()) await finish()
+}
+
 export default class Hash extends ModCommand {
   static override description = `Print the PDQ perceptual hash and its quality (0-100) of images and video frames, to build or check hash lists.
 
@@ -53,7 +134,7 @@ Files, folders (recursively, images recognised by their first bytes) or - for on
   static override examples = [
     '<%= config.bin %> hash photo.jpg',
     '<%= config.bin %> hash ./removed --ndjson > removed.ndjson',
-    '<%= config.bin %> hash clip.mp4 --fps 1 --json',
+    '<%= config.bin %> hash clip.mp4 --fps 1 --format json',
   ]
 
   static override envVars: EnvVars = [
@@ -76,8 +157,7 @@ Files, folders (recursively, images recognised by their first bytes) or - for on
   }
 
   static override flags = {
-    json: Flags.boolean({description: 'Print one JSON array of hashes.', exclusive: ['ndjson']}),
-    ndjson: Flags.boolean({description: 'Print one JSON object per hash, per line, as each is computed.', exclusive: ['json']}),
+    ...formatFlags(PLAIN_FORMATS, 'table (default: hash, quality, source), json (one array of hashes) or ndjson (one object per hash, per line, as each is computed).'),
     fps: fpsFlag({description: `Video frames hashed per second of video: ${MIN_FPS} to ${MAX_FPS}.`, default: 1}),
   }
 
@@ -86,94 +166,35 @@ Files, folders (recursively, images recognised by their first bytes) or - for on
     const paths = argv as string[]
     const {limits, ffmpeg} = readSettings({}, process.env).engine
     disableDecodeCache()
-    const skipped: Skipped = new Map()
-    let rows = 0
-    let errors = 0
+    const counts = {rows: 0, errors: 0}
     const progress = this.startProgress('Hashing')
-    const print = (row: Row): void => {
-      rows++
-      if ('error' in row) errors++
-      const text = flags.json ? `${rows > 1 ? ',' : ''}\n${JSON.stringify(row)}` : flags.ndjson ? `${JSON.stringify(row)}\n` : `${tableLine(row)}\n`
-      progress.above(() => process.stdout.write(text))
+    // `| head -1`: once the reader is gone, hashing stops instead of working for nobody.
+    const out = this.output(REPORTERS[chosenFormat(flags)]())
+    const {signal} = this.interrupt
+    const run: HashRun = {
+      limits,
+      skipped: new Map(),
+      stopped: () => out.closed || signal.aborted,
+      print(row) {
+        counts.rows++
+        if ('error' in row) counts.errors++
+        out.item(row)
+      },
     }
-    const signal = this.interrupt.signal
-    // `| head -1`: once the reader is gone, stop hashing instead of working for nobody.
-    let closed = false
-    process.stdout.on('error', (e: NodeJS.ErrnoException) => {
-      if (e.code !== 'EPIPE') throw e
-      closed = true
-    })
-    const stopped = (): boolean => closed || signal.aborted
-    if (flags.json) process.stdout.write('[')
     try {
       for (const path of paths) {
-        if (stopped()) break
-        if (await isVideoFile(path)) {
-          try {
-            const decode = {...DEFAULT_DECODE_LIMITS, ffmpeg: await resolveFfmpeg(ffmpeg), fps: flags.fps, maxSeconds: limits.maxVideoSeconds, maxPixels: limits.maxPixels, signal}
-            for await (const h of hashVideo(path, decode)) {
-              if (stopped()) break
-              print({source: path, ...h})
-            }
-          } catch (e) {
-            if (signal.aborted) break
-            print(errorRow(path, e))
-          }
-          continue
-        }
-        // The next images are read and decoded (in libuv's threads) while this one is hashed (on this one), so
-        // that both cores work; each step of a read or a decode needs this thread for a moment, so one image of
-        // lookahead is not enough to keep the decoder busy. At most AHEAD + 1 decoded images are held, and of more
-        // than one only while their pixels (from their headers) stay within maxPixels / AHEAD_SHARE; READ_AHEAD more
-        // files are read and their headers probed before their decode starts.
-        const queue: {source: string; frames?: Promise<RgbImage[]>; entry?: Row; pixels: number}[] = []
-        const reading: {source: string; bytes: Promise<Buffer>; probe: Promise<ImageProbe>}[] = []
-        const held = (): number => queue.reduce((sum, q) => sum + q.pixels, 0)
-        const finish = async (): Promise<void> => {
-          const {source, frames, entry} = queue.shift() as (typeof queue)[number]
-          if (entry) return print(entry)
-          try {
-            for (const h of hashFrames(await (frames as Promise<RgbImage[]>))) print({source, ...h})
-          } catch (e) {
-            print(errorRow(source, e))
-          }
-        }
-        const decodeNext = async (): Promise<void> => {
-          const {source, bytes, probe} = reading.shift() as (typeof reading)[number]
-          // The header is read once: its size decides the lookahead, then the decode takes it.
-          const pixels = await probe.then((p) => decodedPixels(p, limits), () => 0)
-          while (queue.length > 0 && (queue.length >= AHEAD + 1 || held() + pixels > limits.maxPixels / AHEAD_SHARE)) await finish()
-          // A header that cannot be read: the decode reports why (empty, too large, not an image), as it always has.
-          const frames = bytes.then((b) => probe.then((p) => decodeImage(b, limits, p), () => decodeImage(b, limits)))
-          // Handled when its turn comes; until then a failure must not count as unhandled.
-          frames.catch(() => {})
-          queue.push({source, frames, pixels})
-        }
-        for await (const item of scanInputs([path], limits.maxBytes, skipped)) {
-          if (stopped()) break
-          if ('entry' in item) {
-            while (reading.length > 0) await decodeNext()
-            queue.push({source: item.entry.source, entry: item.entry, pixels: 0})
-            continue
-          }
-          const bytes = item.input.read()
-          const probe = bytes.then(probeImage)
-          // Both are awaited by decodeNext; a failure read ahead must not count as unhandled meanwhile.
-          probe.catch(() => {})
-          reading.push({source: item.input.source, bytes, probe})
-          if (reading.length > READ_AHEAD) await decodeNext()
-        }
-        while (reading.length > 0 && !stopped()) await decodeNext()
-        while (queue.length > 0 && !stopped()) await finish()
+        if (run.stopped()) break
+        if (await isVideoFile(path)) await hashVideoFile(path, run, ffmpeg, flags.fps, signal)
+        else await hashImages(path, run)
       }
     } finally {
       progress.finish()
-      if (flags.json && !closed) process.stdout.write(`${rows > 0 ? '\n' : ''}]\n`)
+      out.end()
     }
-    if (stopped()) return
-    const skips = skippedLine(skipped)
+    if (run.stopped()) return
+    const skips = skippedLine(run.skipped)
     if (skips) this.logToStderr(skips)
-    if (rows === 0) throw new ModError('not_found', `nothing to hash in ${paths.join(' ')}${skips ? `: ${skips}` : ': no images'}`)
-    if (errors > 0) this.exit(EXIT_ERROR)
+    if (counts.rows === 0) throw new ModError('not_found', `nothing to hash in ${paths.join(' ')}${skips ? `: ${skips}` : ': no images'}`)
+    if (counts.errors > 0) this.exit(EXIT_ERROR)
   }
 }

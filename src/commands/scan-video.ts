@@ -5,12 +5,31 @@ import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION, SIGNAL_EXIT_CODES} from '../cli/e
 import {engineFromFlags} from '../cli/engine.js'
 import {fpsFlag, modelFlags, policyFlags} from '../cli/flags.js'
 import {coverage, formatVideo, notEvaluatedLine} from '../cli/format.js'
+import {chosenFormat, formatFlags, type Output} from '../cli/output.js'
+import {jsonValueReporter, ndjsonReporter, PLAIN_FORMATS, tableReporter, type Reporter} from '../cli/reports/reporter.js'
 import {printableLines} from '../cli/visible.js'
 import type {EnvVars} from '../cli/help.js'
 import {checkVideoFile} from '../cli/inputs.js'
 import {serverFlags} from '../cli/remote/flags.js'
 import {coverageOf} from '../lib/signals/listing.js'
+import type {Segment, VideoResult} from '../lib/types.js'
 import {checkVideoSampling, MAX_FPS, MAX_MIN_FRAMES, MIN_FPS} from '../lib/video/options.js'
+
+/** A segment as it is found: the label it violates and where. */
+interface FoundSegment {
+  name: string
+  segment: Segment
+}
+
+/**
+ * The formats of scan-video: the verdict and its segments as a table (`partial`: the run's coverage statement),
+ * the result as JSON, or each segment as it is found then the result, one JSON object per line.
+ */
+function videoReporter(format: (typeof PLAIN_FORMATS)[number], partial: string): Reporter<FoundSegment, VideoResult> {
+  if (format === 'table') return tableReporter(undefined, (r: VideoResult) => printableLines(formatVideo(r, partial)))
+  if (format === 'json') return jsonValueReporter()
+  return ndjsonReporter(({name, segment}: FoundSegment) => ({type: 'segment', name, ...segment}), (r: VideoResult) => r)
+}
 
 export default class ScanVideo extends ModCommand {
   static override description = `Moderate a video: frames sampled at --fps are scored, and each violated label is reported as timestamped segments.
@@ -18,7 +37,7 @@ export default class ScanVideo extends ModCommand {
 Any format the ffmpeg in use decodes (at least MP4/MOV H.264, WebM VP8/VP9, MKV, animated GIF). ffmpeg is
 MOD_FFMPEG, else the ffmpeg-static package's binary, else ffmpeg on PATH. Limits: MOD_MAX_VIDEO_SECONDS of
 decoded video (default 600), 6000 sampled frames, frames scaled to at most 512 px a side.
---ndjson prints one line per segment as it is found ({"type":"segment", "name", "start", "end", "frames",
+--format (table, json, ndjson; --json and --ndjson are its aliases): ndjson prints one line per segment as it is found ({"type":"segment", "name", "start", "end", "frames",
 "max_confidence"}), then the video result. Frames are matched against the policy's hash_lists too: a segment of
 frames that matched lists the entries in "matches" (list, label, note, distance, and "at", the frame's time).`
 
@@ -50,8 +69,7 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
     fps: fpsFlag({description: `Frames sampled per second of video: ${MIN_FPS} to ${MAX_FPS}.`, default: 1}),
     'min-frames': Flags.integer({description: `Consecutive frames a segment needs to count: 1 to ${MAX_MIN_FRAMES}.`, default: 1, min: 1, max: MAX_MIN_FRAMES}),
     'stop-on-violation': Flags.boolean({description: 'Stop decoding as soon as one segment of --min-frames frames exists.'}),
-    json: Flags.boolean({description: 'Print the video result as JSON.', exclusive: ['ndjson']}),
-    ndjson: Flags.boolean({description: 'Print each segment as it is found, then the result, one JSON object per line.', exclusive: ['json']}),
+    ...formatFlags(PLAIN_FORMATS, 'table (default: the verdict, then a line per segment), json (the video result) or ndjson (each segment as it is found, then the result, one JSON object per line).'),
     strict: Flags.boolean({
       description:
         'Exit 2 when a category of the policy cannot be evaluated (e.g. no CLIP model installed), so a gate never passes on a partial check; known once the models are loaded, so nothing is scanned.',
@@ -74,11 +92,11 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
       server === undefined ? await engineFromFlags(flags) : await (await import('../cli/remote/from-flags.js')).remoteFromFlags({...flags, server}, this.argv, (line) => this.logToStderr(line), this.interrupt.signal)
     this.notePolicy(config)
     let result
-    let partial = ''
+    let out: Output<FoundSegment, VideoResult>
     try {
       await engine.load()
       const covered = coverageOf(await engine.categoryStates())
-      partial = coverage(covered)
+      out = this.output(videoReporter(chosenFormat(flags), coverage(covered)))
       if (covered.not_evaluated.length > 0) {
         this.logToStderr(notEvaluatedLine(covered.not_evaluated, config.preset, server))
         // Known before the first frame: a gate fails at once rather than after decoding the whole video.
@@ -93,7 +111,7 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
           source: args.file,
           ...sampling,
           signal: this.interrupt.signal,
-          onSegment: flags.ndjson ? (name, segment) => progress.above(() => this.log(JSON.stringify({type: 'segment', name, ...segment}))) : undefined,
+          onSegment: (name, segment) => out.item({name, segment}),
           onProgress: (frames, seconds) => {
             Object.assign(done, {frames, seconds})
             progress.update(`Scanning ${args.file}: ${line()}`)
@@ -111,8 +129,7 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
     } finally {
       await engine.close()
     }
-    if (flags.json || flags.ndjson) this.log(JSON.stringify(result))
-    else this.log(printableLines(formatVideo(result, partial)))
+    out.end(result)
     return this.exit(result.is_safe ? EXIT_SAFE : EXIT_VIOLATION)
   }
 }

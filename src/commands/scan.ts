@@ -1,9 +1,10 @@
-import {Args, Errors, Flags} from '@oclif/core'
+import {Args, Errors, Flags, type Interfaces} from '@oclif/core'
 
 import {ModCommand} from '../cli/base-command.js'
-import {baselineText, hashedInputs, isAccepted, readBaseline, writeAtomically, type BaselineItem} from '../cli/baseline.js'
+import {baselineText, hashedInputs, isAccepted, readBaseline, writeAtomically, type Baseline, type BaselineItem} from '../cli/baseline.js'
 import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION, SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
+import {chosenFormat, formatFlags, type Output} from '../cli/output.js'
 import {modelFlags, onlyFlag, policyFlags} from '../cli/flags.js'
 import {coverage, coverageHint, formatRow, notEvaluatedLine, summaryLine, type Counts} from '../cli/format.js'
 import {readFileList} from '../cli/files-from.js'
@@ -11,14 +12,15 @@ import {batchFlags, serverFlags} from '../cli/remote/flags.js'
 import type {EnvVars} from '../cli/help.js'
 import {openHtmlReport, type HtmlReport, type ReportSummary} from '../cli/reports/html-report.js'
 import {scanInputs, skippedLine, type ScanEntry, type ScanItem, type Skipped} from '../cli/inputs.js'
-import {reporterFor, SCAN_FORMATS, type ScanFormat} from '../cli/reports/index.js'
+import {scanReporter, SCAN_FORMATS, SUMMARY_REPORTERS, type ScanFormat, type ScanTotals} from '../cli/reports/index.js'
 import {repositoryRoot} from '../cli/repository.js'
-import {reviewSample} from '../cli/reports/review-sample.js'
-import {relativePath} from '../cli/reports/report.js'
-import {printableLine} from '../cli/visible.js'
+import {reviewSample, type ReviewSample} from '../cli/reports/review-sample.js'
+import {relativePath, type ReportItem} from '../cli/reports/report.js'
 import {MissingArgumentError} from '../cli/parse-errors.js'
 import {withRawBytes} from '../cli/raw-args.js'
-import type {ImageInput, ItemResult} from '../lib/engine.js'
+import type {Config} from '../lib/config/load.js'
+import type {Limits} from '../lib/config/settings.js'
+import type {Engine, ImageInput, ItemResult} from '../lib/engine.js'
 import {ModError} from '../lib/errors.js'
 import type {ImageLimits} from '../lib/image/decode.js'
 import {thumbnail, type Thumbnail} from '../lib/image/thumbnail.js'
@@ -26,6 +28,8 @@ import {readFileCapped} from '../lib/input/read-capped.js'
 import {coverageOf} from '../lib/signals/listing.js'
 import {POLICY_PLUGINS} from '../lib/signals/registry.js'
 import type {Coverage} from '../lib/types.js'
+import type {RemoteEngine} from '../cli/remote/engine.js'
+import type {RemoteConfig} from '../cli/remote/from-flags.js'
 
 /** Engine results and the inputs that failed before reaching it (not found, not a regular file), in input order. */
 async function* inOrder(items: AsyncIterable<ScanItem>, moderate: (inputs: AsyncIterable<ImageInput>) => AsyncIterable<ItemResult>): AsyncGenerator<ItemResult | ScanEntry> {
@@ -102,6 +106,80 @@ async function* walkedAhead(items: AsyncIterable<ScanItem>, found: {count: numbe
   }
 }
 
+/** What a scan has found so far: the counts, and what the summary, the baseline and SARIF need. */
+interface ScanState {
+  counts: Required<Counts>
+  /** sha256 of each input's bytes, by source, taken as the engine reads them: baselines and SARIF fingerprints. */
+  hashes: Map<string, string>
+  /** The flagged images, for --write-baseline. */
+  flagged: BaselineItem[]
+  skipped: Skipped
+  covered: Coverage
+  /** Inputs the walk has found, ahead of the engine, and whether it is done. */
+  found: {count: number; done: boolean}
+}
+
+/** Inputs answered: scanned, failed or not found. */
+const answered = (c: Required<Counts>): number => c.safe + c.unsafe + c.errors + c.missing
+
+/** "12 of 40" while scanning, "12 of 40+" while the walk is still finding inputs. */
+const ofFound = (state: ScanState): string => `${answered(state.counts)} of ${state.found.count}${state.found.done ? '' : '+'}`
+
+/** Counts a result; a flagged one is kept for --write-baseline (by its bytes' sha256, where it was read). */
+function tally(state: ScanState, item: ItemResult | ScanEntry, accepted: boolean, sha256: string | undefined): void {
+  const {counts} = state
+  if ('error' in item) counts[item.error.code === 'not_found' ? 'missing' : 'errors']++
+  else if (item.is_safe) counts.safe++
+  else {
+    counts.unsafe++
+    if (accepted) counts.accepted++
+    if (sha256 !== undefined) state.flagged.push({sha256, source: relativePath(item.source, process.cwd()) ?? '-', categories: item.violations.map((v) => v.name)})
+  }
+}
+
+/** The run's summary line, with the coverage and what was skipped: stdout with --summary, else stderr or a CI report's end. */
+function summaryText(state: ScanState, preset: string, server: string | undefined): string {
+  const skips = skippedLine(state.skipped)
+  return `${summaryLine(state.counts, coverageHint(state.covered, preset, server))}${skips ? `; ${skips}` : ''}`
+}
+
+/** `--summary --json`: the counts, `accepted` only where a baseline could accept anything. */
+function summaryCounts(state: ScanState, withBaseline: boolean): Record<string, unknown> {
+  const {accepted, ...rest} = state.counts
+  const textOnly = state.covered.text_only ? {text_only: state.covered.text_only} : {}
+  const scanned = rest.safe + rest.unsafe + rest.errors
+  return {...rest, ...(withBaseline ? {accepted} : {}), scanned, skipped: Object.fromEntries(state.skipped), not_evaluated: state.covered.not_evaluated, ...textOnly}
+}
+
+type ScanFlags = Interfaces.InferredFlags<(typeof Scan)['flags']>
+
+/** One scan in progress: what it was given, what it has found, and where its results go. */
+interface ScanRun {
+  flags: ScanFlags
+  paths: string[]
+  listed: (string | Buffer)[]
+  baseline: Baseline | undefined
+  config: Config | RemoteConfig
+  limits: Limits
+  state: ScanState
+  report?: HtmlReport
+  /** Safe items held for the report's sample (their results only; thumbnails are made at the end for those kept). */
+  sample: ReviewSample<ItemResult>
+}
+
+/** A result: counted, added to the report (or offered to its sample), and printed unless --only-unsafe hides it. */
+async function onResult(run: ScanRun, item: ItemResult | ScanEntry, out: Output<ReportItem, string>): Promise<void> {
+  const {state, flags, report} = run
+  const sha256 = state.hashes.get(item.source)
+  const accepted = 'is_safe' in item && isAccepted(run.baseline, item, sha256)
+  tally(state, item, accepted, sha256)
+  if (report) {
+    if ('error' in item || !item.is_safe) await report.add(item, await thumbnailOf(item, run.limits), {accepted})
+    else if (sha256 !== undefined && item.source !== '-') run.sample.offer(sha256, item)
+  }
+  if (!(flags['only-unsafe'] && 'is_safe' in item && item.is_safe)) out.item({item, accepted, sha256})
+}
+
 // Help groups after the common flags (oclif lists the flags without a group first).
 const CI = 'CI'
 const REPORT = 'REPORT'
@@ -144,14 +222,7 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
   }
 
   static override flags = {
-    json: Flags.boolean({description: 'Print one JSON array (same as --format json).', exclusive: ['ndjson', 'format']}),
-    ndjson: Flags.boolean({description: 'Print one JSON result per line (--format ndjson).', exclusive: ['json', 'format']}),
-    format: Flags.string({
-      description: 'table (default), json, ndjson, sarif, junit or github.',
-      helpValue: 'FORMAT',
-      options: [...SCAN_FORMATS],
-      exclusive: ['json', 'ndjson', 'summary'],
-    }),
+    ...formatFlags(SCAN_FORMATS, 'table (default), json, ndjson, sarif, junit or github.', ['summary']),
     baseline: Flags.string({
       description: 'Accept the flagged images a baseline lists.',
       helpValue: 'FILE',
@@ -219,143 +290,111 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
     const fromList = flags['files-from']
     if (paths.length === 0 && fromList === undefined) throw new MissingArgumentError('Missing 1 required arg: paths  files, folders or - (stdin), or --files-from')
     if (fromList === '-' && paths.includes('-')) throw new Errors.CLIError('--files-from - and the path - both read stdin: give one of them')
-    const format: ScanFormat = (flags.format as ScanFormat | undefined) ?? (flags.json ? 'json' : flags.ndjson ? 'ndjson' : 'table')
     // Any of these may be a FIFO or a pipe that nothing writes to: a stop signal still ends the command.
     const baseline = flags.baseline === undefined ? undefined : await this.untilStopped(readBaseline(flags.baseline))
     const listed = fromList === undefined ? [] : await this.untilStopped(readFileList(fromList, flags.null, process.stdin))
-    const {server} = flags
-    const {engine, config} =
-      server === undefined
-        ? await this.untilStopped(engineFromFlags(flags, process.env, {only: flags.only}))
-        : await this.untilStopped(
-            import('../cli/remote/from-flags.js').then(({remoteFromFlags}) => remoteFromFlags({...flags, server}, this.argv, (line) => this.logToStderr(line), this.interrupt.signal)),
-          )
+    const {engine, config} = await this.untilStopped(this.openEngine(flags))
     this.notePolicy(config)
-    const out = process.stdout
-    let closed = false
-    // `| head -1`: once the reader is gone, stop scanning instead of working for nobody.
-    const onOutError = (e: NodeJS.ErrnoException): void => {
-      if (e.code !== 'EPIPE') throw e
-      closed = true
+    const state: ScanState = {
+      counts: {safe: 0, unsafe: 0, accepted: 0, errors: 0, missing: 0},
+      hashes: new Map(),
+      flagged: [],
+      skipped: new Map(),
+      covered: {evaluated: 0, total: 0, not_evaluated: []},
+      found: {count: 0, done: false},
     }
-    out.on('error', onOutError)
-    const counts: Required<Counts> = {safe: 0, unsafe: 0, accepted: 0, errors: 0, missing: 0}
-    // sha256 of each input's bytes, by source, taken as the engine reads them: baselines and SARIF fingerprints.
-    const hashes = new Map<string, string>()
-    const flagged: BaselineItem[] = []
-    const summaryText = (): string => {
-      const skips = skippedLine(skipped)
-      return `${summaryLine(counts, coverageHint(covered, config.preset, server))}${skips ? `; ${skips}` : ''}`
-    }
-    // Reports name files relative to the repository the working folder is in (the working folder outside git).
-    const root = (await repositoryRoot(process.cwd())) ?? process.cwd()
-    const reporter = reporterFor(format, {categories: engine.policy.categories, version: this.config.version, cwd: process.cwd(), root})
-    const skipped: Skipped = new Map()
-    let covered: Coverage = {evaluated: 0, total: 0, not_evaluated: []}
-    const found = {count: 0, done: false}
-    // Results printed: all, or with --only-unsafe the UNSAFE and ERROR ones; --summary prints none.
-    let printed = 0
-    let report: HtmlReport | undefined
-    // Safe items held for the report's sample (their results only; thumbnails are made at the end for those kept).
-    const sample = reviewSample<ItemResult>(flags['report-sample'] ?? 0)
+    const run: ScanRun = {flags, paths, listed, baseline, config, limits: config.settings.engine.limits, state, sample: reviewSample(flags['report-sample'] ?? 0)}
+    let out: Output<ReportItem, string>
     try {
       await engine.load()
-      covered = coverageOf(await engine.categoryStates())
-      if (covered.not_evaluated.length > 0) {
-        this.logToStderr(notEvaluatedLine(covered.not_evaluated, config.preset, server))
-        // Known before the first image: a gate fails at once rather than after scanning everything.
-        if (flags.strict) this.exit(EXIT_ERROR)
-      }
-      const partial = coverage(covered)
-      report = flags.report ? await openHtmlReport(flags.report, process.cwd()) : undefined
-      const progress = this.startProgress('Scanning')
-      const write = (text: string): void => progress.above(() => out.write(text))
-      const listing = format === 'json' && !flags.summary
-      if (listing) write('[')
-      if (reporter) write(reporter.start())
-      const {limits} = config.settings.engine
-      // One set of the paths reached for both: a listed file that a folder given holds is scanned once.
-      const walking = {exclude: flags.exclude ?? [], vcsIgnore: !flags['no-ignore'], reached: new Set<string>()}
-      async function* all(): AsyncGenerator<ScanItem> {
-        yield* scanInputs(withRawBytes(paths), limits.maxBytes, skipped, process.stdin, walking)
-        yield* scanInputs(listed, limits.maxBytes, skipped, process.stdin, {...walking, listed: true})
-      }
-      const items = walkedAhead(hashedInputs(all(), hashes), found)
-      const closeArray = (): void => {
-        progress.finish()
-        if (listing && !closed) out.write(`${printed > 0 ? '\n' : ''}]\n`)
-        if (reporter && !closed) out.write(reporter.end(summaryText()))
-      }
-      try {
-        for await (const item of inOrder(items, (inputs) => engine.moderateMany(inputs))) {
-          if (closed || this.interrupt.signal.aborted) break
-          const sha256 = hashes.get(item.source)
-          const accepted = 'is_safe' in item && isAccepted(baseline, item, sha256)
-          if ('error' in item) counts[item.error.code === 'not_found' ? 'missing' : 'errors']++
-          else if (item.is_safe) counts.safe++
-          else {
-            counts.unsafe++
-            if (accepted) counts.accepted++
-            if (sha256 !== undefined) flagged.push({sha256, source: relativePath(item.source, process.cwd()) ?? '-', categories: item.violations.map((v) => v.name)})
-          }
-          if (report) {
-            if ('error' in item || !item.is_safe) await report.add(item, await thumbnailOf(item, limits), {accepted})
-            else if (sha256 !== undefined && item.source !== '-') sample.offer(sha256, item)
-          }
-          const shown = !flags.summary && !(flags['only-unsafe'] && 'is_safe' in item && item.is_safe)
-          if (shown) {
-            printed++
-            // An accepted result says so in every format; its fields are otherwise the engine's.
-            const json = (): string => JSON.stringify(accepted ? {...item, accepted_by_baseline: true} : item)
-            if (reporter) write(reporter.item({item, accepted, sha256}))
-            else if (format === 'json') write(`${printed > 1 ? ',' : ''}\n${json()}`)
-            else if (format === 'ndjson') write(`${json()}\n`)
-            // A name or a message may hold anything (a file's name, a server's text): each row stays one line.
-            else write(`${printableLine(formatRow(item, partial))}${accepted ? '  (accepted by the baseline)' : ''}\n`)
-          }
-          const done = counts.safe + counts.unsafe + counts.errors + counts.missing
-          progress.update(`Scanning ${done} of ${found.count}${found.done ? '' : '+'}: ${summaryLine(counts)}`)
-        }
-      } finally {
-        // stdout stays valid JSON whatever stops the scan; the failure itself goes to stderr.
-        closeArray()
-      }
+      state.covered = await this.checkCoverage(engine, config.preset, flags)
+      run.report = flags.report ? await openHtmlReport(flags.report, process.cwd()) : undefined
+      out = await this.scanAll(engine, run)
     } catch (e) {
-      await report?.abort()
+      await run.report?.abort()
       throw e
     } finally {
       await engine.close()
     }
-    if (this.stoppedBy) {
-      const done = counts.safe + counts.unsafe + counts.errors + counts.missing
-      this.logToStderr(`mod: stopped by ${this.stoppedBy} after ${done} of ${found.count}${found.done ? '' : '+'} files: ${summaryLine(counts)}`)
+    if (this.stoppedBy) this.logToStderr(`mod: stopped by ${this.stoppedBy} after ${ofFound(state)} files: ${summaryLine(state.counts)}`)
+    if (out.closed || this.interrupt.signal.aborted) return void (await run.report?.abort())
+    await this.finish(run)
+  }
+
+  /** The engine that scores: this machine's, or with --server the server's. */
+  private async openEngine(flags: ScanFlags) {
+    const {server} = flags
+    if (server === undefined) return engineFromFlags(flags, process.env, {only: flags.only})
+    const {remoteFromFlags} = await import('../cli/remote/from-flags.js')
+    return remoteFromFlags({...flags, server}, this.argv, (line) => this.logToStderr(line), this.interrupt.signal)
+  }
+
+  /** What the models loaded can score; with --strict a category they cannot fails the run before the first image. */
+  private async checkCoverage(engine: Engine | RemoteEngine, preset: string, flags: ScanFlags): Promise<Coverage> {
+    const covered = coverageOf(await engine.categoryStates())
+    if (covered.not_evaluated.length > 0) {
+      this.logToStderr(notEvaluatedLine(covered.not_evaluated, preset, flags.server))
+      if (flags.strict) this.exit(EXIT_ERROR)
     }
-    if (closed || this.interrupt.signal.aborted) {
-      await report?.abort()
-      return
+    return covered
+  }
+
+  /**
+   * Every input, walked ahead of the engine and answered in input order, each result printed as it comes; the
+   * output is closed whatever stops the scan (stdout stays valid JSON; the failure itself goes to stderr).
+   */
+  private async scanAll(engine: Engine | RemoteEngine, run: ScanRun): Promise<Output<ReportItem, string>> {
+    const {flags, state, paths, listed, limits} = run
+    const progress = this.startProgress('Scanning')
+    // Reports name files relative to the repository the working folder is in (the working folder outside git).
+    const root = (await repositoryRoot(process.cwd())) ?? process.cwd()
+    const info = {categories: engine.policy.categories, version: this.config.version, cwd: process.cwd(), root}
+    const format = chosenFormat(flags) as ScanFormat
+    const out = this.output(scanReporter(format, info, coverage(state.covered), flags.summary))
+    // One set of the paths reached for both: a listed file that a folder given holds is scanned once.
+    const walking = {exclude: flags.exclude ?? [], vcsIgnore: !flags['no-ignore'], reached: new Set<string>()}
+    async function* all(): AsyncGenerator<ScanItem> {
+      yield* scanInputs(withRawBytes(paths), limits.maxBytes, state.skipped, process.stdin, walking)
+      yield* scanInputs(listed, limits.maxBytes, state.skipped, process.stdin, {...walking, listed: true})
     }
-    const total = counts.safe + counts.unsafe + counts.errors
-    const skips = skippedLine(skipped)
-    if (total === 0 && counts.missing === 0 && fromList === undefined) {
+    const items = walkedAhead(hashedInputs(all(), state.hashes), state.found)
+    try {
+      for await (const item of inOrder(items, (inputs) => engine.moderateMany(inputs))) {
+        if (out.closed || this.interrupt.signal.aborted) break
+        await onResult(run, item, out)
+        progress.update(`Scanning ${ofFound(state)}: ${summaryLine(state.counts)}`)
+      }
+    } finally {
+      progress.finish()
+      out.end(summaryText(state, run.config.preset, flags.server))
+    }
+    return out
+  }
+
+  /** A finished scan: the report page, the baseline, the summary where the format wants it, and the exit code. */
+  private async finish(run: ScanRun): Promise<void> {
+    const {flags, state, report} = run
+    const {counts} = state
+    const scanned = counts.safe + counts.unsafe + counts.errors
+    const skips = skippedLine(state.skipped)
+    if (scanned === 0 && counts.missing === 0 && flags['files-from'] === undefined) {
       await report?.abort()
-      throw new ModError('not_found', `nothing was scanned in ${paths.join(' ')}${skips ? `: ${skips}` : ': no images'}`)
+      throw new ModError('not_found', `nothing was scanned in ${run.paths.join(' ')}${skips ? `: ${skips}` : ': no images'}`)
     }
     if (report) {
-      const sampled = sample.chosen()
-      await closeReport(report, sampled, config.settings.engine.limits, {...counts, scanned: total, not_evaluated: covered.not_evaluated, coverage: coverage(covered), sampled: sampled.length})
+      const sampled = run.sample.chosen()
+      await closeReport(report, sampled, run.limits, {...counts, scanned, not_evaluated: state.covered.not_evaluated, coverage: coverage(state.covered), sampled: sampled.length})
     }
-    const summary = summaryText()
     if (flags['write-baseline']) {
-      await writeAtomically(flags['write-baseline'], baselineText(flagged))
-      this.logToStderr(`mod: baseline: wrote ${flagged.length} flagged ${flagged.length === 1 ? 'image' : 'images'} to ${flags['write-baseline']}`)
+      await writeAtomically(flags['write-baseline'], baselineText(state.flagged))
+      this.logToStderr(`mod: baseline: wrote ${state.flagged.length} flagged ${state.flagged.length === 1 ? 'image' : 'images'} to ${flags['write-baseline']}`)
     }
-    if (flags.summary && flags.json) {
-      // `accepted` only where a baseline could accept anything.
-      const {accepted, ...rest} = counts
-      const textOnly = covered.text_only ? {text_only: covered.text_only} : {}
-      this.log(JSON.stringify({...rest, ...(baseline ? {accepted} : {}), scanned: total, skipped: Object.fromEntries(skipped), not_evaluated: covered.not_evaluated, ...textOnly}))
-    } else if (flags.summary) this.log(summary)
-    else if (format !== 'json' && format !== 'ndjson') this.logToStderr(summary)
+    const summary = summaryText(state, run.config.preset, flags.server)
+    const format = chosenFormat(flags)
+    if (flags.summary) {
+      const totals: ScanTotals = {line: summary, counts: summaryCounts(state, run.baseline !== undefined)}
+      this.printResult(SUMMARY_REPORTERS[format === 'json' ? 'json' : 'table'](), totals)
+    } else if (format !== 'json' && format !== 'ndjson') this.logToStderr(summary)
     else if (skips) this.logToStderr(skips)
     const failed = counts.errors > 0 || counts.missing > 0
     const code = counts.unsafe > counts.accepted ? EXIT_VIOLATION : failed ? EXIT_ERROR : EXIT_SAFE

@@ -1,5 +1,6 @@
 import {visible} from '../visible.js'
-import {relativePath, violationText, type Reporter, type ReportItem, type RunInfo} from './report.js'
+import {relativePath, violationText, type ReportItem, type RunInfo} from './report.js'
+import type {Reporter} from './reporter.js'
 
 /**
  * A workflow command's message: GitHub decodes %25, %0D and %0A there. Other control characters (a server's or a
@@ -27,7 +28,7 @@ function command(name: string, properties: Record<string, string | undefined>, m
  * scanned, which a pull request shows on the file. Safe items and items a baseline accepts print nothing; the run's
  * summary ends the output as a `::notice`.
  */
-export function githubReporter(run: RunInfo): Reporter {
+export function githubReporter(run: RunInfo): Reporter<ReportItem> {
   return {
     start: () => '',
     item(r: ReportItem) {

@@ -1,4 +1,5 @@
-import {relativePath, violationText, type Reporter, type ReportItem, type RunInfo} from './report.js'
+import {relativePath, violationText, type ReportItem, type RunInfo} from './report.js'
+import type {Reporter} from './reporter.js'
 
 /** Characters XML 1.0 cannot hold at all (C0 controls but tab, line feed and carriage return; lone surrogates). */
 const NOT_XML = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
@@ -22,7 +23,7 @@ function xmlText(s: string): string {
  * could not be scanned an `<error>` (type: its code), an item a baseline accepts `<skipped>`. The suite's counts
  * come first in the document, so the cases are kept (a line each) and written at the end.
  */
-export function junitReporter(run: RunInfo): Reporter {
+export function junitReporter(run: RunInfo): Reporter<ReportItem> {
   const cases: string[] = []
   const counts = {tests: 0, failures: 0, errors: 0, skipped: 0}
   return {

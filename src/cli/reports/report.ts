@@ -21,16 +21,6 @@ export interface RunInfo {
 }
 
 /**
- * A CI report written as the scan goes: `start` before the first item, `item` for each one shown, `end` with the
- * run's summary line. Each returns the text to write (possibly empty).
- */
-export interface Reporter {
-  start(): string
-  item(r: ReportItem): string
-  end(summary: string): string
-}
-
-/**
  * A source as a path relative to the working folder with `/` separators (how CI systems name a repository's
  * files), or undefined for stdin.
  */

@@ -1,7 +1,8 @@
 import {isAbsolute, resolve, sep} from 'node:path'
 import {pathToFileURL} from 'node:url'
 
-import {relativePath, type Reporter, type ReportItem, type RunInfo} from './report.js'
+import {relativePath, type ReportItem, type RunInfo} from './report.js'
+import type {Reporter} from './reporter.js'
 
 /** The schema URI SARIF 2.1.0 logs name (the OASIS errata 01 schema, as GitHub and GitLab accept it). */
 const SCHEMA = 'https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json'
@@ -30,7 +31,7 @@ function artifactLocation(source: string, run: RunInfo): {uri: string; uriBaseId
  * GitHub requires a start line, and an image has no other). Results are streamed; the rules, which name every category
  * of the policy and every error code met, follow them in the run object.
  */
-export function sarifReporter(run: RunInfo): Reporter {
+export function sarifReporter(run: RunInfo): Reporter<ReportItem> {
   const errorCodes = new Set<string>()
   let written = 0
   const result = (r: ReportItem, ruleId: string, text: string, properties: Record<string, unknown>): string => {

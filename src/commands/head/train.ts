@@ -5,6 +5,7 @@ import {Args, Flags} from '@oclif/core'
 import {errorLines, pct, runDatasetSteps} from '../../cli/dataset-run.js'
 import {modelOptions} from '../../lib/compose.js'
 import {ModCommand} from '../../cli/base-command.js'
+import {textReporter} from '../../cli/reports/reporter.js'
 import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../../cli/errors.js'
 import {modelFlags} from '../../cli/flags.js'
 import {trainHeadOnDataset} from '../../lib/eval/run.js'
@@ -48,7 +49,7 @@ hash) stops improving; the held-out figures at threshold 0.5 are printed. Use th
     const l2 = Number(flags.l2)
     if (!(holdout > 0 && holdout < 1)) this.error('--holdout must be a number between 0 and 1', {exit: EXIT_ERROR})
     if (!(l2 >= 0 && Number.isFinite(l2))) this.error('--l2 must be a number >= 0', {exit: EXIT_ERROR})
-    const {result} = await runDatasetSteps(flags, `Embedding the images of ${args.dataset} and training`, (c, retitle) =>
+    const {config, result} = await runDatasetSteps(flags, `Embedding the images of ${args.dataset} and training`, (c, retitle) =>
       trainHeadOnDataset({
         dataset: args.dataset,
         model: modelOptions(c),
@@ -58,13 +59,14 @@ hash) stops improving; the held-out figures at threshold 0.5 are printed. Use th
         signal: this.interrupt.signal,
       }),
     )
+    this.notePolicy(config)
     const {head, errors, model, dataset} = result
     for (const line of errorLines(errors, dataset.unlisted)) this.logToStderr(line)
     const description = `trained by mod head train on ${plural(dataset.images, 'image')} of ${args.dataset} (${head.train_images} for training, ${head.heldout_images} held out)`
     await writeFile(flags.out, headFileJson(head, model, description))
-    this.log(`${flags.out}: ${plural(head.labels.length, 'label')} for model ${model.id}; held-out figures at threshold 0.5:`)
-    for (const l of head.labels) {
-      this.log(`  ${l.name}: recall ${pct(l.heldout.recall)}, precision ${pct(l.heldout.precision)}, safe flagged ${pct(l.heldout.safe_fpr)} (${l.heldout.positives} held-out images, ${l.epochs} epochs)`)
-    }
+    const figures = head.labels.map(
+      (l) => `  ${l.name}: recall ${pct(l.heldout.recall)}, precision ${pct(l.heldout.precision)}, safe flagged ${pct(l.heldout.safe_fpr)} (${l.heldout.positives} held-out images, ${l.epochs} epochs)\n`,
+    )
+    this.printResult(textReporter(), `${flags.out}: ${plural(head.labels.length, 'label')} for model ${model.id}; held-out figures at threshold 0.5:\n${figures.join('')}`)
   }
 }

@@ -3,6 +3,7 @@ import {join} from 'node:path'
 import {Args} from '@oclif/core'
 
 import {ModCommand} from '../../cli/base-command.js'
+import {textReporter} from '../../cli/reports/reporter.js'
 import {SIGNAL_EXIT_CODES} from '../../cli/errors.js'
 import {modelFlags, settingsInput} from '../../cli/flags.js'
 import {formatBytes} from '../../cli/format.js'
@@ -71,6 +72,6 @@ ${ADDONS.map((a) => a.addHelp).join('\n\n')}`
       },
     ])
     const file = added as PulledFile
-    this.log(`${addon.name} is installed in ${dir}: ${file.file} (${formatBytes(file.size)}) matches the pinned sha256 ${file.sha256}`)
+    this.printResult(textReporter(), `${addon.name} is installed in ${dir}: ${file.file} (${formatBytes(file.size)}) matches the pinned sha256 ${file.sha256}\n`)
   }
 }

@@ -1,6 +1,7 @@
 import {stringify} from 'yaml'
 
 import {ModCommand} from '../../cli/base-command.js'
+import {textReporter} from '../../cli/reports/reporter.js'
 import {SIGNAL_EXIT_CODES} from '../../cli/errors.js'
 import {configFromFlags} from '../../cli/engine.js'
 import {modelFlags, policyFlags} from '../../cli/flags.js'
@@ -69,7 +70,6 @@ The output is itself a valid policy file: text rules with their word lists writt
     const from = config.policyPath
       ? `${config.policyPath}${config.policyFound ? ' (found from the current folder)' : ''}`
       : 'no policy file: the built-in defaults'
-    this.log(`# policy in force: ${from}`)
-    this.log(stringify(asPolicyFile(config.policy, config.preset), {lineWidth: 0}).trimEnd())
+    this.printResult(textReporter(), `# policy in force: ${from}\n${stringify(asPolicyFile(config.policy, config.preset), {lineWidth: 0}).trimEnd()}\n`)
   }
 }

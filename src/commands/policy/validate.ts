@@ -2,6 +2,8 @@ import {Args} from '@oclif/core'
 
 import {ModCommand} from '../../cli/base-command.js'
 import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../../cli/errors.js'
+import {chosenFormat, formatFlags} from '../../cli/output.js'
+import {oneResultReporters, PLAIN_FORMATS} from '../../cli/reports/reporter.js'
 import {buildPolicy, sectionSummaryLines, summarizePolicy, validatePolicyFile} from '../../lib/config/policy.js'
 import {longPresetPrompts, type LongPrompt} from '../../lib/model/prompt-length.js'
 import {formatProblems, type PolicySummary} from '../../lib/policy/load.js'
@@ -25,10 +27,41 @@ function describeLong(p: LongPrompt): string {
   return p.category === null ? `neutral prompt ${JSON.stringify(text)}` : `${p.kind} ${JSON.stringify(text)} of category ${p.category}`
 }
 
+/** What --format json prints: whether the file is valid, its problems, its summary, and what its sections add. */
+interface ValidationResult {
+  valid: boolean
+  problems: PolicyProblem[]
+  summary: PolicySummary | null
+  [section: string]: unknown
+}
+
+/** A check's result, and the summary's lines for the table (none when the file is not valid). */
+interface Validation {
+  result: ValidationResult
+  lines: {label: string; text: string}[]
+}
+
+/** "<file>: valid" and the summary, label by label; nothing for a file that is not valid (its problems are on stderr). */
+function validationTable(path: string): (v: Validation) => string {
+  return (v) => (v.result.valid ? [`${path}: valid`, ...v.lines.map((l) => `  ${`${l.label}:`.padEnd(14)}${l.text}`)].join('\n') : '')
+}
+
+function summaryLines(summary: PolicySummary): {label: string; text: string}[] {
+  const list = (names: string[]) => (names.length > 0 ? names.join(', ') : 'none')
+  return [
+    {label: 'categories', text: String(summary.categories)},
+    {label: 'custom', text: list(summary.custom)},
+    {label: 'changed', text: list(summary.changed)},
+    {label: 'disabled', text: list(summary.disabled)},
+    {label: 'preset', text: summary.preset ?? 'not set (flag, MOD_PRESET or fast)'},
+    {label: 'trim_borders', text: String(summary.trim_borders)},
+  ]
+}
+
 export default class PolicyValidate extends ModCommand {
   static override description = `Check a policy file and report every problem with its line and column.
 
-A valid file prints a summary. An invalid one prints one "file:line:column: message" line per problem on stderr and exits 2; with --json, {valid, problems, summary} goes to stdout either way.
+A valid file prints a summary. An invalid one prints one "file:line:column: message" line per problem on stderr and exits 2; with --format json (or --json), {valid, problems, summary} goes to stdout either way, the problem lines still on stderr.
 
 Hash lists named under hash_lists: are read (paths relative to the policy file) and each bad line is reported as "list:line: message".
 
@@ -47,14 +80,14 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
     ...SIGNAL_EXIT_CODES,
   ]
 
-  static override enableJsonFlag = true
-
   static override args = {
     file: Args.string({description: 'policy YAML file', required: true}),
   }
 
-  async run(): Promise<{valid: boolean; problems: PolicyProblem[]; summary: PolicySummary | null; [section: string]: unknown}> {
-    const {args} = await this.parse(PolicyValidate)
+  static override flags = formatFlags(PLAIN_FORMATS, 'table (default: the summary of a valid file), json ({valid, problems, summary}, also for a file that is not valid) or ndjson (the same on one line).')
+
+  async run(): Promise<void> {
+    const {args, flags} = await this.parse(PolicyValidate)
     const {problems, file, read} = await validatePolicyFile(args.file)
     // The files the sections name are read whatever else is wrong, so that one round reports every problem.
     const checks = await verifySections(args.file, read)
@@ -69,21 +102,12 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
     }
     for (const line of formatProblems(args.file, problems)) this.logToStderr(line)
     for (const {check} of checks) for (const p of check.problems) this.logToStderr(`${p.file}:${p.line}: ${p.message}`)
-    if (file === undefined || summary === null || !filesValid) {
-      process.exitCode = EXIT_ERROR
-    } else {
-      const list = (names: string[]) => (names.length > 0 ? names.join(', ') : 'none')
-      const line = (label: string, text: string) => this.log(`  ${`${label}:`.padEnd(14)}${text}`)
-      this.log(`${args.file}: valid`)
-      line('categories', String(summary.categories))
-      line('custom', list(summary.custom))
-      line('changed', list(summary.changed))
-      line('disabled', list(summary.disabled))
-      line('preset', summary.preset ?? 'not set (flag, MOD_PRESET or fast)')
-      line('trim_borders', String(summary.trim_borders))
-      for (const l of [...sectionSummaryLines(file), ...checks.flatMap((c) => c.check.lines)]) line(l.label, l.text)
-    }
+    const valid = file !== undefined && summary !== null && filesValid
+    if (!valid) process.exitCode = EXIT_ERROR
+    const lines = valid ? [...summaryLines(summary), ...sectionSummaryLines(file), ...checks.flatMap((c) => c.check.lines)] : []
     const outputs = checks.flatMap(({key, check}) => (check.output === undefined ? [] : [[key, check.output] as const]))
-    return {valid: summary !== null && filesValid, problems, summary, ...Object.fromEntries(outputs)}
+    const result: ValidationResult = {valid: summary !== null && filesValid, problems, summary, ...Object.fromEntries(outputs)}
+    const reporters = oneResultReporters(validationTable(args.file), (v: Validation) => v.result)
+    this.printResult(reporters[chosenFormat(flags)](), {result, lines})
   }
 }

@@ -1,0 +1,76 @@
+/**
+ * How one output format writes a command's results: `start` before the first item, `item` for each one as it
+ * comes (a scanned image, a hash, a video segment), `end` with what closes the run (a scan's summary line, the one
+ * result of a command that has one). Each returns the text to write, possibly empty; `openOutput` (../output.ts)
+ * writes it to stdout, so no command writes its results any other way.
+ */
+export interface Reporter<Item, End = string> {
+  start(): string
+  item(item: Item): string
+  end(end: End): string
+}
+
+/** The formats every command that prints results takes. */
+export const PLAIN_FORMATS = ['table', 'json', 'ndjson'] as const
+export type PlainFormat = (typeof PLAIN_FORMATS)[number]
+
+/** A command's reporters by format, each made when the command knows what it needs (a run's coverage, say). */
+export type Reporters<F extends string, Item, End> = Record<F, () => Reporter<Item, End>>
+
+const nothing = (): string => ''
+
+/** Text ending a line, or nothing for no text. */
+const line = (text: string): string => (text === '' ? '' : `${text}\n`)
+
+/**
+ * Lines of text: a row per item and, when given, closing text (a table, a verdict); the newline ending each is
+ * added, and empty text prints nothing.
+ */
+export function tableReporter<Item, End>(row?: (item: Item) => string, closing?: (end: End) => string): Reporter<Item, End> {
+  return {
+    start: nothing,
+    item: row ? (item) => line(row(item)) : nothing,
+    end: closing ? (end) => line(closing(end)) : nothing,
+  }
+}
+
+/** Text as it is, at the end: a document (a policy's YAML) or lines that end with their newline. */
+export function textReporter(): Reporter<never, string> {
+  return {start: nothing, item: nothing, end: (text) => text}
+}
+
+/** One JSON array of the items, streamed: `[` at once, each item as it comes, `]` at the end. */
+export function jsonArrayReporter<Item>(value: (item: Item) => unknown = (item) => item): Reporter<Item, unknown> {
+  let count = 0
+  return {
+    start: () => '[',
+    item: (item) => `${count++ > 0 ? ',' : ''}\n${JSON.stringify(value(item))}`,
+    end: () => `${count > 0 ? '\n' : ''}]\n`,
+  }
+}
+
+/** One JSON document at the end (the result of a command with one result), indented as `indent` says. */
+export function jsonValueReporter<Item, End>(value: (end: End) => unknown = (end) => end, indent?: number): Reporter<Item, End> {
+  return {start: nothing, item: nothing, end: (end) => `${JSON.stringify(value(end), null, indent)}\n`}
+}
+
+/** One JSON value per line: for each item where `item` is given, and for the end where `end` is given. */
+export function ndjsonReporter<Item, End>(item?: (item: Item) => unknown, end?: (end: End) => unknown): Reporter<Item, End> {
+  return {
+    start: nothing,
+    item: item ? (i) => `${JSON.stringify(item(i))}\n` : nothing,
+    end: end ? (e) => `${JSON.stringify(end(e))}\n` : nothing,
+  }
+}
+
+/**
+ * The reporters of a command with one result: its table text, the result as JSON indented by two spaces (as the
+ * listing commands have always printed it), and as one JSON line for ndjson. `json` picks what the JSON shows.
+ */
+export function oneResultReporters<End>(table: (end: End) => string, json: (end: End) => unknown = (end) => end): Reporters<PlainFormat, never, End> {
+  return {
+    table: () => tableReporter<never, End>(undefined, table),
+    json: () => jsonValueReporter<never, End>(json, 2),
+    ndjson: () => ndjsonReporter<never, End>(undefined, json),
+  }
+}
