@@ -6,7 +6,7 @@ import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION, SIGNAL_EXIT_CODES} from '../cli/e
 import {engineFromFlags} from '../cli/engine.js'
 import {chosenFormat, formatFlags, type Output} from '../cli/output.js'
 import {modelFlags, onlyFlag, policyFlags} from '../cli/flags.js'
-import {coverage, coverageHint, formatRow, notEvaluatedLine, summaryLine, type Counts} from '../cli/format.js'
+import {coverage, coverageHint, notEvaluatedLine, summaryLine, type Counts} from '../cli/format.js'
 import {readFileList} from '../cli/files-from.js'
 import {batchFlags, serverFlags} from '../cli/remote/flags.js'
 import type {EnvVars} from '../cli/help.js'
