@@ -1,11 +1,11 @@
-import {spawnSync} from 'node:child_process'
-import {mkdirSync, readdirSync, writeFileSync} from 'node:fs'
+import {spawn, spawnSync} from 'node:child_process'
+import {chmodSync, existsSync, mkdirSync, readdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {INSTALL_CALLS, npmStandIn, REAL_NPM, repositoryAtTag} from './helpers/checkout.js'
+import {extractTag, INSTALL_CALLS, npmStandIn, REAL_NPM, repositoryAtTag} from './helpers/checkout.js'
 import {solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from './helpers/cli.js'
 import {CLEAN_GIT_ENV, git} from './helpers/git.js'
 import {pythonTools} from './helpers/python-tools.js'
@@ -18,6 +18,10 @@ import {warmCacheDir} from './helpers/warm-cache.js'
  */
 
 const dir = tempDir()
+let hooks: {path: string; tag: string}
+test.before(() => {
+  hooks = repositoryAtTag(dir.path)
+})
 test.after(() => dir.remove())
 
 const tools = pythonTools()
@@ -25,7 +29,6 @@ if ('skip' in tools) console.log(`skipping the pre-commit hook test: ${tools.ski
 else {
   test('the mod-scan hook installs mod on its first run, refuses a red image, passes once it is blue, and fails without the model its policy needs', async () => {
     const npm = npmStandIn(dir.path)
-    const hooks = repositoryAtTag(dir.path)
     const project = join(dir.path, 'project')
     mkdirSync(join(project, 'img'), {recursive: true})
     git(project, 'init', '-q', '-b', 'main')
@@ -78,6 +81,44 @@ else {
     assert.match(unchecked.stdout, /^mod scan\.+Failed$/m)
     assert.not.match(unchecked.stdout, /installing mod/)
     assert.match(unchecked.stdout, /^mod: not evaluated: [^(]*\bredness\b[^(]* \(no CLIP model installed; run `mod models pull fast` to score them/m, unchecked.stdout)
+  })
+}
+
+if (!REAL_NPM) {
+  test('two first runs of the hook at once install once; a lock left by a run that died is taken over', async () => {
+    const npm = npmStandIn(join(dir.path, 'concurrent'))
+    const checkout = extractTag(hooks, join(dir.path, 'concurrent', 'hook-clone'))
+    // npm ci takes a second here, so that the second run finds the first one installing.
+    const slow = join(dir.path, 'concurrent', 'slow-npm')
+    mkdirSync(slow)
+    writeFileSync(join(slow, 'npm'), `#!/bin/sh\n[ "$1" = ci ] && sleep 1\nexec '${join(npm.path, 'npm')}' "$@"\n`)
+    chmodSync(join(slow, 'npm'), 0o755)
+    const env = {...process.env, PATH: `${slow}:${process.env.PATH}`}
+    const hook = join(checkout, 'scripts', 'pre-commit-hook.sh')
+    const version = () =>
+      new Promise<{code: number | null; out: string}>((done) => {
+        const child = spawn(hook, ['--version'], {env})
+        let out = ''
+        child.stdout.on('data', (d) => (out += d))
+        child.stderr.on('data', (d) => (out += d))
+        child.on('close', (code) => done({code, out}))
+      })
+    const both = await Promise.all([version(), version()])
+    for (const r of both) {
+      assert.is(r.code, 0, r.out)
+      assert.match(r.out, /^@mod-moderation\/cli\/\d+\.\d+\.\d+ /m)
+    }
+    assert.equal(npm.calls(), INSTALL_CALLS.map((c) => [checkout, c]))
+    assert.not.ok(existsSync(join(checkout, '.mod-install.lock')))
+
+    // A run killed while installing leaves its lock and no stamp; the next run takes the lock over and installs.
+    spawnSync('rm', ['-rf', join(checkout, 'dist', '.hook-installed')])
+    mkdirSync(join(checkout, '.mod-install.lock'))
+    const dead = spawnSync('sh', ['-c', 'echo $$']).stdout.toString().trim()
+    writeFileSync(join(checkout, '.mod-install.lock', 'pid'), `${dead}\n`)
+    const again = await version()
+    assert.is(again.code, 0, again.out)
+    assert.is(npm.calls().length, 2 * INSTALL_CALLS.length)
   })
 }
 
