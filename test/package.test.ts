@@ -1,12 +1,13 @@
-// `npm pack` makes a tarball that `npm install -g` installs with no network, and the installed `mod` runs from PATH.
+// `npm pack` makes a tarball that `npm install -g` installs with no network, and the installed `mod` runs from PATH:
+// the tarball attached to a release, installed by the line of docs/ci.md with the release's URL on 127.0.0.1.
 // npm resolves a tarball's dependencies through registry metadata, which `npm ci` does not keep, so a registry on
 // 127.0.0.1 answers that metadata from package-lock.json; the package files themselves come from npm's cache, where
 // `npm ci` put them (a file the cache lacks would be asked of this registry, which has none: the install fails).
 import {spawn} from 'node:child_process'
-import {readFileSync, readdirSync} from 'node:fs'
+import {existsSync, readFileSync, readdirSync} from 'node:fs'
 import {createServer, type Server} from 'node:http'
 import type {AddressInfo} from 'node:net'
-import {join} from 'node:path'
+import {basename, join} from 'node:path'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
@@ -57,9 +58,17 @@ const dir = tempDir()
 let server: Server
 let registry = ''
 let docs: ReturnType<typeof packuments> | undefined
+/** Where a release's assets are downloaded from: the folder `npm pack` writes into. */
+const RELEASES = '/OWNER/REPO/releases/download/'
 
 test.before(async () => {
   server = createServer((req, res) => {
+    if (req.url?.startsWith(RELEASES)) {
+      const asset = join(dir.path, basename(req.url))
+      res.writeHead(existsSync(asset) ? 200 : 404, {'content-type': 'application/octet-stream'})
+      res.end(existsSync(asset) ? readFileSync(asset) : '')
+      return
+    }
     // npm asks for each of a few hundred packages: the lock is read once.
     docs ??= packuments(registry)
     const name = decodeURIComponent((req.url ?? '/').slice(1))
@@ -76,7 +85,25 @@ test.after(() => {
   dir.remove()
 })
 
-test('npm pack gives a tarball that npm install -g installs offline; mod --help, mod scan and mod serve run from PATH', async () => {
+/** The one install line of docs/ci.md's recipes, with the release's tag and tarball name of this version. */
+function installLine(): string {
+  const text = readFileSync(join(ROOT, 'docs', 'ci.md'), 'utf8')
+  const lines = [...new Set(text.match(/npm install --global --ignore-scripts https:\/\/\S+?\.tgz/g))]
+  assert.is(lines.length, 1, `docs/ci.md's recipes install with one line: ${lines.join(', ')}`)
+  return lines[0]
+}
+
+test("every install line of the README and docs is docs/ci.md's one line for this version's release tarball; none installs the unpublished package", () => {
+  const {version} = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {version: string}
+  assert.is(installLine(), `npm install --global --ignore-scripts https://github.com${RELEASES}v${version}/mod-moderation-cli-${version}.tgz`)
+  const texts = ['README.md', ...readdirSync(join(ROOT, 'docs')).map((f) => join('docs', f))].map((f) => [f, readFileSync(join(ROOT, f), 'utf8')])
+  // The one line for when the package is published, naming this version.
+  const published = `becomes \`npm install --global --ignore-scripts @mod-moderation/cli@${version}\``
+  assert.ok(texts.some(([file, text]) => file === join('docs', 'ci.md') && text.includes(published)), published)
+  for (const [file, text] of texts) assert.not.match(text.replace(published, ''), /npm (install|i) (-g|--global) (--ignore-scripts )?@mod-moderation\/cli/, file)
+})
+
+test("npm pack gives a tarball that docs/ci.md's install line installs offline; mod --help, mod scan and mod serve run from PATH", async () => {
   const pack = await run('npm', ['pack', '--pack-destination', dir.path, '--json'])
   assert.is(pack.status, 0, pack.stderr)
   const [{filename, files}] = JSON.parse(pack.stdout) as [{filename: string; files: {path: string}[]}]
@@ -87,12 +114,10 @@ test('npm pack gives a tarball that npm install -g installs offline; mod --help,
   assert.not.ok(packed.some((p) => p.startsWith('test/') || p.startsWith('src/')), 'tests and sources stay out of the tarball')
 
   const prefix = join(dir.path, 'prefix')
-  // As a user would on npm 10 too, where install scripts run unless told otherwise.
-  const install = await run(
-    'npm',
-    ['install', '-g', '--prefix', prefix, '--registry', registry, '--ignore-scripts', '--no-audit', '--no-fund', '--logs-max=0', '--update-notifier=false', join(dir.path, filename)],
-    {cwd: dir.path},
-  )
+  // docs/ci.md's line (--ignore-scripts included, which npm 10 needs too), the release's host replaced by this registry's.
+  const [, ...line] = installLine().replace('https://github.com', registry).split(' ')
+  assert.ok(line.at(-1)?.endsWith(`/${filename}`), `npm pack wrote ${filename}`)
+  const install = await run('npm', [...line, '--prefix', prefix, '--registry', registry, '--no-audit', '--no-fund', '--logs-max=0', '--update-notifier=false'], {cwd: dir.path})
   assert.is(install.status, 0, install.stderr)
   assert.ok(readdirSync(join(prefix, 'bin')).includes('mod'))
 
