@@ -9,6 +9,7 @@ import {parse} from 'yaml'
 import {BIN, ROOT, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from './helpers/cli.js'
 import {CLEAN_GIT_ENV, git} from './helpers/git.js'
 import {pythonTools} from './helpers/python-tools.js'
+import {skip} from './helpers/skip.js'
 import {warmCacheDir} from './helpers/warm-cache.js'
 
 /**
@@ -190,7 +191,7 @@ test('a bad format input fails the scan step with an annotation', () => {
 // ---- the pre-commit hook -----------------------------------------------------------------------------------------
 
 const tools = pythonTools()
-if ('skip' in tools) console.log(`skipping the pre-commit hook test: ${tools.skip}`)
+if ('skip' in tools) skip('the mod-scan hook, run by pre-commit from a hook repository', tools.skip)
 else {
   test('the mod-scan hook, run by pre-commit from a hook repository, refuses a red image, passes once it is blue, and fails without the model its policy needs', async () => {
     // The hook repository: this repository's .pre-commit-hooks.yaml, committed, as pre-commit clones it.

@@ -114,11 +114,12 @@ async function runFiles(queue) {
     // uvu's Total leaves skipped tests out. A file that exits non-zero with no failed test (a crash) counts as one.
     const passed = count('Passed')
     const failed = Math.max(count('Total') - passed, code === 0 ? 0 : 1)
+    const skipped = count('Skipped')
     const secs = ((Date.now() - t0) / 1000).toFixed(1)
-    process.stdout.write(`\n=== ${name} (${passed} passed, ${failed} failed, ${secs} s)\n${out.trimEnd()}\n`)
+    process.stdout.write(`\n=== ${name} (${passed} passed, ${failed} failed, ${skipped} skipped, ${secs} s)\n${out.trimEnd()}\n`)
     totals.passed += passed
     totals.failed += failed
-    totals.skipped += count('Skipped')
+    totals.skipped += skipped
     if (failed > 0) failing.push(name)
     skips.push(...out.match(/^\[skip\] .*/gm)?.map((line) => `${name}: ${line.slice('[skip] '.length)}`) ?? [])
     times.push({ms: Date.now() - t0, name})
