@@ -26,7 +26,8 @@ export async function realNudenetFile(): Promise<{path: string; missing?: undefi
   try {
     bytes = await readFile(source)
   } catch {
-    return {missing: `no NudeNet model at ${source} (.ci/run puts it there; or set NUDENET_MODEL to a copy of 320n.onnx)`}
+    const where = process.env.NUDENET_MODEL === undefined ? '.ci/run fetches it; or set NUDENET_MODEL to a copy of 320n.onnx' : 'NUDENET_MODEL'
+    return {missing: `no NudeNet model at ${source} (${where})`}
   }
   const sha = createHash('sha256').update(bytes).digest('hex')
   if (sha !== pinned.sha256) return {missing: `${source} has sha256 ${sha}, not the pinned ${pinned.sha256}`}
