@@ -87,6 +87,7 @@ const files = walk(join(root, 'test'), (n) => n.endsWith('.test.ts'), new Set(['
   (f) => filters.length === 0 || filters.some((s) => f.includes(s)),
 )
 const started = Date.now()
+if (!statSync(join(root, 'dist'), {throwIfNoEntry: false})) process.stdout.write('dist/ is missing: the tests that start mod fail until `npm run build`\n')
 try {
   await writeCopy()
 } catch (e) {
