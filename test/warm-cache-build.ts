@@ -1,7 +1,7 @@
 // Run by test/run.mjs (from its JavaScript copy) before the test files: scans the fixture photos with the toy model
 // and a policy file, as `mod scan` would, so that the cache folder holds the optimised graphs of the models every
-// scan opens and the prompt embeddings of the default categories and of the policy's. It needs no build (dist), so
-// the runner can build while the first test files run. Arguments: cache folder, policy file, photos folder, model folder.
+// scan opens and the prompt embeddings of the default categories and of the policy's. Arguments: cache folder, policy
+// file, photos folder, model folder.
 import {readdir, readFile} from 'node:fs/promises'
 import {join} from 'node:path'
 

@@ -13,6 +13,7 @@ import {addModelFile} from '../../src/lib/model/add.js'
 import {loadNudenetPreset, type DetectorManifest} from '../../src/lib/signals/nudenet/manifest.js'
 import {BIN, runInProcess, tempDir} from '../helpers/cli.js'
 import {realNudenetFile} from '../helpers/nudenet.js'
+import {testUnless} from '../helpers/skip.js'
 
 const dir = tempDir('mod-add-')
 const socket = `mod-add-${process.pid}`
@@ -131,17 +132,13 @@ test('under a terminal the step is listr2\'s task list on stderr, stdout to a fi
   assert.ok(sameSize.sha256)
 })
 
-test('with the real 320n.onnx: add installs it, list shows it verified, and pull then says nothing had to be downloaded', async () => {
-  const found = await realNudenetFile()
-  if ('missing' in found) {
-    process.stderr.write(`skipped the real-file add test: ${found.missing}\n`)
-    return
-  }
+const real = await realNudenetFile()
+testUnless(real.missing, 'with the real 320n.onnx: add installs it, list shows it verified, and pull then says nothing had to be downloaded', async () => {
   const cache = join(dir.path, 'real-cache')
   mkdirSync(cache)
   // A proxy on a closed port: any download would fail.
   const env = {MOD_CACHE_DIR: cache, HTTPS_PROXY: 'http://127.0.0.1:9'}
-  const added = await runInProcess(['models', 'add', 'nudenet', found.path], {env})
+  const added = await runInProcess(['models', 'add', 'nudenet', real.path as string], {env})
   assert.is(added.code, 0, added.stderr)
   assert.match(added.stdout, `nudenet is installed in ${join(cache, 'nudenet')}: 320n.onnx (11.59 MiB) matches the pinned sha256`)
   const pulled = await runInProcess(['models', 'pull', 'nudenet'], {env})

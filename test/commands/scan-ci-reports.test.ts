@@ -12,6 +12,7 @@ import * as assert from 'uvu/assert'
 import {ROOT, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {git} from '../helpers/git.js'
 import {pythonTools} from '../helpers/python-tools.js'
+import {skip} from '../helpers/skip.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 
 // Both are CommonJS modules whose default export NodeNext types as the module namespace.
@@ -132,7 +133,7 @@ for suite in xml:
 print(json.dumps(out))
 `
 
-if ('skip' in tools) console.log(`skipping the JUnit parser check: ${tools.skip}`)
+if ('skip' in tools) skip('--format junit is read by junitparser', tools.skip)
 else {
   test('--format junit is read by junitparser: a passed case per safe item, <failure> per violation, <error> per unreadable input', async () => {
     const r = await scan('junit')
@@ -166,7 +167,7 @@ if not schema.validate(etree.fromstring(sys.stdin.buffer.read())):
     sys.exit(1)
 `
 
-if ('skip' in tools) console.log(`skipping the JUnit schema check: ${tools.skip}`)
+if ('skip' in tools) skip('--format junit is valid against the Jenkins xUnit JUnit schema', tools.skip)
 else {
   const validJunit = (xml: string): string | undefined => {
     const r = spawnSync(tools.python, ['-c', xsdCheck, JUNIT_SCHEMA], {input: xml, encoding: 'utf8'})

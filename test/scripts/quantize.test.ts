@@ -12,6 +12,7 @@ import {seededWeights} from '../../scripts/onnx/layers.js'
 import {quantizeDynamicInt8} from '../../scripts/onnx/quantize.js'
 import {buildTextModel} from '../../scripts/onnx/text-transformer.js'
 import {buildVisionModel} from '../../scripts/onnx/vit.js'
+import {testUnless} from '../helpers/skip.js'
 import {TINY_TEXT, TINY_VISION} from '../helpers/tiny-clip.js'
 
 const VISION = TINY_VISION
@@ -246,13 +247,14 @@ async function runEmulated(emulator: string[], runs: Run[]): Promise<Float32Arra
 // onnxruntime picks its integer kernels from the CPU's flags. QEMU's user-mode emulator reports an AVX2 CPU without
 // AVX-512 or VNNI (Haswell) to the process it runs, so a machine with VNNI checks the AVX2 kernels too.
 const HASWELL = ['qemu-x86_64', '-cpu', 'Haswell']
-const canEmulate = process.arch === 'x64' && spawnSync(HASWELL[0], ['--version']).status === 0
+/** Why the emulated run cannot happen here, or undefined. */
+function cannotEmulate(): string | undefined {
+  if (process.arch !== 'x64') return `it runs this machine's node and onnxruntime, which are ${process.arch} here, not x64`
+  if (spawnSync(HASWELL[0], ['--version']).status !== 0) return 'qemu-x86_64 is missing (Debian package qemu-user)'
+  return undefined
+}
 
-test('the int8 checks also pass on an AVX2 CPU without VNNI (emulated: qemu-x86_64 -cpu Haswell)', async () => {
-  if (!canEmulate) {
-    console.log('  not checked: int8 on an AVX2 CPU without VNNI (qemu-x86_64 is missing: Debian package qemu-user)')
-    return
-  }
+testUnless(cannotEmulate(), 'the int8 checks also pass on an AVX2 CPU without VNNI (emulated: qemu-x86_64 -cpu Haswell)', async () => {
   const checks = [agreement, columns, shared]
   const outputs = await runEmulated(HASWELL, checks.flatMap((c) => c.runs))
   let at = 0

@@ -19,6 +19,7 @@ import {openNudenet} from '../../../../src/lib/signals/nudenet/detector.js'
 import {installedNudenet, loadNudenetPreset, nudenetDir, nudenetStatus, type DetectorManifest} from '../../../../src/lib/signals/nudenet/manifest.js'
 import {rejection} from '../../../helpers/errors.js'
 import {realNudenetFile} from '../../../helpers/nudenet.js'
+import {testUnless} from '../../../helpers/skip.js'
 
 const root = await mkdtemp(join(tmpdir(), 'mod-nudenet-pull-'))
 const bodies = new Map<string, Buffer>()
@@ -79,27 +80,23 @@ test('no installed folder: the detector is "not installed", not an error', async
 })
 
 const real = await realNudenetFile()
-if ('missing' in real) {
-  process.stderr.write(`skipped the pull of the real NudeNet model: ${real.missing}\n`)
-} else {
-  test('the real model pulled from a local copy under the shipped manifest opens and finds the astronaut\'s face', async () => {
-    bodies.set('/320n.onnx', await readFile(real.path))
-    const shipped = await loadNudenetPreset()
-    const local: DetectorManifest = {...shipped, files: [{...shipped.files[0], url: `${base}/320n.onnx`}]}
-    const cache = join(root, 'real')
-    await pullModel(local, nudenetDir(cache))
-    assert.equal((await nudenetStatus(cache)).verified, true)
-    const detector = await openNudenet({dir: nudenetDir(cache), threads: 1})
-    assert.ok(detector)
-    try {
-      const photo = fileURLToPath(new URL('../../../fixtures/photos/astronaut.jpg', import.meta.url))
-      const [frame] = await decodeImage(await readFile(photo), {maxBytes: 1 << 26, maxPixels: 1 << 26})
-      const [found] = await detector.detect([detector.prepare(frame)])
-      assert.equal(found.map((d) => [d.label, d.box]), [['FACE_FEMALE', [173, 82, 102, 97]]])
-    } finally {
-      await detector.close()
-    }
-  })
-}
+testUnless(real.missing, 'the real model pulled from a local copy under the shipped manifest opens and finds the astronaut\'s face', async () => {
+  bodies.set('/320n.onnx', await readFile(real.path as string))
+  const shipped = await loadNudenetPreset()
+  const local: DetectorManifest = {...shipped, files: [{...shipped.files[0], url: `${base}/320n.onnx`}]}
+  const cache = join(root, 'real')
+  await pullModel(local, nudenetDir(cache))
+  assert.equal((await nudenetStatus(cache)).verified, true)
+  const detector = await openNudenet({dir: nudenetDir(cache), threads: 1})
+  assert.ok(detector)
+  try {
+    const photo = fileURLToPath(new URL('../../../fixtures/photos/astronaut.jpg', import.meta.url))
+    const [frame] = await decodeImage(await readFile(photo), {maxBytes: 1 << 26, maxPixels: 1 << 26})
+    const [found] = await detector.detect([detector.prepare(frame)])
+    assert.equal(found.map((d) => [d.label, d.box]), [['FACE_FEMALE', [173, 82, 102, 97]]])
+  } finally {
+    await detector.close()
+  }
+})
 
 test.run()

@@ -5,6 +5,7 @@ import * as assert from 'uvu/assert'
 
 import {openTextSignal} from '../../../../src/lib/signals/text/signal.js'
 import {renderText} from '../../../helpers/render-text.js'
+import {testUnless} from '../../../helpers/skip.js'
 
 test('a listed phrase drawn at 40 px is found on one line and stacked over three, once per image', async () => {
   const signal = await openTextSignal({video: false, rules: [{name: 'pills', category: 'drugs', words: ['buy cheap pills']}]}, {threads: 1})
@@ -37,14 +38,28 @@ function hasFullWidthFont(): boolean {
   }
 }
 
+const evasionRules = [
+  {name: 'freebies', category: 'spam', words: ['freebies']},
+  {name: 'pills', category: 'drugs', words: ['pills', 'buy cheap pills', 'viagra']},
+  {name: 'replica', category: 'spam', words: ['replica']},
+]
+
+/** Draws each spelling, reads it back and checks that it hits the rule named beside it. */
+async function assertEvasionsHit(evasions: [string, string][]): Promise<void> {
+  const signal = await openTextSignal({video: false, rules: evasionRules}, {threads: 1})
+  try {
+    const images = await Promise.all(evasions.map(([text]) => renderText(640, 100, [{text, x: 20, y: 65, size: 40}])))
+    const r = await signal.read(images)
+    const rulesHit = r.hits.map((hits, i) => `${evasions[i][0]}: ${hits.map((h) => h.rule).join(',')} (read ${r.lines[i].map((l) => l.text).join(' / ')})`)
+    assert.equal(rulesHit.map((line) => line.replace(/ \(read .*\)$/, '')), evasions.map(([text, rule]) => `${text}: ${rule}`), rulesHit.join('\n'))
+  } finally {
+    await signal.close()
+  }
+}
+
 test('spellings made to evade a word list, drawn and read back, still hit it', async () => {
-  const rules = [
-    {name: 'freebies', category: 'spam', words: ['freebies']},
-    {name: 'pills', category: 'drugs', words: ['pills', 'buy cheap pills', 'viagra']},
-    {name: 'replica', category: 'spam', words: ['replica']},
-  ]
   // What the reader makes of each: `€` is not in its dictionary, so it reads `f`, `t` or nothing in its place.
-  const evasions: [string, string][] = [
+  await assertEvasionsHit([
     ['free_bies', 'freebies'],
     ['fréébies', 'freebies'],
     ['FRÊËBÏÉS', 'freebies'],
@@ -59,18 +74,13 @@ test('spellings made to evade a word list, drawn and read back, still hit it', a
     ['buycheappills', 'pills'],
     ['getbuycheappillsnow', 'pills'],
     ['b u y cheap pills', 'pills'],
-  ]
-  if (hasFullWidthFont()) evasions.push(['ｆｒｅｅｂｉｅｓ', 'freebies'], ['ｂｕｙ ｃｈｅａｐ ｐｉｌｌｓ', 'pills'])
-  else console.log('rules-rendered: no font draws full-width letters (fonts-wqy-microhei has them): full-width spellings not drawn')
-  const signal = await openTextSignal({video: false, rules}, {threads: 1})
-  try {
-    const images = await Promise.all(evasions.map(([text]) => renderText(640, 100, [{text, x: 20, y: 65, size: 40}])))
-    const r = await signal.read(images)
-    const rulesHit = r.hits.map((hits, i) => `${evasions[i][0]}: ${hits.map((h) => h.rule).join(',')} (read ${r.lines[i].map((l) => l.text).join(' / ')})`)
-    assert.equal(rulesHit.map((line) => line.replace(/ \(read .*\)$/, '')), evasions.map(([text, rule]) => `${text}: ${rule}`), rulesHit.join('\n'))
-  } finally {
-    await signal.close()
-  }
+  ])
 })
+
+testUnless(
+  hasFullWidthFont() ? undefined : 'no font draws full-width Latin letters (Debian package fonts-wqy-microhei has them)',
+  'full-width spellings, drawn and read back, still hit the word list',
+  () => assertEvasionsHit([['ｆｒｅｅｂｉｅｓ', 'freebies'], ['ｂｕｙ ｃｈｅａｐ ｐｉｌｌｓ', 'pills']]),
+)
 
 test.run()
