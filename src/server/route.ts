@@ -1,11 +1,10 @@
-import type {ServerResponse} from 'node:http'
-
 import type {Static, TObject, TSchema} from 'typebox'
 
 import type {Limits} from '../lib/config/settings.js'
 import type {Request, RouteContext} from './context.js'
 import type {HttpErrorCode} from './errors.js'
 import type {Upload} from './queue.js'
+import type {Reply} from './reply.js'
 import type {QueryValues} from './validate.js'
 
 /**
@@ -56,7 +55,10 @@ export interface Success {
   headers?: Record<string, {description: string; schema: Record<string, unknown>}>
 }
 
-export interface Operation<Q extends TObject = TObject, B extends TSchema = TSchema> {
+/** The success answers a route may declare. */
+export type Responses = {200: Success} | {202: Success}
+
+export interface Operation<Q extends TObject = TObject, B extends TSchema = TSchema, R extends Responses = Responses> {
   method: 'GET' | 'POST' | 'DELETE'
   path: string
   operationId: string
@@ -71,8 +73,8 @@ export interface Operation<Q extends TObject = TObject, B extends TSchema = TSch
   body?: JsonBody<B> | MultipartBody
   /** A multipart body accepted instead of the JSON `body`; the handler reads it itself (`Input.multipart`). */
   upload?: MultipartBody
-  /** The success answer: 200, or 202 for work accepted to run later. */
-  responses: {200: Success} | {202: Success}
+  /** The success answer: 200, or 202 for work accepted to run later; the handler's `Reply` sends only these. */
+  responses: R
   /**
    * The codes the handler can raise. Those the declaration implies (a body, a query, path parameters) are added by
    * `errorsOf`, and 401 from `security` by the document; errors.ts gives their statuses.
@@ -114,16 +116,16 @@ export interface Input<Q, B> {
   multipart: boolean
 }
 
-export type RouteHandler<Q, B> = (ctx: RouteContext, req: Request, res: ServerResponse, input: Input<Q, B>) => Promise<void>
+export type RouteHandler<Q, B, R> = (ctx: RouteContext, req: Request, reply: Reply<R>, input: Input<Q, B>) => Promise<void>
 
-export interface Route<Q extends TObject = TObject, B extends TSchema = TSchema> extends Operation<Q, B> {
-  handler: RouteHandler<QueryValues<Q>, Static<B>>
+export interface Route<Q extends TObject = TObject, B extends TSchema = TSchema, R extends Responses = Responses> extends Operation<Q, B, R> {
+  handler: RouteHandler<QueryValues<Q>, Static<B>, R>
 }
 
 /** A route with its types erased, as the list of routes holds it. */
-export type AnyRoute = Route<TObject, TSchema>
+export type AnyRoute = Route<TObject, TSchema, Responses>
 
-/** Declares a route; the handler's query and body types follow from the schemas. */
-export function declareRoute<Q extends TObject = TObject, B extends TSchema = TSchema>(route: Route<Q, B>): AnyRoute {
+/** Declares a route; the handler's query, body and answer types follow from the schemas. */
+export function declareRoute<Q extends TObject = TObject, B extends TSchema = TSchema, R extends Responses = Responses>(route: Route<Q, B, R>): AnyRoute {
   return route as unknown as AnyRoute
 }
