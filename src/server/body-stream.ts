@@ -4,7 +4,7 @@ import {Transform} from 'node:stream'
 import type {Limits} from '../lib/config/settings.js'
 import {ModError} from '../lib/errors.js'
 import {formatSize} from '../lib/sizes.js'
-import type {Hold, Place} from './queue.js'
+import type {Hold, Place} from './upload-places.js'
 
 /** A request body as a stream, with the request's headers (formidable reads them from the stream it parses). */
 export type BodyStream = Transform & {headers: IncomingHttpHeaders}

@@ -3,7 +3,7 @@ import type {Static, TObject, TSchema} from 'typebox'
 import type {Limits} from '../lib/config/settings.js'
 import type {Request, RouteContext} from './context.js'
 import type {HttpErrorCode} from './errors.js'
-import type {Upload} from './queue.js'
+import type {Upload} from './upload-places.js'
 import type {Reply} from './reply.js'
 import type {QueryValues} from './validate.js'
 
