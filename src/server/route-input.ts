@@ -1,6 +1,6 @@
 import {ModError} from '../lib/errors.js'
 import {isJson, jsonBodyLimit} from './body.js'
-import {paceOf} from './body-stream.js'
+import {paceOf} from './body-pace.js'
 import type {Request, RouteContext} from './context.js'
 import type {Upload} from './upload-places.js'
 import type {AnyRoute, Input} from './route.js'

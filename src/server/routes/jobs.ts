@@ -4,7 +4,7 @@ import {Type} from 'typebox'
 
 import {emptyFileError, isModError, ModError} from '../../lib/errors.js'
 import {callbackAddresses} from '../../lib/fetch/callback.js'
-import {paceOf} from '../body-stream.js'
+import {paceOf} from '../body-pace.js'
 import {clientOf} from '../client-address.js'
 import type {Request, RouteContext} from '../context.js'
 import {EXAMPLE_CANCELLED_JOB, EXAMPLE_JOB} from '../jobs/examples.js'

@@ -2,7 +2,7 @@ import {mkdtemp, rm} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {VideoResult} from '../../lib/schemas.js'
-import {paceOf} from '../body-stream.js'
+import {paceOf} from '../body-pace.js'
 import {EXAMPLE_VIDEO} from '../examples.js'
 import type {Request, RouteContext} from '../context.js'
 import {declareRoute, type ServerFacts} from '../route.js'
