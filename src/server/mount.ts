@@ -8,7 +8,8 @@ import {httpError, notFound} from './errors.js'
 import {openapiHandler, type OpenApiDocument} from './openapi.js'
 import type {PathTable} from './paths.js'
 import {replyTo, sendError, type Broken} from './reply.js'
-import type {AnyRoute} from './route.js'
+import {prepareChecks} from './answer-check.js'
+import type {AnyRoute, Success} from './route.js'
 import {inputOf} from './route-input.js'
 
 /** Answers what was thrown (app.ts), knowing the route where a route's handler threw it. */
@@ -19,6 +20,7 @@ export type RouteFailure = (req: Request, res: ServerResponse, e: unknown, route
  * it): its input read from its declaration (route-input.ts), its answers bound to its declared responses (reply.ts).
  */
 export function mountRoutes(app: Polka, paths: PathTable, routes: readonly AnyRoute[], ctx: RouteContext, fail: RouteFailure, broken: Broken): void {
+  prepareChecks(routes.flatMap((route) => Object.values(route.responses) as Success[]))
   for (const route of routes) {
     const input = inputOf(route)
     const where = `${route.method} ${route.path}`

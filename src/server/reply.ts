@@ -1,35 +1,18 @@
 import {randomUUID} from 'node:crypto'
 import type {IncomingMessage, ServerResponse} from 'node:http'
 
-import type {Static, TSchema} from 'typebox'
-
 import {errorBodyProblem, jsonSchemaOf, schemaProblem} from './answer-check.js'
 import type {HttpError} from './errors.js'
-import type {Success} from './route.js'
+import type {Reply, Success} from './route.js'
 
 /**
  * Answers bound to their declarations (as fastify's route schema drives its serializer): a handler answers through
- * its route's `Reply`, whose types admit only a declared status with a body of that status's schema and its declared
- * headers, and every body is checked against the schema before it is sent.
+ * its route's `Reply` (route.ts), whose types admit only a declared status with a body of that status's schema and
+ * its declared headers, and every body is checked against the schema before it is sent.
  */
 
 /** Told about every answer that breaks its declared schema (the test harness fails the test on it). */
 export type Broken = (problem: string) => void
-
-/** A JSON success answer's body type; an answer declared with another media type (text, NDJSON) has none. */
-type BodyOf<X> = X extends {media: string} ? never : X extends {schema: infer S extends TSchema} ? Static<S> : never
-
-/** The headers an answer declares are required (e.g. a new job's Location). */
-type HeadersArg<X> = X extends {headers: infer H} ? [headers: {[K in keyof H]: string}] : []
-
-export interface Reply<R> {
-  /** The response itself, for answers written as they go (text, NDJSON) rather than as one JSON body. */
-  readonly raw: ServerResponse
-  /** Sends the declared JSON answer of `status`; a body that breaks its schema throws (a 500 `internal`) instead. */
-  send<S extends keyof R & number>(status: S, body: BodyOf<R[S]>, ...headers: HeadersArg<R[S]>): void
-  /** Sends an error answer that is not a thrown error (e.g. /ready's refusal). */
-  error(e: HttpError): void
-}
 
 function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   if (res.headersSent || res.destroyed) return

@@ -1,10 +1,11 @@
+import type {ServerResponse} from 'node:http'
+
 import type {Static, TObject, TSchema} from 'typebox'
 
 import type {Limits} from '../lib/config/settings.js'
 import type {Request, RouteContext} from './context.js'
-import type {HttpErrorCode} from './errors.js'
+import type {HttpError, HttpErrorCode} from './errors.js'
 import type {Upload} from './upload-places.js'
-import type {Reply} from './reply.js'
 import type {QueryValues} from './validate.js'
 
 /**
@@ -114,6 +115,21 @@ export interface Input<Q, B> {
   body: (upload?: Upload) => Promise<B>
   /** Whether the request carries the route's `upload` (multipart) rather than its JSON body. */
   multipart: boolean
+}
+
+/** A JSON success answer's body type; an answer declared with another media type (text, NDJSON) has none. */
+type BodyOf<X> = X extends {media: string} ? never : X extends {schema: infer S extends TSchema} ? Static<S> : never
+
+/** The headers an answer declares are required (e.g. a new job's Location). */
+type HeadersArg<X> = X extends {headers: infer H} ? [headers: {[K in keyof H]: string}] : []
+
+export interface Reply<R> {
+  /** The response itself, for answers written as they go (text, NDJSON) rather than as one JSON body. */
+  readonly raw: ServerResponse
+  /** Sends the declared JSON answer of `status`; a body that breaks its schema throws (a 500 `internal`) instead. */
+  send<S extends keyof R & number>(status: S, body: BodyOf<R[S]>, ...headers: HeadersArg<R[S]>): void
+  /** Sends an error answer that is not a thrown error (e.g. /ready's refusal). */
+  error(e: HttpError): void
 }
 
 export type RouteHandler<Q, B, R> = (ctx: RouteContext, req: Request, reply: Reply<R>, input: Input<Q, B>) => Promise<void>
