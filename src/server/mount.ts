@@ -19,12 +19,13 @@ export type RouteFailure = (req: Request, res: ServerResponse, e: unknown, route
  * Registers each route at its path, and HEAD beside GET (it answers what GET would, without the body: Node drops
  * it): its input read from its declaration (route-input.ts), its answers bound to its declared responses (reply.ts).
  */
-export function mountRoutes(app: Polka, paths: PathTable, routes: readonly AnyRoute[], ctx: RouteContext, fail: RouteFailure, broken: Broken): void {
+export function mountRoutes(app: Polka, paths: PathTable, routes: readonly AnyRoute[], ctx: RouteContext, fail: RouteFailure, answers: {broken: Broken; checked: boolean}): void {
+  const {broken, checked} = answers
   prepareChecks(routes.flatMap((route) => Object.values(route.responses) as Success[]))
   for (const route of routes) {
     const input = inputOf(route)
     const where = `${route.method} ${route.path}`
-    const run = async (req: Request, res: ServerResponse) => route.handler(ctx, req, replyTo(res, route.responses, where, broken), input(ctx, req))
+    const run = async (req: Request, res: ServerResponse) => route.handler(ctx, req, replyTo(res, route.responses, where, broken, checked), input(ctx, req))
     const handle = (req: Request, res: ServerResponse) => {
       run(req, res).catch((e: unknown) => fail(req, res, e, route))
     }
