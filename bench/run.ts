@@ -17,8 +17,11 @@ import type {Manifest, Precision} from '../src/lib/model/manifest-types.js'
 import {benchEngine, ensureImages, load, machine, readResults, ROOT, STANDIN_DIR} from './lib.js'
 
 const SCRIPTS = ['latency', 'int8', 'spinning', 'shrink', 'http', 'peer', 'folder', 'memory', 'startup', 'video', 'nsfw']
-/** Run only when named: they need photo sets this repository does not ship (bench/verdicts.ts says which), and no stand-in. */
-const ON_DATA = ['verdicts']
+/**
+ * Run only when named, with no stand-in: verdicts needs photo sets this repository does not ship (bench/verdicts.ts
+ * says which); answer-check needs only the toy model (npm run fixtures).
+ */
+const ON_DATA = ['verdicts', 'answer-check']
 
 const {values, positionals} = parseArgs({allowPositionals: true, options: {build: {type: 'boolean', default: false}}})
 const unknown = positionals.filter((p) => !SCRIPTS.includes(p) && !ON_DATA.includes(p))

@@ -1,25 +1,13 @@
 import type {IncomingHttpHeaders, IncomingMessage} from 'node:http'
 import {Transform} from 'node:stream'
 
-import type {Limits} from '../lib/config/settings.js'
 import {ModError} from '../lib/errors.js'
 import {formatSize} from '../lib/sizes.js'
-import type {Hold, Place} from './queue.js'
+import {watchPace, type Pace} from './body-pace.js'
+import type {Hold, Place} from './upload-places.js'
 
 /** A request body as a stream, with the request's headers (formidable reads them from the stream it parses). */
 export type BodyStream = Transform & {headers: IncomingHttpHeaders}
-
-/** How fast a body must arrive. */
-export interface Pace {
-  /** MOD_BODY_TIMEOUT_MS: the longest silence, and the time a body has before its average rate counts. */
-  idleMs: number
-  /** MOD_BODY_MIN_RATE, in bytes per second. */
-  minRate: number
-}
-
-export function paceOf(limits: Pick<Limits, 'bodyTimeoutMs' | 'bodyMinRate'>): Pace {
-  return {idleMs: limits.bodyTimeoutMs, minRate: limits.bodyMinRate}
-}
 
 export interface BodyLimits extends Pace {
   /** The whole body: a declared Content-Length over it is payload_too_large before anything is read. */
@@ -43,38 +31,21 @@ export interface BodyLimits extends Pace {
  * failure the request stops being read; the error answer then closes the connection.
  */
 export function bodyStream(req: IncomingMessage, limits: BodyLimits): BodyStream {
-  const {idleMs, minRate, hold, place} = limits
+  const {hold, place} = limits
   const declared = Number(req.headers['content-length'])
   if (declared > limits.maxBytes) {
     throw new ModError('payload_too_large', `the request body is larger than ${formatSize(limits.maxBytes)}`)
   }
   const known = Number.isSafeInteger(declared)
   if (hold && known) hold.take(declared)
-  let timer: NodeJS.Timeout | undefined
-  let paceTimer: NodeJS.Timeout | undefined
-  let since = Date.now()
-  let arrived = 0
   const reading = place?.read((e) => fail(e))
   const stop = () => {
-    clearTimeout(timer)
-    clearTimeout(paceTimer)
+    pace.stop()
     reading?.end()
-  }
-  // The timers never keep a process alive on their own: a serving process has its listening socket for that, and
-  // a body refused by its reader (left unread) is only failed when they fire.
-  const arm = () => {
-    clearTimeout(timer)
-    timer = setTimeout(onIdle, idleMs).unref()
-  }
-  /** When the bytes arrived since `since` become too few: checked then, not on every chunk. */
-  const paceDue = () => since + idleMs + (arrived / minRate) * 1000
-  const armPace = () => {
-    paceTimer = setTimeout(onPace, Math.max(0, paceDue() - Date.now())).unref()
   }
   const body = new Transform({
     transform(chunk: Buffer, _encoding, callback) {
-      arm()
-      arrived += chunk.length
+      pace.arrived(chunk.length)
       reading?.arrived(chunk.length)
       try {
         if (hold && !known) hold.take(chunk.length)
@@ -90,29 +61,7 @@ export function bodyStream(req: IncomingMessage, limits: BodyLimits): BodyStream
     },
   })
   // Data waiting inside the stream means the reader is behind, not the client.
-  const readerBehind = () => body.writableLength > 0 || body.readableLength >= body.readableHighWaterMark
-  function onIdle(): void {
-    if (readerBehind()) arm()
-    else fail(new ModError('request_timeout', `no part of the request body arrived for ${idleMs} ms (MOD_BODY_TIMEOUT_MS)`))
-  }
-  function onPace(): void {
-    const now = Date.now()
-    if (readerBehind()) {
-      since = now
-      arrived = 0
-    } else if (now >= paceDue()) {
-      const seconds = ((now - since) / 1000).toFixed(1)
-      fail(
-        new ModError(
-          'request_timeout',
-          `the request body is arriving too slowly: ${formatSize(arrived)} in ${seconds} s, less than ` +
-            `${formatSize(minRate)} per second (MOD_BODY_MIN_RATE)`,
-        ),
-      )
-      return
-    }
-    armPace()
-  }
+  const pace = watchPace(limits, () => body.writableLength > 0 || body.readableLength >= body.readableHighWaterMark, fail)
   function fail(e: ModError): void {
     stop()
     req.unpipe(body)
@@ -132,8 +81,6 @@ export function bodyStream(req: IncomingMessage, limits: BodyLimits): BodyStream
     // A body left unread (refused by its reader) is not drained: the error answer closes the connection.
     if (!req.complete) req.pause()
   })
-  arm()
-  armPace()
   req.pipe(body)
   return Object.assign(body, {headers: req.headers})
 }

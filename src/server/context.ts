@@ -1,4 +1,4 @@
-import type {IncomingMessage, ServerResponse} from 'node:http'
+import type {IncomingMessage} from 'node:http'
 
 import type {ServerSettings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
@@ -40,5 +40,3 @@ export interface RouteContext {
 
 /** A request as polka hands it over: `path` is the pathname, `url` still carries the query. */
 export type Request = IncomingMessage & {path: string}
-
-export type Handler = (ctx: RouteContext, req: Request, res: ServerResponse) => Promise<void>

@@ -5,7 +5,9 @@ import {createRequire} from 'node:module'
 import {dirname, join} from 'node:path'
 import {pipeline} from 'node:stream/promises'
 
+import {httpError} from './errors.js'
 import {DETAILS_TITLE, type Handler} from './openapi.js'
+import {sendError} from './reply.js'
 
 /**
  * The interactive documentation at /docs: Swagger UI from the installed `swagger-ui-dist` package,
@@ -20,6 +22,8 @@ export interface DocsRoute {
 export interface DocsOptions {
   /** Answers a /docs/… path that is not one of the assets; default: 404 with a JSON error body. */
   notFound?: Handler
+  /** Answers an asset that could not be read; default: 500 with a JSON error body. */
+  failed?: (res: ServerResponse, e: unknown) => void
 }
 
 const JS = 'text/javascript; charset=utf-8'
@@ -153,13 +157,9 @@ function sendText(res: ServerResponse, contentType: string, body: Buffer): void 
   res.end(body)
 }
 
-function defaultNotFound(_req: IncomingMessage, res: ServerResponse): void {
-  const body = Buffer.from(JSON.stringify({error: {code: 'not_found', message: 'no such documentation file'}}))
-  res.statusCode = 404
-  res.setHeader('Content-Type', 'application/json; charset=utf-8')
-  res.setHeader('Content-Length', body.length)
-  res.end(body)
-}
+const defaultNotFound: Handler = (_req, res) => sendError(res, httpError('not_found', 'no such documentation file'))
+
+const defaultFailed = (res: ServerResponse): void => sendError(res, httpError('internal', 'internal error'))
 
 async function sendFile(res: ServerResponse, path: string, contentType: string): Promise<void> {
   const {size} = await stat(path)
@@ -183,6 +183,7 @@ function pathnameOf(req: IncomingMessage): string {
 export function docsRoutes(options: DocsOptions = {}): DocsRoute[] {
   const {dir, version} = swaggerUiDir()
   const notFound = options.notFound ?? defaultNotFound
+  const failed = options.failed ?? defaultFailed
   const html = Buffer.from(page(version))
   const init = Buffer.from(initScript())
 
@@ -198,13 +199,9 @@ export function docsRoutes(options: DocsOptions = {}): DocsRoute[] {
     if (name === INIT_FILE) return sendText(res, JS, init)
     const contentType = name === undefined ? undefined : VENDOR_FILES.get(name)
     if (name === undefined || contentType === undefined) return notFound(req, res)
-    sendFile(res, join(dir, name), contentType).catch(() => {
+    sendFile(res, join(dir, name), contentType).catch((e: unknown) => {
       if (res.headersSent) res.destroy()
-      else {
-        res.statusCode = 500
-        res.setHeader('Content-Type', 'application/json; charset=utf-8')
-        res.end(JSON.stringify({error: {code: 'internal', message: 'internal error'}}))
-      }
+      else failed(res, e)
     })
   }
 

@@ -46,6 +46,17 @@ export function createServerMetrics(): ServerMetrics {
   // process_* and nodejs_*: prom-client gives each an aggregator, so a cluster's sum stays meaningful
   // (memory and CPU summed, event-loop lag averaged, start time left out).
   collectDefaultMetrics({register: registry})
+  registerBuildInfo(registry)
+  // Registered in the order /metrics lists them.
+  const verdict = verdictCounters(registry)
+  const errors = new Counter({name: 'mod_errors_total', help: 'Error answers, by error code.', labelNames: ['code'], registers: [registry]})
+  const request = requestMetrics(registry)
+  const watchQueue = queueDepth(registry)
+  const engine = engineMetrics(registry)
+  return {registry, request, watchQueue, engine, verdict, error: (code) => errors.inc({code})}
+}
+
+function registerBuildInfo(registry: Registry): void {
   new Gauge({
     name: 'mod_build_info',
     help: 'Always 1; the labels name the versions of mod, Node and onnxruntime.',
@@ -54,6 +65,9 @@ export function createServerMetrics(): ServerMetrics {
     aggregator: 'first',
     registers: [registry],
   }).set(buildInfo(), 1)
+}
+
+function verdictCounters(registry: Registry): ServerMetrics['verdict'] {
   const results = new Counter({
     name: 'mod_results_total',
     help: 'Verdicts answered synchronously (images, batch entries, videos), by verdict.',
@@ -66,12 +80,13 @@ export function createServerMetrics(): ServerMetrics {
     labelNames: ['category'],
     registers: [registry],
   })
-  const errors = new Counter({
-    name: 'mod_errors_total',
-    help: 'Error answers, by error code.',
-    labelNames: ['code'],
-    registers: [registry],
-  })
+  return (result) => {
+    results.inc({verdict: result.is_safe ? 'safe' : 'unsafe'})
+    for (const v of result.violations) violations.inc({category: v.name})
+  }
+}
+
+function requestMetrics(registry: Registry): ServerMetrics['request'] {
   const labelNames = ['method', 'route', 'status'] as const
   const requests = new Counter({name: 'mod_http_requests_total', help: 'Requests answered.', labelNames, registers: [registry]})
   const latency = new Histogram({
@@ -81,6 +96,14 @@ export function createServerMetrics(): ServerMetrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [registry],
   })
+  return (method, route, status, seconds) => {
+    const labels = {method, route, status: String(status)}
+    requests.inc(labels)
+    latency.observe(labels, seconds)
+  }
+}
+
+function queueDepth(registry: Registry): ServerMetrics['watchQueue'] {
   let depth = () => 0
   new Gauge({
     name: 'mod_queue_depth',
@@ -90,6 +113,12 @@ export function createServerMetrics(): ServerMetrics {
       this.set(depth())
     },
   })
+  return (read) => {
+    depth = read
+  }
+}
+
+function engineMetrics(registry: Registry): EngineObserver {
   const inference = new Histogram({
     name: 'mod_inference_duration_seconds',
     help: 'Duration of one inference run of the batcher.',
@@ -109,27 +138,11 @@ export function createServerMetrics(): ServerMetrics {
     registers: [registry],
   })
   return {
-    registry,
-    request(method, route, status, seconds) {
-      const labels = {method, route, status: String(status)}
-      requests.inc(labels)
-      latency.observe(labels, seconds)
+    batch(size, seconds) {
+      batchSize.observe(size)
+      inference.observe(seconds)
     },
-    watchQueue(read) {
-      depth = read
-    },
-    engine: {
-      batch(size, seconds) {
-        batchSize.observe(size)
-        inference.observe(seconds)
-      },
-      loaded: (seconds) => load.set(seconds),
-    },
-    verdict(result) {
-      results.inc({verdict: result.is_safe ? 'safe' : 'unsafe'})
-      for (const v of result.violations) violations.inc({category: v.name})
-    },
-    error: (code) => errors.inc({code}),
+    loaded: (seconds) => load.set(seconds),
   }
 }
 

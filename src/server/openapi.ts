@@ -12,7 +12,7 @@ import {ROUTES} from './routes/index.js'
 import {ErrorBody, ErrorCode, Health, ModerateJsonRequest, Ready} from './schemas.js'
 import {ImageJob, ImageJobLine, ImageJobManifest} from './jobs/images/schema.js'
 import {formatSizeExact, grouped} from '../lib/sizes.js'
-import {graceMs} from './queue.js'
+import {graceMs} from './upload-places.js'
 import {humanSeconds} from './units.js'
 
 /**

@@ -4,8 +4,8 @@ import type {Static, TObject, TSchema} from 'typebox'
 
 import type {Limits} from '../lib/config/settings.js'
 import type {Request, RouteContext} from './context.js'
-import type {HttpErrorCode} from './errors.js'
-import type {Upload} from './queue.js'
+import type {HttpError, HttpErrorCode} from './errors.js'
+import type {Upload} from './upload-places.js'
 import type {QueryValues} from './validate.js'
 
 /**
@@ -56,7 +56,10 @@ export interface Success {
   headers?: Record<string, {description: string; schema: Record<string, unknown>}>
 }
 
-export interface Operation<Q extends TObject = TObject, B extends TSchema = TSchema> {
+/** The success answers a route may declare. */
+export type Responses = {200: Success} | {202: Success}
+
+export interface Operation<Q extends TObject = TObject, B extends TSchema = TSchema, R extends Responses = Responses> {
   method: 'GET' | 'POST' | 'DELETE'
   path: string
   operationId: string
@@ -71,8 +74,8 @@ export interface Operation<Q extends TObject = TObject, B extends TSchema = TSch
   body?: JsonBody<B> | MultipartBody
   /** A multipart body accepted instead of the JSON `body`; the handler reads it itself (`Input.multipart`). */
   upload?: MultipartBody
-  /** The success answer: 200, or 202 for work accepted to run later. */
-  responses: {200: Success} | {202: Success}
+  /** The success answer: 200, or 202 for work accepted to run later; the handler's `Reply` sends only these. */
+  responses: R
   /**
    * The codes the handler can raise. Those the declaration implies (a body, a query, path parameters) are added by
    * `errorsOf`, and 401 from `security` by the document; errors.ts gives their statuses.
@@ -114,16 +117,31 @@ export interface Input<Q, B> {
   multipart: boolean
 }
 
-export type RouteHandler<Q, B> = (ctx: RouteContext, req: Request, res: ServerResponse, input: Input<Q, B>) => Promise<void>
+/** A JSON success answer's body type; an answer declared with another media type (text, NDJSON) has none. */
+type BodyOf<X> = X extends {media: string} ? never : X extends {schema: infer S extends TSchema} ? Static<S> : never
 
-export interface Route<Q extends TObject = TObject, B extends TSchema = TSchema> extends Operation<Q, B> {
-  handler: RouteHandler<QueryValues<Q>, Static<B>>
+/** The headers an answer declares are required (e.g. a new job's Location). */
+type HeadersArg<X> = X extends {headers: infer H} ? [headers: {[K in keyof H]: string}] : []
+
+export interface Reply<R> {
+  /** The response itself, for answers written as they go (text, NDJSON) rather than as one JSON body. */
+  readonly raw: ServerResponse
+  /** Sends the declared JSON answer of `status`; a body that breaks its schema throws (a 500 `internal`) instead. */
+  send<S extends keyof R & number>(status: S, body: BodyOf<R[S]>, ...headers: HeadersArg<R[S]>): void
+  /** Sends an error answer that is not a thrown error (e.g. /ready's refusal). */
+  error(e: HttpError): void
+}
+
+export type RouteHandler<Q, B, R> = (ctx: RouteContext, req: Request, reply: Reply<R>, input: Input<Q, B>) => Promise<void>
+
+export interface Route<Q extends TObject = TObject, B extends TSchema = TSchema, R extends Responses = Responses> extends Operation<Q, B, R> {
+  handler: RouteHandler<QueryValues<Q>, Static<B>, R>
 }
 
 /** A route with its types erased, as the list of routes holds it. */
-export type AnyRoute = Route<TObject, TSchema>
+export type AnyRoute = Route<TObject, TSchema, Responses>
 
-/** Declares a route; the handler's query and body types follow from the schemas. */
-export function declareRoute<Q extends TObject = TObject, B extends TSchema = TSchema>(route: Route<Q, B>): AnyRoute {
+/** Declares a route; the handler's query, body and answer types follow from the schemas. */
+export function declareRoute<Q extends TObject = TObject, B extends TSchema = TSchema, R extends Responses = Responses>(route: Route<Q, B, R>): AnyRoute {
   return route as unknown as AnyRoute
 }

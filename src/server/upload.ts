@@ -8,9 +8,10 @@ import formidable, {errors, multipart} from 'formidable'
 import {isModError, ModError} from '../lib/errors.js'
 import {byteCap, type ByteCap} from '../lib/input/read-capped.js'
 import {formatSize} from '../lib/sizes.js'
-import {bodyStream, type BodyStream, type Pace} from './body-stream.js'
+import type {Pace} from './body-pace.js'
+import {bodyStream, type BodyStream} from './body-stream.js'
 import {plural} from '../lib/plural.js'
-import type {Hold, Place} from './queue.js'
+import type {Hold, Place} from './upload-places.js'
 
 /** An uploaded image, held in memory (images are at most MOD_MAX_BYTES). */
 export interface UploadedImage {

@@ -38,13 +38,13 @@ async function listen(server: Server): Promise<string> {
 }
 
 /** A raw GET: fetch would normalise `..` away before sending. */
-function rawGet(base: string, path: string): Promise<{status: number; type: string; body: string}> {
+function rawGet(base: string, path: string): Promise<{status: number; type: string; body: string; requestId: string}> {
   return new Promise((done, fail) => {
     const req = request(`${base}/`, {path, method: 'GET'}, (res) => {
       let body = ''
       res.setEncoding('utf8')
       res.on('data', (d: string) => (body += d))
-      res.on('end', () => done({status: res.statusCode ?? 0, type: String(res.headers['content-type']), body}))
+      res.on('end', () => done({status: res.statusCode ?? 0, type: String(res.headers['content-type']), body, requestId: String(res.headers['x-request-id'])}))
     })
     req.on('error', fail)
     req.end()
@@ -182,7 +182,9 @@ test('a path outside the fixed list of files is 404, whatever its encoding', asy
     const res = await rawGet(base, path)
     assert.is(res.status, 404, path)
     assert.is(res.type, 'application/json; charset=utf-8', path)
-    assert.equal(JSON.parse(res.body), {error: {code: 'not_found', message: 'no such documentation file'}}, path)
+    const {request_id: id, ...error} = JSON.parse(res.body).error
+    assert.equal({error}, {error: {code: 'not_found', message: 'no such documentation file'}}, path)
+    assert.is(id, res.requestId, path)
   }
 })
 

@@ -91,12 +91,32 @@ export interface Running {
   stop(): Promise<void>
 }
 
+/** What a test server is told of the answers it broke (ServerOptions.brokenAnswer); `check()` throws once there are any. */
+export function brokenAnswers(): {brokenAnswer: (problem: string) => void; check(): void} {
+  const broken: string[] = []
+  return {
+    brokenAnswer: (problem) => broken.push(problem),
+    check: () => {
+      if (broken.length > 0) throw new Error(`answers that break their declared schemas:\n${broken.join('\n')}`)
+    },
+  }
+}
+
+/**
+ * The server on port 0 of 127.0.0.1. Every answer that breaks its declared schema fails the test: stop() rejects
+ * with the list (whatever status the test expected, and also where it reads no body).
+ */
 export async function start(engine: Engine, settings: ServerSettings, options: ServerOptions = {}): Promise<Running> {
   const logs: string[] = []
-  const handle = buildServer(engine, settings, {log: (line, _level, fields) => logs.push(plainText(line, fields)), ...options})
+  const broken = brokenAnswers()
+  const handle = buildServer(engine, settings, {log: (line, _level, fields) => logs.push(plainText(line, fields)), brokenAnswer: broken.brokenAnswer, ...options})
   await new Promise<void>((resolve) => handle.server.listen(0, '127.0.0.1', resolve))
   const {port} = handle.server.address() as AddressInfo
-  return {base: `http://127.0.0.1:${port}`, handle, logs, stop: () => handle.close()}
+  const stop = async () => {
+    await handle.close()
+    broken.check()
+  }
+  return {base: `http://127.0.0.1:${port}`, handle, logs, stop}
 }
 
 /**

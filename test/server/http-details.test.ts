@@ -4,7 +4,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {fakeEngine, rawRequest, start, tempDir, testSettings, type Running} from './harness.js'
+import {fakeEngine, rawError, rawRequest, start, tempDir, testSettings, type Running} from './harness.js'
 
 const dir = tempDir('mod-server-http-details-')
 let server: Running
@@ -55,7 +55,7 @@ test('headers over the limit get 431 with the JSON error body, and the connectio
   assert.is(answer.status, 431)
   assert.is(answer.headers['content-type'], 'application/json; charset=utf-8')
   assert.is(answer.headers.connection, 'close')
-  assert.equal(JSON.parse(answer.body), {
+  assert.equal(rawError(answer), {
     error: {code: 'headers_too_large', message: 'the request headers are larger than the server accepts (16 KiB)'},
   })
 })
@@ -70,7 +70,9 @@ test('a request that is not HTTP gets 400 with the JSON error body', async () =>
     socket.on('error', reject)
   })
   assert.match(text, /^HTTP\/1\.1 400 Bad Request\r\n/)
-  assert.match(text, /\r\n\r\n\{"error":\{"code":"bad_request","message":"the request is not valid HTTP"\}\}$/)
+  const id = /\r\nX-Request-Id: ([\w-]+)\r\n/.exec(text)?.[1]
+  assert.ok(id)
+  assert.match(text, new RegExp(`\\r\\n\\r\\n\\{"error":\\{"code":"bad_request","message":"the request is not valid HTTP","request_id":"${id}"\\}\\}$`))
 })
 
 test.run()

@@ -15,6 +15,7 @@ import {buildServer, type ModServer} from '../../src/server/app.js'
 import {openapiDocument} from '../../src/server/openapi.js'
 import {TOY_MODEL} from '../helpers/cli.js'
 import {assertConforms, createConformance, type Conformance} from './conformance.js'
+import {brokenAnswers} from './harness.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const KEY = 'test-key-123'
@@ -26,6 +27,7 @@ interface Running {
   server: ModServer
   engine: Engine
   env: Record<string, string>
+  broken: ReturnType<typeof brokenAnswers>
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'mod-openapi-'))
@@ -41,14 +43,16 @@ async function start(extra: Record<string, string> = {}): Promise<Running> {
   }
   const config = await loadConfig({}, env, dir)
   const engine = engineFromConfig(config)
-  const server = buildServer(engine, config.settings.server, {log: () => {}})
+  const broken = brokenAnswers()
+  const server = buildServer(engine, config.settings.server, {log: () => {}, brokenAnswer: broken.brokenAnswer})
   await new Promise<void>((done) => server.server.listen(0, '127.0.0.1', done))
-  return {base: `http://127.0.0.1:${(server.server.address() as AddressInfo).port}`, server, engine, env}
+  return {base: `http://127.0.0.1:${(server.server.address() as AddressInfo).port}`, server, engine, env, broken}
 }
 
 async function stop(r: Running): Promise<void> {
   await r.server.close()
   await r.engine.close()
+  r.broken.check()
 }
 
 /** A raw GET: fetch would normalise `..` away before sending. */

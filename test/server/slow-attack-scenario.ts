@@ -7,7 +7,7 @@ import {join} from 'node:path'
 
 import {buildServer} from '../../src/server/app.js'
 import {trickleAttack, uploads} from '../helpers/slow-attack.js'
-import {fakeEngine, testSettings, until} from './harness.js'
+import {brokenAnswers, fakeEngine, testSettings, until} from './harness.js'
 
 /** Upload places of the server under attack; each attacking address may hold up to a third of them. */
 const PLACES = 10
@@ -28,7 +28,8 @@ export interface Outcome {
 export async function attackScenario(host: string, legit: string, attackers: string[], perAddress: number, bytes = 1): Promise<Outcome> {
   const dir = mkdtempSync(join(tmpdir(), 'mod-slow-attack-'))
   const settings = testSettings(join(dir, 'cache'), {limits: {maxUploads: PLACES, maxUploadsPerClient: 3, bodyTimeoutMs: 3000}})
-  const server = buildServer(fakeEngine(), settings, {log: () => {}, tmpDir: join(dir, 'uploads')})
+  const broken = brokenAnswers()
+  const server = buildServer(fakeEngine(), settings, {log: () => {}, tmpDir: join(dir, 'uploads'), brokenAnswer: broken.brokenAnswer})
   await new Promise<void>((resolve) => server.server.listen(0, host, resolve))
   const {port} = server.server.address() as AddressInfo
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}/v1/moderate`
@@ -43,5 +44,6 @@ export async function attackScenario(host: string, legit: string, attackers: str
     attack.stop()
     await server.close()
     rmSync(dir, {recursive: true, force: true})
+    broken.check()
   }
 }

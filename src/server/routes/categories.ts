@@ -1,15 +1,8 @@
 import {CategoriesResult} from '../../lib/schemas.js'
-import type {Handler} from '../context.js'
 import {EXAMPLE_CATEGORIES} from '../examples.js'
-import {sendJson} from '../reply.js'
 import {declareRoute} from '../route.js'
 
-/** GET /v1/categories: the active labels; it reads no model weights, so it does not queue. */
-export const categories: Handler = async (ctx, _req, res) => {
-  sendJson(res, 200, await ctx.engine.categories())
-}
-
-/** A head file that cannot be read is a server-side problem (500); nothing here queues or loads the model. */
+/** GET /v1/categories: the active labels; it reads no model weights, so it does not queue. A head file that cannot be read is a server-side problem (500); nothing here queues or loads the model. */
 export const categoriesRoute = declareRoute({
   method: 'GET',
   path: '/v1/categories',
@@ -21,5 +14,5 @@ export const categoriesRoute = declareRoute({
   tags: ['policy'],
   responses: {200: {description: 'The categories in force.', schema: CategoriesResult, example: EXAMPLE_CATEGORIES}},
   errors: ['internal'],
-  handler: categories,
+  handler: async (ctx, _req, reply) => reply.send(200, await ctx.engine.categories()),
 })

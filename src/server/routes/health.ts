@@ -1,18 +1,16 @@
+import type {Static} from 'typebox'
+
 import {coverageOf} from '../../lib/signals/listing.js'
-import type {Handler} from '../context.js'
+import type {RouteContext} from '../context.js'
 import {EXAMPLE_HEALTH} from '../examples.js'
 import {policyDigest} from '../policy-digest.js'
-import {sendJson} from '../reply.js'
 import {declareRoute} from '../route.js'
 import {Health} from '../schemas.js'
 
-/**
- * GET /health: liveness for load balancers, the version, which signals are loaded and what each category's
- * state is; never needs a key and never waits in the queue (the states read no model weights).
- */
-export const health: Handler = async (ctx, _req, res) => {
+/** What GET /health answers: the version, which signals are loaded and what each category's state is. */
+async function healthOf(ctx: RouteContext): Promise<Static<typeof Health>> {
   const categories = await ctx.engine.categoryStates()
-  sendJson(res, 200, {
+  return {
     status: 'ok',
     version: ctx.version,
     model_loaded: ctx.engine.isLoaded(),
@@ -21,10 +19,13 @@ export const health: Handler = async (ctx, _req, res) => {
     categories,
     policy: {sha256: policyDigest(ctx.engine.policy)},
     limits: {max_batch: ctx.settings.limits.maxBatch, max_bytes: ctx.settings.limits.maxBytes, max_batch_bytes: ctx.settings.limits.maxBatchBytes},
-  })
+  }
 }
 
-/** Public: load balancers and container health checks call it without the key. */
+/**
+ * GET /health: liveness for load balancers. Public: load balancers and container health checks call it without
+ * the key; it never waits in the queue (the states read no model weights).
+ */
 export const healthRoute = declareRoute({
   method: 'GET',
   path: '/health',
@@ -40,5 +41,5 @@ export const healthRoute = declareRoute({
   security: [],
   responses: {200: {description: 'The server is up.', schema: Health, example: EXAMPLE_HEALTH}},
   errors: [],
-  handler: health,
+  handler: async (ctx, _req, reply) => reply.send(200, await healthOf(ctx)),
 })

@@ -9,12 +9,11 @@ import {isModError, ModError} from '../../lib/errors.js'
 import {precheckUrl} from '../../lib/fetch/precheck.js'
 import {plural} from '../../lib/plural.js'
 import {formatSizeExact} from '../../lib/sizes.js'
-import {paceOf} from '../body-stream.js'
+import {paceOf} from '../body-pace.js'
 import {clientOf} from '../client-address.js'
 import {ImageJob, ImageJobLine, ImageJobManifest, type Manifest} from '../jobs/images/schema.js'
 import {CHUNK_SIZE, itemName, type ImageItem} from '../jobs/images/types.js'
 import {dropUpload, moveIntoPlace, startStaging} from '../jobs/staging.js'
-import {sendJson} from '../reply.js'
 import {declareRoute} from '../route.js'
 import {receiveFiles} from '../upload.js'
 import {checkCallback, ID, JobQuery, LOCATION, ownerOf, unknownJob} from './jobs.js'
@@ -87,7 +86,7 @@ export const submitImageJobRoute = declareRoute({
   },
   responses: {202: {description: 'The job, queued.', schema: ImageJob, headers: LOCATION, example: {...EXAMPLE_IMAGE_JOB, status: 'queued', progress: {...EXAMPLE_IMAGE_JOB.progress, items_done: 0, chunks_done: 0}}}},
   errors: ['bad_request', 'url_fetch_disabled', 'url_blocked', 'too_many_files', 'payload_too_large', 'too_many_jobs', 'too_many_uploads', 'internal', 'overloaded', 'jobs_unavailable'],
-  handler: async (ctx, req, res, input) => {
+  handler: async (ctx, req, reply, input) => {
     const {imageJobs, settings} = ctx
     const {storage, images} = settings.jobs
     const callbackUrl = input.query.callback_url
@@ -126,7 +125,7 @@ export const submitImageJobRoute = declareRoute({
       await dropUpload(storage, id)
       throw e
     }
-    sendJson(res, 202, accepted, {Location: `/v1/jobs/${id}`})
+    reply.send(202, accepted, {Location: `/v1/jobs/${id}`})
   },
 })
 
@@ -172,7 +171,7 @@ export const imageJobResultsRoute = declareRoute({
     },
   },
   errors: ['not_found', 'internal', 'overloaded', 'jobs_unavailable'],
-  handler: async (ctx, req, res, {params: {id}, query}) => {
+  handler: async (ctx, req, {raw: res}, {params: {id}, query}) => {
     const job = await ctx.imageJobs.get(id, ctx.owner(req))
     if (!job) throw unknownJob(id)
     const total = job.progress.items_total

@@ -4,7 +4,7 @@ import {Type} from 'typebox'
 
 import {emptyFileError, isModError, ModError} from '../../lib/errors.js'
 import {callbackAddresses} from '../../lib/fetch/callback.js'
-import {paceOf} from '../body-stream.js'
+import {paceOf} from '../body-pace.js'
 import {clientOf} from '../client-address.js'
 import type {Request, RouteContext} from '../context.js'
 import {EXAMPLE_CANCELLED_JOB, EXAMPLE_JOB} from '../jobs/examples.js'
@@ -12,7 +12,6 @@ import {Job} from '../jobs/schema.js'
 import {ImageJob} from '../jobs/images/schema.js'
 import {dropUpload, moveIntoPlace, startStaging} from '../jobs/staging.js'
 import {jobPaths} from '../jobs/storage.js'
-import {sendJson} from '../reply.js'
 import {declareRoute} from '../route.js'
 import {VideoQuery} from '../schemas.js'
 import {formatSizeExact} from '../../lib/sizes.js'
@@ -76,7 +75,7 @@ export const submitVideoJobRoute = declareRoute({
   body: VIDEO_UPLOAD,
   responses: {202: {description: 'The job, queued.', schema: Job, headers: LOCATION, example: EXAMPLE_JOB}},
   errors: ['bad_request', 'payload_too_large', 'unsupported_media', 'url_blocked', 'internal', 'too_many_uploads', 'overloaded', 'jobs_unavailable'],
-  handler: async (ctx, req, res, {query}) => {
+  handler: async (ctx, req, reply, {query}) => {
     const {jobs: queue, settings} = ctx
     if (query.callback_url !== undefined) await checkCallback(query.callback_url, settings.jobs.callbackAllowPrivate)
     await queue.checkRoom()
@@ -110,7 +109,7 @@ export const submitVideoJobRoute = declareRoute({
       await dropUpload(storage, id)
       throw e
     }
-    sendJson(res, 202, accepted, {Location: `/v1/jobs/${id}`})
+    reply.send(202, accepted, {Location: `/v1/jobs/${id}`})
   },
 })
 
@@ -129,11 +128,11 @@ export const getJobRoute = declareRoute({
   pathParams: ID,
   responses: {200: {description: 'The job: a video job, or an image job (`kind: images`).', schema: Type.Union([Job, ImageJob]), example: EXAMPLE_JOB}},
   errors: ['not_found', 'internal', 'overloaded', 'jobs_unavailable'],
-  handler: async (ctx, req, res, {params: {id}}) => {
+  handler: async (ctx, req, reply, {params: {id}}) => {
     const owner = ctx.owner(req)
     const job = (await ctx.imageJobs.get(id, owner)) ?? (await ctx.jobs.get(id, owner))
     if (!job) throw unknownJob(id)
-    sendJson(res, 200, job)
+    reply.send(200, job)
   },
 })
 
@@ -158,10 +157,10 @@ export const cancelJobRoute = declareRoute({
     },
   },
   errors: ['not_found', 'internal', 'overloaded', 'jobs_unavailable'],
-  handler: async (ctx, req, res, {params: {id}}) => {
+  handler: async (ctx, req, reply, {params: {id}}) => {
     const owner = ctx.owner(req)
     const job = (await ctx.imageJobs.remove(id, owner)) ?? (await ctx.jobs.remove(id, owner))
     if (!job) throw unknownJob(id)
-    sendJson(res, 200, job)
+    reply.send(200, job)
   },
 })

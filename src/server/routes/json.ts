@@ -4,11 +4,13 @@ import {ModError} from '../../lib/errors.js'
 import {ModerationResult} from '../../lib/schemas.js'
 import {base64Image} from '../body.js'
 import {EXAMPLE_PNG_BASE64, EXAMPLE_RESULT} from '../examples.js'
-import {sendJson} from '../reply.js'
-import {declareRoute, type RouteHandler} from '../route.js'
+import type {Request, RouteContext} from '../context.js'
+import {declareRoute, type Input} from '../route.js'
 import {ModerateJsonRequest} from '../schemas.js'
 import {formatSizeExact} from '../../lib/sizes.js'
 import {moderate} from './pipeline.js'
+import type {ModerationResult as Result} from '../../lib/types.js'
+import type {ServerResponse} from 'node:http'
 
 /** `source` of a result from image_base64, which carries no file name. */
 export const BASE64_SOURCE = 'image_base64'
@@ -18,7 +20,7 @@ export const BASE64_SOURCE = 'image_base64'
  * (only with MOD_ALLOW_URLS=true; fetched by fetchImageUrl with MOD_MAX_BYTES and MOD_URL_TIMEOUT_MS).
  * The result's `source` is the URL as given, or "image_base64".
  */
-export const moderateJson: RouteHandler<unknown, Static<typeof ModerateJsonRequest>> = async (ctx, req, res, input) => {
+async function moderateJson(ctx: RouteContext, req: Request, res: ServerResponse, input: Input<unknown, Static<typeof ModerateJsonRequest>>): Promise<Result> {
   const {maxBytes} = ctx.settings.limits
   const result = await moderate(
     ctx,
@@ -40,7 +42,7 @@ export const moderateJson: RouteHandler<unknown, Static<typeof ModerateJsonReque
     (image, scheduler, _signal, steps) => ctx.engine.moderateImage(image.data, image.source, {scheduler, steps}),
   )
   ctx.verdict(result)
-  sendJson(res, 200, result)
+  return result
 }
 
 export const moderateJsonRoute = declareRoute({
@@ -63,5 +65,5 @@ export const moderateJsonRoute = declareRoute({
   },
   responses: {200: {description: 'The moderation result.', schema: ModerationResult, example: EXAMPLE_RESULT}},
   errors: ['bad_request', 'url_fetch_disabled', 'payload_too_large', 'unsupported_media', 'url_blocked', 'internal', 'url_fetch_failed', 'too_many_uploads', 'overloaded', 'model_unavailable', 'url_fetch_timeout'],
-  handler: moderateJson,
+  handler: async (ctx, req, reply, input) => reply.send(200, await moderateJson(ctx, req, reply.raw, input)),
 })

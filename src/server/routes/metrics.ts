@@ -1,9 +1,10 @@
-import type {Handler} from '../context.js'
+import type {RouteContext} from '../context.js'
 import {METRICS_CONTENT_TYPE} from '../metrics.js'
 import {declareRoute} from '../route.js'
+import type {ServerResponse} from 'node:http'
 
 /** GET /metrics: Prometheus text; under `--workers N`, the sum over every worker plus the primary's own. */
-export const metrics: Handler = async (ctx, _req, res) => {
+async function metrics(ctx: RouteContext, res: ServerResponse): Promise<void> {
   const text = await ctx.metricsText()
   res.statusCode = 200
   res.setHeader('Content-Type', METRICS_CONTENT_TYPE)
@@ -41,5 +42,5 @@ export const metricsRoute = declareRoute({
     },
   },
   errors: ['internal'],
-  handler: metrics,
+  handler: (ctx, _req, reply) => metrics(ctx, reply.raw),
 })

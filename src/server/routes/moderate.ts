@@ -1,17 +1,18 @@
 import type {ItemResult} from '../../lib/engine.js'
 import {BatchResult, ModerationResult} from '../../lib/schemas.js'
-import type {Handler} from '../context.js'
+import type {Request, RouteContext} from '../context.js'
 import {EXAMPLE_BATCH, EXAMPLE_RESULT} from '../examples.js'
-import {sendJson} from '../reply.js'
-import {paceOf} from '../body-stream.js'
+import {paceOf} from '../body-pace.js'
 import {declareRoute} from '../route.js'
 import {formatSizeExact} from '../../lib/sizes.js'
 import {receiveImages} from '../upload.js'
 import {moderate} from './pipeline.js'
 import {plural} from '../../lib/plural.js'
+import type {ModerationResult as Result} from '../../lib/types.js'
+import type {ServerResponse} from 'node:http'
 
 /** POST /v1/moderate: one image in the multipart field `file` → one result. */
-export const moderateFile: Handler = async (ctx, req, res) => {
+async function moderateFile(ctx: RouteContext, req: Request, res: ServerResponse): Promise<Result> {
   const {maxBytes} = ctx.settings.limits
   const pace = paceOf(ctx.settings.limits)
   const result = await moderate(
@@ -22,7 +23,7 @@ export const moderateFile: Handler = async (ctx, req, res) => {
     (image, scheduler, _signal, steps) => ctx.engine.moderateImage(image.data, image.filename, {scheduler, steps}),
   )
   ctx.verdict(result)
-  sendJson(res, 200, result)
+  return result
 }
 
 /**
@@ -30,7 +31,7 @@ export const moderateFile: Handler = async (ctx, req, res) => {
  * order. A file that cannot be read (empty, not an image, too large) is an error entry; the request
  * still succeeds.
  */
-export const moderateBatch: Handler = async (ctx, req, res) => {
+async function moderateBatch(ctx: RouteContext, req: Request, res: ServerResponse): Promise<ItemResult[]> {
   const {maxBytes, maxBatch, maxBatchBytes} = ctx.settings.limits
   const pace = paceOf(ctx.settings.limits)
   const results = await moderate(
@@ -46,7 +47,7 @@ export const moderateBatch: Handler = async (ctx, req, res) => {
     },
   )
   for (const item of results) if (!('error' in item)) ctx.verdict(item)
-  sendJson(res, 200, {results})
+  return results
 }
 
 const binary = {type: 'string', format: 'binary'}
@@ -71,7 +72,7 @@ export const moderateFileRoute = declareRoute({
   },
   responses: {200: {description: 'The moderation result.', schema: ModerationResult, example: EXAMPLE_RESULT}},
   errors: ['payload_too_large', 'unsupported_media', 'internal', 'too_many_uploads', 'overloaded', 'model_unavailable'],
-  handler: moderateFile,
+  handler: async (ctx, req, reply) => reply.send(200, await moderateFile(ctx, req, reply.raw)),
 })
 
 export const moderateBatchRoute = declareRoute({
@@ -96,5 +97,5 @@ export const moderateBatchRoute = declareRoute({
   },
   responses: {200: {description: 'One entry per file, in upload order.', schema: BatchResult, example: EXAMPLE_BATCH}},
   errors: ['too_many_files', 'payload_too_large', 'internal', 'too_many_uploads', 'overloaded', 'model_unavailable'],
-  handler: moderateBatch,
+  handler: async (ctx, req, reply) => reply.send(200, {results: await moderateBatch(ctx, req, reply.raw)}),
 })

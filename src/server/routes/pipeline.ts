@@ -7,7 +7,7 @@ import {clientOf} from '../client-address.js'
 import type {RouteContext} from '../context.js'
 import {describe, type Log} from '../errors.js'
 import {requestLog} from '../logger.js'
-import type {Upload} from '../queue.js'
+import type {Upload} from '../upload-places.js'
 import {serverTiming} from '../server-timing.js'
 
 /**

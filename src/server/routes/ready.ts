@@ -1,8 +1,6 @@
 import {coverageOf} from '../../lib/signals/listing.js'
-import type {Handler} from '../context.js'
 import {notReady} from '../errors.js'
 import {EXAMPLE_READY} from '../examples.js'
-import {sendError, sendJson} from '../reply.js'
 import {declareRoute} from '../route.js'
 import {Ready} from '../schemas.js'
 
@@ -10,16 +8,6 @@ import {Ready} from '../schemas.js'
  * GET /ready: whether a load balancer should send traffic here. Not while the model is not loaded (with
  * MOD_PRELOAD=false the first call starts loading it), nor once the server is shutting down.
  */
-export const ready: Handler = async (ctx, _req, res) => {
-  if (ctx.draining()) return sendError(res, notReady('the server is shutting down'))
-  if (!ctx.engine.isLoaded()) {
-    // A failure here is reported to the next moderation (model_unavailable); the probe keeps answering 503.
-    ctx.engine.load().catch(() => {})
-    return sendError(res, notReady('the model is loading'))
-  }
-  sendJson(res, 200, {status: 'ready', coverage: coverageOf(await ctx.engine.categoryStates())})
-}
-
 export const readyRoute = declareRoute({
   method: 'GET',
   path: '/ready',
@@ -35,5 +23,13 @@ export const readyRoute = declareRoute({
   security: [],
   responses: {200: {description: 'The server takes traffic.', schema: Ready, example: EXAMPLE_READY}},
   errors: ['not_ready'],
-  handler: ready,
+  handler: async (ctx, _req, reply) => {
+    if (ctx.draining()) return reply.error(notReady('the server is shutting down'))
+    if (!ctx.engine.isLoaded()) {
+      // A failure here is reported to the next moderation (model_unavailable); the probe keeps answering 503.
+      ctx.engine.load().catch(() => {})
+      return reply.error(notReady('the model is loading'))
+    }
+    reply.send(200, {status: 'ready', coverage: coverageOf(await ctx.engine.categoryStates())})
+  },
 })

@@ -2,23 +2,25 @@ import {mkdtemp, rm} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {VideoResult} from '../../lib/schemas.js'
-import {paceOf} from '../body-stream.js'
+import {paceOf} from '../body-pace.js'
 import {EXAMPLE_VIDEO} from '../examples.js'
-import {sendJson} from '../reply.js'
-import {declareRoute, type RouteHandler, type ServerFacts} from '../route.js'
+import type {Request, RouteContext} from '../context.js'
+import {declareRoute, type ServerFacts} from '../route.js'
 import {VideoQuery} from '../schemas.js'
 import {formatSizeExact} from '../../lib/sizes.js'
 import type {QueryValues} from '../validate.js'
 import {receiveVideo} from '../upload.js'
 import {makeUploadDir} from '../upload-dirs.js'
 import {moderate} from './pipeline.js'
+import type {VideoResult as Result} from '../../lib/types.js'
+import type {ServerResponse} from 'node:http'
 
 /**
  * POST /v1/moderate/video: a video (or animated GIF) in the multipart field `file`, query `fps`,
  * `min_frames`, `stop_on_violation`. The upload streams to a folder of its own (MOD_MAX_VIDEO_BYTES
  * enforced as it arrives); the folder is removed whatever happens, also when the client goes away.
  */
-export const moderateVideoFile: RouteHandler<QueryValues<typeof VideoQuery>, unknown> = async (ctx, req, res, {query}) => {
+async function moderateVideoFile(ctx: RouteContext, req: Request, res: ServerResponse, query: QueryValues<typeof VideoQuery>): Promise<Result> {
   const options = {fps: query.fps, minFrames: query.min_frames, stopOnViolation: query.stop_on_violation}
   let dir: string | undefined
   let result
@@ -38,7 +40,7 @@ export const moderateVideoFile: RouteHandler<QueryValues<typeof VideoQuery>, unk
     if (dir) await rm(dir, {recursive: true, force: true})
   }
   ctx.verdict(result)
-  sendJson(res, 200, result)
+  return result
 }
 
 /** The multipart body of the video endpoints (synchronous and as a job): one video in the field `file`. */
@@ -69,5 +71,5 @@ export const moderateVideoRoute = declareRoute({
   body: VIDEO_UPLOAD,
   responses: {200: {description: 'The video result.', schema: VideoResult, example: EXAMPLE_VIDEO}},
   errors: ['payload_too_large', 'unsupported_media', 'video_too_long', 'internal', 'too_many_uploads', 'overloaded', 'model_unavailable'],
-  handler: moderateVideoFile,
+  handler: async (ctx, req, reply, {query}) => reply.send(200, await moderateVideoFile(ctx, req, reply.raw, query)),
 })
