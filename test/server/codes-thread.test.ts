@@ -1,5 +1,7 @@
-// The REST API with a policy's codes rules: zxing reads in a worker thread, so GET /health answers within 100 ms
-// while a batch of noise frames, which zxing looks at long, is scored.
+// The REST API with a policy's codes rules: zxing reads in a worker thread, so GET /health answers at once while a
+// batch of noise frames, which zxing looks at long (about 100-170 ms a full-HD frame), is scored. Read on the event
+// loop, nearly every /health would wait for a read; the median wait tells the two apart also when other processes
+// take the CPU now and then (a single late answer is the machine, not the server).
 import {randomBytes} from 'node:crypto'
 import {writeFileSync} from 'node:fs'
 import {join} from 'node:path'
@@ -25,7 +27,7 @@ test.after(async () => {
   dir.remove()
 })
 
-test('GET /health answers within 100 ms while full-HD noise frames are read for codes', async () => {
+test('GET /health answers at once (median under 30 ms, none over 1 s) while full-HD noise frames are read for codes', async () => {
   const noise = await Promise.all(
     Array.from({length: 4}, () => sharp(randomBytes(1920 * 1080 * 3), {raw: {width: 1920, height: 1080, channels: 3}}).png({compressionLevel: 1}).toBuffer()),
   )
@@ -36,7 +38,8 @@ test('GET /health answers within 100 ms while full-HD noise frames are read for 
     r.body.results.map((x: {codes?: unknown[]; codes_truncated?: boolean}) => [x.codes, x.codes_truncated]),
     noise.map(() => [[], undefined]),
   )
-  assert.ok(waits.length >= 4 && Math.max(...waits) < 100, JSON.stringify(waits.map(Math.round)))
+  const median = [...waits].sort((a, b) => a - b)[Math.floor(waits.length / 2)]
+  assert.ok(waits.length >= 4 && median < 30 && Math.max(...waits) < 1000, JSON.stringify(waits.map(Math.round)))
 })
 
 test.run()
