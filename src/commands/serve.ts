@@ -127,7 +127,7 @@ With MOD_API_KEY set, every request but GET /health, GET /ready and the document
       const stop = Promise.race([stopSignals(log), primaryStop()])
       // The workers share the machine's cores instead of each taking all of them.
       const threads = config.settings.engine.threads ?? Math.max(1, Math.floor((await defaultThreads()) / workers))
-      const engine = engineFromConfig({...config, settings: {...config.settings, engine: {...config.settings.engine, threads}}}, {observer: metrics.engine})
+      const engine = engineFromConfig({...config, settings: {...config.settings, engine: {...config.settings.engine, threads}}}, {observer: metrics.engine, eager: true})
       serveMetricsToPrimary(metrics.registry)
       const server = {logger, metrics, metricsText: metricsFromPrimary()}
       process.exit(await runServer({engine, settings, host, port, log, onListening: reportReady, stop, server}))
@@ -143,7 +143,7 @@ With MOD_API_KEY set, every request but GET /health, GET /ready and the document
     const {engineFromConfig, runServer} = await serving()
     const metrics = createServerMetrics()
     const code = await runServer({
-      engine: engineFromConfig(config, {observer: metrics.engine}),
+      engine: engineFromConfig(config, {observer: metrics.engine, eager: true}),
       settings,
       host,
       port,

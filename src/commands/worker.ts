@@ -58,7 +58,7 @@ Jobs are accepted by any "mod serve" with the same MOD_REDIS_URL (POST /v1/jobs/
     }
     const log = (line: string) => process.stderr.write(`${line}\n`)
     const stop = stopSignals(log)
-    const engine = engineFromConfig(config)
+    const engine = engineFromConfig(config, {eager: true})
     try {
       await engine.load()
     } catch (e) {

@@ -14,6 +14,8 @@ export interface EngineChoices {
   only?: string
   /** Metrics hooks (`mod serve`). */
   observer?: EngineObserver
+  /** Every model opens at load, also those only some frames need (`mod serve`, `mod worker`); else on first need. */
+  eager?: boolean
 }
 
 /**
@@ -41,6 +43,7 @@ export function engineFromConfig(config: Config, options: EngineChoices = {}): E
     preset: config.preset,
     requireClip: settings.modelDir !== undefined,
     only: options.only,
+    eager: options.eager,
     observer: options.observer,
     policy: config.policy,
     headPath: settings.headPath,

@@ -47,6 +47,8 @@ export interface EngineOptions {
   requireClip?: boolean
   /** One signal alone (`--only nsfw`): the policy narrows to the categories it feeds, and no other model loads. */
   only?: string
+  /** Open every model at load, also those only some frames need (SignalSetup.eager): a server's choice. */
+  eager?: boolean
   /** The signals to choose from; default: the registry's (a test swaps one for a stand-in). */
   signals?: readonly Signal[]
   /** Told what the engine does, for metrics; the engine keeps no counters itself. */
@@ -147,6 +149,7 @@ function setupOf(opts: EngineOptions): SignalSetup {
     policy: opts.policy,
     headPath: opts.headPath,
     requireClip: opts.requireClip,
+    eager: opts.eager,
   }
 }
 

@@ -1,6 +1,7 @@
 // The engine's signals: the toy CLIP model (its meaning is fixed: red images match "red") together with the real
 // embedded NSFW specialist, a counting stand-in for the specialist where batching is checked, and the closed state.
 import {join} from 'node:path'
+import {linkSync, mkdirSync} from 'node:fs'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
@@ -9,7 +10,7 @@ import {buildPolicy} from '../../src/lib/config/policy.js'
 import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
 import {createEngine, type EngineOptions} from '../../src/lib/engine.js'
 import type {StepTimes} from '../../src/lib/pipeline/steps.js'
-import type {NsfwRunner} from '../../src/lib/signals/nsfw/runner.js'
+import {openNsfwRunner, type NsfwRunner} from '../../src/lib/signals/nsfw/runner.js'
 import type {ModerationResult} from '../../src/lib/types.js'
 import {solidPng, tempDir, TOY_MODEL} from '../helpers/cli.js'
 import {signalStates, standInSpecialist, withNsfw, withoutSpecialist} from '../helpers/signals.js'
@@ -144,6 +145,31 @@ test('concurrent images are inferred together: one specialist run for several ca
     assert.equal(results.map((r) => r.source), ['0.png', '1.png', '2.png', '3.png', '4.png', '5.png'])
   } finally {
     await e.close()
+  }
+})
+
+test('the judge opens on first need: a scan of frames the gate stops never opens it; an eager engine (a server) opens it at load', async () => {
+  // The shipped specialist without its judge's file: opening the judge fails, so whether it opened is plain.
+  const noJudge = join(dir.path, 'nsfw-no-judge')
+  mkdirSync(noJudge)
+  for (const f of ['manifest.json', 'nsfw-mobilenet-v2.onnx']) linkSync(join('models', 'nsfw', f), join(noJudge, f))
+  const signals = withNsfw((setup) => openNsfwRunner({threads: setup.threads, cacheDir: setup.cacheDir, dir: noJudge}))
+  const lazy = createEngine(options({modelDir: join(dir.path, 'not-pulled'), signals}))
+  try {
+    await lazy.load()
+    const r = await lazy.moderateImage(await solidPng(0, 0, 255), 'blue.png')
+    assert.equal(names(r), [...NSFW_FED].sort())
+  } finally {
+    await lazy.close()
+  }
+  const eager = createEngine(options({modelDir: join(dir.path, 'not-pulled'), signals, eager: true}))
+  try {
+    await eager.load().then(
+      () => assert.unreachable('an eager engine opens the judge at load'),
+      (e: Error) => assert.match(e.message, /nsfw-inception-v3\.onnx/),
+    )
+  } finally {
+    await eager.close()
   }
 })
 

@@ -36,6 +36,11 @@ export interface SignalSetup {
   headPath?: string
   /** The user named the model folder: the CLIP model must be there. */
   requireClip?: boolean
+  /**
+   * Open at load every model, also those only some frames need (the NSFW specialist's judge): what a long-running
+   * server wants, so that no request pays for an opening. Absent: those open on first need.
+   */
+  eager?: boolean
 }
 
 /** Where a trimmed frame starts in the decoded one: what maps a box found in it back to the image's pixels. */

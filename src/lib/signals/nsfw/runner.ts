@@ -13,6 +13,7 @@
  */
 import {nsfwPreprocess, nsfwViewSize} from './preprocess.js'
 import type {RgbImage} from '../../image/rgb.js'
+import {lazy} from '../../lazy.js'
 import {resampleSquare} from '../../image/square.js'
 import type {Box} from '../../image/trim.js'
 import {NSFW_MODELS} from './manifest.js'
@@ -38,6 +39,8 @@ export interface NsfwRunner {
   readonly gate: NsfwClassifier
   /** The large model, which looks again at the frames the gate lets through. */
   readonly judge: NsfwClassifier
+  /** Opens the judge now, if it opens on first need: so that no frame waits for its opening. */
+  openJudge?(): Promise<void>
   /** The views of a decoded frame: the gate's now, the judge's when asked. */
   views(frame: RgbImage): Promise<NsfwViews>
   close(): Promise<void>
@@ -83,18 +86,25 @@ export async function nsfwViews(frame: RgbImage, gateSide: number = NSFW_MODELS.
   }
 }
 
-/** Both shipped models, opened together with the same options; a failure closes the one that opened. */
+/**
+ * Both shipped models with the same options. The gate opens now; the judge on first need (`judge.classify`) or
+ * `openJudge`: most frames never reach it, and opening it (its 88 MB optimised graph) costs a scan of a few ordinary
+ * images about 0.1 s of CPU and its memory. A failure closes what opened.
+ */
 export async function openNsfwRunner(opts: Omit<NsfwOptions, 'model'> = {}): Promise<NsfwRunner> {
-  const [gate, judge] = await Promise.allSettled([openNsfw({...opts, model: 'mobilenet_v2'}), openNsfw({...opts, model: 'inception_v3'})])
-  if (gate.status === 'rejected' || judge.status === 'rejected') {
-    await Promise.all([gate, judge].map((m) => (m.status === 'fulfilled' ? m.value.close() : undefined)))
-    throw gate.status === 'rejected' ? gate.reason : (judge as PromiseRejectedResult).reason
-  }
+  const gate = await openNsfw({...opts, model: 'mobilenet_v2'})
+  const judgeSide = NSFW_MODELS.inception_v3.side
+  const opened = lazy(() => openNsfw({...opts, model: 'inception_v3'}))
   return {
-    gate: gate.value,
-    judge: judge.value,
-    views: (frame) => nsfwViews(frame, gate.value.side, judge.value.side),
-    close: async () => void (await Promise.all([gate.value.close(), judge.value.close()])),
+    gate,
+    judge: {viewSize: nsfwViewSize(judgeSide), classify: async (batch, n) => (await opened.get()).classify(batch, n)},
+    openJudge: async () => void (await opened.get()),
+    views: (frame) => nsfwViews(frame, gate.side, judgeSide),
+    close: async () => {
+      const judge = opened.current()
+      opened.reset()
+      await Promise.all([gate.close(), judge?.then((j) => j.close(), () => undefined)])
+    },
   }
 }
 

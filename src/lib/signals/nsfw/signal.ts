@@ -21,7 +21,11 @@ async function open(openRunner: NsfwOpener, setup: SignalSetup): Promise<OpenSig
     // single-model specialist (its four views) must not be read as these.
     key: 'nsfw-cascade',
     frameSide: CANONICAL_SIDE,
-    warm: async () => void (await runner.get()),
+    // A server opens the judge too (`eager`), so that no request waits for it; a scan opens it on first need.
+    warm: async () => {
+      const r = await runner.get()
+      if (setup.eager) await r.openJudge?.()
+    },
     // The frame as decoded, its borders kept: both models were trained on whole web images squeezed to a square,
     // and a catalogue photo trimmed of its white background to a narrow strip, then squeezed, is unlike them
     // (and scored less steadily across upload sizes: docs/models.md, "Rules"). Only a sliver is cut to its centre.
