@@ -247,7 +247,7 @@ test('a later job restores the install from the cache into its fresh checkout of
   assert.is(r.outputs['exit-code'], '0')
 })
 
-test('the install key changes with the lockfile and with any other file of the checkout, not with node_modules or dist', () => {
+test('the install key changes with the lockfile and with what the build reads (src, package.json, tsconfig), not with node_modules, dist or the rest of the checkout', () => {
   const checkout = join(dir.path, 'key-checkout')
   for (const folder of ['src', 'dist', 'node_modules']) mkdirSync(join(checkout, folder), {recursive: true})
   writeFileSync(join(checkout, 'package-lock.json'), '{}')
@@ -257,11 +257,16 @@ test('the install key changes with the lockfile and with any other file of the c
   assert.is(lock, sha16(join(checkout, 'package-lock.json')))
   writeFileSync(join(checkout, 'dist', 'scan.js'), '')
   writeFileSync(join(checkout, 'node_modules', 'x.js'), '')
+  writeFileSync(join(checkout, 'README.md'), 'read from the checkout, never from the cache\n')
   assert.is(key(), `${lock}-${tree}`)
+  writeFileSync(join(checkout, 'tsconfig.json'), '{}')
+  const configured = key().split('-')
+  assert.is(configured[0], lock)
+  assert.is.not(configured[1], tree)
   appendFileSync(join(checkout, 'src', 'scan.ts'), '\n')
   const edited = key().split('-')
   assert.is(edited[0], lock)
-  assert.is.not(edited[1], tree)
+  assert.is.not(edited[1], configured[1])
   appendFileSync(join(checkout, 'package-lock.json'), '\n')
   assert.is.not(key().split('-')[0], lock)
 })
