@@ -7,9 +7,11 @@ import {ErrorBody} from './schemas.js'
 
 /**
  * Every JSON answer is checked against the schema its route declares for its status (ajv, compiled once per schema
- * and process, when the server is built). Cheap beside a request (a /v1/moderate result takes about a microsecond,
- * see docs/development.md), so the server checks in production too: an answer that breaks its schema is a bug of
- * the server, and the client gets 500 `internal` rather than a body its generated client would misread.
+ * and process, when an answer of that schema is first sent: a few milliseconds each, where compiling every route's
+ * at start cost each server 0.1 s of CPU, most of it for routes it may never answer). Cheap beside a request (a
+ * /v1/moderate result takes about a microsecond, see docs/development.md), so the server checks in production too:
+ * an answer that breaks its schema is a bug of the server, and the client gets 500 `internal` rather than a body
+ * its generated client would misread.
  */
 
 // Without ajv's optimisation pass, compiling every answer's schema takes half as long (about 0.1 s), and a check
@@ -42,18 +44,6 @@ export function schemaProblem(schema: object, body: unknown): string | undefined
 export function jsonSchemaOf(success: Success | undefined): TSchema | undefined {
   if (!success || (success.media !== undefined && success.media !== 'application/json')) return undefined
   return success.schema as TSchema
-}
-
-/**
- * Compiles the checks of `answers` and of error bodies now, so that no request waits for a compilation (the first
- * /health would answer tens of milliseconds late).
- */
-export function prepareChecks(answers: Iterable<Success>): void {
-  validatorOf(ErrorBody)
-  for (const answer of answers) {
-    const schema = jsonSchemaOf(answer)
-    if (schema) validatorOf(schema)
-  }
 }
 
 /** Why an error body breaks the Error schema (a request_id included), or undefined. */

@@ -8,8 +8,7 @@ import {httpError, notFound} from './errors.js'
 import {openapiHandler, type OpenApiDocument} from './openapi.js'
 import type {PathTable} from './paths.js'
 import {replyTo, sendError, type Broken} from './reply.js'
-import {prepareChecks} from './answer-check.js'
-import type {AnyRoute, Success} from './route.js'
+import type {AnyRoute} from './route.js'
 import {inputOf} from './route-input.js'
 
 /** Answers what was thrown (app.ts), knowing the route where a route's handler threw it. */
@@ -21,7 +20,6 @@ export type RouteFailure = (req: Request, res: ServerResponse, e: unknown, route
  */
 export function mountRoutes(app: Polka, paths: PathTable, routes: readonly AnyRoute[], ctx: RouteContext, fail: RouteFailure, answers: {broken: Broken; checked: boolean}): void {
   const {broken, checked} = answers
-  prepareChecks(routes.flatMap((route) => Object.values(route.responses) as Success[]))
   for (const route of routes) {
     const input = inputOf(route)
     const where = `${route.method} ${route.path}`

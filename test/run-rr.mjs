@@ -1,0 +1,147 @@
+#!/usr/bin/env node
+// The test runner. `node test/run.mjs [substring...]` runs every test/**/*.test.ts (or those whose path contains one
+// of the substrings), each in its own process, JOBS at a time in path order, and ends with the line
+// "N passed, N failed, N skipped". It runs on dist/ as it is: `npm test` builds first.
+//
+// Before the files it does two things that save real time (both in folders of this run alone, removed at its end):
+// - a JavaScript copy of the TypeScript (esbuild, no type checks), so that each file starts as plain node instead of
+//   going through tsx's loader on every import; import.meta.url keeps naming the .ts file, so paths a test builds
+//   from its own place stay in the repository, and test/helpers/ts-script.ts starts a test's children from the copy;
+// - a warm model cache, built by one real scan (test/warm-cache-build.ts), which test/helpers/warm-cache.ts links
+//   into a test's fresh MOD_CACHE_DIR, so that tests about something else do not build the same graphs again.
+//
+// A test that needs what this machine lacks is skipped with a line "[skip] <test>: <reason>" (test/helpers/skip.ts);
+// they are listed at the end. With --no-skips (.ci/run, which installs every tool) a skipped test fails the run.
+import {spawn} from 'node:child_process'
+import {mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {dirname, join, relative} from 'node:path'
+import {fileURLToPath, pathToFileURL} from 'node:url'
+import {transform} from 'esbuild'
+
+/** Files run at once. The suite's machines have 2 cores, and many files spend much of their time waiting. */
+const JOBS = Number(process.env.TEST_JOBS) || 3
+/** A file still running after this long is killed and counts as failed. */
+const FILE_TIMEOUT_MS = 240_000
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const noSkips = process.argv.includes('--no-skips')
+const filters = process.argv.slice(2).filter((a) => a !== '--no-skips')
+const tmp = join(root, 'test', 'fixtures', 'tmp')
+const copyDir = join(tmp, `js-${process.pid}`)
+const warmCache = join(tmp, `warm-cache-${process.pid}`)
+process.on('exit', () => [copyDir, warmCache].forEach((dir) => rmSync(dir, {recursive: true, force: true})))
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => process.exit(1))
+
+// The caller's MOD_* variables (their models, keys, ports) must not reach the tests: each sets what it needs.
+// onnxruntime's usage telemetry is off in everything started here, as bin/run.js turns it off for mod.
+const env = {...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_'))), ORT_DISABLE_TELEMETRY: '1'}
+
+const walk = (dir, keep, skip = new Set()) =>
+  readdirSync(dir).sort().flatMap((name) => {
+    const p = join(dir, name)
+    if (skip.has(relative(root, p)) || name === 'node_modules') return []
+    return statSync(p).isDirectory() ? walk(p, keep, skip) : keep(name) ? [p] : []
+  })
+const copyOf = (file) => join(copyDir, relative(root, file)).replace(/\.ts$/, '.js')
+
+async function writeCopy() {
+  const generated = new Set(['test/fixtures', 'bench/out', 'bench/models', 'bench/.venv'])
+  const sources = ['src', 'test', 'scripts', 'bench'].flatMap((d) => walk(join(root, d), (n) => n.endsWith('.ts') && !n.endsWith('.d.ts'), generated))
+  await Promise.all(sources.map(async (file) => {
+    const {code} = await transform(readFileSync(file, 'utf8'), {
+      loader: 'ts',
+      format: 'esm',
+      target: 'node22',
+      sourcemap: 'inline',
+      sourcefile: file,
+      define: {
+        'import.meta.url': JSON.stringify(pathToFileURL(file).href),
+        'import.meta.dirname': JSON.stringify(dirname(file)),
+        'import.meta.filename': JSON.stringify(file),
+      },
+    })
+    mkdirSync(dirname(copyOf(file)), {recursive: true})
+    writeFileSync(copyOf(file), code)
+  }))
+}
+
+/** Runs node on `args` to its end (killed after FILE_TIMEOUT_MS); resolves with its exit code and output. */
+function run(args, extraEnv = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, args, {cwd: root, env: {...env, ...extraEnv}, stdio: ['ignore', 'pipe', 'pipe']})
+    let out = ''
+    child.stdout.on('data', (d) => (out += d))
+    child.stderr.on('data', (d) => (out += d))
+    const timer = setTimeout(() => {
+      out += `\n[run] timed out after ${FILE_TIMEOUT_MS} ms\n`
+      child.kill('SIGKILL')
+    }, FILE_TIMEOUT_MS)
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      resolve({code, out: out.replace(/\x1b\[[0-9;]*m/g, '')})
+    })
+  })
+}
+
+const files = walk(join(root, 'test'), (n) => n.endsWith('.test.ts'), new Set(['test/fixtures'])).filter(
+  (f) => filters.length === 0 || filters.some((s) => f.includes(s)),
+)
+const started = Date.now()
+if (!statSync(join(root, 'dist'), {throwIfNoEntry: false})) process.stdout.write('dist/ is missing: the tests that start mod fail until `npm run build`\n')
+try {
+  await writeCopy()
+} catch (e) {
+  process.stdout.write(`${e.message}\n\n0 passed, 1 failed, 0 skipped\n`)
+  process.exit(1)
+}
+mkdirSync(warmCache, {recursive: true})
+writeFileSync(join(warmCache, 'policy.yaml'), 'categories:\n  redness:\n    prompts: ["red"]\n    threshold: 0.5\n')
+const fixtures = join(root, 'test', 'fixtures')
+const warm = await run([copyOf(join(root, 'test', 'warm-cache-build.ts')), warmCache, join(warmCache, 'policy.yaml'), join(fixtures, 'photos'), join(fixtures, 'models', 'toy')])
+// Without it the tests still pass, each building what it needs.
+if (warm.code !== 0) process.stdout.write(`the warm cache was not built:\n${warm.out}\n`)
+
+const totals = {passed: 0, failed: 0, skipped: 0}
+const failing = []
+const skips = []
+const times = []
+async function runFiles(queue) {
+  for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
+    const name = relative(root, file)
+    const t0 = Date.now()
+    const {code, out} = await run(['--enable-source-maps', copyOf(file)], {NO_COLOR: '1', FORCE_COLOR: '0', TEST_WARM_CACHE: warmCache})
+    // uvu's summary closes the output; a test may print lines like it before.
+    const count = (label) => Number([...out.matchAll(new RegExp(`^ +${label}: +(\\d+)$`, 'gm'))].at(-1)?.[1] ?? 0)
+    // uvu's Total leaves skipped tests out. A file that exits non-zero with no failed test (a crash) counts as one.
+    const passed = count('Passed')
+    const failed = Math.max(count('Total') - passed, code === 0 ? 0 : 1)
+    const skipped = count('Skipped')
+    const secs = ((Date.now() - t0) / 1000).toFixed(1)
+    process.stdout.write(`\n=== ${name} (${passed} passed, ${failed} failed, ${skipped} skipped, ${secs} s)\n${out.trimEnd()}\n`)
+    totals.passed += passed
+    totals.failed += failed
+    totals.skipped += skipped
+    if (failed > 0) failing.push(name)
+    skips.push(...out.match(/^\[skip\] .*/gm)?.map((line) => `${name}: ${line.slice('[skip] '.length)}`) ?? [])
+    times.push({ms: Date.now() - t0, name})
+  }
+}
+// Round-robin over test/'s folders: the server tests, many of which mostly wait on timers and sockets, run beside
+// the engine and command tests, which mostly compute, instead of all together at the end.
+const byFolder = new Map()
+for (const f of files) {
+  const folder = relative(join(root, 'test'), f).split('/')[0]
+  byFolder.set(folder, [...(byFolder.get(folder) ?? []), f])
+}
+const queue = []
+for (let i = 0; queue.length < files.length; i++) for (const group of byFolder.values()) if (i < group.length) queue.push(group[i])
+await Promise.all(Array.from({length: JOBS}, () => runFiles(queue)))
+
+const slowest = times.sort((a, b) => b.ms - a.ms).slice(0, 10)
+process.stdout.write(`\nslowest files:\n${slowest.map((t) => `${(t.ms / 1000).toFixed(1).padStart(7)} s  ${t.name}`).join('\n')}\n`)
+if (skips.length > 0) process.stdout.write(`\nskipped tests:\n${skips.map((s) => `  ${s}`).join('\n')}\n`)
+if (failing.length > 0) process.stdout.write(`\nfailing files: ${failing.join(', ')}\n`)
+if (noSkips && totals.skipped > 0) process.stdout.write(`\n--no-skips: ${totals.skipped} skipped tests fail this run\n`)
+process.stdout.write(`\n${files.length} test files in ${((Date.now() - started) / 1000).toFixed(1)} s\n`)
+process.stdout.write(`${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped\n`)
+process.exit(totals.failed > 0 || files.length === 0 || (noSkips && totals.skipped > 0) ? 1 : 0)
