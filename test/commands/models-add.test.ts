@@ -14,6 +14,7 @@ import {loadNudenetPreset, type DetectorManifest} from '../../src/lib/signals/nu
 import {BIN, runInProcess, tempDir} from '../helpers/cli.js'
 import {realNudenetFile} from '../helpers/nudenet.js'
 import {testUnless} from '../helpers/skip.js'
+import {onlyThroughProxy} from '../helpers/proxy-env.js'
 
 const dir = tempDir('mod-add-')
 const socket = `mod-add-${process.pid}`
@@ -137,7 +138,7 @@ testUnless(real.missing, 'with the real 320n.onnx: add installs it, list shows i
   const cache = join(dir.path, 'real-cache')
   mkdirSync(cache)
   // A proxy on a closed port: any download would fail.
-  const env = {MOD_CACHE_DIR: cache, HTTPS_PROXY: 'http://127.0.0.1:9'}
+  const env = {MOD_CACHE_DIR: cache, ...onlyThroughProxy('http://127.0.0.1:9')}
   const added = await runInProcess(['models', 'add', 'nudenet', real.path as string], {env})
   assert.is(added.code, 0, added.stderr)
   assert.match(added.stdout, `nudenet is installed in ${join(cache, 'nudenet')}: 320n.onnx (11.59 MiB) matches the pinned sha256`)

@@ -10,6 +10,7 @@ import type {Manifest, ModelFile} from '../../src/lib/model/manifest-types.js'
 import type {PulledFile} from '../../src/lib/model/pull.js'
 import {firstUseWarning} from '../../src/commands/models/pull.js'
 import {ROOT, runCli, runInProcess, tempDir} from '../helpers/cli.js'
+import {onlyThroughProxy} from '../helpers/proxy-env.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
@@ -60,7 +61,7 @@ test('models pull goes through HTTPS_PROXY, and a failure says what to try next'
   const url = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`
   try {
     const cache = join(dir.path, 'proxied')
-    const r = await runCli(['models', 'pull', 'fast'], {env: {MOD_CACHE_DIR: cache, HTTPS_PROXY: url}})
+    const r = await runCli(['models', 'pull', 'fast'], {env: {MOD_CACHE_DIR: cache, ...onlyThroughProxy(url)}})
     assert.is(r.code, 2)
     assert.equal(asked, ['huggingface.co:443'])
     assert.match(own(r.stderr), /^mod: download_failed: cannot fetch [^ ]+ from https:\/\/huggingface\.co\/[^ ]+: the proxy answered HTTP 403; to try next: check HTTPS_PROXY \/ NO_PROXY; or copy an installed model folder/)
@@ -78,7 +79,7 @@ test('models pull nudenet through a proxy that is not there: the failure in plai
   const port = (closed.address() as AddressInfo).port
   await new Promise((resolve) => closed.close(resolve))
   const cache = join(dir.path, 'nudenet-offline')
-  const r = await runInProcess(['models', 'pull', 'nudenet'], {env: {MOD_CACHE_DIR: cache, HTTPS_PROXY: `http://127.0.0.1:${port}`}})
+  const r = await runInProcess(['models', 'pull', 'nudenet'], {env: {MOD_CACHE_DIR: cache, ...onlyThroughProxy(`http://127.0.0.1:${port}`)}})
   assert.is(r.code, 2)
   const [licence, failure] = own(r.stderr).trim().split('\n')
   assert.match(licence, /^NudeNet is licensed AGPL-3\.0/)
@@ -178,7 +179,7 @@ test('models pull nudenet says what the AGPL means, in one stderr line before it
   try {
     const cache = join(dir.path, 'nudenet-pull')
     const url = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`
-    const r = await runInProcess(['models', 'pull', 'nudenet'], {env: {MOD_CACHE_DIR: cache, HTTPS_PROXY: url}})
+    const r = await runInProcess(['models', 'pull', 'nudenet'], {env: {MOD_CACHE_DIR: cache, ...onlyThroughProxy(url)}})
     assert.is(r.code, 2)
     assert.equal(asked, ['github.com:443'])
     const [licence, failure] = own(r.stderr).trim().split('\n')

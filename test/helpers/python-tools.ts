@@ -12,15 +12,25 @@ const PACKAGES = ['pre-commit==4.*', 'junitparser==4.*', 'lxml==6.*']
 const VENV = join(ROOT, 'test', 'fixtures', 'tmp', 'pyvenv')
 const READY = join(VENV, 'ready')
 
+const ready = () => existsSync(READY) && readFileSync(READY, 'utf8') === PACKAGES.join('\n')
+
 /**
- * The python of a virtual environment holding PACKAGES, made on first use with pip (.ci/run makes it before the
- * tests; later runs are offline). Test files that run at once each build in their own folder and rename it into
- * place, so no one sees half an environment; the tools are run as `python -m`, which a moved venv keeps working.
- * `skip` says why there is none (no venv module, PyPI not reachable).
+ * For the tests: the python of the virtual environment holding PACKAGES, or why there is none. Tests never make it:
+ * that needs PyPI, and a test reaches nothing beyond 127.0.0.1. `.ci/run` makes it first (makePythonTools).
  */
 export function pythonTools(): {python: string} | {skip: string} {
+  if (ready()) return {python: join(VENV, 'bin', 'python')}
+  return {skip: `no Python tools in ${VENV}: make them with \`node --import tsx -e "(await import('./test/helpers/python-tools.ts')).makePythonTools()"\` (.ci/run does, with PyPI)`}
+}
+
+/**
+ * Makes the virtual environment of PACKAGES with pip from PyPI, unless it is there: what .ci/run does before the
+ * tests. It is built in a folder of its own and renamed into place, so nothing sees half an environment; the tools
+ * are run as `python -m`, which a moved venv keeps working. `skip` says why there is none (no venv module, no PyPI).
+ */
+export function makePythonTools(): {python: string} | {skip: string} {
   const python = join(VENV, 'bin', 'python')
-  if (existsSync(READY) && readFileSync(READY, 'utf8') === PACKAGES.join('\n')) return {python}
+  if (ready()) return {python}
   const tmp = `${VENV}.${process.pid}`
   rmSync(tmp, {recursive: true, force: true})
   const made = spawnSync('python3', ['-m', 'venv', tmp], {encoding: 'utf8'})
@@ -31,16 +41,7 @@ export function pythonTools(): {python: string} | {skip: string} {
     return {skip: `pip could not install ${PACKAGES.join(', ')}: ${pip.stderr.trim().split('\n').slice(-1)[0]}`}
   }
   writeFileSync(join(tmp, 'ready'), PACKAGES.join('\n'))
-  const ready = () => existsSync(READY) && readFileSync(READY, 'utf8') === PACKAGES.join('\n')
-  if (!ready()) {
-    rmSync(VENV, {recursive: true, force: true})
-    try {
-      renameSync(tmp, VENV)
-    } catch (e) {
-      // Another test file put its environment in place first: use that one.
-      if (!ready()) throw e
-    }
-  }
-  rmSync(tmp, {recursive: true, force: true})
+  rmSync(VENV, {recursive: true, force: true})
+  renameSync(tmp, VENV)
   return {python}
 }
