@@ -12,6 +12,7 @@ import {ROUTES} from './routes/index.js'
 import {ErrorBody, ErrorCode, Health, ModerateJsonRequest, Ready} from './schemas.js'
 import {ImageJob, ImageJobLine, ImageJobManifest} from './jobs/images/schema.js'
 import {formatSizeExact, grouped} from '../lib/sizes.js'
+import {LINGER} from './linger.js'
 import {graceMs} from './upload-places.js'
 import {humanSeconds} from './units.js'
 
@@ -297,6 +298,10 @@ function description(info: OpenApiInfo): string {
     '',
     'Uploads are streamed and the limits are counted as bytes arrive; a video is streamed to disk. Besides ' +
       "`MOD_BODY_MIN_RATE`, the HTTP server's own request timeout ends a request not received whole within 5 minutes.",
+    '',
+    'An error answered before the request body was read to its end (a refused upload) carries `Connection: close`; ' +
+      `the server then ends its side and drops what the client still sends for at most ${humanSeconds(LINGER.ms)} or ` +
+      `${formatSizeExact(LINGER.bytes)} before it closes, so that a client still writing its body reads the answer.`,
     '',
     '## Accepted formats',
     '- Images: JPEG, PNG, WebP, GIF, AVIF, TIFF. For animated GIF/WebP several frames are scored and each ' +

@@ -3,6 +3,7 @@ import type {IncomingMessage, ServerResponse} from 'node:http'
 
 import {errorBodyProblem, jsonSchemaOf, schemaProblem} from './answer-check.js'
 import type {HttpError} from './errors.js'
+import {closeInStages} from './linger.js'
 import type {Reply, Success} from './route.js'
 
 /**
@@ -72,12 +73,16 @@ export function requestIdOfAnswer(res: ServerResponse): string {
 
 /**
  * Sends an error, with the request's id so a report can be matched to the log. When the request body was not read
- * to its end, the connection is closed after the answer: otherwise Node would read (and throw away) the rest of an
- * upload that was refused.
+ * to its end, the connection is closed after the answer, in stages (closeInStages): otherwise Node would read (and
+ * throw away) the whole rest of an upload that was refused.
  */
 export function sendError(res: ServerResponse, e: HttpError, broken?: Broken): void {
-  if (!res.headersSent && !res.destroyed) sentErrors.set(res, e.code)
-  const close: Record<string, string> = bodyUnread(res.req) ? {Connection: 'close'} : {}
+  const unread = bodyUnread(res.req)
+  if (!res.headersSent && !res.destroyed) {
+    sentErrors.set(res, e.code)
+    if (unread) closeInStages(res)
+  }
+  const close: Record<string, string> = unread ? {Connection: 'close'} : {}
   const body = {error: {code: e.code, message: e.message, request_id: requestIdOfAnswer(res)}}
   const problem = errorBodyProblem(body)
   if (problem !== undefined) broken?.(`${res.req.method} ${res.req.url} ${e.status}: the error body breaks its schema: ${problem}`)

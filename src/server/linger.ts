@@ -1,0 +1,38 @@
+import type {ServerResponse} from 'node:http'
+
+/** How long, and how many bytes of it, the rest of a refused body is read and dropped after the answer. */
+export interface Linger {
+  ms: number
+  bytes: number
+}
+
+export const LINGER: Linger = {ms: 2000, bytes: 16 * 1024 * 1024}
+
+/**
+ * Closes the connection of an answer sent before its request body was read (a refused upload) in stages, as RFC 9112
+ * (section 9.6) asks: the answer, then this side's FIN, while what the client still sends is read and dropped.
+ * Closing at once, with unread bytes, makes the kernel reset the connection, and a client still writing its body
+ * then fails on its write before it reads the answer that was sent to it (Node's fetch says "fetch failed").
+ * The reading stops, and the connection is cut, at the client's own close or after `linger.ms` or `linger.bytes`,
+ * whichever comes first: a refused upload is not read to its end.
+ *
+ * Call it on an answer carrying `Connection: close`, before the answer is sent.
+ */
+export function closeInStages(res: ServerResponse, linger: Linger = LINGER): void {
+  const {req, socket} = {req: res.req, socket: res.req.socket}
+  // Once an answer that closes the connection is out, Node calls the socket's destroySoon when it has one (FIN, then
+  // the file descriptor closed with the unread bytes: the reset) and socket.end() when it has none (FIN alone).
+  Object.defineProperty(socket, 'destroySoon', {value: undefined, configurable: true})
+  res.once('finish', () => {
+    const cut = setTimeout(() => socket.destroy(), linger.ms)
+    socket.once('close', () => clearTimeout(cut))
+    let read = 0
+    // Node may have set the body flowing to nowhere already; the rest is counted here instead.
+    req.removeAllListeners('data')
+    req.on('data', (chunk: Buffer) => {
+      read += chunk.length
+      if (read > linger.bytes) socket.destroy()
+    })
+    req.resume()
+  })
+}
