@@ -272,8 +272,11 @@ export interface CallbackReceiver {
   url: string
   /** Every callback so far, in order of arrival. */
   received: Callback[]
-  /** Resolves with the first callback about job `id` (already received or to come). */
-  callbackFor(id: string): Promise<Callback>
+  /**
+   * Resolves with the first callback about job `id` (already received or to come); rejects after `ms` without one,
+   * so that a job that never ends fails its test instead of holding the file until the runner kills it.
+   */
+  callbackFor(id: string, ms?: number): Promise<Callback>
   close(): Promise<void>
 }
 
@@ -294,12 +297,17 @@ export async function callbackReceiver(): Promise<CallbackReceiver> {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
     received,
-    callbackFor: (id) =>
-      new Promise((resolve) => {
+    callbackFor: (id, ms = 60_000) =>
+      new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          arrivals.delete(check)
+          reject(new Error(`no callback about job ${id} within ${ms} ms (${received.length} others received)`))
+        }, ms)
         const check = () => {
           const found = received.find((c) => (JSON.parse(c.body) as {id: string}).id === id)
           if (!found) return
           arrivals.delete(check)
+          clearTimeout(timer)
           resolve(found)
         }
         arrivals.add(check)

@@ -97,6 +97,15 @@ const CHUNKS = 5
 
 test(`${ITEMS} uploaded images on three workers, one killed mid-chunk and Redis killed mid-job: each item has exactly one line`, async () => {
   const workers = [worker(), worker(), worker()]
+  try {
+    await killedRedisJob(workers)
+  } finally {
+    // Left running after a failure, they would take the chunks of the later tests' jobs.
+    await Promise.all(workers.map((w) => w.killed()))
+  }
+})
+
+async function killedRedisJob(workers: ReturnType<typeof worker>[]): Promise<void> {
   await Promise.all(workers.map((w) => w.printed(/^ready$/)))
   const [redPng, bluePng] = await Promise.all([red(), blue()])
   const files = Array.from({length: ITEMS}, (_, i) => ({name: `${i}.png`, data: i % 5 === 0 ? redPng : bluePng}))
@@ -139,8 +148,7 @@ test(`${ITEMS} uploaded images on three workers, one killed mid-chunk and Redis 
   assert.is(await client.hlen(`mod:imagejob:${id}:lines`), ITEMS)
   client.disconnect()
   assert.equal(await readdir(storage), [])
-  await Promise.all(workers.map((w) => w.killed()))
-})
+}
 
 test('DELETE of a queued job drops its chunks: nothing of it stays in Redis or in the storage', async () => {
   const files = Array.from({length: 70}, (_, i) => ({name: `${i}.png`, data: 'x'}))
