@@ -47,7 +47,7 @@ export const modelFlags = {
   }),
   head: Flags.string({description: 'Trained head file: more labels.', helpValue: 'FILE', env: SETTING_VARIABLES.head, helpGroup: MODEL}),
   precision: Flags.string({
-    description: "Encoder weights: fp32, or the model's int8 or fp16 variant (int8: signed weights on VNNI CPUs, else uint8).",
+    description: "Encoder weights: fp32, or the model's int8 or fp16 variant (int8: signed weights on VNNI CPUs, else uint8; MOD_INT8_WEIGHTS=signed|unsigned overrides).",
     helpValue: 'WEIGHTS',
     options: [...PRECISIONS],
     default: 'fp32',

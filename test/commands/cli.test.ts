@@ -93,6 +93,8 @@ test('-h shows each flag with its variable and default, then environment variabl
   assert.is(r.code, 0)
   assert.match(r.stdout, /--cache-dir=DIR\s+\[default: ~\/\.cache\/mod, env: MOD_CACHE_DIR\]/)
   assert.match(r.stdout, /--precision=WEIGHTS\s+\[default: fp32, env: MOD_PRECISION\]/)
+  // The one variable of the model settings without a flag of its own is named by the flag it tunes.
+  assert.match(r.stdout.replace(/\s+/g, ' '), /MOD_INT8_WEIGHTS=signed\|unsigned overrides/)
   assert.match(r.stdout, /ENVIRONMENT VARIABLES\n\s+MOD_MAX_BYTES\s+largest image file/)
   assert.match(r.stdout, /EXIT CODES\n\s+0\s+success.*\n\s+1\s+a violation was found\n\s+2\s+usage[\s\S]*?\n\s+129\s+stopped by SIGHUP.*\n\s+130\s+stopped by Ctrl-C.*\n\s+143\s+stopped by SIGTERM/)
   const serve = await runInProcess(['serve', '--help'])
