@@ -408,6 +408,8 @@ export interface Served {
   url: string
   /** The serving process: the only worker with --workers 1, the cluster primary otherwise. */
   pid: number
+  /** What it has written to stderr so far (its log: one JSON line a request, with the worker's number). */
+  log(): string
   stop(): Promise<void>
 }
 
@@ -430,7 +432,7 @@ export function startServer(args: string[] = [], env: Record<string, string> = {
       const m = /listening on (http:\/\/[^\s"]+)/.exec(log)
       if (m) {
         clearTimeout(timer)
-        resolveServed({url: m[1], pid: child.pid as number, stop})
+        resolveServed({url: m[1], pid: child.pid as number, log: () => log, stop})
       }
     })
     child.once('exit', (code) => {

@@ -51,8 +51,8 @@ await ensureImages()
 const upload = multipartBody(await readFile(HD_JPEG), 'hd.jpg')
 
 /**
- * POSTs the JPEG on a connection of its own: the cluster's primary hands out connections, not requests, to its
- * workers in turn, so a kept-alive connection would warm one worker only.
+ * POSTs the JPEG on a connection of its own: the cluster's primary hands out connections, not requests, so a
+ * kept-alive connection would warm one worker only.
  */
 function moderateOnce(url: string): Promise<number> {
   return new Promise((done, fail) => {
@@ -72,12 +72,16 @@ async function metric(url: string, name: string): Promise<number> {
   return Number(line?.split(' ')[1] ?? Number.NaN)
 }
 
-/** Mapped model files (the stand-in, the shipped specialist, the cache's graphs and weights), by path under the repository. */
+/**
+ * Mapped model files (the stand-in, the shipped specialist, the cache's graphs and weights): a cache entry by its
+ * model's name (`ort/vision_model/weights.bin`), any other file by its path under the repository.
+ */
 function modelFiles(byMapping: Map<string, Mapped>): Map<string, Mapped> {
   const files = new Map<string, Mapped>()
   for (const [name, m] of byMapping) {
     if (!/\.(onnx|bin)$/.test(name) && !name.startsWith(CACHE_DIR)) continue
-    files.set(relative(ROOT, name), m)
+    const cached = /\/ort\/([^/]+?)-[0-9a-f]{16}-[^/]+\/([^/]+)$/.exec(name)
+    files.set(cached ? `cache: ort/${cached[1]}/${cached[2]}` : relative(ROOT, name), m)
   }
   return files
 }
@@ -94,8 +98,31 @@ interface Served {
   primary: number
   /** One worker's memory (the mean over workers), in MiB. */
   worker: {pss: number; anon: number; file: number; rss: number; v8Heap: number; mallocHeap: number; otherAnon: number}
+  /** Warm-up requests each worker answered. */
+  requests: number[]
   /** The first worker's mapped model files. */
   files: Map<string, Mapped>
+}
+
+/** Requests to /v1/moderate answered so far by each of these processes (the pid of the access log's lines). */
+function answeredBy(log: string, pids: number[]): number[] {
+  const lines = log.split('\n').filter((line) => line.includes('"path":"/v1/moderate"'))
+  return pids.map((pid) => lines.filter((line) => line.includes(`"pid":${pid},`)).length)
+}
+
+/**
+ * Sends rounds of one request a worker, each on a new connection, until every worker has answered WARM_REQUESTS:
+ * the primary hands a queued connection to the first worker that takes it, not to each in turn.
+ */
+async function warmUp(server: {url: string; log(): string}, pids: number[]): Promise<void> {
+  for (let sent = 0; Math.min(...answeredBy(server.log(), pids)) < WARM_REQUESTS; sent += pids.length) {
+    if (sent >= 40 * pids.length) throw new Error(`warm-up: requests answered by each worker ${answeredBy(server.log(), pids).join(', ')} after ${sent}`)
+    const statuses = await Promise.all(pids.map(() => moderateOnce(server.url)))
+    const failed = statuses.find((s) => s !== 200)
+    if (failed !== undefined) throw new Error(`warm-up request answered ${failed}`)
+    // The access log line of the last answer may still be on its way through the pipe.
+    await new Promise((done) => setTimeout(done, 50))
+  }
 }
 
 const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length
@@ -103,14 +130,9 @@ const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.le
 async function serve(workers: number, precision: Variant): Promise<Served> {
   const server = await startServer(['--workers', String(workers)], {MOD_PRECISION: precision})
   try {
-    // One request a worker at a time, each on a new connection: the primary hands them out in turn.
-    for (let round = 0; round < WARM_REQUESTS; round++) {
-      const statuses = await Promise.all(Array.from({length: workers}, () => moderateOnce(server.url)))
-      const failed = statuses.find((s) => s !== 200)
-      if (failed !== undefined) throw new Error(`warm-up request answered ${failed}`)
-    }
-    const tree = await treePss(server.pid)
     const pids = workers === 1 ? [server.pid] : await childrenOf(server.pid)
+    await warmUp(server, pids)
+    const tree = await treePss(server.pid)
     const own = await Promise.all(
       pids.map(async (pid) => ({...(await pssOf(pid)), ...(await anonymousPss(pid)), rss: (await residentMiB(pid)).rss})),
     )
@@ -135,6 +157,7 @@ async function serve(workers: number, precision: Variant): Promise<Served> {
         mallocHeap,
         otherAnon: anon - v8Heap - mallocHeap,
       },
+      requests: answeredBy(server.log(), pids),
       files: modelFiles(await memoryByMapping(pids[0])),
     }
   } finally {
@@ -160,8 +183,8 @@ table([
 ])
 process.stdout.write('\n')
 table([
-  ['mod serve', 'PSS total', 'of it anonymous', 'file pages', 'primary', 'vs --workers 1'],
-  ...[fp32, four].map((s) => [s.label, mib(s.pss), mib(s.anon), mib(s.file), mib(s.primary), (s.pss / fp32.pss).toFixed(2)]),
+  ['mod serve', 'warm-up requests a worker', 'PSS total', 'of it anonymous', 'file pages', 'primary', 'vs --workers 1'],
+  ...[fp32, four].map((s) => [s.label, s.requests.join(' '), mib(s.pss), mib(s.anon), mib(s.file), mib(s.primary), (s.pss / fp32.pss).toFixed(2)]),
 ])
 process.stdout.write('\n')
 table([
@@ -172,7 +195,9 @@ process.stdout.write(
   "V8 heap: the code and objects of the loaded modules; glibc main heap: what the main thread mallocs (onnxruntime's\n" +
     "graphs and kernels, libvips); other anonymous: the other threads' malloc arenas, onnxruntime's memory arenas\n" +
     '(activations), weights it copied out of their files, thread stacks. Cluster workers run with MALLOC_ARENA_MAX=2,\n' +
-    `MALLOC_MMAP_THRESHOLD_=1048576 and --max-semi-space-size=4.\nload ${load()}\n\n`,
+    'MALLOC_MMAP_THRESHOLD_=1048576 and --max-semi-space-size=4. The specialist\'s large model (InceptionV3) runs only\n' +
+    "on images its small model passes; this JPEG is not one, so its weights are mapped but not read and it has no arena.\n" +
+    `load ${load()}\n\n`,
 )
 
 // What is left once the weights are shared: each worker's own memory, the shared pages once and the primary.
