@@ -408,6 +408,8 @@ export interface Served {
   url: string
   /** The serving process: the only worker with --workers 1, the cluster primary otherwise. */
   pid: number
+  /** What it has written to stderr so far (its log: one JSON line a request, with the worker's number). */
+  log(): string
   stop(): Promise<void>
 }
 
@@ -430,7 +432,7 @@ export function startServer(args: string[] = [], env: Record<string, string> = {
       const m = /listening on (http:\/\/[^\s"]+)/.exec(log)
       if (m) {
         clearTimeout(timer)
-        resolveServed({url: m[1], pid: child.pid as number, stop})
+        resolveServed({url: m[1], pid: child.pid as number, log: () => log, stop})
       }
     })
     child.once('exit', (code) => {
@@ -492,26 +494,43 @@ export async function treePss(pid: number): Promise<Pss & {processes: number}> {
   return {pss: sum('pss'), anon: sum('anon'), file: sum('file'), processes: all.length}
 }
 
+/** Memory of one kind of mapping, in MiB: resident, proportional, and private copies (`Anonymous`). */
+export interface Mapped {
+  rss: number
+  pss: number
+  anonymous: number
+}
+
 /**
- * A process's own (anonymous) PSS by kind, in MiB, from /proc/<pid>/smaps: glibc's main heap (`[heap]`: what the
- * main thread mallocs: onnxruntime's graphs and kernels, libvips), and the other anonymous mappings (V8's heap,
- * the other threads' malloc arenas and their large blocks: onnxruntime's arenas; thread stacks).
+ * A process's memory by mapping name, from /proc/<pid>/smaps: a mapped file's path, `[heap]` (glibc's main heap),
+ * `[stack]`, or '' for anonymous mappings (V8's heap, the other threads' malloc arenas and their large blocks:
+ * onnxruntime's arenas; thread stacks).
  */
-export async function anonymousPss(pid: number): Promise<{mallocHeap: number; otherAnon: number}> {
+export async function memoryByMapping(pid: number): Promise<Map<string, Mapped>> {
   const smaps = await readFile(`/proc/${pid}/smaps`, 'utf8')
-  let name = ''
-  let mallocHeap = 0
-  let otherAnon = 0
+  const byName = new Map<string, Mapped>()
+  let current: Mapped = {rss: 0, pss: 0, anonymous: 0}
   for (const line of smaps.split('\n')) {
     const mapping = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line)
     if (mapping) {
-      name = mapping[1]
+      const name = mapping[1]
+      current = byName.get(name) ?? {rss: 0, pss: 0, anonymous: 0}
+      byName.set(name, current)
       continue
     }
-    const pss = /^Pss:\s+(\d+)/.exec(line)
-    if (!pss) continue
-    if (name === '[heap]') mallocHeap += Number(pss[1]) / 1024
-    else if (name === '' || name === '[stack]') otherAnon += Number(pss[1]) / 1024
+    const field = /^(Rss|Pss|Anonymous):\s+(\d+) kB/.exec(line)
+    if (field) current[field[1].toLowerCase() as keyof Mapped] += Number(field[2]) / 1024
+  }
+  return byName
+}
+
+/** A process's own (anonymous) PSS by kind, in MiB: glibc's main heap, and the other anonymous mappings. */
+export async function anonymousPss(pid: number): Promise<{mallocHeap: number; otherAnon: number}> {
+  let mallocHeap = 0
+  let otherAnon = 0
+  for (const [name, m] of await memoryByMapping(pid)) {
+    if (name === '[heap]') mallocHeap += m.pss
+    else if (name === '' || name === '[stack]') otherAnon += m.pss
   }
   return {mallocHeap, otherAnon}
 }

@@ -1,106 +1,68 @@
 /**
- * memory: resident memory (VmRSS from /proc/<pid>/status) of one serving worker (`mod serve --workers 1`,
- * where the serving process is the worker) after warm-up: ready, then 20 requests. fp32 three times (glibc's
- * allocator keeps a varying share of the memory freed while the model loads, so one start is not
- * representative), fp32 once more with MALLOC_MMAP_THRESHOLD_ fixed (large blocks then go back to the
- * system when freed), and the int8 and fp16 encoders once each. Target: <= 450 MiB with fp32.
+ * memory: what `mod serve` holds on the default path (CLIP + the embedded NSFW specialist, the `fast` stand-in,
+ * warm caches: each precision is started once first), after warm-up requests (POST /v1/moderate of the 1280x720 JPEG, so that onnxruntime's arenas and
+ * the allocators' pools are as a serving worker has them).
  *
- * Then `mod serve --workers N` for N = 1, 2, 4 (warm graph cache, fp32, the default specialist on): the PSS of
- * the primary and its workers summed (/proc/<pid>/smaps_rollup: a page shared by k processes counts 1/k in
- * each), after 5 requests per worker. The workers map the cached weights file (session.ts), so they share one
- * copy of the weights. Target: N = 4 <= 1.4 x N = 1. Then each worker's own memory by kind (V8's heap from /metrics,
- * glibc's main heap and the other anonymous mappings from /proc/<pid>/smaps), the floor a miss leaves, and N = 1
- * once more with the settings the primary gives its workers (MALLOC_*, --max-semi-space-size), for comparison.
+ * 1. One worker (`mod serve --workers 1`: the serving process is the worker) with fp32 and with int8: its PSS
+ *    (/proc/<pid>/smaps_rollup: a page shared by k processes counts 1/k in each), of it anonymous (the process's
+ *    own) and file pages (mapped weights, libraries), and each mapped model file's share: weights that onnxruntime
+ *    maps from MOD_CACHE_DIR are file pages the workers share; weights it copies are anonymous, one copy a worker.
+ * 2. `mod serve --workers 4` (fp32, the default): the PSS of the primary and its workers summed, against
+ *    `--workers 1`. Target: <= 1.5 x. Then each worker's own memory by kind (V8's heap from /metrics, glibc's main
+ *    heap and the other anonymous mappings from /proc/<pid>/smaps), and the floor a miss leaves.
  */
 import './no-telemetry.js'
 
+import {request} from 'node:http'
 import {readFile} from 'node:fs/promises'
+import {relative} from 'node:path'
 
 import {
+  anonymousPss,
+  CACHE_DIR,
+  childrenOf,
   ensureImages,
   HD_JPEG,
   header,
   load,
-  median,
-  moderateOnce,
+  memoryByMapping,
   multipartBody,
+  pssOf,
   requireStandin,
   residentMiB,
-  treePss,
-  anonymousPss,
-  childrenOf,
-  pssOf,
+  ROOT,
   saveResults,
-  STANDIN_DIR,
   startServer,
   table,
+  treePss,
   verdict,
+  type Mapped,
   type Variant,
 } from './lib.js'
 
-const TARGET = 450
-const CLUSTER_SIZES = [1, 2, 4]
-const WARM_REQUESTS_PER_WORKER = 5
-/** PSS of 4 workers over that of 1. */
-const CLUSTER_TARGET = 1.4
-const WARM_REQUESTS = 20
-const FP32_STARTS = 3
-/** Large allocations (the model's temporary copies while loading) are mmapped, so freeing returns them. */
-const MMAP_THRESHOLD = {MALLOC_MMAP_THRESHOLD_: String(1 << 20)}
+/** PSS of `--workers 4` over that of `--workers 1`. */
+const CLUSTER_TARGET = 1.5
+/** Warm-up requests per worker. */
+const WARM_REQUESTS = 5
 
-header('memory', `resident memory of one serving worker after ${WARM_REQUESTS} requests`)
+header('memory', `PSS of mod serve on the default path after ${WARM_REQUESTS} requests a worker`)
 requireStandin()
 await ensureImages()
 const upload = multipartBody(await readFile(HD_JPEG), 'hd.jpg')
 
-interface Sample {
-  label: string
-  ready: number
-  warm: number
-  peak: number
-  anon: number
-}
-
-async function sample(label: string, env: Record<string, string> = {}): Promise<Sample> {
-  const server = await startServer([], env)
-  try {
-    const ready = await residentMiB(server.pid)
-    for (let i = 0; i < WARM_REQUESTS; i++) {
-      const status = await moderateOnce(server.url, upload)
-      if (status !== 200) throw new Error(`warm-up request answered ${status}`)
-    }
-    const warm = await residentMiB(server.pid)
-    return {label, ready: ready.rss, warm: warm.rss, peak: warm.peak, anon: warm.anon}
-  } finally {
-    await server.stop()
-  }
-}
-
-const samples: Sample[] = []
-for (let i = 0; i < FP32_STARTS; i++) samples.push(await sample(`fp32 start ${i + 1}`))
-samples.push(await sample('fp32, MALLOC_MMAP_THRESHOLD_=1MiB', MMAP_THRESHOLD))
-const offered = JSON.parse(await readFile(`${STANDIN_DIR}/manifest.json`, 'utf8')) as {variants?: Record<string, unknown>}
-for (const variant of ['int8', 'fp16'] as Variant[]) {
-  if (offered.variants?.[variant]) samples.push(await sample(variant, {MOD_PRECISION: variant}))
-}
-
-const mib = (v: number) => `${v.toFixed(0)} MiB`
-table([['worker', 'ready', 'after warm-up', 'of it anonymous', 'peak (VmHWM)'], ...samples.map((s) => [s.label, mib(s.ready), mib(s.warm), mib(s.anon), mib(s.peak)])])
-const weights = JSON.parse(await readFile(`${STANDIN_DIR}/manifest.json`, 'utf8')) as {files: {role: string; size: number}[]}
-const imageWeights = (weights.files.find((f) => f.role === 'image_encoder')?.size ?? 0) / 2 ** 20
-process.stdout.write(`\nfp32 image encoder weights alone: ${mib(imageWeights)} (the text encoder is not loaded on a warm prompt cache)\n\n`)
-
-interface Cluster {
-  label: string
-  workers: number
-  pss: number
-  anon: number
-  file: number
-  processes: number
-  /** The primary's PSS (0 with one worker: the serving process is the worker). */
-  primary: number
-  /** One worker's own memory, the mean over workers, in MiB. */
-  worker: {anon: number; v8Heap: number; mallocHeap: number; otherAnon: number}
+/**
+ * POSTs the JPEG on a connection of its own: the cluster's primary hands out connections, not requests, so a
+ * kept-alive connection would warm one worker only.
+ */
+function moderateOnce(url: string): Promise<number> {
+  return new Promise((done, fail) => {
+    const req = request(`${url}/v1/moderate`, {method: 'POST', agent: false, headers: {'content-type': upload.contentType, 'content-length': upload.body.length}}, (res) => {
+      res.resume()
+      res.once('end', () => done(res.statusCode ?? 0))
+    })
+    req.once('error', fail)
+    req.end(upload.body)
+  })
 }
 
 /** GET /metrics → the value of one sample (summed over the workers by the primary). */
@@ -110,77 +72,145 @@ async function metric(url: string, name: string): Promise<number> {
   return Number(line?.split(' ')[1] ?? Number.NaN)
 }
 
-async function cluster(workers: number, label = `N = ${workers}`, env: Record<string, string> = {}): Promise<Cluster> {
-  const server = await startServer(['--workers', String(workers)], env)
+/**
+ * Mapped model files (the stand-in, the shipped specialist, the cache's graphs and weights): a cache entry by its
+ * model's name (`ort/vision_model/weights.bin`), any other file by its path under the repository.
+ */
+function modelFiles(byMapping: Map<string, Mapped>): Map<string, Mapped> {
+  const files = new Map<string, Mapped>()
+  for (const [name, m] of byMapping) {
+    if (!/\.(onnx|bin)$/.test(name) && !name.startsWith(CACHE_DIR)) continue
+    const cached = /\/ort\/([^/]+?)-[0-9a-f]{16}-[^/]+\/([^/]+)$/.exec(name)
+    files.set(cached ? `cache: ort/${cached[1]}/${cached[2]}` : relative(ROOT, name), m)
+  }
+  return files
+}
+
+interface Served {
+  label: string
+  workers: number
+  precision: Variant
+  /** Summed over the primary and its workers. */
+  pss: number
+  anon: number
+  file: number
+  /** The primary's PSS (0 with one worker: the serving process is the worker). */
+  primary: number
+  /** One worker's memory (the mean over workers), in MiB. */
+  worker: {pss: number; anon: number; file: number; rss: number; v8Heap: number; mallocHeap: number; otherAnon: number}
+  /** Warm-up requests each worker answered. */
+  requests: number[]
+  /** The first worker's mapped model files. */
+  files: Map<string, Mapped>
+}
+
+/** Requests to /v1/moderate answered so far by each of these processes (the pid of the access log's lines). */
+function answeredBy(log: string, pids: number[]): number[] {
+  const lines = log.split('\n').filter((line) => line.includes('"path":"/v1/moderate"'))
+  return pids.map((pid) => lines.filter((line) => line.includes(`"pid":${pid},`)).length)
+}
+
+/**
+ * Sends rounds of one request a worker, each on a new connection, until every worker has answered WARM_REQUESTS:
+ * the primary hands a queued connection to the first worker that takes it, not to each in turn.
+ */
+async function warmUp(server: {url: string; log(): string}, pids: number[]): Promise<void> {
+  for (let sent = 0; Math.min(...answeredBy(server.log(), pids)) < WARM_REQUESTS; sent += pids.length) {
+    if (sent >= 40 * pids.length) throw new Error(`warm-up: requests answered by each worker ${answeredBy(server.log(), pids).join(', ')} after ${sent}`)
+    const statuses = await Promise.all(pids.map(() => moderateOnce(server.url)))
+    const failed = statuses.find((s) => s !== 200)
+    if (failed !== undefined) throw new Error(`warm-up request answered ${failed}`)
+    // The access log line of the last answer may still be on its way through the pipe.
+    await new Promise((done) => setTimeout(done, 50))
+  }
+}
+
+const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length
+
+async function serve(workers: number, precision: Variant): Promise<Served> {
+  const server = await startServer(['--workers', String(workers)], {MOD_PRECISION: precision})
   try {
-    // Requests in parallel, so that the primary hands them to every worker (round robin).
-    await Promise.all(
-      Array.from({length: workers}, async () => {
-        for (let i = 0; i < WARM_REQUESTS_PER_WORKER; i++) {
-          const status = await moderateOnce(server.url, upload)
-          if (status !== 200) throw new Error(`warm-up request answered ${status}`)
-        }
-      }),
-    )
+    const pids = workers === 1 ? [server.pid] : await childrenOf(server.pid)
+    await warmUp(server, pids)
     const tree = await treePss(server.pid)
-    const workerPids = workers === 1 ? [server.pid] : await childrenOf(server.pid)
-    const own = await Promise.all(workerPids.map(async (pid) => ({...(await pssOf(pid)), ...(await anonymousPss(pid))})))
-    const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length
-    const anon = mean(own.map((o) => o.anon))
-    const mallocHeap = mean(own.map((o) => o.mallocHeap))
+    const own = await Promise.all(
+      pids.map(async (pid) => ({...(await pssOf(pid)), ...(await anonymousPss(pid)), rss: (await residentMiB(pid)).rss})),
+    )
     // V8's heap is anonymous memory outside [heap]; prom-client's gauge is summed over the workers.
     const v8Heap = (await metric(server.url, 'nodejs_heap_size_total_bytes')) / 2 ** 20 / workers
+    const anon = mean(own.map((o) => o.anon))
+    const mallocHeap = mean(own.map((o) => o.mallocHeap))
     return {
-      label,
+      label: `${precision}, --workers ${workers}`,
       workers,
-      ...tree,
+      precision,
+      pss: tree.pss,
+      anon: tree.anon,
+      file: tree.file,
       primary: workers === 1 ? 0 : (await pssOf(server.pid)).pss,
-      worker: {anon, v8Heap, mallocHeap, otherAnon: anon - v8Heap - mallocHeap},
+      worker: {
+        pss: mean(own.map((o) => o.pss)),
+        anon,
+        file: mean(own.map((o) => o.file)),
+        rss: mean(own.map((o) => o.rss)),
+        v8Heap,
+        mallocHeap,
+        otherAnon: anon - v8Heap - mallocHeap,
+      },
+      requests: answeredBy(server.log(), pids),
+      files: modelFiles(await memoryByMapping(pids[0])),
     }
   } finally {
     await server.stop()
   }
 }
 
-const clusters: Cluster[] = []
-for (const n of CLUSTER_SIZES) clusters.push(await cluster(n))
-// A single process given the settings the primary gives its workers (the documented environment for it).
-const WORKER_SETTINGS = {MALLOC_MMAP_THRESHOLD_: '1048576', MALLOC_ARENA_MAX: '2', NODE_OPTIONS: '--max-semi-space-size=4'}
-const tuned = await cluster(1, "N = 1, the workers' settings", WORKER_SETTINGS)
-clusters.push(tuned)
-const one = clusters[0].pss
+// A first start builds what is missing from the graph cache, and glibc keeps much of what that freed: start each
+// precision once before measuring, so that every measured start is a warm one.
+for (const precision of ['fp32', 'int8'] as Variant[]) await (await startServer([], {MOD_PRECISION: precision})).stop()
+
+const fp32 = await serve(1, 'fp32')
+const int8 = await serve(1, 'int8')
+const four = await serve(4, 'fp32')
+const all = [fp32, int8, four]
+const mib = (v: number) => `${v.toFixed(0)} MiB`
+
 process.stdout.write('\n')
 table([
-  ['mod serve --workers N', 'processes', 'PSS total', 'of it anonymous', 'file pages', 'primary', 'vs N = 1'],
-  ...clusters.map((c) => [c.label, c.processes, mib(c.pss), mib(c.anon), mib(c.file), mib(c.primary), (c.pss / one).toFixed(2)]),
+  ['one worker (mean over workers)', 'PSS', 'of it anonymous', 'file pages', 'RSS'],
+  ...all.map((s) => [s.label, mib(s.worker.pss), mib(s.worker.anon), mib(s.worker.file), mib(s.worker.rss)]),
 ])
 process.stdout.write('\n')
 table([
-  ['one worker\'s own memory (mean)', 'anonymous PSS', 'V8 heap', 'glibc main heap', 'other anonymous'],
-  ...clusters.map((c) => [c.label, mib(c.worker.anon), mib(c.worker.v8Heap), mib(c.worker.mallocHeap), mib(c.worker.otherAnon)]),
+  ['mapped model files of a worker', 'resident', 'PSS', 'private copies'],
+  ...all.flatMap((s) => [...s.files].map(([path, m]) => [`${s.label}: ${path}`, mib(m.rss), mib(m.pss), mib(m.anonymous)])),
+])
+process.stdout.write('\n')
+table([
+  ['mod serve', 'warm-up requests a worker', 'PSS total', 'of it anonymous', 'file pages', 'primary', 'vs --workers 1'],
+  ...[fp32, four].map((s) => [s.label, s.requests.join(' '), mib(s.pss), mib(s.anon), mib(s.file), mib(s.primary), (s.pss / fp32.pss).toFixed(2)]),
+])
+process.stdout.write('\n')
+table([
+  ["one worker's own memory (mean)", 'anonymous PSS', 'V8 heap', 'glibc main heap', 'other anonymous'],
+  ...all.map((s) => [s.label, mib(s.worker.anon), mib(s.worker.v8Heap), mib(s.worker.mallocHeap), mib(s.worker.otherAnon)]),
 ])
 process.stdout.write(
-  'V8 heap: the code and objects of the loaded modules; glibc main heap: what the main thread mallocs (onnxruntime\'s\n' +
-    'graphs and kernels, libvips); other anonymous: the other threads\' malloc arenas, onnxruntime\'s memory arenas\n' +
-    '(activations), thread stacks. Cluster workers run with MALLOC_ARENA_MAX=2 and --max-semi-space-size=4.\n',
-)
-const four = clusters.find((c) => c.workers === 4) as Cluster
-process.stdout.write(
-  `--workers 4 against a single process given the workers' settings ` +
-    `(${Object.entries(WORKER_SETTINGS).map(([k, v]) => `${k}=${v}`).join(' ')}): ${mib(four.pss)} / ${mib(tuned.pss)} = ` +
-    `${(four.pss / tuned.pss).toFixed(2)}\nload ${load()}\n\n`,
+  "V8 heap: the code and objects of the loaded modules; glibc main heap: what the main thread mallocs (onnxruntime's\n" +
+    "graphs and kernels, libvips); other anonymous: the other threads' malloc arenas, onnxruntime's memory arenas\n" +
+    '(activations), weights it copied out of their files, thread stacks. Cluster workers run with MALLOC_ARENA_MAX=2,\n' +
+    'MALLOC_MMAP_THRESHOLD_=1048576 and --max-semi-space-size=4. The specialist\'s large model (InceptionV3) runs only\n' +
+    "on images its small model passes; this JPEG is not one, so its weights are mapped but not read and it has no arena.\n" +
+    `load ${load()}\n\n`,
 )
 
-const fp32 = median(samples.slice(0, FP32_STARTS).map((s) => s.warm))
-// What is left once the weights are shared: each worker's V8 heap and glibc main heap are those of a node process
-// that has loaded the engine and its sessions; the floor counts them, the shared pages and the primary.
+// What is left once the weights are shared: each worker's own memory, the shared pages once and the primary.
 const w = four.worker
-const floor = (four.file + four.primary + 4 * (w.v8Heap + w.mallocHeap)) / one
+const floor = (four.file + four.primary + 4 * (w.v8Heap + w.mallocHeap)) / fp32.pss
 const left =
   `floor ${floor.toFixed(2)} (shared file pages ${mib(four.file)} + primary ${mib(four.primary)} + 4 x (V8 heap ${mib(w.v8Heap)} + ` +
-  `glibc main heap ${mib(w.mallocHeap)})); also left per worker: ${mib(w.otherAnon)} other anonymous (onnxruntime's arenas, thread arenas, stacks)`
-const verdicts = [
-  verdict('memory', `fp32 worker after warm-up, median of ${FP32_STARTS} starts`, 'VmRSS', fp32, 'max', TARGET, ' MiB', 0),
-  verdict('memory', `--workers 4 PSS ${mib(four.pss)}, --workers 1 ${mib(one)}`, 'ratio', four.pss / one, 'max', CLUSTER_TARGET, '', 2, left),
-]
-await saveResults('memory', verdicts, {samples, imageWeightsMiB: imageWeights, clusters})
+  `glibc main heap ${mib(w.mallocHeap)})); also left per worker: ${mib(w.otherAnon)} other anonymous`
+process.stdout.write(`memory: one worker's PSS after warm-up: fp32 ${mib(fp32.pss)}, int8 ${mib(int8.pss)}\n`)
+const verdicts = [verdict('memory', `--workers 4 PSS ${mib(four.pss)}, --workers 1 ${mib(fp32.pss)}`, 'ratio', four.pss / fp32.pss, 'max', CLUSTER_TARGET, '', 2, left)]
+const record = (s: Served) => ({...s, files: Object.fromEntries(s.files)})
+await saveResults('memory', verdicts, {fp32: record(fp32), int8: record(int8), workers4: record(four)})

@@ -45,8 +45,9 @@ function anchor(heading: string): string {
   return heading.toLowerCase().replaceAll(/[^a-z0-9 _-]/g, '').replaceAll(' ', '-')
 }
 
+/** The headings' anchors of a page, or of another Markdown file the pages link to (bench/README.md). */
 function anchors(page: string): Set<string> {
-  const body = (text.get(page) as string).replaceAll(/^```[\s\S]*?^```$/gm, '')
+  const body = (text.get(page) ?? readFileSync(join(ROOT, page), 'utf8')).replaceAll(/^```[\s\S]*?^```$/gm, '')
   return new Set([...body.matchAll(/^#+ (.+)$/gm)].map((m) => anchor(m[1])))
 }
 

@@ -6,16 +6,18 @@
  * format with the weights in a separate file (`optimizedModelFilePath` with external initializers), and beside
  * them the weights as onnxruntime prepacks them for this CPU's matrix kernels. A session then starts from that:
  * onnxruntime maps the weights file instead of parsing a protobuf that holds them and copying them out of it,
- * which roughly halves the CPU time of creating the session, and runs on the prepacked weights where they lie
- * in the mapped file. The weights are then file pages, read-only and shared: the workers of `mod serve
- * --workers N` hold one copy between them instead of one each (bench/README.md, memory). The saved graph is
- * optimised up to onnxruntime's `extended` level and the remaining `all` optimisations run at load; since the
- * prepacked layout depends on the CPU, the CPU is part of the entry's key.
+ * which roughly halves the CPU time of creating the session, and runs on the weights where they lie in the
+ * mapped file. The weights are then file pages, read-only and shared: the workers of `mod serve --workers N`
+ * hold one copy between them instead of one each (bench/README.md, memory). The graph is saved fully optimised
+ * (onnxruntime's `all` level), convolutions in the blocked layout of this CPU's vector width included: saved at
+ * a lower level, every process would lay out each convolution's weights again in its own memory at load (the
+ * NSFW specialist's InceptionV3: about 90 MiB a process). Since the saved layouts depend on the CPU, the CPU
+ * (its model and, where the system lists them, its instruction-set flags) is part of the entry's key.
  */
 import {createHash, randomBytes} from 'node:crypto'
 import {createRequire} from 'node:module'
 import {cpus} from 'node:os'
-import {mkdir, readdir, rename, rm, stat} from 'node:fs/promises'
+import {mkdir, readdir, readFile, rename, rm, stat} from 'node:fs/promises'
 import {basename, join, resolve} from 'node:path'
 
 import * as ort from 'onnxruntime-node'
@@ -35,8 +37,8 @@ export interface SessionOptions {
   cacheDir?: string
 }
 
-/** Graph optimisations saved in the cache: `extended` is the last level without hardware-specific layouts. */
-const SAVED_LEVEL = 'extended'
+/** Graph optimisations saved in the cache: all of them, this CPU's layouts included (see above). */
+const SAVED_LEVEL = 'all'
 const MODEL_FILE = 'model.onnx'
 const WEIGHTS_FILE = 'weights.bin'
 /** A temporary build folder this old was left by a process that died while building. */
@@ -102,8 +104,16 @@ interface CacheEntry {
 
 const ORT_VERSION = (createRequire(import.meta.url)('onnxruntime-node/package.json') as {version: string}).version
 
-/** The CPU model and architecture: what prepacked weights are laid out for. */
-const CPU = `${process.arch} ${cpus()[0]?.model ?? 'unknown'}`
+/**
+ * The CPU's architecture, model and instruction-set flags: what prepacked weights and blocked convolutions are laid
+ * out for. The flags come from /proc/cpuinfo (`flags` on x86, `Features` on Arm) where there is one; elsewhere the
+ * model's name alone tells CPUs apart.
+ */
+async function cpuKey(): Promise<string> {
+  const info = await readFile('/proc/cpuinfo', 'utf8').catch(() => '')
+  const flags = /^(?:flags|Features)\s*:(.*)$/m.exec(info)?.[1].trim().split(/\s+/).sort().join(' ') ?? ''
+  return `${process.arch} ${cpus()[0]?.model ?? 'unknown'} ${flags}`
+}
 
 const digest = (value: unknown) => createHash('sha256').update(JSON.stringify(value)).digest('hex').slice(0, 16)
 
@@ -123,8 +133,7 @@ export async function removeCachedGraphs(path: string, cacheDir: string): Promis
 /**
  * Where the optimised graph of this model file is cached. The key holds what changes the saved files: the
  * model file (path, size, modification time), the onnxruntime version, the saved optimisation level, execution
- * providers and the CPU (prepacked weights). Threads and memory options do not change them, so every worker
- * shares one entry.
+ * providers and the CPU (cpuKey). Threads and memory options do not change them, so every worker shares one entry.
  */
 export async function cacheEntry(path: string, o: SessionOptions, cacheDir: string): Promise<CacheEntry> {
   const file = resolve(path)
@@ -139,7 +148,7 @@ export async function cacheEntry(path: string, o: SessionOptions, cacheDir: stri
   }
   const root = join(cacheDir, 'ort')
   const prefix = cachePrefix(file)
-  const key = digest({size, mtime, ort: ORT_VERSION, level: SAVED_LEVEL, providers: sessionOptions(o).executionProviders, cpu: CPU})
+  const key = digest({size, mtime, ort: ORT_VERSION, level: SAVED_LEVEL, providers: sessionOptions(o).executionProviders, cpu: await cpuKey()})
   return {root, dir: join(root, prefix + key), prefix}
 }
 
@@ -155,6 +164,8 @@ async function buildEntry(path: string, o: SessionOptions, entry: CacheEntry): P
     const builder = await create(path, {
       ...sessionOptions(o),
       graphOptimizationLevel: SAVED_LEVEL,
+      // onnxruntime warns that a graph saved at this level holds this CPU's layouts: the key says so already.
+      logSeverityLevel: 3,
       optimizedModelFilePath: join(tmp, MODEL_FILE),
       extra: {
         session: {
