@@ -10,6 +10,7 @@ import type {RgbImage} from '../../../src/lib/types.js'
 import {storedLayout} from '../../../src/lib/image/orientation.js'
 import {rejection} from '../../helpers/errors.js'
 import {greyPng, manyFrameGif, pngClaiming} from '../../helpers/hostile-images.js'
+import {sharpRuns} from '../../helpers/sharp-runs.js'
 
 const LIMITS: ImageLimits = {maxBytes: 25 * 1024 * 1024, maxPixels: 100_000_000}
 const RED = [255, 0, 0]
@@ -185,31 +186,14 @@ test('decodes a large JPEG reduced, turned as its orientation says, with its sca
   assert.ok(r < 8 && b > 247, `bottom ${pixel(reduced, 224, 500)}`)
 })
 
-/** Counts libvips pipelines run to a buffer (sharp's toBuffer) while `work` runs. */
-async function pipelinesRun(work: () => Promise<unknown>): Promise<number> {
-  const proto = sharp.prototype as {toBuffer: (...args: unknown[]) => unknown}
-  const original = proto.toBuffer
-  let runs = 0
-  proto.toBuffer = function (this: unknown, ...args: unknown[]) {
-    runs++
-    return original.apply(this, args)
-  }
-  try {
-    await work()
-  } finally {
-    proto.toBuffer = original
-  }
-  return runs
-}
-
 test('a JPEG or WebP is decoded, scaled and turned in one libvips pipeline; a 16-bit PNG is turned in a second, on 8-bit pixels', async () => {
   const jpeg = await distinct(3).jpeg({quality: 100}).withMetadata({orientation: 6}).toBuffer()
   const webp = await distinct(3).webp({lossless: true}).withMetadata({orientation: 5}).toBuffer()
   const png16 = await distinct(4, true).png().withMetadata({orientation: 6}).toBuffer()
   const probed = await Promise.all([jpeg, webp, png16].map((f) => probeImage(f)))
-  assert.is(await pipelinesRun(() => decodeImage(jpeg, LIMITS, probed[0])), 1, 'jpeg')
-  assert.is(await pipelinesRun(() => decodeImage(webp, LIMITS, probed[1])), 1, 'webp')
-  assert.is(await pipelinesRun(() => decodeImage(png16, LIMITS, probed[2])), 2, 'png16')
+  assert.is((await sharpRuns(() => decodeImage(jpeg, LIMITS, probed[0]))).pipelines, 1, 'jpeg')
+  assert.is((await sharpRuns(() => decodeImage(webp, LIMITS, probed[1]))).pipelines, 1, 'webp')
+  assert.is((await sharpRuns(() => decodeImage(png16, LIMITS, probed[2]))).pipelines, 2, 'png16')
 })
 
 test('a large JPEG decoded reduced and turned in one pipeline has the pixels of its reduced decode turned afterwards', async () => {
