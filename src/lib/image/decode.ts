@@ -197,18 +197,23 @@ function options(limits: ImageLimits, probe: ImageProbe, extra: SharpOptions): S
 }
 
 /**
- * A still in two steps, so that only 8-bit RGB is ever held whole. First the stored image, unrotated, at the
- * size planDecode gives: read strip by strip, flattened, converted, cast (and scaled) as it streams, whatever
- * its depth and bands (a float RGBA TIFF is 16 bytes a pixel; libvips holds its whole input only to rotate or
- * transpose it, which is why EXIF orientation is not applied there). Then the orientation, on the 8-bit pixels.
+ * A still, at the size planDecode gives, read strip by strip, flattened, converted, cast (and scaled) as it
+ * streams, whatever its depth and bands, then turned as its EXIF orientation says. libvips holds a whole image to
+ * turn it: for a JPEG or WebP, 8-bit already, it turns the scaled image in the same pipeline (one pass over the
+ * pixels, the common case of a phone photo); any other format is turned in a second step, on the 8-bit pixels
+ * (a float RGBA TIFF is 16 bytes a pixel). Both give the same pixels: turns and mirrors commute with the
+ * conversions, which work pixel by pixel.
  */
 async function decodeStill(input: Buffer, probe: ImageProbe, limits: ImageLimits, frameSide?: number): Promise<RgbImage> {
   const {orientation} = probe
   const plan = planDecode(probe, limits, frameSide)
   let image = sharp(input, options(limits, probe, {autoOrient: false}))
   if (plan.width !== probe.width || plan.height !== probe.height) image = image.resize(plan.width, plan.height, {fit: 'fill', kernel: plan.reduced ? 'cubic' : 'lanczos3'})
+  const eightBit = probe.format === 'jpeg' || probe.format === 'webp'
+  if (orientation !== 1 && eightBit) image = reorient(image, orientation)
   const decoded = await toRgb(image).toBuffer({resolveWithObject: true})
-  const {data, info} = orientation === 1 ? decoded : await reorient(sharp(decoded.data, {raw: {...decoded.info, channels: 3}}), orientation).raw().toBuffer({resolveWithObject: true})
+  const {data, info} =
+    orientation === 1 || eightBit ? decoded : await reorient(sharp(decoded.data, {raw: {...decoded.info, channels: 3}}), orientation).raw().toBuffer({resolveWithObject: true})
   const scale = probe.width / plan.width
   return {data, width: info.width, height: info.height, ...(scale === 1 ? {} : {scale}), ...(orientation === 1 ? {} : {orientation})}
 }

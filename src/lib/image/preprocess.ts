@@ -2,6 +2,7 @@ import sharp from 'sharp'
 
 import type {Preprocessing} from '../model/manifest-types.js'
 import type {RgbImage} from './rgb.js'
+import type {Box} from './trim.js'
 
 /**
  * Size after resizing the shortest side to `shortest`, keeping the aspect ratio, rounded as transformers.js
@@ -52,19 +53,47 @@ export async function preprocess(
     throw new RangeError(`preprocess: ${tensorSize(p)} floats at offset ${offset} do not fit in ${out.length}`)
   }
   const target = resizedSize(img.width, img.height, p.resize)
-  const {data, stride} = await resized(img, target, p.resample)
-  const {width, height} = target
-
-  const lut = normalisationTable(p)
   const {crop} = p
+  const box = {left: cropOffset(target.width, crop), top: cropOffset(target.height, crop), width: crop, height: crop}
+  const lut = normalisationTable(p)
+  if (box.left >= 0 && box.top >= 0) {
+    writeCrop(await resized(img, target, p.resample, box), crop, lut, out, offset)
+  } else {
+    writePadded(await resized(img, target, p.resample), target, box, lut, out, offset)
+  }
+  return out
+}
+
+/** RGB pixels in rows of `stride` pixels, the part read starting at pixel `start`. */
+interface Window {
+  data: Buffer
+  stride: number
+  start: number
+}
+
+/** The normalised CHW planes of a crop x crop window lying inside its image: one pass, no bounds to check. */
+function writeCrop({data, stride, start}: Window, crop: number, lut: Float32Array, out: Float32Array, offset: number): void {
   const plane = crop * crop
-  const left = cropOffset(width, crop)
-  const top = cropOffset(height, crop)
   for (let y = 0; y < crop; y++) {
-    const sy = top + y
+    let s = 3 * (start + y * stride)
+    const end = offset + (y + 1) * crop
+    for (let o = offset + y * crop; o < end; o++, s += 3) {
+      out[o] = lut[data[s]]
+      out[o + plane] = lut[256 + data[s + 1]]
+      out[o + 2 * plane] = lut[512 + data[s + 2]]
+    }
+  }
+}
+
+/** The crop of an image smaller than it on a side: the pixels outside it are 0 before normalisation. */
+function writePadded({data, stride}: Window, size: {width: number; height: number}, box: Box, lut: Float32Array, out: Float32Array, offset: number): void {
+  const crop = box.width
+  const plane = crop * crop
+  for (let y = 0; y < crop; y++) {
+    const sy = box.top + y
     for (let x = 0; x < crop; x++) {
-      const sx = left + x
-      const inside = sy >= 0 && sy < height && sx >= 0 && sx < width
+      const sx = box.left + x
+      const inside = sy >= 0 && sy < size.height && sx >= 0 && sx < size.width
       const s = 3 * (sy * stride + sx)
       const o = offset + y * crop + x
       out[o] = lut[inside ? data[s] : 0]
@@ -72,7 +101,6 @@ export async function preprocess(
       out[o + 2 * plane] = lut[512 + (inside ? data[s + 2] : 0)]
     }
   }
-  return out
 }
 
 /**
@@ -90,16 +118,20 @@ const STEP = 3.9
 const PAD = 2
 
 /**
- * The image at `target` size, as Pillow's resize makes it, by libvips: rows of `stride` pixels, of which the
- * first `target.width` are the image. A reduction is libvips' resize with the Catmull-Rom (`cubic`) or triangle
- * (`linear`) kernel, a convolution whose support scales with the factor, as Pillow's BICUBIC and BILINEAR
- * (bicubic in steps of less than STEP). An enlargement is the bicubic or bilinear interpolator at pixel centres
- * (output x at input (x + 0.5) / scale - 0.5, what Pillow's kernel computes when it enlarges), the edge pixels
- * repeated beyond the image; libvips' own resize would place the samples half an output pixel off.
+ * The image at `target` size, as Pillow's resize makes it, by libvips, and within it the window `box` (inside
+ * it) that is read: `start` is the box's first pixel in rows of `stride` pixels. A reduction is libvips' resize
+ * with the Catmull-Rom (`cubic`) or triangle (`linear`) kernel, a convolution whose support scales with the
+ * factor, as Pillow's BICUBIC and BILINEAR (bicubic in steps of less than STEP); its last step extracts the box
+ * in the same libvips pipeline, which then computes the box's pixels only (each output pixel depends on its
+ * position alone, so they are those of the whole resized image). An enlargement is the bicubic or bilinear
+ * interpolator at pixel centres (output x at input (x + 0.5) / scale - 0.5, what Pillow's kernel computes when
+ * it enlarges), the edge pixels repeated beyond the image; libvips' own resize would place the samples half an
+ * output pixel off. An image already at `target` is read where it is.
  */
-async function resized(img: RgbImage, target: {width: number; height: number}, resample: Preprocessing['resample']): Promise<{data: Buffer; stride: number}> {
+async function resized(img: RgbImage, target: {width: number; height: number}, resample: Preprocessing['resample'], box?: Box): Promise<Window> {
   const {data, width, height} = img
-  if (target.width === width && target.height === height) return {data, stride: width}
+  const at = (stride: number) => (box ? box.top * stride + box.left : 0)
+  if (target.width === width && target.height === height) return {data, stride: width, start: at(width)}
   const raw = (pixels: Buffer, w: number, h: number) => sharp(pixels, {raw: {width: w, height: h, channels: 3}})
   if (target.width >= width && target.height >= height) {
     const padded = await raw(data, width, height).extend({top: PAD, bottom: PAD, left: PAD, right: PAD, extendWith: 'copy'}).raw().toBuffer()
@@ -107,18 +139,19 @@ async function resized(img: RgbImage, target: {width: number; height: number}, r
       .affine([target.width / width, 0, 0, target.height / height], {interpolator: resample, idx: 0.5 - PAD, idy: 0.5 - PAD, odx: -0.5, ody: -0.5})
       .raw()
       .toBuffer({resolveWithObject: true})
-    return {data: enlarged.data, stride: enlarged.info.width}
+    return {data: enlarged.data, stride: enlarged.info.width, start: at(enlarged.info.width)}
   }
   const kernel = resample === 'bicubic' ? 'cubic' : 'linear'
   const factor = Math.max(width / target.width, height / target.height)
   const steps = kernel === 'cubic' ? Math.max(1, Math.ceil(Math.log(factor) / Math.log(STEP))) : 1
   let current = {data, width, height}
-  for (let i = 1; i <= steps; i++) {
-    const size = i === steps ? target : {width: Math.round(width / factor ** (i / steps)), height: Math.round(height / factor ** (i / steps))}
+  for (let i = 1; i < steps; i++) {
+    const size = {width: Math.round(width / factor ** (i / steps)), height: Math.round(height / factor ** (i / steps))}
     const next = await raw(current.data, current.width, current.height).resize(size.width, size.height, {kernel, fit: 'fill'}).raw().toBuffer()
     current = {data: next, ...size}
   }
-  return {data: current.data, stride: current.width}
+  const last = raw(current.data, current.width, current.height).resize(target.width, target.height, {kernel, fit: 'fill'})
+  return {data: await (box ? last.extract(box) : last).raw().toBuffer(), stride: box ? box.width : target.width, start: 0}
 }
 
 /** Normalised value of each 8-bit level per channel, rounded to float32 after each step (as transformers.js does it). */

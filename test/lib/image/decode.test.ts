@@ -10,6 +10,7 @@ import type {RgbImage} from '../../../src/lib/types.js'
 import {storedLayout} from '../../../src/lib/image/orientation.js'
 import {rejection} from '../../helpers/errors.js'
 import {greyPng, manyFrameGif, pngClaiming} from '../../helpers/hostile-images.js'
+import {sharpRuns} from '../../helpers/sharp-runs.js'
 
 const LIMITS: ImageLimits = {maxBytes: 25 * 1024 * 1024, maxPixels: 100_000_000}
 const RED = [255, 0, 0]
@@ -183,6 +184,37 @@ test('decodes a large JPEG reduced, turned as its orientation says, with its sca
   near(pixel(reduced, 224, 100), RED, 8, 'top')
   const [r, , b] = pixel(reduced, 224, 500)
   assert.ok(r < 8 && b > 247, `bottom ${pixel(reduced, 224, 500)}`)
+})
+
+test('a JPEG or WebP is decoded, scaled and turned in one libvips pipeline; a 16-bit PNG is turned in a second, on 8-bit pixels', async () => {
+  const jpeg = await distinct(3).jpeg({quality: 100}).withMetadata({orientation: 6}).toBuffer()
+  const webp = await distinct(3).webp({lossless: true}).withMetadata({orientation: 5}).toBuffer()
+  const png16 = await distinct(4, true).png().withMetadata({orientation: 6}).toBuffer()
+  const probed = await Promise.all([jpeg, webp, png16].map((f) => probeImage(f)))
+  assert.is((await sharpRuns(() => decodeImage(jpeg, LIMITS, probed[0]))).pipelines, 1, 'jpeg')
+  assert.is((await sharpRuns(() => decodeImage(webp, LIMITS, probed[1]))).pipelines, 1, 'webp')
+  assert.is((await sharpRuns(() => decodeImage(png16, LIMITS, probed[2]))).pipelines, 2, 'png16')
+})
+
+test('a large JPEG decoded reduced and turned in one pipeline has the pixels of its reduced decode turned afterwards', async () => {
+  const width = 1500
+  const height = 1400
+  const data = Buffer.alloc(width * height * 3)
+  for (let i = 0; i < data.length; i++) data[i] = (i * 2_654_435_761) >>> 24
+  for (const orientation of [3, 6, 7]) {
+    const jpeg = await raw(data, width, height).jpeg({quality: 90}).withMetadata({orientation}).toBuffer()
+    const [reduced] = await decodeImage(jpeg, LIMITS, undefined, 224)
+    const plan = planDecode({width, height, format: 'jpeg'}, LIMITS, 224)
+    assert.ok(plan.reduced)
+    // The two steps decoding took before: the stored image reduced, then turned (6: a quarter clockwise; 7: mirrored, then so).
+    const stored = await sharp(jpeg, {autoOrient: false}).resize(plan.width, plan.height, {fit: 'fill', kernel: 'cubic'}).raw().toBuffer({resolveWithObject: true})
+    const expected = await sharp(stored.data, {raw: {width: stored.info.width, height: stored.info.height, channels: 3}})
+      .rotate(orientation === 3 ? 180 : 90)
+      .flop(orientation === 7)
+      .raw()
+      .toBuffer()
+    assert.ok(reduced.data.equals(expected), `orientation ${orientation}: pixels`)
+  }
 })
 
 test('decodedPixels: the frames scored of an animation, a still at its planned size', () => {
