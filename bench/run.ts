@@ -16,7 +16,7 @@ import {parseArgs} from 'node:util'
 import type {Manifest, Precision} from '../src/lib/model/manifest-types.js'
 import {benchEngine, ensureImages, load, machine, readResults, ROOT, STANDIN_DIR} from './lib.js'
 
-const SCRIPTS = ['latency', 'int8', 'spinning', 'shrink', 'http', 'peer', 'folder', 'memory', 'startup', 'video', 'nsfw']
+const SCRIPTS = ['latency', 'int8', 'spinning', 'shrink', 'http', 'headline', 'peer', 'folder', 'memory', 'startup', 'video', 'nsfw']
 /**
  * Run only when named, with no stand-in: verdicts needs photo sets this repository does not ship (bench/verdicts.ts
  * says which); answer-check needs only the toy model (npm run fixtures).

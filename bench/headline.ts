@@ -1,0 +1,116 @@
+/**
+ * headline: the figures README states, each against its target, measured over HTTP on the built CLI.
+ *
+ * - `mod serve --workers 1 --precision int8` on the stand-in, default path (CLIP + the NSFW specialist): POST
+ *   /v1/moderate of the 1280x720 JPEG, one request at a time, median (target <= 25 ms on 2 AVX-512 VNNI cores).
+ *   Beside it the same server with the weights an AVX2 CPU runs (MOD_INT8_WEIGHTS=unsigned: uint8 weights,
+ *   chosen there because AVX2's u8 x s8 instruction can saturate), on this CPU; the figure of an AVX2 CPU itself
+ *   comes from running this script on one.
+ * - The same with fp32 (target <= 42 ms).
+ * - A fresh install's path: no CLIP model anywhere (an empty MOD_CACHE_DIR, no MOD_MODEL_DIR), the embedded
+ *   specialist alone (target <= 8 ms).
+ * - `mod scan DIR --ndjson` on that fresh install over ../shared/data/ordinary-photos (or the folder given as
+ *   the first argument): images per second, its start-up (the median wall time of a scan of one image) left out
+ *   (target >= 150 images/s).
+ *
+ * Each server is warmed (its graph cache built by an earlier start, then WARMUP requests) before REQUESTS timed
+ * requests. Absolute targets: run it on a quiet machine, and read the load printed with it.
+ */
+import './no-telemetry.js'
+
+import {mkdtemp, readdir, readFile, rm} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
+import {join, resolve} from 'node:path'
+
+import {
+  ensureImages,
+  HD_JPEG,
+  header,
+  load,
+  median,
+  multipartBody,
+  percentile,
+  requireStandin,
+  ROOT,
+  runCli,
+  saveResults,
+  startServer,
+  table,
+  verdict,
+  type Verdict,
+} from './lib.js'
+
+const WARMUP = 10
+const REQUESTS = 60
+const STARTUP_RUNS = 5
+const TARGETS = {int8: 25, fp32: 42, specialist: 8, scan: 150}
+const PHOTOS = resolve(process.argv[2] ?? join(ROOT, '..', 'shared', 'data', 'ordinary-photos'))
+
+header('headline', 'the README figures over HTTP (1280x720 JPEG, 1 worker) and mod scan of a photo folder, fresh install')
+requireStandin()
+await ensureImages()
+const upload = multipartBody(await readFile(HD_JPEG), 'hd.jpg')
+const vnni = /\bavx512_vnni\b/.test(await readFile('/proc/cpuinfo', 'utf8').catch(() => ''))
+
+/** Sequential requests to a fresh server: the median and p90 of the timed ones, in ms. */
+async function serve(args: string[], env: Record<string, string>): Promise<{median: number; p90: number}> {
+  // A first start builds the graph cache entries (as a deployed server's first start does), then a timed one.
+  for (let start = 0; start < 2; start++) {
+    const server = await startServer(args, env)
+    try {
+      const times: number[] = []
+      for (let i = 0; i < WARMUP + (start === 1 ? REQUESTS : 0); i++) {
+        const t0 = performance.now()
+        const res = await fetch(`${server.url}/v1/moderate`, {method: 'POST', headers: {'content-type': upload.contentType}, body: new Uint8Array(upload.body)})
+        await res.arrayBuffer()
+        if (res.status !== 200) throw new Error(`POST /v1/moderate answered ${res.status}`)
+        if (i >= WARMUP) times.push(performance.now() - t0)
+      }
+      if (start === 1) return {median: median(times), p90: percentile(times, 90)}
+    } finally {
+      await server.stop()
+    }
+  }
+  throw new Error('unreachable')
+}
+
+const fresh = await mkdtemp(join(tmpdir(), 'mod-bench-fresh-'))
+/** A fresh install: nothing but the embedded specialist (MOD_MODEL_DIR cleared, an empty cache). */
+const freshEnv = {MOD_MODEL_DIR: '', MOD_CACHE_DIR: fresh}
+const figures: Record<string, unknown> = {vnni}
+const verdicts: Verdict[] = []
+try {
+  const int8 = await serve(['--workers', '1', '--precision', 'int8'], {})
+  const avx2Weights = await serve(['--workers', '1', '--precision', 'int8'], {MOD_INT8_WEIGHTS: 'unsigned'})
+  const fp32 = await serve(['--workers', '1'], {})
+  const specialist = await serve(['--workers', '1'], freshEnv)
+  Object.assign(figures, {int8, avx2Weights, fp32, specialist})
+  table([
+    ['POST /v1/moderate, 1 worker', 'median', 'p90'],
+    [`int8, default path (${vnni ? 'signed weights: VNNI' : 'this CPU'})`, int8.median.toFixed(1), int8.p90.toFixed(1)],
+    ['int8, the weights of an AVX2 CPU (uint8), on this CPU', avx2Weights.median.toFixed(1), avx2Weights.p90.toFixed(1)],
+    ['fp32, default path', fp32.median.toFixed(1), fp32.p90.toFixed(1)],
+    ['fresh install: the specialist alone', specialist.median.toFixed(1), specialist.p90.toFixed(1)],
+  ])
+  const cpu = vnni ? 'on VNNI' : 'this CPU has no VNNI: the target is for VNNI'
+  verdicts.push(verdict('headline', `int8, ${cpu}; AVX2 weights ${avx2Weights.median.toFixed(1)} ms`, 'median', int8.median, 'max', TARGETS.int8, ' ms', 1))
+  verdicts.push(verdict('headline', 'fp32', 'median', fp32.median, 'max', TARGETS.fp32, ' ms', 1))
+  verdicts.push(verdict('headline', 'the specialist alone', 'median', specialist.median, 'max', TARGETS.specialist, ' ms', 1))
+
+  const photos = (await readdir(PHOTOS)).filter((f) => /\.(jpe?g|png|webp|gif|avif|tiff?)$/i.test(f))
+  const one = join(PHOTOS, photos[0])
+  const startups: number[] = []
+  for (let i = 0; i < STARTUP_RUNS; i++) startups.push((await runCli(['scan', one, '--ndjson'], freshEnv)).ms)
+  const startup = median(startups)
+  const scan = await runCli(['scan', PHOTOS, '--ndjson'], freshEnv)
+  const scanned = scan.stdout.trim().split('\n').length
+  if (scan.code > 1 || scanned !== photos.length) throw new Error(`mod scan exited ${scan.code} with ${scanned} lines for ${photos.length} photos:\n${scan.stderr}`)
+  const rate = scanned / ((scan.ms - startup) / 1000)
+  Object.assign(figures, {scan: {photos: scanned, ms: scan.ms, startupMs: startup, imagesPerSecond: rate}})
+  process.stdout.write(`mod scan ${PHOTOS}: ${scanned} photos in ${(scan.ms / 1000).toFixed(2)} s, start-up ${startup.toFixed(0)} ms\n`)
+  verdicts.push(verdict('headline', `mod scan of ${scanned} photos, fresh install`, 'images/s', rate, 'min', TARGETS.scan, '', 0))
+} finally {
+  await rm(fresh, {recursive: true, force: true})
+}
+process.stdout.write(`load ${load()}\n`)
+await saveResults('headline', verdicts, figures)
