@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Prints what an installed checkout of mod depends on, for the GitHub Action's cache of node_modules and dist:
 // `<lock>-<build>`, the sha256 (first 16 hex digits) of package-lock.json, which decides node_modules, and of what
-// the build reads (src/, package.json, the tsconfig files, the manifest's ordering script: paths and contents), which
+// the build reads (src/, package.json, the tsconfig files, the build's scripts: paths and contents), which
 // decides dist. The rest of the checkout (models, docs, tests) is used from the checkout itself, never from the
 // cache, so it is not hashed: hashing it would cost every job a read of its tens of megabytes.
 // In Node rather than sha256sum, which macOS runners lack.
@@ -10,7 +10,7 @@ import {existsSync, readFileSync, readdirSync} from 'node:fs'
 import {join, relative} from 'node:path'
 
 const root = process.argv[2] ?? '.'
-const BUILD_INPUTS = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts/manifest-order.mjs']
+const BUILD_INPUTS = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts/bundle-typebox.mjs', 'scripts/manifest-order.mjs']
 
 function files(dir) {
   return readdirSync(dir, {withFileTypes: true})

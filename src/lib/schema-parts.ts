@@ -3,7 +3,7 @@
  * [0, 1], boxes in pixels, labels. Nothing here knows the signal registry, so a signal folder can import it
  * without an import cycle; schemas.ts assembles the results from these and from each signal's evidence.
  */
-import {Type} from 'typebox'
+import {Type} from './typebox.js'
 
 /** Every object of a result is closed: a field that is not declared is a bug the server's tests see. */
 export const closed = {additionalProperties: false} as const

@@ -1,4 +1,4 @@
-import {Type} from 'typebox'
+import {Type} from './typebox.js'
 
 import {PRESETS} from './policy/types.js'
 import {closed, Label, Origin, parentName, unit, Violation} from './schema-parts.js'

@@ -1,6 +1,6 @@
 /** Shapes shared by the engine's modules and its adapters; the results are declared in schemas.ts. */
 
-import type {Static} from 'typebox'
+import type {Static} from './typebox.js'
 
 import type * as S from './schemas.js'
 

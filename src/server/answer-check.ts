@@ -1,5 +1,5 @@
 import type {ErrorObject, ValidateFunction} from 'ajv/dist/2020.js'
-import type {TSchema} from 'typebox'
+import type {TSchema} from '../lib/typebox.js'
 
 import {createAjv} from './ajv.js'
 import type {Success} from './route.js'

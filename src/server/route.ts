@@ -1,6 +1,6 @@
 import type {ServerResponse} from 'node:http'
 
-import type {Static, TObject, TSchema} from 'typebox'
+import type {Static, TObject, TSchema} from '../lib/typebox.js'
 
 import type {Limits} from '../lib/config/settings.js'
 import type {Request, RouteContext} from './context.js'

@@ -1,4 +1,4 @@
-import {Type} from 'typebox'
+import {Type} from '../lib/typebox.js'
 
 import {CategoryState, Coverage, SignalStates} from '../lib/schemas.js'
 import {DEFAULT_SAMPLING, MAX_FPS, MAX_MIN_FRAMES, MIN_FPS} from '../lib/video/options.js'

@@ -1,7 +1,7 @@
 import type {IncomingMessage} from 'node:http'
 
 import type {ErrorObject, ValidateFunction} from 'ajv/dist/2020.js'
-import type {Static, TObject, TSchema} from 'typebox'
+import type {Static, TObject, TSchema} from '../lib/typebox.js'
 
 import {ModError} from '../lib/errors.js'
 import {createAjv} from './ajv.js'

@@ -1,4 +1,4 @@
-import {Type, type TSchema} from 'typebox'
+import {Type, type TSchema} from '../../lib/typebox.js'
 
 import type {ItemResult} from '../../lib/engine.js'
 import {ModError} from '../../lib/errors.js'

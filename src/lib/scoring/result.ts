@@ -1,5 +1,5 @@
 /** Labels → the moderation result. Scores stay floats until here, where they are rounded once. */
-import type {Static} from 'typebox'
+import type {Static} from '../typebox.js'
 
 import type {Label as LabelSchema, Origin, Violation as ViolationSchema} from '../schema-parts.js'
 import {roundScore} from './calibrate.js'

@@ -3,7 +3,7 @@
  * result's fields, what they found in the frames of a video segment becomes the segment's, each signal's through
  * its own evidence kind (signal.ts), in registry order.
  */
-import type {TProperties} from 'typebox'
+import type {TProperties} from '../typebox.js'
 
 import type {EvidenceKind, SegmentEvidence, Signal} from './signal.js'
 

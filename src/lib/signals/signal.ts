@@ -4,7 +4,7 @@
  * inference core (core.ts) opens the signals a setup wants, prepares each frame for every one of them, runs
  * their models on batches of frames and combines what they say into labels.
  */
-import type {Static, TObject, TProperties} from 'typebox'
+import type {Static, TObject, TProperties} from '../typebox.js'
 
 import type {RgbImage} from '../image/rgb.js'
 import type {Int8Weights, Precision} from '../model/manifest-types.js'

@@ -1,4 +1,4 @@
-import {Type, type Static} from 'typebox'
+import {Type, type Static} from '../../lib/typebox.js'
 
 import {Segment, VideoResult} from '../../lib/schemas.js'
 import {ErrorCode} from '../schemas.js'

@@ -1,4 +1,4 @@
-import type {Static} from 'typebox'
+import type {Static} from '../../lib/typebox.js'
 
 import {coverageOf} from '../../lib/signals/listing.js'
 import type {RouteContext} from '../context.js'

@@ -2,7 +2,7 @@ import {randomUUID} from 'node:crypto'
 import type {ServerResponse} from 'node:http'
 import {join} from 'node:path'
 
-import {Type} from 'typebox'
+import {Type} from '../../lib/typebox.js'
 
 import type {ServerSettings} from '../../lib/config/settings.js'
 import {isModError, ModError} from '../../lib/errors.js'

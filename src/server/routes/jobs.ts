@@ -1,6 +1,6 @@
 import {randomUUID} from 'node:crypto'
 
-import {Type} from 'typebox'
+import {Type} from '../../lib/typebox.js'
 
 import {emptyFileError, isModError, ModError} from '../../lib/errors.js'
 import {callbackAddresses} from '../../lib/fetch/callback.js'

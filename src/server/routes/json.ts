@@ -1,4 +1,4 @@
-import type {Static} from 'typebox'
+import type {Static} from '../../lib/typebox.js'
 
 import {ModError} from '../../lib/errors.js'
 import {ModerationResult} from '../../lib/schemas.js'

@@ -2,7 +2,7 @@
  * What the codes signal reports in results: the codes read (format, payload, box) and the rules they hit; in a
  * video segment, the codes its frames held and the hits of the rules feeding its category.
  */
-import {Type, type Static} from 'typebox'
+import {Type, type Static} from '../../typebox.js'
 
 import {closed, pixelBox} from '../../schema-parts.js'
 import type {EvidenceKind, SegmentEvidence} from '../signal.js'

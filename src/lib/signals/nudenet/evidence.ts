@@ -1,5 +1,5 @@
 /** What the NudeNet detector reports in results: the body parts it found, as `regions`, with their boxes. */
-import {Type, type Static} from 'typebox'
+import {Type, type Static} from '../../typebox.js'
 
 import {closed, pixelBox} from '../../schema-parts.js'
 import type {EvidenceKind} from '../signal.js'

@@ -2,7 +2,7 @@
  * What the hash-list signal reports in results: per list, the nearest listed entry an image matched; per video
  * segment, each listed entry its frames matched, nearest first.
  */
-import {Type, type Static} from 'typebox'
+import {Type, type Static} from '../../typebox.js'
 
 import {closed} from '../../schema-parts.js'
 import type {EvidenceKind, SegmentEvidence} from '../signal.js'

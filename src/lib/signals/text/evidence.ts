@@ -2,7 +2,7 @@
  * What the text signal reports in results: the lines read, the rules that matched them and whether reading
  * stopped early; in a video segment, what its frames read (when the policy reads the text of videos).
  */
-import {Type, type Static} from 'typebox'
+import {Type, type Static} from '../../typebox.js'
 
 import {closed, pixelBox} from '../../schema-parts.js'
 import type {EvidenceKind, SegmentEvidence} from '../signal.js'
