@@ -22,7 +22,7 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY bin ./bin
 COPY src ./src
-COPY scripts/manifest-order.mjs ./scripts/
+COPY scripts/bundle-typebox.mjs scripts/manifest-order.mjs ./scripts/
 RUN npm run build
 
 FROM ${NODE_IMAGE} AS deps
