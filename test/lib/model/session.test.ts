@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert'
 import {isModError} from '../../../src/lib/errors.js'
 import * as ort from 'onnxruntime-node'
 
-import {cacheEntry, openSession, sessionOptions} from '../../../src/lib/model/session.js'
+import {cacheEntry, openSession, sessionOptions, type ModelSession} from '../../../src/lib/model/session.js'
 import {buildVisionModel} from '../../../scripts/onnx/vit.js'
 import {TINY_VISION} from '../../helpers/tiny-clip.js'
 
@@ -49,7 +49,7 @@ test('a file onnxruntime cannot load is invalid_config naming the file', async (
 })
 
 /** The toy encoder's output for a fixed input: a cached graph must give exactly this. */
-async function output(session: ort.InferenceSession): Promise<number[]> {
+async function output(session: ModelSession): Promise<number[]> {
   const pixels = Float32Array.from({length: 3 * 224 * 224}, (_, i) => ((i * 7919) % 1000) / 500 - 1)
   const out = await session.run({pixel_values: new ort.Tensor('float32', pixels, [1, 3, 224, 224])})
   return Array.from(out[session.outputNames[0]].data as Float32Array)
@@ -90,7 +90,7 @@ test('the cache also holds the weights prepacked for this CPU, which sessions ru
     await writeFile(model, buildVisionModel(TINY_VISION, 1))
     const size = TINY_VISION.imageSize
     const pixels = Float32Array.from({length: 3 * size * size}, (_, i) => Math.sin(i))
-    const run = async (session: ort.InferenceSession) => {
+    const run = async (session: ModelSession) => {
       const out = await session.run({pixel_values: new ort.Tensor('float32', pixels, [1, 3, size, size])})
       await session.release()
       return Array.from(out.image_embeds.data as Float32Array)
