@@ -39,6 +39,22 @@ interface Thread {
 let thread: Thread | undefined
 let nextAsk = 0
 
+/** What the sessions of a model file did in this process. */
+export interface SessionActivity {
+  readonly opened: number
+  readonly runs: number
+}
+
+const activity = new Map<string, {opened: number; runs: number}>()
+
+/**
+ * What the sessions of this process did so far, by model file (the path they were opened from): sessions opened
+ * and runs asked of them. The sessions live in the thread, out of reach of a caller that would watch onnxruntime.
+ */
+export function sessionActivity(): ReadonlyMap<string, SessionActivity> {
+  return new Map([...activity].map(([path, a]) => [path, {...a}]))
+}
+
 /**
  * Built (dist), the compiled inference-worker.js sits beside this file; run from the sources (tsx, the tests)
  * only inference-worker.ts does, and the thread registers tsx's loader before importing it.
@@ -114,12 +130,16 @@ export async function openThreadSession(path: string, options: ort.InferenceSess
   if (!('session' in opened)) throw new Error('the inference thread did not open the session')
   const {session, inputNames, outputNames, inputMetadata} = opened
   const owner = thread
+  const tally = activity.get(path) ?? {opened: 0, runs: 0}
+  activity.set(path, tally)
+  tally.opened++
   let released = false
   return {
     inputNames,
     outputNames,
     inputMetadata,
     async run(feeds, fetches) {
+      tally.runs++
       const wired = Object.fromEntries(Object.entries(feeds).map(([name, t]) => [name, wire(t)]))
       const out = await ask({op: 'run', session, feeds: wired, ...(fetches ? {fetches: [...fetches]} : {})})
       if (!('outputs' in out)) throw new Error('the inference thread sent no outputs')

@@ -6,6 +6,7 @@ import * as ort from 'onnxruntime-node'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
+import {sessionActivity} from '../../../src/lib/model/inference-thread.js'
 import {openSession, sessionOptions} from '../../../src/lib/model/session.js'
 import {buildVisionModel} from '../../../scripts/onnx/vit.js'
 
@@ -74,6 +75,16 @@ test('a run that fails rejects with onnxruntime\'s message, and the session runs
   await session.release()
   const refused = await session.run(feeds()).catch((e: unknown) => e)
   assert.match((refused as Error).message, 'released')
+})
+
+test('the process counts, per model file, the sessions opened from it and the runs asked of them', async () => {
+  const before = sessionActivity().get(TOY) ?? {opened: 0, runs: 0}
+  const session = await openSession(TOY, {threads: 1, keepArena: false})
+  const input = {pixel_values: new ort.Tensor('float32', pixels.subarray(0, 3 * 224 * 224), [1, 3, 224, 224])}
+  await session.run(input)
+  await session.run(input)
+  await session.release()
+  assert.equal(sessionActivity().get(TOY), {opened: before.opened + 1, runs: before.runs + 2})
 })
 
 test.run()
