@@ -56,12 +56,13 @@ export function sessionActivity(): ReadonlyMap<string, SessionActivity> {
 }
 
 /**
- * Built (dist), the compiled inference-worker.js sits beside this file; run from the sources (tsx, the tests)
+ * Built (dist), the compiled inference-worker.js sits beside this module (also in a JavaScript copy of the sources,
+ * which import.meta.resolve finds where import.meta.url may name the source); run from the sources through tsx,
  * only inference-worker.ts does, and the thread registers tsx's loader before importing it.
  */
 function startWorker(): Worker {
-  const js = new URL('./inference-worker.js', import.meta.url)
-  if (existsSync(fileURLToPath(js))) return new Worker(js)
+  const js = new URL(import.meta.resolve('./inference-worker.js'))
+  if (js.pathname.endsWith('.js') && existsSync(fileURLToPath(js))) return new Worker(js)
   const ts = new URL('./inference-worker.ts', import.meta.url).href
   const tsx = import.meta.resolve('tsx/esm/api')
   return new Worker(`import(${JSON.stringify(tsx)}).then((t) => t.register()).then(() => import(${JSON.stringify(ts)}))`, {eval: true})
