@@ -106,14 +106,15 @@ type Question = Ask extends infer A ? (A extends Ask ? Omit<A, 'id'> : never) : 
 
 async function ask(question: Question): Promise<Answer> {
   const t = (thread ??= startThread())
-  await t.ready
   const id = nextAsk++
-  return new Promise<Answer>((resolve, reject) => {
-    t.waiting.set(id, {resolve, reject})
-    // A run in flight keeps the process alive, as one on the main thread would.
-    t.worker.ref()
-    t.worker.postMessage({...question, id})
-  })
+  const answered = new Promise<Answer>((resolve, reject) => t.waiting.set(id, {resolve, reject}))
+  // A question waiting for its answer (or for the thread to start) keeps the process alive, as work on the main
+  // thread would.
+  t.worker.ref()
+  // A thread that could not start has rejected `answered` already.
+  await t.ready.catch(() => undefined)
+  if (t.waiting.has(id)) t.worker.postMessage({...question, id})
+  return answered
 }
 
 function wire(t: ort.Tensor): WireTensor {
@@ -140,6 +141,7 @@ export async function openThreadSession(path: string, options: ort.InferenceSess
     outputNames,
     inputMetadata,
     async run(feeds, fetches) {
+      if (thread !== owner) throw new Error('the inference thread stopped, and its sessions with it')
       tally.runs++
       const wired = Object.fromEntries(Object.entries(feeds).map(([name, t]) => [name, wire(t)]))
       const out = await ask({op: 'run', session, feeds: wired, ...(fetches ? {fetches: [...fetches]} : {})})

@@ -1,6 +1,9 @@
+import {execFile} from 'node:child_process'
 import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {createRequire} from 'node:module'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
+import {fileURLToPath, pathToFileURL} from 'node:url'
 
 import * as ort from 'onnxruntime-node'
 import {test} from 'uvu'
@@ -9,6 +12,7 @@ import * as assert from 'uvu/assert'
 import {sessionActivity} from '../../../src/lib/model/inference-thread.js'
 import {openSession, sessionOptions} from '../../../src/lib/model/session.js'
 import {buildVisionModel} from '../../../scripts/onnx/vit.js'
+import {moduleFor, nodeArgs, SCRIPT_EXT} from '../../helpers/ts-script.js'
 
 const TOY = join(import.meta.dirname, '..', '..', 'fixtures', 'models', 'toy', 'onnx', 'vision_model.onnx')
 const BATCH = 8
@@ -85,6 +89,25 @@ test('the process counts, per model file, the sessions opened from it and the ru
   await session.run(input)
   await session.release()
   assert.equal(sessionActivity().get(TOY), {opened: before.opened + 1, runs: before.runs + 2})
+})
+
+test('the thread keeps a process alive while it works for it, and no longer: a script that opens a session and runs it prints the output and ends', async () => {
+  const session = moduleFor(fileURLToPath(new URL('../../../src/lib/model/session.ts', import.meta.url)))
+  const ort = createRequire(import.meta.url).resolve('onnxruntime-node')
+  const script = join(dir, `only-inference${SCRIPT_EXT}`)
+  writeFileSync(
+    script,
+    `import {openSession} from ${JSON.stringify(pathToFileURL(session).href)}
+const ort = await import(${JSON.stringify(pathToFileURL(ort).href)})
+const s = await openSession(${JSON.stringify(TOY)}, {threads: 1, keepArena: false})
+const out = await s.run({pixel_values: new ort.Tensor('float32', new Float32Array(3 * 224 * 224), [1, 3, 224, 224])})
+process.stdout.write(String(out[s.outputNames[0]].dims))
+`,
+  )
+  const printed = await new Promise<string>((resolve, reject) =>
+    execFile(process.execPath, nodeArgs(script), {timeout: 30_000}, (e, stdout, stderr) => (e ? reject(new Error(`${e.message}\n${stderr}`)) : resolve(stdout))),
+  )
+  assert.match(printed, /^1,\d+$/)
 })
 
 test.run()
