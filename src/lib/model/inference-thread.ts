@@ -7,6 +7,11 @@
  * time (onnxruntime's own intra-op threads do each run's work). One thread for the whole process rather than one
  * per engine, as onnxruntime's environment is the process's. Tensors cross by copy (structured clone): the 600
  * KB of a 224 x 224 image take a fraction of a millisecond. An idle thread does not keep the process alive.
+ *
+ * The cores are shared, not multiplied: while a run keeps onnxruntime's intra-op threads busy, decoding the next
+ * image takes one more thread (libvips works on one thread per image where sharp keeps its default on Linux with
+ * glibc, which mod does not raise: more decoding threads would take cores from the inference threads, and each
+ * of onnxruntime's parallel steps waits for its slowest thread).
  */
 import {existsSync} from 'node:fs'
 import {fileURLToPath} from 'node:url'
