@@ -23,6 +23,8 @@
  * carries the floor this run measured for it: the single request cannot beat the bare pair plus receiving,
  * decoding and CLIP's exact resize; 4 clients cannot beat a batch's share of inference plus each image's
  * preparing spread over the cores; 16 clients queued on one worker wait 16 / rate on average (Little's law).
+ *
+ * `--overlap` runs only the short measure of a worker that overlaps its stages (bench/http-overlap.ts).
  */
 import './no-telemetry.js'
 
@@ -53,6 +55,7 @@ import {
   verdict,
   type Verdict,
 } from './lib.js'
+import {overlapFigures} from './http-overlap.js'
 
 const CLIENTS = 4
 const TURNS = 8
@@ -69,6 +72,14 @@ const TARGETS = {
 }
 /** No request of the 16 clients slower than this many single-request medians. */
 const OVERLOAD_FACTOR = 4
+
+if (process.argv.includes('--overlap')) {
+  header('http-overlap', 'POST /v1/moderate with a 1280x720 JPEG, 1 worker, fp32: 4 and 16 clients against one-at-a-time bare pairs')
+  requireStandin()
+  await ensureImages()
+  await overlapFigures(multipartBody(await readFile(HD_JPEG), 'hd.jpg'))
+  process.exit(0)
+}
 
 header('http', `POST /v1/moderate with a 1280x720 JPEG, 1 worker: ${CLIENTS} clients and single requests vs bare runs; default (CLIP + specialist) first`)
 requireStandin()

@@ -24,7 +24,7 @@ import {chooseInt8Weights, signedModelFile} from '../src/lib/model/int8-weights.
 import type {Int8Weights, Precision} from '../src/lib/model/manifest-types.js'
 import {nsfwModelDir} from '../src/lib/signals/nsfw/model.js'
 import {DEFAULT_NSFW_MODEL, NSFW_INPUT, NSFW_MODELS, NSFW_SIZE, type NsfwManifests} from '../src/lib/signals/nsfw/manifest.js'
-import {openSession, sessionOptions} from '../src/lib/model/session.js'
+import {openSession, sessionOptions, type ModelSession} from '../src/lib/model/session.js'
 import {SIGNALS} from '../src/lib/signals/registry.js'
 import {defaultThreads} from '../src/lib/model/threads.js'
 import {random} from '../test/helpers/nsfw-images.js'
@@ -343,7 +343,7 @@ export interface BareOptions {
 }
 
 /** A session with the engine's options and threads (from the bench's graph cache), or as `o` asks. */
-async function bareSession(path: string, o: BareOptions): Promise<ort.InferenceSession> {
+async function bareSession(path: string, o: BareOptions): Promise<ModelSession | ort.InferenceSession> {
   const threads = await defaultThreads()
   if (o.spinning) return ort.InferenceSession.create(path, {...sessionOptions({threads, keepArena: true}), extra: {session: {intra_op: {allow_spinning: '1'}}}})
   return openSession(path, {threads, keepArena: true, cacheDir: o.fromFile ? undefined : CACHE_DIR})

@@ -8,10 +8,14 @@ import {createUploadPlaces, UNBOUNDED, type Intake, type Upload} from './upload-
 
 export interface Ticket {
   /**
-   * The stages this request's moderation runs in: preparing (decoding, preprocessing) takes turns with the other
-   * requests of the worker, first come first served, so memory holds one decoding at a time while the model infers
-   * others; inference is batched by the engine with whatever else is ready. A request whose client went away
-   * (`signal` aborted) leaves the line without running.
+   * The stages this request's moderation runs in. Preparing (decoding, preprocessing) takes turns with the other
+   * requests of the worker, first come first served, one at a time, and goes on while the model infers others
+   * (inference runs off the event loop): the next inputs are ready when a run ends. Memory stays bounded: an item
+   * holds one of PREPARED_SLOTS from the start of its preparing to the end of its inference, so one decoding and
+   * at most that many prepared inputs are held at once, however many requests wait; the others wait in line,
+   * their uploads received but not decoded. Inference is batched by the engine with whatever else is prepared. A
+   * request whose client went away (`signal` aborted) leaves the line without running, and gives back its slots.
+   * Every `prepare` that succeeds is followed by one `infer` (the engine's order), which gives its slot back.
    */
   scheduler(signal?: AbortSignal): Scheduler
   /** Gives the place back; safe to call more than once. */
@@ -61,50 +65,51 @@ interface Party {
   watch(leave: () => void): () => void
 }
 
-interface Lock {
-  /** Runs `work` alone, first come first served; a caller whose party is gone leaves the line. */
-  hold<T>(work: () => Promise<T>, party?: Party): Promise<T>
+interface Slots {
+  /** Waits for one of the slots, first come first served; a caller whose party is gone leaves the line. */
+  take(party?: Party): Promise<void>
+  /** Gives a slot back, to the first caller waiting. */
+  give(): void
 }
 
-function createLock(): Lock {
-  let busy = false
+function createSlots(count: number): Slots {
+  let free = count
   const waiting: (() => void)[] = []
-
-  function acquire(party?: Party): Promise<void> {
-    if (party?.gone) return Promise.reject(cancelled())
-    if (!busy) {
-      busy = true
-      return Promise.resolve()
-    }
-    return new Promise((resolve, reject) => {
-      const go = () => {
-        unwatch()
-        resolve()
-      }
-      const unwatch =
-        party?.watch(() => {
-          waiting.splice(waiting.indexOf(go), 1)
-          reject(cancelled())
-        }) ?? (() => {})
-      waiting.push(go)
-    })
-  }
-
-  function handOver(): void {
-    const next = waiting.shift()
-    if (next) next()
-    else busy = false
-  }
-
   return {
-    async hold(work, party) {
-      await acquire(party)
-      try {
-        return await work()
-      } finally {
-        handOver()
+    take(party) {
+      if (party?.gone) return Promise.reject(cancelled())
+      if (free > 0) {
+        free--
+        return Promise.resolve()
       }
+      return new Promise((resolve, reject) => {
+        const go = () => {
+          unwatch()
+          resolve()
+        }
+        const unwatch =
+          party?.watch(() => {
+            waiting.splice(waiting.indexOf(go), 1)
+            reject(cancelled())
+          }) ?? (() => {})
+        waiting.push(go)
+      })
     },
+    give() {
+      const next = waiting.shift()
+      if (next) next()
+      else free++
+    },
+  }
+}
+
+/** Runs `work` holding one of `slots`, then gives it back. */
+async function holding<T>(slots: Slots, work: () => Promise<T>, party?: Party): Promise<T> {
+  await slots.take(party)
+  try {
+    return await work()
+  } finally {
+    slots.give()
   }
 }
 
@@ -132,13 +137,21 @@ function partyOf(signal: AbortSignal | undefined): Party & Disposable {
 }
 
 /**
+ * Items between the start of their preparing and the end of their inference, in the whole worker: the one being
+ * inferred and two more, so that while a run goes on the next input is prepared and one more already is (the
+ * batcher takes both into the next run when one finished in the meantime).
+ */
+export const PREPARED_SLOTS = 3
+
+/**
  * The per-process moderation queue (MOD_QUEUE_LIMIT) in front of the upload places and buffered bytes
  * (upload-places.ts); state lives in the returned value.
  */
 export function createGate(queueLimit: number, intake: Intake = UNBOUNDED): Gate {
   let admitted = 0
   const places = createUploadPlaces(intake)
-  const preparing = createLock()
+  const preparing = createSlots(1)
+  const prepared = createSlots(PREPARED_SLOTS)
   const checkQueue = () => {
     if (admitted > queueLimit) {
       throw new ModError('overloaded', `the server is busy (${plural(queueLimit, 'request')} already waiting); retry shortly`)
@@ -163,20 +176,44 @@ export function createGate(queueLimit: number, intake: Intake = UNBOUNDED): Gate
       checkQueue()
       admitted++
       let released = false
+      // This request's items prepared and not yet through inference: each holds a slot of `prepared`.
+      let held = 0
       const parties: Disposable[] = []
       return {
         scheduler: (signal) => {
           const party = partyOf(signal)
           parties.push(party)
           return {
-            prepare: (work) => preparing.hold(work, party),
-            infer: (work) => (party.gone ? Promise.reject(cancelled()) : work()),
+            async prepare(work) {
+              await prepared.take(party)
+              try {
+                const out = await holding(preparing, work, party)
+                if (released) prepared.give()
+                else held++
+                return out
+              } catch (e) {
+                prepared.give()
+                throw e
+              }
+            },
+            async infer(work) {
+              try {
+                if (party.gone) throw cancelled()
+                return await work()
+              } finally {
+                if (held > 0) {
+                  held--
+                  prepared.give()
+                }
+              }
+            },
           }
         },
         release() {
           if (released) return
           released = true
           admitted--
+          for (; held > 0; held--) prepared.give()
           for (const party of parties) party[Symbol.dispose]()
         },
       }

@@ -59,9 +59,10 @@ export function fakeEngine(over: Partial<Engine> = {}): Engine {
     notEvaluated: async () => [],
     moderateImage: async (_data, source) => result(source),
     async *moderateMany(inputs, o = {}) {
+      const scheduler = o.scheduler ?? DIRECT
       for await (const input of inputs) {
-        const data = await (o.scheduler ?? DIRECT).prepare(() => input.read())
-        yield await engine.moderateImage(data, input.source, o)
+        const data = await scheduler.prepare(() => input.read())
+        yield await scheduler.infer(() => engine.moderateImage(data, input.source, {steps: o.steps}))
       }
     },
     moderateVideo: async (_path, o) => ({

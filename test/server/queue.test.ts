@@ -111,7 +111,7 @@ test("a request's items waiting in line share one abort listener, removed when t
   const controller = new AbortController()
   const ticket = gate.admit()
   const scheduler = ticket.scheduler(controller.signal)
-  const items = Array.from({length: 16}, (_, i) => scheduler.prepare(async () => i))
+  const items = Array.from({length: 16}, (_, i) => scheduler.prepare(async () => i).then((n) => scheduler.infer(async () => n)))
   assert.is(getEventListeners(controller.signal, 'abort').length, 1)
   await until(() => finishFirst !== undefined)
   finishFirst?.()

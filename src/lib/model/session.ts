@@ -23,6 +23,9 @@ import {basename, join, resolve} from 'node:path'
 import * as ort from 'onnxruntime-node'
 
 import {ModError} from '../errors.js'
+import {openThreadSession, type ModelSession} from './inference-thread.js'
+
+export type {ModelSession} from './inference-thread.js'
 
 export interface SessionOptions {
   /** onnxruntime intra-op threads. */
@@ -69,7 +72,7 @@ export function sessionOptions(o: Omit<SessionOptions, 'cacheDir'>): ort.Inferen
  * read or written is never fatal: a broken entry is removed and built again, and an unwritable cache folder
  * only means the session is created from the model file.
  */
-export async function openSession(path: string, o: SessionOptions): Promise<ort.InferenceSession> {
+export async function openSession(path: string, o: SessionOptions): Promise<ModelSession> {
   if (o.cacheDir === undefined) return create(path, sessionOptions(o))
   const entry = await cacheEntry(path, o, o.cacheDir)
   const cached = join(entry.dir, MODEL_FILE)
@@ -78,20 +81,21 @@ export async function openSession(path: string, o: SessionOptions): Promise<ort.
     () => true,
     () => false,
   )
-  const fromCache = present ? await ort.InferenceSession.create(cached, options).catch(() => undefined) : undefined
+  const fromCache = present ? await openThreadSession(cached, options).catch(() => undefined) : undefined
   if (fromCache) return fromCache
   if (present) await rm(entry.dir, {recursive: true, force: true})
   if (!(await buildEntry(path, o, entry))) return create(path, options)
-  return ort.InferenceSession.create(cached, options).catch(() => create(path, options))
+  return openThreadSession(cached, options).catch(() => create(path, options))
 }
 
-async function create(path: string, options: ort.InferenceSession.SessionOptions): Promise<ort.InferenceSession> {
-  try {
-    return await ort.InferenceSession.create(path, options)
-  } catch (e) {
-    throw new ModError('invalid_config', `cannot load ${path}: ${(e as Error).message}`)
-  }
+/** The session, run in the process's inference thread (inference-thread.ts). */
+async function create(path: string, options: ort.InferenceSession.SessionOptions): Promise<ModelSession> {
+  return openThreadSession(path, options).catch((e: unknown) => {
+    throw loadError(path, e)
+  })
 }
+
+const loadError = (path: string, e: unknown) => new ModError('invalid_config', `cannot load ${path}: ${(e as Error).message}`)
 
 interface CacheEntry {
   /** `<cacheDir>/ort`. */
@@ -161,7 +165,8 @@ async function buildEntry(path: string, o: SessionOptions, entry: CacheEntry): P
   const tmp = `${entry.dir}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`
   try {
     await mkdir(tmp, {recursive: true})
-    const builder = await create(path, {
+    // Built here, once: the session only writes the files and is released.
+    const builder = await ort.InferenceSession.create(path, {
       ...sessionOptions(o),
       graphOptimizationLevel: SAVED_LEVEL,
       // onnxruntime warns that a graph saved at this level holds this CPU's layouts: the key says so already.
@@ -175,6 +180,8 @@ async function buildEntry(path: string, o: SessionOptions, entry: CacheEntry): P
           save_external_prepacked_constant_initializers: '1',
         },
       },
+    }).catch((e: unknown) => {
+      throw loadError(path, e)
     })
     await builder.release()
     await rename(tmp, entry.dir).catch(async (e: NodeJS.ErrnoException) => {

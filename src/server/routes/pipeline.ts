@@ -15,7 +15,8 @@ import {serverTiming} from '../server-timing.js'
  * its own (MOD_MAX_UPLOADS, MOD_MAX_UPLOADS_PER_CLIENT; a full queue already refuses here, before anything is read), its bytes counted
  * against the worker's MOD_MAX_BUFFERED_BYTES through `upload`, and only then does the request take a place in
  * the queue (503 when full). Then, the model loaded, `work` runs on the engine with the request's scheduler:
- * decoding takes turns with the worker's other requests and inference is batched with them. The held bytes
+ * decoding takes turns with the worker's other requests and goes on while the model infers theirs, a bounded few
+ * prepared inputs ahead (queue.ts), and inference is batched with them. The held bytes
  * are given back once the request is answered. With MOD_SERVER_TIMING, `work` gets a record to fill with the
  * engine's steps, and the answer a Server-Timing header with them, the receiving and the whole.
  */

@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert'
 import {isModError} from '../../../src/lib/errors.js'
 import * as ort from 'onnxruntime-node'
 
-import {cacheEntry, openSession, sessionOptions} from '../../../src/lib/model/session.js'
+import {cacheEntry, openSession, sessionOptions, type ModelSession} from '../../../src/lib/model/session.js'
 import {nsfwModelDir} from '../../../src/lib/signals/nsfw/model.js'
 import {buildVisionModel} from '../../../scripts/onnx/vit.js'
 import {TINY_VISION} from '../../helpers/tiny-clip.js'
@@ -51,7 +51,7 @@ test('a file onnxruntime cannot load is invalid_config naming the file', async (
 })
 
 /** The toy encoder's output for a fixed input: a cached graph must give exactly this. */
-async function output(session: ort.InferenceSession): Promise<number[]> {
+async function output(session: ModelSession): Promise<number[]> {
   const pixels = Float32Array.from({length: 3 * 224 * 224}, (_, i) => ((i * 7919) % 1000) / 500 - 1)
   const out = await session.run({pixel_values: new ort.Tensor('float32', pixels, [1, 3, 224, 224])})
   return Array.from(out[session.outputNames[0]].data as Float32Array)
@@ -92,7 +92,7 @@ test('the cache also holds the weights prepacked for this CPU, which sessions ru
     await writeFile(model, buildVisionModel(TINY_VISION, 1))
     const size = TINY_VISION.imageSize
     const pixels = Float32Array.from({length: 3 * size * size}, (_, i) => Math.sin(i))
-    const run = async (session: ort.InferenceSession) => {
+    const run = async (session: ModelSession) => {
       const out = await session.run({pixel_values: new ort.Tensor('float32', pixels, [1, 3, size, size])})
       await session.release()
       return Array.from(out.image_embeds.data as Float32Array)
@@ -127,7 +127,7 @@ testUnless(
     await withCache(async (model, cacheDir) => {
       await copyFile(join(nsfwModelDir(), 'nsfw-mobilenet-v2.onnx'), model)
       const pixels = new ort.Tensor('float32', Float32Array.from({length: 224 * 224 * 3}, (_, i) => (Math.sin(i) + 1) / 2), [1, 224, 224, 3])
-      const run = async (session: ort.InferenceSession) => Array.from((await session.run({pixels})).probabilities.data as Float32Array)
+      const run = async (session: ModelSession) => Array.from((await session.run({pixels})).probabilities.data as Float32Array)
       const plain = await openSession(model, {threads: 1, keepArena: false})
       const expected = await run(plain)
       await plain.release()

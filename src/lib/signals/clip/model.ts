@@ -15,7 +15,7 @@ import {fileWithRole} from '../../model/manifest.js'
 import type {Manifest} from '../../model/manifest-types.js'
 import {chooseInt8Weights, signedModelFile} from '../../model/int8-weights.js'
 import type {Int8Weights} from '../../model/manifest-types.js'
-import {openSession} from '../../model/session.js'
+import {openSession, type ModelSession} from '../../model/session.js'
 import {defaultThreads} from '../../model/threads.js'
 import {loadTokenizer, type ClipTokenizer} from '../../model/tokenizer.js'
 
@@ -47,14 +47,14 @@ export interface ClipModel {
 }
 
 interface TextEncoder {
-  session: ort.InferenceSession
+  session: ModelSession
   tokenizer: ClipTokenizer
   /** Some exports also take an attention mask; it is fed when the graph has that input. */
   withMask: boolean
   int32: boolean
 }
 
-function requireNames(session: ort.InferenceSession, path: string, input: string, output: string): void {
+function requireNames(session: ModelSession, path: string, input: string, output: string): void {
   if (!session.inputNames.includes(input)) {
     throw new ModError('invalid_config', `${path} has no input '${input}' (it has: ${session.inputNames.join(', ')})`)
   }
@@ -63,7 +63,7 @@ function requireNames(session: ort.InferenceSession, path: string, input: string
   }
 }
 
-function inputMeta(session: ort.InferenceSession, name: string): ort.InferenceSession.TensorValueMetadata | undefined {
+function inputMeta(session: ModelSession, name: string): ort.InferenceSession.TensorValueMetadata | undefined {
   const meta = session.inputMetadata.find((m) => m.name === name)
   return meta?.isTensor ? meta : undefined
 }
@@ -87,7 +87,7 @@ async function imageEncoderFile(path: string, opts: ClipOptions): Promise<string
 }
 
 /** Only the image encoder's graph is cached: the text encoder runs only while prompt embeddings are missing. */
-async function openImage(dir: string, manifest: Manifest, threads: number, opts: ClipOptions): Promise<ort.InferenceSession> {
+async function openImage(dir: string, manifest: Manifest, threads: number, opts: ClipOptions): Promise<ModelSession> {
   const imagePath = fileWithRole(manifest, 'image_encoder').path
   const image = await openSession(await imageEncoderFile(join(dir, imagePath), opts), {threads, keepArena: true, cacheDir: opts.cacheDir})
   try {

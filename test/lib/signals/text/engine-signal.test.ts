@@ -4,7 +4,6 @@
 import {writeFileSync} from 'node:fs'
 import {join, relative} from 'node:path'
 
-import * as ort from 'onnxruntime-node'
 import sharp from 'sharp'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
@@ -12,6 +11,7 @@ import * as assert from 'uvu/assert'
 import {buildPolicy, loadPolicyFile} from '../../../../src/lib/config/policy.js'
 import {DEFAULT_LIMITS} from '../../../../src/lib/config/settings.js'
 import {createEngine, type EngineOptions} from '../../../../src/lib/engine.js'
+import {sessionActivity} from '../../../../src/lib/model/inference-thread.js'
 import type {Policy} from '../../../../src/lib/policy/types.js'
 import type {RgbImage} from '../../../../src/lib/types.js'
 import {ROOT, tempDir, TOY_MODEL} from '../../../helpers/cli.js'
@@ -150,34 +150,26 @@ test("a video's frames are read only when the policy asks (text: {video: true})"
 })
 
 /**
- * The runs of every onnxruntime session of the text reader's models (models/ocr/) created while `fn` runs, per
- * model file (`runs` holds them as they happen): onnxruntime itself is watched, so nothing of the reader can load
- * or run unseen.
+ * The runs of the text reader's models (models/ocr/) per model file, for each one a session was opened from since
+ * `ocrSessions` started: every session of the process runs in the inference thread, which counts what each did
+ * (sessionActivity), so nothing of the reader can load or run unseen.
  */
-const runs: Record<string, number> = {}
+let since = sessionActivity()
+
+function runs(): Record<string, number> {
+  const out: Record<string, number> = {}
+  for (const [path, now] of sessionActivity()) {
+    const name = relative(ROOT, path)
+    const before = since.get(path) ?? {opened: 0, runs: 0}
+    if (name.startsWith('models/ocr/') && now.opened > before.opened) out[name] = now.runs - before.runs
+  }
+  return out
+}
 
 async function ocrSessions(fn: () => Promise<void>): Promise<Record<string, number>> {
-  for (const name of Object.keys(runs)) delete runs[name]
-  const create = ort.InferenceSession.create
-  const watched = async (...args: Parameters<typeof create>) => {
-    const session = await (create as (...a: unknown[]) => Promise<ort.InferenceSession>).apply(ort.InferenceSession, args)
-    const name = typeof args[0] === 'string' ? relative(ROOT, args[0]) : 'a buffer'
-    if (!name.startsWith('models/ocr/')) return session
-    runs[name] = 0
-    const run = session.run.bind(session)
-    session.run = ((...a: Parameters<typeof run>) => {
-      runs[name]++
-      return run(...a)
-    }) as typeof session.run
-    return session
-  }
-  ort.InferenceSession.create = watched as typeof create
-  try {
-    await fn()
-  } finally {
-    ort.InferenceSession.create = create
-  }
-  return {...runs}
+  since = sessionActivity()
+  await fn()
+  return runs()
 }
 
 test('without text rules no session of the reader is created, for images and videos alike', async () => {
@@ -195,7 +187,7 @@ test("with text rules a video's frames are not read unless the policy asks; an i
     await using engine = createEngine(options(await textPolicy(false)))
     const r = await engine.moderateVideo(emailSign.clip, {source: 'rules.mp4', fps: 2, minFrames: 1, stopOnViolation: false})
     assert.is(r.frames_analyzed, 2)
-    afterVideo = {...runs}
+    afterVideo = runs()
     await engine.moderateImage(emailSign.png, 'sign.png')
   })
   assert.equal(afterVideo, {'models/ocr/det.onnx': 0, 'models/ocr/rec.onnx': 0})

@@ -1,0 +1,51 @@
+/**
+ * The inference thread (inference-thread.ts starts it): it holds the process's onnxruntime sessions and runs
+ * them, one message at a time. A message opens a session, runs one on the tensors it carries or releases one;
+ * the answer carries the same id, with what was asked or the error's message.
+ */
+import {parentPort} from 'node:worker_threads'
+
+import * as ort from 'onnxruntime-node'
+
+import type {Ask, Answer, WireTensor} from './inference-wire.js'
+
+const port = parentPort
+if (port === null) throw new Error('inference-worker.ts runs as a worker thread')
+
+const sessions = new Map<number, ort.InferenceSession>()
+let nextSession = 0
+
+const tensor = (t: WireTensor) => new ort.Tensor(t.type as 'float32', t.data as Float32Array, t.dims)
+
+async function answer(ask: Ask): Promise<Answer> {
+  switch (ask.op) {
+    case 'open': {
+      const session = await ort.InferenceSession.create(ask.path, ask.options)
+      const id = nextSession++
+      sessions.set(id, session)
+      return {id: ask.id, session: id, inputNames: session.inputNames, outputNames: session.outputNames, inputMetadata: session.inputMetadata}
+    }
+    case 'run': {
+      const session = sessions.get(ask.session)
+      if (!session) throw new Error('the session was released')
+      const feeds = Object.fromEntries(Object.entries(ask.feeds).map(([name, t]) => [name, tensor(t)]))
+      const out = ask.fetches ? await session.run(feeds, ask.fetches) : await session.run(feeds)
+      const outputs = Object.fromEntries(Object.entries(out).map(([name, t]) => [name, {type: t.type, data: t.data, dims: t.dims}]))
+      return {id: ask.id, outputs}
+    }
+    case 'release': {
+      const session = sessions.get(ask.session)
+      sessions.delete(ask.session)
+      await session?.release()
+      return {id: ask.id}
+    }
+  }
+}
+
+port.on('message', (ask: Ask) => {
+  answer(ask).then(
+    (a) => port.postMessage(a),
+    (e: unknown) => port.postMessage({id: ask.id, error: e instanceof Error ? e.message : String(e)}),
+  )
+})
+port.postMessage('ready')
