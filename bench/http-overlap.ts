@@ -11,7 +11,7 @@
  */
 import autocannon from 'autocannon'
 
-import {barePair, BATCH_OF, load, median, moderateOnce, percentile, saveResults, startServer, table, time, verdict, type Verdict} from './lib.js'
+import {afterFirst, barePair, BATCH_OF, load, median, moderateOnce, percentile, saveResults, startServer, table, time, verdict, type Verdict} from './lib.js'
 
 const TURNS = 6
 /** Bare runs and single requests per turn, the first of each not kept. */
@@ -58,24 +58,9 @@ export async function overlapFigures(upload: Upload): Promise<void> {
       await pair.run()
     }
     const sides = {
-      async bare() {
-        await pair.run()
-        const times: number[] = []
-        for (let i = 1; i < BLOCK; i++) times.push(await time(() => pair.run()))
-        return times
-      },
-      async batch() {
-        await pair.runBatch()
-        const times: number[] = []
-        for (let i = 1; i < BLOCK; i++) times.push(await time(() => pair.runBatch()))
-        return times
-      },
-      async single() {
-        await request(server.url)
-        const times: number[] = []
-        for (let i = 1; i < BLOCK; i++) times.push(await request(server.url))
-        return times
-      },
+      bare: () => afterFirst(BLOCK, () => time(() => pair.run())),
+      batch: () => afterFirst(BLOCK, () => time(() => pair.runBatch())),
+      single: () => afterFirst(BLOCK, () => request(server.url)),
       async concurrent() {
         await round(server.url, 1)
         const r = await round(server.url, PER_CLIENT)

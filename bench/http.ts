@@ -34,6 +34,7 @@ import {availableParallelism} from 'node:os'
 import autocannon from 'autocannon'
 
 import {
+  afterFirst,
   bareEncoder,
   barePair,
   BATCH_OF,
@@ -169,24 +170,9 @@ async function measure(name: string, args: string[], nsfw: 'loaded' | 'off', bar
     await round(server.url, CLIENTS, 2)
 
     const sides: Record<string, () => Promise<number[]>> = {
-      async bare() {
-        await bare.run()
-        const times: number[] = []
-        for (let i = 1; i < BLOCK; i++) times.push(await time(() => bare.run()))
-        return times
-      },
-      async batch() {
-        await bare.runBatch()
-        const times: number[] = []
-        for (let i = 1; i < BLOCK; i++) times.push(await time(() => bare.runBatch()))
-        return times
-      },
-      async single() {
-        await request(server.url)
-        const times: number[] = []
-        for (let i = 1; i < BLOCK; i++) times.push(await single(server.url))
-        return times
-      },
+      bare: () => afterFirst(BLOCK, () => time(() => bare.run())),
+      batch: () => afterFirst(BLOCK, () => time(() => bare.runBatch())),
+      single: () => afterFirst(BLOCK, () => single(server.url), () => request(server.url)),
       async concurrent() {
         await round(server.url, CLIENTS, 1)
         const r = await round(server.url, CLIENTS, PER_CLIENT)

@@ -67,6 +67,17 @@ export async function time(fn: () => Promise<unknown>): Promise<number> {
 }
 
 /**
+ * The times of `block` - 1 calls of `measure` after one untimed call of `warm` (by default `measure` itself, timed
+ * with time()): the first call of a turn pays for switching from another side's thread pools and caches.
+ */
+export async function afterFirst(block: number, measure: () => Promise<number>, warm: () => Promise<unknown> = measure): Promise<number[]> {
+  await warm()
+  const times: number[] = []
+  for (let i = 1; i < block; i++) times.push(await measure())
+  return times
+}
+
+/**
  * Times each side in turns of `block` consecutive calls, the sides taking turns (and alternating which goes
  * first), so that load changes on the machine hit all of them. The first call of each turn is not kept: it
  * pays for switching from the other side's onnxruntime thread pool and caches, which a server repeating one
