@@ -251,6 +251,28 @@ function operation(op: Declared, facts: ServerFacts): Operation {
  */
 export const DETAILS_TITLE = 'Limits, formats and errors'
 
+/** The table of the limits this server applies, with their values. */
+function limitsSection(limits: ServerFacts['limits']): string[] {
+  return [
+    '## Limits on this server',
+    '| Setting | Value | Applies to |',
+    '|---|---|---|',
+    `| \`MOD_MAX_BYTES\` | ${formatSizeExact(limits.maxBytes)} | one image (upload, base64 or URL download) |`,
+    `| \`MOD_MAX_PIXELS\` | ${grouped(limits.maxPixels)} pixels | decoded size of one image or frame |`,
+    `| \`MOD_MAX_BATCH\` | ${limits.maxBatch} files | one batch request |`,
+    `| \`MOD_MAX_BATCH_BYTES\` | ${formatSizeExact(limits.maxBatchBytes)} | the files of one batch request together |`,
+    `| \`MOD_MAX_VIDEO_BYTES\` | ${formatSizeExact(limits.maxVideoBytes)} | one uploaded video |`,
+    `| \`MOD_MAX_VIDEO_SECONDS\` | ${limits.maxVideoSeconds} s | video duration, enforced while decoding |`,
+    `| \`MOD_URL_TIMEOUT_MS\` | ${humanSeconds(limits.urlTimeoutMs)} | one URL fetch, redirects and body included |`,
+    `| \`MOD_QUEUE_LIMIT\` | ${limits.queueLimit} requests | waiting per worker before 503 \`overloaded\` |`,
+    `| \`MOD_MAX_UPLOADS\` | ${limits.maxUploads} uploads | bodies being received per worker before 503 \`overloaded\` (a request queues only once its body is in); when every place is taken and no body trickles, they are shared fairly between networks (an IPv4 address, the /56 of an IPv6 address): a body of the network holding at least two more places than the new request's gives its place up, whatever its pace, and is 503 \`overloaded\` |`,
+    `| \`MOD_MAX_BUFFERED_BYTES\` | ${formatSizeExact(limits.maxBufferedBytes)} | request bytes a worker holds in memory for requests not answered yet, before 503 \`overloaded\` |`,
+    `| \`MOD_MAX_UPLOADS_PER_CLIENT\` | ${limits.maxUploadsPerClient} uploads | bodies one client address (an IPv6 /64) may be sending to a worker at once before 429 \`too_many_uploads\` |`,
+    `| \`MOD_BODY_TIMEOUT_MS\` | ${humanSeconds(limits.bodyTimeoutMs)} | a request body that sends nothing for this long is 408 \`request_timeout\` |`,
+    `| \`MOD_BODY_MIN_RATE\` | ${formatSizeExact(limits.bodyMinRate)} per second | the average a request body must keep once its first ${humanSeconds(limits.bodyTimeoutMs)} are over, else 408 \`request_timeout\` (a body of n bytes has ${humanSeconds(limits.bodyTimeoutMs)} + n / rate); when every upload place is taken, a body that averaged less since its first byte (after ${humanSeconds(graceMs(limits.bodyTimeoutMs))}) gives its place to the new request and is 408 \`request_timeout\` at once, the slowest first, unless the new request's network (its IPv4 address, or the /56 of its IPv6 address) has a body that has not kept this pace itself |`,
+  ]
+}
+
 function description(info: OpenApiInfo): string {
   const {limits} = info
   const key = info.apiKey
@@ -279,22 +301,7 @@ function description(info: OpenApiInfo): string {
     '',
     `# ${DETAILS_TITLE}`,
     '',
-    '## Limits on this server',
-    '| Setting | Value | Applies to |',
-    '|---|---|---|',
-    `| \`MOD_MAX_BYTES\` | ${formatSizeExact(limits.maxBytes)} | one image (upload, base64 or URL download) |`,
-    `| \`MOD_MAX_PIXELS\` | ${grouped(limits.maxPixels)} pixels | decoded size of one image or frame |`,
-    `| \`MOD_MAX_BATCH\` | ${limits.maxBatch} files | one batch request |`,
-    `| \`MOD_MAX_BATCH_BYTES\` | ${formatSizeExact(limits.maxBatchBytes)} | the files of one batch request together |`,
-    `| \`MOD_MAX_VIDEO_BYTES\` | ${formatSizeExact(limits.maxVideoBytes)} | one uploaded video |`,
-    `| \`MOD_MAX_VIDEO_SECONDS\` | ${limits.maxVideoSeconds} s | video duration, enforced while decoding |`,
-    `| \`MOD_URL_TIMEOUT_MS\` | ${humanSeconds(limits.urlTimeoutMs)} | one URL fetch, redirects and body included |`,
-    `| \`MOD_QUEUE_LIMIT\` | ${limits.queueLimit} requests | waiting per worker before 503 \`overloaded\` |`,
-    `| \`MOD_MAX_UPLOADS\` | ${limits.maxUploads} uploads | bodies being received per worker before 503 \`overloaded\` (a request queues only once its body is in); when every place is taken and no body trickles, they are shared fairly between networks (an IPv4 address, the /56 of an IPv6 address): a body of the network holding at least two more places than the new request's gives its place up, whatever its pace, and is 503 \`overloaded\` |`,
-    `| \`MOD_MAX_BUFFERED_BYTES\` | ${formatSizeExact(limits.maxBufferedBytes)} | request bytes a worker holds in memory for requests not answered yet, before 503 \`overloaded\` |`,
-    `| \`MOD_MAX_UPLOADS_PER_CLIENT\` | ${limits.maxUploadsPerClient} uploads | bodies one client address (an IPv6 /64) may be sending to a worker at once before 429 \`too_many_uploads\` |`,
-    `| \`MOD_BODY_TIMEOUT_MS\` | ${humanSeconds(limits.bodyTimeoutMs)} | a request body that sends nothing for this long is 408 \`request_timeout\` |`,
-    `| \`MOD_BODY_MIN_RATE\` | ${formatSizeExact(limits.bodyMinRate)} per second | the average a request body must keep once its first ${humanSeconds(limits.bodyTimeoutMs)} are over, else 408 \`request_timeout\` (a body of n bytes has ${humanSeconds(limits.bodyTimeoutMs)} + n / rate); when every upload place is taken, a body that averaged less since its first byte (after ${humanSeconds(graceMs(limits.bodyTimeoutMs))}) gives its place to the new request and is 408 \`request_timeout\` at once, the slowest first, unless the new request's network (its IPv4 address, or the /56 of its IPv6 address) has a body that has not kept this pace itself |`,
+    ...limitsSection(limits),
     '',
     'Uploads are streamed and the limits are counted as bytes arrive; a video is streamed to disk. Besides ' +
       "`MOD_BODY_MIN_RATE`, the HTTP server's own request timeout ends a request not received whole within 5 minutes.",
