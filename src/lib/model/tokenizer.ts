@@ -101,24 +101,32 @@ function mergeKey(a: string, b: string): string {
   return `${a} ${b}`
 }
 
-function rankMerges(merges: Merges): Map<string, number> {
+/** A merge's two symbols: a line of merges.txt is "a b" (more words: the first two), tokenizer.json may hold the pair. */
+function mergePair(merge: string | [string, string]): string[] {
+  return typeof merge === 'string' ? merge.split(' ', 2) : merge
+}
+
+/**
+ * Each merge's rank, under its key "a b"; every symbol a merge makes must have an id, so a bad vocabulary fails
+ * here rather than mid-encode.
+ */
+function rankMerges(merges: Merges, vocab: Map<string, number>): Map<string, number> {
   const ranks = new Map<string, number>()
-  merges.forEach((merge, rank) => {
-    const [a, b] = typeof merge === 'string' ? merge.split(' ') : merge
+  for (let rank = 0; rank < merges.length; rank++) {
+    const [a, b] = mergePair(merges[rank])
     if (!a || !b) throw invalid(`merge ${rank} is not a pair of symbols`)
     const key = mergeKey(a, b)
-    if (!ranks.has(key)) ranks.set(key, rank)
-  })
+    if (ranks.has(key)) continue
+    if (!vocab.has(a + b)) throw invalid(`merge "${key}" gives a symbol that is not in the vocabulary`)
+    ranks.set(key, rank)
+  }
   return ranks
 }
 
-/** Every symbol BPE can produce must have an id, so a bad vocabulary fails here rather than mid-encode. */
-function checkCoverage(vocab: Map<string, number>, ranks: Map<string, number>, bytes: string[]): void {
+/** Every byte, alone and ending a word, must have an id: BPE starts from them. */
+function checkBytes(vocab: Map<string, number>, bytes: string[]): void {
   for (const ch of bytes) {
     if (!vocab.has(ch) || !vocab.has(ch + END_OF_WORD)) throw invalid(`byte symbol "${ch}" is not in the vocabulary`)
-  }
-  for (const key of ranks.keys()) {
-    if (!vocab.has(key.replace(' ', ''))) throw invalid(`merge "${key}" gives a symbol that is not in the vocabulary`)
   }
 }
 
@@ -166,10 +174,13 @@ function bytePairMerge(symbols: string[], ranks: Map<string, number>): string[] 
   return word
 }
 
-/** The most bytes one token can stand for: the length of the longest symbol, in byte characters. */
+/**
+ * At least the most bytes one token can stand for: the length of the longest symbol, each of its characters standing
+ * for one byte (a character outside the byte alphabet only makes the bound larger, which is safe).
+ */
 function longestSymbolBytes(vocab: Map<string, number>): number {
   let longest = 1
-  for (const symbol of vocab.keys()) longest = Math.max(longest, [...symbol.replace(END_OF_WORD, '')].length)
+  for (const symbol of vocab.keys()) longest = Math.max(longest, symbol.endsWith(END_OF_WORD) ? symbol.length - END_OF_WORD.length : symbol.length)
   return longest
 }
 
@@ -179,10 +190,34 @@ function checkContextLength(contextLength: number): void {
   }
 }
 
+function idOf(vocab: Map<string, number>, symbol: string): number {
+  const id = vocab.get(symbol)
+  if (id === undefined) throw invalid(`symbol "${symbol}" is not in the vocabulary`)
+  return id
+}
+
 function specialId(vocab: Map<string, number>, token: string): number {
   const id = vocab.get(token)
   if (id === undefined) throw invalid(`the vocabulary lacks ${token}`)
   return id
+}
+
+/** Rows of ids cut to contextLength (the end token kept last) and padded with padId, with their attention mask. */
+function padRows(rows: number[][], contextLength: number, padId: number, endId: number): EncodedBatch {
+  const inputIds = new BigInt64Array(rows.length * contextLength).fill(BigInt(padId))
+  const attentionMask = new BigInt64Array(rows.length * contextLength)
+  rows.forEach((ids, row) => {
+    if (ids.length > contextLength) {
+      ids.length = contextLength
+      ids[contextLength - 1] = endId
+    }
+    const offset = row * contextLength
+    ids.forEach((id, i) => {
+      inputIds[offset + i] = BigInt(id)
+      attentionMask[offset + i] = 1n
+    })
+  })
+  return {inputIds, attentionMask}
 }
 
 export function createTokenizer(
@@ -195,8 +230,8 @@ export function createTokenizer(
   const endId = specialId(vocab, END_TOKEN)
   const padId = opts.padId ?? endId
   const bytes = byteToUnicode()
-  const ranks = rankMerges(merges)
-  checkCoverage(vocab, ranks, bytes)
+  checkBytes(vocab, bytes)
+  const ranks = rankMerges(merges, vocab)
   const specials = new Map([
     [START_TOKEN, [startId]],
     [END_TOKEN, [endId]],
@@ -205,15 +240,7 @@ export function createTokenizer(
   const encoder = new TextEncoder()
   const longestSymbol = longestSymbolBytes(vocab)
 
-  function idOf(symbol: string): number {
-    const id = vocab.get(symbol)
-    if (id === undefined) throw invalid(`symbol "${symbol}" is not in the vocabulary`)
-    return id
-  }
-
-  function mergeToIds(symbols: string[]): number[] {
-    return bytePairMerge(symbols, ranks).map(idOf)
-  }
+  const mergeToIds = (symbols: string[]): number[] => bytePairMerge(symbols, ranks).map((symbol) => idOf(vocab, symbol))
 
   /** A piece's ids; past maxBytes bytes the word is cut (and not cached), as those bytes cannot be kept. */
   function encodePiece(piece: string, maxBytes: number): number[] {
@@ -245,10 +272,6 @@ export function createTokenizer(
     return ids
   }
 
-  function encode(text: string): number[] {
-    return encodeUpTo(text, Infinity)
-  }
-
   function exceeds(text: string, contextLength: number): boolean {
     checkContextLength(contextLength)
     return encodeUpTo(text, contextLength).length > contextLength
@@ -256,28 +279,14 @@ export function createTokenizer(
 
   function encodeBatchWithMask(texts: string[], contextLength: number): EncodedBatch {
     checkContextLength(contextLength)
-    const inputIds = new BigInt64Array(texts.length * contextLength).fill(BigInt(padId))
-    const attentionMask = new BigInt64Array(texts.length * contextLength)
-    texts.forEach((text, row) => {
-      const ids = encodeUpTo(text, contextLength)
-      if (ids.length > contextLength) {
-        ids.length = contextLength
-        ids[contextLength - 1] = endId
-      }
-      const offset = row * contextLength
-      ids.forEach((id, i) => {
-        inputIds[offset + i] = BigInt(id)
-        attentionMask[offset + i] = 1n
-      })
-    })
-    return {inputIds, attentionMask}
+    return padRows(texts.map((text) => encodeUpTo(text, contextLength)), contextLength, padId, endId)
   }
 
   return {
     startId,
     endId,
     padId,
-    encode,
+    encode: (text) => encodeUpTo(text, Infinity),
     exceeds,
     encodeBatch: (texts, contextLength) => encodeBatchWithMask(texts, contextLength).inputIds,
     encodeBatchWithMask,
