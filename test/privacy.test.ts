@@ -105,12 +105,15 @@ test('mod serve with two workers answers a moderation and writes nothing into HO
   assert.equal(filesUnder(dirs.tmp), [])
 })
 
-test('the test runner starts its processes with telemetry off: the warm-cache scan and an engine test file write nothing into HOME or TMPDIR', async () => {
+test('the test runner starts its processes with telemetry off: the warm-cache scan and an engine test file write nothing into HOME or TMPDIR; the shell\'s MOD_* and proxy variables reach no test', async () => {
   const dirs = freshDirs()
-  // One small test file that opens onnxruntime in its own process, after the runner's warm-cache scan.
-  const child = spawn(process.execPath, [join(ROOT, 'test', 'run.mjs'), join('test', 'lib', 'model', 'session.test.ts')], {
+  // One small test file that opens onnxruntime in its own process, after the runner's warm-cache scan, and one that
+  // looks at its variables (test/runner-env.test.ts).
+  const proxy = 'http://10.255.255.1:9'
+  const shell = {MOD_API_KEY: 'from-the-shell', HTTPS_PROXY: proxy, http_proxy: proxy, NO_PROXY: '', npm_config_proxy: proxy}
+  const child = spawn(process.execPath, [join(ROOT, 'test', 'run.mjs'), join('test', 'lib', 'model', 'session.test.ts'), join('test', 'runner-env.test.ts')], {
     cwd: ROOT,
-    env: childEnv(dirs),
+    env: childEnv(dirs, shell),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let out = ''
@@ -119,7 +122,8 @@ test('the test runner starts its processes with telemetry off: the warm-cache sc
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
   assert.is(code, 0, out)
   assert.not.match(out, 'the warm cache was not built')
-  assert.match(out, /^1 test files in /m)
+  assert.match(out, /^2 test files in /m)
+  assert.match(out, /^=== test\/runner-env\.test\.ts \(1 passed, 0 failed, 0 skipped/m)
   assert.equal(filesUnder(dirs.home), [])
   assert.equal(filesUnder(dirs.tmp), [])
 })

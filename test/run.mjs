@@ -33,9 +33,11 @@ const warmCache = join(tmp, `warm-cache-${process.pid}`)
 process.on('exit', () => [copyDir, warmCache].forEach((dir) => rmSync(dir, {recursive: true, force: true})))
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => process.exit(1))
 
-// The caller's MOD_* variables (their models, keys, ports) must not reach the tests: each sets what it needs.
+// The caller's MOD_* variables (their models, keys, ports) must not reach the tests: each sets what it needs. Nor
+// its proxy variables, which mod and npm obey: a test's requests to 127.0.0.1 would go to the shell's proxy.
 // onnxruntime's usage telemetry is off in everything started here, as bin/run.js turns it off for mod.
-const env = {...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_'))), ORT_DISABLE_TELEMETRY: '1'}
+const PROXY = /^(https?|no|all)_proxy$|^npm_config_(https_)?proxy$/i
+const env = {...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_') && !PROXY.test(k))), ORT_DISABLE_TELEMETRY: '1'}
 
 const walk = (dir, keep, skip = new Set()) =>
   readdirSync(dir).sort().flatMap((name) => {
