@@ -7,7 +7,7 @@
 // - a JavaScript copy of the TypeScript (esbuild, no type checks), so that each file starts as plain node instead of
 //   going through tsx's loader on every import; import.meta.url keeps naming the .ts file, so paths a test builds
 //   from its own place stay in the repository, and test/helpers/ts-script.ts starts a test's children from the copy;
-//   TypeBox, whose hundreds of modules every file that touches a schema loads, is bundled there into one module;
+//   src/lib/typebox.js there is TypeBox bundled into one module, as the build makes it in dist/;
 // - a warm model cache, built by one real scan (test/warm-cache-build.ts), which test/helpers/warm-cache.ts links
 //   into a test's fresh MOD_CACHE_DIR, so that tests about something else do not build the same graphs again.
 //
@@ -17,7 +17,9 @@ import {spawn} from 'node:child_process'
 import {mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {dirname, join, relative} from 'node:path'
 import {fileURLToPath, pathToFileURL} from 'node:url'
-import {build, transform} from 'esbuild'
+import {transform} from 'esbuild'
+
+import {bundleTypebox} from '../scripts/bundle-typebox.mjs'
 
 /** Files run at once. The suite's machines have 2 cores, and many files spend much of their time waiting. */
 const JOBS = Number(process.env.TEST_JOBS) || 3
@@ -47,13 +49,9 @@ const walk = (dir, keep, skip = new Set()) =>
   })
 const copyOf = (file) => join(copyDir, relative(root, file)).replace(/\.ts$/, '.js')
 
-/** TypeBox in one module: loading its 374 modules costs a test process about 0.06 CPU-s more on Node 20. */
-const typebox = join(copyDir, 'typebox.js')
-
 async function writeCopy() {
   const generated = new Set(['test/fixtures', 'bench/out', 'bench/models', 'bench/.venv'])
   const sources = ['src', 'test', 'scripts', 'bench'].flatMap((d) => walk(join(root, d), (n) => n.endsWith('.ts') && !n.endsWith('.d.ts'), generated))
-  await build({stdin: {contents: "export * from 'typebox'", resolveDir: root}, bundle: true, format: 'esm', platform: 'node', outfile: typebox, logLevel: 'error'})
   await Promise.all(sources.map(async (file) => {
     const {code} = await transform(readFileSync(file, 'utf8'), {
       loader: 'ts',
@@ -68,8 +66,10 @@ async function writeCopy() {
       },
     })
     mkdirSync(dirname(copyOf(file)), {recursive: true})
-    writeFileSync(copyOf(file), code.replaceAll(' from "typebox";', ` from ${JSON.stringify(pathToFileURL(typebox).href)};`))
+    writeFileSync(copyOf(file), code)
   }))
+  // Loading TypeBox's 374 modules cost each test process about 0.06 CPU-s more on Node 20.
+  await bundleTypebox(copyOf(join(root, 'src', 'lib', 'typebox.ts')))
 }
 
 /** Runs node on `args` to its end (killed after FILE_TIMEOUT_MS); resolves with its exit code and output. */
