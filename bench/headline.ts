@@ -28,6 +28,7 @@ import {
   header,
   load,
   median,
+  moderateOnce,
   multipartBody,
   percentile,
   requireStandin,
@@ -52,26 +53,33 @@ await ensureImages()
 const upload = multipartBody(await readFile(HD_JPEG), 'hd.jpg')
 const vnni = /\bavx512_vnni\b/.test(await readFile('/proc/cpuinfo', 'utf8').catch(() => ''))
 
-/** Sequential requests to a fresh server: the median and p90 of the timed ones, in ms. */
-async function serve(args: string[], env: Record<string, string>): Promise<{median: number; p90: number}> {
-  // A first start builds the graph cache entries (as a deployed server's first start does), then a timed one.
-  for (let start = 0; start < 2; start++) {
-    const server = await startServer(args, env)
-    try {
-      const times: number[] = []
-      for (let i = 0; i < WARMUP + (start === 1 ? REQUESTS : 0); i++) {
-        const t0 = performance.now()
-        const res = await fetch(`${server.url}/v1/moderate`, {method: 'POST', headers: {'content-type': upload.contentType}, body: new Uint8Array(upload.body)})
-        await res.arrayBuffer()
-        if (res.status !== 200) throw new Error(`POST /v1/moderate answered ${res.status}`)
-        if (i >= WARMUP) times.push(performance.now() - t0)
-      }
-      if (start === 1) return {median: median(times), p90: percentile(times, 90)}
-    } finally {
-      await server.stop()
-    }
+/** `count` requests one after another: the time of each, in ms. */
+async function requests(url: string, count: number): Promise<number[]> {
+  const times: number[] = []
+  for (let i = 0; i < count; i++) {
+    const t0 = performance.now()
+    const status = await moderateOnce(url, upload)
+    if (status !== 200) throw new Error(`POST /v1/moderate answered ${status}`)
+    times.push(performance.now() - t0)
   }
-  throw new Error('unreachable')
+  return times
+}
+
+/**
+ * The median and p90 of REQUESTS one-at-a-time requests, in ms, after WARMUP: on a second start, the first having
+ * built the graph cache entries as a deployed server's first start does.
+ */
+async function serve(args: string[], env: Record<string, string>): Promise<{median: number; p90: number}> {
+  const first = await startServer(args, env)
+  await requests(first.url, WARMUP).finally(() => first.stop())
+  const server = await startServer(args, env)
+  try {
+    await requests(server.url, WARMUP)
+    const times = await requests(server.url, REQUESTS)
+    return {median: median(times), p90: percentile(times, 90)}
+  } finally {
+    await server.stop()
+  }
 }
 
 const fresh = await mkdtemp(join(tmpdir(), 'mod-bench-fresh-'))

@@ -19,7 +19,8 @@ export const LINGER: Linger = {ms: 2000, bytes: 16 * 1024 * 1024}
  * Call it on an answer carrying `Connection: close`, before the answer is sent.
  */
 export function closeInStages(res: ServerResponse, linger: Linger = LINGER): void {
-  const {req, socket} = {req: res.req, socket: res.req.socket}
+  const req = res.req
+  const {socket} = req
   // Once an answer that closes the connection is out, Node calls the socket's destroySoon when it has one (FIN, then
   // the file descriptor closed with the unread bytes: the reset) and socket.end() when it has none (FIN alone).
   Object.defineProperty(socket, 'destroySoon', {value: undefined, configurable: true})
