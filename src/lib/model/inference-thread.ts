@@ -13,12 +13,11 @@
  * glibc, which mod does not raise: more decoding threads would take cores from the inference threads, and each
  * of onnxruntime's parallel steps waits for its slowest thread).
  */
-import {existsSync} from 'node:fs'
-import {fileURLToPath} from 'node:url'
-import {Worker} from 'node:worker_threads'
+import type {Worker} from 'node:worker_threads'
 
 import * as ort from 'onnxruntime-node'
 
+import {startModuleWorker, threadStopped} from '../worker-module.js'
 import type {Answer, Ask, WireTensor} from './inference-wire.js'
 
 /** What the engine uses of an onnxruntime session. */
@@ -60,25 +59,10 @@ export function sessionActivity(): ReadonlyMap<string, SessionActivity> {
   return new Map([...activity].map(([path, a]) => [path, {...a}]))
 }
 
-/**
- * Built (dist), the compiled inference-worker.js sits beside this module (also in a JavaScript copy of the sources,
- * which import.meta.resolve finds where import.meta.url may name the source); run from the sources through tsx,
- * only inference-worker.ts does, and the thread registers tsx's loader before importing it.
- */
-function startWorker(): Worker {
-  const js = new URL(import.meta.resolve('./inference-worker.js'))
-  if (js.pathname.endsWith('.js') && existsSync(fileURLToPath(js))) return new Worker(js)
-  const ts = new URL('./inference-worker.ts', import.meta.url).href
-  const tsx = import.meta.resolve('tsx/esm/api')
-  return new Worker(`import(${JSON.stringify(tsx)}).then((t) => t.register()).then(() => import(${JSON.stringify(ts)}))`, {eval: true})
-}
-
-function stopped(e: unknown): Error {
-  return e instanceof Error ? e : new Error(`the inference thread stopped (exit code ${String(e)})`)
-}
+const stopped = (e: unknown): Error => threadStopped('the inference thread', e)
 
 function startThread(): Thread {
-  const worker = startWorker()
+  const worker = startModuleWorker(new URL(import.meta.resolve('./inference-worker.js')), new URL('./inference-worker.ts', import.meta.url))
   worker.unref()
   const waiting = new Map<number, Waiter>()
   let started = () => {}

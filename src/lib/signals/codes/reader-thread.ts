@@ -6,11 +6,10 @@
  * frame starts a new thread. The frame's luminance is made here (read.ts frameLuminance: at most `maxPixels`
  * bytes), so the thread is handed a fraction of the frame's bytes and reads exactly what an in-thread reader would.
  */
-import {existsSync} from 'node:fs'
-import {fileURLToPath} from 'node:url'
-import {Worker} from 'node:worker_threads'
+import type {Worker} from 'node:worker_threads'
 
 import type {RgbImage} from '../../image/rgb.js'
+import {startModuleWorker, threadStopped} from '../../worker-module.js'
 import {DEFAULT_MAX_PIXELS, frameLuminance, type CodeReaderOptions, type FoundCode, type FrameSize, type Luminance} from './read.js'
 
 /**
@@ -35,17 +34,9 @@ export interface ThreadedCodeReader {
   close(): Promise<void>
 }
 
-/**
- * The worker thread. Built (dist), the compiled read-worker.js sits beside this file; run from the sources (tsx,
- * the tests) only read-worker.ts does, and the thread registers tsx's loader before importing it.
- */
+/** The worker thread: read-worker.js (or .ts) beside this file. */
 function startWorker(options: CodeReaderOptions): Worker {
-  const js = new URL('./read-worker.js', import.meta.url)
-  if (existsSync(fileURLToPath(js))) return new Worker(js, {workerData: options})
-  const ts = new URL('./read-worker.ts', import.meta.url).href
-  const tsx = import.meta.resolve('tsx/esm/api')
-  const code = `import(${JSON.stringify(tsx)}).then((t) => t.register()).then(() => import(${JSON.stringify(ts)}))`
-  return new Worker(code, {eval: true, workerData: options})
+  return startModuleWorker(new URL(import.meta.resolve('./read-worker.js')), new URL('./read-worker.ts', import.meta.url), {workerData: options})
 }
 
 interface Running {
@@ -53,9 +44,7 @@ interface Running {
   ready: Promise<void>
 }
 
-function stopped(e: unknown): Error {
-  return e instanceof Error ? e : new Error(`the code reader's thread stopped (exit code ${String(e)})`)
-}
+const stopped = (e: unknown): Error => threadStopped("the code reader's thread", e)
 
 /** A thread started, and its first word: ready, or why it could not start. */
 function startThread(options: CodeReaderOptions): Running {
