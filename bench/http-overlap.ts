@@ -11,7 +11,7 @@
  */
 import autocannon from 'autocannon'
 
-import {afterFirst, barePair, BATCH_OF, load, median, moderateOnce, percentile, saveResults, startServer, table, time, verdict, type Verdict} from './lib.js'
+import {afterFirst, barePair, clientsRound, BATCH_OF, load, median, moderateOnce, percentile, saveResults, startServer, table, time, verdict, type Verdict} from './lib.js'
 
 const TURNS = 6
 /** Bare runs and single requests per turn, the first of each not kept. */
@@ -33,14 +33,7 @@ export async function overlapFigures(upload: Upload): Promise<void> {
     return performance.now() - started
   }
   const round = async (url: string, each: number) => {
-    const latencies: number[] = []
-    const wall = await time(() =>
-      Promise.all(
-        Array.from({length: CLIENTS}, async () => {
-          for (let i = 0; i < each; i++) latencies.push(await request(url))
-        }),
-      ),
-    )
+    const {wall, latencies} = await clientsRound(() => request(url), CLIENTS, each)
     return {rate: (CLIENTS * each * 1000) / wall, latencies}
   }
   const pair = await barePair()

@@ -35,6 +35,7 @@ import autocannon from 'autocannon'
 
 import {
   afterFirst,
+  clientsRound,
   bareEncoder,
   barePair,
   BATCH_OF,
@@ -117,17 +118,7 @@ async function timedRequest(url: string): Promise<number> {
 }
 
 /** `clients` clients, each sending `each` requests one after the other: wall time and every latency, in ms. */
-async function round(url: string, clients: number, each: number): Promise<{wall: number; latencies: number[]}> {
-  const latencies: number[] = []
-  const wall = await time(() =>
-    Promise.all(
-      Array.from({length: clients}, async () => {
-        for (let i = 0; i < each; i++) latencies.push(await request(url))
-      }),
-    ),
-  )
-  return {wall, latencies}
-}
+const round = (url: string, clients: number, each: number) => clientsRound(() => request(url), clients, each)
 
 interface Turn {
   bare: number

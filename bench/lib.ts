@@ -78,6 +78,22 @@ export async function afterFirst(block: number, measure: () => Promise<number>, 
 }
 
 /**
+ * `clients` clients at once, each making `each` calls of `call` (which returns its latency) one after the other: the
+ * wall time and every latency, in ms.
+ */
+export async function clientsRound(call: () => Promise<number>, clients: number, each: number): Promise<{wall: number; latencies: number[]}> {
+  const latencies: number[] = []
+  const wall = await time(() =>
+    Promise.all(
+      Array.from({length: clients}, async () => {
+        for (let i = 0; i < each; i++) latencies.push(await call())
+      }),
+    ),
+  )
+  return {wall, latencies}
+}
+
+/**
  * Times each side in turns of `block` consecutive calls, the sides taking turns (and alternating which goes
  * first), so that load changes on the machine hit all of them. The first call of each turn is not kept: it
  * pays for switching from the other side's onnxruntime thread pool and caches, which a server repeating one
