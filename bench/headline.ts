@@ -23,6 +23,7 @@ import {tmpdir} from 'node:os'
 import {join, resolve} from 'node:path'
 
 import {
+  cpuFlags,
   ensureImages,
   HD_JPEG,
   header,
@@ -51,7 +52,7 @@ header('headline', 'the README figures over HTTP (1280x720 JPEG, 1 worker) and m
 requireStandin()
 await ensureImages()
 const upload = multipartBody(await readFile(HD_JPEG), 'hd.jpg')
-const vnni = /\bavx512_vnni\b/.test(await readFile('/proc/cpuinfo', 'utf8').catch(() => ''))
+const vnni = cpuFlags().includes('avx512_vnni')
 
 /** `count` requests one after another: the time of each, in ms. */
 async function requests(url: string, count: number): Promise<number[]> {

@@ -3,7 +3,7 @@
  * statistics and the one-line verdicts each script prints and records.
  */
 import {execFileSync, spawn} from 'node:child_process'
-import {existsSync} from 'node:fs'
+import {existsSync, readFileSync} from 'node:fs'
 import {createRequire} from 'node:module'
 import {mkdir, readFile, readdir, writeFile} from 'node:fs/promises'
 import {cpus, loadavg, totalmem} from 'node:os'
@@ -197,6 +197,12 @@ export function machine(): Record<string, string> {
     sharp: sharp.versions.sharp ?? 'unknown',
     libvips: sharp.versions.vips,
   }
+}
+
+/** The CPU's instruction-set flags (/proc/cpuinfo's `flags`), none where the system lists none. */
+export function cpuFlags(): string[] {
+  const info = existsSync('/proc/cpuinfo') ? readFileSync('/proc/cpuinfo', 'utf8') : ''
+  return /^flags\s*:(.*)$/m.exec(info)?.[1].trim().split(/\s+/) ?? []
 }
 
 /** The 1-minute load average: other work on the machine skews every figure, so each script prints it. */

@@ -16,7 +16,7 @@
  *    rotations and mirrors and the lookup in a list of 100 000 hashes (target: at most 3 ms on top of the decode).
  */
 import {spawn} from 'node:child_process'
-import {existsSync, readFileSync} from 'node:fs'
+import {existsSync} from 'node:fs'
 import {mkdir, readdir, readFile, writeFile} from 'node:fs/promises'
 import {cpus, loadavg} from 'node:os'
 import {join} from 'node:path'
@@ -26,7 +26,7 @@ import {decodeImage, probeImage} from '../src/lib/image/decode.js'
 import {loadHashList} from '../src/lib/signals/pdq/list-load.js'
 import {matchHash} from '../src/lib/signals/pdq/match.js'
 import {pdqDihedralHashes} from '../src/lib/signals/pdq/pdq.js'
-import {BIN, median, OUT, ROOT, table} from './lib.js'
+import {BIN, cpuFlags, median, OUT, ROOT, table} from './lib.js'
 import {random} from '../test/helpers/nsfw-images.js'
 
 const arg = (name: string, fallback: string): string => {
@@ -82,8 +82,8 @@ function bitsApart(a: string, b: string): number {
   return n
 }
 
-function cpuFlags(): string {
-  const flags = /^flags\s*:(.*)$/m.exec(existsSync('/proc/cpuinfo') ? readFileSync('/proc/cpuinfo', 'utf8') : '')?.[1].split(' ') ?? []
+function vectorFlags(): string {
+  const flags = cpuFlags()
   return ['avx2', 'avx512f', 'avx512_vnni', 'avx_vnni'].filter((f) => flags.includes(f)).join(' ') || 'none of avx2/avx512'
 }
 
@@ -183,7 +183,7 @@ async function signalCost(): Promise<void> {
 }
 
 process.stdout.write(`\n== pdq-speed: mod hash against pdqhash + Pillow on ${DIR}\n`)
-process.stdout.write(`   ${cpus()[0]?.model ?? 'unknown CPU'} (${cpuFlags()}), ${cpus().length} cores, node ${process.version}, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}\n\n`)
+process.stdout.write(`   ${cpus()[0]?.model ?? 'unknown CPU'} (${vectorFlags()}), ${cpus().length} cores, node ${process.version}, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}\n\n`)
 await speed()
 await signalCost()
 process.stdout.write(`   load at the end ${loadavg().map((l) => l.toFixed(2)).join(' ')}: on a busy machine every figure is noisy; compare the ratios.\n`)

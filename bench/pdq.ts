@@ -19,7 +19,7 @@
  *    different photos (with and without the variants).
  */
 import {fork} from 'node:child_process'
-import {createWriteStream, existsSync, readFileSync} from 'node:fs'
+import {createWriteStream, existsSync} from 'node:fs'
 import {mkdir, readdir, readFile, writeFile} from 'node:fs/promises'
 import {availableParallelism, cpus, loadavg} from 'node:os'
 import {dirname, join} from 'node:path'
@@ -33,7 +33,7 @@ import {loadHashList} from '../src/lib/signals/pdq/list-load.js'
 import {mappedBytes} from '../src/lib/signals/pdq/list-map.js'
 import {matchHash} from '../src/lib/signals/pdq/match.js'
 import {pdqDihedralHashes, pdqHash} from '../src/lib/signals/pdq/pdq.js'
-import {median, OUT, percentile, pssOf, table, verdict} from './lib.js'
+import {cpuFlags, median, OUT, percentile, pssOf, table, verdict} from './lib.js'
 import {random} from '../test/helpers/nsfw-images.js'
 import {flip, randomHash} from '../test/helpers/pdq-hashes.js'
 
@@ -100,7 +100,7 @@ async function timed<T>(fn: () => Promise<T>): Promise<{value: T; wall: number; 
 
 /** The CPU's name and the flags that matter here (vector widths; SHA extensions for the list's SHA-256). */
 function cpuLine(): string {
-  const flags = /^flags\s*:(.*)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1].trim().split(/\s+/) ?? []
+  const flags = cpuFlags()
   const shown = ['avx2', 'avx512f', 'avx512_vnni', 'sha_ni'].filter((f) => flags.includes(f))
   return `${cpus()[0]?.model ?? 'unknown CPU'} (${shown.join(' ') || 'none of avx2 avx512f avx512_vnni sha_ni'}), ${availableParallelism()} cores`
 }
