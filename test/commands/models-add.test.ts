@@ -17,9 +17,11 @@ import {testUnless} from '../helpers/skip.js'
 import {onlyThroughProxy} from '../helpers/proxy-env.js'
 
 const dir = tempDir('mod-add-')
-const socket = `mod-add-${process.pid}`
+// The tmux server's socket lives in this test's folder (removed with it), not in the shared /tmp/tmux-UID; no
+// user configuration is read.
+const socket = join(dir.path, 'tmux.sock')
 test.after(() => {
-  spawnSync('tmux', ['-L', socket, 'kill-server'])
+  spawnSync('tmux', ['-S', socket, 'kill-server'])
   dir.remove()
 })
 
@@ -34,7 +36,7 @@ async function sameSizeFile(): Promise<{path: string; sha256: string; pinned: st
 
 /** Runs a shell line in a tmux pane (a pseudo-terminal) until it prints EXIT=n; what the pane shows. */
 async function inTerminal(line: string): Promise<string> {
-  const tmux = (...args: string[]) => execFileSync('tmux', ['-L', socket, ...args], {encoding: 'utf8'})
+  const tmux = (...args: string[]) => execFileSync('tmux', ['-S', socket, '-f', '/dev/null', ...args], {encoding: 'utf8'})
   tmux('new-session', '-d', '-s', 'add', '-x', '200', '-y', '30', '-c', dir.path, `${line}; echo EXIT=$?; sleep 30`)
   const deadline = Date.now() + 30_000
   let screen = ''

@@ -19,7 +19,8 @@ const BROKEN = 50
 const dir = tempDir('mod-tty-')
 const images = join(dir.path, 'imgs')
 let envPrefix = ''
-const socket = `mod-test-${process.pid}`
+// The tmux server's socket lives in this test's folder (removed with it), not in the shared /tmp/tmux-UID.
+const socket = join(dir.path, 'tmux.sock')
 
 test.before(async () => {
   mkdirSync(images)
@@ -37,7 +38,7 @@ test.before(async () => {
 })
 
 test.after(() => {
-  spawnSync('tmux', ['-L', socket, 'kill-server'])
+  spawnSync('tmux', ['-S', socket, 'kill-server'])
   dir.remove()
 })
 
@@ -77,7 +78,7 @@ test('a reader that goes away (| head -1) stops the scan quietly: exit 0, one ro
 })
 
 function tmux(...args: string[]): string {
-  return execFileSync('tmux', ['-L', socket, '-f', join(dir.path, 'tmux.conf'), ...args], {encoding: 'utf8'})
+  return execFileSync('tmux', ['-S', socket, '-f', join(dir.path, 'tmux.conf'), ...args], {encoding: 'utf8'})
 }
 
 async function screenUntil(pattern: RegExp, timeoutMs = 60_000): Promise<string> {
