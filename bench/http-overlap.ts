@@ -7,7 +7,8 @@
  * seconds. The sides take turns, alternating which goes first, so load changes hit all of them. Targets: 4
  * clients >= 1.15 x one-at-a-time bare pairs, their p99 <= 3 x the single-request median; 16 clients: no
  * request over 4 x the single median, and no error (a 503 counts as one). A miss names its floor in this run: the
- * batching ceiling of the bare pair, and for latencies Little's law (n clients on one worker wait n / rate).
+ * batching ceiling of the bare pair, alone and after preparing the clients' images one after another, and for
+ * latencies Little's law (n clients on one worker wait n / rate).
  */
 import autocannon from 'autocannon'
 
@@ -93,10 +94,17 @@ export async function overlapFigures(upload: Upload): Promise<void> {
   // inference on the cores. Latency, by Little's law: n clients always waiting on one worker at `rate` wait n / rate
   // on average, and the p99 or the slowest is no less than that.
   const batchCeiling = (median(bare) * BATCH_OF) / median(batch)
+  // Without overlap: each client's image prepared one after another (what a single request takes beyond the bare
+  // pair: receiving, decoding, preprocessing, answering), then one bare batch of them.
+  const preparing = singleMedian - median(bare)
+  const serialCeiling = (median(bare) * CLIENTS) / (CLIENTS * preparing + median(batch))
   const rate = median(rates)
   const crowdRate = crowd.requests.total / crowd.duration
   const floors = {
-    throughput: `ceiling: a bare batch of ${BATCH_OF} pairs takes ${median(batch).toFixed(1)} ms, ${batchCeiling.toFixed(2)} x one at a time, with no decoding`,
+    throughput:
+      `ceiling: a bare batch of ${BATCH_OF} pairs takes ${median(batch).toFixed(1)} ms, ${batchCeiling.toFixed(2)} x one at a time, with no decoding; ` +
+      `${serialCeiling.toFixed(2)} x with the ${CLIENTS} images prepared one after another first (${preparing.toFixed(1)} ms each: single request less bare pair). ` +
+      'Tried: runs wait for the images being prepared, 4 prepared slots (0.75 x before); 8 slots; preparing 2 at once (decoding beside inference slows both)',
     p99: `floor: ${CLIENTS} clients at ${rate.toFixed(1)} images/s wait ${((CLIENTS * 1000) / rate).toFixed(0)} ms on average (${CLIENTS} / rate), ${((CLIENTS * 1000) / rate / singleMedian).toFixed(2)} x the single median`,
     crowd: `floor: ${CROWD} clients at ${crowdRate.toFixed(1)} images/s wait ${((CROWD * 1000) / crowdRate).toFixed(0)} ms on average (${CROWD} / rate), ${((CROWD * 1000) / crowdRate / singleMedian).toFixed(2)} x the single median`,
   }

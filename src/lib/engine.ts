@@ -256,20 +256,33 @@ async function moderateOne({opts, loaded}: EngineParts, input: ImageInput, sched
   const core = await loaded()
   const asked = performance.now()
   const {maxBytes, maxPixels} = opts.limits
-  const frames = await scheduler.prepare(async () => {
-    // Waiting for the preparing stage's turn (the server's queue) counts as waiting too.
-    addStep(steps, 'wait', performance.now() - asked)
-    const data = await input.read()
-    const frameSide = opts.everyPixel ? undefined : core.frameSide
-    const decoded = await timeStepAsync(steps, 'decode', () => decodeImage(data, {maxBytes, maxPixels}, undefined, frameSide))
-    return core.prepare(decoded, 'image', steps)
-  })
-  // What is not inference between here and the outputs is waiting: for the queue's turn and the batcher's run.
-  const inferredBefore = steps ? inferenceTime(steps) : 0
-  const started = performance.now()
-  const outputs = await scheduler.infer(() => core.infer(frames, steps))
-  if (steps) addStep(steps, 'wait', Math.max(0, performance.now() - started - (inferenceTime(steps) - inferredBefore)))
-  return timeStep(steps, 'score', () => resultOf(core, input.source, outputs))
+  // Once the image holds its place in the preparing stage, a run about to start waits for it (Batcher.expect).
+  let coming: (() => void) | undefined
+  try {
+    const frames = await scheduler.prepare(
+      async () => {
+        // Waiting for the preparing stage's turn (the server's queue) counts as waiting too.
+        addStep(steps, 'wait', performance.now() - asked)
+        const data = await input.read()
+        const frameSide = opts.everyPixel ? undefined : core.frameSide
+        const decoded = await timeStepAsync(steps, 'decode', () => decodeImage(data, {maxBytes, maxPixels}, undefined, frameSide))
+        return core.prepare(decoded, 'image', steps)
+      },
+      () => (coming = core.expect()),
+    )
+    // What is not inference between here and the outputs is waiting: for the queue's turn and the batcher's run.
+    const inferredBefore = steps ? inferenceTime(steps) : 0
+    const started = performance.now()
+    const outputs = await scheduler.infer(() => {
+      const inferred = core.infer(frames, steps)
+      coming?.()
+      return inferred
+    })
+    if (steps) addStep(steps, 'wait', Math.max(0, performance.now() - started - (inferenceTime(steps) - inferredBefore)))
+    return timeStep(steps, 'score', () => resultOf(core, input.source, outputs))
+  } finally {
+    coming?.()
+  }
 }
 
 /** One image's result from its frames' outputs: the labels merged over its frames, then each open signal's evidence. */

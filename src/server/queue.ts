@@ -13,7 +13,8 @@ export interface Ticket {
    * (inference runs off the event loop): the next inputs are ready when a run ends. Memory stays bounded: an item
    * holds one of PREPARED_SLOTS from the start of its preparing to the end of its inference, so one decoding and
    * at most that many prepared inputs are held at once, however many requests wait; the others wait in line,
-   * their uploads received but not decoded. Inference is batched by the engine with whatever else is prepared. A
+   * their uploads received but not decoded. Inference is batched by the engine: a run about to start waits for the
+   * items holding a slot that are still being prepared (`prepare`'s `placed`, Batcher.expect). A
    * request whose client went away (`signal` aborted) leaves the line without running, and gives back its slots.
    * Every `prepare` that succeeds is followed by one `infer` (the engine's order), which gives its slot back.
    */
@@ -137,11 +138,13 @@ function partyOf(signal: AbortSignal | undefined): Party & Disposable {
 }
 
 /**
- * Items between the start of their preparing and the end of their inference, in the whole worker: the one being
- * inferred and two more, so that while a run goes on the next input is prepared and one more already is (the
- * batcher takes both into the next run when one finished in the meantime).
+ * Items between the start of their preparing and the end of their inference, in the whole worker. Four, so that
+ * four clients' images run in one batch: on two cores, a batch of four runs the models about 1.4 times faster an
+ * image than one at a time, and the batcher waits for the items holding a slot (Batcher.expect) rather than
+ * running each alone while the next is decoded (bench/http.ts --overlap). Each item holds its model inputs, a few
+ * MB, or with text rules its decoded frame (docs/operations.md).
  */
-export const PREPARED_SLOTS = 3
+export const PREPARED_SLOTS = 4
 
 /**
  * The per-process moderation queue (MOD_QUEUE_LIMIT) in front of the upload places and buffered bytes
@@ -184,8 +187,9 @@ export function createGate(queueLimit: number, intake: Intake = UNBOUNDED): Gate
           const party = partyOf(signal)
           parties.push(party)
           return {
-            async prepare(work) {
+            async prepare(work, placed) {
               await prepared.take(party)
+              placed?.()
               try {
                 const out = await holding(preparing, work, party)
                 if (released) prepared.give()

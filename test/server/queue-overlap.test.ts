@@ -42,7 +42,10 @@ async function job(gate: ReturnType<typeof createGate>, s: ReturnType<typeof ste
   const ticket = gate.admit()
   try {
     const scheduler = ticket.scheduler(signal)
-    await scheduler.prepare(() => s.step(`prepare ${name}`))
+    await scheduler.prepare(
+      () => s.step(`prepare ${name}`),
+      () => s.events.push(`placed ${name}`),
+    )
     await scheduler.infer(() => s.step(`infer ${name}`))
     return 'done'
   } catch (e) {
@@ -52,34 +55,41 @@ async function job(gate: ReturnType<typeof createGate>, s: ReturnType<typeof ste
   }
 }
 
+/** Names for `n` requests with a prefix: a0, a1, ... */
+const names = (prefix: string, n: number) => Array.from({length: n}, (_, i) => `${prefix}${i}`)
+
 test(`preparing goes on while others infer, but at most ${PREPARED_SLOTS} items are prepared or inferring: the next waits for an inference to end`, async () => {
-  assert.is(PREPARED_SLOTS, 3)
+  assert.is(PREPARED_SLOTS, 4)
   const gate = createGate(10)
   const s = steps()
-  const all = ['a', 'b', 'c', 'd', 'e'].map((name) => job(gate, s, name))
-  for (const name of ['a', 'b', 'c']) {
+  const holders = names('h', PREPARED_SLOTS)
+  const all = [...holders, 'next', 'last'].map((name) => job(gate, s, name))
+  for (const name of holders) {
     await until(() => s.started(`prepare ${name}`))
     await s.end(`prepare ${name}`)
   }
-  await until(() => s.started('infer c'))
-  // a, b and c hold the three slots (one inferring, two prepared): d is not decoded while they wait.
+  await until(() => s.started(`infer ${holders.at(-1)}`))
+  // The holders hold every slot (one inferring, the others prepared): next is not decoded while they wait, and not
+  // placed, so that a run about to start does not wait for it.
   await new Promise((resolve) => setTimeout(resolve, 30))
-  assert.not.ok(s.started('prepare d'))
-  await s.end('infer a')
-  await until(() => s.started('prepare d'))
-  await s.end('prepare d')
-  await until(() => s.started('infer d'))
-  assert.not.ok(s.started('prepare e'))
-  for (const name of ['b', 'c', 'd']) await s.end(`infer ${name}`)
-  await until(() => s.started('prepare e'))
-  await s.end('prepare e')
-  await until(() => s.started('infer e'))
-  await s.end('infer e')
-  assert.equal(await Promise.all(all), Array(5).fill('done'))
+  assert.not.ok(s.started('prepare next'))
+  assert.not.ok(s.events.includes('placed next'))
+  await s.end(`infer ${holders[0]}`)
+  await until(() => s.started('prepare next'))
+  assert.ok(s.events.indexOf('placed next') < s.events.indexOf('start prepare next'))
+  await s.end('prepare next')
+  await until(() => s.started('infer next'))
+  assert.not.ok(s.started('prepare last'))
+  for (const name of [...holders.slice(1), 'next']) await s.end(`infer ${name}`)
+  await until(() => s.started('prepare last'))
+  await s.end('prepare last')
+  await until(() => s.started('infer last'))
+  await s.end('infer last')
+  assert.equal(await Promise.all(all), Array(PREPARED_SLOTS + 2).fill('done'))
   // First come, first served: each preparing started in the order the requests came.
   assert.equal(
     s.events.filter((e) => e.startsWith('start prepare')),
-    ['a', 'b', 'c', 'd', 'e'].map((n) => `start prepare ${n}`),
+    [...holders, 'next', 'last'].map((n) => `start prepare ${n}`),
   )
   assert.is(gate.admitted, 0)
 })
@@ -87,32 +97,35 @@ test(`preparing goes on while others infer, but at most ${PREPARED_SLOTS} items 
 test('a request whose client goes away while it waits for a slot leaves the line; one whose preparing fails gives its slot back', async () => {
   const gate = createGate(10)
   const s = steps()
+  const fillers = names('c', PREPARED_SLOTS - 2)
   const a = job(gate, s, 'a')
   const b = job(gate, s, 'b')
-  const c = job(gate, s, 'c')
+  const cs = fillers.map((name) => job(gate, s, name))
   const controller = new AbortController()
   const d = job(gate, s, 'd', controller.signal)
   const e = job(gate, s, 'e')
   await s.end('prepare a')
   await until(() => s.started('prepare b'))
   await s.end('prepare b', new Error('broken image'))
-  await until(() => s.started('prepare c'))
-  await s.end('prepare c')
+  for (const name of fillers) {
+    await until(() => s.started(`prepare ${name}`))
+    await s.end(`prepare ${name}`)
+  }
   // b's failure gave its slot to d, whose client goes away while it prepares.
   await until(() => s.started('prepare d'))
   controller.abort()
   await s.end('prepare d')
   assert.is(await b, 'broken image')
-  await until(() => s.started('infer a') && s.started('infer c'))
+  await until(() => s.started('infer a') && fillers.every((name) => s.started(`infer ${name}`)))
   // d prepared, but its client is gone: it is not inferred, and its slot goes to e.
   assert.is(await d, 'bad_request')
   await until(() => s.started('prepare e'))
   await s.end('prepare e')
-  for (const name of ['a', 'c', 'e']) {
+  for (const name of ['a', ...fillers, 'e']) {
     await until(() => s.started(`infer ${name}`))
     await s.end(`infer ${name}`)
   }
-  assert.equal(await Promise.all([a, c, e]), ['done', 'done', 'done'])
+  assert.equal(await Promise.all([a, ...cs, e]), Array(PREPARED_SLOTS).fill('done'))
   assert.not.ok(s.started('infer d'))
   assert.is(gate.admitted, 0)
 })
@@ -120,8 +133,9 @@ test('a request whose client goes away while it waits for a slot leaves the line
 test('a client gone while it waits for a slot never prepares, and takes no slot', async () => {
   const gate = createGate(10)
   const s = steps()
-  const holders = ['a', 'b', 'c'].map((name) => job(gate, s, name))
-  for (const name of ['a', 'b', 'c']) {
+  const held = names('h', PREPARED_SLOTS)
+  const holders = held.map((name) => job(gate, s, name))
+  for (const name of held) {
     await until(() => s.started(`prepare ${name}`))
     await s.end(`prepare ${name}`)
   }
@@ -130,15 +144,16 @@ test('a client gone while it waits for a slot never prepares, and takes no slot'
   const next = job(gate, s, 'next')
   controller.abort()
   assert.is(await gone, 'bad_request')
-  await s.end('infer a')
+  await s.end(`infer ${held[0]}`)
   await until(() => s.started('prepare next'))
   await s.end('prepare next')
-  for (const name of ['b', 'c', 'next']) {
+  for (const name of [...held.slice(1), 'next']) {
     await until(() => s.started(`infer ${name}`))
     await s.end(`infer ${name}`)
   }
-  assert.equal(await Promise.all([...holders, next]), Array(4).fill('done'))
+  assert.equal(await Promise.all([...holders, next]), Array(PREPARED_SLOTS + 1).fill('done'))
   assert.not.ok(s.started('prepare gone'))
+  assert.not.ok(s.events.includes('placed gone'))
 })
 
 /**
@@ -191,38 +206,41 @@ test('over HTTP: the next uploads are received and prepared while one infers, in
     await until(() => stepped.started('prepare bad.png'))
     await stepped.end('prepare bad.png')
     assert.equal(errorOf(await broken), {status: 415, code: 'unsupported_media'})
-    const third = call(url, image('3.png'))
-    await until(() => stepped.started('prepare 3.png'))
-    await stepped.end('prepare 3.png')
-    // Three slots held (1 inferring, 2 and 3 prepared): 4 is received and waits; 5's client goes away meanwhile.
-    const fourth = call(url, image('4.png'))
-    const fifth = goneClient(url, '5.png')
-    await until(() => server.handle.gate.admitted === 5)
-    fifth.destroy()
+    // 1 inferring and the prepared ones hold every slot: the next is received and waits; one more client goes away.
+    const prepared = [second]
+    const more = Array.from({length: PREPARED_SLOTS - 2}, (_, i) => `${i + 3}.png`)
+    for (const name of more) {
+      prepared.push(call(url, image(name)))
+      await until(() => stepped.started(`prepare ${name}`))
+      await stepped.end(`prepare ${name}`)
+    }
+    const waiting = `${PREPARED_SLOTS + 1}.png`
+    const gone = `${PREPARED_SLOTS + 2}.png`
+    const next = call(url, image(waiting))
+    const leaving = goneClient(url, gone)
+    await until(() => server.handle.gate.admitted === PREPARED_SLOTS + 2)
+    leaving.destroy()
     // The server sees the connection close and the request leaves the line.
-    await until(() => server.handle.gate.admitted === 4)
-    assert.not.ok(stepped.started('prepare 4.png'))
+    await until(() => server.handle.gate.admitted === PREPARED_SLOTS + 1)
+    assert.not.ok(stepped.started(`prepare ${waiting}`))
     await stepped.end('infer 1.png')
     assert.is((await first).body.source, '1.png')
-    await until(() => stepped.started('prepare 4.png'))
-    await stepped.end('prepare 4.png')
-    for (const name of ['2.png', '3.png', '4.png']) {
+    await until(() => stepped.started(`prepare ${waiting}`))
+    await stepped.end(`prepare ${waiting}`)
+    const after = ['2.png', ...more, waiting]
+    for (const name of after) {
       await until(() => stepped.started(`infer ${name}`))
       await stepped.end(`infer ${name}`)
     }
     assert.equal(
-      (await Promise.all([second, third, fourth])).map((a) => [a.status, a.body.source]),
-      [
-        [200, '2.png'],
-        [200, '3.png'],
-        [200, '4.png'],
-      ],
+      (await Promise.all([...prepared, next])).map((a) => [a.status, a.body.source]),
+      after.map((name) => [200, name]),
     )
     await until(() => server.handle.gate.admitted === 0)
-    assert.not.ok(stepped.started('prepare 5.png'))
+    assert.not.ok(stepped.started(`prepare ${gone}`))
     assert.equal(
       stepped.events.filter((e) => e.startsWith('start prepare')),
-      ['1.png', '2.png', 'bad.png', '3.png', '4.png'].map((n) => `start prepare ${n}`),
+      ['1.png', '2.png', 'bad.png', ...more, waiting].map((n) => `start prepare ${n}`),
     )
   } finally {
     await server.stop()

@@ -7,11 +7,18 @@
  * item from one to the end of the other.
  */
 export interface Scheduler {
-  prepare<T>(work: () => Promise<T>): Promise<T>
+  /**
+   * Runs `work` in the preparing stage. `placed` is told once the item holds its place there: when nothing but
+   * other items' preparing stands between it and its own, so that the batcher may wait for it.
+   */
+  prepare<T>(work: () => Promise<T>, placed?: () => void): Promise<T>
   infer<T>(work: () => Promise<T>): Promise<T>
 }
 
 export const DIRECT: Scheduler = {
-  prepare: (work) => work(),
+  prepare: (work, placed) => {
+    placed?.()
+    return work()
+  },
   infer: (work) => work(),
 }

@@ -128,6 +128,12 @@ export interface InferenceCore {
   prepare(frames: readonly RgbImage[], kind?: MediaKind, steps?: StepTimes, only?: ReadonlySet<string>): Promise<PreparedFrame[]>
   /** Each frame's outputs; frames from concurrent callers share model runs. `steps` gets each signal's inference time. */
   infer(frames: readonly PreparedFrame[], steps?: StepTimes): Promise<FrameOutputs[]>
+  /**
+   * Says an image is on its way to `infer` (its frames being read or prepared): a run about to start waits for
+   * it while such images keep coming (Batcher.expect). Returns what to call once its frames are given to `infer`,
+   * or will not be.
+   */
+  expect(): () => void
   /** One frame's labels, as the result will show them once rounded. */
   score(outputs: FrameOutputs): ScoredLabel[]
   /** What each open signal found in the frame beyond label scores, by signal name (none where it did not look). */
@@ -208,6 +214,7 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
       alive()
       return Promise.all(frames.map((decoded, index) => prepareFrame(parts, decoded, {index, count: frames.length}, kind, steps, only)))
     },
+    expect: () => batcher.expect(),
     async infer(frames, steps) {
       alive()
       return Promise.all(frames.map((frame) => batcher.submit({frame, steps})))
