@@ -239,7 +239,9 @@ const verdicts = [
     '',
     3,
     `floor: decode ${ms(stepMedian('decode'))} (every pixel: below reduced decoding's 1 344) + CLIP's bicubic resize ${ms(stepMedian('clip_preprocess'))} ` +
-      `over the bare pair's ${ms(median(t.pair))}: at best ${engineFloor.toFixed(2)} x`,
+      `over the bare pair's ${ms(median(t.pair))}: at best ${engineFloor.toFixed(2)} x. Tried: CLIP's crop inside its resize, JPEG/WebP turned in the ` +
+      'decoding pipeline, a decode per signal in two pipelines at once (two decoders share the cores), libvips on one thread; a reduced decode ' +
+      "would leave the specialist's 448-pixel view short of rows (720 at half scale is 360)",
   ),
   verdict(
     'latency',
