@@ -31,8 +31,8 @@ export type BatchObserver = (size: number, seconds: number) => void
 /**
  * How long a run about to start waits for the next item on its way: about three times what preparing a 1280x720
  * JPEG takes on two cores (decoding 5 ms, the signals' inputs 3 ms), since items are prepared one at a time and
- * the gap between two also holds an HTTP client's turnaround. 20 ms often gave up just before the next came
- * (bench/http.ts --overlap, 4 clients: 2.1 images a run against 3.3 with 30 ms).
+ * the gap between two also holds an HTTP client's turnaround. 20 ms often gave up just before the next came (4
+ * clients on one worker: 2.1 images a run against 3.3 with 30 ms; bench/README.md, speed round 5).
  */
 export const GATHER_GAP_MS = 30
 
