@@ -3,17 +3,14 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {buildPolicy} from '../../src/lib/config/policy.js'
-import {createEngine} from '../../src/lib/engine.js'
 import type {Scheduler} from '../../src/lib/pipeline/scheduler.js'
 import {createGate} from '../../src/server/queue.js'
 import {writeClipFolder} from '../../scripts/onnx/clip-folder.js'
 import {buildTextModel} from '../../scripts/onnx/text-transformer.js'
 import {buildVisionModel} from '../../scripts/onnx/vit.js'
 import {ROOT, solidPng, tempDir} from '../helpers/cli.js'
-import {withoutSpecialist} from '../helpers/signals.js'
 import {TINY_TEXT} from '../helpers/tiny-clip.js'
-import {testSettings} from '../server/harness.js'
+import {testSettings, toyEngine} from '../server/harness.js'
 
 const dir = tempDir('mod-engine-overlap-')
 
@@ -45,16 +42,7 @@ function slowClipDir(): Promise<string> {
 
 /** An engine on the slow CLIP that records the size of every inference run. */
 async function slowEngine(runs: number[] = []) {
-  const settings = testSettings(join(dir.path, 'cache'))
-  return createEngine({
-    preset: 'fast',
-    modelDir: await slowClipDir(),
-    cacheDir: settings.cacheDir,
-    policy: buildPolicy({categories: [{name: 'redness', prompts: ['red']}]}),
-    limits: settings.limits,
-    signals: withoutSpecialist(),
-    observer: {batch: (size) => runs.push(size)},
-  })
+  return toyEngine(testSettings(join(dir.path, 'cache')), await slowClipDir(), {observer: {batch: (size) => runs.push(size)}})
 }
 
 /** The server's queue (one preparing at a time, in turn; inference is the engine's), each stage traced in `events`. */

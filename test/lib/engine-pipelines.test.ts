@@ -7,11 +7,11 @@ import sharp from 'sharp'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {buildPolicy} from '../../src/lib/config/policy.js'
 import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
-import {createEngine} from '../../src/lib/engine.js'
+import {SIGNALS} from '../../src/lib/signals/registry.js'
 import {tempDir, TOY_MODEL} from '../helpers/cli.js'
 import {sharpRuns} from '../helpers/sharp-runs.js'
+import {toyEngine} from '../helpers/toy-engine.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir()
@@ -30,13 +30,7 @@ async function phoneJpeg(): Promise<Buffer> {
 }
 
 test('one image on CLIP and the NSFW specialist: one header read and three libvips pipelines (decode and turn, CLIP\'s crop, the square)', async () => {
-  const engine = createEngine({
-    preset: 'fast',
-    modelDir: TOY_MODEL,
-    cacheDir: warmCacheDir(join(dir.path, 'cache')),
-    policy: buildPolicy({categories: [{name: 'redness', prompts: ['red']}]}),
-    limits: DEFAULT_LIMITS,
-  })
+  const engine = toyEngine({cacheDir: warmCacheDir(join(dir.path, 'cache')), limits: DEFAULT_LIMITS}, TOY_MODEL, {signals: SIGNALS})
   try {
     const jpeg = await phoneJpeg()
     const first = await engine.moderateImage(jpeg, 'phone.jpg')

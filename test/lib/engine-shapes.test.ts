@@ -9,27 +9,21 @@ import sharp from 'sharp'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {buildPolicy} from '../../src/lib/config/policy.js'
 import {DEFAULT_LIMITS} from '../../src/lib/config/settings.js'
-import {createEngine} from '../../src/lib/engine.js'
 import {MAX_ASPECT_RATIO} from '../../src/lib/image/aspect.js'
 import {MAX_SIDE} from '../../src/lib/image/decode.js'
+import {SIGNALS} from '../../src/lib/signals/registry.js'
 import {tempDir, TOY_MODEL} from '../helpers/cli.js'
 import {rejection} from '../helpers/errors.js'
 import {greyPng, sweepShapes} from '../helpers/hostile-images.js'
 import {signalStates} from '../helpers/signals.js'
+import {toyEngine} from '../helpers/toy-engine.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir()
 test.after(() => dir.remove())
 
-const engine = createEngine({
-  preset: 'fast',
-  modelDir: TOY_MODEL,
-  cacheDir: warmCacheDir(join(dir.path, 'cache')),
-  policy: buildPolicy({categories: [{name: 'redness', prompts: ['red']}]}),
-  limits: DEFAULT_LIMITS,
-})
+const engine = toyEngine({cacheDir: warmCacheDir(join(dir.path, 'cache')), limits: DEFAULT_LIMITS}, TOY_MODEL, {signals: SIGNALS})
 test.after(() => engine.close())
 
 test('both signals are loaded, so the sweep covers both preprocessings', async () => {

@@ -18,6 +18,7 @@ import {assertConforms, createConformance} from './conformance.js'
 import {signalStates, withoutSpecialist} from '../helpers/signals.js'
 
 export {solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+export {toyEngine} from '../helpers/toy-engine.js'
 
 /** Both sections in one value: what the toy engine and the server of a test read. */
 export type TestSettings = EngineSettings & ServerSettings
@@ -29,19 +30,6 @@ export function testSettings(cacheDir: string, over: SettingsOverrides = {}): Te
   const {engine, server} = readSettings({cacheDir}, {})
   const defaults = {...engine, ...server}
   return {...defaults, ...over, limits: {...defaults.limits, ...over.limits}}
-}
-
-/** The toy model with a `redness` category: red is unsafe, blue is safe. */
-export function toyEngine(settings: EngineSettings, modelDir = TOY_MODEL): Engine {
-  return createEngine({
-    preset: 'fast',
-    modelDir,
-    cacheDir: settings.cacheDir,
-    policy: buildPolicy({categories: [{name: 'redness', prompts: ['red']}]}),
-    limits: settings.limits,
-    ffmpeg: settings.ffmpeg,
-    signals: withoutSpecialist(),
-  })
 }
 
 /** A model-less Engine whose methods a test replaces; by default every image is a safe result named after its source. */
