@@ -15,10 +15,10 @@
  */
 import type {Worker} from 'node:worker_threads'
 
-import * as ort from 'onnxruntime-node'
+import type * as ort from 'onnxruntime-node'
 
 import {startModuleWorker, threadStopped} from '../worker-module.js'
-import type {Answer, Ask, WireTensor} from './inference-wire.js'
+import {fromWire, toWire, type Answer, type Ask} from './inference-wire.js'
 
 /** What the engine uses of an onnxruntime session. */
 export interface ModelSession {
@@ -106,15 +106,6 @@ async function ask(question: Question): Promise<Answer> {
   return answered
 }
 
-function wire(t: ort.Tensor): WireTensor {
-  const data = t.data
-  // A view into a larger buffer would be cloned whole: only its part is sent.
-  const own = ArrayBuffer.isView(data) && data.byteLength !== data.buffer.byteLength ? (data as Float32Array).slice() : data
-  return {type: t.type, data: own, dims: t.dims}
-}
-
-const tensor = (t: WireTensor) => new ort.Tensor(t.type as 'float32', t.data as Float32Array, t.dims)
-
 /** Opens the model at `path` in the inference thread; a model onnxruntime cannot load rejects with its message. */
 export async function openThreadSession(path: string, options: ort.InferenceSession.SessionOptions): Promise<ModelSession> {
   const opened = await ask({op: 'open', path, options})
@@ -132,10 +123,9 @@ export async function openThreadSession(path: string, options: ort.InferenceSess
     async run(feeds, fetches) {
       if (thread !== owner) throw new Error('the inference thread stopped, and its sessions with it')
       tally.runs++
-      const wired = Object.fromEntries(Object.entries(feeds).map(([name, t]) => [name, wire(t)]))
-      const out = await ask({op: 'run', session, feeds: wired, ...(fetches ? {fetches: [...fetches]} : {})})
+      const out = await ask({op: 'run', session, feeds: toWire(feeds), ...(fetches ? {fetches: [...fetches]} : {})})
       if (!('outputs' in out)) throw new Error('the inference thread sent no outputs')
-      return Object.fromEntries(Object.entries(out.outputs).map(([name, t]) => [name, tensor(t)]))
+      return fromWire(out.outputs)
     },
     async release() {
       // A thread that stopped took its sessions with it.

@@ -1,7 +1,7 @@
 /** The messages between the process and its inference thread (inference-thread.ts, inference-worker.ts). */
-import type * as ort from 'onnxruntime-node'
+import * as ort from 'onnxruntime-node'
 
-/** A tensor as it crosses to or from the thread (copied by structured clone). */
+/** A tensor as it crosses to or from the thread (copied by structured clone): toWire, fromWire. */
 export interface WireTensor {
   type: string
   data: ort.Tensor['data']
@@ -24,3 +24,18 @@ export type Answer =
     }
   | {id: number; outputs: Record<string, WireTensor>}
   | {id: number}
+
+/** Tensors as they cross, either way. A view into a larger buffer is sent as its own part: a clone would copy the whole buffer. */
+export function toWire(tensors: Readonly<Record<string, ort.Tensor>>): Record<string, WireTensor> {
+  return Object.fromEntries(
+    Object.entries(tensors).map(([name, {type, data, dims}]) => {
+      const own = ArrayBuffer.isView(data) && data.byteLength !== data.buffer.byteLength ? (data as Float32Array).slice() : data
+      return [name, {type, data: own, dims}]
+    }),
+  )
+}
+
+/** The tensors toWire sent, on the other side. */
+export function fromWire(tensors: Readonly<Record<string, WireTensor>>): Record<string, ort.Tensor> {
+  return Object.fromEntries(Object.entries(tensors).map(([name, t]) => [name, new ort.Tensor(t.type as 'float32', t.data as Float32Array, t.dims)]))
+}

@@ -7,15 +7,13 @@ import {parentPort} from 'node:worker_threads'
 
 import * as ort from 'onnxruntime-node'
 
-import type {Ask, Answer, WireTensor} from './inference-wire.js'
+import {fromWire, toWire, type Ask, type Answer} from './inference-wire.js'
 
 const port = parentPort
 if (port === null) throw new Error('inference-worker.ts runs as a worker thread')
 
 const sessions = new Map<number, ort.InferenceSession>()
 let nextSession = 0
-
-const tensor = (t: WireTensor) => new ort.Tensor(t.type as 'float32', t.data as Float32Array, t.dims)
 
 async function answer(ask: Ask): Promise<Answer> {
   switch (ask.op) {
@@ -28,10 +26,9 @@ async function answer(ask: Ask): Promise<Answer> {
     case 'run': {
       const session = sessions.get(ask.session)
       if (!session) throw new Error('the session was released')
-      const feeds = Object.fromEntries(Object.entries(ask.feeds).map(([name, t]) => [name, tensor(t)]))
+      const feeds = fromWire(ask.feeds)
       const out = ask.fetches ? await session.run(feeds, ask.fetches) : await session.run(feeds)
-      const outputs = Object.fromEntries(Object.entries(out).map(([name, t]) => [name, {type: t.type, data: t.data, dims: t.dims}]))
-      return {id: ask.id, outputs}
+      return {id: ask.id, outputs: toWire(out)}
     }
     case 'release': {
       const session = sessions.get(ask.session)
