@@ -28,11 +28,12 @@ import {decodeImage} from '../src/lib/image/decode.js'
 import {preprocess} from '../src/lib/image/preprocess.js'
 import {frameToScore} from '../src/lib/image/prepare.js'
 import {loadManifest} from '../src/lib/model/manifest.js'
-import {openNsfwRunner, type NsfwViews} from '../src/lib/signals/nsfw/runner.js'
-import {JUDGE_VIEWS, passesGate} from '../src/lib/signals/nsfw/rule.js'
-import {stackTensors} from '../src/lib/pipeline/stack.js'
+import {classifyViews, openNsfwRunner, type NsfwViews} from '../src/lib/signals/nsfw/runner.js'
+import {NSFW_CLASSES} from '../src/lib/signals/nsfw/manifest.js'
+import {JUDGE_VIEWS} from '../src/lib/signals/nsfw/rule.js'
 import {DEFAULT_LIMITS} from '../src/lib/config/settings.js'
 import {
+  afterFirst,
   bareEncoder,
   bareSpecialist,
   cpuFlags,
@@ -97,13 +98,11 @@ async function serve(args: string[], env: Record<string, string>): Promise<{medi
   }
 }
 
-/** The median of `count` calls of `fn` after three untimed ones, in ms. */
-async function medianOf(fn: () => Promise<unknown>, count = 30): Promise<number> {
-  for (let i = 0; i < 3; i++) await fn()
-  const times: number[] = []
-  for (let i = 0; i < count; i++) times.push(await time(fn))
-  return median(times)
-}
+/** Timed calls of each part, after one untimed. */
+const PART_CALLS = 30
+
+/** The median time of PART_CALLS calls of `fn` after an untimed one, in ms. */
+const medianOf = async (fn: () => Promise<unknown>) => median(await afterFirst(PART_CALLS + 1, () => time(fn)))
 
 /**
  * The parts of a request that its time cannot go below, measured in this process on the same JPEG: decoding every
@@ -133,9 +132,8 @@ async function requestParts(): Promise<{decode: number; inputs: number; view: nu
 const SCAN_BATCH = 8
 
 /**
- * The most images a second the specialist's two models allow on `files`, everything else free: the gate on batches
- * of SCAN_BATCH views, the judge on the views of the photos the gate passes, as a scan runs them (the views are
- * made untimed).
+ * The most images a second the specialist's two models allow on `files`, everything else free: classifyViews, as a
+ * scan runs it, on batches of SCAN_BATCH photos whose views (the judge's too) are made beforehand, untimed.
  */
 async function modelsCeiling(files: string[]): Promise<{rate: number; judged: number}> {
   const runner = await openNsfwRunner()
@@ -146,15 +144,15 @@ async function modelsCeiling(files: string[]): Promise<{rate: number; judged: nu
       const views: NsfwViews[] = []
       for (const file of files.slice(i, i + SCAN_BATCH)) {
         const frames = await decodeImage(await readFile(file), DEFAULT_LIMITS).catch(() => [])
-        if (frames.length > 0) views.push(await runner.views(frameToScore(frames[0], false)))
+        if (frames.length === 0) continue
+        const {first, rest} = await runner.views(frameToScore(frames[0], false))
+        const judgeViews = await rest()
+        views.push({first, rest: async () => judgeViews})
       }
-      let first: Float32Array[] = []
-      ms += await time(async () => (first = await runner.gate.classify(stackTensors(views.map((v) => v.first)), views.length)))
-      const again = views.filter((_, k) => passesGate(first[k]))
-      if (again.length === 0) continue
-      judged += again.length
-      const rest = stackTensors(await Promise.all(again.map((v) => v.rest())))
-      ms += await time(() => runner.judge.classify(rest, again.length * JUDGE_VIEWS.length))
+      let out: Float32Array[] = []
+      ms += await time(async () => (out = await classifyViews(runner, views)))
+      // A photo the judge looked at has its views' probabilities after the gate's.
+      judged += out.filter((probabilities) => probabilities.length > NSFW_CLASSES.length).length
     }
   } finally {
     await runner.close()
