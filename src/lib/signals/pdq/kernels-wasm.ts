@@ -1,4 +1,4 @@
-// Generated from kernels.wat by scripts/pdq/wasm.ts: edit the .wat and run `npx tsx scripts/pdq/wasm.ts`.
+// Generated from kernels.wat by scripts/wasm.ts: edit the .wat and run `npx tsx scripts/wasm.ts`.
 export const KERNELS_WASM = Buffer.from(
   'AGFzbQEAAAABIQNgBn9/f39/fwBgDH9/f39/f39/f39/fwBgBX9/f39/AAMGBQAAAQACBQMBAAEHPgYGbWVtb3J5AgAJbHVtaW5h' +
   'bmNlAAAHYm94TGluZQABCGJveExpbmVzAAIKY29sdW1uU3RlcAADA2RjdAAECpkLBYABAQJ/AkADQCAEQQBMDQEgAiEGIAIgA0EC' +

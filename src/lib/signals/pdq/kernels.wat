@@ -2,7 +2,7 @@
 ;; (dct.ts), in float32 as the reference computes them: WebAssembly's f32 operations round every product, sum
 ;; and quotient to float32 exactly as Math.fround did, without converting each value to a double and back, and
 ;; the column passes and the DCT take four values per instruction. Compiled into kernels-wasm.ts by
-;; `npx tsx scripts/pdq/wasm.ts`. Addresses are in bytes; rows are float32.
+;; `npx tsx scripts/wasm.ts`. Addresses are in bytes; rows are float32.
 (module
   (memory (export "memory") 1)
 

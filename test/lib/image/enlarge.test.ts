@@ -1,0 +1,105 @@
+import sharp from 'sharp'
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {enlarge} from '../../../src/lib/image/enlarge.js'
+import type {RgbImage} from '../../../src/lib/image/rgb.js'
+import {resampleSquare, type SquareOptions} from '../../../src/lib/image/square.js'
+
+/** A deterministic pseudo-random sequence in [0, 1). */
+function sequence(seed: number): () => number {
+  let s = seed >>> 0
+  return () => {
+    s = (Math.imul(s, 1103515245) + 12345) >>> 0
+    return s / 2 ** 32
+  }
+}
+
+/** Noise: every level, and neighbours far apart, so that any difference in weights or rounding shows. */
+function noise(width: number, height: number, seed: number): RgbImage {
+  const next = sequence(seed)
+  const data = Buffer.alloc(width * height * 3)
+  for (let i = 0; i < data.length; i++) data[i] = Math.floor(next() * 256)
+  return {data, width, height}
+}
+
+const raw = (img: RgbImage) => sharp(img.data, {raw: {width: img.width, height: img.height, channels: 3}})
+
+/** The square libvips makes, as sharp is asked for it: what resampleSquare must give. */
+async function libvipsSquare(frame: RgbImage, side: number, o: SquareOptions): Promise<Buffer> {
+  let image = raw(frame)
+  if (o.window) image = image.extract(o.window)
+  image = o.letterbox
+    ? image.resize(side, side, {fit: 'contain', background: {r: 0, g: 0, b: 0}, kernel: 'lanczos3'})
+    : image.resize(side, side, {fit: 'fill', kernel: 'lanczos3'})
+  return image.raw().toBuffer()
+}
+
+function differing(a: Buffer, b: Buffer): number {
+  let n = Math.abs(a.length - b.length)
+  for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) n++
+  return n
+}
+
+test("enlarge gives libvips' own enlargement bit for bit: one side or both, from one pixel to hundreds", async () => {
+  const next = sequence(7)
+  const sizes = [
+    [1, 1, 5, 3],
+    [1, 9, 1, 20],
+    [375, 448, 448, 448],
+    [448, 375, 448, 448],
+    [180, 180, 448, 448],
+    [213, 160, 299, 299],
+  ]
+  for (let i = 0; i < 60; i++) {
+    const w = 1 + Math.floor(next() * 300)
+    const h = 1 + Math.floor(next() * 300)
+    sizes.push([w, h, w + (next() < 0.3 ? 0 : Math.floor(next() * 400)), h + (next() < 0.3 ? 0 : Math.floor(next() * 400))])
+  }
+  for (const [w, h, width, height] of sizes) {
+    const img = noise(w, h, w * 1000 + h)
+    const expected = await raw(img).resize(width, height, {fit: 'fill', kernel: 'lanczos3'}).raw().toBuffer()
+    const got = enlarge(img, width, height)
+    assert.equal([got.width, got.height], [width, height])
+    assert.is(differing(got.data, expected), 0, `${w}x${h} to ${width}x${height}`)
+  }
+})
+
+test('enlarge reads the window only, and gives a window of the asked size as it is', () => {
+  const img = noise(40, 30, 1)
+  const window = {left: 5, top: 7, width: 20, height: 10}
+  const alone = {data: Buffer.alloc(20 * 10 * 3), width: 20, height: 10}
+  for (let y = 0; y < 10; y++) img.data.copy(alone.data, y * 60, ((7 + y) * 40 + 5) * 3, ((7 + y) * 40 + 25) * 3)
+  assert.equal(enlarge(img, 33, 17, window).data, enlarge(alone, 33, 17).data)
+  assert.equal(enlarge(img, 20, 10, window).data, alone.data)
+  assert.throws(() => enlarge(img, 19, 12, window), (e: unknown) => e instanceof RangeError && /not an enlargement/.test(e.message))
+})
+
+test("resampleSquare gives libvips' squares bit for bit: squeezed or letterboxed, whole frames or windows, every path", async () => {
+  const next = sequence(3)
+  const cases: {w: number; h: number; side: number; o: SquareOptions}[] = [
+    {w: 500, h: 375, side: 448, o: {}}, // a wide photo: libvips reduces the width, enlarge.ts the height
+    {w: 375, h: 500, side: 448, o: {}}, // a tall one: libvips alone (its vertical reduction)
+    {w: 180, h: 180, side: 448, o: {}}, // both sides enlarged
+    {w: 900, h: 600, side: 448, o: {}}, // both reduced: libvips alone
+    {w: 500, h: 375, side: 448, o: {letterbox: true}},
+    {w: 211, h: 161, side: 448, o: {letterbox: true}},
+    {w: 500, h: 375, side: 448, o: {window: {left: 75, top: 56, width: 350, height: 263}}},
+  ]
+  for (let i = 0; i < 50; i++) {
+    const w = 1 + Math.floor(next() * 700)
+    const h = 1 + Math.floor(next() * 700)
+    const width = Math.max(1, Math.floor(w * (0.3 + 0.7 * next())))
+    const height = Math.max(1, Math.floor(h * (0.3 + 0.7 * next())))
+    const window = next() < 0.5 ? {left: Math.floor((w - width) * next()), top: Math.floor((h - height) * next()), width, height} : undefined
+    cases.push({w, h, side: next() < 0.8 ? 448 : 299, o: {window, letterbox: next() < 0.4}})
+  }
+  for (const {w, h, side, o} of cases) {
+    const frame = noise(w, h, w * 7 + h)
+    const got = await resampleSquare(frame, side, o)
+    assert.equal([got.width, got.height], [side, side])
+    assert.is(differing(got.data, await libvipsSquare(frame, side, o)), 0, `${w}x${h} ${JSON.stringify(o)} to ${side}`)
+  }
+})
+
+test.run()
