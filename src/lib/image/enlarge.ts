@@ -62,7 +62,7 @@ function axisTable(from: number, to: number, scale: number, unit: number, base: 
 }
 
 /**
- * Compiled once per process, on the first enlargement (a few hundred bytes). Its memory grows to the largest
+ * Compiled once per process, on the first enlargement (under a kilobyte). Its memory grows to the largest
  * enlargement's tables, source, intermediate rows and result, and stays: about 3 MiB for a 448-pixel square.
  */
 let kernels: Kernels | undefined
@@ -76,7 +76,9 @@ const align = (n: number) => Math.ceil(n / 16) * 16
 
 /**
  * The `window` of `img` (default: all of it) resized to `width` x `height`, neither smaller than the window's
- * side, as libvips resizes it; the window itself when it has that size already.
+ * side, as libvips resizes it; the window itself when it has that size already. `scale`: each side's factor as
+ * libvips is given it (sharp's `contain` fit gives both sides one factor, so a side's size is rounded from it);
+ * default: the sizes' ratios.
  */
 export function enlarge(
   img: RgbImage,
