@@ -22,20 +22,27 @@ export interface SquareOptions {
  * pixel covers when it shrinks, so a frame and a resized copy of it come out alike; libvips runs it on its own
  * threads, off the event loop. Where the square is larger than the window on a side (most photos under 448
  * pixels), libvips enlarges through its affine transform, about 4.5 ms a square: there libvips only reduces the
- * other side, and enlarge.ts computes the enlargement's pixels, the same bit for bit, in under a millisecond of
- * the calling thread.
+ * other side, and enlarge.ts computes the enlargement, libvips' own arithmetic bit for bit, in under a
+ * millisecond of the calling thread. The square is then libvips' one-step resize bit for bit, except for a window
+ * narrower and taller than the square: libvips' one-step resize reduces its height inside the same pipeline as
+ * the enlargement, and there a few rows of the reduction come out a level or two apart depending on how the
+ * enlargement asks for them; here the height is reduced alone (by libvips), then the width enlarged. On 173 such
+ * photos, 0.003% of the values differ from the one-step resize, by 2 levels at most, and the small model's
+ * probabilities by 9e-5 at most.
  */
 export async function resampleSquare(frame: RgbImage, side: number, options: SquareOptions = {}): Promise<RgbImage> {
   const window = options.window ?? {left: 0, top: 0, width: frame.width, height: frame.height}
   const {size, scale} = options.letterbox ? contained(window, side) : squeezed(window, side)
-  const enlarges = size.width > window.width || size.height > window.height
-  // libvips' vertical reduction gives rows that depend on how its pipeline splits the image into regions (up to
-  // three levels apart on a few rows): an enlargement after one is left to libvips, to stay the same.
-  if (!enlarges || size.height < window.height) return libvipsSquare(frame, side, options)
+  if (size.width <= window.width && size.height <= window.height) return libvipsSquare(frame, side, options)
+  const reduced = {width: Math.min(size.width, window.width), height: Math.min(size.height, window.height)}
   const content =
-    size.width >= window.width
+    reduced.width === window.width && reduced.height === window.height
       ? enlarge(frame, size.width, size.height, window, scale)
-      : enlarge(await reducedWidth(frame, window, size.width), size.width, size.height, undefined, {x: 1, y: scale.y})
+      : // A side libvips has reduced to its size is scaled by 1 in the enlargement that follows.
+        enlarge(await libvipsReduced(frame, window, reduced), size.width, size.height, undefined, {
+          x: reduced.width < window.width ? 1 : scale.x,
+          y: reduced.height < window.height ? 1 : scale.y,
+        })
   return options.letterbox ? centred(content, side) : content
 }
 
@@ -49,11 +56,11 @@ async function libvipsSquare(frame: RgbImage, side: number, options: SquareOptio
   return {data, width: info.width, height: info.height}
 }
 
-/** The window with its width reduced to `width` by libvips' Lanczos-3 resize, its height kept. */
-async function reducedWidth(frame: RgbImage, window: Box, width: number): Promise<RgbImage> {
+/** The window reduced by libvips' Lanczos-3 resize to `size`, no side larger than the window's. */
+async function libvipsReduced(frame: RgbImage, window: Box, size: {width: number; height: number}): Promise<RgbImage> {
   const {data, info} = await sharp(frame.data, {raw: {width: frame.width, height: frame.height, channels: 3}})
     .extract(window)
-    .resize(width, window.height, {fit: 'fill', kernel: 'lanczos3'})
+    .resize(size.width, size.height, {fit: 'fill', kernel: 'lanczos3'})
     .raw()
     .toBuffer({resolveWithObject: true})
   return {data, width: info.width, height: info.height}
