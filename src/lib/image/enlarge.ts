@@ -5,8 +5,10 @@
  * 4.5 ms for a 448-pixel square, while the same arithmetic as two separable passes of enlarge.wat (WebAssembly,
  * four values per instruction) takes a fraction of a millisecond. What libvips computes, measured against it on
  * random images of random sizes (test/lib/image/enlarge.test.ts):
- * - output pixel x of an axis scaled by s = output / input samples input position x / s - 0.5, an axis left at
- *   its size included (it gets the half-pixel shift too), with the edge pixels repeated beyond the image;
+ * - output pixel x of an axis scaled by s = output / input samples input position x / s - 0.5 in libvips' resize,
+ *   an axis left at its size included (it gets the half-pixel shift too), and (x + 0.5) / s - 0.5 (pixel centres,
+ *   as Pillow places them) in its affine transform given half-pixel offsets, with the edge pixels repeated beyond
+ *   the image;
  * - the position's fraction is rounded to 1/64 and picks one of 65 sets of coefficients, each the Catmull-Rom
  *   weight times 4096 truncated to an integer;
  * - along the rows first, then down the columns, each sum rounded to the nearest integer (half up), and the last
@@ -46,11 +48,12 @@ const SLACK = 64
  * The table of one axis enlarged from `from` to `to` pixels: per output pixel, the byte offsets (`unit` bytes a
  * source pixel, from `base`) of the four it reads, then their coefficients.
  */
-function axisTable(from: number, to: number, scale: number, unit: number, base: number): Int32Array {
+function axisTable(from: number, to: number, scale: number, sampling: Sampling, unit: number, base: number): Int32Array {
   const table = new Int32Array(to * (ENTRY / 4))
+  const origin = sampling === 'centres' ? 0.5 : 0
   for (let x = 0; x < to; x++) {
     // libvips works one pixel inside its window (the interpolator's border), where positions are positive.
-    const at = x / scale - 0.5 + 1
+    const at = (x + origin) / scale - 0.5 + 1
     const step = ((Math.trunc(at * STEPS * 2) & (STEPS * 2 - 1)) + 1) >> 1
     const first = Math.trunc(at) - 2
     for (let k = 0; k < 4; k++) {
@@ -74,19 +77,29 @@ function enlargeKernels(): Kernels {
 
 const align = (n: number) => Math.ceil(n / 16) * 16
 
+/** Where output pixels sample the input: as libvips' resize places them, or at pixel centres (see above). */
+export type Sampling = 'resize' | 'centres'
+
+export interface EnlargeOptions {
+  /** The part of the image to enlarge; default: all of it. */
+  window?: Box
+  /**
+   * Each side's factor as libvips is given it (sharp's `contain` fit gives both sides one factor, so a side's size
+   * is rounded from it); default: the sizes' ratios.
+   */
+  scale?: {x: number; y: number}
+  /** Default: `resize`. */
+  sampling?: Sampling
+}
+
 /**
- * The `window` of `img` (default: all of it) resized to `width` x `height`, neither smaller than the window's
- * side, as libvips resizes it; the window itself when it has that size already. `scale`: each side's factor as
- * libvips is given it (sharp's `contain` fit gives both sides one factor, so a side's size is rounded from it);
- * default: the sizes' ratios.
+ * The window of `img` resized to `width` x `height`, neither smaller than the window's side, with libvips'
+ * bicubic interpolator; the window itself when it has that size already.
  */
-export function enlarge(
-  img: RgbImage,
-  width: number,
-  height: number,
-  window: Box = {left: 0, top: 0, width: img.width, height: img.height},
-  scale = {x: width / window.width, y: height / window.height},
-): RgbImage {
+export function enlarge(img: RgbImage, width: number, height: number, o: EnlargeOptions = {}): RgbImage {
+  const window = o.window ?? {left: 0, top: 0, width: img.width, height: img.height}
+  const scale = o.scale ?? {x: width / window.width, y: height / window.height}
+  const sampling = o.sampling ?? 'resize'
   const {width: w, height: h} = window
   if (width < w || height < h) throw new RangeError(`enlarge: ${w}x${h} to ${width}x${height} is not an enlargement`)
   if (width === w && height === h) return {data: copyWindow(img, window), width, height}
@@ -100,8 +113,8 @@ export function enlarge(
   const missing = end - k.memory.buffer.byteLength
   if (missing > 0) k.memory.grow(Math.ceil(missing / 65_536))
   const memory = new Uint8Array(k.memory.buffer)
-  new Int32Array(k.memory.buffer, tableX, width * 8).set(axisTable(w, width, scale.x, 3, 0))
-  new Int32Array(k.memory.buffer, tableY, height * 8).set(axisTable(h, height, scale.y, width * 6, mid))
+  new Int32Array(k.memory.buffer, tableX, width * 8).set(axisTable(w, width, scale.x, sampling, 3, 0))
+  new Int32Array(k.memory.buffer, tableY, height * 8).set(axisTable(h, height, scale.y, sampling, width * 6, mid))
   for (let y = 0; y < h; y++) {
     const from = ((window.top + y) * img.width + window.left) * 3
     memory.set(img.data.subarray(from, from + w * 3), src + y * w * 3)

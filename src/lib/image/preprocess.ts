@@ -1,6 +1,7 @@
 import sharp from 'sharp'
 
 import type {Preprocessing} from '../model/manifest-types.js'
+import {enlarge} from './enlarge.js'
 import type {RgbImage} from './rgb.js'
 import type {Box} from './trim.js'
 
@@ -114,7 +115,7 @@ function writePadded({data, stride}: Window, size: {width: number; height: numbe
  */
 const STEP = 3.9
 
-/** Pixels read beyond an enlarged image's edge: the two either side a Catmull-Rom interpolation reads. */
+/** Copies of the edge pixels around an image libvips enlarges (bilinear), beyond the pixels its interpolator reads. */
 const PAD = 2
 
 /**
@@ -133,14 +134,7 @@ async function resized(img: RgbImage, target: {width: number; height: number}, r
   const at = (stride: number) => (box ? box.top * stride + box.left : 0)
   if (target.width === width && target.height === height) return {data, stride: width, start: at(width)}
   const raw = (pixels: Buffer, w: number, h: number) => sharp(pixels, {raw: {width: w, height: h, channels: 3}})
-  if (target.width >= width && target.height >= height) {
-    const padded = await raw(data, width, height).extend({top: PAD, bottom: PAD, left: PAD, right: PAD, extendWith: 'copy'}).raw().toBuffer()
-    const enlarged = await raw(padded, width + 2 * PAD, height + 2 * PAD)
-      .affine([target.width / width, 0, 0, target.height / height], {interpolator: resample, idx: 0.5 - PAD, idy: 0.5 - PAD, odx: -0.5, ody: -0.5})
-      .raw()
-      .toBuffer({resolveWithObject: true})
-    return {data: enlarged.data, stride: enlarged.info.width, start: at(enlarged.info.width)}
-  }
+  if (target.width >= width && target.height >= height) return enlarged(img, target, resample, at)
   const kernel = resample === 'bicubic' ? 'cubic' : 'linear'
   const factor = Math.max(width / target.width, height / target.height)
   const steps = kernel === 'cubic' ? Math.max(1, Math.ceil(Math.log(factor) / Math.log(STEP))) : 1
@@ -152,6 +146,24 @@ async function resized(img: RgbImage, target: {width: number; height: number}, r
   }
   const last = raw(current.data, current.width, current.height).resize(target.width, target.height, {kernel, fit: 'fill'})
   return {data: await (box ? last.extract(box) : last).raw().toBuffer(), stride: box ? box.width : target.width, start: 0}
+}
+
+/**
+ * resized's enlargement: the interpolator at pixel centres, the edge pixels repeated. Bicubic is computed by
+ * enlarge.ts, libvips' bicubic interpolator's arithmetic bit for bit at a tenth of the time of its affine
+ * transform (about 2.5 ms for a 128-pixel thumbnail); bilinear is libvips' affine transform, on the image padded
+ * with copies of its edges.
+ */
+async function enlarged(img: RgbImage, target: {width: number; height: number}, resample: Preprocessing['resample'], at: (stride: number) => number): Promise<Window> {
+  if (resample === 'bicubic') return {data: enlarge(img, target.width, target.height, {sampling: 'centres'}).data, stride: target.width, start: at(target.width)}
+  const {data, width, height} = img
+  const raw = (pixels: Buffer, w: number, h: number) => sharp(pixels, {raw: {width: w, height: h, channels: 3}})
+  const padded = await raw(data, width, height).extend({top: PAD, bottom: PAD, left: PAD, right: PAD, extendWith: 'copy'}).raw().toBuffer()
+  const out = await raw(padded, width + 2 * PAD, height + 2 * PAD)
+    .affine([target.width / width, 0, 0, target.height / height], {interpolator: resample, idx: 0.5 - PAD, idy: 0.5 - PAD, odx: -0.5, ody: -0.5})
+    .raw()
+    .toBuffer({resolveWithObject: true})
+  return {data: out.data, stride: out.info.width, start: at(out.info.width)}
 }
 
 /** Normalised value of each 8-bit level per channel, rounded to float32 after each step (as transformers.js does it). */

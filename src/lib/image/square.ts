@@ -37,11 +37,10 @@ export async function resampleSquare(frame: RgbImage, side: number, options: Squ
   const reduced = {width: Math.min(size.width, window.width), height: Math.min(size.height, window.height)}
   const content =
     reduced.width === window.width && reduced.height === window.height
-      ? enlarge(frame, size.width, size.height, window, scale)
+      ? enlarge(frame, size.width, size.height, {window, scale})
       : // A side libvips has reduced to its size is scaled by 1 in the enlargement that follows.
-        enlarge(await libvipsReduced(frame, window, reduced), size.width, size.height, undefined, {
-          x: reduced.width < window.width ? 1 : scale.x,
-          y: reduced.height < window.height ? 1 : scale.y,
+        enlarge(await libvipsReduced(frame, window, reduced), size.width, size.height, {
+          scale: {x: reduced.width < window.width ? 1 : scale.x, y: reduced.height < window.height ? 1 : scale.y},
         })
   return options.letterbox ? centred(content, side) : content
 }

@@ -65,14 +65,38 @@ test("enlarge gives libvips' own enlargement bit for bit: one side or both, from
   }
 })
 
+test("enlarge at pixel centres gives libvips' affine transform with half-pixel offsets bit for bit (CLIP's enlargement)", async () => {
+  const next = sequence(11)
+  for (let i = 0; i < 40; i++) {
+    const w = 1 + Math.floor(next() * 223)
+    const h = 1 + Math.floor(next() * 223)
+    const factor = 224 / Math.min(w, h)
+    const width = Math.min(2000, Math.floor(w * factor))
+    const height = Math.min(2000, Math.floor(h * factor))
+    const img = noise(w, h, i)
+    // The image padded with copies of its edges, so that libvips' transform reads none of its own outside.
+    const padded = await raw(img).extend({top: 2, bottom: 2, left: 2, right: 2, extendWith: 'copy'}).raw().toBuffer()
+    const out = await raw({data: padded, width: w + 4, height: h + 4})
+      .affine([width / w, 0, 0, height / h], {interpolator: 'bicubic', idx: -1.5, idy: -1.5, odx: -0.5, ody: -0.5})
+      .raw()
+      .toBuffer({resolveWithObject: true})
+    const got = enlarge(img, width, height, {sampling: 'centres'})
+    let n = 0
+    for (let y = 0; y < height; y++) {
+      for (let x = 0; x < width * 3; x++) if (got.data[y * width * 3 + x] !== out.data[y * out.info.width * 3 + x]) n++
+    }
+    assert.is(n, 0, `${w}x${h} to ${width}x${height}`)
+  }
+})
+
 test('enlarge reads the window only, and gives a window of the asked size as it is', () => {
   const img = noise(40, 30, 1)
   const window = {left: 5, top: 7, width: 20, height: 10}
   const alone = {data: Buffer.alloc(20 * 10 * 3), width: 20, height: 10}
   for (let y = 0; y < 10; y++) img.data.copy(alone.data, y * 60, ((7 + y) * 40 + 5) * 3, ((7 + y) * 40 + 25) * 3)
-  assert.equal(enlarge(img, 33, 17, window).data, enlarge(alone, 33, 17).data)
-  assert.equal(enlarge(img, 20, 10, window).data, alone.data)
-  assert.throws(() => enlarge(img, 19, 12, window), (e: unknown) => e instanceof RangeError && /not an enlargement/.test(e.message))
+  assert.equal(enlarge(img, 33, 17, {window}).data, enlarge(alone, 33, 17).data)
+  assert.equal(enlarge(img, 20, 10, {window}).data, alone.data)
+  assert.throws(() => enlarge(img, 19, 12, {window}), (e: unknown) => e instanceof RangeError && /not an enlargement/.test(e.message))
 })
 
 /** A window narrower and taller than the square, squeezed: reduced in height, then enlarged in width. */
