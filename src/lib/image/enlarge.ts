@@ -45,16 +45,28 @@ const ENTRY = 32
 const SLACK = 64
 
 /**
- * The table of one axis enlarged from `from` to `to` pixels: per output pixel, the byte offsets (`unit` bytes a
- * source pixel, from `base`) of the four it reads, then their coefficients.
+ * How close to a half step of the weights' table a position must come to be one. A position is a ratio of small
+ * integers: one that lies on a half step lies on it exactly, and any other is far further from one than this.
  */
-function axisTable(from: number, to: number, scale: number, sampling: Sampling, unit: number, base: number): Int32Array {
+const HALF_STEP_TOLERANCE = 1e-7
+
+/**
+ * The table of one axis enlarged from `from` to `to` pixels: per output pixel, the byte offsets (`unit` bytes a
+ * source pixel, from `base`) of the four it reads, then their coefficients. Undefined when a position lies exactly
+ * half-way between two of the table's steps: libvips' floating-point arithmetic then picks one side by its last
+ * bit, in an order of operations that differs from this one (some scales between multiples of 32, rare for other
+ * sizes).
+ */
+function axisTable(from: number, to: number, scale: number, sampling: Sampling, unit: number, base: number): Int32Array | undefined {
   const table = new Int32Array(to * (ENTRY / 4))
   const origin = sampling === 'centres' ? 0.5 : 0
   for (let x = 0; x < to; x++) {
     // libvips works one pixel inside its window (the interpolator's border), where positions are positive.
     const at = (x + origin) / scale - 0.5 + 1
-    const step = ((Math.trunc(at * STEPS * 2) & (STEPS * 2 - 1)) + 1) >> 1
+    const halfSteps = at * STEPS * 2
+    const nearest = Math.round(halfSteps)
+    if (nearest % 2 === 1 && Math.abs(halfSteps - nearest) < HALF_STEP_TOLERANCE) return undefined
+    const step = ((Math.trunc(halfSteps) & (STEPS * 2 - 1)) + 1) >> 1
     const first = Math.trunc(at) - 2
     for (let k = 0; k < 4; k++) {
       table[x * 8 + k] = base + unit * Math.min(from - 1, Math.max(0, first + k))
@@ -84,8 +96,10 @@ export interface EnlargeOptions {
   /** The part of the image to enlarge; default: all of it. */
   window?: Box
   /**
-   * Each side's factor as libvips is given it (sharp's `contain` fit gives both sides one factor, so a side's size
-   * is rounded from it); default: the sizes' ratios.
+   * Each side's factor as libvips is given it. Default: what sharp's resize gives it for these sizes, the inverse
+   * of input / output (`resize` sampling), or output / input, the transform's matrix (`centres`). The two differ in
+   * the last bit for some sizes, and so can a pixel's weights. sharp's `contain` fit gives both sides one factor,
+   * and a side's size is rounded from it.
    */
   scale?: {x: number; y: number}
   /** Default: `resize`. */
@@ -94,27 +108,31 @@ export interface EnlargeOptions {
 
 /**
  * The window of `img` resized to `width` x `height`, neither smaller than the window's side, with libvips'
- * bicubic interpolator; the window itself when it has that size already.
+ * bicubic interpolator; the window itself when it has that size already. Undefined where a sample falls exactly
+ * half-way between two of the interpolator's steps (axisTable), which the caller leaves to libvips.
  */
-export function enlarge(img: RgbImage, width: number, height: number, o: EnlargeOptions = {}): RgbImage {
+export function enlarge(img: RgbImage, width: number, height: number, o: EnlargeOptions = {}): RgbImage | undefined {
   const window = o.window ?? {left: 0, top: 0, width: img.width, height: img.height}
-  const scale = o.scale ?? {x: width / window.width, y: height / window.height}
   const sampling = o.sampling ?? 'resize'
+  const ratio = (from: number, to: number) => (sampling === 'resize' ? 1 / (from / to) : to / from)
+  const scale = o.scale ?? {x: ratio(window.width, width), y: ratio(window.height, height)}
   const {width: w, height: h} = window
   if (width < w || height < h) throw new RangeError(`enlarge: ${w}x${h} to ${width}x${height} is not an enlargement`)
   if (width === w && height === h) return {data: copyWindow(img, window), width, height}
-  const k = enlargeKernels()
   const tableX = 0
   const tableY = align(tableX + width * ENTRY)
   const src = align(tableY + height * ENTRY)
   const mid = align(src + w * h * 3 + SLACK)
   const out = align(mid + h * width * 6 + SLACK)
-  const end = out + width * height * 3 + SLACK
-  const missing = end - k.memory.buffer.byteLength
+  const columns = axisTable(w, width, scale.x, sampling, 3, 0)
+  const rows = axisTable(h, height, scale.y, sampling, width * 6, mid)
+  if (!columns || !rows) return undefined
+  const k = enlargeKernels()
+  const missing = out + width * height * 3 + SLACK - k.memory.buffer.byteLength
   if (missing > 0) k.memory.grow(Math.ceil(missing / 65_536))
   const memory = new Uint8Array(k.memory.buffer)
-  new Int32Array(k.memory.buffer, tableX, width * 8).set(axisTable(w, width, scale.x, sampling, 3, 0))
-  new Int32Array(k.memory.buffer, tableY, height * 8).set(axisTable(h, height, scale.y, sampling, width * 6, mid))
+  new Int32Array(k.memory.buffer, tableX, width * 8).set(columns)
+  new Int32Array(k.memory.buffer, tableY, height * 8).set(rows)
   for (let y = 0; y < h; y++) {
     const from = ((window.top + y) * img.width + window.left) * 3
     memory.set(img.data.subarray(from, from + w * 3), src + y * w * 3)

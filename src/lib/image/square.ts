@@ -42,6 +42,7 @@ export async function resampleSquare(frame: RgbImage, side: number, options: Squ
         enlarge(await libvipsReduced(frame, window, reduced), size.width, size.height, {
           scale: {x: reduced.width < window.width ? 1 : scale.x, y: reduced.height < window.height ? 1 : scale.y},
         })
+  if (!content) return libvipsSquare(frame, side, options)
   return options.letterbox ? centred(content, side) : content
 }
 

@@ -4,6 +4,7 @@
  */
 import sharp from 'sharp'
 
+import {enlarge} from '../../image/enlarge.js'
 import type {RgbImage} from '../../image/rgb.js'
 import type {RotatedBox} from './boxes.js'
 
@@ -36,12 +37,20 @@ export function detectorSize(width: number, height: number, maxSide: number): {w
   return {width: round(width), height: round(height)}
 }
 
+/**
+ * The detector's pixels: the image resized by libvips (Lanczos-3). An image the detector enlarges (most photos
+ * under its 736 pixels) is enlarged by enlarge.ts instead, libvips' own pixels in a fraction of the time (about 2
+ * against 10 ms for 500x375 to 736x544), unless enlarge.ts leaves its size to libvips.
+ */
+async function detectorPixels(img: RgbImage, size: {width: number; height: number}): Promise<Buffer> {
+  const enlarged = size.width >= img.width && size.height >= img.height ? enlarge(img, size.width, size.height) : undefined
+  if (enlarged) return enlarged.data
+  return sharp(img.data, {raw: {width: img.width, height: img.height, channels: 3}}).resize(size.width, size.height, {fit: 'fill'}).raw().toBuffer()
+}
+
 export async function detectorInput(img: RgbImage, maxSide: number): Promise<DetectorInput> {
   const size = detectorSize(img.width, img.height, maxSide)
-  const pixels = await sharp(img.data, {raw: {width: img.width, height: img.height, channels: 3}})
-    .resize(size.width, size.height, {fit: 'fill'})
-    .raw()
-    .toBuffer()
+  const pixels = await detectorPixels(img, size)
   const plane = size.width * size.height
   const tensor = new Float32Array(3 * plane)
   for (let c = 0; c < 3; c++) {
