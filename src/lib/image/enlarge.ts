@@ -13,6 +13,9 @@
  *   weight times 4096 truncated to an integer;
  * - along the rows first, then down the columns, each sum rounded to the nearest integer (half up), and the last
  *   clamped to 0-255.
+ * A position exactly half-way between two of the 65 steps is rounded by the last bit of libvips' floating-point
+ * arithmetic, whose order this does not reproduce: enlarge hands such a size back, for the caller to leave to
+ * libvips.
  */
 import {ENLARGE_WASM} from './enlarge-wasm.js'
 import type {RgbImage} from './rgb.js'
