@@ -94,13 +94,20 @@ test("the images holding a place in a server's preparing stage run in one batch:
     const png = await solidPng(64, 200, 30)
     await engine.moderateImage(png, 'warm.png')
     const traced = tracedGate([])
-    const results = await Promise.all(['a', 'b', 'c'].map((name) => engine.moderateImage(png, `${name}.png`, {scheduler: traced(name)})))
-    assert.equal(results.map((r) => r.source), ['a.png', 'b.png', 'c.png'])
-    // Without waiting, a (prepared first) would run alone while b and c are prepared: [1, 1, 2].
-    assert.equal(runs, [1, 3])
+    // Without waiting, a (prepared first) runs alone while b and c are prepared: runs of 1 and 2, every time. A
+    // machine busy enough to take over 30 ms preparing b can give that too, so the three are sent up to 3 times.
+    let sizes: number[] = []
+    for (let attempt = 0; attempt < 3 && sizes.length !== 1; attempt++) {
+      runs.length = 0
+      const results = await Promise.all(['a', 'b', 'c'].map((name) => engine.moderateImage(png, `${name}.png`, {scheduler: traced(name)})))
+      assert.equal(results.map((r) => r.source), ['a.png', 'b.png', 'c.png'])
+      sizes = [...runs]
+    }
+    assert.equal(sizes, [3])
     // A lone image afterwards: nothing is on its way, its run starts at once.
+    runs.length = 0
     await engine.moderateImage(png, 'd.png', {scheduler: traced('d')})
-    assert.equal(runs, [1, 3, 1])
+    assert.equal(runs, [1])
   } finally {
     await engine.close()
   }
