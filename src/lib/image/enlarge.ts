@@ -19,7 +19,7 @@
  */
 import {ENLARGE_WASM} from './enlarge-wasm.js'
 import type {RgbImage} from './rgb.js'
-import type {Box} from './trim.js'
+import {crop, type Box} from './trim.js'
 
 interface Kernels {
   memory: WebAssembly.Memory
@@ -122,7 +122,7 @@ export function enlarge(img: RgbImage, width: number, height: number, o: Enlarge
   const scale = o.scale ?? {x: ratio(window.width, width), y: ratio(window.height, height)}
   const {width: w, height: h} = window
   if (width < w || height < h) throw new RangeError(`enlarge: ${w}x${h} to ${width}x${height} is not an enlargement`)
-  if (width === w && height === h) return {data: copyWindow(img, window), width, height}
+  if (width === w && height === h) return crop(img, window)
   const tableX = 0
   const tableY = align(tableX + width * ENTRY)
   const src = align(tableY + height * ENTRY)
@@ -137,20 +137,8 @@ export function enlarge(img: RgbImage, width: number, height: number, o: Enlarge
   const memory = new Uint8Array(k.memory.buffer)
   new Int32Array(k.memory.buffer, tableX, width * 8).set(columns)
   new Int32Array(k.memory.buffer, tableY, height * 8).set(rows)
-  for (let y = 0; y < h; y++) {
-    const from = ((window.top + y) * img.width + window.left) * 3
-    memory.set(img.data.subarray(from, from + w * 3), src + y * w * 3)
-  }
+  memory.set(crop(img, window).data, src)
   k.horizontal(src, w * 3, h, mid, width * 6, tableX, width)
   k.vertical(out, width * 3, tableY, height)
   return {data: Buffer.from(memory.subarray(out, out + width * height * 3)), width, height}
-}
-
-function copyWindow(img: RgbImage, window: Box): Buffer {
-  const data = Buffer.allocUnsafe(window.width * window.height * 3)
-  for (let y = 0; y < window.height; y++) {
-    const from = ((window.top + y) * img.width + window.left) * 3
-    data.set(img.data.subarray(from, from + window.width * 3), y * window.width * 3)
-  }
-  return data
 }
