@@ -115,6 +115,9 @@ function writePadded({data, stride}: Window, size: {width: number; height: numbe
  */
 const STEP = 3.9
 
+/** libvips on `w` x `h` 8-bit RGB pixels. */
+const raw = (pixels: Buffer, w: number, h: number) => sharp(pixels, {raw: {width: w, height: h, channels: 3}})
+
 /** Copies of the edge pixels around an image libvips enlarges (bilinear), beyond the pixels its interpolator reads. */
 const PAD = 2
 
@@ -133,7 +136,6 @@ async function resized(img: RgbImage, target: {width: number; height: number}, r
   const {data, width, height} = img
   const at = (stride: number) => (box ? box.top * stride + box.left : 0)
   if (target.width === width && target.height === height) return {data, stride: width, start: at(width)}
-  const raw = (pixels: Buffer, w: number, h: number) => sharp(pixels, {raw: {width: w, height: h, channels: 3}})
   if (target.width >= width && target.height >= height) return enlarged(img, target, resample, at)
   const kernel = resample === 'bicubic' ? 'cubic' : 'linear'
   const factor = Math.max(width / target.width, height / target.height)
@@ -158,7 +160,6 @@ async function enlarged(img: RgbImage, target: {width: number; height: number}, 
   const computed = resample === 'bicubic' ? enlarge(img, target.width, target.height, {sampling: 'centres'}) : undefined
   if (computed) return {data: computed.data, stride: target.width, start: at(target.width)}
   const {data, width, height} = img
-  const raw = (pixels: Buffer, w: number, h: number) => sharp(pixels, {raw: {width: w, height: h, channels: 3}})
   const padded = await raw(data, width, height).extend({top: PAD, bottom: PAD, left: PAD, right: PAD, extendWith: 'copy'}).raw().toBuffer()
   const out = await raw(padded, width + 2 * PAD, height + 2 * PAD)
     .affine([target.width / width, 0, 0, target.height / height], {interpolator: resample, idx: 0.5 - PAD, idy: 0.5 - PAD, odx: -0.5, ody: -0.5})

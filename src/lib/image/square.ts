@@ -46,8 +46,11 @@ export async function resampleSquare(frame: RgbImage, side: number, options: Squ
   return options.letterbox ? centred(content, side) : content
 }
 
+/** libvips on the frame's pixels. */
+const pixelsOf = (frame: RgbImage) => sharp(frame.data, {raw: {width: frame.width, height: frame.height, channels: 3}})
+
 async function libvipsSquare(frame: RgbImage, side: number, options: SquareOptions): Promise<RgbImage> {
-  let image = sharp(frame.data, {raw: {width: frame.width, height: frame.height, channels: 3}})
+  let image = pixelsOf(frame)
   if (options.window) image = image.extract(options.window)
   image = options.letterbox
     ? image.resize(side, side, {fit: 'contain', background: {r: 0, g: 0, b: 0}, kernel: 'lanczos3'})
@@ -58,7 +61,7 @@ async function libvipsSquare(frame: RgbImage, side: number, options: SquareOptio
 
 /** The window reduced by libvips' Lanczos-3 resize to `size`, no side larger than the window's. */
 async function libvipsReduced(frame: RgbImage, window: Box, size: {width: number; height: number}): Promise<RgbImage> {
-  const {data, info} = await sharp(frame.data, {raw: {width: frame.width, height: frame.height, channels: 3}})
+  const {data, info} = await pixelsOf(frame)
     .extract(window)
     .resize(size.width, size.height, {fit: 'fill', kernel: 'lanczos3'})
     .raw()
