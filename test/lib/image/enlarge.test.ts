@@ -5,19 +5,11 @@ import * as assert from 'uvu/assert'
 import {enlarge} from '../../../src/lib/image/enlarge.js'
 import type {RgbImage} from '../../../src/lib/image/rgb.js'
 import {resampleSquare, type SquareOptions} from '../../../src/lib/image/square.js'
-
-/** A deterministic pseudo-random sequence in [0, 1). */
-function sequence(seed: number): () => number {
-  let s = seed >>> 0
-  return () => {
-    s = (Math.imul(s, 1103515245) + 12345) >>> 0
-    return s / 2 ** 32
-  }
-}
+import {random} from '../../helpers/nsfw-images.js'
 
 /** Noise: every level, and neighbours far apart, so that any difference in weights or rounding shows. */
 function noise(width: number, height: number, seed: number): RgbImage {
-  const next = sequence(seed)
+  const next = random(seed)
   const data = Buffer.alloc(width * height * 3)
   for (let i = 0; i < data.length; i++) data[i] = Math.floor(next() * 256)
   return {data, width, height}
@@ -42,7 +34,7 @@ function differing(a: Buffer, b: Buffer): number {
 }
 
 test("enlarge gives libvips' own enlargement bit for bit: one side or both, from one pixel to hundreds", async () => {
-  const next = sequence(7)
+  const next = random(7)
   const sizes = [
     [1, 1, 5, 3],
     [1, 9, 1, 20],
@@ -87,7 +79,7 @@ test("the specialist's squares and CLIP's 224-pixel side never fall half-way: th
 })
 
 test("enlarge at pixel centres gives libvips' affine transform with half-pixel offsets bit for bit (CLIP's enlargement)", async () => {
-  const next = sequence(11)
+  const next = random(11)
   let computed = 0
   for (let i = 0; i < 40; i++) {
     const w = 1 + Math.floor(next() * 223)
@@ -138,7 +130,7 @@ async function libvipsInTwoSteps(frame: RgbImage, side: number, o: SquareOptions
 }
 
 test("resampleSquare gives libvips' squares bit for bit, squeezed or letterboxed, whole frames or windows; a tall, narrow window libvips' two steps", async () => {
-  const next = sequence(3)
+  const next = random(3)
   const cases: {w: number; h: number; side: number; o: SquareOptions}[] = [
     {w: 500, h: 375, side: 448, o: {}}, // a wide photo: libvips reduces the width, enlarge.ts the height
     {w: 375, h: 500, side: 448, o: {}}, // a tall one: libvips reduces the height alone, enlarge.ts the width
