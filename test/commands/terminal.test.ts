@@ -1,6 +1,6 @@
 // `mod scan` under a real terminal: util-linux `script` gives the command a pseudo-terminal (stderr on it, stdout
 // redirected by the shell inside), and tmux renders what a person would see, scrollback included.
-import {execFileSync, spawnSync} from 'node:child_process'
+import {execFileSync} from 'node:child_process'
 import {appendFileSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
@@ -9,6 +9,7 @@ import * as assert from 'uvu/assert'
 
 import {BIN, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {colourClip} from '../lib/video/helpers.js'
+import {inPane} from '../helpers/tmux.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const IMAGES = 300
@@ -19,8 +20,6 @@ const BROKEN = 50
 const dir = tempDir('mod-tty-')
 const images = join(dir.path, 'imgs')
 let envPrefix = ''
-// The tmux server's socket lives in this test's folder (removed with it), not in the shared /tmp/tmux-UID.
-const socket = join(dir.path, 'tmux.sock')
 
 test.before(async () => {
   mkdirSync(images)
@@ -33,14 +32,10 @@ test.before(async () => {
   const policy = writeRednessPolicy(dir.path)
   appendFileSync(policy, 'specialists: {nsfw: false}\n')
   envPrefix = `env -u NO_COLOR MOD_MODEL_DIR=${TOY_MODEL} MOD_CACHE_DIR=${warmCacheDir(join(dir.path, 'cache'))} MOD_CONFIG=${policy}`
-  writeFileSync(join(dir.path, 'tmux.conf'), 'set -g history-limit 20000\n')
   await colourClip(join(dir.path, 'long.mp4'), ['blue'], 120, {size: '32x32', rate: 5})
 })
 
-test.after(() => {
-  spawnSync('tmux', ['-S', socket, 'kill-server'])
-  dir.remove()
-})
+test.after(() => dir.remove())
 
 /** Runs a shell line under a pseudo-terminal; returns what reached the terminal. */
 function underPty(line: string): string {
@@ -77,24 +72,11 @@ test('a reader that goes away (| head -1) stops the scan quietly: exit 0, one ro
   assert.not.match(shown, /EPIPE|Error|    at /)
 })
 
-function tmux(...args: string[]): string {
-  return execFileSync('tmux', ['-S', socket, '-f', join(dir.path, 'tmux.conf'), ...args], {encoding: 'utf8'})
-}
-
-async function screenUntil(pattern: RegExp, timeoutMs = 60_000): Promise<string> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const screen = tmux('capture-pane', '-t', 'mod', '-p', '-S', '-', '-E', '-')
-    if (pattern.test(screen) || Date.now() > deadline) return screen
-    await new Promise((r) => setTimeout(r, 200))
-  }
-}
+const SIZE = {width: 160, height: 40}
 
 test('results and progress on one terminal: every row stays visible, one summary, the progress line is gone', async () => {
   // More rows than the 40 of the screen: most of them scrolled up into tmux's history.
-  tmux('new-session', '-d', '-s', 'mod', '-x', '160', '-y', '40', '-c', dir.path, `${mod()} scan ${FIRST}; echo EXIT=$?; sleep 60`)
-  const screen = await screenUntil(/EXIT=\d+/)
-  tmux('kill-session', '-t', 'mod')
+  const screen = await inPane(dir.path, `${mod()} scan ${FIRST}; echo EXIT=$?; sleep 60`, SIZE, (pane) => pane.until(/EXIT=\d+/))
   const rows = screen.split('\n')
   assert.is(rows.filter((r) => /^SAFE\s+imgs\/\d{3}\.png/.test(r)).length, FIRST_COUNT - 1)
   assert.equal(rows.filter((r) => r.startsWith('ERROR')), ['ERROR   imgs/050.png  unsupported_media: not an image in a supported format (JPEG, PNG, WebP, GIF, AVIF, TIFF)'])
@@ -106,30 +88,21 @@ test('results and progress on one terminal: every row stays visible, one summary
 test('Ctrl-C stops a scan with exit 130, one line saying how far it got, no stack trace, no progress line left behind', async () => {
   // The images without the unreadable one (imgs/050.png), 20 times over: however far the scan gets, no error.
   const many = Array.from({length: 20}, () => 'imgs/1*.png').join(' ')
-  tmux('new-session', '-d', '-s', 'mod', '-x', '160', '-y', '40', '-c', dir.path, `${mod()} scan ${many} > /dev/null; echo EXIT=$?; sleep 60`)
-  await screenUntil(/Scanning \d+ of \d+\+?: \d+ scanned/)
-  tmux('send-keys', '-t', 'mod', 'C-c')
-  const screen = await screenUntil(/EXIT=\d+/)
-  tmux('kill-session', '-t', 'mod')
+  const screen = await inPane(dir.path, `${mod()} scan ${many} > /dev/null; echo EXIT=$?; sleep 60`, SIZE, async (pane) => {
+    await pane.until(/Scanning \d+ of \d+\+?: \d+ scanned/)
+    pane.keys('C-c')
+    return pane.until(/EXIT=\d+/)
+  })
   assert.match(screen.trim(), /^mod: stopped by SIGINT after \d+ of \d+\+? files: \d+ scanned: \d+ safe, 0 unsafe, [01] errors\nEXIT=130$/)
 })
 
 test('scan-video on a terminal counts frames against the estimated total; Ctrl-C says how far it got, exit 130', async () => {
-  // The server of the session killed by the test before may still be exiting: a new server once it has.
-  for (let tries = 0; ; tries++) {
-    try {
-      tmux('new-session', '-d', '-s', 'mod', '-x', '160', '-y', '40', '-c', dir.path, `${mod()} scan-video long.mp4 --fps 5 > /dev/null; echo EXIT=$?; sleep 60`)
-      break
-    } catch (e) {
-      if (tries === 20) throw e
-      await new Promise((r) => setTimeout(r, 100))
-    }
-  }
-  const running = await screenUntil(/Scanning long\.mp4: frame \d+ of ~600 \(\d+\.\d s\)/)
-  assert.match(running, /Scanning long\.mp4: frame \d+ of ~600 \(\d+\.\d s\)/)
-  tmux('send-keys', '-t', 'mod', 'C-c')
-  const screen = await screenUntil(/EXIT=\d+/)
-  tmux('kill-session', '-t', 'mod')
+  const screen = await inPane(dir.path, `${mod()} scan-video long.mp4 --fps 5 > /dev/null; echo EXIT=$?; sleep 60`, SIZE, async (pane) => {
+    const running = await pane.until(/Scanning long\.mp4: frame \d+ of ~600 \(\d+\.\d s\)/)
+    assert.match(running, /Scanning long\.mp4: frame \d+ of ~600 \(\d+\.\d s\)/)
+    pane.keys('C-c')
+    return pane.until(/EXIT=\d+/)
+  })
   assert.match(screen.trim(), /^mod: stopped by SIGINT after frame \d+ of ~600 \(\d+\.\d s\) of long\.mp4\nEXIT=130$/)
 })
 

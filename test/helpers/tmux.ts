@@ -1,0 +1,45 @@
+// What a person sees on a terminal: a command in a tmux pane (a pseudo-terminal), its scrollback included.
+//
+// Each pane runs on a tmux server of its own, with its socket in the caller's folder (removed with it) and no user
+// configuration read. A server exits once its last session is gone; a session started on the same socket meanwhile
+// can join the exiting server and vanish with it ("no server running" on the next command).
+import {execFileSync, spawnSync} from 'node:child_process'
+import {writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+
+export interface Pane {
+  /** Sends keys as tmux names them (`C-c`, `Enter`). */
+  keys(...keys: string[]): void
+  /** The pane's text, scrollback first, once it matches `pattern` or when `timeoutMs` has passed. */
+  until(pattern: RegExp, timeoutMs?: number): Promise<string>
+}
+
+let panes = 0
+
+/**
+ * Runs `command` (a shell line) in a `width`x`height` pane whose working folder is `dir`, hands the pane to `use`,
+ * and stops the pane's server, the command with it, however `use` ends.
+ */
+export async function inPane<T>(dir: string, command: string, size: {width: number; height: number}, use: (pane: Pane) => Promise<T>): Promise<T> {
+  const socket = join(dir, `tmux-${++panes}.sock`)
+  const config = join(dir, 'tmux.conf')
+  writeFileSync(config, 'set -g history-limit 20000\n')
+  const tmux = (...args: string[]): string => execFileSync('tmux', ['-S', socket, '-f', config, ...args], {encoding: 'utf8'})
+  tmux('new-session', '-d', '-s', 'pane', '-x', String(size.width), '-y', String(size.height), '-c', dir, command)
+  const pane: Pane = {
+    keys: (...keys) => void tmux('send-keys', '-t', 'pane', ...keys),
+    async until(pattern, timeoutMs = 60_000) {
+      const deadline = Date.now() + timeoutMs
+      for (;;) {
+        const screen = tmux('capture-pane', '-t', 'pane', '-p', '-S', '-', '-E', '-')
+        if (pattern.test(screen) || Date.now() > deadline) return screen
+        await new Promise((r) => setTimeout(r, 200))
+      }
+    },
+  }
+  try {
+    return await use(pane)
+  } finally {
+    spawnSync('tmux', ['-S', socket, 'kill-server'])
+  }
+}
