@@ -16,7 +16,8 @@
  * Each server is warmed (its graph cache built by an earlier start, then WARMUP requests) before REQUESTS timed
  * requests. Absolute targets: run it on a quiet machine, and read the load printed with it. A miss names its floor
  * measured in this process: for a request, its parts that cannot be skipped (decoding, the signals' inputs, the
- * models on ready tensors); for the scan, what the specialist's two models alone allow on the same photos.
+ * models on ready tensors), timed between blocks of the server's requests; for the scan, what the specialist's two
+ * models alone allow on the same photos.
  */
 import './no-telemetry.js'
 
@@ -81,51 +82,74 @@ async function requests(url: string, count: number): Promise<number[]> {
   return times
 }
 
+/** Timed calls of each part of a floor, after an untimed one in each block. */
+const PART_CALLS = 30
+/**
+ * Blocks of a server's timed requests, each followed by PART_CALLS / BLOCKS timed calls of each part of its floor:
+ * this machine's speed drifts by up to 20% over minutes, and parts timed between the requests they bound drift
+ * with them (timed after every server, a floor once came out above the median of its own run).
+ */
+const BLOCKS = 6
+
+/** Parts of a request, each a call timed alone in this process. */
+type Parts = Record<string, () => Promise<unknown>>
+
+interface Served {
+  median: number
+  p90: number
+  /** The median time of each part, in ms. */
+  parts: Record<string, number>
+}
+
 /**
  * The median and p90 of REQUESTS one-at-a-time requests, in ms, after WARMUP: on a second start, the first having
- * built the graph cache entries as a deployed server's first start does.
+ * built the graph cache entries as a deployed server's first start does; and the median of each of `parts`, timed
+ * between blocks of those requests.
  */
-async function serve(args: string[], env: Record<string, string>): Promise<{median: number; p90: number}> {
+async function serve(args: string[], env: Record<string, string>, parts: Parts = {}): Promise<Served> {
   const first = await startServer(args, env)
   await requests(first.url, WARMUP).finally(() => first.stop())
   const server = await startServer(args, env)
   try {
     await requests(server.url, WARMUP)
-    const times = await requests(server.url, REQUESTS)
-    return {median: median(times), p90: percentile(times, 90)}
+    const times: number[] = []
+    const partTimes = new Map<string, number[]>(Object.keys(parts).map((name) => [name, []]))
+    for (let b = 0; b < BLOCKS; b++) {
+      times.push(...(await requests(server.url, REQUESTS / BLOCKS)))
+      for (const [name, fn] of Object.entries(parts)) partTimes.get(name)?.push(...(await afterFirst(PART_CALLS / BLOCKS + 1, () => time(fn))))
+    }
+    return {median: median(times), p90: percentile(times, 90), parts: Object.fromEntries([...partTimes].map(([name, t]) => [name, median(t)]))}
   } finally {
     await server.stop()
   }
 }
 
-/** Timed calls of each part, after one untimed. */
-const PART_CALLS = 30
-
-/** The median time of PART_CALLS calls of `fn` after an untimed one, in ms. */
-const medianOf = async (fn: () => Promise<unknown>) => median(await afterFirst(PART_CALLS + 1, () => time(fn)))
-
 /**
- * The parts of a request that its time cannot go below, measured in this process on the same JPEG: decoding every
- * pixel (the 720 rows do not fill the specialist's 448-pixel view at libjpeg's half scale), both signals' inputs
- * made at once as the engine makes them, the specialist's view alone, and each model alone on a ready tensor.
- * Receiving, scoring and answering are not counted.
+ * The parts of a request that its time cannot go below, each a call on the same JPEG in this process: decoding
+ * every pixel (the 720 rows do not fill the specialist's 448-pixel view at libjpeg's half scale), both signals'
+ * inputs made at once as the engine makes them, the specialist's view alone, and each model alone on a ready
+ * tensor. Receiving, scoring and answering are not counted.
  */
-async function requestParts(): Promise<{decode: number; inputs: number; view: number; int8: number; fp32: number; gate: number}> {
+async function openParts(): Promise<{parts: Record<'decode' | 'inputs' | 'view' | 'int8' | 'fp32' | 'gate', () => Promise<unknown>>; close: () => Promise<void>}> {
   const jpeg = await readFile(HD_JPEG)
   const manifest = await loadManifest(STANDIN_DIR)
   const [frame] = await decodeImage(jpeg, DEFAULT_LIMITS)
   const runner = await openNsfwRunner()
-  const decode = await medianOf(() => decodeImage(jpeg, DEFAULT_LIMITS))
-  const inputs = await medianOf(() => Promise.all([preprocess(frameToScore(frame, true), manifest.preprocess), runner.views(frameToScore(frame, false))]))
-  const view = await medianOf(() => runner.views(frameToScore(frame, false)))
-  await runner.close()
-  const models = {int8: 0, fp32: 0, gate: 0}
-  for (const [name, open] of [['int8', () => bareEncoder('int8')], ['fp32', () => bareEncoder('fp32')], ['gate', () => bareSpecialist()]] as const) {
-    const bare = await open()
-    models[name] = await medianOf(() => bare.run())
-    await bare.release()
+  const bare = {int8: await bareEncoder('int8'), fp32: await bareEncoder('fp32'), gate: await bareSpecialist()}
+  return {
+    parts: {
+      decode: () => decodeImage(jpeg, DEFAULT_LIMITS),
+      inputs: () => Promise.all([preprocess(frameToScore(frame, true), manifest.preprocess), runner.views(frameToScore(frame, false))]),
+      view: () => runner.views(frameToScore(frame, false)),
+      int8: () => bare.int8.run(),
+      fp32: () => bare.fp32.run(),
+      gate: () => bare.gate.run(),
+    },
+    close: async () => {
+      await runner.close()
+      for (const model of Object.values(bare)) await model.release()
+    },
   }
-  return {decode, inputs, view, ...models}
 }
 
 /** Photos a scan's specialist classifies together. */
@@ -171,11 +195,19 @@ const freshEnv = {MOD_MODEL_DIR: '', MOD_CACHE_DIR: fresh}
 const figures: Record<string, unknown> = {vnni}
 const verdicts: Verdict[] = []
 try {
-  const int8 = await serve(['--workers', '1', '--precision', 'int8'], {})
-  const avx2Weights = await serve(['--workers', '1', '--precision', 'int8'], {MOD_INT8_WEIGHTS: 'unsigned'})
-  const fp32 = await serve(['--workers', '1'], {})
-  const specialist = await serve(['--workers', '1'], freshEnv)
-  Object.assign(figures, {int8, avx2Weights, fp32, specialist})
+  const {parts, close} = await openParts()
+  const served: Partial<Record<'int8' | 'avx2Weights' | 'fp32' | 'specialist', Served>> = {}
+  try {
+    const {decode, inputs, view, gate} = parts
+    served.int8 = await serve(['--workers', '1', '--precision', 'int8'], {}, {model: parts.int8, gate, decode, inputs})
+    served.avx2Weights = await serve(['--workers', '1', '--precision', 'int8'], {MOD_INT8_WEIGHTS: 'unsigned'})
+    served.fp32 = await serve(['--workers', '1'], {}, {model: parts.fp32, gate, decode, inputs})
+    served.specialist = await serve(['--workers', '1'], freshEnv, {gate, decode, view})
+  } finally {
+    await close()
+  }
+  const {int8, avx2Weights, fp32, specialist} = served as Required<typeof served>
+  Object.assign(figures, served)
   table([
     ['POST /v1/moderate, 1 worker', 'median', 'p90'],
     [`int8, default path (${vnni ? 'signed weights: VNNI' : 'this CPU'})`, int8.median.toFixed(1), int8.p90.toFixed(1)],
@@ -183,15 +215,15 @@ try {
     ['fp32, default path', fp32.median.toFixed(1), fp32.p90.toFixed(1)],
     ['fresh install: the specialist alone', specialist.median.toFixed(1), specialist.p90.toFixed(1)],
   ])
-  const p = await requestParts()
-  Object.assign(figures, {parts: p})
-  const shared = `decoding every pixel ${p.decode.toFixed(1)}, both signals' inputs ${p.inputs.toFixed(1)}`
-  const floor = (model: number, what: string) =>
-    `floor ${(model + p.gate + p.decode + p.inputs).toFixed(1)} ms in this process (${what} ${model.toFixed(1)} + the specialist's gate ${p.gate.toFixed(1)} on ready tensors, ${shared}; receiving and answering not counted); ${TRIED_REQUEST}`
+  const between = 'timed in this process between its requests'
+  const floor = ({parts: p}: Served, what: string) =>
+    `floor ${(p.model + p.gate + p.decode + p.inputs).toFixed(1)} ms ${between} (${what} ${p.model.toFixed(1)} + the specialist's gate ${p.gate.toFixed(1)} on ready ` +
+    `tensors, decoding every pixel ${p.decode.toFixed(1)}, both signals' inputs ${p.inputs.toFixed(1)}; receiving and answering not counted); ${TRIED_REQUEST}`
   const cpu = vnni ? 'on VNNI' : 'this CPU has no VNNI: the target is for VNNI'
-  verdicts.push(verdict('headline', `int8, ${cpu}; AVX2 weights ${avx2Weights.median.toFixed(1)} ms`, 'median', int8.median, 'max', TARGETS.int8, ' ms', 1, floor(p.int8, 'int8 encoder')))
-  verdicts.push(verdict('headline', 'fp32', 'median', fp32.median, 'max', TARGETS.fp32, ' ms', 1, floor(p.fp32, 'fp32 encoder')))
-  const alone = `floor ${(p.gate + p.decode + p.view).toFixed(1)} ms in this process (gate ${p.gate.toFixed(1)}, decoding every pixel ${p.decode.toFixed(1)}, its view ${p.view.toFixed(1)}); ${TRIED_REQUEST}`
+  verdicts.push(verdict('headline', `int8, ${cpu}; AVX2 weights ${avx2Weights.median.toFixed(1)} ms`, 'median', int8.median, 'max', TARGETS.int8, ' ms', 1, floor(int8, 'int8 encoder')))
+  verdicts.push(verdict('headline', 'fp32', 'median', fp32.median, 'max', TARGETS.fp32, ' ms', 1, floor(fp32, 'fp32 encoder')))
+  const p = specialist.parts
+  const alone = `floor ${(p.gate + p.decode + p.view).toFixed(1)} ms ${between} (gate ${p.gate.toFixed(1)}, decoding every pixel ${p.decode.toFixed(1)}, its view ${p.view.toFixed(1)}); ${TRIED_REQUEST}`
   verdicts.push(verdict('headline', 'the specialist alone', 'median', specialist.median, 'max', TARGETS.specialist, ' ms', 1, alone))
 
   const photos = (await readdir(PHOTOS)).filter((f) => /\.(jpe?g|png|webp|gif|avif|tiff?)$/i.test(f))
