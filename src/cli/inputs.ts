@@ -93,20 +93,20 @@ function ignoreFileNames(files: IgnoreFiles): string[] {
   return [...(files.vcs ? [...(files.inRepo ? [GIT_IGNORE] : []), PLAIN_IGNORE] : []), IGNORE_FILE]
 }
 
-async function readIgnoreFile(path: string): Promise<string> {
+async function readIgnoreFile(path: string, at: FsPath = path): Promise<string> {
   try {
-    return (await readFileCapped(path, MAX_IGNORE_BYTES)).toString('utf8')
+    return (await readFileCapped(at, MAX_IGNORE_BYTES)).toString('utf8')
   } catch (e) {
     throw new ModError('invalid_config', `cannot read ${path}: ${e instanceof ModError ? e.message : errnoOf(e)}`)
   }
 }
 
-/** The folder's ignore files (those of `present`) added to the rules, as one set of patterns. */
-async function withIgnoreFiles(rules: Rules, dir: string, files: IgnoreFiles, present: (name: string) => boolean): Promise<Rules> {
+/** The folder's ignore files (those of `present`) added to the rules, as one set of patterns; `at` as in Folder. */
+async function withIgnoreFiles(rules: Rules, dir: string, files: IgnoreFiles, present: (name: string) => boolean, at: FsPath = dir): Promise<Rules> {
   const names = ignoreFileNames(files).filter(present)
   if (names.length === 0) return rules
   const ig = ignore()
-  for (const name of names) ig.add(await readIgnoreFile(join(dir, name)))
+  for (const name of names) ig.add(await readIgnoreFile(join(dir, name), inside(at, name)))
   return [...rules, {base: dir, ig}]
 }
 
@@ -209,7 +209,28 @@ function skip(skipped: Skipped, reason: SkipReason): void {
  * What one folder entry turned out to be, once its symlink is followed and its first bytes are read; an image's
  * `real` path is known for a symlink (otherwise it is its folder's real path and its name).
  */
-type Checked = {dir: string} | {image: string; at: FsPath; real?: string} | {skip: SkipReason} | {item: ScanItem}
+type Checked = {dir: Folder} | {image: string; at: FsPath; real?: string} | {skip: SkipReason} | {item: ScanItem}
+
+/**
+ * A folder as results and messages show it (`shown`, see namedAs), and as the file system takes it (`at`): bytes
+ * once its own name or a folder's above it is not UTF-8, whose shown name would not exist.
+ */
+interface Folder {
+  shown: string
+  at: FsPath
+}
+
+/** The path of `name` inside the folder at `dir`; `raw`: the name's bytes where they are not UTF-8. */
+function inside(dir: FsPath, name: string, raw?: Buffer): FsPath {
+  if (typeof dir === 'string' && raw === undefined) return join(dir, name)
+  const base = typeof dir === 'string' ? Buffer.from(join(dir, sep)) : Buffer.concat([dir, Buffer.from(sep)])
+  return Buffer.concat([base, raw ?? Buffer.from(name)])
+}
+
+/** The real path of a file or folder as a key, each name shown as namedAs shows it (two names never share one). */
+function realOf(at: FsPath, shown: string): Promise<string> {
+  return realpath(at, {encoding: 'buffer'}).then(namedAs, () => shown)
+}
 
 /** A folder entry: its name as shown (see namedAs), and its bytes where they are not UTF-8. */
 interface DirEntry {
@@ -223,10 +244,10 @@ interface DirEntry {
 /** Entries of one folder checked at once: each check waits for libuv threads that image decodes also use. */
 const CHECKS_AT_ONCE = 32
 
-async function check(dir: string, n: DirEntry): Promise<Checked> {
-  const p = join(dir, n.name)
+async function check(dir: Folder, n: DirEntry): Promise<Checked> {
+  const p = join(dir.shown, n.name)
   // The file system takes the name's own bytes; a message and the results show it escaped.
-  const at: FsPath = n.raw ? Buffer.concat([Buffer.from(join(dir, sep)), n.raw]) : p
+  const at = inside(dir.at, n.name, n.raw)
   let isDir = n.dir
   let isFile = n.file
   if (n.symlink) {
@@ -239,7 +260,7 @@ async function check(dir: string, n: DirEntry): Promise<Checked> {
     isDir = info.isDirectory()
     isFile = info.isFile()
   }
-  if (isDir) return {dir: p}
+  if (isDir) return {dir: {shown: p, at}}
   if (!isFile) return {skip: 'not regular files'}
   let kind
   try {
@@ -248,7 +269,7 @@ async function check(dir: string, n: DirEntry): Promise<Checked> {
     const err = readError(p, e)
     return {item: entry(p, err.code, err.message)}
   }
-  if (kind === 'image') return {image: p, at, ...(n.symlink ? {real: await realpath(at, 'utf8').catch(() => p)} : {})}
+  if (kind === 'image') return {image: p, at, ...(n.symlink ? {real: await realOf(at, p)} : {})}
   return {skip: kind === 'heif' ? 'unsupported format' : 'not images'}
 }
 
@@ -266,13 +287,14 @@ interface WalkContext {
  * A folder that cannot be read is an error entry and the walk goes on. `real` is the folder's real path: with a
  * file's name it says whether the run has reached that file already.
  */
-async function* walk(dir: string, real: string, ctx: WalkContext, seen: Set<string>, inherited: Rules, inRepo: boolean): AsyncGenerator<ScanItem> {
+async function* walk(folder: Folder, real: string, ctx: WalkContext, seen: Set<string>, inherited: Rules, inRepo: boolean): AsyncGenerator<ScanItem> {
   const {maxBytes, skipped} = ctx
+  const dir = folder.shown
   let names: DirEntry[]
   try {
     names = []
     // Names as bytes: one that is not UTF-8 would otherwise be decoded into a name that does not exist.
-    for await (const e of await opendir(dir, {encoding: 'buffer' as BufferEncoding})) {
+    for await (const e of await opendir(folder.at, {encoding: 'buffer' as BufferEncoding})) {
       const raw = e.name as unknown as Buffer
       const name = namedAs(raw)
       names.push({name, ...(name === raw.toString('utf8') && Buffer.from(name).equals(raw) ? {} : {raw}), symlink: e.isSymbolicLink(), dir: e.isDirectory(), file: e.isFile()})
@@ -282,7 +304,7 @@ async function* walk(dir: string, real: string, ctx: WalkContext, seen: Set<stri
     return
   }
   const files: IgnoreFiles = {vcs: ctx.vcs, inRepo: inRepo || names.some((n) => n.name === '.git')}
-  const rules = await withIgnoreFiles(inherited, dir, files, (name) => names.some((n) => n.name === name))
+  const rules = await withIgnoreFiles(inherited, dir, files, (name) => names.some((n) => n.name === name), folder.at)
   names.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   const wanted = names.filter((n) => {
     if (n.name === IGNORE_FILE) return false
@@ -292,7 +314,7 @@ async function* walk(dir: string, real: string, ctx: WalkContext, seen: Set<stri
     return false
   })
   for (let i = 0; i < wanted.length; i += CHECKS_AT_ONCE) {
-    const checked = await Promise.all(wanted.slice(i, i + CHECKS_AT_ONCE).map((n) => check(dir, n)))
+    const checked = await Promise.all(wanted.slice(i, i + CHECKS_AT_ONCE).map((n) => check(folder, n)))
     for (const c of checked) {
       if ('skip' in c) skip(skipped, c.skip)
       else if ('item' in c) yield c.item
@@ -300,11 +322,11 @@ async function* walk(dir: string, real: string, ctx: WalkContext, seen: Set<stri
         const {image: p, at} = c
         if (firstReach(ctx.reached, c.real ?? join(real, basename(p)))) yield {input: {source: p, read: () => readFile(p, maxBytes, at)}}
       } else {
-        if (excluded(rules, c.dir, true)) {
+        if (excluded(rules, c.dir.shown, true)) {
           skip(skipped, 'excluded')
           continue
         }
-        const realDir = await realpath(c.dir).catch(() => c.dir)
+        const realDir = await realOf(c.dir.at, c.dir.shown)
         if (seen.has(realDir)) {
           skip(skipped, 'symlink loop')
           continue
@@ -379,12 +401,12 @@ export async function* scanInputs(
       if (!firstReach(reached, real)) continue
       const root = vcsIgnore ? await repositoryRoot(p) : undefined
       const outer = root === undefined ? [] : await inheritedRules(p, root)
-      yield* walk(p, real, ctx, new Set([real]), [...outer, ...(patterns ? [{base: p, ig: patterns, flag: true}] : [])], root !== undefined)
+      yield* walk({shown: p, at: p}, real, ctx, new Set([real]), [...outer, ...(patterns ? [{base: p, ig: patterns, flag: true}] : [])], root !== undefined)
     } else if (info.isFile()) {
       if (patterns && patterns.ignores(givenName(p))) skip(skipped, 'excluded')
       else if (!firstReach(reached, real)) continue
       else if (listed) {
-        const checked = await check(dirname(p), {name: basename(p), symlink: false, dir: false, file: true})
+        const checked = await check({shown: dirname(p), at: dirname(p)}, {name: basename(p), symlink: false, dir: false, file: true})
         if ('skip' in checked) skip(skipped, checked.skip)
         else if ('item' in checked) yield checked.item
         else yield {input: {source: p, read: () => readFile(p, maxBytes, 'at' in checked ? checked.at : p)}}

@@ -1,7 +1,8 @@
 // File names that are not UTF-8 (a Latin-1 `café.png`, written from another system): scanned like any other file,
-// in a folder and from a file list, and reported under a name whose stray bytes are escaped as \xNN.
+// in a folder and from a file list, and reported under a name whose stray bytes are escaped as \xNN; a folder so
+// named is walked like any other.
 import {execFile} from 'node:child_process'
-import {mkdirSync, writeFileSync} from 'node:fs'
+import {mkdirSync, symlinkSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -25,6 +26,23 @@ test.before(async () => {
 })
 
 test.after(() => dir.remove())
+
+test('a folder whose name is not UTF-8 is walked: its images, the folders inside it and its .modignore, under the escaped name', async () => {
+  // tree/café/ (Latin-1), holding red.png, inner/blue.png, skip.png that its .modignore leaves out, and a link back up.
+  const cafe = Buffer.concat([Buffer.from(join(dir.path, 'tree', '/')), Buffer.from('caf\xe9', 'latin1')])
+  const at = (name: string) => Buffer.concat([cafe, Buffer.from(`/${name}`)])
+  mkdirSync(at('inner'), {recursive: true})
+  writeFileSync(at('red.png'), await solidPng(255, 0, 0, 16, 16))
+  writeFileSync(at('inner/blue.png'), await solidPng(0, 0, 255, 16, 16))
+  writeFileSync(at('skip.png'), await solidPng(255, 0, 0, 16, 16))
+  writeFileSync(at('.modignore'), 'skip.png\n')
+  symlinkSync('..', at('up'))
+  const r = await scan(['tree', '--json'])
+  assert.is(r.code, 1, r.stderr)
+  const results = JSON.parse(r.stdout) as {source: string; is_safe?: boolean}[]
+  assert.equal(results.map((x) => [x.source, x.is_safe]), [['tree/caf\\xe9/inner/blue.png', true], ['tree/caf\\xe9/red.png', false]])
+  assert.match(r.stderr, 'skipped 2 (1 excluded, 1 symlink loop)')
+})
 
 test('a name that is not UTF-8 is scanned in a folder and from a -0 list, and shown with \\xNN for its stray bytes', async () => {
   for (const args of [['photos', '--json'], ['--files-from', 'list', '-0', '--json']]) {
