@@ -45,6 +45,7 @@ import {
   header,
   load,
   median,
+  moderate,
   moderateOnce,
   multipartBody,
   percentile,
@@ -108,11 +109,10 @@ const timings: Record<string, number>[] = []
 async function timedRequest(url: string): Promise<number> {
   const start = performance.now()
   sent++
-  const res = await fetch(`${url}/v1/moderate`, {method: 'POST', headers: {'content-type': upload.contentType}, body: new Uint8Array(upload.body)})
-  await res.arrayBuffer()
+  const res = await moderate(url, upload)
   const latency = performance.now() - start
   if (res.status !== 200) failures++
-  const entries = (res.headers.get('server-timing') ?? '').split(', ').map((e) => /^(\w+);dur=([\d.]+)$/.exec(e)).filter((m) => m !== null)
+  const entries = String(res.headers['server-timing'] ?? '').split(', ').map((e) => /^(\w+);dur=([\d.]+)$/.exec(e)).filter((m) => m !== null)
   if (entries.length > 0) timings.push({...Object.fromEntries(entries.map((m) => [m[1], Number(m[2])])), client: latency})
   return latency
 }
