@@ -77,7 +77,7 @@ With MOD_API_KEY set, every request but GET /health, GET /ready and the document
     port: Flags.integer({description: 'Port; 0 picks a free one.', min: 0, max: 65_535, env: SETTING_VARIABLES.port, default: DEFAULT_PORT}),
     workers: Flags.integer({
       description:
-        "Processes, each with its own engine, inferring one batch at a time while it receives and decodes the next requests; the model's weights are mapped from their files and shared, so each more worker costs about 125 MiB. " +
+        "Processes, each with its own engine, inferring one batch at a time while it receives and decodes the next requests; the model's weights are mapped from their files and shared, so each more worker costs about 125 MiB after a few requests, and up to some 75 MiB more under steady load (docs/operations.md). " +
         'Unless --threads is given, the cores are divided among them.',
       min: 1,
       env: SETTING_VARIABLES.workers,

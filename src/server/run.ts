@@ -4,6 +4,7 @@ import type {ServerSettings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
 import {buildServer, type ServerOptions} from './app.js'
 import {describe, type Log} from './errors.js'
+import {growHeapForServing} from './heap.js'
 import {EXIT_OK, EXIT_START_FAILED, sweepLeftovers, uploadRoots} from './lifecycle.js'
 
 export interface RunOptions {
@@ -40,6 +41,7 @@ function listen(server: Server, port: number, host: string): Promise<number> {
  * settles, lets requests in flight finish, releases the model and returns the exit code.
  */
 export async function runServer(o: RunOptions): Promise<number> {
+  growHeapForServing()
   let stopping = false
   void o.stop.then(() => (stopping = true))
   if (o.settings.preload) {
