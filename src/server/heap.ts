@@ -6,8 +6,8 @@ import {setFlagsFromString} from 'node:v8'
  * pixels, tensors) that only a mark-compact frees, and with V8's own factor a worker ran one every 3 requests or
  * so (Node 24 from the start, Node 20 after some 150 requests), each pausing the thread that receives, decodes and
  * answers; with 3, about one every 9 requests. Measured on 2 cores, Node 24 (bench/README.md): 4 clients on one
- * worker 0.87 -> 0.97 x one-at-a-time bare inference, their p99 200 -> 165 ms, for 20-75 MiB more in a worker
- * under load (about 3 MiB on Node 20).
+ * worker 0.87 -> 1.00 x one-at-a-time bare inference, one client's p90 46 -> 36 ms, for 20-75 MiB more in a
+ * worker under load (about 3 MiB on Node 20).
  */
 export const HEAP_GROWING_FLAG = '--heap-growing-percent=200'
 
