@@ -40,7 +40,7 @@ async function factorsUnderLoad(nodeFlags: string[]): Promise<string[]> {
       child.once('exit', (code) => reject(new Error(`mod serve exited ${code}:\n${log}`)))
     })
     const served = trace.length
-    const jpeg = await sharp({create: {width: 1280, height: 720, channels: 3, noise: {type: 'gaussian', mean: 128, sigma: 40}}}).jpeg().toBuffer()
+    const jpeg = await sharp({create: {width: 1280, height: 720, channels: 3, background: '#808080', noise: {type: 'gaussian', mean: 128, sigma: 40}}}).jpeg().toBuffer()
     // Each answer leaves the decoded 2.7 MB behind: enough of them make V8 collect and set a new limit.
     // Node 20's "factor" lines give the factor V8 would have chosen, before the flag's: its "Limit" lines are read.
     const factors = () => {
