@@ -14,8 +14,11 @@ export interface Progress {
   finish(): void
 }
 
-/** Redraws per second at most: a scan can finish hundreds of images per second. */
-const REDRAW_MS = 80
+/**
+ * The shortest time between two redraws: a scan can finish hundreds of images per second. An update that comes
+ * sooner is drawn when the time is up, so a scan that then waits (for stdin, a slow disk) shows its last count.
+ */
+export const REDRAW_MS = 80
 const CLEAR = '\r\x1b[2K'
 
 const silent: Progress = {
@@ -36,6 +39,7 @@ export function startProgress(
   let shown = false
   let done = false
   let last = 0
+  let pending: NodeJS.Timeout | undefined
   const draw = (): void => {
     const width = Math.max(10, (stream.columns || 80) - 1)
     stream.write(`${CLEAR}${current.length > width ? `${current.slice(0, width - 1)}…` : current}`)
@@ -50,7 +54,14 @@ export function startProgress(
   return {
     update(t) {
       current = t
-      if (!done && Date.now() - last >= REDRAW_MS) draw()
+      if (done) return
+      const wait = REDRAW_MS - (Date.now() - last)
+      if (wait <= 0) draw()
+      else
+        pending ??= setTimeout(() => {
+          pending = undefined
+          if (!done) draw()
+        }, wait).unref()
     },
     above(write) {
       if (!shared) return write()
@@ -60,6 +71,7 @@ export function startProgress(
     },
     finish() {
       done = true
+      clearTimeout(pending)
       clear()
     },
   }

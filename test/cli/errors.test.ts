@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert'
 
 import {errorLine, oneLine, startupErrorLine} from '../../src/cli/errors.js'
 import {closest, didYouMean, distance} from '../../src/lib/suggest.js'
-import {startProgress} from '../../src/cli/progress.js'
+import {REDRAW_MS, startProgress} from '../../src/cli/progress.js'
 import {ModError} from '../../src/lib/errors.js'
 
 test('a ModError is "mod: <code>: <message>", anything else "mod: internal: <message>", never a stack', () => {
@@ -69,6 +69,22 @@ test('progress on a terminal: results shared with it are written with the line c
   assert.is(err.text, '\r\x1b[2K')
   p.update('later')
   assert.is(err.text, '\r\x1b[2K')
+})
+
+test('progress: an update sooner than REDRAW_MS after a draw is drawn when the time is up, not dropped; finish cancels it', async () => {
+  const err = stream(true)
+  const p = startProgress('Scanning', err, {isTTY: false})
+  p.update('Scanning 1 of 2')
+  p.update('Scanning 2 of 2')
+  assert.is(err.text, '\r\x1b[2KScanning')
+  await new Promise((resolve) => setTimeout(resolve, REDRAW_MS * 2))
+  assert.is(err.text, '\r\x1b[2KScanning\r\x1b[2KScanning 2 of 2')
+  const ended = stream(true)
+  const q = startProgress('Scanning', ended, {isTTY: false})
+  q.update('Scanning 1 of 1')
+  q.finish()
+  await new Promise((resolve) => setTimeout(resolve, REDRAW_MS * 2))
+  assert.is(ended.text, '\r\x1b[2KScanning\r\x1b[2K')
 })
 
 test.run()
