@@ -72,6 +72,13 @@ export abstract class ModCommand extends Command {
     })
   }
 
+  /** Settles once a stop signal has come (at once if one has): a loop can race its next step against it. */
+  protected whenStopped(): Promise<'stopped'> {
+    const {signal} = this.interrupt
+    if (signal.aborted) return Promise.resolve('stopped')
+    return new Promise((resolve) => signal.addEventListener('abort', () => resolve('stopped'), {once: true}))
+  }
+
   /**
    * One stderr line naming a policy file found by search: a file in a parent folder changes verdicts, so it must
    * never apply unseen. A file named by --config or MOD_CONFIG was asked for and is not repeated.

@@ -185,7 +185,7 @@ Files, folders (recursively, images recognised by their first bytes) or - for on
       for (const path of paths) {
         if (run.stopped()) break
         if (await isVideoFile(path)) await hashVideoFile(path, run, ffmpeg, flags.fps, signal)
-        else await hashImages(path, run)
+        else await this.untilStopped(hashImages(path, run))
       }
     } finally {
       progress.finish()

@@ -358,13 +358,19 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
       yield* scanInputs(listed, limits.maxBytes, state.skipped, process.stdin, {...walking, listed: true})
     }
     const items = walkedAhead(hashedInputs(all(), state.hashes), state.found)
+    const results = inOrder(items, (inputs) => engine.moderateMany(inputs))[Symbol.asyncIterator]()
+    // A stop signal ends the loop even while the next result waits on an input that may never end (stdin, a FIFO).
+    const stopped = this.whenStopped()
     try {
-      for await (const item of inOrder(items, (inputs) => engine.moderateMany(inputs))) {
-        if (out.closed || this.interrupt.signal.aborted) break
-        await onResult(run, item, out)
+      for (;;) {
+        const next = await Promise.race([results.next(), stopped])
+        if (next === 'stopped' || next.done || out.closed) break
+        await onResult(run, next.value, out)
         progress.update(`Scanning ${ofFound(state)}: ${summaryLine(state.counts)}`)
       }
     } finally {
+      // As a for await loop ends its iterator (the walk stops); not after a stop, where a read may still hold it.
+      if (!this.interrupt.signal.aborted) await results.return?.(undefined)
       progress.finish()
       out.end(summaryText(state, run.config.preset, flags.server))
     }

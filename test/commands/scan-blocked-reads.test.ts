@@ -1,5 +1,6 @@
 // One SIGTERM ends a scan whose read of --files-from, --baseline or --resume is blocked (a FIFO no one writes to,
-// a pipe never closed) within a second, exit 143, as it ends any scan: real processes, real FIFOs.
+// a pipe never closed) within a second, exit 143, as it ends any scan; so it does a scan or a hash waiting for an
+// image on stdin that never ends: real processes, real FIFOs.
 import {execFileSync, spawn} from 'node:child_process'
 import {readdirSync, readFileSync, readlinkSync} from 'node:fs'
 import {createServer, type Server} from 'node:http'
@@ -10,7 +11,8 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {BIN, runCli, tempDir} from '../helpers/cli.js'
+import {BIN, runCli, tempDir, TOY_MODEL} from '../helpers/cli.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir('mod-blocked-')
 let server: Server
@@ -41,12 +43,13 @@ function cpuTicks(pid: number): number {
   return Number(fields[11]) + Number(fields[12])
 }
 
-/** Starts `mod scan args`, waits until it is blocked (waiting, and idle for 300 ms), sends one SIGTERM and times the exit. */
-async function stopBlocked(args: string[]): Promise<{code: number | null; ms: number; stderr: string}> {
+/** Starts `mod <command> args`, waits until it is blocked (waiting, and idle for 300 ms), sends one SIGTERM and times the exit. */
+async function stopBlocked(args: string[], command = 'scan'): Promise<{code: number | null; ms: number; stderr: string}> {
   // What it reads: the FIFO named, or - (stdin, a pipe the test never closes).
   const on = args.at(-1) as string
   const stdin = on === '-' ? 'pipe' : 'ignore'
-  const child = spawn(process.execPath, [BIN, 'scan', ...args], {cwd: dir.path, env: {PATH: process.env.PATH ?? '', MOD_API_KEY: 'key'}, stdio: [stdin, 'ignore', 'pipe']})
+  const env = {PATH: process.env.PATH ?? '', MOD_API_KEY: 'key', MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache'))}
+  const child = spawn(process.execPath, [BIN, command, ...args], {cwd: dir.path, env, stdio: [stdin, 'ignore', 'pipe']})
   let stderr = ''
   child.stderr?.on('data', (d) => (stderr += d))
   const closed = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)))
@@ -55,7 +58,7 @@ async function stopBlocked(args: string[]): Promise<{code: number | null; ms: nu
   let idle = 0
   let ticks = -1
   while (idle < 3) {
-    if (Date.now() - started > 20_000) throw new Error(`mod scan ${args.join(' ')} never started: ${stderr}`)
+    if (Date.now() - started > 20_000) throw new Error(`mod ${command} ${args.join(' ')} never started: ${stderr}`)
     await sleep(100)
     const now = waiting(pid, on) ? cpuTicks(pid) : -1
     idle = now !== -1 && now === ticks ? idle + 1 : 0
@@ -63,7 +66,10 @@ async function stopBlocked(args: string[]): Promise<{code: number | null; ms: nu
   }
   const t0 = Date.now()
   child.kill('SIGTERM')
+  // A process that does not stop is killed after a while, so that the test fails instead of waiting for ever.
+  const kill = setTimeout(() => child.kill('SIGKILL'), 10_000)
   const code = await closed
+  clearTimeout(kill)
   return {code, ms: Date.now() - t0, stderr}
 }
 
@@ -98,6 +104,16 @@ test('--files-from, --baseline and --resume on a FIFO with no writer, and --file
     assert.is(r.code, 143, `${args.join(' ')}: ${r.stderr}`)
     assert.ok(r.ms < 1000, `${args.join(' ')}: ${r.ms} ms`)
   }
+})
+
+test('an image on stdin (-) that never ends: SIGTERM ends mod scan (saying how far it got) and mod hash within 1 s, exit 143', async () => {
+  const scan = await stopBlocked(['-'])
+  assert.is(scan.code, 143, scan.stderr)
+  assert.ok(scan.ms < 1000, `scan: ${scan.ms} ms`)
+  assert.match(scan.stderr, /^mod: stopped by SIGTERM after 0 of 1 files: 0 scanned: 0 safe, 0 unsafe, 0 errors$/m)
+  const hash = await stopBlocked(['-'], 'hash')
+  assert.is(hash.code, 143, hash.stderr)
+  assert.ok(hash.ms < 1000, `hash: ${hash.ms} ms`)
 })
 
 test('a policy that is a FIFO is refused at once, never waited on', async () => {

@@ -10,7 +10,7 @@ import {join} from 'node:path'
 export interface Pane {
   /** Sends keys as tmux names them (`C-c`, `Enter`). */
   keys(...keys: string[]): void
-  /** The pane's text, scrollback first, once it matches `pattern` or when `timeoutMs` has passed. */
+  /** The pane's text, scrollback first, once it matches `pattern`; an error showing the text if it has not in `timeoutMs`. */
   until(pattern: RegExp, timeoutMs?: number): Promise<string>
 }
 
@@ -32,7 +32,8 @@ export async function inPane<T>(dir: string, command: string, size: {width: numb
       const deadline = Date.now() + timeoutMs
       for (;;) {
         const screen = tmux('capture-pane', '-t', 'pane', '-p', '-S', '-', '-E', '-')
-        if (pattern.test(screen) || Date.now() > deadline) return screen
+        if (pattern.test(screen)) return screen
+        if (Date.now() > deadline) throw new Error(`the pane did not show ${pattern} in ${timeoutMs} ms; it shows:\n${screen.trimEnd()}`)
         await new Promise((r) => setTimeout(r, 200))
       }
     },
