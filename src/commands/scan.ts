@@ -363,7 +363,10 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
     const stopped = this.whenStopped()
     try {
       for (;;) {
-        const next = await Promise.race([results.next(), stopped])
+        const pending = results.next()
+        // Abandoned at a stop: its failure then (the engine closing under it) must not count as unhandled.
+        pending.catch(() => {})
+        const next = await Promise.race([pending, stopped])
         if (next === 'stopped' || next.done || out.closed) break
         await onResult(run, next.value, out)
         progress.update(`Scanning ${ofFound(state)}: ${summaryLine(state.counts)}`)
