@@ -1,6 +1,6 @@
 // A serving process sets V8's heap growing factor to 3 (src/server/heap.ts), unless node was started with a factor of
-// its own. Read from V8's own trace (--trace-gc-verbose) of a real `mod serve` under request load: Node 20 prints the
-// factor a limit was set with as "Limit: ... (3.0)", Node 22 and later as "[HeapController] factor 3.0".
+// its own. Read from V8's own trace (--trace-gc-verbose) of a real `mod serve` under request load: Node 20 and 22 print
+// the factor a limit was set with as "Limit: ... (3.0)", Node 24 and 26 as "[HeapController] factor 3.0".
 import {spawn} from 'node:child_process'
 import {join} from 'node:path'
 
@@ -42,7 +42,7 @@ async function factorsUnderLoad(nodeFlags: string[]): Promise<string[]> {
     const served = trace.length
     const jpeg = await sharp({create: {width: 1280, height: 720, channels: 3, background: '#808080', noise: {type: 'gaussian', mean: 128, sigma: 40}}}).jpeg().toBuffer()
     // Each answer leaves the decoded 2.7 MB behind: enough of them make V8 collect and set a new limit.
-    // Node 20's "factor" lines give the factor V8 would have chosen, before the flag's: its "Limit" lines are read.
+    // The "factor" lines of Node 20 and 22 give the factor V8 would have chosen, before the flag's: their "Limit" lines are read.
     const factors = () => {
       const since = trace.slice(served)
       const limits = [...since.matchAll(/\[HeapController\] Limit: .*\((\d+\.\d)\)/g)]
