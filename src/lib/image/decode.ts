@@ -3,7 +3,7 @@ import sharp, {type Metadata, type Sharp, type SharpOptions} from 'sharp'
 import {emptyFileError, ModError} from '../errors.js'
 import {formatSize} from '../sizes.js'
 import {isSrgbProfile} from './icc.js'
-import type {RgbImage} from './rgb.js'
+import {libvipsOf, type RgbImage} from './rgb.js'
 
 /** Formats we accept (docs/cli.md, Accepted images); AVIF is sharp's `heif` with AV1 compression. */
 export type ImageFormat = 'jpeg' | 'png' | 'webp' | 'gif' | 'avif' | 'tiff'
@@ -213,7 +213,7 @@ async function decodeStill(input: Buffer, probe: ImageProbe, limits: ImageLimits
   if (orientation !== 1 && eightBit) image = reorient(image, orientation)
   const decoded = await toRgb(image).toBuffer({resolveWithObject: true})
   const {data, info} =
-    orientation === 1 || eightBit ? decoded : await reorient(sharp(decoded.data, {raw: {...decoded.info, channels: 3}}), orientation).raw().toBuffer({resolveWithObject: true})
+    orientation === 1 || eightBit ? decoded : await reorient(libvipsOf({data: decoded.data, width: decoded.info.width, height: decoded.info.height}), orientation).raw().toBuffer({resolveWithObject: true})
   const scale = probe.width / plan.width
   return {data, width: info.width, height: info.height, ...(scale === 1 ? {} : {scale}), ...(orientation === 1 ? {} : {orientation})}
 }

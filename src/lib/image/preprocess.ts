@@ -1,8 +1,6 @@
-import sharp from 'sharp'
-
 import type {Preprocessing} from '../model/manifest-types.js'
 import {enlarge} from './enlarge.js'
-import type {RgbImage} from './rgb.js'
+import {libvipsOf, type RgbImage} from './rgb.js'
 import type {Box} from './trim.js'
 
 /**
@@ -115,9 +113,6 @@ function writePadded({data, stride}: Window, size: {width: number; height: numbe
  */
 const STEP = 3.9
 
-/** libvips on `w` x `h` 8-bit RGB pixels. */
-const raw = (pixels: Buffer, w: number, h: number) => sharp(pixels, {raw: {width: w, height: h, channels: 3}})
-
 /** Copies of the edge pixels around an image libvips enlarges (bilinear), beyond the pixels its interpolator reads. */
 const PAD = 2
 
@@ -143,10 +138,10 @@ async function resized(img: RgbImage, target: {width: number; height: number}, r
   let current = {data, width, height}
   for (let i = 1; i < steps; i++) {
     const size = {width: Math.round(width / factor ** (i / steps)), height: Math.round(height / factor ** (i / steps))}
-    const next = await raw(current.data, current.width, current.height).resize(size.width, size.height, {kernel, fit: 'fill'}).raw().toBuffer()
+    const next = await libvipsOf(current).resize(size.width, size.height, {kernel, fit: 'fill'}).raw().toBuffer()
     current = {data: next, ...size}
   }
-  const last = raw(current.data, current.width, current.height).resize(target.width, target.height, {kernel, fit: 'fill'})
+  const last = libvipsOf(current).resize(target.width, target.height, {kernel, fit: 'fill'})
   return {data: await (box ? last.extract(box) : last).raw().toBuffer(), stride: box ? box.width : target.width, start: 0}
 }
 
@@ -160,8 +155,8 @@ async function enlarged(img: RgbImage, target: {width: number; height: number}, 
   const computed = resample === 'bicubic' ? enlarge(img, target.width, target.height, {sampling: 'centres'}) : undefined
   if (computed) return {data: computed.data, stride: target.width, start: at(target.width)}
   const {data, width, height} = img
-  const padded = await raw(data, width, height).extend({top: PAD, bottom: PAD, left: PAD, right: PAD, extendWith: 'copy'}).raw().toBuffer()
-  const out = await raw(padded, width + 2 * PAD, height + 2 * PAD)
+  const padded = await libvipsOf(img).extend({top: PAD, bottom: PAD, left: PAD, right: PAD, extendWith: 'copy'}).raw().toBuffer()
+  const out = await libvipsOf({data: padded, width: width + 2 * PAD, height: height + 2 * PAD})
     .affine([target.width / width, 0, 0, target.height / height], {interpolator: resample, idx: 0.5 - PAD, idy: 0.5 - PAD, odx: -0.5, ody: -0.5})
     .raw()
     .toBuffer({resolveWithObject: true})

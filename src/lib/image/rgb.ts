@@ -1,3 +1,5 @@
+import sharp, {type Sharp} from 'sharp'
+
 /** Decoded pixels: interleaved RGB (3 channels, no alpha), row-major. */
 export interface RgbImage {
   data: Buffer
@@ -7,4 +9,9 @@ export interface RgbImage {
   scale?: number
   /** The EXIF orientation (2-8) decoding applied to the stored pixels; absent when it applied none. */
   orientation?: number
+}
+
+/** libvips on 8-bit RGB pixels: a sharp pipeline to resize, extend or transform them. */
+export function libvipsOf(img: Pick<RgbImage, 'data' | 'width' | 'height'>): Sharp {
+  return sharp(img.data, {raw: {width: img.width, height: img.height, channels: 3}})
 }

@@ -3,10 +3,8 @@
  * canonical image a classifier's own resize then starts from, so that what the classifier sees depends on the
  * picture and not on the size it was uploaded at.
  */
-import sharp from 'sharp'
-
 import {enlarge} from './enlarge.js'
-import type {RgbImage} from './rgb.js'
+import {libvipsOf, type RgbImage} from './rgb.js'
 import type {Box} from './trim.js'
 
 export interface SquareOptions {
@@ -46,11 +44,8 @@ export async function resampleSquare(frame: RgbImage, side: number, options: Squ
   return options.letterbox ? centred(content, side) : content
 }
 
-/** libvips on the frame's pixels. */
-const pixelsOf = (frame: RgbImage) => sharp(frame.data, {raw: {width: frame.width, height: frame.height, channels: 3}})
-
 async function libvipsSquare(frame: RgbImage, side: number, options: SquareOptions): Promise<RgbImage> {
-  let image = pixelsOf(frame)
+  let image = libvipsOf(frame)
   if (options.window) image = image.extract(options.window)
   image = options.letterbox
     ? image.resize(side, side, {fit: 'contain', background: {r: 0, g: 0, b: 0}, kernel: 'lanczos3'})
@@ -61,7 +56,7 @@ async function libvipsSquare(frame: RgbImage, side: number, options: SquareOptio
 
 /** The window reduced by libvips' Lanczos-3 resize to `size`, no side larger than the window's. */
 async function libvipsReduced(frame: RgbImage, window: Box, size: {width: number; height: number}): Promise<RgbImage> {
-  const {data, info} = await pixelsOf(frame)
+  const {data, info} = await libvipsOf(frame)
     .extract(window)
     .resize(size.width, size.height, {fit: 'fill', kernel: 'lanczos3'})
     .raw()

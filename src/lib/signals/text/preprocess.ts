@@ -2,10 +2,8 @@
  * The two inputs of the OCR models, as PaddleOCR prepares them. Both models were trained on OpenCV's BGR
  * channel order, so the tensors hold B, G, R planes.
  */
-import sharp from 'sharp'
-
 import {enlarge} from '../../image/enlarge.js'
-import type {RgbImage} from '../../image/rgb.js'
+import {libvipsOf, type RgbImage} from '../../image/rgb.js'
 import type {RotatedBox} from './boxes.js'
 
 /** The detector's normalisation (ImageNet's mean and deviation, applied in BGR order as PaddleOCR does). */
@@ -45,7 +43,7 @@ export function detectorSize(width: number, height: number, maxSide: number): {w
 async function detectorPixels(img: RgbImage, size: {width: number; height: number}): Promise<Buffer> {
   const enlarged = size.width >= img.width && size.height >= img.height ? enlarge(img, size.width, size.height) : undefined
   if (enlarged) return enlarged.data
-  return sharp(img.data, {raw: {width: img.width, height: img.height, channels: 3}}).resize(size.width, size.height, {fit: 'fill'}).raw().toBuffer()
+  return libvipsOf(img).resize(size.width, size.height, {fit: 'fill'}).raw().toBuffer()
 }
 
 export async function detectorInput(img: RgbImage, maxSide: number): Promise<DetectorInput> {
