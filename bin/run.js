@@ -26,14 +26,26 @@ try {
 }
 // The same error line as every command's (src/cli/errors.ts).
 const {startupErrorLine} = await import('../dist/cli/errors.js')
+// stderr is best effort; results stdout could not take make the exit 2 (src/cli/streams.ts).
+const {guardStreams, outputFailureLine} = await import('../dist/cli/streams.js')
+const streams = guardStreams()
+
+// Exits with `code`, or 2 once stdout has lost results; undefined: a command that ended normally ends as it would.
+const leave = async (code) => {
+  await streams.flushed()
+  const failure = streams.failure()
+  if (failure) process.stderr.write(`${outputFailureLine(failure)}\n`)
+  if (failure || code !== undefined) process.exit(failure ? 2 : code)
+}
 
 try {
+  // Not oclif.flush(): it waits for a 'drain' that a stdout that failed never emits.
   await oclif.run(process.argv.slice(2), import.meta.url)
-  await oclif.flush()
 } catch (e) {
   // this.exit(code) inside a command: the code is already decided.
-  if (e instanceof oclif.Errors.ExitError) process.exit(e.oclif.exit)
+  if (e instanceof oclif.Errors.ExitError) await leave(e.oclif.exit)
   if (process.env.DEBUG && e?.stack) process.stderr.write(`${e.stack}\n`)
   process.stderr.write(`${startupErrorLine(e)}\n`)
-  process.exit(2)
+  await leave(2)
 }
+await leave(undefined)

@@ -23,7 +23,7 @@ export const SIGNAL_EXIT_CODES: [string, string][] = [
 ]
 
 /** The EXIT CODES of --help for a command that states none of its own. */
-export const EXIT_CODES: [string, string][] = [['0', 'done'], ['2', 'usage or configuration error'], ...SIGNAL_EXIT_CODES]
+export const EXIT_CODES: [string, string][] = [['0', 'done'], ['2', 'usage or configuration error; stdout could not be written (a full disk)'], ...SIGNAL_EXIT_CODES]
 
 /** The one line the CLI prints for a failure: `mod: <code>: <message>`. */
 export function errorLine(e: unknown): string {

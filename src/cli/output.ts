@@ -35,8 +35,10 @@ export interface Output<Item, End> {
 
 /**
  * The one writer of a command's results: what `reporter` returns goes to `stream` (the reporter's start at once),
- * each write through `around` (the progress line steps aside). A reader that leaves (EPIPE) closes the output
- * instead of failing the command; stderr's notes are no business of the output and never silenced by a format.
+ * each write through `around` (the progress line steps aside). A reader that leaves (EPIPE), or a stream that
+ * fails, closes the output instead of failing the command with a stack trace: the command stops working for nobody,
+ * and bin/run.js turns a failure other than EPIPE into exit 2. stderr's notes are no business of the output and
+ * never silenced by a format.
  */
 export function openOutput<Item, End>(
   reporter: Reporter<Item, End>,
@@ -45,8 +47,8 @@ export function openOutput<Item, End>(
 ): Output<Item, End> {
   let closed = false
   let ended = false
-  stream.on('error', (e: NodeJS.ErrnoException) => {
-    if (e.code !== 'EPIPE') throw e
+  // Any failure ends the output; one other than EPIPE is the process's to report (src/cli/streams.ts).
+  stream.on('error', () => {
     closed = true
   })
   const write = (text: string): void => {

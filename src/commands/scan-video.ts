@@ -57,7 +57,7 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
   static override exitCodes: [string, string][] = [
     ['0', 'the video was scanned and is safe'],
     ['1', 'a violation was found'],
-    ['2', 'usage, configuration or model error; no ffmpeg; a file that is not a video or cannot be decoded; a video over the limits; with --strict, a category that cannot be evaluated'],
+    ['2', 'usage, configuration or model error; no ffmpeg; a file that is not a video or cannot be decoded; a video over the limits; with --strict, a category that cannot be evaluated; stdout could not take the results (a full disk)'],
     ...SIGNAL_EXIT_CODES,
   ]
 

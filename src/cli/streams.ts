@@ -1,0 +1,40 @@
+/**
+ * What a command does when it cannot write its standard streams. stderr carries notes, progress and error lines:
+ * best effort, so a closed or full stderr (`2>/dev/full`, `2>&1 | true`) neither loses the results on stdout nor
+ * changes the exit code. stdout carries the results: a reader that went away (EPIPE, `| head -1`) stops the
+ * command quietly, as the output's own reader expects; any other failure (a full disk, an I/O error) means results
+ * were lost, so the process exits 2 with one line naming the cause, never 0 (which a CI gate reads as safe).
+ */
+export interface StreamGuard {
+  /** The error that made stdout lose results, once one has (never EPIPE). */
+  failure(): NodeJS.ErrnoException | undefined
+  /** Resolves once what was written to stdout has been handed to the system, or failed. */
+  flushed(): Promise<void>
+}
+
+/** Installs the handlers; call it once @oclif/core is loaded, as that replaces its stdout listener. */
+export function guardStreams(stdout: NodeJS.WriteStream = process.stdout, stderr: NodeJS.WriteStream = process.stderr): StreamGuard {
+  let failed: NodeJS.ErrnoException | undefined
+  // @oclif/core's own listener rethrows every stdout error but EPIPE, as an uncaught exception: a stack trace, exit 1
+  // (which means "a violation"), or an abort when it surfaces inside a native callback.
+  stdout.removeAllListeners('error')
+  stderr.on('error', () => {})
+  stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code !== 'EPIPE') failed ??= e
+  })
+  return {
+    failure: () => failed,
+    flushed: () =>
+      new Promise((done) => {
+        // A stream that failed calls no write's callback again; its 'error' event is still on its way.
+        if (!stdout.writable || stdout.destroyed) return void setImmediate(done)
+        stdout.once('error', () => done())
+        stdout.write('', () => done())
+      }),
+  }
+}
+
+/** The line for results stdout could not take: `mod: output: cannot write to stdout: ENOSPC: no space left on device, write`. */
+export function outputFailureLine(e: Error): string {
+  return `mod: output: cannot write to stdout: ${e.message}`
+}
