@@ -1,3 +1,5 @@
+import {format} from 'node:util'
+
 import {Command, Errors, Flags} from '@oclif/core'
 import chalk from 'chalk'
 
@@ -9,7 +11,7 @@ import {usageLine, type FlagShape} from './parse-errors.js'
 import {openOutput, type Output} from './output.js'
 import {startProgress, type Progress} from './progress.js'
 import type {Reporter} from './reports/reporter.js'
-import {printableLines} from './visible.js'
+import {visibleLines} from './visible.js'
 
 function isParseError(e: unknown): boolean {
   return e instanceof Errors.CLIError && !isModError(e)
@@ -87,6 +89,11 @@ export abstract class ModCommand extends Command {
     if (config.policyFound) this.logToStderr(`mod: policy: ${config.policyPath} (found from the current folder; --config names another)`)
   }
 
+  /** Every note on stderr may quote a name from elsewhere (a file, a policy's key): each line is made visible. */
+  override logToStderr(message = '', ...args: unknown[]): void {
+    super.logToStderr(visibleLines(format(message, ...args)))
+  }
+
   /** A progress line on stderr, only on a terminal; finished when the command ends. */
   protected startProgress(text: string): Progress {
     this.progress?.finish()
@@ -112,7 +119,7 @@ export abstract class ModCommand extends Command {
     if (err instanceof Errors.ExitError) throw err
     if (this.interrupt.signal.aborted) return this.exit(this.signalExit())
     // A message may quote what came from elsewhere (a server, a file): no part of it may pass for a line of its own.
-    process.stderr.write(`${printableLines(this.describe(err))}\n`)
+    process.stderr.write(`${visibleLines(this.describe(err))}\n`)
     if (process.env.DEBUG && err.stack) process.stderr.write(`${err.stack}\n`)
     return this.exit(EXIT_ERROR)
   }

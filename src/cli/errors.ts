@@ -1,6 +1,7 @@
 import {constants} from 'node:os'
 
 import {isModError} from '../lib/errors.js'
+import {visible} from './visible.js'
 
 /** 0 all safe, 1 a violation, 2 usage, configuration, model or input error (nothing scanned, a failed start). */
 export const EXIT_SAFE = 0
@@ -51,7 +52,8 @@ export function oneLine(message: string): string {
  * own errors are usage errors, anything else is internal, each on one line.
  */
 export function startupErrorLine(e: unknown): string {
-  if (isModError(e)) return errorLine(e)
-  const message = oneLine(String((e as {message?: unknown} | undefined)?.message ?? e))
+  if (isModError(e)) return visible(errorLine(e))
+  // oclif's messages quote what was typed (an unknown command): nothing in it may reach the terminal raw.
+  const message = visible(oneLine(String((e as {message?: unknown} | undefined)?.message ?? e)))
   return (e as {oclif?: unknown} | undefined)?.oclif ? `mod: usage: ${message}` : `mod: internal: ${message}`
 }

@@ -7,6 +7,7 @@ import {evidenceNotes} from '../lib/signals/evidence.js'
 import {SIGNALS} from '../lib/signals/registry.js'
 import type {Coverage, VideoResult} from '../lib/types.js'
 import type {ScanEntry} from './inputs.js'
+import {visible} from './visible.js'
 
 /**
  * How much of the policy a verdict covers, when not all of it was looked for in the image: "3 of 11 categories
@@ -39,16 +40,20 @@ export function notEvaluatedLine(names: readonly string[], preset: string, serve
 /** The evidence kinds of the registry's signals: what notes a violation or a segment in the table. */
 const KINDS = SIGNALS.flatMap((s) => (s.evidence ? [s.evidence] : []))
 
-/** One readable line per item for the table output; `partial`: the run's coverage statement, shown on SAFE rows. */
+/**
+ * One readable line per item for the table output; `partial`: the run's coverage statement, shown on SAFE rows.
+ * What came from elsewhere (the name, a message, a code's payload in a note) is made visible before it is coloured.
+ */
 export function formatRow(item: ItemResult | ScanEntry, partial = ''): string {
-  if ('error' in item) return `${chalk.yellow('ERROR ')}  ${item.source}  ${item.error.code}: ${item.error.message}`
+  const source = visible(item.source)
+  if ('error' in item) return `${chalk.yellow('ERROR ')}  ${source}  ${visible(`${item.error.code}: ${item.error.message}`)}`
   if (item.is_safe) {
     const top = item.labels[0]
     const notes = [...(partial ? [partial] : []), ...(top ? [`highest: ${top.name} ${top.score.toFixed(2)}`] : [])]
-    return `${chalk.green('SAFE  ')}  ${item.source}${notes.length > 0 ? chalk.dim(`  (${notes.join('; ')})`) : ''}`
+    return `${chalk.green('SAFE  ')}  ${source}${notes.length > 0 ? chalk.dim(`  (${visible(notes.join('; '))})`) : ''}`
   }
   const found = item.violations.map((v) => `${v.name} ${v.confidence.toFixed(2)}>=${v.threshold}${evidenceNotes(KINDS, item, v.name, 'image')}`).join(', ')
-  return `${chalk.red('UNSAFE')}  ${item.source}  ${found}`
+  return `${chalk.red('UNSAFE')}  ${source}  ${visible(found)}`
 }
 
 /** What a scan found; `missing`: paths given that do not exist, counted apart from the inputs scanned. */
@@ -82,9 +87,9 @@ function clock(seconds: number): string {
  * statement.
  */
 export function formatVideo(r: VideoResult, partial = ''): string {
-  const head = `${r.is_safe ? chalk.green('SAFE  ') : chalk.red('UNSAFE')}  ${r.source}  (${r.duration.toFixed(1)} s, ${plural(r.frames_analyzed, 'frame')} at ${r.fps} fps${r.stopped_early ? ', stopped early' : ''}${partial ? `; ${partial}` : ''})`
+  const head = `${r.is_safe ? chalk.green('SAFE  ') : chalk.red('UNSAFE')}  ${visible(r.source)}  (${r.duration.toFixed(1)} s, ${plural(r.frames_analyzed, 'frame')} at ${r.fps} fps${r.stopped_early ? ', stopped early' : ''}${partial ? `; ${partial}` : ''})`
   const lines = r.violations.flatMap((v) =>
-    v.segments.map((s) => `  ${v.name.padEnd(16)} ${clock(s.start)}-${clock(s.end)}  ${plural(s.frames, 'frame')}, max ${s.max_confidence.toFixed(2)} >= ${v.threshold}${evidenceNotes(KINDS, s, v.name, 'segment')}`),
+    v.segments.map((s) => visible(`  ${v.name.padEnd(16)} ${clock(s.start)}-${clock(s.end)}  ${plural(s.frames, 'frame')}, max ${s.max_confidence.toFixed(2)} >= ${v.threshold}${evidenceNotes(KINDS, s, v.name, 'segment')}`)),
   )
   return [head, ...lines].join('\n')
 }

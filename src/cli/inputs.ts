@@ -15,7 +15,8 @@ import {repositoryRoot} from './repository.js'
 /** A path as the file system takes it: a string, or bytes for a name that is not UTF-8. */
 type FsPath = string | Buffer
 
-const strictUtf8 = new TextDecoder('utf-8', {fatal: true})
+// ignoreBOM: a name may hold U+FEFF anywhere, which the decoder would otherwise drop as a byte order mark.
+const strictUtf8 = new TextDecoder('utf-8', {fatal: true, ignoreBOM: true})
 
 /**
  * A file name as results and messages show it: as it is when it is UTF-8; otherwise each byte that is not part of

@@ -6,6 +6,8 @@
  * fallback renderer printed to stdout, and its default renderer redraws over rows written to the same terminal.
  * Commands made of a few steps, whose results come at the end, use listr2 through steps.ts.)
  */
+import {visible} from './visible.js'
+
 export interface Progress {
   update(text: string): void
   /** Runs `write` (which prints results) with the status line out of the way. */
@@ -42,7 +44,9 @@ export function startProgress(
   let pending: NodeJS.Timeout | undefined
   const draw = (): void => {
     const width = Math.max(10, (stream.columns || 80) - 1)
-    stream.write(`${CLEAR}${current.length > width ? `${current.slice(0, width - 1)}…` : current}`)
+    // The line may name a file: nothing in the name may move the cursor or change the terminal.
+    const text = visible(current)
+    stream.write(`${CLEAR}${text.length > width ? `${text.slice(0, width - 1)}…` : text}`)
     shown = true
     last = Date.now()
   }

@@ -7,6 +7,7 @@ import {fpsFlag} from '../cli/flags.js'
 import type {EnvVars} from '../cli/help.js'
 import {isVideoFile, scanInputs, skippedLine, type Skipped} from '../cli/inputs.js'
 import {chosenFormat, formatFlags} from '../cli/output.js'
+import {visible} from '../cli/visible.js'
 import {jsonArrayReporter, ndjsonReporter, PLAIN_FORMATS, tableReporter, type Reporters} from '../cli/reports/reporter.js'
 import {readSettings, type Limits} from '../lib/config/settings.js'
 import {decodedPixels, decodeImage, disableDecodeCache, probeImage, type ImageProbe} from '../lib/image/decode.js'
@@ -40,11 +41,12 @@ function errorRow(source: string, e: unknown): Row {
   return {source, error: {code: e.code, message: e.message}}
 }
 
+/** A table row; the name and the message, which came from elsewhere, are made visible before the row is coloured. */
 function tableLine(row: Row): string {
-  if ('error' in row) return `${chalk.yellow('ERROR')}  ${row.source}  ${row.error.code}: ${row.error.message}`
+  if ('error' in row) return `${chalk.yellow('ERROR')}  ${visible(row.source)}  ${visible(`${row.error.code}: ${row.error.message}`)}`
   const where = row.time !== undefined ? ` @ ${row.time.toFixed(2)} s` : row.frame !== undefined ? ` frame ${row.frame}` : ''
   const unmatched = row.quality < DEFAULT_QUALITY_FLOOR ? chalk.dim(`  (quality under ${DEFAULT_QUALITY_FLOOR}: never matched)`) : ''
-  return `${row.hash}  ${String(row.quality).padStart(3)}  ${row.source}${where}${unmatched}`
+  return `${row.hash}  ${String(row.quality).padStart(3)}  ${visible(row.source)}${where}${unmatched}`
 }
 
 /** The formats of hash: a table row, a JSON array or a JSON line per hash (or per input that failed). */

@@ -7,7 +7,6 @@ import {fpsFlag, modelFlags, policyFlags} from '../cli/flags.js'
 import {coverage, formatVideo, notEvaluatedLine} from '../cli/format.js'
 import {chosenFormat, formatFlags, type Output} from '../cli/output.js'
 import {jsonValueReporter, ndjsonReporter, PLAIN_FORMATS, tableReporter, type Reporter} from '../cli/reports/reporter.js'
-import {printableLines} from '../cli/visible.js'
 import type {EnvVars} from '../cli/help.js'
 import {checkVideoFile} from '../cli/inputs.js'
 import {serverFlags} from '../cli/remote/flags.js'
@@ -26,7 +25,7 @@ interface FoundSegment {
  * the result as JSON, or each segment as it is found then the result, one JSON object per line.
  */
 function videoReporter(format: (typeof PLAIN_FORMATS)[number], partial: string): Reporter<FoundSegment, VideoResult> {
-  if (format === 'table') return tableReporter(undefined, (r: VideoResult) => printableLines(formatVideo(r, partial)))
+  if (format === 'table') return tableReporter(undefined, (r: VideoResult) => formatVideo(r, partial))
   if (format === 'json') return jsonValueReporter()
   return ndjsonReporter(({name, segment}: FoundSegment) => ({type: 'segment', name, ...segment}), (r: VideoResult) => r)
 }

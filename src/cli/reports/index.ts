@@ -1,5 +1,4 @@
 import {formatRow} from '../format.js'
-import {printableLine} from '../visible.js'
 import {githubReporter} from './github.js'
 import {junitReporter} from './junit.js'
 import type {ReportItem, RunInfo} from './report.js'
@@ -22,7 +21,7 @@ function resultJson({item, accepted}: ReportItem): unknown {
 export function scanReporters(run: RunInfo, partial: string): Reporters<ScanFormat, ReportItem, string> {
   return {
     // A name or a message may hold anything (a file's name, a server's text): each row stays one line.
-    table: () => tableReporter((r: ReportItem) => `${printableLine(formatRow(r.item, partial))}${r.accepted ? '  (accepted by the baseline)' : ''}`),
+    table: () => tableReporter((r: ReportItem) => `${formatRow(r.item, partial)}${r.accepted ? '  (accepted by the baseline)' : ''}`),
     json: () => jsonArrayReporter(resultJson),
     ndjson: () => ndjsonReporter(resultJson),
     sarif: () => sarifReporter(run),

@@ -1,3 +1,5 @@
+import {printableLines, visibleLines} from '../visible.js'
+
 /**
  * How one output format writes a command's results: `start` before the first item, `item` for each one as it
  * comes (a scanned image, a hash, a video segment), `end` with what closes the run (a scan's summary line, the one
@@ -23,14 +25,15 @@ const nothing = (): string => ''
 const line = (text: string): string => (text === '' ? '' : `${text}\n`)
 
 /**
- * Lines of text: a row per item and, when given, closing text (a table, a verdict); the newline ending each is
- * added, and empty text prints nothing.
+ * Lines of text for a terminal: a row per item and, when given, closing text (a table, a verdict); the newline
+ * ending each is added, and empty text prints nothing. Every line is made printable (the colours `mod` added
+ * kept): a row or table that colours text from elsewhere must have made it visible first.
  */
 export function tableReporter<Item, End>(row?: (item: Item) => string, closing?: (end: End) => string): Reporter<Item, End> {
   return {
     start: nothing,
-    item: row ? (item) => line(row(item)) : nothing,
-    end: closing ? (end) => line(closing(end)) : nothing,
+    item: row ? (item) => line(printableLines(row(item))) : nothing,
+    end: closing ? (end) => line(printableLines(closing(end))) : nothing,
   }
 }
 
@@ -69,7 +72,8 @@ export function ndjsonReporter<Item, End>(item?: (item: Item) => unknown, end?: 
  */
 export function oneResultReporters<End>(table: (end: End) => string, json: (end: End) => unknown = (end) => end): Reporters<PlainFormat, never, End> {
   return {
-    table: () => tableReporter<never, End>(undefined, table),
+    // A listing is not coloured: every control in it is from elsewhere (a policy's prompts, a manifest's names).
+    table: () => tableReporter<never, End>(undefined, (end) => visibleLines(table(end))),
     json: () => jsonValueReporter<never, End>(json, 2),
     ndjson: () => ndjsonReporter<never, End>(undefined, json),
   }

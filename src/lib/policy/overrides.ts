@@ -11,7 +11,7 @@ export interface PolicyOverrides {
 }
 
 function unknownCategory(name: string, policy: Policy, what: string): ModError {
-  return new ModError('invalid_config', `${what}: the policy has no category "${name}"${didYouMean(name, policy.categories.map((c) => c.name))}`)
+  return new ModError('invalid_config', `${what}: the policy has no category ${JSON.stringify(name)}${didYouMean(name, policy.categories.map((c) => c.name))}`)
 }
 
 /**

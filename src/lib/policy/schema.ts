@@ -129,7 +129,7 @@ function readCategory(ctx: Context, name: string, node: unknown, at: number, pla
   const isNew = !BUILTIN_NAMES.has(name)
   const near = isNew ? closest(name, BUILTIN_NAMES) : undefined
   const needsPrompts = () =>
-    report(ctx, at, `new category "${name}" needs prompts: a list of at least one prompt${near ? ` (or did you mean the built-in "${near}"?)` : ''}`)
+    report(ctx, at, `new category ${JSON.stringify(name)} needs prompts: a list of at least one prompt${near ? ` (or did you mean the built-in "${near}"?)` : ''}`)
   if (scalarValue(node) === null) {
     if (isNew) needsPrompts()
     return entry
@@ -203,8 +203,8 @@ function checkParents(ctx: Context, entries: CategoryEntry[], places: Map<string
     if (entry.enabled === false || typeof entry.parent !== 'string' || place?.parentOffset === undefined) continue
     if (!parents.has(entry.parent)) {
       const why = disabled.has(entry.parent)
-        ? `category "${entry.parent}" is disabled`
-        : `no category is named "${entry.parent}"${didYouMean(entry.parent, parents.keys())}`
+        ? `category ${JSON.stringify(entry.parent)} is disabled`
+        : `no category is named ${JSON.stringify(entry.parent)}${didYouMean(entry.parent, parents.keys())}`
       report(ctx, place.parentOffset, `categories.${entry.name}.parent: ${why}`)
       parents.set(entry.name, null)
     }

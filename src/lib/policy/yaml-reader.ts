@@ -83,13 +83,13 @@ export function fieldsOf(ctx: YamlContext, node: YAMLMap, at: number, where: str
 }
 
 export function unknownKey(ctx: YamlContext, pair: Pair, key: string, where: string, expected: readonly string[]): void {
-  report(ctx, offsetOf(pair.key, 0), `unknown key "${key}"${where}${didYouMean(key, expected)} (expected one of ${expected.join(', ')})`)
+  report(ctx, offsetOf(pair.key, 0), `unknown key ${JSON.stringify(key)}${where}${didYouMean(key, expected)} (expected one of ${expected.join(', ')})`)
 }
 
 /** The name of a category, hash list or rule: CATEGORY_NAME_PATTERN, or a problem reported at `at`. */
 export function validName(ctx: YamlContext, name: string, at: number, what: string): boolean {
   if (CATEGORY_NAME_PATTERN.test(name)) return true
-  report(ctx, at, `${what} name "${name}" may hold only letters, digits, "_", "-" and "." (at most 64)`)
+  report(ctx, at, `${what} name ${JSON.stringify(name)} may hold only letters, digits, "_", "-" and "." (at most 64)`)
   return false
 }
 
