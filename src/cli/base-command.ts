@@ -97,7 +97,7 @@ export abstract class ModCommand extends Command {
   /** A progress line on stderr, only on a terminal; finished when the command ends. */
   protected startProgress(text: string): Progress {
     this.progress?.finish()
-    this.progress = startProgress(text, process.stderr, process.stdout)
+    this.progress = startProgress(text, process.stderr, process.stdout, process.env.TERM === 'dumb')
     return this.progress
   }
 

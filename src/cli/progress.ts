@@ -33,8 +33,10 @@ export function startProgress(
   text: string,
   stream: NodeJS.WriteStream = process.stderr,
   results: {isTTY?: boolean} = process.stdout,
+  /** The terminal cannot clear a line (TERM=dumb: Emacs' shell, some CI consoles): each redraw would add one. */
+  dumb = false,
 ): Progress {
-  if (!stream.isTTY) return silent
+  if (!stream.isTTY || dumb) return silent
   // Results redirected to a file or a pipe cannot collide with the line: no need to clear it for each one.
   const shared = Boolean(results.isTTY)
   let current = text

@@ -290,6 +290,7 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
     const fromList = flags['files-from']
     if (paths.length === 0 && fromList === undefined) throw new MissingArgumentError('Missing 1 required arg: paths  files, folders or - (stdin), or --files-from')
     if (fromList === '-' && paths.includes('-')) throw new Errors.CLIError('--files-from - and the path - both read stdin: give one of them')
+    if (paths.filter((p) => p === '-').length > 1) throw new Errors.CLIError('the path - (stdin) is given twice: stdin holds one image')
     // Any of these may be a FIFO or a pipe that nothing writes to: a stop signal still ends the command.
     const baseline = flags.baseline === undefined ? undefined : await this.untilStopped(readBaseline(flags.baseline))
     const listed = fromList === undefined ? [] : await this.untilStopped(readFileList(fromList, flags.null, process.stdin))
@@ -380,6 +381,12 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
     return out
   }
 
+  /** --summary's one result on stdout: the summary line, or its counts as JSON. */
+  private printSummary({flags, state, config, baseline}: ScanRun): void {
+    const totals: ScanTotals = {line: summaryText(state, config.preset, flags.server), counts: summaryCounts(state, baseline !== undefined)}
+    this.printResult(SUMMARY_REPORTERS[chosenFormat(flags) === 'json' ? 'json' : 'table'](), totals)
+  }
+
   /** A finished scan: the report page, the baseline, the summary where the format wants it, and the exit code. */
   private async finish(run: ScanRun): Promise<void> {
     const {flags, state, report} = run
@@ -388,6 +395,8 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
     const skips = skippedLine(state.skipped)
     if (scanned === 0 && counts.missing === 0 && flags['files-from'] === undefined) {
       await report?.abort()
+      // A script that reads --summary's counts gets them, all 0, beside the error.
+      if (flags.summary) this.printSummary(run)
       throw new ModError('not_found', `nothing was scanned in ${run.paths.join(' ')}${skips ? `: ${skips}` : ': no images'}`)
     }
     if (report) {
@@ -398,12 +407,9 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
       await writeAtomically(flags['write-baseline'], baselineText(state.flagged))
       this.logToStderr(`mod: baseline: wrote ${state.flagged.length} flagged ${state.flagged.length === 1 ? 'image' : 'images'} to ${flags['write-baseline']}`)
     }
-    const summary = summaryText(state, run.config.preset, flags.server)
     const format = chosenFormat(flags)
-    if (flags.summary) {
-      const totals: ScanTotals = {line: summary, counts: summaryCounts(state, run.baseline !== undefined)}
-      this.printResult(SUMMARY_REPORTERS[format === 'json' ? 'json' : 'table'](), totals)
-    } else if (format !== 'json' && format !== 'ndjson') this.logToStderr(summary)
+    if (flags.summary) this.printSummary(run)
+    else if (format !== 'json' && format !== 'ndjson') this.logToStderr(summaryText(state, run.config.preset, flags.server))
     else if (skips) this.logToStderr(skips)
     const failed = counts.errors > 0 || counts.missing > 0
     const code = counts.unsafe > counts.accepted ? EXIT_VIOLATION : failed ? EXIT_ERROR : EXIT_SAFE

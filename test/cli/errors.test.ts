@@ -71,6 +71,17 @@ test('progress on a terminal: results shared with it are written with the line c
   assert.is(err.text, '\r\x1b[2K')
 })
 
+test('progress names nothing raw, and a dumb terminal (TERM=dumb), which cannot clear a line, gets none', () => {
+  const err = stream(true)
+  startProgress('\x1b]0;T\x07\rZ', err, {isTTY: false}).finish()
+  assert.is(err.text, '\r\x1b[2K\\x1b]0;T\\x07\\x0dZ\r\x1b[2K')
+  const dumb = stream(true)
+  const d = startProgress('Scanning', dumb, {isTTY: false}, true)
+  d.update('Scanning 1 of 2')
+  d.finish()
+  assert.is(dumb.text, '')
+})
+
 test('progress: an update sooner than REDRAW_MS after a draw is drawn when the time is up, not dropped; finish cancels it', async () => {
   const err = stream(true)
   const p = startProgress('Scanning', err, {isTTY: false})

@@ -18,6 +18,12 @@ test('an unknown flag is one usage line and exit 2, without help text or a stack
   assert.is(r.stdout, '')
 })
 
+test('stdin given twice as a path is a usage error: it holds one image', async () => {
+  const r = await runInProcess(['scan', '-', '-'])
+  assert.is(r.code, 2)
+  assert.is(r.stderr, 'mod: usage: the path - (stdin) is given twice: stdin holds one image\n')
+})
+
 test('a missing argument and a bad option are usage errors in the same style', async () => {
   const missing = await runInProcess(['models', 'pull'])
   assert.is(missing.code, 2)

@@ -135,6 +135,19 @@ test('--summary prints only the summary, on stdout; with --json one object of co
   assert.equal(JSON.parse(json.stdout), {safe: 2, unsafe: 2, errors: 0, missing: 0, scanned: 4, skipped: {excluded: 2}, not_evaluated: []})
 })
 
+test('--summary with nothing to scan still prints its counts (all 0) on stdout, beside the error and exit 2', async () => {
+  const empty = join(dir.path, 'empty')
+  mkdirSync(empty, {recursive: true})
+  writeFileSync(join(empty, 'notes.txt'), 'not an image')
+  const json = await runInProcess(['scan', empty, '--config', policy, '--summary', '--json'], {env})
+  assert.is(json.code, 2)
+  assert.equal(JSON.parse(json.stdout), {safe: 0, unsafe: 0, errors: 0, missing: 0, scanned: 0, skipped: {'not images': 1}, not_evaluated: []})
+  assert.match(json.stderr, /^mod: not_found: nothing was scanned in .*empty: skipped 1 \(1 not an image\)\n$/)
+  const line = await runInProcess(['scan', empty, '--config', policy, '--summary'], {env})
+  assert.is(line.code, 2)
+  assert.is(line.stdout, '0 scanned: 0 safe, 0 unsafe, 0 errors; skipped 1 (1 not an image)\n')
+})
+
 test('a path that does not exist is counted apart from the inputs scanned, and still exits 2', async () => {
   const missing = join(dir.path, 'nope.png')
   const r = await runInProcess(['scan', missing, join(folder, 'b-blue.png'), '--config', policy], {env})
