@@ -17,13 +17,25 @@ export function pngChunk(type: string, body: Buffer): Buffer {
   return Buffer.concat([head, body, crc])
 }
 
+function ihdr(width: number, height: number, colourType: number): Buffer {
+  const body = Buffer.alloc(13)
+  body.writeUInt32BE(width, 0)
+  body.writeUInt32BE(height, 4)
+  body.set([8, colourType, 0, 0, 0], 8)
+  return pngChunk('IHDR', body)
+}
+
 /** A PNG of `width` x `height` pixels of 8-bit `colourType` (deflate, no filter, no interlace) holding `pixels` as its data. */
 function png(width: number, height: number, colourType: number, pixels: Buffer): Buffer {
-  const ihdr = Buffer.alloc(13)
-  ihdr.writeUInt32BE(width, 0)
-  ihdr.writeUInt32BE(height, 4)
-  ihdr.set([8, colourType, 0, 0, 0], 8)
-  return Buffer.concat([PNG_SIGNATURE, pngChunk('IHDR', ihdr), pngChunk('IDAT', pixels), pngChunk('IEND', Buffer.alloc(0))])
+  return Buffer.concat([PNG_SIGNATURE, ihdr(width, height, colourType), pngChunk('IDAT', pixels), pngChunk('IEND', Buffer.alloc(0))])
+}
+
+/** The deflated rows of a uniform 8-bit grey image: each row a filter byte (none) and `width` bytes of `level`. */
+function greyRows(width: number, height: number, level: number): Buffer {
+  const row = width + 1
+  const rows = Buffer.alloc(row * height, level)
+  for (let y = 0; y < height; y++) rows[y * row] = 0
+  return deflateSync(rows, {level: 9})
 }
 
 /**
@@ -31,11 +43,36 @@ function png(width: number, height: number, colourType: number, pixels: Buffer):
  * `width` bytes of `level`, deflated (a 1 x 10 000 000 PNG is about 20 KB, a 10 000 000 x 1 one 10 KB).
  */
 export function greyPng(width: number, height: number, level = 128): Buffer {
-  const row = width + 1
-  const rows = Buffer.alloc(row * height, level)
-  for (let y = 0; y < height; y++) rows[y * row] = 0
-  return png(width, height, 0, deflateSync(rows, {level: 9}))
+  return png(width, height, 0, greyRows(width, height, level))
 }
+
+/**
+ * An animated PNG (APNG) of 8x8 grey whose default image (IDAT, all libvips decodes) is white and is not part of
+ * the animation (no fcTL before it), while its one animation frame (fdAT, what a browser shows) is black.
+ */
+export function hiddenFrameApng(): Buffer {
+  const actl = Buffer.alloc(8)
+  actl.writeUInt32BE(1, 0) // one frame, played once
+  actl.writeUInt32BE(1, 4)
+  const fctl = Buffer.alloc(26)
+  fctl.writeUInt32BE(0, 0) // sequence number
+  fctl.writeUInt32BE(8, 4) // 8x8 at 0,0
+  fctl.writeUInt32BE(8, 8)
+  fctl.writeUInt16BE(1, 20) // 1/10 s
+  fctl.writeUInt16BE(10, 22)
+  const sequence = Buffer.alloc(4)
+  sequence.writeUInt32BE(1, 0)
+  return Buffer.concat([
+    PNG_SIGNATURE,
+    ihdr(8, 8, 0),
+    pngChunk('acTL', actl),
+    pngChunk('IDAT', greyRows(8, 8, 255)),
+    pngChunk('fcTL', fctl),
+    pngChunk('fdAT', Buffer.concat([sequence, greyRows(8, 8, 0)])),
+    pngChunk('IEND', Buffer.alloc(0)),
+  ])
+}
+
 
 /** A valid PNG header claiming an RGB image of width x height, followed by a tiny IDAT: a decompression bomb's shape. */
 export function pngClaiming(width: number, height: number): Buffer {

@@ -10,6 +10,7 @@ import * as assert from 'uvu/assert'
 import type {ErrorCode} from '../../src/lib/errors.js'
 import {ModError} from '../../src/lib/errors.js'
 import {toHttpError} from '../../src/server/errors.js'
+import {hiddenFrameApng} from '../helpers/hostile-images.js'
 import {colourClip} from '../lib/video/helpers.js'
 import {
   call,
@@ -80,6 +81,14 @@ test('415 unsupported_media: an empty file, with the message every path gives', 
   const inline = await postJson(`${server.base}/v1/moderate/json`, {image_base64: 'data:image/png;base64,'})
   assert.equal(inline.body, {error: {code: 'unsupported_media', message: 'the file is empty'}})
   assert.is(inline.status, 415)
+})
+
+test('415 unsupported_media: an animated PNG, uploaded or sent as base64', async () => {
+  const message = 'animated PNG (APNG) is not supported: only its default image could be scored, not the frames it shows; send the animation as GIF or WebP'
+  const r = await upload(server.base, '/v1/moderate', 'file', [{name: 'anim.png', data: hiddenFrameApng()}])
+  assert.equal([r.status, r.body], [415, {error: {code: 'unsupported_media', message}}])
+  const inline = await postJson(`${server.base}/v1/moderate/json`, {image_base64: hiddenFrameApng().toString('base64')})
+  assert.equal([inline.status, inline.body], [415, {error: {code: 'unsupported_media', message}}])
 })
 
 test('400 bad_request: no files at all in a batch', async () => {

@@ -2,6 +2,7 @@ import sharp, {type Metadata, type Sharp, type SharpOptions} from 'sharp'
 
 import {emptyFileError, ModError} from '../errors.js'
 import {formatSize} from '../sizes.js'
+import {isAnimatedPng} from './apng.js'
 import {isSrgbProfile} from './icc.js'
 import {libvipsOf, type RgbImage} from './rgb.js'
 
@@ -84,6 +85,9 @@ export async function probeImage(input: Buffer): Promise<ImageProbe> {
   const format = acceptedFormat(meta)
   if (!format) {
     throw new ModError('unsupported_media', `${describe(meta)} images are not supported; send JPEG, PNG, WebP, GIF, AVIF or TIFF`)
+  }
+  if (format === 'png' && isAnimatedPng(input)) {
+    throw new ModError('unsupported_media', 'animated PNG (APNG) is not supported: only its default image could be scored, not the frames it shows; send the animation as GIF or WebP')
   }
   const frames = Math.max(1, meta.pages ?? 1)
   const animated = frames > 1 && (format === 'gif' || format === 'webp')

@@ -9,7 +9,7 @@ import {decodeBound, decodedPixels, decodeImage, disableDecodeCache, frameIndice
 import type {RgbImage} from '../../../src/lib/types.js'
 import {storedLayout} from '../../../src/lib/image/orientation.js'
 import {rejection} from '../../helpers/errors.js'
-import {greyPng, manyFrameGif, pngClaiming} from '../../helpers/hostile-images.js'
+import {greyPng, hiddenFrameApng, manyFrameGif, pngChunk, pngClaiming, PNG_SIGNATURE} from '../../helpers/hostile-images.js'
 import {sharpRuns} from '../../helpers/sharp-runs.js'
 
 const LIMITS: ImageLimits = {maxBytes: 25 * 1024 * 1024, maxPixels: 100_000_000}
@@ -391,6 +391,30 @@ test('calls random bytes, text, an empty buffer, SVG and PDF unsupported media',
   }
   const svg = await rejection(decodeImage(inputs[3], LIMITS))
   assert.match(svg.message, 'SVG images are not supported')
+})
+
+test('refuses an animated PNG: libvips would score its default image, not the frames a browser shows', async () => {
+  const apng = hiddenFrameApng()
+  // What the bypass relies on: sharp reads it as a still PNG of its (white) default image.
+  assert.equal([...(await sharp(apng).raw().toBuffer()).subarray(0, 2)], [255, 255])
+  for (const e of [await rejection(probeImage(apng)), await rejection(decodeImage(apng, LIMITS))]) {
+    assert.equal([e.code, e.message], [
+      'unsupported_media',
+      'animated PNG (APNG) is not supported: only its default image could be scored, not the frames it shows; send the animation as GIF or WebP',
+    ])
+  }
+})
+
+test('a still PNG with ancillary chunks before its image data is not taken for an animated one', async () => {
+  const still = greyPng(8, 8)
+  const ihdrEnd = 8 + 12 + 13
+  // A text chunk before IDAT, and an acTL after it (where the APNG specification does not allow one: not animated).
+  const text = pngChunk('tEXt', Buffer.from('Comment\0acTL', 'latin1'))
+  const late = pngChunk('acTL', Buffer.alloc(8))
+  const iend = still.length - 12
+  const file = Buffer.concat([still.subarray(0, ihdrEnd), text, still.subarray(ihdrEnd, iend), late, still.subarray(iend)])
+  assert.ok(file.subarray(0, 8).equals(PNG_SIGNATURE))
+  assert.is((await decodeImage(file, LIMITS))[0].data[0], 128)
 })
 
 test('calls a truncated JPEG or PNG unreadable when its header is intact', async () => {
