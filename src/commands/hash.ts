@@ -10,7 +10,7 @@ import {chosenFormat, formatFlags} from '../cli/output.js'
 import {visible} from '../cli/visible.js'
 import {jsonArrayReporter, ndjsonReporter, PLAIN_FORMATS, tableReporter, type Reporters} from '../cli/reports/reporter.js'
 import {readSettings, type Limits} from '../lib/config/settings.js'
-import {decodedPixels, decodeImage, disableDecodeCache, probeImage, type ImageProbe} from '../lib/image/decode.js'
+import {decodedPixels, decodeImage, disableDecodeCache, probeImage, refusedImageFormat, type ImageProbe} from '../lib/image/decode.js'
 import {isModError, ModError} from '../lib/errors.js'
 import {hashFrames, hashVideo, type MediaHash} from '../lib/signals/pdq/hash-media.js'
 import {DEFAULT_QUALITY_FLOOR} from '../lib/signals/pdq/match.js'
@@ -74,7 +74,10 @@ async function hashVideoFile(path: string, run: HashRun, ffmpeg: string | undefi
       run.print({source: path, ...h})
     }
   } catch (e) {
-    if (!signal.aborted) run.print(errorRow(path, e))
+    if (signal.aborted) return
+    // An image of a format we refuse (SVG) is not sniffed as an image: say so rather than name video formats.
+    const refused = isModError(e) && e.code === 'unsupported_media' ? await refusedImageFormat(path) : undefined
+    run.print(errorRow(path, refused ?? e))
   }
 }
 
@@ -131,7 +134,7 @@ async function hashImages(path: string, run: HashRun): Promise<void> {
 export default class Hash extends ModCommand {
   static override description = `Print the PDQ perceptual hash and its quality (0-100) of images and video frames, to build or check hash lists.
 
-Files, folders (recursively, images recognised by their first bytes) or - for one image on stdin; an animated GIF or WebP gives one hash per frame kept (up to 8). A file named on the command line that is not an image is read as a video: one hash per frame sampled at --fps. The table prints hash, quality and source; a hash whose quality is under 50 is not matched against lists. An image is hashed as displayed, EXIF orientation applied (scans also match a turned photo's stored pixels, which lists made with Meta's tools hash).`
+Files, folders (recursively, images recognised by their first bytes) or - for one image on stdin; an animated GIF or WebP gives one hash per frame kept (up to 8). A file named on the command line that is not an image is read as a video: one hash per frame sampled at --fps; an image of a format that is not accepted (SVG) is an error saying so. The table prints hash, quality and source; a hash whose quality is under 50 is not matched against lists. An image is hashed as displayed, EXIF orientation applied (scans also match a turned photo's stored pixels, which lists made with Meta's tools hash).`
 
   static override examples = [
     '<%= config.bin %> hash photo.jpg',

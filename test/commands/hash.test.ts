@@ -134,6 +134,14 @@ test('a file that is neither an image nor a video is an entry with the video err
   assert.match(r.stdout, new RegExp(`^ERROR  ${notes}  unsupported_media: `))
 })
 
+test('an image of a format that is refused (SVG) says so, as mod scan does, not that it is no video', async () => {
+  const svg = join(dir.path, 'drawing.svg')
+  writeFileSync(svg, '<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><rect width="8" height="8"/></svg>')
+  const r = await runInProcess(['hash', svg])
+  assert.is(r.code, 2)
+  assert.is(r.stdout, `ERROR  ${svg}  unsupported_media: SVG images are not supported; send JPEG, PNG, WebP, GIF, AVIF or TIFF\n`)
+})
+
 test('nothing to hash is an error; --fps out of range is a usage error', async () => {
   const empty = join(dir.path, 'empty')
   mkdirSync(empty)

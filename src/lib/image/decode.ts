@@ -83,9 +83,7 @@ export async function probeImage(input: Buffer): Promise<ImageProbe> {
     throw new ModError('unsupported_media', 'not an image in a supported format (JPEG, PNG, WebP, GIF, AVIF, TIFF)')
   }
   const format = acceptedFormat(meta)
-  if (!format) {
-    throw new ModError('unsupported_media', `${describe(meta)} images are not supported; send JPEG, PNG, WebP, GIF, AVIF or TIFF`)
-  }
+  if (!format) throw refusedFormat(meta)
   if (format === 'png' && isAnimatedPng(input)) {
     throw new ModError('unsupported_media', 'animated PNG (APNG) is not supported: only its default image could be scored, not the frames it shows; send the animation as GIF or WebP')
   }
@@ -93,6 +91,22 @@ export async function probeImage(input: Buffer): Promise<ImageProbe> {
   const animated = frames > 1 && (format === 'gif' || format === 'webp')
   const orientation = Number.isInteger(meta.orientation) && (meta.orientation as number) >= 1 && (meta.orientation as number) <= 8 ? (meta.orientation as number) : 1
   return {format, width: meta.width, height: meta.pageHeight ?? meta.height, frames, orientation, animated, ...decodeCost(format, meta), ...profile(meta)}
+}
+
+/**
+ * Why the file at `path` is refused as an image when the decoder recognises its format but we do not accept it
+ * (SVG): undefined when the decoder does not recognise it, or accepts it. For a file that failed as a video,
+ * whose message would otherwise name video formats only; libvips reads only what it needs to tell the format.
+ */
+export async function refusedImageFormat(path: string): Promise<ModError | undefined> {
+  const meta = await sharp(path, {limitInputPixels: false})
+    .metadata()
+    .catch(() => undefined)
+  return meta && !acceptedFormat(meta) ? refusedFormat(meta) : undefined
+}
+
+function refusedFormat(meta: Metadata): ModError {
+  return new ModError('unsupported_media', `${describe(meta)} images are not supported; send JPEG, PNG, WebP, GIF, AVIF or TIFF`)
 }
 
 /**
