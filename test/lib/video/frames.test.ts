@@ -24,6 +24,12 @@ test.before(async () => {
     colourClip(clip('fast.mp4'), ['red'], 2, {rate: 100}),
     colourClip(clip('anim.gif'), ['red', 'blue'], 1, {codec: ['-f', 'gif']}),
     colourClip(clip('clip.webm'), ['blue'], 2, {codec: ['-c:v', 'libvpx']}),
+    colourClip(clip('one-frame.mp4'), ['red'], 0.04, {rate: 25}),
+    // Five frames at 25 fps, the first blue, the others red.
+    ffmpeg(
+      ...['-f', 'lavfi', '-i', 'color=c=blue:s=64x64:d=0.04:r=25', '-f', 'lavfi', '-i', 'color=c=red:s=64x64:d=0.16:r=25'],
+      ...['-filter_complex', '[0:v][1:v]concat=n=2:v=1:a=0', '-c:v', 'mpeg4', '-q:v', '2', clip('five-frames.mp4')],
+    ),
     ffmpeg('-f', 'lavfi', '-i', 'sine=d=1', clip('tone.wav')),
     ffmpeg('-f', 'lavfi', '-i', 'sine=d=1', '-c:a', 'aac', clip('tone.m4a')),
   ])
@@ -89,6 +95,22 @@ test('the duration comes from the packets decoded, not from the frame count', as
   const {frames, summary} = await decodeAll(clip('short.mp4'))
   assert.equal(frames.map((f) => f.time), [0, 1, 2])
   assert.equal(summary, {frames: 3, duration: 2.5})
+})
+
+test('a video too short for the fps filter to sample any frame gives its first frame, at any fps', async () => {
+  for (const fps of [0.5, 1, 10]) {
+    const one = await decodeAll(clip('one-frame.mp4'), {fps})
+    assert.equal(one.frames.map((f) => [f.index, f.time, colour(f)]), [[0, 0, 'red']], `${fps} fps`)
+    assert.equal(one.summary, {frames: 1, duration: 0.04})
+  }
+  const five = await decodeAll(clip('five-frames.mp4'), {fps: 1})
+  assert.equal(five.frames.map((f) => [f.index, f.time, colour(f)]), [[0, 0, 'blue']])
+  assert.equal(five.summary, {frames: 1, duration: 0.2})
+  // Long enough for the filter at 10 fps (0.2 s, two sampling instants): its frames, as before (at 0 s, the last
+  // frame nearest to it: 0.04 s, red).
+  const sampled = await decodeAll(clip('five-frames.mp4'), {fps: 10})
+  assert.equal(sampled.frames.map((f) => [f.time, colour(f)]), [[0, 'red'], [0.1, 'red']])
+  assert.equal(sampled.summary, {frames: 2, duration: 0.2})
 })
 
 test('decodes an animated GIF and a WebM through the same path', async () => {
