@@ -36,6 +36,8 @@ export interface ImageProbe {
    * (isSrgbProfile), decoded to its stored values; 'other' for any other, converted to sRGB. Absent without one.
    */
   profile?: 'srgb' | 'other'
+  /** Float samples (a TIFF): whether grey or RGB, and with alpha (see fromFloat). Absent for integer samples. */
+  float?: {grey: boolean; alpha: boolean}
 }
 
 /**
@@ -90,7 +92,8 @@ export async function probeImage(input: Buffer): Promise<ImageProbe> {
   const frames = Math.max(1, meta.pages ?? 1)
   const animated = frames > 1 && (format === 'gif' || format === 'webp')
   const orientation = Number.isInteger(meta.orientation) && (meta.orientation as number) >= 1 && (meta.orientation as number) <= 8 ? (meta.orientation as number) : 1
-  return {format, width: meta.width, height: meta.pageHeight ?? meta.height, frames, orientation, animated, ...decodeCost(format, meta), ...profile(meta)}
+  const float = meta.depth === 'float' ? {float: {grey: meta.channels <= 2, alpha: meta.hasAlpha}} : {}
+  return {format, width: meta.width, height: meta.pageHeight ?? meta.height, frames, orientation, animated, ...decodeCost(format, meta), ...profile(meta), ...float}
 }
 
 /**
@@ -217,8 +220,8 @@ function options(limits: ImageLimits, probe: ImageProbe, extra: SharpOptions): S
 /**
  * A still, at the size planDecode gives, read strip by strip, flattened, converted, cast (and scaled) as it
  * streams, whatever its depth and bands, then turned as its EXIF orientation says. libvips holds a whole image to
- * turn it: for a JPEG or WebP, 8-bit already, it turns the scaled image in the same pipeline (one pass over the
- * pixels, the common case of a phone photo); any other format is turned in a second step, on the 8-bit pixels
+ * turn it: for a JPEG or WebP, 8-bit already (and a float image with alpha, which fromFloat makes 8-bit first),
+ * it turns the scaled image in the same pipeline (one pass over the pixels, the common case of a phone photo); any other format is turned in a second step, on the 8-bit pixels
  * (a float RGBA TIFF is 16 bytes a pixel). Both give the same pixels: turns and mirrors commute with the
  * conversions, which work pixel by pixel.
  */
@@ -227,13 +230,32 @@ async function decodeStill(input: Buffer, probe: ImageProbe, limits: ImageLimits
   const plan = planDecode(probe, limits, frameSide)
   let image = sharp(input, options(limits, probe, {autoOrient: false}))
   if (plan.width !== probe.width || plan.height !== probe.height) image = image.resize(plan.width, plan.height, {fit: 'fill', kernel: plan.reduced ? 'cubic' : 'lanczos3'})
-  const eightBit = probe.format === 'jpeg' || probe.format === 'webp'
+  if (probe.float) image = await fromFloat(image, input, probe.float, options(limits, probe, {}))
+  // A float image with alpha is 8-bit here already (fromFloat).
+  const eightBit = probe.format === 'jpeg' || probe.format === 'webp' || probe.float?.alpha === true
   if (orientation !== 1 && eightBit) image = reorient(image, orientation)
   const decoded = await toRgb(image).toBuffer({resolveWithObject: true})
   const {data, info} =
     orientation === 1 || eightBit ? decoded : await reorient(libvipsOf({data: decoded.data, width: decoded.info.width, height: decoded.info.height}), orientation).raw().toBuffer({resolveWithObject: true})
   const scale = probe.width / plan.width
   return {data, width: info.width, height: info.height, ...(scale === 1 ? {} : {scale}), ...(orientation === 1 ? {} : {orientation})}
+}
+
+/**
+ * A float image as the tool that wrote it meant it. libvips reads float RGB as scRGB (linear light, 0 black and 1
+ * white, converted to sRGB) but float grey as 0..255, while image tools write float grey in 0..1 too: a grey image
+ * whose every value (alpha included) lies within 0..1 is scaled by 255 (plus a half: the cast to 8 bits truncates),
+ * one with any value above 1 is read as 0..255 (finding which takes a pass over the pixels: libvips' stats). sharp flattens alpha before it scales and
+ * flattens onto 255 whatever the range (a float RGBA image would come out white where it is not opaque), so an image
+ * with alpha is first converted, scaled, to 8-bit sRGB with alpha, and flattened from there.
+ */
+async function fromFloat(image: Sharp, input: Buffer, float: {grey: boolean; alpha: boolean}, opts: SharpOptions): Promise<Sharp> {
+  const bands = (float.grey ? 1 : 3) + (float.alpha ? 1 : 0)
+  const unit = float.grey && (await sharp(input, opts).stats()).channels.every((c) => c.max <= 1)
+  const scaled = unit ? image.linear(Array<number>(bands).fill(255), Array<number>(bands).fill(0.5)) : image
+  if (!float.alpha) return scaled
+  const {data, info} = await scaled.toColourspace('srgb').raw({depth: 'uchar'}).toBuffer({resolveWithObject: true})
+  return sharp(data, {raw: {width: info.width, height: info.height, channels: info.channels}})
 }
 
 /** EXIF orientation 2-8 as sharp's turn (clockwise) and mirror: the pixels libvips' own auto-orientation gives. */

@@ -289,6 +289,81 @@ test('decodes every frame of a short animated WebP', async () => {
   assert.equal(frames.map((f) => pixel(f, 5, 5)), [[60, 60, 60], [120, 120, 120], [180, 180, 180]])
 })
 
+/**
+ * An uncompressed little-endian TIFF of 32-bit IEEE floats (SampleFormat 3), one strip: grey (photometric 1) or
+ * RGB (2) of `bands` samples a pixel, the last one alpha (ExtraSamples 2, unassociated) when there are 2 or 4.
+ */
+function floatTiff(values: number[], width: number, height: number, bands: 1 | 2 | 3 | 4, orientation = 1): Buffer {
+  const data = Buffer.alloc(values.length * 4)
+  values.forEach((v, i) => data.writeFloatLE(v, i * 4))
+  // Tag, type (3 short, 4 long), value; BitsPerSample and SampleFormat of several bands point to their values.
+  const perBand = 8 + 2 + 14 * 12 + 4
+  const entries: [number, number, number][] = [
+    [256, 3, width],
+    [257, 3, height],
+    [258, 3, bands === 1 ? 32 : perBand],
+    [259, 3, 1],
+    [262, 3, bands <= 2 ? 1 : 2],
+    [273, 4, perBand + 4 * bands],
+    [274, 3, orientation],
+    [277, 3, bands],
+    [278, 3, height],
+    [279, 4, data.length],
+    [284, 3, 1],
+    [338, 3, bands % 2 === 0 ? 2 : 0],
+    [339, 3, bands === 1 ? 3 : perBand + 2 * bands],
+  ]
+  if (bands % 2 !== 0) entries.splice(11, 1)
+  const head = Buffer.alloc(perBand + 4 * bands)
+  head.write('II*\0', 0, 'latin1')
+  head.writeUInt32LE(8, 4)
+  head.writeUInt16LE(entries.length, 8)
+  entries.forEach(([tag, type, value], i) => {
+    const at = 10 + i * 12
+    head.writeUInt16LE(tag, at)
+    head.writeUInt16LE(type, at + 2)
+    const perSample = tag === 258 || tag === 339
+    head.writeUInt32LE(perSample ? bands : 1, at + 4)
+    // Values of up to 4 bytes are held in the entry itself.
+    if (perSample && bands === 2) head.writeUInt32LE(tag === 258 ? 32 * 0x10001 : 3 * 0x10001, at + 8)
+    else if (perSample && bands > 2) head.writeUInt32LE(value, at + 8)
+    else if (type === 3) head.writeUInt16LE(value, at + 8)
+    else head.writeUInt32LE(value, at + 8)
+  })
+  for (let b = 0; b < bands; b++) {
+    head.writeUInt16LE(32, perBand + 2 * b)
+    head.writeUInt16LE(3, perBand + 2 * bands + 2 * b)
+  }
+  return Buffer.concat([head, data])
+}
+
+test('a float grey TIFF in 0..1 (as image tools write it) decodes to 0..255; one in 0..255 as it is', async () => {
+  const unit = floatTiff([0, 0.1, 0.25, 0.5, 1], 5, 1, 1)
+  const meta = await sharp(unit).metadata()
+  assert.equal([meta.format, meta.depth, meta.space, meta.channels], ['tiff', 'float', 'b-w', 1])
+  const grey = (img: RgbImage) => [...img.data].filter((_, i) => i % 3 === 0)
+  assert.equal(grey((await decodeImage(unit, LIMITS))[0]), [0, 26, 64, 128, 255])
+  assert.equal(grey((await decodeImage(floatTiff([0, 26, 64, 128, 255], 5, 1, 1), LIMITS))[0]), [0, 26, 64, 128, 255])
+  // A value over 1 anywhere: the file is in 0..255.
+  assert.equal(grey((await decodeImage(floatTiff([0, 0.5, 1, 2, 255], 5, 1, 1), LIMITS))[0]), [0, 0, 1, 2, 255])
+})
+
+test('a float TIFF with alpha in 0..1 is flattened onto white by its alpha: grey, and RGB (scRGB to sRGB)', async () => {
+  // Grey 0 and 0.5 at alpha 0.5 and 1.
+  const [grey] = await decodeImage(floatTiff([0, 0.5, 0.5, 1], 2, 1, 2), LIMITS)
+  near(pixel(grey, 0, 0), [128, 128, 128], 1, 'black at half alpha')
+  near(pixel(grey, 1, 0), [128, 128, 128], 1, 'opaque mid grey')
+  // Red at alpha 0.9, blue opaque: libvips reads float RGB as linear light and converts it to sRGB.
+  const [rgb] = await decodeImage(floatTiff([1, 0, 0, 0.9, 0, 0, 1, 1], 2, 1, 4), LIMITS)
+  near(pixel(rgb, 0, 0), [255, 25, 25], 1, 'red at alpha 0.9')
+  assert.equal(pixel(rgb, 1, 0), BLUE)
+  // Turned as its orientation says (6: a quarter clockwise), from the 8-bit pixels.
+  const [turned] = await decodeImage(floatTiff([1, 0, 0, 0.9, 0, 0, 1, 1], 2, 1, 4, 6), LIMITS)
+  assert.equal([turned.width, turned.height, turned.orientation], [1, 2, 6])
+  near(pixel(turned, 0, 0), [255, 25, 25], 1, 'red on top')
+  assert.equal(pixel(turned, 0, 1), BLUE)
+})
+
 test('scores only the first page of a multi-page TIFF', async () => {
   const data = Buffer.concat([Buffer.alloc(8 * 8 * 3, 30), Buffer.alloc(8 * 8 * 3, 220)])
   const file = await sharp(data, {raw: {width: 8, height: 16, channels: 3, pageHeight: 8}}).tiff().toBuffer()
