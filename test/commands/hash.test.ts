@@ -126,6 +126,18 @@ test('a video gives one hash per sampled frame; frames of a clip of a photo hash
   for (const row of rows) assert.ok(hammingDistance(hashFromHex(row.hash), photo) <= 31, `${row.time}: ${hammingDistance(hashFromHex(row.hash), photo)}`)
 })
 
+test('a multi-page TIFF gives a hash per page, as an animation gives one per frame', async () => {
+  const tiff = join(dir.path, 'pages.tif')
+  const photo = await sharp(ASTRONAUT).resize(64, 64, {fit: 'fill'}).raw().toBuffer()
+  const pages = Buffer.concat([photo, Buffer.from(photo).reverse()])
+  await sharp(pages, {raw: {width: 64, height: 128, channels: 3, pageHeight: 64}}).tiff().toFile(tiff)
+  const r = await runInProcess(['hash', tiff, '--ndjson'])
+  assert.is(r.code, 0, r.stderr)
+  const rows = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as {source: string; hash: string; frame: number})
+  assert.equal(rows.map((row) => [row.source, row.frame]), [[tiff, 0], [tiff, 1]])
+  assert.not.equal(rows[0].hash, rows[1].hash)
+})
+
 test('a file that is neither an image nor a video is an entry with the video error', async () => {
   const notes = join(dir.path, 'notes.txt')
   writeFileSync(notes, 'not a picture\n')

@@ -78,6 +78,20 @@ test('an animated GIF is scored on its frames and each label keeps its maximum',
   }
 })
 
+test('a multi-page TIFF is scored on its pages: a harmless first page does not hide the second', async () => {
+  const pages = [[0, 0, 255], [255, 0, 0]]
+  const raw = Buffer.concat(pages.map(([r, g, b]) => Buffer.alloc(32 * 32 * 3).map((_, i) => [r, g, b][i % 3])))
+  const tiff = await sharp(raw, {raw: {width: 32, height: 32 * pages.length, channels: 3, pageHeight: 32}}).tiff().toBuffer()
+  const e = engine()
+  try {
+    const r = await e.moderateImage(tiff, 'pages.tif')
+    assert.equal(r.violations.map((v) => v.name), ['redness'])
+    assert.ok(score(r, 'redness') > 0.99)
+  } finally {
+    await e.close()
+  }
+})
+
 test('moderateMany keeps input order across batches and reports unreadable inputs as entries', async () => {
   const red = await solidPng(255, 0, 0)
   const blue = await solidPng(0, 0, 255)

@@ -25,7 +25,10 @@ export interface ImageProbe {
   frames: number
   /** EXIF orientation, 1-8 (1 when absent or out of range): how the stored image is turned or mirrored for display. */
   orientation: number
-  /** An animated GIF or WebP (more than one frame); other multi-page files are scored on their first page. */
+  /**
+   * An animated GIF or WebP (more than one frame). A multi-page TIFF is not animated: its pages are decoded each on
+   * its own (decodePages); this probe is its first page's. Other multi-page files (AVIF) give their first image.
+   */
   animated: boolean
   /** What decoding one of its pixels costs, in baseline pixels (see decodeCost); it may have maxPixels ÷ cost pixels. */
   cost: number
@@ -89,11 +92,20 @@ export async function probeImage(input: Buffer): Promise<ImageProbe> {
   if (format === 'png' && isAnimatedPng(input)) {
     throw new ModError('unsupported_media', 'animated PNG (APNG) is not supported: only its default image could be scored, not the frames it shows; send the animation as GIF or WebP')
   }
+  return probeOf(format, meta)
+}
+
+function probeOf(format: ImageFormat, meta: Metadata): ImageProbe {
   const frames = Math.max(1, meta.pages ?? 1)
   const animated = frames > 1 && (format === 'gif' || format === 'webp')
   const orientation = Number.isInteger(meta.orientation) && (meta.orientation as number) >= 1 && (meta.orientation as number) <= 8 ? (meta.orientation as number) : 1
   const float = meta.depth === 'float' ? {float: {grey: meta.channels <= 2, alpha: meta.hasAlpha}} : {}
   return {format, width: meta.width, height: meta.pageHeight ?? meta.height, frames, orientation, animated, ...decodeCost(format, meta), ...profile(meta), ...float}
+}
+
+/** A TIFF of more than one page: every page counts (decodePages). */
+function multiPage(probe: ImageProbe): boolean {
+  return probe.format === 'tiff' && probe.frames > 1
 }
 
 /**
@@ -146,7 +158,8 @@ function decodeCost(format: ImageFormat, meta: Metadata): {cost: number; costly?
  * The one decoding entry of every image path: refuses an empty input, then decodes to 8-bit sRGB (an embedded
  * ICC profile converted, unless it is sRGB already: ImageProbe.profile) with alpha flattened onto white: one
  * image for a still (EXIF orientation applied, and named in its `orientation`; planDecode gives its size), up
- * to MAX_FRAMES evenly spaced frames for an animated GIF/WebP. Limits (bytes, pixels, MAX_SIDE) are checked
+ * to MAX_FRAMES evenly spaced frames for an animated GIF/WebP, or pages of a TIFF (each as a still: decodePages).
+ * Limits (bytes, pixels, MAX_SIDE) are checked
  * before any pixel is decoded. `probed`: the input's probeImage, when the caller has read it already. `frameSide`:
  * the largest side the signals resample a frame to (absent: they read every pixel), which lets planDecode decode a
  * large JPEG or WebP at a reduced scale.
@@ -157,6 +170,7 @@ export async function decodeImage(input: Buffer, limits: ImageLimits, probed?: I
     throw new ModError('payload_too_large', `the image is larger than ${formatSize(limits.maxBytes)}`)
   }
   const probe = probed ?? (await probeImage(input))
+  if (multiPage(probe)) return decodePages(input, probe, limits, frameSide)
   const pixels = probe.width * probe.height
   const decoded = probe.animated ? probe.frames * Math.max(pixels, MIN_FRAME_PIXELS) : pixels
   const allowed = Math.floor(limits.maxPixels / probe.cost)
@@ -180,6 +194,8 @@ export async function decodeImage(input: Buffer, limits: ImageLimits, probed?: I
 /** The pixels decodeImage will hold for an input so probed: its frames scored, or the still at its planned size. */
 export function decodedPixels(probe: ImageProbe, limits: Pick<ImageLimits, 'maxPixels'>): number {
   if (probe.animated) return Math.min(probe.frames, MAX_FRAMES) * probe.width * probe.height
+  // Its first page standing for each page kept, all within one still's share (decodePages).
+  if (multiPage(probe)) return Math.min(Math.min(probe.frames, MAX_FRAMES) * probe.width * probe.height, Math.floor(limits.maxPixels / DECODED_SHARE))
   const {width, height} = planDecode(probe, limits)
   return width * height
 }
@@ -225,12 +241,13 @@ function options(limits: ImageLimits, probe: ImageProbe, extra: SharpOptions): S
  * (a float RGBA TIFF is 16 bytes a pixel). Both give the same pixels: turns and mirrors commute with the
  * conversions, which work pixel by pixel.
  */
-async function decodeStill(input: Buffer, probe: ImageProbe, limits: ImageLimits, frameSide?: number): Promise<RgbImage> {
+async function decodeStill(input: Buffer, probe: ImageProbe, limits: ImageLimits, frameSide?: number, page?: {index: number; maxPixels: number}): Promise<RgbImage> {
   const {orientation} = probe
-  const plan = planDecode(probe, limits, frameSide)
-  let image = sharp(input, options(limits, probe, {autoOrient: false}))
+  const plan = planDecode(probe, page ?? limits, frameSide)
+  const opts = options(limits, probe, {autoOrient: false, ...(page ? {page: page.index} : {})})
+  let image = sharp(input, opts)
   if (plan.width !== probe.width || plan.height !== probe.height) image = image.resize(plan.width, plan.height, {fit: 'fill', kernel: plan.reduced ? 'cubic' : 'lanczos3'})
-  if (probe.float) image = await fromFloat(image, input, probe.float, options(limits, probe, {}))
+  if (probe.float) image = await fromFloat(image, input, probe.float, opts)
   // A float image with alpha is 8-bit here already (fromFloat).
   const eightBit = probe.format === 'jpeg' || probe.format === 'webp' || probe.float?.alpha === true
   if (orientation !== 1 && eightBit) image = reorient(image, orientation)
@@ -256,6 +273,42 @@ async function fromFloat(image: Sharp, input: Buffer, float: {grey: boolean; alp
   if (!float.alpha) return scaled
   const {data, info} = await scaled.toColourspace('srgb').raw({depth: 'uchar'}).toBuffer({resolveWithObject: true})
   return sharp(data, {raw: {width: info.width, height: info.height, channels: info.channels}})
+}
+
+/**
+ * A multi-page TIFF, scored as an animation is: up to MAX_FRAMES pages, evenly spaced (frameIndices), each label
+ * keeping its maximum. Pages may differ in size, bands, depth and orientation, so each is read from its own header
+ * and decoded as a still of its own (libvips reads only the page asked for), turned as its orientation says. The
+ * pages kept count against the pixel limit together, from their headers, and are decoded within one still's share
+ * of it (DECODED_SHARE), each page at its part of that share.
+ */
+async function decodePages(input: Buffer, probe: ImageProbe, limits: ImageLimits, frameSide?: number): Promise<RgbImage[]> {
+  let pages: (ImageProbe & {index: number})[]
+  try {
+    pages = await Promise.all(
+      frameIndices(probe.frames).map(async (index) => ({index, ...probeOf(probe.format, await sharp(input, {page: index, limitInputPixels: false}).metadata())})),
+    )
+  } catch (e) {
+    throw decodeError(e, limits)
+  }
+  const decoded = pages.reduce((sum, p) => sum + p.width * p.height, 0)
+  const cost = Math.max(...pages.map((p) => p.cost))
+  const allowed = Math.floor(limits.maxPixels / cost)
+  const sizes = pages.map((p) => `${p.width}x${p.height}`).join(' + ')
+  if (decoded > allowed) {
+    throw new ModError('payload_too_large', `image has ${probe.frames} pages; the ${pages.length} scored are ${sizes} = ${decoded} pixels; the limit is ${allowed} pixels`)
+  }
+  const long = pages.find((p) => Math.max(p.width, p.height) > MAX_SIDE)
+  if (long) throw new ModError('payload_too_large', `page ${long.index + 1} is ${long.width}x${long.height}; a side may be at most ${MAX_SIDE} pixels`)
+  const share = {maxPixels: limits.maxPixels / pages.length}
+  const images: RgbImage[] = []
+  try {
+    // One page after another: one page's decoding memory at a time.
+    for (const page of pages) images.push(await decodeStill(input, page, limits, frameSide, {index: page.index, ...share}))
+  } catch (e) {
+    throw decodeError(e, limits)
+  }
+  return images
 }
 
 /** EXIF orientation 2-8 as sharp's turn (clockwise) and mirror: the pixels libvips' own auto-orientation gives. */

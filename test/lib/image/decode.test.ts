@@ -364,16 +364,74 @@ test('a float TIFF with alpha in 0..1 is flattened onto white by its alpha: grey
   assert.equal(pixel(turned, 0, 1), BLUE)
 })
 
-test('scores only the first page of a multi-page TIFF', async () => {
+/**
+ * An uncompressed little-endian TIFF of 8-bit grey pages, each uniform at `level`, with its own size and EXIF
+ * orientation: one IFD a page, chained.
+ */
+function greyTiffPages(pages: {width: number; height: number; level: number; orientation?: number}[]): Buffer {
+  const ifdBytes = 2 + 10 * 12 + 4
+  const parts: Buffer[] = [Buffer.from('II*\0\x08\0\0\0', 'latin1')]
+  let at = 8
+  pages.forEach((page, i) => {
+    const data = Buffer.alloc(page.width * page.height, page.level)
+    const dataAt = at + ifdBytes
+    const next = i + 1 < pages.length ? dataAt + data.length : 0
+    const entries: [number, number, number][] = [
+      [256, 4, page.width], [257, 4, page.height], [258, 3, 8], [259, 3, 1], [262, 3, 1],
+      [273, 4, dataAt], [274, 3, page.orientation ?? 1], [277, 3, 1], [278, 4, page.height], [279, 4, data.length],
+    ]
+    const ifd = Buffer.alloc(ifdBytes)
+    ifd.writeUInt16LE(entries.length, 0)
+    entries.forEach(([tag, type, value], k) => {
+      ifd.writeUInt16LE(tag, 2 + k * 12)
+      ifd.writeUInt16LE(type, 4 + k * 12)
+      ifd.writeUInt32LE(1, 6 + k * 12)
+      if (type === 3) ifd.writeUInt16LE(value, 10 + k * 12)
+      else ifd.writeUInt32LE(value, 10 + k * 12)
+    })
+    ifd.writeUInt32LE(next, 2 + entries.length * 12)
+    parts.push(ifd, data)
+    at = dataAt + data.length
+  })
+  return Buffer.concat(parts)
+}
+
+test('scores every page of a multi-page TIFF, each as a still', async () => {
   const data = Buffer.concat([Buffer.alloc(8 * 8 * 3, 30), Buffer.alloc(8 * 8 * 3, 220)])
   const file = await sharp(data, {raw: {width: 8, height: 16, channels: 3, pageHeight: 8}}).tiff().toBuffer()
   const probe = await probeImage(file)
-  assert.is(probe.frames, 2)
-  assert.is(probe.animated, false)
+  assert.equal([probe.frames, probe.animated, probe.width, probe.height], [2, false, 8, 8])
   const images = await decodeImage(file, LIMITS)
-  assert.is(images.length, 1)
-  assert.is(images[0].height, 8)
-  assert.equal(pixel(images[0], 4, 4), [30, 30, 30])
+  assert.equal(images.map((img) => [img.width, img.height, ...pixel(img, 4, 4)]), [[8, 8, 30, 30, 30], [8, 8, 220, 220, 220]])
+})
+
+test('pages of a TIFF may differ in size and orientation: each is decoded from its own header', async () => {
+  const file = greyTiffPages([
+    {width: 4, height: 4, level: 10},
+    {width: 6, height: 2, level: 90, orientation: 6},
+    {width: 3, height: 5, level: 200},
+  ])
+  const images = await decodeImage(file, LIMITS)
+  assert.equal(images.map((img) => [img.width, img.height, img.orientation ?? 1, img.data[0]]), [[4, 4, 1, 10], [2, 6, 6, 90], [3, 5, 1, 200]])
+})
+
+test('scores 8 evenly spaced pages of a 20-page TIFF', async () => {
+  const file = greyTiffPages(Array.from({length: 20}, (_, i) => ({width: 4, height: 4, level: 10 * i})))
+  const images = await decodeImage(file, LIMITS)
+  assert.equal(images.map((img) => img.data[0]), frameIndices(20).map((i) => 10 * i))
+  assert.is(decodedPixels(await probeImage(file), LIMITS), 8 * 16)
+})
+
+test('the pages of a TIFF scored count against the pixel limit together, from their headers', async () => {
+  const file = greyTiffPages([{width: 10, height: 10, level: 0}, {width: 20, height: 5, level: 255}, {width: 1, height: 1, level: 9}])
+  const e = await rejection(decodeImage(file, {maxBytes: LIMITS.maxBytes, maxPixels: 200}))
+  assert.equal([e.code, e.message], ['payload_too_large', 'image has 3 pages; the 3 scored are 10x10 + 20x5 + 1x1 = 201 pixels; the limit is 200 pixels'])
+  // Within it, each page is decoded within its part of one still's share (DECODED_SHARE): 201 / 3 / 2 pixels at most.
+  const images = await decodeImage(file, {maxBytes: LIMITS.maxBytes, maxPixels: 201})
+  assert.equal(images.map((img) => [img.width, img.height]), [[5, 5], [11, 2], [1, 1]])
+  const long = greyTiffPages([{width: 1, height: 1, level: 0}, {width: MAX_SIDE + 1, height: 1, level: 0}])
+  const side = await rejection(decodeImage(long, LIMITS))
+  assert.equal([side.code, side.message], ['payload_too_large', `page 2 is ${MAX_SIDE + 1}x1; a side may be at most ${MAX_SIDE} pixels`])
 })
 
 test('refuses a PNG that claims 50000 x 50000 pixels without decoding it', async () => {

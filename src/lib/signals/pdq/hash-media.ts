@@ -8,13 +8,13 @@ import {pdqHash} from './pdq.js'
 export interface MediaHash {
   hash: string
   quality: number
-  /** Index among the frames hashed of an animated GIF or WebP. */
+  /** Index among the frames hashed of an animated GIF or WebP, or the pages hashed of a TIFF. */
   frame?: number
   /** Seconds from the start of a video. */
   time?: number
 }
 
-/** The hash of an image file's pixels as every image path decodes them; one per frame kept of an animation. */
+/** The hash of an image file's pixels as every image path decodes them; one per frame (page) kept of an animation (a TIFF). */
 export async function hashImage(bytes: Buffer, limits: ImageLimits): Promise<MediaHash[]> {
   return hashFrames(await decodeImage(bytes, limits))
 }
