@@ -10,6 +10,8 @@
  * 2. `mod serve --workers 4` (fp32, the default): the PSS of the primary and its workers summed, against
  *    `--workers 1`. Target: <= 1.5 x. Then each worker's own memory by kind (V8's heap from /metrics, glibc's main
  *    heap and the other anonymous mappings from /proc/<pid>/smaps), and the floor a miss leaves.
+ * 3. The same servers again once each worker has answered STEADY_REQUESTS: what they hold under sustained load, and
+ *    the ratio then.
  */
 import './no-telemetry.js'
 
@@ -44,6 +46,12 @@ import {
 const CLUSTER_TARGET = 1.5
 /** Warm-up requests per worker. */
 const WARM_REQUESTS = 5
+/**
+ * Requests per worker before the steady-state figure: a serving process's V8 heap limits settle after a few hundred
+ * requests (the heap growing factor of src/server/heap.ts), so the memory after 5 is not yet what it holds under
+ * sustained load.
+ */
+const STEADY_REQUESTS = 300
 /**
  * Requests sent at once in each warm-up round, whatever the number of workers: a worker runs the images that come
  * together in one batch, whose activations its onnxruntime arena keeps, so every server is warmed by the same
@@ -109,6 +117,8 @@ interface Served {
   requests: number[]
   /** The first worker's mapped model files. */
   files: Map<string, Mapped>
+  /** After STEADY_REQUESTS a worker: the PSS summed, one worker's (the mean), and the requests each answered. */
+  steady: {pss: number; worker: number; requests: number[]}
 }
 
 /** Requests to /v1/moderate answered so far by each of these processes (the pid of the access log's lines). */
@@ -119,13 +129,13 @@ function answeredBy(log: string, pids: number[]): number[] {
 
 /**
  * Sends rounds of WARM_ROUND requests at once (or one a worker, if more), each on a new connection, until every
- * worker has answered WARM_REQUESTS: the primary hands a queued connection to the first worker that takes it, not to
+ * worker has answered `count`: the primary hands a queued connection to the first worker that takes it, not to
  * each in turn.
  */
-async function warmUp(server: {url: string; log(): string}, pids: number[]): Promise<void> {
+async function answerUntil(server: {url: string; log(): string}, pids: number[], count: number): Promise<void> {
   const round = Math.max(WARM_ROUND, pids.length)
-  for (let sent = 0; Math.min(...answeredBy(server.log(), pids)) < WARM_REQUESTS; sent += round) {
-    if (sent >= 40 * round) throw new Error(`warm-up: requests answered by each worker ${answeredBy(server.log(), pids).join(', ')} after ${sent}`)
+  for (let sent = 0; Math.min(...answeredBy(server.log(), pids)) < count; sent += round) {
+    if (sent >= 8 * count * pids.length + 40 * round) throw new Error(`requests answered by each worker ${answeredBy(server.log(), pids).join(', ')} after ${sent}`)
     const statuses = await Promise.all(Array.from({length: round}, () => moderateOnce(server.url)))
     const failed = statuses.find((s) => s !== 200)
     if (failed !== undefined) throw new Error(`warm-up request answered ${failed}`)
@@ -136,11 +146,18 @@ async function warmUp(server: {url: string; log(): string}, pids: number[]): Pro
 
 const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length
 
+/** The memory once every worker has answered STEADY_REQUESTS. */
+async function steadyState(server: {pid: number; url: string; log(): string}, pids: number[]): Promise<Served['steady']> {
+  await answerUntil(server, pids, STEADY_REQUESTS)
+  const own = await Promise.all(pids.map(async (pid) => (await pssOf(pid)).pss))
+  return {pss: (await treePss(server.pid)).pss, worker: mean(own), requests: answeredBy(server.log(), pids)}
+}
+
 async function serve(workers: number, precision: Variant): Promise<Served> {
   const server = await startServer(['--workers', String(workers)], {MOD_PRECISION: precision})
   try {
     const pids = workers === 1 ? [server.pid] : await childrenOf(server.pid)
-    await warmUp(server, pids)
+    await answerUntil(server, pids, WARM_REQUESTS)
     const tree = await treePss(server.pid)
     const own = await Promise.all(
       pids.map(async (pid) => ({...(await pssOf(pid)), ...(await anonymousPss(pid)), rss: (await residentMiB(pid)).rss})),
@@ -168,6 +185,7 @@ async function serve(workers: number, precision: Variant): Promise<Served> {
       },
       requests: answeredBy(server.log(), pids),
       files: modelFiles(await memoryByMapping(pids[0])),
+      steady: await steadyState(server, pids),
     }
   } finally {
     await server.stop()
@@ -201,6 +219,18 @@ table([
 ])
 process.stdout.write('\n')
 table([
+  [`after ${STEADY_REQUESTS} requests a worker`, 'requests a worker', 'PSS total', 'one worker (mean)', 'growth since warm-up', 'vs --workers 1'],
+  ...all.map((s) => [
+    s.label,
+    s.steady.requests.join(' '),
+    mib(s.steady.pss),
+    mib(s.steady.worker),
+    mib(s.steady.pss - s.pss),
+    s.precision === 'fp32' ? (s.steady.pss / fp32.steady.pss).toFixed(2) : '',
+  ]),
+])
+process.stdout.write('\n')
+table([
   ["one worker's own memory (mean)", 'anonymous PSS', 'V8 heap', 'glibc main heap', 'other anonymous'],
   ...all.map((s) => [s.label, mib(s.worker.anon), mib(s.worker.v8Heap), mib(s.worker.mallocHeap), mib(s.worker.otherAnon)]),
 ])
@@ -222,6 +252,19 @@ const left =
   '(about 0.15 lower, but requests 5-6% slower in cluster workers and 4 clients 8% fewer images/s), a smaller young generation for the ' +
   'inference thread (within noise); kept: weights mapped from the graph cache, two malloc arenas, a 1 MiB mmap threshold, 4 MiB semi-spaces'
 process.stdout.write(`memory: one worker's PSS after warm-up: fp32 ${mib(fp32.pss)}, int8 ${mib(int8.pss)}\n`)
-const verdicts = [verdict('memory', `--workers 4 PSS ${mib(four.pss)}, --workers 1 ${mib(fp32.pss)}`, 'ratio', four.pss / fp32.pss, 'max', CLUSTER_TARGET, '', 2, left)]
+process.stdout.write(`memory: one worker's PSS after ${STEADY_REQUESTS} requests: fp32 ${mib(fp32.steady.worker)}, int8 ${mib(int8.steady.worker)}\n`)
+const verdicts = [
+  verdict('memory', `--workers 4 PSS ${mib(four.pss)}, --workers 1 ${mib(fp32.pss)}`, 'ratio', four.pss / fp32.pss, 'max', CLUSTER_TARGET, '', 2, left),
+  verdict(
+    'memory',
+    `after ${STEADY_REQUESTS} requests a worker: --workers 4 PSS ${mib(four.steady.pss)}, --workers 1 ${mib(fp32.steady.pss)}`,
+    'ratio',
+    four.steady.pss / fp32.steady.pss,
+    'max',
+    CLUSTER_TARGET,
+    '',
+    2,
+  ),
+]
 const record = (s: Served) => ({...s, files: Object.fromEntries(s.files)})
 await saveResults('memory', verdicts, {fp32: record(fp32), int8: record(int8), workers4: record(four)})
