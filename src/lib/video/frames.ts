@@ -71,15 +71,16 @@ export interface DecodeSummary {
   duration: number
 }
 
-/** `firstOnly`: the first frame, not frames sampled at `fps` (see decodeFrames). */
-function ffmpegArgs(path: string, o: Omit<DecodeOptions, 'signal'>, firstOnly: boolean): string[] {
+function ffmpegArgs(path: string, o: Omit<DecodeOptions, 'signal'>): string[] {
   const side = o.maxFrameSide
-  const scale = `scale=w='min(iw,${side})':h='min(ih,${side})':force_original_aspect_ratio=decrease`
   return [
     ...inputArgs(path, o.maxPixels),
-    // Output 1: sampled frames as PPM (each frame states its own size) on stdout.
+    // Output 1: sampled frames as PPM (each frame states its own size) on stdout. The fps filter rounds the
+    // video's end to the nearest sampling instant, so by default it drops the last instant inside the video when
+    // less than half an interval follows it (the last 2 s of a 12 s video at 0.2 fps; a video under 0.5 s at 1
+    // fps gave no frame at all): `eof_action=pass` keeps a frame for every instant inside the video.
     '-map', '0:v:0',
-    ...(firstOnly ? ['-vf', scale, '-frames:v', '1'] : ['-vf', `fps=${o.fps},${scale}`]),
+    '-vf', `fps=${o.fps}:eof_action=pass,scale=w='min(iw,${side})':h='min(ih,${side})':force_original_aspect_ratio=decrease`,
     '-pix_fmt', 'rgb24', '-f', 'image2pipe', '-vcodec', 'ppm', 'pipe:1',
     // Output 2: the packets' listing (no decoding) on fd 3, read only as a sign of progress while ffmpeg decodes
     // between two sampled frames (many seconds of video at a low fps).
@@ -101,8 +102,8 @@ interface Decoder {
   close(): Promise<void>
 }
 
-function startDecoder(path: string, o: DecodeOptions, firstOnly: boolean): Decoder {
-  const child = spawn(o.ffmpeg, ffmpegArgs(path, o, firstOnly), {stdio: ['ignore', 'pipe', 'pipe', 'pipe'], windowsHide: true})
+function startDecoder(path: string, o: DecodeOptions): Decoder {
+  const child = spawn(o.ffmpeg, ffmpegArgs(path, o), {stdio: ['ignore', 'pipe', 'pipe', 'pipe'], windowsHide: true})
   const stdout = child.stdout as Readable
   const stderr = child.stderr as Readable
   const progress = child.stdio[3] as Readable
@@ -152,8 +153,6 @@ interface WaitClock {
   progressed(): void
   stalled(): boolean
   overTime(): boolean
-  /** Milliseconds waited so far, those spent before this clock included. */
-  spent(): number
   stop(): void
 }
 
@@ -194,13 +193,12 @@ function createWaitClock(budgetMs: number, spentBefore: number, stallTimeoutMs: 
     },
     stalled: () => stalled,
     overTime: () => overTime,
-    spent: () => spent,
     stop: () => clearTimeout(timer),
   }
 }
 
 /** Throws the error that explains how ffmpeg ended, if it did not end well. */
-function checkEnding(code: number | null, decoder: Decoder, clock: WaitClock, path: string, o: DecodeOptions, budgetMs: number): void {
+function checkEnding(code: number | null, frames: number, decoder: Decoder, clock: WaitClock, path: string, o: DecodeOptions, budgetMs: number): void {
   if (clock.overTime()) {
     throw new ModError('video_too_long', `decoding the video took longer than ${budgetMs / 1000} s, the limit for videos of up to ${o.maxSeconds} s`)
   }
@@ -210,6 +208,7 @@ function checkEnding(code: number | null, decoder: Decoder, clock: WaitClock, pa
   }
   if (decoder.pixelLimit()) throw picturesTooLarge(o.maxPixels)
   if (code !== 0) throw unreadableVideo(decoder.log(), path)
+  if (frames === 0) throw new ModError('unsupported_media', 'no video frame could be decoded')
 }
 
 function checkFrameLimits(index: number, o: DecodeOptions): void {
@@ -223,8 +222,8 @@ function checkFrameLimits(index: number, o: DecodeOptions): void {
 
 /**
  * Samples `fps` frames per second of the first video stream of the file at `path` through ffmpeg, as RGB
- * frames handed over a pipe (no files written); a video too short for any (under half of 1 / `fps` seconds) gives
- * its first frame. The stream is read only as fast as the caller consumes it,
+ * frames handed over a pipe (no files written): a frame for every sampling instant inside the video (a video
+ * shorter than 1 / `fps` seconds gives one). The stream is read only as fast as the caller consumes it,
  * and limits are enforced on what is decoded, never on the container's metadata. Leaving the loop early,
  * an error or `signal` aborting kills ffmpeg; the generator ends only once the process is gone.
  *
@@ -251,25 +250,8 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
     timeoutMs: budgetMs,
     signal: o.signal,
   })
-  const scanned = performance.now() - scanStarted
-  const sampled = yield* decodePass(path, o, budgetMs, scanned, false)
-  // ffmpeg's fps filter rounds each frame's time to the nearest sampling instant, and the video's end too: a video
-  // shorter than half a sampling interval (under 0.5 s at 1 fps, 12 frames at 25 fps) gives no frame at all. It is
-  // scored on its first frame, decoded again without the filter; a longer video keeps the frames the filter gives.
-  const {frames} = sampled.frames > 0 ? sampled : yield* decodePass(path, o, budgetMs, sampled.spent, true)
-  if (frames === 0) throw new ModError('unsupported_media', 'no video frame could be decoded')
-  const span = frames / o.fps
-  const end = scan.end
-  return {frames, duration: end === undefined ? span : Math.min(span, Math.max(end, (frames - 1) / o.fps))}
-}
-
-/**
- * One run of ffmpeg over the file: frames sampled at `fps`, or with `firstOnly` the first frame alone. Returns
- * the frames given (none is not an error here) and the milliseconds waited on ffmpeg so far, `spentBefore` included.
- */
-async function* decodePass(path: string, o: DecodeOptions, budgetMs: number, spentBefore: number, firstOnly: boolean): AsyncGenerator<DecodedFrame, {frames: number; spent: number}> {
-  const decoder = startDecoder(path, o, firstOnly)
-  const clock = createWaitClock(budgetMs, spentBefore, o.stallTimeoutMs, decoder.kill)
+  const decoder = startDecoder(path, o)
+  const clock = createWaitClock(budgetMs, performance.now() - scanStarted, o.stallTimeoutMs, decoder.kill)
   decoder.progress.on('data', clock.progressed)
   const onAbort = (): void => decoder.kill()
   o.signal?.addEventListener('abort', onAbort, {once: true})
@@ -297,8 +279,11 @@ async function* decodePass(path: string, o: DecodeOptions, budgetMs: number, spe
     }
     const code = await clock.wait(decoder.exited)
     o.signal?.throwIfAborted()
-    checkEnding(code, decoder, clock, path, o, budgetMs)
-    return {frames: index, spent: clock.spent()}
+    checkEnding(code, index, decoder, clock, path, o, budgetMs)
+    const span = index / o.fps
+    const end = scan.end
+    const duration = end === undefined ? span : Math.min(span, Math.max(end, (index - 1) / o.fps))
+    return {frames: index, duration}
   } finally {
     clock.stop()
     o.signal?.removeEventListener('abort', onAbort)

@@ -25,6 +25,8 @@ test.before(async () => {
     colourClip(clip('anim.gif'), ['red', 'blue'], 1, {codec: ['-f', 'gif']}),
     colourClip(clip('clip.webm'), ['blue'], 2, {codec: ['-c:v', 'libvpx']}),
     colourClip(clip('one-frame.mp4'), ['red'], 0.04, {rate: 25}),
+    // 12 s: red for 8, then blue.
+    colourClip(clip('blue-tail.mp4'), ['red', 'red', 'blue'], 4, {rate: 5}),
     // Five frames at 25 fps, the first blue, the others red.
     ffmpeg(
       ...['-f', 'lavfi', '-i', 'color=c=blue:s=64x64:d=0.04:r=25', '-f', 'lavfi', '-i', 'color=c=red:s=64x64:d=0.16:r=25'],
@@ -97,20 +99,20 @@ test('the duration comes from the packets decoded, not from the frame count', as
   assert.equal(summary, {frames: 3, duration: 2.5})
 })
 
-test('a video too short for the fps filter to sample any frame gives its first frame, at any fps', async () => {
+test('a frame for every sampling instant inside the video: a video shorter than an interval gives one, and the last instant is kept', async () => {
   for (const fps of [0.5, 1, 10]) {
     const one = await decodeAll(clip('one-frame.mp4'), {fps})
     assert.equal(one.frames.map((f) => [f.index, f.time, colour(f)]), [[0, 0, 'red']], `${fps} fps`)
     assert.equal(one.summary, {frames: 1, duration: 0.04})
   }
+  // ffmpeg's fps filter gives each instant the last frame within half an interval of it: at 0 s, the frame at 0.04 s.
   const five = await decodeAll(clip('five-frames.mp4'), {fps: 1})
-  assert.equal(five.frames.map((f) => [f.index, f.time, colour(f)]), [[0, 0, 'blue']])
+  assert.equal(five.frames.map((f) => [f.index, f.time, colour(f)]), [[0, 0, 'red']])
   assert.equal(five.summary, {frames: 1, duration: 0.2})
-  // Long enough for the filter at 10 fps (0.2 s, two sampling instants): its frames, as before (at 0 s, the last
-  // frame nearest to it: 0.04 s, red).
-  const sampled = await decodeAll(clip('five-frames.mp4'), {fps: 10})
-  assert.equal(sampled.frames.map((f) => [f.time, colour(f)]), [[0, 'red'], [0.1, 'red']])
-  assert.equal(sampled.summary, {frames: 2, duration: 0.2})
+  // Instants 0, 5 and 10 s of 12: the last, in the blue tail, has less than half an interval after it.
+  const tail = await decodeAll(clip('blue-tail.mp4'), {fps: 0.2})
+  assert.equal(tail.frames.map((f) => [f.time, colour(f)]), [[0, 'red'], [5, 'red'], [10, 'blue']])
+  assert.equal(tail.summary, {frames: 3, duration: 12})
 })
 
 test('decodes an animated GIF and a WebM through the same path', async () => {
