@@ -6,6 +6,8 @@
  * fallback renderer printed to stdout, and its default renderer redraws over rows written to the same terminal.
  * Commands made of a few steps, whose results come at the end, use listr2 through steps.ts.)
  */
+import stringWidth from 'string-width'
+
 import {visible} from './visible.js'
 
 export interface Progress {
@@ -29,6 +31,26 @@ const silent: Progress = {
   finish() {},
 }
 
+const graphemes = new Intl.Segmenter(undefined, {granularity: 'grapheme'})
+
+/**
+ * `text` cut to `columns` of the terminal, ending in `…` when cut. Counted in columns, not characters: a wide
+ * character (Chinese, Japanese, an emoji) takes two, and a line longer than the terminal would wrap onto a second
+ * row, which clearing the line does not reach: each redraw would leave a row behind.
+ */
+export function fitted(text: string, columns: number): string {
+  if (stringWidth(text) <= columns) return text
+  let out = ''
+  let used = 0
+  for (const {segment} of graphemes.segment(text)) {
+    const w = stringWidth(segment)
+    if (used + w > columns - 1) break
+    out += segment
+    used += w
+  }
+  return `${out}…`
+}
+
 export function startProgress(
   text: string,
   stream: NodeJS.WriteStream = process.stderr,
@@ -47,8 +69,7 @@ export function startProgress(
   const draw = (): void => {
     const width = Math.max(10, (stream.columns || 80) - 1)
     // The line may name a file: nothing in the name may move the cursor or change the terminal.
-    const text = visible(current)
-    stream.write(`${CLEAR}${text.length > width ? `${text.slice(0, width - 1)}…` : text}`)
+    stream.write(`${CLEAR}${fitted(visible(current), width)}`)
     shown = true
     last = Date.now()
   }

@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert'
 
 import {errorLine, oneLine, startupErrorLine} from '../../src/cli/errors.js'
 import {closest, didYouMean, distance} from '../../src/lib/suggest.js'
-import {REDRAW_MS, startProgress} from '../../src/cli/progress.js'
+import {fitted, REDRAW_MS, startProgress} from '../../src/cli/progress.js'
 import {ModError} from '../../src/lib/errors.js'
 
 test('a ModError is "mod: <code>: <message>", anything else "mod: internal: <message>", never a stack', () => {
@@ -69,6 +69,13 @@ test('progress on a terminal: results shared with it are written with the line c
   assert.is(err.text, '\r\x1b[2K')
   p.update('later')
   assert.is(err.text, '\r\x1b[2K')
+})
+
+test('the progress line is cut to the terminal in columns: a wide character takes two, an emoji is never split', () => {
+  assert.is(fitted('Scanning 长长的视频文件名称.mp4: frame 8', 20), 'Scanning 长长的视频…')
+  assert.is(fitted('ab😀😀😀cd', 6), 'ab😀…')
+  assert.is(fitted('👨‍👩‍👧 family', 5), '👨‍👩‍👧 f…')
+  assert.is(fitted('short', 20), 'short')
 })
 
 test('progress names nothing raw, and a dumb terminal (TERM=dumb), which cannot clear a line, gets none', () => {

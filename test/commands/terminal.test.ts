@@ -1,7 +1,7 @@
 // `mod scan` under a real terminal: util-linux `script` gives the command a pseudo-terminal (stderr on it, stdout
 // redirected by the shell inside), and tmux renders what a person would see, scrollback included.
 import {execFileSync} from 'node:child_process'
-import {appendFileSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {appendFileSync, copyFileSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -17,6 +17,8 @@ const IMAGES = 300
 const FIRST = 'imgs/0*.png'
 const FIRST_COUNT = 100
 const BROKEN = 50
+/** A video whose name is wider on a terminal than it is long: each of its Chinese characters takes two columns. */
+const WIDE_NAME = '长长的视频文件名称测试长长的视频文件名称测试.mp4'
 const dir = tempDir('mod-tty-')
 const images = join(dir.path, 'imgs')
 let envPrefix = ''
@@ -33,6 +35,7 @@ test.before(async () => {
   appendFileSync(policy, 'specialists: {nsfw: false}\n')
   envPrefix = `env -u NO_COLOR MOD_MODEL_DIR=${TOY_MODEL} MOD_CACHE_DIR=${warmCacheDir(join(dir.path, 'cache'))} MOD_CONFIG=${policy}`
   await colourClip(join(dir.path, 'long.mp4'), ['blue'], 120, {size: '32x32', rate: 5})
+  copyFileSync(join(dir.path, 'long.mp4'), join(dir.path, WIDE_NAME))
 })
 
 test.after(() => dir.remove())
@@ -116,6 +119,16 @@ test('scan-video on a terminal counts frames against the estimated total; Ctrl-C
     return pane.until(/EXIT=\d+/)
   })
   assert.match(screen.trim(), /^mod: stopped by SIGINT after frame \d+ of ~600 \(\d+\.\d s\) of long\.mp4\nEXIT=130$/)
+})
+
+test('a progress line naming wide characters is cut to the terminal, so redrawing it leaves no row behind', async () => {
+  const narrow = {width: 40, height: 20}
+  // Redrawn every 80 ms as its 600 frames are scored: a line that wrapped would leave a row for each redraw.
+  const screen = await inPane(dir.path, `${mod()} scan-video ${WIDE_NAME} --fps 5 > /dev/null; echo EXIT=$?; sleep 60`, narrow, (pane) =>
+    pane.until(/EXIT=\d+/),
+  )
+  assert.not.match(screen, 'Scanning')
+  assert.match(screen, /EXIT=0/)
 })
 
 test.run()
