@@ -30,7 +30,7 @@ With MOD_API_KEY set, every request but GET /health, GET /ready and the document
   static override ownSignals = true
 
   static override envVars: EnvVars = [
-    ['MOD_API_KEY', 'the X-API-Key value every request but GET /health, GET /ready and the documentation must carry'],
+    ['MOD_API_KEY', 'the X-API-Key value every request but GET /health, GET /ready and the documentation must carry (whitespace around it is dropped; empty: no key)'],
     ['MOD_API_KEYS', 'more keys, each named: name:key pairs separated by commas; a job is seen only with the key that made it'],
     ['MOD_ALLOW_URLS', 'allow "url" in POST /v1/moderate/json (default false)'],
     ['MOD_PRELOAD', 'load the model before the port opens (default true)'],

@@ -45,6 +45,12 @@ test('mod serve with a malformed MOD_API_KEYS does not start: exit 2 naming the 
   )
 })
 
+test('mod serve with a MOD_API_KEY of whitespace alone does not start: exit 2, one invalid_config line', async () => {
+  const r = await runInProcess(['serve', '--port', '0'], {env: {MOD_API_KEY: ' \n'}})
+  assert.is(r.code, 2)
+  assert.is(r.stderr, 'mod: invalid_config: MOD_API_KEY is not valid: it holds only whitespace; give the key, or leave MOD_API_KEY empty or unset to need no key\n')
+})
+
 test('a flag value taken from its MOD_* variable names the variable when it is invalid', async () => {
   const threads = await runInProcess(['categories'], {env: {MOD_THREADS: 'abc'}})
   assert.is(threads.code, 2)

@@ -3,6 +3,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
+import {readSettings} from '../../src/lib/config/settings.js'
 import {isLoopbackHost, startupWarnings} from '../../src/server/address.js'
 import {keyMatches} from '../../src/server/auth.js'
 import {call, errorOf, fakeEngine, form, start, tempDir, testSettings, type Running} from './harness.js'
@@ -49,6 +50,17 @@ test('with MOD_API_KEY set, a wrong key is 401 and the answer repeats neither ke
     assert.not.ok(text.includes(KEY) || text.includes(key), key)
   }
   assert.not.ok(locked.logs.join('\n').includes(KEY))
+})
+
+test('a MOD_API_KEY read with a trailing newline (a key file) is trimmed: clients sending the key get in', async () => {
+  const {apiKey} = readSettings({}, {MOD_API_KEY: `${KEY}\n`}).server
+  const filed = await start(fakeEngine(), testSettings(join(dir.path, 'cache'), {apiKey}))
+  try {
+    assert.is((await call(`${filed.base}/v1/categories`, withKey(KEY))).status, 200)
+    assert.is((await call(`${filed.base}/v1/categories`, withKey(`${KEY}x`))).status, 401)
+  } finally {
+    await filed.stop()
+  }
 })
 
 test('with MOD_API_KEY set, the right key is let through on every endpoint', async () => {

@@ -38,7 +38,8 @@ export async function remoteFromFlags(
   const engine = remoteEngine({
     proxy,
     server: flags.server,
-    apiKey: flags['api-key'] || undefined,
+    // Trimmed as the server trims its MOD_API_KEY: a key file's trailing newline is no part of the key.
+    apiKey: flags['api-key']?.trim() || undefined,
     attempts: flags.retries + 1,
     concurrency: flags.concurrency ?? 1,
     resume: flags.resume,

@@ -20,6 +20,19 @@ const invalidKeys = (why: string): ModError =>
   new ModError('invalid_config', `MOD_API_KEYS is not valid: ${why}; expected name:key pairs separated by commas, e.g. "alice:KEY1,bob:KEY2"`)
 
 /**
+ * MOD_API_KEY's key, trimmed: HTTP drops the whitespace around a header's value, so a key read from a file with its
+ * trailing newline (a Kubernetes Secret) could never match. Exactly empty is no key, as if unset (`MOD_API_KEY=` in
+ * a shell or compose file); a value of whitespace alone is refused, as it would lock out every client.
+ */
+export function readApiKey(env: Env): string | undefined {
+  const raw = env.MOD_API_KEY
+  if (raw === undefined || raw === '') return undefined
+  const key = raw.trim()
+  if (key === '') throw new ModError('invalid_config', 'MOD_API_KEY is not valid: it holds only whitespace; give the key, or leave MOD_API_KEY empty or unset to need no key')
+  return key
+}
+
+/**
  * The named keys of MOD_API_KEYS (`name:key,name:key`; a key runs from the first ":" to the next ","; spaces
  * around an entry are ignored). Names are 1 to 64 letters, digits, "_", "." or "-", starting with a letter or digit;
  * names and keys must all differ, from MOD_API_KEY's (named `default`) too. Messages never repeat a key.
@@ -27,7 +40,7 @@ const invalidKeys = (why: string): ModError =>
 export function readApiKeys(env: Env): NamedKey[] {
   const raw = env.MOD_API_KEYS
   if (raw === undefined || raw.trim() === '') return []
-  const single = env.MOD_API_KEY === '' ? undefined : env.MOD_API_KEY
+  const single = readApiKey(env)
   const names = new Set(single === undefined ? [] : [DEFAULT_KEY_NAME])
   const keys = new Set(single === undefined ? [] : [single])
   return raw.split(',').map((entry, i) => {

@@ -5,7 +5,7 @@ import type {Int8Weights, Precision} from '../model/manifest-types.js'
 import {PRESETS, type PresetName} from '../policy/types.js'
 import {MAX_TEXT_BUDGET, MIN_TEXT_BUDGET} from '../signals/text/read.js'
 import {formatSizeExact} from '../sizes.js'
-import {readApiKeys, type NamedKey} from './api-keys.js'
+import {readApiKey, readApiKeys, type NamedKey} from './api-keys.js'
 import {invalid, parseBoolean, type Env} from './env.js'
 import {DEFAULT_IMAGE_JOB_LIMITS, readJobSettings, type JobSettings} from './jobs.js'
 
@@ -342,7 +342,7 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
     port: count(input, env, 'port', 0, 65_535) ?? DEFAULT_PORT,
     workers: count(input, env, 'workers', 1) ?? DEFAULT_WORKERS,
     limits,
-    apiKey: env.MOD_API_KEY === '' ? undefined : env.MOD_API_KEY,
+    apiKey: readApiKey(env),
     apiKeys: readApiKeys(env),
     allowUrls: parseBoolean('MOD_ALLOW_URLS', env.MOD_ALLOW_URLS, false),
     preload: parseBoolean('MOD_PRELOAD', env.MOD_PRELOAD, true),

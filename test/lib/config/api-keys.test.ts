@@ -32,6 +32,19 @@ test('unset or empty MOD_API_KEYS is no named key; MOD_API_KEY alone is read as 
   assert.equal([single.apiKey, single.apiKeys], ['only', []])
 })
 
+test('MOD_API_KEY is trimmed (the newline of a key file is no part of the key); exactly empty is no key; whitespace alone is refused', () => {
+  assert.is(keysOf({MOD_API_KEY: 'k0\n'}).apiKey, 'k0')
+  assert.is(keysOf({MOD_API_KEY: ' \tk0 \r\n'}).apiKey, 'k0')
+  assert.is(keysOf({MOD_API_KEY: ''}).apiKey, undefined)
+  for (const value of [' ', '\n', ' \t\r\n']) {
+    const e = failure({MOD_API_KEY: value})
+    assert.is(e.code, 'invalid_config', JSON.stringify(value))
+    assert.is(e.message, 'MOD_API_KEY is not valid: it holds only whitespace; give the key, or leave MOD_API_KEY empty or unset to need no key')
+  }
+  // A trimmed MOD_API_KEY is the one MOD_API_KEYS' keys must differ from.
+  assert.match(failure({MOD_API_KEY: 'k0\n', MOD_API_KEYS: 'alice:k0'}).message, /the key of "alice" is also another name's key/)
+})
+
 test('MOD_API_KEY and MOD_API_KEYS together: the single key is named default, and no other entry may take its name or key', () => {
   assert.equal(keysOf({MOD_API_KEY: 'k0', MOD_API_KEYS: 'alice:k1'}).apiKeys, [{name: 'alice', key: 'k1'}])
   assert.match(failure({MOD_API_KEY: 'k0', MOD_API_KEYS: 'default:k1'}).message, /"default" is MOD_API_KEY's name/)
