@@ -186,7 +186,9 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   },
   not_found: {
     status: 404,
-    when: () => 'a path the document does not list, or a job id that is unknown, deleted, expired, or of another API key',
+    when: () =>
+      'a path the document does not list, a job id that is unknown, deleted, expired, or of another API key, or a ' +
+      "video job's id on `/v1/jobs/{id}/results` (only image jobs have results pages)",
     example: 'no such endpoint: /v2/moderate',
   },
   method_not_allowed: {

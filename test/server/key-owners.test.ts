@@ -63,12 +63,16 @@ async function anotherKeysJob(base: string): Promise<void> {
       // As for an id that never existed: the same message.
       assert.is(read.body.error.message, `no job "${id}": it never existed, was deleted, or ended more than MOD_JOB_TTL ago`)
       assert.equal(errorOf(await call(`${base}/v1/jobs/${id}`, as(name, {method: 'DELETE'}))), {status: 404, code: 'not_found'})
-      if (submit === imageJob) assert.equal(errorOf(await call(`${base}/v1/jobs/${id}/results`, as(name))), {status: 404, code: 'not_found'})
+      const results = await call(`${base}/v1/jobs/${id}/results`, as(name))
+      assert.equal(errorOf(results), {status: 404, code: 'not_found'})
+      // Not even that it is a video job.
+      assert.is(results.body.error.message, `no job "${id}": it never existed, was deleted, or ended more than MOD_JOB_TTL ago`)
     }
     // Nothing of it went: its owner reads it, then deletes it.
     const mine = await call(`${base}/v1/jobs/${id}`, as('alice'))
     assert.equal([mine.status, mine.body.id], [200, id])
     if (submit === imageJob) assert.is((await fetch(`${base}/v1/jobs/${id}/results`, as('alice'))).status, 200)
+    else assert.match((await call(`${base}/v1/jobs/${id}/results`, as('alice'))).body.error.message, `job "${id}" is a video job`)
     assert.is((await call(`${base}/v1/jobs/${id}`, as('alice', {method: 'DELETE'}))).status, 200)
     assert.is((await call(`${base}/v1/jobs/${id}`, as('alice'))).status, 404)
   }

@@ -155,7 +155,8 @@ export const imageJobResultsRoute = declareRoute({
     'whose result is ready are sent, as far as the first that is not: a read while the job runs answers what is ' +
     'ready, and the next read goes on from `offset` plus the lines received. `X-Mod-Job-Status` says the status ' +
     'when the read began: when it is `done`, the body holds every line from `offset` to the last item ' +
-    '(`X-Mod-Items-Total` items in all), and the job is complete.',
+    '(`X-Mod-Items-Total` items in all), and the job is complete. A video job has no results pages: its id here is ' +
+    'answered 404 `not_found` saying so, and its result is in `GET /v1/jobs/{id}`.',
   tags: ['jobs'],
   pathParams: ID,
   query: ResultsQuery,
@@ -172,8 +173,13 @@ export const imageJobResultsRoute = declareRoute({
   },
   errors: ['not_found', 'internal', 'overloaded', 'jobs_unavailable'],
   handler: async (ctx, req, {raw: res}, {params: {id}, query}) => {
-    const job = await ctx.imageJobs.get(id, ctx.owner(req))
-    if (!job) throw unknownJob(id)
+    const owner = ctx.owner(req)
+    const job = await ctx.imageJobs.get(id, owner)
+    if (!job) {
+      // A video job exists here but has no results pages: saying "no job" would send the client looking elsewhere.
+      if (await ctx.jobs.get(id, owner)) throw new ModError('not_found', `job ${JSON.stringify(id)} is a video job: results pages are for image jobs; its result is in GET /v1/jobs/${id}`)
+      throw unknownJob(id)
+    }
     const total = job.progress.items_total
     res.writeHead(200, {'Content-Type': 'application/x-ndjson', 'X-Mod-Job-Status': job.status, 'X-Mod-Items-Total': String(total)})
     for (let from = query.offset; from < total; from += PAGE) {

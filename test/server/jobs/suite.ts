@@ -222,6 +222,17 @@ export function jobsSuite(name: string, target: () => JobsTarget) {
     }
   })
 
+  s("a video job's id on the results pages is 404 not_found saying it is a video job and where its result is", async () => {
+    const t = target()
+    const r = await submit(t.holding.base, 'long.mp4', 'any bytes')
+    const id = r.body.id
+    const results = await call(`${t.holding.base}/v1/jobs/${id}/results`)
+    assert.equal(results.body, {
+      error: {code: 'not_found', message: `job "${id}" is a video job: results pages are for image jobs; its result is in GET /v1/jobs/${id}`},
+    })
+    assert.is(results.status, 404)
+  })
+
   s('a callback URL on a private address is refused before the upload is read', async () => {
     const t = target()
     const r = await submit(t.base, 'clip.mp4', 'x', `?callback_url=${encodeURIComponent('http://10.0.0.1/hook')}`)
