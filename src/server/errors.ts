@@ -1,5 +1,7 @@
 import type {Limits, LogLevel} from '../lib/config/settings.js'
 import {isModError, type ErrorCode} from '../lib/errors.js'
+import type {ItemResult} from '../lib/engine.js'
+import type {ItemErrorCode} from '../lib/types.js'
 import {MAX_SIDE} from '../lib/image/decode.js'
 import {formatSize, formatSizeExact, grouped} from '../lib/sizes.js'
 import {humanSeconds} from './units.js'
@@ -272,6 +274,21 @@ export function httpError(code: HttpErrorCode, message: string, extra?: Record<s
   return {status, code, message, ...(headers || extra ? {headers: {...headers, ...extra}} : {})}
 }
 
+/** The code a client sees for an engine's code: what a single-file endpoint answers, a batch entry and a job line carry. */
+export function clientCode(code: ErrorCode): HttpErrorCode {
+  return FROM_ENGINE[code].as ?? (code as HttpErrorCode)
+}
+
+/**
+ * A batch entry or an image job's line as the client gets it: an error entry carries the code `/v1/moderate` would
+ * have answered for the same file (a corrupt image is `unsupported_media` there, not the engine's `unreadable_image`).
+ */
+export function clientEntry(entry: ItemResult): ItemResult {
+  if (!('error' in entry)) return entry
+  // Every item code maps to an item code (unreadable_image → unsupported_media, the others to themselves).
+  return {...entry, error: {...entry.error, code: clientCode(entry.error.code) as ItemErrorCode}}
+}
+
 /** Anything thrown by a route → the answer; server-side problems are logged (with the error and its stack) and answered generically. */
 export function toHttpError(e: unknown, log: Log): HttpError {
   if (!isModError(e)) {
@@ -279,7 +296,7 @@ export function toHttpError(e: unknown, log: Log): HttpError {
     return httpError('internal', HIDDEN_MESSAGES[500])
   }
   const from: EngineRow = FROM_ENGINE[e.code]
-  const code = from.as ?? (e.code as HttpErrorCode)
+  const code = clientCode(e.code)
   if (from.hidden) log(describe(e), 'error', {err: e})
   return httpError(code, from.hidden ? HIDDEN_MESSAGES[HTTP_ERRORS[code].status] : e.message)
 }

@@ -17,7 +17,7 @@ export const EXAMPLE_RESULT = {
 
 export const EXAMPLE_ERROR_ENTRY = {
   source: 'notes.txt',
-  error: {code: 'unreadable_image', message: 'the file is not an image this server can read'},
+  error: {code: 'unsupported_media', message: 'not an image in a supported format (JPEG, PNG, WebP, GIF, AVIF, TIFF)'},
 }
 
 export const EXAMPLE_BATCH = {results: [EXAMPLE_RESULT, EXAMPLE_ERROR_ENTRY]}

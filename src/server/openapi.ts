@@ -4,7 +4,7 @@ import type {TSchema} from '../lib/typebox.js'
 
 import {ITEM_ERROR_CODES} from '../lib/schemas.js'
 import * as results from '../lib/schemas.js'
-import {HTTP_ERROR_CODES, HTTP_ERRORS, WWW_AUTHENTICATE, type HttpErrorCode, type HttpErrorRow} from './errors.js'
+import {clientCode, HTTP_ERROR_CODES, HTTP_ERRORS, WWW_AUTHENTICATE, type HttpErrorCode, type HttpErrorRow} from './errors.js'
 import {COMPONENT_EXAMPLES, EXAMPLE_REQUEST_ID} from './examples.js'
 import {Job, JobSegment} from './jobs/schema.js'
 import {errorsOf, type Operation as Declared, type ServerFacts, type Success, type Text} from './route.js'
@@ -166,6 +166,9 @@ const ERROR_HEADERS: Record<keyof NonNullable<HttpErrorRow['headers']>, Header> 
     schema: {type: 'string', const: WWW_AUTHENTICATE},
   },
 }
+
+/** The codes a batch entry or an image job's line can carry: the engine's item codes as a client sees them. */
+const itemCodes = [...new Set(ITEM_ERROR_CODES.map(clientCode))]
 
 const sentence = (text: string): string => text.charAt(0).toUpperCase() + text.slice(1)
 
@@ -339,7 +342,8 @@ function description(info: OpenApiInfo): string {
     ...errorRows,
     '',
     'In a batch, a file that cannot be read does not fail the request: its entry in `results` is an error ' +
-      `entry with one of the codes ${ITEM_ERROR_CODES.map((c) => `\`${c}\``).join(', ')}.`,
+      `entry with one of the codes ${itemCodes.map((c) => `\`${c}\``).join(', ')}, the code \`/v1/moderate\` answers for ` +
+      'the same file (an image job\'s line likewise).',
   ].join('\n')
 }
 

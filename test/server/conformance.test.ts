@@ -37,7 +37,7 @@ test('accepts a response that matches its operation, status and schema', () => {
   const c = createConformance(doc)
   c.check('POST', '/v1/moderate', 200, JSON_TYPE, JSON.stringify(result))
   c.check('POST', '/v1/moderate/batch', 200, JSON_TYPE, {
-    results: [result, {source: 'b.txt', error: {code: 'unreadable_image', message: 'not an image'}}],
+    results: [result, {source: 'b.txt', error: {code: 'unsupported_media', message: 'not an image'}}],
   })
   c.check('GET', '/health?verbose=1', 200, new Headers(JSON_TYPE), `{"status":"ok","version":"1.0.0","model_loaded":false,"signals":${SIGNALS_JSON},"coverage":{"evaluated":0,"total":0,"not_evaluated":[]},"categories":[]}`)
   assert.equal([...c.seen], ['POST /v1/moderate 200', 'POST /v1/moderate/batch 200', 'GET /health 200'])

@@ -6,6 +6,7 @@ import {createServer, type Server} from 'node:http'
 import type {AddressInfo} from 'node:net'
 import {join} from 'node:path'
 
+import sharp from 'sharp'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
@@ -134,6 +135,24 @@ test('uploaded files are streamed to the job folder, scored in upload order, and
   // The process that finishes the job removes its uploads just after recording the last chunk.
   for (let waited = 0; (await readdir(storage)).length > 0 && waited < 5000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20))
   assert.equal(await readdir(storage), [])
+})
+
+test('a truncated JPEG has one code everywhere: 415 unsupported_media from /v1/moderate and /json, the same code in a batch entry and a job line', async () => {
+  // Noise, so that half of the file lies past its header: the decoder knows it for a JPEG and fails in its data.
+  const noise = Buffer.alloc(64 * 64 * 3)
+  for (let i = 0; i < noise.length; i++) noise[i] = (i * 2654435761) >>> 24
+  const whole = await sharp(noise, {raw: {width: 64, height: 64, channels: 3}}).jpeg().toBuffer()
+  const cut = whole.subarray(0, whole.length >> 1)
+  const single = await call(`${server.base}/v1/moderate`, {method: 'POST', body: form('file', [{name: 'cut.jpg', data: cut}])})
+  const json = await postJson(`${server.base}/v1/moderate/json`, {image_base64: cut.toString('base64')})
+  const expected = {code: 'unsupported_media', message: 'the image data is corrupt or truncated'}
+  assert.equal([single.status, single.body], [415, {error: expected}])
+  assert.equal([json.status, json.body], [415, {error: expected}])
+  const batch = await call(`${server.base}/v1/moderate/batch`, {method: 'POST', body: form('files', [{name: 'cut.jpg', data: cut}])})
+  assert.equal(batch.body.results, [{source: 'cut.jpg', error: expected}])
+  const job = await call(`${server.base}/v1/jobs/images`, {method: 'POST', body: form('files', [{name: 'cut.jpg', data: cut}])})
+  await done(job.body.id)
+  assert.equal((await results(job.body.id)).lines, [{index: 0, source: 'cut.jpg', error: expected}])
 })
 
 test('DELETE cancels a job: its chunks not run are dropped, and it is unknown from then on', async () => {

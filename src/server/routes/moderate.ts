@@ -3,6 +3,7 @@ import {BatchResult, ModerationResult} from '../../lib/schemas.js'
 import type {Request, RouteContext} from '../context.js'
 import {EXAMPLE_BATCH, EXAMPLE_RESULT} from '../examples.js'
 import {paceOf} from '../body-pace.js'
+import {clientEntry} from '../errors.js'
 import {declareRoute} from '../route.js'
 import {formatSizeExact} from '../../lib/sizes.js'
 import {receiveImages} from '../upload.js'
@@ -42,7 +43,7 @@ async function moderateBatch(ctx: RouteContext, req: Request, res: ServerRespons
     async (images, scheduler, _signal, steps) => {
       const out: ItemResult[] = []
       const inputs = images.map((image) => ({source: image.filename, read: async () => image.data}))
-      for await (const item of ctx.engine.moderateMany(inputs, {scheduler, steps})) out.push(item)
+      for await (const item of ctx.engine.moderateMany(inputs, {scheduler, steps})) out.push(clientEntry(item))
       return out
     },
   )

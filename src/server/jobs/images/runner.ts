@@ -3,6 +3,7 @@ import {readFile} from 'node:fs/promises'
 import type {Engine} from '../../../lib/engine.js'
 import {ModError} from '../../../lib/errors.js'
 import type {FetchedImage} from '../../../lib/fetch/url.js'
+import {clientEntry} from '../../errors.js'
 import type {JobError} from '../types.js'
 import {resultLine, sourceOf} from './lines.js'
 import {itemPath, type ChunkRunner, type ImageItem} from './types.js'
@@ -47,7 +48,7 @@ export function imageChunkRunner(engine: Engine, o: ChunkRunnerOptions): ChunkRu
       if (signal.aborted) throw new ModError('internal', `job ${chunk.job}: cancelled`)
       const i = lines.length
       const failure = failures.get(i)
-      lines.push(resultLine(chunk.start + i, chunk.items[i], failure ? {source: inputs[i].source, error: failure} : entry))
+      lines.push(resultLine(chunk.start + i, chunk.items[i], failure ? {source: inputs[i].source, error: failure} : clientEntry(entry)))
     }
     return lines
   }
