@@ -14,15 +14,20 @@ function allowedOrigin(origins: readonly string[], req: IncomingMessage): string
   return origins[0] === '*' || origins.includes(origin) ? origin : undefined
 }
 
-/** CORS headers for an answer to an allowed origin; none otherwise. */
+/**
+ * CORS headers of any answer (none without MOD_CORS_ORIGINS). With listed origins, whether an answer allows its origin
+ * depends on the Origin header, so every answer carries `Vary: Origin`, allowed or not, with an Origin or without:
+ * else a cache (a CDN, the browser's) could give an answer stored for one origin, or for none, to another. With `*`
+ * the headers are the same whatever the Origin, so caches keep one copy; only OPTIONS still depends on it (a preflight
+ * is 204, the same request without an Origin is not).
+ */
 export function corsHeaders(origins: readonly string[], req: IncomingMessage): Record<string, string> {
-  const origin = allowedOrigin(origins, req)
-  if (origin === undefined) return {}
-  return {
-    'Access-Control-Allow-Origin': origins[0] === '*' ? '*' : origin,
-    'Access-Control-Expose-Headers': EXPOSED_HEADERS,
-    ...(origins[0] === '*' ? {} : {Vary: 'Origin'}),
+  if (origins.length === 0) return {}
+  if (origins[0] === '*') {
+    return {'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': EXPOSED_HEADERS, ...(req.method === 'OPTIONS' ? {Vary: 'Origin'} : {})}
   }
+  const origin = allowedOrigin(origins, req)
+  return {Vary: 'Origin', ...(origin === undefined ? {} : {'Access-Control-Allow-Origin': origin, 'Access-Control-Expose-Headers': EXPOSED_HEADERS})}
 }
 
 /**

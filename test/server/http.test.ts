@@ -1,5 +1,6 @@
 // HTTP details a client or a browser relies on: WWW-Authenticate on 401, CORS only when MOD_CORS_ORIGINS
-// allows the origin (preflights answered without the key), OPTIONS otherwise like any undeclared method.
+// allows the origin (preflights answered without the key) with Vary: Origin wherever that depends on the Origin,
+// OPTIONS otherwise like any undeclared method.
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -68,21 +69,41 @@ test('with listed origins: a preflight from one is 204 without the key; answers 
   const unauthorized = await call(`${listed.base}/v1/categories`, {headers: {origin: 'https://app.example.com'}})
   assert.equal([unauthorized.status, unauthorized.headers.get('access-control-allow-origin')], [401, 'https://app.example.com'])
   const other = await fetch(`${listed.base}/v1/moderate`, {method: 'OPTIONS', headers: {...preflight, origin: 'https://evil.example'}})
-  assert.equal([other.status, corsOf(other.headers)], [401, {}])
+  assert.equal([other.status, corsOf(other.headers)], [401, {vary: 'Origin'}])
   const unknownPath = await fetch(`${listed.base}/v2/nothing`, {method: 'OPTIONS', headers: preflight})
   assert.is(unknownPath.status, 401)
 })
 
-test('with `*`: any origin, answered with `*` and no Vary', async () => {
+test('with listed origins, every answer carries Vary: Origin: allowed origin, other origin or none, cacheable files included', async () => {
+  for (const path of ['/docs/swagger-ui.css', '/health', '/v1/categories', '/nowhere']) {
+    for (const headers of [{origin: 'https://app.example.com'}, {origin: 'https://evil.example'}, {}] as Record<string, string>[]) {
+      const r = await fetch(`${listed.base}${path}`, {headers})
+      await r.arrayBuffer()
+      assert.is(r.headers.get('vary'), 'Origin', `${path} ${JSON.stringify(headers)}`)
+    }
+  }
+  const other = await fetch(`${listed.base}/docs/swagger-ui.css`, {headers: {origin: 'https://evil.example'}})
+  assert.equal([other.status, other.headers.get('access-control-allow-origin')], [200, null])
+  assert.match(other.headers.get('cache-control') ?? '', 'max-age')
+})
+
+test('with `*`: every answer carries `*` and the exposed headers whatever the Origin, so no Vary; OPTIONS varies by Origin', async () => {
   const p = await fetch(`${any.base}/health`, {method: 'OPTIONS', headers: {origin: 'https://a.example', 'access-control-request-method': 'GET'}})
   assert.equal([p.status, p.headers.get('access-control-allow-origin'), p.headers.get('access-control-allow-methods'), p.headers.get('vary')], [
     204,
     '*',
     'GET, HEAD',
-    null,
+    'Origin',
   ])
-  const r = await call(`${any.base}/health`, {headers: {origin: 'https://b.example'}})
-  assert.is(r.headers.get('access-control-allow-origin'), '*')
+  for (const headers of [{origin: 'https://b.example'}, {}] as Record<string, string>[]) {
+    const r = await fetch(`${any.base}/docs/swagger-ui.css`, {headers})
+    await r.arrayBuffer()
+    assert.equal(
+      [r.headers.get('access-control-allow-origin'), r.headers.get('access-control-expose-headers'), r.headers.get('vary')],
+      ['*', 'X-Request-Id, Retry-After, WWW-Authenticate', null],
+      JSON.stringify(headers),
+    )
+  }
 })
 
 test('MOD_CORS_ORIGINS is read and checked', () => {
