@@ -9,21 +9,45 @@ import {jsonBodyReader, pathReader, queryReader} from './validate.js'
 
 const noBody = (): Promise<never> => Promise.reject(new ModError('internal', 'this route declares no JSON body'))
 
-/** Refuses a body of another media type than the route's, before anything is read. */
+/** What a body with a Content-Encoding is told; the header's value is not repeated (it may be 16 KiB long). */
+const ENCODED =
+  'the request body has a Content-Encoding other than identity, and request bodies are not decoded: send it uncompressed, without Content-Encoding'
+
+/**
+ * A body's Content-Encoding must be identity (or absent): the server never decodes one, so a gzipped body would be
+ * read as its compressed bytes (and "not valid JSON"), and a plain body labelled gzip would be taken as it is.
+ */
+function checkEncoding(req: Request): void {
+  const encoding = req.headers['content-encoding']
+  if (encoding === undefined) return
+  if (encoding.split(',').every((coding) => ['', 'identity'].includes(coding.trim().toLowerCase()))) return
+  throw new ModError('unsupported_media', ENCODED)
+}
+
+/** Refuses a body of another media type or coding than the route's, before anything is read. */
 function mediaCheck(body: AnyRoute['body'], upload: AnyRoute['upload']): (req: Request) => void {
-  if (body?.media === 'application/json' && upload) {
+  if (body === undefined) return () => {}
+  const checkType = typeCheck(body, upload)
+  return (req) => {
+    checkEncoding(req)
+    checkType(req)
+  }
+}
+
+function typeCheck(body: NonNullable<AnyRoute['body']>, upload: AnyRoute['upload']): (req: Request) => void {
+  if (body.media === 'application/json' && upload) {
     return (req) => {
       if (!isJson(req) && !isMultipart(req)) {
         throw new ModError('unsupported_media', `send the request body as application/json, or as multipart/form-data with the files in the field "${upload.field}"`)
       }
     }
   }
-  if (body?.media === 'application/json') {
+  if (body.media === 'application/json') {
     return (req) => {
       if (!isJson(req)) throw new ModError('unsupported_media', 'send the request body as application/json')
     }
   }
-  if (body?.media === 'multipart/form-data') {
+  if (body.media === 'multipart/form-data') {
     const message = `send the request as multipart/form-data with the file in the field "${body.field}"`
     return (req) => {
       if (!isMultipart(req)) throw new ModError('unsupported_media', message)

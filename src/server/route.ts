@@ -92,8 +92,9 @@ export interface PathParam {
 /**
  * Every code an operation can answer but 401: the handler's own, and those app.ts raises from the declaration
  * before the handler runs or while it reads the body (inputOf): a query or path value that does not match is
- * bad_request; a body of another media type is unsupported_media, one over its limit payload_too_large, one that
- * stops arriving request_timeout, and one that cannot be parsed (or lacks its field) bad_request.
+ * bad_request; a body of another media type (or with a Content-Encoding) is unsupported_media, one over its limit
+ * payload_too_large, one that stops arriving request_timeout, and one that cannot be parsed (or lacks its field)
+ * bad_request.
  */
 export function errorsOf(op: Operation): HttpErrorCode[] {
   const implied: HttpErrorCode[] = [

@@ -1,6 +1,7 @@
 // Requests are validated from the routes' schemas: the video query is coerced to typed values with its
 // defaults, and the JSON body's problems are reported by field.
 import {join} from 'node:path'
+import {gzipSync} from 'node:zlib'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
@@ -95,6 +96,32 @@ test('a JSON body is refused before it is read unless its content type is JSON (
   const r = await call(`${server.base}/v1/moderate/json`, {method: 'POST', headers: {'content-type': 'text/plain'}, body: '{}'})
   assert.equal([r.status, r.body], [415, {error: {code: 'unsupported_media', message: 'send the request body as application/json'}}])
   assert.equal(errorOf(await postJson(`${server.base}/v1/moderate/json`, '{"url": ')), {status: 400, code: 'bad_request'})
+})
+
+test('a request body with a Content-Encoding other than identity is refused (415) before it is read: bodies are not decoded', async () => {
+  const refusal = {
+    error: {
+      code: 'unsupported_media',
+      message: 'the request body has a Content-Encoding other than identity, and request bodies are not decoded: send it uncompressed, without Content-Encoding',
+    },
+  }
+  const json = JSON.stringify({image_base64: 'AAAA'})
+  const gzipped = new Uint8Array(gzipSync(json))
+  const bodies: [string, string | Uint8Array<ArrayBuffer>][] = [
+    ['gzip', gzipped],
+    ['gzip', json],
+    ['br', json],
+    ['identity, gzip', gzipped],
+  ]
+  for (const [encoding, body] of bodies) {
+    const r = await call(`${server.base}/v1/moderate/json`, {method: 'POST', headers: {'content-type': 'application/json', 'content-encoding': encoding}, body})
+    assert.equal([r.status, r.body], [415, refusal], encoding)
+  }
+  const upload = await call(`${server.base}/v1/moderate`, {method: 'POST', headers: {'content-encoding': 'deflate'}, body: form('file', [{name: 'a.png', data: 'x'}])})
+  assert.equal([upload.status, upload.body], [415, refusal])
+  // identity is no coding: the body is read as sent.
+  const identity = await call(`${server.base}/v1/moderate/json`, {method: 'POST', headers: {'content-type': 'application/json', 'content-encoding': 'Identity'}, body: json})
+  assert.is(identity.status, 200)
 })
 
 test.run()
