@@ -32,23 +32,33 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
 const WHITESPACE = /[\t\n\r ]/g
 
 /**
- * The text decodeBase64 accepts, as a JSON Schema pattern (which has no flags: the data URI's letters are matched in
- * either case). It is the whole rule, so that a client or a fuzzer reading the document knows what is refused.
+ * The characters decodeBase64 accepts, as a JSON Schema pattern (which has no flags: the data URI's letters are matched
+ * in either case). The length rule is checked in decodeBase64 and stated in the field's description: a pattern for it
+ * (groups of four among whitespace) overflows the regular expression engine's stack on a body of a few MiB.
  */
 export const BASE64_PATTERN = '^(?:[Dd][Aa][Tt][Aa]:[^,]*;[Bb][Aa][Ss][Ee]64,)?[\\t\\n\\r A-Za-z0-9+/]*(?:=[\\t\\n\\r ]*){0,2}$'
 
 /** What image_base64 must be, for a person. */
 export const BASE64_EXPECTED = 'base64 text (the standard alphabet, = only at the end; line breaks allowed) or a data: URI with ;base64,'
 
+const invalidBase64 = (why: string): ModError => new ModError('bad_request', `image_base64 is not valid: ${why}`)
+
 /**
- * Base64 of the standard alphabet, line breaks allowed, a data URI's prefix dropped. Padding is optional (RFC 4648
- * leaves it out where the length is known, as here), so a length that is not a multiple of 4 is decoded as far as
- * its characters make whole bytes: what it gives is then judged as an image, like any upload.
+ * Base64 of the standard alphabet (base64url's - and _ are refused), whitespace allowed anywhere (the line breaks of
+ * wrapped output), a data URI's prefix dropped. Padding is optional (RFC 4648 leaves it out where the length is known,
+ * as here), but the length must be one base64 has: a last group of one character holds no whole byte, and padding
+ * given must complete the last group of four. Node's decoder takes anything, decoding what it can, so a character
+ * lost or added in transit would be scored as some other image, or as an empty file.
  */
 export function decodeBase64(text: string): Buffer {
   const bare = text.replace(DATA_URI, '').replace(WHITESPACE, '')
-  if (!BASE64.test(bare)) throw new ModError('bad_request', `image_base64 is not valid: expected ${BASE64_EXPECTED}`)
-  return Buffer.from(bare, 'base64')
+  if (!BASE64.test(bare)) throw invalidBase64(`expected ${BASE64_EXPECTED}`)
+  const data = bare.replace(/=+$/, '')
+  if (data.length % 4 === 1) {
+    throw invalidBase64(`${data.length} base64 characters cannot be whole bytes (base64 comes in groups of 4; a last group of 1 has a character too many or too few)`)
+  }
+  if (data.length < bare.length && bare.length % 4 !== 0) throw invalidBase64('its = padding does not complete the last group of 4 characters')
+  return Buffer.from(data, 'base64')
 }
 
 /** The image of `image_base64`: decoded, not empty (as an empty upload), and at most `maxBytes` (else payload_too_large). */

@@ -85,7 +85,10 @@ export const ModerateJsonRequest = Type.Object(
     image_base64: Type.Optional(
       Type.Union([Type.String({minLength: 1, pattern: BASE64_PATTERN, contentEncoding: 'base64', title: BASE64_EXPECTED}), Type.Null()], {
         description:
-          'The image bytes in standard base64 (padding optional, line breaks allowed), or a `data:…;base64,` URI.',
+          'The image bytes in standard base64 (`+` and `/`; base64url is refused), or a `data:…;base64,` URI. ' +
+          'Whitespace and line breaks are allowed anywhere. Padding is optional, but the length must be one base64 ' +
+          'has: a last group of one character (an impossible length), or `=` padding that does not complete the last ' +
+          'group of 4, is 400 `bad_request`.',
       }),
     ),
     url: Type.Optional(

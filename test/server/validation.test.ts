@@ -7,7 +7,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import type {VideoOptions} from '../../src/lib/engine.js'
-import {call, errorOf, fakeEngine, form, postJson, start, tempDir, testSettings, type Running} from './harness.js'
+import {call, errorOf, fakeEngine, form, postJson, solidPng, start, tempDir, testSettings, type Running} from './harness.js'
 
 const dir = tempDir('mod-server-validation-')
 let seen: Omit<VideoOptions, 'signal' | 'source'> | undefined
@@ -89,6 +89,32 @@ test('the JSON body: a problem is reported by field, the "exactly one" rule as s
   for (const [body, message] of cases) {
     const r = await postJson(`${server.base}/v1/moderate/json`, body)
     assert.equal(r.body, {error: {code: 'bad_request', message}}, JSON.stringify(body))
+  }
+})
+
+test('image_base64 is checked strictly: an impossible length, padding that does not fit and base64url are 400 naming the field', async () => {
+  const png = (await solidPng(255, 0, 0)).toString('base64')
+  const length = (n: number) => `image_base64 is not valid: ${n} base64 characters cannot be whole bytes (base64 comes in groups of 4; a last group of 1 has a character too many or too few)`
+  const padding = 'image_base64 is not valid: its = padding does not complete the last group of 4 characters'
+  const cases: [string, string][] = [
+    ['A', length(1)],
+    [`${png}A`, length(png.length + 1)],
+    ['AAAAA', length(5)],
+    ['AAAA A\n', length(5)],
+    ['AA=', padding],
+    ['AAAA==', padding],
+    ['AAA==', padding],
+    ['==', padding],
+    ['AA-_', `image_base64 is not valid: expected ${BASE64}`],
+  ]
+  for (const [image_base64, message] of cases) {
+    const r = await postJson(`${server.base}/v1/moderate/json`, {image_base64})
+    assert.equal([r.status, r.body], [400, {error: {code: 'bad_request', message}}], image_base64.slice(-8))
+  }
+  // What base64 can be: padded or not, wrapped in lines, in a data URI.
+  const wrapped = png.replace(/.{76}/g, '$&\r\n')
+  for (const image_base64 of [png, png.replace(/=+$/, ''), wrapped, `data:image/png;base64,${png}`, 'AA', 'AA==', 'AAA', 'AAA=']) {
+    assert.is((await postJson(`${server.base}/v1/moderate/json`, {image_base64})).status, 200, image_base64.slice(0, 8))
   }
 })
 
