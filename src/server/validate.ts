@@ -78,14 +78,22 @@ export function queryReader<Q extends TObject>(schema: Q): (search: URLSearchPar
   }
 }
 
-/** Checks the path parameters of a request against their declared string schemas. */
+/**
+ * A UUID in the one spelling ids are stored in, as randomUUID makes them: lower case, without the `urn:uuid:` prefix
+ * that the uuid format admits. UUIDs are case-insensitive (RFC 9562), so an id a client upper-cased is the same job.
+ */
+const canonicalUuid = (value: string): string => value.toLowerCase().replace(/^urn:uuid:/, '')
+
+/** Checks the path parameters of a request against their declared string schemas; UUIDs come out in their stored spelling. */
 export function pathReader(params: Record<string, {schema: TSchema}>): (values: Record<string, string>) => Record<string, string> {
   const checks = Object.entries(params).map(([name, {schema}]) => [name, schema, textAjv.compile(schema)] as const)
   return (values) => {
+    const read = {...values}
     for (const [name, schema, validate] of checks) {
       if (!validate(values[name])) throw invalidText(name, values[name] ?? '', schema as Schema)
+      if ((schema as Schema).format === 'uuid') read[name] = canonicalUuid(values[name])
     }
-    return values
+    return read
   }
 }
 

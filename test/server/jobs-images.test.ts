@@ -102,6 +102,9 @@ test('a manifest of 70 URLs runs in 3 chunks; every item has one line, in manife
   assert.equal(all.lines.map((l) => l.id), urls(70).map((u) => u.id))
   assert.equal(all.lines.map((l) => l.is_safe), urls(70).map((u) => !u.url.includes('/red/')), JSON.stringify(all.lines.filter((l) => l.error).slice(0, 3)))
   assert.is(all.lines[0].source, 'http://images.example/red/0.png')
+  // The id upper-cased is the same job (UUIDs are case-insensitive).
+  const upper = await fetch(`${server.base}/v1/jobs/${r.body.id.toUpperCase()}/results?offset=69`)
+  assert.equal([upper.status, JSON.parse(await upper.text()).index], [200, 69])
   // Resumed from an offset: the lines from there on.
   const rest = await results(r.body.id, 68)
   assert.equal(rest.lines.map((l) => l.index), [68, 69])

@@ -222,6 +222,19 @@ export function jobsSuite(name: string, target: () => JobsTarget) {
     }
   })
 
+  s('a job id is a UUID, case-insensitive: the id upper-cased (or as a urn:uuid: URN) reads and deletes the same job', async () => {
+    const t = target()
+    const r = await submit(t.holding.base, 'long.mp4', 'any bytes')
+    const id: string = r.body.id
+    for (const spelling of [id.toUpperCase(), `urn:uuid:${id.toUpperCase()}`]) {
+      const read = await call(`${t.holding.base}/v1/jobs/${spelling}`)
+      assert.equal([read.status, read.body.id], [200, id], spelling)
+    }
+    const deleted = await call(`${t.holding.base}/v1/jobs/${id.toUpperCase()}`, {method: 'DELETE'})
+    assert.equal([deleted.status, deleted.body.id], [200, id])
+    assert.is((await call(`${t.holding.base}/v1/jobs/${id}`)).status, 404)
+  })
+
   s("a video job's id on the results pages is 404 not_found saying it is a video job and where its result is", async () => {
     const t = target()
     const r = await submit(t.holding.base, 'long.mp4', 'any bytes')
