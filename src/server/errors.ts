@@ -307,10 +307,16 @@ export function notReady(message: string): HttpError {
   return httpError('not_ready', message)
 }
 
+/** Characters of a request's path that an answer repeats: enough to recognise it, where a path may be 16 KiB. */
+const ECHOED_PATH = 200
+
+/** The path as an error message repeats it: its first ECHOED_PATH characters, then an ellipsis. */
+const echoed = (path: string): string => (path.length > ECHOED_PATH ? `${path.slice(0, ECHOED_PATH)}…` : path)
+
 export function notFound(path: string): HttpError {
-  return httpError('not_found', `no such endpoint: ${path}`)
+  return httpError('not_found', `no such endpoint: ${echoed(path)}`)
 }
 
 export function methodNotAllowed(method: string, path: string, allowed: string[]): HttpError {
-  return httpError('method_not_allowed', `${method} is not allowed on ${path}; use ${allowed.join(' or ')}`, {Allow: allowed.join(', ')})
+  return httpError('method_not_allowed', `${method} is not allowed on ${echoed(path)}; use ${allowed.join(' or ')}`, {Allow: allowed.join(', ')})
 }

@@ -235,6 +235,18 @@ test('500 internal: an unexpected error answers a generic message, the stack goe
   }
 })
 
+test('a long path is repeated in a 404 or 405 message only as far as its first 200 characters, then an ellipsis', async () => {
+  const tail = 'x'.repeat(12_000)
+  const missing = await call(`${server.base}/v2/${tail}`)
+  assert.equal([missing.status, missing.body], [404, {error: {code: 'not_found', message: `no such endpoint: ${`/v2/${tail}`.slice(0, 200)}…`}}])
+  // /docs/ files are not in the document, so this one is read raw.
+  const wrong = await fetch(`${server.base}/docs/${tail}`, {method: 'POST'})
+  assert.equal([wrong.status, (await wrong.json()).error.message], [405, `POST is not allowed on ${`/docs/${tail}`.slice(0, 200)}…; use GET or HEAD`])
+  // A path of exactly 200 characters is repeated whole.
+  const exact = `/v2/${'y'.repeat(196)}`
+  assert.is((await call(`${server.base}${exact}`)).body.error.message, `no such endpoint: ${exact}`)
+})
+
 test('404 not_found for an unknown path and 405 method_not_allowed with Allow for a known one', async () => {
   const missing = await fetch(`${server.base}/v2/moderate`)
   assert.is(missing.status, 404)
