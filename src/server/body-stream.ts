@@ -13,12 +13,23 @@ export interface BodyLimits extends Pace {
   /** The whole body: a declared Content-Length over it is payload_too_large before anything is read. */
   maxBytes: number
   /**
+   * What `maxBytes` is, in the setting's terms, for the refusal: the body limit is the setting's value plus room
+   * for the form or the encoding, which alone would name neither (e.g. "the most a video of at most 20 KiB
+   * (MOD_MAX_VIDEO_BYTES) takes in a multipart form").
+   */
+  room: string
+  /**
    * Where a body kept in memory counts its bytes as held before they are buffered: the declared Content-Length at
    * once (Node delivers no more than that), else chunk by chunk. Absent for a body written to disk.
    */
   hold?: Hold
   /** The request's upload place, told how the body arrives; it may stop the body to give the place to another client. */
   place?: Place
+}
+
+/** A body over its limit, named with the setting it comes from. */
+export function bodyTooLarge(limits: Pick<BodyLimits, 'maxBytes' | 'room'>): ModError {
+  return new ModError('payload_too_large', `the request body is larger than ${formatSize(limits.maxBytes)}, ${limits.room}`)
 }
 
 /**
@@ -33,9 +44,7 @@ export interface BodyLimits extends Pace {
 export function bodyStream(req: IncomingMessage, limits: BodyLimits): BodyStream {
   const {hold, place} = limits
   const declared = Number(req.headers['content-length'])
-  if (declared > limits.maxBytes) {
-    throw new ModError('payload_too_large', `the request body is larger than ${formatSize(limits.maxBytes)}`)
-  }
+  if (declared > limits.maxBytes) throw bodyTooLarge(limits)
   const known = Number.isSafeInteger(declared)
   if (hold && known) hold.take(declared)
   const reading = place?.read((e) => fail(e))

@@ -3,14 +3,17 @@ import type {IncomingMessage} from 'node:http'
 import {emptyFileError, ModError} from '../lib/errors.js'
 import {readCapped} from '../lib/input/read-capped.js'
 import {formatSize} from '../lib/sizes.js'
-import {bodyStream, type BodyLimits} from './body-stream.js'
+import {bodyStream, bodyTooLarge, type BodyLimits} from './body-stream.js'
 
 /**
  * The largest JSON body worth reading for images of `maxBytes`: their base64 text, plus 10% for line
  * breaks and escaped slashes that some encoders add, plus room for a data-URI prefix and the keys.
  */
-export function jsonBodyLimit(maxBytes: number): number {
-  return Math.ceil(Math.ceil(maxBytes / 3) * 4 * 1.1) + 64 * 1024
+export function jsonBodyLimit(maxBytes: number): {maxBytes: number; room: string} {
+  return {
+    maxBytes: Math.ceil(Math.ceil(maxBytes / 3) * 4 * 1.1) + 64 * 1024,
+    room: `the most a JSON body needs for an image of at most ${formatSize(maxBytes)} (MOD_MAX_BYTES) in base64`,
+  }
 }
 
 export function isJson(req: IncomingMessage): boolean {
@@ -24,7 +27,7 @@ export function isJson(req: IncomingMessage): boolean {
  * `idleMs` is request_timeout. Its bytes are counted in `hold` before they are buffered.
  */
 export async function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Buffer> {
-  return readCapped(bodyStream(req, limits), limits.maxBytes, 'the request body')
+  return readCapped(bodyStream(req, limits), limits.maxBytes, 'the request body', () => bodyTooLarge(limits))
 }
 
 const DATA_URI = /^data:[^,]*?;base64,/i

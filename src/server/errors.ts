@@ -106,8 +106,9 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
       `an image over ${formatSizeExact(l.maxBytes)} or ${grouped(l.maxPixels)} decoded pixels (a share of that for ` +
       'formats that cost more to decode: a third for GIF, a quarter for WebP, progressive JPEG and interlaced ' +
       `PNG, a sixth for AVIF, an eighth for CMYK JPEG) or with a side over ${grouped(MAX_SIDE)} px, batch files over ` +
-      `${formatSizeExact(l.maxBatchBytes)} together, a request body over the upload limit (its Content-Length is ` +
-      `checked before reading), a video over ${formatSizeExact(l.maxVideoBytes)}, or the uploads of one image job over ` +
+      `${formatSizeExact(l.maxBatchBytes)} together, a request body over the upload limit (the setting that bounds ` +
+      'its files, plus room for the multipart form or for base64; its Content-Length is checked before reading, and ' +
+      `the message names the setting), a video over ${formatSizeExact(l.maxVideoBytes)}, or the uploads of one image job over ` +
       `\`MOD_MAX_JOB_BYTES\``,
     example: 'the image is larger than 25 MiB (MOD_MAX_BYTES)',
   },

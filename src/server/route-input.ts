@@ -79,7 +79,7 @@ export function inputOf(route: AnyRoute): (ctx: RouteContext, req: Request) => I
     const params = readParams()((req as Request & {params?: Record<string, string>}).params ?? {})
     const query = readQuery()(new URL(req.url ?? '/', 'http://localhost').searchParams)
     const {limits} = ctx.settings
-    const body = readJson ? (upload?: Upload) => readJson()(req, {maxBytes: jsonBodyLimit(limits.maxBytes), ...paceOf(limits), hold: upload, place: upload}) : noBody
+    const body = readJson ? (upload?: Upload) => readJson()(req, {...jsonBodyLimit(limits.maxBytes), ...paceOf(limits), hold: upload, place: upload}) : noBody
     return {query, params, body, multipart: route.upload !== undefined && isMultipart(req)}
   }
 }

@@ -57,6 +57,9 @@ const FIELD_LIMITS = {maxFields: 32, maxFieldsSize: 64 * 1024}
 /** A multipart body may carry this much besides its files: the form fields, part headers and boundaries. */
 const FORM_ROOM = FIELD_LIMITS.maxFieldsSize + 64 * 1024
 
+/** What a multipart body's limit is: room for `files` (the setting that bounds them named) and the form around them. */
+const inForm = (files: string): string => `the most ${files} can take in a multipart form`
+
 export function isMultipart(req: IncomingMessage): boolean {
   return /^multipart\/form-data\s*(;|$)/i.test(req.headers['content-type'] ?? '')
 }
@@ -70,7 +73,13 @@ export function isMultipart(req: IncomingMessage): boolean {
  */
 export async function receiveImages(req: IncomingMessage, limits: ImageUploadLimits): Promise<UploadedImage[]> {
   const maxTotal = Math.min(limits.maxTotalBytes ?? Number.POSITIVE_INFINITY, limits.maxFiles * limits.maxBytes)
-  const body = bodyStream(req, {idleMs: limits.idleMs, minRate: limits.minRate, maxBytes: maxTotal + FORM_ROOM, hold: limits.hold, place: limits.place})
+  const files =
+    limits.maxFiles === 1
+      ? `an image of at most ${formatSize(limits.maxBytes)} (MOD_MAX_BYTES)`
+      : maxTotal === limits.maxTotalBytes
+        ? `files of at most ${formatSize(maxTotal)} together (MOD_MAX_BATCH_BYTES)`
+        : `${limits.maxFiles} files of at most ${formatSize(limits.maxBytes)} each (MOD_MAX_BATCH, MOD_MAX_BYTES)`
+  const body = bodyStream(req, {idleMs: limits.idleMs, minRate: limits.minRate, maxBytes: maxTotal + FORM_ROOM, room: inForm(files), hold: limits.hold, place: limits.place})
   const total = byteCap(maxTotal, 'the files', () => new ModError('payload_too_large', `the files are larger than ${formatSize(maxTotal)} together (MOD_MAX_BATCH_BYTES)`))
   const received: Received[] = []
   const unexpected = new Set<string>()
@@ -126,7 +135,8 @@ export async function receiveVideo(req: IncomingMessage, limits: VideoUploadLimi
   form.on('fileBegin', (_name, file) => {
     filename = file.originalFilename || limits.field
   })
-  const body = bodyStream(req, {idleMs: limits.idleMs, minRate: limits.minRate, maxBytes: limits.maxBytes + FORM_ROOM, place: limits.place})
+  const room = inForm(`a video of at most ${formatSize(limits.maxBytes)} (MOD_MAX_VIDEO_BYTES)`)
+  const body = bodyStream(req, {idleMs: limits.idleMs, minRate: limits.minRate, maxBytes: limits.maxBytes + FORM_ROOM, room, place: limits.place})
   const [fields, files] = await parse(form, body, {field: limits.field, maxFiles: 1})
   if (failed) throw failed
   const file = files[limits.field]?.[0]
@@ -182,7 +192,8 @@ export async function receiveFiles(req: IncomingMessage, limits: FilesUploadLimi
   form.on('fileBegin', (_name, file) => {
     names.push(file.originalFilename || limits.field)
   })
-  const body = bodyStream(req, {idleMs: limits.idleMs, minRate: limits.minRate, maxBytes: limits.maxTotalBytes + FORM_ROOM + limits.maxFiles * 512, place: limits.place})
+  const room = inForm(`files of at most ${formatSize(limits.maxTotalBytes)} together (MOD_MAX_JOB_BYTES)`)
+  const body = bodyStream(req, {idleMs: limits.idleMs, minRate: limits.minRate, maxBytes: limits.maxTotalBytes + FORM_ROOM + limits.maxFiles * 512, room, place: limits.place})
   const [fields] = await parse(form, body, {field: limits.field, maxFiles: limits.maxFiles})
   if (failed) throw failed
   checkFields(limits.field, unexpected, names.length, fields)

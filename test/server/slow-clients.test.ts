@@ -198,7 +198,7 @@ test('a body asked for after its client went away fails at once (its upload plac
     })
   })
   const req = await gone
-  const error = await readBody(req, {maxBytes: 1000, idleMs: 60_000, minRate: 1}).catch((e: Error & {code: string}) => e)
+  const error = await readBody(req, {maxBytes: 1000, room: 'the test limit', idleMs: 60_000, minRate: 1}).catch((e: Error & {code: string}) => e)
   assert.equal([(error as {code: string}).code, (error as Error).message], ['bad_request', 'the request was cancelled by the client'])
 })
 
@@ -207,7 +207,7 @@ test('time the server holds the body back (its reader is behind) does not count 
   const received = new Promise<number | string>((resolve) => {
     const server = createServer((req) => {
       // A 1 MB/s minimum: the bytes that fit in the stream's buffers are due long before the reader starts.
-      const body = bodyStream(req, {idleMs: 100, minRate: 1_000_000, maxBytes: size})
+      const body = bodyStream(req, {idleMs: 100, minRate: 1_000_000, maxBytes: size, room: 'the test limit'})
       let total = 0
       body.on('error', (e) => resolve(e.message))
       setTimeout(() => {
