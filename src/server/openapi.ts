@@ -167,6 +167,12 @@ const ERROR_HEADERS: Record<keyof NonNullable<HttpErrorRow['headers']>, Header> 
   },
 }
 
+/** How a number must be written in a query (validate.ts refuses the forms JavaScript's Number() reads besides). */
+const NUMBER_FORMS: Record<string, string> = {
+  integer: ' Digits only (no sign, exponent, hexadecimal or spaces).',
+  number: ' Plain decimal (`2`, `0.5`; no exponent, hexadecimal, sign or spaces).',
+}
+
 /** The codes a batch entry or an image job's line can carry: the engine's item codes as a client sees them. */
 const itemCodes = [...new Set(ITEM_ERROR_CODES.map(clientCode))]
 
@@ -230,7 +236,8 @@ function operation(op: Declared, facts: ServerFacts): Operation {
     const required = new Set(op.query.required ?? [])
     for (const [name, schema] of Object.entries(op.query.properties as Record<string, Schema>)) {
       const {description, ...rest} = withRefs(schema)
-      parameters.push({name, in: 'query', description: String(description), ...(required.has(name) ? {required: true} : {}), schema: rest})
+      const text = `${String(description)}${NUMBER_FORMS[String(rest.type)] ?? ''}`
+      parameters.push({name, in: 'query', description: text, ...(required.has(name) ? {required: true} : {}), schema: rest})
     }
   }
   if (parameters.length > 0) result.parameters = parameters

@@ -53,8 +53,19 @@ const invalidText = (name: string, text: string, schema: Schema): ModError =>
   new ModError('bad_request', `${name}=${JSON.stringify(text)} is not valid: expected ${expected(schema)}`)
 
 /**
+ * The text of a number as a query may give it: plain decimal without a sign, digits only for an integer. What ajv
+ * coerces besides (JavaScript's Number(): `0x1`, `1e0`, `+1`, ` 1`, `Infinity`) is refused, as is an integer past
+ * 2^53 that Number() would round to another one.
+ */
+function plainNumber(text: string, type: unknown): boolean {
+  if (type === 'integer') return /^[0-9]+$/.test(text) && Number.isSafeInteger(Number(text))
+  return type !== 'number' || /^[0-9]+(?:\.[0-9]+)?$/.test(text)
+}
+
+/**
  * Reads the declared parameters of a query string into typed values. Parameters the schema does not declare are
- * ignored; a declared one given twice is refused (which of its values was meant cannot be known).
+ * ignored; a declared one given twice is refused (which of its values was meant cannot be known), and so is a
+ * number not in plain decimal.
  */
 export function queryReader<Q extends TObject>(schema: Q): (search: URLSearchParams) => QueryValues<Q> {
   const properties = schema.properties as Record<string, Schema>
@@ -66,14 +77,14 @@ export function queryReader<Q extends TObject>(schema: Q): (search: URLSearchPar
       if (!(name in properties)) continue
       if (name in raw) throw new ModError('bad_request', `the query gives ${name} more than once; give it once`)
       raw[name] = text
-      values[name] = properties[name].type === 'boolean' ? (BOOLEAN_TEXT[text] ?? text) : text
+      const {type} = properties[name]
+      if (!plainNumber(text, type)) throw invalidText(name, text, properties[name])
+      values[name] = type === 'boolean' ? (BOOLEAN_TEXT[text] ?? text) : text
     }
-    const valid = validate(values)
-    // ajv coerces "Infinity" to a number and then skips the range keywords, which only apply to finite ones.
-    const bad = valid
-      ? Object.keys(raw).find((name) => typeof values[name] === 'number' && !Number.isFinite(values[name]))
-      : (validate.errors?.[0]?.instancePath.slice(1) ?? '')
-    if (bad !== undefined) throw invalidText(bad, raw[bad], properties[bad] ?? {})
+    if (!validate(values)) {
+      const bad = validate.errors?.[0]?.instancePath.slice(1) ?? ''
+      throw invalidText(bad, raw[bad], properties[bad] ?? {})
+    }
     return values as QueryValues<Q>
   }
 }

@@ -105,6 +105,12 @@ test('a manifest of 70 URLs runs in 3 chunks; every item has one line, in manife
   // The id upper-cased is the same job (UUIDs are case-insensitive).
   const upper = await fetch(`${server.base}/v1/jobs/${r.body.id.toUpperCase()}/results?offset=69`)
   assert.equal([upper.status, JSON.parse(await upper.text()).index], [200, 69])
+  // offset is digits only, within safe integers: other forms Number() reads are 400 naming it.
+  for (const offset of ['0x1', '1e0', '+1', '%201', '9007199254740993']) {
+    const bad = await call(`${server.base}/v1/jobs/${r.body.id}/results?offset=${offset}`)
+    assert.equal([bad.status, bad.body.error.code], [400, 'bad_request'], offset)
+    assert.match(bad.body.error.message, /^offset=".*" is not valid: expected a whole number of at least 0$/, offset)
+  }
   // Resumed from an offset: the lines from there on.
   const rest = await results(r.body.id, 68)
   assert.equal(rest.lines.map((l) => l.index), [68, 69])

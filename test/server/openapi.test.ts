@@ -225,6 +225,12 @@ test('the video query parameters carry their bounds and defaults', () => {
   )
 })
 
+test('offset of the results pages is optional, defaulting to 0, and says numbers are digits only', () => {
+  const offset = (doc.paths['/v1/jobs/{id}/results']?.get?.parameters ?? []).find((p) => p.name === 'offset')!
+  assert.equal([offset.name, offset.required ?? false, offset.schema], ['offset', false, {type: 'integer', minimum: 0, default: 0}])
+  assert.match(offset.description ?? '', 'Digits only')
+})
+
 test('the job id in the path is declared as a UUID, and the job query as the video query plus an absolute callback URL', () => {
   for (const method of ['get', 'delete'] as const) {
     const params = doc.paths['/v1/jobs/{id}']?.[method]?.parameters ?? []

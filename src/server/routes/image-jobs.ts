@@ -141,7 +141,9 @@ function drained(res: ServerResponse): Promise<void> {
 }
 
 const ResultsQuery = Type.Object({
-  offset: Type.Integer({minimum: 0, default: 0, description: 'The first line to send: the index of the first item wanted (lines already read are skipped).'}),
+  offset: Type.Optional(
+    Type.Integer({minimum: 0, default: 0, description: 'The first line to send: the index of the first item wanted (lines already read are skipped).'}),
+  ),
 })
 
 export const imageJobResultsRoute = declareRoute({
