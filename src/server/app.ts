@@ -24,6 +24,7 @@ import {createPathTable, type PathTable} from './paths.js'
 import {createGate, type Gate} from './queue.js'
 import {BrokenAnswer, sendError, type Broken} from './reply.js'
 import {errorsOf, type AnyRoute} from './route.js'
+import {originForm} from './request-target.js'
 import {ROUTES} from './routes/index.js'
 import {processUploadDir, uploadsRoot} from './upload-dirs.js'
 
@@ -132,6 +133,7 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   server.on('clientError', answerClientError)
   const inFlight = answersInFlight()
   server.on('request', (req, res: ServerResponse) => {
+    req.url = originForm(req.url ?? '/')
     watchAccess(req, res, {corsOrigins: settings.corsOrigins, metrics, paths, logger: options.logger})
     inFlight.track(res)
     app.handler(req as Parameters<Polka['handler']>[0], res)

@@ -1,6 +1,7 @@
 // HTTP details a client or a browser relies on: WWW-Authenticate on 401, CORS only when MOD_CORS_ORIGINS
 // allows the origin (preflights answered without the key) with Vary: Origin wherever that depends on the Origin,
 // OPTIONS otherwise like any undeclared method.
+import {connect} from 'node:net'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -104,6 +105,33 @@ test('with `*`: every answer carries `*` and the exposed headers whatever the Or
       JSON.stringify(headers),
     )
   }
+})
+
+/** Sends `head` (a request line and headers) on a socket as written, and reads the answer until the server closes. */
+function exchange(base: string, head: string): Promise<{status: number; text: string}> {
+  const {port} = new URL(base)
+  return new Promise((resolve, reject) => {
+    let got = ''
+    const socket = connect(Number(port), '127.0.0.1', () => socket.write(`${head}Connection: close\r\n\r\n`))
+    socket.on('data', (d) => (got += d.toString()))
+    socket.on('end', () => resolve({status: Number(/^HTTP\/1\.1 (\d+)/.exec(got)?.[1]), text: got}))
+    socket.on('error', reject)
+  })
+}
+
+test('a request target in absolute form (RFC 9112 §3.2.2) is routed by its path and query', async () => {
+  const {host} = new URL(closed.base)
+  const health = await exchange(closed.base, `GET http://${host}/health HTTP/1.1\r\nHost: ${host}\r\n`)
+  assert.is(health.status, 200, health.text)
+  // Another authority in the target than in Host: the target's is the one that counts, and the path is what routes.
+  const keyed = await exchange(closed.base, `GET HTTP://elsewhere.example:8000/v1/categories?x=1 HTTP/1.1\r\nHost: ${host}\r\nX-API-Key: ${KEY}\r\n`)
+  assert.is(keyed.status, 200, keyed.text)
+  assert.is((await exchange(closed.base, `GET http://${host}/v1/categories HTTP/1.1\r\nHost: ${host}\r\n`)).status, 401)
+  const missing = await exchange(closed.base, `GET http://${host}/nowhere HTTP/1.1\r\nHost: ${host}\r\nX-API-Key: ${KEY}\r\n`)
+  assert.is(missing.status, 404)
+  assert.match(missing.text, '"message":"no such endpoint: /nowhere"')
+  // No path after the authority is /, which is no endpoint.
+  assert.match((await exchange(closed.base, `GET http://${host}?a=1 HTTP/1.1\r\nHost: ${host}\r\nX-API-Key: ${KEY}\r\n`)).text, '"no such endpoint: /"')
 })
 
 test('MOD_CORS_ORIGINS is read and checked', () => {
