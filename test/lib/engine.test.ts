@@ -62,34 +62,33 @@ test('trim_borders (default) crops uniform padding before scoring; trim_borders:
   }
 })
 
-test('an animated GIF is scored on its frames and each label keeps its maximum', async () => {
-  const frames = [[0, 0, 255], [0, 0, 255], [255, 0, 0], [0, 0, 255]]
-  const raw = Buffer.concat(frames.map(([r, g, b]) => Buffer.alloc(32 * 32 * 3).map((_, i) => [r, g, b][i % 3])))
-  const gif = await sharp(raw, {raw: {width: 32, height: 32 * frames.length, channels: 3, pageHeight: 32}})
-    .gif({delay: [100, 100, 100, 100], loop: 0})
-    .toBuffer()
+/** 32x32 frames of solid colours, stacked as libvips writes an animation or a multi-page file. */
+function stacked(colours: number[][]): sharp.Sharp {
+  const raw = Buffer.concat(colours.map(([r, g, b]) => Buffer.alloc(32 * 32 * 3).map((_, i) => [r, g, b][i % 3])))
+  return sharp(raw, {raw: {width: 32, height: 32 * colours.length, channels: 3, pageHeight: 32}})
+}
+
+/** A file whose only red frame or page must make it a redness violation. */
+async function assertRedSomewhere(file: Buffer, name: string): Promise<void> {
   const e = engine()
   try {
-    const r = await e.moderateImage(gif, 'anim.gif')
+    const r = await e.moderateImage(file, name)
     assert.equal(r.violations.map((v) => v.name), ['redness'])
     assert.ok(score(r, 'redness') > 0.99)
   } finally {
     await e.close()
   }
+}
+
+test('an animated GIF is scored on its frames and each label keeps its maximum', async () => {
+  const gif = await stacked([[0, 0, 255], [0, 0, 255], [255, 0, 0], [0, 0, 255]])
+    .gif({delay: [100, 100, 100, 100], loop: 0})
+    .toBuffer()
+  await assertRedSomewhere(gif, 'anim.gif')
 })
 
 test('a multi-page TIFF is scored on its pages: a harmless first page does not hide the second', async () => {
-  const pages = [[0, 0, 255], [255, 0, 0]]
-  const raw = Buffer.concat(pages.map(([r, g, b]) => Buffer.alloc(32 * 32 * 3).map((_, i) => [r, g, b][i % 3])))
-  const tiff = await sharp(raw, {raw: {width: 32, height: 32 * pages.length, channels: 3, pageHeight: 32}}).tiff().toBuffer()
-  const e = engine()
-  try {
-    const r = await e.moderateImage(tiff, 'pages.tif')
-    assert.equal(r.violations.map((v) => v.name), ['redness'])
-    assert.ok(score(r, 'redness') > 0.99)
-  } finally {
-    await e.close()
-  }
+  await assertRedSomewhere(await stacked([[0, 0, 255], [255, 0, 0]]).tiff().toBuffer(), 'pages.tif')
 })
 
 test('moderateMany keeps input order across batches and reports unreadable inputs as entries', async () => {
