@@ -1,7 +1,7 @@
 import {writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
-import sharp from 'sharp'
+import sharp, {type Sharp} from 'sharp'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
@@ -63,7 +63,7 @@ test('trim_borders (default) crops uniform padding before scoring; trim_borders:
 })
 
 /** 32x32 frames of solid colours, stacked as libvips writes an animation or a multi-page file. */
-function stacked(colours: number[][]): sharp.Sharp {
+function stacked(colours: number[][]): Sharp {
   const raw = Buffer.concat(colours.map(([r, g, b]) => Buffer.alloc(32 * 32 * 3).map((_, i) => [r, g, b][i % 3])))
   return sharp(raw, {raw: {width: 32, height: 32 * colours.length, channels: 3, pageHeight: 32}})
 }
