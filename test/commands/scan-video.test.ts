@@ -108,6 +108,14 @@ test('a truncated MP4 and a text file are unsupported_media, exit 2', async () =
   }
 })
 
+test('an image of a format that is refused (SVG) says so, not that it is no video', async () => {
+  const svg = join(dir.path, 'drawing.svg')
+  writeFileSync(svg, '<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><rect width="8" height="8"/></svg>')
+  const r = await runInProcess(['scan-video', svg, '--config', policy], {env})
+  assert.is(r.code, 2)
+  assert.is(r.stderr, 'mod: unsupported_media: SVG images are not supported; send JPEG, PNG, WebP, GIF, AVIF or TIFF\n')
+})
+
 test('a text file named .txt is not rendered as video: unsupported_media', async () => {
   const text = join(dir.path, 'notes.txt')
   writeFileSync(text, 'plain words\n'.repeat(200))
