@@ -18,6 +18,16 @@ test('an unknown flag is one usage line and exit 2, without help text or a stack
   assert.is(r.stdout, '')
 })
 
+test('-v and --version print the version, as mod version does', async () => {
+  const version = await runCli(['version'])
+  for (const flag of ['-v', '--version']) {
+    const r = await runCli([flag])
+    assert.is(r.code, 0, flag)
+    assert.is(r.stdout, version.stdout, flag)
+    assert.match(r.stdout, /^@mod-moderation\/cli\/\d+\.\d+\.\d+ /)
+  }
+})
+
 test('stdin given twice as a path is a usage error: it holds one image', async () => {
   const r = await runInProcess(['scan', '-', '-'])
   assert.is(r.code, 2)
