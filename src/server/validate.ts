@@ -4,6 +4,7 @@ import type {ErrorObject, ValidateFunction} from 'ajv/dist/2020.js'
 import type {Static, TObject, TSchema} from '../lib/typebox.js'
 
 import {ModError} from '../lib/errors.js'
+import {plural} from '../lib/plural.js'
 import {createAjv} from './ajv.js'
 import {readBody} from './body.js'
 import type {BodyLimits} from './body-stream.js'
@@ -27,7 +28,7 @@ export type QueryValues<Q extends TObject> = Required<Static<Q>>
 /** Query text for a boolean beside what ajv coerces (`true`, `false`). */
 const BOOLEAN_TEXT: Record<string, boolean> = {true: true, false: false, 1: true, 0: false}
 
-/** What a value of `schema` looks like, for a person: its `title` when it has one (a string of some form). */
+/** What a value of `schema` looks like, for a person: its `title` when it has one (a string of some form, a list's size). */
 function expected(schema: Schema): string {
   const {type, minimum, maximum, title} = schema
   if (typeof title === 'string') return title
@@ -108,31 +109,66 @@ export function pathReader(params: Record<string, {schema: TSchema}>): (values: 
   }
 }
 
-/**
- * One field's problem, for a person: an empty string or a value not of its form when its type is one it may have
- * (the other branches of a union then report a type error too), else the types it may have.
- */
-function fieldProblem(name: string, errors: ErrorObject[]): string {
-  const other = errors.find((e) => e.keyword !== 'type')
-  if (other?.keyword === 'minLength' && other.params.limit === 1) return `${name} is an empty string`
-  if (other) return `${name} is not valid: expected ${expected((other.parentSchema ?? {}) as Schema)}`
-  const types = errors.map((e) => KINDS[String(e.params.type)] ?? String(e.params.type))
-  return `${name} must be ${types.join(' or ')}`
+/** Where a JSON pointer leads, written as a person writes it: `items[0].url`. */
+function pathOf(pointer: string): string {
+  let path = ''
+  for (const key of pointer.split('/').slice(1).map((k) => k.replaceAll('~1', '/').replaceAll('~0', '~'))) {
+    path += /^(?:0|[1-9][0-9]*)$/.test(key) ? `[${key}]` : path === '' ? key : `.${key}`
+  }
+  return path
+}
+
+/** A field name as the body gave it, quoted and cut: an unknown key may be as long as the body. */
+const quoted = (name: string): string => JSON.stringify(name.length > 64 ? `${name.slice(0, 64)}…` : name)
+
+/** One problem of the value at `path` (`''`: the body), for a person, in the words of the rule it breaks. */
+function problem(path: string, error: ErrorObject): string {
+  const name = path === '' ? 'the body' : path
+  const parent = (error.parentSchema ?? {}) as Schema
+  const {limit} = error.params as {limit: number}
+  switch (error.keyword) {
+    case 'required': {
+      const missing = String(error.params.missingProperty)
+      return `${path === '' ? missing : `${path}.${missing}`} is missing`
+    }
+    case 'additionalProperties': {
+      const known = Object.keys((parent.properties ?? {}) as Schema)
+      return `${name} has an unknown field ${quoted(String(error.params.additionalProperty))}; its fields are ${known.join(', ')}`
+    }
+    case 'minItems':
+    case 'maxItems': {
+      const count = (error.data as unknown[]).length
+      const wanted = typeof parent.title === 'string' ? parent.title : error.keyword === 'minItems' ? `at least ${plural(limit, 'item')}` : `at most ${plural(limit, 'item')}`
+      return `${name} ${count === 0 ? 'is an empty list' : `has ${plural(count, 'item')}`}: send ${wanted}`
+    }
+    case 'maxLength':
+      return `${name} is too long: at most ${plural(limit, 'character')}`
+    case 'minLength':
+      return limit === 1 ? `${name} is an empty string` : `${name} is too short: at least ${plural(limit, 'character')}`
+    default:
+      return `${name} is not valid: expected ${expected(parent)}`
+  }
 }
 
 /**
- * The one error to report: a field's own problem first (a wrong type, an empty string, a value not of its form),
- * then a broken "exactly one of" rule, then anything about the body as a whole.
+ * One field's problem: a rule of its form when its type is one it may have (the other branches of a union then
+ * report a type error too), else the types it may have.
+ */
+function fieldProblem(path: string, errors: ErrorObject[]): string {
+  const other = errors.find((e) => e.keyword !== 'type')
+  if (other) return problem(path, other)
+  const types = errors.map((e) => KINDS[String(e.params.type)] ?? String(e.params.type))
+  return `${path === '' ? 'the body' : path} must be ${types.join(' or ')}`
+}
+
+/**
+ * The one error to report: a field's own problem first (a wrong type, a missing or unknown field, a value not of its
+ * form), then a broken "exactly one of" rule, then anything about the body as a whole.
  */
 function bodyProblem(errors: ErrorObject[]): string {
   const outsideOneOf = errors.filter((e) => !e.schemaPath.startsWith('#/oneOf') && e.keyword !== 'anyOf')
-  const field = outsideOneOf.find((e) => e.instancePath !== '')
-  if (field) {
-    const name = field.instancePath.slice(1).replaceAll('/', '.')
-    return fieldProblem(name, outsideOneOf.filter((e) => e.instancePath === field.instancePath))
-  }
-  const whole = outsideOneOf[0]
-  if (whole) return whole.keyword === 'type' ? fieldProblem('the body', [whole]) : 'the body is not valid'
+  const first = outsideOneOf.find((e) => e.instancePath !== '') ?? outsideOneOf[0]
+  if (first) return fieldProblem(pathOf(first.instancePath), outsideOneOf.filter((e) => e.instancePath === first.instancePath))
   const oneOf = errors.find((e) => e.keyword === 'oneOf')
   if (oneOf) {
     const names = (oneOf.schema as Schema[]).flatMap((branch) => (branch.required as string[] | undefined) ?? [])

@@ -101,6 +101,26 @@ test('the JSON body: a problem is reported by field, the "exactly one" rule as s
   }
 })
 
+test('a job manifest: the first problem is named by its path, in the words of the rule it breaks', async () => {
+  const url = 'https://example.com/a.jpg'
+  const cases: [unknown, string][] = [
+    [{}, 'items is missing'],
+    [{items: []}, 'items is an empty list: send from 1 to MOD_MAX_JOB_ITEMS items'],
+    [{items: 'a'}, 'items must be a list'],
+    [{items: [{id: 'a'}]}, 'items[0].url is missing'],
+    [{items: [{url}, {url, x: 1}]}, 'items[1] has an unknown field "x"; its fields are url, id'],
+    [{items: [{url, id: 'a'.repeat(5000)}]}, 'items[0].id is too long: at most 256 characters'],
+    [{items: [{url: 5}]}, 'items[0].url must be a string'],
+    [{items: [{url: ''}]}, 'items[0].url is an empty string'],
+    [{items: [{url}], callback: 'x'}, 'the body has an unknown field "callback"; its fields are items'],
+    [{items: [{url}], ['k'.repeat(100)]: 1}, `the body has an unknown field "${'k'.repeat(64)}…"; its fields are items`],
+  ]
+  for (const [body, message] of cases) {
+    const r = await postJson(`${server.base}/v1/jobs/images`, body)
+    assert.equal([r.status, r.body], [400, {error: {code: 'bad_request', message}}], JSON.stringify(body).slice(0, 80))
+  }
+})
+
 test('image_base64 is checked strictly: an impossible length, padding that does not fit and base64url are 400 naming the field', async () => {
   const png = (await solidPng(255, 0, 0)).toString('base64')
   const length = (n: number) => `image_base64 is not valid: ${n} base64 characters cannot be whole bytes (base64 comes in groups of 4; a last group of 1 has a character too many or too few)`

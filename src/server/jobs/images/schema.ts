@@ -20,7 +20,7 @@ export const ImageJobManifest = Type.Object(
         },
         closed,
       ),
-      {minItems: 1, description: 'The images, in the order their result lines come.'},
+      {minItems: 1, title: 'from 1 to MOD_MAX_JOB_ITEMS items', description: 'The images, in the order their result lines come.'},
     ),
   },
   {...closed, description: 'A manifest of image URLs.'},
