@@ -15,6 +15,39 @@ export interface AccessOptions {
   logger?: Logger
 }
 
+/** One answer as its access line and metric samples record it. */
+interface Answered {
+  /** The metric labels: the route pattern and a method it answers, or `other`. */
+  labels: {method: string; route: string}
+  /** Absent when Node could not read the request line. */
+  method?: string
+  path?: string
+  status: number
+  code: string | undefined
+  bytes: number
+  /** Absent when the request's start is unknown (Node could not parse it): no duration is logged or observed. */
+  seconds?: number
+  requestId: string
+  aborted: boolean
+}
+
+function record(o: Pick<AccessOptions, 'metrics' | 'logger'>, a: Answered): void {
+  o.metrics.request(a.labels.method, a.labels.route, a.status, a.seconds)
+  if (a.code !== undefined) o.metrics.error(a.code)
+  o.logger?.info(
+    {
+      ...(a.method === undefined ? {} : {method: a.method}),
+      ...(a.path === undefined ? {} : {path: a.path}),
+      status: a.status,
+      bytes: a.bytes,
+      ...(a.seconds === undefined ? {} : {duration_ms: Math.round(a.seconds * 10_000) / 10}),
+      request_id: a.requestId,
+      ...(a.aborted ? {aborted: true} : {}),
+    },
+    'request',
+  )
+}
+
 /**
  * What every request gets on arrival: its id (X-Request-Id, which error bodies repeat) and its CORS headers; once it
  * ends (answered or abandoned), its metric samples and its access line.
@@ -25,23 +58,35 @@ export function watchAccess(req: IncomingMessage, res: ServerResponse, o: Access
   res.setHeader('X-Request-Id', requestId)
   for (const [name, value] of Object.entries(corsHeaders(o.corsOrigins, req))) res.setHeader(name, value)
   res.on('close', () => {
-    const seconds = (performance.now() - started) / 1000
     const path = new URL(req.url ?? '/', 'http://localhost').pathname
-    const {method, route} = o.paths.labels(req.method, path)
-    o.metrics.request(method, route, res.statusCode, seconds)
-    const code = errorCodeOf(res)
-    if (code !== undefined) o.metrics.error(code)
-    o.logger?.info(
-      {
-        method: req.method,
-        path,
-        status: res.statusCode,
-        bytes: Number(res.getHeader('content-length') ?? 0),
-        duration_ms: Math.round(seconds * 10_000) / 10,
-        request_id: requestId,
-        ...(res.writableFinished ? {} : {aborted: true}),
-      },
-      'request',
-    )
+    record(o, {
+      labels: o.paths.labels(req.method, path),
+      method: req.method,
+      path,
+      status: res.statusCode,
+      code: errorCodeOf(res),
+      bytes: Number(res.getHeader('content-length') ?? 0),
+      seconds: (performance.now() - started) / 1000,
+      requestId,
+      aborted: !res.writableFinished,
+    })
   })
+}
+
+/** An error answer that Node's parser caused (client-error.ts): what is known of its request, never a header. */
+export interface ParserAnswer {
+  method?: string
+  path?: string
+  status: number
+  code: string
+  bytes: number
+  requestId: string
+}
+
+/**
+ * The access line and metric samples of an answer to a request Node could not parse: it reached no route, so its
+ * labels are `other`, and when it started is unknown.
+ */
+export function recordParserAnswer(o: Pick<AccessOptions, 'metrics' | 'logger'>, a: ParserAnswer): void {
+  record(o, {...a, labels: {method: 'other', route: 'other'}, aborted: false})
 }

@@ -1,11 +1,12 @@
 import {createServer, type IncomingMessage, type Server, type ServerResponse} from 'node:http'
+import type {Duplex} from 'node:stream'
 
 import polka, {type Polka} from 'polka'
 
 import type {ServerSettings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
 import {fetchImageUrl, type FetchImageOptions} from '../lib/fetch/url.js'
-import {watchAccess} from './access.js'
+import {recordParserAnswer, watchAccess} from './access.js'
 import {serverKeys} from './auth.js'
 import {answerClientError} from './client-error.js'
 import type {Request, RouteContext} from './context.js'
@@ -130,7 +131,7 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   mountDocumentation(app, paths, doc, broken)
 
   const server = createServer()
-  server.on('clientError', answerClientError)
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, (answer) => recordParserAnswer({metrics, logger: options.logger}, answer)))
   const inFlight = answersInFlight()
   server.on('request', (req, res: ServerResponse) => {
     req.url = originForm(req.url ?? '/')

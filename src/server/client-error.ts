@@ -2,7 +2,9 @@ import {randomUUID} from 'node:crypto'
 import {STATUS_CODES, type ServerResponse} from 'node:http'
 import type {Duplex} from 'node:stream'
 
+import type {ParserAnswer} from './access.js'
 import {HTTP_ERRORS, type HttpErrorCode} from './errors.js'
+import {originForm} from './request-target.js'
 
 /** Node's parser errors that it would answer itself (as plain text) → the code of our JSON answer. */
 const PARSER_ERRORS: Record<string, [HttpErrorCode, string]> = {
@@ -11,12 +13,32 @@ const PARSER_ERRORS: Record<string, [HttpErrorCode, string]> = {
   HPE_CHUNK_EXTENSIONS_OVERFLOW: ['payload_too_large', 'the chunk extensions of the request body are too large'],
 }
 
+/** A request line as the parser reads it; only the start of the bytes is looked at (a target may be 16 KiB). */
+const REQUEST_LINE = /^([A-Z]{1,20}) ([!-~]+) HTTP\/\d\.\d\r?\n/
+
+/**
+ * The method and path of a request whose head broke the parser, read from its request line when the bytes Node
+ * held when it failed begin with one (they may not: a head can arrive in several reads). Nothing else of the head
+ * is read: header values are not logged.
+ */
+function requestLineOf(err: NodeJS.ErrnoException & {rawPacket?: Buffer}): {method?: string; path?: string} {
+  const line = err.rawPacket && REQUEST_LINE.exec(err.rawPacket.subarray(0, 20 * 1024).toString('latin1'))
+  if (!line) return {}
+  try {
+    return {method: line[1], path: new URL(originForm(line[2]), 'http://localhost').pathname}
+  } catch {
+    return {method: line[1]}
+  }
+}
+
 /**
  * http.Server's `clientError`: a request Node could not parse gets the same JSON error body as any other error,
  * its request_id included (Node's own answer is plain text), then the connection is closed. Nothing is answered
- * when a response has started on the connection already, or the socket cannot be written.
+ * when a response has started on the connection already, or the socket cannot be written. An answer to a head that
+ * did not parse goes to `record` (its access line and metrics); a request that broke the parser in its body has
+ * them already, from the request's own watch (access.ts).
  */
-export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, record: (answer: ParserAnswer) => void): void {
   const pending = (socket as Duplex & {_httpMessage?: ServerResponse})._httpMessage
   if (!socket.writable || pending?.headersSent || err.code === 'ECONNRESET') {
     socket.destroy()
@@ -36,4 +58,5 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): v
       'Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n' +
       body,
   )
+  if (!pending) record({...requestLineOf(err), status, code, bytes: Buffer.byteLength(body), requestId})
 }

@@ -12,9 +12,10 @@ export interface ServerMetrics {
   registry: Registry
   /**
    * Counts an answered request. Its labels must come from closed sets (the route pattern, not the raw path; a known
-   * method or `other`): each new value is a new series.
+   * method or `other`): each new value is a new series. Without `seconds` (a request Node could not parse, whose
+   * start is unknown) only the counter is added to.
    */
-  request(method: string, route: string, status: number, seconds: number): void
+  request(method: string, route: string, status: number, seconds?: number): void
   /** Where the queue depth is read from at each scrape. */
   watchQueue(depth: () => number): void
   /** Hooks for the engine's batcher and model loading. */
@@ -99,7 +100,7 @@ function requestMetrics(registry: Registry): ServerMetrics['request'] {
   return (method, route, status, seconds) => {
     const labels = {method, route, status: String(status)}
     requests.inc(labels)
-    latency.observe(labels, seconds)
+    if (seconds !== undefined) latency.observe(labels, seconds)
   }
 }
 

@@ -2,6 +2,7 @@
 // bodies, and GET /metrics in Prometheus text (one process here; workers.test.ts sums a cluster).
 import {randomUUID} from 'node:crypto'
 import {readFileSync} from 'node:fs'
+import {connect} from 'node:net'
 import {Writable} from 'node:stream'
 import {join} from 'node:path'
 
@@ -182,6 +183,47 @@ test('GET /metrics counts verdicts (safe or unsafe, violations per category) and
     for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_heap_size_used_bytes', 'nodejs_eventloop_lag_seconds']) {
       assert.ok(Number(sample(name)) > 0 || sample(name) === '0', name)
     }
+  } finally {
+    await s.stop()
+  }
+})
+
+/** Sends `text` on a new connection and resolves with every byte answered until the server closes it. */
+function exchange(base: string, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let got = ''
+    const socket = connect(Number(new URL(base).port), '127.0.0.1', () => socket.write(text))
+    socket.on('data', (d) => (got += d.toString()))
+    socket.on('end', () => resolve(got))
+    socket.on('error', reject)
+  })
+}
+
+test('a request Node cannot parse (headers over 16 KiB, not HTTP) has its access line and is counted, without its headers', async () => {
+  const own = createServerMetrics()
+  const s = await start(engine, settings, {metrics: own, logger})
+  try {
+    const padding = 'secret-'.repeat(3000)
+    const tooLarge = await exchange(s.base, `GET /health?x=1 HTTP/1.1\r\nHost: a\r\nX-Padding: ${padding}\r\n\r\n`)
+    const notHttp = await exchange(s.base, 'HELLO\r\n\r\n')
+    const idOf = (answer: string) => /\r\nX-Request-Id: ([\w-]+)\r\n/.exec(answer)?.[1] ?? ''
+    const bytesOf = (answer: string) => Buffer.byteLength(answer.slice(answer.indexOf('\r\n\r\n') + 4))
+    assert.match(tooLarge, /^HTTP\/1\.1 431 /)
+    assert.match(notHttp, /^HTTP\/1\.1 400 /)
+    await until(() => accessLine(idOf(notHttp)) !== undefined)
+    const line = (answer: string) => {
+      const {time, pid, ...rest} = accessLine(idOf(answer)) as Record<string, unknown>
+      return rest
+    }
+    assert.equal(line(tooLarge), {level: 'info', worker: 0, method: 'GET', path: '/health', status: 431, bytes: bytesOf(tooLarge), request_id: idOf(tooLarge), msg: 'request'})
+    assert.equal(line(notHttp), {level: 'info', worker: 0, status: 400, bytes: bytesOf(notHttp), request_id: idOf(notHttp), msg: 'request'})
+    assert.not.ok(JSON.stringify(records).includes('secret-'))
+    const lines = ((await call(`${s.base}/metrics`, {headers: key})).body as string).split('\n')
+    assert.equal(lines.filter((l) => l.startsWith('mod_errors_total{')), ['mod_errors_total{code="headers_too_large"} 1', 'mod_errors_total{code="bad_request"} 1'])
+    assert.equal(lines.filter((l) => l.startsWith('mod_http_requests_total{') && l.includes('route="other"')), [
+      'mod_http_requests_total{method="other",route="other",status="431"} 1',
+      'mod_http_requests_total{method="other",route="other",status="400"} 1',
+    ])
   } finally {
     await s.stop()
   }
