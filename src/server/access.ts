@@ -19,7 +19,7 @@ export interface AccessOptions {
 interface Answered {
   /** The metric labels: the route pattern and a method it answers, or `other`. */
   labels: {method: string; route: string}
-  /** Absent when Node could not read the request line. */
+  /** Absent when Node could not read the request line; no path for a CONNECT, whose target is no path. */
   method?: string
   path?: string
   status: number
@@ -73,8 +73,11 @@ export function watchAccess(req: IncomingMessage, res: ServerResponse, o: Access
   })
 }
 
-/** An error answer that Node's parser caused (client-error.ts): what is known of its request, never a header. */
-export interface ParserAnswer {
+/**
+ * An error answer written on the socket, outside http's request and answer (client-error.ts): to a request Node could
+ * not parse, or to a CONNECT. What is known of its request, never a header.
+ */
+export interface SocketAnswer {
   method?: string
   path?: string
   status: number
@@ -84,9 +87,9 @@ export interface ParserAnswer {
 }
 
 /**
- * The access line and metric samples of an answer to a request Node could not parse: it reached no route, so its
+ * The access line and metric samples of an answer written on the socket: its request reached no route, so its
  * labels are `other`, and when it started is unknown.
  */
-export function recordParserAnswer(o: Pick<AccessOptions, 'metrics' | 'logger'>, a: ParserAnswer): void {
+export function recordSocketAnswer(o: Pick<AccessOptions, 'metrics' | 'logger'>, a: SocketAnswer): void {
   record(o, {...a, labels: {method: 'other', route: 'other'}, aborted: false})
 }

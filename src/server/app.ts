@@ -6,11 +6,11 @@ import polka, {type Polka} from 'polka'
 import type {ServerSettings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
 import {fetchImageUrl, type FetchImageOptions} from '../lib/fetch/url.js'
-import {recordParserAnswer, watchAccess} from './access.js'
+import {recordSocketAnswer, watchAccess, type SocketAnswer} from './access.js'
 import {serverKeys} from './auth.js'
-import {answerClientError} from './client-error.js'
+import {answerClientError, answerConnect} from './client-error.js'
 import type {Request, RouteContext} from './context.js'
-import {describe, methodNotAllowed, notFound, toHttpError, type HttpErrorCode, type Log} from './errors.js'
+import {describe, EXPECTATION_FAILED, httpError, methodNotAllowed, notFound, toHttpError, type HttpErrorCode, type Log} from './errors.js'
 import {keyCheck, listedMethods, preflight, publicRequestsOf} from './guards.js'
 import {logTo, plainText, requestLog, type Logger} from './logger.js'
 import {buildInfo, createServerMetrics, type ServerMetrics} from './metrics.js'
@@ -131,13 +131,23 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   mountDocumentation(app, paths, doc, broken)
 
   const server = createServer()
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, (answer) => recordParserAnswer({metrics, logger: options.logger}, answer)))
+  const recordSocket = (answer: SocketAnswer) => recordSocketAnswer({metrics, logger: options.logger}, answer)
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, recordSocket))
+  server.on('connect', (req: IncomingMessage, socket: Duplex) => answerConnect(req, socket, recordSocket))
   const inFlight = answersInFlight()
-  server.on('request', (req, res: ServerResponse) => {
+  const arrive = (req: IncomingMessage, res: ServerResponse) => {
     req.url = originForm(req.url ?? '/')
     watchAccess(req, res, {corsOrigins: settings.corsOrigins, metrics, paths, logger: options.logger})
     inFlight.track(res)
+  }
+  server.on('request', (req, res: ServerResponse) => {
+    arrive(req, res)
     app.handler(req as Parameters<Polka['handler']>[0], res)
+  })
+  // Node would answer a bare 417 itself, without the JSON body or X-Request-Id.
+  server.on('checkExpectation', (req, res: ServerResponse) => {
+    arrive(req, res)
+    sendError(res, httpError('expectation_failed', EXPECTATION_FAILED), broken)
   })
   const close = () =>
     new Promise<void>((resolve) => {

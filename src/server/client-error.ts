@@ -1,9 +1,10 @@
 import {randomUUID} from 'node:crypto'
-import {STATUS_CODES, type ServerResponse} from 'node:http'
+import {STATUS_CODES, type IncomingMessage, type ServerResponse} from 'node:http'
 import type {Duplex} from 'node:stream'
 
-import type {ParserAnswer} from './access.js'
+import type {SocketAnswer} from './access.js'
 import {HTTP_ERRORS, type HttpErrorCode} from './errors.js'
+import {requestIdOf} from './request-id.js'
 import {originForm} from './request-target.js'
 
 /** Node's parser errors that it would answer itself (as plain text) → the code of our JSON answer. */
@@ -31,6 +32,22 @@ function requestLineOf(err: NodeJS.ErrnoException & {rawPacket?: Buffer}): {meth
   }
 }
 
+/** Writes an error answer on the socket, with the headers sendError would send, and closes the connection; gives the body's size. */
+function writeError(socket: Duplex, code: HttpErrorCode, message: string, requestId: string, headers = ''): number {
+  const body = JSON.stringify({error: {code, message, request_id: requestId}})
+  const {status} = HTTP_ERRORS[code]
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n` +
+      'Content-Type: application/json; charset=utf-8\r\n' +
+      `X-Request-Id: ${requestId}\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      headers +
+      'Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n' +
+      body,
+  )
+  return Buffer.byteLength(body)
+}
+
 /**
  * http.Server's `clientError`: a request Node could not parse gets the same JSON error body as any other error,
  * its request_id included (Node's own answer is plain text), then the connection is closed. Nothing is answered
@@ -38,7 +55,7 @@ function requestLineOf(err: NodeJS.ErrnoException & {rawPacket?: Buffer}): {meth
  * did not parse goes to `record` (its access line and metrics); a request that broke the parser in its body has
  * them already, from the request's own watch (access.ts).
  */
-export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, record: (answer: ParserAnswer) => void): void {
+export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, record: (answer: SocketAnswer) => void): void {
   const pending = (socket as Duplex & {_httpMessage?: ServerResponse})._httpMessage
   if (!socket.writable || pending?.headersSent || err.code === 'ECONNRESET') {
     socket.destroy()
@@ -48,15 +65,19 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, re
   // A request whose body broke the parser has its id already; one whose head did not parse gets an id of its own.
   const given = pending?.getHeader('x-request-id')
   const requestId = typeof given === 'string' ? given : randomUUID()
-  const body = JSON.stringify({error: {code, message, request_id: requestId}})
-  const {status} = HTTP_ERRORS[code]
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n` +
-      'Content-Type: application/json; charset=utf-8\r\n' +
-      `X-Request-Id: ${requestId}\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-      'Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n' +
-      body,
-  )
-  if (!pending) record({...requestLineOf(err), status, code, bytes: Buffer.byteLength(body), requestId})
+  const bytes = writeError(socket, code, message, requestId)
+  if (!pending) record({...requestLineOf(err), status: HTTP_ERRORS[code].status, code, bytes, requestId})
+}
+
+/**
+ * http.Server's `connect`: a CONNECT asks the server to be a proxy, which it is not. Without a listener Node closes
+ * the connection without a byte; it gets 405 with the JSON error body instead, and an empty Allow (its target, a host
+ * and port, is no resource of this server's).
+ */
+export function answerConnect(req: IncomingMessage, socket: Duplex, record: (answer: SocketAnswer) => void): void {
+  // The socket is the listener's once the request is read: Node no longer handles its errors (a reset).
+  socket.on('error', () => socket.destroy())
+  const requestId = requestIdOf(req)
+  const bytes = writeError(socket, 'method_not_allowed', 'CONNECT is not allowed: this server is not a proxy', requestId, 'Allow: \r\n')
+  record({method: 'CONNECT', status: HTTP_ERRORS.method_not_allowed.status, code: 'method_not_allowed', bytes, requestId})
 }

@@ -24,6 +24,9 @@ const RETRY_NOT_READY_S = '5'
 /** An image job takes a while to end: a client over its job limit should not poll fast. */
 const RETRY_JOBS_S = '30'
 
+/** The answer to an Expect the server does not meet; the header's value is not repeated (it may be 16 KiB long). */
+export const EXPECTATION_FAILED = 'the server meets no expectation but 100-continue: send the request without its Expect header'
+
 /** Sent with 401: the scheme, and the header that carries the key. */
 export const WWW_AUTHENTICATE = 'ApiKey header="X-API-Key"'
 
@@ -50,6 +53,7 @@ export const HTTP_ERROR_CODES = [
   'not_found',
   'method_not_allowed',
   'headers_too_large',
+  'expectation_failed',
 ] as const
 
 export type HttpErrorCode = (typeof HTTP_ERROR_CODES)[number]
@@ -198,13 +202,18 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   },
   method_not_allowed: {
     status: 405,
-    when: () => 'another method on a listed path (the `Allow` header names the right one)',
+    when: () => 'another method on a listed path (the `Allow` header names the right one), or `CONNECT` on any (the server is no proxy; `Allow` is empty)',
     example: 'GET is not allowed on /v1/moderate; use POST',
   },
   headers_too_large: {
     status: 431,
     when: () => "the request's headers are over Node's limit of 16 KiB, on any path (the connection is then closed)",
     example: 'the request headers are larger than the server accepts (16 KiB)',
+  },
+  expectation_failed: {
+    status: 417,
+    when: () => 'an `Expect` header other than `100-continue`, on any path (the only expectation the server meets)',
+    example: EXPECTATION_FAILED,
   },
 }
 

@@ -86,6 +86,9 @@ const CASES: [string, string[], number, string][] = [
     408,
     'request_timeout',
   ],
+  ['an Expect the server does not meet', [head('POST /v1/moderate/json HTTP/1.1', [withKey, json, 'Expect: bogus', 'Content-Length: 2']), '{}'], 417, 'expectation_failed'],
+  ['an Expect without the key', [head('GET /v1/categories HTTP/1.1', ['Expect: bogus'])], 417, 'expectation_failed'],
+  ['CONNECT', ['CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1:443\r\n\r\n'], 405, 'method_not_allowed'],
   ['a query value that does not fit', [head('POST /v1/moderate/video?fps=99 HTTP/1.1', [withKey, 'Content-Type: multipart/form-data; boundary=b', 'Content-Length: 0'])], 400, 'bad_request'],
 ]
 
@@ -96,6 +99,19 @@ for (const [what, chunks, status, code] of CASES) {
     assert.is(checkedCode(answer, what), code)
   })
 }
+
+test('CONNECT and an unmet Expect are answered in words, CONNECT with an empty Allow (the server is not a proxy)', async () => {
+  const connect = await exchange('CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1:443\r\nX-Request-Id: trace-9\r\n\r\n')
+  assert.equal([connect.headers.allow, connect.headers['x-request-id'], JSON.parse(connect.body)], [
+    '',
+    'trace-9',
+    {error: {code: 'method_not_allowed', message: 'CONNECT is not allowed: this server is not a proxy', request_id: 'trace-9'}},
+  ])
+  const expect = await exchange(head('POST /v1/moderate/json HTTP/1.1', [withKey, json, 'Expect: bogus', 'Content-Length: 2', 'X-Request-Id: trace-10']), '{}')
+  assert.equal(JSON.parse(expect.body), {
+    error: {code: 'expectation_failed', message: 'the server meets no expectation but 100-continue: send the request without its Expect header', request_id: 'trace-10'},
+  })
+})
 
 test("a body the parser refuses midway is answered with the request's own X-Request-Id", async () => {
   const answer = await exchange(head('POST /v1/moderate/json HTTP/1.1', [withKey, json, 'Transfer-Encoding: chunked', 'X-Request-Id: trace-41']), 'zz\r\n')

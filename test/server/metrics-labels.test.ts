@@ -30,6 +30,11 @@ function send(method: string, path: string, headers: Record<string, string> = {}
       res.on('error', () => resolve())
     })
     req.on('error', () => resolve())
+    // A CONNECT's answer comes as a tunnel, not a response.
+    req.on('connect', (_res, socket) => {
+      socket.destroy()
+      resolve()
+    })
     req.end()
   })
 }

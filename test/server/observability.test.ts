@@ -229,6 +229,23 @@ test('a request Node cannot parse (headers over 16 KiB, not HTTP) has its access
   }
 })
 
+test('a CONNECT has its access line (no path) and is counted as method_not_allowed', async () => {
+  const own = createServerMetrics()
+  const s = await start(engine, settings, {metrics: own, logger})
+  try {
+    const answer = await exchange(s.base, 'CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1:443\r\nX-Request-Id: tunnel-1\r\n\r\n')
+    assert.match(answer, /^HTTP\/1\.1 405 /)
+    await until(() => accessLine('tunnel-1') !== undefined)
+    const {time, pid, bytes, ...line} = accessLine('tunnel-1') as Record<string, unknown>
+    assert.equal(line, {level: 'info', worker: 0, method: 'CONNECT', status: 405, request_id: 'tunnel-1', msg: 'request'})
+    const lines = ((await call(`${s.base}/metrics`, {headers: key})).body as string).split('\n')
+    assert.ok(lines.includes('mod_errors_total{code="method_not_allowed"} 1'), lines.join('\n'))
+    assert.ok(lines.includes('mod_http_requests_total{method="other",route="other",status="405"} 1'))
+  } finally {
+    await s.stop()
+  }
+})
+
 test('on a terminal the lines are short text: time, level, message, then the other fields', () => {
   const out: string[] = []
   const pretty = createLogger({level: 'info', base: {worker: 2}, destination: prettyDestination((t) => out.push(t))})
