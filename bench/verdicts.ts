@@ -16,7 +16,8 @@
  * records). Without NudeNet installed, that column is left out.
  *
  * The copies are made as a photo is usually resized for the web: Lanczos-3, then JPEG quality 85 with 4:2:0 chroma
- * (the encoders' default). BENCH_COPIES=800 (or none) leaves out the 2x copy, which takes the longest.
+ * (the encoders' default). BENCH_COPIES=800 (or none) leaves out the 2x copy, which takes the longest;
+ * BENCH_COPIES=400 measures a copy whose longer side is 400 pixels (a thumbnail-sized upload), not run by default.
  */
 import './no-telemetry.js'
 
@@ -56,7 +57,7 @@ const KINDS: {folder: string; about: string; expect: Family[]}[] = [
 const IMAGE = /\.(jpe?g|png|webp|gif|tiff?|avif)$/i
 
 const dataDir = process.argv[2] ?? process.env.BENCH_DATA ?? join(ROOT, '..', 'shared', 'data')
-const copies = (process.env.BENCH_COPIES ?? '800,2x').split(',').filter((c) => c === '800' || c === '2x')
+const copies = (process.env.BENCH_COPIES ?? '800,2x').split(',').filter((c) => ['400', '800', '2x'].includes(c))
 const nudenetDir = process.env.NUDENET_DIR ?? join(process.env.MOD_CACHE_DIR ?? join(homedir(), '.cache', 'mod'), 'nudenet')
 const kinds = KINDS.filter((k) => existsSync(join(dataDir, k.folder)))
 if (kinds.length === 0) {
@@ -131,10 +132,10 @@ async function look(bytes: Buffer, name: string): Promise<Look> {
   return {embedded: judgement.scores, withNudenet, judged: outputs[0].length > NSFW_CLASSES.length, ms}
 }
 
-/** A copy of the photo as the web resizes it: its longer side 800 pixels, or twice its size. */
+/** A copy of the photo as the web resizes it: its longer side 800 (or 400) pixels, or twice its size. */
 async function copyOf(bytes: Buffer, copy: string): Promise<Buffer> {
   const m = await sharp(bytes).metadata()
-  const scale = copy === '800' ? 800 / Math.max(m.width, m.height) : 2
+  const scale = copy === '2x' ? 2 : Number(copy) / Math.max(m.width, m.height)
   return sharp(bytes)
     .rotate()
     .resize(Math.round(m.width * scale), Math.round(m.height * scale), {fit: 'fill', kernel: 'lanczos3'})
