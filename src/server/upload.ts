@@ -231,7 +231,8 @@ function cappedFile(path: string, caps: ByteCap[], onError: (e: ModError) => voi
 
 /**
  * A part with a filename is a file even without its own Content-Type (RFC 7578 makes it optional; the content
- * is sniffed by the decoder): formidable would read it as a text field.
+ * is sniffed by the decoder): formidable would read it as a text field. A part with a Content-Type and no filename
+ * is a file to formidable already; only a part with neither is a text value.
  */
 function acceptUntypedFiles(form: ReturnType<typeof formidable>): void {
   form.onPart = (part) => {
