@@ -197,4 +197,16 @@ test('a file in an unexpected field is refused, and images never touch the uploa
   assert.equal(readdirSync(uploads), [])
 })
 
+test('a part is a file with a filename or a Content-Type of its own; with neither it is a text value, refused', async () => {
+  const boundary = 'modpartsboundary'
+  const body = (headers: string) =>
+    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"${headers}\r\n\r\nxx\r\n--${boundary}--\r\n`)
+  const send = (headers: string) =>
+    call(`${server.base}/v1/moderate`, {method: 'POST', headers: {'content-type': `multipart/form-data; boundary=${boundary}`}, body: body(headers)})
+  for (const headers of ['; filename="a.png"', '\r\nContent-Type: image/png']) assert.is((await send(headers)).status, 200, headers)
+  const text = await send('')
+  assert.equal(errorOf(text), {status: 400, code: 'bad_request'})
+  assert.match(text.body.error.message, 'as a file (with a filename), not as a text value')
+})
+
 test.run()
