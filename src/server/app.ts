@@ -10,6 +10,7 @@ import {recordSocketAnswer, watchAccess, type SocketAnswer} from './access.js'
 import {serverKeys} from './auth.js'
 import {answerClientError, answerConnect} from './client-error.js'
 import type {Request, RouteContext} from './context.js'
+import {holdContinue} from './continue.js'
 import {describe, EXPECTATION_FAILED, httpError, methodNotAllowed, notFound, toHttpError, type HttpErrorCode, type Log} from './errors.js'
 import {keyCheck, listedMethods, preflight, publicRequestsOf} from './guards.js'
 import {logTo, plainText, requestLog, type Logger} from './logger.js'
@@ -143,6 +144,11 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   server.on('request', (req, res: ServerResponse) => {
     arrive(req, res)
     app.handler(req as Parameters<Polka['handler']>[0], res)
+  })
+  // 100 Continue waits until a route reads the body (continue.ts), rather than going out before any check.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    holdContinue(req, res)
+    server.emit('request', req, res)
   })
   // Node would answer a bare 417 itself, without the JSON body or X-Request-Id.
   server.on('checkExpectation', (req, res: ServerResponse) => {

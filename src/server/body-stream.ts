@@ -4,6 +4,7 @@ import {Transform} from 'node:stream'
 import {ModError} from '../lib/errors.js'
 import {formatSize} from '../lib/sizes.js'
 import {watchPace, type Pace} from './body-pace.js'
+import {continueBody} from './continue.js'
 import type {Hold, Place} from './upload-places.js'
 
 /** A request body as a stream, with the request's headers (formidable reads them from the stream it parses). */
@@ -91,5 +92,7 @@ export function bodyStream(req: IncomingMessage, limits: BodyLimits): BodyStream
     if (!req.complete) req.pause()
   })
   req.pipe(body)
+  // The body is wanted now: a client that holds it back for 100 Continue may send it.
+  continueBody(req)
   return Object.assign(body, {headers: req.headers})
 }

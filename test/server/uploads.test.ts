@@ -209,4 +209,24 @@ test('a part is a file with a filename or a Content-Type of its own; with neithe
   assert.match(text.body.error.message, 'as a file (with a filename), not as a text value')
 })
 
+test('Expect: 100-continue gets its 100 only once the body is wanted: a request refused before is answered, its body never sent', async () => {
+  const parts = multipartParts('file', 'a.png')
+  const small = Buffer.concat([parts.head, Buffer.from('xx'), parts.tail])
+  /** The answer, and whether the server asked for the body (100 Continue) before it. */
+  const send = async (path: string, length: number) => {
+    let continued = false
+    const answer = await rawRequest(`${server.base}${path}`, {headers: {'content-type': parts.type, 'content-length': length, expect: '100-continue'}}, (req) => {
+      req.on('continue', () => {
+        continued = true
+        req.end(small)
+      })
+      req.flushHeaders()
+    })
+    return {status: answer.status, continued}
+  }
+  assert.equal(await send('/v1/moderate', 1024 * 1024), {status: 413, continued: false})
+  assert.equal(await send('/v1/nowhere', small.length), {status: 404, continued: false})
+  assert.equal(await send('/v1/moderate', small.length), {status: 200, continued: true})
+})
+
 test.run()
