@@ -54,7 +54,7 @@ export interface PrimaryOptions {
 /**
  * The cluster primary of `mod serve --workers N`: forks N workers (each runs the same command, loads
  * its own model and listens on the shared port), prints the address once all are ready, replaces a
- * worker that exits while serving, and on SIGTERM/SIGINT asks every worker to finish its requests and
+ * worker that exits while serving, and on SIGTERM/SIGINT/SIGHUP asks every worker to finish its requests and
  * stop. Resolves with the exit code: 0 after a graceful stop, 2 when the workers could not start.
  *
  * Workers listen on the port as given: node:cluster shares one listening socket per (host, port) among

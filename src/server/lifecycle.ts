@@ -38,8 +38,9 @@ export const EXIT_OK = 0
 export const EXIT_START_FAILED = 2
 
 /**
- * Settles on the first SIGTERM or SIGINT; a second one exits at once with code 1 (an impatient
- * Ctrl-C, or an orchestrator that gave up waiting), after `beforeExit` (the primary kills its workers).
+ * Settles on the first SIGTERM, SIGINT or SIGHUP (a closed terminal or ssh session: its default would end the
+ * process at once, cutting the requests in flight); a second one exits at once with code 1 (an impatient Ctrl-C, or
+ * an orchestrator that gave up waiting), after `beforeExit` (the primary kills its workers).
  */
 export function stopSignals(log: Log, beforeExit: () => void = () => {}): Promise<string> {
   return new Promise((resolve) => {
@@ -55,5 +56,6 @@ export function stopSignals(log: Log, beforeExit: () => void = () => {}): Promis
     }
     process.on('SIGTERM', onSignal)
     process.on('SIGINT', onSignal)
+    process.on('SIGHUP', onSignal)
   })
 }

@@ -144,39 +144,43 @@ test('without preload, a model that fails to load answers 503 model_unavailable 
   }
 })
 
-test('SIGTERM stops accepting connections, finishes the request in flight, then exits 0', async () => {
-  const serve = defaultServe()
-  try {
-    const [, base] = await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)
-    const image = await red()
-    const {head, tail, type} = multipartParts('file', 'slow.png')
-    let finish = () => {}
-    const answer = rawRequest(
-      `${base}/v1/moderate`,
-      {headers: {'content-type': type, 'content-length': head.length + image.length + tail.length}, timeoutMs: 15_000},
-      (req) => {
-        req.write(head)
-        req.write(image.subarray(0, 10))
-        finish = () => req.end(Buffer.concat([image.subarray(10), tail]))
-      },
-    )
-    await new Promise((resolve) => setTimeout(resolve, 200))
-    serve.child.kill('SIGTERM')
-    await serve.waitFor(/^stopping: finishing 1 request\(s\) in flight$/)
-    const refused = await fetch(`${base}/health`).then(
-      () => 'answered',
-      (e: {cause?: {code?: string}}) => e.cause?.code,
-    )
-    assert.is(refused, 'ECONNREFUSED')
-    finish()
-    const r = await answer
-    assert.is(r.status, 200)
-    assert.is(JSON.parse(r.body).source, 'slow.png')
-    assert.is(r.headers.connection, 'close')
-    assert.is(await serve.exited, 0)
-  } finally {
-    serve.child.kill('SIGKILL')
-  }
-})
+// SIGHUP too: a closed terminal or ssh session must not cut the requests in flight (it killed the server at once).
+for (const signal of ['SIGTERM', 'SIGHUP'] as const) {
+  test(`${signal} stops accepting connections, finishes the request in flight, then exits 0`, async () => {
+    // The first stops the server the earlier tests share; the second starts its own.
+    const serve = signal === 'SIGTERM' ? defaultServe() : serveProcess(['--port', '0'], toyEnv)
+    try {
+      const [, base] = await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)
+      const image = await red()
+      const {head, tail, type} = multipartParts('file', 'slow.png')
+      let finish = () => {}
+      const answer = rawRequest(
+        `${base}/v1/moderate`,
+        {headers: {'content-type': type, 'content-length': head.length + image.length + tail.length}, timeoutMs: 15_000},
+        (req) => {
+          req.write(head)
+          req.write(image.subarray(0, 10))
+          finish = () => req.end(Buffer.concat([image.subarray(10), tail]))
+        },
+      )
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      serve.child.kill(signal)
+      await serve.waitFor(/^stopping: finishing 1 request\(s\) in flight$/)
+      const refused = await fetch(`${base}/health`).then(
+        () => 'answered',
+        (e: {cause?: {code?: string}}) => e.cause?.code,
+      )
+      assert.is(refused, 'ECONNREFUSED')
+      finish()
+      const r = await answer
+      assert.is(r.status, 200)
+      assert.is(JSON.parse(r.body).source, 'slow.png')
+      assert.is(r.headers.connection, 'close')
+      assert.is(await serve.exited, 0)
+    } finally {
+      serve.child.kill('SIGKILL')
+    }
+  })
+}
 
 test.run()
