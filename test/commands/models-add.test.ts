@@ -3,7 +3,7 @@
 // with nothing changed.
 import {createHash} from 'node:crypto'
 import {existsSync, mkdirSync, readdirSync, readFileSync, truncateSync, writeFileSync} from 'node:fs'
-import {join} from 'node:path'
+import {dirname, join} from 'node:path'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
@@ -70,6 +70,24 @@ test('a copy of the right size but another sha256 is refused and changes nothing
     assert.match((e as Error).message, `not the pinned ${manifest.files[0].sha256} of the 4 KiB (4 096 bytes) 320n.onnx of standin-320n`)
   }
   assert.equal(readFileSync(join(dest, '320n.onnx')), bytes)
+  assert.equal(readdirSync(dest).sort(), ['320n.onnx', 'manifest.json'])
+})
+
+test("a refused copy leaves an interrupted pull's part for the pull to resume; an installed one removes it", async () => {
+  const {manifest, file, bytes} = standIn()
+  const dest = join(dir.path, 'resumable', 'nudenet')
+  const part = join(dest, '.partial', '320n.onnx.part')
+  mkdirSync(dirname(part), {recursive: true})
+  writeFileSync(part, bytes.subarray(0, 1000))
+  const other = join(dir.path, 'other-resumable.onnx')
+  writeFileSync(other, Buffer.alloc(bytes.length, 1))
+  await addModelFile(manifest, other, dest).then(
+    () => assert.unreachable('a wrong hash was installed'),
+    (e: {code?: string}) => assert.is(e.code, 'invalid_config'),
+  )
+  assert.equal(readdirSync(join(dest, '.partial')), ['320n.onnx.part'])
+  assert.equal(readFileSync(part), bytes.subarray(0, 1000))
+  await addModelFile(manifest, file, dest)
   assert.equal(readdirSync(dest).sort(), ['320n.onnx', 'manifest.json'])
 })
 

@@ -6,7 +6,7 @@
  */
 import {createHash} from 'node:crypto'
 import {createReadStream, createWriteStream, type Stats} from 'node:fs'
-import {mkdir, rename, rm, stat} from 'node:fs/promises'
+import {mkdir, rename, rm, rmdir, stat} from 'node:fs/promises'
 import {dirname, join} from 'node:path'
 import {Transform} from 'node:stream'
 import {pipeline} from 'node:stream/promises'
@@ -29,7 +29,7 @@ function notPinned(message: string): ModError {
 /**
  * Copies `source` into `destDir` as the manifest's one file and writes the installed manifest. Errors:
  * `not_found` (no such file), `invalid_config` (not a regular file, or not the pinned file: its size or sha256
- * differs; nothing is left in the folder).
+ * differs; nothing of the copy is left in the folder, and an interrupted pull's part is kept).
  */
 export async function addModelFile<M extends PullableManifest>(manifest: M, source: string, destDir: string, opts: AddOptions = {}): Promise<{installed: M; file: PulledFile}> {
   const file = manifest.files[0]
@@ -47,8 +47,10 @@ export async function addModelFile<M extends PullableManifest>(manifest: M, sour
   const size = file.size
   if (info.size !== size) throw notPinned(`${source} holds ${formatSizeExact(info.size)}, not ${expected}`)
 
-  const part = join(destDir, PARTIAL_DIR, `${file.path}.add`)
+  const partial = join(destDir, PARTIAL_DIR)
+  const part = join(partial, `${file.path}.add`)
   await mkdir(dirname(part), {recursive: true})
+  let added = false
   const hash = createHash('sha256')
   let copied = 0
   const meter = new Transform({
@@ -72,8 +74,12 @@ export async function addModelFile<M extends PullableManifest>(manifest: M, sour
     await rename(part, join(destDir, file.path))
     const installed: M = {...manifest, files: [{...file, trust: 'pinned'}]}
     await writeManifest(destDir, installed)
+    added = true
     return {installed, file: {file: file.path, size: copied, sha256, skipped: false, pinned: true}}
   } finally {
-    await rm(join(destDir, PARTIAL_DIR), {recursive: true, force: true})
+    // Installed: an interrupted pull's part is of no more use. Refused: only the copy goes, and a pull's part stays
+    // for the pull to resume (the folder itself once empty).
+    if (added) await rm(partial, {recursive: true, force: true})
+    else await rm(part, {force: true}).then(() => rmdir(partial).catch(() => undefined))
   }
 }
