@@ -8,6 +8,7 @@ import {ModCommand} from '../cli/base-command.js'
 import {textReporter} from '../cli/reports/reporter.js'
 import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {modelFlags} from '../cli/flags.js'
+import {checkWritable} from '../cli/writable.js'
 import {plural} from '../lib/plural.js'
 import {calibrationComments, writeCalibratedPolicy, type CalibrationTarget} from '../lib/eval/calibrate-policy.js'
 import {calibrateDataset} from '../lib/eval/run.js'
@@ -59,6 +60,7 @@ categories without images are left as they are. A trained head is not applied.`
     const target: CalibrationTarget =
       flags['min-recall'] === undefined ? {maxFpr: share('max-fpr', flags['max-fpr'], 0.05)} : {minRecall: share('min-recall', flags['min-recall'], 0.9)}
     const holdout = share('holdout', flags.holdout, 0.3, true)
+    if (flags.out) await checkWritable('--out', flags.out)
     const {config, result} = await runDatasetSteps(flags, `Scoring the images of ${args.dataset} and fitting`, (c, retitle) =>
       calibrateDataset({
         dataset: args.dataset,

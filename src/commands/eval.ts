@@ -9,6 +9,7 @@ import {SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {modelFlags} from '../cli/flags.js'
 import {chosenFormat, formatFlags} from '../cli/output.js'
 import {oneResultReporters, PLAIN_FORMATS} from '../cli/reports/reporter.js'
+import {checkWritable} from '../cli/writable.js'
 import {loadChartJs, renderReport} from '../lib/eval/report.js'
 import {evaluateDataset, type EvalReport} from '../lib/eval/run.js'
 import {plural} from '../lib/plural.js'
@@ -60,6 +61,7 @@ evaluated.`
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(Eval)
+    if (flags.report) await checkWritable('--report', flags.report)
     const {config, result: done} = await runDatasetSteps(
       flags,
       `Scoring the images of ${args.dataset}`,

@@ -30,6 +30,7 @@ import {POLICY_PLUGINS} from '../lib/signals/registry.js'
 import type {Coverage} from '../lib/types.js'
 import type {RemoteEngine} from '../cli/remote/engine.js'
 import type {RemoteConfig} from '../cli/remote/from-flags.js'
+import {checkWritable} from '../cli/writable.js'
 
 /** Engine results and the inputs that failed before reaching it (not found, not a regular file), in input order. */
 async function* inOrder(items: AsyncIterable<ScanItem>, moderate: (inputs: AsyncIterable<ImageInput>) => AsyncIterable<ItemResult>): AsyncGenerator<ItemResult | ScanEntry> {
@@ -292,6 +293,7 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
     if (fromList === '-' && paths.includes('-')) throw new Errors.CLIError('--files-from - and the path - both read stdin: give one of them')
     if (paths.filter((p) => p === '-').length > 1) throw new Errors.CLIError('the path - (stdin) is given twice: stdin holds one image')
     // Any of these may be a FIFO or a pipe that nothing writes to: a stop signal still ends the command.
+    if (flags['write-baseline']) await checkWritable('--write-baseline', flags['write-baseline'])
     const baseline = flags.baseline === undefined ? undefined : await this.untilStopped(readBaseline(flags.baseline))
     const listed = fromList === undefined ? [] : await this.untilStopped(readFileList(fromList, flags.null, process.stdin))
     const {engine, config} = await this.untilStopped(this.openEngine(flags))

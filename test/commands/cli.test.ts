@@ -28,6 +28,21 @@ test('-v and --version print the version, as mod version does', async () => {
   }
 })
 
+test('eval, calibrate, head train and scan --write-baseline refuse a file they could not write before any work, not after it', async () => {
+  const missing = join(dir.path, 'no-such-folder', 'out')
+  const cases: [string[], string][] = [
+    [['eval', 'dataset', '--report', `${missing}.html`], `--report ${missing}.html: cannot write there (ENOENT)`],
+    [['calibrate', 'dataset', '--out', `${missing}.yaml`], `--out ${missing}.yaml: cannot write there (ENOENT)`],
+    [['head', 'train', 'dataset', '--out', dir.path], `--out ${dir.path}: is a folder; give a file name`],
+    [['scan', 'x.png', '--write-baseline', `${missing}.json`], `--write-baseline ${missing}.json: cannot write there (ENOENT)`],
+  ]
+  for (const [args, message] of cases) {
+    const r = await runInProcess(args)
+    assert.is(r.code, 2, args.join(' '))
+    assert.is(r.stderr, `mod: bad_request: ${message}\n`)
+  }
+})
+
 test('stdin given twice as a path is a usage error: it holds one image', async () => {
   const r = await runInProcess(['scan', '-', '-'])
   assert.is(r.code, 2)
