@@ -84,7 +84,7 @@ test('models pull nudenet through a proxy that is not there: the failure in plai
   const [licence, failure] = own(r.stderr).trim().split('\n')
   assert.match(licence, /^NudeNet is licensed AGPL-3\.0/)
   assert.match(failure, /^mod: download_failed: cannot fetch 320n\.onnx from https:\/\/[^ ]+: connection refused; to try next: check HTTPS_PROXY \/ NO_PROXY; /)
-  assert.ok(failure.endsWith(`; or install a copy of the file with \`mod models add nudenet ./320n.onnx\` (the PyPI wheel nudenet 3.4.2 holds it), or copy an installed nudenet folder from another machine into ${join(cache, 'nudenet')}; run the pull again to resume`), failure)
+  assert.ok(failure.endsWith(`; or install a copy of the file with \`mod models add nudenet ./320n.onnx\` (the PyPI wheel nudenet 3.4.2 holds it), or copy an installed nudenet folder from another machine into ${join(cache, 'nudenet')}; then run the pull again (a download cut short resumes where it stopped)`), failure)
 })
 
 /** An installed `fast` preset as `models pull` leaves it: the files and a manifest with each file's trust. */

@@ -51,7 +51,7 @@ function nextSteps(dir: string, proxied: boolean, addon: Addon | undefined): str
   const copy = addon
     ? `install a copy of the file with \`mod models add ${addon.name} ${addon.offlineCopy.file}\` (${addon.offlineCopy.where}), or copy an installed ${addon.name} folder from another machine into ${dir}`
     : `copy an installed model folder from another machine into ${dir}, or point MOD_MODEL_DIR (--model-dir) at one`
-  return `${proxy}; or ${copy}; run the pull again to resume`
+  return `${proxy}; or ${copy}; then run the pull again (a download cut short resumes where it stopped)`
 }
 
 export default class ModelsPull extends ModCommand {
