@@ -1,6 +1,8 @@
+import {statSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {join, resolve} from 'node:path'
 
+import {ModError} from '../errors.js'
 import type {Int8Weights, Precision} from '../model/manifest-types.js'
 import {PRESETS, type PresetName} from '../policy/types.js'
 import {MAX_TEXT_BUDGET, MIN_TEXT_BUDGET} from '../signals/text/read.js'
@@ -266,6 +268,17 @@ function source(input: SettingsInput, env: Env, key: keyof SettingsInput): {name
   return {name, value: env[name] === '' ? undefined : env[name]}
 }
 
+/**
+ * The cache folder named (--cache-dir, MOD_CACHE_DIR) or the default. One that exists as something else than a
+ * folder is refused here, rather than failing later, as `internal: ENOTDIR`, in whichever command first writes it.
+ */
+function cacheDirOf(input: SettingsInput, env: Env, cwd: string): string {
+  const dir = pathOf(source(input, env, 'cacheDir').value, cwd) ?? defaultCacheDir()
+  const info = statSync(dir, {throwIfNoEntry: false})
+  if (info && !info.isDirectory()) throw new ModError('invalid_config', `the cache folder ${dir} is not a folder: give --cache-dir or MOD_CACHE_DIR a folder`)
+  return dir
+}
+
 function count(input: SettingsInput, env: Env, key: 'threads' | 'port' | 'workers', min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
   const {name, value} = source(input, env, key)
   if (value === undefined) return undefined
@@ -322,7 +335,7 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
   const engine: EngineSettings = {
     preset: parsePreset(preset.name, preset.value),
     modelDir: pathOf(source(input, env, 'modelDir').value, cwd),
-    cacheDir: pathOf(source(input, env, 'cacheDir').value, cwd) ?? defaultCacheDir(),
+    cacheDir: cacheDirOf(input, env, cwd),
     configPath: pathOf(source(input, env, 'config').value, cwd),
     headPath: pathOf(source(input, env, 'head').value, cwd),
     ffmpeg: pathOf(env.MOD_FFMPEG, cwd),

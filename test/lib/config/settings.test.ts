@@ -1,4 +1,5 @@
-import {homedir} from 'node:os'
+import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {homedir, tmpdir} from 'node:os'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -87,6 +88,21 @@ test('the job variables are read, and a bad one is a configuration error naming 
   const bad = [['MOD_JOB_TTL', '0'], ['MOD_SERVE_JOBS', 'maybe'], ['MOD_REDIS_URL', 'localhost:6379'], ['MOD_MAX_JOB_ITEMS', '0'], ['MOD_MAX_JOB_BYTES', 'lots'], ['MOD_MAX_JOBS_PER_CLIENT', '1.5']]
   for (const [name, value] of bad) {
     assert.throws(() => flat({}, {[name]: value}, cwd), (e: Error) => e.message.startsWith(`${name}=`), name)
+  }
+})
+
+test('a cache folder that exists as a file is refused, named, whichever way it was given', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'mod-settings-'))
+  try {
+    const file = join(dir, 'cache')
+    writeFileSync(file, '')
+    const refused = (e: {code: string; message: string}) =>
+      e.code === 'invalid_config' && e.message === `the cache folder ${file} is not a folder: give --cache-dir or MOD_CACHE_DIR a folder`
+    assert.throws(() => readSettings({}, {MOD_CACHE_DIR: file}), refused)
+    assert.throws(() => readSettings({cacheDir: file}, {}), refused)
+    assert.is(readSettings({}, {MOD_CACHE_DIR: join(dir, 'not-yet')}).engine.cacheDir, join(dir, 'not-yet'))
+  } finally {
+    rmSync(dir, {recursive: true, force: true})
   }
 })
 
