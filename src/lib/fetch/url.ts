@@ -52,6 +52,9 @@ const PROBLEMS: Record<string, string> = {
   UND_ERR_SOCKET: 'connection closed',
   UND_ERR_CLOSED: 'connection closed',
   UND_ERR_RES_CONTENT_LENGTH_MISMATCH: 'the response was cut short',
+  // The connection was made: the server took the request and kept silent, or stopped sending.
+  UND_ERR_HEADERS_TIMEOUT: 'the server took the request but sent no answer in time',
+  UND_ERR_BODY_TIMEOUT: 'the server stopped sending its answer',
 }
 
 /**

@@ -4,7 +4,7 @@ import {once} from 'node:events'
 import {createServer, type IncomingMessage, type ServerResponse} from 'node:http'
 import {createServer as createTlsServer, createSecureContext} from 'node:tls'
 import type {AddressInfo, Server, Socket} from 'node:net'
-import {fetchImageUrl, type Dial, type FetchImageOptions, type Resolver} from '../../../src/lib/fetch/url.js'
+import {connectionProblem, fetchImageUrl, type Dial, type FetchImageOptions, type Resolver} from '../../../src/lib/fetch/url.js'
 import {rejection} from '../../helpers/errors.js'
 
 // Addresses that pass the check; the dial hook sends their connections to the local test server.
@@ -61,6 +61,13 @@ function options(extra: Partial<FetchImageOptions>): FetchImageOptions {
 function within<T>(work: Promise<T>, ms: number): Promise<T> {
   return Promise.race([work, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`not within ${ms} ms`)), ms))])
 }
+
+test('a server that took the request and then kept silent, or stopped sending, is not called a failed connection', () => {
+  assert.is(connectionProblem({code: 'UND_ERR_HEADERS_TIMEOUT'}), 'the server took the request but sent no answer in time')
+  assert.is(connectionProblem({code: 'UND_ERR_BODY_TIMEOUT'}), 'the server stopped sending its answer')
+  assert.is(connectionProblem({code: 'ECONNREFUSED'}), 'connection refused')
+  assert.is(connectionProblem(new Error('no code')), 'the connection failed')
+})
 
 test('returns the bytes and content type of a public image URL', async () => {
   const local = await serve((_req, res) => res.writeHead(200, {'content-type': 'image/png'}).end(PNG))
