@@ -3,6 +3,22 @@ import {open, rm, stat} from 'node:fs/promises'
 
 import {ModError} from '../lib/errors.js'
 
+/** Why `file`, given with `flag`, cannot be written: the system's code (ENOENT, EACCES). */
+export function cannotWrite(flag: string, file: string, e: unknown): ModError {
+  return new ModError('bad_request', `${flag} ${file}: cannot write there (${(e as NodeJS.ErrnoException).code ?? 'error'})`)
+}
+
+/** Refuses a folder given as the file to write: the rename that ends an atomic write would fail on it at the end. */
+export async function refuseFolder(flag: string, file: string): Promise<void> {
+  const info = await stat(file).catch(() => undefined)
+  if (info?.isDirectory()) throw new ModError('bad_request', `${flag} ${file}: is a folder; give a file name`)
+}
+
+/** A temporary file beside `file`, in the same folder, so that renaming it onto `file` is atomic. */
+export function besideTemp(file: string): string {
+  return `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`
+}
+
 /**
  * Refuses, before any work, a file the command would write only at its end (`--out`, `--report`,
  * `--write-baseline`): a missing or read-only folder, or a path that is a folder, would otherwise fail once the
@@ -10,13 +26,12 @@ import {ModError} from '../lib/errors.js'
  * it is.
  */
 export async function checkWritable(flag: string, file: string): Promise<void> {
-  const info = await stat(file).catch(() => undefined)
-  if (info?.isDirectory()) throw new ModError('bad_request', `${flag} ${file}: is a folder; give a file name`)
-  const probe = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`
+  await refuseFolder(flag, file)
+  const probe = besideTemp(file)
   try {
     await (await open(probe, 'wx')).close()
   } catch (e) {
-    throw new ModError('bad_request', `${flag} ${file}: cannot write there (${(e as NodeJS.ErrnoException).code ?? 'error'})`)
+    throw cannotWrite(flag, file, e)
   }
   await rm(probe, {force: true})
 }

@@ -354,6 +354,13 @@ test('--report to a folder that does not exist: exit 2 before scanning, nothing 
   assert.is(r.stdout, '')
 })
 
+test('--report naming a folder: exit 2 before scanning, not a failed rename after it', async () => {
+  const r = await runInProcess(['scan', folder, '--config', policy, '--report', dir.path], {env})
+  assert.is(r.code, 2)
+  assert.is(r.stderr, `mod: bad_request: --report ${dir.path}: is a folder; give a file name\n`)
+  assert.is(r.stdout, '')
+})
+
 test('--report-sample needs --report, and a count of 0 or more', async () => {
   const alone = await runInProcess(['scan', folder, '--report-sample', '5'], {env})
   assert.is(alone.code, 2)

@@ -16,10 +16,10 @@ import {basename, isAbsolute, relative, resolve, sep} from 'node:path'
 import type {ItemResult} from '../../lib/engine.js'
 import {SIGNALS} from '../../lib/signals/registry.js'
 import type {ReportMark} from '../../lib/signals/signal.js'
-import {ModError} from '../../lib/errors.js'
 import {escapeHtml, OFFLINE_CSP, scriptJson} from '../../lib/html.js'
 import type {Thumbnail} from '../../lib/image/thumbnail.js'
 import type {ScanEntry} from '../inputs.js'
+import {besideTemp, cannotWrite, refuseFolder} from '../writable.js'
 import {REPORT_SCRIPT, REPORT_STYLE} from './html-report-page.js'
 
 export interface ReportSummary {
@@ -71,16 +71,17 @@ function located(source: string, cwd: string): {path: string; file?: string} {
 }
 
 /**
- * Opens the report for writing (`bad_request` when its folder cannot be written); `file` appears only when `close`
- * is called. `cwd` is the folder paths are shown relative to and resolved from.
+ * Opens the report for writing (`bad_request` when its folder cannot be written, or `file` is a folder); `file`
+ * appears only when `close` is called. `cwd` is the folder paths are shown relative to and resolved from.
  */
 export async function openHtmlReport(file: string, cwd: string): Promise<HtmlReport> {
-  const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`
+  await refuseFolder('--report', file)
+  const temp = besideTemp(file)
   let handle
   try {
     handle = await open(temp, 'wx')
   } catch (e) {
-    throw new ModError('bad_request', `--report ${file}: cannot write there (${(e as NodeJS.ErrnoException).code ?? 'error'})`)
+    throw cannotWrite('--report', file, e)
   }
   const out: WriteStream = handle.createWriteStream()
   let count = 0
