@@ -5,7 +5,8 @@ import {basename, dirname, isAbsolute, join, relative, resolve, sep} from 'node:
 import ignore, {type Ignore} from 'ignore'
 
 import type {ImageInput} from '../lib/engine.js'
-import {ModError, type ErrorCode} from '../lib/errors.js'
+import {isModError, ModError, type ErrorCode} from '../lib/errors.js'
+import {refusedImageFormat} from '../lib/image/decode.js'
 import {readCapped, readFileCapped} from '../lib/input/read-capped.js'
 import {imageFormat, isVideoHead, sniffImage, SNIFF_BYTES} from '../lib/input/sniff.js'
 import {plural} from '../lib/plural.js'
@@ -455,6 +456,14 @@ export function skippedLine(skipped: Skipped): string {
   if (total === 0) return ''
   const parts = [...skipped.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([reason, n]) => plural(n, ONE[reason] ?? reason, MANY[reason] ?? reason))
   return `skipped ${total} (${parts.join(', ')})`
+}
+
+/**
+ * The error to show for a file read as a video that failed: an image of a format we refuse (SVG) is not sniffed as
+ * an image, and ffmpeg's "not a video" would name video formats only; libvips tells it apart from its header.
+ */
+export async function videoFailure(path: string, e: unknown): Promise<unknown> {
+  return (isModError(e) && e.code === 'unsupported_media' && (await refusedImageFormat(path))) || e
 }
 
 /**

@@ -5,12 +5,12 @@ import {ModCommand} from '../cli/base-command.js'
 import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {fpsFlag} from '../cli/flags.js'
 import type {EnvVars} from '../cli/help.js'
-import {isVideoFile, scanInputs, skippedLine, type Skipped} from '../cli/inputs.js'
+import {isVideoFile, scanInputs, skippedLine, videoFailure, type Skipped} from '../cli/inputs.js'
 import {chosenFormat, formatFlags} from '../cli/output.js'
 import {visible} from '../cli/visible.js'
 import {jsonArrayReporter, ndjsonReporter, PLAIN_FORMATS, tableReporter, type Reporters} from '../cli/reports/reporter.js'
 import {readSettings, type Limits} from '../lib/config/settings.js'
-import {decodedPixels, decodeImage, disableDecodeCache, probeImage, refusedImageFormat, type ImageProbe} from '../lib/image/decode.js'
+import {decodedPixels, decodeImage, disableDecodeCache, probeImage, type ImageProbe} from '../lib/image/decode.js'
 import {isModError, ModError} from '../lib/errors.js'
 import {hashFrames, hashVideo, type MediaHash} from '../lib/signals/pdq/hash-media.js'
 import {DEFAULT_QUALITY_FLOOR} from '../lib/signals/pdq/match.js'
@@ -74,10 +74,7 @@ async function hashVideoFile(path: string, run: HashRun, ffmpeg: string | undefi
       run.print({source: path, ...h})
     }
   } catch (e) {
-    if (signal.aborted) return
-    // An image of a format we refuse (SVG) is not sniffed as an image: say so rather than name video formats.
-    const refused = isModError(e) && e.code === 'unsupported_media' ? await refusedImageFormat(path) : undefined
-    run.print(errorRow(path, refused ?? e))
+    if (!signal.aborted) run.print(errorRow(path, await videoFailure(path, e)))
   }
 }
 

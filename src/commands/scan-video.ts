@@ -8,10 +8,8 @@ import {coverage, formatVideo, notEvaluatedLine} from '../cli/format.js'
 import {chosenFormat, formatFlags, type Output} from '../cli/output.js'
 import {jsonValueReporter, ndjsonReporter, PLAIN_FORMATS, tableReporter, type Reporter} from '../cli/reports/reporter.js'
 import type {EnvVars} from '../cli/help.js'
-import {checkVideoFile} from '../cli/inputs.js'
+import {checkVideoFile, videoFailure} from '../cli/inputs.js'
 import {serverFlags} from '../cli/remote/flags.js'
-import {isModError} from '../lib/errors.js'
-import {refusedImageFormat} from '../lib/image/decode.js'
 import {coverageOf} from '../lib/signals/listing.js'
 import type {Segment, VideoResult} from '../lib/types.js'
 import {checkVideoSampling, MAX_FPS, MAX_MIN_FRAMES, MIN_FPS} from '../lib/video/options.js'
@@ -123,8 +121,7 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
       } catch (e) {
         progress.finish()
         if (this.stoppedBy) this.logToStderr(`mod: stopped by ${this.stoppedBy} after ${line()} of ${args.file}`)
-        // An image of a format we refuse (SVG) is no video either: say what it is rather than list video formats.
-        throw (isModError(e) && e.code === 'unsupported_media' && (await refusedImageFormat(args.file))) || e
+        throw await videoFailure(args.file, e)
       } finally {
         progress.finish()
       }
