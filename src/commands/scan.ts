@@ -292,8 +292,8 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
     if (paths.length === 0 && fromList === undefined) throw new MissingArgumentError('Missing 1 required arg: paths  files, folders or - (stdin), or --files-from')
     if (fromList === '-' && paths.includes('-')) throw new Errors.CLIError('--files-from - and the path - both read stdin: give one of them')
     if (paths.filter((p) => p === '-').length > 1) throw new Errors.CLIError('the path - (stdin) is given twice: stdin holds one image')
-    // Any of these may be a FIFO or a pipe that nothing writes to: a stop signal still ends the command.
     if (flags['write-baseline']) await checkWritable('--write-baseline', flags['write-baseline'])
+    // Any of these may be a FIFO or a pipe that nothing writes to: a stop signal still ends the command.
     const baseline = flags.baseline === undefined ? undefined : await this.untilStopped(readBaseline(flags.baseline))
     const listed = fromList === undefined ? [] : await this.untilStopped(readFileList(fromList, flags.null, process.stdin))
     const {engine, config} = await this.untilStopped(this.openEngine(flags))
