@@ -360,6 +360,18 @@ export interface InputOptions {
 }
 
 /**
+ * What is wrong with the path `-` (one image read from stdin) among `paths`, if anything: stdin holds one image, so
+ * `-` given twice is a mistake; and nobody types an image, so `-` with stdin a terminal is a slip (a file name left
+ * out) that would wait for input forever.
+ */
+export function stdinPathProblem(command: string, paths: readonly string[], stdin: {isTTY?: boolean}): string | undefined {
+  const dashes = paths.filter((p) => p === '-').length
+  if (dashes > 1) return 'the path - (stdin) is given twice: stdin holds one image'
+  if (dashes === 1 && stdin.isTTY) return `the path - reads one image from stdin, and stdin is a terminal: pipe the image in (mod ${command} - < photo.jpg)`
+  return undefined
+}
+
+/**
  * Files, folders and `-` (stdin), lazily: nothing is read before the engine asks. A file named on the command
  * line is always tried, whatever its name, unless an `exclude` pattern matches it; one that does not exist, or is
  * not a regular file (a FIFO, a device), is an error entry in its place. `exclude` holds git-ignore patterns

@@ -1,11 +1,11 @@
-import {Args} from '@oclif/core'
+import {Args, Errors} from '@oclif/core'
 import chalk from 'chalk'
 
 import {ModCommand} from '../cli/base-command.js'
 import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {fpsFlag} from '../cli/flags.js'
 import type {EnvVars} from '../cli/help.js'
-import {isVideoFile, scanInputs, skippedLine, videoFailure, type Skipped} from '../cli/inputs.js'
+import {isVideoFile, scanInputs, skippedLine, stdinPathProblem, videoFailure, type Skipped} from '../cli/inputs.js'
 import {chosenFormat, formatFlags} from '../cli/output.js'
 import {visible} from '../cli/visible.js'
 import {jsonArrayReporter, ndjsonReporter, PLAIN_FORMATS, tableReporter, type Reporters} from '../cli/reports/reporter.js'
@@ -166,6 +166,8 @@ Files, folders (recursively, images recognised by their first bytes) or - for on
   async run(): Promise<void> {
     const {argv, flags} = await this.parse(Hash)
     const paths = argv as string[]
+    const stdinProblem = stdinPathProblem('hash', paths, process.stdin)
+    if (stdinProblem) throw new Errors.CLIError(stdinProblem)
     const {limits, ffmpeg} = readSettings({}, process.env).engine
     disableDecodeCache()
     const counts = {rows: 0, errors: 0}

@@ -11,7 +11,7 @@ import {readFileList} from '../cli/files-from.js'
 import {batchFlags, serverFlags} from '../cli/remote/flags.js'
 import type {EnvVars} from '../cli/help.js'
 import {openHtmlReport, type HtmlReport, type ReportSummary} from '../cli/reports/html-report.js'
-import {scanInputs, skippedLine, type ScanEntry, type ScanItem, type Skipped} from '../cli/inputs.js'
+import {scanInputs, skippedLine, stdinPathProblem, type ScanEntry, type ScanItem, type Skipped} from '../cli/inputs.js'
 import {scanReporter, SCAN_FORMATS, SUMMARY_REPORTERS, type ScanFormat, type ScanTotals} from '../cli/reports/index.js'
 import {repositoryRoot} from '../cli/repository.js'
 import {reviewSample, type ReviewSample} from '../cli/reports/review-sample.js'
@@ -291,7 +291,8 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
     const fromList = flags['files-from']
     if (paths.length === 0 && fromList === undefined) throw new MissingArgumentError('Missing 1 required arg: paths  files, folders or - (stdin), or --files-from')
     if (fromList === '-' && paths.includes('-')) throw new Errors.CLIError('--files-from - and the path - both read stdin: give one of them')
-    if (paths.filter((p) => p === '-').length > 1) throw new Errors.CLIError('the path - (stdin) is given twice: stdin holds one image')
+    const stdinProblem = stdinPathProblem('scan', paths, process.stdin)
+    if (stdinProblem) throw new Errors.CLIError(stdinProblem)
     if (flags['write-baseline']) await checkWritable('--write-baseline', flags['write-baseline'])
     // Any of these may be a FIFO or a pipe that nothing writes to: a stop signal still ends the command.
     const baseline = flags.baseline === undefined ? undefined : await this.untilStopped(readBaseline(flags.baseline))

@@ -43,10 +43,12 @@ test('eval, calibrate, head train and scan --write-baseline refuse a file they c
   }
 })
 
-test('stdin given twice as a path is a usage error: it holds one image', async () => {
-  const r = await runInProcess(['scan', '-', '-'])
-  assert.is(r.code, 2)
-  assert.is(r.stderr, 'mod: usage: the path - (stdin) is given twice: stdin holds one image\n')
+test('stdin given twice as a path is a usage error, for scan and hash: it holds one image', async () => {
+  for (const command of ['scan', 'hash']) {
+    const r = await runInProcess([command, '-', '-'])
+    assert.is(r.code, 2, command)
+    assert.is(r.stderr, 'mod: usage: the path - (stdin) is given twice: stdin holds one image\n')
+  }
 })
 
 test('a missing argument and a bad option are usage errors in the same style', async () => {

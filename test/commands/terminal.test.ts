@@ -19,12 +19,18 @@ const FIRST_COUNT = 100
 const BROKEN = 50
 /** A video whose name is wider on a terminal than it is long: each of its Chinese characters takes two columns. */
 const WIDE_NAME = '长长的视频文件名称测试长长的视频文件名称测试.mp4'
+/**
+ * Redirections giving a command a stdin that never ends: a FIFO that the command itself also holds open for writing
+ * (opened read-write first, so neither open waits), which nothing writes to. (stdin - on the terminal is refused.)
+ */
+const IDLE_STDIN = '3<>idle.fifo < idle.fifo'
 const dir = tempDir('mod-tty-')
 const images = join(dir.path, 'imgs')
 let envPrefix = ''
 
 test.before(async () => {
   mkdirSync(images)
+  execFileSync('mkfifo', [join(dir.path, 'idle.fifo')])
   const png = await solidPng(0, 0, 255, 16, 16)
   for (let i = 0; i < IMAGES; i++) writeFileSync(join(images, `${String(i).padStart(3, '0')}.png`), png)
   // One unreadable image among the others: its ERROR row must stay visible too.
@@ -89,11 +95,11 @@ test('results and progress on one terminal: every row stays visible, one summary
 })
 
 test('Ctrl-C stops a scan with exit 130, one line saying how far it got, no stack trace, no progress line left behind', async () => {
-  // The images without the unreadable one (imgs/050.png), then stdin (-), which is the terminal: the scan waits for
+  // The images without the unreadable one (imgs/050.png), then stdin (-), a FIFO that never ends: the scan waits for
   // it with its progress line on the screen until Ctrl-C, however fast the images went. (The same glob given 20 times
   // was 100 files, each scanned once: on a fast machine the scan ended before the test saw its progress, and the
   // pane's shell ended 60 s later.)
-  const screen = await inPane(dir.path, `${mod()} scan imgs/1*.png - > /dev/null; echo EXIT=$?; sleep 60`, SIZE, async (pane) => {
+  const screen = await inPane(dir.path, `${mod()} scan imgs/1*.png - ${IDLE_STDIN} > /dev/null; echo EXIT=$?; sleep 60`, SIZE, async (pane) => {
     await pane.until(/Scanning \d+ of \d+\+?: \d+ scanned/)
     pane.keys('C-c')
     return pane.until(/EXIT=\d+/)
@@ -101,9 +107,16 @@ test('Ctrl-C stops a scan with exit 130, one line saying how far it got, no stac
   assert.match(screen.trim(), /^mod: stopped by SIGINT after \d+ of \d+\+? files: \d+ scanned: \d+ safe, 0 unsafe, [01] errors\nEXIT=130$/)
 })
 
-test('Ctrl-C while the scan waits for an input that does not end (stdin from the terminal) stops it at once, exit 130', async () => {
+test('the path - with stdin a terminal is refused at once (exit 2, one line), for scan and hash', () => {
+  for (const command of ['scan', 'hash']) {
+    const shown = underPty(`${mod()} ${command} - imgs/000.png; echo mod-exit=$?`)
+    assert.is(shown.replace(/\r/g, ''), `mod: usage: the path - reads one image from stdin, and stdin is a terminal: pipe the image in (mod ${command} - < photo.jpg)\nmod-exit=2\n`)
+  }
+})
+
+test('Ctrl-C while the scan waits for an input that does not end (stdin a FIFO nothing writes to) stops it at once, exit 130', async () => {
   // stdin first: no result can be printed before it, so the scan is waiting on it when the key comes.
-  const screen = await inPane(dir.path, `${mod()} scan - imgs/1*.png > /dev/null; echo EXIT=$?; sleep 60`, SIZE, async (pane) => {
+  const screen = await inPane(dir.path, `${mod()} scan - imgs/1*.png ${IDLE_STDIN} > /dev/null; echo EXIT=$?; sleep 60`, SIZE, async (pane) => {
     await pane.until(/Scanning/)
     pane.keys('C-c')
     return pane.until(/EXIT=\d+/, 10_000)
