@@ -125,7 +125,7 @@ export async function classifyViews(runner: Pick<NsfwRunner, 'gate' | 'judge'>, 
   const views = await Promise.all(again.map((i) => frames[i].rest()))
   const per = JUDGE_VIEWS.length
   const judged: Float32Array[] = []
-  // One frame's views a run (see JUDGE_RUN_FRAMES).
+  // One frame's views a run (the arena note above).
   for (const frameViews of views) judged.push(...(await runner.judge.classify(frameViews, per)))
   const out = [...first]
   again.forEach((i, k) => {
