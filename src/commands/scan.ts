@@ -410,10 +410,9 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
       await writeAtomically(flags['write-baseline'], baselineText(state.flagged))
       this.logToStderr(`mod: baseline: wrote ${state.flagged.length} flagged ${state.flagged.length === 1 ? 'image' : 'images'} to ${flags['write-baseline']}`)
     }
-    const format = chosenFormat(flags)
+    // Every format: a run that exits 2 says why on the terminal, and --json > out.json keeps stdout one document.
     if (flags.summary) this.printSummary(run)
-    else if (format !== 'json' && format !== 'ndjson') this.logToStderr(summaryText(state, run.config.preset, flags.server))
-    else if (skips) this.logToStderr(skips)
+    else this.logToStderr(summaryText(state, run.config.preset, flags.server))
     const failed = counts.errors > 0 || counts.missing > 0
     const code = counts.unsafe > counts.accepted ? EXIT_VIOLATION : failed ? EXIT_ERROR : EXIT_SAFE
     if (code !== EXIT_SAFE) this.exit(code)

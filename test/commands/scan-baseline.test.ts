@@ -113,7 +113,7 @@ test('in a git repository, `git diff --name-only -z --diff-filter=d` piped to --
     JSON.parse(r.stdout).map((x: {source: string; is_safe: boolean}) => [x.source, x.is_safe]),
     [['img/kept.png', true], ['img/new\nline.png', false]],
   )
-  assert.is(r.stderr, 'skipped 1 (1 not an image)\n')
+  assert.is(r.stderr, '2 scanned: 1 safe, 1 unsafe, 0 errors; skipped 1 (1 not an image)\n')
   // Without the filter a deleted file is listed: it is a not_found error entry, never passed over.
   const all = Buffer.from(git('diff', '--name-only', '-z', 'main'))
   const withDeleted = await runCli(['scan', '--files-from', '-', '--null', '--config', 'policy.yaml', '--ndjson'], {env, cwd: repo, stdin: all})

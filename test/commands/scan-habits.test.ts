@@ -57,7 +57,7 @@ test('a !pattern in a deeper .modignore re-includes what a parent folder\'s file
   writeFileSync(join(tree, 'sub', '.modignore'), '!*.tmp\n')
   const r = await runInProcess(['scan', tree, '--config', policy, '--ndjson'], {env})
   assert.equal(sources(r.stdout), [join(tree, 'sub', 'b.tmp')])
-  assert.is(r.stderr, 'skipped 1 (1 excluded)\n')
+  assert.is(r.stderr, '1 scanned: 0 safe, 1 unsafe, 0 errors; skipped 1 (1 excluded)\n')
   const flag = await runInProcess(['scan', tree, '--config', policy, '--ndjson', '--exclude', 'b.tmp'], {env})
   assert.equal(sources(flag.stdout), [])
 })
@@ -109,7 +109,7 @@ test('a file reached twice is scanned once: a folder given twice, a file given i
   assert.is(r.code, 1, r.stderr)
   assert.equal(sources(r.stdout), [join(folder, 'keep', 'e-red.png'), join(folder, 'a-red.png'), join(folder, 'b-blue.png'), join(folder, 'c-blue.tmp')])
   // keep/f-blue.png, excluded by keep/.modignore, and drafts/ are counted once.
-  assert.is(r.stderr, 'skipped 2 (2 excluded)\n')
+  assert.is(r.stderr, '4 scanned: 2 safe, 2 unsafe, 0 errors; skipped 2 (2 excluded)\n')
 })
 
 test('--only-unsafe prints the UNSAFE and ERROR results only; the summary still counts all', async () => {
@@ -181,9 +181,10 @@ test('a policy file found by search is named on stderr; policy show prints the p
   writeFileSync(join(below, 'red.png'), await solidPng(255, 0, 0))
   const r = await runInProcess(['scan', 'red.png', '--ndjson'], {env, cwd: below})
   assert.is(r.code, 1)
-  assert.is(r.stderr, `mod: policy: ${join(project, '.modrc.yaml')} (found from the current folder; --config names another)\n`)
+  const summary = '1 scanned: 0 safe, 1 unsafe, 0 errors\n'
+  assert.is(r.stderr, `mod: policy: ${join(project, '.modrc.yaml')} (found from the current folder; --config names another)\n${summary}`)
   const named = await runInProcess(['scan', 'red.png', '--ndjson', '--config', join(project, '.modrc.yaml')], {env, cwd: below})
-  assert.is(named.stderr, '')
+  assert.is(named.stderr, summary)
 
   const show = await runInProcess(['policy', 'show', '--disable', 'weapons'], {env, cwd: below})
   assert.is(show.code, 0, show.stderr)

@@ -47,7 +47,7 @@ test('a folder is walked by content: extensionless and misnamed images are scann
       [join(tree, 'a', 'photo.txt'), false],
     ],
   )
-  assert.is(r.stderr, 'skipped 4 (1 broken symlink, 1 not an image, 1 symlink loop, 1 unsupported format)\n')
+  assert.is(r.stderr, '3 scanned: 2 safe, 1 unsafe, 0 errors; skipped 4 (1 broken symlink, 1 not an image, 1 symlink loop, 1 unsupported format)\n')
 })
 
 test('the table summary names what was skipped and why', async () => {
@@ -76,7 +76,7 @@ test('a large folder keeps name order across the entries checked together, subfo
   assert.is(r.code, 0, r.stderr)
   const sources = r.stdout.trim().split('\n').map((l) => (JSON.parse(l) as {source: string}).source)
   assert.equal(sources, expected)
-  assert.is(r.stderr, 'skipped 10 (10 not images)\n')
+  assert.is(r.stderr, '60 scanned: 60 safe, 0 unsafe, 0 errors; skipped 10 (10 not images)\n')
 })
 
 test('an unreadable subfolder is an error entry and the walk goes on', async () => {
