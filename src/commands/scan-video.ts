@@ -9,7 +9,7 @@ import {chosenFormat, formatFlags, type Output} from '../cli/output.js'
 import {jsonValueReporter, ndjsonReporter, PLAIN_FORMATS, tableReporter, type Reporter} from '../cli/reports/reporter.js'
 import type {EnvVars} from '../cli/help.js'
 import {checkVideoFile, videoFailure} from '../cli/inputs.js'
-import {serverFlags} from '../cli/remote/flags.js'
+import {refuseRemoteFlags, serverFlags} from '../cli/remote/flags.js'
 import {coverageOf} from '../lib/signals/listing.js'
 import type {Segment, VideoResult} from '../lib/types.js'
 import {checkVideoSampling, MAX_FPS, MAX_MIN_FRAMES, MIN_FPS} from '../lib/video/options.js'
@@ -80,6 +80,7 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(ScanVideo)
+    if (flags.server === undefined) refuseRemoteFlags(this.argv, 'scan-video')
     const sampling = checkVideoSampling({
       fps: flags.fps,
       minFrames: flags['min-frames'],

@@ -8,7 +8,7 @@ import {chosenFormat, formatFlags, type Output} from '../cli/output.js'
 import {modelFlags, onlyFlag, policyFlags} from '../cli/flags.js'
 import {coverage, coverageHint, notEvaluatedLine, summaryLine, type Counts} from '../cli/format.js'
 import {readFileList} from '../cli/files-from.js'
-import {batchFlags, serverFlags} from '../cli/remote/flags.js'
+import {batchFlags, refuseRemoteFlags, serverFlags} from '../cli/remote/flags.js'
 import type {EnvVars} from '../cli/help.js'
 import {openHtmlReport, type HtmlReport, type ReportSummary} from '../cli/reports/html-report.js'
 import {scanInputs, skippedLine, stdinPathProblem, type ScanEntry, type ScanItem, type Skipped} from '../cli/inputs.js'
@@ -291,6 +291,7 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
     const fromList = flags['files-from']
     if (paths.length === 0 && fromList === undefined) throw new MissingArgumentError('Missing 1 required arg: paths  files, folders or - (stdin), or --files-from')
     if (fromList === '-' && paths.includes('-')) throw new Errors.CLIError('--files-from - and the path - both read stdin: give one of them')
+    if (flags.server === undefined) refuseRemoteFlags(this.argv, 'scan')
     const stdinProblem = stdinPathProblem('scan', paths, process.stdin)
     if (stdinProblem) throw new Errors.CLIError(stdinProblem)
     if (flags['write-baseline']) await checkWritable('--write-baseline', flags['write-baseline'])

@@ -215,4 +215,17 @@ test('policy validate --json and categories --json go through oclif\'s json flag
   assert.match(r.stderr, /^mod: invalid_config: cannot read the policy file/)
 })
 
+test('a flag only a scan on a server reads, given without --server, is a usage error naming it, not a flag that does nothing', async () => {
+  const cases: [string[], string][] = [
+    [['scan', 'x.png', '--timeout', '5'], '--timeout applies to a scan on a server only: add --server URL (or set MOD_SERVER), or leave it out to scan here (mod scan --help)'],
+    [['scan', 'x.png', '--resume=j.ndjson', '--concurrency', '2'], '--concurrency, --resume apply to a scan on a server only: add --server URL (or set MOD_SERVER), or leave them out to scan here (mod scan --help)'],
+    [['scan-video', 'x.mp4', '--retries', '0', '--api-key', 'k'], '--api-key, --retries apply to a scan on a server only: add --server URL (or set MOD_SERVER), or leave them out to scan here (mod scan-video --help)'],
+  ]
+  for (const [args, message] of cases) {
+    const r = await runInProcess(args)
+    assert.is(r.code, 2, args.join(' '))
+    assert.is(r.stderr, `mod: usage: ${message}\n`)
+  }
+})
+
 test.run()

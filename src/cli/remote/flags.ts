@@ -35,7 +35,6 @@ export const batchFlags = {
   resume: Flags.string({
     description: 'Journal the finished inputs; a rerun sends the rest.',
     helpValue: 'FILE',
-    dependsOn: ['server'],
     helpGroup: SERVER,
   }),
 }
@@ -43,12 +42,32 @@ export const batchFlags = {
 /** Flags that choose the model or change the policy: a remote run scores with the server's. */
 const LOCAL_ONLY = ['preset', 'model-dir', 'cache-dir', 'config', 'head', 'precision', 'threads', 'threshold', 'disable', 'only'] as const
 
+/** Flags that only a remote run reads: how to reach the server, how hard to push, when to give up. */
+const REMOTE_ONLY = ['api-key', 'retries', 'timeout', 'concurrency', 'resume'] as const
+
+/** The names among `names` that the command line gives as flags (`--name` or `--name=value`). */
+function givenFlags(argv: readonly string[], names: readonly string[]): string[] {
+  return names.filter((name) => argv.some((a) => a === `--${name}` || a.startsWith(`--${name}=`)))
+}
+
+/**
+ * Without --server (or MOD_SERVER), a flag of the command line that only a remote run reads is a usage error: it
+ * would do nothing, and `--timeout 60` on a local scan would look like a bound that is not there. MOD_API_KEY
+ * alone is no such flag: the same variable may be set for the server itself.
+ */
+export function refuseRemoteFlags(argv: readonly string[], command: string): void {
+  const given = givenFlags(argv, REMOTE_ONLY)
+  if (given.length === 0) return
+  const list = given.map((n) => `--${n}`).join(', ')
+  throw new Errors.CLIError(`${list} ${given.length === 1 ? 'applies' : 'apply'} to a scan on a server only: add --server URL (or set MOD_SERVER), or leave ${given.length === 1 ? 'it' : 'them'} out to scan here (mod ${command} --help)`)
+}
+
 /**
  * With --server, a flag of the command line that only a local model could honour is a usage error naming why;
  * the same settings from MOD_* variables are ignored (a CI runner may set them for other steps).
  */
 export function refuseLocalFlags(argv: readonly string[]): void {
-  const given = LOCAL_ONLY.filter((name) => argv.some((a) => a === `--${name}` || a.startsWith(`--${name}=`)))
+  const given = givenFlags(argv, LOCAL_ONLY)
   if (given.length === 0) return
   throw new Errors.CLIError(
     `${given.map((n) => `--${n}`).join(', ')} cannot be used with --server: the server scores with its own model and policy (the first stderr line names them); set them on the server`,
