@@ -156,10 +156,10 @@ export const VideoResult = Type.Object(
   {
     source: Type.String({description: 'The uploaded file name.'}),
     is_safe: Type.Boolean(),
-    duration: Type.Number({minimum: 0, description: 'Seconds.'}),
+    duration: Type.Number({minimum: 0, description: "Seconds: the video's length, from the packets read; when stopped_early, the seconds analysed (frames_analyzed / fps)."}),
     fps: Type.Number({minimum: MIN_FPS, maximum: MAX_FPS}),
     frames_analyzed: Type.Integer({minimum: 0}),
-    stopped_early: Type.Boolean(),
+    stopped_early: Type.Boolean({description: 'stop_on_violation ended the analysis at the first segment of min_frames frames.'}),
     violations: Type.Array(VideoViolation),
     not_evaluated: notEvaluated(),
   },
