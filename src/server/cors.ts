@@ -2,8 +2,11 @@ import type {IncomingMessage} from 'node:http'
 
 /** Request headers a browser may send cross-origin (the key, JSON bodies, a tracing id). */
 const ALLOWED_HEADERS = 'X-API-Key, Content-Type, X-Request-Id'
-/** Answer headers a page may read besides the safelisted ones. */
-const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, WWW-Authenticate'
+/**
+ * Answer headers a page may read besides the safelisted ones: a job's place (Location) and the headers that tell a
+ * client it has all of a job's results are part of the protocol, not details.
+ */
+const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, WWW-Authenticate, Location, X-Mod-Job-Status, X-Mod-Items-Total, Server-Timing'
 /** How long a browser may reuse a preflight answer. */
 const PREFLIGHT_MAX_AGE_S = 600
 
