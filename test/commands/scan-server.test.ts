@@ -127,6 +127,12 @@ test('a wrong or missing key is a clear error and exit 2; model and policy flags
   const bad = await remote(['photos'], 'ftp://example.com')
   assert.is(bad.code, 2)
   assert.match(bad.stderr, /^mod: invalid_config: --server \/ MOD_SERVER="ftp:\/\/example.com" is not valid: expected an http:\/\/ or https:\/\/ URL/)
+  // A password in the URL would be printed on every line naming the server (CI logs), and never sent.
+  const withPassword = base.replace('://', '://user:pa55word@')
+  for (const r of [await remote(['photos'], withPassword), await scan(['photos'], {MOD_SERVER: withPassword.replace('http:', 'ftp:'), MOD_API_KEY: KEY})]) {
+    assert.is(r.code, 2)
+    assert.is(r.stderr, "mod: invalid_config: --server / MOD_SERVER holds a user name or password: mod sends the API key only (--api-key / MOD_API_KEY); give the server's URL without them\n")
+  }
 })
 
 test("a balancer's 502 page, then 503 with Retry-After: the batch is sent again after each, once the wait is over, and the result is whole", async () => {

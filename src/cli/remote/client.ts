@@ -39,12 +39,19 @@ export interface Client {
   close(): Promise<void>
 }
 
-/** The server's base URL, checked: http or https, ending in `/` so that paths resolve under its prefix. */
+/**
+ * The server's base URL, checked: http or https, without a user name or password, ending in `/` so that paths
+ * resolve under its prefix. Credentials are refused rather than sent: mod authenticates with the API key only, and
+ * the URL is printed (the first stderr line, every error), so they would end up in CI logs.
+ */
 export function serverUrl(value: string): URL {
   let url: URL | undefined
   try {
     url = new URL(value)
   } catch {}
+  if (url && (url.username || url.password)) {
+    throw new ModError('invalid_config', '--server / MOD_SERVER holds a user name or password: mod sends the API key only (--api-key / MOD_API_KEY); give the server\'s URL without them')
+  }
   if (!url || !/^https?:$/.test(url.protocol)) {
     throw new ModError('invalid_config', `--server / MOD_SERVER=${JSON.stringify(value)} is not valid: expected an http:// or https:// URL of a mod serve`)
   }
