@@ -40,7 +40,8 @@ const unsafe = (source: string) => ({
   not_evaluated: [],
 })
 
-type Handler = (req: IncomingMessage, res: ServerResponse) => void
+/** Answers a request; a batch's handler also gets the request's body. */
+type Handler = (req: IncomingMessage, res: ServerResponse, body?: Buffer) => void
 
 function json(res: ServerResponse, body: unknown, status = 200, headers: Record<string, string> = {}): void {
   res.writeHead(status, {'content-type': 'application/json', ...headers}).end(JSON.stringify(body))
@@ -52,8 +53,9 @@ async function hostile(batch: Handler, overrides: {categories?: Handler; health?
     if (req.url === '/v1/categories') return (overrides.categories ?? ((_, r) => json(r, LISTING)))(req, res)
     if (req.url === '/health') return (overrides.health ?? ((_, r) => json(r, HEALTH)))(req, res)
     // The upload is read first, as a server does, so that the answer is what the client waits on.
-    req.resume()
-    req.on('end', () => batch(req, res))
+    const chunks: Buffer[] = []
+    req.on('data', (chunk: Buffer) => chunks.push(chunk))
+    req.on('end', () => batch(req, res, Buffer.concat(chunks)))
   })
   server.on('clientError', (_e, socket) => socket.destroy())
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -124,6 +126,20 @@ function endlessJson(res: ServerResponse): void {
   }
   pump()
 }
+
+test('a server learns each file\'s base name only, never the folders it sits in', async () => {
+  let names: string[] = []
+  const url = await hostile((_req, res, body) => {
+    names = [...(body ?? Buffer.alloc(0)).toString('latin1').matchAll(/filename="([^"]*)"/g)].map((m) => m[1])
+    json(res, {results: names.map((n) => safe(n))})
+  })
+  const r = await runInProcess(['scan', join(work, 'photos', 'a.png'), 'photos/b.png', '--server', url], {cwd: work})
+  assert.is(r.code, 0, r.stderr)
+  assert.equal(names, ['a.png', 'b.png'])
+  // The results still carry the paths as given, as a local scan's do.
+  assert.match(r.stdout, `SAFE    ${join(work, 'photos', 'a.png')}`)
+  assert.match(r.stdout, 'SAFE    photos/b.png')
+})
 
 test('a huge or endless answer is cut off at the size a batch can hold, however fast it comes', async () => {
   const claimed = await hostile((_req, res) => res.writeHead(200, {'content-type': 'application/json', 'content-length': String(3_000_000_000)}).write('{"results":['))

@@ -1,4 +1,5 @@
 import {createHash} from 'node:crypto'
+import {basename} from 'node:path'
 
 import type {ImageInput, ItemResult} from '../../lib/engine.js'
 import {isItemError, itemErrorEntry} from '../../lib/item-errors.js'
@@ -56,7 +57,8 @@ async function score(slots: readonly Slot[], plan: BatchPlan): Promise<ItemResul
   const sent = slots.filter((s): s is Extract<Slot, {data: Buffer}> => 'data' in s)
   let answers: ItemResult[] = []
   if (sent.length > 0) {
-    const files = sent.map((s) => ({name: s.source, data: s.data}))
+    // The base name only: the folders a file sits in are the user's business, not the server's (its logs, its jobs).
+    const files = sent.map((s) => ({name: basename(s.source), data: s.data}))
     const maxBytes = sent.length * (RESULT_BYTES + CATEGORY_BYTES * plan.labels)
     const {body} = await client.postFiles('v1/moderate/batch', 'files', files, maxBytes)
     // The server names a result after the uploaded file; the run names it after the input, as a local scan does.

@@ -1,4 +1,5 @@
 import {openAsBlob} from 'node:fs'
+import {basename} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 
 import type {VideoOptions} from '../../lib/engine.js'
@@ -20,7 +21,7 @@ const JOB_BYTES = 16 * 1024 * 1024
  */
 export async function moderateVideoRemotely(client: Client, path: string, options: VideoOptions): Promise<VideoResult> {
   const query = {fps: String(options.fps), min_frames: String(options.minFrames), stop_on_violation: String(options.stopOnViolation)}
-  const posted = await client.postFiles('v1/jobs/video', 'file', [{name: options.source, data: await openAsBlob(path)}], JOB_BYTES, query)
+  const posted = await client.postFiles('v1/jobs/video', 'file', [{name: basename(options.source), data: await openAsBlob(path)}], JOB_BYTES, query)
   const submitted = jobResult(posted.body, client.server, 'POST /v1/jobs/video')
   const where = `v1/jobs/${encodeURIComponent(submitted.id)}`
   let seen = 0
