@@ -5,7 +5,7 @@ import polka, {type Polka} from 'polka'
 
 import type {ServerSettings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
-import {fetchImageUrl, type FetchImageOptions} from '../lib/fetch/url.js'
+import {fetchImageUrl, type FetchImageOptions, type ImageFetcher} from '../lib/fetch/url.js'
 import {recordSocketAnswer, watchAccess, type SocketAnswer} from './access.js'
 import {serverKeys} from './auth.js'
 import {answerClientError, answerConnect} from './client-error.js'
@@ -93,8 +93,8 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   metrics.watchQueue(() => gate.admitted)
   let draining = false
   const jobs = options.jobs ?? createJobs(engine, settings, log)
-  const fetchImage = (url: string) =>
-    fetchImageUrl(url, {...options.fetch, maxBytes: settings.limits.maxBytes, timeoutMs: settings.limits.urlTimeoutMs})
+  const fetchImage: ImageFetcher = (url, how = {}) =>
+    fetchImageUrl(url, {...options.fetch, ...how, maxBytes: settings.limits.maxBytes, timeoutMs: settings.limits.urlTimeoutMs})
   const imageJobs = options.imageJobs ?? createImageJobs(engine, settings, log, fetchImage)
   const keys = serverKeys(settings)
   /** The name of the key each request came with (set by the key check). */

@@ -2,7 +2,7 @@ import type {IncomingMessage} from 'node:http'
 
 import type {ServerSettings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
-import type {FetchedImage} from '../lib/fetch/url.js'
+import type {ImageFetcher} from '../lib/fetch/url.js'
 import type {Log} from './errors.js'
 import type {Verdict} from './metrics.js'
 import type {JobQueue} from './jobs/types.js'
@@ -22,7 +22,7 @@ export interface RouteContext {
   tmpDir: string
   log: Log
   /** fetchImageUrl with the server's size and time limits. */
-  fetchImage: (url: string) => Promise<FetchedImage>
+  fetchImage: ImageFetcher
   /** True once the server is shutting down: /ready answers 503 so load balancers stop sending traffic. */
   draining: () => boolean
   /** The version of mod serving (package.json). */

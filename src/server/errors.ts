@@ -149,9 +149,9 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
     status: 429,
     headers: {'Retry-After': RETRY_OVERLOADED_S},
     when: (l) =>
-      `one client address (an IPv6 /64) is already sending ${l.maxUploadsPerClient} request bodies to the worker ` +
-      '(`MOD_MAX_UPLOADS_PER_CLIENT`)',
-    example: 'this client is already sending 32 uploads (MOD_MAX_UPLOADS_PER_CLIENT); wait for one to finish',
+      `one client address (an IPv6 /64) is already sending ${l.maxUploadsPerClient} request bodies to the worker, ` +
+      'a URL being fetched for it counting as one (`MOD_MAX_UPLOADS_PER_CLIENT`)',
+    example: 'this client is already sending 32 uploads (a URL being fetched counts as one; MOD_MAX_UPLOADS_PER_CLIENT); wait for one to finish',
   },
   overloaded: {
     status: 503,

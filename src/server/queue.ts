@@ -28,7 +28,8 @@ export interface Gate {
    * Lets a request of `client` (clientOf) start receiving its body, or throws `overloaded` when the queue is full
    * already (a busy worker refuses at once instead of reading an upload it could not admit; not for a body that
    * does not go to this queue, `queued: false`) or `maxUploads` bodies are being received, and `too_many_uploads`
-   * when `client` is already sending `maxUploadsPerClient`: clients that send slowly hold upload places, never
+   * when `client` is already sending `maxUploadsPerClient` (a URL fetched for a request holds its place too, under
+   * the same rules as a body: upload-places.ts `read`): clients that send slowly hold upload places, never
    * queue places, and one client cannot hold them all. When every upload place is taken, the slowest body that
    * trickles (see `trickling`) is stopped with `request_timeout` and its place given to this request, unless the
    * network of `client` lags (see `lags`): clients that hold places by sending a byte now and then, from however

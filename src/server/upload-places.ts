@@ -20,14 +20,19 @@ export interface Upload {
   give(bytes: number): void
   /**
    * The body is read from now on: its bytes are counted through the returned `arrived`, and `stop` fails it when
-   * its place is given to another client (Gate.receive); `end` once the body is in or has failed.
+   * its place is given to another client (Gate.receive); `end` once the body is in or has failed. A `download` is
+   * the image a URL names, fetched on the request's place after its body: the same rules hold it to a pace, since a
+   * remote server that trickles holds the place as a trickling client would.
    */
-  read(stop: (e: ModError) => void): Reading
+  read(stop: (e: ModError) => void, kind?: Incoming): Reading
   /** Gives the upload place back once the body is in; safe to call more than once. */
   done(): void
   /** Gives the upload place and every held byte back, once the request no longer needs its input. */
   release(): void
 }
+
+/** What is arriving on an upload place: the request's body, or the image its URL names. */
+export type Incoming = 'body' | 'download'
 
 /** How a body being read reports its progress to its upload place. */
 export interface Reading {
@@ -80,6 +85,7 @@ function countDown(counts: Map<string, number>, key: string): void {
 
 /** A body being read on an upload place: whose, since when, how many bytes so far, and how to stop it. */
 interface Body {
+  kind: Incoming
   /** Client.network of its request. */
   network: string
   since: number
@@ -162,13 +168,13 @@ function yieldPlace(body: Body): void {
 
 function giveUp(body: Body, minRate: number): void {
   const seconds = (performance.now() - body.since) / 1000
+  const pace = `${formatSize(body.arrived)} in ${seconds.toFixed(1)} s, less than ${formatSize(minRate)} per second (MOD_BODY_MIN_RATE); its upload place went to another client`
   body.done()
+  // A slow client is its own request's fault (408); a slow image server is the URL's (504, as a fetch timing out).
   body.stop(
-    new ModError(
-      'request_timeout',
-      `the request body is arriving too slowly: ${formatSize(body.arrived)} in ${seconds.toFixed(1)} s, less than ` +
-        `${formatSize(minRate)} per second (MOD_BODY_MIN_RATE); its upload place went to another client`,
-    ),
+    body.kind === 'body'
+      ? new ModError('request_timeout', `the request body is arriving too slowly: ${pace}`)
+      : new ModError('url_fetch_timeout', `the image at the URL is arriving too slowly: ${pace}`),
   )
 }
 
@@ -211,7 +217,7 @@ export function createUploadPlaces(intake: Intake): UploadPlaces {
       if (mine >= maxUploadsPerClient) {
         throw new ModError(
           'too_many_uploads',
-          `this client is already sending ${plural(maxUploadsPerClient, 'upload')} (MOD_MAX_UPLOADS_PER_CLIENT); wait for one to finish`,
+          `this client is already sending ${plural(maxUploadsPerClient, 'upload')} (a URL being fetched counts as one; MOD_MAX_UPLOADS_PER_CLIENT); wait for one to finish`,
         )
       }
       const lagging = lags(reading, client.network, performance.now(), bodyMinRate)
@@ -248,8 +254,8 @@ function uploadOn(place: {network: string; grace: number; reading: Set<Body>; bu
       budget.held -= back
       bytesHeld -= back
     },
-    read(stop) {
-      const current: Body = {network, since: performance.now(), grace, arrived: 0, stop, done: () => upload.done()}
+    read(stop, kind = 'body') {
+      const current: Body = {kind, network, since: performance.now(), grace, arrived: 0, stop, done: () => upload.done()}
       body = current
       reading.add(current)
       return {

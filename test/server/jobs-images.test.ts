@@ -2,7 +2,7 @@
 // NDJSON results in order and resumable, the signed callback, DELETE, and every refusal with its status.
 import {mkdirSync} from 'node:fs'
 import {readdir} from 'node:fs/promises'
-import {createServer, type Server} from 'node:http'
+import {createServer, type Server, type ServerResponse} from 'node:http'
 import type {AddressInfo} from 'node:net'
 import {join} from 'node:path'
 
@@ -27,6 +27,7 @@ import {
   toyEngine,
   type CallbackReceiver,
   type Running,
+  until,
 } from './harness.js'
 
 const PUBLIC = '93.184.216.34'
@@ -46,12 +47,23 @@ let receiver: CallbackReceiver
 let server: Running
 let noUrls: Running
 let keyed: Running
+/** The dripped downloads: each resolves with how long its connection stayed open, in ms. */
+const dripped: Promise<number>[] = []
+
+/** A PNG's first bytes, then a byte every 100 ms until the connection closes. */
+function drip(res: ServerResponse): void {
+  const opened = Date.now()
+  res.writeHead(200, {'content-type': 'image/png'}).write(Buffer.from([0x89, 0x50, 0x4e, 0x47]))
+  const timer = setInterval(() => res.write(Buffer.from([0])), 100)
+  dripped.push(new Promise((resolve) => res.on('close', () => (clearInterval(timer), resolve(Date.now() - opened)))))
+}
 
 test.before(async () => {
   const [redPng, bluePng] = await Promise.all([red(), blue()])
   images = createServer((req, res) => {
     if (req.url?.startsWith('/red')) res.writeHead(200, {'content-type': 'image/png'}).end(redPng)
     else if (req.url?.startsWith('/blue')) res.writeHead(200, {'content-type': 'image/png'}).end(bluePng)
+    else if (req.url?.startsWith('/drip')) drip(res)
     else res.writeHead(404).end('missing')
   })
   ;[receiver] = await Promise.all([callbackReceiver(), new Promise<void>((resolve) => images.listen(0, '127.0.0.1', resolve))])
@@ -172,6 +184,14 @@ test('DELETE cancels a job: its chunks not run are dropped, and it is unknown fr
   assert.equal(errorOf(await call(`${server.base}/v1/jobs/${r.body.id}`)), {status: 404, code: 'not_found'})
   assert.equal(errorOf(await call(`${server.base}/v1/jobs/${r.body.id}/results`)), {status: 404, code: 'not_found'})
   assert.equal(errorOf(await call(`${server.base}/v1/jobs/${r.body.id}`, {method: 'DELETE'})), {status: 404, code: 'not_found'})
+})
+
+test('DELETE stops the URL downloads of the chunk running: they end at once, not at MOD_URL_TIMEOUT_MS', async () => {
+  const r = await postJson(`${server.base}/v1/jobs/images`, {items: [{url: 'http://images.example/drip/0.png'}, {url: 'http://images.example/drip/1.png'}]})
+  await until(() => dripped.length === 2)
+  await call(`${server.base}/v1/jobs/${r.body.id}`, {method: 'DELETE'})
+  const open = await Promise.race([Promise.all(dripped), new Promise<number[]>((resolve) => setTimeout(() => resolve([-1]), 5_000).unref())])
+  assert.ok(open.every((ms) => ms > 0 && ms < 3_000), `the downloads stayed open ${open.join(', ')} ms (-1: over 5 s)`)
 })
 
 test('bad input is refused with its status and code', async () => {

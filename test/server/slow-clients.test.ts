@@ -154,7 +154,7 @@ test('one client address holds at most MOD_MAX_UPLOADS_PER_CLIENT upload places 
       assert.equal([answer.status, answer.headers['retry-after']], [429, '1'], path)
       assert.equal(rawError(answer).error, {
         code: 'too_many_uploads',
-        message: 'this client is already sending 2 uploads (MOD_MAX_UPLOADS_PER_CLIENT); wait for one to finish',
+        message: 'this client is already sending 2 uploads (a URL being fetched counts as one; MOD_MAX_UPLOADS_PER_CLIENT); wait for one to finish',
       })
     }
     const served = await call(`${s.base}/v1/moderate`, image('other-client.png'))

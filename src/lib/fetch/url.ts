@@ -19,7 +19,14 @@ export interface FetchImageOptions {
   resolve?: Resolver
   /** Test hook: where a checked address is dialled (see Dial); default the address itself. */
   connect?: Dial
+  /** Ends the fetch when whoever asked for it is gone (the client left, the job was cancelled). */
+  signal?: AbortSignal
+  /** Told the size of each piece of the image's body as it arrives (the server judges its pace). */
+  onBytes?: (bytes: number) => void
 }
+
+/** fetchImageUrl with the limits and hooks of whoever holds it: the caller gives only its own signal and counter. */
+export type ImageFetcher = (url: string, how?: Pick<FetchImageOptions, 'signal' | 'onBytes'>) => Promise<FetchedImage>
 
 export interface FetchedImage {
   data: Buffer
@@ -70,6 +77,10 @@ export async function fetchImageUrl(raw: string, options: FetchImageOptions): Pr
   const maxRedirects = options.maxRedirects ?? 5
   const deadline = new AbortController()
   const timer = setTimeout(() => deadline.abort(), options.timeoutMs)
+  // Nobody waits for the image any more: the download stops, instead of holding its place until the deadline.
+  const cancel = () => deadline.abort()
+  options.signal?.addEventListener('abort', cancel, {once: true})
+  if (options.signal?.aborted) cancel()
   try {
     for (let redirects = 0; ; redirects++) {
       const subject: Subject = redirects === 0 ? 'the URL' : 'the redirect target'
@@ -85,12 +96,14 @@ export async function fetchImageUrl(raw: string, options: FetchImageOptions): Pr
     }
   } catch (e) {
     if (isModError(e)) throw e
+    if (options.signal?.aborted) throw new ModError('url_fetch_failed', `fetching ${describeUrl(url)} was cancelled: nobody waits for it any more`)
     if (deadline.signal.aborted) {
       throw new ModError('url_fetch_timeout', `fetching ${describeUrl(url)} took longer than ${options.timeoutMs} ms`)
     }
     throw new ModError('url_fetch_failed', `could not fetch ${describeUrl(url)}: ${connectionProblem(e)}`)
   } finally {
     clearTimeout(timer)
+    options.signal?.removeEventListener('abort', cancel)
   }
 }
 
@@ -128,11 +141,19 @@ async function get(url: URL, addresses: string[], options: FetchImageOptions, si
       throw new ModError('url_fetch_failed', `${where} answered HTTP ${statusCode}`, {status: statusCode})
     }
     if (Number(headers['content-length']) > options.maxBytes) throw tooLarge(where, options.maxBytes)
-    const data = await readCapped(response.body, options.maxBytes, where, () => tooLarge(where, options.maxBytes))
+    const body = options.onBytes ? counted(response.body, options.onBytes) : response.body
+    const data = await readCapped(body, options.maxBytes, where, () => tooLarge(where, options.maxBytes))
     const contentType = headers['content-type']
     return {kind: 'body', data, contentType: typeof contentType === 'string' ? contentType : undefined}
   } finally {
     await client.destroy()
+  }
+}
+
+async function* counted(source: AsyncIterable<Buffer>, onBytes: (bytes: number) => void): AsyncGenerator<Buffer> {
+  for await (const chunk of source) {
+    onBytes(chunk.length)
+    yield chunk
   }
 }
 

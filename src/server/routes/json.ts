@@ -5,6 +5,8 @@ import {ModerationResult} from '../../lib/schemas.js'
 import {base64Image} from '../body.js'
 import {EXAMPLE_PNG_BASE64, EXAMPLE_RESULT} from '../examples.js'
 import type {Request, RouteContext} from '../context.js'
+import type {FetchedImage} from '../../lib/fetch/url.js'
+import type {Place} from '../upload-places.js'
 import {declareRoute, type Input} from '../route.js'
 import {ModerateJsonRequest} from '../schemas.js'
 import {formatSizeExact} from '../../lib/sizes.js'
@@ -14,6 +16,27 @@ import type {ServerResponse} from 'node:http'
 
 /** `source` of a result from image_base64, which carries no file name. */
 export const BASE64_SOURCE = 'image_base64'
+
+/**
+ * Fetches the image a URL names on the request's upload place, under the rules of a body being received: its pace is
+ * watched (MOD_BODY_MIN_RATE) and its place may go to another network's request, which stops the fetch with the
+ * reason; so does the client leaving (`signal`).
+ */
+async function downloadOnPlace(ctx: RouteContext, url: string, place: Place, signal: AbortSignal): Promise<FetchedImage> {
+  const stopped = new AbortController()
+  let reason: ModError | undefined
+  const reading = place.read((e) => {
+    reason = e
+    stopped.abort()
+  }, 'download')
+  try {
+    return await ctx.fetchImage(url, {signal: AbortSignal.any([signal, stopped.signal]), onBytes: (bytes) => reading.arrived(bytes)})
+  } catch (e) {
+    throw reason ?? e
+  } finally {
+    reading.end()
+  }
+}
 
 /**
  * POST /v1/moderate/json: `{"image_base64": "..."}` (plain base64 or a data URI) or `{"url": "..."}`
@@ -26,7 +49,7 @@ async function moderateJson(ctx: RouteContext, req: Request, res: ServerResponse
     ctx,
     req,
     res,
-    async (upload) => {
+    async (upload, signal) => {
       // Validated: exactly one of the two is a non-empty string.
       const {image_base64: image, url} = await input.body(upload)
       if (typeof image === 'string') return {source: BASE64_SOURCE, data: base64Image(image, maxBytes)}
@@ -35,7 +58,7 @@ async function moderateJson(ctx: RouteContext, req: Request, res: ServerResponse
       }
       // The download may be as large as MOD_MAX_BYTES: that much is held before it starts, the rest given back after.
       upload.take(maxBytes)
-      const fetched = await ctx.fetchImage(url as string)
+      const fetched = await downloadOnPlace(ctx, url as string, upload, signal)
       upload.give(maxBytes - fetched.data.length)
       return {source: url as string, data: fetched.data}
     },

@@ -24,7 +24,7 @@ export async function moderate<I, R>(
   ctx: RouteContext,
   req: IncomingMessage,
   res: ServerResponse,
-  receive: (upload: Upload) => Promise<I>,
+  receive: (upload: Upload, signal: AbortSignal) => Promise<I>,
   work: (input: I, scheduler: Scheduler, signal: AbortSignal, steps?: StepTimes) => Promise<R>,
 ): Promise<R> {
   const started = performance.now()
@@ -34,7 +34,7 @@ export async function moderate<I, R>(
   try {
     let input: I
     try {
-      input = await receive(upload)
+      input = await receive(upload, signal)
     } finally {
       upload.done()
     }

@@ -1,8 +1,9 @@
+import {setMaxListeners} from 'node:events'
 import {readFile} from 'node:fs/promises'
 
 import type {Engine} from '../../../lib/engine.js'
 import {ModError} from '../../../lib/errors.js'
-import type {FetchedImage} from '../../../lib/fetch/url.js'
+import type {ImageFetcher} from '../../../lib/fetch/url.js'
 import {clientEntry} from '../../errors.js'
 import type {JobError} from '../types.js'
 import {resultLine, sourceOf} from './lines.js'
@@ -14,7 +15,7 @@ export interface ChunkRunnerOptions {
   /** MOD_ALLOW_URLS of the process running the chunk. */
   allowUrls: boolean
   /** fetchImageUrl with the process's size and time limits. */
-  fetchImage: (url: string) => Promise<FetchedImage>
+  fetchImage: ImageFetcher
   describeError(e: unknown): JobError
 }
 
@@ -24,19 +25,21 @@ export interface ChunkRunnerOptions {
  * /v1/moderate/json would have answered for that URL.
  */
 export function imageChunkRunner(engine: Engine, o: ChunkRunnerOptions): ChunkRunner {
-  const read = async (item: ImageItem, job: string, index: number): Promise<Buffer> => {
+  const read = async (item: ImageItem, job: string, index: number, signal: AbortSignal): Promise<Buffer> => {
     if ('file' in item) return readFile(itemPath(o.storage, job, index))
     if (!o.allowUrls) throw new ModError('url_fetch_disabled', 'fetching URLs is disabled on the worker that ran this item (MOD_ALLOW_URLS)')
-    return (await o.fetchImage(item.url)).data
+    return (await o.fetchImage(item.url, {signal})).data
   }
   return async (chunk, signal) => {
+    // Each of the chunk's URL fetches listens to its signal (a cancelled job stops them): more than Node's default 10.
+    setMaxListeners(chunk.items.length + 1, signal)
     // The engine reports an item whose read failed as empty; the real cause replaces that entry.
     const failures = new Map<number, JobError>()
     const inputs = chunk.items.map((item, i) => ({
       source: sourceOf(item),
       read: async () => {
         try {
-          return await read(item, chunk.job, chunk.start + i)
+          return await read(item, chunk.job, chunk.start + i, signal)
         } catch (e) {
           failures.set(i, o.describeError(e))
           return Buffer.alloc(0)

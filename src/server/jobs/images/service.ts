@@ -2,7 +2,7 @@ import type {ServerSettings} from '../../../lib/config/settings.js'
 import type {Engine} from '../../../lib/engine.js'
 import {ModError} from '../../../lib/errors.js'
 import {sendCallback} from '../../../lib/fetch/callback.js'
-import {fetchImageUrl, type FetchedImage} from '../../../lib/fetch/url.js'
+import {fetchImageUrl, type ImageFetcher} from '../../../lib/fetch/url.js'
 import {describe, toHttpError, type Log} from '../../errors.js'
 import {jobsUnavailable} from '../availability.js'
 import {createMemoryImageQueue} from './memory.js'
@@ -66,18 +66,18 @@ export function imageJobQueue(settings: ServerSettings, log: Log): ImageJobQueue
 }
 
 /** Runs chunks on `engine`, URLs fetched under the process's URL rules and limits (`fetchImage`, for tests). */
-export function chunkRunnerFor(engine: Engine, settings: ServerSettings, log: Log, fetchImage?: (url: string) => Promise<FetchedImage>): ChunkRunner {
+export function chunkRunnerFor(engine: Engine, settings: ServerSettings, log: Log, fetchImage?: ImageFetcher): ChunkRunner {
   const {limits} = settings
   return imageChunkRunner(engine, {
     storage: settings.jobs.storage,
     allowUrls: settings.allowUrls,
-    fetchImage: fetchImage ?? ((url) => fetchImageUrl(url, {maxBytes: limits.maxBytes, timeoutMs: limits.urlTimeoutMs})),
+    fetchImage: fetchImage ?? ((url, how) => fetchImageUrl(url, {...how, maxBytes: limits.maxBytes, timeoutMs: limits.urlTimeoutMs})),
     describeError: describing(log),
   })
 }
 
 /** The image job queue of one `mod serve` process, running chunks here unless MOD_SERVE_JOBS=false. */
-export function createImageJobs(engine: Engine, settings: ServerSettings, log: Log, fetchImage?: (url: string) => Promise<FetchedImage>): ImageJobQueue {
+export function createImageJobs(engine: Engine, settings: ServerSettings, log: Log, fetchImage?: ImageFetcher): ImageJobQueue {
   const queue = imageJobQueue(settings, log)
   if (settings.jobs.serveJobs) queue.work(chunkRunnerFor(engine, settings, log, fetchImage))
   return queue
