@@ -91,9 +91,11 @@ export const ModerateJsonRequest = Type.Object(
           'group of 4, is 400 `bad_request`.',
       }),
     ),
+    // No `format: uri`: RFC 3986 refuses URLs that browsers and fetch take (the WHATWG URL standard), such as a host
+    // or path in any script (`http://bücher.example/café.jpg`) or a space; the route parses it as they do.
     url: Type.Optional(
-      Type.Union([Type.String({minLength: 1, format: 'uri', title: 'an absolute http(s) URL'}), Type.Null()], {
-        description: 'An http(s) URL of a public image.',
+      Type.Union([Type.String({minLength: 1, title: 'an absolute http(s) URL'}), Type.Null()], {
+        description: 'An http(s) URL of a public image, as the WHATWG URL standard reads it (any script in the host and path).',
       }),
     ),
   },

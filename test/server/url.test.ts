@@ -78,6 +78,14 @@ test('a url is fetched and moderated when MOD_ALLOW_URLS is true; source is the 
   assert.equal(r.body.violations.map((v: {name: string}) => v.name), ['redness'])
 })
 
+test('a url with a host in another script is fetched (as browsers read URLs), one that is not a URL is 400', async () => {
+  const r = await moderateUrl(server.base, 'http://bücher.example/red.png')
+  assert.equal([r.status, r.body.source], [200, 'http://bücher.example/red.png'])
+  assert.equal(r.body.violations.map((v: {name: string}) => v.name), ['redness'])
+  const bad = await moderateUrl(server.base, 'not a url')
+  assert.equal([bad.status, bad.body.error.message], [400, 'url is not valid: expected an absolute http(s) URL'])
+})
+
 test('403 url_fetch_disabled: a url while MOD_ALLOW_URLS is false', async () => {
   const r = await moderateUrl(disabled.base, 'http://images.example/red.png')
   assert.equal(errorOf(r), {status: 403, code: 'url_fetch_disabled'})

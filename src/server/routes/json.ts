@@ -53,6 +53,7 @@ async function moderateJson(ctx: RouteContext, req: Request, res: ServerResponse
       // Validated: exactly one of the two is a non-empty string.
       const {image_base64: image, url} = await input.body(upload)
       if (typeof image === 'string') return {source: BASE64_SOURCE, data: base64Image(image, maxBytes)}
+      if (!URL.canParse(url as string)) throw new ModError('bad_request', 'url is not valid: expected an absolute http(s) URL')
       if (!ctx.settings.allowUrls) {
         throw new ModError('url_fetch_disabled', 'fetching URLs is disabled on this server (MOD_ALLOW_URLS); send image_base64 instead')
       }
