@@ -5,6 +5,7 @@ import {createHash} from 'node:crypto'
 import {appendFileSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {createServer, type IncomingMessage, type Server, type ServerResponse} from 'node:http'
 import {createServer as createTcpServer, type AddressInfo, type Socket} from 'node:net'
+import {createServer as createHttpsServer} from 'node:https'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -13,6 +14,7 @@ import * as assert from 'uvu/assert'
 import {createClient} from '../../src/cli/remote/client.js'
 import {runInProcess, solidPng, tempDir} from '../helpers/cli.js'
 
+const TLS = join(import.meta.dirname, '..', 'fixtures', 'tls')
 const dir = tempDir('mod-hostile-')
 const work = join(dir.path, 'work')
 const closers: (() => void)[] = []
@@ -139,6 +141,37 @@ test('a server learns each file\'s base name only, never the folders it sits in'
   // The results still carry the paths as given, as a local scan's do.
   assert.match(r.stdout, `SAFE    ${join(work, 'photos', 'a.png')}`)
   assert.match(r.stdout, 'SAFE    photos/b.png')
+})
+
+test('a redirect or a proxy\'s 403 says what to look at; neither is followed or called an internal error', async () => {
+  const redirecting = await hostile(() => {}, {categories: (_req, res) => res.writeHead(302, {location: 'https://mod.example.com/'}).end()})
+  const moved = await scan(redirecting)
+  assert.is(moved.code, 2)
+  assert.is(moved.stderr, `mod: invalid_config: the server ${redirecting}/ answered 302, a redirect to https://mod.example.com/: mod does not follow redirects (its API key would go along); give --server the address of the mod serve itself\n`)
+  const proxied = await hostile(() => {}, {categories: (_req, res) => res.writeHead(403, {'content-type': 'text/html'}).end('<h1>Forbidden</h1>')})
+  const forbidden = await scan(proxied)
+  assert.is(forbidden.code, 2)
+  assert.is(forbidden.stderr, `mod: unauthorized: the server ${proxied}/ answered 403: HTTP 403 (a proxy in front of it may refuse this client)\n`)
+})
+
+test('TLS that fails says why, in words, at once: a self-signed certificate (and how to trust it), plain HTTP on an https:// port', async () => {
+  // test/fixtures/tls: a self-signed certificate for 127.0.0.1 valid until 2126, made for these tests with
+  // `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 36500 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1`.
+  const tls = createHttpsServer({key: readFileSync(join(TLS, 'key.pem')), cert: readFileSync(join(TLS, 'cert.pem'))}, (_req, res) => json(res, LISTING))
+  await new Promise<void>((resolve) => tls.listen(0, '127.0.0.1', resolve))
+  closers.push(() => tls.close())
+  const selfSigned = `https://127.0.0.1:${(tls.address() as AddressInfo).port}`
+  const untrusted = await scan(selfSigned, ['--retries', '3'])
+  assert.is(untrusted.code, 2)
+  assert.is(untrusted.stderr, `mod: server_unreachable: the TLS connection to ${selfSigned}/ failed: its certificate is self-signed: to trust it, give its authority to Node.js with NODE_EXTRA_CA_CERTS=ca.pem\n`)
+  // A plain node:http server answers the TLS hello with its own 400, as HTTP servers do.
+  const http = createServer((_req, res) => json(res, LISTING))
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve))
+  closers.push(() => http.close())
+  const plain = `https://127.0.0.1:${(http.address() as AddressInfo).port}`
+  const notTls = await scan(plain)
+  assert.is(notTls.code, 2)
+  assert.is(notTls.stderr, `mod: server_unreachable: the TLS connection to ${plain}/ failed: the server does not speak TLS on that port (is it http://, not https://?)\n`)
 })
 
 test('a huge or endless answer is cut off at the size a batch can hold, however fast it comes', async () => {

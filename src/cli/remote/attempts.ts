@@ -7,6 +7,7 @@ import {exchange, type ExchangeContext, type Send} from './exchange.js'
 import {notNow} from './refusal.js'
 import {isConnectionError, retryDelayMs} from './retry.js'
 import {seconds} from './run-clock.js'
+import {tlsFailure} from './tls.js'
 
 /** A request's retry policy: how many tries in all, and the key the refusals talk about. */
 export interface AttemptContext extends ExchangeContext {
@@ -44,6 +45,8 @@ async function once(ctx: AttemptContext, plan: RequestPlan): Promise<{accepted: 
   } catch (e) {
     // undici's parser refused the answer: whatever answered is not an HTTP server.
     if ((e as Error).name === 'HTTPParserError') throw badAnswer(ctx.server, plan.what, `an answer that is not HTTP/1.1 (${visible((e as Error).message)})`)
+    const tls = tlsFailure(ctx.server, e)
+    if (tls) throw tls
     if (ctx.signal?.aborted || !isConnectionError(e)) throw e
     return {failure: visible(`${(e as {code: string}).code}${(e as Error).message ? ` (${(e as Error).message})` : ''}`)}
   }

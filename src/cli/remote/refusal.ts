@@ -13,8 +13,12 @@ const KNOWN_CODES: ReadonlySet<string> = new Set<ErrorCode>([
   'unsupported_media', 'too_many_uploads', 'overloaded', 'model_unavailable', 'not_found', 'jobs_unavailable',
 ])
 
-/** A refused request as the CLI reports it: the server's own code and message where it gave one, naming the server. */
-function refused(server: string, status: number, body: ErrorBody | undefined, apiKey: string | undefined): ModError {
+/**
+ * A refused request as the CLI reports it: the server's own code and message where it gave one, naming the server.
+ * Without one (a proxy or another server answered), the status says what to look at.
+ */
+function refused(server: string, answer: Answer, body: ErrorBody | undefined, apiKey: string | undefined): ModError {
+  const {status} = answer
   const given = body?.error?.message
   const message = typeof given === 'string' ? serverMessage(given) : `HTTP ${status}`
   if (status === 401) {
@@ -22,7 +26,15 @@ function refused(server: string, status: number, body: ErrorBody | undefined, ap
     return new ModError('unauthorized', `the server ${server} answered 401: ${why}`)
   }
   const code = body?.error?.code
-  return new ModError(typeof code === 'string' && KNOWN_CODES.has(code) ? (code as ErrorCode) : 'internal', `the server ${server} answered ${status}: ${message}`)
+  if (typeof code === 'string' && KNOWN_CODES.has(code)) return new ModError(code as ErrorCode, `the server ${server} answered ${status}: ${message}`)
+  if (status >= 300 && status < 400) {
+    // Not followed: the API key would go along to wherever it points.
+    const location = answer.headers.location
+    const to = typeof location === 'string' ? ` to ${visible(location.slice(0, 200))}` : ''
+    return new ModError('invalid_config', `the server ${server} answered ${status}, a redirect${to}: mod does not follow redirects (its API key would go along); give --server the address of the mod serve itself`)
+  }
+  if (status === 403) return new ModError('unauthorized', `the server ${server} answered 403: ${message} (a proxy in front of it may refuse this client)`)
+  return new ModError('internal', `the server ${server} answered ${status}: ${message}`)
 }
 
 /**
@@ -37,6 +49,6 @@ export function notNow(server: string, answer: Answer, apiKey: string | undefine
   } catch {}
   const code = body?.error?.code
   // A server of several workers without a job queue says so with a 503 that no wait will change.
-  if (!isRetriedStatus(answer.status) || code === 'jobs_unavailable') throw refused(server, answer.status, body, apiKey)
+  if (!isRetriedStatus(answer.status) || code === 'jobs_unavailable') throw refused(server, answer, body, apiKey)
   return {failure: visible(`${answer.status} ${typeof code === 'string' ? code.slice(0, 40) : ''}`.trim()), wait: retryAfterMs(answer.headers['retry-after'])}
 }
