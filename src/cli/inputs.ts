@@ -166,10 +166,14 @@ function errnoOf(e: unknown): string {
   return (e as NodeJS.ErrnoException).code ?? 'error'
 }
 
+/** A path given as a URL: the CLI reads files, and says so rather than only "does not exist". */
+const URL_LIKE = /^https?:\/\//i
+const NOT_URLS = ' (paths are files and folders, not URLs: download the image first, or have a mod serve fetch it, POST /v1/moderate/json)'
+
 function readError(path: string, e: unknown): ModError {
   if (e instanceof ModError) return e
   const code = errnoOf(e)
-  if (code === 'ENOENT') return new ModError('not_found', `${path} does not exist`)
+  if (code === 'ENOENT') return new ModError('not_found', `${path} does not exist${URL_LIKE.test(path) ? NOT_URLS : ''}`)
   return new ModError('unreadable_image', `cannot read ${path}: ${code}`)
 }
 

@@ -102,11 +102,15 @@ test('an unreadable subfolder is an error entry and the walk goes on', async () 
 
 test('a path that does not exist is a not_found entry in its place; the others are scanned', async () => {
   const missing = join(dir.path, 'missing.png')
-  const r = await runInProcess(['scan', missing, blue, '--config', policy, '--ndjson'], {env})
+  const url = 'https://example.com/photo.jpg'
+  const r = await runInProcess(['scan', missing, blue, url, '--config', policy, '--ndjson'], {env})
   assert.is(r.code, 2)
   const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l))
   assert.equal(lines[0], {source: missing, error: {code: 'not_found', message: `${missing} does not exist`}})
   assert.is(lines[1].is_safe, true)
+  // A URL is no path, and is never fetched: the entry says where URLs go.
+  const notUrls = 'paths are files and folders, not URLs: download the image first, or have a mod serve fetch it, POST /v1/moderate/json'
+  assert.equal(lines[2], {source: url, error: {code: 'not_found', message: `${url} does not exist (${notUrls})`}})
 })
 
 test('a FIFO and a device are refused as error entries without being read', async () => {

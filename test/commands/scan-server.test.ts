@@ -133,6 +133,9 @@ test('a wrong or missing key is a clear error and exit 2; model and policy flags
     assert.is(r.code, 2)
     assert.is(r.stderr, "mod: invalid_config: --server / MOD_SERVER holds a user name or password: mod sends the API key only (--api-key / MOD_API_KEY); give the server's URL without them\n")
   }
+  // A key with a line break inside cannot be a header: said as a setting's problem, not undici's.
+  const broken = await scan(['photos', '--server', base], {MOD_API_KEY: 'two\nlines'})
+  assert.equal([broken.code, broken.stderr], [2, 'mod: invalid_config: --api-key / MOD_API_KEY holds a control character (a line break inside it, say): an HTTP header cannot carry it\n'])
 })
 
 test("a balancer's 502 page, then 503 with Retry-After: the batch is sent again after each, once the wait is over, and the result is whole", async () => {

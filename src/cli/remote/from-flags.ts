@@ -1,3 +1,4 @@
+import {ModError} from '../../lib/errors.js'
 import {CLIENT_VARIABLES, DEFAULT_LIMITS, readSettings, type Env, type Limits} from '../../lib/config/settings.js'
 import type {PresetName} from '../../lib/policy/types.js'
 import {refuseLocalFlags} from './flags.js'
@@ -33,13 +34,18 @@ export async function remoteFromFlags(
   env: Env = process.env,
 ): Promise<{engine: RemoteEngine; config: RemoteConfig}> {
   refuseLocalFlags(argv)
+  // Trimmed as the server trims its MOD_API_KEY: a key file's trailing newline is no part of the key.
+  const apiKey = flags['api-key']?.trim() || undefined
+  // An HTTP header cannot carry one, and undici's own error would read as a bug in mod.
+  if (apiKey !== undefined && /[\x00-\x08\x0a-\x1f\x7f]/.test(apiKey)) {
+    throw new ModError('invalid_config', '--api-key / MOD_API_KEY holds a control character (a line break inside it, say): an HTTP header cannot carry it')
+  }
   // The proxies a CI runner may need to reach the server, read where every setting is.
   const {proxy} = readSettings({}, env).engine
   const engine = remoteEngine({
     proxy,
     server: flags.server,
-    // Trimmed as the server trims its MOD_API_KEY: a key file's trailing newline is no part of the key.
-    apiKey: flags['api-key']?.trim() || undefined,
+    apiKey,
     attempts: flags.retries + 1,
     concurrency: flags.concurrency ?? 1,
     resume: flags.resume,
