@@ -263,8 +263,9 @@ function pathOf(value: string | undefined, cwd: string): string | undefined {
 /** An input value wins over its variable (an empty variable counts as unset); the name is the one to report. */
 function source(input: SettingsInput, env: Env, key: keyof SettingsInput): {name: string; value: string | undefined} {
   const typed = input[key]
-  if (typed !== undefined) return {name: key, value: String(typed)}
   const name = SETTING_VARIABLES[key]
+  // A value an adapter parsed came from its flag, or from the variable the flag reads: both names, as a person types them.
+  if (typed !== undefined) return {name: `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} / ${name}`, value: String(typed)}
   return {name, value: env[name] === '' ? undefined : env[name]}
 }
 

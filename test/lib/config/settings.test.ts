@@ -185,7 +185,9 @@ test('an invalid value is invalid_config naming the variable it came from', () =
     assert.is(e.code, 'invalid_config')
     assert.is(e.message, message)
   }
-  assert.is(failure(() => flat({threads: 0}, {}, cwd)).message, 'threads="0" is not valid: expected a whole number >= 1')
+  assert.is(failure(() => flat({threads: 0}, {}, cwd)).message, '--threads / MOD_THREADS="0" is not valid: expected a whole number >= 1')
+  // A flag's value is named as a person writes the flag, never as the code's camelCase key.
+  assert.is(failure(() => flat({bodyMinRate: 'fast'}, {}, cwd)).message, '--body-min-rate / MOD_BODY_MIN_RATE="fast" is not valid: expected a size in bytes, e.g. 26214400 or 25MB')
 })
 
 test('download proxies: the lower-case spelling wins, an empty one is unset', () => {
