@@ -12,5 +12,5 @@ export function parseBoolean(name: string, value: string | undefined, fallback: 
   const v = value.trim().toLowerCase()
   if (['1', 'true', 'yes', 'on'].includes(v)) return true
   if (['0', 'false', 'no', 'off'].includes(v)) return false
-  throw invalid(name, value, 'true or false')
+  throw invalid(name, value, 'true or false (also 1 or 0, yes or no, on or off)')
 }

@@ -178,7 +178,7 @@ test('an invalid value is invalid_config naming the variable it came from', () =
     [{MOD_PRECISION: 'int4'}, 'MOD_PRECISION="int4" is not valid: expected one of fp32, int8, fp16'],
     [{MOD_INT8_WEIGHTS: 'int8'}, 'MOD_INT8_WEIGHTS="int8" is not valid: expected one of auto, signed, unsigned'],
     [{MOD_MAX_BATCH: 'lots'}, 'MOD_MAX_BATCH="lots" is not valid: expected a whole number >= 1'],
-    [{MOD_ALLOW_URLS: 'maybe'}, 'MOD_ALLOW_URLS="maybe" is not valid: expected true or false'],
+    [{MOD_ALLOW_URLS: 'maybe'}, 'MOD_ALLOW_URLS="maybe" is not valid: expected true or false (also 1 or 0, yes or no, on or off)'],
   ]
   for (const [env, message] of cases) {
     const e = failure(() => flat({}, env, cwd))
