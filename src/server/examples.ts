@@ -1,5 +1,10 @@
 /** Example values the OpenAPI document shows; test/server/openapi.test.ts checks each against its schema. */
+import {createRequire} from 'node:module'
+
 import {SIGNALS} from '../lib/signals/registry.js'
+
+/** The version of this build (package.json; the same relative path from src/ and dist/), as /health gives it. */
+const VERSION = (createRequire(import.meta.url)('../../package.json') as {version: string}).version
 
 export const EXAMPLE_LABELS = [
   {name: 'weapons', score: 0.91, threshold: 0.5, parent: 'violence', violated: true, origin: 'builtin'},
@@ -92,7 +97,7 @@ export const EXAMPLE_CATEGORIES = {
 /** A fresh install: the embedded NSFW specialist scores its three categories, the CLIP model is not pulled. */
 export const EXAMPLE_HEALTH = {
   status: 'ok',
-  version: '0.1.0',
+  version: VERSION,
   model_loaded: true,
   // Every signal of the registry: off unless named here.
   signals: {...Object.fromEntries(SIGNALS.map((s) => [s.name, 'off'])), clip: 'not_installed', nsfw: 'loaded', nudenet: 'not_installed'},

@@ -305,6 +305,9 @@ test('every example in the document conforms to its own schema', () => {
     }
   }
   assert.ok(checked >= 40, `only ${checked} examples`)
+  // The /health example shows this build's version, as the route answers it.
+  const health = doc.paths['/health'].get?.responses[200].content?.['application/json'].example as {version: string}
+  assert.is(health.version, VERSION)
 })
 
 test('response schemas are closed, so an unexpected field fails the conformance check', () => {
