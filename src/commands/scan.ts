@@ -196,7 +196,7 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
   static override examples = [
     '<%= config.bin %> scan ./photos',
     'cat photo.jpg | <%= config.bin %> scan - --ndjson',
-    'git diff --name-only -z --diff-filter=d origin/main | <%= config.bin %> scan --files-from - -0 --format github',
+    'git diff --name-only -z --diff-filter=d origin/main... | <%= config.bin %> scan --files-from - -0 --format github',
     '<%= config.bin %> scan ./assets --baseline mod-baseline.json --format sarif > mod.sarif',
     'MOD_API_KEY=secret <%= config.bin %> scan ./uploads --server https://mod.example.com --resume mod-journal.ndjson',
   ]

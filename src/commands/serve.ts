@@ -17,7 +17,7 @@ import {stopSignals} from '../server/lifecycle.js'
 export default class Serve extends ModCommand {
   static override description = `Serve the REST API (the same engine as scan) until SIGTERM, SIGHUP (a closed terminal) or Ctrl-C.
 
-Endpoints: GET /health (liveness), GET /ready (readiness: 503 until the model is loaded and from SIGTERM on), GET /metrics, GET /v1/categories, POST /v1/moderate, /v1/moderate/batch, /v1/moderate/json, /v1/moderate/video, POST /v1/jobs/video and GET|DELETE /v1/jobs/{id} (long videos as jobs); interactive documentation at /docs, the OpenAPI document at /openapi.json.
+Endpoints: GET /health (liveness), GET /ready (readiness: 503 until the model is loaded and from SIGTERM on), GET /metrics, GET /v1/categories, POST /v1/moderate, /v1/moderate/batch, /v1/moderate/json, /v1/moderate/video, POST /v1/jobs/video (long videos as jobs), POST /v1/jobs/images (many images as one job), GET|DELETE /v1/jobs/{id} and GET /v1/jobs/{id}/results; interactive documentation at /docs, the OpenAPI document at /openapi.json.
 
 With MOD_API_KEY set, every request but GET /health, GET /ready and the documentation (/docs, /openapi.json) needs the header X-API-Key. Log lines go to stderr, one JSON object per line (level, time, pid, worker, msg; one "request" line per request with method, path, status, bytes, duration_ms, request_id), or a short text form when stderr is a terminal; the first info line names the address ("listening on http://HOST:PORT"). GET /metrics answers Prometheus text. On SIGTERM, SIGHUP or Ctrl-C the server (after MOD_DRAIN_DELAY_MS of answering /ready with 503) stops accepting connections, finishes the requests in flight and exits 0; a second signal exits 1 at once.`
 

@@ -36,6 +36,9 @@ Jobs are accepted by any "mod serve" with the same MOD_REDIS_URL (POST /v1/jobs/
     ['MOD_CALLBACK_ALLOW_PRIVATE', 'let callbacks reach private addresses (default false)'],
     ['MOD_MAX_VIDEO_SECONDS', 'longest video (default 600)'],
     ['MOD_ALLOW_URLS', 'fetch the URLs of image jobs (default false: their items get url_fetch_disabled)'],
+    ['MOD_URL_TIMEOUT_MS', 'time limit of one image fetch (default 10000)'],
+    ['MOD_MAX_BYTES', 'largest image of an image job, uploaded or fetched (default 25MB)'],
+    ['MOD_MAX_PIXELS', 'most pixels an image may decode to (default 100000000)'],
     ['MOD_TEXT_BUDGET', "recogniser columns the text rules' reader may spend per image, over the policy's text.budget (default 32768)"],
     ['MOD_FFMPEG', 'the ffmpeg binary for video'],
   ]
