@@ -5,6 +5,7 @@ import chalk from 'chalk'
 
 import type {Config} from '../lib/config/load.js'
 import {isModError} from '../lib/errors.js'
+import {stopThreadsBeforeExit} from '../lib/worker-module.js'
 import {errorLine, EXIT_ERROR, exitForSignal, STOP_SIGNALS, type StopSignal} from './errors.js'
 import type {EnvVars} from './help.js'
 import {usageLine, type FlagShape} from './parse-errors.js'
@@ -117,6 +118,8 @@ export abstract class ModCommand extends Command {
   protected override async catch(err: Error & {exitCode?: number}): Promise<unknown> {
     this.progress?.finish()
     if (err instanceof Errors.ExitError) throw err
+    // Work may still be under way (an inference the scan no longer waits for): it ends before the process does.
+    await stopThreadsBeforeExit()
     if (this.interrupt.signal.aborted) return this.exit(this.signalExit())
     // A message may quote what came from elsewhere (a server, a file): no part of it may pass for a line of its own.
     process.stderr.write(`${visibleLines(this.describe(err))}\n`)
@@ -127,7 +130,10 @@ export abstract class ModCommand extends Command {
   protected override async finally(err: Error | undefined): Promise<unknown> {
     this.progress?.finish()
     for (const s of STOP_SIGNALS) process.off(s, this.onSignal)
-    if (err === undefined && this.interrupt.signal.aborted) return this.exit(this.signalExit())
+    if (err === undefined && this.interrupt.signal.aborted) {
+      await stopThreadsBeforeExit()
+      return this.exit(this.signalExit())
+    }
     return super.finally(err)
   }
 

@@ -17,8 +17,8 @@ import type {Worker} from 'node:worker_threads'
 
 import type * as ort from 'onnxruntime-node'
 
-import {startModuleWorker, threadStopped} from '../worker-module.js'
-import {fromWire, toWire, type Answer, type Ask} from './inference-wire.js'
+import {startModuleWorker, stopBetweenTasks, threadStopped} from '../worker-module.js'
+import {fromWire, toWire, type Answer, type Ask, type Leave} from './inference-wire.js'
 
 /** What the engine uses of an onnxruntime session. */
 export interface ModelSession {
@@ -42,6 +42,8 @@ interface Thread {
 
 let thread: Thread | undefined
 let nextAsk = 0
+/** Set once the thread was asked to leave (the process is leaving): no thread starts again. */
+let leaving = false
 
 /** What the sessions of a model file did in this process. */
 export interface SessionActivity {
@@ -76,7 +78,8 @@ function startThread(): Thread {
     if (m === 'ready') return started()
     const waiter = waiting.get(m.id)
     waiting.delete(m.id)
-    if (waiting.size === 0) worker.unref()
+    // A thread asked to leave stays referenced until it has: the process waits for it.
+    if (waiting.size === 0 && !leaving) worker.unref()
     if ('error' in m) waiter?.reject(new Error(m.error))
     else waiter?.resolve(m)
   })
@@ -87,13 +90,27 @@ function startThread(): Thread {
     waiting.clear()
   }
   worker.on('error', fail)
-  worker.on('exit', fail)
+  // Before the process leaves in the middle of work, the thread ends between two tasks (worker-module.ts).
+  const unregister = stopBetweenTasks(async () => {
+    if (thread === t) thread = undefined
+    leaving = true
+    const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()))
+    // Waited for: the process stays up until the thread has left.
+    worker.ref()
+    worker.postMessage({op: 'leave'} satisfies Leave)
+    await exited
+  })
+  worker.on('exit', (code) => {
+    unregister()
+    fail(code)
+  })
   return t
 }
 
 type Question = Ask extends infer A ? (A extends Ask ? Omit<A, 'id'> : never) : never
 
 async function ask(question: Question): Promise<Answer> {
+  if (leaving) throw new Error('the inference thread stopped: the process is leaving')
   const t = (thread ??= startThread())
   const id = nextAsk++
   const answered = new Promise<Answer>((resolve, reject) => t.waiting.set(id, {resolve, reject}))

@@ -13,6 +13,11 @@ export type Ask =
   | {id: number; op: 'run'; session: number; feeds: Record<string, WireTensor>; fetches?: string[]}
   | {id: number; op: 'release'; session: number}
 
+/** Tells the thread to end once every task it has begun is done (it answers nothing more). */
+export interface Leave {
+  op: 'leave'
+}
+
 export type Answer =
   | {id: number; error: string}
   | {

@@ -1,13 +1,14 @@
 /**
  * The inference thread (inference-thread.ts starts it): it holds the process's onnxruntime sessions and runs
  * them, one message at a time. A message opens a session, runs one on the tensors it carries or releases one;
- * the answer carries the same id, with what was asked or the error's message.
+ * the answer carries the same id, with what was asked or the error's message. Asked to leave, it ends once the tasks
+ * it has begun are done.
  */
 import {parentPort} from 'node:worker_threads'
 
 import * as ort from 'onnxruntime-node'
 
-import {fromWire, toWire, type Ask, type Answer} from './inference-wire.js'
+import {fromWire, toWire, type Ask, type Answer, type Leave} from './inference-wire.js'
 
 const port = parentPort
 if (port === null) throw new Error('inference-worker.ts runs as a worker thread')
@@ -39,10 +40,22 @@ async function answer(ask: Ask): Promise<Answer> {
   }
 }
 
-port.on('message', (ask: Ask) => {
-  answer(ask).then(
+/** The tasks begun and not done: leaving waits for them, as ending the thread inside one aborts the process. */
+const begun = new Set<Promise<unknown>>()
+let leaving = false
+
+port.on('message', (ask: Ask | Leave) => {
+  if (leaving) return
+  if (ask.op === 'leave') {
+    leaving = true
+    void Promise.allSettled(begun).then(() => process.exit(0))
+    return
+  }
+  const task = answer(ask).then(
     (a) => port.postMessage(a),
     (e: unknown) => port.postMessage({id: ask.id, error: e instanceof Error ? e.message : String(e)}),
   )
+  begun.add(task)
+  void task.finally(() => begun.delete(task))
 })
 port.postMessage('ready')

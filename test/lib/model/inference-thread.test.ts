@@ -110,4 +110,35 @@ process.stdout.write(String(out[s.outputNames[0]].dims))
   assert.match(printed, /^1,\d+$/)
 })
 
+test('a process that leaves while the thread infers stops the thread between two runs first: no abort from onnxruntime (exit 134)', async () => {
+  const model = join(dir, 'slow-leaving.onnx')
+  writeFileSync(model, buildVisionModel(SLOW, 1))
+  const session = moduleFor(fileURLToPath(new URL('../../../src/lib/model/session.ts', import.meta.url)))
+  const workers = moduleFor(fileURLToPath(new URL('../../../src/lib/worker-module.ts', import.meta.url)))
+  const ort = createRequire(import.meta.url).resolve('onnxruntime-node')
+  const script = join(dir, `leaving${SCRIPT_EXT}`)
+  // Runs queued without waiting, as a scan stopped by Ctrl-C leaves them; process.exit ends every thread at once.
+  writeFileSync(
+    script,
+    `import {openSession} from ${JSON.stringify(pathToFileURL(session).href)}
+import {stopThreadsBeforeExit} from ${JSON.stringify(pathToFileURL(workers).href)}
+const ort = await import(${JSON.stringify(pathToFileURL(ort).href)})
+const s = await openSession(${JSON.stringify(model)}, {threads: 1, keepArena: true})
+const input = () => ({pixel_values: new ort.Tensor('float32', new Float32Array(3 * 64 * 64).fill(0.5), [1, 3, 64, 64])})
+for (let i = 0; i < 40; i++) s.run(input()).catch(() => {})
+await new Promise((r) => setTimeout(r, 100))
+await stopThreadsBeforeExit()
+process.exit(7)
+`,
+  )
+  const leave = () =>
+    new Promise<{code: number | null; stderr: string}>((resolve) =>
+      execFile(process.execPath, nodeArgs(script), {timeout: 30_000}, (e, _stdout, stderr) => resolve({code: e ? ((e as {code?: number}).code ?? null) : 0, stderr})),
+    )
+  for (let i = 0; i < 3; i++) {
+    const r = await leave()
+    assert.equal([r.code, r.stderr], [7, ''])
+  }
+})
+
 test.run()
