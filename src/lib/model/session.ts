@@ -44,7 +44,7 @@ export interface SessionOptions {
 const SAVED_LEVEL = 'all'
 const MODEL_FILE = 'model.onnx'
 const WEIGHTS_FILE = 'weights.bin'
-/** A temporary build folder this old was left by a process that died while building. */
+/** A temporary build folder this old was left by a process that died while building (its pid may be reused since). */
 const ABANDONED_MS = 10 * 60_000
 
 /** The options of every session. */
@@ -82,7 +82,11 @@ export async function openSession(path: string, o: SessionOptions): Promise<Mode
     () => false,
   )
   const fromCache = present ? await openThreadSession(cached, options).catch(() => undefined) : undefined
-  if (fromCache) return fromCache
+  if (fromCache) {
+    // A build interrupted by a killed process is removed by the next one to open the entry, not only by a build.
+    await removeStale(entry).catch(() => undefined)
+    return fromCache
+  }
   if (present) await rm(entry.dir, {recursive: true, force: true})
   if (!(await buildEntry(path, o, entry))) return create(path, options)
   return openThreadSession(cached, options).catch(() => create(path, options))
@@ -156,6 +160,30 @@ export async function cacheEntry(path: string, o: SessionOptions, cacheDir: stri
   return {root, dir: join(root, prefix + key), prefix}
 }
 
+/** The process that named a temporary build folder (`<entry>.tmp-<pid>-<random>`) is gone, or it is old. */
+async function abandoned(folder: string): Promise<boolean> {
+  const pid = Number(/\.tmp-(\d+)-[0-9a-f]+$/.exec(folder)?.[1])
+  if (Number.isInteger(pid) && pid !== process.pid) {
+    try {
+      process.kill(pid, 0)
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ESRCH') return true
+    }
+  }
+  return Date.now() - (await stat(folder)).mtimeMs >= ABANDONED_MS
+}
+
+/** Removes the other entries of this model file and its builds left by processes that are gone (not `keep`). */
+async function removeStale(entry: CacheEntry, keep?: string): Promise<void> {
+  for (const name of await readdir(entry.root)) {
+    const other = join(entry.root, name)
+    if (!name.startsWith(entry.prefix) || other === entry.dir || other === keep) continue
+    // A temporary folder is another process's build in progress, unless that process is gone.
+    if (name.includes('.tmp-') && !(await abandoned(other))) continue
+    await rm(other, {recursive: true, force: true})
+  }
+}
+
 /**
  * Optimises the model once and saves the graph and its weights into the entry. They are written to a
  * temporary folder renamed into place, so a process starting meanwhile (another worker) never reads half a
@@ -165,7 +193,8 @@ async function buildEntry(path: string, o: SessionOptions, entry: CacheEntry): P
   const tmp = `${entry.dir}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`
   try {
     await mkdir(tmp, {recursive: true})
-    // Built here, once: the session only writes the files and is released.
+    // Built here, once: the session only writes the files and is released. A failure (a full disk, as much as a
+    // model onnxruntime cannot load) leaves the session to be made from the model file, which names a bad model.
     const builder = await ort.InferenceSession.create(path, {
       ...sessionOptions(o),
       graphOptimizationLevel: SAVED_LEVEL,
@@ -180,24 +209,15 @@ async function buildEntry(path: string, o: SessionOptions, entry: CacheEntry): P
           save_external_prepacked_constant_initializers: '1',
         },
       },
-    }).catch((e: unknown) => {
-      throw loadError(path, e)
     })
     await builder.release()
     await rename(tmp, entry.dir).catch(async (e: NodeJS.ErrnoException) => {
       // Another process put the same entry in place first: theirs is as good.
       if (e.code !== 'ENOTEMPTY' && e.code !== 'EEXIST') throw e
     })
-    for (const name of await readdir(entry.root)) {
-      const other = join(entry.root, name)
-      if (!name.startsWith(entry.prefix) || other === entry.dir || other === tmp) continue
-      // A temporary folder is another process's build in progress, unless it is old: left by one that was killed.
-      if (name.includes('.tmp-') && Date.now() - (await stat(other)).mtimeMs < ABANDONED_MS) continue
-      await rm(other, {recursive: true, force: true})
-    }
+    await removeStale(entry, tmp)
     return true
-  } catch (e) {
-    if (e instanceof ModError) throw e
+  } catch {
     return false
   } finally {
     await rm(tmp, {recursive: true, force: true}).catch(() => undefined)

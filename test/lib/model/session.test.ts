@@ -1,6 +1,8 @@
+import {spawn, spawnSync} from 'node:child_process'
 import {copyFile, mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
+import {pathToFileURL} from 'node:url'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
@@ -13,8 +15,15 @@ import {nsfwModelDir} from '../../../src/lib/signals/nsfw/model.js'
 import {buildVisionModel} from '../../../scripts/onnx/vit.js'
 import {TINY_VISION} from '../../helpers/tiny-clip.js'
 import {testUnless} from '../../helpers/skip.js'
+import {moduleFor, nodeArgs, SCRIPT_EXT} from '../../helpers/ts-script.js'
 
 const TOY = join(import.meta.dirname, '..', '..', 'fixtures', 'models', 'toy', 'onnx', 'vision_model.onnx')
+
+/** Why a small disk of a test's own cannot be mounted here (unshare's user and mount namespaces, tmpfs), or undefined. */
+function tmpfsProblem(): string | undefined {
+  const probe = spawnSync('unshare', ['-rm', 'sh', '-c', 'mount -t tmpfs -o size=64k tmpfs /mnt'], {encoding: 'utf8'})
+  return probe.status === 0 ? undefined : `no tmpfs in a mount namespace of its own (unshare -rm): ${(probe.stderr || String(probe.error)).trim()}`
+}
 
 test('every session runs on the CPU, sequentially, fully optimised, with the threads asked for, idle ones blocking', () => {
   assert.equal(sessionOptions({threads: 3, keepArena: true}), {
@@ -172,18 +181,29 @@ test('a changed model file gets a new entry and its stale one is removed', async
   })
 })
 
-test("a build folder left by a killed process is removed once old, another process's recent one is left alone", async () => {
+test("a build folder left by a process that is gone (or old) is removed by the next session, when built or read; a running process's is left alone", async () => {
   await withCache(async (model, cacheDir) => {
     const options = {threads: 1, keepArena: true, cacheDir}
     const entry = await cacheEntry(model, options, cacheDir)
-    const abandoned = `${entry.dir}.tmp-1-dead`
-    const building = `${entry.dir}.tmp-2-busy`
-    await mkdir(abandoned, {recursive: true})
-    await mkdir(building, {recursive: true})
-    const old = new Date(Date.now() - 3600_000)
-    await utimes(abandoned, old, old)
-    await (await openSession(model, options)).release()
-    assert.equal((await readdir(join(cacheDir, 'ort'))).sort(), [entry.dir, building].map((d) => d.split('/').pop()).sort())
+    const gone = spawnSync('true').pid
+    const running = spawn('sleep', ['30'])
+    try {
+      const killed = `${entry.dir}.tmp-${gone}-0badcafe`
+      const building = `${entry.dir}.tmp-${running.pid}-600dcafe`
+      const old = `${entry.dir}.tmp-old-build`
+      for (const d of [killed, building, old]) await mkdir(d, {recursive: true})
+      const hourAgo = new Date(Date.now() - 3600_000)
+      await utimes(old, hourAgo, hourAgo)
+      await (await openSession(model, options)).release()
+      const left = async () => (await readdir(join(cacheDir, 'ort'))).sort()
+      assert.equal(await left(), [entry.dir, building].map((d) => d.split('/').pop()).sort())
+      // Killed after its entry was built by another: the entry read from the cache still clears it.
+      await mkdir(killed)
+      await (await openSession(model, options)).release()
+      assert.equal(await left(), [entry.dir, building].map((d) => d.split('/').pop()).sort())
+    } finally {
+      running.kill()
+    }
   })
 })
 
@@ -195,6 +215,35 @@ test('a cache folder that cannot be written only means the session starts from t
     await session.release()
   })
 })
+
+testUnless(
+  tmpfsProblem(),
+  'a cache folder on a full disk only means the session starts from the model file (not invalid_config from the failed build)',
+  async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'mod-session-full-'))
+    try {
+      const model = join(dir, 'slow.onnx')
+      await writeFile(model, buildVisionModel({imageSize: 64, patchSize: 4, width: 256, layers: 4, heads: 4, mlpWidth: 1024, embeddingSize: 32}, 1))
+      const cacheDir = join(dir, 'cache')
+      await mkdir(cacheDir)
+      const script = join(dir, `open${SCRIPT_EXT}`)
+      const session = moduleFor(join(import.meta.dirname, '..', '..', '..', 'src', 'lib', 'model', 'session.ts'))
+      await writeFile(
+        script,
+        `import {openSession} from ${JSON.stringify(pathToFileURL(session).href)}
+const s = await openSession(${JSON.stringify(model)}, {threads: 1, keepArena: true, cacheDir: ${JSON.stringify(cacheDir)}})
+process.stdout.write(s.inputNames.join())
+await s.release()
+`,
+      )
+      // A 64 KiB disk of its own (a mount namespace), too small for the model's 3 MB of weights.
+      const r = spawnSync('unshare', ['-rm', 'sh', '-c', `mount -t tmpfs -o size=64k tmpfs "$0" && exec "$@"`, cacheDir, process.execPath, ...nodeArgs(script)], {encoding: 'utf8', timeout: 60_000})
+      assert.equal([r.status, r.stdout, r.stderr], [0, 'pixel_values', ''])
+    } finally {
+      await rm(dir, {recursive: true, force: true})
+    }
+  },
+)
 
 test('a model onnxruntime cannot load is invalid_config with a cache folder too', async () => {
   await withCache(async (model, cacheDir) => {
