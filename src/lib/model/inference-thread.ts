@@ -42,7 +42,10 @@ interface Thread {
 
 let thread: Thread | undefined
 let nextAsk = 0
-/** Set once the thread was asked to leave (the process is leaving): no thread starts again. */
+/**
+ * Set while the thread is leaving (the process is about to): no question is asked and no thread starts meanwhile.
+ * Cleared once it has left, for a process that goes on (a test running commands in its own process).
+ */
 let leaving = false
 
 /** What the sessions of a model file did in this process. */
@@ -99,6 +102,7 @@ function startThread(): Thread {
     worker.ref()
     worker.postMessage({op: 'leave'} satisfies Leave)
     await exited
+    leaving = false
   })
   worker.on('exit', (code) => {
     unregister()
