@@ -250,6 +250,13 @@ interface DirEntry {
 /** Entries of one folder checked at once: each check waits for libuv threads that image decodes also use. */
 const CHECKS_AT_ONCE = 32
 
+/**
+ * Folders nested deeper than this below a folder given are not walked (an error entry says so): each level is one
+ * more generator on the stack, and some 1 700 levels (an unpacked archive made to do it) overflowed it, ending the
+ * whole run with nothing reported.
+ */
+export const MAX_FOLDER_DEPTH = 256
+
 async function check(dir: Folder, n: DirEntry): Promise<Checked> {
   const p = join(dir.shown, n.name)
   // The file system takes the name's own bytes; a message and the results show it escaped.
@@ -293,7 +300,7 @@ interface WalkContext {
  * A folder that cannot be read is an error entry and the walk goes on. `real` is the folder's real path: with a
  * file's name it says whether the run has reached that file already.
  */
-async function* walk(folder: Folder, real: string, ctx: WalkContext, seen: Set<string>, inherited: Rules, inRepo: boolean): AsyncGenerator<ScanItem> {
+async function* walk(folder: Folder, real: string, ctx: WalkContext, seen: Set<string>, inherited: Rules, inRepo: boolean, depth = 0): AsyncGenerator<ScanItem> {
   const {maxBytes, skipped} = ctx
   const dir = folder.shown
   let names: DirEntry[]
@@ -338,7 +345,11 @@ async function* walk(folder: Folder, real: string, ctx: WalkContext, seen: Set<s
           continue
         }
         seen.add(realDir)
-        if (firstReach(ctx.reached, realDir)) yield* walk(c.dir, realDir, ctx, seen, rules, files.inRepo)
+        if (depth + 1 > MAX_FOLDER_DEPTH) {
+          yield entry(c.dir.shown, 'unreadable_image', `the folder ${c.dir.shown} is nested more than ${MAX_FOLDER_DEPTH} folders deep: not walked`)
+          continue
+        }
+        if (firstReach(ctx.reached, realDir)) yield* walk(c.dir, realDir, ctx, seen, rules, files.inRepo, depth + 1)
       }
     }
   }

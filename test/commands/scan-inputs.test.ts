@@ -5,6 +5,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
+import {MAX_FOLDER_DEPTH} from '../../src/cli/inputs.js'
 import {BIN, runCli, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {colourClip} from '../lib/video/helpers.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
@@ -111,6 +112,23 @@ test('a path that does not exist is a not_found entry in its place; the others a
   // A URL is no path, and is never fetched: the entry says where URLs go.
   const notUrls = 'paths are files and folders, not URLs: download the image first, or have a mod serve fetch it, POST /v1/moderate/json'
   assert.equal(lines[2], {source: url, error: {code: 'not_found', message: `${url} does not exist (${notUrls})`}})
+})
+
+test('a folder nested too deep is an error entry where the walk stops; what came before and after is scanned', async () => {
+  // A folder of its own: the other tests scan dir.path whole.
+  const own = tempDir('mod-deep-')
+  const top = join(own.path, 'deep')
+  const levels = Array.from({length: MAX_FOLDER_DEPTH + 2}, () => 'd')
+  mkdirSync(join(top, ...levels), {recursive: true})
+  const png = await solidPng(0, 0, 255)
+  writeFileSync(join(top, 'd', 'shallow.png'), png)
+  writeFileSync(join(top, ...levels, 'bottom.png'), png)
+  const r = await runInProcess(['scan', top, blue, '--config', policy, '--ndjson'], {env}).finally(() => own.remove())
+  assert.is(r.code, 2)
+  const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as {source: string; error?: {code: string; message: string}})
+  const tooDeep = join(top, ...levels.slice(0, MAX_FOLDER_DEPTH + 1))
+  assert.equal(lines.map((l) => l.source), [tooDeep, join(top, 'd', 'shallow.png'), blue])
+  assert.equal(lines[0].error, {code: 'unreadable_image', message: `the folder ${tooDeep} is nested more than ${MAX_FOLDER_DEPTH} folders deep: not walked`})
 })
 
 test('a FIFO and a device are refused as error entries without being read', async () => {
