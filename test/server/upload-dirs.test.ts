@@ -1,11 +1,13 @@
 import {spawnSync} from 'node:child_process'
-import {chmodSync, chownSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {chmodSync, chownSync, mkdirSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
 import {hostname} from 'node:os'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
+import {defaultJobStorage} from '../../src/lib/config/jobs.js'
+import {startStaging} from '../../src/server/jobs/staging.js'
 import {isRunning, makeUploadDir, processUploadDir, sweepUploads, uploadsRoot} from '../../src/server/upload-dirs.js'
 import {tempDir} from './harness.js'
 
@@ -101,6 +103,31 @@ test('a root made first by another user (a shared temp folder) is refused', asyn
   const mine = join(root, `${process.pid}@${hostname()}`)
   const planted = await makeUploadDir(mine).catch((e: Error & {code: string}) => [e.code, e.message])
   assert.equal(planted, ['internal', refusal(mine)])
+})
+
+test('job uploads: the default storage is this user\'s own (mod-jobs-<uid>, 0700) under the temp folder; a link planted there is refused', async () => {
+  const savedTmp = process.env.TMPDIR
+  const tmp = join(dir.path, 'tmp')
+  mkdirSync(tmp, {mode: 0o1777})
+  chmodSync(tmp, 0o1777)
+  process.env.TMPDIR = tmp
+  try {
+    const storage = defaultJobStorage()
+    assert.is(storage, join(tmp, `mod-jobs-${process.getuid?.()}`))
+    const staged = await startStaging(storage, '0b6f1b0e-7d2f-4f4e-9a51-1f6c7a2b9c11')
+    assert.equal([statSync(storage).mode & 0o777, statSync(staged).mode & 0o777], [0o700, 0o700])
+    rmSync(storage, {recursive: true})
+    // Another user's folder, linked where this user's storage goes: nothing is written through the link.
+    const theirs = join(dir.path, 'theirs-jobs')
+    mkdirSync(theirs)
+    symlinkSync(theirs, storage)
+    const planted = await startStaging(storage, '0b6f1b0e-7d2f-4f4e-9a51-1f6c7a2b9c12').catch((e: Error & {code: string}) => [e.code, e.message])
+    assert.equal(planted, ['internal', refusal(storage)])
+    assert.equal(readdirSync(theirs), [])
+  } finally {
+    if (savedTmp === undefined) delete process.env.TMPDIR
+    else process.env.TMPDIR = savedTmp
+  }
 })
 
 test.run()

@@ -36,8 +36,11 @@ export const DEFAULT_IMAGE_JOB_LIMITS: ImageJobLimits = {maxItems: 10_000, maxBy
 
 export const DEFAULT_JOB_TTL_SECONDS = 3600
 
-/** The in-process queue's upload folder; a Redis deployment names a shared one. */
-export const defaultJobStorage = (): string => join(tmpdir(), 'mod-jobs')
+/**
+ * The in-process queue's upload folder, this user's own under the OS temp folder (as the upload folders are); a
+ * Redis deployment names a shared one.
+ */
+export const defaultJobStorage = (): string => join(tmpdir(), `mod-jobs-${process.getuid?.() ?? 'user'}`)
 
 export function readJobSettings(env: Env, cwd: string): Omit<JobSettings, 'images'> {
   const redisUrl = env.MOD_REDIS_URL || undefined

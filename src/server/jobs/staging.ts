@@ -3,6 +3,8 @@ import {mkdir, rename, rm} from 'node:fs/promises'
 import {hostname} from 'node:os'
 import {basename, join} from 'node:path'
 
+import {defaultJobStorage} from '../../lib/config/jobs.js'
+import {makeUploadDir} from '../upload-dirs.js'
 import {jobPaths} from './storage.js'
 
 /**
@@ -30,10 +32,15 @@ export const ownStaging = (name: string, pid: number): boolean => pid === proces
 export const stagingDir = (storage: string, id: string): string =>
   join(storage, `.upload.${process.pid}@${hostname()}.${RUN}.${basename(jobPaths(storage, id).dir)}`)
 
-/** Makes the folder the upload of job `id` is written to, and answers it. */
+/**
+ * Makes the folder the upload of job `id` is written to, and answers it. Folders made here are this user's only
+ * (0700). The default storage has a predictable name in the shared temp folder: as for the upload folders, one that
+ * another user made first (or a link they put there) is refused, never written to.
+ */
 export async function startStaging(storage: string, id: string): Promise<string> {
+  if (storage === defaultJobStorage()) await makeUploadDir(storage)
   const dir = stagingDir(storage, id)
-  await mkdir(dir, {recursive: true})
+  await mkdir(dir, {recursive: true, mode: 0o700})
   return dir
 }
 
