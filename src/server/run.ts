@@ -2,7 +2,8 @@ import type {Server} from 'node:http'
 
 import type {ServerSettings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
-import {buildServer, type ServerOptions} from './app.js'
+import {buildServer, type ModServer, type ServerOptions} from './app.js'
+import {SWEEP_GRACE_MS, SWEEP_INTERVAL_MS, sweepEvery, sweepJobFolders} from './jobs/sweep.js'
 import {describe, type Log} from './errors.js'
 import {growHeapForServing} from './heap.js'
 import {EXIT_OK, EXIT_START_FAILED, sweepLeftovers, uploadRoots} from './lifecycle.js'
@@ -23,6 +24,24 @@ export interface RunOptions {
 
 /** How often a serving process looks for uploads left by ended processes, besides when it starts. */
 const SWEEP_EVERY_MS = 10 * 60_000
+
+/**
+ * With the in-process queues (no MOD_REDIS_URL) no job outlives its server: the folders of jobs a killed server
+ * held (their uploads) are nobody's. They are removed once unchanged for an hour, as the Redis queue removes those of
+ * jobs it lost (sweep.ts); another server of this user sharing the storage keeps its jobs' folders changing.
+ */
+function sweepInProcessJobs(o: RunOptions, handle: Pick<ModServer, 'jobs' | 'imageJobs'>): NodeJS.Timeout | undefined {
+  if (o.settings.jobs.redisUrl !== undefined) return undefined
+  const sweep = async () => {
+    const removed = await sweepJobFolders({
+      storage: o.settings.jobs.storage,
+      graceMs: SWEEP_GRACE_MS,
+      isKnown: async (id) => (await handle.jobs.get(id)) !== undefined || (await handle.imageJobs.get(id)) !== undefined,
+    })
+    if (removed.length > 0) o.log(`job storage: removed ${removed.length} folder(s) of jobs no queue has (left by a server that was killed)`)
+  }
+  return sweepEvery(sweep, SWEEP_INTERVAL_MS, (e) => o.log(`job storage: sweep failed: ${describe(e)}`, 'warn'))
+}
 
 function listen(server: Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -66,6 +85,8 @@ export async function runServer(o: RunOptions): Promise<number> {
   const sweeper = setInterval(() => void sweepLeftovers(o.log, roots), SWEEP_EVERY_MS).unref()
   void o.stop.then(() => clearInterval(sweeper))
   const handle = buildServer(o.engine, o.settings, {...o.server, log: o.log})
+  const orphans = sweepInProcessJobs(o, handle)
+  void o.stop.then(() => clearInterval(orphans))
   let port: number
   try {
     port = await listen(handle.server, o.port, o.host)

@@ -1,7 +1,7 @@
 // `mod serve` as a process: MOD_PRELOAD on and off, a model that cannot load, and a graceful SIGTERM.
 // These run the built CLI (npm test builds first).
-import {copyFileSync, mkdirSync, writeFileSync} from 'node:fs'
-import {join} from 'node:path'
+import {copyFileSync, mkdirSync, readdirSync, utimesSync, writeFileSync} from 'node:fs'
+import {basename, join} from 'node:path'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
@@ -91,6 +91,27 @@ test('with MOD_PRELOAD=false the model loads on the first moderation (MOD_PORT u
     assert.equal(liveness((await call(`${base}/health`)).body), {status: 'ok', model_loaded: true})
     serve.child.kill('SIGTERM')
     assert.is(await serve.exited, 0)
+  } finally {
+    serve.child.kill('SIGKILL')
+  }
+})
+
+test('without Redis, serve removes the job folders a killed server left (unchanged for an hour), and keeps a recent one', async () => {
+  const tmp = join(dir.path, 'tmp-orphans')
+  const storage = join(tmp, `mod-jobs-${process.getuid?.()}`)
+  const old = join(storage, '6f2c9a4e-1b7d-4c3e-8f5a-2d9b0e7c1a43')
+  const recent = join(storage, '6f2c9a4e-1b7d-4c3e-8f5a-2d9b0e7c1a44')
+  for (const folder of [old, recent]) {
+    mkdirSync(folder, {recursive: true, mode: 0o700})
+    writeFileSync(join(folder, 'upload'), 'a video')
+  }
+  const twoHoursAgo = new Date(Date.now() - 2 * 3600_000)
+  utimesSync(join(old, 'upload'), twoHoursAgo, twoHoursAgo)
+  utimesSync(old, twoHoursAgo, twoHoursAgo)
+  const serve = serveProcess(['--port', '0'], {...toyEnv, TMPDIR: tmp})
+  try {
+    await serve.waitFor(/removed 1 folder\(s\) of jobs no queue has/)
+    assert.equal(readdirSync(storage), [basename(recent)])
   } finally {
     serve.child.kill('SIGKILL')
   }
