@@ -18,12 +18,12 @@ export interface Config {
   policyFound: boolean
 }
 
-/** Typed input and MOD_* variables, then the policy file (named, or found by cosmiconfig from cwd); preset: input > MOD_PRESET > policy > fast. */
+/** Typed input and MOD_* variables, then the policy file (named, or found by name from cwd); preset: input > MOD_PRESET > policy > fast. */
 export async function loadConfig(input: SettingsInput, env: Env, cwd = process.cwd()): Promise<Config> {
   const settings = readSettings(input, env, cwd)
   const {engine} = settings
   if (engine.modelDir !== undefined) await checkModelDir(engine.modelDir)
-  const policyPath = engine.configPath ?? (await findPolicyFile(cwd))
+  const policyPath = engine.configPath ?? (await findPolicyFile(cwd, {configHome: env.XDG_CONFIG_HOME || undefined}))
   const policy = policyPath ? (await loadPolicyFile(policyPath)).policy : buildPolicy()
   return {settings, preset: engine.preset ?? policy.preset ?? 'fast', policy, policyPath, policyFound: policyPath !== undefined && engine.configPath === undefined}
 }

@@ -1,8 +1,7 @@
-/** Policy files: reading, merging with the built-in defaults, and finding one by name (cosmiconfig). */
+/** Policy files: reading, merging with the built-in defaults, and finding one by name. */
+import {lstat, stat} from 'node:fs/promises'
 import {homedir} from 'node:os'
 import path from 'node:path'
-
-import {cosmiconfig} from 'cosmiconfig'
 
 import {readConfigText} from '../config-file.js'
 import {ModError} from '../errors.js'
@@ -163,37 +162,55 @@ export async function loadPolicyFile(plugins: PolicyPlugins, filePath: string): 
   return {policy: buildPolicy(plugins, file, path.dirname(path.resolve(filePath)), files), file}
 }
 
+/** Names looked for in the user's configuration folder (`~/.config/mod/`), when no folder from the search holds one. */
+const USER_POLICY_NAMES: readonly string[] = ['config', 'config.json', 'config.yaml', 'config.yml']
+
 /**
- * Looks for a policy file from `searchFrom` up to the home folder (or the file system root when searchFrom
- * is outside home), then in the user's config folder (`~/.config/mod/config.yaml` and the like, cosmiconfig's
- * "global" strategy). Only the path is returned: the file is parsed by loadPolicyFile, with line numbers.
- * Script files are never executed.
+ * Whether a name found in `dir` may be taken as the policy: not when it was put in a folder others may write to
+ * (a shared temp folder) by another user than this one or root. Anyone can put a `.modrc.yaml`, or a FIFO that
+ * would hold every command, in `/tmp`, and a scan run from below it would take it up.
  */
-export async function findPolicyFile(searchFrom: string, options: {stopDir?: string} = {}): Promise<string | undefined> {
+async function trusted(file: string, dir: string, uid: number | undefined): Promise<boolean> {
+  if (uid === undefined) return true
+  const [own, folder] = await Promise.all([lstat(file), stat(dir)])
+  return (folder.mode & 0o002) === 0 || own.uid === uid || own.uid === 0
+}
+
+/** The first of `names` in `dir` that exists (whatever it is: reading it says what is wrong) and may be trusted. */
+async function firstIn(dir: string, names: readonly string[], uid: number | undefined): Promise<string | undefined> {
+  for (const name of names) {
+    const file = path.join(dir, name)
+    const present = await lstat(file).then(
+      () => true,
+      () => false,
+    )
+    if (present && (await trusted(file, dir, uid))) return file
+  }
+  return undefined
+}
+
+/**
+ * Looks for a policy file by name (POLICY_FILE_NAMES) from `searchFrom` up to the home folder (or the file system's
+ * root when searchFrom is outside home, or `stopDir`), then in the user's configuration folder (`configHome`/mod:
+ * `config`, `config.yaml`, …), as cosmiconfig's "global" search does. Only names are looked at, never contents: the
+ * file is read by loadPolicyFile, which refuses a FIFO, a device or a file over MAX_POLICY_BYTES at once, and no
+ * script is ever run. (cosmiconfig itself is not used: its search first looks in the working folder for a
+ * configuration of its own, `.config/config.js` and `package.json` among them, runs the scripts it finds there and
+ * lets them add places to search outside the repository, with no option to turn that off; and it reads each file it
+ * meets before any check, so a FIFO held it for ever.)
+ */
+export async function findPolicyFile(searchFrom: string, options: {stopDir?: string; configHome?: string; uid?: number} = {}): Promise<string | undefined> {
   const from = path.resolve(searchFrom)
   const home = homedir()
   const insideHome = from === home || from.startsWith(home + path.sep)
-  const locate = () => true
-  const skip = () => null
-  const explorer = cosmiconfig('mod', {
-    searchPlaces: [...POLICY_FILE_NAMES],
-    searchStrategy: 'global',
-    stopDir: options.stopDir ?? (insideHome ? home : path.parse(from).root),
-    ignoreEmptySearchPlaces: false,
-    cache: false,
-    loaders: {
-      noExt: locate,
-      '.yaml': locate,
-      '.yml': locate,
-      '.json': locate,
-      '.js': skip,
-      '.cjs': skip,
-      '.mjs': skip,
-      '.ts': skip,
-    },
-  })
-  const found = await explorer.search(from)
-  return found?.filepath
+  const stop = path.resolve(options.stopDir ?? (insideHome ? home : path.parse(from).root))
+  const uid = 'uid' in options ? options.uid : process.getuid?.()
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    const found = await firstIn(dir, POLICY_FILE_NAMES, uid)
+    if (found) return found
+    if (dir === stop || dir === path.dirname(dir)) break
+  }
+  return firstIn(path.join(options.configHome ?? path.join(home, '.config'), 'mod'), USER_POLICY_NAMES, uid)
 }
 
 /** What a valid policy file does, for `mod policy validate`. */

@@ -1,4 +1,5 @@
-import {mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync} from 'node:fs'
+import {execFileSync} from 'node:child_process'
+import {chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
@@ -6,6 +7,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {buildPolicy, loadPolicyFile, summarizePolicy, validatePolicyText} from '../../../src/lib/config/policy.js'
+import {loadConfig} from '../../../src/lib/config/load.js'
 import {isModError} from '../../../src/lib/errors.js'
 import {DEFAULT_CATEGORIES, DEFAULT_NEUTRAL} from '../../../src/lib/policy/defaults.js'
 import {findPolicyFile, formatProblems, MAX_POLICY_BYTES} from '../../../src/lib/policy/load.js'
@@ -168,6 +170,58 @@ test('findPolicyFile only reports a path: a broken file is left to loadPolicyFil
   mkdirSync(root, {recursive: true})
   writeFileSync(join(root, '.modrc.yaml'), 'categories: [\n')
   assert.is(await findPolicyFile(root, {stopDir: root}), join(root, '.modrc.yaml'))
+})
+
+test('the search runs no script and reads nothing but the policy names: .config/config.js and package.json of the folder are never looked at', async () => {
+  const root = join(dir, 'scripts')
+  mkdirSync(join(root, '.config'), {recursive: true})
+  const marker = join(root, 'ran')
+  // cosmiconfig's own configuration files, which its search ran or followed before any policy name was looked for.
+  writeFileSync(join(root, '.config', 'config.js'), `require('fs').writeFileSync(${JSON.stringify(marker)}, 'ran')\nmodule.exports = {}\n`)
+  writeFileSync(join(root, '.config', 'config.yaml'), 'cosmiconfig:\n  searchPlaces: ["../../../../../../../../etc/hostname"]\n')
+  writeFileSync(join(root, 'package.json'), '{"name": "x",}')
+  const cwd = process.cwd()
+  process.chdir(root)
+  try {
+    const config = await loadConfig({}, {}, root)
+    assert.equal([config.policyPath, config.policyFound], [undefined, false])
+  } finally {
+    process.chdir(cwd)
+  }
+  assert.not.ok(existsSync(marker), 'the script ran')
+})
+
+test('a FIFO or a device found by name is refused at once when read (never waited on); one others planted in a shared folder is passed over', async () => {
+  const root = join(dir, 'special')
+  mkdirSync(root, {recursive: true})
+  execFileSync('mkfifo', [join(root, '.modrc')])
+  assert.is(await findPolicyFile(root, {stopDir: root}), join(root, '.modrc'))
+  const e = await loadPolicyFile(join(root, '.modrc')).catch((x: unknown) => x)
+  assert.ok(isModError(e) && e.message === `the policy file ${join(root, '.modrc')} is not a file`, String(e))
+  // A folder anyone may write to (as /tmp), and a name put there by another user than this one (or root).
+  const shared = join(dir, 'shared')
+  mkdirSync(shared, {recursive: true})
+  chmodSync(shared, 0o1777)
+  writeFileSync(join(shared, '.modrc.yaml'), 'categories:\n  nudity:\n    enabled: false\n')
+  const me = process.getuid?.()
+  if (me === 0) chownSync(join(shared, '.modrc.yaml'), 4242, 4242)
+  const someoneElse = me === 0 ? undefined : 4242
+  assert.is(await findPolicyFile(shared, {stopDir: shared, ...(me === 0 ? {} : {uid: someoneElse})}), undefined)
+  // The same in a folder only its owner may write to is taken.
+  chmodSync(shared, 0o755)
+  assert.is(await findPolicyFile(shared, {stopDir: shared, ...(me === 0 ? {} : {uid: someoneElse})}), join(shared, '.modrc.yaml'))
+})
+
+test('with none from the folder up, the policy in the user configuration folder is found (mod/config.yaml)', async () => {
+  const root = join(dir, 'user-config')
+  const home = join(root, 'config-home')
+  mkdirSync(join(home, 'mod'), {recursive: true})
+  mkdirSync(join(root, 'project'), {recursive: true})
+  assert.is(await findPolicyFile(join(root, 'project'), {stopDir: root, configHome: home}), undefined)
+  writeFileSync(join(home, 'mod', 'config.yaml'), 'preset: fast\n')
+  assert.is(await findPolicyFile(join(root, 'project'), {stopDir: root, configHome: home}), join(home, 'mod', 'config.yaml'))
+  writeFileSync(join(root, '.modrc'), 'preset: fast\n')
+  assert.is(await findPolicyFile(join(root, 'project'), {stopDir: root, configHome: home}), join(root, '.modrc'))
 })
 
 test('summarizePolicy counts categories and names custom, changed and disabled ones', () => {
