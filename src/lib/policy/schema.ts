@@ -25,6 +25,7 @@ import type {Calibration, PresetName, Specialists} from './types.js'
 import {
   deref,
   describe,
+  describeKind,
   fieldsOf,
   keyOf,
   offsetOf,
@@ -245,7 +246,7 @@ export function validatePolicyText(plugins: PolicyPlugins, text: string): Policy
   const root = doc.contents
   if (root !== null && scalarValue(root) !== null) {
     if (!isMap(root)) {
-      report(ctx, offsetOf(root, 0), `a policy file must be a mapping (keys ${topKeys.join(', ')}), not ${describe(root)}`)
+      report(ctx, offsetOf(root, 0), `a policy file must be a mapping (keys ${topKeys.join(', ')}), not ${describeKind(root)}`)
       return {problems: ctx.problems}
     }
     for (const pair of root.items) {

@@ -51,8 +51,21 @@ export function describe(node: unknown): string {
   if (isSeq(node)) return 'a list'
   const value = scalarValue(node)
   if (value === null || value === undefined) return 'empty'
-  return typeof value === 'string' ? JSON.stringify(value) : String(value)
+  if (typeof value !== 'string') return String(value)
+  // A value is quoted to show a typo; a long or many-line one is a wrong file (a .env, a key), never copied out.
+  return value.length <= MAX_QUOTED && !/[\r\n]/.test(value) ? JSON.stringify(value) : `text (${value.length} characters)`
 }
+
+/** What a whole document that is not a mapping is, without its content: the file is likely not a policy at all. */
+export function describeKind(node: unknown): string {
+  if (isSeq(node)) return 'a list'
+  const value = scalarValue(node)
+  if (value === null || value === undefined) return 'empty'
+  return typeof value === 'string' ? `text (${value.length} characters)` : `a ${typeof value}`
+}
+
+/** The longest value quoted in a message. */
+const MAX_QUOTED = 64
 
 export function scalarValue(node: unknown): unknown {
   return isScalar(node) ? node.value : undefined

@@ -173,6 +173,15 @@ test('a file that is not a mapping is refused', () => {
   ])
 })
 
+test('a wrong file given as the policy (a .env, a key) is described, never copied into the message', () => {
+  const secret = 'AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nDB_PASSWORD=hunter2\n'
+  assert.equal(validatePolicyText(secret).problems, [at(1, 1, `a policy file must be a mapping (keys ${TOP_KEYS}), not text (82 characters)`)])
+  assert.equal(validatePolicyText('hunter2\n').problems, [at(1, 1, `a policy file must be a mapping (keys ${TOP_KEYS}), not text (7 characters)`)])
+  // A value is quoted to show a typo, unless it is long or spans lines.
+  const long = 'k'.repeat(65)
+  assert.equal(validatePolicyText(`preset: ${long}\n`).problems, [at(1, 9, 'preset must be one of fast, balanced, accurate, not text (65 characters)')])
+})
+
 test('a parent cycle of three, and a category that is its own parent, are found', () => {
   const text = [
     'categories:',
