@@ -2,7 +2,7 @@ import {tmpdir} from 'node:os'
 import {join, resolve} from 'node:path'
 
 import {ModError} from '../errors.js'
-import {parseBoolean, type Env} from './env.js'
+import {MAX_TIMER_MS, parseBoolean, parseCount, type Env} from './env.js'
 
 /** Asynchronous video jobs (POST /v1/jobs/video): where they queue, where uploads wait, how long results stay. */
 export interface JobSettings {
@@ -47,11 +47,8 @@ export function readJobSettings(env: Env, cwd: string): Omit<JobSettings, 'image
   if (redisUrl !== undefined && !/^rediss?:\/\//.test(redisUrl)) {
     throw new ModError('invalid_config', `MOD_REDIS_URL=${JSON.stringify(redisUrl)} is not valid: expected redis://host:port`)
   }
-  const ttl = env.MOD_JOB_TTL
-  const ttlSeconds = ttl === undefined || ttl === '' ? DEFAULT_JOB_TTL_SECONDS : Number(ttl.trim())
-  if (!Number.isInteger(ttlSeconds) || ttlSeconds < 1) {
-    throw new ModError('invalid_config', `MOD_JOB_TTL=${JSON.stringify(ttl)} is not valid: expected whole seconds >= 1`)
-  }
+  // The in-process queue expires a job with a timer: at most MAX_TIMER_MS.
+  const ttlSeconds = parseCount('MOD_JOB_TTL', env.MOD_JOB_TTL, DEFAULT_JOB_TTL_SECONDS, 1, Math.floor(MAX_TIMER_MS / 1000))
   return {
     redisUrl,
     storage: env.MOD_JOB_STORAGE ? resolve(cwd, env.MOD_JOB_STORAGE) : defaultJobStorage(),

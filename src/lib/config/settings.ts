@@ -8,7 +8,7 @@ import {PRESETS, type PresetName} from '../policy/types.js'
 import {MAX_TEXT_BUDGET, MIN_TEXT_BUDGET} from '../signals/text/read.js'
 import {formatSizeExact} from '../sizes.js'
 import {readApiKey, readApiKeys, type NamedKey} from './api-keys.js'
-import {invalid, parseBoolean, type Env} from './env.js'
+import {invalid, MAX_TIMER_MS, parseBoolean, parseCount, type Env} from './env.js'
 import {DEFAULT_IMAGE_JOB_LIMITS, readJobSettings, type JobSettings} from './jobs.js'
 
 export type {Env} from './env.js'
@@ -207,13 +207,6 @@ export function parseOrigins(name: string, value: string | undefined): string[] 
   return origins
 }
 
-export function parseCount(name: string, value: string | undefined, fallback: number, min = 1): number {
-  if (value === undefined || value === '') return fallback
-  const n = Number(value.trim())
-  if (!Number.isInteger(n) || n < min) throw invalid(name, value, `a whole number >= ${min}`)
-  return n
-}
-
 /** Bytes as a plain integer or with a unit: "26214400", "25MB", "25 MiB", "512k" (K/M/G are binary units). */
 export function parseSize(name: string, value: string | undefined, fallback: number): number {
   if (value === undefined || value === '') return fallback
@@ -323,10 +316,10 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
     maxBatch: parseCount('MOD_MAX_BATCH', env.MOD_MAX_BATCH, DEFAULT_LIMITS.maxBatch),
     maxVideoBytes: parseSize('MOD_MAX_VIDEO_BYTES', env.MOD_MAX_VIDEO_BYTES, DEFAULT_LIMITS.maxVideoBytes),
     maxVideoSeconds: parseCount('MOD_MAX_VIDEO_SECONDS', env.MOD_MAX_VIDEO_SECONDS, DEFAULT_LIMITS.maxVideoSeconds),
-    urlTimeoutMs: parseCount('MOD_URL_TIMEOUT_MS', env.MOD_URL_TIMEOUT_MS, DEFAULT_LIMITS.urlTimeoutMs),
+    urlTimeoutMs: parseCount('MOD_URL_TIMEOUT_MS', env.MOD_URL_TIMEOUT_MS, DEFAULT_LIMITS.urlTimeoutMs, 1, MAX_TIMER_MS),
     queueLimit,
     maxUploads,
-    bodyTimeoutMs: parseCount('MOD_BODY_TIMEOUT_MS', env.MOD_BODY_TIMEOUT_MS, DEFAULT_LIMITS.bodyTimeoutMs),
+    bodyTimeoutMs: parseCount('MOD_BODY_TIMEOUT_MS', env.MOD_BODY_TIMEOUT_MS, DEFAULT_LIMITS.bodyTimeoutMs, 1, MAX_TIMER_MS),
     bodyMinRate: parseSize(minRate.name, minRate.value, DEFAULT_LIMITS.bodyMinRate),
     maxUploadsPerClient: parseCount(perClient.name, perClient.value, perClientFor(maxUploads)),
     maxBatchBytes: parseSize('MOD_MAX_BATCH_BYTES', env.MOD_MAX_BATCH_BYTES, DEFAULT_LIMITS.maxBatchBytes),
@@ -362,7 +355,7 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
     preload: parseBoolean('MOD_PRELOAD', env.MOD_PRELOAD, true),
     logLevel: parseLogLevel('MOD_LOG_LEVEL', env.MOD_LOG_LEVEL),
     corsOrigins: parseOrigins('MOD_CORS_ORIGINS', env.MOD_CORS_ORIGINS),
-    drainDelayMs: parseCount('MOD_DRAIN_DELAY_MS', env.MOD_DRAIN_DELAY_MS, 0, 0),
+    drainDelayMs: parseCount('MOD_DRAIN_DELAY_MS', env.MOD_DRAIN_DELAY_MS, 0, 0, MAX_TIMER_MS),
     serverTiming: parseBoolean('MOD_SERVER_TIMING', env.MOD_SERVER_TIMING, false),
     jobs: {
       ...readJobSettings(env, cwd),

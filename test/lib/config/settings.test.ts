@@ -179,6 +179,13 @@ test('an invalid value is invalid_config naming the variable it came from', () =
     [{MOD_INT8_WEIGHTS: 'int8'}, 'MOD_INT8_WEIGHTS="int8" is not valid: expected one of auto, signed, unsigned'],
     [{MOD_MAX_BATCH: 'lots'}, 'MOD_MAX_BATCH="lots" is not valid: expected a whole number >= 1'],
     [{MOD_ALLOW_URLS: 'maybe'}, 'MOD_ALLOW_URLS="maybe" is not valid: expected true or false (also 1 or 0, yes or no, on or off)'],
+    // Plain decimal only: spaces alone are no number (they read as 0), and neither is hex or an exponent.
+    [{MOD_QUEUE_LIMIT: ' '}, 'MOD_QUEUE_LIMIT=" " is not valid: expected a whole number >= 0'],
+    [{MOD_MAX_BATCH: '0x10'}, 'MOD_MAX_BATCH="0x10" is not valid: expected a whole number >= 1'],
+    [{MOD_WORKERS: '1e3'}, 'MOD_WORKERS="1e3" is not valid: expected a whole number >= 1'],
+    // A wait longer than a timer takes would fire at once: refused, not turned into its opposite.
+    [{MOD_BODY_TIMEOUT_MS: '3000000000'}, 'MOD_BODY_TIMEOUT_MS="3000000000" is not valid: expected a whole number from 1 to 2147483647'],
+    [{MOD_JOB_TTL: '3000000'}, 'MOD_JOB_TTL="3000000" is not valid: expected a whole number from 1 to 2147483'],
   ]
   for (const [env, message] of cases) {
     const e = failure(() => flat({}, env, cwd))
