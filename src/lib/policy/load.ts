@@ -140,6 +140,10 @@ export async function validatePolicyFile(
   const named = read ? await readSectionFiles(plugins, read, path.dirname(filePath)) : {problems: [], files: new Map<string, unknown>()}
   const all = sortProblems([...problems, ...named.problems])
   if (file === undefined || all.length > 0) return {problems: all, read, files: new Map()}
+  // Every category disabled is a file no scan can use: said here, where validate sees it, not first by a scan.
+  if (buildPolicy(plugins, file, path.dirname(path.resolve(filePath)), named.files).categories.length === 0) {
+    return {problems: [{line: 1, column: 1, message: 'every category is disabled: a policy must leave at least one to check'}], read, files: new Map()}
+  }
   return {problems: [], file, read, files: named.files}
 }
 

@@ -105,6 +105,15 @@ test('text.budget is a whole number of recogniser columns in range, else a probl
   assert.match(shown.stdout, /^text:\n  video: false\n  budget: 65536\n/m)
 })
 
+test('a policy that disables every category is not valid: no scan could use it, and validate says so first', async () => {
+  const none = join(dir.path, 'none.yaml')
+  const names = ['nudity', 'sexual_activity', 'suggestive', 'violence', 'gore', 'weapons', 'hate_symbols', 'drugs', 'self_harm', 'alcohol', 'tobacco']
+  writeFileSync(none, `categories:\n${names.map((n) => `  ${n}: {enabled: false}\n`).join('')}`)
+  const r = await runInProcess(['policy', 'validate', none])
+  assert.is(r.code, 2)
+  assert.is(r.stderr, `${none}:1:1: every category is disabled: a policy must leave at least one to check\n`)
+})
+
 test('--json prints {valid, problems, summary}', async () => {
   const ok = await runInProcess(['policy', 'validate', good, '--json'])
   assert.is(ok.code, 0)
