@@ -1,3 +1,4 @@
+import cluster from 'node:cluster'
 import {format} from 'node:util'
 
 import {Command, Errors, Flags} from '@oclif/core'
@@ -5,6 +6,7 @@ import chalk from 'chalk'
 
 import type {Config} from '../lib/config/load.js'
 import {isModError} from '../lib/errors.js'
+import {unknownVariables} from '../lib/config/variables.js'
 import {stopThreadsBeforeExit} from '../lib/worker-module.js'
 import {errorLine, EXIT_ERROR, exitForSignal, STOP_SIGNALS, type StopSignal} from './errors.js'
 import type {EnvVars} from './help.js'
@@ -59,6 +61,8 @@ export abstract class ModCommand extends Command {
     // chalk's own detection knows --no-color but not NO_COLOR (https://no-color.org).
     if (process.env.NO_COLOR || this.argv.includes('--no-color')) chalk.level = 0
     if (!(this.constructor as typeof ModCommand).ownSignals) for (const s of STOP_SIGNALS) process.on(s, this.onSignal)
+    // Once per run: the workers of mod serve --workers N share the primary's environment.
+    if (!cluster.isWorker) for (const line of unknownVariables(process.env)) this.logToStderr(`mod: warning: ${line}`)
   }
 
   /**
