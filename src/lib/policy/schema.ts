@@ -176,8 +176,16 @@ function readCategory(ctx: Context, name: string, node: unknown, at: number, pla
 }
 
 function readCategories(ctx: Context, node: unknown, at: number, places: Map<string, EntryPlace>): CategoryEntry[] {
+  // Names as they fold: `Weapons` beside the built-in `weapons` would be a second label where one meant to tune it.
+  const folded = new Map([...BUILTIN_NAMES].map((n) => [n.toLowerCase(), n]))
   return readNamed(ctx, node, at, 'categories', 'category names to their fields', (name, value, keyOffset) => {
     if (!BUILTIN_NAMES.has(name) && !validName(ctx, name, keyOffset, 'category')) return undefined
+    const same = folded.get(name.toLowerCase())
+    if (same !== undefined && same !== name) {
+      report(ctx, keyOffset, `category name ${JSON.stringify(name)} differs from ${JSON.stringify(same)} only in case: write ${same} to change that category, or give this one a name of its own`)
+      return undefined
+    }
+    folded.set(name.toLowerCase(), name)
     const place: EntryPlace = {keyOffset}
     const entry = readCategory(ctx, name, value, keyOffset, place)
     places.set(name, place)

@@ -173,6 +173,13 @@ test('a file that is not a mapping is refused', () => {
   ])
 })
 
+test('a category name that differs from a built-in, or from another, only in case is a problem on its line', () => {
+  assert.equal(validatePolicyText('categories:\n  Weapons: {prompts: [a gun]}\n  redness: {prompts: [red]}\n  Redness: {prompts: [red]}\n').problems, [
+    at(2, 3, 'category name "Weapons" differs from "weapons" only in case: write weapons to change that category, or give this one a name of its own'),
+    at(4, 3, 'category name "Redness" differs from "redness" only in case: write redness to change that category, or give this one a name of its own'),
+  ])
+})
+
 test('a wrong file given as the policy (a .env, a key) is described, never copied into the message', () => {
   const secret = 'AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nDB_PASSWORD=hunter2\n'
   assert.equal(validatePolicyText(secret).problems, [at(1, 1, `a policy file must be a mapping (keys ${TOP_KEYS}), not text (82 characters)`)])
