@@ -1,6 +1,7 @@
-import {Agent, EnvHttpProxyAgent, FormData, request} from 'undici'
+import {FormData, request, type Agent, type EnvHttpProxyAgent} from 'undici'
 
 import {ModError} from '../../lib/errors.js'
+import {dispatcherFor} from '../../lib/fetch/proxy-agent.js'
 import {untilAccepted, type AttemptContext} from './attempts.js'
 import {REQUEST_TIMEOUTS, type RequestTimeouts} from './exchange.js'
 import {startRunClock} from './run-clock.js'
@@ -66,10 +67,7 @@ export function serverUrl(value: string): URL {
  * attempt. Through the proxy the settings name, if any.
  */
 function connectionPool(limits: RequestTimeouts, proxy: ClientOptions['proxy']): Agent | EnvHttpProxyAgent {
-  const pool = {connections: 64, keepAliveTimeout: 10_000, headersTimeout: limits.headersMs, bodyTimeout: limits.idleMs}
-  if (!proxy?.httpProxy && !proxy?.httpsProxy) return new Agent(pool)
-  // '' rather than undefined: EnvHttpProxyAgent would otherwise read the environment itself.
-  return new EnvHttpProxyAgent({...pool, httpProxy: proxy.httpProxy ?? '', httpsProxy: proxy.httpsProxy ?? '', noProxy: proxy.noProxy ?? ''})
+  return dispatcherFor({connections: 64, keepAliveTimeout: 10_000, headersTimeout: limits.headersMs, bodyTimeout: limits.idleMs}, proxy)
 }
 
 /** `field` repeated once per file; each attempt sends a fresh form over the same bytes, streamed out as multipart. */

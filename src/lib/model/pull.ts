@@ -12,10 +12,11 @@ import {dirname, join} from 'node:path'
 import {Transform} from 'node:stream'
 import {pipeline} from 'node:stream/promises'
 
-import {Agent, EnvHttpProxyAgent, interceptors, request, type Dispatcher} from 'undici'
+import {interceptors, request, type Agent, type Dispatcher, type EnvHttpProxyAgent} from 'undici'
 
 import {isModError, ModError} from '../errors.js'
 import {connectionProblem} from '../fetch/url.js'
+import {dispatcherFor, type ProxySettings} from '../fetch/proxy-agent.js'
 import {formatSize, formatSizeExact} from '../sizes.js'
 import {hashFile, type Verified} from './file-hash.js'
 import {MANIFEST_FILE} from './manifest.js'
@@ -55,18 +56,9 @@ export interface PullOptions {
   proxy?: ProxySettings
 }
 
-export interface ProxySettings {
-  httpProxy?: string
-  httpsProxy?: string
-  noProxy?: string
-}
-
 /** The pull's own dispatcher: through the proxies when any is set, else direct; redirects followed either way. */
 function defaultDispatcher(proxy: ProxySettings | undefined): Agent | EnvHttpProxyAgent {
-  const timeouts = {headersTimeout: TIMEOUT_MS, bodyTimeout: TIMEOUT_MS, connect: {timeout: TIMEOUT_MS}}
-  if (!proxy?.httpProxy && !proxy?.httpsProxy) return new Agent(timeouts)
-  // '' rather than undefined: EnvHttpProxyAgent would otherwise read the environment itself.
-  return new EnvHttpProxyAgent({...timeouts, httpProxy: proxy.httpProxy ?? '', httpsProxy: proxy.httpsProxy ?? '', noProxy: proxy.noProxy ?? ''})
+  return dispatcherFor({headersTimeout: TIMEOUT_MS, bodyTimeout: TIMEOUT_MS, connect: {timeout: TIMEOUT_MS}}, proxy)
 }
 
 interface Context {

@@ -9,6 +9,7 @@ import * as assert from 'uvu/assert'
 
 import {writeToyModel} from '../../../scripts/fixtures.js'
 import type {Manifest} from '../../../src/lib/model/manifest-types.js'
+import {isModError} from '../../../src/lib/errors.js'
 import {pullModel} from '../../../src/lib/model/pull.js'
 
 const root = await mkdtemp(join(tmpdir(), 'mod-pull-proxy-'))
@@ -85,6 +86,14 @@ test('without proxy settings the pull never reads the proxy variables itself', a
     if (saved === undefined) delete process.env.HTTP_PROXY
     else process.env.HTTP_PROXY = saved
   }
+  assert.equal(relayed, [])
+})
+
+test('a proxy that is not a URL is invalid_config naming its variable, before anything is fetched', async () => {
+  relayed.length = 0
+  const e = await pullModel(manifest, join(root, 'bad-proxy'), {proxy: {httpsProxy: '127.0.0.1:3128'}}).catch((x: unknown) => x)
+  assert.ok(isModError(e) && e.code === 'invalid_config', String(e))
+  assert.is((e as Error).message, 'HTTPS_PROXY (or https_proxy)="127.0.0.1:3128" is not valid: expected a proxy URL such as http://proxy.example:3128')
   assert.equal(relayed, [])
 })
 
