@@ -72,6 +72,23 @@ function centredWeights(model: Model): number[][] {
     })
 }
 
+test('an int8 encoder embeds each image as it would alone, whatever else shares the call (its activations are quantised per run)', async () => {
+  const manifest = await loadManifest(modelDir, undefined, 'int8')
+  const clip = await openClip(modelDir, manifest, {threads: 1, cacheDir: freshCache(), int8Weights: 'unsigned'})
+  try {
+    const one = 3 * SIZE * SIZE
+    const alone = await clip.embedImages(pixels.subarray(0, one), 1)
+    // Beside an image of large values, which would set a batch's quantisation scale.
+    const loud = Float32Array.from(pixels.subarray(one, 2 * one), (v) => v * 40)
+    const together = new Float32Array(2 * one)
+    together.set(pixels.subarray(0, one))
+    together.set(loud, one)
+    assert.equal(Array.from((await clip.embedImages(together, 2))[0]), Array.from(alone[0]))
+  } finally {
+    await clip.close()
+  }
+})
+
 test('the signed copy holds the same dequantised weights: int8 q - 128, zero point - 128, the rest untouched', async () => {
   const source = await readFile(int8File)
   const signed = signedInt8Weights(source)

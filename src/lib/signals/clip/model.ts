@@ -138,8 +138,11 @@ export async function openClip(dir: string, manifest: Manifest, opts: ClipOption
   const imageSize = 3 * crop * crop
   const imagePath = fileWithRole(manifest, 'image_encoder').path
   const image = await openImage(dir, manifest, threads, opts)
-  // An export with a fixed batch of 1 cannot take [n, …]: run it image by image instead.
-  const imageBatch = inputMeta(image, manifest.image.input)?.shape[0] === 1 ? 1 : Number.POSITIVE_INFINITY
+  // Image by image: an export with a fixed batch of 1 cannot take [n, …]; and an int8 encoder quantises its
+  // activations with one scale for the whole input, so in a batch an image's scores would depend on the other images
+  // of its run (on the server, another client's upload), and two runs of the same image could differ.
+  const oneByOne = inputMeta(image, manifest.image.input)?.shape[0] === 1 || opts.int8Weights !== undefined
+  const imageBatch = oneByOne ? 1 : Number.POSITIVE_INFINITY
 
   const text = lazy(() => openText(dir, manifest, threads))
 
