@@ -1,3 +1,4 @@
+import {rm} from 'node:fs/promises'
 import type {Server} from 'node:http'
 
 import type {ServerSettings} from '../lib/config/settings.js'
@@ -7,6 +8,7 @@ import {SWEEP_GRACE_MS, SWEEP_INTERVAL_MS, sweepEvery, sweepJobFolders} from './
 import {describe, type Log} from './errors.js'
 import {growHeapForServing} from './heap.js'
 import {EXIT_OK, EXIT_START_FAILED, sweepLeftovers, uploadRoots} from './lifecycle.js'
+import {processUploadDir, uploadsRoot} from './upload-dirs.js'
 
 export interface RunOptions {
   engine: Engine
@@ -110,5 +112,7 @@ export async function runServer(o: RunOptions): Promise<number> {
   o.log(inFlight > 0 ? `stopping: finishing ${inFlight} request(s) in flight` : 'stopping', 'info')
   await closed
   await o.engine.close()
+  // Every request has ended, and with it its upload folder: this process's own folder goes too.
+  await rm(processUploadDir(uploadsRoot()), {recursive: true, force: true}).catch(() => undefined)
   return EXIT_OK
 }

@@ -96,7 +96,7 @@ test('with MOD_PRELOAD=false the model loads on the first moderation (MOD_PORT u
   }
 })
 
-test('without Redis, serve removes the job folders a killed server left (unchanged for an hour), and keeps a recent one', async () => {
+test('without Redis, serve removes the job folders a killed server left (unchanged for an hour), and keeps a recent one; stopped, it leaves no upload folder of its own', async () => {
   const tmp = join(dir.path, 'tmp-orphans')
   const storage = join(tmp, `mod-jobs-${process.getuid?.()}`)
   const old = join(storage, '6f2c9a4e-1b7d-4c3e-8f5a-2d9b0e7c1a43')
@@ -112,6 +112,15 @@ test('without Redis, serve removes the job folders a killed server left (unchang
   try {
     await serve.waitFor(/removed 1 folder\(s\) of jobs no queue has/)
     assert.equal(readdirSync(storage), [basename(recent)])
+    // A video upload makes this process's upload folder; a graceful stop removes it, not only the next start.
+    const [, base] = await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)
+    const video = await call(`${base}/v1/moderate/video`, {method: 'POST', body: form('file', [{name: 'not.mp4', data: 'not a video'}])})
+    assert.is(video.status, 415)
+    const uploads = join(tmp, `mod-uploads-${process.getuid?.()}`)
+    assert.is(readdirSync(uploads).length, 1)
+    serve.child.kill('SIGTERM')
+    assert.is(await serve.exited, 0)
+    assert.equal(readdirSync(uploads), [])
   } finally {
     serve.child.kill('SIGKILL')
   }
