@@ -49,6 +49,8 @@ export abstract class ModCommand extends Command {
   protected readonly interrupt = new AbortController()
   /** The signal that stopped the command, once one has. */
   protected stoppedBy?: StopSignal
+  /** Whether the one stderr line saying the command was stopped, and how far it got, is out. */
+  private stopSaid = false
   private progress?: Progress
   private readonly onSignal = (signal: StopSignal): void => {
     if (this.interrupt.signal.aborted) this.quit(exitForSignal(this.stoppedBy ?? signal))
@@ -77,6 +79,13 @@ export abstract class ModCommand extends Command {
       signal.addEventListener('abort', stop, {once: true})
       work.then(resolve, reject).finally(() => signal.removeEventListener('abort', stop))
     })
+  }
+
+  /** The one stderr line of a command a signal stopped: which signal, and how far it got when the command knows. */
+  protected sayStopped(progress?: string): void {
+    if (this.stopSaid || !this.stoppedBy) return
+    this.stopSaid = true
+    this.logToStderr(`mod: stopped by ${this.stoppedBy}${progress ? ` after ${progress}` : ''}`)
   }
 
   /** Settles once a stop signal has come (at once if one has): a loop can race its next step against it. */
@@ -124,7 +133,10 @@ export abstract class ModCommand extends Command {
     if (err instanceof Errors.ExitError) throw err
     // Work may still be under way (an inference the scan no longer waits for): it ends before the process does.
     await stopThreadsBeforeExit()
-    if (this.interrupt.signal.aborted) return this.exit(this.signalExit())
+    if (this.interrupt.signal.aborted) {
+      this.sayStopped()
+      return this.exit(this.signalExit())
+    }
     // A message may quote what came from elsewhere (a server, a file): no part of it may pass for a line of its own.
     process.stderr.write(`${visibleLines(this.describe(err))}\n`)
     if (process.env.DEBUG && err.stack) process.stderr.write(`${err.stack}\n`)
@@ -136,6 +148,7 @@ export abstract class ModCommand extends Command {
     for (const s of STOP_SIGNALS) process.off(s, this.onSignal)
     if (err === undefined && this.interrupt.signal.aborted) {
       await stopThreadsBeforeExit()
+      this.sayStopped()
       return this.exit(this.signalExit())
     }
     return super.finally(err)

@@ -194,6 +194,7 @@ Files, folders (recursively, images recognised by their first bytes) or - for on
     } finally {
       progress.finish()
       out.end()
+      this.sayStopped(`${counts.rows} ${counts.rows === 1 ? 'hash' : 'hashes'}`)
     }
     if (run.stopped()) return
     const skips = skippedLine(run.skipped)

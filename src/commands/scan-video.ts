@@ -121,7 +121,7 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
         })
       } catch (e) {
         progress.finish()
-        if (this.stoppedBy) this.logToStderr(`mod: stopped by ${this.stoppedBy} after ${line()} of ${args.file}`)
+        this.sayStopped(`${line()} of ${args.file}`)
         throw await videoFailure(args.file, e)
       } finally {
         progress.finish()

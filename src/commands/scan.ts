@@ -321,7 +321,7 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
     } finally {
       await engine.close()
     }
-    if (this.stoppedBy) this.logToStderr(`mod: stopped by ${this.stoppedBy} after ${ofFound(state)} files: ${summaryLine(state.counts)}`)
+    this.sayStopped(`${ofFound(state)} files: ${summaryLine(state.counts)}`)
     if (out.closed || this.interrupt.signal.aborted) return void (await run.report?.abort())
     await this.finish(run)
   }

@@ -103,6 +103,8 @@ test('--files-from, --baseline and --resume on a FIFO with no writer, and --file
     const r = await stopBlocked(args)
     assert.is(r.code, 143, `${args.join(' ')}: ${r.stderr}`)
     assert.ok(r.ms < 1000, `${args.join(' ')}: ${r.ms} ms`)
+    // Stopped before the scan began: the line says which signal, as every stopped command's last line does.
+    assert.match(r.stderr, /(^|\n)mod: stopped by SIGTERM\n$/, args.join(' '))
   }
 })
 
@@ -114,6 +116,7 @@ test('an image on stdin (-) that never ends: SIGTERM ends mod scan (saying how f
   const hash = await stopBlocked(['-'], 'hash')
   assert.is(hash.code, 143, hash.stderr)
   assert.ok(hash.ms < 1000, `hash: ${hash.ms} ms`)
+  assert.is(hash.stderr, 'mod: stopped by SIGTERM after 0 hashes\n')
 })
 
 test('a policy that is a FIFO is refused at once, never waited on', async () => {
