@@ -62,6 +62,8 @@ interface HashRun {
   print: (row: Row) => void
   stopped: () => boolean
   skipped: Skipped
+  /** The real paths reached so far, shared by every path given: a file reached twice is hashed once, as scan does. */
+  reached: Set<string>
 }
 
 /** One row per frame of a video sampled at `fps`, or the error that stopped it (none once stopped by a signal). */
@@ -110,7 +112,7 @@ async function hashImages(path: string, run: HashRun): Promise<void> {
     frames.catch(() => {})
     queue.push({source, frames, pixels})
   }
-  for await (const item of scanInputs([path], limits.maxBytes, run.skipped)) {
+  for await (const item of scanInputs([path], limits.maxBytes, run.skipped, process.stdin, {reached: run.reached})) {
     if (stopped()) break
     if ('entry' in item) {
       while (reading.length > 0) await decodeNext()
@@ -178,6 +180,7 @@ Files, folders (recursively, images recognised by their first bytes) or - for on
     const run: HashRun = {
       limits,
       skipped: new Map(),
+      reached: new Set(),
       stopped: () => out.closed || signal.aborted,
       print(row) {
         counts.rows++

@@ -51,6 +51,14 @@ test('--ndjson walks folders like scan: one object per image, what was skipped o
   assert.is(r.stderr, 'skipped 1 (1 not an image)\n')
 })
 
+test('a file reached twice (a folder given twice, a file inside a folder given) is hashed once, as scan scans it once', async () => {
+  const r = await runInProcess(['hash', PHOTOS, PHOTOS, join(PHOTOS, 'brick.jpg'), '--ndjson'])
+  assert.is(r.code, 0, r.stderr)
+  const sources = r.stdout.trim().split('\n').map((l) => (JSON.parse(l) as {source: string}).source)
+  assert.is(sources.length, 14)
+  assert.is(new Set(sources).size, 14)
+})
+
 test('--json prints one array; an input that cannot be hashed is an entry in its place and exit 2', async () => {
   const missing = join(dir.path, 'missing.jpg')
   const broken = join(dir.path, 'broken.png')
