@@ -21,7 +21,7 @@
  * openDataset checks the layout first (unknown labels, empty folders, missing listed files) and then walks
  * the folders again lazily in items(), so a large dataset is never held in memory (labels.csv is, as text).
  */
-import {open, opendir, stat} from 'node:fs/promises'
+import {open, opendir, realpath, stat} from 'node:fs/promises'
 import {basename, dirname, extname, isAbsolute, join, relative, resolve, sep} from 'node:path'
 
 import {ModError} from '../errors.js'
@@ -67,13 +67,34 @@ function invalid(root: string, problems: string[]): ModError {
 const isImage = (name: string) => IMAGE_EXTENSIONS.has(extname(name).toLowerCase())
 const toSource = (root: string, path: string) => relative(root, path).split(sep).join('/')
 
-async function* walk(dir: string): AsyncGenerator<string> {
+/**
+ * A folder's entries in name order, a symlink taken as what it points to (a broken one is neither file nor folder):
+ * a dataset is often laid out with links to images kept elsewhere, and `mod scan` follows them too.
+ */
+async function listEntries(dir: string): Promise<{name: string; dir: boolean; file: boolean}[]> {
   const entries = []
-  for await (const entry of await opendir(dir)) entries.push({name: entry.name, dir: entry.isDirectory(), file: entry.isFile()})
-  entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-  for (const entry of entries) {
+  for await (const entry of await opendir(dir)) {
+    if (!entry.isSymbolicLink()) {
+      entries.push({name: entry.name, dir: entry.isDirectory(), file: entry.isFile()})
+      continue
+    }
+    const target = await stat(join(dir, entry.name)).catch(() => undefined)
+    entries.push({name: entry.name, dir: target?.isDirectory() ?? false, file: target?.isFile() ?? false})
+  }
+  return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+}
+
+/**
+ * The images below `dir`, in name order. `seen` holds the real paths of the folders walked so far in this pass over
+ * the dataset, its root first: a folder reached again through a link (a loop, a link back to the root) is not.
+ */
+async function* walk(dir: string, seen: Set<string>): AsyncGenerator<string> {
+  const real = await realpath(dir)
+  if (seen.has(real)) return
+  seen.add(real)
+  for (const entry of await listEntries(dir)) {
     const p = join(dir, entry.name)
-    if (entry.dir) yield* walk(p)
+    if (entry.dir) yield* walk(p, seen)
     else if (entry.file && isImage(entry.name)) yield p
   }
 }
@@ -217,9 +238,9 @@ export async function openDataset(root: string, options: DatasetOptions = {}): P
   const problems: string[] = []
   const listed = await readLabelsCsv(join(root, LABELS_FILE), problems)
 
-  const entries = []
-  for await (const entry of await opendir(root)) entries.push({name: entry.name, dir: entry.isDirectory(), file: entry.isFile()})
-  entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  const entries = await listEntries(root)
+  const realRoot = await realpath(root)
+  const counted = new Set([realRoot])
   const folders = entries.filter((e) => e.dir && !e.name.startsWith('.')).map((e) => e.name)
   const rootImages = entries.filter((e) => e.file && isImage(e.name)).map((e) => e.name)
 
@@ -236,7 +257,7 @@ export async function openDataset(root: string, options: DatasetOptions = {}): P
       continue
     }
     let inFolder = 0
-    for await (const path of walk(join(root, folder))) {
+    for await (const path of walk(join(root, folder), counted)) {
       const source = toSource(root, path)
       inFolder++
       images++
@@ -273,8 +294,9 @@ export async function openDataset(root: string, options: DatasetOptions = {}): P
     images,
     unlisted,
     async *items() {
+      const walked = new Set([realRoot])
       for (const folder of folders) {
-        for await (const path of walk(join(root, folder))) {
+        for await (const path of walk(join(root, folder), walked)) {
           const source = toSource(root, path)
           yield {source, path, labels: listed.get(source) ?? (folder === SAFE_FOLDER ? [] : [folder])}
         }

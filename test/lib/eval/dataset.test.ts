@@ -1,4 +1,4 @@
-import {mkdirSync, writeFileSync} from 'node:fs'
+import {mkdirSync, symlinkSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -61,6 +61,29 @@ test('folders give labels, safe/ none; labels.csv gives several and overrides a 
     ])
   } finally {
     dir.remove()
+  }
+})
+
+test('symlinks are followed as scan follows them: a linked label folder, subfolder and image count; a link back into the dataset is not walked again', async () => {
+  const elsewhere = layout({'kept/a.png': 'x', 'kept/b.png': 'x', 'more/c.png': 'x', 'one.png': 'x'})
+  const dir = layout({'weapons/own.png': 'x'})
+  try {
+    symlinkSync(join(elsewhere.path, 'kept'), join(dir.path, 'safe'))
+    symlinkSync(join(elsewhere.path, 'more'), join(dir.path, 'weapons', 'sub'))
+    symlinkSync(join(elsewhere.path, 'one.png'), join(dir.path, 'weapons', 'linked.png'))
+    symlinkSync(dir.path, join(dir.path, 'weapons', 'loop'))
+    symlinkSync(join(elsewhere.path, 'gone.png'), join(dir.path, 'weapons', 'broken.png'))
+    const ds = await openDataset(dir.path, {known: new Set(['weapons'])})
+    assert.equal(await all(ds.items()), [
+      ['safe/a.png', []],
+      ['safe/b.png', []],
+      ['weapons/linked.png', ['weapons']],
+      ['weapons/own.png', ['weapons']],
+      ['weapons/sub/c.png', ['weapons']],
+    ])
+  } finally {
+    dir.remove()
+    elsewhere.remove()
   }
 })
 
