@@ -235,6 +235,19 @@ function reportCycle(ctx: Context, cycle: string[], places: Map<string, EntryPla
 }
 
 /**
+ * A YAML error in words for a person: the library's message is written for a programmer (`please use
+ * YAML.parseAllDocuments()`) and a repeated key does not name the key.
+ */
+function yamlProblem(error: {code: string; message: string; pos: [number, number]}, text: string): string {
+  if (error.code === 'DUPLICATE_KEY') {
+    const key = /^\s*["']?([^"':\n]*)/.exec(text.slice(error.pos[0]))?.[1]?.trim()
+    return `YAML: the key ${key ? JSON.stringify(key) : 'here'} is given twice in the same mapping: keep one`
+  }
+  if (error.code === 'MULTIPLE_DOCS') return 'YAML: a policy file holds one document: this `---` starts a second one'
+  return `YAML: ${error.message}`
+}
+
+/**
  * Parses and checks a policy file's text, the signals' sections by the plugins given; `file` is returned only
  * when there is no problem.
  */
@@ -243,7 +256,7 @@ export function validatePolicyText(plugins: PolicyPlugins, text: string): Policy
   const doc = parseDocument(text, {lineCounter, prettyErrors: false, uniqueKeys: true})
   const ctx: Context = {doc, lineCounter, problems: []}
   if (doc.errors.length > 0) {
-    for (const error of doc.errors) report(ctx, error.pos[0], `YAML: ${error.message}`)
+    for (const error of doc.errors) report(ctx, error.pos[0], yamlProblem(error, text))
     return {problems: sortProblems(ctx.problems)}
   }
 

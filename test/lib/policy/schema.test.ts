@@ -158,10 +158,11 @@ test('YAML syntax errors are all reported with their lines, and alone', () => {
   })
 })
 
-test('a category named twice is a YAML error on its second line', () => {
+test('a category named twice is a YAML error on its second line, naming it; a second document is said in words', () => {
   assert.equal(validatePolicyText('categories:\n  weapons: {threshold: 0.6}\n  weapons: {threshold: 0.7}\n').problems, [
-    at(3, 3, 'YAML: Map keys must be unique'),
+    at(3, 3, 'YAML: the key "weapons" is given twice in the same mapping: keep one'),
   ])
+  assert.equal(validatePolicyText('preset: fast\n---\npreset: balanced\n').problems, [at(2, 1, 'YAML: a policy file holds one document: this `---` starts a second one')])
 })
 
 test('a file that is not a mapping is refused', () => {
