@@ -4,6 +4,38 @@ import {open, stat} from 'node:fs/promises'
 import {ModError} from './errors.js'
 import {formatSize} from './sizes.js'
 
+/**
+ * The bytes as UTF-8 text, or an error saying what they are instead: UTF-16 (Windows PowerShell 5's `>`, Notepad's
+ * "Unicode") or another encoding, whose bytes would otherwise become replacement characters in prompts and words.
+ */
+function utf8Text(bytes: Buffer, filePath: string, what: string): string {
+  const bom = bytes.subarray(0, 2)
+  if ((bom[0] === 0xff && bom[1] === 0xfe) || (bom[0] === 0xfe && bom[1] === 0xff)) {
+    throw new ModError('invalid_config', `the ${what} ${filePath} is UTF-16 text: save it as UTF-8`)
+  }
+  try {
+    return new TextDecoder('utf-8', {fatal: true}).decode(bytes)
+  } catch {
+    throw new ModError('invalid_config', `the ${what} ${filePath} is not UTF-8 text (line ${firstBadLine(bytes)}): save it as UTF-8`)
+  }
+}
+
+/** The number (from 1) of the first line that is not UTF-8. */
+function firstBadLine(bytes: Buffer): number {
+  const strict = new TextDecoder('utf-8', {fatal: true})
+  let start = 0
+  for (let line = 1; ; line++) {
+    const end = bytes.indexOf(0x0a, start)
+    try {
+      strict.decode(bytes.subarray(start, end === -1 ? bytes.length : end))
+    } catch {
+      return line
+    }
+    if (end === -1) return line
+    start = end + 1
+  }
+}
+
 /** Reads a configuration file as UTF-8 text, refusing one over maxBytes before reading it. */
 export async function readConfigText(filePath: string, what: string, maxBytes: number): Promise<string> {
   let handle
@@ -13,7 +45,7 @@ export async function readConfigText(filePath: string, what: string, maxBytes: n
     if (!stats.isFile()) throw new ModError('invalid_config', `the ${what} ${filePath} is not a file`)
     if (stats.size > maxBytes) throw new ModError('invalid_config', `the ${what} ${filePath} is larger than ${formatSize(maxBytes)}`)
     handle = await open(filePath, 'r')
-    return await handle.readFile({encoding: 'utf8'})
+    return utf8Text(await handle.readFile(), filePath, what)
   } catch (e) {
     if (e instanceof ModError) throw e
     const code = (e as NodeJS.ErrnoException).code

@@ -120,13 +120,20 @@ test('an invalid file is an invalid_config error listing every problem as path:l
   }
 })
 
-test('a missing or oversized policy file is an invalid_config error', async () => {
+test('a missing, oversized or not UTF-8 policy file is an invalid_config error saying which', async () => {
   const big = join(dir, 'big.yaml')
   writeFileSync(big, `# ${'x'.repeat(MAX_POLICY_BYTES)}\n`)
+  // Saved by Windows PowerShell 5's > (UTF-16 with its byte order mark), and by an editor in Latin-1.
+  const utf16 = join(dir, 'utf16.yaml')
+  writeFileSync(utf16, Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('preset: fast\n', 'utf16le')]))
+  const latin1 = join(dir, 'latin1.yaml')
+  writeFileSync(latin1, Buffer.from('categories:\n  redness:\n    prompts: ["r\xe9d"]\n', 'latin1'))
   for (const [path, message] of [
     [join(dir, 'missing.yaml'), `cannot read the policy file ${join(dir, 'missing.yaml')}: no such file`],
     [big, `the policy file ${big} is larger than 1 MiB`],
     [dir, `the policy file ${dir} is not a file`],
+    [utf16, `the policy file ${utf16} is UTF-16 text: save it as UTF-8`],
+    [latin1, `the policy file ${latin1} is not UTF-8 text (line 3): save it as UTF-8`],
   ]) {
     try {
       await loadPolicyFile(path)
