@@ -27,7 +27,7 @@ test('head train learns a label no prompt describes, and scan --head then flags 
   const head = join(dir.path, 'head.json')
   const r = await runInProcess(['head', 'train', dataset, '--out', head], {env})
   assert.is(r.code, 0, r.stderr)
-  assert.match(r.stdout, /greenish: recall 100\.0%, precision 100\.0%, safe flagged 0\.0%/)
+  assert.match(r.stdout, /greenish: recall 100\.0%, precision 100\.0%, safe flagged 0\.0% \((1 held-out image|\d+ held-out images), (1 epoch|\d+ epochs)\)/)
   const file = parseHead(readFileSync(head, 'utf8'), head)
   assert.is(file.model_id, 'toy-clip')
   assert.is(file.embedding_size, 8)
