@@ -3,10 +3,10 @@ import {cpSync, readdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
 
-import {chromium} from 'playwright-core'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
+import {launchChromium} from '../helpers/chromium.js'
 import {BIN, runInProcess, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {writeImages} from '../helpers/dataset.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
@@ -158,10 +158,7 @@ test('--report writes one self-contained page whose charts render in headless ch
   const page = join(dir.path, 'report.html')
   const r = await runInProcess(['eval', mixed, '--config', policy, '--report', page, '--json'], {env})
   assert.is(r.code, 0, r.stderr)
-  const browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-  })
+  const browser = await launchChromium()
   try {
     const tab = await browser.newPage()
     const problems: string[] = []

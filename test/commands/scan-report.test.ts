@@ -7,13 +7,14 @@ import {existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSyn
 import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
 
-import {chromium, type Browser, type Page} from 'playwright-core'
+import type {Browser, Page} from 'playwright-core'
 import sharp from 'sharp'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {openHtmlReport} from '../../src/cli/reports/html-report.js'
 import type {ModerationResult} from '../../src/lib/types.js'
+import {launchChromium} from '../helpers/chromium.js'
 import {runInProcess, tempDir, TOY_MODEL} from '../helpers/cli.js'
 import {noisyPng, writeImages} from '../helpers/dataset.js'
 import {renderText} from '../helpers/render-text.js'
@@ -39,10 +40,7 @@ test.before(async () => {
   writeFileSync(join(folder, 'd-blue.png'), await sharp({create: {width: 320, height: 200, channels: 3, background: '#0000ff'}}).png().toBuffer())
   writeFileSync(join(dir.path, 'broken.jpg'), Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(200, 7)]))
   writeFileSync(policy, 'categories:\n  redness:\n    prompts: ["red"]\ntext:\n  rules:\n    contacts:\n      category: contact_info\n      detect: [email]\n')
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-  })
+  browser = await launchChromium()
 })
 
 test.after(async () => {

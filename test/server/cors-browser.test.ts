@@ -6,10 +6,11 @@ import {createServer, type Server} from 'node:http'
 import type {AddressInfo} from 'node:net'
 import {join} from 'node:path'
 
-import {chromium, type Browser} from 'playwright-core'
+import type {Browser} from 'playwright-core'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
+import {launchChromium} from '../helpers/chromium.js'
 import {fakeEngine, red, start, tempDir, testSettings, type Running} from './harness.js'
 
 const KEY = 'cors-browser-key'
@@ -27,10 +28,7 @@ test.before(async () => {
   mkdirSync(storage)
   const base = testSettings(join(dir.path, 'cache'), {apiKey: KEY, corsOrigins: [origin]})
   server = await start(fakeEngine(), {...base, jobs: {...base.jobs, storage}})
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-  })
+  browser = await launchChromium()
 })
 
 test.after(async () => {

@@ -3,10 +3,11 @@
 // button's key is sent with the calls made from the page.
 import {join} from 'node:path'
 
-import {chromium, type Browser} from 'playwright-core'
+import type {Browser} from 'playwright-core'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
+import {launchChromium} from '../helpers/chromium.js'
 import {fakeEngine, start, tempDir, testSettings, type Running} from './harness.js'
 
 const KEY = 'docs-page-key'
@@ -16,10 +17,7 @@ let browser: Browser
 
 test.before(async () => {
   server = await start(fakeEngine(), testSettings(join(dir.path, 'cache'), {apiKey: KEY}))
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-  })
+  browser = await launchChromium()
 })
 
 test.after(async () => {
