@@ -1,7 +1,9 @@
 import {randomBytes} from 'node:crypto'
-import {open, rm, stat} from 'node:fs/promises'
+import {open, readdir, rm, stat} from 'node:fs/promises'
+import {basename, dirname, join, resolve} from 'node:path'
 
 import {ModError} from '../lib/errors.js'
+import {isRunning} from '../lib/processes.js'
 
 /** Why `file`, given with `flag`, cannot be written: the system's code (ENOENT, EACCES). */
 export function cannotWrite(flag: string, file: string, e: unknown): ModError {
@@ -17,6 +19,19 @@ export async function refuseFolder(flag: string, file: string): Promise<void> {
 /** A temporary file beside `file`, in the same folder, so that renaming it onto `file` is atomic. */
 export function besideTemp(file: string): string {
   return `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`
+}
+
+/**
+ * Removes the temporary files beside `file` (besideTemp) left by runs that are gone: one killed (SIGKILL, out of
+ * memory) before its last rename cannot remove its own, and its name says which process it was.
+ */
+export async function removeAbandonedTemps(file: string): Promise<void> {
+  const folder = dirname(resolve(file))
+  const prefix = `${basename(file)}.`
+  for (const name of await readdir(folder).catch(() => [])) {
+    const pid = name.startsWith(prefix) ? /^(\d+)\.[0-9a-f]{8}\.tmp$/.exec(name.slice(prefix.length))?.[1] : undefined
+    if (pid !== undefined && !isRunning(Number(pid))) await rm(join(folder, name), {force: true})
+  }
 }
 
 /**

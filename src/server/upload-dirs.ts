@@ -3,6 +3,7 @@ import {hostname, tmpdir} from 'node:os'
 import {dirname, join} from 'node:path'
 
 import {ModError} from '../lib/errors.js'
+import {isRunning} from '../lib/processes.js'
 
 /**
  * Where video uploads stream to: a folder of this user under the OS temp folder (`mod-uploads-<uid>`), holding one
@@ -34,16 +35,6 @@ export async function makeUploadDir(dir: string, uid = process.getuid?.()): Prom
   const sharedSticky = parent.uid === 0 && (parent.mode & 0o1000) !== 0
   if (!mine || !parent.isDirectory() || (parent.uid !== uid && !sharedSticky)) {
     throw new ModError('internal', `the upload folder ${dir} or its parent belongs to another user or can be written by others: uploads are not written there`)
-  }
-}
-
-/** True while a process with this id runs (as any user: EPERM means it exists). */
-export function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM'
   }
 }
 

@@ -8,7 +8,8 @@ import * as assert from 'uvu/assert'
 
 import {defaultJobStorage} from '../../src/lib/config/jobs.js'
 import {startStaging} from '../../src/server/jobs/staging.js'
-import {isRunning, makeUploadDir, processUploadDir, sweepUploads, uploadsRoot} from '../../src/server/upload-dirs.js'
+import {isRunning} from '../../src/lib/processes.js'
+import {makeUploadDir, processUploadDir, sweepUploads, uploadsRoot} from '../../src/server/upload-dirs.js'
 import {tempDir} from './harness.js'
 
 const dir = tempDir('mod-upload-dirs-')

@@ -19,7 +19,7 @@ import type {ReportMark} from '../../lib/signals/signal.js'
 import {escapeHtml, OFFLINE_CSP, scriptJson} from '../../lib/html.js'
 import type {Thumbnail} from '../../lib/image/thumbnail.js'
 import type {ScanEntry} from '../inputs.js'
-import {besideTemp, cannotWrite, refuseFolder} from '../writable.js'
+import {besideTemp, cannotWrite, refuseFolder, removeAbandonedTemps} from '../writable.js'
 import {REPORT_SCRIPT, REPORT_STYLE} from './html-report-page.js'
 
 export interface ReportSummary {
@@ -83,6 +83,7 @@ export async function openHtmlReport(file: string, cwd: string): Promise<HtmlRep
   } catch (e) {
     throw cannotWrite('--report', file, e)
   }
+  await removeAbandonedTemps(file)
   const out: WriteStream = handle.createWriteStream()
   let count = 0
   const written = new Date().toISOString()

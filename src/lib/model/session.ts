@@ -23,6 +23,7 @@ import {basename, join, resolve} from 'node:path'
 import * as ort from 'onnxruntime-node'
 
 import {ModError} from '../errors.js'
+import {isRunning} from '../processes.js'
 import {openThreadSession, type ModelSession} from './inference-thread.js'
 
 export type {ModelSession} from './inference-thread.js'
@@ -163,13 +164,7 @@ export async function cacheEntry(path: string, o: SessionOptions, cacheDir: stri
 /** The process that named a temporary build folder (`<entry>.tmp-<pid>-<random>`) is gone, or it is old. */
 async function abandoned(folder: string): Promise<boolean> {
   const pid = Number(/\.tmp-(\d+)-[0-9a-f]+$/.exec(folder)?.[1])
-  if (Number.isInteger(pid) && pid !== process.pid) {
-    try {
-      process.kill(pid, 0)
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ESRCH') return true
-    }
-  }
+  if (Number.isInteger(pid) && pid !== process.pid && !isRunning(pid)) return true
   return Date.now() - (await stat(folder)).mtimeMs >= ABANDONED_MS
 }
 
