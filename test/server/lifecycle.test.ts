@@ -34,9 +34,25 @@ const toyEnv = {MOD_CACHE_DIR: warmCacheDir(cacheDir), MOD_MODEL_DIR: TOY_MODEL,
 /** The liveness part of /health (its `signals` are checked where signals are tested). */
 const liveness = ({status, model_loaded}: {status: string; model_loaded: boolean}) => ({status, model_loaded})
 
+/**
+ * The temporary folder of the default server: its job storage holds, from before it starts, the folders of two jobs a
+ * killed server left, one unchanged for two hours and one recent.
+ */
+const tmp = join(dir.path, 'tmp')
+const storage = join(tmp, `mod-jobs-${process.getuid?.()}`)
+const uploads = join(tmp, `mod-uploads-${process.getuid?.()}`)
+const [oldJob, recentJob] = ['6f2c9a4e-1b7d-4c3e-8f5a-2d9b0e7c1a43', '6f2c9a4e-1b7d-4c3e-8f5a-2d9b0e7c1a44'].map((id) => join(storage, id))
+for (const folder of [oldJob, recentJob]) {
+  mkdirSync(folder, {recursive: true, mode: 0o700})
+  writeFileSync(join(folder, 'upload'), 'a video')
+}
+const twoHoursAgo = new Date(Date.now() - 2 * 3600_000)
+utimesSync(join(oldJob, 'upload'), twoHoursAgo, twoHoursAgo)
+utimesSync(oldJob, twoHoursAgo, twoHoursAgo)
+
 let defaults: ServeProcess | undefined
-/** `mod serve` on the toy model with the defaults, started once for the two tests that use it. */
-const defaultServe = () => (defaults ??= serveProcess(['--port', '0'], toyEnv))
+/** `mod serve` on the toy model with the defaults, started once for the tests that use it. */
+const defaultServe = () => (defaults ??= serveProcess(['--port', '0'], {...toyEnv, TMPDIR: tmp}))
 
 test.after(() => {
   defaults?.child.kill('SIGKILL')
@@ -96,34 +112,15 @@ test('with MOD_PRELOAD=false the model loads on the first moderation (MOD_PORT u
   }
 })
 
-test('without Redis, serve removes the job folders a killed server left (unchanged for an hour), and keeps a recent one; stopped, it leaves no upload folder of its own', async () => {
-  const tmp = join(dir.path, 'tmp-orphans')
-  const storage = join(tmp, `mod-jobs-${process.getuid?.()}`)
-  const old = join(storage, '6f2c9a4e-1b7d-4c3e-8f5a-2d9b0e7c1a43')
-  const recent = join(storage, '6f2c9a4e-1b7d-4c3e-8f5a-2d9b0e7c1a44')
-  for (const folder of [old, recent]) {
-    mkdirSync(folder, {recursive: true, mode: 0o700})
-    writeFileSync(join(folder, 'upload'), 'a video')
-  }
-  const twoHoursAgo = new Date(Date.now() - 2 * 3600_000)
-  utimesSync(join(old, 'upload'), twoHoursAgo, twoHoursAgo)
-  utimesSync(old, twoHoursAgo, twoHoursAgo)
-  const serve = serveProcess(['--port', '0'], {...toyEnv, TMPDIR: tmp})
-  try {
-    await serve.waitFor(/removed 1 folder\(s\) of jobs no queue has/)
-    assert.equal(readdirSync(storage), [basename(recent)])
-    // A video upload makes this process's upload folder; a graceful stop removes it, not only the next start.
-    const [, base] = await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)
-    const video = await call(`${base}/v1/moderate/video`, {method: 'POST', body: form('file', [{name: 'not.mp4', data: 'not a video'}])})
-    assert.is(video.status, 415)
-    const uploads = join(tmp, `mod-uploads-${process.getuid?.()}`)
-    assert.is(readdirSync(uploads).length, 1)
-    serve.child.kill('SIGTERM')
-    assert.is(await serve.exited, 0)
-    assert.equal(readdirSync(uploads), [])
-  } finally {
-    serve.child.kill('SIGKILL')
-  }
+test('without Redis, serve removes the job folders a killed server left (unchanged for an hour), and keeps a recent one', async () => {
+  const serve = defaultServe()
+  await serve.waitFor(/removed 1 folder\(s\) of jobs no queue has/)
+  assert.equal(readdirSync(storage), [basename(recentJob)])
+  // A video upload makes this process's upload folder, which its graceful stop removes (the SIGTERM test below).
+  const [, base] = await serve.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)
+  const video = await call(`${base}/v1/moderate/video`, {method: 'POST', body: form('file', [{name: 'not.mp4', data: 'not a video'}])})
+  assert.is(video.status, 415)
+  assert.is(readdirSync(uploads).length, 1)
 })
 
 test('with MOD_PRELOAD a model that cannot load stops the start with exit code 2', async () => {
@@ -207,6 +204,8 @@ for (const signal of ['SIGTERM', 'SIGHUP'] as const) {
       assert.is(JSON.parse(r.body).source, 'slow.png')
       assert.is(r.headers.connection, 'close')
       assert.is(await serve.exited, 0)
+      // Stopped gracefully, it leaves no upload folder of its own, not only for the next start to remove.
+      if (signal === 'SIGTERM') assert.equal(readdirSync(uploads), [])
     } finally {
       serve.child.kill('SIGKILL')
     }
