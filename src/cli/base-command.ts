@@ -100,7 +100,7 @@ export abstract class ModCommand extends Command {
    * never apply unseen. A file named by --config or MOD_CONFIG was asked for and is not repeated.
    */
   protected notePolicy(config: Pick<Config, 'policyFound' | 'policyPath'>): void {
-    if (config.policyFound) this.logToStderr(`mod: policy: ${config.policyPath} (found from the current folder; --config names another)`)
+    if (config.policyFound) this.logToStderr(`mod: policy: ${config.policyPath} (found ${config.policyFound}; --config names another)`)
   }
 
   /** Every note on stderr may quote a name from elsewhere (a file, a policy's key): each line is made visible. */

@@ -68,7 +68,7 @@ The output is itself a valid policy file: text rules with their word lists writt
     const {flags} = await this.parse(PolicyShow)
     const config = await configFromFlags(flags)
     const from = config.policyPath
-      ? `${config.policyPath}${config.policyFound ? ' (found from the current folder)' : ''}`
+      ? `${config.policyPath}${config.policyFound ? ` (found ${config.policyFound})` : ''}`
       : 'no policy file: the built-in defaults'
     this.printResult(textReporter(), `# policy in force: ${from}\n${stringify(asPolicyFile(config.policy, config.preset), {lineWidth: 0}).trimEnd()}\n`)
   }

@@ -1,5 +1,6 @@
 import {stat} from 'node:fs/promises'
-import {join} from 'node:path'
+import {homedir} from 'node:os'
+import {dirname, join} from 'node:path'
 
 import {ModError} from '../errors.js'
 import {MANIFEST_FILE} from '../model/manifest.js'
@@ -14,8 +15,11 @@ export interface Config {
   preset: PresetName
   policy: Policy
   policyPath?: string
-  /** The policy file was found by name from the working folder upwards, not named by --config or MOD_CONFIG. */
-  policyFound: boolean
+  /**
+   * Where the policy file was found by name, as a phrase (`from the current folder`, `in the user configuration
+   * folder`); false when --config or MOD_CONFIG named it, or there is none.
+   */
+  policyFound: false | string
 }
 
 /** Typed input and MOD_* variables, then the policy file (named, or found by name from cwd); preset: input > MOD_PRESET > policy > fast. */
@@ -23,9 +27,11 @@ export async function loadConfig(input: SettingsInput, env: Env, cwd = process.c
   const settings = readSettings(input, env, cwd)
   const {engine} = settings
   if (engine.modelDir !== undefined) await checkModelDir(engine.modelDir)
-  const policyPath = engine.configPath ?? (await findPolicyFile(cwd, {configHome: env.XDG_CONFIG_HOME || undefined}))
+  const configHome = env.XDG_CONFIG_HOME || join(homedir(), '.config')
+  const policyPath = engine.configPath ?? (await findPolicyFile(cwd, {configHome}))
   const policy = policyPath ? (await loadPolicyFile(policyPath)).policy : buildPolicy()
-  return {settings, preset: engine.preset ?? policy.preset ?? 'fast', policy, policyPath, policyFound: policyPath !== undefined && engine.configPath === undefined}
+  const found = policyPath === undefined || engine.configPath !== undefined ? false : dirname(policyPath) === join(configHome, 'mod') ? 'in the user configuration folder' : 'from the current folder'
+  return {settings, preset: engine.preset ?? policy.preset ?? 'fast', policy, policyPath, policyFound: found}
 }
 
 /** An explicit model folder that is missing or holds no model says so, rather than suggesting a preset download. */

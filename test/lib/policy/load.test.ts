@@ -229,6 +229,10 @@ test('with none from the folder up, the policy in the user configuration folder 
   assert.is(await findPolicyFile(join(root, 'project'), {stopDir: root, configHome: home}), join(home, 'mod', 'config.yaml'))
   writeFileSync(join(root, '.modrc'), 'preset: fast\n')
   assert.is(await findPolicyFile(join(root, 'project'), {stopDir: root, configHome: home}), join(root, '.modrc'))
+  // The note that names a policy found by name says where it was found.
+  rmSync(join(root, '.modrc'))
+  const config = await loadConfig({}, {XDG_CONFIG_HOME: home}, join(root, 'project'))
+  assert.equal([config.policyPath, config.policyFound], [join(home, 'mod', 'config.yaml'), 'in the user configuration folder'])
 })
 
 test('summarizePolicy counts categories and names custom, changed and disabled ones', () => {
