@@ -1,7 +1,8 @@
 import {Args} from '@oclif/core'
 
 import {ModCommand} from '../../cli/base-command.js'
-import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../../cli/errors.js'
+import {errorLine, EXIT_ERROR, SIGNAL_EXIT_CODES} from '../../cli/errors.js'
+import {isModError} from '../../lib/errors.js'
 import {chosenFormat, formatFlags} from '../../cli/output.js'
 import {oneResultReporters, PLAIN_FORMATS} from '../../cli/reports/reporter.js'
 import {buildPolicy, sectionSummaryLines, summarizePolicy, validatePolicyFile} from '../../lib/config/policy.js'
@@ -88,7 +89,17 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(PolicyValidate)
-    const {problems, file, read} = await validatePolicyFile(args.file)
+    const reporters = oneResultReporters(validationTable(args.file), (v: Validation) => v.result)
+    const validated = await validatePolicyFile(args.file).catch((e: unknown) => {
+      // A file that cannot be read (missing, a folder, too large) is still one JSON result for a script to parse.
+      if (!isModError(e) || chosenFormat(flags) === 'table') throw e
+      this.logToStderr(errorLine(e))
+      process.exitCode = EXIT_ERROR
+      this.printResult(reporters[chosenFormat(flags)](), {result: {valid: false, problems: [{line: 0, column: 0, message: e.message}], summary: null}, lines: []})
+      return undefined
+    })
+    if (validated === undefined) return
+    const {problems, file, read} = validated
     // The files the sections name are read whatever else is wrong, so that one round reports every problem.
     const checks = await verifySections(args.file, read)
     const filesValid = checks.every((c) => c.check.problems.length === 0)
@@ -107,7 +118,6 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
     const lines = valid ? [...summaryLines(summary), ...sectionSummaryLines(file), ...checks.flatMap((c) => c.check.lines)] : []
     const outputs = checks.flatMap(({key, check}) => (check.output === undefined ? [] : [[key, check.output] as const]))
     const result: ValidationResult = {valid: summary !== null && filesValid, problems, summary, ...Object.fromEntries(outputs)}
-    const reporters = oneResultReporters(validationTable(args.file), (v: Validation) => v.result)
     this.printResult(reporters[chosenFormat(flags)](), {result, lines})
   }
 }

@@ -114,6 +114,14 @@ test('a policy that disables every category is not valid: no scan could use it, 
   assert.is(r.stderr, `${none}:1:1: every category is disabled: a policy must leave at least one to check\n`)
 })
 
+test('--json for a file that cannot be read still prints one result, its problem at line 0, beside the error line and exit 2', async () => {
+  const missing = join(dir.path, 'missing.yaml')
+  const r = await runInProcess(['policy', 'validate', missing, '--json'])
+  assert.is(r.code, 2)
+  assert.equal(JSON.parse(r.stdout), {valid: false, problems: [{line: 0, column: 0, message: `cannot read the policy file ${missing}: no such file`}], summary: null})
+  assert.is(r.stderr, `mod: invalid_config: cannot read the policy file ${missing}: no such file\n`)
+})
+
 test('--json prints {valid, problems, summary}', async () => {
   const ok = await runInProcess(['policy', 'validate', good, '--json'])
   assert.is(ok.code, 0)
