@@ -89,11 +89,12 @@ export const policyFlags = {
 }
 
 /** --fps: a decimal number within the sampling bounds; anything else is a usage error naming the flag. */
+/** Frames per second, in plain decimal (`2`, `0.5`) as the API takes them: `1e0` or `0x1` are no frame rates. */
 export const fpsFlag = Flags.custom<number>({
   parse: async (input) => {
-    const n = Number(input)
-    if (input.trim() === '' || !Number.isFinite(n) || n < MIN_FPS || n > MAX_FPS) {
-      throw new Errors.CLIError(`Expected a number from ${MIN_FPS} to ${MAX_FPS} but received: ${input}`)
+    const n = /^\d+(\.\d+)?$|^\.\d+$/.test(input.trim()) ? Number(input) : Number.NaN
+    if (!Number.isFinite(n) || n < MIN_FPS || n > MAX_FPS) {
+      throw new Errors.CLIError(`Expected a number from ${MIN_FPS} to ${MAX_FPS} in plain decimal (2, 0.5) but received: ${input}`)
     }
     return n
   },
