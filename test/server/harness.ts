@@ -2,7 +2,7 @@
 // request helpers, and the OpenAPI conformance check every JSON answer goes through.
 import {spawn, type ChildProcess} from 'node:child_process'
 import {createHmac} from 'node:crypto'
-import {createServer, request as httpRequest, type ClientRequest, type IncomingHttpHeaders} from 'node:http'
+import {createServer, request as httpRequest, type ClientRequest, type IncomingHttpHeaders, type ServerResponse} from 'node:http'
 import type {AddressInfo} from 'node:net'
 
 import {buildPolicy, loadPolicyFile} from '../../src/lib/config/policy.js'
@@ -136,6 +136,22 @@ export async function startWithPolicy(policyFile: string, settings: TestSettings
 }
 
 export const red = () => solidPng(255, 0, 0, 16, 16)
+
+/**
+ * Answers an image download as a remote that trickles: a PNG's first bytes, then one byte every 100 ms until the
+ * connection closes. Resolves then, with how long it stayed open in ms.
+ */
+export function dripPng(res: ServerResponse): Promise<number> {
+  const opened = Date.now()
+  res.writeHead(200, {'content-type': 'image/png'}).write(Buffer.from([0x89, 0x50, 0x4e, 0x47]))
+  const timer = setInterval(() => res.write(Buffer.from([0])), 100)
+  return new Promise((resolve) =>
+    res.on('close', () => {
+      clearInterval(timer)
+      resolve(Date.now() - opened)
+    }),
+  )
+}
 export const blue = () => solidPng(0, 0, 255, 16, 16)
 
 export function form(field: string, files: {name: string; data: Buffer | string; type?: string}[]): FormData {

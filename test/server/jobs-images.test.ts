@@ -2,7 +2,7 @@
 // NDJSON results in order and resumable, the signed callback, DELETE, and every refusal with its status.
 import {mkdirSync} from 'node:fs'
 import {readdir} from 'node:fs/promises'
-import {createServer, type Server, type ServerResponse} from 'node:http'
+import {createServer, type Server} from 'node:http'
 import type {AddressInfo} from 'node:net'
 import {join} from 'node:path'
 
@@ -16,6 +16,7 @@ import {
   blue,
   call,
   callbackReceiver,
+  dripPng,
   errorOf,
   form,
   postJson,
@@ -50,20 +51,12 @@ let keyed: Running
 /** The dripped downloads: each resolves with how long its connection stayed open, in ms. */
 const dripped: Promise<number>[] = []
 
-/** A PNG's first bytes, then a byte every 100 ms until the connection closes. */
-function drip(res: ServerResponse): void {
-  const opened = Date.now()
-  res.writeHead(200, {'content-type': 'image/png'}).write(Buffer.from([0x89, 0x50, 0x4e, 0x47]))
-  const timer = setInterval(() => res.write(Buffer.from([0])), 100)
-  dripped.push(new Promise((resolve) => res.on('close', () => (clearInterval(timer), resolve(Date.now() - opened)))))
-}
-
 test.before(async () => {
   const [redPng, bluePng] = await Promise.all([red(), blue()])
   images = createServer((req, res) => {
     if (req.url?.startsWith('/red')) res.writeHead(200, {'content-type': 'image/png'}).end(redPng)
     else if (req.url?.startsWith('/blue')) res.writeHead(200, {'content-type': 'image/png'}).end(bluePng)
-    else if (req.url?.startsWith('/drip')) drip(res)
+    else if (req.url?.startsWith('/drip')) dripped.push(dripPng(res))
     else res.writeHead(404).end('missing')
   })
   ;[receiver] = await Promise.all([callbackReceiver(), new Promise<void>((resolve) => images.listen(0, '127.0.0.1', resolve))])

@@ -1,11 +1,11 @@
-import {createServer, type ClientRequest, type Server, type ServerResponse} from 'node:http'
+import {createServer, type ClientRequest, type Server} from 'node:http'
 import type {AddressInfo} from 'node:net'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {errorOf, multipartParts, postJson, rawError, rawRequest, red, start, tempDir, testSettings, toyEngine, until, type Running} from './harness.js'
+import {dripPng, errorOf, multipartParts, postJson, rawError, rawRequest, red, start, tempDir, testSettings, toyEngine, until, type Running} from './harness.js'
 
 // The route is tested against a local image server: host names resolve through a stub (public
 // addresses for *.example, private ones for intranet.example), and every checked address is dialled
@@ -26,19 +26,6 @@ const slowResponses = new Set<() => void>()
 /** Resolves when a dripped response's connection closes, with the ms it stayed open. */
 let dripClosed: Promise<number> = Promise.resolve(0)
 
-/** A PNG's first bytes, then one byte every 100 ms, until the connection closes. */
-function drip(res: ServerResponse): void {
-  const opened = Date.now()
-  res.writeHead(200, {'content-type': 'image/png'}).write(Buffer.from([0x89, 0x50, 0x4e, 0x47]))
-  const timer = setInterval(() => res.write(Buffer.from([0])), 100)
-  dripClosed = new Promise((resolve) =>
-    res.on('close', () => {
-      clearInterval(timer)
-      resolve(Date.now() - opened)
-    }),
-  )
-}
-
 test.before(async () => {
   const png = await red()
   images = createServer((req, res) => {
@@ -46,7 +33,7 @@ test.before(async () => {
     else if (req.url === '/big.png') res.writeHead(200, {'content-type': 'image/png'}).end(Buffer.alloc(128 * 1024))
     else if (req.url === '/to-intranet') res.writeHead(302, {location: 'http://intranet.example/red.png'}).end()
     else if (req.url === '/slow.png') slowResponses.add(() => res.end())
-    else if (req.url === '/drip.png') drip(res)
+    else if (req.url === '/drip.png') dripClosed = dripPng(res)
     else res.writeHead(404).end('missing')
   })
   await new Promise<void>((resolve) => images.listen(0, '127.0.0.1', resolve))
