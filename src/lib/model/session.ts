@@ -85,7 +85,7 @@ export async function openSession(path: string, o: SessionOptions): Promise<Mode
   const fromCache = present ? await openThreadSession(cached, options).catch(() => undefined) : undefined
   if (fromCache) {
     // A build interrupted by a killed process is removed by the next one to open the entry, not only by a build.
-    await removeStale(entry).catch(() => undefined)
+    await removeStale(entry, {buildsOnly: true}).catch(() => undefined)
     return fromCache
   }
   if (present) await rm(entry.dir, {recursive: true, force: true})
@@ -168,13 +168,17 @@ async function abandoned(folder: string): Promise<boolean> {
   return Date.now() - (await stat(folder)).mtimeMs >= ABANDONED_MS
 }
 
-/** Removes the other entries of this model file and its builds left by processes that are gone (not `keep`). */
-async function removeStale(entry: CacheEntry, keep?: string): Promise<void> {
+/**
+ * Removes the builds of this model file left by processes that are gone (not `keep`, this process's own) and, after a
+ * build, its other entries (an older file's, as a build replaces them; a read leaves them, `buildsOnly`).
+ */
+async function removeStale(entry: CacheEntry, o: {keep?: string; buildsOnly?: boolean}): Promise<void> {
   for (const name of await readdir(entry.root)) {
     const other = join(entry.root, name)
-    if (!name.startsWith(entry.prefix) || other === entry.dir || other === keep) continue
+    if (!name.startsWith(entry.prefix) || other === entry.dir || other === o.keep) continue
+    const build = name.includes('.tmp-')
     // A temporary folder is another process's build in progress, unless that process is gone.
-    if (name.includes('.tmp-') && !(await abandoned(other))) continue
+    if (build ? !(await abandoned(other)) : o.buildsOnly) continue
     await rm(other, {recursive: true, force: true})
   }
 }
@@ -210,7 +214,7 @@ async function buildEntry(path: string, o: SessionOptions, entry: CacheEntry): P
       // Another process put the same entry in place first: theirs is as good.
       if (e.code !== 'ENOTEMPTY' && e.code !== 'EEXIST') throw e
     })
-    await removeStale(entry, tmp)
+    await removeStale(entry, {keep: tmp})
     return true
   } catch {
     return false
