@@ -14,7 +14,8 @@
 // A test that needs what this machine lacks is skipped with a line "[skip] <test>: <reason>" (test/helpers/skip.ts);
 // they are listed at the end. With --no-skips (.ci/run, which installs every tool) a skipped test fails the run.
 import {spawn} from 'node:child_process'
-import {mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
 import {dirname, join, relative} from 'node:path'
 import {fileURLToPath, pathToFileURL} from 'node:url'
 import {transform} from 'esbuild'
@@ -32,14 +33,17 @@ const filters = process.argv.slice(2).filter((a) => a !== '--no-skips')
 const tmp = join(root, 'test', 'fixtures', 'tmp')
 const copyDir = join(tmp, `js-${process.pid}`)
 const warmCache = join(tmp, `warm-cache-${process.pid}`)
-process.on('exit', () => [copyDir, warmCache].forEach((dir) => rmSync(dir, {recursive: true, force: true})))
+// The tests' TMPDIR, so that what they leave (or mod's defaults there, such as a server's job storage with its sweep
+// of old job folders) stays in this run and never meets the user's own files in the system's temporary folder.
+const runTmp = mkdtempSync(join(tmpdir(), 'mod-test-'))
+process.on('exit', () => [copyDir, warmCache, runTmp].forEach((dir) => rmSync(dir, {recursive: true, force: true})))
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => process.exit(1))
 
 // The caller's MOD_* variables (their models, keys, ports) must not reach the tests: each sets what it needs. Nor
 // its proxy variables, which mod and npm obey: a test's requests to 127.0.0.1 would go to the shell's proxy.
 // onnxruntime's usage telemetry is off in everything started here, as bin/run.js turns it off for mod.
 const PROXY = /^(https?|no|all)_proxy$|^npm_config_(https_)?proxy$/i
-const env = {...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_') && !PROXY.test(k))), ORT_DISABLE_TELEMETRY: '1'}
+const env = {...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_') && !PROXY.test(k))), ORT_DISABLE_TELEMETRY: '1', TMPDIR: runTmp}
 
 const walk = (dir, keep, skip = new Set()) =>
   readdirSync(dir).sort().flatMap((name) => {
@@ -138,6 +142,9 @@ await Promise.all(Array.from({length: JOBS}, () => runFiles(queue)))
 
 const slowest = times.sort((a, b) => b.ms - a.ms).slice(0, 10)
 process.stdout.write(`\nslowest files:\n${slowest.map((t) => `${(t.ms / 1000).toFixed(1).padStart(7)} s  ${t.name}`).join('\n')}\n`)
+// What a test left there would have stayed in the user's temporary folder: named, then removed with the folder.
+const left = readdirSync(runTmp)
+if (left.length > 0) process.stdout.write(`\nleft in the tests' TMPDIR (removed now): ${left.join(', ')}\n`)
 if (skips.length > 0) process.stdout.write(`\nskipped tests:\n${skips.map((s) => `  ${s}`).join('\n')}\n`)
 if (failing.length > 0) process.stdout.write(`\nfailing files: ${failing.join(', ')}\n`)
 if (noSkips && totals.skipped > 0) process.stdout.write(`\n--no-skips: ${totals.skipped} skipped tests fail this run\n`)
