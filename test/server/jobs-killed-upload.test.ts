@@ -28,10 +28,13 @@ function serve(storage: string, args: string[] = [], extra: Record<string, strin
   return p
 }
 
-/** An upload to `path` that sends its head and 32 KiB of a 1 MiB file, then holds the connection open. */
+/**
+ * An upload to `path` that sends its head and 32 KiB of a 1 MiB file, then holds the connection open (for the whole
+ * test: a busy machine may take seconds to write the first bytes, and a closed connection removes the upload).
+ */
 function halfUpload(base: string, path: string, field: string) {
   const {head, type} = multipartParts(field, 'big.bin')
-  const answer = rawRequest(`${base}${path}`, {headers: {'content-type': type, 'content-length': head.length + 1024 * 1024}}, (req) => {
+  const answer = rawRequest(`${base}${path}`, {headers: {'content-type': type, 'content-length': head.length + 1024 * 1024}, timeoutMs: 120_000}, (req) => {
     req.write(head)
     req.write(Buffer.alloc(32 * 1024, 1))
   })
