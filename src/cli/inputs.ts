@@ -5,6 +5,7 @@ import {basename, dirname, isAbsolute, join, relative, resolve, sep} from 'node:
 import ignore, {type Ignore} from 'ignore'
 
 import type {ImageInput} from '../lib/engine.js'
+import {whyUnreadable} from '../lib/errno.js'
 import {isModError, ModError, type ErrorCode} from '../lib/errors.js'
 import {refusedImageFormat} from '../lib/image/decode.js'
 import {readCapped, readFileCapped} from '../lib/input/read-capped.js'
@@ -99,7 +100,7 @@ async function readIgnoreFile(path: string, at: FsPath = path): Promise<string> 
   try {
     return (await readFileCapped(at, MAX_IGNORE_BYTES)).toString('utf8')
   } catch (e) {
-    throw new ModError('invalid_config', `cannot read ${path}: ${e instanceof ModError ? e.message : errnoOf(e)}`)
+    throw new ModError('invalid_config', `cannot read ${path}: ${e instanceof ModError ? e.message : whyUnreadable(e)}`)
   }
 }
 
@@ -174,7 +175,7 @@ function readError(path: string, e: unknown): ModError {
   if (e instanceof ModError) return e
   const code = errnoOf(e)
   if (code === 'ENOENT') return new ModError('not_found', `${path} does not exist${URL_LIKE.test(path) ? NOT_URLS : ''}`)
-  return new ModError('unreadable_image', `cannot read ${path}: ${code}`)
+  return new ModError('unreadable_image', `cannot read ${path}: ${whyUnreadable(e)}`)
 }
 
 /** Reads a file with the byte cap counted as bytes arrive, whatever its size claims; `at` where a raw name needs bytes. */
@@ -313,7 +314,7 @@ async function* walk(folder: Folder, real: string, ctx: WalkContext, seen: Set<s
       names.push({name, ...(name === raw.toString('utf8') && Buffer.from(name).equals(raw) ? {} : {raw}), symlink: e.isSymbolicLink(), dir: e.isDirectory(), file: e.isFile()})
     }
   } catch (e) {
-    yield entry(dir, 'unreadable_image', `cannot read the folder ${dir}: ${errnoOf(e)}`)
+    yield entry(dir, 'unreadable_image', `cannot read the folder ${dir}: ${whyUnreadable(e)}`)
     return
   }
   const files: IgnoreFiles = {vcs: ctx.vcs, inRepo: inRepo || names.some((n) => n.name === '.git')}

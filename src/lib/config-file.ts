@@ -1,6 +1,7 @@
 /** Reading a hand-written configuration file (a policy, a head, a word list) with a size bound. */
 import {open, stat} from 'node:fs/promises'
 
+import {whyUnreadable} from './errno.js'
 import {ModError} from './errors.js'
 import {formatSize} from './sizes.js'
 
@@ -48,8 +49,7 @@ export async function readConfigText(filePath: string, what: string, maxBytes: n
     return utf8Text(await handle.readFile(), filePath, what)
   } catch (e) {
     if (e instanceof ModError) throw e
-    const code = (e as NodeJS.ErrnoException).code
-    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : (e as Error).message
+    const why = (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : whyUnreadable(e)
     throw new ModError('invalid_config', `cannot read the ${what} ${filePath}: ${why}`)
   } finally {
     await handle?.close()

@@ -98,7 +98,7 @@ test('an unreadable subfolder is an error entry and the walk goes on', async () 
   assert.is(r.status, 2, r.stderr)
   const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l))
   assert.equal(lines.map((l: {source: string}) => l.source), [join(top, 'a.png'), join(top, 'b-locked'), join(top, 'c.png')])
-  assert.equal(lines[1].error, {code: 'unreadable_image', message: `cannot read the folder ${join(top, 'b-locked')}: EACCES`})
+  assert.equal(lines[1].error, {code: 'unreadable_image', message: `cannot read the folder ${join(top, 'b-locked')}: permission denied (EACCES)`})
 })
 
 test('a path that does not exist is a not_found entry in its place; the others are scanned', async () => {
@@ -112,6 +112,16 @@ test('a path that does not exist is a not_found entry in its place; the others a
   // A URL is no path, and is never fetched: the entry says where URLs go.
   const notUrls = 'paths are files and folders, not URLs: download the image first, or have a mod serve fetch it, POST /v1/moderate/json'
   assert.equal(lines[2], {source: url, error: {code: 'not_found', message: `${url} does not exist (${notUrls})`}})
+})
+
+test('a symlink loop named on the command line is an error entry that says so in words', async () => {
+  const loop = join(dir.path, 'self-loop.png')
+  symlinkSync(loop, loop)
+  const r = await runInProcess(['scan', loop, blue, '--config', policy, '--ndjson'], {env})
+  assert.is(r.code, 2)
+  const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l))
+  assert.equal(lines[0], {source: loop, error: {code: 'unreadable_image', message: `cannot read ${loop}: a loop of symbolic links (ELOOP)`}})
+  assert.is(lines[1].is_safe, true)
 })
 
 test('a folder nested too deep is an error entry where the walk stops; what came before and after is scanned', async () => {

@@ -24,6 +24,7 @@
 import {open, opendir, realpath, stat} from 'node:fs/promises'
 import {basename, dirname, extname, isAbsolute, join, relative, resolve, sep} from 'node:path'
 
+import {whyUnreadable} from '../errno.js'
 import {ModError} from '../errors.js'
 import {IMAGE_EXTENSIONS} from '../image/formats.js'
 import {readFileCapped} from '../input/read-capped.js'
@@ -154,7 +155,7 @@ async function readLabelsCsv(path: string, problems: string[]): Promise<Map<stri
     handle = await open(path, 'r')
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return new Map()
-    problems.push(`cannot read ${name}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`)
+    problems.push(`cannot read ${name}: ${whyUnreadable(e)}`)
     return new Map()
   }
   try {
@@ -174,7 +175,7 @@ export async function readDatasetFile(path: string, maxBytes: number): Promise<B
     return await readFileCapped(path, maxBytes, () => new ModError('payload_too_large', `${path} is larger than the ${maxBytes}-byte limit (MOD_MAX_BYTES)`))
   } catch (e) {
     if (e instanceof ModError) throw e
-    throw new ModError('unreadable_image', `cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? 'error'}`)
+    throw new ModError('unreadable_image', `cannot read ${path}: ${whyUnreadable(e)}`)
   }
 }
 

@@ -5,6 +5,7 @@ import {hostname} from 'node:os'
 import {join, resolve} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 
+import {whyUnreadable} from '../../errno.js'
 import {ModError} from '../../errors.js'
 import {HASH_BYTES, type Hash256} from './hash256.js'
 import {entryOf, listErrors, parseHashList, recordFields, type HashList, type ListLineError} from './list-file.js'
@@ -39,7 +40,7 @@ export const MAX_LIST_BYTES = 1 << 30
 function unreadable(file: string, e: unknown): ModError {
   const code = (e as NodeJS.ErrnoException).code
   if (code === 'ENOENT') return new ModError('invalid_config', `hash list ${file} does not exist`)
-  return new ModError('invalid_config', `cannot read hash list ${file}: ${code === 'EACCES' ? 'permission denied' : (code ?? 'error')}`)
+  return new ModError('invalid_config', `cannot read hash list ${file}: ${whyUnreadable(e)}`)
 }
 
 /**
