@@ -357,7 +357,7 @@ async function* walk(folder: Folder, real: string, ctx: WalkContext, seen: Set<s
 }
 
 /** true the first time a run reaches a file or a folder (by its real path), false after. */
-function firstReach(reached: Set<string>, real: string): boolean {
+export function firstReach(reached: Set<string>, real: string): boolean {
   if (reached.has(real)) return false
   reached.add(real)
   return true

@@ -1,3 +1,5 @@
+import {realpath} from 'node:fs/promises'
+
 import {Args, Errors} from '@oclif/core'
 import chalk from 'chalk'
 
@@ -5,7 +7,7 @@ import {ModCommand} from '../cli/base-command.js'
 import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {fpsFlag} from '../cli/flags.js'
 import type {EnvVars} from '../cli/help.js'
-import {isVideoFile, scanInputs, skippedLine, stdinPathProblem, videoFailure, type Skipped} from '../cli/inputs.js'
+import {firstReach, isVideoFile, scanInputs, skippedLine, stdinPathProblem, videoFailure, type Skipped} from '../cli/inputs.js'
 import {chosenFormat, formatFlags} from '../cli/output.js'
 import {visible} from '../cli/visible.js'
 import {jsonArrayReporter, ndjsonReporter, PLAIN_FORMATS, tableReporter, type Reporters} from '../cli/reports/reporter.js'
@@ -191,7 +193,10 @@ Files, folders (recursively, images recognised by their first bytes) or - for on
     try {
       for (const path of paths) {
         if (run.stopped()) break
-        if (await isVideoFile(path)) await hashVideoFile(path, run, ffmpeg, flags.fps, signal)
+        if (await isVideoFile(path)) {
+          // A video named twice (or by two names) is hashed once, as images are.
+          if (firstReach(run.reached, await realpath(path).catch(() => path))) await hashVideoFile(path, run, ffmpeg, flags.fps, signal)
+        }
         else await this.untilStopped(hashImages(path, run))
       }
     } finally {

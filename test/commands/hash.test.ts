@@ -1,5 +1,5 @@
 import {spawnSync} from 'node:child_process'
-import {chmodSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import sharp from 'sharp'
@@ -123,10 +123,12 @@ test('an entry met while images are read ahead (an unreadable subfolder) keeps i
   )
 })
 
-test('a video gives one hash per sampled frame; frames of a clip of a photo hash near the photo', async () => {
+test('a video gives one hash per sampled frame, named twice or by a link too; frames of a clip of a photo hash near the photo', async () => {
   const clip = join(dir.path, 'astronaut.mp4')
   await ffmpeg('-loop', '1', '-i', ASTRONAUT, '-t', '2', '-r', '10', '-c:v', 'mpeg4', '-q:v', '2', '-pix_fmt', 'yuv420p', clip)
-  const r = await runInProcess(['hash', clip, '--fps', '2', '--ndjson'])
+  const link = join(dir.path, 'astronaut-link.mp4')
+  symlinkSync(clip, link)
+  const r = await runInProcess(['hash', clip, clip, link, '--fps', '2', '--ndjson'])
   assert.is(r.code, 0, r.stderr)
   const rows = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as {source: string; hash: string; quality: number; time: number})
   assert.equal(rows.map((row) => [row.source, row.time, row.quality]), [0, 0.5, 1, 1.5].map((t) => [clip, t, 100]))
