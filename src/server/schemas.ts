@@ -12,6 +12,9 @@ import {HTTP_ERROR_CODES} from './errors.js'
 
 const closed = {additionalProperties: false} as const
 
+/** Longest URL a request may name (an image's or a callback's): longer ones are 400 here, not a remote's refusal. */
+export const MAX_URL_LENGTH = 8192
+
 export const Health = Type.Object(
   {
     status: Type.Literal('ok'),
@@ -94,7 +97,7 @@ export const ModerateJsonRequest = Type.Object(
     // No `format: uri`: RFC 3986 refuses URLs that browsers and fetch take (the WHATWG URL standard), such as a host
     // or path in any script (`http://bücher.example/café.jpg`) or a space; the route parses it as they do.
     url: Type.Optional(
-      Type.Union([Type.String({minLength: 1, title: 'an absolute http(s) URL'}), Type.Null()], {
+      Type.Union([Type.String({minLength: 1, maxLength: MAX_URL_LENGTH, title: 'an absolute http(s) URL'}), Type.Null()], {
         description: 'An http(s) URL of a public image, as the WHATWG URL standard reads it (any script in the host and path).',
       }),
     ),

@@ -51,7 +51,7 @@ const KINDS: Record<string, string> = {
 }
 
 const invalidText = (name: string, text: string, schema: Schema): ModError =>
-  new ModError('bad_request', `${name}=${JSON.stringify(text)} is not valid: expected ${expected(schema)}`)
+  new ModError('bad_request', `${name}=${quoted(text)} is not valid: expected ${expected(schema)}`)
 
 /**
  * The text of a number as a query may give it: plain decimal without a sign, digits only for an integer. What ajv
@@ -80,6 +80,8 @@ export function queryReader<Q extends TObject>(schema: Q): (search: URLSearchPar
       raw[name] = text
       const {type} = properties[name]
       if (!plainNumber(text, type)) throw invalidText(name, text, properties[name])
+      const {maxLength} = properties[name]
+      if (typeof maxLength === 'number' && text.length > maxLength) throw new ModError('bad_request', `${name} is too long: at most ${plural(maxLength, 'character')}`)
       values[name] = type === 'boolean' ? (BOOLEAN_TEXT[text] ?? text) : text
     }
     if (!validate(values)) {
@@ -118,7 +120,7 @@ function pathOf(pointer: string): string {
   return path
 }
 
-/** A field name as the body gave it, quoted and cut: an unknown key may be as long as the body. */
+/** A field name or value as the request gave it, quoted and cut: it may be as long as the body or the query. */
 const quoted = (name: string): string => JSON.stringify(name.length > 64 ? `${name.slice(0, 64)}…` : name)
 
 /** One problem of the value at `path` (`''`: the body), for a person, in the words of the rule it breaks. */

@@ -71,6 +71,10 @@ test('a url with a host in another script is fetched (as browsers read URLs), on
   assert.equal(r.body.violations.map((v: {name: string}) => v.name), ['redness'])
   const bad = await moderateUrl(server.base, 'not a url')
   assert.equal([bad.status, bad.body.error.message], [400, 'url is not valid: expected an absolute http(s) URL'])
+  // Refused here, before any fetch: a remote server would refuse it too, as a failed fetch (502).
+  const long = await moderateUrl(server.base, `http://images.example/red.png?${'a'.repeat(8192)}`)
+  assert.equal([long.status, long.body.error.code], [400, 'bad_request'])
+  assert.match(long.body.error.message, /url.*8192/)
 })
 
 test('403 url_fetch_disabled: a url while MOD_ALLOW_URLS is false', async () => {

@@ -13,7 +13,7 @@ import {ImageJob} from '../jobs/images/schema.js'
 import {dropUpload, moveIntoPlace, startStaging} from '../jobs/staging.js'
 import {jobPaths} from '../jobs/storage.js'
 import {declareRoute} from '../route.js'
-import {VideoQuery} from '../schemas.js'
+import {MAX_URL_LENGTH, VideoQuery} from '../schemas.js'
 import {formatSizeExact} from '../../lib/sizes.js'
 import {receiveVideo} from '../upload.js'
 import {VIDEO_UPLOAD} from './video.js'
@@ -23,6 +23,7 @@ export const JobQuery = Type.Object({
   callback_url: Type.Optional(
     Type.String({
       format: 'uri',
+      maxLength: MAX_URL_LENGTH,
       title: 'an absolute http(s) URL',
       description:
         'Called with a POST of the job body when the job ends, signed in `X-Mod-Signature` (HMAC-SHA256 with ' +

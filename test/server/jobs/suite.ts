@@ -251,6 +251,11 @@ export function jobsSuite(name: string, target: () => JobsTarget) {
     const r = await submit(t.base, 'clip.mp4', 'x', `?callback_url=${encodeURIComponent('http://10.0.0.1/hook')}`)
     assert.equal(errorOf(r), {status: 422, code: 'url_blocked'})
     assert.equal(await readdir(t.storage), [])
+    const long = await submit(t.base, 'clip.mp4', 'x', `?callback_url=${encodeURIComponent(`https://hooks.example/${'a'.repeat(8192)}`)}`)
+    assert.equal([long.status, long.body.error.message], [400, 'callback_url is too long: at most 8192 characters'])
+    // A wrong value is quoted cut, not repeated whole.
+    const wrong = await submit(t.base, 'clip.mp4', 'x', `?callback_url=${'x'.repeat(500)}`)
+    assert.equal([wrong.status, wrong.body.error.message], [400, `callback_url="${'x'.repeat(64)}…" is not valid: expected an absolute http(s) URL`])
   })
 
   return s

@@ -1,14 +1,14 @@
 import {Type, type Static} from '../../../lib/typebox.js'
 
 import {ModerationResult} from '../../../lib/schemas.js'
-import {ErrorCode} from '../../schemas.js'
+import {ErrorCode, MAX_URL_LENGTH} from '../../schemas.js'
 
 const closed = {additionalProperties: false} as const
 
 /** Longest client id of an item. */
 export const MAX_ITEM_ID = 256
 /** Longest URL of an item. */
-export const MAX_ITEM_URL = 8192
+export const MAX_ITEM_URL = MAX_URL_LENGTH
 
 export const ImageJobManifest = Type.Object(
   {
