@@ -241,7 +241,7 @@ test('the job id in the path is declared as a UUID, and the job query as the vid
   }
   const query = doc.paths['/v1/jobs/video']?.post?.parameters ?? []
   assert.equal(query.map((p) => p.name), ['fps', 'min_frames', 'stop_on_violation', 'callback_url'])
-  assert.equal(query[3].schema, {type: 'string', format: 'uri', title: 'an absolute http(s) URL'})
+  assert.equal(query[3].schema, {type: 'string', format: 'uri', maxLength: 8192, title: 'an absolute http(s) URL'})
 })
 
 test('request bodies: a multipart file, repeated files up to the batch limit, or exactly one of image_base64 and url', () => {
