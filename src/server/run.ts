@@ -1,14 +1,16 @@
-import {rm} from 'node:fs/promises'
+import {lstat, rm} from 'node:fs/promises'
 import type {Server} from 'node:http'
 
+import {defaultJobStorage} from '../lib/config/jobs.js'
 import type {ServerSettings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
+import {isModError} from '../lib/errors.js'
 import {buildServer, type ModServer, type ServerOptions} from './app.js'
 import {SWEEP_GRACE_MS, SWEEP_INTERVAL_MS, sweepEvery, sweepJobFolders} from './jobs/sweep.js'
 import {describe, type Log} from './errors.js'
 import {growHeapForServing} from './heap.js'
 import {EXIT_OK, EXIT_START_FAILED, sweepLeftovers, uploadRoots} from './lifecycle.js'
-import {processUploadDir, uploadsRoot} from './upload-dirs.js'
+import {makeUploadDir, processUploadDir, uploadsRoot} from './upload-dirs.js'
 
 export interface RunOptions {
   engine: Engine
@@ -43,6 +45,23 @@ function sweepInProcessJobs(o: RunOptions, handle: Pick<ModServer, 'jobs' | 'ima
     if (removed.length > 0) o.log(`job storage: removed ${removed.length} folder(s) of jobs no queue has (left by a server that was killed)`)
   }
   return sweepEvery(sweep, SWEEP_INTERVAL_MS, (e) => o.log(`job storage: sweep failed: ${describe(e)}`, 'warn'))
+}
+
+/**
+ * Checked before the port opens: the folders uploads are written to in the system's temporary folder, whose names
+ * anyone can guess. Another user's (or a folder others may write to) would fail every video upload and job later,
+ * each as a 500, while /ready said ready. The default job storage is checked if it is there already.
+ */
+async function checkUploadFolders(o: RunOptions): Promise<string | undefined> {
+  const {storage} = o.settings.jobs
+  const folders = [processUploadDir(uploadsRoot())]
+  if (storage === defaultJobStorage() && (await lstat(storage).catch(() => undefined))) folders.push(storage)
+  try {
+    for (const folder of folders) await makeUploadDir(folder)
+  } catch (e) {
+    return `${isModError(e) ? e.message : describe(e)} (start mod with TMPDIR set to a folder of its own user)`
+  }
+  return undefined
 }
 
 function listen(server: Server, port: number, host: string): Promise<number> {
@@ -82,6 +101,12 @@ export async function runServer(o: RunOptions): Promise<number> {
     return EXIT_OK
   }
 
+  const unsafe = await checkUploadFolders(o)
+  if (unsafe !== undefined) {
+    o.log(unsafe)
+    await o.engine.close()
+    return EXIT_START_FAILED
+  }
   const roots = uploadRoots(o.settings.jobs.storage)
   await sweepLeftovers(o.log, roots)
   const sweeper = setInterval(() => void sweepLeftovers(o.log, roots), SWEEP_EVERY_MS).unref()

@@ -10,7 +10,8 @@ import {defaultJobStorage} from '../../src/lib/config/jobs.js'
 import {startStaging} from '../../src/server/jobs/staging.js'
 import {isRunning} from '../../src/lib/processes.js'
 import {makeUploadDir, processUploadDir, sweepUploads, uploadsRoot} from '../../src/server/upload-dirs.js'
-import {tempDir} from './harness.js'
+import {runServer} from '../../src/server/run.js'
+import {fakeEngine, tempDir, testSettings} from './harness.js'
 
 const dir = tempDir('mod-upload-dirs-')
 test.after(() => dir.remove())
@@ -125,6 +126,38 @@ test('job uploads: the default storage is this user\'s own (mod-jobs-<uid>, 0700
     const planted = await startStaging(storage, '0b6f1b0e-7d2f-4f4e-9a51-1f6c7a2b9c12').catch((e: Error & {code: string}) => [e.code, e.message])
     assert.equal(planted, ['internal', refusal(storage)])
     assert.equal(readdirSync(theirs), [])
+  } finally {
+    if (savedTmp === undefined) delete process.env.TMPDIR
+    else process.env.TMPDIR = savedTmp
+  }
+})
+
+test('mod serve does not start when its upload folder could be read by others: it says so, and how to mend it', async () => {
+  const savedTmp = process.env.TMPDIR
+  const tmp = join(dir.path, 'tmp-open')
+  mkdirSync(join(tmp, `mod-uploads-${process.getuid?.()}`), {recursive: true})
+  chmodSync(join(tmp, `mod-uploads-${process.getuid?.()}`), 0o777)
+  process.env.TMPDIR = tmp
+  const logs: string[] = []
+  let listening = false
+  let stop = () => {}
+  const stopped = new Promise<void>((resolve) => (stop = resolve))
+  try {
+    const code = await runServer({
+      engine: fakeEngine(),
+      settings: testSettings(join(dir.path, 'cache-open'), {preload: false}),
+      host: '127.0.0.1',
+      port: 0,
+      log: (line) => logs.push(line),
+      // Should it start after all, it stops at once, and the test fails instead of waiting.
+      onListening: () => {
+        listening = true
+        stop()
+      },
+      stop: stopped,
+    })
+    assert.equal([code, listening], [2, false])
+    assert.equal(logs.filter((l) => l.includes('upload folder')), [`${refusal(processUploadDir(uploadsRoot(tmp)))} (start mod with TMPDIR set to a folder of its own user)`])
   } finally {
     if (savedTmp === undefined) delete process.env.TMPDIR
     else process.env.TMPDIR = savedTmp
