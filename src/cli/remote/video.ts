@@ -17,7 +17,8 @@ const JOB_BYTES = 16 * 1024 * 1024
 /**
  * `mod scan-video --server`: the video goes to the server's job queue (POST /v1/jobs/video, streamed from disk),
  * then the job is polled for progress and segments until it ends. A job that fails is the local command's
- * failure (its code and message); Ctrl-C cancels the job on the server.
+ * failure (its code and message). A job this command stops waiting for (Ctrl-C, --timeout, a poll that fails) is
+ * cancelled on the server: nobody would read its result, and it would hold the server's queue.
  */
 export async function moderateVideoRemotely(client: Client, path: string, options: VideoOptions): Promise<VideoResult> {
   const query = {fps: String(options.fps), min_frames: String(options.minFrames), stop_on_violation: String(options.stopOnViolation)}
@@ -26,6 +27,7 @@ export async function moderateVideoRemotely(client: Client, path: string, option
   const where = `v1/jobs/${encodeURIComponent(submitted.id)}`
   let seen = 0
   let wait = FIRST_POLL_MS
+  let ended = false
   try {
     for (;;) {
       const job = jobResult(await client.getJson(where, JOB_BYTES), client.server, `GET /${where}`)
@@ -35,6 +37,7 @@ export async function moderateVideoRemotely(client: Client, path: string, option
       options.onProgress?.(job.progress.frames_analyzed, job.progress.seconds)
       if (job.status === 'done' && job.result) return {...job.result, source: options.source}
       if (job.status === 'failed' || job.status === 'cancelled') {
+        ended = true
         const e = job.error ?? {code: 'internal', message: `the job was ${job.status}`}
         throw new ModError(e.code as ErrorCode, e.message)
       }
@@ -42,7 +45,7 @@ export async function moderateVideoRemotely(client: Client, path: string, option
       wait = Math.min(MAX_POLL_MS, wait * 1.5)
     }
   } catch (e) {
-    if (options.signal?.aborted) await client.deleteOnce(where)
+    if (!ended) await client.deleteOnce(where)
     throw e
   }
 }
