@@ -40,6 +40,8 @@ test('rows and --json carry the coverage a local scan with the same models gives
     assert.is(remote.code, local.code)
   }
   const r = await runInProcess(['scan', blues, '--server', base], {env})
+  // The first line says the server has no CLIP model, not the name of the one its preset would use.
+  assert.match(r.stderr, /^mod: server: http:\/\/127\.0\.0\.1:\d+\/ \(mod \S+, preset fast, no CLIP model installed, policy sha256 [0-9a-f]{12}\)\n/)
   assert.match(r.stdout, new RegExp(`^SAFE\\s+\\S+0\\.png\\s+\\(${CHECKED}; highest: `))
   assert.is(r.stderr.trim().split('\n').at(-1), `2 scanned: 2 safe, 0 unsafe, 0 errors (${CHECKED}; run \`mod models pull fast\` on the server for the rest)`)
 })

@@ -80,6 +80,8 @@ export interface Health {
   version: string
   policy?: {sha256: string}
   limits?: {max_batch: number; max_bytes: number; max_batch_bytes: number}
+  /** Whether each of the server's signals is there (`clip: 'not_installed'`: no CLIP model). */
+  signals?: {clip?: string}
 }
 
 const count = Type.Integer({minimum: 1})
@@ -87,6 +89,7 @@ const HealthFields = Type.Object({
   version: Type.String({pattern: '^[0-9A-Za-z.+-]{1,64}$'}),
   policy: Type.Optional(Type.Object({sha256: Type.String({pattern: '^[0-9a-f]{64}$'})})),
   limits: Type.Optional(Type.Object({max_batch: count, max_bytes: count, max_batch_bytes: count})),
+  signals: Type.Optional(Type.Object({clip: Type.Optional(Type.String({maxLength: 40}))})),
 })
 
 export function healthResult(body: unknown, server: string): Health {

@@ -53,7 +53,9 @@ export async function askServer(client: Client, log: (line: string) => void): Pr
     maxBatchBytes: limits.max_batch_bytes,
   }
   const policyNote = facts.policySha256 ? `policy sha256 ${facts.policySha256.slice(0, 12)}` : 'policy not stated (an older server)'
-  log(`mod: server: ${client.server} (mod ${facts.version}, preset ${facts.preset}, model ${visible(facts.model) || 'none'}, ${policyNote})`)
+  // The listing names the preset's model whether or not it is installed; /health says whether it is.
+  const model = health.signals?.clip === 'not_installed' ? 'no CLIP model installed' : `model ${visible(facts.model) || 'none'}`
+  log(`mod: server: ${client.server} (mod ${facts.version}, preset ${facts.preset}, ${model}, ${policyNote})`)
   return {
     facts,
     // A trained head's labels are listed with the policy's categories, but coverage counts the policy's alone.
