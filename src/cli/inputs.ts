@@ -7,6 +7,7 @@ import ignore, {type Ignore} from 'ignore'
 import type {ImageInput} from '../lib/engine.js'
 import {whyUnreadable} from '../lib/errno.js'
 import {isModError, ModError, type ErrorCode} from '../lib/errors.js'
+import {isAnimatedPng} from '../lib/image/apng.js'
 import {refusedImageFormat} from '../lib/image/decode.js'
 import {readCapped, readFileCapped} from '../lib/input/read-capped.js'
 import {imageFormat, isVideoHead, sniffImage, SNIFF_BYTES} from '../lib/input/sniff.js'
@@ -507,7 +508,11 @@ export async function checkVideoFile(path: string): Promise<void> {
   }
   if (info.isDirectory()) throw new ModError('unsupported_media', `${path} is a folder, not a video: give one video file`)
   if (!info.isFile()) throw new ModError('unsupported_media', `${path} is ${kindOf(info)}, not a regular file`)
-  const format = imageFormat(await head(path).catch((e: unknown) => Promise.reject(readError(path, e))))
+  const first = await head(path).catch((e: unknown) => Promise.reject(readError(path, e)))
+  const format = imageFormat(first)
+  if (format === 'PNG' && isAnimatedPng(first)) {
+    throw new ModError('unsupported_media', `${path} is an animated PNG (APNG), which mod reads neither as a video nor as an image: convert it to a video, or to an animated GIF or WebP for \`mod scan\``)
+  }
   if (format !== undefined && format !== 'GIF') {
     throw new ModError('unsupported_media', `${path} is a ${format} image, not a video: use \`mod scan\` for images`)
   }

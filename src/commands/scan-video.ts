@@ -1,4 +1,4 @@
-import {Args, Flags} from '@oclif/core'
+import {Args, Errors, Flags} from '@oclif/core'
 
 import {ModCommand} from '../cli/base-command.js'
 import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION, SIGNAL_EXIT_CODES} from '../cli/errors.js'
@@ -80,6 +80,8 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(ScanVideo)
+    // ffmpeg seeks in a video, which a pipe cannot do; `scan -` and `hash -` read stdin, so a user tries it here too.
+    if (args.file === '-') throw new Errors.CLIError('scan-video reads a video file, not stdin (-): save the video to a file first')
     if (flags.server === undefined) refuseRemoteFlags(this.argv, 'scan-video')
     const sampling = checkVideoSampling({
       fps: flags.fps,

@@ -189,6 +189,15 @@ test('scan-video refuses a still image, a missing file and a folder before runni
   assert.is(missing.stderr, `mod: not_found: ${join(dir.path, 'no.mp4')} does not exist\n`)
   const folder = await runInProcess(['scan-video', dir.path], {env})
   assert.is(folder.stderr, `mod: unsupported_media: ${dir.path} is a folder, not a video: give one video file\n`)
+  // An APNG is no video, and mod scan refuses it too: the advice is not to use mod scan.
+  const apng = join(dir.path, 'anim.png')
+  const chunk = (type: string, data: Buffer) => Buffer.concat([Buffer.from([0, 0, 0, data.length]), Buffer.from(type, 'latin1'), data, Buffer.alloc(4)])
+  writeFileSync(apng, Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), chunk('IHDR', Buffer.from('00000010000000100806000000', 'hex')), chunk('acTL', Buffer.alloc(8))]))
+  const animated = await runInProcess(['scan-video', apng], {env})
+  assert.is(animated.stderr, `mod: unsupported_media: ${apng} is an animated PNG (APNG), which mod reads neither as a video nor as an image: convert it to a video, or to an animated GIF or WebP for \`mod scan\`\n`)
+  const stdin = await runCli(['scan-video', '-'], {env})
+  assert.equal([stdin.code, stdin.stdout], [2, ''])
+  assert.match(stdin.stderr, 'scan-video reads a video file, not stdin (-): save the video to a file first')
 })
 
 test.run()
