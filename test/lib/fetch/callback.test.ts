@@ -82,6 +82,13 @@ test('private and loopback addresses are refused unless allowed, also behind a n
     (await callbackAddresses('https://hooks.example/x', {allowPrivate: false, resolve: async () => ['93.184.216.34']})).addresses,
     ['93.184.216.34'],
   )
+  // localhost and its subdomains are refused by name, whatever a resolver would say (here: nothing, or a public address).
+  for (const url of ['http://localhost./x', 'http://a.localhost/x', 'http://LOCALHOST/x']) {
+    await callbackAddresses(url, {allowPrivate: false, resolve: async () => ['93.184.216.34']}).then(
+      () => assert.unreachable(url),
+      (e: {code: string; message: string}) => assert.equal([e.code, e.message.includes('names the loopback host')], ['url_blocked', true], url),
+    )
+  }
   assert.is(received.length, 0)
 })
 
