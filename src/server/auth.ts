@@ -40,6 +40,10 @@ export function checkKey(keys: readonly NamedKey[], req: IncomingMessage, isPubl
   if (keys.length === 0 || isPublic) return {}
   const header = req.headers['x-api-key']
   if (header === undefined) return {refused: new ModError('unauthorized', 'this server needs an API key: send it in the X-API-Key header')}
+  // Node joins repeated headers into one value ("k, k"), which then matches no key: say what happened instead.
+  if (req.rawHeaders.filter((name, i) => i % 2 === 0 && name.toLowerCase() === 'x-api-key').length > 1) {
+    return {refused: new ModError('unauthorized', 'the X-API-Key header was sent more than once (a proxy adding it again?): send it once')}
+  }
   const owner = keyOwner(keys, header)
   if (owner === undefined) {
     const configured = keys.length === 1 ? 'the configured key' : 'any of the configured keys'

@@ -1,3 +1,4 @@
+import {request as httpRequest} from 'node:http'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -50,6 +51,20 @@ test('with MOD_API_KEY set, a wrong key is 401 and the answer repeats neither ke
     assert.not.ok(text.includes(KEY) || text.includes(key), key)
   }
   assert.not.ok(locked.logs.join('\n').includes(KEY))
+})
+
+test('the right key sent twice (a proxy adding it again) is 401 saying it was sent more than once', async () => {
+  const answer = await new Promise<{status: number; body: string}>((resolve, reject) => {
+    const req = httpRequest(`${locked.base}/v1/categories`, {headers: {'x-api-key': [KEY, KEY]}}, (res) => {
+      let body = ''
+      res.on('data', (d: Buffer) => (body += d))
+      res.on('end', () => resolve({status: res.statusCode ?? 0, body}))
+    })
+    req.on('error', reject)
+    req.end()
+  })
+  assert.is(answer.status, 401)
+  assert.is(JSON.parse(answer.body).error.message, 'the X-API-Key header was sent more than once (a proxy adding it again?): send it once')
 })
 
 test('a MOD_API_KEY read with a trailing newline (a key file) is trimmed: clients sending the key get in', async () => {

@@ -236,7 +236,7 @@ test('the job id in the path is declared as a UUID, and the job query as the vid
     const params = doc.paths['/v1/jobs/{id}']?.[method]?.parameters ?? []
     assert.equal(
       params.map((p) => [p.name, p.in, p.required, p.schema]),
-      [['id', 'path', true, {type: 'string', format: 'uuid', title: 'a job id (a UUID, as POST /v1/jobs/video gives)'}]],
+      [['id', 'path', true, {type: 'string', format: 'uuid', title: 'a job id (a UUID, as POST /v1/jobs/video and /v1/jobs/images give)'}]],
     )
   }
   const query = doc.paths['/v1/jobs/video']?.post?.parameters ?? []

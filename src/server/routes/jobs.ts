@@ -38,7 +38,7 @@ export const LOCATION = {Location: {description: 'Where the job is: `/v1/jobs/{i
 export const ID = {
   id: {
     description: 'The job id from `POST /v1/jobs/video` or `POST /v1/jobs/images`; a UUID, so in either case (upper or lower).',
-    schema: Type.String({format: 'uuid', title: 'a job id (a UUID, as POST /v1/jobs/video gives)'}),
+    schema: Type.String({format: 'uuid', title: 'a job id (a UUID, as POST /v1/jobs/video and /v1/jobs/images give)'}),
   },
 }
 

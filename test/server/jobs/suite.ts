@@ -217,7 +217,7 @@ export function jobsSuite(name: string, target: () => JobsTarget) {
       assert.equal(errorOf(r), {status: 404, code: 'not_found'}, method)
       const malformed = await call(`${t.base}/v1/jobs/no-such-job`, {method})
       assert.equal(malformed.body, {
-        error: {code: 'bad_request', message: 'id="no-such-job" is not valid: expected a job id (a UUID, as POST /v1/jobs/video gives)'},
+        error: {code: 'bad_request', message: 'id="no-such-job" is not valid: expected a job id (a UUID, as POST /v1/jobs/video and /v1/jobs/images give)'},
       })
     }
   })
