@@ -103,8 +103,8 @@ export function deletedBody(s: ImageJobState, callbackUrl: string | undefined, h
 
 /**
  * Where image jobs wait and run, in chunks: the in-process queue (memory.ts) or BullMQ on Redis (redis.ts). A
- * chunk's lines are recorded by item index together with the chunk's completion, so a chunk run twice (its
- * worker died after scoring) overwrites its lines: every item has exactly one line.
+ * chunk's lines are recorded by item index together with the chunk's completion, and a line once recorded is never
+ * replaced, so a chunk run twice (its worker died after scoring) changes nothing: every item has exactly one line.
  */
 export interface ImageJobQueue {
   /**
