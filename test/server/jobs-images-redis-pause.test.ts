@@ -35,7 +35,7 @@ test.before(async () => {
     url: redis.url,
     storage: dir.path,
     ttlSeconds: 600,
-    maxPerClient: 10,
+    maxPerClient: 2,
     log: () => {},
     describeError: (e) => ({code: 'internal', message: String(e)}),
     onEnd: (body) => ended.push(body),
@@ -96,6 +96,30 @@ test('a job whose last record lands late still ends: its uploads removed, its en
   assert.equal(ended.filter((b) => b.id === id).map((b) => [b.status, b.progress.items_done]), [['done', 5]])
   assert.not.ok(existsSync(join(dir.path, id)), 'the uploads of a job that is done are still there')
   assert.is(runs.get(`${id}.0`), 1)
+})
+
+test('job places whose taking timed out are given back: the client is not refused for jobs that do not exist', async () => {
+  await admin.client('PAUSE', PAUSE_MS, 'ALL')
+  const refused = await Promise.all([randomUUID(), randomUUID()].map((id) => queue.reserve('d', id).then(() => 'taken', (e: {code?: string}) => e.code)))
+  assert.equal(refused, ['overloaded', 'overloaded'])
+  await new Promise((resolve) => setTimeout(resolve, PAUSE_MS))
+  const place = await queue.reserve('d', randomUUID())
+  await place.release()
+})
+
+test('a job whose record times out is refused and leaves no record, and its place is given back', async () => {
+  const id = randomUUID()
+  const place = await queue.reserve('e', id)
+  await admin.client('PAUSE', PAUSE_MS, 'ALL')
+  const refused = await queue.submit({id, client: 'e', items: [{url: 'https://example.com/a.png'}]}).then(
+    () => 'queued',
+    (e: {code?: string}) => e.code,
+  )
+  assert.is(refused, 'overloaded')
+  await place.release()
+  await new Promise((resolve) => setTimeout(resolve, PAUSE_MS))
+  assert.is(await admin.exists(`mod:imagejob:${id}`), 0)
+  assert.is(await admin.zcard('mod:imagejobs:client:e'), 0)
 })
 
 test.run()

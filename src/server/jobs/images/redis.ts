@@ -5,7 +5,7 @@ import type {Log} from '../../errors.js'
 import {tooManyJobs} from '../admission.js'
 import {bullBackend, type BullBackend} from '../bull-backend.js'
 import {LOCK_DURATION_MS, STALLED_INTERVAL_MS} from '../recovery.js'
-import {guarded} from '../redis-connection.js'
+import {guarded, unreachable} from '../redis-connection.js'
 import {visibleTo} from '../owner.js'
 import {attempt, jobSkeleton, type JobSkeleton} from '../skeleton.js'
 import {removeJobFolder} from '../storage.js'
@@ -202,10 +202,26 @@ function failed(r: Images, job: ChunkJob | undefined, e: Error): void {
   recorded(r, chunk, failedLines(chunk, {code: 'internal', message})).catch(r.logOnce('image job queue'))
 }
 
+/**
+ * Gives back the place of job `id`, as far as Redis has it. Also sent when Redis is slow to answer: on the same
+ * connection it runs after whatever was sent before it (a reservation whose answer came too late), whether this
+ * waits for it or not.
+ */
+function giveBack(r: Images, c: string, id: string): Promise<unknown> {
+  return r.client.multi().del(reservedKey(id)).zrem(clientKey(c), id).exec()
+}
+
 /** Reserves a place for job `id` of client `c`, or refuses with too_many_jobs. */
 async function take(r: Images, c: string, id: string): Promise<void> {
   const suffix = reservedKey(id).slice(metaKey(id).length)
-  const taken = await guarded(() => r.client.eval(RESERVE, 1, clientKey(c), String(r.o.maxPerClient), id, String(Date.now()), String(RESERVATION_MS), metaKey(''), suffix))
+  let taken
+  try {
+    taken = await r.client.eval(RESERVE, 1, clientKey(c), String(r.o.maxPerClient), id, String(Date.now()), String(RESERVATION_MS), metaKey(''), suffix)
+  } catch (e) {
+    // The script may still run once Redis answers again: the place of a job refused now must not stay taken.
+    void giveBack(r, c, id).catch(() => {})
+    throw unreachable(e)
+  }
   if (taken !== 1) throw tooManyJobs(r.o.maxPerClient)
 }
 
@@ -220,36 +236,40 @@ async function reserve(r: Images, c: string, id: string): Promise<Reservation> {
       clearInterval(r.reserved.get(id))
       r.reserved.delete(id)
       // The lapse frees the place anyway if Redis is away now.
-      await r.client.multi().del(reservedKey(id)).zrem(clientKey(c), id).exec().catch(() => {})
+      await giveBack(r, c, id).catch(() => {})
     },
   }
 }
 
-/** The job's record on the place reserved for it, then its chunks on the queue (the record goes if they cannot). */
+/**
+ * The job's record on the place reserved for it, then its chunks on the queue. If either fails, the record goes: one
+ * that reaches Redis late (it was slow to answer) must not stay as a job that never runs.
+ */
 async function store(r: Images, spec: ImageJobSpec, state: ImageJobState, chunks: Chunk[]): Promise<void> {
-  await r.client
-    .multi()
-    .del(reservedKey(spec.id))
-    .hset(metaKey(spec.id), {
-      id: spec.id,
-      client: spec.client,
-      total: state.total,
-      chunks: state.chunks,
-      created_at: state.created_at,
-      updated_at: state.updated_at,
-      ...(spec.owner === undefined ? {} : {owner: spec.owner}),
-      ...(spec.callbackUrl === undefined ? {} : {callback_url: spec.callbackUrl}),
-    })
-    .zadd(clientKey(spec.client), Date.now(), spec.id)
-    .exec()
-  // The place is the job's now.
-  clearInterval(r.reserved.get(spec.id))
-  r.reserved.delete(spec.id)
   const opts = {attempts: ATTEMPTS, backoff: {type: 'fixed', delay: 1000}, removeOnComplete: true, removeOnFail: {age: r.o.ttlSeconds}}
   try {
+    await r.client
+      .multi()
+      .del(reservedKey(spec.id))
+      .hset(metaKey(spec.id), {
+        id: spec.id,
+        client: spec.client,
+        total: state.total,
+        chunks: state.chunks,
+        created_at: state.created_at,
+        updated_at: state.updated_at,
+        ...(spec.owner === undefined ? {} : {owner: spec.owner}),
+        ...(spec.callbackUrl === undefined ? {} : {callback_url: spec.callbackUrl}),
+      })
+      .zadd(clientKey(spec.client), Date.now(), spec.id)
+      .exec()
+    // The place is the job's now.
+    clearInterval(r.reserved.get(spec.id))
+    r.reserved.delete(spec.id)
     await r.queue.addBulk(chunks.map((chunk) => ({name: 'chunk', data: chunk, opts: {jobId: chunkId(spec.id, chunk.index), ...opts}})))
   } catch (e) {
-    await r.client.del(metaKey(spec.id)).catch(() => {})
+    // Sent after the record on the same connection, so it runs after it even if Redis answers neither in time.
+    void r.client.del(metaKey(spec.id)).catch(() => {})
     throw e
   }
 }
