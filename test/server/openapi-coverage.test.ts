@@ -70,6 +70,7 @@ function failingQueue(fail: () => never): JobQueue {
     get: async () => fail(),
     remove: async () => fail(),
     work: () => {},
+    stopping: () => {},
     close: async () => {},
   }
 }
@@ -83,6 +84,7 @@ function failingImageQueue(fail: () => never): ImageJobQueue {
     lines: async () => fail(),
     remove: async () => fail(),
     work: () => {},
+    stopping: () => {},
     close: async () => {},
   }
 }

@@ -311,6 +311,8 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
       jobs.work(runner)
       sweeper = sweepEvery(() => sweep(v), o.sweepIntervalMs ?? SWEEP_INTERVAL_MS, v.logOnce('job storage'))
     },
+    // Its jobs wait in Redis for any worker: it goes on taking them.
+    stopping: () => {},
     async close() {
       clearInterval(sweeper)
       await jobs.close()

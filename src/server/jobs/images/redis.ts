@@ -338,6 +338,8 @@ export function createRedisImageQueue(o: RedisImageQueueOptions): ImageJobQueue 
       }),
     remove: (id, owner) => guarded(() => remove(r, jobs, id, owner)),
     work: (runner) => jobs.work(runner),
+    // Its jobs wait in Redis for any worker: it goes on taking them.
+    stopping: () => {},
     async close() {
       for (const renew of r.reserved.values()) clearInterval(renew)
       await jobs.close()

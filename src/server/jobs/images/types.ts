@@ -59,6 +59,8 @@ export interface ImageQueueHooks {
   describeError(e: unknown): JobError
   /** Called once per job when it is done or deleted, by the process that saw it end. */
   onEnd?(body: ImageJobBody, callbackUrl: string | undefined): void
+  /** The jobs an in-process queue closed with, not done (lost with the process): each has ended cancelled. */
+  onDropped?(ids: string[]): void
 }
 
 /** Progress as stored: what a body is made from. */
@@ -126,5 +128,7 @@ export interface ImageJobQueue {
    */
   remove(id: string, owner?: string): Promise<ImageJobBody | undefined>
   work(runner: ChunkRunner): void
+  /** As JobQueue.stopping: an in-process queue refuses new jobs from now on, a queue on Redis goes on. */
+  stopping(): void
   close(): Promise<void>
 }
