@@ -5,7 +5,7 @@ import ipaddr from 'ipaddr.js'
 import {ModError} from '../errors.js'
 import {blockReason, parseHost} from './address.js'
 import {type Dial, directDial, pinnedClient} from './pinned.js'
-import {type Resolver, checkUrl, describeUrl, systemResolver} from './target.js'
+import {type Resolver, checkUrl, describeUrl, isLoopbackName, systemResolver} from './target.js'
 
 export interface CallbackTargetOptions {
   /** MOD_CALLBACK_ALLOW_PRIVATE: private, loopback and other non-public addresses are allowed too. */
@@ -47,7 +47,9 @@ export async function callbackAddresses(raw: string, o: CallbackTargetOptions): 
   const host = parseHost(url.hostname)
   let answers: string[]
   if (host.kind === 'ip') answers = [host.address.toString()]
-  else {
+  else if (!o.allowPrivate && isLoopbackName(host.name)) {
+    throw new ModError('url_blocked', `the callback URL ${describeUrl(url)} names the loopback host; only public addresses are called (MOD_CALLBACK_ALLOW_PRIVATE)`)
+  } else {
     try {
       answers = await (o.resolve ?? systemResolver)(host.name)
     } catch {

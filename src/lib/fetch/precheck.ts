@@ -1,7 +1,7 @@
 import {isIP} from 'node:net'
 
 import {ModError} from '../errors.js'
-import {checkedAddresses, checkUrl} from './target.js'
+import {checkedAddresses, checkUrl, isLoopbackName} from './target.js'
 
 /**
  * What can be refused of a URL without resolving its host: not a URL (bad_request), a scheme, credentials or port
@@ -18,5 +18,5 @@ export async function precheckUrl(raw: string): Promise<void> {
   checkUrl(url, 'the URL')
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1')
   // An address is judged as written; a name other than localhost is left for the resolution at fetch time.
-  if (isIP(host) !== 0 || /(^|\.)localhost\.?$/i.test(host)) await checkedAddresses(url, 'the URL', async () => [])
+  if (isIP(host) !== 0 || isLoopbackName(host)) await checkedAddresses(url, 'the URL', async () => [])
 }

@@ -46,6 +46,9 @@ export function checkUrl(url: URL, subject: Subject): void {
   }
 }
 
+/** localhost and its subdomains, also written with a trailing dot: loopback by definition (RFC 6761). */
+export const isLoopbackName = (name: string): boolean => /(^|\.)localhost\.?$/i.test(name)
+
 function blocked(message: string): ModError {
   return new ModError('url_blocked', `${message}; only public addresses are fetched`)
 }
@@ -65,7 +68,7 @@ export async function checkedAddresses(url: URL, subject: Subject, resolve: Reso
   }
   // localhost and its subdomains are loopback by definition (RFC 6761), whatever a resolver says of them,
   // also written as a fully qualified name with a trailing dot, which some resolvers do not answer.
-  if (/(^|\.)localhost\.?$/i.test(host.name)) throw blocked(`${subject} ${describeUrl(url)} names the loopback host`)
+  if (isLoopbackName(host.name)) throw blocked(`${subject} ${describeUrl(url)} names the loopback host`)
   let answers: string[]
   try {
     answers = await resolve(host.name)

@@ -85,6 +85,21 @@ test('private and loopback addresses are refused unless allowed, also behind a n
   assert.is(received.length, 0)
 })
 
+test('localhost and its subdomains, with or without a trailing dot, are refused by name (422 url_blocked), as image URLs are', async () => {
+  // A resolver that knows none of them: the refusal must not depend on its answer.
+  const resolve = async (): Promise<string[]> => {
+    throw new Error('ENOTFOUND')
+  }
+  for (const url of ['http://localhost./x', 'http://a.localhost/x', 'http://a.LOCALHOST./x']) {
+    await callbackAddresses(url, {allowPrivate: false, resolve}).then(
+      () => assert.unreachable(url),
+      (e: {code: string; message: string}) => assert.equal([e.code, /names the loopback host/.test(e.message)], ['url_blocked', true], url),
+    )
+  }
+  // With private callbacks allowed, the name is resolved as any other.
+  assert.equal((await callbackAddresses('http://a.localhost/x', {allowPrivate: true, resolve: async () => ['127.0.0.1']})).addresses, ['127.0.0.1'])
+})
+
 test('only http(s) URLs without credentials are called', async () => {
   for (const url of ['ftp://hooks.example/x', 'http://user:pw@hooks.example/x', 'file:///etc/passwd']) {
     await callbackAddresses(url, {allowPrivate: true}).then(
