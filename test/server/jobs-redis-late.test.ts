@@ -25,13 +25,17 @@ test.after(async () => {
   dir.remove()
 })
 
-test('a server started before its Redis takes image and video jobs once Redis is up, and runs them', async () => {
+test('a server started before its Redis takes image and video jobs once Redis is up, and runs them; /health says whether it reaches Redis', async () => {
+  await engine.load()
   const port = await freePort()
   server = await start(engine, {...settings, jobs: {...settings.jobs, storage, redisUrl: `redis://127.0.0.1:${port}`}}, {tmpDir: dir.path})
   const image = async () => call(`${server.base}/v1/jobs/images`, {method: 'POST', body: form('files', [{name: 'b.png', data: await blue()}])})
   const video = () => call(`${server.base}/v1/jobs/video`, {method: 'POST', body: form('file', [{name: 'v.mp4', data: 'not a video'}])})
   assert.equal(errorOf(await image()), {status: 503, code: 'overloaded'})
   assert.equal(errorOf(await video()), {status: 503, code: 'overloaded'})
+  // The probes: ready (the synchronous API works), and /health says where the jobs are.
+  assert.is((await call(`${server.base}/ready`)).status, 200)
+  assert.is((await call(`${server.base}/health`)).body.jobs, 'redis_unreachable')
   redis = await startRedis({port})
   let accepted = await image()
   const end = Date.now() + 10_000
@@ -40,6 +44,7 @@ test('a server started before its Redis takes image and video jobs once Redis is
     accepted = await image()
   }
   assert.is(accepted.status, 202, `still ${accepted.status} 10 s after Redis came up`)
+  assert.is((await call(`${server.base}/health`)).body.jobs, 'redis')
   // The server's own worker takes the job's chunk.
   let job = accepted.body
   while (job.status !== 'done' && Date.now() < end + 10_000) {

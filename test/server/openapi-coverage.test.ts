@@ -71,6 +71,7 @@ function failingQueue(fail: () => never): JobQueue {
     remove: async () => fail(),
     work: () => {},
     stopping: () => {},
+    reachable: () => false,
     close: async () => {},
   }
 }
@@ -85,6 +86,7 @@ function failingImageQueue(fail: () => never): ImageJobQueue {
     remove: async () => fail(),
     work: () => {},
     stopping: () => {},
+    reachable: () => false,
     close: async () => {},
   }
 }

@@ -102,6 +102,7 @@ export function createMemoryQueue(o: MemoryQueueOptions): JobQueue {
     },
     work: (runner) => skeleton.work(runner),
     stopping: () => jobs.refuse(),
+    reachable: () => true,
     async close() {
       await skeleton.close()
       if (dropped.length > 0) o.onDropped?.(dropped.splice(0))

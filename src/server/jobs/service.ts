@@ -47,7 +47,8 @@ export function queueHooks(jobs: JobSettings, log: Log, callbacks: CallbacksUnde
  * start-up and ~25 MiB. The queue's methods wait for the module; `work` starts once it is there.
  */
 function loadingBullQueue(o: BullQueueOptions): JobQueue {
-  const loaded = import('./bullmq.js').then((m) => m.createBullQueue(o))
+  let current: JobQueue | undefined
+  const loaded = import('./bullmq.js').then((m) => (current = m.createBullQueue(o)))
   // A failure is reported by the first call that needs the queue.
   loaded.catch(() => {})
   return {
@@ -57,6 +58,7 @@ function loadingBullQueue(o: BullQueueOptions): JobQueue {
     remove: async (id, owner) => (await loaded).remove(id, owner),
     work: (runner) => void loaded.then((q) => q.work(runner), (e: Error) => o.log(`the job queue could not start: ${e.message}`)),
     stopping: () => {},
+    reachable: () => current?.reachable() ?? false,
     close: async () => (await loaded).close(),
   }
 }
@@ -66,7 +68,7 @@ function refusingQueue(reason: string): JobQueue {
   const refuse = async (): Promise<never> => {
     throw new ModError('jobs_unavailable', reason)
   }
-  return {checkRoom: refuse, submit: refuse, get: refuse, remove: refuse, work: () => {}, stopping: () => {}, close: async () => {}}
+  return {checkRoom: refuse, submit: refuse, get: refuse, remove: refuse, work: () => {}, stopping: () => {}, reachable: () => false, close: async () => {}}
 }
 
 /**

@@ -64,6 +64,8 @@ export interface JobQueue {
    * with the process; a queue on Redis goes on taking them (another process runs them).
    */
   stopping(): void
+  /** Whether the queue reaches where its jobs wait, now: Redis is connected (an in-process queue always does). */
+  reachable(): boolean
   /** Stops taking jobs; the job running here is finished first. */
   close(): Promise<void>
 }

@@ -116,6 +116,7 @@ export function createMemoryImageQueue(o: MemoryImageQueueOptions): ImageJobQueu
     },
     work: (runner) => skeleton.work(runner),
     stopping: () => jobs.refuse(),
+    reachable: () => true,
     async close() {
       await skeleton.close()
       if (dropped.length > 0) o.onDropped?.(dropped.splice(0))

@@ -39,7 +39,8 @@ function imageHooks(settings: ServerSettings, log: Log, callbacks: CallbacksUnde
 
 /** Loads BullMQ only when MOD_REDIS_URL is set (see the video queue's loadingBullQueue). */
 function loadingRedisQueue(o: RedisImageQueueOptions): ImageJobQueue {
-  const loaded = import('./redis.js').then((m) => m.createRedisImageQueue(o))
+  let current: ImageJobQueue | undefined
+  const loaded = import('./redis.js').then((m) => (current = m.createRedisImageQueue(o)))
   loaded.catch(() => {})
   return {
     reserve: async (c, id) => (await loaded).reserve(c, id),
@@ -49,6 +50,7 @@ function loadingRedisQueue(o: RedisImageQueueOptions): ImageJobQueue {
     remove: async (id, owner) => (await loaded).remove(id, owner),
     work: (runner) => void loaded.then((q) => q.work(runner), (e: Error) => o.log(`the image job queue could not start: ${e.message}`)),
     stopping: () => {},
+    reachable: () => current?.reachable() ?? false,
     close: async () => (await loaded).close(),
   }
 }
@@ -57,7 +59,7 @@ function refusingQueue(reason: string): ImageJobQueue {
   const refuse = async (): Promise<never> => {
     throw new ModError('jobs_unavailable', reason)
   }
-  return {reserve: refuse, submit: refuse, get: async () => undefined, lines: refuse, remove: async () => undefined, work: () => {}, stopping: () => {}, close: async () => {}}
+  return {reserve: refuse, submit: refuse, get: async () => undefined, lines: refuse, remove: async () => undefined, work: () => {}, stopping: () => {}, reachable: () => false, close: async () => {}}
 }
 
 /** The image job queue MOD_REDIS_URL selects (BullMQ on Redis, or in-process); it runs no chunk until `work`. */

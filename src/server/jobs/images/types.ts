@@ -130,5 +130,7 @@ export interface ImageJobQueue {
   work(runner: ChunkRunner): void
   /** As JobQueue.stopping: an in-process queue refuses new jobs from now on, a queue on Redis goes on. */
   stopping(): void
+  /** As JobQueue.reachable: Redis is connected (an in-process queue always is). */
+  reachable(): boolean
   close(): Promise<void>
 }
