@@ -20,7 +20,7 @@ import {DOCUMENTATION, openapiDocument} from './openapi.js'
 import {createJobs} from './jobs/service.js'
 import type {JobQueue} from './jobs/types.js'
 import {createImageJobs} from './jobs/images/service.js'
-import {answersInFlight} from './in-flight.js'
+import {answersInFlight, type InFlight} from './in-flight.js'
 import type {ImageJobQueue} from './jobs/images/types.js'
 import {createPathTable, type PathTable} from './paths.js'
 import {createGate, type Gate} from './queue.js'
@@ -155,15 +155,27 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
     arrive(req, res)
     sendError(res, httpError('expectation_failed', EXPECTATION_FAILED), broken)
   })
+  const {drain, close} = stopper(server, inFlight, [jobs, imageJobs], () => (draining = true))
+  return {app, server, gate, jobs, imageJobs, drain, close}
+}
+
+/**
+ * The two steps of a stop: `drain` (/ready fails) and `close` (no new connection, the answers in flight finish,
+ * then the queues close). From the first of them, an in-process queue takes no job: it would be lost with the process.
+ */
+function stopper(server: Server, inFlight: InFlight, queues: (JobQueue | ImageJobQueue)[], onDrain: () => void): Pick<ModServer, 'drain' | 'close'> {
+  const drain = () => {
+    onDrain()
+    for (const queue of queues) queue.stopping()
+  }
   const close = () =>
     new Promise<void>((resolve) => {
       inFlight.closeAfterAnswers()
-      draining = true
+      drain()
       server.close(() => resolve())
       server.closeIdleConnections()
-    }).then(() => Promise.all([jobs.close(), imageJobs.close()]).then(() => {}))
-
-  return {app, server, gate, jobs, imageJobs, drain: () => (draining = true), close}
+    }).then(() => Promise.all(queues.map((queue) => queue.close())).then(() => {}))
+  return {drain, close}
 }
 
 /** A path no route matched: 405 where the path is listed (or under /docs/), else 404. */

@@ -107,6 +107,7 @@ export const EXAMPLE_HEALTH = {
     {name: 'weapons', evaluated: false, evaluated_by: [], reason: PULL_CLIP},
   ],
   policy: {sha256: '3b2f1c0e9d8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c'},
+  jobs: 'redis',
   limits: {max_batch: 16, max_bytes: 26_214_400, max_batch_bytes: 104_857_600},
 }
 

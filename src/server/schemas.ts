@@ -36,6 +36,14 @@ export const Health = Type.Object(
         {...closed, description: 'Which policy scores: clients (`mod scan --server`) print it and tie resumable runs to it.'},
       ),
     ),
+    jobs: Type.Optional(
+      Type.Union([Type.Literal('in_process'), Type.Literal('redis'), Type.Literal('redis_unreachable'), Type.Literal('off')], {
+        description:
+          'Where the jobs API keeps its jobs: `in_process` (no `MOD_REDIS_URL`), `redis` (connected), ' +
+          '`redis_unreachable` (the job routes answer 503 `overloaded` until it is back; `/ready` does not depend on ' +
+          'it, as every replica shares the one Redis), or `off` (several workers without `MOD_REDIS_URL`).',
+      }),
+    ),
     limits: Type.Optional(
       Type.Object(
         {

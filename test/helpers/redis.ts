@@ -47,9 +47,10 @@ function launch(port: number, dir: string, appendonly: boolean): Promise<ChildPr
   })
 }
 
-export async function startRedis({appendonly = false} = {}): Promise<RedisServer> {
+/** A server on a free port, or on `port` (one a test kept free for it, to start it after its clients). */
+export async function startRedis({appendonly = false, port: chosen}: {appendonly?: boolean; port?: number} = {}): Promise<RedisServer> {
   const dir = mkdtempSync(join(tmpdir(), 'mod-redis-'))
-  const port = await freePort()
+  const port = chosen ?? (await freePort())
   let child: ChildProcess | undefined = await launch(port, dir, appendonly)
   const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
     const running = child

@@ -40,6 +40,7 @@ test('GET /health answers status ok, the version, whether the models are loaded,
     coverage: {evaluated: 12, total: 12, not_evaluated: []},
     categories: [{name: 'nudity', evaluated: true, evaluated_by: ['clip']}],
     policy: {sha256: policyDigest(engine.policy)},
+    jobs: 'in_process',
     limits: {max_batch: 16, max_bytes: 26_214_400, max_batch_bytes: 104_857_600},
   })
   assert.is(r.body.categories.length, 12)

@@ -13,6 +13,7 @@ import * as assert from 'uvu/assert'
 import {readSettings} from '../../src/lib/config/settings.js'
 import {createBullQueue} from '../../src/server/jobs/bullmq.js'
 import {queueHooks} from '../../src/server/jobs/service.js'
+import {callbacksUnderWay} from '../../src/server/jobs/callbacks.js'
 import type {JobQueue, JobSpec} from '../../src/server/jobs/types.js'
 import {startRedis, type RedisServer} from '../helpers/redis.js'
 import {tempDir} from './harness.js'
@@ -82,7 +83,7 @@ test.before(async () => {
   const {jobs} = readSettings({}, {MOD_JOB_STORAGE: storage, MOD_REDIS_URL: redis.url}).server
   const log = (line: string) => logged.push(line)
   queue = createBullQueue({
-    ...queueHooks(jobs, log, {callback: {attempts: 1}}),
+    ...queueHooks(jobs, log, callbacksUnderWay(), {callback: {attempts: 1}}),
     url: redis.url,
     storage,
     limit: 10,

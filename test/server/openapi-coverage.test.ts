@@ -70,6 +70,8 @@ function failingQueue(fail: () => never): JobQueue {
     get: async () => fail(),
     remove: async () => fail(),
     work: () => {},
+    stopping: () => {},
+    reachable: () => false,
     close: async () => {},
   }
 }
@@ -83,6 +85,8 @@ function failingImageQueue(fail: () => never): ImageJobQueue {
     lines: async () => fail(),
     remove: async () => fail(),
     work: () => {},
+    stopping: () => {},
+    reachable: () => false,
     close: async () => {},
   }
 }

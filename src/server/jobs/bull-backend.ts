@@ -56,6 +56,10 @@ export function bullBackend<Data, Answer>(o: BullBackendOptions<Data, Answer>): 
   const queue = new Queue<Data, Answer>(o.name, {
     connection: client,
     skipWaitingForReady: true,
+    // BullMQ asks Redis its version once, when the queue is made, and a failed ask (a server started before its
+    // Redis) would fail every later call of the queue for good. The workers' connections, which wait for Redis
+    // without a deadline, still check it.
+    skipVersionCheck: true,
     ...(o.defaultJobOptions ? {defaultJobOptions: o.defaultJobOptions} : {}),
   })
   queue.on('error', logOnce(`${o.what} queue`))

@@ -311,6 +311,9 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
       jobs.work(runner)
       sweeper = sweepEvery(() => sweep(v), o.sweepIntervalMs ?? SWEEP_INTERVAL_MS, v.logOnce('job storage'))
     },
+    // Its jobs wait in Redis for any worker: it goes on taking them.
+    stopping: () => {},
+    reachable: () => client.status === 'ready',
     async close() {
       clearInterval(sweeper)
       await jobs.close()

@@ -22,8 +22,10 @@ export interface MemoryBackend<Entry, Unit> {
   expire(id: string, ttlSeconds: number): void
   /** Units waiting to run. */
   waiting(): number
-  /** Refuses a job (`overloaded`) once the queue is closing. */
+  /** Refuses a job (`overloaded`) once the queue is stopping or closing. */
   admit(): void
+  /** The server is stopping: no job is admitted from now on. */
+  refuse(): void
   source: WorkSource<Unit, void>
 }
 
@@ -34,6 +36,7 @@ export function memoryBackend<Entry extends {spec: {owner?: string}}, Unit>(jobO
   let process: ((unit: Unit) => Promise<void>) | undefined
   let running: Promise<void> | undefined
   let closed = false
+  let refusing = false
 
   function next(): void {
     if (running || closed || !process) return
@@ -74,7 +77,10 @@ export function memoryBackend<Entry extends {spec: {owner?: string}}, Unit>(jobO
     },
     waiting: () => waiting.length,
     admit() {
-      if (closed) throw serverStopping()
+      if (closed || refusing) throw serverStopping()
+    },
+    refuse() {
+      refusing = true
     },
     source: {
       consume(p) {

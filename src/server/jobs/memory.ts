@@ -57,17 +57,23 @@ async function run(jobs: Jobs, o: MemoryQueueOptions, id: string, work: JobRunne
  */
 export function createMemoryQueue(o: MemoryQueueOptions): JobQueue {
   const jobs: Jobs = memoryBackend<Entry, string>((id) => id)
+  /** Jobs left waiting when the queue closed. */
+  const dropped: string[] = []
   const skeleton = jobSkeleton<string, JobRunner, void>(jobs.source, {
     jobOf: (id) => id,
     process: (id, work, controller) => run(jobs, o, id, work, controller),
     async discard(id) {
       const entry = jobs.entry(id)
-      if (entry) await rm(entry.spec.dir, {recursive: true, force: true})
+      if (!entry) return
+      // Its client learns it will not run (callback), rather than waiting for a job gone with the process.
+      await end(jobs, o, entry, {status: 'cancelled'})
+      dropped.push(id)
     },
   })
 
   return {
     async checkRoom() {
+      jobs.admit()
       if (jobs.waiting() >= o.limit) throw queueFull(o.limit)
     },
     async submit(spec) {
@@ -95,6 +101,11 @@ export function createMemoryQueue(o: MemoryQueueOptions): JobQueue {
       return entry.body
     },
     work: (runner) => skeleton.work(runner),
-    close: () => skeleton.close(),
+    stopping: () => jobs.refuse(),
+    reachable: () => true,
+    async close() {
+      await skeleton.close()
+      if (dropped.length > 0) o.onDropped?.(dropped.splice(0))
+    },
   }
 }

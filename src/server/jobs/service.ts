@@ -5,6 +5,7 @@ import {ModError} from '../../lib/errors.js'
 import {sendCallback, type CallbackOptions} from '../../lib/fetch/callback.js'
 import {describe, toHttpError, type Log} from '../errors.js'
 import type {BullQueueOptions} from './bullmq.js'
+import {callbacksUnderWay, settlingCallbacks, type CallbacksUnderWay} from './callbacks.js'
 import {createMemoryQueue} from './memory.js'
 import {videoJobRunner} from './runner.js'
 import type {JobQueue, QueueHooks} from './types.js'
@@ -17,10 +18,10 @@ export interface JobOptions {
 }
 
 /**
- * What every queue reports through: errors as the client would see them (internal details to the log), and
- * the callback of a job that ended, sent by the process that saw it end.
+ * What every queue reports through: errors as the client would see them (internal details to the log), the
+ * callback of a job that ended, sent by the process that saw it end, and the jobs a stopping process dropped.
  */
-export function queueHooks(jobs: JobSettings, log: Log, options: JobOptions = {}): QueueHooks {
+export function queueHooks(jobs: JobSettings, log: Log, callbacks: CallbacksUnderWay, options: JobOptions = {}): QueueHooks {
   return {
     describeError: (e) => {
       const {code, message} = toHttpError(e, log)
@@ -28,21 +29,26 @@ export function queueHooks(jobs: JobSettings, log: Log, options: JobOptions = {}
     },
     onEnd: (body, spec) => {
       if (spec.callbackUrl === undefined) return
-      sendCallback(spec.callbackUrl, JSON.stringify(body), {
-        secret: jobs.callbackSecret,
-        allowPrivate: jobs.callbackAllowPrivate,
-        ...options.callback,
-      }).catch((e: unknown) => log(`job ${spec.id}: the callback could not be delivered: ${describe(e)}`))
+      callbacks.track(
+        sendCallback(spec.callbackUrl, JSON.stringify(body), {
+          secret: jobs.callbackSecret,
+          allowPrivate: jobs.callbackAllowPrivate,
+          ...options.callback,
+        }).catch((e: unknown) => log(`job ${spec.id}: the callback could not be delivered: ${describe(e)}`)),
+      )
     },
+    onDropped: (ids) => log(`stopping: ${ids.length} video job(s) still waiting are cancelled (jobs without MOD_REDIS_URL end with the process): ${ids.join(', ')}`, 'warn'),
   }
 }
+
 
 /**
  * BullMQ and ioredis are loaded only when MOD_REDIS_URL is set: they cost every other `mod serve` ~120 ms of
  * start-up and ~25 MiB. The queue's methods wait for the module; `work` starts once it is there.
  */
 function loadingBullQueue(o: BullQueueOptions): JobQueue {
-  const loaded = import('./bullmq.js').then((m) => m.createBullQueue(o))
+  let current: JobQueue | undefined
+  const loaded = import('./bullmq.js').then((m) => (current = m.createBullQueue(o)))
   // A failure is reported by the first call that needs the queue.
   loaded.catch(() => {})
   return {
@@ -51,6 +57,8 @@ function loadingBullQueue(o: BullQueueOptions): JobQueue {
     get: async (id, owner) => (await loaded).get(id, owner),
     remove: async (id, owner) => (await loaded).remove(id, owner),
     work: (runner) => void loaded.then((q) => q.work(runner), (e: Error) => o.log(`the job queue could not start: ${e.message}`)),
+    stopping: () => {},
+    reachable: () => current?.reachable() ?? false,
     close: async () => (await loaded).close(),
   }
 }
@@ -60,7 +68,7 @@ function refusingQueue(reason: string): JobQueue {
   const refuse = async (): Promise<never> => {
     throw new ModError('jobs_unavailable', reason)
   }
-  return {checkRoom: refuse, submit: refuse, get: refuse, remove: refuse, work: () => {}, close: async () => {}}
+  return {checkRoom: refuse, submit: refuse, get: refuse, remove: refuse, work: () => {}, stopping: () => {}, reachable: () => false, close: async () => {}}
 }
 
 /**
@@ -71,17 +79,13 @@ export function jobQueue(settings: ServerSettings, log: Log, options: JobOptions
   const {jobs, limits} = settings
   const off = jobsUnavailable(settings)
   if (off !== undefined) return refusingQueue(off)
-  const hooks = queueHooks(jobs, log, options)
-  if (jobs.redisUrl === undefined) return createMemoryQueue({...hooks, limit: limits.queueLimit, ttlSeconds: jobs.ttlSeconds})
-  return loadingBullQueue({
-    ...hooks,
-    ...options.bull,
-    url: jobs.redisUrl,
-    storage: jobs.storage,
-    limit: limits.queueLimit,
-    ttlSeconds: jobs.ttlSeconds,
-    log,
-  })
+  const callbacks = callbacksUnderWay()
+  const hooks = queueHooks(jobs, log, callbacks, options)
+  const queue =
+    jobs.redisUrl === undefined
+      ? createMemoryQueue({...hooks, limit: limits.queueLimit, ttlSeconds: jobs.ttlSeconds})
+      : loadingBullQueue({...hooks, ...options.bull, url: jobs.redisUrl, storage: jobs.storage, limit: limits.queueLimit, ttlSeconds: jobs.ttlSeconds, log})
+  return settlingCallbacks(queue, callbacks, log)
 }
 
 /** The job queue of one `mod serve` process, running jobs on this engine unless MOD_SERVE_JOBS=false. */

@@ -35,6 +35,8 @@ export interface QueueHooks {
   describeError(e: unknown): JobError
   /** Called once per job when it reaches done, failed or cancelled, after its files are removed. */
   onEnd?(body: JobBody, spec: JobSpec): void
+  /** The jobs an in-process queue closed with, still waiting (lost with the process): each has ended cancelled. */
+  onDropped?(ids: string[]): void
 }
 
 /**
@@ -57,6 +59,13 @@ export interface JobQueue {
   remove(id: string, owner?: string): Promise<JobBody | undefined>
   /** Starts running jobs with `runner` (`mod worker`, and `mod serve` unless MOD_SERVE_JOBS=false). */
   work(runner: JobRunner): void
+  /**
+   * The server is stopping: an in-process queue refuses new jobs from now on (`overloaded`), as they would be lost
+   * with the process; a queue on Redis goes on taking them (another process runs them).
+   */
+  stopping(): void
+  /** Whether the queue reaches where its jobs wait, now: Redis is connected (an in-process queue always does). */
+  reachable(): boolean
   /** Stops taking jobs; the job running here is finished first. */
   close(): Promise<void>
 }

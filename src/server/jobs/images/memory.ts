@@ -52,10 +52,20 @@ async function runChunk(jobs: Jobs, o: MemoryImageQueueOptions, chunk: Chunk, wo
 /** Image jobs in this process: chunks run one at a time, in order of arrival (memory-backend.ts), through the job skeleton. */
 export function createMemoryImageQueue(o: MemoryImageQueueOptions): ImageJobQueue {
   const jobs: Jobs = memoryBackend<Entry, Chunk>((chunk) => chunk.job)
+  /** Jobs left with chunks waiting when the queue closed. */
+  const dropped: string[] = []
   const skeleton = jobSkeleton<Chunk, ChunkRunner, void>(jobs.source, {
     jobOf: (chunk) => chunk.job,
     process: (chunk, work, controller) => runChunk(jobs, o, chunk, work, controller),
-    discard: (id) => removeJobFolder(o.storage, id),
+    async discard(id) {
+      await removeJobFolder(o.storage, id)
+      const entry = jobs.entry(id)
+      if (!entry) return
+      // Its client learns it will not end (callback), rather than waiting for a job gone with the process.
+      jobs.forget(id)
+      deletedBody(entry.state, entry.spec.callbackUrl, o)
+      dropped.push(id)
+    },
   })
   /** Job places reserved for uploads being read: job id -> client. */
   const reserved = new Map<string, string>()
@@ -70,6 +80,7 @@ export function createMemoryImageQueue(o: MemoryImageQueueOptions): ImageJobQueu
 
   return {
     async reserve(client, id) {
+      jobs.admit()
       take(client, id)
       return {release: async () => void reserved.delete(id)}
     },
@@ -104,6 +115,11 @@ export function createMemoryImageQueue(o: MemoryImageQueueOptions): ImageJobQueu
       return deletedBody(entry.state, entry.spec.callbackUrl, o)
     },
     work: (runner) => skeleton.work(runner),
-    close: () => skeleton.close(),
+    stopping: () => jobs.refuse(),
+    reachable: () => true,
+    async close() {
+      await skeleton.close()
+      if (dropped.length > 0) o.onDropped?.(dropped.splice(0))
+    },
   }
 }

@@ -5,7 +5,7 @@ import type {Log} from '../../errors.js'
 import {tooManyJobs} from '../admission.js'
 import {bullBackend, type BullBackend} from '../bull-backend.js'
 import {LOCK_DURATION_MS, STALLED_INTERVAL_MS} from '../recovery.js'
-import {guarded} from '../redis-connection.js'
+import {guarded, unreachable} from '../redis-connection.js'
 import {visibleTo} from '../owner.js'
 import {attempt, jobSkeleton, type JobSkeleton} from '../skeleton.js'
 import {removeJobFolder} from '../storage.js'
@@ -51,28 +51,45 @@ const ATTEMPTS = 3
 const MAX_STALLED = 5
 
 /**
- * Records a chunk's lines and its completion in one step, so that a chunk run again (its worker died between
- * scoring and here, or before BullMQ heard of it) overwrites its own lines: each item has one line whatever
- * happens. A deleted job (no meta key) records nothing. Answers 1 to the one call that completes the job (its
- * keys then expire after MOD_JOB_TTL), 0 otherwise, -1 when the job is gone.
+ * Records a chunk's lines and its completion in one step. A line once recorded is never replaced: a chunk run again
+ * (its worker died between scoring and here, or its record reached Redis after the worker stopped waiting for the
+ * answer) writes only the lines of items that have none, and nothing at all once the job is done, so each item
+ * has one line whatever happens and a done job's lines never change. A deleted job (no meta key) records nothing.
+ * Answers 1 to the one call that completes the job (its keys then expire after MOD_JOB_TTL), 2 when it was done
+ * already, 0 while it is not, -1 when the job is gone.
  * KEYS: meta, lines, chunks. ARGV: chunk index, now, ttl seconds, then index/line pairs.
  */
 const COMMIT = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-for i = 4, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
+if redis.call('HEXISTS', KEYS[1], 'finished_at') == 1 then return 2 end
+for i = 4, #ARGV, 2 do redis.call('HSETNX', KEYS[2], ARGV[i], ARGV[i + 1]) end
 redis.call('SADD', KEYS[3], ARGV[1])
 redis.call('HSET', KEYS[1], 'updated_at', ARGV[2])
 if redis.call('SCARD', KEYS[3]) < tonumber(redis.call('HGET', KEYS[1], 'chunks')) then return 0 end
-if redis.call('HSETNX', KEYS[1], 'finished_at', ARGV[2]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'finished_at', ARGV[2])
 for i = 1, 3 do redis.call('EXPIRE', KEYS[i], ARGV[3]) end
 return 1
 `
 
-/** Marks the job started, unless it is gone (a plain HSET would bring back a key of a deleted job). */
+/**
+ * Marks the job started and answers 1, unless it is gone (-1: a plain HSET would bring back a key of a deleted job)
+ * or done (0: a chunk run again after the job ended has nothing left to do).
+ */
 const START = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+if redis.call('HEXISTS', KEYS[1], 'finished_at') == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'started', '1')
 return 1
+`
+
+/**
+ * Claims the report of a done job's end (its callback) for the caller: 1 to the first call, 0 to every other, and
+ * to a job that is gone. The claim is apart from the commit that ends the job, so that a commit whose answer was
+ * lost (its chunk is run again and finds the job done) still has its job's end reported, and only once.
+ */
+const CLAIM_END = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+return redis.call('HSETNX', KEYS[1], 'ended', '1')
 `
 
 /**
@@ -140,40 +157,71 @@ async function commit(r: Images, chunk: Chunk, lines: string[]): Promise<number>
   return (await r.client.eval(COMMIT, 3, ...keys, String(chunk.index), new Date().toISOString(), String(r.o.ttlSeconds), ...pairs)) as number
 }
 
-async function recorded(r: Images, chunk: Chunk, lines: string[]): Promise<void> {
-  if ((await commit(r, chunk, lines)) !== 1) return
-  // The process that completed the job ends it: its uploads go, its callback is sent.
-  await removeJobFolder(r.o.storage, chunk.job)
-  const s = await state(r, chunk.job)
+/**
+ * Ends a done job: its uploads go (whoever sees it done removes them, so a removal that failed or never ran is
+ * made up for), and the one process that claims it reports the end (callback).
+ */
+async function ended(r: Images, id: string): Promise<void> {
+  await removeJobFolder(r.o.storage, id)
+  if ((await r.client.eval(CLAIM_END, 1, metaKey(id))) !== 1) return
+  const s = await state(r, id)
   if (s) r.o.onEnd?.(imageJobBody(s), s.callbackUrl)
+}
+
+async function recorded(r: Images, chunk: Chunk, lines: string[]): Promise<void> {
+  const committed = await commit(r, chunk, lines)
+  if (committed === 1 || committed === 2) await ended(r, chunk.job)
 }
 
 async function runChunk(r: Images, job: ChunkJob, runner: ChunkRunner, controller: AbortController): Promise<void> {
   const chunk = readChunk(job.data)
-  // A chunk of a deleted job is dropped unrun.
-  if ((await r.client.eval(START, 1, metaKey(chunk.job))) === 0) return
+  const started = (await r.client.eval(START, 1, metaKey(chunk.job))) as number
+  // A chunk of a deleted job is dropped unrun; one of a done job only sees that the job's end was seen to.
+  if (started === -1) return
+  if (started === 0) return ended(r, chunk.job)
   const ran = await attempt(controller.signal, () => runner(chunk, controller.signal))
   if (ran.status === 'cancelled') return
   if (ran.status === 'failed' && job.attemptsMade + 1 < ATTEMPTS) throw ran.error
   await recorded(r, chunk, ran.status === 'done' ? ran.value : failedLines(chunk, r.o.describeError(ran.error)))
 }
 
-/** A chunk that kept losing its worker is recorded with an error on each item, so its job still ends. */
+/**
+ * A chunk BullMQ gave up on, because it kept losing its worker or kept failing to be recorded (Redis away), is
+ * recorded with an error on each item that has no line yet, so its job still ends.
+ */
 function failed(r: Images, job: ChunkJob | undefined, e: Error): void {
-  if (!job || !/stalled more than/i.test(e.message)) return
+  const stalled = /stalled more than/i.test(e.message)
+  if (!job || (!stalled && job.finishedOn === undefined)) return
   let chunk: Chunk
   try {
     chunk = readChunk(job.data)
   } catch {
     return
   }
-  recorded(r, chunk, failedLines(chunk, {code: 'internal', message: 'the chunk was interrupted too many times (its worker stopped while running it)'})).catch(r.logOnce('image job queue'))
+  const message = stalled ? 'the chunk was interrupted too many times (its worker stopped while running it)' : 'the chunk could not be recorded: the job queue was not reachable'
+  recorded(r, chunk, failedLines(chunk, {code: 'internal', message})).catch(r.logOnce('image job queue'))
+}
+
+/**
+ * Gives back the place of job `id`, as far as Redis has it. Also sent when Redis is slow to answer: on the same
+ * connection it runs after whatever was sent before it (a reservation whose answer came too late), whether this
+ * waits for it or not.
+ */
+function giveBack(r: Images, c: string, id: string): Promise<unknown> {
+  return r.client.multi().del(reservedKey(id)).zrem(clientKey(c), id).exec()
 }
 
 /** Reserves a place for job `id` of client `c`, or refuses with too_many_jobs. */
 async function take(r: Images, c: string, id: string): Promise<void> {
   const suffix = reservedKey(id).slice(metaKey(id).length)
-  const taken = await guarded(() => r.client.eval(RESERVE, 1, clientKey(c), String(r.o.maxPerClient), id, String(Date.now()), String(RESERVATION_MS), metaKey(''), suffix))
+  let taken
+  try {
+    taken = await r.client.eval(RESERVE, 1, clientKey(c), String(r.o.maxPerClient), id, String(Date.now()), String(RESERVATION_MS), metaKey(''), suffix)
+  } catch (e) {
+    // The script may still run once Redis answers again: the place of a job refused now must not stay taken.
+    void giveBack(r, c, id).catch(() => {})
+    throw unreachable(e)
+  }
   if (taken !== 1) throw tooManyJobs(r.o.maxPerClient)
 }
 
@@ -188,36 +236,40 @@ async function reserve(r: Images, c: string, id: string): Promise<Reservation> {
       clearInterval(r.reserved.get(id))
       r.reserved.delete(id)
       // The lapse frees the place anyway if Redis is away now.
-      await r.client.multi().del(reservedKey(id)).zrem(clientKey(c), id).exec().catch(() => {})
+      await giveBack(r, c, id).catch(() => {})
     },
   }
 }
 
-/** The job's record on the place reserved for it, then its chunks on the queue (the record goes if they cannot). */
+/**
+ * The job's record on the place reserved for it, then its chunks on the queue. If either fails, the record goes: one
+ * that reaches Redis late (it was slow to answer) must not stay as a job that never runs.
+ */
 async function store(r: Images, spec: ImageJobSpec, state: ImageJobState, chunks: Chunk[]): Promise<void> {
-  await r.client
-    .multi()
-    .del(reservedKey(spec.id))
-    .hset(metaKey(spec.id), {
-      id: spec.id,
-      client: spec.client,
-      total: state.total,
-      chunks: state.chunks,
-      created_at: state.created_at,
-      updated_at: state.updated_at,
-      ...(spec.owner === undefined ? {} : {owner: spec.owner}),
-      ...(spec.callbackUrl === undefined ? {} : {callback_url: spec.callbackUrl}),
-    })
-    .zadd(clientKey(spec.client), Date.now(), spec.id)
-    .exec()
-  // The place is the job's now.
-  clearInterval(r.reserved.get(spec.id))
-  r.reserved.delete(spec.id)
   const opts = {attempts: ATTEMPTS, backoff: {type: 'fixed', delay: 1000}, removeOnComplete: true, removeOnFail: {age: r.o.ttlSeconds}}
   try {
+    await r.client
+      .multi()
+      .del(reservedKey(spec.id))
+      .hset(metaKey(spec.id), {
+        id: spec.id,
+        client: spec.client,
+        total: state.total,
+        chunks: state.chunks,
+        created_at: state.created_at,
+        updated_at: state.updated_at,
+        ...(spec.owner === undefined ? {} : {owner: spec.owner}),
+        ...(spec.callbackUrl === undefined ? {} : {callback_url: spec.callbackUrl}),
+      })
+      .zadd(clientKey(spec.client), Date.now(), spec.id)
+      .exec()
+    // The place is the job's now.
+    clearInterval(r.reserved.get(spec.id))
+    r.reserved.delete(spec.id)
     await r.queue.addBulk(chunks.map((chunk) => ({name: 'chunk', data: chunk, opts: {jobId: chunkId(spec.id, chunk.index), ...opts}})))
   } catch (e) {
-    await r.client.del(metaKey(spec.id)).catch(() => {})
+    // Sent after the record on the same connection, so it runs after it even if Redis answers neither in time.
+    void r.client.del(metaKey(spec.id)).catch(() => {})
     throw e
   }
 }
@@ -286,6 +338,9 @@ export function createRedisImageQueue(o: RedisImageQueueOptions): ImageJobQueue 
       }),
     remove: (id, owner) => guarded(() => remove(r, jobs, id, owner)),
     work: (runner) => jobs.work(runner),
+    // Its jobs wait in Redis for any worker: it goes on taking them.
+    stopping: () => {},
+    reachable: () => r.client.status === 'ready',
     async close() {
       for (const renew of r.reserved.values()) clearInterval(renew)
       await jobs.close()

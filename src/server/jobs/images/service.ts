@@ -5,6 +5,7 @@ import {sendCallback} from '../../../lib/fetch/callback.js'
 import {fetchImageUrl, type ImageFetcher} from '../../../lib/fetch/url.js'
 import {describe, toHttpError, type Log} from '../../errors.js'
 import {jobsUnavailable} from '../availability.js'
+import {callbacksUnderWay, settlingCallbacks, type CallbacksUnderWay} from '../callbacks.js'
 import {createMemoryImageQueue} from './memory.js'
 import type {RedisImageQueueOptions} from './redis.js'
 import {imageChunkRunner} from './runner.js'
@@ -19,23 +20,27 @@ const describing =
     return {code, message}
   }
 
-/** Errors as a client would see them; the callback of a job that ended, signed as a video job's is. */
-function imageHooks(settings: ServerSettings, log: Log): ImageQueueHooks {
+/** Errors as a client would see them; the callback of a job that ended, signed as a video job's is; the jobs a stopping process dropped. */
+function imageHooks(settings: ServerSettings, log: Log, callbacks: CallbacksUnderWay): ImageQueueHooks {
   const {jobs} = settings
   return {
     describeError: describing(log),
     onEnd: (body, url) => {
       if (url === undefined) return
-      sendCallback(url, JSON.stringify(body), {secret: jobs.callbackSecret, allowPrivate: jobs.callbackAllowPrivate}).catch(
-        (e: unknown) => log(`image job ${body.id}: the callback could not be delivered: ${describe(e)}`),
+      callbacks.track(
+        sendCallback(url, JSON.stringify(body), {secret: jobs.callbackSecret, allowPrivate: jobs.callbackAllowPrivate}).catch((e: unknown) =>
+          log(`image job ${body.id}: the callback could not be delivered: ${describe(e)}`),
+        ),
       )
     },
+    onDropped: (ids) => log(`stopping: ${ids.length} image job(s) not done are cancelled (jobs without MOD_REDIS_URL end with the process): ${ids.join(', ')}`, 'warn'),
   }
 }
 
 /** Loads BullMQ only when MOD_REDIS_URL is set (see the video queue's loadingBullQueue). */
 function loadingRedisQueue(o: RedisImageQueueOptions): ImageJobQueue {
-  const loaded = import('./redis.js').then((m) => m.createRedisImageQueue(o))
+  let current: ImageJobQueue | undefined
+  const loaded = import('./redis.js').then((m) => (current = m.createRedisImageQueue(o)))
   loaded.catch(() => {})
   return {
     reserve: async (c, id) => (await loaded).reserve(c, id),
@@ -44,6 +49,8 @@ function loadingRedisQueue(o: RedisImageQueueOptions): ImageJobQueue {
     lines: async (id, from, count) => (await loaded).lines(id, from, count),
     remove: async (id, owner) => (await loaded).remove(id, owner),
     work: (runner) => void loaded.then((q) => q.work(runner), (e: Error) => o.log(`the image job queue could not start: ${e.message}`)),
+    stopping: () => {},
+    reachable: () => current?.reachable() ?? false,
     close: async () => (await loaded).close(),
   }
 }
@@ -52,7 +59,7 @@ function refusingQueue(reason: string): ImageJobQueue {
   const refuse = async (): Promise<never> => {
     throw new ModError('jobs_unavailable', reason)
   }
-  return {reserve: refuse, submit: refuse, get: async () => undefined, lines: refuse, remove: async () => undefined, work: () => {}, close: async () => {}}
+  return {reserve: refuse, submit: refuse, get: async () => undefined, lines: refuse, remove: async () => undefined, work: () => {}, stopping: () => {}, reachable: () => false, close: async () => {}}
 }
 
 /** The image job queue MOD_REDIS_URL selects (BullMQ on Redis, or in-process); it runs no chunk until `work`. */
@@ -60,9 +67,10 @@ export function imageJobQueue(settings: ServerSettings, log: Log): ImageJobQueue
   const {jobs} = settings
   const off = jobsUnavailable(settings)
   if (off !== undefined) return refusingQueue(off)
-  const common = {...imageHooks(settings, log), storage: jobs.storage, ttlSeconds: jobs.ttlSeconds, maxPerClient: jobs.images.maxPerClient}
-  if (jobs.redisUrl === undefined) return createMemoryImageQueue(common)
-  return loadingRedisQueue({...common, url: jobs.redisUrl, log})
+  const callbacks = callbacksUnderWay()
+  const common = {...imageHooks(settings, log, callbacks), storage: jobs.storage, ttlSeconds: jobs.ttlSeconds, maxPerClient: jobs.images.maxPerClient}
+  const queue = jobs.redisUrl === undefined ? createMemoryImageQueue(common) : loadingRedisQueue({...common, url: jobs.redisUrl, log})
+  return settlingCallbacks(queue, callbacks, log)
 }
 
 /** Runs chunks on `engine`, URLs fetched under the process's URL rules and limits (`fetchImage`, for tests). */

@@ -59,6 +59,8 @@ export interface ImageQueueHooks {
   describeError(e: unknown): JobError
   /** Called once per job when it is done or deleted, by the process that saw it end. */
   onEnd?(body: ImageJobBody, callbackUrl: string | undefined): void
+  /** The jobs an in-process queue closed with, not done (lost with the process): each has ended cancelled. */
+  onDropped?(ids: string[]): void
 }
 
 /** Progress as stored: what a body is made from. */
@@ -103,8 +105,8 @@ export function deletedBody(s: ImageJobState, callbackUrl: string | undefined, h
 
 /**
  * Where image jobs wait and run, in chunks: the in-process queue (memory.ts) or BullMQ on Redis (redis.ts). A
- * chunk's lines are recorded by item index together with the chunk's completion, so a chunk run twice (its
- * worker died after scoring) overwrites its lines: every item has exactly one line.
+ * chunk's lines are recorded by item index together with the chunk's completion, and a line once recorded is never
+ * replaced, so a chunk run twice (its worker died after scoring) changes nothing: every item has exactly one line.
  */
 export interface ImageJobQueue {
   /**
@@ -126,5 +128,9 @@ export interface ImageJobQueue {
    */
   remove(id: string, owner?: string): Promise<ImageJobBody | undefined>
   work(runner: ChunkRunner): void
+  /** As JobQueue.stopping: an in-process queue refuses new jobs from now on, a queue on Redis goes on. */
+  stopping(): void
+  /** As JobQueue.reachable: Redis is connected (an in-process queue always is). */
+  reachable(): boolean
   close(): Promise<void>
 }
