@@ -1,4 +1,4 @@
-import {lstat, rm} from 'node:fs/promises'
+import {lstat, rm, rmdir} from 'node:fs/promises'
 import type {Server} from 'node:http'
 
 import {defaultJobStorage} from '../lib/config/jobs.js'
@@ -137,7 +137,9 @@ export async function runServer(o: RunOptions): Promise<number> {
   o.log(inFlight > 0 ? `stopping: finishing ${inFlight} request(s) in flight` : 'stopping', 'info')
   await closed
   await o.engine.close()
-  // Every request has ended, and with it its upload folder: this process's own folder goes too.
+  // Every request has ended, and with it its upload folder: this process's own folder goes too, and the shared root
+  // when no other process has a folder in it (rmdir leaves a folder that is not empty).
   await rm(processUploadDir(uploadsRoot()), {recursive: true, force: true}).catch(() => undefined)
+  await rmdir(uploadsRoot()).catch(() => undefined)
   return EXIT_OK
 }

@@ -1,7 +1,7 @@
 import {spawnSync} from 'node:child_process'
 import {chmodSync, chownSync, mkdirSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
 import {hostname} from 'node:os'
-import {join} from 'node:path'
+import {basename, join} from 'node:path'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
@@ -158,6 +158,36 @@ test('mod serve does not start when its upload folder could be read by others: i
     })
     assert.equal([code, listening], [2, false])
     assert.equal(logs.filter((l) => l.includes('upload folder')), [`${refusal(processUploadDir(uploadsRoot(tmp)))} (start mod with TMPDIR set to a folder of its own user)`])
+  } finally {
+    if (savedTmp === undefined) delete process.env.TMPDIR
+    else process.env.TMPDIR = savedTmp
+  }
+})
+
+test('a mod serve that stops leaves nothing in the temp folder: its upload folder goes, and the shared root when empty', async () => {
+  const savedTmp = process.env.TMPDIR
+  const tmp = join(dir.path, 'tmp-clean')
+  mkdirSync(tmp)
+  process.env.TMPDIR = tmp
+  let stop = () => {}
+  const stopped = new Promise<void>((resolve) => (stop = resolve))
+  let during: string[] = []
+  try {
+    const code = await runServer({
+      engine: fakeEngine(),
+      settings: testSettings(join(dir.path, 'cache-clean'), {preload: false}),
+      host: '127.0.0.1',
+      port: 0,
+      log: () => {},
+      onListening: () => {
+        during = readdirSync(uploadsRoot(tmp))
+        stop()
+      },
+      stop: stopped,
+    })
+    assert.is(code, 0)
+    assert.equal(during, [basename(processUploadDir(uploadsRoot(tmp)))])
+    assert.equal(readdirSync(tmp), [])
   } finally {
     if (savedTmp === undefined) delete process.env.TMPDIR
     else process.env.TMPDIR = savedTmp
