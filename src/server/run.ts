@@ -141,5 +141,7 @@ export async function runServer(o: RunOptions): Promise<number> {
   // when no other process has a folder in it (rmdir leaves a folder that is not empty).
   await rm(processUploadDir(uploadsRoot()), {recursive: true, force: true}).catch(() => undefined)
   await rmdir(uploadsRoot()).catch(() => undefined)
+  // The default job storage likewise, once no job of any process is kept in it.
+  if (o.settings.jobs.storage === defaultJobStorage()) await rmdir(o.settings.jobs.storage).catch(() => undefined)
   return EXIT_OK
 }

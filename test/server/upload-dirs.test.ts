@@ -194,4 +194,28 @@ test('a mod serve that stops leaves nothing in the temp folder: its upload folde
   }
 })
 
+test('the default job storage, once empty, is removed when mod serve stops; one that holds a job stays', async () => {
+  const savedTmp = process.env.TMPDIR
+  const tmp = join(dir.path, 'tmp-jobs')
+  mkdirSync(tmp)
+  process.env.TMPDIR = tmp
+  const serveOnce = () => {
+    let stop = () => {}
+    const stopped = new Promise<void>((resolve) => (stop = resolve))
+    const settings = testSettings(join(dir.path, 'cache-jobs'), {preload: false})
+    return runServer({engine: fakeEngine(), settings: {...settings, jobs: {...settings.jobs, storage: defaultJobStorage()}}, host: '127.0.0.1', port: 0, log: () => {}, onListening: () => stop(), stop: stopped})
+  }
+  try {
+    mkdirSync(defaultJobStorage(), {mode: 0o700})
+    assert.is(await serveOnce(), 0)
+    assert.equal(readdirSync(tmp), [])
+    mkdirSync(join(defaultJobStorage(), 'a-job'), {recursive: true, mode: 0o700})
+    assert.is(await serveOnce(), 0)
+    assert.equal(readdirSync(defaultJobStorage()), ['a-job'])
+  } finally {
+    if (savedTmp === undefined) delete process.env.TMPDIR
+    else process.env.TMPDIR = savedTmp
+  }
+})
+
 test.run()
