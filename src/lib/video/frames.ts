@@ -75,12 +75,15 @@ function ffmpegArgs(path: string, o: Omit<DecodeOptions, 'signal'>): string[] {
   const side = o.maxFrameSide
   return [
     ...inputArgs(path, o.maxPixels),
-    // Output 1: sampled frames as PPM (each frame states its own size) on stdout. The fps filter rounds the
-    // video's end to the nearest sampling instant, so by default it drops the last instant inside the video when
-    // less than half an interval follows it (the last 2 s of a 12 s video at 0.2 fps; a video under 0.5 s at 1
-    // fps gave no frame at all): `eof_action=pass` keeps a frame for every instant inside the video.
+    // Output 1: sampled frames as PPM (each frame states its own size) on stdout. The fps filter fills instant k
+    // with the last frame whose timestamp, rounded to its grid, is at most k: its default rounding (to the nearest)
+    // gave instant k the frame shown at (k + 1/2) / fps, so a first frame shown for less than half an interval was
+    // never seen; `round=up` makes it the frame on screen at k / fps. `start_time=0` starts the grid at the
+    // video's start, a stream that begins later (after the audio) giving its first frame to the instants before
+    // it; `eof_action=pass` keeps a frame for every instant before the end (a video shorter than an interval gives
+    // its first frame).
     '-map', '0:v:0',
-    '-vf', `fps=${o.fps}:eof_action=pass,scale=w='min(iw,${side})':h='min(ih,${side})':force_original_aspect_ratio=decrease`,
+    '-vf', `fps=${o.fps}:start_time=0:round=up:eof_action=pass,scale=w='min(iw,${side})':h='min(ih,${side})':force_original_aspect_ratio=decrease`,
     '-pix_fmt', 'rgb24', '-f', 'image2pipe', '-vcodec', 'ppm', 'pipe:1',
     // Output 2: the packets' listing (no decoding) on fd 3, read only as a sign of progress while ffmpeg decodes
     // between two sampled frames (many seconds of video at a low fps).

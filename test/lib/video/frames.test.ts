@@ -13,6 +13,9 @@ const clip = (name: string): string => join(tmp.dir, name)
 /** What a file that is no video container ffmpeg may open is answered with. */
 const NOT_A_VIDEO = 'not a video in a supported format (MP4, MOV, WebM, MKV, AVI, GIF, MPEG-TS, MPEG, FLV, Ogg, ASF)'
 
+/** Times of the one red frame in clips of blue, 3 s at 25 fps. */
+const RED_AT = [0, 0.2, 0.24, 0.48, 0.52, 1.48]
+
 test.before(async () => {
   await Promise.all([
     colourClip(clip('rbr.mp4'), ['red', 'blue', 'red'], 2),
@@ -32,9 +35,16 @@ test.before(async () => {
       ...['-f', 'lavfi', '-i', 'color=c=blue:s=64x64:d=0.04:r=25', '-f', 'lavfi', '-i', 'color=c=red:s=64x64:d=0.16:r=25'],
       ...['-filter_complex', '[0:v][1:v]concat=n=2:v=1:a=0', '-c:v', 'mpeg4', '-q:v', '2', clip('five-frames.mp4')],
     ),
+    ...RED_AT.map((p) =>
+      ffmpeg(
+        ...['-f', 'lavfi', '-i', 'color=c=blue:s=32x32:r=25:d=3', '-vf', `drawbox=c=red:t=fill:enable='eq(n,${Math.round(p * 25)})'`],
+        ...['-c:v', 'mpeg4', '-q:v', '2', clip(`red-at-${p}.mp4`)],
+      ),
+    ),
     ffmpeg('-f', 'lavfi', '-i', 'sine=d=1', clip('tone.wav')),
     ffmpeg('-f', 'lavfi', '-i', 'sine=d=1', '-c:a', 'aac', clip('tone.m4a')),
   ])
+  await ffmpeg(...['-f', 'lavfi', '-i', 'sine=d=5', '-itsoffset', '1.6', '-i', clip('red-at-0.mp4')], ...['-map', '0:a', '-map', '1:v', '-c:v', 'copy', '-c:a', 'aac', clip('late.mp4')])
   const whole = readFileSync(clip('rbr.mp4'))
   writeFileSync(clip('truncated.mp4'), whole.subarray(0, whole.length >> 1))
   writeFileSync(clip('notes.md'), 'these are not the frames you are looking for\n'.repeat(50))
@@ -105,14 +115,42 @@ test('a frame for every sampling instant inside the video: a video shorter than 
     assert.equal(one.frames.map((f) => [f.index, f.time, colour(f)]), [[0, 0, 'red']], `${fps} fps`)
     assert.equal(one.summary, {frames: 1, duration: 0.04})
   }
-  // ffmpeg's fps filter gives each instant the last frame within half an interval of it: at 0 s, the frame at 0.04 s.
+  // The first frame, shown for 0.04 s only, is the one on screen at 0 s.
   const five = await decodeAll(clip('five-frames.mp4'), {fps: 1})
-  assert.equal(five.frames.map((f) => [f.index, f.time, colour(f)]), [[0, 0, 'red']])
+  assert.equal(five.frames.map((f) => [f.index, f.time, colour(f)]), [[0, 0, 'blue']])
   assert.equal(five.summary, {frames: 1, duration: 0.2})
   // Instants 0, 5 and 10 s of 12: the last, in the blue tail, has less than half an interval after it.
   const tail = await decodeAll(clip('blue-tail.mp4'), {fps: 0.2})
   assert.equal(tail.frames.map((f) => [f.time, colour(f)]), [[0, 'red'], [5, 'red'], [10, 'blue']])
   assert.equal(tail.summary, {frames: 3, duration: 12})
+})
+
+test('instant k / fps is scored on the frame shown at k / fps: one red frame of 0.04 s is seen exactly by the instants it covers', async () => {
+  // At 25 fps the red frame at p is on screen from p to p + 0.04 s.
+  const seen: Record<string, string> = {}
+  for (const p of RED_AT) {
+    for (const fps of [1, 2, 10]) {
+      const {frames} = await decodeAll(clip(`red-at-${p}.mp4`), {fps})
+      assert.is(frames.length, 3 * fps)
+      seen[`${p} s at ${fps} fps`] = frames.flatMap((f) => (colour(f) === 'red' ? [f.time] : [])).join(' ')
+    }
+  }
+  assert.equal(seen, {
+    '0 s at 1 fps': '0', '0 s at 2 fps': '0', '0 s at 10 fps': '0',
+    '0.2 s at 1 fps': '', '0.2 s at 2 fps': '', '0.2 s at 10 fps': '0.2',
+    '0.24 s at 1 fps': '', '0.24 s at 2 fps': '', '0.24 s at 10 fps': '',
+    '0.48 s at 1 fps': '', '0.48 s at 2 fps': '0.5', '0.48 s at 10 fps': '0.5',
+    '0.52 s at 1 fps': '', '0.52 s at 2 fps': '', '0.52 s at 10 fps': '',
+    '1.48 s at 1 fps': '', '1.48 s at 2 fps': '1.5', '1.48 s at 10 fps': '1.5',
+  })
+})
+
+test('a video shorter than an interval is scored on its first frame, and a stream that starts late gives its first frame to the instants before it', async () => {
+  const short = await decodeAll(clip('red-at-0.mp4'), {fps: 0.2})
+  assert.equal(short.frames.map((f) => [f.time, colour(f)]), [[0, 'red']])
+  // The video stream starts 1.6 s after the audio: instants 0 and 1 s show its first frame, 2 s its frame at 0.4 s.
+  const late = await decodeAll(clip('late.mp4'), {fps: 1})
+  assert.equal(late.frames.map((f) => [f.time, colour(f)]), [[0, 'red'], [1, 'red'], [2, 'blue'], [3, 'blue'], [4, 'blue']])
 })
 
 test('decodes an animated GIF and a WebM through the same path', async () => {
