@@ -28,7 +28,10 @@ export interface DecodeLimits {
    * `maxSeconds`; past that, `video_too_long`. A video within the other limits decodes much faster.
    */
   decodeTimePerSecond: number
-  /** Frames are scaled down (never up, aspect kept) so that their longest side is at most this. */
+  /**
+   * Frames are scaled to their displayed shape (non-square pixels made square), then down (never up, aspect
+   * kept) so that their longest side is at most this.
+   */
   maxFrameSide: number
   /** The decoder refuses pictures of more pixels than this (before scaling): `payload_too_large`. */
   maxPixels: number
@@ -71,8 +74,16 @@ export interface DecodeSummary {
   duration: number
 }
 
+/**
+ * Scales each frame to its displayed shape (width times the sample aspect ratio, as players show non-square
+ * pixels; ffmpeg has already applied the rotation), then down (never up) so that no side is over `side`.
+ */
+function displayScale(side: number): string {
+  const fit = `min(1,${side}/max(iw*sar,ih))`
+  return `scale=w='max(1,round(iw*sar*${fit}))':h='max(1,round(ih*${fit}))'`
+}
+
 function ffmpegArgs(path: string, o: Omit<DecodeOptions, 'signal'>): string[] {
-  const side = o.maxFrameSide
   return [
     ...inputArgs(path, o.maxPixels),
     // Output 1: sampled frames as PPM (each frame states its own size) on stdout. The fps filter fills instant k
@@ -83,7 +94,7 @@ function ffmpegArgs(path: string, o: Omit<DecodeOptions, 'signal'>): string[] {
     // it; `eof_action=pass` keeps a frame for every instant before the end (a video shorter than an interval gives
     // its first frame).
     '-map', '0:v:0',
-    '-vf', `fps=${o.fps}:start_time=0:round=up:eof_action=pass,scale=w='min(iw,${side})':h='min(ih,${side})':force_original_aspect_ratio=decrease`,
+    '-vf', `fps=${o.fps}:start_time=0:round=up:eof_action=pass,${displayScale(o.maxFrameSide)}`,
     '-pix_fmt', 'rgb24', '-f', 'image2pipe', '-vcodec', 'ppm', 'pipe:1',
     // Output 2: the packets' listing (no decoding) on fd 3, read only as a sign of progress while ffmpeg decodes
     // between two sampled frames (many seconds of video at a low fps).

@@ -41,6 +41,8 @@ test.before(async () => {
         ...['-c:v', 'mpeg4', '-q:v', '2', clip(`red-at-${p}.mp4`)],
       ),
     ),
+    ffmpeg('-f', 'lavfi', '-i', 'color=c=red:s=32x64:d=1:r=10', '-vf', 'setsar=2', '-c:v', 'mpeg4', '-q:v', '2', clip('sar-2.mp4')),
+    ffmpeg('-f', 'lavfi', '-i', 'color=c=red:s=1200x100:d=1:r=10', '-vf', 'setsar=1/3', '-c:v', 'mpeg4', '-q:v', '2', clip('sar-1-3.mp4')),
     ffmpeg('-f', 'lavfi', '-i', 'sine=d=1', clip('tone.wav')),
     ffmpeg('-f', 'lavfi', '-i', 'sine=d=1', '-c:a', 'aac', clip('tone.m4a')),
   ])
@@ -101,6 +103,17 @@ test('scales frames down to the side limit keeping the aspect, and never up', as
   assert.equal(small.frames.map((f) => [f.image.width, f.image.height]), [[32, 16]])
   const big = await decodeAll(clip('wide.mp4'), {maxFrameSide: 512})
   assert.equal(big.frames.map((f) => [f.image.width, f.image.height]), [[128, 64]])
+})
+
+test('frames are scored as displayed: non-square pixels are made square before the downscale', async () => {
+  // Stored 32x64 with pixels twice as wide as high: shown 64x64.
+  const wide = await decodeAll(clip('sar-2.mp4'))
+  assert.equal(wide.frames.map((f) => [f.image.width, f.image.height, colour(f)]), [[64, 64, 'red']])
+  // Stored 1200x100 with pixels a third as wide: shown 400x100, within the side limit; 200x50 within 200.
+  const narrow = await decodeAll(clip('sar-1-3.mp4'))
+  assert.equal(narrow.frames.map((f) => [f.image.width, f.image.height]), [[400, 100]])
+  const small = await decodeAll(clip('sar-1-3.mp4'), {maxFrameSide: 200})
+  assert.equal(small.frames.map((f) => [f.image.width, f.image.height]), [[200, 50]])
 })
 
 test('the duration comes from the packets decoded, not from the frame count', async () => {
