@@ -5,9 +5,10 @@ import type {Readable} from 'node:stream'
 import {emptyFileError, ModError} from '../errors.js'
 import type {RgbImage} from '../image/rgb.js'
 import {ffmpegMissing} from './ffmpeg.js'
-import {inputArgs, LOG_HEAD_CHARS, overPixelLimit, picturesTooLarge, unreadableVideo, videoTooLong} from './ffmpeg-input.js'
+import {decoderStalled, inputArgs, LOG_HEAD_CHARS, overPixelLimit, picturesTooLarge, unreadableVideo, videoTooLong} from './ffmpeg-input.js'
 import {scanPackets} from './packets.js'
 import {createPpmParser} from './ppm.js'
+import {probeVideoStreams, type VideoStream} from './streams.js'
 
 export interface DecodeLimits {
   /**
@@ -83,9 +84,21 @@ function displayScale(side: number): string {
   return `scale=w='max(1,round(iw*sar*${fit}))':h='max(1,round(ih*${fit}))'`
 }
 
-function ffmpegArgs(path: string, o: Omit<DecodeOptions, 'signal'>): string[] {
+/**
+ * Composites a frame with alpha onto white, as images are flattened: white minus (white minus colour) times alpha
+ * is colour times alpha plus white times (1 - alpha). Only for streams that may be transparent: it costs a
+ * conversion per sampled frame.
+ */
+const ONTO_WHITE = 'format=gbrap,negate,premultiply=inplace=1,negate,'
+
+/** libvpx's decoders, which read the alpha channel of VP8 and VP9 that ffmpeg's own decoders leave out. */
+const ALPHA_DECODERS: Record<string, string> = {vp8: 'libvpx', vp9: 'libvpx-vp9'}
+
+function ffmpegArgs(path: string, o: Omit<DecodeOptions, 'signal'>, stream: VideoStream | undefined): string[] {
+  const map = stream === undefined ? '0:v:0' : `0:${stream.index}`
+  const decoder = stream?.alpha ? ALPHA_DECODERS[stream.codec] : undefined
   return [
-    ...inputArgs(path, o.maxPixels),
+    ...inputArgs(path, o.maxPixels, decoder === undefined ? [] : [`-c:${stream?.index}`, decoder]),
     // Output 1: sampled frames as PPM (each frame states its own size) on stdout. The fps filter fills instant k
     // with the last frame whose timestamp, rounded to its grid, is at most k: its default rounding (to the nearest)
     // gave instant k the frame shown at (k + 1/2) / fps, so a first frame shown for less than half an interval was
@@ -93,12 +106,12 @@ function ffmpegArgs(path: string, o: Omit<DecodeOptions, 'signal'>): string[] {
     // video's start, a stream that begins later (after the audio) giving its first frame to the instants before
     // it; `eof_action=pass` keeps a frame for every instant before the end (a video shorter than an interval gives
     // its first frame).
-    '-map', '0:v:0',
-    '-vf', `fps=${o.fps}:start_time=0:round=up:eof_action=pass,${displayScale(o.maxFrameSide)}`,
+    '-map', map,
+    '-vf', `fps=${o.fps}:start_time=0:round=up:eof_action=pass,${stream?.alpha ? ONTO_WHITE : ''}${displayScale(o.maxFrameSide)}`,
     '-pix_fmt', 'rgb24', '-f', 'image2pipe', '-vcodec', 'ppm', 'pipe:1',
     // Output 2: the packets' listing (no decoding) on fd 3, read only as a sign of progress while ffmpeg decodes
     // between two sampled frames (many seconds of video at a low fps).
-    '-map', '0:v:0', '-c', 'copy', '-f', 'framecrc', 'pipe:3',
+    '-map', map, '-c', 'copy', '-f', 'framecrc', 'pipe:3',
   ]
 }
 
@@ -116,8 +129,8 @@ interface Decoder {
   close(): Promise<void>
 }
 
-function startDecoder(path: string, o: DecodeOptions): Decoder {
-  const child = spawn(o.ffmpeg, ffmpegArgs(path, o), {stdio: ['ignore', 'pipe', 'pipe', 'pipe'], windowsHide: true})
+function startDecoder(path: string, o: DecodeOptions, stream: VideoStream | undefined): Decoder {
+  const child = spawn(o.ffmpeg, ffmpegArgs(path, o, stream), {stdio: ['ignore', 'pipe', 'pipe', 'pipe'], windowsHide: true})
   const stdout = child.stdout as Readable
   const stderr = child.stderr as Readable
   const progress = child.stdio[3] as Readable
@@ -218,7 +231,7 @@ function checkEnding(code: number | null, frames: number, decoder: Decoder, cloc
   }
   if (decoder.spawnFailed()) throw ffmpegMissing(`ffmpeg could not be run from ${JSON.stringify(o.ffmpeg)}`)
   if (clock.stalled()) {
-    throw new ModError('unsupported_media', `the video decoder made no progress for ${o.stallTimeoutMs / 1000} s; the file may be damaged`)
+    throw decoderStalled(o.stallTimeoutMs)
   }
   if (decoder.pixelLimit()) throw picturesTooLarge(o.maxPixels)
   if (code !== 0) throw unreadableVideo(decoder.log(), path)
@@ -255,6 +268,9 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
   if ((await stat(path)).size === 0) throw emptyFileError()
   const budgetMs = o.maxSeconds * o.decodeTimePerSecond * 1000
   const scanStarted = performance.now()
+  // The stream `0:v:0` names: the first video stream listed.
+  const probeOptions = {ffmpeg: o.ffmpeg, maxPixels: o.maxPixels, stallTimeoutMs: o.stallTimeoutMs, timeoutMs: budgetMs, maxSeconds: o.maxSeconds, signal: o.signal}
+  const [stream] = await probeVideoStreams(path, probeOptions)
   const scan = await scanPackets(path, {
     ffmpeg: o.ffmpeg,
     maxSeconds: o.maxSeconds,
@@ -264,7 +280,7 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
     timeoutMs: budgetMs,
     signal: o.signal,
   })
-  const decoder = startDecoder(path, o)
+  const decoder = startDecoder(path, o, stream)
   const clock = createWaitClock(budgetMs, performance.now() - scanStarted, o.stallTimeoutMs, decoder.kill)
   decoder.progress.on('data', clock.progressed)
   const onAbort = (): void => decoder.kill()

@@ -3,7 +3,7 @@ import type {Readable} from 'node:stream'
 
 import {ModError} from '../errors.js'
 import {ffmpegMissing} from './ffmpeg.js'
-import {inputArgs, LOG_HEAD_CHARS, overPixelLimit, picturesTooLarge, unreadableVideo, videoTooLong} from './ffmpeg-input.js'
+import {decoderStalled, inputArgs, LOG_HEAD_CHARS, overPixelLimit, picturesTooLarge, readingTooSlow, unreadableVideo, videoTooLong} from './ffmpeg-input.js'
 import {createPacketClock} from './framecrc.js'
 
 export interface PacketScanOptions {
@@ -62,12 +62,12 @@ export async function scanPackets(path: string, o: PacketScanOptions): Promise<P
   const watch = (): void => {
     clearTimeout(stall)
     stall = setTimeout(
-      () => refuse(new ModError('unsupported_media', `the video decoder made no progress for ${o.stallTimeoutMs / 1000} s; the file may be damaged`)),
+      () => refuse(decoderStalled(o.stallTimeoutMs)),
       o.stallTimeoutMs,
     )
   }
   const deadline = setTimeout(
-    () => refuse(new ModError('video_too_long', `reading the video took longer than ${o.timeoutMs / 1000} s, the limit for videos of up to ${o.maxSeconds} s`)),
+    () => refuse(readingTooSlow(o.timeoutMs, o.maxSeconds)),
     o.timeoutMs,
   )
 

@@ -13,6 +13,14 @@ const clip = (name: string): string => join(tmp.dir, name)
 /** What a file that is no video container ffmpeg may open is answered with. */
 const NOT_A_VIDEO = 'not a video in a supported format (MP4, MOV, WebM, MKV, AVI, GIF, MPEG-TS, MPEG, FLV, Ogg, ASF)'
 
+/** Clips of transparent black for 1 s then red at half opacity for 1 s, by name: how each is encoded. */
+const ALPHA_CLIPS: Record<string, string[]> = {
+  'alpha-vp9.webm': ['-c:v', 'libvpx-vp9', '-pix_fmt', 'yuva420p'],
+  'alpha-vp8.webm': ['-c:v', 'libvpx', '-pix_fmt', 'yuva420p', '-auto-alt-ref', '0'],
+  'alpha-png.mov': ['-c:v', 'png'],
+  'alpha-qtrle.mov': ['-c:v', 'qtrle'],
+}
+
 /** Times of the one red frame in clips of blue, 3 s at 25 fps. */
 const RED_AT = [0, 0.2, 0.24, 0.48, 0.52, 1.48]
 
@@ -43,6 +51,12 @@ test.before(async () => {
     ),
     ffmpeg('-f', 'lavfi', '-i', 'color=c=red:s=32x64:d=1:r=10', '-vf', 'setsar=2', '-c:v', 'mpeg4', '-q:v', '2', clip('sar-2.mp4')),
     ffmpeg('-f', 'lavfi', '-i', 'color=c=red:s=1200x100:d=1:r=10', '-vf', 'setsar=1/3', '-c:v', 'mpeg4', '-q:v', '2', clip('sar-1-3.mp4')),
+    ...Object.entries(ALPHA_CLIPS).map(([name, codec]) =>
+      ffmpeg(
+        ...['-f', 'lavfi', '-i', 'color=c=black@0:s=32x32:r=10:d=1,format=rgba', '-f', 'lavfi', '-i', 'color=c=red@0.5:s=32x32:r=10:d=1,format=rgba'],
+        ...['-filter_complex', '[0:v][1:v]concat=n=2:v=1:a=0', ...codec, clip(name)],
+      ),
+    ),
     ffmpeg('-f', 'lavfi', '-i', 'sine=d=1', clip('tone.wav')),
     ffmpeg('-f', 'lavfi', '-i', 'sine=d=1', '-c:a', 'aac', clip('tone.m4a')),
   ])
@@ -114,6 +128,20 @@ test('frames are scored as displayed: non-square pixels are made square before t
   assert.equal(narrow.frames.map((f) => [f.image.width, f.image.height]), [[400, 100]])
   const small = await decodeAll(clip('sar-1-3.mp4'), {maxFrameSide: 200})
   assert.equal(small.frames.map((f) => [f.image.width, f.image.height]), [[200, 50]])
+})
+
+test('transparent frames are flattened onto white, as images are: VP9 and VP8 alpha in WebM, PNG and QuickTime RLE in MOV', async () => {
+  const shade = (f: DecodedFrame): string => {
+    const [r, g, b] = [0, 1, 2].map((c) => meanChannel(f.image, c as 0 | 1 | 2))
+    if (Math.min(r, g, b) > 245) return 'white'
+    if (r > 245 && Math.abs(g - 128) < 8 && Math.abs(b - 128) < 8) return 'pink'
+    return `rgb(${[r, g, b].map(Math.round).join(', ')})`
+  }
+  for (const name of Object.keys(ALPHA_CLIPS)) {
+    // A second of transparent black, then one of red at half opacity: white, then pink.
+    const {frames} = await decodeAll(clip(name))
+    assert.equal(frames.map(shade), ['white', 'pink'], name)
+  }
 })
 
 test('the duration comes from the packets decoded, not from the frame count', async () => {
