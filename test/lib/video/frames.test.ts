@@ -61,6 +61,12 @@ test.before(async () => {
     ffmpeg('-f', 'lavfi', '-i', 'sine=d=1', '-c:a', 'aac', clip('tone.m4a')),
   ])
   await ffmpeg(...['-f', 'lavfi', '-i', 'sine=d=5', '-itsoffset', '1.6', '-i', clip('red-at-0.mp4')], ...['-map', '0:a', '-map', '1:v', '-c:v', 'copy', '-c:a', 'aac', clip('late.mp4')])
+  // Blue for 3 s, and a second stream that is blue for 1 s, then red for 1 s; a red cover over that second one.
+  await colourClip(clip('blue-red.mp4'), ['blue', 'red'], 1)
+  await ffmpeg('-i', clip('blue-red.mp4'), ...Array(5).fill(['-map', '0:v']).flat(), '-c', 'copy', clip('five-streams.mkv'))
+  await ffmpeg(...['-f', 'lavfi', '-i', 'color=c=blue:s=64x64:d=3:r=10', '-i', clip('blue-red.mp4'), '-map', '0:v', '-map', '1:v', '-c:v', 'mpeg4', clip('two-streams.mkv')])
+  await ffmpeg('-f', 'lavfi', '-i', 'color=c=red:s=32x32', '-frames:v', '1', clip('red.png'))
+  await ffmpeg(...['-i', clip('red.png'), '-i', clip('blue-red.mp4'), '-map', '0', '-map', '1:v', '-c:v:0', 'png', '-c:v:1', 'copy'], ...['-disposition:v:0', 'attached_pic', clip('cover.mp4')])
   const whole = readFileSync(clip('rbr.mp4'))
   writeFileSync(clip('truncated.mp4'), whole.subarray(0, whole.length >> 1))
   writeFileSync(clip('notes.md'), 'these are not the frames you are looking for\n'.repeat(50))
@@ -142,6 +148,27 @@ test('transparent frames are flattened onto white, as images are: VP9 and VP8 al
     const {frames} = await decodeAll(clip(name))
     assert.equal(frames.map(shade), ['white', 'pink'], name)
   }
+})
+
+test('every video stream is decoded on the one timeline, and each cover picture once at the first instant', async () => {
+  const two = await decodeAll(clip('two-streams.mkv'))
+  assert.equal(two.frames.map((f) => [f.index, f.time, f.stream, f.last, colour(f)]), [
+    [0, 0, 0, false, 'blue'], [0, 0, 1, true, 'blue'],
+    [1, 1, 0, false, 'blue'], [1, 1, 1, true, 'red'],
+    [2, 2, 0, true, 'blue'],
+  ])
+  assert.equal(two.summary, {frames: 3, duration: 3})
+  const covered = await decodeAll(clip('cover.mp4'))
+  assert.equal(covered.frames.map((f) => [f.index, f.stream, f.last, colour(f)]), [[0, 0, false, 'blue'], [0, 1, true, 'red'], [1, 0, true, 'red']])
+  assert.equal(covered.summary, {frames: 2, duration: 2})
+})
+
+test('a file of more video streams than are analysed side by side is refused', async () => {
+  assert.equal(await decodeFailure(clip('five-streams.mkv')), {
+    code: 'unsupported_media',
+    message: 'the file has 5 video streams; at most 4 are analysed',
+    decoded: 0,
+  })
 })
 
 test('the duration comes from the packets decoded, not from the frame count', async () => {
