@@ -158,7 +158,7 @@ export const VideoResult = Type.Object(
     is_safe: Type.Boolean(),
     duration: Type.Number({minimum: 0, description: "Seconds: the video's length, from the packets read; when stopped_early, the seconds analysed (frames_analyzed / fps)."}),
     fps: Type.Number({minimum: MIN_FPS, maximum: MAX_FPS}),
-    frames_analyzed: Type.Integer({minimum: 0}),
+    frames_analyzed: Type.Integer({minimum: 0, description: 'Sampling instants scored; each scores the frame of every video stream of the file at that instant.'}),
     stopped_early: Type.Boolean({description: 'stop_on_violation ended the analysis at the first segment of min_frames frames.'}),
     violations: Type.Array(VideoViolation),
     not_evaluated: notEvaluated(),

@@ -5,7 +5,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {runInProcess, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
-import {colourClip} from '../lib/video/helpers.js'
+import {colourClip, ffmpeg} from '../lib/video/helpers.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir()
@@ -86,6 +86,36 @@ test('with no CLIP model, the verdict counts the categories checked, stderr name
   const full = await runInProcess(['scan-video', blue, '--config', policy, '--strict'], {env})
   assert.is(full.code, 0, full.stderr)
   assert.not.match(full.stdout, /categories checked/)
+})
+
+test('what a viewer sees is scored: a red first frame, a red second stream, red cover art, and a clear frame as the white it shows', async () => {
+  const at = (name: string): string => join(dir.path, name)
+  await colourClip(at('blue-red.mp4'), ['blue', 'red'], 1)
+  await colourClip(at('blue.mp4'), ['blue'], 2)
+  await colourClip(at('black.mp4'), ['black'], 2)
+  await Promise.all([
+    // Red for its first 0.04 s only.
+    ffmpeg(...['-f', 'lavfi', '-i', 'color=c=blue:s=64x64:r=25:d=3', '-vf', "drawbox=c=red:t=fill:enable='eq(n,0)'", '-c:v', 'mpeg4', at('red-first.mp4')]),
+    ffmpeg(...['-i', at('blue.mp4'), '-i', at('blue-red.mp4'), '-map', '0:v', '-map', '1:v', '-c', 'copy', at('second-stream.mkv')]),
+    ffmpeg(...['-f', 'lavfi', '-i', 'color=c=red:s=32x32', '-frames:v', '1', at('red.png')]).then(() =>
+      ffmpeg(...['-i', at('red.png'), '-i', at('blue.mp4'), '-map', '0', '-map', '1:v', '-c:v:0', 'png', '-c:v:1', 'copy', '-disposition:v:0', 'attached_pic', at('cover.mp4')]),
+    ),
+    ffmpeg(...['-f', 'lavfi', '-i', 'color=c=black@0:s=64x64:r=10:d=2,format=rgba', '-c:v', 'png', at('clear-black.mov')]),
+  ])
+  // The toy model's "red" takes white for red too, but not black: clear black, shown white, is flagged as black is not.
+  const found: Record<string, unknown> = {}
+  for (const name of ['red-first.mp4', 'second-stream.mkv', 'cover.mp4', 'clear-black.mov', 'black.mp4']) {
+    const r = await runInProcess(['scan-video', at(name), '--config', policy, '--json'], {env})
+    const result = JSON.parse(r.stdout)
+    found[name] = [r.code, result.frames_analyzed, result.violations.flatMap((v: {segments: {start: number; end: number}[]}) => v.segments.map((g) => [g.start, g.end]))]
+  }
+  assert.equal(found, {
+    'red-first.mp4': [1, 3, [[0, 1]]],
+    'second-stream.mkv': [1, 2, [[1, 2]]],
+    'cover.mp4': [1, 2, [[0, 1]]],
+    'clear-black.mov': [1, 2, [[0, 2]]],
+    'black.mp4': [0, 2, []],
+  })
 })
 
 test('a clip longer than MOD_MAX_VIDEO_SECONDS is refused with video_too_long, exit 2', async () => {

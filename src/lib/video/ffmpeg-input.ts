@@ -5,8 +5,11 @@ import {ModError} from '../errors.js'
 /** Demuxers accepted: MP4/MOV family, Matroska/WebM, AVI, animated GIF, MPEG-TS/PS, FLV, Ogg, ASF/WMV. */
 export const VIDEO_DEMUXERS = 'mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,gif,mpegts,mpeg,flv,ogg,asf'
 
-/** How every ffmpeg run of ours opens an uploaded file: quiet, local files only, video containers only. */
-export function inputArgs(path: string, maxPixels: number): string[] {
+/**
+ * How every ffmpeg run of ours opens an uploaded file: quiet, local files only, video containers only;
+ * `options` are input options (a stream's decoder).
+ */
+export function inputArgs(path: string, maxPixels: number, options: string[] = []): string[] {
   return [
     '-nostdin', '-hide_banner', '-loglevel', 'error',
     // A playlist or concat file must not make ffmpeg open anything but local files.
@@ -15,8 +18,17 @@ export function inputArgs(path: string, maxPixels: number): string[] {
     // open dozens of rarely used demuxers to anything uploaded.
     '-format_whitelist', VIDEO_DEMUXERS,
     '-max_pixels', String(maxPixels),
+    ...options,
     '-i', resolve(path),
   ]
+}
+
+export function decoderStalled(stallTimeoutMs: number): ModError {
+  return new ModError('unsupported_media', `the video decoder made no progress for ${stallTimeoutMs / 1000} s; the file may be damaged`)
+}
+
+export function readingTooSlow(timeoutMs: number, maxSeconds: number): ModError {
+  return new ModError('video_too_long', `reading the video took longer than ${timeoutMs / 1000} s, the limit for videos of up to ${maxSeconds} s`)
 }
 
 export function videoTooLong(maxSeconds: number): ModError {
@@ -39,6 +51,7 @@ const FFMPEG_REASONS: [RegExp, string][] = [
   // Before the generic reading failure that ffmpeg reports after it.
   [/moov atom not found/, 'the video is incomplete: an MP4 or MOV file without its index (cut off while copying?)'],
   [/matches no streams/, 'the file has no video stream'],
+  [/Unknown decoder 'libvpx/, 'the video is transparent (VP8 or VP9 with alpha), which needs an ffmpeg built with libvpx to decode'],
   [/Format not on whitelist|Invalid data found when processing input/, NOT_A_VIDEO],
 ]
 

@@ -16,26 +16,29 @@ export interface PacketClock {
 }
 
 /**
- * Reads the `framecrc` listing that ffmpeg writes for the video stream's packets (one line per packet:
- * `stream, dts, pts, duration, size, checksum`, after a `#tb 0: num/den` time base line). The packets
- * actually read give the stream's real duration, whatever the container's header claims.
+ * Reads the `framecrc` listing that ffmpeg writes for the video streams' packets (one line per packet:
+ * `stream, dts, pts, duration, size, checksum`, after a `#tb <stream>: num/den` time base line per stream). The
+ * packets actually read give the streams' real duration, whatever the container's header claims: the latest end
+ * of any stream, and the span from the earliest start of any.
  */
 export function createPacketClock(): PacketClock {
   let carry = ''
-  let timeBase: number | undefined
+  /** Per stream of the listing. */
+  const timeBases = new Map<string, number>()
   let end: number | undefined
   let start: number | undefined
   let packets = 0
 
   function line(text: string): void {
-    const tb = /^#tb 0: (\d+)\/(\d+)$/.exec(text)
+    const tb = /^#tb (\d+): (\d+)\/(\d+)$/.exec(text)
     if (tb) {
-      timeBase = Number(tb[1]) / Number(tb[2])
+      timeBases.set(tb[1], Number(tb[2]) / Number(tb[3]))
       return
     }
-    if (timeBase === undefined || !text.startsWith('0,')) return
-    packets++
     const fields = text.split(',')
+    const timeBase = timeBases.get(fields[0])
+    if (timeBase === undefined || fields.length < 4) return
+    packets++
     const pts = Number(fields[2])
     const duration = Number(fields[3])
     // Packets without a timestamp are printed as a huge negative number: skip them.

@@ -1,13 +1,13 @@
-import {spawn} from 'node:child_process'
 import {stat} from 'node:fs/promises'
-import type {Readable} from 'node:stream'
 
 import {emptyFileError, ModError} from '../errors.js'
 import type {RgbImage} from '../image/rgb.js'
+import {type Decoder, startDecoder} from './decoder.js'
 import {ffmpegMissing} from './ffmpeg.js'
-import {inputArgs, LOG_HEAD_CHARS, overPixelLimit, picturesTooLarge, unreadableVideo, videoTooLong} from './ffmpeg-input.js'
+import {decoderStalled, picturesTooLarge, unreadableVideo, videoTooLong} from './ffmpeg-input.js'
 import {scanPackets} from './packets.js'
-import {createPpmParser} from './ppm.js'
+import {createPpmParser, type PpmParser} from './ppm.js'
+import {probeVideoStreams, type VideoStream} from './streams.js'
 
 export interface DecodeLimits {
   /**
@@ -28,7 +28,10 @@ export interface DecodeLimits {
    * `maxSeconds`; past that, `video_too_long`. A video within the other limits decodes much faster.
    */
   decodeTimePerSecond: number
-  /** Frames are scaled down (never up, aspect kept) so that their longest side is at most this. */
+  /**
+   * Frames are scaled to their displayed shape (non-square pixels made square), then down (never up, aspect
+   * kept) so that their longest side is at most this.
+   */
   maxFrameSide: number
   /** The decoder refuses pictures of more pixels than this (before scaling): `payload_too_large`. */
   maxPixels: number
@@ -59,88 +62,22 @@ export interface DecodeOptions extends DecodeLimits {
 }
 
 export interface DecodedFrame {
+  /** The sampling instant. */
   index: number
   /** Seconds from the start: index / fps. */
   time: number
   image: RgbImage
+  /** Which of the file's decoded video streams the frame is from (0: the first; covers come after the others). */
+  stream: number
+  /** No other frame of this instant follows (each stream gives one, in stream order). */
+  last: boolean
 }
 
 export interface DecodeSummary {
+  /** Sampling instants. */
   frames: number
   /** Seconds, from the packets actually read, kept within the span the sampled frames stand for. */
   duration: number
-}
-
-function ffmpegArgs(path: string, o: Omit<DecodeOptions, 'signal'>): string[] {
-  const side = o.maxFrameSide
-  return [
-    ...inputArgs(path, o.maxPixels),
-    // Output 1: sampled frames as PPM (each frame states its own size) on stdout. The fps filter rounds the
-    // video's end to the nearest sampling instant, so by default it drops the last instant inside the video when
-    // less than half an interval follows it (the last 2 s of a 12 s video at 0.2 fps; a video under 0.5 s at 1
-    // fps gave no frame at all): `eof_action=pass` keeps a frame for every instant inside the video.
-    '-map', '0:v:0',
-    '-vf', `fps=${o.fps}:eof_action=pass,scale=w='min(iw,${side})':h='min(ih,${side})':force_original_aspect_ratio=decrease`,
-    '-pix_fmt', 'rgb24', '-f', 'image2pipe', '-vcodec', 'ppm', 'pipe:1',
-    // Output 2: the packets' listing (no decoding) on fd 3, read only as a sign of progress while ffmpeg decodes
-    // between two sampled frames (many seconds of video at a low fps).
-    '-map', '0:v:0', '-c', 'copy', '-f', 'framecrc', 'pipe:3',
-  ]
-}
-
-/** The running ffmpeg process: its pipes, how it ended, and what its log said. */
-interface Decoder {
-  stdout: Readable
-  /** The packets' listing, read only as a sign of progress. */
-  progress: Readable
-  exited: Promise<number | null>
-  spawnFailed(): boolean
-  log(): string
-  pixelLimit(): boolean
-  kill(): void
-  /** Kills ffmpeg and closes every pipe; resolves once the process is gone. */
-  close(): Promise<void>
-}
-
-function startDecoder(path: string, o: DecodeOptions): Decoder {
-  const child = spawn(o.ffmpeg, ffmpegArgs(path, o), {stdio: ['ignore', 'pipe', 'pipe', 'pipe'], windowsHide: true})
-  const stdout = child.stdout as Readable
-  const stderr = child.stderr as Readable
-  const progress = child.stdio[3] as Readable
-  let spawnFailed = false
-  const exited = new Promise<number | null>((done) => {
-    child.once('exit', (code) => done(code))
-    child.once('error', () => {
-      spawnFailed = true
-      done(null)
-    })
-  })
-  let log = ''
-  let pixelLimit = false
-  stderr.on('data', (chunk: Buffer) => {
-    const text = chunk.toString('utf8')
-    if (log.length < LOG_HEAD_CHARS) log += text.slice(0, LOG_HEAD_CHARS - log.length)
-    if (overPixelLimit(text)) pixelLimit = true
-  })
-  const kill = (): void => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-    stdout.destroy()
-  }
-  return {
-    stdout,
-    progress,
-    exited,
-    spawnFailed: () => spawnFailed,
-    log: () => log,
-    pixelLimit: () => pixelLimit,
-    kill,
-    close: async () => {
-      kill()
-      stderr.destroy()
-      progress.destroy()
-      await exited
-    },
-  }
 }
 
 /**
@@ -204,7 +141,7 @@ function checkEnding(code: number | null, frames: number, decoder: Decoder, cloc
   }
   if (decoder.spawnFailed()) throw ffmpegMissing(`ffmpeg could not be run from ${JSON.stringify(o.ffmpeg)}`)
   if (clock.stalled()) {
-    throw new ModError('unsupported_media', `the video decoder made no progress for ${o.stallTimeoutMs / 1000} s; the file may be damaged`)
+    throw decoderStalled(o.stallTimeoutMs)
   }
   if (decoder.pixelLimit()) throw picturesTooLarge(o.maxPixels)
   if (code !== 0) throw unreadableVideo(decoder.log(), path)
@@ -220,27 +157,76 @@ function checkFrameLimits(index: number, o: DecodeOptions): void {
   }
 }
 
+/** At most this many video streams are decoded side by side (an ffmpeg each); a file of more is refused. */
+export const MAX_VIDEO_STREAMS = 4
+
 /**
- * Samples `fps` frames per second of the first video stream of the file at `path` through ffmpeg, as RGB
- * frames handed over a pipe (no files written): a frame for every sampling instant inside the video (a video
- * shorter than 1 / `fps` seconds gives one). The stream is read only as fast as the caller consumes it,
- * and limits are enforced on what is decoded, never on the container's metadata. Leaving the loop early,
- * an error or `signal` aborting kills ffmpeg; the generator ends only once the process is gone.
+ * The streams to decode: every video stream, those with a timeline first, then the covers. None listed (ffmpeg
+ * could not describe the file): the first video stream, whose listing then says what is wrong.
+ */
+function streamsToDecode(streams: VideoStream[]): (VideoStream | undefined)[] {
+  if (streams.length === 0) return [undefined]
+  if (streams.length > MAX_VIDEO_STREAMS) {
+    throw new ModError('unsupported_media', `the file has ${streams.length} video streams; at most ${MAX_VIDEO_STREAMS} are analysed`)
+  }
+  return [...streams.filter((s) => !s.cover), ...streams.filter((s) => s.cover)]
+}
+
+/** A stream being decoded: its ffmpeg, and the frames read from it not yet handed over. */
+interface StreamDecoding {
+  decoder: Decoder
+  chunks: AsyncIterator<Buffer>
+  parser: PpmParser
+  queue: RgbImage[]
+  frames: number
+  ended: boolean
+}
+
+/** The stream's next frame, or undefined once it has no more (or ffmpeg was killed by the clock or an abort). */
+async function nextImage(d: StreamDecoding, clock: WaitClock, signal: AbortSignal | undefined): Promise<RgbImage | undefined> {
+  while (d.queue.length === 0 && !d.ended) {
+    let next: IteratorResult<Buffer>
+    try {
+      next = await clock.wait(d.chunks.next())
+    } catch (e) {
+      // Killing ffmpeg (stall, abort, too long) destroys stdout, which ends the iteration with an error.
+      if (!clock.stalled() && !clock.overTime() && !signal?.aborted) throw e
+      d.ended = true
+      break
+    }
+    if (next.done) d.ended = true
+    else d.queue.push(...d.parser.push(next.value))
+  }
+  const image = d.queue.shift()
+  if (image) d.frames++
+  return image
+}
+
+/**
+ * Samples `fps` frames per second of every video stream of the file at `path` through ffmpeg (one process a
+ * stream, read side by side), as RGB frames handed over a pipe (no files written): for every sampling instant
+ * inside the video, the frame each stream shows then (a video shorter than 1 / `fps` seconds gives one instant),
+ * and each attached picture (cover art) once, at the first instant. The streams are read only as fast as the
+ * caller consumes them, and limits are enforced on what is decoded, never on the container's metadata. Leaving
+ * the loop early, an error or `signal` aborting kills ffmpeg; the generator ends only once the processes are gone.
  *
  * Before decoding, the packets are listed (scanPackets): what decoding will cost is bounded by the limits
  * before it starts, and the time ffmpeg takes altogether by `decodeTimePerSecond`.
  *
  * Errors: `unsupported_media` for an empty file (before ffmpeg starts); `ffmpeg_missing` (the binary cannot be run); `video_too_long` (packets
  * covering more than `maxSeconds` or more than `maxSeconds` × `maxSourceFps` of them, a frame at or past `maxSeconds`, more than `maxFrames`
- * frames, or ffmpeg outlasting its time); `payload_too_large` (a picture over `maxPixels`); `unsupported_media`
- * (not a video ffmpeg can read, no video stream, no frame decoded, ffmpeg failing, or no progress for
- * `stallTimeoutMs`, whether or not frames were decoded before); the signal's reason when aborted.
+ * instants, or ffmpeg outlasting its time); `payload_too_large` (a picture over `maxPixels`); `unsupported_media`
+ * (not a video ffmpeg can read, no video stream, more than MAX_VIDEO_STREAMS of them, a stream without a frame
+ * decoded, ffmpeg failing, or no progress for `stallTimeoutMs`, whether or not frames were decoded before); the
+ * signal's reason when aborted.
  */
 export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenerator<DecodedFrame, DecodeSummary> {
   o.signal?.throwIfAborted()
   if ((await stat(path)).size === 0) throw emptyFileError()
   const budgetMs = o.maxSeconds * o.decodeTimePerSecond * 1000
   const scanStarted = performance.now()
+  const probeOptions = {ffmpeg: o.ffmpeg, maxPixels: o.maxPixels, stallTimeoutMs: o.stallTimeoutMs, timeoutMs: budgetMs, maxSeconds: o.maxSeconds, signal: o.signal}
+  const streams = streamsToDecode(await probeVideoStreams(path, probeOptions))
   const scan = await scanPackets(path, {
     ffmpeg: o.ffmpeg,
     maxSeconds: o.maxSeconds,
@@ -250,43 +236,43 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
     timeoutMs: budgetMs,
     signal: o.signal,
   })
-  const decoder = startDecoder(path, o)
-  const clock = createWaitClock(budgetMs, performance.now() - scanStarted, o.stallTimeoutMs, decoder.kill)
-  decoder.progress.on('data', clock.progressed)
-  const onAbort = (): void => decoder.kill()
-  o.signal?.addEventListener('abort', onAbort, {once: true})
+  const decodings: StreamDecoding[] = streams.map((stream) => {
+    const decoder = startDecoder(path, o, stream)
+    return {decoder, chunks: decoder.stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>, parser: createPpmParser(o.maxFrameSide), queue: [], frames: 0, ended: false}
+  })
+  const killAll = (): void => decodings.forEach((d) => d.decoder.kill())
+  const clock = createWaitClock(budgetMs, performance.now() - scanStarted, o.stallTimeoutMs, killAll)
+  for (const d of decodings) d.decoder.progress.on('data', clock.progressed)
+  o.signal?.addEventListener('abort', killAll, {once: true})
 
-  const parser = createPpmParser(o.maxFrameSide)
   let index = 0
   try {
-    const chunks = decoder.stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>
     for (;;) {
-      let next: IteratorResult<Buffer>
-      try {
-        next = await clock.wait(chunks.next())
-      } catch (e) {
-        // Killing ffmpeg (stall, abort, too long) destroys stdout, which ends the iteration with an error.
-        if (!clock.stalled() && !clock.overTime() && !o.signal?.aborted) throw e
-        break
+      const images: {image: RgbImage; stream: number}[] = []
+      for (const [stream, d] of decodings.entries()) {
+        const image = await nextImage(d, clock, o.signal)
+        if (image) images.push({image, stream})
       }
-      if (next.done) break
-      for (const image of parser.push(next.value)) {
-        checkFrameLimits(index, o)
+      if (images.length === 0) break
+      checkFrameLimits(index, o)
+      for (const [i, {image, stream}] of images.entries()) {
         o.signal?.throwIfAborted()
-        yield {index, time: index / o.fps, image}
-        index++
+        yield {index, time: index / o.fps, image, stream, last: i === images.length - 1}
       }
+      index++
     }
-    const code = await clock.wait(decoder.exited)
-    o.signal?.throwIfAborted()
-    checkEnding(code, index, decoder, clock, path, o, budgetMs)
+    for (const d of decodings) {
+      const code = await clock.wait(d.decoder.exited)
+      o.signal?.throwIfAborted()
+      checkEnding(code, d.frames, d.decoder, clock, path, o, budgetMs)
+    }
     const span = index / o.fps
     const end = scan.end
     const duration = end === undefined ? span : Math.min(span, Math.max(end, (index - 1) / o.fps))
     return {frames: index, duration}
   } finally {
     clock.stop()
-    o.signal?.removeEventListener('abort', onAbort)
-    await decoder.close()
+    o.signal?.removeEventListener('abort', killAll)
+    await Promise.all(decodings.map((d) => d.decoder.close()))
   }
 }

@@ -39,9 +39,19 @@ export interface ScoredFrame {
 
 const round3 = (x: number): number => Math.round(x * 1000) / 1000
 
+/** A batch's scored frames grouped by sampling instant (frames come instant by instant). */
+function instants(batch: readonly DecodedFrame[], scores: readonly ScoredFrame[]): ScoredFrame[][] {
+  const groups: ScoredFrame[][] = []
+  for (const [i, frame] of batch.entries()) {
+    if (i === 0 || frame.index !== batch[i - 1].index) groups.push([])
+    groups[groups.length - 1].push(scores[i])
+  }
+  return groups
+}
+
 /**
- * Moderates a video file: samples frames, scores them in batches and reports per-label segments
- * (docs/video.md). With `stopOnViolation`, analysis stops at the frame that completes a segment of
+ * Moderates a video file: samples frames of every video stream, scores them in batches and reports per-label
+ * segments on the one timeline, an instant violating a label when any stream's frame there does (docs/video.md). With `stopOnViolation`, analysis stops at the frame that completes a segment of
  * `minFrames` frames, ffmpeg is killed, and `duration` is the span analysed. Errors are those of
  * `decodeFrames` and of `scoreFrames`; ffmpeg never outlives the call.
  */
@@ -67,11 +77,13 @@ export async function moderateVideo(path: string, o: ModerateVideoOptions): Prom
       const next = await frames.next()
       if (next.done) summary = next.value
       else batch.push(next.value)
-      if (batch.length === o.batchSize || (next.done && batch.length > 0)) {
+      // A batch holds whole instants (all streams' frames of each), so it may pass batchSize by a few frames.
+      if ((!next.done && next.value.last && batch.length >= o.batchSize) || (next.done && batch.length > 0)) {
         const scores = await o.scoreFrames(batch.map((f) => f.image))
-        // Frame by frame, so that where a stop happens does not depend on the batch size.
-        for (let i = 0; i < batch.length && !stoppedEarly; i++) {
-          for (const found of tracker.push(scores[i].labels, scores[i].evidence)) o.onSegment?.(found.label, found.segment)
+        // Instant by instant, so that where a stop happens does not depend on the batch size.
+        for (const instant of instants(batch, scores)) {
+          if (stoppedEarly) break
+          for (const found of tracker.pushInstant(instant)) o.onSegment?.(found.label, found.segment)
           analyzed++
           stoppedEarly = o.stopOnViolation && tracker.hasSegment()
         }

@@ -3,7 +3,7 @@ import type {Readable} from 'node:stream'
 
 import {ModError} from '../errors.js'
 import {ffmpegMissing} from './ffmpeg.js'
-import {inputArgs, LOG_HEAD_CHARS, overPixelLimit, picturesTooLarge, unreadableVideo, videoTooLong} from './ffmpeg-input.js'
+import {decoderStalled, inputArgs, LOG_HEAD_CHARS, overPixelLimit, picturesTooLarge, readingTooSlow, unreadableVideo, videoTooLong} from './ffmpeg-input.js'
 import {createPacketClock} from './framecrc.js'
 
 export interface PacketScanOptions {
@@ -27,7 +27,7 @@ export interface PacketScan {
 }
 
 /**
- * Lists the packets of the first video stream of the file at `path` without decoding them (ffmpeg's stream
+ * Lists the packets of the video streams of the file at `path` (attached pictures left out) without decoding them (ffmpeg's stream
  * copy into its `framecrc` listing), so that what decoding would cost is known before it starts: a video
  * whose packets cover more than `maxSeconds`, or that holds more than `maxPackets` of them (tiny frames at a
  * huge frame rate), is refused as soon as the listing shows it, in the time it takes to read the file.
@@ -39,7 +39,8 @@ export interface PacketScan {
  */
 export async function scanPackets(path: string, o: PacketScanOptions): Promise<PacketScan> {
   o.signal?.throwIfAborted()
-  const args = [...inputArgs(path, o.maxPixels), '-map', '0:v:0', '-c', 'copy', '-f', 'framecrc', 'pipe:1']
+  // Every video stream but attached pictures (`V`): each is decoded, and a cover is one picture.
+  const args = [...inputArgs(path, o.maxPixels), '-map', '0:V', '-c', 'copy', '-f', 'framecrc', 'pipe:1']
   const child = spawn(o.ffmpeg, args, {stdio: ['ignore', 'pipe', 'pipe'], windowsHide: true})
   let spawnFailed = false
   const closed = new Promise<number | null>((done) => {
@@ -62,12 +63,12 @@ export async function scanPackets(path: string, o: PacketScanOptions): Promise<P
   const watch = (): void => {
     clearTimeout(stall)
     stall = setTimeout(
-      () => refuse(new ModError('unsupported_media', `the video decoder made no progress for ${o.stallTimeoutMs / 1000} s; the file may be damaged`)),
+      () => refuse(decoderStalled(o.stallTimeoutMs)),
       o.stallTimeoutMs,
     )
   }
   const deadline = setTimeout(
-    () => refuse(new ModError('video_too_long', `reading the video took longer than ${o.timeoutMs / 1000} s, the limit for videos of up to ${o.maxSeconds} s`)),
+    () => refuse(readingTooSlow(o.timeoutMs, o.maxSeconds)),
     o.timeoutMs,
   )
 

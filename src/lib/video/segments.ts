@@ -5,6 +5,12 @@ import type {Segment, VideoViolation} from '../types.js'
 /** What a segment needs of a frame's label: its score. */
 export type FrameLabel = Pick<ScoredLabel, 'name' | 'parent' | 'threshold' | 'score'>
 
+/** One stream's frame at a sampling instant: its labels, and what the signals found in it. */
+export interface InstantFrame {
+  labels: readonly FrameLabel[]
+  evidence?: ReadonlyMap<string, unknown>
+}
+
 export interface FoundSegment {
   label: string
   segment: Segment
@@ -16,6 +22,12 @@ export interface SegmentTracker {
    * this frame closed (runs that just ended and are kept).
    */
   push(labels: readonly FrameLabel[], evidence?: ReadonlyMap<string, unknown>): FoundSegment[]
+  /**
+   * Adds the next sampling instant as `push` does a frame, from the frames of every video stream at that instant:
+   * a label is violated there when it is in any of them, at the highest of their scores, with what the signals
+   * found in those frames.
+   */
+  pushInstant(frames: readonly InstantFrame[]): FoundSegment[]
   /** True once some label has a run of at least min_frames frames, closed or still open. */
   hasSegment(): boolean
   /** Closes the open runs (their end capped at `duration`); returns them and the violations of the whole video. */
@@ -63,30 +75,45 @@ export function createSegmentTracker(fps: number, minFrames: number, evidence: r
     return [{label: state.label.name, segment}]
   }
 
-  return {
-    push(labels, found) {
-      const closed: FoundSegment[] = []
-      for (const label of labels) {
-        let state = states.get(label.name)
-        if (state === undefined) {
-          state = {label, segments: []}
-          states.set(label.name, state)
-        }
+  function pushInstant(instant: readonly InstantFrame[]): FoundSegment[] {
+    const closed: FoundSegment[] = []
+    // Per label, in the order of the first frame's labels: its highest violating score and those frames' evidence.
+    const merged = new Map<string, {label: FrameLabel; violated: boolean; max: number; found: ReadonlyMap<string, unknown>[]}>()
+    for (const frame of instant) {
+      for (const label of frame.labels) {
+        const m = merged.get(label.name) ?? {label, violated: false, max: 0, found: []}
+        merged.set(label.name, m)
         // Decided as an image's violations are.
         const {score, violated} = decideViolation(label.score, label.threshold)
-        if (violated) {
-          if (state.run === undefined) state.run = {first: frames, frames: 0, max: 0, evidence: segmentGatherer(evidence, label.name)}
-          state.run.frames++
-          state.run.max = Math.max(state.run.max, score)
-          if (found) state.run.evidence.add(found, frames / fps)
-        } else {
-          // A run that closes before the last frame ends at the next frame's time, never past the duration.
-          closed.push(...close(state, Infinity))
-        }
+        if (!violated) continue
+        m.violated = true
+        m.max = Math.max(m.max, score)
+        if (frame.evidence) m.found.push(frame.evidence)
       }
-      frames++
-      return closed
-    },
+    }
+    for (const {label, violated, max, found} of merged.values()) {
+      let state = states.get(label.name)
+      if (state === undefined) {
+        state = {label, segments: []}
+        states.set(label.name, state)
+      }
+      if (violated) {
+        if (state.run === undefined) state.run = {first: frames, frames: 0, max: 0, evidence: segmentGatherer(evidence, label.name)}
+        state.run.frames++
+        state.run.max = Math.max(state.run.max, max)
+        for (const f of found) state.run.evidence.add(f, frames / fps)
+      } else {
+        // A run that closes before the last frame ends at the next frame's time, never past the duration.
+        closed.push(...close(state, Infinity))
+      }
+    }
+    frames++
+    return closed
+  }
+
+  return {
+    push: (labels, found) => pushInstant([{labels, evidence: found}]),
+    pushInstant,
 
     hasSegment() {
       return [...states.values()].some((s) => s.segments.length > 0 || (s.run?.frames ?? 0) >= minFrames)

@@ -20,6 +20,12 @@ test('gives the end of the latest packet in seconds, whatever the packet order',
   assert.is(clock.end(), 1536 / 12800)
 })
 
+test('counts the packets of every stream listed, each in its own time base', () => {
+  const clock = createPacketClock()
+  clock.push(Buffer.from('#tb 0: 1/10\n#tb 1: 1/1000\n0, 0, 0, 1, 9, 0x1\n1, 500, 500, 100, 9, 0x2\n1, 4000, 4000, 500, 9, 0x3\n0, 1, 1, 1, 9, 0x4\n'))
+  assert.equal([clock.packets(), clock.end(), clock.span()], [4, 4.5, 4.5])
+})
+
 test('gives the span the packets cover from the earliest one, for a stream that does not start at 0', () => {
   const clock = createPacketClock()
   assert.is(clock.span(), undefined)

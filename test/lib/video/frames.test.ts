@@ -13,6 +13,17 @@ const clip = (name: string): string => join(tmp.dir, name)
 /** What a file that is no video container ffmpeg may open is answered with. */
 const NOT_A_VIDEO = 'not a video in a supported format (MP4, MOV, WebM, MKV, AVI, GIF, MPEG-TS, MPEG, FLV, Ogg, ASF)'
 
+/** Clips of transparent black for 1 s then red at half opacity for 1 s, by name: how each is encoded. */
+const ALPHA_CLIPS: Record<string, string[]> = {
+  'alpha-vp9.webm': ['-c:v', 'libvpx-vp9', '-pix_fmt', 'yuva420p'],
+  'alpha-vp8.webm': ['-c:v', 'libvpx', '-pix_fmt', 'yuva420p', '-auto-alt-ref', '0'],
+  'alpha-png.mov': ['-c:v', 'png'],
+  'alpha-qtrle.mov': ['-c:v', 'qtrle'],
+}
+
+/** Times of the one red frame in clips of blue, 3 s at 25 fps. */
+const RED_AT = [0, 0.2, 0.24, 0.48, 0.52, 1.48]
+
 test.before(async () => {
   await Promise.all([
     colourClip(clip('rbr.mp4'), ['red', 'blue', 'red'], 2),
@@ -32,9 +43,30 @@ test.before(async () => {
       ...['-f', 'lavfi', '-i', 'color=c=blue:s=64x64:d=0.04:r=25', '-f', 'lavfi', '-i', 'color=c=red:s=64x64:d=0.16:r=25'],
       ...['-filter_complex', '[0:v][1:v]concat=n=2:v=1:a=0', '-c:v', 'mpeg4', '-q:v', '2', clip('five-frames.mp4')],
     ),
+    ...RED_AT.map((p) =>
+      ffmpeg(
+        ...['-f', 'lavfi', '-i', 'color=c=blue:s=32x32:r=25:d=3', '-vf', `drawbox=c=red:t=fill:enable='eq(n,${Math.round(p * 25)})'`],
+        ...['-c:v', 'mpeg4', '-q:v', '2', clip(`red-at-${p}.mp4`)],
+      ),
+    ),
+    ffmpeg('-f', 'lavfi', '-i', 'color=c=red:s=32x64:d=1:r=10', '-vf', 'setsar=2', '-c:v', 'mpeg4', '-q:v', '2', clip('sar-2.mp4')),
+    ffmpeg('-f', 'lavfi', '-i', 'color=c=red:s=1200x100:d=1:r=10', '-vf', 'setsar=1/3', '-c:v', 'mpeg4', '-q:v', '2', clip('sar-1-3.mp4')),
+    ...Object.entries(ALPHA_CLIPS).map(([name, codec]) =>
+      ffmpeg(
+        ...['-f', 'lavfi', '-i', 'color=c=black@0:s=32x32:r=10:d=1,format=rgba', '-f', 'lavfi', '-i', 'color=c=red@0.5:s=32x32:r=10:d=1,format=rgba'],
+        ...['-filter_complex', '[0:v][1:v]concat=n=2:v=1:a=0', ...codec, clip(name)],
+      ),
+    ),
     ffmpeg('-f', 'lavfi', '-i', 'sine=d=1', clip('tone.wav')),
     ffmpeg('-f', 'lavfi', '-i', 'sine=d=1', '-c:a', 'aac', clip('tone.m4a')),
   ])
+  await ffmpeg(...['-f', 'lavfi', '-i', 'sine=d=5', '-itsoffset', '1.6', '-i', clip('red-at-0.mp4')], ...['-map', '0:a', '-map', '1:v', '-c:v', 'copy', '-c:a', 'aac', clip('late.mp4')])
+  // Blue for 3 s, and a second stream that is blue for 1 s, then red for 1 s; a red cover over that second one.
+  await colourClip(clip('blue-red.mp4'), ['blue', 'red'], 1)
+  await ffmpeg('-i', clip('blue-red.mp4'), ...Array(5).fill(['-map', '0:v']).flat(), '-c', 'copy', clip('five-streams.mkv'))
+  await ffmpeg(...['-f', 'lavfi', '-i', 'color=c=blue:s=64x64:d=3:r=10', '-i', clip('blue-red.mp4'), '-map', '0:v', '-map', '1:v', '-c:v', 'mpeg4', clip('two-streams.mkv')])
+  await ffmpeg('-f', 'lavfi', '-i', 'color=c=red:s=32x32', '-frames:v', '1', clip('red.png'))
+  await ffmpeg(...['-i', clip('red.png'), '-i', clip('blue-red.mp4'), '-map', '0', '-map', '1:v', '-c:v:0', 'png', '-c:v:1', 'copy'], ...['-disposition:v:0', 'attached_pic', clip('cover.mp4')])
   const whole = readFileSync(clip('rbr.mp4'))
   writeFileSync(clip('truncated.mp4'), whole.subarray(0, whole.length >> 1))
   writeFileSync(clip('notes.md'), 'these are not the frames you are looking for\n'.repeat(50))
@@ -93,6 +125,52 @@ test('scales frames down to the side limit keeping the aspect, and never up', as
   assert.equal(big.frames.map((f) => [f.image.width, f.image.height]), [[128, 64]])
 })
 
+test('frames are scored as displayed: non-square pixels are made square before the downscale', async () => {
+  // Stored 32x64 with pixels twice as wide as high: shown 64x64.
+  const wide = await decodeAll(clip('sar-2.mp4'))
+  assert.equal(wide.frames.map((f) => [f.image.width, f.image.height, colour(f)]), [[64, 64, 'red']])
+  // Stored 1200x100 with pixels a third as wide: shown 400x100, within the side limit; 200x50 within 200.
+  const narrow = await decodeAll(clip('sar-1-3.mp4'))
+  assert.equal(narrow.frames.map((f) => [f.image.width, f.image.height]), [[400, 100]])
+  const small = await decodeAll(clip('sar-1-3.mp4'), {maxFrameSide: 200})
+  assert.equal(small.frames.map((f) => [f.image.width, f.image.height]), [[200, 50]])
+})
+
+test('transparent frames are flattened onto white, as images are: VP9 and VP8 alpha in WebM, PNG and QuickTime RLE in MOV', async () => {
+  const shade = (f: DecodedFrame): string => {
+    const [r, g, b] = [0, 1, 2].map((c) => meanChannel(f.image, c as 0 | 1 | 2))
+    if (Math.min(r, g, b) > 245) return 'white'
+    if (r > 245 && Math.abs(g - 128) < 8 && Math.abs(b - 128) < 8) return 'pink'
+    return `rgb(${[r, g, b].map(Math.round).join(', ')})`
+  }
+  for (const name of Object.keys(ALPHA_CLIPS)) {
+    // A second of transparent black, then one of red at half opacity: white, then pink.
+    const {frames} = await decodeAll(clip(name))
+    assert.equal(frames.map(shade), ['white', 'pink'], name)
+  }
+})
+
+test('every video stream is decoded on the one timeline, and each cover picture once at the first instant', async () => {
+  const two = await decodeAll(clip('two-streams.mkv'))
+  assert.equal(two.frames.map((f) => [f.index, f.time, f.stream, f.last, colour(f)]), [
+    [0, 0, 0, false, 'blue'], [0, 0, 1, true, 'blue'],
+    [1, 1, 0, false, 'blue'], [1, 1, 1, true, 'red'],
+    [2, 2, 0, true, 'blue'],
+  ])
+  assert.equal(two.summary, {frames: 3, duration: 3})
+  const covered = await decodeAll(clip('cover.mp4'))
+  assert.equal(covered.frames.map((f) => [f.index, f.stream, f.last, colour(f)]), [[0, 0, false, 'blue'], [0, 1, true, 'red'], [1, 0, true, 'red']])
+  assert.equal(covered.summary, {frames: 2, duration: 2})
+})
+
+test('a file of more video streams than are analysed side by side is refused', async () => {
+  assert.equal(await decodeFailure(clip('five-streams.mkv')), {
+    code: 'unsupported_media',
+    message: 'the file has 5 video streams; at most 4 are analysed',
+    decoded: 0,
+  })
+})
+
 test('the duration comes from the packets decoded, not from the frame count', async () => {
   const {frames, summary} = await decodeAll(clip('short.mp4'))
   assert.equal(frames.map((f) => f.time), [0, 1, 2])
@@ -105,14 +183,42 @@ test('a frame for every sampling instant inside the video: a video shorter than 
     assert.equal(one.frames.map((f) => [f.index, f.time, colour(f)]), [[0, 0, 'red']], `${fps} fps`)
     assert.equal(one.summary, {frames: 1, duration: 0.04})
   }
-  // ffmpeg's fps filter gives each instant the last frame within half an interval of it: at 0 s, the frame at 0.04 s.
+  // The first frame, shown for 0.04 s only, is the one on screen at 0 s.
   const five = await decodeAll(clip('five-frames.mp4'), {fps: 1})
-  assert.equal(five.frames.map((f) => [f.index, f.time, colour(f)]), [[0, 0, 'red']])
+  assert.equal(five.frames.map((f) => [f.index, f.time, colour(f)]), [[0, 0, 'blue']])
   assert.equal(five.summary, {frames: 1, duration: 0.2})
   // Instants 0, 5 and 10 s of 12: the last, in the blue tail, has less than half an interval after it.
   const tail = await decodeAll(clip('blue-tail.mp4'), {fps: 0.2})
   assert.equal(tail.frames.map((f) => [f.time, colour(f)]), [[0, 'red'], [5, 'red'], [10, 'blue']])
   assert.equal(tail.summary, {frames: 3, duration: 12})
+})
+
+test('instant k / fps is scored on the frame shown at k / fps: one red frame of 0.04 s is seen exactly by the instants it covers', async () => {
+  // At 25 fps the red frame at p is on screen from p to p + 0.04 s.
+  const seen: Record<string, string> = {}
+  for (const p of RED_AT) {
+    for (const fps of [1, 2, 10]) {
+      const {frames} = await decodeAll(clip(`red-at-${p}.mp4`), {fps})
+      assert.is(frames.length, 3 * fps)
+      seen[`${p} s at ${fps} fps`] = frames.flatMap((f) => (colour(f) === 'red' ? [f.time] : [])).join(' ')
+    }
+  }
+  assert.equal(seen, {
+    '0 s at 1 fps': '0', '0 s at 2 fps': '0', '0 s at 10 fps': '0',
+    '0.2 s at 1 fps': '', '0.2 s at 2 fps': '', '0.2 s at 10 fps': '0.2',
+    '0.24 s at 1 fps': '', '0.24 s at 2 fps': '', '0.24 s at 10 fps': '',
+    '0.48 s at 1 fps': '', '0.48 s at 2 fps': '0.5', '0.48 s at 10 fps': '0.5',
+    '0.52 s at 1 fps': '', '0.52 s at 2 fps': '', '0.52 s at 10 fps': '',
+    '1.48 s at 1 fps': '', '1.48 s at 2 fps': '1.5', '1.48 s at 10 fps': '1.5',
+  })
+})
+
+test('a video shorter than an interval is scored on its first frame, and a stream that starts late gives its first frame to the instants before it', async () => {
+  const short = await decodeAll(clip('red-at-0.mp4'), {fps: 0.2})
+  assert.equal(short.frames.map((f) => [f.time, colour(f)]), [[0, 'red']])
+  // The video stream starts 1.6 s after the audio: instants 0 and 1 s show its first frame, 2 s its frame at 0.4 s.
+  const late = await decodeAll(clip('late.mp4'), {fps: 1})
+  assert.equal(late.frames.map((f) => [f.time, colour(f)]), [[0, 'red'], [1, 'red'], [2, 'blue'], [3, 'blue'], [4, 'blue']])
 })
 
 test('decodes an animated GIF and a WebM through the same path', async () => {

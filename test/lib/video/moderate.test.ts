@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert'
 import type {Label, RgbImage} from '../../../src/lib/types.js'
 import {DEFAULT_DECODE_LIMITS} from '../../../src/lib/video/frames.js'
 import {moderateVideo, type ModerateVideoOptions, type ScoredFrame} from '../../../src/lib/video/moderate.js'
-import {childProcesses, colourClip, meanChannel, tempDir} from './helpers.js'
+import {childProcesses, colourClip, ffmpeg, meanChannel, tempDir} from './helpers.js'
 
 const tmp = tempDir()
 const clip = (name: string): string => join(tmp.dir, name)
@@ -15,7 +15,13 @@ test.before(async () => {
     colourClip(clip('rbr.mp4'), ['red', 'blue', 'red'], 2),
     colourClip(clip('short.mp4'), ['red'], 2.5),
     colourClip(clip('long.mp4'), ['red', 'blue'], 30, {rate: 2}),
+    colourClip(clip('blue-red.mp4'), ['blue', 'red'], 1),
+    ffmpeg('-f', 'lavfi', '-i', 'color=c=red:s=32x32', '-frames:v', '1', clip('red.png')),
   ])
+  // A first stream blue for 3 s and a second one red from 1 to 2 s; 2 s of blue with a red cover.
+  await ffmpeg(...['-f', 'lavfi', '-i', 'color=c=blue:s=64x64:d=3:r=10', '-i', clip('blue-red.mp4'), '-map', '0:v', '-map', '1:v', '-c:v', 'mpeg4', clip('two-streams.mkv')])
+  await colourClip(clip('blue.mp4'), ['blue'], 2)
+  await ffmpeg(...['-i', clip('red.png'), '-i', clip('blue.mp4'), '-map', '0', '-map', '1:v', '-c:v:0', 'png', '-c:v:1', 'copy'], ...['-disposition:v:0', 'attached_pic', clip('cover.mp4')])
 })
 test.after(() => tmp.remove())
 
@@ -62,6 +68,22 @@ test('reports each label\'s segments over the whole video', async () => {
       redness([{start: 0, end: 2, frames: 2}, {start: 4, end: 6, frames: 2}]),
     ],
   })
+})
+
+test('a segment found in any video stream counts, on the one timeline, and a cover picture at 0 s', async () => {
+  for (const batchSize of [1, 4]) {
+    const two = await moderateVideo(clip('two-streams.mkv'), options({batchSize}))
+    assert.equal([two.duration, two.frames_analyzed, two.violations.map((v) => [v.name, v.segments.map((g) => [g.start, g.end, g.frames])])], [
+      3,
+      3,
+      [['blueness', [[0, 3, 3]]], ['redness', [[1, 2, 1]]]],
+    ], `batch ${batchSize}`)
+  }
+  const covered = await moderateVideo(clip('cover.mp4'), options({minFrames: 1}))
+  assert.equal([covered.frames_analyzed, covered.violations.map((v) => [v.name, v.segments.map((g) => [g.start, g.end, g.frames])])], [
+    2,
+    [['blueness', [[0, 2, 2]]], ['redness', [[0, 1, 1]]]],
+  ])
 })
 
 test('min_frames drops shorter runs, and a video left without segments is safe', async () => {

@@ -143,7 +143,6 @@ test('a video without scores over any threshold has no violations', () => {
   assert.equal(tracker.finish(1), {closed: [], violations: []})
 })
 
-test.run()
 
 test("a segment lists its frames' hash-list matches: each entry once, at its nearest distance and the first frame at it", () => {
   const known: FrameLabel = {name: 'known_bad', parent: null, threshold: 0.5, score: 0}
@@ -169,7 +168,23 @@ test("a segment lists its frames' hash-list matches: each entry once, at its nea
   )
 })
 
+test("an instant of several streams' frames violates a label when any frame does, at the highest score, with the matches of those frames only", () => {
+  const known: FrameLabel = {name: 'known_bad', parent: null, threshold: 0.5, score: 0}
+  const m = (label: string, distance: number) => new Map([['pdq', [{list: 'removals', label, note: '', distance, category: 'known_bad'}]]])
+  const tracker = createSegmentTracker(1, 1, [{name: 'pdq', kind: hashListEvidence}])
+  tracker.pushInstant([{labels: [{...known, score: 0.1}]}, {labels: [{...known, score: 0.1}]}])
+  // The first stream's frame is under the threshold: its match is not the segment's.
+  tracker.pushInstant([{labels: [{...known, score: 0.2}], evidence: m('case-1', 2)}, {labels: [{...known, score: 0.8}], evidence: m('case-2', 9)}])
+  tracker.pushInstant([{labels: [{...known, score: 0.9}]}, {labels: [{...known, score: 0.6}]}])
+  tracker.pushInstant([{labels: [{...known, score: 0.3}]}])
+  assert.equal(tracker.finish(4).violations[0].segments, [
+    {start: 1, end: 3, frames: 2, max_confidence: 0.9, matches: [{list: 'removals', label: 'case-2', note: '', distance: 9, at: 1}]},
+  ])
+})
+
 test('a segment of frames without hash-list matches has no matches field', () => {
   const {tracker} = track([[weapons(0.9)]])
   assert.not.ok('matches' in tracker.finish(1).violations[0].segments[0])
 })
+
+test.run()

@@ -1,0 +1,124 @@
+import {spawn} from 'node:child_process'
+import {resolve} from 'node:path'
+
+import {ffmpegMissing} from './ffmpeg.js'
+import {decoderStalled, readingTooSlow, VIDEO_DEMUXERS} from './ffmpeg-input.js'
+
+/** A video stream of a file, as ffmpeg's description of the file lists it. */
+export interface VideoStream {
+  /** The stream's index among all the file's streams (ffmpeg's `0:N`). */
+  index: number
+  codec: string
+  /** An attached picture (cover art): one picture, not a timeline. */
+  cover: boolean
+  /**
+   * Its frames may be transparent: a pixel format with alpha, a codec whose frames each choose their own format
+   * (PNG, TIFF), or VP8/VP9 with an alpha channel (which only libvpx's decoders read).
+   */
+  alpha: boolean
+}
+
+/** Pixel formats with an alpha component (ffmpeg's names), and palettes, whose entries may be transparent. */
+const ALPHA_PIXEL_FORMAT = /^(argb|rgba|abgr|bgra|yuva|ya\d|gbrap|ayuv|vuya|pal8)/
+/** Codecs whose frames may each have their own pixel format, with or without alpha. */
+const PER_FRAME_FORMAT_CODECS = new Set(['png', 'tiff'])
+const STREAM_LINE = /^\s*Stream #0:(\d+)\S*: Video: (.*)$/
+/** The header is in ffmpeg's first lines; a file whose description goes beyond this is not a video we take. */
+const MAX_HEADER_CHARS = 256 * 1024
+
+/** Splits "a (x, y), b, c" at the commas outside parentheses. */
+function topLevelFields(text: string): string[] {
+  const fields: string[] = []
+  let depth = 0
+  let start = 0
+  for (let i = 0; i < text.length; i++) {
+    if (text[i] === '(') depth++
+    else if (text[i] === ')') depth = Math.max(0, depth - 1)
+    else if (text[i] === ',' && depth === 0) {
+      fields.push(text.slice(start, i).trim())
+      start = i + 1
+    }
+  }
+  fields.push(text.slice(start).trim())
+  return fields
+}
+
+/**
+ * The video streams in ffmpeg's description of a file (`ffmpeg -i`): per stream line, its codec, pixel format and
+ * dispositions, and from the metadata lines below it Matroska's `alpha_mode`. Lines that are not ffmpeg's own
+ * (metadata values) are indented under a key and never start with "Stream #".
+ */
+export function parseVideoStreams(header: string): VideoStream[] {
+  const streams: VideoStream[] = []
+  let current: VideoStream | undefined
+  for (const line of header.split('\n')) {
+    const m = STREAM_LINE.exec(line)
+    if (m) {
+      const [codecField, pixelField = ''] = topLevelFields(m[2])
+      const codec = codecField.split(/[\s(]/)[0]
+      const pixelFormat = pixelField.split(/[\s(]/)[0]
+      current = {index: Number(m[1]), codec, cover: /\(attached pic\)/.test(m[2]), alpha: ALPHA_PIXEL_FORMAT.test(pixelFormat) || PER_FRAME_FORMAT_CODECS.has(codec)}
+      streams.push(current)
+    } else if (/^\s*Stream #/.test(line)) {
+      current = undefined
+    } else if (current && /^\s+alpha_mode\s*: 1\s*$/.test(line) && (current.codec === 'vp8' || current.codec === 'vp9')) {
+      current.alpha = true
+    }
+  }
+  return streams
+}
+
+export interface StreamProbeOptions {
+  ffmpeg: string
+  maxPixels: number
+  /** ffmpeg is killed when it has not described the file within this: `unsupported_media`. */
+  stallTimeoutMs: number
+  /** ffmpeg is killed when it has not described the file within this either: `video_too_long`. */
+  timeoutMs: number
+  /** The longest video allowed, named in the `video_too_long` message. */
+  maxSeconds: number
+  signal?: AbortSignal
+}
+
+/**
+ * The video streams of the file at `path`, from ffmpeg's description of it (the input opened as every run of
+ * ours opens it, no output). A file ffmpeg cannot open gives none: the packet listing that follows says why.
+ * Errors: `ffmpeg_missing`; `unsupported_media` or `video_too_long` when ffmpeg has not
+ * described the file within `stallTimeoutMs` or `timeoutMs`; the signal's reason when aborted.
+ */
+export async function probeVideoStreams(path: string, o: StreamProbeOptions): Promise<VideoStream[]> {
+  o.signal?.throwIfAborted()
+  const args = ['-nostdin', '-hide_banner', '-protocol_whitelist', 'file', '-format_whitelist', VIDEO_DEMUXERS, '-max_pixels', String(o.maxPixels), '-i', resolve(path)]
+  const child = spawn(o.ffmpeg, args, {stdio: ['ignore', 'ignore', 'pipe'], windowsHide: true})
+  let header = ''
+  child.stderr.on('data', (chunk: Buffer) => {
+    if (header.length < MAX_HEADER_CHARS) header += chunk.toString('utf8')
+  })
+  let expired = false
+  const kill = (): void => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  }
+  const timer = setTimeout(
+    () => {
+      expired = true
+      kill()
+    },
+    Math.max(0, Math.min(o.stallTimeoutMs, o.timeoutMs)),
+  )
+  o.signal?.addEventListener('abort', kill, {once: true})
+  try {
+    const spawned = await new Promise<boolean>((done) => {
+      child.once('close', () => done(true))
+      child.once('error', () => done(false))
+    })
+    o.signal?.throwIfAborted()
+    if (!spawned) throw ffmpegMissing(`ffmpeg could not be run from ${JSON.stringify(o.ffmpeg)}`)
+    if (expired && o.timeoutMs <= o.stallTimeoutMs) throw readingTooSlow(o.timeoutMs, o.maxSeconds)
+    if (expired) throw decoderStalled(o.stallTimeoutMs)
+    return parseVideoStreams(header)
+  } finally {
+    clearTimeout(timer)
+    o.signal?.removeEventListener('abort', kill)
+    kill()
+  }
+}

@@ -1,0 +1,56 @@
+import {join} from 'node:path'
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {parseVideoStreams} from '../../../src/lib/video/streams.js'
+import {decodeFailure, fakeFfmpeg, ffmpeg, tempDir} from './helpers.js'
+
+const tmp = tempDir()
+test.after(() => tmp.remove())
+
+const HEADER = `Input #0, matroska,webm, from 'x.mkv':
+  Metadata:
+    title           : a
+                    :   Stream #0:7: Video: png, rgba, 64x64
+  Duration: 00:00:03.00, start: 0.000000, bitrate: 9 kb/s
+  Stream #0:0[0x2](und): Video: h264 (High) (avc1 / 0x31637661), yuv420p(tv, bt709, progressive), 64x64 [SAR 1:1 DAR 1:1], 25 fps (default)
+    Metadata:
+      alpha_mode      : 1
+  Stream #0:1: Audio: opus, 48000 Hz, stereo, fltp
+    Metadata:
+      alpha_mode      : 1
+  Stream #0:2: Video: vp9 (Profile 0), yuv420p(tv, progressive), 64x64, SAR 1:1 DAR 1:1, 10 fps, 10 tbr, 1k tbn
+    Metadata:
+      alpha_mode      : 1
+  Stream #0:3[0x0]: Video: png, rgb24(pc), 64x64 [SAR 1:1 DAR 1:1], 90k tbr, 90k tbn (attached pic)
+  Stream #0:4: Video: qtrle (rle  / 0x20656C72), argb(progressive), 64x64, 10 fps
+  Stream #0:5: Video: gif, bgra, 64x64 [SAR 64:64 DAR 1:1], 10 fps, 10 tbr, 100 tbn
+  Stream #0:6: Video: mjpeg (Baseline), yuvj420p(pc, bt470bg/unknown/unknown), 64x64, 25 fps
+`
+
+test("reads each video stream's index, codec, cover disposition and whether it may be transparent from ffmpeg's description", () => {
+  assert.equal(parseVideoStreams(HEADER), [
+    // alpha_mode counts for VP8 and VP9 only; a metadata value that looks like a stream line is not one.
+    {index: 0, codec: 'h264', cover: false, alpha: false},
+    {index: 2, codec: 'vp9', cover: false, alpha: true},
+    {index: 3, codec: 'png', cover: true, alpha: true},
+    {index: 4, codec: 'qtrle', cover: false, alpha: true},
+    {index: 5, codec: 'gif', cover: false, alpha: true},
+    {index: 6, codec: 'mjpeg', cover: false, alpha: false},
+  ])
+})
+
+test('a transparent VP9 that the ffmpeg in use cannot decode with libvpx is refused, not scored without its alpha', async () => {
+  const webm = join(tmp.dir, 'alpha.webm')
+  await ffmpeg('-f', 'lavfi', '-i', 'color=c=black@0:s=32x32:r=10:d=1,format=rgba', '-c:v', 'libvpx-vp9', '-pix_fmt', 'yuva420p', webm)
+  // An ffmpeg built without libvpx answers so when asked for its decoder.
+  const noLibvpx = fakeFfmpeg(join(tmp.dir, 'ffmpeg-no-libvpx'), `case "$*" in *libvpx*) echo "Unknown decoder 'libvpx-vp9'" >&2; exit 1;; esac\nexec ffmpeg "$@"`)
+  const f = await decodeFailure(webm, {ffmpeg: noLibvpx})
+  assert.equal(f, {
+    code: 'unsupported_media',
+    message: 'the video is transparent (VP8 or VP9 with alpha), which needs an ffmpeg built with libvpx to decode',
+    decoded: 0,
+  })
+})
+
+test.run()
