@@ -134,7 +134,7 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   video_too_long: {
     status: 422,
     when: (l) => `the video is longer than ${l.maxVideoSeconds} s, found while decoding`,
-    example: 'the video is longer than the limit of 600 s',
+    example: 'the video is longer than the limit of 600 s (MOD_MAX_VIDEO_SECONDS)',
   },
   unsupported_media: {
     status: 415,

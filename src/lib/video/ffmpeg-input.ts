@@ -32,7 +32,7 @@ export function readingTooSlow(timeoutMs: number, maxSeconds: number): ModError 
 }
 
 export function videoTooLong(maxSeconds: number): ModError {
-  return new ModError('video_too_long', `the video is longer than the limit of ${maxSeconds} s`)
+  return new ModError('video_too_long', `the video is longer than the limit of ${maxSeconds} s (MOD_MAX_VIDEO_SECONDS)`)
 }
 
 /** ffmpeg's first error line, without "[demuxer @ 0x…]" prefixes and without the server's path. */
@@ -67,7 +67,7 @@ const PIXEL_LIMIT = /exceeds specified max pixel count/
 export const overPixelLimit = (log: string): boolean => PIXEL_LIMIT.test(log)
 
 export function picturesTooLarge(maxPixels: number): ModError {
-  return new ModError('payload_too_large', `the video's pictures are larger than the limit of ${maxPixels} pixels`)
+  return new ModError('payload_too_large', `the video's pictures are larger than the limit of ${maxPixels} pixels (MOD_MAX_PIXELS)`)
 }
 
 /** Kept from ffmpeg's error output: the first lines say what went wrong; later ones repeat it. */

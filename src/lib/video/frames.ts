@@ -153,7 +153,7 @@ function checkFrameLimits(index: number, o: DecodeOptions): void {
   // The packets' span leaves out packets without a timestamp; the frames sampled from them still count.
   if (time >= o.maxSeconds) throw videoTooLong(o.maxSeconds)
   if (index >= o.maxFrames) {
-    throw new ModError('video_too_long', `the video gives more than ${o.maxFrames} frames at ${o.fps} fps, the limit`)
+    throw new ModError('video_too_long', `the video gives more than ${o.maxFrames} frames at ${o.fps} fps, the most one video is scored on: sample fewer (a lower fps)`)
   }
 }
 

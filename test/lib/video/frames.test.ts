@@ -238,7 +238,7 @@ test('a video of exactly the limit is accepted', async () => {
 test('a video longer than max seconds is video_too_long before any frame is decoded', async () => {
   assert.equal(await decodeFailure(clip('twenty.mp4'), {maxSeconds: 10}), {
     code: 'video_too_long',
-    message: 'the video is longer than the limit of 10 s',
+    message: 'the video is longer than the limit of 10 s (MOD_MAX_VIDEO_SECONDS)',
     decoded: 0,
   })
 })
@@ -246,7 +246,7 @@ test('a video longer than max seconds is video_too_long before any frame is deco
 test('a file that claims to be shorter than it is is still refused, from its packets', async () => {
   assert.equal(await decodeFailure(clip('liar.mp4'), {maxSeconds: 10}), {
     code: 'video_too_long',
-    message: 'the video is longer than the limit of 10 s',
+    message: 'the video is longer than the limit of 10 s (MOD_MAX_VIDEO_SECONDS)',
     decoded: 0,
   })
 })
@@ -254,7 +254,7 @@ test('a file that claims to be shorter than it is is still refused, from its pac
 test('a video longer than the limit stops with video_too_long at a tiny fps too, from its packets', async () => {
   // At 0.01 fps the second sampled frame would be at 100 s: only the packets show that 90 s is over 30 s.
   const failure = await decodeFailure(clip('ninety.mp4'), {maxSeconds: 30, fps: 0.01})
-  assert.equal([failure.code, failure.message], ['video_too_long', 'the video is longer than the limit of 30 s'])
+  assert.equal([failure.code, failure.message], ['video_too_long', 'the video is longer than the limit of 30 s (MOD_MAX_VIDEO_SECONDS)'])
   const {summary} = await decodeAll(clip('ninety.mp4'), {maxSeconds: 90, fps: 0.01})
   assert.equal(summary, {frames: 1, duration: 90})
 })
@@ -272,7 +272,7 @@ test('more source frames than max seconds × max source fps is video_too_long be
 test('more frames than max frames stops decoding with video_too_long', async () => {
   assert.equal(await decodeFailure(clip('rbr.mp4'), {fps: 2, maxFrames: 5}), {
     code: 'video_too_long',
-    message: 'the video gives more than 5 frames at 2 fps, the limit',
+    message: 'the video gives more than 5 frames at 2 fps, the most one video is scored on: sample fewer (a lower fps)',
     decoded: 5,
   })
 })
@@ -280,7 +280,7 @@ test('more frames than max frames stops decoding with video_too_long', async () 
 test('pictures over the pixel limit are payload_too_large', async () => {
   assert.equal(await decodeFailure(clip('rbr.mp4'), {maxPixels: 4000}), {
     code: 'payload_too_large',
-    message: "the video's pictures are larger than the limit of 4000 pixels",
+    message: "the video's pictures are larger than the limit of 4000 pixels (MOD_MAX_PIXELS)",
     decoded: 0,
   })
 })
