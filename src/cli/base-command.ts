@@ -8,13 +8,13 @@ import type {Config} from '../lib/config/load.js'
 import {isModError} from '../lib/errors.js'
 import {unknownVariables} from '../lib/config/variables.js'
 import {stopThreadsBeforeExit} from '../lib/worker-module.js'
-import {errorLine, EXIT_ERROR, exitForSignal, STOP_SIGNALS, type StopSignal} from './errors.js'
+import {errorText, EXIT_ERROR, exitForSignal, STOP_SIGNALS, type StopSignal} from './errors.js'
 import type {EnvVars} from './help.js'
 import {usageLine, type FlagShape} from './parse-errors.js'
 import {openOutput, type Output} from './output.js'
 import {startProgress, type Progress} from './progress.js'
 import type {Reporter} from './reports/reporter.js'
-import {visibleLines} from './visible.js'
+import {visible} from './visible.js'
 
 function isParseError(e: unknown): boolean {
   return e instanceof Errors.CLIError && !isModError(e)
@@ -103,9 +103,13 @@ export abstract class ModCommand extends Command {
     if (config.policyFound) this.logToStderr(`mod: policy: ${config.policyPath} (found ${config.policyFound}; --config names another)`)
   }
 
-  /** Every note on stderr may quote a name from elsewhere (a file, a policy's key): each line is made visible. */
+  /**
+   * One note on stderr. It may quote a name from elsewhere (a file, a policy's key, a path typed): the note is made
+   * visible, line breaks included, so it stays one line and no part of it passes for a line of its own (a CI
+   * log's workflow command). A note of several lines is several calls.
+   */
   override logToStderr(message = '', ...args: unknown[]): void {
-    super.logToStderr(visibleLines(format(message, ...args)))
+    super.logToStderr(visible(format(message, ...args)))
   }
 
   /** A progress line on stderr, only on a terminal; finished when the command ends. */
@@ -137,8 +141,7 @@ export abstract class ModCommand extends Command {
       this.sayStopped()
       return this.exit(this.signalExit())
     }
-    // A message may quote what came from elsewhere (a server, a file): no part of it may pass for a line of its own.
-    process.stderr.write(`${visibleLines(this.describe(err))}\n`)
+    process.stderr.write(`${this.describe(err)}\n`)
     if (process.env.DEBUG && err.stack) process.stderr.write(`${err.stack}\n`)
     return this.exit(EXIT_ERROR)
   }
@@ -164,12 +167,13 @@ export abstract class ModCommand extends Command {
     process.exit(code)
   }
 
+  /** The failure's text, made visible: a message may quote what came from elsewhere (a server, a file, what was typed). */
   private describe(err: Error): string {
-    if (!isParseError(err)) return errorLine(err)
+    if (!isParseError(err)) return errorText(err)
     const cmd = this.constructor as typeof Command
     const json: Record<string, FlagShape> = cmd.enableJsonFlag ? {json: {type: 'boolean'}} : {}
     const flags = {...cmd.baseFlags, ...cmd.flags, ...json}
     const id = (this.id ?? '').replaceAll(':', ' ')
-    return usageLine(err, {bin: this.config.bin, id, flags, args: cmd.args ?? {}, strict: cmd.strict !== false, argv: this.argv, env: process.env})
+    return visible(usageLine(err, {bin: this.config.bin, id, flags, args: cmd.args ?? {}, strict: cmd.strict !== false, argv: this.argv, env: process.env}))
   }
 }

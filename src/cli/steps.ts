@@ -1,5 +1,7 @@
 import {Listr, ListrLogger, ProcessOutput} from 'listr2'
 
+import {visible} from './visible.js'
+
 /** Without a terminal, how often a step's changing title is also printed as a line. */
 const PLAIN_EVERY_MS = 5000
 
@@ -22,16 +24,17 @@ export async function runSteps(steps: readonly Step[], stream: NodeJS.WriteStrea
   const logger = new ListrLogger({useIcons: !plain, processOutput: new ProcessOutput(stream, stream)})
   const listr = new Listr(
     steps.map((s) => ({
-      title: s.title,
+      // A title may name a file or a folder: it stays one line, whatever the name holds.
+      title: visible(s.title),
       task: async (_ctx: unknown, task: {title: string | undefined; output: string | undefined}) => {
         // The plain renderer prints a title only as the step starts and ends: a long step's count also goes out as
         // a line now and then, for logs.
         let lastLine = Date.now()
         const retitle = (title: string): void => {
-          task.title = title
+          task.title = visible(title)
           if (plain && Date.now() - lastLine >= PLAIN_EVERY_MS) {
             lastLine = Date.now()
-            task.output = title
+            task.output = task.title
           }
         }
         try {

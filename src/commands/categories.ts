@@ -11,7 +11,7 @@ import type {CategoriesResult} from '../lib/types.js'
 const SIGNALS_WIDTH = 14
 
 /** The table: a coverage line, then one line per category with its threshold, origin, signals, parent and state. */
-function categoriesTable(listing: CategoriesResult): string {
+function categoriesTable(listing: CategoriesResult): string[] {
   const {evaluated, total, text_only: textOnly = []} = listing.coverage
   const byText = textOnly.length > 0 ? `, ${textOnly.length} by text only: ${textOnly.join(', ')}` : ''
   const width = listing.categories.reduce((w, c) => Math.max(w, c.name.length), 4)
@@ -22,7 +22,7 @@ function categoriesTable(listing: CategoriesResult): string {
     const state = c.evaluated ? `evaluated by ${c.evaluated_by.join('+')}` : `NOT EVALUATED: ${c.reason ?? ''}`
     return `${c.name.padEnd(width)}  threshold ${c.threshold.toFixed(2)}  ${c.origin.padEnd(7)}  ${signals}  ${parent}  ${state}`
   })
-  return [`preset ${listing.preset}, model ${listing.model}; ${evaluated} of ${plural(total, 'category', 'categories')} evaluated${byText}`, ...rows].join('\n')
+  return [`preset ${listing.preset}, model ${listing.model}; ${evaluated} of ${plural(total, 'category', 'categories')} evaluated${byText}`, ...rows]
 }
 
 const REPORTERS = oneResultReporters(categoriesTable)
