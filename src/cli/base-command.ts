@@ -124,7 +124,7 @@ export abstract class ModCommand extends Command {
    * steps around the progress line. Notes go to stderr with logToStderr, whatever the format.
    */
   protected output<Item, End>(reporter: Reporter<Item, End>): Output<Item, End> {
-    return openOutput(reporter, process.stdout, (write) => (this.progress ? this.progress.above(write) : write()))
+    return openOutput(reporter, process.stdout, (write, text) => (this.progress ? this.progress.above(write, text) : write()))
   }
 
   /** Prints the one result of a command that has one, in the format's reporter. */

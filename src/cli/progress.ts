@@ -2,7 +2,8 @@
  * The progress line of the commands that print results as they go (scan, scan-video, hash). On a terminal: one
  * status line on stderr, redrawn in place. Results go to stdout above it:
  * `above()` clears the line, lets the caller write, then redraws, so a row printed to the same terminal is never
- * erased. (listr2 was dropped here: it picks its renderer by process.stdout.isTTY, so with stdout redirected its
+ * erased. Results that end mid-line (the JSON array's `[`, an element before its comma, SARIF) leave the cursor
+ * on their row, which drawing the line there would clear: the line waits until results end a line again. (listr2 was dropped here: it picks its renderer by process.stdout.isTTY, so with stdout redirected its
  * fallback renderer printed to stdout, and its default renderer redraws over rows written to the same terminal.
  * Commands made of a few steps, whose results come at the end, use listr2 through steps.ts.)
  */
@@ -12,8 +13,8 @@ import {visible} from './visible.js'
 
 export interface Progress {
   update(text: string): void
-  /** Runs `write` (which prints results) with the status line out of the way. */
-  above(write: () => void): void
+  /** Runs `write`, which prints `text` (results), with the status line out of the way. */
+  above(write: () => void, text?: string): void
   /** Removes the line for good; idempotent. */
   finish(): void
 }
@@ -66,7 +67,10 @@ export function startProgress(
   let done = false
   let last = 0
   let pending: NodeJS.Timeout | undefined
+  // The results on the same terminal stopped mid-line: the cursor is on their row.
+  let midLine = false
   const draw = (): void => {
+    if (midLine) return
     const width = Math.max(10, (stream.columns || 80) - 1)
     // The line may name a file: nothing in the name may move the cursor or change the terminal.
     stream.write(`${CLEAR}${fitted(visible(current), width)}`)
@@ -90,10 +94,11 @@ export function startProgress(
           if (!done) draw()
         }, wait).unref()
     },
-    above(write) {
+    above(write, text = '') {
       if (!shared) return write()
       clear()
       write()
+      if (text !== '') midLine = !text.endsWith('\n')
       if (!done) draw()
     },
     finish() {

@@ -94,6 +94,36 @@ test('results and progress on one terminal: every row stays visible, one summary
   assert.match(screen, 'EXIT=2')
 })
 
+/** The JSON documents on a screen, each from a row starting with `[` or `{` to the row that completes it. */
+function documents(screen: string): unknown[] {
+  const found: unknown[] = []
+  let text: string | undefined
+  for (const row of screen.split('\n')) {
+    if (text === undefined && !/^[[{]/.test(row)) continue
+    text = text === undefined ? row : `${text}\n${row}`
+    try {
+      found.push(JSON.parse(text))
+      text = undefined
+    } catch {
+      // Not complete yet: the next row continues it.
+    }
+  }
+  return found
+}
+
+test('--json, SARIF and hash --json on the terminal with its progress line: nothing of the results is erased', async () => {
+  // Each stops mid-line between its writes (`[`, an element before its comma), where a redrawn line would clear the row.
+  const line = `${mod()} scan ${FIRST} --json; ${mod()} scan ${FIRST} --format sarif; ${mod()} hash ${FIRST} --json; echo EXIT=$?; sleep 60`
+  const screen = await inPane(dir.path, line, SIZE, (pane) => pane.until(/EXIT=\d+/, 90_000, true))
+  const [scan, sarif, hash] = documents(screen) as [{source: string}[], {runs: {results: unknown[]}[]}, {source: string}[]]
+  assert.ok(Array.isArray(scan), screen)
+  assert.equal(scan.map((r) => r.source), Array.from({length: FIRST_COUNT}, (_, i) => `imgs/${String(i).padStart(3, '0')}.png`))
+  assert.is(sarif.runs[0].results.length, 1, screen)
+  assert.ok(Array.isArray(hash), screen)
+  assert.is(hash.length, FIRST_COUNT, screen)
+  assert.not.match(screen, 'Scanning')
+})
+
 test('Ctrl-C stops a scan with exit 130, one line saying how far it got, no stack trace, no progress line left behind', async () => {
   // The images without the unreadable one (imgs/050.png), then stdin (-), a FIFO that never ends: the scan waits for
   // it with its progress line on the screen until Ctrl-C, however fast the images went. (The same glob given 20 times
