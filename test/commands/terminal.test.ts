@@ -1,7 +1,7 @@
 // `mod scan` under a real terminal: util-linux `script` gives the command a pseudo-terminal (stderr on it, stdout
 // redirected by the shell inside), and tmux renders what a person would see, scrollback included.
 import {execFileSync} from 'node:child_process'
-import {appendFileSync, copyFileSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -135,6 +135,18 @@ test('Ctrl-C stops a scan with exit 130, one line saying how far it got, no stac
     return pane.until(/EXIT=\d+/)
   })
   assert.match(screen.trim(), /^mod: stopped by SIGINT after \d+ of \d+\+? files: \d+ scanned: \d+ safe, 0 unsafe, [01] errors\nEXIT=130$/)
+})
+
+test('the terminal closed mid-scan (SIGHUP, stdout gone: EIO): exit 129 and the stop line, no output error', async () => {
+  // The subshell ignores the hang-up to outlive the pane and record mod's exit code; mod handles SIGHUP itself.
+  // stdin (-) never ends, so the scan is still running when the pane closes, its JSON array still open.
+  const line = `( trap '' HUP; ${mod()} scan imgs/1*.png - --json ${IDLE_STDIN} 2> hup.err; echo $? > hup.rc )`
+  await inPane(dir.path, line, SIZE, (pane) => pane.until(/imgs\/199\.png/))
+  // The pane's server is gone: its terminal closed.
+  const deadline = Date.now() + 20_000
+  while (!existsSync(join(dir.path, 'hup.rc')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
+  assert.is(readFileSync(join(dir.path, 'hup.rc'), 'utf8'), '129\n')
+  assert.match(readFileSync(join(dir.path, 'hup.err'), 'utf8'), /^mod: stopped by SIGHUP after \d+ of \d+\+? files: [^\n]*\n$/)
 })
 
 test('the path - with stdin a terminal is refused at once (exit 2, one line), for scan and hash', () => {
