@@ -2,7 +2,7 @@ import cluster from 'node:cluster'
 import {format} from 'node:util'
 
 import {Command, Errors, Flags} from '@oclif/core'
-import chalk from 'chalk'
+import chalk, {chalkStderr} from 'chalk'
 
 import type {Config} from '../lib/config/load.js'
 import {isModError} from '../lib/errors.js'
@@ -28,7 +28,8 @@ function isParseError(e: unknown): boolean {
 export abstract class ModCommand extends Command {
   static override baseFlags = {
     color: Flags.boolean({
-      description: 'Colour the table (a non-empty NO_COLOR also turns it off).',
+      description:
+        'Colour the output where the command colours any (the verdicts of the scans, the steps of eval and models pull): by default when it goes to a terminal and neither NO_COLOR nor FORCE_COLOR=0 is set; the flag wins over both.',
       allowNo: true,
       default: true,
       helpGroup: 'GLOBAL',
@@ -60,8 +61,14 @@ export abstract class ModCommand extends Command {
 
   protected override async init(): Promise<void> {
     await super.init()
-    // chalk's own detection knows --no-color but not NO_COLOR (https://no-color.org).
-    if (process.env.NO_COLOR || this.argv.includes('--no-color')) chalk.level = 0
+    // chalk's own detection (stdout's, and stderr's for the steps) knows --no-color but not NO_COLOR
+    // (https://no-color.org), and lets FORCE_COLOR=0 beat --color: a flag typed wins over the environment.
+    const asked = this.argv.includes('--color')
+    if (this.argv.includes('--no-color') || (process.env.NO_COLOR && !asked)) chalk.level = chalkStderr.level = 0
+    else if (asked) {
+      chalk.level ||= 1
+      chalkStderr.level ||= 1
+    }
     if (!(this.constructor as typeof ModCommand).ownSignals) for (const s of STOP_SIGNALS) process.on(s, this.onSignal)
     // Once per run: the workers of mod serve --workers N share the primary's environment.
     if (!cluster.isWorker) for (const line of unknownVariables(process.env)) this.logToStderr(`mod: warning: ${line}`)

@@ -1,4 +1,5 @@
-import {Listr, ListrLogger, ProcessOutput} from 'listr2'
+import {chalkStderr} from 'chalk'
+import {DefaultRenderer, Listr, ListrLogger, ProcessOutput} from 'listr2'
 
 import {visible} from './visible.js'
 
@@ -11,17 +12,54 @@ export interface Step {
   run: (setTitle: (title: string) => void) => Promise<void>
 }
 
+const SGR = /\x1b\[[0-9;]*m/g
+
+/** listr2's output with its colours taken out: listr2 colours by stdout (colorette's choice), and it writes to stderr. */
+class UncolouredOutput extends ProcessOutput {
+  override get stdout(): NodeJS.WriteStream {
+    return uncoloured(super.stdout)
+  }
+
+  override get stderr(): NodeJS.WriteStream {
+    return uncoloured(super.stderr)
+  }
+
+  override toStdout(buffer: string, eol?: boolean): boolean {
+    return super.toStdout(buffer.replace(SGR, ''), eol)
+  }
+
+  override toStderr(buffer: string, eol?: boolean): boolean {
+    return super.toStderr(buffer.replace(SGR, ''), eol)
+  }
+}
+
+function uncoloured(out: NodeJS.WriteStream): NodeJS.WriteStream {
+  const write = out.write.bind(out) as (chunk: unknown, ...rest: unknown[]) => boolean
+  return Object.assign(out, {write: (chunk: unknown, ...rest: unknown[]) => write(typeof chunk === 'string' ? chunk.replace(SGR, '') : chunk, ...rest)})
+}
+
+/** The task list redrawn in place, on stderr: listr2 would judge whether it can redraw by stdout, not the stream it is given. */
+class TerminalRenderer extends DefaultRenderer {
+  static override nonTTY = true
+}
+
 /**
  * Runs steps one after the other and shows them with listr2 on stderr: its task list, redrawn in place, on a
- * terminal; its plain `simple` renderer (a line as each step starts and ends) when stderr is not a terminal or CI
- * is set. stdout stays clean for JSON: both renderers get a stderr logger (left alone, listr2 picks its renderer
- * by stdout and its fallback prints there). Signals stay with the command. The first failing step's error is
- * thrown, as the command reports it.
+ * terminal; its plain `simple` renderer (a line as each step starts and ends) when stderr is not a terminal that
+ * can redraw (`TERM=dumb`) or CI is set. Coloured only when stderr is (chalk's choice for stderr, which NO_COLOR,
+ * FORCE_COLOR and --[no-]color steer). stdout stays clean for JSON: both renderers get a stderr logger (left alone,
+ * listr2 picks its renderer and colours by stdout, and its fallback prints there). Signals stay with the command.
+ * The first failing step's error is thrown, as the command reports it.
  */
-export async function runSteps(steps: readonly Step[], stream: NodeJS.WriteStream = process.stderr, env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  const plain = !stream.isTTY || Boolean(env.CI)
+export async function runSteps(
+  steps: readonly Step[],
+  stream: NodeJS.WriteStream = process.stderr,
+  env: NodeJS.ProcessEnv = process.env,
+  colour = chalkStderr.level > 0,
+): Promise<void> {
+  const plain = !stream.isTTY || Boolean(env.CI) || env.TERM === 'dumb'
   let failure: {error: unknown} | undefined
-  const logger = new ListrLogger({useIcons: !plain, processOutput: new ProcessOutput(stream, stream)})
+  const logger = new ListrLogger({useIcons: !plain, processOutput: colour ? new ProcessOutput(stream, stream) : new UncolouredOutput(stream, stream)})
   const listr = new Listr(
     steps.map((s) => ({
       // A title may name a file or a folder: it stays one line, whatever the name holds.
@@ -47,7 +85,7 @@ export async function runSteps(steps: readonly Step[], stream: NodeJS.WriteStrea
       },
     })),
     {
-      renderer: plain ? 'simple' : 'default',
+      renderer: plain ? 'simple' : TerminalRenderer,
       rendererOptions: {logger},
       fallbackRenderer: 'simple',
       fallbackRendererOptions: {logger},

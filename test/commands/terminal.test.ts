@@ -42,6 +42,11 @@ test.before(async () => {
   envPrefix = `env -u NO_COLOR MOD_MODEL_DIR=${TOY_MODEL} MOD_CACHE_DIR=${warmCacheDir(join(dir.path, 'cache'))} MOD_CONFIG=${policy}`
   await colourClip(join(dir.path, 'long.mp4'), ['blue'], 120, {size: '32x32', rate: 5})
   copyFileSync(join(dir.path, 'long.mp4'), join(dir.path, WIDE_NAME))
+  // A dataset for the commands made of steps (eval): one safe image, one of the policy's category.
+  for (const [folder, image] of [['safe', png], ['redness', await solidPng(240, 20, 20, 16, 16)]] as const) {
+    mkdirSync(join(dir.path, 'ds', folder), {recursive: true})
+    writeFileSync(join(dir.path, 'ds', folder, 'a.png'), image)
+  }
 })
 
 test.after(() => dir.remove())
@@ -147,6 +152,24 @@ test('the terminal closed mid-scan (SIGHUP, stdout gone: EIO): exit 129 and the 
   while (!existsSync(join(dir.path, 'hup.rc')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
   assert.is(readFileSync(join(dir.path, 'hup.rc'), 'utf8'), '129\n')
   assert.match(readFileSync(join(dir.path, 'hup.err'), 'utf8'), /^mod: stopped by SIGHUP after \d+ of \d+\+? files: [^\n]*\n$/)
+})
+
+test("the steps (eval) follow stderr, not stdout: colour, and whether the list is redrawn", () => {
+  const steps = (line: string): string => underPty(`env -u CI ${line}`)
+  // stdout a terminal, stderr a file: plain lines, no colour in the file.
+  steps(`${mod()} eval ds 2> steps.err`)
+  const logged = readFileSync(join(dir.path, 'steps.err'), 'utf8')
+  assert.match(logged, '[COMPLETED] Scoring: 2/2 images')
+  assert.not.match(logged, '\x1b')
+  // stderr a terminal, stdout elsewhere: the list redrawn in place (its ticks), as with both on the terminal.
+  const shown = steps(`${mod()} eval ds > /dev/null`).replace(/\x1b\[[0-9;]*m/g, '')
+  assert.match(shown, /\u2714 Scoring: 2\/2 images/)
+  assert.not.match(shown, '\u276f')
+  // FORCE_COLOR=0 asks for no colour; TERM=dumb cannot redraw: plain lines, no escape at all.
+  assert.not.match(steps(`FORCE_COLOR=0 ${mod()} eval ds`).replace(/\x1b\[\?25[lh]/g, ''), /\x1b\[[0-9;]*m/)
+  const dumb = steps(`TERM=dumb ${mod()} eval ds > /dev/null`)
+  assert.match(dumb, '[COMPLETED] Scoring: 2/2 images')
+  assert.not.match(dumb, '\x1b')
 })
 
 test('the path - with stdin a terminal is refused at once (exit 2, one line), for scan and hash', () => {
