@@ -28,8 +28,7 @@ function isParseError(e: unknown): boolean {
 export abstract class ModCommand extends Command {
   static override baseFlags = {
     color: Flags.boolean({
-      description:
-        'Colour the output where the command colours any (the verdicts of the scans, the steps of eval and models pull): by default when it goes to a terminal and neither NO_COLOR nor FORCE_COLOR=0 is set; the flag wins over both.',
+      description: 'Colour the output (wins over NO_COLOR and FORCE_COLOR=0).',
       allowNo: true,
       default: true,
       helpGroup: 'GLOBAL',
