@@ -71,10 +71,12 @@ export function startProgress(
   let midLine = false
   const draw = (): void => {
     if (midLine) return
-    const width = Math.max(10, (stream.columns || 80) - 1)
+    // One column spare, however narrow the terminal: a line that fills the row, or more, wraps. Too narrow for a
+    // character and its `…`: nothing.
+    const width = (stream.columns || 80) - 1
     // The line may name a file: nothing in the name may move the cursor or change the terminal.
-    stream.write(`${CLEAR}${fitted(visible(current), width)}`)
-    shown = true
+    stream.write(width < 2 ? CLEAR : `${CLEAR}${fitted(visible(current), width)}`)
+    shown = width >= 2
     last = Date.now()
   }
   const clear = (): void => {

@@ -129,6 +129,11 @@ test('--json, SARIF and hash --json on the terminal with its progress line: noth
   assert.not.match(screen, 'Scanning')
 })
 
+test('a terminal narrower than a progress line fits it too: no row left behind', async () => {
+  const screen = await inPane(dir.path, `${mod()} scan ${FIRST} > /dev/null; echo E=$?; sleep 60`, {width: 8, height: 20}, (pane) => pane.until(/E=\d+/))
+  assert.not.match(screen, 'Scann')
+})
+
 test('Ctrl-C stops a scan with exit 130, one line saying how far it got, no stack trace, no progress line left behind', async () => {
   // The images without the unreadable one (imgs/050.png), then stdin (-), a FIFO that never ends: the scan waits for
   // it with its progress line on the screen until Ctrl-C, however fast the images went. (The same glob given 20 times
