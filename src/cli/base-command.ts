@@ -112,10 +112,12 @@ export abstract class ModCommand extends Command {
   /**
    * One note on stderr. It may quote a name from elsewhere (a file, a policy's key, a path typed): the note is made
    * visible, line breaks included, so it stays one line and no part of it passes for a line of its own (a CI
-   * log's workflow command). A note of several lines is several calls.
+   * log's workflow command). A note of several lines is several calls. Written to the stream, not through
+   * console.error (oclif's way): Node.js's console judges colours on first use, and with NO_COLOR and FORCE_COLOR
+   * both set it prints a warning of its own, which lands in the middle of the progress line.
    */
   override logToStderr(message = '', ...args: unknown[]): void {
-    super.logToStderr(visible(format(message, ...args)))
+    process.stderr.write(`${visible(format(message, ...args))}\n`)
   }
 
   /** A progress line on stderr, only on a terminal; finished when the command ends. */

@@ -177,6 +177,12 @@ test("the steps (eval) follow stderr, not stdout: colour, and whether the list i
   assert.not.match(dumb, '\x1b')
 })
 
+test('NO_COLOR and FORCE_COLOR both set: no Node.js warning across the progress line', () => {
+  const shown = underPty(`${envPrefix} NO_COLOR=1 FORCE_COLOR=1 ${process.execPath} ${BIN} scan imgs/00*.png > /dev/null`)
+  assert.match(shown, 'scanned:')
+  assert.not.match(shown, 'Warning')
+})
+
 test('the path - with stdin a terminal is refused at once (exit 2, one line), for scan and hash', () => {
   for (const command of ['scan', 'hash']) {
     const shown = underPty(`${mod()} ${command} - imgs/000.png; echo mod-exit=$?`)
