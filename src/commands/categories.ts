@@ -2,6 +2,7 @@ import {ModCommand} from '../cli/base-command.js'
 import {SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
 import {modelFlags} from '../cli/flags.js'
+import {checkPolicyFiles} from '../cli/policy-files.js'
 import {chosenFormat, formatFlags} from '../cli/output.js'
 import {oneResultReporters, PLAIN_FORMATS} from '../cli/reports/reporter.js'
 import {plural} from '../lib/plural.js'
@@ -36,7 +37,7 @@ export default class Categories extends ModCommand {
 
   static override exitCodes: [string, string][] = [
     ['0', 'the categories are listed'],
-    ['2', 'usage or configuration error (a policy file that is not valid)'],
+    ['2', 'usage or configuration error (a policy file that is not valid, or a hash list it names that a scan would refuse)'],
     ...SIGNAL_EXIT_CODES,
   ]
 
@@ -49,6 +50,7 @@ export default class Categories extends ModCommand {
     const {flags} = await this.parse(Categories)
     const {engine, config} = await engineFromFlags(flags)
     this.notePolicy(config)
+    if (config.policyPath) await checkPolicyFiles(config.policyPath)
     this.printResult(REPORTERS[chosenFormat(flags)](), await engine.categories())
   }
 }

@@ -4,24 +4,14 @@ import {ModCommand} from '../../cli/base-command.js'
 import {errorText, EXIT_ERROR, SIGNAL_EXIT_CODES} from '../../cli/errors.js'
 import {isModError} from '../../lib/errors.js'
 import {chosenFormat, formatFlags} from '../../cli/output.js'
+import {verifySections} from '../../cli/policy-files.js'
 import {oneResultReporters, PLAIN_FORMATS} from '../../cli/reports/reporter.js'
 import {buildPolicy, sectionSummaryLines, summarizePolicy, validatePolicyFile} from '../../lib/config/policy.js'
 import {longPresetPrompts, type LongPrompt} from '../../lib/model/prompt-length.js'
 import {formatProblems, type PolicySummary} from '../../lib/policy/load.js'
 import type {PolicyProblem} from '../../lib/policy/schema.js'
-import type {SectionCheck} from '../../lib/policy/section.js'
-import {POLICY_PLUGINS} from '../../lib/signals/registry.js'
 
 const SHOWN_CHARS = 60
-
-/** Each section's check of the files it names (hash lists read through), also when the policy has problems. */
-async function verifySections(policyPath: string, read: Record<string, unknown> | undefined): Promise<{key: string; check: SectionCheck}[]> {
-  const checks = POLICY_PLUGINS.sections.flatMap(({section}) => {
-    const value = read?.[section.key]
-    return section.verify && value !== undefined ? [section.verify(value, policyPath).then((check) => ({key: section.key, check}))] : []
-  })
-  return Promise.all(checks)
-}
 
 function describeLong(p: LongPrompt): string {
   const text = p.text.length > SHOWN_CHARS ? `${p.text.slice(0, SHOWN_CHARS)}…` : p.text
