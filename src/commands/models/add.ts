@@ -20,7 +20,7 @@ export default class ModelsAdd extends ModCommand {
 
 ${ADDONS.map((a) => a.addHelp).join('\n\n')}`
 
-  static override examples = ['<%= config.bin %> models add nudenet ./320n.onnx', 'MOD_CACHE_DIR=/srv/mod <%= config.bin %> models add nudenet /media/usb/320n.onnx']
+  static override examples = ['<%= config.bin %> models add nudenet ./320n.onnx', '$ MOD_CACHE_DIR=/srv/mod <%= config.bin %> models add nudenet /media/usb/320n.onnx']
 
   static override exitCodes: [string, string][] = [
     ['0', 'installed and verified'],

@@ -69,8 +69,8 @@ Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the ho
   static override examples = [
     '<%= config.bin %> models pull fast',
     '<%= config.bin %> models pull nudenet',
-    'MOD_CACHE_DIR=/srv/mod <%= config.bin %> models pull accurate',
-    'HTTPS_PROXY=http://proxy.internal:3128 <%= config.bin %> models pull fast',
+    '$ MOD_CACHE_DIR=/srv/mod <%= config.bin %> models pull accurate',
+    '$ HTTPS_PROXY=http://proxy.internal:3128 <%= config.bin %> models pull fast',
   ]
 
   static override envVars: EnvVars = [
