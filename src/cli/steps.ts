@@ -86,7 +86,8 @@ export async function runSteps(
     })),
     {
       renderer: plain ? 'simple' : TerminalRenderer,
-      rendererOptions: {logger},
+      // A failed step keeps its title (the reason is the command's own error line), not listr2's `failed` in its place.
+      rendererOptions: {logger, showErrorMessage: false},
       fallbackRenderer: 'simple',
       fallbackRendererOptions: {logger},
       fallbackRendererCondition: false,
