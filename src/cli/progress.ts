@@ -3,9 +3,10 @@
  * status line on stderr, redrawn in place. Results go to stdout above it:
  * `above()` clears the line, lets the caller write, then redraws, so a row printed to the same terminal is never
  * erased. Results that end mid-line (the JSON array's `[`, an element before its comma, SARIF) leave the cursor
- * on their row, which drawing the line there would clear: the line waits until results end a line again. (listr2 was dropped here: it picks its renderer by process.stdout.isTTY, so with stdout redirected its
- * fallback renderer printed to stdout, and its default renderer redraws over rows written to the same terminal.
- * Commands made of a few steps, whose results come at the end, use listr2 through steps.ts.)
+ * on their row, which drawing the line there would clear: the line waits until results end a line again.
+ * (listr2 was dropped here: it picks its renderer by process.stdout.isTTY, so with stdout redirected its fallback
+ * renderer printed to stdout, and its default renderer redraws over rows written to the same terminal. Commands
+ * made of a few steps, whose results come at the end, use listr2 through steps.ts.)
  */
 import stringWidth from 'string-width'
 

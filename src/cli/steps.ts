@@ -33,6 +33,7 @@ class UncolouredOutput extends ProcessOutput {
   }
 }
 
+/** `out` (a copy of the stream that listr2 makes for each use) writing without colours. */
 function uncoloured(out: NodeJS.WriteStream): NodeJS.WriteStream {
   const write = out.write.bind(out) as (chunk: unknown, ...rest: unknown[]) => boolean
   return Object.assign(out, {write: (chunk: unknown, ...rest: unknown[]) => write(typeof chunk === 'string' ? chunk.replace(SGR, '') : chunk, ...rest)})
