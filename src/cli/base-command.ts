@@ -2,19 +2,19 @@ import cluster from 'node:cluster'
 import {format} from 'node:util'
 
 import {Command, Errors, Flags} from '@oclif/core'
-import chalk from 'chalk'
+import chalk, {chalkStderr} from 'chalk'
 
 import type {Config} from '../lib/config/load.js'
 import {isModError} from '../lib/errors.js'
 import {unknownVariables} from '../lib/config/variables.js'
 import {stopThreadsBeforeExit} from '../lib/worker-module.js'
-import {errorLine, EXIT_ERROR, exitForSignal, STOP_SIGNALS, type StopSignal} from './errors.js'
+import {errorText, EXIT_ERROR, exitForSignal, STOP_SIGNALS, type StopSignal} from './errors.js'
 import type {EnvVars} from './help.js'
 import {usageLine, type FlagShape} from './parse-errors.js'
 import {openOutput, type Output} from './output.js'
 import {startProgress, type Progress} from './progress.js'
 import type {Reporter} from './reports/reporter.js'
-import {visibleLines} from './visible.js'
+import {visible} from './visible.js'
 
 function isParseError(e: unknown): boolean {
   return e instanceof Errors.CLIError && !isModError(e)
@@ -28,7 +28,7 @@ function isParseError(e: unknown): boolean {
 export abstract class ModCommand extends Command {
   static override baseFlags = {
     color: Flags.boolean({
-      description: 'Colour the table (a non-empty NO_COLOR also turns it off).',
+      description: 'Colour the output (wins over NO_COLOR and FORCE_COLOR=0).',
       allowNo: true,
       default: true,
       helpGroup: 'GLOBAL',
@@ -60,8 +60,14 @@ export abstract class ModCommand extends Command {
 
   protected override async init(): Promise<void> {
     await super.init()
-    // chalk's own detection knows --no-color but not NO_COLOR (https://no-color.org).
-    if (process.env.NO_COLOR || this.argv.includes('--no-color')) chalk.level = 0
+    // chalk's own detection (stdout's, and stderr's for the steps) knows --no-color but not NO_COLOR
+    // (https://no-color.org), and lets FORCE_COLOR=0 beat --color: a flag typed wins over the environment.
+    const asked = this.argv.includes('--color')
+    if (this.argv.includes('--no-color') || (process.env.NO_COLOR && !asked)) chalk.level = chalkStderr.level = 0
+    else if (asked) {
+      chalk.level ||= 1
+      chalkStderr.level ||= 1
+    }
     if (!(this.constructor as typeof ModCommand).ownSignals) for (const s of STOP_SIGNALS) process.on(s, this.onSignal)
     // Once per run: the workers of mod serve --workers N share the primary's environment.
     if (!cluster.isWorker) for (const line of unknownVariables(process.env)) this.logToStderr(`mod: warning: ${line}`)
@@ -103,9 +109,15 @@ export abstract class ModCommand extends Command {
     if (config.policyFound) this.logToStderr(`mod: policy: ${config.policyPath} (found ${config.policyFound}; --config names another)`)
   }
 
-  /** Every note on stderr may quote a name from elsewhere (a file, a policy's key): each line is made visible. */
+  /**
+   * One note on stderr. It may quote a name from elsewhere (a file, a policy's key, a path typed): the note is made
+   * visible, line breaks included, so it stays one line and no part of it passes for a line of its own (a CI
+   * log's workflow command). A note of several lines is several calls. Written to the stream, not through
+   * console.error (oclif's way): Node.js's console judges colours on first use, and with NO_COLOR and FORCE_COLOR
+   * both set it prints a warning of its own, which lands in the middle of the progress line.
+   */
   override logToStderr(message = '', ...args: unknown[]): void {
-    super.logToStderr(visibleLines(format(message, ...args)))
+    process.stderr.write(`${visible(format(message, ...args))}\n`)
   }
 
   /** A progress line on stderr, only on a terminal; finished when the command ends. */
@@ -120,7 +132,7 @@ export abstract class ModCommand extends Command {
    * steps around the progress line. Notes go to stderr with logToStderr, whatever the format.
    */
   protected output<Item, End>(reporter: Reporter<Item, End>): Output<Item, End> {
-    return openOutput(reporter, process.stdout, (write) => (this.progress ? this.progress.above(write) : write()))
+    return openOutput(reporter, process.stdout, (write, text) => (this.progress ? this.progress.above(write, text) : write()))
   }
 
   /** Prints the one result of a command that has one, in the format's reporter. */
@@ -137,8 +149,7 @@ export abstract class ModCommand extends Command {
       this.sayStopped()
       return this.exit(this.signalExit())
     }
-    // A message may quote what came from elsewhere (a server, a file): no part of it may pass for a line of its own.
-    process.stderr.write(`${visibleLines(this.describe(err))}\n`)
+    process.stderr.write(`${this.describe(err)}\n`)
     if (process.env.DEBUG && err.stack) process.stderr.write(`${err.stack}\n`)
     return this.exit(EXIT_ERROR)
   }
@@ -164,12 +175,13 @@ export abstract class ModCommand extends Command {
     process.exit(code)
   }
 
+  /** The failure's text, made visible: a message may quote what came from elsewhere (a server, a file, what was typed). */
   private describe(err: Error): string {
-    if (!isParseError(err)) return errorLine(err)
+    if (!isParseError(err)) return errorText(err)
     const cmd = this.constructor as typeof Command
     const json: Record<string, FlagShape> = cmd.enableJsonFlag ? {json: {type: 'boolean'}} : {}
     const flags = {...cmd.baseFlags, ...cmd.flags, ...json}
     const id = (this.id ?? '').replaceAll(':', ' ')
-    return usageLine(err, {bin: this.config.bin, id, flags, args: cmd.args ?? {}, strict: cmd.strict !== false, argv: this.argv, env: process.env})
+    return visible(usageLine(err, {bin: this.config.bin, id, flags, args: cmd.args ?? {}, strict: cmd.strict !== false, argv: this.argv, env: process.env}))
   }
 }

@@ -28,8 +28,8 @@ function confusionTable(c: Confusion): string[] {
   return table(['', ...pick(c.columns)], c.rows.map((row, i) => [row, ...pick(c.counts[i]).map(String)]))
 }
 
-/** The table output of mod eval. */
-export function formatEval(r: EvalReport): string {
+/** The table output of mod eval, line by line. */
+export function formatEval(r: EvalReport): string[] {
   const m = r.metrics
   const out = [
     `${r.dataset}: ${plural(m.images, 'image')} (${m.safe_images} safe), model ${r.model}`,
@@ -55,7 +55,7 @@ export function formatEval(r: EvalReport): string {
       thresholds.map((t, k) => [t.toFixed(2), ...present.map((name) => `${pct(m.sweep[name][k].recall)} / ${pct(m.sweep[name][k].safe_fpr)}`)]),
     ),
   )
-  return out.join('\n')
+  return out
 }
 
 /**

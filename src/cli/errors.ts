@@ -26,11 +26,16 @@ export const SIGNAL_EXIT_CODES: [string, string][] = [
 /** The EXIT CODES of --help for a command that states none of its own. */
 export const EXIT_CODES: [string, string][] = [['0', 'done'], ['2', 'usage or configuration error; stdout could not be written (a full disk)'], ...SIGNAL_EXIT_CODES]
 
-/** The one line the CLI prints for a failure: `mod: <code>: <message>`. */
-export function errorLine(e: unknown): string {
-  if (isModError(e)) return `mod: ${e.code}: ${e.message}`
-  const message = e instanceof Error ? e.message : String(e)
-  return `mod: internal: ${message}`
+/**
+ * What the CLI prints for a failure: `mod: <code>: <message>`, on one line whatever the message quotes (a file's
+ * name, a server's words: made visible, line breaks included), so that nothing in it passes for a line of its own
+ * (a CI log's workflow command). Only a message `mod` built of several lines (an invalid file's problems) keeps
+ * the breaks between them, each of its lines made visible alike.
+ */
+export function errorText(e: unknown): string {
+  if (!isModError(e)) return `mod: internal: ${visible(e instanceof Error ? e.message : String(e))}`
+  const [first, ...rest] = e.lines ?? [e.message]
+  return [`mod: ${e.code}: ${visible(first)}`, ...rest.map(visible)].join('\n')
 }
 
 /** oclif's "--a=true cannot also be provided when using --b", said once per pair of flags. */
@@ -48,11 +53,11 @@ export function oneLine(message: string): string {
 }
 
 /**
- * The line for a failure outside any command (bin/run.js: an unknown command, oclif failing to start): oclif's
- * own errors are usage errors, anything else is internal, each on one line.
+ * The text for a failure outside any command (bin/run.js: an unknown command, oclif failing to start): oclif's
+ * own errors are usage errors, anything else is internal, each on one line (a ModError as errorText prints it).
  */
 export function startupErrorLine(e: unknown): string {
-  if (isModError(e)) return visible(errorLine(e))
+  if (isModError(e)) return errorText(e)
   // oclif's messages quote what was typed (an unknown command): nothing in it may reach the terminal raw.
   const message = visible(oneLine(String((e as {message?: unknown} | undefined)?.message ?? e)))
   return (e as {oclif?: unknown} | undefined)?.oclif ? `mod: usage: ${message}` : `mod: internal: ${message}`

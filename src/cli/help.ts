@@ -11,13 +11,28 @@ interface ModHelpCommand {
 }
 
 /**
+ * A description with each paragraph on one line, for wrap() to fit to the terminal: a line break inside a
+ * sentence of the source would stay, ragged, at every width. A line of a list (`- `), an indented one and a blank
+ * one keep their own.
+ */
+export function reflow(text: string): string {
+  const lines: string[] = []
+  for (const line of text.split('\n')) {
+    const last = lines.length - 1
+    if (last >= 0 && lines[last] !== '' && line.trim() !== '' && !/^(\s|- )/.test(line)) lines[last] += ` ${line}`
+    else lines.push(line)
+  }
+  return lines.join('\n')
+}
+
+/**
  * Adds ENVIRONMENT VARIABLES (a command's `static envVars`) and EXIT CODES sections to every command's help; a
  * command with a `summary` shows it once, at the top, and its description without it.
  */
 class ModCommandHelp extends CommandHelp {
   protected override description(): string | undefined {
-    const {summary, description} = this.command
-    return summary && description ? this.wrap(description) : super.description()
+    const {description} = this.command
+    return description ? this.wrap(reflow(description)) : super.description()
   }
 
   protected override sections(): ReturnType<CommandHelp['sections']> {

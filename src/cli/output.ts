@@ -43,7 +43,7 @@ export interface Output<Item, End> {
 export function openOutput<Item, End>(
   reporter: Reporter<Item, End>,
   stream: NodeJS.WritableStream = process.stdout,
-  around: (write: () => void) => void = (write) => write(),
+  around: (write: () => void, text: string) => void = (write) => write(),
 ): Output<Item, End> {
   let closed = false
   let ended = false
@@ -52,7 +52,7 @@ export function openOutput<Item, End>(
     closed = true
   })
   const write = (text: string): void => {
-    if (text !== '' && !closed) around(() => stream.write(text))
+    if (text !== '' && !closed) around(() => stream.write(text), text)
   }
   write(reporter.start())
   return {

@@ -2,9 +2,11 @@
  * The progress line of the commands that print results as they go (scan, scan-video, hash). On a terminal: one
  * status line on stderr, redrawn in place. Results go to stdout above it:
  * `above()` clears the line, lets the caller write, then redraws, so a row printed to the same terminal is never
- * erased. (listr2 was dropped here: it picks its renderer by process.stdout.isTTY, so with stdout redirected its
- * fallback renderer printed to stdout, and its default renderer redraws over rows written to the same terminal.
- * Commands made of a few steps, whose results come at the end, use listr2 through steps.ts.)
+ * erased. Results that end mid-line (the JSON array's `[`, an element before its comma, SARIF) leave the cursor
+ * on their row, which drawing the line there would clear: the line waits until results end a line again.
+ * (listr2 was dropped here: it picks its renderer by process.stdout.isTTY, so with stdout redirected its fallback
+ * renderer printed to stdout, and its default renderer redraws over rows written to the same terminal. Commands
+ * made of a few steps, whose results come at the end, use listr2 through steps.ts.)
  */
 import stringWidth from 'string-width'
 
@@ -12,8 +14,8 @@ import {visible} from './visible.js'
 
 export interface Progress {
   update(text: string): void
-  /** Runs `write` (which prints results) with the status line out of the way. */
-  above(write: () => void): void
+  /** Runs `write`, which prints `text` (results), with the status line out of the way. */
+  above(write: () => void, text?: string): void
   /** Removes the line for good; idempotent. */
   finish(): void
 }
@@ -66,11 +68,16 @@ export function startProgress(
   let done = false
   let last = 0
   let pending: NodeJS.Timeout | undefined
+  // The results on the same terminal stopped mid-line: the cursor is on their row.
+  let midLine = false
   const draw = (): void => {
-    const width = Math.max(10, (stream.columns || 80) - 1)
+    if (midLine) return
+    // One column spare, however narrow the terminal: a line that fills the row, or more, wraps. Too narrow for a
+    // character and its `…`: nothing.
+    const width = (stream.columns || 80) - 1
     // The line may name a file: nothing in the name may move the cursor or change the terminal.
-    stream.write(`${CLEAR}${fitted(visible(current), width)}`)
-    shown = true
+    stream.write(width < 2 ? CLEAR : `${CLEAR}${fitted(visible(current), width)}`)
+    shown = width >= 2
     last = Date.now()
   }
   const clear = (): void => {
@@ -90,10 +97,11 @@ export function startProgress(
           if (!done) draw()
         }, wait).unref()
     },
-    above(write) {
+    above(write, text = '') {
       if (!shared) return write()
       clear()
       write()
+      if (text !== '') midLine = !text.endsWith('\n')
       if (!done) draw()
     },
     finish() {

@@ -1,4 +1,7 @@
-import {Listr, ListrLogger, ProcessOutput} from 'listr2'
+import {chalkStderr} from 'chalk'
+import {DefaultRenderer, Listr, ListrLogger, ProcessOutput} from 'listr2'
+
+import {visible} from './visible.js'
 
 /** Without a terminal, how often a step's changing title is also printed as a line. */
 const PLAIN_EVERY_MS = 5000
@@ -9,29 +12,68 @@ export interface Step {
   run: (setTitle: (title: string) => void) => Promise<void>
 }
 
+const SGR = /\x1b\[[0-9;]*m/g
+
+/** listr2's output with its colours taken out: listr2 colours by stdout (colorette's choice), and it writes to stderr. */
+class UncolouredOutput extends ProcessOutput {
+  override get stdout(): NodeJS.WriteStream {
+    return uncoloured(super.stdout)
+  }
+
+  override get stderr(): NodeJS.WriteStream {
+    return uncoloured(super.stderr)
+  }
+
+  override toStdout(buffer: string, eol?: boolean): boolean {
+    return super.toStdout(buffer.replace(SGR, ''), eol)
+  }
+
+  override toStderr(buffer: string, eol?: boolean): boolean {
+    return super.toStderr(buffer.replace(SGR, ''), eol)
+  }
+}
+
+/** `out` (a copy of the stream that listr2 makes for each use) writing without colours. */
+function uncoloured(out: NodeJS.WriteStream): NodeJS.WriteStream {
+  const write = out.write.bind(out) as (chunk: unknown, ...rest: unknown[]) => boolean
+  return Object.assign(out, {write: (chunk: unknown, ...rest: unknown[]) => write(typeof chunk === 'string' ? chunk.replace(SGR, '') : chunk, ...rest)})
+}
+
+/** The task list redrawn in place, on stderr: listr2 would judge whether it can redraw by stdout, not the stream it is given. */
+class TerminalRenderer extends DefaultRenderer {
+  static override nonTTY = true
+}
+
 /**
  * Runs steps one after the other and shows them with listr2 on stderr: its task list, redrawn in place, on a
- * terminal; its plain `simple` renderer (a line as each step starts and ends) when stderr is not a terminal or CI
- * is set. stdout stays clean for JSON: both renderers get a stderr logger (left alone, listr2 picks its renderer
- * by stdout and its fallback prints there). Signals stay with the command. The first failing step's error is
- * thrown, as the command reports it.
+ * terminal; its plain `simple` renderer (a line as each step starts and ends) when stderr is not a terminal that
+ * can redraw (`TERM=dumb`) or CI is set. Coloured only when stderr is (chalk's choice for stderr, which NO_COLOR,
+ * FORCE_COLOR and --[no-]color steer). stdout stays clean for JSON: both renderers get a stderr logger (left alone,
+ * listr2 picks its renderer and colours by stdout, and its fallback prints there). Signals stay with the command.
+ * The first failing step's error is thrown, as the command reports it.
  */
-export async function runSteps(steps: readonly Step[], stream: NodeJS.WriteStream = process.stderr, env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  const plain = !stream.isTTY || Boolean(env.CI)
+export async function runSteps(
+  steps: readonly Step[],
+  stream: NodeJS.WriteStream = process.stderr,
+  env: NodeJS.ProcessEnv = process.env,
+  colour = chalkStderr.level > 0,
+): Promise<void> {
+  const plain = !stream.isTTY || Boolean(env.CI) || env.TERM === 'dumb'
   let failure: {error: unknown} | undefined
-  const logger = new ListrLogger({useIcons: !plain, processOutput: new ProcessOutput(stream, stream)})
+  const logger = new ListrLogger({useIcons: !plain, processOutput: colour ? new ProcessOutput(stream, stream) : new UncolouredOutput(stream, stream)})
   const listr = new Listr(
     steps.map((s) => ({
-      title: s.title,
+      // A title may name a file or a folder: it stays one line, whatever the name holds.
+      title: visible(s.title),
       task: async (_ctx: unknown, task: {title: string | undefined; output: string | undefined}) => {
         // The plain renderer prints a title only as the step starts and ends: a long step's count also goes out as
         // a line now and then, for logs.
         let lastLine = Date.now()
         const retitle = (title: string): void => {
-          task.title = title
+          task.title = visible(title)
           if (plain && Date.now() - lastLine >= PLAIN_EVERY_MS) {
             lastLine = Date.now()
-            task.output = title
+            task.output = task.title
           }
         }
         try {
@@ -44,8 +86,9 @@ export async function runSteps(steps: readonly Step[], stream: NodeJS.WriteStrea
       },
     })),
     {
-      renderer: plain ? 'simple' : 'default',
-      rendererOptions: {logger},
+      renderer: plain ? 'simple' : TerminalRenderer,
+      // A failed step keeps its title (the reason is the command's own error line), not listr2's `failed` in its place.
+      rendererOptions: {logger, showErrorMessage: false},
       fallbackRenderer: 'simple',
       fallbackRendererOptions: {logger},
       fallbackRendererCondition: false,

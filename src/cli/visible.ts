@@ -26,11 +26,6 @@ export function visible(text: string): string {
   return text.replace(CONTROLS, escapeChar)
 }
 
-/** Each line of `text` from elsewhere made visible, the line breaks between them kept (a message of several lines). */
-export function visibleLines(text: string): string {
-  return text.split('\n').map(visible).join('\n')
-}
-
 /** A line about to be printed whose colours `mod` added itself, made safe whatever else went into it. */
 function printableLine(line: string): string {
   return line.replace(CONTROLS_BUT_COLOUR, escapeChar)

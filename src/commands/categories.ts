@@ -2,6 +2,7 @@ import {ModCommand} from '../cli/base-command.js'
 import {SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
 import {modelFlags} from '../cli/flags.js'
+import {checkPolicyFiles} from '../cli/policy-files.js'
 import {chosenFormat, formatFlags} from '../cli/output.js'
 import {oneResultReporters, PLAIN_FORMATS} from '../cli/reports/reporter.js'
 import {plural} from '../lib/plural.js'
@@ -11,7 +12,7 @@ import type {CategoriesResult} from '../lib/types.js'
 const SIGNALS_WIDTH = 14
 
 /** The table: a coverage line, then one line per category with its threshold, origin, signals, parent and state. */
-function categoriesTable(listing: CategoriesResult): string {
+function categoriesTable(listing: CategoriesResult): string[] {
   const {evaluated, total, text_only: textOnly = []} = listing.coverage
   const byText = textOnly.length > 0 ? `, ${textOnly.length} by text only: ${textOnly.join(', ')}` : ''
   const width = listing.categories.reduce((w, c) => Math.max(w, c.name.length), 4)
@@ -22,7 +23,7 @@ function categoriesTable(listing: CategoriesResult): string {
     const state = c.evaluated ? `evaluated by ${c.evaluated_by.join('+')}` : `NOT EVALUATED: ${c.reason ?? ''}`
     return `${c.name.padEnd(width)}  threshold ${c.threshold.toFixed(2)}  ${c.origin.padEnd(7)}  ${signals}  ${parent}  ${state}`
   })
-  return [`preset ${listing.preset}, model ${listing.model}; ${evaluated} of ${plural(total, 'category', 'categories')} evaluated${byText}`, ...rows].join('\n')
+  return [`preset ${listing.preset}, model ${listing.model}; ${evaluated} of ${plural(total, 'category', 'categories')} evaluated${byText}`, ...rows]
 }
 
 const REPORTERS = oneResultReporters(categoriesTable)
@@ -36,7 +37,7 @@ export default class Categories extends ModCommand {
 
   static override exitCodes: [string, string][] = [
     ['0', 'the categories are listed'],
-    ['2', 'usage or configuration error (a policy file that is not valid)'],
+    ['2', 'usage or configuration error (a policy file that is not valid, or a hash list it names that a scan would refuse)'],
     ...SIGNAL_EXIT_CODES,
   ]
 
@@ -49,6 +50,7 @@ export default class Categories extends ModCommand {
     const {flags} = await this.parse(Categories)
     const {engine, config} = await engineFromFlags(flags)
     this.notePolicy(config)
+    if (config.policyPath) await checkPolicyFiles(config.policyPath)
     this.printResult(REPORTERS[chosenFormat(flags)](), await engine.categories())
   }
 }

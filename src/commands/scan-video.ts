@@ -36,9 +36,11 @@ export default class ScanVideo extends ModCommand {
 Any format the ffmpeg in use decodes (at least MP4/MOV H.264, WebM VP8/VP9, MKV, animated GIF). ffmpeg is
 MOD_FFMPEG, else the ffmpeg-static package's binary, else ffmpeg on PATH. Limits: MOD_MAX_VIDEO_SECONDS of
 decoded video (default 600), 6000 sampled frames, frames scaled to at most 512 px a side.
+
 Each instant k/fps is scored on the frame a player shows then (the first frame at 0 s), as displayed (rotation,
 non-square pixels, transparency onto white); every video stream of the file is scored (a segment in any counts)
 and cover art once, at 0 s.
+
 --format (table, json, ndjson; --json and --ndjson are its aliases): ndjson prints one line per segment as it is found ({"type":"segment", "name", "start", "end", "frames",
 "max_confidence"}), then the video result. Frames are matched against the policy's hash_lists too: a segment of
 frames that matched lists the entries in "matches" (list, label, note, distance, and "at", the frame's time).`
@@ -47,7 +49,8 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
     '<%= config.bin %> scan-video clip.mp4',
     '<%= config.bin %> scan-video clip.mp4 --fps 2 --min-frames 3 --json',
     '<%= config.bin %> scan-video upload.webm --stop-on-violation --ndjson',
-    'MOD_API_KEY=secret <%= config.bin %> scan-video long.mp4 --server https://mod.example.com --json',
+    // oclif puts the prompt only before a line that starts with the command: this one has its own.
+    '$ MOD_API_KEY=secret <%= config.bin %> scan-video long.mp4 --server https://mod.example.com --json',
   ]
 
   static override envVars: EnvVars = [

@@ -193,12 +193,13 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
 
   static override usage = '<%= command.id %> [PATHS...] [FLAGS]'
 
+  // oclif puts the prompt only before a line that starts with the command: the others have theirs written.
   static override examples = [
     '<%= config.bin %> scan ./photos',
-    'cat photo.jpg | <%= config.bin %> scan - --ndjson',
-    'git diff --name-only -z --diff-filter=d origin/main... | <%= config.bin %> scan --files-from - -0 --format github',
+    '$ cat photo.jpg | <%= config.bin %> scan - --ndjson',
+    '$ git diff --name-only -z --diff-filter=d origin/main... | <%= config.bin %> scan --files-from - -0 --format github',
     '<%= config.bin %> scan ./assets --baseline mod-baseline.json --format sarif > mod.sarif',
-    'MOD_API_KEY=secret <%= config.bin %> scan ./uploads --server https://mod.example.com --resume mod-journal.ndjson',
+    '$ MOD_API_KEY=secret <%= config.bin %> scan ./uploads --server https://mod.example.com --resume mod-journal.ndjson',
   ]
 
   static override envVars: EnvVars = [

@@ -23,7 +23,7 @@ With MOD_API_KEY set, every request but GET /health, GET /ready and the document
 
   static override examples = [
     '<%= config.bin %> serve',
-    'MOD_API_KEY=secret <%= config.bin %> serve --host 0.0.0.0 --port 8000 --workers 4',
+    '$ MOD_API_KEY=secret <%= config.bin %> serve --host 0.0.0.0 --port 8000 --workers 4',
     '<%= config.bin %> serve --port 0 --config policy.yaml --preset balanced',
   ]
 

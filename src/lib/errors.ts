@@ -30,13 +30,29 @@ export type ErrorCode =
 export class ModError extends Error {
   readonly code: ErrorCode
   readonly details?: Record<string, unknown>
+  /**
+   * The lines of a message built of several (an invalid file's problems, one a line), which the message joins with
+   * line breaks. A printer that keeps text from elsewhere to one line (a terminal, a CI log) does so line by line:
+   * a line break inside one of them (a file name's) is not one of these.
+   */
+  readonly lines?: readonly string[]
 
-  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>) {
-    super(message)
+  constructor(code: ErrorCode, message: string | readonly string[], details?: Record<string, unknown>) {
+    super(typeof message === 'string' ? message : message.join('\n'))
     this.name = 'ModError'
     this.code = code
     this.details = details
+    if (typeof message !== 'string') this.lines = message
   }
+}
+
+/**
+ * The error of a file (or folder) with `problems`: one line `<headline>: <problem>` for one problem, else the
+ * headline followed by one indented line for each.
+ */
+export function problemsError(code: ErrorCode, headline: string, problems: readonly string[], details?: Record<string, unknown>): ModError {
+  if (problems.length === 1) return new ModError(code, `${headline}: ${problems[0]}`, details)
+  return new ModError(code, [`${headline}:`, ...problems.map((p) => `  ${p}`)], details)
 }
 
 export function isModError(e: unknown): e is ModError {

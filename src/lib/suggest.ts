@@ -34,5 +34,6 @@ export function nearest(typed: string, known: Iterable<string>): {word: string; 
     const d = distance(typed.toLowerCase(), word.toLowerCase())
     if (best === undefined || d < best.d || (d === best.d && word.localeCompare(best.word) < 0)) best = {word, d}
   }
-  return best && best.d > 0 && best.d <= Math.max(2, Math.floor(typed.length / 2)) ? best : undefined
+  // A word that differs only in case (NUDITY for nudity) is the nearest of all: suggested, unless it is what was typed.
+  return best && best.word !== typed && best.d <= Math.max(2, Math.floor(typed.length / 2)) ? best : undefined
 }

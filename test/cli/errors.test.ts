@@ -1,15 +1,15 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {errorLine, oneLine, startupErrorLine} from '../../src/cli/errors.js'
+import {errorText, oneLine, startupErrorLine} from '../../src/cli/errors.js'
 import {closest, didYouMean, distance} from '../../src/lib/suggest.js'
 import {fitted, REDRAW_MS, startProgress} from '../../src/cli/progress.js'
 import {ModError} from '../../src/lib/errors.js'
 
 test('a ModError is "mod: <code>: <message>", anything else "mod: internal: <message>", never a stack', () => {
-  assert.is(errorLine(new ModError('not_found', 'x.png does not exist')), 'mod: not_found: x.png does not exist')
-  assert.is(errorLine(new TypeError('cannot read properties of undefined')), 'mod: internal: cannot read properties of undefined')
-  assert.is(errorLine('a thrown string'), 'mod: internal: a thrown string')
+  assert.is(errorText(new ModError('not_found', 'x.png does not exist')), 'mod: not_found: x.png does not exist')
+  assert.is(errorText(new TypeError('cannot read properties of undefined')), 'mod: internal: cannot read properties of undefined')
+  assert.is(errorText('a thrown string'), 'mod: internal: a thrown string')
 })
 
 test('a failure outside any command (bin/run.js) is one line: oclif\'s own errors as usage, others as internal', () => {

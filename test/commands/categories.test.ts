@@ -1,5 +1,6 @@
 // `mod categories`: each category's threshold, origin and signals, and whether the models installed here
 // evaluate it (by which signals) or not (why, and what adds it), without loading a model.
+import {writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -22,6 +23,21 @@ test('a fresh install: the specialist\'s three categories are evaluated, the oth
     lines[5],
     'gore             threshold 0.50  builtin  clip            parent violence  NOT EVALUATED: needs the CLIP model: not installed, run `mod models pull fast`',
   )
+})
+
+test('a policy whose hash list a scan would refuse (invalid or missing) is refused here too: exit 2, each problem named', async () => {
+  writeFileSync(join(dir.path, 'bad-list.txt'), 'zzzz\n')
+  const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache'))}
+  for (const [file, problem] of [['bad-list.txt', 'bad-list.txt:1: not a PDQ hash'], ['absent.txt', 'absent.txt']]) {
+    writeFileSync(join(dir.path, 'lists.yaml'), `hash_lists:\n  bad:\n    file: ${file}\n`)
+    const r = await runInProcess(['categories', '--config', 'lists.yaml'], {cwd: dir.path, env})
+    assert.is(r.code, 2, r.stdout)
+    assert.is(r.stdout, '')
+    const lines = r.stderr.trimEnd().split('\n')
+    assert.match(lines[0], /^mod: invalid_config: policy .*lists\.yaml: a file it names is not valid:$/)
+    assert.is(lines.length, 2, r.stderr)
+    assert.match(lines[1], problem)
+  }
 })
 
 test('--json carries the same state per category and the coverage', async () => {

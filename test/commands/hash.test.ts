@@ -185,4 +185,12 @@ test('an ERROR row is coloured as mod scan colours it, unless --no-color', async
   assert.is(plain.stdout, `ERROR  ${missing}  not_found: ${missing} does not exist\n`)
 })
 
+test('--color typed wins over FORCE_COLOR=0 and NO_COLOR', async () => {
+  const missing = join(dir.path, 'missing.png')
+  for (const env of [{FORCE_COLOR: '0'}, {NO_COLOR: '1'}] as Record<string, string>[]) {
+    const r = await runCli(['hash', missing, '--color'], {env})
+    assert.is(r.stdout, `\x1b[33mERROR\x1b[39m  ${missing}  not_found: ${missing} does not exist\n`, JSON.stringify(env))
+  }
+})
+
 test.run()

@@ -226,6 +226,16 @@ test('--format github prints an ::error workflow command on each flagged or unre
   assert.match(commands[2].message, /empty|image/)
 })
 
+test('--format junit: a tab in a name is a character reference, so two names that differ by it stay two test cases', async () => {
+  mkdirSync(join(work, 'tabs'))
+  for (const name of ['a\tb.png', 'a b.png']) writeFileSync(join(work, 'tabs', name), await solidPng(0, 0, 255, 16, 16))
+  const r = await runInProcess(['scan', 'tabs', '--config', 'policy.yaml', '--format', 'junit'], {env, cwd: work})
+  assert.is(r.code, 0, r.stderr)
+  assert.not.match(r.stdout, '\t')
+  const names = [...r.stdout.matchAll(/<testcase [^>]*name="([^"]*)"/g)].map((m) => m[1]).sort()
+  assert.equal(names, ['tabs/a b.png', 'tabs/a&#9;b.png'])
+})
+
 test('--json and --format json print the same; --format cannot be used with --json', async () => {
   const a = await runInProcess(['scan', 'assets', '--config', 'policy.yaml', '--json'], {env, cwd: work})
   const b = await runInProcess(['scan', 'assets', '--config', 'policy.yaml', '--format', 'json'], {env, cwd: work})

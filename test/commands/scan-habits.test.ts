@@ -169,6 +169,9 @@ test('--threshold CATEGORY=VALUE and --disable CATEGORY change the policy for on
   const typo = await runInProcess(['scan', red, '--config', policy, '--threshold', 'redniss=0.2'], {env})
   assert.is(typo.code, 2)
   assert.is(typo.stderr, 'mod: invalid_config: --threshold: the policy has no category "redniss"; did you mean "redness"?\n')
+  // A name in the wrong case is the nearest of all, as the policy file's own check says.
+  const upper = await runInProcess(['scan', red, '--config', policy, '--disable', 'REDNESS'], {env})
+  assert.is(upper.stderr, 'mod: invalid_config: --disable: the policy has no category "REDNESS"; did you mean "redness"?\n')
   const range = await runInProcess(['scan', red, '--config', policy, '--threshold', 'redness=1.5'], {env})
   assert.is(range.stderr, 'mod: invalid_config: --threshold redness=1.5: a threshold is a number from 0 to 1\n')
 })

@@ -1,7 +1,7 @@
 // `mod scan` under a real terminal: util-linux `script` gives the command a pseudo-terminal (stderr on it, stdout
 // redirected by the shell inside), and tmux renders what a person would see, scrollback included.
 import {execFileSync} from 'node:child_process'
-import {appendFileSync, copyFileSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -42,6 +42,11 @@ test.before(async () => {
   envPrefix = `env -u NO_COLOR MOD_MODEL_DIR=${TOY_MODEL} MOD_CACHE_DIR=${warmCacheDir(join(dir.path, 'cache'))} MOD_CONFIG=${policy}`
   await colourClip(join(dir.path, 'long.mp4'), ['blue'], 120, {size: '32x32', rate: 5})
   copyFileSync(join(dir.path, 'long.mp4'), join(dir.path, WIDE_NAME))
+  // A dataset for the commands made of steps (eval): one safe image, one of the policy's category.
+  for (const [folder, image] of [['safe', png], ['redness', await solidPng(240, 20, 20, 16, 16)]] as const) {
+    mkdirSync(join(dir.path, 'ds', folder), {recursive: true})
+    writeFileSync(join(dir.path, 'ds', folder, 'a.png'), image)
+  }
 })
 
 test.after(() => dir.remove())
@@ -94,6 +99,41 @@ test('results and progress on one terminal: every row stays visible, one summary
   assert.match(screen, 'EXIT=2')
 })
 
+/** The JSON documents on a screen, each from a row starting with `[` or `{` to the row that completes it. */
+function documents(screen: string): unknown[] {
+  const found: unknown[] = []
+  let text: string | undefined
+  for (const row of screen.split('\n')) {
+    if (text === undefined && !/^[[{]/.test(row)) continue
+    text = text === undefined ? row : `${text}\n${row}`
+    try {
+      found.push(JSON.parse(text))
+      text = undefined
+    } catch {
+      // Not complete yet: the next row continues it.
+    }
+  }
+  return found
+}
+
+test('--json, SARIF and hash --json on the terminal with its progress line: nothing of the results is erased', async () => {
+  // Each stops mid-line between its writes (`[`, an element before its comma), where a redrawn line would clear the row.
+  const line = `${mod()} scan ${FIRST} --json; ${mod()} scan ${FIRST} --format sarif; ${mod()} hash ${FIRST} --json; echo EXIT=$?; sleep 60`
+  const screen = await inPane(dir.path, line, SIZE, (pane) => pane.until(/EXIT=\d+/, 90_000, true))
+  const [scan, sarif, hash] = documents(screen) as [{source: string}[], {runs: {results: unknown[]}[]}, {source: string}[]]
+  assert.ok(Array.isArray(scan), screen)
+  assert.equal(scan.map((r) => r.source), Array.from({length: FIRST_COUNT}, (_, i) => `imgs/${String(i).padStart(3, '0')}.png`))
+  assert.is(sarif.runs[0].results.length, 1, screen)
+  assert.ok(Array.isArray(hash), screen)
+  assert.is(hash.length, FIRST_COUNT, screen)
+  assert.not.match(screen, 'Scanning')
+})
+
+test('a terminal narrower than a progress line fits it too: no row left behind', async () => {
+  const screen = await inPane(dir.path, `${mod()} scan ${FIRST} > /dev/null; echo E=$?; sleep 60`, {width: 8, height: 20}, (pane) => pane.until(/E=\d+/))
+  assert.not.match(screen, 'Scann')
+})
+
 test('Ctrl-C stops a scan with exit 130, one line saying how far it got, no stack trace, no progress line left behind', async () => {
   // The images without the unreadable one (imgs/050.png), then stdin (-), a FIFO that never ends: the scan waits for
   // it with its progress line on the screen until Ctrl-C, however fast the images went. (The same glob given 20 times
@@ -105,6 +145,42 @@ test('Ctrl-C stops a scan with exit 130, one line saying how far it got, no stac
     return pane.until(/EXIT=\d+/)
   })
   assert.match(screen.trim(), /^mod: stopped by SIGINT after \d+ of \d+\+? files: \d+ scanned: \d+ safe, 0 unsafe, [01] errors\nEXIT=130$/)
+})
+
+test('the terminal closed mid-scan (SIGHUP, stdout gone: EIO): exit 129 and the stop line, no output error', async () => {
+  // The subshell ignores the hang-up to outlive the pane and record mod's exit code; mod handles SIGHUP itself.
+  // stdin (-) never ends, so the scan is still running when the pane closes, its JSON array still open.
+  const line = `( trap '' HUP; ${mod()} scan imgs/1*.png - --json ${IDLE_STDIN} 2> hup.err; echo $? > hup.rc )`
+  await inPane(dir.path, line, SIZE, (pane) => pane.until(/imgs\/199\.png/))
+  // The pane's server is gone: its terminal closed.
+  const deadline = Date.now() + 20_000
+  while (!existsSync(join(dir.path, 'hup.rc')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
+  assert.is(readFileSync(join(dir.path, 'hup.rc'), 'utf8'), '129\n')
+  assert.match(readFileSync(join(dir.path, 'hup.err'), 'utf8'), /^mod: stopped by SIGHUP after \d+ of \d+\+? files: [^\n]*\n$/)
+})
+
+test("the steps (eval) follow stderr, not stdout: colour, and whether the list is redrawn", () => {
+  const steps = (line: string): string => underPty(`env -u CI ${line}`)
+  // stdout a terminal, stderr a file: plain lines, no colour in the file.
+  steps(`${mod()} eval ds 2> steps.err`)
+  const logged = readFileSync(join(dir.path, 'steps.err'), 'utf8')
+  assert.match(logged, '[COMPLETED] Scoring: 2/2 images')
+  assert.not.match(logged, '\x1b')
+  // stderr a terminal, stdout elsewhere: the list redrawn in place (its ticks), as with both on the terminal.
+  const shown = steps(`${mod()} eval ds > /dev/null`).replace(/\x1b\[[0-9;]*m/g, '')
+  assert.match(shown, /\u2714 Scoring: 2\/2 images/)
+  assert.not.match(shown, '\u276f')
+  // FORCE_COLOR=0 asks for no colour; TERM=dumb cannot redraw: plain lines, no escape at all.
+  assert.not.match(steps(`FORCE_COLOR=0 ${mod()} eval ds`).replace(/\x1b\[\?25[lh]/g, ''), /\x1b\[[0-9;]*m/)
+  const dumb = steps(`TERM=dumb ${mod()} eval ds > /dev/null`)
+  assert.match(dumb, '[COMPLETED] Scoring: 2/2 images')
+  assert.not.match(dumb, '\x1b')
+})
+
+test('NO_COLOR and FORCE_COLOR both set: no Node.js warning across the progress line', () => {
+  const shown = underPty(`${envPrefix} NO_COLOR=1 FORCE_COLOR=1 ${process.execPath} ${BIN} scan imgs/00*.png > /dev/null`)
+  assert.match(shown, 'scanned:')
+  assert.not.match(shown, 'Warning')
 })
 
 test('the path - with stdin a terminal is refused at once (exit 2, one line), for scan and hash', () => {

@@ -10,8 +10,11 @@ import {join} from 'node:path'
 export interface Pane {
   /** Sends keys as tmux names them (`C-c`, `Enter`). */
   keys(...keys: string[]): void
-  /** The pane's text, scrollback first, once it matches `pattern`; an error showing the text if it has not in `timeoutMs`. */
-  until(pattern: RegExp, timeoutMs?: number): Promise<string>
+  /**
+   * The pane's text, scrollback first, once it matches `pattern`; an error showing the text if it has not in
+   * `timeoutMs`. `joined`: a line the terminal wrapped onto several rows comes back as one, trailing spaces kept.
+   */
+  until(pattern: RegExp, timeoutMs?: number, joined?: boolean): Promise<string>
 }
 
 let panes = 0
@@ -28,10 +31,10 @@ export async function inPane<T>(dir: string, command: string, size: {width: numb
   tmux('new-session', '-d', '-s', 'pane', '-x', String(size.width), '-y', String(size.height), '-c', dir, command)
   const pane: Pane = {
     keys: (...keys) => void tmux('send-keys', '-t', 'pane', ...keys),
-    async until(pattern, timeoutMs = 60_000) {
+    async until(pattern, timeoutMs = 60_000, joined = false) {
       const deadline = Date.now() + timeoutMs
       for (;;) {
-        const screen = tmux('capture-pane', '-t', 'pane', '-p', '-S', '-', '-E', '-')
+        const screen = tmux('capture-pane', '-t', 'pane', '-p', ...(joined ? ['-J'] : []), '-S', '-', '-E', '-')
         if (pattern.test(screen)) return screen
         if (Date.now() > deadline) throw new Error(`the pane did not show ${pattern} in ${timeoutMs} ms; it shows:\n${screen.trimEnd()}`)
         await new Promise((r) => setTimeout(r, 200))

@@ -4,7 +4,11 @@ import type {Reporter} from './reporter.js'
 /** Characters XML 1.0 cannot hold at all (C0 controls but tab, line feed and carriage return; lone surrogates). */
 const NOT_XML = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
 
-/** Text for an attribute value or element content. */
+/**
+ * Text for an attribute value or element content. Tab, line feed and carriage return are written as character
+ * references: a parser reads them raw in an attribute as spaces (attribute-value normalisation), so `a<TAB>b.png`
+ * would name the same test case as `a b.png`.
+ */
 function xmlText(s: string): string {
   return s
     .replace(NOT_XML, '\uFFFD')
@@ -14,6 +18,7 @@ function xmlText(s: string): string {
     .replace(/"/g, '&quot;')
     .replace(/\r/g, '&#13;')
     .replace(/\n/g, '&#10;')
+    .replace(/\t/g, '&#9;')
 }
 
 /**

@@ -1,4 +1,4 @@
-import {printableLines, visibleLines} from '../visible.js'
+import {printableLines, visible} from '../visible.js'
 
 /**
  * How one output format writes a command's results: `start` before the first item, `item` for each one as it
@@ -67,13 +67,14 @@ export function ndjsonReporter<Item, End>(item?: (item: Item) => unknown, end?: 
 }
 
 /**
- * The reporters of a command with one result: its table text, the result as JSON indented by two spaces (as the
+ * The reporters of a command with one result: its table's lines, the result as JSON indented by two spaces (as the
  * listing commands have always printed it), and as one JSON line for ndjson. `json` picks what the JSON shows.
  */
-export function oneResultReporters<End>(table: (end: End) => string, json: (end: End) => unknown = (end) => end): Reporters<PlainFormat, never, End> {
+export function oneResultReporters<End>(table: (end: End) => readonly string[], json: (end: End) => unknown = (end) => end): Reporters<PlainFormat, never, End> {
   return {
-    // A listing is not coloured: every control in it is from elsewhere (a policy's prompts, a manifest's names).
-    table: () => tableReporter<never, End>(undefined, (end) => visibleLines(table(end))),
+    // A listing is not coloured: every control in it is from elsewhere (a policy's prompts, a path, a manifest's
+    // names), and each of its lines stays one, whatever line break a name holds.
+    table: () => tableReporter<never, End>(undefined, (end) => table(end).map(visible).join('\n')),
     json: () => jsonValueReporter<never, End>(json, 2),
     ndjson: () => ndjsonReporter<never, End>(undefined, json),
   }

@@ -6,6 +6,7 @@ import {errorLines, pct, runDatasetSteps} from '../../cli/dataset-run.js'
 import {modelOptions} from '../../lib/compose.js'
 import {ModCommand} from '../../cli/base-command.js'
 import {textReporter} from '../../cli/reports/reporter.js'
+import {visible} from '../../cli/visible.js'
 import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../../cli/errors.js'
 import {modelFlags} from '../../cli/flags.js'
 import {checkWritable} from '../../cli/writable.js'
@@ -69,6 +70,6 @@ hash) stops improving; the held-out figures at threshold 0.5 are printed. Use th
     const figures = head.labels.map(
       (l) => `  ${l.name}: recall ${pct(l.heldout.recall)}, precision ${pct(l.heldout.precision)}, safe flagged ${pct(l.heldout.safe_fpr)} (${plural(l.heldout.positives, 'held-out image')}, ${plural(l.epochs, 'epoch')})\n`,
     )
-    this.printResult(textReporter(), `${flags.out}: ${plural(head.labels.length, 'label')} for model ${model.id}; held-out figures at threshold 0.5:\n${figures.join('')}`)
+    this.printResult(textReporter(), `${visible(flags.out)}: ${plural(head.labels.length, 'label')} for model ${visible(model.id)}; held-out figures at threshold 0.5:\n${figures.join('')}`)
   }
 }

@@ -4,6 +4,7 @@ import {Args} from '@oclif/core'
 
 import {ModCommand} from '../../cli/base-command.js'
 import {textReporter} from '../../cli/reports/reporter.js'
+import {visible} from '../../cli/visible.js'
 import {SIGNAL_EXIT_CODES} from '../../cli/errors.js'
 import {modelFlags, settingsInput} from '../../cli/flags.js'
 import {formatBytes} from '../../cli/format.js'
@@ -19,7 +20,7 @@ export default class ModelsAdd extends ModCommand {
 
 ${ADDONS.map((a) => a.addHelp).join('\n\n')}`
 
-  static override examples = ['<%= config.bin %> models add nudenet ./320n.onnx', 'MOD_CACHE_DIR=/srv/mod <%= config.bin %> models add nudenet /media/usb/320n.onnx']
+  static override examples = ['<%= config.bin %> models add nudenet ./320n.onnx', '$ MOD_CACHE_DIR=/srv/mod <%= config.bin %> models add nudenet /media/usb/320n.onnx']
 
   static override exitCodes: [string, string][] = [
     ['0', 'installed and verified'],
@@ -72,6 +73,6 @@ ${ADDONS.map((a) => a.addHelp).join('\n\n')}`
       },
     ])
     const file = added as PulledFile
-    this.printResult(textReporter(), `${addon.name} is installed in ${dir}: ${file.file} (${formatBytes(file.size)}) matches the pinned sha256 ${file.sha256}\n`)
+    this.printResult(textReporter(), `${addon.name} is installed in ${visible(dir)}: ${file.file} (${formatBytes(file.size)}) matches the pinned sha256 ${file.sha256}\n`)
   }
 }

@@ -46,7 +46,7 @@ function alignedRows(rows: string[][]): string[] {
 }
 
 /** Two tables: the presets, a blank line, the add-ons. */
-function modelsTable({presets, addons}: Statuses): string {
+function modelsTable({presets, addons}: Statuses): string[] {
   const count = (files?: string[]): string => (files === undefined ? '-' : String(files.length))
   const bytes = (n?: number): string => (n === undefined ? 'unknown' : formatBytes(n))
   const presetRows = [
@@ -57,7 +57,7 @@ function modelsTable({presets, addons}: Statuses): string {
     ['ADD-ON', 'MODEL', 'KIND', 'LICENCE', 'INSTALLED', 'SIZE', 'VERIFIED', 'FOLDER'],
     ...addons.map((a) => [a.name, a.id, a.kind, a.licence, a.installed ? 'yes' : 'no', bytes(a.size), a.verified === undefined ? '-' : a.verified ? 'yes' : 'no', a.dir]),
   ]
-  return [...alignedRows(presetRows), '', ...alignedRows(addonRows)].join('\n')
+  return [...alignedRows(presetRows), '', ...alignedRows(addonRows)]
 }
 
 /** The JSON listing: snake_case fields, null where unknown. */

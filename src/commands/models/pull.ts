@@ -4,6 +4,7 @@ import {Args} from '@oclif/core'
 
 import {ModCommand} from '../../cli/base-command.js'
 import {textReporter} from '../../cli/reports/reporter.js'
+import {visible} from '../../cli/visible.js'
 import {SIGNAL_EXIT_CODES} from '../../cli/errors.js'
 import {modelFlags, settingsInput} from '../../cli/flags.js'
 import {formatBytes} from '../../cli/format.js'
@@ -68,8 +69,8 @@ Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the ho
   static override examples = [
     '<%= config.bin %> models pull fast',
     '<%= config.bin %> models pull nudenet',
-    'MOD_CACHE_DIR=/srv/mod <%= config.bin %> models pull accurate',
-    'HTTPS_PROXY=http://proxy.internal:3128 <%= config.bin %> models pull fast',
+    '$ MOD_CACHE_DIR=/srv/mod <%= config.bin %> models pull accurate',
+    '$ HTTPS_PROXY=http://proxy.internal:3128 <%= config.bin %> models pull fast',
   ]
 
   static override envVars: EnvVars = [
@@ -148,6 +149,6 @@ Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the ho
     // A file copied into the folder by hand is verified like a download: say that nothing had to be fetched.
     const already = keptFiles.length === 1 ? `${keptFiles[0]} was already there and matches its` : 'its files were already there and match their'
     const kept = keptFiles.length === count ? ` (${already} pinned sha256; nothing was downloaded)` : ''
-    this.printResult(textReporter(), `${preset} is installed in ${dir}${kept}\n`)
+    this.printResult(textReporter(), `${preset} is installed in ${visible(dir)}${kept}\n`)
   }
 }

@@ -1,27 +1,17 @@
 import {Args} from '@oclif/core'
 
 import {ModCommand} from '../../cli/base-command.js'
-import {errorLine, EXIT_ERROR, SIGNAL_EXIT_CODES} from '../../cli/errors.js'
+import {errorText, EXIT_ERROR, SIGNAL_EXIT_CODES} from '../../cli/errors.js'
 import {isModError} from '../../lib/errors.js'
 import {chosenFormat, formatFlags} from '../../cli/output.js'
+import {verifySections} from '../../cli/policy-files.js'
 import {oneResultReporters, PLAIN_FORMATS} from '../../cli/reports/reporter.js'
 import {buildPolicy, sectionSummaryLines, summarizePolicy, validatePolicyFile} from '../../lib/config/policy.js'
 import {longPresetPrompts, type LongPrompt} from '../../lib/model/prompt-length.js'
 import {formatProblems, type PolicySummary} from '../../lib/policy/load.js'
 import type {PolicyProblem} from '../../lib/policy/schema.js'
-import type {SectionCheck} from '../../lib/policy/section.js'
-import {POLICY_PLUGINS} from '../../lib/signals/registry.js'
 
 const SHOWN_CHARS = 60
-
-/** Each section's check of the files it names (hash lists read through), also when the policy has problems. */
-async function verifySections(policyPath: string, read: Record<string, unknown> | undefined): Promise<{key: string; check: SectionCheck}[]> {
-  const checks = POLICY_PLUGINS.sections.flatMap(({section}) => {
-    const value = read?.[section.key]
-    return section.verify && value !== undefined ? [section.verify(value, policyPath).then((check) => ({key: section.key, check}))] : []
-  })
-  return Promise.all(checks)
-}
 
 function describeLong(p: LongPrompt): string {
   const text = p.text.length > SHOWN_CHARS ? `${p.text.slice(0, SHOWN_CHARS)}…` : p.text
@@ -43,8 +33,8 @@ interface Validation {
 }
 
 /** "<file>: valid" and the summary, label by label; nothing for a file that is not valid (its problems are on stderr). */
-function validationTable(path: string): (v: Validation) => string {
-  return (v) => (v.result.valid ? [`${path}: valid`, ...v.lines.map((l) => `  ${`${l.label}:`.padEnd(14)}${l.text}`)].join('\n') : '')
+function validationTable(path: string): (v: Validation) => string[] {
+  return (v) => (v.result.valid ? [`${path}: valid`, ...v.lines.map((l) => `  ${`${l.label}:`.padEnd(14)}${l.text}`)] : [])
 }
 
 function summaryLines(summary: PolicySummary): {label: string; text: string}[] {
@@ -93,7 +83,7 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
     const validated = await validatePolicyFile(args.file).catch((e: unknown) => {
       // A file that cannot be read (missing, a folder, too large) is still one JSON result for a script to parse.
       if (!isModError(e) || chosenFormat(flags) === 'table') throw e
-      this.logToStderr(errorLine(e))
+      this.logToStderr(errorText(e))
       process.exitCode = EXIT_ERROR
       this.printResult(reporters[chosenFormat(flags)](), {result: {valid: false, problems: [{line: 0, column: 0, message: e.message}], summary: null}, lines: []})
       return undefined

@@ -25,7 +25,7 @@ import {open, opendir, realpath, stat} from 'node:fs/promises'
 import {basename, dirname, extname, isAbsolute, join, relative, resolve, sep} from 'node:path'
 
 import {whyUnreadable} from '../errno.js'
-import {ModError} from '../errors.js'
+import {ModError, problemsError} from '../errors.js'
 import {IMAGE_EXTENSIONS} from '../image/formats.js'
 import {readFileCapped} from '../input/read-capped.js'
 import {CATEGORY_NAME_PATTERN} from '../names.js'
@@ -62,7 +62,7 @@ export interface DatasetOptions {
 }
 
 function invalid(root: string, problems: string[]): ModError {
-  return new ModError('invalid_config', `dataset ${root}:\n${problems.map((p) => `  ${p}`).join('\n')}`, {problems})
+  return problemsError('invalid_config', `dataset ${root}`, problems, {problems})
 }
 
 const isImage = (name: string) => IMAGE_EXTENSIONS.has(extname(name).toLowerCase())

@@ -161,7 +161,7 @@ export async function loadPolicyFile(plugins: PolicyPlugins, filePath: string): 
   const {problems, file, files} = await validatePolicyFile(plugins, filePath)
   if (file === undefined) {
     const lines = formatProblems(filePath, problems)
-    throw new ModError('invalid_config', `invalid policy file ${filePath}:\n${lines.join('\n')}`, {problems})
+    throw new ModError('invalid_config', [`invalid policy file ${filePath}:`, ...lines], {problems})
   }
   return {policy: buildPolicy(plugins, file, path.dirname(path.resolve(filePath)), files), file}
 }

@@ -25,7 +25,7 @@
  * added with origin "head", its own threshold and parent.
  */
 import {readConfigText} from '../../config-file.js'
-import {ModError} from '../../errors.js'
+import {ModError, problemsError} from '../../errors.js'
 import {CATEGORY_NAME_PATTERN} from '../../names.js'
 import {parentCycles} from '../../policy/parents.js'
 import type {Policy} from '../../policy/types.js'
@@ -68,9 +68,7 @@ const isFiniteNumber = (v: unknown): v is number => typeof v === 'number' && Num
 const inUnit = (v: unknown): v is number => isFiniteNumber(v) && v >= 0 && v <= 1
 
 function invalid(source: string, problems: string[]): ModError {
-  return new ModError('invalid_config', `invalid head file ${source}:\n${problems.map((p) => `  ${p}`).join('\n')}`, {
-    problems,
-  })
+  return problemsError('invalid_config', `invalid head file ${source}`, problems, {problems})
 }
 
 function readLabel(raw: unknown, i: number, size: number | undefined, problems: string[]): HeadLabel | undefined {
