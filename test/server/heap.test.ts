@@ -25,7 +25,8 @@ test('growHeapForServing sets the factor once, and leaves a factor given in the 
 
 /** The factors V8 set heap limits with while `mod serve` (node started with `nodeFlags`) answered 1280x720 JPEGs. */
 async function factorsUnderLoad(nodeFlags: string[]): Promise<string[]> {
-  const env = {...process.env, MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache')), NO_COLOR: '1'}
+  // Its TMPDIR is the test's: the server is killed at the end, and its upload folder goes with the test's folder.
+  const env = {...process.env, MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache')), NO_COLOR: '1', TMPDIR: dir.path}
   const child = spawn(process.execPath, ['--trace-gc', '--trace-gc-verbose', ...nodeFlags, BIN, 'serve', '--port', '0'], {cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe']})
   let trace = ''
   let log = ''
