@@ -5,7 +5,7 @@
  * on that frame, whatever the other signals say; a frame without hits leaves their score as it is (0 for
  * `contact_info`, which only text feeds). Lines and hits come out in the pixels of the frame as decoded.
  */
-import {frameIndices} from '../../image/decode.js'
+import {frameIndices} from '../../image/animation-frames.js'
 import {defaultThreads} from '../../model/threads.js'
 import {roundScore} from '../../scoring/calibrate.js'
 import type {RgbImage} from '../../image/rgb.js'
