@@ -40,7 +40,7 @@ export function scoredFrames(delays: readonly number[]): number[] {
   if (frames <= MAX_FRAMES) return frameIndices(frames)
   const durations = displayDurations(delays)
   const chosen = new Set(framesAtInstants(durations))
-  const longest = durations.reduce((best, d, i) => (d > durations[best] ? i : best), 0)
+  const longest = longestOf(durations)
   if (!chosen.has(longest)) {
     if (chosen.size === MAX_FRAMES) chosen.delete(shortestSampled(chosen, durations, longest))
     chosen.add(longest)
@@ -82,4 +82,14 @@ function shortestSampled(chosen: ReadonlySet<number>, durations: readonly number
     if (durations[a] !== durations[b]) return durations[b] < durations[a] ? b : a
     return Math.abs(b - longest) < Math.abs(a - longest) ? b : a
   })
+}
+
+/** The index of the longest duration, the first on a tie. */
+function longestOf(durations: readonly number[]): number {
+  return durations.reduce((best, d, i) => (d > durations[best] ? i : best), 0)
+}
+
+/** Of an animation's frames decoded (RgbImage.shown), the index of the one on screen longest (the first on a tie); undefined for a still. */
+export function longestShown(frames: readonly {shown?: number}[]): number | undefined {
+  return frames.length > 1 && frames.every((f) => f.shown !== undefined) ? longestOf(frames.map((f) => f.shown as number)) : undefined
 }

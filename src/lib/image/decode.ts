@@ -2,7 +2,7 @@ import sharp, {type Metadata, type Sharp, type SharpOptions} from 'sharp'
 
 import {emptyFileError, ModError} from '../errors.js'
 import {formatSize} from '../sizes.js'
-import {frameIndices, MAX_FRAMES, scoredFrames} from './animation-frames.js'
+import {displayDurations, frameIndices, MAX_FRAMES, scoredFrames} from './animation-frames.js'
 import {isAnimatedPng} from './apng.js'
 import {isSrgbProfile} from './icc.js'
 import {libvipsOf, type RgbImage} from './rgb.js'
@@ -406,7 +406,8 @@ export function decodeBound(limits: Pick<ImageLimits, 'maxPixels'>): {bytes: num
 async function decodeFrames(input: Buffer, probe: ImageProbe, limits: ImageLimits): Promise<RgbImage[]> {
   const {width, height} = probe
   const frameBytes = width * height * 3
-  const wanted = scoredFrames(probe.delays ?? Array<number>(probe.frames).fill(0))
+  const durations = displayDurations(probe.delays ?? Array<number>(probe.frames).fill(0))
+  const wanted = scoredFrames(durations)
   const frames = wanted.map(() => Buffer.allocUnsafe(frameBytes))
   const stream = toRgb(sharp(input, options(limits, probe, {pages: -1})))
   let position = 0
@@ -422,7 +423,7 @@ async function decodeFrames(input: Buffer, probe: ImageProbe, limits: ImageLimit
   if (position !== frameBytes * probe.frames) {
     throw new ModError('unreadable_image', 'the animation ended before its last frame was decoded')
   }
-  return frames.map((data) => ({data, width, height}))
+  return frames.map((data, k) => ({data, width, height, shown: durations[wanted[k]]}))
 }
 
 function decodeError(e: unknown, limits: ImageLimits): ModError {
