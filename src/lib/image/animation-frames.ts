@@ -9,8 +9,8 @@ export const MAX_FRAMES = 8
  * (FrameTimeout::FromRawMilliseconds) and WebKit (ImageDecoderCG::frameDurationAtIndex) all do. libvips reports a GIF
  * frame's delay of 0 as 0 and a WebP's durations as stored, so the rule is applied here.
  */
-export const SHORTEST_DELAY_MS = 10
-export const DEFAULT_DELAY_MS = 100
+const SHORTEST_DELAY_MS = 10
+const DEFAULT_DELAY_MS = 100
 
 /** How long each frame is on screen, in milliseconds, from the delays the file gives (libvips' `delay`). */
 export function displayDurations(delays: readonly number[]): number[] {
@@ -31,7 +31,7 @@ export function frameIndices(frames: number, max = MAX_FRAMES): number[] {
  *   that does not loop ends) are scored, and so is every frame on screen for more than 1/(MAX_FRAMES - 1) of the
  *   animation; with equal delays these are frameIndices' frames;
  * - the frame on screen longest (the first of them on a tie), in place of the sampled frame on screen shortest
- *   (other than the first and last; the nearest to it on a tie) when it was not sampled;
+ *   (other than the first and last; on a tie, the one nearest the longest) when it was not sampled;
  * - when a long frame took several instants, as many of the other frames, evenly spaced by index among them (the
  *   middle of each of as many equal parts of them).
  */
@@ -74,7 +74,7 @@ function framesAtInstants(durations: readonly number[]): number[] {
   return picks
 }
 
-/** The sampled frame that makes way for the longest: the one on screen shortest, the nearest to it on a tie. */
+/** The sampled frame that makes way for the longest: the one on screen shortest, on a tie the one nearest the longest. */
 function shortestSampled(chosen: ReadonlySet<number>, durations: readonly number[], longest: number): number {
   const last = durations.length - 1
   const candidates = [...chosen].filter((i) => i !== 0 && i !== last)
