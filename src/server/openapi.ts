@@ -321,8 +321,10 @@ function description(info: OpenApiInfo): string {
       `${formatSizeExact(LINGER.bytes)} before it closes, so that a client still writing its body reads the answer.`,
     '',
     '## Accepted formats',
-    '- Images: JPEG, PNG, WebP, GIF, AVIF, TIFF. For animated GIF/WebP several frames are scored, for a ' +
-      'multi-page TIFF several pages, and each label keeps its maximum score. An animated PNG (APNG) is refused with 415 `unsupported_media`: only its ' +
+    '- Images: JPEG, PNG, WebP, GIF, AVIF, TIFF. For animated GIF/WebP up to 8 frames are scored, chosen by the time ' +
+      'each is on screen (a delay of 10 ms or less counts as 100 ms, as browsers show it): those shown at 8 instants evenly ' +
+      'spaced from the middle of the first frame to the middle of the last, and always the frame shown longest. For a ' +
+      'multi-page TIFF up to 8 pages evenly spaced by position are scored. Each label keeps its maximum score. An animated PNG (APNG) is refused with 415 `unsupported_media`: only its ' +
       'default image could be decoded; send the animation as GIF or WebP.',
     '- Videos: whatever the bundled or system ffmpeg decodes; at least MP4/MOV (H.264), WebM (VP8/VP9), MKV and ' +
       'animated GIF.',

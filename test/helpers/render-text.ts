@@ -81,11 +81,11 @@ export async function receiptPage(): Promise<{img: RgbImage; lines: string[]}> {
   return {img: await renderText(1000, 1000, drawn), lines: drawn.map((d) => d.text)}
 }
 
-/** The frames as an animated GIF. */
-export function animatedGif(frames: RgbImage[]): Promise<Buffer> {
+/** The frames as an animated GIF; `delay`: each frame's, in milliseconds (absent: the encoder's default). */
+export function animatedGif(frames: RgbImage[], delay?: number[]): Promise<Buffer> {
   const {width, height} = frames[0]
   return sharp(Buffer.concat(frames.map((f) => f.data)), {raw: {width, height: height * frames.length, channels: 3, pageHeight: height}})
-    .gif()
+    .gif(delay ? {delay} : {})
     .toBuffer()
 }
 

@@ -8,7 +8,7 @@
  * once each write a whole file (the last rename wins; both hold the same features). A file that cannot be
  * read back (truncated, another format version) counts as missing and is recomputed.
  *
- * Binary layout, little-endian: "MODF", u32 version (2), u32 frame count (an animation's frames scored; 1 for a
+ * Binary layout, little-endian: "MODF", u32 version (3), u32 frame count (an animation's frames scored; 1 for a
  * still image), then per frame: u32 embedding length, f32 embedding[], u32 signal count, then per signal: u16
  * name length, UTF-8 name, u32 value count, f32 values[]. The outputs of signals that keep no features (`live`)
  * are not written.
@@ -20,7 +20,11 @@ import {join} from 'node:path'
 import type {Features, FrameFeatures} from './features.js'
 
 const MAGIC = 'MODF'
-const VERSION = 2
+/**
+ * Changes whenever a file's features would, the layout or the frames an animation is scored on: 3 since those are
+ * chosen by the time each is on screen, so that features kept from the frames chosen before are recomputed.
+ */
+const VERSION = 3
 
 export interface FeatureCache {
   readonly dir: string

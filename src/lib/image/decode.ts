@@ -2,6 +2,7 @@ import sharp, {type Metadata, type Sharp, type SharpOptions} from 'sharp'
 
 import {emptyFileError, ModError} from '../errors.js'
 import {formatSize} from '../sizes.js'
+import {displayDurations, frameIndices, MAX_FRAMES, scoredFrames} from './animation-frames.js'
 import {isAnimatedPng} from './apng.js'
 import {isSrgbProfile} from './icc.js'
 import {libvipsOf, type RgbImage} from './rgb.js'
@@ -30,6 +31,8 @@ export interface ImageProbe {
    * its own (decodePages); this probe is its first page's. Other multi-page files (AVIF) give their first image.
    */
   animated: boolean
+  /** An animation's delay of each frame in milliseconds, as the file gives it (libvips' `delay`); scoredFrames reads it. */
+  delays?: number[]
   /** What decoding one of its pixels costs, in baseline pixels (see decodeCost); it may have maxPixels ÷ cost pixels. */
   cost: number
   /** What makes it cost more, for the message ("a progressive JPEG"); absent at cost 1. */
@@ -55,9 +58,6 @@ export const MAX_SIDE = 65_535
  * GIF frame of 23 bytes), so a file of a million tiny frames would take seconds while its pixels are few.
  */
 export const MIN_FRAME_PIXELS = 64 * 64
-
-/** Frames scored from an animation; each label keeps its maximum over them. */
-export const MAX_FRAMES = 8
 
 /** What a decoded pixel takes: 8-bit RGB, whatever the file's depth and bands. */
 export const DECODED_BYTES_PER_PIXEL = 3
@@ -100,7 +100,9 @@ function probeOf(format: ImageFormat, meta: Metadata): ImageProbe {
   const animated = frames > 1 && (format === 'gif' || format === 'webp')
   const orientation = Number.isInteger(meta.orientation) && (meta.orientation as number) >= 1 && (meta.orientation as number) <= 8 ? (meta.orientation as number) : 1
   const float = meta.depth === 'float' ? {float: {grey: meta.channels <= 2, alpha: meta.hasAlpha}} : {}
-  return {format, width: meta.width, height: meta.pageHeight ?? meta.height, frames, orientation, animated, ...decodeCost(format, meta), ...profile(meta), ...float}
+  // Without a delay for each frame, every frame counts as shown equally long (scoredFrames then spaces them by index).
+  const delays = animated && meta.delay?.length === frames ? {delays: meta.delay} : {}
+  return {format, width: meta.width, height: meta.pageHeight ?? meta.height, frames, orientation, animated, ...delays, ...decodeCost(format, meta), ...profile(meta), ...float}
 }
 
 /** A TIFF of more than one page: every page counts (decodePages). */
@@ -158,7 +160,8 @@ function decodeCost(format: ImageFormat, meta: Metadata): {cost: number; costly?
  * The one decoding entry of every image path: refuses an empty input, then decodes to 8-bit sRGB (an embedded
  * ICC profile converted, unless it is sRGB already: ImageProbe.profile) with alpha flattened onto white: one
  * image for a still (EXIF orientation applied, and named in its `orientation`; planDecode gives its size), up
- * to MAX_FRAMES evenly spaced frames for an animated GIF/WebP, or pages of a TIFF (each as a still: decodePages).
+ * to MAX_FRAMES frames of an animated GIF/WebP chosen by display time (scoredFrames), or pages of a TIFF (each as a
+ * still: decodePages).
  * Limits (bytes, pixels, MAX_SIDE) are checked
  * before any pixel is decoded. `probed`: the input's probeImage, when the caller has read it already. `frameSide`:
  * the largest side the signals resample a frame to (absent: they read every pixel), which lets planDecode decode a
@@ -190,7 +193,6 @@ export async function decodeImage(input: Buffer, limits: ImageLimits, probed?: I
   }
 }
 
-/** Which frames of an animation are scored: all when there are few, else MAX_FRAMES from first to last. */
 /** The pixels decodeImage will hold for an input so probed: its frames scored, or the still at its planned size. */
 export function decodedPixels(probe: ImageProbe, limits: Pick<ImageLimits, 'maxPixels'>): number {
   if (probe.animated) return Math.min(probe.frames, MAX_FRAMES) * probe.width * probe.height
@@ -198,11 +200,6 @@ export function decodedPixels(probe: ImageProbe, limits: Pick<ImageLimits, 'maxP
   if (multiPage(probe)) return Math.min(Math.min(probe.frames, MAX_FRAMES) * probe.width * probe.height, Math.floor(limits.maxPixels / DECODED_SHARE))
   const {width, height} = planDecode(probe, limits)
   return width * height
-}
-
-export function frameIndices(frames: number, max = MAX_FRAMES): number[] {
-  if (frames <= max) return Array.from({length: frames}, (_, i) => i)
-  return Array.from({length: max}, (_, k) => Math.round((k * (frames - 1)) / (max - 1)))
 }
 
 function acceptedFormat(meta: Metadata): ImageFormat | undefined {
@@ -276,7 +273,7 @@ async function fromFloat(image: Sharp, input: Buffer, float: {grey: boolean; alp
 }
 
 /**
- * A multi-page TIFF, scored as an animation is: up to MAX_FRAMES pages, evenly spaced (frameIndices), each label
+ * A multi-page TIFF: up to MAX_FRAMES pages, evenly spaced by index (frameIndices: pages have no delays), each label
  * keeping its maximum. Pages may differ in size, bands, depth and orientation, so each is read from its own header
  * and decoded as a still of its own (libvips reads only the page asked for), turned as its orientation says. The
  * pages kept count against the pixel limit together, from their headers, and are decoded within one still's share
@@ -409,7 +406,8 @@ export function decodeBound(limits: Pick<ImageLimits, 'maxPixels'>): {bytes: num
 async function decodeFrames(input: Buffer, probe: ImageProbe, limits: ImageLimits): Promise<RgbImage[]> {
   const {width, height} = probe
   const frameBytes = width * height * 3
-  const wanted = frameIndices(probe.frames)
+  const durations = displayDurations(probe.delays ?? Array<number>(probe.frames).fill(0))
+  const wanted = scoredFrames(durations)
   const frames = wanted.map(() => Buffer.allocUnsafe(frameBytes))
   const stream = toRgb(sharp(input, options(limits, probe, {pages: -1})))
   let position = 0
@@ -425,7 +423,7 @@ async function decodeFrames(input: Buffer, probe: ImageProbe, limits: ImageLimit
   if (position !== frameBytes * probe.frames) {
     throw new ModError('unreadable_image', 'the animation ended before its last frame was decoded')
   }
-  return frames.map((data) => ({data, width, height}))
+  return frames.map((data, k) => ({data, width, height, shown: durations[wanted[k]]}))
 }
 
 function decodeError(e: unknown, limits: ImageLimits): ModError {

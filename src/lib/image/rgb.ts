@@ -9,6 +9,8 @@ export interface RgbImage {
   scale?: number
   /** The EXIF orientation (2-8) decoding applied to the stored pixels; absent when it applied none. */
   orientation?: number
+  /** For a frame of an animation: how long it is on screen, in milliseconds (displayDurations). */
+  shown?: number
 }
 
 /** libvips on 8-bit RGB pixels: a sharp pipeline to resize, extend or transform them. */

@@ -7,6 +7,7 @@
  */
 import {disposer} from '../dispose.js'
 import {isModError, ModError} from '../errors.js'
+import {longestShown} from '../image/animation-frames.js'
 import {scoredBox} from '../image/prepare.js'
 import {crop} from '../image/trim.js'
 import {createBatcher, type BatchObserver} from '../pipeline/batcher.js'
@@ -212,7 +213,8 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
     },
     prepare(frames, kind = 'image', steps, only) {
       alive()
-      return Promise.all(frames.map((decoded, index) => prepareFrame(parts, decoded, {index, count: frames.length}, kind, steps, only)))
+      const longest = longestShown(frames)
+      return Promise.all(frames.map((decoded, index) => prepareFrame(parts, decoded, {index, count: frames.length, ...(longest === undefined ? {} : {longest})}, kind, steps, only)))
     },
     expect: () => batcher.expect(),
     async infer(frames, steps) {

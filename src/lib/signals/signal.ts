@@ -77,6 +77,8 @@ export interface ExtraLabel {
 export interface FramePlace {
   index: number
   count: number
+  /** For an animation's frames: the index of the one on screen longest among them (longestShown). */
+  longest?: number
 }
 
 /** A box in frame pixels: left, top, width, height. */

@@ -5,7 +5,8 @@ import * as assert from 'uvu/assert'
 import {readFile} from 'node:fs/promises'
 
 import {DEFAULT_LIMITS} from '../../../src/lib/config/settings.js'
-import {decodeBound, decodedPixels, decodeImage, disableDecodeCache, frameIndices, MAX_FRAMES, MAX_SIDE, MIN_FRAME_PIXELS, planDecode, probeImage, type ImageLimits} from '../../../src/lib/image/decode.js'
+import {frameIndices} from '../../../src/lib/image/animation-frames.js'
+import {decodeBound, decodedPixels, decodeImage, disableDecodeCache, MAX_SIDE, MIN_FRAME_PIXELS, planDecode, probeImage, type ImageLimits} from '../../../src/lib/image/decode.js'
 import type {RgbImage} from '../../../src/lib/types.js'
 import {storedLayout} from '../../../src/lib/image/orientation.js'
 import {rejection} from '../../helpers/errors.js'
@@ -38,13 +39,14 @@ function near(actual: number[], expected: number[], tolerance: number, what: str
   assert.ok(ok, `${what}: got ${actual}, expected ${expected} ± ${tolerance}`)
 }
 
-/** An animated GIF whose frame i is a flat colour: red = 10 * i. */
-async function animatedGif(frames: number, width = 16, height = 12): Promise<Buffer> {
+/** An animated GIF (or WebP) whose frame i is a flat colour: red = 10 * i; `delay`: each frame's, in milliseconds. */
+async function animatedGif(frames: number, width = 16, height = 12, delay?: number[], format: 'gif' | 'webp' = 'gif'): Promise<Buffer> {
   const data = Buffer.alloc(width * height * frames * 3)
   for (let f = 0; f < frames; f++) {
     for (let p = 0; p < width * height; p++) data.set([10 * f, 100, 200], 3 * (f * width * height + p))
   }
-  return sharp(data, {raw: {width, height: height * frames, channels: 3, pageHeight: height}}).gif().toBuffer()
+  const image = sharp(data, {raw: {width, height: height * frames, channels: 3, pageHeight: height}})
+  return (format === 'gif' ? image.gif({...(delay ? {delay} : {})}) : image.webp({lossless: true, ...(delay ? {delay} : {})})).toBuffer()
 }
 
 const encoders: Record<string, {encode: (s: Sharp) => Sharp; tolerance: number}> = {
@@ -253,17 +255,10 @@ test('reduces 16-bit images to 8 bits per channel', async () => {
   assert.equal([...img.data], [255, 0, 128])
 })
 
-test('picks frames evenly from first to last', () => {
-  assert.equal(frameIndices(1), [0])
-  assert.equal(frameIndices(5), [0, 1, 2, 3, 4])
-  assert.equal(frameIndices(8), [0, 1, 2, 3, 4, 5, 6, 7])
-  assert.equal(frameIndices(20), [0, 3, 5, 8, 11, 14, 16, 19])
-  assert.is(MAX_FRAMES, 8)
-})
-
-test('decodes 8 evenly spaced frames of a 20-frame animated GIF', async () => {
+test('decodes 8 evenly spaced frames of a 20-frame animated GIF of equal delays', async () => {
   const file = await animatedGif(20)
-  assert.equal(await probeImage(file), {format: 'gif', width: 16, height: 12, frames: 20, orientation: 1, animated: true, cost: 3, costly: 'a GIF'})
+  const delays = Array<number>(20).fill(0)
+  assert.equal(await probeImage(file), {format: 'gif', width: 16, height: 12, frames: 20, orientation: 1, animated: true, delays, cost: 3, costly: 'a GIF'})
   const frames = await decodeImage(file, LIMITS)
   assert.is(frames.length, 8)
   for (const f of frames) {
@@ -276,6 +271,34 @@ test('decodes 8 evenly spaced frames of a 20-frame animated GIF', async () => {
   )
   // Every pixel of a frame, not just one, comes from that frame.
   assert.ok(frames[7].data.every((v, i) => v === [190, 100, 200][i % 3]))
+})
+
+/** The red of each frame decoded: 10 x its index in the animation (animatedGif). */
+const frameNumbers = (images: RgbImage[]) => images.map((f) => pixel(f, 8, 6)[0] / 10)
+
+for (const format of ['gif', 'webp'] as const) {
+  test(`a 9-frame ${format} with a 10 s frame at index 4 and eight of 40 ms: the 10 s frame is decoded (chosen by display time)`, async () => {
+    const file = await animatedGif(9, 16, 12, [40, 40, 40, 40, 10_000, 40, 40, 40, 40], format)
+    assert.equal((await probeImage(file)).delays, [40, 40, 40, 40, 10_000, 40, 40, 40, 40])
+    const frames = await decodeImage(file, LIMITS)
+    assert.equal(frameNumbers(frames), [0, 1, 2, 4, 5, 6, 7, 8])
+    // How long each is on screen (what the text signal reads by).
+    assert.equal(frames.map((f) => f.shown), [40, 40, 40, 10_000, 40, 40, 40, 40])
+  })
+}
+
+test('a 16-frame GIF of equal delays keeps the even spacing by index', async () => {
+  const file = await animatedGif(16, 16, 12, Array<number>(16).fill(40))
+  assert.equal(frameNumbers(await decodeImage(file, LIMITS)), [0, 2, 4, 6, 9, 11, 13, 15])
+})
+
+test('a GIF frame of delay 0 among 20 ms frames counts as shown 100 ms, as browsers show it: the longest, decoded', async () => {
+  const delay = Array<number>(12).fill(20)
+  delay[4] = 0
+  const file = await animatedGif(12, 16, 12, delay)
+  assert.is((await probeImage(file)).delays?.[4], 0)
+  assert.not.ok(frameIndices(12).includes(4))
+  assert.ok(frameNumbers(await decodeImage(file, LIMITS)).includes(4))
 })
 
 test('decodes every frame of a short animated WebP', async () => {

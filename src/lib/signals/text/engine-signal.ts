@@ -5,22 +5,32 @@
  * on that frame, whatever the other signals say; a frame without hits leaves their score as it is (0 for
  * `contact_info`, which only text feeds). Lines and hits come out in the pixels of the frame as decoded.
  */
-import {frameIndices} from '../../image/decode.js'
+import {frameIndices} from '../../image/animation-frames.js'
 import {defaultThreads} from '../../model/threads.js'
 import {roundScore} from '../../scoring/calibrate.js'
 import type {RgbImage} from '../../image/rgb.js'
 import {applyHits, ruleCategories} from '../rule-hits.js'
-import {toImageBox, type Box, type FrameOrigin, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
+import {toImageBox, type Box, type FrameOrigin, type FramePlace, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
 import {textEvidence, type FrameText} from './evidence.js'
 import {DEFAULT_READ_OPTIONS, DEFAULT_TEXT_BUDGET, frameBudget, type ReadBudget, type TextBox} from './read.js'
 import {textPolicyOf, textSection} from './policy-section.js'
 import {openTextSignal, textWanted} from './signal.js'
 
 /**
- * Frames of an animation read, at most, evenly spaced over those scored: the detector's cost is per frame. The
- * image's budget is split between them.
+ * Frames of an animation read, at most, evenly spaced over those scored (the first, the middle and the last): the
+ * detector's cost is per frame. The image's budget is split between them.
  */
 export const ANIMATION_FRAMES_READ = 3
+
+/**
+ * The frames of an animation read, among those scored: ANIMATION_FRAMES_READ evenly spaced, with the one on screen
+ * longest in place of the middle one when it is not among them, so that text shown most of the time is read.
+ */
+export function framesRead(place: FramePlace): number[] {
+  const read = frameIndices(place.count, ANIMATION_FRAMES_READ)
+  if (place.longest !== undefined && !read.includes(place.longest)) read[Math.floor(read.length / 2)] = place.longest
+  return read
+}
 
 /**
  * A frame to read, where it starts in the decoded one and what it may read; null for a frame not read (a video's
@@ -48,7 +58,7 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
       if (!textWanted(text, kind)) return null
       // A video's frames are read one by one, each with an image's budget.
       if (kind === 'video') return {frame, origin, budget: reader.budget}
-      const read = frameIndices(place.count, ANIMATION_FRAMES_READ)
+      const read = framesRead(place)
       return read.includes(place.index) ? {frame, origin, budget: frameBudget(reader.budget, read.length)} : null
     },
     async infer(inputs) {

@@ -99,6 +99,19 @@ test("an animation of 8 pages of 200 words reads 3 of its frames, sharing the po
   assert.is(sessions['models/ocr/det.onnx'], 3)
 })
 
+test('an animation reads the frame on screen longest: a listed word shown 10 s of every 10.3 s, at index 4 of 9 frames', async () => {
+  await using engine = createEngine(options(await textPolicy()))
+  const frames = []
+  for (let f = 0; f < 9; f++) {
+    const text = f === 4 ? 'WHEN THE ZORBLAX' : `frame number ${f}`
+    frames.push(await renderText(600, 200, [{text, x: 40, y: 110, size: 40, font: 'DejaVu Sans'}], '#ffd24a'))
+  }
+  const r = await engine.moderateImage(await animatedGif(frames, [40, 40, 40, 40, 10_000, 40, 40, 40, 40]), 'flash.gif')
+  // The frames scored are 0-2 and 4-8; of them, evenly spaced by position, the text signal would read 0, 5 and 8.
+  assert.equal(r.text_hits?.map((h) => [h.rule, h.text]), [['banned', 'ZORBLAX']])
+  assert.is(r.text?.length, 3)
+})
+
 test("the engine's textBudget (MOD_TEXT_BUDGET) wins over the policy's text.budget", async () => {
   const page = await png(await wordPage())
   const lines = async (policyBudget: number, textBudget?: number) => {

@@ -1,0 +1,43 @@
+import sharp from 'sharp'
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {hashToHex} from '../../../../src/lib/signals/pdq/hash256.js'
+import {hashImage} from '../../../../src/lib/signals/pdq/hash-media.js'
+import {pdqHash} from '../../../../src/lib/signals/pdq/pdq.js'
+
+const LIMITS = {maxBytes: 25 * 1024 * 1024, maxPixels: 100_000_000}
+const SIDE = 64
+
+/** A 9-frame GIF of grey patterns, a different one per frame, with these delays (ms). */
+async function patternGif(delay: number[]): Promise<Buffer> {
+  const frames = delay.length
+  const data = Buffer.alloc(SIDE * SIDE * frames)
+  for (let f = 0; f < frames; f++) {
+    for (let y = 0; y < SIDE; y++) {
+      for (let x = 0; x < SIDE; x++) data[(f * SIDE + y) * SIDE + x] = (Math.floor(x / (2 + f)) * 67 + Math.floor(y / (3 + (f % 4))) * 41) % 256
+    }
+  }
+  return sharp(data, {raw: {width: SIDE, height: SIDE * frames, channels: 1, pageHeight: SIDE}})
+    .gif({delay})
+    .toBuffer()
+}
+
+/** The PDQ hash of frame `page` of a file, decoded on its own. */
+async function pageHash(file: Buffer, page: number): Promise<string> {
+  const {data, info} = await sharp(file, {page}).flatten({background: '#ffffff'}).toColourspace('srgb').raw().toBuffer({resolveWithObject: true})
+  return hashToHex(pdqHash({data, width: info.width, height: info.height}).hash)
+}
+
+test('mod hash hashes the frames scan scores, chosen by display time: a 10 s frame at index 4 of 9 is hashed', async () => {
+  const file = await patternGif([40, 40, 40, 40, 10_000, 40, 40, 40, 40])
+  const hashes = await hashImage(file, LIMITS)
+  const expected = await Promise.all([0, 1, 2, 4, 5, 6, 7, 8].map((page) => pageHash(file, page)))
+  assert.equal(new Set(expected).size, 8)
+  assert.equal(
+    hashes.map((h) => [h.frame, h.hash]),
+    expected.map((hash, frame) => [frame, hash]),
+  )
+})
+
+test.run()
