@@ -5,6 +5,11 @@
 // onnxruntime starts, so it is set here, before oclif loads any command; cluster workers inherit it.
 process.env.ORT_DISABLE_TELEMETRY = '1'
 
+// mod lets NO_COLOR win over FORCE_COLOR (--color wins over both). Node.js 22 and later warn, on their first colour
+// check (loading node:assert makes one), that NO_COLOR is ignored when both are set, which is not so here and lands
+// in the middle of the progress line: FORCE_COLOR goes before anything is loaded.
+if (process.env.NO_COLOR && process.env.FORCE_COLOR !== undefined) delete process.env.FORCE_COLOR
+
 // Exit codes: a start-up failure (no build, a broken install, an unknown command) is 2, never 1 (1 means a
 // violation was found), printed as one line in the style of every other failure.
 import {existsSync} from 'node:fs'
