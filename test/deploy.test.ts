@@ -86,7 +86,7 @@ test("the lists keda.yaml watches are where BullMQ keeps a queue's waiting entri
     }
   } finally {
     connection.disconnect()
-    await redis.stop()
+    await redis.remove()
   }
 })
 
