@@ -21,7 +21,8 @@ let base = ''
 test.before(async () => {
   mkdirSync(blues)
   for (let i = 0; i < 2; i++) writeFileSync(join(blues, `${i}.png`), await solidPng(0, 0, 255, 32, 32))
-  server = serveProcess(['--port', '0'], {MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'server-cache'))})
+  // Killed at the end: what it keeps in TMPDIR goes with the test's folder.
+  server = serveProcess(['--port', '0'], {MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'server-cache')), TMPDIR: dir.path})
   ;[, base] = await server.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)
 })
 

@@ -29,7 +29,8 @@ let standby: Promise<{process: ServeProcess; url: string; port: number}>
 
 /** A mod serve of the toy model under the redness policy, batches of 3 (so that a folder takes several requests). */
 async function serve(): Promise<{process: ServeProcess; url: string; port: number}> {
-  const p = serveProcess(['--port', '0'], {...local, MOD_CONFIG: policy, MOD_API_KEY: KEY, MOD_MAX_BATCH: '3'})
+  // Killed at the end: what it keeps in TMPDIR goes with the test's folder.
+  const p = serveProcess(['--port', '0'], {...local, MOD_CONFIG: policy, MOD_API_KEY: KEY, MOD_MAX_BATCH: '3', TMPDIR: dir.path})
   servers.push(p)
   const [, url] = await p.waitFor(/^listening on (http:\/\/127\.0\.0\.1:\d+)$/)
   return {process: p, url, port: Number(new URL(url).port)}
