@@ -36,14 +36,17 @@ const warmCache = join(tmp, `warm-cache-${process.pid}`)
 // The tests' TMPDIR, so that what they leave (or mod's defaults there, such as a server's job storage with its sweep
 // of old job folders) stays in this run and never meets the user's own files in the system's temporary folder.
 const runTmp = mkdtempSync(join(tmpdir(), 'mod-test-'))
-process.on('exit', () => [copyDir, warmCache, runTmp].forEach((dir) => rmSync(dir, {recursive: true, force: true})))
+// Node.js 22 and later keep the code they compiled here, so that the hundreds of processes the tests start (mod
+// itself, each time) do not compile the same modules again; older releases ignore it.
+const compileCache = join(tmp, `compile-cache-${process.pid}`)
+process.on('exit', () => [copyDir, warmCache, runTmp, compileCache].forEach((dir) => rmSync(dir, {recursive: true, force: true})))
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => process.exit(1))
 
 // The caller's MOD_* variables (their models, keys, ports) must not reach the tests: each sets what it needs. Nor
 // its proxy variables, which mod and npm obey: a test's requests to 127.0.0.1 would go to the shell's proxy.
 // onnxruntime's usage telemetry is off in everything started here, as bin/run.js turns it off for mod.
 const PROXY = /^(https?|no|all)_proxy$|^npm_config_(https_)?proxy$/i
-const env = {...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_') && !PROXY.test(k))), ORT_DISABLE_TELEMETRY: '1', TMPDIR: runTmp}
+const env = {...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_') && !PROXY.test(k))), ORT_DISABLE_TELEMETRY: '1', TMPDIR: runTmp, NODE_COMPILE_CACHE: compileCache}
 
 const walk = (dir, keep, skip = new Set()) =>
   readdirSync(dir).sort().flatMap((name) => {
