@@ -132,90 +132,75 @@ test('job uploads: the default storage is this user\'s own (mod-jobs-<uid>, 0700
   }
 })
 
-test('mod serve does not start when its upload folder could be read by others: it says so, and how to mend it', async () => {
+/** Runs `fn` with TMPDIR set to `tmp` (made if needed), as a process started there would see it. */
+async function withTmpdir(tmp: string, fn: () => Promise<void>): Promise<void> {
   const savedTmp = process.env.TMPDIR
-  const tmp = join(dir.path, 'tmp-open')
-  mkdirSync(join(tmp, `mod-uploads-${process.getuid?.()}`), {recursive: true})
-  chmodSync(join(tmp, `mod-uploads-${process.getuid?.()}`), 0o777)
+  mkdirSync(tmp, {recursive: true})
   process.env.TMPDIR = tmp
-  const logs: string[] = []
-  let listening = false
-  let stop = () => {}
-  const stopped = new Promise<void>((resolve) => (stop = resolve))
   try {
-    const code = await runServer({
-      engine: fakeEngine(),
-      settings: testSettings(join(dir.path, 'cache-open'), {preload: false}),
-      host: '127.0.0.1',
-      port: 0,
-      log: (line) => logs.push(line),
-      // Should it start after all, it stops at once, and the test fails instead of waiting.
-      onListening: () => {
-        listening = true
-        stop()
-      },
-      stop: stopped,
-    })
-    assert.equal([code, listening], [2, false])
-    assert.equal(logs.filter((l) => l.includes('upload folder')), [`${refusal(processUploadDir(uploadsRoot(tmp)))} (start mod with TMPDIR set to a folder of its own user)`])
+    await fn()
   } finally {
     if (savedTmp === undefined) delete process.env.TMPDIR
     else process.env.TMPDIR = savedTmp
   }
+}
+
+/**
+ * runServer on the fake engine, stopped as soon as it listens (so that a server that should not have started fails
+ * the test instead of holding it); `listening` runs first. Resolves with its exit code, and whether it listened.
+ */
+async function serveOnce(name: string, o: {storage?: string; log?: (line: string) => void; listening?: () => void} = {}): Promise<[number, boolean]> {
+  let stop = () => {}
+  const stopped = new Promise<void>((resolve) => (stop = resolve))
+  let listened = false
+  const settings = testSettings(join(dir.path, `cache-${name}`), {preload: false})
+  const code = await runServer({
+    engine: fakeEngine(),
+    settings: o.storage === undefined ? settings : {...settings, jobs: {...settings.jobs, storage: o.storage}},
+    host: '127.0.0.1',
+    port: 0,
+    log: o.log ?? (() => {}),
+    onListening: () => {
+      listened = true
+      o.listening?.()
+      stop()
+    },
+    stop: stopped,
+  })
+  return [code, listened]
+}
+
+test('mod serve does not start when its upload folder could be read by others: it says so, and how to mend it', async () => {
+  const tmp = join(dir.path, 'tmp-open')
+  await withTmpdir(tmp, async () => {
+    mkdirSync(uploadsRoot(tmp))
+    chmodSync(uploadsRoot(tmp), 0o777)
+    const logs: string[] = []
+    assert.equal(await serveOnce('open', {log: (line) => logs.push(line)}), [2, false])
+    assert.equal(logs.filter((l) => l.includes('upload folder')), [`${refusal(processUploadDir(uploadsRoot(tmp)))} (start mod with TMPDIR set to a folder of its own user)`])
+  })
 })
 
 test('a mod serve that stops leaves nothing in the temp folder: its upload folder goes, and the shared root when empty', async () => {
-  const savedTmp = process.env.TMPDIR
   const tmp = join(dir.path, 'tmp-clean')
-  mkdirSync(tmp)
-  process.env.TMPDIR = tmp
-  let stop = () => {}
-  const stopped = new Promise<void>((resolve) => (stop = resolve))
-  let during: string[] = []
-  try {
-    const code = await runServer({
-      engine: fakeEngine(),
-      settings: testSettings(join(dir.path, 'cache-clean'), {preload: false}),
-      host: '127.0.0.1',
-      port: 0,
-      log: () => {},
-      onListening: () => {
-        during = readdirSync(uploadsRoot(tmp))
-        stop()
-      },
-      stop: stopped,
-    })
-    assert.is(code, 0)
+  await withTmpdir(tmp, async () => {
+    let during: string[] = []
+    assert.equal(await serveOnce('clean', {listening: () => (during = readdirSync(uploadsRoot(tmp)))}), [0, true])
     assert.equal(during, [basename(processUploadDir(uploadsRoot(tmp)))])
     assert.equal(readdirSync(tmp), [])
-  } finally {
-    if (savedTmp === undefined) delete process.env.TMPDIR
-    else process.env.TMPDIR = savedTmp
-  }
+  })
 })
 
 test('the default job storage, once empty, is removed when mod serve stops; one that holds a job stays', async () => {
-  const savedTmp = process.env.TMPDIR
   const tmp = join(dir.path, 'tmp-jobs')
-  mkdirSync(tmp)
-  process.env.TMPDIR = tmp
-  const serveOnce = () => {
-    let stop = () => {}
-    const stopped = new Promise<void>((resolve) => (stop = resolve))
-    const settings = testSettings(join(dir.path, 'cache-jobs'), {preload: false})
-    return runServer({engine: fakeEngine(), settings: {...settings, jobs: {...settings.jobs, storage: defaultJobStorage()}}, host: '127.0.0.1', port: 0, log: () => {}, onListening: () => stop(), stop: stopped})
-  }
-  try {
+  await withTmpdir(tmp, async () => {
     mkdirSync(defaultJobStorage(), {mode: 0o700})
-    assert.is(await serveOnce(), 0)
+    assert.equal(await serveOnce('jobs', {storage: defaultJobStorage()}), [0, true])
     assert.equal(readdirSync(tmp), [])
     mkdirSync(join(defaultJobStorage(), 'a-job'), {recursive: true, mode: 0o700})
-    assert.is(await serveOnce(), 0)
+    assert.equal(await serveOnce('jobs', {storage: defaultJobStorage()}), [0, true])
     assert.equal(readdirSync(defaultJobStorage()), ['a-job'])
-  } finally {
-    if (savedTmp === undefined) delete process.env.TMPDIR
-    else process.env.TMPDIR = savedTmp
-  }
+  })
 })
 
 test.run()
