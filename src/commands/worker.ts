@@ -5,6 +5,7 @@ import type {EnvVars} from '../cli/help.js'
 import {loadConfig} from '../lib/config/load.js'
 import {ModError} from '../lib/errors.js'
 import {describe} from '../server/errors.js'
+import {refusedCredentials} from '../server/jobs/redis-connection.js'
 import {MAX_STALLED_COUNT, recoverySeconds} from '../server/jobs/recovery.js'
 import {videoJobRunner} from '../server/jobs/runner.js'
 import {SWEEP_GRACE_MS} from '../server/jobs/sweep.js'
@@ -59,6 +60,9 @@ Jobs are accepted by any "mod serve" with the same MOD_REDIS_URL (POST /v1/jobs/
     if (url === undefined) {
       throw new ModError('invalid_config', 'mod worker takes jobs from Redis: set MOD_REDIS_URL (e.g. redis://127.0.0.1:6379)')
     }
+    // A password Redis refuses would never heal: a setting to mend, said before the model is loaded.
+    const refused = await refusedCredentials(url)
+    if (refused !== undefined) throw new ModError('invalid_config', `MOD_REDIS_URL: Redis refused its credentials (${refused}): mend the password in the URL`)
     const log = (line: string) => process.stderr.write(`${line}\n`)
     const stop = stopSignals(log)
     const engine = engineFromConfig(config, {eager: true})

@@ -6,6 +6,7 @@ import type {ServerSettings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
 import {isModError} from '../lib/errors.js'
 import {buildServer, type ModServer, type ServerOptions} from './app.js'
+import {refusedCredentials} from './jobs/redis-connection.js'
 import {SWEEP_GRACE_MS, SWEEP_INTERVAL_MS, sweepEvery, sweepJobFolders} from './jobs/sweep.js'
 import {describe, type Log} from './errors.js'
 import {growHeapForServing} from './heap.js'
@@ -64,6 +65,24 @@ async function checkUploadFolders(o: RunOptions): Promise<string | undefined> {
   return undefined
 }
 
+/**
+ * Every request has ended (or none began: a failed start), and with it its upload folder: this process's own folder
+ * goes too, and the shared root when no other process has a folder in it (rmdir leaves a folder that is not empty);
+ * the default job storage likewise, once no job of any process is kept in it.
+ */
+async function removeOwnFolders(o: RunOptions): Promise<void> {
+  await rm(processUploadDir(uploadsRoot()), {recursive: true, force: true}).catch(() => undefined)
+  await rmdir(uploadsRoot()).catch(() => undefined)
+  if (o.settings.jobs.storage === defaultJobStorage()) await rmdir(o.settings.jobs.storage).catch(() => undefined)
+}
+
+/** MOD_REDIS_URL's password, when Redis refuses it: a setting to mend, not a Redis to wait for. */
+async function checkRedis(o: RunOptions): Promise<string | undefined> {
+  const url = o.settings.jobs.redisUrl
+  const refused = url === undefined ? undefined : await refusedCredentials(url)
+  return refused === undefined ? undefined : `MOD_REDIS_URL: Redis refused its credentials (${refused}): every job route would answer 503; mend the password in the URL`
+}
+
 function listen(server: Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject)
@@ -101,9 +120,10 @@ export async function runServer(o: RunOptions): Promise<number> {
     return EXIT_OK
   }
 
-  const unsafe = await checkUploadFolders(o)
+  const unsafe = (await checkRedis(o)) ?? (await checkUploadFolders(o))
   if (unsafe !== undefined) {
     o.log(unsafe)
+    await removeOwnFolders(o)
     await o.engine.close()
     return EXIT_START_FAILED
   }
@@ -119,6 +139,7 @@ export async function runServer(o: RunOptions): Promise<number> {
     port = await listen(handle.server, o.port, o.host)
   } catch (e) {
     o.log(`cannot listen on ${o.host}:${o.port}: ${describe(e)}`)
+    await removeOwnFolders(o)
     await o.engine.close()
     return EXIT_START_FAILED
   }
@@ -137,11 +158,6 @@ export async function runServer(o: RunOptions): Promise<number> {
   o.log(inFlight > 0 ? `stopping: finishing ${inFlight} request(s) in flight` : 'stopping', 'info')
   await closed
   await o.engine.close()
-  // Every request has ended, and with it its upload folder: this process's own folder goes too, and the shared root
-  // when no other process has a folder in it (rmdir leaves a folder that is not empty).
-  await rm(processUploadDir(uploadsRoot()), {recursive: true, force: true}).catch(() => undefined)
-  await rmdir(uploadsRoot()).catch(() => undefined)
-  // The default job storage likewise, once no job of any process is kept in it.
-  if (o.settings.jobs.storage === defaultJobStorage()) await rmdir(o.settings.jobs.storage).catch(() => undefined)
+  await removeOwnFolders(o)
   return EXIT_OK
 }

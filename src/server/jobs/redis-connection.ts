@@ -25,6 +25,30 @@ export function redisConnection(url: string, what: string, log: Log, commandTime
   return {client, logOnce}
 }
 
+/** Redis's answers to a password it does not take, or to none where it needs one. */
+const REFUSED_CREDENTIALS = /^(WRONGPASS|NOAUTH)\b|invalid password/i
+
+/**
+ * Redis's refusal of the credentials in `url`, or undefined: a Redis that does not answer (not started yet) is not
+ * refused, as the queues connect once it is up; a refused password would never heal, every job route answering 503.
+ * Redis's own words name neither the password nor the user.
+ */
+export async function refusedCredentials(url: string, timeoutMs = DEFAULT_COMMAND_TIMEOUT_MS): Promise<string | undefined> {
+  const client = new Redis(url, {lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: timeoutMs, commandTimeout: timeoutMs})
+  // ioredis reports a refused AUTH as an 'error' event, and the connection as closed.
+  const seen: string[] = []
+  client.on('error', (e: Error) => seen.push(e.message))
+  try {
+    await client.connect()
+    await client.ping()
+    return undefined
+  } catch (e) {
+    return [...seen, e instanceof Error ? e.message : String(e)].find((message) => REFUSED_CREDENTIALS.test(message))
+  } finally {
+    client.disconnect()
+  }
+}
+
 /** The client is not told Redis's own error (it names addresses and client internals); it stays in details. */
 export const unreachable = (e: unknown): ModError =>
   new ModError('overloaded', 'the job queue is not reachable; retry later', {cause: e instanceof Error ? e.message : String(e)})
