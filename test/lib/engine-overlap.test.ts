@@ -71,17 +71,23 @@ test("a server's next image is decoded and preprocessed while the model infers t
   try {
     const png = await solidPng(200, 30, 30)
     await engine.moderateImage(png, 'warm.png')
-    const events: string[] = []
-    const traced = tracedGate(events)
-    const a = engine.moderateImage(png, 'a.png', {scheduler: traced('a')})
-    // b comes once a's run is under way (a run about to start would wait for it).
-    await until(() => events.includes('inferring a'))
-    await new Promise((resolve) => setTimeout(resolve, 5))
-    const b = engine.moderateImage(png, 'b.png', {scheduler: traced('b')})
-    const results = await Promise.all([a, b])
-    assert.equal(results.map((r) => r.source), ['a.png', 'b.png'])
-    // With inference on the main thread, b's decoding would wait for a's inference to end.
-    assert.ok(events.indexOf('prepared b') < events.indexOf('inferred a'), events.join(', '))
+    // Up to three tries: a busy machine may take longer to decode b than the model takes for a (tens of ms), but
+    // with inference on the main thread b's decoding would wait for a's inference to end every time.
+    const tries: string[] = []
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const events: string[] = []
+      const traced = tracedGate(events)
+      const a = engine.moderateImage(png, 'a.png', {scheduler: traced('a')})
+      // b comes once a's run is under way (a run about to start would wait for it).
+      await until(() => events.includes('inferring a'))
+      await new Promise((resolve) => setTimeout(resolve, 5))
+      const b = engine.moderateImage(png, 'b.png', {scheduler: traced('b')})
+      const results = await Promise.all([a, b])
+      assert.equal(results.map((r) => r.source), ['a.png', 'b.png'])
+      tries.push(events.join(', '))
+      if (events.indexOf('prepared b') < events.indexOf('inferred a')) break
+    }
+    assert.ok(tries.length < 3 || /prepared b.*inferred a/.test(tries[2]), tries.join(' | '))
   } finally {
     await engine.close()
   }
