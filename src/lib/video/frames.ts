@@ -58,6 +58,8 @@ export interface DecodeOptions extends DecodeLimits {
   ffmpeg: string
   /** Sampling rate, frames per second of video. */
   fps: number
+  /** Called once with the duration the container states, if it states one (a progress estimate). */
+  onDuration?: (seconds: number) => void
   signal?: AbortSignal
 }
 
@@ -225,7 +227,7 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
   if ((await stat(path)).size === 0) throw emptyFileError()
   const budgetMs = o.maxSeconds * o.decodeTimePerSecond * 1000
   const scanStarted = performance.now()
-  const probeOptions = {ffmpeg: o.ffmpeg, maxPixels: o.maxPixels, stallTimeoutMs: o.stallTimeoutMs, timeoutMs: budgetMs, maxSeconds: o.maxSeconds, signal: o.signal}
+  const probeOptions = {ffmpeg: o.ffmpeg, maxPixels: o.maxPixels, stallTimeoutMs: o.stallTimeoutMs, timeoutMs: budgetMs, maxSeconds: o.maxSeconds, onDuration: o.onDuration, signal: o.signal}
   const streams = streamsToDecode(await probeVideoStreams(path, probeOptions))
   const scan = await scanPackets(path, {
     ffmpeg: o.ffmpeg,

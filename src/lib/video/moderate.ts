@@ -2,7 +2,6 @@ import type {RgbImage} from '../image/rgb.js'
 import type {OpenEvidence} from '../signals/evidence.js'
 import type {Segment, VideoResult} from '../types.js'
 import {type DecodedFrame, type DecodeOptions, type DecodeSummary, decodeFrames} from './frames.js'
-import {statedDuration} from './duration.js'
 import {createSegmentTracker, type FrameLabel} from './segments.js'
 
 export interface ModerateVideoOptions {
@@ -14,7 +13,7 @@ export interface ModerateVideoOptions {
   /** Frames scored per call of `scoreFrames`; at most this many decoded frames are held at once. */
   batchSize: number
   /** The ffmpeg binary and the decoding limits. */
-  decode: Omit<DecodeOptions, 'fps' | 'signal'>
+  decode: Omit<DecodeOptions, 'fps' | 'signal' | 'onDuration'>
   /**
    * Scores a batch of frames (the engine trims, preprocesses, embeds and scores): per frame, its labels and what
    * the signals found in it.
@@ -57,16 +56,8 @@ function instants(batch: readonly DecodedFrame[], scores: readonly ScoredFrame[]
  */
 export async function moderateVideo(path: string, o: ModerateVideoOptions): Promise<Omit<VideoResult, 'not_evaluated'>> {
   const tracker = createSegmentTracker(o.fps, o.minFrames, o.evidence)
-  const frames = decodeFrames(path, {...o.decode, fps: o.fps, signal: o.signal})
-  // Alongside decoding, never waited for: an estimate that comes late or never only leaves the total unknown. It
-  // is stopped with the decoding, so that no ffmpeg outlives the call.
-  const probe = new AbortController()
-  const report = o.onDuration
-  const probed = report
-    ? statedDuration(o.decode.ffmpeg, path, AbortSignal.any([probe.signal, ...(o.signal ? [o.signal] : [])])).then((d) => {
-        if (d !== undefined && !probe.signal.aborted) report(d)
-      })
-    : undefined
+  // The stated duration comes from the description of the file that decoding reads first for its streams.
+  const frames = decodeFrames(path, {...o.decode, fps: o.fps, onDuration: o.onDuration, signal: o.signal})
   let analyzed = 0
   let stoppedEarly = false
   let summary: DecodeSummary | undefined
@@ -94,8 +85,6 @@ export async function moderateVideo(path: string, o: ModerateVideoOptions): Prom
   } finally {
     // Kills ffmpeg when we leave before the end (a stop, a scoring error); does nothing once decoding ended.
     await frames.return({frames: analyzed, duration: analyzed / o.fps})
-    probe.abort()
-    await probed
   }
 
   const duration = round3(summary !== undefined && !stoppedEarly ? summary.duration : analyzed / o.fps)

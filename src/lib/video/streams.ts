@@ -77,7 +77,15 @@ export interface StreamProbeOptions {
   timeoutMs: number
   /** The longest video allowed, named in the `video_too_long` message. */
   maxSeconds: number
+  /** Called with the duration the container states, if it states one (a progress estimate only: it may lie). */
+  onDuration?: (seconds: number) => void
   signal?: AbortSignal
+}
+
+/** The duration a description states ("Duration: 00:01:02.50"), in seconds. */
+function statedSeconds(header: string): number | undefined {
+  const m = /Duration: (\d+):(\d{2}):(\d{2}(?:\.\d+)?)/.exec(header)
+  return m ? Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3]) : undefined
 }
 
 /**
@@ -115,6 +123,8 @@ export async function probeVideoStreams(path: string, o: StreamProbeOptions): Pr
     if (!spawned) throw ffmpegMissing(`ffmpeg could not be run from ${JSON.stringify(o.ffmpeg)}`)
     if (expired && o.timeoutMs <= o.stallTimeoutMs) throw readingTooSlow(o.timeoutMs, o.maxSeconds)
     if (expired) throw decoderStalled(o.stallTimeoutMs)
+    const stated = statedSeconds(header)
+    if (stated !== undefined) o.onDuration?.(stated)
     return parseVideoStreams(header)
   } finally {
     clearTimeout(timer)

@@ -173,10 +173,12 @@ test('a file of more video streams than are analysed side by side is refused', a
   })
 })
 
-test('the duration comes from the packets decoded, not from the frame count', async () => {
-  const {frames, summary} = await decodeAll(clip('short.mp4'))
+test('the duration comes from the packets decoded, not from the frame count; the one the container states is told once', async () => {
+  const stated: number[] = []
+  const {frames, summary} = await decodeAll(clip('short.mp4'), {onDuration: (seconds) => stated.push(seconds)})
   assert.equal(frames.map((f) => f.time), [0, 1, 2])
   assert.equal(summary, {frames: 3, duration: 2.5})
+  assert.equal(stated, [2.5])
 })
 
 test('a frame for every sampling instant inside the video: a video shorter than an interval gives one, and the last instant is kept', async () => {
