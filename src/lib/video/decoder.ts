@@ -1,7 +1,7 @@
-import {spawn} from 'node:child_process'
 import type {Readable} from 'node:stream'
 
-import {inputArgs, LOG_HEAD_CHARS, overPixelLimit} from './ffmpeg-input.js'
+import {inputArgs} from './ffmpeg-input.js'
+import {startFfmpeg} from './ffmpeg-process.js'
 import type {VideoStream} from './streams.js'
 
 /** What a decoder process needs to know. */
@@ -73,39 +73,26 @@ export interface Decoder {
  * PPM on stdout, the packets' listing on fd 3. An attached picture (cover art) gives its one picture.
  */
 export function startDecoder(path: string, o: DecoderOptions, stream: VideoStream | undefined): Decoder {
-  const child = spawn(o.ffmpeg, ffmpegArgs(path, o, stream), {stdio: ['ignore', 'pipe', 'pipe', 'pipe'], windowsHide: true})
+  const ffmpeg = startFfmpeg(o.ffmpeg, ffmpegArgs(path, o, stream), ['ignore', 'pipe', 'pipe', 'pipe'], 'exit')
+  const {child} = ffmpeg
   const stdout = child.stdout as Readable
   const stderr = child.stderr as Readable
   const progress = child.stdio[3] as Readable
   // Node resumes, and so drops the output of, a child's pipe that nothing listens to when the child exits: the
   // frames of a stream read later than its ffmpeg ended (a short second stream, a cover) would be lost.
   stdout.on('readable', () => {})
-  let spawnFailed = false
-  const exited = new Promise<number | null>((done) => {
-    child.once('exit', (code) => done(code))
-    child.once('error', () => {
-      spawnFailed = true
-      done(null)
-    })
-  })
-  let log = ''
-  let pixelLimit = false
-  stderr.on('data', (chunk: Buffer) => {
-    const text = chunk.toString('utf8')
-    if (log.length < LOG_HEAD_CHARS) log += text.slice(0, LOG_HEAD_CHARS - log.length)
-    if (overPixelLimit(text)) pixelLimit = true
-  })
+  const exited = ffmpeg.ended
   const kill = (): void => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    ffmpeg.kill()
     stdout.destroy()
   }
   return {
     stdout,
     progress,
     exited,
-    spawnFailed: () => spawnFailed,
-    log: () => log,
-    pixelLimit: () => pixelLimit,
+    spawnFailed: ffmpeg.spawnFailed,
+    log: ffmpeg.log,
+    pixelLimit: ffmpeg.pixelLimit,
     kill,
     close: async () => {
       kill()

@@ -1,9 +1,9 @@
-import {spawn} from 'node:child_process'
 import type {Readable} from 'node:stream'
 
 import {ModError} from '../errors.js'
 import {ffmpegMissing} from './ffmpeg.js'
-import {decoderStalled, inputArgs, LOG_HEAD_CHARS, overPixelLimit, picturesTooLarge, readingTooSlow, unreadableVideo, videoTooLong} from './ffmpeg-input.js'
+import {decoderStalled, inputArgs, picturesTooLarge, readingTooSlow, unreadableVideo, videoTooLong} from './ffmpeg-input.js'
+import {startFfmpeg} from './ffmpeg-process.js'
 import {createPacketClock} from './framecrc.js'
 
 export interface PacketScanOptions {
@@ -41,18 +41,8 @@ export async function scanPackets(path: string, o: PacketScanOptions): Promise<P
   o.signal?.throwIfAborted()
   // Every video stream but attached pictures (`V`): each is decoded, and a cover is one picture.
   const args = [...inputArgs(path, o.maxPixels), '-map', '0:V', '-c', 'copy', '-f', 'framecrc', 'pipe:1']
-  const child = spawn(o.ffmpeg, args, {stdio: ['ignore', 'pipe', 'pipe'], windowsHide: true})
-  let spawnFailed = false
-  const closed = new Promise<number | null>((done) => {
-    child.once('close', (code) => done(code))
-    child.once('error', () => {
-      spawnFailed = true
-      done(null)
-    })
-  })
-  const kill = (): void => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-  }
+  const ffmpeg = startFfmpeg(o.ffmpeg, args, ['ignore', 'pipe', 'pipe'], 'close')
+  const {child, kill, ended: closed} = ffmpeg
 
   let refusal: ModError | undefined
   const refuse = (error: ModError): void => {
@@ -72,14 +62,6 @@ export async function scanPackets(path: string, o: PacketScanOptions): Promise<P
     o.timeoutMs,
   )
 
-  let log = ''
-  let pixelLimit = false
-  ;(child.stderr as Readable).on('data', (chunk: Buffer) => {
-    const text = chunk.toString('utf8')
-    if (log.length < LOG_HEAD_CHARS) log += text.slice(0, LOG_HEAD_CHARS - log.length)
-    // ffmpeg decodes a first picture to learn the stream's size, even when it copies the packets.
-    if (overPixelLimit(text)) pixelLimit = true
-  })
   const clock = createPacketClock()
   ;(child.stdout as Readable).on('data', (chunk: Buffer) => {
     clock.push(chunk)
@@ -97,9 +79,9 @@ export async function scanPackets(path: string, o: PacketScanOptions): Promise<P
     const code = await closed
     o.signal?.throwIfAborted()
     if (refusal) throw refusal
-    if (spawnFailed) throw ffmpegMissing(`ffmpeg could not be run from ${JSON.stringify(o.ffmpeg)}`)
-    if (pixelLimit) throw picturesTooLarge(o.maxPixels)
-    if (code !== 0) throw unreadableVideo(log, path)
+    if (ffmpeg.spawnFailed()) throw ffmpegMissing(`ffmpeg could not be run from ${JSON.stringify(o.ffmpeg)}`)
+    if (ffmpeg.pixelLimit()) throw picturesTooLarge(o.maxPixels)
+    if (code !== 0) throw unreadableVideo(ffmpeg.log(), path)
     return {end: clock.end(), packets: clock.packets()}
   } finally {
     clearTimeout(stall)
