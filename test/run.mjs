@@ -33,8 +33,10 @@ const filters = process.argv.slice(2).filter((a) => a !== '--no-skips')
 const tmp = join(root, 'test', 'fixtures', 'tmp')
 const copyDir = join(tmp, `js-${process.pid}`)
 const warmCache = join(tmp, `warm-cache-${process.pid}`)
-// The tests' TMPDIR, so that what they leave (or mod's defaults there, such as a server's job storage with its sweep
-// of old job folders) stays in this run and never meets the user's own files in the system's temporary folder.
+// The tests' temporary folders: each test file gets its own TMPDIR under this one, so that what it leaves (or mod's
+// defaults there, such as a server's job storage with its sweep of old job folders) stays in that file's run. It
+// never meets the user's own files in the system's temporary folder, nor another file's: a server started there
+// would otherwise sweep, and log, the job folder of one that another file killed.
 const runTmp = mkdtempSync(join(tmpdir(), 'mod-test-'))
 // Node.js 22 and later keep the code they compiled here, so that the hundreds of processes the tests start (mod
 // itself, each time) do not compile the same modules again; older releases ignore it.
@@ -46,7 +48,7 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => p
 // its proxy variables, which mod and npm obey: a test's requests to 127.0.0.1 would go to the shell's proxy.
 // onnxruntime's usage telemetry is off in everything started here, as bin/run.js turns it off for mod.
 const PROXY = /^(https?|no|all)_proxy$|^npm_config_(https_)?proxy$/i
-const env = {...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_') && !PROXY.test(k))), ORT_DISABLE_TELEMETRY: '1', TMPDIR: runTmp, NODE_COMPILE_CACHE: compileCache}
+const env = {...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_') && !PROXY.test(k))), ORT_DISABLE_TELEMETRY: '1', NODE_COMPILE_CACHE: compileCache}
 
 const walk = (dir, keep, skip = new Set()) =>
   readdirSync(dir).sort().flatMap((name) => {
@@ -111,7 +113,7 @@ try {
 mkdirSync(warmCache, {recursive: true})
 writeFileSync(join(warmCache, 'policy.yaml'), 'categories:\n  redness:\n    prompts: ["red"]\n    threshold: 0.5\n')
 const fixtures = join(root, 'test', 'fixtures')
-const warm = await run([copyOf(join(root, 'test', 'warm-cache-build.ts')), warmCache, join(warmCache, 'policy.yaml'), join(fixtures, 'photos'), join(fixtures, 'models', 'toy')])
+const warm = await run([copyOf(join(root, 'test', 'warm-cache-build.ts')), warmCache, join(warmCache, 'policy.yaml'), join(fixtures, 'photos'), join(fixtures, 'models', 'toy')], {TMPDIR: runTmp})
 // Without it the tests still pass, each building what it needs.
 if (warm.code !== 0) process.stdout.write(`the warm cache was not built:\n${warm.out}\n`)
 
@@ -119,11 +121,17 @@ const totals = {passed: 0, failed: 0, skipped: 0}
 const failing = []
 const skips = []
 const times = []
+const leftovers = []
 async function runFiles(queue) {
   for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
     const name = relative(root, file)
     const t0 = Date.now()
-    const {code, out} = await run(['--enable-source-maps', copyOf(file)], {NO_COLOR: '1', FORCE_COLOR: '0', TEST_WARM_CACHE: warmCache})
+    const fileTmp = mkdtempSync(join(runTmp, 'file-'))
+    const {code, out} = await run(['--enable-source-maps', copyOf(file)], {NO_COLOR: '1', FORCE_COLOR: '0', TEST_WARM_CACHE: warmCache, TMPDIR: fileTmp})
+    // What a test left there would have stayed in the user's temporary folder: named, then removed.
+    const left = readdirSync(fileTmp)
+    if (left.length > 0) leftovers.push(`${name}: ${left.join(', ')}`)
+    rmSync(fileTmp, {recursive: true, force: true})
     // uvu's summary closes the output; a test may print lines like it before.
     const count = (label) => Number([...out.matchAll(new RegExp(`^ +${label}: +(\\d+)$`, 'gm'))].at(-1)?.[1] ?? 0)
     // uvu's Total leaves skipped tests out. A file that exits non-zero with no failed test (a crash) counts as one.
@@ -145,9 +153,7 @@ await Promise.all(Array.from({length: JOBS}, () => runFiles(queue)))
 
 const slowest = times.sort((a, b) => b.ms - a.ms).slice(0, 10)
 process.stdout.write(`\nslowest files:\n${slowest.map((t) => `${(t.ms / 1000).toFixed(1).padStart(7)} s  ${t.name}`).join('\n')}\n`)
-// What a test left there would have stayed in the user's temporary folder: named, then removed with the folder.
-const left = readdirSync(runTmp)
-if (left.length > 0) process.stdout.write(`\nleft in the tests' TMPDIR (removed now): ${left.join(', ')}\n`)
+if (leftovers.length > 0) process.stdout.write(`\nleft in the tests' TMPDIR (removed):\n${leftovers.join('\n')}\n`)
 if (skips.length > 0) process.stdout.write(`\nskipped tests:\n${skips.map((s) => `  ${s}`).join('\n')}\n`)
 if (failing.length > 0) process.stdout.write(`\nfailing files: ${failing.join(', ')}\n`)
 if (noSkips && totals.skipped > 0) process.stdout.write(`\n--no-skips: ${totals.skipped} skipped tests fail this run\n`)
