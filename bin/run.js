@@ -45,14 +45,18 @@ const hangUp = () => {
   return new Promise(() => {})
 }
 
-// Exits with `code`, or 2 once stdout has lost results, or as SIGHUP once the terminal it wrote to closed;
-// undefined: a command that ended normally ends as it would.
+// Exits with `code`, or 2 once stdout has lost results, or as SIGHUP once the terminal it wrote to closed, or 141
+// (as SIGPIPE ends a process) once the reader of stdout went away: the work was cut short, which is never 0, and a
+// shell under `set -o pipefail` sees it fail as it would see grep or cat; undefined: a command that ended
+// normally ends as it would.
 const leave = async (code) => {
   await streams.flushed()
   if (streams.hungUp()) await hangUp()
   const failure = streams.failure()
   if (failure) process.stderr.write(`${outputFailureLine(failure)}\n`)
-  if (failure || code !== undefined) process.exit(failure ? 2 : code)
+  if (failure) process.exit(2)
+  if (streams.readerGone()) process.exit(exitForSignal('SIGPIPE'))
+  if (code !== undefined) process.exit(code)
 }
 
 try {

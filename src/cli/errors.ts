@@ -11,8 +11,8 @@ export const EXIT_ERROR = 2
 export const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const
 export type StopSignal = (typeof STOP_SIGNALS)[number]
 
-/** 128 + the signal's number, as a shell reports a command a signal stopped: 130 (SIGINT), 143 (SIGTERM), 129 (SIGHUP). */
-export function exitForSignal(signal: StopSignal): number {
+/** 128 + the signal's number, as a shell reports a command a signal stopped: 130 (SIGINT), 143 (SIGTERM), 129 (SIGHUP), 141 (SIGPIPE). */
+export function exitForSignal(signal: StopSignal | 'SIGPIPE'): number {
   return 128 + constants.signals[signal]
 }
 
@@ -20,6 +20,7 @@ export function exitForSignal(signal: StopSignal): number {
 export const SIGNAL_EXIT_CODES: [string, string][] = [
   ['129', 'stopped by SIGHUP (the terminal closed)'],
   ['130', 'stopped by Ctrl-C (SIGINT)'],
+  ['141', 'the reader of stdout went away (| head): the output was cut short'],
   ['143', 'stopped by SIGTERM (a CI runner, docker stop, timeout)'],
 ]
 

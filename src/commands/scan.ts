@@ -212,7 +212,7 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
   static override exitCodes: [string, string][] = [
     ['0', 'success: every input was scanned and is safe'],
     ['1', 'a violation was found'],
-    ['2', 'usage, configuration or model error; an input that could not be scanned; nothing to scan; with --strict, a category that cannot be evaluated; stdout could not take the results (a full disk)'],
+    ['2', 'usage, configuration or model error; an input not scanned; nothing to scan; with --strict, a category not evaluated; stdout full (results lost)'],
     ...SIGNAL_EXIT_CODES,
   ]
 

@@ -74,10 +74,12 @@ test('stderr that cannot be written loses no result and keeps the exit code', as
   }
 })
 
-test('a reader of stdout that goes away still stops the command quietly with exit 0', async () => {
-  const r = await run(['categories'], 'gone', 'pipe')
-  assert.is(r.code, 0)
-  assert.is(r.stderr, '')
+test('a reader of stdout that goes away stops the command quietly with 141, as SIGPIPE ends grep or cat: never 0, which reads as all safe', async () => {
+  for (const args of [['categories'], ['scan', dir.path, '--config', policy], ['scan', join(dir.path, 'blue.png'), '--json', '--config', policy]]) {
+    const r = await run(args, 'gone', 'pipe')
+    assert.is(r.code, 141, args.join(' '))
+    assert.is(r.stderr, '', args.join(' '))
+  }
 })
 
 test.run()

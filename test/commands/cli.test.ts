@@ -135,7 +135,7 @@ test('-h shows each flag with its variable and default, then environment variabl
   // The one variable of the model settings without a flag of its own is named by the flag it tunes.
   assert.match(r.stdout.replace(/\s+/g, ' '), /MOD_INT8_WEIGHTS=signed\|unsigned overrides/)
   assert.match(r.stdout, /ENVIRONMENT VARIABLES\n\s+MOD_MAX_BYTES\s+largest image file/)
-  assert.match(r.stdout, /EXIT CODES\n\s+0\s+success.*\n\s+1\s+a violation was found\n\s+2\s+usage[\s\S]*?\n\s+129\s+stopped by SIGHUP.*\n\s+130\s+stopped by Ctrl-C.*\n\s+143\s+stopped by SIGTERM/)
+  assert.match(r.stdout, /EXIT CODES\n\s+0\s+success.*\n\s+1\s+a violation was found\n\s+2\s+usage[\s\S]*?\n\s+129\s+stopped by SIGHUP.*\n\s+130\s+stopped by Ctrl-C.*\n\s+141\s+the reader of stdout went away.*\n\s+143\s+stopped by SIGTERM/)
   const serve = await runInProcess(['serve', '--help'])
   assert.match(serve.stdout, /--port=<value>\s+\[default: 8000, env: MOD_PORT\]/)
   assert.match(serve.stdout, /MOD_API_KEY\s+the X-API-Key value/)
@@ -170,7 +170,7 @@ async function exitCodes(command: string[]): Promise<string[][]> {
 }
 
 test('each command states its own exit codes: only the scanning commands have 1, every one the signal codes', async () => {
-  const signals = [['129', 'stopped by SIGHUP (the terminal closed)'], ['130', 'stopped by Ctrl-C (SIGINT)'], ['143', 'stopped by SIGTERM (a CI runner, docker stop, timeout)']]
+  const signals = [['129', 'stopped by SIGHUP (the terminal closed)'], ['130', 'stopped by Ctrl-C (SIGINT)'], ['141', 'the reader of stdout went away (| head): the output was cut short'], ['143', 'stopped by SIGTERM (a CI runner, docker stop, timeout)']]
   const own: [string[], string][] = [
     [['categories'], 'the categories are listed'],
     [['models', 'list'], 'the presets are listed'],
@@ -183,12 +183,12 @@ test('each command states its own exit codes: only the scanning commands have 1,
   for (const [command, success] of own) {
     const rows = await exitCodes(command)
     assert.equal(rows[0], ['0', success], command.join(' '))
-    assert.equal(rows.map((r) => r[0]), ['0', '2', '129', '130', '143'], command.join(' '))
+    assert.equal(rows.map((r) => r[0]), ['0', '2', '129', '130', '141', '143'], command.join(' '))
     assert.equal(rows.slice(2), signals, command.join(' '))
   }
   const video = await exitCodes(['scan-video'])
   assert.equal(video.slice(0, 2), [['0', 'the video was scanned and is safe'], ['1', 'a violation was found']])
-  assert.equal(video.map((r) => r[0]), ['0', '1', '2', '129', '130', '143'])
+  assert.equal(video.map((r) => r[0]), ['0', '1', '2', '129', '130', '141', '143'])
 })
 
 test('version prints the name and version; autocomplete is a command', async () => {
