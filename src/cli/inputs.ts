@@ -47,7 +47,7 @@ export function namedAs(bytes: Buffer): string {
 }
 
 /** Why a file met in a folder was not scanned; counted for the summary line. */
-export type SkipReason = 'not images' | 'unsupported format' | 'not regular files' | 'symlink loop' | 'broken symlink' | 'excluded'
+export type SkipReason = 'not images' | 'not regular files' | 'symlink loop' | 'broken symlink' | 'excluded'
 
 /** A folder's own exclusions, in git-ignore syntax, for the folder and everything below it. */
 export const IGNORE_FILE = '.modignore'
@@ -284,8 +284,10 @@ async function check(dir: Folder, n: DirEntry): Promise<Checked> {
     const err = readError(p, e)
     return {item: entry(p, err.code, err.message)}
   }
-  if (kind === 'image') return {image: p, at, ...(n.symlink ? {real: await realOf(at, p)} : {})}
-  return {skip: kind === 'heif' ? 'unsupported format' : 'not images'}
+  // A HEIF/HEIC photo is an image mod cannot decode: an error entry (the decoder names its format), never a skip that
+  // a gate reading the exit code would pass unchecked.
+  if (kind !== 'other') return {image: p, at, ...(n.symlink ? {real: await realOf(at, p)} : {})}
+  return {skip: 'not images'}
 }
 
 /** What every folder of one run's walks shares. */
@@ -469,8 +471,8 @@ async function* rawNamedFile(at: Buffer, maxBytes: number, skipped: Skipped, lis
   }
   const kind = sniffImage(await head(at).catch(() => Buffer.alloc(0)))
   // A file named on the command line is always tried; a listed one only when it is an image.
-  if (kind === 'image' || !listed) yield {input: {source: shown, read: () => readFile(shown, maxBytes, at)}}
-  else skip(skipped, kind === 'heif' ? 'unsupported format' : 'not images')
+  if (kind !== 'other' || !listed) yield {input: {source: shown, read: () => readFile(shown, maxBytes, at)}}
+  else skip(skipped, 'not images')
 }
 
 /** A file named on the command line as a pattern sees it: relative to the working folder, or its name when outside. */

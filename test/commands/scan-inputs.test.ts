@@ -41,20 +41,21 @@ test('a folder is walked by content: extensionless and misnamed images are scann
   assert.is(r.code, 1, r.stderr)
   const results = JSON.parse(r.stdout)
   assert.equal(
-    results.map((x: {source: string; is_safe: boolean}) => [x.source, x.is_safe]),
+    results.map((x: {source: string; is_safe?: boolean; error?: {code: string}}) => [x.source, x.is_safe ?? x.error?.code]),
     [
       [join(tree, 'a', 'b', 'linked.png'), true],
+      [join(tree, 'a', 'b', 'phone.heic'), 'unsupported_media'],
       [join(tree, 'a', 'noext'), true],
       [join(tree, 'a', 'photo.txt'), false],
     ],
   )
-  assert.is(r.stderr, '3 scanned: 2 safe, 1 unsafe, 0 errors; skipped 4 (1 broken symlink, 1 not an image, 1 symlink loop, 1 unsupported format)\n')
+  assert.is(r.stderr, '4 scanned: 2 safe, 1 unsafe, 1 error; skipped 3 (1 broken symlink, 1 not an image, 1 symlink loop)\n')
 })
 
 test('the table summary names what was skipped and why', async () => {
   const r = await runInProcess(['scan', tree, '--config', policy], {env})
   assert.is(r.code, 1)
-  assert.is(r.stderr, '3 scanned: 2 safe, 1 unsafe, 0 errors; skipped 4 (1 broken symlink, 1 not an image, 1 symlink loop, 1 unsupported format)\n')
+  assert.is(r.stderr, '4 scanned: 2 safe, 1 unsafe, 1 error; skipped 3 (1 broken symlink, 1 not an image, 1 symlink loop)\n')
 })
 
 test('a large folder keeps name order across the entries checked together, subfolders in their place', async () => {
@@ -158,13 +159,28 @@ test('stdin is read with the byte cap', async () => {
   assert.equal(JSON.parse(r.stdout)[0].error, {code: 'payload_too_large', message: 'stdin is larger than 1000 bytes'})
 })
 
+test('a HEIF/HEIC photo beside safe images, in a folder or a list, is an unsupported_media entry and exit 2: never skipped unchecked', async () => {
+  const phone = join(dir.path, 'phone')
+  mkdirSync(phone)
+  writeFileSync(join(phone, 'a.png'), await solidPng(0, 0, 255))
+  writeFileSync(join(phone, 'b.heic'), Buffer.concat([Buffer.from([0, 0, 0, 16]), Buffer.from('ftypheic\0\0\0\0', 'latin1')]))
+  writeFileSync(join(dir.path, 'phone-list.txt'), `${join(phone, 'a.png')}\n${join(phone, 'b.heic')}\n`)
+  for (const args of [[phone], ['--files-from', join(dir.path, 'phone-list.txt')]]) {
+    const r = await runInProcess(['scan', ...args, '--config', policy], {env})
+    assert.is(r.code, 2, args.join(' '))
+    assert.match(r.stdout, /^SAFE\s+\S*a\.png/m)
+    assert.match(r.stdout, /^ERROR\s+\S*b\.heic\s+unsupported_media: not an image in a supported format/m)
+    assert.is(r.stderr, '2 scanned: 1 safe, 0 unsafe, 1 error\n', args.join(' '))
+  }
+})
+
 test('a folder with nothing to scan is exit 2 with one line saying so', async () => {
-  const only = join(dir.path, 'only-heic')
+  const only = join(dir.path, 'only-text')
   mkdirSync(only)
-  writeFileSync(join(only, 'x.heic'), Buffer.concat([Buffer.from([0, 0, 0, 16]), Buffer.from('ftypheic\0\0\0\0', 'latin1')]))
+  writeFileSync(join(only, 'notes.txt'), 'not an image')
   const r = await runInProcess(['scan', only, '--config', policy], {env})
   assert.is(r.code, 2)
-  assert.is(r.stderr, `mod: not_found: nothing was scanned in ${only}: skipped 1 (1 unsupported format)\n`)
+  assert.is(r.stderr, `mod: not_found: nothing was scanned in ${only}: skipped 1 (1 not an image)\n`)
   const empty = join(dir.path, 'empty')
   mkdirSync(empty)
   const json = await runInProcess(['scan', empty, '--config', policy, '--json'], {env})
