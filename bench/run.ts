@@ -18,10 +18,10 @@ import {benchEngine, ensureImages, load, machine, readResults, ROOT, STANDIN_DIR
 
 const SCRIPTS = ['latency', 'int8', 'spinning', 'shrink', 'http', 'headline', 'peer', 'folder', 'memory', 'startup', 'video', 'nsfw']
 /**
- * Run only when named, with no stand-in: verdicts needs photo sets this repository does not ship (bench/verdicts.ts
- * says which); answer-check needs only the toy model (npm run fixtures).
+ * Run only when named, with no stand-in: verdicts and canvas need photo sets this repository does not ship
+ * (bench/verdicts.ts says which); answer-check needs only the toy model (npm run fixtures).
  */
-const ON_DATA = ['verdicts', 'answer-check']
+const ON_DATA = ['verdicts', 'canvas', 'answer-check']
 
 const {values, positionals} = parseArgs({allowPositionals: true, options: {build: {type: 'boolean', default: false}}})
 const unknown = positionals.filter((p) => !SCRIPTS.includes(p) && !ON_DATA.includes(p))

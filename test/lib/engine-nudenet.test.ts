@@ -94,14 +94,42 @@ test('regions come back in the uploaded image\'s pixels: the detector sees the t
   }
 })
 
-test('the specialist sees the frame with its borders, the detector the trimmed one', async () => {
+/** A 300 x 240 white picture of a textured disc of radius 100 in its middle: trimmed to about the disc's square. */
+async function figure(): Promise<Buffer> {
+  const width = 300
+  const height = 240
+  const data = Buffer.alloc(width * height * 3, 255)
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      if ((x - 150) ** 2 + (y - 120) ** 2 <= 100 ** 2) data.fill(40 + ((x * 7 + y * 13) % 120), 3 * (y * width + x), 3 * (y * width + x) + 3)
+    }
+  }
+  return sharp(data, {raw: {width, height, channels: 3}}).png().toBuffer()
+}
+
+test('the specialist sees the frame without the bars that end at a sharp edge, a plain background around a figure kept; the detector sees the trimmed one', async () => {
   const {det, sizes} = detector([])
   const specialist = standInSpecialist(() => LIKELY)
   const e = createEngine({...options(LIKELY, async () => det), signals: withNudenet(async () => det, undefined, withNsfw(async () => specialist.runner))})
   try {
     await e.moderateImage(await barred(), 'barred.png')
+    await e.moderateImage(await figure(), 'figure.png')
+    assert.equal(specialist.frames, [[180, 80], [300, 240]])
+    assert.equal(sizes[0], [180, 80])
+    assert.ok(sizes[1][0] <= 201 && sizes[1][1] <= 201, `the detector's frame: ${sizes[1]}`)
+  } finally {
+    await e.close()
+  }
+})
+
+test('with trim_borders off the specialist sees the bars too', async () => {
+  const {det} = detector([])
+  const specialist = standInSpecialist(() => LIKELY)
+  const signals = withNudenet(async () => det, undefined, withNsfw(async () => specialist.runner))
+  const e = createEngine({...options(LIKELY, async () => det), policy: buildPolicy({categories: [], trim_borders: false}), signals})
+  try {
+    await e.moderateImage(await barred(), 'barred.png')
     assert.equal(specialist.frames, [[200, 100]])
-    assert.equal(sizes, [[180, 80]])
   } finally {
     await e.close()
   }

@@ -10,7 +10,7 @@ import type {RgbImage} from './rgb.js'
 import {aspectBox} from './aspect.js'
 import {decodeImage, type ImageLimits} from './decode.js'
 import {preprocess} from './preprocess.js'
-import {crop, findContentBox, type Box} from './trim.js'
+import {crop, findBars, findContentBox, type Box} from './trim.js'
 
 export interface PrepareOptions {
   limits: ImageLimits
@@ -40,7 +40,19 @@ export function frameToScore(frame: RgbImage, trim: boolean): RgbImage {
 
 /** Where frameToScore's frame lies in the decoded one: what maps a box found in it back to the image's pixels. */
 export function scoredBox(frame: RgbImage, trim: boolean): Box {
-  const kept = trim ? findContentBox(frame) : {left: 0, top: 0, width: frame.width, height: frame.height}
+  return bounded(trim ? findContentBox(frame) : {left: 0, top: 0, width: frame.width, height: frame.height})
+}
+
+/**
+ * frameToScore's frame with only the bars that end at a sharp edge cut (a picture on a canvas, letterboxing:
+ * findBars), for a model that must see a plain background around a person as it was trained to.
+ */
+export function frameInBars(frame: RgbImage): RgbImage {
+  return crop(frame, bounded(findBars(frame)))
+}
+
+/** The MAX_ASPECT_RATIO : 1 centre of `kept`. */
+function bounded(kept: Box): Box {
   const centre = aspectBox(kept.width, kept.height)
   return {left: kept.left + centre.left, top: kept.top + centre.top, width: centre.width, height: centre.height}
 }

@@ -65,6 +65,55 @@ export function findContentBox(img: RgbImage): Box {
   return {left, top, width: right - left, height: bottom - top}
 }
 
+/**
+ * Share of a line just inside a trimmed side that may match the side's colour for the side to end at a sharp edge:
+ * a picture placed on a canvas (a story's bars, letterboxing) starts with a line of its own content, while the
+ * white background of a catalogue photo trimmed to the person in it goes on around their outline.
+ */
+export const SHARP_EDGE_FRACTION = 0.5
+
+/**
+ * Lines inside a trimmed side looked at for its edge: a JPEG's ringing around a sharp edge stays within its 8-pixel
+ * block, so the trim can stop up to a block short of the picture's first line.
+ */
+const EDGE_DEPTH = 8
+
+/**
+ * The part of the image inside bars that end at a sharp edge: findContentBox's box, with each side cut only where
+ * one of the EDGE_DEPTH lines just inside it (within the box) matches the side's colour on less than
+ * SHARP_EDGE_FRACTION of its length; a side whose content fades into the border (a person on a plain background)
+ * keeps it.
+ */
+export function findBars(img: RgbImage): Box {
+  const box = findContentBox(img)
+  const {data, width, height} = img
+  if (box.width === width && box.height === height) return box
+  const histogram = new Uint32Array(3 * 256)
+  const colour = new Uint8Array(3)
+  const row = 3 * width
+  const bottom = box.top + box.height
+  const right = box.left + box.width
+  // A side's colour as findContentBox took it, then whether a line just inside matches it on less than the share
+  // (within the box: the bars of the other sides are no part of the edge).
+  const sharpRows = (outer: number, first: number, step: number) => {
+    median(data, outer * row, 3, width, histogram, colour)
+    return Array.from({length: EDGE_DEPTH}, (_, d) => first + d * step).some(
+      (y) => y >= box.top && y < bottom && matching(data, y * row + 3 * box.left, 3, box.width, colour) < SHARP_EDGE_FRACTION,
+    )
+  }
+  const sharpColumns = (outer: number, first: number, step: number) => {
+    median(data, box.top * row + 3 * outer, row, box.height, histogram, colour)
+    return Array.from({length: EDGE_DEPTH}, (_, d) => first + d * step).some(
+      (x) => x >= box.left && x < right && matching(data, box.top * row + 3 * x, row, box.height, colour) < SHARP_EDGE_FRACTION,
+    )
+  }
+  const top = box.top > 0 && sharpRows(0, box.top, 1) ? box.top : 0
+  const end = bottom < height && sharpRows(height - 1, bottom - 1, -1) ? bottom : height
+  const left = box.left > 0 && sharpColumns(0, box.left, 1) ? box.left : 0
+  const last = right < width && sharpColumns(width - 1, right - 1, -1) ? right : width
+  return {left, top, width: last - left, height: end - top}
+}
+
 /** The image cropped to its content box; the same image when there is nothing to trim. */
 export function trimBorders(img: RgbImage): RgbImage {
   return crop(img, findContentBox(img))
@@ -100,6 +149,15 @@ function median(data: Buffer, start: number, step: number, count: number, histog
     while ((seen += histogram[256 * c + v]) <= half) v++
     colour[c] = v
   }
+}
+
+/** The share of the line's `count` pixels within TOLERANCE of `colour`. */
+function matching(data: Buffer, start: number, step: number, count: number, colour: Uint8Array): number {
+  let within = 0
+  for (let i = 0, p = start; i < count; i++, p += step) {
+    if (Math.abs(data[p] - colour[0]) <= TOLERANCE && Math.abs(data[p + 1] - colour[1]) <= TOLERANCE && Math.abs(data[p + 2] - colour[2]) <= TOLERANCE) within++
+  }
+  return within / count
 }
 
 /** Whether at least BORDER_FRACTION of the line is within TOLERANCE of `colour`; stops at the first excess miss. */

@@ -2,7 +2,7 @@ import sharp from 'sharp'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {crop, findContentBox, trimBorders, type Box} from '../../../src/lib/image/trim.js'
+import {crop, findBars, findContentBox, trimBorders, type Box} from '../../../src/lib/image/trim.js'
 import type {RgbImage} from '../../../src/lib/types.js'
 
 type Rgb = [number, number, number]
@@ -136,6 +136,48 @@ test('trimBorders returns the content pixels; full-width crops share memory', ()
   for (const [x, y] of [[0, 0], [69, 0], [0, 59], [69, 59], [33, 21]]) {
     const src = 3 * ((y + 5) * 96 + x + 10)
     assert.equal([...inner.data.subarray(3 * (y * 70 + x), 3 * (y * 70 + x) + 3)], [...padded.data.subarray(src, src + 3)])
+  }
+})
+
+/** A width x height image of `fill` with a textured disc of `radius` centred at (cx, cy): a figure on a plain background. */
+function disc(width: number, height: number, fill: Rgb, cx: number, cy: number, radius: number): RgbImage {
+  const next = noise(radius)
+  const data = Buffer.alloc(width * height * 3)
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) data.set((x - cx) ** 2 + (y - cy) ** 2 <= radius ** 2 ? [next(), next(), next()] : fill, 3 * (y * width + x))
+  }
+  return {data, width, height}
+}
+
+test('findBars cuts bars that end at a sharp edge: a picture on a canvas, on every side or some', () => {
+  const canvas = framed(400, 300, [255, 255, 255], {left: 100, top: 75, width: 200, height: 150})
+  assert.equal(findBars(canvas), {left: 100, top: 75, width: 200, height: 150})
+  const bars = framed(320, 240, [0, 0, 0], {left: 0, top: 30, width: 320, height: 180})
+  assert.equal(findBars(bars), {left: 0, top: 30, width: 320, height: 180})
+})
+
+test('findBars keeps a plain background that goes on around a figure, which findContentBox trims', () => {
+  const img = disc(400, 300, [250, 250, 250], 200, 150, 100)
+  const trimmed = findContentBox(img)
+  assert.ok(trimmed.width <= 201 && trimmed.height <= 201, JSON.stringify(trimmed))
+  assert.equal(findBars(img), whole(img))
+})
+
+test('findBars on a figure on a plain background, letterboxed: the bars go, the background stays', () => {
+  // The disc's own white background fills a 400 x 300 picture between black bars of 50 rows.
+  const img = disc(400, 400, [255, 255, 255], 200, 200, 100)
+  paint(img, {left: 0, top: 0, width: 400, height: 50}, [0, 0, 0])
+  paint(img, {left: 0, top: 350, width: 400, height: 50}, [0, 0, 0])
+  assert.equal(findBars(img), {left: 0, top: 50, width: 400, height: 300})
+})
+
+test('findBars finds a JPEG-compressed canvas within one block of its edges', async () => {
+  const img = framed(320, 240, [255, 255, 255], {left: 53, top: 37, width: 200, height: 150})
+  const jpeg = await sharp(img.data, {raw: {width: 320, height: 240, channels: 3}}).jpeg({quality: 75}).toBuffer()
+  const {data} = await sharp(jpeg).raw().toBuffer({resolveWithObject: true})
+  const box = findBars({data, width: 320, height: 240})
+  for (const [found, edge] of [[box.left, 53], [box.top, 37], [box.left + box.width, 253], [box.top + box.height, 187]]) {
+    assert.ok(Math.abs(found - edge) <= 8, `${found}: within one JPEG block of ${edge}`)
   }
 })
 

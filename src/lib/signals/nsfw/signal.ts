@@ -5,7 +5,7 @@
  * leaves it on and the setup has one to open.
  */
 import {disposer} from '../../dispose.js'
-import {frameToScore} from '../../image/prepare.js'
+import {frameInBars, frameToScore} from '../../image/prepare.js'
 import {lazy} from '../../lazy.js'
 import {policyWeight, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
 import {nsfwCategoryScores} from './rule.js'
@@ -18,18 +18,20 @@ async function open(openRunner: NsfwOpener, setup: SignalSetup): Promise<OpenSig
   const runner = lazy(() => openRunner(setup))
   return {
     // The gate's five probabilities, then the judge's for each of its views: features cached by the earlier
-    // single-model specialist (its four views) must not be read as these.
-    key: 'nsfw-cascade',
+    // single-model specialist (its four views), or before bars were cut, must not be read as these.
+    key: 'nsfw-cascade-bars',
     frameSide: CANONICAL_SIDE,
     // A server opens the judge too (`eager`), so that no request waits for it; a scan opens it on first need.
     warm: async () => {
       const r = await runner.get()
       if (setup.eager) await r.openJudge?.()
     },
-    // The frame as decoded, its borders kept: both models were trained on whole web images squeezed to a square,
-    // and a catalogue photo trimmed of its white background to a narrow strip, then squeezed, is unlike them
-    // (and scored less steadily across upload sizes: docs/models.md, "Rules"). Only a sliver is cut to its centre.
-    prepare: async (_frame, _origin, decoded) => (await runner.get()).views(frameToScore(decoded, false)),
+    // The frame as decoded, a plain background kept: both models were trained on whole web images squeezed to a
+    // square, and a catalogue photo trimmed of its white background to a narrow strip, then squeezed, is unlike
+    // them (and scored less steadily across upload sizes: docs/models.md, "Rules"). Bars that end at a sharp edge
+    // are cut (when the policy trims borders): a photo in the middle of a canvas scored the canvas. Only a sliver
+    // is cut to its centre.
+    prepare: async (_frame, _origin, decoded) => (await runner.get()).views(setup.policy.trim_borders ? frameInBars(decoded) : frameToScore(decoded, false)),
     infer: async (views) => classifyViews(await runner.get(), views),
     scores: (probabilities) => new Map(Object.entries(nsfwCategoryScores(probabilities))),
     encode: (probabilities) => probabilities,
