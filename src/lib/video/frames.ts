@@ -154,9 +154,16 @@ function checkFrameLimits(index: number, o: DecodeOptions): void {
   const time = index / o.fps
   // The packets' span leaves out packets without a timestamp; the frames sampled from them still count.
   if (time >= o.maxSeconds) throw videoTooLong(o.maxSeconds)
-  if (index >= o.maxFrames) {
-    throw new ModError('video_too_long', `the video gives more than ${o.maxFrames} frames at ${o.fps} fps, the most one video is scored on: sample fewer (a lower fps)`)
-  }
+  if (index >= o.maxFrames) throw tooManyFrames(o)
+}
+
+function tooManyFrames(o: DecodeOptions): ModError {
+  return new ModError('video_too_long', `the video gives more than ${o.maxFrames} frames at ${o.fps} fps, the most one video is scored on: sample fewer (a lower fps)`)
+}
+
+/** The sampling instants k / fps before `end` seconds (a hair of float error left out). */
+function instantsBefore(end: number, fps: number): number {
+  return Math.ceil(end * fps - 1e-6)
 }
 
 /** At most this many video streams are decoded side by side (an ffmpeg each); a file of more is refused. */
@@ -216,8 +223,8 @@ async function nextImage(d: StreamDecoding, clock: WaitClock, signal: AbortSigna
  * before it starts, and the time ffmpeg takes altogether by `decodeTimePerSecond`.
  *
  * Errors: `unsupported_media` for an empty file (before ffmpeg starts); `ffmpeg_missing` (the binary cannot be run); `video_too_long` (packets
- * covering more than `maxSeconds` or more than `maxSeconds` × `maxSourceFps` of them, a frame at or past `maxSeconds`, more than `maxFrames`
- * instants, or ffmpeg outlasting its time); `payload_too_large` (a picture over `maxPixels`); `unsupported_media`
+ * covering more than `maxSeconds`, more than `maxSeconds` × `maxSourceFps` of them, or more than `maxFrames` instants, a frame at or past
+ * `maxSeconds`, more than `maxFrames` instants decoded, or ffmpeg outlasting its time); `payload_too_large` (a picture over `maxPixels`); `unsupported_media`
  * (not a video ffmpeg can read, no video stream, more than MAX_VIDEO_STREAMS of them, a stream without a frame
  * decoded, ffmpeg failing, or no progress for `stallTimeoutMs`, whether or not frames were decoded before); the
  * signal's reason when aborted.
@@ -238,6 +245,9 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
     timeoutMs: budgetMs,
     signal: o.signal,
   })
+  // The packets tell how many instants the video has: more than maxFrames is refused before decoding any (the check
+  // on each instant decoded stays, for packets without timestamps).
+  if (scan.end !== undefined && instantsBefore(scan.end, o.fps) > o.maxFrames) throw tooManyFrames(o)
   const decodings: StreamDecoding[] = streams.map((stream) => {
     const decoder = startDecoder(path, o, stream)
     return {decoder, chunks: decoder.stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>, parser: createPpmParser(o.maxFrameSide), queue: [], frames: 0, ended: false}

@@ -265,12 +265,14 @@ test('more source frames than max seconds × max source fps is video_too_long be
   assert.equal(summary, {frames: 2, duration: 2})
 })
 
-test('more frames than max frames stops decoding with video_too_long', async () => {
+test('more instants than max frames is video_too_long before any frame is decoded, from its packets; exactly max frames is accepted', async () => {
   assert.equal(await decodeFailure(clip('rbr.mp4'), {fps: 2, maxFrames: 5}), {
     code: 'video_too_long',
     message: 'the video gives more than 5 frames at 2 fps, the most one video is scored on: sample fewer (a lower fps)',
-    decoded: 5,
+    decoded: 0,
   })
+  const {summary} = await decodeAll(clip('ten.mp4'), {maxFrames: 10})
+  assert.equal(summary, {frames: 10, duration: 10})
 })
 
 test('pictures over the pixel limit are payload_too_large', async () => {
