@@ -60,6 +60,19 @@ const FORM_ROOM = FIELD_LIMITS.maxFieldsSize + 64 * 1024
 /** What a multipart body's limit is: room for `files` (the setting that bounds them named) and the form around them. */
 const inForm = (files: string): string => `the most ${files} can take in a multipart form`
 
+/**
+ * The longest file name a client may give a part: a result's `source` is that name, echoed in every answer, log
+ * line and stored job line. A longer one is a bad request.
+ */
+export const MAX_FILE_NAME = 1024
+
+/** The client's name for a file part (the field's name when it gives none), and the error for one too long to keep. */
+function clientName(file: {originalFilename: string | null}, field: string): {name: string; error?: ModError} {
+  const name = file.originalFilename || field
+  if (name.length <= MAX_FILE_NAME) return {name}
+  return {name: `${name.slice(0, 32)}…`, error: new ModError('bad_request', `a file name is ${name.length} characters long; at most ${MAX_FILE_NAME} are taken`)}
+}
+
 export function isMultipart(req: IncomingMessage): boolean {
   return /^multipart\/form-data\s*(;|$)/i.test(req.headers['content-type'] ?? '')
 }
@@ -99,7 +112,8 @@ export async function receiveImages(req: IncomingMessage, limits: ImageUploadLim
   })
   acceptUntypedFiles(form)
   form.on('fileBegin', (_name, file) => {
-    received.push({filename: file.originalFilename || limits.field, chunks: []})
+    const {name, error} = clientName(file, limits.field)
+    received.push({filename: name, chunks: [], ...(error ? {error} : {})})
   })
   const [fields] = await parse(form, body, limits)
   // formidable drops a sink's error that comes after the body's last byte was parsed; it is kept here.
@@ -133,7 +147,9 @@ export async function receiveVideo(req: IncomingMessage, limits: VideoUploadLimi
   })
   acceptUntypedFiles(form)
   form.on('fileBegin', (_name, file) => {
-    filename = file.originalFilename || limits.field
+    const named = clientName(file, limits.field)
+    filename = named.name
+    if (named.error) failed ??= named.error
   })
   const room = inForm(`a video of at most ${formatSize(limits.maxBytes)} (MOD_MAX_VIDEO_BYTES)`)
   const body = bodyStream(req, {idleMs: limits.idleMs, minRate: limits.minRate, maxBytes: limits.maxBytes + FORM_ROOM, room, place: limits.place})
@@ -190,7 +206,9 @@ export async function receiveFiles(req: IncomingMessage, limits: FilesUploadLimi
   })
   acceptUntypedFiles(form)
   form.on('fileBegin', (_name, file) => {
-    names.push(file.originalFilename || limits.field)
+    const {name, error} = clientName(file, limits.field)
+    names.push(name)
+    if (error) fail(error)
   })
   const room = inForm(`files of at most ${formatSize(limits.maxTotalBytes)} together (MOD_MAX_JOB_BYTES)`)
   const body = bodyStream(req, {idleMs: limits.idleMs, minRate: limits.minRate, maxBytes: limits.maxTotalBytes + FORM_ROOM + limits.maxFiles * 512, room, place: limits.place})

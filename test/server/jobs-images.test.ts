@@ -151,6 +151,12 @@ test('uploaded files are streamed to the job folder, scored in upload order, and
   assert.equal(await readdir(storage), [])
 })
 
+test('an uploaded file name over 1024 characters makes no job: a 400 naming its length, and nothing is left in the job storage', async () => {
+  const r = await call(`${server.base}/v1/jobs/images`, {method: 'POST', body: form('files', [{name: 'ok.png', data: await red()}, {name: `${'n'.repeat(1500)}.png`, data: await red()}])})
+  assert.equal([r.status, r.body.error], [400, {code: 'bad_request', message: 'a file name is 1504 characters long; at most 1024 are taken'}])
+  assert.equal(await readdir(storage), [])
+})
+
 test('a truncated JPEG has one code everywhere: 415 unsupported_media from /v1/moderate and /json, the same code in a batch entry and a job line', async () => {
   // Noise, so that half of the file lies past its header: the decoder knows it for a JPEG and fails in its data.
   const noise = Buffer.alloc(64 * 64 * 3)

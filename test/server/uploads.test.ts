@@ -133,6 +133,17 @@ test('file number MOD_MAX_BATCH + 1 is refused with too_many_files as soon as it
   assert.equal(JSON.parse(answer.body).error.code, 'too_many_files')
 })
 
+test('a file name over 1024 characters is a 400 naming its length, on every upload route; 1024 is echoed whole as source', async () => {
+  const long = `${'n'.repeat(1997)}.png`
+  for (const [path, field] of [['/v1/moderate', 'file'], ['/v1/moderate/batch', 'files'], ['/v1/moderate/video', 'file']]) {
+    const r = await call(`${server.base}${path}`, {method: 'POST', body: form(field, [{name: long, data: 'xx'}])})
+    assert.equal([r.status, r.body.error], [400, {code: 'bad_request', message: 'a file name is 2001 characters long; at most 1024 are taken'}], path)
+  }
+  const name = `${'n'.repeat(1020)}.mp4`
+  const ok = await call(`${server.base}/v1/moderate/video`, {method: 'POST', body: form('file', [{name, data: Buffer.alloc(1000, 7), type: 'video/mp4'}])})
+  assert.equal([ok.status, ok.body.source], [200, name])
+})
+
 test('a video streams to a folder of its own, removed once the answer is ready', async () => {
   const r = await call(`${server.base}/v1/moderate/video?fps=2`, {method: 'POST', body: video(100_000)})
   assert.is(r.status, 200)
