@@ -68,7 +68,7 @@ export const moderateFileRoute = declareRoute({
       type: 'object',
       required: ['file'],
       // minLength: an empty file is refused (415), where a batch reports it as an entry instead.
-      properties: {file: {...binary, minLength: 1, description: 'The image; its file name becomes `source`.'}},
+      properties: {file: {...binary, minLength: 1, description: 'The image; its file name (at most 1 024 characters) becomes `source`.'}},
     }),
   },
   responses: {200: {description: 'The moderation result.', schema: ModerationResult, example: EXAMPLE_RESULT}},

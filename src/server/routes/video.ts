@@ -51,7 +51,7 @@ export const VIDEO_UPLOAD = {
   schema: () => ({
     type: 'object',
     required: ['file'],
-    properties: {file: {type: 'string', format: 'binary', minLength: 1, description: 'The video; its file name becomes `source`; an empty one is refused.'}},
+    properties: {file: {type: 'string', format: 'binary', minLength: 1, description: 'The video; its file name (at most 1 024 characters) becomes `source`; an empty one is refused.'}},
   }),
 } as const
 
