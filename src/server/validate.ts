@@ -30,7 +30,9 @@ const BOOLEAN_TEXT: Record<string, boolean> = {true: true, false: false, 1: true
 
 /** What a value of `schema` looks like, for a person: its `title` when it has one (a string of some form, a list's size). */
 function expected(schema: Schema): string {
-  const {type, minimum, maximum, title} = schema
+  const {type, minimum, title} = schema
+  // A whole number past 2^53 - 1 is refused (plainNumber): the bound is stated where the schema gives none.
+  const maximum = schema.maximum ?? (type === 'integer' ? Number.MAX_SAFE_INTEGER : undefined)
   if (typeof title === 'string') return title
   if (type === 'boolean') return 'true, false, 1 or 0'
   const kind = KINDS[String(type)] ?? 'a value'
