@@ -259,7 +259,13 @@ const CHECKS_AT_ONCE = 32
  */
 export const MAX_FOLDER_DEPTH = 256
 
-async function check(dir: Folder, n: DirEntry): Promise<Checked> {
+/** A video given to a command that scores images: an error entry that names the command for it. */
+function videoEntry(p: string): ScanItem {
+  return entry(p, 'unsupported_media', `${p} is a video: use mod scan-video ${p}`)
+}
+
+/** `videos`: a video is an error entry (videoEntry), not a file skipped as not an image. */
+async function check(dir: Folder, n: DirEntry, videos = false): Promise<Checked> {
   const p = join(dir.shown, n.name)
   // The file system takes the name's own bytes; a message and the results show it escaped.
   const at = inside(dir.at, n.name, n.raw)
@@ -277,16 +283,17 @@ async function check(dir: Folder, n: DirEntry): Promise<Checked> {
   }
   if (isDir) return {dir: {shown: p, at}}
   if (!isFile) return {skip: 'not regular files'}
-  let kind
+  let first
   try {
-    kind = sniffImage(await head(at))
+    first = await head(at)
   } catch (e) {
     const err = readError(p, e)
     return {item: entry(p, err.code, err.message)}
   }
-  // A HEIF/HEIC photo is an image mod cannot decode: an error entry (the decoder names its format), never a skip that
-  // a gate reading the exit code would pass unchecked.
-  if (kind !== 'other') return {image: p, at, ...(n.symlink ? {real: await realOf(at, p)} : {})}
+  // A HEIF/HEIC photo is an image mod cannot decode, and a video one that `mod scan` does not: error entries (the
+  // decoder names the format), never skips that a gate reading the exit code would pass unchecked.
+  if (sniffImage(first) !== 'other') return {image: p, at, ...(n.symlink ? {real: await realOf(at, p)} : {})}
+  if (videos && isVideoHead(first)) return {item: videoEntry(p)}
   return {skip: 'not images'}
 }
 
@@ -296,6 +303,7 @@ interface WalkContext {
   skipped: Skipped
   reached: Set<string>
   vcs: boolean
+  videos: boolean
 }
 
 /**
@@ -331,7 +339,7 @@ async function* walk(folder: Folder, real: string, ctx: WalkContext, seen: Set<s
     return false
   })
   for (let i = 0; i < wanted.length; i += CHECKS_AT_ONCE) {
-    const checked = await Promise.all(wanted.slice(i, i + CHECKS_AT_ONCE).map((n) => check(folder, n)))
+    const checked = await Promise.all(wanted.slice(i, i + CHECKS_AT_ONCE).map((n) => check(folder, n, ctx.videos)))
     for (const c of checked) {
       if ('skip' in c) skip(skipped, c.skip)
       else if ('item' in c) yield c.item
@@ -376,6 +384,11 @@ export interface InputOptions {
   vcsIgnore?: boolean
   /** The real paths reached so far: shared by the calls of one run, so that a file reached twice is scanned once. */
   reached?: Set<string>
+  /**
+   * A video met in a folder or a list is an error entry pointing at `mod scan-video` (for `mod scan`, whose exit code
+   * a gate reads), not a file skipped as not an image.
+   */
+  videos?: boolean
 }
 
 /**
@@ -408,13 +421,13 @@ export async function* scanInputs(
   maxBytes: number,
   skipped: Skipped,
   stdin: NodeJS.ReadableStream = process.stdin,
-  {exclude = [], listed = false, vcsIgnore = false, reached = new Set<string>()}: InputOptions = {},
+  {exclude = [], listed = false, vcsIgnore = false, reached = new Set<string>(), videos = false}: InputOptions = {},
 ): AsyncGenerator<ScanItem> {
   const patterns = exclude.length > 0 ? ignore().add([...exclude]) : undefined
-  const ctx: WalkContext = {maxBytes, skipped, reached, vcs: vcsIgnore}
+  const ctx: WalkContext = {maxBytes, skipped, reached, vcs: vcsIgnore, videos}
   for (const p of paths) {
     if (typeof p !== 'string') {
-      if (firstReach(reached, resolve(namedAs(p)))) yield* rawNamedFile(p, maxBytes, skipped, listed)
+      if (firstReach(reached, resolve(namedAs(p)))) yield* rawNamedFile(p, maxBytes, skipped, listed, videos)
       continue
     }
     if (p === '-') {
@@ -439,11 +452,11 @@ export async function* scanInputs(
       if (patterns && patterns.ignores(givenName(p))) skip(skipped, 'excluded')
       else if (!firstReach(reached, real)) continue
       else if (listed) {
-        const checked = await check({shown: dirname(p), at: dirname(p)}, {name: basename(p), symlink: false, dir: false, file: true})
+        const checked = await check({shown: dirname(p), at: dirname(p)}, {name: basename(p), symlink: false, dir: false, file: true}, videos)
         if ('skip' in checked) skip(skipped, checked.skip)
         else if ('item' in checked) yield checked.item
         else yield {input: {source: p, read: () => readFile(p, maxBytes, 'at' in checked ? checked.at : p)}}
-      } else if (isVideoHead(await head(p).catch(() => Buffer.alloc(0)))) yield entry(p, 'unsupported_media', `${p} is a video: use mod scan-video ${p}`)
+      } else if (isVideoHead(await head(p).catch(() => Buffer.alloc(0)))) yield videoEntry(p)
       else yield {input: {source: p, read: () => readFile(p, maxBytes)}}
     } else {
       yield entry(p, 'unsupported_media', `${p} is ${kindOf(info)}, not a regular file: give a file, a folder or - for stdin`)
@@ -455,7 +468,7 @@ export async function* scanInputs(
  * A path whose bytes are not UTF-8 (from a file list, or the command line's bytes): a file is scanned as a listed
  * or named file is, under its escaped name; anything else is an entry in its place.
  */
-async function* rawNamedFile(at: Buffer, maxBytes: number, skipped: Skipped, listed: boolean): AsyncGenerator<ScanItem> {
+async function* rawNamedFile(at: Buffer, maxBytes: number, skipped: Skipped, listed: boolean, videos: boolean): AsyncGenerator<ScanItem> {
   const shown = namedAs(at)
   let info: Stats
   try {
@@ -469,9 +482,10 @@ async function* rawNamedFile(at: Buffer, maxBytes: number, skipped: Skipped, lis
     yield entry(shown, 'unsupported_media', `${shown} is ${info.isDirectory() ? 'a folder whose name is not UTF-8' : kindOf(info)}: list its files`)
     return
   }
-  const kind = sniffImage(await head(at).catch(() => Buffer.alloc(0)))
-  // A file named on the command line is always tried; a listed one only when it is an image.
-  if (kind !== 'other' || !listed) yield {input: {source: shown, read: () => readFile(shown, maxBytes, at)}}
+  const first = await head(at).catch(() => Buffer.alloc(0))
+  // A file named on the command line is always tried; a listed one only when it is an image (or a video, with `videos`).
+  if (sniffImage(first) !== 'other' || !listed) yield {input: {source: shown, read: () => readFile(shown, maxBytes, at)}}
+  else if (videos && isVideoHead(first)) yield videoEntry(shown)
   else skip(skipped, 'not images')
 }
 

@@ -358,7 +358,8 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
     const format = chosenFormat(flags) as ScanFormat
     const out = this.output(scanReporter(format, info, coverage(state.covered), flags.summary))
     // One set of the paths reached for both: a listed file that a folder given holds is scanned once.
-    const walking = {exclude: flags.exclude ?? [], vcsIgnore: !flags['no-ignore'], reached: new Set<string>()}
+    // A video in a folder or a list is an error entry (mod scan-video scores it), never skipped as not an image.
+    const walking = {exclude: flags.exclude ?? [], vcsIgnore: !flags['no-ignore'], reached: new Set<string>(), videos: true}
     async function* all(): AsyncGenerator<ScanItem> {
       yield* scanInputs(withRawBytes(paths), limits.maxBytes, state.skipped, process.stdin, walking)
       yield* scanInputs(listed, limits.maxBytes, state.skipped, process.stdin, {...walking, listed: true})

@@ -197,6 +197,23 @@ test('a video named to scan points to scan-video; one error is "1 error"', async
   assert.is(r.stderr, '2 scanned: 1 safe, 0 unsafe, 1 error\n')
 })
 
+test('a video in a folder or a --files-from list is an error entry pointing to scan-video, exit 2, never skipped unchecked; mod hash still skips it', async () => {
+  const mixed = join(dir.path, 'mixed')
+  mkdirSync(mixed)
+  writeFileSync(join(mixed, 'a.png'), await solidPng(0, 0, 255))
+  const clip = await colourClip(join(mixed, 'b.mp4'), ['blue'], 1)
+  writeFileSync(join(dir.path, 'mixed-list.txt'), `${join(mixed, 'a.png')}\n${clip}\n`)
+  for (const args of [[mixed], ['--files-from', join(dir.path, 'mixed-list.txt')]]) {
+    const r = await runInProcess(['scan', ...args, '--config', policy], {env})
+    assert.is(r.code, 2, args.join(' '))
+    assert.match(r.stdout, `ERROR   ${clip}  unsupported_media: ${clip} is a video: use mod scan-video ${clip}\n`)
+    assert.is(r.stderr, '2 scanned: 1 safe, 0 unsafe, 1 error\n', args.join(' '))
+  }
+  const hashed = await runInProcess(['hash', mixed, '--json'], {env})
+  assert.is(hashed.code, 0, hashed.stderr)
+  assert.equal(JSON.parse(hashed.stdout).map((h: {source: string}) => h.source), [join(mixed, 'a.png')])
+})
+
 test('scan-video refuses a still image, a missing file and a folder before running ffmpeg', async () => {
   const png = await runInProcess(['scan-video', blue, '--config', policy], {env})
   assert.is(png.code, 2)
