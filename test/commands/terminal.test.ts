@@ -184,11 +184,13 @@ test('NO_COLOR and FORCE_COLOR both set: no Node.js warning across the progress 
   assert.not.match(shown, 'Warning')
 })
 
-test('the path - with stdin a terminal is refused at once (exit 2, one line), for scan and hash', () => {
+test('the path - with stdin a terminal is refused at once (exit 2, one line), for scan, hash and policy validate', () => {
   for (const command of ['scan', 'hash']) {
     const shown = underPty(`${mod()} ${command} - imgs/000.png; echo mod-exit=$?`)
     assert.is(shown.replace(/\r/g, ''), `mod: usage: the path - reads one image from stdin, and stdin is a terminal: pipe the image in (mod ${command} - < photo.jpg)\nmod-exit=2\n`)
   }
+  const shown = underPty(`${mod()} policy validate -; echo mod-exit=$?`)
+  assert.is(shown.replace(/\r/g, ''), 'mod: usage: the file - reads the policy from stdin, and stdin is a terminal: pipe it in (mod policy validate - < policy.yaml)\nmod-exit=2\n')
 })
 
 test('Ctrl-C while the scan waits for an input that does not end (stdin a FIFO nothing writes to) stops it at once, exit 130', async () => {

@@ -1,4 +1,6 @@
-import {Args} from '@oclif/core'
+import {join} from 'node:path'
+
+import {Args, Errors} from '@oclif/core'
 
 import {ModCommand} from '../../cli/base-command.js'
 import {errorText, EXIT_ERROR, SIGNAL_EXIT_CODES} from '../../cli/errors.js'
@@ -8,7 +10,7 @@ import {verifySections} from '../../cli/policy-files.js'
 import {oneResultReporters, PLAIN_FORMATS} from '../../cli/reports/reporter.js'
 import {buildPolicy, sectionSummaryLines, summarizePolicy, validatePolicyFile} from '../../lib/config/policy.js'
 import {longPresetPrompts, type LongPrompt} from '../../lib/model/prompt-length.js'
-import {formatProblems, type PolicySummary} from '../../lib/policy/load.js'
+import {formatProblems, readPolicyStream, type PolicySummary} from '../../lib/policy/load.js'
 import type {PolicyProblem} from '../../lib/policy/schema.js'
 
 const SHOWN_CHARS = 60
@@ -54,6 +56,8 @@ export default class PolicyValidate extends ModCommand {
 
 A valid file prints a summary. An invalid one prints one "file:line:column: message" line per problem on stderr and exits 2; with --format json (or --json), {valid, problems, summary} goes to stdout either way, the problem lines still on stderr.
 
+The file - reads the policy from stdin (\`cat policy.yaml | mod policy validate -\`), named "stdin" in the problem lines; the files it names are then read relative to the working folder.
+
 Hash lists named under hash_lists: are read (paths relative to the policy file) and each bad line is reported as "list:line: message".
 
 Text rules are checked too: their categories, their regular expressions (RE2 syntax: one that does not compile, uses lookaround or a backreference, or compiles to more than 1000 instructions; the problem named on its line) and their word list files (read relative to the policy file).
@@ -63,6 +67,7 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
   static override examples = [
     '<%= config.bin %> policy validate .modrc.yaml',
     '<%= config.bin %> policy validate policy.yaml --json',
+    '<%= config.bin %> policy validate - < policy.yaml',
   ]
 
   static override exitCodes: [string, string][] = [
@@ -72,15 +77,23 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
   ]
 
   static override args = {
-    file: Args.string({description: 'policy YAML file', required: true}),
+    file: Args.string({description: 'policy YAML file, or - for stdin', required: true, ignoreStdin: true}),
   }
 
   static override flags = formatFlags(PLAIN_FORMATS, 'table (default: the summary of a valid file), json ({valid, problems, summary}, also for a file that is not valid) or ndjson (the same on one line).')
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(PolicyValidate)
-    const reporters = oneResultReporters(validationTable(args.file), (v: Validation) => v.result)
-    const validated = await validatePolicyFile(args.file).catch((e: unknown) => {
+    const fromStdin = args.file === '-'
+    if (fromStdin && process.stdin.isTTY) {
+      throw new Errors.CLIError('the file - reads the policy from stdin, and stdin is a terminal: pipe it in (mod policy validate - < policy.yaml)')
+    }
+    // From stdin, the files the policy names are read relative to the working folder.
+    const path = fromStdin ? join(process.cwd(), 'stdin') : args.file
+    const shown = fromStdin ? 'stdin' : args.file
+    const reporters = oneResultReporters(validationTable(shown), (v: Validation) => v.result)
+    const text = fromStdin ? this.untilStopped(readPolicyStream(process.stdin)) : undefined
+    const validated = await (text ? text.then((t) => validatePolicyFile(path, t)) : validatePolicyFile(path)).catch((e: unknown) => {
       // A file that cannot be read (missing, a folder, too large) is still one JSON result for a script to parse.
       if (!isModError(e) || chosenFormat(flags) === 'table') throw e
       this.logToStderr(errorText(e))
@@ -91,17 +104,17 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
     if (validated === undefined) return
     const {problems, file, read} = validated
     // The files the sections name are read whatever else is wrong, so that one round reports every problem.
-    const checks = await verifySections(args.file, read)
+    const checks = await verifySections(path, read)
     const filesValid = checks.every((c) => c.check.problems.length === 0)
     const summary = file === undefined ? null : summarizePolicy(file)
     if (file !== undefined) {
       const policy = buildPolicy(file)
       const long = await longPresetPrompts(policy, policy.preset ?? 'fast')
       for (const p of long.prompts) {
-        this.logToStderr(`${args.file}: warning: ${describeLong(p)} is longer than ${long.contextLength} tokens and will be truncated`)
+        this.logToStderr(`${shown}: warning: ${describeLong(p)} is longer than ${long.contextLength} tokens and will be truncated`)
       }
     }
-    for (const line of formatProblems(args.file, problems)) this.logToStderr(line)
+    for (const line of formatProblems(shown, problems)) this.logToStderr(line)
     for (const {check} of checks) for (const p of check.problems) this.logToStderr(`${p.file}:${p.line}: ${p.message}`)
     const valid = file !== undefined && summary !== null && filesValid
     if (!valid) process.exitCode = EXIT_ERROR

@@ -25,8 +25,8 @@ export function buildPolicy(file?: PolicyFile, dir?: string, files?: SectionFile
   return buildWith(POLICY_PLUGINS, file, dir, files)
 }
 
-export function validatePolicyFile(filePath: string): ReturnType<typeof validateFileWith> {
-  return validateFileWith(POLICY_PLUGINS, filePath)
+export function validatePolicyFile(filePath: string, text?: string): ReturnType<typeof validateFileWith> {
+  return validateFileWith(POLICY_PLUGINS, filePath, text)
 }
 
 export function loadPolicyFile(filePath: string): Promise<{policy: Policy; file: PolicyFile}> {

@@ -3,7 +3,7 @@ import {lstat, stat} from 'node:fs/promises'
 import {homedir} from 'node:os'
 import path from 'node:path'
 
-import {readConfigText} from '../config-file.js'
+import {readConfigStream, readConfigText} from '../config-file.js'
 import {ModError} from '../errors.js'
 import {CLIP_ONLY, CUSTOM_CALIBRATION, DEFAULT_CATEGORIES, DEFAULT_NEUTRAL, DEFAULT_THRESHOLD} from './defaults.js'
 import {sortProblems, validatePolicyText} from './schema.js'
@@ -129,12 +129,14 @@ async function readSectionFiles(plugins: PolicyPlugins, file: PolicyFile, dir: s
 /**
  * Validates a policy file's text and reads the files its sections name, also when the text has problems, so that
  * all are reported at once; `file` only when there is no problem, `read` what could be read (see validatePolicyText).
+ * `text`: the file's text, read elsewhere (stdin); the files it names are then read relative to `filePath`'s folder.
  */
 export async function validatePolicyFile(
   plugins: PolicyPlugins,
   filePath: string,
+  text?: string,
 ): Promise<{problems: PolicyProblem[]; file?: PolicyFile; read?: PolicyFile; files: SectionFiles}> {
-  const validation = validatePolicyText(plugins, await readPolicyText(filePath))
+  const validation = validatePolicyText(plugins, text ?? (await readPolicyText(filePath)))
   const {problems, file} = validation
   const read = validation.read ?? file
   const named = read ? await readSectionFiles(plugins, read, path.dirname(filePath)) : {problems: [], files: new Map<string, unknown>()}
@@ -154,6 +156,11 @@ export function formatProblems(filePath: string, problems: readonly PolicyProble
 
 export function readPolicyText(filePath: string): Promise<string> {
   return readConfigText(filePath, 'policy file', MAX_POLICY_BYTES)
+}
+
+/** A policy file's text read from stdin, within MAX_POLICY_BYTES. */
+export function readPolicyStream(stream: AsyncIterable<Buffer | string>): Promise<string> {
+  return readConfigStream(stream, 'on stdin', 'policy file', MAX_POLICY_BYTES)
 }
 
 /** Reads, validates and merges a policy file; every problem is listed in the error, one per line. */

@@ -1,10 +1,10 @@
-import {writeFileSync} from 'node:fs'
+import {readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {runInProcess, tempDir} from '../../helpers/cli.js'
+import {runCli, runInProcess, tempDir} from '../../helpers/cli.js'
 
 const dir = tempDir()
 const good = join(dir.path, 'good.yaml')
@@ -226,6 +226,22 @@ test('every problem in one round: the policy\'s own, a missing word list, a bad 
     `${join(dir.path, 'round.txt')}:2: not a PDQ hash: 10 characters where 64 hexadecimal digits are expected`,
     `${policy}:13: hash_lists.gone: hash list ${join(dir.path, 'missing-list.txt')} does not exist`,
   ])
+})
+
+test('- reads the policy from stdin, named "stdin" in the output; the files it names are read from the working folder', async () => {
+  const ok = await runCli(['policy', 'validate', '-'], {stdin: readFileSync(good)})
+  assert.is(ok.code, 0, ok.stderr)
+  assert.match(ok.stdout, /^stdin: valid\n  categories:   11\n/)
+  const wrong = await runCli(['policy', 'validate', '-', '--json'], {stdin: readFileSync(bad)})
+  assert.is(wrong.code, 2)
+  assert.is(JSON.parse(wrong.stdout).valid, false)
+  assert.match(wrong.stderr, /^stdin:1:9: preset must be one of fast, balanced, accurate, not "fastest"\n/)
+  writeFileSync(join(dir.path, 'stdin-list.txt'), `${'cd'.repeat(32)},case-9\n`)
+  const lists = await runCli(['policy', 'validate', '-'], {stdin: Buffer.from('hash_lists:\n  removals:\n    file: stdin-list.txt\n'), cwd: dir.path})
+  assert.is(lists.code, 0, lists.stderr)
+  assert.match(lists.stdout, `  hash list:    removals: 1 hash in ${join(dir.path, 'stdin-list.txt')}\n`)
+  const large = await runCli(['policy', 'validate', '-'], {stdin: Buffer.alloc(1024 * 1024 + 1, 0x20)})
+  assert.equal([large.code, large.stderr], [2, 'mod: invalid_config: the policy file on stdin is larger than 1 MiB\n'])
 })
 
 test('a missing file: exit 2 and an invalid_config message', async () => {
