@@ -25,44 +25,89 @@ export const TOLERANCE = 24
 export const BORDER_FRACTION = 0.98
 
 /**
+ * Lines of any content a side may start with before its padding: a stroke round the picture, or a line of noise,
+ * which would otherwise stop the trim at the first line.
+ */
+export const STROKE_LINES = 2
+
+/** The padding after a stroke that is not itself uniform must be this deep, or the stroke is taken for content. */
+const MIN_PADDING_AFTER_STROKE = 4
+
+/** Uniform runs a side's padding may be made of (strokes, then the bar): bounds the passes. */
+const MAX_RUNS = 4
+
+/** A side's trimmed depth, and the colour of its innermost run (what the content meets). */
+interface Side {
+  depth: number
+  colour: Uint8Array
+}
+
+/**
+ * How deep a side's padding goes: `n` lines from that side inward, `colourOf(i)` setting `colour` to line i's
+ * median and `isPadding(i)` telling whether line i matches it. A uniform run of lines is padding; a run of at most
+ * STROKE_LINES (a stroke round the picture) may be followed by another run of another colour, up to MAX_RUNS runs;
+ * and at the outer edge up to STROKE_LINES lines of anything may come before a run of at least
+ * MIN_PADDING_AFTER_STROKE. A thicker run ends the padding: the runs after it are the picture's (a letterboxed
+ * photo's own plain background).
+ */
+function sideDepth(n: number, colour: Uint8Array, colourOf: (i: number) => void, isPadding: (i: number) => boolean): Side {
+  let depth = 0
+  let innermost = new Uint8Array(3)
+  for (let run = 0; run < MAX_RUNS && depth < n; run++) {
+    let found = -1
+    const skips = run === 0 ? STROKE_LINES : 0
+    for (let start = depth; start <= depth + skips && start < n && found < 0; start++) {
+      colourOf(start)
+      let end = start
+      while (end < n && isPadding(end)) end++
+      if (end > start && (start === depth || end - start >= MIN_PADDING_AFTER_STROKE)) found = end
+    }
+    if (found < 0) break
+    const thin = found - depth <= STROKE_LINES
+    depth = found
+    innermost = Uint8Array.from(colour)
+    if (!thin) break
+  }
+  return {depth, colour: innermost}
+}
+
+/** The content box and each trimmed side's innermost colour; undefined where nothing is left to score (the whole image). */
+function trimmed(img: RgbImage): {box: Box; sides: Record<'top' | 'bottom' | 'left' | 'right', Side>} | undefined {
+  const {data, width, height} = img
+  if (width < MIN_TRIMMED_SIDE || height < MIN_TRIMMED_SIDE) return undefined
+  const histogram = new Uint32Array(3 * 256)
+  const colour = new Uint8Array(3)
+  const row = 3 * width
+  const rowMedian = (y: number) => median(data, y * row, 3, width, histogram, colour)
+  const rowAt = (y: number) => isBorder(data, y * row, 3, width, colour)
+
+  const top = sideDepth(height, colour, rowMedian, rowAt)
+  if (top.depth === height) return undefined
+  const bottom = sideDepth(height - top.depth, colour, (i) => rowMedian(height - 1 - i), (i) => rowAt(height - 1 - i))
+  const y0 = top.depth
+  const y1 = height - bottom.depth
+  if (y1 - y0 < MIN_TRIMMED_SIDE) return undefined
+
+  const columnMedian = (x: number) => median(data, y0 * row + 3 * x, row, y1 - y0, histogram, colour)
+  const columnAt = (x: number) => isBorder(data, y0 * row + 3 * x, row, y1 - y0, colour)
+  const left = sideDepth(width, colour, columnMedian, columnAt)
+  const right = sideDepth(width - left.depth, colour, (i) => columnMedian(width - 1 - i), (i) => columnAt(width - 1 - i))
+  const x0 = left.depth
+  const x1 = width - right.depth
+  if (x1 - x0 < MIN_TRIMMED_SIDE) return undefined
+  return {box: {left: x0, top: y0, width: x1 - x0, height: y1 - y0}, sides: {top, bottom, left, right}}
+}
+
+/**
  * The part of the image inside its letterbox bars or uniform padding. Each side is trimmed on its own, with
  * its own colour (the median of its outermost row or column), row by row inward while the row (nearly)
- * matches that colour. Top and bottom go first, over the full width; left and right then scan only the rows
+ * matches that colour; a thin stroke round the picture, or a line of noise at its edge, does not stop it
+ * (sideDepth). Top and bottom go first, over the full width; left and right then scan only the rows
  * that are left, so bars of different colours on adjacent sides are both found. A fully uniform image, or a
  * trim leaving less than MIN_TRIMMED_SIDE pixels either way, gives the whole image.
  */
 export function findContentBox(img: RgbImage): Box {
-  const {data, width, height} = img
-  const whole = {left: 0, top: 0, width, height}
-  if (width < MIN_TRIMMED_SIDE || height < MIN_TRIMMED_SIDE) return whole
-
-  const histogram = new Uint32Array(3 * 256)
-  const colour = new Uint8Array(3)
-  const row = 3 * width
-
-  const rowAt = (y: number) => isBorder(data, y * row, 3, width, colour)
-  const columnAt = (x: number, y0: number, y1: number) => isBorder(data, y0 * row + 3 * x, row, y1 - y0, colour)
-
-  let top = 0
-  median(data, 0, 3, width, histogram, colour)
-  while (top < height && rowAt(top)) top++
-  if (top === height) return whole
-
-  let bottom = height
-  median(data, (height - 1) * row, 3, width, histogram, colour)
-  while (bottom > top && rowAt(bottom - 1)) bottom--
-  if (bottom - top < MIN_TRIMMED_SIDE) return whole
-
-  let left = 0
-  median(data, top * row, row, bottom - top, histogram, colour)
-  while (left < width && columnAt(left, top, bottom)) left++
-
-  let right = width
-  median(data, top * row + 3 * (width - 1), row, bottom - top, histogram, colour)
-  while (right > left && columnAt(right - 1, top, bottom)) right--
-
-  if (right - left < MIN_TRIMMED_SIDE) return whole
-  return {left, top, width: right - left, height: bottom - top}
+  return trimmed(img)?.box ?? {left: 0, top: 0, width: img.width, height: img.height}
 }
 
 /**
@@ -80,37 +125,33 @@ const EDGE_DEPTH = 8
 
 /**
  * The part of the image inside bars that end at a sharp edge: findContentBox's box, with each side cut only where
- * one of the EDGE_DEPTH lines just inside it (within the box) matches the side's colour on less than
- * SHARP_EDGE_FRACTION of its length; a side whose content fades into the border (a person on a plain background)
- * keeps it.
+ * one of the EDGE_DEPTH lines just inside it (within the box) matches the colour the side's padding ends with on
+ * less than SHARP_EDGE_FRACTION of its length; a side whose content fades into the border (a person on a plain
+ * background) keeps it.
  */
 export function findBars(img: RgbImage): Box {
-  const box = findContentBox(img)
   const {data, width, height} = img
-  if (box.width === width && box.height === height) return box
-  const histogram = new Uint32Array(3 * 256)
-  const colour = new Uint8Array(3)
+  const whole = {left: 0, top: 0, width, height}
+  const found = trimmed(img)
+  if (!found) return whole
+  const {box, sides} = found
   const row = 3 * width
   const bottom = box.top + box.height
   const right = box.left + box.width
-  // A side's colour as findContentBox took it, then whether a line just inside matches it on less than the share
-  // (within the box: the bars of the other sides are no part of the edge).
-  const sharpRows = (outer: number, first: number, step: number) => {
-    median(data, outer * row, 3, width, histogram, colour)
-    return Array.from({length: EDGE_DEPTH}, (_, d) => first + d * step).some(
-      (y) => y >= box.top && y < bottom && matching(data, y * row + 3 * box.left, 3, box.width, colour) < SHARP_EDGE_FRACTION,
+  // Whether a line just inside the side matches the colour its padding ends with on less than the share (within
+  // the box: the bars of the other sides are no part of the edge).
+  const sharpRows = (side: Side, first: number, step: number) =>
+    Array.from({length: EDGE_DEPTH}, (_, d) => first + d * step).some(
+      (y) => y >= box.top && y < bottom && matching(data, y * row + 3 * box.left, 3, box.width, side.colour) < SHARP_EDGE_FRACTION,
     )
-  }
-  const sharpColumns = (outer: number, first: number, step: number) => {
-    median(data, box.top * row + 3 * outer, row, box.height, histogram, colour)
-    return Array.from({length: EDGE_DEPTH}, (_, d) => first + d * step).some(
-      (x) => x >= box.left && x < right && matching(data, box.top * row + 3 * x, row, box.height, colour) < SHARP_EDGE_FRACTION,
+  const sharpColumns = (side: Side, first: number, step: number) =>
+    Array.from({length: EDGE_DEPTH}, (_, d) => first + d * step).some(
+      (x) => x >= box.left && x < right && matching(data, box.top * row + 3 * x, row, box.height, side.colour) < SHARP_EDGE_FRACTION,
     )
-  }
-  const top = box.top > 0 && sharpRows(0, box.top, 1) ? box.top : 0
-  const end = bottom < height && sharpRows(height - 1, bottom - 1, -1) ? bottom : height
-  const left = box.left > 0 && sharpColumns(0, box.left, 1) ? box.left : 0
-  const last = right < width && sharpColumns(width - 1, right - 1, -1) ? right : width
+  const top = box.top > 0 && sharpRows(sides.top, box.top, 1) ? box.top : 0
+  const end = bottom < height && sharpRows(sides.bottom, bottom - 1, -1) ? bottom : height
+  const left = box.left > 0 && sharpColumns(sides.left, box.left, 1) ? box.left : 0
+  const last = right < width && sharpColumns(sides.right, right - 1, -1) ? right : width
   return {left, top, width: last - left, height: end - top}
 }
 

@@ -156,6 +156,28 @@ test('findBars cuts bars that end at a sharp edge: a picture on a canvas, on eve
   assert.equal(findBars(bars), {left: 0, top: 30, width: 320, height: 180})
 })
 
+test('a stroke round the picture, or a line of noise at its edge, does not stop the trim of the bars inside it', () => {
+  const canvas = () => framed(400, 300, [255, 255, 255], {left: 100, top: 75, width: 200, height: 150})
+  const stroked = canvas()
+  for (const box of [{left: 0, top: 0, width: 400, height: 1}, {left: 0, top: 299, width: 400, height: 1}, {left: 0, top: 0, width: 1, height: 300}, {left: 399, top: 0, width: 1, height: 300}]) {
+    paint(stroked, box, [128, 128, 128])
+  }
+  const noisy = canvas()
+  const next = noise(7)
+  for (let x = 0; x < 400; x++) noisy.data.set([next(), next(), next()], 3 * x)
+  for (const img of [stroked, noisy]) {
+    assert.equal(findContentBox(img), {left: 100, top: 75, width: 200, height: 150})
+    assert.equal(findBars(img), {left: 100, top: 75, width: 200, height: 150})
+  }
+})
+
+test('a line of noise before a padding thinner than 4 lines is content: nothing is trimmed', () => {
+  const img = framed(400, 300, [255, 255, 255], {left: 0, top: 3, width: 400, height: 297})
+  const next = noise(9)
+  for (let x = 0; x < 400; x++) img.data.set([next(), next(), next()], 3 * x)
+  assert.equal(findContentBox(img).top, 0)
+})
+
 test('findBars keeps a plain background that goes on around a figure, which findContentBox trims', () => {
   const img = disc(400, 300, [250, 250, 250], 200, 150, 100)
   const trimmed = findContentBox(img)
