@@ -8,16 +8,18 @@ import type {VideoStream} from './streams.js'
 export interface DecoderOptions {
   ffmpeg: string
   fps: number
+  frameShortSide: number
   maxFrameSide: number
   maxPixels: number
 }
 
 /**
  * Scales each frame to its displayed shape (width times the sample aspect ratio, as players show non-square
- * pixels; ffmpeg has already applied the rotation), then down (never up) so that no side is over `side`.
+ * pixels; ffmpeg has already applied the rotation), then down (never up) so that its shorter side is at most
+ * `short` and its longer side at most `long`.
  */
-function displayScale(side: number): string {
-  const fit = `min(1,${side}/max(iw*sar,ih))`
+function displayScale(short: number, long: number): string {
+  const fit = `min(1,min(${short}/min(iw*sar,ih),${long}/max(iw*sar,ih)))`
   return `scale=w='max(1,round(iw*sar*${fit}))':h='max(1,round(ih*${fit}))'`
 }
 
@@ -46,7 +48,7 @@ function ffmpegArgs(path: string, o: DecoderOptions, stream: VideoStream | undef
     // its first frame).
     // A cover is one picture, without a timeline to sample.
     '-map', map, ...(stream?.cover ? ['-frames:v', '1'] : []),
-    '-vf', `${stream?.cover ? '' : sampling}${stream?.alpha ? ONTO_WHITE : ''}${displayScale(o.maxFrameSide)}`,
+    '-vf', `${stream?.cover ? '' : sampling}${stream?.alpha ? ONTO_WHITE : ''}${displayScale(o.frameShortSide, o.maxFrameSide)}`,
     '-pix_fmt', 'rgb24', '-f', 'image2pipe', '-vcodec', 'ppm', 'pipe:1',
     // Output 2: the packets' listing (no decoding) on fd 3, read only as a sign of progress while ffmpeg decodes
     // between two sampled frames (many seconds of video at a low fps).

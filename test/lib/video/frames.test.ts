@@ -120,10 +120,13 @@ test('samples at the fps asked for', async () => {
   assert.equal(summary, {frames: 15, duration: 6})
 })
 
-test('scales frames down to the side limit keeping the aspect, and never up', async () => {
+test('scales frames down to the shorter and the longer side limits keeping the aspect, and never up', async () => {
+  // wide.mp4 is 128x64: the longer side limit, then the shorter side's, binds.
   const small = await decodeAll(clip('wide.mp4'), {maxFrameSide: 32})
   assert.equal(small.frames.map((f) => [f.image.width, f.image.height]), [[32, 16]])
-  const big = await decodeAll(clip('wide.mp4'), {maxFrameSide: 512})
+  const short = await decodeAll(clip('wide.mp4'), {frameShortSide: 45, maxFrameSide: 1000})
+  assert.equal(short.frames.map((f) => [f.image.width, f.image.height]), [[90, 45]])
+  const big = await decodeAll(clip('wide.mp4'))
   assert.equal(big.frames.map((f) => [f.image.width, f.image.height]), [[128, 64]])
 })
 
