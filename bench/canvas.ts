@@ -7,8 +7,8 @@
  * Each photo goes the engine's way with the default policy, the embedded specialist alone (`mod scan --only
  * nsfw`), as it is and on six canvases, each written as a JPEG of quality 90: bars of 20% of its height above and
  * below (white, black), the middle of a canvas of 4 times its area (white, black, light noise), and the middle of
- * a grey 9:16 story canvas as wide as the photo; and, for comparison, re-encoded alike with no canvas (photos near
- * a threshold cross it on re-encoding alone). Bars end at the picture's sharp edge, which the specialist's
+ * a grey 9:16 story canvas as wide as the photo, two-tone bars (a light status bar over a black band); and, for
+ * comparison, re-encoded alike with no canvas (photos near a threshold cross it on re-encoding alone). Bars end at the picture's sharp edge, which the specialist's
  * frame cuts (`findBars` in src/lib/image/trim.ts); the noise canvas has no bars to cut and shows the models' own
  * limit (the flagged content must fill the frame).
  */
@@ -57,6 +57,13 @@ async function onCanvas(photo: Sharp, width: number, height: number, x: number, 
   return sharp(noise, {raw: {width: w, height: h, channels: 3}}).composite([{input: picture, left: x, top: y}]).jpeg({quality: 90}).toBuffer()
 }
 
+/** A phone viewer's bars: a light status bar of 8% of the height over a black band of 12%, and black 20% below. */
+async function twoTone(photo: Sharp, width: number, height: number): Promise<Buffer> {
+  const [light, dark] = [Math.round(0.08 * height), Math.round(0.12 * height)]
+  const framed = await photo.extend({top: dark, bottom: Math.round(0.2 * height), left: 0, right: 0, background: BLACK}).toBuffer()
+  return sharp(framed).extend({top: light, bottom: 0, left: 0, right: 0, background: {r: 235, g: 235, b: 240}}).jpeg({quality: 90}).toBuffer()
+}
+
 const VARIANTS: {name: string; make: (photo: Sharp, w: number, h: number) => Promise<Buffer>}[] = [
   // The control: re-encoding alone moves a photo near a threshold across it, canvas or not.
   {name: 're-encoded', make: (p, w, h) => onCanvas(p, w, h, 0, 0, WHITE)},
@@ -65,6 +72,7 @@ const VARIANTS: {name: string; make: (photo: Sharp, w: number, h: number) => Pro
   {name: 'white canvas 4x', make: (p, w, h) => onCanvas(p, w, h, Math.round(w / 2), Math.round(h / 2), WHITE)},
   {name: 'black canvas 4x', make: (p, w, h) => onCanvas(p, w, h, Math.round(w / 2), Math.round(h / 2), BLACK)},
   {name: 'grey story 9:16', make: (p, w, h) => onCanvas(p, w, h, Math.max(0, Math.round(((h * 9) / 16 - w) / 2)), Math.max(0, Math.round(((w * 16) / 9 - h) / 2)), GREY)},
+  {name: 'two-tone bars', make: (p, w, h) => twoTone(p, w, h)},
   {name: 'noise canvas 4x', make: (p, w, h) => onCanvas(p, w, h, Math.round(w / 2), Math.round(h / 2), 'noise')},
 ]
 

@@ -33,29 +33,35 @@ export const STROKE_LINES = 2
 /** The padding after a stroke that is not itself uniform must be this deep, or the stroke is taken for content. */
 const MIN_PADDING_AFTER_STROKE = 4
 
-/** Uniform runs a side's padding may be made of (strokes, then the bar): bounds the passes. */
+/** Uniform runs looked for from a side inward (strokes, bars of two colours, a picture's plain background): bounds the passes. */
 const MAX_RUNS = 4
 
-/** A side's trimmed depth, and the colour of its innermost run (what the content meets). */
-interface Side {
+/** Where one uniform run of a side's lines ends, and its colour. */
+interface Run {
   depth: number
   colour: Uint8Array
+}
+
+/** A side's trimmed depth and the colour its padding ends with; `runs`: every uniform run from the edge inward. */
+interface Side extends Run {
+  runs: Run[]
 }
 
 /**
  * How deep a side's padding goes: `n` lines from that side inward, `colourOf(i)` setting `colour` to line i's
  * median and `isPadding(i)` telling whether line i matches it. A uniform run of lines is padding; a run of at most
- * STROKE_LINES (a stroke round the picture) may be followed by another run of another colour, up to MAX_RUNS runs;
- * and at the outer edge up to STROKE_LINES lines of anything may come before a run of at least
- * MIN_PADDING_AFTER_STROKE. A thicker run ends the padding: the runs after it are the picture's (a letterboxed
- * photo's own plain background).
+ * STROKE_LINES (a stroke round the picture) may be followed by another run of another colour; and at the outer edge
+ * up to STROKE_LINES lines of anything may come before a run of at least MIN_PADDING_AFTER_STROKE. A thicker run ends
+ * the padding: the runs after it may be the picture's (a letterboxed photo's own plain background). `runs` goes on
+ * past it, up to MAX_RUNS, for findBars to judge by their edges.
  */
 function sideDepth(n: number, colour: Uint8Array, colourOf: (i: number) => void, isPadding: (i: number) => boolean): Side {
-  let depth = 0
-  let innermost = new Uint8Array(3)
-  for (let run = 0; run < MAX_RUNS && depth < n; run++) {
+  const runs: Run[] = []
+  let padding: Run = {depth: 0, colour: new Uint8Array(3)}
+  let open = true
+  for (let depth = 0; runs.length < MAX_RUNS && depth < n; ) {
     let found = -1
-    const skips = run === 0 ? STROKE_LINES : 0
+    const skips = runs.length === 0 ? STROKE_LINES : 0
     for (let start = depth; start <= depth + skips && start < n && found < 0; start++) {
       colourOf(start)
       let end = start
@@ -63,12 +69,13 @@ function sideDepth(n: number, colour: Uint8Array, colourOf: (i: number) => void,
       if (end > start && (start === depth || end - start >= MIN_PADDING_AFTER_STROKE)) found = end
     }
     if (found < 0) break
-    const thin = found - depth <= STROKE_LINES
+    const run = {depth: found, colour: Uint8Array.from(colour)}
+    runs.push(run)
+    if (open) padding = run
+    open &&= found - depth <= STROKE_LINES
     depth = found
-    innermost = Uint8Array.from(colour)
-    if (!thin) break
   }
-  return {depth, colour: innermost}
+  return {...padding, runs}
 }
 
 /** The content box and each trimmed side's innermost colour; undefined where nothing is left to score (the whole image). */
@@ -124,10 +131,11 @@ export const SHARP_EDGE_FRACTION = 0.5
 const EDGE_DEPTH = 8
 
 /**
- * The part of the image inside bars that end at a sharp edge: findContentBox's box, with each side cut only where
- * one of the EDGE_DEPTH lines just inside it (within the box) matches the colour the side's padding ends with on
- * less than SHARP_EDGE_FRACTION of its length; a side whose content fades into the border (a person on a plain
- * background) keeps it.
+ * The part of the image inside bars that end at a sharp edge. Each side is cut at the deepest end of its uniform
+ * runs from the edge inward (its padding as findContentBox finds it, and further runs of other colours: two-tone
+ * bars) where one of the EDGE_DEPTH lines just inside matches that run's colour on less than SHARP_EDGE_FRACTION of
+ * its length (within findContentBox's box: the bars of the other sides are no part of the edge); a side whose
+ * content fades into its last run (a person on a plain background) is cut at the run before, or not at all.
  */
 export function findBars(img: RgbImage): Box {
   const {data, width, height} = img
@@ -138,20 +146,16 @@ export function findBars(img: RgbImage): Box {
   const row = 3 * width
   const bottom = box.top + box.height
   const right = box.left + box.width
-  // Whether a line just inside the side matches the colour its padding ends with on less than the share (within
-  // the box: the bars of the other sides are no part of the edge).
-  const sharpRows = (side: Side, first: number, step: number) =>
-    Array.from({length: EDGE_DEPTH}, (_, d) => first + d * step).some(
-      (y) => y >= box.top && y < bottom && matching(data, y * row + 3 * box.left, 3, box.width, side.colour) < SHARP_EDGE_FRACTION,
-    )
-  const sharpColumns = (side: Side, first: number, step: number) =>
-    Array.from({length: EDGE_DEPTH}, (_, d) => first + d * step).some(
-      (x) => x >= box.left && x < right && matching(data, box.top * row + 3 * x, row, box.height, side.colour) < SHARP_EDGE_FRACTION,
-    )
-  const top = box.top > 0 && sharpRows(sides.top, box.top, 1) ? box.top : 0
-  const end = bottom < height && sharpRows(sides.bottom, bottom - 1, -1) ? bottom : height
-  const left = box.left > 0 && sharpColumns(sides.left, box.left, 1) ? box.left : 0
-  const last = right < width && sharpColumns(sides.right, right - 1, -1) ? right : width
+  const sharpRow = (run: Run, y: number) => y >= 0 && y < height && matching(data, y * row + 3 * box.left, 3, box.width, run.colour) < SHARP_EDGE_FRACTION
+  const sharpColumn = (run: Run, x: number) => x >= 0 && x < width && matching(data, box.top * row + 3 * x, row, box.height, run.colour) < SHARP_EDGE_FRACTION
+  // The deepest run of the side whose inner edge is sharp: how deep to cut (0: not at all).
+  const cut = (side: Side, sharp: (run: Run, line: number) => boolean, line: (depth: number, d: number) => number) =>
+    [...side.runs].reverse().find((run) => Array.from({length: EDGE_DEPTH}, (_, d) => sharp(run, line(run.depth, d))).some(Boolean))?.depth ?? 0
+  const top = cut(sides.top, sharpRow, (depth, d) => depth + d)
+  const end = height - cut(sides.bottom, sharpRow, (depth, d) => height - 1 - depth - d)
+  const left = cut(sides.left, sharpColumn, (depth, d) => depth + d)
+  const last = width - cut(sides.right, sharpColumn, (depth, d) => width - 1 - depth - d)
+  if (end - top < MIN_TRIMMED_SIDE || last - left < MIN_TRIMMED_SIDE) return whole
   return {left, top, width: last - left, height: end - top}
 }
 

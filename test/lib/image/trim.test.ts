@@ -171,6 +171,13 @@ test('a stroke round the picture, or a line of noise at its edge, does not stop 
   }
 })
 
+test('two-tone bars (a light status bar over a black band) go whole for findBars, which findContentBox stops inside', () => {
+  const img = framed(300, 400, [0, 0, 0], {left: 0, top: 100, width: 300, height: 200})
+  paint(img, {left: 0, top: 0, width: 300, height: 30}, [235, 235, 240])
+  assert.equal(findContentBox(img).top, 30)
+  assert.equal(findBars(img), {left: 0, top: 100, width: 300, height: 200})
+})
+
 test('a line of noise before a padding thinner than 4 lines is content: nothing is trimmed', () => {
   const img = framed(400, 300, [255, 255, 255], {left: 0, top: 3, width: 400, height: 297})
   const next = noise(9)
