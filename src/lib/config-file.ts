@@ -3,6 +3,7 @@ import {open, stat} from 'node:fs/promises'
 
 import {whyUnreadable} from './errno.js'
 import {ModError} from './errors.js'
+import {readCapped} from './input/read-capped.js'
 import {formatSize} from './sizes.js'
 
 /**
@@ -37,20 +38,13 @@ function firstBadLine(bytes: Buffer): number {
   }
 }
 
-/** Reads a configuration file as UTF-8 text, refusing one over maxBytes before reading it. */
 /** A configuration file's text read from a stream (stdin), at most `maxBytes`, as readConfigText reads a file; `name` stands for its path in messages. */
 export async function readConfigStream(stream: AsyncIterable<Buffer | string>, name: string, what: string, maxBytes: number): Promise<string> {
-  const chunks: Buffer[] = []
-  let size = 0
-  for await (const chunk of stream) {
-    const b = typeof chunk === 'string' ? Buffer.from(chunk) : chunk
-    size += b.length
-    if (size > maxBytes) throw new ModError('invalid_config', `the ${what} ${name} is larger than ${formatSize(maxBytes)}`)
-    chunks.push(b)
-  }
-  return utf8Text(Buffer.concat(chunks), name, what)
+  const bytes = await readCapped(stream, maxBytes, name, () => new ModError('invalid_config', `the ${what} ${name} is larger than ${formatSize(maxBytes)}`))
+  return utf8Text(bytes, name, what)
 }
 
+/** Reads a configuration file as UTF-8 text, refusing one over maxBytes before reading it. */
 export async function readConfigText(filePath: string, what: string, maxBytes: number): Promise<string> {
   let handle
   try {

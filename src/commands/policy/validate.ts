@@ -92,8 +92,8 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
     const path = fromStdin ? join(process.cwd(), 'stdin') : args.file
     const shown = fromStdin ? 'stdin' : args.file
     const reporters = oneResultReporters(validationTable(shown), (v: Validation) => v.result)
-    const text = fromStdin ? this.untilStopped(readPolicyStream(process.stdin)) : undefined
-    const validated = await (text ? text.then((t) => validatePolicyFile(path, t)) : validatePolicyFile(path)).catch((e: unknown) => {
+    const validate = async () => validatePolicyFile(path, fromStdin ? await this.untilStopped(readPolicyStream(process.stdin)) : undefined)
+    const validated = await validate().catch((e: unknown) => {
       // A file that cannot be read (missing, a folder, too large) is still one JSON result for a script to parse.
       if (!isModError(e) || chosenFormat(flags) === 'table') throw e
       this.logToStderr(errorText(e))
