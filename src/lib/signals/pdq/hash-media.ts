@@ -29,7 +29,7 @@ export function hashFrames(frames: RgbImage[]): MediaHash[] {
 
 /**
  * The hash of each frame sampled from a video at `fps` (vPDQ's frame hashes), as the video path samples
- * them (scaled to at most 512 px a side), streamed; ffmpeg stops when the caller does.
+ * them (their shorter side at most 448 px, the longer at most 1 024), streamed; ffmpeg stops when the caller does.
  */
 export async function* hashVideo(path: string, options: DecodeOptions): AsyncGenerator<MediaHash> {
   for await (const {time, image} of decodeFrames(path, options)) {
