@@ -406,8 +406,9 @@ export function decodeBound(limits: Pick<ImageLimits, 'maxPixels'>): {bytes: num
 async function decodeFrames(input: Buffer, probe: ImageProbe, limits: ImageLimits): Promise<RgbImage[]> {
   const {width, height} = probe
   const frameBytes = width * height * 3
-  const durations = displayDurations(probe.delays ?? Array<number>(probe.frames).fill(0))
-  const wanted = scoredFrames(durations)
+  const delays = probe.delays ?? Array<number>(probe.frames).fill(0)
+  const durations = displayDurations(delays)
+  const wanted = scoredFrames(delays)
   const frames = wanted.map(() => Buffer.allocUnsafe(frameBytes))
   const stream = toRgb(sharp(input, options(limits, probe, {pages: -1})))
   let position = 0
