@@ -29,6 +29,9 @@ export interface ModelSession {
   release(): Promise<void>
 }
 
+/** What onnxruntime itself raised in the thread (a model it cannot load or run), as against the thread's stopping. */
+export class InferenceError extends Error {}
+
 interface Waiter {
   resolve: (a: Answer) => void
   reject: (e: Error) => void
@@ -83,7 +86,7 @@ function startThread(): Thread {
     waiting.delete(m.id)
     // A thread asked to leave stays referenced until it has: the process waits for it.
     if (waiting.size === 0 && !leaving) worker.unref()
-    if ('error' in m) waiter?.reject(new Error(m.error))
+    if ('error' in m) waiter?.reject(new InferenceError(m.error))
     else waiter?.resolve(m)
   })
   const fail = (e: unknown) => {

@@ -24,7 +24,7 @@ import * as ort from 'onnxruntime-node'
 
 import {ModError} from '../errors.js'
 import {isRunning} from '../processes.js'
-import {openThreadSession, type ModelSession} from './inference-thread.js'
+import {InferenceError, openThreadSession, type ModelSession} from './inference-thread.js'
 
 export type {ModelSession} from './inference-thread.js'
 
@@ -86,11 +86,47 @@ export async function openSession(path: string, o: SessionOptions): Promise<Mode
   if (fromCache) {
     // A build interrupted by a killed process is removed by the next one to open the entry, not only by a build.
     await removeStale(entry, {buildsOnly: true}).catch(() => undefined)
-    return fromCache
+    return provenOnFirstRun(fromCache, entry, () => create(path, options))
   }
   if (present) await rm(entry.dir, {recursive: true, force: true})
   if (!(await buildEntry(path, o, entry))) return create(path, options)
   return openThreadSession(cached, options).catch(() => create(path, options))
+}
+
+/**
+ * A session read from the cache whose first run fails is replaced by one made from the model file, and the entry
+ * removed (the next process builds it again): the entry loaded but was laid out for another CPU than the one
+ * running it, which onnxruntime only finds when it runs (a convolution's block size; seen where an emulator reports
+ * the host's /proc/cpuinfo flags while emulating another CPU, so that both share a key). The run is then asked of
+ * the new session; if that fails too, its error is the answer. Runs asked meanwhile wait for the first.
+ */
+function provenOnFirstRun(cached: ModelSession, entry: CacheEntry, reopen: () => Promise<ModelSession>): ModelSession {
+  let current: Promise<ModelSession> | undefined
+  const replace = async (): Promise<ModelSession> => {
+    await cached.release()
+    await rm(entry.dir, {recursive: true, force: true}).catch(() => undefined)
+    return reopen()
+  }
+  return {
+    inputNames: cached.inputNames,
+    outputNames: cached.outputNames,
+    inputMetadata: cached.inputMetadata,
+    async run(feeds, fetches) {
+      if (current) return (await current).run(feeds, fetches)
+      const first = cached.run(feeds, fetches)
+      current = first.then(
+        () => cached,
+        (e: unknown) => (e instanceof InferenceError ? replace() : cached),
+      )
+      return first.catch(async (e: unknown) => {
+        if (!(e instanceof InferenceError)) throw e
+        return (await current!).run(feeds, fetches)
+      })
+    },
+    async release() {
+      await (await (current ?? Promise.resolve(cached)).catch(() => cached)).release()
+    },
+  }
 }
 
 /** The session, run in the process's inference thread (inference-thread.ts). */

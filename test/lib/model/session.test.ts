@@ -10,8 +10,10 @@ import * as assert from 'uvu/assert'
 import {isModError} from '../../../src/lib/errors.js'
 import * as ort from 'onnxruntime-node'
 
+import {stopThreadsBeforeExit} from '../../../src/lib/worker-module.js'
 import {cacheEntry, openSession, sessionOptions, type ModelSession} from '../../../src/lib/model/session.js'
 import {nsfwModelDir} from '../../../src/lib/signals/nsfw/model.js'
+import {createGraph} from '../../../scripts/onnx/graph.js'
 import {buildVisionModel} from '../../../scripts/onnx/vit.js'
 import {TINY_VISION} from '../../helpers/tiny-clip.js'
 import {testUnless} from '../../helpers/skip.js'
@@ -165,6 +167,55 @@ test('a corrupt cached graph is rebuilt, not fatal: the session opens and the fi
     assert.equal(session.inputNames, ['pixel_values'])
     await session.release()
     assert.equal(await readFile(join(entry.dir, 'model.onnx')), good)
+  })
+})
+
+/** A graph with the toy's input and output names that loads but fails when run (a reshape to a size it cannot have). */
+function failsWhenRun(outputName: string): Uint8Array {
+  const g = createGraph('fails-when-run')
+  const input = g.input('pixel_values', 'float32', ['batch', 3, 'height', 'width'])
+  g.op('Reshape', [input, g.int64s([7, 7, 7])], {}, outputName)
+  g.output(outputName, 'float32', [7, 7, 7])
+  return g.encode()
+}
+
+test('a cached graph that loads but fails its first run (laid out for another CPU) is replaced by the model file, and its entry removed', async () => {
+  await withCache(async (model, cacheDir) => {
+    const options = {threads: 1, keepArena: true, cacheDir}
+    const plain = await openSession(model, {threads: 1, keepArena: true})
+    const expected = await output(plain)
+    await plain.release()
+    await (await openSession(model, options)).release()
+    const entry = await cacheEntry(model, options, cacheDir)
+    await writeFile(join(entry.dir, 'model.onnx'), failsWhenRun(plain.outputNames[0]))
+    const session = await openSession(model, options)
+    try {
+      // Two runs asked together: the second waits for the first to find its session.
+      const [a, b] = await Promise.all([output(session), output(session)])
+      assert.equal([a, b], [expected, expected])
+      assert.equal(await output(session), expected)
+    } finally {
+      await session.release()
+    }
+    assert.not.ok(await stat(entry.dir).then(() => true, () => false), 'the entry is removed')
+    // The next session builds the entry again and runs on it.
+    const next = await openSession(model, options)
+    assert.equal(await output(next), expected)
+    await next.release()
+    assert.ok((await stat(join(entry.dir, 'model.onnx'))).size > 0)
+  })
+})
+
+test("a cached session's first run cut off by the inference thread's stopping leaves the entry in place", async () => {
+  await withCache(async (model, cacheDir) => {
+    const options = {threads: 1, keepArena: true, cacheDir}
+    await (await openSession(model, options)).release()
+    const entry = await cacheEntry(model, options, cacheDir)
+    const session = await openSession(model, options)
+    await stopThreadsBeforeExit()
+    const e = await output(session).catch((x: unknown) => x)
+    assert.match(String(e), 'the inference thread stopped')
+    assert.ok((await stat(join(entry.dir, 'model.onnx'))).size > 0, 'the entry is kept')
   })
 })
 
