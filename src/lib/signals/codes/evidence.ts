@@ -5,6 +5,7 @@
 import {Type, type Static} from '../../typebox.js'
 
 import {closed, pixelBox} from '../../schema-parts.js'
+import {onceEach} from '../overlap.js'
 import type {EvidenceKind, SegmentEvidence} from '../signal.js'
 import {CODE_FORMATS} from './formats.js'
 
@@ -96,8 +97,14 @@ export const codesEvidence: EvidenceKind<FrameCodes, typeof imageFields, typeof 
   imageFields,
   segmentFields,
   image: (frames) => ({
-    codes: frames.flatMap((f) => f.codes),
-    code_hits: frames.flatMap((f) => f.hits),
+    codes: onceEach(
+      frames.flatMap((f) => f.codes),
+      (a, b) => a.format === b.format && a.payload === b.payload,
+    ),
+    code_hits: onceEach(
+      frames.flatMap((f) => f.hits),
+      (a, b) => a.rule === b.rule && a.format === b.format && a.payload === b.payload,
+    ),
     ...(frames.some((f) => f.truncated) ? {codes_truncated: true} : {}),
   }),
   segment,

@@ -5,6 +5,7 @@
  * package calls it) keeps, best score first, each candidate scoring above NMS_SCORE that overlaps no kept one by
  * more than NMS_IOU. Boxes are [x, y, width, height], clipped to the frame and truncated to whole pixels.
  */
+import {iou} from '../overlap.js'
 import {NUDENET_ANCHORS, NUDENET_LABELS, NUDENET_SIZE, type NudenetLabel} from './labels.js'
 
 export const CANDIDATE_SCORE = 0.2
@@ -22,15 +23,6 @@ interface Candidate {
   label: number
   score: number
   box: [number, number, number, number]
-}
-
-/** Intersection over union of two [x, y, w, h] boxes, as OpenCV's Rect2d overlap. */
-function iou(a: Candidate['box'], b: Candidate['box']): number {
-  const w = Math.min(a[0] + a[2], b[0] + b[2]) - Math.max(a[0], b[0])
-  const h = Math.min(a[1] + a[3], b[1] + b[3]) - Math.max(a[1], b[1])
-  if (w <= 0 || h <= 0) return 0
-  const inter = w * h
-  return inter / (a[2] * a[3] + b[2] * b[3] - inter)
 }
 
 /** `output` is one frame's [22, 2100] slice; width and height are the frame's. */

@@ -5,6 +5,7 @@
 import {Type, type Static} from '../../typebox.js'
 
 import {closed, pixelBox} from '../../schema-parts.js'
+import {onceEach} from '../overlap.js'
 import type {EvidenceKind, SegmentEvidence} from '../signal.js'
 
 const boxDescription =
@@ -111,8 +112,14 @@ export const textEvidence: EvidenceKind<FrameText, typeof imageFields, typeof se
   imageFields,
   segmentFields,
   image: (frames) => ({
-    text: frames.flatMap((f) => f.lines),
-    text_hits: frames.flatMap((f) => f.hits),
+    text: onceEach(
+      frames.flatMap((f) => f.lines),
+      (a, b) => a.text === b.text,
+    ),
+    text_hits: onceEach(
+      frames.flatMap((f) => f.hits),
+      (a, b) => a.rule === b.rule && a.text === b.text,
+    ),
     text_truncated: frames.some((f) => f.truncated),
   }),
   segment,
