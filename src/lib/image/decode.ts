@@ -5,7 +5,7 @@ import {formatSize} from '../sizes.js'
 import {displayDurations, frameIndices, MAX_FRAMES, scoredFrames} from './animation-frames.js'
 import {isAnimatedPng} from './apng.js'
 import {isSrgbProfile} from './icc.js'
-import {libvipsOf, type RgbImage} from './rgb.js'
+import type {RgbImage} from './rgb.js'
 
 /** Formats we accept (docs/cli.md, Accepted images); AVIF is sharp's `heif` with AV1 compression. */
 export type ImageFormat = 'jpeg' | 'png' | 'webp' | 'gif' | 'avif' | 'tiff'
@@ -44,6 +44,8 @@ export interface ImageProbe {
   profile?: 'srgb' | 'other'
   /** Float samples (a TIFF): whether grey or RGB, and with alpha (see fromFloat). Absent for integer samples. */
   float?: {grey: boolean; alpha: boolean}
+  /** It has an alpha channel: a still is then decoded over a light and a dark page both (overPages). */
+  alpha?: true
 }
 
 /**
@@ -102,7 +104,8 @@ function probeOf(format: ImageFormat, meta: Metadata): ImageProbe {
   const float = meta.depth === 'float' ? {float: {grey: meta.channels <= 2, alpha: meta.hasAlpha}} : {}
   // Without a delay for each frame, every frame counts as shown equally long (scoredFrames then spaces them by index).
   const delays = animated && meta.delay?.length === frames ? {delays: meta.delay} : {}
-  return {format, width: meta.width, height: meta.pageHeight ?? meta.height, frames, orientation, animated, ...delays, ...decodeCost(format, meta), ...profile(meta), ...float}
+  const alpha = meta.hasAlpha ? {alpha: true as const} : {}
+  return {format, width: meta.width, height: meta.pageHeight ?? meta.height, frames, orientation, animated, ...delays, ...decodeCost(format, meta), ...profile(meta), ...float, ...alpha}
 }
 
 /** A TIFF of more than one page: every page counts (decodePages). */
@@ -187,7 +190,7 @@ export async function decodeImage(input: Buffer, limits: ImageLimits, probed?: I
     throw new ModError('payload_too_large', `image is ${probe.width}x${probe.height}; a side may be at most ${MAX_SIDE} pixels`)
   }
   try {
-    return probe.animated ? await decodeFrames(input, probe, limits) : [await decodeStill(input, probe, limits, frameSide)]
+    return probe.animated ? await decodeFrames(input, probe, limits) : await decodeStill(input, probe, limits, frameSide)
   } catch (e) {
     throw decodeError(e, limits)
   }
@@ -199,7 +202,7 @@ export function decodedPixels(probe: ImageProbe, limits: Pick<ImageLimits, 'maxP
   // Its first page standing for each page kept, all within one still's share (decodePages).
   if (multiPage(probe)) return Math.min(Math.min(probe.frames, MAX_FRAMES) * probe.width * probe.height, Math.floor(limits.maxPixels / DECODED_SHARE))
   const {width, height} = planDecode(probe, limits)
-  return width * height
+  return width * height * (probe.alpha ? 2 : 1)
 }
 
 function acceptedFormat(meta: Metadata): ImageFormat | undefined {
@@ -238,7 +241,7 @@ function options(limits: ImageLimits, probe: ImageProbe, extra: SharpOptions): S
  * (a float RGBA TIFF is 16 bytes a pixel). Both give the same pixels: turns and mirrors commute with the
  * conversions, which work pixel by pixel.
  */
-async function decodeStill(input: Buffer, probe: ImageProbe, limits: ImageLimits, frameSide?: number, page?: {index: number; maxPixels: number}): Promise<RgbImage> {
+async function decodeStill(input: Buffer, probe: ImageProbe, limits: ImageLimits, frameSide?: number, page?: {index: number; maxPixels: number}): Promise<RgbImage[]> {
   const {orientation} = probe
   const plan = planDecode(probe, page ?? limits, frameSide)
   const opts = options(limits, probe, {autoOrient: false, ...(page ? {page: page.index} : {})})
@@ -248,11 +251,45 @@ async function decodeStill(input: Buffer, probe: ImageProbe, limits: ImageLimits
   // A float image with alpha is 8-bit here already (fromFloat).
   const eightBit = probe.format === 'jpeg' || probe.format === 'webp' || probe.float?.alpha === true
   if (orientation !== 1 && eightBit) image = reorient(image, orientation)
-  const decoded = await toRgb(image).toBuffer({resolveWithObject: true})
-  const {data, info} =
-    orientation === 1 || eightBit ? decoded : await reorient(libvipsOf({data: decoded.data, width: decoded.info.width, height: decoded.info.height}), orientation).raw().toBuffer({resolveWithObject: true})
+  const turnAfter = eightBit ? 1 : orientation
   const scale = probe.width / plan.width
-  return {data, width: info.width, height: info.height, ...(scale === 1 ? {} : {scale}), ...(orientation === 1 ? {} : {orientation})}
+  const named = {...(scale === 1 ? {} : {scale}), ...(orientation === 1 ? {} : {orientation})}
+  if (probe.alpha) return overPages(await turned(image.toColourspace('srgb').ensureAlpha().raw({depth: 'uchar'}), turnAfter)).map((view) => ({...view, ...named}))
+  const {data, width, height} = await turned(toRgb(image), turnAfter)
+  return [{data, width, height, ...named}]
+}
+
+/** The pixels of a raw 8-bit pipeline, turned afterwards as `orientation` says (1: as they are). */
+async function turned(pipeline: Sharp, orientation: number): Promise<{data: Buffer; width: number; height: number; channels: number}> {
+  const {data, info} = await pipeline.toBuffer({resolveWithObject: true})
+  if (orientation === 1) return {data, width: info.width, height: info.height, channels: info.channels}
+  const raw = {width: info.width, height: info.height, channels: info.channels as 3 | 4}
+  const out = await reorient(sharp(data, {raw}), orientation).raw().toBuffer({resolveWithObject: true})
+  return {data: out.data, width: out.info.width, height: out.info.height, channels: out.info.channels}
+}
+
+/**
+ * An image with transparency as a light page shows it and as a dark one does: flattened onto white, and onto
+ * black. A picture drawn in white pixels whose alpha carries it (or two pictures, one for each kind of page) is
+ * blank, or another picture, on white, and shows on the dark pages of many apps; the image is scored as both, each
+ * label keeping its higher score. An image whose every pixel is opaque gives one view, as it looks on any page.
+ * Flattened here from 8-bit RGBA in one pass making both (alpha-weighted sums, rounded, as libvips flattens).
+ */
+function overPages(rgba: {data: Buffer; width: number; height: number}): RgbImage[] {
+  const {data, width, height} = rgba
+  const light = Buffer.allocUnsafe(width * height * 3)
+  const dark = Buffer.allocUnsafe(width * height * 3)
+  let opaque = true
+  for (let i = 0, o = 0; o < light.length; i += 4, o += 3) {
+    const a = data[i + 3]
+    if (a !== 255) opaque = false
+    for (let c = 0; c < 3; c++) {
+      const v = data[i + c] * a
+      dark[o + c] = Math.round(v / 255)
+      light[o + c] = Math.round((v + 255 * (255 - a)) / 255)
+    }
+  }
+  return opaque ? [{data: light, width, height}] : [{data: light, width, height}, {data: dark, width, height, onBlack: true}]
 }
 
 /**
@@ -301,7 +338,7 @@ async function decodePages(input: Buffer, probe: ImageProbe, limits: ImageLimits
   const images: RgbImage[] = []
   try {
     // One page after another: one page's decoding memory at a time.
-    for (const page of pages) images.push(await decodeStill(input, page, limits, frameSide, {index: page.index, ...share}))
+    for (const page of pages) images.push(...(await decodeStill(input, page, limits, frameSide, {index: page.index, ...share})))
   } catch (e) {
     throw decodeError(e, limits)
   }
@@ -357,22 +394,23 @@ export interface DecodePlan {
 
 /**
  * The size a still is decoded at, before its orientation is applied: the file's; for an image of more than
- * `maxPixels` / DECODED_SHARE pixels, that many at its aspect ratio; for a JPEG or WebP whose shorter side is at
+ * `maxPixels` / DECODED_SHARE pixels (half that with alpha, decoded as two views: overPages), that many at its
+ * aspect ratio; for a JPEG or WebP whose shorter side is at
  * least REDUCE_FROM x REDUCED_MARGIN x `frameSide` (1 344 pixels for CLIP's 224), its shorter side at
  * REDUCED_MARGIN x `frameSide`, read at a reduced scale (libvips' shrink-on-load) and resized with a
  * Catmull-Rom (bicubic) filter.
  */
-export function planDecode(size: {width: number; height: number; format?: ImageFormat}, limits: Pick<ImageLimits, 'maxPixels'>, frameSide?: number): DecodePlan {
+export function planDecode(size: {width: number; height: number; format?: ImageFormat; alpha?: true}, limits: Pick<ImageLimits, 'maxPixels'>, frameSide?: number): DecodePlan {
   const {width, height} = size
   const shorter = Math.min(width, height)
   const target = frameSide === undefined ? 0 : REDUCED_MARGIN * frameSide
+  const allowed = Math.floor(limits.maxPixels / DECODED_SHARE / (size.alpha ? 2 : 1))
   if ((size.format === 'jpeg' || size.format === 'webp') && target > 0 && shorter >= REDUCE_FROM * target) {
     const scale = target / shorter
     const reduced = width <= height ? {width: target, height: Math.round(height * scale)} : {width: Math.round(width * scale), height: target}
     // Within the pixel limit's share too (a sliver of a panorama).
-    if (reduced.width * reduced.height <= limits.maxPixels / DECODED_SHARE) return {...reduced, reduced: true}
+    if (reduced.width * reduced.height <= allowed) return {...reduced, reduced: true}
   }
-  const allowed = Math.floor(limits.maxPixels / DECODED_SHARE)
   if (width * height <= allowed) return {width, height}
   const scale = Math.sqrt(allowed / (width * height))
   return {width: Math.max(1, Math.floor(width * scale)), height: Math.max(1, Math.floor(height * scale))}

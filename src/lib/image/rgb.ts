@@ -11,6 +11,8 @@ export interface RgbImage {
   orientation?: number
   /** For a frame of an animation: how long it is on screen, in milliseconds (displayDurations). */
   shown?: number
+  /** Flattened onto black: the view a dark page gives of an image with transparency (its light view comes before). */
+  onBlack?: true
 }
 
 /** libvips on 8-bit RGB pixels: a sharp pipeline to resize, extend or transform them. */

@@ -103,12 +103,19 @@ test('applies each EXIF orientation 1-8 exactly as libvips does, for an 8-bit JP
     for (let o = 1; o <= 8; o++) {
       const file = await make(o).toBuffer()
       assert.is((await probeImage(file)).orientation, o)
-      // What decoding did in one libvips pipeline: orient the stored pixels, then flatten and cast.
-      const expected = await sharp(file).autoOrient().flatten({background: '#ffffff'}).toColourspace('srgb').raw({depth: 'uchar'}).toBuffer({resolveWithObject: true})
-      const [img] = await decodeImage(file, LIMITS)
-      assert.equal([img.width, img.height], [expected.info.width, expected.info.height], `${kind} orientation ${o}: size`)
-      assert.ok(img.data.equals(expected.data), `${kind} orientation ${o}: pixels`)
-      assert.is(img.orientation, o === 1 ? undefined : o, `${kind} orientation ${o}: named only when applied`)
+      // What decoding did in one libvips pipeline: orient the stored pixels, then flatten and cast; the PNG, whose
+      // alpha is not opaque, onto white and onto black (flattened after the cast to 8 bits: within 2 of libvips', which
+      // flattens the 16-bit values).
+      const flattened = (background: string) => sharp(file).autoOrient().flatten({background}).toColourspace('srgb').raw({depth: 'uchar'}).toBuffer({resolveWithObject: true})
+      const expected = await Promise.all((kind === 'jpeg' ? ['#ffffff'] : ['#ffffff', '#000000']).map(flattened))
+      const images = await decodeImage(file, LIMITS)
+      assert.is(images.length, expected.length, `${kind} orientation ${o}: views`)
+      for (const [k, img] of images.entries()) {
+        assert.equal([img.width, img.height], [expected[k].info.width, expected[k].info.height], `${kind} orientation ${o}: size`)
+        const off = img.data.reduce((worst, v, i) => Math.max(worst, Math.abs(v - expected[k].data[i])), 0)
+        assert.ok(off <= (kind === 'jpeg' ? 0 : 2), `${kind} orientation ${o}: pixels off by ${off}`)
+        assert.is(img.orientation, o === 1 ? undefined : o, `${kind} orientation ${o}: named only when applied`)
+      }
     }
   }
 })
@@ -224,6 +231,10 @@ test('decodedPixels: the frames scored of an animation, a still at its planned s
   assert.is(decodedPixels(still, DEFAULT_LIMITS), 7071 * 7071)
   assert.is(decodedPixels({...still, width: 400, height: 300}, DEFAULT_LIMITS), 120_000)
   assert.is(decodedPixels({...still, format: 'gif', width: 16, height: 12, frames: 20, animated: true, cost: 3}, DEFAULT_LIMITS), 8 * 16 * 12)
+  // With alpha, two views (light and dark page) of a still planned at a quarter of the limit.
+  assert.equal(planDecode({width: 10_000, height: 10_000, alpha: true}, DEFAULT_LIMITS), {width: 5000, height: 5000})
+  assert.is(decodedPixels({...still, alpha: true}, DEFAULT_LIMITS), 2 * 5000 * 5000)
+  assert.is(decodedPixels({...still, width: 400, height: 300, alpha: true}, DEFAULT_LIMITS), 240_000)
 })
 
 test('the memory bound docs/operations.md states is the one computed from the pixel limit', async () => {
@@ -233,12 +244,34 @@ test('the memory bound docs/operations.md states is the one computed from the pi
   assert.ok(docs.includes(`${Math.round(bound.bytes / 1024 / 1024)} MiB`), 'docs/operations.md names the bound in MiB')
 })
 
-test('flattens alpha onto white', async () => {
-  // Transparent red, then black at alpha 128 (255 * 127/255 of white shows through).
-  const data = Buffer.from([255, 0, 0, 0, 0, 0, 0, 128])
-  const file = await raw(data, 2, 1, 4).png().toBuffer()
-  const [img] = await decodeImage(file, LIMITS)
-  assert.equal([...img.data], [255, 255, 255, 127, 127, 127])
+test('an image with transparency is decoded as a light page shows it and as a dark one does: flattened onto white, then black', async () => {
+  // Transparent red, black at alpha 128 (255 * 127/255 of white shows through), white at alpha 100, opaque blue.
+  const data = Buffer.from([255, 0, 0, 0, 0, 0, 0, 128, 255, 255, 255, 100, 0, 0, 255, 255])
+  const file = await raw(data, 4, 1, 4).png().toBuffer()
+  const [light, dark, ...more] = await decodeImage(file, LIMITS)
+  assert.equal([...light.data], [255, 255, 255, 127, 127, 127, 255, 255, 255, 0, 0, 255])
+  assert.equal([...dark.data], [0, 0, 0, 0, 0, 0, 100, 100, 100, 0, 0, 255])
+  assert.equal([light.onBlack, dark.onBlack, more.length], [undefined, true, 0])
+})
+
+test('a picture drawn in the alpha of white pixels, blank on a light page, is decoded as a dark page shows it too', async () => {
+  // The two halves of halves() as alpha: red's luminance (76) on the left, blue's (29) on the right.
+  const rgb = halves()
+  const data = Buffer.alloc(40 * 30 * 4, 255)
+  for (let i = 0; i < 40 * 30; i++) data[4 * i + 3] = Math.round(0.299 * rgb[3 * i] + 0.114 * rgb[3 * i + 2])
+  const views = await decodeImage(await raw(data, 40, 30, 4).png().toBuffer(), LIMITS)
+  assert.is(views.length, 2)
+  assert.ok(views[0].data.every((v) => v === 255), 'blank on white')
+  assert.equal([pixel(views[1], 5, 5), pixel(views[1], 35, 5)], [[76, 76, 76], [29, 29, 29]])
+})
+
+test('an image with an alpha channel whose every pixel is opaque is one view, the same as without alpha', async () => {
+  const rgb = halves()
+  const data = Buffer.alloc(40 * 30 * 4, 255)
+  for (let i = 0; i < 40 * 30; i++) rgb.copy(data, 4 * i, 3 * i, 3 * i + 3)
+  const views = await decodeImage(await raw(data, 40, 30, 4).png().toBuffer(), LIMITS)
+  assert.is(views.length, 1)
+  assert.ok(views[0].data.equals(rgb))
 })
 
 test('expands grey and grey+alpha to three equal channels', async () => {
@@ -258,7 +291,7 @@ test('reduces 16-bit images to 8 bits per channel', async () => {
 test('decodes 8 evenly spaced frames of a 20-frame animated GIF of equal delays', async () => {
   const file = await animatedGif(20)
   const delays = Array<number>(20).fill(0)
-  assert.equal(await probeImage(file), {format: 'gif', width: 16, height: 12, frames: 20, orientation: 1, animated: true, delays, cost: 3, costly: 'a GIF'})
+  assert.equal(await probeImage(file), {format: 'gif', width: 16, height: 12, frames: 20, orientation: 1, animated: true, delays, cost: 3, costly: 'a GIF', alpha: true})
   const frames = await decodeImage(file, LIMITS)
   assert.is(frames.length, 8)
   for (const f of frames) {
@@ -518,8 +551,11 @@ for (const [kind, make, cost, name] of costly) {
     const why = name ? ` for ${name} (1/${cost} of ${cost * 10_000 - 1}: it takes ${cost} times the memory or time to decode)` : ''
     assert.equal([e.code, e.message], ['payload_too_large', `image is 100x100 = 10000 pixels; the limit is ${Math.floor((cost * 10_000 - 1) / cost)} pixels${why}`])
     const [image] = await decodeImage(file, limits(cost * 10_000))
-    // At the limit it decodes, scaled to half of it when that is fewer pixels than the file's (cost 1).
-    assert.equal([image.width, image.height], cost === 1 ? [70, 70] : [100, 100])
+    // At the limit it decodes, scaled to half of it when that is fewer pixels than the file's (cost 1), to a quarter
+    // with alpha (two views: the PNG, and a GIF, which libvips always reads with alpha).
+    const {alpha} = await probeImage(file)
+    const side = Math.floor(Math.sqrt((cost * 10_000) / (alpha ? 4 : 2)))
+    assert.equal([image.width, image.height], side < 100 ? [side, side] : [100, 100])
   })
 }
 

@@ -19,8 +19,12 @@ export async function hashImage(bytes: Buffer, limits: ImageLimits): Promise<Med
   return hashFrames(await decodeImage(bytes, limits))
 }
 
-/** The hashes of an image's decoded frames (decodeImage's answer): decoding and hashing can then overlap. */
-export function hashFrames(frames: RgbImage[]): MediaHash[] {
+/**
+ * The hashes of an image's decoded frames (decodeImage's answer): decoding and hashing can then overlap. An image with
+ * transparency is hashed as a light page shows it, as lists are made: its dark view is left out (scans match both).
+ */
+export function hashFrames(decoded: RgbImage[]): MediaHash[] {
+  const frames = decoded.filter((image) => !image.onBlack)
   return frames.map((image, frame) => {
     const {hash, quality} = pdqHash(image)
     return {hash: hashToHex(hash), quality, ...(frames.length > 1 ? {frame} : {})}

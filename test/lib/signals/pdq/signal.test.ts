@@ -80,6 +80,26 @@ test('a mirrored copy matches through the dihedral variants', async () => {
   assert.equal(mirrored.matches?.map((m) => [m.label, m.category]), [['case-7', 'known_bad']])
 })
 
+/** The photo drawn in the alpha of white pixels: blank on a light page, the photo in grey on a dark one. */
+async function drawnInAlpha(photo: Buffer): Promise<Buffer> {
+  const {data, info} = await sharp(photo).greyscale().raw().toBuffer({resolveWithObject: true})
+  const rgba = Buffer.alloc(info.width * info.height * 4, 255)
+  for (let i = 0; i < info.width * info.height; i++) rgba[4 * i + 3] = data[i]
+  return sharp(rgba, {raw: {width: info.width, height: info.height, channels: 4}}).png().toBuffer()
+}
+
+test('a picture a dark page shows and a light page hides (drawn in alpha) is matched by the hash of what the dark page shows', async () => {
+  const hidden = await drawnInAlpha(listed)
+  const shown = await sharp(hidden).flatten({background: '#000000'}).png().toBuffer()
+  const {policy} = await loadPolicyFile(writePolicy('alpha', [`${(await hashImage(shown, DEFAULT_LIMITS))[0].hash},case-9`]))
+  await using engine = createEngine(options(policy))
+  assert.equal((await engine.moderateImage(hidden, 'hidden.png')).matches?.map((m) => [m.label, m.distance]), [['case-9', 0]])
+  // mod hash gives the one hash of the light page, as lists are made: here the blank one, which matches nothing.
+  const hashes = await hashImage(hidden, DEFAULT_LIMITS)
+  assert.equal(hashes.length, 1)
+  assert.is(hashes[0].frame, undefined)
+})
+
 test("a list of stored-pixel hashes (as Meta's tools make them) flags the photo saved turned with EXIF orientation 3, 6 or 8", async () => {
   // A fine regular texture: the displayed image's rotations and mirrors sample other pixels and miss its stored hash.
   const brick = readFileSync(join(PHOTOS, 'brick.jpg'))

@@ -84,6 +84,21 @@ test('a listed word on a meme and an e-mail address on a sign are violations, wi
   assert.equal(s.violations.find((v) => v.name === 'contact_info'), {name: 'contact_info', confidence: 1, parent: null, threshold: 0.5})
 })
 
+test('an address drawn in the alpha of white pixels, blank on a light page and white on black on a dark one, is read once', async () => {
+  await using engine = createEngine(options(await textPolicy()))
+  const sign = await renderText(700, 300, [{text: 'contact: rentals@lakeside.org', x: 30, y: 150, size: 30, font: 'Liberation Serif', fill: 'black'}], '#ffffff')
+  const rgba = Buffer.alloc(sign.width * sign.height * 4, 255)
+  for (let i = 0; i < sign.width * sign.height; i++) rgba[4 * i + 3] = 255 - sign.data[3 * i]
+  const hidden = await sharp(rgba, {raw: {width: sign.width, height: sign.height, channels: 4}}).png().toBuffer()
+  const r = await engine.moderateImage(hidden, 'hidden.png')
+  assert.equal(r.text_hits?.map((h) => [h.rule, h.text]), [['contacts', 'rentals@lakeside.org']])
+  assert.is(r.text?.length, 1)
+  assert.equal(r.violations.find((v) => v.name === 'contact_info')?.confidence, 1)
+  // An opaque sign with an alpha channel is one view: its line read once as well.
+  const opaque = await sharp(await png(sign)).ensureAlpha().png().toBuffer()
+  assert.equal((await engine.moderateImage(opaque, 'opaque.png')).text?.map((l) => l.text), ['contact: rentals@lakeside.org'])
+})
+
 test("an animation of 8 pages of 200 words reads 3 of its frames, sharing the policy's text.budget, and says text_truncated", async () => {
   await using engine = createEngine(options(await textPolicy(false, 3 * 1280)))
   const pages = []
