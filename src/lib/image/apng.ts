@@ -1,5 +1,5 @@
 /** Bytes before a PNG's first chunk: its signature. */
-const SIGNATURE_BYTES = 8
+export const SIGNATURE_BYTES = 8
 
 /**
  * Whether a PNG is animated (APNG): an `acTL` chunk before its first `IDAT`, where the APNG specification puts

@@ -4,6 +4,7 @@ import {emptyFileError, ModError} from '../errors.js'
 import {formatSize} from '../sizes.js'
 import {displayDurations, frameIndices, MAX_FRAMES, scoredFrames} from './animation-frames.js'
 import {isAnimatedPng} from './apng.js'
+import {applyTable, gammaTable, pngGamma} from './png-gamma.js'
 import {isSrgbProfile} from './icc.js'
 import type {RgbImage} from './rgb.js'
 
@@ -46,6 +47,8 @@ export interface ImageProbe {
   float?: {grey: boolean; alpha: boolean}
   /** It has an alpha channel: a still is then decoded over a light and a dark page both (overPages). */
   alpha?: true
+  /** A PNG's gamma from its gAMA chunk, applied to its samples as browsers do (pngGamma); absent: none to apply. */
+  gamma?: number
 }
 
 /**
@@ -94,7 +97,8 @@ export async function probeImage(input: Buffer): Promise<ImageProbe> {
   if (format === 'png' && isAnimatedPng(input)) {
     throw new ModError('unsupported_media', 'animated PNG (APNG) is not supported: only its default image could be scored, not the frames it shows; send the animation as GIF or WebP')
   }
-  return probeOf(format, meta)
+  const gamma = format === 'png' ? pngGamma(input) : undefined
+  return {...probeOf(format, meta), ...(gamma === undefined ? {} : {gamma})}
 }
 
 function probeOf(format: ImageFormat, meta: Metadata): ImageProbe {
@@ -254,8 +258,14 @@ async function decodeStill(input: Buffer, probe: ImageProbe, limits: ImageLimits
   const turnAfter = eightBit ? 1 : orientation
   const scale = probe.width / plan.width
   const named = {...(scale === 1 ? {} : {scale}), ...(orientation === 1 ? {} : {orientation})}
-  if (probe.alpha) return overPages(await turned(image.toColourspace('srgb').ensureAlpha().raw({depth: 'uchar'}), turnAfter)).map((view) => ({...view, ...named}))
+  const table = probe.gamma === undefined ? undefined : gammaTable(probe.gamma)
+  if (probe.alpha) {
+    const rgba = await turned(image.toColourspace('srgb').ensureAlpha().raw({depth: 'uchar'}), turnAfter)
+    if (table) applyTable(rgba.data, 4, table)
+    return overPages(rgba).map((view) => ({...view, ...named}))
+  }
   const {data, width, height} = await turned(toRgb(image), turnAfter)
+  if (table) applyTable(data, 3, table)
   return [{data, width, height, ...named}]
 }
 

@@ -274,6 +274,40 @@ test('an image with an alpha channel whose every pixel is opaque is one view, th
   assert.ok(views[0].data.equals(rgb))
 })
 
+/** A PNG with these chunks inserted after its header (IHDR), each given as type and data. */
+function withChunks(png: Buffer, chunks: [string, Buffer][]): Buffer {
+  const afterHeader = 8 + 12 + png.readUInt32BE(8)
+  return Buffer.concat([png.subarray(0, afterHeader), ...chunks.map(([type, data]) => pngChunk(type, data)), png.subarray(afterHeader)])
+}
+
+const gAMA = (gamma: number): [string, Buffer] => {
+  const data = Buffer.alloc(4)
+  data.writeUInt32BE(Math.round(gamma * 100_000))
+  return ['gAMA', data]
+}
+
+test("a PNG's gAMA chunk is applied as browsers apply it: samples stored nearly white under a tiny gamma decode to the picture", async () => {
+  // Stored as value^0.05 (nearly white to a decoder that ignores gAMA), with the gamma that undoes it: 0.05 / 2.2.
+  const shown = [0, 40, 90, 128, 200, 255]
+  const stored = Buffer.from(shown.flatMap((v) => [v, v, v]).map((v) => Math.round(255 * (v / 255) ** 0.05)))
+  const png = await raw(stored, 6, 1).png().toBuffer()
+  const [img] = await decodeImage(withChunks(png, [gAMA(0.05 / 2.2)]), LIMITS)
+  // Undone to within a level or two of what was shown (8-bit rounding of the stored samples), as sRGB for a 2.2 display.
+  const decoded = [0, 1, 2, 3, 4, 5].map((x) => pixel(img, x, 0)[0])
+  assert.ok(decoded.every((v, i) => Math.abs(v - shown[i]) <= 12), `decoded ${decoded.join(' ')} against ${shown.join(' ')}`)
+  // The same samples with an sRGB chunk as well, which takes precedence, or the writers' usual 1/2.2: kept as stored.
+  const srgb: [string, Buffer] = ['sRGB', Buffer.from([0])]
+  assert.ok((await decodeImage(withChunks(png, [gAMA(0.05 / 2.2), srgb]), LIMITS))[0].data.equals(stored))
+  assert.ok((await decodeImage(withChunks(png, [gAMA(0.45455)]), LIMITS))[0].data.equals(stored))
+})
+
+test('a gAMA chunk applies to the colour of a PNG with alpha before it is flattened, onto white and onto black', async () => {
+  const png = await raw(Buffer.from([128, 128, 128, 255, 128, 128, 128, 0]), 2, 1, 4).png().toBuffer()
+  const [light, dark] = await decodeImage(withChunks(png, [gAMA(1)]), LIMITS)
+  // Linear 128 shown in sRGB: 188; the transparent pixel stays white and black.
+  assert.equal([[...light.data], [...dark.data]], [[188, 188, 188, 255, 255, 255], [188, 188, 188, 0, 0, 0]])
+})
+
 test('expands grey and grey+alpha to three equal channels', async () => {
   const grey = await raw(Buffer.from([0, 90, 200]), 3, 1, 1).png().toBuffer()
   assert.equal([...(await decodeImage(grey, LIMITS))[0].data], [0, 0, 0, 90, 90, 90, 200, 200, 200])
