@@ -529,6 +529,9 @@ export async function checkVideoFile(path: string): Promise<void> {
   if (format === 'PNG' && isAnimatedPng(first)) {
     throw new ModError('unsupported_media', `${path} is an animated PNG (APNG), which mod reads neither as a video nor as an image: convert it to a video, or to an animated GIF or WebP for \`mod scan\``)
   }
+  if (format !== undefined && sniffImage(first) === 'refused') {
+    throw new ModError('unsupported_media', `${format} images are not supported; send JPEG, PNG, WebP, GIF, AVIF or TIFF`)
+  }
   if (format !== undefined && format !== 'GIF') {
     throw new ModError('unsupported_media', `${path} is a ${format} image, not a video: use \`mod scan\` for images`)
   }

@@ -169,8 +169,60 @@ test('a HEIF/HEIC photo beside safe images, in a folder or a list, is an unsuppo
     const r = await runInProcess(['scan', ...args, '--config', policy], {env})
     assert.is(r.code, 2, args.join(' '))
     assert.match(r.stdout, /^SAFE\s+\S*a\.png/m)
-    assert.match(r.stdout, /^ERROR\s+\S*b\.heic\s+unsupported_media: not an image in a supported format/m)
+    assert.match(r.stdout, /^ERROR\s+\S*b\.heic\s+unsupported_media: HEIF images are not supported; send JPEG, PNG, WebP, GIF, AVIF or TIFF/m)
     assert.is(r.stderr, '2 scanned: 1 safe, 0 unsafe, 1 error\n', args.join(' '))
+  }
+})
+
+/** A 1x1 BMP (file header, BITMAPINFOHEADER, one 24-bit pixel and its row padding). */
+function bmp(): Buffer {
+  const b = Buffer.alloc(58)
+  b.write('BM', 0, 'latin1')
+  b.writeUInt32LE(58, 2)
+  b.writeUInt32LE(54, 10)
+  b.writeUInt32LE(40, 14)
+  b.writeInt32LE(1, 18)
+  b.writeInt32LE(1, 22)
+  b.writeUInt16LE(1, 26)
+  b.writeUInt16LE(24, 28)
+  return b
+}
+
+/** An ICO directory of one 16x16 image whose data (a PNG) follows it. */
+function ico(png: Buffer): Buffer {
+  const dir = Buffer.alloc(22)
+  dir.writeUInt16LE(1, 2)
+  dir.writeUInt16LE(1, 4)
+  dir.writeUInt8(16, 6)
+  dir.writeUInt8(16, 7)
+  dir.writeUInt16LE(1, 10)
+  dir.writeUInt16LE(32, 12)
+  dir.writeUInt32LE(png.length, 14)
+  dir.writeUInt32LE(22, 18)
+  return Buffer.concat([dir, png])
+}
+
+test('BMP (even named .jpg), ICO, SVG and JPEG XL files in a folder or a list are unsupported_media entries naming the format, exit 2; other text is skipped', async () => {
+  const shown = join(dir.path, 'browser-shown')
+  mkdirSync(shown)
+  writeFileSync(join(shown, 'a.png'), await solidPng(0, 0, 255))
+  writeFileSync(join(shown, 'upload1.jpg'), bmp())
+  writeFileSync(join(shown, 'favicon.ico'), ico(await solidPng(0, 0, 255)))
+  writeFileSync(join(shown, 'logo.svg'), '<?xml version="1.0"?>\n<!-- drawn by hand -->\n<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"/>')
+  writeFileSync(join(shown, 'photo.jxl'), Buffer.from('ff0a' + '00'.repeat(30), 'hex'))
+  writeFileSync(join(shown, 'page.html'), '<!DOCTYPE html>\n<html><body><svg width="4" height="4"/></body></html>')
+  writeFileSync(join(dir.path, 'shown-list.txt'), ['a.png', 'upload1.jpg', 'favicon.ico', 'logo.svg', 'photo.jxl', 'page.html'].map((f) => join(shown, f)).join('\n') + '\n')
+  for (const args of [[shown], ['--files-from', join(dir.path, 'shown-list.txt')]]) {
+    const r = await runInProcess(['scan', ...args, '--config', policy, '--json'], {env})
+    assert.is(r.code, 2, args.join(' '))
+    const rows = (JSON.parse(r.stdout) as {source: string; is_safe?: boolean; error?: {code: string; message: string}}[]).map((x) => [x.source.split('/').pop(), x.error ? `${x.error.code}: ${x.error.message}` : x.is_safe])
+    const refused = (format: string) => `unsupported_media: ${format} images are not supported; send JPEG, PNG, WebP, GIF, AVIF or TIFF`
+    assert.equal(
+      rows.sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
+      [['a.png', true], ['favicon.ico', refused('ICO')], ['logo.svg', refused('SVG')], ['photo.jxl', refused('JPEG XL')], ['upload1.jpg', refused('BMP')]],
+      args.join(' '),
+    )
+    assert.match(r.stderr, /^5 scanned: 1 safe, 0 unsafe, 4 errors; skipped 1 \(1 not an image\)/, args.join(' '))
   }
 })
 

@@ -1,6 +1,7 @@
 import sharp, {type Metadata, type Sharp, type SharpOptions} from 'sharp'
 
 import {emptyFileError, ModError} from '../errors.js'
+import {imageFormat, sniffImage} from '../input/sniff.js'
 import {formatSize} from '../sizes.js'
 import {displayDurations, frameIndices, MAX_FRAMES, scoredFrames} from './animation-frames.js'
 import {isAnimatedPng} from './apng.js'
@@ -90,7 +91,9 @@ export async function probeImage(input: Buffer): Promise<ImageProbe> {
     // Without sharp's own pixel cap, so that a huge header is reported against our limit as payload_too_large.
     meta = await sharp(input, {limitInputPixels: false}).metadata()
   } catch {
-    throw new ModError('unsupported_media', 'not an image in a supported format (JPEG, PNG, WebP, GIF, AVIF, TIFF)')
+    // A format browsers show but the decoder does not know (BMP, ICO, JPEG XL) is named.
+    const named = sniffImage(input) === 'refused' ? imageFormat(input) : undefined
+    throw new ModError('unsupported_media', named ? `${named} images are not supported; send JPEG, PNG, WebP, GIF, AVIF or TIFF` : 'not an image in a supported format (JPEG, PNG, WebP, GIF, AVIF, TIFF)')
   }
   const format = acceptedFormat(meta)
   if (!format) throw refusedFormat(meta)

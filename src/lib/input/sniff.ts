@@ -1,25 +1,31 @@
-/** What the first bytes of a file say it is: the formats the image decoder accepts, HEIF (not accepted), or neither. */
-export type Sniffed = 'image' | 'heif' | 'other'
+/**
+ * What the first bytes of a file say it is: a format the image decoder accepts, an image format it refuses that
+ * cameras or browsers show (HEIF, BMP, ICO, SVG, JPEG XL), or neither.
+ */
+export type Sniffed = 'image' | 'refused' | 'other'
 
-/** Bytes to read: enough for every signature below and an ISO-BMFF ftyp box with a few compatible brands. */
-export const SNIFF_BYTES = 64
+/**
+ * Bytes to read: enough for every signature below, an ISO-BMFF ftyp box with a few compatible brands, and an SVG's
+ * XML declaration, comment or doctype before its root element.
+ */
+export const SNIFF_BYTES = 512
 
 function ascii(b: Buffer, start: number, end: number): string {
   return b.subarray(start, end).toString('latin1')
 }
 
-/** An ISO-BMFF `ftyp` box: AVIF when its major or a compatible brand is avif/avis; other HEIF brands are HEIF. */
+/** An ISO-BMFF `ftyp` box: AVIF when its major or a compatible brand is avif/avis; other HEIF brands are HEIF, refused. */
 function ftyp(b: Buffer): Sniffed | undefined {
   if (b.length < 12 || ascii(b, 4, 8) !== 'ftyp') return undefined
   const size = Math.min(b.readUInt32BE(0), b.length)
   const brands = [ascii(b, 8, 12)]
   for (let i = 16; i + 4 <= size; i += 4) brands.push(ascii(b, i, i + 4))
   if (brands.some((x) => x === 'avif' || x === 'avis')) return 'image'
-  if (brands.some((x) => ['heic', 'heix', 'hevc', 'hevx', 'heim', 'heis', 'mif1', 'msf1'].includes(x))) return 'heif'
+  if (brands.some((x) => ['heic', 'heix', 'hevc', 'hevx', 'heim', 'heis', 'mif1', 'msf1'].includes(x))) return 'refused'
   return 'other'
 }
 
-/** The image format the first bytes announce (JPEG, PNG, GIF, WebP, TIFF, AVIF, HEIF), if any. */
+/** The image format the first bytes announce (JPEG, PNG, GIF, WebP, TIFF, AVIF; HEIF, BMP, ICO, SVG, JPEG XL), if any. */
 export function imageFormat(head: Buffer): string | undefined {
   const b = head
   if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return 'JPEG'
@@ -28,12 +34,49 @@ export function imageFormat(head: Buffer): string | undefined {
   if (b.length >= 12 && ascii(b, 0, 4) === 'RIFF' && ascii(b, 8, 12) === 'WEBP') return 'WebP'
   if (b.length >= 4 && (ascii(b, 0, 4) === 'II*\0' || ascii(b, 0, 4) === 'MM\0*')) return 'TIFF'
   const boxed = ftyp(b)
-  return boxed === 'image' ? 'AVIF' : boxed === 'heif' ? 'HEIF' : undefined
+  if (boxed === 'image') return 'AVIF'
+  if (boxed === 'refused') return 'HEIF'
+  return refusedFormat(b)
 }
+
+/** The decoder's formats: the others imageFormat names are refused. */
+const ACCEPTED = ['JPEG', 'PNG', 'GIF', 'WebP', 'TIFF', 'AVIF']
 
 export function sniffImage(head: Buffer): Sniffed {
   const format = imageFormat(head)
-  return format === undefined ? 'other' : format === 'HEIF' ? 'heif' : 'image'
+  return format === undefined ? 'other' : ACCEPTED.includes(format) ? 'image' : 'refused'
+}
+
+/** Sizes of a BMP's info header (BITMAPCOREHEADER to BITMAPV5HEADER, and OS/2's): what follows its file header. */
+const BMP_INFO_SIZES = [12, 16, 40, 52, 56, 64, 108, 124]
+
+/**
+ * Image formats browsers show that the decoder does not read: BMP (`BM`, reserved zeros, a known info header),
+ * ICO and CUR (a directory whose first entry has its reserved byte zero and its data after the directory), JPEG XL
+ * (its codestream or its ISO-BMFF container), and SVG (a text whose first element, after an XML declaration, comments
+ * or a doctype, is `svg`).
+ */
+function refusedFormat(b: Buffer): string | undefined {
+  if (b.length >= 18 && ascii(b, 0, 2) === 'BM' && b.readUInt32LE(6) === 0 && BMP_INFO_SIZES.includes(b.readUInt32LE(14))) return 'BMP'
+  if (b.length >= 22 && b.readUInt16LE(0) === 0 && [1, 2].includes(b.readUInt16LE(2))) {
+    const count = b.readUInt16LE(4)
+    if (count > 0 && b[9] === 0 && b.readUInt32LE(18) >= 6 + 16 * count) return 'ICO'
+  }
+  if (b.length >= 2 && b[0] === 0xff && b[1] === 0x0a) return 'JPEG XL'
+  if (b.length >= 12 && b.subarray(0, 12).equals(Buffer.from('0000000c4a584c200d0a870a', 'hex'))) return 'JPEG XL'
+  return isSvg(b) ? 'SVG' : undefined
+}
+
+function isSvg(b: Buffer): boolean {
+  let text = b.toString('utf8').replace(/^\uFEFF/, '')
+  // Declarations, processing instructions and comments before the root element; a doctype names the root.
+  for (;;) {
+    text = text.trimStart()
+    const skipped = /^(<\?[^>]*\?>|<!--[\s\S]*?-->)/.exec(text)
+    if (!skipped) break
+    text = text.slice(skipped[0].length)
+  }
+  return /^<(svg[\s>:/]|!DOCTYPE\s+svg[\s>])/i.test(text)
 }
 
 /**

@@ -98,9 +98,25 @@ test('formats are told by their first bytes, not their names', () => {
     [box('isom', 'mp41'), undefined],
     [Buffer.from('plain text, not an image'), undefined],
     [Buffer.alloc(0), undefined],
+    // Formats browsers show and the decoder refuses.
+    [Buffer.concat([Buffer.from('BM', 'latin1'), Buffer.from('3a000000000000003600000028000000', 'hex')]), 'BMP'],
+    [Buffer.concat([Buffer.from('BM', 'latin1'), Buffer.from('3a000000010000003600000028000000', 'hex')]), undefined],
+    [Buffer.from('BMW service notes, 2026'), undefined],
+    [Buffer.from('0000010001001010000001002000' + '68040000' + '16000000', 'hex'), 'ICO'],
+    [Buffer.from('0000020001001010000001002000' + '68040000' + '16000000', 'hex'), 'ICO'],
+    [Buffer.from('0000010001001010000001002000' + '68040000' + '04000000', 'hex'), undefined],
+    [Buffer.from('ff0a00', 'hex'), 'JPEG XL'],
+    [Buffer.from('0000000c4a584c200d0a870a', 'hex'), 'JPEG XL'],
+    [Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"/>'), 'SVG'],
+    [Buffer.from('\uFEFF  <?xml version="1.0" encoding="UTF-8"?>\n<!-- Generator: a drawing tool -->\n<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "svg11.dtd">\n<svg>'), 'SVG'],
+    [Buffer.from('<?xml version="1.0"?><rss version="2.0"><channel/></rss>'), undefined],
+    [Buffer.from('<!DOCTYPE html><html><svg/></html>'), undefined],
   ]
   for (const [head, format] of cases) assert.is(imageFormat(head), format, head.toString('latin1'))
-  assert.equal([sniffImage(box('avif')), sniffImage(box('heic')), sniffImage(Buffer.from('text'))], ['image', 'heif', 'other'])
+  assert.equal(
+    [box('avif'), box('heic'), Buffer.from('<svg/>'), Buffer.from('text')].map(sniffImage),
+    ['image', 'refused', 'refused', 'other'],
+  )
 })
 
 test.run()
