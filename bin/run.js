@@ -30,20 +30,11 @@ try {
   fail(`internal: cannot load @oclif/core (${e.message}): run \`npm ci\``)
 }
 // The same error line as every command's (src/cli/errors.ts).
-const {exitForSignal, startupErrorLine} = await import('../dist/cli/errors.js')
+const {endBySignal, exitForSignal, startupErrorLine} = await import('../dist/cli/errors.js')
 // stderr is best effort; results stdout could not take make the exit 2 (src/cli/streams.ts).
 const {guardStreams, outputFailureLine} = await import('../dist/cli/streams.js')
 const streams = guardStreams()
 
-// Once the terminal closed, the process ends of SIGHUP itself, which a shell reports as 129, saying nothing (there is
-// nowhere to say it): an exit would first reset the closed terminal, which Node.js 20 asserts on (a native abort,
-// nodejs/node#51519). The timer is for a signal that did not end it.
-const hangUp = () => {
-  process.removeAllListeners('SIGHUP')
-  setTimeout(() => process.exit(exitForSignal('SIGHUP')), 1000)
-  process.kill(process.pid, 'SIGHUP')
-  return new Promise(() => {})
-}
 
 // Exits with `code`, or 2 once stdout has lost results, or as SIGHUP once the terminal it wrote to closed, or 141
 // (as SIGPIPE ends a process) once the reader of stdout went away: the work was cut short, which is never 0, and a
@@ -51,7 +42,10 @@ const hangUp = () => {
 // normally ends as it would.
 const leave = async (code) => {
   await streams.flushed()
-  if (streams.hungUp()) await hangUp()
+  // Once the terminal closed (a write failed, or SIGHUP stopped the command), the process ends of SIGHUP itself,
+  // which a shell reports as 129, saying nothing (there is nowhere to say it): an exit would first reset the closed
+  // terminal, stdin's too, which Node.js 20 asserts on (a native abort, nodejs/node#51519).
+  if (streams.hungUp() || code === exitForSignal('SIGHUP')) await endBySignal('SIGHUP')
   const failure = streams.failure()
   if (failure) process.stderr.write(`${outputFailureLine(failure)}\n`)
   if (failure) process.exit(2)

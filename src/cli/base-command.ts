@@ -8,7 +8,7 @@ import type {Config} from '../lib/config/load.js'
 import {isModError} from '../lib/errors.js'
 import {unknownVariables} from '../lib/config/variables.js'
 import {stopThreadsBeforeExit} from '../lib/worker-module.js'
-import {errorText, EXIT_ERROR, exitForSignal, STOP_SIGNALS, type StopSignal} from './errors.js'
+import {endBySignal, errorText, EXIT_ERROR, exitForSignal, STOP_SIGNALS, type StopSignal} from './errors.js'
 import type {EnvVars} from './help.js'
 import {usageLine, type FlagShape} from './parse-errors.js'
 import {openOutput, type Output} from './output.js'
@@ -53,7 +53,7 @@ export abstract class ModCommand extends Command {
   private stopSaid = false
   private progress?: Progress
   private readonly onSignal = (signal: StopSignal): void => {
-    if (this.interrupt.signal.aborted) this.quit(exitForSignal(this.stoppedBy ?? signal))
+    if (this.interrupt.signal.aborted) return this.quit(this.stoppedBy ?? signal)
     this.stoppedBy = signal
     this.interrupt.abort()
   }
@@ -169,10 +169,14 @@ export abstract class ModCommand extends Command {
     return exitForSignal(this.stoppedBy ?? 'SIGINT')
   }
 
-  /** Leaves at once (a second Ctrl-C): the progress line is removed first. */
-  private quit(code: number): never {
+  /**
+   * Leaves at once (a second Ctrl-C), of the signal itself (endBySignal): the progress line is removed first and the
+   * cursor shown again (a progress display may have hidden it).
+   */
+  private quit(signal: StopSignal): void {
     this.progress?.finish()
-    process.exit(code)
+    if (process.stderr.isTTY) process.stderr.write('\x1b[?25h')
+    void endBySignal(signal)
   }
 
   /** The failure's text, made visible: a message may quote what came from elsewhere (a server, a file, what was typed). */

@@ -214,4 +214,25 @@ test('SIGTERM while eval, calibrate or head train scores stops the work at once:
   }
 })
 
+test('a second signal while the models are still being opened ends the process of that signal at once, not of an abort in onnxruntime', async () => {
+  const big = join(dir.path, 'big-twice')
+  await writeImages(big, 'redness', RED, 20, 'red')
+  await writeImages(big, 'safe', BLUE, 20, 'blue', 1)
+  // A cache of its own, empty: the models' graphs are being optimised when the signals come.
+  const child = spawn(process.execPath, [BIN, 'eval', big, '--config', policy], {env: {...process.env, ...env, MOD_CACHE_DIR: join(dir.path, 'twice-cache')}})
+  let stderr = ''
+  const ended = new Promise<[number | null, NodeJS.Signals | null]>((done) => {
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d
+      if (!/\[STARTED\] Scoring/.test(stderr) || child.killed) return
+      child.kill('SIGINT')
+      setTimeout(() => child.kill('SIGINT'), 100)
+    })
+    child.on('close', (code, signal) => done([code, signal]))
+  })
+  // Ended by SIGINT itself (a shell reports 130), without the exit that aborted with a C++ exception (134).
+  assert.equal(await ended, [null, 'SIGINT'], stderr)
+  assert.not.match(stderr, /terminate called/)
+})
+
 test.run()
