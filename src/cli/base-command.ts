@@ -25,6 +25,23 @@ function isParseError(e: unknown): boolean {
  * `mod: <code>: <message>` and exit 2 (a stack trace only with DEBUG set), oclif's own parse errors in the same
  * style, Ctrl-C is exit 130, and a progress line on stderr that the base removes however the command ends.
  */
+/**
+ * Why the command line gives a value to an on/off flag (`--strict=false`), if it does: the parser would take such a
+ * flag as given, whatever the value (`--strict=false` turns strict on), and the value as a path to scan.
+ */
+export function valuedSwitch(argv: readonly string[], cmd: Pick<typeof Command, 'flags' | 'baseFlags'>): string | undefined {
+  const flags: Record<string, {type?: string; allowNo?: boolean}> = {...cmd.baseFlags, ...cmd.flags}
+  for (const arg of argv) {
+    if (arg === '--') return undefined
+    const typed = /^--(no-)?([^=]+)=/.exec(arg)
+    const flag = typed ? flags[typed[2]] : undefined
+    if (!typed || flag?.type !== 'boolean' || (typed[1] && !flag.allowNo)) continue
+    const name = typed[2]
+    return `--${typed[1] ?? ''}${name} takes no value: write --${name}${flag.allowNo ? ` or --no-${name}` : ' or leave it out'}`
+  }
+  return undefined
+}
+
 export abstract class ModCommand extends Command {
   static override baseFlags = {
     color: Flags.boolean({
@@ -60,6 +77,8 @@ export abstract class ModCommand extends Command {
 
   protected override async init(): Promise<void> {
     await super.init()
+    const valued = valuedSwitch(this.argv, this.constructor as typeof Command)
+    if (valued) throw new Errors.CLIError(valued)
     // chalk's own detection (stdout's, and stderr's for the steps) knows --no-color but not NO_COLOR
     // (https://no-color.org), and lets FORCE_COLOR=0 beat --color: a flag typed wins over the environment.
     const asked = this.argv.includes('--color')

@@ -51,6 +51,22 @@ test('stdin given twice as a path is a usage error, for scan and hash: it holds 
   }
 })
 
+test('an on/off flag given a value is a usage error naming it, exit 2, nothing run: --strict=false turned strict on and scanned a file "false"', async () => {
+  const cases: [string[], string][] = [
+    [['scan', 'x.png', '--strict=false'], '--strict takes no value: write --strict or leave it out'],
+    [['scan', 'x.png', '--json=true'], '--json takes no value: write --json or leave it out'],
+    [['scan', 'x.png', '--no-color=1'], '--no-color takes no value: write --color or --no-color'],
+    [['categories', '--color=false'], '--color takes no value: write --color or --no-color'],
+  ]
+  for (const [args, message] of cases) {
+    const r = await runInProcess(args)
+    assert.equal([r.code, r.stdout, r.stderr], [2, '', `mod: usage: ${message}\n`], args.join(' '))
+  }
+  // After --, it is a path like any other.
+  const path = await runInProcess(['scan', '--json', '--', '--strict=false'])
+  assert.equal(JSON.parse(path.stdout)[0].error.code, 'not_found')
+})
+
 test('a missing argument and a bad option are usage errors in the same style', async () => {
   const missing = await runInProcess(['models', 'pull'])
   assert.is(missing.code, 2)
