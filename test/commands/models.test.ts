@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert'
 import type {Manifest, ModelFile} from '../../src/lib/model/manifest-types.js'
 import type {PulledFile} from '../../src/lib/model/pull.js'
 import {firstUseWarning} from '../../src/commands/models/pull.js'
-import {ROOT, runCli, runInProcess, tempDir} from '../helpers/cli.js'
+import {ROOT, runCli, runInProcess, tempDir, TOY_MODEL} from '../helpers/cli.js'
 import {onlyThroughProxy} from '../helpers/proxy-env.js'
 
 const dir = tempDir()
@@ -47,6 +47,20 @@ test('models list shows each preset\'s download size', async () => {
   // The sum of the manifest's files where it gives every size, and "unknown" where it does not.
   assert.match(table.stdout, /\nfast\s+clip-vit-base-patch32\s+no\s+581\.13 MiB\s+581\.13 MiB\s/)
   assert.match(table.stdout, /\naccurate\s+clip-vit-large-patch14\s+no\s+unknown\s+unknown\s/)
+})
+
+test('models list names the model folder set by --model-dir or MOD_MODEL_DIR, and one missing is an error (exit 2), not a line saying it is used', async () => {
+  const env = {MOD_CACHE_DIR: join(dir.path, 'cache')}
+  const missing = join(dir.path, 'no-such-model')
+  for (const args of [['--model-dir', missing], []]) {
+    const r = await runInProcess(['models', 'list', ...args], {env: {...env, ...(args.length ? {} : {MOD_MODEL_DIR: missing})}})
+    assert.is(r.code, 2, args.join(' '))
+    assert.match(r.stdout, /^PRESET\s+MODEL/)
+    assert.is(r.stderr, `mod: model_missing: the model folder ${missing} (MOD_MODEL_DIR, --model-dir) does not exist\n`)
+  }
+  const toy = await runInProcess(['models', 'list', '--model-dir', TOY_MODEL], {env})
+  assert.is(toy.code, 0)
+  assert.is(toy.stderr, `A model folder is set (MOD_MODEL_DIR, --model-dir): commands use the model in ${TOY_MODEL}\n`)
 })
 
 test('models pull goes through HTTPS_PROXY, and a failure says what to try next', async () => {

@@ -4,6 +4,7 @@ import {modelFlags, settingsInput} from '../../cli/flags.js'
 import {formatBytes} from '../../cli/format.js'
 import {chosenFormat, formatFlags} from '../../cli/output.js'
 import {oneResultReporters, PLAIN_FORMATS} from '../../cli/reports/reporter.js'
+import {checkModelDir} from '../../lib/config/load.js'
 import {readSettings} from '../../lib/config/settings.js'
 import {listPresets, type PresetStatus} from '../../lib/model/presets.js'
 import {ADDONS} from '../../lib/signals/registry.js'
@@ -99,7 +100,7 @@ A second table lists the add-ons, models you pull on purpose beside a preset (${
 
   static override exitCodes: [string, string][] = [
     ['0', 'the presets are listed'],
-    ['2', 'usage or configuration error'],
+    ['2', 'usage or configuration error (a model folder set that holds no model)'],
     ...SIGNAL_EXIT_CODES,
   ]
 
@@ -115,6 +116,9 @@ A second table lists the add-ons, models you pull on purpose beside a preset (${
     const statuses: Statuses = {presets: await listPresets(settings.cacheDir), addons: await Promise.all(ADDONS.map((a) => a.status(settings.cacheDir)))}
     const reporters = oneResultReporters(modelsTable, (s: Statuses) => modelsListing(s, settings.cacheDir, settings.modelDir))
     this.printResult(reporters[chosenFormat(flags)](), statuses)
-    if (settings.modelDir) this.logToStderr(`MOD_MODEL_DIR is set: commands use the model in ${settings.modelDir}`)
+    if (settings.modelDir === undefined) return
+    // A folder every other command would refuse is the listing's error too, not a line saying it is used.
+    await checkModelDir(settings.modelDir)
+    this.logToStderr(`A model folder is set (MOD_MODEL_DIR, --model-dir): commands use the model in ${settings.modelDir}`)
   }
 }

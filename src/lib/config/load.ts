@@ -35,7 +35,7 @@ export async function loadConfig(input: SettingsInput, env: Env, cwd = process.c
 }
 
 /** An explicit model folder that is missing or holds no model says so, rather than suggesting a preset download. */
-async function checkModelDir(dir: string): Promise<void> {
+export async function checkModelDir(dir: string): Promise<void> {
   const what = `the model folder ${dir} (MOD_MODEL_DIR, --model-dir)`
   const info = await stat(dir).catch(() => undefined)
   if (!info) throw new ModError('model_missing', `${what} does not exist`, {dir})
