@@ -191,7 +191,9 @@ export async function decodeImage(input: Buffer, limits: ImageLimits, probed?: I
     const frames = pixels < MIN_FRAME_PIXELS ? ` frames (each counted as ${MIN_FRAME_PIXELS} pixels)` : ' frames'
     const size = `${probe.width}x${probe.height}${probe.animated ? ` x ${probe.frames}${frames}` : ''}`
     const why = probe.costly ? ` for ${probe.costly} (1/${probe.cost} of ${limits.maxPixels}: it takes ${probe.cost} times the memory or time to decode)` : ''
-    throw new ModError('payload_too_large', `image is ${size} = ${decoded} pixels; the limit is ${allowed} pixels${why}`)
+    // The video path samples an animation's frames instead of decoding every one: a long GIF passes there.
+    const instead = probe.animated ? '; an animation this long can be scored as a video (mod scan-video, POST /v1/moderate/video)' : ''
+    throw new ModError('payload_too_large', `image is ${size} = ${decoded} pixels; the limit is ${allowed} pixels${why}${instead}`)
   }
   if (Math.max(probe.width, probe.height) > MAX_SIDE) {
     throw new ModError('payload_too_large', `image is ${probe.width}x${probe.height}; a side may be at most ${MAX_SIDE} pixels`)

@@ -550,6 +550,7 @@ test('counts every frame of an animation against the pixel limit', async () => {
   const e = await rejection(decodeImage(file, {maxBytes: LIMITS.maxBytes, maxPixels: 3 * 96_000 - 1}))
   assert.is(e.code, 'payload_too_large')
   assert.match(e.message, '80x60 x 20 frames = 96000 pixels; the limit is 95999 pixels for a GIF')
+  assert.match(e.message, /; an animation this long can be scored as a video \(mod scan-video, POST \/v1\/moderate\/video\)$/)
   assert.is((await decodeImage(file, {maxBytes: LIMITS.maxBytes, maxPixels: 3 * 96_000})).length, 8)
 })
 
