@@ -1,13 +1,20 @@
 import sharp from 'sharp'
 
+import {displayDurations} from './animation-frames.js'
 import type {ImageLimits} from './decode.js'
 
 /** Longest side of a thumbnail: enough to see what was flagged and where its boxes are, at a few KB of JPEG. */
 export const THUMBNAIL_SIDE = 240
 const THUMBNAIL_QUALITY = 70
 
+/**
+ * What an image with transparency is drawn on: between the light and the dark page it is scored on (docs: Accepted
+ * images), so that a picture drawn in white, or in black, in its alpha channel still shows to a reviewer.
+ */
+const TRANSPARENT_BACKGROUND = '#808080'
+
 export interface Thumbnail {
-  /** A small JPEG of the image upright (EXIF orientation applied; an animation's first frame). */
+  /** A small JPEG of the image upright (EXIF orientation applied; of an animation, the frame on screen longest). */
   jpeg: Buffer
   /** The whole image's size upright: the space that result boxes are given in. */
   width: number
@@ -20,11 +27,14 @@ export interface Thumbnail {
  */
 export async function thumbnail(bytes: Buffer, limits: ImageLimits): Promise<Thumbnail | undefined> {
   try {
-    const image = sharp(bytes, {limitInputPixels: limits.maxPixels, failOn: 'error', autoOrient: true})
-    const meta = await image.metadata()
-    const jpeg = await image
+    const options = {limitInputPixels: limits.maxPixels, failOn: 'error' as const, autoOrient: true}
+    const meta = await sharp(bytes, options).metadata()
+    // The frame on screen longest (the first on a tie): an animation may open on a blank frame.
+    const shown = (meta.pages ?? 1) > 1 && meta.delay ? displayDurations(meta.delay) : []
+    const page = shown.reduce((best, d, i) => (d > shown[best] ? i : best), 0)
+    const jpeg = await sharp(bytes, {...options, page})
       .resize({width: THUMBNAIL_SIDE, height: THUMBNAIL_SIDE, fit: 'inside', withoutEnlargement: true})
-      .flatten({background: '#ffffff'})
+      .flatten({background: meta.hasAlpha ? TRANSPARENT_BACKGROUND : '#ffffff'})
       .jpeg({quality: THUMBNAIL_QUALITY})
       .toBuffer()
     return {jpeg, width: meta.autoOrient.width, height: meta.autoOrient.height}
