@@ -57,6 +57,22 @@ test('a name that is not UTF-8 is scanned in a folder and from a -0 list, and sh
   assert.match(table.stdout, /^UNSAFE {2}photos\/caf\\xe9\.png {2}redness 1\.00>=0\.5/m)
 })
 
+test('a name holding C1 controls or bidirectional ones is written in JSON, NDJSON and SARIF with those escaped: the same name parsed, nothing a terminal acts on', async () => {
+  // U+009B is an 8-bit CSI (clear the screen), U+202E shows the rest of the name backwards, U+0085 a line break.
+  const name = 'x\u009b2J\u202egnp.exe\u0085.png'
+  mkdirSync(join(dir.path, 'controls'))
+  writeFileSync(join(dir.path, 'controls', name), await solidPng(255, 0, 0, 16, 16))
+  for (const format of ['--json', '--ndjson', '--format=sarif']) {
+    const r = await scan(['controls', ...format.split('=')])
+    assert.is(r.code, 1, r.stderr)
+    assert.not.match(r.stdout, /[\u0080-\u009f\u202a-\u202e]/, format)
+    assert.match(r.stdout, 'x\\u009b2J\\u202egnp.exe\\u0085.png', format)
+    const parsed = format === '--ndjson' ? JSON.parse(r.stdout.split('\n')[0]) : JSON.parse(r.stdout)
+    const source = format === '--format=sarif' ? decodeURIComponent(parsed.runs[0].results[0].locations[0].physicalLocation.artifactLocation.uri) : (format === '--json' ? parsed[0] : parsed).source
+    assert.is(source, `controls/${name}`, format)
+  }
+})
+
 test('named on the command line (its bytes read back from the system), the file is scanned too', async () => {
   // A shell passes the name's bytes as they are; Node.js alone would decode them into a name that does not exist.
   const script = `exec "$0" "$1" scan "$(printf 'photos/caf\\351.png')" --json --config policy.yaml`

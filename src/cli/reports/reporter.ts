@@ -42,27 +42,42 @@ export function textReporter(): Reporter<never, string> {
   return {start: nothing, item: nothing, end: (text) => text}
 }
 
+/**
+ * Characters a terminal may act on or reorder: DEL and the C1 controls (U+009B is an 8-bit CSI to terminals that read
+ * C1 controls, as U+001B [ is to all), the line and paragraph separators, and the bidirectional controls (U+202E
+ * shows a file name backwards). JSON.stringify escapes only C0 controls.
+ */
+const ACTIVE = /[\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g
+
+/**
+ * JSON.stringify's text with those characters written as `\uXXXX` escapes too: the same value to any parser (they
+ * can only stand in strings), and nothing in it that a file name controls acts on a terminal it is shown on.
+ */
+export function jsonText(value: unknown, indent?: number): string {
+  return JSON.stringify(value, null, indent).replace(ACTIVE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+}
+
 /** One JSON array of the items, streamed: `[` at once, each item as it comes, `]` at the end. */
 export function jsonArrayReporter<Item>(value: (item: Item) => unknown = (item) => item): Reporter<Item, unknown> {
   let count = 0
   return {
     start: () => '[',
-    item: (item) => `${count++ > 0 ? ',' : ''}\n${JSON.stringify(value(item))}`,
+    item: (item) => `${count++ > 0 ? ',' : ''}\n${jsonText(value(item))}`,
     end: () => `${count > 0 ? '\n' : ''}]\n`,
   }
 }
 
 /** One JSON document at the end (the result of a command with one result), indented as `indent` says. */
 export function jsonValueReporter<Item, End>(value: (end: End) => unknown = (end) => end, indent?: number): Reporter<Item, End> {
-  return {start: nothing, item: nothing, end: (end) => `${JSON.stringify(value(end), null, indent)}\n`}
+  return {start: nothing, item: nothing, end: (end) => `${jsonText(value(end), indent)}\n`}
 }
 
 /** One JSON value per line: for each item where `item` is given, and for the end where `end` is given. */
 export function ndjsonReporter<Item, End>(item?: (item: Item) => unknown, end?: (end: End) => unknown): Reporter<Item, End> {
   return {
     start: nothing,
-    item: item ? (i) => `${JSON.stringify(item(i))}\n` : nothing,
-    end: end ? (e) => `${JSON.stringify(end(e))}\n` : nothing,
+    item: item ? (i) => `${jsonText(item(i))}\n` : nothing,
+    end: end ? (e) => `${jsonText(end(e))}\n` : nothing,
   }
 }
 

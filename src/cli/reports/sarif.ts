@@ -2,7 +2,7 @@ import {isAbsolute, resolve, sep} from 'node:path'
 import {pathToFileURL} from 'node:url'
 
 import {relativePath, type ReportItem, type RunInfo} from './report.js'
-import type {Reporter} from './reporter.js'
+import {jsonText, type Reporter} from './reporter.js'
 
 /** The schema URI SARIF 2.1.0 logs name (the OASIS errata 01 schema, as GitHub and GitLab accept it). */
 const SCHEMA = 'https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json'
@@ -35,7 +35,7 @@ export function sarifReporter(run: RunInfo): Reporter<ReportItem> {
   const errorCodes = new Set<string>()
   let written = 0
   const result = (r: ReportItem, ruleId: string, text: string, properties: Record<string, unknown>): string => {
-    return JSON.stringify({
+    return jsonText({
       ruleId,
       level: 'error',
       message: {text},
