@@ -288,7 +288,7 @@ async function turned(pipeline: Sharp, orientation: number): Promise<{data: Buff
  * black. A picture drawn in white pixels whose alpha carries it (or two pictures, one for each kind of page) is
  * blank, or another picture, on white, and shows on the dark pages of many apps; the image is scored as both, each
  * label keeping its higher score. An image whose every pixel is opaque gives one view, as it looks on any page.
- * Flattened here from 8-bit RGBA in one pass making both (alpha-weighted sums, rounded, as libvips flattens).
+ * Flattened here from 8-bit RGBA in one pass making both (alpha-weighted sums, truncated: libvips' values exactly).
  */
 function overPages(rgba: {data: Buffer; width: number; height: number}): RgbImage[] {
   const {data, width, height} = rgba
@@ -300,8 +300,8 @@ function overPages(rgba: {data: Buffer; width: number; height: number}): RgbImag
     if (a !== 255) opaque = false
     for (let c = 0; c < 3; c++) {
       const v = data[i + c] * a
-      dark[o + c] = Math.round(v / 255)
-      light[o + c] = Math.round((v + 255 * (255 - a)) / 255)
+      dark[o + c] = Math.floor(v / 255)
+      light[o + c] = Math.floor((v + 255 * (255 - a)) / 255)
     }
   }
   return opaque ? [{data: light, width, height}] : [{data: light, width, height}, {data: dark, width, height, onBlack: true}]
