@@ -37,7 +37,7 @@ export default class Categories extends ModCommand {
 
   static override exitCodes: [string, string][] = [
     ['0', 'the categories are listed'],
-    ['2', 'usage or configuration error (a policy file that is not valid, or a hash list it names that a scan would refuse)'],
+    ['2', 'usage or configuration error (a policy file that is not valid, or a hash list it names that a scan would refuse); stdout could not be written (a full disk)'],
     ...SIGNAL_EXIT_CODES,
   ]
 

@@ -152,7 +152,7 @@ Files, folders (recursively, images recognised by their first bytes) or - for on
 
   static override exitCodes: [string, string][] = [
     ['0', 'every input was hashed'],
-    ['2', 'usage or configuration error; an input that could not be hashed; nothing to hash'],
+    ['2', 'usage or configuration error; an input that could not be hashed; nothing to hash; stdout could not be written (a full disk)'],
     ...SIGNAL_EXIT_CODES,
   ]
 

@@ -178,11 +178,21 @@ test('mod scan --help fits in 100 lines, the common flags first, and points to t
   for (const doc of ['docs/cli.md', 'docs/policy.md#text-in-images', 'docs/policy.md#codes-in-images', 'docs/policy.md#hash-lists']) assert.ok(r.stdout.includes(doc), doc)
 })
 
+/** A command whose output is its result says that a stdout it could not write (a full disk) is exit 2. */
+const STDOUT_FULL = /stdout (could not|full)/
+
 /** The EXIT CODES section of a command's --help, as [code, meaning] rows. */
 async function exitCodes(command: string[]): Promise<string[][]> {
   const r = await runInProcess([...command, '--help'])
   const section = r.stdout.split('EXIT CODES\n')[1] ?? ''
-  return section.split('\n').filter((l) => /^\s+\d+\s/.test(l)).map((l) => l.trim().split(/\s{2,}/))
+  // A row's text may wrap onto indented lines of its own.
+  return section
+    .split(/\n(?=\s+\d+\s)/)
+    .filter((l) => /^\s+\d+\s/.test(l))
+    .map((l) => {
+      const [code, ...text] = l.trim().split(/\s+/)
+      return [code, text.join(' ')]
+    })
 }
 
 test('each command states its own exit codes: only the scanning commands have 1, every one the signal codes', async () => {
@@ -201,8 +211,15 @@ test('each command states its own exit codes: only the scanning commands have 1,
     assert.equal(rows[0], ['0', success], command.join(' '))
     assert.equal(rows.map((r) => r[0]), ['0', '2', '129', '130', '141', '143'], command.join(' '))
     assert.equal(rows.slice(2), signals, command.join(' '))
+    if (['categories', 'models list'].includes(command.join(' '))) assert.match(rows[1][1], STDOUT_FULL, command.join(' '))
   }
+  for (const command of [['hash'], ['scan']]) {
+    assert.match((await exitCodes(command)).find((r) => r[0] === '2')?.[1] ?? '', STDOUT_FULL, command.join(' '))
+  }
+  // In a process of its own: oclif run in this one keeps a topic's command from running again after its --help.
+  assert.match((await runCli(['policy', 'validate', '--help'])).stdout.replace(/\s+/g, ' '), / 2 the file is not valid, or cannot be read; stdout could not be written/)
   const video = await exitCodes(['scan-video'])
+  assert.match(video[2][1], STDOUT_FULL)
   assert.equal(video.slice(0, 2), [['0', 'the video was scanned and is safe'], ['1', 'a violation was found']])
   assert.equal(video.map((r) => r[0]), ['0', '1', '2', '129', '130', '141', '143'])
 })

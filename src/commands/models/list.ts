@@ -100,7 +100,7 @@ A second table lists the add-ons, models you pull on purpose beside a preset (${
 
   static override exitCodes: [string, string][] = [
     ['0', 'the presets are listed'],
-    ['2', 'usage or configuration error (a model folder set that holds no model)'],
+    ['2', 'usage or configuration error (a model folder set that holds no model); stdout could not be written (a full disk)'],
     ...SIGNAL_EXIT_CODES,
   ]
 

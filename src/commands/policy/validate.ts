@@ -72,7 +72,7 @@ A prompt longer than the text encoder's context (77 tokens, start and end includ
 
   static override exitCodes: [string, string][] = [
     ['0', 'the file is valid'],
-    ['2', 'the file is not valid, or cannot be read'],
+    ['2', 'the file is not valid, or cannot be read; stdout could not be written (a full disk)'],
     ...SIGNAL_EXIT_CODES,
   ]
 
