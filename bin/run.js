@@ -30,7 +30,8 @@ try {
   fail(`internal: cannot load @oclif/core (${e.message}): run \`npm ci\``)
 }
 // The same error line as every command's (src/cli/errors.ts).
-const {endBySignal, exitForSignal, startupErrorLine} = await import('../dist/cli/errors.js')
+const {exitForSignal, startupErrorLine} = await import('../dist/cli/errors.js')
+const {endBySignal} = await import('../dist/lib/processes.js')
 // stderr is best effort; results stdout could not take make the exit 2 (src/cli/streams.ts).
 const {guardStreams, outputFailureLine} = await import('../dist/cli/streams.js')
 const streams = guardStreams()

@@ -16,20 +16,6 @@ export function exitForSignal(signal: StopSignal | 'SIGPIPE'): number {
   return 128 + constants.signals[signal]
 }
 
-/**
- * Ends the process of `signal` itself, as the shell then reports it (128 + its number), without the teardown an exit
- * runs: an exit while onnxruntime opens or runs a model in the inference thread aborts the process (`terminate
- * called after throwing an instance of 'Napi::Error'`, exit 134), and one with a terminal that closed asserts on
- * Node.js 20 (nodejs/node#51519). Output written so far is out already (writes to files, pipes and terminals are
- * synchronous on Linux and macOS). The timer is for a signal that did not end it.
- */
-export function endBySignal(signal: StopSignal): Promise<never> {
-  process.removeAllListeners(signal)
-  setTimeout(() => process.exit(exitForSignal(signal)), 1000).unref()
-  process.kill(process.pid, signal)
-  return new Promise(() => {})
-}
-
 /** The rows every command that stops on signals lists under EXIT CODES. */
 export const SIGNAL_EXIT_CODES: [string, string][] = [
   ['129', 'stopped by SIGHUP (the terminal closed)'],

@@ -19,7 +19,7 @@ export default class Serve extends ModCommand {
 
 Endpoints: GET /health (liveness), GET /ready (readiness: 503 until the model is loaded and from SIGTERM on), GET /metrics, GET /v1/categories, POST /v1/moderate, /v1/moderate/batch, /v1/moderate/json, /v1/moderate/video, POST /v1/jobs/video (long videos as jobs), POST /v1/jobs/images (many images as one job), GET|DELETE /v1/jobs/{id} and GET /v1/jobs/{id}/results; interactive documentation at /docs, the OpenAPI document at /openapi.json.
 
-With MOD_API_KEY set, every request but GET /health, GET /ready and the documentation (/docs, /openapi.json) needs the header X-API-Key. Log lines go to stderr, one JSON object per line (level, time, pid, worker, msg; one "request" line per request with method, path, status, bytes, duration_ms, request_id), or a short text form when stderr is a terminal; the first info line names the address ("listening on http://HOST:PORT"). GET /metrics answers Prometheus text. On SIGTERM, SIGHUP or Ctrl-C the server (after MOD_DRAIN_DELAY_MS of answering /ready with 503) stops accepting connections, finishes the requests in flight and exits 0; a second signal exits 1 at once.`
+With MOD_API_KEY set, every request but GET /health, GET /ready and the documentation (/docs, /openapi.json) needs the header X-API-Key. Log lines go to stderr, one JSON object per line (level, time, pid, worker, msg; one "request" line per request with method, path, status, bytes, duration_ms, request_id), or a short text form when stderr is a terminal; the first info line names the address ("listening on http://HOST:PORT"). GET /metrics answers Prometheus text. On SIGTERM, SIGHUP or Ctrl-C the server (after MOD_DRAIN_DELAY_MS of answering /ready with 503) stops accepting connections, finishes the requests in flight and exits 0; a second signal ends it at once, of that signal (a shell reports 128 + its number: 143 for SIGTERM, 130 for Ctrl-C, 129 for SIGHUP).`
 
   static override examples = [
     '<%= config.bin %> serve',
@@ -64,8 +64,10 @@ With MOD_API_KEY set, every request but GET /health, GET /ready and the document
 
   static override exitCodes: [string, string][] = [
     ['0', 'stopped by SIGTERM, SIGHUP or Ctrl-C after finishing the requests in flight'],
-    ['1', 'a second signal stopped it without waiting'],
     ['2', 'it could not start: configuration, model or address error'],
+    ['129', 'a second signal, SIGHUP: ended by it at once, without waiting'],
+    ['130', 'a second signal, Ctrl-C: ended by it at once, without waiting'],
+    ['143', 'a second signal, SIGTERM: ended by it at once, without waiting'],
   ]
 
   static override flags = {

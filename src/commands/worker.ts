@@ -23,7 +23,7 @@ function redisName(url: string): string {
 export default class Worker extends ModCommand {
   static override description = `Run video jobs and the chunks of image jobs from the Redis queue (MOD_REDIS_URL) without serving HTTP.
 
-Jobs are accepted by any "mod serve" with the same MOD_REDIS_URL (POST /v1/jobs/video); their uploads are read from MOD_JOB_STORAGE, which must be the same folder on every node. A worker runs one video job and one chunk of an image job (up to 32 images) at a time; start more workers to run more. An image chunk whose worker died is run again by another, and its items' lines are written once. A worker that dies mid-job loses it to another worker within ${recoverySeconds()} s (once its lock expires), at most ${MAX_STALLED_COUNT} times, then the job fails. Job folders in MOD_JOB_STORAGE whose job the queue no longer has (lost with Redis) are removed ${SWEEP_GRACE_MS / 60_000} minutes after their last change, and at start, the uploads that processes of this host which no longer run were still receiving there. Only jobs with the ids and fields this server writes are run: Redis holds no paths. On SIGTERM, SIGHUP (a closed terminal) or Ctrl-C it finishes the job in hand and exits 0; a second signal exits 1 at once.`
+Jobs are accepted by any "mod serve" with the same MOD_REDIS_URL (POST /v1/jobs/video); their uploads are read from MOD_JOB_STORAGE, which must be the same folder on every node. A worker runs one video job and one chunk of an image job (up to 32 images) at a time; start more workers to run more. An image chunk whose worker died is run again by another, and its items' lines are written once. A worker that dies mid-job loses it to another worker within ${recoverySeconds()} s (once its lock expires), at most ${MAX_STALLED_COUNT} times, then the job fails. Job folders in MOD_JOB_STORAGE whose job the queue no longer has (lost with Redis) are removed ${SWEEP_GRACE_MS / 60_000} minutes after their last change, and at start, the uploads that processes of this host which no longer run were still receiving there. Only jobs with the ids and fields this server writes are run: Redis holds no paths. On SIGTERM, SIGHUP (a closed terminal) or Ctrl-C it finishes the job in hand and exits 0; a second signal ends it at once, of that signal (a shell reports 128 + its number: 143 for SIGTERM, 130 for Ctrl-C, 129 for SIGHUP).`
 
   static override examples = ['$ MOD_REDIS_URL=redis://:$REDIS_PASSWORD@queue:6379 MOD_JOB_STORAGE=/shared/jobs <%= config.bin %> worker']
 
@@ -46,8 +46,10 @@ Jobs are accepted by any "mod serve" with the same MOD_REDIS_URL (POST /v1/jobs/
 
   static override exitCodes: [string, string][] = [
     ['0', 'stopped by SIGTERM, SIGHUP or Ctrl-C after finishing the job in hand'],
-    ['1', 'a second signal stopped it without waiting'],
     ['2', 'it could not start: configuration or model error, or no MOD_REDIS_URL'],
+    ['129', 'a second signal, SIGHUP: ended by it at once, without waiting'],
+    ['130', 'a second signal, Ctrl-C: ended by it at once, without waiting'],
+    ['143', 'a second signal, SIGTERM: ended by it at once, without waiting'],
   ]
 
   static override flags = {...modelFlags}

@@ -2,6 +2,7 @@
  * What both the cluster primary and a serving process need to start and stop, kept apart from the server
  * (run.ts) so that the primary of `mod serve --workers N` loads neither the server nor the engine.
  */
+import {endBySignal} from '../lib/processes.js'
 import {describe, type Log} from './errors.js'
 import {ownStaging, STAGING_NAME} from './jobs/staging.js'
 import {sweepUploads, uploadsRoot} from './upload-dirs.js'
@@ -39,17 +40,19 @@ export const EXIT_START_FAILED = 2
 
 /**
  * Settles on the first SIGTERM, SIGINT or SIGHUP (a closed terminal or ssh session: its default would end the
- * process at once, cutting the requests in flight); a second one exits at once with code 1 (an impatient Ctrl-C, or
- * an orchestrator that gave up waiting), after `beforeExit` (the primary kills its workers).
+ * process at once, cutting the requests in flight); a second one ends the process at once of that signal (an
+ * impatient Ctrl-C, or an orchestrator that gave up waiting; endBySignal: an exit aborted while a model ran), after
+ * `beforeExit` (the primary kills its workers).
  */
 export function stopSignals(log: Log, beforeExit: () => void = () => {}): Promise<string> {
   return new Promise((resolve) => {
     let received = false
-    const onSignal = (signal: NodeJS.Signals) => {
+    const onSignal = (signal: 'SIGINT' | 'SIGTERM' | 'SIGHUP') => {
       if (received) {
         log(`${signal} again: exiting without waiting`, 'warn')
         beforeExit()
-        process.exit(1)
+        void endBySignal(signal)
+        return
       }
       received = true
       resolve(signal)

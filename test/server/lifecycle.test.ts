@@ -96,6 +96,21 @@ test('with no CLIP model pulled, serve starts on the embedded specialist, logs w
   }
 })
 
+test('a second signal while the first drains ends serve at once of that signal (an exit there aborted in onnxruntime while a model ran)', async () => {
+  // The first SIGTERM starts a drain of 5 s (/ready answering 503): the second comes during it.
+  const serve = serveProcess(['--port', '0'], {...toyEnv, MOD_DRAIN_DELAY_MS: '5000'})
+  try {
+    await serve.waitFor(/^listening on http:\/\/127\.0\.0\.1:\d+$/)
+    serve.child.kill('SIGTERM')
+    await serve.waitFor(/draining|SIGTERM/i)
+    serve.child.kill('SIGINT')
+    assert.is(await serve.exited, 'SIGINT')
+    assert.ok(serve.lines.some((l) => l === 'SIGINT again: exiting without waiting'), serve.lines.join('\n'))
+  } finally {
+    serve.child.kill('SIGKILL')
+  }
+})
+
 test('with MOD_PRELOAD=false the model loads on the first moderation (MOD_PORT used without --port)', async () => {
   const serve = serveProcess([], {...toyEnv, MOD_PRELOAD: 'false', MOD_PORT: '0'})
   try {
