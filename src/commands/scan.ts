@@ -298,6 +298,8 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
     if (flags['write-baseline']) await checkWritable('--write-baseline', flags['write-baseline'])
     // Any of these may be a FIFO or a pipe that nothing writes to: a stop signal still ends the command.
     const baseline = flags.baseline === undefined ? undefined : await this.untilStopped(readBaseline(flags.baseline))
+    // Typed paths are a list too, but a command waiting without a word looks stuck.
+    if (fromList === '-' && process.stdin.isTTY) this.logToStderr(`mod: reading the paths to scan from the terminal, one ${flags.null ? 'per NUL' : 'a line'}; end with Ctrl-D`)
     const listed = fromList === undefined ? [] : await this.untilStopped(readFileList(fromList, flags.null, process.stdin))
     const {engine, config} = await this.untilStopped(this.openEngine(flags))
     this.notePolicy(config)

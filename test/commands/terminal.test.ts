@@ -193,6 +193,17 @@ test('the path - with stdin a terminal is refused at once (exit 2, one line), fo
   assert.is(shown.replace(/\r/g, ''), 'mod: usage: the file - reads the policy from stdin, and stdin is a terminal: pipe it in (mod policy validate - < policy.yaml)\nmod-exit=2\n')
 })
 
+test('--files-from - with stdin a terminal says it reads typed paths and how to end them, then scans what was typed', async () => {
+  const screen = await inPane(dir.path, `${mod()} scan --files-from - --ndjson > typed.ndjson; echo EXIT=$?; sleep 60`, SIZE, async (pane) => {
+    await pane.until(/reading the paths to scan from the terminal, one a line; end with Ctrl-D/)
+    pane.keys('imgs/001.png', 'Enter', 'C-d')
+    return pane.until(/EXIT=\d+/)
+  })
+  assert.match(screen, /^mod: reading the paths to scan from the terminal, one a line; end with Ctrl-D\nimgs\/001\.png\n/)
+  assert.match(screen, /EXIT=0/)
+  assert.is(JSON.parse(readFileSync(join(dir.path, 'typed.ndjson'), 'utf8')).source, 'imgs/001.png')
+})
+
 test('Ctrl-C while the scan waits for an input that does not end (stdin a FIFO nothing writes to) stops it at once, exit 130', async () => {
   // stdin first: no result can be printed before it, so the scan is waiting on it when the key comes.
   const screen = await inPane(dir.path, `${mod()} scan - imgs/1*.png ${IDLE_STDIN} > /dev/null; echo EXIT=$?; sleep 60`, SIZE, async (pane) => {
