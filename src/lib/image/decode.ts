@@ -248,7 +248,8 @@ function options(limits: ImageLimits, probe: ImageProbe, extra: SharpOptions): S
  * turn it: for a JPEG or WebP, 8-bit already (and a float image with alpha, which fromFloat makes 8-bit first),
  * it turns the scaled image in the same pipeline (one pass over the pixels, the common case of a phone photo); any other format is turned in a second step, on the 8-bit pixels
  * (a float RGBA TIFF is 16 bytes a pixel). Both give the same pixels: turns and mirrors commute with the
- * conversions, which work pixel by pixel.
+ * conversions, which work pixel by pixel. An image with alpha is read as 8-bit RGBA instead, turned, and flattened
+ * twice (overPages); a PNG's gamma (pngGamma) is applied to the 8-bit colour samples before any flattening.
  */
 async function decodeStill(input: Buffer, probe: ImageProbe, limits: ImageLimits, frameSide?: number, page?: {index: number; maxPixels: number}): Promise<RgbImage[]> {
   const {orientation} = probe
@@ -275,12 +276,12 @@ async function decodeStill(input: Buffer, probe: ImageProbe, limits: ImageLimits
 }
 
 /** The pixels of a raw 8-bit pipeline, turned afterwards as `orientation` says (1: as they are). */
-async function turned(pipeline: Sharp, orientation: number): Promise<{data: Buffer; width: number; height: number; channels: number}> {
+async function turned(pipeline: Sharp, orientation: number): Promise<{data: Buffer; width: number; height: number}> {
   const {data, info} = await pipeline.toBuffer({resolveWithObject: true})
-  if (orientation === 1) return {data, width: info.width, height: info.height, channels: info.channels}
+  if (orientation === 1) return {data, width: info.width, height: info.height}
   const raw = {width: info.width, height: info.height, channels: info.channels as 3 | 4}
   const out = await reorient(sharp(data, {raw}), orientation).raw().toBuffer({resolveWithObject: true})
-  return {data: out.data, width: out.info.width, height: out.info.height, channels: out.info.channels}
+  return {data: out.data, width: out.info.width, height: out.info.height}
 }
 
 /**
