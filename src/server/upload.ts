@@ -271,9 +271,14 @@ function checkFields(field: string, unexpected: Set<string>, count: number, fiel
     const names = [...unexpected].map((n) => JSON.stringify(n)).join(', ')
     throw new ModError('bad_request', `unexpected file field ${names}: send files in the field "${field}"`)
   }
-  if (count > 0) return
-  const hint = fields[field] !== undefined ? ' as a file (with a filename), not as a text value' : ''
-  throw new ModError('bad_request', `the multipart field "${field}" is missing: send the file${hint} in "${field}"`)
+  const text = fields[field] !== undefined
+  if (count === 0) {
+    const hint = text ? ' as a file (with a filename), not as a text value' : ''
+    throw new ModError('bad_request', `the multipart field "${field}" is missing: send the file${hint} in "${field}"`)
+  }
+  // Among files, a text value would have no result in their upload order: every later result would pair with the
+  // upload before it.
+  if (text) throw new ModError('bad_request', `the multipart field "${field}" holds a text value among its files: send each one as a file (with a filename)`)
 }
 
 interface Received {

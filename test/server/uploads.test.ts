@@ -218,6 +218,15 @@ test('a part is a file with a filename or a Content-Type of its own; with neithe
   const text = await send('')
   assert.equal(errorOf(text), {status: 400, code: 'bad_request'})
   assert.match(text.body.error.message, 'as a file (with a filename), not as a text value')
+  // Beside files too: in a batch, results would lose their upload order from it on.
+  const parts = (name: string) => `--${boundary}\r\nContent-Disposition: form-data; name="files"${name}\r\n\r\nxx\r\n`
+  const batch = await call(`${server.base}/v1/moderate/batch`, {
+    method: 'POST',
+    headers: {'content-type': `multipart/form-data; boundary=${boundary}`},
+    body: Buffer.from(`${parts('; filename="a.png"')}${parts('')}${parts('; filename="c.png"')}--${boundary}--\r\n`),
+  })
+  assert.equal(errorOf(batch), {status: 400, code: 'bad_request'})
+  assert.is(batch.body.error.message, 'the multipart field "files" holds a text value among its files: send each one as a file (with a filename)')
 })
 
 test('Expect: 100-continue gets its 100 only once the body is wanted: a request refused before is answered, its body never sent', async () => {
