@@ -12,7 +12,7 @@ import {answerClientError, answerConnect} from './client-error.js'
 import type {Request, RouteContext} from './context.js'
 import {holdContinue} from './continue.js'
 import {describe, EXPECTATION_FAILED, httpError, methodNotAllowed, notFound, toHttpError, type HttpErrorCode, type Log} from './errors.js'
-import {keyCheck, listedMethods, preflight, publicRequestsOf} from './guards.js'
+import {keyCheck, listedMethods, oneHost, preflight, publicRequestsOf} from './guards.js'
 import {logTo, plainText, requestLog, type Logger} from './logger.js'
 import {buildInfo, createServerMetrics, type ServerMetrics} from './metrics.js'
 import {mountDocumentation, mountRoutes, type RouteFailure} from './mount.js'
@@ -124,6 +124,7 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
     onError: (err: unknown, req: Request, res: ServerResponse) => fail(req, res, err),
     onNoMatch: (req: Request, res: ServerResponse) => sendError(res, noMatch(paths, req), broken),
   })
+  app.use(oneHost(broken))
   app.use(preflight(settings.corsOrigins, paths))
   app.use(keyCheck(keys, publicRequestsOf([...ROUTES, ...DOCUMENTATION]), owners, log, broken))
   app.use(listedMethods(paths, broken))
@@ -131,7 +132,8 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   const doc = openapiDocument({version, apiKey: keys.length > 0, allowUrls: settings.allowUrls, limits: settings.limits})
   mountDocumentation(app, paths, doc, broken)
 
-  const server = createServer()
+  // The Host header is checked by oneHost, which answers with the JSON error body.
+  const server = createServer({requireHostHeader: false})
   const recordSocket = (answer: SocketAnswer) => recordSocketAnswer({metrics, logger: options.logger}, answer)
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, recordSocket))
   server.on('connect', (req: IncomingMessage, socket: Duplex) => answerConnect(req, socket, recordSocket))

@@ -4,12 +4,24 @@ import type {NamedKey} from '../lib/config/api-keys.js'
 import {checkKey} from './auth.js'
 import type {Request} from './context.js'
 import {preflightHeaders} from './cors.js'
-import {methodNotAllowed, toHttpError, type Log} from './errors.js'
+import {httpError, methodNotAllowed, toHttpError, type Log} from './errors.js'
 import type {PathTable} from './paths.js'
 import {sendError, type Broken} from './reply.js'
 
 /** What runs before any route, in this order (polka middleware). */
 export type Guard = (req: Request, res: ServerResponse, next: () => void) => void
+
+/**
+ * An HTTP/1.1 request has exactly one Host header (RFC 9112, 3.2: a server answers 400 otherwise). Node's own check
+ * (requireHostHeader, off) would answer a missing one with a bare 400 without the JSON error body.
+ */
+export function oneHost(broken: Broken): Guard {
+  return (req, res, next) => {
+    const hosts = req.rawHeaders.filter((h, i) => i % 2 === 0 && h.toLowerCase() === 'host').length
+    if (hosts === 1 || req.httpVersion === '1.0') return next()
+    sendError(res, httpError('bad_request', `an HTTP/1.1 request has one Host header; this one has ${hosts}`), broken)
+  }
+}
 
 /** A CORS preflight carries no key (browsers never send custom headers in it): it is answered before the key check. */
 export function preflight(corsOrigins: readonly string[], paths: PathTable): Guard {

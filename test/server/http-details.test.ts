@@ -75,4 +75,29 @@ test('a request that is not HTTP gets 400 with the JSON error body', async () =>
   assert.match(text, new RegExp(`\\r\\n\\r\\n\\{"error":\\{"code":"bad_request","message":"the request is not valid HTTP","request_id":"${id}"\\}\\}$`))
 })
 
+/** What the server answers to `request`, written as it is on a connection of its own, to the server's closing it. */
+function onSocket(request: string): Promise<string> {
+  const {port} = new URL(server.base)
+  return new Promise<string>((resolve, reject) => {
+    let got = ''
+    const socket = connect(Number(port), '127.0.0.1', () => socket.write(request))
+    socket.on('data', (d) => (got += d.toString()))
+    socket.on('end', () => resolve(got))
+    socket.on('error', reject)
+  })
+}
+
+test('an HTTP/1.1 request without a Host header, or with two, is 400 with the JSON error body; HTTP/1.0 needs none', async () => {
+  for (const [hosts, request] of [
+    [0, 'GET /health HTTP/1.1\r\nConnection: close\r\n\r\n'],
+    [2, 'GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n'],
+  ] as const) {
+    const text = await onSocket(request)
+    assert.match(text, /^HTTP\/1\.1 400 Bad Request\r\n/, String(hosts))
+    assert.match(text, /\r\nX-Request-Id: [\w-]+\r\n/)
+    assert.match(text, `{"error":{"code":"bad_request","message":"an HTTP/1.1 request has one Host header; this one has ${hosts}"`)
+  }
+  assert.match(await onSocket('GET /health HTTP/1.0\r\n\r\n'), /^HTTP\/1\.1 200 OK\r\n/)
+})
+
 test.run()
