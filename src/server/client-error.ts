@@ -57,16 +57,35 @@ function writeError(socket: Duplex, code: HttpErrorCode, message: string, reques
  */
 export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, record: (answer: SocketAnswer) => void): void {
   const pending = (socket as Duplex & {_httpMessage?: ServerResponse})._httpMessage
-  if (!socket.writable || pending?.headersSent || err.code === 'ECONNRESET') {
+  if (!socket.writable || err.code === 'ECONNRESET') {
     socket.destroy()
     return
   }
   const [code, message] = PARSER_ERRORS[err.code ?? ''] ?? ['bad_request', 'the request is not valid HTTP']
-  // A request whose body broke the parser has its id already; one whose head did not parse gets an id of its own.
-  const given = pending?.getHeader('x-request-id')
-  const requestId = typeof given === 'string' ? given : randomUUID()
-  const bytes = writeError(socket, code, message, requestId)
-  if (!pending) record({...requestLineOf(err), status: HTTP_ERRORS[code].status, code, bytes, requestId})
+  const answerHead = () => {
+    if (!socket.writable) {
+      socket.destroy()
+      return
+    }
+    const requestId = randomUUID()
+    const bytes = writeError(socket, code, message, requestId)
+    record({...requestLineOf(err), status: HTTP_ERRORS[code].status, code, bytes, requestId})
+  }
+  // The request answered on the connection has all its bytes: what broke the parser is the head of the next one,
+  // pipelined behind it (or the rest of a body longer than its Content-Length). Answers keep the order of the
+  // requests: that request's own answer goes first, then this one's.
+  if (pending && (pending as ServerResponse & {req?: IncomingMessage}).req?.complete) {
+    pending.once('close', answerHead)
+    return
+  }
+  if (pending?.headersSent) {
+    socket.destroy()
+    return
+  }
+  if (!pending) return answerHead()
+  // A request whose body broke the parser is answered under its own id, and has its access line already.
+  const given = pending.getHeader('x-request-id')
+  writeError(socket, code, message, typeof given === 'string' ? given : randomUUID())
 }
 
 /**

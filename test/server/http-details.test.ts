@@ -100,4 +100,15 @@ test('an HTTP/1.1 request without a Host header, or with two, is 400 with the JS
   assert.match(await onSocket('GET /health HTTP/1.0\r\n\r\n'), /^HTTP\/1\.1 200 OK\r\n/)
 })
 
+test('a request pipelined behind a valid one that does not parse is answered after it: the valid answer first, then a 400 of its own id', async () => {
+  const text = await onSocket('GET /health HTTP/1.1\r\nHost: x\r\nX-Request-Id: valid-1\r\n\r\nNOT HTTP AT ALL\r\n\r\n')
+  const answers = text.split(/(?=HTTP\/1\.1 )/)
+  assert.is(answers.length, 2, text)
+  assert.match(answers[0], /^HTTP\/1\.1 200 OK\r\n(?:[\s\S]*\r\n)?X-Request-Id: valid-1\r\n/)
+  assert.match(answers[1], /^HTTP\/1\.1 400 Bad Request\r\n/)
+  const id = /\r\nX-Request-Id: ([\w-]+)\r\n/.exec(answers[1])?.[1]
+  assert.ok(id && id !== 'valid-1', String(id))
+  assert.match(answers[1], `{"error":{"code":"bad_request","message":"the request is not valid HTTP","request_id":"${id}"}}`)
+})
+
 test.run()
