@@ -7,6 +7,7 @@ import {ModError} from '../lib/errors.js'
 import {plural} from '../lib/plural.js'
 import {createAjv} from './ajv.js'
 import {readBody} from './body.js'
+import {duplicateKey} from './json-keys.js'
 import type {BodyLimits} from './body-stream.js'
 
 /**
@@ -192,6 +193,8 @@ export function jsonBodyReader<B extends TSchema>(schema: B): (req: IncomingMess
     } catch {
       throw new ModError('bad_request', 'the body is not valid JSON')
     }
+    const twice = duplicateKey(text)
+    if (twice !== undefined) throw new ModError('bad_request', `the body gives ${JSON.stringify(twice)} more than once in one object; give it once`)
     if (!validate(value)) throw new ModError('bad_request', bodyProblem(validate.errors ?? []))
     return value as Static<B>
   }

@@ -122,6 +122,18 @@ test('400 bad_request: bad JSON, and JSON that is not an object', async () => {
   }
 })
 
+test('400 bad_request: a name given twice in one object of a JSON body, which JSON.parse would settle silently by the last', async () => {
+  const png = (await red()).toString('base64')
+  for (const [path, text, name] of [
+    ['/v1/moderate/json', `{"image_base64":"${png}","image_base64":"AAAA"}`, 'image_base64'],
+    ['/v1/jobs/images', '{"items":[{"url":"https://example.com/a.jpg","url":"http://127.0.0.1/"}]}', 'url'],
+  ]) {
+    const r = await postJson(`${server.base}${path}`, text)
+    assert.equal(errorOf(r), {status: 400, code: 'bad_request'}, path)
+    assert.is(r.body.error.message, `the body gives "${name}" more than once in one object; give it once`)
+  }
+})
+
 test('400 bad_request: bad base64', async () => {
   // Characters outside the alphabet or = inside it; a missing padding is read (test/server/contract.test.ts).
   for (const image_base64 of ['ab$d', 'AAAA=AAA', 'data:image/png,AAAA', '', 42]) {
