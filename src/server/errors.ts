@@ -76,7 +76,7 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
       'a missing file field (or a text value in its place), more than one file for a single-file endpoint, a ' +
       'malformed multipart body, bad JSON (a name given twice in one object too), a JSON body that does not match its schema (bad base64, both or neither ' +
       'of `image_base64` and `url`, a missing or unknown field; the first problem is named by its path, as in ' +
-      '`items[0].url is missing`), a bad or repeated query value (a number not in plain decimal too), or a malformed job id',
+      '`items[0].url is missing`), a bad or repeated query value (a number not in plain decimal too), a query parameter a POST or DELETE route does not take, or a malformed job id',
     example: 'the multipart field "file" is missing: send the file in "file"',
   },
   unauthorized: {

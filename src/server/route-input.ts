@@ -1,4 +1,5 @@
 import {ModError} from '../lib/errors.js'
+import {Type} from '../lib/typebox.js'
 import {isJson, jsonBodyLimit} from './body.js'
 import {paceOf} from './body-pace.js'
 import type {Request, RouteContext} from './context.js'
@@ -72,7 +73,11 @@ export function inputOf(route: AnyRoute): (ctx: RouteContext, req: Request) => I
   const checkMedia = mediaCheck(route.body, route.upload)
   const {pathParams, query: queryShape, body: declared} = route
   const readParams = once(() => (pathParams ? pathReader(pathParams) : () => ({})))
-  const readQuery = once(() => (queryShape ? queryReader(queryShape) : () => ({})))
+  // What a request asks of a route that changes something is checked whole: a query parameter it does not take
+  // (a `threshold`, a misspelt `fps`) is refused rather than answered as if applied. GET and HEAD stay lenient
+  // (cache-busting parameters, probes); HEAD is a GET route's.
+  const strict = route.method === 'GET' ? undefined : `${route.method} ${route.path}`
+  const readQuery = once(() => queryReader(queryShape ?? Type.Object({}), strict) as (search: URLSearchParams) => Record<string, unknown>)
   const readJson = declared?.media === 'application/json' ? once(() => jsonBodyReader(declared.schema)) : undefined
   return (ctx, req) => {
     checkMedia(req)

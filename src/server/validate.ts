@@ -68,16 +68,18 @@ function plainNumber(text: string, type: unknown): boolean {
 
 /**
  * Reads the declared parameters of a query string into typed values. Parameters the schema does not declare are
- * ignored; a declared one given twice is refused (which of its values was meant cannot be known), and so is a
- * number not in plain decimal.
+ * ignored, or, with `strict` (`POST /v1/moderate/video`: the route named there), refused: a misspelt `fsp=2`, or a
+ * `threshold` a route does not take, would otherwise be answered as if it had been applied. A declared one given
+ * twice is refused (which of its values was meant cannot be known), and so is a number not in plain decimal.
  */
-export function queryReader<Q extends TObject>(schema: Q): (search: URLSearchParams) => QueryValues<Q> {
+export function queryReader<Q extends TObject>(schema: Q, strict?: string): (search: URLSearchParams) => QueryValues<Q> {
   const properties = schema.properties as Record<string, Schema>
   const validate = textAjv.compile(schema)
   return (search) => {
     const raw: Record<string, string> = {}
     const values: Record<string, unknown> = {}
     for (const [name, text] of search) {
+      if (!(name in properties) && strict !== undefined) throw unknownParameter(name, strict, Object.keys(properties))
       if (!(name in properties)) continue
       if (name in raw) throw new ModError('bad_request', `the query gives ${name} more than once; give it once`)
       raw[name] = text
@@ -93,6 +95,11 @@ export function queryReader<Q extends TObject>(schema: Q): (search: URLSearchPar
     }
     return values as QueryValues<Q>
   }
+}
+
+function unknownParameter(name: string, route: string, known: readonly string[]): ModError {
+  const takes = known.length > 0 ? `it takes ${known.join(', ')}` : 'it takes none'
+  return new ModError('bad_request', `${quoted(name)} is not a query parameter of ${route}: ${takes}`)
 }
 
 /**

@@ -158,6 +158,15 @@ test('400 bad_request: a bad query value on the video endpoint, before the uploa
   }
 })
 
+test('400 bad_request: a query parameter a POST route does not take (a threshold, a misspelt fps), which it would answer as if applied; GET ignores them', async () => {
+  const threshold = await upload(server.base, '/v1/moderate?threshold=0.0001', 'file', [{name: 'red.png', data: await red()}])
+  assert.equal(errorOf(threshold), {status: 400, code: 'bad_request'})
+  assert.is(threshold.body.error.message, '"threshold" is not a query parameter of POST /v1/moderate: it takes none')
+  const misspelt = await upload(server.base, '/v1/moderate/video?fsp=2', 'file', [{name: 'clip.mp4', data: clip}])
+  assert.is(misspelt.body.error.message, '"fsp" is not a query parameter of POST /v1/moderate/video: it takes fps, min_frames, stop_on_violation')
+  assert.is((await call(`${server.base}/health?nocache=1`)).status, 200)
+})
+
 test('413 payload_too_large: an uploaded image over MOD_MAX_BYTES', async () => {
   const r = await upload(limited.base, '/v1/moderate', 'file', [{name: 'big.png', data: Buffer.alloc(2048, 1)}])
   assert.equal(errorOf(r), {status: 413, code: 'payload_too_large'})
