@@ -198,7 +198,9 @@ export function jsonBodyReader<B extends TSchema>(schema: B): (req: IncomingMess
     try {
       value = JSON.parse(text)
     } catch {
-      throw new ModError('bad_request', 'the body is not valid JSON')
+      // Windows PowerShell and Notepad write one: JSON may not start with it (RFC 8259).
+      const bom = text.startsWith('\uFEFF') ? ': it starts with a byte order mark (BOM); send it without one' : ''
+      throw new ModError('bad_request', `the body is not valid JSON${bom}`)
     }
     const twice = duplicateKey(text)
     if (twice !== undefined) throw new ModError('bad_request', `the body gives ${JSON.stringify(twice)} more than once in one object; give it once`)

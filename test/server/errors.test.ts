@@ -120,6 +120,8 @@ test('400 bad_request: bad JSON, and JSON that is not an object', async () => {
   for (const text of ['{"image_base64": ', 'null', '[1, 2]', '"AAAA"']) {
     assert.equal(errorOf(await postJson(`${server.base}/v1/moderate/json`, text)), {status: 400, code: 'bad_request'}, text)
   }
+  const bom = await postJson(`${server.base}/v1/moderate/json`, '\uFEFF{"image_base64": "AAAA"}')
+  assert.is(bom.body.error.message, 'the body is not valid JSON: it starts with a byte order mark (BOM); send it without one')
 })
 
 test('400 bad_request: a name given twice in one object of a JSON body, which JSON.parse would settle silently by the last', async () => {
