@@ -140,8 +140,8 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
     status: 415,
     when: () =>
       'a request body of the wrong media type (not multipart/form-data for an upload endpoint, not JSON for ' +
-      '`/v1/moderate/json`), a request body with a `Content-Encoding` other than `identity` (request bodies are ' +
-      'never decoded: send them uncompressed), an empty file (uploaded, in base64 or downloaded), or a file that is not an image, or ' +
+      '`/v1/moderate/json`), a request body with a `Content-Encoding` other than `identity` or a `Transfer-Encoding` ' +
+      'other than `chunked` (request bodies are never decoded: send them uncompressed), an empty file (uploaded, in base64 or downloaded), or a file that is not an image, or ' +
       'not a video, that the decoder can read (a batch reports that per file instead)',
     example: 'the file is empty',
   },

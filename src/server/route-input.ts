@@ -14,15 +14,22 @@ const noBody = (): Promise<never> => Promise.reject(new ModError('internal', 'th
 const ENCODED =
   'the request body has a Content-Encoding other than identity, and request bodies are not decoded: send it uncompressed, without Content-Encoding'
 
+const TRANSFER_ENCODED =
+  'the request body has a Transfer-Encoding other than chunked, and request bodies are not decoded: send it uncompressed, with chunked alone'
+
+/** Whether every coding of a coding list header is one of `plain`. */
+const onlyCodings = (header: string, plain: readonly string[]): boolean => header.split(',').every((coding) => plain.includes(coding.trim().toLowerCase()))
+
 /**
  * A body's Content-Encoding must be identity (or absent): the server never decodes one, so a gzipped body would be
- * read as its compressed bytes (and "not valid JSON"), and a plain body labelled gzip would be taken as it is.
+ * read as its compressed bytes (and "not valid JSON"), and a plain body labelled gzip would be taken as it is. The
+ * same for a transfer coding before chunked (`gzip, chunked`), which Node's parser reads as chunked alone.
  */
 function checkEncoding(req: Request): void {
   const encoding = req.headers['content-encoding']
-  if (encoding === undefined) return
-  if (encoding.split(',').every((coding) => ['', 'identity'].includes(coding.trim().toLowerCase()))) return
-  throw new ModError('unsupported_media', ENCODED)
+  if (encoding !== undefined && !onlyCodings(encoding, ['', 'identity'])) throw new ModError('unsupported_media', ENCODED)
+  const transfer = req.headers['transfer-encoding']
+  if (transfer !== undefined && !onlyCodings(transfer, ['chunked'])) throw new ModError('unsupported_media', TRANSFER_ENCODED)
 }
 
 /** Refuses a body of another media type or coding than the route's, before anything is read. */

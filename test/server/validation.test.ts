@@ -1,5 +1,6 @@
 // Requests are validated from the routes' schemas: the video query is coerced to typed values with its
 // defaults, and the JSON body's problems are reported by field.
+import {connect} from 'node:net'
 import {join} from 'node:path'
 import {gzipSync} from 'node:zlib'
 
@@ -176,6 +177,26 @@ test('a request body with a Content-Encoding other than identity is refused (415
   // identity is no coding: the body is read as sent.
   const identity = await call(`${server.base}/v1/moderate/json`, {method: 'POST', headers: {'content-type': 'application/json', 'content-encoding': 'Identity'}, body: json})
   assert.is(identity.status, 200)
+})
+
+test('a transfer coding before chunked (gzip, chunked), which Node reads as chunked alone, is refused (415) too', async () => {
+  const {port} = new URL(server.base)
+  const json = JSON.stringify({image_base64: 'AAAA'})
+  const request = (coding: string) =>
+    `POST /v1/moderate/json HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: ${coding}\r\nConnection: close\r\n\r\n` +
+    `${json.length.toString(16)}\r\n${json}\r\n0\r\n\r\n`
+  const answer = (coding: string) =>
+    new Promise<string>((resolve, reject) => {
+      let got = ''
+      const socket = connect(Number(port), '127.0.0.1', () => socket.write(request(coding)))
+      socket.on('data', (d) => (got += d.toString()))
+      socket.on('end', () => resolve(got))
+      socket.on('error', reject)
+    })
+  const refused = await answer('gzip, chunked')
+  assert.match(refused, /^HTTP\/1\.1 415 /)
+  assert.match(refused, 'the request body has a Transfer-Encoding other than chunked, and request bodies are not decoded: send it uncompressed, with chunked alone')
+  assert.match(await answer('chunked'), /^HTTP\/1\.1 200 /)
 })
 
 test.run()
