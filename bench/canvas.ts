@@ -10,7 +10,10 @@
  * a grey 9:16 story canvas as wide as the photo, two-tone bars (a light status bar over a black band); and, for
  * comparison, re-encoded alike with no canvas (photos near a threshold cross it on re-encoding alone). Bars end at the picture's sharp edge, which the specialist's
  * frame cuts (`findBars` in src/lib/image/trim.ts); the noise canvas has no bars to cut and shows the models' own
- * limit (the flagged content must fill the frame).
+ * limit (the flagged content must fill the frame). Then three PNGs with transparency, which the engine scores as a
+ * light and a dark page show them: the photo in the middle of a transparent canvas of 4 times its area, an oval
+ * cutout of it with a soft edge, and the photo drawn in the alpha of white pixels (blank on white, the photo in grey
+ * on black), with the photo in grey as a JPEG for comparison. `BENCH_VARIANTS=name,name` runs only those columns.
  */
 import './no-telemetry.js'
 
@@ -64,6 +67,25 @@ async function twoTone(photo: Sharp, width: number, height: number): Promise<Buf
   return sharp(framed).extend({top: light, bottom: 0, left: 0, right: 0, background: {r: 235, g: 235, b: 240}}).jpeg({quality: 90}).toBuffer()
 }
 
+/** The photo's pixels with an alpha channel made from them, as a PNG: `alpha(r, g, b, x, y)` gives each pixel's. */
+async function withAlpha(photo: Sharp, width: number, height: number, alpha: (rgb: Buffer, i: number, x: number, y: number) => [number, number, number, number]): Promise<Buffer> {
+  const rgb = await photo.removeAlpha().raw().toBuffer()
+  const rgba = Buffer.alloc(width * height * 4)
+  for (let y = 0, i = 0; y < height; y++) for (let x = 0; x < width; x++, i++) rgba.set(alpha(rgb, i * 3, x, y), i * 4)
+  return sharp(rgba, {raw: {width, height, channels: 4}}).png().toBuffer()
+}
+
+/** A portrait cutout: an oval of the photo with a soft edge, transparent around it. */
+function oval(rgb: Buffer, i: number, x: number, y: number, w: number, h: number): [number, number, number, number] {
+  const d = Math.hypot((x - w / 2) / (0.45 * w), (y - h / 2) / (0.48 * h))
+  return [rgb[i], rgb[i + 1], rgb[i + 2], Math.round(255 * Math.min(1, Math.max(0, (1 - d) * 20)))]
+}
+
+/** White pixels whose alpha is the photo's luminance: blank on a white page, the photo in grey on a black one. */
+function drawnInAlpha(rgb: Buffer, i: number): [number, number, number, number] {
+  return [255, 255, 255, Math.round(0.299 * rgb[i] + 0.587 * rgb[i + 1] + 0.114 * rgb[i + 2])]
+}
+
 const VARIANTS: {name: string; make: (photo: Sharp, w: number, h: number) => Promise<Buffer>}[] = [
   // The control: re-encoding alone moves a photo near a threshold across it, canvas or not.
   {name: 're-encoded', make: (p, w, h) => onCanvas(p, w, h, 0, 0, WHITE)},
@@ -74,7 +96,16 @@ const VARIANTS: {name: string; make: (photo: Sharp, w: number, h: number) => Pro
   {name: 'grey story 9:16', make: (p, w, h) => onCanvas(p, w, h, Math.max(0, Math.round(((h * 9) / 16 - w) / 2)), Math.max(0, Math.round(((w * 16) / 9 - h) / 2)), GREY)},
   {name: 'two-tone bars', make: (p, w, h) => twoTone(p, w, h)},
   {name: 'noise canvas 4x', make: (p, w, h) => onCanvas(p, w, h, Math.round(w / 2), Math.round(h / 2), 'noise')},
+  // The control of 'drawn in alpha', whose dark view is the photo in grey.
+  {name: 'greyscale', make: (p) => p.greyscale().jpeg({quality: 90}).toBuffer()},
+  // PNGs with transparency, which a light page shows flattened onto white and a dark page onto black.
+  {name: 'transparent canvas 4x', make: (p, w, h) => p.ensureAlpha().extend({top: Math.round(h / 2), bottom: Math.round(h / 2), left: Math.round(w / 2), right: Math.round(w / 2), background: {r: 0, g: 0, b: 0, alpha: 0}}).png().toBuffer()},
+  {name: 'oval cutout', make: (p, w, h) => withAlpha(p, w, h, (rgb, i, x, y) => oval(rgb, i, x, y, w, h))},
+  {name: 'drawn in alpha', make: (p, w, h) => withAlpha(p, w, h, drawnInAlpha)},
 ]
+/** `BENCH_VARIANTS=name,name`: only these canvases (the photos as they are are always scored). */
+const chosen = process.env.BENCH_VARIANTS?.split(',').map((n) => n.trim())
+const variants = chosen ? VARIANTS.filter((v) => chosen.includes(v.name)) : VARIANTS
 
 const engine = createEngine({preset: 'fast', modelDir: join(dataDir, 'no-clip-model'), cacheDir: CACHE_DIR, policy: buildPolicy(), limits: DEFAULT_LIMITS, only: 'nsfw'})
 const flagged = async (bytes: Buffer, name: string) => ((await engine.moderateImage(bytes, name)) as ModerationResult).labels.some((l) => FAMILY.includes(l.name) && l.score >= 0.5)
@@ -88,15 +119,15 @@ const rows: string[][] = []
 for (const kind of kinds) {
   const dir = join(dataDir, kind)
   const files = (await readdir(dir)).filter((f) => IMAGE.test(f)).sort()
-  const kept = VARIANTS.map(() => 0)
-  const raised = VARIANTS.map(() => 0)
+  const kept = variants.map(() => 0)
+  const raised = variants.map(() => 0)
   let unsafe = 0
   for (const file of files) {
     const bytes = await readFile(join(dir, file))
     const was = await flagged(bytes, file)
     if (was) unsafe++
     const upright = await sharp(bytes).rotate().toBuffer({resolveWithObject: true})
-    for (const [i, v] of VARIANTS.entries()) {
+    for (const [i, v] of variants.entries()) {
       const now = await flagged(await v.make(sharp(upright.data), upright.info.width, upright.info.height), `${file} (${v.name})`)
       if (was && now) kept[i]++
       if (!was && now) raised[i]++
@@ -105,15 +136,16 @@ for (const kind of kinds) {
   const safe = files.length - unsafe
   rows.push([`${kind} (${files.length}): recall kept, of ${unsafe} flagged`, ...kept.map((k) => pct(k, unsafe))])
   rows.push([`${kind}: false alarms, of ${safe} safe`, ...raised.map((k) => pct(k, safe))])
-  figures[kind] = {images: files.length, flagged: unsafe, kept: Object.fromEntries(VARIANTS.map((v, i) => [v.name, kept[i]])), raised: Object.fromEntries(VARIANTS.map((v, i) => [v.name, raised[i]]))}
+  figures[kind] = {images: files.length, flagged: unsafe, kept: Object.fromEntries(variants.map((v, i) => [v.name, kept[i]])), raised: Object.fromEntries(variants.map((v, i) => [v.name, raised[i]]))}
   // Bars and plain canvases must keep what the photo alone shows, and add no flag; noise is the models' limit.
-  for (const [i, v] of VARIANTS.entries()) {
-    if (v.name.startsWith('noise') || v.name === 're-encoded') continue
+  for (const [i, v] of variants.entries()) {
+    // Noise and greyscale are the models' limits (greyscale keeps fewer verdicts), drawn in alpha a greyscale one.
+    if (v.name.startsWith('noise') || ['re-encoded', 'greyscale', 'drawn in alpha'].includes(v.name)) continue
     if (unsafe >= 10) verdicts.push(verdict('canvas', `${kind}, ${v.name}`, 'recall kept', (100 * kept[i]) / unsafe, 'min', 90, '%', 1))
     if (safe >= 10) verdicts.push(verdict('canvas', `${kind}, ${v.name}`, 'false alarms', (100 * raised[i]) / safe, 'max', 1, '%', 1))
   }
 }
 process.stdout.write('\n')
-table([['', ...VARIANTS.map((v) => v.name)], ...rows])
+table([['', ...variants.map((v) => v.name)], ...rows])
 await engine.close()
 await saveResults('canvas', verdicts, figures)
