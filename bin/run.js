@@ -36,7 +36,6 @@ const {endBySignal} = await import('../dist/lib/processes.js')
 const {guardStreams, outputFailureLine} = await import('../dist/cli/streams.js')
 const streams = guardStreams()
 
-
 // Exits with `code`, or 2 once stdout has lost results, or as SIGHUP once the terminal it wrote to closed, or 141
 // (as SIGPIPE ends a process) once the reader of stdout went away: the work was cut short, which is never 0, and a
 // shell under `set -o pipefail` sees it fail as it would see grep or cat; undefined: a command that ended

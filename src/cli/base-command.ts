@@ -22,11 +22,6 @@ function isParseError(e: unknown): boolean {
 }
 
 /**
- * What every `mod` command shares (after the Salesforce CLI's SfCommand): a failure is one stderr line
- * `mod: <code>: <message>` and exit 2 (a stack trace only with DEBUG set), oclif's own parse errors in the same
- * style, Ctrl-C is exit 130, and a progress line on stderr that the base removes however the command ends.
- */
-/**
  * Why the command line gives a value to an on/off flag (`--strict=false`), if it does: the parser would take such a
  * flag as given, whatever the value (`--strict=false` turns strict on), and the value as a path to scan.
  */
@@ -43,6 +38,11 @@ export function valuedSwitch(argv: readonly string[], cmd: Pick<typeof Command, 
   return undefined
 }
 
+/**
+ * What every `mod` command shares (after the Salesforce CLI's SfCommand): a failure is one stderr line
+ * `mod: <code>: <message>` and exit 2 (a stack trace only with DEBUG set), oclif's own parse errors in the same
+ * style, Ctrl-C is exit 130, and a progress line on stderr that the base removes however the command ends.
+ */
 export abstract class ModCommand extends Command {
   static override baseFlags = {
     color: Flags.boolean({
