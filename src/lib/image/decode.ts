@@ -207,7 +207,7 @@ export async function decodeImage(input: Buffer, limits: ImageLimits, probed?: I
 
 /** The pixels decodeImage will hold for an input so probed: its frames scored, or the still at its planned size. */
 export function decodedPixels(probe: ImageProbe, limits: Pick<ImageLimits, 'maxPixels'>): number {
-  if (probe.animated) return Math.min(probe.frames, MAX_FRAMES) * probe.width * probe.height
+  if (probe.animated) return Math.min(probe.frames, MAX_FRAMES) * probe.width * probe.height * (probe.alpha ? 2 : 1)
   // Its first page standing for each page kept, all within one still's share (decodePages).
   if (multiPage(probe)) return Math.min(Math.min(probe.frames, MAX_FRAMES) * probe.width * probe.height, Math.floor(limits.maxPixels / DECODED_SHARE))
   const {width, height} = planDecode(probe, limits)
@@ -455,16 +455,19 @@ export function decodeBound(limits: Pick<ImageLimits, 'maxPixels'>): {bytes: num
 /**
  * Decodes the animation once, as a stream of stacked frames, keeping only the selected ones: one pass over
  * the file (seeking to a frame re-decodes everything before it) and memory for MAX_FRAMES frames, not all.
- * EXIF orientation is not applied here: sharp orients the whole stack, not each frame.
+ * EXIF orientation is not applied here: sharp orients the whole stack, not each frame. With alpha (a GIF's
+ * transparent colour, a WebP's alpha), the frames are read as RGBA and each kept one gives its views on a light and
+ * a dark page (overPages), as a still does.
  */
 async function decodeFrames(input: Buffer, probe: ImageProbe, limits: ImageLimits): Promise<RgbImage[]> {
   const {width, height} = probe
-  const frameBytes = width * height * 3
+  const frameBytes = width * height * (probe.alpha ? 4 : 3)
   const delays = probe.delays ?? Array<number>(probe.frames).fill(0)
   const durations = displayDurations(delays)
   const wanted = scoredFrames(delays)
   const frames = wanted.map(() => Buffer.allocUnsafe(frameBytes))
-  const stream = toRgb(sharp(input, options(limits, probe, {pages: -1})))
+  const stack = sharp(input, options(limits, probe, {pages: -1}))
+  const stream = probe.alpha ? stack.toColourspace('srgb').ensureAlpha().raw({depth: 'uchar'}) : toRgb(stack)
   let position = 0
   for await (const chunk of stream as AsyncIterable<Buffer>) {
     const end = position + chunk.length
@@ -478,7 +481,10 @@ async function decodeFrames(input: Buffer, probe: ImageProbe, limits: ImageLimit
   if (position !== frameBytes * probe.frames) {
     throw new ModError('unreadable_image', 'the animation ended before its last frame was decoded')
   }
-  return frames.map((data, k) => ({data, width, height, shown: durations[wanted[k]]}))
+  return frames.flatMap((data, k) => {
+    const shown = durations[wanted[k]]
+    return probe.alpha ? overPages({data, width, height}).map((view) => ({...view, shown})) : [{data, width, height, shown}]
+  })
 }
 
 function decodeError(e: unknown, limits: ImageLimits): ModError {

@@ -265,6 +265,22 @@ test('a picture drawn in the alpha of white pixels, blank on a light page, is de
   assert.equal([pixel(views[1], 5, 5), pixel(views[1], 35, 5)], [[76, 76, 76], [29, 29, 29]])
 })
 
+test("an animation's frames with transparency give their views on a light and a dark page too; opaque frames one", async () => {
+  // A 2-frame WebP: opaque red, then white pixels whose alpha draws a square (blank on white).
+  const side = 16
+  const data = Buffer.alloc(side * side * 4 * 2, 255)
+  for (let i = 0; i < side * side; i++) data.set([200, 30, 30, 255], 4 * i)
+  for (let i = 0; i < side * side; i++) data[4 * (side * side + i) + 3] = i % side < side / 2 ? 180 : 0
+  const webp = await sharp(data, {raw: {width: side, height: side * 2, channels: 4, pageHeight: side}})
+    .webp({lossless: true, delay: [500, 500]})
+    .toBuffer()
+  const frames = await decodeImage(webp, LIMITS)
+  assert.equal(frames.map((f) => [f.onBlack ?? false, f.shown]), [[false, 500], [false, 500], [true, 500]])
+  assert.equal(pixel(frames[0], 4, 4), [200, 30, 30])
+  assert.ok(frames[1].data.every((v) => v === 255), 'blank on white')
+  assert.equal([pixel(frames[2], 2, 4), pixel(frames[2], 12, 4)], [[180, 180, 180], [0, 0, 0]])
+})
+
 test('an image with an alpha channel whose every pixel is opaque is one view, the same as without alpha', async () => {
   const rgb = halves()
   const data = Buffer.alloc(40 * 30 * 4, 255)
