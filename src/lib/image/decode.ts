@@ -294,18 +294,19 @@ async function turned(pipeline: Sharp, orientation: number): Promise<{data: Buff
 function overPages(rgba: {data: Buffer; width: number; height: number}): RgbImage[] {
   const {data, width, height} = rgba
   const light = Buffer.allocUnsafe(width * height * 3)
-  const dark = Buffer.allocUnsafe(width * height * 3)
   let opaque = true
+  for (let i = 3; i < data.length && opaque; i += 4) opaque = data[i] === 255
+  // Only an image that has transparency holds a second view.
+  const dark = opaque ? undefined : Buffer.allocUnsafe(width * height * 3)
   for (let i = 0, o = 0; o < light.length; i += 4, o += 3) {
     const a = data[i + 3]
-    if (a !== 255) opaque = false
     for (let c = 0; c < 3; c++) {
       const v = data[i + c] * a
-      dark[o + c] = Math.floor(v / 255)
       light[o + c] = Math.floor((v + 255 * (255 - a)) / 255)
+      if (dark) dark[o + c] = Math.floor(v / 255)
     }
   }
-  return opaque ? [{data: light, width, height}] : [{data: light, width, height}, {data: dark, width, height, onBlack: true}]
+  return dark ? [{data: light, width, height}, {data: dark, width, height, onBlack: true}] : [{data: light, width, height}]
 }
 
 /**
