@@ -7,7 +7,7 @@ import {displayDurations, frameIndices, MAX_FRAMES, scoredFrames} from './animat
 import {isAnimatedPng} from './apng.js'
 import {applyTable, gammaTable, pngGamma} from './png-gamma.js'
 import {isSrgbProfile} from './icc.js'
-import type {RgbImage} from './rgb.js'
+import {libvipsOf, type RgbImage} from './rgb.js'
 
 /** Formats we accept (docs/cli.md, Accepted images); AVIF is sharp's `heif` with AV1 compression. */
 export type ImageFormat = 'jpeg' | 'png' | 'webp' | 'gif' | 'avif' | 'tiff'
@@ -268,11 +268,27 @@ async function decodeStill(input: Buffer, probe: ImageProbe, limits: ImageLimits
   if (probe.alpha) {
     const rgba = await turned(image.toColourspace('srgb').ensureAlpha().raw({depth: 'uchar'}), turnAfter)
     if (table) applyTable(rgba.data, 4, table)
-    return overPages(rgba).map((view) => ({...view, ...named}))
+    return Promise.all(overPages(rgba).map(async (view) => (view.onBlack ? darkView(view, scale, named) : {...view, ...named})))
   }
   const {data, width, height} = await turned(toRgb(image), turnAfter)
   if (table) applyTable(data, 3, table)
   return [{data, width, height, ...named}]
+}
+
+/**
+ * Longest side of the dark view of a still: the signals read far fewer pixels (736 at most, the text detector), and a
+ * view of the largest size doubled a worker's memory for a large image with transparency (bench/decode-memory.ts).
+ */
+const DARK_SIDE = 2048
+
+/** The dark view at most DARK_SIDE pixels on its longer side, its scale to the file's pixels kept. */
+async function darkView(view: RgbImage, scale: number, named: {orientation?: number; scale?: number}): Promise<RgbImage> {
+  const longer = Math.max(view.width, view.height)
+  if (longer <= DARK_SIDE) return {...view, ...named}
+  const factor = DARK_SIDE / longer
+  const size = {width: Math.max(1, Math.round(view.width * factor)), height: Math.max(1, Math.round(view.height * factor))}
+  const {data, info} = await libvipsOf(view).resize(size.width, size.height, {fit: 'fill', kernel: 'lanczos3'}).raw().toBuffer({resolveWithObject: true})
+  return {data, width: info.width, height: info.height, onBlack: true, ...named, scale: (scale * view.width) / info.width}
 }
 
 /** The pixels of a raw 8-bit pipeline, turned afterwards as `orientation` says (1: as they are). */

@@ -265,6 +265,16 @@ test('a picture drawn in the alpha of white pixels, blank on a light page, is de
   assert.equal([pixel(views[1], 5, 5), pixel(views[1], 35, 5)], [[76, 76, 76], [29, 29, 29]])
 })
 
+test('the dark view of a large image with transparency is at most 2048 pixels on its longer side, its scale to the file kept', async () => {
+  const [w, h] = [3000, 1000]
+  const rgba = Buffer.alloc(w * h * 4, 255)
+  for (let i = 0; i < w * h; i++) rgba[4 * i + 3] = i % w < w / 2 ? 200 : 0
+  const [light, dark] = await decodeImage(await raw(rgba, w, h, 4).png().toBuffer(), LIMITS)
+  assert.equal([light.width, light.height, light.scale], [3000, 1000, undefined])
+  assert.equal([dark.width, dark.height, dark.onBlack, dark.scale], [2048, 683, true, 3000 / 2048])
+  assert.equal([pixel(dark, 100, 300), pixel(dark, 1900, 300)], [[200, 200, 200], [0, 0, 0]])
+})
+
 test("an animation's frames with transparency give their views on a light and a dark page too; opaque frames one", async () => {
   // A 2-frame WebP: opaque red, then white pixels whose alpha draws a square (blank on white).
   const side = 16
