@@ -66,7 +66,10 @@ export function runPrimary(o: PrimaryOptions, stop: Promise<unknown>): Promise<n
     let stopping = false
     let failed = false
     const ready = new Set<Worker>()
-    const alive = () => Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined)
+    // A worker stays in cluster.workers until it has both exited and disconnected, in either order: one whose exit is
+    // being handled may still be listed, and the last one's would then never settle the stop (exit 13: a top-level
+    // await left unsettled).
+    const alive = () => Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && !w.isDead())
     const clusterMetrics = clusterMetricsReader(o.metrics)
 
     // A worker answering GET /metrics asks for the sum over all workers, which only the primary can collect.
