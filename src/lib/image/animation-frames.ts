@@ -85,7 +85,7 @@ function shortestSampled(chosen: ReadonlySet<number>, durations: readonly number
 }
 
 /** The index of the longest duration, the first on a tie. */
-function longestOf(durations: readonly number[]): number {
+export function longestOf(durations: readonly number[]): number {
   return durations.reduce((best, d, i) => (d > durations[best] ? i : best), 0)
 }
 

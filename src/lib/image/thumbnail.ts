@@ -1,6 +1,6 @@
 import sharp from 'sharp'
 
-import {displayDurations} from './animation-frames.js'
+import {displayDurations, longestOf} from './animation-frames.js'
 import type {ImageLimits} from './decode.js'
 
 /** Longest side of a thumbnail: enough to see what was flagged and where its boxes are, at a few KB of JPEG. */
@@ -30,8 +30,7 @@ export async function thumbnail(bytes: Buffer, limits: ImageLimits): Promise<Thu
     const options = {limitInputPixels: limits.maxPixels, failOn: 'error' as const, autoOrient: true}
     const meta = await sharp(bytes, options).metadata()
     // The frame on screen longest (the first on a tie): an animation may open on a blank frame.
-    const shown = (meta.pages ?? 1) > 1 && meta.delay ? displayDurations(meta.delay) : []
-    const page = shown.reduce((best, d, i) => (d > shown[best] ? i : best), 0)
+    const page = (meta.pages ?? 1) > 1 && meta.delay ? longestOf(displayDurations(meta.delay)) : 0
     const jpeg = await sharp(bytes, {...options, page})
       .resize({width: THUMBNAIL_SIDE, height: THUMBNAIL_SIDE, fit: 'inside', withoutEnlargement: true})
       .flatten({background: meta.hasAlpha ? TRANSPARENT_BACKGROUND : '#ffffff'})
