@@ -24,11 +24,15 @@ function displayScale(short: number, long: number): string {
 }
 
 /**
- * Composites a frame with alpha onto white, as images are flattened: white minus (white minus colour) times alpha
- * is colour times alpha plus white times (1 - alpha). Only for streams that may be transparent: it costs a
- * conversion per sampled frame.
+ * A frame with alpha as a light page shows it and as a dark one does, each scaled, stacked one above the other in
+ * one picture (splitStacked parts them): onto white, white minus (white minus colour) times alpha, which is colour
+ * times alpha plus white times (1 - alpha); onto black, colour times alpha. A picture drawn in white pixels whose
+ * alpha carries it is blank on white and shows on a dark page, as images with transparency are scored. Only for
+ * streams that may be transparent: it costs two conversions and scalings per sampled frame.
  */
-const ONTO_WHITE = 'format=gbrap,negate,premultiply=inplace=1,negate,'
+function overPages(scale: string): string {
+  return `format=gbrap,split=2[light][dark];[light]negate,premultiply=inplace=1,negate,${scale}[onwhite];[dark]premultiply=inplace=1,${scale}[onblack];[onwhite][onblack]vstack`
+}
 
 /** libvpx's decoders, which read the alpha channel of VP8 and VP9 that ffmpeg's own decoders leave out. */
 const ALPHA_DECODERS: Record<string, string> = {vp8: 'libvpx', vp9: 'libvpx-vp9'}
@@ -37,6 +41,7 @@ function ffmpegArgs(path: string, o: DecoderOptions, stream: VideoStream | undef
   const map = stream === undefined ? '0:v:0' : `0:${stream.index}`
   const decoder = stream?.alpha ? ALPHA_DECODERS[stream.codec] : undefined
   const sampling = `fps=${o.fps}:start_time=0:round=up:eof_action=pass,`
+  const scale = displayScale(o.frameShortSide, o.maxFrameSide)
   return [
     ...inputArgs(path, o.maxPixels, decoder === undefined ? [] : [`-c:${stream?.index}`, decoder]),
     // Output 1: sampled frames as PPM (each frame states its own size) on stdout. The fps filter fills instant k
@@ -48,7 +53,7 @@ function ffmpegArgs(path: string, o: DecoderOptions, stream: VideoStream | undef
     // its first frame).
     // A cover is one picture, without a timeline to sample.
     '-map', map, ...(stream?.cover ? ['-frames:v', '1'] : []),
-    '-vf', `${stream?.cover ? '' : sampling}${stream?.alpha ? ONTO_WHITE : ''}${displayScale(o.frameShortSide, o.maxFrameSide)}`,
+    '-vf', `${stream?.cover ? '' : sampling}${stream?.alpha ? overPages(scale) : scale}`,
     '-pix_fmt', 'rgb24', '-f', 'image2pipe', '-vcodec', 'ppm', 'pipe:1',
     // Output 2: the packets' listing (no decoding) on fd 3, read only as a sign of progress while ffmpeg decodes
     // between two sampled frames (many seconds of video at a low fps).

@@ -72,10 +72,11 @@ export interface DecodedFrame {
   index: number
   /** Seconds from the start: index / fps. */
   time: number
+  /** The frame; for a frame with transparency, one of its two views (onto white, then onto black: `onBlack`). */
   image: RgbImage
   /** Which of the file's decoded video streams the frame is from (0: the first; covers come after the others). */
   stream: number
-  /** No other frame of this instant follows (each stream gives one, in stream order). */
+  /** No other frame of this instant follows (each stream gives one, or its two views, in stream order). */
   last: boolean
 }
 
@@ -195,8 +196,11 @@ interface StreamDecoding {
   ended: boolean
 }
 
-/** The stream's next frame, or undefined once it has no more (or ffmpeg was killed by the clock or an abort). */
-async function nextImage(d: StreamDecoding, clock: WaitClock, signal: AbortSignal | undefined): Promise<RgbImage | undefined> {
+/**
+ * The stream's next frame (its two views when it has transparency), or none once it has no more (or ffmpeg was
+ * killed by the clock or an abort).
+ */
+async function nextViews(d: StreamDecoding, clock: WaitClock, signal: AbortSignal | undefined): Promise<RgbImage[]> {
   while (d.queue.length === 0 && !d.ended) {
     let next: IteratorResult<Buffer>
     try {
@@ -211,15 +215,18 @@ async function nextImage(d: StreamDecoding, clock: WaitClock, signal: AbortSigna
     else d.queue.push(...d.parser.push(next.value))
   }
   const image = d.queue.shift()
-  if (image) d.frames++
-  return image
+  if (!image) return []
+  d.frames++
+  // A frame's dark view comes in the same push as its light one.
+  return d.queue[0]?.onBlack ? [image, d.queue.shift() as RgbImage] : [image]
 }
 
 /**
  * Samples `fps` frames per second of every video stream of the file at `path` through ffmpeg (one process a
  * stream, read side by side), as RGB frames handed over a pipe (no files written): for every sampling instant
  * inside the video, the frame each stream shows then (a video shorter than 1 / `fps` seconds gives one instant),
- * and each attached picture (cover art) once, at the first instant. The streams are read only as fast as the
+ * and each attached picture (cover art) once, at the first instant. A frame with transparency is given as a light
+ * page shows it and as a dark one does (two frames, the second `onBlack`), as images are scored. The streams are read only as fast as the
  * caller consumes them, and limits are enforced on what is decoded, never on the container's metadata. Leaving
  * the loop early, an error or `signal` aborting kills ffmpeg; the generator ends only once the processes are gone.
  *
@@ -254,7 +261,7 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
   if (scan.end !== undefined && instantsBefore(scan.end, o.fps) > o.maxFrames) throw tooManyFrames(o)
   const decodings: StreamDecoding[] = streams.map((stream) => {
     const decoder = startDecoder(path, o, stream)
-    return {decoder, chunks: decoder.stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>, parser: createPpmParser(o.maxFrameSide), queue: [], frames: 0, ended: false}
+    return {decoder, chunks: decoder.stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>, parser: createPpmParser(o.maxFrameSide, stream?.alpha === true), queue: [], frames: 0, ended: false}
   })
   const killAll = (): void => decodings.forEach((d) => d.decoder.kill())
   const clock = createWaitClock(budgetMs, performance.now() - scanStarted, o.stallTimeoutMs, killAll)
@@ -266,8 +273,7 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
     for (;;) {
       const images: {image: RgbImage; stream: number}[] = []
       for (const [stream, d] of decodings.entries()) {
-        const image = await nextImage(d, clock, o.signal)
-        if (image) images.push({image, stream})
+        for (const image of await nextViews(d, clock, o.signal)) images.push({image, stream})
       }
       if (images.length === 0) break
       checkFrameLimits(index, o)

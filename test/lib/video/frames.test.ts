@@ -53,6 +53,10 @@ test.before(async () => {
     ffmpeg(...['-f', 'lavfi', '-i', 'color=c=blue:s=32x32:r=25:d=3', '-vf', "drawbox=c=red:t=fill:enable='eq(n,0)'", '-c:v', 'mpeg4', '-q:v', '2', clip('red-at-0.mp4')]),
     ffmpeg('-f', 'lavfi', '-i', 'color=c=red:s=32x64:d=1:r=10', '-vf', 'setsar=2', '-c:v', 'mpeg4', '-q:v', '2', clip('sar-2.mp4')),
     ffmpeg('-f', 'lavfi', '-i', 'color=c=red:s=1200x100:d=1:r=10', '-vf', 'setsar=1/3', '-c:v', 'mpeg4', '-q:v', '2', clip('sar-1-3.mp4')),
+    ffmpeg(
+      ...['-f', 'lavfi', '-i', 'color=c=red:s=32x32:r=10:d=1,format=rgba', '-f', 'lavfi', '-i', 'color=c=blue:s=32x32:r=10:d=1,format=rgba'],
+      ...['-filter_complex', '[0:v][1:v]concat=n=2:v=1:a=0', '-c:v', 'png', clip('opaque-png.mov')],
+    ),
     ...Object.entries(ALPHA_CLIPS).map(([name, codec]) =>
       ffmpeg(
         ...['-f', 'lavfi', '-i', 'color=c=black@0:s=32x32:r=10:d=1,format=rgba', '-f', 'lavfi', '-i', 'color=c=red@0.5:s=32x32:r=10:d=1,format=rgba'],
@@ -141,18 +145,36 @@ test('frames are scored as displayed: non-square pixels are made square before t
   assert.equal(small.frames.map((f) => [f.image.width, f.image.height]), [[200, 50]])
 })
 
-test('transparent frames are flattened onto white, as images are: VP9 and VP8 alpha in WebM, PNG and QuickTime RLE in MOV', async () => {
+test('transparent frames are given as a light page and a dark page show them, as images are: VP9 and VP8 alpha in WebM, PNG and QuickTime RLE in MOV', async () => {
   const shade = (f: DecodedFrame): string => {
     const [r, g, b] = [0, 1, 2].map((c) => meanChannel(f.image, c as 0 | 1 | 2))
     if (Math.min(r, g, b) > 245) return 'white'
+    if (Math.max(r, g, b) < 10) return 'black'
     if (r > 245 && Math.abs(g - 128) < 8 && Math.abs(b - 128) < 8) return 'pink'
+    if (Math.abs(r - 128) < 8 && g < 10 && b < 10) return 'dark red'
     return `rgb(${[r, g, b].map(Math.round).join(', ')})`
   }
   for (const name of Object.keys(ALPHA_CLIPS)) {
-    // A second of transparent black, then one of red at half opacity: white, then pink.
-    const {frames} = await decodeAll(clip(name))
-    assert.equal(frames.map(shade), ['white', 'pink'], name)
+    // A second of transparent black, then one of red at half opacity: white, then pink on a light page; black, then
+    // dark red on a dark one. Each instant's two frames come from the one stream, the dark view last.
+    const {frames, summary} = await decodeAll(clip(name))
+    assert.equal(
+      frames.map((f) => [f.index, shade(f), f.image.onBlack ?? false, f.stream, f.last]),
+      [
+        [0, 'white', false, 0, false],
+        [0, 'black', true, 0, true],
+        [1, 'pink', false, 0, false],
+        [1, 'dark red', true, 0, true],
+      ],
+      name,
+    )
+    assert.is(summary.frames, 2, name)
   }
+})
+
+test('a stream that may be transparent but whose frames are opaque gives one frame an instant', async () => {
+  const {frames} = await decodeAll(clip('opaque-png.mov'))
+  assert.equal(frames.map((f) => [f.index, colour(f), f.image.onBlack ?? false, f.last]), [[0, 'red', false, true], [1, 'blue', false, true]])
 })
 
 test('every video stream is decoded on the one timeline, and each cover picture once at the first instant', async () => {

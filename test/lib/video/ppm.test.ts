@@ -53,6 +53,30 @@ test('refuses a frame larger than the side limit before allocating it', () => {
   assert.is(createPpmParser(512).push(ppm(512, 1, 0)).length, 1)
 })
 
+test("a stacked frame gives its light view, then its dark view marked onBlack; one view when the halves are the same", () => {
+  const stacked = (top: number, bottom: number): Buffer => {
+    const frame = ppm(2, 4, top)
+    frame.fill(bottom, frame.length - 2 * 2 * 3)
+    return frame
+  }
+  const parser = createPpmParser(2, true)
+  const views = parser.push(Buffer.concat([stacked(255, 0), stacked(40, 40)]))
+  assert.equal(
+    views.map((f) => [f.width, f.height, f.onBlack ?? false, [...new Set(f.data)]]),
+    [
+      [2, 2, false, [255]],
+      [2, 2, true, [0]],
+      [2, 2, false, [40]],
+    ],
+  )
+})
+
+test('a stacked frame is checked for its two views: each at most the side limit, an even height', () => {
+  assert.is(createPpmParser(512, true).push(ppm(512, 1024, 0)).length, 1)
+  assert.is(codeOf(() => createPpmParser(512, true).push(Buffer.from('P6\n512 1026\n255\n'))), 'internal')
+  assert.is(codeOf(() => createPpmParser(512, true).push(Buffer.from('P6\n4 3\n255\n'))), 'internal')
+})
+
 test('refuses a stream that is not 8-bit PPM', () => {
   assert.is(codeOf(() => createPpmParser(64).push(Buffer.from('P6\n2 2\n65535\n'))), 'internal')
   assert.is(codeOf(() => createPpmParser(64).push(Buffer.alloc(100, 0x41))), 'internal')

@@ -34,9 +34,11 @@ export function hashFrames(decoded: RgbImage[]): MediaHash[] {
 /**
  * The hash of each frame sampled from a video at `fps` (vPDQ's frame hashes), as the video path samples
  * them (their shorter side at most 448 px, the longer at most 1 024), streamed; ffmpeg stops when the caller does.
+ * A frame with transparency is hashed as a light page shows it, as images are.
  */
 export async function* hashVideo(path: string, options: DecodeOptions): AsyncGenerator<MediaHash> {
   for await (const {time, image} of decodeFrames(path, options)) {
+    if (image.onBlack) continue
     const {hash, quality} = pdqHash(image)
     yield {hash: hashToHex(hash), quality, time}
   }

@@ -1,10 +1,13 @@
+import {join} from 'node:path'
+
 import sharp from 'sharp'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {hashToHex} from '../../../../src/lib/signals/pdq/hash256.js'
-import {hashImage} from '../../../../src/lib/signals/pdq/hash-media.js'
+import {hashImage, hashVideo, type MediaHash} from '../../../../src/lib/signals/pdq/hash-media.js'
 import {pdqHash} from '../../../../src/lib/signals/pdq/pdq.js'
+import {decodeOptions, ffmpeg, tempDir} from '../../video/helpers.js'
 
 const LIMITS = {maxBytes: 25 * 1024 * 1024, maxPixels: 100_000_000}
 const SIDE = 64
@@ -38,6 +41,33 @@ test('mod hash hashes the frames scan scores, chosen by display time: a 10 s fra
     hashes.map((h) => [h.frame, h.hash]),
     expected.map((hash, frame) => [frame, hash]),
   )
+})
+
+test("mod hash of a video with transparency hashes each instant's frame as a light page shows it, as lists are made", async () => {
+  const tmp = tempDir()
+  try {
+    const still = join(tmp.dir, 'pattern.png')
+    const pattern = await patternGif([40])
+    // The pattern in the alpha of white pixels: a light page shows blank white, a dark page the pattern.
+    const {data} = await sharp(pattern).greyscale().raw().toBuffer({resolveWithObject: true})
+    const rgba = Buffer.alloc(SIDE * SIDE * 4, 255)
+    for (let i = 0; i < SIDE * SIDE; i++) rgba[4 * i + 3] = data[i]
+    await sharp(rgba, {raw: {width: SIDE, height: SIDE, channels: 4}}).png().toFile(still)
+    const clip = join(tmp.dir, 'pattern.mov')
+    await ffmpeg('-loop', '1', '-i', still, '-t', '1', '-r', '10', '-c:v', 'qtrle', clip)
+    const hashes: MediaHash[] = []
+    for await (const h of hashVideo(clip, decodeOptions({fps: 2}))) hashes.push(h)
+    const white = hashToHex(pdqHash({data: Buffer.alloc(SIDE * SIDE * 3, 255), width: SIDE, height: SIDE}).hash)
+    assert.equal(
+      hashes.map((h) => [h.time, h.hash]),
+      [
+        [0, white],
+        [0.5, white],
+      ],
+    )
+  } finally {
+    tmp.remove()
+  }
 })
 
 test.run()

@@ -215,4 +215,18 @@ test('video: every sampled frame of a clip of the listed photo is matched, one k
   assert.is(Math.round(1000 * (1 - match.distance / 64)) / 1000, Math.round(1000 * (v?.max_confidence ?? 0)) / 1000)
 })
 
+test('video: a clip whose picture is drawn in alpha, blank on a light page, is matched by the hash of what a dark page shows', async () => {
+  const hidden = join(dir.path, 'hidden.png')
+  writeFileSync(hidden, await drawnInAlpha(await sharp(listed).resize(256).toBuffer()))
+  const shown = await sharp(hidden).flatten({background: '#000000'}).png().toBuffer()
+  const {policy} = await loadPolicyFile(writePolicy('video-alpha', [`${(await hashImage(shown, DEFAULT_LIMITS))[0].hash},case-12`]))
+  const clip = join(dir.path, 'hidden.mov')
+  await ffmpeg('-loop', '1', '-i', hidden, '-t', '1', '-r', '10', '-c:v', 'qtrle', clip)
+  await using engine = createEngine(options(policy))
+  const r = await engine.moderateVideo(clip, {source: 'hidden.mov', fps: 2, minFrames: 1, stopOnViolation: false})
+  const v = r.violations.find((x) => x.name === 'known_bad')
+  assert.equal(v?.segments.map((s) => [s.start, s.frames, s.matches?.map((m) => m.label)]), [[0, r.frames_analyzed, ['case-12']]])
+  assert.ok((v?.segments[0].matches?.[0].distance ?? 64) <= 8)
+})
+
 test.run()
