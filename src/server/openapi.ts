@@ -326,7 +326,7 @@ function description(info: OpenApiInfo): string {
       'spaced from the middle of the first frame to the middle of the last, and always the frame shown longest. For a ' +
       'multi-page TIFF up to 8 pages evenly spaced by position are scored. Each label keeps its maximum score. An animated PNG (APNG) is refused with 415 `unsupported_media`: only its ' +
       'default image could be decoded; send the animation as GIF or WebP. An image is scored as displayed: EXIF ' +
-      "orientation applied, colour converted to sRGB from an ICC profile or a PNG's gAMA chunk, and an image with " +
+      "orientation applied, colour converted to sRGB as browsers convert it (an ICC profile, a PNG's gAMA, cHRM and cICP chunks), and an image with " +
       'transparency scored as a light page shows it (flattened onto white) and as a dark page does (onto black), each ' +
       'label keeping the higher score.',
     '- Videos: whatever the bundled or system ffmpeg decodes; at least MP4/MOV (H.264), WebM (VP8/VP9), MKV and ' +

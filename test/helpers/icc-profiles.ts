@@ -40,7 +40,8 @@ function xyzTag(v: number[]): Buffer {
   return Buffer.concat([Buffer.from('XYZ \0\0\0\0', 'latin1'), ...v.map(s15Fixed16)])
 }
 
-function curveTag(curve: Curve): Buffer {
+/** A tone curve tag: curveType for a gamma or a table, parametricCurveType for parametric. */
+export function curveTag(curve: Curve): Buffer {
   if ('parametric' in curve) {
     const kind = Buffer.alloc(4)
     kind.writeUInt16BE([1, 3, 4, 5, 7].indexOf(curve.parametric.length))
@@ -61,8 +62,11 @@ function descTag(text: string): Buffer {
   return Buffer.concat([Buffer.from('desc\0\0\0\0', 'latin1'), length, ascii, Buffer.alloc(4 + 4 + 2 + 1 + 67)])
 }
 
-/** A matrix/shaper RGB display profile; `extra` adds tags as they are (e.g. an A2B0 lookup table). */
-export function matrixShaperProfile(options: {colorants: Colorants; curve: Curve; name?: string; extra?: Record<string, Buffer>}): Buffer {
+/**
+ * A matrix/shaper RGB profile of class `deviceClass` (default: a display profile, mntr); `extra` adds tags as they are,
+ * after the others (e.g. an A2B0 lookup table, or a second copy of a curve).
+ */
+export function matrixShaperProfile(options: {colorants: Colorants; curve: Curve; name?: string; extra?: Record<string, Buffer>; deviceClass?: string}): Buffer {
   const curve = curveTag(options.curve)
   const tags: [string, Buffer][] = [
     ['desc', descTag(options.name ?? 'test profile')],
@@ -90,22 +94,38 @@ export function matrixShaperProfile(options: {colorants: Colorants; curve: Curve
   const header = Buffer.alloc(128)
   header.writeUInt32BE(offset, 0)
   header.writeUInt32BE(0x02100000, 8)
-  header.write('mntrRGB XYZ ', 12, 'latin1')
+  header.write(`${options.deviceClass ?? 'mntr'}RGB XYZ `, 12, 'latin1')
   header.write('acsp', 36, 'latin1')
   ;[0.9642, 1, 0.82491].forEach((v, k) => s15Fixed16(v).copy(header, 68 + 4 * k))
   return Buffer.concat([header, table, ...bodies])
 }
 
-/** An 8-bit RGB PNG holding `rgb` (width x height x 3 bytes) as stored, with `profile` embedded (iCCP). */
-export function pngWithProfile(width: number, height: number, rgb: Buffer, profile: Buffer): Buffer {
+/**
+ * An 8-bit RGB PNG holding `rgb` (width x height x 3 bytes) as stored, with `profile` embedded (iCCP; none when
+ * undefined) and `chunks` (type and data) before it; `grey`: a greyscale PNG holding one byte a pixel instead.
+ */
+export function pngWithProfile(width: number, height: number, rgb: Buffer, profile: Buffer | undefined, o: {chunks?: [string, Buffer][]; grey?: boolean} = {}): Buffer {
+  const channels = o.grey ? 1 : 3
   const ihdr = Buffer.alloc(13)
   ihdr.writeUInt32BE(width, 0)
   ihdr.writeUInt32BE(height, 4)
-  ihdr.set([8, 2, 0, 0, 0], 8)
+  ihdr.set([8, o.grey ? 0 : 2, 0, 0, 0], 8)
   const rows: Buffer[] = []
-  for (let y = 0; y < height; y++) rows.push(Buffer.from([0]), rgb.subarray(y * width * 3, (y + 1) * width * 3))
-  const iccp = Buffer.concat([Buffer.from('test\0\0', 'latin1'), deflateSync(profile)])
-  return Buffer.concat([PNG_SIGNATURE, pngChunk('IHDR', ihdr), pngChunk('iCCP', iccp), pngChunk('IDAT', deflateSync(Buffer.concat(rows))), pngChunk('IEND', Buffer.alloc(0))])
+  for (let y = 0; y < height; y++) rows.push(Buffer.from([0]), rgb.subarray(y * width * channels, (y + 1) * width * channels))
+  const colour = (o.chunks ?? []).map(([type, data]) => pngChunk(type, data))
+  const iccp = profile ? [pngChunk('iCCP', Buffer.concat([Buffer.from('test\0\0', 'latin1'), deflateSync(profile)]))] : []
+  return Buffer.concat([PNG_SIGNATURE, pngChunk('IHDR', ihdr), ...colour, ...iccp, pngChunk('IDAT', deflateSync(Buffer.concat(rows))), pngChunk('IEND', Buffer.alloc(0))])
+}
+
+/** A JPEG with these ICC profile segments (APP2, each a sequence number, a count and its bytes) inserted after SOI. */
+export function jpegWithIccSegments(jpeg: Buffer, segments: {seq: number; count: number; bytes: Buffer}[]): Buffer {
+  const app2 = segments.map(({seq, count, bytes}) => {
+    const head = Buffer.alloc(4)
+    head.writeUInt16BE(0xffe2, 0)
+    head.writeUInt16BE(2 + 14 + bytes.length, 2)
+    return Buffer.concat([head, Buffer.from('ICC_PROFILE\0', 'latin1'), Buffer.from([seq, count]), bytes])
+  })
+  return Buffer.concat([jpeg.subarray(0, 2), ...app2, jpeg.subarray(2)])
 }
 
 /** 256 x 3 pixels: every value 0-255 once in each channel (a grey ramp, and ramps of red and of green over blue). */

@@ -5,8 +5,10 @@ import {imageFormat, sniffImage} from '../input/sniff.js'
 import {formatSize} from '../sizes.js'
 import {displayDurations, frameIndices, MAX_FRAMES, scoredFrames} from './animation-frames.js'
 import {isAnimatedPng} from './apng.js'
-import {applyTable, gammaTable, pngGamma} from './png-gamma.js'
-import {isSrgbProfile} from './icc.js'
+import {applyTable, gammaTable, pngColour, type PngColour} from './png-colour.js'
+import {applyShaper, type Shaper} from './shaper.js'
+import {isSrgbProfile, libvipsIgnores, matrixShaper} from './icc.js'
+import {jpegIccDiscarded} from './jpeg-icc.js'
 import {libvipsOf, type RgbImage} from './rgb.js'
 
 /** Formats we accept (docs/cli.md, Accepted images); AVIF is sharp's `heif` with AV1 compression. */
@@ -41,14 +43,20 @@ export interface ImageProbe {
   costly?: string
   /**
    * The embedded ICC profile: 'srgb' for an 8-bit RGB or grey image whose profile is sRGB in all but name
-   * (isSrgbProfile), decoded to its stored values; 'other' for any other, converted to sRGB. Absent without one.
+   * (isSrgbProfile), decoded to its stored values, as is one whose colour `colour` converts, or a PNG whose cICP chunk
+   * says sRGB; 'other' for any other, converted to sRGB by libvips. Absent without one.
    */
   profile?: 'srgb' | 'other'
+  /**
+   * A colour transform applied to the decoded samples here, where a browser applies colour that libvips would not:
+   * a profile libvips ignores (libvipsIgnores), a PNG's cHRM with gAMA or its cICP chunk (pngColour).
+   */
+  colour?: Shaper
   /** Float samples (a TIFF): whether grey or RGB, and with alpha (see fromFloat). Absent for integer samples. */
   float?: {grey: boolean; alpha: boolean}
   /** It has an alpha channel: a still is then decoded over a light and a dark page both (overPages). */
   alpha?: true
-  /** A PNG's gamma from its gAMA chunk, applied to its samples as browsers do (pngGamma); absent: none to apply. */
+  /** A PNG's gamma from its gAMA chunk, applied to its samples as browsers do (pngColour); absent: none to apply. */
   gamma?: number
 }
 
@@ -100,11 +108,12 @@ export async function probeImage(input: Buffer): Promise<ImageProbe> {
   if (format === 'png' && isAnimatedPng(input)) {
     throw new ModError('unsupported_media', 'animated PNG (APNG) is not supported: only its default image could be scored, not the frames it shows; send the animation as GIF or WebP')
   }
-  const gamma = format === 'png' ? pngGamma(input) : undefined
-  return {...probeOf(format, meta), ...(gamma === undefined ? {} : {gamma})}
+  // A JPEG whose profile browsers discard is shown as its stored values: as a PNG whose colour is sRGB by cICP.
+  const colour = format === 'png' ? pngColour(input, meta.icc === undefined) : format === 'jpeg' && jpegIccDiscarded(input) ? ({keep: true} as const) : undefined
+  return probeOf(format, meta, colour)
 }
 
-function probeOf(format: ImageFormat, meta: Metadata): ImageProbe {
+function probeOf(format: ImageFormat, meta: Metadata, png: PngColour): ImageProbe {
   const frames = Math.max(1, meta.pages ?? 1)
   const animated = frames > 1 && (format === 'gif' || format === 'webp')
   const orientation = Number.isInteger(meta.orientation) && (meta.orientation as number) >= 1 && (meta.orientation as number) <= 8 ? (meta.orientation as number) : 1
@@ -112,7 +121,7 @@ function probeOf(format: ImageFormat, meta: Metadata): ImageProbe {
   // Without a delay for each frame, every frame counts as shown equally long (scoredFrames then spaces them by index).
   const delays = animated && meta.delay?.length === frames ? {delays: meta.delay} : {}
   const alpha = meta.hasAlpha ? {alpha: true as const} : {}
-  return {format, width: meta.width, height: meta.pageHeight ?? meta.height, frames, orientation, animated, ...delays, ...decodeCost(format, meta), ...profile(meta), ...float, ...alpha}
+  return {format, width: meta.width, height: meta.pageHeight ?? meta.height, frames, orientation, animated, ...delays, ...decodeCost(format, meta), ...colourOf(meta, png), ...float, ...alpha}
 }
 
 /** A TIFF of more than one page: every page counts (decodePages). */
@@ -142,10 +151,24 @@ function refusedFormat(meta: Metadata): ModError {
  * is built for each image), so such images keep their stored values. 16-bit images are left to the conversion,
  * which sharp runs differently for them.
  */
-function profile(meta: Metadata): {profile?: 'srgb' | 'other'} {
-  if (!meta.icc) return {}
-  const keep = (meta.space === 'srgb' || meta.space === 'b-w') && meta.depth === 'uchar' && isSrgbProfile(meta.icc)
-  return {profile: keep ? 'srgb' : 'other'}
+function profile(meta: Metadata, icc: Buffer | undefined): Pick<ImageProbe, 'profile' | 'colour'> {
+  if (!icc) return {}
+  const rgbOrGrey = meta.space === 'srgb' || meta.space === 'b-w'
+  if (rgbOrGrey && meta.depth === 'uchar' && isSrgbProfile(icc)) return {profile: 'srgb'}
+  if (!rgbOrGrey || meta.depth === 'float' || !libvipsIgnores(icc, meta.channels <= 2)) return {profile: 'other'}
+  const colour = matrixShaper(icc)
+  if (!colour) {
+    throw new ModError('unsupported_media', 'the image has an ICC colour profile that browsers apply and that cannot be applied here (a malformed or device-link profile with lookup tables); send it without the profile or converted to sRGB')
+  }
+  return {profile: 'srgb', colour}
+}
+
+/** How the image's colour is read (ImageProbe's profile, colour and gamma), from its profile and a PNG's chunks. */
+function colourOf(meta: Metadata, png: PngColour): Pick<ImageProbe, 'profile' | 'colour' | 'gamma'> {
+  if (png && 'keep' in png) return {profile: 'srgb'}
+  if (png && 'shaper' in png) return {profile: 'srgb', colour: png.shaper}
+  if (png && 'gamma' in png) return {...profile(meta, meta.icc), gamma: png.gamma}
+  return profile(meta, png && 'profile' in png ? png.profile : meta.icc)
 }
 
 /**
@@ -249,7 +272,8 @@ function options(limits: ImageLimits, probe: ImageProbe, extra: SharpOptions): S
  * it turns the scaled image in the same pipeline (one pass over the pixels, the common case of a phone photo); any other format is turned in a second step, on the 8-bit pixels
  * (a float RGBA TIFF is 16 bytes a pixel). Both give the same pixels: turns and mirrors commute with the
  * conversions, which work pixel by pixel. An image with alpha is read as 8-bit RGBA instead, turned, and flattened
- * twice (overPages); a PNG's gamma (pngGamma) is applied to the 8-bit colour samples before any flattening.
+ * twice (overPages); the colour a browser applies and libvips does not (browserColour) is applied to the 8-bit colour
+ * samples before any flattening.
  */
 async function decodeStill(input: Buffer, probe: ImageProbe, limits: ImageLimits, frameSide?: number, page?: {index: number; maxPixels: number}): Promise<RgbImage[]> {
   const {orientation} = probe
@@ -264,15 +288,20 @@ async function decodeStill(input: Buffer, probe: ImageProbe, limits: ImageLimits
   const turnAfter = eightBit ? 1 : orientation
   const scale = probe.width / plan.width
   const named = {...(scale === 1 ? {} : {scale}), ...(orientation === 1 ? {} : {orientation})}
-  const table = probe.gamma === undefined ? undefined : gammaTable(probe.gamma)
   if (probe.alpha) {
     const rgba = await turned(image.toColourspace('srgb').ensureAlpha().raw({depth: 'uchar'}), turnAfter)
-    if (table) applyTable(rgba.data, 4, table)
+    browserColour(rgba.data, 4, probe)
     return Promise.all(overPages(rgba).map(async (view) => (view.onBlack ? darkView(view, scale, named) : {...view, ...named})))
   }
   const {data, width, height} = await turned(toRgb(image), turnAfter)
-  if (table) applyTable(data, 3, table)
+  browserColour(data, 3, probe)
   return [{data, width, height, ...named}]
+}
+
+/** The colour a browser applies and libvips did not (ImageProbe's gamma and colour), applied to decoded samples. */
+function browserColour(data: Buffer, channels: number, probe: ImageProbe): void {
+  if (probe.gamma !== undefined) applyTable(data, channels, gammaTable(probe.gamma))
+  if (probe.colour) applyShaper(data, channels, probe.colour)
 }
 
 /**
@@ -353,7 +382,7 @@ async function decodePages(input: Buffer, probe: ImageProbe, limits: ImageLimits
   let pages: (ImageProbe & {index: number})[]
   try {
     pages = await Promise.all(
-      frameIndices(probe.frames).map(async (index) => ({index, ...probeOf(probe.format, await sharp(input, {page: index, limitInputPixels: false}).metadata())})),
+      frameIndices(probe.frames).map(async (index) => ({index, ...probeOf(probe.format, await sharp(input, {page: index, limitInputPixels: false}).metadata(), undefined)})),
     )
   } catch (e) {
     throw decodeError(e, limits)
@@ -498,6 +527,7 @@ async function decodeFrames(input: Buffer, probe: ImageProbe, limits: ImageLimit
   if (position !== frameBytes * probe.frames) {
     throw new ModError('unreadable_image', 'the animation ended before its last frame was decoded')
   }
+  for (const data of frames) browserColour(data, probe.alpha ? 4 : 3, probe)
   return frames.flatMap((data, k) => {
     const shown = durations[wanted[k]]
     return probe.alpha ? overPages({data, width, height}).map((view) => ({...view, shown})) : [{data, width, height, shown}]

@@ -33,7 +33,12 @@ function srgbDecode(x: number): number {
 const LOW = Float64Array.from({length: 256}, (_, v) => srgbDecode((v - 1) / 255))
 const HIGH = Float64Array.from({length: 256}, (_, v) => (v === 255 ? 1 : srgbDecode((v + 1) / 255)))
 
-/** Tags by signature: their offset and size, within the profile. */
+/**
+ * Tags by signature: their offset and size, within the profile. A signature listed twice is the first of them, as
+ * Chromium's colour engine (skcms) reads it: a profile whose tone curves come first as one curve and again as sRGB's
+ * would otherwise be kept as sRGB while browsers show the stored values through the first (Little CMS, in libvips,
+ * refuses such a profile: libvipsIgnores).
+ */
 function readTags(icc: Buffer): Map<string, {offset: number; size: number}> | undefined {
   if (icc.length < 132 || icc.readUInt32BE(0) > icc.length) return undefined
   const count = icc.readUInt32BE(128)
@@ -44,7 +49,8 @@ function readTags(icc: Buffer): Map<string, {offset: number; size: number}> | un
     const offset = icc.readUInt32BE(at + 4)
     const size = icc.readUInt32BE(at + 8)
     if (offset + size > icc.length || size < 8) return undefined
-    tags.set(icc.toString('latin1', at, at + 4), {offset, size})
+    const signature = icc.toString('latin1', at, at + 4)
+    if (!tags.has(signature)) tags.set(signature, {offset, size})
   }
   return tags
 }
@@ -98,7 +104,7 @@ function readCurve(icc: Buffer, tag: {offset: number; size: number} | undefined)
   return undefined
 }
 
-function inverse3(m: number[][]): number[][] {
+export function inverse3(m: number[][]): number[][] {
   const [[a, b, c], [d, e, f], [g, h, i]] = m
   const det = a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g)
   return [
@@ -109,9 +115,51 @@ function inverse3(m: number[][]): number[][] {
 }
 
 /** The profile's colorants in sRGB's terms: (sRGB's matrix)⁻¹ × (this matrix), the identity for sRGB's own. */
-function toSrgbMatrix(columns: number[][]): number[][] {
+export function toSrgbMatrix(columns: number[][]): number[][] {
   const toSrgb = inverse3(SRGB_COLORANTS)
   return [0, 1, 2].map((r) => [0, 1, 2].map((c) => toSrgb[r][0] * columns[c][0] + toSrgb[r][1] * columns[c][1] + toSrgb[r][2] * columns[c][2]))
+}
+
+/** The classes Little CMS takes as the profile of an image's stored values; libvips keeps the values of another. */
+const INPUT_CLASSES = [...DEVICE_CLASSES, 'prtr']
+
+/** Whether the profile lists a tag signature twice (the ICC specification allows each once). */
+function repeatsTag(icc: Buffer): boolean {
+  const count = icc.length >= 132 ? icc.readUInt32BE(128) : 0
+  const seen = new Set<string>()
+  for (let i = 0; i < count && 144 + i * 12 <= icc.length; i++) {
+    const signature = icc.toString('latin1', 132 + i * 12, 136 + i * 12)
+    if (seen.has(signature)) return true
+    seen.add(signature)
+  }
+  return false
+}
+
+/**
+ * Whether libvips would leave the stored values of an image with this profile as they are where a browser applies
+ * it: a profile listing a tag twice (Little CMS refuses it; skcms reads the first), one of a class Little CMS does
+ * not take for an image (an abstract profile, a device link; skcms applies its curves whatever the class), or an
+ * RGB profile on a greyscale image (skcms applies it to the grey values as red, green and blue alike).
+ */
+export function libvipsIgnores(icc: Buffer, grey: boolean): boolean {
+  if (icc.length < 132) return false
+  const space = icc.toString('latin1', 16, 20)
+  return repeatsTag(icc) || !INPUT_CLASSES.includes(icc.toString('latin1', 12, 16)) || (grey && space === 'RGB ')
+}
+
+/**
+ * A matrix/shaper RGB profile as a transform to sRGB: each channel's tone curve (stored value to linear light, on
+ * [0, 1]) and the matrix from its linear values to sRGB's; undefined for any other profile (lookup tables, another
+ * colour space). Read whatever its class, as skcms reads it.
+ */
+export function matrixShaper(icc: Buffer): {curves: ((x: number) => number)[]; matrix: number[][]} | undefined {
+  const tags = readTags(icc)
+  if (!tags || icc.toString('latin1', 16, 20) !== 'RGB ' || icc.toString('latin1', 20, 24) !== 'XYZ ') return undefined
+  if (LUT_TAGS.some((t) => tags.has(t))) return undefined
+  const columns = ['rXYZ', 'gXYZ', 'bXYZ'].map((t) => readXyz(icc, tags.get(t)))
+  const curves = ['rTRC', 'gTRC', 'bTRC'].map((t) => readCurve(icc, tags.get(t)))
+  if (columns.some((c) => !c) || curves.some((c) => !c)) return undefined
+  return {curves: curves as ((x: number) => number)[], matrix: toSrgbMatrix(columns as number[][])}
 }
 
 /** Whether converting from this profile to sRGB would keep every 8-bit value within one level (the module's comment). */

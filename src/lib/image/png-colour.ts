@@ -1,0 +1,192 @@
+/**
+ * A PNG's colour chunks, as browsers apply them, where libvips keeps the stored samples. Precedence (W3C PNG
+ * specification, third edition): cICP, then iCCP, then sRGB, then gAMA with cHRM.
+ * - gAMA gives the exponent the samples were encoded with (its value is that exponent × 100 000: a sample is linear
+ *   light raised to it); a viewer decodes the samples to light with it. A PNG stored nearly white under a tiny gamma
+ *   is an ordinary photo to a browser and a blank page to libvips.
+ * - cHRM gives the primaries and white point; browsers apply it with a gAMA chunk (not alone), so a PNG whose red and
+ *   green are swapped in its samples and in its cHRM is the photo to a browser.
+ * - cICP names the colour space by code points (ITU-T H.273) and overrides an iCCP profile, which libvips would apply.
+ * - iCCP's profile is applied by libvips, except where libpng drops it (an RGB profile in a greyscale PNG): it is read
+ *   here for that case.
+ */
+import {inflateSync} from 'node:zlib'
+
+import {ModError} from '../errors.js'
+import {SIGNATURE_BYTES} from './apng.js'
+import {inverse3, toSrgbMatrix} from './icc.js'
+import type {Shaper} from './shaper.js'
+
+/**
+ * How far a PNG's gamma may be from the 1/2.2 that displays assume (0.45455, which PNG writers often record) before it
+ * is applied: within it, decoding with it would move an 8-bit value by a few levels in the shadows, and the stored
+ * values are kept.
+ */
+const KEPT_WITHIN = 0.1
+
+/** How far from the identity the matrix from a cHRM's primaries to sRGB's may be for them to count as sRGB's. */
+const SAME_PRIMARIES = 0.01
+
+/** The largest ICC profile read from an iCCP chunk (profiles of real images are a few KiB). */
+const MAX_PROFILE_BYTES = 4 * 1024 * 1024
+
+/** The colour chunks before the image data, where the specification puts them. */
+interface Chunks {
+  gamma?: number
+  /** White point then red, green and blue primaries, as (x, y) chromaticities. */
+  chrm?: number[][]
+  cicp?: number[]
+  srgb?: true
+  iccp?: Buffer
+}
+
+function readChunks(png: Buffer): Chunks {
+  const found: Chunks = {}
+  for (let at = SIGNATURE_BYTES; at + 8 <= png.length; ) {
+    const length = png.readUInt32BE(at)
+    const type = png.toString('latin1', at + 4, at + 8)
+    const data = png.subarray(at + 8, Math.min(png.length, at + 8 + length))
+    if (type === 'IDAT') break
+    if (type === 'gAMA' && data.length === 4) found.gamma = data.readUInt32BE(0) / 100_000
+    if (type === 'cHRM' && data.length === 32) found.chrm = [0, 1, 2, 3].map((k) => [data.readUInt32BE(8 * k) / 100_000, data.readUInt32BE(8 * k + 4) / 100_000])
+    if (type === 'cICP' && data.length === 4) found.cicp = [...data]
+    if (type === 'sRGB') found.srgb = true
+    if (type === 'iCCP') found.iccp = data
+    // Length, type, data, CRC.
+    at += 12 + length
+  }
+  return found
+}
+
+/** The profile of an iCCP chunk (a name, a NUL, a method byte, then the zlib stream); undefined when unreadable. */
+function inflateProfile(chunk: Buffer): Buffer | undefined {
+  const nul = chunk.indexOf(0)
+  if (nul < 1 || nul > 79 || chunk[nul + 1] !== 0) return undefined
+  try {
+    return inflateSync(chunk.subarray(nul + 2), {maxOutputLength: MAX_PROFILE_BYTES})
+  } catch {
+    return undefined
+  }
+}
+
+/** XYZ of a chromaticity at luminance 1. */
+function xyz([x, y]: number[]): number[] {
+  return [x / y, 1, (1 - x - y) / y]
+}
+
+const multiply = (a: number[][], b: number[][]): number[][] => a.map((row) => b[0].map((_, c) => row.reduce((sum, v, k) => sum + v * b[k][c], 0)))
+
+/** The Bradford cone response matrix, with which colour engines (skcms, Little CMS) adapt a white point to D50. */
+const BRADFORD = [
+  [0.8951, 0.2664, -0.1614],
+  [-0.7502, 1.7135, 0.0367],
+  [0.0389, -0.0685, 1.0296],
+]
+const D50 = [0.9642, 1, 0.8249]
+
+/**
+ * The colorants (columns r, g, b, in D50 XYZ) of primaries and a white point given as chromaticities: the primaries
+ * scaled so that they add up to the white, then adapted to D50 (Bradford), as an ICC profile stores them.
+ */
+export function colorants([white, ...primaries]: number[][]): number[][] | undefined {
+  if ([white, ...primaries].some(([, y]) => !(y > 0))) return undefined
+  const p = [0, 1, 2].map((r) => primaries.map((c) => xyz(c)[r]))
+  const w = xyz(white)
+  const scale = inverse3(p).map((row) => row.reduce((sum, v, k) => sum + v * w[k], 0))
+  if (scale.some((s) => !Number.isFinite(s))) return undefined
+  const toWhite = p.map((row) => row.map((v, c) => v * scale[c]))
+  const [cone, coneD50] = [BRADFORD.map((row) => row.reduce((s, v, k) => s + v * w[k], 0)), BRADFORD.map((row) => row.reduce((s, v, k) => s + v * D50[k], 0))]
+  const adapt = multiply(inverse3(BRADFORD), multiply([0, 1, 2].map((r) => [0, 1, 2].map((c) => (r === c ? coneD50[r] / cone[r] : 0))), BRADFORD))
+  const m = multiply(adapt, toWhite)
+  return [0, 1, 2].map((c) => m.map((row) => row[c]))
+}
+
+/** sRGB's decoding of an encoded value to linear light (IEC 61966-2-1). */
+function srgbDecode(v: number): number {
+  return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4
+}
+
+/** H.273 colour primaries this reads from a cICP chunk, as white point then red, green, blue chromaticities. */
+const CICP_PRIMARIES: Record<number, number[][]> = {
+  1: [[0.3127, 0.329], [0.64, 0.33], [0.3, 0.6], [0.15, 0.06]],
+  9: [[0.3127, 0.329], [0.708, 0.292], [0.17, 0.797], [0.131, 0.046]],
+  12: [[0.3127, 0.329], [0.68, 0.32], [0.265, 0.69], [0.15, 0.06]],
+}
+
+/** BT.709's transfer (also BT.601's and BT.2020's), inverted: an encoded value to linear light. */
+function bt709Decode(x: number): number {
+  return x < 0.081 ? x / 4.5 : ((x + 0.099) / 1.099) ** (1 / 0.45)
+}
+
+/** H.273 transfer characteristics this reads from a cICP chunk (the SDR ones), as curves to linear light. */
+const CICP_TRANSFERS: Record<number, (x: number) => number> = {
+  1: bt709Decode,
+  4: (x) => x ** 2.2,
+  5: (x) => x ** 2.8,
+  6: bt709Decode,
+  8: (x) => x,
+  13: srgbDecode,
+  14: bt709Decode,
+  15: bt709Decode,
+}
+
+/** What decoding does with a PNG's colour: keep the stored values, apply a transform here, or read this profile. */
+export type PngColour = {keep: true} | {shaper: Shaper} | {profile: Buffer} | {gamma: number} | undefined
+
+function cicpColour([primaries, transfer, matrix, fullRange]: number[]): PngColour {
+  if (primaries === 1 && transfer === 13 && matrix === 0 && fullRange === 1) return {keep: true}
+  const columns = CICP_PRIMARIES[primaries] ? colorants(CICP_PRIMARIES[primaries]) : undefined
+  const curve = CICP_TRANSFERS[transfer]
+  if (!columns || !curve || matrix !== 0 || fullRange !== 1) {
+    throw new ModError(
+      'unsupported_media',
+      `PNG images whose cICP chunk names colour primaries ${primaries}, transfer ${transfer}, matrix ${matrix} and ${fullRange === 1 ? 'full' : 'narrow'} range are not supported (HDR and video colour spaces); send it in sRGB or Display P3`,
+    )
+  }
+  return {shaper: {curves: [curve, curve, curve], matrix: toSrgbMatrix(columns)}}
+}
+
+/**
+ * What a browser does with a PNG's colour that libvips would not do alike (the module's comment): undefined when
+ * libvips decodes it as a browser shows it (no colour chunk, an sRGB chunk, an iCCP profile libpng keeps for
+ * libvips). `greyProfile`: libvips has no profile for the image (libpng dropped its iCCP): the chunk's is read.
+ * Throws `unsupported_media` for a cICP colour space it does not convert (PQ, HLG, narrow range).
+ */
+export function pngColour(png: Buffer, greyProfile: boolean): PngColour {
+  const chunks = readChunks(png)
+  if (chunks.cicp) return cicpColour(chunks.cicp)
+  if (chunks.iccp) {
+    const profile = greyProfile ? inflateProfile(chunks.iccp) : undefined
+    return profile ? {profile} : undefined
+  }
+  if (chunks.srgb) return undefined
+  const {gamma, chrm} = chunks
+  if (gamma === undefined || gamma <= 0) return undefined
+  const columns = chrm ? colorants(chrm) : undefined
+  const matrix = columns ? toSrgbMatrix(columns) : undefined
+  // Primaries within rounding of sRGB's (the cHRM many writers add beside gAMA) leave the gamma alone to apply.
+  if (matrix && matrix.some((row, r) => row.some((v, c) => Math.abs(v - (r === c ? 1 : 0)) > SAME_PRIMARIES))) {
+    const curve = (x: number): number => x ** (1 / gamma)
+    return {shaper: {curves: [curve, curve, curve], matrix}}
+  }
+  return Math.abs(2.2 * gamma - 1) <= KEPT_WITHIN ? undefined : {gamma}
+}
+
+/** sRGB's encoding of linear light (IEC 61966-2-1). */
+function srgbEncode(linear: number): number {
+  return linear <= 0.0031308 ? 12.92 * linear : 1.055 * linear ** (1 / 2.4) - 0.055
+}
+
+/** For each 8-bit sample, the sRGB value of the light it stands for under `gamma`. */
+export function gammaTable(gamma: number): Uint8Array {
+  return Uint8Array.from({length: 256}, (_, v) => Math.round(255 * srgbEncode((v / 255) ** (1 / gamma))))
+}
+
+/** Applies `table` to the colour samples of 8-bit pixels of `channels` samples (RGB or RGBA: alpha is left alone). */
+export function applyTable(data: Buffer, channels: number, table: Uint8Array): void {
+  for (let i = 0; i < data.length; i += channels) {
+    data[i] = table[data[i]]
+    data[i + 1] = table[data[i + 1]]
+    data[i + 2] = table[data[i + 2]]
+  }
+}
