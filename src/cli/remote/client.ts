@@ -1,6 +1,7 @@
 import {FormData, request, type Agent, type EnvHttpProxyAgent} from 'undici'
 
 import {ModError} from '../../lib/errors.js'
+import {BODY_BUFFER_BYTES} from '../../lib/fetch/body-buffer.js'
 import {dispatcherFor} from '../../lib/fetch/proxy-agent.js'
 import {untilAccepted, type AttemptContext} from './attempts.js'
 import {REQUEST_TIMEOUTS, type RequestTimeouts} from './exchange.js'
@@ -100,7 +101,7 @@ export function createClient(options: ClientOptions): Client {
     server,
     async getJson(path, maxBytes) {
       const url = new URL(path, base)
-      const send = (signal: AbortSignal) => request(url, {method: 'GET', headers, dispatcher: agent, signal})
+      const send = (signal: AbortSignal) => request(url, {method: 'GET', headers, dispatcher: agent, signal, highWaterMark: BODY_BUFFER_BYTES})
       return (await untilAccepted(ctx, {what: `GET ${url.pathname}`, send, accept: (s) => s === 200, maxBytes})).body
     },
     async deleteOnce(path: string): Promise<void> {
@@ -110,7 +111,7 @@ export function createClient(options: ClientOptions): Client {
     async postFiles(path, field, files, maxBytes, query = {}) {
       const url = new URL(path, base)
       for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v)
-      const send = (signal: AbortSignal) => request(url, {method: 'POST', body: multipart(field, files), headers, dispatcher: agent, signal})
+      const send = (signal: AbortSignal) => request(url, {method: 'POST', body: multipart(field, files), headers, dispatcher: agent, signal, highWaterMark: BODY_BUFFER_BYTES})
       return untilAccepted(ctx, {what: `POST ${url.pathname}`, send, accept: (s) => s >= 200 && s < 300, maxBytes})
     },
     close: () => agent.close(),

@@ -2,6 +2,7 @@ import type {IncomingHttpHeaders} from 'node:http'
 import {ModError, isModError} from '../errors.js'
 import {readCapped} from '../input/read-capped.js'
 import {formatSize} from '../sizes.js'
+import {BODY_BUFFER_BYTES} from './body-buffer.js'
 import {type Dial, directDial, pinnedClient} from './pinned.js'
 import {type Resolver, type Subject, checkUrl, checkedAddresses, describeUrl, systemResolver} from './target.js'
 
@@ -134,6 +135,7 @@ async function get(url: URL, addresses: string[], options: FetchImageOptions, si
       method: 'GET',
       headers: REQUEST_HEADERS,
       signal,
+      highWaterMark: BODY_BUFFER_BYTES,
     })
     const {statusCode, headers} = response
     if (REDIRECT_STATUSES.has(statusCode)) return {kind: 'redirect', location: redirectTarget(url, headers.location)}

@@ -15,6 +15,7 @@ import {pipeline} from 'node:stream/promises'
 import {interceptors, request, type Agent, type Dispatcher, type EnvHttpProxyAgent} from 'undici'
 
 import {isModError, ModError} from '../errors.js'
+import {BODY_BUFFER_BYTES} from '../fetch/body-buffer.js'
 import {connectionProblem} from '../fetch/url.js'
 import {dispatcherFor, type ProxySettings} from '../fetch/proxy-agent.js'
 import {formatSize, formatSizeExact} from '../sizes.js'
@@ -112,6 +113,7 @@ async function get(ctx: Context, file: ModelFile, url: string, offset: number): 
       dispatcher: ctx.dispatcher,
       signal: ctx.opts.signal,
       headers: offset > 0 ? {range: `bytes=${offset}-`} : {},
+      highWaterMark: BODY_BUFFER_BYTES,
     })
   } catch (e) {
     if (ctx.opts.signal?.aborted) throw failed(`download of ${file.path} was interrupted`)
