@@ -55,6 +55,24 @@ test('a copy that matches the pin is installed: the file in place, manifest.json
   assert.is(seen.at(-1), 4096)
 })
 
+test('an add into a folder that a running pull holds is refused naming it, and leaves the pull\'s part alone', async () => {
+  const {manifest, file} = standIn()
+  const dest = join(dir.path, 'busy', 'nudenet')
+  mkdirSync(join(dest, '.partial'), {recursive: true})
+  writeFileSync(join(dest, '.partial', '320n.onnx.part'), 'half')
+  // This test's own process stands for the pull that holds the lock.
+  writeFileSync(join(dest, '.install.lock'), `${process.pid}\n`)
+  try {
+    await addModelFile(manifest, file, dest)
+    assert.unreachable('added while a pull held the folder')
+  } catch (e) {
+    assert.is((e as {code?: string}).code, 'download_failed')
+    assert.match((e as Error).message, `cannot install standin-320n into ${dest}: another mod (process ${process.pid}) is installing there`)
+  }
+  assert.equal(readFileSync(join(dest, '.partial', '320n.onnx.part'), 'utf8'), 'half')
+  assert.not.ok(existsSync(join(dest, '320n.onnx')))
+})
+
 test('a copy of the right size but another sha256 is refused and changes nothing: the installed folder stays as it was', async () => {
   const {manifest, file, bytes} = standIn()
   const dest = join(dir.path, 'kept', 'nudenet')

@@ -14,6 +14,7 @@ import {pipeline} from 'node:stream/promises'
 import {ModError} from '../errors.js'
 import {formatSizeExact} from '../sizes.js'
 import {MANIFEST_FILE} from './manifest.js'
+import {withInstallLock} from './install-lock.js'
 import {PARTIAL_DIR, syncFile, writeManifest, type PullableManifest, type PulledFile} from './pull.js'
 
 export interface AddOptions {
@@ -50,6 +51,15 @@ export async function addModelFile<M extends PullableManifest>(manifest: M, sour
   const partial = join(destDir, PARTIAL_DIR)
   const part = join(partial, `${file.path}.add`)
   await mkdir(dirname(part), {recursive: true})
+  return withInstallLock(destDir, manifest.id, () => copyInto(manifest, source, destDir, {part, expected}, opts))
+}
+
+/** addModelFile's copy of `source` into the folder, holding its install lock. */
+async function copyInto<M extends PullableManifest>(manifest: M, source: string, destDir: string, to: {part: string; expected: string}, opts: AddOptions): Promise<{installed: M; file: PulledFile}> {
+  const file = manifest.files[0]
+  const size = file.size as number
+  const {part, expected} = to
+  const partial = join(destDir, PARTIAL_DIR)
   let added = false
   const hash = createHash('sha256')
   let copied = 0

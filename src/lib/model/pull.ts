@@ -20,6 +20,7 @@ import {connectionProblem} from '../fetch/url.js'
 import {dispatcherFor, type ProxySettings} from '../fetch/proxy-agent.js'
 import {formatSize, formatSizeExact} from '../sizes.js'
 import {hashFile, type Verified} from './file-hash.js'
+import {withInstallLock} from './install-lock.js'
 import {MANIFEST_FILE} from './manifest.js'
 import type {Manifest, ModelFile} from './manifest-types.js'
 
@@ -256,33 +257,39 @@ export async function pullModel<M extends PullableManifest>(manifest: M, destDir
   const ctx: Context = {dest: destDir, opts, dispatcher}
   await mkdir(destDir, {recursive: true})
   try {
-    const installed = new Map<string, ModelFile>()
-    let uninstalled = false
-    for (const [i, file] of queue.entries()) {
-      if (opts.signal?.aborted) throw failed('download was interrupted')
-      let verified = await installedCopy(join(destDir, file.path), file)
-      const skipped = verified !== undefined
-      if (!verified) {
-        // From the first file that changes, the folder must stop counting as installed until it is whole again.
-        if (!uninstalled) await rm(join(destDir, MANIFEST_FILE), {force: true})
-        uninstalled = true
-        verified = await download(ctx, file, urls[i])
-      }
-      const pinned = file.sha256 !== undefined
-      opts.onFile?.({file: file.path, size: verified.size, sha256: verified.sha256, skipped, pinned})
-      installed.set(file.path, {...file, size: verified.size, sha256: verified.sha256, trust: pinned ? 'pinned' : 'first_use'})
-    }
-    const done = (f: ModelFile): ModelFile => installed.get(f.path) ?? f
-    const result: M = {...manifest, files: manifest.files.map(done)}
-    if (manifest.variants) {
-      result.variants = Object.fromEntries(
-        Object.entries(manifest.variants).map(([name, v]) => [name, {image_encoder: done(v.image_encoder), text_encoder: done(v.text_encoder)}]),
-      )
-    }
-    await writeManifest(destDir, result)
-    await rm(join(destDir, PARTIAL_DIR), {recursive: true, force: true})
-    return result
+    return await withInstallLock(destDir, manifest.id, () => pullFiles(ctx, manifest, queue, urls))
   } finally {
     await agent?.close()
   }
+}
+
+/** pullModel's downloads and installed manifest, holding the folder's install lock. */
+async function pullFiles<M extends PullableManifest>(ctx: Context, manifest: M, queue: ModelFile[], urls: string[]): Promise<M> {
+  const {dest: destDir, opts} = ctx
+  const installed = new Map<string, ModelFile>()
+  let uninstalled = false
+  for (const [i, file] of queue.entries()) {
+    if (opts.signal?.aborted) throw failed('download was interrupted')
+    let verified = await installedCopy(join(destDir, file.path), file)
+    const skipped = verified !== undefined
+    if (!verified) {
+      // From the first file that changes, the folder must stop counting as installed until it is whole again.
+      if (!uninstalled) await rm(join(destDir, MANIFEST_FILE), {force: true})
+      uninstalled = true
+      verified = await download(ctx, file, urls[i])
+    }
+    const pinned = file.sha256 !== undefined
+    opts.onFile?.({file: file.path, size: verified.size, sha256: verified.sha256, skipped, pinned})
+    installed.set(file.path, {...file, size: verified.size, sha256: verified.sha256, trust: pinned ? 'pinned' : 'first_use'})
+  }
+  const done = (f: ModelFile): ModelFile => installed.get(f.path) ?? f
+  const result: M = {...manifest, files: manifest.files.map(done)}
+  if (manifest.variants) {
+    result.variants = Object.fromEntries(
+      Object.entries(manifest.variants).map(([name, v]) => [name, {image_encoder: done(v.image_encoder), text_encoder: done(v.text_encoder)}]),
+    )
+  }
+  await writeManifest(destDir, result)
+  await rm(join(destDir, PARTIAL_DIR), {recursive: true, force: true})
+  return result
 }

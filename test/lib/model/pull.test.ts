@@ -261,6 +261,41 @@ test('an interrupted pull (abort) leaves no usable half file', async () => {
   assert.is((await rejection(loadManifest(dest, 'fast'))).code, 'model_missing')
 })
 
+test('a second pull into a folder being installed is refused naming the first; the first installs whole files', async () => {
+  const dest = reset()
+  modes.set('/tokenizer.json', 'stall')
+  const controller = new AbortController()
+  let stalled!: () => void
+  const reached = new Promise<void>((resolve) => (stalled = resolve))
+  const first = pullModel(preset(), dest, {
+    signal: controller.signal,
+    onProgress: (p) => {
+      if (p.file === 'tokenizer.json' && p.received > 0) stalled()
+    },
+  })
+  await reached
+  // Without the lock it would stall on the same file: bounded, so that the test ends either way.
+  const second = await rejection(pullModel(preset(), dest, {signal: AbortSignal.timeout(5000)}))
+  assert.is(second.code, 'download_failed')
+  assert.match(second.message, new RegExp(`another mod \\(process ${process.pid}\\) is installing there`))
+  controller.abort()
+  await rejection(first)
+  // The lock goes with the first pull: the next one installs, every file as served.
+  modes.clear()
+  await pullModel(preset(), dest)
+  await assertSameFiles(dest)
+  assert.not.ok(await exists(join(dest, '.install.lock')))
+})
+
+test('the lock of a process that has gone (killed mid-install) is taken over', async () => {
+  const dest = reset()
+  await mkdir(dest, {recursive: true})
+  // A pid no process has: beyond the kernel's pid_max.
+  await writeFile(join(dest, '.install.lock'), '4194305\n')
+  await pullModel(preset(), dest)
+  await assertSameFiles(dest)
+})
+
 test('files already installed and matching are not downloaded again', async () => {
   const dest = reset()
   await pullModel(preset(), dest)
