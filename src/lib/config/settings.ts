@@ -283,10 +283,16 @@ function count(input: SettingsInput, env: Env, key: 'threads' | 'port' | 'worker
 
 /**
  * The buffered-bytes budget must hold the largest single request with room for form overhead: a whole batch,
- * or the base64 JSON text of one image (4/3 of it); otherwise such a request could never be served.
+ * or the base64 JSON text of one image (4/3 of it); otherwise such a request could never be served. Unset, it
+ * grows to that (a MOD_MAX_BYTES raised past 127 MiB raised nothing else and stopped every command); given, a
+ * smaller value is refused.
  */
 function checkBuffered(limits: Limits, given: string | undefined): void {
   const needed = Math.max(limits.maxBatchBytes, 2 * limits.maxBytes) + MiB
+  if (given === undefined || given === '') {
+    limits.maxBufferedBytes = Math.max(limits.maxBufferedBytes, needed)
+    return
+  }
   if (limits.maxBufferedBytes < needed) {
     throw invalid(
       'MOD_MAX_BUFFERED_BYTES',

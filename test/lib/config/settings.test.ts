@@ -160,12 +160,15 @@ test('the batch total and the buffered-bytes budget have defaults; the budget mu
   assert.equal([defaults.maxBatchBytes, defaults.maxBufferedBytes], [100 * 1024 * 1024, 256 * 1024 * 1024])
   const set = flat({}, {MOD_MAX_BATCH_BYTES: '10MB', MOD_MAX_BUFFERED_BYTES: '64MB'}, cwd).limits
   assert.equal([set.maxBatchBytes, set.maxBufferedBytes], [10 * 1024 * 1024, 64 * 1024 * 1024])
+  // Unset, the budget grows to hold a raised batch total or image size: every command runs.
+  assert.is(flat({}, {MOD_MAX_BATCH_BYTES: '300MB'}, cwd).limits.maxBufferedBytes, 301 * 1024 * 1024)
+  assert.is(flat({}, {MOD_MAX_BYTES: '200MB'}, cwd).limits.maxBufferedBytes, 401 * 1024 * 1024)
   assert.throws(
-    () => flat({}, {MOD_MAX_BATCH_BYTES: '300MB'}, cwd),
+    () => flat({}, {MOD_MAX_BATCH_BYTES: '300MB', MOD_MAX_BUFFERED_BYTES: '256MB'}, cwd),
     (e: {code: string; message: string}) =>
       e.code === 'invalid_config' &&
       e.message ===
-        'MOD_MAX_BUFFERED_BYTES="268435456" is not valid: expected at least 301 MiB (315 621 376 bytes): the larger of MOD_MAX_BATCH_BYTES and 2 x MOD_MAX_BYTES, plus 1 MiB',
+        'MOD_MAX_BUFFERED_BYTES="256MB" is not valid: expected at least 301 MiB (315 621 376 bytes): the larger of MOD_MAX_BATCH_BYTES and 2 x MOD_MAX_BYTES, plus 1 MiB',
   )
   assert.throws(() => flat({}, {MOD_MAX_BYTES: '200MB', MOD_MAX_BUFFERED_BYTES: '256MB'}, cwd), /MOD_MAX_BUFFERED_BYTES="256MB"/)
 })
