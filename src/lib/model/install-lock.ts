@@ -36,7 +36,7 @@ async function take(path: string): Promise<number | undefined> {
     if (Number.isInteger(holder) && holder > 0 && running(holder)) return holder
     await rm(path, {force: true})
   }
-  throw new ModError('download_failed', `cannot take the install lock ${path}: another installer keeps creating it`)
+  throw new ModError('download_failed', `cannot take the install lock ${path}: another installer keeps creating it`, {local: true})
 }
 
 /**
@@ -47,7 +47,7 @@ export async function withInstallLock<T>(destDir: string, what: string, work: ()
   const path = join(destDir, LOCK_FILE)
   const holder = await take(path)
   if (holder !== undefined) {
-    throw new ModError('download_failed', `cannot install ${what} into ${destDir}: another mod (process ${holder}) is installing there; wait for it to finish, or stop it and run this again`)
+    throw new ModError('download_failed', `cannot install ${what} into ${destDir}: another mod (process ${holder}) is installing there; wait for it to finish, or stop it and run this again`, {local: true})
   }
   try {
     return await work()

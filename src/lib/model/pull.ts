@@ -56,6 +56,8 @@ export interface PullOptions {
   variants?: ('int8' | 'fp16')[]
   /** Proxies for the default dispatcher (HTTPS_PROXY and friends, read by the config layer). */
   proxy?: ProxySettings
+  /** The most bytes taken of a file without a pinned size from a server that gives no length; default MAX_UNPINNED_BYTES. */
+  maxUnpinnedBytes?: number
 }
 
 /** The pull's own dispatcher: through the proxies when any is set, else direct; redirects followed either way. */
@@ -69,6 +71,14 @@ interface Context {
   dispatcher: Dispatcher
 }
 
+/**
+ * The most bytes taken of a file whose size the manifest does not pin from a server that gives no length: above the
+ * largest file of any preset (the accurate preset's image encoder, 1.2 GB), so that a server that never ends cannot
+ * fill the disk.
+ */
+const MAX_UNPINNED_BYTES = 4 * 1024 * 1024 * 1024
+
+/** A download's failure; `local: true` in its details for one of this machine (the disk, another installer), not the network. */
 function failed(message: string, details?: Record<string, unknown>): ModError {
   return new ModError('download_failed', message, details)
 }
@@ -151,6 +161,8 @@ async function download(ctx: Context, file: ModelFile, url: string): Promise<Ver
   }
   const length = Number(header(res.headers, 'content-length'))
   const total = file.size ?? (Number.isFinite(length) && length >= 0 ? start + length : undefined)
+  // A file without a pinned size from a server that gives no length is taken up to MAX_UNPINNED_BYTES.
+  const cap = total ?? opts.maxUnpinnedBytes ?? MAX_UNPINNED_BYTES
 
   const hash = createHash('sha256')
   if (start > 0) {
@@ -164,6 +176,10 @@ async function download(ctx: Context, file: ModelFile, url: string): Promise<Ver
       // Enforced as bytes arrive: a server sending more than the manifest promises is cut off, not stored.
       if (file.size !== undefined && received > file.size) {
         done(failed(`${file.path} is larger than the ${formatSizeExact(file.size)} the manifest gives`))
+        return
+      }
+      if (received > cap) {
+        done(failed(`${file.path} is larger than ${formatSizeExact(cap)}, ${total === undefined ? 'the most a model file without a pinned size is taken' : 'the length the server gave'}`))
         return
       }
       hash.update(chunk)
@@ -181,6 +197,9 @@ async function download(ctx: Context, file: ModelFile, url: string): Promise<Ver
     if (isModError(e)) {
       await rm(part, {force: true})
       throw e
+    }
+    if ((e as NodeJS.ErrnoException).code === 'ENOSPC') {
+      throw failed(`the disk holding ${ctx.dest} is full: ${file.path} stopped after ${formatSize(received)}; free space and pull again to resume`, {local: true})
     }
     throw failed(
       `download of ${file.path} stopped after ${formatSize(received)}${total === undefined ? '' : ` of ${formatSize(total)}`} ` +

@@ -1,7 +1,7 @@
 import {createHash} from 'node:crypto'
 import {createServer, type Server} from 'node:http'
 import type {AddressInfo} from 'node:net'
-import {mkdir, mkdtemp, readFile, rm, stat, writeFile} from 'node:fs/promises'
+import {mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {test} from 'uvu'
@@ -14,7 +14,7 @@ import {pullModel, type PulledFile, type PullProgress} from '../../../src/lib/mo
 import {rejection} from '../../helpers/errors.js'
 
 /** How the test server answers one path: normally (with Range support), or one of the failures under test. */
-type Mode = 'ok' | 'cut' | 'stall' | 'no-range' | 'missing' | 'redirect'
+type Mode = 'ok' | 'cut' | 'stall' | 'no-range' | 'missing' | 'redirect' | 'endless'
 
 const root = await mkdtemp(join(tmpdir(), 'mod-pull-'))
 const toy = await writeToyModel(join(root, 'source'))
@@ -46,6 +46,15 @@ const server: Server = createServer((req, res) => {
     }
     res.writeHead(206, {'content-length': body.length - start, 'content-range': `bytes ${start}-${body.length - 1}/${body.length}`})
     res.end(body.subarray(start))
+    return
+  }
+  if (mode === 'endless') {
+    // No length, and bytes for as long as the client reads.
+    res.writeHead(200)
+    const more = (error?: Error | null): void => {
+      if (!error && !res.destroyed) res.write(Buffer.alloc(65536, 1), more)
+    }
+    more()
     return
   }
   res.writeHead(200, {'content-length': body.length})
@@ -294,6 +303,27 @@ test('the lock of a process that has gone (killed mid-install) is taken over', a
   await writeFile(join(dest, '.install.lock'), '4194305\n')
   await pullModel(preset(), dest)
   await assertSameFiles(dest)
+})
+
+test('a file without a pinned size from a server that never ends is cut off at the cap for such files, and not kept', async () => {
+  const dest = reset()
+  modes.set('/vocab.json', 'endless')
+  // Bounded in time, so that the test ends (failing) without the cap.
+  const err = await rejection(pullModel(preset({hashes: false}), dest, {maxUnpinnedBytes: 1024 * 1024, signal: AbortSignal.timeout(10_000)}))
+  assert.is(err.code, 'download_failed')
+  assert.match(err.message, 'vocab.json is larger than 1 MiB (1 048 576 bytes), the most a model file without a pinned size is taken')
+  assert.not.ok(await exists(join(dest, '.partial', 'vocab.json.part')))
+})
+
+test('a full disk is said as such, a failure of this machine, not of the network', async () => {
+  const dest = reset()
+  await mkdir(join(dest, '.partial'), {recursive: true})
+  // Every write to /dev/full fails with ENOSPC.
+  await symlink('/dev/full', join(dest, '.partial', 'vocab.json.part'))
+  const err = await rejection(pullModel(preset(), dest))
+  assert.is(err.code, 'download_failed')
+  assert.match(err.message, `the disk holding ${dest} is full: vocab.json stopped after`)
+  assert.equal((err as {details?: unknown}).details, {local: true})
 })
 
 test('files already installed and matching are not downloaded again', async () => {
