@@ -1,6 +1,7 @@
 import {spawn} from 'node:child_process'
 import {resolve} from 'node:path'
 
+import {ModError} from '../errors.js'
 import {ffmpegMissing} from './ffmpeg.js'
 import {decoderStalled, readingTooSlow, VIDEO_DEMUXERS} from './ffmpeg-input.js'
 
@@ -23,6 +24,13 @@ const ALPHA_PIXEL_FORMAT = /^(argb|rgba|abgr|bgra|yuva|ya\d|gbrap|ayuv|vuya|pal8
 /** Codecs whose frames may each have their own pixel format, with or without alpha. */
 const PER_FRAME_FORMAT_CODECS = new Set(['png', 'tiff'])
 const STREAM_LINE = /^\s*Stream #0:(\d+)\S*: Video: (.*)$/
+/**
+ * Subtitle codecs whose cues are pictures (Blu-ray PGS, DVB, DVD VobSub, DivX XSUB) that players draw over the video,
+ * a default or forced track without being asked: pictures that sampling the video streams never sees.
+ */
+const BITMAP_SUBTITLES = new Set(['hdmv_pgs_subtitle', 'dvb_subtitle', 'dvd_subtitle', 'xsub'])
+const SUBTITLE_LINE = /^\s*Stream #0:\d+\S*: Subtitle: ([\w-]+)/
+
 /** The header is in ffmpeg's first lines; a file whose description goes beyond this is not a video we take. */
 const MAX_HEADER_CHARS = 256 * 1024
 
@@ -68,6 +76,14 @@ export function parseVideoStreams(header: string): VideoStream[] {
   return streams
 }
 
+/** The codecs of the subtitle streams of pictures (BITMAP_SUBTITLES) in ffmpeg's description of a file. */
+export function bitmapSubtitles(header: string): string[] {
+  return header.split('\n').flatMap((line) => {
+    const codec = SUBTITLE_LINE.exec(line)?.[1]
+    return codec !== undefined && BITMAP_SUBTITLES.has(codec) ? [codec] : []
+  })
+}
+
 export interface StreamProbeOptions {
   ffmpeg: string
   maxPixels: number
@@ -92,7 +108,8 @@ function statedSeconds(header: string): number | undefined {
  * The video streams of the file at `path`, from ffmpeg's description of it (the input opened as every run of
  * ours opens it, no output). A file ffmpeg cannot open gives none: the packet listing that follows says why.
  * Errors: `ffmpeg_missing`; `unsupported_media` or `video_too_long` when ffmpeg has not
- * described the file within `stallTimeoutMs` or `timeoutMs`; the signal's reason when aborted.
+ * described the file within `stallTimeoutMs` or `timeoutMs`; `unsupported_media` for a file with a subtitle stream
+ * of pictures (bitmapSubtitles); the signal's reason when aborted.
  */
 export async function probeVideoStreams(path: string, o: StreamProbeOptions): Promise<VideoStream[]> {
   o.signal?.throwIfAborted()
@@ -123,6 +140,13 @@ export async function probeVideoStreams(path: string, o: StreamProbeOptions): Pr
     if (!spawned) throw ffmpegMissing(`ffmpeg could not be run from ${JSON.stringify(o.ffmpeg)}`)
     if (expired && o.timeoutMs <= o.stallTimeoutMs) throw readingTooSlow(o.timeoutMs, o.maxSeconds)
     if (expired) throw decoderStalled(o.stallTimeoutMs)
+    const pictures = bitmapSubtitles(header)
+    if (pictures.length > 0) {
+      throw new ModError(
+        'unsupported_media',
+        `the file has a subtitle stream of pictures (${pictures.join(', ')}), which players draw over the video and which is not scored: remove it (ffmpeg -sn) or burn it into the video`,
+      )
+    }
     const stated = statedSeconds(header)
     if (stated !== undefined) o.onDuration?.(stated)
     return parseVideoStreams(header)

@@ -2,7 +2,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {parseVideoStreams} from '../../../src/lib/video/streams.js'
+import {bitmapSubtitles, parseVideoStreams} from '../../../src/lib/video/streams.js'
 import {decodeFailure, fakeFfmpeg, ffmpeg, tempDir} from './helpers.js'
 
 const tmp = tempDir()
@@ -49,6 +49,33 @@ test('a transparent VP9 that the ffmpeg in use cannot decode with libvpx is refu
   assert.equal(f, {
     code: 'unsupported_media',
     message: 'the video is transparent (VP8 or VP9 with alpha), which needs an ffmpeg built with libvpx to decode',
+    decoded: 0,
+  })
+})
+
+test('subtitle streams of pictures are told from text ones in the description', () => {
+  const header = [
+    '  Stream #0:1(eng): Subtitle: hdmv_pgs_subtitle, 1920x1080 (default) (forced)',
+    '  Stream #0:2: Subtitle: subrip',
+    '  Stream #0:3[0x1e0]: Subtitle: dvb_subtitle ([6][0][0][0] / 0x0006)',
+    '  Stream #0:4: Subtitle: dvd_subtitle (mp4s / 0x7334706D), 720x480',
+    '  Stream #0:5: Subtitle: ass',
+  ].join('\n')
+  assert.equal(bitmapSubtitles(header), ['hdmv_pgs_subtitle', 'dvb_subtitle', 'dvd_subtitle'])
+})
+
+test('a video with a subtitle stream of pictures, which players draw over it, is refused rather than scored without them', async () => {
+  const clip = join(tmp.dir, 'subtitled.mp4')
+  await ffmpeg('-f', 'lavfi', '-i', 'color=c=blue:s=32x32:r=10:d=1', '-c:v', 'mpeg4', clip)
+  // ffmpeg cannot write PGS (it encodes bitmap subtitles only from bitmap ones): the description gains the stream line.
+  const withPgs = fakeFfmpeg(
+    join(tmp.dir, 'ffmpeg-pgs'),
+    `case "$*" in *pipe:*) exec ffmpeg "$@";; esac\nffmpeg "$@"; code=$?\necho '  Stream #0:1(eng): Subtitle: hdmv_pgs_subtitle, 32x32 (default) (forced)' >&2\nexit $code`,
+  )
+  const f = await decodeFailure(clip, {ffmpeg: withPgs})
+  assert.equal(f, {
+    code: 'unsupported_media',
+    message: 'the file has a subtitle stream of pictures (hdmv_pgs_subtitle), which players draw over the video and which is not scored: remove it (ffmpeg -sn) or burn it into the video',
     decoded: 0,
   })
 })
