@@ -2,12 +2,13 @@ import {execFileSync, spawnSync} from 'node:child_process'
 import {chmodSync, mkdirSync, symlinkSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
+import sharp from 'sharp'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {MAX_FOLDER_DEPTH} from '../../src/cli/inputs.js'
 import {BIN, runCli, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
-import {colourClip} from '../lib/video/helpers.js'
+import {colourClip, ffmpeg} from '../lib/video/helpers.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir()
@@ -280,6 +281,15 @@ test('scan-video refuses a still image, a missing file and a folder before runni
   writeFileSync(apng, Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), chunk('IHDR', Buffer.from('00000010000000100806000000', 'hex')), chunk('acTL', Buffer.alloc(8))]))
   const animated = await runInProcess(['scan-video', apng], {env})
   assert.is(animated.stderr, `mod: unsupported_media: ${apng} is an animated PNG (APNG), which mod reads neither as a video nor as an image: convert it to a video, or to an animated GIF or WebP for \`mod scan\`\n`)
+  // An AVIF image sequence is a video to ffmpeg, as an animated GIF is; a still AVIF is an image.
+  const sequence = join(dir.path, 'anim.avif')
+  await ffmpeg('-f', 'lavfi', '-i', 'color=c=blue:s=64x64:d=2:r=2', '-c:v', 'libaom-av1', '-cpu-used', '8', '-crf', '40', '-pix_fmt', 'yuv420p', sequence)
+  const played = await runInProcess(['scan-video', sequence, '--config', policy, '--json'], {env})
+  assert.is(played.code, 0, played.stderr)
+  assert.equal(JSON.parse(played.stdout).frames_analyzed, 2)
+  const still = join(dir.path, 'still.avif')
+  writeFileSync(still, await sharp({create: {width: 16, height: 16, channels: 3, background: '#00f'}}).avif({effort: 0}).toBuffer())
+  assert.is((await runInProcess(['scan-video', still], {env})).stderr, `mod: unsupported_media: ${still} is an AVIF image, not a video: use \`mod scan\` for images\n`)
   const stdin = await runCli(['scan-video', '-'], {env})
   assert.equal([stdin.code, stdin.stdout], [2, ''])
   assert.match(stdin.stderr, 'scan-video reads a video file, not stdin (-): save the video to a file first')

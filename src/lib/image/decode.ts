@@ -1,7 +1,7 @@
 import sharp, {type Metadata, type Sharp, type SharpOptions} from 'sharp'
 
 import {emptyFileError, ModError} from '../errors.js'
-import {imageFormat, sniffImage} from '../input/sniff.js'
+import {imageFormat, isAvifSequence, sniffImage} from '../input/sniff.js'
 import {formatSize} from '../sizes.js'
 import {displayDurations, frameIndices, MAX_FRAMES, scoredFrames} from './animation-frames.js'
 import {isAnimatedPng} from './apng.js'
@@ -99,11 +99,14 @@ export async function probeImage(input: Buffer): Promise<ImageProbe> {
     // Without sharp's own pixel cap, so that a huge header is reported against our limit as payload_too_large.
     meta = await sharp(input, {limitInputPixels: false}).metadata()
   } catch {
+    if (isAvifSequence(input)) {
+      throw new ModError('unsupported_media', 'an animated AVIF (image sequence) is not read as an image: score it as a video (mod scan-video, POST /v1/moderate/video), or send it as an animated GIF or WebP')
+    }
     // A format browsers show but the decoder does not know (BMP, ICO, JPEG XL) is named.
     const named = sniffImage(input) === 'refused' ? imageFormat(input) : undefined
     throw new ModError('unsupported_media', named ? `${named} images are not supported; send JPEG, PNG, WebP, GIF, AVIF or TIFF` : 'not an image in a supported format (JPEG, PNG, WebP, GIF, AVIF, TIFF)')
   }
-  const format = acceptedFormat(meta)
+  const format = acceptedFormat(meta, input)
   if (!format) throw refusedFormat(meta)
   if (format === 'png' && isAnimatedPng(input)) {
     throw new ModError('unsupported_media', 'animated PNG (APNG) is not supported: only its default image could be scored, not the frames it shows; send the animation as GIF or WebP')
@@ -237,7 +240,11 @@ export function decodedPixels(probe: ImageProbe, limits: Pick<ImageLimits, 'maxP
   return width * height * (probe.alpha ? 2 : 1)
 }
 
-function acceptedFormat(meta: Metadata): ImageFormat | undefined {
+/**
+ * The accepted format of an image so described; `head`: its first bytes, when at hand. libvips calls a HEIF file by its
+ * major brand: an AVIF whose major brand is mif1 (its compatible brands saying avif) is reported as HEVC, and decodes.
+ */
+function acceptedFormat(meta: Metadata, head?: Buffer): ImageFormat | undefined {
   switch (meta.format) {
     case 'jpeg':
     case 'png':
@@ -246,7 +253,7 @@ function acceptedFormat(meta: Metadata): ImageFormat | undefined {
     case 'tiff':
       return meta.format
     case 'heif':
-      return meta.compression === 'av1' ? 'avif' : undefined
+      return meta.compression === 'av1' || (head !== undefined && imageFormat(head) === 'AVIF') ? 'avif' : undefined
     default:
       return undefined
   }

@@ -14,12 +14,24 @@ function ascii(b: Buffer, start: number, end: number): string {
   return b.subarray(start, end).toString('latin1')
 }
 
-/** An ISO-BMFF `ftyp` box: AVIF when its major or a compatible brand is avif/avis; other HEIF brands are HEIF, refused. */
-function ftyp(b: Buffer): Sniffed | undefined {
-  if (b.length < 12 || ascii(b, 4, 8) !== 'ftyp') return undefined
+/** The major and compatible brands of an ISO-BMFF `ftyp` box at the start; none when there is none. */
+function ftypBrands(b: Buffer): string[] {
+  if (b.length < 12 || ascii(b, 4, 8) !== 'ftyp') return []
   const size = Math.min(b.readUInt32BE(0), b.length)
   const brands = [ascii(b, 8, 12)]
   for (let i = 16; i + 4 <= size; i += 4) brands.push(ascii(b, i, i + 4))
+  return brands
+}
+
+/** An AVIF image sequence (brand avis): an animation, which ffmpeg plays and the image decoder does not read. */
+export function isAvifSequence(head: Buffer): boolean {
+  return ftypBrands(head).includes('avis')
+}
+
+/** An ISO-BMFF `ftyp` box: AVIF when its major or a compatible brand is avif/avis; other HEIF brands are HEIF, refused. */
+function ftyp(b: Buffer): Sniffed | undefined {
+  const brands = ftypBrands(b)
+  if (brands.length === 0) return undefined
   if (brands.some((x) => x === 'avif' || x === 'avis')) return 'image'
   if (brands.some((x) => ['heic', 'heix', 'hevc', 'hevx', 'heim', 'heis', 'mif1', 'msf1'].includes(x))) return 'refused'
   return 'other'

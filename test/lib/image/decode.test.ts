@@ -620,6 +620,23 @@ for (const [kind, make, cost, name] of costly) {
   })
 }
 
+test('an AVIF whose major brand is mif1 (its compatible brands saying avif), which libvips reports as HEVC, is read as the AVIF it is', async () => {
+  const file = await raw(halves(), 40, 30).avif({effort: 0, lossless: true}).toBuffer()
+  const mif1 = Buffer.from(file)
+  mif1.write('mif1', 8, 'latin1')
+  assert.is((await sharp(mif1).metadata()).compression, 'hevc', "libvips' reading of it")
+  assert.is((await probeImage(mif1)).format, 'avif')
+  const [image] = await decodeImage(mif1, LIMITS)
+  assert.ok(image.data.equals((await decodeImage(file, LIMITS))[0].data))
+})
+
+test('an animated AVIF (an image sequence, brand avis) that the image decoder cannot read is refused pointing to the video path', async () => {
+  // An ftyp box of brand avis and nothing the decoder can read after it.
+  const sequence = Buffer.concat([Buffer.from([0, 0, 0, 24]), Buffer.from('ftypavis\0\0\0\0avismif1', 'latin1'), Buffer.alloc(64)])
+  const e = await rejection(decodeImage(sequence, LIMITS))
+  assert.equal([e.code, e.message], ['unsupported_media', 'an animated AVIF (image sequence) is not read as an image: score it as a video (mod scan-video, POST /v1/moderate/video), or send it as an animated GIF or WebP'])
+})
+
 test('refuses an image over the byte limit before reading it', async () => {
   const file = await raw(halves(), 40, 30).png().toBuffer()
   const e = await rejection(decodeImage(file, {maxBytes: file.length - 1, maxPixels: LIMITS.maxPixels}))
