@@ -16,22 +16,70 @@ export interface DecoderOptions {
 /**
  * Scales each frame to its displayed shape (width times the sample aspect ratio, as players show non-square
  * pixels; ffmpeg has already applied the rotation), then down (never up) so that its shorter side is at most
- * `short` and its longer side at most `long`.
+ * `short` and its longer side at most `long`; `flags`: libswscale's, for a cheaper scaling.
  */
-function displayScale(short: number, long: number): string {
+function displayScale(short: number, long: number, flags = ''): string {
   const fit = `min(1,min(${short}/min(iw*sar,ih),${long}/max(iw*sar,ih)))`
-  return `scale=w='max(1,round(iw*sar*${fit}))':h='max(1,round(ih*${fit}))'`
+  return `scale=w='max(1,round(iw*sar*${fit}))':h='max(1,round(ih*${fit}))'${flags === '' ? '' : `:flags=${flags}`}`
 }
 
 /**
  * A frame with alpha as a light page shows it and as a dark one does, each scaled, stacked one above the other in
- * one picture (splitStacked parts them): onto white, white minus (white minus colour) times alpha, which is colour
+ * one picture (the PPM reader parts them): onto white, white minus (white minus colour) times alpha, which is colour
  * times alpha plus white times (1 - alpha); onto black, colour times alpha. A picture drawn in white pixels whose
  * alpha carries it is blank on white and shows on a dark page, as images with transparency are scored. Only for
- * streams that may be transparent: it costs two conversions and scalings per sampled frame.
+ * streams that may be transparent: it costs two conversions and scalings per sampled frame. `tag` keeps its pads'
+ * names apart from another copy's in the same graph.
  */
-function overPages(scale: string): string {
-  return `format=gbrap,split=2[light][dark];[light]negate,premultiply=inplace=1,negate,${scale}[onwhite];[dark]premultiply=inplace=1,${scale}[onblack];[onwhite][onblack]vstack`
+function overPages(scale: string, tag: string): string {
+  const [light, dark, white, black] = ['light', 'dark', 'onwhite', 'onblack'].map((name) => `[${tag}${name}]`)
+  return `format=gbrap,split=2${light}${dark};${light}negate,premultiply=inplace=1,negate,${scale}${white};${dark}premultiply=inplace=1,${scale}${black};${white}${black}vstack`
+}
+
+/** Fewer frames than this in an interval are looked at twice over (intervalFrames). */
+const FEW_FRAMES = 10
+
+/** The most frames of each sampling interval that ffmpeg's `thumbnail` filter compares (intervalFrames). */
+const MAX_INTERVAL_FRAMES = 60
+
+/**
+ * How many frames of each interval of 1 / `fps` seconds ffmpeg's `thumbnail` filter looks at to find the one most
+ * like the interval as a whole (its colours nearest the interval's average): the stream resampled to a constant
+ * rate (so that the groups keep to the sampling grid) of its own, or twice it when an interval holds fewer than
+ * FEW_FRAMES (so that each counts about as long as it is on screen), at most MAX_INTERVAL_FRAMES. 1: the grid sees every frame already, nothing to add. The frame at each
+ * instant alone can be chosen by an uploader who knows the grid: an ordinary frame put on every whole second hid a
+ * clip of flagged pictures.
+ */
+export function intervalFrames(streamFps: number | undefined, fps: number): number {
+  if (streamFps !== undefined && streamFps <= fps) return 1
+  const perInterval = (streamFps ?? 30) / fps
+  // Twice the stream's rate where an interval holds few frames, which then weigh by their time on screen.
+  return Math.max(2, Math.min(MAX_INTERVAL_FRAMES, Math.ceil((perInterval < FEW_FRAMES ? 2 : 1) * perInterval - 1e-9)))
+}
+
+/**
+ * How many pictures each PPM frame of the decoder stacks: [instant (light, dark?)] then [interval (light, dark?)]. A
+ * stream the description did not list (undefined: ffmpeg could not describe the file) is sampled at its instants only.
+ */
+export function stackedParts(stream: VideoStream | undefined, fps: number): {views: 1 | 2; interval: boolean} {
+  return {views: stream?.alpha ? 2 : 1, interval: stream !== undefined && !stream.cover && intervalFrames(stream.fps, fps) > 1}
+}
+
+/**
+ * The filter graph of a stream's sampled frames: at each instant k / fps the frame on screen then (see ffmpegArgs),
+ * its views (overPages) scaled; and, stacked below it, the frame most like its interval [k / fps, (k + 1) / fps),
+ * chosen among intervalFrames of them scaled cheaply, given the instant's timestamp.
+ */
+function sampledFrames(o: DecoderOptions, stream: VideoStream | undefined): string {
+  const scale = displayScale(o.frameShortSide, o.maxFrameSide)
+  const view = (tag: string): string => (stream?.alpha ? overPages(scale, tag) : scale)
+  if (stream?.cover) return view('c')
+  const sampling = `fps=${o.fps}:start_time=0:round=up:eof_action=pass,`
+  const {interval} = stackedParts(stream, o.fps)
+  if (!interval) return `${sampling}${view('i')}`
+  const n = intervalFrames(stream?.fps, o.fps)
+  const choose = `${displayScale(o.frameShortSide, o.maxFrameSide, 'fast_bilinear')},fps=${o.fps * n}:start_time=0:round=up:eof_action=pass,thumbnail=${n},setpts=N/(${o.fps}*TB),fps=${o.fps},`
+  return `split=2[instant][every];[instant]${sampling}${view('i')}[atinstant];[every]${choose}${view('r')}[ofinterval];[atinstant][ofinterval]vstack`
 }
 
 /** libvpx's decoders, which read the alpha channel of VP8 and VP9 that ffmpeg's own decoders leave out. */
@@ -40,8 +88,6 @@ const ALPHA_DECODERS: Record<string, string> = {vp8: 'libvpx', vp9: 'libvpx-vp9'
 function ffmpegArgs(path: string, o: DecoderOptions, stream: VideoStream | undefined): string[] {
   const map = stream === undefined ? '0:v:0' : `0:${stream.index}`
   const decoder = stream?.alpha ? ALPHA_DECODERS[stream.codec] : undefined
-  const sampling = `fps=${o.fps}:start_time=0:round=up:eof_action=pass,`
-  const scale = displayScale(o.frameShortSide, o.maxFrameSide)
   return [
     ...inputArgs(path, o.maxPixels, decoder === undefined ? [] : [`-c:${stream?.index}`, decoder]),
     // Output 1: sampled frames as PPM (each frame states its own size) on stdout. The fps filter fills instant k
@@ -53,7 +99,7 @@ function ffmpegArgs(path: string, o: DecoderOptions, stream: VideoStream | undef
     // its first frame).
     // A cover is one picture, without a timeline to sample.
     '-map', map, ...(stream?.cover ? ['-frames:v', '1'] : []),
-    '-vf', `${stream?.cover ? '' : sampling}${stream?.alpha ? overPages(scale) : scale}`,
+    '-vf', sampledFrames(o, stream),
     '-pix_fmt', 'rgb24', '-f', 'image2pipe', '-vcodec', 'ppm', 'pipe:1',
     // Output 2: the packets' listing (no decoding) on fd 3, read only as a sign of progress while ffmpeg decodes
     // between two sampled frames (many seconds of video at a low fps).

@@ -2,7 +2,8 @@ import {stat} from 'node:fs/promises'
 
 import {emptyFileError, ModError} from '../errors.js'
 import type {RgbImage} from '../image/rgb.js'
-import {type Decoder, startDecoder} from './decoder.js'
+import {type Decoder, stackedParts, startDecoder} from './decoder.js'
+import {type FrameView, frameViews} from './frame-views.js'
 import {ffmpegMissing} from './ffmpeg.js'
 import {decoderStalled, picturesTooLarge, unreadableVideo, videoTooLong} from './ffmpeg-input.js'
 import {scanPackets} from './packets.js'
@@ -76,6 +77,8 @@ export interface DecodedFrame {
   image: RgbImage
   /** Which of the file's decoded video streams the frame is from (0: the first; covers come after the others). */
   stream: number
+  /** The frame most like the interval after the instant, scored beside the instant's when another picture (frame-views.ts). */
+  interval?: true
   /** No other frame of this instant follows (each stream gives one, or its two views, in stream order). */
   last: boolean
 }
@@ -189,6 +192,8 @@ function streamsToDecode(streams: VideoStream[]): (VideoStream | undefined)[] {
 /** A stream being decoded: its ffmpeg, and the frames read from it not yet handed over. */
 interface StreamDecoding {
   decoder: Decoder
+  /** How the decoder stacks each sampled picture (stackedParts). */
+  layout: {views: 1 | 2; interval: boolean}
   chunks: AsyncIterator<Buffer>
   parser: PpmParser
   queue: RgbImage[]
@@ -197,11 +202,12 @@ interface StreamDecoding {
 }
 
 /**
- * The stream's next frame (its two views when it has transparency), or none once it has no more (or ffmpeg was
+ * The views to score of the stream's next sampled picture (frameViews), or none once it has no more (or ffmpeg was
  * killed by the clock or an abort).
  */
-async function nextViews(d: StreamDecoding, clock: WaitClock, signal: AbortSignal | undefined): Promise<RgbImage[]> {
-  while (d.queue.length === 0 && !d.ended) {
+async function nextViews(d: StreamDecoding, clock: WaitClock, signal: AbortSignal | undefined): Promise<FrameView[]> {
+  const parts = d.layout.views * (d.layout.interval ? 2 : 1)
+  while (d.queue.length < parts && !d.ended) {
     let next: IteratorResult<Buffer>
     try {
       next = await clock.wait(d.chunks.next())
@@ -214,11 +220,10 @@ async function nextViews(d: StreamDecoding, clock: WaitClock, signal: AbortSigna
     if (next.done) d.ended = true
     else d.queue.push(...d.parser.push(next.value))
   }
-  const image = d.queue.shift()
-  if (!image) return []
+  // A picture's parts come in the one push that completes it.
+  if (d.queue.length < parts) return []
   d.frames++
-  // A frame's dark view comes in the same push as its light one.
-  return d.queue[0]?.onBlack ? [image, d.queue.shift() as RgbImage] : [image]
+  return frameViews(d.queue.splice(0, parts), d.layout)
 }
 
 /**
@@ -261,7 +266,9 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
   if (scan.end !== undefined && instantsBefore(scan.end, o.fps) > o.maxFrames) throw tooManyFrames(o)
   const decodings: StreamDecoding[] = streams.map((stream) => {
     const decoder = startDecoder(path, o, stream)
-    return {decoder, chunks: decoder.stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>, parser: createPpmParser(o.maxFrameSide, stream?.alpha === true), queue: [], frames: 0, ended: false}
+    const layout = stackedParts(stream, o.fps)
+    const parser = createPpmParser(o.maxFrameSide, layout.views * (layout.interval ? 2 : 1))
+    return {decoder, layout, chunks: decoder.stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>, parser, queue: [], frames: 0, ended: false}
   })
   const killAll = (): void => decodings.forEach((d) => d.decoder.kill())
   const clock = createWaitClock(budgetMs, performance.now() - scanStarted, o.stallTimeoutMs, killAll)
@@ -271,15 +278,15 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
   let index = 0
   try {
     for (;;) {
-      const images: {image: RgbImage; stream: number}[] = []
+      const images: (FrameView & {stream: number})[] = []
       for (const [stream, d] of decodings.entries()) {
-        for (const image of await nextViews(d, clock, o.signal)) images.push({image, stream})
+        for (const view of await nextViews(d, clock, o.signal)) images.push({...view, stream})
       }
       if (images.length === 0) break
       checkFrameLimits(index, o)
-      for (const [i, {image, stream}] of images.entries()) {
+      for (const [i, {image, stream, interval}] of images.entries()) {
         o.signal?.throwIfAborted()
-        yield {index, time: index / o.fps, image, stream, last: i === images.length - 1}
+        yield {index, time: index / o.fps, image, stream, last: i === images.length - 1, ...(interval ? {interval} : {})}
       }
       index++
     }

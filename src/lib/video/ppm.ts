@@ -6,10 +6,7 @@ const HEADER = /^P6\s+(\d+)\s+(\d+)\s+(\d+)\s/
 const MAX_HEADER_BYTES = 64
 
 export interface PpmParser {
-  /**
-   * Feeds the next bytes of the stream; returns the frames they completed (usually none or one; a stacked frame's
-   * dark view right after its light one).
-   */
+  /** Feeds the next bytes of the stream; returns the frames they completed (usually none or one), parted. */
   push(chunk: Buffer): RgbImage[]
 }
 
@@ -17,30 +14,21 @@ function unexpected(detail: string): ModError {
   return new ModError('internal', `ffmpeg wrote an unexpected frame: ${detail}`)
 }
 
-/**
- * A stacked frame's two views (a stream with alpha: onto white above, onto black below, as the decoder stacks them),
- * the dark one marked `onBlack`; one view when they are the same (every pixel of the frame opaque), as a still image
- * whose every pixel is opaque is scored once.
- */
-function splitStacked(frame: RgbImage): RgbImage[] {
-  const height = frame.height / 2
-  const half = frame.width * height * 3
-  const light = frame.data.subarray(0, half)
-  const dark = frame.data.subarray(half)
-  if (light.equals(dark)) return [{data: light, width: frame.width, height}]
-  return [
-    {data: light, width: frame.width, height},
-    {data: dark, width: frame.width, height, onBlack: true},
-  ]
+/** A picture of `parts` stacked pictures of one size, parted from the top down (they share its buffer). */
+function splitParts(frame: RgbImage, parts: number): RgbImage[] {
+  if (parts === 1) return [frame]
+  const height = frame.height / parts
+  const bytes = frame.width * height * 3
+  return Array.from({length: parts}, (_, k) => ({data: frame.data.subarray(k * bytes, (k + 1) * bytes), width: frame.width, height}))
 }
 
 /**
  * Splits an `image2pipe`/`ppm` stream into RGB frames. Only the frame being filled is held; its size is
  * checked against `maxSide` before its buffer is allocated (each frame carries its own size, so nothing is
- * taken from the container's metadata). `stacked`: each picture is a frame's two views one above the other
- * (splitStacked), each at most `maxSide` a side.
+ * taken from the container's metadata). `parts`: each picture stacks that many of one size (the decoder's views and
+ * the frame of an interval, stackedParts), each at most `maxSide` a side, given one after the other.
  */
-export function createPpmParser(maxSide: number, stacked = false): PpmParser {
+export function createPpmParser(maxSide: number, parts = 1): PpmParser {
   let header = Buffer.alloc(0)
   let frame: RgbImage | undefined
   let filled = 0
@@ -55,9 +43,8 @@ export function createPpmParser(maxSide: number, stacked = false): PpmParser {
     }
     const [width, height, maxval] = [Number(m[1]), Number(m[2]), Number(m[3])]
     if (maxval !== 255) throw unexpected(`maxval ${maxval}, expected 255`)
-    const views = stacked ? 2 : 1
-    if (width < 1 || height < views || width > maxSide || height > maxSide * views || height % views !== 0) {
-      throw unexpected(`${width}x${height} is outside 1..${maxSide} pixels a side${stacked ? ' for two views stacked' : ''}`)
+    if (width < 1 || height < parts || width > maxSide || height > maxSide * parts || height % parts !== 0) {
+      throw unexpected(`${width}x${height} is outside 1..${maxSide} pixels a side${parts > 1 ? ` for ${parts} pictures stacked` : ''}`)
     }
     const consumed = m[0].length - header.length
     header = Buffer.alloc(0)
@@ -80,7 +67,7 @@ export function createPpmParser(maxSide: number, stacked = false): PpmParser {
         filled += n
         pos += n
         if (filled === frame.data.length) {
-          done.push(...(stacked ? splitStacked(frame) : [frame]))
+          done.push(...splitParts(frame, parts))
           frame = undefined
         }
       }

@@ -17,6 +17,8 @@ export interface VideoStream {
    * (PNG, TIFF), or VP8/VP9 with an alpha channel (which only libvpx's decoders read).
    */
   alpha: boolean
+  /** Frames per second, as the description gives them (its fps, else its tbr); absent when it gives neither. */
+  fps?: number
 }
 
 /** Pixel formats with an alpha component (ffmpeg's names), and palettes, whose entries may be transparent. */
@@ -51,6 +53,13 @@ function topLevelFields(text: string): string[] {
   return fields
 }
 
+/** A stream line's frame rate: "29.97 fps", "1k fps", else its "25 tbr". */
+function frameRate(fields: string): number | undefined {
+  const m = /(?:^|, )(\d+(?:\.\d+)?)(k?) fps\b/.exec(fields) ?? /(?:^|, )(\d+(?:\.\d+)?)(k?) tbr\b/.exec(fields)
+  const rate = m ? Number(m[1]) * (m[2] === 'k' ? 1000 : 1) : NaN
+  return rate > 0 ? rate : undefined
+}
+
 /**
  * The video streams in ffmpeg's description of a file (`ffmpeg -i`): per stream line, its codec, pixel format and
  * dispositions, and from the metadata lines below it Matroska's `alpha_mode`. Lines that are not ffmpeg's own
@@ -65,7 +74,14 @@ export function parseVideoStreams(header: string): VideoStream[] {
       const [codecField, pixelField = ''] = topLevelFields(m[2])
       const codec = codecField.split(/[\s(]/)[0]
       const pixelFormat = pixelField.split(/[\s(]/)[0]
-      current = {index: Number(m[1]), codec, cover: /\(attached pic\)/.test(m[2]), alpha: ALPHA_PIXEL_FORMAT.test(pixelFormat) || PER_FRAME_FORMAT_CODECS.has(codec)}
+      const fps = frameRate(m[2])
+      current = {
+        index: Number(m[1]),
+        codec,
+        cover: /\(attached pic\)/.test(m[2]),
+        alpha: ALPHA_PIXEL_FORMAT.test(pixelFormat) || PER_FRAME_FORMAT_CODECS.has(codec),
+        ...(fps === undefined ? {} : {fps}),
+      }
       streams.push(current)
     } else if (/^\s*Stream #/.test(line)) {
       current = undefined

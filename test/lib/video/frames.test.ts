@@ -212,9 +212,10 @@ test('a frame for every sampling instant inside the video: a video shorter than 
     assert.equal(one.frames.map((f) => [f.index, f.time, colour(f)]), [[0, 0, 'red']], `${fps} fps`)
     assert.equal(one.summary, {frames: 1, duration: 0.04})
   }
-  // The first frame, shown for 0.04 s only, is the one on screen at 0 s.
+  // The first frame, shown for 0.04 s only, is the one on screen at 0 s; the interval's frame, another picture, is the
+  // red of the other four.
   const five = await decodeAll(clip('five-frames.mp4'), {fps: 1})
-  assert.equal(five.frames.map((f) => [f.index, f.time, colour(f)]), [[0, 0, 'blue']])
+  assert.equal(five.frames.map((f) => [f.index, f.time, colour(f), f.interval ?? false]), [[0, 0, 'blue', false], [0, 0, 'red', true]])
   assert.equal(five.summary, {frames: 1, duration: 0.2})
   // Instants 0, 5 and 10 s of 12: the last, in the blue tail, has less than half an interval after it.
   const tail = await decodeAll(clip('blue-tail.mp4'), {fps: 0.2})
@@ -225,18 +226,40 @@ test('a frame for every sampling instant inside the video: a video shorter than 
 test('instant k / fps is scored on the frame shown at k / fps: a red frame of 0.04 s is seen exactly by the instants it covers', async () => {
   // At 25 fps a red frame at p is on screen from p to p + 0.04 s: the frames at 4.24 and 8.52 s fall between
   // instants at every rate, the one at 0 s is seen at every rate.
+  // Where the instant's frame is the red one, the interval's (blue) is scored beside it; a flash is never the
+  // frame most like an interval.
   const seen: Record<string, number[]> = {}
   for (const fps of [1, 2, 10]) {
     const {frames} = await decodeAll(clip('red-frames.mp4'), {fps})
-    assert.is(frames.length, 12 * fps)
-    seen[`${fps} fps`] = frames.flatMap((f) => (colour(f) === 'red' ? [f.time] : []))
+    const instants = frames.filter((f) => !f.interval)
+    assert.is(instants.length, 12 * fps)
+    seen[`${fps} fps`] = instants.flatMap((f) => (colour(f) === 'red' ? [f.time] : []))
+    // (At 10 fps an interval lasts 0.1 s, of which the red frame is 0.04: the red is the interval's frame too, at 0 s.)
+    if (fps < 10) assert.equal(frames.filter((f) => f.interval).map((f) => [f.time, colour(f)]), seen[`${fps} fps`].map((t) => [t, 'blue']), `${fps} fps`)
   }
   assert.equal(seen, {'1 fps': [0], '2 fps': [0, 6.5, 10.5], '10 fps': [0, 2.2, 6.5, 10.5]})
 })
 
+test('an ordinary frame on every instant of the grid does not hide the picture on screen the rest of each interval', async () => {
+  // Red for 24 frames of each second at 25 fps, blue on each whole second: the instants see blue only.
+  const flicker = clip('flicker.mp4')
+  await ffmpeg('-f', 'lavfi', '-i', 'color=c=red:s=32x32:r=25:d=4', '-vf', "drawbox=c=blue:t=fill:enable='eq(mod(n,25),0)'", '-c:v', 'mpeg4', '-q:v', '2', flicker)
+  const {frames, summary} = await decodeAll(flicker, {fps: 1})
+  assert.equal(frames.filter((f) => !f.interval).map(colour), ['blue', 'blue', 'blue', 'blue'])
+  assert.equal(
+    frames.filter((f) => f.interval).map((f) => [f.time, colour(f), f.last]),
+    [0, 1, 2, 3].map((t) => [t, 'red', true]),
+  )
+  assert.is(summary.frames, 4)
+  // At 25 fps the grid sees every frame: nothing is added.
+  const every = await decodeAll(flicker, {fps: 25})
+  assert.is(every.frames.filter((f) => f.interval).length, 0)
+})
+
 test('a video shorter than an interval is scored on its first frame, and a stream that starts late gives its first frame to the instants before it', async () => {
+  // (The blue on screen the rest of the time is the interval's frame, scored beside it.)
   const short = await decodeAll(clip('red-at-0.mp4'), {fps: 0.2})
-  assert.equal(short.frames.map((f) => [f.time, colour(f)]), [[0, 'red']])
+  assert.equal(short.frames.map((f) => [f.time, colour(f), f.interval ?? false]), [[0, 'red', false], [0, 'blue', true]])
   // The video stream starts 1.6 s after the audio: instants 0 and 1 s show its first frame, 2 s its frame at 0.4 s.
   const late = await decodeAll(clip('late.mp4'), {fps: 1})
   assert.equal(late.frames.map((f) => [f.time, colour(f)]), [[0, 'red'], [1, 'red'], [2, 'blue'], [3, 'blue'], [4, 'blue']])

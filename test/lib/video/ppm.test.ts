@@ -53,28 +53,25 @@ test('refuses a frame larger than the side limit before allocating it', () => {
   assert.is(createPpmParser(512).push(ppm(512, 1, 0)).length, 1)
 })
 
-test("a stacked frame gives its light view, then its dark view marked onBlack; one view when the halves are the same", () => {
-  const stacked = (top: number, bottom: number): Buffer => {
-    const frame = ppm(2, 4, top)
-    frame.fill(bottom, frame.length - 2 * 2 * 3)
+test('a picture of stacked parts is given as its parts, top first, each its share of the height', () => {
+  const stacked = (...fills: number[]): Buffer => {
+    const frame = ppm(2, 2 * fills.length, 0)
+    const header = frame.length - 2 * 2 * 3 * fills.length
+    fills.forEach((fill, k) => frame.fill(fill, header + k * 12, header + (k + 1) * 12))
     return frame
   }
-  const parser = createPpmParser(2, true)
-  const views = parser.push(Buffer.concat([stacked(255, 0), stacked(40, 40)]))
+  const parts = createPpmParser(2, 4).push(Buffer.concat([stacked(255, 0, 40, 9), stacked(1, 2, 3, 4)]))
   assert.equal(
-    views.map((f) => [f.width, f.height, f.onBlack ?? false, [...new Set(f.data)]]),
-    [
-      [2, 2, false, [255]],
-      [2, 2, true, [0]],
-      [2, 2, false, [40]],
-    ],
+    parts.map((f) => [f.width, f.height, [...new Set(f.data)]]),
+    [255, 0, 40, 9, 1, 2, 3, 4].map((v) => [2, 2, [v]]),
   )
 })
 
-test('a stacked frame is checked for its two views: each at most the side limit, an even height', () => {
-  assert.is(createPpmParser(512, true).push(ppm(512, 1024, 0)).length, 1)
-  assert.is(codeOf(() => createPpmParser(512, true).push(Buffer.from('P6\n512 1026\n255\n'))), 'internal')
-  assert.is(codeOf(() => createPpmParser(512, true).push(Buffer.from('P6\n4 3\n255\n'))), 'internal')
+test('a picture of stacked parts is checked for its parts: each at most the side limit, the height a multiple of their count', () => {
+  assert.is(createPpmParser(512, 2).push(ppm(512, 1024, 0)).length, 2)
+  assert.is(codeOf(() => createPpmParser(512, 2).push(Buffer.from('P6\n512 1026\n255\n'))), 'internal')
+  assert.is(codeOf(() => createPpmParser(512, 2).push(Buffer.from('P6\n4 3\n255\n'))), 'internal')
+  assert.is(codeOf(() => createPpmParser(512, 4).push(Buffer.from('P6\n4 6\n255\n'))), 'internal')
 })
 
 test('refuses a stream that is not 8-bit PPM', () => {

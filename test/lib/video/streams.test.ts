@@ -31,12 +31,13 @@ const HEADER = `Input #0, matroska,webm, from 'x.mkv':
 test("reads each video stream's index, codec, cover disposition and whether it may be transparent from ffmpeg's description", () => {
   assert.equal(parseVideoStreams(HEADER), [
     // alpha_mode counts for VP8 and VP9 only; a metadata value that looks like a stream line is not one.
-    {index: 0, codec: 'h264', cover: false, alpha: false},
-    {index: 2, codec: 'vp9', cover: false, alpha: true},
-    {index: 3, codec: 'png', cover: true, alpha: true},
-    {index: 4, codec: 'qtrle', cover: false, alpha: true},
-    {index: 5, codec: 'gif', cover: false, alpha: true},
-    {index: 6, codec: 'mjpeg', cover: false, alpha: false},
+    // The frame rate: fps, else tbr ("90k": 90 000).
+    {index: 0, codec: 'h264', cover: false, alpha: false, fps: 25},
+    {index: 2, codec: 'vp9', cover: false, alpha: true, fps: 10},
+    {index: 3, codec: 'png', cover: true, alpha: true, fps: 90_000},
+    {index: 4, codec: 'qtrle', cover: false, alpha: true, fps: 10},
+    {index: 5, codec: 'gif', cover: false, alpha: true, fps: 10},
+    {index: 6, codec: 'mjpeg', cover: false, alpha: false, fps: 25},
   ])
 })
 

@@ -37,8 +37,9 @@ export function hashFrames(decoded: RgbImage[]): MediaHash[] {
  * A frame with transparency is hashed as a light page shows it, as images are.
  */
 export async function* hashVideo(path: string, options: DecodeOptions): AsyncGenerator<MediaHash> {
-  for await (const {time, image} of decodeFrames(path, options)) {
-    if (image.onBlack) continue
+  for await (const {time, image, interval} of decodeFrames(path, options)) {
+    // vPDQ hashes the frame at each instant.
+    if (image.onBlack || interval) continue
     const {hash, quality} = pdqHash(image)
     yield {hash: hashToHex(hash), quality, time}
   }

@@ -1,0 +1,35 @@
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import type {RgbImage} from '../../../src/lib/image/rgb.js'
+import {frameViews, otherPicture} from '../../../src/lib/video/frame-views.js'
+
+/** A 16x16 frame: grey `level`, its left half at `left` when given. */
+function frame(level: number, left = level): RgbImage {
+  const data = Buffer.alloc(16 * 16 * 3, level)
+  for (let y = 0; y < 16; y++) data.fill(left, y * 48, y * 48 + 24)
+  return {data, width: 16, height: 16}
+}
+
+test('two frames are other pictures when their 8 x 8 blocks of brightness differ by more than 24 levels on average', () => {
+  assert.is(otherPicture(frame(100), frame(120)), false)
+  assert.is(otherPicture(frame(100), frame(130)), true)
+  // Half the blocks 60 levels apart: 30 on average.
+  assert.is(otherPicture(frame(100), frame(100, 160)), true)
+  assert.is(otherPicture(frame(100), frame(100, 140)), false)
+})
+
+test("the interval's frame is scored beside the instant's only when it is another picture, on a light or a dark page", () => {
+  const plain = {views: 1, interval: true} as const
+  assert.equal(frameViews([frame(10), frame(12)], plain).map((v) => [v.image.data[0], v.interval ?? false]), [[10, false]])
+  assert.equal(frameViews([frame(10), frame(200)], plain).map((v) => [v.image.data[0], v.interval ?? false]), [[10, false], [200, true]])
+  // With transparency: light, dark of the instant, then of the interval. Alike on the light page (white), other on
+  // the dark one (a picture drawn in alpha): added, both its views.
+  const alpha = {views: 2, interval: true} as const
+  const views = frameViews([frame(255), frame(0), frame(255), frame(180)], alpha)
+  assert.equal(views.map((v) => [v.image.data[0], v.image.onBlack ?? false, v.interval ?? false]), [[255, false, false], [0, true, false], [255, false, true], [180, true, true]])
+  // An opaque frame (both pages the same) is one view.
+  assert.equal(frameViews([frame(40), frame(40), frame(40), frame(40)], alpha).length, 1)
+})
+
+test.run()
