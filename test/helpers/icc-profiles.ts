@@ -102,16 +102,20 @@ export function matrixShaperProfile(options: {colorants: Colorants; curve: Curve
 
 /**
  * An 8-bit RGB PNG holding `rgb` (width x height x 3 bytes) as stored, with `profile` embedded (iCCP; none when
- * undefined) and `chunks` (type and data) before it; `grey`: a greyscale PNG holding one byte a pixel instead.
+ * undefined) and `chunks` (type and data) before it; `grey`: a greyscale PNG holding one byte a pixel instead;
+ * `sixteen`: 16 bits a sample, the same values.
  */
-export function pngWithProfile(width: number, height: number, rgb: Buffer, profile: Buffer | undefined, o: {chunks?: [string, Buffer][]; grey?: boolean} = {}): Buffer {
+export function pngWithProfile(width: number, height: number, rgb: Buffer, profile: Buffer | undefined, o: {chunks?: [string, Buffer][]; grey?: boolean; sixteen?: boolean} = {}): Buffer {
   const channels = o.grey ? 1 : 3
   const ihdr = Buffer.alloc(13)
   ihdr.writeUInt32BE(width, 0)
   ihdr.writeUInt32BE(height, 4)
-  ihdr.set([8, o.grey ? 0 : 2, 0, 0, 0], 8)
+  ihdr.set([o.sixteen ? 16 : 8, o.grey ? 0 : 2, 0, 0, 0], 8)
+  // 16 bits: each 8-bit value v as v x 257, big-endian.
+  const samples = o.sixteen ? Buffer.from([...rgb].flatMap((v) => [v, v])) : rgb
+  const rowBytes = width * channels * (o.sixteen ? 2 : 1)
   const rows: Buffer[] = []
-  for (let y = 0; y < height; y++) rows.push(Buffer.from([0]), rgb.subarray(y * width * channels, (y + 1) * width * channels))
+  for (let y = 0; y < height; y++) rows.push(Buffer.from([0]), samples.subarray(y * rowBytes, (y + 1) * rowBytes))
   const colour = (o.chunks ?? []).map(([type, data]) => pngChunk(type, data))
   const iccp = profile ? [pngChunk('iCCP', Buffer.concat([Buffer.from('test\0\0', 'latin1'), deflateSync(profile)]))] : []
   return Buffer.concat([PNG_SIGNATURE, pngChunk('IHDR', ihdr), ...colour, ...iccp, pngChunk('IDAT', deflateSync(Buffer.concat(rows))), pngChunk('IEND', Buffer.alloc(0))])

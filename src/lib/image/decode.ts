@@ -7,7 +7,7 @@ import {displayDurations, frameIndices, MAX_FRAMES, scoredFrames} from './animat
 import {isAnimatedPng} from './apng.js'
 import {applyTable, gammaTable, pngColour, type PngColour} from './png-colour.js'
 import {applyShaper, type Shaper} from './shaper.js'
-import {isSrgbProfile, libvipsIgnores, matrixShaper} from './icc.js'
+import {browserRefuses, isSrgbProfile, libvipsIgnores, matrixShaper} from './icc.js'
 import {jpegIccDiscarded} from './jpeg-icc.js'
 import {libvipsOf, type RgbImage} from './rgb.js'
 
@@ -156,7 +156,9 @@ function refusedFormat(meta: Metadata): ModError {
  */
 function profile(meta: Metadata, icc: Buffer | undefined): Pick<ImageProbe, 'profile' | 'colour'> {
   if (!icc) return {}
-  const rgbOrGrey = meta.space === 'srgb' || meta.space === 'b-w'
+  const rgbOrGrey = ['srgb', 'b-w', 'rgb16', 'grey16'].includes(meta.space ?? '')
+  // Shown by browsers as if it had no profile: its stored values.
+  if (rgbOrGrey && meta.depth !== 'float' && browserRefuses(icc)) return {profile: 'srgb'}
   if (rgbOrGrey && meta.depth === 'uchar' && isSrgbProfile(icc)) return {profile: 'srgb'}
   if (!rgbOrGrey || meta.depth === 'float' || !libvipsIgnores(icc, meta.channels <= 2)) return {profile: 'other'}
   const colour = matrixShaper(icc)

@@ -120,6 +120,28 @@ export function toSrgbMatrix(columns: number[][]): number[][] {
   return [0, 1, 2].map((r) => [0, 1, 2].map((c) => toSrgb[r][0] * columns[c][0] + toSrgb[r][1] * columns[c][1] + toSrgb[r][2] * columns[c][2]))
 }
 
+/**
+ * Whether Chromium's colour engine (skcms) refuses the profile for a tone curve it does not accept, and shows the
+ * stored values as if there were none: a parametric curve (the first copy of rTRC, gTRC, bTRC or kTRC) with a
+ * negative g, a, c or d, of type 1 or 2 an a of 0, of type 3 or 4 a negative a d + b (the power's base at d). Little CMS applies such a
+ * curve, and the transform here would too: a profile of a curve that sends every value to white hid the photo that
+ * browsers show.
+ */
+export function browserRefuses(icc: Buffer): boolean {
+  const tags = readTags(icc)
+  if (!tags) return false
+  return ['rTRC', 'gTRC', 'bTRC', 'kTRC'].some((signature) => {
+    const tag = tags.get(signature)
+    if (!tag || tag.size < 12 || icc.toString('latin1', tag.offset, tag.offset + 4) !== 'para') return false
+    const kind = icc.readUInt16BE(tag.offset + 8)
+    const count = [1, 3, 4, 5, 7][kind]
+    if (count === undefined || 12 + 4 * count > tag.size) return false
+    const [g, a = 1, b = 0, c = 0, d = 0] = Array.from({length: count}, (_, k) => s15Fixed16(icc, tag.offset + 12 + 4 * k))
+    // Types 3 and 4 give d: below it the curve is linear, above it a power of a x + b, which must not be negative.
+    return g < 0 || a < 0 || c < 0 || d < 0 || ((kind === 1 || kind === 2) && a === 0) || (kind >= 3 && a * d + b < 0)
+  })
+}
+
 /** The classes Little CMS takes as the profile of an image's stored values; libvips keeps the values of another. */
 const INPUT_CLASSES = [...DEVICE_CLASSES, 'prtr']
 

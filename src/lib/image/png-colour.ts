@@ -162,6 +162,8 @@ export function pngColour(png: Buffer, greyProfile: boolean): PngColour {
   if (chunks.srgb) return undefined
   const {gamma, chrm} = chunks
   if (gamma === undefined || gamma <= 0) return undefined
+  // Two primaries the same: browsers drop the chunks, gAMA too, and show the stored values.
+  if (chrm && [[1, 2], [1, 3], [2, 3]].some(([i, j]) => chrm[i][0] === chrm[j][0] && chrm[i][1] === chrm[j][1])) return undefined
   const columns = chrm ? colorants(chrm) : undefined
   const matrix = columns ? toSrgbMatrix(columns) : undefined
   // Primaries within rounding of sRGB's (the cHRM many writers add beside gAMA) leave the gamma alone to apply.

@@ -9,7 +9,7 @@ import {isModError} from '../../../src/lib/errors.js'
 import {decodeImage, probeImage} from '../../../src/lib/image/decode.js'
 import {jpegIccDiscarded} from '../../../src/lib/image/jpeg-icc.js'
 import {colorants} from '../../../src/lib/image/png-colour.js'
-import {curveTag, DISPLAY_P3, jpegWithIccSegments, matrixShaperProfile, pngWithProfile, ramps, SRGB, SRGB_CURVE} from '../../helpers/icc-profiles.js'
+import {type Curve, curveTag, DISPLAY_P3, jpegWithIccSegments, matrixShaperProfile, pngWithProfile, ramps, SRGB, SRGB_CURVE} from '../../helpers/icc-profiles.js'
 
 const LIMITS = {maxBytes: 25 * 1024 * 1024, maxPixels: 100_000_000}
 
@@ -115,6 +115,51 @@ test("a PNG's cHRM beside gAMA is applied, as browsers apply it: red and green s
   assert.ok((await decodeImage(pngWithProfile(width, height, rgb, undefined, {chunks: [gama, chrm([white, red, green, blue])]}), LIMITS))[0].data.equals(rgb))
   // cHRM alone is not applied, as browsers do not.
   assert.ok((await decodeImage(pngWithProfile(width, height, swapped, undefined, {chunks: [chrm([white, green, red, blue])]}), LIMITS))[0].data.equals(swapped))
+})
+
+test('a profile whose tone curve browsers refuse (a negative gamma, a of 0, a negative base) is shown as its stored values, also as a first copy', async () => {
+  const {width, height, rgb} = ramps()
+  const refused: [string, Curve][] = [
+    ['negative g', {parametric: [-1]}],
+    ['type 1 with a = 0', {parametric: [1, 0, 0]}],
+    ['type 4 with a d + b < 0', {parametric: [1, 0, -1, 0, 2, 0, 0]}],
+  ]
+  for (const [name, curve] of refused) {
+    for (const profile of [
+      matrixShaperProfile({colorants: SRGB, curve}),
+      matrixShaperProfile({colorants: SRGB, curve, deviceClass: 'abst'}),
+      matrixShaperProfile({colorants: SRGB, curve, extra: {rTRC: curveTag(SRGB_CURVE), gTRC: curveTag(SRGB_CURVE), bTRC: curveTag(SRGB_CURVE)}}),
+    ]) {
+      const [image] = await decodeImage(pngWithProfile(width, height, rgb, profile), LIMITS)
+      assert.ok(image.data.equals(rgb), name)
+    }
+  }
+})
+
+test('a 16-bit PNG gets the colour its 8-bit copy gets: a device-link or duplicate-tag profile, an RGB profile in grey', async () => {
+  const {width, height, rgb} = ramps()
+  for (const profile of [
+    matrixShaperProfile({colorants: SRGB, curve: EXPAND, deviceClass: 'link'}),
+    matrixShaperProfile({colorants: SRGB, curve: EXPAND, extra: {rTRC: curveTag(SRGB_CURVE), gTRC: curveTag(SRGB_CURVE), bTRC: curveTag(SRGB_CURVE)}}),
+  ]) {
+    const [eight] = await decodeImage(pngWithProfile(width, height, rgb, profile), LIMITS)
+    const [sixteen] = await decodeImage(pngWithProfile(width, height, rgb, profile, {sixteen: true}), LIMITS)
+    assert.ok(farthest(sixteen.data, eight.data) <= 1, `within ${farthest(sixteen.data, eight.data)} levels`)
+    assert.ok(farthest(sixteen.data, rgb) > 100)
+  }
+  const grey = Buffer.from(Array.from({length: 256}, (_, v) => v))
+  const profile = matrixShaperProfile({colorants: SRGB, curve: EXPAND})
+  const [eight] = await decodeImage(pngWithProfile(256, 1, grey, profile, {grey: true}), LIMITS)
+  const [sixteen] = await decodeImage(pngWithProfile(256, 1, grey, profile, {grey: true, sixteen: true}), LIMITS)
+  assert.ok(farthest(sixteen.data, eight.data) <= 1, `grey: within ${farthest(sixteen.data, eight.data)} levels`)
+})
+
+test('a cHRM of two identical primaries is dropped with its gAMA, as browsers drop both: the stored values', async () => {
+  const {width, height, rgb} = ramps()
+  const data = Buffer.alloc(32)
+  ;[[0.3127, 0.329], [0.64, 0.33], [0.64, 0.33], [0.64, 0.33]].flat().forEach((v, k) => data.writeUInt32BE(Math.round(v * 100_000), 4 * k))
+  const file = pngWithProfile(width, height, rgb, undefined, {chunks: [['gAMA', Buffer.from([0, 0, 0x03, 0xe8])], ['cHRM', data]]})
+  assert.ok((await decodeImage(file, LIMITS))[0].data.equals(rgb))
 })
 
 test("primaries and a white point give the colorants an ICC profile stores (adapted to D50): sRGB's and Display P3's", () => {
