@@ -4,6 +4,7 @@ import {emptyFileError, ModError} from '../errors.js'
 import {imageFormat, isAvifSequence, sniffImage} from '../input/sniff.js'
 import {formatSize} from '../sizes.js'
 import {displayDurations, frameIndices, MAX_FRAMES, scoredFrames} from './animation-frames.js'
+import {coarseStream, otherPictures, type CoarseStream} from './coarse.js'
 import {isAnimatedPng} from './apng.js'
 import {applyTable, gammaTable, pngColour, type PngColour} from './png-colour.js'
 import {applyShaper, type Shaper} from './shaper.js'
@@ -235,7 +236,7 @@ export async function decodeImage(input: Buffer, limits: ImageLimits, probed?: I
 
 /** The pixels decodeImage will hold for an input so probed: its frames scored, or the still at its planned size. */
 export function decodedPixels(probe: ImageProbe, limits: Pick<ImageLimits, 'maxPixels'>): number {
-  if (probe.animated) return Math.min(probe.frames, MAX_FRAMES) * probe.width * probe.height * (probe.alpha ? 2 : 1)
+  if (probe.animated) return Math.min(probe.frames, MAX_FRAMES + MAX_OTHER_FRAMES) * probe.width * probe.height * (probe.alpha ? 2 : 1)
   // Its first page standing for each page kept, all within one still's share (decodePages).
   if (multiPage(probe)) return Math.min(Math.min(probe.frames, MAX_FRAMES) * probe.width * probe.height, Math.floor(limits.maxPixels / DECODED_SHARE))
   const {width, height} = planDecode(probe, limits)
@@ -508,24 +509,64 @@ export function decodeBound(limits: Pick<ImageLimits, 'maxPixels'>): {bytes: num
 }
 
 /**
- * Decodes the animation once, as a stream of stacked frames, keeping only the selected ones: one pass over
- * the file (seeking to a frame re-decodes everything before it) and memory for MAX_FRAMES frames, not all.
- * EXIF orientation is not applied here: sharp orients the whole stack, not each frame. With alpha (a GIF's
- * transparent colour, a WebP's alpha), the frames are read as RGBA and each kept one gives its views on a light and
- * a dark page (overPages), as a still does.
+ * Decodes the animation as a stream of stacked frames, keeping only the selected ones: one pass over the file
+ * (seeking to a frame re-decodes everything before it) and memory for the frames kept, not all. EXIF orientation is
+ * not applied here: sharp orients the whole stack, not each frame. With alpha (a GIF's transparent colour, a WebP's
+ * alpha), the frames are read as RGBA and each kept one gives its views on a light and a dark page (overPages), as a
+ * still does. Beside the frames chosen by display time (scoredFrames), an animation of more frames adds those that
+ * are other pictures than every one chosen (otherFrames), read in a second pass: the rule that chooses is public, and
+ * flagged frames on the places it skips, on screen 44% of the time, scored safe.
  */
 async function decodeFrames(input: Buffer, probe: ImageProbe, limits: ImageLimits): Promise<RgbImage[]> {
   const {width, height} = probe
-  const frameBytes = width * height * (probe.alpha ? 4 : 3)
+  const channels = probe.alpha ? 4 : 3
   const delays = probe.delays ?? Array<number>(probe.frames).fill(0)
   const durations = displayDurations(delays)
   const wanted = scoredFrames(delays)
+  const coarse = probe.frames > MAX_FRAMES ? coarseStream(width, height, channels, probe.frames) : undefined
+  const kept = await readFrames(input, probe, limits, wanted, coarse)
+  const others = coarse ? otherFrames(coarse.pictures(), wanted, durations) : []
+  const more = others.length > 0 ? await readFrames(input, probe, limits, others) : []
+  const frames = [...wanted.map((index, k) => ({index, data: kept[k]})), ...others.map((index, k) => ({index, data: more[k]}))].sort((a, b) => a.index - b.index)
+  for (const {data} of frames) browserColour(data, channels, probe)
+  return frames.flatMap(({index, data}) => {
+    const shown = durations[index]
+    return probe.alpha ? overPages({data, width, height}).map((view) => ({...view, shown})) : [{data, width, height, shown}]
+  })
+}
+
+/** Frames of an animation scored beyond those chosen by display time, at most (otherFrames). */
+const MAX_OTHER_FRAMES = 8
+
+/**
+ * The frames not `chosen` whose coarse pictures are other pictures than every frame scored (coarse.ts): the longest
+ * shown first, each added counting as scored, at most MAX_OTHER_FRAMES; in display order.
+ */
+function otherFrames(pictures: Float64Array[], chosen: readonly number[], durations: readonly number[]): number[] {
+  const scored = chosen.map((i) => pictures[i])
+  const candidates = pictures.map((_, i) => i).filter((i) => !chosen.includes(i))
+  candidates.sort((a, b) => durations[b] - durations[a] || a - b)
+  const added: number[] = []
+  for (const i of candidates) {
+    if (added.length === MAX_OTHER_FRAMES) break
+    if (scored.every((p) => otherPictures(p, pictures[i]))) {
+      added.push(i)
+      scored.push(pictures[i])
+    }
+  }
+  return added.sort((a, b) => a - b)
+}
+
+/** One pass over the animation's stacked frames: the `wanted` ones' pixels (RGB, or RGBA with alpha), each frame fed to `coarse`. */
+async function readFrames(input: Buffer, probe: ImageProbe, limits: ImageLimits, wanted: readonly number[], coarse?: CoarseStream): Promise<Buffer[]> {
+  const frameBytes = probe.width * probe.height * (probe.alpha ? 4 : 3)
   const frames = wanted.map(() => Buffer.allocUnsafe(frameBytes))
   const stack = sharp(input, options(limits, probe, {pages: -1}))
   const stream = probe.alpha ? stack.toColourspace('srgb').ensureAlpha().raw({depth: 'uchar'}) : toRgb(stack)
   let position = 0
   for await (const chunk of stream as AsyncIterable<Buffer>) {
     const end = position + chunk.length
+    coarse?.push(chunk, position)
     wanted.forEach((index, k) => {
       const start = Math.max(position, index * frameBytes)
       const stop = Math.min(end, (index + 1) * frameBytes)
@@ -536,11 +577,7 @@ async function decodeFrames(input: Buffer, probe: ImageProbe, limits: ImageLimit
   if (position !== frameBytes * probe.frames) {
     throw new ModError('unreadable_image', 'the animation ended before its last frame was decoded')
   }
-  for (const data of frames) browserColour(data, probe.alpha ? 4 : 3, probe)
-  return frames.flatMap((data, k) => {
-    const shown = durations[wanted[k]]
-    return probe.alpha ? overPages({data, width, height}).map((view) => ({...view, shown})) : [{data, width, height, shown}]
-  })
+  return frames
 }
 
 function decodeError(e: unknown, limits: ImageLimits): ModError {

@@ -5,6 +5,7 @@
  * every instant of the grid does not hide what is on screen the rest of the time. In a steady shot the two are alike
  * and the instant's frame alone is scored.
  */
+import {coarseOf, otherPictures} from '../image/coarse.js'
 import type {RgbImage} from '../image/rgb.js'
 
 /** One image to score, and whether it stands for the interval rather than the instant. */
@@ -13,38 +14,9 @@ export interface FrameView {
   interval?: true
 }
 
-/** A coarse picture of the frame: the mean brightness of each of GRID x GRID blocks. */
-const GRID = 8
-
-/**
- * Mean difference of the blocks' brightness (0-255) above which two frames are other pictures: a cut to another
- * shot moves it far past this, motion within a shot far less (measured in bench/video.ts).
- */
-const OTHER_PICTURE = 24
-
-function blockMeans(image: RgbImage): Float64Array {
-  const sums = new Float64Array(GRID * GRID)
-  const counts = new Float64Array(GRID * GRID)
-  const {data, width, height} = image
-  // Every other pixel each way: the means of 64 blocks need no more.
-  for (let y = 0; y < height; y += 2) {
-    const row = Math.min(GRID - 1, Math.floor((y * GRID) / height)) * GRID
-    for (let x = 0; x < width; x += 2) {
-      const i = 3 * (y * width + x)
-      const block = row + Math.min(GRID - 1, Math.floor((x * GRID) / width))
-      sums[block] += 0.299 * data[i] + 0.587 * data[i + 1] + 0.114 * data[i + 2]
-      counts[block]++
-    }
-  }
-  return sums.map((sum, k) => (counts[k] > 0 ? sum / counts[k] : 0))
-}
-
-/** Whether two frames of one size are other pictures (OTHER_PICTURE). */
+/** Whether two frames of one size are other pictures (coarse.ts). */
 export function otherPicture(a: RgbImage, b: RgbImage): boolean {
-  const [ma, mb] = [blockMeans(a), blockMeans(b)]
-  let difference = 0
-  for (let k = 0; k < ma.length; k++) difference += Math.abs(ma[k] - mb[k])
-  return difference / ma.length > OTHER_PICTURE
+  return otherPictures(coarseOf(a), coarseOf(b))
 }
 
 /** A frame's views: as a light page shows it, and as a dark one when that differs (an opaque frame is one view). */

@@ -230,7 +230,8 @@ test('decodedPixels: the frames scored of an animation, a still at its planned s
   const still = {format: 'png', width: 10_000, height: 10_000, frames: 1, orientation: 6, animated: false, cost: 1} as const
   assert.is(decodedPixels(still, DEFAULT_LIMITS), 7071 * 7071)
   assert.is(decodedPixels({...still, width: 400, height: 300}, DEFAULT_LIMITS), 120_000)
-  assert.is(decodedPixels({...still, format: 'gif', width: 16, height: 12, frames: 20, animated: true, cost: 3}, DEFAULT_LIMITS), 8 * 16 * 12)
+  // An animation: its frames chosen by display time and up to 8 more of other pictures.
+  assert.is(decodedPixels({...still, format: 'gif', width: 16, height: 12, frames: 20, animated: true, cost: 3}, DEFAULT_LIMITS), 16 * 16 * 12)
   // With alpha, two views (light and dark page) of a still planned at a quarter of the limit.
   assert.equal(planDecode({width: 10_000, height: 10_000, alpha: true}, DEFAULT_LIMITS), {width: 5000, height: 5000})
   assert.is(decodedPixels({...still, alpha: true}, DEFAULT_LIMITS), 2 * 5000 * 5000)
@@ -273,6 +274,26 @@ test('the dark view of a large image with transparency is at most 2048 pixels on
   assert.equal([light.width, light.height, light.scale], [3000, 1000, undefined])
   assert.equal([dark.width, dark.height, dark.onBlack, dark.scale], [2048, 683, true, 3000 / 2048])
   assert.equal([pixel(dark, 100, 300), pixel(dark, 1900, 300)], [[200, 200, 200], [0, 0, 0]])
+})
+
+/** A lossless animated WebP of 16 x 16 grey frames of these levels, each shown 1 s (a GIF's palette merges near greys). */
+async function levelsWebp(levels: number[]): Promise<Buffer> {
+  const data = Buffer.concat(levels.map((v) => Buffer.alloc(16 * 16, v)))
+  return sharp(data, {raw: {width: 16, height: 16 * levels.length, channels: 1, pageHeight: 16}})
+    .webp({lossless: true, delay: levels.map(() => 1000)})
+    .toBuffer()
+}
+
+test('an animation of more than 8 frames adds the frames left out that are other pictures than every one scored', async () => {
+  // 16 frames of 1 s, a slow fade of grey (each frame its own, so that the encoder merges none): those chosen by
+  // display time are 0, 2, 4, 6, 9, 11, 13 and 15. Of those left out, 7 and 8 are white (8 is no other picture than 7
+  // once 7 is scored), 10 is black.
+  const fade = Array.from({length: 16}, (_, i) => 60 + 3 * i)
+  const levels = fade.map((v, i) => (i === 7 ? 255 : i === 8 ? 254 : i === 10 ? 0 : v))
+  const frames = await decodeImage(await levelsWebp(levels), LIMITS)
+  assert.equal(frames.map((f) => f.data[0]), [60, 66, 72, 78, 255, 87, 0, 93, 99, 105])
+  // Frames that differ by a little (motion, a fade) add nothing.
+  assert.is((await decodeImage(await levelsWebp(fade), LIMITS)).length, 8)
 })
 
 test("an animation's frames with transparency give their views on a light and a dark page too; opaque frames one", async () => {
