@@ -6,16 +6,14 @@
  * installed manifest records the hash downloaded, marked `first_use` (`pinned` for verified files).
  */
 import {createHash} from 'node:crypto'
-import {createReadStream, createWriteStream} from 'node:fs'
+import {createReadStream} from 'node:fs'
 import {mkdir, open, rename, rm, stat} from 'node:fs/promises'
 import {dirname, join} from 'node:path'
-import {Transform} from 'node:stream'
-import {pipeline} from 'node:stream/promises'
 
 import {interceptors, request, type Agent, type Dispatcher, type EnvHttpProxyAgent} from 'undici'
 
 import {isModError, ModError} from '../errors.js'
-import {BODY_BUFFER_BYTES} from '../fetch/body-buffer.js'
+import {BODY_BUFFER_BYTES, copyEagerly} from '../fetch/body-buffer.js'
 import {connectionProblem} from '../fetch/url.js'
 import {dispatcherFor, type ProxySettings} from '../fetch/proxy-agent.js'
 import {formatSize, formatSizeExact} from '../sizes.js'
@@ -124,7 +122,6 @@ async function get(ctx: Context, file: ModelFile, url: string, offset: number): 
       dispatcher: ctx.dispatcher,
       signal: ctx.opts.signal,
       headers: offset > 0 ? {range: `bytes=${offset}-`} : {},
-      highWaterMark: BODY_BUFFER_BYTES,
     })
   } catch (e) {
     if (ctx.opts.signal?.aborted) throw failed(`download of ${file.path} was interrupted`)
@@ -170,27 +167,26 @@ async function download(ctx: Context, file: ModelFile, url: string): Promise<Ver
   }
   let received = start
   opts.onProgress?.({file: file.path, received, total})
-  const meter = new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      received += chunk.length
-      // Enforced as bytes arrive: a server sending more than the manifest promises is cut off, not stored.
-      if (file.size !== undefined && received > file.size) {
-        done(failed(`${file.path} is larger than the ${formatSizeExact(file.size)} the manifest gives`))
-        return
-      }
-      if (received > cap) {
-        done(failed(`${file.path} is larger than ${formatSizeExact(cap)}, ${total === undefined ? 'the most a model file without a pinned size is taken' : 'the length the server gave'}`))
-        return
-      }
-      hash.update(chunk)
-      opts.onProgress?.({file: file.path, received, total})
-      done(null, chunk)
-    },
-  })
+  // Enforced as bytes arrive: a server sending more than the manifest promises is cut off, not stored.
+  const take = (chunk: Buffer): void => {
+    received += chunk.length
+    if (file.size !== undefined && received > file.size) throw failed(`${file.path} is larger than the ${formatSizeExact(file.size)} the manifest gives`)
+    if (received > cap) {
+      throw failed(`${file.path} is larger than ${formatSizeExact(cap)}, ${total === undefined ? 'the most a model file without a pinned size is taken' : 'the length the server gave'}`)
+    }
+    hash.update(chunk)
+    opts.onProgress?.({file: file.path, received, total})
+  }
 
+  const out = await open(part, start > 0 ? 'a' : 'w')
   try {
-    await pipeline(res.body, meter, createWriteStream(part, {flags: start > 0 ? 'a' : 'w'}), {signal: opts.signal})
+    // Read as it arrives (copyEagerly): a slow disk must not stop undici reading the connection.
+    await copyEagerly(res.body, async (chunk) => {
+      take(chunk)
+      await out.write(chunk)
+    }, BODY_BUFFER_BYTES, opts.signal)
   } catch (e) {
+    await out.close()
     if (opts.signal?.aborted) {
       throw failed(`download of ${file.path} was interrupted after ${formatSize(received)}; pull again to resume`)
     }
@@ -206,6 +202,7 @@ async function download(ctx: Context, file: ModelFile, url: string): Promise<Ver
         `(${(e as Error).message}); pull again to resume`,
     )
   }
+  await out.close()
 
   if (total !== undefined && received < total) {
     throw failed(`download of ${file.path} stopped after ${formatSize(received)} of ${formatSize(total)}; pull again to resume`)
