@@ -44,11 +44,11 @@ const MAX_INTERVAL_FRAMES = 60
 
 /**
  * How many frames of each interval of 1 / `fps` seconds ffmpeg's `thumbnail` filter looks at to find the one most
- * like the interval as a whole (its colours nearest the interval's average): the stream resampled to a constant
- * rate (so that the groups keep to the sampling grid) of its own, or twice it when an interval holds fewer than
- * FEW_FRAMES (so that each counts about as long as it is on screen), at most MAX_INTERVAL_FRAMES. 1: the grid sees every frame already, nothing to add. The frame at each
- * instant alone can be chosen by an uploader who knows the grid: an ordinary frame put on every whole second hid a
- * clip of flagged pictures.
+ * like the interval as a whole (its colours nearest the interval's average): the stream resampled to a constant rate
+ * (so that the groups keep to the sampling grid) of its own, or twice it when an interval holds fewer than
+ * FEW_FRAMES (so that each counts about as long as it is on screen), at most MAX_INTERVAL_FRAMES. 1: the grid sees
+ * every frame already, nothing to add. The frame at each instant alone can be chosen by an uploader who knows the
+ * grid: an ordinary frame put on every whole second hid a clip of flagged pictures.
  */
 export function intervalFrames(streamFps: number | undefined, fps: number): number {
   if (streamFps !== undefined && streamFps <= fps) return 1
