@@ -77,9 +77,9 @@ export interface DecodedFrame {
   image: RgbImage
   /** Which of the file's decoded video streams the frame is from (0: the first; covers come after the others). */
   stream: number
-  /** The frame most like the interval after the instant, scored beside the instant's when another picture (frame-views.ts). */
+  /** The frame most like the interval after the instant, given beside the instant's when another picture (frame-views.ts). */
   interval?: true
-  /** No other frame of this instant follows (each stream gives one, or its two views, in stream order). */
+  /** No other frame of this instant follows (each stream gives its frames, in stream order). */
   last: boolean
 }
 
@@ -231,8 +231,9 @@ async function nextViews(d: StreamDecoding, clock: WaitClock, signal: AbortSigna
  * stream, read side by side), as RGB frames handed over a pipe (no files written): for every sampling instant
  * inside the video, the frame each stream shows then (a video shorter than 1 / `fps` seconds gives one instant),
  * and each attached picture (cover art) once, at the first instant. A frame with transparency is given as a light
- * page shows it and as a dark one does (two frames, the second `onBlack`), as images are scored. The streams are read only as fast as the
- * caller consumes them, and limits are enforced on what is decoded, never on the container's metadata. Leaving
+ * page shows it and as a dark one does (two frames, the second `onBlack`), as images are scored; after an instant's
+ * frame comes the frame most like its interval when that is another picture (`interval`: frame-views.ts). The
+ * streams are read only as fast as the caller consumes them, and limits are enforced on what is decoded, never on the container's metadata. Leaving
  * the loop early, an error or `signal` aborting kills ffmpeg; the generator ends only once the processes are gone.
  *
  * Before decoding, the packets are listed (scanPackets): what decoding will cost is bounded by the limits
