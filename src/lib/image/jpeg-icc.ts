@@ -1,10 +1,9 @@
 /**
- * Whether a JPEG's ICC profile, split over APP2 segments ("ICC_PROFILE", a sequence number, a count), is one that
- * browsers read. libjpeg's reader of such profiles, which browsers build on, takes none at all when the segments
- * disagree (counts that differ, a number of 0 or past the count, one number twice, one missing), and shows the
- * stored values as sRGB; libvips then still applies one of them (two segments each "1 of 1": the last), so a file
- * whose first segment is sRGB and second turns every colour white is a photo to a browser and a blank page to
- * libvips.
+ * Whether a JPEG's ICC profile, split over APP2 segments ("ICC_PROFILE", a sequence number, a count), is one readers
+ * agree on. When the segments disagree (counts that differ, a number of 0 or past the count, one number twice, one
+ * missing), IJG's reader of such profiles (read_icc_profile) takes none at all, and Chromium showed the stored values
+ * of a file whose first segment is sRGB and second turns every colour white, while libvips applied the last: a photo
+ * to a browser and a blank page to libvips. Such a file is read as its stored values.
  */
 
 const ICC_TAG = Buffer.from('ICC_PROFILE\0', 'latin1')
