@@ -112,7 +112,7 @@ export async function probeImage(input: Buffer): Promise<ImageProbe> {
   if (format === 'png' && isAnimatedPng(input)) {
     throw new ModError('unsupported_media', 'animated PNG (APNG) is not supported: only its default image could be scored, not the frames it shows; send the animation as GIF or WebP')
   }
-  // A JPEG whose profile browsers discard is shown as its stored values: as a PNG whose colour is sRGB by cICP.
+  // A JPEG whose ICC segments disagree is read as its stored values (jpeg-icc.ts): as a PNG whose cICP says sRGB.
   const colour = format === 'png' ? pngColour(input, meta.icc === undefined) : format === 'jpeg' && jpegIccDiscarded(input) ? ({keep: true} as const) : undefined
   return probeOf(format, meta, colour)
 }

@@ -37,7 +37,7 @@ function iccSegments(jpeg: Buffer): {seq: number; count: number}[] {
   return found
 }
 
-/** True when the JPEG has ICC segments that browsers take no profile from (the module's comment). */
+/** True when the JPEG has ICC segments that disagree, whose file is read as its stored values (the module's comment). */
 export function jpegIccDiscarded(jpeg: Buffer): boolean {
   const segments = iccSegments(jpeg)
   if (segments.length === 0) return false
