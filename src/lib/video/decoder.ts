@@ -36,33 +36,35 @@ function overPages(scale: string, tag: string): string {
   return `format=gbrap,split=2${light}${dark};${light}negate,premultiply=inplace=1,negate,${scale}${white};${dark}premultiply=inplace=1,${scale}${black};${white}${black}vstack`
 }
 
-/** Fewer frames than this in an interval are looked at twice over (intervalFrames). */
-const FEW_FRAMES = 10
+/**
+ * The rate, in frames a second, at which the stream is resampled for ffmpeg's `thumbnail` filter (intervalFrames):
+ * every frame of a stream of up to 60 frames a second counts, whatever rate the file declares (a declared rate can be
+ * patched low while the frames keep theirs).
+ */
+const CHOOSING_RATE = 60
 
-/** The most frames of each sampling interval that ffmpeg's `thumbnail` filter compares (intervalFrames). */
+/** The most frames of each sampling interval that `thumbnail` compares (intervalFrames). */
 const MAX_INTERVAL_FRAMES = 60
 
 /**
  * How many frames of each interval of 1 / `fps` seconds ffmpeg's `thumbnail` filter looks at to find the one most
  * like the interval as a whole (its colours nearest the interval's average): the stream resampled to a constant rate
- * (so that the groups keep to the sampling grid) of its own, or twice it when an interval holds fewer than
- * FEW_FRAMES (so that each counts about as long as it is on screen), at most MAX_INTERVAL_FRAMES. 1: the grid sees
- * every frame already, nothing to add. The frame at each instant alone can be chosen by an uploader who knows the
- * grid: an ordinary frame put on every whole second hid a clip of flagged pictures.
+ * of CHOOSING_RATE, or twice its declared rate when that is higher (so that the groups keep to the sampling grid, and
+ * each frame counts about as long as it is on screen), at least 2 and at most MAX_INTERVAL_FRAMES an interval. The
+ * frame at each instant alone can be chosen by an uploader who knows the grid: an ordinary frame put on every whole
+ * second hid a clip of flagged pictures.
  */
 export function intervalFrames(streamFps: number | undefined, fps: number): number {
-  if (streamFps !== undefined && streamFps <= fps) return 1
-  const perInterval = (streamFps ?? 30) / fps
-  // Twice the stream's rate where an interval holds few frames, which then weigh by their time on screen.
-  return Math.max(2, Math.min(MAX_INTERVAL_FRAMES, Math.ceil((perInterval < FEW_FRAMES ? 2 : 1) * perInterval - 1e-9)))
+  const rate = Math.max(CHOOSING_RATE, 2 * (streamFps ?? 0))
+  return Math.max(2, Math.min(MAX_INTERVAL_FRAMES, Math.ceil(rate / fps - 1e-9)))
 }
 
 /**
  * How many pictures each PPM frame of the decoder stacks: [instant (light, dark?)] then [interval (light, dark?)]. A
  * stream the description did not list (undefined: ffmpeg could not describe the file) is sampled at its instants only.
  */
-export function stackedParts(stream: VideoStream | undefined, fps: number): {views: 1 | 2; interval: boolean} {
-  return {views: stream?.alpha ? 2 : 1, interval: stream !== undefined && !stream.cover && intervalFrames(stream.fps, fps) > 1}
+export function stackedParts(stream: VideoStream | undefined): {views: 1 | 2; interval: boolean} {
+  return {views: stream?.alpha ? 2 : 1, interval: stream !== undefined && !stream.cover}
 }
 
 /**
@@ -75,7 +77,7 @@ function sampledFrames(o: DecoderOptions, stream: VideoStream | undefined): stri
   const view = (tag: string): string => (stream?.alpha ? overPages(scale, tag) : scale)
   if (stream?.cover) return view('c')
   const sampling = `fps=${o.fps}:start_time=0:round=up:eof_action=pass,`
-  const {interval} = stackedParts(stream, o.fps)
+  const {interval} = stackedParts(stream)
   if (!interval) return `${sampling}${view('i')}`
   const n = intervalFrames(stream?.fps, o.fps)
   const choose = `${displayScale(o.frameShortSide, o.maxFrameSide, 'fast_bilinear')},fps=${o.fps * n}:start_time=0:round=up:eof_action=pass,thumbnail=${n},setpts=N/(${o.fps}*TB),fps=${o.fps},`

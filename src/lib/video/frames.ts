@@ -267,7 +267,7 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
   if (scan.end !== undefined && instantsBefore(scan.end, o.fps) > o.maxFrames) throw tooManyFrames(o)
   const decodings: StreamDecoding[] = streams.map((stream) => {
     const decoder = startDecoder(path, o, stream)
-    const layout = stackedParts(stream, o.fps)
+    const layout = stackedParts(stream)
     const parser = createPpmParser(o.maxFrameSide, layout.views * (layout.interval ? 2 : 1))
     return {decoder, layout, chunks: decoder.stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>, parser, queue: [], frames: 0, ended: false}
   })

@@ -2,7 +2,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import type {RgbImage} from '../../../src/lib/image/rgb.js'
-import {frameViews, otherPicture} from '../../../src/lib/video/frame-views.js'
+import {frameViews, sameFrame} from '../../../src/lib/video/frame-views.js'
 
 /** A 16x16 frame: grey `level`, its left half at `left` when given. */
 function frame(level: number, left = level): RgbImage {
@@ -11,19 +11,25 @@ function frame(level: number, left = level): RgbImage {
   return {data, width: 16, height: 16}
 }
 
-test('two frames are other pictures when their 8 x 8 blocks of brightness differ by more than 24 levels on average', () => {
-  assert.is(otherPicture(frame(100), frame(120)), false)
-  assert.is(otherPicture(frame(100), frame(130)), true)
-  // Half the blocks 60 levels apart: 30 on average.
-  assert.is(otherPicture(frame(100), frame(100, 160)), true)
-  assert.is(otherPicture(frame(100), frame(100, 140)), false)
+/** A 16x16 frame of squares 4 pixels a side, alternately `a` and `b`: a fine picture whose blocks average the same. */
+function checks(a: number, b: number): RgbImage {
+  const data = Buffer.alloc(16 * 16 * 3)
+  for (let y = 0; y < 16; y++) for (let x = 0; x < 16; x++) data.fill((Math.floor(x / 4) + Math.floor(y / 4)) % 2 ? a : b, 3 * (y * 16 + x), 3 * (y * 16 + x) + 3)
+  return {data, width: 16, height: 16}
+}
+
+test('two frames are the same frame when their samples differ by at most 4 levels on average, whatever their coarse picture', () => {
+  assert.is(sameFrame(frame(100), frame(103)), true)
+  assert.is(sameFrame(frame(100), frame(106)), false)
+  // The same average brightness in every block, another picture: not the same frame.
+  assert.is(sameFrame(checks(50, 150), frame(100)), false)
 })
 
-test("the interval's frame is scored beside the instant's only when it is another picture, on a light or a dark page", () => {
+test("the interval's frame is scored beside the instant's unless it is the same frame, on a light or a dark page", () => {
   const plain = {views: 1, interval: true} as const
   assert.equal(frameViews([frame(10), frame(12)], plain).map((v) => [v.image.data[0], v.interval ?? false]), [[10, false]])
   assert.equal(frameViews([frame(10), frame(200)], plain).map((v) => [v.image.data[0], v.interval ?? false]), [[10, false], [200, true]])
-  // With transparency: light, dark of the instant, then of the interval. Alike on the light page (white), other on
+  // With transparency: light, dark of the instant, then of the interval. The same on the light page (white), other on
   // the dark one (a picture drawn in alpha): added, both its views.
   const alpha = {views: 2, interval: true} as const
   const views = frameViews([frame(255), frame(0), frame(255), frame(180)], alpha)
