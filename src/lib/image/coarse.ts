@@ -1,8 +1,8 @@
 /**
  * A frame's coarse picture: the mean brightness of each of GRID x GRID blocks, from every other pixel each way. Two
  * frames whose coarse pictures differ by more than OTHER_PICTURE levels on average are other pictures: a cut to
- * another shot, or a flagged photo among ordinary ones, is; motion within a shot is not. Used where only some frames
- * can be scored, to score the ones that show something else (an animation's, a video interval's).
+ * another shot, or a flagged photo among ordinary ones, is; motion within a shot is not. Used where only some of an
+ * animation's frames can be scored, to score the ones that show something else.
  */
 
 const GRID = 8
