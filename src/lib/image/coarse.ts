@@ -46,13 +46,6 @@ function blockOf(x: number, y: number, width: number, height: number): number {
   return Math.min(GRID - 1, Math.floor((y * GRID) / height)) * GRID + Math.min(GRID - 1, Math.floor((x * GRID) / width))
 }
 
-/** The coarse picture of one RGB frame. */
-export function coarseOf(image: {data: Buffer; width: number; height: number}): Float64Array {
-  const stream = coarseStream(image.width, image.height, 3, 1)
-  stream.push(image.data, 0)
-  return stream.pictures()[0]
-}
-
 /** Whether two coarse pictures are of other pictures (the module's comment). */
 export function otherPictures(a: Float64Array, b: Float64Array): boolean {
   let difference = 0

@@ -54,7 +54,7 @@ const MAX_INTERVAL_FRAMES = 60
  * frame at each instant alone can be chosen by an uploader who knows the grid: an ordinary frame put on every whole
  * second hid a clip of flagged pictures.
  */
-export function intervalFrames(streamFps: number | undefined, fps: number): number {
+function intervalFrames(streamFps: number | undefined, fps: number): number {
   const rate = Math.max(CHOOSING_RATE, 2 * (streamFps ?? 0))
   return Math.max(2, Math.min(MAX_INTERVAL_FRAMES, Math.ceil(rate / fps - 1e-9)))
 }
