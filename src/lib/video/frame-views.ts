@@ -3,7 +3,7 @@
  * transparency, as a dark page show it; and the frame most like the interval that follows (decoder.ts
  * intervalFrames) unless it is the instant's frame again, so that an uploader who puts an ordinary frame on every
  * instant of the grid does not hide what is on screen the rest of the time. Any difference beyond the two scalings'
- * counts: a test of "another picture" by coarse blocks of brightness was passed by an ordinary photo brightness-matched
+ * (blocks of 4 x 4 pixels) counts: a test of "another picture" by coarse blocks of brightness was passed by an ordinary photo brightness-matched
  * to the flagged ones, or a mosaic of them. In a steady shot the two are the same frame and one is scored.
  */
 import type {RgbImage} from '../image/rgb.js'
@@ -15,20 +15,41 @@ export interface FrameView {
 }
 
 /**
- * Mean difference per sample (0-255) within which two frames of one size are the same frame: the instant's frame and
- * the interval's are scaled by two filters (bicubic, and a fast bilinear one), which move a sample by a level or two.
+ * Mean difference (0-255) of the blocks' colours within which two frames of one size are the same frame: the
+ * instant's frame and the interval's are scaled by two filters (bicubic, and a fast bilinear one), which move the
+ * samples of fine detail (text, a code's modules) by many levels and a block's mean by a level or two.
  */
 const SAME_FRAME = 4
 
-/**
- * Whether two frames of one size are the same frame (SAME_FRAME), from every sample: a subset would weigh a regular
- * pattern (a GIF's dithering) by where it falls.
- */
+/** Blocks of BLOCK x BLOCK pixels are compared: fine enough that a picture that passes is the picture. */
+const BLOCK = 4
+
+/** Each channel's mean over each block of BLOCK x BLOCK pixels. */
+function blockMeans(image: RgbImage): Float64Array {
+  const columns = Math.ceil(image.width / BLOCK)
+  const rows = Math.ceil(image.height / BLOCK)
+  const sums = new Float64Array(columns * rows * 3)
+  const counts = new Float64Array(columns * rows)
+  for (let y = 0; y < image.height; y++) {
+    for (let x = 0; x < image.width; x++) {
+      const block = Math.floor(y / BLOCK) * columns + Math.floor(x / BLOCK)
+      const i = 3 * (y * image.width + x)
+      sums[3 * block] += image.data[i]
+      sums[3 * block + 1] += image.data[i + 1]
+      sums[3 * block + 2] += image.data[i + 2]
+      counts[block]++
+    }
+  }
+  return sums.map((sum, k) => sum / counts[Math.floor(k / 3)])
+}
+
+/** Whether two frames of one size are the same frame (SAME_FRAME). */
 export function sameFrame(a: RgbImage, b: RgbImage): boolean {
   if (a.width !== b.width || a.height !== b.height) return false
+  const [ma, mb] = [blockMeans(a), blockMeans(b)]
   let difference = 0
-  for (let i = 0; i < a.data.length; i++) difference += Math.abs(a.data[i] - b.data[i])
-  return difference / a.data.length <= SAME_FRAME
+  for (let k = 0; k < ma.length; k++) difference += Math.abs(ma[k] - mb[k])
+  return difference / ma.length <= SAME_FRAME
 }
 
 /** A frame's views: as a light page shows it, and as a dark one when that differs (an opaque frame is one view). */

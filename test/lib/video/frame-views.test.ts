@@ -18,7 +18,7 @@ function checks(a: number, b: number): RgbImage {
   return {data, width: 16, height: 16}
 }
 
-test('two frames are the same frame when their samples differ by at most 4 levels on average, whatever their coarse picture', () => {
+test('two frames are the same frame when their 4 x 4 blocks differ by at most 4 levels on average, whatever their coarse picture', () => {
   assert.is(sameFrame(frame(100), frame(103)), true)
   assert.is(sameFrame(frame(100), frame(106)), false)
   // The same average brightness in every block, another picture: not the same frame.
