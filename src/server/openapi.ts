@@ -323,14 +323,18 @@ function description(info: OpenApiInfo): string {
     '## Accepted formats',
     '- Images: JPEG, PNG, WebP, GIF, AVIF, TIFF. For animated GIF/WebP up to 8 frames are scored, chosen by the time ' +
       'each is on screen (a delay of 10 ms or less counts as 100 ms, as browsers show it): those shown at 8 instants evenly ' +
-      'spaced from the middle of the first frame to the middle of the last, and always the frame shown longest. For a ' +
+      'spaced from the middle of the first frame to the middle of the last, and always the frame shown longest; then up to ' +
+      '8 more of the frames left out that are other pictures than every frame scored. For a ' +
       'multi-page TIFF up to 8 pages evenly spaced by position are scored. Each label keeps its maximum score. An animated PNG (APNG) is refused with 415 `unsupported_media`: only its ' +
       'default image could be decoded; send the animation as GIF or WebP. An image is scored as displayed: EXIF ' +
       "orientation applied, colour converted to sRGB as browsers convert it (an ICC profile, a PNG's gAMA, cHRM and cICP chunks), and an image with " +
       'transparency scored as a light page shows it (flattened onto white) and as a dark page does (onto black), each ' +
       'label keeping the higher score.',
-    '- Videos: whatever the bundled or system ffmpeg decodes; at least MP4/MOV (H.264), WebM (VP8/VP9), MKV and ' +
-      'animated GIF.',
+    '- Videos: whatever the bundled or system ffmpeg decodes; at least MP4/MOV (H.264), WebM (VP8/VP9), MKV, ' +
+      'animated GIF and animated AVIF. Each sampling instant is scored on the frame on screen then and, unless it is ' +
+      'that frame again, on the frame most like the interval until the next instant; frames with transparency as a ' +
+      'light and a dark page show them. A file with a subtitle stream of pictures (PGS, DVB, VobSub) is refused with ' +
+      '415 `unsupported_media`.',
     '',
     '## Fetching images by URL',
     `\`POST /v1/moderate/json\` with \`url\` is honoured only when \`MOD_ALLOW_URLS\` is true. ${urls} Rules:`,
