@@ -371,7 +371,9 @@ test('the description states the limits of this server in readable units', () =>
 test('the description lists the accepted formats and the URL fetching rules', () => {
   const text = doc.info.description
   assert.match(text, 'Images: JPEG, PNG, WebP, GIF, AVIF, TIFF')
-  assert.match(text, 'MP4/MOV (H.264), WebM (VP8/VP9), MKV and animated GIF')
+  assert.match(text, 'MP4/MOV (H.264), WebM (VP8/VP9), MKV, animated GIF and animated AVIF')
+  assert.match(text, 'the frame most like the interval until the next instant')
+  assert.match(text, 'up to 8 more of the frames left out that are other pictures')
   assert.match(text, 'only `http` and `https` URLs')
   assert.match(text, 'every redirect is checked the same way')
   assert.match(text, 'private, loopback, link-local, unique-local, multicast, CGNAT, unspecified')
