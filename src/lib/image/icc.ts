@@ -24,7 +24,7 @@ const DEVICE_CLASSES = ['mntr', 'scnr', 'spac']
 const LUT_TAGS = ['A2B0', 'A2B1', 'A2B2', 'B2A0', 'B2A1', 'B2A2', 'D2B0', 'B2D0']
 
 /** sRGB's decoding of an encoded value to linear light (IEC 61966-2-1), clipped to [0, 1]. */
-function srgbDecode(x: number): number {
+export function srgbDecode(x: number): number {
   const v = Math.min(1, Math.max(0, x))
   return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4
 }

@@ -14,8 +14,8 @@ import {inflateSync} from 'node:zlib'
 
 import {ModError} from '../errors.js'
 import {SIGNATURE_BYTES} from './apng.js'
-import {inverse3, toSrgbMatrix} from './icc.js'
-import type {Shaper} from './shaper.js'
+import {inverse3, srgbDecode, toSrgbMatrix} from './icc.js'
+import {type Shaper, srgbEncode} from './shaper.js'
 
 /**
  * How far a PNG's gamma may be from the 1/2.2 that displays assume (0.45455, which PNG writers often record) before it
@@ -101,11 +101,6 @@ export function colorants([white, ...primaries]: number[][]): number[][] | undef
   return [0, 1, 2].map((c) => m.map((row) => row[c]))
 }
 
-/** sRGB's decoding of an encoded value to linear light (IEC 61966-2-1). */
-function srgbDecode(v: number): number {
-  return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4
-}
-
 /** H.273 colour primaries this reads from a cICP chunk, as white point then red, green, blue chromaticities. */
 const CICP_PRIMARIES: Record<number, number[][]> = {
   1: [[0.3127, 0.329], [0.64, 0.33], [0.3, 0.6], [0.15, 0.06]],
@@ -172,11 +167,6 @@ export function pngColour(png: Buffer, greyProfile: boolean): PngColour {
     return {shaper: {curves: [curve, curve, curve], matrix}}
   }
   return Math.abs(2.2 * gamma - 1) <= KEPT_WITHIN ? undefined : {gamma}
-}
-
-/** sRGB's encoding of linear light (IEC 61966-2-1). */
-function srgbEncode(linear: number): number {
-  return linear <= 0.0031308 ? 12.92 * linear : 1.055 * linear ** (1 / 2.4) - 0.055
 }
 
 /** For each 8-bit sample, the sRGB value of the light it stands for under `gamma`. */

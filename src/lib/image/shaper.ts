@@ -14,7 +14,7 @@ export interface Shaper {
 const STEPS = 16_384
 
 /** sRGB's encoding of linear light (IEC 61966-2-1). */
-function srgbEncode(linear: number): number {
+export function srgbEncode(linear: number): number {
   return linear <= 0.0031308 ? 12.92 * linear : 1.055 * linear ** (1 / 2.4) - 0.055
 }
 
