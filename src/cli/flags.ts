@@ -4,6 +4,7 @@ import {PRECISIONS, SETTING_VARIABLES, type SettingsInput} from '../lib/config/s
 import {PRESETS} from '../lib/policy/types.js'
 import {MODEL_SIGNALS} from '../lib/signals/registry.js'
 import {MAX_FPS, MIN_FPS} from '../lib/video/options.js'
+import {wholeNumberFlag} from './whole-number-flag.js'
 
 const MODEL = 'MODEL'
 
@@ -54,7 +55,7 @@ export const modelFlags = {
     env: SETTING_VARIABLES.precision,
     helpGroup: MODEL,
   }),
-  threads: Flags.integer({
+  threads: wholeNumberFlag({
     description: 'onnxruntime threads per model (default: fit the machine).',
     helpValue: 'N',
     min: 1,

@@ -5,6 +5,7 @@ import {Flags} from '@oclif/core'
 import {ModCommand} from '../cli/base-command.js'
 import {modelFlags, settingsInput} from '../cli/flags.js'
 import type {EnvVars} from '../cli/help.js'
+import {wholeNumberFlag} from '../cli/whole-number-flag.js'
 import {loadConfig} from '../lib/config/load.js'
 import {DEFAULT_HOST, DEFAULT_PORT, DEFAULT_WORKERS, SETTING_VARIABLES} from '../lib/config/settings.js'
 import {baseUrl, startupWarnings} from '../server/address.js'
@@ -76,8 +77,8 @@ With MOD_API_KEY set, every request but GET /health, GET /ready and the document
       env: SETTING_VARIABLES.host,
       default: DEFAULT_HOST,
     }),
-    port: Flags.integer({description: 'Port; 0 picks a free one.', min: 0, max: 65_535, env: SETTING_VARIABLES.port, default: DEFAULT_PORT}),
-    workers: Flags.integer({
+    port: wholeNumberFlag({description: 'Port; 0 picks a free one.', min: 0, max: 65_535, env: SETTING_VARIABLES.port, default: DEFAULT_PORT}),
+    workers: wholeNumberFlag({
       description:
         "Processes, each with its own engine, inferring one batch at a time while it receives and decodes the next requests; the model's weights are mapped from their files and shared, so each more worker costs about 125 MiB after a few requests, and up to some 75 MiB more under steady load (docs/operations.md). " +
         'Unless --threads is given, the cores are divided among them.',
@@ -93,7 +94,7 @@ With MOD_API_KEY set, every request but GET /health, GET /ready and the document
       env: SETTING_VARIABLES.bodyMinRate,
       defaultHelp: async () => '8KB',
     }),
-    'max-uploads-per-client': Flags.integer({
+    'max-uploads-per-client': wholeNumberFlag({
       description: 'Request bodies one client address (an IPv6 /64) may be sending at once per worker; more is answered 429.',
       min: 1,
       env: SETTING_VARIABLES.maxUploadsPerClient,

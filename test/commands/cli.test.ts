@@ -6,6 +6,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {BIN, runCli, runInProcess, tempDir} from '../helpers/cli.js'
+import {warmCacheDir} from '../helpers/warm-cache.js'
 import {MODEL_SIGNALS} from '../../src/lib/signals/registry.js'
 
 const dir = tempDir()
@@ -103,6 +104,18 @@ test('a flag value taken from its MOD_* variable names the variable when it is i
   const limit = await runInProcess(['scan', 'x.png'], {env: {MOD_MAX_BYTES: 'lots'}})
   assert.is(limit.code, 2)
   assert.is(limit.stderr, 'mod: invalid_config: MOD_MAX_BYTES="lots" is not valid: expected a size in bytes, e.g. 26214400 or 25MB\n')
+})
+
+test('a whole-number variable with spaces around its value is read as the number, as the other variables are', async () => {
+  const env = {MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'spaced-cache'))}
+  const spaced = await runInProcess(['categories'], {env: {...env, MOD_THREADS: ' 2 '}})
+  assert.is(spaced.stderr, '')
+  assert.is(spaced.code, 0)
+  const zero = await runInProcess(['categories'], {env: {...env, MOD_THREADS: ' 0 '}})
+  assert.is(zero.code, 2)
+  assert.is(zero.stderr, 'mod: invalid_config: MOD_THREADS=" 0 " is not valid: Expected an integer greater than or equal to 1 but received: 0\n')
+  const flag = await runInProcess(['categories', '--threads', '3 '], {env})
+  assert.is(flag.code, 0)
 })
 
 test('a mistyped command suggests the closest one, exit 2; a far one only points at help', async () => {
