@@ -5,10 +5,14 @@
  * - `phone`: a number starting with + or 00 and 8 to 15 digits (E.164), or a national number of 10 to 15
  *   digits in groups separated by spaces, dots, dashes or brackets; never a run holding a date with its
  *   year (2024-01-15, 06.24.2008) or followed by `:` and a digit (a time), nor a book's number (after `ISBN`,
- *   or 13 digits from 978 or 979 whose check digit holds: the barcode number on every book cover).
+ *   or 13 digits from 978 or 979 whose check digit holds: the barcode number on every book cover), nor the
+ *   numbers a receipt prints: `000…` (no country code starts with 0), and a number without `+` glued to
+ *   letters (`CBP000709361664`) or right after a label naming another identifier (`GST Reg No. 001492992000`,
+ *   `Slip No.: 0020070154`, `#002348863`), unless a phone word is nearer (`Tel No.`, `Tel0044…`).
  * - `url`: http(s):// or www. addresses, and bare domains under common top-level domains (example.com/path).
  * - `handle`: messenger links (t.me/, telegram.me/, wa.me/, m.me/, discord.gg/, signal.me/, line.me/) and
- *   @names of 3 to 32 letters, digits, `_` or `.` that are not part of an e-mail address.
+ *   @names of 3 to 32 letters, digits, `_` or `.` that are not part of an e-mail address, nor digits and dots
+ *   alone (`@10.00` is a price).
  */
 
 export const CONTACT_DETECTORS = ['email', 'phone', 'url', 'handle'] as const
@@ -50,12 +54,25 @@ function isbn13(digits: string): boolean {
   return sum % 10 === 0
 }
 
+/**
+ * The end of the text before a number when it names an identifier other than a phone number: a label (`No.`,
+ * `ID`, `GST`, `VAT`, `Invoice#`, `Slip`, `Ref`, `Order`...) or `#`, then at most a short token (`POS: 04 CSH: `,
+ * `Invoice# 1/A-`).
+ */
+const ID_LABEL =
+  /(?:(?<![\p{L}])(?:no|nr|num|number|id|1d|reg|regn|gst|vat|tin|tax|invoice|inv|slip|receipt|rcpt|ref|order|acct|account|a\/c|card|pos|csh|cashier|trans|txn|batch|serial|s\/n|sku|item|code)(?![\p{L}])|#)[\s.:#\/\p{L}\p{N}-]{0,8}$/iu
+/** A phone word before the number takes it back from a label (`Tel No.`, `Contact No:`, `WhatsApp #`). */
+const PHONE_WORD = /(?<![\p{L}])(?:tel|phone|mobile|mob|cell|contact|call|whats\s?app|fax|hp|hotline)(?![\p{L}])[^\p{L}]*(?:\p{L}+[^\p{L}]*)?$/iu
+
 function phoneOk(found: string, before: string, after: string): boolean {
   const digits = found.replace(/\D/g, '')
   // Followed by `:59`, the last group is an hour.
   if (DATE.test(found) || /^:\d/.test(after)) return false
   if (/ISBN(?:-1[03])?:?\s*$/i.test(before) || isbn13(digits)) return false
-  if (/^(?:\+|00)/.test(found)) return digits.length >= 8 && digits.length <= 15
+  if (!found.startsWith('+') && (/\p{L}$/u.test(before) || ID_LABEL.test(before)) && !PHONE_WORD.test(before)) return false
+  // After 00 come a country code, which never starts with 0, and a number.
+  if (found.startsWith('00')) return !digits.startsWith('000') && digits.length >= 10 && digits.length <= 17
+  if (found.startsWith('+')) return digits.length >= 8 && digits.length <= 15
   // A national number: 10 to 15 digits in at least two groups.
   return digits.length >= 10 && digits.length <= 15 && /[\s().-]/.test(found)
 }
@@ -80,8 +97,10 @@ export function findContacts(text: string, detectors: readonly ContactDetector[]
       let end = trimEnd(text, start, start + m[0].length)
       if (detector === 'phone') {
         end = start + m[0].trimEnd().length
-        if (!phoneOk(text.slice(start, end), text.slice(Math.max(0, start - 12), start), text.slice(end))) continue
+        if (!phoneOk(text.slice(start, end), text.slice(Math.max(0, start - 24), start), text.slice(end))) continue
       }
+      // An @ before digits and dots alone is a price (`Discount @10.00%`).
+      if (detector === 'handle' && /^@[\d.]+$/.test(text.slice(start, end))) continue
       if (found.some((f) => start < f.end && end > f.start)) continue
       found.push({detector, start, end})
     }

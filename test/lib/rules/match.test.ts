@@ -185,6 +185,33 @@ test("a book's number is no phone number: after ISBN, or 13 digits from 978/979 
   assert.equal(contacts('call 978 555 0100'), [['phone', '978 555 0100']])
 })
 
+test("a receipt's other numbers are no phone numbers: after an identifier's label, glued to letters, or 000…", () => {
+  for (const text of [
+    '(GST Reg No. 001492992000)',
+    'Slip No.: 0020070154',
+    'GST ID: 000220499968',
+    'Tax Invoice# 1/A-42210-140220',
+    '#002348863',
+    'POS: 04 CSH: 00023122',
+    'TAX REG ID CBP000709361664',
+    'GST 1D:00038 1399040',
+  ]) {
+    assert.equal(contacts(text), [], text)
+  }
+  // A phone word nearer than the label, or a +, keeps the number; so does a label word inside another word.
+  assert.equal(contacts('Tel No. 0044 20 7946 0958'), [['phone', '0044 20 7946 0958']])
+  assert.equal(contacts('WhatsApp #: 0044 7911 123456'), [['phone', '0044 7911 123456']])
+  assert.equal(contacts('Order No. +44 7911 123456'), [['phone', '+44 7911 123456']])
+  assert.equal(contacts('Nokia 0044 20 7946 0958'), [['phone', '0044 20 7946 0958']])
+  assert.equal(contacts('Tel: 03-7956 1234 5'), [['phone', '03-7956 1234 5']])
+  assert.equal(contacts('Tel0044 20 7946 0958'), [['phone', '0044 20 7946 0958']])
+})
+
+test('an @ before digits and dots alone is a price, not a handle', () => {
+  assert.equal(contacts('Discount @10.00% and 2 @3.50'), [])
+  assert.equal(contacts('follow @shop24'), [['handle', '@shop24']])
+})
+
 test('finds URLs and bare domains under common top-level domains, not abbreviations', () => {
   assert.equal(contacts('see https://example.org/a?b=1, www.shop.de and cheap-pills.com/buy'), [
     ['url', 'https://example.org/a?b=1'],
