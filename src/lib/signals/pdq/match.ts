@@ -22,11 +22,14 @@ export interface HashMatch {
   confidence: number
   /** The listed hash, in hex. */
   hash: string
-  /** Which rotation or mirror of the image matched ('original' without them), or 'stored': its stored pixels, before EXIF orientation. */
+  /**
+   * Which rotation or mirror of the image matched ('original' without them), 'stored': its stored pixels, before
+   * EXIF orientation, or `trimmed …`: a rotation or mirror of the frame without the borders trimming cut.
+   */
   variant: Variant
 }
 
-export type Variant = Dihedral | 'stored'
+export type Variant = Dihedral | 'stored' | `trimmed ${Dihedral}`
 
 
 export function confidenceOf(distance: number): number {
@@ -41,17 +44,24 @@ export interface MatchOptions {
 
 /**
  * Every entry of `lists` within its list's threshold of the image's hash, or of any of its rotations and
- * mirrors when they are given, or of its stored pixels' hash when given; each listed hash is reported once,
- * for the nearest variant. Nothing matches when the image's quality is below the floor.
+ * mirrors when they are given, or of its stored pixels' hash when given, or of the trimmed frame's rotations and
+ * mirrors when given; each listed hash is reported once, for the nearest variant. A hash whose image's quality
+ * is below the floor matches nothing.
  */
 export async function matchHash(
   lists: LoadedList[],
-  image: {hash: Hash256; quality: number; dihedral?: PdqDihedral; stored?: Hash256},
+  image: {hash: Hash256; quality: number; dihedral?: PdqDihedral; stored?: Hash256; trimmed?: {dihedral: PdqDihedral; quality: number}},
   options: MatchOptions = {},
 ): Promise<HashMatch[]> {
-  if (image.quality < (options.qualityFloor ?? DEFAULT_QUALITY_FLOOR)) return []
-  const variants: [Variant, Hash256][] = image.dihedral ? DIHEDRAL.map((d) => [d, (image.dihedral as PdqDihedral)[d]]) : [['original', image.hash]]
-  if (image.stored) variants.push(['stored', image.stored])
+  const floor = options.qualityFloor ?? DEFAULT_QUALITY_FLOOR
+  const variants: [Variant, Hash256][] = []
+  if (image.quality >= floor) {
+    variants.push(...(image.dihedral ? DIHEDRAL.map((d): [Variant, Hash256] => [d, (image.dihedral as PdqDihedral)[d]]) : [['original', image.hash] as [Variant, Hash256]]))
+    if (image.stored) variants.push(['stored', image.stored])
+  }
+  const trimmed = image.trimmed
+  if (trimmed && trimmed.quality >= floor) variants.push(...DIHEDRAL.map((d): [Variant, Hash256] => [`trimmed ${d}`, trimmed.dihedral[d]]))
+  if (variants.length === 0) return []
   const matches: HashMatch[] = []
   for (const loaded of lists) {
     const threshold = options.thresholds?.[loaded.name] ?? DEFAULT_DISTANCE_THRESHOLD

@@ -4,7 +4,9 @@
  * with the match's confidence (1 - distance / 64): the category's score is at least that, whatever the other
  * signals say, and a category no match touches keeps their score (or 0 for one only lists score, `known_bad`).
  * It hashes the frame as decoded, before border trimming, so that its hashes are those `mod hash` prints; for a
- * photo with an EXIF orientation it also hashes the stored pixels, unturned, as lists made with Meta's tools do.
+ * photo with an EXIF orientation it also hashes the stored pixels, unturned, as lists made with Meta's tools do;
+ * and where trimming cut something (a border, a letterbox, a canvas), it hashes the trimmed frame too: a border
+ * added to a listed picture moves every hash of the whole frame out of reach.
  */
 import {applyHits, ruleCategories} from '../rule-hits.js'
 import {policyWeight, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
@@ -28,11 +30,17 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
   const fed = ruleCategories(policy, new Set(categoryOf.values()), opened)
 
   return {
-    prepare: async (_frame, _origin, decoded) => {
+    prepare: async (frame, _origin, decoded) => {
       const {hashes, quality} = pdqDihedralHashes(decoded)
       // Only a photo decoded with an EXIF orientation has a second hash: that of its stored pixels.
       const stored = pdqStoredHash(decoded)?.hash
-      const matches = await matchHash(lists, {hash: hashes.original, quality, dihedral: hashes, stored}, {thresholds})
+      const cut = frame.width !== decoded.width || frame.height !== decoded.height
+      const trimmed = cut ? pdqDihedralHashes(frame) : undefined
+      const matches = await matchHash(
+        lists,
+        {hash: hashes.original, quality, dihedral: hashes, stored, trimmed: trimmed && {dihedral: trimmed.hashes, quality: trimmed.quality}},
+        {thresholds},
+      )
       return matches.map((m) => ({...m, category: categoryOf.get(m.list) as string}))
     },
     infer: async (frames) => frames,

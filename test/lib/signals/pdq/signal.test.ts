@@ -80,6 +80,25 @@ test('a mirrored copy matches through the dihedral variants', async () => {
   assert.equal(mirrored.matches?.map((m) => [m.label, m.category]), [['case-7', 'known_bad']])
 })
 
+test('a copy in a white border or black letterbox bars matches through the trimmed frame, which the whole frame does not', async () => {
+  const {policy} = await loadPolicyFile(writePolicy('border', [`${listedHash},case-12`]))
+  await using engine = createEngine(options(policy))
+  const meta = await sharp(listed).metadata()
+  const side = Math.round((meta.width as number) / 10)
+  const bars = Math.round((meta.height as number) / 4)
+  const framed = [
+    await sharp(listed).extend({top: side, bottom: side, left: side, right: side, background: '#ffffff'}).jpeg({quality: 85}).toBuffer(),
+    await sharp(listed).extend({top: bars, bottom: bars, background: '#000000'}).jpeg({quality: 85}).toBuffer(),
+  ]
+  for (const image of framed) {
+    const whole = hammingDistance(hashFromHex(listedHash), hashFromHex((await hashImage(image, DEFAULT_LIMITS))[0].hash))
+    assert.ok(whole > 31, `the whole frame's hash is ${whole} bits away`)
+    const result = await engine.moderateImage(image, 'framed.jpg')
+    assert.equal(result.matches?.map((m) => m.label), ['case-12'])
+    assert.ok((result.matches?.[0].distance ?? 99) <= 10, `distance ${result.matches?.[0].distance}`)
+  }
+})
+
 /** The photo drawn in the alpha of white pixels: blank on a light page, the photo in grey on a dark one. */
 async function drawnInAlpha(photo: Buffer): Promise<Buffer> {
   const {data, info} = await sharp(photo).greyscale().raw().toBuffer({resolveWithObject: true})
