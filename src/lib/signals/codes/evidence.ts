@@ -41,13 +41,14 @@ export interface FrameCodes {
 }
 
 const TRUNCATED =
-  'Present, and true, only when reading codes was stopped at the time limit of a frame (2 s; zxing reads a full-HD frame in well under that): codes in that frame may have been missed.'
+  'Present, and true, only when reading codes was stopped at the time limit of a frame (2 s; zxing reads a full-HD frame in well under that) or a frame held 256 codes, as many as are read: codes in that frame may have been missed.'
 
 
 const imageFields = {
   codes: Type.Optional(
     Type.Array(Code, {
-      description: 'Present when the policy has codes rules: the QR codes and barcodes read (for an animation, in every frame scored); empty when none was.',
+      description:
+        'Present when the policy has codes rules: the QR codes and barcodes read (for an animation, in every frame scored), the first 32 of a frame (the rules check every code read); empty when none was.',
     }),
   ),
   code_hits: Type.Optional(

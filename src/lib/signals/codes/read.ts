@@ -64,7 +64,11 @@ export interface CodeReaderOptions {
  * it is read as a 40 px one, still enough for a small QR code).
  */
 export const DEFAULT_MAX_PIXELS = 1920 * 1080
-export const DEFAULT_MAX_CODES = 32
+/**
+ * Codes read per frame: all of them are checked against the rules (a sheet of 64 codes, one of them denied, is
+ * caught wherever that one is), a bound on the reader's memory and time rather than a budget.
+ */
+export const DEFAULT_MAX_CODES = 256
 
 export interface CodeReader {
   /** The codes in a frame, top to bottom then left to right. */

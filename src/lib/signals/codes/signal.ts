@@ -5,15 +5,19 @@
  * category: the category's score is 1 on that frame, whatever the other signals say; a frame without hits leaves
  * their score as it is (0 for `contact_info` when only codes or text rules feed it). Boxes come out in the pixels
  * of the image as uploaded. Codes are read on the whole decoded frame, whatever the policy's `trim_borders`, in a
- * worker thread with a time limit per frame (reader-thread.ts): a frame cut short says so (`codes_truncated`).
+ * worker thread with a time limit per frame (reader-thread.ts): a frame cut short, or with as many codes as the
+ * reader reads, says so (`codes_truncated`).
  */
 import {applyHits, ruleCategories} from '../rule-hits.js'
 import {toImageBox, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
 import {codesEvidence, type FrameCodes} from './evidence.js'
 import {codesPolicyOf, codesSection} from './policy-section.js'
-import type {FoundCode} from './read.js'
+import {DEFAULT_MAX_CODES, type FoundCode} from './read.js'
 import {openThreadedCodeReader} from './reader-thread.js'
 import {applyCodesRules, compileCodesRules} from './rules.js'
+
+/** Codes a frame's result lists; the rules see every code read, and a hit always names its code. */
+export const LISTED_CODES = 32
 
 async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>): Promise<OpenSignal<FrameCodes, FrameCodes>> {
   const {policy} = setup
@@ -31,7 +35,9 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
       const whole = {left: 0, top: 0, ...(origin.scale === undefined ? {} : {scale: origin.scale})}
       const read = await reader.read(decoded)
       const codes = read.codes.map((c): FoundCode => ({...c, box: toImageBox(c.box, whole)}))
-      return {codes, hits: applyCodesRules(rules, codes).map((h) => ({...h})), ...(read.timedOut ? {truncated: true} : {})}
+      // A frame with as many codes as the reader reads may hold more, unread.
+      const truncated = read.timedOut || codes.length >= DEFAULT_MAX_CODES
+      return {codes: codes.slice(0, LISTED_CODES), hits: applyCodesRules(rules, codes).map((h) => ({...h})), ...(truncated ? {truncated: true} : {})}
     },
     infer: async (frames) => frames,
     adjust: (labels, outputs) => {

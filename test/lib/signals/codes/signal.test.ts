@@ -107,6 +107,22 @@ test('a code at the edge of a page is read whole although border trimming cuts i
   for (const [got, want] of [[x, symbol[0]], [y, symbol[1]], [x + w, symbol[2]], [y + h, symbol[3]]]) assert.ok(Math.abs(got - want) <= 2, `${got} vs ${want}`)
 })
 
+test('a sheet of 40 codes: every code read is checked, the denied one last among them caught; the result lists 32', async () => {
+  const {policy} = await loadPolicyFile(policyFile)
+  await using engine = createEngine(options(policy))
+  const payloads = Array.from({length: 40}, (_, i) => (i === 39 ? 'https://evil.com/win' : `https://ok${i}.example/`))
+  const codes = await Promise.all(payloads.map((p) => drawCode('QRCode', p, 3)))
+  const cell = Math.max(...codes.map((c) => Math.max(c.width, c.height))) + 10
+  const page = await sharp({create: {width: 8 * cell, height: 5 * cell, channels: 3, background: '#ffffff'}})
+    .composite(codes.map((c, i) => ({input: c.png, left: (i % 8) * cell, top: Math.floor(i / 8) * cell})))
+    .png()
+    .toBuffer()
+  const r = await engine.moderateImage(page, 'sheet.png')
+  assert.equal(r.code_hits?.map((h) => [h.rule, h.payload]), [['scam_links', 'https://evil.com/win']])
+  assert.is(r.codes?.length, 32)
+  assert.is(r.codes_truncated, undefined)
+})
+
 test('without codes rules the signal does not run and results carry no codes', async () => {
   await using engine = createEngine(options(buildPolicy({categories: [{name: 'redness', prompts: ['red']}]})))
   const r = await engine.moderateImage(await sharp(photoFile).toBuffer(), 'flyer.png')
