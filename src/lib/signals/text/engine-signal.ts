@@ -4,6 +4,9 @@
  * policy asks (`text: {video: true}`). A rule's hit is a violation of its category: the category's score is 1
  * on that frame, whatever the other signals say; a frame without hits leaves their score as it is (0 for
  * `contact_info`, which only text feeds). Lines and hits come out in the pixels of the frame as decoded.
+ * It reads the frame as decoded, before border trimming and the aspect bound, as the code reader does: trimmed,
+ * a poster's large words lose the margin around them and the detector cuts their first and last letters (a
+ * 48-pixel `CASINO` on white read `CASINC`), and a long banner's ends would be cut off with the aspect bound.
  */
 import {frameIndices} from '../../image/animation-frames.js'
 import {defaultThreads} from '../../model/threads.js'
@@ -54,12 +57,13 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
   const fed = ruleCategories(policy, new Set(text.rules.map((r) => r.category)), opened)
 
   return {
-    prepare(frame, origin, _decoded, kind, place) {
+    prepare(_frame, origin, decoded, kind, place) {
       if (!textWanted(text, kind)) return null
+      const whole = {left: 0, top: 0, ...(origin.scale === undefined ? {} : {scale: origin.scale})}
       // A video's frames are read one by one, each with an image's budget.
-      if (kind === 'video') return {frame, origin, budget: reader.budget}
+      if (kind === 'video') return {frame: decoded, origin: whole, budget: reader.budget}
       const read = framesRead(place)
-      return read.includes(place.index) ? {frame, origin, budget: frameBudget(reader.budget, read.length)} : null
+      return read.includes(place.index) ? {frame: decoded, origin: whole, budget: frameBudget(reader.budget, read.length)} : null
     },
     async infer(inputs) {
       const wanted = inputs.filter((i) => i !== null)

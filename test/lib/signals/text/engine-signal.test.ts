@@ -58,7 +58,7 @@ test('a listed word on a meme and an e-mail address on a sign are violations, wi
     ],
   )
   await using engine = createEngine(options(policy))
-  // A white border, trimmed before reading: the boxes still come out in the uploaded image's pixels.
+  // A white border: the boxes come out in the uploaded image's pixels.
   const meme = await renderText(600, 400, [
     {text: 'WHEN THE Z0RBLAX', x: 40, y: 70, size: 44, font: 'DejaVu Sans', fill: 'black'},
     {text: 'hits different', x: 160, y: 360, size: 36, font: 'DejaVu Sans'},
@@ -82,6 +82,17 @@ test('a listed word on a meme and an e-mail address on a sign are violations, wi
   const s = await engine.moderateImage(await png(sign), 'sign.png')
   assert.equal(s.text_hits?.map((h) => [h.rule, h.category, h.text, h.detector]), [['contacts', 'contact_info', 'rentals@lakeside.org', 'email']])
   assert.equal(s.violations.find((v) => v.name === 'contact_info'), {name: 'contact_info', confidence: 1, parent: null, threshold: 0.5})
+})
+
+test('large words on a plain poster are read whole, also tilted: the frame is read untrimmed, with the margin around them', async () => {
+  await using engine = createEngine(options(await textPolicy()))
+  for (const size of [56, 96]) {
+    const poster = await renderText(900, 300, [{text: 'ZORBLAX', x: 60, y: 150 + size / 3, size, font: 'DejaVu Sans', fill: 'black'}], '#ffffff')
+    const upright = await engine.moderateImage(await png(poster), 'poster.png')
+    assert.equal(upright.text_hits?.map((h) => [h.rule, h.text]), [['banned', 'ZORBLAX']], `${size} px`)
+    const tilted = await sharp(await png(poster)).rotate(10, {background: '#ffffff'}).png().toBuffer()
+    assert.equal((await engine.moderateImage(tilted, 'tilted.png')).text_hits?.map((h) => [h.rule, h.text]), [['banned', 'ZORBLAX']], `${size} px, 10 degrees`)
+  }
 })
 
 test('an address drawn in the alpha of white pixels, blank on a light page and white on black on a dark one, is read once', async () => {
