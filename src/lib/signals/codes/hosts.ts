@@ -16,7 +16,9 @@
  *   these, and the next, are read line by line as a linkifier reads text, without the cleaning above, which would
  *   join a vCard's lines into hosts that are not there;
  * - what the text rules' URL detector finds in it (www. addresses, bare domains under common top-level domains),
- *   so that an address inside a vCard, a MECARD or a sentence counts too (at the start of its lines: payload.ts).
+ *   so that an address inside a vCard, a MECARD or a sentence counts too (at the start of its lines: payload.ts);
+ * - an address carried in another's query or fragment, percent-escapes decoded (a redirect link,
+ *   `https://www.google.com/url?q=https%3A%2F%2Fevil.com`, leads to evil.com), to a depth of NESTED_DEPTH.
  * Addresses without a host (`mailto:`, `tel:`, `sms:`, `javascript:`, `WIFI:`) point to no domain: the text
  * rules' detectors (`detect: [email, phone]`) are there for those.
  */
@@ -80,18 +82,61 @@ function hostOf(address: string): string | undefined {
   return host.startsWith('[') || listedDomain(host) === host ? host : undefined
 }
 
+/** Whether `text`, read whole, is one address: a bare host or a `scheme:` address with something after it. */
+function isOneAddress(text: string): boolean {
+  return !/\s/.test(text) && (BARE.test(text) || (SCHEME.test(text) && /^[^:]+:[/\\]*[^/\\\s]/.test(text)))
+}
+
+/** Redirects inside redirects are followed this deep (each level's parameters are read once). */
+const NESTED_DEPTH = 3
+
+/** The addresses carried in a web address's query parameters and fragment, decoded. */
+function carried(address: string): string[] {
+  if (!SPECIAL.test(address)) return []
+  let url: URL
+  try {
+    url = new URL(address)
+  } catch {
+    return []
+  }
+  const values = [...url.searchParams.values()]
+  const fragment = url.hash.slice(1)
+  if (fragment !== '') values.push(...new URLSearchParams(fragment).values(), safeDecode(fragment))
+  const found: string[] = []
+  for (const value of values) {
+    const one = asOneAddress(value)
+    if (isOneAddress(one)) found.push(one)
+    else for (const m of value.matchAll(ADDRESS)) found.push(m[0])
+  }
+  return found
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    return text
+  }
+}
+
 /**
  * The hosts the payload's URLs point to (lower case, punycode, no trailing dot), each once, in order. The text URL
- * detector sees the payload's checked lines (payload.ts); the rest is linear in the payload's length.
+ * detector sees the payload's checked lines (payload.ts); the rest is linear in the payload's length, times the
+ * depth of carried addresses.
  */
 export function payloadHosts(payload: string): string[] {
   const text = payload.trim()
   const whole = asOneAddress(payload)
-  const addresses: string[] = []
-  if (!/\s/.test(whole) && (BARE.test(whole) || (SCHEME.test(whole) && /^[^:]+:[/\\]*[^/\\\s]/.test(whole)))) addresses.push(whole)
+  let addresses: string[] = []
+  if (isOneAddress(whole)) addresses.push(whole)
   for (const m of text.matchAll(ADDRESS)) addresses.push(m[0])
   for (const line of checkedLines(text)) for (const c of findContacts(line, ['url'])) addresses.push(line.slice(c.start, c.end))
-  const hosts = addresses.map(hostOf).filter((h): h is string => h !== undefined)
+  const all = [...addresses]
+  for (let depth = 0; depth < NESTED_DEPTH && addresses.length > 0; depth++) {
+    addresses = addresses.flatMap(carried)
+    all.push(...addresses)
+  }
+  const hosts = all.map(hostOf).filter((h): h is string => h !== undefined)
   return [...new Set(hosts)]
 }
 

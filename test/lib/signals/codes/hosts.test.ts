@@ -89,6 +89,20 @@ test('addresses inside a vCard, a MECARD or a sentence count, a MECARD separator
   assert.equal(payloadHosts('https://good.com;@evil.com'), ['evil.com', 'good.com'])
 })
 
+test("an address carried in another's query or fragment counts, percent-escapes decoded, redirects inside redirects too", () => {
+  assert.equal(payloadHosts('https://www.google.com/url?q=https://evil.com/'), ['www.google.com', 'evil.com'])
+  assert.equal(payloadHosts('https://www.google.com/url?q=https%3A%2F%2Fevil.com%2Fx&sa=D'), ['www.google.com', 'evil.com'])
+  assert.equal(
+    payloadHosts('https://l.facebook.com/l.php?u=https%3A%2F%2Fwww.google.com%2Furl%3Fq%3Dhttps%253A%252F%252Fevil.com'),
+    ['l.facebook.com', 'www.google.com', 'evil.com'],
+  )
+  assert.equal(payloadHosts('https://good.com/?next=evil.com/login'), ['good.com', 'evil.com'])
+  assert.equal(payloadHosts('https://good.com/#https://evil.com'), ['good.com', 'evil.com'])
+  // Words that merely mention a domain, and a fragment a browser keeps on the page it opens, lead nowhere else.
+  assert.equal(payloadHosts('https://www.google.com/search?q=is+evil.com+safe'), ['www.google.com'])
+  assert.equal(payloadHosts('https://good.com#@evil.com'), ['good.com'])
+})
+
 test('payloads without an address point nowhere: numbers, e-mail, phone, Wi-Fi, script', () => {
   for (const payload of ['4006381333931', '1.5', 'v1.2.3', 'PARCEL-42', 'mailto:sales@evil.com', 'tel:+15551234567', 'WIFI:S:home;T:WPA;P:secret;;', 'javascript:alert(1)', 'hello world']) {
     assert.equal(payloadHosts(payload), [], payload)
