@@ -99,4 +99,20 @@ test('a list that points at a file of secrets: the scan names its lines, never t
   )
 })
 
+test('mod policy validate names every problem of a list in one round: a bad distance and a missing file; a file two lists name once; a file of 30 bad lines by 20 and a count', async () => {
+  const folder = join(dir.path, 'validate')
+  mkdirSync(join(folder, 'lists'), {recursive: true})
+  writeFileSync(join(folder, 'lists', 'bad.txt'), Array.from({length: 30}, (_, i) => `bad line ${i + 1}`).join('\n') + '\n')
+  writeFileSync(join(folder, 'p.yaml'), 'hash_lists:\n  gone: {file: lists/nope.txt, distance: 50}\n  one: {file: lists/bad.txt}\n  two: {file: lists/bad.txt}\n')
+  const r = await runInProcess(['policy', 'validate', 'p.yaml'], {env, cwd: folder})
+  assert.is(r.code, 2)
+  const lines = r.stderr.trim().split('\n')
+  assert.is(lines[0], 'p.yaml:2:42: hash_lists.gone.distance must be a whole number from 0 to 43, not 50')
+  assert.match(lines[1], /^p\.yaml:2: hash_lists\.gone: hash list .*nope\.txt does not exist$/)
+  const bad = lines.filter((l) => l.includes('bad.txt:'))
+  assert.equal(bad.map((l) => Number(/bad\.txt:(\d+):/.exec(l)?.[1])), Array.from({length: 20}, (_, i) => i + 1))
+  assert.match(lines[lines.length - 1], /^p\.yaml:3: hash_lists\.one: 10 more bad lines in .*bad\.txt \(the first 20 are listed\)$/)
+  assert.is(lines.length, 23)
+})
+
 test.run()

@@ -121,7 +121,9 @@ function readHashList(ctx: YamlContext, name: string, node: unknown, at: number,
     if (ok) report(ctx, at, `${path} needs file: the path of a hash list file`)
     return undefined
   }
-  return ok ? (entry as HashListEntry) : undefined
+  // An entry with other problems (reported: the policy is refused) still has its file checked, so that one round
+  // of `mod policy validate` names every problem; its bad fields keep their defaults.
+  return entry as HashListEntry
 }
 
 /** A hash list of the policy, checked: its entries, or its problems (`line` 0 for the file as a whole). */
@@ -131,6 +133,9 @@ interface ListCheck {
   entries: number
   problems: {line: number; message: string}[]
 }
+
+/** Bad lines of one list file listed by `mod policy validate`, at most: a file that is no hash list has one a line. */
+const MAX_LINE_PROBLEMS = 20
 
 /** Reads each list file (relative to the policy file's folder) and reports its bad lines. */
 async function checkLists(lists: readonly HashListEntry[], policyPath: string): Promise<SectionCheck> {
@@ -145,13 +150,18 @@ async function checkLists(lists: readonly HashListEntry[], policyPath: string): 
       }
     }),
   )
+  const reported = new Set<string>()
   return {
-    // A list file that cannot be read is reported on the line of its `file:` in the policy.
-    problems: checks.flatMap((l, i) =>
-      l.problems.map((p) =>
-        p.line === 0 ? {file: policyPath, line: lists[i].line, message: `hash_lists.${l.name}: ${p.message}`} : {file: l.file, line: p.line, message: p.message},
-      ),
-    ),
+    // A list file that cannot be read is reported on the line of its `file:` in the policy; a file two lists name,
+    // once; a file of many bad lines (not a hash list at all) by its first MAX_LINE_PROBLEMS and a count.
+    problems: checks.flatMap((l, i) => {
+      if (reported.has(l.file)) return []
+      reported.add(l.file)
+      const atFile = (message: string) => ({file: policyPath, line: lists[i].line, message: `hash_lists.${l.name}: ${message}`})
+      const shown = l.problems.slice(0, MAX_LINE_PROBLEMS).map((p) => (p.line === 0 ? atFile(p.message) : {file: l.file, line: p.line, message: p.message}))
+      const more = l.problems.length - shown.length
+      return more > 0 ? [...shown, atFile(`${more} more bad ${more === 1 ? 'line' : 'lines'} in ${l.file} (the first ${MAX_LINE_PROBLEMS} are listed)`)] : shown
+    }),
     lines: checks.map((l) => ({label: 'hash list', text: `${l.name}: ${l.entries} ${l.entries === 1 ? 'hash' : 'hashes'} in ${l.file}`})),
     ...(checks.length > 0 ? {output: checks} : {}),
   }
