@@ -5,9 +5,10 @@
  *   them (a QR code at 4 px a module, a 60 px QR code, an EAN-13 and a Code 128 turned a quarter), read in turns
  *   (plain, then with codes, photo by photo) for --rounds rounds (default 5): wall and CPU time per image (reading
  *   runs on the calling thread alone, so its CPU time is steadier than wall time on a shared machine, though a
- *   busy host inflates it too), and the codes found. Then the reader's opening and its first reads (the
- *   WebAssembly compiler tiers up on the first frames); the same photos with light-on-dark codes looked for too
- *   (`inverted`), without linear barcodes turned a quarter (`quarterTurns: false`: the Code 128 is then missed)
+ *   busy host inflates it too), and the codes found, with the reader's options as the codes signal opens it
+ *   (CODES_READER_OPTIONS: light-on-dark codes looked for too). Then the reader's opening and its first reads (the
+ *   WebAssembly compiler tiers up on the first frames); the same photos with dark-on-light codes only
+ *   (`inverted: false`), without linear barcodes turned a quarter (`quarterTurns: false`: the Code 128 is then missed)
  *   and with QR codes only; larger frames (1920x1080, and a 12-megapixel photo read scaled down to
  *   DEFAULT_MAX_PIXELS); frames of random noise (the costliest input seen: the bound for a hostile frame); and the
  *   module's WebAssembly memory. Target: at most 20 ms of CPU per 1280x720 image, plain and with codes.
@@ -27,6 +28,7 @@ import {decodeImage} from '../src/lib/image/decode.js'
 import {scoredBox} from '../src/lib/image/prepare.js'
 import {crop} from '../src/lib/image/trim.js'
 import {DEFAULT_MAX_PIXELS, openCodeReader, type CodeReader, type CodeReaderOptions, type FoundCode} from '../src/lib/signals/codes/read.js'
+import {CODES_READER_OPTIONS} from '../src/lib/signals/codes/signal.js'
 import type {RgbImage} from '../src/lib/types.js'
 import {drawCode, printOnPhoto, resizeCode} from '../test/lib/signals/codes/draw.js'
 import {header, load, median, percentile, ROOT, table, verdict} from './lib.js'
@@ -111,7 +113,7 @@ async function speed(): Promise<void> {
   const hd = await testImages(1280, 720)
 
   const opened = performance.now()
-  const reader = await openCodeReader()
+  const reader = await openCodeReader(CODES_READER_OPTIONS)
   const openMs = performance.now() - opened
   const first = [hd.codes[0], hd.plain[1], hd.codes[2]].map((image) => timed(reader, image))
   process.stdout.write(`open ${fmt(openMs)} ms; first reads (wall ms): ${first.map((t) => fmt(t.wall)).join(', ')}\n\n`)
@@ -121,9 +123,9 @@ async function speed(): Promise<void> {
   const main = measure(reader, hd, ROUNDS)
 
   const variants: [string, CodeReaderOptions][] = [
-    ['inverted too', {inverted: true}],
-    ['no quarter turns', {quarterTurns: false}],
-    ['QR codes only', {formats: ['qr_code']}],
+    ['dark-on-light only', {...CODES_READER_OPTIONS, inverted: false}],
+    ['no quarter turns', {...CODES_READER_OPTIONS, quarterTurns: false}],
+    ['QR codes only', {...CODES_READER_OPTIONS, formats: ['qr_code']}],
   ]
   const rows = [['1280x720, ms per image', 'wall median', 'wall p90', 'CPU median', 'CPU p90', 'codes found'], row('plain photos', main.plain), row('with 4 codes', main.codes)]
   for (const [label, options] of variants) {
@@ -155,7 +157,7 @@ async function speed(): Promise<void> {
 async function photos(dir: string): Promise<void> {
   header('codes', `codes in every image of ${dir}`)
   const files = (await readdir(dir)).filter((f) => /\.(jpe?g|png|webp|gif|avif|tiff?)$/i.test(f)).sort()
-  const reader = await openCodeReader()
+  const reader = await openCodeReader(CODES_READER_OPTIONS)
   const found: string[][] = [['file', 'format', 'payload', 'box']]
   const times: number[] = []
   let withCodes = 0
@@ -200,7 +202,7 @@ function isExpected(code: FoundCode, expected: string): boolean {
  */
 async function expected(dir: string): Promise<void> {
   header('codes', `expected payloads under ${dir}: the whole frame against the border-trimmed one`)
-  const reader = await openCodeReader()
+  const reader = await openCodeReader(CODES_READER_OPTIONS)
   const rows: string[][] = [['folder', 'images', 'read whole', 'read trimmed']]
   const sum = [0, 0, 0]
   for (const folder of ['.', ...(await readdir(dir, {withFileTypes: true})).filter((d) => d.isDirectory()).map((d) => d.name).sort()]) {

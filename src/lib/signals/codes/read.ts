@@ -14,7 +14,8 @@
  *   against 40% more time for zxing's own rotation, which scans the whole frame's columns too;
  * - `tryDownscale` is off: it read none of our test codes that the full-size frame missed (large blurred
  *   codes included) and costs about a fifth of the time;
- * - `tryInvert` is off unless asked (`inverted`): light-on-dark codes cost half as much time again;
+ * - `tryInvert` is off unless asked (`inverted`, which the codes signal asks): light-on-dark codes cost half as
+ *   much time again;
  * - `binarizer` stays LocalAverage: a global threshold (GlobalHistogram, a fifth faster) misses codes in the dark
  *   parts of an unevenly lit photo;
  * - only CODE_FORMATS are looked for, not zxing's rarer formats (rMQR, MaxiCode, DataBar, DX film edge, ...).

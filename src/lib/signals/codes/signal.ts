@@ -12,9 +12,15 @@ import {applyHits, ruleCategories} from '../rule-hits.js'
 import {toImageBox, type OpenSignal, type Signal, type SignalSetup} from '../signal.js'
 import {codesEvidence, type FrameCodes} from './evidence.js'
 import {codesPolicyOf, codesSection} from './policy-section.js'
-import {DEFAULT_MAX_CODES, type FoundCode} from './read.js'
+import {DEFAULT_MAX_CODES, type CodeReaderOptions, type FoundCode} from './read.js'
 import {openThreadedCodeReader} from './reader-thread.js'
 import {applyCodesRules, compileCodesRules} from './rules.js'
+
+/**
+ * How the signal reads: light-on-dark codes too, since phones' cameras open them and a deny list that skipped them
+ * would be passed by inverting a code (it costs about half as much reading time again: bench/codes.ts).
+ */
+export const CODES_READER_OPTIONS = {inverted: true} as const satisfies CodeReaderOptions
 
 /** Codes a frame's result lists; the rules see every code read, and a hit always names its code. */
 export const LISTED_CODES = 32
@@ -24,7 +30,7 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
   const section = codesPolicyOf(policy)
   if (section === undefined) throw new Error('the codes signal opened without codes rules')
   const rules = compileCodesRules(section)
-  const reader = openThreadedCodeReader()
+  const reader = openThreadedCodeReader(CODES_READER_OPTIONS)
   const fed = ruleCategories(policy, new Set(section.rules.map((r) => r.category)), opened)
 
   return {

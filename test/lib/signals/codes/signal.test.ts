@@ -107,6 +107,15 @@ test('a code at the edge of a page is read whole although border trimming cuts i
   for (const [got, want] of [[x, symbol[0]], [y, symbol[1]], [x + w, symbol[2]], [y + h, symbol[3]]]) assert.ok(Math.abs(got - want) <= 2, `${got} vs ${want}`)
 })
 
+test('a light-on-dark QR code pointing to a denied domain is read and caught, as phones open it', async () => {
+  const {policy} = await loadPolicyFile(policyFile)
+  await using engine = createEngine(options(policy))
+  const code = await drawCode('QRCode', 'https://evil.com/win', 4)
+  const inverted = await sharp(code.png).negate().png().toBuffer()
+  const r = await engine.moderateImage(inverted, 'inverted.png')
+  assert.equal(r.code_hits?.map((h) => [h.rule, h.payload]), [['scam_links', 'https://evil.com/win']])
+})
+
 test('a sheet of 40 codes: every code read is checked, the denied one last among them caught; the result lists 32', async () => {
   const {policy} = await loadPolicyFile(policyFile)
   await using engine = createEngine(options(policy))
