@@ -9,7 +9,8 @@
  *   numbers a receipt prints: `000…` (no country code starts with 0), and a number without `+` glued to
  *   letters (`CBP000709361664`) or right after a label naming another identifier (`GST Reg No. 001492992000`,
  *   `Slip No.: 0020070154`, `#002348863`), unless a phone word is nearer (`Tel No.`, `Tel0044…`).
- * - `url`: http(s):// or www. addresses, and bare domains under common top-level domains (example.com/path).
+ * - `url`: http(s):// or www. addresses, and bare domains under common top-level domains (example.com/path),
+ *   also with their dots written defanged (`evil[.]com`, `evil(dot)com`).
  * - `handle`: messenger links (t.me/, telegram.me/, wa.me/, m.me/, discord.gg/, signal.me/, line.me/) and
  *   @names of 3 to 32 letters, digits, `_` or `.` that are not part of an e-mail address, nor digits and dots
  *   alone (`@10.00` is a price).
@@ -29,12 +30,14 @@ const TLDS =
 
 const AT = String.raw`(?:\s*@\s*|\s*[([]\s*at\s*[)\]]\s*)`
 const DOT = String.raw`(?:\.|\s*[([]\s*dot\s*[)\]]\s*)`
+/** A domain's dot, also written defanged: `evil[.]com`, `evil(.)com`, `evil[dot]com`, `evil (dot) com`. */
+const URL_DOT = String.raw`(?:\.|\s*[([]\s*(?:\.|dot)\s*[)\]]\s*)`
 
 const PATTERNS: Record<ContactDetector, RegExp> = {
   email: new RegExp(String.raw`[\p{L}\p{N}._%+-]+${AT}[\p{L}\p{N}-]+(?:${DOT}[\p{L}\p{N}-]+)*${DOT}\p{L}{2,24}(?![\p{L}\p{N}])`, 'giu'),
   phone: /(?<![\p{N}+])(?:\+|00)?\(?\d[\d\s().-]{6,22}\d(?![\p{L}\p{N}])/giu,
   url: new RegExp(
-    String.raw`(?<![\p{L}\p{N}@.])(?:https?://[^\s]+|www\.[^\s]+|(?:[a-z0-9-]+\.)+(?:${TLDS})(?![\p{L}\p{N}-])(?:/[^\s]*)?)`,
+    String.raw`(?<![\p{L}\p{N}@.])(?:https?://[^\s]+|www\.[^\s]+|(?:[a-z0-9-]+${URL_DOT})+(?:${TLDS})(?![\p{L}\p{N}-])(?:/[^\s]*)?)`,
     'giu',
   ),
   handle: /(?<![\p{L}\p{N}.])(?:(?:t|telegram|wa|m|signal|line)\.me\/[\w+.-]+|discord\.gg\/[\w-]+|@[\p{L}\p{N}_.]{3,32})/giu,

@@ -219,6 +219,13 @@ test('finds URLs and bare domains under common top-level domains, not abbreviati
     ['url', 'cheap-pills.com/buy'],
   ])
   assert.equal(contacts('St.John Rd. e.g. i.e. No.5 v1.2.3'), [])
+  // Defanged dots, in brackets; a bare `dot com` is prose.
+  assert.equal(contacts('visit evil[.]com, evil(.)net or evil [dot] org/x'), [
+    ['url', 'evil[.]com'],
+    ['url', 'evil(.)net'],
+    ['url', 'evil [dot] org/x'],
+  ])
+  assert.equal(contacts('the dot com bubble'), [])
 })
 
 test('finds messenger links and @names; an e-mail address is not a handle, a t.me link not a URL', () => {
