@@ -1,9 +1,10 @@
-import {lstat, mkdir, readdir, rm} from 'node:fs/promises'
+import {lstat, readdir, rm} from 'node:fs/promises'
 import {hostname, tmpdir} from 'node:os'
 import {dirname, join} from 'node:path'
 
 import {ModError} from '../lib/errors.js'
 import {isRunning} from '../lib/processes.js'
+import {makeDir} from '../lib/make-dir.js'
 
 /**
  * Where video uploads stream to: a folder of this user under the OS temp folder (`mod-uploads-<uid>`), holding one
@@ -28,7 +29,7 @@ const PROCESS_DIR = /^(\d+)@(.+)$/
  * have made it first to read what is written there.
  */
 export async function makeUploadDir(dir: string, uid = process.getuid?.()): Promise<void> {
-  await mkdir(dir, {recursive: true, mode: 0o700})
+  await makeDir(dir, 0o700)
   if (uid === undefined) return
   const [own, parent] = await Promise.all([lstat(dir), lstat(dirname(dir))])
   const mine = own.isDirectory() && own.uid === uid && (own.mode & 0o022) === 0

@@ -2,7 +2,7 @@
 // Verified against the pinned size and sha256, copied atomically, manifest.json last; anything else refused
 // with nothing changed.
 import {createHash} from 'node:crypto'
-import {existsSync, mkdirSync, readdirSync, readFileSync, truncateSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, truncateSync, writeFileSync} from 'node:fs'
 import {dirname, join} from 'node:path'
 
 import {test} from 'uvu'
@@ -53,6 +53,23 @@ test('a copy that matches the pin is installed: the file in place, manifest.json
   assert.equal(readdirSync(dest).sort(), ['320n.onnx', 'manifest.json'])
   assert.equal([added.file, added.size, added.pinned], ['320n.onnx', 4096, true])
   assert.is(seen.at(-1), 4096)
+})
+
+test('an add into a cache folder the file system refuses (a link to nowhere, /proc) is invalid_config naming the folder, at once', async () => {
+  const {manifest, file} = standIn()
+  symlinkSync(join(dir.path, 'nowhere'), join(dir.path, 'dangling'))
+  const places = [join(dir.path, 'dangling', 'cache'), ...(existsSync('/proc/self') ? ['/proc/mod-add-test'] : [])]
+  for (const cache of places) {
+    const dest = join(cache, 'nudenet')
+    const refused = await addModelFile(manifest, file, dest).then(
+      () => 'installed',
+      (e: {code: string; message: string}) => `${e.code}: ${e.message}`,
+    )
+    assert.is(
+      refused,
+      `invalid_config: cannot make the folder ${join(dest, '.partial')}: the file system refuses a new folder there (ENOENT); give MOD_CACHE_DIR (or --cache-dir) a folder mod can write`,
+    )
+  }
 })
 
 test('an add into a folder that a running pull holds is refused naming it, and leaves the pull\'s part alone', async () => {

@@ -1,7 +1,8 @@
-import {statSync} from 'node:fs'
+import {statSync, type Stats} from 'node:fs'
 import {homedir} from 'node:os'
-import {join, resolve} from 'node:path'
+import {dirname, join, resolve} from 'node:path'
 
+import {whyUnreadable} from '../errno.js'
 import {ModError} from '../errors.js'
 import type {Int8Weights, Precision} from '../model/manifest-types.js'
 import {PRESETS, type PresetName} from '../policy/types.js'
@@ -264,13 +265,26 @@ function source(input: SettingsInput, env: Env, key: keyof SettingsInput): {name
 
 /**
  * The cache folder named (--cache-dir, MOD_CACHE_DIR) or the default. One that exists as something else than a
- * folder is refused here, rather than failing later, as `internal: ENOTDIR`, in whichever command first writes it.
+ * folder, or whose path cannot lead to a folder (a part of it a file, a loop of links), is refused here, rather
+ * than failing later, as `internal: ENOTDIR`, in whichever command first reads or writes it. A folder that does not
+ * exist yet is made when first written.
  */
 function cacheDirOf(input: SettingsInput, env: Env, cwd: string): string {
   const dir = pathOf(source(input, env, 'cacheDir').value, cwd) ?? defaultCacheDir()
-  const info = statSync(dir, {throwIfNoEntry: false})
-  if (info && !info.isDirectory()) throw new ModError('invalid_config', `the cache folder ${dir} is not a folder: give --cache-dir or MOD_CACHE_DIR a folder`)
-  return dir
+  const refuse = (why: string) => new ModError('invalid_config', `the cache folder ${dir} cannot be used: ${why}; give --cache-dir or MOD_CACHE_DIR a folder`)
+  for (let at = dir; ; at = dirname(at)) {
+    let info: Stats | undefined
+    try {
+      info = statSync(at, {throwIfNoEntry: false})
+    } catch (e) {
+      throw refuse(whyUnreadable(e))
+    }
+    if (info) {
+      if (!info.isDirectory()) throw refuse(at === dir ? 'it is not a folder' : `${at} is not a folder`)
+      return dir
+    }
+    if (dirname(at) === at) return dir
+  }
 }
 
 function count(input: SettingsInput, env: Env, key: 'threads' | 'port' | 'workers', min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {

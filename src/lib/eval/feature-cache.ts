@@ -14,10 +14,11 @@
  * are not written.
  */
 import {randomBytes} from 'node:crypto'
-import {mkdir, readFile, rename, rm, writeFile} from 'node:fs/promises'
+import {readFile, rename, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import type {Features, FrameFeatures} from './features.js'
+import {makeDir} from '../make-dir.js'
 
 const MAGIC = 'MODF'
 /**
@@ -134,7 +135,7 @@ export function openFeatureCache(cacheDir: string, modelKey: string): FeatureCac
       const path = pathOf(sha)
       const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`
       try {
-        await mkdir(join(path, '..'), {recursive: true})
+        await makeDir(join(path, '..'))
         await writeFile(tmp, encodeFeatures(features))
         await rename(tmp, path)
       } catch {

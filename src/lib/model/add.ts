@@ -6,7 +6,7 @@
  */
 import {createHash} from 'node:crypto'
 import {createReadStream, createWriteStream, type Stats} from 'node:fs'
-import {mkdir, rename, rm, rmdir, stat} from 'node:fs/promises'
+import {rename, rm, rmdir, stat} from 'node:fs/promises'
 import {dirname, join} from 'node:path'
 import {Transform} from 'node:stream'
 import {pipeline} from 'node:stream/promises'
@@ -16,6 +16,7 @@ import {formatSizeExact} from '../sizes.js'
 import {MANIFEST_FILE} from './manifest.js'
 import {withInstallLock} from './install-lock.js'
 import {PARTIAL_DIR, syncFile, writeManifest, type PullableManifest, type PulledFile} from './pull.js'
+import {makeInstallFolder} from './install-folder.js'
 
 export interface AddOptions {
   signal?: AbortSignal
@@ -50,7 +51,7 @@ export async function addModelFile<M extends PullableManifest>(manifest: M, sour
 
   const partial = join(destDir, PARTIAL_DIR)
   const part = join(partial, `${file.path}.add`)
-  await mkdir(dirname(part), {recursive: true})
+  await makeInstallFolder(dirname(part))
   return withInstallLock(destDir, manifest.id, () => copyInto(manifest, source, destDir, {part, expected}, opts))
 }
 

@@ -12,12 +12,13 @@
  * again, and a new copy replaces the old one (with its optimised graphs in `<cacheDir>/ort/`).
  */
 import {createHash, randomBytes} from 'node:crypto'
-import {mkdir, readdir, readFile, rename, rm, stat, writeFile} from 'node:fs/promises'
+import {readdir, readFile, rename, rm, stat, writeFile} from 'node:fs/promises'
 import {join, resolve} from 'node:path'
 
 import type {Int8Weights} from './manifest-types.js'
 import {u8s8KernelExact} from './int8-kernel.js'
 import {cachePrefix, removeCachedGraphs} from './session.js'
+import {makeDir} from '../make-dir.js'
 
 export type Int8Choice = Exclude<Int8Weights, 'auto'>
 
@@ -73,7 +74,7 @@ export async function signedModelFile(path: string, cacheDir: string): Promise<s
     }
     const bytes = await readFile(file)
     const sha256 = createHash('sha256').update(bytes).digest('hex')
-    await mkdir(root, {recursive: true})
+    await makeDir(root)
     let signed = await isFile(copy(sha256))
     if (!signed && !(known?.sha256 === sha256 && !known.signed)) {
       // Loaded only here: the ONNX codec costs a start about 0.2 s, and a warm start finds the copy made.

@@ -4,10 +4,11 @@
  * sha256(prompt) to the little-endian float32 embedding in base64.
  */
 import {createHash, randomBytes} from 'node:crypto'
-import {mkdir, readFile, rename, rm, writeFile} from 'node:fs/promises'
+import {readFile, rename, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {ModError} from '../errors.js'
+import {makeDir} from '../make-dir.js'
 
 const VERSION = 1
 const FILE = 'embeddings.json'
@@ -75,7 +76,7 @@ async function writeCache(path: string, modelId: string, dim: number, vectors: M
   const dir = join(path, '..')
   const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`
   try {
-    await mkdir(dir, {recursive: true})
+    await makeDir(dir)
     await writeFile(tmp, JSON.stringify(file))
     await rename(tmp, path)
   } catch {

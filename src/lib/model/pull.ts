@@ -7,7 +7,7 @@
  */
 import {createHash} from 'node:crypto'
 import {createReadStream} from 'node:fs'
-import {mkdir, open, rename, rm, stat} from 'node:fs/promises'
+import {open, rename, rm, stat} from 'node:fs/promises'
 import {dirname, join} from 'node:path'
 
 import {interceptors, request, type Agent, type Dispatcher, type EnvHttpProxyAgent} from 'undici'
@@ -21,6 +21,8 @@ import {hashFile, type Verified} from './file-hash.js'
 import {withInstallLock} from './install-lock.js'
 import {MANIFEST_FILE} from './manifest.js'
 import type {Manifest, ModelFile} from './manifest-types.js'
+import {makeDir} from '../make-dir.js'
+import {makeInstallFolder} from './install-folder.js'
 
 /** Where files are written before they are whole and verified (shared with `addModelFile`). */
 export const PARTIAL_DIR = '.partial'
@@ -147,7 +149,7 @@ async function startTransfer(ctx: Context, file: ModelFile, url: string, offset:
 async function download(ctx: Context, file: ModelFile, url: string): Promise<Verified> {
   const {opts} = ctx
   const part = join(ctx.dest, PARTIAL_DIR, `${file.path}.part`)
-  await mkdir(dirname(part), {recursive: true})
+  await makeDir(dirname(part))
   let offset = (await sizeOf(part)) ?? 0
   if (file.size !== undefined && offset > file.size) offset = 0
 
@@ -218,7 +220,7 @@ async function download(ctx: Context, file: ModelFile, url: string): Promise<Ver
   }
   await syncFile(part)
   const final = join(ctx.dest, file.path)
-  await mkdir(dirname(final), {recursive: true})
+  await makeDir(dirname(final))
   await rename(part, final)
   return {size: received, sha256}
 }
@@ -227,7 +229,7 @@ async function download(ctx: Context, file: ModelFile, url: string): Promise<Ver
 export async function writeManifest(dest: string, manifest: PullableManifest): Promise<void> {
   const path = join(dest, MANIFEST_FILE)
   const tmp = join(dest, PARTIAL_DIR, `${MANIFEST_FILE}.tmp`)
-  await mkdir(dirname(tmp), {recursive: true})
+  await makeDir(dirname(tmp))
   const handle = await open(tmp, 'w')
   try {
     await handle.writeFile(`${JSON.stringify(manifest, null, 2)}\n`)
@@ -271,7 +273,7 @@ export async function pullModel<M extends PullableManifest>(manifest: M, destDir
     dispatcher = agent.compose(interceptors.redirect({maxRedirections: MAX_REDIRECTIONS}))
   }
   const ctx: Context = {dest: destDir, opts, dispatcher}
-  await mkdir(destDir, {recursive: true})
+  await makeInstallFolder(destDir)
   try {
     return await withInstallLock(destDir, manifest.id, () => pullFiles(ctx, manifest, queue, urls))
   } finally {

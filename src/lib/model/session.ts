@@ -17,7 +17,7 @@
 import {createHash, randomBytes} from 'node:crypto'
 import {createRequire} from 'node:module'
 import {cpus} from 'node:os'
-import {mkdir, readdir, readFile, rename, rm, stat} from 'node:fs/promises'
+import {readdir, readFile, rename, rm, stat} from 'node:fs/promises'
 import {basename, join, resolve} from 'node:path'
 
 import * as ort from 'onnxruntime-node'
@@ -25,6 +25,7 @@ import * as ort from 'onnxruntime-node'
 import {ModError} from '../errors.js'
 import {isRunning} from '../processes.js'
 import {InferenceError, openThreadSession, type ModelSession} from './inference-thread.js'
+import {makeDir} from '../make-dir.js'
 
 export type {ModelSession} from './inference-thread.js'
 
@@ -227,7 +228,7 @@ async function removeStale(entry: CacheEntry, o: {keep?: string; buildsOnly?: bo
 async function buildEntry(path: string, o: SessionOptions, entry: CacheEntry): Promise<boolean> {
   const tmp = `${entry.dir}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`
   try {
-    await mkdir(tmp, {recursive: true})
+    await makeDir(tmp)
     // Built here, once: the session only writes the files and is released. A failure (a full disk, as much as a
     // model onnxruntime cannot load) leaves the session to be made from the model file, which names a bad model.
     const builder = await ort.InferenceSession.create(path, {

@@ -1,11 +1,12 @@
 import {randomBytes} from 'node:crypto'
-import {mkdir, rename, rm} from 'node:fs/promises'
+import {rename, rm} from 'node:fs/promises'
 import {hostname} from 'node:os'
 import {basename, join} from 'node:path'
 
 import {defaultJobStorage} from '../../lib/config/jobs.js'
 import {makeUploadDir} from '../upload-dirs.js'
 import {jobPaths} from './storage.js'
+import {makeDir} from '../../lib/make-dir.js'
 
 /**
  * A job's upload is written apart while it arrives, in `MOD_JOB_STORAGE/.upload.<pid>@<host>.<run>.<id>`, and that folder
@@ -40,7 +41,7 @@ export const stagingDir = (storage: string, id: string): string =>
 export async function startStaging(storage: string, id: string): Promise<string> {
   if (storage === defaultJobStorage()) await makeUploadDir(storage)
   const dir = stagingDir(storage, id)
-  await mkdir(dir, {recursive: true, mode: 0o700})
+  await makeDir(dir, 0o700)
   return dir
 }
 

@@ -1,4 +1,4 @@
-import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdtempSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'
 import {homedir, tmpdir} from 'node:os'
 import {join} from 'node:path'
 
@@ -97,10 +97,23 @@ test('a cache folder that exists as a file is refused, named, whichever way it w
     const file = join(dir, 'cache')
     writeFileSync(file, '')
     const refused = (e: {code: string; message: string}) =>
-      e.code === 'invalid_config' && e.message === `the cache folder ${file} is not a folder: give --cache-dir or MOD_CACHE_DIR a folder`
+      e.code === 'invalid_config' && e.message === `the cache folder ${file} cannot be used: it is not a folder; give --cache-dir or MOD_CACHE_DIR a folder`
     assert.throws(() => readSettings({}, {MOD_CACHE_DIR: file}), refused)
     assert.throws(() => readSettings({cacheDir: file}, {}), refused)
     assert.is(readSettings({}, {MOD_CACHE_DIR: join(dir, 'not-yet')}).engine.cacheDir, join(dir, 'not-yet'))
+    assert.is(readSettings({}, {MOD_CACHE_DIR: join(dir, 'not-yet', 'deeper')}).engine.cacheDir, join(dir, 'not-yet', 'deeper'))
+    // A path through the file, and through a loop of links, can never be a folder.
+    const under = join(file, 'sub')
+    assert.throws(
+      () => readSettings({}, {MOD_CACHE_DIR: under}),
+      (e: {code: string; message: string}) =>
+        e.code === 'invalid_config' && e.message === `the cache folder ${under} cannot be used: ${file} is not a folder; give --cache-dir or MOD_CACHE_DIR a folder`,
+    )
+    symlinkSync(join(dir, 'loop'), join(dir, 'loop'))
+    assert.throws(
+      () => readSettings({}, {MOD_CACHE_DIR: join(dir, 'loop', 'sub')}),
+      (e: {code: string; message: string}) => e.code === 'invalid_config' && e.message.includes('cannot be used: a loop of symbolic links (ELOOP)'),
+    )
   } finally {
     rmSync(dir, {recursive: true, force: true})
   }

@@ -1,6 +1,6 @@
 import {createHash, randomBytes} from 'node:crypto'
 import {constants, type Stats} from 'node:fs'
-import {mkdir, open, readdir, readFile, rename, rm, stat, writeFile, type FileHandle} from 'node:fs/promises'
+import {open, readdir, readFile, rename, rm, stat, writeFile, type FileHandle} from 'node:fs/promises'
 import {hostname} from 'node:os'
 import {join, resolve} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
@@ -11,6 +11,7 @@ import {HASH_BYTES, type Hash256} from './hash256.js'
 import {entryOf, listErrors, parseHashList, recordFields, type HashList, type ListLineError} from './list-file.js'
 import {FORMAT, openMapped, writeMapped, type ListHit, type MappedIndex} from './list-map.js'
 import {buildMultiIndex, checkThreshold, searchMultiIndex, type MultiIndex} from './multi-index.js'
+import {makeDir} from '../../make-dir.js'
 
 /** A listed hash within the threshold of a query, with its label and note. */
 export interface ListMatch extends ListHit {
@@ -180,7 +181,7 @@ const entryName = (sha256: Buffer): string => `${sha256.toString('hex')}-v${FORM
 async function buildEntry(root: string, entry: string, list: HashList, index: MultiIndex, sha256: Buffer): Promise<boolean> {
   const temp = `${entry}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`
   try {
-    await mkdir(temp, {recursive: true})
+    await makeDir(temp)
     await writeMapped(temp, list, index, sha256)
     await rm(entry, {recursive: true, force: true})
     await rename(temp, entry).catch((e: NodeJS.ErrnoException) => {
@@ -293,7 +294,7 @@ export async function loadHashList(file: string, name: string, options: {cacheDi
       await saveStamp(sha256, false)
       return mapped(name, file, cached, 'cache')
     }
-    await mkdir(root, {recursive: true}).catch(() => undefined)
+    await makeDir(root).catch(() => undefined)
     const turn = await buildTurn(join(root, entryName(sha256)), () => openMapped(join(root, entryName(sha256)), sha256))
     if (turn && typeof turn !== 'function') {
       await saveStamp(sha256, false)
