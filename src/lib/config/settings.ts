@@ -250,8 +250,14 @@ export function parsePreset(name: string, value: string | undefined): PresetName
   throw invalid(name, value, `one of ${PRESETS.join(', ')}`)
 }
 
+/**
+ * A path setting, relative to `cwd`; a leading `~` or `~/` is the home folder, as a shell would have read it:
+ * a value from an env file, a unit file or quotes reaches mod unexpanded (`MOD_CACHE_DIR='~/mod'`).
+ */
 function pathOf(value: string | undefined, cwd: string): string | undefined {
-  return value === undefined || value === '' ? undefined : resolve(cwd, value)
+  if (value === undefined || value === '') return undefined
+  if (value === '~' || value.startsWith('~/')) return join(homedir(), value.slice(1))
+  return resolve(cwd, value)
 }
 
 /** An input value wins over its variable (an empty variable counts as unset); the name is the one to report. */

@@ -127,6 +127,15 @@ test('an input value wins over its variable, which wins over the default; paths 
   assert.equal([fromInput.preset, fromInput.cacheDir, fromInput.threads, fromInput.precision, fromInput.port, fromInput.modelDir], ['accurate', '/c', 1, 'fp16', 0, '/work/here/model'])
 })
 
+test('a path setting starting with ~ or ~/ is in the home folder, as a shell would read it; ~name and a ~ inside stay as written', () => {
+  const env = {MOD_CACHE_DIR: '~/mod-cache', MOD_MODEL_DIR: '~', MOD_CONFIG: '~other/p.yaml', MOD_HEAD: 'a/~/h.onnx'}
+  const r = readSettings({}, env, cwd)
+  assert.equal(
+    [r.engine.cacheDir, r.engine.modelDir, r.engine.configPath, r.engine.headPath],
+    [join(homedir(), 'mod-cache'), homedir(), '/work/here/~other/p.yaml', '/work/here/a/~/h.onnx'],
+  )
+})
+
 test('variables without a flag are read and validated: limits, key, switches', () => {
   const s = flat({}, {MOD_MAX_BYTES: '2MB', MOD_QUEUE_LIMIT: '0', MOD_API_KEY: 'k', MOD_ALLOW_URLS: 'yes', MOD_PRELOAD: 'off', MOD_FFMPEG: 'bin/ffmpeg', MOD_INT8_WEIGHTS: 'unsigned'}, cwd)
   assert.is(s.limits.maxBytes, 2 * 1024 * 1024)
