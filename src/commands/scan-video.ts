@@ -3,7 +3,7 @@ import {Args, Errors, Flags} from '@oclif/core'
 import {ModCommand} from '../cli/base-command.js'
 import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION, SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
-import {fpsFlag, modelFlags, policyFlags} from '../cli/flags.js'
+import {fpsFlag, modelFlags, onlyFlag, policyFlags} from '../cli/flags.js'
 import {coverage, formatVideo, notEvaluatedLine} from '../cli/format.js'
 import {chosenFormat, formatFlags, type Output} from '../cli/output.js'
 import {jsonValueReporter, ndjsonReporter, PLAIN_FORMATS, tableReporter, type Reporter} from '../cli/reports/reporter.js'
@@ -75,6 +75,7 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
     'min-frames': Flags.integer({description: `Consecutive frames a segment needs to count: 1 to ${MAX_MIN_FRAMES}.`, default: 1, min: 1, max: MAX_MIN_FRAMES}),
     'stop-on-violation': Flags.boolean({description: 'Stop decoding as soon as one segment of --min-frames frames exists.'}),
     ...formatFlags(PLAIN_FORMATS, 'table (default: the verdict, then a line per segment), json (the video result) or ndjson (each segment as it is found, then the result, one JSON object per line).'),
+    only: onlyFlag,
     strict: Flags.boolean({
       description:
         'Exit 2 when a category of the policy cannot be evaluated (e.g. no CLIP model installed), so a gate never passes on a partial check; known once the models are loaded, so nothing is scanned.',
@@ -97,7 +98,7 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
     await checkVideoFile(args.file)
     const {server} = flags
     const {engine, config} =
-      server === undefined ? await engineFromFlags(flags) : await (await import('../cli/remote/from-flags.js')).remoteFromFlags({...flags, server}, this.argv, (line) => this.logToStderr(line), this.interrupt.signal)
+      server === undefined ? await engineFromFlags(flags, process.env, {only: flags.only}) : await (await import('../cli/remote/from-flags.js')).remoteFromFlags({...flags, server}, this.argv, (line) => this.logToStderr(line), this.interrupt.signal)
     this.notePolicy(config)
     let result
     let out: Output<FoundSegment, VideoResult>

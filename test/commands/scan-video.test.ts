@@ -86,6 +86,13 @@ test('with no CLIP model, the verdict counts the categories checked, stderr name
   const full = await runInProcess(['scan-video', blue, '--config', policy, '--strict'], {env})
   assert.is(full.code, 0, full.stderr)
   assert.not.match(full.stdout, /categories checked/)
+  // --only nsfw: the specialist's categories alone, nothing left unchecked, as `mod scan --only` does.
+  const only = await runInProcess(['scan-video', blue, '--only', 'nsfw', '--strict', '--json'], {env: cache})
+  assert.is(only.code, 0, only.stderr)
+  assert.is(only.stderr, '')
+  assert.equal(JSON.parse(only.stdout).not_evaluated, [])
+  const all = await runInProcess(['scan-video', blue, '--json'], {env: cache})
+  assert.is(JSON.parse(all.stdout).not_evaluated.length, 8)
 })
 
 test('what a viewer sees is scored: a red first frame, a red second stream, red cover art, and a clear frame as the white it shows', async () => {
