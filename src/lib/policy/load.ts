@@ -187,17 +187,24 @@ async function trusted(file: string, dir: string, uid: number | undefined): Prom
   return (folder.mode & 0o002) === 0 || own.uid === uid || own.uid === 0
 }
 
-/** The first of `names` in `dir` that exists (whatever it is: reading it says what is wrong) and may be trusted. */
-async function firstIn(dir: string, names: readonly string[], uid: number | undefined): Promise<string | undefined> {
+/**
+ * The one of `names` in `dir` that exists (whatever it is: reading it says what is wrong) and may be trusted. Two
+ * are refused, naming both: reading one would leave the other's rules silently unapplied.
+ */
+async function oneIn(dir: string, names: readonly string[], uid: number | undefined): Promise<string | undefined> {
+  const found: string[] = []
   for (const name of names) {
     const file = path.join(dir, name)
     const present = await lstat(file).then(
       () => true,
       () => false,
     )
-    if (present && (await trusted(file, dir, uid))) return file
+    if (present && (await trusted(file, dir, uid))) found.push(file)
   }
-  return undefined
+  if (found.length > 1) {
+    throw new ModError('invalid_config', `${found.length} policy files in ${dir}: ${found.map((f) => path.basename(f)).join(', ')}; keep one, or name the one to use with --config or MOD_CONFIG`)
+  }
+  return found[0]
 }
 
 /**
@@ -217,11 +224,11 @@ export async function findPolicyFile(searchFrom: string, options: {stopDir?: str
   const stop = path.resolve(options.stopDir ?? (insideHome ? home : path.parse(from).root))
   const uid = 'uid' in options ? options.uid : process.getuid?.()
   for (let dir = from; ; dir = path.dirname(dir)) {
-    const found = await firstIn(dir, POLICY_FILE_NAMES, uid)
+    const found = await oneIn(dir, POLICY_FILE_NAMES, uid)
     if (found) return found
     if (dir === stop || dir === path.dirname(dir)) break
   }
-  return firstIn(path.join(options.configHome ?? path.join(home, '.config'), 'mod'), USER_POLICY_NAMES, uid)
+  return oneIn(path.join(options.configHome ?? path.join(home, '.config'), 'mod'), USER_POLICY_NAMES, uid)
 }
 
 /** What a valid policy file does, for `mod policy validate`. */

@@ -163,6 +163,21 @@ test('findPolicyFile finds the nearest .modrc.yaml or mod.config.yml up to the s
   assert.is(await findPolicyFile(deep, {stopDir: root}), join(deep, '.modrc'))
 })
 
+test('two policy files in one folder are refused, naming both; the nearer folder is looked at first', async () => {
+  const root = join(dir, 'two')
+  const inner = join(root, 'inner')
+  mkdirSync(inner, {recursive: true})
+  writeFileSync(join(root, '.modrc.yaml'), 'preset: fast\n')
+  writeFileSync(join(root, 'mod.config.yaml'), 'trim_borders: false\n')
+  const refused = await findPolicyFile(root, {stopDir: root}).then(
+    () => 'found',
+    (e: {code: string; message: string}) => `${e.code}: ${e.message}`,
+  )
+  assert.is(refused, `invalid_config: 2 policy files in ${root}: .modrc.yaml, mod.config.yaml; keep one, or name the one to use with --config or MOD_CONFIG`)
+  writeFileSync(join(inner, '.modrc'), '')
+  assert.is(await findPolicyFile(inner, {stopDir: root}), join(inner, '.modrc'))
+})
+
 test('findPolicyFile does not look above the stop folder', async () => {
   const root = join(dir, 'stop')
   const inner = join(root, 'inner')
