@@ -185,6 +185,12 @@ function checkLabels(counts: Record<string, number>, options: DatasetOptions, pr
   for (const l of labels) {
     if (!CATEGORY_NAME_PATTERN.test(l)) problems.push(`label "${l}" may hold only letters, digits, "_", "-" and "." (at most 64)`)
   }
+  // `Safe/` beside `safe/`, `Weapons` beside `weapons`: one label written two ways, which would count as two.
+  const byCase = new Map<string, string[]>()
+  for (const l of [SAFE_FOLDER, ...labels]) byCase.set(l.toLowerCase(), [...(byCase.get(l.toLowerCase()) ?? []), l])
+  for (const names of byCase.values()) {
+    if (names.length > 1) problems.push(`labels ${names.map((n) => `"${n}"`).join(' and ')} differ only in case: write one label one way (rename the folder or the labels)`)
+  }
   if (options.known) {
     const unknown = labels.filter((l) => CATEGORY_NAME_PATTERN.test(l) && !options.known?.has(l))
     if (unknown.length > 0) {

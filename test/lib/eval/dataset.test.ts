@@ -115,6 +115,18 @@ test('without a known list any label name is accepted (head training)', async ()
   }
 })
 
+test('labels that differ only in case are one label written two ways: Safe/ beside safe/, Weapons/ beside weapons/', async () => {
+  const dir = layout({'safe/a.png': 'x', 'Safe/b.png': 'x', 'weapons/c.png': 'x', 'Weapons/d.png': 'x', 'greenish/e.png': 'x'})
+  try {
+    assert.equal(await problemsOf(openDataset(dir.path)), [
+      'labels "safe" and "Safe" differ only in case: write one label one way (rename the folder or the labels)',
+      'labels "Weapons" and "weapons" differ only in case: write one label one way (rename the folder or the labels)',
+    ])
+  } finally {
+    dir.remove()
+  }
+})
+
 test('labels.csv: header optional, quoted files, malformed lines and duplicates reported', () => {
   const problems: string[] = []
   const listed = parseLabelsCsv('a.png,x;y\n"b,c.png", z ; \n\nd.png,x,y\na.png,x\n', problems)
