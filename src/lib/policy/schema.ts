@@ -286,7 +286,8 @@ export function validatePolicyText(plugins: PolicyPlugins, text: string): Policy
           file.trim_borders = readBoolean(ctx, value, at, 'trim_borders')
           break
         case 'neutral':
-          file.neutral = readTextList(ctx, value, at, 'neutral', false)
+          // At least one: a category with no negatives would otherwise be measured against nothing and score 1 on every image.
+          file.neutral = readTextList(ctx, value, at, 'neutral', true)
           break
         case 'specialists':
           file.specialists = readSpecialists(ctx, value, at, plugins.switches)

@@ -229,6 +229,10 @@ test('a new category needs prompts even when disabled, which catches a misspelt 
   ])
 })
 
+test('neutral must list at least one prompt: a category without negatives would be measured against nothing and score 1 on every image', () => {
+  assert.equal(validatePolicyText('neutral: []\ncategories:\n  redness:\n    prompts: [red]\n').problems, [at(1, 10, 'neutral must list at least one prompt')])
+})
+
 test('disabling a built-in parent is fine while its children keep the inherited parent', () => {
   assert.equal(validatePolicyText('categories:\n  violence:\n    enabled: false\n').problems, [])
 })
