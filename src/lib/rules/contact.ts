@@ -64,8 +64,9 @@ function isbn13(digits: string): boolean {
  */
 const ID_LABEL =
   /(?:(?<![\p{L}])(?:no|nr|num|number|id|1d|reg|regn|gst|vat|tin|tax|invoice|inv|slip|receipt|rcpt|ref|order|acct|account|a\/c|card|pos|csh|cashier|trans|txn|batch|serial|s\/n|sku|item|code)(?![\p{L}])|#)[\s.:#\/\p{L}\p{N}-]{0,8}$/iu
-/** A phone word before the number takes it back from a label (`Tel No.`, `Contact No:`, `WhatsApp #`). */
-const PHONE_WORD = /(?<![\p{L}])(?:tel|phone|mobile|mob|cell|contact|call|whats\s?app|fax|hp|hotline)(?![\p{L}])[^\p{L}]*(?:\p{L}+[^\p{L}]*)?$/iu
+/** A phone word up to two words before the number takes it back from a label (`Tel No.`, `Call centre no:`, `WhatsApp #`). */
+const PHONE_WORD =
+  /(?<![\p{L}])(?:tel|phone|mobile|mob|cell|contact|call|whats\s?app|sms|fax|hp|hotline|helpline|care|careline|enquiry|enquiries|inquiries)(?![\p{L}])[^\p{L}]*(?:\p{L}+[^\p{L}]*){0,2}$/iu
 
 function phoneOk(found: string, before: string, after: string): boolean {
   const digits = found.replace(/\D/g, '')

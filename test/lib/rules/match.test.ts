@@ -203,8 +203,10 @@ test("a receipt's other numbers are no phone numbers: after an identifier's labe
   assert.equal(contacts('WhatsApp #: 0044 7911 123456'), [['phone', '0044 7911 123456']])
   assert.equal(contacts('Order No. +44 7911 123456'), [['phone', '+44 7911 123456']])
   assert.equal(contacts('Nokia 0044 20 7946 0958'), [['phone', '0044 20 7946 0958']])
-  assert.equal(contacts('Tel: 03-7956 1234 5'), [['phone', '03-7956 1234 5']])
+  assert.equal(contacts('Tel: 03-7956 1234'), [['phone', '03-7956 1234']])
   assert.equal(contacts('Tel0044 20 7946 0958'), [['phone', '0044 20 7946 0958']])
+  assert.equal(contacts('Call centre no: 1800-88-1231'), [['phone', '1800-88-1231']])
+  assert.equal(contacts('Customer Care No.: 03-7956 1234'), [['phone', '03-7956 1234']])
 })
 
 test('an @ before digits and dots alone is a price, not a handle', () => {
