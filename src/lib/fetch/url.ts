@@ -178,7 +178,13 @@ function tooLarge(where: string, maxBytes: number): ModError {
 export function connectionProblem(e: unknown): string {
   const code = (e as {code?: unknown} | null)?.code
   if (typeof code !== 'string') return 'the connection failed'
-  if (code.includes('CERT')) return 'its TLS certificate was not accepted'
+  if (code.includes('CERT') || code === 'UNABLE_TO_VERIFY_LEAF_SIGNATURE') return 'its TLS certificate was not accepted'
   if (code.startsWith('HPE_')) return 'the response was not valid HTTP'
+  // undici's redirect handling refuses these with an argument error, in words of its own.
+  if (code === 'UND_ERR_INVALID_ARG') {
+    const message = (e as Error).message
+    if (/redirect loop/i.test(message)) return 'the server redirected in a loop'
+    if (/URL protocol/i.test(message)) return 'it redirected to an address that is not http or https'
+  }
   return PROBLEMS[code] ?? 'the connection failed'
 }

@@ -67,6 +67,8 @@ test('a server that took the request and then kept silent, or stopped sending, i
   assert.is(connectionProblem({code: 'UND_ERR_BODY_TIMEOUT'}), 'the server stopped sending its answer')
   assert.is(connectionProblem({code: 'ECONNREFUSED'}), 'connection refused')
   assert.is(connectionProblem(new Error('no code')), 'the connection failed')
+  assert.is(connectionProblem({code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE'}), 'its TLS certificate was not accepted')
+  assert.is(connectionProblem({code: 'DEPTH_ZERO_SELF_SIGNED_CERT'}), 'its TLS certificate was not accepted')
 })
 
 test('returns the bytes and content type of a public image URL', async () => {

@@ -14,7 +14,7 @@ import {pullModel, type PulledFile, type PullProgress} from '../../../src/lib/mo
 import {rejection} from '../../helpers/errors.js'
 
 /** How the test server answers one path: normally (with Range support), or one of the failures under test. */
-type Mode = 'ok' | 'cut' | 'stall' | 'no-range' | 'missing' | 'redirect' | 'endless'
+type Mode = 'ok' | 'cut' | 'stall' | 'no-range' | 'missing' | 'redirect' | 'endless' | 'loop' | 'file'
 
 const root = await mkdtemp(join(tmpdir(), 'mod-pull-'))
 const toy = await writeToyModel(join(root, 'source'))
@@ -30,6 +30,10 @@ const server: Server = createServer((req, res) => {
   const mode = modes.get(path) ?? 'ok'
   if (mode === 'redirect') {
     res.writeHead(302, {location: `/files${path}`}).end()
+    return
+  }
+  if (mode === 'loop' || mode === 'file') {
+    res.writeHead(302, {location: mode === 'loop' ? path : 'file:///etc/passwd'}).end()
     return
   }
   const body = bodies.get(path.replace(/^\/files\//, '/'))
@@ -373,6 +377,21 @@ test('follows redirects (Hugging Face sends downloads to its CDN)', async () => 
   await pullModel(m, dest)
   await assertSameFiles(dest)
   assert.ok(seen.some((r) => r.path === `/files/r/${toy.files[0].path}`))
+})
+
+test('a redirect loop and a redirect to a file: address are named as such, not as a failed connection', async () => {
+  for (const [mode, words] of [
+    ['loop', 'the server redirected in a loop'],
+    ['file', 'it redirected to an address that is not http or https'],
+  ] as const) {
+    const dest = reset()
+    const m = preset()
+    m.files = m.files.map((f) => ({...f, url: `${base}/${mode}/${f.path}`}))
+    modes.set(`/${mode}/${toy.files[0].path}`, mode)
+    const err = await rejection(pullModel(m, dest))
+    assert.is(err.code, 'download_failed')
+    assert.is(err.message, `cannot fetch ${toy.files[0].path} from ${base}/${mode}/${toy.files[0].path}: ${words}`)
+  }
 })
 
 test('a file without a download URL is a configuration error before anything is fetched', async () => {
