@@ -283,7 +283,8 @@ function cacheDirOf(input: SettingsInput, env: Env, cwd: string): string {
     try {
       info = statSync(at, {throwIfNoEntry: false})
     } catch (e) {
-      throw refuse(whyUnreadable(e))
+      // Node 20 throws ENOTDIR where Node 22 and later give no entry: the part that is a file is found further up.
+      if ((e as NodeJS.ErrnoException).code !== 'ENOTDIR') throw refuse(whyUnreadable(e))
     }
     if (info) {
       if (!info.isDirectory()) throw refuse(at === dir ? 'it is not a folder' : `${at} is not a folder`)
