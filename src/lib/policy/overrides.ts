@@ -46,3 +46,17 @@ export function parseThreshold(text: string): [string, number] {
   }
   return [name, Number(value)]
 }
+
+/** Every `--threshold` given, by category; one category given two values is an error (which one was meant?). */
+export function parseThresholds(texts: readonly string[]): Map<string, number> {
+  const thresholds = new Map<string, number>()
+  for (const text of texts) {
+    const [name, value] = parseThreshold(text)
+    const before = thresholds.get(name)
+    if (before !== undefined && before !== value) {
+      throw new ModError('invalid_config', `--threshold ${name} is given twice, ${before} and ${value}: give it once`)
+    }
+    thresholds.set(name, value)
+  }
+  return thresholds
+}

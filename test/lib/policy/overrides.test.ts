@@ -2,7 +2,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {buildPolicy} from '../../../src/lib/config/policy.js'
-import {applyOverrides, parseThreshold} from '../../../src/lib/policy/overrides.js'
+import {applyOverrides, parseThreshold, parseThresholds} from '../../../src/lib/policy/overrides.js'
 
 test('--threshold takes CATEGORY=VALUE with a decimal value', () => {
   assert.equal(parseThreshold('nudity=0.3'), ['nudity', 0.3])
@@ -18,6 +18,14 @@ test('a value that is not a decimal number is refused, hexadecimal and binary fo
   for (const text of ['nudity', 'nudity=', '=0.3', 'nudity=abc', 'nudity=0x1', 'nudity=0b1', 'nudity=Infinity', 'nudity=-']) {
     assert.throws(() => parseThreshold(text), (e: Error) => e.message === `--threshold ${text}: expected CATEGORY=VALUE, e.g. nudity=0.3`, text)
   }
+})
+
+test('a category given two thresholds is refused, not settled by the last; the same value twice is one', () => {
+  assert.throws(
+    () => parseThresholds(['nudity=0.3', 'weapons=0.6', 'nudity=0.5']),
+    (e: Error) => e.message === '--threshold nudity is given twice, 0.3 and 0.5: give it once',
+  )
+  assert.equal([...parseThresholds(['nudity=0.3', 'nudity=0.30', 'weapons=0.6'])], [['nudity', 0.3], ['weapons', 0.6]])
 })
 
 test('a threshold for a category the same run disables is refused, not ignored', () => {
