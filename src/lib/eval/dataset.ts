@@ -89,16 +89,28 @@ async function listEntries(dir: string): Promise<{name: string; dir: boolean; fi
  * The images below `dir`, in name order. `seen` holds the real paths of the folders walked so far in this pass over
  * the dataset, its root first: a folder reached again through a link (a loop, a link back to the root) is not.
  */
-async function* walk(dir: string, seen: Set<string>): AsyncGenerator<string> {
+/**
+ * The images under `dir`, symlinks followed; a folder already walked (by its real path) is not walked again.
+ * `seen` maps each real folder walked to the label folder it was walked under; `clash` hears of a folder met again
+ * under another label folder.
+ */
+async function* walk(dir: string, seen: Map<string, string>, label: string, clash?: (path: string, first: string) => void): AsyncGenerator<string> {
   const real = await realpath(dir)
-  if (seen.has(real)) return
-  seen.add(real)
+  const first = seen.get(real)
+  if (first !== undefined) {
+    if (first !== label && first !== ROOT_LABEL) clash?.(dir, first)
+    return
+  }
+  seen.set(real, label)
   for (const entry of await listEntries(dir)) {
     const p = join(dir, entry.name)
-    if (entry.dir) yield* walk(p, seen)
+    if (entry.dir) yield* walk(p, seen, label, clash)
     else if (entry.file && isImage(entry.name)) yield p
   }
 }
+
+/** What the dataset folder itself is walked under in `seen`: a link back to it is a loop, not a second label. */
+const ROOT_LABEL = ''
 
 /** One CSV field list, with double-quoted fields ("" is a quote inside one). */
 function splitCsvLine(line: string): string[] {
@@ -247,7 +259,10 @@ export async function openDataset(root: string, options: DatasetOptions = {}): P
 
   const entries = await listEntries(root)
   const realRoot = await realpath(root)
-  const counted = new Set([realRoot])
+  const counted = new Map([[realRoot, ROOT_LABEL]])
+  // A folder linked under two labels would count under the first alone, skewing eval and calibrate unseen.
+  const clash = (path: string, first: string) =>
+    problems.push(`${toSource(root, path)}/ is the folder already under ${first}/ (a link): its images would count under ${first} alone: keep one link, and give the images both labels in ${LABELS_FILE}`)
   const folders = entries.filter((e) => e.dir && !e.name.startsWith('.')).map((e) => e.name)
   const rootImages = entries.filter((e) => e.file && isImage(e.name)).map((e) => e.name)
 
@@ -264,7 +279,7 @@ export async function openDataset(root: string, options: DatasetOptions = {}): P
       continue
     }
     let inFolder = 0
-    for await (const path of walk(join(root, folder), counted)) {
+    for await (const path of walk(join(root, folder), counted, folder, clash)) {
       const source = toSource(root, path)
       inFolder++
       images++
@@ -301,9 +316,9 @@ export async function openDataset(root: string, options: DatasetOptions = {}): P
     images,
     unlisted,
     async *items() {
-      const walked = new Set([realRoot])
+      const walked = new Map([[realRoot, ROOT_LABEL]])
       for (const folder of folders) {
-        for await (const path of walk(join(root, folder), walked)) {
+        for await (const path of walk(join(root, folder), walked, folder)) {
           const source = toSource(root, path)
           yield {source, path, labels: listed.get(source) ?? (folder === SAFE_FOLDER ? [] : [folder])}
         }

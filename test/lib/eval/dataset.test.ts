@@ -87,6 +87,21 @@ test('symlinks are followed as scan follows them: a linked label folder, subfold
   }
 })
 
+test('a folder linked under two labels is a problem naming both, not counted under the first alone', async () => {
+  const elsewhere = layout({'kept/a.png': 'x'})
+  const dir = layout({'safe/s.png': 'x', 'weapons/own.png': 'x', 'gore/own.png': 'x'})
+  try {
+    symlinkSync(join(elsewhere.path, 'kept'), join(dir.path, 'gore', 'shared'))
+    symlinkSync(join(elsewhere.path, 'kept'), join(dir.path, 'weapons', 'shared'))
+    assert.equal(await problemsOf(openDataset(dir.path)), [
+      'weapons/shared/ is the folder already under gore/ (a link): its images would count under gore alone: keep one link, and give the images both labels in labels.csv',
+    ])
+  } finally {
+    dir.remove()
+    elsewhere.remove()
+  }
+})
+
 test('unknown labels, empty folders, a missing safe/ and listed files that do not exist are all reported', async () => {
   const dir = layout({
     'weapns/a.png': 'x',
