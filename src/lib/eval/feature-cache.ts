@@ -17,8 +17,8 @@ import {randomBytes} from 'node:crypto'
 import {readFile, rename, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import type {Features, FrameFeatures} from './features.js'
 import {makeDir} from '../make-dir.js'
+import type {Features, FrameFeatures} from './features.js'
 
 const MAGIC = 'MODF'
 /**

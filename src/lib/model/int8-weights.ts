@@ -15,10 +15,10 @@ import {createHash, randomBytes} from 'node:crypto'
 import {readdir, readFile, rename, rm, stat, writeFile} from 'node:fs/promises'
 import {join, resolve} from 'node:path'
 
+import {makeDir} from '../make-dir.js'
 import type {Int8Weights} from './manifest-types.js'
 import {u8s8KernelExact} from './int8-kernel.js'
 import {cachePrefix, removeCachedGraphs} from './session.js'
-import {makeDir} from '../make-dir.js'
 
 export type Int8Choice = Exclude<Int8Weights, 'auto'>
 

@@ -17,11 +17,11 @@ import {BODY_BUFFER_BYTES, copyEagerly} from '../fetch/body-buffer.js'
 import {connectionProblem} from '../fetch/url.js'
 import {dispatcherFor, type ProxySettings} from '../fetch/proxy-agent.js'
 import {formatSize, formatSizeExact} from '../sizes.js'
+import {makeDir} from '../make-dir.js'
 import {hashFile, type Verified} from './file-hash.js'
 import {withInstallLock} from './install-lock.js'
 import {MANIFEST_FILE} from './manifest.js'
 import type {Manifest, ModelFile} from './manifest-types.js'
-import {makeDir} from '../make-dir.js'
 import {makeInstallFolder} from './install-folder.js'
 
 /** Where files are written before they are whole and verified (shared with `addModelFile`). */

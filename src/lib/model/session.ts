@@ -24,8 +24,8 @@ import * as ort from 'onnxruntime-node'
 
 import {ModError} from '../errors.js'
 import {isRunning} from '../processes.js'
-import {InferenceError, openThreadSession, type ModelSession} from './inference-thread.js'
 import {makeDir} from '../make-dir.js'
+import {InferenceError, openThreadSession, type ModelSession} from './inference-thread.js'
 
 export type {ModelSession} from './inference-thread.js'
 

@@ -3,10 +3,10 @@ import {rename, rm} from 'node:fs/promises'
 import {hostname} from 'node:os'
 import {basename, join} from 'node:path'
 
+import {makeDir} from '../../lib/make-dir.js'
 import {defaultJobStorage} from '../../lib/config/jobs.js'
 import {makeUploadDir} from '../upload-dirs.js'
 import {jobPaths} from './storage.js'
-import {makeDir} from '../../lib/make-dir.js'
 
 /**
  * A job's upload is written apart while it arrives, in `MOD_JOB_STORAGE/.upload.<pid>@<host>.<run>.<id>`, and that folder

@@ -7,11 +7,11 @@ import {setTimeout as sleep} from 'node:timers/promises'
 
 import {whyUnreadable} from '../../errno.js'
 import {ModError} from '../../errors.js'
+import {makeDir} from '../../make-dir.js'
 import {HASH_BYTES, type Hash256} from './hash256.js'
 import {entryOf, listErrors, parseHashList, recordFields, type HashList, type ListLineError} from './list-file.js'
 import {FORMAT, openMapped, writeMapped, type ListHit, type MappedIndex} from './list-map.js'
 import {buildMultiIndex, checkThreshold, searchMultiIndex, type MultiIndex} from './multi-index.js'
-import {makeDir} from '../../make-dir.js'
 
 /** A listed hash within the threshold of a query, with its label and note. */
 export interface ListMatch extends ListHit {
