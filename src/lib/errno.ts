@@ -1,4 +1,4 @@
-/** Why a file could not be read, in words, from the errno code Node gives (the code kept in brackets for searches). */
+/** Why a file could not be read or written, in words, from the errno code Node gives (the code kept in brackets for searches). */
 const WORDS: Record<string, string> = {
   EACCES: 'permission denied',
   EPERM: 'operation not permitted',
@@ -11,6 +11,8 @@ const WORDS: Record<string, string> = {
   EMFILE: 'too many open files',
   ENFILE: 'too many open files on the system',
   ENOMEM: 'out of memory',
+  EROFS: 'a read-only file system',
+  ENOSPC: 'the disk is full',
 }
 
 export function whyUnreadable(e: unknown): string {

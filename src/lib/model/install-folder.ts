@@ -6,10 +6,7 @@ import {makeDir} from '../make-dir.js'
 /** Why a folder could not be made, in words: ENOENT there means the file system takes no new entry (procfs, a link to nowhere). */
 function whyNotMade(e: unknown): string {
   const code = (e as NodeJS.ErrnoException | undefined)?.code
-  if (code === 'ENOENT') return 'the file system refuses a new folder there (ENOENT)'
-  if (code === 'EROFS') return 'a read-only file system (EROFS)'
-  if (code === 'ENOSPC') return 'the disk is full (ENOSPC)'
-  return whyUnreadable(e)
+  return code === 'ENOENT' ? 'the file system refuses a new folder there (ENOENT)' : whyUnreadable(e)
 }
 
 /** Makes `dir` (a model folder under the cache folder, or its part folder); one that cannot be made is `invalid_config`, naming it and why. */
