@@ -188,7 +188,6 @@ async function download(ctx: Context, file: ModelFile, url: string): Promise<Ver
       await out.write(chunk)
     }, BODY_BUFFER_BYTES, opts.signal)
   } catch (e) {
-    await out.close()
     if (opts.signal?.aborted) {
       throw failed(`download of ${file.path} was interrupted after ${formatSize(received)}; pull again to resume`)
     }
@@ -203,8 +202,9 @@ async function download(ctx: Context, file: ModelFile, url: string): Promise<Ver
       `download of ${file.path} stopped after ${formatSize(received)}${total === undefined ? '' : ` of ${formatSize(total)}`} ` +
         `(${(e as Error).message}); pull again to resume`,
     )
+  } finally {
+    await out.close()
   }
-  await out.close()
 
   if (total !== undefined && received < total) {
     throw failed(`download of ${file.path} stopped after ${formatSize(received)} of ${formatSize(total)}; pull again to resume`)
