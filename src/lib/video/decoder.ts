@@ -59,12 +59,23 @@ function intervalFrames(streamFps: number | undefined, fps: number): number {
   return Math.max(2, Math.min(MAX_INTERVAL_FRAMES, Math.ceil(rate / fps - 1e-9)))
 }
 
+/** What each PPM frame of the decoder stacks: the instant's views (1, or 2 with transparency), then the interval's alike. */
+export interface StackLayout {
+  views: 1 | 2
+  interval: boolean
+}
+
 /**
- * How many pictures each PPM frame of the decoder stacks: [instant (light, dark?)] then [interval (light, dark?)]. A
+ * How the decoder stacks each PPM frame of `stream`: [instant (light, dark?)] then [interval (light, dark?)]. A
  * stream the description did not list (undefined: ffmpeg could not describe the file) is sampled at its instants only.
  */
-export function stackedParts(stream: VideoStream | undefined): {views: 1 | 2; interval: boolean} {
+export function stackedParts(stream: VideoStream | undefined): StackLayout {
   return {views: stream?.alpha ? 2 : 1, interval: stream !== undefined && !stream.cover}
+}
+
+/** How many pictures of one size a stacked frame so laid out holds (stackedParts). */
+export function partCount(layout: StackLayout): number {
+  return layout.views * (layout.interval ? 2 : 1)
 }
 
 /**

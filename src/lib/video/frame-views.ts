@@ -7,6 +7,7 @@
  * to the flagged ones, or a mosaic of them. In a steady shot the two are the same frame and one is scored.
  */
 import type {RgbImage} from '../image/rgb.js'
+import type {StackLayout} from './decoder.js'
 
 /** One image to score, and whether it stands for the interval rather than the instant. */
 export interface FrameView {
@@ -61,7 +62,7 @@ function pages(light: RgbImage, dark: RgbImage | undefined): RgbImage[] {
  * The views to score of one decoded picture's parts, as the decoder stacks them (decoder.ts stackedParts): the
  * instant's frame (light, then dark when `views` is 2), then the interval's frame alike when `interval`.
  */
-export function frameViews(parts: readonly RgbImage[], layout: {views: 1 | 2; interval: boolean}): FrameView[] {
+export function frameViews(parts: readonly RgbImage[], layout: StackLayout): FrameView[] {
   const {views} = layout
   const instant = pages(parts[0], views === 2 ? parts[1] : undefined).map((image) => ({image}))
   if (!layout.interval) return instant

@@ -2,7 +2,7 @@ import {stat} from 'node:fs/promises'
 
 import {emptyFileError, ModError} from '../errors.js'
 import type {RgbImage} from '../image/rgb.js'
-import {type Decoder, stackedParts, startDecoder} from './decoder.js'
+import {type Decoder, partCount, type StackLayout, stackedParts, startDecoder} from './decoder.js'
 import {type FrameView, frameViews} from './frame-views.js'
 import {ffmpegMissing} from './ffmpeg.js'
 import {decoderStalled, picturesTooLarge, unreadableVideo, videoTooLong} from './ffmpeg-input.js'
@@ -193,7 +193,7 @@ function streamsToDecode(streams: VideoStream[]): (VideoStream | undefined)[] {
 interface StreamDecoding {
   decoder: Decoder
   /** How the decoder stacks each sampled picture (stackedParts). */
-  layout: {views: 1 | 2; interval: boolean}
+  layout: StackLayout
   chunks: AsyncIterator<Buffer>
   parser: PpmParser
   queue: RgbImage[]
@@ -206,7 +206,7 @@ interface StreamDecoding {
  * killed by the clock or an abort).
  */
 async function nextViews(d: StreamDecoding, clock: WaitClock, signal: AbortSignal | undefined): Promise<FrameView[]> {
-  const parts = d.layout.views * (d.layout.interval ? 2 : 1)
+  const parts = partCount(d.layout)
   while (d.queue.length < parts && !d.ended) {
     let next: IteratorResult<Buffer>
     try {
@@ -268,7 +268,7 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
   const decodings: StreamDecoding[] = streams.map((stream) => {
     const decoder = startDecoder(path, o, stream)
     const layout = stackedParts(stream)
-    const parser = createPpmParser(o.maxFrameSide, layout.views * (layout.interval ? 2 : 1))
+    const parser = createPpmParser(o.maxFrameSide, partCount(layout))
     return {decoder, layout, chunks: decoder.stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>, parser, queue: [], frames: 0, ended: false}
   })
   const killAll = (): void => decodings.forEach((d) => d.decoder.kill())
