@@ -203,6 +203,26 @@ test('rejects a vocabulary without the special tokens', () => {
   )
 })
 
+test('a merge line of more than two words counts its first two; a line that is not a pair of symbols is refused by rank', () => {
+  const extra = createTokenizer(vocab, mergeLines.map((m) => `${m} 12`))
+  assert.equal(extra.encode('photographer'), tokenizer.encode('photographer'))
+  for (const bad of ['zz', 'p  h', ' h', 'p ']) {
+    assert.throws(
+      () => createTokenizer(vocab, [...mergeLines.slice(0, 5), bad]),
+      (e: unknown) => e instanceof ModError && e.message === 'tokenizer: merge 5 is not a pair of symbols',
+      JSON.stringify(bad),
+    )
+  }
+})
+
+test('refuses a vocab.json with an id that is not an integer', async () => {
+  await withTempDir(async (dir) => {
+    await writeFile(join(dir, 'vocab.json'), JSON.stringify({...vocab, red: 1.5}))
+    await writeFile(join(dir, 'merges.txt'), mergeLines.join('\n'))
+    await expectModError(loadTokenizer(dir), 'model_unavailable')
+  })
+})
+
 test('rejects merges that produce symbols the vocabulary lacks', () => {
   assert.throws(
     () => createTokenizer(vocab, [...mergeLines, 'zzzzzz qqqqqq']),
