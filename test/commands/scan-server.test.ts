@@ -10,7 +10,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {BIN, runCli, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {BIN, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {colourClip} from '../lib/video/helpers.js'
 import {serveProcess, type ServeProcess} from '../server/harness.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
@@ -324,7 +324,7 @@ test('scan-video --server that runs past --timeout cancels the job on the server
       return req.method === 'GET' && req.url?.startsWith('/v1/jobs/') === true
     }),
   )
-  const r = await runCli(['scan-video', 'clip.mp4', '--server', url, '--timeout', '1'], {cwd: work, env: {MOD_API_KEY: KEY}})
+  const r = await runInProcess(['scan-video', 'clip.mp4', '--server', url, '--timeout', '1'], {cwd: work, env: {MOD_API_KEY: KEY}})
   assert.is(r.code, 2, r.stderr)
   assert.match(r.stderr, '(--timeout)')
   assert.equal(seen.filter((x) => x.includes('/jobs/')), ['POST /v1/jobs/video?fps=1&min_frames=1&stop_on_violation=false', 'GET /v1/jobs/{id}', 'DELETE /v1/jobs/{id}'])
