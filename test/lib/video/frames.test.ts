@@ -6,7 +6,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {type DecodedFrame, type DecodeOptions, type DecodeSummary, decodeFrames} from '../../../src/lib/video/frames.js'
-import {colourClip, ffmpeg, meanChannel, tempDir, decodeFailure, decodeOptions} from './helpers.js'
+import {ffmpeg, meanChannel, tempDir, decodeFailure, decodeOptions} from './helpers.js'
 
 const tmp = tempDir()
 const clip = (name: string): string => join(tmp.dir, name)
@@ -27,52 +27,91 @@ const ALPHA_CLIPS: Record<string, string[]> = {
  */
 const RED_AT = [0, 2.2, 4.24, 6.48, 8.52, 10.48]
 
+/** A clip that one ffmpeg makes among others: its sources (lavfi), its filter graph on their labels, then its output options and file. */
+interface Made {
+  sources: string[]
+  graph: (inputs: string[]) => string
+  output: string[]
+}
+
+/** Solid colours, `seconds` each, encoded by `codec` (mpeg4 in MP4 unless told), as test/lib/video/helpers.ts's colourClip makes them. */
+function colours(
+  name: string,
+  names: string[],
+  seconds: number,
+  {size = '64x64', rate = 10, codec = ['-c:v', 'mpeg4', '-q:v', '2']}: {size?: string; rate?: number; codec?: string[]} = {},
+): Made {
+  return {sources: names.map((c) => `color=c=${c}:s=${size}:d=${seconds}:r=${rate}`), graph: (inputs) => `${inputs.join('')}concat=n=${names.length}:v=1:a=0`, output: [...codec, clip(name)]}
+}
+
+const MPEG4 = ['-c:v', 'mpeg4', '-q:v', '2']
+
+/** Makes the clips with one ffmpeg: starting ffmpeg costs more CPU than encoding any of these small clips. */
+async function make(clips: Made[]): Promise<void> {
+  const inputs: string[] = []
+  const graphs: string[] = []
+  const outputs: string[] = []
+  clips.forEach(({sources, graph, output}, k) => {
+    const labels = sources.map((source) => {
+      inputs.push('-f', 'lavfi', '-i', source)
+      return `[${inputs.length / 4 - 1}]`
+    })
+    graphs.push(`${graph(labels)}[out${k}]`)
+    outputs.push('-map', `[out${k}]`, ...output)
+  })
+  await ffmpeg(...inputs, '-filter_complex', graphs.join(';'), ...outputs)
+}
+
 test.before(async () => {
-  await Promise.all([
-    colourClip(clip('rbr.mp4'), ['red', 'blue', 'red'], 2),
-    colourClip(clip('wide.mp4'), ['red'], 1, {size: '128x64'}),
-    colourClip(clip('short.mp4'), ['red'], 2.5, {rate: 30, codec: ['-c:v', 'libx264', '-bf', '2']}),
-    colourClip(clip('ten.mp4'), ['red'], 10, {rate: 5}),
-    colourClip(clip('twenty.mp4'), ['red'], 20, {rate: 5}),
-    colourClip(clip('ninety.mp4'), ['red'], 90, {rate: 1}),
-    colourClip(clip('fast.mp4'), ['red'], 2, {rate: 100}),
-    colourClip(clip('anim.gif'), ['red', 'blue'], 1, {codec: ['-f', 'gif']}),
-    colourClip(clip('clip.webm'), ['blue'], 2, {codec: ['-c:v', 'libvpx']}),
-    colourClip(clip('one-frame.mp4'), ['red'], 0.04, {rate: 25}),
+  await make([
+    colours('rbr.mp4', ['red', 'blue', 'red'], 2),
+    colours('wide.mp4', ['red'], 1, {size: '128x64'}),
+    colours('short.mp4', ['red'], 2.5, {rate: 30, codec: ['-c:v', 'libx264', '-bf', '2']}),
+    colours('ten.mp4', ['red'], 10, {rate: 5}),
+    colours('twenty.mp4', ['red'], 20, {rate: 5}),
+    colours('ninety.mp4', ['red'], 90, {rate: 1}),
+    colours('fast.mp4', ['red'], 2, {rate: 100}),
+    colours('anim.gif', ['red', 'blue'], 1, {codec: ['-f', 'gif']}),
+    colours('clip.webm', ['blue'], 2, {codec: ['-c:v', 'libvpx']}),
+    colours('one-frame.mp4', ['red'], 0.04, {rate: 25}),
     // 12 s: red for 8, then blue.
-    colourClip(clip('blue-tail.mp4'), ['red', 'red', 'blue'], 4, {rate: 5}),
+    colours('blue-tail.mp4', ['red', 'red', 'blue'], 4, {rate: 5}),
+    // Blue for 1 s, then red for 1 s: the second stream of two-streams.mkv and cover.mp4 below.
+    colours('blue-red.mp4', ['blue', 'red'], 1),
     // Five frames at 25 fps, the first blue, the others red.
-    ffmpeg(
-      ...['-f', 'lavfi', '-i', 'color=c=blue:s=64x64:d=0.04:r=25', '-f', 'lavfi', '-i', 'color=c=red:s=64x64:d=0.16:r=25'],
-      ...['-filter_complex', '[0:v][1:v]concat=n=2:v=1:a=0', '-c:v', 'mpeg4', '-q:v', '2', clip('five-frames.mp4')],
-    ),
-    ffmpeg(
-      ...['-f', 'lavfi', '-i', 'color=c=blue:s=32x32:r=25:d=12', '-vf', `drawbox=c=red:t=fill:enable='${RED_AT.map((p) => `eq(n,${Math.round(p * 25)})`).join('+')}'`],
-      ...['-c:v', 'mpeg4', '-q:v', '2', clip('red-frames.mp4')],
-    ),
-    ffmpeg(...['-f', 'lavfi', '-i', 'color=c=blue:s=32x32:r=25:d=3', '-vf', "drawbox=c=red:t=fill:enable='eq(n,0)'", '-c:v', 'mpeg4', '-q:v', '2', clip('red-at-0.mp4')]),
-    ffmpeg('-f', 'lavfi', '-i', 'color=c=red:s=32x64:d=1:r=10', '-vf', 'setsar=2', '-c:v', 'mpeg4', '-q:v', '2', clip('sar-2.mp4')),
-    ffmpeg('-f', 'lavfi', '-i', 'color=c=red:s=1200x100:d=1:r=10', '-vf', 'setsar=1/3', '-c:v', 'mpeg4', '-q:v', '2', clip('sar-1-3.mp4')),
-    ffmpeg(
-      ...['-f', 'lavfi', '-i', 'color=c=red:s=32x32:r=10:d=1,format=rgba', '-f', 'lavfi', '-i', 'color=c=blue:s=32x32:r=10:d=1,format=rgba'],
-      ...['-filter_complex', '[0:v][1:v]concat=n=2:v=1:a=0', '-c:v', 'png', clip('opaque-png.mov')],
-    ),
-    ...Object.entries(ALPHA_CLIPS).map(([name, codec]) =>
-      ffmpeg(
-        ...['-f', 'lavfi', '-i', 'color=c=black@0:s=32x32:r=10:d=1,format=rgba', '-f', 'lavfi', '-i', 'color=c=red@0.5:s=32x32:r=10:d=1,format=rgba'],
-        ...['-filter_complex', '[0:v][1:v]concat=n=2:v=1:a=0', ...codec, clip(name)],
-      ),
-    ),
-    ffmpeg('-f', 'lavfi', '-i', 'sine=d=1', clip('tone.wav')),
-    ffmpeg('-f', 'lavfi', '-i', 'sine=d=1', '-c:a', 'aac', clip('tone.m4a')),
+    {sources: ['color=c=blue:s=64x64:d=0.04:r=25', 'color=c=red:s=64x64:d=0.16:r=25'], graph: ([a, b]) => `${a}${b}concat=n=2:v=1:a=0`, output: [...MPEG4, clip('five-frames.mp4')]},
+    {
+      sources: ['color=c=blue:s=32x32:r=25:d=12'],
+      graph: ([a]) => `${a}drawbox=c=red:t=fill:enable='${RED_AT.map((p) => `eq(n,${Math.round(p * 25)})`).join('+')}'`,
+      output: [...MPEG4, clip('red-frames.mp4')],
+    },
+    {sources: ['color=c=blue:s=32x32:r=25:d=3'], graph: ([a]) => `${a}drawbox=c=red:t=fill:enable='eq(n,0)'`, output: [...MPEG4, clip('red-at-0.mp4')]},
+    {sources: ['color=c=red:s=32x64:d=1:r=10'], graph: ([a]) => `${a}setsar=2`, output: [...MPEG4, clip('sar-2.mp4')]},
+    {sources: ['color=c=red:s=1200x100:d=1:r=10'], graph: ([a]) => `${a}setsar=1/3`, output: [...MPEG4, clip('sar-1-3.mp4')]},
+    {
+      sources: ['color=c=red:s=32x32:r=10:d=1,format=rgba', 'color=c=blue:s=32x32:r=10:d=1,format=rgba'],
+      graph: ([a, b]) => `${a}${b}concat=n=2:v=1:a=0`,
+      output: ['-c:v', 'png', clip('opaque-png.mov')],
+    },
+    ...Object.entries(ALPHA_CLIPS).map(([name, codec]) => ({
+      sources: ['color=c=black@0:s=32x32:r=10:d=1,format=rgba', 'color=c=red@0.5:s=32x32:r=10:d=1,format=rgba'],
+      graph: ([a, b]: string[]) => `${a}${b}concat=n=2:v=1:a=0`,
+      output: [...codec, clip(name)],
+    })),
+    {sources: ['color=c=red:s=32x32:d=1'], graph: ([a]) => `${a}null`, output: ['-frames:v', '1', clip('red.png')]},
+    {sources: ['sine=d=1'], graph: ([a]) => `${a}anull`, output: [clip('tone.wav')]},
+    {sources: ['sine=d=1'], graph: ([a]) => `${a}anull`, output: ['-c:a', 'aac', clip('tone.m4a')]},
   ])
-  await ffmpeg(...['-f', 'lavfi', '-i', 'sine=d=5', '-itsoffset', '1.6', '-i', clip('red-at-0.mp4')], ...['-map', '0:a', '-map', '1:v', '-c:v', 'copy', '-c:a', 'aac', clip('late.mp4')])
-  // Blue for 3 s, and a second stream that is blue for 1 s, then red for 1 s; a red cover over that second one.
-  await colourClip(clip('blue-red.mp4'), ['blue', 'red'], 1)
-  await ffmpeg('-i', clip('blue-red.mp4'), ...Array(5).fill(['-map', '0:v']).flat(), '-c', 'copy', clip('five-streams.mkv'))
-  await ffmpeg(...['-f', 'lavfi', '-i', 'color=c=blue:s=64x64:d=3:r=10', '-i', clip('blue-red.mp4'), '-map', '0:v', '-map', '1:v', '-c:v', 'mpeg4', clip('two-streams.mkv')])
-  await ffmpeg('-f', 'lavfi', '-i', 'color=c=red:s=32x32', '-frames:v', '1', clip('red.png'))
-  await ffmpeg(...['-i', clip('red.png'), '-i', clip('blue-red.mp4'), '-map', '0', '-map', '1:v', '-c:v:0', 'png', '-c:v:1', 'copy'], ...['-disposition:v:0', 'attached_pic', clip('cover.mp4')])
+  // From those, by one ffmpeg too: late.mp4, whose video starts 1.6 s after its audio; blue for 3 s and blue-red.mp4
+  // as a second stream; blue-red.mp4 five times; and blue-red.mp4 under a red cover.
+  await ffmpeg(
+    ...['-f', 'lavfi', '-i', 'sine=d=5', '-itsoffset', '1.6', '-i', clip('red-at-0.mp4'), '-i', clip('blue-red.mp4')],
+    ...['-f', 'lavfi', '-i', 'color=c=blue:s=64x64:d=3:r=10', '-i', clip('red.png')],
+    ...['-map', '0:a', '-map', '1:v', '-c:v', 'copy', '-c:a', 'aac', clip('late.mp4')],
+    ...['-map', '3:v', '-map', '2:v', '-c:v', 'mpeg4', clip('two-streams.mkv')],
+    ...Array(5).fill(['-map', '2:v']).flat(), '-c', 'copy', clip('five-streams.mkv'),
+    ...['-map', '4', '-map', '2:v', '-c:v:0', 'png', '-c:v:1', 'copy', '-disposition:v:0', 'attached_pic', clip('cover.mp4')],
+  )
   const whole = readFileSync(clip('rbr.mp4'))
   writeFileSync(clip('truncated.mp4'), whole.subarray(0, whole.length >> 1))
   writeFileSync(clip('notes.md'), 'these are not the frames you are looking for\n'.repeat(50))
