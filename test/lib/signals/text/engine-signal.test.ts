@@ -1,6 +1,7 @@
 // The text signal in the engine: a policy's word list and contact rule flag rendered images, naming the rule,
 // the text and its box in the uploaded image's pixels; without text rules no session of the reader is created, and a
-// video's frames are read (segments then carry the text and hits) only when the policy asks.
+// video's frames are read (segments then carry the text and hits) only when the policy asks. The tests that only
+// moderate under the default text policy share one engine (results do not depend on what it read before).
 import {writeFileSync} from 'node:fs'
 import {join, relative} from 'node:path'
 
@@ -10,7 +11,7 @@ import * as assert from 'uvu/assert'
 
 import {buildPolicy, loadPolicyFile} from '../../../../src/lib/config/policy.js'
 import {DEFAULT_LIMITS} from '../../../../src/lib/config/settings.js'
-import {createEngine, type EngineOptions} from '../../../../src/lib/engine.js'
+import {createEngine, type Engine, type EngineOptions} from '../../../../src/lib/engine.js'
 import {sessionActivity} from '../../../../src/lib/model/inference-thread.js'
 import type {Policy} from '../../../../src/lib/policy/types.js'
 import type {RgbImage} from '../../../../src/lib/types.js'
@@ -21,7 +22,13 @@ import {signalStates, withoutSpecialist} from '../../../helpers/signals.js'
 import {warmCacheDir} from '../../../helpers/warm-cache.js'
 
 const dir = tempDir()
-test.after(() => dir.remove())
+/** One engine on the default text policy, for the tests that only moderate with it: opening its models is what costs. */
+let shared: Engine | undefined
+const textEngine = async (): Promise<Engine> => (shared ??= createEngine(options(await textPolicy())))
+test.after(async () => {
+  await shared?.close()
+  dir.remove()
+})
 
 function options(policy: Policy): EngineOptions {
   return {preset: 'fast', modelDir: TOY_MODEL, cacheDir: warmCacheDir(join(dir.path, 'cache')), policy, limits: DEFAULT_LIMITS, threads: 1, signals: withoutSpecialist()}
@@ -57,7 +64,7 @@ test('a listed word on a meme and an e-mail address on a sign are violations, wi
       ['contact_info', {text: 1}],
     ],
   )
-  await using engine = createEngine(options(policy))
+  const engine = await textEngine()
   // A white border: the boxes come out in the uploaded image's pixels.
   const meme = await renderText(600, 400, [
     {text: 'WHEN THE Z0RBLAX', x: 40, y: 70, size: 44, font: 'DejaVu Sans', fill: 'black'},
@@ -85,7 +92,7 @@ test('a listed word on a meme and an e-mail address on a sign are violations, wi
 })
 
 test('large words on a plain poster are read whole, also tilted: the frame is read untrimmed, with the margin around them', async () => {
-  await using engine = createEngine(options(await textPolicy()))
+  const engine = await textEngine()
   for (const size of [56, 96]) {
     const poster = await renderText(900, 300, [{text: 'ZORBLAX', x: 60, y: 150 + size / 3, size, font: 'DejaVu Sans', fill: 'black'}], '#ffffff')
     const upright = await engine.moderateImage(await png(poster), 'poster.png')
@@ -96,7 +103,7 @@ test('large words on a plain poster are read whole, also tilted: the frame is re
 })
 
 test('an address drawn in the alpha of white pixels, blank on a light page and white on black on a dark one, is read once', async () => {
-  await using engine = createEngine(options(await textPolicy()))
+  const engine = await textEngine()
   const sign = await renderText(700, 300, [{text: 'contact: rentals@lakeside.org', x: 30, y: 150, size: 30, font: 'Liberation Serif', fill: 'black'}], '#ffffff')
   const rgba = Buffer.alloc(sign.width * sign.height * 4, 255)
   for (let i = 0; i < sign.width * sign.height; i++) rgba[4 * i + 3] = 255 - sign.data[3 * i]
@@ -126,7 +133,7 @@ test("an animation of 8 pages of 200 words reads 3 of its frames, sharing the po
 })
 
 test('an animation reads the frame on screen longest: a listed word shown 10 s of every 10.3 s, at index 4 of 9 frames', async () => {
-  await using engine = createEngine(options(await textPolicy()))
+  const engine = await textEngine()
   const frames = []
   for (let f = 0; f < 9; f++) {
     const text = f === 4 ? 'WHEN THE ZORBLAX' : `frame number ${f}`
@@ -151,7 +158,7 @@ test("the engine's textBudget (MOD_TEXT_BUDGET) wins over the policy's text.budg
 })
 
 test('an image without text reads no lines and hits nothing', async () => {
-  await using engine = createEngine(options(await textPolicy()))
+  const engine = await textEngine()
   const plain = await sharp({create: {width: 320, height: 240, channels: 3, background: '#3a7bd5'}}).png().toBuffer()
   const r = await engine.moderateImage(plain, 'plain.png')
   assert.equal([r.text, r.text_hits, r.text_truncated], [[], [], false])
