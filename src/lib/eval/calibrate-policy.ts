@@ -3,7 +3,7 @@
  * fitted on the training part of the dataset; the figures reported are measured on the held-out part.
  * The result is written into the policy YAML (comments and other settings kept) with the figures as comments.
  */
-import {isMap, isScalar, parseDocument, type Scalar, type YAMLMap} from 'yaml'
+import {isAlias, isMap, isScalar, parseDocument, type Document, type Scalar, type YAMLMap} from 'yaml'
 
 import {ModError} from '../errors.js'
 import type {Calibration} from '../policy/types.js'
@@ -136,6 +136,19 @@ function categoryComment(c: CategoryCalibration): string {
 }
 
 /**
+ * Each category written as an alias of another node (`reddish: *r`) becomes a copy of it, so that setting one
+ * category's values neither changes another that shares its node nor leaves an alias that loses its prompts.
+ */
+function copyAliasedCategories(doc: Document, categories: YAMLMap): void {
+  for (const pair of categories.items) {
+    if (!isAlias(pair.value)) continue
+    const copy = pair.value.resolve(doc)?.clone() as Scalar | YAMLMap | undefined
+    if (copy) copy.anchor = undefined
+    pair.value = copy ?? null
+  }
+}
+
+/**
  * The policy text with each fitted category's calibration and threshold set. `original` is the policy file's
  * text (its comments and other settings are kept), or undefined to start from an empty policy.
  */
@@ -144,6 +157,7 @@ export function writeCalibratedPolicy(original: string | undefined, r: Calibrati
   if (!isMap(doc.contents)) doc.contents = doc.createNode({}) as unknown as typeof doc.contents
   if (!isMap(doc.get('categories', true))) doc.set('categories', doc.createNode({}))
   const categories = doc.get('categories', true) as unknown as YAMLMap
+  copyAliasedCategories(doc, categories)
   for (const c of r.categories) {
     if (c.fitted) {
       if (!isMap(categories.get(c.name, true))) categories.set(c.name, doc.createNode({}))

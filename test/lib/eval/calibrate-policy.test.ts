@@ -58,6 +58,21 @@ test('the written policy keeps the file, sets the fitted values, and validates',
   assert.is(named.categories.redness.threshold, r.categories[0].threshold)
 })
 
+test('a category written as an alias of another is written apart: the fitted one gets its values, the other keeps its own, and the policy validates', () => {
+  const r = calibrateCategories(samples, categories, {target: {maxFpr: 0.05}, holdout: 0.3, seed: 1})
+  const original = 'categories:\n  redness: &r\n    prompts: ["red"]\n    threshold: 0.4\n  reddish: *r\n'
+  const text = writeCalibratedPolicy(original, r, [])
+  assert.equal(validatePolicyText(text).problems, [])
+  const file = parse(text)
+  assert.is(file.categories.redness.threshold, r.categories[0].threshold)
+  assert.equal(file.categories.reddish, {prompts: ['red'], threshold: 0.4})
+
+  // Fitted through the alias: the anchored category keeps its values.
+  const aliased = parse(writeCalibratedPolicy('categories:\n  other: &r\n    prompts: ["red"]\n  redness: *r\n', r, []))
+  assert.equal(aliased.categories.other, {prompts: ['red']})
+  assert.equal(aliased.categories.redness, {prompts: ['red'], threshold: r.categories[0].threshold, calibration: r.categories[0].calibration})
+})
+
 test('a split that leaves no held-out image is refused', () => {
   assert.throws(() => calibrateCategories(samples, categories, {target: {maxFpr: 0.05}, holdout: 0, seed: 1}), /0 held-out images/)
 })
