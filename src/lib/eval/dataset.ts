@@ -61,9 +61,12 @@ export interface DatasetOptions {
   known?: ReadonlySet<string>
 }
 
-function invalid(root: string, problems: string[]): ModError {
+/** The dataset's problems, every one listed: invalid_config. */
+export function invalidDataset(root: string, problems: string[]): ModError {
   return problemsError('invalid_config', `dataset ${root}`, problems, {problems})
 }
+
+const invalid = invalidDataset
 
 const isImage = (name: string) => IMAGE_EXTENSIONS.has(extname(name).toLowerCase())
 const toSource = (root: string, path: string) => relative(root, path).split(sep).join('/')

@@ -8,7 +8,7 @@ import type {Head} from '../signals/head/head.js'
 import {loadHead} from '../signals/head/head.js'
 import {calibrateCategories, type CalibrateOptions, type CalibrationReport, type RawSample} from './calibrate-policy.js'
 import {collectFeatures, isSampleError, type SampleError} from './collect.js'
-import {openDataset, type Dataset} from './dataset.js'
+import {invalidDataset, LABELS_FILE, openDataset, SAFE_FOLDER, type Dataset} from './dataset.js'
 import {openFeatureCache, type FeatureCache} from './feature-cache.js'
 import {openDatasetScoring, type DatasetScoring, type LabelInfo, type ModelOptions, type ScoringOptions} from './features.js'
 import {computeMetrics, histogram, prCurve, type CurvePoint, type EvalMetrics, type Histogram, type ScoredSample} from './metrics.js'
@@ -37,11 +37,30 @@ async function openRun(o: RunOptions, scoring: Omit<ScoringOptions, 'policy'>, k
   return {dataset, source, cache: openFeatureCache(o.model.cacheDir, source.key)}
 }
 
+const labelText = (labels: readonly string[]) => (labels.length === 0 ? SAFE_FOLDER : [...labels].sort().join(', '))
+
+/**
+ * The dataset's samples. The same image (the same bytes: a copy, or a link to one file) given other labels in another
+ * place stops the run once every image is read, each such place listed: its features would count as an example of
+ * labels it both has and lacks, and calibrate keeps copies of one image on the same side of its split.
+ */
 async function* samplesOf(run: DatasetRun, o: RunOptions, errors: SampleError[]) {
+  const first = new Map<string, {source: string; labels: string}>()
+  const clashes: string[] = []
   for await (const s of collectFeatures(run.dataset, run.source, run.cache, {maxBytes: o.model.limits.maxBytes, onProgress: o.onProgress, signal: o.signal})) {
-    if (isSampleError(s)) errors.push(s)
-    else yield s
+    if (isSampleError(s)) {
+      errors.push(s)
+      continue
+    }
+    const labels = labelText(s.labels)
+    const seen = first.get(s.sha256)
+    if (!seen) first.set(s.sha256, {source: s.source, labels})
+    else if (seen.labels !== labels) {
+      clashes.push(`${s.source} (${labels}) is the same image as ${seen.source} (${seen.labels}): keep one, and give it every label it has in ${LABELS_FILE}`)
+    }
+    yield s
   }
+  if (clashes.length > 0) throw invalidDataset(run.dataset.root, clashes)
 }
 
 export interface EvalReport {
