@@ -1,3 +1,4 @@
+import {closeSync, openSync, readSync} from 'node:fs'
 import {basename, resolve} from 'node:path'
 
 import {ModError} from '../errors.js'
@@ -46,18 +47,40 @@ function firstError(log: string, path: string): string {
 
 const NOT_A_VIDEO = 'not a video in a supported format (MP4, MOV, WebM, MKV, AVI, GIF, MPEG-TS, MPEG, FLV, Ogg, ASF)'
 
+const NO_INDEX: [RegExp, string] = [/moov atom not found/, 'the video is incomplete: an MP4 or MOV file without its index (cut off while copying?)']
+
 /** ffmpeg's reasons in a person's words: its own lines name its internals (demuxer lists, atoms, stream maps). */
 const FFMPEG_REASONS: [RegExp, string][] = [
   // Before the generic reading failure that ffmpeg reports after it.
-  [/moov atom not found/, 'the video is incomplete: an MP4 or MOV file without its index (cut off while copying?)'],
+  NO_INDEX,
   [/matches no streams/, 'the file has no video stream'],
   [/Unknown decoder 'libvpx/, 'the video is transparent (VP8 or VP9 with alpha), which needs an ffmpeg built with libvpx to decode'],
   [/Format not on whitelist|Invalid data found when processing input/, NOT_A_VIDEO],
 ]
 
+/** Box types an MP4 or MOV file starts with: ffmpeg opens any file named .mp4 or .mov as one and finds no index. */
+const FIRST_BOXES = new Set(['ftyp', 'styp', 'moov', 'moof', 'mdat', 'free', 'skip', 'wide', 'pnot', 'uuid', 'sidx'])
+
+/** Whether the file's first 8 bytes are an MP4/MOV box header (size, then its type); true when they cannot be read. */
+function startsWithBox(path: string): boolean {
+  const head = Buffer.alloc(8)
+  try {
+    const fd = openSync(path, 'r')
+    try {
+      return readSync(fd, head, 0, 8, 0) < 8 || FIRST_BOXES.has(head.toString('latin1', 4, 8))
+    } finally {
+      closeSync(fd)
+    }
+  } catch {
+    return true
+  }
+}
+
 /** unsupported_media with ffmpeg's reason reworded; its first line stays in `details` for a log. */
 export function unreadableVideo(log: string, path: string): ModError {
-  const reason = FFMPEG_REASONS.find(([pattern]) => pattern.test(log))?.[1] ?? 'the video could not be decoded; the file may be damaged'
+  const found = FFMPEG_REASONS.find(([pattern]) => pattern.test(log))
+  // Other bytes named .mp4 are not a video at all, rather than one cut off.
+  const reason = found === NO_INDEX && !startsWithBox(path) ? NOT_A_VIDEO : (found?.[1] ?? 'the video could not be decoded; the file may be damaged')
   return new ModError('unsupported_media', reason, {ffmpeg: firstError(log, path)})
 }
 

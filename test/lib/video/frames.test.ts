@@ -115,6 +115,7 @@ test.before(async () => {
   const whole = readFileSync(clip('rbr.mp4'))
   writeFileSync(clip('truncated.mp4'), whole.subarray(0, whole.length >> 1))
   writeFileSync(clip('notes.md'), 'these are not the frames you are looking for\n'.repeat(50))
+  writeFileSync(clip('notes.mp4'), 'these are not the frames you are looking for\n'.repeat(50))
   writeFileSync(clip('liar.mp4'), claimOneSecond(readFileSync(clip('twenty.mp4'))))
 })
 test.after(() => tmp.remove())
@@ -378,12 +379,10 @@ test("a truncated MP4 (no moov atom) is unsupported_media with ffmpeg's reason i
   })
 })
 
-test('a text file is unsupported_media', async () => {
-  assert.equal(await decodeFailure(clip('notes.md')), {
-    code: 'unsupported_media',
-    message: NOT_A_VIDEO,
-    decoded: 0,
-  })
+test('a text file is unsupported_media, not a video, named .md or .mp4', async () => {
+  for (const name of ['notes.md', 'notes.mp4']) {
+    assert.equal(await decodeFailure(clip(name)), {code: 'unsupported_media', message: NOT_A_VIDEO, decoded: 0}, name)
+  }
 })
 
 test('an audio file in a video container, without a video stream, is unsupported_media', async () => {
