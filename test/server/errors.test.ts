@@ -234,9 +234,13 @@ test('415 unsupported_media: not an image, uploaded or in base64', async () => {
   assert.equal(errorOf(r), {status: 415, code: 'unsupported_media'})
 })
 
-test('415 unsupported_media: not a video the decoder can read', async () => {
+test('415 unsupported_media: not a video the decoder can read; an image says where images go', async () => {
   const r = await upload(server.base, '/v1/moderate/video', 'file', [{name: 'notes.mp4', data: 'just some text, not a video'}])
   assert.equal(errorOf(r), {status: 415, code: 'unsupported_media'})
+  assert.match(r.body.error.message, /^not a video in a supported format \(MP4/)
+  const photo = await upload(server.base, '/v1/moderate/video', 'file', [{name: 'photo.mp4', data: await red()}])
+  assert.equal(errorOf(photo), {status: 415, code: 'unsupported_media'})
+  assert.is(photo.body.error.message, 'the file is a PNG image, not a video: score images as images (mod scan, POST /v1/moderate)')
 })
 
 test('500 internal: an unexpected error answers a generic message, the stack goes to the log only', async () => {

@@ -2,6 +2,7 @@ import {closeSync, openSync, readSync} from 'node:fs'
 import {basename, resolve} from 'node:path'
 
 import {ModError} from '../errors.js'
+import {imageFormat, isAvifSequence, sniffImage, SNIFF_BYTES} from '../input/sniff.js'
 
 /** Demuxers accepted: MP4/MOV family, Matroska/WebM, AVI, animated GIF, MPEG-TS/PS, FLV, Ogg, ASF/WMV. */
 export const VIDEO_DEMUXERS = 'mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,gif,mpegts,mpeg,flv,ogg,asf'
@@ -61,26 +62,42 @@ const FFMPEG_REASONS: [RegExp, string][] = [
 /** Box types an MP4 or MOV file starts with: ffmpeg opens any file named .mp4 or .mov as one and finds no index. */
 const FIRST_BOXES = new Set(['ftyp', 'styp', 'moov', 'moof', 'mdat', 'free', 'skip', 'wide', 'pnot', 'uuid', 'sidx'])
 
-/** Whether the file's first 8 bytes are an MP4/MOV box header (size, then its type); true when they cannot be read. */
-function startsWithBox(path: string): boolean {
-  const head = Buffer.alloc(8)
+/** The file's first bytes, or undefined when they cannot be read (the reason stays ffmpeg's). */
+function fileHead(path: string): Buffer | undefined {
+  const head = Buffer.alloc(SNIFF_BYTES)
   try {
     const fd = openSync(path, 'r')
     try {
-      return readSync(fd, head, 0, 8, 0) < 8 || FIRST_BOXES.has(head.toString('latin1', 4, 8))
+      return head.subarray(0, readSync(fd, head, 0, SNIFF_BYTES, 0))
     } finally {
       closeSync(fd)
     }
   } catch {
-    return true
+    return undefined
   }
+}
+
+/** What ffmpeg's failure means for a file it could not open as a video, from the file's own first bytes. */
+function notOpened(reason: string, path: string): string {
+  const head = fileHead(path)
+  if (head === undefined) return reason
+  // A still image (an animated GIF and an AVIF sequence are videos to ffmpeg: those that fail here are damaged).
+  const image = imageFormat(head)
+  if (image !== undefined && image !== 'GIF' && !(image === 'AVIF' && isAvifSequence(head))) {
+    const named = `the file is ${['AVIF', 'ICO', 'SVG'].includes(image) ? 'an' : 'a'} ${image} image, not a video`
+    return sniffImage(head) === 'refused'
+      ? `${named}, and ${image} images are not supported either: send JPEG, PNG, WebP, GIF, AVIF or TIFF as images (mod scan, POST /v1/moderate)`
+      : `${named}: score images as images (mod scan, POST /v1/moderate)`
+  }
+  // Other bytes named .mp4 are not a video at all, rather than one cut off.
+  if (reason === NO_INDEX[1] && head.length >= 8 && !FIRST_BOXES.has(head.toString('latin1', 4, 8))) return NOT_A_VIDEO
+  return reason
 }
 
 /** unsupported_media with ffmpeg's reason reworded; its first line stays in `details` for a log. */
 export function unreadableVideo(log: string, path: string): ModError {
-  const found = FFMPEG_REASONS.find(([pattern]) => pattern.test(log))
-  // Other bytes named .mp4 are not a video at all, rather than one cut off.
-  const reason = found === NO_INDEX && !startsWithBox(path) ? NOT_A_VIDEO : (found?.[1] ?? 'the video could not be decoded; the file may be damaged')
+  const found = FFMPEG_REASONS.find(([pattern]) => pattern.test(log))?.[1]
+  const reason = found === NO_INDEX[1] || found === NOT_A_VIDEO ? notOpened(found, path) : (found ?? 'the video could not be decoded; the file may be damaged')
   return new ModError('unsupported_media', reason, {ffmpeg: firstError(log, path)})
 }
 

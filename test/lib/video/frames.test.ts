@@ -379,6 +379,20 @@ test("a truncated MP4 (no moov atom) is unsupported_media with ffmpeg's reason i
   })
 })
 
+test('a still image is unsupported_media naming its format and where images go; one mod cannot read says so', async () => {
+  assert.equal(await decodeFailure(clip('red.png')), {code: 'unsupported_media', message: 'the file is a PNG image, not a video: score images as images (mod scan, POST /v1/moderate)', decoded: 0})
+  // A BMP header: a format browsers show and mod refuses as an image too.
+  const bmp = Buffer.alloc(64)
+  bmp.write('BM', 0, 'latin1')
+  bmp.writeUInt32LE(40, 14)
+  writeFileSync(clip('photo.mp4'), bmp)
+  assert.equal(await decodeFailure(clip('photo.mp4')), {
+    code: 'unsupported_media',
+    message: 'the file is a BMP image, not a video, and BMP images are not supported either: send JPEG, PNG, WebP, GIF, AVIF or TIFF as images (mod scan, POST /v1/moderate)',
+    decoded: 0,
+  })
+})
+
 test('a text file is unsupported_media, not a video, named .md or .mp4', async () => {
   for (const name of ['notes.md', 'notes.mp4']) {
     assert.equal(await decodeFailure(clip(name)), {code: 'unsupported_media', message: NOT_A_VIDEO, decoded: 0}, name)
