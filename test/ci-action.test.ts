@@ -271,7 +271,7 @@ test('the install key changes with the lockfile and with what the build reads (s
   assert.is.not(key().split('-')[0], lock)
 })
 
-test('with fail-on: error a violation passes; format github prints the annotations; fail-on never passes anything', () => {
+test('with fail-on: error a violation passes unless an input could not be scanned beside it; format github prints the annotations; fail-on never passes anything', () => {
   const r = runAction(actionPath, workspace, {paths: 'assets', config: 'policy.yaml', format: 'github', 'fail-on': 'error'})
   assert.not.ok(r.failed, r.log)
   assert.is(r.outputs.report, '')
@@ -283,6 +283,14 @@ test('with fail-on: error a violation passes; format github prints the annotatio
   assert.ok(broken.failed, broken.log)
   assert.is(broken.outputs['exit-code'], '2')
   assert.match(readFileSync(broken.outputs.report, 'utf8'), /<error type="unsupported_media"/)
+  // A violation beside it exits 1, which says nothing of the error: the job still fails.
+  writeFileSync(join(workspace, 'assets', 'broken.png'), 'not an image')
+  const both = runAction(actionPath, workspace, {paths: 'assets/red.png assets/broken.png', config: 'policy.yaml', format: 'github', 'fail-on': 'error'})
+  rmSync(join(workspace, 'assets', 'broken.png'))
+  assert.ok(both.failed, both.log)
+  assert.equal([both.outputs['exit-code'], both.outputs.errors], ['1', '1'])
+  assert.match(both.log, /mod scan exited 1, and 1 input\(s\) could not be scanned \(fail-on: error\)/)
+  assert.is(r.outputs.errors, '0')
   const never = runAction(actionPath, workspace, {paths: 'assets', config: 'policy.yaml', 'fail-on': 'never'})
   assert.not.ok(never.failed, never.log)
 })
