@@ -10,7 +10,7 @@ import {isModError, ModError, type ErrorCode} from '../lib/errors.js'
 import {isAnimatedPng} from '../lib/image/apng.js'
 import {refusedImageFormat} from '../lib/image/decode.js'
 import {readCapped, readFileCapped} from '../lib/input/read-capped.js'
-import {imageFormat, isAvifSequence, isVideoHead, sniffImage, SNIFF_BYTES} from '../lib/input/sniff.js'
+import {imageFormat, isAvifSequence, isLfsPointer, isVideoHead, sniffImage, SNIFF_BYTES} from '../lib/input/sniff.js'
 import {plural} from '../lib/plural.js'
 import {formatSize} from '../lib/sizes.js'
 import {repositoryRoot} from './repository.js'
@@ -264,6 +264,11 @@ function videoEntry(p: string): ScanItem {
   return entry(p, 'unsupported_media', `${p} is a video: use mod scan-video ${p}`)
 }
 
+/** An error entry, never a file skipped as not an image: a gate would pass the image the pointer stands for unseen. */
+function lfsPointerEntry(p: string): ScanItem {
+  return entry(p, 'unsupported_media', `${p} is a Git LFS pointer, not the file it stands for: fetch the LFS files before scanning (git lfs pull; actions/checkout with lfs: true)`)
+}
+
 /** `videos`: a video is an error entry (videoEntry), not a file skipped as not an image. */
 async function check(dir: Folder, n: DirEntry, videos = false): Promise<Checked> {
   const p = join(dir.shown, n.name)
@@ -294,6 +299,7 @@ async function check(dir: Folder, n: DirEntry, videos = false): Promise<Checked>
   // decoder names the format), never skips that a gate reading the exit code would pass unchecked.
   if (sniffImage(first) !== 'other') return {image: p, at, ...(n.symlink ? {real: await realOf(at, p)} : {})}
   if (videos && isVideoHead(first)) return {item: videoEntry(p)}
+  if (isLfsPointer(first)) return {item: lfsPointerEntry(p)}
   return {skip: 'not images'}
 }
 
@@ -486,6 +492,7 @@ async function* rawNamedFile(at: Buffer, maxBytes: number, skipped: Skipped, lis
   // A file named on the command line is always tried; a listed one only when it is an image (or a video, with `videos`).
   if (sniffImage(first) !== 'other' || !listed) yield {input: {source: shown, read: () => readFile(shown, maxBytes, at)}}
   else if (videos && isVideoHead(first)) yield videoEntry(shown)
+  else if (isLfsPointer(first)) yield lfsPointerEntry(shown)
   else skip(skipped, 'not images')
 }
 

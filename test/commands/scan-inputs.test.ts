@@ -227,6 +227,24 @@ test('BMP (even named .jpg), ICO, SVG and JPEG XL files in a folder or a list ar
   }
 })
 
+test("a Git LFS pointer in an image's place, in a folder or a list, is an unsupported_media entry saying to fetch the LFS files, exit 2; never skipped as not an image", async () => {
+  const lfs = join(dir.path, 'lfs-checkout')
+  mkdirSync(lfs)
+  writeFileSync(join(lfs, 'a.png'), await solidPng(0, 0, 255))
+  writeFileSync(join(lfs, 'banner.jpg'), `version https://git-lfs.github.com/spec/v1\noid sha256:${'4d7a'.repeat(16)}\nsize 84977\n`)
+  writeFileSync(join(dir.path, 'lfs-list.txt'), ['a.png', 'banner.jpg'].map((f) => join(lfs, f)).join('\n') + '\n')
+  for (const args of [[lfs], ['--files-from', join(dir.path, 'lfs-list.txt')]]) {
+    const r = await runInProcess(['scan', ...args, '--config', policy, '--json'], {env})
+    assert.is(r.code, 2, args.join(' '))
+    const rows = (JSON.parse(r.stdout) as {source: string; is_safe?: boolean; error?: {code: string; message: string}}[]).map((x) => [x.source, x.error ? `${x.error.code}: ${x.error.message}` : x.is_safe])
+    const pointer = join(lfs, 'banner.jpg')
+    assert.equal(rows, [
+      [join(lfs, 'a.png'), true],
+      [pointer, `unsupported_media: ${pointer} is a Git LFS pointer, not the file it stands for: fetch the LFS files before scanning (git lfs pull; actions/checkout with lfs: true)`],
+    ], args.join(' '))
+  }
+})
+
 test('a folder with nothing to scan is exit 2 with one line saying so', async () => {
   const only = join(dir.path, 'only-text')
   mkdirSync(only)

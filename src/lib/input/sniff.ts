@@ -92,6 +92,14 @@ function isSvg(b: Buffer): boolean {
 }
 
 /**
+ * Whether the file is a Git LFS pointer: a checkout without its LFS files (actions/checkout's default) holds these
+ * small text files in the images' place. Their first line names the specification (git-lfs's docs/spec.md).
+ */
+export function isLfsPointer(head: Buffer): boolean {
+  return head.toString('latin1', 0, 64).startsWith('version https://git-lfs.github.com/spec/v1\n')
+}
+
+/**
  * Whether the first bytes announce a video container ffmpeg reads: MP4/MOV/3GP (an ISO-BMFF box that is not an
  * image), Matroska/WebM, AVI, Ogg, FLV, ASF/WMV, MPEG program stream. For pointing a person at the video command.
  */
