@@ -55,7 +55,7 @@ export interface ScoringOptions {
 
 /** Features per image, and the labels scored from them as scan scores them. */
 export interface DatasetScoring extends FeatureSource {
-  /** The model the features come from (for reports). */
+  /** The CLIP model the features come from, or `no CLIP model (…)` naming the models that score (for reports). */
   readonly modelId: string
   /** Every label scored: the policy's categories that can be evaluated, then a head's own labels. */
   readonly labels: readonly LabelInfo[]
@@ -92,7 +92,12 @@ export async function openDatasetScoring(model: ModelOptions, o: ScoringOptions)
   const choice = activeSignals(registry, setup)
   // Concurrent extract() calls share model runs, as the engine's images do.
   const core = await openCore(registry, setup, choice, {batchSize: 8})
-  const modelId = (await registry.find((s) => s.modelId)?.modelId?.(setup).catch(() => undefined)) ?? core.key
+  // The CLIP model's id when it scores; without it, what does (a preset's id would name a model that is not installed).
+  const clip = registry.find((s) => s.modelId)
+  const modelId =
+    clip !== undefined && core.open.has(clip.name)
+      ? ((await clip.modelId?.(setup).catch(() => undefined)) ?? core.key)
+      : `no CLIP model (${registry.filter((s) => s.kind === 'model' && core.open.has(s.name)).map((s) => s.title).join(', ')})`
   const index = new Map(core.labels.map((l, i) => [l.name, i]))
   let embedded = 0
   return {

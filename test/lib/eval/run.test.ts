@@ -15,7 +15,7 @@ import {warmCacheDir} from '../../helpers/warm-cache.js'
 const dir = tempDir()
 test.after(() => dir.remove())
 
-test('eval with only the embedded specialist installed scores the nudity family and names the categories it could not evaluate', async () => {
+test('eval with only the embedded specialist installed scores the nudity family, says no CLIP model scored, and names the categories it could not evaluate', async () => {
   const dataset = join(dir.path, 'dataset')
   await writeImages(dataset, 'nudity', [220, 170, 140], 2, 'skin')
   await writeImages(dataset, 'safe', [10, 10, 240], 2, 'blue', 1)
@@ -25,6 +25,7 @@ test('eval with only the embedded specialist installed scores the nudity family 
     policy: buildPolicy(),
   })
   assert.equal(report.labels.map((l) => l.name), ['nudity', 'sexual_activity', 'suggestive'])
+  assert.is(report.model, 'no CLIP model (the NSFW specialist)')
   assert.equal(report.not_evaluated, ['violence', 'gore', 'weapons', 'hate_symbols', 'drugs', 'self_harm', 'alcohol', 'tobacco'])
   assert.is(report.images, 4)
   assert.is(report.images_embedded, 4)
