@@ -13,7 +13,7 @@ import {readCapped, readFileCapped} from '../lib/input/read-capped.js'
 import {imageFormat, isAvifSequence, isLfsPointer, isVideoHead, sniffImage, SNIFF_BYTES} from '../lib/input/sniff.js'
 import {plural} from '../lib/plural.js'
 import {formatSize} from '../lib/sizes.js'
-import {repositoryRoot} from './repository.js'
+import {repositoryRoot, trackedFiles, type Tracked} from './repository.js'
 
 /** A path as the file system takes it: a string, or bytes for a name that is not UTF-8. */
 type FsPath = string | Buffer
@@ -59,9 +59,9 @@ const VCS_IN_REPO: IgnoreFiles = {vcs: true, inRepo: true}
 
 /**
  * Exclusion rules in force in a part of a walk, outermost first: each set of patterns matches paths relative to
- * its own folder. `flag` marks the --exclude patterns.
+ * its own folder. `flag` marks the --exclude patterns, `vcs` those of the version-control ignore files.
  */
-type Rules = readonly {base: string; ig: Ignore; flag?: boolean}[]
+type Rules = readonly {base: string; ig: Ignore; flag?: boolean; vcs?: boolean}[]
 
 /** true: excluded, false: re-included by a `!pattern`, undefined: the rules do not say. */
 function verdict({base, ig}: Rules[number], path: string, isDir: boolean): boolean | undefined {
@@ -76,7 +76,9 @@ function verdict({base, ig}: Rules[number], path: string, isDir: boolean): boole
  * `!pattern` in a subfolder re-includes what a parent folder's file left out. --exclude, asked for on this run,
  * excludes whatever the files say.
  */
-function excluded(rules: Rules, path: string, isDir: boolean): boolean {
+function excluded(all: Rules, path: string, isDir: boolean, tracked?: Tracked): boolean {
+  // A file git tracks (or a folder holding one) is in the repository whatever its ignore files say, as in git.
+  const rules = tracked?.(path, isDir) ? all.filter((r) => !r.vcs) : all
   if (rules.some((r) => r.flag && verdict(r, path, isDir) === true)) return true
   for (let i = rules.length - 1; i >= 0; i--) {
     const v = rules[i].flag ? undefined : verdict(rules[i], path, isDir)
@@ -108,10 +110,14 @@ async function readIgnoreFile(path: string, at: FsPath = path): Promise<string> 
 /** The folder's ignore files (those of `present`) added to the rules, as one set of patterns; `at` as in Folder. */
 async function withIgnoreFiles(rules: Rules, dir: string, files: IgnoreFiles, present: (name: string) => boolean, at: FsPath = dir): Promise<Rules> {
   const names = ignoreFileNames(files).filter(present)
-  if (names.length === 0) return rules
-  const ig = ignore()
-  for (const name of names) ig.add(await readIgnoreFile(join(dir, name), inside(at, name)))
-  return [...rules, {base: dir, ig}]
+  const read = async (group: string[], vcs: boolean): Promise<Rules> => {
+    if (group.length === 0) return []
+    const ig = ignore()
+    for (const name of group) ig.add(await readIgnoreFile(join(dir, name), inside(at, name)))
+    return [{base: dir, ig, ...(vcs ? {vcs} : {})}]
+  }
+  // The version-control files' patterns and mod's own apart: only the former spare a tracked file (excluded).
+  return [...rules, ...(await read(names.filter((n) => n !== IGNORE_FILE), true)), ...(await read(names.filter((n) => n === IGNORE_FILE), false))]
 }
 
 /**
@@ -129,7 +135,7 @@ async function inheritedRules(dir: string, root: string): Promise<Rules> {
   const exists = (path: string) => lstat(path).then((info) => info.isFile(), () => false)
   let rules: Rules = []
   const exclude = join(root, '.git', 'info', 'exclude')
-  if (await exists(exclude)) rules = [{base: root, ig: ignore().add(await readIgnoreFile(exclude))}]
+  if (await exists(exclude)) rules = [{base: root, ig: ignore().add(await readIgnoreFile(exclude)), vcs: true}]
   for (const d of above) {
     const present = new Set<string>()
     for (const name of [GIT_IGNORE, PLAIN_IGNORE]) if (await exists(join(d, name))) present.add(name)
@@ -303,6 +309,12 @@ async function check(dir: Folder, n: DirEntry, videos = false): Promise<Checked>
   return {skip: 'not images'}
 }
 
+/** The git repository a walk is in: what git tracks there, when git could say. */
+interface Repository {
+  root: string
+  tracked: Tracked | undefined
+}
+
 /** What every folder of one run's walks shares. */
 interface WalkContext {
   maxBytes: number
@@ -318,7 +330,7 @@ interface WalkContext {
  * A folder that cannot be read is an error entry and the walk goes on. `real` is the folder's real path: with a
  * file's name it says whether the run has reached that file already.
  */
-async function* walk(folder: Folder, real: string, ctx: WalkContext, seen: Set<string>, inherited: Rules, inRepo: boolean, depth = 0): AsyncGenerator<ScanItem> {
+async function* walk(folder: Folder, real: string, ctx: WalkContext, seen: Set<string>, inherited: Rules, repo: Repository | undefined, depth = 0): AsyncGenerator<ScanItem> {
   const {maxBytes, skipped} = ctx
   const dir = folder.shown
   let names: DirEntry[]
@@ -334,13 +346,16 @@ async function* walk(folder: Folder, real: string, ctx: WalkContext, seen: Set<s
     yield entry(dir, 'unreadable_image', `cannot read the folder ${dir}: ${whyUnreadable(e)}`)
     return
   }
-  const files: IgnoreFiles = {vcs: ctx.vcs, inRepo: inRepo || names.some((n) => n.name === '.git')}
+  // A folder holding `.git` is a repository's top (the first, or one nested in it: a submodule).
+  const top = resolve(dir)
+  const here = ctx.vcs && top !== repo?.root && names.some((n) => n.name === '.git') ? {root: top, tracked: await trackedFiles(top)} : repo
+  const files: IgnoreFiles = {vcs: ctx.vcs, inRepo: here !== undefined}
   const rules = await withIgnoreFiles(inherited, dir, files, (name) => names.some((n) => n.name === name), folder.at)
   names.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   const wanted = names.filter((n) => {
     if (n.name === IGNORE_FILE) return false
     // A symlink is judged as a file here; a link to a folder is judged as a folder when it is walked.
-    if (!(ctx.vcs && n.name === '.git') && !excluded(rules, join(dir, n.name), n.dir)) return true
+    if (!(ctx.vcs && n.name === '.git') && !excluded(rules, join(dir, n.name), n.dir, here?.tracked)) return true
     skip(skipped, 'excluded')
     return false
   })
@@ -353,7 +368,7 @@ async function* walk(folder: Folder, real: string, ctx: WalkContext, seen: Set<s
         const {image: p, at} = c
         if (firstReach(ctx.reached, c.real ?? join(real, basename(p)))) yield {input: {source: p, read: () => readFile(p, maxBytes, at)}}
       } else {
-        if (excluded(rules, c.dir.shown, true)) {
+        if (excluded(rules, c.dir.shown, true, here?.tracked)) {
           skip(skipped, 'excluded')
           continue
         }
@@ -367,7 +382,7 @@ async function* walk(folder: Folder, real: string, ctx: WalkContext, seen: Set<s
           yield entry(c.dir.shown, 'unreadable_image', `the folder ${c.dir.shown} is nested more than ${MAX_FOLDER_DEPTH} folders deep: not walked`)
           continue
         }
-        if (firstReach(ctx.reached, realDir)) yield* walk(c.dir, realDir, ctx, seen, rules, files.inRepo, depth + 1)
+        if (firstReach(ctx.reached, realDir)) yield* walk(c.dir, realDir, ctx, seen, rules, here, depth + 1)
       }
     }
   }
@@ -453,7 +468,8 @@ export async function* scanInputs(
       if (!firstReach(reached, real)) continue
       const root = vcsIgnore ? await repositoryRoot(p) : undefined
       const outer = root === undefined ? [] : await inheritedRules(p, root)
-      yield* walk({shown: p, at: p}, real, ctx, new Set([real]), [...outer, ...(patterns ? [{base: p, ig: patterns, flag: true}] : [])], root !== undefined)
+      const repo = root === undefined ? undefined : {root, tracked: await trackedFiles(root)}
+      yield* walk({shown: p, at: p}, real, ctx, new Set([real]), [...outer, ...(patterns ? [{base: p, ig: patterns, flag: true}] : [])], repo)
     } else if (info.isFile()) {
       if (patterns && patterns.ignores(givenName(p))) skip(skipped, 'excluded')
       else if (!firstReach(reached, real)) continue

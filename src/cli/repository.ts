@@ -1,3 +1,4 @@
+import {execFile} from 'node:child_process'
 import {lstat} from 'node:fs/promises'
 import {dirname, join, resolve} from 'node:path'
 
@@ -10,4 +11,31 @@ export async function repositoryRoot(dir: string): Promise<string | undefined> {
     if (await lstat(join(d, '.git')).then(() => true, () => false)) return d
     if (dirname(d) === d) return undefined
   }
+}
+
+/** Whether git tracks a file, or a folder holding a tracked file, by its path. */
+export type Tracked = (path: string, isDir: boolean) => boolean
+
+/**
+ * What git tracks in the repository at `root` (`git ls-files`). Ignore files do not hide these: git applies its
+ * ignore files to untracked files only, so an image committed with `git add -f` beside a .gitignore naming it is in
+ * the repository, and a change under review must not hide it from a scan so. Undefined when git cannot say (not
+ * installed, or a repository it refuses): the ignore files then apply to every file.
+ */
+export function trackedFiles(root: string): Promise<Tracked | undefined> {
+  return new Promise((done) => {
+    // A repository's own configuration may name a program for git to run (core.fsmonitor): a scanned download's must not.
+    execFile('git', ['-c', 'core.fsmonitor=false', '-C', root, 'ls-files', '-z'], {encoding: 'buffer', maxBuffer: 1024 * 1024 * 1024}, (error, stdout) => {
+      if (error) return done(undefined)
+      const files = new Set<string>()
+      const folders = new Set<string>()
+      for (const name of stdout.toString('utf8').split('\0')) {
+        if (name === '') continue
+        const path = join(root, name)
+        files.add(path)
+        for (let d = dirname(path); d.length > root.length && !folders.has(d); d = dirname(d)) folders.add(d)
+      }
+      done((path, isDir) => (isDir ? folders : files).has(resolve(path)))
+    })
+  })
 }

@@ -1,6 +1,6 @@
 // The shell habits of `mod scan`: choosing what is printed, leaving paths out, changing the policy for one run,
 // counting missing paths apart, and saying which policy file a search found.
-import {appendFileSync, mkdirSync, writeFileSync} from 'node:fs'
+import {appendFileSync, existsSync, mkdirSync, writeFileSync} from 'node:fs'
 import {dirname, join} from 'node:path'
 
 import {test} from 'uvu'
@@ -102,6 +102,35 @@ test('a folder scan skips .git and what .gitignore, .ignore and .git/info/exclud
   writeFileSync(join(plain, 'x.png'), red)
   writeFileSync(join(plain, 'y.png'), red)
   assert.equal(await scanned(plain), [join(plain, 'x.png')])
+})
+
+test('files git tracks are scanned whatever .gitignore, .ignore and .git/info/exclude say, as git keeps them (a change cannot hide a committed image so); .modignore and --exclude still leave them out', async () => {
+  const repo = join(dir.path, 'tracked-repo')
+  const red = await solidPng(255, 0, 0, 16, 16)
+  mkdirSync(join(repo, 'assets', 'sub'), {recursive: true})
+  mkdirSync(join(repo, 'vendor'), {recursive: true})
+  git(repo, 'init', '-q')
+  writeFileSync(join(repo, 'assets', 'sub', '.gitignore'), 'banner.png\nuntracked.png\n')
+  writeFileSync(join(repo, 'assets', '.ignore'), 'logo.png\n')
+  writeFileSync(join(repo, '.gitignore'), 'vendor/\n')
+  appendFileSync(join(repo, '.git', 'info', 'exclude'), 'hidden.png\n')
+  for (const name of ['assets/sub/banner.png', 'assets/sub/untracked.png', 'assets/logo.png', 'assets/hidden.png', 'assets/skip.png', 'vendor/v.png']) writeFileSync(join(repo, name), red)
+  writeFileSync(join(repo, 'assets', '.modignore'), 'skip.png\n')
+  git(repo, 'add', '.')
+  git(repo, 'add', '-f', 'assets/sub/banner.png', 'assets/logo.png', 'assets/hidden.png', 'assets/skip.png', 'vendor/v.png')
+  git(repo, 'commit', '-qm', 'images committed past the ignore files')
+  // The repository's own configuration names a program for git to run: mod asks git what it tracks without it.
+  const ran = join(dir.path, 'fsmonitor-ran')
+  git(repo, 'config', 'core.fsmonitor', `touch ${ran}; true`)
+  const scanned = async (...args: string[]) => {
+    const r = await runInProcess(['scan', ...args, '--config', policy, '--ndjson'], {env, cwd: repo})
+    assert.is(r.code, 1, r.stderr)
+    return sources(r.stdout)
+  }
+  assert.equal(await scanned('.'), ['assets/hidden.png', 'assets/logo.png', 'assets/sub/banner.png', 'vendor/v.png'])
+  assert.equal(await scanned('assets/sub'), ['assets/sub/banner.png'])
+  assert.equal(await scanned('.', '--exclude', 'vendor'), ['assets/hidden.png', 'assets/logo.png', 'assets/sub/banner.png'])
+  assert.not.ok(existsSync(ran), "the repository's core.fsmonitor ran")
 })
 
 test('a file reached twice is scanned once: a folder given twice, a file given inside a folder given', async () => {
