@@ -1,5 +1,5 @@
 import type {Stats} from 'node:fs'
-import {lstat, open, opendir, realpath, stat} from 'node:fs/promises'
+import {lstat, open, opendir, readlink, realpath, stat} from 'node:fs/promises'
 import {basename, dirname, isAbsolute, join, relative, resolve, sep} from 'node:path'
 
 import ignore, {type Ignore} from 'ignore'
@@ -183,6 +183,12 @@ function readError(path: string, e: unknown): ModError {
   const code = errnoOf(e)
   if (code === 'ENOENT') return new ModError('not_found', `${path} does not exist${URL_LIKE.test(path) ? NOT_URLS : ''}`)
   return new ModError('unreadable_image', `cannot read ${path}: ${whyUnreadable(e)}`)
+}
+
+/** not_found naming the missing target when `path` is a symbolic link to nothing: the path itself is there. */
+async function brokenLink(path: string, at: FsPath = path): Promise<ModError | undefined> {
+  const target = await readlink(at, {encoding: 'buffer'}).catch(() => undefined)
+  return target && new ModError('not_found', `${path} is a symbolic link to ${namedAs(target)}, which does not exist`)
 }
 
 /** Reads a file with the byte cap counted as bytes arrive, whatever its size claims; `at` where a raw name needs bytes. */
@@ -459,7 +465,7 @@ export async function* scanInputs(
     try {
       info = await stat(p)
     } catch (e) {
-      const err = readError(p, e)
+      const err = (errnoOf(e) === 'ENOENT' && (await brokenLink(p))) || readError(p, e)
       yield entry(p, err.code, err.message)
       continue
     }
@@ -496,7 +502,7 @@ async function* rawNamedFile(at: Buffer, maxBytes: number, skipped: Skipped, lis
   try {
     info = await stat(at)
   } catch (e) {
-    const err = readError(shown, e)
+    const err = (errnoOf(e) === 'ENOENT' && (await brokenLink(shown, at))) || readError(shown, e)
     yield entry(shown, err.code, err.message)
     return
   }

@@ -116,6 +116,18 @@ test('a path that does not exist is a not_found entry in its place; the others a
   assert.equal(lines[2], {source: url, error: {code: 'not_found', message: `${url} does not exist (${notUrls})`}})
 })
 
+test('a symbolic link to nothing, named or listed, is a not_found entry naming the missing target', async () => {
+  const link = join(dir.path, 'dangling.png')
+  symlinkSync('../nowhere/gone.png', link)
+  writeFileSync(join(dir.path, 'dangling-list.txt'), `${link}\0`)
+  for (const args of [[link], ['--files-from', join(dir.path, 'dangling-list.txt'), '-0']]) {
+    const r = await runInProcess(['scan', ...args, blue, '--config', policy, '--ndjson'], {env})
+    assert.is(r.code, 2, args.join(' '))
+    const rows = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as {source: string})
+    assert.equal(rows.find((row) => row.source === link), {source: link, error: {code: 'not_found', message: `${link} is a symbolic link to ../nowhere/gone.png, which does not exist`}}, args.join(' '))
+  }
+})
+
 test('a symlink loop named on the command line is an error entry that says so in words', async () => {
   const loop = join(dir.path, 'self-loop.png')
   symlinkSync(loop, loop)
