@@ -3,13 +3,14 @@ import {createWriteStream} from 'node:fs'
 import {join} from 'node:path'
 import {Writable} from 'node:stream'
 
-import formidable, {errors, multipart} from 'formidable'
+import formidable, {errors} from 'formidable'
 
 import {isModError, ModError} from '../lib/errors.js'
 import {byteCap, type ByteCap} from '../lib/input/read-capped.js'
 import {formatSize} from '../lib/sizes.js'
 import type {Pace} from './body-pace.js'
 import {bodyStream, type BodyStream} from './body-stream.js'
+import {checkFraming, MULTIPART_PLUGINS} from './multipart-framing.js'
 import {plural} from '../lib/plural.js'
 import type {Hold, Place} from './upload-places.js'
 
@@ -85,6 +86,7 @@ export function isMultipart(req: IncomingMessage): boolean {
  * are (a single-file endpoint refuses them; a batch reports them as unreadable).
  */
 export async function receiveImages(req: IncomingMessage, limits: ImageUploadLimits): Promise<UploadedImage[]> {
+  checkFraming(req)
   const maxTotal = Math.min(limits.maxTotalBytes ?? Number.POSITIVE_INFINITY, limits.maxFiles * limits.maxBytes)
   const files =
     limits.maxFiles === 1
@@ -98,7 +100,7 @@ export async function receiveImages(req: IncomingMessage, limits: ImageUploadLim
   const unexpected = new Set<string>()
   const form = formidable({
     ...FIELD_LIMITS,
-    enabledPlugins: [multipart],
+    enabledPlugins: MULTIPART_PLUGINS,
     maxFiles: limits.maxFiles,
     // memorySink enforces maxBytes per file and the files' total as the bytes arrive (formidable's own
     // per-file check only runs once a file has ended).
@@ -128,6 +130,7 @@ export async function receiveImages(req: IncomingMessage, limits: ImageUploadLim
  * (counted as the bytes arrive) and the partial file is left for the caller to remove with `dir`.
  */
 export async function receiveVideo(req: IncomingMessage, limits: VideoUploadLimits): Promise<UploadedVideo> {
+  checkFraming(req)
   const unexpected = new Set<string>()
   let filename = limits.field
   const path = join(limits.dir, 'upload')
@@ -135,7 +138,7 @@ export async function receiveVideo(req: IncomingMessage, limits: VideoUploadLimi
   let failed: ModError | undefined
   const form = formidable({
     ...FIELD_LIMITS,
-    enabledPlugins: [multipart],
+    enabledPlugins: MULTIPART_PLUGINS,
     maxFiles: 1,
     // The file sink below counts the bytes against maxBytes as they arrive.
     maxFileSize: Infinity,
@@ -179,6 +182,7 @@ export interface FilesUploadLimits extends Pace {
  * names; the files are at `pathOf(index)`. Empty files are kept (they become error lines, as in a batch).
  */
 export async function receiveFiles(req: IncomingMessage, limits: FilesUploadLimits): Promise<string[]> {
+  checkFraming(req)
   const unexpected = new Set<string>()
   const names: string[] = []
   const total = byteCap(limits.maxTotalBytes, 'the files', () => new ModError('payload_too_large', `the files are larger than ${formatSize(limits.maxTotalBytes)} together (MOD_MAX_JOB_BYTES)`))
@@ -186,7 +190,7 @@ export async function receiveFiles(req: IncomingMessage, limits: FilesUploadLimi
   const fail = (e: ModError) => (failed ??= e)
   const form = formidable({
     ...FIELD_LIMITS,
-    enabledPlugins: [multipart],
+    enabledPlugins: MULTIPART_PLUGINS,
     maxFileSize: Infinity,
     maxTotalFileSize: Infinity,
     allowEmptyFiles: true,

@@ -1,5 +1,6 @@
 import {mkdirSync, readdirSync, readFileSync} from 'node:fs'
 import type {ClientRequest} from 'node:http'
+import {connect} from 'node:net'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -227,6 +228,34 @@ test('a part is a file with a filename or a Content-Type of its own; with neithe
   })
   assert.equal(errorOf(batch), {status: 400, code: 'bad_request'})
   assert.is(batch.body.error.message, 'the multipart field "files" holds a text value among its files: send each one as a file (with a filename)')
+})
+
+test('a form two parsers could read apart is refused with 400: two Content-Type headers, a boundary given twice, a part header or a Content-Disposition parameter given twice', async () => {
+  const part = (boundary: string, headers: string, data = 'xx') => `--${boundary}\r\n${headers}\r\n\r\n${data}\r\n`
+  const file = (boundary: string, name = 'a.png') => part(boundary, `Content-Disposition: form-data; name="file"; filename="${name}"`)
+  const refused = async (types: string[], body: string): Promise<string> => {
+    // Node's client would join or refuse two Content-Type headers: the request is written as it stands.
+    const socket = connect(Number(new URL(server.base).port), '127.0.0.1')
+    const head = ['POST /v1/moderate HTTP/1.1', 'Host: 127.0.0.1', ...types.map((t) => `Content-Type: ${t}`), `Content-Length: ${Buffer.byteLength(body)}`, 'Connection: close']
+    socket.end(`${head.join('\r\n')}\r\n\r\n${body}`)
+    let answer = ''
+    for await (const chunk of socket) answer += chunk
+    assert.match(answer, /^HTTP\/1\.1 400 /, answer)
+    return (JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as {error: {code: string; message: string}}).error.message
+  }
+  const twice = (what: string) => `the multipart/form-data request gives ${what} twice: parsers differ on which one counts, so send it once`
+  // The boundary parameter, twice: Node reads the first, Werkzeug the last.
+  assert.is(await refused(['multipart/form-data; boundary=XB; boundary=YY'], `${file('YY', 'b.png')}--YY--\r\n${file('XB')}--XB--\r\n`), twice('the Content-Type parameter "boundary"'))
+  assert.is(await refused(['multipart/form-data; boundary=XB; BOUNDARY="YY"'], `${file('XB')}--XB--\r\n`), twice('the Content-Type parameter "boundary"'))
+  assert.is(await refused(['multipart/form-data; boundary=XB', 'multipart/form-data; boundary=YY'], `${file('XB')}--XB--\r\n`), twice('the Content-Type header'))
+  // A part with two Content-Disposition headers: a file to one parser, a text field to the other.
+  const hidden = part('XB', 'Content-Disposition: form-data; name="file"; filename="b.png"\r\nContent-Disposition: form-data; name="note"')
+  assert.is(await refused(['multipart/form-data; boundary=XB'], `${hidden}${file('XB')}--XB--\r\n`), twice("a part's content-disposition header"))
+  const named = part('XB', 'Content-Disposition: form-data; name="file"; name="x"; filename="a.png"')
+  assert.is(await refused(['multipart/form-data; boundary=XB'], `${named}--XB--\r\n`), twice('the Content-Disposition parameter "name" of a part'))
+  // A semicolon inside a quoted file name is no parameter: the form is taken.
+  const quoted = await call(`${server.base}/v1/moderate`, {method: 'POST', headers: {'content-type': 'multipart/form-data; boundary=XB'}, body: Buffer.from(`${file('XB', 'a; name=b.png')}--XB--\r\n`)})
+  assert.is(quoted.status, 200)
 })
 
 test('Expect: 100-continue gets its 100 only once the body is wanted: a request refused before is answered, its body never sent', async () => {
