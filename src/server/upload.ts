@@ -19,6 +19,8 @@ export interface UploadedImage {
   /** The client's file name, or the field name when it sent none. */
   filename: string
   data: Buffer
+  /** In a batch, why the file was not kept (over MOD_MAX_BYTES): an error entry in its place. */
+  refused?: ModError
 }
 
 /** An uploaded video, written to disk; the caller owns `path` and removes it. */
@@ -110,7 +112,8 @@ export async function receiveImages(req: IncomingMessage, limits: ImageUploadLim
     minFileSize: 0,
     filter: (part) => keep(part, limits.field, unexpected),
     // formidable emits fileBegin and then, synchronously, opens the file through this handler.
-    fileWriteStreamHandler: () => memorySink(received[received.length - 1], limits.maxBytes, total),
+    // In a batch, a file over maxBytes is dropped as it streams and becomes an error entry; alone, it ends the request.
+    fileWriteStreamHandler: () => memorySink(received[received.length - 1], limits.maxBytes, total, limits.maxFiles > 1),
   })
   acceptUntypedFiles(form)
   form.on('fileBegin', (_name, file) => {
@@ -122,7 +125,7 @@ export async function receiveImages(req: IncomingMessage, limits: ImageUploadLim
   const failed = received.find((r) => r.error)
   if (failed?.error) throw failed.error
   checkFields(limits.field, unexpected, received.length, fields)
-  return received.map((r) => ({filename: r.filename, data: Buffer.concat(r.chunks)}))
+  return received.map((r) => ({filename: r.filename, data: Buffer.concat(r.chunks), ...(r.refused ? {refused: r.refused} : {})}))
 }
 
 /**
@@ -288,23 +291,39 @@ function checkFields(field: string, unexpected: Set<string>, count: number, fiel
 interface Received {
   filename: string
   chunks: Buffer[]
+  /** Ends the request. */
   error?: ModError
+  /** Ends this file only: its bytes are counted against the total and dropped. */
+  refused?: ModError
 }
 
-/** A Writable that keeps the chunks and fails with payload_too_large past `limit` bytes, or past the files' total. */
-function memorySink(into: Received, limit: number, total: ByteCap): Writable {
+/**
+ * A Writable that keeps the chunks and fails with payload_too_large past the files' total, or past `limit` bytes;
+ * with `dropOver`, a file past `limit` is refused alone instead (its chunks let go, the rest of it counted and dropped).
+ */
+function memorySink(into: Received, limit: number, total: ByteCap, dropOver: boolean): Writable {
   const file = byteCap(limit, into.filename, () => new ModError('payload_too_large', `${into.filename} is larger than ${formatSize(limit)} (MOD_MAX_BYTES)`))
   return new Writable({
     write(chunk: Buffer, _encoding, callback) {
-      try {
-        file.add(chunk.length)
-        total.add(chunk.length)
-      } catch (e) {
+      const fail = (e: unknown) => {
         into.error = e as ModError
         callback(into.error)
-        return
       }
-      into.chunks.push(chunk)
+      if (!into.refused) {
+        try {
+          file.add(chunk.length)
+        } catch (e) {
+          if (!dropOver) return fail(e)
+          into.refused = e as ModError
+          into.chunks = []
+        }
+      }
+      try {
+        total.add(chunk.length)
+      } catch (e) {
+        return fail(e)
+      }
+      if (!into.refused) into.chunks.push(chunk)
       callback()
     },
   })

@@ -10,6 +10,7 @@ import * as assert from 'uvu/assert'
 import type {ErrorCode} from '../../src/lib/errors.js'
 import {ModError} from '../../src/lib/errors.js'
 import {toHttpError} from '../../src/server/errors.js'
+import {solidPng} from '../helpers/cli.js'
 import {hiddenFrameApng} from '../helpers/hostile-images.js'
 import {colourClip} from '../lib/video/helpers.js'
 import {
@@ -169,10 +170,18 @@ test('400 bad_request: a query parameter a POST route does not take (a threshold
   assert.is((await call(`${server.base}/health?nocache=1`)).status, 200)
 })
 
-test('413 payload_too_large: an uploaded image over MOD_MAX_BYTES', async () => {
+test('413 payload_too_large: an uploaded image over MOD_MAX_BYTES; in a batch an error entry in its place, the other files scored', async () => {
   const r = await upload(limited.base, '/v1/moderate', 'file', [{name: 'big.png', data: Buffer.alloc(2048, 1)}])
   assert.equal(errorOf(r), {status: 413, code: 'payload_too_large'})
   assert.is(r.body.error.message, 'big.png is larger than 1 KiB (MOD_MAX_BYTES)')
+  const files = [{name: 'big.png', data: Buffer.alloc(1500, 1)}, {name: 'small.png', data: await solidPng(255, 0, 0, 8, 8)}]
+  const batch = await upload(limited.base, '/v1/moderate/batch', 'files', files)
+  assert.is(batch.status, 200)
+  assert.equal(batch.body.results[0], {source: 'big.png', error: {code: 'payload_too_large', message: 'big.png is larger than 1 KiB (MOD_MAX_BYTES)'}})
+  assert.equal([batch.body.results[1].source, typeof batch.body.results[1].is_safe], ['small.png', 'boolean'])
+  // Its bytes still count against the batch's total: past it, the request is refused.
+  const over = await upload(limited.base, '/v1/moderate/batch', 'files', [{name: 'big.png', data: Buffer.alloc(2100, 1)}, files[1]])
+  assert.equal(errorOf(over), {status: 413, code: 'payload_too_large'})
 })
 
 test('413 payload_too_large: a base64 image over MOD_MAX_BYTES once decoded', async () => {

@@ -42,7 +42,14 @@ async function moderateBatch(ctx: RouteContext, req: Request, res: ServerRespons
     (upload) => receiveImages(req, {field: 'files', maxFiles: maxBatch, maxBytes, maxTotalBytes: maxBatchBytes, ...pace, hold: upload, place: upload}),
     async (images, scheduler, _signal, steps) => {
       const out: ItemResult[] = []
-      const inputs = images.map((image) => ({source: image.filename, read: async () => image.data}))
+      // A file refused as it streamed (over MOD_MAX_BYTES) is an error entry in its place, as an unreadable one is.
+      const inputs = images.map((image) => ({
+        source: image.filename,
+        read: async () => {
+          if (image.refused) throw image.refused
+          return image.data
+        },
+      }))
       for await (const item of ctx.engine.moderateMany(inputs, {scheduler, steps})) out.push(clientEntry(item))
       return out
     },
