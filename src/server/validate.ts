@@ -53,8 +53,16 @@ const KINDS: Record<string, string> = {
   null: 'null',
 }
 
-const invalidText = (name: string, text: string, schema: Schema): ModError =>
-  new ModError('bad_request', `${name}=${quoted(text)} is not valid: expected ${expected(schema)}`)
+const invalidText = (name: string, text: string, schema: Schema, hint = ''): ModError =>
+  new ModError('bad_request', `${name}=${quoted(text)} is not valid: expected ${expected(schema)}${hint}`)
+
+/** For a number refused for its spelling (`.5`, `5.`, `1e0`, `+1`), not its value: how to write it. */
+function spellingHint(text: string, type: unknown): string {
+  const spelled = type === 'integer' ? /^[0-9]+$/.test(text) : /^[0-9]+(?:\.[0-9]+)?$/.test(text)
+  const value = Number(text)
+  if (spelled || text.trim() === '' || !(type === 'integer' ? Number.isInteger(value) : Number.isFinite(value))) return ''
+  return type === 'integer' ? ', written in digits only' : ', written in digits, with a point between digits (0.5)'
+}
 
 /**
  * The text of a number as a query may give it: plain decimal without a sign, digits only for an integer. What ajv
@@ -84,7 +92,7 @@ export function queryReader<Q extends TObject>(schema: Q, strict?: string): (sea
       if (name in raw) throw new ModError('bad_request', `the query gives ${name} more than once; give it once`)
       raw[name] = text
       const {type} = properties[name]
-      if (!plainNumber(text, type)) throw invalidText(name, text, properties[name])
+      if (!plainNumber(text, type)) throw invalidText(name, text, properties[name], spellingHint(text, type))
       const {maxLength} = properties[name]
       if (typeof maxLength === 'number' && text.length > maxLength) throw new ModError('bad_request', `${name} is too long: at most ${plural(maxLength, 'character')}`)
       values[name] = type === 'boolean' ? (BOOLEAN_TEXT[text] ?? text) : text

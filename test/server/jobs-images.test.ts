@@ -114,7 +114,7 @@ test('a manifest of 70 URLs runs in 3 chunks; every item has one line, in manife
   for (const offset of ['0x1', '1e0', '+1', '%201', '9007199254740993']) {
     const bad = await call(`${server.base}/v1/jobs/${r.body.id}/results?offset=${offset}`)
     assert.equal([bad.status, bad.body.error.code], [400, 'bad_request'], offset)
-    assert.match(bad.body.error.message, /^offset=".*" is not valid: expected a whole number from 0 to 9007199254740991$/, offset)
+    assert.match(bad.body.error.message, /^offset=".*" is not valid: expected a whole number from 0 to 9007199254740991(, written in digits only)?$/, offset)
   }
   // Resumed from an offset: the lines from there on.
   const rest = await results(r.body.id, 68)

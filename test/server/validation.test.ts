@@ -57,14 +57,17 @@ test('a bad query value is 400 bad_request naming the parameter and what it acce
     ['fps=', 'fps="" is not valid: expected a number from 0.01 to 10'],
     ['fps=Infinity', 'fps="Infinity" is not valid: expected a number from 0.01 to 10'],
     // Only plain decimal: not the other forms JavaScript's Number() reads.
-    ...['0x1', '1e0', '+1', ' 1', '1 ', '.5', '1.', '1_0', '-1'].map((text): [string, string] => [
+    // A number Number() reads but spelt otherwise says how to write it.
+    ...['0x1', '1e0', '+1', ' 1', '1 ', '.5', '1.', '-1'].map((text): [string, string] => [
       `fps=${encodeURIComponent(text)}`,
-      `fps=${JSON.stringify(text)} is not valid: expected a number from 0.01 to 10`,
+      `fps=${JSON.stringify(text)} is not valid: expected a number from 0.01 to 10, written in digits, with a point between digits (0.5)`,
     ]),
-    ...['0x2', '2e0', '+2', ' 2', '2.0', '9007199254740993'].map((text): [string, string] => [
+    ['fps=1_0', 'fps="1_0" is not valid: expected a number from 0.01 to 10'],
+    ...['0x2', '2e0', '+2', ' 2', '2.0'].map((text): [string, string] => [
       `min_frames=${encodeURIComponent(text)}`,
-      `min_frames=${JSON.stringify(text)} is not valid: expected a whole number from 1 to 1000`,
+      `min_frames=${JSON.stringify(text)} is not valid: expected a whole number from 1 to 1000, written in digits only`,
     ]),
+    ['min_frames=9007199254740993', 'min_frames="9007199254740993" is not valid: expected a whole number from 1 to 1000'],
     ['min_frames=0', 'min_frames="0" is not valid: expected a whole number from 1 to 1000'],
     ['min_frames=1.5', 'min_frames="1.5" is not valid: expected a whole number from 1 to 1000'],
     ['stop_on_violation=maybe', 'stop_on_violation="maybe" is not valid: expected true, false, 1 or 0'],
