@@ -1,5 +1,5 @@
 // A `mod serve` started before its Redis (the usual order of `compose up`): its job routes answer 503 while Redis
-// is not there, and take jobs once it is, without a restart.
+// is not there, and take jobs once it is, without a restart; and one whose Redis went away still stops.
 import {mkdirSync} from 'node:fs'
 import {join} from 'node:path'
 
@@ -60,6 +60,18 @@ test('a server started before its Redis takes image and video jobs once Redis is
   assert.equal([job.status, job.progress.items_done], ['done', 1])
   // The video queue's own BullMQ queue is back too: the upload is read (and refused for what it is, not for Redis).
   assert.is.not(errorOf(await video()).code, 'overloaded')
+})
+
+test('a server whose Redis went away stops when asked, instead of waiting for ever on the job queues\' commands', async () => {
+  const own = await startRedis()
+  const running = await start(engine, {...settings, jobs: {...settings.jobs, storage, redisUrl: own.url}}, {tmpDir: dir.path})
+  await own.remove()
+  // Past a Redis command's 2 s, as a rollout during an outage finds it, just after a probe of the server.
+  await new Promise((resolve) => setTimeout(resolve, 3000))
+  assert.is((await call(`${running.base}/health`)).body.jobs, 'redis_unreachable')
+  // A deadline for a hang, not a timing: the stop waits a Redis command's 2 s at most.
+  const hung = new Promise<string>((resolve) => setTimeout(() => resolve('still stopping after 30 s'), 30_000).unref())
+  assert.is(await Promise.race([running.stop().then(() => 'stopped'), hung]), 'stopped')
 })
 
 test.run()

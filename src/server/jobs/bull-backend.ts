@@ -98,10 +98,20 @@ export function bullBackend<Data, Answer>(o: BullBackendOptions<Data, Answer>): 
       // BullMQ reports a connection closed while it is still being set up as an 'error' on an object that no
       // longer has a listener, which ends the process: a queue closed right after it started (a short-lived
       // server) first lets its connections finish, for no longer than a Redis command may take.
-      await settled([queue.waitUntilReady(), ...(worker ? [worker.waitUntilReady()] : [])], o.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS)
-      await worker?.close()
-      await o.drain?.()
-      await queue.close()
+      const commandMs = o.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS
+      await settled([queue.waitUntilReady(), ...(worker ? [worker.waitUntilReady()] : [])], commandMs)
+      if (client.status === 'ready') {
+        await worker?.close()
+        await o.drain?.()
+        await queue.close()
+      } else {
+        // Redis unreachable: BullMQ's close waits for commands that cannot be sent, for ever. The running unit is let
+        // go (its lock expires in Redis, and another worker takes it up again), the connections are cut below.
+        await settled([(async () => {
+          await worker?.close(true)
+          await queue.close()
+        })()], commandMs)
+      }
       for (const c of connections) c.disconnect()
       // Units left waiting stay in Redis for the other workers.
       return []
