@@ -49,12 +49,35 @@ function record(o: Pick<AccessOptions, 'metrics' | 'logger'>, a: Answered): void
 }
 
 /**
+ * The body bytes written on `res` so far, counted as `write` and `end` take them: an answer written as it goes (the
+ * NDJSON of a job's results) has no Content-Length to read them from.
+ */
+function countWrites(res: ServerResponse): () => number {
+  let bytes = 0
+  const count = (chunk: unknown, encoding: unknown): void => {
+    if (typeof chunk === 'string') bytes += Buffer.byteLength(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8')
+    else if (chunk instanceof Uint8Array) bytes += chunk.byteLength
+  }
+  const {write, end} = res
+  res.write = function (this: ServerResponse, chunk: unknown, ...rest: unknown[]) {
+    count(chunk, rest[0])
+    return (write as (...args: unknown[]) => boolean).call(this, chunk, ...rest)
+  } as ServerResponse['write']
+  res.end = function (this: ServerResponse, chunk?: unknown, ...rest: unknown[]) {
+    if (typeof chunk !== 'function') count(chunk, rest[0])
+    return (end as (...args: unknown[]) => ServerResponse).call(this, chunk, ...rest)
+  } as ServerResponse['end']
+  return () => bytes
+}
+
+/**
  * What every request gets on arrival: its id (X-Request-Id, which error bodies repeat) and its CORS headers; once it
  * ends (answered or abandoned), its metric samples and its access line.
  */
 export function watchAccess(req: IncomingMessage, res: ServerResponse, o: AccessOptions): void {
   const started = performance.now()
   const requestId = requestIdOf(req)
+  const streamed = countWrites(res)
   res.setHeader('X-Request-Id', requestId)
   for (const [name, value] of Object.entries(corsHeaders(o.corsOrigins, req))) res.setHeader(name, value)
   res.on('close', () => {
@@ -65,7 +88,7 @@ export function watchAccess(req: IncomingMessage, res: ServerResponse, o: Access
       path,
       status: res.statusCode,
       code: errorCodeOf(res),
-      bytes: Number(res.getHeader('content-length') ?? 0),
+      bytes: res.hasHeader('content-length') ? Number(res.getHeader('content-length')) : streamed(),
       seconds: (performance.now() - started) / 1000,
       requestId,
       aborted: !res.writableFinished,

@@ -78,6 +78,22 @@ test('every request gets one JSON access line with its method, path, status, byt
   )
 })
 
+test("an answer written as it goes (a job's NDJSON results, no Content-Length) logs the bytes it sent", async () => {
+  const accepted = await call(`${server.base}/v1/jobs/images`, {method: 'POST', headers: key, body: form('files', [{name: 'r.png', data: await red()}, {name: 'b.png', data: await blue()}])})
+  assert.is(accepted.status, 202)
+  const end = Date.now() + 30_000
+  while ((await call(`${server.base}/v1/jobs/${accepted.body.id}`, {headers: key})).body.status !== 'done') {
+    assert.ok(Date.now() < end, 'the job did not end in 30 s')
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  const res = await fetch(`${server.base}/v1/jobs/${accepted.body.id}/results`, {headers: {...key, 'x-request-id': 'results-1'}})
+  assert.is(res.headers.get('content-length'), null)
+  const text = await res.text()
+  assert.equal(text.trim().split('\n').length, 2)
+  await until(() => accessLine('results-1') !== undefined)
+  assert.is(accessLine('results-1')?.bytes, Buffer.byteLength(text))
+})
+
 test('X-Request-Id: a sane one is echoed, a missing or odd one is replaced by a UUID', async () => {
   const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
   assert.is((await fetch(`${server.base}/health`, {headers: {'x-request-id': 'abc-123.x:y'}})).headers.get('x-request-id'), 'abc-123.x:y')
