@@ -56,9 +56,13 @@ const KINDS: Record<string, string> = {
 const invalidText = (name: string, text: string, schema: Schema, hint = ''): ModError =>
   new ModError('bad_request', `${name}=${quoted(text)} is not valid: expected ${expected(schema)}${hint}`)
 
+/** How a query writes a whole number, and a number: digits, with a point between digits. */
+const WHOLE = /^[0-9]+$/
+const DECIMAL = /^[0-9]+(?:\.[0-9]+)?$/
+
 /** For a number refused for its spelling (`.5`, `5.`, `1e0`, `+1`), not its value: how to write it. */
 function spellingHint(text: string, type: unknown): string {
-  const spelled = type === 'integer' ? /^[0-9]+$/.test(text) : /^[0-9]+(?:\.[0-9]+)?$/.test(text)
+  const spelled = (type === 'integer' ? WHOLE : DECIMAL).test(text)
   const value = Number(text)
   if (spelled || text.trim() === '' || !(type === 'integer' ? Number.isInteger(value) : Number.isFinite(value))) return ''
   return type === 'integer' ? ', written in digits only' : ', written in digits, with a point between digits (0.5)'
@@ -70,8 +74,8 @@ function spellingHint(text: string, type: unknown): string {
  * 2^53 that Number() would round to another one.
  */
 function plainNumber(text: string, type: unknown): boolean {
-  if (type === 'integer') return /^[0-9]+$/.test(text) && Number.isSafeInteger(Number(text))
-  return type !== 'number' || /^[0-9]+(?:\.[0-9]+)?$/.test(text)
+  if (type === 'integer') return WHOLE.test(text) && Number.isSafeInteger(Number(text))
+  return type !== 'number' || DECIMAL.test(text)
 }
 
 /**
