@@ -10,7 +10,7 @@ import {isModError, ModError, type ErrorCode} from '../lib/errors.js'
 import {isAnimatedPng} from '../lib/image/apng.js'
 import {refusedImageFormat} from '../lib/image/decode.js'
 import {readCapped, readFileCapped} from '../lib/input/read-capped.js'
-import {imageFormat, isAvifSequence, isLfsPointer, isVideoHead, sniffImage, SNIFF_BYTES} from '../lib/input/sniff.js'
+import {aFormat, imageFormat, isLfsPointer, isVideoHead, sniffImage, SNIFF_BYTES, stillImageFormat} from '../lib/input/sniff.js'
 import {plural} from '../lib/plural.js'
 import {formatSize} from '../lib/sizes.js'
 import {repositoryRoot, trackedFiles, type Tracked} from './repository.js'
@@ -561,10 +561,8 @@ export async function checkVideoFile(path: string): Promise<void> {
   if (format !== undefined && sniffImage(first) === 'refused') {
     throw new ModError('unsupported_media', `${format} images are not supported; send JPEG, PNG, WebP, GIF, AVIF or TIFF`)
   }
-  // An animated GIF, and an AVIF image sequence, are videos to ffmpeg.
-  if (format !== undefined && format !== 'GIF' && !(format === 'AVIF' && isAvifSequence(first))) {
-    throw new ModError('unsupported_media', `${path} is ${format === 'AVIF' ? 'an' : 'a'} ${format} image, not a video: use \`mod scan\` for images`)
-  }
+  const still = stillImageFormat(first)
+  if (still !== undefined) throw new ModError('unsupported_media', `${path} is ${aFormat(still)} image, not a video: use \`mod scan\` for images`)
 }
 
 /**

@@ -92,6 +92,20 @@ function isSvg(b: Buffer): boolean {
 }
 
 /**
+ * The format of a still image, or undefined: not an image, or one that ffmpeg reads as a video (an animated GIF, an
+ * AVIF image sequence).
+ */
+export function stillImageFormat(head: Buffer): string | undefined {
+  const format = imageFormat(head)
+  return format === 'GIF' || (format === 'AVIF' && isAvifSequence(head)) ? undefined : format
+}
+
+/** An image format with its article, as it is read aloud: "a PNG", "an AVIF". */
+export function aFormat(format: string): string {
+  return `${['AVIF', 'ICO', 'SVG'].includes(format) ? 'an' : 'a'} ${format}`
+}
+
+/**
  * Whether the file is a Git LFS pointer: a checkout without its LFS files (actions/checkout's default) holds these
  * small text files in the images' place. Their first line names the specification (git-lfs's docs/spec.md).
  */

@@ -2,7 +2,7 @@ import {closeSync, openSync, readSync} from 'node:fs'
 import {basename, resolve} from 'node:path'
 
 import {ModError} from '../errors.js'
-import {imageFormat, isAvifSequence, sniffImage, SNIFF_BYTES} from '../input/sniff.js'
+import {aFormat, sniffImage, SNIFF_BYTES, stillImageFormat} from '../input/sniff.js'
 
 /** Demuxers accepted: MP4/MOV family, Matroska/WebM, AVI, animated GIF, MPEG-TS/PS, FLV, Ogg, ASF/WMV. */
 export const VIDEO_DEMUXERS = 'mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,gif,mpegts,mpeg,flv,ogg,asf'
@@ -81,10 +81,10 @@ function fileHead(path: string): Buffer | undefined {
 function notOpened(reason: string, path: string): string {
   const head = fileHead(path)
   if (head === undefined) return reason
-  // A still image (an animated GIF and an AVIF sequence are videos to ffmpeg: those that fail here are damaged).
-  const image = imageFormat(head)
-  if (image !== undefined && image !== 'GIF' && !(image === 'AVIF' && isAvifSequence(head))) {
-    const named = `the file is ${['AVIF', 'ICO', 'SVG'].includes(image) ? 'an' : 'a'} ${image} image, not a video`
+  // An animated GIF or AVIF sequence that fails here is a damaged video.
+  const image = stillImageFormat(head)
+  if (image !== undefined) {
+    const named = `the file is ${aFormat(image)} image, not a video`
     return sniffImage(head) === 'refused'
       ? `${named}, and ${image} images are not supported either: send JPEG, PNG, WebP, GIF, AVIF or TIFF as images (mod scan, POST /v1/moderate)`
       : `${named}: score images as images (mod scan, POST /v1/moderate)`
