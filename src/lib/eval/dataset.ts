@@ -66,8 +66,6 @@ export function invalidDataset(root: string, problems: string[]): ModError {
   return problemsError('invalid_config', `dataset ${root}`, problems, {problems})
 }
 
-const invalid = invalidDataset
-
 const isImage = (name: string) => IMAGE_EXTENSIONS.has(extname(name).toLowerCase())
 const toSource = (root: string, path: string) => relative(root, path).split(sep).join('/')
 
@@ -89,13 +87,9 @@ async function listEntries(dir: string): Promise<{name: string; dir: boolean; fi
 }
 
 /**
- * The images below `dir`, in name order. `seen` holds the real paths of the folders walked so far in this pass over
- * the dataset, its root first: a folder reached again through a link (a loop, a link back to the root) is not.
- */
-/**
- * The images under `dir`, symlinks followed; a folder already walked (by its real path) is not walked again.
- * `seen` maps each real folder walked to the label folder it was walked under; `clash` hears of a folder met again
- * under another label folder.
+ * The images below `dir`, in name order, symlinks followed. `seen` maps each real folder walked so far in this pass
+ * over the dataset (its root first) to the label folder it was walked under: a folder reached again through a link (a
+ * loop, a link back to the root) is not walked again, and `clash` hears of one met again under another label folder.
  */
 async function* walk(dir: string, seen: Map<string, string>, label: string, clash?: (path: string, first: string) => void): AsyncGenerator<string> {
   const real = await realpath(dir)
@@ -239,7 +233,7 @@ async function openLabelsFile(file: string, options: DatasetOptions): Promise<Da
   }
   const labels = checkLabels(counts, options, problems)
   if (listed.size === 0 && problems.length === 0) problems.push(`${name} lists no images: one line per image, "file,labels"`)
-  if (problems.length > 0) throw invalid(file, problems)
+  if (problems.length > 0) throw invalidDataset(file, problems)
   return {
     root: file,
     labels,
@@ -310,7 +304,7 @@ export async function openDataset(root: string, options: DatasetOptions = {}): P
 
   const labels = checkLabels(counts, options, problems)
   if (labels.length === 0 && problems.length === 0) problems.push('no label folder: add one folder per label beside safe/')
-  if (problems.length > 0) throw invalid(root, problems)
+  if (problems.length > 0) throw invalidDataset(root, problems)
 
   return {
     root,
