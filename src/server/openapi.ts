@@ -12,6 +12,7 @@ import {ROUTES} from './routes/index.js'
 import {ErrorBody, ErrorCode, Health, ModerateJsonRequest, Ready} from './schemas.js'
 import {ImageJob, ImageJobLine, ImageJobManifest} from './jobs/images/schema.js'
 import {formatSizeExact, grouped} from '../lib/sizes.js'
+import {MAX_FRAMES, MAX_OTHER_FRAMES, MAX_PAGES} from '../lib/image/animation-frames.js'
 import {LINGER} from './linger.js'
 import {graceMs} from './upload-places.js'
 import {humanSeconds} from './units.js'
@@ -321,11 +322,13 @@ function description(info: OpenApiInfo): string {
       `${formatSizeExact(LINGER.bytes)} before it closes, so that a client still writing its body reads the answer.`,
     '',
     '## Accepted formats',
-    '- Images: JPEG, PNG, WebP, GIF, AVIF, TIFF. For animated GIF/WebP up to 8 frames are scored, chosen by the time ' +
-      'each is on screen (a delay of 10 ms or less counts as 100 ms, as browsers show it): those shown at 8 instants evenly ' +
+    `- Images: JPEG, PNG, WebP, GIF, AVIF, TIFF. For animated GIF/WebP up to ${MAX_FRAMES} frames are scored, chosen by the time ` +
+      `each is on screen (a delay of 10 ms or less counts as 100 ms, as browsers show it): those shown at ${MAX_FRAMES} instants evenly ` +
       'spaced from the middle of the first frame to the middle of the last, and always the frame shown longest; then up to ' +
-      '8 more of the frames left out that are other pictures than every frame scored. For a ' +
-      'multi-page TIFF up to 8 pages evenly spaced by position are scored. Each label keeps its maximum score. An animated PNG (APNG) is refused with 415 `unsupported_media`: only its ' +
+      `${MAX_OTHER_FRAMES} more of the frames left out that are other pictures than every frame scored (a slideshow of up to ` +
+      `${MAX_FRAMES + MAX_OTHER_FRAMES} pictures is scored on every picture). Every page of a multi-page TIFF is scored; a TIFF of ` +
+      `more than ${MAX_PAGES} pages is refused with 413 \`payload_too_large\`. Each label keeps its maximum score. ` +
+      "An animated PNG (APNG) is refused with 415 `unsupported_media`: only its " +
       'default image could be decoded; send the animation as GIF or WebP. An image is scored as displayed: EXIF ' +
       "orientation applied, colour converted to sRGB as browsers convert it (an ICC profile, a PNG's gAMA, cHRM and cICP chunks), and an image with " +
       'transparency scored as a light page shows it (flattened onto white) and as a dark page does (onto black), each ' +

@@ -87,6 +87,21 @@ test('an animated GIF is scored on its frames and each label keeps its maximum',
   await assertRedSomewhere(gif, 'anim.gif')
 })
 
+test('a slideshow of 40 other pictures is scored on every one: a red picture where display time does not look is found', async () => {
+  // Blue and cyan blocks (never red to the toy model), a seeded pattern per frame, so that every frame is another
+  // picture; frame 13 is not among the 8 chosen by display time, and with 8 more frames scored it was left out.
+  let seed = 11
+  const cyan = (): boolean => ((seed = (seed * 1103515245 + 12345) % 2147483648) >> 16) % 2 === 1
+  const frames = Array.from({length: 40}, (_, f) => {
+    const blocks = Array.from({length: 64}, () => (f === 13 ? [255, 0, 0] : cyan() ? [0, 255, 255] : [0, 0, 255]))
+    return Buffer.concat(Array.from({length: 32 * 32}, (_, i) => Buffer.from(blocks[Math.floor(i / 128) * 8 + Math.floor((i % 32) / 4)])))
+  })
+  const gif = await sharp(Buffer.concat(frames), {raw: {width: 32, height: 32 * 40, channels: 3, pageHeight: 32}})
+    .gif({delay: frames.map(() => 500), loop: 0})
+    .toBuffer()
+  await assertRedSomewhere(gif, 'slideshow.gif')
+})
+
 test('a multi-page TIFF is scored on its pages: a harmless first page does not hide the second', async () => {
   await assertRedSomewhere(await stacked([[0, 0, 255], [255, 0, 0]]).tiff().toBuffer(), 'pages.tif')
 })

@@ -1,7 +1,21 @@
 /** Which frames of an animation, or pages of a multi-page TIFF, are scored. */
 
-/** Frames scored from an animation; each label keeps its maximum over them. */
+/** Frames scored from an animation chosen by display time (scoredFrames); each label keeps its maximum over them. */
 export const MAX_FRAMES = 8
+
+/**
+ * Frames of an animation scored beyond those chosen by display time, at most: the frames that show other pictures
+ * than every frame scored (decode.ts otherFrames). With 8 of them, a slideshow of more than 16 pictures passed with one
+ * flagged picture among them, and 8 decoy pictures used them up; 64 in all scores every picture of a slideshow of
+ * that many, while frames of one shot in motion add about none.
+ */
+export const MAX_OTHER_FRAMES = 56
+
+/**
+ * Pages of a multi-page TIFF scored: all of them, up to this many; a file of more is refused rather than scored on
+ * some, since a page left out would pass unseen (pages have no display time, and each is decoded on its own).
+ */
+export const MAX_PAGES = 64
 
 /**
  * A frame whose delay is this many milliseconds or less (0 included) is shown for DEFAULT_DELAY_MS, as browsers

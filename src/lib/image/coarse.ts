@@ -6,7 +6,12 @@
  */
 
 const GRID = 8
-const OTHER_PICTURE = 24
+/**
+ * At 24, about 2 of 40 ordinary photos in a slideshow were no other picture than another one, and a flagged photo can
+ * be so too (1 of 84 swimwear photos among 40 ordinary ones went unscored); at 16, none did, while a pan and zoom of 60
+ * frames over a photo adds a frame in about one of eight (bench/animation.ts).
+ */
+const OTHER_PICTURE = 16
 /** Every STEP-th pixel of every STEP-th row counts: the means of 64 blocks need no more. */
 const STEP = 2
 

@@ -3,7 +3,7 @@ import sharp, {type Metadata, type Sharp, type SharpOptions} from 'sharp'
 import {emptyFileError, ModError} from '../errors.js'
 import {imageFormat, isAvifSequence, sniffImage} from '../input/sniff.js'
 import {formatSize} from '../sizes.js'
-import {displayDurations, frameIndices, MAX_FRAMES, scoredFrames} from './animation-frames.js'
+import {displayDurations, MAX_FRAMES, MAX_OTHER_FRAMES, MAX_PAGES, scoredFrames} from './animation-frames.js'
 import {coarseStream, otherPictures, type CoarseStream} from './coarse.js'
 import {isAnimatedPng} from './apng.js'
 import {applyTable, gammaTable, pngColour, type PngColour} from './png-colour.js'
@@ -199,8 +199,8 @@ function decodeCost(format: ImageFormat, meta: Metadata): {cost: number; costly?
  * The one decoding entry of every image path: refuses an empty input, then decodes to 8-bit sRGB (an embedded
  * ICC profile converted, unless it is sRGB already: ImageProbe.profile) with alpha flattened onto white: one
  * image for a still (EXIF orientation applied, and named in its `orientation`; planDecode gives its size), up
- * to MAX_FRAMES frames of an animated GIF/WebP chosen by display time (scoredFrames), or pages of a TIFF (each as a
- * still: decodePages).
+ * to MAX_FRAMES frames of an animated GIF/WebP chosen by display time (scoredFrames) and up to MAX_OTHER_FRAMES more
+ * (otherFrames), or every page of a TIFF (each as a still: decodePages).
  * Limits (bytes, pixels, MAX_SIDE) are checked
  * before any pixel is decoded. `probed`: the input's probeImage, when the caller has read it already. `frameSide`:
  * the largest side the signals resample a frame to (absent: they read every pixel), which lets planDecode decode a
@@ -238,7 +238,7 @@ export async function decodeImage(input: Buffer, limits: ImageLimits, probed?: I
 export function decodedPixels(probe: ImageProbe, limits: Pick<ImageLimits, 'maxPixels'>): number {
   if (probe.animated) return Math.min(probe.frames, MAX_FRAMES + MAX_OTHER_FRAMES) * probe.width * probe.height * (probe.alpha ? 2 : 1)
   // Its first page standing for each page kept, all within one still's share (decodePages).
-  if (multiPage(probe)) return Math.min(Math.min(probe.frames, MAX_FRAMES) * probe.width * probe.height, Math.floor(limits.maxPixels / DECODED_SHARE))
+  if (multiPage(probe)) return Math.min(probe.frames * probe.width * probe.height, Math.floor(limits.maxPixels / DECODED_SHARE))
   const {width, height} = planDecode(probe, limits)
   return width * height * (probe.alpha ? 2 : 1)
 }
@@ -382,17 +382,20 @@ async function fromFloat(image: Sharp, input: Buffer, float: {grey: boolean; alp
 }
 
 /**
- * A multi-page TIFF: up to MAX_FRAMES pages, evenly spaced by index (frameIndices: pages have no delays), each label
- * keeping its maximum. Pages may differ in size, bands, depth and orientation, so each is read from its own header
- * and decoded as a still of its own (libvips reads only the page asked for), turned as its orientation says. The
- * pages kept count against the pixel limit together, from their headers, and are decoded within one still's share
- * of it (DECODED_SHARE), each page at its part of that share.
+ * A multi-page TIFF: every page, each label keeping its maximum; a file of more than MAX_PAGES pages is refused.
+ * Pages may differ in size, bands, depth and orientation, so each is read from its own header and decoded as a still of
+ * its own (libvips reads only the page asked for), turned as its orientation says. The pages count against the pixel
+ * limit together, from their headers, and are decoded within one still's share of it (DECODED_SHARE), each page at
+ * its part of that share.
  */
 async function decodePages(input: Buffer, probe: ImageProbe, limits: ImageLimits, frameSide?: number): Promise<RgbImage[]> {
+  if (probe.frames > MAX_PAGES) {
+    throw new ModError('payload_too_large', `image has ${probe.frames} pages; at most ${MAX_PAGES} can be scored, and a page left out would pass unseen`)
+  }
   let pages: (ImageProbe & {index: number})[]
   try {
     pages = await Promise.all(
-      frameIndices(probe.frames).map(async (index) => ({index, ...probeOf(probe.format, await sharp(input, {page: index, limitInputPixels: false}).metadata(), undefined)})),
+      Array.from({length: probe.frames}, async (_, index) => ({index, ...probeOf(probe.format, await sharp(input, {page: index, limitInputPixels: false}).metadata(), undefined)})),
     )
   } catch (e) {
     throw decodeError(e, limits)
@@ -402,7 +405,7 @@ async function decodePages(input: Buffer, probe: ImageProbe, limits: ImageLimits
   const allowed = Math.floor(limits.maxPixels / cost)
   const sizes = pages.map((p) => `${p.width}x${p.height}`).join(' + ')
   if (decoded > allowed) {
-    throw new ModError('payload_too_large', `image has ${probe.frames} pages; the ${pages.length} scored are ${sizes} = ${decoded} pixels; the limit is ${allowed} pixels`)
+    throw new ModError('payload_too_large', `image has ${probe.frames} pages, ${sizes} = ${decoded} pixels; the limit is ${allowed} pixels`)
   }
   const long = pages.find((p) => Math.max(p.width, p.height) > MAX_SIDE)
   if (long) throw new ModError('payload_too_large', `page ${long.index + 1} is ${long.width}x${long.height}; a side may be at most ${MAX_SIDE} pixels`)
@@ -534,9 +537,6 @@ async function decodeFrames(input: Buffer, probe: ImageProbe, limits: ImageLimit
     return probe.alpha ? overPages({data, width, height}).map((view) => ({...view, shown})) : [{data, width, height, shown}]
   })
 }
-
-/** Frames of an animation scored beyond those chosen by display time, at most (otherFrames). */
-const MAX_OTHER_FRAMES = 8
 
 /**
  * The frames not `chosen` whose coarse pictures are other pictures than every frame scored (coarse.ts): the longest

@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert'
 import {readFile} from 'node:fs/promises'
 
 import {DEFAULT_LIMITS} from '../../../src/lib/config/settings.js'
-import {frameIndices} from '../../../src/lib/image/animation-frames.js'
+import {frameIndices, MAX_FRAMES, MAX_OTHER_FRAMES, MAX_PAGES} from '../../../src/lib/image/animation-frames.js'
 import {decodeBound, decodedPixels, decodeImage, disableDecodeCache, MAX_SIDE, MIN_FRAME_PIXELS, planDecode, probeImage, type ImageLimits} from '../../../src/lib/image/decode.js'
 import type {RgbImage} from '../../../src/lib/types.js'
 import {storedLayout} from '../../../src/lib/image/orientation.js'
@@ -230,8 +230,10 @@ test('decodedPixels: the frames scored of an animation, a still at its planned s
   const still = {format: 'png', width: 10_000, height: 10_000, frames: 1, orientation: 6, animated: false, cost: 1} as const
   assert.is(decodedPixels(still, DEFAULT_LIMITS), 7071 * 7071)
   assert.is(decodedPixels({...still, width: 400, height: 300}, DEFAULT_LIMITS), 120_000)
-  // An animation: its frames chosen by display time and up to 8 more of other pictures.
-  assert.is(decodedPixels({...still, format: 'gif', width: 16, height: 12, frames: 20, animated: true, cost: 3}, DEFAULT_LIMITS), 16 * 16 * 12)
+  // An animation: its frames chosen by display time and up to MAX_OTHER_FRAMES more of other pictures.
+  const gif = {...still, format: 'gif', width: 16, height: 12, animated: true, cost: 3} as const
+  assert.is(decodedPixels({...gif, frames: 20}, DEFAULT_LIMITS), 20 * 16 * 12)
+  assert.is(decodedPixels({...gif, frames: 100}, DEFAULT_LIMITS), (MAX_FRAMES + MAX_OTHER_FRAMES) * 16 * 12)
   // With alpha, two views (light and dark page) of a still planned at a quarter of the limit.
   assert.equal(planDecode({width: 10_000, height: 10_000, alpha: true}, DEFAULT_LIMITS), {width: 5000, height: 5000})
   assert.is(decodedPixels({...still, alpha: true}, DEFAULT_LIMITS), 2 * 5000 * 5000)
@@ -294,6 +296,38 @@ test('an animation of more than 8 frames adds the frames left out that are other
   assert.equal(frames.map((f) => f.data[0]), [60, 66, 72, 78, 255, 87, 0, 93, 99, 105])
   // Frames that differ by a little (motion, a fade) add nothing.
   assert.is((await decodeImage(await levelsWebp(fade), LIMITS)).length, 8)
+})
+
+/** A lossless animated WebP of `count` 16 x 16 frames, each shown 500 ms, each a seeded pattern of black and white 2 x 2 blocks: all other pictures. */
+async function slideshowWebp(count: number): Promise<Buffer> {
+  let seed = 7
+  const bit = (): number => ((seed = (seed * 1103515245 + 12345) % 2147483648) >> 16) & 1
+  const frames = Array.from({length: count}, () => {
+    const blocks = Array.from({length: 64}, () => 255 * bit())
+    return Buffer.from(Array.from({length: 256}, (_, i) => blocks[Math.floor(i / 32) * 8 + Math.floor((i % 16) / 2)]))
+  })
+  return sharp(Buffer.concat(frames), {raw: {width: 16, height: 16 * count, channels: 1, pageHeight: 16}})
+    .webp({lossless: true, delay: frames.map(() => 500)})
+    .toBuffer()
+}
+
+test('a slideshow: every picture is scored up to MAX_FRAMES + MAX_OTHER_FRAMES, and no more', async () => {
+  // With 8 frames beyond those chosen by display time, a flagged picture in a slideshow of 40 went unscored half the time.
+  assert.is(MAX_FRAMES + MAX_OTHER_FRAMES, 64)
+  const forty = await decodeImage(await slideshowWebp(40), LIMITS)
+  assert.is(forty.length, 40)
+  assert.is(new Set(forty.map((f) => f.data.toString('hex'))).size, 40)
+  assert.is((await decodeImage(await slideshowWebp(70), LIMITS)).length, 64)
+})
+
+test('a frame is another picture when its 8 x 8 blocks differ by more than 16 levels on average from every frame scored', async () => {
+  // 9 frames of a fade from 60 to 68: those chosen by display time leave out frame 4 alone. At 88 it is 20 levels or
+  // more from every frame scored, so it is scored too; at 80 it is 12 from the last, so it is not.
+  const fade = [60, 61, 62, 63, 64, 65, 66, 67, 68]
+  const brighter = await decodeImage(await levelsWebp(fade.map((v, i) => (i === 4 ? 88 : v))), LIMITS)
+  assert.equal(brighter.map((f) => f.data[0]), [60, 61, 62, 63, 88, 65, 66, 67, 68])
+  const near = await decodeImage(await levelsWebp(fade.map((v, i) => (i === 4 ? 80 : v))), LIMITS)
+  assert.equal(near.map((f) => f.data[0]), [60, 61, 62, 63, 65, 66, 67, 68])
 })
 
 test("an animation's frames with transparency give their views on a light and a dark page too; opaque frames one", async () => {
@@ -552,17 +586,20 @@ test('pages of a TIFF may differ in size and orientation: each is decoded from i
   assert.equal(images.map((img) => [img.width, img.height, img.orientation ?? 1, img.data[0]]), [[4, 4, 1, 10], [2, 6, 6, 90], [3, 5, 1, 200]])
 })
 
-test('scores 8 evenly spaced pages of a 20-page TIFF', async () => {
+test('scores every page of a 20-page TIFF, and refuses a TIFF of more pages than it scores', async () => {
   const file = greyTiffPages(Array.from({length: 20}, (_, i) => ({width: 4, height: 4, level: 10 * i})))
   const images = await decodeImage(file, LIMITS)
-  assert.equal(images.map((img) => img.data[0]), frameIndices(20).map((i) => 10 * i))
-  assert.is(decodedPixels(await probeImage(file), LIMITS), 8 * 16)
+  assert.equal(images.map((img) => img.data[0]), Array.from({length: 20}, (_, i) => 10 * i))
+  assert.is(decodedPixels(await probeImage(file), LIMITS), 20 * 16)
+  const long = greyTiffPages(Array.from({length: MAX_PAGES + 1}, () => ({width: 2, height: 2, level: 0})))
+  const e = await rejection(decodeImage(long, LIMITS))
+  assert.equal([e.code, e.message], ['payload_too_large', `image has ${MAX_PAGES + 1} pages; at most ${MAX_PAGES} can be scored, and a page left out would pass unseen`])
 })
 
 test('the pages of a TIFF scored count against the pixel limit together, from their headers', async () => {
   const file = greyTiffPages([{width: 10, height: 10, level: 0}, {width: 20, height: 5, level: 255}, {width: 1, height: 1, level: 9}])
   const e = await rejection(decodeImage(file, {maxBytes: LIMITS.maxBytes, maxPixels: 200}))
-  assert.equal([e.code, e.message], ['payload_too_large', 'image has 3 pages; the 3 scored are 10x10 + 20x5 + 1x1 = 201 pixels; the limit is 200 pixels'])
+  assert.equal([e.code, e.message], ['payload_too_large', 'image has 3 pages, 10x10 + 20x5 + 1x1 = 201 pixels; the limit is 200 pixels'])
   // Within it, each page is decoded within its part of one still's share (DECODED_SHARE): 201 / 3 / 2 pixels at most.
   const images = await decodeImage(file, {maxBytes: LIMITS.maxBytes, maxPixels: 201})
   assert.equal(images.map((img) => [img.width, img.height]), [[5, 5], [11, 2], [1, 1]])
