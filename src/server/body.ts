@@ -5,11 +5,17 @@ import {readCapped} from '../lib/input/read-capped.js'
 import {formatSize} from '../lib/sizes.js'
 import {bodyStream, bodyTooLarge, type BodyLimits} from './body-stream.js'
 
+/** The most bytes a JSON body may have, and what that room is for, as a refusal says it. */
+export interface BodyLimit {
+  maxBytes: number
+  room: string
+}
+
 /**
  * The largest JSON body worth reading for images of `maxBytes`: their base64 text, plus 10% for line
  * breaks and escaped slashes that some encoders add, plus room for a data-URI prefix and the keys.
  */
-export function jsonBodyLimit(maxBytes: number): {maxBytes: number; room: string} {
+export function jsonBodyLimit(maxBytes: number): BodyLimit {
   return {
     maxBytes: Math.ceil(Math.ceil(maxBytes / 3) * 4 * 1.1) + 64 * 1024,
     room: `the most a JSON body needs for an image of at most ${formatSize(maxBytes)} (MOD_MAX_BYTES) in base64`,

@@ -72,7 +72,7 @@ function once<T>(make: () => T): () => T {
 
 /**
  * A handler's input from its route's declaration: the media type, the path parameters and the query are checked
- * (and the query typed) before anything is read; the JSON body, of at most what MOD_MAX_BYTES of base64 needs, is
+ * (and the query typed) before anything is read; the JSON body, of at most what MOD_MAX_BYTES of base64 needs (or the route's own limit), is
  * read and validated when the handler asks for it. The validators are compiled at the route's first request, not
  * when the server is built: most servers answer a few routes, and compiling every one cost each 0.1 s of CPU.
  */
@@ -91,7 +91,8 @@ export function inputOf(route: AnyRoute): (ctx: RouteContext, req: Request) => I
     const params = readParams()((req as Request & {params?: Record<string, string>}).params ?? {})
     const query = readQuery()(new URL(req.url ?? '/', 'http://localhost').searchParams)
     const {limits} = ctx.settings
-    const body = readJson ? (upload?: Upload) => readJson()(req, {...jsonBodyLimit(limits.maxBytes), ...paceOf(limits), hold: upload, place: upload}) : noBody
+    const limit = declared?.media === 'application/json' && declared.limit ? declared.limit(ctx.settings) : jsonBodyLimit(limits.maxBytes)
+    const body = readJson ? (upload?: Upload) => readJson()(req, {...limit, ...paceOf(limits), hold: upload, place: upload}) : noBody
     return {query, params, body, multipart: route.upload !== undefined && isMultipart(req)}
   }
 }

@@ -2,7 +2,8 @@ import type {ServerResponse} from 'node:http'
 
 import type {Static, TObject, TSchema} from '../lib/typebox.js'
 
-import type {Limits} from '../lib/config/settings.js'
+import type {Limits, ServerSettings} from '../lib/config/settings.js'
+import type {BodyLimit} from './body.js'
 import type {Request, RouteContext} from './context.js'
 import type {HttpError, HttpErrorCode} from './errors.js'
 import type {Upload} from './upload-places.js'
@@ -35,6 +36,11 @@ export interface JsonBody<B extends TSchema> {
   description: Text
   /** The example the documentation page starts from; it should succeed on a default server. */
   example: Static<B>
+  /**
+   * The most bytes the body may have, and what that room is for (said when a body is refused); default: the base64
+   * text of an image of MOD_MAX_BYTES (body.ts jsonBodyLimit).
+   */
+  limit?: (settings: ServerSettings) => BodyLimit
 }
 
 /** A multipart body stays streamed by the upload code; the schema only documents it. */

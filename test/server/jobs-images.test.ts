@@ -11,6 +11,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {createMemoryImageQueue} from '../../src/server/jobs/images/memory.js'
+import {manifestBodyLimit} from '../../src/server/jobs/images/schema.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 import {
   blue,
@@ -191,6 +192,27 @@ test('DELETE stops the URL downloads of the chunk running: they end at once, not
   await call(`${server.base}/v1/jobs/${r.body.id}`, {method: 'DELETE'})
   const open = await Promise.race([Promise.all(dripped), new Promise<number[]>((resolve) => setTimeout(() => resolve([-1]), 5_000).unref())])
   assert.ok(open.every((ms) => ms > 0 && ms < 3_000), `the downloads stayed open ${open.join(', ')} ms (-1: over 5 s)`)
+})
+
+test('a manifest is bounded by what MOD_MAX_JOB_ITEMS items take, not by MOD_MAX_BYTES', async () => {
+  // 100 items (MOD_MAX_JOB_ITEMS here) of 2 000-character signed URLs: about 200 KB, where MOD_MAX_BYTES of 16 KiB
+  // used to allow 88 KiB (an image's base64) and refused it as more than an image needs.
+  const small = await start(engine, {...settings, allowUrls: false, limits: {...settings.limits, maxBytes: 16 * 1024}}, {tmpDir: dir.path})
+  try {
+    const signed = urls(100).map((item) => ({...item, url: `${item.url}?signature=${'s'.repeat(2000)}`}))
+    const read = await postJson(`${small.base}/v1/jobs/images`, {items: signed})
+    // Read whole and parsed: refused for what it asks, not for its size.
+    assert.equal(errorOf(read), {status: 403, code: 'url_fetch_disabled'})
+    const padded = `{"items": ${JSON.stringify(signed)}${' '.repeat(100 * 8512)}}`
+    const tooLarge = await postJson(`${small.base}/v1/jobs/images`, padded)
+    assert.equal(errorOf(tooLarge), {status: 413, code: 'payload_too_large'})
+    assert.match(tooLarge.body.error.message, 'the most a manifest of 100 items (MOD_MAX_JOB_ITEMS) takes, each URL and id at its longest')
+  } finally {
+    await small.stop()
+  }
+  // Never more than a worker holds in memory: a larger body could only ever be 503 overloaded.
+  const held = manifestBodyLimit({limits: {...settings.limits, maxBufferedBytes: 5000}, jobs: settings.jobs})
+  assert.equal(held, {maxBytes: 5000, room: 'the most request bytes a worker holds in memory (MOD_MAX_BUFFERED_BYTES)'})
 })
 
 test('bad input is refused with its status and code', async () => {

@@ -8,10 +8,10 @@ import type {ServerSettings} from '../../lib/config/settings.js'
 import {isModError, ModError} from '../../lib/errors.js'
 import {precheckUrl} from '../../lib/fetch/precheck.js'
 import {plural} from '../../lib/plural.js'
-import {formatSizeExact} from '../../lib/sizes.js'
+import {formatSizeExact, grouped} from '../../lib/sizes.js'
 import {paceOf} from '../body-pace.js'
 import {clientOf} from '../client-address.js'
-import {ImageJob, ImageJobLine, ImageJobManifest, type Manifest} from '../jobs/images/schema.js'
+import {ImageJob, ImageJobLine, ImageJobManifest, MANIFEST_ITEM_BYTES, manifestBodyLimit, type Manifest} from '../jobs/images/schema.js'
 import {CHUNK_SIZE, itemName, type ImageItem} from '../jobs/images/types.js'
 import {dropUpload, moveIntoPlace, startStaging} from '../jobs/staging.js'
 import {declareRoute} from '../route.js'
@@ -69,7 +69,10 @@ export const submitImageJobRoute = declareRoute({
     'non-public address: 422 `url_blocked` naming the item), and in full when it is fetched (a refusal then is the ' +
     `item's error line). Uploaded files stream to \`MOD_JOB_STORAGE\`, each of at most ${formatSizeExact(limits.maxBytes)}; ` +
     'the limits of a job are `MOD_MAX_JOB_ITEMS` items (413 `too_many_files`), `MOD_MAX_JOB_BYTES` of uploads (413 ' +
-    '`payload_too_large`), and `MOD_MAX_JOBS_PER_CLIENT` jobs not done per client address (429 `too_many_jobs`).',
+    '`payload_too_large`), and `MOD_MAX_JOBS_PER_CLIENT` jobs not done per client address (429 `too_many_jobs`). ' +
+    `A manifest's body may take ${grouped(MANIFEST_ITEM_BYTES)} bytes an item (\`MOD_MAX_JOB_ITEMS\` of them, each URL and id at its ` +
+    'longest) plus 1 KiB, and no more than `MOD_MAX_BUFFERED_BYTES` (413 `payload_too_large`); `MOD_MAX_BYTES` bounds ' +
+    'the images, not the manifest.',
   tags: ['jobs'],
   query: ImageJobQuery,
   body: {
@@ -77,6 +80,7 @@ export const submitImageJobRoute = declareRoute({
     schema: ImageJobManifest,
     description: 'A manifest: `items`, each an http(s) `url` and an optional `id` of yours, repeated in its result line.',
     example: {items: [{url: 'https://example.com/a.jpg', id: 'a'}, {url: 'https://example.com/b.png', id: 'b'}]},
+    limit: manifestBodyLimit,
   },
   upload: {
     media: 'multipart/form-data',

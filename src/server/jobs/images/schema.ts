@@ -1,6 +1,9 @@
 import {Type, type Static} from '../../../lib/typebox.js'
 
 import {ModerationResult} from '../../../lib/schemas.js'
+import type {ServerSettings} from '../../../lib/config/settings.js'
+import {plural} from '../../../lib/plural.js'
+import type {BodyLimit} from '../../body.js'
 import {ErrorCode, MAX_URL_LENGTH} from '../../schemas.js'
 
 const closed = {additionalProperties: false} as const
@@ -9,6 +12,26 @@ const closed = {additionalProperties: false} as const
 export const MAX_ITEM_ID = 256
 /** Longest URL of an item. */
 export const MAX_ITEM_URL = MAX_URL_LENGTH
+
+/** JSON around an item's URL and id at most: the keys, quotes, braces, separators and indentation. */
+const ITEM_PUNCTUATION = 64
+
+/** The bytes a manifest may take for each item: its URL and id at their longest, and the JSON around them. */
+export const MANIFEST_ITEM_BYTES = MAX_ITEM_URL + MAX_ITEM_ID + ITEM_PUNCTUATION
+
+/**
+ * The largest manifest body: MOD_MAX_JOB_ITEMS items, each URL and id at its longest, within what a worker holds in
+ * memory (MOD_MAX_BUFFERED_BYTES). Not MOD_MAX_BYTES, a limit on images: at 2 MB it refused a 3 MB manifest of
+ * 2 000 long signed URLs, saying the body was more than an image in base64 needs.
+ */
+export function manifestBodyLimit(settings: Pick<ServerSettings, 'limits' | 'jobs'>): BodyLimit {
+  const {maxItems} = settings.jobs.images
+  const most = maxItems * MANIFEST_ITEM_BYTES + 1024
+  if (most > settings.limits.maxBufferedBytes) {
+    return {maxBytes: settings.limits.maxBufferedBytes, room: 'the most request bytes a worker holds in memory (MOD_MAX_BUFFERED_BYTES)'}
+  }
+  return {maxBytes: most, room: `the most a manifest of ${plural(maxItems, 'item')} (MOD_MAX_JOB_ITEMS) takes, each URL and id at its longest`}
+}
 
 export const ImageJobManifest = Type.Object(
   {
