@@ -4,7 +4,7 @@ import type {ItemResult} from '../lib/engine.js'
 import type {ItemErrorCode} from '../lib/types.js'
 import {MAX_SIDE} from '../lib/image/decode.js'
 import {formatSize, formatSizeExact, grouped} from '../lib/sizes.js'
-import {humanSeconds} from './units.js'
+import {humanSeconds} from '../lib/durations.js'
 import {plural} from '../lib/plural.js'
 
 /** An error as the API answers it: `{error: {code, message}}` with this status. */

@@ -15,7 +15,7 @@ import {formatSizeExact, grouped} from '../lib/sizes.js'
 import {MAX_FRAMES, MAX_OTHER_FRAMES, MAX_PAGES} from '../lib/image/animation-frames.js'
 import {LINGER} from './linger.js'
 import {graceMs} from './upload-places.js'
-import {humanSeconds} from './units.js'
+import {humanSeconds} from '../lib/durations.js'
 
 /**
  * The OpenAPI 3.1 description of one server, generated: paths from the route declarations, schemas from

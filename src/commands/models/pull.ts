@@ -60,7 +60,7 @@ export default class ModelsPull extends ModCommand {
 
 The presets fast, balanced and accurate are CLIP models (the categories beyond the nudity family need one). ${ADDONS.map((a) => a.help).join('\n\n')}
 
-Every file is checked against the size and sha256 the preset gives and moved into place only when whole; the folder counts as installed once its manifest.json is written, last. An interrupted pull resumes where it stopped when run again; files already installed are not downloaded again.
+Every file is checked against the size and sha256 the preset gives and moved into place only when whole; the folder counts as installed once its manifest.json is written, last. A transfer that sends nothing for 60 s, or less than 64 KiB in a minute, stops. An interrupted pull resumes where it stopped when run again; files already installed are not downloaded again.
 
 A file the preset pins no sha256 for is trusted on first use: one warning line on stderr names it and the sha256 downloaded, which the installed manifest.json records (marked first_use; \`mod models list\` shows the counts).
 

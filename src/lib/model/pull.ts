@@ -14,6 +14,7 @@ import {interceptors, request, type Agent, type Dispatcher, type EnvHttpProxyAge
 
 import {isModError, ModError} from '../errors.js'
 import {BODY_BUFFER_BYTES, copyEagerly} from '../fetch/body-buffer.js'
+import {humanSeconds} from '../durations.js'
 import {connectionProblem} from '../fetch/url.js'
 import {dispatcherFor, type ProxySettings} from '../fetch/proxy-agent.js'
 import {formatSize, formatSizeExact} from '../sizes.js'
@@ -58,7 +59,22 @@ export interface PullOptions {
   proxy?: ProxySettings
   /** The most bytes taken of a file without a pinned size from a server that gives no length; default MAX_UNPINNED_BYTES. */
   maxUnpinnedBytes?: number
+  /** The least a file's transfer must bring in each span of this many ms, else it stops; default SLOWEST. */
+  slowest?: Pace
 }
+
+/** Bytes in a span of time. */
+export interface Pace {
+  bytes: number
+  ms: number
+}
+
+/**
+ * A transfer that brings less than this in a minute is stopped, its part kept to resume: undici's timeout is on the
+ * wait between two chunks, so a server sending a byte every few seconds held `mod models pull` (a CI step, an image
+ * build) for days. 64 KiB a minute is about 1 KiB/s, far under any link that can fetch a model.
+ */
+const SLOWEST: Pace = {bytes: 64 * 1024, ms: 60_000}
 
 /** The pull's own dispatcher: through the proxies when any is set, else direct; redirects followed either way. */
 function defaultDispatcher(proxy: ProxySettings | undefined): Agent | EnvHttpProxyAgent {
@@ -169,9 +185,17 @@ async function download(ctx: Context, file: ModelFile, url: string): Promise<Ver
   }
   let received = start
   opts.onProgress?.({file: file.path, received, total})
+  const slowest = opts.slowest ?? SLOWEST
+  let span = {from: Date.now(), received}
   // Enforced as bytes arrive: a server sending more than the manifest promises is cut off, not stored.
   const take = (chunk: Buffer): void => {
     received += chunk.length
+    const now = Date.now()
+    if (now - span.from >= slowest.ms) {
+      const brought = received - span.received
+      if (brought < slowest.bytes) throw new Error(`the server sent ${formatSize(brought)} in the last ${humanSeconds(slowest.ms)}, under the ${formatSize(slowest.bytes)} a transfer must bring in that time`)
+      span = {from: now, received}
+    }
     if (file.size !== undefined && received > file.size) throw failed(`${file.path} is larger than the ${formatSizeExact(file.size)} the manifest gives`)
     if (received > cap) {
       throw failed(`${file.path} is larger than ${formatSizeExact(cap)}, ${total === undefined ? 'the most a model file without a pinned size is taken' : 'the length the server gave'}`)

@@ -14,7 +14,7 @@ import {pullModel, type PulledFile, type PullProgress} from '../../../src/lib/mo
 import {rejection} from '../../helpers/errors.js'
 
 /** How the test server answers one path: normally (with Range support), or one of the failures under test. */
-type Mode = 'ok' | 'cut' | 'stall' | 'no-range' | 'missing' | 'redirect' | 'endless' | 'loop' | 'file'
+type Mode = 'ok' | 'cut' | 'stall' | 'trickle' | 'no-range' | 'missing' | 'redirect' | 'endless' | 'loop' | 'file'
 
 const root = await mkdtemp(join(tmpdir(), 'mod-pull-'))
 const toy = await writeToyModel(join(root, 'source'))
@@ -69,6 +69,13 @@ const server: Server = createServer((req, res) => {
   }
   if (mode === 'stall') {
     res.write(body.subarray(0, 65536))
+    return
+  }
+  if (mode === 'trickle') {
+    // 4 KiB at once, then a byte every 20 ms: never idle long enough for a timeout between chunks.
+    res.write(body.subarray(0, 4096))
+    let at = 4096
+    const drip = setInterval(() => (res.destroyed ? clearInterval(drip) : res.write(body.subarray(at, ++at))), 20)
     return
   }
   res.end(body)
@@ -231,6 +238,18 @@ test('a short read keeps the part for resume but never puts it in place; the nex
   )
   await assertSameFiles(dest)
   assert.ok(await exists(join(dest, 'manifest.json')))
+})
+
+test('a transfer that brings less than the slowest pace in a span is stopped, its part kept to resume', async () => {
+  const dest = reset()
+  modes.set('/tokenizer.json', 'trickle')
+  const err = await rejection(pullModel(preset(), dest, {slowest: {bytes: 1024, ms: 400}, signal: AbortSignal.timeout(10_000)}))
+  assert.is(err.code, 'download_failed')
+  assert.match(err.message, /^download of tokenizer\.json stopped after 4\.\d+ KiB of 2\.12 MiB \(the server sent \d+ bytes in the last 400 ms, under the 1 KiB a transfer must bring in that time\); pull again to resume$/)
+  assert.ok((await stat(join(dest, '.partial', 'tokenizer.json.part'))).size > 4096, 'the part is kept')
+  modes.clear()
+  await pullModel(preset(), dest)
+  await assertSameFiles(dest)
 })
 
 test('a server that ignores Range restarts the file from zero', async () => {

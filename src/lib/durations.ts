@@ -1,4 +1,4 @@
-/** Durations as the documentation prints them (sizes: src/lib/sizes.ts). */
+/** Durations as messages and the documentation print them (sizes: sizes.ts). */
 
 /** "10 s" for whole seconds, else "2500 ms". */
 export function humanSeconds(ms: number): string {
