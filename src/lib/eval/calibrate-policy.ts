@@ -7,7 +7,8 @@ import {isAlias, isMap, isScalar, parseDocument, type Document, type Scalar, typ
 
 import {ModError} from '../errors.js'
 import type {Calibration} from '../policy/types.js'
-import {calibratedScore, type LabelInfo} from './features.js'
+import {calibrate, roundScore} from '../scoring/calibrate.js'
+import type {LabelInfo} from './features.js'
 import {fitPlatt, isHeldOut, thresholdForMaxFpr, thresholdForMinRecall} from './fit.js'
 import {computeMetrics, labelMetrics, type LabelMetrics, type ScoredSample} from './metrics.js'
 import {plural} from '../plural.js'
@@ -19,6 +20,17 @@ export interface RawSample {
   truth: readonly string[]
   /** Raw margins, one per category in the order given to calibrateCategories. */
   raw: ArrayLike<number>
+  /**
+   * Per category, how its score is made from the calibrated margin: rest + share x it (the weighted mean with the
+   * other signals that feed it, such as the NSFW specialist for nudity); absent: share 1, rest 0.
+   */
+  share?: ArrayLike<number>
+  rest?: ArrayLike<number>
+}
+
+/** A category's score as scan gives it, its margin calibrated with `calibration`. */
+function scoreOf(s: RawSample, i: number, calibration: Calibration): number {
+  return roundScore((s.rest?.[i] ?? 0) + (s.share?.[i] ?? 1) * calibrate(s.raw[i], calibration))
 }
 
 export interface CategoryCalibration {
@@ -62,7 +74,7 @@ export function calibrateCategories(samples: readonly RawSample[], categories: r
     throw new ModError('invalid_config', `the split left ${train.length} training and ${test.length} held-out images: use more images or another --holdout`)
   }
   const scoredWith = (set: readonly RawSample[], cals: Calibration[]): ScoredSample[] =>
-    set.map((s) => ({truth: s.truth, scores: cals.map((c, i) => calibratedScore(s.raw[i], c))}))
+    set.map((s) => ({truth: s.truth, scores: cals.map((c, i) => scoreOf(s, i, c))}))
 
   const results: CategoryCalibration[] = categories.map((cat, i) => {
     const current = cat.calibration as Calibration
@@ -70,7 +82,7 @@ export function calibrateCategories(samples: readonly RawSample[], categories: r
     const positives = train.filter(has)
     const safe = train.filter((s) => s.truth.length === 0)
     const measure = (cal: Calibration, threshold: number) =>
-      labelMetrics(test.map((s) => ({truth: s.truth, scores: [calibratedScore(s.raw[i], cal)]})), {name: cat.name, threshold}, 0)
+      labelMetrics(test.map((s) => ({truth: s.truth, scores: [scoreOf(s, i, cal)]})), {name: cat.name, threshold}, 0)
     const keep = (note: string): CategoryCalibration => {
       const m = measure(current, cat.threshold)
       return {name: cat.name, fitted: false, note, calibration: current, threshold: cat.threshold, train: {positives: positives.length, safe: safe.length}, before: m, after: m}
@@ -80,7 +92,7 @@ export function calibrateCategories(samples: readonly RawSample[], categories: r
     const fitted = fitPlatt(train.map((s) => s.raw[i]), train.map(has))
     if (fitted === undefined) return keep('its raw score does not rank its images above the others (check its prompts): unchanged')
     const calibration = {scale: round6(fitted.scale), bias: round6(fitted.bias)}
-    const score = (s: RawSample) => calibratedScore(s.raw[i], calibration)
+    const score = (s: RawSample) => scoreOf(s, i, calibration)
     const threshold =
       'maxFpr' in o.target
         ? thresholdForMaxFpr(positives.map(score), safe.map(score), o.target.maxFpr)

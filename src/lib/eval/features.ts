@@ -11,8 +11,7 @@
 import type {Limits} from '../config/settings.js'
 import {decodeImage} from '../image/decode.js'
 import type {Int8Weights, Precision} from '../model/manifest-types.js'
-import type {Calibration, Policy, PresetName} from '../policy/types.js'
-import {calibrate, roundScore} from '../scoring/calibrate.js'
+import type {Policy, PresetName} from '../policy/types.js'
 import {finishLabel, mergeFrameLabels} from '../scoring/result.js'
 import {activeSignals, openCore, type Features, type LabelInfo} from '../signals/core.js'
 import {SIGNALS} from '../signals/registry.js'
@@ -65,6 +64,8 @@ export interface DatasetScoring extends FeatureSource {
   imagesEmbedded(): number
   /** Per label, in `labels` order: a category's logit margin, or a head-only label's logit. */
   raw(features: Features): Float64Array
+  /** Per label, in `labels` order: how the score is made from the calibrated margin (SignalCore.mix), on the first frame. */
+  mix(features: Features): {share: Float64Array; rest: Float64Array}
   /** Per label, in `labels` order: the score scan reports (calibrated, blended with a head, rounded). */
   score(features: Features): Float64Array
   /** Releases the models. */
@@ -117,6 +118,7 @@ export async function openDatasetScoring(model: ModelOptions, o: ScoringOptions)
       return core.toFeatures(outputs)
     },
     raw: (features) => core.raw(core.fromFeatures(features)[0]),
+    mix: (features) => core.mix(core.fromFeatures(features)[0]),
     score(features) {
       const out = new Float64Array(core.labels.length)
       const labels = mergeFrameLabels(core.fromFeatures(features).map((o) => core.score(o)))
@@ -129,9 +131,4 @@ export async function openDatasetScoring(model: ModelOptions, o: ScoringOptions)
     dispose: core.dispose,
     [Symbol.asyncDispose]: core.dispose,
   }
-}
-
-/** A category's score from its raw margin under another calibration, rounded as results are. */
-export function calibratedScore(raw: number, calibration: Calibration): number {
-  return roundScore(calibrate(raw, calibration))
 }

@@ -117,7 +117,7 @@ export async function calibrateDataset(
     const scorer = run.source
     const errors: SampleError[] = []
     const samples: RawSample[] = []
-    for await (const s of samplesOf(run, o, errors)) samples.push({sha256: s.sha256, truth: s.labels, raw: scorer.raw(s.features)})
+    for await (const s of samplesOf(run, o, errors)) samples.push({sha256: s.sha256, truth: s.labels, raw: scorer.raw(s.features), ...scorer.mix(s.features)})
     const report = calibrateCategories(samples, scorer.labels, o)
     return {report, errors, unlisted: run.dataset.unlisted, images_embedded: run.source.imagesEmbedded()}
   } finally {

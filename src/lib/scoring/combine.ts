@@ -28,18 +28,20 @@ export function notEvaluated(policy: Policy, available: Iterable<string>, weight
   return policy.categories.filter((c) => feedingSignals(c, names, weight).length === 0).map((c) => c.name)
 }
 
+/** The signals that scored `category` on the frame, each with its weight and score. */
+function scorers(category: Category, signals: FrameSignals, weight: SignalWeight): {signal: string; w: number; score: number}[] {
+  return feedingSignals(category, Object.keys(signals), weight).flatMap((signal) => {
+    const score = signals[signal]?.get(category.name)
+    return score === undefined ? [] : [{signal, w: weight(signal, category), score}]
+  })
+}
+
 export function combineSignals(policy: Policy, signals: FrameSignals, weight: SignalWeight = policyWeight): ScoredLabel[] {
   const labels: ScoredLabel[] = []
   for (const category of policy.categories) {
-    let sum = 0
-    let total = 0
-    for (const signal of feedingSignals(category, Object.keys(signals), weight)) {
-      const score = signals[signal]?.get(category.name)
-      if (score === undefined) continue
-      const w = weight(signal, category)
-      sum += w * score
-      total += w
-    }
+    const parts = scorers(category, signals, weight)
+    const total = parts.reduce((t, p) => t + p.w, 0)
+    const sum = parts.reduce((t, p) => t + p.w * p.score, 0)
     if (total === 0) continue
     labels.push({
       name: category.name,
@@ -50,4 +52,17 @@ export function combineSignals(policy: Policy, signals: FrameSignals, weight: Si
     })
   }
   return labels
+}
+
+/**
+ * How `category`'s score is made from `own`'s score on the frame: score = rest + share x own's score (the weighted
+ * mean above), so that a calibration of `own` can be tried through the whole combination. Undefined when `own` did
+ * not score it.
+ */
+export function shareOf(category: Category, signals: FrameSignals, own: string, weight: SignalWeight = policyWeight): {share: number; rest: number} | undefined {
+  const parts = scorers(category, signals, weight)
+  const total = parts.reduce((t, p) => t + p.w, 0)
+  const mine = parts.find((p) => p.signal === own)
+  if (mine === undefined) return undefined
+  return {share: mine.w / total, rest: parts.reduce((t, p) => t + (p === mine ? 0 : p.w * p.score), 0) / total}
 }

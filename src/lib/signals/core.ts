@@ -13,7 +13,7 @@ import {crop} from '../image/trim.js'
 import {createBatcher, type BatchObserver} from '../pipeline/batcher.js'
 import {addStep, timeStep, type StepTimes} from '../pipeline/steps.js'
 import type {Category, Policy} from '../policy/types.js'
-import {combineSignals, notEvaluated, type FrameSignals} from '../scoring/combine.js'
+import {combineSignals, notEvaluated, shareOf, type FrameSignals} from '../scoring/combine.js'
 import type {ScoredLabel} from '../scoring/result.js'
 import type {RgbImage} from '../image/rgb.js'
 import {checkOpened, runOrder} from './combination.js'
@@ -141,6 +141,12 @@ export interface InferenceCore {
   evidence(outputs: FrameOutputs): ReadonlyMap<string, unknown>
   /** Per label of `labels`, the raw margin its calibration applies to (NaN where no signal gives one). */
   raw(outputs: FrameOutputs): Float64Array
+  /**
+   * Per label of `labels`, how its score is made from the calibrated score of the signal that gives raw margins:
+   * score = rest + share x that score, the weighted mean with the other signals that feed it (a label it alone
+   * feeds: share 1, rest 0). Labels that rules or a head adjust afterwards are taken before the adjustment.
+   */
+  mix(outputs: FrameOutputs): {share: Float64Array; rest: Float64Array}
   /** An image's features from its frames' outputs. */
   toFeatures(outputs: readonly FrameOutputs[]): Features
   /** Each frame's outputs back from an image's features. */
@@ -224,6 +230,7 @@ export async function openCore(registry: readonly Signal[], setup: SignalSetup, 
     score: (outputs) => scoreFrame(parts, outputs),
     evidence: (outputs) => frameEvidence(entries, outputs),
     raw: (outputs) => rawMargins(parts, outputs),
+    mix: (outputs) => mixOf(parts, outputs),
     toFeatures: (outputs) => toFeatures(parts, outputs),
     fromFeatures: (features) => fromFeatures(parts, features),
     dispose: life.dispose,
@@ -327,14 +334,19 @@ async function prepareFrame(parts: CoreParts, decoded: RgbImage, place: FramePla
   return new Map(ready.map(({value}, i) => [preparing[i].name, value]))
 }
 
-/** A frame's labels: the scorers' weighted mean, then each other signal's adjustment in run order. */
-function scoreFrame({policy, entries, weight}: CoreParts, outputs: FrameOutputs): ScoredLabel[] {
+/** Each scoring signal's calibrated scores on the frame. */
+function frameSignals(entries: Entries, outputs: FrameOutputs): FrameSignals {
   const signals: Record<string, ReadonlyMap<string, number>> = {}
   for (const [name, s] of entries) {
     const out = outputs.get(name)
     if (s.scores && out !== undefined) signals[name] = s.scores(out)
   }
-  let scored = combineSignals(policy, signals as FrameSignals, weight)
+  return signals
+}
+
+/** A frame's labels: the scorers' weighted mean, then each other signal's adjustment in run order. */
+function scoreFrame({policy, entries, weight}: CoreParts, outputs: FrameOutputs): ScoredLabel[] {
+  let scored = combineSignals(policy, frameSignals(entries, outputs), weight)
   for (const [, s] of entries) if (s.adjust) scored = s.adjust(scored, outputs)
   return scored
 }
@@ -360,6 +372,22 @@ function rawMargins({entries, labels, index}: CoreParts, outputs: FrameOutputs):
     }
   }
   return out
+}
+
+function mixOf({policy, entries, weight, labels, index}: CoreParts, outputs: FrameOutputs): {share: Float64Array; rest: Float64Array} {
+  const share = new Float64Array(labels.length).fill(1)
+  const rest = new Float64Array(labels.length)
+  const own = entries.find(([, s]) => s.raw)?.[0]
+  if (own === undefined) return {share, rest}
+  const signals = frameSignals(entries, outputs)
+  for (const category of policy.categories) {
+    const i = index.get(category.name)
+    const mix = i === undefined ? undefined : shareOf(category, signals, own, weight)
+    if (i === undefined || mix === undefined) continue
+    share[i] = mix.share
+    rest[i] = mix.rest
+  }
+  return {share, rest}
 }
 
 function toFeatures({cached, embeddingName, live}: CoreParts, outputs: readonly FrameOutputs[]): Features {

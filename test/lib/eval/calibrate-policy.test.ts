@@ -30,6 +30,18 @@ test('a category with images gets a positive scale and a threshold that separate
   assert.equal(r.after, {average_recall: 1, safe_flagged: 0})
 })
 
+test('a category the NSFW specialist feeds too is measured and given its threshold on the score scan gives, the weighted mean', () => {
+  // CLIP's quarter of the score: the specialist's three quarters put the redness images at 0.675 and the safe ones at
+  // 0.3 before CLIP's part, which scores 0 uncalibrated. The held-out figures before are eval's: all flagged at 0.5.
+  const fed = samples.map((s) => ({...s, share: [0.25, 1], rest: [s.truth.length > 0 ? 0.675 : 0.3, 0]}))
+  const r = calibrateCategories(fed, categories, {target: {minRecall: 1}, holdout: 0.3, seed: 1})
+  const [redness] = r.categories
+  assert.equal([redness.before.recall, redness.before.safe_fpr], [1, 0])
+  assert.equal([redness.after.recall, redness.after.safe_fpr], [1, 0])
+  // The threshold is halfway between the combined scores (about 0.925 and 0.3), not CLIP's alone (about 1 and 0).
+  assert.ok(Math.abs(redness.threshold - 0.6125) < 0.01, `threshold ${redness.threshold}`)
+})
+
 test('a raw score that ranks the images the wrong way is left unchanged', () => {
   const reversed = samples.map((s) => ({...s, raw: [-s.raw[0], -1]}))
   const [redness] = calibrateCategories(reversed, categories, {target: {minRecall: 0.9}, holdout: 0.3, seed: 1}).categories

@@ -132,4 +132,41 @@ test('frameSide: the largest side the preparing signals resample to; none when o
   assert.not.match((await sideOf([sized('clip', 224), sized('hash')])).key, /reduced/)
 })
 
+test("mix: a label's score is rest + share x the calibrated score of the signal that gives raw margins, as score combines them", async () => {
+  // The first signal gives raw margins (as CLIP does) and scores 1 on the red frame; the second feeds redness with
+  // weight 3 and scores 0.75 (as the NSFW specialist feeds nudity).
+  const margins: Signal = {
+    ...noting('margins', [], false),
+    open: async () => ({
+      prepare: (f: RgbImage) => f.data[0] / 255,
+      infer: async (values: number[]) => values.map((v) => Float32Array.of(v)),
+      scores: (out: Float32Array) => new Map([['redness', out[0]]]),
+      raw: (out: Float32Array) => new Map([['redness', 10 * out[0]]]),
+      dispose: async () => {},
+    }),
+  }
+  const specialist: Signal = {
+    ...noting('specialist', [], false),
+    weight: (category) => (category.name === 'redness' ? 3 : 0),
+    open: async () => ({
+      prepare: () => 0,
+      infer: async (values: number[]) => values.map(() => Float32Array.of(0.75)),
+      scores: (out: Float32Array) => new Map([['redness', out[0]]]),
+      dispose: async () => {},
+    }),
+  }
+  const registry = [margins, specialist]
+  const core = await openCore(registry, setup, activeSignals(registry, setup), {batchSize: 8})
+  try {
+    const [outputs] = await core.infer(await core.prepare([frame]))
+    const [label] = core.score(outputs)
+    const {share, rest} = core.mix(outputs)
+    assert.equal([share[0], rest[0]], [0.25, 0.5625])
+    assert.ok(Math.abs(label.score - (rest[0] + share[0] * 1)) < 1e-12)
+    assert.equal([...core.raw(outputs)], [10])
+  } finally {
+    await core.dispose()
+  }
+})
+
 test.run()
