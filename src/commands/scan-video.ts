@@ -35,7 +35,9 @@ export default class ScanVideo extends ModCommand {
 
 Any format the ffmpeg in use decodes (at least MP4/MOV H.264, WebM VP8/VP9, MKV, animated GIF). ffmpeg is
 MOD_FFMPEG, else the ffmpeg-static package's binary, else ffmpeg on PATH. Limits: MOD_MAX_VIDEO_SECONDS of
-decoded video (default 600), 6000 sampled frames, frames scaled to at most 448 px on their shorter side and 1024 on the longer.
+decoded video (default 600), 6000 sampled frames, frames scaled to at most 448 px on their shorter side and 1024 on the longer
+(a video under 224 px on its shorter side enlarged to it; a stream whose picture size changes midway fitted into the
+size of its first pictures; an MPEG-TS whose video moves to another PID decoded on).
 
 Each instant k/fps is scored on the frame a player shows then (the first frame at 0 s), as displayed (rotation,
 non-square pixels, transparency onto white); every video stream of the file is scored (a segment in any counts)

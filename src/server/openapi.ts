@@ -336,8 +336,10 @@ function description(info: OpenApiInfo): string {
     '- Videos: whatever the bundled or system ffmpeg decodes; at least MP4/MOV (H.264), WebM (VP8/VP9), MKV, ' +
       'animated GIF and animated AVIF. Each sampling instant is scored on the frame on screen then and, unless it is ' +
       'that frame again, on the frame most like the interval until the next instant; frames with transparency as a ' +
-      'light and a dark page show them. A file with a subtitle stream of pictures (PGS, DVB, VobSub) is refused with ' +
-      '415 `unsupported_media`.',
+      'light and a dark page show them. Frames are scaled to at most 448 px on their shorter side and 1024 on the ' +
+      'longer, a video under 224 px on its shorter side enlarged to it, and a stream whose picture size changes midway ' +
+      'is fitted into the size of its first pictures; an MPEG-TS whose video moves to another PID is decoded on. A ' +
+      'file with a subtitle stream of pictures (PGS, DVB, VobSub) is refused with 415 `unsupported_media`.',
     '',
     '## Fetching images by URL',
     `\`POST /v1/moderate/json\` with \`url\` is honoured only when \`MOD_ALLOW_URLS\` is true. ${urls} Rules:`,

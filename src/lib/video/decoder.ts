@@ -79,30 +79,66 @@ export function partCount(layout: StackLayout): number {
 }
 
 /**
- * The filter graph of a stream's sampled frames: at each instant k / fps the frame on screen then (see ffmpegArgs),
- * its views (overPages) scaled; and, stacked below it, the frame most like its interval [k / fps, (k + 1) / fps),
- * chosen among intervalFrames of them scaled cheaply, given the instant's timestamp.
+ * The shorter side, as displayed, below which a stream's canvas (canvasOf) is enlarged: what CLIP and the NSFW
+ * specialist's first model read.
  */
-function sampledFrames(o: DecoderOptions, stream: VideoStream | undefined): string {
+const CANVAS_SHORT = 224
+
+/**
+ * The size every decoded frame of a stream is fitted into before sampling (aspect kept, the rest padded black): the
+ * size its description gives, enlarged when it shows smaller than CANVAS_SHORT (or `short`) on its shorter side (and
+ * within `long` on its longer side), so that a tiny first picture cannot shrink the pictures that follow it. ffmpeg
+ * rebuilds its filter graph when the picture size changes mid-stream (a new sequence header: MPEG-TS and Matroska
+ * files may switch), and the frames its filters held then, up to an interval of pictures waiting to be stacked, were
+ * dropped: a flagged part just before a switch was never scored. With the graph kept (`-reinit_filter 0`, ffmpegArgs)
+ * and every frame of one size, none is; a frame of the size described (even, and not enlarged) passes unchanged.
+ */
+export function canvasOf(stream: VideoStream, short: number, long: number): {width: number; height: number} | undefined {
+  const {width, height, sar = 1} = stream
+  if (width === undefined || height === undefined) return undefined
+  const [shown, tall] = [width * sar, height]
+  const enlarge = Math.max(1, Math.min(Math.min(CANVAS_SHORT, short) / Math.min(shown, tall), long / Math.max(shown, tall)))
+  return {width: evenAtLeast(width * enlarge), height: evenAtLeast(height * enlarge)}
+}
+
+/** The even number at or above `x` (rounded): ffmpeg's pad keeps 4:2:0 chroma whole by rounding an odd side down, below the picture. */
+const evenAtLeast = (x: number): number => 2 * Math.ceil(Math.round(x) / 2)
+
+/** Fits every frame into `canvas` (canvasOf): scaled (aspect kept) only when its size differs, then padded. */
+function fitted({width, height}: {width: number; height: number}): string {
+  return `scale=w=${width}:h=${height}:force_original_aspect_ratio=decrease,pad=${width}:${height}:(ow-iw)/2:(oh-ih)/2`
+}
+
+/**
+ * The filter graph of a stream's sampled frames: each decoded frame fitted to the stream's canvas (canvasOf); at
+ * each instant k / fps the frame on screen then (see ffmpegArgs), its views (overPages) scaled; and, stacked below
+ * it, the frame most like its interval [k / fps, (k + 1) / fps), chosen among intervalFrames of them scaled cheaply,
+ * given the instant's timestamp.
+ */
+function sampledFrames(o: DecoderOptions, stream: VideoStream | undefined, canvas: {width: number; height: number} | undefined): string {
   const scale = displayScale(o.frameShortSide, o.maxFrameSide)
   const view = (tag: string): string => (stream?.alpha ? overPages(scale, tag) : scale)
   if (stream?.cover) return view('c')
   const sampling = `fps=${o.fps}:start_time=0:round=up:eof_action=pass,`
+  const fit = canvas === undefined ? '' : `${fitted(canvas)},`
   const {interval} = stackedParts(stream)
-  if (!interval) return `${sampling}${view('i')}`
+  if (!interval) return `${fit}${sampling}${view('i')}`
   const n = intervalFrames(stream?.fps, o.fps)
   const choose = `${displayScale(o.frameShortSide, o.maxFrameSide, 'fast_bilinear')},fps=${o.fps * n}:start_time=0:round=up:eof_action=pass,thumbnail=${n},setpts=N/(${o.fps}*TB),fps=${o.fps},`
-  return `split=2[instant][every];[instant]${sampling}${view('i')}[atinstant];[every]${choose}${view('r')}[ofinterval];[atinstant][ofinterval]vstack`
+  return `${fit}split=2[instant][every];[instant]${sampling}${view('i')}[atinstant];[every]${choose}${view('r')}[ofinterval];[atinstant][ofinterval]vstack`
 }
 
 /** libvpx's decoders, which read the alpha channel of VP8 and VP9 that ffmpeg's own decoders leave out. */
 const ALPHA_DECODERS: Record<string, string> = {vp8: 'libvpx', vp9: 'libvpx-vp9'}
 
-function ffmpegArgs(path: string, o: DecoderOptions, stream: VideoStream | undefined): string[] {
+function ffmpegArgs(path: string, o: DecoderOptions, stream: VideoStream | undefined, format: string | undefined): string[] {
   const map = stream === undefined ? '0:v:0' : `0:${stream.index}`
   const decoder = stream?.alpha ? ALPHA_DECODERS[stream.codec] : undefined
+  const canvas = stream === undefined || stream.cover ? undefined : canvasOf(stream, o.frameShortSide, o.maxFrameSide)
+  // With a canvas, a change of picture size keeps the filter graph and the frames it holds (canvasOf).
+  const keepGraph = canvas === undefined ? [] : ['-reinit_filter', '0']
   return [
-    ...inputArgs(path, o.maxPixels, decoder === undefined ? [] : [`-c:${stream?.index}`, decoder]),
+    ...inputArgs(path, o.maxPixels, format, [...(decoder === undefined ? [] : [`-c:${stream?.index}`, decoder]), ...keepGraph]),
     // Output 1: sampled frames as PPM (each frame states its own size) on stdout. The fps filter fills instant k
     // with the last frame whose timestamp, rounded to its grid, is at most k: its default rounding (to the nearest)
     // gave instant k the frame shown at (k + 1/2) / fps, so a first frame shown for less than half an interval was
@@ -112,7 +148,7 @@ function ffmpegArgs(path: string, o: DecoderOptions, stream: VideoStream | undef
     // its first frame).
     // A cover is one picture, without a timeline to sample.
     '-map', map, ...(stream?.cover ? ['-frames:v', '1'] : []),
-    '-vf', sampledFrames(o, stream),
+    '-vf', sampledFrames(o, stream, canvas),
     '-pix_fmt', 'rgb24', '-f', 'image2pipe', '-vcodec', 'ppm', 'pipe:1',
     // Output 2: the packets' listing (no decoding) on fd 3, read only as a sign of progress while ffmpeg decodes
     // between two sampled frames (many seconds of video at a low fps).
@@ -136,10 +172,11 @@ export interface Decoder {
 
 /**
  * Starts ffmpeg on one video stream of the file (`stream`; undefined: the first, `0:v:0`): its sampled frames as
- * PPM on stdout, the packets' listing on fd 3. An attached picture (cover art) gives its one picture.
+ * PPM on stdout, the packets' listing on fd 3. An attached picture (cover art) gives its one picture. `format`: the
+ * demuxer ffmpeg chose for the file (probeVideoStreams), whose options every run gives.
  */
-export function startDecoder(path: string, o: DecoderOptions, stream: VideoStream | undefined): Decoder {
-  const ffmpeg = startFfmpeg(o.ffmpeg, ffmpegArgs(path, o, stream), ['ignore', 'pipe', 'pipe', 'pipe'], 'exit')
+export function startDecoder(path: string, o: DecoderOptions, stream: VideoStream | undefined, format?: string): Decoder {
+  const ffmpeg = startFfmpeg(o.ffmpeg, ffmpegArgs(path, o, stream, format), ['ignore', 'pipe', 'pipe', 'pipe'], 'exit')
   const {child} = ffmpeg
   const stdout = child.stdout as Readable
   const stderr = child.stderr as Readable

@@ -8,10 +8,20 @@ import {aFormat, sniffImage, SNIFF_BYTES, stillImageFormat} from '../input/sniff
 export const VIDEO_DEMUXERS = 'mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,gif,mpegts,mpeg,flv,ogg,asf'
 
 /**
- * How every ffmpeg run of ours opens an uploaded file: quiet, local files only, video containers only;
- * `options` are input options (a stream's decoder).
+ * Input options per demuxer, given once the file's demuxer is known (streams.ts probeVideoStreams). MPEG-TS: a
+ * program whose video moves to another PID (its PMT changed) keeps it as the same stream. Otherwise ffmpeg finds the
+ * new PID only after its probe (about 5 s in), as a stream the runs do not map: a flagged part sent there was neither
+ * decoded nor counted against the length limit, and the video scored safe. A player that follows the PMT shows it.
  */
-export function inputArgs(path: string, maxPixels: number, options: string[] = []): string[] {
+const DEMUXER_OPTIONS: Readonly<Record<string, readonly string[]>> = {mpegts: ['-merge_pmt_versions', '1']}
+
+/**
+ * How every ffmpeg run of ours opens an uploaded file: quiet, local files only, video containers only;
+ * `format`: the demuxer ffmpeg chose for it (its options added, and that demuxer kept); `options` are input
+ * options (a stream's decoder).
+ */
+export function inputArgs(path: string, maxPixels: number, format?: string, options: string[] = []): string[] {
+  const demuxer = format === undefined ? undefined : DEMUXER_OPTIONS[format]
   return [
     '-nostdin', '-hide_banner', '-loglevel', 'error',
     // A playlist or concat file must not make ffmpeg open anything but local files.
@@ -20,6 +30,8 @@ export function inputArgs(path: string, maxPixels: number, options: string[] = [
     // open dozens of rarely used demuxers to anything uploaded.
     '-format_whitelist', VIDEO_DEMUXERS,
     '-max_pixels', String(maxPixels),
+    // A demuxer's own options are refused by every other one: the demuxer is named with them.
+    ...(demuxer === undefined ? [] : ['-f', format as string, ...demuxer]),
     ...options,
     '-i', resolve(path),
   ]

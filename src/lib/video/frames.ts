@@ -252,8 +252,10 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
   const budgetMs = o.maxSeconds * o.decodeTimePerSecond * 1000
   const scanStarted = performance.now()
   const probeOptions = {ffmpeg: o.ffmpeg, maxPixels: o.maxPixels, stallTimeoutMs: o.stallTimeoutMs, timeoutMs: budgetMs, maxSeconds: o.maxSeconds, onDuration: o.onDuration, signal: o.signal}
-  const streams = streamsToDecode(await probeVideoStreams(path, probeOptions))
+  const probe = await probeVideoStreams(path, probeOptions)
+  const streams = streamsToDecode(probe.streams)
   const scan = await scanPackets(path, {
+    format: probe.format,
     ffmpeg: o.ffmpeg,
     maxSeconds: o.maxSeconds,
     maxPackets: o.maxSeconds * o.maxSourceFps,
@@ -266,7 +268,7 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
   // on each instant decoded stays, for packets without timestamps).
   if (scan.end !== undefined && instantsBefore(scan.end, o.fps) > o.maxFrames) throw tooManyFrames(o)
   const decodings: StreamDecoding[] = streams.map((stream) => {
-    const decoder = startDecoder(path, o, stream)
+    const decoder = startDecoder(path, o, stream, probe.format)
     const layout = stackedParts(stream)
     const parser = createPpmParser(o.maxFrameSide, partCount(layout))
     return {decoder, layout, chunks: decoder.stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>, parser, queue: [], frames: 0, ended: false}

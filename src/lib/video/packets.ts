@@ -17,6 +17,8 @@ export interface PacketScanOptions {
   stallTimeoutMs: number
   /** ffmpeg is killed when the scan takes longer than this: `video_too_long`. */
   timeoutMs: number
+  /** The demuxer ffmpeg chose for the file (probeVideoStreams), whose options every run gives. */
+  format?: string
   signal?: AbortSignal
 }
 
@@ -40,7 +42,7 @@ export interface PacketScan {
 export async function scanPackets(path: string, o: PacketScanOptions): Promise<PacketScan> {
   o.signal?.throwIfAborted()
   // Every video stream but attached pictures (`V`): each is decoded, and a cover is one picture.
-  const args = [...inputArgs(path, o.maxPixels), '-map', '0:V', '-c', 'copy', '-f', 'framecrc', 'pipe:1']
+  const args = [...inputArgs(path, o.maxPixels, o.format), '-map', '0:V', '-c', 'copy', '-f', 'framecrc', 'pipe:1']
   const ffmpeg = startFfmpeg(o.ffmpeg, args, ['ignore', 'pipe', 'pipe'], 'close')
   const {child, kill, ended: closed} = ffmpeg
 

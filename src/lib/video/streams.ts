@@ -19,6 +19,11 @@ export interface VideoStream {
   alpha: boolean
   /** Frames per second, as the description gives them (its fps, else its tbr); absent when it gives neither. */
   fps?: number
+  /** The picture size the description gives (its first pictures'; a stream may change it later); absent when none. */
+  width?: number
+  height?: number
+  /** Its sample aspect ratio (a pixel's width over its height), when the description gives one other than 1:1. */
+  sar?: number
 }
 
 /** Pixel formats with an alpha component (ffmpeg's names), and palettes, whose entries may be transparent. */
@@ -75,12 +80,17 @@ export function parseVideoStreams(header: string): VideoStream[] {
       const codec = codecField.split(/[\s(]/)[0]
       const pixelFormat = pixelField.split(/[\s(]/)[0]
       const fps = frameRate(m[2])
+      const size = topLevelFields(m[2]).map((field) => /^(\d+)x(\d+)(?:\s|$)/.exec(field)).find((found) => found !== null)
+      const aspect = /\bSAR (\d+):(\d+)\b/.exec(m[2])
+      const sar = aspect && Number(aspect[1]) > 0 && Number(aspect[2]) > 0 ? Number(aspect[1]) / Number(aspect[2]) : 1
       current = {
         index: Number(m[1]),
         codec,
         cover: /\(attached pic\)/.test(m[2]),
         alpha: ALPHA_PIXEL_FORMAT.test(pixelFormat) || PER_FRAME_FORMAT_CODECS.has(codec),
         ...(fps === undefined ? {} : {fps}),
+        ...(size && Number(size[1]) > 0 && Number(size[2]) > 0 ? {width: Number(size[1]), height: Number(size[2])} : {}),
+        ...(sar === 1 ? {} : {sar}),
       }
       streams.push(current)
     } else if (/^\s*Stream #/.test(line)) {
@@ -92,12 +102,23 @@ export function parseVideoStreams(header: string): VideoStream[] {
   return streams
 }
 
+/** The demuxer ffmpeg chose for the file, from its description ("Input #0, mpegts, from '…'"); the first of its names. */
+export function inputFormat(header: string): string | undefined {
+  return /^Input #0, ([\w-]+)/m.exec(header)?.[1]
+}
+
 /** The codecs of the subtitle streams of pictures (BITMAP_SUBTITLES) in ffmpeg's description of a file. */
 export function bitmapSubtitles(header: string): string[] {
   return header.split('\n').flatMap((line) => {
     const codec = SUBTITLE_LINE.exec(line)?.[1]
     return codec !== undefined && BITMAP_SUBTITLES.has(codec) ? [codec] : []
   })
+}
+
+/** What ffmpeg's description of a file says: its video streams, and the demuxer that read it (absent when none could). */
+export interface VideoProbe {
+  streams: VideoStream[]
+  format?: string
 }
 
 export interface StreamProbeOptions {
@@ -121,13 +142,13 @@ function statedSeconds(header: string): number | undefined {
 }
 
 /**
- * The video streams of the file at `path`, from ffmpeg's description of it (the input opened as every run of
- * ours opens it, no output). A file ffmpeg cannot open gives none: the packet listing that follows says why.
+ * The video streams of the file at `path` and its demuxer, from ffmpeg's description of it (the input opened as every
+ * run of ours opens it, no output). A file ffmpeg cannot open gives none: the packet listing that follows says why.
  * Errors: `ffmpeg_missing`; `unsupported_media` or `video_too_long` when ffmpeg has not
  * described the file within `stallTimeoutMs` or `timeoutMs`; `unsupported_media` for a file with a subtitle stream
  * of pictures (bitmapSubtitles); the signal's reason when aborted.
  */
-export async function probeVideoStreams(path: string, o: StreamProbeOptions): Promise<VideoStream[]> {
+export async function probeVideoStreams(path: string, o: StreamProbeOptions): Promise<VideoProbe> {
   o.signal?.throwIfAborted()
   const args = ['-nostdin', '-hide_banner', '-protocol_whitelist', 'file', '-format_whitelist', VIDEO_DEMUXERS, '-max_pixels', String(o.maxPixels), '-i', resolve(path)]
   const child = spawn(o.ffmpeg, args, {stdio: ['ignore', 'ignore', 'pipe'], windowsHide: true})
@@ -165,7 +186,7 @@ export async function probeVideoStreams(path: string, o: StreamProbeOptions): Pr
     }
     const stated = statedSeconds(header)
     if (stated !== undefined) o.onDuration?.(stated)
-    return parseVideoStreams(header)
+    return {streams: parseVideoStreams(header), format: inputFormat(header)}
   } finally {
     clearTimeout(timer)
     o.signal?.removeEventListener('abort', kill)

@@ -45,6 +45,7 @@ function colours(
 }
 
 const MPEG4 = ['-c:v', 'mpeg4', '-q:v', '2']
+const TS = ['-c:v', 'mpeg2video', '-f', 'mpegts']
 
 /** Makes the clips with one ffmpeg: starting ffmpeg costs more CPU than encoding any of these small clips. */
 async function make(clips: Made[]): Promise<void> {
@@ -99,6 +100,14 @@ test.before(async () => {
       output: [...codec, clip(name)],
     })),
     {sources: ['color=c=red:s=32x32:d=1'], graph: ([a]) => `${a}null`, output: ['-frames:v', '1', clip('red.png')]},
+    // MPEG-TS parts, joined below: blue for 6 s (past ffmpeg's probe) on PID 0x100; red for 2 s on PID 0x200 or on
+    // 0x100; then 3 s of noise on 0x100 (more than ffmpeg reads at the end for the duration), or 1 s of green, each
+    // at another picture size.
+    colours('ts-blue.ts', ['blue'], 6, {codec: [...TS, '-streamid', '0:0x100']}),
+    colours('ts-red-moved.ts', ['red'], 2, {codec: [...TS, '-streamid', '0:0x200', '-output_ts_offset', '6']}),
+    colours('ts-red.ts', ['red'], 2, {codec: [...TS, '-streamid', '0:0x100', '-output_ts_offset', '6']}),
+    {sources: ['nullsrc=s=128x128:r=10:d=3'], graph: ([a]) => `${a}geq=random(1)*80:250:110`, output: [...TS, '-q:v', '1', '-streamid', '0:0x100', '-output_ts_offset', '8', clip('ts-noise.ts')]},
+    colours('ts-green-wide.ts', ['green'], 1, {size: '96x48', codec: [...TS, '-streamid', '0:0x100', '-output_ts_offset', '8']}),
     {sources: ['sine=d=1'], graph: ([a]) => `${a}anull`, output: [clip('tone.wav')]},
     {sources: ['sine=d=1'], graph: ([a]) => `${a}anull`, output: ['-c:a', 'aac', clip('tone.m4a')]},
   ])
@@ -117,6 +126,9 @@ test.before(async () => {
   writeFileSync(clip('notes.md'), 'these are not the frames you are looking for\n'.repeat(50))
   writeFileSync(clip('notes.mp4'), 'these are not the frames you are looking for\n'.repeat(50))
   writeFileSync(clip('liar.mp4'), claimOneSecond(readFileSync(clip('twenty.mp4'))))
+  const joined = (name: string, parts: string[]): void => writeFileSync(clip(name), Buffer.concat(parts.map((part) => readFileSync(clip(part)))))
+  joined('pid-moves.ts', ['ts-blue.ts', 'ts-red-moved.ts', 'ts-noise.ts'])
+  joined('size-changes.ts', ['ts-blue.ts', 'ts-red.ts', 'ts-green-wide.ts'])
 })
 test.after(() => tmp.remove())
 
@@ -144,15 +156,15 @@ async function decodeAll(path: string, over: Partial<DecodeOptions> = {}): Promi
 
 const colour = (f: DecodedFrame): string => (meanChannel(f.image, 0) > 200 ? 'red' : meanChannel(f.image, 2) > 200 ? 'blue' : 'other')
 
-test('samples one frame per second with its timestamp, as RGB pixels', async () => {
+test('samples one frame per second with its timestamp, as RGB pixels (a 64x64 clip enlarged to 224x224)', async () => {
   const {frames, summary} = await decodeAll(clip('rbr.mp4'))
   assert.equal(frames.map((f) => [f.index, f.time, f.image.width, f.image.height, f.image.data.length, colour(f)]), [
-    [0, 0, 64, 64, 12288, 'red'],
-    [1, 1, 64, 64, 12288, 'red'],
-    [2, 2, 64, 64, 12288, 'blue'],
-    [3, 3, 64, 64, 12288, 'blue'],
-    [4, 4, 64, 64, 12288, 'red'],
-    [5, 5, 64, 64, 12288, 'red'],
+    [0, 0, 224, 224, 150528, 'red'],
+    [1, 1, 224, 224, 150528, 'red'],
+    [2, 2, 224, 224, 150528, 'blue'],
+    [3, 3, 224, 224, 150528, 'blue'],
+    [4, 4, 224, 224, 150528, 'red'],
+    [5, 5, 224, 224, 150528, 'red'],
   ])
   assert.equal(summary, {frames: 6, duration: 6})
 })
@@ -164,23 +176,43 @@ test('samples at the fps asked for', async () => {
   assert.equal(summary, {frames: 15, duration: 6})
 })
 
-test('scales frames down to the shorter and the longer side limits keeping the aspect, and never up', async () => {
+test('scales frames down to the shorter and the longer side limits keeping the aspect, and up to 224 pixels on the shorter side', async () => {
   // wide.mp4 is 128x64: the longer side limit, then the shorter side's, binds.
   const small = await decodeAll(clip('wide.mp4'), {maxFrameSide: 32})
   assert.equal(small.frames.map((f) => [f.image.width, f.image.height]), [[32, 16]])
   const short = await decodeAll(clip('wide.mp4'), {frameShortSide: 45, maxFrameSide: 1000})
   assert.equal(short.frames.map((f) => [f.image.width, f.image.height]), [[90, 45]])
+  // Smaller than 224 on its shorter side: enlarged to it (what a later, larger picture of the stream is fitted into).
   const big = await decodeAll(clip('wide.mp4'))
-  assert.equal(big.frames.map((f) => [f.image.width, f.image.height]), [[128, 64]])
+  assert.equal(big.frames.map((f) => [f.image.width, f.image.height]), [[448, 224]])
+  const bounded = await decodeAll(clip('wide.mp4'), {maxFrameSide: 300})
+  assert.equal(bounded.frames.map((f) => [f.image.width, f.image.height]), [[300, 150]])
+})
+
+test('an MPEG-TS whose video moves to another PID after the probe is decoded on, the part on the new PID included', async () => {
+  // Before, ffmpeg found PID 0x200 only after its probe, as a stream no run mapped: the red part was never decoded.
+  const {frames} = await decodeAll(clip('pid-moves.ts'))
+  assert.equal(frames.slice(0, 8).map(colour), ['blue', 'blue', 'blue', 'blue', 'blue', 'blue', 'red', 'red'])
+})
+
+test('a picture size that changes mid-stream drops no frame: the red part just before it is decoded, the wider part fitted', async () => {
+  // Before, ffmpeg rebuilt its filters at the change and the frames they held (both red instants) were lost.
+  const {frames} = await decodeAll(clip('size-changes.ts'))
+  assert.equal(frames.map(colour), ['blue', 'blue', 'blue', 'blue', 'blue', 'blue', 'red', 'red', 'other'])
+  // 64x64 enlarged to 224x224; the 96x48 green part fitted into it, black above and below.
+  const last = frames[8].image
+  assert.equal([last.width, last.height], [224, 224])
+  assert.ok(meanChannel(last, 1) > 60 && meanChannel(last, 1) < 160, 'green over half the frame')
 })
 
 test('frames are scored as displayed: non-square pixels are made square before the downscale', async () => {
-  // Stored 32x64 with pixels twice as wide as high: shown 64x64.
+  // Stored 32x64 with pixels twice as wide as high: shown 64x64, enlarged to 224x224.
   const wide = await decodeAll(clip('sar-2.mp4'))
-  assert.equal(wide.frames.map((f) => [f.image.width, f.image.height, colour(f)]), [[64, 64, 'red']])
-  // Stored 1200x100 with pixels a third as wide: shown 400x100, within the side limit; 200x50 within 200.
+  assert.equal(wide.frames.map((f) => [f.image.width, f.image.height, colour(f)]), [[224, 224, 'red']])
+  // Stored 1200x100 with pixels a third as wide: shown 400x100, enlarged to 896x224 within the side limit; 200x50
+  // within 200.
   const narrow = await decodeAll(clip('sar-1-3.mp4'))
-  assert.equal(narrow.frames.map((f) => [f.image.width, f.image.height]), [[400, 100]])
+  assert.equal(narrow.frames.map((f) => [f.image.width, f.image.height]), [[896, 224]])
   const small = await decodeAll(clip('sar-1-3.mp4'), {maxFrameSide: 200})
   assert.equal(small.frames.map((f) => [f.image.width, f.image.height]), [[200, 50]])
 })

@@ -2,7 +2,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {bitmapSubtitles, parseVideoStreams} from '../../../src/lib/video/streams.js'
+import {bitmapSubtitles, inputFormat, parseVideoStreams} from '../../../src/lib/video/streams.js'
 import {decodeFailure, fakeFfmpeg, ffmpeg, tempDir} from './helpers.js'
 
 const tmp = tempDir()
@@ -25,20 +25,25 @@ const HEADER = `Input #0, matroska,webm, from 'x.mkv':
   Stream #0:3[0x0]: Video: png, rgb24(pc), 64x64 [SAR 1:1 DAR 1:1], 90k tbr, 90k tbn (attached pic)
   Stream #0:4: Video: qtrle (rle  / 0x20656C72), argb(progressive), 64x64, 10 fps
   Stream #0:5: Video: gif, bgra, 64x64 [SAR 64:64 DAR 1:1], 10 fps, 10 tbr, 100 tbn
-  Stream #0:6: Video: mjpeg (Baseline), yuvj420p(pc, bt470bg/unknown/unknown), 64x64, 25 fps
+  Stream #0:6: Video: mjpeg (Baseline), yuvj420p(pc, bt470bg/unknown/unknown), 32x64 [SAR 2:1 DAR 1:1], 25 fps
 `
 
 test("reads each video stream's index, codec, cover disposition and whether it may be transparent from ffmpeg's description", () => {
   assert.equal(parseVideoStreams(HEADER), [
     // alpha_mode counts for VP8 and VP9 only; a metadata value that looks like a stream line is not one.
     // The frame rate: fps, else tbr ("90k": 90 000).
-    {index: 0, codec: 'h264', cover: false, alpha: false, fps: 25},
-    {index: 2, codec: 'vp9', cover: false, alpha: true, fps: 10},
-    {index: 3, codec: 'png', cover: true, alpha: true, fps: 90_000},
-    {index: 4, codec: 'qtrle', cover: false, alpha: true, fps: 10},
-    {index: 5, codec: 'gif', cover: false, alpha: true, fps: 10},
-    {index: 6, codec: 'mjpeg', cover: false, alpha: false, fps: 25},
+    // The picture size, and a sample aspect ratio other than 1:1, in brackets or not.
+    {index: 0, codec: 'h264', cover: false, alpha: false, fps: 25, width: 64, height: 64},
+    {index: 2, codec: 'vp9', cover: false, alpha: true, fps: 10, width: 64, height: 64},
+    {index: 3, codec: 'png', cover: true, alpha: true, fps: 90_000, width: 64, height: 64},
+    {index: 4, codec: 'qtrle', cover: false, alpha: true, fps: 10, width: 64, height: 64},
+    {index: 5, codec: 'gif', cover: false, alpha: true, fps: 10, width: 64, height: 64},
+    {index: 6, codec: 'mjpeg', cover: false, alpha: false, fps: 25, width: 32, height: 64, sar: 2},
   ])
+  // The demuxer ffmpeg chose, by the first of its names.
+  assert.is(inputFormat(HEADER), 'matroska')
+  assert.is(inputFormat("Input #0, mpegts, from 'x.ts':"), 'mpegts')
+  assert.is(inputFormat('x.ts: Invalid data found when processing input'), undefined)
 })
 
 test('a transparent VP9 that the ffmpeg in use cannot decode with libvpx is refused, not scored without its alpha', async () => {
