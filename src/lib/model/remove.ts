@@ -1,0 +1,89 @@
+/**
+ * `mod models remove`: a model's folder under the cache, and what mod derived from its files elsewhere in the cache
+ * (optimised graphs, signed int8 copies and their graphs, prompt embeddings), so that removing a model frees its
+ * space. It holds the folder's install lock while it deletes: a pull or add in progress there is not cut short.
+ */
+import {lstat, readdir, readFile, rm, rmdir} from 'node:fs/promises'
+import {dirname, join, resolve} from 'node:path'
+
+import {withInstallLock} from './install-lock.js'
+import {promptCachePath} from './prompt-cache.js'
+import {cachePrefix, removeCachedGraphs} from './session.js'
+
+/** What was removed: the folder, and the bytes freed there and in the derived caches. */
+export interface RemovedModel {
+  dir: string
+  /** The installed model's id, when its manifest.json named one. */
+  id?: string
+  bytes: number
+}
+
+/** Every file under `dir` with its size (links counted, not followed). */
+async function filesUnder(dir: string): Promise<{path: string; size: number}[]> {
+  const entries = await readdir(dir, {withFileTypes: true})
+  const nested = await Promise.all(
+    entries.map(async (e) => {
+      const path = join(dir, e.name)
+      return e.isDirectory() ? filesUnder(path) : [{path, size: (await lstat(path)).size}]
+    }),
+  )
+  return nested.flat()
+}
+
+/** Bytes under `path` (a file or folder), 0 when it is not there. */
+async function sizeOf(path: string): Promise<number> {
+  const info = await lstat(path).catch(() => undefined)
+  if (info === undefined) return 0
+  return info.isDirectory() ? (await filesUnder(path)).reduce((sum, f) => sum + f.size, 0) : info.size
+}
+
+/** Removes what the cache holds for the model file at `file`: its optimised graphs, and its signed int8 copies with theirs. */
+async function removeDerived(file: string, cacheDir: string): Promise<number> {
+  let freed = 0
+  const int8 = join(cacheDir, 'int8')
+  const prefix = cachePrefix(file)
+  for (const name of (await readdir(int8).catch(() => [])).filter((n) => n.startsWith(prefix))) {
+    const copy = join(int8, name)
+    if (name.endsWith('.onnx')) freed += await graphsOf(copy, cacheDir)
+    freed += await sizeOf(copy)
+    await rm(copy, {force: true})
+  }
+  return freed + (await graphsOf(file, cacheDir))
+}
+
+/** Removes the optimised graphs of the model file at `file`; the bytes they held. */
+async function graphsOf(file: string, cacheDir: string): Promise<number> {
+  const root = join(cacheDir, 'ort')
+  const prefix = cachePrefix(file)
+  const entries = (await readdir(root).catch(() => [])).filter((n) => n.startsWith(prefix))
+  const bytes = (await Promise.all(entries.map((n) => sizeOf(join(root, n))))).reduce((a, b) => a + b, 0)
+  await removeCachedGraphs(file, cacheDir)
+  return bytes
+}
+
+/**
+ * Removes the model folder `dir` (a preset's or an add-on's under `cacheDir`; `what` names it when another process
+ * is installing there) with what was derived from its files; undefined when there is no such folder.
+ */
+export async function removeModel(dir: string, what: string, cacheDir: string): Promise<RemovedModel | undefined> {
+  const folder = resolve(dir)
+  if (!(await lstat(folder).then((s) => s.isDirectory(), () => false))) return undefined
+  const removed = await withInstallLock(folder, what, async () => {
+    const id = await readFile(join(folder, 'manifest.json'), 'utf8').then((t) => (JSON.parse(t) as {id?: unknown}).id, () => undefined)
+    const files = (await filesUnder(folder)).filter((f) => !f.path.endsWith('.install.lock'))
+    let bytes = files.reduce((sum, f) => sum + f.size, 0)
+    for (const f of files.filter((f) => f.path.endsWith('.onnx'))) bytes += await removeDerived(f.path, cacheDir)
+    if (typeof id === 'string') {
+      const prompts = dirname(promptCachePath(cacheDir, id))
+      bytes += await sizeOf(prompts)
+      await rm(prompts, {recursive: true, force: true})
+    }
+    // The manifest first: from then on the folder no longer counts as installed, whatever is left if this stops.
+    await rm(join(folder, 'manifest.json'), {force: true})
+    for (const name of await readdir(folder)) if (name !== '.install.lock') await rm(join(folder, name), {recursive: true, force: true})
+    return {dir: folder, ...(typeof id === 'string' ? {id} : {}), bytes}
+  })
+  // Emptied under the lock; a pull that took the folder since keeps it.
+  await rmdir(folder).catch(() => undefined)
+  return removed
+}
