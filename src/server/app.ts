@@ -12,7 +12,7 @@ import {answerClientError, answerConnect} from './client-error.js'
 import type {Request, RouteContext} from './context.js'
 import {holdContinue} from './continue.js'
 import {describe, EXPECTATION_FAILED, httpError, methodNotAllowed, notFound, toHttpError, type HttpErrorCode, type Log} from './errors.js'
-import {keyCheck, listedMethods, oneHost, preflight, publicRequestsOf} from './guards.js'
+import {exactPaths, keyCheck, listedMethods, oneHost, preflight, publicRequestsOf} from './guards.js'
 import {logTo, plainText, requestLog, type Logger} from './logger.js'
 import {buildInfo, createServerMetrics, type ServerMetrics} from './metrics.js'
 import {mountDocumentation, mountRoutes, type RouteFailure} from './mount.js'
@@ -127,6 +127,7 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   app.use(oneHost(broken))
   app.use(preflight(settings.corsOrigins, paths))
   app.use(keyCheck(keys, publicRequestsOf([...ROUTES, ...DOCUMENTATION]), owners, log, broken))
+  app.use(exactPaths(paths, broken))
   app.use(listedMethods(paths, broken))
   mountRoutes(app, paths, ROUTES, ctx, fail, {broken, checked: options.checkAnswers ?? true})
   const doc = openapiDocument({version, apiKey: keys.length > 0, allowUrls: settings.allowUrls, limits: settings.limits})

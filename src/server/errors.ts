@@ -196,7 +196,8 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
   not_found: {
     status: 404,
     when: () =>
-      'a path the document does not list, a job id that is unknown, deleted, expired, or of another API key, or a ' +
+      'a path the document does not list (paths are exact: one ending in a slash is 404, naming the endpoint without ' +
+      'it), a job id that is unknown, deleted, expired, or of another API key, or a ' +
       "video job's id on `/v1/jobs/{id}/results` (only image jobs have results pages)",
     example: 'no such endpoint: /v2/moderate',
   },
@@ -324,8 +325,9 @@ const ECHOED_PATH = 200
 /** The path as an error message repeats it: its first ECHOED_PATH characters, then an ellipsis. */
 const echoed = (path: string): string => (path.length > ECHOED_PATH ? `${path.slice(0, ECHOED_PATH)}…` : path)
 
-export function notFound(path: string): HttpError {
-  return httpError('not_found', `no such endpoint: ${echoed(path)}`)
+/** 404; `instead`: the endpoint the client most likely meant, named in the message. */
+export function notFound(path: string, instead?: string): HttpError {
+  return httpError('not_found', `no such endpoint: ${echoed(path)}${instead === undefined ? '' : `; did you mean ${echoed(instead)}?`}`)
 }
 
 export function methodNotAllowed(method: string, path: string, allowed: string[]): HttpError {

@@ -4,7 +4,7 @@ import type {NamedKey} from '../lib/config/api-keys.js'
 import {checkKey} from './auth.js'
 import type {Request} from './context.js'
 import {preflightHeaders} from './cors.js'
-import {httpError, methodNotAllowed, toHttpError, type Log} from './errors.js'
+import {httpError, methodNotAllowed, notFound, toHttpError, type Log} from './errors.js'
 import type {PathTable} from './paths.js'
 import {sendError, type Broken} from './reply.js'
 
@@ -59,6 +59,20 @@ export function listedMethods(paths: PathTable, broken: Broken): Guard {
     const methods = paths.listed(req.path)
     if (!methods || methods.includes(req.method ?? '')) return next()
     sendError(res, methodNotAllowed(req.method ?? '', req.path, methods), broken)
+  }
+}
+
+/**
+ * Paths are exact: one that ends in a slash is 404 (naming the endpoint without it, where there is one), the
+ * documentation's files under /docs/ aside. The router matched a route with or without the slash, while the rest
+ * knows exact paths: GET /v1/moderate/ was 404 where /v1/moderate is 405, and /health/ answered, undocumented.
+ */
+export function exactPaths(paths: PathTable, broken: Broken): Guard {
+  return (req, res, next) => {
+    const {path} = req
+    if (path.length < 2 || !path.endsWith('/') || path.startsWith('/docs/')) return next()
+    const bare = path.replace(/\/+$/, '') || '/'
+    sendError(res, notFound(path, paths.methodsOn(bare) === undefined ? undefined : bare), broken)
   }
 }
 

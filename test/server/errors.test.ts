@@ -294,6 +294,13 @@ test('404 not_found for an unknown path and 405 method_not_allowed with Allow fo
   assert.equal(await wrong.json(), {
     error: {code: 'method_not_allowed', message: 'GET is not allowed on /v1/moderate; use POST', request_id: wrong.headers.get('x-request-id')},
   })
+  // Paths are exact: with a trailing slash, 404 naming the endpoint meant, whatever the method (the router matched
+  // /health/ and POST /v1/moderate/, while GET /v1/moderate/ was a bare 404).
+  for (const [method, path, meant] of [['GET', '/v1/moderate/', '/v1/moderate'], ['POST', '/v1/moderate/', '/v1/moderate'], ['GET', '/health/', '/health'], ['GET', '/v1/jobs/abc/', '/v1/jobs/abc']]) {
+    const slash = await fetch(`${server.base}${path}`, {method})
+    assert.equal([slash.status, (await slash.json()).error.message], [404, `no such endpoint: ${path}; did you mean ${meant}?`], `${method} ${path}`)
+  }
+  assert.equal((await call(`${server.base}/v2/nothing/`)).body.error.message, 'no such endpoint: /v2/nothing/')
   const docsAsset = await fetch(`${server.base}/docs/nothing-here.js`)
   assert.is(docsAsset.status, 404)
   assert.is((await docsAsset.json()).error.code, 'not_found')
