@@ -19,7 +19,10 @@ export interface VideoStream {
   alpha: boolean
   /** Frames per second, as the description gives them (its fps, else its tbr); absent when it gives neither. */
   fps?: number
-  /** The picture size the description gives (its first pictures'; a stream may change it later); absent when none. */
+  /**
+   * The picture size the description gives, turned as displayed (a rotation of a quarter turn swaps the sides, as
+   * ffmpeg turns the frames it decodes): its first pictures' (a stream may change it later); absent when none.
+   */
   width?: number
   height?: number
   /** Its sample aspect ratio (a pixel's width over its height), when the description gives one other than 1:1. */
@@ -97,9 +100,20 @@ export function parseVideoStreams(header: string): VideoStream[] {
       current = undefined
     } else if (current && /^\s+alpha_mode\s*: 1\s*$/.test(line) && (current.codec === 'vp8' || current.codec === 'vp9')) {
       current.alpha = true
+    } else if (current?.width !== undefined && current.height !== undefined && quarterTurn(line)) {
+      ;[current.width, current.height] = [current.height, current.width]
     }
   }
   return streams
+}
+
+/**
+ * Whether a line under a stream says it is shown a quarter turn round: its display matrix's rotation (ffmpeg 5 and
+ * later, "displaymatrix: rotation of -90.00 degrees") or the `rotate` tag of earlier releases.
+ */
+function quarterTurn(line: string): boolean {
+  const degrees = /^\s+displaymatrix: rotation of (-?\d+(?:\.\d+)?) degrees/.exec(line)?.[1] ?? /^\s+rotate\s*: (-?\d+)\s*$/.exec(line)?.[1]
+  return degrees !== undefined && Math.abs(Math.round(Number(degrees)) % 180) === 90
 }
 
 /** The demuxer ffmpeg chose for the file, from its description ("Input #0, mpegts, from '…'"); the first of its names. */

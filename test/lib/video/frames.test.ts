@@ -89,6 +89,8 @@ test.before(async () => {
     {sources: ['color=c=blue:s=32x32:r=25:d=3'], graph: ([a]) => `${a}drawbox=c=red:t=fill:enable='eq(n,0)'`, output: [...MPEG4, clip('red-at-0.mp4')]},
     {sources: ['color=c=red:s=32x64:d=1:r=10'], graph: ([a]) => `${a}setsar=2`, output: [...MPEG4, clip('sar-2.mp4')]},
     {sources: ['color=c=red:s=1200x100:d=1:r=10'], graph: ([a]) => `${a}setsar=1/3`, output: [...MPEG4, clip('sar-1-3.mp4')]},
+    // 160x90, red on the left and blue on the right: turned.mp4 below.
+    {sources: ['color=c=red:s=80x90:d=1:r=10', 'color=c=blue:s=80x90:d=1:r=10'], graph: ([a, b]) => `${a}${b}hstack`, output: [...MPEG4, clip('halves.mp4')]},
     {
       sources: ['color=c=red:s=32x32:r=10:d=1,format=rgba', 'color=c=blue:s=32x32:r=10:d=1,format=rgba'],
       graph: ([a, b]) => `${a}${b}concat=n=2:v=1:a=0`,
@@ -112,10 +114,12 @@ test.before(async () => {
     {sources: ['sine=d=1'], graph: ([a]) => `${a}anull`, output: ['-c:a', 'aac', clip('tone.m4a')]},
   ])
   // From those, by one ffmpeg too: late.mp4, whose video starts 1.6 s after its audio; blue for 3 s and blue-red.mp4
-  // as a second stream; blue-red.mp4 five times; and blue-red.mp4 under a red cover.
+  // as a second stream; blue-red.mp4 five times; blue-red.mp4 under a red cover; and halves.mp4 shown a quarter turn
+  // round (the rotate tag, which ffmpeg 5 keeps on a stream copy only).
   await ffmpeg(
     ...['-f', 'lavfi', '-i', 'sine=d=5', '-itsoffset', '1.6', '-i', clip('red-at-0.mp4'), '-i', clip('blue-red.mp4')],
-    ...['-f', 'lavfi', '-i', 'color=c=blue:s=64x64:d=3:r=10', '-i', clip('red.png')],
+    ...['-f', 'lavfi', '-i', 'color=c=blue:s=64x64:d=3:r=10', '-i', clip('red.png'), '-i', clip('halves.mp4')],
+    ...['-map', '5:v', '-c', 'copy', '-metadata:s:v:0', 'rotate=90', clip('turned.mp4')],
     ...['-map', '0:a', '-map', '1:v', '-c:v', 'copy', '-c:a', 'aac', clip('late.mp4')],
     ...['-map', '3:v', '-map', '2:v', '-c:v', 'mpeg4', clip('two-streams.mkv')],
     ...Array(5).fill(['-map', '2:v']).flat(), '-c', 'copy', clip('five-streams.mkv'),
@@ -203,6 +207,17 @@ test('a picture size that changes mid-stream drops no frame: the red part just b
   const last = frames[8].image
   assert.equal([last.width, last.height], [224, 224])
   assert.ok(meanChannel(last, 1) > 60 && meanChannel(last, 1) < 160, 'green over half the frame')
+})
+
+test('a video shown turned is scored turned, its size as shown: a quarter turn makes a landscape clip portrait', async () => {
+  const {frames} = await decodeAll(clip('turned.mp4'))
+  const [frame] = frames
+  // 160x90 stored is 90x160 shown, enlarged to 224 on its shorter side; the halves side by side are now one above
+  // the other (which on top is the turn's direction, as ffmpeg reads the tag).
+  assert.equal([frames.length, frame.image.width, frame.image.height], [1, 224, 398])
+  const top = {...frame.image, height: 150, data: frame.image.data.subarray(0, 224 * 150 * 3)}
+  const bottom = {...frame.image, height: 150, data: frame.image.data.subarray(224 * 248 * 3)}
+  assert.equal([colour({...frame, image: top}), colour({...frame, image: bottom})].sort(), ['blue', 'red'])
 })
 
 test('frames are scored as displayed: non-square pixels are made square before the downscale', async () => {

@@ -40,6 +40,10 @@ test("reads each video stream's index, codec, cover disposition and whether it m
     {index: 5, codec: 'gif', cover: false, alpha: true, fps: 10, width: 64, height: 64},
     {index: 6, codec: 'mjpeg', cover: false, alpha: false, fps: 25, width: 32, height: 64, sar: 2},
   ])
+  // A quarter turn (ffmpeg 5's display matrix, or the rotate tag of earlier releases) swaps the sides as shown.
+  const turned = (side: string) => parseVideoStreams(`  Stream #0:0: Video: h264, yuv420p, 160x90, 10 fps\n    Side data:\n${side}\n`)[0]
+  assert.equal([turned('      displaymatrix: rotation of -90.00 degrees').width, turned('      displaymatrix: rotation of 270.00 degrees').height], [90, 160])
+  assert.equal([turned('    rotate          : 90').width, turned('      displaymatrix: rotation of 180.00 degrees').width], [90, 160])
   // The demuxer ffmpeg chose, by the first of its names.
   assert.is(inputFormat(HEADER), 'matroska')
   assert.is(inputFormat("Input #0, mpegts, from 'x.ts':"), 'mpegts')
