@@ -1,6 +1,6 @@
 // `mod models remove <preset>`: the folder under the cache and what mod derived from its files elsewhere in it, and
 // nothing else; a folder another process is installing into is left alone.
-import {cpSync, existsSync, mkdirSync, readdirSync, writeFileSync} from 'node:fs'
+import {cpSync, existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -59,6 +59,17 @@ test('a folder another mod is installing into is left as it is: exit 2 naming th
   assert.is(r.code, 2)
   assert.match(r.stderr, `another mod (process ${process.pid}) is installing there`)
   assert.equal(readdirSync(join(cache, 'fast')).sort(), before)
+})
+
+test('a preset folder that is a link: the link is removed, the folder it names kept', async () => {
+  const cache = join(dir.path, 'linked')
+  const mine = join(dir.path, 'my-model')
+  cpSync(TOY_MODEL, mine, {recursive: true})
+  mkdirSync(cache)
+  symlinkSync(mine, join(cache, 'fast'))
+  const r = await runInProcess(['models', 'remove', 'fast', '--cache-dir', cache])
+  assert.equal([r.code, r.stdout], [0, `fast: the link ${join(cache, 'fast')} is removed; the folder it named, ${mine}, is kept\n`])
+  assert.equal([existsSync(join(cache, 'fast')), existsSync(join(mine, 'manifest.json'))], [false, true])
 })
 
 test('an add-on is removed by its name; an unknown name is a usage error', async () => {

@@ -20,7 +20,8 @@ Deletes <cache-dir>/<preset> (the folder models pull and models add install into
 included) with the optimised graphs, signed int8 copies and prompt embeddings kept for its files in the cache. It
 waits for nothing: a pull or add running into the folder makes it fail, naming that process. A server or scan
 running on the model keeps what it has loaded; the next one to start does not find the model. A folder given by
---model-dir or MOD_MODEL_DIR is yours, and never removed. A preset that is not installed is said so, exit 0.`
+--model-dir or MOD_MODEL_DIR is yours, and never removed, nor is the folder a link in the cache names (the link is).
+A preset that is not installed is said so, exit 0.`
 
   static override examples = ['<%= config.bin %> models remove fast', '<%= config.bin %> models remove nudenet', '$ MOD_CACHE_DIR=/srv/mod <%= config.bin %> models remove accurate']
 
@@ -43,9 +44,12 @@ running on the model keeps what it has loaded; the next one to start does not fi
     const {cacheDir} = readSettings(settingsInput(flags), process.env).engine
     const dir = join(cacheDir, args.preset)
     const removed = await removeModel(dir, args.preset, cacheDir)
-    const line = removed
-      ? `${args.preset}${removed.id ? ` (${removed.id})` : ''} removed from ${visible(dir)}: ${formatBytes(removed.bytes)} freed\n`
-      : `${args.preset} is not installed in ${visible(dir)}: nothing to remove\n`
+    const line =
+      removed === undefined
+        ? `${args.preset} is not installed in ${visible(dir)}: nothing to remove\n`
+        : removed.linkedTo !== undefined
+          ? `${args.preset}: the link ${visible(dir)} is removed; the folder it named, ${visible(removed.linkedTo)}, is kept\n`
+          : `${args.preset}${removed.id ? ` (${removed.id})` : ''} removed from ${visible(dir)}: ${formatBytes(removed.bytes)} freed\n`
     this.printResult(textReporter(), line)
   }
 }

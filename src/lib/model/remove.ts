@@ -3,7 +3,7 @@
  * (optimised graphs, signed int8 copies and their graphs, prompt embeddings), so that removing a model frees its
  * space. It holds the folder's install lock while it deletes: a pull or add in progress there is not cut short.
  */
-import {lstat, readdir, readFile, rm, rmdir} from 'node:fs/promises'
+import {lstat, readdir, readFile, readlink, rm, rmdir} from 'node:fs/promises'
 import {dirname, join, resolve} from 'node:path'
 
 import {withInstallLock} from './install-lock.js'
@@ -16,6 +16,8 @@ export interface RemovedModel {
   /** The installed model's id, when its manifest.json named one. */
   id?: string
   bytes: number
+  /** Where the folder was a link: its target, which is kept (a folder of the user's, as MOD_MODEL_DIR is). */
+  linkedTo?: string
 }
 
 /** Every file under `dir` with its size (links counted, not followed). */
@@ -63,11 +65,18 @@ async function graphsOf(file: string, cacheDir: string): Promise<number> {
 
 /**
  * Removes the model folder `dir` (a preset's or an add-on's under `cacheDir`; `what` names it when another process
- * is installing there) with what was derived from its files; undefined when there is no such folder.
+ * is installing there) with what was derived from its files; undefined when there is no such folder. A link there
+ * is removed, its target kept.
  */
 export async function removeModel(dir: string, what: string, cacheDir: string): Promise<RemovedModel | undefined> {
   const folder = resolve(dir)
-  if (!(await lstat(folder).then((s) => s.isDirectory(), () => false))) return undefined
+  const info = await lstat(folder).catch(() => undefined)
+  if (info?.isSymbolicLink()) {
+    const linkedTo = await readlink(folder)
+    await rm(folder)
+    return {dir: folder, bytes: 0, linkedTo}
+  }
+  if (!info?.isDirectory()) return undefined
   const removed = await withInstallLock(folder, what, async () => {
     const id = await readFile(join(folder, 'manifest.json'), 'utf8').then((t) => (JSON.parse(t) as {id?: unknown}).id, () => undefined)
     const files = (await filesUnder(folder)).filter((f) => !f.path.endsWith('.install.lock'))
