@@ -59,6 +59,23 @@ function intervalFrames(streamFps: number | undefined, fps: number): number {
   return Math.max(2, Math.min(MAX_INTERVAL_FRAMES, Math.ceil(rate / fps - 1e-9)))
 }
 
+/**
+ * How many consecutive source frames each of the `n` frames of an interval that `thumbnail` looks at stands for: 1,
+ * or, where the source has more frames an interval than that (above 60 a second at fps 1, or below fps 1), their mean
+ * (ffmpeg's tmix), so that the frames between are seen blended rather than dropped by the resampling. A 240 fps clip
+ * with an ordinary frame every 4th and flagged ones between scored safe: the resampling to 60 kept the ordinary ones.
+ * `sourceFps`: the higher of the declared rate and the one the packets show (a declared rate can be patched low).
+ */
+export function blendedFrames(sourceFps: number | undefined, fps: number, n: number): number {
+  return sourceFps === undefined ? 1 : Math.max(1, Math.ceil(sourceFps / (fps * n) - 1e-9))
+}
+
+/** What the runs before decoding learnt of the file: the demuxer ffmpeg chose, and the frame rate its packets show. */
+export interface FileFacts {
+  format?: string
+  packetRate?: number
+}
+
 /** What each PPM frame of the decoder stacks: the instant's views (1, or 2 with transparency), then the interval's alike. */
 export interface StackLayout {
   views: 1 | 2
@@ -115,7 +132,7 @@ function fitted({width, height}: {width: number; height: number}): string {
  * it, the frame most like its interval [k / fps, (k + 1) / fps), chosen among intervalFrames of them scaled cheaply,
  * given the instant's timestamp.
  */
-function sampledFrames(o: DecoderOptions, stream: VideoStream | undefined, canvas: {width: number; height: number} | undefined): string {
+function sampledFrames(o: DecoderOptions, stream: VideoStream | undefined, canvas: {width: number; height: number} | undefined, packetRate?: number): string {
   const scale = displayScale(o.frameShortSide, o.maxFrameSide)
   const view = (tag: string): string => (stream?.alpha ? overPages(scale, tag) : scale)
   if (stream?.cover) return view('c')
@@ -124,14 +141,16 @@ function sampledFrames(o: DecoderOptions, stream: VideoStream | undefined, canva
   const {interval} = stackedParts(stream)
   if (!interval) return `${fit}${sampling}${view('i')}`
   const n = intervalFrames(stream?.fps, o.fps)
-  const choose = `${displayScale(o.frameShortSide, o.maxFrameSide, 'fast_bilinear')},fps=${o.fps * n}:start_time=0:round=up:eof_action=pass,thumbnail=${n},setpts=N/(${o.fps}*TB),fps=${o.fps},`
+  const blend = blendedFrames(Math.max(stream?.fps ?? 0, packetRate ?? 0) || undefined, o.fps, n)
+  const mean = blend > 1 ? `tmix=frames=${blend},` : ''
+  const choose = `${displayScale(o.frameShortSide, o.maxFrameSide, 'fast_bilinear')},${mean}fps=${o.fps * n}:start_time=0:round=up:eof_action=pass,thumbnail=${n},setpts=N/(${o.fps}*TB),fps=${o.fps},`
   return `${fit}split=2[instant][every];[instant]${sampling}${view('i')}[atinstant];[every]${choose}${view('r')}[ofinterval];[atinstant][ofinterval]vstack`
 }
 
 /** libvpx's decoders, which read the alpha channel of VP8 and VP9 that ffmpeg's own decoders leave out. */
 const ALPHA_DECODERS: Record<string, string> = {vp8: 'libvpx', vp9: 'libvpx-vp9'}
 
-function ffmpegArgs(path: string, o: DecoderOptions, stream: VideoStream | undefined, format: string | undefined): string[] {
+function ffmpegArgs(path: string, o: DecoderOptions, stream: VideoStream | undefined, {format, packetRate}: FileFacts): string[] {
   const map = stream === undefined ? '0:v:0' : `0:${stream.index}`
   const decoder = stream?.alpha ? ALPHA_DECODERS[stream.codec] : undefined
   const canvas = stream === undefined || stream.cover ? undefined : canvasOf(stream, o.frameShortSide, o.maxFrameSide)
@@ -148,7 +167,7 @@ function ffmpegArgs(path: string, o: DecoderOptions, stream: VideoStream | undef
     // its first frame).
     // A cover is one picture, without a timeline to sample.
     '-map', map, ...(stream?.cover ? ['-frames:v', '1'] : []),
-    '-vf', sampledFrames(o, stream, canvas),
+    '-vf', sampledFrames(o, stream, canvas, packetRate),
     '-pix_fmt', 'rgb24', '-f', 'image2pipe', '-vcodec', 'ppm', 'pipe:1',
     // Output 2: the packets' listing (no decoding) on fd 3, read only as a sign of progress while ffmpeg decodes
     // between two sampled frames (many seconds of video at a low fps).
@@ -172,11 +191,11 @@ export interface Decoder {
 
 /**
  * Starts ffmpeg on one video stream of the file (`stream`; undefined: the first, `0:v:0`): its sampled frames as
- * PPM on stdout, the packets' listing on fd 3. An attached picture (cover art) gives its one picture. `format`: the
- * demuxer ffmpeg chose for the file (probeVideoStreams), whose options every run gives.
+ * PPM on stdout, the packets' listing on fd 3. An attached picture (cover art) gives its one picture. `file`: what
+ * the runs before learnt (the demuxer ffmpeg chose, whose options every run gives; the packets' frame rate).
  */
-export function startDecoder(path: string, o: DecoderOptions, stream: VideoStream | undefined, format?: string): Decoder {
-  const ffmpeg = startFfmpeg(o.ffmpeg, ffmpegArgs(path, o, stream, format), ['ignore', 'pipe', 'pipe', 'pipe'], 'exit')
+export function startDecoder(path: string, o: DecoderOptions, stream: VideoStream | undefined, file: FileFacts = {}): Decoder {
+  const ffmpeg = startFfmpeg(o.ffmpeg, ffmpegArgs(path, o, stream, file), ['ignore', 'pipe', 'pipe', 'pipe'], 'exit')
   const {child} = ffmpeg
   const stdout = child.stdout as Readable
   const stderr = child.stderr as Readable

@@ -267,8 +267,11 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
   // The packets tell how many instants the video has: more than maxFrames is refused before decoding any (the check
   // on each instant decoded stays, for packets without timestamps).
   if (scan.end !== undefined && instantsBefore(scan.end, o.fps) > o.maxFrames) throw tooManyFrames(o)
+  // The frames a second the packets show, per stream (a cover's one packet aside): what the file really has.
+  const timelines = Math.max(1, streams.filter((stream) => stream !== undefined && !stream.cover).length)
+  const packetRate = scan.end !== undefined && scan.end > 0 ? scan.packets / timelines / scan.end : undefined
   const decodings: StreamDecoding[] = streams.map((stream) => {
-    const decoder = startDecoder(path, o, stream, probe.format)
+    const decoder = startDecoder(path, o, stream, {format: probe.format, packetRate})
     const layout = stackedParts(stream)
     const parser = createPpmParser(o.maxFrameSide, partCount(layout))
     return {decoder, layout, chunks: decoder.stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>, parser, queue: [], frames: 0, ended: false}

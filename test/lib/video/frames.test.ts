@@ -89,6 +89,8 @@ test.before(async () => {
     {sources: ['color=c=blue:s=32x32:r=25:d=3'], graph: ([a]) => `${a}drawbox=c=red:t=fill:enable='eq(n,0)'`, output: [...MPEG4, clip('red-at-0.mp4')]},
     {sources: ['color=c=red:s=32x64:d=1:r=10'], graph: ([a]) => `${a}setsar=2`, output: [...MPEG4, clip('sar-2.mp4')]},
     {sources: ['color=c=red:s=1200x100:d=1:r=10'], graph: ([a]) => `${a}setsar=1/3`, output: [...MPEG4, clip('sar-1-3.mp4')]},
+    // 240 frames a second for 2 s: every 4th frame blue (those on the instants, and those resampling to 60 keeps), the rest red.
+    {sources: ['color=c=red:s=64x64:d=2:r=240'], graph: ([a]) => `${a}drawbox=c=blue:t=fill:enable='not(mod(n,4))'`, output: [...MPEG4, clip('every-4th-blue.mp4')]},
     // 160x90, red on the left and blue on the right: turned.mp4 below.
     {sources: ['color=c=red:s=80x90:d=1:r=10', 'color=c=blue:s=80x90:d=1:r=10'], graph: ([a, b]) => `${a}${b}hstack`, output: [...MPEG4, clip('halves.mp4')]},
     {
@@ -207,6 +209,17 @@ test('a picture size that changes mid-stream drops no frame: the red part just b
   const last = frames[8].image
   assert.equal([last.width, last.height], [224, 224])
   assert.ok(meanChannel(last, 1) > 60 && meanChannel(last, 1) < 160, 'green over half the frame')
+})
+
+test('a source above 60 frames a second is looked at blended, not resampled: the frames between those kept are seen', async () => {
+  // Before, the interval's frames were resampled to 60 a second, which kept the blue ones only: every frame scored
+  // was blue, with three of four frames red. Now each frame looked at is the mean of 4 (three quarters red).
+  const {frames} = await decodeAll(clip('every-4th-blue.mp4'))
+  const instants = frames.filter((f) => f.interval === undefined)
+  const intervals = frames.filter((f) => f.interval !== undefined)
+  assert.equal(instants.map(colour), ['blue', 'blue'])
+  assert.is(intervals.length, 2)
+  for (const f of intervals) assert.ok(meanChannel(f.image, 0) > 150 && meanChannel(f.image, 2) < 100, `a red blend: ${[0, 1, 2].map((c) => Math.round(meanChannel(f.image, c as 0 | 1 | 2)))}`)
 })
 
 test('a video shown turned is scored turned, its size as shown: a quarter turn makes a landscape clip portrait', async () => {
