@@ -82,6 +82,11 @@ export async function moderateVideo(path: string, o: ModerateVideoOptions): Prom
         batch = []
       }
     }
+  } catch (e) {
+    // Stopped from outside (a job cancelled, Ctrl-C): the runs open so far are announced as they stand, as the
+    // closed ones were, rather than lost with the frames already scored.
+    if (o.signal?.aborted) for (const found of tracker.finish(round3(analyzed / o.fps)).closed) o.onSegment?.(found.label, found.segment)
+    throw e
   } finally {
     // Kills ffmpeg when we leave before the end (a stop, a scoring error); does nothing once decoding ended.
     await frames.return({frames: analyzed, duration: analyzed / o.fps})

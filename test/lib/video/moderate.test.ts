@@ -164,6 +164,33 @@ test('segments are announced as their runs close, and the open ones at the end',
   assert.equal(events, ['frame', 'frame', 'frame', 'redness 0-2', 'frame', 'frame', 'blueness 2-4', 'frame', 'redness 4-6'])
 })
 
+test('stopped from outside (a job cancelled) in a flagged run: the run so far is announced, then the stop passed on', async () => {
+  // long.mp4: red for 30 s. Stopped while its 6th frame is scored, the open run is 0-6 s.
+  const stop = new AbortController()
+  const found: string[] = []
+  let scored = 0
+  let reason = ''
+  try {
+    await moderateVideo(
+      clip('long.mp4'),
+      options({
+        batchSize: 1,
+        signal: stop.signal,
+        scoreFrames: async (frames) => {
+          if (++scored === 6) stop.abort(new Error('cancelled'))
+          return colourScores(frames)
+        },
+        onSegment: (name, s) => found.push(`${name} ${s.start}-${s.end} (${s.frames})`),
+      }),
+    )
+  } catch (e) {
+    reason = (e as Error).message
+  }
+  assert.is(reason, 'cancelled')
+  assert.equal(found, ['redness 0-6 (6)'])
+  assert.equal(childProcesses(), [])
+})
+
 test('a scoring error is passed on and ffmpeg does not outlive it', async () => {
   let message = ''
   try {
