@@ -59,15 +59,19 @@ function intervalFrames(streamFps: number | undefined, fps: number): number {
   return Math.max(2, Math.min(MAX_INTERVAL_FRAMES, Math.ceil(rate / fps - 1e-9)))
 }
 
+/** The most source frames one frame looked at blends (blendedFrames): tmix adds them all up for every frame. */
+const MAX_BLENDED = 16
+
 /**
  * How many consecutive source frames each of the `n` frames of an interval that `thumbnail` looks at stands for: 1,
  * or, where the source has more frames an interval than that (above 60 a second at fps 1, or below fps 1), their mean
- * (ffmpeg's tmix), so that the frames between are seen blended rather than dropped by the resampling. A 240 fps clip
- * with an ordinary frame every 4th and flagged ones between scored safe: the resampling to 60 kept the ordinary ones.
- * `sourceFps`: the higher of the declared rate and the one the packets show (a declared rate can be patched low).
+ * (ffmpeg's tmix), at most MAX_BLENDED, so that the frames between are seen blended rather than dropped by the
+ * resampling. A 240 fps clip with an ordinary frame every 4th and flagged ones between scored safe: the resampling to
+ * 60 kept the ordinary ones. `sourceFps`: the higher of the declared rate and the one the packets show (a declared
+ * rate can be patched low).
  */
-export function blendedFrames(sourceFps: number | undefined, fps: number, n: number): number {
-  return sourceFps === undefined ? 1 : Math.max(1, Math.ceil(sourceFps / (fps * n) - 1e-9))
+function blendedFrames(sourceFps: number | undefined, fps: number, n: number): number {
+  return sourceFps === undefined ? 1 : Math.max(1, Math.min(MAX_BLENDED, Math.ceil(sourceFps / (fps * n) - 1e-9)))
 }
 
 /** What the runs before decoding learnt of the file: the demuxer ffmpeg chose, and the frame rate its packets show. */
@@ -110,7 +114,7 @@ const CANVAS_SHORT = 224
  * dropped: a flagged part just before a switch was never scored. With the graph kept (`-reinit_filter 0`, ffmpegArgs)
  * and every frame of one size, none is; a frame of the size described (even, and not enlarged) passes unchanged.
  */
-export function canvasOf(stream: VideoStream, short: number, long: number): {width: number; height: number} | undefined {
+function canvasOf(stream: VideoStream, short: number, long: number): {width: number; height: number} | undefined {
   const {width, height, sar = 1} = stream
   if (width === undefined || height === undefined) return undefined
   const [shown, tall] = [width * sar, height]
