@@ -37,12 +37,18 @@ export function framesRead(place: FramePlace): number[] {
 
 /**
  * A frame to read, where it starts in the decoded one and what it may read; null for a frame not read (a video's
- * when the policy does not ask, an animation's past ANIMATION_FRAMES_READ).
+ * when the policy does not ask), `unread` for an animation's frame past ANIMATION_FRAMES_READ.
  */
-type TextInput = {frame: RgbImage; origin: FrameOrigin; budget: ReadBudget} | null
+type TextInput = {frame: RgbImage; origin: FrameOrigin; budget: ReadBudget} | null | 'unread'
 
 /** The output of a frame not read (its evidence is nothing, not an empty reading). */
 const NOTHING_READ: FrameText = {lines: [], hits: [], truncated: false}
+
+/**
+ * The output of an animation's frame scored and not read: its text was left unread, as lines past the budget are,
+ * so the image says `text_truncated`, where it said that all was read.
+ */
+const LEFT_UNREAD: FrameText = {lines: [], hits: [], truncated: true}
 
 function boxOf(b: TextBox, origin: FrameOrigin): Box {
   return toImageBox([b.x, b.y, b.width, b.height], origin)
@@ -63,14 +69,15 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
       // A video's frames are read one by one, each with an image's budget.
       if (kind === 'video') return {frame: decoded, origin: whole, budget: reader.budget}
       const read = framesRead(place)
-      return read.includes(place.index) ? {frame: decoded, origin: whole, budget: frameBudget(reader.budget, read.length)} : null
+      return read.includes(place.index) ? {frame: decoded, origin: whole, budget: frameBudget(reader.budget, read.length)} : 'unread'
     },
     async infer(inputs) {
-      const wanted = inputs.filter((i) => i !== null)
+      const wanted = inputs.filter((i) => i !== null && i !== 'unread')
       const reading = wanted.length > 0 ? await reader.read(wanted.map((i) => i.frame), wanted.map((i) => i.budget)) : {lines: [], hits: [], truncated: []}
       let next = 0
       return inputs.map((input) => {
         if (input === null) return NOTHING_READ
+        if (input === 'unread') return LEFT_UNREAD
         const k = next++
         return {
           truncated: reading.truncated[k],

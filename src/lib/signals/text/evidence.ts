@@ -56,7 +56,7 @@ const imageFields = {
   text_truncated: Type.Optional(
     Type.Boolean({
       description:
-        "Present when the policy has text rules: true when reading stopped early and lines of the image were left unread. An image reads the first lines in reading order while its budget lasts: by default 32 768 recogniser columns (the lines' widths at 48 px high; a receipt of 90 lines fits), set by the policy's text.budget or MOD_TEXT_BUDGET; an animation reads at most 3 of its frames scored, sharing that budget.",
+        "Present when the policy has text rules: true when reading stopped early and lines of the image were left unread. An image reads the first lines in reading order while its budget lasts: by default 32 768 recogniser columns (the lines' widths at 48 px high; a receipt of 90 lines fits), set by the policy's text.budget or MOD_TEXT_BUDGET; an animation reads at most 3 of its frames scored, sharing that budget, and is truncated when it has more.",
     }),
   ),
 }

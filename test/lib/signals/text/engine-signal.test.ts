@@ -143,6 +143,8 @@ test('an animation reads the frame on screen longest: a listed word shown 10 s o
   // The frames scored are 0-2 and 4-8; of them, evenly spaced by position, the text signal would read 0, 5 and 8.
   assert.equal(r.text_hits?.map((h) => [h.rule, h.text]), [['banned', 'ZORBLAX']])
   assert.is(r.text?.length, 3)
+  // Each frame read whole, but 5 of the 8 scored were not read: text was left unread, and the result says so.
+  assert.is(r.text_truncated, true)
 })
 
 test("the engine's textBudget (MOD_TEXT_BUDGET) wins over the policy's text.budget", async () => {
