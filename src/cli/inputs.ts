@@ -1,5 +1,5 @@
 import type {Stats} from 'node:fs'
-import {lstat, open, opendir, readlink, realpath, stat} from 'node:fs/promises'
+import {lstat, opendir, readlink, realpath, stat} from 'node:fs/promises'
 import {basename, dirname, isAbsolute, join, relative, resolve, sep} from 'node:path'
 
 import ignore, {type Ignore} from 'ignore'
@@ -10,7 +10,7 @@ import {isModError, ModError, type ErrorCode} from '../lib/errors.js'
 import {isAnimatedPng} from '../lib/image/apng.js'
 import {refusedImageFormat} from '../lib/image/decode.js'
 import {readCapped, readFileCapped} from '../lib/input/read-capped.js'
-import {aFormat, imageFormat, isLfsPointer, isVideoHead, sniffImage, SNIFF_BYTES, stillImageFormat} from '../lib/input/sniff.js'
+import {aFormat, imageFormat, isLfsPointer, isVideoHead, readHead, sniffImage, stillImageFormat} from '../lib/input/sniff.js'
 import {plural} from '../lib/plural.js'
 import {formatSize} from '../lib/sizes.js'
 import {repositoryRoot, trackedFiles, type Tracked} from './repository.js'
@@ -210,17 +210,6 @@ function kindOf(info: Stats): string {
   return 'not a regular file'
 }
 
-async function head(path: FsPath): Promise<Buffer> {
-  const handle = await open(path, 'r')
-  try {
-    const buffer = Buffer.alloc(SNIFF_BYTES)
-    const {bytesRead} = await handle.read(buffer, 0, SNIFF_BYTES, 0)
-    return buffer.subarray(0, bytesRead)
-  } finally {
-    await handle.close()
-  }
-}
-
 function skip(skipped: Skipped, reason: SkipReason): void {
   skipped.set(reason, (skipped.get(reason) ?? 0) + 1)
 }
@@ -302,7 +291,7 @@ async function check(dir: Folder, n: DirEntry, videos = false): Promise<Checked>
   if (!isFile) return {skip: 'not regular files'}
   let first
   try {
-    first = await head(at)
+    first = await readHead(at)
   } catch (e) {
     const err = readError(p, e)
     return {item: entry(p, err.code, err.message)}
@@ -484,7 +473,7 @@ export async function* scanInputs(
         if ('skip' in checked) skip(skipped, checked.skip)
         else if ('item' in checked) yield checked.item
         else yield {input: {source: p, read: () => readFile(p, maxBytes, 'at' in checked ? checked.at : p)}}
-      } else if (isVideoHead(await head(p).catch(() => Buffer.alloc(0)))) yield videoEntry(p)
+      } else if (isVideoHead(await readHead(p).catch(() => Buffer.alloc(0)))) yield videoEntry(p)
       else yield {input: {source: p, read: () => readFile(p, maxBytes)}}
     } else {
       yield entry(p, 'unsupported_media', `${p} is ${kindOf(info)}, not a regular file: give a file, a folder or - for stdin`)
@@ -510,7 +499,7 @@ async function* rawNamedFile(at: Buffer, maxBytes: number, skipped: Skipped, lis
     yield entry(shown, 'unsupported_media', `${shown} is ${info.isDirectory() ? 'a folder whose name is not UTF-8' : kindOf(info)}: list its files`)
     return
   }
-  const first = await head(at).catch(() => Buffer.alloc(0))
+  const first = await readHead(at).catch(() => Buffer.alloc(0))
   // A file named on the command line is always tried; a listed one only when it is an image (or a video, with `videos`).
   if (sniffImage(first) !== 'other' || !listed) yield {input: {source: shown, read: () => readFile(shown, maxBytes, at)}}
   else if (videos && isVideoHead(first)) yield videoEntry(shown)
@@ -553,7 +542,7 @@ export async function checkVideoFile(path: string): Promise<void> {
   }
   if (info.isDirectory()) throw new ModError('unsupported_media', `${path} is a folder, not a video: give one video file`)
   if (!info.isFile()) throw new ModError('unsupported_media', `${path} is ${kindOf(info)}, not a regular file`)
-  const first = await head(path).catch((e: unknown) => Promise.reject(readError(path, e)))
+  const first = await readHead(path).catch((e: unknown) => Promise.reject(readError(path, e)))
   const format = imageFormat(first)
   if (format === 'PNG' && isAnimatedPng(first)) {
     throw new ModError('unsupported_media', `${path} is an animated PNG (APNG), which mod reads neither as a video nor as an image: convert it to a video, or to an animated GIF or WebP for \`mod scan\``)
@@ -573,6 +562,6 @@ export async function isVideoFile(path: string): Promise<boolean> {
   if (path === '-') return false
   const info = await stat(path).catch(() => undefined)
   if (!info?.isFile()) return false
-  const first = await head(path).catch(() => undefined)
+  const first = await readHead(path).catch(() => undefined)
   return first !== undefined && first.length > 0 && sniffImage(first) === 'other'
 }

@@ -1,3 +1,5 @@
+import {open} from 'node:fs/promises'
+
 /**
  * What the first bytes of a file say it is: a format the image decoder accepts, an image format it refuses that
  * cameras or browsers show (HEIF, BMP, ICO, SVG, JPEG XL), or neither.
@@ -9,6 +11,18 @@ export type Sniffed = 'image' | 'refused' | 'other'
  * XML declaration, comment or doctype before its root element.
  */
 export const SNIFF_BYTES = 512
+
+/** The first SNIFF_BYTES of the file at `path` (fewer for a shorter file); rejects as the file system does. */
+export async function readHead(path: string | Buffer): Promise<Buffer> {
+  const handle = await open(path, 'r')
+  try {
+    const buffer = Buffer.alloc(SNIFF_BYTES)
+    const {bytesRead} = await handle.read(buffer, 0, SNIFF_BYTES, 0)
+    return buffer.subarray(0, bytesRead)
+  } finally {
+    await handle.close()
+  }
+}
 
 function ascii(b: Buffer, start: number, end: number): string {
   return b.subarray(start, end).toString('latin1')

@@ -1,8 +1,7 @@
-import {closeSync, openSync, readSync} from 'node:fs'
 import {basename, resolve} from 'node:path'
 
 import {ModError} from '../errors.js'
-import {aFormat, sniffImage, SNIFF_BYTES, stillImageFormat} from '../input/sniff.js'
+import {aFormat, readHead, sniffImage, stillImageFormat} from '../input/sniff.js'
 
 /** Demuxers accepted: MP4/MOV family, Matroska/WebM, AVI, animated GIF, MPEG-TS/PS, FLV, Ogg, ASF/WMV. */
 export const VIDEO_DEMUXERS = 'mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,gif,mpegts,mpeg,flv,ogg,asf'
@@ -74,24 +73,10 @@ const FFMPEG_REASONS: [RegExp, string][] = [
 /** Box types an MP4 or MOV file starts with: ffmpeg opens any file named .mp4 or .mov as one and finds no index. */
 const FIRST_BOXES = new Set(['ftyp', 'styp', 'moov', 'moof', 'mdat', 'free', 'skip', 'wide', 'pnot', 'uuid', 'sidx'])
 
-/** The file's first bytes, or undefined when they cannot be read (the reason stays ffmpeg's). */
-function fileHead(path: string): Buffer | undefined {
-  const head = Buffer.alloc(SNIFF_BYTES)
-  try {
-    const fd = openSync(path, 'r')
-    try {
-      return head.subarray(0, readSync(fd, head, 0, SNIFF_BYTES, 0))
-    } finally {
-      closeSync(fd)
-    }
-  } catch {
-    return undefined
-  }
-}
-
 /** What ffmpeg's failure means for a file it could not open as a video, from the file's own first bytes. */
-function notOpened(reason: string, path: string): string {
-  const head = fileHead(path)
+async function notOpened(reason: string, path: string): Promise<string> {
+  // A file that cannot be read keeps ffmpeg's reason.
+  const head = await readHead(path).catch(() => undefined)
   if (head === undefined) return reason
   // An animated GIF or AVIF sequence that fails here is a damaged video.
   const image = stillImageFormat(head)
@@ -107,9 +92,9 @@ function notOpened(reason: string, path: string): string {
 }
 
 /** unsupported_media with ffmpeg's reason reworded; its first line stays in `details` for a log. */
-export function unreadableVideo(log: string, path: string): ModError {
+export async function unreadableVideo(log: string, path: string): Promise<ModError> {
   const found = FFMPEG_REASONS.find(([pattern]) => pattern.test(log))?.[1]
-  const reason = found === NO_INDEX[1] || found === NOT_A_VIDEO ? notOpened(found, path) : (found ?? 'the video could not be decoded; the file may be damaged')
+  const reason = found === NO_INDEX[1] || found === NOT_A_VIDEO ? await notOpened(found, path) : (found ?? 'the video could not be decoded; the file may be damaged')
   return new ModError('unsupported_media', reason, {ffmpeg: firstError(log, path)})
 }
 

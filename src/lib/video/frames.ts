@@ -145,7 +145,7 @@ function createWaitClock(budgetMs: number, spentBefore: number, stallTimeoutMs: 
 }
 
 /** Throws the error that explains how ffmpeg ended, if it did not end well. */
-function checkEnding(code: number | null, frames: number, decoder: Decoder, clock: WaitClock, path: string, o: DecodeOptions, budgetMs: number): void {
+async function checkEnding(code: number | null, frames: number, decoder: Decoder, clock: WaitClock, path: string, o: DecodeOptions, budgetMs: number): Promise<void> {
   if (clock.overTime()) {
     throw new ModError('video_too_long', `decoding the video took longer than ${budgetMs / 1000} s, the limit for videos of up to ${o.maxSeconds} s`)
   }
@@ -154,7 +154,7 @@ function checkEnding(code: number | null, frames: number, decoder: Decoder, cloc
     throw decoderStalled(o.stallTimeoutMs)
   }
   if (decoder.pixelLimit()) throw picturesTooLarge(o.maxPixels)
-  if (code !== 0) throw unreadableVideo(decoder.log(), path)
+  if (code !== 0) throw await unreadableVideo(decoder.log(), path)
   if (frames === 0) throw new ModError('unsupported_media', 'no video frame could be decoded')
 }
 
@@ -299,7 +299,7 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
     for (const d of decodings) {
       const code = await clock.wait(d.decoder.exited)
       o.signal?.throwIfAborted()
-      checkEnding(code, d.frames, d.decoder, clock, path, o, budgetMs)
+      await checkEnding(code, d.frames, d.decoder, clock, path, o, budgetMs)
     }
     const span = index / o.fps
     const end = scan.end

@@ -83,7 +83,7 @@ export async function scanPackets(path: string, o: PacketScanOptions): Promise<P
     if (refusal) throw refusal
     if (ffmpeg.spawnFailed()) throw ffmpegMissing(`ffmpeg could not be run from ${JSON.stringify(o.ffmpeg)}`)
     if (ffmpeg.pixelLimit()) throw picturesTooLarge(o.maxPixels)
-    if (code !== 0) throw unreadableVideo(ffmpeg.log(), path)
+    if (code !== 0) throw await unreadableVideo(ffmpeg.log(), path)
     return {end: clock.end(), packets: clock.packets()}
   } finally {
     clearTimeout(stall)
