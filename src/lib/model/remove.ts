@@ -8,7 +8,7 @@ import {dirname, join, resolve} from 'node:path'
 
 import {withInstallLock} from './install-lock.js'
 import {promptCachePath} from './prompt-cache.js'
-import {cachePrefix, removeCachedGraphs} from './session.js'
+import {cachedGraphs, cachePrefix} from './session.js'
 
 /** What was removed: the folder, and the bytes freed there and in the derived caches. */
 export interface RemovedModel {
@@ -55,11 +55,11 @@ async function removeDerived(file: string, cacheDir: string): Promise<number> {
 
 /** Removes the optimised graphs of the model file at `file`; the bytes they held. */
 async function graphsOf(file: string, cacheDir: string): Promise<number> {
-  const root = join(cacheDir, 'ort')
-  const prefix = cachePrefix(file)
-  const entries = (await readdir(root).catch(() => [])).filter((n) => n.startsWith(prefix))
-  const bytes = (await Promise.all(entries.map((n) => sizeOf(join(root, n))))).reduce((a, b) => a + b, 0)
-  await removeCachedGraphs(file, cacheDir)
+  let bytes = 0
+  for (const entry of await cachedGraphs(file, cacheDir)) {
+    bytes += await sizeOf(entry)
+    await rm(entry, {recursive: true, force: true})
+  }
   return bytes
 }
 

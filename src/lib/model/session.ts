@@ -168,12 +168,16 @@ export function cachePrefix(file: string): string {
   return `${basename(file).replace(/\.onnx$/, '').replace(/[^\w.-]/g, '_')}-${digest(file)}-`
 }
 
-/** Removes the cached optimised graphs of a model file that is gone (a derived file replaced by a newer one). */
-export async function removeCachedGraphs(path: string, cacheDir: string): Promise<void> {
+/** The cache entries of the optimised graphs of the model file at `path` (folders under `<cacheDir>/ort`). */
+export async function cachedGraphs(path: string, cacheDir: string): Promise<string[]> {
   const root = join(cacheDir, 'ort')
   const prefix = cachePrefix(resolve(path))
-  const names = await readdir(root).catch(() => [])
-  await Promise.all(names.filter((n) => n.startsWith(prefix)).map((n) => rm(join(root, n), {recursive: true, force: true})))
+  return (await readdir(root).catch(() => [])).filter((n) => n.startsWith(prefix)).map((n) => join(root, n))
+}
+
+/** Removes the cached optimised graphs of a model file that is gone (a derived file replaced by a newer one). */
+export async function removeCachedGraphs(path: string, cacheDir: string): Promise<void> {
+  await Promise.all((await cachedGraphs(path, cacheDir)).map((entry) => rm(entry, {recursive: true, force: true})))
 }
 
 /**
