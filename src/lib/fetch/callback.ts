@@ -97,7 +97,7 @@ export async function sendCallback(raw: string, body: string, o: CallbackOptions
     try {
       // Resolved and checked again on every attempt: the answer may have changed since the job was accepted.
       const {url, addresses} = await callbackAddresses(raw, o)
-      const client = pinnedClient(url.origin, addresses, o.connect ?? directDial, timeoutMs)
+      const client = await pinnedClient(url.origin, addresses, o.connect ?? directDial, timeoutMs)
       try {
         const response = await client.request({
           path: url.pathname + url.search,

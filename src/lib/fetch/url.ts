@@ -128,7 +128,7 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 
 async function get(url: URL, addresses: string[], options: FetchImageOptions, signal: AbortSignal): Promise<Hop> {
   const where = describeUrl(url)
-  const client = pinnedClient(url.origin, addresses, options.connect ?? directDial, options.timeoutMs)
+  const client = await pinnedClient(url.origin, addresses, options.connect ?? directDial, options.timeoutMs)
   try {
     const response = await client.request({
       path: url.pathname + url.search,
