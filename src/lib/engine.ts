@@ -20,6 +20,7 @@ import type {FrameOutputs, Signal, SignalSetup} from './signals/signal.js'
 import {DEFAULT_DECODE_LIMITS} from './video/frames.js'
 import {resolveFfmpeg} from './video/ffmpeg.js'
 import {moderateVideo, type ScoredFrame} from './video/moderate.js'
+import type {FoundSegment} from './video/segments.js'
 import type {CategoriesResult, CategoryState, ErrorEntry, ModerationResult, RgbImage, Segment, VideoResult} from './types.js'
 
 export interface EngineOptions {
@@ -74,7 +75,8 @@ export interface VideoOptions {
   stopOnViolation: boolean
   /** Called for each segment as its run of frames closes (the CLI's --ndjson). */
   onSegment?: (label: string, segment: Segment) => void
-  onProgress?: (framesDone: number, seconds: number) => void
+  /** After each batch: frames analysed, seconds covered, and the runs still open as segments so far (moderate.ts). */
+  onProgress?: (framesDone: number, seconds: number, open: FoundSegment[]) => void
   /** When set, called once with the duration the container states, for a progress estimate (runs ffmpeg once more). */
   onDuration?: (seconds: number) => void
   signal?: AbortSignal

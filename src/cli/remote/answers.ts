@@ -104,6 +104,8 @@ export interface Job {
   status: 'queued' | 'running' | 'done' | 'failed' | 'cancelled'
   progress: {frames_analyzed: number; seconds: number}
   segments: (SegmentT & {name: string})[]
+  /** Absent from servers before it. */
+  open_segments?: (SegmentT & {name: string})[]
   result?: Video
   error?: {code: string; message: string}
 }
@@ -113,6 +115,7 @@ const JobFields = Type.Object({
   status: Type.Enum(['queued', 'running', 'done', 'failed', 'cancelled']),
   progress: Type.Object({frames_analyzed: Type.Integer({minimum: 0}), seconds: Type.Number({minimum: 0})}),
   segments: Type.Array(Type.Object({name: Type.String(), ...Segment.properties})),
+  open_segments: Type.Optional(Type.Array(Type.Object({name: Type.String(), ...Segment.properties}))),
   result: Type.Optional(VideoResult),
   error: Type.Optional(Type.Object({code: Type.String({pattern: '^[a-z_]{1,40}$'}), message: Type.String()})),
 })
@@ -121,7 +124,7 @@ export function jobResult(body: unknown, server: string, what: string): Job {
   const why = check(JobFields, body)
   if (why) throw badAnswer(server, what, `a job that is not valid (${why})`)
   const job = body as Job
-  const name = badName([...job.segments.map((s) => s.name), ...(job.result?.violations.map((v) => v.name) ?? [])])
+  const name = badName([...[...job.segments, ...(job.open_segments ?? [])].map((s) => s.name), ...(job.result?.violations.map((v) => v.name) ?? [])])
   if (name !== undefined) throw badAnswer(server, what, `a category name that is not one (${JSON.stringify(name)})`)
   if (job.error) job.error.message = serverMessage(job.error.message)
   return job

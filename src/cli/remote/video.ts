@@ -4,8 +4,8 @@ import {setTimeout as sleep} from 'node:timers/promises'
 
 import type {VideoOptions} from '../../lib/engine.js'
 import {ModError, type ErrorCode} from '../../lib/errors.js'
-import type {VideoResult} from '../../lib/types.js'
-import {jobResult} from './answers.js'
+import type {Segment, VideoResult} from '../../lib/types.js'
+import {jobResult, type Job} from './answers.js'
 import type {Client} from './client.js'
 
 /** Polls start quick (a short clip is done in a moment) and slow down to this. */
@@ -13,6 +13,11 @@ const FIRST_POLL_MS = 200
 const MAX_POLL_MS = 2000
 /** A job's answer holds its segments so far (a few hundred bytes each, and a video has at most a few thousand). */
 const JOB_BYTES = 16 * 1024 * 1024
+
+/** A job's segment as the engine reports one: its name apart, without the deprecated `label` that repeats it. */
+function found({name, label: _label, ...segment}: Job['segments'][number] & {label?: string}): {label: string; segment: Segment} {
+  return {label: name, segment}
+}
 
 /**
  * `mod scan-video --server`: the video goes to the server's job queue (POST /v1/jobs/video, streamed from disk),
@@ -32,9 +37,10 @@ export async function moderateVideoRemotely(client: Client, path: string, option
     for (;;) {
       const job = jobResult(await client.getJson(where, JOB_BYTES), client.server, `GET /${where}`)
       // Segments come in the order found; those not reported yet go out now.
-      for (const {name, label: _label, ...segment} of job.segments.slice(seen) as (typeof job.segments[number] & {label?: string})[]) options.onSegment?.(name, segment)
+      for (const {label, segment} of job.segments.slice(seen).map(found)) options.onSegment?.(label, segment)
       seen = job.segments.length
-      options.onProgress?.(job.progress.frames_analyzed, job.progress.seconds)
+      // A server before `open_segments` sends none.
+      options.onProgress?.(job.progress.frames_analyzed, job.progress.seconds, (job.open_segments ?? []).map(found))
       if (job.status === 'done' && job.result) return {...job.result, source: options.source}
       if (job.status === 'failed' || job.status === 'cancelled') {
         ended = true

@@ -2,7 +2,7 @@ import type {RgbImage} from '../image/rgb.js'
 import type {OpenEvidence} from '../signals/evidence.js'
 import type {Segment, VideoResult} from '../types.js'
 import {type DecodedFrame, type DecodeOptions, type DecodeSummary, decodeFrames} from './frames.js'
-import {createSegmentTracker, type FrameLabel} from './segments.js'
+import {createSegmentTracker, type FoundSegment, type FrameLabel} from './segments.js'
 
 export interface ModerateVideoOptions {
   /** Reported as `source` in the result. */
@@ -23,8 +23,11 @@ export interface ModerateVideoOptions {
   evidence?: readonly OpenEvidence[]
   /** Called for each kept segment once its run has closed (the open ones at the end), in the order found. */
   onSegment?: (label: string, segment: Segment) => void
-  /** Called after each batch with the frames analysed and the seconds of video they cover. */
-  onProgress?: (framesDone: number, seconds: number) => void
+  /**
+   * Called after each batch with the frames analysed, the seconds of video they cover, and the runs of flagged
+   * frames still open that are long enough to be kept, as segments ending there (they may grow, then close).
+   */
+  onProgress?: (framesDone: number, seconds: number, open: FoundSegment[]) => void
   /** When set, called once with the duration the container states (a progress estimate), if it states one. */
   onDuration?: (seconds: number) => void
   signal?: AbortSignal
@@ -78,7 +81,7 @@ export async function moderateVideo(path: string, o: ModerateVideoOptions): Prom
           analyzed++
           stoppedEarly = o.stopOnViolation && tracker.hasSegment()
         }
-        o.onProgress?.(analyzed, round3(analyzed / o.fps))
+        o.onProgress?.(analyzed, round3(analyzed / o.fps), tracker.open())
         batch = []
       }
     }

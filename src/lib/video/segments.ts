@@ -30,6 +30,11 @@ export interface SegmentTracker {
   pushInstant(frames: readonly InstantFrame[]): FoundSegment[]
   /** True once some label has a run of at least min_frames frames, closed or still open. */
   hasSegment(): boolean
+  /**
+   * The runs still open that are long enough to be kept, as segments ending after the last frame pushed; they stay
+   * open (a later frame extends or closes them).
+   */
+  open(): FoundSegment[]
   /** Closes the open runs (their end capped at `duration`); returns them and the violations of the whole video. */
   finish(duration: number): {closed: FoundSegment[]; violations: VideoViolation[]}
 }
@@ -60,17 +65,19 @@ export function createSegmentTracker(fps: number, minFrames: number, evidence: r
   const states = new Map<string, LabelState>()
   let frames = 0
 
+  const segmentOf = (run: Run, duration: number): Segment => ({
+    start: round(run.first / fps, 3),
+    end: round(Math.min((run.first + run.frames) / fps, duration), 3),
+    frames: run.frames,
+    max_confidence: round(run.max, 4),
+    ...run.evidence.fields(),
+  })
+
   function close(state: LabelState, duration: number): FoundSegment[] {
     const run = state.run
     state.run = undefined
     if (run === undefined || run.frames < minFrames) return []
-    const segment: Segment = {
-      start: round(run.first / fps, 3),
-      end: round(Math.min((run.first + run.frames) / fps, duration), 3),
-      frames: run.frames,
-      max_confidence: round(run.max, 4),
-      ...run.evidence.fields(),
-    }
+    const segment = segmentOf(run, duration)
     state.segments.push(segment)
     return [{label: state.label.name, segment}]
   }
@@ -117,6 +124,10 @@ export function createSegmentTracker(fps: number, minFrames: number, evidence: r
 
     hasSegment() {
       return [...states.values()].some((s) => s.segments.length > 0 || (s.run?.frames ?? 0) >= minFrames)
+    },
+
+    open() {
+      return [...states.values()].flatMap((s) => (s.run !== undefined && s.run.frames >= minFrames ? [{label: s.label.name, segment: segmentOf(s.run, Infinity)}] : []))
     },
 
     finish(duration) {

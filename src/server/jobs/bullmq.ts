@@ -50,6 +50,7 @@ interface Progress {
   frames_analyzed: number
   seconds: number
   segments: JobBody['segments']
+  open_segments: JobBody['open_segments']
   updated_at: string
 }
 
@@ -97,6 +98,8 @@ async function body(v: Video, job: VideoJob): Promise<JobBody | undefined> {
     updated_at: seen.updated_at ?? base.updated_at,
     progress: {frames_analyzed: seen.frames_analyzed ?? 0, seconds: seen.seconds ?? 0},
     segments: seen.segments ?? [],
+    // Absent from the progress a server before this field saved.
+    open_segments: seen.open_segments ?? [],
   }
   const finished = job.finishedOn === undefined ? undefined : new Date(job.finishedOn).toISOString()
   if (job.finishedOn !== undefined && job.finishedOn + v.o.ttlSeconds * 1000 < Date.now()) return undefined
@@ -152,7 +155,10 @@ async function deleteJob(v: Video, jobs: JobSkeleton<JobRunner>, id: string, own
   const current = await body(v, job)
   if (!current) return undefined
   const ending = current.status === 'queued' || current.status === 'running'
-  const answer: JobBody = ending ? {...current, status: 'cancelled', updated_at: new Date().toISOString()} : current
+  // A job stopped here ends as a cancelled run does: the runs open at its last progress are segments as they stood.
+  const answer: JobBody = ending
+    ? {...current, status: 'cancelled', segments: [...current.segments, ...current.open_segments], open_segments: [], updated_at: new Date().toISOString()}
+    : current
   // Redis refuses to remove a job a worker holds. The mark makes it unknown at once, makes a worker that takes
   // it now drop it, and has its worker remove it when the run stops (purge).
   try {
@@ -185,7 +191,7 @@ async function sweep(v: Video): Promise<void> {
 
 /** The job's progress as its worker saves it: in order; a write that fails (Redis away for a moment) is dropped, not fatal. */
 function progressOf(job: VideoJob) {
-  let progress: Progress = {frames_analyzed: 0, seconds: 0, segments: [], updated_at: new Date().toISOString()}
+  let progress: Progress = {frames_analyzed: 0, seconds: 0, segments: [], open_segments: [], updated_at: new Date().toISOString()}
   let writing = Promise.resolve()
   return {
     save(change: Partial<Progress>): void {
@@ -195,9 +201,10 @@ function progressOf(job: VideoJob) {
     },
     segments: () => progress.segments,
     /** What the job's body takes from it, once every write is done. */
-    async written(): Promise<Pick<JobBody, 'progress' | 'segments'>> {
+    async written(): Promise<Pick<JobBody, 'progress' | 'segments' | 'open_segments'>> {
       await writing
-      return {progress: {frames_analyzed: progress.frames_analyzed, seconds: progress.seconds}, segments: progress.segments}
+      // Called once the run has ended: the runs it left open were announced as segments.
+      return {progress: {frames_analyzed: progress.frames_analyzed, seconds: progress.seconds}, segments: progress.segments, open_segments: []}
     },
   }
 }
@@ -223,7 +230,8 @@ async function processJob(v: Video, job: VideoJob, runner: JobRunner, controller
     }
     const result = await runner(spec, {
       signal,
-      onProgress: (frames, seconds) => progress.save({frames_analyzed: frames, seconds}),
+      onProgress: (frames, seconds, open) =>
+        progress.save({frames_analyzed: frames, seconds, open_segments: open.map((found) => jobSegment(found.label, found.segment))}),
       onSegment: (label, segment) => progress.save({segments: [...progress.segments(), jobSegment(label, segment)]}),
     })
     // A DELETE heard too late to stop the run still cancels it: the result is not kept.

@@ -28,7 +28,7 @@ function touch(entry: Entry, change: Partial<JobBody>): void {
 async function end(jobs: Jobs, o: MemoryQueueOptions, entry: Entry, change: Partial<JobBody>): Promise<void> {
   // The files go first, so a client that sees the job ended never finds its upload.
   await rm(entry.spec.dir, {recursive: true, force: true})
-  touch(entry, change)
+  touch(entry, {...change, open_segments: []})
   jobs.expire(entry.body.id, o.ttlSeconds)
   o.onEnd?.(entry.body, entry.spec)
 }
@@ -41,7 +41,8 @@ async function run(jobs: Jobs, o: MemoryQueueOptions, id: string, work: JobRunne
   const ran = await attempt(signal, () =>
     work(entry.spec, {
       signal,
-      onProgress: (frames, seconds) => touch(entry, {progress: {frames_analyzed: frames, seconds}}),
+      onProgress: (frames, seconds, open) =>
+        touch(entry, {progress: {frames_analyzed: frames, seconds}, open_segments: open.map((found) => jobSegment(found.label, found.segment))}),
       onSegment: (label, segment) => touch(entry, {segments: [...entry.body.segments, jobSegment(label, segment)]}),
     }),
   )

@@ -10,7 +10,7 @@ export function videoJobRunner(engine: Engine): JobRunner {
       minFrames: spec.minFrames,
       stopOnViolation: spec.stopOnViolation,
       signal: hooks.signal,
-      onProgress: (frames, seconds) => hooks.onProgress(frames, seconds),
+      onProgress: (frames, seconds, open) => hooks.onProgress(frames, seconds, open),
       onSegment: (label, segment) => hooks.onSegment(label, segment),
     })
 }

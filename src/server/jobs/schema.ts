@@ -17,7 +17,12 @@ export const JobSegment = Type.Object(
     // A video result's segment, its signals' fields included.
     ...Segment.properties,
   },
-  {...closed, description: 'A segment found so far, reported once its run of frames has closed.'},
+  {
+    ...closed,
+    description:
+      'A segment found so far: in `segments` once its run of frames has closed; in `open_segments` while it is still ' +
+      'open, its `end` then being the last frame analysed.',
+  },
 )
 
 /** A segment as a job reports it: `label` repeats `name` for older clients. */
@@ -45,6 +50,12 @@ export const Job = Type.Object(
       closed,
     ),
     segments: Type.Array(JobSegment, {description: 'Segments found so far, in the order found.'}),
+    open_segments: Type.Array(JobSegment, {
+      description:
+        'While the job runs: the runs of flagged frames still open that are long enough (`min_frames`) to be kept, as ' +
+        'they stand at the last frame analysed. Each grows until it closes and moves to `segments`; empty once the ' +
+        'job has ended (a run open at the end or at a cancel is then in `segments`).',
+    }),
     result: Type.Optional(VideoResult),
     error: Type.Optional(Type.Object({code: ErrorCode, message: Type.String()}, closed)),
   },

@@ -1,4 +1,5 @@
 import type {Segment, VideoResult} from '../../lib/types.js'
+import type {FoundSegment} from '../../lib/video/segments.js'
 import type {JobBody} from './schema.js'
 
 /** What a worker needs to run one job; JSON, since with Redis it travels to another process. */
@@ -20,7 +21,8 @@ export interface JobSpec {
 export interface RunHooks {
   /** Aborted by DELETE: the run stops and ffmpeg is killed. */
   signal: AbortSignal
-  onProgress(framesAnalyzed: number, seconds: number): void
+  /** `open`: the runs of flagged frames still open, as segments so far (the job's `open_segments`). */
+  onProgress(framesAnalyzed: number, seconds: number, open: FoundSegment[]): void
   onSegment(label: string, segment: Segment): void
 }
 
@@ -81,5 +83,6 @@ export function newJob(spec: JobSpec, now = new Date()): JobBody {
     updated_at: at,
     progress: {frames_analyzed: 0, seconds: 0},
     segments: [],
+    open_segments: [],
   }
 }

@@ -129,9 +129,9 @@ test('where a stop happens does not depend on the batch size', async () => {
   }
 })
 
-test('frames are scored in batches of at most batchSize, and progress is reported after each', async () => {
+test('frames are scored in batches of at most batchSize, and progress is reported after each with the runs still open', async () => {
   const batches: number[] = []
-  const progress: [number, number][] = []
+  const progress: [number, number, string[]][] = []
   await moderateVideo(
     clip('rbr.mp4'),
     options({
@@ -141,11 +141,12 @@ test('frames are scored in batches of at most batchSize, and progress is reporte
         batches.push(frames.length)
         return colourScores(frames)
       },
-      onProgress: (done, seconds) => progress.push([done, seconds]),
+      onProgress: (done, seconds, open) => progress.push([done, seconds, open.map((f) => `${f.label} ${f.segment.start}-${f.segment.end}`)]),
     }),
   )
   assert.equal(batches, [5, 5, 2])
-  assert.equal(progress, [[5, 2.5], [10, 5], [12, 6]])
+  // Red 0-2 s, blue 2-4 s, red 4-6 s: each report shows the run its last frame is in, ending there.
+  assert.equal(progress, [[5, 2.5, ['blueness 2-2.5']], [10, 5, ['redness 4-5']], [12, 6, ['redness 4-6']]])
 })
 
 test('segments are announced as their runs close, and the open ones at the end', async () => {

@@ -32,6 +32,16 @@ test('a run of frames at or over the threshold is one segment from its first fra
   ])
 })
 
+test('open() shows the runs still open that min_frames keeps, ending after the last frame, and leaves them open', () => {
+  const {tracker} = track([[weapons(0.1)], [weapons(0.9)], [nudity(0.8), weapons(0.6)]], {minFrames: 2})
+  // The weapons run has 2 frames; the nudity one 1, which min_frames would drop.
+  assert.equal(tracker.open(), [{label: 'weapons', segment: {start: 1, end: 3, frames: 2, max_confidence: 0.9}}])
+  assert.equal(tracker.push([weapons(0.7), nudity(0.1)]), [])
+  assert.equal(tracker.open(), [{label: 'weapons', segment: {start: 1, end: 4, frames: 3, max_confidence: 0.9}}])
+  assert.equal(tracker.push([weapons(0.2)]).map((f) => f.segment), [{start: 1, end: 4, frames: 3, max_confidence: 0.9}])
+  assert.equal(tracker.open(), [])
+})
+
 test('separate runs make separate segments; the label keeps the highest confidence of its segments', () => {
   const {tracker} = track([[weapons(0.6)], [weapons(0.1)], [weapons(0.8)], [weapons(0.7)]], {fps: 2})
   assert.equal(tracker.finish(2).violations[0], {

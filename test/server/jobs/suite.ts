@@ -18,6 +18,9 @@ import {call, errorOf, fakeEngine, form} from '../harness.js'
  * `ignoreAbort()` a cancelled run still waits for the release and then returns its result, as a run that had
  * finished just as it was cancelled.
  */
+/** The run the holding engine leaves open at its last frame. */
+const OPEN_RUN = {start: 4, end: 6, frames: 2, max_confidence: 0.9}
+
 export function holdingEngine(): {engine: Engine; started: Promise<void>; release(): void; aborted: Promise<void>; ignoreAbort(): void} {
   let release = () => {}
   let markStarted = () => {}
@@ -29,13 +32,16 @@ export function holdingEngine(): {engine: Engine; started: Promise<void>; releas
   const engine = fakeEngine({
     isLoaded: () => true,
     moderateVideo: async (_path: string, o: VideoOptions) => {
-      o.onProgress?.(3, 3)
+      // A run closed, then one still open at the last frame, as moderateVideo reports them.
       o.onSegment?.('redness', {start: 1, end: 3, frames: 2, max_confidence: 1})
+      o.onProgress?.(6, 6, [{label: 'redness', segment: OPEN_RUN}])
       markStarted()
       await new Promise<void>((resolve, reject) => {
         void released.then(resolve)
         o.signal?.addEventListener('abort', () => {
           markAborted()
+          // Stopped, it announces the open run as it stood, as moderateVideo does.
+          o.onSegment?.('redness', OPEN_RUN)
           if (!stubborn) reject(new ModError('bad_request', 'cancelled'))
         })
       })
@@ -106,8 +112,8 @@ export function jobsSuite(name: string, target: () => JobsTarget) {
     const job = await finished(t.base, r.body.id)
     const segment = {start: 2, end: 4, frames: 2, max_confidence: 1}
     assert.equal(
-      {status: job.status, progress: job.progress, segments: job.segments},
-      {status: 'done', progress: {frames_analyzed: 6, seconds: 6}, segments: [{name: 'redness', label: 'redness', ...segment}]},
+      {status: job.status, progress: job.progress, segments: job.segments, open: job.open_segments},
+      {status: 'done', progress: {frames_analyzed: 6, seconds: 6}, segments: [{name: 'redness', label: 'redness', ...segment}], open: []},
     )
     const sync = await call(`${t.base}/v1/moderate/video?fps=1&min_frames=2`, {
       method: 'POST',
@@ -127,27 +133,28 @@ export function jobsSuite(name: string, target: () => JobsTarget) {
     assert.equal(await readdir(t.storage), [])
   })
 
-  s('segments found so far are visible while running; DELETE stops the run, answers the job cancelled, and the job is gone', async () => {
+  s('segments found so far and the run still open are visible while running; DELETE stops the run, answers the job cancelled with the open run as a segment, and the job is gone', async () => {
     const t = target()
     const r = await submit(t.holding.base, 'long.mp4', 'any bytes')
     await t.holding.started
     // A queue on Redis stores progress as it comes; the client sees it on a later read.
     let running = await call(`${t.holding.base}/v1/jobs/${r.body.id}`)
     const end = Date.now() + 5000
-    while (running.body.segments.length === 0 && Date.now() < end) {
+    while (running.body.open_segments.length === 0 && Date.now() < end) {
       await new Promise((resolve) => setTimeout(resolve, 20))
       running = await call(`${t.holding.base}/v1/jobs/${r.body.id}`)
     }
     const segments = [{name: 'redness', label: 'redness', start: 1, end: 3, frames: 2, max_confidence: 1}]
+    const open = [{name: 'redness', label: 'redness', ...OPEN_RUN}]
     assert.equal(
-      {status: running.body.status, progress: running.body.progress, segments: running.body.segments},
-      {status: 'running', progress: {frames_analyzed: 3, seconds: 3}, segments},
+      {status: running.body.status, progress: running.body.progress, segments: running.body.segments, open: running.body.open_segments},
+      {status: 'running', progress: {frames_analyzed: 6, seconds: 6}, segments, open},
     )
     const deleted = await call(`${t.holding.base}/v1/jobs/${r.body.id}`, {method: 'DELETE'})
     assert.is(deleted.status, 200)
     assert.equal(
-      {id: deleted.body.id, status: deleted.body.status, progress: deleted.body.progress, segments: deleted.body.segments},
-      {id: r.body.id, status: 'cancelled', progress: {frames_analyzed: 3, seconds: 3}, segments},
+      {id: deleted.body.id, status: deleted.body.status, progress: deleted.body.progress, segments: deleted.body.segments, open: deleted.body.open_segments},
+      {id: r.body.id, status: 'cancelled', progress: {frames_analyzed: 6, seconds: 6}, segments: [...segments, ...open], open: []},
     )
     await t.holding.aborted
     await gone(t, t.holding.base, r.body.id)
