@@ -254,7 +254,10 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
   const probeOptions = {ffmpeg: o.ffmpeg, maxPixels: o.maxPixels, stallTimeoutMs: o.stallTimeoutMs, timeoutMs: budgetMs, maxSeconds: o.maxSeconds, onDuration: o.onDuration, signal: o.signal}
   const probe = await probeVideoStreams(path, probeOptions)
   const streams = streamsToDecode(probe.streams)
-  const scan = await scanPackets(path, {
+  // A file whose only pictures are covers (an audio file with its artwork) has no timeline to bound: each cover is
+  // decoded as one picture. The listing, which leaves covers out, would find no video stream in it.
+  const coversOnly = streams.every((stream) => stream?.cover === true)
+  const scan = coversOnly ? {end: undefined, packets: 0} : await scanPackets(path, {
     format: probe.format,
     ffmpeg: o.ffmpeg,
     maxSeconds: o.maxSeconds,

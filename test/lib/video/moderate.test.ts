@@ -22,6 +22,9 @@ test.before(async () => {
   await ffmpeg(...['-f', 'lavfi', '-i', 'color=c=blue:s=64x64:d=3:r=10', '-i', clip('blue-red.mp4'), '-map', '0:v', '-map', '1:v', '-c:v', 'mpeg4', clip('two-streams.mkv')])
   await colourClip(clip('blue.mp4'), ['blue'], 2)
   await ffmpeg(...['-i', clip('red.png'), '-i', clip('blue.mp4'), '-map', '0', '-map', '1:v', '-c:v:0', 'png', '-c:v:1', 'copy'], ...['-disposition:v:0', 'attached_pic', clip('cover.mp4')])
+  // 3 s of sound with a red cover (as a song's artwork), and the same sound without one.
+  await ffmpeg(...['-f', 'lavfi', '-i', 'sine=d=3', '-i', clip('red.png'), '-map', '0:a', '-map', '1', '-c:a', 'aac', '-c:v', 'png', '-disposition:v:0', 'attached_pic', clip('song.m4a')])
+  await ffmpeg('-f', 'lavfi', '-i', 'sine=d=3', '-c:a', 'aac', clip('sound.m4a'))
 })
 test.after(() => tmp.remove())
 
@@ -84,6 +87,13 @@ test('a segment found in any video stream counts, on the one timeline, and a cov
     2,
     [['blueness', [[0, 2, 2]]], ['redness', [[0, 1, 1]]]],
   ])
+})
+
+test("an audio file's cover is scored as one picture at 0 s; an audio file without one has no video stream", async () => {
+  const song = await moderateVideo(clip('song.m4a'), options())
+  assert.equal([song.frames_analyzed, song.violations.map((v) => [v.name, v.segments.map((g) => [g.start, g.end, g.frames])])], [1, [['redness', [[0, 1, 1]]]]])
+  const refused = await moderateVideo(clip('sound.m4a'), options()).catch((e: {code: string; message: string}) => e)
+  assert.equal([refused.code, refused.message], ['unsupported_media', 'the file has no video stream'])
 })
 
 test('min_frames drops shorter runs, and a video left without segments is safe', async () => {
