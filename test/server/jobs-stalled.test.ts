@@ -108,10 +108,16 @@ test('a job whose workers keep dying fails once the limit is reached', async () 
   await a.killed()
   const b = worker('hang')
   await b.printed(`started ${s.id}`)
+  // Its open run is stored while it runs.
+  const stored = Date.now() + 5000
+  while ((await queue.get(s.id))?.open_segments.length !== 1 && Date.now() < stored) await new Promise((resolve) => setTimeout(resolve, 20))
+  assert.is((await queue.get(s.id))?.open_segments.length, 1)
   await b.killed()
   worker('finish')
   assert.is(await ended(s.id), 'failed')
   const job = await queue.get(s.id)
+  // A job that ended has no run open.
+  assert.equal(job?.open_segments, [])
   assert.equal(job?.error?.code, 'internal')
   assert.match(job?.error?.message ?? '', /interrupted too many times/)
   const end = Date.now() + 5000

@@ -7,7 +7,7 @@ import {queueFull} from './admission.js'
 import {bullBackend, type BullBackend} from './bull-backend.js'
 import {jobData, readJobData, type JobData} from './data.js'
 import {LOCK_DURATION_MS, MAX_STALLED_COUNT, STALLED_INTERVAL_MS} from './recovery.js'
-import {Job, jobSegment, type JobBody} from './schema.js'
+import {closedSegment, Job, jobSegment, type JobBody} from './schema.js'
 import {metaKey} from './images/keys.js'
 import {visibleTo} from './owner.js'
 import {attempt, jobSkeleton, type Attempt, type JobSkeleton} from './skeleton.js'
@@ -98,8 +98,9 @@ async function body(v: Video, job: VideoJob): Promise<JobBody | undefined> {
     updated_at: seen.updated_at ?? base.updated_at,
     progress: {frames_analyzed: seen.frames_analyzed ?? 0, seconds: seen.seconds ?? 0},
     segments: seen.segments ?? [],
-    // Absent from the progress a server before this field saved.
-    open_segments: seen.open_segments ?? [],
+    // Only while a worker runs it (a job that ended or waits again has none open); absent from the progress a
+    // server before this field saved.
+    open_segments: state === 'active' ? (seen.open_segments ?? []) : [],
   }
   const finished = job.finishedOn === undefined ? undefined : new Date(job.finishedOn).toISOString()
   if (job.finishedOn !== undefined && job.finishedOn + v.o.ttlSeconds * 1000 < Date.now()) return undefined
@@ -199,7 +200,7 @@ function progressOf(job: VideoJob) {
       const snapshot = progress
       writing = writing.then(() => job.updateProgress(snapshot as unknown as object)).catch(() => {})
     },
-    segments: () => progress.segments,
+    current: (): Progress => progress,
     /** What the job's body takes from it, once every write is done. */
     async written(): Promise<Pick<JobBody, 'progress' | 'segments' | 'open_segments'>> {
       await writing
@@ -232,7 +233,7 @@ async function processJob(v: Video, job: VideoJob, runner: JobRunner, controller
       signal,
       onProgress: (frames, seconds, open) =>
         progress.save({frames_analyzed: frames, seconds, open_segments: open.map((found) => jobSegment(found.label, found.segment))}),
-      onSegment: (label, segment) => progress.save({segments: [...progress.segments(), jobSegment(label, segment)]}),
+      onSegment: (label, segment) => progress.save(closedSegment(progress.current(), label, segment)),
     })
     // A DELETE heard too late to stop the run still cancels it: the result is not kept.
     const deleted = signal.aborted || (await isDeleted(v, spec.id).catch(() => false))

@@ -2,7 +2,7 @@ import {rm} from 'node:fs/promises'
 
 import {queueFull} from './admission.js'
 import {memoryBackend, type MemoryBackend} from './memory-backend.js'
-import {jobSegment, type JobBody} from './schema.js'
+import {closedSegment, jobSegment, type JobBody} from './schema.js'
 import {attempt, jobSkeleton} from './skeleton.js'
 import {newJob, type JobQueue, type JobRunner, type JobSpec, type QueueHooks} from './types.js'
 
@@ -43,7 +43,7 @@ async function run(jobs: Jobs, o: MemoryQueueOptions, id: string, work: JobRunne
       signal,
       onProgress: (frames, seconds, open) =>
         touch(entry, {progress: {frames_analyzed: frames, seconds}, open_segments: open.map((found) => jobSegment(found.label, found.segment))}),
-      onSegment: (label, segment) => touch(entry, {segments: [...entry.body.segments, jobSegment(label, segment)]}),
+      onSegment: (label, segment) => touch(entry, closedSegment(entry.body, label, segment)),
     }),
   )
   // A run stopped by DELETE ends as cancelled, whatever its runner returned.

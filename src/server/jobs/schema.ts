@@ -30,6 +30,17 @@ export function jobSegment(name: string, segment: Static<typeof Segment>): Stati
   return {name, label: name, ...segment}
 }
 
+/**
+ * A job's segments once the run of `name` that `segment` reports has closed: added to `segments`, and out of
+ * `open_segments`, where it stood until now (the same category and start).
+ */
+export function closedSegment(job: Pick<JobBody, 'segments' | 'open_segments'>, name: string, segment: Static<typeof Segment>): Pick<JobBody, 'segments' | 'open_segments'> {
+  return {
+    segments: [...job.segments, jobSegment(name, segment)],
+    open_segments: job.open_segments.filter((open) => open.name !== name || open.start !== segment.start),
+  }
+}
+
 /** A job as GET /v1/jobs/{id} answers it and as its callback carries it. */
 export const Job = Type.Object(
   {

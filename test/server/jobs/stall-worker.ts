@@ -1,5 +1,5 @@
 // A job worker process for the stalled-job test: BullMQ with short lock timings; it prints "started <id>"
-// when it takes a job, then hangs (argv "hang") until killed, or finishes it at once ("finish"). The timings are
+// when it takes a job, then hangs (argv "hang", a run of flagged frames open) until killed, or finishes it at once ("finish"). The timings are
 // short so that the test waits little; what it checks (the job runs again) does not depend on them.
 import {createBullQueue} from '../../../src/server/jobs/bullmq.js'
 
@@ -15,8 +15,10 @@ const queue = createBullQueue({
   stalledIntervalMs: 300,
   maxStalledCount: 1,
 })
-queue.work(async (spec) => {
+queue.work(async (spec, hooks) => {
   process.stdout.write(`started ${spec.id}\n`)
+  // A hanging run has a run of flagged frames open, as a video would when its worker dies.
+  if (mode === 'hang') hooks.onProgress(1, 1, [{label: 'redness', segment: {start: 0, end: 1, frames: 1, max_confidence: 1}}])
   if (mode === 'hang') await new Promise(() => {})
   return {source: spec.source, is_safe: true, duration: 1, fps: 1, frames_analyzed: 1, stopped_early: false, violations: [], not_evaluated: []}
 })

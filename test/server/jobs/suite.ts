@@ -123,6 +123,17 @@ export function jobsSuite(name: string, target: () => JobsTarget) {
     assert.equal(await readdir(t.storage), [], 'the upload is removed when the job ends')
   })
 
+  s('a job whose video ends in a flagged run ends with that run in segments, once, and none open', async () => {
+    const t = target()
+    const data = await readFile(await colourClip(join(t.scratch, 'ends-red.mp4'), ['blue', 'red'], 2))
+    const r = await submit(t.base, 'ends-red.mp4', data, '?fps=1&min_frames=2')
+    const job = await finished(t.base, r.body.id)
+    assert.equal(
+      {status: job.status, segments: job.segments, open: job.open_segments},
+      {status: 'done', segments: [{name: 'redness', label: 'redness', start: 2, end: 4, frames: 2, max_confidence: 1}], open: []},
+    )
+  })
+
   s('a file that is not a video fails the job with the error body the synchronous endpoint answers', async () => {
     const t = target()
     const r = await submit(t.base, 'notes.mp4', 'plain words')
