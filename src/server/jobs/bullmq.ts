@@ -7,7 +7,7 @@ import {queueFull} from './admission.js'
 import {bullBackend, type BullBackend} from './bull-backend.js'
 import {jobData, readJobData, type JobData} from './data.js'
 import {LOCK_DURATION_MS, MAX_STALLED_COUNT, STALLED_INTERVAL_MS} from './recovery.js'
-import {closedSegment, Job, jobSegment, type JobBody} from './schema.js'
+import {closedSegment, Job, openSegments, type JobBody} from './schema.js'
 import {metaKey} from './images/keys.js'
 import {visibleTo} from './owner.js'
 import {attempt, jobSkeleton, type Attempt, type JobSkeleton} from './skeleton.js'
@@ -232,7 +232,7 @@ async function processJob(v: Video, job: VideoJob, runner: JobRunner, controller
     const result = await runner(spec, {
       signal,
       onProgress: (frames, seconds, open) =>
-        progress.save({frames_analyzed: frames, seconds, open_segments: open.map((found) => jobSegment(found.label, found.segment))}),
+        progress.save({frames_analyzed: frames, seconds, open_segments: openSegments(open)}),
       onSegment: (label, segment) => progress.save(closedSegment(progress.current(), label, segment)),
     })
     // A DELETE heard too late to stop the run still cancels it: the result is not kept.

@@ -2,7 +2,7 @@ import {rm} from 'node:fs/promises'
 
 import {queueFull} from './admission.js'
 import {memoryBackend, type MemoryBackend} from './memory-backend.js'
-import {closedSegment, jobSegment, type JobBody} from './schema.js'
+import {closedSegment, openSegments, type JobBody} from './schema.js'
 import {attempt, jobSkeleton} from './skeleton.js'
 import {newJob, type JobQueue, type JobRunner, type JobSpec, type QueueHooks} from './types.js'
 
@@ -42,7 +42,7 @@ async function run(jobs: Jobs, o: MemoryQueueOptions, id: string, work: JobRunne
     work(entry.spec, {
       signal,
       onProgress: (frames, seconds, open) =>
-        touch(entry, {progress: {frames_analyzed: frames, seconds}, open_segments: open.map((found) => jobSegment(found.label, found.segment))}),
+        touch(entry, {progress: {frames_analyzed: frames, seconds}, open_segments: openSegments(open)}),
       onSegment: (label, segment) => touch(entry, closedSegment(entry.body, label, segment)),
     }),
   )

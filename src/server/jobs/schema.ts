@@ -1,6 +1,7 @@
 import {Type, type Static} from '../../lib/typebox.js'
 
 import {Segment, VideoResult} from '../../lib/schemas.js'
+import type {FoundSegment} from '../../lib/video/segments.js'
 import {ErrorCode} from '../schemas.js'
 
 const closed = {additionalProperties: false} as const
@@ -26,8 +27,13 @@ export const JobSegment = Type.Object(
 )
 
 /** A segment as a job reports it: `label` repeats `name` for older clients. */
-export function jobSegment(name: string, segment: Static<typeof Segment>): Static<typeof JobSegment> {
+function jobSegment(name: string, segment: Static<typeof Segment>): Static<typeof JobSegment> {
   return {name, label: name, ...segment}
+}
+
+/** The runs a video's analysis reports open (moderate.ts onProgress), as a job's `open_segments`. */
+export function openSegments(open: readonly FoundSegment[]): Static<typeof JobSegment>[] {
+  return open.map((found) => jobSegment(found.label, found.segment))
 }
 
 /**
