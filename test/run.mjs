@@ -141,13 +141,14 @@ async function runFiles(queue) {
     const failed = Math.max(count('Total') - passed, code === 0 && summary ? 0 : 1)
     const skipped = count('Skipped')
     const secs = ((Date.now() - t0) / 1000).toFixed(1)
-    // uvu stops a file's run without a word when an error's `details` is not text (a ModError's is an object): the
-    // tests after it are counted as failed, and the cause is told here.
+    // uvu stops a file's run without a word when an error's `details` is not text (a library's error may carry an
+    // object there; a ModError's facts are in `context` for this reason): the tests after it are counted as failed,
+    // and the cause is told here.
     const unsaid = failed > 0 && code === 0 && !/^\s+FAIL\s/m.test(out)
     const why = !summary
       ? '\n[run.mjs] no uvu summary: the file ran no test (is test.run() called after its tests?)'
       : unsaid
-        ? `\n[run.mjs] ${failed} tests failed unreported: uvu stops a file when a test throws an error whose details are not text (a ModError); the test after the last one passed threw it`
+        ? `\n[run.mjs] ${failed} tests failed unreported: uvu stops a file when a test throws an error whose details property is not text; the test after the last one passed threw it`
         : ''
     process.stdout.write(`\n=== ${name} (${passed} passed, ${failed} failed, ${skipped} skipped, ${secs} s)\n${out.trimEnd()}${why}\n`)
     totals.passed += passed

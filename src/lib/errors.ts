@@ -29,7 +29,11 @@ export type ErrorCode =
 /** An error as a value: raised once where the problem is known; adapters map the code to a status or exit code. */
 export class ModError extends Error {
   readonly code: ErrorCode
-  readonly details?: Record<string, unknown>
+  /**
+   * Facts for a program, beside the message for a person. Not named `details`: uvu reads an error's `details` as its
+   * diff text and stops a test file without a word when it is not text.
+   */
+  readonly context?: Record<string, unknown>
   /**
    * The lines of a message built of several (an invalid file's problems, one a line), which the message joins with
    * line breaks. A printer that keeps text from elsewhere to one line (a terminal, a CI log) does so line by line:
@@ -37,11 +41,11 @@ export class ModError extends Error {
    */
   readonly lines?: readonly string[]
 
-  constructor(code: ErrorCode, message: string | readonly string[], details?: Record<string, unknown>) {
+  constructor(code: ErrorCode, message: string | readonly string[], context?: Record<string, unknown>) {
     super(typeof message === 'string' ? message : message.join('\n'))
     this.name = 'ModError'
     this.code = code
-    this.details = details
+    this.context = context
     if (typeof message !== 'string') this.lines = message
   }
 }
@@ -50,9 +54,9 @@ export class ModError extends Error {
  * The error of a file (or folder) with `problems`: one line `<headline>: <problem>` for one problem, else the
  * headline followed by one indented line for each.
  */
-export function problemsError(code: ErrorCode, headline: string, problems: readonly string[], details?: Record<string, unknown>): ModError {
-  if (problems.length === 1) return new ModError(code, `${headline}: ${problems[0]}`, details)
-  return new ModError(code, [`${headline}:`, ...problems.map((p) => `  ${p}`)], details)
+export function problemsError(code: ErrorCode, headline: string, problems: readonly string[], context?: Record<string, unknown>): ModError {
+  if (problems.length === 1) return new ModError(code, `${headline}: ${problems[0]}`, context)
+  return new ModError(code, [`${headline}:`, ...problems.map((p) => `  ${p}`)], context)
 }
 
 export function isModError(e: unknown): e is ModError {

@@ -127,7 +127,7 @@ Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the ho
     }).catch((e: unknown) => {
       const failure =
         // Network advice only for a network failure: not for a full disk or another installer.
-        isModError(e) && e.code === 'download_failed' && !this.interrupt.signal.aborted && e.details?.local !== true
+        isModError(e) && e.code === 'download_failed' && !this.interrupt.signal.aborted && e.context?.local !== true
           ? new ModError('download_failed', `${e.message}; to try next: ${nextSteps(dir, Boolean(settings.proxy.httpsProxy || settings.proxy.httpProxy), addon)}`)
           : e
       for (const f of files.slice(current)) f.reject(failure)

@@ -586,6 +586,6 @@ function decodeError(e: unknown, limits: ImageLimits): ModError {
   if (/pixel limit/i.test(message)) {
     return new ModError('payload_too_large', `image exceeds the limit of ${limits.maxPixels} pixels`)
   }
-  // The decoder's own line names its internals (libvips, libjpeg states): it stays in details.
+  // The decoder's own line names its internals (libvips, libjpeg states): it stays in the error's context.
   return new ModError('unreadable_image', 'the image data is corrupt or truncated', {decoder: message.split('\n')[0]})
 }

@@ -94,9 +94,9 @@ interface Context {
  */
 const MAX_UNPINNED_BYTES = 4 * 1024 * 1024 * 1024
 
-/** A download's failure; `local: true` in its details for one of this machine (the disk, another installer), not the network. */
-function failed(message: string, details?: Record<string, unknown>): ModError {
-  return new ModError('download_failed', message, details)
+/** A download's failure; `local: true` in its context for one of this machine (the disk, another installer), not the network. */
+function failed(message: string, context?: Record<string, unknown>): ModError {
+  return new ModError('download_failed', message, context)
 }
 
 async function sizeOf(path: string): Promise<number | undefined> {

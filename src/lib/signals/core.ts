@@ -423,7 +423,7 @@ function fromFeatures({cached, embeddingName}: CoreParts, features: Features): F
 function nothingToCheck(categories: readonly string[], missing: ModError | undefined): ModError {
   if (categories.length === 0) return new ModError('invalid_config', 'the policy has no category left to check')
   const which = `none of the policy's categories (${categories.join(', ')}) can be checked`
-  if (missing) return new ModError('model_missing', `${which}: ${missing.message}`, missing.details)
+  if (missing) return new ModError('model_missing', `${which}: ${missing.message}`, missing.context)
   return new ModError('invalid_config', `${which} by the signals chosen`)
 }
 

@@ -91,7 +91,7 @@ async function notOpened(reason: string, path: string): Promise<string> {
   return reason
 }
 
-/** unsupported_media with ffmpeg's reason reworded; its first line stays in `details` for a log. */
+/** unsupported_media with ffmpeg's reason reworded; its first line stays in the error's `context`. */
 export async function unreadableVideo(log: string, path: string): Promise<ModError> {
   const found = FFMPEG_REASONS.find(([pattern]) => pattern.test(log))?.[1]
   const reason = found === NO_INDEX[1] || found === NOT_A_VIDEO ? await notOpened(found, path) : (found ?? 'the video could not be decoded; the file may be damaged')

@@ -49,7 +49,7 @@ export async function refusedCredentials(url: string, timeoutMs = DEFAULT_COMMAN
   }
 }
 
-/** The client is not told Redis's own error (it names addresses and client internals); it stays in details. */
+/** The client is not told Redis's own error (it names addresses and client internals); it stays in the error's context. */
 export const unreachable = (e: unknown): ModError =>
   new ModError('overloaded', 'the job queue is not reachable; retry later', {cause: e instanceof Error ? e.message : String(e)})
 

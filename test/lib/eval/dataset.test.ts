@@ -27,7 +27,7 @@ async function problemsOf(p: Promise<unknown>): Promise<string[]> {
   try {
     await p
   } catch (e) {
-    if (isModError(e) && e.code === 'invalid_config') return (e.details?.problems as string[]) ?? []
+    if (isModError(e) && e.code === 'invalid_config') return (e.context?.problems as string[]) ?? []
     throw e
   }
   throw new Error('expected an invalid_config error')

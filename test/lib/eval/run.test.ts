@@ -49,7 +49,7 @@ test('the same image under other labels in two places, copied or linked, stops t
   )
   assert.instance(error, ModError)
   assert.is((error as ModError).code, 'invalid_config')
-  assert.equal((error as ModError).details?.problems, [
+  assert.equal((error as ModError).context?.problems, [
     'safe/copy.png (safe) is the same image as nudity/again.png (nudity): keep one, and give it every label it has in labels.csv',
     'safe/link.png (safe) is the same image as nudity/skin1.png (nudity): keep one, and give it every label it has in labels.csv',
   ])

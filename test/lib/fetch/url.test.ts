@@ -375,7 +375,7 @@ test('reports a non-2xx answer as a failed fetch without its body', async () => 
     })))
     assert.is(e.code, 'url_fetch_failed')
     assert.is(e.message, 'http://images.test answered HTTP 404')
-    assert.equal(e.details, {status: 404})
+    assert.equal(e.context, {status: 404})
   } finally {
     await local.close()
   }

@@ -755,7 +755,7 @@ test('calls a truncated JPEG or PNG unreadable when its header is intact', async
     assert.is(e.code, 'unreadable_image')
     // In our words; the decoder's own line (libvips' wording) is kept for a log only.
     assert.is(e.message, 'the image data is corrupt or truncated')
-    assert.type(e.details?.decoder, 'string')
+    assert.type(e.context?.decoder, 'string')
   }
 })
 

@@ -346,7 +346,7 @@ test('a full disk is said as such, a failure of this machine, not of the network
   const err = await rejection(pullModel(preset(), dest))
   assert.is(err.code, 'download_failed')
   assert.match(err.message, `the disk holding ${dest} is full: vocab.json stopped after`)
-  assert.equal((err as {details?: unknown}).details, {local: true})
+  assert.equal((err as {context?: unknown}).context, {local: true})
 })
 
 test('files already installed and matching are not downloaded again', async () => {
