@@ -7,22 +7,25 @@ import {aFormat, readHead, sniffImage, stillImageFormat} from '../input/sniff.js
 export const VIDEO_DEMUXERS = 'mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,gif,mpegts,mpeg,flv,ogg,asf'
 
 /**
- * Input options per demuxer, given once the file's demuxer is known (streams.ts probeVideoStreams). MPEG-TS: a
+ * Input options per demuxer, given once the file's demuxer is known (from ffmpeg's description of it, streams.ts). MPEG-TS: a
  * program whose video moves to another PID (its PMT changed) keeps it as the same stream. Otherwise ffmpeg finds the
  * new PID only after its probe (about 5 s in), as a stream the runs do not map: a flagged part sent there was neither
  * decoded nor counted against the length limit, and the video scored safe. A player that follows the PMT shows it.
  */
 const DEMUXER_OPTIONS: Readonly<Record<string, readonly string[]>> = {mpegts: ['-merge_pmt_versions', '1']}
 
+/** Whether the demuxer ffmpeg chose for a file has options of its own: runs that name it differ from those that do not. */
+export const hasDemuxerOptions = (format: string | undefined): boolean => format !== undefined && DEMUXER_OPTIONS[format] !== undefined
+
 /**
- * How every ffmpeg run of ours opens an uploaded file: quiet, local files only, video containers only;
- * `format`: the demuxer ffmpeg chose for it (its options added, and that demuxer kept); `options` are input
- * options (a stream's decoder).
+ * How every ffmpeg run of ours opens an uploaded file: quiet (`loglevel`: errors only, unless the run also describes
+ * the file), local files only, video containers only; `format`: the demuxer ffmpeg chose for it (its options added,
+ * and that demuxer kept); `options` are input options (a stream's decoder).
  */
-export function inputArgs(path: string, maxPixels: number, format?: string, options: string[] = []): string[] {
+export function inputArgs(path: string, maxPixels: number, format?: string, options: string[] = [], loglevel = 'error'): string[] {
   const demuxer = format === undefined ? undefined : DEMUXER_OPTIONS[format]
   return [
-    '-nostdin', '-hide_banner', '-loglevel', 'error',
+    '-nostdin', '-hide_banner', '-nostats', '-loglevel', loglevel,
     // A playlist or concat file must not make ffmpeg open anything but local files.
     '-protocol_whitelist', 'file',
     // Only real video containers: ffmpeg would otherwise render a text file as video (its tty demuxer) and

@@ -2,6 +2,7 @@ import {spawn, type ChildProcess, type StdioOptions} from 'node:child_process'
 import type {Readable} from 'node:stream'
 
 import {LOG_HEAD_CHARS, overPixelLimit} from './ffmpeg-input.js'
+import {createLeveledLog} from './ffmpeg-log.js'
 
 /** A running ffmpeg of ours: how it ended, the head of its log, and whether a picture went over `-max_pixels`. */
 export interface FfmpegProcess {
@@ -9,8 +10,11 @@ export interface FfmpegProcess {
   /** Resolves with the exit code (null when killed or never started) once the process ends (`settle`). */
   ended: Promise<number | null>
   spawnFailed(): boolean
+  /** The head of its error lines. */
   log(): string
   pixelLimit(): boolean
+  /** Its description of the file, when it was started at DESCRIBING_LOGLEVEL (`describing`); else empty. */
+  description(): string
   /** SIGKILL, unless it has ended already. */
   kill(): void
 }
@@ -18,8 +22,9 @@ export interface FfmpegProcess {
 /**
  * Starts `ffmpeg` with `args`, its stderr read for the log's head and the pixel limit. `settle`: `exit` when the
  * caller reads the output pipes at its own pace (they may outlive the process), `close` once they are closed too.
+ * `describing`: `args` set DESCRIBING_LOGLEVEL, and the log is told apart from the description.
  */
-export function startFfmpeg(ffmpeg: string, args: string[], stdio: StdioOptions, settle: 'exit' | 'close'): FfmpegProcess {
+export function startFfmpeg(ffmpeg: string, args: string[], stdio: StdioOptions, settle: 'exit' | 'close', describing = false): FfmpegProcess {
   const child = spawn(ffmpeg, args, {stdio, windowsHide: true})
   let spawnFailed = false
   const ended = new Promise<number | null>((done) => {
@@ -31,18 +36,24 @@ export function startFfmpeg(ffmpeg: string, args: string[], stdio: StdioOptions,
   })
   let log = ''
   let pixelLimit = false
-  ;(child.stderr as Readable).on('data', (chunk: Buffer) => {
-    const text = chunk.toString('utf8')
+  const leveled = describing ? createLeveledLog() : undefined
+  const stderr = child.stderr as Readable
+  stderr.setEncoding('utf8')
+  stderr.on('data', (text: string) => {
+    if (leveled) return leveled.push(text)
     if (log.length < LOG_HEAD_CHARS) log += text.slice(0, LOG_HEAD_CHARS - log.length)
     // ffmpeg decodes a first picture to learn the stream's size, even when it copies the packets.
     if (overPixelLimit(text)) pixelLimit = true
   })
+  stderr.on('end', () => leveled?.end())
   return {
     child,
     ended,
     spawnFailed: () => spawnFailed,
-    log: () => log,
-    pixelLimit: () => pixelLimit,
+    log: () => leveled?.errors() ?? log,
+    // A description holds the file's own metadata: there, only the error lines tell.
+    pixelLimit: () => (leveled ? overPixelLimit(leveled.errors()) : pixelLimit),
+    description: () => leveled?.description() ?? '',
     kill: () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
     },

@@ -1,11 +1,9 @@
-import {execFile} from 'node:child_process'
 import {constants} from 'node:fs'
 import {access, stat} from 'node:fs/promises'
 
 import {ModError} from '../errors.js'
 
 const HOW_TO_FIX = 'install ffmpeg (e.g. `apt-get install ffmpeg` or `brew install ffmpeg`) or set MOD_FFMPEG to its path'
-const PROBE_TIMEOUT_MS = 10_000
 
 /** The one error for "no usable ffmpeg", with the fix. */
 export function ffmpegMissing(problem: string): ModError {
@@ -39,17 +37,20 @@ async function staticBinary(loadStatic: () => Promise<unknown>): Promise<string 
   }
 }
 
-/** Runs `ffmpeg -version` without a shell: the operating system's own PATH search finds it, or not. */
-function onPath(command: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    execFile(command, ['-version'], {timeout: PROBE_TIMEOUT_MS, windowsHide: true}, (error) => resolve(!error))
-  })
+/** The command of an ffmpeg looked for on PATH: the system's own search finds it when a run starts, or not. */
+const ON_PATH = 'ffmpeg'
+
+/** ffmpeg_missing for a run that could not start `command` (resolveFfmpeg's answer). */
+export function ffmpegNotRun(command: string): ModError {
+  return ffmpegMissing(command === ON_PATH ? 'ffmpeg was not found, and videos need it' : `ffmpeg could not be run from ${JSON.stringify(command)}`)
 }
 
 /**
  * The ffmpeg binary to run: `explicit` (MOD_FFMPEG, passed in by the config layer) when given, which must be an
- * executable file; else the binary of the optional `ffmpeg-static` package when it is installed; else `ffmpeg`
- * found on PATH. `loadStatic` exists for tests. Throws `ffmpeg_missing` saying how to fix it.
+ * executable file; else the binary of the optional `ffmpeg-static` package when it is installed; else `ffmpeg`, found
+ * on PATH by each run (not tried here: starting Debian's ffmpeg costs as much CPU as listing a short video's
+ * packets; a run that cannot start it is ffmpegNotRun's `ffmpeg_missing`). `loadStatic` exists for tests. Throws
+ * `ffmpeg_missing` saying how to fix it.
  */
 export async function resolveFfmpeg(
   explicit?: string,
@@ -59,8 +60,5 @@ export async function resolveFfmpeg(
     if (await isExecutableFile(explicit)) return explicit
     throw ffmpegMissing(`MOD_FFMPEG is ${JSON.stringify(explicit)}, which is not an executable file`)
   }
-  const bundled = await staticBinary(loadStatic)
-  if (bundled !== undefined) return bundled
-  if (await onPath('ffmpeg')) return 'ffmpeg'
-  throw ffmpegMissing('ffmpeg was not found, and videos need it')
+  return (await staticBinary(loadStatic)) ?? ON_PATH
 }

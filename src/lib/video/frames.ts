@@ -4,11 +4,11 @@ import {emptyFileError, ModError} from '../errors.js'
 import type {RgbImage} from '../image/rgb.js'
 import {type Decoder, partCount, type StackLayout, stackedParts, startDecoder} from './decoder.js'
 import {type FrameView, frameViews} from './frame-views.js'
-import {ffmpegMissing} from './ffmpeg.js'
-import {decoderStalled, picturesTooLarge, unreadableVideo, videoTooLong} from './ffmpeg-input.js'
-import {scanPackets} from './packets.js'
+import {ffmpegNotRun} from './ffmpeg.js'
+import {decoderStalled, hasDemuxerOptions, picturesTooLarge, unreadableVideo, videoTooLong} from './ffmpeg-input.js'
+import {type PacketScan, scanPackets, surveyPackets} from './packets.js'
 import {createPpmParser, type PpmParser} from './ppm.js'
-import {probeVideoStreams, type VideoStream} from './streams.js'
+import {readDescription, type VideoStream} from './streams.js'
 
 export interface DecodeLimits {
   /**
@@ -149,7 +149,7 @@ async function checkEnding(code: number | null, frames: number, decoder: Decoder
   if (clock.overTime()) {
     throw new ModError('video_too_long', `decoding the video took longer than ${budgetMs / 1000} s, the limit for videos of up to ${o.maxSeconds} s`)
   }
-  if (decoder.spawnFailed()) throw ffmpegMissing(`ffmpeg could not be run from ${JSON.stringify(o.ffmpeg)}`)
+  if (decoder.spawnFailed()) throw ffmpegNotRun(o.ffmpeg)
   if (clock.stalled()) {
     throw decoderStalled(o.stallTimeoutMs)
   }
@@ -251,22 +251,20 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
   if ((await stat(path)).size === 0) throw emptyFileError()
   const budgetMs = o.maxSeconds * o.decodeTimePerSecond * 1000
   const scanStarted = performance.now()
-  const probeOptions = {ffmpeg: o.ffmpeg, maxPixels: o.maxPixels, stallTimeoutMs: o.stallTimeoutMs, timeoutMs: budgetMs, maxSeconds: o.maxSeconds, onDuration: o.onDuration, signal: o.signal}
-  const probe = await probeVideoStreams(path, probeOptions)
+  const listing = {ffmpeg: o.ffmpeg, maxSeconds: o.maxSeconds, maxPackets: o.maxSeconds * o.maxSourceFps, maxPixels: o.maxPixels, stallTimeoutMs: o.stallTimeoutMs, timeoutMs: budgetMs, signal: o.signal}
+  // One run describes the file and lists its packets; what the description says is checked before the listing's errors.
+  const survey = await surveyPackets(path, listing)
+  const probe = readDescription(survey.description, o.onDuration)
   const streams = streamsToDecode(probe.streams)
   // A file whose only pictures are covers (an audio file with its artwork) has no timeline to bound: each cover is
-  // decoded as one picture. The listing, which leaves covers out, would find no video stream in it.
+  // decoded as one picture. The listing, which leaves covers out, found no video stream in it.
   const coversOnly = streams.every((stream) => stream?.cover === true)
-  const scan = coversOnly ? {end: undefined, packets: 0} : await scanPackets(path, {
-    format: probe.format,
-    ffmpeg: o.ffmpeg,
-    maxSeconds: o.maxSeconds,
-    maxPackets: o.maxSeconds * o.maxSourceFps,
-    maxPixels: o.maxPixels,
-    stallTimeoutMs: o.stallTimeoutMs,
-    timeoutMs: budgetMs,
-    signal: o.signal,
-  })
+  let scan: PacketScan = {end: undefined, packets: 0}
+  if (!coversOnly) {
+    if (survey.scan instanceof ModError) throw survey.scan
+    // A demuxer with options of its own (MPEG-TS: a program whose video changes PID) lists the packets again with them.
+    scan = hasDemuxerOptions(probe.format) ? await scanPackets(path, {...listing, format: probe.format}) : survey.scan
+  }
   // The packets tell how many instants the video has: more than maxFrames is refused before decoding any (the check
   // on each instant decoded stays, for packets without timestamps).
   if (scan.end !== undefined && instantsBefore(scan.end, o.fps) > o.maxFrames) throw tooManyFrames(o)

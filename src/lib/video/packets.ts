@@ -1,8 +1,9 @@
 import type {Readable} from 'node:stream'
 
 import {ModError} from '../errors.js'
-import {ffmpegMissing} from './ffmpeg.js'
+import {ffmpegMissing, ffmpegNotRun} from './ffmpeg.js'
 import {decoderStalled, inputArgs, picturesTooLarge, readingTooSlow, unreadableVideo, videoTooLong} from './ffmpeg-input.js'
+import {DESCRIBING_LOGLEVEL} from './ffmpeg-log.js'
 import {startFfmpeg} from './ffmpeg-process.js'
 import {createPacketClock} from './framecrc.js'
 
@@ -17,7 +18,7 @@ export interface PacketScanOptions {
   stallTimeoutMs: number
   /** ffmpeg is killed when the scan takes longer than this: `video_too_long`. */
   timeoutMs: number
-  /** The demuxer ffmpeg chose for the file (probeVideoStreams), whose options every run gives. */
+  /** The demuxer ffmpeg chose for the file (from its description), whose options every run gives. */
   format?: string
   signal?: AbortSignal
 }
@@ -26,6 +27,13 @@ export interface PacketScan {
   /** End time in seconds of the latest packet (pts + duration), or undefined when none had a timestamp. */
   end: number | undefined
   packets: number
+}
+
+/** A listing's outcome: the packets, or why it failed; and ffmpeg's description of the file when it was asked for. */
+export interface PacketSurvey {
+  /** ffmpeg's description of the file (empty when it could not open it, or was not asked to describe it). */
+  description: string
+  scan: PacketScan | ModError
 }
 
 /**
@@ -40,10 +48,30 @@ export interface PacketScan {
  * signal's reason when aborted. ffmpeg never outlives the call.
  */
 export async function scanPackets(path: string, o: PacketScanOptions): Promise<PacketScan> {
+  const {scan} = await listPackets(path, o, false)
+  if (scan instanceof ModError) throw scan
+  return scan
+}
+
+/**
+ * scanPackets in the same run that describes the file (one ffmpeg instead of two: most of a short video's time is
+ * ffmpeg starting), its errors given back rather than thrown: a file without a video stream to list (only covers)
+ * still has its description. The demuxer is not known yet, so its own options are not given (`o.format` unused).
+ * Throws only the signal's reason when aborted.
+ */
+export async function surveyPackets(path: string, o: Omit<PacketScanOptions, 'format'>): Promise<PacketSurvey> {
+  return listPackets(path, o, true)
+}
+
+/** What an ffmpeg without DESCRIBING_LOGLEVEL's tags answers. */
+const TOO_OLD = /Invalid loglevel/
+
+async function listPackets(path: string, o: PacketScanOptions, describing: boolean): Promise<PacketSurvey> {
   o.signal?.throwIfAborted()
   // Every video stream but attached pictures (`V`): each is decoded, and a cover is one picture.
-  const args = [...inputArgs(path, o.maxPixels, o.format), '-map', '0:V', '-c', 'copy', '-f', 'framecrc', 'pipe:1']
-  const ffmpeg = startFfmpeg(o.ffmpeg, args, ['ignore', 'pipe', 'pipe'], 'close')
+  const input = inputArgs(path, o.maxPixels, describing ? undefined : o.format, [], describing ? DESCRIBING_LOGLEVEL : undefined)
+  const args = [...input, '-map', '0:V', '-c', 'copy', '-f', 'framecrc', 'pipe:1']
+  const ffmpeg = startFfmpeg(o.ffmpeg, args, ['ignore', 'pipe', 'pipe'], 'close', describing)
   const {child, kill, ended: closed} = ffmpeg
 
   let refusal: ModError | undefined
@@ -80,11 +108,13 @@ export async function scanPackets(path: string, o: PacketScanOptions): Promise<P
   try {
     const code = await closed
     o.signal?.throwIfAborted()
-    if (refusal) throw refusal
-    if (ffmpeg.spawnFailed()) throw ffmpegMissing(`ffmpeg could not be run from ${JSON.stringify(o.ffmpeg)}`)
-    if (ffmpeg.pixelLimit()) throw picturesTooLarge(o.maxPixels)
-    if (code !== 0) throw await unreadableVideo(ffmpeg.log(), path)
-    return {end: clock.end(), packets: clock.packets()}
+    const description = ffmpeg.description()
+    if (refusal) return {description, scan: refusal}
+    if (ffmpeg.spawnFailed()) return {description, scan: ffmpegNotRun(o.ffmpeg)}
+    if (ffmpeg.pixelLimit()) return {description, scan: picturesTooLarge(o.maxPixels)}
+    if (code !== 0 && TOO_OLD.test(ffmpeg.log())) return {description, scan: ffmpegMissing('the ffmpeg in use is too old to tag its log lines (mod needs ffmpeg 4.0 or later)')}
+    if (code !== 0) return {description, scan: await unreadableVideo(ffmpeg.log(), path)}
+    return {description, scan: {end: clock.end(), packets: clock.packets()}}
   } finally {
     clearTimeout(stall)
     clearTimeout(deadline)

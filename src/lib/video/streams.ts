@@ -1,9 +1,4 @@
-import {spawn} from 'node:child_process'
-import {resolve} from 'node:path'
-
 import {ModError} from '../errors.js'
-import {ffmpegMissing} from './ffmpeg.js'
-import {decoderStalled, readingTooSlow, VIDEO_DEMUXERS} from './ffmpeg-input.js'
 
 /** A video stream of a file, as ffmpeg's description of the file lists it. */
 export interface VideoStream {
@@ -40,9 +35,6 @@ const STREAM_LINE = /^\s*Stream #0:(\d+)\S*: Video: (.*)$/
  */
 const BITMAP_SUBTITLES = new Set(['hdmv_pgs_subtitle', 'dvb_subtitle', 'dvd_subtitle', 'xsub'])
 const SUBTITLE_LINE = /^\s*Stream #0:\d+\S*: Subtitle: ([\w-]+)/
-
-/** The header is in ffmpeg's first lines; a file whose description goes beyond this is not a video we take. */
-const MAX_HEADER_CHARS = 256 * 1024
 
 /** Splits "a (x, y), b, c" at the commas outside parentheses. */
 function topLevelFields(text: string): string[] {
@@ -135,20 +127,6 @@ export interface VideoProbe {
   format?: string
 }
 
-export interface StreamProbeOptions {
-  ffmpeg: string
-  maxPixels: number
-  /** ffmpeg is killed when it has not described the file within this: `unsupported_media`. */
-  stallTimeoutMs: number
-  /** ffmpeg is killed when it has not described the file within this either: `video_too_long`. */
-  timeoutMs: number
-  /** The longest video allowed, named in the `video_too_long` message. */
-  maxSeconds: number
-  /** Called with the duration the container states, if it states one (a progress estimate only: it may lie). */
-  onDuration?: (seconds: number) => void
-  signal?: AbortSignal
-}
-
 /** The duration a description states ("Duration: 00:01:02.50"), in seconds. */
 function statedSeconds(header: string): number | undefined {
   const m = /Duration: (\d+):(\d{2}):(\d{2}(?:\.\d+)?)/.exec(header)
@@ -156,54 +134,20 @@ function statedSeconds(header: string): number | undefined {
 }
 
 /**
- * The video streams of the file at `path` and its demuxer, from ffmpeg's description of it (the input opened as every
- * run of ours opens it, no output). A file ffmpeg cannot open gives none: the packet listing that follows says why.
- * Errors: `ffmpeg_missing`; `unsupported_media` or `video_too_long` when ffmpeg has not
- * described the file within `stallTimeoutMs` or `timeoutMs`; `unsupported_media` for a file with a subtitle stream
- * of pictures (bitmapSubtitles); the signal's reason when aborted.
+ * What ffmpeg's description of a file says: its video streams and its demuxer (none of either when ffmpeg could not
+ * open the file: the listing's error says why). `onDuration` is called with the duration the container states, if it
+ * states one (a progress estimate only: it may lie). Errors: `unsupported_media` for a file with a subtitle stream of
+ * pictures (bitmapSubtitles).
  */
-export async function probeVideoStreams(path: string, o: StreamProbeOptions): Promise<VideoProbe> {
-  o.signal?.throwIfAborted()
-  const args = ['-nostdin', '-hide_banner', '-protocol_whitelist', 'file', '-format_whitelist', VIDEO_DEMUXERS, '-max_pixels', String(o.maxPixels), '-i', resolve(path)]
-  const child = spawn(o.ffmpeg, args, {stdio: ['ignore', 'ignore', 'pipe'], windowsHide: true})
-  let header = ''
-  child.stderr.on('data', (chunk: Buffer) => {
-    if (header.length < MAX_HEADER_CHARS) header += chunk.toString('utf8')
-  })
-  let expired = false
-  const kill = (): void => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+export function readDescription(description: string, onDuration?: (seconds: number) => void): VideoProbe {
+  const pictures = bitmapSubtitles(description)
+  if (pictures.length > 0) {
+    throw new ModError(
+      'unsupported_media',
+      `the file has a subtitle stream of pictures (${pictures.join(', ')}), which players draw over the video and which is not scored: remove it (ffmpeg -sn) or burn it into the video`,
+    )
   }
-  const timer = setTimeout(
-    () => {
-      expired = true
-      kill()
-    },
-    Math.max(0, Math.min(o.stallTimeoutMs, o.timeoutMs)),
-  )
-  o.signal?.addEventListener('abort', kill, {once: true})
-  try {
-    const spawned = await new Promise<boolean>((done) => {
-      child.once('close', () => done(true))
-      child.once('error', () => done(false))
-    })
-    o.signal?.throwIfAborted()
-    if (!spawned) throw ffmpegMissing(`ffmpeg could not be run from ${JSON.stringify(o.ffmpeg)}`)
-    if (expired && o.timeoutMs <= o.stallTimeoutMs) throw readingTooSlow(o.timeoutMs, o.maxSeconds)
-    if (expired) throw decoderStalled(o.stallTimeoutMs)
-    const pictures = bitmapSubtitles(header)
-    if (pictures.length > 0) {
-      throw new ModError(
-        'unsupported_media',
-        `the file has a subtitle stream of pictures (${pictures.join(', ')}), which players draw over the video and which is not scored: remove it (ffmpeg -sn) or burn it into the video`,
-      )
-    }
-    const stated = statedSeconds(header)
-    if (stated !== undefined) o.onDuration?.(stated)
-    return {streams: parseVideoStreams(header), format: inputFormat(header)}
-  } finally {
-    clearTimeout(timer)
-    o.signal?.removeEventListener('abort', kill)
-    kill()
-  }
+  const stated = statedSeconds(description)
+  if (stated !== undefined) onDuration?.(stated)
+  return {streams: parseVideoStreams(description), format: inputFormat(description)}
 }

@@ -77,10 +77,12 @@ test('subtitle streams of pictures are told from text ones in the description', 
 test('a video with a subtitle stream of pictures, which players draw over it, is refused rather than scored without them', async () => {
   const clip = join(tmp.dir, 'subtitled.mp4')
   await ffmpeg('-f', 'lavfi', '-i', 'color=c=blue:s=32x32:r=10:d=1', '-c:v', 'mpeg4', clip)
-  // ffmpeg cannot write PGS (it encodes bitmap subtitles only from bitmap ones): the description gains the stream line.
+  // ffmpeg cannot write PGS (it encodes bitmap subtitles only from bitmap ones): the description of the run that
+  // describes the file gains the stream line, before the output's.
+  const pgs = '[info]   Stream #0:1(eng): Subtitle: hdmv_pgs_subtitle, 32x32 (default) (forced)'
   const withPgs = fakeFfmpeg(
     join(tmp.dir, 'ffmpeg-pgs'),
-    `case "$*" in *pipe:*) exec ffmpeg "$@";; esac\nffmpeg "$@"; code=$?\necho '  Stream #0:1(eng): Subtitle: hdmv_pgs_subtitle, 32x32 (default) (forced)' >&2\nexit $code`,
+    `case "$*" in *level+info*) { ffmpeg "$@" 2>&1 >&3 | sed '/^\\[info\\] Output #0/i ${pgs}' >&2; } 3>&1; exit;; esac\nexec ffmpeg "$@"`,
   )
   const f = await decodeFailure(clip, {ffmpeg: withPgs})
   assert.equal(f, {

@@ -1,0 +1,66 @@
+import {LOG_HEAD_CHARS} from './ffmpeg-input.js'
+
+/**
+ * ffmpeg's log level for a run that also describes its input: every line tagged with its level ("[info] ", after
+ * any "[component @ 0x…] " prefix), so that its description of the file and its errors can be told apart.
+ */
+export const DESCRIBING_LOGLEVEL = 'level+info'
+
+/** The description is in ffmpeg's first lines; past this it is cut (a file described at such length is refused later). */
+const MAX_DESCRIPTION_CHARS = 256 * 1024
+/** Longest partial line kept across chunks. */
+const MAX_LINE_CHARS = 64 * 1024
+
+const LEVELED_LINE = /^((?:\[[^\]\n]* @ 0x[0-9a-f]+\] )*)\[(panic|fatal|error|warning|info|verbose|debug|trace)\] (.*)$/
+const ERROR_LEVELS = new Set(['panic', 'fatal', 'error'])
+
+export interface LeveledLog {
+  /** Feeds the next text of ffmpeg's stderr. */
+  push(text: string): void
+  /** Ends the input: a last line without its newline is read too. */
+  end(): void
+  /** ffmpeg's description of its input ("Input #0, …" and the indented lines under it), without the level tags. */
+  description(): string
+  /** The error lines (their components' prefixes kept, the level tags left out), the first LOG_HEAD_CHARS of them. */
+  errors(): string
+}
+
+/**
+ * Reads a log written at DESCRIBING_LOGLEVEL. A line without a tag continues the line before it (a message with a
+ * newline inside, or a metadata value that holds one, which ffmpeg indents): so a value in the file cannot pass for a
+ * line of ffmpeg's own. The description ends at the first line of ffmpeg's own that is not indented under it (its
+ * output's description, its stream mapping).
+ */
+export function createLeveledLog(): LeveledLog {
+  let carry = ''
+  // An ffmpeg too old to tag its lines (before 4.0) refuses the log level in an untagged line: an error.
+  let level = 'error'
+  let description = ''
+  let stage: 'before' | 'in' | 'after' = 'before'
+  let errors = ''
+  const line = (text: string): void => {
+    const m = LEVELED_LINE.exec(text)
+    const [context, body] = m ? [m[1], m[3]] : ['', text]
+    if (m) level = m[2]
+    if (ERROR_LEVELS.has(level)) {
+      if (errors.length < LOG_HEAD_CHARS) errors += `${context}${body}\n`.slice(0, LOG_HEAD_CHARS - errors.length)
+    } else if (level === 'info' && context === '') {
+      if (stage === 'before' && m && body.startsWith('Input #0,')) stage = 'in'
+      else if (stage === 'in' && !/^\s/.test(body)) stage = 'after'
+      if (stage === 'in' && description.length < MAX_DESCRIPTION_CHARS) description += `${body}\n`
+    }
+  }
+  return {
+    push(text) {
+      const lines = (carry + text).split('\n')
+      carry = (lines.pop() as string).slice(0, MAX_LINE_CHARS)
+      for (const l of lines) line(l)
+    },
+    end() {
+      if (carry !== '') line(carry)
+      carry = ''
+    },
+    description: () => description,
+    errors: () => errors,
+  }
+}
