@@ -127,7 +127,7 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
             Object.assign(done, {frames, seconds})
             progress.update(`Scanning ${args.file}: ${line()}`)
           },
-          // Only a terminal shows the estimate; elsewhere it would cost one more ffmpeg run for nothing.
+          // Only a terminal shows the estimate.
           onDuration: process.stderr.isTTY ? (seconds) => (done.expected = Math.max(1, Math.ceil(seconds * sampling.fps))) : undefined,
         })
       } catch (e) {

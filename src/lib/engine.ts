@@ -77,7 +77,7 @@ export interface VideoOptions {
   onSegment?: (label: string, segment: Segment) => void
   /** After each batch: frames analysed, seconds covered, and the runs still open as segments so far (moderate.ts). */
   onProgress?: (framesDone: number, seconds: number, open: FoundSegment[]) => void
-  /** When set, called once with the duration the container states, for a progress estimate (runs ffmpeg once more). */
+  /** When set, called once with the duration the container states (a progress estimate), if it states one. */
   onDuration?: (seconds: number) => void
   signal?: AbortSignal
 }
