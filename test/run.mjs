@@ -32,16 +32,17 @@ const noSkips = process.argv.includes('--no-skips')
 const filters = process.argv.slice(2).filter((a) => a !== '--no-skips')
 const tmp = join(root, 'test', 'fixtures', 'tmp')
 const copyDir = join(tmp, `js-${process.pid}`)
-const warmCache = join(tmp, `warm-cache-${process.pid}`)
 // The tests' temporary folders: each test file gets its own TMPDIR under this one, so that what it leaves (or mod's
 // defaults there, such as a server's job storage with its sweep of old job folders) stays in that file's run. It
 // never meets the user's own files in the system's temporary folder, nor another file's: a server started there
 // would otherwise sweep, and log, the job folder of one that another file killed.
 const runTmp = mkdtempSync(join(tmpdir(), 'mod-test-'))
+// Beside the tests' folders, on the same file system: they hard-link its files (test/helpers/warm-cache.ts).
+const warmCache = join(runTmp, 'warm-cache')
 // Node.js 22 and later keep the code they compiled here, so that the hundreds of processes the tests start (mod
 // itself, each time) do not compile the same modules again; older releases ignore it.
 const compileCache = join(tmp, `compile-cache-${process.pid}`)
-process.on('exit', () => [copyDir, warmCache, runTmp, compileCache].forEach((dir) => rmSync(dir, {recursive: true, force: true})))
+process.on('exit', () => [copyDir, runTmp, compileCache].forEach((dir) => rmSync(dir, {recursive: true, force: true})))
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => process.exit(1))
 
 // The caller's MOD_* variables (their models, keys, ports) must not reach the tests: each sets what it needs. Nor

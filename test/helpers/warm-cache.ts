@@ -3,8 +3,8 @@
 // per process, and embedding prompts loads the CLIP tokenizer and text encoder (about 0.3 more), which tests about
 // something else need not pay each time. test/run.mjs builds them once per run with a real scan, in a folder it names in
 // TEST_WARM_CACHE;
-// `warmCacheDir` hard-links them into a test's own folder, where the test's runs use, replace or remove them as any
-// cache entry. Run by hand without that folder, a test starts cold, as before. Tests about the graph cache itself
+// `warmCacheDir` hard-links them into a test's own folder (under its TMPDIR, which the runner keeps on the same file
+// system), where the test's runs use, replace or remove them as any cache entry. Run by hand without that folder, a test starts cold, as before. Tests about the graph cache itself
 // make their folders without this.
 import {linkSync, mkdirSync, readdirSync} from 'node:fs'
 import {join} from 'node:path'

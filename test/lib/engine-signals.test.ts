@@ -1,7 +1,7 @@
 // The engine's signals: the toy CLIP model (its meaning is fixed: red images match "red") together with the real
 // embedded NSFW specialist, a counting stand-in for the specialist where batching is checked, and the closed state.
 import {join} from 'node:path'
-import {linkSync, mkdirSync} from 'node:fs'
+import {copyFileSync, mkdirSync} from 'node:fs'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
@@ -153,7 +153,7 @@ test('the judge opens on first need: a scan of frames the gate stops never opens
   // The shipped specialist without its judge's file: opening the judge fails, so whether it opened is plain.
   const noJudge = join(dir.path, 'nsfw-no-judge')
   mkdirSync(noJudge)
-  for (const f of ['manifest.json', 'nsfw-mobilenet-v2.onnx']) linkSync(join('models', 'nsfw', f), join(noJudge, f))
+  for (const f of ['manifest.json', 'nsfw-mobilenet-v2.onnx']) copyFileSync(join('models', 'nsfw', f), join(noJudge, f))
   const signals = withNsfw((setup) => openNsfwRunner({threads: setup.threads, cacheDir: setup.cacheDir, dir: noJudge}))
   const lazy = createEngine(options({modelDir: join(dir.path, 'not-pulled'), signals}))
   try {
