@@ -25,17 +25,19 @@ const PROCESS_DIR = /^(\d+)@(.+)$/
 /**
  * Makes `dir`, a process's upload folder, if needed, and checks it can be trusted with uploads: a folder (not a
  * link) of user `uid` that only it can write, in a folder of the same user that not everyone can write (they
- * could swap the folder for their own; a group-writable one of a user's private group is common) or in a shared sticky folder like /tmp. The uploads root has a predictable name, so in a temp folder shared with other users someone else could
- * have made it first to read what is written there.
+ * could swap the folder for their own; a group-writable one of a user's private group is common) or in a sticky
+ * folder of root's or of that user's, shared or not (/tmp; a TMPDIR the user made 1777): there, no one else can
+ * rename or remove what the user made. The uploads root has a predictable name, so in a temp folder shared with
+ * other users someone else could have made it first to read what is written there.
  */
 export async function makeUploadDir(dir: string, uid = process.getuid?.()): Promise<void> {
   await makeDir(dir, 0o700)
   if (uid === undefined) return
   const [own, parent] = await Promise.all([lstat(dir), lstat(dirname(dir))])
   const mine = own.isDirectory() && own.uid === uid && (own.mode & 0o022) === 0
-  const sharedSticky = parent.uid === 0 && (parent.mode & 0o1000) !== 0
+  const sticky = (parent.uid === 0 || parent.uid === uid) && (parent.mode & 0o1000) !== 0
   const parentMine = parent.uid === uid && (parent.mode & 0o002) === 0
-  if (!mine || !parent.isDirectory() || (!parentMine && !sharedSticky)) {
+  if (!mine || !parent.isDirectory() || (!parentMine && !sticky)) {
     throw new ModError('internal', `the upload folder ${dir} or its parent belongs to another user or can be written by others: uploads are not written there`)
   }
 }

@@ -97,6 +97,23 @@ test('an upload folder others can write to, or one of another user, is refused',
   assert.equal(other, ['internal', refusal(theirs)])
 })
 
+test("a sticky folder of the user's own (a TMPDIR made 1777) may hold the upload folder; another user's may not", async () => {
+  const uid = process.getuid?.() ?? 0
+  // Run as root, the folders are made another user's: root's own sticky folders are the shared ones, like /tmp.
+  const user = uid === 0 ? 4242 : uid
+  const made = (path: string, mode: number, owner: number): string => {
+    mkdirSync(path)
+    chmodSync(path, mode)
+    if (uid === 0) chownSync(path, owner, owner)
+    return path
+  }
+  const mine = made(join(made(join(dir.path, 'own-sticky'), 0o1777, user), 'uploads'), 0o700, user)
+  assert.is(await makeUploadDir(mine, user), undefined)
+  if (uid !== 0) return
+  const inTheirs = made(join(made(join(dir.path, 'their-sticky'), 0o1777, 4343), 'uploads'), 0o700, user)
+  assert.equal(await makeUploadDir(inTheirs, user).catch((e: Error & {code: string}) => [e.code, e.message]), ['internal', refusal(inTheirs)])
+})
+
 test('a root made first by another user (a shared temp folder) is refused', async () => {
   if (process.getuid?.() !== 0) return
   const root = join(dir.path, 'planted')
