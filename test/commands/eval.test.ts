@@ -7,7 +7,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {launchChromium} from '../helpers/chromium.js'
-import {BIN, runInProcess, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {BIN, runInProcess, shellWord, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {writeImages} from '../helpers/dataset.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 
@@ -54,9 +54,9 @@ test.after(() => dir.remove())
 test('under a terminal the progress display stays on stderr: --json > file is valid JSON, and the terminal shows it', () => {
   const line =
     // Without CI, which would ask for the plain lines (the suite itself may run in CI).
-    `env -u CI MOD_MODEL_DIR=${TOY_MODEL} MOD_CACHE_DIR=${warmCacheDir(join(dir.path, 'tty-cache'))} ${process.execPath} ${BIN} eval ${clean} ` +
-    `--config ${policy} --json > ${join(dir.path, 'tty.json')}; echo mod-exit=$?`
-  const shown = execFileSync('script', ['-qfec', `sh -c '${line}'`, '/dev/null'], {encoding: 'utf8', timeout: 60_000})
+    `env -u CI MOD_MODEL_DIR=${shellWord(TOY_MODEL)} MOD_CACHE_DIR=${shellWord(warmCacheDir(join(dir.path, 'tty-cache')))} ${shellWord(process.execPath)} ${shellWord(BIN)} eval ${shellWord(clean)} ` +
+    `--config ${shellWord(policy)} --json > ${shellWord(join(dir.path, 'tty.json'))}; echo mod-exit=$?`
+  const shown = execFileSync('script', ['-qfec', `sh -c ${shellWord(line)}`, '/dev/null'], {encoding: 'utf8', timeout: 60_000})
   assert.match(shown, 'mod-exit=0')
   assert.match(shown, 'Scoring')
   // On a terminal, listr2's task list: each finished step ticked, no plain [STARTED] lines.

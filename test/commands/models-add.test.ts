@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert'
 
 import {addModelFile} from '../../src/lib/model/add.js'
 import {loadNudenetPreset, type DetectorManifest} from '../../src/lib/signals/nudenet/manifest.js'
-import {BIN, runInProcess, tempDir} from '../helpers/cli.js'
+import {BIN, runInProcess, shellWord, tempDir} from '../helpers/cli.js'
 import {realNudenetFile} from '../helpers/nudenet.js'
 import {testUnless} from '../helpers/skip.js'
 import {inPane} from '../helpers/tmux.js'
@@ -158,7 +158,7 @@ test('the CLI refuses an unknown add-on, a CLIP preset, a missing file and a fil
 
 test('under a terminal the step is listr2\'s task list on stderr, stdout to a file stays empty; CI=1 gets the plain lines', async () => {
   const sameSize = await sameSizeFile()
-  const run = `MOD_CACHE_DIR=${join(dir.path, 'tty-cache')} ${process.execPath} ${BIN}`
+  const run = `MOD_CACHE_DIR=${shellWord(join(dir.path, 'tty-cache'))} ${shellWord(process.execPath)} ${shellWord(BIN)}`
   // Without CI, which would ask for the plain lines (the suite itself may run in CI).
   const mod = `env -u NO_COLOR -u CI ${run}`
   const screen = await inTerminal(`${mod} models add nudenet same-size.onnx > out.txt`)

@@ -7,7 +7,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {BIN, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {BIN, shellWord, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {colourClip} from '../lib/video/helpers.js'
 import {inPane} from '../helpers/tmux.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
@@ -39,7 +39,7 @@ test.before(async () => {
   // time, and what a terminal shows does not depend on which signals score.
   const policy = writeRednessPolicy(dir.path)
   appendFileSync(policy, 'specialists: {nsfw: false}\n')
-  envPrefix = `env -u NO_COLOR MOD_MODEL_DIR=${TOY_MODEL} MOD_CACHE_DIR=${warmCacheDir(join(dir.path, 'cache'))} MOD_CONFIG=${policy}`
+  envPrefix = `env -u NO_COLOR MOD_MODEL_DIR=${shellWord(TOY_MODEL)} MOD_CACHE_DIR=${shellWord(warmCacheDir(join(dir.path, 'cache')))} MOD_CONFIG=${shellWord(policy)}`
   await colourClip(join(dir.path, 'long.mp4'), ['blue'], 120, {size: '32x32', rate: 5})
   copyFileSync(join(dir.path, 'long.mp4'), join(dir.path, WIDE_NAME))
   // A dataset for the commands made of steps (eval): one safe image, one of the policy's category.
@@ -53,10 +53,10 @@ test.after(() => dir.remove())
 
 /** Runs a shell line under a pseudo-terminal; returns what reached the terminal. */
 function underPty(line: string): string {
-  return execFileSync('script', ['-qfec', `sh -c '${line}'`, '/dev/null'], {cwd: dir.path, encoding: 'utf8', timeout: 60_000})
+  return execFileSync('script', ['-qfec', `sh -c ${shellWord(line)}`, '/dev/null'], {cwd: dir.path, encoding: 'utf8', timeout: 60_000})
 }
 
-const mod = (): string => `${envPrefix} ${process.execPath} ${BIN}`
+const mod = (): string => `${envPrefix} ${shellWord(process.execPath)} ${shellWord(BIN)}`
 
 test('stdout to a file while stderr is a terminal: the file is valid JSON with every result', () => {
   const shown = underPty(`${mod()} scan imgs --json > report.json; echo mod-exit=$?`)
@@ -179,7 +179,7 @@ test("the steps (eval) follow stderr, not stdout: colour, and whether the list i
 })
 
 test('NO_COLOR and FORCE_COLOR both set: no Node.js warning across the progress line', () => {
-  const shown = underPty(`${envPrefix} NO_COLOR=1 FORCE_COLOR=1 ${process.execPath} ${BIN} scan imgs/00*.png > /dev/null`)
+  const shown = underPty(`${envPrefix} NO_COLOR=1 FORCE_COLOR=1 ${shellWord(process.execPath)} ${shellWord(BIN)} scan imgs/00*.png > /dev/null`)
   assert.match(shown, 'scanned:')
   assert.not.match(shown, 'Warning')
 })

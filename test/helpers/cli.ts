@@ -10,6 +10,9 @@ export const ROOT = resolve(import.meta.dirname, '..', '..')
 export const TOY_MODEL = join(ROOT, 'test', 'fixtures', 'models', 'toy')
 export const BIN = join(ROOT, 'bin', 'run.js')
 
+/** `word` for a shell line: as it is when the shell reads nothing in it, else single-quoted (a clone's path may hold spaces). */
+export const shellWord = (word: string): string => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`)
+
 export interface CliRun {
   code: number
   stdout: string

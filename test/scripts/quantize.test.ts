@@ -3,6 +3,7 @@ import {mkdtemp, rm, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {promisify} from 'node:util'
+import {fileURLToPath} from 'node:url'
 import ort from 'onnxruntime-node'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
@@ -233,7 +234,7 @@ async function runEmulated(emulator: string[], runs: Run[]): Promise<Float32Arra
       }),
     )
     await writeFile(join(dir, 'job.json'), JSON.stringify(job))
-    const helper = new URL('../helpers/run-onnx.mjs', import.meta.url).pathname
+    const helper = fileURLToPath(new URL('../helpers/run-onnx.mjs', import.meta.url))
     const [command, ...args] = emulator
     const {stdout} = await promisify(execFile)(command, [...args, process.execPath, helper, join(dir, 'job.json')], {
       maxBuffer: 1 << 26,

@@ -5,6 +5,7 @@
  */
 import {readFileSync} from 'node:fs'
 import {createRequire} from 'node:module'
+import {fileURLToPath} from 'node:url'
 
 import sharp from 'sharp'
 import {prepareZXingModule, writeBarcode, type WriterOptions} from 'zxing-wasm/writer'
@@ -87,7 +88,7 @@ async function placedExtent(p: Placed): Promise<{input: Buffer; extent: Extent}>
 /** A test photo (test/fixtures/photos) resized to cover width x height, with codes printed on it. */
 export async function printOnPhoto(photo: string, width: number, height: number, codes: Placed[]): Promise<{image: RgbImage; extents: Extent[]}> {
   const placed = await Promise.all(codes.map(placedExtent))
-  const {data, info} = await sharp(new URL(`../../../fixtures/photos/${photo}`, import.meta.url).pathname)
+  const {data, info} = await sharp(fileURLToPath(new URL(`../../../fixtures/photos/${photo}`, import.meta.url)))
     .resize(width, height, {fit: 'cover'})
     .composite(placed.map((p, i) => ({input: p.input, left: codes[i].left, top: codes[i].top})))
     .removeAlpha()
@@ -98,6 +99,6 @@ export async function printOnPhoto(photo: string, width: number, height: number,
 
 /** A test photo at its own size, as the engine hands frames to signals. */
 export async function photo(name: string): Promise<RgbImage> {
-  const {data, info} = await sharp(new URL(`../../../fixtures/photos/${name}`, import.meta.url).pathname).removeAlpha().raw().toBuffer({resolveWithObject: true})
+  const {data, info} = await sharp(fileURLToPath(new URL(`../../../fixtures/photos/${name}`, import.meta.url))).removeAlpha().raw().toBuffer({resolveWithObject: true})
   return {data, width: info.width, height: info.height}
 }
