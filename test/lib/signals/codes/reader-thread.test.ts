@@ -41,7 +41,7 @@ test('the thread reads the same codes, with the same boxes, as the reader in thi
   }
 })
 
-test('while the thread reads noise frames, a timer set every 10 ms fires within 100 ms of its time', async () => {
+test('while the thread reads noise frames, a timer set every 10 ms keeps firing, never later than 100 ms or half the reading', async () => {
   const thread = openThreadedCodeReader()
   const frames = [noise(), noise(), noise(), noise()]
   try {
@@ -49,18 +49,29 @@ test('while the thread reads noise frames, a timer set every 10 ms fires within 
     await thread.read({data: Buffer.alloc(16 * 16 * 3, 255), width: 16, height: 16})
     let last = performance.now()
     let worst = 0
-    const ticks = setInterval(() => {
+    let fired = 0
+    const tick = (): void => {
       const now = performance.now()
       worst = Math.max(worst, now - last - 10)
       last = now
+    }
+    const ticks = setInterval(() => {
+      fired++
+      tick()
     }, 10)
     const started = performance.now()
     const read = await Promise.all(frames.map((f) => thread.read(f)))
     const took = performance.now() - started
+    // The time since the last tick counts too: reading on this thread would end just before here, no tick after it.
+    tick()
     clearInterval(ticks)
     assert.equal(read, frames.map(() => ({codes: [], timedOut: false})))
     assert.ok(took > 100, `${took.toFixed(0)} ms for four noise frames: zxing did work`)
-    assert.ok(worst < 100, `a timer fired ${worst.toFixed(0)} ms late`)
+    // Read on this thread, the four frames would hold the timer for all of `took`, and it would not fire. A loaded
+    // machine (the suite's other files) slows the reading and delays timers alike: half the reading's time bounds the
+    // delay there, and the timer fires at least a quarter of its times.
+    assert.ok(worst < Math.max(100, took / 2), `a timer fired ${worst.toFixed(0)} ms late while the reading took ${took.toFixed(0)} ms`)
+    assert.ok(fired >= took / 40, `the timer fired ${fired} times in ${took.toFixed(0)} ms`)
   } finally {
     await thread.close()
   }
