@@ -49,7 +49,8 @@ export function formatRow(item: ItemResult | ScanEntry, partial = ''): string {
   if ('error' in item) return `${chalk.yellow('ERROR ')}  ${source}  ${visible(`${item.error.code}: ${item.error.message}`)}`
   if (item.is_safe) {
     const top = item.labels[0]
-    const notes = [...(partial ? [partial] : []), ...(top ? [`highest: ${top.name} ${top.score.toFixed(2)}`] : [])]
+    const left = item.animation_truncated ? ['some pictures of the animation not scored'] : []
+    const notes = [...(partial ? [partial] : []), ...left, ...(top ? [`highest: ${top.name} ${top.score.toFixed(2)}`] : [])]
     return `${chalk.green('SAFE  ')}  ${source}${notes.length > 0 ? chalk.dim(`  (${visible(notes.join('; '))})`) : ''}`
   }
   const found = item.violations.map((v) => `${v.name} ${v.confidence.toFixed(2)}>=${v.threshold}${evidenceNotes(KINDS, item, v.name, 'image')}`).join(', ')

@@ -260,6 +260,7 @@ async function moderateOne({opts, loaded}: EngineParts, input: ImageInput, sched
   const {maxBytes, maxPixels} = opts.limits
   // Once the image holds its place in the preparing stage, a run about to start waits for it (Batcher.expect).
   let coming: (() => void) | undefined
+  let truncated = false
   try {
     const frames = await scheduler.prepare(
       async () => {
@@ -268,6 +269,7 @@ async function moderateOne({opts, loaded}: EngineParts, input: ImageInput, sched
         const data = await input.read()
         const frameSide = opts.everyPixel ? undefined : core.frameSide
         const decoded = await timeStepAsync(steps, 'decode', () => decodeImage(data, {maxBytes, maxPixels}, undefined, frameSide))
+        truncated = decoded.some((frame) => frame.picturesLeftOut)
         return core.prepare(decoded, 'image', steps)
       },
       () => (coming = core.expect()),
@@ -281,16 +283,20 @@ async function moderateOne({opts, loaded}: EngineParts, input: ImageInput, sched
       return inferred
     })
     if (steps) addStep(steps, 'wait', Math.max(0, performance.now() - started - (inferenceTime(steps) - inferredBefore)))
-    return timeStep(steps, 'score', () => resultOf(core, input.source, outputs))
+    return timeStep(steps, 'score', () => resultOf(core, input.source, outputs, truncated))
   } finally {
     coming?.()
   }
 }
 
-/** One image's result from its frames' outputs: the labels merged over its frames, then each open signal's evidence. */
-function resultOf(core: InferenceCore, source: string, outputs: FrameOutputs[]): ModerationResult {
+/**
+ * One image's result from its frames' outputs: the labels merged over its frames, whether an animation's pictures were
+ * left out (`truncated`), then each open signal's evidence.
+ */
+function resultOf(core: InferenceCore, source: string, outputs: FrameOutputs[], truncated: boolean): ModerationResult {
   const result = buildResult(source, mergeFrameLabels(outputs.map((o) => core.score(o))), core.notEvaluated)
-  return {...result, ...imageEvidence(core.evidenceKinds, outputs.map((o) => core.evidence(o)))} as ModerationResult
+  const noted = truncated ? {animation_truncated: true as const} : {}
+  return {...result, ...noted, ...imageEvidence(core.evidenceKinds, outputs.map((o) => core.evidence(o)))} as ModerationResult
 }
 
 /** moderateOne with a record of its own, added to `steps` when it ends: the images of one call overlap. */

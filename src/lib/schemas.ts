@@ -48,6 +48,12 @@ export const ModerationResult = Type.Object(
     violations: Type.Array(Violation),
     labels: Type.Array(Label, {description: 'Every label of the active policy that was scored, sorted by score descending.'}),
     not_evaluated: notEvaluated(),
+    animation_truncated: Type.Optional(
+      Type.Literal(true, {
+        description:
+          'An animated GIF or WebP only, when it shows more pictures than are scored (64 frames: 8 chosen by display time, then the others that differ from every frame scored): some of its pictures were not scored, and the verdict does not cover them. Absent otherwise.',
+      }),
+    ),
     ...imageEvidence,
   },
   closed,

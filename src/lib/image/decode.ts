@@ -528,33 +528,35 @@ async function decodeFrames(input: Buffer, probe: ImageProbe, limits: ImageLimit
   const wanted = scoredFrames(delays)
   const coarse = probe.frames > MAX_FRAMES ? coarseStream(width, height, channels, probe.frames) : undefined
   const kept = await readFrames(input, probe, limits, wanted, coarse)
-  const others = coarse ? otherFrames(coarse.pictures(), wanted, durations) : []
+  const {others, leftOut} = coarse ? otherFrames(coarse.pictures(), wanted, durations) : {others: [], leftOut: false}
   const more = others.length > 0 ? await readFrames(input, probe, limits, others) : []
   const frames = [...wanted.map((index, k) => ({index, data: kept[k]})), ...others.map((index, k) => ({index, data: more[k]}))].sort((a, b) => a.index - b.index)
   for (const {data} of frames) browserColour(data, channels, probe)
+  const noted = leftOut ? {picturesLeftOut: true as const} : {}
   return frames.flatMap(({index, data}) => {
     const shown = durations[index]
-    return probe.alpha ? overPages({data, width, height}).map((view) => ({...view, shown})) : [{data, width, height, shown}]
+    return probe.alpha ? overPages({data, width, height}).map((view) => ({...view, shown, ...noted})) : [{data, width, height, shown, ...noted}]
   })
 }
 
 /**
  * The frames not `chosen` whose coarse pictures are other pictures than every frame scored (coarse.ts): the longest
- * shown first, each added counting as scored, at most MAX_OTHER_FRAMES; in display order.
+ * shown first, each added counting as scored, at most MAX_OTHER_FRAMES; in display order. `leftOut`: one more was
+ * another picture still, and is not scored.
  */
-function otherFrames(pictures: Float64Array[], chosen: readonly number[], durations: readonly number[]): number[] {
+function otherFrames(pictures: Float64Array[], chosen: readonly number[], durations: readonly number[]): {others: number[]; leftOut: boolean} {
   const scored = chosen.map((i) => pictures[i])
   const candidates = pictures.map((_, i) => i).filter((i) => !chosen.includes(i))
   candidates.sort((a, b) => durations[b] - durations[a] || a - b)
   const added: number[] = []
   for (const i of candidates) {
-    if (added.length === MAX_OTHER_FRAMES) break
     if (scored.every((p) => otherPictures(p, pictures[i]))) {
+      if (added.length === MAX_OTHER_FRAMES) return {others: added.sort((a, b) => a - b), leftOut: true}
       added.push(i)
       scored.push(pictures[i])
     }
   }
-  return added.sort((a, b) => a - b)
+  return {others: added.sort((a, b) => a - b), leftOut: false}
 }
 
 /** One pass over the animation's stacked frames: the `wanted` ones' pixels (RGB, or RGBA with alpha), each frame fed to `coarse`. */

@@ -13,6 +13,11 @@ export interface RgbImage {
   shown?: number
   /** Flattened onto black: the view a dark page gives of an image with transparency (its light view comes before). */
   onBlack?: true
+  /**
+   * For the frames of an animation that shows more other pictures than are scored (decode.ts otherFrames): some of
+   * its pictures were left out, and a verdict on these frames does not cover them.
+   */
+  picturesLeftOut?: true
 }
 
 /** libvips on 8-bit RGB pixels: a sharp pipeline to resize, extend or transform them. */

@@ -12,6 +12,7 @@ import {storedLayout} from '../../../src/lib/image/orientation.js'
 import {rejection} from '../../helpers/errors.js'
 import {greyPng, hiddenFrameApng, manyFrameGif, pngChunk, pngClaiming, PNG_SIGNATURE} from '../../helpers/hostile-images.js'
 import {sharpRuns} from '../../helpers/sharp-runs.js'
+import {slideshowWebp} from '../../helpers/slideshow.js'
 
 const LIMITS: ImageLimits = {maxBytes: 25 * 1024 * 1024, maxPixels: 100_000_000}
 const RED = [255, 0, 0]
@@ -298,26 +299,18 @@ test('an animation of more than 8 frames adds the frames left out that are other
   assert.is((await decodeImage(await levelsWebp(fade), LIMITS)).length, 8)
 })
 
-/** A lossless animated WebP of `count` 16 x 16 frames, each shown 500 ms, each a seeded pattern of black and white 2 x 2 blocks: all other pictures. */
-async function slideshowWebp(count: number): Promise<Buffer> {
-  let seed = 7
-  const bit = (): number => ((seed = (seed * 1103515245 + 12345) % 2147483648) >> 16) & 1
-  const frames = Array.from({length: count}, () => {
-    const blocks = Array.from({length: 64}, () => 255 * bit())
-    return Buffer.from(Array.from({length: 256}, (_, i) => blocks[Math.floor(i / 32) * 8 + Math.floor((i % 16) / 2)]))
-  })
-  return sharp(Buffer.concat(frames), {raw: {width: 16, height: 16 * count, channels: 1, pageHeight: 16}})
-    .webp({lossless: true, delay: frames.map(() => 500)})
-    .toBuffer()
-}
-
 test('a slideshow: every picture is scored up to MAX_FRAMES + MAX_OTHER_FRAMES, and no more', async () => {
   // With 8 frames beyond those chosen by display time, a flagged picture in a slideshow of 40 went unscored half the time.
   assert.is(MAX_FRAMES + MAX_OTHER_FRAMES, 64)
   const forty = await decodeImage(await slideshowWebp(40), LIMITS)
   assert.is(forty.length, 40)
   assert.is(new Set(forty.map((f) => f.data.toString('hex'))).size, 40)
-  assert.is((await decodeImage(await slideshowWebp(70), LIMITS)).length, 64)
+  assert.ok(forty.every((f) => f.picturesLeftOut === undefined))
+  // Past them, the frames say that pictures were left out.
+  const seventy = await decodeImage(await slideshowWebp(70), LIMITS)
+  assert.is(seventy.length, 64)
+  assert.ok(seventy.every((f) => f.picturesLeftOut === true))
+  assert.ok((await decodeImage(await slideshowWebp(64), LIMITS)).every((f) => f.picturesLeftOut === undefined))
 })
 
 test('a frame is another picture when its 8 x 8 blocks differ by more than 16 levels on average from every frame scored', async () => {
