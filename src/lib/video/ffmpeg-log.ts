@@ -26,12 +26,13 @@ export interface LeveledLog {
 }
 
 /**
- * Reads a log written at DESCRIBING_LOGLEVEL. A line without a tag continues the line before it (a message with a
+ * Reads a log written at DESCRIBING_LOGLEVEL; `onDescribed` is called once the description is complete (before the
+ * packets are read). A line without a tag continues the line before it (a message with a
  * newline inside, or a metadata value that holds one, which ffmpeg indents): so a value in the file cannot pass for a
  * line of ffmpeg's own. The description ends at the first line of ffmpeg's own that is not indented under it (its
  * output's description, its stream mapping).
  */
-export function createLeveledLog(): LeveledLog {
+export function createLeveledLog(onDescribed?: (description: string) => void): LeveledLog {
   let carry = ''
   // An ffmpeg too old to tag its lines (before 4.0) refuses the log level in an untagged line: an error.
   let level = 'error'
@@ -46,7 +47,10 @@ export function createLeveledLog(): LeveledLog {
       if (errors.length < LOG_HEAD_CHARS) errors += `${context}${body}\n`.slice(0, LOG_HEAD_CHARS - errors.length)
     } else if (level === 'info' && context === '') {
       if (stage === 'before' && m && body.startsWith('Input #0,')) stage = 'in'
-      else if (stage === 'in' && !/^\s/.test(body)) stage = 'after'
+      else if (stage === 'in' && !/^\s/.test(body)) {
+        stage = 'after'
+        onDescribed?.(description)
+      }
       if (stage === 'in' && description.length < MAX_DESCRIPTION_CHARS) description += `${body}\n`
     }
   }

@@ -22,9 +22,10 @@ export interface FfmpegProcess {
 /**
  * Starts `ffmpeg` with `args`, its stderr read for the log's head and the pixel limit. `settle`: `exit` when the
  * caller reads the output pipes at its own pace (they may outlive the process), `close` once they are closed too.
- * `describing`: `args` set DESCRIBING_LOGLEVEL, and the log is told apart from the description.
+ * `describing`: `args` set DESCRIBING_LOGLEVEL, and the log is told apart from the description, which is handed to
+ * its `onDescribed` once complete.
  */
-export function startFfmpeg(ffmpeg: string, args: string[], stdio: StdioOptions, settle: 'exit' | 'close', describing = false): FfmpegProcess {
+export function startFfmpeg(ffmpeg: string, args: string[], stdio: StdioOptions, settle: 'exit' | 'close', describing?: {onDescribed(description: string): void}): FfmpegProcess {
   const child = spawn(ffmpeg, args, {stdio, windowsHide: true})
   let spawnFailed = false
   const ended = new Promise<number | null>((done) => {
@@ -36,7 +37,7 @@ export function startFfmpeg(ffmpeg: string, args: string[], stdio: StdioOptions,
   })
   let log = ''
   let pixelLimit = false
-  const leveled = describing ? createLeveledLog() : undefined
+  const leveled = describing ? createLeveledLog(describing.onDescribed) : undefined
   const stderr = child.stderr as Readable
   stderr.setEncoding('utf8')
   stderr.on('data', (text: string) => {

@@ -5,7 +5,7 @@ import type {RgbImage} from '../image/rgb.js'
 import {type Decoder, partCount, type StackLayout, stackedParts, startDecoder} from './decoder.js'
 import {type FrameView, frameViews} from './frame-views.js'
 import {ffmpegNotRun} from './ffmpeg.js'
-import {decoderStalled, hasDemuxerOptions, picturesTooLarge, unreadableVideo, videoTooLong} from './ffmpeg-input.js'
+import {decoderStalled, picturesTooLarge, unreadableVideo, videoTooLong} from './ffmpeg-input.js'
 import {type PacketScan, scanPackets, surveyPackets} from './packets.js'
 import {createPpmParser, type PpmParser} from './ppm.js'
 import {readDescription, type VideoStream} from './streams.js'
@@ -262,8 +262,8 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
   let scan: PacketScan = {end: undefined, packets: 0}
   if (!coversOnly) {
     if (survey.scan instanceof ModError) throw survey.scan
-    // A demuxer with options of its own (MPEG-TS: a program whose video changes PID) lists the packets again with them.
-    scan = hasDemuxerOptions(probe.format) ? await scanPackets(path, {...listing, format: probe.format}) : survey.scan
+    // A demuxer with options of its own (MPEG-TS: a program whose video changes PID) lists the packets with them.
+    scan = survey.scan ?? (await scanPackets(path, {...listing, format: probe.format}))
   }
   // The packets tell how many instants the video has: more than maxFrames is refused before decoding any (the check
   // on each instant decoded stays, for packets without timestamps).

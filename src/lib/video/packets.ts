@@ -2,10 +2,11 @@ import type {Readable} from 'node:stream'
 
 import {ModError} from '../errors.js'
 import {ffmpegMissing, ffmpegNotRun} from './ffmpeg.js'
-import {decoderStalled, inputArgs, picturesTooLarge, readingTooSlow, unreadableVideo, videoTooLong} from './ffmpeg-input.js'
+import {decoderStalled, hasDemuxerOptions, inputArgs, picturesTooLarge, readingTooSlow, unreadableVideo, videoTooLong} from './ffmpeg-input.js'
 import {DESCRIBING_LOGLEVEL} from './ffmpeg-log.js'
 import {startFfmpeg} from './ffmpeg-process.js'
 import {createPacketClock} from './framecrc.js'
+import {inputFormat} from './streams.js'
 
 export interface PacketScanOptions {
   ffmpeg: string
@@ -33,7 +34,8 @@ export interface PacketScan {
 export interface PacketSurvey {
   /** ffmpeg's description of the file (empty when it could not open it, or was not asked to describe it). */
   description: string
-  scan: PacketScan | ModError
+  /** Undefined when the listing stopped at the description: the file's demuxer has options of its own, which it needs. */
+  scan: PacketScan | ModError | undefined
 }
 
 /**
@@ -50,13 +52,14 @@ export interface PacketSurvey {
 export async function scanPackets(path: string, o: PacketScanOptions): Promise<PacketScan> {
   const {scan} = await listPackets(path, o, false)
   if (scan instanceof ModError) throw scan
-  return scan
+  return scan as PacketScan
 }
 
 /**
  * scanPackets in the same run that describes the file (one ffmpeg instead of two: most of a short video's time is
  * ffmpeg starting), its errors given back rather than thrown: a file without a video stream to list (only covers)
- * still has its description. The demuxer is not known yet, so its own options are not given (`o.format` unused).
+ * still has its description. The demuxer is not known before: when the description names one with options of its
+ * own (hasDemuxerOptions), the run stops there, and the packets are to be listed with them (`scan` undefined).
  * Throws only the signal's reason when aborted.
  */
 export async function surveyPackets(path: string, o: Omit<PacketScanOptions, 'format'>): Promise<PacketSurvey> {
@@ -71,7 +74,13 @@ async function listPackets(path: string, o: PacketScanOptions, describing: boole
   // Every video stream but attached pictures (`V`): each is decoded, and a cover is one picture.
   const input = inputArgs(path, o.maxPixels, describing ? undefined : o.format, [], describing ? DESCRIBING_LOGLEVEL : undefined)
   const args = [...input, '-map', '0:V', '-c', 'copy', '-f', 'framecrc', 'pipe:1']
-  const ffmpeg = startFfmpeg(o.ffmpeg, args, ['ignore', 'pipe', 'pipe'], 'close', describing)
+  let relist = false
+  const onDescribed = (description: string): void => {
+    if (!hasDemuxerOptions(inputFormat(description))) return
+    relist = true
+    ffmpeg.kill()
+  }
+  const ffmpeg = startFfmpeg(o.ffmpeg, args, ['ignore', 'pipe', 'pipe'], 'close', describing ? {onDescribed} : undefined)
   const {child, kill, ended: closed} = ffmpeg
 
   let refusal: ModError | undefined
@@ -109,6 +118,7 @@ async function listPackets(path: string, o: PacketScanOptions, describing: boole
     const code = await closed
     o.signal?.throwIfAborted()
     const description = ffmpeg.description()
+    if (relist) return {description, scan: undefined}
     if (refusal) return {description, scan: refusal}
     if (ffmpeg.spawnFailed()) return {description, scan: ffmpegNotRun(o.ffmpeg)}
     if (ffmpeg.pixelLimit()) return {description, scan: picturesTooLarge(o.maxPixels)}

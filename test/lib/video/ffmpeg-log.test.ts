@@ -5,6 +5,8 @@ import * as assert from 'uvu/assert'
 
 import {decodeFrames} from '../../../src/lib/video/frames.js'
 import {createLeveledLog} from '../../../src/lib/video/ffmpeg-log.js'
+import {surveyPackets} from '../../../src/lib/video/packets.js'
+import {inputFormat} from '../../../src/lib/video/streams.js'
 import {colourClip, decodeOptions, fakeFfmpeg, tempDir} from './helpers.js'
 
 const tmp = tempDir()
@@ -86,6 +88,12 @@ test('ffmpeg describes a video in the run that lists its packets: an MP4 takes t
   writeFileSync(runs, '')
   assert.is(await count(mp4), 2)
   assert.is(await count(ts), 3)
+  // The MPEG-TS's first run stops at its description, before its packets: they are listed with the demuxer's options.
+  const listing = {ffmpeg: 'ffmpeg', maxSeconds: 60, maxPackets: 10_000, maxPixels: 1e8, stallTimeoutMs: 10_000, timeoutMs: 60_000}
+  const tsSurvey = await surveyPackets(ts, listing)
+  assert.equal([inputFormat(tsSurvey.description), tsSurvey.scan], ['mpegts', undefined])
+  const mp4Survey = await surveyPackets(mp4, listing)
+  assert.equal([inputFormat(mp4Survey.description), mp4Survey.scan], ['mov', {end: 2, packets: 20}])
 })
 
 test.run()
