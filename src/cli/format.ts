@@ -37,6 +37,9 @@ export function notEvaluatedLine(names: readonly string[], preset: string, serve
   return `mod: not evaluated: ${names.join(', ')} (no CLIP model installed${pullOn(server)}; run \`mod models pull ${preset}\`${pullOn(server)} to score them; --strict makes this exit 2)`
 }
 
+/** What a result of an animation whose pictures were not all scored (`animation_truncated`) says to a person. */
+export const ANIMATION_TRUNCATED_NOTE = 'some pictures of the animation not scored'
+
 /** The evidence kinds of the registry's signals: what notes a violation or a segment in the table. */
 const KINDS = SIGNALS.flatMap((s) => (s.evidence ? [s.evidence] : []))
 
@@ -49,7 +52,7 @@ export function formatRow(item: ItemResult | ScanEntry, partial = ''): string {
   if ('error' in item) return `${chalk.yellow('ERROR ')}  ${source}  ${visible(`${item.error.code}: ${item.error.message}`)}`
   if (item.is_safe) {
     const top = item.labels[0]
-    const left = item.animation_truncated ? ['some pictures of the animation not scored'] : []
+    const left = item.animation_truncated ? [ANIMATION_TRUNCATED_NOTE] : []
     const notes = [...(partial ? [partial] : []), ...left, ...(top ? [`highest: ${top.name} ${top.score.toFixed(2)}`] : [])]
     return `${chalk.green('SAFE  ')}  ${source}${notes.length > 0 ? chalk.dim(`  (${visible(notes.join('; '))})`) : ''}`
   }

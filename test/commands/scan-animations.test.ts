@@ -1,6 +1,6 @@
 // `mod scan` of an animation that shows more pictures than are scored (64 frames): the result says that some were
-// left out (`animation_truncated`), and so does its row; one of 64 pictures or fewer says nothing.
-import {writeFileSync} from 'node:fs'
+// left out (`animation_truncated`), and so do its row and the review page; one of 64 pictures or fewer says nothing.
+import {readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -13,7 +13,7 @@ import {warmCacheDir} from '../helpers/warm-cache.js'
 const dir = tempDir('mod-scan-animations-')
 test.after(() => dir.remove())
 
-test('an animation of more other pictures than are scored is animation_truncated, and its SAFE row says so', async () => {
+test('an animation of more other pictures than are scored is animation_truncated, and its SAFE row and review page say so', async () => {
   // The specialist off: 128 frames of it would be most of this test's time, and which frames are scored does not
   // depend on the signals.
   const policy = join(dir.path, 'policy.yaml')
@@ -30,6 +30,15 @@ test('an animation of more other pictures than are scored is animation_truncated
   const rows = table.stdout.split('\n')
   assert.match(rows.find((r) => r.includes('seventy.webp')) ?? '', /^SAFE {4}\S+seventy\.webp {2}\(some pictures of the animation not scored; highest: \w+ \d\.\d\d\)$/)
   assert.not.match(rows.find((r) => r.includes('sixty-four.webp')) ?? '', 'not scored')
+  // The review page (both safe, shown as samples) notes it too.
+  const page = join(dir.path, 'report.html')
+  const report = await runInProcess(['scan', join(dir.path, 'seventy.webp'), join(dir.path, 'sixty-four.webp'), '--report', page, '--report-sample', '2'], {env})
+  assert.is(report.code, 0, report.stderr)
+  const html = readFileSync(page, 'utf8')
+  const items = JSON.parse(/<script id="report-items" type="application\/json">([^]*?)<\/script>/.exec(html)?.[1] ?? '[]') as {path: string; notes?: string[]}[]
+  const notes = new Map(items.map((i) => [i.path.split('/').pop(), i.notes ?? []]))
+  assert.equal(notes.get('seventy.webp'), ['some pictures of the animation not scored'])
+  assert.equal(notes.get('sixty-four.webp'), [])
 })
 
 test.run()

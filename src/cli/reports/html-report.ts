@@ -18,6 +18,7 @@ import {SIGNALS} from '../../lib/signals/registry.js'
 import type {ReportMark} from '../../lib/signals/signal.js'
 import {escapeHtml, OFFLINE_CSP, scriptJson} from '../../lib/html.js'
 import type {Thumbnail} from '../../lib/image/thumbnail.js'
+import {ANIMATION_TRUNCATED_NOTE} from '../format.js'
 import type {ScanEntry} from '../inputs.js'
 import {besideTemp, cannotWrite, refuseFolder, removeAbandonedTemps} from '../writable.js'
 import {REPORT_SCRIPT, REPORT_STYLE} from './html-report-page.js'
@@ -115,10 +116,11 @@ export async function openHtmlReport(file: string, cwd: string): Promise<HtmlRep
     async add(item, thumb, options = {}) {
       await started
       const found = 'error' in item ? undefined : evidenceMarks(item)
+      const notes = [...(found?.notes ?? []), ...('error' in item || !item.animation_truncated ? [] : [ANIMATION_TRUNCATED_NOTE])]
       const entry = {
         result: item,
         ...located(item.source, cwd),
-        ...(found && found.notes.length > 0 ? {notes: found.notes} : {}),
+        ...(notes.length > 0 ? {notes} : {}),
         ...(found && thumb && found.marks.length > 0 ? {marks: found.marks} : {}),
         ...(thumb ? {thumb: `data:image/jpeg;base64,${thumb.jpeg.toString('base64')}`, width: thumb.width, height: thumb.height} : {}),
         ...(options.accepted ? {accepted: true} : {}),
