@@ -14,6 +14,7 @@ import {aFormat, imageFormat, isLfsPointer, isVideoHead, readHead, sniffImage, s
 import {plural} from '../lib/plural.js'
 import {formatSize} from '../lib/sizes.js'
 import {repositoryRoot, trackedFiles, type Tracked} from './repository.js'
+import {shellPath} from './shell-path.js'
 
 /** A path as the file system takes it: a string, or bytes for a name that is not UTF-8. */
 type FsPath = string | Buffer
@@ -262,7 +263,7 @@ export const MAX_FOLDER_DEPTH = 256
 
 /** A video given to a command that scores images: an error entry that names the command for it. */
 function videoEntry(p: string): ScanItem {
-  return entry(p, 'unsupported_media', `${p} is a video: use mod scan-video ${p}`)
+  return entry(p, 'unsupported_media', `${p} is a video: use mod scan-video ${shellPath(p)}`)
 }
 
 /** An error entry, never a file skipped as not an image: a gate would pass the image the pointer stands for unseen. */

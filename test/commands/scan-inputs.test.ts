@@ -280,6 +280,18 @@ test('a video named to scan points to scan-video; one error is "1 error"', async
   assert.is(r.stderr, '2 scanned: 1 safe, 0 unsafe, 1 error\n')
 })
 
+test("the scan-video command it points to can be copied into a shell: a name with a space or a quote is quoted, one starting with - is ./-", async () => {
+  const folder = join(dir.path, 'odd names')
+  mkdirSync(folder)
+  for (const name of ["it's a clip.mp4", '-v.mp4']) await colourClip(join(folder, name), ['blue'], 1)
+  const r = await runInProcess(['scan', '.', '--config', policy, '--json'], {env, cwd: folder})
+  const messages = (JSON.parse(r.stdout) as {source: string; error: {message: string}}[]).map((e) => e.error.message).sort()
+  assert.equal(messages, ["-v.mp4 is a video: use mod scan-video ./-v.mp4", "it's a clip.mp4 is a video: use mod scan-video 'it'\\''s a clip.mp4'"])
+  // The shell reads the quoted name back as it is.
+  const quoted = /use mod scan-video (.*)$/.exec(messages[1])?.[1] ?? ''
+  assert.is(execFileSync('sh', ['-c', `printf %s ${quoted}`], {encoding: 'utf8'}), "it's a clip.mp4")
+})
+
 test('a video in a folder or a --files-from list is an error entry pointing to scan-video, exit 2, never skipped unchecked; mod hash still skips it', async () => {
   const mixed = join(dir.path, 'mixed')
   mkdirSync(mixed)

@@ -10,8 +10,8 @@ export const ROOT = resolve(import.meta.dirname, '..', '..')
 export const TOY_MODEL = join(ROOT, 'test', 'fixtures', 'models', 'toy')
 export const BIN = join(ROOT, 'bin', 'run.js')
 
-/** `word` for a shell line: as it is when the shell reads nothing in it, else single-quoted (a clone's path may hold spaces). */
-export const shellWord = (word: string): string => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`)
+/** A path for a shell line, quoted when it needs to be (a clone's path may hold spaces): the CLI's own quoting. */
+export {shellPath as shellWord} from '../../src/cli/shell-path.js'
 
 export interface CliRun {
   code: number
