@@ -51,11 +51,15 @@ export function videoTooLong(maxSeconds: number): ModError {
   return new ModError('video_too_long', `the video is longer than the limit of ${maxSeconds} s (MOD_MAX_VIDEO_SECONDS)`)
 }
 
+/** The "[demuxer @ 0x…] " that ffmpeg puts before a component's log line, as a pattern's source. */
+export const COMPONENT_PREFIX = String.raw`\[[^\]\n]* @ 0x[0-9a-f]+\] `
+const COMPONENT_PREFIXES = new RegExp(`^(${COMPONENT_PREFIX})+`)
+
 /** ffmpeg's first error line, without "[demuxer @ 0x…]" prefixes and without the server's path. */
 function firstError(log: string, path: string): string {
   const line = log
     .split('\n')
-    .map((l) => l.replace(/^(\[[^\]]* @ 0x[0-9a-f]+\] )+/, '').trim())
+    .map((l) => l.replace(COMPONENT_PREFIXES, '').trim())
     .find((l) => l !== '')
   return (line ?? 'no details').split(resolve(path)).join(basename(path)).slice(0, 200)
 }

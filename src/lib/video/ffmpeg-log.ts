@@ -1,4 +1,4 @@
-import {LOG_HEAD_CHARS} from './ffmpeg-input.js'
+import {COMPONENT_PREFIX, LOG_HEAD_CHARS} from './ffmpeg-input.js'
 
 /**
  * ffmpeg's log level for a run that also describes its input: every line tagged with its level ("[info] ", after
@@ -6,12 +6,15 @@ import {LOG_HEAD_CHARS} from './ffmpeg-input.js'
  */
 export const DESCRIBING_LOGLEVEL = 'level+info'
 
-/** The description is in ffmpeg's first lines; past this it is cut (a file described at such length is refused later). */
+/**
+ * The description is in ffmpeg's first lines, a few KiB; past this it is cut, and what it describes after the cut
+ * (streams behind metadata of that size) is not seen.
+ */
 const MAX_DESCRIPTION_CHARS = 256 * 1024
 /** Longest partial line kept across chunks. */
 const MAX_LINE_CHARS = 64 * 1024
 
-const LEVELED_LINE = /^((?:\[[^\]\n]* @ 0x[0-9a-f]+\] )*)\[(panic|fatal|error|warning|info|verbose|debug|trace)\] (.*)$/
+const LEVELED_LINE = new RegExp(String.raw`^((?:${COMPONENT_PREFIX})*)\[(panic|fatal|error|warning|info|verbose|debug|trace)\] (.*)$`)
 const ERROR_LEVELS = new Set(['panic', 'fatal', 'error'])
 
 export interface LeveledLog {
