@@ -56,11 +56,11 @@ test('skips packets without a timestamp', () => {
   assert.is(clock.end(), 1.04)
 })
 
-test.run()
-
 test('counts the packets, those without a timestamp too', () => {
   const clock = createPacketClock()
   assert.is(clock.packets(), 0)
   clock.push(Buffer.from(`${LISTING}0,-9223372036854775808,-9223372036854775808, 1, 17, 0x1\n`))
   assert.is(clock.packets(), 4)
 })
+
+test.run()
