@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The test runner. `node test/run.mjs [substring...]` runs every test/**/*.test.ts (or those whose path contains one
-// of the substrings), each in its own process, JOBS at a time in path order, and ends with the line
-// "N passed, N failed, N skipped". It runs on dist/ as it is: `npm test` builds first.
+// of the substrings), JOBS at a time in path order, and ends with the line "N passed, N failed, N skipped". It runs
+// on dist/ as it is: `npm test` builds first. Each of the JOBS lines of files runs in one process that runs its
+// files one after another (test/run-host.mjs: the modules they share load once), put back as new before each.
 //
 // Before the files it does two things that save real time (both in folders of this run alone, removed at its end):
 // - a JavaScript copy of the TypeScript (esbuild, no type checks), so that each file starts as plain node instead of
@@ -123,12 +124,75 @@ const failing = []
 const skips = []
 const times = []
 const leftovers = []
+// Files run in host processes (test/run-host.mjs), one after another, each host running one file at a time. A host
+// that dies or runs a file past FILE_TIMEOUT_MS fails that file and is replaced for the next.
+const MARK = '\u0000mod-test-file-end\u0000'
+// Files whose assertions are about the process itself run in a host of their own: which modules are loaded, and
+// libvips's operation cache, on by default (mod hash turns it off for its whole process).
+const OWN_PROCESS = new Set(['test/server/jobs-loading.test.ts', 'test/lib/image/decode.test.ts'])
+
+function startHost() {
+  const child = spawn(process.execPath, ['--enable-source-maps', join(root, 'test', 'run-host.mjs')], {
+    cwd: root,
+    env: {...env, NO_COLOR: '1', FORCE_COLOR: '0', TEST_WARM_CACHE: warmCache},
+    stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+  })
+  const host = {child, out: '', err: '', exited: undefined, onChange: () => {}, ran: []}
+  child.stdout.on('data', (d) => ((host.out += d), host.onChange()))
+  child.stderr.on('data', (d) => ((host.err += d), host.onChange()))
+  child.on('close', (code, signal) => ((host.exited = signal ?? code), host.onChange()))
+  // A host killed at the end of the run, or already gone, must not fail the runner with EPIPE.
+  child.stdio[3].on('error', () => {})
+  return host
+}
+
+/** Runs one file in `host`; resolves with its exit code (0 or 1) and output, and whether the host is gone. */
+function runInHost(host, file, extraEnv) {
+  return new Promise((resolve) => {
+    let timedOut = false
+    const timer = setTimeout(() => {
+      timedOut = true
+      host.child.kill('SIGKILL')
+    }, FILE_TIMEOUT_MS)
+    const finish = (result) => {
+      clearTimeout(timer)
+      host.onChange = () => {}
+      resolve({...result, out: result.out.replace(/\x1b\[[0-9;]*m/g, '')})
+    }
+    host.onChange = () => {
+      const o = host.out.indexOf(MARK)
+      const e = host.err.indexOf(MARK)
+      if (o >= 0 && e >= 0 && host.out.indexOf('\n', o) >= 0) {
+        const code = host.out[o + MARK.length] === '1' ? 1 : 0
+        const out = host.out.slice(0, o) + host.err.slice(0, e)
+        host.out = host.out.slice(host.out.indexOf('\n', o) + 1)
+        host.err = host.err.slice(host.err.indexOf('\n', e) + 1)
+        finish({code, out, dead: false})
+      } else if (host.exited !== undefined) {
+        const why = timedOut ? `timed out after ${FILE_TIMEOUT_MS} ms` : `the process running this file exited (${host.exited})`
+        finish({code: 1, out: `${host.out}${host.err}\n[run] ${why}\n`, dead: true})
+      }
+    }
+    host.child.stdio[3].write(`${JSON.stringify({file: copyOf(file), env: extraEnv})}\n`)
+  })
+}
+
+const stopHost = (host) => host.child.kill('SIGKILL')
+
 async function runFiles(queue) {
+  let host
   for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
     const name = relative(root, file)
     const t0 = Date.now()
     const fileTmp = mkdtempSync(join(runTmp, 'file-'))
-    const {code, out} = await run(['--enable-source-maps', copyOf(file)], {NO_COLOR: '1', FORCE_COLOR: '0', TEST_WARM_CACHE: warmCache, TMPDIR: fileTmp})
+    const own = OWN_PROCESS.has(name)
+    const runner = own ? startHost() : (host ??= startHost())
+    const {code, out, dead} = await runInHost(runner, file, {TMPDIR: fileTmp, TEST_FILE: name})
+    // A failure that depends on what ran before in the same process shows with that list.
+    const before = code !== 0 && runner.ran.length > 0 ? `\n[run.mjs] this file ran in the process that ran before it: ${runner.ran.join(', ')}` : ''
+    runner.ran.push(name)
+    if (own) stopHost(runner)
+    else if (dead) host = undefined
     // What a test left there would have stayed in the user's temporary folder: named, then removed.
     const left = readdirSync(fileTmp)
     if (left.length > 0) leftovers.push(`${name}: ${left.join(', ')}`)
@@ -151,7 +215,7 @@ async function runFiles(queue) {
       : unsaid
         ? `\n[run.mjs] ${failed} tests failed unreported: uvu stops a file when a test throws an error whose details property is not text; the test after the last one passed threw it`
         : ''
-    process.stdout.write(`\n=== ${name} (${passed} passed, ${failed} failed, ${skipped} skipped, ${secs} s)\n${out.trimEnd()}${why}\n`)
+    process.stdout.write(`\n=== ${name} (${passed} passed, ${failed} failed, ${skipped} skipped, ${secs} s)\n${out.trimEnd()}${why}${failed > 0 ? before : ''}\n`)
     totals.passed += passed
     totals.failed += failed
     totals.skipped += skipped
@@ -159,6 +223,7 @@ async function runFiles(queue) {
     skips.push(...out.match(/^\[skip\] .*/gm)?.map((line) => `${name}: ${line.slice('[skip] '.length)}`) ?? [])
     times.push({ms: Date.now() - t0, name})
   }
+  if (host) stopHost(host)
 }
 // The files that take longest (10 to 25 s, much of it waiting on a server, a terminal or npm) start first, so that
 // the short ones fill the time they wait and none of them ends the run alone.

@@ -38,7 +38,8 @@ export function runCli(args: string[], opts: {env?: Record<string, string>; stdi
   })
 }
 
-let config: Promise<Config> | undefined
+/** oclif's configuration, loaded once per test file (TEST_FILE: test/run.mjs runs several in one process). */
+let config: {file: string | undefined; loaded: Promise<Config>} | undefined
 
 /**
  * Runs a command of the built CLI in this process, as `node bin/run.js …` would (oclif's `run` with the package's
@@ -51,8 +52,11 @@ let config: Promise<Config> | undefined
 export async function runInProcess(args: string[], opts: {env?: Record<string, string>; cwd?: string} = {}): Promise<CliRun> {
   // oclif loads here, not with this module: most tests that import it never run a command in-process.
   const {Config: OclifConfig, Errors, run} = await import('@oclif/core')
-  config ??= OclifConfig.load(ROOT)
-  const loaded = await config
+  // oclif's help rewrites the id of the command it shows in place (`models:list` becomes `models list`), and each
+  // run makes its configuration from the plugins of the one it is given: a later run no longer finds that command.
+  // A file starts from a configuration of its own, not from what another file's help left.
+  if (config === undefined || config.file !== process.env.TEST_FILE) config = {file: process.env.TEST_FILE, loaded: OclifConfig.load(ROOT)}
+  const loaded = await config.loaded
   const savedEnv = {...process.env}
   for (const k of Object.keys(process.env)) if (k.startsWith('MOD_')) delete process.env[k]
   Object.assign(process.env, {NO_COLOR: '1'}, opts.env)
