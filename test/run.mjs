@@ -189,7 +189,7 @@ async function runFiles(queue) {
     const runner = own ? startHost() : (host ??= startHost())
     const {code, out, dead} = await runInHost(runner, file, {TMPDIR: fileTmp, TEST_FILE: name})
     // A failure that depends on what ran before in the same process shows with that list.
-    const before = code !== 0 && runner.ran.length > 0 ? `\n[run.mjs] this file ran in the process that ran before it: ${runner.ran.join(', ')}` : ''
+    const before = runner.ran.length > 0 ? `\n[run.mjs] this file ran in a process that had run: ${runner.ran.join(', ')}` : ''
     runner.ran.push(name)
     if (own) stopHost(runner)
     else if (dead) host = undefined
