@@ -4,6 +4,7 @@
 import {spawn} from 'node:child_process'
 import {writeFileSync} from 'node:fs'
 import {join} from 'node:path'
+import type {Readable} from 'node:stream'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
@@ -30,8 +31,8 @@ function runHost(files: {file: string; env?: Record<string, string>}[]): Promise
     const child = spawn(process.execPath, [join(ROOT, 'test', 'run-host.mjs')], {cwd: ROOT, env: {...process.env, NO_COLOR: '1'}, stdio: ['ignore', 'pipe', 'pipe', 'pipe']})
     let out = ''
     let err = ''
-    child.stdout.on('data', (d) => (out += d))
-    child.stderr.on('data', (d) => (err += d))
+    ;(child.stdout as Readable).on('data', (d) => (out += d))
+    ;(child.stderr as Readable).on('data', (d) => (err += d))
     child.on('error', reject)
     child.on('close', () => {
       const outs = out.split(MARK)
