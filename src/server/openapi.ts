@@ -339,7 +339,8 @@ function description(info: OpenApiInfo): string {
       'light and a dark page show them. Frames are scaled to at most 448 px on their shorter side and 1024 on the ' +
       'longer, a video under 224 px on its shorter side enlarged to it, and a stream whose picture size changes midway ' +
       'is fitted into the size of its first pictures; an MPEG-TS whose video moves to another PID is decoded on. A ' +
-      'file with a subtitle stream of pictures (PGS, DVB, VobSub) is refused with 415 `unsupported_media`.',
+      'file with a subtitle stream of pictures (PGS, DVB, VobSub), or whose streams take more than 1 MiB to describe, ' +
+      'is refused with 415 `unsupported_media`.',
     '',
     '## Fetching images by URL',
     `\`POST /v1/moderate/json\` with \`url\` is honoured only when \`MOD_ALLOW_URLS\` is true. ${urls} Rules:`,

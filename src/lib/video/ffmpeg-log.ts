@@ -6,11 +6,16 @@ import {COMPONENT_PREFIX, LOG_HEAD_CHARS} from './ffmpeg-input.js'
  */
 export const DESCRIBING_LOGLEVEL = 'level+info'
 
-/**
- * The description is in ffmpeg's first lines, a few KiB; past this it is cut, and what it describes after the cut
- * (streams behind metadata of that size) is not seen.
- */
+/** The description is in ffmpeg's first lines, a few KiB; past this only its STREAM_DETAIL lines are kept. */
 const MAX_DESCRIPTION_CHARS = 256 * 1024
+/**
+ * The lines that say what the streams are (what parseVideoStreams and bitmapSubtitles read, and the duration): a
+ * file's own metadata can fill the first MAX_DESCRIPTION_CHARS, and a stream described after it must still be seen,
+ * or it would go unscored. A value of the file's cannot pass for one: ffmpeg starts its continuation lines with ": ".
+ */
+const STREAM_DETAIL = /^\s*(Stream #|Duration: |displaymatrix: |rotate\s*:|alpha_mode\s*:)/
+/** How much of STREAM_DETAIL lines is kept past MAX_DESCRIPTION_CHARS; past this the description is cut. */
+const MAX_STREAM_DETAIL_CHARS = 1024 * 1024
 /** Longest partial line kept across chunks. */
 const MAX_LINE_CHARS = 64 * 1024
 
@@ -22,8 +27,13 @@ export interface LeveledLog {
   push(text: string): void
   /** Ends the input: a last line without its newline is read too. */
   end(): void
-  /** ffmpeg's description of its input ("Input #0, …" and the indented lines under it), without the level tags. */
+  /**
+   * ffmpeg's description of its input ("Input #0, …" and the indented lines under it), without the level tags; past
+   * MAX_DESCRIPTION_CHARS, only the lines that say what the streams are.
+   */
   description(): string
+  /** Whether lines that say what the streams are were left out (even those exceed MAX_STREAM_DETAIL_CHARS). */
+  cut(): boolean
   /** The error lines (their components' prefixes kept, the level tags left out), the first LOG_HEAD_CHARS of them. */
   errors(): string
 }
@@ -40,8 +50,15 @@ export function createLeveledLog(onDescribed?: (description: string) => void): L
   // An ffmpeg too old to tag its lines (before 4.0) refuses the log level in an untagged line: an error.
   let level = 'error'
   let description = ''
+  let cut = false
   let stage: 'before' | 'in' | 'after' = 'before'
   let errors = ''
+  const keep = (body: string): void => {
+    if (description.length < MAX_DESCRIPTION_CHARS) description += `${body}\n`
+    else if (!STREAM_DETAIL.test(body)) return
+    else if (description.length + body.length < MAX_DESCRIPTION_CHARS + MAX_STREAM_DETAIL_CHARS) description += `${body}\n`
+    else cut = true
+  }
   const line = (text: string): void => {
     const m = LEVELED_LINE.exec(text)
     const [context, body] = m ? [m[1], m[3]] : ['', text]
@@ -54,7 +71,7 @@ export function createLeveledLog(onDescribed?: (description: string) => void): L
         stage = 'after'
         onDescribed?.(description)
       }
-      if (stage === 'in' && description.length < MAX_DESCRIPTION_CHARS) description += `${body}\n`
+      if (stage === 'in') keep(body)
     }
   }
   return {
@@ -68,6 +85,7 @@ export function createLeveledLog(onDescribed?: (description: string) => void): L
       carry = ''
     },
     description: () => description,
+    cut: () => cut,
     errors: () => errors,
   }
 }

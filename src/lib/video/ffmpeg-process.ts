@@ -15,6 +15,8 @@ export interface FfmpegProcess {
   pixelLimit(): boolean
   /** Its description of the file, when it was started at DESCRIBING_LOGLEVEL (`describing`); else empty. */
   description(): string
+  /** Whether that description left out lines that say what the streams are (too long to keep whole). */
+  descriptionCut(): boolean
   /** SIGKILL, unless it has ended already. */
   kill(): void
 }
@@ -55,6 +57,7 @@ export function startFfmpeg(ffmpeg: string, args: string[], stdio: StdioOptions,
     // A description holds the file's own metadata: there, only the error lines tell.
     pixelLimit: () => (leveled ? overPixelLimit(leveled.errors()) : pixelLimit),
     description: () => leveled?.description() ?? '',
+    descriptionCut: () => leveled?.cut() ?? false,
     kill: () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
     },

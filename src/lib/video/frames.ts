@@ -254,6 +254,8 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
   const listing = {ffmpeg: o.ffmpeg, maxSeconds: o.maxSeconds, maxPackets: o.maxSeconds * o.maxSourceFps, maxPixels: o.maxPixels, stallTimeoutMs: o.stallTimeoutMs, timeoutMs: budgetMs, signal: o.signal}
   // One run describes the file and lists its packets; what the description says is checked before the listing's errors.
   const survey = await surveyPackets(path, listing)
+  // A stream left out of the description would go unscored.
+  if (survey.descriptionCut) throw new ModError('unsupported_media', 'the file describes its streams at a length mod does not read (over 1 MiB of stream lines): remove its metadata (ffmpeg -map_metadata -1) and try again')
   const probe = readDescription(survey.description, o.onDuration)
   const streams = streamsToDecode(probe.streams)
   // A file whose only pictures are covers (an audio file with its artwork) has no timeline to bound: each cover is

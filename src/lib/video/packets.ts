@@ -34,6 +34,8 @@ export interface PacketScan {
 export interface PacketSurvey {
   /** ffmpeg's description of the file (empty when it could not open it, or was not asked to describe it). */
   description: string
+  /** Whether the description left out lines that say what the streams are (too long to keep whole). */
+  descriptionCut: boolean
   /** Undefined when the listing stopped at the description: the file's demuxer has options of its own, which it needs. */
   scan: PacketScan | ModError | undefined
 }
@@ -117,14 +119,14 @@ async function listPackets(path: string, o: PacketScanOptions, describing: boole
   try {
     const code = await closed
     o.signal?.throwIfAborted()
-    const description = ffmpeg.description()
-    if (relist) return {description, scan: undefined}
-    if (refusal) return {description, scan: refusal}
-    if (ffmpeg.spawnFailed()) return {description, scan: ffmpegNotRun(o.ffmpeg)}
-    if (ffmpeg.pixelLimit()) return {description, scan: picturesTooLarge(o.maxPixels)}
-    if (code !== 0 && TOO_OLD.test(ffmpeg.log())) return {description, scan: ffmpegMissing('the ffmpeg in use is too old to tag its log lines (mod needs ffmpeg 4.0 or later)')}
-    if (code !== 0) return {description, scan: await unreadableVideo(ffmpeg.log(), path)}
-    return {description, scan: {end: clock.end(), packets: clock.packets()}}
+    const described = {description: ffmpeg.description(), descriptionCut: ffmpeg.descriptionCut()}
+    if (relist) return {...described, scan: undefined}
+    if (refusal) return {...described, scan: refusal}
+    if (ffmpeg.spawnFailed()) return {...described, scan: ffmpegNotRun(o.ffmpeg)}
+    if (ffmpeg.pixelLimit()) return {...described, scan: picturesTooLarge(o.maxPixels)}
+    if (code !== 0 && TOO_OLD.test(ffmpeg.log())) return {...described, scan: ffmpegMissing('the ffmpeg in use is too old to tag its log lines (mod needs ffmpeg 4.0 or later)')}
+    if (code !== 0) return {...described, scan: await unreadableVideo(ffmpeg.log(), path)}
+    return {...described, scan: {end: clock.end(), packets: clock.packets()}}
   } finally {
     clearTimeout(stall)
     clearTimeout(deadline)

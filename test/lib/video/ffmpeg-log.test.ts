@@ -7,7 +7,7 @@ import {decodeFrames} from '../../../src/lib/video/frames.js'
 import {createLeveledLog} from '../../../src/lib/video/ffmpeg-log.js'
 import {surveyPackets} from '../../../src/lib/video/packets.js'
 import {inputFormat} from '../../../src/lib/video/streams.js'
-import {colourClip, decodeOptions, fakeFfmpeg, tempDir} from './helpers.js'
+import {colourClip, decodeFailure, decodeOptions, ffmpeg, fakeFfmpeg, meanChannel, tempDir} from './helpers.js'
 
 const tmp = tempDir()
 test.after(() => tmp.remove())
@@ -94,6 +94,66 @@ test('ffmpeg describes a video in the run that lists its packets: an MP4 takes t
   assert.equal([inputFormat(tsSurvey.description), tsSurvey.scan], ['mpegts', undefined])
   const mp4Survey = await surveyPackets(mp4, listing)
   assert.equal([inputFormat(mp4Survey.description), mp4Survey.scan], ['mov', {end: 2, packets: 20}])
+})
+
+/** A description whose metadata (tags of `tags` lines) comes before its streams' lines, as a file's own tags do. */
+function taggedDescription(tags: number, streams: string[]): string {
+  const lines = ["[info] Input #0, matroska,webm, from 'x.mkv':", '[info]   Metadata:']
+  for (let i = 0; i < tags; i++) lines.push(`[info]     k${String(i).padStart(5, '0')}          : ${'x'.repeat(40)}`)
+  lines.push('[info]   Duration: 00:00:03.00, start: 0.000000, bitrate: 9 kb/s', ...streams.map((l) => `[info]   ${l}`), '[info]     Metadata:', '[info]       rotate          : 90')
+  lines.push("[info] Output #0, framecrc, to 'pipe:1':")
+  return `${lines.join('\n')}\n`
+}
+
+test("past its first 256 KiB (a file's own tags), the description keeps the lines that say what the streams are", () => {
+  const streams = ['Stream #0:0: Video: mpeg4, yuv420p, 64x64, 10 fps', 'Stream #0:1: Video: mpeg4, yuv420p, 64x48, 10 fps']
+  const log = createLeveledLog()
+  log.push(taggedDescription(6000, streams))
+  log.end()
+  const text = log.description()
+  assert.ok(text.length < 256 * 1024 + 1024, `${text.length} characters kept`)
+  assert.ok(text.endsWith(`  Duration: 00:00:03.00, start: 0.000000, bitrate: 9 kb/s\n  ${streams[0]}\n  ${streams[1]}\n      rotate          : 90\n`), text.slice(-400))
+  assert.not.match(text, 'k05999')
+  assert.is(log.cut(), false)
+})
+
+test('stream lines past what is kept (1 MiB after the first 256 KiB) cut the description', () => {
+  const long = Array.from({length: 4000}, (_, i) => `Stream #0:${i}(${'x'.repeat(300)}): Audio: aac, 48000 Hz, stereo`)
+  const log = createLeveledLog()
+  log.push(taggedDescription(6000, long))
+  log.end()
+  assert.is(log.cut(), true)
+  assert.ok(log.description().length < 256 * 1024 + 1024 * 1024 + 1024)
+  const whole = createLeveledLog()
+  whole.push(taggedDescription(6000, long.slice(0, 2000)))
+  whole.end()
+  assert.is(whole.cut(), false)
+})
+
+test("a video stream described behind 290 KB of the file's tags is decoded like the others; a file whose stream lines are cut is refused", async () => {
+  const clip = (name: string) => join(tmp.dir, name)
+  // Blue for 3 s, and a second stream blue for 1 s then red: the red one must be decoded.
+  await ffmpeg(
+    ...['-f', 'lavfi', '-i', 'color=c=blue:s=64x64:d=3:r=10', '-f', 'lavfi', '-i', 'color=c=blue:s=64x64:d=1:r=10[a];color=c=red:s=64x64:d=1:r=10[b];[a][b]concat=n=2:v=1:a=0'],
+    ...['-map', '0:v', '-map', '1:v', '-c:v', 'mpeg4', clip('two.mkv')],
+  )
+  const tags = Array.from({length: 6000}, (_, i) => `k${String(i).padStart(5, '0')}=${'x'.repeat(40)}`)
+  writeFileSync(clip('tags.txt'), `;FFMETADATA1\n${tags.join('\n')}\n`)
+  await ffmpeg('-i', clip('two.mkv'), '-i', clip('tags.txt'), '-map', '0', '-map_metadata', '1', '-c', 'copy', clip('tagged.mkv'))
+  const frames: [number, number, string][] = []
+  for await (const f of decodeFrames(clip('tagged.mkv'), decodeOptions())) frames.push([f.time, f.stream, meanChannel(f.image, 0) > 200 ? 'red' : 'blue'])
+  assert.equal(frames, [[0, 0, 'blue'], [0, 1, 'blue'], [1, 0, 'blue'], [1, 1, 'red'], [2, 0, 'blue']])
+  // The same file, its description given 1.2 MB of audio stream lines more by a stand-in ffmpeg.
+  const padded = fakeFfmpeg(
+    join(tmp.dir, 'ffmpeg-long-streams'),
+    `case "$*" in *level+info*) { ffmpeg "$@" 2>&1 >&3 | awk '/^\\[info\\] Output #0/ { for (i = 2; i < 4002; i++) printf "[info]   Stream #0:%d(%0300d): Audio: aac, 48000 Hz, stereo\\n", i, 0 } { print }' >&2; } 3>&1; exit;; esac\nexec ffmpeg "$@"`,
+  )
+  const f = await decodeFailure(clip('tagged.mkv'), {ffmpeg: padded})
+  assert.equal(f, {
+    code: 'unsupported_media',
+    message: 'the file describes its streams at a length mod does not read (over 1 MiB of stream lines): remove its metadata (ffmpeg -map_metadata -1) and try again',
+    decoded: 0,
+  })
 })
 
 test.run()
