@@ -25,6 +25,7 @@ import {ModError} from '../lib/errors.js'
 import type {ImageLimits} from '../lib/image/decode.js'
 import {thumbnail, type Thumbnail} from '../lib/image/thumbnail.js'
 import {readFileCapped} from '../lib/input/read-capped.js'
+import {plural} from '../lib/plural.js'
 import {coverageOf} from '../lib/signals/listing.js'
 import {POLICY_PLUGINS} from '../lib/signals/registry.js'
 import type {Coverage} from '../lib/types.js'
@@ -116,6 +117,8 @@ interface ScanState {
   flagged: BaselineItem[]
   skipped: Skipped
   covered: Coverage
+  /** Animations whose pictures were not all scored (`animation_truncated`): with --strict, the run exits 2. */
+  truncated: number
   /** Inputs the walk has found, ahead of the engine, and whether it is done. */
   found: {count: number; done: boolean}
 }
@@ -129,6 +132,7 @@ const ofFound = (state: ScanState): string => `${answered(state.counts)} of ${st
 /** Counts a result; a flagged one is kept for --write-baseline (by its bytes' sha256, where it was read). */
 function tally(state: ScanState, item: ItemResult | ScanEntry, accepted: boolean, sha256: string | undefined): void {
   const {counts} = state
+  if (!('error' in item) && item.animation_truncated) state.truncated++
   if ('error' in item) counts[item.error.code === 'not_found' ? 'missing' : 'errors']++
   else if (item.is_safe) counts.safe++
   else {
@@ -212,7 +216,7 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
   static override exitCodes: [string, string][] = [
     ['0', 'success: every input was scanned and is safe'],
     ['1', 'a violation was found'],
-    ['2', 'usage, configuration or model error; an input not scanned; nothing to scan; with --strict, a category not evaluated; stdout full (results lost)'],
+    ['2', 'usage, configuration or model error; an input not scanned; nothing to scan; with --strict, a category not evaluated or an animation not scored whole; stdout full (results lost)'],
     ...SIGNAL_EXIT_CODES,
   ]
 
@@ -278,7 +282,7 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
       dependsOn: ['report'],
     }),
     strict: Flags.boolean({
-      description: 'Exit 2 if a category cannot be evaluated (no model).',
+      description: 'Exit 2 if a category cannot be evaluated (no model), or an animation had pictures left unscored.',
     }),
     ...policyFlags,
     ...modelFlags,
@@ -309,6 +313,7 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
       flagged: [],
       skipped: new Map(),
       covered: {evaluated: 0, total: 0, not_evaluated: []},
+      truncated: 0,
       found: {count: 0, done: false},
     }
     const run: ScanRun = {flags, paths, listed, baseline, config, limits: config.settings.engine.limits, state, sample: reviewSample(flags['report-sample'] ?? 0)}
@@ -418,7 +423,10 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
     // Every format: a run that exits 2 says why on the terminal, and --json > out.json keeps stdout one document.
     if (flags.summary) this.printSummary(run)
     else this.logToStderr(summaryText(state, run.config.preset, flags.server))
-    const failed = counts.errors > 0 || counts.missing > 0
+    // A gate never passes on a partial check: with --strict, an animation not scored whole fails the run as an error.
+    const partial = flags.strict === true && state.truncated > 0
+    if (partial) this.logToStderr(`mod: --strict: ${plural(state.truncated, 'animation')} had pictures left unscored (more than are scored per animation)`)
+    const failed = counts.errors > 0 || counts.missing > 0 || partial
     const code = counts.unsafe > counts.accepted ? EXIT_VIOLATION : failed ? EXIT_ERROR : EXIT_SAFE
     if (code !== EXIT_SAFE) this.exit(code)
   }

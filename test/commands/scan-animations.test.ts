@@ -1,5 +1,6 @@
 // `mod scan` of an animation that shows more pictures than are scored (64 frames): the result says that some were
 // left out (`animation_truncated`), and so do its row and the review page; one of 64 pictures or fewer says nothing.
+// With --strict, a gate's flag, such an animation fails the run (exit 2): a check that was not whole.
 import {readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
@@ -39,6 +40,24 @@ test('an animation of more other pictures than are scored is animation_truncated
   const notes = new Map(items.map((i) => [i.path.split('/').pop(), i.notes ?? []]))
   assert.equal(notes.get('seventy.webp'), ['some pictures of the animation not scored'])
   assert.equal(notes.get('sixty-four.webp'), [])
+})
+
+test('--strict: an animation not scored whole exits 2 after every result, naming how many; one scored whole exits 0', async () => {
+  const policy = join(dir.path, 'policy.yaml')
+  writeFileSync(policy, 'specialists: {nsfw: false}\n')
+  const env = {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache-strict')), MOD_CONFIG: policy}
+  const [seventy, sixtyFour] = [join(dir.path, 'strict-seventy.webp'), join(dir.path, 'strict-sixty-four.webp')]
+  writeFileSync(seventy, await slideshowWebp(70))
+  writeFileSync(sixtyFour, await slideshowWebp(64))
+  const partial = await runInProcess(['scan', seventy, sixtyFour, '--json', '--strict'], {env})
+  assert.is(partial.code, 2, partial.stderr)
+  assert.equal((JSON.parse(partial.stdout) as {animation_truncated?: true}[]).map((r) => r.animation_truncated ?? false), [true, false])
+  assert.match(partial.stderr, 'mod: --strict: 1 animation had pictures left unscored (more than are scored per animation)\n')
+  const whole = await runInProcess(['scan', sixtyFour, '--strict'], {env})
+  assert.is(whole.code, 0, whole.stderr)
+  assert.not.match(whole.stderr, 'left unscored')
+  // Without --strict the result says it, and the run passes.
+  assert.is((await runInProcess(['scan', seventy], {env})).code, 0)
 })
 
 test.run()
