@@ -216,7 +216,7 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
   static override exitCodes: [string, string][] = [
     ['0', 'success: every input was scanned and is safe'],
     ['1', 'a violation was found'],
-    ['2', 'usage, configuration or model error; an input not scanned; nothing to scan; with --strict, a category not evaluated or an animation not scored whole; stdout full (results lost)'],
+    ['2', 'usage, configuration or model error; an input not scanned; nothing to scan; with --strict, a partial check; stdout full (results lost)'],
     ...SIGNAL_EXIT_CODES,
   ]
 
@@ -282,7 +282,7 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
       dependsOn: ['report'],
     }),
     strict: Flags.boolean({
-      description: 'Exit 2 if a category cannot be evaluated (no model), or an animation had pictures left unscored.',
+      description: 'Exit 2 if a category or animation is not checked whole.',
     }),
     ...policyFlags,
     ...modelFlags,
