@@ -1,4 +1,5 @@
 import {COMPONENT_PREFIX, LOG_HEAD_CHARS} from './ffmpeg-input.js'
+import {readsLine} from './streams.js'
 
 /**
  * ffmpeg's log level for a run that also describes its input: every line tagged with its level ("[info] ", after
@@ -6,15 +7,14 @@ import {COMPONENT_PREFIX, LOG_HEAD_CHARS} from './ffmpeg-input.js'
  */
 export const DESCRIBING_LOGLEVEL = 'level+info'
 
-/** The description is in ffmpeg's first lines, a few KiB; past this only its STREAM_DETAIL lines are kept. */
+/** The description is in ffmpeg's first lines, a few KiB; past this only the lines readDescription reads are kept. */
 const MAX_DESCRIPTION_CHARS = 256 * 1024
 /**
- * The lines that say what the streams are (what parseVideoStreams and bitmapSubtitles read, and the duration): a
- * file's own metadata can fill the first MAX_DESCRIPTION_CHARS, and a stream described after it must still be seen,
- * or it would go unscored. A value of the file's cannot pass for one: ffmpeg starts its continuation lines with ": ".
+ * How much of the lines readDescription reads (readsLine: the streams' own, their tags, the duration) is kept past
+ * MAX_DESCRIPTION_CHARS, where a file's own metadata may have filled the first part: a stream described after it must
+ * still be seen, or it would go unscored. Past this the description is cut. A value of the file's cannot pass for
+ * such a line: ffmpeg starts its continuation lines with ": ".
  */
-const STREAM_DETAIL = /^\s*(Stream #|Duration: |displaymatrix: |rotate\s*:|alpha_mode\s*:)/
-/** How much of STREAM_DETAIL lines is kept past MAX_DESCRIPTION_CHARS; past this the description is cut. */
 const MAX_STREAM_DETAIL_CHARS = 1024 * 1024
 /** Longest partial line kept across chunks. */
 const MAX_LINE_CHARS = 64 * 1024
@@ -55,7 +55,7 @@ export function createLeveledLog(onDescribed?: (description: string) => void): L
   let errors = ''
   const keep = (body: string): void => {
     if (description.length < MAX_DESCRIPTION_CHARS) description += `${body}\n`
-    else if (!STREAM_DETAIL.test(body)) return
+    else if (!readsLine(body)) return
     else if (description.length + body.length < MAX_DESCRIPTION_CHARS + MAX_STREAM_DETAIL_CHARS) description += `${body}\n`
     else cut = true
   }

@@ -35,6 +35,12 @@ const STREAM_LINE = /^\s*Stream #0:(\d+)\S*: Video: (.*)$/
  */
 const BITMAP_SUBTITLES = new Set(['hdmv_pgs_subtitle', 'dvb_subtitle', 'dvd_subtitle', 'xsub'])
 const SUBTITLE_LINE = /^\s*Stream #0:\d+\S*: Subtitle: ([\w-]+)/
+/** Any stream's own line, whatever its kind: it ends what a video stream's metadata lines describe. */
+const ANY_STREAM_LINE = /^\s*Stream #/
+const ALPHA_MODE_LINE = /^\s+alpha_mode\s*: 1\s*$/
+const DISPLAY_MATRIX_LINE = /^\s+displaymatrix: rotation of (-?\d+(?:\.\d+)?) degrees/
+const ROTATE_TAG_LINE = /^\s+rotate\s*: (-?\d+)\s*$/
+const DURATION = /Duration: (\d+):(\d{2}):(\d{2}(?:\.\d+)?)/
 
 /** Splits "a (x, y), b, c" at the commas outside parentheses. */
 function topLevelFields(text: string): string[] {
@@ -88,9 +94,9 @@ export function parseVideoStreams(header: string): VideoStream[] {
         ...(sar === 1 ? {} : {sar}),
       }
       streams.push(current)
-    } else if (/^\s*Stream #/.test(line)) {
+    } else if (ANY_STREAM_LINE.test(line)) {
       current = undefined
-    } else if (current && /^\s+alpha_mode\s*: 1\s*$/.test(line) && (current.codec === 'vp8' || current.codec === 'vp9')) {
+    } else if (current && ALPHA_MODE_LINE.test(line) && (current.codec === 'vp8' || current.codec === 'vp9')) {
       current.alpha = true
     } else if (current?.width !== undefined && current.height !== undefined && quarterTurn(line)) {
       ;[current.width, current.height] = [current.height, current.width]
@@ -104,7 +110,7 @@ export function parseVideoStreams(header: string): VideoStream[] {
  * later, "displaymatrix: rotation of -90.00 degrees") or the `rotate` tag of earlier releases.
  */
 function quarterTurn(line: string): boolean {
-  const degrees = /^\s+displaymatrix: rotation of (-?\d+(?:\.\d+)?) degrees/.exec(line)?.[1] ?? /^\s+rotate\s*: (-?\d+)\s*$/.exec(line)?.[1]
+  const degrees = DISPLAY_MATRIX_LINE.exec(line)?.[1] ?? ROTATE_TAG_LINE.exec(line)?.[1]
   return degrees !== undefined && Math.abs(Math.round(Number(degrees)) % 180) === 90
 }
 
@@ -129,7 +135,7 @@ export interface VideoProbe {
 
 /** The duration a description states ("Duration: 00:01:02.50"), in seconds. */
 function statedSeconds(header: string): number | undefined {
-  const m = /Duration: (\d+):(\d{2}):(\d{2}(?:\.\d+)?)/.exec(header)
+  const m = DURATION.exec(header)
   return m ? Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3]) : undefined
 }
 
@@ -150,4 +156,12 @@ export function readDescription(description: string, onDuration?: (seconds: numb
   const stated = statedSeconds(description)
   if (stated !== undefined) onDuration?.(stated)
   return {streams: parseVideoStreams(description), format: inputFormat(description)}
+}
+
+/**
+ * Whether readDescription reads `line` of a description: a stream's own line, a video stream's rotation or alpha
+ * tag, the duration. A description too long to keep whole keeps these (video/ffmpeg-log.ts).
+ */
+export function readsLine(line: string): boolean {
+  return [ANY_STREAM_LINE, ALPHA_MODE_LINE, DISPLAY_MATRIX_LINE, ROTATE_TAG_LINE, DURATION].some((pattern) => pattern.test(line))
 }
