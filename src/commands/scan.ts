@@ -145,15 +145,17 @@ function tally(state: ScanState, item: ItemResult | ScanEntry, accepted: boolean
 /** The run's summary line, with the coverage and what was skipped: stdout with --summary, else stderr or a CI report's end. */
 function summaryText(state: ScanState, preset: string, server: string | undefined): string {
   const skips = skippedLine(state.skipped)
-  return `${summaryLine(state.counts, coverageHint(state.covered, preset, server))}${skips ? `; ${skips}` : ''}`
+  const partial = state.truncated > 0 ? `; ${plural(state.truncated, 'animation')} with pictures left unscored` : ''
+  return `${summaryLine(state.counts, coverageHint(state.covered, preset, server))}${skips ? `; ${skips}` : ''}${partial}`
 }
 
 /** `--summary --json`: the counts, `accepted` only where a baseline could accept anything. */
 function summaryCounts(state: ScanState, withBaseline: boolean): Record<string, unknown> {
   const {accepted, ...rest} = state.counts
   const textOnly = state.covered.text_only ? {text_only: state.covered.text_only} : {}
+  const truncated = state.truncated > 0 ? {animation_truncated: state.truncated} : {}
   const scanned = rest.safe + rest.unsafe + rest.errors
-  return {...rest, ...(withBaseline ? {accepted} : {}), scanned, skipped: Object.fromEntries(state.skipped), not_evaluated: state.covered.not_evaluated, ...textOnly}
+  return {...rest, ...(withBaseline ? {accepted} : {}), scanned, skipped: Object.fromEntries(state.skipped), not_evaluated: state.covered.not_evaluated, ...textOnly, ...truncated}
 }
 
 type ScanFlags = Interfaces.InferredFlags<(typeof Scan)['flags']>

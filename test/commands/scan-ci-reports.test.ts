@@ -13,6 +13,7 @@ import {ROOT, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} fr
 import {git} from '../helpers/git.js'
 import {pythonTools} from '../helpers/python-tools.js'
 import {skip} from '../helpers/skip.js'
+import {slideshowWebp} from '../helpers/slideshow.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 
 // Both are CommonJS modules whose default export NodeNext types as the module namespace.
@@ -191,6 +192,55 @@ else {
     assert.match(validJunit(accepted.stdout.replace('<testsuites ', '<testsuites skipped="2" ')) ?? '', /skipped.*not allowed/)
   })
 }
+
+test('each CI report names an animation not scored whole: a SARIF warning of its own rule, a JUnit <system-out>; the summary counts it', async () => {
+  const anim = join(dir.path, 'anim')
+  mkdirSync(anim)
+  // The specialist off: 64 frames of it would be most of this test's time, and which frames are scored does not
+  // depend on the signals.
+  writeFileSync(join(anim, 'policy.yaml'), 'specialists: {nsfw: false}\n')
+  writeFileSync(join(anim, 'seventy.webp'), await slideshowWebp(70))
+  writeFileSync(join(anim, 'sixty-four.webp'), await slideshowWebp(64))
+  const run = (format: string) => runInProcess(['scan', 'seventy.webp', 'sixty-four.webp', '--config', 'policy.yaml', '--format', format], {env, cwd: anim})
+  const summary = '2 scanned: 2 safe, 0 unsafe, 0 errors; 1 animation with pictures left unscored'
+
+  const sarif = await run('sarif')
+  assert.is(sarif.code, 0, sarif.stderr)
+  assert.is(sarif.stderr, `${summary}\n`)
+  const log = JSON.parse(sarif.stdout)
+  assert.is(sarifValidator()(log), undefined)
+  const [{results, tool}] = log.runs
+  assert.equal(
+    results.map((x: {ruleId: string; level: string; message: {text: string}; suppressions?: unknown}) => [x.ruleId, x.level, x.message.text, x.suppressions]),
+    [['animation_truncated', 'warning', 'seventy.webp: some pictures of the animation not scored', undefined]],
+  )
+  assert.equal(tool.driver.rules.find((x: {id: string}) => x.id === 'animation_truncated')?.defaultConfiguration, {level: 'warning'})
+
+  const junit = await run('junit')
+  assert.is(junit.code, 0, junit.stderr)
+  const cases = [...junit.stdout.matchAll(/<testcase [^>]*name="([^"]*)"(\/>|>([^]*?)<\/testcase>)/g)].map((m) => [m[1], m[3]?.trim()])
+  assert.equal(cases, [
+    ['seventy.webp', '<system-out>some pictures of the animation not scored</system-out>'],
+    ['sixty-four.webp', undefined],
+  ])
+  if (!('skip' in tools)) {
+    const valid = spawnSync(tools.python, ['-c', xsdCheck, JUNIT_SCHEMA], {input: junit.stdout, encoding: 'utf8'})
+    assert.is(valid.status, 0, valid.stdout + valid.stderr)
+  }
+
+  const github = await run('github')
+  assert.is(github.code, 0, github.stderr)
+  assert.equal(
+    github.stdout.trimEnd().split('\n').map(parseCommand).map((c) => [c.name, c.props.file, c.props.title, c.message]),
+    [
+      ['warning', 'seventy.webp', 'mod: animation not checked whole', 'some pictures of the animation not scored'],
+      ['notice', undefined, 'mod scan', summary],
+    ],
+  )
+
+  const counts = await runInProcess(['scan', 'seventy.webp', 'sixty-four.webp', '--config', 'policy.yaml', '--summary', '--json'], {env, cwd: anim})
+  assert.is(JSON.parse(counts.stdout).animation_truncated, 1, counts.stderr)
+})
 
 /**
  * A workflow command line read as GitHub documents it: `::name key=value,key=value::message`, where a property

@@ -1,3 +1,4 @@
+import {ANIMATION_TRUNCATED_NOTE} from '../format.js'
 import {visible} from '../visible.js'
 import {relativePath, violationText, type ReportItem, type RunInfo} from './report.js'
 import type {Reporter} from './reporter.js'
@@ -25,18 +26,21 @@ function command(name: string, properties: Record<string, string | undefined>, m
 
 /**
  * GitHub Actions workflow commands: an `::error` annotation on each file that violates the policy or could not be
- * scanned, which a pull request shows on the file. Safe items and items a baseline accepts print nothing; the run's
- * summary ends the output as a `::notice`.
+ * scanned, which a pull request shows on the file, and a `::warning` on each animation whose pictures were not all
+ * scored (a check that was not whole: `--strict` fails the run for it). Other safe items and items a baseline
+ * accepts print nothing; the run's summary ends the output as a `::notice`.
  */
 export function githubReporter(run: RunInfo): Reporter<ReportItem> {
   return {
     start: () => '',
     item(r: ReportItem) {
       const {item} = r
-      if (r.accepted || ('is_safe' in item && item.is_safe)) return ''
       const file = relativePath(item.source, run.cwd)
+      const line = file === undefined ? undefined : '1'
+      const partial = !('error' in item) && item.animation_truncated ? command('warning', {file, line, title: 'mod: animation not checked whole'}, ANIMATION_TRUNCATED_NOTE) : ''
+      if (r.accepted || ('is_safe' in item && item.is_safe)) return partial
       const title = 'error' in item ? `mod: could not scan (${item.error.code})` : `mod: ${item.violations.map((v) => v.name).join(', ')}`
-      return command('error', {file, line: file === undefined ? undefined : '1', title}, 'error' in item ? item.error.message : violationText(item))
+      return command('error', {file, line, title}, 'error' in item ? item.error.message : violationText(item)) + partial
     },
     end: (summary) => command('notice', {title: 'mod scan'}, summary),
   }

@@ -1,3 +1,4 @@
+import {ANIMATION_TRUNCATED_NOTE} from '../format.js'
 import {relativePath, violationText, type ReportItem, type RunInfo} from './report.js'
 import type {Reporter} from './reporter.js'
 
@@ -25,7 +26,8 @@ function xmlText(s: string): string {
  * JUnit XML (GitLab's `artifacts:reports:junit`, Jenkins, Azure Pipelines), valid against the Jenkins xUnit
  * plug-in's JUnit schema: one test case per item shown, named by
  * its path relative to the working folder. A violation is a `<failure>` (type: the first category), an item that
- * could not be scanned an `<error>` (type: its code), an item a baseline accepts `<skipped>`. The suite's counts
+ * could not be scanned an `<error>` (type: its code), an item a baseline accepts `<skipped>`; an animation whose
+ * pictures were not all scored says so in its `<system-out>` (`--strict` fails the run for it). The suite's counts
  * come first in the document, so the cases are kept (a line each) and written at the end.
  */
 export function junitReporter(run: RunInfo): Reporter<ReportItem> {
@@ -38,18 +40,20 @@ export function junitReporter(run: RunInfo): Reporter<ReportItem> {
       const name = relativePath(item.source, run.cwd) ?? '-'
       const open = `    <testcase classname="mod scan" name="${xmlText(name)}"`
       counts.tests++
+      const inner: string[] = []
       if ('error' in item) {
         counts.errors++
-        cases.push(`${open}>\n      <error type="${xmlText(item.error.code)}" message="${xmlText(violationText(item))}"/>\n    </testcase>`)
-      } else if (item.is_safe) cases.push(`${open}/>`)
-      else if (r.accepted) {
+        inner.push(`<error type="${xmlText(item.error.code)}" message="${xmlText(violationText(item))}"/>`)
+      } else if (!item.is_safe && r.accepted) {
         counts.skipped++
-        cases.push(`${open}>\n      <skipped message="${xmlText(`accepted by the baseline: ${violationText(item)}`)}"/>\n    </testcase>`)
-      } else {
+        inner.push(`<skipped message="${xmlText(`accepted by the baseline: ${violationText(item)}`)}"/>`)
+      } else if (!item.is_safe) {
         counts.failures++
         const lines = item.violations.map((v) => `${v.name}: score ${v.confidence} >= threshold ${v.threshold}`).join('\n')
-        cases.push(`${open}>\n      <failure type="${xmlText(item.violations[0].name)}" message="${xmlText(violationText(item))}">${xmlText(lines)}</failure>\n    </testcase>`)
+        inner.push(`<failure type="${xmlText(item.violations[0].name)}" message="${xmlText(violationText(item))}">${xmlText(lines)}</failure>`)
       }
+      if (!('error' in item) && item.animation_truncated) inner.push(`<system-out>${xmlText(ANIMATION_TRUNCATED_NOTE)}</system-out>`)
+      cases.push(inner.length === 0 ? `${open}/>` : `${open}>\n${inner.map((e) => `      ${e}\n`).join('')}    </testcase>`)
       return ''
     },
     end(summary) {

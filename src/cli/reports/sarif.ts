@@ -1,6 +1,7 @@
 import {isAbsolute, resolve, sep} from 'node:path'
 import {pathToFileURL} from 'node:url'
 
+import {ANIMATION_TRUNCATED_NOTE} from '../format.js'
 import {relativePath, type ReportItem, type RunInfo} from './report.js'
 import {jsonText, type Reporter} from './reporter.js'
 
@@ -9,6 +10,8 @@ const SCHEMA = 'https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schem
 const BASE_ID = '%SRCROOT%'
 /** partialFingerprints key: an image has no lines to hash, so its content hash identifies a result across runs. */
 const FINGERPRINT = 'imageSha256/v1'
+/** The rule of an animation whose pictures were not all scored: the result's own field. */
+const TRUNCATED = 'animation_truncated'
 
 /** A relative path as a URI reference: each segment percent-encoded. */
 function uriOf(path: string): string {
@@ -28,16 +31,19 @@ function artifactLocation(source: string, run: RunInfo): {uri: string; uriBaseId
  * SARIF 2.1.0 (what GitHub code scanning and GitLab read): one result per violation of an item, and one per item
  * that could not be scanned. A result's rule is the category (or the error code), its level `error` (an unreadable
  * input fails the gate as a violation does), its location the file relative to the repository root (line 1:
- * GitHub requires a start line, and an image has no other). Results are streamed; the rules, which name every category
- * of the policy and every error code met, follow them in the run object.
+ * GitHub requires a start line, and an image has no other). An animation whose pictures were not all scored adds a
+ * result of level `warning` (rule `animation_truncated`: a check that was not whole, which `--strict` fails the run
+ * for). Results are streamed; the rules, which name every category of the policy and every error code met, follow
+ * them in the run object.
  */
 export function sarifReporter(run: RunInfo): Reporter<ReportItem> {
   const errorCodes = new Set<string>()
+  let truncated = false
   let written = 0
-  const result = (r: ReportItem, ruleId: string, text: string, properties: Record<string, unknown>): string => {
+  const result = (r: ReportItem, ruleId: string, text: string, properties: Record<string, unknown>, level = 'error'): string => {
     return jsonText({
       ruleId,
-      level: 'error',
+      level,
       message: {text},
       ...(r.item.source === '-' ? {} : {locations: [{physicalLocation: {artifactLocation: artifactLocation(r.item.source, run), region: {startLine: 1}}}]}),
       ...(r.sha256 ? {partialFingerprints: {[FINGERPRINT]: r.sha256}} : {}),
@@ -57,6 +63,11 @@ export function sarifReporter(run: RunInfo): Reporter<ReportItem> {
         lines = item.violations.map((v) =>
           result(r, v.name, `${item.source}: ${v.name} ${v.confidence.toFixed(2)} >= threshold ${v.threshold}`, {confidence: v.confidence, threshold: v.threshold}),
         )
+        if (item.animation_truncated) {
+          truncated = true
+          // A baseline accepts an item's violations, not a check that was not whole: never suppressed.
+          lines.push(result({...r, accepted: false}, TRUNCATED, `${item.source}: ${ANIMATION_TRUNCATED_NOTE}`, {}, 'warning'))
+        }
       }
       return lines.map((l) => `${written++ > 0 ? ',' : ''}\n${l}`).join('')
     },
@@ -73,6 +84,7 @@ export function sarifReporter(run: RunInfo): Reporter<ReportItem> {
           shortDescription: {text: `Input could not be scanned (${code})`},
           defaultConfiguration: {level: 'error'},
         })),
+        ...(truncated ? [{id: TRUNCATED, shortDescription: {text: 'Animation not checked whole: some of its pictures were not scored'}, defaultConfiguration: {level: 'warning'}}] : []),
       ]
       const tool = {driver: {name: 'mod', semanticVersion: run.version, version: run.version, rules}}
       const bases = {[BASE_ID]: {uri: pathToFileURL(run.root.endsWith(sep) ? run.root : `${run.root}${sep}`).href}}
