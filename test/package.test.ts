@@ -55,7 +55,8 @@ function run(cmd: string, args: string[], opts: {cwd?: string; env?: NodeJS.Proc
   })
 }
 
-const dir = tempDir()
+// The install unpacks 449 MB: in the runner's folder in memory when it made one (test/run.mjs says why).
+const dir = tempDir('mod-test-', process.env.TEST_RAM_TMPDIR)
 let server: Server
 let registry = ''
 let docs: ReturnType<typeof packuments> | undefined

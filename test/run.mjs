@@ -15,7 +15,7 @@
 // A test that needs what this machine lacks is skipped with a line "[skip] <test>: <reason>" (test/helpers/skip.ts);
 // they are listed at the end. With --no-skips (.ci/run, which installs every tool) a skipped test fails the run.
 import {spawn} from 'node:child_process'
-import {mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statfsSync, statSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {dirname, join, relative} from 'node:path'
 import {fileURLToPath, pathToFileURL} from 'node:url'
@@ -40,10 +40,15 @@ const copyDir = join(tmp, `js-${process.pid}`)
 const runTmp = mkdtempSync(join(tmpdir(), 'mod-test-'))
 // Beside the tests' folders, on the same file system: they hard-link its files (test/helpers/warm-cache.ts).
 const warmCache = join(runTmp, 'warm-cache')
+// A folder in memory, when the machine has a tmpfs at /dev/shm with room, for the one test that unpacks hundreds of MB
+// (test/package.test.ts installs the packed tarball: 449 MB). On ext4 without a journal, creating a file after the
+// suite's thousands of deletions scans the recently freed inodes: that install took about 5 CPU-s more there
+// (2026-11-30). Named to the tests in TEST_RAM_TMPDIR; without it they use their TMPDIR.
+const ramTmp = roomyTmpfs('/dev/shm') ? mkdtempSync(join('/dev/shm', 'mod-test-')) : undefined
 // Node.js 22 and later keep the code they compiled here, so that the hundreds of processes the tests start (mod
 // itself, each time) do not compile the same modules again; older releases ignore it.
 const compileCache = join(tmp, `compile-cache-${process.pid}`)
-process.on('exit', () => [copyDir, runTmp, compileCache].forEach((dir) => rmSync(dir, {recursive: true, force: true})))
+process.on('exit', () => [copyDir, runTmp, compileCache, ramTmp].filter(Boolean).forEach((dir) => rmSync(dir, {recursive: true, force: true})))
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => process.exit(1))
 
 // The caller's MOD_* variables (their models, keys, ports) must not reach the tests: each sets what it needs. Nor
@@ -51,6 +56,16 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => p
 // onnxruntime's usage telemetry is off in everything started here, as bin/run.js turns it off for mod.
 const PROXY = /^(https?|no|all)_proxy$|^npm_config_(https_)?proxy$/i
 const env = {...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_') && !PROXY.test(k))), ORT_DISABLE_TELEMETRY: '1', NODE_COMPILE_CACHE: compileCache}
+
+/** Whether `dir` is a tmpfs with at least 2 GiB free. */
+function roomyTmpfs(dir) {
+  try {
+    const fs = statfsSync(dir)
+    return fs.type === 0x01021994 && fs.bavail * fs.bsize >= 2 ** 31
+  } catch {
+    return false
+  }
+}
 
 const walk = (dir, keep, skip = new Set()) =>
   readdirSync(dir).sort().flatMap((name) => {
@@ -140,7 +155,7 @@ const HOST_FLAGS = ['--enable-source-maps', '--initial-old-space-size=1024']
 function startHost() {
   const child = spawn(process.execPath, [...HOST_FLAGS, join(root, 'test', 'run-host.mjs')], {
     cwd: root,
-    env: {...env, NO_COLOR: '1', FORCE_COLOR: '0', TEST_WARM_CACHE: warmCache},
+    env: {...env, NO_COLOR: '1', FORCE_COLOR: '0', TEST_WARM_CACHE: warmCache, ...(ramTmp && {TEST_RAM_TMPDIR: ramTmp})},
     stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
   })
   const host = {child, out: '', err: '', exited: undefined, onChange: () => {}, ran: []}

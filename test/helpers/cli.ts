@@ -109,8 +109,9 @@ export async function runInProcess(args: string[], opts: {env?: Record<string, s
   return {code, ...out}
 }
 
-export function tempDir(prefix = 'mod-test-'): {path: string; remove: () => void} {
-  const path = mkdtempSync(join(tmpdir(), prefix))
+/** A new folder in `parent` (the temporary folder by default) and a way to remove it. */
+export function tempDir(prefix = 'mod-test-', parent = tmpdir()): {path: string; remove: () => void} {
+  const path = mkdtempSync(join(parent, prefix))
   return {path, remove: () => rmSync(path, {recursive: true, force: true})}
 }
 
