@@ -2,7 +2,7 @@
 // request and the test runner run with a fresh HOME and TMPDIR, and both stay empty. onnxruntime's own telemetry
 // (on by default in 1.30) would write a device id under HOME and a session file and a log into TMPDIR.
 import {spawn} from 'node:child_process'
-import {readdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {existsSync, readdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join, relative} from 'node:path'
 
 import {test} from 'uvu'
@@ -111,6 +111,9 @@ test('the test runner starts its processes with telemetry off: the warm-cache sc
   // looks at its variables (test/runner-env.test.ts).
   const proxy = 'http://10.255.255.1:9'
   const shell = {MOD_API_KEY: 'from-the-shell', HTTPS_PROXY: proxy, http_proxy: proxy, NO_PROXY: '', npm_config_proxy: proxy}
+  // The runner's folder in memory (/dev/shm, where it is a roomy tmpfs) goes at its end, as its other folders do.
+  const inMemory = () => (existsSync('/dev/shm') ? readdirSync('/dev/shm').filter((name) => name.startsWith('mod-test-')) : [])
+  const before = inMemory()
   const child = spawn(process.execPath, [join(ROOT, 'test', 'run.mjs'), join('test', 'lib', 'model', 'session.test.ts'), join('test', 'runner-env.test.ts')], {
     cwd: ROOT,
     env: childEnv(dirs, shell),
@@ -121,6 +124,7 @@ test('the test runner starts its processes with telemetry off: the warm-cache sc
   child.stderr.on('data', (d) => (out += d))
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
   assert.is(code, 0, out)
+  assert.equal(inMemory().filter((name) => !before.includes(name)), [])
   assert.not.match(out, 'the warm cache was not built')
   // The runner gives its tests a TMPDIR of their own and names what they leave there (onnxruntime's telemetry files).
   assert.not.match(out, "left in the tests' TMPDIR")
