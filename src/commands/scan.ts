@@ -15,7 +15,7 @@ import {scanInputs, skippedLine, stdinPathProblem, type ScanEntry, type ScanItem
 import {scanReporter, SCAN_FORMATS, SUMMARY_REPORTERS, type ScanFormat, type ScanTotals} from '../cli/reports/index.js'
 import {repositoryRoot} from '../cli/repository.js'
 import {reviewSample, type ReviewSample} from '../cli/reports/review-sample.js'
-import {relativePath, type ReportItem} from '../cli/reports/report.js'
+import {animationTruncated, relativePath, type ReportItem} from '../cli/reports/report.js'
 import {MissingArgumentError} from '../cli/parse-errors.js'
 import {withRawBytes} from '../cli/raw-args.js'
 import type {Config} from '../lib/config/load.js'
@@ -132,7 +132,7 @@ const ofFound = (state: ScanState): string => `${answered(state.counts)} of ${st
 /** Counts a result; a flagged one is kept for --write-baseline (by its bytes' sha256, where it was read). */
 function tally(state: ScanState, item: ItemResult | ScanEntry, accepted: boolean, sha256: string | undefined): void {
   const {counts} = state
-  if (!('error' in item) && item.animation_truncated) state.truncated++
+  if (animationTruncated(item)) state.truncated++
   if ('error' in item) counts[item.error.code === 'not_found' ? 'missing' : 'errors']++
   else if (item.is_safe) counts.safe++
   else {

@@ -1,6 +1,6 @@
 import {ANIMATION_TRUNCATED_NOTE} from '../format.js'
 import {visible} from '../visible.js'
-import {relativePath, violationText, type ReportItem, type RunInfo} from './report.js'
+import {animationTruncated, relativePath, violationText, type ReportItem, type RunInfo} from './report.js'
 import type {Reporter} from './reporter.js'
 
 /**
@@ -37,7 +37,7 @@ export function githubReporter(run: RunInfo): Reporter<ReportItem> {
       const {item} = r
       const file = relativePath(item.source, run.cwd)
       const line = file === undefined ? undefined : '1'
-      const partial = !('error' in item) && item.animation_truncated ? command('warning', {file, line, title: 'mod: animation not checked whole'}, ANIMATION_TRUNCATED_NOTE) : ''
+      const partial = animationTruncated(item) ? command('warning', {file, line, title: 'mod: animation not checked whole'}, ANIMATION_TRUNCATED_NOTE) : ''
       if (r.accepted || ('is_safe' in item && item.is_safe)) return partial
       const title = 'error' in item ? `mod: could not scan (${item.error.code})` : `mod: ${item.violations.map((v) => v.name).join(', ')}`
       return command('error', {file, line, title}, 'error' in item ? item.error.message : violationText(item)) + partial

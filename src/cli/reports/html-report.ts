@@ -22,6 +22,7 @@ import {ANIMATION_TRUNCATED_NOTE} from '../format.js'
 import type {ScanEntry} from '../inputs.js'
 import {besideTemp, cannotWrite, refuseFolder, removeAbandonedTemps} from '../writable.js'
 import {REPORT_SCRIPT, REPORT_STYLE} from './html-report-page.js'
+import {animationTruncated} from './report.js'
 
 export interface ReportSummary {
   scanned: number
@@ -116,7 +117,7 @@ export async function openHtmlReport(file: string, cwd: string): Promise<HtmlRep
     async add(item, thumb, options = {}) {
       await started
       const found = 'error' in item ? undefined : evidenceMarks(item)
-      const notes = [...(found?.notes ?? []), ...('error' in item || !item.animation_truncated ? [] : [ANIMATION_TRUNCATED_NOTE])]
+      const notes = [...(found?.notes ?? []), ...(animationTruncated(item) ? [ANIMATION_TRUNCATED_NOTE] : [])]
       const entry = {
         result: item,
         ...located(item.source, cwd),

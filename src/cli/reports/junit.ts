@@ -1,5 +1,5 @@
 import {ANIMATION_TRUNCATED_NOTE} from '../format.js'
-import {relativePath, violationText, type ReportItem, type RunInfo} from './report.js'
+import {animationTruncated, relativePath, violationText, type ReportItem, type RunInfo} from './report.js'
 import type {Reporter} from './reporter.js'
 
 /** Characters XML 1.0 cannot hold at all (C0 controls but tab, line feed and carriage return; lone surrogates). */
@@ -52,7 +52,7 @@ export function junitReporter(run: RunInfo): Reporter<ReportItem> {
         const lines = item.violations.map((v) => `${v.name}: score ${v.confidence} >= threshold ${v.threshold}`).join('\n')
         inner.push(`<failure type="${xmlText(item.violations[0].name)}" message="${xmlText(violationText(item))}">${xmlText(lines)}</failure>`)
       }
-      if (!('error' in item) && item.animation_truncated) inner.push(`<system-out>${xmlText(ANIMATION_TRUNCATED_NOTE)}</system-out>`)
+      if (animationTruncated(item)) inner.push(`<system-out>${xmlText(ANIMATION_TRUNCATED_NOTE)}</system-out>`)
       cases.push(inner.length === 0 ? `${open}/>` : `${open}>\n${inner.map((e) => `      ${e}\n`).join('')}    </testcase>`)
       return ''
     },

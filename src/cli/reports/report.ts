@@ -30,6 +30,11 @@ export function relativePath(source: string, cwd: string): string | undefined {
   return isAbsolute(rel) ? rel : rel.split(sep).join('/')
 }
 
+/** Whether an item is an animation whose pictures were not all scored (`animation_truncated`). */
+export function animationTruncated(item: ItemResult | ScanEntry): boolean {
+  return !('error' in item) && item.animation_truncated === true
+}
+
 /** "redness 0.93 >= 0.5, weapons 0.71 >= 0.6": what an item violates. */
 export function violationText(item: ItemResult | ScanEntry): string {
   if ('error' in item) return `${item.error.code}: ${item.error.message}`
