@@ -232,9 +232,31 @@ test('the review loop: keyboard marks, kept on reload, downloaded as labels that
   let falseAlarms = ''
   let missed = ''
   const context = await browser.newContext({viewport: {width: 1200, height: 900}, acceptDownloads: true})
+  // Counts the key presses each page of the context receives, before its own listeners: see press() below.
+  await context.addInitScript(() => {
+    const w = window as unknown as {keysSeen: number}
+    w.keysSeen = 0
+    window.addEventListener('keydown', () => w.keysSeen++, true)
+  })
   const tab = await context.newPage()
   const problems: string[] = []
   tab.on('pageerror', (e) => problems.push(e.message))
+  const keysSeen = () => tab.evaluate(() => (window as unknown as {keysSeen: number}).keysSeen)
+  // A key pressed on the page, as a person presses it. Two CI runs in about forty marked none of 20 keys (0 of 20
+  // marked) with the page in front and its body focused; 45 runs since, alone and beside other pages and load, did
+  // not do it again. So a key the page never received is pressed again, up to three times, and a page that receives
+  // none says so with its focus. A key it received counts once, whatever the page did with it: the marks below still
+  // check what the page does with each key.
+  const press = async (key: string): Promise<void> => {
+    const before = await keysSeen()
+    for (let attempt = 0; attempt < 3; attempt++) {
+      await tab.keyboard.press(key)
+      if ((await keysSeen()) > before) return
+      await tab.bringToFront()
+    }
+    const state = await tab.evaluate(() => ({focus: document.hasFocus(), visibility: document.visibilityState, active: document.activeElement?.tagName}))
+    assert.unreachable(`the page received none of 3 presses of ${key}: ${JSON.stringify(state)}`)
+  }
   try {
     await tab.goto(pathToFileURL(join(dir.path, 'review.html')).href)
     const items = tab.locator('article.item')
@@ -257,22 +279,21 @@ test('the review loop: keyboard marks, kept on reload, downloaded as labels that
     // Keyboard marks, one per item in name order from the first (a mark moves on to the next item): the reddish
     // flags are right, the grey ones false alarms, the sampled safe images right (safe).
     const current = () => tab.evaluate(() => (document.querySelector('article.item.current') as HTMLElement | null)?.dataset.source ?? '')
-    // Keys go to this page, not to another tab's or to a control (a CI run once marked none of 20 keys, cause not
-    // seen again): the page is brought to the front, and whichever control has the focus gives it up.
-    await tab.bringToFront()
+    // Keys go to the page, not to a control: whichever control has the focus gives it up.
     await tab.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
     assert.is(await tab.evaluate(() => document.activeElement === document.body), true)
     assert.is(await current(), byName[0])
-    for (let i = 0; i < 20; i++) await tab.keyboard.press((await current()).includes('grey') ? 'f' : 'r')
+    for (let i = 0; i < 20; i++) await press((await current()).includes('grey') ? 'f' : 'r')
     const tally = () => tab.locator('#tally').textContent()
-    assert.is(await tally(), '20 of 20 marked: 14 right, 6 false alarms, 0 missed')
+    // The page's status line says why a key marked nothing.
+    assert.is(await tally(), '20 of 20 marked: 14 right, 6 false alarms, 0 missed', `status: ${await tab.locator('#status').textContent()}`)
     // u undoes the last mark; a key that does not fit the item says so and marks nothing.
-    await tab.keyboard.press('u')
+    await press('u')
     assert.is(await tally(), '19 of 20 marked: 13 right, 6 false alarms, 0 missed')
     assert.is(await current(), 'review/red-5.png')
-    await tab.keyboard.press('m')
+    await press('m')
     assert.match((await tab.locator('#status').textContent()) ?? '', 'missed applies to the safe sample')
-    await tab.keyboard.press('r')
+    await press('r')
     // The marks are shown on the items and kept by a reload.
     await tab.reload()
     assert.is(await tally(), '20 of 20 marked: 14 right, 6 false alarms, 0 missed')
@@ -308,13 +329,13 @@ test('the review loop: keyboard marks, kept on reload, downloaded as labels that
     // category before the first in the item's menu: redness, the lowest score, is last).
     await tab.fill('#search', 'grey')
     await tab.locator('#search').blur()
-    for (let i = 0; i < 6; i++) await tab.keyboard.press('r')
+    for (let i = 0; i < 6; i++) await press('r')
     await tab.fill('#search', 'pale')
     await tab.locator('#search').blur()
     const pale = await items.count()
     for (let i = 0; i < pale; i++) {
-      await tab.keyboard.press('Shift+C')
-      await tab.keyboard.press('m')
+      await press('Shift+C')
+      await press('m')
     }
     assert.is(await tab.locator('article.item[data-mark=missed] .badge').first().textContent(), 'missed: redness')
     assert.is(await tally(), `20 of 20 marked: ${20 - pale} right, 0 false alarms, ${pale} missed`)
