@@ -1,4 +1,5 @@
 import {loadConfig, type Config} from '../lib/config/load.js'
+import {ANIMATION_TRUNCATED_NOTE} from './format.js'
 import {plural} from '../lib/plural.js'
 import type {SampleError} from '../lib/eval/collect.js'
 import type {Confusion} from '../lib/eval/metrics.js'
@@ -8,11 +9,15 @@ import {runSteps} from './steps.js'
 
 export const pct = (x: number | null): string => (x === null ? 'n/a' : `${(x * 100).toFixed(1)}%`)
 
-/** Lines for files that could not be scored and images not used (they are left out of the figures). */
-export function errorLines(errors: readonly SampleError[], unlisted: readonly string[]): string[] {
+/**
+ * Lines for files that could not be scored and images not used (they are left out of the figures), and for
+ * animations scored on part of their pictures (their scores do not cover the rest).
+ */
+export function errorLines(errors: readonly SampleError[], unlisted: readonly string[], truncated: readonly string[] = []): string[] {
   return [
     ...errors.map((e) => `skipped ${e.source}: ${e.error.code}: ${e.error.message}`),
     ...unlisted.map((name) => `not used: ${name} is in the dataset folder itself but not listed in labels.csv`),
+    ...truncated.map((source) => `partly scored: ${source}: ${ANIMATION_TRUNCATED_NOTE}`),
   ]
 }
 
@@ -36,6 +41,7 @@ export function formatEval(r: EvalReport): string[] {
     `average recall:       ${pct(m.average_recall)}`,
     `safe images flagged:  ${pct(m.safe_flagged)}`,
     ...(r.not_evaluated.length > 0 ? [`not evaluated (no installed model scores them): ${r.not_evaluated.join(', ')}`] : []),
+    ...(r.animations_truncated.length > 0 ? [`scored in part: ${plural(r.animations_truncated.length, 'animation')} with pictures not scored (past the 64 frames scored)`] : []),
     '',
     ...table(
       ['label', 'threshold', 'images', 'recall', 'precision', 'safe flagged'],

@@ -31,6 +31,8 @@ absolute or relative to the file's folder, and an image with no label is a safe 
 Prints per label recall, precision and the share of safe images it flags, the average recall over labels,
 the share of safe images flagged by any label, a confusion table and a threshold sweep.
 It scores with the signals mod scan uses, from the same settings (NudeNet where it is pulled, the policy's text rules and hash lists), so an image's score is the one mod scan gives, an animation's included.
+An animation showing more pictures than the 64 frames scored is named on stderr (partly scored) and in
+animations_truncated: its score does not cover the pictures left out.
 
 Features are cached per model and file content under MOD_CACHE_DIR/features, so a second run on the same
 images runs no image encoder (text rules and hash lists run again each time). Files that cannot be read are reported on stderr and left out.
@@ -77,7 +79,7 @@ evaluated.`
       flags.report ? [{title: `Writing the report ${flags.report}`, run: async (report: EvalReport) => writeFile(flags.report as string, renderReport(report, await loadChartJs()))}] : [],
     )
     this.notePolicy(config)
-    for (const line of errorLines(done.errors, done.unlisted)) this.logToStderr(line)
+    for (const line of errorLines(done.errors, done.unlisted, done.animations_truncated)) this.logToStderr(line)
     this.printResult(REPORTERS[chosenFormat(flags)](), done)
   }
 }

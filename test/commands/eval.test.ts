@@ -9,6 +9,7 @@ import * as assert from 'uvu/assert'
 import {launchChromium} from '../helpers/chromium.js'
 import {BIN, runInProcess, shellWord, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {writeImages} from '../helpers/dataset.js'
+import {slideshowWebp} from '../helpers/slideshow.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 
 const dir = tempDir()
@@ -75,6 +76,7 @@ test('red vs blue: redness has recall 1 and flags no safe image', async () => {
   assert.is(json.metrics.safe_flagged, 0)
   assert.is(json.metrics.images, 9)
   assert.equal(json.errors, [])
+  assert.equal(json.animations_truncated, [])
 })
 
 test('--model-dir and --cache-dir name the model and the cache, as MOD_MODEL_DIR and MOD_CACHE_DIR do', async () => {
@@ -152,6 +154,36 @@ test('a second eval on the same images runs no image encoder (features and promp
   const third = await runInProcess(['eval', clean, '--config', policy, '--json'], {env: cacheEnv})
   assert.is(third.code, 2)
   assert.match(third.stderr, 'vision_model.onnx')
+})
+
+test('an animation showing more pictures than are scored is named (stderr, the table, the JSON, the page), from the feature cache too', async () => {
+  const set = join(dir.path, 'animations')
+  await writeImages(set, 'redness', RED, 2, 'red', 10)
+  await writeImages(set, 'safe', BLUE, 1, 'blue', 11)
+  // 70 other pictures: past the 64 frames scored. 64: every one scored.
+  writeFileSync(join(set, 'safe', 'seventy.webp'), await slideshowWebp(70))
+  writeFileSync(join(set, 'safe', 'sixty-four.webp'), await slideshowWebp(64))
+  const cacheEnv = {...env, MOD_CACHE_DIR: warmCacheDir(join(dir.path, 'cache-animations'))}
+  const page = join(dir.path, 'animations.html')
+  const first = await runInProcess(['eval', set, '--config', policy, '--json', '--report', page], {env: cacheEnv})
+  assert.is(first.code, 0, first.stderr)
+  const json = JSON.parse(first.stdout)
+  assert.is(json.metrics.images, 5)
+  assert.is(json.images_embedded, 5)
+  assert.equal(json.animations_truncated, ['safe/seventy.webp'])
+  assert.match(first.stderr, /^partly scored: safe\/seventy\.webp: some pictures of the animation not scored$/m)
+  assert.not.match(first.stderr, 'sixty-four')
+  const html = readFileSync(page, 'utf8')
+  assert.match(html, '<h2>Animations scored in part (1)</h2>')
+  assert.match(html, '<li>safe/seventy.webp</li>')
+  // Again, every image's features from the cache: it keeps whether an animation's pictures were left out.
+  const again = await runInProcess(['eval', set, '--config', policy, '--json'], {env: cacheEnv})
+  assert.is(JSON.parse(again.stdout).images_embedded, 0)
+  assert.equal(JSON.parse(again.stdout).animations_truncated, ['safe/seventy.webp'])
+  const table = await runInProcess(['eval', set, '--config', policy], {env: cacheEnv})
+  assert.is(table.code, 0, table.stderr)
+  assert.match(table.stdout, /^scored in part: 1 animation with pictures not scored \(past the 64 frames scored\)$/m)
+  assert.match(table.stderr, 'partly scored: safe/seventy.webp')
 })
 
 test('--report writes one self-contained page whose charts render in headless chromium without console errors', async () => {

@@ -8,8 +8,8 @@
  * once each write a whole file (the last rename wins; both hold the same features). A file that cannot be
  * read back (truncated, another format version) counts as missing and is recomputed.
  *
- * Binary layout, little-endian: "MODF", u32 version (3), u32 frame count (an animation's frames scored; 1 for a
- * still image), then per frame: u32 embedding length, f32 embedding[], u32 signal count, then per signal: u16
+ * Binary layout, little-endian: "MODF", u32 version (4), u32 frame count (an animation's frames scored; 1 for a
+ * still image), u32 flags (bit 0: an animation with pictures left out, not scored), then per frame: u32 embedding length, f32 embedding[], u32 signal count, then per signal: u16
  * name length, UTF-8 name, u32 value count, f32 values[]. The outputs of signals that keep no features (`live`)
  * are not written.
  */
@@ -23,9 +23,12 @@ import type {Features, FrameFeatures} from './features.js'
 const MAGIC = 'MODF'
 /**
  * Changes whenever a file's features would, the layout or the frames an animation is scored on: 3 since those are
- * chosen by the time each is on screen, so that features kept from the frames chosen before are recomputed.
+ * chosen by the time each is on screen, so that features kept from the frames chosen before are recomputed; 4 since
+ * a file says whether an animation's pictures were left out, which a file of 3 cannot tell.
  */
-const VERSION = 3
+const VERSION = 4
+/** Bit 0 of a file's flags: Features.picturesLeftOut. */
+const PICTURES_LEFT_OUT = 1
 
 export interface FeatureCache {
   readonly dir: string
@@ -45,7 +48,7 @@ export function encodeFeatures(f: Features): Buffer {
     const nameBytes = names.map((n) => Buffer.from(n, 'utf8'))
     return {frame, names, nameBytes}
   })
-  let size = 4 + 4 + 4
+  let size = 4 + 4 + 4 + 4
   for (const {frame, names, nameBytes} of parts) {
     size += 4 + frame.embedding.length * 4 + 4
     names.forEach((n, i) => (size += 2 + nameBytes[i].length + 4 + frame.signals[n].length * 4))
@@ -54,6 +57,7 @@ export function encodeFeatures(f: Features): Buffer {
   let at = out.write(MAGIC, 0, 'latin1')
   at = out.writeUInt32LE(VERSION, at)
   at = out.writeUInt32LE(frames.length, at)
+  at = out.writeUInt32LE(f.picturesLeftOut ? PICTURES_LEFT_OUT : 0, at)
   const floats = (v: Float32Array) => {
     at = out.writeUInt32LE(v.length, at)
     for (const x of v) at = out.writeFloatLE(x, at)
@@ -107,7 +111,8 @@ export function decodeFeatures(b: Buffer): Features | undefined {
   if (!need(8) || b.toString('latin1', 0, 4) !== MAGIC || b.readUInt32LE(4) !== VERSION) return undefined
   at = 8
   const count = u32()
-  if (count === undefined || count === 0) return undefined
+  const flags = u32()
+  if (count === undefined || count === 0 || flags === undefined) return undefined
   const frames: FrameFeatures[] = []
   for (let i = 0; i < count; i++) {
     const f = frame()
@@ -116,7 +121,8 @@ export function decodeFeatures(b: Buffer): Features | undefined {
   }
   if (at !== b.length) return undefined
   const [first, ...later] = frames
-  return later.length > 0 ? {...first, later} : first
+  const leftOut = flags & PICTURES_LEFT_OUT ? {picturesLeftOut: true as const} : {}
+  return {...first, ...(later.length > 0 ? {later} : {}), ...leftOut}
 }
 
 export function openFeatureCache(cacheDir: string, modelKey: string): FeatureCache {

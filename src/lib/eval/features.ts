@@ -115,7 +115,8 @@ export async function openDatasetScoring(model: ModelOptions, o: ScoringOptions)
       const outputs = await core.infer(await core.prepare(frames, 'image', undefined, whole ? undefined : core.live))
       if (!whole) return {...(cached as Features), live: core.toFeatures(outputs).live}
       embedded++
-      return core.toFeatures(outputs)
+      const leftOut = frames.some((frame) => frame.picturesLeftOut) ? {picturesLeftOut: true as const} : {}
+      return {...core.toFeatures(outputs), ...leftOut}
     },
     raw: (features) => core.raw(core.fromFeatures(features)[0]),
     mix: (features) => core.mix(core.fromFeatures(features)[0]),

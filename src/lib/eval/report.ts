@@ -84,6 +84,10 @@ export function renderReport(r: EvalReport, chartJs: string): string {
     curves: r.curves,
   }
   const errors = r.errors.length === 0 ? '' : `<h2>Files not scored (${r.errors.length})</h2><ul>${r.errors.map((e) => `<li>${escapeHtml(e.source)}: ${escapeHtml(e.error.code)}</li>`).join('')}</ul>`
+  const truncated =
+    r.animations_truncated.length === 0
+      ? ''
+      : `<h2>Animations scored in part (${r.animations_truncated.length})</h2><p>They show more pictures than the 64 frames scored; their scores do not cover the others.</p><ul>${r.animations_truncated.map((s) => `<li>${escapeHtml(s)}</li>`).join('')}</ul>`
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="${OFFLINE_CSP}">
@@ -99,6 +103,7 @@ ${rows}</table>
 <h2>Confusion</h2>
 <table>${confusion}</table>
 ${errors}
+${truncated}
 <h2>Precision-recall and score histograms</h2>
 ${charts}
 <script id="report-data" type="application/json">${scriptJson(data)}</script>

@@ -77,6 +77,11 @@ export interface EvalReport {
   images_embedded: number
   /** Categories of the policy that no installed signal scores (e.g. no CLIP model, only the NSFW specialist). */
   not_evaluated: string[]
+  /**
+   * Animations showing more pictures than are scored (64 frames), as scan's `animation_truncated`: their scores, and
+   * so the figures, do not cover the pictures left out.
+   */
+  animations_truncated: string[]
 }
 
 const knownLabels = (policy: Policy, head?: Head) => new Set([...policy.categories.map((c) => c.name), ...(head?.labels ?? []).map((l) => l.name)])
@@ -89,7 +94,11 @@ export async function evaluateDataset(o: RunOptions & {headPath?: string}): Prom
     const scorer = run.source
     const errors: SampleError[] = []
     const scored: ScoredSample[] = []
-    for await (const s of samplesOf(run, o, errors)) scored.push({truth: s.labels, scores: scorer.score(s.features)})
+    const truncated: string[] = []
+    for await (const s of samplesOf(run, o, errors)) {
+      scored.push({truth: s.labels, scores: scorer.score(s.features)})
+      if (s.features.picturesLeftOut) truncated.push(s.source)
+    }
     const thresholds = scorer.labels.map((l) => ({name: l.name, threshold: l.threshold}))
     return {
       dataset: o.dataset,
@@ -102,6 +111,7 @@ export async function evaluateDataset(o: RunOptions & {headPath?: string}): Prom
       curves: Object.fromEntries(scorer.labels.map((l, i) => [l.name, {pr: prCurve(scored, l.name, i), histogram: histogram(scored, l.name, i)}])),
       images_embedded: run.source.imagesEmbedded(),
       not_evaluated: [...run.source.notEvaluated],
+      animations_truncated: truncated,
     }
   } finally {
     await run.source.dispose()

@@ -82,6 +82,8 @@ export interface Features extends FrameFeatures {
   later?: FrameFeatures[]
   /** Per frame, the outputs of the signals that keep no features (absent when none is open). */
   live?: FrameOutputs[]
+  /** An animation showing more pictures than are scored: some were left out (scan's `animation_truncated`). */
+  picturesLeftOut?: true
 }
 
 /** A label as eval reports it: a category of the policy (with its calibration) or a label a signal adds. */

@@ -19,6 +19,20 @@ test('features round-trip through the binary form, signals included', () => {
   assert.equal(decodeFeatures(encodeFeatures({embedding: new Float32Array(2), signals: {}}))?.signals, {})
 })
 
+test('an animation with pictures left out is said so after the round trip; a file of the version before, which cannot say it, decodes to nothing', () => {
+  const animation = {...features, later: [features, features], picturesLeftOut: true as const}
+  const back = decodeFeatures(encodeFeatures(animation))
+  assert.is(back?.picturesLeftOut, true)
+  assert.is(back?.later?.length, 2)
+  assert.is(decodeFeatures(encodeFeatures(features))?.picturesLeftOut, undefined)
+  // Version 3: the same layout without the flags word.
+  const bytes = encodeFeatures(features)
+  const three = Buffer.concat([bytes.subarray(0, 12), bytes.subarray(16)])
+  three.writeUInt32LE(3, 4)
+  assert.is(decodeFeatures(three), undefined)
+  assert.is(bytes.readUInt32LE(4), 4)
+})
+
 test('a truncated or foreign file decodes to nothing', () => {
   const bytes = encodeFeatures(features)
   assert.is(decodeFeatures(bytes.subarray(0, bytes.length - 1)), undefined)
