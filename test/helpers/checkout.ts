@@ -26,15 +26,16 @@ export function repositoryAtTag(dir: string, tag = 'v0.0.0-test'): {path: string
   return {path, tag}
 }
 
-const archives = new Map<string, Buffer>()
-
-/** The files of `repository` at `tag` extracted into `into`, as GitHub downloads an action at its ref (no .git). */
+/**
+ * The files of `repository` at `tag` extracted into `into`, as GitHub downloads an action at its ref (no .git). The
+ * archive is made once, beside the repository (in the test's folder), not kept in memory: the test processes run
+ * many files one after another, and a 50 MB archive held to the run's end is copied by every process they start.
+ */
 export function extractTag(repository: {path: string; tag: string}, into: string): string {
-  const id = `${repository.path}#${repository.tag}`
-  const archive = archives.get(id) ?? execFileSync('git', ['-C', repository.path, 'archive', repository.tag], {maxBuffer: 1 << 30})
-  archives.set(id, archive)
+  const archive = `${repository.path}-${repository.tag}.tar`
+  if (!existsSync(archive)) execFileSync('git', ['-C', repository.path, 'archive', '-o', archive, repository.tag])
   mkdirSync(into, {recursive: true})
-  execFileSync('tar', ['-x', '-C', into], {input: archive, maxBuffer: 1 << 20})
+  execFileSync('tar', ['-x', '-C', into, '-f', archive])
   return into
 }
 
