@@ -9,9 +9,9 @@
  * read back (truncated, another format version) counts as missing and is recomputed.
  *
  * Binary layout, little-endian: "MODF", u32 version (4), u32 frame count (an animation's frames scored; 1 for a
- * still image), u32 flags (bit 0: an animation with pictures left out, not scored), then per frame: u32 embedding length, f32 embedding[], u32 signal count, then per signal: u16
- * name length, UTF-8 name, u32 value count, f32 values[]. The outputs of signals that keep no features (`live`)
- * are not written.
+ * still image), u32 flags (bit 0: an animation with pictures left out, not scored), then per frame: u32 embedding
+ * length, f32 embedding[], u32 signal count, then per signal: u16 name length, UTF-8 name, u32 value count, f32
+ * values[]. The outputs of signals that keep no features (`live`) are not written.
  */
 import {randomBytes} from 'node:crypto'
 import {readFile, rename, rm, writeFile} from 'node:fs/promises'
