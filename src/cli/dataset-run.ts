@@ -1,5 +1,5 @@
 import {loadConfig, type Config} from '../lib/config/load.js'
-import {MAX_FRAMES, MAX_OTHER_FRAMES} from '../lib/image/animation-frames.js'
+import {MAX_ANIMATION_FRAMES} from '../lib/image/animation-frames.js'
 import {ANIMATION_TRUNCATED_NOTE} from './format.js'
 import {plural} from '../lib/plural.js'
 import type {SampleError} from '../lib/eval/collect.js'
@@ -42,7 +42,7 @@ export function formatEval(r: EvalReport): string[] {
     `average recall:       ${pct(m.average_recall)}`,
     `safe images flagged:  ${pct(m.safe_flagged)}`,
     ...(r.not_evaluated.length > 0 ? [`not evaluated (no installed model scores them): ${r.not_evaluated.join(', ')}`] : []),
-    ...(r.animations_truncated.length > 0 ? [`scored in part: ${plural(r.animations_truncated.length, 'animation')} with pictures not scored (past the ${MAX_FRAMES + MAX_OTHER_FRAMES} frames scored)`] : []),
+    ...(r.animations_truncated.length > 0 ? [`scored in part: ${plural(r.animations_truncated.length, 'animation')} with pictures not scored (past the ${MAX_ANIMATION_FRAMES} frames scored)`] : []),
     '',
     ...table(
       ['label', 'threshold', 'images', 'recall', 'precision', 'safe flagged'],

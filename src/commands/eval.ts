@@ -10,7 +10,7 @@ import {modelFlags} from '../cli/flags.js'
 import {chosenFormat, formatFlags} from '../cli/output.js'
 import {oneResultReporters, PLAIN_FORMATS} from '../cli/reports/reporter.js'
 import {checkWritable} from '../cli/writable.js'
-import {MAX_FRAMES, MAX_OTHER_FRAMES} from '../lib/image/animation-frames.js'
+import {MAX_ANIMATION_FRAMES} from '../lib/image/animation-frames.js'
 import {loadChartJs, renderReport} from '../lib/eval/report.js'
 import {evaluateDataset, type EvalReport} from '../lib/eval/run.js'
 import {plural} from '../lib/plural.js'
@@ -32,7 +32,7 @@ absolute or relative to the file's folder, and an image with no label is a safe 
 Prints per label recall, precision and the share of safe images it flags, the average recall over labels,
 the share of safe images flagged by any label, a confusion table and a threshold sweep.
 It scores with the signals mod scan uses, from the same settings (NudeNet where it is pulled, the policy's text rules and hash lists), so an image's score is the one mod scan gives, an animation's included.
-An animation showing more pictures than the ${MAX_FRAMES + MAX_OTHER_FRAMES} frames scored is named on stderr (partly scored) and in
+An animation showing more pictures than the ${MAX_ANIMATION_FRAMES} frames scored is named on stderr (partly scored) and in
 animations_truncated: its score does not cover the pictures left out.
 
 Features are cached per model and file content under MOD_CACHE_DIR/features, so a second run on the same

@@ -13,7 +13,7 @@ import {visible} from '../cli/visible.js'
 import {jsonArrayReporter, ndjsonReporter, PLAIN_FORMATS, tableReporter, type Reporters} from '../cli/reports/reporter.js'
 import {readSettings, type Limits} from '../lib/config/settings.js'
 import {decodedPixels, decodeImage, disableDecodeCache, probeImage, type ImageProbe} from '../lib/image/decode.js'
-import {MAX_FRAMES, MAX_OTHER_FRAMES, MAX_PAGES} from '../lib/image/animation-frames.js'
+import {MAX_ANIMATION_FRAMES, MAX_PAGES} from '../lib/image/animation-frames.js'
 import {isModError, ModError} from '../lib/errors.js'
 import {hashFrames, hashVideo, type MediaHash} from '../lib/signals/pdq/hash-media.js'
 import {DEFAULT_QUALITY_FLOOR} from '../lib/signals/pdq/match.js'
@@ -136,7 +136,7 @@ async function hashImages(path: string, run: HashRun): Promise<void> {
 export default class Hash extends ModCommand {
   static override description = `Print the PDQ perceptual hash and its quality (0-100) of images and video frames, to build or check hash lists.
 
-Files, folders (recursively, images recognised by their first bytes) or - for one image on stdin; an animated GIF or WebP gives one hash per frame mod scan scores (up to ${MAX_FRAMES + MAX_OTHER_FRAMES}), a multi-page TIFF one per page (up to ${MAX_PAGES}). A file named on the command line that is not an image is read as a video: one hash per frame sampled at --fps; an image of a format that is not accepted (SVG) is an error saying so. The table prints hash, quality and source; a hash whose quality is under 50 is not matched against lists. An image is hashed as displayed, EXIF orientation applied, one with transparency as a light page shows it (scans also match its dark view, and a turned photo's stored pixels, which lists made with Meta's tools hash).`
+Files, folders (recursively, images recognised by their first bytes) or - for one image on stdin; an animated GIF or WebP gives one hash per frame mod scan scores (up to ${MAX_ANIMATION_FRAMES}), a multi-page TIFF one per page (up to ${MAX_PAGES}). A file named on the command line that is not an image is read as a video: one hash per frame sampled at --fps; an image of a format that is not accepted (SVG) is an error saying so. The table prints hash, quality and source; a hash whose quality is under 50 is not matched against lists. An image is hashed as displayed, EXIF orientation applied, one with transparency as a light page shows it (scans also match its dark view, and a turned photo's stored pixels, which lists made with Meta's tools hash).`
 
   static override examples = [
     '<%= config.bin %> hash photo.jpg',

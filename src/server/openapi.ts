@@ -12,7 +12,7 @@ import {ROUTES} from './routes/index.js'
 import {ErrorBody, ErrorCode, Health, ModerateJsonRequest, Ready} from './schemas.js'
 import {ImageJob, ImageJobLine, ImageJobManifest} from './jobs/images/schema.js'
 import {formatSizeExact, grouped} from '../lib/sizes.js'
-import {MAX_FRAMES, MAX_OTHER_FRAMES, MAX_PAGES} from '../lib/image/animation-frames.js'
+import {MAX_ANIMATION_FRAMES, MAX_FRAMES, MAX_OTHER_FRAMES, MAX_PAGES} from '../lib/image/animation-frames.js'
 import {LINGER} from './linger.js'
 import {graceMs} from './upload-places.js'
 import {humanSeconds} from '../lib/durations.js'
@@ -326,7 +326,7 @@ function description(info: OpenApiInfo): string {
       `each is on screen (a delay of 10 ms or less counts as 100 ms, as browsers show it): those shown at ${MAX_FRAMES} instants evenly ` +
       'spaced from the middle of the first frame to the middle of the last, and always the frame shown longest; then up to ' +
       `${MAX_OTHER_FRAMES} more of the frames left out that are other pictures than every frame scored (a slideshow of up to ` +
-      `${MAX_FRAMES + MAX_OTHER_FRAMES} pictures is scored on every picture). Every page of a multi-page TIFF is scored; a TIFF of ` +
+      `${MAX_ANIMATION_FRAMES} pictures is scored on every picture). Every page of a multi-page TIFF is scored; a TIFF of ` +
       `more than ${MAX_PAGES} pages is refused with 413 \`payload_too_large\`. Each label keeps its maximum score. ` +
       "An animated PNG (APNG) is refused with 415 `unsupported_media`: only its " +
       'default image could be decoded; send the animation as GIF or WebP. An image is scored as displayed: EXIF ' +

@@ -8,7 +8,7 @@ import {createRequire} from 'node:module'
 import {dirname, join} from 'node:path'
 
 import {escapeHtml, OFFLINE_CSP, scriptJson} from '../html.js'
-import {MAX_FRAMES, MAX_OTHER_FRAMES} from '../image/animation-frames.js'
+import {MAX_ANIMATION_FRAMES} from '../image/animation-frames.js'
 import type {EvalReport} from './run.js'
 import {plural} from '../plural.js'
 
@@ -88,7 +88,7 @@ export function renderReport(r: EvalReport, chartJs: string): string {
   const truncated =
     r.animations_truncated.length === 0
       ? ''
-      : `<h2>Animations scored in part (${r.animations_truncated.length})</h2><p>They show more pictures than the ${MAX_FRAMES + MAX_OTHER_FRAMES} frames scored; their scores do not cover the others.</p><ul>${r.animations_truncated.map((s) => `<li>${escapeHtml(s)}</li>`).join('')}</ul>`
+      : `<h2>Animations scored in part (${r.animations_truncated.length})</h2><p>They show more pictures than the ${MAX_ANIMATION_FRAMES} frames scored; their scores do not cover the others.</p><ul>${r.animations_truncated.map((s) => `<li>${escapeHtml(s)}</li>`).join('')}</ul>`
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="${OFFLINE_CSP}">

@@ -11,6 +11,9 @@ export const MAX_FRAMES = 8
  */
 export const MAX_OTHER_FRAMES = 56
 
+/** Frames of an animation scored at most, in all: an animation showing more pictures is `animation_truncated`. */
+export const MAX_ANIMATION_FRAMES = MAX_FRAMES + MAX_OTHER_FRAMES
+
 /**
  * Pages of a multi-page TIFF scored: all of them, up to this many; a file of more is refused rather than scored on
  * some, since a page left out would pass unseen (pages have no display time, and each is decoded on its own).

@@ -3,7 +3,7 @@ import sharp, {type Metadata, type Sharp, type SharpOptions} from 'sharp'
 import {emptyFileError, ModError} from '../errors.js'
 import {imageFormat, isAvifSequence, sniffImage} from '../input/sniff.js'
 import {formatSize} from '../sizes.js'
-import {displayDurations, MAX_FRAMES, MAX_OTHER_FRAMES, MAX_PAGES, scoredFrames} from './animation-frames.js'
+import {displayDurations, MAX_ANIMATION_FRAMES, MAX_FRAMES, MAX_OTHER_FRAMES, MAX_PAGES, scoredFrames} from './animation-frames.js'
 import {coarseStream, otherPictures, type CoarseStream} from './coarse.js'
 import {isAnimatedPng} from './apng.js'
 import {applyTable, gammaTable, pngColour, type PngColour} from './png-colour.js'
@@ -236,7 +236,7 @@ export async function decodeImage(input: Buffer, limits: ImageLimits, probed?: I
 
 /** The pixels decodeImage will hold for an input so probed: its frames scored, or the still at its planned size. */
 export function decodedPixels(probe: ImageProbe, limits: Pick<ImageLimits, 'maxPixels'>): number {
-  if (probe.animated) return Math.min(probe.frames, MAX_FRAMES + MAX_OTHER_FRAMES) * probe.width * probe.height * (probe.alpha ? 2 : 1)
+  if (probe.animated) return Math.min(probe.frames, MAX_ANIMATION_FRAMES) * probe.width * probe.height * (probe.alpha ? 2 : 1)
   // Its first page standing for each page kept, all within one still's share (decodePages).
   if (multiPage(probe)) return Math.min(probe.frames * probe.width * probe.height, Math.floor(limits.maxPixels / DECODED_SHARE))
   const {width, height} = planDecode(probe, limits)
