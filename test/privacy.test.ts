@@ -129,7 +129,7 @@ test('the test runner starts its processes with telemetry off: the warm-cache sc
   // The runner gives its tests a TMPDIR of their own and names what they leave there (onnxruntime's telemetry files).
   assert.not.match(out, "left in the tests' TMPDIR")
   assert.match(out, /^2 test files in /m)
-  assert.match(out, /^=== test\/runner-env\.test\.ts \(1 passed, 0 failed, 0 skipped/m)
+  assert.match(out, /^=== test\/runner-env\.test\.ts \(2 passed, 0 failed, 0 skipped/m)
   assert.equal(filesUnder(dirs.home), [])
   assert.equal(filesUnder(dirs.tmp), [])
 })

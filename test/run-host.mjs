@@ -18,6 +18,11 @@ globalThis.UVU_DEFER = 1
 const {exec, test} = await import('uvu')
 
 const MARK = '\u0000mod-test-file-end\u0000'
+// The runner's malloc setting is for this process (glibc read it at its start), not for the processes tests start.
+if (process.env.TEST_HOST_MALLOC) {
+  delete process.env.MALLOC_MMAP_THRESHOLD_
+  delete process.env.TEST_HOST_MALLOC
+}
 const baseEnv = {...process.env}
 const root = process.cwd()
 const umask = process.umask()
