@@ -215,7 +215,7 @@ function ico(png: Buffer): Buffer {
   return Buffer.concat([dir, png])
 }
 
-test('BMP (even named .jpg), ICO, SVG and JPEG XL files in a folder or a list are unsupported_media entries naming the format, exit 2; other text is skipped', async () => {
+test('BMP (even named .jpg), ICO, SVG, JPEG XL and JPEG 2000 files in a folder or a list are unsupported_media entries naming the format, exit 2; other text is skipped', async () => {
   const shown = join(dir.path, 'browser-shown')
   mkdirSync(shown)
   writeFileSync(join(shown, 'a.png'), await solidPng(0, 0, 255))
@@ -223,8 +223,10 @@ test('BMP (even named .jpg), ICO, SVG and JPEG XL files in a folder or a list ar
   writeFileSync(join(shown, 'favicon.ico'), ico(await solidPng(0, 0, 255)))
   writeFileSync(join(shown, 'logo.svg'), '<?xml version="1.0"?>\n<!-- drawn by hand -->\n<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"/>')
   writeFileSync(join(shown, 'photo.jxl'), Buffer.from('ff0a' + '00'.repeat(30), 'hex'))
+  // A JP2 file's signature box and file type box, named as a JPEG.
+  writeFileSync(join(shown, 'scan.jpg'), Buffer.from('0000000c6a5020200d0a870a00000014667479706a70322000000000' + '00'.repeat(30), 'hex'))
   writeFileSync(join(shown, 'page.html'), '<!DOCTYPE html>\n<html><body><svg width="4" height="4"/></body></html>')
-  writeFileSync(join(dir.path, 'shown-list.txt'), ['a.png', 'upload1.jpg', 'favicon.ico', 'logo.svg', 'photo.jxl', 'page.html'].map((f) => join(shown, f)).join('\n') + '\n')
+  writeFileSync(join(dir.path, 'shown-list.txt'), ['a.png', 'upload1.jpg', 'favicon.ico', 'logo.svg', 'photo.jxl', 'scan.jpg', 'page.html'].map((f) => join(shown, f)).join('\n') + '\n')
   for (const args of [[shown], ['--files-from', join(dir.path, 'shown-list.txt')]]) {
     const r = await runInProcess(['scan', ...args, '--config', policy, '--json'], {env})
     assert.is(r.code, 2, args.join(' '))
@@ -232,10 +234,10 @@ test('BMP (even named .jpg), ICO, SVG and JPEG XL files in a folder or a list ar
     const refused = (format: string) => `unsupported_media: ${format} images are not supported; send JPEG, PNG, WebP, GIF, AVIF or TIFF`
     assert.equal(
       rows.sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
-      [['a.png', true], ['favicon.ico', refused('ICO')], ['logo.svg', refused('SVG')], ['photo.jxl', refused('JPEG XL')], ['upload1.jpg', refused('BMP')]],
+      [['a.png', true], ['favicon.ico', refused('ICO')], ['logo.svg', refused('SVG')], ['photo.jxl', refused('JPEG XL')], ['scan.jpg', refused('JPEG 2000')], ['upload1.jpg', refused('BMP')]],
       args.join(' '),
     )
-    assert.match(r.stderr, /^5 scanned: 1 safe, 0 unsafe, 4 errors; skipped 1 \(1 not an image\)/, args.join(' '))
+    assert.match(r.stderr, /^6 scanned: 1 safe, 0 unsafe, 5 errors; skipped 1 \(1 not an image\)/, args.join(' '))
   }
 })
 

@@ -103,7 +103,7 @@ export async function probeImage(input: Buffer): Promise<ImageProbe> {
     if (isAvifSequence(input)) {
       throw new ModError('unsupported_media', 'an animated AVIF (image sequence) is not read as an image: score it as a video (mod scan-video, POST /v1/moderate/video), or send it as an animated GIF or WebP')
     }
-    // A format browsers show but the decoder does not know (BMP, ICO, JPEG XL) is named.
+    // A format browsers show but the decoder does not know (BMP, ICO, JPEG XL, JPEG 2000) is named.
     const named = sniffImage(input) === 'refused' ? imageFormat(input) : undefined
     throw new ModError('unsupported_media', named ? `${named} images are not supported; send JPEG, PNG, WebP, GIF, AVIF or TIFF` : 'not an image in a supported format (JPEG, PNG, WebP, GIF, AVIF, TIFF)')
   }

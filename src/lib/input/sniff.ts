@@ -2,7 +2,7 @@ import {open} from 'node:fs/promises'
 
 /**
  * What the first bytes of a file say it is: a format the image decoder accepts, an image format it refuses that
- * cameras or browsers show (HEIF, BMP, ICO, SVG, JPEG XL), or neither.
+ * cameras or browsers show (HEIF, BMP, ICO, SVG, JPEG XL, JPEG 2000), or neither.
  */
 export type Sniffed = 'image' | 'refused' | 'other'
 
@@ -51,7 +51,7 @@ function ftyp(b: Buffer): Sniffed | undefined {
   return 'other'
 }
 
-/** The image format the first bytes announce (JPEG, PNG, GIF, WebP, TIFF, AVIF; HEIF, BMP, ICO, SVG, JPEG XL), if any. */
+/** The image format the first bytes announce (JPEG, PNG, GIF, WebP, TIFF, AVIF; HEIF, BMP, ICO, SVG, JPEG XL, JPEG 2000), if any. */
 export function imageFormat(head: Buffer): string | undefined {
   const b = head
   if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return 'JPEG'
@@ -79,8 +79,9 @@ const BMP_INFO_SIZES = [12, 16, 40, 52, 56, 64, 108, 124]
 /**
  * Image formats browsers show that the decoder does not read: BMP (`BM`, reserved zeros, a known info header),
  * ICO and CUR (a directory whose first entry has its reserved byte zero and its data after the directory), JPEG XL
- * (its codestream or its ISO-BMFF container), and SVG (a text whose first element, after an XML declaration, comments
- * or a doctype, is `svg`).
+ * (its codestream or its ISO-BMFF container), JPEG 2000 (its JP2 signature box, or a bare codestream: its SOC then
+ * SIZ markers; Safari showed JP2 images up to version 17, and cinema and medical tools write them), and SVG (a text
+ * whose first element, after an XML declaration, comments or a doctype, is `svg`).
  */
 function refusedFormat(b: Buffer): string | undefined {
   if (b.length >= 18 && ascii(b, 0, 2) === 'BM' && b.readUInt32LE(6) === 0 && BMP_INFO_SIZES.includes(b.readUInt32LE(14))) return 'BMP'
@@ -90,6 +91,8 @@ function refusedFormat(b: Buffer): string | undefined {
   }
   if (b.length >= 2 && b[0] === 0xff && b[1] === 0x0a) return 'JPEG XL'
   if (b.length >= 12 && b.subarray(0, 12).equals(Buffer.from('0000000c4a584c200d0a870a', 'hex'))) return 'JPEG XL'
+  if (b.length >= 12 && b.subarray(0, 12).equals(Buffer.from('0000000c6a5020200d0a870a', 'hex'))) return 'JPEG 2000'
+  if (b.length >= 4 && b.readUInt32BE(0) === 0xff4fff51) return 'JPEG 2000'
   return isSvg(b) ? 'SVG' : undefined
 }
 

@@ -696,7 +696,7 @@ test('refuses an image over the byte limit before reading it', async () => {
   assert.is((await decodeImage(file, {maxBytes: file.length, maxPixels: LIMITS.maxPixels})).length, 1)
 })
 
-test('calls random bytes, text, an empty buffer, SVG and PDF unsupported media', async () => {
+test('calls random bytes, text, an empty buffer, SVG, PDF and JPEG 2000 unsupported media, naming SVG and JPEG 2000', async () => {
   const random = Buffer.alloc(4096)
   for (let i = 0; i < random.length; i++) random[i] = (i * 2654435761) >>> 24
   const inputs = [
@@ -712,6 +712,9 @@ test('calls random bytes, text, an empty buffer, SVG and PDF unsupported media',
   }
   const svg = await rejection(decodeImage(inputs[3], LIMITS))
   assert.match(svg.message, 'SVG images are not supported')
+  // A JPEG 2000 file (its JP2 signature and file type boxes), which libvips here does not read: named too.
+  const jp2 = await rejection(decodeImage(Buffer.from('0000000c6a5020200d0a870a00000014667479706a703220' + '00'.repeat(40), 'hex'), LIMITS))
+  assert.equal([jp2.code, jp2.message], ['unsupported_media', 'JPEG 2000 images are not supported; send JPEG, PNG, WebP, GIF, AVIF or TIFF'])
 })
 
 test('refuses an animated PNG: libvips would score its default image, not the frames a browser shows', async () => {
