@@ -80,23 +80,66 @@ export interface FileFacts {
   packetRate?: number
 }
 
-/** What each PPM frame of the decoder stacks: the instant's views (1, or 2 with transparency), then the interval's alike. */
+/**
+ * What each PPM frame of the decoder stacks: the instant's views (1, or 2 with transparency), its two fields when
+ * `fields`, then the interval's views alike.
+ */
 export interface StackLayout {
   views: 1 | 2
   interval: boolean
+  fields: boolean
 }
 
 /**
- * How the decoder stacks each PPM frame of `stream`: [instant (light, dark?)] then [interval (light, dark?)]. A
- * stream the description did not list (undefined: ffmpeg could not describe the file) is sampled at its instants only.
+ * How the decoder stacks each PPM frame of `stream`: [instant (light, dark?), fields (top, bottom)?] then [interval
+ * (light, dark?)]. A stream the description did not list (undefined: ffmpeg could not describe the file) is sampled
+ * at its instants only.
  */
 export function stackedParts(stream: VideoStream | undefined): StackLayout {
-  return {views: stream?.alpha ? 2 : 1, interval: stream !== undefined && !stream.cover}
+  return {views: stream?.alpha ? 2 : 1, interval: stream !== undefined && !stream.cover, fields: separatesFields(stream)}
 }
 
 /** How many pictures of one size a stacked frame so laid out holds (stackedParts). */
 export function partCount(layout: StackLayout): number {
-  return layout.views * (layout.interval ? 2 : 1)
+  return layout.views + (layout.fields ? 2 : 0) + (layout.interval ? layout.views : 0)
+}
+
+/**
+ * Whether the instant's frame of `stream` is also given as its two fields: an interlaced stream weaves two pictures
+ * into each frame, rows about, and a player shows them one after the other, so that a picture in one field and
+ * another in the other are each seen, while the woven frame scaled down is a blend of both (a flagged picture
+ * woven with an ordinary one scored safe). Only where the rows reach the filters as the file has them: an opaque
+ * stream (transparency has two views of its own), not turned (ffmpeg turns frames before the filters, and the
+ * fields would then be columns), of the size described, with a number of rows the two fields share evenly in 4:2:0,
+ * and not enlarged to its canvas (canvasOf: enlarging would blend the rows).
+ */
+function separatesFields(stream: VideoStream | undefined): boolean {
+  if (!stream?.interlaced || stream.alpha || stream.cover || stream.turned) return false
+  const {width, height, sar = 1} = stream
+  return width !== undefined && height !== undefined && height % 4 === 0 && Math.min(width * sar, height) >= CANVAS_SHORT
+}
+
+/**
+ * An instant's frame and its two fields (separatesFields), each scaled to `width` x `height`, stacked: the frame as
+ * it is, then its even rows (the top field) and its odd rows (the bottom field), each stretched back to the frame's
+ * height, as a player shows a field. `tag` keeps the pads' names apart.
+ */
+function withFields(width: number, height: number, tag: string): string {
+  const scale = `scale=w=${width}:h=${height}`
+  const [frame, top, bottom] = ['frame', 'top', 'bottom'].map((name) => `[${tag}${name}]`)
+  const [frameView, topView, bottomView] = ['frameview', 'topview', 'bottomview'].map((name) => `[${tag}${name}]`)
+  // il=l=d:c=d moves the even rows (luma and chroma) to the top half and the odd ones to the bottom half.
+  return (
+    `split=3${frame}${top}${bottom};${frame}${scale}${frameView};` +
+    `${top}il=l=d:c=d,crop=iw:ih/2:0:0,${scale}${topView};${bottom}il=l=d:c=d,crop=iw:ih/2:0:ih/2,${scale}${bottomView};` +
+    `${frameView}${topView}${bottomView}vstack=inputs=3`
+  )
+}
+
+/** The size displayScale gives a frame of `width` x `height` pixels of aspect `sar`, computed here. */
+function displaySize(width: number, height: number, sar: number, short: number, long: number): {width: number; height: number} {
+  const fit = Math.min(1, Math.min(short / Math.min(width * sar, height), long / Math.max(width * sar, height)))
+  return {width: Math.max(1, Math.round(width * sar * fit)), height: Math.max(1, Math.round(height * fit))}
 }
 
 /**
@@ -137,18 +180,21 @@ function fitted({width, height}: {width: number; height: number}): string {
  * given the instant's timestamp.
  */
 function sampledFrames(o: DecoderOptions, stream: VideoStream | undefined, canvas: {width: number; height: number} | undefined, packetRate?: number): string {
-  const scale = displayScale(o.frameShortSide, o.maxFrameSide)
+  const {interval, fields} = stackedParts(stream)
+  // With fields, every part is scaled to one size computed here, so that the parts stack and part evenly.
+  const shown = fields && canvas !== undefined ? displaySize(canvas.width, canvas.height, stream?.sar ?? 1, o.frameShortSide, o.maxFrameSide) : undefined
+  const scale = shown === undefined ? displayScale(o.frameShortSide, o.maxFrameSide) : `scale=w=${shown.width}:h=${shown.height}`
   const view = (tag: string): string => (stream?.alpha ? overPages(scale, tag) : scale)
   if (stream?.cover) return view('c')
+  const instant = shown === undefined ? view('i') : withFields(shown.width, shown.height, 'f')
   const sampling = `fps=${o.fps}:start_time=0:round=up:eof_action=pass,`
   const fit = canvas === undefined ? '' : `${fitted(canvas)},`
-  const {interval} = stackedParts(stream)
-  if (!interval) return `${fit}${sampling}${view('i')}`
+  if (!interval) return `${fit}${sampling}${instant}`
   const n = intervalFrames(stream?.fps, o.fps)
   const blend = blendedFrames(Math.max(stream?.fps ?? 0, packetRate ?? 0) || undefined, o.fps, n)
   const mean = blend > 1 ? `tmix=frames=${blend},` : ''
   const choose = `${displayScale(o.frameShortSide, o.maxFrameSide, 'fast_bilinear')},${mean}fps=${o.fps * n}:start_time=0:round=up:eof_action=pass,thumbnail=${n},setpts=N/(${o.fps}*TB),fps=${o.fps},`
-  return `${fit}split=2[instant][every];[instant]${sampling}${view('i')}[atinstant];[every]${choose}${view('r')}[ofinterval];[atinstant][ofinterval]vstack`
+  return `${fit}split=2[instant][every];[instant]${sampling}${instant}[atinstant];[every]${choose}${view('r')}[ofinterval];[atinstant][ofinterval]vstack`
 }
 
 /** libvpx's decoders, which read the alpha channel of VP8 and VP9 that ffmpeg's own decoders leave out. */

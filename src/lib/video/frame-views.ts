@@ -9,10 +9,14 @@
 import type {RgbImage} from '../image/rgb.js'
 import type {StackLayout} from './decoder.js'
 
-/** One image to score, and whether it stands for the interval rather than the instant. */
+/**
+ * One image to score, and whether it stands for the interval rather than the instant, or is one field of the
+ * instant's interlaced frame.
+ */
 export interface FrameView {
   image: RgbImage
   interval?: true
+  field?: true
 }
 
 /**
@@ -59,14 +63,28 @@ function pages(light: RgbImage, dark: RgbImage | undefined): RgbImage[] {
 }
 
 /**
+ * The fields of an interlaced frame that are other pictures than the frame: none for a frame whose two fields show
+ * one picture (progressive content stored interlaced, or a still shot), one when both fields show the same other
+ * picture.
+ */
+function otherFields(frame: RgbImage, top: RgbImage, bottom: RgbImage): FrameView[] {
+  const kept = [top, bottom].filter((field) => !sameFrame(frame, field))
+  const fields = kept.length === 2 && sameFrame(kept[0], kept[1]) ? [kept[0]] : kept
+  return fields.map((image) => ({image, field: true}))
+}
+
+/**
  * The views to score of one decoded picture's parts, as the decoder stacks them (decoder.ts stackedParts): the
- * instant's frame (light, then dark when `views` is 2), then the interval's frame alike when `interval`.
+ * instant's frame (light, then dark when `views` is 2), its fields that are other pictures when `fields`, then the
+ * interval's frame alike when `interval`.
  */
 export function frameViews(parts: readonly RgbImage[], layout: StackLayout): FrameView[] {
   const {views} = layout
-  const instant = pages(parts[0], views === 2 ? parts[1] : undefined).map((image) => ({image}))
+  const instant: FrameView[] = pages(parts[0], views === 2 ? parts[1] : undefined).map((image) => ({image}))
+  if (layout.fields) instant.push(...otherFields(parts[0], parts[views], parts[views + 1]))
   if (!layout.interval) return instant
-  const [light, dark] = [parts[views], views === 2 ? parts[views + 1] : undefined]
+  const first = views + (layout.fields ? 2 : 0)
+  const [light, dark] = [parts[first], views === 2 ? parts[first + 1] : undefined]
   // The same on both pages: a picture in the alpha of white pixels is the same on a light page whatever it is.
   if (sameFrame(parts[0], light) && (dark === undefined || sameFrame(parts[1], dark))) return instant
   return [...instant, ...pages(light, dark).map((image): FrameView => ({image, interval: true}))]

@@ -79,6 +79,8 @@ export interface DecodedFrame {
   stream: number
   /** The frame most like the interval after the instant, given beside the instant's when another picture (frame-views.ts). */
   interval?: true
+  /** One field of the instant's interlaced frame, given beside the frame when another picture (frame-views.ts). */
+  field?: true
   /** No other frame of this instant follows (each stream gives its frames, in stream order). */
   last: boolean
 }
@@ -231,8 +233,9 @@ async function nextViews(d: StreamDecoding, clock: WaitClock, signal: AbortSigna
  * stream, read side by side), as RGB frames handed over a pipe (no files written): for every sampling instant
  * inside the video, the frame each stream shows then (a video shorter than 1 / `fps` seconds gives one instant),
  * and each attached picture (cover art) once, at the first instant. A frame with transparency is given as a light
- * page shows it and as a dark one does (two frames, the second `onBlack`), as images are scored; after an instant's
- * frame comes the frame most like its interval when that is another picture (`interval`: frame-views.ts). The
+ * page shows it and as a dark one does (two frames, the second `onBlack`), as images are scored; an interlaced
+ * frame's fields follow it when they are other pictures (`field`); after an instant's frame comes the frame most
+ * like its interval when that is another picture (`interval`: frame-views.ts). The
  * streams are read only as fast as the caller consumes them, and limits are enforced on what is decoded, never on the container's metadata. Leaving
  * the loop early, an error or `signal` aborting kills ffmpeg; the generator ends only once the processes are gone.
  *
@@ -293,9 +296,9 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
       }
       if (images.length === 0) break
       checkFrameLimits(index, o)
-      for (const [i, {image, stream, interval}] of images.entries()) {
+      for (const [i, {image, stream, interval, field}] of images.entries()) {
         o.signal?.throwIfAborted()
-        yield {index, time: index / o.fps, image, stream, last: i === images.length - 1, ...(interval ? {interval} : {})}
+        yield {index, time: index / o.fps, image, stream, last: i === images.length - 1, ...(interval ? {interval} : {}), ...(field ? {field} : {})}
       }
       index++
     }

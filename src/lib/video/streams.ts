@@ -22,6 +22,13 @@ export interface VideoStream {
   height?: number
   /** Its sample aspect ratio (a pixel's width over its height), when the description gives one other than 1:1. */
   sar?: number
+  /**
+   * Its pictures are interlaced: each frame weaves two fields, its even and its odd rows, which a player shows one
+   * after the other (the stream line's field order: "top first", "bottom first", or either "coded first (swapped)").
+   */
+  interlaced?: true
+  /** It is shown a quarter turn round (its width and height above are already swapped). */
+  turned?: true
 }
 
 /** Pixel formats with an alpha component (ffmpeg's names), and palettes, whose entries may be transparent. */
@@ -41,6 +48,8 @@ const ALPHA_MODE_LINE = /^\s+alpha_mode\s*: 1\s*$/
 const DISPLAY_MATRIX_LINE = /^\s+displaymatrix: rotation of (-?\d+(?:\.\d+)?) degrees/
 const ROTATE_TAG_LINE = /^\s+rotate\s*: (-?\d+)\s*$/
 const DURATION = /Duration: (\d+):(\d{2}):(\d{2}(?:\.\d+)?)/
+/** The field order ffmpeg writes among a pixel format's details when the frames are interlaced. */
+const FIELD_ORDER = /\((?:[^()]*, )?(?:top|bottom) (?:coded )?first\b/
 
 /** Splits "a (x, y), b, c" at the commas outside parentheses. */
 function topLevelFields(text: string): string[] {
@@ -92,14 +101,16 @@ export function parseVideoStreams(header: string): VideoStream[] {
         ...(fps === undefined ? {} : {fps}),
         ...(size && Number(size[1]) > 0 && Number(size[2]) > 0 ? {width: Number(size[1]), height: Number(size[2])} : {}),
         ...(sar === 1 ? {} : {sar}),
+        ...(FIELD_ORDER.test(pixelField) ? {interlaced: true as const} : {}),
       }
       streams.push(current)
     } else if (ANY_STREAM_LINE.test(line)) {
       current = undefined
     } else if (current && ALPHA_MODE_LINE.test(line) && (current.codec === 'vp8' || current.codec === 'vp9')) {
       current.alpha = true
-    } else if (current?.width !== undefined && current.height !== undefined && quarterTurn(line)) {
+    } else if (current?.width !== undefined && current.height !== undefined && !current.turned && quarterTurn(line)) {
       ;[current.width, current.height] = [current.height, current.width]
+      current.turned = true
     }
   }
   return streams

@@ -5,6 +5,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
+import {hashVideo} from '../../../src/lib/signals/pdq/hash-media.js'
 import {type DecodedFrame, type DecodeOptions, type DecodeSummary, decodeFrames} from '../../../src/lib/video/frames.js'
 import {ffmpeg, meanChannel, tempDir, decodeFailure, decodeOptions} from './helpers.js'
 
@@ -45,6 +46,10 @@ function colours(
 }
 
 const MPEG4 = ['-c:v', 'mpeg4', '-q:v', '2']
+/** H.264 coded as interlaced, top field first: ffmpeg's description then says "top first". */
+const INTERLACED = ['-c:v', 'libx264', '-flags', '+ilme+ildct', '-x264opts', 'tff=1', '-r', '25']
+/** Pictures of a 50 a second stream coloured by their number N (red and blue expressions), woven in pairs into fields. */
+const FIELDS = (red: string, blue: string): string => `format=rgb24,geq=r='${red}':g=0:b='${blue}',format=yuv420p,interlace=scan=tff:lowpass=off`
 const TS = ['-c:v', 'mpeg2video', '-f', 'mpegts']
 
 /** Makes the clips with one ffmpeg: starting ffmpeg costs more CPU than encoding any of these small clips. */
@@ -112,6 +117,11 @@ test.before(async () => {
     colours('ts-red.ts', ['red'], 2, {codec: [...TS, '-streamid', '0:0x100', '-output_ts_offset', '6']}),
     {sources: ['nullsrc=s=128x128:r=10:d=3'], graph: ([a]) => `${a}geq=random(1)*80:250:110`, output: [...TS, '-q:v', '1', '-streamid', '0:0x100', '-output_ts_offset', '8', clip('ts-noise.ts')]},
     colours('ts-green-wide.ts', ['green'], 1, {size: '96x48', codec: [...TS, '-streamid', '0:0x100', '-output_ts_offset', '8']}),
+    // Interlaced, 1 s at 25 frames a second: each frame weaves a red top field and a blue bottom field (pictures 2k and
+    // 2k + 1 of a 50 a second stream, as a camera records fields), and the same of red alone (a progressive picture
+    // stored interlaced, as films on DVD are).
+    {sources: ['color=c=black:s=320x240:r=50:d=1'], graph: ([a]) => `${a}${FIELDS('if(mod(N,2),0,255)', 'if(mod(N,2),255,0)')}`, output: [...INTERLACED, clip('fields.mp4')]},
+    {sources: ['color=c=black:s=320x240:r=50:d=1'], graph: ([a]) => `${a}${FIELDS('255', '0')}`, output: [...INTERLACED, clip('woven-red.mp4')]},
     {sources: ['sine=d=1'], graph: ([a]) => `${a}anull`, output: [clip('tone.wav')]},
     {sources: ['sine=d=1'], graph: ([a]) => `${a}anull`, output: ['-c:a', 'aac', clip('tone.m4a')]},
   ])
@@ -161,6 +171,23 @@ async function decodeAll(path: string, over: Partial<DecodeOptions> = {}): Promi
 }
 
 const colour = (f: DecodedFrame): string => (meanChannel(f.image, 0) > 200 ? 'red' : meanChannel(f.image, 2) > 200 ? 'blue' : 'other')
+
+test("an interlaced stream's frame is given with its two fields when they are other pictures: a red field woven with a blue one is seen as both", async () => {
+  const {frames} = await decodeAll(clip('fields.mp4'))
+  // The instant: the woven frame (scaled, a blend of both fields), then the top field and the bottom field, each
+  // stretched back to the frame's shape.
+  assert.equal(frames.map((f) => [f.index, f.field ?? false, f.image.width, f.image.height, colour(f)]), [
+    [0, false, 320, 240, 'other'],
+    [0, true, 320, 240, 'red'],
+    [0, true, 320, 240, 'blue'],
+  ])
+  // Fields that show the frame's own picture add nothing.
+  assert.equal((await decodeAll(clip('woven-red.mp4'))).frames.map((f) => [f.index, f.field ?? false, colour(f)]), [[0, false, 'red']])
+  // A video's PDQ hashes (vPDQ's) are of the frame at each instant, as the lists made from videos hash them: one each.
+  const hashes: (number | undefined)[] = []
+  for await (const {time} of hashVideo(clip('fields.mp4'), decodeOptions())) hashes.push(time)
+  assert.equal(hashes, [0])
+})
 
 test('samples one frame per second with its timestamp, as RGB pixels (a 64x64 clip enlarged to 224x224)', async () => {
   const {frames, summary} = await decodeAll(clip('rbr.mp4'))

@@ -44,6 +44,16 @@ test("reads each video stream's index, codec, cover disposition and whether it m
   const turned = (side: string) => parseVideoStreams(`  Stream #0:0: Video: h264, yuv420p, 160x90, 10 fps\n    Side data:\n${side}\n`)[0]
   assert.equal([turned('      displaymatrix: rotation of -90.00 degrees').width, turned('      displaymatrix: rotation of 270.00 degrees').height], [90, 160])
   assert.equal([turned('    rotate          : 90').width, turned('      displaymatrix: rotation of 180.00 degrees').width], [90, 160])
+  assert.equal([turned('      displaymatrix: rotation of -90.00 degrees').turned, turned('      displaymatrix: rotation of 180.00 degrees').turned], [true, undefined])
+  // ffmpeg 4 writes both the rotate tag and the display matrix: one quarter turn, the sides swapped once.
+  assert.is(turned('    rotate          : 90\n      displaymatrix: rotation of -90.00 degrees').width, 90)
+  // Interlaced pictures: the field order among the pixel format's details, whichever field comes first.
+  const stream = (pixels: string) => parseVideoStreams(`  Stream #0:0: Video: h264 (High), ${pixels}, 720x480 [SAR 1:1 DAR 3:2], 25 fps\n`)[0].interlaced
+  assert.equal(
+    ['yuv420p(tv, bt470bg/unknown/unknown, top first)', 'yuv420p(top first)', 'yuv422p10le(tv, bottom first)', 'yuv420p(tv, top coded first (swapped))', 'yuv420p(bottom coded first (swapped))'].map(stream),
+    [true, true, true, true, true],
+  )
+  assert.equal(['yuv420p(tv, progressive)', 'yuv420p(tv, bt709)', 'yuv420p'].map(stream), [undefined, undefined, undefined])
   // The demuxer ffmpeg chose, by the first of its names.
   assert.is(inputFormat(HEADER), 'matroska')
   assert.is(inputFormat("Input #0, mpegts, from 'x.ts':"), 'mpegts')

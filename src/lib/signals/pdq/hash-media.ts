@@ -37,9 +37,9 @@ export function hashFrames(decoded: RgbImage[]): MediaHash[] {
  * A frame with transparency is hashed as a light page shows it, as images are.
  */
 export async function* hashVideo(path: string, options: DecodeOptions): AsyncGenerator<MediaHash> {
-  for await (const {time, image, interval} of decodeFrames(path, options)) {
+  for await (const {time, image, interval, field} of decodeFrames(path, options)) {
     // vPDQ hashes the frame at each instant.
-    if (image.onBlack || interval) continue
+    if (image.onBlack || interval || field) continue
     const {hash, quality} = pdqHash(image)
     yield {hash: hashToHex(hash), quality, time}
   }
