@@ -25,6 +25,11 @@ test.before(async () => {
   // 3 s of sound with a red cover (as a song's artwork), and the same sound without one.
   await ffmpeg(...['-f', 'lavfi', '-i', 'sine=d=3', '-i', clip('red.png'), '-map', '0:a', '-map', '1', '-c:a', 'aac', '-c:v', 'png', '-disposition:v:0', 'attached_pic', clip('song.m4a')])
   await ffmpeg('-f', 'lavfi', '-i', 'sine=d=3', '-c:a', 'aac', clip('sound.m4a'))
+  // 2 s interlaced, top field first: every frame weaves a red top field and a blue bottom field.
+  await ffmpeg(
+    ...['-f', 'lavfi', '-i', "color=c=black:s=320x240:r=50:d=2,format=rgb24,geq=r='if(mod(N,2),0,255)':g=0:b='if(mod(N,2),255,0)',format=yuv420p,interlace=scan=tff:lowpass=off"],
+    ...['-c:v', 'libx264', '-flags', '+ilme+ildct', '-x264opts', 'tff=1', '-r', '25', clip('fields.mp4')],
+  )
 })
 test.after(() => tmp.remove())
 
@@ -71,6 +76,14 @@ test('reports each label\'s segments over the whole video', async () => {
       redness([{start: 0, end: 2, frames: 2}, {start: 4, end: 6, frames: 2}]),
     ],
   })
+})
+
+test('an interlaced video whose fields are a red and a blue picture is flagged for both, as a player shows each field; the woven frame alone is neither', async () => {
+  const result = await moderateVideo(clip('fields.mp4'), options())
+  assert.equal(result.violations.map((v) => [v.name, v.segments.map((s) => [s.start, s.end, s.frames])]), [
+    ['blueness', [[0, 2, 2]]],
+    ['redness', [[0, 2, 2]]],
+  ])
 })
 
 test('a segment found in any video stream counts, on the one timeline, and a cover picture at 0 s', async () => {
