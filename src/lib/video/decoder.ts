@@ -16,11 +16,12 @@ export interface DecoderOptions {
 /**
  * Scales each frame to its displayed shape (width times the sample aspect ratio, as players show non-square
  * pixels; ffmpeg has already applied the rotation), then down (never up) so that its shorter side is at most
- * `short` and its longer side at most `long`; `flags`: libswscale's, for a cheaper scaling.
+ * `short` and its longer side at most `long`; `flags`: libswscale's, for a cheaper scaling. `rows`: the frame's
+ * displayed height, `2*ih` for a field (half the frame's rows), which then gets the frame's own size.
  */
-function displayScale(short: number, long: number, flags = ''): string {
-  const fit = `min(1,min(${short}/min(iw*sar,ih),${long}/max(iw*sar,ih)))`
-  return `scale=w='max(1,round(iw*sar*${fit}))':h='max(1,round(ih*${fit}))'${flags === '' ? '' : `:flags=${flags}`}`
+function displayScale(short: number, long: number, flags = '', rows = 'ih'): string {
+  const fit = `min(1,min(${short}/min(iw*sar,${rows}),${long}/max(iw*sar,${rows})))`
+  return `scale=w='max(1,round(iw*sar*${fit}))':h='max(1,round(${rows}*${fit}))'${flags === '' ? '' : `:flags=${flags}`}`
 }
 
 /**
@@ -120,26 +121,19 @@ function separatesFields(stream: VideoStream | undefined): boolean {
 }
 
 /**
- * An instant's frame and its two fields (separatesFields), each scaled to `width` x `height`, stacked: the frame as
- * it is, then its even rows (the top field) and its odd rows (the bottom field), each stretched back to the frame's
- * height, as a player shows a field. `tag` keeps the pads' names apart.
+ * An instant's frame and its two fields (separatesFields), stacked: the frame scaled by `scale`, then its even rows
+ * (the top field) and its odd rows (the bottom field), each scaled by `fieldScale` to the frame's size, stretched
+ * back to its height as a player shows a field. `tag` keeps the pads' names apart.
  */
-function withFields(width: number, height: number, tag: string): string {
-  const scale = `scale=w=${width}:h=${height}`
+function withFields(scale: string, fieldScale: string, tag: string): string {
   const [frame, top, bottom] = ['frame', 'top', 'bottom'].map((name) => `[${tag}${name}]`)
   const [frameView, topView, bottomView] = ['frameview', 'topview', 'bottomview'].map((name) => `[${tag}${name}]`)
   // il=l=d:c=d moves the even rows (luma and chroma) to the top half and the odd ones to the bottom half.
   return (
     `split=3${frame}${top}${bottom};${frame}${scale}${frameView};` +
-    `${top}il=l=d:c=d,crop=iw:ih/2:0:0,${scale}${topView};${bottom}il=l=d:c=d,crop=iw:ih/2:0:ih/2,${scale}${bottomView};` +
+    `${top}il=l=d:c=d,crop=iw:ih/2:0:0,${fieldScale}${topView};${bottom}il=l=d:c=d,crop=iw:ih/2:0:ih/2,${fieldScale}${bottomView};` +
     `${frameView}${topView}${bottomView}vstack=inputs=3`
   )
-}
-
-/** The size displayScale gives a frame of `width` x `height` pixels of aspect `sar`, computed here. */
-function displaySize(width: number, height: number, sar: number, short: number, long: number): {width: number; height: number} {
-  const fit = Math.min(1, Math.min(short / Math.min(width * sar, height), long / Math.max(width * sar, height)))
-  return {width: Math.max(1, Math.round(width * sar * fit)), height: Math.max(1, Math.round(height * fit))}
 }
 
 /**
@@ -181,12 +175,12 @@ function fitted({width, height}: {width: number; height: number}): string {
  */
 function sampledFrames(o: DecoderOptions, stream: VideoStream | undefined, canvas: {width: number; height: number} | undefined, packetRate?: number): string {
   const {interval, fields} = stackedParts(stream)
-  // With fields, every part is scaled to one size computed here, so that the parts stack and part evenly.
-  const shown = fields && canvas !== undefined ? displaySize(canvas.width, canvas.height, stream?.sar ?? 1, o.frameShortSide, o.maxFrameSide) : undefined
-  const scale = shown === undefined ? displayScale(o.frameShortSide, o.maxFrameSide) : `scale=w=${shown.width}:h=${shown.height}`
+  const scale = displayScale(o.frameShortSide, o.maxFrameSide)
   const view = (tag: string): string => (stream?.alpha ? overPages(scale, tag) : scale)
   if (stream?.cover) return view('c')
-  const instant = shown === undefined ? view('i') : withFields(shown.width, shown.height, 'f')
+  // A field's rows are half the frame's, whose number is a multiple of 4 (separatesFields): twice them is the frame's
+  // height exactly, so that each field is scaled to the frame's size and the parts stack and part evenly.
+  const instant = fields ? withFields(scale, displayScale(o.frameShortSide, o.maxFrameSide, '', '2*ih'), 'f') : view('i')
   const sampling = `fps=${o.fps}:start_time=0:round=up:eof_action=pass,`
   const fit = canvas === undefined ? '' : `${fitted(canvas)},`
   if (!interval) return `${fit}${sampling}${instant}`
