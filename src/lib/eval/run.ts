@@ -78,8 +78,8 @@ export interface EvalReport {
   /** Categories of the policy that no installed signal scores (e.g. no CLIP model, only the NSFW specialist). */
   not_evaluated: string[]
   /**
-   * Animations showing more pictures than are scored (64 frames), as scan's `animation_truncated`: their scores, and
-   * so the figures, do not cover the pictures left out.
+   * Animations showing more pictures than are scored (MAX_ANIMATION_FRAMES), as scan's `animation_truncated`: their
+   * scores, and so the figures, do not cover the pictures left out.
    */
   animations_truncated: string[]
 }
