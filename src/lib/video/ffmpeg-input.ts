@@ -74,6 +74,7 @@ const FFMPEG_REASONS: [RegExp, string][] = [
   NO_INDEX,
   [/matches no streams/, 'the file has no video stream'],
   [/Unknown decoder 'libvpx/, 'the video is transparent (VP8 or VP9 with alpha), which needs an ffmpeg built with libvpx to decode'],
+  [/No such filter: '(?:zscale|tonemap)'/, "the video is HDR (PQ or HLG), whose colours need an ffmpeg built with zimg (its zscale filter) to be shown as players show them"],
   [/Format not on whitelist|Invalid data found when processing input/, NOT_A_VIDEO],
 ]
 

@@ -29,6 +29,21 @@ export interface VideoStream {
   interlaced?: true
   /** It is shown a quarter turn round (its width and height above are already swapped). */
   turned?: true
+  /**
+   * Its pictures are HDR: their transfer is PQ (SMPTE ST 2084, HDR10) or HLG (ARIB STD-B67, what phones record), as the
+   * stream line's colour details give it, with the matrix, primaries and range given beside it (ffmpeg's names).
+   */
+  hdr?: HdrColour
+}
+
+/** An HDR stream's colour, as ffmpeg's description names it: what decoder.ts converts from. */
+export interface HdrColour {
+  transfer: 'smpte2084' | 'arib-std-b67'
+  /** The YCbCr matrix and the primaries; undefined where the description gives none (or `unknown`). */
+  matrix?: string
+  primaries?: string
+  /** Full range ("pc") rather than limited ("tv", what video has unless it says otherwise). */
+  fullRange: boolean
 }
 
 /** Pixel formats with an alpha component (ffmpeg's names), and palettes, whose entries may be transparent. */
@@ -50,6 +65,22 @@ const ROTATE_TAG_LINE = /^\s+rotate\s*: (-?\d+)\s*$/
 const DURATION = /Duration: (\d+):(\d{2}):(\d{2}(?:\.\d+)?)/
 /** The field order ffmpeg writes among a pixel format's details when the frames are interlaced. */
 const FIELD_ORDER = /\((?:[^()]*, )?(?:top|bottom) (?:coded )?first\b/
+/**
+ * A pixel format's colour details: its range, then either one name for matrix, primaries and transfer alike or the
+ * three as "matrix/primaries/transfer" (yuv420p10le(tv, bt2020nc/bt2020/smpte2084, progressive)).
+ */
+const COLOUR_DETAILS = /\((?:(tv|pc), )?([\w-]+)(?:\/([\w-]+)\/([\w-]+))?(?:[,)])/
+/** The HDR transfers (ffmpeg's names): PQ and HLG. */
+const HDR_TRANSFERS = new Set(['smpte2084', 'arib-std-b67'])
+
+/** The HDR colour of a stream line's pixel format field (`yuv420p10le(tv, bt2020nc/bt2020/smpte2084)`), if HDR. */
+function hdrColour(pixelField: string): HdrColour | undefined {
+  const m = COLOUR_DETAILS.exec(pixelField)
+  const transfer = m?.[4]
+  if (m === null || transfer === undefined || !HDR_TRANSFERS.has(transfer)) return undefined
+  const named = (name: string): string | undefined => (name === 'unknown' || name === 'reserved' ? undefined : name)
+  return {transfer: transfer as HdrColour['transfer'], matrix: named(m[2]), primaries: named(m[3]), fullRange: m[1] === 'pc'}
+}
 
 /** Splits "a (x, y), b, c" at the commas outside parentheses. */
 function topLevelFields(text: string): string[] {
@@ -93,6 +124,7 @@ export function parseVideoStreams(header: string): VideoStream[] {
       const size = topLevelFields(m[2]).map((field) => /^(\d+)x(\d+)(?:\s|$)/.exec(field)).find((found) => found !== null)
       const aspect = /\bSAR (\d+):(\d+)\b/.exec(m[2])
       const sar = aspect && Number(aspect[1]) > 0 && Number(aspect[2]) > 0 ? Number(aspect[1]) / Number(aspect[2]) : 1
+      const hdr = hdrColour(pixelField)
       current = {
         index: Number(m[1]),
         codec,
@@ -102,6 +134,7 @@ export function parseVideoStreams(header: string): VideoStream[] {
         ...(size && Number(size[1]) > 0 && Number(size[2]) > 0 ? {width: Number(size[1]), height: Number(size[2])} : {}),
         ...(sar === 1 ? {} : {sar}),
         ...(FIELD_ORDER.test(pixelField) ? {interlaced: true as const} : {}),
+        ...(hdr === undefined ? {} : {hdr}),
       }
       streams.push(current)
     } else if (ANY_STREAM_LINE.test(line)) {

@@ -51,6 +51,14 @@ const INTERLACED = ['-c:v', 'libx264', '-flags', '+ilme+ildct', '-x264opts', 'tf
 /** Pictures of a 50 a second stream coloured by their number N (red and blue expressions), woven in pairs into fields. */
 const FIELDS = (red: string, blue: string): string => `format=rgb24,geq=r='${red}':g=0:b='${blue}',format=yuv420p,interlace=scan=tff:lowpass=off`
 const TS = ['-c:v', 'mpeg2video', '-f', 'mpegts']
+/**
+ * A colour of sRGB as HDR video stores it (BT.2408: SDR white at 203 cd/m²), PQ or HLG in BT.2020 primaries, 10 bits,
+ * tagged so in an FFV1 stream.
+ */
+const HDR = (transfer: string): {graph: (inputs: string[]) => string; output: string[]} => ({
+  graph: ([a]) => `${a}format=gbrpf32le,zscale=tin=iec61966-2-1:min=gbr:pin=bt709:rin=full:t=${transfer}:m=bt2020nc:p=bt2020:r=limited:npl=203,format=yuv420p10le`,
+  output: ['-c:v', 'ffv1', '-color_primaries', 'bt2020', '-color_trc', transfer, '-colorspace', 'bt2020nc'],
+})
 
 /** Makes the clips with one ffmpeg: starting ffmpeg costs more CPU than encoding any of these small clips. */
 async function make(clips: Made[]): Promise<void> {
@@ -122,6 +130,11 @@ test.before(async () => {
     // stored interlaced, as films on DVD are).
     {sources: ['color=c=black:s=320x240:r=50:d=1'], graph: ([a]) => `${a}${FIELDS('if(mod(N,2),0,255)', 'if(mod(N,2),255,0)')}`, output: [...INTERLACED, clip('fields.mp4')]},
     {sources: ['color=c=black:s=320x240:r=50:d=1'], graph: ([a]) => `${a}${FIELDS('255', '0')}`, output: [...INTERLACED, clip('woven-red.mp4')]},
+    // Brick red (192, 48, 32) for 1 s, as a PQ and as an HLG stream.
+    ...[['smpte2084', 'pq.mkv'], ['arib-std-b67', 'hlg.mkv']].map(([transfer, name]) => {
+      const {graph, output} = HDR(transfer)
+      return {sources: ['color=c=0xC03020:s=64x64:r=10:d=1'], graph, output: [...output, clip(name)]}
+    }),
     {sources: ['sine=d=1'], graph: ([a]) => `${a}anull`, output: [clip('tone.wav')]},
     {sources: ['sine=d=1'], graph: ([a]) => `${a}anull`, output: ['-c:a', 'aac', clip('tone.m4a')]},
   ])
@@ -187,6 +200,16 @@ test("an interlaced stream's frame is given with its two fields when they are ot
   const hashes: (number | undefined)[] = []
   for await (const {time} of hashVideo(clip('fields.mp4'), decodeOptions())) hashes.push(time)
   assert.equal(hashes, [0])
+})
+
+test('HDR video (PQ or HLG) is seen as an SDR screen shows it, not as its stored values read as SDR (grey, pale)', async () => {
+  const rgb = (f: DecodedFrame): number[] => [0, 1, 2].map((c) => Math.round(meanChannel(f.image, c as 0 | 1 | 2)))
+  for (const name of ['pq.mkv', 'hlg.mkv']) {
+    const {frames} = await decodeAll(clip(name))
+    const [r, g, b] = rgb(frames[0])
+    // Brick red (192, 48, 32) stays brick red: its light a little compressed below white, as tone mapping does.
+    assert.ok(frames.length === 1 && r >= 150 && r <= 200 && g >= 25 && g <= 60 && b >= 15 && b <= 45, `${name}: ${[r, g, b]}`)
+  }
 })
 
 test('samples one frame per second with its timestamp, as RGB pixels (a 64x64 clip enlarged to 224x224)', async () => {

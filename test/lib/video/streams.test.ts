@@ -54,6 +54,12 @@ test("reads each video stream's index, codec, cover disposition and whether it m
     [true, true, true, true, true],
   )
   assert.equal(['yuv420p(tv, progressive)', 'yuv420p(tv, bt709)', 'yuv420p'].map(stream), [undefined, undefined, undefined])
+  // HDR pictures: a PQ or HLG transfer among the pixel format's colour details, with the matrix, primaries and range.
+  const hdr = (pixels: string) => parseVideoStreams(`  Stream #0:0: Video: hevc (Main 10), ${pixels}, 1920x1080, 30 fps\n`)[0].hdr
+  assert.equal(hdr('yuv420p10le(tv, bt2020nc/bt2020/smpte2084, progressive)'), {transfer: 'smpte2084', matrix: 'bt2020nc', primaries: 'bt2020', fullRange: false})
+  assert.equal(hdr('yuv420p10le(pc, unknown/unknown/arib-std-b67)'), {transfer: 'arib-std-b67', matrix: undefined, primaries: undefined, fullRange: true})
+  assert.equal(hdr('yuv420p10le(bt2020nc/bt2020/arib-std-b67, top first)')?.transfer, 'arib-std-b67')
+  assert.equal(['yuv420p10le(tv, bt2020nc/bt2020/bt2020-10)', 'yuv420p(tv, bt709)', 'yuv420p(tv, bt709/bt709/iec61966-2-1)', 'yuv420p10le'].map(hdr), [undefined, undefined, undefined, undefined])
   // The demuxer ffmpeg chose, by the first of its names.
   assert.is(inputFormat(HEADER), 'matroska')
   assert.is(inputFormat("Input #0, mpegts, from 'x.ts':"), 'mpegts')
@@ -69,6 +75,18 @@ test('a transparent VP9 that the ffmpeg in use cannot decode with libvpx is refu
   assert.equal(f, {
     code: 'unsupported_media',
     message: 'the video is transparent (VP8 or VP9 with alpha), which needs an ffmpeg built with libvpx to decode',
+    decoded: 0,
+  })
+})
+
+test('an HDR video that the ffmpeg in use cannot convert to SDR (no zscale) is refused, not scored as grey pictures', async () => {
+  const mkv = join(tmp.dir, 'pq.mkv')
+  await ffmpeg('-f', 'lavfi', '-i', 'color=c=red:s=32x32:r=10:d=1', '-pix_fmt', 'yuv420p10le', '-c:v', 'ffv1', '-color_primaries', 'bt2020', '-color_trc', 'smpte2084', '-colorspace', 'bt2020nc', mkv)
+  // An ffmpeg built without zimg answers so when its filter graph names zscale.
+  const noZimg = fakeFfmpeg(join(tmp.dir, 'ffmpeg-no-zimg'), `case "$*" in *zscale*) echo "[AVFilterGraph @ 0x5581] No such filter: 'zscale'" >&2; exit 1;; esac\nexec ffmpeg "$@"`)
+  assert.equal(await decodeFailure(mkv, {ffmpeg: noZimg}), {
+    code: 'unsupported_media',
+    message: 'the video is HDR (PQ or HLG), whose colours need an ffmpeg built with zimg (its zscale filter) to be shown as players show them',
     decoded: 0,
   })
 })
