@@ -193,11 +193,11 @@ const HDR_PEAK = 1000
  * already (overPages).
  */
 function toSdr(hdr: HdrColour, rgb: boolean): string {
-  const matrix = hdr.matrix !== undefined && SWSCALE_MATRICES.has(hdr.matrix) ? hdr.matrix : 'bt2020nc'
+  const matrix = SWSCALE_MATRICES.has(hdr.matrix) ? hdr.matrix : 'bt2020nc'
   // The frames' own matrix and range, for the conversion to RGB that ffmpeg inserts (a scale filter of its own here
   // crashed ffmpeg 5.1 on frames of an odd width).
   const toRgb = rgb ? '' : `setparams=range=${hdr.fullRange ? 'pc' : 'tv'}:colorspace=${matrix},`
-  const primaries = hdr.primaries !== undefined && ZSCALE_PRIMARIES.has(hdr.primaries) ? hdr.primaries : 'bt2020'
+  const primaries = ZSCALE_PRIMARIES.has(hdr.primaries) ? hdr.primaries : 'bt2020'
   // Every side of each conversion is named: frames stacked by vstack do not carry their colour properties.
   return (
     `${toRgb}format=gbrp16le,zscale=tin=${hdr.transfer}:min=gbr:pin=${primaries}:rin=full:t=linear:m=gbr:p=bt709:r=full:npl=${REFERENCE_WHITE},format=gbrpf32le,` +

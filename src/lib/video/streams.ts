@@ -39,9 +39,9 @@ export interface VideoStream {
 /** An HDR stream's colour, as ffmpeg's description names it: what decoder.ts converts from. */
 export interface HdrColour {
   transfer: 'smpte2084' | 'arib-std-b67'
-  /** The YCbCr matrix and the primaries; undefined where the description gives none (or `unknown`). */
-  matrix?: string
-  primaries?: string
+  /** The YCbCr matrix and the primaries, as named (`unknown` included: decoder.ts converts from the ones it knows). */
+  matrix: string
+  primaries: string
   /** Full range ("pc") rather than limited ("tv", what video has unless it says otherwise). */
   fullRange: boolean
 }
@@ -78,8 +78,7 @@ function hdrColour(pixelField: string): HdrColour | undefined {
   const m = COLOUR_DETAILS.exec(pixelField)
   const transfer = m?.[4]
   if (m === null || transfer === undefined || !HDR_TRANSFERS.has(transfer)) return undefined
-  const named = (name: string): string | undefined => (name === 'unknown' || name === 'reserved' ? undefined : name)
-  return {transfer: transfer as HdrColour['transfer'], matrix: named(m[2]), primaries: named(m[3]), fullRange: m[1] === 'pc'}
+  return {transfer: transfer as HdrColour['transfer'], matrix: m[2], primaries: m[3], fullRange: m[1] === 'pc'}
 }
 
 /** Splits "a (x, y), b, c" at the commas outside parentheses. */

@@ -57,7 +57,7 @@ test("reads each video stream's index, codec, cover disposition and whether it m
   // HDR pictures: a PQ or HLG transfer among the pixel format's colour details, with the matrix, primaries and range.
   const hdr = (pixels: string) => parseVideoStreams(`  Stream #0:0: Video: hevc (Main 10), ${pixels}, 1920x1080, 30 fps\n`)[0].hdr
   assert.equal(hdr('yuv420p10le(tv, bt2020nc/bt2020/smpte2084, progressive)'), {transfer: 'smpte2084', matrix: 'bt2020nc', primaries: 'bt2020', fullRange: false})
-  assert.equal(hdr('yuv420p10le(pc, unknown/unknown/arib-std-b67)'), {transfer: 'arib-std-b67', matrix: undefined, primaries: undefined, fullRange: true})
+  assert.equal(hdr('yuv420p10le(pc, unknown/unknown/arib-std-b67)'), {transfer: 'arib-std-b67', matrix: 'unknown', primaries: 'unknown', fullRange: true})
   assert.equal(hdr('yuv420p10le(bt2020nc/bt2020/arib-std-b67, top first)')?.transfer, 'arib-std-b67')
   assert.equal(['yuv420p10le(tv, bt2020nc/bt2020/bt2020-10)', 'yuv420p(tv, bt709)', 'yuv420p(tv, bt709/bt709/iec61966-2-1)', 'yuv420p10le'].map(hdr), [undefined, undefined, undefined, undefined])
   // The demuxer ffmpeg chose, by the first of its names.
