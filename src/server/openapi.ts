@@ -330,7 +330,7 @@ function description(info: OpenApiInfo): string {
       `more than ${MAX_PAGES} pages is refused with 413 \`payload_too_large\`. Each label keeps its maximum score. ` +
       "An animated PNG (APNG) is refused with 415 `unsupported_media`: only its " +
       'default image could be decoded; send the animation as GIF or WebP. An image is scored as displayed: EXIF ' +
-      "orientation applied, colour converted to sRGB as browsers convert it (an ICC profile, a PNG's gAMA, cHRM and cICP chunks), and an image with " +
+      "orientation applied, colour converted to sRGB as browsers convert it (an ICC profile, a PNG's gAMA, cHRM and cICP chunks, an AVIF's nclx box; HDR tone-mapped to SDR), and an image with " +
       'transparency scored as a light page shows it (flattened onto white) and as a dark page does (onto black), each ' +
       'label keeping the higher score.',
     '- Videos: whatever the bundled or system ffmpeg decodes; at least MP4/MOV (H.264), WebM (VP8/VP9), MKV, ' +

@@ -6,6 +6,7 @@ import {formatSize} from '../sizes.js'
 import {displayDurations, MAX_ANIMATION_FRAMES, MAX_FRAMES, MAX_OTHER_FRAMES, MAX_PAGES, scoredFrames} from './animation-frames.js'
 import {coarseStream, otherPictures, type CoarseStream} from './coarse.js'
 import {isAnimatedPng} from './apng.js'
+import {avifColour} from './avif-colour.js'
 import {applyTable, gammaTable, pngColour, type PngColour} from './png-colour.js'
 import {applyShaper, type Shaper} from './shaper.js'
 import {browserRefuses, isSrgbProfile, libvipsIgnores, matrixShaper} from './icc.js'
@@ -50,7 +51,8 @@ export interface ImageProbe {
   profile?: 'srgb' | 'other'
   /**
    * A colour transform applied to the decoded samples here, where a browser applies colour that libvips would not:
-   * a profile libvips ignores (libvipsIgnores), a PNG's cHRM with gAMA or its cICP chunk (pngColour).
+   * a profile libvips ignores (libvipsIgnores), a PNG's cHRM with gAMA or its cICP chunk (pngColour), an AVIF's nclx
+   * colour box (avifColour).
    */
   colour?: Shaper
   /** Float samples (a TIFF): whether grey or RGB, and with alpha (see fromFloat). Absent for integer samples. */
@@ -113,7 +115,8 @@ export async function probeImage(input: Buffer): Promise<ImageProbe> {
     throw new ModError('unsupported_media', 'animated PNG (APNG) is not supported: only its default image could be scored, not the frames it shows; send the animation as GIF or WebP')
   }
   // A JPEG whose ICC segments disagree is read as its stored values (jpeg-icc.ts): as a PNG whose cICP says sRGB.
-  const colour = format === 'png' ? pngColour(input, meta.icc === undefined) : format === 'jpeg' && jpegIccDiscarded(input) ? ({keep: true} as const) : undefined
+  const colour =
+    format === 'png' ? pngColour(input, meta.icc === undefined) : format === 'avif' ? avifColour(input) : format === 'jpeg' && jpegIccDiscarded(input) ? ({keep: true} as const) : undefined
   return probeOf(format, meta, colour)
 }
 
@@ -169,7 +172,7 @@ function profile(meta: Metadata, icc: Buffer | undefined): Pick<ImageProbe, 'pro
   return {profile: 'srgb', colour}
 }
 
-/** How the image's colour is read (ImageProbe's profile, colour and gamma), from its profile and a PNG's chunks. */
+/** How the image's colour is read (ImageProbe's profile, colour and gamma), from its profile, a PNG's chunks or an AVIF's nclx box. */
 function colourOf(meta: Metadata, png: PngColour): Pick<ImageProbe, 'profile' | 'colour' | 'gamma'> {
   if (png && 'keep' in png) return {profile: 'srgb'}
   if (png && 'shaper' in png) return {profile: 'srgb', colour: png.shaper}

@@ -212,3 +212,35 @@ export function isSrgbProfile(icc: Buffer): boolean {
   }
   return true
 }
+
+/** XYZ of a chromaticity at luminance 1. */
+function xyz([x, y]: number[]): number[] {
+  return [x / y, 1, (1 - x - y) / y]
+}
+
+const multiply = (a: number[][], b: number[][]): number[][] => a.map((row) => b[0].map((_, c) => row.reduce((sum, v, k) => sum + v * b[k][c], 0)))
+
+/** The Bradford cone response matrix, with which colour engines (skcms, Little CMS) adapt a white point to D50. */
+const BRADFORD = [
+  [0.8951, 0.2664, -0.1614],
+  [-0.7502, 1.7135, 0.0367],
+  [0.0389, -0.0685, 1.0296],
+]
+const D50 = [0.9642, 1, 0.8249]
+
+/**
+ * The colorants (columns r, g, b, in D50 XYZ) of primaries and a white point given as chromaticities: the primaries
+ * scaled so that they add up to the white, then adapted to D50 (Bradford), as an ICC profile stores them.
+ */
+export function colorants([white, ...primaries]: number[][]): number[][] | undefined {
+  if ([white, ...primaries].some(([, y]) => !(y > 0))) return undefined
+  const p = [0, 1, 2].map((r) => primaries.map((c) => xyz(c)[r]))
+  const w = xyz(white)
+  const scale = inverse3(p).map((row) => row.reduce((sum, v, k) => sum + v * w[k], 0))
+  if (scale.some((s) => !Number.isFinite(s))) return undefined
+  const toWhite = p.map((row) => row.map((v, c) => v * scale[c]))
+  const [cone, coneD50] = [BRADFORD.map((row) => row.reduce((s, v, k) => s + v * w[k], 0)), BRADFORD.map((row) => row.reduce((s, v, k) => s + v * D50[k], 0))]
+  const adapt = multiply(inverse3(BRADFORD), multiply([0, 1, 2].map((r) => [0, 1, 2].map((c) => (r === c ? coneD50[r] / cone[r] : 0))), BRADFORD))
+  const m = multiply(adapt, toWhite)
+  return [0, 1, 2].map((c) => m.map((row) => row[c]))
+}

@@ -6,7 +6,8 @@
  *   is an ordinary photo to a browser and a blank page to libvips.
  * - cHRM gives the primaries and white point; browsers apply it with a gAMA chunk (not alone), so a PNG whose red and
  *   green are swapped in its samples and in its cHRM is the photo to a browser.
- * - cICP names the colour space by code points (ITU-T H.273) and overrides an iCCP profile, which libvips would apply.
+ * - cICP names the colour space by code points (ITU-T H.273, cicp.ts) and overrides an iCCP profile, which libvips would
+ *   apply.
  * - iCCP's profile is applied by libvips, except where libpng drops it (an RGB profile in a greyscale PNG): it is read
  *   here for that case.
  */
@@ -14,7 +15,8 @@ import {inflateSync} from 'node:zlib'
 
 import {ModError} from '../errors.js'
 import {SIGNATURE_BYTES} from './apng.js'
-import {inverse3, srgbDecode, toSrgbMatrix} from './icc.js'
+import {cicpColour} from './cicp.js'
+import {colorants, toSrgbMatrix} from './icc.js'
 import {type Shaper, srgbEncode} from './shaper.js'
 
 /**
@@ -69,87 +71,26 @@ function inflateProfile(chunk: Buffer): Buffer | undefined {
   }
 }
 
-/** XYZ of a chromaticity at luminance 1. */
-function xyz([x, y]: number[]): number[] {
-  return [x / y, 1, (1 - x - y) / y]
-}
-
-const multiply = (a: number[][], b: number[][]): number[][] => a.map((row) => b[0].map((_, c) => row.reduce((sum, v, k) => sum + v * b[k][c], 0)))
-
-/** The Bradford cone response matrix, with which colour engines (skcms, Little CMS) adapt a white point to D50. */
-const BRADFORD = [
-  [0.8951, 0.2664, -0.1614],
-  [-0.7502, 1.7135, 0.0367],
-  [0.0389, -0.0685, 1.0296],
-]
-const D50 = [0.9642, 1, 0.8249]
-
-/**
- * The colorants (columns r, g, b, in D50 XYZ) of primaries and a white point given as chromaticities: the primaries
- * scaled so that they add up to the white, then adapted to D50 (Bradford), as an ICC profile stores them.
- */
-export function colorants([white, ...primaries]: number[][]): number[][] | undefined {
-  if ([white, ...primaries].some(([, y]) => !(y > 0))) return undefined
-  const p = [0, 1, 2].map((r) => primaries.map((c) => xyz(c)[r]))
-  const w = xyz(white)
-  const scale = inverse3(p).map((row) => row.reduce((sum, v, k) => sum + v * w[k], 0))
-  if (scale.some((s) => !Number.isFinite(s))) return undefined
-  const toWhite = p.map((row) => row.map((v, c) => v * scale[c]))
-  const [cone, coneD50] = [BRADFORD.map((row) => row.reduce((s, v, k) => s + v * w[k], 0)), BRADFORD.map((row) => row.reduce((s, v, k) => s + v * D50[k], 0))]
-  const adapt = multiply(inverse3(BRADFORD), multiply([0, 1, 2].map((r) => [0, 1, 2].map((c) => (r === c ? coneD50[r] / cone[r] : 0))), BRADFORD))
-  const m = multiply(adapt, toWhite)
-  return [0, 1, 2].map((c) => m.map((row) => row[c]))
-}
-
-/** H.273 colour primaries this reads from a cICP chunk, as white point then red, green, blue chromaticities. */
-const CICP_PRIMARIES: Record<number, number[][]> = {
-  1: [[0.3127, 0.329], [0.64, 0.33], [0.3, 0.6], [0.15, 0.06]],
-  9: [[0.3127, 0.329], [0.708, 0.292], [0.17, 0.797], [0.131, 0.046]],
-  12: [[0.3127, 0.329], [0.68, 0.32], [0.265, 0.69], [0.15, 0.06]],
-}
-
-/** BT.709's transfer (also BT.601's and BT.2020's), inverted: an encoded value to linear light. */
-function bt709Decode(x: number): number {
-  return x < 0.081 ? x / 4.5 : ((x + 0.099) / 1.099) ** (1 / 0.45)
-}
-
-/** H.273 transfer characteristics this reads from a cICP chunk (the SDR ones), as curves to linear light. */
-const CICP_TRANSFERS: Record<number, (x: number) => number> = {
-  1: bt709Decode,
-  4: (x) => x ** 2.2,
-  5: (x) => x ** 2.8,
-  6: bt709Decode,
-  8: (x) => x,
-  13: srgbDecode,
-  14: bt709Decode,
-  15: bt709Decode,
-}
-
 /** What decoding does with a PNG's colour: keep the stored values, apply a transform here, or read this profile. */
 export type PngColour = {keep: true} | {shaper: Shaper} | {profile: Buffer} | {gamma: number} | undefined
 
-function cicpColour([primaries, transfer, matrix, fullRange]: number[]): PngColour {
-  if (primaries === 1 && transfer === 13 && matrix === 0 && fullRange === 1) return {keep: true}
-  const columns = CICP_PRIMARIES[primaries] ? colorants(CICP_PRIMARIES[primaries]) : undefined
-  const curve = CICP_TRANSFERS[transfer]
-  if (!columns || !curve || matrix !== 0 || fullRange !== 1) {
-    throw new ModError(
-      'unsupported_media',
-      `PNG images whose cICP chunk names colour primaries ${primaries}, transfer ${transfer}, matrix ${matrix} and ${fullRange === 1 ? 'full' : 'narrow'} range are not supported (HDR and video colour spaces); send it in sRGB or Display P3`,
-    )
+/** A cICP chunk's colour: its matrix must be 0 (RGB) and its range full, as the PNG specification requires. */
+function pngCicp([primaries, transfer, matrix, fullRange]: number[]): PngColour {
+  if (matrix !== 0 || fullRange !== 1) {
+    throw new ModError('unsupported_media', `PNG images whose cICP chunk names matrix ${matrix} and ${fullRange === 1 ? 'full' : 'narrow'} range are not supported (video colour spaces); send it in sRGB or Display P3`)
   }
-  return {shaper: {curves: [curve, curve, curve], matrix: toSrgbMatrix(columns)}}
+  return cicpColour(primaries, transfer, "the PNG image's cICP chunk")
 }
 
 /**
  * What a browser does with a PNG's colour that libvips would not do alike (the module's comment): undefined when
  * libvips decodes it as a browser shows it (no colour chunk, an sRGB chunk, an iCCP profile libpng keeps for
  * libvips). `greyProfile`: libvips has no profile for the image (libpng dropped its iCCP): the chunk's is read.
- * Throws `unsupported_media` for a cICP colour space it does not convert (PQ, HLG, narrow range).
+ * Throws `unsupported_media` for a cICP colour space it does not convert (narrow range, code points cicp.ts lacks).
  */
 export function pngColour(png: Buffer, greyProfile: boolean): PngColour {
   const chunks = readChunks(png)
-  if (chunks.cicp) return cicpColour(chunks.cicp)
+  if (chunks.cicp) return pngCicp(chunks.cicp)
   if (chunks.iccp) {
     const profile = greyProfile ? inflateProfile(chunks.iccp) : undefined
     return profile ? {profile} : undefined

@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert'
 import {isModError} from '../../../src/lib/errors.js'
 import {decodeImage, probeImage} from '../../../src/lib/image/decode.js'
 import {jpegIccDiscarded} from '../../../src/lib/image/jpeg-icc.js'
-import {colorants} from '../../../src/lib/image/png-colour.js'
+import {colorants} from '../../../src/lib/image/icc.js'
 import {type Curve, curveTag, DISPLAY_P3, jpegWithIccSegments, matrixShaperProfile, pngWithProfile, ramps, SRGB, SRGB_CURVE} from '../../helpers/icc-profiles.js'
 
 const LIMITS = {maxBytes: 25 * 1024 * 1024, maxPixels: 100_000_000}
@@ -83,17 +83,30 @@ test("a JPEG whose ICC segments disagree is shown as its stored values, as brows
   )
 })
 
+const cicp = (codes: number[]): [string, Buffer] => ['cICP', Buffer.from(codes)]
+
 test("a PNG's cICP chunk takes precedence over its iCCP profile: sRGB keeps the stored values, Display P3 is converted", async () => {
   const {width, height, rgb} = ramps()
   const white = matrixShaperProfile({colorants: SRGB, curve: WHITE})
-  const cicp = (codes: number[]): [string, Buffer] => ['cICP', Buffer.from(codes)]
   assert.ok((await decodeImage(pngWithProfile(width, height, rgb, white, {chunks: [cicp([1, 13, 0, 1])]}), LIMITS))[0].data.equals(rgb))
   const [p3] = await decodeImage(pngWithProfile(width, height, rgb, white, {chunks: [cicp([12, 13, 0, 1])]}), LIMITS)
   const expected = await shown(rgb, width, height, matrixShaperProfile({colorants: DISPLAY_P3, curve: SRGB_CURVE}))
   assert.ok(farthest(p3.data, expected) <= 2, `within ${farthest(p3.data, expected)} levels`)
-  // PQ (HDR) is refused rather than read as sRGB.
-  const error = await decodeImage(pngWithProfile(width, height, rgb, undefined, {chunks: [cicp([9, 16, 0, 1])]}), LIMITS).catch((e: unknown) => e)
-  assert.ok(isModError(error) && error.code === 'unsupported_media' && /cICP/.test(error.message), String(error))
+  // Narrow range (video's) and primaries it does not know are refused rather than read as sRGB.
+  for (const codes of [[1, 13, 0, 0], [22, 13, 0, 1], [1, 17, 0, 1]]) {
+    const error = await decodeImage(pngWithProfile(width, height, rgb, undefined, {chunks: [cicp(codes)]}), LIMITS).catch((e: unknown) => e)
+    assert.ok(isModError(error) && error.code === 'unsupported_media' && /cICP/.test(error.message), `${codes}: ${String(error)}`)
+  }
+})
+
+test("a PNG's cICP chunk of HDR (PQ) is shown as an SDR screen shows it: HDR's reference white near white, not the grey its samples read as", async () => {
+  // 148 of 255 is PQ's signal for 203 cd/m², HDR's reference white (ITU-R BT.2408); black stays black.
+  const [width, height] = [2, 1]
+  const rgb = Buffer.from([148, 148, 148, 0, 0, 0])
+  const [image] = await decodeImage(pngWithProfile(width, height, rgb, undefined, {chunks: [cicp([9, 16, 0, 1])]}), LIMITS)
+  const [r, g, b, ...black] = image.data
+  assert.ok(r >= 235 && r <= 250 && Math.abs(r - g) <= 1 && Math.abs(r - b) <= 1, `reference white: ${r}, ${g}, ${b}`)
+  assert.equal(black, [0, 0, 0])
 })
 
 test("a PNG's cHRM beside gAMA is applied, as browsers apply it: red and green swapped in the samples and the primaries give the picture", async () => {

@@ -1,0 +1,102 @@
+/**
+ * Colour named by ITU-T H.273 code points (colour primaries, transfer characteristics), as a PNG's cICP chunk and an
+ * AVIF's `nclx` colour box give it, to the transform that shows it as a browser does on an SDR screen.
+ *
+ * HDR transfers (PQ, HLG) are tone-mapped as the video decoder maps HDR video (docs/video.md): linear light with
+ * HDR's reference white (203 cd/m², ITU-R BT.2408) as SDR white, the light above 80% of it compressed by a Möbius
+ * curve up to a peak of 1000 cd/m² (applied to each pixel's brightest channel, the others scaled alike, so hues
+ * keep), then sRGB.
+ */
+import {ModError} from '../errors.js'
+import {colorants, srgbDecode, toSrgbMatrix} from './icc.js'
+import type {Shaper} from './shaper.js'
+
+/** HDR's reference white, in cd/m²: SDR white (BT.2408). */
+const REFERENCE_WHITE = 203
+
+/** The peak assumed for HDR content (its mastering display's, which the code points do not give), in cd/m². */
+const HDR_PEAK = 1000
+
+/** Where the Möbius curve leaves the identity, as a share of SDR white (ffmpeg's tonemap `param` the video uses). */
+const KNEE = 0.8
+
+/** H.273 colour primaries this converts, as white point then red, green, blue chromaticities. */
+const PRIMARIES: Record<number, number[][]> = {
+  1: [[0.3127, 0.329], [0.64, 0.33], [0.3, 0.6], [0.15, 0.06]],
+  5: [[0.3127, 0.329], [0.64, 0.33], [0.29, 0.6], [0.15, 0.06]],
+  6: [[0.3127, 0.329], [0.63, 0.34], [0.31, 0.595], [0.155, 0.07]],
+  9: [[0.3127, 0.329], [0.708, 0.292], [0.17, 0.797], [0.131, 0.046]],
+  12: [[0.3127, 0.329], [0.68, 0.32], [0.265, 0.69], [0.15, 0.06]],
+}
+// SMPTE 240M's primaries are SMPTE 170M's.
+PRIMARIES[7] = PRIMARIES[6]
+
+/** BT.709's transfer (also BT.601's and BT.2020's), inverted: an encoded value to linear light. */
+function bt709Decode(x: number): number {
+  return x < 0.081 ? x / 4.5 : ((x + 0.099) / 1.099) ** (1 / 0.45)
+}
+
+/** SMPTE ST 2084 (PQ) from a signal to light relative to REFERENCE_WHITE. */
+function pqDecode(x: number): number {
+  const [m1, m2, c1, c2, c3] = [2610 / 16384, (2523 / 4096) * 128, 3424 / 4096, (2413 / 4096) * 32, (2392 / 4096) * 32]
+  const p = Math.max(0, x) ** (1 / m2)
+  return ((Math.max(p - c1, 0) / (c2 - c3 * p)) ** (1 / m1) * 10_000) / REFERENCE_WHITE
+}
+
+/**
+ * ARIB STD-B67 (HLG) from a signal to displayed light relative to REFERENCE_WHITE: the inverse of its camera curve,
+ * then its display's system gamma of 1.2 at HDR_PEAK, here on each channel alone (the standard raises the scene's
+ * luminance, not each channel: the same for greys, a few per cent apart in saturated colours).
+ */
+function hlgDecode(x: number): number {
+  const [a, b, c] = [0.17883277, 0.28466892, 0.55991073]
+  const v = Math.max(0, x)
+  const scene = v <= 0.5 ? (v * v) / 3 : (Math.exp((v - c) / a) + b) / 12
+  return (HDR_PEAK * scene ** 1.2) / REFERENCE_WHITE
+}
+
+/** H.273 transfer characteristics this converts, as curves to linear light (1: SDR white). */
+const TRANSFERS: Record<number, (x: number) => number> = {
+  1: bt709Decode,
+  4: (x) => x ** 2.2,
+  5: (x) => x ** 2.8,
+  6: bt709Decode,
+  8: (x) => x,
+  13: srgbDecode,
+  14: bt709Decode,
+  15: bt709Decode,
+  16: pqDecode,
+  18: hlgDecode,
+}
+const HDR_TRANSFERS = new Set([16, 18])
+
+/**
+ * The Möbius curve of HDR light (1: SDR white) into SDR's [0, 1] for content peaking at `peak`: the identity up to
+ * `knee`, then m(x) = s (x + a) / (x + b), its three constants fixed by m(knee) = knee, m'(knee) = 1 and m(peak) = 1.
+ */
+export function mobius(knee: number, peak: number): (x: number) => number {
+  const a = (-knee * knee * (peak - 1)) / (knee * knee - 2 * knee + peak)
+  const b = (knee * knee - 2 * knee * peak + peak) / Math.max(peak - 1, 1e-6)
+  const s = (b + knee) ** 2 / (b - a)
+  return (x) => (x <= knee ? x : (s * (x + a)) / (x + b))
+}
+
+/** What a colour named by code points needs: nothing (sRGB, or unspecified), or a transform. */
+export type CicpColour = {keep: true} | {shaper: Shaper}
+
+/**
+ * The transform for colour `primaries` and `transfer` (H.273 code points; 2 is "unspecified", read as sRGB's);
+ * throws `unsupported_media` naming `what` (the image's kind of colour data) for code points it does not convert.
+ */
+export function cicpColour(primaries: number, transfer: number, what: string): CicpColour {
+  const p = primaries === 2 ? 1 : primaries
+  const t = transfer === 2 ? 13 : transfer
+  if (p === 1 && t === 13) return {keep: true}
+  const columns = PRIMARIES[p] ? colorants(PRIMARIES[p]) : undefined
+  const curve = TRANSFERS[t]
+  if (!columns || !curve) {
+    throw new ModError('unsupported_media', `${what} names colour primaries ${primaries} and transfer ${transfer}, which are not supported; send it in sRGB or Display P3`)
+  }
+  const tone = HDR_TRANSFERS.has(t) ? {tone: {curve: mobius(KNEE, HDR_PEAK / REFERENCE_WHITE), peak: HDR_PEAK / REFERENCE_WHITE}} : {}
+  return {shaper: {curves: [curve, curve, curve], matrix: toSrgbMatrix(columns), ...tone}}
+}
