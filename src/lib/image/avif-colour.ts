@@ -8,7 +8,7 @@
  * The boxes read (ISO/IEC 14496-12 and 23008-12): `meta` (a full box) holding `pitm` (the primary item's id) and
  * `iprp`, which holds `ipco` (the properties, numbered from 1 in order) and `ipma` (which properties each item has).
  */
-import {cicpColour, type CicpColour} from './cicp.js'
+import {BT709_AS_DISPLAYED, cicpColour, type CicpColour} from './cicp.js'
 
 interface Box {
   type: string
@@ -85,5 +85,5 @@ export function avifNclx(file: Buffer): [number, number] | undefined {
 /** What decoding does with the AVIF's colour: undefined to keep what libvips gives (module comment). */
 export function avifColour(file: Buffer): CicpColour | undefined {
   const nclx = avifNclx(file)
-  return nclx && cicpColour(nclx[0], nclx[1], "the AVIF image's colour box (nclx)")
+  return nclx && cicpColour(nclx[0], nclx[1], "the AVIF image's colour box (nclx)", BT709_AS_DISPLAYED.avif)
 }

@@ -31,10 +31,13 @@ const PRIMARIES: Record<number, number[][]> = {
 // SMPTE 240M's primaries are SMPTE 170M's.
 PRIMARIES[7] = PRIMARIES[6]
 
-/** BT.709's transfer (also BT.601's and BT.2020's), inverted: an encoded value to linear light. */
-function bt709Decode(x: number): number {
-  return x < 0.081 ? x / 4.5 : ((x + 0.099) / 1.099) ** (1 / 0.45)
-}
+/**
+ * How a decoder reads the transfer of BT.709 (and of BT.601 and BT.2020, the same curve: code points 1, 6, 14, 15), a
+ * camera's curve that H.273 leaves the display to invert: Chromium's PNG decoder as BT.1886's display (a 2.4 gamma),
+ * its AVIF decoder as sRGB's curve (its stored values). Checked against Chromium 156 (2026-11-30).
+ */
+export const BT709_AS_DISPLAYED = {png: (x: number): number => x ** 2.4, avif: srgbDecode}
+const BT709_FAMILY = new Set([1, 6, 14, 15])
 
 /** SMPTE ST 2084 (PQ) from a signal to light relative to REFERENCE_WHITE. */
 function pqDecode(x: number): number {
@@ -55,16 +58,12 @@ function hlgDecode(x: number): number {
   return (HDR_PEAK * scene ** 1.2) / REFERENCE_WHITE
 }
 
-/** H.273 transfer characteristics this converts, as curves to linear light (1: SDR white). */
+/** H.273 transfer characteristics this converts besides BT709_FAMILY's, as curves to linear light (1: SDR white). */
 const TRANSFERS: Record<number, (x: number) => number> = {
-  1: bt709Decode,
   4: (x) => x ** 2.2,
   5: (x) => x ** 2.8,
-  6: bt709Decode,
   8: (x) => x,
   13: srgbDecode,
-  14: bt709Decode,
-  15: bt709Decode,
   16: pqDecode,
   18: hlgDecode,
 }
@@ -85,15 +84,16 @@ export function mobius(knee: number, peak: number): (x: number) => number {
 export type CicpColour = {keep: true} | {shaper: Shaper}
 
 /**
- * The transform for colour `primaries` and `transfer` (H.273 code points; 2 is "unspecified", read as sRGB's);
- * throws `unsupported_media` naming `what` (the image's kind of colour data) for code points it does not convert.
+ * The transform for colour `primaries` and `transfer` (H.273 code points; 2 is "unspecified", read as sRGB's), BT.709's
+ * transfer read by `bt709` (BT709_AS_DISPLAYED); throws `unsupported_media` naming `what` (the image's kind of colour
+ * data) for code points it does not convert.
  */
-export function cicpColour(primaries: number, transfer: number, what: string): CicpColour {
+export function cicpColour(primaries: number, transfer: number, what: string, bt709: (x: number) => number): CicpColour {
   const p = primaries === 2 ? 1 : primaries
   const t = transfer === 2 ? 13 : transfer
-  if (p === 1 && t === 13) return {keep: true}
+  const curve = BT709_FAMILY.has(t) ? bt709 : TRANSFERS[t]
+  if (p === 1 && curve === srgbDecode) return {keep: true}
   const columns = PRIMARIES[p] ? colorants(PRIMARIES[p]) : undefined
-  const curve = TRANSFERS[t]
   if (!columns || !curve) {
     throw new ModError('unsupported_media', `${what} names colour primaries ${primaries} and transfer ${transfer}, which are not supported; send it in sRGB or Display P3`)
   }

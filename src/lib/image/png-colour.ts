@@ -15,7 +15,7 @@ import {inflateSync} from 'node:zlib'
 
 import {ModError} from '../errors.js'
 import {SIGNATURE_BYTES} from './apng.js'
-import {cicpColour} from './cicp.js'
+import {BT709_AS_DISPLAYED, cicpColour} from './cicp.js'
 import {colorants, toSrgbMatrix} from './icc.js'
 import {type Shaper, srgbEncode} from './shaper.js'
 
@@ -79,7 +79,7 @@ function pngCicp([primaries, transfer, matrix, fullRange]: number[]): PngColour 
   if (matrix !== 0 || fullRange !== 1) {
     throw new ModError('unsupported_media', `PNG images whose cICP chunk names matrix ${matrix} and ${fullRange === 1 ? 'full' : 'narrow'} range are not supported (video colour spaces); send it in sRGB or Display P3`)
   }
-  return cicpColour(primaries, transfer, "the PNG image's cICP chunk")
+  return cicpColour(primaries, transfer, "the PNG image's cICP chunk", BT709_AS_DISPLAYED.png)
 }
 
 /**

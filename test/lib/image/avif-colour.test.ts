@@ -106,6 +106,25 @@ testUnless(missing, 'Display P3, PQ and HLG AVIF photos decode to the colour the
   }
 })
 
+testUnless(missing, "an AVIF whose nclx names BT.709's transfer keeps its decoded values, as Chromium shows them", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'mod-avif-'))
+  try {
+    for (const transfer of ['bt709', 'smpte170m', 'bt2020-10']) {
+      const path = join(dir, `${transfer}.avif`)
+      await promisify(execFile)('ffmpeg', [
+        ...['-nostdin', '-y', '-v', 'error', '-f', 'lavfi', '-i', 'color=c=0x806040:s=16x16:d=0.1', '-vf', 'format=yuv444p10le', '-frames:v', '1'],
+        ...['-c:v', 'libaom-av1', '-still-picture', '1', '-crf', '5', '-color_primaries', 'bt709', '-color_trc', transfer, '-colorspace', 'bt709', '-color_range', 'pc', path],
+      ])
+      const file = readFileSync(path)
+      assert.is(avifNclx(file)?.[0], 1)
+      const [image] = await decodeImage(file, LIMITS)
+      assert.equal([...image.data.subarray(0, 3)], [...(await sharp(file).raw({depth: 'uchar'}).toBuffer()).subarray(0, 3)], transfer)
+    }
+  } finally {
+    rmSync(dir, {recursive: true, force: true})
+  }
+})
+
 testUnless(missing, 'an AVIF whose nclx names a transfer this does not convert is unsupported_media saying so', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'mod-avif-'))
   try {

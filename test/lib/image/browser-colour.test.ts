@@ -99,6 +99,15 @@ test("a PNG's cICP chunk takes precedence over its iCCP profile: sRGB keeps the 
   }
 })
 
+test("a PNG's cICP chunk naming BT.709's transfer (or BT.601's, BT.2020's) is read as Chromium shows it: as a display's 2.4 gamma", async () => {
+  const rgb = Buffer.from([128, 96, 64])
+  for (const transfer of [1, 6, 14, 15]) {
+    const [image] = await decodeImage(pngWithProfile(1, 1, rgb, undefined, {chunks: [cicp([1, transfer, 0, 1])]}), LIMITS)
+    // Chromium 156 shows 121, 87, 54; inverting the camera curve instead gave 141, 114, 83.
+    assert.ok(farthest(image.data, Buffer.from([121, 87, 54])) <= 1, `transfer ${transfer}: ${[...image.data]}`)
+  }
+})
+
 test("a PNG's cICP chunk of HDR (PQ) is shown as an SDR screen shows it: HDR's reference white near white, not the grey its samples read as", async () => {
   // 148 of 255 is PQ's signal for 203 cd/m², HDR's reference white (ITU-R BT.2408); black stays black.
   const [width, height] = [2, 1]
