@@ -20,16 +20,18 @@ const HDR_PEAK = 1000
 /** Where the Möbius curve leaves the identity, as a share of SDR white (ffmpeg's tonemap `param` the video uses). */
 const KNEE = 0.8
 
+/** SMPTE 170M's primaries (BT.601's for 525 lines), which SMPTE 240M shares. */
+const SMPTE_170M = [[0.3127, 0.329], [0.63, 0.34], [0.31, 0.595], [0.155, 0.07]]
+
 /** H.273 colour primaries this converts, as white point then red, green, blue chromaticities. */
 const PRIMARIES: Record<number, number[][]> = {
   1: [[0.3127, 0.329], [0.64, 0.33], [0.3, 0.6], [0.15, 0.06]],
   5: [[0.3127, 0.329], [0.64, 0.33], [0.29, 0.6], [0.15, 0.06]],
-  6: [[0.3127, 0.329], [0.63, 0.34], [0.31, 0.595], [0.155, 0.07]],
+  6: SMPTE_170M,
+  7: SMPTE_170M,
   9: [[0.3127, 0.329], [0.708, 0.292], [0.17, 0.797], [0.131, 0.046]],
   12: [[0.3127, 0.329], [0.68, 0.32], [0.265, 0.69], [0.15, 0.06]],
 }
-// SMPTE 240M's primaries are SMPTE 170M's.
-PRIMARIES[7] = PRIMARIES[6]
 
 /**
  * How a decoder reads the transfer of BT.709 (and of BT.601 and BT.2020, the same curve: code points 1, 6, 14, 15), a
