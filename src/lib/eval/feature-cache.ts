@@ -8,7 +8,7 @@
  * once each write a whole file (the last rename wins; both hold the same features). A file that cannot be
  * read back (truncated, another format version) counts as missing and is recomputed.
  *
- * Binary layout, little-endian: "MODF", u32 version (4), u32 frame count (an animation's frames scored; 1 for a
+ * Binary layout, little-endian: "MODF", u32 version (5), u32 frame count (an animation's frames scored; 1 for a
  * still image), u32 flags (bit 0: an animation with pictures left out, not scored), then per frame: u32 embedding
  * length, f32 embedding[], u32 signal count, then per signal: u16 name length, UTF-8 name, u32 value count, f32
  * values[]. The outputs of signals that keep no features (`live`) are not written.
@@ -24,9 +24,10 @@ const MAGIC = 'MODF'
 /**
  * Changes whenever a file's features would, the layout or the frames an animation is scored on: 3 since those are
  * chosen by the time each is on screen, so that features kept from the frames chosen before are recomputed; 4 since
- * a file says whether an animation's pictures were left out, which a file of 3 cannot tell.
+ * a file says whether an animation's pictures were left out, which a file of 3 cannot tell; 5 since an AVIF's nclx
+ * colour and a PNG cICP's BT.709 or HDR transfer are read as browsers show them (same layout as 4).
  */
-const VERSION = 4
+const VERSION = 5
 /** Bit 0 of a file's flags: Features.picturesLeftOut. */
 const PICTURES_LEFT_OUT = 1
 

@@ -30,7 +30,13 @@ test('an animation with pictures left out is said so after the round trip; a fil
   const three = Buffer.concat([bytes.subarray(0, 12), bytes.subarray(16)])
   three.writeUInt32LE(3, 4)
   assert.is(decodeFeatures(three), undefined)
-  assert.is(bytes.readUInt32LE(4), 4)
+  assert.is(bytes.readUInt32LE(4), 5)
+})
+
+test("a file of version 4, the same layout, decodes to nothing: its features were of an AVIF's or a PNG's colour as read before", () => {
+  const four = Buffer.from(encodeFeatures(features))
+  four.writeUInt32LE(4, 4)
+  assert.is(decodeFeatures(four), undefined)
 })
 
 test('a truncated or foreign file decodes to nothing', () => {
