@@ -11,14 +11,20 @@ import {ModError} from '../errors.js'
 import {colorants, srgbDecode, toSrgbMatrix} from './icc.js'
 import type {Shaper} from './shaper.js'
 
-/** HDR's reference white, in cd/m²: SDR white (BT.2408). */
-const REFERENCE_WHITE = 203
+/**
+ * Luminance (cd/m²) of HDR's reference white, the white of an SDR picture (ITU-R BT.2408): PQ code about 0.58, HLG
+ * code 0.75 on a display of 1000 cd/m². HDR stills here and HDR video (video/decoder.ts) both map it to SDR white.
+ */
+export const REFERENCE_WHITE = 203
 
-/** The peak assumed for HDR content (its mastering display's, which the code points do not give), in cd/m². */
-const HDR_PEAK = 1000
+/**
+ * The brightest HDR light kept apart from white (cd/m²): HLG's peak, and what most PQ content is mastered for (the
+ * mastering display's own, which the code points do not give, is not read).
+ */
+export const HDR_PEAK = 1000
 
-/** Where the Möbius curve leaves the identity, as a share of SDR white (ffmpeg's tonemap `param` the video uses). */
-const KNEE = 0.8
+/** Where the Möbius curve leaves the identity, as a share of SDR white (ffmpeg's tonemap `param` for video). */
+export const KNEE = 0.8
 
 /** SMPTE 170M's primaries (BT.601's for 525 lines), which SMPTE 240M shares. */
 const SMPTE_170M = [[0.3127, 0.329], [0.63, 0.34], [0.31, 0.595], [0.155, 0.07]]

@@ -1,5 +1,6 @@
 import type {Readable} from 'node:stream'
 
+import {HDR_PEAK, KNEE, REFERENCE_WHITE} from '../image/cicp.js'
 import {inputArgs} from './ffmpeg-input.js'
 import {startFfmpeg} from './ffmpeg-process.js'
 import type {HdrColour, VideoStream} from './streams.js'
@@ -176,14 +177,6 @@ const SWSCALE_MATRICES = new Set(['bt709', 'bt2020nc', 'smpte170m', 'bt470bg', '
 const ZSCALE_PRIMARIES = new Set(['bt709', 'bt2020', 'smpte170m', 'bt470bg', 'smpte431', 'smpte432'])
 
 /**
- * Luminance (cd/m²) of HDR's reference white, the white of an SDR picture (ITU-R BT.2408): PQ code about 0.58, HLG
- * code 0.75 on a display of 1000 cd/m².
- */
-const REFERENCE_WHITE = 203
-/** The brightest HDR light kept apart from white (cd/m²): HLG's peak, and what most PQ video is mastered for. */
-const HDR_PEAK = 1000
-
-/**
  * HDR pictures (PQ or HLG) as an SDR screen shows them: to RGB (libswscale), to linear light in BT.709 primaries with
  * reference white at 1 (zscale, zimg), the light above 80% of white compressed towards white (tonemap, Möbius; below
  * it, SDR's picture as BT.2408 places it in HDR is kept as it is), then sRGB. Read as SDR, a PQ frame is a washed-out
@@ -201,7 +194,7 @@ function toSdr(hdr: HdrColour, rgb: boolean): string {
   // Every side of each conversion is named: frames stacked by vstack do not carry their colour properties.
   return (
     `${toRgb}format=gbrp16le,zscale=tin=${hdr.transfer}:min=gbr:pin=${primaries}:rin=full:t=linear:m=gbr:p=bt709:r=full:npl=${REFERENCE_WHITE},format=gbrpf32le,` +
-    `tonemap=tonemap=mobius:param=0.8:peak=${(HDR_PEAK / REFERENCE_WHITE).toFixed(3)}:desat=0,` +
+    `tonemap=tonemap=mobius:param=${KNEE}:peak=${(HDR_PEAK / REFERENCE_WHITE).toFixed(3)}:desat=0,` +
     'zscale=tin=linear:min=gbr:pin=bt709:rin=full:t=iec61966-2-1:m=gbr:p=bt709:r=full,format=gbrp'
   )
 }
