@@ -294,7 +294,18 @@ test('the review loop: keyboard marks, kept on reload, downloaded as labels that
     await press('m')
     assert.match((await tab.locator('#status').textContent()) ?? '', 'missed applies to the safe sample')
     await press('r')
-    // The marks are shown on the items and kept by a reload.
+    // The marks are shown on the items and kept by a reload. A CI run once found none after the reload (0 of 20
+    // marked) in some 60 runs, its marks made just before: a guess, unconfirmed, is that Chromium carries the page's
+    // storage writes to its browser process apart from the navigation, so that a reload at once may load the page
+    // before they arrive. A person reloads seconds later; the reload waits until another tab of the report shows the
+    // marks (at most 5 s), so that what it checks is that they are kept.
+    const other = await context.newPage()
+    for (let tries = 0; tries < 50; tries++) {
+      await other.goto(tab.url())
+      if ((await other.locator('#tally').textContent())?.startsWith('20 of 20')) break
+      await other.waitForTimeout(100)
+    }
+    await other.close()
     await tab.reload()
     assert.is(await tally(), '20 of 20 marked: 14 right, 6 false alarms, 0 missed')
     assert.is(await tab.locator('article.item[data-mark=false_alarm]').count(), 6)
