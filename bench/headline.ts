@@ -177,9 +177,9 @@ async function modelsCeiling(files: string[]): Promise<{rate: number; judged: nu
       for (const file of files.slice(i, i + SCAN_BATCH)) {
         const frames = await decodeImage(await readFile(file), DEFAULT_LIMITS).catch(() => [])
         if (frames.length === 0) continue
-        const {first, rest} = await runner.views(frameToScore(frames[0], false))
-        const judgeViews = await rest()
-        views.push({first, rest: async () => judgeViews})
+        const frameViews = await runner.views(frameToScore(frames[0], false))
+        const judgeViews = await frameViews.rest()
+        views.push({...frameViews, rest: async (quarters = 0) => (quarters === 0 ? judgeViews : frameViews.rest(quarters))})
       }
       let out: Float32Array[] = []
       ms += await time(async () => (out = await classifyViews(runner, views)))

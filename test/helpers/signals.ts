@@ -43,8 +43,9 @@ export function withoutSpecialist(registry: readonly Signal[] = SIGNALS): Signal
 }
 
 /**
- * A stand-in for the specialist's cascade: views of one float each (the view's index: 0 for the gate's, 1 to 3 for
- * the judge's image, centre and letterbox), answered by `answer(view)`; `runs` lists each run as "gate n" or
+ * A stand-in for the specialist's cascade: views of one float each (the view's index: 0 for the gate's and its three
+ * quarter turns, which are answered alike, so no turn is judged; 1 to 3 for the judge's image, centre and
+ * letterbox), answered by `answer(view)`; `runs` lists each run as "gate n" or
  * "judge n", n being the number of views in it, and `frames` the size of each frame it was given.
  */
 export function standInSpecialist(answer: (view: number) => number[]): {runner: NsfwRunner; runs: string[]; frames: [number, number][]} {
@@ -65,7 +66,7 @@ export function standInSpecialist(answer: (view: number) => number[]): {runner: 
       judge: model('judge'),
       views: async (frame) => {
         frames.push([frame.width, frame.height])
-        return {first: Float32Array.of(0), rest: async () => Float32Array.of(1, 2, 3)}
+        return {first: Float32Array.of(0), turns: () => Float32Array.of(0, 0, 0), rest: async () => Float32Array.of(1, 2, 3)}
       },
       close: async () => {},
     },

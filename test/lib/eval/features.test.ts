@@ -79,7 +79,7 @@ test('with the specialist on, its probabilities are features and the scores are 
   const source = await openDatasetScoring(model, {policy})
   const engine = createEngine({preset: 'fast', modelDir: TOY_MODEL, cacheDir: model.cacheDir, policy, limits: DEFAULT_LIMITS})
   try {
-    assert.is(source.key, 'toy-clip-reduced448+nsfw-cascade-bars')
+    assert.is(source.key, 'toy-clip-reduced448+nsfw-cascade-turns')
     const scorer = source
     const png = await noisyPng(200, 150, 120, 21)
     const f = await source.extract(png)

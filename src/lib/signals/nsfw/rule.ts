@@ -28,7 +28,18 @@
  * that changes most with the upload's size, and on swimwear photos it turned a fifth of the verdicts around
  * between a photo and its 800-pixel copy; nudity keeps it, where it is what clears most close-ups of skin
  * (docs/models.md, "Rules").
- * A frame the gate let pass scores the small model's one view, which is below GATE in every class it scores.
+ * A frame the gate stops scores the small model's one view, which is below GATE in every class it scores.
+ *
+ * Quarter turns: both models were trained on pictures the right way up, and read a photo turned on its side (a
+ * phone's photo whose orientation tag was stripped, or one turned to slip past a filter) as far less suggestive: of
+ * 84 swimwear photos 90.5% were flagged, turned a quarter either way 50% and 37%, upside down 49%. The gate also
+ * looks at the three other quarter turns of a frame it lets through (the small model on turned copies of its view;
+ * not where no turn could rate enough higher: turnsWorthLooking), and where one rates Porn + Hentai or Sexy more than
+ * TURN_MARGIN above the frame as given, the judge also looks at that turn (its three views, turned; the image view
+ * first, the other two only if it scores some category above the frame: turnCouldRaise). Each category scores the
+ * HIGHER of the two judgements: the frame as given keeps every score it had, and a turn adds its judgement only when
+ * the gate finds it clearly more telling. On photos of people the right way up is the gate's most telling turn nine
+ * times in ten (docs/models.md, "Rules").
  *
  * Recall guarantee: a frame whose image AND letterbox views both rate explicit >= SURE (0.9) scores at least the
  * lower of the two for nudity, whatever the centre view says (it confirms uncertain looks; it never overrules two
@@ -51,6 +62,14 @@ export const SURE = 0.9
  * ordinary photos (88%) stop there.
  */
 export const GATE = 0.15
+
+/**
+ * How much higher than the frame as given the gate must rate a quarter turn (the larger of Porn + Hentai and Sexy)
+ * for the judge to look at that turn. The turns of a picture with no right way up (a close-up of skin, a texture)
+ * rate within a few hundredths of each other or scatter: 0.1 sent the judge to a turn of one in seven skin
+ * close-ups, 0.2 to one in fifteen, for a few turned photos of people fewer found (docs/models.md, "Rules").
+ */
+export const TURN_MARGIN = 0.2
 
 /** The judge's views, in the order their probabilities follow the gate's. */
 export const JUDGE_VIEWS = ['image', 'centre', 'letterbox'] as const
@@ -94,22 +113,83 @@ export function viewScores(p: ArrayLike<number>): NsfwCategoryScores {
   }
 }
 
+/** How telling the gate finds a view: the larger of Porn + Hentai and Sexy. */
+const telling = (p: ArrayLike<number>): number => Math.max(p[1] + p[3], p[4])
+
 /** Whether the small model's look at a frame is worth the judge's: Porn + Hentai or Sexy at GATE or more. */
 export function passesGate(first: ArrayLike<number>): boolean {
   if (first.length !== N) throw new RangeError(`passesGate: ${first.length} probabilities, expected ${N}`)
-  return first[1] + first[3] >= GATE || first[4] >= GATE
+  return telling(first) >= GATE
 }
 
 /**
- * A frame's judgement from its probabilities laid end to end (five per view): the gate's view alone, or the gate's
- * view followed by the judge's JUDGE_VIEWS.
+ * Which quarter turn of a frame the gate let through the judge also looks at, from the gate's probabilities for
+ * the frame as given (`first`) and for its turns by 90, 180 and 270 degrees clockwise (`turns`): the most telling
+ * turn, 1, 2 or 3 (quarters), if it is more than TURN_MARGIN more telling than the frame; otherwise 0, none.
+ */
+export function turnToJudge(first: ArrayLike<number>, turns: readonly ArrayLike<number>[]): 0 | 1 | 2 | 3 {
+  if (turns.length !== 3 || [first, ...turns].some((p) => p.length !== N)) throw new RangeError(`turnToJudge: expected ${N} probabilities for the frame and each of its three turns`)
+  let best: 0 | 1 | 2 | 3 = 0
+  let bar = telling(first) + TURN_MARGIN
+  turns.forEach((p, i) => {
+    if (telling(p) > bar) {
+      best = (i + 1) as 1 | 2 | 3
+      bar = telling(p)
+    }
+  })
+  return best
+}
+
+/**
+ * Whether the judgement of a quarter turn could raise any score of the frame as given (`given`: the gate's and the
+ * judge's probabilities, as nsfwJudgement reads them) when the judge rates the turn's image view `image`: each of a
+ * judgement's scores is at most its image view's (the lowest of the views, or for nudity's recall guarantee the lower
+ * of image and letterbox), so where the image view scores no category above the frame's, the turn's other views
+ * need not be looked at.
+ */
+export function turnCouldRaise(given: ArrayLike<number>, image: ArrayLike<number>): boolean {
+  if (given.length !== JUDGED) throw new RangeError(`turnCouldRaise: ${given.length} probabilities for the frame, expected ${JUDGED}`)
+  const frame = nsfwJudgement(given).scores
+  const turned = viewScores(image)
+  return turned.nudity > frame.nudity || turned.sexual_activity > frame.sexual_activity || turned.suggestive > frame.suggestive
+}
+
+/**
+ * Whether a quarter turn of a frame the gate rates `first` could be more than TURN_MARGIN more telling: not once the
+ * frame is within TURN_MARGIN of the most a view can be (1), as most swimwear photos and close-ups of skin are.
+ */
+export function turnsWorthLooking(first: ArrayLike<number>): boolean {
+  return telling(first) + TURN_MARGIN < 1
+}
+
+/** Probabilities of a frame the judge looked at: the gate's view and the judge's JUDGE_VIEWS. */
+const JUDGED = N * (1 + JUDGE_VIEWS.length)
+
+/**
+ * A frame's judgement from its probabilities laid end to end (five per view): the gate's view alone; the gate's
+ * view followed by the judge's JUDGE_VIEWS; or those followed by the same for the quarter turn the judge also
+ * looked at (turnToJudge), when each category scores the higher of the two judgements.
  */
 export function nsfwJudgement(outputs: ArrayLike<number>): NsfwJudgement {
   const p = Array.from(outputs)
-  if (p.length !== N && p.length !== N * (1 + JUDGE_VIEWS.length)) {
-    throw new RangeError(`nsfwJudgement: ${p.length} probabilities, expected ${N} (the gate's view) or ${N * (1 + JUDGE_VIEWS.length)} (and the judge's)`)
+  if (p.length !== N && p.length !== JUDGED && p.length !== 2 * JUDGED) {
+    throw new RangeError(`nsfwJudgement: ${p.length} probabilities, expected ${N} (the gate's view), ${JUDGED} (and the judge's) or ${2 * JUDGED} (and a quarter turn's)`)
   }
   if (p.length === N) return {scores: viewScores(p), drawn: p[1] > p[3]}
+  if (p.length === 2 * JUDGED) {
+    const [given, turned] = [judged(p.slice(0, JUDGED)), judged(p.slice(JUDGED))]
+    const higher = (k: keyof NsfwCategoryScores) => Math.max(given.scores[k], turned.scores[k])
+    return {
+      scores: {nudity: higher('nudity'), sexual_activity: higher('sexual_activity'), suggestive: higher('suggestive')},
+      // Drawn or photographed, as the judgement that gives the nudity score sees it.
+      drawn: (turned.scores.nudity > given.scores.nudity ? turned : given).drawn,
+    }
+  }
+  return judged(p)
+}
+
+/** The judgement of a frame the judge looked at: the gate's five probabilities, then the judge's JUDGE_VIEWS. */
+function judged(p: number[]): NsfwJudgement {
   const views = JUDGE_VIEWS.map((_, i) => p.slice(N * (i + 1), N * (i + 2)))
   const all = views.map(viewScores)
   const lowest = (k: keyof NsfwCategoryScores, some = all) => Math.min(...some.map((s) => s[k]))

@@ -19,7 +19,7 @@ import type {Box} from '../../image/trim.js'
 import {NSFW_MODELS} from './manifest.js'
 import {openNsfw, type NsfwOptions} from './model.js'
 import {stackTensors} from '../../pipeline/stack.js'
-import {JUDGE_VIEWS, passesGate} from './rule.js'
+import {JUDGE_VIEWS, passesGate, turnCouldRaise, turnsWorthLooking, turnToJudge} from './rule.js'
 
 /** Side of the canonical square every view starts from: twice the small model's input, 1.5 times the large one's. */
 export const CANONICAL_SIDE = 448
@@ -46,10 +46,46 @@ export interface NsfwRunner {
   close(): Promise<void>
 }
 
-/** A frame's views: the gate's, which every frame is classified on, and the judge's JUDGE_VIEWS laid end to end. */
+/**
+ * A frame's views: the gate's, which every frame is classified on, its quarter turns, and the judge's JUDGE_VIEWS
+ * laid end to end, of the frame as given or turned.
+ */
 export interface NsfwViews {
   readonly first: Float32Array
-  rest(): Promise<Float32Array>
+  /** The gate's view turned 1, 2 and 3 quarters clockwise, laid end to end. */
+  turns(): Float32Array
+  /** The judge's views of the frame turned `quarters` clockwise (0, the default: as given). */
+  rest(quarters?: Quarters): Promise<Float32Array>
+}
+
+/** Quarter turns clockwise. */
+export type Quarters = 0 | 1 | 2 | 3
+
+/**
+ * Square views of side `side` (RGB, channels last) laid end to end, each turned `quarters` clockwise. A turned copy of
+ * a view is the view of the turned frame, as the resampling and the resize to the model's side are the same along
+ * both axes and about the middle: turning the view is a copy, where making the turned frame's would resample again.
+ */
+export function turnViews(views: Float32Array, side: number, quarters: Quarters): Float32Array {
+  const size = side * side * 3
+  if (views.length % size !== 0) throw new RangeError(`turnViews: ${views.length} floats are not views of side ${side}`)
+  if (quarters === 0) return views.slice()
+  const out = new Float32Array(views.length)
+  const last = side - 1
+  for (let base = 0; base < views.length; base += size) {
+    for (let y = 0; y < side; y++) {
+      for (let x = 0; x < side; x++) {
+        // The pixel that lands at (x, y): a clockwise quarter brings the left column, read upwards, to the top row.
+        const from = quarters === 1 ? (last - x) * side + y : quarters === 2 ? (last - y) * side + (last - x) : x * side + (last - y)
+        const o = base + 3 * (y * side + x)
+        const i = base + 3 * from
+        out[o] = views[i]
+        out[o + 1] = views[i + 1]
+        out[o + 2] = views[i + 2]
+      }
+    }
+  }
+  return out
 }
 
 /** The middle CENTRE_SHARE of each side of a frame. */
@@ -71,18 +107,21 @@ export function centreWindow(width: number, height: number): Box {
  */
 export async function nsfwViews(frame: RgbImage, gateSide: number = NSFW_MODELS.mobilenet_v2.side, judgeSide: number = NSFW_MODELS.inception_v3.side): Promise<NsfwViews> {
   const square = await resampleSquare(frame, CANONICAL_SIDE)
+  const first = nsfwPreprocess(square, {side: gateSide})
+  const judged = lazy(async () => {
+    const size = nsfwViewSize(judgeSide)
+    const out = new Float32Array(JUDGE_VIEWS.length * size)
+    const [centre, letterbox] = await Promise.all([
+      resampleSquare(frame, CANONICAL_SIDE, {window: centreWindow(frame.width, frame.height)}),
+      resampleSquare(frame, CANONICAL_SIDE, {letterbox: true}),
+    ])
+    ;[square, centre, letterbox].forEach((s, i) => nsfwPreprocess(s, {side: judgeSide, out, offset: i * size}))
+    return out
+  })
   return {
-    first: nsfwPreprocess(square, {side: gateSide}),
-    async rest() {
-      const size = nsfwViewSize(judgeSide)
-      const out = new Float32Array(JUDGE_VIEWS.length * size)
-      const [centre, letterbox] = await Promise.all([
-        resampleSquare(frame, CANONICAL_SIDE, {window: centreWindow(frame.width, frame.height)}),
-        resampleSquare(frame, CANONICAL_SIDE, {letterbox: true}),
-      ])
-      ;[square, centre, letterbox].forEach((s, i) => nsfwPreprocess(s, {side: judgeSide, out, offset: i * size}))
-      return out
-    },
+    first,
+    turns: () => stackTensors(([1, 2, 3] as const).map((q) => turnViews(first, gateSide, q))),
+    rest: async (quarters = 0) => (quarters === 0 ? judged.get() : turnViews(await judged.get(), judgeSide, quarters)),
   }
 }
 
@@ -111,7 +150,10 @@ export async function openNsfwRunner(opts: Omit<NsfwOptions, 'model'> = {}): Pro
 /**
  * Class probabilities per frame, laid end to end (five per view), as nsfwJudgement reads them: the gate's view
  * alone where it stops the frame (most ordinary photos: one small run, and the judge's views are never made),
- * followed by the judge's JUDGE_VIEWS otherwise (one more run for each such frame).
+ * followed by the judge's JUDGE_VIEWS otherwise (one more run for each such frame, and one of the gate on the
+ * frame's three quarter turns unless none could be telling enough: turnsWorthLooking); then, where the gate finds a turn clearly more telling (turnToJudge) and the judge's
+ * look at the turn's image view could raise a score (turnCouldRaise), the gate's view of that turn and the judge's
+ * views of it (two more runs).
  *
  * The judge runs on one frame's views at a time. Its time per view is the same in any batch (25-27 ms a view from 1
  * to 24 views on two cores), while onnxruntime's arena keeps what its largest run needed: eight frames' 24 views in
@@ -124,12 +166,25 @@ export async function classifyViews(runner: Pick<NsfwRunner, 'gate' | 'judge'>, 
   if (again.length === 0) return first
   const views = await Promise.all(again.map((i) => frames[i].rest()))
   const per = JUDGE_VIEWS.length
-  const judged: Float32Array[] = []
-  // One frame's views a run (the arena note above).
-  for (const frameViews of views) judged.push(...(await runner.judge.classify(frameViews, per)))
   const out = [...first]
-  again.forEach((i, k) => {
-    out[i] = stackTensors([first[i], ...judged.slice(k * per, (k + 1) * per)])
-  })
+  // One frame's views a run (the arena note above), the gate's turns as the judge's.
+  for (const [k, i] of again.entries()) {
+    const turns = turnsWorthLooking(first[i]) ? await runner.gate.classify(frames[i].turns(), 3) : undefined
+    const turn = turns ? turnToJudge(first[i], turns) : 0
+    const given = stackTensors([first[i], ...(await runner.judge.classify(views[k], per))])
+    out[i] = turns && turn > 0 ? await withTurn(runner.judge, given, turns[turn - 1], await frames[i].rest(turn)) : given
+  }
   return out
+}
+
+/**
+ * A frame's probabilities (`given`) followed by those of its quarter turn (the gate's `gate` and the judge's on the
+ * turn's `views`), or `given` alone where the turn's image view shows the turn cannot raise a score (turnCouldRaise):
+ * the same scores for one judge view instead of three.
+ */
+async function withTurn(judge: NsfwClassifier, given: Float32Array, gate: Float32Array, views: Float32Array): Promise<Float32Array> {
+  const [image] = await judge.classify(views.subarray(0, judge.viewSize), 1)
+  if (!turnCouldRaise(given, image)) return given
+  const others = await judge.classify(views.subarray(judge.viewSize), JUDGE_VIEWS.length - 1)
+  return stackTensors([given, gate, image, ...others])
 }

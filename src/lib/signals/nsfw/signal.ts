@@ -17,9 +17,10 @@ export type NsfwOpener = (setup: SignalSetup) => Promise<NsfwRunner>
 async function open(openRunner: NsfwOpener, setup: SignalSetup): Promise<OpenSignal<NsfwViews, Float32Array>> {
   const runner = lazy(() => openRunner(setup))
   return {
-    // The gate's five probabilities, then the judge's for each of its views: features cached by the earlier
-    // single-model specialist (its four views), or before bars were cut, must not be read as these.
-    key: 'nsfw-cascade-bars',
+    // The gate's five probabilities, then the judge's for each of its views, then those of a quarter turn judged too:
+    // features cached by the earlier single-model specialist (its four views), before bars were cut, or before turns
+    // were judged, must not be read as these.
+    key: 'nsfw-cascade-turns',
     frameSide: CANONICAL_SIDE,
     // A server opens the judge too (`eager`), so that no request waits for it; a scan opens it on first need.
     warm: async () => {

@@ -1,7 +1,7 @@
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {GATE, nsfwCategoryScores, nsfwJudgement, passesGate, SUGGESTIVE_VIEWS, SURE, viewScores} from '../../../../src/lib/signals/nsfw/rule.js'
+import {GATE, nsfwCategoryScores, nsfwJudgement, passesGate, SUGGESTIVE_VIEWS, SURE, TURN_MARGIN, turnCouldRaise, turnsWorthLooking, turnToJudge, viewScores} from '../../../../src/lib/signals/nsfw/rule.js'
 
 // Probabilities in class order: Drawing, Hentai, Neutral, Porn, Sexy.
 type P = [number, number, number, number, number]
@@ -134,10 +134,66 @@ test('judged frames whose three views all rate explicit above 0.5 (or Sexy above
 
 test('scores stay in [0, 1]; a wrong number of probabilities is refused', () => {
   assert.is(one(0, 0.6, 0, 0.6, 0).nudity, 1)
-  assert.throws(() => nsfwCategoryScores([0.5, 0.5]), /2 probabilities, expected 5 \(the gate's view\) or 20/)
+  assert.throws(() => nsfwCategoryScores([0.5, 0.5]), /2 probabilities, expected 5 \(the gate's view\), 20 \(and the judge's\) or 40 \(and a quarter turn's\)/)
+  assert.throws(() => nsfwCategoryScores(new Array(25).fill(0.1)), /25 probabilities/)
   assert.throws(() => nsfwCategoryScores([]), /0 probabilities/)
   assert.throws(() => nsfwCategoryScores(new Array(10).fill(0.1)), /10 probabilities/)
   assert.throws(() => viewScores([0.5, 0.5, 0, 0, 0, 0]), /6 probabilities, expected 5/)
+})
+
+test('a quarter turn is judged when the gate finds it more than TURN_MARGIN more telling than the frame as given: the most telling one', () => {
+  const gate = (porn: number, sexy = 0): P => [0, 0, 1 - porn - sexy, porn, sexy]
+  assert.is(TURN_MARGIN, 0.2)
+  assert.is(turnToJudge(gate(0.3), [gate(0.45), gate(0.1), gate(0.5)]), 0)
+  assert.is(turnToJudge(gate(0.3), [gate(0.51), gate(0.1), gate(0.45)]), 1)
+  assert.is(turnToJudge(gate(0.3), [gate(0.6), gate(0.1), gate(0.8)]), 3)
+  // Porn + Hentai or Sexy, whichever is larger, on both sides.
+  assert.is(turnToJudge(gate(0.1, 0.4), [gate(0), gate(0, 0.65), gate(0.55)]), 2)
+  assert.is(turnToJudge([0, 0.2, 0.6, 0.2, 0], [gate(0.55), gate(0), gate(0)]), 0)
+  assert.throws(() => turnToJudge(gate(0.3), [gate(0.6), gate(0.1)]), /three turns/)
+  // From 0.8, no turn can be more than 0.2 more telling: the gate need not look.
+  assert.equal([gate(0.79), gate(0.8), gate(0, 0.9), [0, 0.5, 0, 0.4, 0.1] as P].map(turnsWorthLooking), [true, false, false, false])
+})
+
+test('a turn could raise a score only where its image view scores some category above the frame as given', () => {
+  const gate: P = [0, 0, 0.7, 0.3, 0]
+  const sexy: P = [0, 0, 0.1, 0, 0.9]
+  const photoNude: P = [0, 0, 0.2, 0.8, 0]
+  const given = [gate, sexy, sexy, sexy].flat()
+  // The frame scores suggestive 0.83 and nothing else: a nude image view could raise nudity, a sexy one nothing.
+  assert.is(turnCouldRaise(given, photoNude), true)
+  assert.is(turnCouldRaise(given, sexy), false)
+  assert.is(turnCouldRaise(given, [0, 0, 0.05, 0, 0.95]), true)
+  assert.throws(() => turnCouldRaise(gate, sexy), /5 probabilities for the frame, expected 20/)
+  // What it rests on: a judgement never scores above its image view, whatever the other two say.
+  for (let i = 0; i < 500; i++) {
+    const views = [simplex(), simplex(), simplex()]
+    const judged = nsfwCategoryScores([...gate, ...views.flat()])
+    const image = viewScores(views[0])
+    for (const k of ['nudity', 'sexual_activity', 'suggestive'] as const) assert.ok(judged[k] <= image[k], `${k}: ${judged[k]} above ${image[k]}`)
+  }
+})
+
+test('a frame judged turned too scores the higher of its two judgements in each category; drawn as the one that gives nudity', () => {
+  const gate: P = [0, 0, 0.7, 0.3, 0]
+  const neutral: P = [0, 0, 1, 0, 0]
+  const sexy: P = [0, 0, 0.1, 0, 0.9]
+  const drawnNude: P = [0, 0.7, 0.3, 0, 0]
+  const photoNude: P = [0, 0, 0.2, 0.8, 0]
+  // As given: a nude photo in every view; turned: suggestive in every view.
+  const given = [gate, photoNude, photoNude, photoNude]
+  const turned = [gate, sexy, sexy, sexy]
+  const both = nsfwJudgement([...given, ...turned].flat())
+  assert.equal(round(both.scores), {nudity: 0.8, sexual_activity: 0.6, suggestive: frame(...turned).suggestive})
+  assert.is(both.drawn, false)
+  // Turned, a drawn nude: its nudity (0.7) is below the photo's, so drawn is the photo's (no).
+  assert.is(nsfwJudgement([...given, gate, drawnNude, drawnNude, drawnNude].flat()).drawn, false)
+  // As given neutral, turned a drawn nude: the nudity and drawn both come from the turn.
+  const fromTurn = nsfwJudgement([gate, neutral, neutral, neutral, gate, drawnNude, drawnNude, drawnNude].flat())
+  assert.is(round(fromTurn.scores).nudity, 0.7)
+  assert.is(fromTurn.drawn, true)
+  // A turn never lowers a score: the same frame with a neutral turn keeps its own scores.
+  assert.equal(round(nsfwJudgement([...given, gate, neutral, neutral, neutral].flat()).scores), frame(...given))
 })
 
 test.run()
