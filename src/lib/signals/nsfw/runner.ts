@@ -63,8 +63,9 @@ export type Quarters = 0 | 1 | 2 | 3
 
 /**
  * Square views of side `side` (RGB, channels last) laid end to end, each turned `quarters` clockwise. A turned copy of
- * a view is the view of the turned frame, as the resampling and the resize to the model's side are the same along
- * both axes and about the middle: turning the view is a copy, where making the turned frame's would resample again.
+ * a view is the view of the turned frame but for half a pixel of rounding (libvips' resampling, the centre window's
+ * edges), as the resampling and the resize to the model's side treat both axes alike: turning the view is a copy,
+ * where making the turned frame's views would resample it again.
  */
 export function turnViews(views: Float32Array, side: number, quarters: Quarters): Float32Array {
   const size = side * side * 3
@@ -151,9 +152,9 @@ export async function openNsfwRunner(opts: Omit<NsfwOptions, 'model'> = {}): Pro
  * Class probabilities per frame, laid end to end (five per view), as nsfwJudgement reads them: the gate's view
  * alone where it stops the frame (most ordinary photos: one small run, and the judge's views are never made),
  * followed by the judge's JUDGE_VIEWS otherwise (one more run for each such frame, and one of the gate on the
- * frame's three quarter turns unless none could be telling enough: turnsWorthLooking); then, where the gate finds a turn clearly more telling (turnToJudge) and the judge's
- * look at the turn's image view could raise a score (turnCouldRaise), the gate's view of that turn and the judge's
- * views of it (two more runs).
+ * frame's three quarter turns unless none could be telling enough: turnsWorthLooking); then, where the gate finds a
+ * turn clearly more telling (turnToJudge) and the judge's look at the turn's image view could raise a score
+ * (turnCouldRaise), the gate's view of that turn and the judge's views of it (two more runs).
  *
  * The judge runs on one frame's views at a time. Its time per view is the same in any batch (25-27 ms a view from 1
  * to 24 views on two cores), while onnxruntime's arena keeps what its largest run needed: eight frames' 24 views in
