@@ -332,7 +332,9 @@ function description(info: OpenApiInfo): string {
       'default image could be decoded; send the animation as GIF or WebP. An image is scored as displayed: EXIF ' +
       "orientation applied, colour converted to sRGB as browsers convert it (an ICC profile, a PNG's gAMA, cHRM and cICP chunks, an AVIF's nclx box; HDR tone-mapped to SDR), and an image with " +
       'transparency scored as a light page shows it (flattened onto white) and as a dark page does (onto black), each ' +
-      'label keeping the higher score.',
+      'label keeping the higher score. The embedded NSFW specialist also judges the image turned a quarter (90, 180 or ' +
+      '270 degrees) where its first model finds that turn clearly more telling, each of its labels keeping the higher ' +
+      'score (its models were trained on upright pictures and miss much of what a photo turned on its side shows).',
     '- Videos: whatever the bundled or system ffmpeg decodes; at least MP4/MOV (H.264), WebM (VP8/VP9), MKV, ' +
       'animated GIF and animated AVIF. Each sampling instant is scored on the frame on screen then and, unless it is ' +
       'that frame again, on the frame most like the interval until the next instant; frames with transparency as a ' +
