@@ -68,7 +68,9 @@ export async function exchange(ctx: ExchangeContext, send: Send, accept: (status
     // A body that has begun and comes this slowly is a broken server or proxy, not a busy one: not retried.
     const slow = () =>
       new ModError('server_unreachable', `${what} to ${server}: the answer's body was not whole ${seconds(limits.bodyMs)} after its headers: a server or proxy sends it too slowly`)
-    alarm = arm(Math.min(clock.left(), limits.bodyMs), () => (clock.left() <= 0 ? clock.overTime() : slow()))
+    // Which limit comes first is decided now: a timer may fire a little before Date.now() reaches its time.
+    const left = clock.left()
+    alarm = left <= limits.bodyMs ? arm(left, clock.overTime) : arm(limits.bodyMs, slow)
     // A body already cut off by the timer throws its reason, not undici's "aborted".
     const onAbort = () => res.body.destroy(timer.signal.reason as Error)
     timer.signal.addEventListener('abort', onAbort, {once: true})
