@@ -65,20 +65,24 @@ export type Quarters = 0 | 1 | 2 | 3
  * Square views of side `side` (RGB, channels last) laid end to end, each turned `quarters` clockwise. A turned copy of
  * a view is the view of the turned frame but for half a pixel of rounding (libvips' resampling, the centre window's
  * edges), as the resampling and the resize to the model's side treat both axes alike: turning the view is a copy,
- * where making the turned frame's views would resample it again.
+ * where making the turned frame's views would resample it again. Written into `out` from `offset` when given (a new
+ * array otherwise), which is returned.
  */
-export function turnViews(views: Float32Array, side: number, quarters: Quarters): Float32Array {
+export function turnViews(views: Float32Array, side: number, quarters: Quarters, {out = new Float32Array(views.length), offset = 0}: {out?: Float32Array; offset?: number} = {}): Float32Array {
   const size = side * side * 3
   if (views.length % size !== 0) throw new RangeError(`turnViews: ${views.length} floats are not views of side ${side}`)
-  if (quarters === 0) return views.slice()
-  const out = new Float32Array(views.length)
+  if (offset < 0 || offset + views.length > out.length) throw new RangeError(`turnViews: ${views.length} floats at offset ${offset} do not fit in ${out.length}`)
+  if (quarters === 0) {
+    out.set(views, offset)
+    return out
+  }
   const last = side - 1
   for (let base = 0; base < views.length; base += size) {
     for (let y = 0; y < side; y++) {
       for (let x = 0; x < side; x++) {
         // The pixel that lands at (x, y): a clockwise quarter brings the left column, read upwards, to the top row.
         const from = quarters === 1 ? (last - x) * side + y : quarters === 2 ? (last - y) * side + (last - x) : x * side + (last - y)
-        const o = base + 3 * (y * side + x)
+        const o = offset + base + 3 * (y * side + x)
         const i = base + 3 * from
         out[o] = views[i]
         out[o + 1] = views[i + 1]
@@ -121,7 +125,11 @@ export async function nsfwViews(frame: RgbImage, gateSide: number = NSFW_MODELS.
   })
   return {
     first,
-    turns: () => stackTensors(([1, 2, 3] as const).map((q) => turnViews(first, gateSide, q))),
+    turns: () => {
+      const out = new Float32Array(3 * first.length)
+      for (const q of [1, 2, 3] as const) turnViews(first, gateSide, q, {out, offset: (q - 1) * first.length})
+      return out
+    },
     rest: async (quarters = 0) => (quarters === 0 ? judged.get() : turnViews(await judged.get(), judgeSide, quarters)),
   }
 }

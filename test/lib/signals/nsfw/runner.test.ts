@@ -163,6 +163,14 @@ test('turnViews: a quarter turn clockwise brings the left column, read upwards, 
   assert.equal(Array.from(turned.subarray(0, 3)).map((v) => Math.round(v * 10) / 10), [3, 3.1, 3.2])
   assert.equal(Array.from(turnViews(turnViews(turnViews(turnViews(two, 2, 1), 2, 1), 2, 1), 2, 1)), Array.from(two))
   assert.throws(() => turnViews(new Float32Array(13), 2, 1), /not views of side 2/)
+  // Into a given array at an offset, the rest of it untouched; a view that would not fit is refused.
+  const out = new Float32Array(3 * 12).fill(-1)
+  assert.is(turnViews(view, 2, 2, {out, offset: 12}), out)
+  assert.equal(rows(out, 12), [d, c, b, a])
+  assert.ok(out.subarray(0, 12).every((v) => v === -1) && out.subarray(24).every((v) => v === -1))
+  turnViews(view, 2, 0, {out, offset: 24})
+  assert.equal(rows(out, 24), [a, b, c, d])
+  assert.throws(() => turnViews(view, 2, 1, {out, offset: 30}), /do not fit/)
 })
 
 test('the turned views are the views of the turned frame, to within the resampling\'s half-pixel: the gate\'s turns and the judge\'s views of a turn', async () => {
