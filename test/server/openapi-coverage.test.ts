@@ -26,7 +26,8 @@ const dir = tempDir('mod-server-coverage-')
 const settings = testSettings(warmCacheDir(join(dir.path, 'cache')), {
   apiKey: KEY,
   allowUrls: true,
-  limits: {maxBytes: 64 * 1024, maxBatch: 2, maxVideoBytes: 64 * 1024, maxVideoSeconds: 2, urlTimeoutMs: 300},
+  // Long enough for a fetch from a busy machine: the 504 is asked of `hasty`, whose limit is short.
+  limits: {maxBytes: 64 * 1024, maxBatch: 2, maxVideoBytes: 64 * 1024, maxVideoSeconds: 2, urlTimeoutMs: 10_000},
 })
 // Image jobs: a small byte limit, so that a body announced larger is refused before it is read.
 settings.jobs = {...settings.jobs, images: {...settings.jobs.images, maxBytes: 128 * 1024, maxItems: 4}}
@@ -42,6 +43,7 @@ let unloadable: Running
 let brokenJobs: Running
 let fullJobs: Running
 let impatient: Running
+let hasty: Running
 let crowded: Running
 let shortClip: Buffer
 let longClip: Buffer
@@ -123,6 +125,7 @@ test.before(async () => {
   }
   fullJobs = await start(engine, settings, {...options, jobs: failingQueue(full), imageJobs: failingImageQueue(full)})
   impatient = await start(engine, {...settings, limits: {...settings.limits, bodyTimeoutMs: 150}}, options)
+  hasty = await start(engine, {...settings, limits: {...settings.limits, urlTimeoutMs: 300}}, options)
   // This client (127.0.0.1) already holds its one upload place.
   crowded = await start(engine, {...settings, limits: {...settings.limits, maxUploadsPerClient: 1}}, options)
   crowded.handle.gate.receive({key: '127.0.0.1', network: '127.0.0.1'})
@@ -132,7 +135,7 @@ test.before(async () => {
 
 test.after(async () => {
   for (const finish of slow) finish()
-  await Promise.all([main.stop(), noUrls.stop(), failing.stop(), unloadable.stop(), brokenJobs.stop(), fullJobs.stop(), impatient.stop(), crowded.stop()])
+  await Promise.all([main.stop(), noUrls.stop(), failing.stop(), unloadable.stop(), brokenJobs.stop(), fullJobs.stop(), impatient.stop(), hasty.stop(), crowded.stop()])
   await new Promise((resolve) => images.close(resolve))
   await engine.close()
   dir.remove()
@@ -227,7 +230,7 @@ test('POST /v1/moderate/json, the documentation example included', async () => {
   assert.is(await send(failing.base, 'POST', '/v1/moderate/json', json(example)), 500)
   assert.is(await send(main.base, 'POST', '/v1/moderate/json', json({url: 'http://images.example/missing.png'})), 502)
   assert.is(await send(unloadable.base, 'POST', '/v1/moderate/json', json(example)), 503)
-  assert.is(await send(main.base, 'POST', '/v1/moderate/json', json({url: 'http://images.example/slow.png'})), 504)
+  assert.is(await send(hasty.base, 'POST', '/v1/moderate/json', json({url: 'http://images.example/slow.png'})), 504)
 })
 
 test('POST /v1/moderate/video', async () => {
