@@ -330,7 +330,8 @@ function description(info: OpenApiInfo): string {
       `more than ${MAX_PAGES} pages is refused with 413 \`payload_too_large\`. Each label keeps its maximum score. ` +
       "An animated PNG (APNG) is refused with 415 `unsupported_media`: only its " +
       'default image could be decoded; send the animation as GIF or WebP. An image is scored as displayed: EXIF ' +
-      "orientation applied, colour converted to sRGB as browsers convert it (an ICC profile, a PNG's gAMA, cHRM and cICP chunks, an AVIF's nclx box; HDR tone-mapped to SDR), and an image with " +
+      'orientation applied (a malformed tag, which viewers read differently, in each reading: docs/cli.md), colour converted ' +
+      "to sRGB as browsers convert it (an ICC profile, a PNG's gAMA, cHRM and cICP chunks, an AVIF's nclx box; HDR tone-mapped to SDR), and an image with " +
       'transparency scored as a light page shows it (flattened onto white) and as a dark page does (onto black), each ' +
       'label keeping the higher score. The embedded NSFW specialist also judges the image turned a quarter (90, 180 or ' +
       '270 degrees) where its first model finds that turn clearly more telling, each of its labels keeping the higher ' +

@@ -10,7 +10,9 @@ import {avifColour} from './avif-colour.js'
 import {applyTable, gammaTable, pngColour, type PngColour} from './png-colour.js'
 import {applyShaper, type Shaper} from './shaper.js'
 import {browserRefuses, isSrgbProfile, libvipsIgnores, matrixShaper} from './icc.js'
+import {orientationReadings, type OrientationReadings} from './exif-orientation.js'
 import {jpegIccDiscarded} from './jpeg-icc.js'
+import {reoriented} from './orientation.js'
 import {libvipsOf, type RgbImage} from './rgb.js'
 
 /** Formats we accept (docs/cli.md, Accepted images); AVIF is sharp's `heif` with AV1 compression. */
@@ -30,8 +32,16 @@ export interface ImageProbe {
   width: number
   height: number
   frames: number
-  /** EXIF orientation, 1-8 (1 when absent or out of range): how the stored image is turned or mirrored for display. */
+  /**
+   * EXIF orientation, 1-8 (1 when absent or out of range): how the stored image is turned or mirrored for display,
+   * as Chromium reads the tag (exif-orientation.ts).
+   */
   orientation: number
+  /**
+   * Of a still whose malformed tag viewers read differently (exif-orientation.ts): the other orientations it may be
+   * shown in, each scored as a further view of it (decodeStill).
+   */
+  otherOrientations?: number[]
   /**
    * An animated GIF or WebP (more than one frame). A multi-page TIFF is not animated: its pages are decoded each on
    * its own (decodePages); this probe is its first page's. Other multi-page files (AVIF) give their first image.
@@ -117,18 +127,31 @@ export async function probeImage(input: Buffer): Promise<ImageProbe> {
   // A JPEG whose ICC segments disagree is read as its stored values (jpeg-icc.ts): as a PNG whose cICP says sRGB.
   const colour =
     format === 'png' ? pngColour(input, meta.icc === undefined) : format === 'avif' ? avifColour(input) : format === 'jpeg' && jpegIccDiscarded(input) ? ({keep: true} as const) : undefined
-  return probeOf(format, meta, colour)
+  return probeOf(format, meta, colour, orientationReadings(format, input, libvipsOrientation(meta), meta.exif))
 }
 
-function probeOf(format: ImageFormat, meta: Metadata, png: PngColour): ImageProbe {
+/** The orientation an image is shown in (ImageProbe.orientation), from its bytes and their header as sharp reads it. */
+export function shownOrientation(input: Buffer, meta: Metadata): number {
+  const format = acceptedFormat(meta, input)
+  return format ? orientationReadings(format, input, libvipsOrientation(meta), meta.exif).shown : libvipsOrientation(meta)
+}
+
+/** The EXIF orientation libvips read, 1 when absent or out of range. */
+function libvipsOrientation(meta: Metadata): number {
+  return Number.isInteger(meta.orientation) && (meta.orientation as number) >= 1 && (meta.orientation as number) <= 8 ? (meta.orientation as number) : 1
+}
+
+function probeOf(format: ImageFormat, meta: Metadata, png: PngColour, readings?: OrientationReadings): ImageProbe {
   const frames = Math.max(1, meta.pages ?? 1)
   const animated = frames > 1 && (format === 'gif' || format === 'webp')
-  const orientation = Number.isInteger(meta.orientation) && (meta.orientation as number) >= 1 && (meta.orientation as number) <= 8 ? (meta.orientation as number) : 1
+  const orientation = readings?.shown ?? libvipsOrientation(meta)
+  // An animation is not turned (decodeFrames), so the other readings of a still's tag alone are scored.
+  const others = readings && readings.others.length > 0 && !animated ? {otherOrientations: readings.others} : {}
   const float = meta.depth === 'float' ? {float: {grey: meta.channels <= 2, alpha: meta.hasAlpha}} : {}
   // Without a delay for each frame, every frame counts as shown equally long (scoredFrames then spaces them by index).
   const delays = animated && meta.delay?.length === frames ? {delays: meta.delay} : {}
   const alpha = meta.hasAlpha ? {alpha: true as const} : {}
-  return {format, width: meta.width, height: meta.pageHeight ?? meta.height, frames, orientation, animated, ...delays, ...decodeCost(format, meta), ...colourOf(meta, png), ...float, ...alpha}
+  return {format, width: meta.width, height: meta.pageHeight ?? meta.height, frames, orientation, ...others, animated, ...delays, ...decodeCost(format, meta), ...colourOf(meta, png), ...float, ...alpha}
 }
 
 /** A TIFF of more than one page: every page counts (decodePages). */
@@ -243,7 +266,7 @@ export function decodedPixels(probe: ImageProbe, limits: Pick<ImageLimits, 'maxP
   // Its first page standing for each page kept, all within one still's share (decodePages).
   if (multiPage(probe)) return Math.min(probe.frames * probe.width * probe.height, Math.floor(limits.maxPixels / DECODED_SHARE))
   const {width, height} = planDecode(probe, limits)
-  return width * height * (probe.alpha ? 2 : 1)
+  return width * height * stillViews(probe)
 }
 
 /**
@@ -304,11 +327,17 @@ async function decodeStill(input: Buffer, probe: ImageProbe, limits: ImageLimits
   if (probe.alpha) {
     const rgba = await turned(image.toColourspace('srgb').ensureAlpha().raw({depth: 'uchar'}), turnAfter)
     browserColour(rgba.data, 4, probe)
-    return Promise.all(overPages(rgba).map(async (view) => (view.onBlack ? darkView(view, scale, named) : {...view, ...named})))
+    return withOtherReadings(await Promise.all(overPages(rgba).map(async (view) => (view.onBlack ? darkView(view, scale, named) : {...view, ...named}))), probe)
   }
   const {data, width, height} = await turned(toRgb(image), turnAfter)
   browserColour(data, 3, probe)
-  return [{data, width, height, ...named}]
+  return withOtherReadings([{data, width, height, ...named}], probe)
+}
+
+/** A still's views, then each as the other readings of its orientation tag show it (exif-orientation.ts). */
+function withOtherReadings(views: RgbImage[], probe: ImageProbe): RgbImage[] {
+  const others = probe.otherOrientations ?? []
+  return [...views, ...others.flatMap((o) => views.map((view) => ({...reoriented(view, o), primaryOrientation: probe.orientation})))]
 }
 
 /** The colour a browser applies and libvips did not (ImageProbe's gamma and colour), applied to decoded samples. */
@@ -423,7 +452,7 @@ async function decodePages(input: Buffer, probe: ImageProbe, limits: ImageLimits
   return images
 }
 
-/** EXIF orientation 2-8 as sharp's turn (clockwise) and mirror: the pixels libvips' own auto-orientation gives. */
+/** EXIF orientation 2-8 as sharp's turn (clockwise) and mirror: the pixels libvips' own auto-orientation gives (1: none). */
 const REORIENT: Record<number, {turn: 0 | 90 | 180 | 270; mirror: boolean}> = {
   2: {turn: 0, mirror: true},
   3: {turn: 180, mirror: false},
@@ -434,7 +463,8 @@ const REORIENT: Record<number, {turn: 0 | 90 | 180 | 270; mirror: boolean}> = {
   8: {turn: 270, mirror: false},
 }
 
-function reorient(image: Sharp, orientation: number): Sharp {
+export function reorient(image: Sharp, orientation: number): Sharp {
+  if (orientation === 1) return image
   const {turn, mirror} = REORIENT[orientation]
   const turned = turn === 0 ? image : image.rotate(turn)
   return mirror ? turned.flop() : turned
@@ -463,6 +493,13 @@ export const REDUCED_MARGIN = 2
  */
 export const REDUCE_FROM = 3
 
+type StillViews = Pick<ImageProbe, 'alpha' | 'otherOrientations'>
+
+/** The views a still is scored in: over a light and a dark page with alpha (overPages), in each reading of its orientation. */
+function stillViews(probe: StillViews): number {
+  return (probe.alpha ? 2 : 1) * (1 + (probe.otherOrientations?.length ?? 0))
+}
+
 /** The size a still is decoded at; `reduced`: smaller than the file's because the signals need fewer pixels. */
 export interface DecodePlan {
   width: number
@@ -472,17 +509,18 @@ export interface DecodePlan {
 
 /**
  * The size a still is decoded at, before its orientation is applied: the file's; for an image of more than
- * `maxPixels` / DECODED_SHARE pixels (half that with alpha, decoded as two views: overPages), that many at its
+ * `maxPixels` / DECODED_SHARE pixels (shared by its views: two with alpha, overPages, and one more for each other
+ * reading of a malformed orientation tag, withOtherReadings), that many at its
  * aspect ratio; for a JPEG or WebP whose shorter side is at
  * least REDUCE_FROM x REDUCED_MARGIN x `frameSide` (1 344 pixels for CLIP's 224), its shorter side at
  * REDUCED_MARGIN x `frameSide`, read at a reduced scale (libvips' shrink-on-load) and resized with a
  * Catmull-Rom (bicubic) filter.
  */
-export function planDecode(size: {width: number; height: number; format?: ImageFormat; alpha?: true}, limits: Pick<ImageLimits, 'maxPixels'>, frameSide?: number): DecodePlan {
+export function planDecode(size: {width: number; height: number; format?: ImageFormat} & StillViews, limits: Pick<ImageLimits, 'maxPixels'>, frameSide?: number): DecodePlan {
   const {width, height} = size
   const shorter = Math.min(width, height)
   const target = frameSide === undefined ? 0 : REDUCED_MARGIN * frameSide
-  const allowed = Math.floor(limits.maxPixels / DECODED_SHARE / (size.alpha ? 2 : 1))
+  const allowed = Math.floor(limits.maxPixels / DECODED_SHARE / stillViews(size))
   if ((size.format === 'jpeg' || size.format === 'webp') && target > 0 && shorter >= REDUCE_FROM * target) {
     const scale = target / shorter
     const reduced = width <= height ? {width: target, height: Math.round(height * scale)} : {width: Math.round(width * scale), height: target}

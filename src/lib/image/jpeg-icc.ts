@@ -6,35 +6,18 @@
  * to a browser and a blank page to libvips. Such a file is read as its stored values.
  */
 
+import {jpegSegments} from './jpeg-segments.js'
+
 const ICC_TAG = Buffer.from('ICC_PROFILE\0', 'latin1')
-const SOS = 0xda
-/** Markers without a length: SOI, EOI, TEM and the restart markers. */
-const STANDALONE = new Set([0xd8, 0xd9, 0x01, 0xd0, 0xd1, 0xd2, 0xd3, 0xd4, 0xd5, 0xd6, 0xd7])
+const APP2 = 0xe2
 
 /** The sequence number and count of each ICC segment before the image data, in file order. */
 function iccSegments(jpeg: Buffer): {seq: number; count: number}[] {
-  const found: {seq: number; count: number}[] = []
-  let at = 2
-  while (at + 4 <= jpeg.length) {
-    if (jpeg[at] !== 0xff) break
-    const marker = jpeg[at + 1]
-    if (marker === 0xff) {
-      at++
-      continue
-    }
-    if (STANDALONE.has(marker)) {
-      at += 2
-      continue
-    }
-    if (marker === SOS) break
-    const length = jpeg.readUInt16BE(at + 2)
-    const payload = jpeg.subarray(at + 4, Math.min(jpeg.length, at + 2 + length))
-    if (marker === 0xe2 && payload.length >= ICC_TAG.length + 2 && payload.subarray(0, ICC_TAG.length).equals(ICC_TAG)) {
-      found.push({seq: payload[ICC_TAG.length], count: payload[ICC_TAG.length + 1]})
-    }
-    at += 2 + length
-  }
-  return found
+  return jpegSegments(jpeg).flatMap(({marker, payload}) =>
+    marker === APP2 && payload.length >= ICC_TAG.length + 2 && payload.subarray(0, ICC_TAG.length).equals(ICC_TAG)
+      ? [{seq: payload[ICC_TAG.length], count: payload[ICC_TAG.length + 1]}]
+      : [],
+  )
 }
 
 /** True when the JPEG has ICC segments that disagree, whose file is read as its stored values (the module's comment). */

@@ -9,6 +9,11 @@ export interface RgbImage {
   scale?: number
   /** The EXIF orientation (2-8) decoding applied to the stored pixels; absent when it applied none. */
   orientation?: number
+  /**
+   * A further view of a still whose malformed EXIF orientation tag viewers read differently (exif-orientation.ts),
+   * turned as another reading says: the orientation (1-8) of the image's own view, in which its boxes are given.
+   */
+  primaryOrientation?: number
   /** For a frame of an animation: how long it is on screen, in milliseconds (displayDurations). */
   shown?: number
   /** Flattened onto black: the view a dark page gives of an image with transparency (its light view comes before). */

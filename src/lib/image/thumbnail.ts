@@ -1,7 +1,7 @@
 import sharp from 'sharp'
 
 import {displayDurations, longestOf} from './animation-frames.js'
-import type {ImageLimits} from './decode.js'
+import {reorient, shownOrientation, type ImageLimits} from './decode.js'
 
 /** Longest side of a thumbnail: enough to see what was flagged and where its boxes are, at a few KB of JPEG. */
 export const THUMBNAIL_SIDE = 240
@@ -27,16 +27,18 @@ export interface Thumbnail {
  */
 export async function thumbnail(bytes: Buffer, limits: ImageLimits): Promise<Thumbnail | undefined> {
   try {
-    const options = {limitInputPixels: limits.maxPixels, failOn: 'error' as const, autoOrient: true}
+    const options = {limitInputPixels: limits.maxPixels, failOn: 'error' as const, autoOrient: false}
     const meta = await sharp(bytes, options).metadata()
     // The frame on screen longest (the first on a tie): an animation may open on a blank frame.
     const page = (meta.pages ?? 1) > 1 && meta.delay ? longestOf(displayDurations(meta.delay)) : 0
-    const jpeg = await sharp(bytes, {...options, page})
+    // Turned as the image is scored (a malformed tag as browsers read it), not as libvips reads it.
+    const orientation = shownOrientation(bytes, meta)
+    const jpeg = await reorient(sharp(bytes, {...options, page}), orientation)
       .resize({width: THUMBNAIL_SIDE, height: THUMBNAIL_SIDE, fit: 'inside', withoutEnlargement: true})
       .flatten({background: meta.hasAlpha ? TRANSPARENT_BACKGROUND : '#ffffff'})
       .jpeg({quality: THUMBNAIL_QUALITY})
       .toBuffer()
-    return {jpeg, width: meta.autoOrient.width, height: meta.autoOrient.height}
+    return orientation >= 5 ? {jpeg, width: meta.height, height: meta.width} : {jpeg, width: meta.width, height: meta.height}
   } catch {
     return undefined
   }

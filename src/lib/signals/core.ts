@@ -18,7 +18,7 @@ import type {ScoredLabel} from '../scoring/result.js'
 import type {RgbImage} from '../image/rgb.js'
 import {checkOpened, runOrder} from './combination.js'
 import {openEvidence, type OpenEvidence} from './evidence.js'
-import type {ExtraLabel, FrameOutputs, FramePlace, MediaKind, OpenSignal, Signal, SignalSetup} from './signal.js'
+import type {ExtraLabel, FrameOrigin, FrameOutputs, FramePlace, MediaKind, OpenSignal, Signal, SignalSetup} from './signal.js'
 
 /** Which signals a setup runs, and why each other one does not. The one place the on/off rules meet. */
 export interface SignalChoice {
@@ -320,7 +320,7 @@ function frameBatcher(entries: Entries, o: CoreOptions, counted: {inferred: numb
 async function prepareFrame(parts: CoreParts, decoded: RgbImage, place: FramePlace, kind: MediaKind, steps?: StepTimes, only?: ReadonlySet<string>): Promise<PreparedFrame> {
   const {frame, origin} = timeStep(steps, 'trim', () => {
     const box = scoredBox(decoded, parts.policy.trim_borders)
-    return {frame: crop(decoded, box), origin: {left: box.left, top: box.top, ...(decoded.scale ? {scale: decoded.scale} : {})}}
+    return {frame: crop(decoded, box), origin: {left: box.left, top: box.top, ...(decoded.scale ? {scale: decoded.scale} : {}), ...turnBackOf(decoded)}}
   })
   // Every signal starts at once: CLIP's resize runs in libvips' threads while the others compute here.
   const preparing = parts.entries.flatMap(([name, s]) => {
@@ -334,6 +334,14 @@ async function prepareFrame(parts: CoreParts, decoded: RgbImage, place: FramePla
   // Recorded in run order, whichever finished first.
   ready.forEach(({ms}, i) => addStep(steps, `${preparing[i].name}_preprocess`, ms))
   return new Map(ready.map(({value}, i) => [preparing[i].name, value]))
+}
+
+/** For a further view in another reading of the image's orientation tag: what turns its boxes into the image's view. */
+function turnBackOf(decoded: RgbImage): Pick<FrameOrigin, 'turnBack'> {
+  if (decoded.primaryOrientation === undefined) return {}
+  const scale = decoded.scale ?? 1
+  const size = {width: Math.round(decoded.width * scale), height: Math.round(decoded.height * scale)}
+  return {turnBack: {from: decoded.orientation ?? 1, to: decoded.primaryOrientation, ...size}}
 }
 
 /** Each scoring signal's calibrated scores on the frame. */

@@ -6,6 +6,7 @@
  */
 import type {Static, TObject, TProperties} from '../typebox.js'
 
+import {boxInOrientation} from '../image/orientation.js'
 import type {RgbImage} from '../image/rgb.js'
 import type {Int8Weights, Precision} from '../model/manifest-types.js'
 import type {PullableManifest} from '../model/pull.js'
@@ -49,6 +50,11 @@ export interface FrameOrigin {
   top: number
   /** The image's pixels per decoded pixel, when it was decoded scaled down; absent: 1. */
   scale?: number
+  /**
+   * Of a further view in another reading of the image's orientation tag (RgbImage.primaryOrientation): the view's
+   * orientation, the image's own, and the view's size in the image's pixels, to turn its boxes into the image's view.
+   */
+  turnBack?: {from: number; to: number; width: number; height: number}
 }
 
 /** An [x, y, width, height] box found in a trimmed frame, in the image's pixels (whole pixels when scaled). */
@@ -56,7 +62,9 @@ export function toImageBox(box: readonly [number, number, number, number], origi
   const [x, y, width, height] = box
   const scale = origin.scale ?? 1
   const at = [x + origin.left, y + origin.top, width, height] as [number, number, number, number]
-  return scale === 1 ? at : (at.map((v) => Math.round(v * scale)) as [number, number, number, number])
+  const scaled = scale === 1 ? at : (at.map((v) => Math.round(v * scale)) as [number, number, number, number])
+  const turn = origin.turnBack
+  return turn ? boxInOrientation(scaled, turn.from, turn.to, turn.width, turn.height) : scaled
 }
 
 /** Whether frames come from an image (a still one or an animation) or from a video. */

@@ -4,6 +4,7 @@ import * as assert from 'uvu/assert'
 
 import {DEFAULT_LIMITS} from '../../../src/lib/config/settings.js'
 import {thumbnail} from '../../../src/lib/image/thumbnail.js'
+import {exifTiff, orientationEntry, withApp1} from '../../helpers/exif.js'
 
 /** The mean colour of a thumbnail's JPEG. */
 async function mean(jpeg: Buffer): Promise<number[]> {
@@ -34,6 +35,20 @@ test('an image with transparency is drawn on grey: a picture in the alpha of whi
   const {data} = await sharp(jpeg).raw().toBuffer({resolveWithObject: true})
   const at = (x: number) => data[3 * (16 * side + x)]
   assert.ok(at(4) > 240 && Math.abs(at(28) - 128) < 10, `left ${at(4)}, right ${at(28)}`)
+})
+
+test('a thumbnail is turned as the image is shown and scored: a tag in the Exif sub-IFD, which Chromium reads and libvips does not', async () => {
+  // 60 x 20: red on the left third, white elsewhere; the tag turns it a quarter clockwise.
+  const raw = Buffer.alloc(60 * 20 * 3, 255)
+  for (let i = 0; i < 60 * 20; i++) if (i % 60 < 20) raw.set([220, 20, 20], 3 * i)
+  const jpeg = await sharp(raw, {raw: {width: 60, height: 20, channels: 3}}).jpeg({quality: 95}).toBuffer()
+  const thumb = await thumbnail(withApp1(jpeg, {tiff: exifTiff([], [orientationEntry(6)])}), DEFAULT_LIMITS)
+  assert.equal([thumb?.width, thumb?.height], [20, 60])
+  const {data, info} = await sharp(thumb?.jpeg as Buffer).raw().toBuffer({resolveWithObject: true})
+  assert.equal([info.width, info.height], [20, 60])
+  // Turned clockwise, the red third is on top.
+  const red = (y: number) => data[3 * (y * 20 + 10)] > 180 && data[3 * (y * 20 + 10) + 1] < 80
+  assert.ok(red(5) && !red(55), 'red on top, white below')
 })
 
 test.run()

@@ -38,7 +38,7 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
     // Read on the frame as decoded, before border trimming and the aspect bound: a uniform border is a code's
     // quiet zone, which a reader needs, so a trim cuts codes near the edges of the image.
     async prepare(_frame, origin, decoded) {
-      const whole = {left: 0, top: 0, ...(origin.scale === undefined ? {} : {scale: origin.scale})}
+      const whole = {...origin, left: 0, top: 0}
       const read = await reader.read(decoded)
       const codes = read.codes.map((c): FoundCode => ({...c, box: toImageBox(c.box, whole)}))
       // A frame with as many codes as the reader reads may hold more, unread.

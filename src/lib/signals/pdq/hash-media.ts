@@ -21,10 +21,11 @@ export async function hashImage(bytes: Buffer, limits: ImageLimits): Promise<Med
 
 /**
  * The hashes of an image's decoded frames (decodeImage's answer): decoding and hashing can then overlap. An image with
- * transparency is hashed as a light page shows it, as lists are made: its dark view is left out (scans match both).
+ * transparency is hashed as a light page shows it, as lists are made: its dark view is left out (scans match both), as
+ * are the views of other readings of a malformed orientation tag (a scan matches their eight turns and mirrors anyway).
  */
 export function hashFrames(decoded: RgbImage[]): MediaHash[] {
-  const frames = decoded.filter((image) => !image.onBlack)
+  const frames = decoded.filter((image) => !image.onBlack && image.primaryOrientation === undefined)
   return frames.map((image, frame) => {
     const {hash, quality} = pdqHash(image)
     return {hash: hashToHex(hash), quality, ...(frames.length > 1 ? {frame} : {})}

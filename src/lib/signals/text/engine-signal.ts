@@ -65,7 +65,7 @@ async function open(setup: SignalSetup, opened: ReadonlyMap<string, OpenSignal>)
   return {
     prepare(_frame, origin, decoded, kind, place) {
       if (!textWanted(text, kind)) return null
-      const whole = {left: 0, top: 0, ...(origin.scale === undefined ? {} : {scale: origin.scale})}
+      const whole = {...origin, left: 0, top: 0}
       // A video's frames are read one by one, each with an image's budget.
       if (kind === 'video') return {frame: decoded, origin: whole, budget: reader.budget}
       const read = framesRead(place)

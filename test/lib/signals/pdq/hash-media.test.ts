@@ -8,6 +8,7 @@ import {hashToHex} from '../../../../src/lib/signals/pdq/hash256.js'
 import {hashImage, hashVideo, type MediaHash} from '../../../../src/lib/signals/pdq/hash-media.js'
 import {pdqHash} from '../../../../src/lib/signals/pdq/pdq.js'
 import {decodeOptions, ffmpeg, tempDir} from '../../video/helpers.js'
+import {exifTiff, LONG, orientationEntry, withApp1} from '../../../helpers/exif.js'
 
 const LIMITS = {maxBytes: 25 * 1024 * 1024, maxPixels: 100_000_000}
 const SIDE = 64
@@ -41,6 +42,17 @@ test('mod hash hashes the frames scan scores: chosen by display time (a 10 s fra
     hashes.map((h) => [h.frame, h.hash]),
     expected.map((hash, frame) => [frame, hash]),
   )
+})
+
+test('mod hash of a still whose orientation tag viewers read differently hashes it as shown (as Chromium reads the tag), once', async () => {
+  const data = Buffer.alloc(SIDE * SIDE * 3)
+  for (let i = 0; i < data.length; i++) data[i] = ((i % (SIDE * 3)) * 7 + Math.floor(i / (SIDE * 3)) * 13) % 256
+  const jpeg = await sharp(data, {raw: {width: SIDE, height: SIDE, channels: 3}}).jpeg({quality: 95}).toBuffer()
+  const asStored = await hashImage(jpeg, LIMITS)
+  // A LONG tag, which browsers ignore and libvips reads: the file is shown as stored, also scored turned.
+  const hashes = await hashImage(withApp1(jpeg, {tiff: exifTiff([orientationEntry(3, LONG)])}), LIMITS)
+  assert.equal(hashes, asStored)
+  assert.is(hashes.length, 1)
 })
 
 test("mod hash of a video with transparency hashes each instant's frame as a light page shows it, as lists are made", async () => {

@@ -16,6 +16,7 @@ import {sessionActivity} from '../../../../src/lib/model/inference-thread.js'
 import type {Policy} from '../../../../src/lib/policy/types.js'
 import type {RgbImage} from '../../../../src/lib/types.js'
 import {ROOT, tempDir, TOY_MODEL} from '../../../helpers/cli.js'
+import {exifTiff, LONG, orientationEntry, withApp1} from '../../../helpers/exif.js'
 import {animatedGif, renderText, wordPage} from '../../../helpers/render-text.js'
 import {ffmpeg} from '../../video/helpers.js'
 import {signalStates, withoutSpecialist} from '../../../helpers/signals.js'
@@ -100,6 +101,22 @@ test('large words on a plain poster are read whole, also tilted: the frame is re
     const tilted = await sharp(await png(poster)).rotate(10, {background: '#ffffff'}).png().toBuffer()
     assert.equal((await engine.moderateImage(tilted, 'tilted.png')).text_hits?.map((h) => [h.rule, h.text]), [['banned', 'ZORBLAX']], `${size} px, 10 degrees`)
   }
+})
+
+test('an address stored upside down under a LONG orientation tag, shown as stored by browsers and turned by libvips, is read in the turned view; its box in the shown one', async () => {
+  const engine = await textEngine()
+  const sign = await renderText(640, 360, [{text: 'write to rentals@lakeside.org', x: 30, y: 100, size: 32, font: 'DejaVu Sans'}], '#cfe3f0')
+  const upsideDown = await sharp(await png(sign)).rotate(180).jpeg({quality: 95}).toBuffer()
+  assert.equal((await engine.moderateImage(upsideDown, 'down.jpg')).text_hits, [], 'upside down, the reader reads nothing')
+  const upright = await engine.moderateImage(await sharp(await png(sign)).jpeg({quality: 95}).toBuffer(), 'up.jpg')
+  const tagged = await engine.moderateImage(withApp1(upsideDown, {tiff: exifTiff([orientationEntry(3, LONG)])}), 'tagged.jpg')
+  assert.equal(tagged.text_hits?.map((h) => [h.rule, h.text]), [['contacts', 'rentals@lakeside.org']])
+  assert.equal(tagged.violations.map((v) => v.name), ['contact_info'])
+  // The upright box, turned a half within 640 x 360: where the address is in the image as shown (as stored).
+  const [x, y, w, h] = upright.text_hits?.[0].box as number[]
+  const [tx, ty, tw, th] = tagged.text_hits?.[0].box as number[]
+  const off = Math.max(Math.abs(tx - (640 - x - w)), Math.abs(ty - (360 - y - h)), Math.abs(tw - w), Math.abs(th - h))
+  assert.ok(off <= 3, `box ${tagged.text_hits?.[0].box} against the upright ${upright.text_hits?.[0].box} turned`)
 })
 
 test('an address drawn in the alpha of white pixels, blank on a light page and white on black on a dark one, is read once', async () => {
