@@ -9,7 +9,7 @@ import {isAnimatedPng} from './apng.js'
 import {avifColour} from './avif-colour.js'
 import {applyTable, gammaTable, pngColour, type PngColour} from './png-colour.js'
 import {applyShaper, type Shaper} from './shaper.js'
-import {browserRefuses, isSrgbProfile, libvipsIgnores, matrixShaper} from './icc.js'
+import {browserReads, browserRefuses, isSrgbProfile, libvipsIgnores, matrixShaper} from './icc.js'
 import {orientationReadings, type OrientationReadings} from './exif-orientation.js'
 import {jpegIccDiscarded} from './jpeg-icc.js'
 import {reoriented} from './orientation.js'
@@ -185,7 +185,7 @@ function profile(meta: Metadata, icc: Buffer | undefined): Pick<ImageProbe, 'pro
   if (!icc) return {}
   const rgbOrGrey = ['srgb', 'b-w', 'rgb16', 'grey16'].includes(meta.space ?? '')
   // Shown by browsers as if it had no profile: its stored values.
-  if (rgbOrGrey && meta.depth !== 'float' && browserRefuses(icc)) return {profile: 'srgb'}
+  if (rgbOrGrey && meta.depth !== 'float' && (!browserReads(icc) || browserRefuses(icc))) return {profile: 'srgb'}
   if (rgbOrGrey && meta.depth === 'uchar' && isSrgbProfile(icc)) return {profile: 'srgb'}
   if (!rgbOrGrey || meta.depth === 'float' || !libvipsIgnores(icc, meta.channels <= 2)) return {profile: 'other'}
   const colour = matrixShaper(icc)

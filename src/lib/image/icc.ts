@@ -142,6 +142,34 @@ export function browserRefuses(icc: Buffer): boolean {
   })
 }
 
+/**
+ * Whether Chromium's colour engine (skcms_Parse) reads the profile at all; one it cannot read is dropped, and the image
+ * shown as its stored values (Chromium logs "Failed to parse image ICC profile"). What is checked is skcms' own
+ * structure check: the 'acsp' signature, a size within the data and holding the tag table, a major version of at most
+ * 4, a D50 illuminant (within 0.01), every tag of 4 bytes or more within the size, an XYZ or Lab connection space,
+ * and tags to convert from (A2B0-2, or tone curves with colorants: kTRC alone for a grey profile).
+ */
+export function browserReads(icc: Buffer): boolean {
+  if (icc.length < 132 || icc.toString('latin1', 36, 40) !== 'acsp') return false
+  const size = icc.readUInt32BE(0)
+  const count = icc.readUInt32BE(128)
+  if (size > icc.length || size < 132 + 12 * count || icc[8] > 4) return false
+  const illuminant = [0, 1, 2].map((k) => s15Fixed16(icc, 68 + 4 * k))
+  if (illuminant.some((v, k) => Math.abs(v - [0.9642, 1, 0.8249][k]) > 0.01)) return false
+  const signatures = new Set<string>()
+  for (let i = 0; i < count; i++) {
+    const at = 132 + 12 * i
+    const [offset, length] = [icc.readUInt32BE(at + 4), icc.readUInt32BE(at + 8)]
+    if (length < 4 || offset + length > size) return false
+    signatures.add(icc.toString('latin1', at, at + 4))
+  }
+  const pcs = icc.toString('latin1', 20, 24)
+  if (pcs !== 'XYZ ' && pcs !== 'Lab ') return false
+  const has = (...tags: string[]) => tags.every((t) => signatures.has(t))
+  const grey = icc.toString('latin1', 16, 20) === 'GRAY' && has('kTRC')
+  return has('A2B0') || has('A2B1') || has('A2B2') || (grey && pcs === 'XYZ ') || (has('rTRC', 'gTRC', 'bTRC') && has('rXYZ', 'gXYZ', 'bXYZ'))
+}
+
 /** The classes Little CMS takes as the profile of an image's stored values; libvips keeps the values of another. */
 const INPUT_CLASSES = [...DEVICE_CLASSES, 'prtr']
 

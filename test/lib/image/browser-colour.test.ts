@@ -63,6 +63,33 @@ test('an RGB profile in a greyscale JPEG or PNG is applied to the grey values as
   }
 })
 
+test('a profile browsers cannot read (random bytes, cut short, a foreign illuminant, nothing to convert from) is dropped: the stored values, not a refusal', async () => {
+  const {width, height, rgb} = ramps()
+  const good = matrixShaperProfile({colorants: DISPLAY_P3, curve: EXPAND})
+  const foreignWhite = Buffer.from(good)
+  foreignWhite.writeInt32BE(Math.round(0.95 * 65536), 68)
+  const noColorants = matrixShaperProfile({colorants: DISPLAY_P3, curve: EXPAND, deviceClass: 'abst'})
+  noColorants.write('xXYZ', 132 + 12 * 2, 'latin1')
+  const unreadable: [string, Buffer][] = [
+    ['random bytes', Buffer.from(Array.from({length: 3000}, (_, i) => (i * 7919) % 251))],
+    ['cut short', good.subarray(0, 300)],
+    ['a foreign illuminant', foreignWhite],
+    ['no colorants, an abstract class', noColorants],
+  ]
+  const stored = await sharp(rgb, {raw: {width, height, channels: 3}}).jpeg({quality: 100}).toBuffer()
+  const storedJpeg = (await decodeImage(stored, LIMITS))[0].data
+  const grey = Buffer.from(Array.from({length: 256}, (_, v) => v))
+  const greyJpeg = await sharp(grey, {raw: {width: 256, height: 1, channels: 1}}).jpeg({quality: 100}).toBuffer()
+  for (const [name, profile] of unreadable) {
+    const [png] = await decodeImage(pngWithProfile(width, height, rgb, profile), LIMITS)
+    assert.ok(png.data.equals(rgb), `PNG, ${name}`)
+    const [jpeg] = await decodeImage(jpegWithIccSegments(stored, [{seq: 1, count: 1, bytes: profile}]), LIMITS)
+    assert.ok(jpeg.data.equals(storedJpeg), `JPEG, ${name}`)
+    const [greyImage] = await decodeImage(jpegWithIccSegments(greyJpeg, [{seq: 1, count: 1, bytes: profile}]), LIMITS)
+    assert.ok(farthest(greyImage.data, Buffer.from([...grey].flatMap((v) => [v, v, v]))) <= 1, `grey JPEG, ${name}`)
+  }
+})
+
 test("a JPEG whose ICC segments disagree is shown as its stored values, as browsers take no profile from it", async () => {
   const {width, height, rgb} = ramps()
   const jpeg = await sharp(rgb, {raw: {width, height, channels: 3}}).jpeg({quality: 100}).toBuffer()
