@@ -13,6 +13,7 @@ import {readCapped, readFileCapped} from '../lib/input/read-capped.js'
 import {aFormat, imageFormat, isLfsPointer, isVideoHead, readHead, sniffImage, stillImageFormat} from '../lib/input/sniff.js'
 import {plural} from '../lib/plural.js'
 import {formatSize} from '../lib/sizes.js'
+import {VIDEO_FORMATS} from '../lib/video/ffmpeg-input.js'
 import {repositoryRoot, trackedFiles, type Tracked} from './repository.js'
 import {shellPath} from './shell-path.js'
 
@@ -528,6 +529,18 @@ export function skippedLine(skipped: Skipped): string {
  */
 export async function videoFailure(path: string, e: unknown): Promise<unknown> {
   return (isModError(e) && e.code === 'unsupported_media' && (await refusedImageFormat(path))) || e
+}
+
+/**
+ * For a command that takes images and videos both (`mod hash`): videoFailure, and a file that is neither, which
+ * ffmpeg refused as not a video, named as neither (a user hashing images is not told only of video formats).
+ */
+export async function mediaFailure(path: string, e: unknown): Promise<unknown> {
+  const failure = await videoFailure(path, e)
+  if (failure !== e || !isModError(e) || e.code !== 'unsupported_media') return failure
+  const head = await readHead(path).catch(() => undefined)
+  if (head === undefined || isVideoHead(head)) return e
+  return new ModError('unsupported_media', `neither an image nor a video in a supported format (images: JPEG, PNG, WebP, GIF, AVIF, TIFF; videos: ${VIDEO_FORMATS})`, e.context)
 }
 
 /**

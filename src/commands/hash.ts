@@ -7,7 +7,7 @@ import {ModCommand} from '../cli/base-command.js'
 import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {fpsFlag} from '../cli/flags.js'
 import type {EnvVars} from '../cli/help.js'
-import {firstReach, isVideoFile, scanInputs, skippedLine, stdinPathProblem, videoFailure, type Skipped} from '../cli/inputs.js'
+import {firstReach, isVideoFile, mediaFailure, scanInputs, skippedLine, stdinPathProblem, type Skipped} from '../cli/inputs.js'
 import {chosenFormat, formatFlags} from '../cli/output.js'
 import {visible} from '../cli/visible.js'
 import {jsonArrayReporter, ndjsonReporter, PLAIN_FORMATS, tableReporter, type Reporters} from '../cli/reports/reporter.js'
@@ -79,7 +79,7 @@ async function hashVideoFile(path: string, run: HashRun, ffmpeg: string | undefi
       run.print({source: path, ...h})
     }
   } catch (e) {
-    if (!signal.aborted) run.print(errorRow(path, await videoFailure(path, e)))
+    if (!signal.aborted) run.print(errorRow(path, await mediaFailure(path, e)))
   }
 }
 

@@ -148,12 +148,12 @@ test('a multi-page TIFF gives a hash per page, as an animation gives one per fra
   assert.not.equal(rows[0].hash, rows[1].hash)
 })
 
-test('a file that is neither an image nor a video is an entry with the video error', async () => {
+test('a file that is neither an image nor a video is an entry saying so, naming the formats of both', async () => {
   const notes = join(dir.path, 'notes.txt')
   writeFileSync(notes, 'not a picture\n')
   const r = await runInProcess(['hash', notes])
   assert.is(r.code, 2)
-  assert.match(r.stdout, new RegExp(`^ERROR  ${notes}  unsupported_media: `))
+  assert.is(r.stdout, `ERROR  ${notes}  unsupported_media: neither an image nor a video in a supported format (images: JPEG, PNG, WebP, GIF, AVIF, TIFF; videos: MP4, MOV, WebM, MKV, AVI, GIF, MPEG-TS, MPEG, FLV, Ogg, ASF)\n`)
 })
 
 test('an image of a format that is refused (SVG) says so, as mod scan does, not that it is no video', async () => {

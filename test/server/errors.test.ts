@@ -241,6 +241,10 @@ test('415 unsupported_media: not an image, uploaded or in base64', async () => {
   })
   const r = await postJson(`${server.base}/v1/moderate/json`, {image_base64: text.toString('base64')})
   assert.equal(errorOf(r), {status: 415, code: 'unsupported_media'})
+  // A video sent as an image is pointed at the video route.
+  const video = await upload(server.base, '/v1/moderate', 'file', [{name: 'clip.mp4', data: clip}])
+  assert.equal(errorOf(video), {status: 415, code: 'unsupported_media'})
+  assert.is(video.body.error.message, 'the file is a video, not an image: score it as a video (mod scan-video, POST /v1/moderate/video)')
 })
 
 test('415 unsupported_media: not a video the decoder can read; an image says where images go', async () => {
@@ -250,6 +254,10 @@ test('415 unsupported_media: not a video the decoder can read; an image says whe
   const photo = await upload(server.base, '/v1/moderate/video', 'file', [{name: 'photo.mp4', data: await red()}])
   assert.equal(errorOf(photo), {status: 415, code: 'unsupported_media'})
   assert.is(photo.body.error.message, 'the file is a PNG image, not a video: score images as images (mod scan, POST /v1/moderate)')
+  // An animated PNG is refused by the image route too: not sent there.
+  const apng = await upload(server.base, '/v1/moderate/video', 'file', [{name: 'a.png', data: hiddenFrameApng()}])
+  assert.equal(errorOf(apng), {status: 415, code: 'unsupported_media'})
+  assert.is(apng.body.error.message, 'the file is an animated PNG (APNG), which is read neither as a video nor as an image: convert it to a video, or to an animated GIF or WebP')
 })
 
 test('500 internal: an unexpected error answers a generic message, the stack goes to the log only', async () => {

@@ -1,7 +1,7 @@
 import sharp, {type Metadata, type Sharp, type SharpOptions} from 'sharp'
 
 import {emptyFileError, ModError} from '../errors.js'
-import {imageFormat, isAvifSequence, sniffImage} from '../input/sniff.js'
+import {imageFormat, isAvifSequence, isVideoHead, sniffImage} from '../input/sniff.js'
 import {formatSize} from '../sizes.js'
 import {displayDurations, MAX_ANIMATION_FRAMES, MAX_FRAMES, MAX_OTHER_FRAMES, MAX_PAGES, scoredFrames} from './animation-frames.js'
 import {coarseStream, otherPictures, type CoarseStream} from './coarse.js'
@@ -115,6 +115,7 @@ export async function probeImage(input: Buffer): Promise<ImageProbe> {
     if (isAvifSequence(input)) {
       throw new ModError('unsupported_media', 'an animated AVIF (image sequence) is not read as an image: score it as a video (mod scan-video, POST /v1/moderate/video), or send it as an animated GIF or WebP')
     }
+    if (isVideoHead(input)) throw new ModError('unsupported_media', 'the file is a video, not an image: score it as a video (mod scan-video, POST /v1/moderate/video)')
     // A format browsers show but the decoder does not know (BMP, ICO, JPEG XL, JPEG 2000) is named.
     const named = sniffImage(input) === 'refused' ? imageFormat(input) : undefined
     throw new ModError('unsupported_media', named ? `${named} images are not supported; send JPEG, PNG, WebP, GIF, AVIF or TIFF` : 'not an image in a supported format (JPEG, PNG, WebP, GIF, AVIF, TIFF)')

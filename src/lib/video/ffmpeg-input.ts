@@ -1,6 +1,7 @@
 import {basename, resolve} from 'node:path'
 
 import {ModError} from '../errors.js'
+import {isAnimatedPng} from '../image/apng.js'
 import {aFormat, readHead, sniffImage, stillImageFormat} from '../input/sniff.js'
 
 /** Demuxers accepted: MP4/MOV family, Matroska/WebM, AVI, animated GIF, MPEG-TS/PS, FLV, Ogg, ASF/WMV. */
@@ -64,7 +65,9 @@ function firstError(log: string, path: string): string {
   return (line ?? 'no details').split(resolve(path)).join(basename(path)).slice(0, 200)
 }
 
-const NOT_A_VIDEO = 'not a video in a supported format (MP4, MOV, WebM, MKV, AVI, GIF, MPEG-TS, MPEG, FLV, Ogg, ASF)'
+/** The containers a video is read from, as messages name them. */
+export const VIDEO_FORMATS = 'MP4, MOV, WebM, MKV, AVI, GIF, MPEG-TS, MPEG, FLV, Ogg, ASF'
+const NOT_A_VIDEO = `not a video in a supported format (${VIDEO_FORMATS})`
 
 const NO_INDEX: [RegExp, string] = [/moov atom not found/, 'the video is incomplete: an MP4 or MOV file without its index (cut off while copying?)']
 
@@ -88,6 +91,7 @@ async function notOpened(reason: string, path: string): Promise<string> {
   if (head === undefined) return reason
   // An animated GIF or AVIF sequence that fails here is a damaged video.
   const image = stillImageFormat(head)
+  if (image === 'PNG' && isAnimatedPng(head)) return 'the file is an animated PNG (APNG), which is read neither as a video nor as an image: convert it to a video, or to an animated GIF or WebP'
   if (image !== undefined) {
     const named = `the file is ${aFormat(image)} image, not a video`
     return sniffImage(head) === 'refused'
