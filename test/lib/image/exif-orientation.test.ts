@@ -32,6 +32,9 @@ async function readings(file: Buffer): Promise<[number, number[]]> {
 test('a well-formed tag (IFD0, SHORT, count 1) reads the same everywhere: one orientation, no other reading', async () => {
   for (const o of [1, 3, 6, 8]) assert.equal(await readings(withApp1(await baseJpeg(), {tiff: exifTiff([orientationEntry(o)])})), [o, []], `orientation ${o}`)
   assert.equal(await readings(await baseJpeg()), [1, []], 'no Exif at all')
+  // Big-endian ("MM"), as many cameras write it: IFD0 with the orientation (6) and an Exif sub-IFD pointer.
+  const mm = Buffer.from('4d4d002a00000008' + '0002' + '011200030000000100060000' + '876900040000000100000026' + '00000000' + '0001' + '9000000700000004' + '30323332' + '00000000', 'hex')
+  assert.equal(await readings(withApp1(await baseJpeg(), {tiff: mm})), [6, []], 'big-endian')
 })
 
 test('a malformed tag is shown as Chromium reads it, and each other reading (Firefox, libvips) is named', async () => {
