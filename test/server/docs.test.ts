@@ -1,7 +1,7 @@
-import {readFileSync} from 'node:fs'
+import {readdirSync, readFileSync, readlinkSync} from 'node:fs'
 import {createServer, request, type IncomingMessage, type Server, type ServerResponse} from 'node:http'
 import {createRequire} from 'node:module'
-import type {AddressInfo} from 'node:net'
+import {connect, type AddressInfo} from 'node:net'
 import {dirname, join} from 'node:path'
 import {runInNewContext} from 'node:vm'
 
@@ -118,6 +118,38 @@ test('every Swagger UI file loads from the installed package with its content ty
     assert.is(Number(res.headers.get('content-length')), body.length, name)
     assert.ok(body.equals(readFileSync(join(SWAGGER_DIR, name))), name)
   }
+})
+
+/** This process's open file descriptors on swagger-ui-dist's files. */
+function openSwaggerFiles(): string[] {
+  const targets = readdirSync('/proc/self/fd').map((fd) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`)
+    } catch {
+      return '' // closed since it was listed
+    }
+  })
+  return targets.filter((target) => target.startsWith(`${SWAGGER_DIR}/`))
+}
+
+test('pipelined asset requests of a client that hangs up leave no file open', async () => {
+  const {port} = new URL(base)
+  const gets = 'GET /docs/swagger-ui.css HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(6)
+  await Promise.all(
+    Array.from({length: 10}, () =>
+      new Promise<void>((closed) => {
+        const socket = connect(Number(port), '127.0.0.1', () => socket.end(gets, () => socket.destroy()))
+        socket.on('close', () => closed())
+        socket.on('error', () => {})
+      }),
+    ),
+  )
+  const gone = Date.now() + 2000
+  while ((await new Promise<number>((done, fail) => server.getConnections((e, n) => (e ? fail(e) : done(n))))) > 0 && Date.now() < gone) {
+    await new Promise((done) => setTimeout(done, 20))
+  }
+  await new Promise((done) => setTimeout(done, 50))
+  assert.equal(openSwaggerFiles(), [])
 })
 
 test('the init script starts Swagger UI on /openapi.json with try-it-out and remembered authorisation', async () => {
