@@ -8,7 +8,7 @@ import type {Engine} from '../lib/engine.js'
 import {fetchImageUrl, type FetchImageOptions, type ImageFetcher} from '../lib/fetch/url.js'
 import {recordSocketAnswer, watchAccess, type SocketAnswer} from './access.js'
 import {serverKeys} from './auth.js'
-import {answerClientError, answerConnect} from './client-error.js'
+import {afterSocketAnswer, answerClientError, answerConnect} from './client-error.js'
 import type {Request, RouteContext} from './context.js'
 import {holdContinue} from './continue.js'
 import {describe, EXPECTATION_FAILED, httpError, methodNotAllowed, notFound, toHttpError, type HttpErrorCode, type Log} from './errors.js'
@@ -145,6 +145,7 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
     inFlight.track(res)
   }
   server.on('request', (req, res: ServerResponse) => {
+    if (afterSocketAnswer(req)) return
     arrive(req, res)
     app.handler(req as Parameters<Polka['handler']>[0], res)
   })
@@ -155,6 +156,7 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   })
   // Node would answer a bare 417 itself, without the JSON body or X-Request-Id.
   server.on('checkExpectation', (req, res: ServerResponse) => {
+    if (afterSocketAnswer(req)) return
     arrive(req, res)
     sendError(res, httpError('expectation_failed', EXPECTATION_FAILED), broken)
   })

@@ -1,9 +1,11 @@
 import {randomUUID} from 'node:crypto'
 import {STATUS_CODES, type IncomingMessage, type ServerResponse} from 'node:http'
+import type {Socket} from 'node:net'
 import type {Duplex} from 'node:stream'
 
 import type {SocketAnswer} from './access.js'
 import {HTTP_ERRORS, type HttpErrorCode} from './errors.js'
+import {endInStages} from './linger.js'
 import {requestIdOf} from './request-id.js'
 import {originForm} from './request-target.js'
 
@@ -32,19 +34,28 @@ function requestLineOf(err: NodeJS.ErrnoException & {rawPacket?: Buffer}): {meth
   }
 }
 
-/** Writes an error answer on the socket, with the headers sendError would send, and closes the connection; gives the body's size. */
+/**
+ * The connections answered here, closing in stages, each with the check of its byte bound: what their client sends
+ * after the answer is no request of theirs, and is dropped.
+ */
+const closing = new WeakMap<Duplex, () => void>()
+
+/**
+ * Writes an error answer on the socket, with the headers sendError would send, and closes the connection in stages
+ * (linger.ts); gives the body's size. The socket is a net.Socket: http hands its connections' sockets to these events.
+ */
 function writeError(socket: Duplex, code: HttpErrorCode, message: string, requestId: string, headers = ''): number {
   const body = JSON.stringify({error: {code, message, request_id: requestId}})
   const {status} = HTTP_ERRORS[code]
-  socket.end(
+  const answer =
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n` +
-      'Content-Type: application/json; charset=utf-8\r\n' +
-      `X-Request-Id: ${requestId}\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-      headers +
-      'Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n' +
-      body,
-  )
+    'Content-Type: application/json; charset=utf-8\r\n' +
+    `X-Request-Id: ${requestId}\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+    headers +
+    'Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n' +
+    body
+  closing.set(socket, endInStages(socket as Socket, answer))
   return Buffer.byteLength(body)
 }
 
@@ -56,6 +67,10 @@ function writeError(socket: Duplex, code: HttpErrorCode, message: string, reques
  * them already, from the request's own watch (access.ts).
  */
 export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, record: (answer: SocketAnswer) => void): void {
+  // Answered already: the parser failed again on what the client sent after the answer (or the headers of a 408 went
+  // on arriving until too large).
+  const lingering = closing.get(socket)
+  if (lingering) return lingering()
   const pending = (socket as Duplex & {_httpMessage?: ServerResponse})._httpMessage
   if (!socket.writable || err.code === 'ECONNRESET') {
     socket.destroy()
@@ -86,6 +101,16 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, re
   // A request whose body broke the parser is answered under its own id, and has its access line already.
   const given = pending.getHeader('x-request-id')
   writeError(socket, code, message, typeof given === 'string' ? given : randomUUID())
+}
+
+/**
+ * A request whose head arrived after its connection was answered here (a header trickle completed after its 408):
+ * the connection is closing, and the request gets no answer.
+ */
+export function afterSocketAnswer(req: IncomingMessage): boolean {
+  const lingering = closing.get(req.socket)
+  lingering?.()
+  return lingering !== undefined
 }
 
 /**

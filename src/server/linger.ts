@@ -1,4 +1,5 @@
 import type {ServerResponse} from 'node:http'
+import type {Socket} from 'node:net'
 
 /** How long, and how many bytes of it, the rest of a refused body is read and dropped after the answer. */
 export interface Linger {
@@ -36,4 +37,24 @@ export function closeInStages(res: ServerResponse, linger: Linger = LINGER): voi
     })
     req.resume()
   })
+}
+
+/**
+ * The same stages for an answer written on the socket itself (client-error.ts): `answer`, this side's FIN, then what
+ * the client still sends is dropped until it closes, `linger.ms` pass or `linger.bytes` more arrive; then the
+ * connection is cut. Without the cut the connection lasts as long as the client keeps its side open: the server
+ * allows half-open connections, and no http timeout covers a socket taken out of http's hands. Returns the check of
+ * the byte bound for the bytes read where no 'data' shows them (Node's parser takes a connection's bytes from the
+ * socket's handle, and tells of them only by a parse error or a request): call it when it tells.
+ */
+export function endInStages(socket: Socket, answer: string, linger: Linger = LINGER): () => void {
+  const from = socket.bytesRead
+  const check = () => {
+    if (socket.bytesRead - from > linger.bytes) socket.destroy()
+  }
+  socket.end(answer)
+  const cut = setTimeout(() => socket.destroy(), linger.ms)
+  socket.once('close', () => clearTimeout(cut))
+  socket.on('data', check)
+  return check
 }

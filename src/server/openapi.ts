@@ -319,7 +319,8 @@ function description(info: OpenApiInfo): string {
     '',
     'An error answered before the request body was read to its end (a refused upload) carries `Connection: close`; ' +
       `the server then ends its side and drops what the client still sends for at most ${humanSeconds(LINGER.ms)} or ` +
-      `${formatSizeExact(LINGER.bytes)} before it closes, so that a client still writing its body reads the answer.`,
+      `${formatSizeExact(LINGER.bytes)} before it closes, so that a client still writing its body reads the answer. ` +
+      'The answers to a request that is not valid HTTP, to a head that did not arrive in time and to a `CONNECT` close the same way.',
     '',
     '## Accepted formats',
     `- Images: JPEG, PNG, WebP, GIF, AVIF, TIFF. For animated GIF/WebP up to ${MAX_FRAMES} frames are scored, chosen by the time ` +
