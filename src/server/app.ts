@@ -8,7 +8,7 @@ import type {Engine} from '../lib/engine.js'
 import {fetchImageUrl, type FetchImageOptions, type ImageFetcher} from '../lib/fetch/url.js'
 import {recordSocketAnswer, watchAccess, type SocketAnswer} from './access.js'
 import {serverKeys} from './auth.js'
-import {afterSocketAnswer, answerClientError, answerConnect} from './client-error.js'
+import {afterSocketAnswer, answerClientError, answerConnect, trackAnswer} from './client-error.js'
 import type {Request, RouteContext} from './context.js'
 import {holdContinue} from './continue.js'
 import {describe, EXPECTATION_FAILED, httpError, methodNotAllowed, notFound, toHttpError, type HttpErrorCode, type Log} from './errors.js'
@@ -143,6 +143,7 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
     req.url = originForm(req.url ?? '/')
     watchAccess(req, res, {corsOrigins: settings.corsOrigins, metrics, paths, logger: options.logger})
     inFlight.track(res)
+    trackAnswer(res)
   }
   server.on('request', (req, res: ServerResponse) => {
     if (afterSocketAnswer(req)) return

@@ -41,6 +41,20 @@ function requestLineOf(err: NodeJS.ErrnoException & {rawPacket?: Buffer}): {meth
 const closing = new WeakMap<Duplex, () => void>()
 
 /**
+ * Each connection's answers not yet sent, in the order of their requests: Node holds a pipelined request's answer
+ * until those before it are sent.
+ */
+const unsent = new WeakMap<Duplex, ServerResponse[]>()
+
+/** Every request's answer, kept among its connection's until it is sent (or the connection is gone). */
+export function trackAnswer(res: ServerResponse): void {
+  const {socket} = res.req
+  const queued = unsent.get(socket) ?? unsent.set(socket, []).get(socket)!
+  queued.push(res)
+  res.once('close', () => queued.splice(queued.indexOf(res), 1))
+}
+
+/**
  * Writes an error answer on the socket, with the headers sendError would send, and closes the connection in stages
  * (linger.ts); gives the body's size. The socket is a net.Socket: http hands its connections' sockets to these events.
  */
@@ -71,7 +85,6 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, re
   // on arriving until too large).
   const lingering = closing.get(socket)
   if (lingering) return lingering()
-  const pending = (socket as Duplex & {_httpMessage?: ServerResponse})._httpMessage
   if (!socket.writable || err.code === 'ECONNRESET') {
     socket.destroy()
     return
@@ -86,21 +99,29 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, re
     const bytes = writeError(socket, code, message, requestId)
     record({...requestLineOf(err), status: HTTP_ERRORS[code].status, code, bytes, requestId})
   }
-  // The request answered on the connection has all its bytes: what broke the parser is the head of the next one,
-  // pipelined behind it (or the rest of a body longer than its Content-Length). Answers keep the order of the
-  // requests: that request's own answer goes first, then this one's.
-  if (pending && (pending as ServerResponse & {req?: IncomingMessage}).req?.complete) {
-    pending.once('close', answerHead)
+  const queued = unsent.get(socket) ?? []
+  const last = queued.at(-1)
+  if (!last) return answerHead()
+  // The last request read has all its bytes: what broke the parser is the head of the next one, pipelined behind it
+  // (or the rest of a body longer than its Content-Length). Answers keep the order of the requests: those of every
+  // request read before go first, then this one's.
+  if (last.req.complete) {
+    last.once('close', answerHead)
     return
   }
-  if (pending?.headersSent) {
-    socket.destroy()
-    return
+  // The last request's body broke the parser: it is answered under its own id once the answers before it are out,
+  // unless its own answer has begun. It has its access line already.
+  const answerBody = () => {
+    if (last.headersSent || !socket.writable) {
+      socket.destroy()
+      return
+    }
+    const given = last.getHeader('x-request-id')
+    writeError(socket, code, message, typeof given === 'string' ? given : randomUUID())
   }
-  if (!pending) return answerHead()
-  // A request whose body broke the parser is answered under its own id, and has its access line already.
-  const given = pending.getHeader('x-request-id')
-  writeError(socket, code, message, typeof given === 'string' ? given : randomUUID())
+  const before = queued.at(-2)
+  if (before) before.once('close', answerBody)
+  else answerBody()
 }
 
 /**

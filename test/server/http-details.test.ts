@@ -111,4 +111,22 @@ test('a request pipelined behind a valid one that does not parse is answered aft
   assert.match(answers[1], `{"error":{"code":"bad_request","message":"the request is not valid HTTP","request_id":"${id}"}}`)
 })
 
+test('every valid request pipelined before one that does not parse is answered, in order, then the 400, then the connection closes', async () => {
+  const get = (path: string, i: number) => `GET ${path} HTTP/1.1\r\nHost: x\r\nX-Request-Id: pipe-${i}\r\n\r\n`
+  const text = await onSocket(get('/health', 1) + get('/v1/categories', 2) + get('/ready', 3) + get('/health', 4) + 'GARBAGE\r\n\r\n')
+  const answers = text.split(/(?=HTTP\/1\.1 )/)
+  assert.equal(
+    answers.map((a) => [a.split('\r\n')[0], /\r\nX-Request-Id: ([\w-]+)\r\n/.exec(a)?.[1]]),
+    [
+      ['HTTP/1.1 200 OK', 'pipe-1'],
+      ['HTTP/1.1 200 OK', 'pipe-2'],
+      ['HTTP/1.1 200 OK', 'pipe-3'],
+      ['HTTP/1.1 200 OK', 'pipe-4'],
+      ['HTTP/1.1 400 Bad Request', answers[4] && /\r\nX-Request-Id: ([\w-]+)\r\n/.exec(answers[4])?.[1]],
+    ],
+    text,
+  )
+  assert.match(answers[4], /"code":"bad_request","message":"the request is not valid HTTP"/)
+})
+
 test.run()
