@@ -71,6 +71,20 @@ function countWrites(res: ServerResponse): () => number {
 }
 
 /**
+ * The status logged and counted for a request that got no answer, its client gone first: nginx's 499 (client closed
+ * request), outside the statuses an answer can have, so that it counts as no success and no error answer.
+ */
+const NO_ANSWER = 499
+
+/** The answers written on the socket for a request the routes had (client-error.ts: its body broke the parser). */
+const writtenOnSocket = new WeakMap<ServerResponse, Pick<SocketAnswer, 'status' | 'code' | 'bytes'>>()
+
+/** `res`'s request was answered on the socket, not by `res`: its access line and samples record that answer. */
+export function answeredOnSocket(res: ServerResponse, answer: Pick<SocketAnswer, 'status' | 'code' | 'bytes'>): void {
+  writtenOnSocket.set(res, answer)
+}
+
+/**
  * What every request gets on arrival: its id (X-Request-Id, which error bodies repeat) and its CORS headers; once it
  * ends (answered or abandoned), its metric samples and its access line.
  */
@@ -82,16 +96,20 @@ export function watchAccess(req: IncomingMessage, res: ServerResponse, o: Access
   for (const [name, value] of Object.entries(corsHeaders(o.corsOrigins, req))) res.setHeader(name, value)
   res.on('close', () => {
     const path = new URL(req.url ?? '/', 'http://localhost').pathname
+    const written = writtenOnSocket.get(res)
+    // No head sent: the client went away before any answer (a head Node still holds for a pipelined request counts as
+    // sent, as the client may get it).
+    const unanswered = written === undefined && !res.headersSent
     record(o, {
       labels: o.paths.labels(req.method, path),
       method: req.method,
       path,
-      status: res.statusCode,
-      code: errorCodeOf(res),
-      bytes: res.hasHeader('content-length') ? Number(res.getHeader('content-length')) : streamed(),
+      status: written?.status ?? (unanswered ? NO_ANSWER : res.statusCode),
+      code: written?.code ?? (unanswered ? undefined : errorCodeOf(res)),
+      bytes: written?.bytes ?? (unanswered ? 0 : res.hasHeader('content-length') ? Number(res.getHeader('content-length')) : streamed()),
       seconds: (performance.now() - started) / 1000,
       requestId,
-      aborted: !res.writableFinished,
+      aborted: written === undefined && !res.writableFinished,
     })
   })
 }

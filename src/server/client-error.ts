@@ -3,7 +3,7 @@ import {STATUS_CODES, type IncomingMessage, type ServerResponse} from 'node:http
 import type {Socket} from 'node:net'
 import type {Duplex} from 'node:stream'
 
-import type {SocketAnswer} from './access.js'
+import {answeredOnSocket, type SocketAnswer} from './access.js'
 import {HTTP_ERRORS, type HttpErrorCode} from './errors.js'
 import {endInStages} from './linger.js'
 import {requestIdOf} from './request-id.js'
@@ -77,8 +77,8 @@ function writeError(socket: Duplex, code: HttpErrorCode, message: string, reques
  * http.Server's `clientError`: a request Node could not parse gets the same JSON error body as any other error,
  * its request_id included (Node's own answer is plain text), then the connection is closed. Nothing is answered
  * when a response has started on the connection already, or the socket cannot be written. An answer to a head that
- * did not parse goes to `record` (its access line and metrics); a request that broke the parser in its body has
- * them already, from the request's own watch (access.ts).
+ * did not parse goes to `record` (its access line and metrics); one to a request that broke the parser in its body
+ * goes to that request's own watch (access.ts answeredOnSocket).
  */
 export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, record: (answer: SocketAnswer) => void): void {
   // Answered already: the parser failed again on what the client sent after the answer (or the headers of a 408 went
@@ -110,14 +110,15 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, re
     return
   }
   // The last request's body broke the parser: it is answered under its own id once the answers before it are out,
-  // unless its own answer has begun. It has its access line already.
+  // unless its own answer has begun, and its access line (written when its answer closes) tells this answer.
   const answerBody = () => {
     if (last.headersSent || !socket.writable) {
       socket.destroy()
       return
     }
     const given = last.getHeader('x-request-id')
-    writeError(socket, code, message, typeof given === 'string' ? given : randomUUID())
+    const bytes = writeError(socket, code, message, typeof given === 'string' ? given : randomUUID())
+    answeredOnSocket(last, {status: HTTP_ERRORS[code].status, code, bytes})
   }
   const before = queued.at(-2)
   if (before) before.once('close', answerBody)

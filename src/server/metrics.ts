@@ -89,7 +89,7 @@ function verdictCounters(registry: Registry): ServerMetrics['verdict'] {
 
 function requestMetrics(registry: Registry): ServerMetrics['request'] {
   const labelNames = ['method', 'route', 'status'] as const
-  const requests = new Counter({name: 'mod_http_requests_total', help: 'Requests answered.', labelNames, registers: [registry]})
+  const requests = new Counter({name: 'mod_http_requests_total', help: 'Requests, by the status of their answer (499: the client went away before any).', labelNames, registers: [registry]})
   const latency = new Histogram({
     name: 'mod_http_request_duration_seconds',
     help: 'Time from the request to the end of its answer.',

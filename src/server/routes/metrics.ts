@@ -14,7 +14,7 @@ async function metrics(ctx: RouteContext, res: ServerResponse): Promise<void> {
 }
 
 const EXAMPLE_METRICS = [
-  '# HELP mod_http_requests_total Requests answered.',
+  '# HELP mod_http_requests_total Requests, by the status of their answer (499: the client went away before any).',
   '# TYPE mod_http_requests_total counter',
   'mod_http_requests_total{method="POST",route="/v1/moderate",status="200"} 42',
   '',
