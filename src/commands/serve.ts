@@ -9,10 +9,10 @@ import {wholeNumberFlag} from '../cli/whole-number-flag.js'
 import {loadConfig} from '../lib/config/load.js'
 import {DEFAULT_HOST, DEFAULT_PORT, DEFAULT_WORKERS, SETTING_VARIABLES} from '../lib/config/settings.js'
 import {baseUrl, startupWarnings} from '../server/address.js'
-import {killWorkers, metricsFromPrimary, primaryStop, reportReady, runPrimary} from '../server/cluster.js'
+import {killWorkers, metricsFromPrimary, primaryStop, reportReady, runPrimary, sendMetricsToPrimary} from '../server/cluster.js'
 import {jobsUnavailable} from '../server/jobs/availability.js'
 import {createLogger, logTo, prettyDestination} from '../server/logger.js'
-import {createPrimaryMetrics, createServerMetrics, serveMetricsToPrimary} from '../server/metrics.js'
+import {createPrimaryMetrics, createServerMetrics} from '../server/metrics.js'
 import {stopSignals} from '../server/lifecycle.js'
 
 export default class Serve extends ModCommand {
@@ -131,7 +131,7 @@ With MOD_API_KEY set, every request but GET /health, GET /ready and the document
       // The workers share the machine's cores instead of each taking all of them.
       const threads = config.settings.engine.threads ?? Math.max(1, Math.floor((await defaultThreads()) / workers))
       const engine = engineFromConfig({...config, settings: {...config.settings, engine: {...config.settings.engine, threads}}}, {observer: metrics.engine, eager: true})
-      serveMetricsToPrimary(metrics.registry)
+      sendMetricsToPrimary(() => metrics.registry.getMetricsAsJSON())
       const server = {logger, metrics, metricsText: metricsFromPrimary()}
       process.exit(await runServer({engine, settings, host, port, log, onListening: reportReady, stop, server}))
     }

@@ -4,11 +4,14 @@ import {ModError} from '../lib/errors.js'
 import {plural} from '../lib/plural.js'
 import {baseUrl} from './address.js'
 import {describe, type Log} from './errors.js'
-import {clusterMetricsReader, type PrimaryMetrics} from './metrics.js'
+import {clusterMetricsText, type PrimaryMetrics, type WorkerMetrics} from './metrics.js'
 import {EXIT_OK, EXIT_START_FAILED, sweepLeftovers, uploadRoots} from './lifecycle.js'
 
-type ToWorker = {type: 'shutdown'} | {type: 'metrics'; id: number; text?: string; error?: string}
-type FromWorker = {type: 'ready'; port: number} | {type: 'metrics'; id: number}
+type ToWorker = {type: 'shutdown'} | {type: 'metrics'; id: number; text?: string; error?: string} | {type: 'collect'; id: number}
+type FromWorker =
+  | {type: 'ready'; port: number}
+  | {type: 'metrics'; id: number}
+  | {type: 'collected'; id: number; metrics?: WorkerMetrics; error?: string}
 
 /**
  * glibc's allocator keeps a varying 35-240 MiB of what onnxruntime frees while loading a model unless its mmap
@@ -41,6 +44,9 @@ export function workerExecArgv(execArgv: readonly string[], nodeOptions = ''): s
 /** A worker that dies before it is ready is replaced only after this pause, so a broken model cannot spin. */
 const RESTART_DELAY_MS = 1000
 
+/** How long the primary waits for a ready worker's metrics before the scrape fails (prom-client's own wait). */
+const COLLECT_TIMEOUT_MS = 5000
+
 export interface PrimaryOptions {
   workers: number
   host: string
@@ -70,15 +76,18 @@ export function runPrimary(o: PrimaryOptions, stop: Promise<unknown>): Promise<n
     // being handled may still be listed, and the last one's would then never settle the stop (exit 13: a top-level
     // await left unsettled).
     const alive = () => Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && !w.isDead())
-    const clusterMetrics = clusterMetricsReader(o.metrics)
+    const collect = collector()
 
-    // A worker answering GET /metrics asks for the sum over all workers, which only the primary can collect.
+    // A worker answering GET /metrics asks for the sum over all workers, which only the primary can collect: over
+    // the ready ones, as one still starting cannot answer yet (and has counted nothing).
     const sendMetrics = (worker: Worker, id: number) => {
       const reply = (answer: ToWorker) => worker.isConnected() && worker.send(answer)
-      clusterMetrics().then(
-        (text) => reply({type: 'metrics', id, text}),
-        (e: unknown) => reply({type: 'metrics', id, error: describe(e)}),
-      )
+      Promise.all([...ready].filter((w) => w.isConnected()).map(collect.from))
+        .then((all) => clusterMetricsText(all.filter((m): m is WorkerMetrics => m !== undefined), o.metrics))
+        .then(
+          (text) => reply({type: 'metrics', id, text}),
+          (e: unknown) => reply({type: 'metrics', id, error: describe(e)}),
+        )
     }
 
     const fork = () => {
@@ -86,6 +95,7 @@ export function runPrimary(o: PrimaryOptions, stop: Promise<unknown>): Promise<n
       o.log(`worker ${worker.process.pid} started`, 'info')
       worker.on('message', (message: FromWorker) => {
         if (message?.type === 'metrics') sendMetrics(worker, message.id)
+        if (message?.type === 'collected') collect.received(message)
         if (message?.type !== 'ready') return
         ready.add(worker)
         o.log(`worker ${worker.process.pid} ready`, 'info')
@@ -135,6 +145,53 @@ export function runPrimary(o: PrimaryOptions, stop: Promise<unknown>): Promise<n
     cluster.schedulingPolicy = cluster.SCHED_NONE
     cluster.setupPrimary({execArgv: workerExecArgv(process.execArgv, process.env.NODE_OPTIONS)})
     for (let i = 0; i < o.workers; i++) fork()
+  })
+}
+
+/**
+ * In the primary: asks a worker for its metrics (`from`), which resolves with them, or with nothing when the worker
+ * exits first, and rejects when it has not answered within COLLECT_TIMEOUT_MS; `received` takes the answers.
+ */
+function collector(): {from(worker: Worker): Promise<WorkerMetrics | undefined>; received(message: FromWorker & {type: 'collected'}): void} {
+  let next = 0
+  const waiting = new Map<number, (message: FromWorker & {type: 'collected'}) => void>()
+  return {
+    from: (worker) =>
+      new Promise((resolve, reject) => {
+        const id = next++
+        const settle = () => {
+          clearTimeout(timer)
+          waiting.delete(id)
+          worker.off('exit', gone)
+        }
+        const gone = () => {
+          settle()
+          resolve(undefined)
+        }
+        const timer = setTimeout(() => {
+          settle()
+          reject(new Error(`worker ${worker.process.pid} did not send its metrics in time`))
+        }, COLLECT_TIMEOUT_MS)
+        waiting.set(id, (message) => {
+          settle()
+          if (message.error !== undefined) reject(new Error(message.error))
+          else resolve(message.metrics ?? [])
+        })
+        worker.once('exit', gone)
+        worker.send({type: 'collect', id} satisfies ToWorker)
+      }),
+    received: (message) => waiting.get(message.id)?.(message),
+  }
+}
+
+/** In a worker: answers the primary's requests for this process's metrics with what `read` gives. */
+export function sendMetricsToPrimary(read: () => Promise<WorkerMetrics>): void {
+  process.on('message', (message: ToWorker) => {
+    if (message?.type !== 'collect') return
+    read().then(
+      (metrics) => process.send?.({type: 'collected', id: message.id, metrics} satisfies FromWorker),
+      (e: unknown) => process.send?.({type: 'collected', id: message.id, error: describe(e)} satisfies FromWorker),
+    )
   })
 }
 

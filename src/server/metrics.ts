@@ -163,17 +163,10 @@ export function createPrimaryMetrics(): PrimaryMetrics {
   return {registry, workerRestarted: () => restarts.inc()}
 }
 
-/**
- * In a worker: answers the primary's requests for this process's metrics with `registry` (prom-client's
- * cluster protocol). Its listener is set up once per process by the first AggregatorRegistry.
- */
-export function serveMetricsToPrimary(registry: Registry): void {
-  new AggregatorRegistry()
-  AggregatorRegistry.setRegistries([registry])
-}
+/** One worker's metrics as the primary sums them: prom-client's JSON form of its registry. */
+export type WorkerMetrics = Awaited<ReturnType<Registry['getMetricsAsJSON']>>
 
-/** In the primary: every worker's metrics summed (the load time is the maximum), then the primary's own. */
-export function clusterMetricsReader(primary: PrimaryMetrics): () => Promise<string> {
-  const aggregator = new AggregatorRegistry()
-  return async () => `${await aggregator.clusterMetrics()}\n${await primary.registry.metrics()}`
+/** In the primary: the workers' metrics summed (the load time is the maximum), then the primary's own. */
+export async function clusterMetricsText(workers: WorkerMetrics[], primary: PrimaryMetrics): Promise<string> {
+  return `${await AggregatorRegistry.aggregate(workers).metrics()}\n${await primary.registry.metrics()}`
 }

@@ -157,6 +157,12 @@ test('a crashed worker is replaced and the other keeps serving meanwhile', async
   const [victim, survivor] = readyPids()
   process.kill(victim, 'SIGKILL')
   await serve.waitFor(new RegExp(`^worker ${victim} exited \\(signal SIGKILL\\); starting a replacement$`))
+  // A scrape while the replacement starts: the sum over the ready worker, at once (the one starting cannot answer yet).
+  const scraped = Date.now()
+  const scrape = await fetch(`${base}/metrics`)
+  assert.is(scrape.status, 200)
+  assert.match(await scrape.text(), /^mod_worker_restarts_total 1$/m)
+  assert.ok(Date.now() - scraped < 2000, `scraped in ${Date.now() - scraped} ms`)
   for (let i = 0; i < 4; i++) assert.is((await moderateRed()).status, 200)
   await until(() => readyPids().length === 3, 60_000)
   const replacement = readyPids()[2]
