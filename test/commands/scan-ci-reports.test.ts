@@ -285,6 +285,20 @@ test('--format junit: a tab in a name is a character reference, so two names tha
   assert.equal(names, ['tabs/a b.png', 'tabs/a&#9;b.png'])
 })
 
+test('--format junit: DEL, C1 controls, line separators and bidi controls in a name are character references, read back as the name', async () => {
+  const odd = ['c1\u009b31m.png', 'rlo\u202egnp.exe.png', 'del\u007f.png', 'ls\u2028ps\u2029.png', 'iso\u2066x\u2069.png']
+  mkdirSync(join(work, 'active'))
+  for (const name of odd) writeFileSync(join(work, 'active', name), await solidPng(0, 0, 255, 16, 16))
+  const r = await runInProcess(['scan', 'active', '--config', 'policy.yaml', '--format', 'junit'], {env, cwd: work})
+  assert.is(r.code, 0, r.stderr)
+  assert.is(r.stderr, '5 scanned: 5 safe, 0 unsafe, 0 errors\n')
+  assert.not.match(r.stdout, /[\u007f-\u009f\u2028-\u202e\u2066-\u2069]/)
+  assert.match(r.stdout, 'name="active/c1&#x9B;31m.png"')
+  // What an XML parser reads: each reference is the character it names.
+  const names = [...r.stdout.matchAll(/<testcase [^>]*name="([^"]*)"/g)].map((m) => m[1].replace(/&#x([0-9A-F]+);/g, (_, h: string) => String.fromCodePoint(parseInt(h, 16))))
+  assert.equal(names.sort(), odd.map((n) => `active/${n}`).sort())
+})
+
 test('--json and --format json print the same; --format cannot be used with --json', async () => {
   const a = await runInProcess(['scan', 'assets', '--config', 'policy.yaml', '--json'], {env, cwd: work})
   const b = await runInProcess(['scan', 'assets', '--config', 'policy.yaml', '--format', 'json'], {env, cwd: work})

@@ -1,6 +1,6 @@
 import {ANIMATION_TRUNCATED_NOTE} from '../format.js'
 import {animationTruncated, relativePath, violationText, type ReportItem, type RunInfo} from './report.js'
-import type {Reporter} from './reporter.js'
+import {TERMINAL_ACTIVE, type Reporter} from './reporter.js'
 
 /** Characters XML 1.0 cannot hold at all (C0 controls but tab, line feed and carriage return; lone surrogates). */
 const NOT_XML = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
@@ -8,7 +8,9 @@ const NOT_XML = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\u
 /**
  * Text for an attribute value or element content. Tab, line feed and carriage return are written as character
  * references: a parser reads them raw in an attribute as spaces (attribute-value normalisation), so `a<TAB>b.png`
- * would name the same test case as `a b.png`.
+ * would name the same test case as `a b.png`. What a terminal may act on or reorder (DEL, C1 controls, the line and
+ * paragraph separators, bidirectional controls) is a character reference too, as JSON escapes it: a parser reads the
+ * same name, and the XML shown on a terminal cannot act on it.
  */
 function xmlText(s: string): string {
   return s
@@ -20,6 +22,7 @@ function xmlText(s: string): string {
     .replace(/\r/g, '&#13;')
     .replace(/\n/g, '&#10;')
     .replace(/\t/g, '&#9;')
+    .replace(TERMINAL_ACTIVE, (c) => `&#x${c.charCodeAt(0).toString(16).toUpperCase()};`)
 }
 
 /**

@@ -47,14 +47,14 @@ export function textReporter(): Reporter<never, string> {
  * C1 controls, as U+001B [ is to all), the line and paragraph separators, and the bidirectional controls (U+202E
  * shows a file name backwards). JSON.stringify escapes only C0 controls.
  */
-const ACTIVE = /[\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g
+export const TERMINAL_ACTIVE = /[\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g
 
 /**
  * JSON.stringify's text with those characters written as `\uXXXX` escapes too: the same value to any parser (they
  * can only stand in strings), and nothing in it that a file name controls acts on a terminal it is shown on.
  */
 export function jsonText(value: unknown, indent?: number): string {
-  return JSON.stringify(value, null, indent).replace(ACTIVE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+  return JSON.stringify(value, null, indent).replace(TERMINAL_ACTIVE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
 }
 
 /** One JSON array of the items, streamed: `[` at once, each item as it comes, `]` at the end. */
