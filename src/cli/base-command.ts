@@ -39,6 +39,19 @@ export function valuedSwitch(argv: readonly string[], cmd: Pick<typeof Command, 
 }
 
 /**
+ * The colour the command line asks for, if any: the last of --color and --no-color, as for any flag given twice
+ * (an alias may hold `--no-color`, and `--color` typed after it asks for colour this once).
+ */
+export function colourAsked(argv: readonly string[]): boolean | undefined {
+  const end = argv.includes('--') ? argv.indexOf('--') : argv.length
+  for (let i = end - 1; i >= 0; i--) {
+    if (argv[i] === '--color') return true
+    if (argv[i] === '--no-color') return false
+  }
+  return undefined
+}
+
+/**
  * What every `mod` command shares (after the Salesforce CLI's SfCommand): a failure is one stderr line
  * `mod: <code>: <message>` and exit 2 (a stack trace only with DEBUG set), oclif's own parse errors in the same
  * style, Ctrl-C is exit 130, and a progress line on stderr that the base removes however the command ends.
@@ -82,8 +95,8 @@ export abstract class ModCommand extends Command {
     if (valued) throw new Errors.CLIError(valued)
     // chalk's own detection (stdout's, and stderr's for the steps) knows --no-color but not NO_COLOR
     // (https://no-color.org), and lets FORCE_COLOR=0 beat --color: a flag typed wins over the environment.
-    const asked = this.argv.includes('--color')
-    if (this.argv.includes('--no-color') || (process.env.NO_COLOR && !asked)) chalk.level = chalkStderr.level = 0
+    const asked = colourAsked(this.argv)
+    if (asked === false || (process.env.NO_COLOR && asked === undefined)) chalk.level = chalkStderr.level = 0
     else if (asked) {
       chalk.level ||= 1
       chalkStderr.level ||= 1

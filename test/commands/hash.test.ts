@@ -193,4 +193,17 @@ test('--color typed wins over FORCE_COLOR=0 and NO_COLOR', async () => {
   }
 })
 
+test('--color and --no-color both typed: the last one wins, as for any flag given twice', async () => {
+  const missing = join(dir.path, 'missing.png')
+  const env = {NO_COLOR: '', FORCE_COLOR: '1'}
+  const coloured = await runCli(['hash', missing, '--no-color', '--color'], {env})
+  assert.is(coloured.code, 2)
+  assert.is(coloured.stderr, '')
+  assert.is(coloured.stdout, `\x1b[33mERROR\x1b[39m  ${missing}  not_found: ${missing} does not exist\n`)
+  const plain = await runCli(['hash', '--color', missing, '--no-color'], {env})
+  assert.is(plain.code, 2)
+  assert.is(plain.stderr, '')
+  assert.is(plain.stdout, `ERROR  ${missing}  not_found: ${missing} does not exist\n`)
+})
+
 test.run()
