@@ -23,6 +23,21 @@ if (!existsSync(new URL('../dist/commands/', import.meta.url))) {
   fail('internal: the build is missing (no dist/ folder): run `npm run build` in the package folder')
 }
 
+// A working folder removed under the shell (a checkout of another branch, rm -rf in another shell): paths typed
+// relative to it, the policy search from it and the names in reports have nothing to start from, and a scan that
+// skipped the search could judge by another policy than the one it was typed under. Only help and the version,
+// which read no path, still run.
+const args = process.argv.slice(2)
+const typed = args.includes('--') ? args.slice(0, args.indexOf('--')) : args
+const asksHelp = ['help', 'version'].includes(args[0]) || typed.some((a) => ['--help', '-h', '--version', '-v'].includes(a))
+if (!asksHelp) {
+  try {
+    process.cwd()
+  } catch (e) {
+    if (e.code === 'ENOENT') fail('usage: the working folder no longer exists (removed or moved): cd to an existing folder and run the command again')
+  }
+}
+
 let oclif
 try {
   oclif = await import('@oclif/core')

@@ -5,7 +5,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {BIN, runCli, runInProcess, tempDir} from '../helpers/cli.js'
+import {BIN, ROOT, runCli, runInProcess, tempDir} from '../helpers/cli.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 import {MODEL_SIGNALS} from '../../src/lib/signals/registry.js'
 
@@ -253,6 +253,24 @@ test('without a build (no dist/) the launcher exits 2 with one line', () => {
   const r = spawnSync(process.execPath, [join(bin, 'run.js'), 'scan', 'x'], {encoding: 'utf8'})
   assert.is(r.status, 2)
   assert.is(r.stderr, 'mod: internal: the build is missing (no dist/ folder): run `npm run build` in the package folder\n')
+})
+
+test('in a working folder removed under the shell, a command is one usage line and exit 2, not an internal error; --version still runs', () => {
+  const image = join(ROOT, 'test', 'fixtures', 'photos', 'coffee.jpg')
+  const gone = join(dir.path, 'gone')
+  const inGone = (...args: string[]) => {
+    mkdirSync(gone)
+    return spawnSync('sh', ['-c', 'cd "$1" && rmdir "$1" && shift && exec "$@"', 'sh', gone, process.execPath, BIN, ...args], {encoding: 'utf8'})
+  }
+  for (const args of [['scan', image], ['hash', image], ['categories']]) {
+    const r = inGone(...args)
+    assert.is(r.status, 2, args[0])
+    assert.is(r.stdout, '', args[0])
+    assert.is(r.stderr, 'mod: usage: the working folder no longer exists (removed or moved): cd to an existing folder and run the command again\n', args[0])
+  }
+  const version = inGone('--version')
+  assert.is(version.status, 0)
+  assert.match(version.stdout, /^@mod-moderation\/cli\/0\.2\.0 /)
 })
 
 test('policy validate --json and categories --json go through oclif\'s json flag: one value on stdout', async () => {
