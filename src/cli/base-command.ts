@@ -13,7 +13,7 @@ import {errorText, EXIT_ERROR, exitForSignal, STOP_SIGNALS, type StopSignal} fro
 import type {EnvVars} from './help.js'
 import {usageLine, type FlagShape} from './parse-errors.js'
 import {openOutput, type Output} from './output.js'
-import {startProgress, type Progress} from './progress.js'
+import {resultsTarget, startProgress, type Progress} from './progress.js'
 import type {Reporter} from './reports/reporter.js'
 import {visible} from './visible.js'
 
@@ -153,10 +153,10 @@ export abstract class ModCommand extends Command {
     process.stderr.write(`${visible(format(message, ...args))}\n`)
   }
 
-  /** A progress line on stderr, only on a terminal; finished when the command ends. */
+  /** A progress line on stderr, only on a terminal and with stdout not a pipe; finished when the command ends. */
   protected startProgress(text: string): Progress {
     this.progress?.finish()
-    this.progress = startProgress(text, process.stderr, process.stdout, process.env.TERM === 'dumb')
+    this.progress = startProgress(text, process.stderr, resultsTarget(process.stdout), process.env.TERM === 'dumb')
     return this.progress
   }
 

@@ -8,6 +8,8 @@
  * renderer printed to stdout, and its default renderer redraws over rows written to the same terminal. Commands
  * made of a few steps, whose results come at the end, use listr2 through steps.ts.)
  */
+import {fstatSync} from 'node:fs'
+
 import stringWidth from 'string-width'
 
 import {visible} from './visible.js'
@@ -53,16 +55,34 @@ export function fitted(text: string, columns: number): string {
   return `${out}…`
 }
 
+/**
+ * Where results go, as the progress line sees it. `terminal`: the same terminal, so the line steps aside for each
+ * result. `pipe` (or a socket): its reader (`| less`, `| grep`, `| cat`) most often writes to the terminal too,
+ * whenever it likes, after the line was drawn again: nothing can keep the line off its rows. `elsewhere` (a file,
+ * /dev/null): the line has the terminal to itself.
+ */
+export type ResultsTarget = 'terminal' | 'pipe' | 'elsewhere'
+
+export function resultsTarget(stream: {isTTY?: boolean; fd?: number}): ResultsTarget {
+  if (stream.isTTY) return 'terminal'
+  if (stream.fd === undefined) return 'elsewhere'
+  try {
+    const info = fstatSync(stream.fd)
+    return info.isFIFO() || info.isSocket() ? 'pipe' : 'elsewhere'
+  } catch {
+    return 'elsewhere'
+  }
+}
+
 export function startProgress(
   text: string,
   stream: NodeJS.WriteStream = process.stderr,
-  results: {isTTY?: boolean} = process.stdout,
+  results: ResultsTarget = resultsTarget(process.stdout),
   /** The terminal cannot clear a line (TERM=dumb: Emacs' shell, some CI consoles): each redraw would add one. */
   dumb = false,
 ): Progress {
-  if (!stream.isTTY || dumb) return silent
-  // Results redirected to a file or a pipe cannot collide with the line: no need to clear it for each one.
-  const shared = Boolean(results.isTTY)
+  if (!stream.isTTY || dumb || results === 'pipe') return silent
+  const shared = results === 'terminal'
   let current = text
   let shown = false
   let done = false

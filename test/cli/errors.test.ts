@@ -1,10 +1,15 @@
+import {execFileSync} from 'node:child_process'
+import {closeSync, constants, openSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {errorText, oneLine, startupErrorLine} from '../../src/cli/errors.js'
 import {closest, didYouMean, distance} from '../../src/lib/suggest.js'
-import {fitted, REDRAW_MS, startProgress} from '../../src/cli/progress.js'
+import {fitted, REDRAW_MS, resultsTarget, startProgress} from '../../src/cli/progress.js'
 import {ModError} from '../../src/lib/errors.js'
+import {tempDir} from '../helpers/cli.js'
 
 test('a ModError is "mod: <code>: <message>", anything else "mod: internal: <message>", never a stack', () => {
   assert.is(errorText(new ModError('not_found', 'x.png does not exist')), 'mod: not_found: x.png does not exist')
@@ -48,7 +53,7 @@ function stream(isTTY: boolean): NodeJS.WriteStream & {text: string} {
 
 test('progress writes nothing at all when stderr is not a terminal', () => {
   const err = stream(false)
-  const p = startProgress('Scanning', err, {isTTY: false})
+  const p = startProgress('Scanning', err, 'elsewhere')
   p.update('Scanning: 1')
   p.above(() => undefined)
   p.finish()
@@ -58,7 +63,7 @@ test('progress writes nothing at all when stderr is not a terminal', () => {
 test('progress on a terminal: results shared with it are written with the line cleared, then it is redrawn; finish clears it', () => {
   const err = stream(true)
   const written: string[] = []
-  const p = startProgress('Scanning a long folder name that does not fit', err, {isTTY: true})
+  const p = startProgress('Scanning a long folder name that does not fit', err, 'terminal')
   assert.is(err.text, '\r\x1b[2KScanning a long fo…')
   err.text = ''
   p.above(() => written.push(err.text))
@@ -71,6 +76,29 @@ test('progress on a terminal: results shared with it are written with the line c
   assert.is(err.text, '\r\x1b[2K')
 })
 
+test('stdout a pipe (its reader writes to the terminal when it likes): no progress line; a file or /dev/null keeps it', () => {
+  const dir = tempDir()
+  try {
+    writeFileSync(join(dir.path, 'out.txt'), '')
+    execFileSync('mkfifo', [join(dir.path, 'fifo')])
+    const fds = [openSync(join(dir.path, 'out.txt'), 'w'), openSync('/dev/null', 'w'), openSync(join(dir.path, 'fifo'), constants.O_RDWR)]
+    try {
+      assert.equal(fds.map((fd) => resultsTarget({fd})), ['elsewhere', 'elsewhere', 'pipe'])
+    } finally {
+      for (const fd of fds) closeSync(fd)
+    }
+  } finally {
+    dir.remove()
+  }
+  assert.is(resultsTarget({isTTY: true, fd: 1}), 'terminal')
+  const err = stream(true)
+  const p = startProgress('Scanning', err, 'pipe')
+  p.update('Scanning 1 of 2')
+  p.above(() => undefined, 'row\n')
+  p.finish()
+  assert.is(err.text, '')
+})
+
 test('the progress line is cut to the terminal in columns: a wide character takes two, an emoji is never split', () => {
   assert.is(fitted('Scanning 长长的视频文件名称.mp4: frame 8', 20), 'Scanning 长长的视频…')
   assert.is(fitted('ab😀😀😀cd', 6), 'ab😀…')
@@ -80,10 +108,10 @@ test('the progress line is cut to the terminal in columns: a wide character take
 
 test('progress names nothing raw, and a dumb terminal (TERM=dumb), which cannot clear a line, gets none', () => {
   const err = stream(true)
-  startProgress('\x1b]0;T\x07\rZ', err, {isTTY: false}).finish()
+  startProgress('\x1b]0;T\x07\rZ', err, 'elsewhere').finish()
   assert.is(err.text, '\r\x1b[2K\\x1b]0;T\\x07\\x0dZ\r\x1b[2K')
   const dumb = stream(true)
-  const d = startProgress('Scanning', dumb, {isTTY: false}, true)
+  const d = startProgress('Scanning', dumb, 'elsewhere', true)
   d.update('Scanning 1 of 2')
   d.finish()
   assert.is(dumb.text, '')
@@ -91,14 +119,14 @@ test('progress names nothing raw, and a dumb terminal (TERM=dumb), which cannot 
 
 test('progress: an update sooner than REDRAW_MS after a draw is drawn when the time is up, not dropped; finish cancels it', async () => {
   const err = stream(true)
-  const p = startProgress('Scanning', err, {isTTY: false})
+  const p = startProgress('Scanning', err, 'elsewhere')
   p.update('Scanning 1 of 2')
   p.update('Scanning 2 of 2')
   assert.is(err.text, '\r\x1b[2KScanning')
   await new Promise((resolve) => setTimeout(resolve, REDRAW_MS * 2))
   assert.is(err.text, '\r\x1b[2KScanning\r\x1b[2KScanning 2 of 2')
   const ended = stream(true)
-  const q = startProgress('Scanning', ended, {isTTY: false})
+  const q = startProgress('Scanning', ended, 'elsewhere')
   q.update('Scanning 1 of 1')
   q.finish()
   await new Promise((resolve) => setTimeout(resolve, REDRAW_MS * 2))

@@ -76,6 +76,18 @@ test('stdout to a pipe: no progress in the pipe, every line is a result', () => 
   assert.not.match(readFileSync(join(dir.path, 'piped.txt'), 'utf8'), 'Scanning')
 })
 
+test('stdout a pipe whose reader writes to the same terminal (| cat): no progress line, so none lands in a result row', () => {
+  const shown = underPty(`{ ${mod()} scan ${FIRST}; echo $? > pipe-code.txt; } | cat`)
+  assert.is(readFileSync(join(dir.path, 'pipe-code.txt'), 'utf8'), '2\n')
+  assert.not.match(shown, 'Scanning')
+  assert.not.match(shown, '\x1b')
+  const rows = shown.replace(/\r/g, '').trimEnd().split('\n')
+  assert.is(rows.length, FIRST_COUNT + 1)
+  assert.is(rows.filter((r) => /^SAFE {4}imgs\/\d{3}\.png {2}\(/.test(r)).length, FIRST_COUNT - 1, shown)
+  assert.is(rows.filter((r) => /^ERROR {3}imgs\/050\.png {2}unsupported_media: /.test(r)).length, 1)
+  assert.equal(rows.filter((r) => r.includes('scanned:')), [`${FIRST_COUNT} scanned: ${FIRST_COUNT - 1} safe, 0 unsafe, 1 error`])
+})
+
 test('a reader that goes away (| head -1) stops the scan quietly: exit 141 as for SIGPIPE, one row, no summary, no error', () => {
   const shown = underPty(`{ ${mod()} scan imgs; echo $? > code.txt; } | head -1 > first.txt`)
   // Never 0: the scan was cut short, and `set -o pipefail` (a GitHub Actions step with `shell: bash`) must not read it as all safe.
