@@ -9,6 +9,7 @@ import {isModError} from '../lib/errors.js'
 import {endBySignal} from '../lib/processes.js'
 import {unknownVariables} from '../lib/config/variables.js'
 import {stopThreadsBeforeExit} from '../lib/worker-module.js'
+import {showCursor} from './cursor.js'
 import {errorText, EXIT_ERROR, exitForSignal, STOP_SIGNALS, type StopSignal} from './errors.js'
 import type {EnvVars} from './help.js'
 import {usageLine, type FlagShape} from './parse-errors.js'
@@ -208,7 +209,7 @@ export abstract class ModCommand extends Command {
    */
   private quit(signal: StopSignal): void {
     this.progress?.finish()
-    if (process.stderr.isTTY) process.stderr.write('\x1b[?25h')
+    if (process.stderr.isTTY) showCursor()
     void endBySignal(signal)
   }
 

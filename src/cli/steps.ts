@@ -1,6 +1,7 @@
 import {chalkStderr} from 'chalk'
 import {DefaultRenderer, Listr, ListrLogger, ProcessOutput} from 'listr2'
 
+import {cursorShownWhileSuspended} from './cursor.js'
 import {visible} from './visible.js'
 
 /** Without a terminal, how often a step's changing title is also printed as a line. */
@@ -97,9 +98,13 @@ export async function runSteps(
       exitOnError: true,
     },
   )
+  // listr2 hides the cursor while it redraws the list.
+  const undo = plain || stream !== process.stderr ? undefined : cursorShownWhileSuspended()
   try {
     await listr.run()
   } catch (e) {
     throw failure ? failure.error : e
+  } finally {
+    undo?.()
   }
 }

@@ -1,7 +1,7 @@
 // `mod scan` under a real terminal: util-linux `script` gives the command a pseudo-terminal (stderr on it, stdout
 // redirected by the shell inside), and tmux renders what a person would see, scrollback included.
-import {execFileSync} from 'node:child_process'
-import {appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {execFileSync, spawn} from 'node:child_process'
+import {appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -47,6 +47,10 @@ test.before(async () => {
     mkdirSync(join(dir.path, 'ds', folder), {recursive: true})
     writeFileSync(join(dir.path, 'ds', folder, 'a.png'), image)
   }
+  // One that scores long enough to be stopped while its steps are drawn: the 300 images as its safe ones.
+  mkdirSync(join(dir.path, 'ds-long'))
+  symlinkSync(images, join(dir.path, 'ds-long', 'safe'))
+  symlinkSync(join(dir.path, 'ds', 'redness'), join(dir.path, 'ds-long', 'redness'))
 })
 
 test.after(() => dir.remove())
@@ -54,6 +58,40 @@ test.after(() => dir.remove())
 /** Runs a shell line under a pseudo-terminal; returns what reached the terminal. */
 function underPty(line: string): string {
   return execFileSync('script', ['-qfec', `sh -c ${shellWord(line)}`, '/dev/null'], {cwd: dir.path, encoding: 'utf8', timeout: 60_000})
+}
+
+/**
+ * Runs `command` (a shell line that writes its process id to `pidFile`, then execs) under a pseudo-terminal; once
+ * what reached the terminal matches `ready`, hands the process id to `act`. Returns all that reached the terminal
+ * and script's exit code (the command's).
+ */
+function underPtyActing(
+  command: string,
+  pidFile: string,
+  ready: RegExp,
+  act: (pid: number, shown: () => string) => void | Promise<void>,
+): Promise<{shown: string; code: number | null}> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('script', ['-qfec', `sh -c ${shellWord(command)}`, '/dev/null'], {cwd: dir.path, stdio: ['ignore', 'pipe', 'inherit']})
+    let shown = ''
+    let acted = false
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
+    child.stdout.setEncoding('utf8')
+    child.stdout.on('data', (d: string) => {
+      shown += d
+      if (acted || !ready.test(shown)) return
+      acted = true
+      Promise.resolve(act(Number(readFileSync(join(dir.path, pidFile), 'utf8')), () => shown)).catch((e: unknown) => {
+        child.kill('SIGKILL')
+        reject(e)
+      })
+    })
+    child.on('error', reject)
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      resolve({shown, code})
+    })
+  })
 }
 
 const mod = (): string => `${envPrefix} ${shellWord(process.execPath)} ${shellWord(BIN)}`
@@ -188,6 +226,44 @@ test("the steps (eval) follow stderr, not stdout: colour, and whether the list i
   const dumb = steps(`TERM=dumb ${mod()} eval ds > /dev/null`)
   assert.match(dumb, '[COMPLETED] Scoring: 2/2 images')
   assert.not.match(dumb, '\x1b')
+})
+
+test('a second signal while the steps (eval) are drawn ends the process with the cursor shown again', async () => {
+  // Stopped first, so that both signals arrive together while listr2 draws (and holds process.stderr.write).
+  const {shown, code} = await underPtyActing(`echo $$ > eval.pid; exec ${mod()} eval ds-long > /dev/null`, 'eval.pid', /\x1b\[\?25l/, (pid) => {
+    for (const signal of ['SIGSTOP', 'SIGINT', 'SIGTERM', 'SIGCONT'] as const) process.kill(pid, signal)
+  })
+  assert.is(code, 130, shown)
+  assert.ok(shown.lastIndexOf('\x1b[?25h') > shown.lastIndexOf('\x1b[?25l'), JSON.stringify(shown.slice(-300)))
+  assert.not.match(shown, 'Error')
+})
+
+test('Ctrl-Z (SIGTSTP) while the steps (eval) are drawn shows the cursor at the prompt; going on hides it again, and the run ends', async () => {
+  // A job of a shell with job control, as at a prompt: its own process group, whose parent (bash) is in another of
+  // the same session. (The kernel drops SIGTSTP to a group with no such parent.) The job's shell records its group
+  // and mod's exit code; bash waits for the code, since a stopped job hands it back the terminal.
+  const job = `echo $$ > tstp.pid; ${mod()} eval ds-long > /dev/null; echo $? > tstp.rc`
+  const line = `bash -c ${shellWord(`set -m; sh -c ${shellWord(job)}; while [ ! -e tstp.rc ]; do sleep 0.05; done`)}`
+  let whileStopped = ''
+  const {shown} = await underPtyActing(line, 'tstp.pid', /\x1b\[\?25l/, async (group, sofar) => {
+    // What Ctrl-Z and then fg send: to the whole group.
+    process.kill(-group, 'SIGTSTP')
+    const node = Number(readFileSync(`/proc/${group}/task/${group}/children`, 'utf8').trim())
+    // The state letter after the command's name in /proc/PID/stat: T once stopped.
+    const deadline = Date.now() + 10_000
+    while (!/\) T /.test(readFileSync(`/proc/${node}/stat`, 'utf8'))) {
+      if (Date.now() > deadline) throw new Error('eval did not stop on SIGTSTP')
+      await new Promise((r) => setTimeout(r, 20))
+    }
+    whileStopped = sofar()
+    process.kill(-group, 'SIGCONT')
+  })
+  assert.is(readFileSync(join(dir.path, 'tstp.rc'), 'utf8'), '0\n')
+  assert.ok(whileStopped.lastIndexOf('\x1b[?25h') > whileStopped.lastIndexOf('\x1b[?25l'), JSON.stringify(whileStopped.slice(-300)))
+  // Hidden again for the redraws after it went on, then shown by the list at its end.
+  assert.ok(shown.lastIndexOf('\x1b[?25l') >= whileStopped.length, JSON.stringify(shown.slice(whileStopped.length, whileStopped.length + 300)))
+  assert.ok(shown.lastIndexOf('\x1b[?25h') > shown.lastIndexOf('\x1b[?25l'))
+  assert.match(shown, /Scoring: 301\/301 images/)
 })
 
 test('NO_COLOR and FORCE_COLOR both set: no Node.js warning across the progress line', () => {
