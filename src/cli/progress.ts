@@ -27,7 +27,24 @@ export interface Progress {
  * sooner is drawn when the time is up, so a scan that then waits (for stdin, a slow disk) shows its last count.
  */
 export const REDRAW_MS = 80
+/**
+ * The line is drawn with the cursor left at its start (`\r` after it), so that one row is cleared from there.
+ * (`ESC [ J`, to the end of the screen, would push the screen into tmux's history from its top row.)
+ */
 const CLEAR = '\r\x1b[2K'
+
+/**
+ * What clears a line drawn `width` columns wide once the terminal is `columns` wide. A terminal made narrower
+ * rewraps the line onto rows below its start (VTE, iTerm2, tmux) and the cursor keeps its place at the start: each
+ * of those rows is cleared, the cursor saved and put back around it. A terminal that cuts the line instead (xterm)
+ * has no such rows, and the cursor does not move past the screen's last row: nothing else is cleared. Clearing
+ * upwards from the end of the line, where the cursor would be otherwise, would erase results on the latter. (A
+ * line in the screen's top rows that tmux rewraps is partly pushed into its history, where nothing reaches it.)
+ */
+export function clearWrapped(width: number, columns: number): string {
+  const below = Math.ceil(width / Math.max(columns, 1)) - 1
+  return below > 0 ? `\x1b7${'\x1b[B\x1b[2K'.repeat(below)}\x1b8${CLEAR}` : CLEAR
+}
 
 const silent: Progress = {
   update() {},
@@ -40,7 +57,7 @@ const graphemes = new Intl.Segmenter(undefined, {granularity: 'grapheme'})
 /**
  * `text` cut to `columns` of the terminal, ending in `…` when cut. Counted in columns, not characters: a wide
  * character (Chinese, Japanese, an emoji) takes two, and a line longer than the terminal would wrap onto a second
- * row, which clearing the line does not reach: each redraw would leave a row behind.
+ * row as it is written, after which `\r` returns to the start of that row only: each redraw would leave a row behind.
  */
 export function fitted(text: string, columns: number): string {
   if (stringWidth(text) <= columns) return text
@@ -85,6 +102,8 @@ export function startProgress(
   const shared = results === 'terminal'
   let current = text
   let shown = false
+  /** The columns the line shown takes. */
+  let drawn = 0
   let done = false
   let last = 0
   let pending: NodeJS.Timeout | undefined
@@ -96,7 +115,9 @@ export function startProgress(
     // character and its `…`: nothing.
     const width = (stream.columns || 80) - 1
     // The line may name a file: nothing in the name may move the cursor or change the terminal.
-    stream.write(width < 2 ? CLEAR : `${CLEAR}${fitted(visible(current), width)}`)
+    const line = width < 2 ? '' : fitted(visible(current), width)
+    stream.write(line === '' ? CLEAR : `${CLEAR}${line}\r`)
+    drawn = stringWidth(line)
     shown = width >= 2
     last = Date.now()
   }
@@ -104,6 +125,14 @@ export function startProgress(
     if (shown) stream.write(CLEAR)
     shown = false
   }
+  // Drawn again at once for the new width, the rows the old line may now take cleared first.
+  const resized = (): void => {
+    if (!shown) return
+    stream.write(clearWrapped(drawn, stream.columns || 80))
+    shown = false
+    draw()
+  }
+  stream.on('resize', resized)
   draw()
   return {
     update(t) {
@@ -127,6 +156,7 @@ export function startProgress(
     finish() {
       done = true
       clearTimeout(pending)
+      stream.off('resize', resized)
       clear()
     },
   }

@@ -1,4 +1,5 @@
 import {execFileSync} from 'node:child_process'
+import {EventEmitter} from 'node:events'
 import {closeSync, constants, openSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
@@ -7,7 +8,7 @@ import * as assert from 'uvu/assert'
 
 import {errorText, oneLine, startupErrorLine} from '../../src/cli/errors.js'
 import {closest, didYouMean, distance} from '../../src/lib/suggest.js'
-import {fitted, REDRAW_MS, resultsTarget, startProgress} from '../../src/cli/progress.js'
+import {clearWrapped, fitted, REDRAW_MS, resultsTarget, startProgress} from '../../src/cli/progress.js'
 import {ModError} from '../../src/lib/errors.js'
 import {tempDir} from '../helpers/cli.js'
 
@@ -47,7 +48,7 @@ test('didYouMean ends a message with the closest word, or adds nothing', () => {
 
 /** A stand-in for a stream: what was written, and whether it is a terminal. */
 function stream(isTTY: boolean): NodeJS.WriteStream & {text: string} {
-  const s = {text: '', isTTY, columns: 20, write: (t: string) => ((s.text += t), true)}
+  const s = Object.assign(new EventEmitter(), {text: '', isTTY, columns: 20, write: (t: string) => ((s.text += t), true)})
   return s as unknown as NodeJS.WriteStream & {text: string}
 }
 
@@ -64,11 +65,11 @@ test('progress on a terminal: results shared with it are written with the line c
   const err = stream(true)
   const written: string[] = []
   const p = startProgress('Scanning a long folder name that does not fit', err, 'terminal')
-  assert.is(err.text, '\r\x1b[2KScanning a long fo…')
+  assert.is(err.text, '\r\x1b[2KScanning a long fo…\r')
   err.text = ''
   p.above(() => written.push(err.text))
   assert.equal(written, ['\r\x1b[2K'])
-  assert.is(err.text, '\r\x1b[2K\r\x1b[2KScanning a long fo…')
+  assert.is(err.text, '\r\x1b[2K\r\x1b[2KScanning a long fo…\r')
   err.text = ''
   p.finish()
   assert.is(err.text, '\r\x1b[2K')
@@ -99,6 +100,29 @@ test('stdout a pipe (its reader writes to the terminal when it likes): no progre
   assert.is(err.text, '')
 })
 
+test('progress: a terminal made narrower gets the line again at once, the rows the old one was rewrapped onto cleared', () => {
+  const err = stream(true)
+  err.columns = 40
+  const p = startProgress('Scanning 12 of 40: 12 scanned: 12 safe', err, 'terminal')
+  // The cursor is left at the start of the line, where a terminal that rewraps the line keeps it.
+  assert.is(err.text, '\r\x1b[2KScanning 12 of 40: 12 scanned: 12 safe\r')
+  err.text = ''
+  err.columns = 15
+  err.emit('resize')
+  // 38 columns on rows of 15: two rows below the start, cleared with the cursor saved and put back.
+  assert.is(err.text, '\x1b7\x1b[B\x1b[2K\x1b[B\x1b[2K\x1b8\r\x1b[2K\r\x1b[2KScanning 12 o…\r')
+  err.text = ''
+  err.columns = 60
+  err.emit('resize')
+  assert.is(err.text, '\r\x1b[2K\r\x1b[2KScanning 12 of 40: 12 scanned: 12 safe\r')
+  p.finish()
+  err.text = ''
+  err.emit('resize')
+  assert.is(err.text, '')
+  assert.is(err.listenerCount('resize'), 0)
+  assert.equal([clearWrapped(20, 20), clearWrapped(21, 20), clearWrapped(5, 0)], ['\r\x1b[2K', '\x1b7\x1b[B\x1b[2K\x1b8\r\x1b[2K', '\x1b7\x1b[B\x1b[2K\x1b[B\x1b[2K\x1b[B\x1b[2K\x1b[B\x1b[2K\x1b8\r\x1b[2K'])
+})
+
 test('the progress line is cut to the terminal in columns: a wide character takes two, an emoji is never split', () => {
   assert.is(fitted('Scanning 长长的视频文件名称.mp4: frame 8', 20), 'Scanning 长长的视频…')
   assert.is(fitted('ab😀😀😀cd', 6), 'ab😀…')
@@ -109,7 +133,7 @@ test('the progress line is cut to the terminal in columns: a wide character take
 test('progress names nothing raw, and a dumb terminal (TERM=dumb), which cannot clear a line, gets none', () => {
   const err = stream(true)
   startProgress('\x1b]0;T\x07\rZ', err, 'elsewhere').finish()
-  assert.is(err.text, '\r\x1b[2K\\x1b]0;T\\x07\\x0dZ\r\x1b[2K')
+  assert.is(err.text, '\r\x1b[2K\\x1b]0;T\\x07\\x0dZ\r\r\x1b[2K')
   const dumb = stream(true)
   const d = startProgress('Scanning', dumb, 'elsewhere', true)
   d.update('Scanning 1 of 2')
@@ -122,15 +146,15 @@ test('progress: an update sooner than REDRAW_MS after a draw is drawn when the t
   const p = startProgress('Scanning', err, 'elsewhere')
   p.update('Scanning 1 of 2')
   p.update('Scanning 2 of 2')
-  assert.is(err.text, '\r\x1b[2KScanning')
+  assert.is(err.text, '\r\x1b[2KScanning\r')
   await new Promise((resolve) => setTimeout(resolve, REDRAW_MS * 2))
-  assert.is(err.text, '\r\x1b[2KScanning\r\x1b[2KScanning 2 of 2')
+  assert.is(err.text, '\r\x1b[2KScanning\r\r\x1b[2KScanning 2 of 2\r')
   const ended = stream(true)
   const q = startProgress('Scanning', ended, 'elsewhere')
   q.update('Scanning 1 of 1')
   q.finish()
   await new Promise((resolve) => setTimeout(resolve, REDRAW_MS * 2))
-  assert.is(ended.text, '\r\x1b[2KScanning\r\x1b[2K')
+  assert.is(ended.text, '\r\x1b[2KScanning\r\r\x1b[2K')
 })
 
 test.run()

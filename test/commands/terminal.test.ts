@@ -198,6 +198,22 @@ test('Ctrl-C stops a scan with exit 130, one line saying how far it got, no stac
   assert.match(screen.trim(), /^mod: stopped by SIGINT after \d+ of \d+\+? files: \d+ scanned: \d+ safe, 0 unsafe, [01] errors\nEXIT=130$/)
 })
 
+test('a terminal made narrower mid-scan: the rewrapped line is cleared and drawn again to the new width, no row left behind', async () => {
+  // The scan then waits on stdin with its line shown, which the resize finds at 100 columns taking 3 rows of 30.
+  // Four empty rows first: tmux pushes the rows a rewrap adds into its history from the top, with the cursor.
+  const line = `printf '\\n\\n\\n\\n'; ${mod()} scan imgs/1*.png - ${IDLE_STDIN} > /dev/null; echo EXIT=$?; sleep 60`
+  const screen = await inPane(dir.path, line, {width: 100, height: 20}, async (pane) => {
+    await pane.until(/Scanning 100 of 101\+?: 100 scanned: 100 safe, 0 unsafe, 0 errors/)
+    pane.resize(30)
+    // Drawn again at once, cut to 29 columns, with nothing of the old line left.
+    const redrawn = await pane.until(/…/, 10_000)
+    assert.match(redrawn.trim(), /^Scanning 100 of 101\+?: 100 sc\S*…$/, JSON.stringify(redrawn))
+    pane.keys('C-c')
+    return pane.until(/EXIT=\d+/, 10_000, true)
+  })
+  assert.match(screen.trim(), /^mod: stopped by SIGINT after 100 of 101\+? files: 100 scanned: 100 safe, 0 unsafe, 0 errors\nEXIT=130$/)
+})
+
 test('the terminal closed mid-scan (SIGHUP, stdout gone: EIO): exit 129 and the stop line, no output error', async () => {
   // The subshell ignores the hang-up to outlive the pane and record mod's exit code; mod handles SIGHUP itself.
   // stdin (-) never ends, so the scan is still running when the pane closes, its JSON array still open.

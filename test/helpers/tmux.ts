@@ -10,6 +10,8 @@ import {join} from 'node:path'
 export interface Pane {
   /** Sends keys as tmux names them (`C-c`, `Enter`). */
   keys(...keys: string[]): void
+  /** Makes the pane's terminal `width` columns wide, as dragging a window's edge does (tmux rewraps its lines). */
+  resize(width: number): void
   /**
    * The pane's text, scrollback first, once it matches `pattern`; an error showing the text if it has not in
    * `timeoutMs`. `joined`: a line the terminal wrapped onto several rows comes back as one, trailing spaces kept.
@@ -31,6 +33,7 @@ export async function inPane<T>(dir: string, command: string, size: {width: numb
   tmux('new-session', '-d', '-s', 'pane', '-x', String(size.width), '-y', String(size.height), '-c', dir, command)
   const pane: Pane = {
     keys: (...keys) => void tmux('send-keys', '-t', 'pane', ...keys),
+    resize: (width) => void tmux('resize-window', '-t', 'pane', '-x', String(width)),
     async until(pattern, timeoutMs = 60_000, joined = false) {
       const deadline = Date.now() + timeoutMs
       for (;;) {
