@@ -391,7 +391,9 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
       // As a for await loop ends its iterator (the walk stops); not after a stop, where a read may still hold it.
       if (!this.interrupt.signal.aborted) await results.return?.(undefined)
       progress.finish()
-      out.end(summaryText(state, run.config.preset, flags.server))
+      // A stopped run's CI report says so, as the stderr line does: its counts are not a finished run's.
+      const summary = summaryText(state, run.config.preset, flags.server)
+      out.end(this.stoppedBy ? `stopped by ${this.stoppedBy} after ${ofFound(state)} files: ${summary}` : summary)
     }
     return out
   }

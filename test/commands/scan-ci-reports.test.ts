@@ -1,4 +1,4 @@
-import {spawnSync} from 'node:child_process'
+import {spawn, spawnSync} from 'node:child_process'
 import {mkdirSync, readFileSync, realpathSync, writeFileSync} from 'node:fs'
 import {createRequire} from 'node:module'
 import {join} from 'node:path'
@@ -9,7 +9,7 @@ import addFormatsModule from 'ajv-formats'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {ROOT, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {BIN, ROOT, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {git} from '../helpers/git.js'
 import {pythonTools} from '../helpers/python-tools.js'
 import {skip} from '../helpers/skip.js'
@@ -297,6 +297,30 @@ test('--format junit: DEL, C1 controls, line separators and bidi controls in a n
   // What an XML parser reads: each reference is the character it names.
   const names = [...r.stdout.matchAll(/<testcase [^>]*name="([^"]*)"/g)].map((m) => m[1].replace(/&#x([0-9A-F]+);/g, (_, h: string) => String.fromCodePoint(parseInt(h, 16))))
   assert.equal(names.sort(), odd.map((n) => `active/${n}`).sort())
+})
+
+test('--format github on a scan stopped by a signal: the closing notice says it was stopped and how far it got, not a finished run', async () => {
+  // stdin (-) never ends: the scan waits on it once the red image's annotation is out, until SIGINT.
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_')))
+  const child = spawn(process.execPath, [BIN, 'scan', 'assets/red one.png', '-', '--config', 'policy.yaml', '--format', 'github'], {cwd: work, env: {...base, ...env, NO_COLOR: '1'}})
+  let stdout = ''
+  let stderr = ''
+  child.stderr.on('data', (d) => (stderr += d))
+  const closed = new Promise<number | null>((done) => child.on('close', done))
+  await new Promise<void>((ready) =>
+    child.stdout.on('data', (d) => {
+      stdout += d
+      if (stdout.includes('::error ')) ready()
+    }),
+  )
+  child.kill('SIGINT')
+  assert.is(await closed, 130)
+  const lines = stdout.trimEnd().split('\n')
+  assert.is(lines.length, 2, stdout)
+  assert.match(lines[0], /^::error file=assets\/red one\.png,line=1,title=mod%3A redness::/)
+  assert.match(lines[1], /^::notice title=mod scan::stopped by SIGINT after 1 of 2\+? files: 1 scanned: 0 safe, 1 unsafe, 0 errors/)
+  assert.match(stderr, /^mod: stopped by SIGINT after 1 of 2\+? files: 1 scanned: 0 safe, 1 unsafe, 0 errors\n$/)
+  child.stdin.destroy()
 })
 
 test('--json and --format json print the same; --format cannot be used with --json', async () => {
