@@ -1,7 +1,4 @@
 import {createHash} from 'node:crypto'
-import {rename, rm, writeFile} from 'node:fs/promises'
-import {basename, dirname, join} from 'node:path'
-
 import type {ItemResult} from '../lib/engine.js'
 import {ModError} from '../lib/errors.js'
 import {readFileCapped} from '../lib/input/read-capped.js'
@@ -76,18 +73,6 @@ export function baselineText(items: readonly BaselineItem[]): string {
   const sorted = [...items].sort((a, b) => (a.source < b.source ? -1 : a.source > b.source ? 1 : a.sha256 < b.sha256 ? -1 : 1))
   const lines = sorted.map((it) => `    ${JSON.stringify({sha256: it.sha256, source: it.source, categories: [...it.categories].sort()})}`)
   return `{\n  "version": ${BASELINE_VERSION},\n  "items": [${lines.length > 0 ? `\n${lines.join(',\n')}\n  ` : ''}]\n}\n`
-}
-
-/** Writes a file whole or not at all: a temporary file beside it, renamed over it. */
-export async function writeAtomically(path: string, text: string): Promise<void> {
-  const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`)
-  try {
-    await writeFile(tmp, text)
-    await rename(tmp, path)
-  } catch (e) {
-    await rm(tmp, {force: true})
-    throw new ModError('invalid_config', `cannot write ${path}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`)
-  }
 }
 
 /**

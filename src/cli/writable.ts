@@ -1,7 +1,9 @@
 import {randomBytes} from 'node:crypto'
-import {open, readdir, rm, stat} from 'node:fs/promises'
+import {constants} from 'node:fs'
+import {access, open, readdir, realpath, rename, rm, stat, writeFile} from 'node:fs/promises'
 import {basename, dirname, join, resolve} from 'node:path'
 
+import {whyUnreadable} from '../lib/errno.js'
 import {ModError} from '../lib/errors.js'
 import {isRunning} from '../lib/processes.js'
 
@@ -42,6 +44,14 @@ export async function removeAbandonedTemps(file: string): Promise<void> {
  */
 export async function checkWritable(flag: string, file: string): Promise<void> {
   await refuseFolder(flag, file)
+  const info = await stat(file).catch(() => undefined)
+  if (info !== undefined && !info.isFile()) {
+    // A device or a pipe (/dev/stdout) is written in place, so its own permission is what counts.
+    await access(file, constants.W_OK).catch((e: unknown) => {
+      throw cannotWrite(flag, file, e)
+    })
+    return
+  }
   const probe = besideTemp(file)
   try {
     await (await open(probe, 'wx')).close()
@@ -49,4 +59,40 @@ export async function checkWritable(flag: string, file: string): Promise<void> {
     throw cannotWrite(flag, file, e)
   }
   await rm(probe, {force: true})
+}
+
+/**
+ * Writes `text` to `file` (given with `flag`) whole or not at all: into a temporary file beside it, synced, then
+ * renamed over it, so that a full disk or a crash leaves the previous file as it was. A link is followed (the file
+ * it names is replaced, the link kept), and the previous file's permissions are kept. A device or a pipe
+ * (/dev/stdout) is written in place: renaming over it would replace the device. A failure is `bad_request`, in
+ * words (`the disk is full (ENOSPC)`).
+ */
+export async function writeWhole(flag: string, file: string, text: string): Promise<void> {
+  const info = await stat(file).catch(() => undefined)
+  const failed = (e: unknown, kept: boolean): ModError =>
+    new ModError('bad_request', `${flag} ${file}: cannot write it: ${whyUnreadable(e)}${kept ? '; the file there was left as it was' : ''}`)
+  if (info !== undefined && !info.isFile()) {
+    await writeFile(file, text).catch((e: unknown) => {
+      throw failed(e, false)
+    })
+    return
+  }
+  const target = info === undefined ? file : await realpath(file)
+  const temp = besideTemp(target)
+  try {
+    const handle = await open(temp, 'wx')
+    try {
+      await handle.writeFile(text)
+      if (info !== undefined) await handle.chmod(info.mode & 0o7777)
+      await handle.sync()
+    } finally {
+      await handle.close()
+    }
+    await rename(temp, target)
+  } catch (e) {
+    await rm(temp, {force: true})
+    throw failed(e, info !== undefined)
+  }
+  await removeAbandonedTemps(target)
 }

@@ -1,5 +1,3 @@
-import {writeFile} from 'node:fs/promises'
-
 import {Args, Flags} from '@oclif/core'
 
 import {errorLines, pct, runDatasetSteps} from '../cli/dataset-run.js'
@@ -8,7 +6,7 @@ import {ModCommand} from '../cli/base-command.js'
 import {textReporter} from '../cli/reports/reporter.js'
 import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {modelFlags} from '../cli/flags.js'
-import {checkWritable} from '../cli/writable.js'
+import {checkWritable, writeWhole} from '../cli/writable.js'
 import {plural} from '../lib/plural.js'
 import {calibrationComments, writeCalibratedPolicy, type CalibrationTarget} from '../lib/eval/calibrate-policy.js'
 import {calibrateDataset} from '../lib/eval/run.js'
@@ -78,7 +76,7 @@ categories without images are left as they are. A trained head is not applied.`
     for (const line of errorLines(errors, unlisted)) this.logToStderr(line)
     const original = config.policyPath ? await readPolicyText(config.policyPath) : undefined
     const yaml = writeCalibratedPolicy(original, report, calibrationComments(report, args.dataset))
-    if (flags.out) await writeFile(flags.out, yaml)
+    if (flags.out) await writeWhole('--out', flags.out, yaml)
     else this.printResult(textReporter(), yaml)
     for (const c of report.categories.filter((c) => c.fitted || c.train.positives + c.after.positives > 0)) {
       this.logToStderr(

@@ -1,5 +1,3 @@
-import {writeFile} from 'node:fs/promises'
-
 import {Args, Flags} from '@oclif/core'
 
 import {errorLines, formatEval, runDatasetSteps} from '../cli/dataset-run.js'
@@ -9,7 +7,7 @@ import {SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {modelFlags} from '../cli/flags.js'
 import {chosenFormat, formatFlags} from '../cli/output.js'
 import {oneResultReporters, PLAIN_FORMATS} from '../cli/reports/reporter.js'
-import {checkWritable} from '../cli/writable.js'
+import {checkWritable, writeWhole} from '../cli/writable.js'
 import {MAX_ANIMATION_FRAMES} from '../lib/image/animation-frames.js'
 import {loadChartJs, renderReport} from '../lib/eval/report.js'
 import {evaluateDataset, type EvalReport} from '../lib/eval/run.js'
@@ -77,7 +75,7 @@ evaluated.`
           onProgress: (n, total) => retitle(`Scoring: ${n}/${plural(total, 'image')}`),
           signal: this.interrupt.signal,
         }),
-      flags.report ? [{title: `Writing the report ${flags.report}`, run: async (report: EvalReport) => writeFile(flags.report as string, renderReport(report, await loadChartJs()))}] : [],
+      flags.report ? [{title: `Writing the report ${flags.report}`, run: async (report: EvalReport) => writeWhole('--report', flags.report as string, renderReport(report, await loadChartJs()))}] : [],
     )
     this.notePolicy(config)
     for (const line of errorLines(done.errors, done.unlisted, done.animations_truncated)) this.logToStderr(line)

@@ -1,7 +1,7 @@
 import {Args, Errors, Flags, type Interfaces} from '@oclif/core'
 
 import {ModCommand} from '../cli/base-command.js'
-import {baselineText, hashedInputs, isAccepted, readBaseline, writeAtomically, type Baseline, type BaselineItem} from '../cli/baseline.js'
+import {baselineText, hashedInputs, isAccepted, readBaseline, type Baseline, type BaselineItem} from '../cli/baseline.js'
 import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION, SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
 import {chosenFormat, formatFlags, type Output} from '../cli/output.js'
@@ -31,7 +31,7 @@ import {POLICY_PLUGINS} from '../lib/signals/registry.js'
 import type {Coverage} from '../lib/types.js'
 import type {RemoteEngine} from '../cli/remote/engine.js'
 import type {RemoteConfig} from '../cli/remote/from-flags.js'
-import {checkWritable} from '../cli/writable.js'
+import {checkWritable, writeWhole} from '../cli/writable.js'
 
 /** Engine results and the inputs that failed before reaching it (not found, not a regular file), in input order. */
 async function* inOrder(items: AsyncIterable<ScanItem>, moderate: (inputs: AsyncIterable<ImageInput>) => AsyncIterable<ItemResult>): AsyncGenerator<ItemResult | ScanEntry> {
@@ -421,7 +421,7 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
       await closeReport(report, sampled, run.limits, {...counts, scanned, not_evaluated: state.covered.not_evaluated, coverage: coverage(state.covered), sampled: sampled.length})
     }
     if (flags['write-baseline']) {
-      await writeAtomically(flags['write-baseline'], baselineText(state.flagged))
+      await writeWhole('--write-baseline', flags['write-baseline'], baselineText(state.flagged))
       this.logToStderr(`mod: baseline: wrote ${state.flagged.length} flagged ${state.flagged.length === 1 ? 'image' : 'images'} to ${flags['write-baseline']}`)
     }
     // Every format: a run that exits 2 says why on the terminal, and --json > out.json keeps stdout one document.

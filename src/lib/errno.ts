@@ -13,6 +13,7 @@ const WORDS: Record<string, string> = {
   ENOMEM: 'out of memory',
   EROFS: 'a read-only file system',
   ENOSPC: 'the disk is full',
+  EFBIG: 'larger than a file may be here',
 }
 
 export function whyUnreadable(e: unknown): string {

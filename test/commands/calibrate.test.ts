@@ -1,11 +1,12 @@
-import {readFileSync, writeFileSync} from 'node:fs'
+import {spawnSync} from 'node:child_process'
+import {readdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 import {parse} from 'yaml'
 
-import {runInProcess, tempDir, TOY_MODEL} from '../helpers/cli.js'
+import {BIN, runInProcess, tempDir, TOY_MODEL} from '../helpers/cli.js'
 import {noisyPng, writeImages} from '../helpers/dataset.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 
@@ -82,6 +83,29 @@ test('bad targets are usage errors', async () => {
   const r = await runInProcess(['calibrate', dataset, '--config', policy, '--max-fpr', '2'], {env})
   assert.is(r.code, 2)
   assert.match(r.stderr, '--max-fpr must be a number from 0 to 1')
+})
+
+test('a policy written back over --config that the disk cannot take is left whole, and the failure is said, exit 2', async () => {
+  // The documented workflow: the file in use, written back with its comments. A file size limit (ulimit -f, a few
+  // KiB) fails the write past it as a full disk would, in any file system and for root too.
+  const own = join(dir.path, 'own.yaml')
+  const before = `# ${'a long note '.repeat(4000)}\n${readFileSync(policy, 'utf8')}`
+  writeFileSync(own, before)
+  const r = spawnSync('/bin/sh', ['-c', 'ulimit -f 16 && exec "$@"', 'sh', process.execPath, BIN, 'calibrate', dataset, '--config', own, '--out', own], {
+    env: {...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_'))), ...env, NO_COLOR: '1'},
+    encoding: 'utf8',
+  })
+  assert.is(r.status, 2, r.stderr)
+  assert.is(r.stdout, '')
+  assert.match(r.stderr, `mod: bad_request: --out ${own}: cannot write it: larger than a file may be here (EFBIG); the file there was left as it was\n`)
+  assert.is(readFileSync(own, 'utf8'), before)
+  assert.equal(readdirSync(dir.path).filter((n) => n.endsWith('.tmp')), [])
+})
+
+test('eval --report to a full device (/dev/full) says the disk is full, exit 2', async () => {
+  const r = await runInProcess(['eval', dataset, '--config', policy, '--report', '/dev/full', '--json'], {env})
+  assert.equal([r.code, r.stdout], [2, ''])
+  assert.match(r.stderr, /^mod: bad_request: --report \/dev\/full: cannot write it: the disk is full \(ENOSPC\)\n$/m)
 })
 
 test.run()

@@ -51,6 +51,12 @@ test('head train learns a label no prompt describes, and scan --head then flags 
   assert.equal([greenish.recall, greenish.safe_fpr], [1, 0])
 })
 
+test('--out on a full disk (/dev/full) says so, exit 2, not internal', async () => {
+  const r = await runInProcess(['head', 'train', dataset, '--out', '/dev/full'], {env})
+  assert.equal([r.code, r.stdout], [2, ''])
+  assert.match(r.stderr, /\nmod: bad_request: --out \/dev\/full: cannot write it: the disk is full \(ENOSPC\)\n$/)
+})
+
 test('a dataset without safe images is refused', async () => {
   const bad = join(dir.path, 'bad')
   await writeImages(bad, 'greenish', [40, 210, 60], 2)

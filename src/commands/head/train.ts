@@ -1,5 +1,3 @@
-import {writeFile} from 'node:fs/promises'
-
 import {Args, Flags} from '@oclif/core'
 
 import {errorLines, pct, runDatasetSteps} from '../../cli/dataset-run.js'
@@ -9,7 +7,7 @@ import {textReporter} from '../../cli/reports/reporter.js'
 import {visible} from '../../cli/visible.js'
 import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../../cli/errors.js'
 import {modelFlags} from '../../cli/flags.js'
-import {checkWritable} from '../../cli/writable.js'
+import {checkWritable, writeWhole} from '../../cli/writable.js'
 import {trainHeadOnDataset} from '../../lib/eval/run.js'
 import {plural} from '../../lib/plural.js'
 import {DEFAULT_TRAIN_OPTIONS, headFileJson} from '../../lib/eval/train-head.js'
@@ -66,7 +64,7 @@ hash) stops improving; the held-out figures at threshold 0.5 are printed. Use th
     const {head, errors, model, dataset} = result
     for (const line of errorLines(errors, dataset.unlisted)) this.logToStderr(line)
     const description = `trained by mod head train on ${plural(dataset.images, 'image')} of ${args.dataset} (${head.train_images} for training, ${head.heldout_images} held out)`
-    await writeFile(flags.out, headFileJson(head, model, description))
+    await writeWhole('--out', flags.out, headFileJson(head, model, description))
     const figures = head.labels.map(
       (l) => `  ${l.name}: recall ${pct(l.heldout.recall)}, precision ${pct(l.heldout.precision)}, safe flagged ${pct(l.heldout.safe_fpr)} (${plural(l.heldout.positives, 'held-out image')}, ${plural(l.epochs, 'epoch')})\n`,
     )
