@@ -50,6 +50,18 @@ test('removes the preset folder, a partial download included, and what was deriv
   assert.equal([again.code, again.stdout], [0, `fast is not installed in ${join(cache, 'fast')}: nothing to remove\n`])
 })
 
+test('a manifest whose id is ".." removes the preset folder and nothing else: the cache folder was deleted whole', async () => {
+  const cache = join(dir.path, 'dotdot')
+  for (const name of ['fast', 'balanced', 'other', 'prompts/kept']) mkdirSync(join(cache, name), {recursive: true})
+  writeFileSync(join(cache, 'fast', 'manifest.json'), '{"id": ".."}')
+  const kept = [join(cache, 'balanced', 'precious.onnx'), join(cache, 'other', 'mydata.txt'), join(cache, 'prompts', 'kept', 'embeddings.json')]
+  for (const path of kept) writeFileSync(path, 'keep')
+  const r = await runInProcess(['models', 'remove', 'fast'], {env: {MOD_CACHE_DIR: cache}})
+  assert.equal([r.code, r.stdout, r.stderr], [0, `fast removed from ${join(cache, 'fast')}: 12 bytes freed\n`, ''])
+  assert.not.ok(existsSync(join(cache, 'fast')))
+  assert.equal(kept.filter(existsSync), kept)
+})
+
 test('a folder another mod is installing into is left as it is: exit 2 naming that process', async () => {
   const {cache} = cacheWithFast('locked')
   // This test's own process is alive: its pid in the lock is an installer at work.

@@ -14,6 +14,16 @@ const ROLES: readonly FileRole[] = ['image_encoder', 'text_encoder', 'tokenizer'
  */
 const SAFE_PATH = /^[\w-][\w.-]*(?:\/[\w-][\w.-]*)*$/
 const SHA256 = /^[0-9a-f]{64}$/
+/**
+ * A model id names folders in the cache (`prompts/<id>/`, which `mod models remove` deletes): one plain name, not
+ * `.` or `..`, no separator, so that it can never lead out of them.
+ */
+const MODEL_ID = /^[\w-][\w.-]{0,127}$/
+export const MODEL_ID_RULE = "a name of letters, digits, '-', '_' and '.' that does not start with '.', at most 128 characters"
+
+export function isModelId(id: unknown): id is string {
+  return typeof id === 'string' && MODEL_ID.test(id)
+}
 
 type Json = Record<string, unknown>
 
@@ -108,7 +118,7 @@ export function parseManifest(value: unknown, where: string): Manifest {
     seen.add(f.path)
   }
   const manifest: Manifest = {
-    id: c.string(m.id, 'id'),
+    id: isModelId(m.id) ? m.id : c.fail('id', MODEL_ID_RULE),
     family: 'clip',
     embedding_size: c.count(m.embedding_size, 'embedding_size'),
     context_length: c.count(m.context_length, 'context_length'),

@@ -4,9 +4,10 @@
  * space. It holds the folder's install lock while it deletes: a pull or add in progress there is not cut short.
  */
 import {lstat, readdir, readFile, readlink, rm, rmdir} from 'node:fs/promises'
-import {dirname, join, resolve} from 'node:path'
+import {dirname, join, relative, resolve, sep} from 'node:path'
 
 import {withInstallLock} from './install-lock.js'
+import {isModelId} from './manifest.js'
 import {promptCachePath} from './prompt-cache.js'
 import {cachedGraphs, cachePrefix} from './session.js'
 
@@ -37,6 +38,18 @@ async function sizeOf(path: string): Promise<number> {
   const info = await lstat(path).catch(() => undefined)
   if (info === undefined) return 0
   return info.isDirectory() ? (await filesUnder(path)).reduce((sum, f) => sum + f.size, 0) : info.size
+}
+
+/** Whether `path` lies strictly below the folder `parent` (neither it, nor outside it). */
+function isBelow(parent: string, path: string): boolean {
+  const rel = relative(resolve(parent), resolve(path))
+  return rel !== '' && rel !== '..' && !rel.startsWith(`..${sep}`) && !rel.startsWith(sep)
+}
+
+/** The id the folder's manifest.json names, when it is a valid one: an id that could lead out of `prompts/` is not used. */
+async function installedId(folder: string): Promise<string | undefined> {
+  const id = await readFile(join(folder, 'manifest.json'), 'utf8').then((t) => (JSON.parse(t) as {id?: unknown}).id, () => undefined)
+  return isModelId(id) ? id : undefined
 }
 
 /** Removes what the cache holds for the model file at `file`: its optimised graphs, and its signed int8 copies with theirs. */
@@ -78,19 +91,19 @@ export async function removeModel(dir: string, what: string, cacheDir: string): 
   }
   if (!info?.isDirectory()) return undefined
   const removed = await withInstallLock(folder, what, async () => {
-    const id = await readFile(join(folder, 'manifest.json'), 'utf8').then((t) => (JSON.parse(t) as {id?: unknown}).id, () => undefined)
+    const id = await installedId(folder)
     const files = (await filesUnder(folder)).filter((f) => !f.path.endsWith('.install.lock'))
     let bytes = files.reduce((sum, f) => sum + f.size, 0)
     for (const f of files.filter((f) => f.path.endsWith('.onnx'))) bytes += await removeDerived(f.path, cacheDir)
-    if (typeof id === 'string') {
-      const prompts = dirname(promptCachePath(cacheDir, id))
+    const prompts = id === undefined ? undefined : dirname(promptCachePath(cacheDir, id))
+    if (prompts !== undefined && isBelow(join(cacheDir, 'prompts'), prompts)) {
       bytes += await sizeOf(prompts)
       await rm(prompts, {recursive: true, force: true})
     }
     // The manifest first: from then on the folder no longer counts as installed, whatever is left if this stops.
     await rm(join(folder, 'manifest.json'), {force: true})
     for (const name of await readdir(folder)) if (name !== '.install.lock') await rm(join(folder, name), {recursive: true, force: true})
-    return {dir: folder, ...(typeof id === 'string' ? {id} : {}), bytes}
+    return {dir: folder, ...(id === undefined ? {} : {id}), bytes}
   })
   // Emptied under the lock; a pull that took the folder since keeps it.
   await rmdir(folder).catch(() => undefined)

@@ -80,7 +80,9 @@ test('a manifest that is not JSON is invalid_config with its path', async () => 
 
 test('a manifest of the wrong shape is invalid_config naming the field', () => {
   const cases: [unknown, string][] = [
-    [variant((m) => delete m.id), 'id: expected a non-empty string'],
+    [variant((m) => delete m.id), 'id: expected a name of letters, digits, \'-\', \'_\' and \'.\' that does not start with \'.\', at most 128 characters'],
+    // The id names the model's folder of prompt embeddings (prompts/<id>/), which scan writes and remove deletes.
+    ...['..', '.', '.hidden', 'org/name', '../../x', 'a\\b', 'x'.repeat(129)].map((id): [unknown, string] => [variant((m) => (m.id = id)), 'id: expected a name of letters, digits, \'-\', \'_\' and \'.\' that does not start with \'.\', at most 128 characters']),
     [variant((m) => (m.family = 'siglip')), 'family: expected "clip"'],
     [variant((m) => (m.embedding_size = 0)), 'embedding_size: expected a whole number >= 1'],
     [variant((m) => (m.preprocess.std = [1, 0, 1])), 'preprocess.std: expected three positive numbers'],

@@ -8,7 +8,7 @@ import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 import {ModError} from '../../errors.js'
-import {MANIFEST_FILE} from '../../model/manifest.js'
+import {isModelId, MANIFEST_FILE, MODEL_ID_RULE} from '../../model/manifest.js'
 import type {ModelFile} from '../../model/manifest-types.js'
 import type {Addon, AddonStatus} from '../signal.js'
 
@@ -52,6 +52,7 @@ export async function readDetectorManifest(path: string): Promise<DetectorManife
   }
   if (m.kind !== 'detector') throw invalid(path, 'kind must be "detector"')
   if (typeof m.id !== 'string' || typeof m.licence !== 'string') throw invalid(path, 'id and licence must be strings')
+  if (!isModelId(m.id)) throw invalid(path, `id must be ${MODEL_ID_RULE}`)
   const f = Array.isArray(m.files) && m.files.length === 1 ? m.files[0] : undefined
   if (!f || f.role !== 'detector' || typeof f.path !== 'string' || !/^[\w-][\w.-]*$/.test(f.path)) {
     throw invalid(path, 'files must hold one file with role "detector" and a plain file name')
