@@ -62,6 +62,18 @@ test('a manifest whose id is ".." removes the preset folder and nothing else: th
   assert.equal(kept.filter(existsSync), kept)
 })
 
+test('a manifest that does not parse (or is null) does not stop the removal of its folder: it was internal, the folder kept', async () => {
+  for (const [name, text] of [['corrupt', '{bad'], ['null', 'null']]) {
+    const cache = join(dir.path, name)
+    mkdirSync(join(cache, 'fast', 'onnx'), {recursive: true})
+    writeFileSync(join(cache, 'fast', 'manifest.json'), text)
+    writeFileSync(join(cache, 'fast', 'onnx', 'vision_model.onnx'), Buffer.alloc(1000))
+    const r = await runInProcess(['models', 'remove', 'fast'], {env: {MOD_CACHE_DIR: cache}})
+    assert.equal([r.code, r.stdout, r.stderr], [0, `fast removed from ${join(cache, 'fast')}: ${1000 + text.length} bytes freed\n`, ''], name)
+    assert.equal(readdirSync(cache), [], name)
+  }
+})
+
 test('a folder another mod is installing into is left as it is: exit 2 naming that process', async () => {
   const {cache} = cacheWithFast('locked')
   // This test's own process is alive: its pid in the lock is an installer at work.

@@ -46,10 +46,18 @@ function isBelow(parent: string, path: string): boolean {
   return rel !== '' && rel !== '..' && !rel.startsWith(`..${sep}`) && !rel.startsWith(sep)
 }
 
-/** The id the folder's manifest.json names, when it is a valid one: an id that could lead out of `prompts/` is not used. */
+/**
+ * The id the folder's manifest.json names, when it is a valid one. A folder being removed is often a broken one: a
+ * manifest that is missing, does not parse or names no usable id (one that could lead out of `prompts/`) gives
+ * none, and the folder is removed all the same.
+ */
 async function installedId(folder: string): Promise<string | undefined> {
-  const id = await readFile(join(folder, 'manifest.json'), 'utf8').then((t) => (JSON.parse(t) as {id?: unknown}).id, () => undefined)
-  return isModelId(id) ? id : undefined
+  try {
+    const id = (JSON.parse(await readFile(join(folder, 'manifest.json'), 'utf8')) as {id?: unknown} | null)?.id
+    return isModelId(id) ? id : undefined
+  } catch {
+    return undefined
+  }
 }
 
 /** Removes what the cache holds for the model file at `file`: its optimised graphs, and its signed int8 copies with theirs. */
