@@ -309,15 +309,20 @@ export async function pullModel<M extends PullableManifest>(manifest: M, destDir
 async function pullFiles<M extends PullableManifest>(ctx: Context, manifest: M, queue: ModelFile[], urls: string[]): Promise<M> {
   const {dest: destDir, opts} = ctx
   const installed = new Map<string, ModelFile>()
+  const modelFiles = new Set(manifest.files.map((f) => f.path))
   let uninstalled = false
   for (const [i, file] of queue.entries()) {
     if (opts.signal?.aborted) throw failed('download was interrupted')
     let verified = await installedCopy(join(destDir, file.path), file)
     const skipped = verified !== undefined
     if (!verified) {
-      // From the first file that changes, the folder must stop counting as installed until it is whole again.
-      if (!uninstalled) await rm(join(destDir, MANIFEST_FILE), {force: true})
-      uninstalled = true
+      // From the first of the model's own files that changes, the folder must stop counting as installed until it
+      // is whole again. A variant's file does not: the model installed runs without it, and a pull of a variant
+      // that fails or is stopped must leave that model as it was.
+      if (!uninstalled && modelFiles.has(file.path)) {
+        await rm(join(destDir, MANIFEST_FILE), {force: true})
+        uninstalled = true
+      }
       verified = await download(ctx, file, urls[i])
     }
     const pinned = file.sha256 !== undefined

@@ -145,6 +145,23 @@ test('an int8 variant is pulled beside the fp32 files when asked, and only then'
   assert.is((await loadManifest(dest, 'fast')).files.find((f) => f.role === 'image_encoder')?.path, encoders.find((f) => f.role === 'image_encoder')?.path)
 })
 
+test('a pull of a variant that fails leaves the installed model installed: it lost its manifest.json', async () => {
+  const encoders = toy.files.filter((f) => f.role === 'image_encoder' || f.role === 'text_encoder')
+  const variantFile = (role: 'image_encoder' | 'text_encoder') => {
+    const path = (encoders.find((f) => f.role === role) as {path: string}).path.replace('.onnx', '_missing_int8.onnx')
+    return {path, role, url: `${base}/${path}`}
+  }
+  const manifest: Manifest = {...preset(), variants: {int8: {image_encoder: variantFile('image_encoder'), text_encoder: variantFile('text_encoder')}}}
+  const dest = reset()
+  await pullModel(manifest, dest)
+  const before = await readFile(join(dest, 'manifest.json'), 'utf8')
+  const e = await rejection(pullModel(manifest, dest, {variants: ['int8']}))
+  assert.is(e.code, 'download_failed')
+  assert.match(e.message, 'answered HTTP 404')
+  assert.is(await readFile(join(dest, 'manifest.json'), 'utf8'), before)
+  assert.is((await loadManifest(dest, 'fast')).id, toy.id)
+})
+
 test('asking for a variant the model does not offer is a clear configuration error', async () => {
   const e = await rejection(pullModel(preset(), reset(), {variants: ['fp16']}))
   assert.is(e.code, 'invalid_config')
