@@ -56,7 +56,7 @@ export const modelFlags = {
     helpGroup: MODEL,
   }),
   threads: wholeNumberFlag({
-    description: 'onnxruntime threads per model (default: fit the machine).',
+    description: 'onnxruntime threads per model, 1 to 256 (default: fit the machine).',
     helpValue: 'N',
     min: 1,
     env: SETTING_VARIABLES.threads,

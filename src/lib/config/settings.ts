@@ -294,6 +294,12 @@ function cacheDirOf(input: SettingsInput, env: Env, cwd: string): string {
   }
 }
 
+/**
+ * The most onnxruntime threads per model. onnxruntime sets no bound of its own and starts them all: 5 000 took
+ * minutes and held off SIGTERM, where no machine mod runs on has that many cores to use; 256 is past any that has.
+ */
+export const MAX_THREADS = 256
+
 function count(input: SettingsInput, env: Env, key: 'threads' | 'port' | 'workers', min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
   const {name, value} = source(input, env, key)
   if (value === undefined) return undefined
@@ -360,7 +366,7 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
     configPath: pathOf(source(input, env, 'config').value, cwd),
     headPath: pathOf(source(input, env, 'head').value, cwd),
     ffmpeg: pathOf(env.MOD_FFMPEG, cwd),
-    threads: count(input, env, 'threads', 1),
+    threads: count(input, env, 'threads', 1, MAX_THREADS),
     precision: parsePrecision(precision.name, precision.value),
     int8Weights: parseInt8Weights('MOD_INT8_WEIGHTS', env.MOD_INT8_WEIGHTS),
     textBudget: parseTextBudget('MOD_TEXT_BUDGET', env.MOD_TEXT_BUDGET),

@@ -198,6 +198,8 @@ test('the batch total and the buffered-bytes budget have defaults; the budget mu
 test('an invalid value is invalid_config naming the variable it came from', () => {
   const cases: [Record<string, string>, string][] = [
     [{MOD_THREADS: 'many'}, 'MOD_THREADS="many" is not valid: expected a whole number >= 1'],
+    // onnxruntime starts every thread asked for: 5000 took minutes and held off SIGTERM.
+    [{MOD_THREADS: '257'}, 'MOD_THREADS="257" is not valid: expected a whole number from 1 to 256'],
     [{MOD_PORT: '70000'}, 'MOD_PORT="70000" is not valid: expected a whole number from 0 to 65535'],
     [{MOD_PRESET: 'fastest'}, 'MOD_PRESET="fastest" is not valid: expected one of fast, balanced, accurate'],
     [{MOD_PRECISION: 'int4'}, 'MOD_PRECISION="int4" is not valid: expected one of fp32, int8, fp16'],
@@ -217,6 +219,8 @@ test('an invalid value is invalid_config naming the variable it came from', () =
     assert.is(e.code, 'invalid_config')
     assert.is(e.message, message)
   }
+  assert.is(flat({}, {MOD_THREADS: '256'}, cwd).threads, 256)
+  assert.is(failure(() => flat({threads: 5000}, {}, cwd)).message, '--threads / MOD_THREADS="5000" is not valid: expected a whole number from 1 to 256')
   assert.is(failure(() => flat({threads: 0}, {}, cwd)).message, '--threads / MOD_THREADS="0" is not valid: expected a whole number >= 1')
   // A flag's value is named as a person writes the flag, never as the code's camelCase key.
   assert.is(failure(() => flat({bodyMinRate: 'fast'}, {}, cwd)).message, '--body-min-rate / MOD_BODY_MIN_RATE="fast" is not valid: expected a size in bytes, e.g. 26214400 or 25MB')
