@@ -21,10 +21,15 @@ export function parseBoolean(name: string, value: string | undefined, fallback: 
  */
 export const MAX_TIMER_MS = 2 ** 31 - 1
 
+/** The whole number `value` writes in plain decimal, spaces around it ignored; NaN for anything else (`0x10`, `1e3`, `2.0`, spaces alone). */
+export function plainWhole(value: string): number {
+  return /^\d+$/.test(value.trim()) ? Number(value.trim()) : Number.NaN
+}
+
 /** A whole number written in plain decimal (`0x10`, `1e3` and a value of spaces alone are refused), from min to max. */
 export function parseCount(name: string, value: string | undefined, fallback: number, min = 1, max = Number.MAX_SAFE_INTEGER): number {
   if (value === undefined || value === '') return fallback
-  const n = /^\d+$/.test(value.trim()) ? Number(value.trim()) : Number.NaN
+  const n = plainWhole(value)
   if (!Number.isSafeInteger(n) || n < min || n > max) throw invalid(name, value, max === Number.MAX_SAFE_INTEGER ? `a whole number >= ${min}` : `a whole number from ${min} to ${max}`)
   return n
 }

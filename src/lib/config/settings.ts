@@ -9,7 +9,7 @@ import {PRESETS, type PresetName} from '../policy/types.js'
 import {MAX_TEXT_BUDGET, MIN_TEXT_BUDGET} from '../signals/text/read.js'
 import {formatSizeExact} from '../sizes.js'
 import {readApiKey, readApiKeys, type NamedKey} from './api-keys.js'
-import {invalid, MAX_TIMER_MS, parseBoolean, parseCount, type Env} from './env.js'
+import {invalid, MAX_TIMER_MS, parseBoolean, parseCount, plainWhole, type Env} from './env.js'
 import {DEFAULT_IMAGE_JOB_LIMITS, readJobSettings, type JobSettings} from './jobs.js'
 
 export type {Env} from './env.js'
@@ -223,7 +223,7 @@ export function parseSize(name: string, value: string | undefined, fallback: num
 /** Recogniser columns per image, a whole number in the range the policy's `text.budget` takes; unset: undefined. */
 export function parseTextBudget(name: string, value: string | undefined): number | undefined {
   if (value === undefined || value === '') return undefined
-  const n = Number(value.trim())
+  const n = plainWhole(value)
   if (!Number.isInteger(n) || n < MIN_TEXT_BUDGET || n > MAX_TEXT_BUDGET) throw invalid(name, value, `a whole number of recogniser columns from ${MIN_TEXT_BUDGET} to ${MAX_TEXT_BUDGET}`)
   return n
 }

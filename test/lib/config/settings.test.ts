@@ -171,7 +171,9 @@ test('MOD_TEXT_BUDGET sets the recogniser columns an image may read: unset by de
   assert.is(flat({}, {}, cwd).textBudget, undefined)
   assert.is(flat({}, {MOD_TEXT_BUDGET: ''}, cwd).textBudget, undefined)
   assert.is(flat({}, {MOD_TEXT_BUDGET: '65536'}, cwd).textBudget, 65_536)
-  for (const value of ['lots', '1279', '256001', '40000.5']) {
+  assert.is(flat({}, {MOD_TEXT_BUDGET: ' 2000 '}, cwd).textBudget, 2000)
+  // Plain decimal, as every whole-number variable: these read as 100 000, 4 096, 2 000 and 2 000.
+  for (const value of ['lots', '1279', '256001', '40000.5', '1e5', '0x1000', '0b11111010000', '2000.0', ' ']) {
     const e = failure(() => flat({}, {MOD_TEXT_BUDGET: value}, cwd))
     assert.equal([e.code, e.message], ['invalid_config', `MOD_TEXT_BUDGET=${JSON.stringify(value)} is not valid: expected a whole number of recogniser columns from 1280 to 256000`])
   }
