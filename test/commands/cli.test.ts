@@ -1,11 +1,11 @@
 import {spawnSync} from 'node:child_process'
-import {copyFileSync, mkdirSync} from 'node:fs'
+import {copyFileSync, cpSync, mkdirSync, rmSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {BIN, ROOT, runCli, runInProcess, tempDir} from '../helpers/cli.js'
+import {BIN, ROOT, runCli, runInProcess, tempDir, TOY_MODEL} from '../helpers/cli.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 import {MODEL_SIGNALS} from '../../src/lib/signals/registry.js'
 
@@ -154,6 +154,16 @@ test('a missing --model-dir, or a folder that holds no model, says exactly that'
   assert.is(none.stderr, `mod: model_missing: the model folder ${join(dir.path, 'nope')} (MOD_MODEL_DIR, --model-dir) does not exist\n`)
   const empty = await runInProcess(['scan', 'x.png'], {env: {MOD_MODEL_DIR: dir.path}})
   assert.match(empty.stderr, `mod: model_missing: the model folder ${dir.path} (MOD_MODEL_DIR, --model-dir) is not a model folder: it has no manifest.json`)
+  // A folder that lacks a file its manifest lists: it was told to pull a preset or to set MOD_MODEL_DIR, which it had
+  // set, and categories said nothing of the folder and named the preset's model.
+  const partial = join(dir.path, 'partial')
+  cpSync(TOY_MODEL, partial, {recursive: true})
+  rmSync(join(partial, 'tokenizer.json'))
+  const expected = `mod: model_missing: the model folder ${partial} (MOD_MODEL_DIR, --model-dir) lacks tokenizer.json, which its manifest.json lists: copy the whole model folder there again\n`
+  for (const args of [['scan', 'x.png'], ['categories']]) {
+    const r = await runInProcess(args, {env: {MOD_MODEL_DIR: partial}})
+    assert.equal([r.code, r.stdout, r.stderr], [2, '', expected], args[0])
+  }
 })
 
 test('-h shows each flag with its variable and default, then environment variables and exit codes', async () => {

@@ -2,8 +2,9 @@ import {stat} from 'node:fs/promises'
 import {homedir} from 'node:os'
 import {dirname, join} from 'node:path'
 
-import {ModError} from '../errors.js'
-import {MANIFEST_FILE} from '../model/manifest.js'
+import {isModError, ModError} from '../errors.js'
+import {loadManifest, MANIFEST_FILE} from '../model/manifest.js'
+import type {Precision} from '../model/manifest-types.js'
 import {findPolicyFile} from '../policy/load.js'
 import type {Policy, PresetName} from '../policy/types.js'
 import {buildPolicy, loadPolicyFile} from './policy.js'
@@ -26,7 +27,7 @@ export interface Config {
 export async function loadConfig(input: SettingsInput, env: Env, cwd = process.cwd()): Promise<Config> {
   const settings = readSettings(input, env, cwd)
   const {engine} = settings
-  if (engine.modelDir !== undefined) await checkModelDir(engine.modelDir)
+  if (engine.modelDir !== undefined) await checkModelDir(engine.modelDir, engine.precision)
   const configHome = env.XDG_CONFIG_HOME || join(homedir(), '.config')
   const policyPath = engine.configPath ?? (await findPolicyFile(cwd, {configHome}))
   const policy = policyPath ? (await loadPolicyFile(policyPath)).policy : buildPolicy()
@@ -34,8 +35,11 @@ export async function loadConfig(input: SettingsInput, env: Env, cwd = process.c
   return {settings, preset: engine.preset ?? policy.preset ?? 'fast', policy, policyPath, policyFound: found}
 }
 
-/** An explicit model folder that is missing or holds no model says so, rather than suggesting a preset download. */
-export async function checkModelDir(dir: string): Promise<void> {
+/**
+ * An explicit model folder that is missing, holds no model or lacks a file its manifest lists (for `precision`) says
+ * so, rather than suggesting a preset download; every command refuses it, `mod categories` too.
+ */
+export async function checkModelDir(dir: string, precision: Precision = 'fp32'): Promise<void> {
   const what = `the model folder ${dir} (MOD_MODEL_DIR, --model-dir)`
   const info = await stat(dir).catch(() => undefined)
   if (!info) throw new ModError('model_missing', `${what} does not exist`, {dir})
@@ -43,5 +47,12 @@ export async function checkModelDir(dir: string): Promise<void> {
   const manifest = await stat(join(dir, MANIFEST_FILE)).catch(() => undefined)
   if (!manifest?.isFile()) {
     throw new ModError('model_missing', `${what} is not a model folder: it has no ${MANIFEST_FILE} (\`mod models pull\` makes one under the cache folder)`, {dir})
+  }
+  try {
+    await loadManifest(dir, undefined, precision)
+  } catch (e) {
+    const file = isModError(e) ? e.context?.file : undefined
+    if (typeof file !== 'string') throw e
+    throw new ModError('model_missing', `${what} lacks ${file}, which its ${MANIFEST_FILE} lists: copy the whole model folder there again`, {dir, file})
   }
 }

@@ -185,7 +185,7 @@ function missing(dir: string, preset: string | undefined, what?: string, precisi
   return new ModError(
     'model_missing',
     `${subject}${detail}: run \`mod models pull ${name}\` (or set MOD_MODEL_DIR to a model folder)`,
-    {dir, preset},
+    {dir, preset, ...(what === undefined ? {} : {file: what})},
   )
 }
 
