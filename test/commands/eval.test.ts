@@ -1,5 +1,5 @@
 import {execFileSync, spawn} from 'node:child_process'
-import {cpSync, readdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {cpSync, readFileSync, readdirSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
 
@@ -142,8 +142,10 @@ test('a second eval on the same images runs no image encoder (features and promp
   const first = await runInProcess(['eval', clean, '--config', policy, '--json'], {env: cacheEnv})
   assert.is(first.code, 0, first.stderr)
   assert.is(JSON.parse(first.stdout).images_embedded, 9)
-  // A broken image encoder: any attempt to load it would fail the run.
-  writeFileSync(join(model, 'onnx', 'vision_model.onnx'), 'not an onnx file')
+  // A broken image encoder of the size the manifest records (a shorter one is refused at load): any attempt to
+  // load it would fail the run.
+  const vision = join(model, 'onnx', 'vision_model.onnx')
+  writeFileSync(vision, Buffer.alloc(statSync(vision).size, 'not an onnx file'))
   const second = await runInProcess(['eval', clean, '--config', policy, '--json'], {env: cacheEnv})
   assert.is(second.code, 0, second.stderr)
   const json = JSON.parse(second.stdout)

@@ -51,7 +51,7 @@ export async function checkModelDir(dir: string, precision: Precision = 'fp32'):
   try {
     await loadManifest(dir, undefined, precision)
   } catch (e) {
-    const file = isModError(e) ? e.context?.file : undefined
+    const file = isModError(e) && e.code === 'model_missing' ? e.context?.file : undefined
     if (typeof file !== 'string') throw e
     throw new ModError('model_missing', `${what} lacks ${file}, which its ${MANIFEST_FILE} lists: copy the whole model folder there again`, {dir, file})
   }

@@ -189,17 +189,17 @@ function missing(dir: string, preset: string | undefined, what?: string, precisi
   )
 }
 
-async function isFile(path: string): Promise<boolean> {
-  try {
-    return (await stat(path)).isFile()
-  } catch {
-    return false
-  }
+/** The size of the file at `path`; undefined when there is no file. */
+async function fileSize(path: string): Promise<number | undefined> {
+  const info = await stat(path).catch(() => undefined)
+  return info?.isFile() ? info.size : undefined
 }
 
 /**
  * Loads the manifest of an installed model folder. A missing folder, manifest.json or listed file is
- * `model_missing` with one message naming the command that fixes it; a malformed manifest is `invalid_config`.
+ * `model_missing` with one message naming the command that fixes it; a listed file of another size than the
+ * manifest records is `model_unavailable` (damaged: not a missing model to do without); a malformed manifest is
+ * `invalid_config`.
  */
 export async function loadManifest(dir: string, preset?: string, precision: Precision = 'fp32'): Promise<Manifest> {
   const path = join(dir, MANIFEST_FILE)
@@ -213,7 +213,17 @@ export async function loadManifest(dir: string, preset?: string, precision: Prec
     throw e
   }
   for (const f of manifest.files) {
-    if (!(await isFile(join(dir, f.path)))) throw missing(dir, preset, f.path, precision)
+    const size = await fileSize(join(dir, f.path))
+    if (size === undefined) throw missing(dir, preset, f.path, precision)
+    // A file cut short (a copy or a disk that stopped) would fail in onnxruntime as a protobuf error, or load wrong.
+    if (f.size !== undefined && size !== f.size) {
+      const again = preset === undefined ? 'copy the whole model folder there again' : `run \`mod models pull ${preset}${precision === 'fp32' ? '' : ` --precision ${precision}`}\` again`
+      throw new ModError(
+        'model_unavailable',
+        `${join(dir, f.path)} is ${size} bytes, not the ${f.size} its ${MANIFEST_FILE} records: the file is damaged or cut short; ${again}`,
+        {dir, preset, file: f.path},
+      )
+    }
   }
   return manifest
 }

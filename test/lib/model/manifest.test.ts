@@ -78,6 +78,19 @@ test('a manifest that is not JSON is invalid_config with its path', async () => 
   assert.ok(err.message.startsWith(`${join(dir, 'manifest.json')}: not valid JSON`), err.message)
 })
 
+test('a listed file of another size than the manifest records is damaged: model_unavailable saying to pull again', async () => {
+  const dir = join(root, 'truncated')
+  await writeToyModel(dir)
+  const vision = toy.files.find((f) => f.role === 'image_encoder') as {path: string; size: number}
+  const path = join(dir, vision.path)
+  await writeFile(path, (await readFile(path)).subarray(0, 300))
+  const e = await rejection(loadManifest(dir, 'fast'))
+  assert.is(e.code, 'model_unavailable')
+  assert.is(e.message, `${path} is 300 bytes, not the ${vision.size} its manifest.json records: the file is damaged or cut short; run \`mod models pull fast\` again`)
+  // A folder of the user's (MOD_MODEL_DIR) is not pulled: it is copied.
+  assert.match((await rejection(loadManifest(dir))).message, 'cut short; copy the whole model folder there again')
+})
+
 test('a manifest of the wrong shape is invalid_config naming the field', () => {
   const cases: [unknown, string][] = [
     [variant((m) => delete m.id), 'id: expected a name of letters, digits, \'-\', \'_\' and \'.\' that does not start with \'.\', at most 128 characters'],
