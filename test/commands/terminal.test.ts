@@ -249,7 +249,8 @@ test('a second signal while the steps (eval) are drawn ends the process with the
   const {shown, code} = await underPtyActing(`echo $$ > eval.pid; exec ${mod()} eval ds-long > /dev/null`, 'eval.pid', /\x1b\[\?25l/, (pid) => {
     for (const signal of ['SIGSTOP', 'SIGINT', 'SIGTERM', 'SIGCONT'] as const) process.kill(pid, signal)
   })
-  assert.is(code, 130, shown)
+  // The two arrive together on SIGCONT, in an order the kernel chooses: the run ends of the second (130 or 143).
+  assert.ok(code === 130 || code === 143, `${code}: ${shown}`)
   assert.ok(shown.lastIndexOf('\x1b[?25h') > shown.lastIndexOf('\x1b[?25l'), JSON.stringify(shown.slice(-300)))
   assert.not.match(shown, 'Error')
 })

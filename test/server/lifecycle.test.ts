@@ -1,6 +1,6 @@
 // `mod serve` as a process: MOD_PRELOAD on and off, a model that cannot load, and a graceful SIGTERM.
 // These run the built CLI (npm test builds first).
-import {copyFileSync, existsSync, mkdirSync, readdirSync, utimesSync, writeFileSync} from 'node:fs'
+import {cpSync, existsSync, mkdirSync, readdirSync, statSync, utimesSync, writeFileSync} from 'node:fs'
 import {basename, join} from 'node:path'
 
 import {test} from 'uvu'
@@ -139,14 +139,16 @@ test('without Redis, serve removes the job folders a killed server left (unchang
 })
 
 test('with MOD_PRELOAD a model that cannot load stops the start with exit code 2', async () => {
-  // A model folder whose manifest lists files that are not there: it passes the start-up check, then fails to load.
+  // A model folder whose files are all there at their recorded sizes, one of them zeros: it passes the start-up
+  // check, then fails to load (in a cache of its own: a warm one holds the good file's optimised graph).
   const empty = join(dir.path, 'no-model')
-  mkdirSync(empty)
-  copyFileSync(join(TOY_MODEL, 'manifest.json'), join(empty, 'manifest.json'))
-  const serve = serveProcess(['--port', '0'], {...toyEnv, MOD_MODEL_DIR: empty})
+  cpSync(TOY_MODEL, empty, {recursive: true})
+  const encoder = join(empty, 'onnx', 'text_model.onnx')
+  writeFileSync(encoder, Buffer.alloc(statSync(encoder).size))
+  const serve = serveProcess(['--port', '0'], {...toyEnv, MOD_MODEL_DIR: empty, MOD_CACHE_DIR: join(dir.path, 'cold-cache')})
   try {
     assert.is(await serve.exited, 2)
-    assert.match(serve.lines.join('\n'), /^the model could not be loaded: model_missing: /m)
+    assert.match(serve.lines.join('\n'), /^the model could not be loaded: invalid_config: cannot load .*Protobuf parsing failed/m)
     assert.not.match(serve.lines.join('\n'), /listening on/)
   } finally {
     serve.child.kill('SIGKILL')

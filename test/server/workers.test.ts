@@ -3,7 +3,7 @@
 // worker), and the upload it was receiving does not outlive it. One cluster serves the tests in turn. Runs the
 // built CLI (npm test builds first).
 import {spawnSync} from 'node:child_process'
-import {copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync} from 'node:fs'
+import {cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync} from 'node:fs'
 import {request, type ClientRequest} from 'node:http'
 import {hostname} from 'node:os'
 import {join} from 'node:path'
@@ -234,15 +234,17 @@ test('SIGTERM to the primary stops every worker gracefully and exits 0', async (
 })
 
 test('when the workers cannot load the model, the primary stops them all and exits 2', async () => {
-  // A model folder whose manifest lists files that are not there: it passes the start-up check, then fails to load.
+  // A model folder whose files are all there at their recorded sizes, one of them zeros: it passes the start-up
+  // check, then fails to load (in a cache of its own: a warm one holds the good file's optimised graph).
   const empty = join(dir.path, 'no-model')
-  mkdirSync(empty)
-  copyFileSync(join(TOY_MODEL, 'manifest.json'), join(empty, 'manifest.json'))
-  const failing = serveProcess(['--port', '0', '--workers', '2'], {...env, MOD_MODEL_DIR: empty})
+  cpSync(TOY_MODEL, empty, {recursive: true})
+  const encoder = join(empty, 'onnx', 'text_model.onnx')
+  writeFileSync(encoder, Buffer.alloc(statSync(encoder).size))
+  const failing = serveProcess(['--port', '0', '--workers', '2'], {...env, MOD_MODEL_DIR: empty, MOD_CACHE_DIR: join(dir.path, 'cold-cache')})
   try {
     assert.is(await failing.exited, 2)
     const text = failing.lines.join('\n')
-    const failure = failing.records.find((r) => /^the model could not be loaded: model_missing: /.test(r.msg))
+    const failure = failing.records.find((r) => /^the model could not be loaded: invalid_config: cannot load .*Protobuf parsing failed/.test(r.msg))
     assert.is(failure?.level, 'error')
     assert.ok((failure?.worker ?? 0) > 0, 'logged by a worker')
     assert.match(text, /^worker \d+ could not start \(exit code 2\); stopping$/m)
