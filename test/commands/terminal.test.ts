@@ -245,8 +245,9 @@ test("the steps (eval) follow stderr, not stdout: colour, and whether the list i
 })
 
 test('a second signal while the steps (eval) are drawn ends the process with the cursor shown again', async () => {
-  // Stopped first, so that both signals arrive together while listr2 draws (and holds process.stderr.write).
-  const {shown, code} = await underPtyActing(`echo $$ > eval.pid; exec ${mod()} eval ds-long > /dev/null`, 'eval.pid', /\x1b\[\?25l/, (pid) => {
+  // Stopped first, so that both signals arrive together while listr2 draws (and holds process.stderr.write); without
+  // CI set, which makes listr2 print plain lines instead of drawing.
+  const {shown, code} = await underPtyActing(`echo $$ > eval.pid; exec env -u CI ${mod()} eval ds-long > /dev/null`, 'eval.pid', /\x1b\[\?25l/, (pid) => {
     for (const signal of ['SIGSTOP', 'SIGINT', 'SIGTERM', 'SIGCONT'] as const) process.kill(pid, signal)
   })
   // The two arrive together on SIGCONT, in an order the kernel chooses: the run ends of the second (130 or 143).
@@ -259,7 +260,7 @@ test('Ctrl-Z (SIGTSTP) while the steps (eval) are drawn shows the cursor at the 
   // A job of a shell with job control, as at a prompt: its own process group, whose parent (bash) is in another of
   // the same session. (The kernel drops SIGTSTP to a group with no such parent.) The job's shell records its group
   // and mod's exit code; bash waits for the code, since a stopped job hands it back the terminal.
-  const job = `echo $$ > tstp.pid; ${mod()} eval ds-long > /dev/null; echo $? > tstp.rc`
+  const job = `echo $$ > tstp.pid; env -u CI ${mod()} eval ds-long > /dev/null; echo $? > tstp.rc`
   const line = `bash -c ${shellWord(`set -m; sh -c ${shellWord(job)}; while [ ! -e tstp.rc ]; do sleep 0.05; done`)}`
   let whileStopped = ''
   const {shown} = await underPtyActing(line, 'tstp.pid', /\x1b\[\?25l/, async (group, sofar) => {
