@@ -88,6 +88,9 @@ async function results(id: string, offset?: number): Promise<{status: string | n
   const res = await fetch(`${server.base}/v1/jobs/${id}/results${offset === undefined ? '' : `?offset=${offset}`}`)
   assert.is(res.status, 200)
   assert.is(res.headers.get('content-type'), 'application/x-ndjson')
+  // As every JSON answer: never cached (a job's results are a user's), never read as another type.
+  assert.is(res.headers.get('cache-control'), 'no-store')
+  assert.is(res.headers.get('x-content-type-options'), 'nosniff')
   const text = await res.text()
   const lines = text === '' ? [] : text.trimEnd().split('\n').map((l) => JSON.parse(l))
   return {status: res.headers.get('x-mod-job-status'), total: res.headers.get('x-mod-items-total'), lines}

@@ -187,7 +187,14 @@ export const imageJobResultsRoute = declareRoute({
       throw unknownJob(id)
     }
     const total = job.progress.items_total
-    res.writeHead(200, {'Content-Type': 'application/x-ndjson', 'X-Mod-Job-Status': job.status, 'X-Mod-Items-Total': String(total)})
+    // The headers of every JSON answer (reply.ts): a job's results are a user's, never to be cached or sniffed.
+    res.writeHead(200, {
+      'Content-Type': 'application/x-ndjson',
+      'Cache-Control': 'no-store',
+      'X-Content-Type-Options': 'nosniff',
+      'X-Mod-Job-Status': job.status,
+      'X-Mod-Items-Total': String(total),
+    })
     for (let from = query.offset; from < total; from += PAGE) {
       const lines = await ctx.imageJobs.lines(id, from, Math.min(PAGE, total - from))
       const ready = lines.findIndex((line) => line === undefined)
