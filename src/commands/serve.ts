@@ -7,7 +7,7 @@ import {modelFlags, settingsInput} from '../cli/flags.js'
 import type {EnvVars} from '../cli/help.js'
 import {wholeNumberFlag} from '../cli/whole-number-flag.js'
 import {loadConfig} from '../lib/config/load.js'
-import {DEFAULT_HOST, DEFAULT_PORT, DEFAULT_WORKERS, SETTING_VARIABLES} from '../lib/config/settings.js'
+import {DEFAULT_HOST, DEFAULT_PORT, DEFAULT_WORKERS, MAX_WORKERS, SETTING_VARIABLES} from '../lib/config/settings.js'
 import {baseUrl, startupWarnings} from '../server/address.js'
 import {killWorkers, metricsFromPrimary, primaryStop, reportReady, runPrimary, sendMetricsToPrimary} from '../server/cluster.js'
 import {jobsUnavailable} from '../server/jobs/availability.js'
@@ -81,8 +81,9 @@ With MOD_API_KEY set, every request but GET /health, GET /ready and the document
     workers: wholeNumberFlag({
       description:
         "Processes, each with its own engine, inferring one batch at a time while it receives and decodes the next requests; the model's weights are mapped from their files and shared, so each more worker costs about 125 MiB after a few requests, and up to some 75 MiB more under steady load (docs/operations.md). " +
-        'Unless --threads is given, the cores are divided among them.',
+        `Unless --threads is given, the cores are divided among them. At most ${MAX_WORKERS}.`,
       min: 1,
+      max: MAX_WORKERS,
       env: SETTING_VARIABLES.workers,
       default: DEFAULT_WORKERS,
     }),

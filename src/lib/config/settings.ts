@@ -300,6 +300,13 @@ function cacheDirOf(input: SettingsInput, env: Env, cwd: string): string {
  */
 export const MAX_THREADS = 256
 
+/**
+ * The most `serve` workers. Each is a process with its own engine and at least one inference thread, all forked at
+ * once at start: more than any machine's cores keep busy (a typo's 1000 forked a thousand engines), at about 125-200
+ * MiB each beside the shared weights.
+ */
+export const MAX_WORKERS = 128
+
 function count(input: SettingsInput, env: Env, key: 'threads' | 'port' | 'workers', min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
   const {name, value} = source(input, env, key)
   if (value === undefined) return undefined
@@ -380,7 +387,7 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
   const server: ServerSettings = {
     host: host.value ?? DEFAULT_HOST,
     port: count(input, env, 'port', 0, 65_535) ?? DEFAULT_PORT,
-    workers: count(input, env, 'workers', 1) ?? DEFAULT_WORKERS,
+    workers: count(input, env, 'workers', 1, MAX_WORKERS) ?? DEFAULT_WORKERS,
     limits,
     apiKey: readApiKey(env),
     apiKeys: readApiKeys(env),

@@ -212,6 +212,8 @@ test('an invalid value is invalid_config naming the variable it came from', () =
     [{MOD_QUEUE_LIMIT: ' '}, 'MOD_QUEUE_LIMIT=" " is not valid: expected a whole number >= 0'],
     [{MOD_MAX_BATCH: '0x10'}, 'MOD_MAX_BATCH="0x10" is not valid: expected a whole number >= 1'],
     [{MOD_WORKERS: '1e3'}, 'MOD_WORKERS="1e3" is not valid: expected a whole number >= 1'],
+    // Each worker is a process with its engine, all forked at once.
+    [{MOD_WORKERS: '1000'}, 'MOD_WORKERS="1000" is not valid: expected a whole number from 1 to 128'],
     // A wait longer than a timer takes would fire at once: refused, not turned into its opposite.
     [{MOD_BODY_TIMEOUT_MS: '3000000000'}, 'MOD_BODY_TIMEOUT_MS="3000000000" is not valid: expected a whole number from 1 to 2147483647'],
     [{MOD_JOB_TTL: '3000000'}, 'MOD_JOB_TTL="3000000" is not valid: expected a whole number from 1 to 2147483'],
@@ -222,6 +224,7 @@ test('an invalid value is invalid_config naming the variable it came from', () =
     assert.is(e.message, message)
   }
   assert.is(flat({}, {MOD_THREADS: '256'}, cwd).threads, 256)
+  assert.is(flat({}, {MOD_WORKERS: '128'}, cwd).workers, 128)
   assert.is(failure(() => flat({threads: 5000}, {}, cwd)).message, '--threads / MOD_THREADS="5000" is not valid: expected a whole number from 1 to 256')
   assert.is(failure(() => flat({threads: 0}, {}, cwd)).message, '--threads / MOD_THREADS="0" is not valid: expected a whole number >= 1')
   // A flag's value is named as a person writes the flag, never as the code's camelCase key.
