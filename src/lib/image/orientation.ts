@@ -43,8 +43,11 @@ function layoutOf(orientation: number, W: number, H: number): StoredLayout {
   return {width, height, start, stepX, stepY}
 }
 
-/** The size of an image shown in `orientation` whose stored image is `width` x `height`. */
-function shownSize(orientation: number, width: number, height: number): {width: number; height: number} {
+/**
+ * The size of an image shown in `orientation` whose stored image is `width` x `height`; also the stored size of one
+ * shown `width` x `height` (turning the sides is its own inverse).
+ */
+export function shownSize(orientation: number, width: number, height: number): {width: number; height: number} {
   return orientation >= 5 ? {width: height, height: width} : {width, height}
 }
 
@@ -98,7 +101,7 @@ function storedPixel(orientation: number, dx: number, dy: number, W: number, H: 
  */
 export function boxInOrientation(box: readonly [number, number, number, number], from: number, to: number, width: number, height: number): [number, number, number, number] {
   const clamp = (v: number, most: number) => Math.min(Math.max(v, 0), most - 1)
-  const stored = {width: from >= 5 ? height : width, height: from >= 5 ? width : height}
+  const stored = shownSize(from, width, height)
   const size = shownSize(to, stored.width, stored.height)
   const onto = layoutOf(to, size.width, size.height)
   const corners = [

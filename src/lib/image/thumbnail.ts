@@ -2,6 +2,7 @@ import sharp from 'sharp'
 
 import {displayDurations, longestOf} from './animation-frames.js'
 import {reorient, shownOrientation, type ImageLimits} from './decode.js'
+import {shownSize} from './orientation.js'
 
 /** Longest side of a thumbnail: enough to see what was flagged and where its boxes are, at a few KB of JPEG. */
 export const THUMBNAIL_SIDE = 240
@@ -38,7 +39,7 @@ export async function thumbnail(bytes: Buffer, limits: ImageLimits): Promise<Thu
       .flatten({background: meta.hasAlpha ? TRANSPARENT_BACKGROUND : '#ffffff'})
       .jpeg({quality: THUMBNAIL_QUALITY})
       .toBuffer()
-    return orientation >= 5 ? {jpeg, width: meta.height, height: meta.width} : {jpeg, width: meta.width, height: meta.height}
+    return {jpeg, ...shownSize(orientation, meta.width, meta.height)}
   } catch {
     return undefined
   }
