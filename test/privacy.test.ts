@@ -105,7 +105,7 @@ test('mod serve with two workers answers a moderation and writes nothing into HO
   assert.equal(filesUnder(dirs.tmp), [])
 })
 
-test('the test runner starts its processes with telemetry off: the warm-cache scan and an engine test file write nothing into HOME or TMPDIR; the shell\'s MOD_* and proxy variables reach no test', async () => {
+test('the test runner starts its processes with telemetry off: the warm-cache scan and an engine test file write nothing into HOME or TMPDIR; the shell\'s MOD_* and proxy variables reach no test; a process a file left running is gone with the run', async () => {
   const dirs = freshDirs()
   // One small test file that opens onnxruntime in its own process, after the runner's warm-cache scan, and one that
   // looks at its variables (test/runner-env.test.ts).
@@ -129,7 +129,12 @@ test('the test runner starts its processes with telemetry off: the warm-cache sc
   // The runner gives its tests a TMPDIR of their own and names what they leave there (onnxruntime's telemetry files).
   assert.not.match(out, "left in the tests' TMPDIR")
   assert.match(out, /^2 test files in /m)
-  assert.match(out, /^=== test\/runner-env\.test\.ts \(2 passed, 0 failed, 0 skipped/m)
+  assert.match(out, /^=== test\/runner-env\.test\.ts \(3 passed, 0 failed, 0 skipped/m)
+  const left = Number(/\[left running\] (\d+)$/m.exec(out)?.[1])
+  assert.ok(left > 0, out)
+  // Gone, or dead and not yet reaped (its parent was killed; a container's first process may not reap orphans).
+  const state = existsSync(`/proc/${left}/stat`) ? readFileSync(`/proc/${left}/stat`, 'latin1').split(') ')[1]?.[0] : 'gone'
+  assert.ok(state === 'gone' || state === 'Z', `process ${left} left running: ${state}`)
   assert.equal(filesUnder(dirs.home), [])
   assert.equal(filesUnder(dirs.tmp), [])
 })

@@ -48,7 +48,12 @@ const ramTmp = roomyTmpfs('/dev/shm') ? mkdtempSync(join('/dev/shm', 'mod-test-'
 // Node.js 22 and later keep the code they compiled here, so that the hundreds of processes the tests start (mod
 // itself, each time) do not compile the same modules again; older releases ignore it.
 const compileCache = join(tmp, `compile-cache-${process.pid}`)
-process.on('exit', () => [copyDir, runTmp, compileCache, ramTmp].filter(Boolean).forEach((dir) => rmSync(dir, {recursive: true, force: true})))
+// The processes started here, with all they started: killed with them (killTree) on every way out.
+const children = new Set()
+process.on('exit', () => {
+  for (const child of children) killTree(child)
+  for (const dir of [copyDir, runTmp, compileCache, ramTmp].filter(Boolean)) rmSync(dir, {recursive: true, force: true})
+})
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => process.exit(1))
 
 // The caller's MOD_* variables (their models, keys, ports) must not reach the tests: each sets what it needs. Nor
@@ -64,6 +69,41 @@ function roomyTmpfs(dir) {
     return fs.type === 0x01021994 && fs.bavail * fs.bsize >= 2 ** 31
   } catch {
     return false
+  }
+}
+
+/**
+ * Kills `child` and every process below it. Killing the child alone left what its tests had started (a server, a
+ * redis-server, a chromium) running for good when a file timed out or the run was stopped: orphans whose parent is
+ * gone cannot be found after, so the tree is read from /proc first (where there is none, the child alone is killed).
+ */
+function killTree(child) {
+  children.delete(child)
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const below = new Map()
+  try {
+    for (const name of readdirSync('/proc')) {
+      if (!/^\d+$/.test(name)) continue
+      try {
+        const stat = readFileSync(`/proc/${name}/stat`, 'latin1')
+        // The command name is in parentheses and may hold spaces and parentheses itself: the fields follow the last.
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+        below.set(ppid, [...(below.get(ppid) ?? []), Number(name)])
+      } catch {
+        // gone since the listing
+      }
+    }
+  } catch {
+    // no /proc
+  }
+  const tree = [child.pid]
+  for (let i = 0; i < tree.length; i++) tree.push(...(below.get(tree[i]) ?? []))
+  for (const pid of tree) {
+    try {
+      process.kill(pid, 'SIGKILL')
+    } catch {
+      // already gone
+    }
   }
 }
 
@@ -102,15 +142,17 @@ async function writeCopy() {
 function run(args, extraEnv = {}) {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, args, {cwd: root, env: {...env, ...extraEnv}, stdio: ['ignore', 'pipe', 'pipe']})
+    children.add(child)
     let out = ''
     child.stdout.on('data', (d) => (out += d))
     child.stderr.on('data', (d) => (out += d))
     const timer = setTimeout(() => {
       out += `\n[run] timed out after ${FILE_TIMEOUT_MS} ms\n`
-      child.kill('SIGKILL')
+      killTree(child)
     }, FILE_TIMEOUT_MS)
     child.on('close', (code) => {
       clearTimeout(timer)
+      children.delete(child)
       resolve({code, out: out.replace(/\x1b\[[0-9;]*m/g, '')})
     })
   })
@@ -166,10 +208,11 @@ function startHost() {
     env: {...env, ...HOST_MALLOC, NO_COLOR: '1', FORCE_COLOR: '0', TEST_WARM_CACHE: warmCache, ...(ramTmp && {TEST_RAM_TMPDIR: ramTmp})},
     stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
   })
+  children.add(child)
   const host = {child, out: '', err: '', exited: undefined, onChange: () => {}, ran: []}
   child.stdout.on('data', (d) => ((host.out += d), host.onChange()))
   child.stderr.on('data', (d) => ((host.err += d), host.onChange()))
-  child.on('close', (code, signal) => ((host.exited = signal ?? code), host.onChange()))
+  child.on('close', (code, signal) => (children.delete(child), (host.exited = signal ?? code), host.onChange()))
   // A host killed at the end of the run, or already gone, must not fail the runner with EPIPE.
   child.stdio[3].on('error', () => {})
   return host
@@ -181,7 +224,7 @@ function runInHost(host, file, extraEnv) {
     let timedOut = false
     const timer = setTimeout(() => {
       timedOut = true
-      host.child.kill('SIGKILL')
+      killTree(host.child)
     }, FILE_TIMEOUT_MS)
     const finish = (result) => {
       clearTimeout(timer)
@@ -206,7 +249,7 @@ function runInHost(host, file, extraEnv) {
   })
 }
 
-const stopHost = (host) => host.child.kill('SIGKILL')
+const stopHost = (host) => killTree(host.child)
 
 async function runFiles(queue) {
   let host

@@ -1,7 +1,10 @@
 // What test/run.mjs hands its test files: none of the shell's MOD_* variables (its models, keys, ports) and none of
 // its proxy variables, which mod and npm obey, so that a test's requests to 127.0.0.1 cannot go to a proxy off the
 // machine. test/privacy.test.ts runs the runner on this file with such variables set. And glibc's fixed mmap
-// threshold, which the runner gives the processes that run the files, and not the processes the files start.
+// threshold, which the runner gives the processes that run the files, and not the processes the files start. And a
+// process a file leaves running, which the runner kills with the process that ran the file (test/privacy.test.ts
+// checks it is gone after the run).
+import {spawn} from 'node:child_process'
 import {readFileSync} from 'node:fs'
 
 import {test} from 'uvu'
@@ -33,6 +36,18 @@ testUnless(
       // The shell set one: the runner keeps it, for the tests too.
       assert.is(`MALLOC_MMAP_THRESHOLD_=${process.env.MALLOC_MMAP_THRESHOLD_}`, threshold)
     }
+  },
+)
+
+testUnless(
+  process.env.TEST_WARM_CACHE === undefined ? 'checks what test/run.mjs does with what a file leaves: run it through the runner' : undefined,
+  'leaves a process running, in a session of its own, for the runner to kill at its end',
+  () => {
+    // As a server a test forgot, or one of a file killed at its time limit: not in the runner's process group.
+    const left = spawn('sleep', ['600'], {detached: true, stdio: 'ignore'})
+    left.unref()
+    assert.type(left.pid, 'number')
+    process.stdout.write(`[left running] ${left.pid}\n`)
   },
 )
 
