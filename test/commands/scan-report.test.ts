@@ -300,14 +300,18 @@ test('the review loop: keyboard marks, kept on reload, downloaded as labels that
     // before they arrive. A person reloads seconds later; the reload waits until another tab of the report shows the
     // marks (at most 5 s), so that what it checks is that they are kept.
     const other = await context.newPage()
+    let seen: string | null = ''
     for (let tries = 0; tries < 50; tries++) {
       await other.goto(tab.url())
-      if ((await other.locator('#tally').textContent())?.startsWith('20 of 20')) break
+      seen = await other.locator('#tally').textContent()
+      if (seen?.startsWith('20 of 20')) break
       await other.waitForTimeout(100)
     }
     await other.close()
     await tab.reload()
-    assert.is(await tally(), '20 of 20 marked: 14 right, 6 false alarms, 0 missed')
+    // Should it fail again: what the other tab last saw, and what the storage holds after the reload.
+    const held = await tab.evaluate(() => Object.keys(localStorage).map((k) => `${k}: ${localStorage.getItem(k)?.length} chars`).join('; '))
+    assert.is(await tally(), '20 of 20 marked: 14 right, 6 false alarms, 0 missed', `the other tab saw "${seen}"; storage: ${held}`)
     assert.is(await tab.locator('article.item[data-mark=false_alarm]').count(), 6)
     assert.equal(await tab.locator('article.item[data-source="review/grey-0.png"] .badge').textContent(), 'false alarm')
 
@@ -387,6 +391,34 @@ test('the review loop: keyboard marks, kept on reload, downloaded as labels that
   // Missed pale images lower it below them: they are flagged now, the deep cyan ones still not.
   const loose = await calibrate(missed, 'loose.yaml')
   assert.equal(await flagged(loose), ['grey', 'pale', 'red'])
+})
+
+test("two tabs of one report: a mark made in one shows in the other, and neither tab's marks erase the other's", async () => {
+  // The report the review loop wrote; a context of its own starts with no marks.
+  const report = pathToFileURL(join(dir.path, 'review.html')).href
+  const context = await browser.newContext({viewport: {width: 1200, height: 900}})
+  try {
+    const [a, b] = [await context.newPage(), await context.newPage()]
+    await a.goto(report)
+    await b.goto(report)
+    const mark = (tab: Page, source: string, button: string) => tab.locator(`article.item[data-source="${source}"] button`, {hasText: button}).click()
+    const badge = (tab: Page, source: string) => tab.locator(`article.item[data-source="${source}"] .badge`).textContent()
+    await mark(a, 'review/red-0.png', 'right')
+    // Shown in the other tab as it comes, with no reload.
+    for (let tries = 0; tries < 50 && (await badge(b, 'review/red-0.png')) !== 'right'; tries++) await b.waitForTimeout(100)
+    assert.is(await badge(b, 'review/red-0.png'), 'right')
+    assert.is(await b.locator('#tally').textContent(), '1 of 20 marked: 1 right, 0 false alarms, 0 missed')
+    await mark(b, 'review/grey-0.png', 'false alarm')
+    for (let tries = 0; tries < 50 && (await badge(a, 'review/grey-0.png')) !== 'false alarm'; tries++) await a.waitForTimeout(100)
+    for (const tab of [a, b]) {
+      await tab.reload()
+      assert.is(await tab.locator('#tally').textContent(), '2 of 20 marked: 1 right, 1 false alarm, 0 missed')
+      assert.is(await badge(tab, 'review/red-0.png'), 'right')
+      assert.is(await badge(tab, 'review/grey-0.png'), 'false alarm')
+    }
+  } finally {
+    await context.close()
+  }
 })
 
 test('--report to a folder that does not exist: exit 2 before scanning, nothing written', async () => {

@@ -67,9 +67,27 @@ let marks = {};
 let choices = {};
 let stored = true;
 try { const saved = JSON.parse(localStorage.getItem(KEY) || '{}'); marks = saved.marks || {}; choices = saved.choices || {}; } catch { stored = false; }
-function save() {
-  try { localStorage.setItem(KEY, JSON.stringify({marks, choices})); } catch { stored = false; }
+// Another tab of the same report keeps its own marks: a save writes the one item changed into what the storage
+// holds, so that neither tab's marks erase the other's, and each tab shows the other's as they come.
+function save(file) {
+  try {
+    const saved = JSON.parse(localStorage.getItem(KEY) || '{}');
+    const m = saved.marks || {};
+    const c = saved.choices || {};
+    if (marks[file]) m[file] = marks[file]; else delete m[file];
+    if (choices[file]) c[file] = choices[file]; else delete c[file];
+    localStorage.setItem(KEY, JSON.stringify({marks: m, choices: c}));
+  } catch { stored = false; }
 }
+window.addEventListener('storage', (e) => {
+  if (e.key !== KEY && e.key !== null) return;
+  try { const saved = JSON.parse(e.newValue || '{}'); marks = saved.marks || {}; choices = saved.choices || {}; } catch { return; }
+  for (const it of items) {
+    if (it.menu) it.menu.value = choices[it.file] || it.result.labels[0]?.name || '';
+    showMark(it);
+  }
+  counts();
+});
 const undo = [];
 const status = (text) => { $('status').textContent = text; };
 
@@ -168,7 +186,7 @@ function setMark(it, mark) {
   }
   undo.push({it, mark: marks[it.file], choice: choices[it.file]});
   marks[it.file] = mark === 'missed' ? {mark, category: it.menu.value} : {mark};
-  save(); showMark(it); counts();
+  save(it.file); showMark(it); counts();
   status(it.path + ': ' + it.badge.textContent);
   move(1);
 }
@@ -176,7 +194,7 @@ function clearMark(it) {
   if (!it.file || !marks[it.file]) return;
   undo.push({it, mark: marks[it.file], choice: choices[it.file]});
   delete marks[it.file];
-  save(); showMark(it); counts();
+  save(it.file); showMark(it); counts();
   status(it.path + ': mark cleared');
 }
 function choose(it, category) {
@@ -184,7 +202,7 @@ function choose(it, category) {
   choices[it.file] = category;
   it.menu.value = category;
   if (marks[it.file]?.mark === 'missed') { marks[it.file] = {mark: 'missed', category}; showMark(it); }
-  save();
+  save(it.file);
 }
 function undoLast() {
   const u = undo.pop();
@@ -193,7 +211,7 @@ function undoLast() {
   if (u.mark) marks[it.file] = u.mark; else delete marks[it.file];
   if (u.choice) choices[it.file] = u.choice; else delete choices[it.file];
   if (it.menu) it.menu.value = choices[it.file] || it.result.labels[0]?.name || '';
-  save(); showMark(it); counts();
+  save(it.file); showMark(it); counts();
   select(it);
   status('undone: ' + it.path);
 }
