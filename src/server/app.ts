@@ -15,6 +15,7 @@ import {describe, EXPECTATION_FAILED, httpError, methodNotAllowed, notFound, toH
 import {exactPaths, keyCheck, listedMethods, oneHost, preflight, publicRequestsOf} from './guards.js'
 import {logTo, plainText, requestLog, type Logger} from './logger.js'
 import {buildInfo, createServerMetrics, type ServerMetrics} from './metrics.js'
+import {modelLoad} from './model-load.js'
 import {mountDocumentation, mountRoutes, type RouteFailure} from './mount.js'
 import {DOCUMENTATION, openapiDocument} from './openapi.js'
 import {createJobs} from './jobs/service.js'
@@ -101,6 +102,7 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   const owners = new WeakMap<IncomingMessage, string>()
   const ctx: RouteContext = {
     engine,
+    model: modelLoad(engine),
     settings,
     gate,
     jobs,

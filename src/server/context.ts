@@ -7,11 +7,14 @@ import type {Log} from './errors.js'
 import type {Verdict} from './metrics.js'
 import type {JobQueue} from './jobs/types.js'
 import type {ImageJobQueue} from './jobs/images/types.js'
+import type {ModelLoad} from './model-load.js'
 import type {Gate} from './queue.js'
 
 /** What every route needs, built once per server by buildServer. */
 export interface RouteContext {
   engine: Engine
+  /** Loads the engine's model on first use (MOD_PRELOAD=false) and remembers whether the last attempt failed. */
+  model: ModelLoad
   settings: ServerSettings
   gate: Gate
   /** Asynchronous video jobs (in-process, or BullMQ on Redis). */

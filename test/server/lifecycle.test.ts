@@ -168,12 +168,20 @@ test("a policy left with no category to check (the specialist's three disabled, 
   }
 })
 
-test('without preload, a model that fails to load answers 503 model_unavailable with Retry-After', async () => {
+test('without preload, a model that fails to load answers 503 model_unavailable with Retry-After; /ready says it failed, and each attempt is logged', async () => {
   const empty = join(dir.path, 'still-no-model')
   mkdirSync(empty)
   const settings = testSettings(cacheDir, {preload: false})
   const server = await start(toyEngine(settings, empty), settings)
   try {
+    // The first probe starts the load; once it has failed (logged), the next says so, and tries again.
+    const ready = async () => (await call(`${server.base}/ready`)).body.error.message
+    assert.is(await ready(), 'the model is loading')
+    for (let tries = 0; tries < 50 && server.logs.length === 0; tries++) await new Promise((resolve) => setTimeout(resolve, 100))
+    assert.match(server.logs[0] ?? '', /^model could not be loaded: model_missing: /)
+    assert.is(await ready(), 'the model could not be loaded (the server log says why); trying again')
+    for (let tries = 0; tries < 50 && server.logs.length === 1; tries++) await new Promise((resolve) => setTimeout(resolve, 100))
+    assert.is(server.logs.length, 2)
     for (let i = 0; i < 2; i++) {
       const r = await call(`${server.base}/v1/moderate`, {method: 'POST', body: form('file', [{name: 'red.png', data: await red()}])})
       assert.equal(errorOf(r), {status: 503, code: 'model_unavailable'})
@@ -181,8 +189,8 @@ test('without preload, a model that fails to load answers 503 model_unavailable 
       assert.is(r.body.error.message, 'the model could not be loaded; try again later')
     }
     assert.equal(liveness((await call(`${server.base}/health`)).body), {status: 'ok', model_loaded: false})
-    assert.is(server.logs.length, 2)
-    assert.match(server.logs[0], /^model could not be loaded: model_missing: /)
+    assert.is(server.logs.length, 4)
+    assert.ok(server.logs.every((line) => line.startsWith('model could not be loaded: model_missing: ')), server.logs.join('\n'))
   } finally {
     await server.stop()
   }

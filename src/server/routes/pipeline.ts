@@ -1,11 +1,9 @@
 import type {IncomingMessage, ServerResponse} from 'node:http'
 
-import {ModError} from '../../lib/errors.js'
 import type {Scheduler} from '../../lib/pipeline/scheduler.js'
 import type {StepTimes} from '../../lib/pipeline/steps.js'
 import {clientOf} from '../client-address.js'
 import type {RouteContext} from '../context.js'
-import {describe, type Log} from '../errors.js'
 import {requestLog} from '../logger.js'
 import type {Upload} from '../upload-places.js'
 import {serverTiming} from '../server-timing.js'
@@ -41,7 +39,7 @@ export async function moderate<I, R>(
     const received = performance.now() - started
     const ticket = ctx.gate.admit()
     try {
-      await ensureLoaded(ctx, requestLog(ctx.log, res))
+      await ctx.model.ensure(requestLog(ctx.log, res))
       const result = await work(input, ticket.scheduler(signal), signal, steps)
       if (steps) res.setHeader('Server-Timing', serverTiming(received, steps, performance.now() - started))
       return result
@@ -50,17 +48,6 @@ export async function moderate<I, R>(
     }
   } finally {
     upload.release()
-  }
-}
-
-/** Loads the model on first use (MOD_PRELOAD=false); a failure is model_unavailable, its cause goes to the log. */
-async function ensureLoaded(ctx: RouteContext, log: Log): Promise<void> {
-  if (ctx.engine.isLoaded()) return
-  try {
-    await ctx.engine.load()
-  } catch (e) {
-    log(`model could not be loaded: ${describe(e)}`, 'error', {err: e})
-    throw new ModError('model_unavailable', 'the model could not be loaded; try again later')
   }
 }
 

@@ -15,7 +15,8 @@ export const readyRoute = declareRoute({
   summary: 'Readiness for load balancers',
   description:
     'Always public (never needs `X-API-Key`). 200 once the model is loaded; 503 `not_ready` with `Retry-After` ' +
-    'before (with `MOD_PRELOAD=false` the first call starts loading it) and from the moment the server starts ' +
+    'before (with `MOD_PRELOAD=false` the first call starts loading it; after a failed attempt, whose cause goes to the ' +
+    'server log, the message says so and the call tries again) and from the moment the server starts ' +
     'shutting down (for `MOD_DRAIN_DELAY_MS` before the port closes). `GET /health` stays the liveness check. ' +
     'A server that scores only some categories (e.g. no CLIP model installed) is still ready; `coverage` says how ' +
     'many of the policy\'s categories results score and names the others.',
@@ -26,9 +27,10 @@ export const readyRoute = declareRoute({
   handler: async (ctx, _req, reply) => {
     if (ctx.draining()) return reply.error(notReady('the server is shutting down'))
     if (!ctx.engine.isLoaded()) {
-      // A failure here is reported to the next moderation (model_unavailable); the probe keeps answering 503.
-      ctx.engine.load().catch(() => {})
-      return reply.error(notReady('the model is loading'))
+      // Each probe tries again; the cause of a failure goes to the log, not to this public answer (it names paths).
+      const failed = ctx.model.failed()
+      ctx.model.ensure(ctx.log).catch(() => {})
+      return reply.error(notReady(failed ? 'the model could not be loaded (the server log says why); trying again' : 'the model is loading'))
     }
     reply.send(200, {status: 'ready', coverage: coverageOf(await ctx.engine.categoryStates())})
   },
