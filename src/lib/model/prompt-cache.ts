@@ -28,7 +28,8 @@ interface CacheFile {
 }
 
 export function promptCachePath(cacheDir: string, modelId: string): string {
-  // A model id may hold characters a path cannot ("org/name"); keep it readable and one folder deep.
+  // Manifests allow ids of letters, digits, '-', '_' and '.' only; any other character still becomes '_' here, so
+  // that an id from elsewhere cannot make the cache's path more than one folder deep.
   return join(cacheDir, 'prompts', modelId.replace(/[^\w.-]/g, '_'), FILE)
 }
 
