@@ -3,7 +3,7 @@
  * fitted on the training part of the dataset; the figures reported are measured on the held-out part.
  * The result is written into the policy YAML (comments and other settings kept) with the figures as comments.
  */
-import {isAlias, isMap, isScalar, parseDocument, type Document, type Scalar, type YAMLMap} from 'yaml'
+import {isAlias, isMap, isScalar, parseDocument, visit, type Document, type Node, type Scalar, type YAMLMap} from 'yaml'
 
 import {ModError} from '../errors.js'
 import type {Calibration} from '../policy/types.js'
@@ -160,6 +160,42 @@ function copyAliasedCategories(doc: Document, categories: YAMLMap): void {
   }
 }
 
+/** A copy of `node` with no anchor in it, to stand where an alias of it was. */
+function unanchoredCopy(node: Node): Node {
+  const copy = node.clone() as Node
+  visit(copy, {
+    Node(_, n) {
+      n.anchor = undefined
+    },
+  })
+  return copy
+}
+
+/**
+ * The aliases of anchors inside the values about to be set (`threshold: &strict 0.3` that another category reads
+ * as `threshold: *strict`, a shared `calibration:` mapping) become copies of those values as they are: a scalar is
+ * set in place, so the other category would silently get the fitted value, and a replaced mapping would take its
+ * anchor away from the alias.
+ */
+function copyAliasesOf(doc: Document, replaced: unknown[]): void {
+  const anchored = new Map<string, Node>()
+  for (const node of replaced) {
+    if (node === undefined || node === null) continue
+    visit(node as Node, {
+      Node(_, n) {
+        if (n.anchor) anchored.set(n.anchor, n)
+      },
+    })
+  }
+  if (anchored.size === 0) return
+  visit(doc, {
+    Alias(_, alias) {
+      const source = anchored.get(alias.source)
+      return source ? unanchoredCopy(source) : undefined
+    },
+  })
+}
+
 /**
  * The policy text with each fitted category's calibration and threshold set. `original` is the policy file's
  * text (its comments and other settings are kept), or undefined to start from an empty policy.
@@ -174,6 +210,7 @@ export function writeCalibratedPolicy(original: string | undefined, r: Calibrati
     if (c.fitted) {
       if (!isMap(categories.get(c.name, true))) categories.set(c.name, doc.createNode({}))
       const entry = categories.get(c.name, true) as unknown as YAMLMap
+      copyAliasesOf(doc, [entry.get('threshold', true), entry.get('calibration', true)])
       entry.set('threshold', c.threshold)
       entry.set('calibration', doc.createNode({scale: c.calibration.scale, bias: c.calibration.bias}, {flow: true}))
     }

@@ -85,6 +85,32 @@ test('a category written as an alias of another is written apart: the fitted one
   assert.equal(aliased.categories.redness, {prompts: ['red'], threshold: r.categories[0].threshold, calibration: r.categories[0].calibration})
 })
 
+test('a threshold or calibration the fitted category shares through an anchor stays as it was for the categories that alias it', () => {
+  const r = calibrateCategories(samples, categories, {target: {maxFpr: 0.05}, holdout: 0.3, seed: 1})
+  const original = [
+    'categories:',
+    '  redness:',
+    '    prompts: ["red"]',
+    '    threshold: &strict 0.3',
+    '    calibration: &cal {scale: &s 2, bias: -1}',
+    '  weapons:',
+    '    threshold: *strict',
+    '  gore:',
+    '    calibration: *cal',
+    '  drugs:',
+    '    calibration: {scale: *s, bias: 0}',
+    '',
+  ].join('\n')
+  const text = writeCalibratedPolicy(original, r, [])
+  assert.equal(validatePolicyText(text).problems, [])
+  const file = parse(text)
+  assert.is(file.categories.redness.threshold, r.categories[0].threshold)
+  assert.equal(file.categories.redness.calibration, r.categories[0].calibration)
+  assert.equal(file.categories.weapons, {threshold: 0.3})
+  assert.equal(file.categories.gore, {calibration: {scale: 2, bias: -1}})
+  assert.equal(file.categories.drugs, {calibration: {scale: 2, bias: 0}})
+})
+
 test('a split that leaves no held-out image is refused', () => {
   assert.throws(() => calibrateCategories(samples, categories, {target: {maxFpr: 0.05}, holdout: 0, seed: 1}), /0 held-out images/)
 })
