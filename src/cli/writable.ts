@@ -18,6 +18,29 @@ export async function refuseFolder(flag: string, file: string): Promise<void> {
   if (info?.isDirectory()) throw new ModError('bad_request', `${flag} ${file}: is a folder; give a file name`)
 }
 
+/**
+ * Refuses an HTML page's target (`--report`) that is a file other than an HTML page: a report replaces an earlier
+ * one, while anything else there is most likely an input put after the flag by the shell (`--report *.jpg` names
+ * the first image), which the page would destroy. An empty file, a device or a pipe is written as before.
+ */
+export async function refuseNonHtml(flag: string, file: string): Promise<void> {
+  if (!(await stat(file).catch(() => undefined))?.isFile()) return
+  const handle = await open(file, 'r').catch(() => undefined)
+  if (handle === undefined) return
+  let head
+  try {
+    const {buffer, bytesRead} = await handle.read(Buffer.alloc(256), 0, 256, 0)
+    head = buffer.subarray(0, bytesRead).toString('utf8').replace(/^\uFEFF/, '').trimStart()
+  } finally {
+    await handle.close()
+  }
+  if (head === '' || head.startsWith('<')) return
+  throw new ModError(
+    'bad_request',
+    `${flag} ${file}: the file there is not an HTML page, and a report replaces only a page (a shell pattern after ${flag} names its first match): give a new file name`,
+  )
+}
+
 /** A temporary file beside `file`, in the same folder, so that renaming it onto `file` is atomic. */
 export function besideTemp(file: string): string {
   return `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`

@@ -7,7 +7,7 @@ import {SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {modelFlags} from '../cli/flags.js'
 import {chosenFormat, formatFlags} from '../cli/output.js'
 import {oneResultReporters, PLAIN_FORMATS} from '../cli/reports/reporter.js'
-import {checkWritable, writeWhole} from '../cli/writable.js'
+import {checkWritable, refuseNonHtml, writeWhole} from '../cli/writable.js'
 import {MAX_ANIMATION_FRAMES} from '../lib/image/animation-frames.js'
 import {loadChartJs, renderReport} from '../lib/eval/report.js'
 import {evaluateDataset, type EvalReport} from '../lib/eval/run.js'
@@ -62,7 +62,10 @@ evaluated.`
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(Eval)
-    if (flags.report) await checkWritable('--report', flags.report)
+    if (flags.report) {
+      await checkWritable('--report', flags.report)
+      await refuseNonHtml('--report', flags.report)
+    }
     const {config, result: done} = await runDatasetSteps(
       flags,
       `Scoring the images of ${args.dataset}`,

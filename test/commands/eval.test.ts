@@ -220,6 +220,15 @@ test('--report writes one self-contained page whose charts render in headless ch
   }
 })
 
+test('--report naming a file that is not an HTML page (the labels file, say) is refused before scoring, the file kept', async () => {
+  const labels = join(mixed, 'labels.csv')
+  const before = readFileSync(labels, 'utf8')
+  const r = await runInProcess(['eval', mixed, '--config', policy, '--report', labels], {env})
+  assert.is(r.code, 2)
+  assert.match(r.stderr, `mod: bad_request: --report ${labels}: the file there is not an HTML page`)
+  assert.is(readFileSync(labels, 'utf8'), before)
+})
+
 test('SIGTERM while eval, calibrate or head train scores stops the work at once: exit 143, no report', async () => {
   const big = join(dir.path, 'big')
   await writeImages(big, 'redness', RED, 100, 'red')

@@ -435,6 +435,21 @@ test('--report naming a folder: exit 2 before scanning, not a failed rename afte
   assert.is(r.stdout, '')
 })
 
+test('--report naming a file that is not an HTML page (the first match of a pattern after the flag): exit 2 before scanning, the file kept', async () => {
+  const victim = join(folder, 'c-red.png')
+  const before = readFileSync(victim)
+  const r = await runInProcess(['scan', '--config', policy, '--report', victim, join(folder, 'd-blue.png')], {env})
+  assert.is(r.code, 2)
+  assert.is(r.stderr, `mod: bad_request: --report ${victim}: the file there is not an HTML page, and a report replaces only a page (a shell pattern after --report names its first match): give a new file name\n`)
+  assert.is(r.stdout, '')
+  assert.ok(readFileSync(victim).equals(before))
+  // An earlier page is replaced, as before.
+  const again = join(dir.path, 'again.html')
+  writeFileSync(again, '<!doctype html><p>old</p>')
+  assert.is((await runInProcess(['scan', join(folder, 'd-blue.png'), '--config', policy, '--report', again], {env})).code, 0)
+  assert.match(readFileSync(again, 'utf8'), 'mod scan report')
+})
+
 test('--report-sample needs --report, and a count of 0 or more', async () => {
   const alone = await runInProcess(['scan', folder, '--report-sample', '5'], {env})
   assert.is(alone.code, 2)

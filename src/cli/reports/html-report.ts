@@ -20,7 +20,7 @@ import {escapeHtml, OFFLINE_CSP, scriptJson} from '../../lib/html.js'
 import type {Thumbnail} from '../../lib/image/thumbnail.js'
 import {ANIMATION_TRUNCATED_NOTE} from '../format.js'
 import type {ScanEntry} from '../inputs.js'
-import {besideTemp, cannotWrite, refuseFolder, removeAbandonedTemps} from '../writable.js'
+import {besideTemp, cannotWrite, refuseFolder, refuseNonHtml, removeAbandonedTemps} from '../writable.js'
 import {REPORT_SCRIPT, REPORT_STYLE} from './html-report-page.js'
 import {animationTruncated} from './report.js'
 
@@ -78,6 +78,7 @@ function located(source: string, cwd: string): {path: string; file?: string} {
  */
 export async function openHtmlReport(file: string, cwd: string): Promise<HtmlReport> {
   await refuseFolder('--report', file)
+  await refuseNonHtml('--report', file)
   const temp = besideTemp(file)
   let handle
   try {
