@@ -109,27 +109,39 @@ async function* walk(dir: string, seen: Map<string, string>, label: string, clas
 /** What the dataset folder itself is walked under in `seen`: a link back to it is a loop, not a second label. */
 const ROOT_LABEL = ''
 
-/** One CSV field list, with double-quoted fields ("" is a quote inside one). */
+/**
+ * One CSV line's fields, with double-quoted fields ("" is a quote inside one). Spaces around a field are dropped,
+ * but not those inside its quotes: a file name may start or end with a space, and is then written quoted.
+ */
 function splitCsvLine(line: string): string[] {
   const fields: string[] = []
   let field = ''
   let quoted = false
+  // Where the field's last quoted part ends: only what follows it is trimmed at the end.
+  let quotedEnd = -1
+  const end = () => {
+    fields.push(quotedEnd < 0 ? field.trim() : field.slice(0, quotedEnd) + field.slice(quotedEnd).trimEnd())
+    field = ''
+    quotedEnd = -1
+  }
   for (let i = 0; i < line.length; i++) {
     const c = line[i]
     if (quoted) {
       if (c === '"' && line[i + 1] === '"') {
         field += '"'
         i++
-      } else if (c === '"') quoted = false
-      else field += c
-    } else if (c === '"') quoted = true
-    else if (c === ',') {
-      fields.push(field)
-      field = ''
-    } else field += c
+      } else if (c === '"') {
+        quoted = false
+        quotedEnd = field.length
+      } else field += c
+    } else if (c === '"') {
+      if (quotedEnd < 0) field = field.trimStart()
+      quoted = true
+    } else if (c === ',') end()
+    else field += c
   }
-  fields.push(field)
-  return fields.map((f) => f.trim())
+  end()
+  return fields
 }
 
 /** A labels file's text → source → labels; every problem is reported at once, each with `name:line`. */
@@ -149,7 +161,7 @@ export function parseLabelsCsv(text: string, problems: string[], name = LABELS_F
       problems.push(`${at}: expected "file,labels" (labels separated by ";"), got ${JSON.stringify(line)}`)
       return
     }
-    const source = fields[0].replace(/\\/g, '/').replace(/^\.\//, '')
+    const source = fields[0].replace(/^\.\//, '')
     const labels = [...new Set((fields[1] ?? '').split(';').map((l) => l.trim()).filter((l) => l !== '' && l !== SAFE_FOLDER))]
     if (listed.has(source)) problems.push(`${at}: ${source} is listed twice`)
     listed.set(source, labels)
@@ -212,6 +224,25 @@ function checkLabels(counts: Record<string, number>, options: DatasetOptions, pr
 }
 
 /**
+ * A labels file's path as the file it names: as written (a file name may hold a backslash on Linux), else with each
+ * backslash read as a separator, as in a file written on Windows. Undefined when neither is a file.
+ */
+async function listedFile(folder: string, source: string): Promise<string | undefined> {
+  for (const written of source.includes('\\') ? [source, source.replace(/\\/g, '/')] : [source]) {
+    const path = isAbsolute(written) ? written : resolve(folder, written)
+    if ((await stat(path).catch(() => undefined))?.isFile()) return path
+  }
+  return undefined
+}
+
+/** The labels.csv line of an image walked as `source` ("/"-separated): as written, or written on Windows (backslashes). */
+function listedAs(listed: ReadonlyMap<string, string[]>, source: string): string | undefined {
+  if (listed.has(source)) return source
+  const windows = source.replace(/\//g, '\\')
+  return listed.has(windows) ? windows : undefined
+}
+
+/**
  * A labels file alone as the dataset: every line an image, its path absolute or relative to the file's folder.
  * Safe images are the lines with no label; a dataset of safe images alone still measures what is flagged.
  */
@@ -222,8 +253,8 @@ async function openLabelsFile(file: string, options: DatasetOptions): Promise<Da
   const counts: Record<string, number> = {[SAFE_FOLDER]: 0}
   const paths = new Map<string, string>()
   for (const [source, labels] of listed) {
-    const path = isAbsolute(source) ? source : resolve(dirname(file), source)
-    if (!(await stat(path).catch(() => undefined))?.isFile()) {
+    const path = await listedFile(dirname(file), source)
+    if (path === undefined) {
       problems.push(`${name} lists ${source}, which is not a file`)
       continue
     }
@@ -280,8 +311,9 @@ export async function openDataset(root: string, options: DatasetOptions = {}): P
       const source = toSource(root, path)
       inFolder++
       images++
-      const labels = listed.get(source)
-      if (labels) found.add(source)
+      const line = listedAs(listed, source)
+      const labels = line === undefined ? undefined : listed.get(line)
+      if (line !== undefined) found.add(line)
       count(labels ?? (folder === SAFE_FOLDER ? [] : [folder]))
     }
     if (inFolder === 0) problems.push(`${folder}/ holds no images (${[...IMAGE_EXTENSIONS].join(' ')})`)
@@ -317,7 +349,8 @@ export async function openDataset(root: string, options: DatasetOptions = {}): P
       for (const folder of folders) {
         for await (const path of walk(join(root, folder), walked, folder)) {
           const source = toSource(root, path)
-          yield {source, path, labels: listed.get(source) ?? (folder === SAFE_FOLDER ? [] : [folder])}
+          const line = listedAs(listed, source)
+          yield {source, path, labels: (line === undefined ? undefined : listed.get(line)) ?? (folder === SAFE_FOLDER ? [] : [folder])}
         }
       }
       for (const name of rootImages) {

@@ -195,6 +195,28 @@ test('a labels file alone is a dataset: paths absolute or relative to its folder
   }
 })
 
+test('a labels file names files as the report page writes them: spaces inside quotes and backslashes kept; a Windows path still found', async () => {
+  const dir = layout({' lead.png': 'x', 'trail.png ': 'x', 'back\\slash.png': 'x', 'sub/b.png': 'x', 'set/safe/c.png': 'x', 'set/red/d.png': 'x', 'set/red/e.png': 'x'})
+  try {
+    const file = join(dir.path, 'marks.csv')
+    writeFileSync(file, `file,labels\n" lead.png",red\n "trail.png " ,red\n${join(dir.path, 'back\\slash.png')},safe\nsub\\b.png,safe\n`)
+    const ds = await openDataset(file, {known: new Set(['red'])})
+    const items: [string, string][] = []
+    for await (const item of ds.items()) items.push([item.source, item.path])
+    assert.equal(items, [
+      [' lead.png', join(dir.path, ' lead.png')],
+      ['trail.png ', join(dir.path, 'trail.png ')],
+      [join(dir.path, 'back\\slash.png'), join(dir.path, 'back\\slash.png')],
+      ['sub\\b.png', join(dir.path, 'sub', 'b.png')],
+    ])
+    // In a dataset folder's labels.csv too.
+    writeFileSync(join(dir.path, 'set', 'labels.csv'), 'file,labels\nred\\d.png,safe\n')
+    assert.equal(await all((await openDataset(join(dir.path, 'set'), {known: new Set(['red'])})).items()), [['red/d.png', []], ['red/e.png', ['red']], ['safe/c.png', []]])
+  } finally {
+    dir.remove()
+  }
+})
+
 test('a labels file: missing files, unknown labels and an empty list are reported', async () => {
   const dir = layout({'a.png': 'x', 'sub/b.png': 'x'})
   try {
