@@ -421,6 +421,27 @@ test("two tabs of one report: a mark made in one shows in the other, and neither
   }
 })
 
+test('names that would show as other names (a right-to-left override, a line break) are shown escaped, as the terminal shows them', async () => {
+  const names = join(dir.path, 'names')
+  mkdirSync(names)
+  const red = readFileSync(join(folder, 'c-red.png'))
+  writeFileSync(join(names, 'invoice\u202egnp.exe'), red)
+  writeFileSync(join(names, 'two\nlines.png'), red)
+  const out = join(dir.path, 'names.html')
+  assert.is((await runInProcess(['scan', 'names', '--config', policy, '--report', out], {env, cwd: dir.path})).code, 1)
+  const {tab, problems} = await open(out)
+  try {
+    const shown = await tab.$$eval('.item h2', (hs) => hs.map((h) => [h.textContent, h.getAttribute('title')]))
+    assert.equal(shown, [
+      ['names/invoice\\u202egnp.exe', `${names}/invoice\\u202egnp.exe`],
+      ['names/two\\x0alines.png', `${names}/two\\x0alines.png`],
+    ])
+    assert.equal(problems, [])
+  } finally {
+    await tab.close()
+  }
+})
+
 test('--report to a folder that does not exist: exit 2 before scanning, nothing written', async () => {
   const r = await runInProcess(['scan', folder, '--config', policy, '--report', join(dir.path, 'none', 'r.html')], {env})
   assert.is(r.code, 2)

@@ -53,7 +53,13 @@ const kind = (it) => isError(it) ? 'error' : it.sample ? 'sample' : 'flagged';
 // What a mark may be on each kind: a flag is right or a false alarm; a safe sample is right or missed.
 const ALLOWED = {flagged: ['right', 'false_alarm'], sample: ['right', 'missed'], error: []};
 const NAMES = {right: 'right', false_alarm: 'false alarm', missed: 'missed'};
-items.forEach((it, i) => { it.index = i; });
+// A path as the terminal shows it: control, invisible and reordering characters escaped (\\u202e), so that a name
+// cannot show as another one (a right-to-left override turns "gnp.exe" around) or hide what tells two apart.
+const visible = (text) => text.replace(/[\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}\\p{Cs}]/gu, (c) => {
+  const code = c.codePointAt(0);
+  return code < 0x100 ? '\\\\x' + code.toString(16).padStart(2, '0') : code < 0x10000 ? '\\\\u' + code.toString(16).padStart(4, '0') : '\\\\u{' + code.toString(16) + '}';
+});
+items.forEach((it, i) => { it.index = i; it.shown = visible(it.path); });
 
 const s = summary;
 $('summary').textContent = s.scanned + ' scanned: ' + s.safe + ' safe, ' + s.unsafe + ' unsafe, ' + s.errors + ' errors'
@@ -108,13 +114,13 @@ function card(it) {
   if (it.thumb) {
     fig.style.aspectRatio = it.width + ' / ' + it.height;
     const img = el('img');
-    img.alt = it.path; img.loading = 'eager'; img.src = it.thumb;
+    img.alt = it.shown; img.loading = 'eager'; img.src = it.thumb;
     fig.append(img);
     for (const m of it.marks || []) box(fig, m.box, it.width, it.height, m.kind, m.caption);
   } else fig.append(el('span', 'muted', 'no preview'));
   const body = el('div', 'info');
-  const title = el('h2', '', it.path);
-  if (it.file) title.title = it.file;
+  const title = el('h2', '', it.shown);
+  if (it.file) title.title = visible(it.file);
   body.append(title);
   if (isError(it)) body.append(el('p', 'verdict error', 'ERROR ' + r.error.code + ': ' + r.error.message));
   else {
@@ -187,7 +193,7 @@ function setMark(it, mark) {
   undo.push({it, mark: marks[it.file], choice: choices[it.file]});
   marks[it.file] = mark === 'missed' ? {mark, category: it.menu.value} : {mark};
   save(it.file); showMark(it); counts();
-  status(it.path + ': ' + it.badge.textContent);
+  status(it.shown + ': ' + it.badge.textContent);
   move(1);
 }
 function clearMark(it) {
@@ -195,7 +201,7 @@ function clearMark(it) {
   undo.push({it, mark: marks[it.file], choice: choices[it.file]});
   delete marks[it.file];
   save(it.file); showMark(it); counts();
-  status(it.path + ': mark cleared');
+  status(it.shown + ': mark cleared');
 }
 function choose(it, category) {
   undo.push({it, mark: marks[it.file], choice: choices[it.file]});
@@ -213,7 +219,7 @@ function undoLast() {
   if (it.menu) it.menu.value = choices[it.file] || it.result.labels[0]?.name || '';
   save(it.file); showMark(it); counts();
   select(it);
-  status('undone: ' + it.path);
+  status('undone: ' + it.shown);
 }
 
 // The order and filter in force: the items shown, in order.
@@ -260,7 +266,7 @@ function cycle(step) {
   if (!current?.menu) return status('c chooses the category of a missed item in the safe sample');
   const names = current.result.labels.map((l) => l.name);
   choose(current, names[(names.indexOf(current.menu.value) + step + names.length) % names.length]);
-  status(current.path + ': missed as ' + current.menu.value);
+  status(current.shown + ': missed as ' + current.menu.value);
 }
 
 const byCategory = {};
