@@ -9,6 +9,7 @@ import {whyUnreadable} from '../lib/errno.js'
 import {isModError, ModError, type ErrorCode} from '../lib/errors.js'
 import {isAnimatedPng} from '../lib/image/apng.js'
 import {refusedImageFormat} from '../lib/image/decode.js'
+import {inside, namedAs, readName, type FsPath} from '../lib/input/file-names.js'
 import {readCapped, readFileCapped} from '../lib/input/read-capped.js'
 import {aFormat, imageFormat, isLfsPointer, isVideoHead, readHead, sniffImage, stillImageFormat} from '../lib/input/sniff.js'
 import {plural} from '../lib/plural.js'
@@ -16,37 +17,6 @@ import {formatSize} from '../lib/sizes.js'
 import {VIDEO_FORMATS} from '../lib/video/ffmpeg-input.js'
 import {repositoryRoot, trackedFiles, type Tracked} from './repository.js'
 import {shellPath} from './shell-path.js'
-
-/** A path as the file system takes it: a string, or bytes for a name that is not UTF-8. */
-type FsPath = string | Buffer
-
-// ignoreBOM: a name may hold U+FEFF anywhere, which the decoder would otherwise drop as a byte order mark.
-const strictUtf8 = new TextDecoder('utf-8', {fatal: true, ignoreBOM: true})
-
-/**
- * A file name as results and messages show it: as it is when it is UTF-8; otherwise each byte that is not part of
- * a UTF-8 character is written `\xNN` (a Latin-1 `café.png` is `caf\xe9.png`), so the name stays readable and
- * nothing but the escape is lost.
- */
-export function namedAs(bytes: Buffer): string {
-  let out = ''
-  for (let i = 0; i < bytes.length; ) {
-    let taken = 0
-    // A character is 1 to 4 bytes: the shortest run that decodes is the next character.
-    for (let n = 1; n <= 4 && i + n <= bytes.length && taken === 0; n++) {
-      try {
-        out += strictUtf8.decode(bytes.subarray(i, i + n))
-        taken = n
-      } catch {}
-    }
-    if (taken === 0) {
-      out += `\\x${bytes[i].toString(16).padStart(2, '0')}`
-      taken = 1
-    }
-    i += taken
-  }
-  return out
-}
 
 /** Why a file met in a folder was not scanned; counted for the summary line. */
 export type SkipReason = 'not images' | 'not regular files' | 'symlink loop' | 'broken symlink' | 'excluded'
@@ -231,13 +201,6 @@ interface Folder {
   at: FsPath
 }
 
-/** The path of `name` inside the folder at `dir`; `raw`: the name's bytes where they are not UTF-8. */
-function inside(dir: FsPath, name: string, raw?: Buffer): FsPath {
-  if (typeof dir === 'string' && raw === undefined) return join(dir, name)
-  const base = typeof dir === 'string' ? Buffer.from(join(dir, sep)) : Buffer.concat([dir, Buffer.from(sep)])
-  return Buffer.concat([base, raw ?? Buffer.from(name)])
-}
-
 /** The real path of a file or folder as a key, each name shown as namedAs shows it (two names never share one). */
 function realOf(at: FsPath, shown: string): Promise<string> {
   return realpath(at, {encoding: 'buffer'}).then(namedAs, () => shown)
@@ -335,9 +298,7 @@ async function* walk(folder: Folder, real: string, ctx: WalkContext, seen: Set<s
     names = []
     // Names as bytes: one that is not UTF-8 would otherwise be decoded into a name that does not exist.
     for await (const e of await opendir(folder.at, {encoding: 'buffer' as BufferEncoding})) {
-      const raw = e.name as unknown as Buffer
-      const name = namedAs(raw)
-      names.push({name, ...(name === raw.toString('utf8') && Buffer.from(name).equals(raw) ? {} : {raw}), symlink: e.isSymbolicLink(), dir: e.isDirectory(), file: e.isFile()})
+      names.push({...readName(e.name as unknown as Buffer), symlink: e.isSymbolicLink(), dir: e.isDirectory(), file: e.isFile()})
     }
   } catch (e) {
     yield entry(dir, 'unreadable_image', `cannot read the folder ${dir}: ${whyUnreadable(e)}`)

@@ -1,5 +1,5 @@
 import {execFileSync, spawn} from 'node:child_process'
-import {cpSync, readFileSync, readdirSync, statSync, writeFileSync} from 'node:fs'
+import {cpSync, readFileSync, readdirSync, renameSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
 
@@ -77,6 +77,25 @@ test('red vs blue: redness has recall 1 and flags no safe image', async () => {
   assert.is(json.metrics.images, 9)
   assert.equal(json.errors, [])
   assert.equal(json.animations_truncated, [])
+})
+
+test('an image whose name is not UTF-8 is scored, in a folder and in a labels file that names it as scan shows it', async () => {
+  const latin1 = join(dir.path, 'latin1')
+  cpSync(clean, latin1, {recursive: true})
+  // caf\xe9.png: a Latin-1 name, as archives made on older systems hold.
+  const name = Buffer.concat([Buffer.from(join(latin1, 'redness', 'caf')), Buffer.from([0xe9]), Buffer.from('.png')])
+  renameSync(join(latin1, 'redness', 'red0.png'), name)
+  const r = await runInProcess(['eval', latin1, '--config', policy, '--json'], {env})
+  assert.is(r.code, 0, r.stderr)
+  const json = JSON.parse(r.stdout)
+  assert.equal(json.errors, [])
+  assert.equal([row(json, 'redness').positives, row(json, 'redness').recall], [4, 1])
+  const labels = join(dir.path, 'latin1.csv')
+  writeFileSync(labels, `file,labels\nlatin1/redness/caf\\xe9.png,redness\nlatin1/safe/blue0.png,safe\n`)
+  const listed = await runInProcess(['eval', labels, '--config', policy, '--json'], {env})
+  assert.is(listed.code, 0, listed.stderr)
+  assert.equal(JSON.parse(listed.stdout).errors, [])
+  assert.is(JSON.parse(listed.stdout).metrics.images, 2)
 })
 
 test('--model-dir and --cache-dir name the model and the cache, as MOD_MODEL_DIR and MOD_CACHE_DIR do', async () => {

@@ -43,7 +43,7 @@ async function featuresOf(
   cache: FeatureCache,
   maxBytes: number,
 ): Promise<Sample> {
-  const data = await readDatasetFile(item.path, maxBytes)
+  const data = await readDatasetFile(item, maxBytes)
   const sha256 = sha256Hex(data)
   let features = await cache.get(sha256)
   if (features === undefined || features.embedding.length !== source.embeddingSize) {

@@ -22,11 +22,12 @@
  * the folders again lazily in items(), so a large dataset is never held in memory (labels.csv is, as text).
  */
 import {open, opendir, realpath, stat} from 'node:fs/promises'
-import {basename, dirname, extname, isAbsolute, join, relative, resolve, sep} from 'node:path'
+import {basename, dirname, extname, join, relative, resolve, sep} from 'node:path'
 
 import {whyUnreadable} from '../errno.js'
 import {ModError, problemsError} from '../errors.js'
 import {IMAGE_EXTENSIONS} from '../image/formats.js'
+import {inside, namedAs, namedBytes, readName, type FsPath} from '../input/file-names.js'
 import {readFileCapped} from '../input/read-capped.js'
 import {CATEGORY_NAME_PATTERN} from '../names.js'
 import {formatSize} from '../sizes.js'
@@ -38,7 +39,10 @@ const MAX_LABELS_FILE_BYTES = 64 * 1024 * 1024
 export interface DatasetItem {
   /** Path relative to the dataset folder, with "/" separators. */
   source: string
-  path: string
+  /** The file, as the file system takes it (bytes for a name that is not UTF-8). */
+  path: FsPath
+  /** The file's path as messages show it. */
+  shown: string
   /** The image's labels; empty for a safe image. */
   labels: string[]
 }
@@ -69,19 +73,28 @@ export function invalidDataset(root: string, problems: string[]): ModError {
 const isImage = (name: string) => IMAGE_EXTENSIONS.has(extname(name).toLowerCase())
 const toSource = (root: string, path: string) => relative(root, path).split(sep).join('/')
 
+/** A file or folder of the dataset: its path as the file system takes it, and as sources and messages show it. */
+interface Place {
+  at: FsPath
+  shown: string
+}
+
 /**
  * A folder's entries in name order, a symlink taken as what it points to (a broken one is neither file nor folder):
- * a dataset is often laid out with links to images kept elsewhere, and `mod scan` follows them too.
+ * a dataset is often laid out with links to images kept elsewhere, and `mod scan` follows them too. Names are read
+ * as bytes, as scan reads them: one that is not UTF-8 would be decoded into the name of a file that does not exist.
  */
-async function listEntries(dir: string): Promise<{name: string; dir: boolean; file: boolean}[]> {
+async function listEntries(dir: Place): Promise<(Place & {name: string; dir: boolean; file: boolean})[]> {
   const entries = []
-  for await (const entry of await opendir(dir)) {
+  for await (const entry of await opendir(dir.at, {encoding: 'buffer' as BufferEncoding})) {
+    const {name, raw} = readName(entry.name as unknown as Buffer)
+    const place = {name, at: inside(dir.at, name, raw), shown: join(dir.shown, name)}
     if (!entry.isSymbolicLink()) {
-      entries.push({name: entry.name, dir: entry.isDirectory(), file: entry.isFile()})
+      entries.push({...place, dir: entry.isDirectory(), file: entry.isFile()})
       continue
     }
-    const target = await stat(join(dir, entry.name)).catch(() => undefined)
-    entries.push({name: entry.name, dir: target?.isDirectory() ?? false, file: target?.isFile() ?? false})
+    const target = await stat(place.at).catch(() => undefined)
+    entries.push({...place, dir: target?.isDirectory() ?? false, file: target?.isFile() ?? false})
   }
   return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
 }
@@ -91,18 +104,17 @@ async function listEntries(dir: string): Promise<{name: string; dir: boolean; fi
  * over the dataset (its root first) to the label folder it was walked under: a folder reached again through a link (a
  * loop, a link back to the root) is not walked again, and `clash` hears of one met again under another label folder.
  */
-async function* walk(dir: string, seen: Map<string, string>, label: string, clash?: (path: string, first: string) => void): AsyncGenerator<string> {
-  const real = await realpath(dir)
+async function* walk(dir: Place, seen: Map<string, string>, label: string, clash?: (path: string, first: string) => void): AsyncGenerator<Place> {
+  const real = namedAs(await realpath(dir.at, {encoding: 'buffer'}))
   const first = seen.get(real)
   if (first !== undefined) {
-    if (first !== label && first !== ROOT_LABEL) clash?.(dir, first)
+    if (first !== label && first !== ROOT_LABEL) clash?.(dir.shown, first)
     return
   }
   seen.set(real, label)
   for (const entry of await listEntries(dir)) {
-    const p = join(dir, entry.name)
-    if (entry.dir) yield* walk(p, seen, label, clash)
-    else if (entry.file && isImage(entry.name)) yield p
+    if (entry.dir) yield* walk(entry, seen, label, clash)
+    else if (entry.file && isImage(entry.name)) yield entry
   }
 }
 
@@ -191,12 +203,12 @@ async function readLabelsCsv(path: string, problems: string[]): Promise<Map<stri
 }
 
 /** Reads an image file of the dataset, refusing it by its size before reading it (and as bytes arrive). */
-export async function readDatasetFile(path: string, maxBytes: number): Promise<Buffer> {
+export async function readDatasetFile(file: Pick<DatasetItem, 'path' | 'shown'>, maxBytes: number): Promise<Buffer> {
   try {
-    return await readFileCapped(path, maxBytes, () => new ModError('payload_too_large', `${path} is larger than the ${maxBytes}-byte limit (MOD_MAX_BYTES)`))
+    return await readFileCapped(file.path, maxBytes, () => new ModError('payload_too_large', `${file.shown} is larger than the ${maxBytes}-byte limit (MOD_MAX_BYTES)`))
   } catch (e) {
     if (e instanceof ModError) throw e
-    throw new ModError('unreadable_image', `cannot read ${path}: ${whyUnreadable(e)}`)
+    throw new ModError('unreadable_image', `cannot read ${file.shown}: ${whyUnreadable(e)}`)
   }
 }
 
@@ -225,12 +237,16 @@ function checkLabels(counts: Record<string, number>, options: DatasetOptions, pr
 
 /**
  * A labels file's path as the file it names: as written (a file name may hold a backslash on Linux), else with each
- * backslash read as a separator, as in a file written on Windows. Undefined when neither is a file.
+ * `\xNN` read as the byte it shows (a name that is not UTF-8, as scan and the report page write it), else with each
+ * backslash read as a separator, as in a file written on Windows. Undefined when none is a file.
  */
-async function listedFile(folder: string, source: string): Promise<string | undefined> {
-  for (const written of source.includes('\\') ? [source, source.replace(/\\/g, '/')] : [source]) {
-    const path = isAbsolute(written) ? written : resolve(folder, written)
-    if ((await stat(path).catch(() => undefined))?.isFile()) return path
+async function listedFile(folder: string, source: string): Promise<FsPath | undefined> {
+  const path = resolve(folder, source)
+  const candidates: FsPath[] = [path]
+  if (/\\x[0-9a-f]{2}/.test(path)) candidates.push(namedBytes(path))
+  if (source.includes('\\')) candidates.push(resolve(folder, source.replace(/\\/g, '/')))
+  for (const candidate of candidates) {
+    if ((await stat(candidate).catch(() => undefined))?.isFile()) return candidate
   }
   return undefined
 }
@@ -251,7 +267,7 @@ async function openLabelsFile(file: string, options: DatasetOptions): Promise<Da
   const name = basename(file)
   const listed = await readLabelsCsv(file, problems)
   const counts: Record<string, number> = {[SAFE_FOLDER]: 0}
-  const paths = new Map<string, string>()
+  const paths = new Map<string, FsPath>()
   for (const [source, labels] of listed) {
     const path = await listedFile(dirname(file), source)
     if (path === undefined) {
@@ -272,7 +288,10 @@ async function openLabelsFile(file: string, options: DatasetOptions): Promise<Da
     images: listed.size,
     unlisted: [],
     async *items() {
-      for (const [source, labels] of listed) yield {source, path: paths.get(source) as string, labels}
+      for (const [source, labels] of listed) {
+        const path = paths.get(source) as FsPath
+        yield {source, path, shown: typeof path === 'string' ? path : namedAs(path), labels}
+      }
     },
   }
 }
@@ -285,14 +304,14 @@ export async function openDataset(root: string, options: DatasetOptions = {}): P
   const problems: string[] = []
   const listed = await readLabelsCsv(join(root, LABELS_FILE), problems)
 
-  const entries = await listEntries(root)
-  const realRoot = await realpath(root)
+  const entries = await listEntries({at: root, shown: root})
+  const realRoot = namedAs(await realpath(root, {encoding: 'buffer'}))
   const counted = new Map([[realRoot, ROOT_LABEL]])
   // A folder linked under two labels would count under the first alone, skewing eval and calibrate unseen.
   const clash = (path: string, first: string) =>
     problems.push(`${toSource(root, path)}/ is the folder already under ${first}/ (a link): its images would count under ${first} alone: keep one link, and give the images both labels in ${LABELS_FILE}`)
-  const folders = entries.filter((e) => e.dir && !e.name.startsWith('.')).map((e) => e.name)
-  const rootImages = entries.filter((e) => e.file && isImage(e.name)).map((e) => e.name)
+  const folders = entries.filter((e) => e.dir && !e.name.startsWith('.'))
+  const rootImages = entries.filter((e) => e.file && isImage(e.name))
 
   const counts: Record<string, number> = {[SAFE_FOLDER]: 0}
   const count = (labels: string[]) => {
@@ -301,14 +320,14 @@ export async function openDataset(root: string, options: DatasetOptions = {}): P
   }
   const found = new Set<string>()
   let images = 0
-  for (const folder of folders) {
+  for (const {name: folder, ...place} of folders) {
     if (folder !== SAFE_FOLDER && !CATEGORY_NAME_PATTERN.test(folder)) {
       problems.push(`${folder}/: a label folder's name may hold only letters, digits, "_", "-" and "." (at most 64)`)
       continue
     }
     let inFolder = 0
-    for await (const path of walk(join(root, folder), counted, folder, clash)) {
-      const source = toSource(root, path)
+    for await (const image of walk(place, counted, folder, clash)) {
+      const source = toSource(root, image.shown)
       inFolder++
       images++
       const line = listedAs(listed, source)
@@ -319,7 +338,7 @@ export async function openDataset(root: string, options: DatasetOptions = {}): P
     if (inFolder === 0) problems.push(`${folder}/ holds no images (${[...IMAGE_EXTENSIONS].join(' ')})`)
   }
   const unlisted: string[] = []
-  for (const name of rootImages) {
+  for (const {name} of rootImages) {
     const labels = listed.get(name)
     if (labels === undefined) {
       unlisted.push(name)
@@ -332,7 +351,7 @@ export async function openDataset(root: string, options: DatasetOptions = {}): P
   for (const source of listed.keys()) {
     if (!found.has(source)) problems.push(`${LABELS_FILE} lists ${source}, which is not an image in the dataset folder`)
   }
-  if (!folders.includes(SAFE_FOLDER)) problems.push(`no ${SAFE_FOLDER}/ folder: the images that should get no label are needed`)
+  if (!folders.some((f) => f.name === SAFE_FOLDER)) problems.push(`no ${SAFE_FOLDER}/ folder: the images that should get no label are needed`)
 
   const labels = checkLabels(counts, options, problems)
   if (labels.length === 0 && problems.length === 0) problems.push('no label folder: add one folder per label beside safe/')
@@ -346,16 +365,16 @@ export async function openDataset(root: string, options: DatasetOptions = {}): P
     unlisted,
     async *items() {
       const walked = new Map([[realRoot, ROOT_LABEL]])
-      for (const folder of folders) {
-        for await (const path of walk(join(root, folder), walked, folder)) {
-          const source = toSource(root, path)
+      for (const {name: folder, ...place} of folders) {
+        for await (const image of walk(place, walked, folder)) {
+          const source = toSource(root, image.shown)
           const line = listedAs(listed, source)
-          yield {source, path, labels: (line === undefined ? undefined : listed.get(line)) ?? (folder === SAFE_FOLDER ? [] : [folder])}
+          yield {source, path: image.at, shown: image.shown, labels: (line === undefined ? undefined : listed.get(line)) ?? (folder === SAFE_FOLDER ? [] : [folder])}
         }
       }
-      for (const name of rootImages) {
+      for (const {name, at, shown} of rootImages) {
         const labels = listed.get(name)
-        if (labels) yield {source: name, path: join(root, name), labels}
+        if (labels) yield {source: name, path: at, shown, labels}
       }
     },
   }

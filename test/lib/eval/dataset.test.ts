@@ -184,7 +184,7 @@ test('a labels file alone is a dataset: paths absolute or relative to its folder
     assert.equal(ds.counts, {safe: 1, weapons: 2, gore: 1})
     assert.is(ds.images, 3)
     const items: [string, string, string[]][] = []
-    for await (const item of ds.items()) items.push([item.source, item.path, item.labels])
+    for await (const item of ds.items()) items.push([item.source, item.shown, item.labels])
     assert.equal(items, [
       ['a.png', join(dir.path, 'photos', 'a.png'), ['weapons']],
       ['no-extension', join(dir.path, 'photos', 'no-extension'), []],
@@ -202,7 +202,7 @@ test('a labels file names files as the report page writes them: spaces inside qu
     writeFileSync(file, `file,labels\n" lead.png",red\n "trail.png " ,red\n${join(dir.path, 'back\\slash.png')},safe\nsub\\b.png,safe\n`)
     const ds = await openDataset(file, {known: new Set(['red'])})
     const items: [string, string][] = []
-    for await (const item of ds.items()) items.push([item.source, item.path])
+    for await (const item of ds.items()) items.push([item.source, item.shown])
     assert.equal(items, [
       [' lead.png', join(dir.path, ' lead.png')],
       ['trail.png ', join(dir.path, 'trail.png ')],
