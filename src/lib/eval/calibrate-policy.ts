@@ -198,7 +198,7 @@ function copyAliasesOf(doc: Document, replaced: unknown[]): void {
 
 /**
  * The policy text with each fitted category's calibration and threshold set. `original` is the policy file's
- * text (its comments and other settings are kept), or undefined to start from an empty policy.
+ * text (its comments and other settings are kept), or undefined to start from an empty policy; JSON stays JSON.
  */
 export function writeCalibratedPolicy(original: string | undefined, r: CalibrationReport, header: string[]): string {
   const doc = parseDocument(original ?? '')
@@ -218,6 +218,17 @@ export function writeCalibratedPolicy(original: string | undefined, r: Calibrati
     const pair = categories.items.find((p) => isScalar(p.key) && p.key.value === c.name)
     if (pair && c.train.positives + c.after.positives > 0) (pair.key as Scalar).commentBefore = categoryComment(c)
   }
+  // A JSON policy (`config.json`) stays JSON, which has no comments: the figures are on stderr.
+  if (original !== undefined && isJson(original)) return `${JSON.stringify(doc.toJS(), null, 2)}\n`
   doc.commentBefore = header.join('\n')
   return doc.toString({lineWidth: 0})
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text)
+    return true
+  } catch {
+    return false
+  }
 }

@@ -111,6 +111,16 @@ test('a threshold or calibration the fitted category shares through an anchor st
   assert.equal(file.categories.drugs, {calibration: {scale: 2, bias: 0}})
 })
 
+test('a JSON policy is written back as JSON, without the comments JSON cannot hold', () => {
+  const r = calibrateCategories(samples, categories, {target: {maxFpr: 0.05}, holdout: 0.3, seed: 1})
+  const text = writeCalibratedPolicy('{"trim_borders": false, "categories": {"redness": {"prompts": ["red"]}}}', r, calibrationComments(r, 'data'))
+  assert.equal(JSON.parse(text), {
+    trim_borders: false,
+    categories: {redness: {prompts: ['red'], threshold: r.categories[0].threshold, calibration: r.categories[0].calibration}},
+  })
+  assert.equal(validatePolicyText(text).problems, [])
+})
+
 test('a split that leaves no held-out image is refused', () => {
   assert.throws(() => calibrateCategories(samples, categories, {target: {maxFpr: 0.05}, holdout: 0, seed: 1}), /0 held-out images/)
 })
