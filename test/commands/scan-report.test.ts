@@ -421,7 +421,7 @@ test("two tabs of one report: a mark made in one shows in the other, and neither
   }
 })
 
-test('names that would show as other names (a right-to-left override, a line break) are shown escaped, as the terminal shows them', async () => {
+test('names that would show as other names (a right-to-left override, a line break) are shown escaped, as the terminal shows them, and in the labels file\'s comments', async () => {
   const names = join(dir.path, 'names')
   mkdirSync(names)
   const red = readFileSync(join(folder, 'c-red.png'))
@@ -439,6 +439,24 @@ test('names that would show as other names (a right-to-left override, a line bre
     assert.equal(problems, [])
   } finally {
     await tab.close()
+  }
+  // Run in a folder whose name holds a line break, the labels' comment names it escaped: the file still reads.
+  const broken = join(dir.path, 'line\nbreak')
+  mkdirSync(broken)
+  const elsewhere = join(dir.path, 'elsewhere.html')
+  assert.is((await runInProcess(['scan', join(names, 'invoice\u202egnp.exe'), '--config', policy, '--report', elsewhere], {env, cwd: broken})).code, 1)
+  const second = await open(elsewhere)
+  try {
+    await second.tab.keyboard.press('r')
+    const [file] = await Promise.all([second.tab.waitForEvent('download'), second.tab.click('#download')])
+    const labels = join(dir.path, 'elsewhere-labels.csv')
+    await file.saveAs(labels)
+    assert.match(readFileSync(labels, 'utf8'), `# Paths are absolute: the scan ran in ${dir.path}/line\\x0abreak. Use:`)
+    const scored = await runInProcess(['eval', labels, '--config', policy, '--json'], {env})
+    assert.is(scored.code, 0, scored.stderr)
+    assert.is(JSON.parse(scored.stdout).metrics.images, 1)
+  } finally {
+    await second.tab.close()
   }
 })
 

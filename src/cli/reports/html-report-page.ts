@@ -286,8 +286,9 @@ function csvField(text) {
 // no label (safe); missed, the category chosen. Unmarked items are left out: nobody said what they are.
 function labelsFile() {
   const lines = [
-    '# Labels marked in the mod scan report ' + info.name + ' (written ' + info.written + ').',
-    '# Paths are absolute: the scan ran in ' + info.cwd + '. Use: mod eval THIS-FILE, mod calibrate THIS-FILE.',
+    // Escaped: a line break in a folder's name would end the comment and start a line of labels.
+    '# Labels marked in the mod scan report ' + visible(info.name) + ' (written ' + info.written + ').',
+    '# Paths are absolute: the scan ran in ' + visible(info.cwd) + '. Use: mod eval THIS-FILE, mod calibrate THIS-FILE.',
     'file,labels',
   ];
   let left = 0;
