@@ -15,14 +15,27 @@ export interface DecoderOptions {
 }
 
 /**
- * Scales each frame to its displayed shape (width times the sample aspect ratio, as players show non-square
- * pixels; ffmpeg has already applied the rotation), then down (never up) so that its shorter side is at most
- * `short` and its longer side at most `long`; `flags`: libswscale's, for a cheaper scaling. `rows`: the frame's
- * displayed height, `2*ih` for a field (half the frame's rows), which then gets the frame's own size.
+ * The sides of a picture of `width` x `height` pixels of the sample aspect ratio `sar` (a pixel's width over its
+ * height) as displayed, every stored pixel kept: the side its pixels are long along is stretched, never the other
+ * shrunk. Pixels a third as wide as high (960x240) show as 960x720, not 320x240, which drops two columns in three
+ * that a player on a large enough screen shows (a nude stored 336x250 with pixels half as wide, shown 336x500, scored
+ * 0.52 from 168 of its columns and 0.97 from all of them).
+ */
+function shownSides(width: number, height: number, sar: number): [number, number] {
+  return [width * Math.max(sar, 1), height * Math.max(1 / sar, 1)]
+}
+
+/**
+ * Scales each frame to its displayed shape (shownSides, as players show non-square pixels; ffmpeg has already
+ * applied the rotation), then down (never up) so that its shorter side is at most `short` and its longer side at
+ * most `long`; `flags`: libswscale's, for a cheaper scaling. `rows`: the frame's displayed height, `2*ih` for a
+ * field (half the frame's rows), which then gets the frame's own size.
  */
 function displayScale(short: number, long: number, flags = '', rows = 'ih'): string {
-  const fit = `min(1,min(${short}/min(iw*sar,${rows}),${long}/max(iw*sar,${rows})))`
-  return `scale=w='max(1,round(iw*sar*${fit}))':h='max(1,round(${rows}*${fit}))'${flags === '' ? '' : `:flags=${flags}`}`
+  // ffmpeg's scale gives `sar` 1 when the frame has none.
+  const [wide, tall] = ['iw*max(sar,1)', `${rows}*max(1/sar,1)`]
+  const fit = `min(1,min(${short}/min(${wide},${tall}),${long}/max(${wide},${tall})))`
+  return `scale=w='max(1,round(${wide}*${fit}))':h='max(1,round(${tall}*${fit}))'${flags === '' ? '' : `:flags=${flags}`}`
 }
 
 /**
@@ -118,7 +131,7 @@ export function partCount(layout: StackLayout): number {
 function separatesFields(stream: VideoStream | undefined): boolean {
   if (!stream?.interlaced || stream.alpha || stream.cover || stream.turned) return false
   const {width, height, sar = 1} = stream
-  return width !== undefined && height !== undefined && height % 4 === 0 && Math.min(width * sar, height) >= CANVAS_SHORT
+  return width !== undefined && height !== undefined && height % 4 === 0 && Math.min(...shownSides(width, height, sar)) >= CANVAS_SHORT
 }
 
 /**
@@ -155,7 +168,7 @@ const CANVAS_SHORT = 224
 function canvasOf(stream: VideoStream, short: number, long: number): {width: number; height: number} | undefined {
   const {width, height, sar = 1} = stream
   if (width === undefined || height === undefined) return undefined
-  const [shown, tall] = [width * sar, height]
+  const [shown, tall] = shownSides(width, height, sar)
   const enlarge = Math.max(1, Math.min(Math.min(CANVAS_SHORT, short) / Math.min(shown, tall), long / Math.max(shown, tall)))
   return {width: evenAtLeast(width * enlarge), height: evenAtLeast(height * enlarge)}
 }

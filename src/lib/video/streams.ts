@@ -20,7 +20,10 @@ export interface VideoStream {
    */
   width?: number
   height?: number
-  /** Its sample aspect ratio (a pixel's width over its height), when the description gives one other than 1:1. */
+  /**
+   * Its sample aspect ratio (a pixel's width over its height) as displayed, when the description gives one other
+   * than 1:1: inverted for a quarter turn, as ffmpeg's turn (transpose) inverts it, with the sides above.
+   */
   sar?: number
   /**
    * Its pictures are interlaced: each frame weaves two fields, its even and its odd rows, which a player shows one
@@ -142,6 +145,7 @@ export function parseVideoStreams(header: string): VideoStream[] {
       current.alpha = true
     } else if (current?.width !== undefined && current.height !== undefined && !current.turned && quarterTurn(line)) {
       ;[current.width, current.height] = [current.height, current.width]
+      if (current.sar !== undefined) current.sar = 1 / current.sar
       current.turned = true
     }
   }

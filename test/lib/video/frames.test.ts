@@ -102,6 +102,10 @@ test.before(async () => {
     {sources: ['color=c=blue:s=32x32:r=25:d=3'], graph: ([a]) => `${a}drawbox=c=red:t=fill:enable='eq(n,0)'`, output: [...MPEG4, clip('red-at-0.mp4')]},
     {sources: ['color=c=red:s=32x64:d=1:r=10'], graph: ([a]) => `${a}setsar=2`, output: [...MPEG4, clip('sar-2.mp4')]},
     {sources: ['color=c=red:s=1200x100:d=1:r=10'], graph: ([a]) => `${a}setsar=1/3`, output: [...MPEG4, clip('sar-1-3.mp4')]},
+    // Columns of one pixel, white and black in turn, 256x128 of pixels half as wide as high (shown 256x256), lossless.
+    {sources: ['color=c=black:s=256x128:d=1:r=10'], graph: ([a]) => `${a}format=gray,geq=lum='255*(X-2*floor(X/2))',setsar=1/2`, output: ['-c:v', 'ffv1', clip('sar-columns.mkv')]},
+    // Red, stored 120x240 of pixels twice as wide as high (shown 240x240): sar-2-turned.mp4 below.
+    {sources: ['color=c=red:s=120x240:d=1:r=10'], graph: ([a]) => `${a}setsar=2`, output: [...MPEG4, clip('sar-2-tall.mp4')]},
     // 240 frames a second for 2 s: every 4th frame blue (those on the instants, and those resampling to 60 keeps), the rest red.
     {sources: ['color=c=red:s=64x64:d=2:r=240'], graph: ([a]) => `${a}drawbox=c=blue:t=fill:enable='not(mod(n,4))'`, output: [...MPEG4, clip('every-4th-blue.mp4')]},
     // 160x90, red on the left and blue on the right: turned.mp4 below.
@@ -143,8 +147,9 @@ test.before(async () => {
   // round (the rotate tag, which ffmpeg 5 keeps on a stream copy only).
   await ffmpeg(
     ...['-f', 'lavfi', '-i', 'sine=d=5', '-itsoffset', '1.6', '-i', clip('red-at-0.mp4'), '-i', clip('blue-red.mp4')],
-    ...['-f', 'lavfi', '-i', 'color=c=blue:s=64x64:d=3:r=10', '-i', clip('red.png'), '-i', clip('halves.mp4')],
+    ...['-f', 'lavfi', '-i', 'color=c=blue:s=64x64:d=3:r=10', '-i', clip('red.png'), '-i', clip('halves.mp4'), '-i', clip('sar-2-tall.mp4')],
     ...['-map', '5:v', '-c', 'copy', '-metadata:s:v:0', 'rotate=90', clip('turned.mp4')],
+    ...['-map', '6:v', '-c', 'copy', '-metadata:s:v:0', 'rotate=90', clip('sar-2-turned.mp4')],
     ...['-map', '0:a', '-map', '1:v', '-c:v', 'copy', '-c:a', 'aac', clip('late.mp4')],
     ...['-map', '3:v', '-map', '2:v', '-c:v', 'mpeg4', clip('two-streams.mkv')],
     ...Array(5).fill(['-map', '2:v']).flat(), '-c', 'copy', clip('five-streams.mkv'),
@@ -283,16 +288,27 @@ test('a video shown turned is scored turned, its size as shown: a quarter turn m
   assert.equal([colour({...frame, image: top}), colour({...frame, image: bottom})].sort(), ['blue', 'red'])
 })
 
-test('frames are scored as displayed: non-square pixels are made square before the downscale', async () => {
+test('frames are scored as displayed: non-square pixels are made square before the downscale, every stored pixel kept, turned with the picture', async () => {
   // Stored 32x64 with pixels twice as wide as high: shown 64x64, enlarged to 224x224.
   const wide = await decodeAll(clip('sar-2.mp4'))
   assert.equal(wide.frames.map((f) => [f.image.width, f.image.height, colour(f)]), [[224, 224, 'red']])
-  // Stored 1200x100 with pixels a third as wide: shown 400x100, enlarged to 896x224 within the side limit; 200x50
-  // within 200.
+  // Stored 1200x100 with pixels a third as wide: shown 1200x300 (its columns kept, its rows stretched), 1024x256
+  // within the side limit; 200x50 within 200.
   const narrow = await decodeAll(clip('sar-1-3.mp4'))
-  assert.equal(narrow.frames.map((f) => [f.image.width, f.image.height]), [[896, 224]])
+  assert.equal(narrow.frames.map((f) => [f.image.width, f.image.height]), [[1024, 256]])
   const small = await decodeAll(clip('sar-1-3.mp4'), {maxFrameSide: 200})
   assert.equal(small.frames.map((f) => [f.image.width, f.image.height]), [[200, 50]])
+  // Every stored column is kept: columns of one pixel, white and black in turn, stay apart (shown 128x128, as
+  // before, they were averaged into grey).
+  const [columns] = (await decodeAll(clip('sar-columns.mkv'))).frames
+  assert.equal([columns.image.width, columns.image.height], [256, 256])
+  const row = columns.image.data.subarray(128 * 256 * 3, 129 * 256 * 3)
+  const apart = Array.from({length: 255}, (_, x) => Math.abs(row[x * 3] - row[(x + 1) * 3])).reduce((a, b) => a + b) / 255
+  assert.ok(apart > 200, `neighbouring columns differ by ${apart.toFixed(1)} on average`)
+  // Turned a quarter round, the pixels' aspect turns too: stored 120x240 of pixels twice as wide, shown 240x240, is
+  // 240x240 turned (its pixels taken as twice as wide after the turn as well, it was sized as if shown 480x120).
+  const turned = await decodeAll(clip('sar-2-turned.mp4'))
+  assert.equal(turned.frames.map((f) => [f.image.width, f.image.height, colour(f)]), [[240, 240, 'red']])
 })
 
 test('transparent frames are given as a light page and a dark page show them, as images are: VP9 and VP8 alpha in WebM, PNG and QuickTime RLE in MOV', async () => {
