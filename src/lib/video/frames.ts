@@ -270,6 +270,10 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
     // A demuxer with options of its own (MPEG-TS: a program whose video changes PID) lists the packets with them.
     scan = survey.scan ?? (await scanPackets(path, {...listing, format: probe.format}))
   }
+  // The instants are laid from the file's start, a video stream that starts late (after its audio) giving its first
+  // frame to those before it: the video lasts until its packets' end, whatever their span. A 2 s stream behind 700 s
+  // of audio was scored on 600 instants before being refused.
+  if (scan.end !== undefined && scan.end > o.maxSeconds) throw videoTooLong(o.maxSeconds)
   // The packets tell how many instants the video has: more than maxFrames is refused before decoding any (the check
   // on each instant decoded stays, for packets without timestamps).
   if (scan.end !== undefined && instantsBefore(scan.end, o.fps) > o.maxFrames) throw tooManyFrames(o)

@@ -453,6 +453,16 @@ test('a video longer than max seconds is video_too_long before any frame is deco
   })
 })
 
+test('a video stream that starts late is as long as its end, not its packets\' span: refused before any frame is decoded', async () => {
+  // 3 s of video from 1.6 s on: 4.6 s from the file's start (it was refused at the instant at 4 s, 4 decoded).
+  assert.equal(await decodeFailure(clip('late.mp4'), {maxSeconds: 4}), {
+    code: 'video_too_long',
+    message: 'the video is longer than the limit of 4 s (MOD_MAX_VIDEO_SECONDS)',
+    decoded: 0,
+  })
+  assert.is((await decodeAll(clip('late.mp4'), {maxSeconds: 5})).frames.length, 5)
+})
+
 test('a file that claims to be shorter than it is is still refused, from its packets', async () => {
   assert.equal(await decodeFailure(clip('liar.mp4'), {maxSeconds: 10}), {
     code: 'video_too_long',
