@@ -1,6 +1,7 @@
 import {createHash} from 'node:crypto'
 
 import type {Policy} from '../lib/policy/types.js'
+import type {RouteContext} from './context.js'
 
 const digests = new WeakMap<Policy, string>()
 
@@ -23,4 +24,21 @@ export function policyDigest(policy: Policy): string {
     digests.set(policy, digest)
   }
   return digest
+}
+
+/**
+ * The header every moderation answer carries: the sha256 of the policy its verdict was made under, as GET /health
+ * states it. Behind a balancer, the servers answering one client's run can differ (a deploy half done); the client
+ * tells a verdict of another policy by it, where /health, asked once, could not.
+ */
+export const POLICY_HEADER = {
+  'X-Mod-Policy-Sha256': {
+    description: 'The sha256 of the policy this verdict was made under (`policy.sha256` of `GET /health`): the servers behind a balancer can differ.',
+    schema: {type: 'string', pattern: '^[0-9a-f]{64}$'},
+  },
+}
+
+/** The value of POLICY_HEADER for an answer of this server. */
+export function policyHeader(ctx: RouteContext): {'X-Mod-Policy-Sha256': string} {
+  return {'X-Mod-Policy-Sha256': policyDigest(ctx.engine.policy)}
 }

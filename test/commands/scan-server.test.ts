@@ -44,15 +44,20 @@ async function listen(server: Server | ReturnType<typeof createTcpServer>): Prom
 
 /**
  * An HTTP proxy to `target` that lets `answer` reply to a request itself (returning true) before it is forwarded:
- * a server answering 503, or one that stops answering.
+ * a server answering 503, or one that stops answering. `alter` may change the headers of a forwarded answer.
  */
-function proxy(target: string, answer: (req: IncomingMessage, res: import('node:http').ServerResponse) => boolean): Server {
+function proxy(
+  target: string,
+  answer: (req: IncomingMessage, res: import('node:http').ServerResponse) => boolean,
+  alter: (req: IncomingMessage, headers: IncomingMessage['headers']) => void = () => {},
+): Server {
   const {port} = new URL(target)
   return createHttpServer((req, res) => {
     if (answer(req, res)) return
     // A request to a forward proxy names the whole URL; the server wants the path.
     const {pathname, search} = new URL(req.url ?? '/', 'http://proxy')
     const forward = httpRequest({host: '127.0.0.1', port, method: req.method, path: pathname + search, headers: req.headers}, (up) => {
+      alter(req, up.headers)
       res.writeHead(up.statusCode ?? 502, up.headers)
       up.pipe(res)
     })
@@ -225,6 +230,33 @@ test('a server gone for good: the run fails clearly (exit 2); rerun with the sam
   assert.match(second.stderr, /\nmod: resume: 6 inputs already scored in \S+journal\.ndjson\n/)
   assert.is(batches, 2, 'only the four inputs left were sent (two batches of at most 3)')
   assert.is(second.stdout, (await localScan(['photos', '--json'])).stdout)
+})
+
+test('a fleet whose servers differ in policy (a deploy half done): the run stops at the first verdict of the other, which is neither printed nor journaled', async () => {
+  const {policy: stated} = (await (await fetch(`${base}/health`)).json()) as {policy: {sha256: string}}
+  const seen: unknown[] = []
+  const url = await listen(
+    proxy(
+      base,
+      () => false,
+      (req, headers) => {
+        if (req.url !== '/v1/moderate/batch') return
+        seen.push(headers['x-mod-policy-sha256'])
+        // The second batch is answered by a server already on another policy.
+        if (seen.length === 2) headers['x-mod-policy-sha256'] = 'f'.repeat(64)
+      },
+    ),
+  )
+  const journal = join(dir.path, 'mixed.ndjson')
+  const r = await remote(['photos', '--json', '--concurrency', '1', '--resume', journal], url)
+  assert.is(seen[0], stated.sha256, 'each verdict names the policy /health states')
+  assert.is(r.code, 2, r.stderr)
+  assert.match(
+    r.stderr,
+    `\nmod: bad_server_answer: the server ${url}/ answered POST /v1/moderate/batch under policy sha256 ffffffffffff, where the run began under ${stated.sha256.slice(0, 12)}: the servers behind it do not agree on one policy`,
+  )
+  assert.is((JSON.parse(r.stdout) as unknown[]).length, 3, 'the first batch only')
+  assert.is(readFileSync(journal, 'utf8').trim().split('\n').length, 4, 'a header and the first batch')
 })
 
 test('http_proxy: the requests go through the proxy the settings name (a CONNECT tunnel)', async () => {

@@ -65,6 +65,20 @@ export function batchResults(body: unknown, sent: number, server: string): ItemR
   })
 }
 
+/**
+ * Refuses a verdict made under another policy than the one the run began under (GET /health): behind a balancer,
+ * servers mid-deploy can differ, and a run must not mix, journal or report two policies' verdicts as one. A server
+ * that states no policy (older than the header) cannot be checked.
+ */
+export function checkPolicy(stated: string | string[] | undefined, expected: string | undefined, server: string, what: string): void {
+  if (expected === undefined || typeof stated !== 'string' || stated === expected) return
+  throw new ModError(
+    'bad_server_answer',
+    `the server ${server} answered ${what} under policy sha256 ${visible(stated.slice(0, 12))}, where the run began under ${expected.slice(0, 12)}: ` +
+      'the servers behind it do not agree on one policy (a deploy half done, or a server restarted with another); rerun once they do',
+  )
+}
+
 export function categoriesResult(body: unknown, server: string): Categories {
   const why = check(CategoriesResult, body)
   if (why) throw badAnswer(server, 'GET /v1/categories', `a listing that is not valid (${why})`)

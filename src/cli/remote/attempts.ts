@@ -3,7 +3,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import {ModError} from '../../lib/errors.js'
 import {visible} from '../visible.js'
 import {badAnswer} from './answers.js'
-import {exchange, type ExchangeContext, type Send} from './exchange.js'
+import {exchange, type Answer, type ExchangeContext, type Send} from './exchange.js'
 import {notNow} from './refusal.js'
 import {isConnectionError, retryDelayMs} from './retry.js'
 import {seconds} from './run-clock.js'
@@ -25,6 +25,7 @@ export interface RequestPlan {
 
 export interface Accepted {
   status: number
+  headers: Answer['headers']
   body: unknown
 }
 
@@ -40,7 +41,7 @@ function parsed(server: string, text: string, what: string): unknown {
 async function once(ctx: AttemptContext, plan: RequestPlan): Promise<{accepted: Accepted} | {failure: string; wait?: number}> {
   try {
     const answer = await exchange(ctx, plan.send, plan.accept, plan.maxBytes, plan.what)
-    if (plan.accept(answer.status)) return {accepted: {status: answer.status, body: parsed(ctx.server, answer.text, plan.what)}}
+    if (plan.accept(answer.status)) return {accepted: {status: answer.status, headers: answer.headers, body: parsed(ctx.server, answer.text, plan.what)}}
     return notNow(ctx.server, answer, ctx.apiKey)
   } catch (e) {
     // undici's parser refused the answer: whatever answered is not an HTTP server.

@@ -3,7 +3,7 @@ import {basename} from 'node:path'
 
 import type {ImageInput, ItemResult} from '../../lib/engine.js'
 import {isItemError, itemErrorEntry} from '../../lib/item-errors.js'
-import {batchResults} from './answers.js'
+import {batchResults, checkPolicy} from './answers.js'
 import type {Client} from './client.js'
 import type {Journal} from './journal.js'
 
@@ -28,6 +28,8 @@ export interface BatchPlan {
   journal?: Journal
   /** Labels a result can hold: the policy's categories and a head's. */
   labels: number
+  /** The sha256 of the policy the run began under (GET /health); undefined when the server did not state it. */
+  policySha256?: string
   maxBatch: number
   maxBatchBytes: number
   concurrency: number
@@ -60,7 +62,8 @@ async function score(slots: readonly Slot[], plan: BatchPlan): Promise<ItemResul
     // The base name only: the folders a file sits in are the user's business, not the server's (its logs, its jobs).
     const files = sent.map((s) => ({name: basename(s.source), data: s.data}))
     const maxBytes = sent.length * (RESULT_BYTES + CATEGORY_BYTES * plan.labels)
-    const {body} = await client.postFiles('v1/moderate/batch', 'files', files, maxBytes)
+    const {body, headers} = await client.postFiles('v1/moderate/batch', 'files', files, maxBytes)
+    checkPolicy(headers['x-mod-policy-sha256'], plan.policySha256, client.server, 'POST /v1/moderate/batch')
     // The server names a result after the uploaded file; the run names it after the input, as a local scan does.
     answers = batchResults(body, sent.length, client.server).map((r, i) => ({...r, source: sent[i].source}))
     await journal?.add(answers.map((result, i) => ({sha256: sent[i].sha256, result})))

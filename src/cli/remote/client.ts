@@ -3,7 +3,7 @@ import {FormData, request, type Agent, type EnvHttpProxyAgent} from 'undici'
 import {ModError} from '../../lib/errors.js'
 import {BODY_BUFFER_BYTES} from '../../lib/fetch/body-buffer.js'
 import {dispatcherFor} from '../../lib/fetch/proxy-agent.js'
-import {untilAccepted, type AttemptContext} from './attempts.js'
+import {untilAccepted, type Accepted, type AttemptContext} from './attempts.js'
 import {REQUEST_TIMEOUTS, type RequestTimeouts} from './exchange.js'
 import {startRunClock} from './run-clock.js'
 
@@ -37,7 +37,7 @@ export interface Client {
   /** DELETE once, without retries (cancelling what the run abandons); failures are ignored. */
   deleteOnce(path: string): Promise<void>
   /** A multipart request with `field` repeated once per file, and query parameters; its answer is JSON of at most maxBytes. */
-  postFiles(path: string, field: string, files: readonly UploadFile[], maxBytes: number, query?: Record<string, string>): Promise<{status: number; body: unknown}>
+  postFiles(path: string, field: string, files: readonly UploadFile[], maxBytes: number, query?: Record<string, string>): Promise<Accepted>
   close(): Promise<void>
 }
 

@@ -62,8 +62,8 @@ export function remoteEngine(options: RemoteOptions): RemoteEngine {
     },
     async *moderateMany(inputs) {
       const {facts, labels} = await ready()
-      const {maxBatch, maxBatchBytes} = facts
-      yield* scoreInBatches(inputs, {client, journal, labels, maxBatch, maxBatchBytes, concurrency: options.concurrency, abandon: () => stop.abort()})
+      const {maxBatch, maxBatchBytes, policySha256} = facts
+      yield* scoreInBatches(inputs, {client, journal, labels, maxBatch, maxBatchBytes, policySha256, concurrency: options.concurrency, abandon: () => stop.abort()})
     },
     moderateVideo: async (path, o) => {
       await load()

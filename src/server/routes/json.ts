@@ -11,6 +11,7 @@ import {declareRoute, type Input} from '../route.js'
 import {ModerateJsonRequest} from '../schemas.js'
 import {formatSizeExact} from '../../lib/sizes.js'
 import {moderate} from './pipeline.js'
+import {POLICY_HEADER, policyHeader} from '../policy-digest.js'
 import type {ModerationResult as Result} from '../../lib/types.js'
 import type {ServerResponse} from 'node:http'
 
@@ -87,7 +88,7 @@ export const moderateJsonRoute = declareRoute({
       `Exactly one of \`image_base64\` (at most ${formatSizeExact(limits.maxBytes)} once decoded) and \`url\`.`,
     example: {image_base64: EXAMPLE_PNG_BASE64},
   },
-  responses: {200: {description: 'The moderation result.', schema: ModerationResult, example: EXAMPLE_RESULT}},
+  responses: {200: {description: 'The moderation result.', schema: ModerationResult, headers: POLICY_HEADER, example: EXAMPLE_RESULT}},
   errors: ['bad_request', 'url_fetch_disabled', 'payload_too_large', 'unsupported_media', 'url_blocked', 'internal', 'url_fetch_failed', 'too_many_uploads', 'overloaded', 'model_unavailable', 'url_fetch_timeout'],
-  handler: async (ctx, req, reply, input) => reply.send(200, await moderateJson(ctx, req, reply.raw, input)),
+  handler: async (ctx, req, reply, input) => reply.send(200, await moderateJson(ctx, req, reply.raw, input), policyHeader(ctx)),
 })

@@ -8,6 +8,7 @@ import {declareRoute} from '../route.js'
 import {formatSizeExact} from '../../lib/sizes.js'
 import {receiveImages} from '../upload.js'
 import {moderate} from './pipeline.js'
+import {POLICY_HEADER, policyHeader} from '../policy-digest.js'
 import {plural} from '../../lib/plural.js'
 import type {ModerationResult as Result} from '../../lib/types.js'
 import type {ServerResponse} from 'node:http'
@@ -78,9 +79,9 @@ export const moderateFileRoute = declareRoute({
       properties: {file: {...binary, minLength: 1, description: 'The image; its file name (at most 1 024 characters) becomes `source`.'}},
     }),
   },
-  responses: {200: {description: 'The moderation result.', schema: ModerationResult, example: EXAMPLE_RESULT}},
+  responses: {200: {description: 'The moderation result.', schema: ModerationResult, headers: POLICY_HEADER, example: EXAMPLE_RESULT}},
   errors: ['payload_too_large', 'unsupported_media', 'internal', 'too_many_uploads', 'overloaded', 'model_unavailable'],
-  handler: async (ctx, req, reply) => reply.send(200, await moderateFile(ctx, req, reply.raw)),
+  handler: async (ctx, req, reply) => reply.send(200, await moderateFile(ctx, req, reply.raw), policyHeader(ctx)),
 })
 
 export const moderateBatchRoute = declareRoute({
@@ -103,7 +104,7 @@ export const moderateBatchRoute = declareRoute({
       properties: {files: {type: 'array', items: binary, minItems: 1, maxItems: limits.maxBatch}},
     }),
   },
-  responses: {200: {description: 'One entry per file, in upload order.', schema: BatchResult, example: EXAMPLE_BATCH}},
+  responses: {200: {description: 'One entry per file, in upload order.', schema: BatchResult, headers: POLICY_HEADER, example: EXAMPLE_BATCH}},
   errors: ['too_many_files', 'payload_too_large', 'internal', 'too_many_uploads', 'overloaded', 'model_unavailable'],
-  handler: async (ctx, req, reply) => reply.send(200, {results: await moderateBatch(ctx, req, reply.raw)}),
+  handler: async (ctx, req, reply) => reply.send(200, {results: await moderateBatch(ctx, req, reply.raw)}, policyHeader(ctx)),
 })

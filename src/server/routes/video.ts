@@ -12,6 +12,7 @@ import type {QueryValues} from '../validate.js'
 import {receiveVideo} from '../upload.js'
 import {makeUploadDir} from '../upload-dirs.js'
 import {moderate} from './pipeline.js'
+import {POLICY_HEADER, policyHeader} from '../policy-digest.js'
 import type {VideoResult as Result} from '../../lib/types.js'
 import type {ServerResponse} from 'node:http'
 
@@ -69,7 +70,7 @@ export const moderateVideoRoute = declareRoute({
   tags: ['moderation'],
   query: VideoQuery,
   body: VIDEO_UPLOAD,
-  responses: {200: {description: 'The video result.', schema: VideoResult, example: EXAMPLE_VIDEO}},
+  responses: {200: {description: 'The video result.', schema: VideoResult, headers: POLICY_HEADER, example: EXAMPLE_VIDEO}},
   errors: ['payload_too_large', 'unsupported_media', 'video_too_long', 'internal', 'too_many_uploads', 'overloaded', 'model_unavailable'],
-  handler: async (ctx, req, reply, {query}) => reply.send(200, await moderateVideoFile(ctx, req, reply.raw, query)),
+  handler: async (ctx, req, reply, {query}) => reply.send(200, await moderateVideoFile(ctx, req, reply.raw, query), policyHeader(ctx)),
 })
