@@ -10,7 +10,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {BIN, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {BIN, runCli, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {colourClip} from '../lib/video/helpers.js'
 import {serveProcess, type ServeProcess} from '../server/harness.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
@@ -257,6 +257,27 @@ test('a fleet whose servers differ in policy (a deploy half done): the run stops
   )
   assert.is((JSON.parse(r.stdout) as unknown[]).length, 3, 'the first batch only')
   assert.is(readFileSync(journal, 'utf8').trim().split('\n').length, 4, 'a header and the first batch')
+})
+
+test('more than 10 requests waiting to be sent again (--concurrency 12, a server answering 503) print nothing but mod\'s own lines', async () => {
+  const many = join(dir.path, 'many')
+  mkdirSync(many, {recursive: true})
+  for (let i = 0; i < 36; i++) writeFileSync(join(many, `m${i}.png`), await solidPng(0, 0, i, 8, 8))
+  let refused = 0
+  const url = await listen(
+    proxy(base, (req, res) => {
+      if (req.url !== '/v1/moderate/batch') return false
+      refused++
+      req.resume()
+      res.writeHead(503, {'content-type': 'application/json', 'retry-after': '1'}).end('{"error":{"code":"overloaded","message":"the queue is full"}}')
+      return true
+    }),
+  )
+  // A process of its own: Node prints its warnings on the process's stderr.
+  const r = await runCli(['scan', many, '--server', url, '--concurrency', '12', '--retries', '1'], {env: {MOD_API_KEY: KEY}})
+  assert.is(r.code, 2, r.stderr)
+  assert.ok(refused >= 12, `each of the twelve batches was refused and waits at once (${refused} refusals)`)
+  assert.equal(r.stderr.split('\n').filter((l) => l !== '' && !l.startsWith('mod: ')), [], r.stderr)
 })
 
 test('http_proxy: the requests go through the proxy the settings name (a CONNECT tunnel)', async () => {

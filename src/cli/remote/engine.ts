@@ -1,3 +1,5 @@
+import {defaultMaxListeners, setMaxListeners} from 'node:events'
+
 import type {ImageInput, ItemResult, VideoOptions} from '../../lib/engine.js'
 import type {CategoryListing, CategoryState, VideoResult} from '../../lib/types.js'
 import {scoreInBatches} from './batches.js'
@@ -37,6 +39,8 @@ export interface RemoteEngine {
 export function remoteEngine(options: RemoteOptions): RemoteEngine {
   const stop = new AbortController()
   const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal
+  // Each request waiting to be sent again listens to it: up to --concurrency at once is the run working, not a leak.
+  setMaxListeners(options.concurrency + defaultMaxListeners, signal)
   const client = createClient({...options, signal})
   const policy = {categories: [] as CategoryListing[]}
   let server: ServerState | undefined
