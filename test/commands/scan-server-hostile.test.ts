@@ -143,7 +143,7 @@ test('a server learns each file\'s base name only, never the folders it sits in'
   assert.match(r.stdout, 'SAFE    photos/b.png')
 })
 
-test('a redirect or a proxy\'s 403 says what to look at; neither is followed or called an internal error', async () => {
+test('a redirect, a proxy\'s 403 or its 413 says what to look at; none is followed or called an internal error', async () => {
   const redirecting = await hostile(() => {}, {categories: (_req, res) => res.writeHead(302, {location: 'https://mod.example.com/'}).end()})
   const moved = await scan(redirecting)
   assert.is(moved.code, 2)
@@ -152,6 +152,14 @@ test('a redirect or a proxy\'s 403 says what to look at; neither is followed or 
   const forbidden = await scan(proxied)
   assert.is(forbidden.code, 2)
   assert.is(forbidden.stderr, `mod: unauthorized: the server ${proxied}/ answered 403: HTTP 403 (a proxy in front of it may refuse this client)\n`)
+  // nginx's page for a body over its client_max_body_size (1 MiB unless set), below a batch's size.
+  const limited = await hostile((_req, res) => res.writeHead(413, {'content-type': 'text/html'}).end('<html><h1>413 Request Entity Too Large</h1><hr>nginx</html>'))
+  const large = await scan(limited)
+  assert.is(large.code, 2)
+  assert.is(
+    large.stderr.split('\n').at(-2),
+    `mod: payload_too_large: the server ${limited}/ answered 413: HTTP 413 (a proxy in front of it takes smaller request bodies than mod serve: raise its limit, e.g. nginx's client_max_body_size, 1 MiB unless set)`,
+  )
 })
 
 test('TLS that fails says why, in words, at once: a self-signed certificate (and how to trust it), plain HTTP on an https:// port', async () => {

@@ -34,6 +34,13 @@ function refused(server: string, answer: Answer, body: ErrorBody | undefined, ap
     return new ModError('invalid_config', `the server ${server} answered ${status}, a redirect${to}: mod does not follow redirects (its API key would go along); give --server the address of the mod serve itself`)
   }
   if (status === 403) return new ModError('unauthorized', `the server ${server} answered 403: ${message} (a proxy in front of it may refuse this client)`)
+  // mod serve's own 413 has its code (above): this one is a proxy's, whose body limit is lower than the server's.
+  if (status === 413) {
+    return new ModError(
+      'payload_too_large',
+      `the server ${server} answered 413: ${message} (a proxy in front of it takes smaller request bodies than mod serve: raise its limit, e.g. nginx's client_max_body_size, 1 MiB unless set)`,
+    )
+  }
   return new ModError('internal', `the server ${server} answered ${status}: ${message}`)
 }
 
