@@ -313,6 +313,13 @@ test('a journal of another policy is refused by name', async () => {
   assert.match(r.stderr, /mod: invalid_config: --resume \S+other\.ndjson was written under another policy \(sha256 000000000000; the server's is [0-9a-f]{12}\)/)
 })
 
+test('a journal in a folder that does not exist is the --resume path\'s error, not an internal one', async () => {
+  const journal = join(work, 'no-such-folder', 'run.ndjson')
+  const r = await remote(['photos', '--resume', journal])
+  assert.is(r.code, 2)
+  assert.is(r.stderr.split('\n').at(-2), `mod: invalid_config: --resume ${journal} cannot be written: ENOENT: no such file or directory, open '${journal}'`)
+})
+
 test('scan-video --server runs the video as a job on the server and prints what a local scan-video prints; a failed job is its error', async () => {
   for (const format of [['--json'], ['--ndjson'], []]) {
     const args = ['scan-video', 'clip.mp4', '--min-frames', '2', ...format]

@@ -72,13 +72,18 @@ export async function openJournal(path: string, policySha256: string, secret: st
       throw new ModError('invalid_config', `--resume ${path}: ${e.message}`)
     },
   )
+  // A journal that cannot be written (its folder missing, a full disk) is the --resume path's problem, said so.
+  const append = (text: string) =>
+    appendFile(path, text).catch((e: NodeJS.ErrnoException) => {
+      throw new ModError('invalid_config', `--resume ${path} cannot be written: ${e.message}`)
+    })
   const key = journalKey(secret)
   const keyCheck = mac(key, 'key check')
   const finished = new Map<string, {sha256: string; result: ItemResult}>()
   const refuse = (why: string) => new ModError('invalid_config', `--resume ${path} ${why}`)
   // A run killed mid-write leaves a partial last line: what it held is scored again.
   const lines = text.split('\n').filter((l) => l.trim() !== '')
-  if (lines.length === 0) await appendFile(path, `${JSON.stringify({mod_resume: VERSION, policy_sha256: policySha256, key_check: keyCheck} satisfies Header)}\n`)
+  if (lines.length === 0) await append(`${JSON.stringify({mod_resume: VERSION, policy_sha256: policySha256, key_check: keyCheck} satisfies Header)}\n`)
   else {
     let header: Partial<Header> | undefined
     try {
@@ -109,7 +114,7 @@ export async function openJournal(path: string, policySha256: string, secret: st
       finished.set(result.source, {sha256, result})
     }
     // Ends the partial line, so that the next entry starts on a line of its own.
-    if (!text.endsWith('\n')) await appendFile(path, '\n')
+    if (!text.endsWith('\n')) await append('\n')
   }
   return {
     size: finished.size,
@@ -119,7 +124,7 @@ export async function openJournal(path: string, policySha256: string, secret: st
     },
     async add(entries) {
       const lines = entries.map(({sha256, result}) => `${JSON.stringify({sha256, result, hmac: entryMac(key, policySha256, sha256, result)} satisfies Entry)}\n`)
-      if (lines.length > 0) await appendFile(path, lines.join(''))
+      if (lines.length > 0) await append(lines.join(''))
     },
   }
 }
