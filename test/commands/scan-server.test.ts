@@ -334,6 +334,22 @@ test('scan-video --server runs the video as a job on the server and prints what 
   assert.is(bad.stderr.split('\n')[1].split(':')[1], badLocal.stderr.split(':')[1], `the same code: ${bad.stderr} / ${badLocal.stderr}`)
 })
 
+test('scan-video --server whose job the server lost (a restart without Redis) says so, exit 2, rather than "it never existed"', async () => {
+  // The polls reach a server that does not know the job, as one restarted since the upload would not.
+  const url = await listen(
+    proxy(base, (req) => {
+      if (req.method === 'GET' && req.url?.startsWith('/v1/jobs/')) req.url = '/v1/jobs/00000000-0000-4000-8000-000000000000'
+      return false
+    }),
+  )
+  const r = await runInProcess(['scan-video', 'clip.mp4', '--server', url], {cwd: work, env: {MOD_API_KEY: KEY}})
+  assert.is(r.code, 2)
+  assert.match(
+    r.stderr.split('\n').at(-2) ?? '',
+    new RegExp(`^mod: not_found: the server ${url}/ no longer has the job [0-9a-f-]{36} it accepted for this video: it was deleted, or the server restarted and lost it \\(without MOD_REDIS_URL its jobs live in its process\\); run the command again$`),
+  )
+})
+
 test('Ctrl-C during scan --server stops at once: exit 130, valid JSON of what finished', async () => {
   let child: ReturnType<typeof spawn> | undefined
   let interrupted = false

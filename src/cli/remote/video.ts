@@ -3,7 +3,7 @@ import {basename} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 
 import type {VideoOptions} from '../../lib/engine.js'
-import {ModError, type ErrorCode} from '../../lib/errors.js'
+import {isModError, ModError, type ErrorCode} from '../../lib/errors.js'
 import type {Segment, VideoResult} from '../../lib/types.js'
 import {jobResult, type Job} from './answers.js'
 import type {Client} from './client.js'
@@ -30,12 +30,24 @@ export async function moderateVideoRemotely(client: Client, path: string, option
   const posted = await client.postFiles('v1/jobs/video', 'file', [{name: basename(options.source), data: await openAsBlob(path)}], JOB_BYTES, query)
   const submitted = jobResult(posted.body, client.server, 'POST /v1/jobs/video')
   const where = `v1/jobs/${encodeURIComponent(submitted.id)}`
+  const poll = () =>
+    client.getJson(where, JOB_BYTES).catch((e: unknown) => {
+      // The server's 404 says the id never existed; this run was given it, so the job was lost or deleted since.
+      if (isModError(e) && e.code === 'not_found') {
+        throw new ModError(
+          'not_found',
+          `the server ${client.server} no longer has the job ${submitted.id} it accepted for this video: it was deleted, or the server restarted and lost it ` +
+            '(without MOD_REDIS_URL its jobs live in its process); run the command again',
+        )
+      }
+      throw e
+    })
   let seen = 0
   let wait = FIRST_POLL_MS
   let ended = false
   try {
     for (;;) {
-      const job = jobResult(await client.getJson(where, JOB_BYTES), client.server, `GET /${where}`)
+      const job = jobResult(await poll(), client.server, `GET /${where}`)
       // Segments come in the order found; those not reported yet go out now.
       for (const {label, segment} of job.segments.slice(seen).map(found)) options.onSegment?.(label, segment)
       seen = job.segments.length
