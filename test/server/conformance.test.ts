@@ -14,6 +14,8 @@ const SIGNALS_JSON = JSON.stringify(signalStates({clip: 'loaded'}))
 
 const doc = openapiDocument({version: '1.2.3', apiKey: false, allowUrls: false, limits: DEFAULT_LIMITS})
 const JSON_TYPE = {'content-type': 'application/json; charset=utf-8'}
+/** A verdict's headers: every 200 of a moderation route names its policy. */
+const VERDICT = {...JSON_TYPE, 'x-mod-policy-sha256': 'a'.repeat(64)}
 
 const result = {
   source: 'a.png',
@@ -35,8 +37,9 @@ function rejects(fn: () => void, pattern: RegExp): void {
 
 test('accepts a response that matches its operation, status and schema', () => {
   const c = createConformance(doc)
-  c.check('POST', '/v1/moderate', 200, JSON_TYPE, JSON.stringify(result))
-  c.check('POST', '/v1/moderate/batch', 200, JSON_TYPE, {
+  c.check('POST', '/v1/moderate', 200, VERDICT, JSON.stringify(result))
+  rejects(() => c.check('POST', '/v1/moderate', 200, JSON_TYPE, JSON.stringify(result)), /required header X-Mod-Policy-Sha256 is missing/)
+  c.check('POST', '/v1/moderate/batch', 200, VERDICT, {
     results: [result, {source: 'b.txt', error: {code: 'unsupported_media', message: 'not an image'}}],
   })
   c.check('GET', '/health?verbose=1', 200, new Headers(JSON_TYPE), `{"status":"ok","version":"1.0.0","model_loaded":false,"signals":${SIGNALS_JSON},"coverage":{"evaluated":0,"total":0,"not_evaluated":[]},"categories":[]}`)
@@ -46,7 +49,7 @@ test('accepts a response that matches its operation, status and schema', () => {
 test('rejects a field the schema does not list', () => {
   const c = createConformance(doc)
   rejects(
-    () => c.check('POST', '/v1/moderate', 200, JSON_TYPE, {...result, elapsed_ms: 3}),
+    () => c.check('POST', '/v1/moderate', 200, VERDICT, {...result, elapsed_ms: 3}),
     /must NOT have additional properties.*elapsed_ms/,
   )
 })
@@ -54,8 +57,8 @@ test('rejects a field the schema does not list', () => {
 test('rejects a missing required field and a wrong type', () => {
   const c = createConformance(doc)
   const {labels: _labels, ...noLabels} = result
-  rejects(() => c.check('POST', '/v1/moderate', 200, JSON_TYPE, noLabels), /must have required property 'labels'/)
-  rejects(() => c.check('POST', '/v1/moderate', 200, JSON_TYPE, {...result, is_safe: 'yes'}), /is_safe must be boolean/)
+  rejects(() => c.check('POST', '/v1/moderate', 200, VERDICT, noLabels), /must have required property 'labels'/)
+  rejects(() => c.check('POST', '/v1/moderate', 200, VERDICT, {...result, is_safe: 'yes'}), /is_safe must be boolean/)
 })
 
 test('rejects a status the operation does not declare', () => {
@@ -74,7 +77,7 @@ test('rejects an error code that belongs to another status', () => {
 test('a batch error entry carries only per-file codes', () => {
   const c = createConformance(doc)
   const entry = {source: 'b', error: {code: 'overloaded', message: 'x'}}
-  rejects(() => c.check('POST', '/v1/moderate/batch', 200, JSON_TYPE, {results: [entry]}), /results\/0/)
+  rejects(() => c.check('POST', '/v1/moderate/batch', 200, VERDICT, {results: [entry]}), /results\/0/)
 })
 
 test('requires Retry-After on 503 and checks it is a whole number of seconds', () => {
