@@ -6,7 +6,7 @@ const ALLOWED_HEADERS = 'X-API-Key, Content-Type, X-Request-Id'
  * Answer headers a page may read besides the safelisted ones: a job's place (Location) and the headers that tell a
  * client it has all of a job's results are part of the protocol, not details.
  */
-const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, WWW-Authenticate, Location, X-Mod-Job-Status, X-Mod-Items-Total, Server-Timing'
+const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, WWW-Authenticate, Location, X-Mod-Job-Status, X-Mod-Items-Total, X-Mod-Policy-Sha256, Server-Timing'
 /** How long a browser may reuse a preflight answer. */
 const PREFLIGHT_MAX_AGE_S = 600
 

@@ -60,7 +60,7 @@ test('with listed origins: a preflight from one is 204 without the key; answers 
     'access-control-allow-headers': 'X-API-Key, Content-Type, X-Request-Id',
     'access-control-allow-methods': 'POST',
     'access-control-allow-origin': 'https://app.example.com',
-    'access-control-expose-headers': 'X-Request-Id, Retry-After, WWW-Authenticate, Location, X-Mod-Job-Status, X-Mod-Items-Total, Server-Timing',
+    'access-control-expose-headers': 'X-Request-Id, Retry-After, WWW-Authenticate, Location, X-Mod-Job-Status, X-Mod-Items-Total, X-Mod-Policy-Sha256, Server-Timing',
     'access-control-max-age': '600',
     vary: 'Origin',
   })
@@ -101,7 +101,7 @@ test('with `*`: every answer carries `*` and the exposed headers whatever the Or
     await r.arrayBuffer()
     assert.equal(
       [r.headers.get('access-control-allow-origin'), r.headers.get('access-control-expose-headers'), r.headers.get('vary')],
-      ['*', 'X-Request-Id, Retry-After, WWW-Authenticate, Location, X-Mod-Job-Status, X-Mod-Items-Total, Server-Timing', null],
+      ['*', 'X-Request-Id, Retry-After, WWW-Authenticate, Location, X-Mod-Job-Status, X-Mod-Items-Total, X-Mod-Policy-Sha256, Server-Timing', null],
       JSON.stringify(headers),
     )
   }
