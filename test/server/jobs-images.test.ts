@@ -3,7 +3,7 @@
 import {mkdirSync} from 'node:fs'
 import {readdir} from 'node:fs/promises'
 import {createServer, type Server} from 'node:http'
-import type {AddressInfo} from 'node:net'
+import {connect, type AddressInfo} from 'node:net'
 import {join} from 'node:path'
 
 import sharp from 'sharp'
@@ -187,6 +187,33 @@ test('DELETE cancels a job: its chunks not run are dropped, and it is unknown fr
   assert.equal(errorOf(await call(`${server.base}/v1/jobs/${r.body.id}`)), {status: 404, code: 'not_found'})
   assert.equal(errorOf(await call(`${server.base}/v1/jobs/${r.body.id}/results`)), {status: 404, code: 'not_found'})
   assert.equal(errorOf(await call(`${server.base}/v1/jobs/${r.body.id}`, {method: 'DELETE'})), {status: 404, code: 'not_found'})
+})
+
+test('a done job deleted while its results are read: the body is cut off, not ended as if whole under X-Mod-Job-Status: done', async () => {
+  // Lines of 8 KiB (the URL is their source), so the kernel's buffers hold a small part of the body while the
+  // reader waits: the job goes while the server still has pages to read.
+  const big = await start(engine, {...settings, jobs: {...settings.jobs, images: {...settings.jobs.images, maxItems: 1000}}}, {fetch: {resolve: async () => [PUBLIC], connect: () => ({host: '127.0.0.1', port: (images.address() as AddressInfo).port})}, tmpDir: dir.path})
+  try {
+    const items = Array.from({length: 1000}, (_, i) => ({url: `http://images.example/missing/${i}-${'p'.repeat(8000)}.png`}))
+    const r = await postJson(`${big.base}/v1/jobs/images`, {items})
+    await done(r.body.id, big)
+    const {port} = new URL(big.base)
+    const reader = connect(Number(port), '127.0.0.1')
+    reader.write(`GET /v1/jobs/${r.body.id}/results HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)
+    // Not read yet: the server fills the buffers and waits.
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    assert.is((await call(`${big.base}/v1/jobs/${r.body.id}`, {method: 'DELETE'})).status, 200)
+    const chunks: Buffer[] = []
+    reader.on('data', (d: Buffer) => chunks.push(d))
+    await new Promise((resolve) => reader.on('close', resolve).on('error', () => {}))
+    const answer = Buffer.concat(chunks).toString('latin1')
+    assert.match(answer, /^HTTP\/1\.1 200 OK\r\n[^]*X-Mod-Job-Status: done\r\n/)
+    const lines = answer.split('{"index":').length - 1
+    assert.ok(lines > 0 && lines < 1000, `${lines} lines of 1000 arrived`)
+    assert.not.ok(answer.endsWith('\r\n0\r\n\r\n'), 'the chunked body has no end: the client knows it is not whole')
+  } finally {
+    await big.stop()
+  }
 })
 
 test('DELETE stops the URL downloads of the chunk running: they end at once, not at MOD_URL_TIMEOUT_MS', async () => {

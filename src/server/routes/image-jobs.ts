@@ -161,7 +161,8 @@ export const imageJobResultsRoute = declareRoute({
     'whose result is ready are sent, as far as the first that is not: a read while the job runs answers what is ' +
     'ready, and the next read goes on from `offset` plus the lines received. `X-Mod-Job-Status` says the status ' +
     'when the read began: when it is `done`, the body holds every line from `offset` to the last item ' +
-    '(`X-Mod-Items-Total` items in all), and the job is complete. A video job has no results pages: its id here is ' +
+    '(`X-Mod-Items-Total` items in all), and the job is complete (a job deleted or expired during the read cuts the ' +
+    'body off: the chunked answer has no end). A video job has no results pages: its id here is ' +
     'answered 404 `not_found` saying so, and its result is in `GET /v1/jobs/{id}`.',
   tags: ['jobs'],
   pathParams: ID,
@@ -200,6 +201,9 @@ export const imageJobResultsRoute = declareRoute({
       const ready = lines.findIndex((line) => line === undefined)
       const sent = ready === -1 ? lines : lines.slice(0, ready)
       if (sent.length > 0 && !res.write(sent.join('\n') + '\n')) await drained(res)
+      // A done job has every line: one missing now is a job deleted or expired during the read. Ended cleanly, the
+      // part sent would pass for the whole under `X-Mod-Job-Status: done`; cut off, the client sees it is not.
+      if (ready !== -1 && job.status === 'done') return void res.destroy()
       if (ready !== -1 || res.destroyed) break
     }
     res.end()
