@@ -192,7 +192,8 @@ test('DELETE cancels a job: its chunks not run are dropped, and it is unknown fr
 test('a done job deleted while its results are read: the body is cut off, not ended as if whole under X-Mod-Job-Status: done', async () => {
   // Lines of 8 KiB (the URL is their source), so the kernel's buffers hold a small part of the body while the
   // reader waits: the job goes while the server still has pages to read.
-  const big = await start(engine, {...settings, jobs: {...settings.jobs, images: {...settings.jobs.images, maxItems: 1000}}}, {fetch: {resolve: async () => [PUBLIC], connect: () => ({host: '127.0.0.1', port: (images.address() as AddressInfo).port})}, tmpDir: dir.path})
+  const fetch = {resolve: async () => [PUBLIC], connect: () => ({host: '127.0.0.1', port: (images.address() as AddressInfo).port})}
+  const big = await start(engine, {...settings, jobs: {...settings.jobs, images: {...settings.jobs.images, maxItems: 1000}}}, {fetch, tmpDir: dir.path})
   try {
     const items = Array.from({length: 1000}, (_, i) => ({url: `http://images.example/missing/${i}-${'p'.repeat(8000)}.png`}))
     const r = await postJson(`${big.base}/v1/jobs/images`, {items})
