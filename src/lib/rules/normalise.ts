@@ -1,7 +1,10 @@
 /**
  * How read text is compared with word lists. Both the line and every list entry go through the same steps, so
  * a list entry matches however it is written:
- * 1. Unicode NFKC (full-width and styled letters become plain ones, ligatures split).
+ * 1. Unicode NFKC (full-width and styled letters become plain ones, ligatures split), then the characters that
+ *    draw nothing removed (Unicode's default-ignorable code points: zero-width spaces and joiners, soft hyphens,
+ *    direction marks, variation selectors, tag characters). The text reader never reads them, but a code's
+ *    payload may hold them, and `free<ZWSP>bies` shows as `freebies`. Patterns and detectors see this text too.
  * 2. Split into words at anything that is not a letter, digit, mark or one of the symbols that stand for letters
  *    (`! | @ $ € ¢ ¥ ×`); a word keeps its offsets in the NFKC text so that a hit can name what was read, and
  *    notes whether a single space, hyphen, underscore or dot separates it from the word before (match.ts may
@@ -56,8 +59,12 @@ const DIACRITICS = /[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-
 /** The separators across which pieces of a word may be joined. */
 const JOINING_GAP = /^[ \-_.\u00b7\u2010-\u2015]$/u
 
+/** Characters a renderer draws nothing for (Unicode's Default_Ignorable_Code_Point). */
+const INVISIBLE = /\p{Default_Ignorable_Code_Point}/gu
+
+/** A line as the rules compare it: NFKC, without the characters that draw nothing. */
 export function nfkc(text: string): string {
-  return text.normalize('NFKC')
+  return text.normalize('NFKC').replace(INVISIBLE, '')
 }
 
 function fold(word: string): string {

@@ -29,6 +29,17 @@ test('diacritics go, the marks and syllables of other scripts stay', () => {
   assert.equal(words(nfkc('한국 हिंदी がぎ Москва')).map((w) => w.key), ['한국', 'हिंदी', 'がぎ', 'москва'])
 })
 
+test('characters that draw nothing hide no word from a list, a pattern or a detector', () => {
+  // A code's payload may hold them (the text reader never reads them): each of these shows as `freebies`.
+  const hidden = ['free\u200Bbies', 'fr\uFEFFeebies', 'free\u00ADbies', 'free\u2060bies', 'free\u{E0041}bies', 'free\u200Ebies']
+  const rules = compileRules([{name: 'spam', category: 'spam', words: ['freebies'], patterns: ['\\bfreebies\\b']}])
+  for (const text of [...hidden, [...'freebies'].join('\u200D')]) {
+    assert.equal(applyRules(rules, [line(`get ${text} now`)]).map((h) => h.text), ['freebies', 'freebies'], JSON.stringify(text))
+  }
+  const email = compileRules([{name: 'contacts', category: 'contact_info', detect: ['email']}])
+  assert.equal(applyRules(email, [line('mail sales@evil\u200B.com')]).map((h) => h.text), ['sales@evil.com'])
+})
+
 test('joins letters spelled out with spaces or punctuation', () => {
   assert.equal(words('get f r e e stuff').map((w) => w.key), ['get', 'free', 'stuff'])
   assert.equal(words('f.r.e.e').map((w) => w.key), ['free'])

@@ -87,6 +87,11 @@ test('words, regex and detect are the text rules, applied to the payload', () =>
   )
 })
 
+test('a payload cannot hide a listed word with characters that draw nothing', () => {
+  const [hit] = apply([{name: 'w', category: 'spam', words: ['freebies']}], [qr('get free\u200Bbi\u00ADes now')])
+  assert.is(hit.matched, 'freebies')
+})
+
 test('a phone number is looked for line by line in a multi-line payload', () => {
   const rule: CodesRuleEntry = {name: 'd', category: 'contact_info', detect: ['phone']}
   assert.equal(hitPayloads(rule, ['BEGIN:VCARD\nTEL:+44 20 7946 0958\nEND:VCARD', 'ROOM 12345\n67890 LOT']), ['BEGIN:VCARD\nTEL:+44 20 7946 0958\nEND:VCARD'])
