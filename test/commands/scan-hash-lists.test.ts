@@ -89,6 +89,19 @@ test('mod scan stops on a bad list line with invalid_config, naming the file and
   assert.match(r.stderr, `hash list ${join(dir.path, 'lists', 'banned.txt')}: line 3:`)
 })
 
+test('a list saved by Windows tools: a UTF-8 byte order mark and CRLF line ends are read; UTF-16 text is named as such', async () => {
+  const policy = writePolicy([])
+  const list = join(dir.path, 'lists', 'banned.txt')
+  writeFileSync(list, `\uFEFF${hash},case-1041\r\n`)
+  const r = await runInProcess(['scan', join(folder, 'a-listed.jpg'), '--config', policy, '--only', 'pdq'], {env})
+  assert.match(r.stdout, `known_bad 1.00>=0.5 (list banned: "case-1041", distance 0)`)
+  assert.is(r.code, 1)
+  writeFileSync(list, Buffer.from(`\uFEFF${hash},case-1041\r\n`, 'utf16le'))
+  const utf16 = await runInProcess(['scan', join(folder, 'a-listed.jpg'), '--config', policy, '--only', 'pdq'], {env})
+  assert.is(utf16.code, 2)
+  assert.is(utf16.stderr.trim(), `mod: invalid_config: hash list ${list}: line 1: the file is UTF-16 text (it starts with a UTF-16 byte order mark): save the list as UTF-8`)
+})
+
 test('a list that points at a file of secrets: the scan names its lines, never their content', async () => {
   const policy = writePolicy(['DB_PASSWORD=hunter2', 'AWS_SECRET=wJalrXUtnFEMI'])
   const r = await runInProcess(['scan', folder, '--config', policy], {env})

@@ -83,6 +83,8 @@ function recordTable(text: Buffer): {texts: string[]; indexOf: (text: Buffer, fr
   return {texts, indexOf}
 }
 
+const UTF16 = 'the file is UTF-16 text (it starts with a UTF-16 byte order mark): save the list as UTF-8'
+
 /**
  * Parses a hash list: one `hash[,label[,note]]` per line, the hash as 64 hex digits (either case), the label
  * without commas, the note the rest of the line. Blank lines and lines starting with `#` are skipped; spaces
@@ -91,6 +93,11 @@ function recordTable(text: Buffer): {texts: string[]; indexOf: (text: Buffer, fr
  * never its content.
  */
 export function parseHashList(text: Buffer): {list: HashList; errors: ListLineError[]} {
+  // Windows tools write a byte order mark: UTF-8's is skipped, and UTF-16 text (PowerShell 5's `>`) is named as
+  // such rather than as a file of lines that are all too long.
+  if ((text[0] === 0xff && text[1] === 0xfe) || (text[0] === 0xfe && text[1] === 0xff)) {
+    return {list: {count: 0, hashes: new Uint8Array(0), records: new Uint32Array(0), recordTexts: ['']}, errors: [{line: 1, message: UTF16}]}
+  }
   let capacity = Math.max(16, Math.ceil(text.length / 65))
   let hashes = new Uint8Array(capacity * HASH_BYTES)
   let records = new Uint32Array(capacity)
@@ -98,7 +105,7 @@ export function parseHashList(text: Buffer): {list: HashList; errors: ListLineEr
   const errors: ListLineError[] = []
   let count = 0
   let line = 0
-  let start = 0
+  let start = text[0] === 0xef && text[1] === 0xbb && text[2] === 0xbf ? 3 : 0
   const {length} = text
   // The reason a field is not a hash, never the field itself: a list may point at a file that holds secrets.
   const notHash = (a: number, b: number): string => {
