@@ -436,8 +436,13 @@ export async function* scanInputs(
         if ('skip' in checked) skip(skipped, checked.skip)
         else if ('item' in checked) yield checked.item
         else yield {input: {source: p, read: () => readFile(p, maxBytes, 'at' in checked ? checked.at : p)}}
-      } else if (isVideoHead(await readHead(p).catch(() => Buffer.alloc(0)))) yield videoEntry(p)
-      else yield {input: {source: p, read: () => readFile(p, maxBytes)}}
+      } else {
+        const head = await readHead(p).catch(() => Buffer.alloc(0))
+        if (isVideoHead(head)) yield videoEntry(p)
+        // The hook names files: a checkout without its LFS files gets the hint a folder or a list would.
+        else if (isLfsPointer(head)) yield lfsPointerEntry(p)
+        else yield {input: {source: p, read: () => readFile(p, maxBytes)}}
+      }
     } else {
       yield entry(p, 'unsupported_media', `${p} is ${kindOf(info)}, not a regular file: give a file, a folder or - for stdin`)
     }
@@ -464,9 +469,9 @@ async function* rawNamedFile(at: Buffer, maxBytes: number, skipped: Skipped, lis
   }
   const first = await readHead(at).catch(() => Buffer.alloc(0))
   // A file named on the command line is always tried; a listed one only when it is an image (or a video, with `videos`).
-  if (sniffImage(first) !== 'other' || !listed) yield {input: {source: shown, read: () => readFile(shown, maxBytes, at)}}
+  if (isLfsPointer(first)) yield lfsPointerEntry(shown)
+  else if (sniffImage(first) !== 'other' || !listed) yield {input: {source: shown, read: () => readFile(shown, maxBytes, at)}}
   else if (videos && isVideoHead(first)) yield videoEntry(shown)
-  else if (isLfsPointer(first)) yield lfsPointerEntry(shown)
   else skip(skipped, 'not images')
 }
 

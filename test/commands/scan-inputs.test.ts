@@ -241,13 +241,13 @@ test('BMP (even named .jpg), ICO, SVG, JPEG XL and JPEG 2000 files in a folder o
   }
 })
 
-test("a Git LFS pointer in an image's place, in a folder or a list, is an unsupported_media entry saying to fetch the LFS files, exit 2; never skipped as not an image", async () => {
+test("a Git LFS pointer in an image's place, in a folder, a list or named (as the pre-commit hook names files), is an unsupported_media entry saying to fetch the LFS files, exit 2; never skipped as not an image", async () => {
   const lfs = join(dir.path, 'lfs-checkout')
   mkdirSync(lfs)
   writeFileSync(join(lfs, 'a.png'), await solidPng(0, 0, 255))
   writeFileSync(join(lfs, 'banner.jpg'), `version https://git-lfs.github.com/spec/v1\noid sha256:${'4d7a'.repeat(16)}\nsize 84977\n`)
   writeFileSync(join(dir.path, 'lfs-list.txt'), ['a.png', 'banner.jpg'].map((f) => join(lfs, f)).join('\n') + '\n')
-  for (const args of [[lfs], ['--files-from', join(dir.path, 'lfs-list.txt')]]) {
+  for (const args of [[lfs], ['--files-from', join(dir.path, 'lfs-list.txt')], [join(lfs, 'a.png'), join(lfs, 'banner.jpg')]]) {
     const r = await runInProcess(['scan', ...args, '--config', policy, '--json'], {env})
     assert.is(r.code, 2, args.join(' '))
     const rows = (JSON.parse(r.stdout) as {source: string; is_safe?: boolean; error?: {code: string; message: string}}[]).map((x) => [x.source, x.error ? `${x.error.code}: ${x.error.message}` : x.is_safe])
