@@ -225,11 +225,14 @@ test('the action installs mod from its own checkout with install scripts off, pu
   // Cached under the lockfile's hash and the checkout's.
   assert.match(r.steps.key.install, new RegExp(`^mod-install-Linux-X64-${sha16(join(actionPath, 'package-lock.json'))}-[0-9a-f]{16}$`))
   // Both caches are saved although the job fails (actions/cache saves at the end of a successful job only).
-  assert.equal([...caches.keys()], [r.steps.key.install, `mod-models-Linux-fast-${r.env.MOD_VERSION}`])
+  assert.equal([...caches.keys()], [r.steps.key.install, `mod-models-Linux-fast-${r.steps.key.version}`])
   assert.is(r.outputs['exit-code'], '1')
   const sarif = JSON.parse(readFileSync(r.outputs.report, 'utf8'))
   assert.equal(sarif.runs[0].results.map((x: {ruleId: string; locations: {physicalLocation: {artifactLocation: {uri: string}}}[]}) => [x.ruleId, x.locations[0].physicalLocation.artifactLocation.uri]), [['redness', 'assets/red.png']])
-  assert.is(r.env.MOD_VERSION, JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version)
+  assert.is(r.steps.key.version, JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version)
+  // The action leaves no MOD_* variable of its own in the job's environment, which mod would warn of on every run.
+  assert.equal(Object.keys(r.env).filter((k) => k.startsWith('MOD_')), ['MOD_CACHE_DIR'])
+  assert.not.match(r.log, /is not a variable mod reads/)
   assert.is(r.env.MOD_CACHE_DIR, jobCache, "the job's MOD_CACHE_DIR is kept")
   assert.match(r.log, /MOD_MODEL_DIR is set/)
   assert.match(r.log, /2 scanned: 1 safe, 1 unsafe, 0 errors/)
@@ -290,6 +293,11 @@ test('with fail-on: error a violation passes unless an input could not be scanne
   assert.ok(both.failed, both.log)
   assert.equal([both.outputs['exit-code'], both.outputs.errors], ['1', '1'])
   assert.match(both.log, /mod scan exited 1, and 1 input\(s\) could not be scanned \(fail-on: error\)/)
+  // A path that does not exist is an input that could not be scanned too, though the summary counts it apart.
+  const missing = runAction(actionPath, workspace, {paths: 'assets/red.png assets/gone.png', config: 'policy.yaml', format: 'github', 'fail-on': 'error'})
+  assert.ok(missing.failed, missing.log)
+  assert.equal([missing.outputs['exit-code'], missing.outputs.errors], ['1', '1'])
+  assert.match(missing.log, /^::error file=assets\/gone.png,line=1,title=mod%3A could not scan \(not_found\)::/m)
   assert.is(r.outputs.errors, '0')
   const never = runAction(actionPath, workspace, {paths: 'assets', config: 'policy.yaml', 'fail-on': 'never'})
   assert.not.ok(never.failed, never.log)
