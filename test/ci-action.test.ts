@@ -10,6 +10,7 @@ import {parse} from 'yaml'
 import {extractTag, INSTALL_CALLS, npmStandIn, REAL_NPM, repositoryAtTag} from './helpers/checkout.js'
 import {ROOT, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from './helpers/cli.js'
 import {CLEAN_GIT_ENV} from './helpers/git.js'
+import {slideshowWebp} from './helpers/slideshow.js'
 import {warmCacheDir} from './helpers/warm-cache.js'
 
 /**
@@ -274,7 +275,7 @@ test('the install key changes with the lockfile and with what the build reads (s
   assert.is.not(key().split('-')[0], lock)
 })
 
-test('with fail-on: error a violation passes unless an input could not be scanned beside it; format github prints the annotations; fail-on never passes anything', () => {
+test('with fail-on: error a violation passes unless an input could not be scanned (or, strict, an animation was not scored whole) beside it; format github prints the annotations; fail-on never passes anything', async () => {
   const r = runAction(actionPath, workspace, {paths: 'assets', config: 'policy.yaml', format: 'github', 'fail-on': 'error'})
   assert.not.ok(r.failed, r.log)
   assert.is(r.outputs.report, '')
@@ -298,6 +299,15 @@ test('with fail-on: error a violation passes unless an input could not be scanne
   assert.ok(missing.failed, missing.log)
   assert.equal([missing.outputs['exit-code'], missing.outputs.errors], ['1', '1'])
   assert.match(missing.log, /^::error file=assets\/gone.png,line=1,title=mod%3A could not scan \(not_found\)::/m)
+  // So is an animation not scored whole, which --strict (the default) fails: a violation beside it does not pass it.
+  writeFileSync(join(workspace, 'assets', 'slides.webp'), await slideshowWebp(70))
+  const partial = runAction(actionPath, workspace, {paths: 'assets/red.png assets/slides.webp', config: 'policy.yaml', format: 'github', 'fail-on': 'error'})
+  const lenientPartial = runAction(actionPath, workspace, {paths: 'assets/red.png assets/slides.webp', config: 'policy.yaml', format: 'github', 'fail-on': 'error', strict: 'false'})
+  rmSync(join(workspace, 'assets', 'slides.webp'))
+  assert.ok(partial.failed, partial.log)
+  assert.equal([partial.outputs['exit-code'], partial.outputs.errors], ['1', '0'])
+  assert.match(partial.log, /mod scan exited 1, and 1 animation\(s\) had pictures left unscored \(strict, fail-on: error\)/)
+  assert.not.ok(lenientPartial.failed, lenientPartial.log)
   assert.is(r.outputs.errors, '0')
   const never = runAction(actionPath, workspace, {paths: 'assets', config: 'policy.yaml', 'fail-on': 'never'})
   assert.not.ok(never.failed, never.log)
