@@ -269,10 +269,10 @@ async function check(dir: Folder, n: DirEntry, videos = false): Promise<Checked>
   return {skip: 'not images'}
 }
 
-/** The git repository a walk is in: what git tracks there, when git could say. */
+/** The git repository a walk is in: what git tracks there. */
 interface Repository {
   root: string
-  tracked: Tracked | undefined
+  tracked: Tracked
 }
 
 /** What every folder of one run's walks shares. */
@@ -282,6 +282,19 @@ interface WalkContext {
   reached: Set<string>
   vcs: boolean
   videos: boolean
+  gitUnknown?: (root: string, why: string) => void
+}
+
+/**
+ * The repository at `root`. Where git cannot say what it tracks, every file counts as tracked: the `.gitignore` and
+ * `.ignore` files, which a change under review can add, then hide none of them (`.modignore` and --exclude still
+ * apply), rather than a committed image; `gitUnknown` hears why.
+ */
+async function repositoryAt(root: string, ctx: WalkContext): Promise<Repository> {
+  const files = await trackedFiles(root)
+  if ('tracked' in files) return {root, tracked: files.tracked}
+  ctx.gitUnknown?.(root, files.unknown)
+  return {root, tracked: () => true}
 }
 
 /**
@@ -306,7 +319,7 @@ async function* walk(folder: Folder, real: string, ctx: WalkContext, seen: Set<s
   }
   // A folder holding `.git` is a repository's top (the first, or one nested in it: a submodule).
   const top = resolve(dir)
-  const here = ctx.vcs && top !== repo?.root && names.some((n) => n.name === '.git') ? {root: top, tracked: await trackedFiles(top)} : repo
+  const here = ctx.vcs && top !== repo?.root && names.some((n) => n.name === '.git') ? await repositoryAt(top, ctx) : repo
   const files: IgnoreFiles = {vcs: ctx.vcs, inRepo: here !== undefined}
   const rules = await withIgnoreFiles(inherited, dir, files, (name) => names.some((n) => n.name === name), folder.at)
   names.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
@@ -368,6 +381,11 @@ export interface InputOptions {
    * a gate reads), not a file skipped as not an image.
    */
   videos?: boolean
+  /**
+   * Told of each repository (by its top folder) whose tracked files git cannot list, with git's reason: its
+   * `.gitignore` and `.ignore` files are then not applied (see repositoryAt).
+   */
+  gitUnknown?: (root: string, why: string) => void
 }
 
 /**
@@ -400,10 +418,10 @@ export async function* scanInputs(
   maxBytes: number,
   skipped: Skipped,
   stdin: NodeJS.ReadableStream = process.stdin,
-  {exclude = [], listed = false, vcsIgnore = false, reached = new Set<string>(), videos = false}: InputOptions = {},
+  {exclude = [], listed = false, vcsIgnore = false, reached = new Set<string>(), videos = false, gitUnknown}: InputOptions = {},
 ): AsyncGenerator<ScanItem> {
   const patterns = exclude.length > 0 ? ignore().add([...exclude]) : undefined
-  const ctx: WalkContext = {maxBytes, skipped, reached, vcs: vcsIgnore, videos}
+  const ctx: WalkContext = {maxBytes, skipped, reached, vcs: vcsIgnore, videos, gitUnknown}
   for (const p of paths) {
     if (typeof p !== 'string') {
       if (firstReach(reached, resolve(namedAs(p)))) yield* rawNamedFile(p, maxBytes, skipped, listed, videos)
@@ -426,7 +444,7 @@ export async function* scanInputs(
       if (!firstReach(reached, real)) continue
       const root = vcsIgnore ? await repositoryRoot(p) : undefined
       const outer = root === undefined ? [] : await inheritedRules(p, root)
-      const repo = root === undefined ? undefined : {root, tracked: await trackedFiles(root)}
+      const repo = root === undefined ? undefined : await repositoryAt(root, ctx)
       yield* walk({shown: p, at: p}, real, ctx, new Set([real]), [...outer, ...(patterns ? [{base: p, ig: patterns, flag: true}] : [])], repo)
     } else if (info.isFile()) {
       if (patterns && patterns.ignores(givenName(p))) skip(skipped, 'excluded')

@@ -16,17 +16,24 @@ export async function repositoryRoot(dir: string): Promise<string | undefined> {
 /** Whether git tracks a file, or a folder holding a tracked file, by its path. */
 export type Tracked = (path: string, isDir: boolean) => boolean
 
+/** What git tracks in a repository, or, where git cannot say, why not. */
+export type TrackedFiles = {tracked: Tracked} | {unknown: string}
+
 /**
  * What git tracks in the repository at `root` (`git ls-files`). Ignore files do not hide these: git applies its
  * ignore files to untracked files only, so an image committed with `git add -f` beside a .gitignore naming it is in
- * the repository, and a change under review must not hide it from a scan so. Undefined when git cannot say (not
- * installed, or a repository it refuses): the ignore files then apply to every file.
+ * the repository, and a change under review must not hide it from a scan so. Where git cannot say (not installed,
+ * or a repository it refuses: "dubious ownership" in a CI container), why not, from git's own first line.
  */
-export function trackedFiles(root: string): Promise<Tracked | undefined> {
+export function trackedFiles(root: string): Promise<TrackedFiles> {
   return new Promise((done) => {
     // A repository's own configuration may name a program for git to run (core.fsmonitor): a scanned download's must not.
-    execFile('git', ['-c', 'core.fsmonitor=false', '-C', root, 'ls-files', '-z'], {encoding: 'buffer', maxBuffer: 1024 * 1024 * 1024}, (error, stdout) => {
-      if (error) return done(undefined)
+    execFile('git', ['-c', 'core.fsmonitor=false', '-C', root, 'ls-files', '-z'], {encoding: 'buffer', maxBuffer: 1024 * 1024 * 1024}, (error, stdout, stderr) => {
+      if (error) {
+        const missing = (error as NodeJS.ErrnoException).code === 'ENOENT'
+        const said = stderr.toString('utf8').split('\n').find((l) => l.trim() !== '')?.trim()
+        return done({unknown: missing ? 'git is not on PATH' : (said ?? error.message)})
+      }
       const files = new Set<string>()
       const folders = new Set<string>()
       for (const name of stdout.toString('utf8').split('\0')) {
@@ -35,7 +42,7 @@ export function trackedFiles(root: string): Promise<Tracked | undefined> {
         files.add(path)
         for (let d = dirname(path); d.length > root.length && !folders.has(d); d = dirname(d)) folders.add(d)
       }
-      done((path, isDir) => (isDir ? folders : files).has(resolve(path)))
+      done({tracked: (path, isDir) => (isDir ? folders : files).has(resolve(path))})
     })
   })
 }

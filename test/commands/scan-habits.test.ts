@@ -131,6 +131,16 @@ test('files git tracks are scanned whatever .gitignore, .ignore and .git/info/ex
   assert.equal(await scanned('assets/sub'), ['assets/sub/banner.png'])
   assert.equal(await scanned('.', '--exclude', 'vendor'), ['assets/hidden.png', 'assets/logo.png', 'assets/sub/banner.png'])
   assert.not.ok(existsSync(ran), "the repository's core.fsmonitor ran")
+  // Where git cannot say what the repository tracks (not on PATH here; in a CI container, a checkout git refuses
+  // as another user's), its .gitignore and .ignore files hide nothing, and a line says so: a change adding one
+  // would otherwise hide a committed image. .modignore still applies.
+  const noGit = join(dir.path, 'no-git-bin')
+  mkdirSync(noGit)
+  const blind = await runInProcess(['scan', '.', '--config', policy, '--ndjson'], {env: {...env, PATH: noGit}, cwd: repo})
+  assert.is(blind.code, 1, blind.stderr)
+  assert.equal(sources(blind.stdout), ['assets/hidden.png', 'assets/logo.png', 'assets/sub/banner.png', 'assets/sub/untracked.png', 'vendor/v.png'])
+  assert.is(blind.stderr.split('git cannot list').length, 2, 'said once')
+  assert.match(blind.stderr, `mod: warning: git cannot list the files of the repository ${repo} (git is not on PATH): its .gitignore and .ignore files are not applied there, so that none hides a committed image\n`)
 })
 
 test('a file reached twice is scanned once: a folder given twice, a file given inside a folder given', async () => {
