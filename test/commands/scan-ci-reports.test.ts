@@ -83,7 +83,7 @@ test('--format sarif is a SARIF 2.1.0 log valid against its schema: one result p
   assert.is(r.stderr, '4 scanned: 1 safe, 2 unsafe, 1 error\n')
 })
 
-test('--format sarif names files relative to the root of the git repository the working folder is in, and a file outside it by its file URI', async () => {
+test('--format sarif and github name files relative to the root of the git repository the working folder is in, and a file outside it by its file URI or absolute path', async () => {
   const repo = join(dir.path, 'git-repo')
   const app = join(repo, 'app')
   mkdirSync(join(app, 'assets'), {recursive: true})
@@ -109,6 +109,11 @@ test('--format sarif names files relative to the root of the git repository the 
   for (const {uri, uriBaseId} of locations as {uri: string; uriBaseId?: string}[]) {
     assert.equal(readFileSync(new URL(uri, uriBaseId ? run.originalUriBaseIds[uriBaseId].uri : undefined)), red)
   }
+  // GitHub annotations too: the runner reads a relative file from the checkout's root, not the step's folder.
+  const github = await runInProcess(['scan', 'assets', '../top red.png', outside, '--config', 'policy.yaml', '--format', 'github'], {env, cwd: app})
+  assert.is(github.code, 1, github.stderr)
+  const files = github.stdout.trimEnd().split('\n').map(parseCommand).filter((c) => c.name === 'error').map((c) => c.props.file)
+  assert.equal(files, ['app/assets/red.png', 'top red.png', realpathSync(outside)])
 })
 
 test('--format sarif with nothing flagged is a valid log with no results', async () => {

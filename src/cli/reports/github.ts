@@ -1,3 +1,5 @@
+import {isAbsolute, resolve} from 'node:path'
+
 import {ANIMATION_TRUNCATED_NOTE} from '../format.js'
 import {visible} from '../visible.js'
 import {animationTruncated, relativePath, violationText, type ReportItem, type RunInfo} from './report.js'
@@ -14,6 +16,18 @@ function escapeData(s: string): string {
 /** A workflow command's property value: as a message, and `:` and `,` too, which end a property. */
 function escapeProperty(s: string): string {
   return escapeData(s).replace(/:/g, '%3A').replace(/,/g, '%2C')
+}
+
+/**
+ * A file as an annotation names it: relative to the repository's root, as SARIF does, since the runner reads a
+ * relative path from the root of the checkout whatever the step's working folder; outside the root, its absolute
+ * path (which the runner makes relative to the workspace, and translates out of a job's container).
+ */
+function fileOf(source: string, run: RunInfo): string | undefined {
+  if (source === '-') return undefined
+  const at = resolve(run.cwd, source)
+  const path = relativePath(at, run.root) as string
+  return path.startsWith('../') || path === '..' || isAbsolute(path) ? at : path
 }
 
 function command(name: string, properties: Record<string, string | undefined>, message: string): string {
@@ -35,7 +49,7 @@ export function githubReporter(run: RunInfo): Reporter<ReportItem> {
     start: () => '',
     item(r: ReportItem) {
       const {item} = r
-      const file = relativePath(item.source, run.cwd)
+      const file = fileOf(item.source, run)
       const line = file === undefined ? undefined : '1'
       const partial = animationTruncated(item) ? command('warning', {file, line, title: 'mod: animation not checked whole'}, ANIMATION_TRUNCATED_NOTE) : ''
       if (r.accepted || ('is_safe' in item && item.is_safe)) return partial
