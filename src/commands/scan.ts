@@ -368,9 +368,13 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
     const out = this.output(scanReporter(format, info, coverage(state.covered), flags.summary))
     // One set of the paths reached for both: a listed file that a folder given holds is scanned once.
     // A video in a folder or a list is an error entry (mod scan-video scores it), never skipped as not an image.
-    // Once per repository: which ignore files were not applied, and git's reason.
-    const gitUnknown = (top: string, why: string) =>
+    // Once per repository (two folders given may share one): which ignore files were not applied, and git's reason.
+    const told = new Set<string>()
+    const gitUnknown = (top: string, why: string) => {
+      if (told.has(top)) return
+      told.add(top)
       this.logToStderr(`mod: warning: git cannot list the files of the repository ${top} (${why}): its .gitignore and .ignore files are not applied there, so that none hides a committed image`)
+    }
     const walking = {exclude: flags.exclude ?? [], vcsIgnore: !flags['no-ignore'], reached: new Set<string>(), videos: true, gitUnknown}
     async function* all(): AsyncGenerator<ScanItem> {
       yield* scanInputs(withRawBytes(paths), limits.maxBytes, state.skipped, process.stdin, walking)
