@@ -74,7 +74,9 @@ function initScript(): string {
     dom_id: '#swagger-ui',
     deepLinking: true,
     tryItOutEnabled: true,
-    persistAuthorization: true,
+    // The key typed into Authorize lives as long as the page: persisted, it would stay in the browser's
+    // localStorage in clear, after the server has gone, for any later page of the same origin (localhost:8000) to read.
+    persistAuthorization: false,
     displayRequestDuration: true,
     // The default would send the document to validator.swagger.io.
     validatorUrl: null,
@@ -105,6 +107,8 @@ function initScript(): string {
     '  }',
     '}',
     "window.addEventListener('load', function () {",
+    // Earlier versions persisted the key there: remove it (localStorage itself may be refused by the browser).
+    "  try { window.localStorage.removeItem('authorized') } catch (e) {}",
     `  var config = ${JSON.stringify(config)}`,
     '  config.presets = [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset]',
     '  config.plugins = [SwaggerUIBundle.plugins.DownloadUrl, detailsAfterOperations]',

@@ -146,7 +146,8 @@ export const DOCUMENTATION: Declared[] = [
     summary: 'Interactive documentation',
     description:
       'This page (Swagger UI, served with its assets under `/docs/` by this server). Public: it holds no secret; ' +
-      'with a key configured, **Authorize** takes it for the calls made from the page.',
+      'with a key configured, **Authorize** takes it for the calls made from the page, which keeps it only while it is open ' +
+      '(the browser stores it nowhere).',
     tags: ['service'],
     security: [],
     responses: {200: {description: 'An HTML page.', media: 'text/html', schema: {type: 'string'}}},

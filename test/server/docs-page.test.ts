@@ -76,4 +76,29 @@ test("the Authorize button's key is sent with a call made from the page", async 
   await tab.close()
 })
 
+test('the key typed into Authorize is kept by no browser storage, and one an earlier version stored is removed', async () => {
+  const context = await browser.newContext()
+  const tab = await context.newPage()
+  await tab.goto(`${server.base}/docs`)
+  await tab.evaluate(`localStorage.setItem('authorized', JSON.stringify({ApiKey: {name: 'ApiKey', value: 'stored-earlier'}}))`)
+  await tab.reload()
+  await tab.waitForSelector('.btn.authorize')
+  await tab.click('.btn.authorize')
+  await tab.fill('.auth-container input[type=text], .auth-container input[type=password]', KEY)
+  await tab.click('.auth-container .btn.modal-btn.auth.authorize')
+  await tab.click('.auth-btn-wrapper .btn-done')
+  const storage = JSON.stringify((await context.storageState()).origins)
+  assert.not.ok(storage.includes(KEY), storage)
+  assert.not.ok(storage.includes('stored-earlier'), storage)
+  // After a reload the page has no key: a call goes without it.
+  await tab.reload()
+  await tab.click('#operations-policy-listCategories .opblock-summary')
+  const answer = tab.waitForResponse((r) => r.url().endsWith('/v1/categories'))
+  await tab.click('#operations-policy-listCategories .execute')
+  const res = await answer
+  assert.is(res.request().headers()['x-api-key'], undefined)
+  assert.is(res.status(), 401)
+  await context.close()
+})
+
 test.run()

@@ -152,7 +152,7 @@ test('pipelined asset requests of a client that hangs up leave no file open', as
   assert.equal(openSwaggerFiles(), [])
 })
 
-test('the init script starts Swagger UI on /openapi.json with try-it-out and remembered authorisation', async () => {
+test("the init script starts Swagger UI on /openapi.json with try-it-out, keeping no key in the browser's storage", async () => {
   const res = await fetch(`${base}/docs/init.js`)
   assert.is(res.status, 200)
   assert.is(res.headers.get('content-type'), 'text/javascript; charset=utf-8')
@@ -161,7 +161,9 @@ test('the init script starts Swagger UI on /openapi.json with try-it-out and rem
 
   const listeners: Record<string, () => void> = {}
   const calls: Record<string, unknown>[] = []
-  const window: Record<string, unknown> = {addEventListener: (event: string, fn: () => void) => (listeners[event] = fn)}
+  const stored = new Map([['authorized', '{"ApiKey":{"value":"a key saved by an earlier version"}}']])
+  const localStorage = {removeItem: (name: string) => stored.delete(name)}
+  const window: Record<string, unknown> = {addEventListener: (event: string, fn: () => void) => (listeners[event] = fn), localStorage}
   const SwaggerUIBundle = Object.assign(
     (config: Record<string, unknown>) => {
       calls.push(config)
@@ -179,7 +181,7 @@ test('the init script starts Swagger UI on /openapi.json with try-it-out and rem
       dom_id: '#swagger-ui',
       deepLinking: true,
       tryItOutEnabled: true,
-      persistAuthorization: true,
+      persistAuthorization: false,
       displayRequestDuration: true,
       validatorUrl: null,
       layout: 'StandaloneLayout',
@@ -189,6 +191,7 @@ test('the init script starts Swagger UI on /openapi.json with try-it-out and rem
   ])
   assert.is(typeof (calls[0].plugins as unknown[])[1], 'function')
   assert.is(window.ui, 'ui')
+  assert.equal([...stored.keys()], [])
 })
 
 test('a path outside the fixed list of files is 404, whatever its encoding', async () => {
