@@ -95,6 +95,15 @@ test('mod serve with a MOD_API_KEY of whitespace alone does not start: exit 2, o
   assert.is(r.stderr, 'mod: invalid_config: MOD_API_KEY is not valid: it holds only whitespace; give the key, or leave MOD_API_KEY empty or unset to need no key\n')
 })
 
+test('mod serve with a MOD_API_KEY that clients cannot send alike (not printable ASCII) does not start: exit 2, naming no key', async () => {
+  const r = await runInProcess(['serve', '--port', '0'], {env: {MOD_API_KEY: 'pässwort'}})
+  assert.is(r.code, 2)
+  assert.is(
+    r.stderr,
+    'mod: invalid_config: MOD_API_KEY is not valid: it holds a character other than printable ASCII, which HTTP clients do not send alike in a header; use letters, digits and punctuation\n',
+  )
+})
+
 test('a flag value taken from its MOD_* variable names the variable when it is invalid', async () => {
   const threads = await runInProcess(['categories'], {env: {MOD_THREADS: 'abc'}})
   assert.is(threads.code, 2)

@@ -16,6 +16,14 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/
 /** Whether `value` has the form of a key's name (a job's owner read back from Redis is checked with it). */
 export const isKeyName = (value: unknown): value is string => typeof value === 'string' && NAME.test(value)
 
+/**
+ * Printable ASCII (spaces inside allowed). An HTTP client sends other characters as bytes of its own choosing (curl
+ * sends a terminal's UTF-8, browsers and Python's clients Latin-1, and none can send "€"), and the server reads the
+ * header's bytes as Latin-1: such a key matched some clients and no others.
+ */
+const SENDABLE = /^[\x20-\x7e]*$/
+const UNSENDABLE = 'a character other than printable ASCII, which HTTP clients do not send alike in a header; use letters, digits and punctuation'
+
 const invalidKeys = (why: string): ModError =>
   new ModError('invalid_config', `MOD_API_KEYS is not valid: ${why}; expected name:key pairs separated by commas, e.g. "alice:KEY1,bob:KEY2"`)
 
@@ -29,6 +37,7 @@ export function readApiKey(env: Env): string | undefined {
   if (raw === undefined || raw === '') return undefined
   const key = raw.trim()
   if (key === '') throw new ModError('invalid_config', 'MOD_API_KEY is not valid: it holds only whitespace; give the key, or leave MOD_API_KEY empty or unset to need no key')
+  if (!SENDABLE.test(key)) throw new ModError('invalid_config', `MOD_API_KEY is not valid: it holds ${UNSENDABLE}`)
   return key
 }
 
@@ -51,6 +60,7 @@ export function readApiKeys(env: Env): NamedKey[] {
     const key = text.slice(colon + 1).trim()
     if (!NAME.test(name)) throw invalidKeys(`entry ${i + 1}'s name ${JSON.stringify(name)} is not 1 to 64 letters, digits, "_", "." or "-"`)
     if (key === '') throw invalidKeys(`the key of ${JSON.stringify(name)} is empty`)
+    if (!SENDABLE.test(key)) throw invalidKeys(`the key of ${JSON.stringify(name)} holds ${UNSENDABLE}`)
     if (names.has(name)) {
       throw invalidKeys(name === DEFAULT_KEY_NAME && single !== undefined ? `"${DEFAULT_KEY_NAME}" is MOD_API_KEY's name` : `the name ${JSON.stringify(name)} is given twice`)
     }

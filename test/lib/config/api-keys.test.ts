@@ -45,6 +45,19 @@ test('MOD_API_KEY is trimmed (the newline of a key file is no part of the key); 
   assert.match(failure({MOD_API_KEY: 'k0\n', MOD_API_KEYS: 'alice:k0'}).message, /the key of "alice" is also another name's key/)
 })
 
+test('a key with a character other than printable ASCII is refused, naming no key: clients send such characters differently', () => {
+  assert.is(keysOf({MOD_API_KEY: 'a key with spaces!~'}).apiKey, 'a key with spaces!~')
+  for (const key of ['pässwort', 'clé€', 'tab\tinside', 'nul\u0000']) {
+    const single = failure({MOD_API_KEY: key})
+    assert.is(single.code, 'invalid_config', JSON.stringify(key))
+    assert.match(single.message, /^MOD_API_KEY is not valid: it holds a character other than printable ASCII/)
+    assert.not.ok(single.message.includes(key))
+    const named = failure({MOD_API_KEYS: `alice:k1,bob:${key}`})
+    assert.match(named.message, /^MOD_API_KEYS is not valid: the key of "bob" holds a character other than printable ASCII/)
+    assert.not.ok(named.message.includes(key))
+  }
+})
+
 test('MOD_API_KEY and MOD_API_KEYS together: the single key is named default, and no other entry may take its name or key', () => {
   assert.equal(keysOf({MOD_API_KEY: 'k0', MOD_API_KEYS: 'alice:k1'}).apiKeys, [{name: 'alice', key: 'k1'}])
   assert.match(failure({MOD_API_KEY: 'k0', MOD_API_KEYS: 'default:k1'}).message, /"default" is MOD_API_KEY's name/)
