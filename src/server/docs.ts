@@ -130,6 +130,10 @@ function page(version: string): string {
 <link rel="stylesheet" href="/docs/index.css${v}">
 <link rel="icon" type="image/png" href="/docs/favicon-32x32.png${v}" sizes="32x32">
 <link rel="icon" type="image/png" href="/docs/favicon-16x16.png${v}" sizes="16x16">
+<style>
+/* The reference tables are wider than a phone: each scrolls on its own instead of the whole page. */
+.swagger-ui .mod-details table { display: block; max-width: 100%; overflow-x: auto; }
+</style>
 </head>
 <body>
 <div id="swagger-ui"></div>

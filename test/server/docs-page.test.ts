@@ -59,6 +59,16 @@ test('with a key configured, /docs loads without it and shows the first operatio
   await tab.close()
 })
 
+test('on a 360 px wide screen the page does not scroll sideways: the wide reference tables scroll on their own', async () => {
+  const tab = await browser.newPage({viewport: {width: 360, height: 640}})
+  await tab.goto(`${server.base}/docs`)
+  await tab.waitForSelector('#limits-formats-and-errors table')
+  const widths = (await tab.evaluate(`({page: document.documentElement.scrollWidth, table: Math.max(...[...document.querySelectorAll('#limits-formats-and-errors table')].map((t) => t.scrollWidth))})`)) as {page: number; table: number}
+  assert.is(widths.page, 360, JSON.stringify(widths))
+  assert.ok(widths.table > 360, JSON.stringify(widths))
+  await tab.close()
+})
+
 test("the Authorize button's key is sent with a call made from the page", async () => {
   const tab = await browser.newPage({viewport: {width: 1280, height: 900}})
   await tab.goto(`${server.base}/docs`)
