@@ -16,7 +16,7 @@ import * as assert from 'uvu/assert'
 import {openHtmlReport} from '../../src/cli/reports/html-report.js'
 import type {ModerationResult} from '../../src/lib/types.js'
 import {launchChromium} from '../helpers/chromium.js'
-import {runInProcess, tempDir, TOY_MODEL} from '../helpers/cli.js'
+import {BIN, runInProcess, tempDir, TOY_MODEL} from '../helpers/cli.js'
 import {noisyPng, writeImages} from '../helpers/dataset.js'
 import {renderText} from '../helpers/render-text.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
@@ -458,6 +458,21 @@ test('names that would show as other names (a right-to-left override, a line bre
   } finally {
     await second.tab.close()
   }
+})
+
+test('a report that cannot be written whole (a file size limit; a full disk alike): exit 2 saying why, no page and no temporary file left', async () => {
+  const place = join(dir.path, 'limited')
+  mkdirSync(place)
+  // 8 KiB a file, its signal ignored so that a write past it fails (EFBIG), as one on a full disk does (ENOSPC).
+  const r = spawnSync('bash', ['-c', 'trap "" XFSZ; ulimit -f 8; exec "$0" "$@"', process.execPath, BIN, 'scan', folder, '--config', policy, '--report', 'r.html'], {
+    cwd: place,
+    env: {...process.env, ...env, NO_COLOR: '1'},
+    encoding: 'utf8',
+  })
+  assert.is(r.status, 2, r.stderr)
+  assert.match(r.stderr, 'mod: bad_request: --report r.html: cannot write it: larger than a file may be here (EFBIG)')
+  assert.not.match(r.stderr, 'node:')
+  assert.equal(readdirSync(place), [])
 })
 
 test('--report to a folder that does not exist: exit 2 before scanning, nothing written', async () => {

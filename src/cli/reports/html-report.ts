@@ -14,6 +14,8 @@ import {open, rename, rm} from 'node:fs/promises'
 import {basename, isAbsolute, relative, resolve, sep} from 'node:path'
 
 import type {ItemResult} from '../../lib/engine.js'
+import {whyUnreadable} from '../../lib/errno.js'
+import {ModError} from '../../lib/errors.js'
 import {SIGNALS} from '../../lib/signals/registry.js'
 import type {ReportMark} from '../../lib/signals/signal.js'
 import {escapeHtml, OFFLINE_CSP, scriptJson} from '../../lib/html.js'
@@ -88,11 +90,23 @@ export async function openHtmlReport(file: string, cwd: string): Promise<HtmlRep
   }
   await removeAbandonedTemps(file)
   const out: WriteStream = handle.createWriteStream()
+  // A write that fails (a full disk, a file size limit) fails the run with the reason, not as an error event nobody
+  // heard (which ended mod with Node's stack trace and exit 1, a violation's code, the temporary file left).
+  let failure: ModError | undefined
+  const failed = (e: unknown): ModError => (failure ??= e instanceof ModError ? e : new ModError('bad_request', `--report ${file}: cannot write it: ${whyUnreadable(e)}`))
+  out.on('error', failed)
+  const settled = async (step: Promise<unknown>): Promise<void> => {
+    await step.catch((e: unknown) => {
+      throw failed(e)
+    })
+    if (failure) throw failure
+  }
   let count = 0
   const written = new Date().toISOString()
   const info = {id: randomBytes(8).toString('hex'), name: basename(file), written, cwd}
   const write = async (text: string): Promise<void> => {
-    if (!out.write(text)) await once(out, 'drain')
+    if (failure) throw failure
+    if (!out.write(text)) await settled(once(out, 'drain'))
   }
   const started = write(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -139,8 +153,8 @@ export async function openHtmlReport(file: string, cwd: string): Promise<HtmlRep
 </body></html>
 `)
       out.end()
-      await once(out, 'finish')
-      await rename(temp, file)
+      await settled(once(out, 'finish'))
+      await settled(rename(temp, file))
     },
     async abort() {
       out.destroy()
