@@ -464,7 +464,7 @@ test('a report that cannot be written whole (a file size limit; a full disk alik
   const place = join(dir.path, 'limited')
   mkdirSync(place)
   // 8 KiB a file, its signal ignored so that a write past it fails (EFBIG), as one on a full disk does (ENOSPC).
-  const r = spawnSync('bash', ['-c', 'trap "" XFSZ; ulimit -f 8; exec "$0" "$@"', process.execPath, BIN, 'scan', folder, '--config', policy, '--report', 'r.html'], {
+  const r = spawnSync('bash', ['-c', 'trap "" XFSZ; ulimit -f 8; exec "$0" "$@"', process.execPath, BIN, 'scan', join(folder, 'c-red.png'), '--config', policy, '--report', 'r.html'], {
     cwd: place,
     env: {...process.env, ...env, NO_COLOR: '1'},
     encoding: 'utf8',
