@@ -1,8 +1,8 @@
-import {isAbsolute, resolve} from 'node:path'
+import {resolve} from 'node:path'
 
 import {ANIMATION_TRUNCATED_NOTE} from '../format.js'
 import {visible} from '../visible.js'
-import {animationTruncated, relativePath, violationText, type ReportItem, type RunInfo} from './report.js'
+import {animationTruncated, repositoryPath, violationText, type ReportItem, type RunInfo} from './report.js'
 import type {Reporter} from './reporter.js'
 
 /**
@@ -25,9 +25,7 @@ function escapeProperty(s: string): string {
  */
 function fileOf(source: string, run: RunInfo): string | undefined {
   if (source === '-') return undefined
-  const at = resolve(run.cwd, source)
-  const path = relativePath(at, run.root) as string
-  return path.startsWith('../') || path === '..' || isAbsolute(path) ? at : path
+  return repositoryPath(source, run) ?? resolve(run.cwd, source)
 }
 
 function command(name: string, properties: Record<string, string | undefined>, message: string): string {

@@ -30,6 +30,15 @@ export function relativePath(source: string, cwd: string): string | undefined {
   return isAbsolute(rel) ? rel : rel.split(sep).join('/')
 }
 
+/**
+ * A source's path relative to the repository root ("/"-separated), or undefined when it lies outside the root: the
+ * path code scanning and the runner's annotations read a file by.
+ */
+export function repositoryPath(source: string, run: RunInfo): string | undefined {
+  const path = relativePath(resolve(run.cwd, source), run.root) as string
+  return path.startsWith('../') || path === '..' || isAbsolute(path) ? undefined : path
+}
+
 /** Whether an item is an animation whose pictures were not all scored (`animation_truncated`). */
 export function animationTruncated(item: ItemResult | ScanEntry): boolean {
   return !('error' in item) && item.animation_truncated === true

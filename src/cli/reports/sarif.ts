@@ -1,8 +1,8 @@
-import {isAbsolute, resolve, sep} from 'node:path'
+import {resolve, sep} from 'node:path'
 import {pathToFileURL} from 'node:url'
 
 import {ANIMATION_TRUNCATED_NOTE} from '../format.js'
-import {relativePath, type ReportItem, type RunInfo} from './report.js'
+import {repositoryPath, type ReportItem, type RunInfo} from './report.js'
 import {jsonText, type Reporter} from './reporter.js'
 
 /** The schema URI SARIF 2.1.0 logs name (the OASIS errata 01 schema, as GitHub and GitLab accept it). */
@@ -23,8 +23,8 @@ function uriOf(path: string): string {
  * code scanning maps a result to a file of the repository), or, outside the root, an absolute file URI.
  */
 function artifactLocation(source: string, run: RunInfo): {uri: string; uriBaseId?: string} {
-  const path = relativePath(resolve(run.cwd, source), run.root) as string
-  return path.startsWith('../') || path === '..' || isAbsolute(path) ? {uri: pathToFileURL(resolve(run.cwd, source)).href} : {uri: uriOf(path), uriBaseId: BASE_ID}
+  const path = repositoryPath(source, run)
+  return path === undefined ? {uri: pathToFileURL(resolve(run.cwd, source)).href} : {uri: uriOf(path), uriBaseId: BASE_ID}
 }
 
 /**
