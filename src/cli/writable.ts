@@ -5,6 +5,7 @@ import {basename, dirname, join, resolve} from 'node:path'
 
 import {whyUnreadable} from '../lib/errno.js'
 import {ModError} from '../lib/errors.js'
+import {readHead} from '../lib/input/sniff.js'
 import {isRunning} from '../lib/processes.js'
 
 /** Why `file`, given with `flag`, cannot be written: the system's code (ENOENT, EACCES). */
@@ -25,20 +26,19 @@ export async function refuseFolder(flag: string, file: string): Promise<void> {
  */
 export async function refuseNonHtml(flag: string, file: string): Promise<void> {
   if (!(await stat(file).catch(() => undefined))?.isFile()) return
-  const handle = await open(file, 'r').catch(() => undefined)
-  if (handle === undefined) return
-  let head
-  try {
-    const {buffer, bytesRead} = await handle.read(Buffer.alloc(256), 0, 256, 0)
-    head = buffer.subarray(0, bytesRead).toString('utf8').replace(/^\uFEFF/, '').trimStart()
-  } finally {
-    await handle.close()
-  }
+  const bytes = await readHead(file).catch(() => undefined)
+  if (bytes === undefined) return
+  const head = bytes.subarray(0, 256).toString('utf8').replace(/^\uFEFF/, '').trimStart()
   if (head === '' || head.startsWith('<')) return
   throw new ModError(
     'bad_request',
     `${flag} ${file}: the file there is not an HTML page, and a report replaces only a page (a shell pattern after ${flag} names its first match): give a new file name`,
   )
+}
+
+/** Why `file`, given with `flag`, could not be written once writing began: the reason in words (the disk is full). */
+export function writeFailed(flag: string, file: string, e: unknown, kept = false): ModError {
+  return new ModError('bad_request', `${flag} ${file}: cannot write it: ${whyUnreadable(e)}${kept ? '; the file there was left as it was' : ''}`)
 }
 
 /** A temporary file beside `file`, in the same folder, so that renaming it onto `file` is atomic. */
@@ -93,11 +93,9 @@ export async function checkWritable(flag: string, file: string): Promise<void> {
  */
 export async function writeWhole(flag: string, file: string, text: string): Promise<void> {
   const info = await stat(file).catch(() => undefined)
-  const failed = (e: unknown, kept: boolean): ModError =>
-    new ModError('bad_request', `${flag} ${file}: cannot write it: ${whyUnreadable(e)}${kept ? '; the file there was left as it was' : ''}`)
   if (info !== undefined && !info.isFile()) {
     await writeFile(file, text).catch((e: unknown) => {
-      throw failed(e, false)
+      throw writeFailed(flag, file, e)
     })
     return
   }
@@ -115,7 +113,7 @@ export async function writeWhole(flag: string, file: string, text: string): Prom
     await rename(temp, target)
   } catch (e) {
     await rm(temp, {force: true})
-    throw failed(e, info !== undefined)
+    throw writeFailed(flag, file, e, info !== undefined)
   }
   await removeAbandonedTemps(target)
 }

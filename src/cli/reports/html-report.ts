@@ -14,7 +14,6 @@ import {open, rename, rm} from 'node:fs/promises'
 import {basename, isAbsolute, relative, resolve, sep} from 'node:path'
 
 import type {ItemResult} from '../../lib/engine.js'
-import {whyUnreadable} from '../../lib/errno.js'
 import {ModError} from '../../lib/errors.js'
 import {SIGNALS} from '../../lib/signals/registry.js'
 import type {ReportMark} from '../../lib/signals/signal.js'
@@ -22,7 +21,7 @@ import {escapeHtml, OFFLINE_CSP, scriptJson} from '../../lib/html.js'
 import type {Thumbnail} from '../../lib/image/thumbnail.js'
 import {ANIMATION_TRUNCATED_NOTE} from '../format.js'
 import type {ScanEntry} from '../inputs.js'
-import {besideTemp, cannotWrite, refuseFolder, refuseNonHtml, removeAbandonedTemps} from '../writable.js'
+import {besideTemp, cannotWrite, refuseFolder, refuseNonHtml, removeAbandonedTemps, writeFailed} from '../writable.js'
 import {REPORT_SCRIPT, REPORT_STYLE} from './html-report-page.js'
 import {animationTruncated} from './report.js'
 
@@ -93,7 +92,7 @@ export async function openHtmlReport(file: string, cwd: string): Promise<HtmlRep
   // A write that fails (a full disk, a file size limit) fails the run with the reason, not as an error event nobody
   // heard (which ended mod with Node's stack trace and exit 1, a violation's code, the temporary file left).
   let failure: ModError | undefined
-  const failed = (e: unknown): ModError => (failure ??= e instanceof ModError ? e : new ModError('bad_request', `--report ${file}: cannot write it: ${whyUnreadable(e)}`))
+  const failed = (e: unknown): ModError => (failure ??= e instanceof ModError ? e : writeFailed('--report', file, e))
   out.on('error', failed)
   const settled = async (step: Promise<unknown>): Promise<void> => {
     await step.catch((e: unknown) => {
