@@ -1,7 +1,9 @@
 // The REST API with a policy's codes rules: zxing reads in a worker thread, so GET /health answers at once while a
 // batch of noise frames, which zxing looks at long (about 100-170 ms a full-HD frame), is scored. Read on the event
 // loop, nearly every /health would wait for a read; the median wait tells the two apart also when other processes
-// take the CPU now and then (a single late answer is the machine, not the server).
+// take the CPU now and then. No bound on the slowest answer: read on the event loop, the four frames hold it about
+// 0.7 s in all, and on a loaded machine the first answer, asked while the server is still reading the 25 MB upload,
+// took 1.3 s with the reads in their thread.
 import {randomBytes} from 'node:crypto'
 import {writeFileSync} from 'node:fs'
 import {join} from 'node:path'
@@ -27,7 +29,7 @@ test.after(async () => {
   dir.remove()
 })
 
-test('GET /health answers at once (median under 30 ms, none over 1 s) while full-HD noise frames are read for codes', async () => {
+test('GET /health answers at once (median under 30 ms) while full-HD noise frames are read for codes', async () => {
   const noise = await Promise.all(
     Array.from({length: 4}, () => sharp(randomBytes(1920 * 1080 * 3), {raw: {width: 1920, height: 1080, channels: 3}}).png({compressionLevel: 1}).toBuffer()),
   )
@@ -39,7 +41,7 @@ test('GET /health answers at once (median under 30 ms, none over 1 s) while full
     noise.map(() => [[], undefined]),
   )
   const median = [...waits].sort((a, b) => a - b)[Math.floor(waits.length / 2)]
-  assert.ok(waits.length >= 4 && median < 30 && Math.max(...waits) < 1000, JSON.stringify(waits.map(Math.round)))
+  assert.ok(waits.length >= 4 && median < 30, JSON.stringify(waits.map(Math.round)))
 })
 
 test.run()
