@@ -218,7 +218,10 @@ function startHost() {
   return host
 }
 
-/** Runs one file in `host`; resolves with its exit code (0 or 1) and output, and whether the host is gone. */
+/**
+ * Runs one file in `host`; resolves with its exit code (0 or 1) and output, whether the host is gone, and the CPU
+ * time the file used (NaN when the host died or cannot tell).
+ */
 function runInHost(host, file, extraEnv) {
   return new Promise((resolve) => {
     let timedOut = false
@@ -235,14 +238,14 @@ function runInHost(host, file, extraEnv) {
       const o = host.out.indexOf(MARK)
       const e = host.err.indexOf(MARK)
       if (o >= 0 && e >= 0 && host.out.indexOf('\n', o) >= 0) {
-        const code = host.out[o + MARK.length] === '1' ? 1 : 0
+        const [status, cpuMs] = host.out.slice(o + MARK.length, host.out.indexOf('\n', o)).split(' ')
         const out = host.out.slice(0, o) + host.err.slice(0, e)
         host.out = host.out.slice(host.out.indexOf('\n', o) + 1)
         host.err = host.err.slice(host.err.indexOf('\n', e) + 1)
-        finish({code, out, dead: false})
+        finish({code: status === '1' ? 1 : 0, out, dead: false, cpuMs: Number(cpuMs)})
       } else if (host.exited !== undefined) {
         const why = timedOut ? `timed out after ${FILE_TIMEOUT_MS} ms` : `the process running this file exited (${host.exited})`
-        finish({code: 1, out: `${host.out}${host.err}\n[run] ${why}\n`, dead: true})
+        finish({code: 1, out: `${host.out}${host.err}\n[run] ${why}\n`, dead: true, cpuMs: Number.NaN})
       }
     }
     host.child.stdio[3].write(`${JSON.stringify({file: copyOf(file), env: extraEnv})}\n`)
@@ -259,7 +262,7 @@ async function runFiles(queue) {
     const fileTmp = mkdtempSync(join(runTmp, 'file-'))
     const own = OWN_PROCESS.has(name)
     const runner = own ? startHost() : (host ??= startHost())
-    const {code, out, dead} = await runInHost(runner, file, {TMPDIR: fileTmp, TEST_FILE: name})
+    const {code, out, dead, cpuMs} = await runInHost(runner, file, {TMPDIR: fileTmp, TEST_FILE: name})
     // A failure that depends on what ran before in the same process shows with that list.
     const before = runner.ran.length > 0 ? `\n[run.mjs] this file ran in a process that had run: ${runner.ran.join(', ')}` : ''
     runner.ran.push(name)
@@ -278,6 +281,7 @@ async function runFiles(queue) {
     const failed = Math.max(count('Total') - passed, code === 0 && summary ? 0 : 1)
     const skipped = count('Skipped')
     const secs = ((Date.now() - t0) / 1000).toFixed(1)
+    const cpu = Number.isNaN(cpuMs) ? '' : `, ${(cpuMs / 1000).toFixed(1)} CPU-s`
     // uvu stops a file's run without a word when an error's `details` is not text (a library's error may carry an
     // object there; a ModError's facts are in `context` for this reason): the tests after it are counted as failed,
     // and the cause is told here.
@@ -287,13 +291,13 @@ async function runFiles(queue) {
       : unsaid
         ? `\n[run.mjs] ${failed} tests failed unreported: uvu stops a file when a test throws an error whose details property is not text; the test after the last one passed threw it`
         : ''
-    process.stdout.write(`\n=== ${name} (${passed} passed, ${failed} failed, ${skipped} skipped, ${secs} s)\n${out.trimEnd()}${why}${failed > 0 ? before : ''}\n`)
+    process.stdout.write(`\n=== ${name} (${passed} passed, ${failed} failed, ${skipped} skipped, ${secs} s${cpu})\n${out.trimEnd()}${why}${failed > 0 ? before : ''}\n`)
     totals.passed += passed
     totals.failed += failed
     totals.skipped += skipped
     if (failed > 0) failing.push(name)
     skips.push(...out.match(/^\[skip\] .*/gm)?.map((line) => `${name}: ${line.slice('[skip] '.length)}`) ?? [])
-    times.push({ms: Date.now() - t0, name})
+    times.push({ms: Date.now() - t0, cpuMs, name})
   }
   if (host) stopHost(host)
 }
@@ -307,8 +311,11 @@ const rank = (file) => {
 const queue = [...files].sort((a, b) => rank(a) - rank(b))
 await Promise.all(Array.from({length: JOBS}, () => runFiles(queue)))
 
-const slowest = times.sort((a, b) => b.ms - a.ms).slice(0, 10)
-process.stdout.write(`\nslowest files:\n${slowest.map((t) => `${(t.ms / 1000).toFixed(1).padStart(7)} s  ${t.name}`).join('\n')}\n`)
+const top = (key) => [...times].sort((a, b) => (b[key] || 0) - (a[key] || 0)).slice(0, 10).map((t) => `${(t[key] / 1000).toFixed(1).padStart(7)} s  ${t.name}`).join('\n')
+process.stdout.write(`\nslowest files:\n${top('ms')}\n`)
+// On two cores the suite's length is mostly its CPU time: the files that use most are where cutting it pays.
+const cpuTotal = times.reduce((sum, t) => sum + (Number.isNaN(t.cpuMs) ? 0 : t.cpuMs), 0)
+process.stdout.write(`\nfiles using most CPU (${(cpuTotal / 1000).toFixed(0)} CPU-s in all, with what they started):\n${top('cpuMs')}\n`)
 if (leftovers.length > 0) process.stdout.write(`\nleft in the tests' TMPDIR (removed):\n${leftovers.join('\n')}\n`)
 if (skips.length > 0) process.stdout.write(`\nskipped tests:\n${skips.map((s) => `  ${s}`).join('\n')}\n`)
 if (failing.length > 0) process.stdout.write(`\nfailing files: ${failing.join(', ')}\n`)
