@@ -246,8 +246,11 @@ test("the steps (eval) follow stderr, not stdout: colour, and whether the list i
 
 test('a second signal while the steps (eval) are drawn ends the process with the cursor shown again', async () => {
   // Stopped first, so that both signals arrive together while listr2 draws (and holds process.stderr.write); without
-  // CI set, which makes listr2 print plain lines instead of drawing.
-  const {shown, code} = await underPtyActing(`echo $$ > eval.pid; exec env -u CI ${mod()} eval ds-long > /dev/null`, 'eval.pid', /\x1b\[\?25l/, (pid) => {
+  // CI set, which makes listr2 print plain lines instead of drawing. mod runs below a shell of its own, not as
+  // script's child: script stops itself when its child stops (to pass job control on) and, stopped, never saw mod
+  // end (a loaded machine hung the test 4 times in 40 this way, mod long gone).
+  const line = `sh -c ${shellWord(`echo $$ > eval.pid; exec env -u CI ${mod()} eval ds-long > /dev/null`)}; exit $?`
+  const {shown, code} = await underPtyActing(line, 'eval.pid', /\x1b\[\?25l/, (pid) => {
     for (const signal of ['SIGSTOP', 'SIGINT', 'SIGTERM', 'SIGCONT'] as const) process.kill(pid, signal)
   })
   // The two arrive together on SIGCONT, in an order the kernel chooses: the run ends of the second (130 or 143).
@@ -273,6 +276,10 @@ test('Ctrl-Z (SIGTSTP) while the steps (eval) are drawn shows the cursor at the 
       if (Date.now() > deadline) throw new Error('eval did not stop on SIGTSTP')
       await new Promise((r) => setTimeout(r, 20))
     }
+    // What it wrote before it stopped may still be on its way through the terminal to script's output: waited for
+    // (at most 5 s) until the cursor is shown after the last hiding, which the assertion below checks.
+    const shownAgain = () => sofar().lastIndexOf('\x1b[?25h') > sofar().lastIndexOf('\x1b[?25l')
+    for (const until = Date.now() + 5000; !shownAgain() && Date.now() < until; ) await new Promise((r) => setTimeout(r, 20))
     whileStopped = sofar()
     process.kill(-group, 'SIGCONT')
     // Once it hides the cursor again to go on drawing, Ctrl-C: the run need not score every image.
