@@ -55,8 +55,7 @@ function run(cmd: string, args: string[], opts: {cwd?: string; env?: NodeJS.Proc
   })
 }
 
-// The install unpacks 449 MB: in the runner's folder in memory when it made one (test/run.mjs says why).
-const dir = tempDir('mod-test-', process.env.TEST_RAM_TMPDIR)
+const dir = tempDir('mod-test-')
 let server: Server
 let registry = ''
 let docs: ReturnType<typeof packuments> | undefined

@@ -36,15 +36,13 @@ const copyDir = join(tmp, `js-${process.pid}`)
 // The tests' temporary folders: each test file gets its own TMPDIR under this one, so that what it leaves (or mod's
 // defaults there, such as a server's job storage with its sweep of old job folders) stays in that file's run. It
 // never meets the user's own files in the system's temporary folder, nor another file's: a server started there
-// would otherwise sweep, and log, the job folder of one that another file killed.
-const runTmp = mkdtempSync(join(tmpdir(), 'mod-test-'))
+// would otherwise sweep, and log, the job folder of one that another file killed. In memory when the machine has a
+// tmpfs at /dev/shm with room: the suite creates and deletes tens of thousands of files, and on ext4 without a
+// journal creating one after thousands of deletions scans the recently freed inodes (installing the packed tarball,
+// 449 MB, took about 5 CPU-s more there, 2026-11-30; the whole run about 1% of its CPU in ext4's inode search).
+const runTmp = mkdtempSync(join(roomyTmpfs('/dev/shm') ? '/dev/shm' : tmpdir(), 'mod-test-'))
 // Beside the tests' folders, on the same file system: they hard-link its files (test/helpers/warm-cache.ts).
 const warmCache = join(runTmp, 'warm-cache')
-// A folder in memory, when the machine has a tmpfs at /dev/shm with room, for the one test that unpacks hundreds of MB
-// (test/package.test.ts installs the packed tarball: 449 MB). On ext4 without a journal, creating a file after the
-// suite's thousands of deletions scans the recently freed inodes: that install took about 5 CPU-s more there
-// (2026-11-30). Named to the tests in TEST_RAM_TMPDIR; without it they use their TMPDIR.
-const ramTmp = roomyTmpfs('/dev/shm') ? mkdtempSync(join('/dev/shm', 'mod-test-')) : undefined
 // Node.js 22 and later keep the code they compiled here, so that the hundreds of processes the tests start (mod
 // itself, each time) do not compile the same modules again; older releases ignore it.
 const compileCache = join(tmp, `compile-cache-${process.pid}`)
@@ -52,7 +50,7 @@ const compileCache = join(tmp, `compile-cache-${process.pid}`)
 const children = new Set()
 process.on('exit', () => {
   for (const child of children) killTree(child)
-  for (const dir of [copyDir, runTmp, compileCache, ramTmp].filter(Boolean)) rmSync(dir, {recursive: true, force: true})
+  for (const dir of [copyDir, runTmp, compileCache]) rmSync(dir, {recursive: true, force: true})
 })
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => process.exit(1))
 
@@ -205,7 +203,7 @@ const HOST_MALLOC = process.env.MALLOC_MMAP_THRESHOLD_ === undefined ? {MALLOC_M
 function startHost() {
   const child = spawn(process.execPath, [...HOST_FLAGS, join(root, 'test', 'run-host.mjs')], {
     cwd: root,
-    env: {...env, ...HOST_MALLOC, NO_COLOR: '1', FORCE_COLOR: '0', TEST_WARM_CACHE: warmCache, ...(ramTmp && {TEST_RAM_TMPDIR: ramTmp})},
+    env: {...env, ...HOST_MALLOC, NO_COLOR: '1', FORCE_COLOR: '0', TEST_WARM_CACHE: warmCache},
     stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
   })
   children.add(child)
