@@ -24,6 +24,7 @@ import {createImageJobs} from './jobs/images/service.js'
 import {answersInFlight, type InFlight} from './in-flight.js'
 import type {ImageJobQueue} from './jobs/images/types.js'
 import {createPathTable, type PathTable} from './paths.js'
+import {policyDigest} from './policy-digest.js'
 import {createGate, type Gate} from './queue.js'
 import {BrokenAnswer, sendError, type Broken} from './reply.js'
 import {errorsOf, type AnyRoute} from './route.js'
@@ -98,6 +99,8 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
     fetchImageUrl(url, {...options.fetch, ...how, maxBytes: settings.limits.maxBytes, timeoutMs: settings.limits.urlTimeoutMs})
   const imageJobs = options.imageJobs ?? createImageJobs(engine, settings, log, fetchImage)
   const keys = serverKeys(settings)
+  // The policy's digest reads its hash lists' files: once, here, before the server answers anything.
+  policyDigest(engine.policy)
   /** The name of the key each request came with (set by the key check). */
   const owners = new WeakMap<IncomingMessage, string>()
   const ctx: RouteContext = {

@@ -1,6 +1,7 @@
 import {createHash} from 'node:crypto'
 
 import type {Policy} from '../lib/policy/types.js'
+import {hashListContents} from '../lib/signals/pdq/list-contents.js'
 import type {RouteContext} from './context.js'
 
 const digests = new WeakMap<Policy, string>()
@@ -14,13 +15,18 @@ function plain(_key: string, value: unknown): unknown {
 }
 
 /**
- * The sha256 of the policy in force, as JSON: a client tells two servers' policies apart by it (a fleet must
- * agree; a resumed run must not mix verdicts of two policies). Computed once per policy.
+ * The sha256 of the policy in force, as JSON, with what its hash lists' files hold (their paths alone would not
+ * tell a list edited in place): a client tells two servers' policies apart by it (a fleet must agree; a resumed run
+ * must not mix verdicts of two policies). Computed once per policy, the lists read then: buildServer asks for it
+ * as the server starts. A policy without hash lists has the digest of its JSON alone, as before lists counted.
  */
 export function policyDigest(policy: Policy): string {
   let digest = digests.get(policy)
   if (digest === undefined) {
-    digest = createHash('sha256').update(JSON.stringify(policy, plain)).digest('hex')
+    const hash = createHash('sha256').update(JSON.stringify(policy, plain))
+    const lists = hashListContents(policy)
+    if (Object.keys(lists).length > 0) hash.update(JSON.stringify(lists))
+    digest = hash.digest('hex')
     digests.set(policy, digest)
   }
   return digest

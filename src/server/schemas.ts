@@ -32,7 +32,7 @@ export const Health = Type.Object(
     }),
     policy: Type.Optional(
       Type.Object(
-        {sha256: Type.String({pattern: '^[0-9a-f]{64}$', description: 'Changes whenever anything in the policy in force changes (categories, thresholds, prompts, text rules, which hash list files). A hash list counts by its path, not its content: a list edited in place keeps the value.'})},
+        {sha256: Type.String({pattern: '^[0-9a-f]{64}$', description: 'Changes whenever anything in the policy in force changes (categories, thresholds, prompts, text rules, hash lists and what their files hold, as read when the server started).'})},
         {...closed, description: 'Which policy scores: clients (`mod scan --server`) print it and tie resumable runs to it.'},
       ),
     ),
