@@ -5,6 +5,7 @@ import {BODY_BUFFER_BYTES} from '../../lib/fetch/body-buffer.js'
 import {dispatcherFor} from '../../lib/fetch/proxy-agent.js'
 import {untilAccepted, type Accepted, type AttemptContext} from './attempts.js'
 import {REQUEST_TIMEOUTS, type RequestTimeouts} from './exchange.js'
+import {headersAllowance} from './headers-allowance.js'
 import {startRunClock} from './run-clock.js'
 
 /** How a remote run reaches its server. */
@@ -81,7 +82,8 @@ function multipart(field: string, files: readonly UploadFile[]): FormData {
 /**
  * The HTTP client of a remote run. Every request is retried on a connection failure (refused, reset, the server
  * killed mid-request: the next attempt takes a new connection, so behind a balancer another server answers), on
- * headers that do not come in time, and on 429/502/503/504, waiting as the server's Retry-After says or backing
+ * headers that do not come in time (for an upload, in a time that grows with the images the run has in flight:
+ * headers-allowance.ts), and on 429/502/503/504, waiting as the server's Retry-After says or backing
  * off; moderation requests only read, so sending one twice is harmless. After `attempts` tries the run fails with
  * `server_unreachable`.
  *
@@ -97,6 +99,8 @@ export function createClient(options: ClientOptions): Client {
   const ctx: AttemptContext = {server, limits, clock: startRunClock(server, options.timeoutMs), signal: options.signal, attempts: options.attempts, apiKey: options.apiKey}
   const agent = connectionPool(limits, options.proxy)
   const headers = options.apiKey === undefined ? {} : {'x-api-key': options.apiKey}
+  // Uploads wait behind the run's other uploads on the server: their headers limit grows with the work in flight.
+  const allowance = headersAllowance(limits.headersMs)
   return {
     server,
     async getJson(path, maxBytes) {
@@ -111,7 +115,17 @@ export function createClient(options: ClientOptions): Client {
     async postFiles(path, field, files, maxBytes, query = {}) {
       const url = new URL(path, base)
       for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v)
-      const send = (signal: AbortSignal) => request(url, {method: 'POST', body: multipart(field, files), headers, dispatcher: agent, signal, highWaterMark: BODY_BUFFER_BYTES})
+      const send = async (signal: AbortSignal) => {
+        const wait = allowance.start(files.length)
+        try {
+          const res = await request(url, {method: 'POST', body: multipart(field, files), headers, dispatcher: agent, signal, headersTimeout: wait.limitMs, highWaterMark: BODY_BUFFER_BYTES})
+          wait.done(res.statusCode >= 200 && res.statusCode < 300 ? 'answered' : 'failed')
+          return res
+        } catch (e) {
+          wait.done((e as {code?: string}).code === 'UND_ERR_HEADERS_TIMEOUT' ? 'timed out' : 'failed')
+          throw e
+        }
+      }
       return untilAccepted(ctx, {what: `POST ${url.pathname}`, send, accept: (s) => s >= 200 && s < 300, maxBytes})
     },
     close: () => agent.close(),
