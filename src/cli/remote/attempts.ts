@@ -4,8 +4,8 @@ import {ModError} from '../../lib/errors.js'
 import {visible} from '../visible.js'
 import {badAnswer} from './answers.js'
 import {exchange, type Answer, type ExchangeContext, type Send} from './exchange.js'
-import {notNow} from './refusal.js'
-import {isConnectionError, retryDelayMs} from './retry.js'
+import {madeNothing, notNow} from './refusal.js'
+import {isConnectionError, neverReached, retryDelayMs} from './retry.js'
 import {seconds} from './run-clock.js'
 import {tlsFailure} from './tls.js'
 
@@ -21,6 +21,20 @@ export interface RequestPlan {
   send: Send
   accept: (status: number) => boolean
   maxBytes: number
+  /**
+   * The request makes something on the server (a job): sent again only when it cannot have been made, after a
+   * connection that never reached the server or mod serve's own "not now". A lost answer could hide a job made, and
+   * a second one would run the same work again for nobody.
+   */
+  creates?: boolean
+}
+
+/** A creating request whose answer was lost: the server may have made what it asked for. */
+function mayHaveMade(server: string, what: string, how: string): ModError {
+  return new ModError(
+    'server_unreachable',
+    `${what} to ${server} failed with ${how} after the request was sent: the server may have made the job, so it is not sent again (a second job would run the same work); run the command again`,
+  )
 }
 
 export interface Accepted {
@@ -42,14 +56,18 @@ async function once(ctx: AttemptContext, plan: RequestPlan): Promise<{accepted: 
   try {
     const answer = await exchange(ctx, plan.send, plan.accept, plan.maxBytes, plan.what)
     if (plan.accept(answer.status)) return {accepted: {status: answer.status, headers: answer.headers, body: parsed(ctx.server, answer.text, plan.what)}}
-    return notNow(ctx.server, answer, ctx.apiKey)
+    const later = notNow(ctx.server, answer, ctx.apiKey)
+    if (plan.creates && !madeNothing(answer)) throw mayHaveMade(ctx.server, plan.what, `an answer ${answer.status} not from mod serve`)
+    return later
   } catch (e) {
     // undici's parser refused the answer: whatever answered is not an HTTP server.
     if ((e as Error).name === 'HTTPParserError') throw badAnswer(ctx.server, plan.what, `an answer that is not HTTP/1.1 (${visible((e as Error).message)})`)
     const tls = tlsFailure(ctx.server, e)
     if (tls) throw tls
     if (ctx.signal?.aborted || !isConnectionError(e)) throw e
-    return {failure: visible(`${(e as {code: string}).code}${(e as Error).message ? ` (${(e as Error).message})` : ''}`)}
+    const failure = visible(`${(e as {code: string}).code}${(e as Error).message ? ` (${(e as Error).message})` : ''}`)
+    if (plan.creates && !neverReached(e)) throw mayHaveMade(ctx.server, plan.what, failure)
+    return {failure}
   }
 }
 

@@ -37,8 +37,11 @@ export interface Client {
   getJson(path: string, maxBytes: number): Promise<unknown>
   /** DELETE once, without retries (cancelling what the run abandons); failures are ignored. */
   deleteOnce(path: string): Promise<void>
-  /** A multipart request with `field` repeated once per file, and query parameters; its answer is JSON of at most maxBytes. */
-  postFiles(path: string, field: string, files: readonly UploadFile[], maxBytes: number, query?: Record<string, string>): Promise<Accepted>
+  /**
+   * A multipart request with `field` repeated once per file, and query parameters; its answer is JSON of at most
+   * maxBytes. `creates`: the request makes a job, and is sent again only when it cannot have made one.
+   */
+  postFiles(path: string, field: string, files: readonly UploadFile[], maxBytes: number, query?: Record<string, string>, how?: {creates?: boolean}): Promise<Accepted>
   close(): Promise<void>
 }
 
@@ -112,7 +115,7 @@ export function createClient(options: ClientOptions): Client {
       const res = await request(new URL(path, base), {method: 'DELETE', headers, dispatcher: agent, signal: AbortSignal.timeout(limits.headersMs)}).catch(() => undefined)
       await res?.body.dump().catch(() => undefined)
     },
-    async postFiles(path, field, files, maxBytes, query = {}) {
+    async postFiles(path, field, files, maxBytes, query = {}, how = {}) {
       const url = new URL(path, base)
       for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v)
       const send = async (signal: AbortSignal) => {
@@ -126,7 +129,7 @@ export function createClient(options: ClientOptions): Client {
           throw e
         }
       }
-      return untilAccepted(ctx, {what: `POST ${url.pathname}`, send, accept: (s) => s >= 200 && s < 300, maxBytes})
+      return untilAccepted(ctx, {what: `POST ${url.pathname}`, send, accept: (s) => s >= 200 && s < 300, maxBytes, creates: how.creates})
     },
     close: () => agent.close(),
   }

@@ -45,6 +45,22 @@ function refused(server: string, answer: Answer, body: ErrorBody | undefined, ap
 }
 
 /**
+ * mod serve's own "not now" answers (429, 503), given instead of making anything: a full queue or a server
+ * stopping, too many uploads or jobs of this client, no model or not ready yet.
+ */
+const NOTHING_MADE_CODES: ReadonlySet<string> = new Set(['overloaded', 'too_many_uploads', 'too_many_jobs', 'model_unavailable', 'not_ready'])
+
+/** Whether a refusal is mod serve's own "not now" (its JSON error code), which made nothing; a proxy's page is not. */
+export function madeNothing(answer: Answer): boolean {
+  try {
+    const code = (JSON.parse(answer.text) as ErrorBody).error?.code
+    return typeof code === 'string' && NOTHING_MADE_CODES.has(code)
+  } catch {
+    return false
+  }
+}
+
+/**
  * An answer the request did not accept: a "not now" (429, 502, 503, 504) gives what to report if no later try
  * succeeds and how long the server asks to wait; any other refusal is thrown as the run's failure.
  */

@@ -25,6 +25,17 @@ const MAX_BACKOFF_MS = 10_000
 /** A Retry-After longer than this is not waited for in full: the run would look hung. */
 const MAX_RETRY_AFTER_MS = 60_000
 
+/**
+ * Connection failures before the request reached a server (nothing listening, no route, no name, no connection in
+ * time): a request that makes something on the server can be sent again after these alone.
+ */
+const NOT_REACHED_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT'])
+
+export function neverReached(e: unknown): boolean {
+  const code = (e as {code?: unknown} | undefined)?.code
+  return typeof code === 'string' && NOT_REACHED_CODES.has(code)
+}
+
 export function isRetriedStatus(status: number): boolean {
   return RETRIED_STATUSES.has(status)
 }

@@ -27,7 +27,7 @@ function found({name, label: _label, ...segment}: Job['segments'][number] & {lab
  */
 export async function moderateVideoRemotely(client: Client, path: string, options: VideoOptions): Promise<VideoResult> {
   const query = {fps: String(options.fps), min_frames: String(options.minFrames), stop_on_violation: String(options.stopOnViolation)}
-  const posted = await client.postFiles('v1/jobs/video', 'file', [{name: basename(options.source), data: await openAsBlob(path)}], JOB_BYTES, query)
+  const posted = await client.postFiles('v1/jobs/video', 'file', [{name: basename(options.source), data: await openAsBlob(path)}], JOB_BYTES, query, {creates: true})
   const submitted = jobResult(posted.body, client.server, 'POST /v1/jobs/video')
   const where = `v1/jobs/${encodeURIComponent(submitted.id)}`
   const poll = () =>
