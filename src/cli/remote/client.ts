@@ -87,8 +87,8 @@ function multipart(field: string, files: readonly UploadFile[]): FormData {
  * killed mid-request: the next attempt takes a new connection, so behind a balancer another server answers), on
  * headers that do not come in time (for an upload, in a time that grows with the images the run has in flight:
  * headers-allowance.ts), and on 429/502/503/504, waiting as the server's Retry-After says or backing
- * off; moderation requests only read, so sending one twice is harmless. After `attempts` tries the run fails with
- * `server_unreachable`.
+ * off; moderation requests only read, so sending one twice is harmless (one that makes a job is sent again only
+ * when it cannot have made one: attempts.ts). After `attempts` tries the run fails with `server_unreachable`.
  *
  * Nothing a server sends can hold the run or its memory: each answer's body is read up to a size its request
  * states (what it can hold), counted as it arrives; its headers must come within `headersMs`, its body within
