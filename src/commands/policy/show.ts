@@ -1,8 +1,7 @@
-import {stringify} from 'yaml'
-
 import {ModCommand} from '../../cli/base-command.js'
 import {textReporter} from '../../cli/reports/reporter.js'
 import {visible} from '../../cli/visible.js'
+import {printableYaml} from '../../cli/yaml-text.js'
 import {SIGNAL_EXIT_CODES} from '../../cli/errors.js'
 import {configFromFlags} from '../../cli/engine.js'
 import {modelFlags, policyFlags} from '../../cli/flags.js'
@@ -71,6 +70,6 @@ The output is itself a valid policy file: text rules with their word lists writt
     const from = config.policyPath
       ? `${config.policyPath}${config.policyFound ? ` (found ${config.policyFound})` : ''}`
       : 'no policy file: the built-in defaults'
-    this.printResult(textReporter(), `# policy in force: ${visible(from)}\n${stringify(asPolicyFile(config.policy, config.preset), {lineWidth: 0}).trimEnd()}\n`)
+    this.printResult(textReporter(), `# policy in force: ${visible(from)}\n${printableYaml(asPolicyFile(config.policy, config.preset), {lineWidth: 0}).trimEnd()}\n`)
   }
 }

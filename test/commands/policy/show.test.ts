@@ -84,4 +84,16 @@ test('without hash lists or text rules the output has neither section', async ()
   assert.equal(['hash_lists' in shown, 'text' in shown], [false, false])
 })
 
+test('a prompt holding characters a terminal acts on or hides (U+202E, a zero-width space, an escape) is shown escaped, and reads back the same', async () => {
+  const prompt = 'a \u202egnp.exe photo\u200b with \x1b[31m'
+  const policy = join(dir.path, 'hidden.yaml')
+  writeFileSync(policy, `categories:\n  odd:\n    prompts: [${JSON.stringify(prompt)}]\n    threshold: 0.5\n`)
+  const show = await runInProcess(['policy', 'show', '--config', policy])
+  assert.is(show.code, 0, show.stderr)
+  assert.not.match(show.stdout, /[\u202e\u200b\x1b]/)
+  assert.match(show.stdout, '"a \\u202Egnp.exe photo\\u200B with \\e[31m"')
+  const odd = (parse(show.stdout) as {categories: Record<string, {prompts: string[]}>}).categories.odd
+  assert.equal(odd.prompts, [prompt])
+})
+
 test.run()
