@@ -80,26 +80,30 @@ test('a missing argument and a bad option are usage errors in the same style', a
   assert.is(both.stderr, 'mod: usage: --json and --ndjson cannot be used together\n')
 })
 
-test('mod serve with a malformed MOD_API_KEYS does not start: exit 2 naming the entry, never the key', async () => {
-  const r = await runInProcess(['serve', '--port', '0'], {env: {MOD_API_KEYS: 'alice:k1,hunter2'}})
+/** What `mod serve` with `env` prints as it refuses to start, after checking that it exits 2. */
+async function serveRefusal(env: Record<string, string>): Promise<string> {
+  const r = await runInProcess(['serve', '--port', '0'], {env})
   assert.is(r.code, 2)
+  return r.stderr
+}
+
+test('mod serve with a malformed MOD_API_KEYS does not start: exit 2 naming the entry, never the key', async () => {
   assert.is(
-    r.stderr,
+    await serveRefusal({MOD_API_KEYS: 'alice:k1,hunter2'}),
     'mod: invalid_config: MOD_API_KEYS is not valid: entry 2 has no ":" between a name and a key; expected name:key pairs separated by commas, e.g. "alice:KEY1,bob:KEY2"\n',
   )
 })
 
 test('mod serve with a MOD_API_KEY of whitespace alone does not start: exit 2, one invalid_config line', async () => {
-  const r = await runInProcess(['serve', '--port', '0'], {env: {MOD_API_KEY: ' \n'}})
-  assert.is(r.code, 2)
-  assert.is(r.stderr, 'mod: invalid_config: MOD_API_KEY is not valid: it holds only whitespace; give the key, or leave MOD_API_KEY empty or unset to need no key\n')
+  assert.is(
+    await serveRefusal({MOD_API_KEY: ' \n'}),
+    'mod: invalid_config: MOD_API_KEY is not valid: it holds only whitespace; give the key, or leave MOD_API_KEY empty or unset to need no key\n',
+  )
 })
 
 test('mod serve with a MOD_API_KEY that clients cannot send alike (not printable ASCII) does not start: exit 2, naming no key', async () => {
-  const r = await runInProcess(['serve', '--port', '0'], {env: {MOD_API_KEY: 'pässwort'}})
-  assert.is(r.code, 2)
   assert.is(
-    r.stderr,
+    await serveRefusal({MOD_API_KEY: 'pässwort'}),
     'mod: invalid_config: MOD_API_KEY is not valid: it holds a character other than printable ASCII, which HTTP clients do not send alike in a header; use letters, digits and punctuation\n',
   )
 })
