@@ -7,7 +7,8 @@
  * workflow command: `::add-mask::`, `::stop-commands::`), a terminal obeys none of its escape sequences (a colour
  * that outlives the program, a window title), and two names that differ only by what does not show are told apart.
  */
-const CONTROLS = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/gu
+export const HIDDEN_CHARACTERS = '[\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}\\p{Cs}]'
+const CONTROLS = new RegExp(HIDDEN_CHARACTERS, 'gu')
 /**
  * The same, but the colour sequences (SGR, `ESC [ … m`) that the table output adds itself are kept: they only
  * colour. So every text from elsewhere in such a line must have been through `visible` first.

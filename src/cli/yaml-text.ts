@@ -1,9 +1,11 @@
 import {Document, visit, type ToStringOptions} from 'yaml'
 
-/** What a terminal acts on or does not show: control and format characters (U+202E, zero widths), line separators. */
-const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u
+import {HIDDEN_CHARACTERS} from './visible.js'
+
+/** What a terminal acts on or does not show (visible.ts escapes the same). */
+const HIDDEN = new RegExp(HIDDEN_CHARACTERS, 'u')
 /** The same, in the text written, the line breaks between its lines apart. */
-const HIDDEN_IN_TEXT = /(?!\n)[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu
+const HIDDEN_IN_TEXT = new RegExp(`(?!\\n)${HIDDEN_CHARACTERS}`, 'gu')
 
 /** A character as a YAML double-quoted escape (`\x1B`, `\u202E`, `\U000E0001`), which YAML reads back as it. */
 function yamlEscape(c: string): string {

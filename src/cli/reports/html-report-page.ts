@@ -6,6 +6,8 @@
  * print. Strings from results are set as text, never as markup.
  */
 
+import {HIDDEN_CHARACTERS} from '../visible.js'
+
 export const REPORT_STYLE = `
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}
 h1{font-size:22px;margin:0 0 8px}
@@ -55,7 +57,7 @@ const ALLOWED = {flagged: ['right', 'false_alarm'], sample: ['right', 'missed'],
 const NAMES = {right: 'right', false_alarm: 'false alarm', missed: 'missed'};
 // A path as the terminal shows it: control, invisible and reordering characters escaped (\\u202e), so that a name
 // cannot show as another one (a right-to-left override turns "gnp.exe" around) or hide what tells two apart.
-const visible = (text) => text.replace(/[\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}\\p{Cs}]/gu, (c) => {
+const visible = (text) => text.replace(new RegExp(${JSON.stringify(HIDDEN_CHARACTERS)}, 'gu'), (c) => {
   const code = c.codePointAt(0);
   return code < 0x100 ? '\\\\x' + code.toString(16).padStart(2, '0') : code < 0x10000 ? '\\\\u' + code.toString(16).padStart(4, '0') : '\\\\u{' + code.toString(16) + '}';
 });
