@@ -244,6 +244,10 @@ function yamlProblem(error: {code: string; message: string; pos: [number, number
     return `YAML: the key ${key ? JSON.stringify(key) : 'here'} is given twice in the same mapping: keep one`
   }
   if (error.code === 'MULTIPLE_DOCS') return 'YAML: a policy file holds one document: this `---` starts a second one'
+  if (error.code === 'TAG_RESOLVE_FAILED') {
+    const tag = text.slice(error.pos[0], error.pos[1])
+    return `YAML: the tag ${tag} means nothing to mod, which would read the value as if it were not there: remove it (a policy holds plain text, numbers, true or false, lists and mappings)`
+  }
   return `YAML: ${error.message}`
 }
 
@@ -255,8 +259,11 @@ export function validatePolicyText(plugins: PolicyPlugins, text: string): Policy
   const lineCounter = new LineCounter()
   const doc = parseDocument(text, {lineCounter, prettyErrors: false, uniqueKeys: true})
   const ctx: Context = {doc, lineCounter, problems: []}
-  if (doc.errors.length > 0) {
-    for (const error of doc.errors) report(ctx, error.pos[0], yamlProblem(error, text))
+  // The library reads a value under a tag it does not know (`!float 0.5`, `!!flaot`) as if the tag were not there,
+  // with only a warning: the file's writer meant something by it that the policy would silently not do.
+  const errors = [...doc.errors, ...doc.warnings.filter((w) => w.code === 'TAG_RESOLVE_FAILED')]
+  if (errors.length > 0) {
+    for (const error of errors) report(ctx, error.pos[0], yamlProblem(error, text))
     return {problems: sortProblems(ctx.problems)}
   }
 

@@ -165,6 +165,16 @@ test('a category named twice is a YAML error on its second line, naming it; a se
   assert.equal(validatePolicyText('preset: fast\n---\npreset: balanced\n').problems, [at(2, 1, 'YAML: a policy file holds one document: this `---` starts a second one')])
 })
 
+test('a tag YAML does not define is a problem at its place, not a value read as if it had none', () => {
+  const text = 'categories:\n  redness:\n    prompts: !list ["red"]\n    threshold: !!flaot 0.5\n'
+  assert.equal(validatePolicyText(text).problems, [
+    at(3, 14, 'YAML: the tag !list means nothing to mod, which would read the value as if it were not there: remove it (a policy holds plain text, numbers, true or false, lists and mappings)'),
+    at(4, 16, 'YAML: the tag !!flaot means nothing to mod, which would read the value as if it were not there: remove it (a policy holds plain text, numbers, true or false, lists and mappings)'),
+  ])
+  // YAML's own tags keep their meaning.
+  assert.equal(validatePolicyText('categories:\n  redness:\n    prompts: !!seq ["red"]\n    threshold: !!float 0.5\n').problems, [])
+})
+
 test('a file that is not a mapping is refused', () => {
   assert.equal(validatePolicyText('- weapons\n- gore\n').problems, [
     at(1, 1, `a policy file must be a mapping (keys ${TOP_KEYS}), not a list`),
