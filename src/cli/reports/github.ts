@@ -37,23 +37,49 @@ function command(name: string, properties: Record<string, string | undefined>, m
 }
 
 /**
+ * Annotations of one kind (error, warning, notice) that GitHub shows for a step; later ones are only lines of the
+ * step's log (actions/toolkit, docs/problem-matchers.md, "Limitations"). A run that flags more says so in its notice,
+ * which is the step's only one: a reviewer seeing ten annotations would otherwise take them for all.
+ */
+const SHOWN_PER_STEP = 10
+
+/** What the closing notice adds when `count` annotations of `kind` went past what GitHub shows. */
+function beyondShown(count: number, kind: 'error' | 'warning', one: string, many: string): string {
+  const more = count - SHOWN_PER_STEP
+  if (more <= 0) return ''
+  return `; GitHub shows the first ${SHOWN_PER_STEP} ${kind} annotations of a step: ${more} more ${more === 1 ? `${one} is` : `${many} are`} in this step's log`
+}
+
+/**
  * GitHub Actions workflow commands: an `::error` annotation on each file that violates the policy or could not be
  * scanned, which a pull request shows on the file, and a `::warning` on each animation whose pictures were not all
  * scored (a check that was not whole: `--strict` fails the run for it). Other safe items and items a baseline
  * accepts print nothing; the run's summary ends the output as a `::notice`.
  */
 export function githubReporter(run: RunInfo): Reporter<ReportItem> {
+  let errors = 0
+  let warnings = 0
   return {
     start: () => '',
     item(r: ReportItem) {
       const {item} = r
       const file = fileOf(item.source, run)
       const line = file === undefined ? undefined : '1'
-      const partial = animationTruncated(item) ? command('warning', {file, line, title: 'mod: animation not checked whole'}, ANIMATION_TRUNCATED_NOTE) : ''
+      const truncated = animationTruncated(item)
+      if (truncated) warnings++
+      const partial = truncated ? command('warning', {file, line, title: 'mod: animation not checked whole'}, ANIMATION_TRUNCATED_NOTE) : ''
       if (r.accepted || ('is_safe' in item && item.is_safe)) return partial
+      errors++
       const title = 'error' in item ? `mod: could not scan (${item.error.code})` : `mod: ${item.violations.map((v) => v.name).join(', ')}`
       return command('error', {file, line, title}, 'error' in item ? item.error.message : violationText(item)) + partial
     },
-    end: (summary) => command('notice', {title: 'mod scan'}, summary),
+    end: (summary) =>
+      command(
+        'notice',
+        {title: 'mod scan'},
+        summary +
+          beyondShown(errors, 'error', 'flagged or unreadable file', 'flagged or unreadable files') +
+          beyondShown(warnings, 'warning', 'animation not checked whole', 'animations not checked whole'),
+      ),
   }
 }
