@@ -90,14 +90,18 @@ export function isMultipart(req: IncomingMessage): boolean {
 export async function receiveImages(req: IncomingMessage, limits: ImageUploadLimits): Promise<UploadedImage[]> {
   checkFraming(req)
   const maxTotal = Math.min(limits.maxTotalBytes ?? Number.POSITIVE_INFINITY, limits.maxFiles * limits.maxBytes)
+  // The total is MOD_MAX_BATCH_BYTES, or MOD_MAX_BATCH x MOD_MAX_BYTES where that is smaller: each message names
+  // the settings that make it, since MOD_MAX_BATCH_BYTES alone (/health's max_batch_bytes) may be far larger.
+  const byBatchBytes = maxTotal === limits.maxTotalBytes
   const files =
     limits.maxFiles === 1
       ? `an image of at most ${formatSize(limits.maxBytes)} (MOD_MAX_BYTES)`
-      : maxTotal === limits.maxTotalBytes
+      : byBatchBytes
         ? `files of at most ${formatSize(maxTotal)} together (MOD_MAX_BATCH_BYTES)`
         : `${limits.maxFiles} files of at most ${formatSize(limits.maxBytes)} each (MOD_MAX_BATCH, MOD_MAX_BYTES)`
   const body = bodyStream(req, {idleMs: limits.idleMs, minRate: limits.minRate, maxBytes: maxTotal + FORM_ROOM, room: inForm(files), hold: limits.hold, place: limits.place})
-  const total = byteCap(maxTotal, 'the files', () => new ModError('payload_too_large', `the files are larger than ${formatSize(maxTotal)} together (MOD_MAX_BATCH_BYTES)`))
+  const totalLimit = byBatchBytes ? '(MOD_MAX_BATCH_BYTES)' : `(${limits.maxFiles} files of at most ${formatSize(limits.maxBytes)} each: MOD_MAX_BATCH, MOD_MAX_BYTES)`
+  const total = byteCap(maxTotal, 'the files', () => new ModError('payload_too_large', `the files are larger than ${formatSize(maxTotal)} together ${totalLimit}`))
   const received: Received[] = []
   const unexpected = new Set<string>()
   const form = formidable({

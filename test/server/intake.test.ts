@@ -134,6 +134,23 @@ test('the files of a batch over MOD_MAX_BATCH_BYTES together are refused with 41
   }
 })
 
+test('a batch whose total is bounded by MOD_MAX_BATCH x MOD_MAX_BYTES, below MOD_MAX_BATCH_BYTES, names those settings when it is over', async () => {
+  const s = await server({maxBytes: 64 * 1024, maxBatch: 2, maxBatchBytes: 1024 * 1024})
+  try {
+    // The first file is over MOD_MAX_BYTES (an error entry of its own), and its bytes still count towards the total.
+    const files = [
+      {name: 'a.png', data: Buffer.alloc(70 * 1024, 1)},
+      {name: 'b.png', data: Buffer.alloc(60 * 1024, 1)},
+    ]
+    const r = await call(`${s.base}/v1/moderate/batch`, {method: 'POST', body: form('files', files)})
+    assert.equal(errorOf(r), {status: 413, code: 'payload_too_large'})
+    assert.is(r.body.error.message, 'the files are larger than 128 KiB together (2 files of at most 64 KiB each: MOD_MAX_BATCH, MOD_MAX_BYTES)')
+    assert.is(s.handle.gate.held, 0)
+  } finally {
+    await s.stop()
+  }
+})
+
 test('a worker never holds more than MOD_MAX_BUFFERED_BYTES: a request that would go over is refused with 503', async () => {
   const budget = 150 * 1024
   const waiting: (() => void)[] = []
