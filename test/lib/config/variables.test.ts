@@ -23,6 +23,13 @@ test('the list of variables is every MOD_* name the sources read', () => {
   assert.equal([...MOD_VARIABLES].sort(), [...namesInSources(SRC)].sort())
 })
 
+test('docs/operations.md has a row of its variables table for every MOD_* variable mod reads', () => {
+  const doc = readFileSync(join(SRC, '..', 'docs', 'operations.md'), 'utf8')
+  // The first cell of each table row: one variable, or a few sharing a row (`MOD_HOST`, `MOD_PORT`, `MOD_WORKERS`).
+  const rows = new Set([...doc.matchAll(/^\| ([^|]*MOD_[^|]*) \|/gm)].flatMap((m) => [...m[1].matchAll(/`(MOD_[A-Z0-9_]+)`/g)].map((n) => n[1])))
+  assert.equal(MOD_VARIABLES.filter((name) => !rows.has(name)), [])
+})
+
 test('a MOD_* name mod does not read is one warning line on stderr, with the variable it likely meant; the command goes on', async () => {
   assert.equal(unknownVariables({MOD_API_KEY: 'k', MOD_APIKEY: 'k', PATH: '/bin'}), ['MOD_APIKEY is not a variable mod reads, and is ignored (did you mean MOD_API_KEY?)'])
   const r = await runInProcess(['categories'], {env: {MOD_WORKER: '2'}})
