@@ -186,9 +186,17 @@ const render = (text: Text, facts: ServerFacts): string => (typeof text === 'str
 function errorResponse(codes: HttpErrorCode[], facts: ServerFacts): Response {
   const rows = codes.map((code) => HTTP_ERRORS[code])
   const names = [...new Set(rows.flatMap((r) => Object.keys(r.headers ?? {})))] as (keyof typeof ERROR_HEADERS)[]
+  // A header is required only where every code of the status sends it: a 503 jobs_unavailable (a setting to
+  // change, not a wait) has no Retry-After beside overloaded's, and a client must not count on one there.
+  const header = (name: keyof typeof ERROR_HEADERS): Header => {
+    const sentWith = codes.filter((_, i) => rows[i].headers?.[name] !== undefined)
+    if (sentWith.length === codes.length) return ERROR_HEADERS[name]
+    const which = sentWith.map((code) => `\`${code}\``).join(', ')
+    return {...ERROR_HEADERS[name], description: `${ERROR_HEADERS[name].description} Sent with ${which} only.`, required: false}
+  }
   return {
     description: codes.map((code, i) => `${sentence(rows[i].when(facts.limits))} (\`${code}\`).`).join(' '),
-    ...(names.length > 0 ? {headers: Object.fromEntries(names.map((name) => [name, ERROR_HEADERS[name]]))} : {}),
+    ...(names.length > 0 ? {headers: Object.fromEntries(names.map((name) => [name, header(name)]))} : {}),
     content: {
       'application/json': {
         schema: {
