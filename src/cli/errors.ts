@@ -48,7 +48,8 @@ function exclusivePair(line: string): string {
 /** oclif's multi-line parse messages ("Parsing --x \n\tExpected …\nSee more help with --help") as one line. */
 export function oneLine(message: string): string {
   return [...new Set(message.split('\n').map((l) => exclusivePair(l.trim())))]
-    .filter((l) => l !== '' && !/^See more help with/.test(l) && l !== 'The following errors occurred:')
+    // oclif's heading says "error" for one problem and "errors" for several.
+    .filter((l) => l !== '' && !/^See more help with/.test(l) && !/^The following errors? occurred:$/.test(l))
     .reduce((all, l) => (all === '' ? l : `${all}${/:$/.test(all) ? ' ' : ': '}${l}`), '')
     .replace(/^Parsing (--[\w-]+)\s*:\s*/, '$1: ')
 }

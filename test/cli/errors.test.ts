@@ -30,6 +30,11 @@ test('flags that exclude each other are named once per pair, in plain words', ()
   assert.is(oneLine(both), '--json and --ndjson cannot be used together: --ndjson and --summary cannot be used together')
 })
 
+test("oclif's heading over its problems is left out, for one problem as for several", () => {
+  assert.is(oneLine('The following error occurred:\n  Missing required flag out\nSee more help with --help'), 'Missing required flag out')
+  assert.is(oneLine('The following errors occurred:\n  Missing required flag out\n  Missing required flag in'), 'Missing required flag out: Missing required flag in')
+})
+
 test('the did-you-mean distance counts single-letter edits', () => {
   assert.equal([distance('scna', 'scan'), distance('scan', 'scan'), distance('models:pul', 'models:pull'), distance('', 'abc')], [2, 0, 1, 3])
 })
