@@ -6,6 +6,7 @@ import {MAX_SIDE} from '../lib/image/decode.js'
 import {formatSize, formatSizeExact, grouped} from '../lib/sizes.js'
 import {humanSeconds} from '../lib/durations.js'
 import {plural} from '../lib/plural.js'
+import {jobsUnavailable} from './jobs/availability.js'
 
 /** An error as the API answers it: `{error: {code, message}}` with this status. */
 export interface HttpError {
@@ -174,7 +175,7 @@ export const HTTP_ERRORS: Record<HttpErrorCode, HttpErrorRow> = {
     when: () =>
       'a job route on a server of more than one worker without `MOD_REDIS_URL`: each worker would keep its own jobs, ' +
       'so a job could not be found from the next request (set `MOD_REDIS_URL`, or serve with one worker)',
-    example: 'the jobs API needs MOD_REDIS_URL when mod serve runs more than one worker (each would keep its own jobs); set it, or serve with --workers 1',
+    example: jobsUnavailable({workers: 2, jobs: {}}) ?? '',
   },
   too_many_jobs: {
     status: 429,

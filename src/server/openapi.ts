@@ -1,5 +1,6 @@
 import type {IncomingMessage, ServerResponse} from 'node:http'
 
+import {isModError} from '../lib/errors.js'
 import type {TSchema} from '../lib/typebox.js'
 
 import {ITEM_ERROR_CODES} from '../lib/schemas.js'
@@ -9,6 +10,8 @@ import {COMPONENT_EXAMPLES, EXAMPLE_REQUEST_ID} from './examples.js'
 import {Job, JobSegment} from './jobs/schema.js'
 import {errorsOf, type Operation as Declared, type ServerFacts, type Success, type Text} from './route.js'
 import {ROUTES} from './routes/index.js'
+import {missingField} from './upload.js'
+import {pathReader} from './validate.js'
 import {ErrorBody, ErrorCode, Health, ModerateJsonRequest, Ready} from './schemas.js'
 import {ImageJob, ImageJobLine, ImageJobManifest} from './jobs/images/schema.js'
 import {formatSizeExact, grouped} from '../lib/sizes.js'
@@ -183,7 +186,7 @@ const sentence = (text: string): string => text.charAt(0).toUpperCase() + text.s
 const render = (text: Text, facts: ServerFacts): string => (typeof text === 'string' ? text : text(facts))
 
 /** The answers of one status: the shared Error shape, narrowed to the codes this operation gives with it. */
-function errorResponse(codes: HttpErrorCode[], facts: ServerFacts): Response {
+function errorResponse(codes: HttpErrorCode[], facts: ServerFacts, examples: Partial<Record<HttpErrorCode, string>>): Response {
   const rows = codes.map((code) => HTTP_ERRORS[code])
   const names = [...new Set(rows.flatMap((r) => Object.keys(r.headers ?? {})))] as (keyof typeof ERROR_HEADERS)[]
   // A header is required only where every code of the status sends it: a 503 jobs_unavailable (a setting to
@@ -204,10 +207,29 @@ function errorResponse(codes: HttpErrorCode[], facts: ServerFacts): Response {
           type: 'object',
           properties: {error: {type: 'object', properties: {code: {type: 'string', enum: codes}}}},
         },
-        example: {error: {code: codes[0], message: rows[0].example, request_id: EXAMPLE_REQUEST_ID}},
+        example: {error: {code: codes[0], message: examples[codes[0]] ?? rows[0].example, request_id: EXAMPLE_REQUEST_ID}},
       },
     },
   }
+}
+
+/**
+ * The messages of this route's error examples where the error table's (a missing "file" field, a 25 MiB image)
+ * would say what the route never answers: what its upload field, its path parameters and the route itself give.
+ */
+function errorExamples(op: Declared, facts: ServerFacts): Partial<Record<HttpErrorCode, string>> {
+  const examples: Partial<Record<HttpErrorCode, string>> = {}
+  const multipart = op.upload ?? (op.body?.media === 'multipart/form-data' ? op.body : undefined)
+  if (multipart) examples.bad_request = missingField(multipart.field)
+  if (op.pathParams !== undefined) {
+    try {
+      pathReader(op.pathParams)(Object.fromEntries(Object.keys(op.pathParams).map((name) => [name, 'x'])))
+    } catch (e) {
+      if (isModError(e) && e.code === 'bad_request') examples.bad_request = e.message
+    }
+  }
+  for (const [code, text] of Object.entries(op.errorExamples ?? {}) as [HttpErrorCode, Text][]) examples[code] = render(text, facts)
+  return examples
 }
 
 function operation(op: Declared, facts: ServerFacts): Operation {
@@ -225,7 +247,8 @@ function operation(op: Declared, facts: ServerFacts): Operation {
       content: {[ok.media ?? 'application/json']: {schema: withRefs(ok.schema), ...(ok.example === undefined ? {} : {example: ok.example})}},
     }
   }
-  for (const [status, list] of [...byStatus].sort(([a], [b]) => a - b)) responses[status] = errorResponse(list, facts)
+  const examples = errorExamples(op, facts)
+  for (const [status, list] of [...byStatus].sort(([a], [b]) => a - b)) responses[status] = errorResponse(list, facts, examples)
 
   const result: Operation = {
     operationId: op.operationId,

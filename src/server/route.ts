@@ -87,6 +87,8 @@ export interface Operation<Q extends TObject = TObject, B extends TSchema = TSch
    * `errorsOf`, and 401 from `security` by the document; errors.ts gives their statuses.
    */
   errors: HttpErrorCode[]
+  /** An error's message in the document's example, where this route's differs from the error table's example. */
+  errorExamples?: Partial<Record<HttpErrorCode, Text>>
 }
 
 export interface PathParam {

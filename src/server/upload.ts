@@ -141,7 +141,7 @@ export async function receiveVideo(req: IncomingMessage, limits: VideoUploadLimi
   const unexpected = new Set<string>()
   let filename = limits.field
   const path = join(limits.dir, 'upload')
-  const cap = byteCap(limits.maxBytes, 'the video', () => new ModError('payload_too_large', `the video is larger than ${formatSize(limits.maxBytes)} (MOD_MAX_VIDEO_BYTES)`))
+  const cap = byteCap(limits.maxBytes, 'the video', () => new ModError('payload_too_large', videoTooLarge(limits.maxBytes)))
   let failed: ModError | undefined
   const form = formidable({
     ...FIELD_LIMITS,
@@ -277,6 +277,12 @@ function keep(part: formidable.Part, field: string, unexpected: Set<string>): bo
   return false
 }
 
+/** The refusal of a form without its file field; `hint` says how the field came, if it came as a text value. */
+export const missingField = (field: string, hint = ''): string => `the multipart field "${field}" is missing: send the file${hint} in "${field}"`
+
+/** The refusal of a video upload past MOD_MAX_VIDEO_BYTES. */
+export const videoTooLarge = (maxBytes: number): string => `the video is larger than ${formatSize(maxBytes)} (MOD_MAX_VIDEO_BYTES)`
+
 function checkFields(field: string, unexpected: Set<string>, count: number, fields: formidable.Fields): void {
   if (unexpected.size > 0) {
     const names = [...unexpected].map((n) => JSON.stringify(n)).join(', ')
@@ -285,7 +291,7 @@ function checkFields(field: string, unexpected: Set<string>, count: number, fiel
   const text = fields[field] !== undefined
   if (count === 0) {
     const hint = text ? ' as a file (with a filename), not as a text value' : ''
-    throw new ModError('bad_request', `the multipart field "${field}" is missing: send the file${hint} in "${field}"`)
+    throw new ModError('bad_request', missingField(field, hint))
   }
   // Among files, a text value would have no result in their upload order: every later result would pair with the
   // upload before it.

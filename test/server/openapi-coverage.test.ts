@@ -296,6 +296,37 @@ test('POST /v1/jobs/images and GET /v1/jobs/{id}/results', async () => {
   assert.is(await send(fullJobs.base, 'GET', results), 503)
 })
 
+/** The message of an error example the document gives for (method, path, status). */
+function exampleMessage(method: string, path: string, status: number): string | undefined {
+  const operation = (doc.paths[path] as Record<string, {responses: Record<string, {content?: Record<string, {example?: {error?: {message?: string}}}>}>}>)[method.toLowerCase()]
+  return operation.responses[String(status)]?.content?.['application/json']?.example?.error?.message
+}
+
+test("error examples are the route's own words: what the server answers to the request they describe", async () => {
+  const exampleJob = '5f0c7a1e-8a7b-4a53-9a51-3f1f9d0e2c41'
+  // A form with a text value and no file at all.
+  const noFiles = new FormData()
+  noFiles.append('note', 'x')
+  const cases: [string, string, string, RequestInit & {base?: string}, number][] = [
+    ['GET', '/v1/jobs/{id}', '/v1/jobs/x', {}, 400],
+    ['GET', '/v1/jobs/{id}', `/v1/jobs/${exampleJob}`, {}, 404],
+    ['DELETE', '/v1/jobs/{id}', `/v1/jobs/${exampleJob}`, {}, 404],
+    ['GET', '/v1/jobs/{id}/results', '/v1/jobs/x/results', {}, 400],
+    ['GET', '/v1/jobs/{id}/results', `/v1/jobs/${exampleJob}/results`, {}, 404],
+    ['POST', '/v1/moderate/json', '/v1/moderate/json', json({}), 400],
+    ['POST', '/v1/moderate/batch', '/v1/moderate/batch', {body: noFiles}, 400],
+    ['POST', '/v1/jobs/images', '/v1/jobs/images', {...json({items: [{url: 'http://images.example/red.png'}]}), base: noUrls.base}, 403],
+    ['POST', '/v1/moderate/video', '/v1/moderate/video', upload('file', [{name: 'big.mp4', data: Buffer.alloc(70_000, 1)}]), 413],
+    ['POST', '/v1/jobs/video', '/v1/jobs/video', upload('file', [{name: 'big.mp4', data: Buffer.alloc(70_000, 1)}]), 413],
+  ]
+  for (const [method, path, url, {base = main.base, ...init}, status] of cases) {
+    const res = await fetch(`${base}${url}`, {...init, method, headers: {'x-api-key': KEY, ...(init.headers as Record<string, string> | undefined)}})
+    assert.is(res.status, status, `${method} ${url}`)
+    const answer = ((await res.json()) as {error: {message: string}}).error.message
+    assert.is(exampleMessage(method, path, status), answer, `${method} ${path} ${status}`)
+  }
+})
+
 test('every upload endpoint: 429 past MOD_MAX_UPLOADS_PER_CLIENT', async () => {
   const image = [{name: 'red.png', data: await red()}]
   const clip = [{name: 'clip.mp4', data: shortClip}]

@@ -16,7 +16,7 @@ import {CHUNK_SIZE, itemName, type ImageItem} from '../jobs/images/types.js'
 import {dropUpload, moveIntoPlace, startStaging} from '../jobs/staging.js'
 import {declareRoute} from '../route.js'
 import {receiveFiles} from '../upload.js'
-import {checkCallback, ID, JobQuery, LOCATION, ownerOf, unknownJob} from './jobs.js'
+import {checkCallback, ID, JobQuery, LOCATION, NO_SUCH_JOB, ownerOf, unknownJob} from './jobs.js'
 
 const EXAMPLE_IMAGE_JOB = {
   id: '0b6f3c52-6d2e-4f7e-9a0e-5f8d1c2b3a4d',
@@ -33,6 +33,8 @@ const ImageJobQuery = Type.Object({callback_url: JobQuery.properties.callback_ur
 /** Lines read from the store at a time while streaming results. */
 const PAGE = 256
 
+const URLS_OFF = 'fetching URLs is disabled on this server (MOD_ALLOW_URLS); upload the files instead (multipart, field "files")'
+
 /** The items of a manifest, refused whole when one cannot be accepted (the error names its index). */
 async function manifestItems(manifest: Manifest, settings: ServerSettings): Promise<ImageItem[]> {
   const {maxItems} = settings.jobs.images
@@ -40,7 +42,7 @@ async function manifestItems(manifest: Manifest, settings: ServerSettings): Prom
     throw new ModError('too_many_files', `a job holds at most ${plural(maxItems, 'item')} (MOD_MAX_JOB_ITEMS); this manifest has ${manifest.items.length}`)
   }
   if (!settings.allowUrls) {
-    throw new ModError('url_fetch_disabled', 'fetching URLs is disabled on this server (MOD_ALLOW_URLS); upload the files instead (multipart, field "files")')
+    throw new ModError('url_fetch_disabled', URLS_OFF)
   }
   for (const [i, item] of manifest.items.entries()) {
     try {
@@ -90,6 +92,7 @@ export const submitImageJobRoute = declareRoute({
   },
   responses: {202: {description: 'The job, queued.', schema: ImageJob, headers: LOCATION, example: {...EXAMPLE_IMAGE_JOB, status: 'queued', progress: {...EXAMPLE_IMAGE_JOB.progress, items_done: 0, chunks_done: 0}}}},
   errors: ['bad_request', 'url_fetch_disabled', 'url_blocked', 'too_many_files', 'payload_too_large', 'too_many_jobs', 'too_many_uploads', 'internal', 'overloaded', 'jobs_unavailable'],
+  errorExamples: {url_fetch_disabled: URLS_OFF},
   handler: async (ctx, req, reply, input) => {
     const {imageJobs, settings} = ctx
     const {storage, images} = settings.jobs
@@ -179,6 +182,7 @@ export const imageJobResultsRoute = declareRoute({
     },
   },
   errors: ['not_found', 'internal', 'overloaded', 'jobs_unavailable'],
+  errorExamples: NO_SUCH_JOB,
   handler: async (ctx, req, {raw: res}, {params: {id}, query}) => {
     const owner = ctx.owner(req)
     const job = await ctx.imageJobs.get(id, owner)

@@ -16,7 +16,7 @@ import {declareRoute} from '../route.js'
 import {MAX_URL_LENGTH, VideoQuery} from '../schemas.js'
 import {formatSizeExact} from '../../lib/sizes.js'
 import {receiveVideo} from '../upload.js'
-import {VIDEO_UPLOAD} from './video.js'
+import {VIDEO_UPLOAD, VIDEO_UPLOAD_EXAMPLES} from './video.js'
 
 export const JobQuery = Type.Object({
   ...VideoQuery.properties,
@@ -44,6 +44,9 @@ export const ID = {
 
 export const unknownJob = (id: string): ModError =>
   new ModError('not_found', `no job ${JSON.stringify(id)}: it never existed, was deleted, or ended more than MOD_JOB_TTL ago`)
+
+/** The example of a job route's 404: a job id it does not hold, not an unknown path. */
+export const NO_SUCH_JOB = {not_found: unknownJob(EXAMPLE_JOB.id).message}
 
 /** The owner a new job records: the name of the request's API key, when the server needs one. */
 export function ownerOf(ctx: RouteContext, req: Request): {owner?: string} {
@@ -76,6 +79,7 @@ export const submitVideoJobRoute = declareRoute({
   body: VIDEO_UPLOAD,
   responses: {202: {description: 'The job, queued.', schema: Job, headers: LOCATION, example: EXAMPLE_JOB}},
   errors: ['bad_request', 'payload_too_large', 'unsupported_media', 'url_blocked', 'internal', 'too_many_uploads', 'overloaded', 'jobs_unavailable'],
+  errorExamples: VIDEO_UPLOAD_EXAMPLES,
   handler: async (ctx, req, reply, {query}) => {
     const {jobs: queue, settings} = ctx
     if (query.callback_url !== undefined) await checkCallback(query.callback_url, settings.jobs.callbackAllowPrivate)
@@ -129,6 +133,7 @@ export const getJobRoute = declareRoute({
   pathParams: ID,
   responses: {200: {description: 'The job: a video job, or an image job (`kind: images`).', schema: Type.Union([Job, ImageJob]), example: EXAMPLE_JOB}},
   errors: ['not_found', 'internal', 'overloaded', 'jobs_unavailable'],
+  errorExamples: NO_SUCH_JOB,
   handler: async (ctx, req, reply, {params: {id}}) => {
     const owner = ctx.owner(req)
     const job = (await ctx.imageJobs.get(id, owner)) ?? (await ctx.jobs.get(id, owner))
@@ -158,6 +163,7 @@ export const cancelJobRoute = declareRoute({
     },
   },
   errors: ['not_found', 'internal', 'overloaded', 'jobs_unavailable'],
+  errorExamples: NO_SUCH_JOB,
   handler: async (ctx, req, reply, {params: {id}}) => {
     const owner = ctx.owner(req)
     const job = (await ctx.imageJobs.remove(id, owner)) ?? (await ctx.jobs.remove(id, owner))

@@ -90,5 +90,7 @@ export const moderateJsonRoute = declareRoute({
   },
   responses: {200: {description: 'The moderation result.', schema: ModerationResult, headers: POLICY_HEADER, example: EXAMPLE_RESULT}},
   errors: ['bad_request', 'url_fetch_disabled', 'payload_too_large', 'unsupported_media', 'url_blocked', 'internal', 'url_fetch_failed', 'too_many_uploads', 'overloaded', 'model_unavailable', 'url_fetch_timeout'],
+  // What the body's check says of `{}` (validate.ts, "exactly one of").
+  errorExamples: {bad_request: 'send exactly one of image_base64 and url'},
   handler: async (ctx, req, reply, input) => reply.send(200, await moderateJson(ctx, req, reply.raw, input), policyHeader(ctx)),
 })

@@ -9,7 +9,7 @@ import {declareRoute, type ServerFacts} from '../route.js'
 import {VideoQuery} from '../schemas.js'
 import {formatSizeExact} from '../../lib/sizes.js'
 import type {QueryValues} from '../validate.js'
-import {receiveVideo} from '../upload.js'
+import {receiveVideo, videoTooLarge} from '../upload.js'
 import {makeUploadDir} from '../upload-dirs.js'
 import {moderate} from './pipeline.js'
 import {POLICY_HEADER, policyHeader} from '../policy-digest.js'
@@ -45,6 +45,9 @@ async function moderateVideoFile(ctx: RouteContext, req: Request, res: ServerRes
 }
 
 /** The multipart body of the video endpoints (synchronous and as a job): one video in the field `file`. */
+/** The example of a video upload's 413: the video's own limit, not an image's. */
+export const VIDEO_UPLOAD_EXAMPLES = {payload_too_large: ({limits}: ServerFacts) => videoTooLarge(limits.maxVideoBytes)}
+
 export const VIDEO_UPLOAD = {
   media: 'multipart/form-data',
   field: 'file',
@@ -72,5 +75,6 @@ export const moderateVideoRoute = declareRoute({
   body: VIDEO_UPLOAD,
   responses: {200: {description: 'The video result.', schema: VideoResult, headers: POLICY_HEADER, example: EXAMPLE_VIDEO}},
   errors: ['payload_too_large', 'unsupported_media', 'video_too_long', 'internal', 'too_many_uploads', 'overloaded', 'model_unavailable'],
+  errorExamples: VIDEO_UPLOAD_EXAMPLES,
   handler: async (ctx, req, reply, {query}) => reply.send(200, await moderateVideoFile(ctx, req, reply.raw, query), policyHeader(ctx)),
 })
