@@ -15,29 +15,48 @@ export interface Step {
 
 const SGR = /\x1b\[[0-9;]*m/g
 
-/** listr2's output with its colours taken out: listr2 colours by stdout (colorette's choice), and it writes to stderr. */
-class UncolouredOutput extends ProcessOutput {
+/**
+ * listr2's output on `terminal`, its colours taken out unless `colour` (listr2 colours by stdout, colorette's
+ * choice, and it writes to stderr). listr2 hands its renderer a copy of the stream made when the list starts, which
+ * kept the terminal's width of that moment: a terminal made narrower then wrapped each redrawn list onto more rows
+ * than log-update counted and erased, leaving a copy of the list's top behind at every redraw (10 a second). The
+ * copies here read the terminal's size as it is now.
+ */
+class TerminalOutput extends ProcessOutput {
+  constructor(
+    private readonly terminal: NodeJS.WriteStream,
+    private readonly colour: boolean,
+  ) {
+    super(terminal, terminal)
+  }
+
   override get stdout(): NodeJS.WriteStream {
-    return uncoloured(super.stdout)
+    return this.adapt(super.stdout)
   }
 
   override get stderr(): NodeJS.WriteStream {
-    return uncoloured(super.stderr)
+    return this.adapt(super.stderr)
   }
 
   override toStdout(buffer: string, eol?: boolean): boolean {
-    return super.toStdout(buffer.replace(SGR, ''), eol)
+    return super.toStdout(this.colour ? buffer : buffer.replace(SGR, ''), eol)
   }
 
   override toStderr(buffer: string, eol?: boolean): boolean {
-    return super.toStderr(buffer.replace(SGR, ''), eol)
+    return super.toStderr(this.colour ? buffer : buffer.replace(SGR, ''), eol)
   }
-}
 
-/** `out` (a copy of the stream that listr2 makes for each use) writing without colours. */
-function uncoloured(out: NodeJS.WriteStream): NodeJS.WriteStream {
-  const write = out.write.bind(out) as (chunk: unknown, ...rest: unknown[]) => boolean
-  return Object.assign(out, {write: (chunk: unknown, ...rest: unknown[]) => write(typeof chunk === 'string' ? chunk.replace(SGR, '') : chunk, ...rest)})
+  /** `out` (listr2's copy of the stream) sized as the terminal is now, and writing without colours unless `colour`. */
+  private adapt(out: NodeJS.WriteStream): NodeJS.WriteStream {
+    const terminal = this.terminal
+    Object.defineProperties(out, {
+      columns: {get: () => terminal.columns, configurable: true},
+      rows: {get: () => terminal.rows, configurable: true},
+    })
+    if (this.colour) return out
+    const write = out.write.bind(out) as (chunk: unknown, ...rest: unknown[]) => boolean
+    return Object.assign(out, {write: (chunk: unknown, ...rest: unknown[]) => write(typeof chunk === 'string' ? chunk.replace(SGR, '') : chunk, ...rest)})
+  }
 }
 
 /** The task list redrawn in place, on stderr: listr2 would judge whether it can redraw by stdout, not the stream it is given. */
@@ -61,7 +80,7 @@ export async function runSteps(
 ): Promise<void> {
   const plain = !stream.isTTY || Boolean(env.CI) || env.TERM === 'dumb'
   let failure: {error: unknown} | undefined
-  const logger = new ListrLogger({useIcons: !plain, processOutput: colour ? new ProcessOutput(stream, stream) : new UncolouredOutput(stream, stream)})
+  const logger = new ListrLogger({useIcons: !plain, processOutput: new TerminalOutput(stream, colour)})
   const listr = new Listr(
     steps.map((s) => ({
       // A title may name a file or a folder: it stays one line, whatever the name holds.
