@@ -12,6 +12,7 @@ import {fstatSync} from 'node:fs'
 
 import stringWidth from 'string-width'
 
+import {whileSuspended} from './cursor.js'
 import {visible} from './visible.js'
 
 export interface Progress {
@@ -133,6 +134,14 @@ export function startProgress(
     draw()
   }
   stream.on('resize', resized)
+  // Ctrl-Z: the line would stay on the screen, its count frozen, above the shell's "Stopped" and what comes after
+  // it; it is cleared, and drawn again when the process goes on (fg).
+  const undoSuspend = whileSuspended({
+    stop: clear,
+    resume() {
+      if (!done) draw()
+    },
+  })
   draw()
   return {
     update(t) {
@@ -157,6 +166,7 @@ export function startProgress(
       done = true
       clearTimeout(pending)
       stream.off('resize', resized)
+      undoSuspend()
       clear()
     },
   }

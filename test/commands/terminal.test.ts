@@ -296,6 +296,34 @@ test('Ctrl-Z (SIGTSTP) while the steps (eval) are drawn shows the cursor at the 
   assert.ok(shown.lastIndexOf('\x1b[?25h') > shown.lastIndexOf('\x1b[?25l'))
 })
 
+test('Ctrl-Z (SIGTSTP) during a scan clears its progress line before the shell says it stopped; going on (fg) draws it again', async () => {
+  // A job of a shell with job control, as the steps' test above, but mod itself the job (exec), as when typed at a
+  // prompt: the shell reports the job stopped once mod has. The scan waits on stdin (a FIFO nothing writes to) once
+  // its images are done, its line on the screen, so that only going on draws it again.
+  const job = `echo $$ > scan-tstp.pid; exec ${mod()} scan imgs/1*.png - ${IDLE_STDIN} > /dev/null`
+  const line = `bash -c ${shellWord(`set -m; sh -c ${shellWord(job)}; while kill -0 $(cat scan-tstp.pid) 2>/dev/null; do sleep 0.05; done`)}`
+  let whileStopped = ''
+  let goneOn = ''
+  await underPtyActing(line, 'scan-tstp.pid', /Scanning \d+ of \d+\+?: 100 scanned/, async (pid, sofar) => {
+    process.kill(-pid, 'SIGTSTP')
+    // The shell's line saying so (what mod wrote before it stopped is ahead of it).
+    for (const until = Date.now() + 10_000; !sofar().includes('Stopped'); ) {
+      if (Date.now() > until) throw new Error(`no job stopped: ${JSON.stringify(sofar().slice(-300))}`)
+      await new Promise((r) => setTimeout(r, 20))
+    }
+    whileStopped = sofar()
+    process.kill(-pid, 'SIGCONT')
+    for (const until = Date.now() + 5000; !sofar().slice(whileStopped.length).includes('Scanning') && Date.now() < until; )
+      await new Promise((r) => setTimeout(r, 20))
+    goneOn = sofar().slice(whileStopped.length)
+    process.kill(pid, 'SIGINT')
+  })
+  // The line drawn last is cleared before the shell's "Stopped", not left there with its count frozen.
+  const last = whileStopped.slice(whileStopped.lastIndexOf('Scanning'))
+  assert.match(last, /^Scanning[^\r]*\r\r\x1b\[2K[^]*Stopped/, JSON.stringify(last))
+  assert.match(goneOn, /\r\x1b\[2KScanning \d+ of \d+\+?: 100 scanned/, JSON.stringify(goneOn))
+})
+
 test('NO_COLOR and FORCE_COLOR both set: no Node.js warning across the progress line', () => {
   const shown = underPty(`${envPrefix} NO_COLOR=1 FORCE_COLOR=1 ${shellWord(process.execPath)} ${shellWord(BIN)} scan imgs/00*.png > /dev/null`)
   assert.match(shown, 'scanned:')
