@@ -57,8 +57,8 @@ test("a policy's keys and a mistyped command are quoted with their escapes, one 
   const policy = await runCli(['policy', 'validate', 'bad.yaml'], {cwd: dir.path, env})
   assert.is(policy.code, 2)
   assert.equal(policy.stderr.trimEnd().split('\n'), [
-    'bad.yaml:2:3: category name "evil\\u001b[31mred\\u001b]0;T\\u0007" may hold only letters, digits, "_", "-" and "." (at most 64)',
-    'bad.yaml:4:3: category name "bad\\nname" may hold only letters, digits, "_", "-" and "." (at most 64)',
+    'bad.yaml:2:3: category name "evil\\u001b[31mred\\u001b]0;T\\u0007" may hold only ASCII letters and digits, "_", "-" and ".", start with a letter or a digit, and be at most 64 long',
+    'bad.yaml:4:3: category name "bad\\nname" may hold only ASCII letters and digits, "_", "-" and ".", start with a letter or a digit, and be at most 64 long',
   ])
   const typed = await runCli(['x\x1b]0;PWN\x07\r'], {cwd: dir.path, env})
   assert.is(typed.code, 2)

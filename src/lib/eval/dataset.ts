@@ -29,7 +29,7 @@ import {ModError, problemsError} from '../errors.js'
 import {IMAGE_EXTENSIONS} from '../image/formats.js'
 import {inside, namedAs, namedBytes, readName, type FsPath} from '../input/file-names.js'
 import {readFileCapped} from '../input/read-capped.js'
-import {CATEGORY_NAME_PATTERN} from '../names.js'
+import {CATEGORY_NAME_PATTERN, CATEGORY_NAME_RULE} from '../names.js'
 import {formatSize} from '../sizes.js'
 
 export const SAFE_FOLDER = 'safe'
@@ -216,7 +216,7 @@ export async function readDatasetFile(file: Pick<DatasetItem, 'path' | 'shown'>,
 function checkLabels(counts: Record<string, number>, options: DatasetOptions, problems: string[]): string[] {
   const labels = Object.keys(counts).filter((l) => l !== SAFE_FOLDER).sort()
   for (const l of labels) {
-    if (!CATEGORY_NAME_PATTERN.test(l)) problems.push(`label "${l}" may hold only letters, digits, "_", "-" and "." (at most 64)`)
+    if (!CATEGORY_NAME_PATTERN.test(l)) problems.push(`label "${l}" ${CATEGORY_NAME_RULE}`)
   }
   // `Safe/` beside `safe/`, `Weapons` beside `weapons`: one label written two ways, which would count as two.
   const byCase = new Map<string, string[]>()
@@ -322,7 +322,7 @@ export async function openDataset(root: string, options: DatasetOptions = {}): P
   let images = 0
   for (const {name: folder, ...place} of folders) {
     if (folder !== SAFE_FOLDER && !CATEGORY_NAME_PATTERN.test(folder)) {
-      problems.push(`${folder}/: a label folder's name may hold only letters, digits, "_", "-" and "." (at most 64)`)
+      problems.push(`${folder}/: a label folder's name ${CATEGORY_NAME_RULE}`)
       continue
     }
     let inFolder = 0

@@ -6,7 +6,7 @@
 import {isAlias, isMap, isScalar, isSeq} from 'yaml'
 import type {Document, LineCounter, Node as YamlNode, Pair, YAMLMap} from 'yaml'
 
-import {CATEGORY_NAME_PATTERN} from '../names.js'
+import {CATEGORY_NAME_PATTERN, CATEGORY_NAME_RULE} from '../names.js'
 import {didYouMean} from '../suggest.js'
 
 export interface PolicyProblem {
@@ -102,7 +102,7 @@ export function unknownKey(ctx: YamlContext, pair: Pair, key: string, where: str
 /** The name of a category, hash list or rule: CATEGORY_NAME_PATTERN, or a problem reported at `at`. */
 export function validName(ctx: YamlContext, name: string, at: number, what: string): boolean {
   if (CATEGORY_NAME_PATTERN.test(name)) return true
-  report(ctx, at, `${what} name ${JSON.stringify(name)} may hold only letters, digits, "_", "-" and "." (at most 64)`)
+  report(ctx, at, `${what} name ${JSON.stringify(name)} ${CATEGORY_NAME_RULE}`)
   return false
 }
 

@@ -106,7 +106,7 @@ test('every kind of problem is reported with its line and column, all at once', 
     at(16, 13, 'categories.a.parent: a cycle of parents: a → b → a'),
     at(21, 14, 'categories.tobacco.enabled must be true or false, not "no"'),
     at(26, 13, 'categories.kid.parent: category "alcohol" is disabled'),
-    at(27, 3, 'category name "bad name" may hold only letters, digits, "_", "-" and "." (at most 64)'),
+    at(27, 3, 'category name "bad name" may hold only ASCII letters and digits, "_", "-" and ".", start with a letter or a digit, and be at most 64 long'),
     at(30, 18, 'categories.cal.prompts[1] must be non-empty text, not 3'),
     at(30, 21, 'categories.cal.prompts[2] must be non-empty text, not ""'),
     at(31, 16, 'categories.cal.negatives must be a list of prompts, not "a knife"'),
@@ -132,7 +132,7 @@ test('hash_lists: file required, category known_bad and distance 31 by default',
     at(6, 15, 'hash_lists.b.distance must be a whole number from 0 to 43, not 3.5'),
     at(7, 5, 'unknown key "colour" in hash_lists.b (expected one of file, category, distance, shared)'),
     at(9, 15, 'hash_lists.c.category must be a category name, not 12'),
-    at(10, 3, 'hash list name "d e" may hold only letters, digits, "_", "-" and "." (at most 64)'),
+    at(10, 3, 'hash list name "d e" may hold only ASCII letters and digits, "_", "-" and ".", start with a letter or a digit, and be at most 64 long'),
     at(12, 6, 'hash_lists.f must be a mapping such as {file: removals.txt}, not "x.txt"'),
     at(15, 13, 'hash_lists.g.shared must be true or false, not "maybe"'),
   ])
@@ -365,7 +365,17 @@ test('an empty text section is no rule, as an empty categories or hash_lists sec
 
 test('a text rule name follows the same naming rule as categories and hash lists', () => {
   const text = 'text:\n  rules:\n    bad rule:\n      category: contact_info\n      detect: [email]\n'
-  assert.equal(validatePolicyText(text).problems, [at(3, 5, 'rule name "bad rule" may hold only letters, digits, "_", "-" and "." (at most 64)')])
+  assert.equal(validatePolicyText(text).problems, [at(3, 5, 'rule name "bad rule" may hold only ASCII letters and digits, "_", "-" and ".", start with a letter or a digit, and be at most 64 long')])
+})
+
+test('a category name of letters that are not ASCII (Chinese, accented) is refused saying ASCII, and one starting with "-" saying how it must start', () => {
+  const text = 'categories:\n  暴力内容:\n    prompts: [red]\n  café:\n    prompts: [red]\n  -red:\n    prompts: [red]\n'
+  const rule = 'may hold only ASCII letters and digits, "_", "-" and ".", start with a letter or a digit, and be at most 64 long'
+  assert.equal(validatePolicyText(text).problems, [
+    at(2, 3, `category name "暴力内容" ${rule}`),
+    at(4, 3, `category name "café" ${rule}`),
+    at(6, 3, `category name "-red" ${rule}`),
+  ])
 })
 
 test.run()
