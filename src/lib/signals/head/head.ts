@@ -26,7 +26,7 @@
  */
 import {readConfigText} from '../../config-file.js'
 import {ModError, problemsError} from '../../errors.js'
-import {CATEGORY_NAME_PATTERN} from '../../names.js'
+import {CATEGORY_NAME_PATTERN, CATEGORY_NAME_RULE} from '../../names.js'
 import {parentCycles} from '../../policy/parents.js'
 import type {Policy} from '../../policy/types.js'
 import {sigmoid} from '../../scoring/calibrate.js'
@@ -83,7 +83,7 @@ function readLabel(raw: unknown, i: number, size: number | undefined, problems: 
   }
   const {name, parent = null, threshold = DEFAULT_HEAD_THRESHOLD, weights, bias, blend = DEFAULT_BLEND} = raw
   if (typeof name !== 'string' || !CATEGORY_NAME_PATTERN.test(name)) {
-    problems.push(`${at}.name must be a name of letters, digits, "_", "-" and "." (at most 64)`)
+    problems.push(`${at}.name ${CATEGORY_NAME_RULE}`)
   }
   if (parent !== null && (typeof parent !== 'string' || parent === '')) problems.push(`${at}.parent must be a name or null`)
   if (!inUnit(threshold)) problems.push(`${at}.threshold must be a number from 0 to 1`)

@@ -121,6 +121,11 @@ test('a file that is not JSON, or has no labels, is an invalid_config error', ()
   assert.match(thrown(() => parseHead(JSON.stringify(headJson({labels: []})), 'h.json')).message, 'labels must be a list of at least one label')
 })
 
+test('a label named in letters that are not ASCII is refused saying the naming rule', () => {
+  const e = thrown(() => parseHead(JSON.stringify(headJson({labels: [{name: '烟花', weights: [1, 0, 0], bias: 0}]})), 'h.json'))
+  assert.match(e.message, 'labels[0].name may hold only ASCII letters and digits, "_", "-" and ".", start with a letter or a digit, and be at most 64 long')
+})
+
 test('a missing head file is an invalid_config error naming it', async () => {
   try {
     await loadHead(join(dir, 'nope.json'))
