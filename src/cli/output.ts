@@ -8,11 +8,12 @@ import type {Reporter} from './reports/reporter.js'
  */
 export function formatFlags<const F extends readonly string[]>(formats: F, description: string, exclusive: string[] = []) {
   return {
+    // `exclusive` is not given to --format: --format json is --json, so a command checks its other values itself.
     format: Flags.option({
       options: formats,
       description,
       helpValue: 'FORMAT',
-      exclusive: ['json', 'ndjson', ...exclusive],
+      exclusive: ['json', 'ndjson'],
     })(),
     json: Flags.boolean({description: 'Alias of --format json.', exclusive: ['ndjson', 'format']}),
     ndjson: Flags.boolean({description: 'Alias of --format ndjson.', exclusive: ['json', 'format', ...exclusive]}),

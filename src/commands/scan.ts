@@ -298,6 +298,10 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
     const fromList = flags['files-from']
     if (paths.length === 0 && fromList === undefined) throw new MissingArgumentError('Missing 1 required arg: paths  files, folders or - (stdin), or --files-from')
     if (fromList === '-' && paths.includes('-')) throw new Errors.CLIError('--files-from - and the path - both read stdin: give one of them')
+    // --summary prints a line or, as --json asks, an object of counts: the formats that are a list of results are not its.
+    if (flags.summary && flags.format !== undefined && !['table', 'json'].includes(flags.format)) {
+      throw new Errors.CLIError(`--format ${flags.format} and --summary cannot be used together: --summary prints one line, or with --format json one object of counts`)
+    }
     if (flags.server === undefined) refuseRemoteFlags(this.argv, 'scan')
     const stdinProblem = stdinPathProblem('scan', paths, process.stdin)
     if (stdinProblem) throw new Errors.CLIError(stdinProblem)

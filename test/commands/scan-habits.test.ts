@@ -172,6 +172,14 @@ test('--summary prints only the summary, on stdout; with --json one object of co
   assert.is(r.stderr, '')
   const json = await runInProcess(['scan', folder, '--config', policy, '--summary', '--json'], {env})
   assert.equal(JSON.parse(json.stdout), {safe: 2, unsafe: 2, errors: 0, missing: 0, scanned: 4, skipped: {excluded: 2}, not_evaluated: []})
+  // --format json is --json, here too; --format table is the line.
+  const format = await runInProcess(['scan', folder, '--config', policy, '--summary', '--format', 'json'], {env})
+  assert.is(format.stdout, json.stdout)
+  assert.is((await runInProcess(['scan', folder, '--config', policy, '--summary', '--format', 'table'], {env})).stdout, r.stdout)
+  const sarif = await runInProcess(['scan', folder, '--config', policy, '--summary', '--format', 'sarif'], {env})
+  assert.is(sarif.code, 2)
+  assert.is(sarif.stdout, '')
+  assert.is(sarif.stderr, 'mod: usage: --format sarif and --summary cannot be used together: --summary prints one line, or with --format json one object of counts\n')
 })
 
 test('--summary with nothing to scan still prints its counts (all 0) on stdout, beside the error and exit 2', async () => {
