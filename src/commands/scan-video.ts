@@ -125,7 +125,8 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
           onSegment: (name, segment) => out.item({name, segment}),
           onProgress: (frames, seconds) => {
             Object.assign(done, {frames, seconds})
-            progress.update(`Scanning ${args.file}: ${line()}`)
+            // The count first: a long name is what a narrow terminal cuts.
+            progress.update(`Scanning ${line()} of ${args.file}`)
           },
           // Only a terminal shows the estimate.
           onDuration: process.stderr.isTTY ? (seconds) => (done.expected = Math.max(1, Math.ceil(seconds * sampling.fps))) : undefined,
