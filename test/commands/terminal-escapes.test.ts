@@ -68,6 +68,12 @@ test("a policy's keys and a mistyped command are quoted with their escapes, one 
 test('visible escapes every control and invisible formatting character, astral ones included', () => {
   assert.is(visible('a\u00adb\u2060c\u2028d\u{e0041}e'), 'a\\xadb\\u2060c\\u2028d\\u{e0041}e')
   assert.is(visible('caf\u00e9 \u4e2d\u6587 \u{1f600}'), 'caf\u00e9 \u4e2d\u6587 \u{1f600}')
+  // A joiner that changes what is drawn is kept: an emoji family, a flag, a Persian word's parted letters, a Hindi
+  // half form. Between Latin letters, at an end or doubled, it changes nothing on screen and is escaped.
+  for (const shown of ['\u{1f468}\u200d\u{1f469}\u200d\u{1f467}.jpg', '\u{1f3f3}\ufe0f\u200d\u{1f308}', '\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645', '\u0915\u094d\u200d\u0937']) {
+    assert.is(visible(shown), shown)
+  }
+  assert.is(visible('pay\u200dpal \u200c\u{1f469} \u{1f469}\u200d \u{1f469}\u200d\u200d\u{1f469}'), 'pay\\u200dpal \\u200c\u{1f469} \u{1f469}\\u200d \u{1f469}\\u200d\\u200d\u{1f469}')
 })
 
 test.run()
