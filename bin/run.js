@@ -9,6 +9,9 @@ process.env.ORT_DISABLE_TELEMETRY = '1'
 // check (loading node:assert makes one), that NO_COLOR is ignored when both are set, which is not so here and lands
 // in the middle of the progress line: FORCE_COLOR goes before anything is loaded.
 if (process.env.NO_COLOR && process.env.FORCE_COLOR !== undefined) delete process.env.FORCE_COLOR
+// A terminal that names itself monochrome (terminfo's `-mono` entries: xterm-mono) has no colours, where chalk takes
+// every TERM beginning with xterm for one that has them. As NO_COLOR, unless colour is forced (FORCE_COLOR, --color).
+if (/-mono$/.test(process.env.TERM ?? '') && process.env.FORCE_COLOR === undefined && process.env.NO_COLOR === undefined) process.env.NO_COLOR = '1'
 
 // Exit codes: a start-up failure (no build, a broken install, an unknown command) is 2, never 1 (1 means a
 // violation was found), printed as one line in the style of every other failure.

@@ -324,6 +324,14 @@ test('Ctrl-Z (SIGTSTP) during a scan clears its progress line before the shell s
   assert.match(goneOn, /\r\x1b\[2KScanning \d+ of \d+\+?: 100 scanned/, JSON.stringify(goneOn))
 })
 
+test('a terminal that names itself monochrome (TERM=xterm-mono) gets no colour, unless --color asks for it', () => {
+  // The test host's FORCE_COLOR=0 would decide it: taken out, as a user's terminal has none.
+  const sgr = /\x1b\[[0-9;]*m/
+  assert.match(underPty(`env -u FORCE_COLOR TERM=xterm ${mod()} scan imgs/001.png`), sgr)
+  assert.not.match(underPty(`env -u FORCE_COLOR TERM=xterm-mono ${mod()} scan imgs/001.png`), sgr)
+  assert.match(underPty(`env -u FORCE_COLOR TERM=xterm-mono ${mod()} scan imgs/001.png --color`), sgr)
+})
+
 test('NO_COLOR and FORCE_COLOR both set: no Node.js warning across the progress line', () => {
   const shown = underPty(`${envPrefix} NO_COLOR=1 FORCE_COLOR=1 ${shellWord(process.execPath)} ${shellWord(BIN)} scan imgs/00*.png > /dev/null`)
   assert.match(shown, 'scanned:')
