@@ -325,11 +325,13 @@ test('Ctrl-Z (SIGTSTP) during a scan clears its progress line before the shell s
 })
 
 test('a terminal that names itself monochrome (TERM=xterm-mono) gets no colour, unless --color asks for it', () => {
-  // The test host's FORCE_COLOR=0 would decide it: taken out, as a user's terminal has none.
+  // The test host's FORCE_COLOR=0, and CI (chalk colours nothing under an unknown CI), would decide it: taken out,
+  // as a user's terminal has neither.
   const sgr = /\x1b\[[0-9;]*m/
-  assert.match(underPty(`env -u FORCE_COLOR TERM=xterm ${mod()} scan imgs/001.png`), sgr)
-  assert.not.match(underPty(`env -u FORCE_COLOR TERM=xterm-mono ${mod()} scan imgs/001.png`), sgr)
-  assert.match(underPty(`env -u FORCE_COLOR TERM=xterm-mono ${mod()} scan imgs/001.png --color`), sgr)
+  const line = (term: string, more = '') => underPty(`env -u FORCE_COLOR -u CI TERM=${term} ${mod()} scan imgs/001.png${more}`)
+  assert.match(line('xterm'), sgr)
+  assert.not.match(line('xterm-mono'), sgr)
+  assert.match(line('xterm-mono', ' --color'), sgr)
 })
 
 test('NO_COLOR and FORCE_COLOR both set: no Node.js warning across the progress line', () => {
