@@ -21,7 +21,7 @@
  * openDataset checks the layout first (unknown labels, empty folders, missing listed files) and then walks
  * the folders again lazily in items(), so a large dataset is never held in memory (labels.csv is, as text).
  */
-import {open, opendir, realpath, stat} from 'node:fs/promises'
+import {lstat, open, opendir, realpath, stat} from 'node:fs/promises'
 import {basename, dirname, extname, join, relative, resolve, sep} from 'node:path'
 
 import {whyUnreadable} from '../errno.js'
@@ -80,21 +80,22 @@ interface Place {
 }
 
 /**
- * A folder's entries in name order, a symlink taken as what it points to (a broken one is neither file nor folder):
- * a dataset is often laid out with links to images kept elsewhere, and `mod scan` follows them too. Names are read
- * as bytes, as scan reads them: one that is not UTF-8 would be decoded into the name of a file that does not exist.
+ * A folder's entries in name order, a symlink taken as what it points to (a broken one is neither file nor folder,
+ * but `broken`): a dataset is often laid out with links to images kept elsewhere, and `mod scan` follows them too.
+ * Names are read as bytes, as scan reads them: one that is not UTF-8 would be decoded into the name of a file that
+ * does not exist.
  */
-async function listEntries(dir: Place): Promise<(Place & {name: string; dir: boolean; file: boolean})[]> {
+async function listEntries(dir: Place): Promise<(Place & {name: string; dir: boolean; file: boolean; broken: boolean})[]> {
   const entries = []
   for await (const entry of await opendir(dir.at, {encoding: 'buffer' as BufferEncoding})) {
     const {name, raw} = readName(entry.name as unknown as Buffer)
     const place = {name, at: inside(dir.at, name, raw), shown: join(dir.shown, name)}
     if (!entry.isSymbolicLink()) {
-      entries.push({...place, dir: entry.isDirectory(), file: entry.isFile()})
+      entries.push({...place, dir: entry.isDirectory(), file: entry.isFile(), broken: false})
       continue
     }
     const target = await stat(place.at).catch(() => undefined)
-    entries.push({...place, dir: target?.isDirectory() ?? false, file: target?.isFile() ?? false})
+    entries.push({...place, dir: target?.isDirectory() ?? false, file: target?.isFile() ?? false, broken: target === undefined})
   }
   return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
 }
@@ -114,7 +115,9 @@ async function* walk(dir: Place, seen: Map<string, string>, label: string, clash
   seen.set(real, label)
   for (const entry of await listEntries(dir)) {
     if (entry.dir) yield* walk(entry, seen, label, clash)
-    else if (entry.file && isImage(entry.name)) yield entry
+    // A broken link named as an image is yielded so that reading it fails and is reported, as scan reports it:
+    // left out silently, it would take an image out of the figures unseen.
+    else if ((entry.file || entry.broken) && isImage(entry.name)) yield entry
   }
 }
 
@@ -208,7 +211,8 @@ export async function readDatasetFile(file: Pick<DatasetItem, 'path' | 'shown'>,
     return await readFileCapped(file.path, maxBytes, () => new ModError('payload_too_large', `${file.shown} is larger than the ${maxBytes}-byte limit (MOD_MAX_BYTES)`))
   } catch (e) {
     if (e instanceof ModError) throw e
-    throw new ModError('unreadable_image', `cannot read ${file.shown}: ${whyUnreadable(e)}`)
+    const broken = (e as NodeJS.ErrnoException).code === 'ENOENT' && (await lstat(file.path).catch(() => undefined))?.isSymbolicLink()
+    throw new ModError('unreadable_image', `cannot read ${file.shown}: ${broken ? 'a broken symbolic link (its target does not exist)' : whyUnreadable(e)}`)
   }
 }
 

@@ -64,7 +64,7 @@ test('folders give labels, safe/ none; labels.csv gives several and overrides a 
   }
 })
 
-test('symlinks are followed as scan follows them: a linked label folder, subfolder and image count; a link back into the dataset is not walked again', async () => {
+test('symlinks are followed as scan follows them: a linked label folder, subfolder and image count; a link back into the dataset is not walked again; a broken link to an image is an item (reading it fails and is reported)', async () => {
   const elsewhere = layout({'kept/a.png': 'x', 'kept/b.png': 'x', 'more/c.png': 'x', 'one.png': 'x'})
   const dir = layout({'weapons/own.png': 'x'})
   try {
@@ -77,6 +77,7 @@ test('symlinks are followed as scan follows them: a linked label folder, subfold
     assert.equal(await all(ds.items()), [
       ['safe/a.png', []],
       ['safe/b.png', []],
+      ['weapons/broken.png', ['weapons']],
       ['weapons/linked.png', ['weapons']],
       ['weapons/own.png', ['weapons']],
       ['weapons/sub/c.png', ['weapons']],
