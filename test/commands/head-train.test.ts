@@ -1,4 +1,4 @@
-import {readFileSync, writeFileSync} from 'node:fs'
+import {existsSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -63,6 +63,19 @@ test('a dataset without safe images is refused', async () => {
   const r = await runInProcess(['head', 'train', bad, '--out', join(dir.path, 'x.json')], {env})
   assert.is(r.code, 2)
   assert.match(r.stderr, 'no safe/ folder')
+})
+
+test('a labels file of safe images alone is refused before any image is embedded, and no head file is written', async () => {
+  const safeOnly = join(dir.path, 'safe-only')
+  const images = await writeImages(safeOnly, '.', [230, 30, 30], 4, 'red', 4)
+  const labels = join(safeOnly, 'marks.csv')
+  writeFileSync(labels, `file,labels\n${images.map((p, i) => `${p},${i % 2 ? 'safe' : ''}`).join('\n')}\n`)
+  const out = join(dir.path, 'none.json')
+  const r = await runInProcess(['head', 'train', labels, '--out', out], {env})
+  assert.equal([r.code, r.stdout], [2, ''])
+  assert.match(r.stderr, 'no image has a label: a head learns the labels its images have')
+  assert.not.match(r.stderr, 'Embedding:')
+  assert.not.ok(existsSync(out))
 })
 
 test.run()

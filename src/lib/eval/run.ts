@@ -31,8 +31,8 @@ export interface DatasetRun {
   cache: FeatureCache
 }
 
-async function openRun(o: RunOptions, scoring: Omit<ScoringOptions, 'policy'>, known?: ReadonlySet<string>): Promise<DatasetRun> {
-  const dataset = await openDataset(o.dataset, {known})
+async function openRun(o: RunOptions, scoring: Omit<ScoringOptions, 'policy'>, known?: ReadonlySet<string>, opened?: Dataset): Promise<DatasetRun> {
+  const dataset = opened ?? (await openDataset(o.dataset, {known}))
   const source = await openDatasetScoring(o.model, {...scoring, policy: o.policy})
   return {dataset, source, cache: openFeatureCache(o.model.cacheDir, source.key)}
 }
@@ -139,7 +139,11 @@ export async function calibrateDataset(
 export async function trainHeadOnDataset(
   o: RunOptions & {train: TrainOptions},
 ): Promise<{head: TrainedHead; errors: SampleError[]; model: {id: string; embeddingSize: number}; dataset: Dataset}> {
-  const run = await openRun(o, {requireClip: true})
+  const dataset = await openDataset(o.dataset)
+  // A labels file of safe lines alone is a dataset eval measures, but a head of no label is a file every command
+  // refuses: say so before any image is embedded, rather than write it.
+  if (dataset.labels.length === 0) throw invalidDataset(o.dataset, ['no image has a label: a head learns the labels its images have (give some lines a label)'])
+  const run = await openRun(o, {requireClip: true}, undefined, dataset)
   try {
     const errors: SampleError[] = []
     const samples: EmbeddingSample[] = []
