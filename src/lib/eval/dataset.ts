@@ -177,7 +177,12 @@ export function parseLabelsCsv(text: string, problems: string[], name = LABELS_F
       return
     }
     const source = fields[0].replace(/^\.\//, '')
-    const labels = [...new Set((fields[1] ?? '').split(';').map((l) => l.trim()).filter((l) => l !== '' && l !== SAFE_FOLDER))]
+    const written = (fields[1] ?? '').split(';').map((l) => l.trim())
+    const labels = [...new Set(written.filter((l) => l !== '' && l !== SAFE_FOLDER))]
+    // `safe` says the image has no label: beside a label it contradicts it, and either reading skews the figures.
+    if (written.includes(SAFE_FOLDER) && labels.length > 0) {
+      problems.push(`${at}: ${source} is marked both safe and ${labels.join(';')}: safe means no label, so write one or the other`)
+    }
     if (listed.has(source)) problems.push(`${at}: ${source} is listed twice`)
     listed.set(source, labels)
   })

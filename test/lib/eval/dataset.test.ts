@@ -153,6 +153,17 @@ test('labels.csv: header optional, quoted files, malformed lines and duplicates 
   assert.equal(problems, ['labels.csv:4: expected "file,labels" (labels separated by ";"), got "d.png,x,y"', 'labels.csv:5: a.png is listed twice'])
 })
 
+test('labels.csv: safe beside a label is a contradiction reported, not read as the label; safe alone or empty is no label', () => {
+  const problems: string[] = []
+  const listed = parseLabelsCsv('file,labels\na.png,safe;weapons\nb.png,safe\nc.png,\nd.png,weapons ; safe ; gore\n', problems)
+  assert.equal(listed.get('b.png'), [])
+  assert.equal(listed.get('c.png'), [])
+  assert.equal(problems, [
+    'labels.csv:2: a.png is marked both safe and weapons: safe means no label, so write one or the other',
+    'labels.csv:5: d.png is marked both safe and weapons;gore: safe means no label, so write one or the other',
+  ])
+})
+
 test('a dataset path that is neither a folder nor a file is an error', async () => {
   const problems = openDataset('/nonexistent/dataset')
   await problems.then(
