@@ -19,8 +19,9 @@ export default class Calibrate extends ModCommand {
 
 The dataset layout is the one of mod eval. The images are split by content hash (--holdout, --seed): on the
 training part each category with images gets a calibration (score = sigmoid(scale * raw + bias), a logistic
-regression on its raw margin, classes weighed equally) and the lowest threshold that flags at most --max-fpr of
-the safe images (or the highest that keeps --min-recall of its images). The policy file in use (--config or
+regression on its raw margin, classes weighed equally) and a threshold that flags at most --max-fpr of the safe
+images, as low as that allows (or keeps --min-recall of its images, as high as that allows), halfway between the
+two training scores on its sides. The policy file in use (--config or
 the one found) is written back with these values and its comments kept, the held-out figures as comments;
 categories without images are left as they are. A trained head is not applied.`
 
