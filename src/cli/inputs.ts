@@ -10,6 +10,7 @@ import {isModError, ModError, type ErrorCode} from '../lib/errors.js'
 import {isAnimatedPng} from '../lib/image/apng.js'
 import {refusedImageFormat} from '../lib/image/decode.js'
 import {inside, namedAs, readName, type FsPath} from '../lib/input/file-names.js'
+import {fileKind} from '../lib/input/file-kind.js'
 import {readCapped, readFileCapped} from '../lib/input/read-capped.js'
 import {aFormat, imageFormat, isLfsPointer, isVideoHead, readHead, sniffImage, stillImageFormat} from '../lib/input/sniff.js'
 import {plural} from '../lib/plural.js'
@@ -173,13 +174,6 @@ async function readFile(path: string, maxBytes: number, at: FsPath = path): Prom
     if (errnoOf(e) === 'ENOENT') throw new ModError('unreadable_image', `cannot read ${path}: it was removed after it was listed`)
     throw readError(path, e)
   }
-}
-
-function kindOf(info: Stats): string {
-  if (info.isFIFO()) return 'a FIFO'
-  if (info.isCharacterDevice() || info.isBlockDevice()) return 'a device'
-  if (info.isSocket()) return 'a socket'
-  return 'not a regular file'
 }
 
 function skip(skipped: Skipped, reason: SkipReason): void {
@@ -462,7 +456,7 @@ export async function* scanInputs(
         else yield {input: {source: p, read: () => readFile(p, maxBytes)}}
       }
     } else {
-      yield entry(p, 'unsupported_media', `${p} is ${kindOf(info)}, not a regular file: give a file, a folder or - for stdin`)
+      yield entry(p, 'unsupported_media', `${p} is ${fileKind(info)}, not a regular file: give a file, a folder or - for stdin`)
     }
   }
 }
@@ -482,7 +476,7 @@ async function* rawNamedFile(at: Buffer, maxBytes: number, skipped: Skipped, lis
     return
   }
   if (!info.isFile()) {
-    yield entry(shown, 'unsupported_media', `${shown} is ${info.isDirectory() ? 'a folder whose name is not UTF-8' : kindOf(info)}: list its files`)
+    yield entry(shown, 'unsupported_media', `${shown} is ${info.isDirectory() ? 'a folder whose name is not UTF-8' : fileKind(info)}: list its files`)
     return
   }
   const first = await readHead(at).catch(() => Buffer.alloc(0))
@@ -539,7 +533,7 @@ export async function checkVideoFile(path: string): Promise<void> {
     throw readError(path, e)
   }
   if (info.isDirectory()) throw new ModError('unsupported_media', `${path} is a folder, not a video: give one video file`)
-  if (!info.isFile()) throw new ModError('unsupported_media', `${path} is ${kindOf(info)}, not a regular file`)
+  if (!info.isFile()) throw new ModError('unsupported_media', `${path} is ${fileKind(info)}, not a regular file`)
   const first = await readHead(path).catch((e: unknown) => Promise.reject(readError(path, e)))
   const format = imageFormat(first)
   if (format === 'PNG' && isAnimatedPng(first)) {

@@ -38,7 +38,7 @@ test.before(async () => {
   await writeImages(clean, 'redness', RED, 4, 'red')
   await writeImages(clean, 'safe', BLUE, 5, 'blue', 1)
   // Mixed: 3 red + 1 blue image labelled redness; 4 blue + 2 red safe images; one red image labelled in
-  // labels.csv as redness and weapons; one broken file, and a link to an image that is gone.
+  // labels.csv as redness and weapons; one broken file, a link to an image that is gone, and a FIFO named as an image.
   mixed = join(dir.path, 'mixed')
   await writeImages(mixed, 'redness', RED, 3, 'red', 2)
   await writeImages(mixed, 'redness', BLUE, 1, 'blue', 3)
@@ -48,6 +48,7 @@ test.before(async () => {
   writeFileSync(join(mixed, 'labels.csv'), 'file,labels\nmulti0.png,redness;weapons\n')
   writeFileSync(join(mixed, 'safe', 'broken.png'), 'not a png')
   symlinkSync(join(dir.path, 'gone.png'), join(mixed, 'redness', 'gone.png'))
+  execFileSync('mkfifo', [join(mixed, 'safe', 'pipe.png')])
   await writeImages(mixed, '.', RED, 1, 'stray', 7)
 })
 
@@ -108,7 +109,7 @@ test('--model-dir and --cache-dir name the model and the cache, as MOD_MODEL_DIR
   assert.ok(readdirSync(cacheDir).includes('features'), readdirSync(cacheDir).join(' '))
 })
 
-test('a mixed set: the figures match a hand count, and an unreadable file or a broken link is reported, not fatal', async () => {
+test('a mixed set: the figures match a hand count, and an unreadable file, a broken link or a FIFO is reported, not fatal', async () => {
   const r = await runInProcess(['eval', mixed, '--config', policy, '--json'], {env})
   assert.is(r.code, 0, r.stderr)
   const json = JSON.parse(r.stdout)
@@ -127,8 +128,10 @@ test('a mixed set: the figures match a hand count, and an unreadable file or a b
   assert.equal(rows, ['weapons', 'redness', 'safe'])
   const at = (r: string, c: string) => counts[rows.indexOf(r)][columns.indexOf(c)]
   assert.equal([at('redness', 'redness'), at('redness', '(none)'), at('safe', 'redness'), at('safe', '(none)'), at('weapons', 'redness')], [4, 1, 2, 4, 1])
-  assert.equal(json.errors.map((e: {source: string}) => e.source), ['redness/gone.png', 'safe/broken.png'])
+  assert.equal(json.errors.map((e: {source: string}) => e.source), ['redness/gone.png', 'safe/broken.png', 'safe/pipe.png'])
   assert.match(r.stderr, 'skipped safe/broken.png: unsupported_media')
+  // Not opened (its reading would wait for a writer): said to be what it is.
+  assert.match(r.stderr, /skipped safe\/pipe\.png: unsupported_media: \S*safe\/pipe\.png is a FIFO, not a regular file/)
   assert.match(r.stderr, /skipped redness\/gone\.png: unreadable_image: cannot read \S*redness\/gone\.png: a broken symbolic link \(its target does not exist\)/)
   assert.equal(json.unlisted, ['stray0.png'])
   assert.match(r.stderr, 'not used: stray0.png is in the dataset folder itself but not listed in labels.csv')
@@ -143,7 +146,7 @@ test('the table output names the headline figures; progress goes to stderr only'
   assert.not.match(r.stdout, 'Scoring')
   // Without a terminal, listr2's plain renderer: a line as each step starts and ends.
   assert.match(r.stderr, '[STARTED] Reading the settings and the policy\n[COMPLETED] Reading the settings and the policy\n')
-  assert.match(r.stderr, '[COMPLETED] Scoring: 13/13 images\n')
+  assert.match(r.stderr, '[COMPLETED] Scoring: 14/14 images\n')
 })
 
 test('an unknown label folder is a dataset error: exit 2', async () => {

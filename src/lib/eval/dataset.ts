@@ -28,6 +28,7 @@ import {whyUnreadable} from '../errno.js'
 import {ModError, problemsError} from '../errors.js'
 import {IMAGE_EXTENSIONS} from '../image/formats.js'
 import {inside, namedAs, namedBytes, readName, type FsPath} from '../input/file-names.js'
+import {fileKind} from '../input/file-kind.js'
 import {readFileCapped} from '../input/read-capped.js'
 import {CATEGORY_NAME_PATTERN, CATEGORY_NAME_RULE} from '../names.js'
 import {formatSize} from '../sizes.js'
@@ -85,17 +86,23 @@ interface Place {
  * Names are read as bytes, as scan reads them: one that is not UTF-8 would be decoded into the name of a file that
  * does not exist.
  */
-async function listEntries(dir: Place): Promise<(Place & {name: string; dir: boolean; file: boolean; broken: boolean})[]> {
+async function listEntries(dir: Place): Promise<(Place & {name: string; dir: boolean; file: boolean; broken: boolean; special: boolean})[]> {
   const entries = []
   for await (const entry of await opendir(dir.at, {encoding: 'buffer' as BufferEncoding})) {
     const {name, raw} = readName(entry.name as unknown as Buffer)
     const place = {name, at: inside(dir.at, name, raw), shown: join(dir.shown, name)}
     if (!entry.isSymbolicLink()) {
-      entries.push({...place, dir: entry.isDirectory(), file: entry.isFile(), broken: false})
+      entries.push({...place, dir: entry.isDirectory(), file: entry.isFile(), broken: false, special: !entry.isDirectory() && !entry.isFile()})
       continue
     }
     const target = await stat(place.at).catch(() => undefined)
-    entries.push({...place, dir: target?.isDirectory() ?? false, file: target?.isFile() ?? false, broken: target === undefined})
+    entries.push({
+      ...place,
+      dir: target?.isDirectory() ?? false,
+      file: target?.isFile() ?? false,
+      broken: target === undefined,
+      special: target !== undefined && !target.isDirectory() && !target.isFile(),
+    })
   }
   return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
 }
@@ -115,9 +122,9 @@ async function* walk(dir: Place, seen: Map<string, string>, label: string, clash
   seen.set(real, label)
   for (const entry of await listEntries(dir)) {
     if (entry.dir) yield* walk(entry, seen, label, clash)
-    // A broken link named as an image is yielded so that reading it fails and is reported, as scan reports it:
-    // left out silently, it would take an image out of the figures unseen.
-    else if ((entry.file || entry.broken) && isImage(entry.name)) yield entry
+    // A broken link, or a FIFO, socket or device, named as an image is yielded so that reading it fails and is
+    // reported, as scan reports it: left out silently, it would take an image out of the figures unseen.
+    else if ((entry.file || entry.broken || entry.special) && isImage(entry.name)) yield entry
   }
 }
 
@@ -213,6 +220,9 @@ async function readLabelsCsv(path: string, problems: string[]): Promise<Map<stri
 /** Reads an image file of the dataset, refusing it by its size before reading it (and as bytes arrive). */
 export async function readDatasetFile(file: Pick<DatasetItem, 'path' | 'shown'>, maxBytes: number): Promise<Buffer> {
   try {
+    // Refused before it is opened: a FIFO's reading would wait for a writer that a dataset never has.
+    const info = await stat(file.path).catch(() => undefined)
+    if (info !== undefined && !info.isFile()) throw new ModError('unsupported_media', `${file.shown} is ${fileKind(info)}, not a regular file`)
     return await readFileCapped(file.path, maxBytes, () => new ModError('payload_too_large', `${file.shown} is larger than the ${maxBytes}-byte limit (MOD_MAX_BYTES)`))
   } catch (e) {
     if (e instanceof ModError) throw e
