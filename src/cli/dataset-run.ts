@@ -52,10 +52,12 @@ export function formatEval(r: EvalReport): string[] {
     'confusion (rows: images of a label; columns: flagged as; columns of zeros left out):',
     ...confusionTable(m.confusion),
     '',
-    'threshold sweep (recall / safe flagged) for labels with images:',
   ]
   const present = m.labels.filter((l) => l.positives > 0).map((l) => l.name)
-  const thresholds = m.sweep[present[0]]?.map((p) => p.threshold) ?? []
+  // Only safe images: no label has a recall to sweep, and a table with no column says nothing.
+  if (present.length === 0) return [...out, 'threshold sweep: no label has images (only safe images), so there is no recall to sweep']
+  out.push('threshold sweep (recall / safe flagged) for labels with images:')
+  const thresholds = m.sweep[present[0]].map((p) => p.threshold)
   out.push(
     ...table(
       ['threshold', ...present],

@@ -149,6 +149,14 @@ test('the table output names the headline figures; progress goes to stderr only'
   assert.match(r.stderr, '[COMPLETED] Scoring: 14/14 images\n')
 })
 
+test('a labels file of safe images alone: the table says there is no recall to sweep, not an empty sweep', async () => {
+  writeFileSync(join(clean, 'safe-only.csv'), 'file,labels\nsafe/blue0.png,safe\nsafe/blue1.png,\n')
+  const r = await runInProcess(['eval', join(clean, 'safe-only.csv'), '--config', policy], {env})
+  assert.is(r.code, 0, r.stderr)
+  assert.match(r.stdout, 'average recall:       n/a')
+  assert.ok(r.stdout.trimEnd().endsWith('\nthreshold sweep: no label has images (only safe images), so there is no recall to sweep'), r.stdout)
+})
+
 test('an unknown label folder is a dataset error: exit 2', async () => {
   const bad = join(dir.path, 'bad')
   await writeImages(bad, 'safe', BLUE, 1)
