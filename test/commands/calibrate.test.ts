@@ -85,6 +85,17 @@ test('bad targets are usage errors', async () => {
   assert.match(r.stderr, '--max-fpr must be a number from 0 to 1')
 })
 
+test('a labels file of safe images alone is refused before any image is scored, the policy left as it is', async () => {
+  const labels = join(dir.path, 'safe-only.csv')
+  writeFileSync(labels, 'file,labels\ndataset/safe/deep0.png,safe\ndataset/safe/deep1.png,\n')
+  const before = readFileSync(policy, 'utf8')
+  const r = await runInProcess(['calibrate', labels, '--config', policy], {env})
+  assert.equal([r.code, r.stdout], [2, ''])
+  assert.match(r.stderr, 'no image has a label: calibration fits each category on its images')
+  assert.not.match(r.stderr, 'Scoring:')
+  assert.is(readFileSync(policy, 'utf8'), before)
+})
+
 test('a policy written back over --config that the disk cannot take is left whole, and the failure is said, exit 2', async () => {
   // The documented workflow: the file in use, written back with its comments. A file size limit (ulimit -f, a few
   // KiB) fails the write past it as a full disk would, in any file system and for root too.

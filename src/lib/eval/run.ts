@@ -122,7 +122,10 @@ export async function evaluateDataset(o: RunOptions & {headPath?: string}): Prom
 export async function calibrateDataset(
   o: RunOptions & CalibrateOptions,
 ): Promise<{report: CalibrationReport; errors: SampleError[]; unlisted: string[]; images_embedded: number}> {
-  const run = await openRun(o, {requireClip: true}, knownLabels(o.policy))
+  const dataset = await openDataset(o.dataset, {known: knownLabels(o.policy)})
+  // With no label, no category has images to fit: the policy would come back as it was, which looks like success.
+  if (dataset.labels.length === 0) throw invalidDataset(o.dataset, ['no image has a label: calibration fits each category on its images (give some lines a label)'])
+  const run = await openRun(o, {requireClip: true}, undefined, dataset)
   try {
     const scorer = run.source
     const errors: SampleError[] = []
