@@ -165,6 +165,28 @@ test("docs/ci.md's CI configurations are YAML that parses, each naming mod", () 
   }
 })
 
+/** The steps of a GitHub workflow (or a list of steps) in a YAML example, wherever they are. */
+function workflowSteps(node: unknown): {run?: string; shell?: string}[] {
+  if (Array.isArray(node)) return node.flatMap((n) => (n && typeof n === 'object' && 'run' in n ? [n as {run: string}] : workflowSteps(n)))
+  if (node && typeof node === 'object') return Object.values(node).flatMap(workflowSteps)
+  return []
+}
+
+test("docs/ci.md's GitHub steps and shell recipes that pipe a file list into mod fail when the list's command fails", () => {
+  // GitHub runs `run:` without `shell:` as `bash -e`, without pipefail: a git diff that fails would give mod an
+  // empty list, which scans nothing and exits 0.
+  const pipes = /\|\s*mod\b/
+  const steps = blocks('docs/ci.md')
+    .filter((b) => b.lang === 'yaml')
+    .flatMap((b) => workflowSteps(parseYaml(b.body)))
+    .filter((s) => pipes.test(s.run ?? ''))
+  assert.ok(steps.length >= 2, `${steps.length} GitHub steps piping into mod`)
+  for (const step of steps) assert.is(step.shell, 'bash', step.run)
+  const scripts = blocks('docs/ci.md').filter((b) => b.lang === 'sh' && pipes.test(b.body))
+  assert.ok(scripts.length >= 1)
+  for (const {body} of scripts) assert.ok(body.indexOf('set -o pipefail') >= 0 && body.indexOf('set -o pipefail') < body.search(pipes), body)
+})
+
 test('the docs list every built-in category with its parent', () => {
   const pages = PAGES.filter((p) => /^\| `nudity` \| none \|$/m.test(text.get(p) as string))
   assert.equal(pages, ['docs/policy.md'])
