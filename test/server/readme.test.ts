@@ -187,6 +187,23 @@ test("docs/ci.md's GitHub steps and shell recipes that pipe a file list into mod
   for (const {body} of scripts) assert.ok(body.indexOf('set -o pipefail') >= 0 && body.indexOf('set -o pipefail') < body.search(pipes), body)
 })
 
+test("docs/ci.md's videos loop keeps the worst exit code under a CI shell's -e", async () => {
+  const script = blocks('docs/ci.md').find((b) => b.lang === 'sh' && b.body.includes('mod scan-video'))
+  assert.ok(script)
+  // git lists three changed files; mod exits 1 for the first video and 2 for the second.
+  const bin = join(dir.path, 'videos-bin')
+  mkdirSync(bin, {recursive: true})
+  writeFileSync(join(bin, 'git'), "#!/bin/sh\nprintf 'a.mp4\\0notes.txt\\0b.MOV\\0'\n", {mode: 0o755})
+  writeFileSync(join(bin, 'mod'), '#!/bin/sh\ncase "$2" in a.mp4) exit 1 ;; b.MOV) exit 2 ;; esac\nexit 0\n', {mode: 0o755})
+  const cwd = join(dir.path, 'videos')
+  mkdirSync(cwd, {recursive: true})
+  const r = await promisify(execFile)('bash', ['-e', '-c', script.body], {cwd, env: {...process.env, PATH: `${bin}:${process.env.PATH}`}}).then(
+    () => 0,
+    (e: {code: number}) => e.code,
+  )
+  assert.is(r, 2)
+})
+
 test('the docs list every built-in category with its parent', () => {
   const pages = PAGES.filter((p) => /^\| `nudity` \| none \|$/m.test(text.get(p) as string))
   assert.equal(pages, ['docs/policy.md'])
