@@ -204,6 +204,41 @@ test("docs/ci.md's videos loop keeps the worst exit code under a CI shell's -e",
   assert.is(r, 2)
 })
 
+test("docs/ci.md's Jenkins steps find mod in a docker agent, whose PATH is the image's whatever withEnv says", async () => {
+  const pipeline = blocks('docs/ci.md').find((b) => b.lang === 'groovy')
+  assert.ok(pipeline)
+  const workspace = join(dir.path, 'jenkins-workspace')
+  mkdirSync(workspace, {recursive: true})
+  // withEnv's variables, but for PATH, which the Docker Pipeline plugin leaves out of `docker exec`.
+  const env: Record<string, string> = {WORKSPACE: workspace}
+  for (const [, name, value] of pipeline.body.matchAll(/"([A-Za-z_][\w+]*)=\$\{env\.WORKSPACE\}([^"]*)"/g)) if (!name.startsWith('PATH')) env[name] = `${workspace}${value}`
+  const steps = [...pipeline.body.matchAll(/\bsh '''([\s\S]*?)'''|\bsh '([^'\n]*)'/g)].map((m) => m[1] ?? m[2])
+  assert.ok(steps.length >= 2, `${steps.length} sh steps`)
+  // The image's npm: a global install puts a stand-in mod (recording its calls) in NPM_CONFIG_PREFIX/bin.
+  const image = join(dir.path, 'jenkins-image-bin')
+  mkdirSync(image, {recursive: true})
+  const calls = join(dir.path, 'jenkins-mod-calls')
+  writeFileSync(
+    join(image, 'npm'),
+    `#!/bin/sh\nmkdir -p "$NPM_CONFIG_PREFIX/bin"\nprintf '#!/bin/sh\\necho "$*" >> ${calls}\\n' > "$NPM_CONFIG_PREFIX/bin/mod"\nchmod +x "$NPM_CONFIG_PREFIX/bin/mod"\n`,
+    {mode: 0o755},
+  )
+  for (const step of steps) {
+    const r = await promisify(execFile)('sh', ['-e', '-c', step], {cwd: workspace, env: {...env, PATH: `${image}:/usr/bin:/bin`}}).then(
+      () => '',
+      (e: {code: number; stderr: string}) => `exit ${e.code}: ${e.stderr}`,
+    )
+    assert.is(r, '', step)
+  }
+  assert.equal(
+    readFileSync(calls, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => l.split(' ').slice(0, 2).join(' ')),
+    ['models pull', 'scan assets'],
+  )
+})
+
 test('the docs list every built-in category with its parent', () => {
   const pages = PAGES.filter((p) => /^\| `nudity` \| none \|$/m.test(text.get(p) as string))
   assert.equal(pages, ['docs/policy.md'])
