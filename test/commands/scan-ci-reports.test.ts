@@ -280,6 +280,15 @@ test('--format github prints an ::error workflow command on each flagged or unre
   assert.match(commands[2].message, /empty|image/)
 })
 
+test('--format github writes a control character of a name as a visible escape, which GitHub does not decode: the name stays one line', async () => {
+  mkdirSync(join(work, 'controls'))
+  writeFileSync(join(work, 'controls', 'a\tb\u001b[31m.png'), await solidPng(255, 0, 0, 16, 16))
+  const r = await runInProcess(['scan', 'controls', '--config', 'policy.yaml', '--format', 'github'], {env, cwd: work})
+  assert.is(r.code, 1, r.stderr)
+  assert.not.match(r.stdout, /[\t\u001b]/)
+  assert.is(parseCommand(r.stdout.split('\n')[0]).props.file, 'controls/a\\x09b\\x1b[31m.png')
+})
+
 test('--format junit: a tab in a name is a character reference, so two names that differ by it stay two test cases', async () => {
   mkdirSync(join(work, 'tabs'))
   for (const name of ['a\tb.png', 'a b.png']) writeFileSync(join(work, 'tabs', name), await solidPng(0, 0, 255, 16, 16))
