@@ -211,6 +211,8 @@ test('the action declares the inputs paths, config, preset, format, fail-on, str
     action.runs.steps.filter((s) => s.uses).map((s) => s.uses?.replace(/@.*/, '')),
     ['actions/setup-node', 'actions/cache/restore', 'actions/cache/save', 'actions/cache/restore', 'actions/cache/save', 'github/codeql-action/upload-sarif'],
   )
+  // The CodeQL Action's v3 is deprecated from December 2026 (GitHub's changelog of 2025-10-28): its runs warn, then stop.
+  assert.equal(action.runs.steps.filter((s) => s.uses?.startsWith('github/codeql-action/')).map((s) => s.uses), ['github/codeql-action/upload-sarif@v4'])
 })
 
 test('the action installs mod from its own checkout with install scripts off, puts it on PATH, writes a SARIF report and fails the job on a violation', () => {
