@@ -239,6 +239,32 @@ test("docs/ci.md's Jenkins steps find mod in a docker agent, whose PATH is the i
   )
 })
 
+test("docs/ci.md's GitLab SARIF job passes on a violation, which GitLab needs to add its findings, and fails without a report", async () => {
+  const jobs = blocks('docs/ci.md')
+    .filter((b) => b.lang === 'yaml')
+    .map((b) => parseYaml(b.body) as Record<string, {script?: string[]; artifacts?: {reports?: {sarif?: string}}}>)
+    .flatMap((doc) => Object.values(doc ?? {}))
+    .filter((job) => job?.artifacts?.reports?.sarif)
+  assert.is(jobs.length, 1)
+  const bin = join(dir.path, 'gitlab-bin')
+  mkdirSync(bin, {recursive: true})
+  writeFileSync(join(bin, 'npm'), '#!/bin/sh\nexit 0\n', {mode: 0o755})
+  const cwd = join(dir.path, 'gitlab-project')
+  mkdirSync(cwd, {recursive: true})
+  // As GitLab's runner runs a job's script in bash: the lines in one shell, with errexit and pipefail.
+  const job = async (scan: string): Promise<number> => {
+    writeFileSync(join(bin, 'mod'), `#!/bin/sh\n[ "$1" = models ] && exit 0\n${scan}\n`, {mode: 0o755})
+    const script = `set -eo pipefail\n${(jobs[0].script ?? []).join('\n')}\n`
+    return promisify(execFile)('bash', ['-c', script], {cwd, env: {...process.env, PATH: `${bin}:${process.env.PATH}`}}).then(
+      () => 0,
+      (e: {code: number}) => e.code,
+    )
+  }
+  assert.is(await job(`echo '{"version":"2.1.0"}'; exit 1`), 0, 'a violation')
+  assert.is(readFileSync(join(cwd, jobs[0].artifacts?.reports?.sarif as string), 'utf8'), '{"version":"2.1.0"}\n')
+  assert.is(await job('exit 2'), 2, 'a setup error, no report')
+})
+
 test('the docs list every built-in category with its parent', () => {
   const pages = PAGES.filter((p) => /^\| `nudity` \| none \|$/m.test(text.get(p) as string))
   assert.equal(pages, ['docs/policy.md'])
