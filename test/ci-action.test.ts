@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert'
 import {parse} from 'yaml'
 
 import {extractTag, INSTALL_CALLS, npmStandIn, REAL_NPM, repositoryAtTag} from './helpers/checkout.js'
-import {ROOT, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from './helpers/cli.js'
+import {ROOT, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from './helpers/cli.js'
 import {CLEAN_GIT_ENV} from './helpers/git.js'
 import {slideshowWebp} from './helpers/slideshow.js'
 import {warmCacheDir} from './helpers/warm-cache.js'
@@ -204,9 +204,9 @@ test.before(async () => {
 
 const sha16 = (path: string): string => createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 16)
 
-test('the action declares the inputs paths, config, preset, format, fail-on, strict and sarif, and is a composite action', () => {
+test('the action declares the inputs paths, config, baseline, preset, format, fail-on, strict and sarif, and is a composite action', () => {
   assert.is(action.runs.using, 'composite')
-  assert.equal(Object.keys(action.inputs), ['paths', 'config', 'preset', 'format', 'fail-on', 'strict', 'sarif'])
+  assert.equal(Object.keys(action.inputs), ['paths', 'config', 'baseline', 'preset', 'format', 'fail-on', 'strict', 'sarif'])
   assert.equal(
     action.runs.steps.filter((s) => s.uses).map((s) => s.uses?.replace(/@.*/, '')),
     ['actions/setup-node', 'actions/cache/restore', 'actions/cache/save', 'actions/cache/restore', 'actions/cache/save', 'github/codeql-action/upload-sarif'],
@@ -313,6 +313,21 @@ test('with fail-on: error a violation passes unless an input could not be scanne
   assert.is(r.outputs.errors, '0')
   const never = runAction(actionPath, workspace, {paths: 'assets', config: 'policy.yaml', 'fail-on': 'never'})
   assert.not.ok(never.failed, never.log)
+})
+
+test('with a baseline, the images it records pass and a new flagged image still fails', async () => {
+  const recorded = await runInProcess(['scan', 'assets', '--config', 'policy.yaml', '--write-baseline', 'mod-baseline.json'], {env: {MOD_MODEL_DIR: TOY_MODEL, MOD_CACHE_DIR: jobCache}, cwd: workspace})
+  assert.is(recorded.code, 1, recorded.stderr)
+  const accepted = runAction(actionPath, workspace, {paths: 'assets', config: 'policy.yaml', baseline: 'mod-baseline.json', format: 'github'})
+  assert.not.ok(accepted.failed, accepted.log)
+  assert.is(accepted.outputs['exit-code'], '0')
+  assert.not.match(accepted.log, '::error file=assets/red.png')
+  writeFileSync(join(workspace, 'assets', 'new-red.png'), await solidPng(250, 0, 0))
+  const added = runAction(actionPath, workspace, {paths: 'assets', config: 'policy.yaml', baseline: 'mod-baseline.json', format: 'github'})
+  rmSync(join(workspace, 'assets', 'new-red.png'))
+  rmSync(join(workspace, 'mod-baseline.json'))
+  assert.ok(added.failed, added.log)
+  assert.match(added.log, /^::error file=assets\/new-red.png,line=1,title=mod%3A redness::/m)
 })
 
 test('without the CLIP model, the action with its default inputs fails on a custom category and annotates why; strict: false passes', () => {
