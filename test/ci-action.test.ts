@@ -213,6 +213,8 @@ test('the action declares the inputs paths, config, baseline, preset, format, fa
   )
   // The CodeQL Action's v3 is deprecated from December 2026 (GitHub's changelog of 2025-10-28): its runs warn, then stop.
   assert.equal(action.runs.steps.filter((s) => s.uses?.startsWith('github/codeql-action/')).map((s) => s.uses), ['github/codeql-action/upload-sarif@v4'])
+  // Node 20, which the v4 majors of setup-node and cache run on, is being retired from GitHub's runners; their v5 run on Node 24.
+  assert.equal([...new Set(action.runs.steps.filter((s) => s.uses?.startsWith('actions/')).map((s) => s.uses?.replace(/^.*@/, '')))], ['v5'])
 })
 
 test('the action installs mod from its own checkout with install scripts off, puts it on PATH, writes a SARIF report and fails the job on a violation', () => {
