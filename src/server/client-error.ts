@@ -111,8 +111,10 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, re
   }
   // The last request's body broke the parser: it is answered under its own id once the answers before it are out,
   // unless its own answer has begun, and its access line (written when its answer closes) tells this answer.
+  // A body cut off by the client's end of the connection (its FIN, as a client that gives up sends it) is a client
+  // gone, as after a reset: no answer, and the request's access line says 499, not an error of the server's.
   const answerBody = () => {
-    if (last.headersSent || !socket.writable) {
+    if (err.code === 'HPE_INVALID_EOF_STATE' || last.headersSent || !socket.writable) {
       socket.destroy()
       return
     }
