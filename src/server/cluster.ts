@@ -4,7 +4,7 @@ import {ModError} from '../lib/errors.js'
 import {plural} from '../lib/plural.js'
 import {baseUrl} from './address.js'
 import {describe, type Log} from './errors.js'
-import {clusterMetricsText, type PrimaryMetrics, type WorkerMetrics} from './metrics.js'
+import {clusterMetricsText, departedCounters, type PrimaryMetrics, type WorkerMetrics} from './metrics.js'
 import {EXIT_OK, EXIT_START_FAILED, sweepLeftovers, uploadRoots} from './lifecycle.js'
 
 type ToWorker = {type: 'shutdown'} | {type: 'metrics'; id: number; text?: string; error?: string} | {type: 'collect'; id: number}
@@ -77,12 +77,22 @@ export function runPrimary(o: PrimaryOptions, stop: Promise<unknown>): Promise<n
     // await left unsettled).
     const alive = () => Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && !w.isDead())
     const collect = collector()
+    // Each worker's metrics as last scraped, and the counters of the workers that exited since: a sum that fell back
+    // when a worker died would read to Prometheus as a reset of every counter, and rate() would count the survivors'
+    // whole totals again. What a worker counted after its last scrape is lost with it.
+    const lastScraped = new Map<Worker, WorkerMetrics>()
+    let departed: Promise<WorkerMetrics> = Promise.resolve([])
+    const scrape = (worker: Worker) =>
+      collect.from(worker).then((metrics) => {
+        if (metrics !== undefined && !worker.isDead()) lastScraped.set(worker, metrics)
+        return metrics
+      })
 
     // A worker answering GET /metrics asks for the sum over all workers, which only the primary can collect: over
     // the ready ones, as one still starting cannot answer yet (and has counted nothing).
     const sendMetrics = (worker: Worker, id: number) => {
       const reply = (answer: ToWorker) => worker.isConnected() && worker.send(answer)
-      Promise.all([...ready].filter((w) => w.isConnected()).map(collect.from))
+      Promise.all([departed, ...[...ready].filter((w) => w.isConnected()).map(scrape)])
         .then((all) => clusterMetricsText(all.filter((m): m is WorkerMetrics => m !== undefined), o.metrics))
         .then(
           (text) => reply({type: 'metrics', id, text}),
@@ -120,6 +130,9 @@ export function runPrimary(o: PrimaryOptions, stop: Promise<unknown>): Promise<n
     cluster.on('exit', (worker, code, signal) => {
       // A worker killed mid-upload leaves its upload folder: removed now rather than at the next sweep.
       void sweepLeftovers(o.log, uploadRoots(o.jobStorage))
+      const last = lastScraped.get(worker)
+      lastScraped.delete(worker)
+      if (last) departed = departed.then((before) => departedCounters(before, last).catch(() => before))
       const wasReady = ready.delete(worker)
       const how = signal ? `signal ${signal}` : `code ${code}`
       if (stopping) {

@@ -170,3 +170,14 @@ export type WorkerMetrics = Awaited<ReturnType<Registry['getMetricsAsJSON']>>
 export async function clusterMetricsText(workers: WorkerMetrics[], primary: PrimaryMetrics): Promise<string> {
   return `${await AggregatorRegistry.aggregate(workers).metrics()}\n${await primary.registry.metrics()}`
 }
+
+/**
+ * What a worker that exited leaves in the cluster's sum: `before` (what earlier ones left) plus the counters and
+ * histograms of its last metrics, the samples that only grow and are summed. Its gauges (memory, queue depth) went
+ * with it.
+ */
+export async function departedCounters(before: WorkerMetrics, last: WorkerMetrics): Promise<WorkerMetrics> {
+  // prom-client's types give `type` as a numeric enum; its JSON holds the name.
+  const grows = last.filter((m) => ['counter', 'histogram'].includes(String(m.type)) && (m.aggregator ?? 'sum') === 'sum')
+  return AggregatorRegistry.aggregate([before, grows]).getMetricsAsJSON()
+}

@@ -153,8 +153,15 @@ test('without MOD_REDIS_URL the job routes answer 503 jobs_unavailable on every 
   assert.equal(answers, Array(4).fill([503, 'jobs_unavailable', JOBS_OFF]))
 })
 
-test('a crashed worker is replaced and the other keeps serving meanwhile', async () => {
+const moderated = 'mod_http_requests_total{method="POST",route="/v1/moderate",status="200"}'
+
+test('a crashed worker is replaced and the other keeps serving meanwhile; the sums keep what it counted', async () => {
   const [victim, survivor] = readyPids()
+  // Scraped with both workers alive: the sum holds the victim's counts, which must not fall back when it dies.
+  const before = (await metric(moderated)) ?? 0
+  const served = (await metric('mod_results_total{verdict="unsafe"}')) ?? 0
+  const seen = (await metric('mod_http_request_duration_seconds_count{method="POST",route="/v1/moderate",status="200"}')) ?? 0
+  assert.ok(before >= 4, `${before}`)
   process.kill(victim, 'SIGKILL')
   await serve.waitFor(new RegExp(`^worker ${victim} exited \\(signal SIGKILL\\); starting a replacement$`))
   // A scrape while the replacement starts: the sum over the ready worker, at once (the one starting cannot answer yet).
@@ -163,7 +170,11 @@ test('a crashed worker is replaced and the other keeps serving meanwhile', async
   assert.is(scrape.status, 200)
   assert.match(await scrape.text(), /^mod_worker_restarts_total 1$/m)
   assert.ok(Date.now() - scraped < 2000, `scraped in ${Date.now() - scraped} ms`)
+  assert.is(await metric(moderated), before)
+  assert.is(await metric('mod_results_total{verdict="unsafe"}'), served)
+  assert.is(await metric('mod_http_request_duration_seconds_count{method="POST",route="/v1/moderate",status="200"}'), seen)
   for (let i = 0; i < 4; i++) assert.is((await moderateRed()).status, 200)
+  assert.is(await metric(moderated), before + 4)
   await until(() => readyPids().length === 3, 60_000)
   const replacement = readyPids()[2]
   assert.not.ok([victim, survivor].includes(replacement))
