@@ -39,8 +39,8 @@ export const Health = Type.Object(
     jobs: Type.Optional(
       Type.Union([Type.Literal('in_process'), Type.Literal('redis'), Type.Literal('redis_unreachable'), Type.Literal('off')], {
         description:
-          'Where the jobs API keeps its jobs: `in_process` (no `MOD_REDIS_URL`), `redis` (connected), ' +
-          '`redis_unreachable` (the job routes answer 503 `overloaded` until it is back; `/ready` does not depend on ' +
+          'Where the jobs API keeps its jobs: `in_process` (no `MOD_REDIS_URL`), `redis` (connected and answering), ' +
+          '`redis_unreachable` (not connected, or a probe unanswered for 2 s: the job routes answer 503 `overloaded` until it is back; `/ready` does not depend on ' +
           'it, as every replica shares the one Redis), or `off` (several workers without `MOD_REDIS_URL`).',
       }),
     ),

@@ -1,8 +1,10 @@
 // A `mod serve` started before its Redis (the usual order of `compose up`): its job routes answer 503 while Redis
 // is not there, and take jobs once it is, without a restart; and one whose Redis went away still stops.
+import {randomUUID} from 'node:crypto'
 import {mkdirSync} from 'node:fs'
 import {join} from 'node:path'
 
+import {Redis} from 'ioredis'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
@@ -72,6 +74,37 @@ test('a server whose Redis went away stops when asked, instead of waiting for ev
   // A deadline for a hang, not a timing: the stop waits a Redis command's 2 s at most.
   const hung = new Promise<string>((resolve) => setTimeout(() => resolve('still stopping after 30 s'), 30_000).unref())
   assert.is(await Promise.race([running.stop().then(() => 'stopped'), hung]), 'stopped')
+})
+
+test('/health says redis_unreachable while Redis answers nothing on an open connection (paused), and redis once it answers again', async () => {
+  const own = await startRedis()
+  const admin = new Redis(own.url)
+  const running = await start(engine, {...settings, jobs: {...settings.jobs, storage, redisUrl: own.url}}, {tmpDir: dir.path})
+  const jobs = async () => (await call(`${running.base}/health`)).body.jobs
+  const until = async (want: string, ms: number) => {
+    const end = Date.now() + ms
+    let got = await jobs()
+    while (got !== want && Date.now() < end) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      got = await jobs()
+    }
+    return got
+  }
+  try {
+    assert.is(await until('redis', 10_000), 'redis')
+    // Every client's commands wait, the connections stay open: as a stalled Redis, or a partition that sends no reset.
+    await admin.client('PAUSE', 6000, 'ALL')
+    const paused = Date.now()
+    assert.is(await until('redis_unreachable', 3500), 'redis_unreachable')
+    // The job routes say the same meanwhile.
+    assert.equal(errorOf(await call(`${running.base}/v1/jobs/${randomUUID()}`)), {status: 503, code: 'overloaded'})
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, 6000 - (Date.now() - paused))))
+    assert.is(await until('redis', 10_000), 'redis')
+  } finally {
+    await running.stop()
+    admin.disconnect()
+    await own.remove()
+  }
 })
 
 test.run()

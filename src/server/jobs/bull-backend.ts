@@ -33,6 +33,8 @@ export interface BullBackend<Data, Answer> {
   client: Redis
   /** Logs each distinct error once (redis-connection.ts). */
   logOnce: (what: string) => (e: Error) => void
+  /** Whether Redis answers (redis-connection.ts). */
+  reachable: () => boolean
   queue: Queue<Data, Answer>
   source: WorkSource<BullJob<Data, Answer>, Answer>
 }
@@ -52,7 +54,7 @@ async function settled(promises: Promise<unknown>[], ms: number): Promise<void> 
  * A DELETE reaches the worker running the job over Redis pub/sub.
  */
 export function bullBackend<Data, Answer>(o: BullBackendOptions<Data, Answer>): BullBackend<Data, Answer> {
-  const {client, logOnce} = redisConnection(o.url, `${o.what} queue`, o.log, o.commandTimeoutMs)
+  const {client, logOnce, reachable} = redisConnection(o.url, `${o.what} queue`, o.log, o.commandTimeoutMs)
   const queue = new Queue<Data, Answer>(o.name, {
     connection: client,
     skipWaitingForReady: true,
@@ -117,5 +119,5 @@ export function bullBackend<Data, Answer>(o: BullBackendOptions<Data, Answer>): 
       return []
     },
   }
-  return {client, logOnce, queue, source}
+  return {client, logOnce, reachable, queue, source}
 }

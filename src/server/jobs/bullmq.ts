@@ -322,7 +322,7 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
     },
     // Its jobs wait in Redis for any worker: it goes on taking them.
     stopping: () => {},
-    reachable: () => client.status === 'ready',
+    reachable: backend.reachable,
     async close() {
       clearInterval(sweeper)
       await jobs.close()

@@ -8,10 +8,15 @@ import type {Log} from '../errors.js'
 export const DEFAULT_COMMAND_TIMEOUT_MS = 2000
 
 /**
- * The Redis client of a job queue, and `logOnce`, which logs each distinct error once (a Redis that is down
- * repeats the same error at every retry) until the client is ready again.
+ * The Redis client of a job queue; `logOnce`, which logs each distinct error once (a Redis that is down
+ * repeats the same error at every retry) until the client is ready again; and `reachable`, for GET /health.
  */
-export function redisConnection(url: string, what: string, log: Log, commandTimeoutMs = DEFAULT_COMMAND_TIMEOUT_MS): {client: Redis; logOnce: (what: string) => (e: Error) => void} {
+export function redisConnection(
+  url: string,
+  what: string,
+  log: Log,
+  commandTimeoutMs = DEFAULT_COMMAND_TIMEOUT_MS,
+): {client: Redis; logOnce: (what: string) => (e: Error) => void; reachable: () => boolean} {
   const logged = new Set<string>()
   const logOnce = (label: string) => (e: Error) => {
     const line = `${label}: ${e.message}`
@@ -22,7 +27,33 @@ export function redisConnection(url: string, what: string, log: Log, commandTime
   const client = new Redis(url, {maxRetriesPerRequest: 1, commandTimeout: commandTimeoutMs})
   client.on('error', logOnce(`${what} (redis)`))
   client.on('ready', () => logged.clear())
-  return {client, logOnce}
+  return {client, logOnce, reachable: answering(client, commandTimeoutMs)}
+}
+
+/**
+ * Whether Redis answers: connected, and its last probe answered in time. A connection stays `ready` while a Redis
+ * that is paused, stalled or cut off without a reset answers nothing (every job route failing meanwhile), so each
+ * call also sends a PING when none is waiting, and a probe unanswered for longer than a command may take counts
+ * as unreachable at once. The answer lags one probe behind a Redis that comes back.
+ */
+function answering(client: Redis, commandTimeoutMs: number): () => boolean {
+  let answered = true
+  let sent: number | undefined
+  return () => {
+    if (client.status !== 'ready') return false
+    const now = Date.now()
+    if (sent === undefined) {
+      sent = now
+      client
+        .ping()
+        .then(
+          () => (answered = true),
+          () => (answered = false),
+        )
+        .finally(() => (sent = undefined))
+    }
+    return answered && now - sent < commandTimeoutMs
+  }
 }
 
 /** Redis's answers to a password it does not take, or to none where it needs one. */

@@ -340,7 +340,7 @@ export function createRedisImageQueue(o: RedisImageQueueOptions): ImageJobQueue 
     work: (runner) => jobs.work(runner),
     // Its jobs wait in Redis for any worker: it goes on taking them.
     stopping: () => {},
-    reachable: () => r.client.status === 'ready',
+    reachable: backend.reachable,
     async close() {
       for (const renew of r.reserved.values()) clearInterval(renew)
       await jobs.close()
