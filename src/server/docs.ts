@@ -133,6 +133,13 @@ function page(version: string): string {
 <style>
 /* The reference tables are wider than a phone: each scrolls on its own instead of the whole page. */
 .swagger-ui .mod-details table { display: block; max-width: 100%; overflow-x: auto; }
+/* An open operation is wider than a phone too (its responses table, with the Links column, and the Cancel and
+   Reset buttons beside "Parameters"): the table scrolls on its own and the buttons go below the heading. */
+@media (max-width: 600px) {
+.swagger-ui .responses-table { display: block; overflow-x: auto; }
+.swagger-ui .opblock .opblock-section-header { flex-wrap: wrap; row-gap: 1.25rem; }
+.swagger-ui .opblock .opblock-section-header .try-out { margin-left: auto; }
+}
 </style>
 </head>
 <body>

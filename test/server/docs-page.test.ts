@@ -64,6 +64,21 @@ test('with a key configured, /docs loads without it and shows the first operatio
   await tab.close()
 })
 
+test('on a 375 px phone an open operation fits the screen: the page does not scroll sideways, the responses table scrolls on its own', async () => {
+  const tab = await browser.newPage({viewport: {width: 375, height: 800}})
+  await tab.goto(`${server.base}/docs`)
+  await tab.waitForSelector('.opblock', {timeout: 30_000})
+  // Every operation open: those with parameters have the Cancel and Reset buttons, all have a responses table.
+  const ids = (await tab.evaluate(`[...document.querySelectorAll('.opblock')].map((o) => o.id)`)) as string[]
+  for (const id of ids) await tab.click(`#${id} .opblock-summary`)
+  await tab.waitForSelector('#operations-moderation-moderateVideo .try-out__btn.reset')
+  const widths = (await tab.evaluate(`({page: document.documentElement.scrollWidth, scrolling: [...document.querySelectorAll('.responses-table')].some((t) => t.scrollWidth > t.clientWidth), open: document.querySelectorAll('.opblock.is-open').length})`)) as {page: number; scrolling: boolean; open: number}
+  assert.is(widths.open, ids.length, JSON.stringify(widths))
+  assert.is(widths.page, 375, JSON.stringify(widths))
+  assert.ok(widths.scrolling, JSON.stringify(widths))
+  await tab.close()
+})
+
 test("the Authorize button's key is sent with a call made from the page, kept by no browser storage (one an earlier version stored is removed), and gone after a reload", async () => {
   // The storage as an earlier version, which persisted the key, left it.
   const earlier = {name: 'authorized', value: JSON.stringify({ApiKey: {name: 'ApiKey', value: 'stored-earlier'}})}
