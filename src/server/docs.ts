@@ -103,6 +103,16 @@ function initScript(): string {
     "        return h('div', null, h(Original, props),",
     "          h('section', {className: 'info mod-details', id: 'limits-formats-and-errors'}, h(Markdown, {source: text.slice(at + 1)})))",
     '      }',
+    '    },',
+    // An image job's results are NDJSON, one JSON document a line: Swagger UI reads any type naming json as one
+    // document and shows "can't parse JSON" above a correct answer of more than one line. Shown as the text it is.
+    '    responseBody: function (Original, system) {',
+    '      return function (props) {',
+    "        if (!/^application\\/x-ndjson/i.test(props.contentType || '') || typeof props.content !== 'string') return system.React.createElement(Original, props)",
+    '        var h = system.React.createElement',
+    "        var HighlightCode = system.getComponent('HighlightCode', true)",
+    "        return h('div', null, h('h5', null, 'Response body'), h(HighlightCode, {downloadable: true, fileName: 'results.ndjson', canCopy: true}, props.content))",
+    '      }',
     '    }},',
     '  }',
     '}',

@@ -1,6 +1,8 @@
 // The /docs page in headless chromium, on a server with MOD_API_KEY set: the page loads without the key, the
-// first operation is near the top (the reference tables come after the operations), and the Authorize
-// button's key is sent with the calls made from the page.
+// first operation is near the top (the reference tables come after the operations), an open operation fits a
+// phone, the Authorize button's key is sent with the calls made from the page, and an image job's NDJSON results
+// are shown as the lines they are.
+import {mkdirSync} from 'node:fs'
 import {join} from 'node:path'
 
 import type {Browser} from 'playwright-core'
@@ -16,7 +18,10 @@ let server: Running
 let browser: Browser
 
 test.before(async () => {
-  server = await start(fakeEngine(), testSettings(join(dir.path, 'cache'), {apiKey: KEY}))
+  const storage = join(dir.path, 'jobs')
+  mkdirSync(storage)
+  const base = testSettings(join(dir.path, 'cache'), {apiKey: KEY})
+  server = await start(fakeEngine(), {...base, jobs: {...base.jobs, storage}})
   browser = await launchChromium()
 })
 
@@ -109,6 +114,41 @@ test("the Authorize button's key is sent with a call made from the page, kept by
   assert.is(again.request().headers()['x-api-key'], undefined)
   assert.is(again.status(), 401)
   await context.close()
+})
+
+test("an image job's NDJSON results, read from the page, are shown line by line, not as JSON that could not be parsed", async () => {
+  // A job of two images, made outside the page; a 1x1 PNG each.
+  const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC', 'base64')
+  const form = new FormData()
+  for (const name of ['a.png', 'b.png']) form.append('files', new Blob([png], {type: 'image/png'}), name)
+  const created = await fetch(`${server.base}/v1/jobs/images`, {method: 'POST', headers: {'X-API-Key': KEY}, body: form})
+  assert.is(created.status, 202)
+  const {id} = (await created.json()) as {id: string}
+  for (let i = 0; i < 100; i++) {
+    const job = (await (await fetch(`${server.base}/v1/jobs/${id}`, {headers: {'X-API-Key': KEY}})).json()) as {status: string}
+    if (job.status === 'done') break
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  const tab = await browser.newPage({viewport: {width: 1280, height: 900}})
+  await tab.goto(`${server.base}/docs`)
+  await tab.click('.btn.authorize')
+  await tab.fill('.auth-container input', KEY)
+  await tab.click('.auth-container .btn.modal-btn.auth.authorize')
+  await tab.click('.auth-btn-wrapper .btn-done')
+  const op = '#operations-jobs-getImageJobResults'
+  await tab.click(`${op} .opblock-summary`)
+  await tab.fill(`${op} tr[data-param-name=id] input`, id)
+  const answer = tab.waitForResponse((r) => r.url().includes('/results'))
+  await tab.click(`${op} .execute`)
+  const res = await answer
+  assert.is(res.headers()['x-mod-job-status'], 'done')
+  const body = await res.text()
+  assert.is(body.trim().split('\n').length, 2)
+  await tab.waitForSelector(`${op} .live-responses-table tr.response .response-col_description`)
+  const shown = (await tab.evaluate(`document.querySelector(${JSON.stringify(`${op} .live-responses-table tr.response .response-col_description`)}).innerText`)) as string
+  assert.not.match(shown, /can't parse JSON/)
+  for (const line of body.trim().split('\n')) assert.ok(shown.includes(line), `${line} not in ${shown}`)
+  await tab.close()
 })
 
 test.run()
