@@ -16,6 +16,31 @@ const PARSER_ERRORS: Record<string, [HttpErrorCode, string]> = {
   HPE_CHUNK_EXTENSIONS_OVERFLOW: ['payload_too_large', 'the chunk extensions of the request body are too large'],
 }
 
+/** HTTP/2's frame types and error code used here (RFC 9113). */
+const SETTINGS = 0x4
+const GOAWAY = 0x7
+const HTTP_1_1_REQUIRED = 0xd
+const HTTP2_REFUSED = 'this server speaks HTTP/1.1 only'
+
+/**
+ * An HTTP/2 client speaking it without asking first (prior knowledge: `curl --http2-prior-knowledge`, gRPC, a proxy
+ * set to h2c) sends the connection preface, which Node's parser stops at. An HTTP/1.1 answer is noise to such a
+ * client (curl: "Empty reply from server"); it gets HTTP/2's own refusal instead: the server's preface (an empty
+ * SETTINGS frame) then GOAWAY with HTTP_1_1_REQUIRED, which HTTP/2 clients report by name.
+ */
+function http2Refusal(): Buffer {
+  const frame = (type: number, payload: Buffer) => {
+    const head = Buffer.alloc(9)
+    head.writeUIntBE(payload.length, 0, 3)
+    head[3] = type
+    return Buffer.concat([head, payload])
+  }
+  const goaway = Buffer.alloc(8)
+  goaway.writeUInt32BE(0, 0) // the last stream processed: none
+  goaway.writeUInt32BE(HTTP_1_1_REQUIRED, 4)
+  return Buffer.concat([frame(SETTINGS, Buffer.alloc(0)), frame(GOAWAY, Buffer.concat([goaway, Buffer.from(HTTP2_REFUSED)]))])
+}
+
 /** A request line as the parser reads it; only the start of the bytes is looked at (a target may be 16 KiB). */
 const REQUEST_LINE = /^([A-Z]{1,20}) ([!-~]+) HTTP\/\d\.\d\r?\n/
 
@@ -87,6 +112,13 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, re
   if (lingering) return lingering()
   if (!socket.writable || err.code === 'ECONNRESET') {
     socket.destroy()
+    return
+  }
+  // The preface is the connection's first bytes: nothing is queued before it.
+  if (err.code === 'HPE_PAUSED_H2_UPGRADE' && !unsent.get(socket)?.length) {
+    const requestId = randomUUID()
+    closing.set(socket, endInStages(socket as Socket, http2Refusal()))
+    record({method: 'PRI', path: '*', status: HTTP_ERRORS.bad_request.status, code: 'bad_request', bytes: 0, requestId})
     return
   }
   const [code, message] = PARSER_ERRORS[err.code ?? ''] ?? ['bad_request', 'the request is not valid HTTP']

@@ -47,7 +47,7 @@ export function closeInStages(res: ServerResponse, linger: Linger = LINGER): voi
  * the byte bound for the bytes read where no 'data' shows them (Node's parser takes a connection's bytes from the
  * socket's handle, and tells of them only by a parse error or a request): call it when it tells.
  */
-export function endInStages(socket: Socket, answer: string, linger: Linger = LINGER): () => void {
+export function endInStages(socket: Socket, answer: string | Buffer, linger: Linger = LINGER): () => void {
   const from = socket.bytesRead
   const check = () => {
     if (socket.bytesRead - from > linger.bytes) socket.destroy()

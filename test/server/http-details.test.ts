@@ -1,3 +1,4 @@
+import {connect as connectHttp2, constants as http2Constants} from 'node:http2'
 import {connect} from 'node:net'
 import {join} from 'node:path'
 
@@ -127,6 +128,26 @@ test('every valid request pipelined before one that does not parse is answered, 
     text,
   )
   assert.match(answers[4], /"code":"bad_request","message":"the request is not valid HTTP"/)
+})
+
+test('an HTTP/2 client with prior knowledge is refused in HTTP/2: GOAWAY with HTTP_1_1_REQUIRED, which it reports by name; HTTP/1.1 goes on', async () => {
+  const session = connectHttp2(server.base)
+  const goaway = new Promise<{code: number; last: number; data: string} | string>((resolve) => {
+    session.once('goaway', (code, last, data) => resolve({code, last, data: data?.toString() ?? ''}))
+    setTimeout(() => resolve('no GOAWAY within 5 s'), 5000).unref()
+  })
+  const request = session.request({':path': '/health'})
+  const failed = new Promise<string>((resolve) => {
+    request.on('response', () => resolve('answered'))
+    request.on('error', (e: NodeJS.ErrnoException) => resolve(String(e.code)))
+    request.on('close', () => resolve('closed'))
+  })
+  session.on('error', () => {})
+  request.end()
+  assert.equal(await goaway, {code: http2Constants.NGHTTP2_HTTP_1_1_REQUIRED, last: 0, data: 'this server speaks HTTP/1.1 only'})
+  assert.is.not(await failed, 'answered')
+  session.destroy()
+  assert.is((await fetch(`${server.base}/health`)).status, 200)
 })
 
 test.run()
