@@ -216,8 +216,22 @@ function pathnameOf(req: IncomingMessage): string {
 }
 
 /**
- * Handlers for GET /docs (the page) and GET /docs/* (its assets). An asset is found by exact name in a
- * fixed list, never by joining the request path onto a folder.
+ * /docs/ sends the browser to /docs, so that the page has one address (bookmarks, deep links) and the URLs of its
+ * files, relative to that address, resolve the same for every visitor. The Location is relative too: it holds under
+ * a reverse proxy's path prefix, which this server does not see. The query is kept; the browser keeps the fragment.
+ */
+const toPage: Handler = (req, res) => {
+  const url = (req as IncomingMessage & {originalUrl?: string}).originalUrl ?? req.url ?? '/'
+  const q = url.indexOf('?')
+  res.statusCode = 301
+  res.setHeader('Location', `../docs${q === -1 ? '' : url.slice(q)}`)
+  res.setHeader('Content-Length', 0)
+  res.end()
+}
+
+/**
+ * Handlers for GET /docs (the page; /docs/ redirects there) and GET /docs/* (its assets). An asset is found by exact
+ * name in a fixed list, never by joining the request path onto a folder.
  */
 export function docsRoutes(options: DocsOptions = {}): DocsRoute[] {
   const {dir, version} = swaggerUiDir()
@@ -227,7 +241,8 @@ export function docsRoutes(options: DocsOptions = {}): DocsRoute[] {
   const init = Buffer.from(initScript())
   const asset = assetReader(dir)
 
-  const pageHandler: Handler = (_req, res) => {
+  const pageHandler: Handler = (req, res) => {
+    if (pathnameOf(req).endsWith('/')) return toPage(req, res)
     res.setHeader('Content-Security-Policy', DOCS_CSP)
     sendText(res, 'text/html; charset=utf-8', html)
   }
@@ -235,7 +250,7 @@ export function docsRoutes(options: DocsOptions = {}): DocsRoute[] {
   const assetHandler: Handler = (req, res) => {
     const pathname = pathnameOf(req)
     const name = pathname.startsWith('/docs/') ? pathname.slice('/docs/'.length) : undefined
-    if (name === '') return pageHandler(req, res)
+    if (name === '') return toPage(req, res)
     if (name === INIT_FILE) return sendText(res, JS, init)
     const contentType = name === undefined ? undefined : VENDOR_FILES.get(name)
     if (name === undefined || contentType === undefined) return notFound(req, res)

@@ -113,6 +113,13 @@ test('GET /docs is HTML that loads only same-origin assets, each with its conten
   }
 })
 
+test('GET and HEAD /docs/ redirect to the page, /docs, by a relative Location', async () => {
+  for (const method of ['GET', 'HEAD']) {
+    const res = await fetch(`${open.base}/docs/`, {method, redirect: 'manual'})
+    assert.equal([res.status, res.headers.get('location')], [301, '../docs'], method)
+  }
+})
+
 test('a path outside the docs assets is 404 not_found, encoded or not', async () => {
   for (const path of ['/docs/../package.json', '/docs/..%2Fpackage.json', '/docs/%2e%2e%2fpackage.json', '/docs/package.json']) {
     const res = await rawGet(open.base, path)
