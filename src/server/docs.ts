@@ -70,7 +70,8 @@ function swaggerUiDir(): {dir: string; version: string} {
  */
 function initScript(): string {
   const config = {
-    url: '/openapi.json',
+    // Relative to the page, as every URL it names (see page()).
+    url: 'openapi.json',
     dom_id: '#swagger-ui',
     deepLinking: true,
     tryItOutEnabled: true,
@@ -128,6 +129,10 @@ function initScript(): string {
   ].join('\n')
 }
 
+/**
+ * Every URL the page names is relative to its address, /docs (docs/… for its files, openapi.json): behind a reverse
+ * proxy that serves this server under a path prefix, the page at /mod/docs loads /mod/docs/… and /mod/openapi.json.
+ */
 function page(version: string): string {
   const v = `?v=${encodeURIComponent(version)}`
   return `<!DOCTYPE html>
@@ -136,10 +141,10 @@ function page(version: string): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>mod API documentation</title>
-<link rel="stylesheet" href="/docs/swagger-ui.css${v}">
-<link rel="stylesheet" href="/docs/index.css${v}">
-<link rel="icon" type="image/png" href="/docs/favicon-32x32.png${v}" sizes="32x32">
-<link rel="icon" type="image/png" href="/docs/favicon-16x16.png${v}" sizes="16x16">
+<link rel="stylesheet" href="docs/swagger-ui.css${v}">
+<link rel="stylesheet" href="docs/index.css${v}">
+<link rel="icon" type="image/png" href="docs/favicon-32x32.png${v}" sizes="32x32">
+<link rel="icon" type="image/png" href="docs/favicon-16x16.png${v}" sizes="16x16">
 <style>
 /* The reference tables are wider than a phone: each scrolls on its own instead of the whole page. */
 .swagger-ui .mod-details table { display: block; max-width: 100%; overflow-x: auto; }
@@ -154,10 +159,10 @@ function page(version: string): string {
 </head>
 <body>
 <div id="swagger-ui"></div>
-<noscript>This page needs JavaScript. The API description itself is at <a href="/openapi.json">/openapi.json</a>.</noscript>
-<script src="/docs/swagger-ui-bundle.js${v}"></script>
-<script src="/docs/swagger-ui-standalone-preset.js${v}"></script>
-<script src="/docs/${INIT_FILE}${v}"></script>
+<noscript>This page needs JavaScript. The API description itself is at <a href="openapi.json">/openapi.json</a>.</noscript>
+<script src="docs/swagger-ui-bundle.js${v}"></script>
+<script src="docs/swagger-ui-standalone-preset.js${v}"></script>
+<script src="docs/${INIT_FILE}${v}"></script>
 </body>
 </html>
 `

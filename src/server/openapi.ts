@@ -425,7 +425,9 @@ export function openapiDocument(info: OpenApiInfo): OpenApiDocument {
       description: description(info),
       license: {name: 'MIT', identifier: 'MIT'},
     },
-    servers: [{url: '/', description: 'This server'}],
+    // Relative to this document's own URL, as OpenAPI allows: behind a reverse proxy that serves this server under a
+    // path prefix (/mod/openapi.json), calls go to /mod/v1/…, where '/' would send them to /v1/….
+    servers: [{url: './', description: 'This server (where this document was read from)'}],
     ...(info.apiKey ? {security: [{ApiKey: []}]} : {}),
     tags: [
       {name: 'moderation', description: 'Score images (uploaded, in base64 or by URL) and an uploaded video against the policy, answered in the request.'},

@@ -72,15 +72,16 @@ test('GET /docs is an HTML page with a strict CSP that loads only same-origin fi
   assert.not.match(html, /:\/\//)
   const urls = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1])
   const v = `?v=${SWAGGER_VERSION}`
+  // Relative to the page, so that they hold under a reverse proxy's path prefix.
   assert.equal(urls, [
-    `/docs/swagger-ui.css${v}`,
-    `/docs/index.css${v}`,
-    `/docs/favicon-32x32.png${v}`,
-    `/docs/favicon-16x16.png${v}`,
-    '/openapi.json',
-    `/docs/swagger-ui-bundle.js${v}`,
-    `/docs/swagger-ui-standalone-preset.js${v}`,
-    `/docs/init.js${v}`,
+    `docs/swagger-ui.css${v}`,
+    `docs/index.css${v}`,
+    `docs/favicon-32x32.png${v}`,
+    `docs/favicon-16x16.png${v}`,
+    'openapi.json',
+    `docs/swagger-ui-bundle.js${v}`,
+    `docs/swagger-ui-standalone-preset.js${v}`,
+    `docs/init.js${v}`,
   ])
 })
 
@@ -160,7 +161,7 @@ test('pipelined asset requests of a client that hangs up leave no file open', as
   assert.equal(openSwaggerFiles(), [])
 })
 
-test("the init script starts Swagger UI on /openapi.json with try-it-out, keeping no key in the browser's storage", async () => {
+test("the init script starts Swagger UI on openapi.json (relative to the page) with try-it-out, keeping no key in the browser's storage", async () => {
   const res = await fetch(`${base}/docs/init.js`)
   assert.is(res.status, 200)
   assert.is(res.headers.get('content-type'), 'text/javascript; charset=utf-8')
@@ -185,7 +186,7 @@ test("the init script starts Swagger UI on /openapi.json with try-it-out, keepin
   // The config object was made inside the vm context; compare it as plain data.
   assert.equal(JSON.parse(JSON.stringify(calls)), [
     {
-      url: '/openapi.json',
+      url: 'openapi.json',
       dom_id: '#swagger-ui',
       deepLinking: true,
       tryItOutEnabled: true,

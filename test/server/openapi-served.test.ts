@@ -104,8 +104,8 @@ test('GET /docs is HTML that loads only same-origin assets, each with its conten
   assert.is(urls.length, 8)
   const types: Record<string, string> = {css: 'text/css', js: 'text/javascript', png: 'image/png', json: 'application/json'}
   for (const url of urls) {
-    assert.ok(url.startsWith('/'), url)
-    const asset = await fetch(`${open.base}${url}`)
+    assert.not.ok(url.startsWith('/'), url)
+    const asset = await fetch(new URL(url, res.url))
     assert.is(asset.status, 200, url)
     const ext = /\.(\w+)(?:\?|$)/.exec(url)?.[1] ?? ''
     assert.is(asset.headers.get('content-type')?.split(';')[0], types[ext], url)
