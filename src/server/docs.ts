@@ -117,12 +117,22 @@ function initScript(): string {
     '    }},',
     '  }',
     '}',
+    // The upload fields that take several files (type array, items type string, format binary) make Swagger UI look
+    // up a component named by the items' type and format, JsonSchema_string_binary, that it lacks: it warns "Could
+    // not find component" in the console, then draws a file input for each item all the same. The component it
+    // looks up, drawn as a string's field, which is a file input for format binary. (No other form of the schema
+    // gets those file inputs: without format binary the items are text fields.)
+    'function binaryStrings(system) {',
+    '  return {components: {JsonSchema_string_binary: function (props) {',
+    "    return system.React.createElement(system.getComponent('JsonSchema_string'), props)",
+    '  }}}',
+    '}',
     "window.addEventListener('load', function () {",
     // Earlier versions persisted the key there: remove it (localStorage itself may be refused by the browser).
     "  try { window.localStorage.removeItem('authorized') } catch (e) {}",
     `  var config = ${JSON.stringify(config)}`,
     '  config.presets = [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset]',
-    '  config.plugins = [SwaggerUIBundle.plugins.DownloadUrl, detailsAfterOperations]',
+    '  config.plugins = [SwaggerUIBundle.plugins.DownloadUrl, detailsAfterOperations, binaryStrings]',
     '  window.ui = SwaggerUIBundle(config)',
     '})',
     '',

@@ -1,11 +1,12 @@
 // The /docs page in headless chromium, on a server with MOD_API_KEY set: the page loads without the key, the
 // first operation is near the top (the reference tables come after the operations), an open operation fits a
-// phone, the Authorize button's key is sent with the calls made from the page, and an image job's NDJSON results
-// are shown as the lines they are.
+// phone, the console has no warning or error with every operation open, files upload from the page, the Authorize
+// button's key is sent with the calls made from the page, and an image job's NDJSON results are shown as the lines
+// they are.
 import {mkdirSync} from 'node:fs'
 import {join} from 'node:path'
 
-import type {Browser} from 'playwright-core'
+import type {Browser, Page} from 'playwright-core'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
@@ -33,10 +34,8 @@ test.after(async () => {
 
 test('with a key configured, /docs loads without it and shows the first operation near the top, the tables below the operations; on a phone the tables scroll, not the page', async () => {
   const tab = await browser.newPage({viewport: {width: 1280, height: 900}})
-  const problems: string[] = []
+  const problems = consoleProblems(tab)
   const keyed: string[] = []
-  tab.on('pageerror', (e) => problems.push(e.message))
-  tab.on('console', (m) => m.type() === 'error' && problems.push(m.text()))
   tab.on('request', (r) => r.headers()['x-api-key'] !== undefined && keyed.push(r.url()))
   const res = await tab.goto(`${server.base}/docs`)
   assert.is(res?.status(), 200)
@@ -69,8 +68,17 @@ test('with a key configured, /docs loads without it and shows the first operatio
   await tab.close()
 })
 
-test('on a 375 px phone an open operation fits the screen: the page does not scroll sideways, the responses table scrolls on its own', async () => {
+/** What the page printed to the console as a warning or an error, and its uncaught errors. */
+function consoleProblems(tab: Page): string[] {
+  const problems: string[] = []
+  tab.on('pageerror', (e) => problems.push(`uncaught: ${e.message}`))
+  tab.on('console', (m) => ['warning', 'error'].includes(m.type()) && problems.push(`${m.type()}: ${m.text()}`))
+  return problems
+}
+
+test('on a 375 px phone an open operation fits the screen: the page does not scroll sideways, the responses table scrolls on its own; with every operation open the console has no warning or error', async () => {
   const tab = await browser.newPage({viewport: {width: 375, height: 800}})
+  const problems = consoleProblems(tab)
   await tab.goto(`${server.base}/docs`)
   await tab.waitForSelector('.opblock', {timeout: 30_000})
   // Every operation open: those with parameters have the Cancel and Reset buttons, all have a responses table.
@@ -81,6 +89,36 @@ test('on a 375 px phone an open operation fits the screen: the page does not scr
   assert.is(widths.open, ids.length, JSON.stringify(widths))
   assert.is(widths.page, 375, JSON.stringify(widths))
   assert.ok(widths.scrolling, JSON.stringify(widths))
+  // Every schema shown too, under Schemas.
+  await tab.evaluate(`[...document.querySelectorAll('.models .model-box-control')].forEach((b) => b.click())`)
+  await tab.waitForTimeout(500)
+  assert.equal(problems, [])
+  await tab.close()
+})
+
+test('the upload fields of several files take files from the page (a file input per item), with no warning in the console', async () => {
+  const tab = await browser.newPage({viewport: {width: 1280, height: 900}})
+  const problems = consoleProblems(tab)
+  await tab.goto(`${server.base}/docs`)
+  await tab.click('.btn.authorize')
+  await tab.fill('.auth-container input', KEY)
+  await tab.click('.auth-container .btn.modal-btn.auth.authorize')
+  await tab.click('.auth-btn-wrapper .btn-done')
+  const op = '#operations-moderation-moderateBatch'
+  await tab.click(`${op} .opblock-summary`)
+  // The field shows one file input; a second item adds another.
+  const inputs = tab.locator(`${op} [data-property-name=files] input[type=file]`)
+  await tab.click(`${op} [data-property-name=files] .json-schema-form-item-add`)
+  assert.is(await inputs.count(), 2)
+  const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC', 'base64')
+  await inputs.nth(0).setInputFiles({name: 'one.png', mimeType: 'image/png', buffer: png})
+  await inputs.nth(1).setInputFiles({name: 'two.png', mimeType: 'image/png', buffer: png})
+  const answer = tab.waitForResponse((r) => r.url().endsWith('/v1/moderate/batch'))
+  await tab.click(`${op} .execute`)
+  const res = await answer
+  assert.is(res.status(), 200, await res.text())
+  assert.equal(((await res.json()) as {results: {source: string}[]}).results.map((r) => r.source), ['one.png', 'two.png'])
+  assert.equal(problems, [])
   await tab.close()
 })
 

@@ -195,7 +195,7 @@ test("the init script starts Swagger UI on openapi.json (relative to the page) w
       validatorUrl: null,
       layout: 'StandaloneLayout',
       presets: ['apis-preset', 'standalone-preset'],
-      plugins: ['download-plugin', null],
+      plugins: ['download-plugin', null, null],
     },
   ])
   assert.is(typeof (calls[0].plugins as unknown[])[1], 'function')
