@@ -1,3 +1,4 @@
+import {createHash} from 'node:crypto'
 import {readFile} from 'node:fs/promises'
 import type {IncomingMessage, ServerResponse} from 'node:http'
 import {createRequire} from 'node:module'
@@ -143,7 +144,7 @@ function initScript(): string {
  * Every URL the page names is relative to its address, /docs (docs/… for its files, openapi.json): behind a reverse
  * proxy that serves this server under a path prefix, the page at /mod/docs loads /mod/docs/… and /mod/openapi.json.
  */
-function page(version: string): string {
+function page(version: string, initVersion: string): string {
   const v = `?v=${encodeURIComponent(version)}`
   return `<!DOCTYPE html>
 <html lang="en">
@@ -172,7 +173,7 @@ function page(version: string): string {
 <noscript>This page needs JavaScript. The API description itself is at <a href="openapi.json">/openapi.json</a>.</noscript>
 <script src="docs/swagger-ui-bundle.js${v}"></script>
 <script src="docs/swagger-ui-standalone-preset.js${v}"></script>
-<script src="docs/${INIT_FILE}${v}"></script>
+<script src="docs/${INIT_FILE}?v=${initVersion}"></script>
 </body>
 </html>
 `
@@ -186,11 +187,10 @@ function commonHeaders(res: ServerResponse, contentType: string, cacheControl: s
   res.setHeader('Cross-Origin-Resource-Policy', 'same-origin')
 }
 
-function sendText(res: ServerResponse, contentType: string, body: Buffer): void {
+/** The page names the versions of its files in their URLs, so it must be revalidated; those URLs are cached for good. */
+function sendPage(res: ServerResponse, body: Buffer): void {
   res.statusCode = 200
-  // The page and the init script name the Swagger UI version in their URLs, so they must be revalidated;
-  // those versioned asset URLs can then be cached for good.
-  commonHeaders(res, contentType, 'no-cache')
+  commonHeaders(res, 'text/html; charset=utf-8', 'no-cache')
   res.setHeader('Content-Length', body.length)
   res.end(body)
 }
@@ -199,11 +199,55 @@ const defaultNotFound: Handler = (_req, res) => sendError(res, httpError('not_fo
 
 const defaultFailed = (res: ServerResponse): void => sendError(res, httpError('internal', 'internal error'))
 
-function sendAsset(res: ServerResponse, contentType: string, body: Buffer): void {
-  res.statusCode = 200
-  commonHeaders(res, contentType, 'public, max-age=31536000, immutable')
-  res.setHeader('Content-Length', body.length)
-  res.end(body)
+/** The `v` of the query: the version a URL of the page names. */
+function versionAsked(req: IncomingMessage): string | null {
+  const url = (req as IncomingMessage & {originalUrl?: string}).originalUrl ?? req.url ?? '/'
+  const q = url.indexOf('?')
+  return q === -1 ? null : new URLSearchParams(url.slice(q + 1)).get('v')
+}
+
+/** Whether If-None-Match names the entity tag (or is `*`), compared weakly as RFC 9110 says for GET. */
+function notModified(req: IncomingMessage, etag: string): boolean {
+  const header = req.headers['if-none-match']
+  if (header === undefined) return false
+  return header.split(',').some((tag) => {
+    const t = tag.trim()
+    return t === '*' || t.replace(/^W\//, '') === etag
+  })
+}
+
+/**
+ * An asset of the page, `version` the one its URL names. Only the URL of the current version is cached for good:
+ * another one (none, or one an older page named) may be asked again after an upgrade and get other bytes, so it is
+ * revalidated. Its entity tag is the version, so a revalidation costs a 304 without the body.
+ */
+function sendAsset(
+  req: IncomingMessage,
+  res: ServerResponse,
+  contentType: string,
+  version: string,
+  body: () => Promise<Buffer>,
+  failed: (res: ServerResponse, e: unknown) => void,
+): void {
+  const etag = `"${version}"`
+  const cache = versionAsked(req) === version ? 'public, max-age=31536000, immutable' : 'no-cache'
+  if (notModified(req, etag)) {
+    res.statusCode = 304
+    res.setHeader('Cache-Control', cache)
+    res.setHeader('ETag', etag)
+    res.end()
+    return
+  }
+  body().then(
+    (bytes) => {
+      res.statusCode = 200
+      commonHeaders(res, contentType, cache)
+      res.setHeader('ETag', etag)
+      res.setHeader('Content-Length', bytes.length)
+      res.end(bytes)
+    },
+    (e: unknown) => failed(res, e),
+  )
 }
 
 /**
@@ -252,27 +296,26 @@ export function docsRoutes(options: DocsOptions = {}): DocsRoute[] {
   const {dir, version} = swaggerUiDir()
   const notFound = options.notFound ?? defaultNotFound
   const failed = options.failed ?? defaultFailed
-  const html = Buffer.from(page(version))
   const init = Buffer.from(initScript())
+  // The init script changes with mod, not with Swagger UI: its URL names its own content.
+  const initVersion = createHash('sha256').update(init).digest('hex').slice(0, 16)
+  const html = Buffer.from(page(version, initVersion))
   const asset = assetReader(dir)
 
   const pageHandler: Handler = (req, res) => {
     if (pathnameOf(req).endsWith('/')) return toPage(req, res)
     res.setHeader('Content-Security-Policy', DOCS_CSP)
-    sendText(res, 'text/html; charset=utf-8', html)
+    sendPage(res, html)
   }
 
   const assetHandler: Handler = (req, res) => {
     const pathname = pathnameOf(req)
     const name = pathname.startsWith('/docs/') ? pathname.slice('/docs/'.length) : undefined
     if (name === '') return toPage(req, res)
-    if (name === INIT_FILE) return sendText(res, JS, init)
+    if (name === INIT_FILE) return sendAsset(req, res, JS, initVersion, () => Promise.resolve(init), failed)
     const contentType = name === undefined ? undefined : VENDOR_FILES.get(name)
     if (name === undefined || contentType === undefined) return notFound(req, res)
-    asset(name).then(
-      (body) => sendAsset(res, contentType, body),
-      (e: unknown) => failed(res, e),
-    )
+    sendAsset(req, res, contentType, version, () => asset(name), failed)
   }
 
   return [

@@ -32,14 +32,21 @@ test.after(async () => {
   dir.remove()
 })
 
-test('with a key configured, /docs loads without it and shows the first operation near the top, the tables below the operations; on a phone the tables scroll, not the page', async () => {
+test('with a key configured, /docs loads without it (every file 200, its icon too, no /favicon.ico) and shows the first operation near the top, the tables below the operations; on a phone the tables scroll, not the page', async () => {
   const tab = await browser.newPage({viewport: {width: 1280, height: 900}})
   const problems = consoleProblems(tab)
   const keyed: string[] = []
+  const asked: string[] = []
   tab.on('request', (r) => r.headers()['x-api-key'] !== undefined && keyed.push(r.url()))
+  tab.on('response', (r) => asked.push(`${r.status()} ${new URL(r.url()).pathname}`))
+  // The page names its icon, so the browser takes it from there and does not ask for /favicon.ico (a 404).
+  const icon = tab.waitForResponse((r) => r.url().includes('/favicon'))
   const res = await tab.goto(`${server.base}/docs`)
   assert.is(res?.status(), 200)
   await tab.waitForSelector('.opblock', {timeout: 30_000})
+  const favicon = await icon
+  assert.equal([new URL(favicon.url()).pathname, favicon.status(), favicon.headers()['content-type']], ['/docs/favicon-32x32.png', 200, 'image/png'])
+  assert.equal(asked.filter((a) => !a.startsWith('200 ')), [])
   // A string, not a function: tsx would wrap a function's inner helpers in a name helper the page lacks.
   const layout = (await tab.evaluate(`(() => {
     const top = (el) => (el ? el.getBoundingClientRect().top + window.scrollY : -1)

@@ -92,18 +92,19 @@ testUnless(missing, 'under the prefix /mod/, /docs/ lands on /mod/docs, which lo
   const tab = await browser.newPage({viewport: {width: 1280, height: 900}})
   const answers: string[] = []
   tab.on('response', (r) => answers.push(`${r.status()} ${r.url().slice(proxy.length)}`))
+  const icon = tab.waitForResponse((r) => r.url().includes('favicon'))
   const res = await tab.goto(`${proxy}/mod/docs/`)
   assert.equal([res?.status(), tab.url()], [200, `${proxy}/mod/docs`])
   await tab.waitForSelector('.opblock', {timeout: 30_000})
-  const v = answers.find((a) => a.includes('?v='))?.replace(/.*\?v=/, '') ?? ''
-  assert.equal(answers.sort(), [
+  await icon
+  assert.equal(answers.map((a) => a.replace(/\?v=.*/, '?v=…')).sort(), [
     '200 /mod/docs',
-    `200 /mod/docs/favicon-32x32.png?v=${v}`,
-    `200 /mod/docs/index.css?v=${v}`,
-    `200 /mod/docs/init.js?v=${v}`,
-    `200 /mod/docs/swagger-ui-bundle.js?v=${v}`,
-    `200 /mod/docs/swagger-ui-standalone-preset.js?v=${v}`,
-    `200 /mod/docs/swagger-ui.css?v=${v}`,
+    '200 /mod/docs/favicon-32x32.png?v=…',
+    '200 /mod/docs/index.css?v=…',
+    '200 /mod/docs/init.js?v=…',
+    '200 /mod/docs/swagger-ui-bundle.js?v=…',
+    '200 /mod/docs/swagger-ui-standalone-preset.js?v=…',
+    '200 /mod/docs/swagger-ui.css?v=…',
     '200 /mod/openapi.json',
     '301 /mod/docs/',
   ])

@@ -1,3 +1,4 @@
+import {createHash} from 'node:crypto'
 import {readdirSync, readFileSync, readlinkSync} from 'node:fs'
 import {createServer, request, type IncomingMessage, type Server, type ServerResponse} from 'node:http'
 import {createRequire} from 'node:module'
@@ -72,6 +73,9 @@ test('GET /docs is an HTML page with a strict CSP that loads only same-origin fi
   assert.not.match(html, /:\/\//)
   const urls = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1])
   const v = `?v=${SWAGGER_VERSION}`
+  // The init script's URL names the start of its content's sha256.
+  const init = Buffer.from(await (await fetch(`${base}/docs/init.js`)).arrayBuffer())
+  const initVersion = createHash('sha256').update(init).digest('hex').slice(0, 16)
   // Relative to the page, so that they hold under a reverse proxy's path prefix.
   assert.equal(urls, [
     `docs/swagger-ui.css${v}`,
@@ -81,7 +85,7 @@ test('GET /docs is an HTML page with a strict CSP that loads only same-origin fi
     'openapi.json',
     `docs/swagger-ui-bundle.js${v}`,
     `docs/swagger-ui-standalone-preset.js${v}`,
-    `docs/init.js${v}`,
+    `docs/init.js?v=${initVersion}`,
   ])
 })
 
@@ -108,7 +112,7 @@ test('GET /docs/ redirects to /docs with a relative Location that keeps the quer
   assert.is(await b.text(), await a.text())
 })
 
-test('every Swagger UI file loads from the installed package with its content type and a long cache', async () => {
+test('every Swagger UI file loads from the installed package with its content type, at its versioned URL with a long cache', async () => {
   const expected: [string, string][] = [
     ['swagger-ui.css', 'text/css; charset=utf-8'],
     ['index.css', 'text/css; charset=utf-8'],
@@ -122,10 +126,30 @@ test('every Swagger UI file loads from the installed package with its content ty
     assert.is(res.status, 200, name)
     assert.is(res.headers.get('content-type'), type, name)
     assert.is(res.headers.get('cache-control'), 'public, max-age=31536000, immutable', name)
+    assert.is(res.headers.get('etag'), `"${SWAGGER_VERSION}"`, name)
     assert.is(res.headers.get('x-content-type-options'), 'nosniff', name)
     const body = Buffer.from(await res.arrayBuffer())
     assert.is(Number(res.headers.get('content-length')), body.length, name)
     assert.ok(body.equals(readFileSync(join(SWAGGER_DIR, name))), name)
+  }
+})
+
+test('a file asked for without its version, or with another one (a page of an older version), is revalidated; a revalidation is a 304 without the body', async () => {
+  const html = await (await fetch(`${base}/docs`)).text()
+  const files = [...html.matchAll(/(?:src|href)="(docs\/[^"?]+)\?v=([^"]+)"/g)].map((m) => ({path: `/${m[1]}`, version: m[2]}))
+  assert.is(files.length, 7)
+  for (const {path, version} of files) {
+    for (const query of ['', '?v=0.0.1', '?x=1']) {
+      const res = await fetch(`${base}${path}${query}`)
+      assert.equal([res.status, res.headers.get('cache-control'), res.headers.get('etag')], [200, 'no-cache', `"${version}"`], `${path}${query}`)
+    }
+    for (const tag of [`"${version}"`, `W/"${version}"`, `"other", "${version}"`, '*']) {
+      const res = await fetch(`${base}${path}?v=${version}`, {headers: {'If-None-Match': tag}})
+      const seen = [res.status, res.headers.get('etag'), res.headers.get('cache-control'), await res.text()]
+      assert.equal(seen, [304, `"${version}"`, 'public, max-age=31536000, immutable', ''], `${path} ${tag}`)
+    }
+    const changed = await fetch(`${base}${path}?v=${version}`, {headers: {'If-None-Match': '"0.0.1"'}})
+    assert.is(changed.status, 200, path)
   }
 })
 
