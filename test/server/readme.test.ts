@@ -282,10 +282,10 @@ test('the error summary of docs/rest.md names every code with its status, once',
 })
 
 /** Runs a shell snippet against the server, with localhost:8000 pointing at it. */
-async function run(script: string, base: string, key: string, cwd: string): Promise<string> {
+async function run(script: string, base: string, key: string, cwd: string, env: Record<string, string> = {}): Promise<string> {
   const {stdout} = await promisify(execFile)('bash', ['-c', `set -o pipefail\n${script.replaceAll('localhost:8000', base.replace('http://', ''))}`], {
     cwd,
-    env: {...process.env, KEY: key},
+    env: {...process.env, KEY: key, ...env},
     maxBuffer: 1024 * 1024,
   })
   return stdout
@@ -300,7 +300,9 @@ test('the server examples of the README and docs/rest.md answer as printed', asy
   await sharp(join(ROOT, 'test/fixtures/photos/brick.jpg')).png().toFile(join(dir.path, 'b.png'))
 
   // One engine for both servers: only their keys differ.
-  const settings = testSettings(warmCacheDir(join(dir.path, 'cache')), {apiKey: 'readme-key'})
+  const base = testSettings(warmCacheDir(join(dir.path, 'cache')), {apiKey: 'readme-key'})
+  mkdirSync(join(dir.path, 'jobs'))
+  const settings = {...base, jobs: {...base.jobs, storage: join(dir.path, 'jobs')}}
   const engine = toyEngine(settings)
   try {
     const server = await start(engine, settings)
@@ -319,6 +321,22 @@ test('the server examples of the README and docs/rest.md answer as printed', asy
       await promisify(execFile)('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc=size=64x48:rate=5:duration=3', '-pix_fmt', 'yuv420p', join(dir.path, 'clip.mp4')])
       const video = JSON.parse(await run(command('docs/rest.md', 'curl -s -H "X-API-Key: $KEY" -F file=@clip.mp4'), server.base, 'readme-key', dir.path))
       assert.equal([video.source, video.fps, typeof video.stopped_early], ['clip.mp4', 2, 'boolean'])
+
+      // The bulk job of uploaded images: submitted, followed until done, its results read.
+      const job = JSON.parse(await run(command('docs/rest.md', 'curl -s -H "X-API-Key: $KEY" -F files=@a.jpg -F files=@b.png localhost:8000/v1/jobs/images'), server.base, 'readme-key', dir.path))
+      assert.is(job.status, 'queued')
+      const env = {ID: job.id as string}
+      let state = job
+      for (let i = 0; i < 200 && state.status !== 'done'; i++) {
+        await new Promise((r) => setTimeout(r, 50))
+        state = JSON.parse(await run(command('docs/rest.md', 'curl -s -H "X-API-Key: $KEY" localhost:8000/v1/jobs/$ID'), server.base, 'readme-key', dir.path, env))
+      }
+      assert.equal([state.id, state.status, state.progress.items_done], [job.id, 'done', 2])
+      const results = await run(command('docs/rest.md', 'curl -s -D - -H "X-API-Key: $KEY" "localhost:8000/v1/jobs/$ID/results?offset=0"'), server.base, 'readme-key', dir.path, env)
+      const [head, body] = results.split('\r\n\r\n')
+      assert.match(head, /^HTTP\/1\.1 200 /)
+      assert.match(head, /\r\nx-mod-job-status: done\r\n/i)
+      assert.equal(body.trim().split('\n').map((line) => JSON.parse(line).source), ['a.jpg', 'b.png'])
     } finally {
       await server.stop()
     }
