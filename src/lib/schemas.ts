@@ -138,7 +138,7 @@ export const CategoriesResult = Type.Object(
 
 export const Segment = Type.Object(
   {
-    start: Type.Number({minimum: 0, description: "Seconds: the first frame's timestamp."}),
+    start: Type.Number({minimum: 0, description: "Seconds: the first frame's timestamp, on the file's timeline as players show it."}),
     end: Type.Number({minimum: 0, description: "Seconds: the last frame's timestamp plus 1/fps, capped at the duration."}),
     frames: Type.Integer({minimum: 1}),
     max_confidence: unit(),
@@ -162,7 +162,7 @@ export const VideoResult = Type.Object(
   {
     source: Type.String({description: 'The uploaded file name.'}),
     is_safe: Type.Boolean(),
-    duration: Type.Number({minimum: 0, description: "Seconds: the video's length, from the packets read; when stopped_early, the seconds analysed (frames_analyzed / fps)."}),
+    duration: Type.Number({minimum: 0, description: "Seconds: where the video ends on the file's timeline, from the packets read (its length, for a file that starts at 0 as most do); when stopped_early, where the frames analysed end."}),
     fps: Type.Number({minimum: MIN_FPS, maximum: MAX_FPS}),
     frames_analyzed: Type.Integer({minimum: 0, description: 'Sampling instants scored; each scores the frame of every video stream of the file at that instant.'}),
     stopped_early: Type.Boolean({description: 'stop_on_violation ended the analysis at the first segment of min_frames frames.'}),

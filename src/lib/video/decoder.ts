@@ -89,10 +89,16 @@ function blendedFrames(sourceFps: number | undefined, fps: number, n: number): n
   return sourceFps === undefined ? 1 : Math.max(1, Math.min(MAX_BLENDED, Math.ceil(sourceFps / (fps * n) - 1e-9)))
 }
 
-/** What the runs before decoding learnt of the file: the demuxer ffmpeg chose, and the frame rate its packets show. */
+/**
+ * What the runs before decoding learnt of the file: the demuxer ffmpeg chose, the frame rate its packets show, and
+ * `offset`, the seconds (under one interval) by which the sampling grid's first instant lies before the file's start
+ * on the file's timeline (frames.ts, samplingGrid): the frames are shifted by it, so that the grid falls on whole
+ * multiples of 1 / fps of that timeline.
+ */
 export interface FileFacts {
   format?: string
   packetRate?: number
+  offset?: number
 }
 
 /**
@@ -247,20 +253,25 @@ function sampledViews(o: DecoderOptions, stream: VideoStream | undefined, canvas
 /** libvpx's decoders, which read the alpha channel of VP8 and VP9 that ffmpeg's own decoders leave out. */
 const ALPHA_DECODERS: Record<string, string> = {vp8: 'libvpx', vp9: 'libvpx-vp9'}
 
-function ffmpegArgs(path: string, o: DecoderOptions, stream: VideoStream | undefined, {format, packetRate}: FileFacts): string[] {
+function ffmpegArgs(path: string, o: DecoderOptions, stream: VideoStream | undefined, {format, packetRate, offset = 0}: FileFacts): string[] {
   const map = stream === undefined ? '0:v:0' : `0:${stream.index}`
   const decoder = stream?.alpha ? ALPHA_DECODERS[stream.codec] : undefined
   const canvas = stream === undefined || stream.cover ? undefined : canvasOf(stream, o.frameShortSide, o.maxFrameSide)
   // With a canvas, a change of picture size keeps the filter graph and the frames it holds (canvasOf).
   const keepGraph = canvas === undefined ? [] : ['-reinit_filter', '0']
   return [
-    ...inputArgs(path, o.maxPixels, format, [...(decoder === undefined ? [] : [`-c:${stream?.index}`, decoder]), ...keepGraph]),
+    ...inputArgs(path, o.maxPixels, format, [
+      ...(decoder === undefined ? [] : [`-c:${stream?.index}`, decoder]),
+      ...keepGraph,
+      // ffmpeg counts timestamps from the file's start; the grid's first instant is `offset` before it.
+      ...(offset > 0 ? ['-itsoffset', offset.toFixed(6)] : []),
+    ]),
     // Output 1: sampled frames as PPM (each frame states its own size) on stdout. The fps filter fills instant k
     // with the last frame whose timestamp, rounded to its grid, is at most k: its default rounding (to the nearest)
     // gave instant k the frame shown at (k + 1/2) / fps, so a first frame shown for less than half an interval was
-    // never seen; `round=up` makes it the frame on screen at k / fps. `start_time=0` starts the grid at the
-    // video's start, a stream that begins later (after the audio) giving its first frame to the instants before
-    // it; `eof_action=pass` keeps a frame for every instant before the end (a video shorter than an interval gives
+    // never seen; `round=up` makes it the frame on screen at k / fps. `start_time=0` starts the grid at its
+    // first instant (the file's start, less `offset`), a stream that begins later (after the audio) giving its first
+    // frame to the instants before it; `eof_action=pass` keeps a frame for every instant before the end (a video shorter than an interval gives
     // its first frame).
     // A cover is one picture, without a timeline to sample.
     '-map', map, ...(stream?.cover ? ['-frames:v', '1'] : []),

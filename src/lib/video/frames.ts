@@ -69,9 +69,9 @@ export interface DecodeOptions extends DecodeLimits {
 }
 
 export interface DecodedFrame {
-  /** The sampling instant. */
+  /** The sampling instant, numbered on the file's timeline (samplingGrid): the first is 5 in a file that starts at 5 s, at 1 fps. */
   index: number
-  /** Seconds from the start: index / fps. */
+  /** Its time on the file's timeline, in seconds: index / fps. */
   time: number
   /** The frame; for a frame with transparency, one of its two views (onto white, then onto black: `onBlack`). */
   image: RgbImage
@@ -88,7 +88,10 @@ export interface DecodedFrame {
 export interface DecodeSummary {
   /** Sampling instants. */
   frames: number
-  /** Seconds, from the packets actually read, kept within the span the sampled frames stand for. */
+  /**
+   * Where the video ends on the file's timeline, in seconds, from the packets actually read, kept within the span the
+   * sampled frames stand for: its length, for a file that starts at 0.
+   */
   duration: number
 }
 
@@ -160,8 +163,9 @@ async function checkEnding(code: number | null, frames: number, decoder: Decoder
   if (frames === 0) throw new ModError('unsupported_media', 'no video frame could be decoded')
 }
 
-function checkFrameLimits(index: number, o: DecodeOptions): void {
-  const time = index / o.fps
+/** `index`: the instant's number from the grid's first (not its number on the timeline); `offset`: samplingGrid's. */
+function checkFrameLimits(index: number, offset: number, o: DecodeOptions): void {
+  const time = index / o.fps - offset
   // The packets' span leaves out packets without a timestamp; the frames sampled from them still count.
   if (time >= o.maxSeconds) throw videoTooLong(o.maxSeconds)
   if (index >= o.maxFrames) throw tooManyFrames(o)
@@ -174,6 +178,29 @@ function tooManyFrames(o: DecodeOptions): ModError {
 /** The sampling instants k / fps before `end` seconds (a hair of float error left out). */
 function instantsBefore(end: number, fps: number): number {
   return Math.ceil(end * fps - 1e-6)
+}
+
+/**
+ * Demuxers whose timestamps are a clock rather than the file's timeline: an MPEG-TS or MPEG-PS file starts wherever
+ * its muxer's clock stood (1.4 s in the files ffmpeg writes, anywhere in a recording of a broadcast), and players show
+ * it from 0.
+ */
+const CLOCK_DEMUXERS = new Set(['mpegts', 'mpeg'])
+
+/**
+ * The sampling grid on the file's timeline, the one players show and seek on: instants at whole multiples of 1 / fps
+ * of it, `first` (a number of intervals) being the last at or before the file's start, and `offset` seconds
+ * (under one interval) before that start. ffmpeg counts the timestamps it gives from the file's start: without this a
+ * file whose streams all start at 5 s (its first frame shown at 5 s by a browser) had its frames reported at 0, 1,
+ * 2 s, and one whose first frame is at 0.2 s (B-frames in a fragmented MP4 without an edit list) each 0.2 s early.
+ * From 0 for a file that starts before 0 (audio's priming samples: players show it from 0), for an MPEG-TS or PS
+ * (CLOCK_DEMUXERS), and for covers alone (one picture each, no timeline).
+ */
+function samplingGrid(start: number | undefined, format: string | undefined, fps: number): {first: number; offset: number} {
+  const from = format !== undefined && CLOCK_DEMUXERS.has(format) ? 0 : Math.max(0, start ?? 0)
+  // A hair of float error: a start of 5.000000 at 10 fps is instant 50, not 49.
+  const first = Math.floor(from * fps + 1e-6)
+  return {first, offset: Math.max(0, from - first / fps)}
 }
 
 /** At most this many video streams are decoded side by side (an ffmpeg each); a file of more is refused. */
@@ -231,7 +258,8 @@ async function nextViews(d: StreamDecoding, clock: WaitClock, signal: AbortSigna
 /**
  * Samples `fps` frames per second of every video stream of the file at `path` through ffmpeg (one process a
  * stream, read side by side), as RGB frames handed over a pipe (no files written): for every sampling instant
- * inside the video, the frame each stream shows then (a video shorter than 1 / `fps` seconds gives one instant),
+ * inside the video (on the file's own timeline: samplingGrid), the frame each stream shows then (a video shorter
+ * than 1 / `fps` seconds gives one instant),
  * and each attached picture (cover art) once, at the first instant. A frame with transparency is given as a light
  * page shows it and as a dark one does (two frames, the second `onBlack`), as images are scored; an interlaced
  * frame's fields follow it when they are other pictures (`field`); after an instant's frame comes the frame most
@@ -270,18 +298,19 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
     // A demuxer with options of its own (MPEG-TS: a program whose video changes PID) lists the packets with them.
     scan = survey.scan ?? (await scanPackets(path, {...listing, format: probe.format}))
   }
+  const {first, offset} = coversOnly ? {first: 0, offset: 0} : samplingGrid(probe.start, probe.format, o.fps)
   // The instants are laid from the file's start, a video stream that starts late (after its audio) giving its first
-  // frame to those before it: the video lasts until its packets' end, whatever their span. A 2 s stream behind 700 s
-  // of audio was scored on 600 instants before being refused.
+  // frame to those before it: the video lasts until its packets' end (counted from the file's start), whatever their
+  // span. A 2 s stream behind 700 s of audio was scored on 600 instants before being refused.
   if (scan.end !== undefined && scan.end > o.maxSeconds) throw videoTooLong(o.maxSeconds)
   // The packets tell how many instants the video has: more than maxFrames is refused before decoding any (the check
   // on each instant decoded stays, for packets without timestamps).
-  if (scan.end !== undefined && instantsBefore(scan.end, o.fps) > o.maxFrames) throw tooManyFrames(o)
+  if (scan.end !== undefined && instantsBefore(scan.end + offset, o.fps) > o.maxFrames) throw tooManyFrames(o)
   // The frames a second the packets show, per stream (a cover's one packet aside): what the file really has.
   const timelines = Math.max(1, streams.filter((stream) => stream !== undefined && !stream.cover).length)
   const packetRate = scan.end !== undefined && scan.end > 0 ? scan.packets / timelines / scan.end : undefined
   const decodings: StreamDecoding[] = streams.map((stream) => {
-    const decoder = startDecoder(path, o, stream, {format: probe.format, packetRate})
+    const decoder = startDecoder(path, o, stream, {format: probe.format, packetRate, offset})
     const layout = stackedParts(stream)
     const parser = createPpmParser(o.maxFrameSide, partCount(layout))
     return {decoder, layout, chunks: decoder.stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>, parser, queue: [], frames: 0, ended: false}
@@ -299,10 +328,10 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
         for (const view of await nextViews(d, clock, o.signal)) images.push({...view, stream})
       }
       if (images.length === 0) break
-      checkFrameLimits(index, o)
+      checkFrameLimits(index, offset, o)
       for (const [i, {image, stream, interval, field}] of images.entries()) {
         o.signal?.throwIfAborted()
-        yield {index, time: index / o.fps, image, stream, last: i === images.length - 1, ...(interval ? {interval} : {}), ...(field ? {field} : {})}
+        yield {index: first + index, time: (first + index) / o.fps, image, stream, last: i === images.length - 1, ...(interval ? {interval} : {}), ...(field ? {field} : {})}
       }
       index++
     }
@@ -311,10 +340,11 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
       o.signal?.throwIfAborted()
       await checkEnding(code, d.frames, d.decoder, clock, path, o, budgetMs)
     }
+    // From the grid's first instant: the frames sampled, and the packets' end.
     const span = index / o.fps
-    const end = scan.end
-    const duration = end === undefined ? span : Math.min(span, Math.max(end, (index - 1) / o.fps))
-    return {frames: index, duration}
+    const end = scan.end === undefined ? undefined : scan.end + offset
+    const length = end === undefined ? span : Math.min(span, Math.max(end, (index - 1) / o.fps))
+    return {frames: index, duration: first / o.fps + length}
   } finally {
     clock.stop()
     o.signal?.removeEventListener('abort', killAll)

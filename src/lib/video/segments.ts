@@ -25,9 +25,10 @@ export interface SegmentTracker {
   /**
    * Adds the next sampling instant as `push` does a frame, from the frames of every video stream at that instant:
    * a label is violated there when it is in any of them, at the highest of their scores, with what the signals
-   * found in those frames.
+   * found in those frames. `index`: the instant's number on the file's timeline (its time is index / fps), when the
+   * first is not 0; the next one's by default.
    */
-  pushInstant(frames: readonly InstantFrame[]): FoundSegment[]
+  pushInstant(frames: readonly InstantFrame[], index?: number): FoundSegment[]
   /** True once some label has a run of at least min_frames frames, closed or still open. */
   hasSegment(): boolean
   /**
@@ -82,7 +83,8 @@ export function createSegmentTracker(fps: number, minFrames: number, evidence: r
     return [{label: state.label.name, segment}]
   }
 
-  function pushInstant(instant: readonly InstantFrame[]): FoundSegment[] {
+  function pushInstant(instant: readonly InstantFrame[], index = frames): FoundSegment[] {
+    frames = index
     const closed: FoundSegment[] = []
     // Per label, in the order of the first frame's labels: its highest violating score and those frames' evidence.
     const merged = new Map<string, {label: FrameLabel; violated: boolean; max: number; found: ReadonlyMap<string, unknown>[]}>()

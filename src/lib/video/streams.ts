@@ -66,6 +66,13 @@ const ALPHA_MODE_LINE = /^\s+alpha_mode\s*: 1\s*$/
 const DISPLAY_MATRIX_LINE = /^\s+displaymatrix: rotation of (-?\d+(?:\.\d+)?) degrees/
 const ROTATE_TAG_LINE = /^\s+rotate\s*: (-?\d+)\s*$/
 const DURATION = /Duration: (\d+):(\d{2}):(\d{2}(?:\.\d+)?)/
+/**
+ * ffmpeg's line of the file's duration and start, exactly as it writes it under "Input #0" (two spaces in; the start
+ * in seconds with six decimals, capped here at ten digits before them). A metadata value with a line break in it
+ * goes on under its key (`: ` first), never two spaces in; a key's line break can still put such a line into the
+ * description, so a start is read only from a description that holds one line of this form (fileStart).
+ */
+const START_LINE = /^ {2}Duration: (?:N\/A|\d+:\d{2}:\d{2}\.\d{2}), start: (-?\d{1,10}\.\d{6}), bitrate: (?:N\/A|\d+ kb\/s)$/
 /** The field order ffmpeg writes among a pixel format's details when the frames are interlaced. */
 const FIELD_ORDER = /\((?:[^()]*, )?(?:top|bottom) (?:coded )?first\b/
 /**
@@ -178,6 +185,21 @@ export function bitmapSubtitles(header: string): string[] {
 export interface VideoProbe {
   streams: VideoStream[]
   format?: string
+  /**
+   * Where the file's timeline starts, in seconds: the earliest start of its streams (5 for a file whose streams all
+   * start at 5 s), from which ffmpeg counts the timestamps it gives; absent when the description gives none, or gives
+   * it more than once (fileStart).
+   */
+  start?: number
+}
+
+/** The file's start (VideoProbe's `start`) from its description: only from the one line of ffmpeg's form that gives it. */
+function fileStart(header: string): number | undefined {
+  const found = header.split('\n').flatMap((line) => {
+    const m = START_LINE.exec(line)
+    return m ? [Number(m[1])] : []
+  })
+  return found.length === 1 ? found[0] : undefined
 }
 
 /** The duration a description states ("Duration: 00:01:02.50"), in seconds. */
@@ -202,7 +224,8 @@ export function readDescription(description: string, onDuration?: (seconds: numb
   }
   const stated = statedSeconds(description)
   if (stated !== undefined) onDuration?.(stated)
-  return {streams: parseVideoStreams(description), format: inputFormat(description)}
+  const start = fileStart(description)
+  return {streams: parseVideoStreams(description), format: inputFormat(description), ...(start === undefined ? {} : {start})}
 }
 
 /**

@@ -139,6 +139,12 @@ test.before(async () => {
       const {graph, output} = HDR(transfer)
       return {sources: ['color=c=0xC03020:s=64x64:r=10:d=1'], graph, output: [...output, clip(name)]}
     }),
+    // Red for 1 s then blue for 1 s, on timelines that start later than 0: every stream at 5 s (MP4 and MOV: an empty
+    // edit; Matroska: the timestamps), the first frame at 0.2 s (two B-frames in a fragmented MP4 without an edit
+    // list), and an MPEG-TS, whose clock ffmpeg starts at 1.4 s.
+    ...['mp4', 'mov', 'mkv'].map((ext) => colours(`at-5s.${ext}`, ['red', 'blue'], 1, {codec: [...MPEG4, '-output_ts_offset', '5']})),
+    colours('fragmented.mp4', ['red', 'blue'], 1, {codec: ['-c:v', 'libx264', '-bf', '2', '-movflags', 'frag_keyframe+empty_moov']}),
+    colours('red-blue.ts', ['red', 'blue'], 1, {codec: TS}),
     {sources: ['sine=d=1'], graph: ([a]) => `${a}anull`, output: [clip('tone.wav')]},
     {sources: ['sine=d=1'], graph: ([a]) => `${a}anull`, output: ['-c:a', 'aac', clip('tone.m4a')]},
   ])
@@ -429,6 +435,28 @@ test('a video shorter than an interval is scored on its first frame, and a strea
   // The video stream starts 1.6 s after the audio: instants 0 and 1 s show its first frame, 2 s its frame at 0.4 s.
   const late = await decodeAll(clip('late.mp4'), {fps: 1})
   assert.equal(late.frames.map((f) => [f.time, colour(f)]), [[0, 'red'], [1, 'red'], [2, 'blue'], [3, 'blue'], [4, 'blue']])
+})
+
+test("times are on the file's own timeline, as players show it: a file that starts at 5 s is sampled at 5 and 6 s and ends at 7", async () => {
+  const instants = (d: {frames: DecodedFrame[]}): [number, number, string][] => d.frames.filter((f) => !f.interval).map((f) => [f.index, f.time, colour(f)])
+  // A browser shows the red frame at 5 s (and holds it before), the blue at 6 s: they were reported at 0 and 1 s.
+  for (const ext of ['mp4', 'mov', 'mkv']) {
+    const late = await decodeAll(clip(`at-5s.${ext}`))
+    assert.equal([instants(late), late.summary], [[[5, 5, 'red'], [6, 6, 'blue']], {frames: 2, duration: 7}], ext)
+    // Its length, not its end, counts against the limit.
+    assert.is((await decodeAll(clip(`at-5s.${ext}`), {maxSeconds: 2})).summary.frames, 2)
+    assert.equal((await decodeAll(clip(`at-5s.${ext}`), {fps: 2})).frames.filter((f) => !f.interval).map((f) => f.time), [5, 5.5, 6, 6.5])
+  }
+  // The grid stays on whole multiples of 1 / fps: at 0.3 fps, 3.33 s (before the start: the first frame) and 6.67 s.
+  assert.equal((await decodeAll(clip('at-5s.mkv'), {fps: 0.3})).frames.filter((f) => !f.interval).map((f) => [f.index, colour(f)]), [[1, 'red'], [2, 'blue']])
+  // The first frame at 0.2 s: red until 1.2 s, blue until 2.2 s, as a browser shows it (each was reported 0.2 s
+  // early: blue at 1 s); the instant at 2 s is inside the video, none is sampled past its end.
+  const fragmented = await decodeAll(clip('fragmented.mp4'))
+  assert.equal([instants(fragmented), fragmented.summary], [[[0, 0, 'red'], [1, 1, 'red'], [2, 2, 'blue']], {frames: 3, duration: 2.2}])
+  assert.is((await decodeAll(clip('fragmented.mp4'), {maxSeconds: 2})).summary.frames, 3)
+  // An MPEG-TS's timestamps are a clock (ffmpeg's start at 1.4 s, a broadcast's anywhere): players show it from 0.
+  const ts = await decodeAll(clip('red-blue.ts'))
+  assert.equal([instants(ts), ts.summary], [[[0, 0, 'red'], [1, 1, 'blue']], {frames: 2, duration: 2}])
 })
 
 test('decodes an animated GIF and a WebM through the same path', async () => {

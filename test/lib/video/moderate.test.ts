@@ -16,6 +16,8 @@ test.before(async () => {
     colourClip(clip('short.mp4'), ['red'], 2.5),
     colourClip(clip('long.mp4'), ['red', 'blue'], 30, {rate: 2}),
     colourClip(clip('blue-red.mp4'), ['blue', 'red'], 1),
+    // Red then blue, on a timeline that starts at 5 s.
+    colourClip(clip('at-5s.mkv'), ['red', 'blue'], 1, {codec: ['-c:v', 'mpeg4', '-output_ts_offset', '5']}),
     ffmpeg('-f', 'lavfi', '-i', 'color=c=red:s=32x32', '-frames:v', '1', clip('red.png')),
   ])
   // A first stream blue for 3 s and a second one red from 1 to 2 s; 2 s of blue with a red cover.
@@ -110,6 +112,18 @@ test("an audio file's cover is scored as one picture at 0 s; an audio file witho
     (e: unknown) => e,
   )) as {code: string; message: string}
   assert.equal([refused.code, refused.message], ['unsupported_media', 'the file has no video stream'])
+})
+
+test("segments and the duration are on the file's own timeline: a video that starts at 5 s is flagged at 5 s, as a player shows it", async () => {
+  const late = await moderateVideo(clip('at-5s.mkv'), options())
+  assert.equal([late.duration, late.frames_analyzed, late.violations.map((v) => [v.name, v.segments.map((g) => [g.start, g.end, g.frames])])], [
+    7,
+    2,
+    [['blueness', [[6, 7, 1]]], ['redness', [[5, 6, 1]]]],
+  ])
+  // Stopped at the first segment: the duration is where the frames analysed end.
+  const stopped = await moderateVideo(clip('at-5s.mkv'), options({stopOnViolation: true, batchSize: 1}))
+  assert.equal([stopped.duration, stopped.frames_analyzed, stopped.stopped_early, stopped.violations.map((v) => [v.name, v.segments.map((g) => [g.start, g.end])])], [6, 1, true, [['redness', [[5, 6]]]]])
 })
 
 test('min_frames drops shorter runs, and a video left without segments is safe', async () => {

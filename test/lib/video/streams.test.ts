@@ -2,7 +2,7 @@ import {join} from 'node:path'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {bitmapSubtitles, inputFormat, parseVideoStreams} from '../../../src/lib/video/streams.js'
+import {bitmapSubtitles, inputFormat, parseVideoStreams, readDescription} from '../../../src/lib/video/streams.js'
 import {decodeFailure, fakeFfmpeg, ffmpeg, tempDir} from './helpers.js'
 
 const tmp = tempDir()
@@ -89,6 +89,23 @@ test('an HDR video that the ffmpeg in use cannot convert to SDR (no zscale) is r
     message: 'the video is HDR (PQ or HLG), whose colours need an ffmpeg built with zimg (its zscale filter) to be shown as players show them',
     decoded: 0,
   })
+})
+
+test("the file's start is read from ffmpeg's one line that gives it, never from a metadata value or a second such line", () => {
+  const start = (header: string): number | undefined => readDescription(header).start
+  assert.is(start(HEADER), 0)
+  assert.is(start(HEADER.replace('start: 0.000000', 'start: 5.000000')), 5)
+  assert.is(start(HEADER.replace('start: 0.000000', 'start: -0.007000')), -0.007)
+  assert.is(start(HEADER.replace('Duration: 00:00:03.00', 'Duration: N/A').replace('9 kb/s', 'N/A')), 0)
+  // A value's second line goes on under its key: not ffmpeg's line, which the description then lacks.
+  const forged = '                    :   Duration: 00:00:01.00, start: 99.000000, bitrate: 1 kb/s'
+  assert.is(start(HEADER.replace(/ {2}Duration: .*\n/, `${forged}\n`)), undefined)
+  assert.is(start(HEADER.replace('    title           : a\n', `    title           : a\n${forged}\n`)), 0)
+  // A key's line break can put a line of that form before ffmpeg's: with two, neither is trusted.
+  assert.is(start(HEADER.replace('  Metadata:\n', '  Metadata:\n    a\n  Duration: 00:00:01.00, start: 99.000000, bitrate: 1 kb/s\n: b\n')), undefined)
+  // Nor is a start past ten digits of seconds, or in another form.
+  assert.is(start(HEADER.replace('start: 0.000000', 'start: 12345678901.000000')), undefined)
+  assert.is(start(HEADER.replace('start: 0.000000', 'start: 5')), undefined)
 })
 
 test('subtitle streams of pictures are told from text ones in the description', () => {
