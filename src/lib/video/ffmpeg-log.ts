@@ -12,8 +12,8 @@ const MAX_DESCRIPTION_CHARS = 256 * 1024
 /**
  * How much of the lines readDescription reads (readsLine: the streams' own, their tags, the duration) is kept past
  * MAX_DESCRIPTION_CHARS, where a file's own metadata may have filled the first part: a stream described after it must
- * still be seen, or it would go unscored. Past this the description is cut. A value of the file's cannot pass for
- * such a line: ffmpeg starts its continuation lines with ": ".
+ * still be seen, or it would go unscored. Past this the description is cut. A key or value of the file's cannot pass
+ * for such a line: its line breaks are joined (createLeveledLog).
  */
 const MAX_STREAM_DETAIL_CHARS = 1024 * 1024
 /** Longest partial line kept across chunks. */
@@ -40,10 +40,11 @@ export interface LeveledLog {
 
 /**
  * Reads a log written at DESCRIBING_LOGLEVEL; `onDescribed` is called once the description is complete (before the
- * packets are read). A line without a tag continues the line before it (a message with a
- * newline inside, or a metadata value that holds one, which ffmpeg indents): so a value in the file cannot pass for a
- * line of ffmpeg's own. The description ends at the first line of ffmpeg's own that is not indented under it (its
- * output's description, its stream mapping).
+ * packets are read). A line without a tag continues the line before it (a message with a newline inside, or a
+ * metadata key or value that holds one): in the description it is joined to that line (after a `\n` written out),
+ * so that a key or value of the file's cannot pass for a line of ffmpeg's own, nor end the description. The
+ * description ends at the first line of ffmpeg's own that is not indented under it (its output's description, its
+ * stream mapping): a key's line break did, and the streams after it went unscored.
  */
 export function createLeveledLog(onDescribed?: (description: string) => void): LeveledLog {
   let carry = ''
@@ -53,25 +54,44 @@ export function createLeveledLog(onDescribed?: (description: string) => void): L
   let cut = false
   let stage: 'before' | 'in' | 'after' = 'before'
   let errors = ''
+  /** Whether the last line read was kept in the description: a line without a tag goes on with it. */
+  let kept = false
   const keep = (body: string): void => {
+    kept = false
     if (description.length < MAX_DESCRIPTION_CHARS) description += `${body}\n`
     else if (!readsLine(body)) return
     else if (description.length + body.length < MAX_DESCRIPTION_CHARS + MAX_STREAM_DETAIL_CHARS) description += `${body}\n`
-    else cut = true
+    else return void (cut = true)
+    kept = true
+  }
+  const goOn = (text: string): void => {
+    if (!kept) return
+    if (description.length < MAX_DESCRIPTION_CHARS || description.length + text.length < MAX_DESCRIPTION_CHARS + MAX_STREAM_DETAIL_CHARS) {
+      description = `${description.slice(0, -1)}\\n${text}\n`
+    } else {
+      kept = false
+      cut = true
+    }
   }
   const line = (text: string): void => {
     const m = LEVELED_LINE.exec(text)
     const [context, body] = m ? [m[1], m[3]] : ['', text]
     if (m) level = m[2]
     if (ERROR_LEVELS.has(level)) {
+      kept = false
       if (errors.length < LOG_HEAD_CHARS) errors += `${context}${body}\n`.slice(0, LOG_HEAD_CHARS - errors.length)
+    } else if (!m) {
+      goOn(text)
     } else if (level === 'info' && context === '') {
-      if (stage === 'before' && m && body.startsWith('Input #0,')) stage = 'in'
+      if (stage === 'before' && body.startsWith('Input #0,')) stage = 'in'
       else if (stage === 'in' && !/^\s/.test(body)) {
         stage = 'after'
         onDescribed?.(description)
       }
       if (stage === 'in') keep(body)
+      else kept = false
+    } else {
+      kept = false
     }
   }
   return {

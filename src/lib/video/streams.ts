@@ -68,9 +68,10 @@ const ROTATE_TAG_LINE = /^\s+rotate\s*: (-?\d+)\s*$/
 const DURATION = /Duration: (\d+):(\d{2}):(\d{2}(?:\.\d+)?)/
 /**
  * ffmpeg's line of the file's duration and start, exactly as it writes it under "Input #0" (two spaces in; the start
- * in seconds with six decimals, capped here at ten digits before them). A metadata value with a line break in it
- * goes on under its key (`: ` first), never two spaces in; a key's line break can still put such a line into the
- * description, so a start is read only from a description that holds one line of this form (fileStart).
+ * in seconds with six decimals, capped here at ten digits before them). A metadata key or value with a line break
+ * in it is joined to its line (createLeveledLog), but one that goes on with text written as ffmpeg tags its lines
+ * ("[info] ") can still put such a line into the description: a start is read only from a description that holds one
+ * line of this form (fileStart).
  */
 const START_LINE = /^ {2}Duration: (?:N\/A|\d+:\d{2}:\d{2}\.\d{2}), start: (-?\d{1,10}\.\d{6}), bitrate: (?:N\/A|\d+ kb\/s)$/
 /** The field order ffmpeg writes among a pixel format's details when the frames are interlaced. */
@@ -117,8 +118,8 @@ function frameRate(fields: string): number | undefined {
 
 /**
  * The video streams in ffmpeg's description of a file (`ffmpeg -i`): per stream line, its codec, pixel format and
- * dispositions, and from the metadata lines below it Matroska's `alpha_mode`. Lines that are not ffmpeg's own
- * (metadata values) are indented under a key and never start with "Stream #".
+ * dispositions, and from the metadata lines below it Matroska's `alpha_mode`. A metadata key or value's line breaks
+ * are joined to its line (createLeveledLog): no line of the file's starts with "Stream #".
  */
 export function parseVideoStreams(header: string): VideoStream[] {
   const streams: VideoStream[] = []

@@ -33,14 +33,13 @@ test("tells ffmpeg's description of the file from its errors, the level tags lef
   const log = createLeveledLog()
   log.push(LOG)
   log.end()
-  // The description: the input's lines, a metadata value's second line (indented by ffmpeg, so that no value passes
-  // for a line of its own) included, warnings and components' lines left out; it ends where the output's starts.
+  // The description: the input's lines, a metadata value's second line (untagged) joined to its first, so that no
+  // value passes for a line of its own, warnings and components' lines left out; it ends where the output's starts.
   assert.is(
     log.description(),
     `Input #0, mov,mp4,m4a,3gp,3g2,mj2, from '/up/x.mp4':
   Metadata:
-    title           : a
-                    : [info]   Stream #0:9: Video: png, rgba, 64x64
+    title           : a\\n                    : [info]   Stream #0:9: Video: png, rgba, 64x64
   Duration: 00:00:02.00, start: 0.000000, bitrate: 88 kb/s
   Stream #0:0[0x1](und): Video: h264 (High), yuv420p(progressive), 64x48, 5 fps, 5 tbr, 10240 tbn (default)
 `,
@@ -53,6 +52,17 @@ Stream map '0:V' matches no streams.
 To ignore this, add a trailing '?' to the map.
 `,
   )
+})
+
+test("a metadata key with a line break neither ends the description nor passes for a line of ffmpeg's: every video stream is still decoded", async () => {
+  // Two streams, red and blue, under a key whose second line starts at the margin, as ffmpeg's own lines do: the
+  // description ended there, and the blue stream was never decoded.
+  const red = await colourClip(join(tmp.dir, 'red-for-key.mp4'), ['red'], 1)
+  const keyed = join(tmp.dir, 'keyed.mkv')
+  await ffmpeg('-i', red, '-f', 'lavfi', '-i', 'color=c=blue:s=64x64:d=1:r=10', '-map', '0:v', '-map', '1:v', '-c:v', 'mpeg4', '-metadata', 'a\nStream #0:9: Video: png=b', keyed)
+  const frames: [number, string][] = []
+  for await (const f of decodeFrames(keyed, decodeOptions())) frames.push([f.stream, meanChannel(f.image, 0) > 200 ? 'red' : meanChannel(f.image, 2) > 200 ? 'blue' : 'other'])
+  assert.equal(frames, [[0, 'red'], [1, 'blue']])
 })
 
 test('reads lines split across chunks, and the last line without its newline', () => {

@@ -101,7 +101,7 @@ test("the file's start is read from ffmpeg's one line that gives it, never from 
   const forged = '                    :   Duration: 00:00:01.00, start: 99.000000, bitrate: 1 kb/s'
   assert.is(start(HEADER.replace(/ {2}Duration: .*\n/, `${forged}\n`)), undefined)
   assert.is(start(HEADER.replace('    title           : a\n', `    title           : a\n${forged}\n`)), 0)
-  // A key's line break can put a line of that form before ffmpeg's: with two, neither is trusted.
+  // A key's line break followed by text tagged as ffmpeg tags its lines can put one before ffmpeg's: with two, neither is trusted.
   assert.is(start(HEADER.replace('  Metadata:\n', '  Metadata:\n    a\n  Duration: 00:00:01.00, start: 99.000000, bitrate: 1 kb/s\n: b\n')), undefined)
   // Nor is a start past ten digits of seconds, or in another form.
   assert.is(start(HEADER.replace('start: 0.000000', 'start: 12345678901.000000')), undefined)
