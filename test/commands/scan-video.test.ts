@@ -109,9 +109,11 @@ test('what a viewer sees is scored: a red first frame, a red second stream, red 
     ),
     ffmpeg(...['-f', 'lavfi', '-i', 'color=c=black@0:s=64x64:r=10:d=2,format=rgba', '-c:v', 'png', at('clear-black.mov')]),
   ])
+  // A song's artwork, the picture a player shows of it.
+  await ffmpeg(...['-f', 'lavfi', '-i', 'sine=d=2', '-i', at('red.png'), '-map', '0:a', '-map', '1', '-c:a', 'libmp3lame', '-c:v', 'mjpeg', '-disposition:v:0', 'attached_pic', at('song.mp3')])
   // The toy model's "red" takes white for red too, but not black: clear black, shown white, is flagged as black is not.
   const found: Record<string, unknown> = {}
-  for (const name of ['red-first.mp4', 'second-stream.mkv', 'cover.mp4', 'clear-black.mov', 'black.mp4']) {
+  for (const name of ['red-first.mp4', 'second-stream.mkv', 'cover.mp4', 'song.mp3', 'clear-black.mov', 'black.mp4']) {
     const r = await runInProcess(['scan-video', at(name), '--config', policy, '--json'], {env})
     const result = JSON.parse(r.stdout)
     found[name] = [r.code, result.frames_analyzed, result.violations.flatMap((v: {segments: {start: number; end: number}[]}) => v.segments.map((g) => [g.start, g.end]))]
@@ -120,6 +122,7 @@ test('what a viewer sees is scored: a red first frame, a red second stream, red 
     'red-first.mp4': [1, 3, [[0, 1]]],
     'second-stream.mkv': [1, 2, [[1, 2]]],
     'cover.mp4': [1, 2, [[0, 1]]],
+    'song.mp3': [1, 1, [[0, 1]]],
     'clear-black.mov': [1, 2, [[0, 2]]],
     'black.mp4': [0, 2, []],
   })

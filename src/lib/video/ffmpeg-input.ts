@@ -4,8 +4,11 @@ import {ModError} from '../errors.js'
 import {isAnimatedPng} from '../image/apng.js'
 import {aFormat, readHead, sniffImage, stillImageFormat} from '../input/sniff.js'
 
-/** Demuxers accepted: MP4/MOV family, Matroska/WebM, AVI, animated GIF, MPEG-TS/PS, FLV, Ogg, ASF/WMV. */
-export const VIDEO_DEMUXERS = 'mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,gif,mpegts,mpeg,flv,ogg,asf'
+/**
+ * Demuxers accepted: MP4/MOV family, Matroska/WebM, AVI, animated GIF, MPEG-TS/PS, FLV, Ogg, ASF/WMV; and MP3 and FLAC,
+ * for the picture they may hold (cover art, which players and file managers show: scored as one picture).
+ */
+export const VIDEO_DEMUXERS = 'mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,gif,mpegts,mpeg,flv,ogg,asf,mp3,flac'
 
 /**
  * Input options per demuxer, given once the file's demuxer is known (from ffmpeg's description of it, streams.ts). MPEG-TS: a

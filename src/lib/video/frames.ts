@@ -203,6 +203,8 @@ function samplingGrid(start: number | undefined, format: string | undefined, fps
   return {first, offset: Math.max(0, from - first / fps)}
 }
 
+const SOUND_ONLY = 'the file is sound only: it has no picture to score (no video stream, no cover art)'
+
 /** At most this many video streams are decoded side by side (an ffmpeg each); a file of more is refused. */
 export const MAX_VIDEO_STREAMS = 4
 
@@ -288,6 +290,9 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
   // A stream left out of the description would go unscored.
   if (survey.descriptionCut) throw new ModError('unsupported_media', 'the file describes its streams at a length mod does not read (over 1 MiB of stream lines): remove its metadata (ffmpeg -map_metadata -1) and try again')
   const probe = readDescription(survey.description, o.onDuration)
+  // What a player shows of a song is its cover: without one there is nothing to score (ffmpeg's own word was "matches
+  // no streams", or for an MP3 or FLAC file "not a video").
+  if (probe.streams.length === 0 && probe.audio) throw new ModError('unsupported_media', SOUND_ONLY)
   const streams = streamsToDecode(probe.streams)
   // A file whose only pictures are covers (an audio file with its artwork) has no timeline to bound: each cover is
   // decoded as one picture. The listing, which leaves covers out, found no video stream in it.

@@ -60,6 +60,7 @@ const STREAM_LINE = /^\s*Stream #0:(\d+)\S*: Video: (.*)$/
  */
 const BITMAP_SUBTITLES = new Set(['hdmv_pgs_subtitle', 'dvb_subtitle', 'dvd_subtitle', 'xsub'])
 const SUBTITLE_LINE = /^\s*Stream #0:\d+\S*: Subtitle: ([\w-]+)/
+const AUDIO_LINE = /^\s*Stream #0:\d+\S*: Audio: /m
 /** Any stream's own line, whatever its kind: it ends what a video stream's metadata lines describe. */
 const ANY_STREAM_LINE = /^\s*Stream #/
 const ALPHA_MODE_LINE = /^\s+alpha_mode\s*: 1\s*$/
@@ -186,6 +187,8 @@ export function bitmapSubtitles(header: string): string[] {
 export interface VideoProbe {
   streams: VideoStream[]
   format?: string
+  /** It has an audio stream (beside its video streams, or alone: a song, whose only picture may be its cover). */
+  audio: boolean
   /**
    * Where the file's timeline starts, in seconds: the earliest start of its streams (5 for a file whose streams all
    * start at 5 s), from which ffmpeg counts the timestamps it gives; absent when the description gives none, or gives
@@ -226,7 +229,7 @@ export function readDescription(description: string, onDuration?: (seconds: numb
   const stated = statedSeconds(description)
   if (stated !== undefined) onDuration?.(stated)
   const start = fileStart(description)
-  return {streams: parseVideoStreams(description), format: inputFormat(description), ...(start === undefined ? {} : {start})}
+  return {streams: parseVideoStreams(description), format: inputFormat(description), audio: AUDIO_LINE.test(description), ...(start === undefined ? {} : {start})}
 }
 
 /**

@@ -563,10 +563,22 @@ test('a text file is unsupported_media, not a video, named .md or .mp4', async (
   }
 })
 
-test('an audio file in a video container, without a video stream, is unsupported_media', async () => {
-  const f = await decodeFailure(clip('tone.m4a'))
-  assert.equal([f.code, f.decoded], ['unsupported_media', 0])
-  assert.is(f.message, 'the file has no video stream')
+test("an audio file's cover (MP3, FLAC, M4A) is its one picture; one without a picture is unsupported_media, saying it has none to score", async () => {
+  // MP3 and FLAC were not read at all ("not a video in a supported format"), with or without a cover.
+  const song = (name: string, codec: string[]): Promise<void> =>
+    ffmpeg('-f', 'lavfi', '-i', 'sine=d=2', '-i', clip('red.png'), '-map', '0:a', '-map', '1', ...codec, '-disposition:v:0', 'attached_pic', clip(name))
+  await song('song.mp3', ['-c:a', 'libmp3lame', '-c:v', 'mjpeg', '-id3v2_version', '3'])
+  await song('song.flac', ['-c:a', 'flac', '-c:v', 'png'])
+  await song('song.m4a', ['-c:a', 'aac', '-c:v', 'png'])
+  await ffmpeg('-i', clip('song.mp3'), '-map', '0:a', '-c', 'copy', clip('tone.mp3'))
+  await ffmpeg('-i', clip('song.flac'), '-map', '0:a', '-c', 'copy', clip('tone.flac'))
+  for (const name of ['song.mp3', 'song.flac', 'song.m4a']) {
+    const {frames, summary} = await decodeAll(clip(name))
+    assert.equal([frames.map((f) => [f.time, colour(f)]), summary], [[[0, 'red']], {frames: 1, duration: 1}], name)
+  }
+  for (const name of ['tone.m4a', 'tone.mp3', 'tone.flac']) {
+    assert.equal(await decodeFailure(clip(name)), {code: 'unsupported_media', message: 'the file is sound only: it has no picture to score (no video stream, no cover art)', decoded: 0}, name)
+  }
 })
 
 test('a playlist cannot make ffmpeg fetch a URL', async () => {

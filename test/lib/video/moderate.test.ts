@@ -104,14 +104,14 @@ test('a segment found in any video stream counts, on the one timeline, and a cov
   ])
 })
 
-test("an audio file's cover is scored as one picture at 0 s; an audio file without one has no video stream", async () => {
+test("an audio file's cover is scored as one picture at 0 s; an audio file without one has no picture to score", async () => {
   const song = await moderateVideo(clip('song.m4a'), options())
   assert.equal([song.frames_analyzed, song.violations.map((v) => [v.name, v.segments.map((g) => [g.start, g.end, g.frames])])], [1, [['redness', [[0, 1, 1]]]]])
   const refused = (await moderateVideo(clip('sound.m4a'), options()).then(
     () => undefined,
     (e: unknown) => e,
   )) as {code: string; message: string}
-  assert.equal([refused.code, refused.message], ['unsupported_media', 'the file has no video stream'])
+  assert.equal([refused.code, refused.message], ['unsupported_media', 'the file is sound only: it has no picture to score (no video stream, no cover art)'])
 })
 
 test("segments and the duration are on the file's own timeline: a video that starts at 5 s is flagged at 5 s, as a player shows it", async () => {
