@@ -81,7 +81,8 @@ const FFMPEG_REASONS: [RegExp, string][] = [
   [/matches no streams/, 'the file has no video stream'],
   [/Unknown decoder 'libvpx/, 'the video is transparent (VP8 or VP9 with alpha), which needs an ffmpeg built with libvpx to decode'],
   [/No such filter: '(?:zscale|tonemap)'/, "the video is HDR (PQ or HLG), whose colours need an ffmpeg built with zimg (its zscale filter) to be shown as players show them"],
-  [/Format not on whitelist|Invalid data found when processing input/, NOT_A_VIDEO],
+  // Not where a packet of a stream opened fails to decode ("Error while decoding stream #0:0: Invalid data …").
+  [/Format not on whitelist|^(?!Error while decoding ).*Invalid data found when processing input/m, NOT_A_VIDEO],
 ]
 
 /** Box types an MP4 or MOV file starts with: ffmpeg opens any file named .mp4 or .mov as one and finds no index. */
@@ -106,10 +107,13 @@ async function notOpened(reason: string, path: string): Promise<string> {
   return reason
 }
 
-/** unsupported_media with ffmpeg's reason reworded; its first line stays in the error's `context`. */
-export async function unreadableVideo(log: string, path: string): Promise<ModError> {
+/**
+ * unsupported_media with ffmpeg's reason reworded (`otherwise` when it gives none known); its first line stays in the
+ * error's `context`.
+ */
+export async function unreadableVideo(log: string, path: string, otherwise = 'the video could not be decoded; the file may be damaged'): Promise<ModError> {
   const found = FFMPEG_REASONS.find(([pattern]) => pattern.test(log))?.[1]
-  const reason = found === NO_INDEX[1] || found === NOT_A_VIDEO ? await notOpened(found, path) : (found ?? 'the video could not be decoded; the file may be damaged')
+  const reason = found === NO_INDEX[1] || found === NOT_A_VIDEO ? await notOpened(found, path) : (found ?? otherwise)
   return new ModError('unsupported_media', reason, {ffmpeg: firstError(log, path)})
 }
 

@@ -13,6 +13,8 @@ export interface PacketClock {
   span(): number | undefined
   /** Packets seen so far, those without a timestamp included. */
   packets(): number
+  /** Per stream listed (each `#tb` line), in order: its packets seen so far. */
+  streamPackets(): number[]
 }
 
 /**
@@ -25,6 +27,7 @@ export function createPacketClock(): PacketClock {
   let carry = ''
   /** Per stream of the listing. */
   const timeBases = new Map<string, number>()
+  const perStream = new Map<string, number>()
   let end: number | undefined
   let start: number | undefined
   let packets = 0
@@ -33,12 +36,14 @@ export function createPacketClock(): PacketClock {
     const tb = /^#tb (\d+): (\d+)\/(\d+)$/.exec(text)
     if (tb) {
       timeBases.set(tb[1], Number(tb[2]) / Number(tb[3]))
+      perStream.set(tb[1], perStream.get(tb[1]) ?? 0)
       return
     }
     const fields = text.split(',')
     const timeBase = timeBases.get(fields[0])
     if (timeBase === undefined || fields.length < 4) return
     packets++
+    perStream.set(fields[0], (perStream.get(fields[0]) ?? 0) + 1)
     const pts = Number(fields[2])
     const duration = Number(fields[3])
     // Packets without a timestamp are printed as a huge negative number: skip them.
@@ -58,5 +63,6 @@ export function createPacketClock(): PacketClock {
     end: () => end,
     span: () => (end === undefined || start === undefined ? undefined : end - start),
     packets: () => packets,
+    streamPackets: () => [...perStream.values()],
   }
 }

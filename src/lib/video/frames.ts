@@ -149,8 +149,11 @@ function createWaitClock(budgetMs: number, spentBefore: number, stallTimeoutMs: 
   }
 }
 
-/** Throws the error that explains how ffmpeg ended, if it did not end well. */
-async function checkEnding(code: number | null, frames: number, decoder: Decoder, clock: WaitClock, path: string, o: DecodeOptions, budgetMs: number): Promise<void> {
+/**
+ * Throws the error that explains how ffmpeg ended, if it did not end well. `named`: how a message names the stream
+ * ("the video", or one stream of several).
+ */
+async function checkEnding(code: number | null, frames: number, decoder: Decoder, clock: WaitClock, path: string, o: DecodeOptions, budgetMs: number, named: string): Promise<void> {
   if (clock.overTime()) {
     throw new ModError('video_too_long', `decoding the video took longer than ${budgetMs / 1000} s, the limit for videos of up to ${o.maxSeconds} s`)
   }
@@ -159,9 +162,28 @@ async function checkEnding(code: number | null, frames: number, decoder: Decoder
     throw decoderStalled(o.stallTimeoutMs)
   }
   if (decoder.pixelLimit()) throw picturesTooLarge(o.maxPixels)
-  if (code !== 0) throw await unreadableVideo(decoder.log(), path)
-  if (frames === 0) throw new ModError('unsupported_media', 'no video frame could be decoded')
+  // Packets that ffmpeg read but could not decode into one picture (their data damaged).
+  const noFrame = `no frame of ${named} could be decoded: its pictures are damaged or unreadable`
+  if (code !== 0) throw await unreadableVideo(decoder.log(), path, frames === 0 ? noFrame : undefined)
+  if (frames === 0) throw new ModError('unsupported_media', noFrame)
 }
+
+/**
+ * unsupported_media for a file with a video stream (not a cover) of no packet at all: declared, but empty, so that
+ * nothing of it is shown; `named` as checkEnding's. Decoding it failed only once the other streams had been scored,
+ * as "the video could not be decoded; the file may be damaged".
+ */
+function emptyStream(stream: VideoStream, timelines: number, others: boolean): ModError {
+  const remove = others ? `: remove it (ffmpeg -i in -map 0 -map -0:${stream.index} -c copy out) to have the others scored` : ''
+  return new ModError('unsupported_media', `${streamName(stream, timelines, 'stream')} is declared but empty, with no frame to score${remove}`)
+}
+
+/**
+ * How messages name `stream` of the file's `timelines` streams with a timeline: by its number among several (or as a
+ * cover), else "the video" (`alone`: "the file's video stream").
+ */
+const streamName = (stream: VideoStream | undefined, timelines: number, alone: 'video' | 'stream' = 'video'): string =>
+  stream !== undefined && (timelines > 1 || stream.cover) ? `the file's video stream 0:${stream.index}` : alone === 'video' ? 'the video' : "the file's video stream"
 
 /** `index`: the instant's number from the grid's first (not its number on the timeline); `offset`: samplingGrid's. */
 function checkFrameLimits(index: number, offset: number, o: DecodeOptions): void {
@@ -230,6 +252,8 @@ interface StreamDecoding {
   queue: RgbImage[]
   frames: number
   ended: boolean
+  /** How messages name the stream (streamName). */
+  named: string
 }
 
 /**
@@ -275,8 +299,8 @@ async function nextViews(d: StreamDecoding, clock: WaitClock, signal: AbortSigna
  * Errors: `unsupported_media` for an empty file (before ffmpeg starts); `ffmpeg_missing` (the binary cannot be run); `video_too_long` (packets
  * covering more than `maxSeconds`, more than `maxSeconds` × `maxSourceFps` of them, or more than `maxFrames` instants, a frame at or past
  * `maxSeconds`, more than `maxFrames` instants decoded, or ffmpeg outlasting its time); `payload_too_large` (a picture over `maxPixels`); `unsupported_media`
- * (not a video ffmpeg can read, no video stream, more than MAX_VIDEO_STREAMS of them, a stream without a frame
- * decoded, ffmpeg failing, or no progress for `stallTimeoutMs`, whether or not frames were decoded before); the
+ * (not a video ffmpeg can read, sound only, no video stream, more than MAX_VIDEO_STREAMS of them, a stream without
+ * a packet listed or a frame decoded, each before any frame is given, ffmpeg failing, or no progress for `stallTimeoutMs`, whether or not frames were decoded before); the
  * signal's reason when aborted.
  */
 export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenerator<DecodedFrame, DecodeSummary> {
@@ -312,13 +336,19 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
   // on each instant decoded stays, for packets without timestamps).
   if (scan.end !== undefined && instantsBefore(scan.end + offset, o.fps) > o.maxFrames) throw tooManyFrames(o)
   // The frames a second the packets show, per stream (a cover's one packet aside): what the file really has.
-  const timelines = Math.max(1, streams.filter((stream) => stream !== undefined && !stream.cover).length)
+  const withTimeline = streams.filter((stream): stream is VideoStream => stream !== undefined && !stream.cover)
+  const timelines = Math.max(1, withTimeline.length)
+  // The listing gives the streams with a timeline in the file's order, as the description does.
+  if (scan.streams !== undefined && scan.streams.length === withTimeline.length) {
+    const empty = withTimeline.findIndex((_, i) => scan.streams?.[i] === 0)
+    if (empty >= 0) throw emptyStream(withTimeline[empty], timelines, streams.length > 1)
+  }
   const packetRate = scan.end !== undefined && scan.end > 0 ? scan.packets / timelines / scan.end : undefined
   const decodings: StreamDecoding[] = streams.map((stream) => {
     const decoder = startDecoder(path, o, stream, {format: probe.format, packetRate, offset})
     const layout = stackedParts(stream)
     const parser = createPpmParser(o.maxFrameSide, partCount(layout))
-    return {decoder, layout, chunks: decoder.stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>, parser, queue: [], frames: 0, ended: false}
+    return {decoder, layout, chunks: decoder.stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>, parser, queue: [], frames: 0, ended: false, named: streamName(stream, timelines)}
   })
   const killAll = (): void => decodings.forEach((d) => d.decoder.kill())
   const clock = createWaitClock(budgetMs, performance.now() - scanStarted, o.stallTimeoutMs, killAll)
@@ -330,7 +360,14 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
     for (;;) {
       const images: (FrameView & {stream: number})[] = []
       for (const [stream, d] of decodings.entries()) {
-        for (const view of await nextViews(d, clock, o.signal)) images.push({...view, stream})
+        const views = await nextViews(d, clock, o.signal)
+        // A stream whose ffmpeg ended without a frame is refused at once, before the others are scored.
+        if (views.length === 0 && d.frames === 0) {
+          const code = await clock.wait(d.decoder.exited)
+          o.signal?.throwIfAborted()
+          await checkEnding(code, 0, d.decoder, clock, path, o, budgetMs, d.named)
+        }
+        for (const view of views) images.push({...view, stream})
       }
       if (images.length === 0) break
       checkFrameLimits(index, offset, o)
@@ -343,7 +380,7 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
     for (const d of decodings) {
       const code = await clock.wait(d.decoder.exited)
       o.signal?.throwIfAborted()
-      await checkEnding(code, d.frames, d.decoder, clock, path, o, budgetMs)
+      await checkEnding(code, d.frames, d.decoder, clock, path, o, budgetMs, d.named)
     }
     // From the grid's first instant: the frames sampled, and the packets' end.
     const span = index / o.fps

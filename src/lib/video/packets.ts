@@ -28,6 +28,8 @@ export interface PacketScan {
   /** End time in seconds of the latest packet (pts + duration), or undefined when none had a timestamp. */
   end: number | undefined
   packets: number
+  /** Per video stream listed (attached pictures left out), in the file's order: its packets. */
+  streams?: number[]
 }
 
 /** A listing's outcome: the packets, or why it failed; and ffmpeg's description of the file when it was asked for. */
@@ -126,7 +128,7 @@ async function listPackets(path: string, o: PacketScanOptions, describing: boole
     if (ffmpeg.pixelLimit()) return {...described, scan: picturesTooLarge(o.maxPixels)}
     if (code !== 0 && TOO_OLD.test(ffmpeg.log())) return {...described, scan: ffmpegMissing('the ffmpeg in use is too old to tag its log lines (mod needs ffmpeg 4.0 or later)')}
     if (code !== 0) return {...described, scan: await unreadableVideo(ffmpeg.log(), path)}
-    return {...described, scan: {end: clock.end(), packets: clock.packets()}}
+    return {...described, scan: {end: clock.end(), packets: clock.packets(), streams: clock.streamPackets()}}
   } finally {
     clearTimeout(stall)
     clearTimeout(deadline)

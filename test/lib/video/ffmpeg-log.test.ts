@@ -103,7 +103,7 @@ test('ffmpeg describes a video in the run that lists its packets: an MP4 takes t
   const tsSurvey = await surveyPackets(ts, listing)
   assert.equal([inputFormat(tsSurvey.description), tsSurvey.scan], ['mpegts', undefined])
   const mp4Survey = await surveyPackets(mp4, listing)
-  assert.equal([inputFormat(mp4Survey.description), mp4Survey.scan], ['mov', {end: 2, packets: 20}])
+  assert.equal([inputFormat(mp4Survey.description), mp4Survey.scan], ['mov', {end: 2, packets: 20, streams: [20]}])
 })
 
 /** A description whose metadata (tags of `tags` lines) comes before its streams' lines, as a file's own tags do. */

@@ -22,8 +22,10 @@ test('gives the end of the latest packet in seconds, whatever the packet order',
 
 test('counts the packets of every stream listed, each in its own time base', () => {
   const clock = createPacketClock()
-  clock.push(Buffer.from('#tb 0: 1/10\n#tb 1: 1/1000\n0, 0, 0, 1, 9, 0x1\n1, 500, 500, 100, 9, 0x2\n1, 4000, 4000, 500, 9, 0x3\n0, 1, 1, 1, 9, 0x4\n'))
+  clock.push(Buffer.from('#tb 0: 1/10\n#tb 1: 1/1000\n#tb 2: 1/1000\n0, 0, 0, 1, 9, 0x1\n1, 500, 500, 100, 9, 0x2\n1, 4000, 4000, 500, 9, 0x3\n0, 1, 1, 1, 9, 0x4\n'))
   assert.equal([clock.packets(), clock.end(), clock.span()], [4, 4.5, 4.5])
+  // Per stream, in order: the third is listed without a packet (declared, but empty).
+  assert.equal(clock.streamPackets(), [2, 2, 0])
 })
 
 test('gives the span the packets cover from the earliest one, for a stream that does not start at 0', () => {

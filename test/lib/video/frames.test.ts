@@ -581,6 +581,24 @@ test("an audio file's cover (MP3, FLAC, M4A) is its one picture; one without a p
   }
 })
 
+test('a video stream that gives no frame is refused before any frame is scored: declared but empty, or every picture damaged', async () => {
+  const blue = clip('blue-red.mp4')
+  await ffmpeg(...['-f', 'lavfi', '-i', 'sine=d=2', '-f', 'lavfi', '-i', 'color=c=red:s=64x64:d=1', '-map', '0:a', '-map', '1:v', '-frames:v', '0', '-c:a', 'aac', '-c:v', 'mpeg4', clip('empty-video.mkv')])
+  await ffmpeg(...['-i', blue, '-f', 'lavfi', '-i', 'color=c=red:s=64x64:d=1', '-map', '0:v', '-map', '1:v', '-frames:v:1', '0', '-c:v', 'mpeg4', clip('and-empty.mkv')])
+  // Every byte of every packet overwritten: the container still gives the picture size, no picture decodes.
+  await ffmpeg('-i', blue, '-c', 'copy', '-bsf:v', 'noise=amount=1', clip('damaged.mkv'))
+  await ffmpeg('-i', blue, '-i', clip('damaged.mkv'), '-map', '0:v', '-map', '1:v', '-c', 'copy', clip('and-damaged.mkv'))
+  // The empty stream failed once the others were scored, as a damaged file; the damaged one as "not a video".
+  assert.equal(await decodeFailure(clip('empty-video.mkv')), {code: 'unsupported_media', message: "the file's video stream is declared but empty, with no frame to score", decoded: 0})
+  assert.equal(await decodeFailure(clip('and-empty.mkv')), {
+    code: 'unsupported_media',
+    message: "the file's video stream 0:1 is declared but empty, with no frame to score: remove it (ffmpeg -i in -map 0 -map -0:1 -c copy out) to have the others scored",
+    decoded: 0,
+  })
+  assert.equal(await decodeFailure(clip('damaged.mkv')), {code: 'unsupported_media', message: 'no frame of the video could be decoded: its pictures are damaged or unreadable', decoded: 0})
+  assert.equal(await decodeFailure(clip('and-damaged.mkv')), {code: 'unsupported_media', message: "no frame of the file's video stream 0:1 could be decoded: its pictures are damaged or unreadable", decoded: 0})
+})
+
 test('a playlist cannot make ffmpeg fetch a URL', async () => {
   let hits = 0
   const server = createServer((_, res) => {
