@@ -41,7 +41,12 @@ size of its first pictures; an MPEG-TS whose video moves to another PID decoded 
 
 Each instant k/fps is scored on the frame a player shows then (the first frame at 0 s), as displayed (rotation,
 non-square pixels, transparency onto white); every video stream of the file is scored (a segment in any counts)
-and cover art once, at 0 s.
+and cover art once, at 0 s. Times ("start", "end", "at", "duration") are on the file's own timeline, as players show
+it: a file whose streams start at 5 s is sampled from 5 s (an MPEG-TS, whose clock starts anywhere, from 0).
+
+An audio file's cover art (MP3, FLAC, M4A) is scored as one picture; a file of sound alone is refused
+(unsupported_media: no picture to score), as is a video stream that gives no frame (declared but empty, or every
+picture damaged), before any frame is scored.
 
 --format (table, json, ndjson; --json and --ndjson are its aliases): ndjson prints one line per segment as it is found ({"type":"segment", "name", "start", "end", "frames",
 "max_confidence"}), then the video result. Frames are matched against the policy's hash_lists too: a segment of
