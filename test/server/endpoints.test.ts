@@ -1,11 +1,11 @@
 import {readFile} from 'node:fs/promises'
-import {join} from 'node:path'
+import {basename, join} from 'node:path'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {policyDigest} from '../../src/server/policy-digest.js'
-import {colourClip} from '../lib/video/helpers.js'
+import {colourClip, ffmpeg} from '../lib/video/helpers.js'
 import {blue, call, form, postJson, red, start, tempDir, testSettings, toyEngine, type Running} from './harness.js'
 import {signalStates} from '../helpers/signals.js'
 
@@ -167,6 +167,22 @@ test('POST /v1/moderate/video stops at the first segment with stop_on_violation'
   assert.is(r.body.stopped_early, true)
   assert.is(r.body.is_safe, false)
   assert.equal(r.body.violations[0].segments[0].start, 0)
+})
+
+test("POST /v1/moderate/video times a segment on the file's own timeline, scores an MP3's cover art, and refuses sound alone with 415", async () => {
+  const post = async (path: string, type: string) =>
+    call(`${server.base}/v1/moderate/video`, {method: 'POST', body: form('file', [{name: basename(path), data: await readFile(path), type}])})
+  // Blue then red, on a timeline that starts at 5 s: a browser shows the red at 6 s.
+  const late = await colourClip(join(dir.path, 'at-5s.mkv'), ['blue', 'red'], 1, {codec: ['-c:v', 'mpeg4', '-output_ts_offset', '5']})
+  const r = await post(late, 'video/x-matroska')
+  assert.equal([r.status, r.body.duration, r.body.frames_analyzed, r.body.violations[0].segments], [200, 7, 2, [{start: 6, end: 7, frames: 1, max_confidence: 1}]])
+  const red = await colourClip(join(dir.path, 'red-cover.mp4'), ['red'], 0.1)
+  await ffmpeg('-f', 'lavfi', '-i', 'sine=d=1', '-i', red, '-map', '0:a', '-map', '1:v', '-frames:v:0', '1', '-c:a', 'libmp3lame', '-c:v', 'mjpeg', '-disposition:v:0', 'attached_pic', join(dir.path, 'song.mp3'))
+  await ffmpeg('-f', 'lavfi', '-i', 'sine=d=1', '-c:a', 'libmp3lame', join(dir.path, 'sound.mp3'))
+  const song = await post(join(dir.path, 'song.mp3'), 'audio/mpeg')
+  assert.equal([song.status, song.body.frames_analyzed, song.body.violations.map((v: {name: string}) => v.name)], [200, 1, ['redness']])
+  const sound = await post(join(dir.path, 'sound.mp3'), 'audio/mpeg')
+  assert.equal([sound.status, sound.body.error], [415, {code: 'unsupported_media', message: 'the file is sound only: it has no picture to score (no video stream, no cover art)'}])
 })
 
 test('an animated GIF sent to the video endpoint is decoded as a video', async () => {
