@@ -338,6 +338,12 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
   // The frames a second the packets show, per stream (a cover's one packet aside): what the file really has.
   const withTimeline = streams.filter((stream): stream is VideoStream => stream !== undefined && !stream.cover)
   const timelines = Math.max(1, withTimeline.length)
+  // A stream the listing found that the description left out would go unscored: a metadata key can go on with text
+  // tagged as ffmpeg tags its lines (an MP4's own keys, `-movflags use_metadata_tags`), which ends the description.
+  // (Without a description at all, as an ffmpeg that gives none, the first video stream is decoded as before.)
+  if (probe.format !== undefined && scan.streams !== undefined && scan.streams.length > withTimeline.length) {
+    throw new ModError('unsupported_media', `the file has ${scan.streams.length} video streams, of which ffmpeg's description of it names ${withTimeline.length} (its metadata reads as lines of ffmpeg's own): remove its metadata (ffmpeg -map_metadata -1) and try again`)
+  }
   // The listing gives the streams with a timeline in the file's order, as the description does.
   if (scan.streams !== undefined && scan.streams.length === withTimeline.length) {
     const empty = withTimeline.findIndex((_, i) => scan.streams?.[i] === 0)

@@ -63,6 +63,15 @@ test("a metadata key with a line break neither ends the description nor passes f
   const frames: [number, string][] = []
   for await (const f of decodeFrames(keyed, decodeOptions())) frames.push([f.stream, meanChannel(f.image, 0) > 200 ? 'red' : meanChannel(f.image, 2) > 200 ? 'blue' : 'other'])
   assert.equal(frames, [[0, 'red'], [1, 'blue']])
+  // An MP4's own keys are written as given: one that goes on with a line tagged as ffmpeg's own still ends the
+  // description, and the streams it leaves out are found by the listing of the packets, which refuses the file.
+  const forged = join(tmp.dir, 'forged.mp4')
+  await ffmpeg('-i', keyed, '-map', '0:v', '-c', 'copy', '-movflags', 'use_metadata_tags', '-metadata', 'a\n[info] X=b', forged)
+  assert.equal(await decodeFailure(forged), {
+    code: 'unsupported_media',
+    message: "the file has 2 video streams, of which ffmpeg's description of it names 0 (its metadata reads as lines of ffmpeg's own): remove its metadata (ffmpeg -map_metadata -1) and try again",
+    decoded: 0,
+  })
 })
 
 test('reads lines split across chunks, and the last line without its newline', () => {
