@@ -36,7 +36,16 @@ export interface LeveledLog {
   cut(): boolean
   /** The error lines (their components' prefixes kept, the level tags left out), the first LOG_HEAD_CHARS of them. */
   errors(): string
+  /**
+   * The input streams of the run's stream mapping ("  Stream #0:1 -> #0:1 (copy)", after the description), the first
+   * MAX_MAPPED of them: those it reads. A line of the file's metadata can add to them, never take one away.
+   */
+  mapped(): number[]
 }
+
+/** Stream mapping lines kept: a run maps a few streams (at most MAX_VIDEO_STREAMS are decoded). */
+const MAX_MAPPED = 64
+const MAPPING_LINE = /^ {2}Stream #0:(\d+) -> #\d+:\d+/
 
 /**
  * Reads a log written at DESCRIBING_LOGLEVEL; `onDescribed` is called once the description is complete (before the
@@ -54,6 +63,7 @@ export function createLeveledLog(onDescribed?: (description: string) => void): L
   let cut = false
   let stage: 'before' | 'in' | 'after' = 'before'
   let errors = ''
+  const mapped: number[] = []
   /** Whether the last line read was kept in the description: a line without a tag goes on with it. */
   let kept = false
   const keep = (body: string): void => {
@@ -90,6 +100,8 @@ export function createLeveledLog(onDescribed?: (description: string) => void): L
       }
       if (stage === 'in') keep(body)
       else kept = false
+      const m = stage === 'after' ? MAPPING_LINE.exec(body) : null
+      if (m && mapped.length < MAX_MAPPED) mapped.push(Number(m[1]))
     } else {
       kept = false
     }
@@ -107,5 +119,6 @@ export function createLeveledLog(onDescribed?: (description: string) => void): L
     description: () => description,
     cut: () => cut,
     errors: () => errors,
+    mapped: () => mapped,
   }
 }

@@ -17,6 +17,8 @@ export interface FfmpegProcess {
   description(): string
   /** Whether that description left out lines that say what the streams are (too long to keep whole). */
   descriptionCut(): boolean
+  /** The input streams of its stream mapping, when it was started at DESCRIBING_LOGLEVEL; else none. */
+  mapped(): number[]
   /** SIGKILL, unless it has ended already. */
   kill(): void
 }
@@ -58,6 +60,7 @@ export function startFfmpeg(ffmpeg: string, args: string[], stdio: StdioOptions,
     pixelLimit: () => (leveled ? overPixelLimit(leveled.errors()) : pixelLimit),
     description: () => leveled?.description() ?? '',
     descriptionCut: () => leveled?.cut() ?? false,
+    mapped: () => leveled?.mapped() ?? [],
     kill: () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
     },

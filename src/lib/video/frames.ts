@@ -339,10 +339,14 @@ export async function* decodeFrames(path: string, o: DecodeOptions): AsyncGenera
   const withTimeline = streams.filter((stream): stream is VideoStream => stream !== undefined && !stream.cover)
   const timelines = Math.max(1, withTimeline.length)
   // A stream the listing found that the description left out would go unscored: a metadata key can go on with text
-  // tagged as ffmpeg tags its lines (an MP4's own keys, `-movflags use_metadata_tags`), which ends the description.
-  // (Without a description at all, as an ffmpeg that gives none, the first video stream is decoded as before.)
-  if (probe.format !== undefined && scan.streams !== undefined && scan.streams.length > withTimeline.length) {
-    throw new ModError('unsupported_media', `the file has ${scan.streams.length} video streams, of which ffmpeg's description of it names ${withTimeline.length} (its metadata reads as lines of ffmpeg's own): remove its metadata (ffmpeg -map_metadata -1) and try again`)
+  // tagged as ffmpeg tags its lines (an MP4's own keys, `-movflags use_metadata_tags`), which ends the description
+  // or adds stream lines to it. Each stream the listing read must be one described (by number, where the run that
+  // described the file listed its packets too), and there must be no more of them. (Without a description at all, as
+  // from an ffmpeg that gives none, the first video stream is decoded as before.)
+  const described = new Set(withTimeline.map((stream) => stream.index))
+  const unnamed = survey.listed.filter((index) => !described.has(index))
+  if (probe.format !== undefined && ((scan.streams?.length ?? 0) > withTimeline.length || unnamed.length > 0)) {
+    throw new ModError('unsupported_media', `the file has video streams that ffmpeg's description of it does not name (its metadata reads as lines of ffmpeg's own): remove its metadata (ffmpeg -map_metadata -1) and try again`)
   }
   // The listing gives the streams with a timeline in the file's order, as the description does.
   if (scan.streams !== undefined && scan.streams.length === withTimeline.length) {

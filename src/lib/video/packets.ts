@@ -38,6 +38,8 @@ export interface PacketSurvey {
   description: string
   /** Whether the description left out lines that say what the streams are (too long to keep whole). */
   descriptionCut: boolean
+  /** The file's streams whose packets the run listed (its stream mapping), when it listed them; else none. */
+  listed: number[]
   /** Undefined when the listing stopped at the description: the file's demuxer has options of its own, which it needs. */
   scan: PacketScan | ModError | undefined
 }
@@ -121,7 +123,7 @@ async function listPackets(path: string, o: PacketScanOptions, describing: boole
   try {
     const code = await closed
     o.signal?.throwIfAborted()
-    const described = {description: ffmpeg.description(), descriptionCut: ffmpeg.descriptionCut()}
+    const described = {description: ffmpeg.description(), descriptionCut: ffmpeg.descriptionCut(), listed: ffmpeg.mapped()}
     if (relist) return {...described, scan: undefined}
     if (refusal) return {...described, scan: refusal}
     if (ffmpeg.spawnFailed()) return {...described, scan: ffmpegNotRun(o.ffmpeg)}

@@ -24,6 +24,7 @@ const LOG = `[info] Input #0, mov,mp4,m4a,3gp,3g2,mj2, from '/up/x.mp4':
 [info] Output #0, framecrc, to 'pipe:1':
 [info]   Stream #0:0(und): Video: h264 (High), yuv420p(progressive), 64x48, q=2-31, 5 fps
 [info] Stream mapping:
+[info]   Stream #0:0 -> #0:0 (copy)
 [h264 @ 0x55d1e7093000] [error] co located POCs unavailable
 [fatal] Stream map '0:V' matches no streams.
 To ignore this, add a trailing '?' to the map.
@@ -44,6 +45,8 @@ test("tells ffmpeg's description of the file from its errors, the level tags lef
   Stream #0:0[0x1](und): Video: h264 (High), yuv420p(progressive), 64x48, 5 fps, 5 tbr, 10240 tbn (default)
 `,
   )
+  // The streams the run reads, from its stream mapping (the output's stream line is not one).
+  assert.equal(log.mapped(), [0])
   // The errors: error and fatal lines with their components' prefixes, and a message's second line.
   assert.is(
     log.errors(),
@@ -63,15 +66,19 @@ test("a metadata key with a line break neither ends the description nor passes f
   const frames: [number, string][] = []
   for await (const f of decodeFrames(keyed, decodeOptions())) frames.push([f.stream, meanChannel(f.image, 0) > 200 ? 'red' : meanChannel(f.image, 2) > 200 ? 'blue' : 'other'])
   assert.equal(frames, [[0, 'red'], [1, 'blue']])
-  // An MP4's own keys are written as given: one that goes on with a line tagged as ffmpeg's own still ends the
-  // description, and the streams it leaves out are found by the listing of the packets, which refuses the file.
-  const forged = join(tmp.dir, 'forged.mp4')
-  await ffmpeg('-i', keyed, '-map', '0:v', '-c', 'copy', '-movflags', 'use_metadata_tags', '-metadata', 'a\n[info] X=b', forged)
-  assert.equal(await decodeFailure(forged), {
-    code: 'unsupported_media',
-    message: "the file has 2 video streams, of which ffmpeg's description of it names 0 (its metadata reads as lines of ffmpeg's own): remove its metadata (ffmpeg -map_metadata -1) and try again",
-    decoded: 0,
-  })
+  // An MP4's own keys are written as given: one that goes on with lines tagged as ffmpeg's own still ends the
+  // description, and may add stream lines to it (here the first stream twice, as many as the file has): the streams
+  // the listing of the packets reads that the description does not name refuse the file. The second was left out.
+  const forgeries = ['a\n[info] X=b', `a\n${'[info]   Stream #0:0: Video: mpeg4, yuv420p, 64x64, 10 fps\n'.repeat(2)}[info] X=b`]
+  for (const [i, key] of forgeries.entries()) {
+    const forged = join(tmp.dir, `forged-${i}.mp4`)
+    await ffmpeg('-i', keyed, '-map', '0:v', '-c', 'copy', '-map_metadata', '-1', '-movflags', 'use_metadata_tags', '-metadata', key, forged)
+    assert.equal(await decodeFailure(forged), {
+      code: 'unsupported_media',
+      message: "the file has video streams that ffmpeg's description of it does not name (its metadata reads as lines of ffmpeg's own): remove its metadata (ffmpeg -map_metadata -1) and try again",
+      decoded: 0,
+    }, key)
+  }
 })
 
 test('reads lines split across chunks, and the last line without its newline', () => {
