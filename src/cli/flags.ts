@@ -1,6 +1,6 @@
 import {Errors, Flags} from '@oclif/core'
 
-import {PRECISIONS, SETTING_VARIABLES, type SettingsInput} from '../lib/config/settings.js'
+import {MAX_THREADS, PRECISIONS, SETTING_VARIABLES, type SettingsInput} from '../lib/config/settings.js'
 import {PRESETS} from '../lib/policy/types.js'
 import {MODEL_SIGNALS} from '../lib/signals/registry.js'
 import {MAX_FPS, MIN_FPS} from '../lib/video/options.js'
@@ -56,9 +56,10 @@ export const modelFlags = {
     helpGroup: MODEL,
   }),
   threads: wholeNumberFlag({
-    description: 'onnxruntime threads per model, 1 to 256 (default: fit the machine).',
+    description: `onnxruntime threads per model, 1 to ${MAX_THREADS} (default: fit the machine).`,
     helpValue: 'N',
     min: 1,
+    max: MAX_THREADS,
     env: SETTING_VARIABLES.threads,
     helpGroup: MODEL,
   }),

@@ -3,6 +3,7 @@ import {Errors} from '@oclif/core'
 import {closest} from '../lib/suggest.js'
 import {oneLine} from './errors.js'
 import {readTyped, type TypedFlag} from './typed-argv.js'
+import {InvalidFlagValue} from './whole-number-flag.js'
 
 /** What the usage line needs of a flag's definition. */
 export interface FlagShape extends TypedFlag {
@@ -66,6 +67,7 @@ export function usageLine(e: Error, command: ParsedCommand): string {
     : isParseError(e, 'ArgInvalidOptionError')
       ? refusedArgValue(command)
       : undefined
+  if (refused === undefined && e instanceof InvalidFlagValue) return invalidValue(e, message, command)
   if (refused === undefined) return fromVariable(message, command) ?? `mod: usage: ${message}`
   const guess = closest(refused.input, refused.options)
   const hint = guess ? `; did you mean ${guess}?` : ''
@@ -120,6 +122,18 @@ function fromVariable(message: string, command: ParsedCommand): string | undefin
   if (variable === undefined || !command.env[variable]) return undefined
   if (readTyped(command.argv, command.flags).flags.some((t) => t.name === name)) return undefined
   return `mod: invalid_config: ${variable}=${JSON.stringify(command.env[variable])} is not valid: ${message.replace(/^--[\w-]+:\s*/, '')}`
+}
+
+/**
+ * A value a flag's own reader refused: `--port="abc" is not valid: expected …` when typed (a usage error), else
+ * the same words with the MOD_* variable it came from (a configuration error), as the settings say it of any variable.
+ */
+function invalidValue(e: InvalidFlagValue, message: string, command: ParsedCommand): string {
+  const name = /^--([\w-]+):/.exec(message)?.[1] ?? ''
+  const variable = command.flags[name]?.env
+  const typed = readTyped(command.argv, command.flags).flags.some((t) => t.name === name)
+  const said = `${JSON.stringify(e.input)} is not valid: expected ${e.expected}`
+  return variable === undefined || typed ? `mod: usage: --${name}=${said}` : `mod: invalid_config: ${variable}=${said}`
 }
 
 /**

@@ -5,7 +5,7 @@ import {Flags} from '@oclif/core'
 import {ModCommand} from '../cli/base-command.js'
 import {modelFlags, settingsInput} from '../cli/flags.js'
 import type {EnvVars} from '../cli/help.js'
-import {wholeNumberFlag} from '../cli/whole-number-flag.js'
+import {sizeFlag, wholeNumberFlag} from '../cli/whole-number-flag.js'
 import {loadConfig} from '../lib/config/load.js'
 import {DEFAULT_HOST, DEFAULT_PORT, DEFAULT_WORKERS, MAX_WORKERS, SETTING_VARIABLES} from '../lib/config/settings.js'
 import {baseUrl, startupWarnings} from '../server/address.js'
@@ -87,7 +87,7 @@ With MOD_API_KEY set, every request but GET /health, GET /ready and the document
       env: SETTING_VARIABLES.workers,
       default: DEFAULT_WORKERS,
     }),
-    'body-min-rate': Flags.string({
+    'body-min-rate': sizeFlag({
       description:
         'Bytes per second a request body must average after its first MOD_BODY_TIMEOUT_MS, e.g. 8KB; slower is ' +
         'answered 408, so clients that trickle cannot hold the upload places. When every place is taken, a body ' +

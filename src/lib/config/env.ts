@@ -26,10 +26,55 @@ export function plainWhole(value: string): number {
   return /^\d+$/.test(value.trim()) ? Number(value.trim()) : Number.NaN
 }
 
+/**
+ * What a count accepts, as every message about one says it: always the whole range, so that a value too large
+ * (`99999999999999999999`) is not told it should be ">= 1".
+ */
+export function wholeRange(min: number, max = Number.MAX_SAFE_INTEGER): string {
+  return `a whole number from ${min} to ${max}`
+}
+
+/** The count `value` writes in plain decimal (spaces around it ignored), from min to max; undefined for anything else. */
+export function countOf(value: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
+  const n = plainWhole(value)
+  return Number.isSafeInteger(n) && n >= min && n <= max ? n : undefined
+}
+
 /** A whole number written in plain decimal (`0x10`, `1e3` and a value of spaces alone are refused), from min to max. */
 export function parseCount(name: string, value: string | undefined, fallback: number, min = 1, max = Number.MAX_SAFE_INTEGER): number {
   if (value === undefined || value === '') return fallback
-  const n = plainWhole(value)
-  if (!Number.isSafeInteger(n) || n < min || n > max) throw invalid(name, value, max === Number.MAX_SAFE_INTEGER ? `a whole number >= ${min}` : `a whole number from ${min} to ${max}`)
+  const n = countOf(value, min, max)
+  if (n === undefined) throw invalid(name, value, wholeRange(min, max))
+  return n
+}
+
+const MiB = 1024 * 1024
+const UNITS: Record<string, number> = {b: 1, k: 1024, m: MiB, g: 1024 * MiB}
+
+/**
+ * What a size accepts (K, M and G are binary units). The largest is the largest whole number a double holds exactly: a longer one
+ * (`99999999999999999999`) would be read as another number than the one written.
+ */
+export const SIZE_RANGE = 'a size in whole bytes from 1 to 9007199254740991, or with a unit: 26214400, 25MB, 1.5GiB'
+
+/**
+ * The bytes `value` writes, as a plain whole number or with a unit ("26214400", "25MB", "25 MiB", "512k", "1.5G"),
+ * spaces around it ignored; undefined for anything else. Bytes written without a unit are whole (`1.5` is refused, not
+ * read as 1 byte); a unit's fraction is rounded down to a byte (`1.3KB` is 1331).
+ */
+export function sizeOf(value: string): number | undefined {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(b|k|kb|kib|m|mb|mib|g|gb|gib)?\s*$/i.exec(value)
+  if (!m) return undefined
+  const factor = UNITS[(m[2] ?? 'b').toLowerCase()[0]]
+  if (factor === 1 && !/^\d+$/.test(m[1])) return undefined
+  const n = Math.floor(Number(m[1]) * factor)
+  return Number.isSafeInteger(n) && n >= 1 ? n : undefined
+}
+
+/** Bytes as a plain integer or with a unit (sizeOf); an empty value is unset. */
+export function parseSize(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined || value === '') return fallback
+  const n = sizeOf(value)
+  if (n === undefined) throw invalid(name, value, SIZE_RANGE)
   return n
 }

@@ -9,7 +9,7 @@ import {PRESETS, type PresetName} from '../policy/types.js'
 import {MAX_TEXT_BUDGET, MIN_TEXT_BUDGET} from '../signals/text/read.js'
 import {formatSizeExact} from '../sizes.js'
 import {readApiKey, readApiKeys, type NamedKey} from './api-keys.js'
-import {invalid, MAX_TIMER_MS, parseBoolean, parseCount, plainWhole, type Env} from './env.js'
+import {invalid, MAX_TIMER_MS, parseBoolean, parseCount, parseSize, plainWhole, type Env} from './env.js'
 import {DEFAULT_IMAGE_JOB_LIMITS, readJobSettings, type JobSettings} from './jobs.js'
 
 export type {Env} from './env.js'
@@ -208,18 +208,6 @@ export function parseOrigins(name: string, value: string | undefined): string[] 
   return origins
 }
 
-/** Bytes as a plain integer or with a unit: "26214400", "25MB", "25 MiB", "512k" (K/M/G are binary units). */
-export function parseSize(name: string, value: string | undefined, fallback: number): number {
-  if (value === undefined || value === '') return fallback
-  const m = /^\s*(\d+(?:\.\d+)?)\s*(b|k|kb|kib|m|mb|mib|g|gb|gib)?\s*$/i.exec(value)
-  if (!m) throw invalid(name, value, 'a size in bytes, e.g. 26214400 or 25MB')
-  const unit = (m[2] ?? 'b').toLowerCase()[0]
-  const factor = unit === 'k' ? 1024 : unit === 'm' ? MiB : unit === 'g' ? 1024 * MiB : 1
-  const n = Math.floor(Number(m[1]) * factor)
-  if (n < 1) throw invalid(name, value, 'a size of at least 1 byte')
-  return n
-}
-
 /** Recogniser columns per image, a whole number in the range the policy's `text.budget` takes; unset: undefined. */
 export function parseTextBudget(name: string, value: string | undefined): number | undefined {
   if (value === undefined || value === '') return undefined
@@ -310,9 +298,7 @@ export const MAX_WORKERS = 128
 function count(input: SettingsInput, env: Env, key: 'threads' | 'port' | 'workers', min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
   const {name, value} = source(input, env, key)
   if (value === undefined) return undefined
-  const n = parseCount(name, value, 0, min)
-  if (n > max) throw invalid(name, value, `a whole number from ${min} to ${max}`)
-  return n
+  return parseCount(name, value, 0, min, max)
 }
 
 /**

@@ -161,9 +161,9 @@ test('a body must average 8 KiB/s and one client may send a quarter of the uploa
   const flagged = flat({bodyMinRate: '512', maxUploadsPerClient: 2}, {MOD_BODY_MIN_RATE: '1KB', MOD_MAX_UPLOADS_PER_CLIENT: '4'}, cwd).limits
   assert.equal([flagged.bodyMinRate, flagged.maxUploadsPerClient], [512, 2])
   const slow = failure(() => flat({}, {MOD_BODY_MIN_RATE: 'fast'}, cwd))
-  assert.equal([slow.code, slow.message], ['invalid_config', 'MOD_BODY_MIN_RATE="fast" is not valid: expected a size in bytes, e.g. 26214400 or 25MB'])
+  assert.equal([slow.code, slow.message], ['invalid_config', 'MOD_BODY_MIN_RATE="fast" is not valid: expected a size in whole bytes from 1 to 9007199254740991, or with a unit: 26214400, 25MB, 1.5GiB'])
   const none = failure(() => flat({}, {MOD_MAX_UPLOADS_PER_CLIENT: '0'}, cwd))
-  assert.equal([none.code, none.message], ['invalid_config', 'MOD_MAX_UPLOADS_PER_CLIENT="0" is not valid: expected a whole number >= 1'])
+  assert.equal([none.code, none.message], ['invalid_config', 'MOD_MAX_UPLOADS_PER_CLIENT="0" is not valid: expected a whole number from 1 to 9007199254740991'])
 })
 
 test('MOD_TEXT_BUDGET sets the recogniser columns an image may read: unset by default (the policy or the default decides), a whole number in range', () => {
@@ -199,19 +199,19 @@ test('the batch total and the buffered-bytes budget have defaults; the budget mu
 
 test('an invalid value is invalid_config naming the variable it came from', () => {
   const cases: [Record<string, string>, string][] = [
-    [{MOD_THREADS: 'many'}, 'MOD_THREADS="many" is not valid: expected a whole number >= 1'],
+    [{MOD_THREADS: 'many'}, 'MOD_THREADS="many" is not valid: expected a whole number from 1 to 256'],
     // onnxruntime starts every thread asked for: 5000 took minutes and held off SIGTERM.
     [{MOD_THREADS: '257'}, 'MOD_THREADS="257" is not valid: expected a whole number from 1 to 256'],
     [{MOD_PORT: '70000'}, 'MOD_PORT="70000" is not valid: expected a whole number from 0 to 65535'],
     [{MOD_PRESET: 'fastest'}, 'MOD_PRESET="fastest" is not valid: expected one of fast, balanced, accurate'],
     [{MOD_PRECISION: 'int4'}, 'MOD_PRECISION="int4" is not valid: expected one of fp32, int8, fp16'],
     [{MOD_INT8_WEIGHTS: 'int8'}, 'MOD_INT8_WEIGHTS="int8" is not valid: expected one of auto, signed, unsigned'],
-    [{MOD_MAX_BATCH: 'lots'}, 'MOD_MAX_BATCH="lots" is not valid: expected a whole number >= 1'],
+    [{MOD_MAX_BATCH: 'lots'}, 'MOD_MAX_BATCH="lots" is not valid: expected a whole number from 1 to 9007199254740991'],
     [{MOD_ALLOW_URLS: 'maybe'}, 'MOD_ALLOW_URLS="maybe" is not valid: expected true or false (also 1 or 0, yes or no, on or off)'],
     // Plain decimal only: spaces alone are no number (they read as 0), and neither is hex or an exponent.
-    [{MOD_QUEUE_LIMIT: ' '}, 'MOD_QUEUE_LIMIT=" " is not valid: expected a whole number >= 0'],
-    [{MOD_MAX_BATCH: '0x10'}, 'MOD_MAX_BATCH="0x10" is not valid: expected a whole number >= 1'],
-    [{MOD_WORKERS: '1e3'}, 'MOD_WORKERS="1e3" is not valid: expected a whole number >= 1'],
+    [{MOD_QUEUE_LIMIT: ' '}, 'MOD_QUEUE_LIMIT=" " is not valid: expected a whole number from 0 to 9007199254740991'],
+    [{MOD_MAX_BATCH: '0x10'}, 'MOD_MAX_BATCH="0x10" is not valid: expected a whole number from 1 to 9007199254740991'],
+    [{MOD_WORKERS: '1e3'}, 'MOD_WORKERS="1e3" is not valid: expected a whole number from 1 to 128'],
     // Each worker is a process with its engine, all forked at once.
     [{MOD_WORKERS: '1000'}, 'MOD_WORKERS="1000" is not valid: expected a whole number from 1 to 128'],
     // A wait longer than a timer takes would fire at once: refused, not turned into its opposite.
@@ -226,9 +226,9 @@ test('an invalid value is invalid_config naming the variable it came from', () =
   assert.is(flat({}, {MOD_THREADS: '256'}, cwd).threads, 256)
   assert.is(flat({}, {MOD_WORKERS: '128'}, cwd).workers, 128)
   assert.is(failure(() => flat({threads: 5000}, {}, cwd)).message, '--threads / MOD_THREADS="5000" is not valid: expected a whole number from 1 to 256')
-  assert.is(failure(() => flat({threads: 0}, {}, cwd)).message, '--threads / MOD_THREADS="0" is not valid: expected a whole number >= 1')
+  assert.is(failure(() => flat({threads: 0}, {}, cwd)).message, '--threads / MOD_THREADS="0" is not valid: expected a whole number from 1 to 256')
   // A flag's value is named as a person writes the flag, never as the code's camelCase key.
-  assert.is(failure(() => flat({bodyMinRate: 'fast'}, {}, cwd)).message, '--body-min-rate / MOD_BODY_MIN_RATE="fast" is not valid: expected a size in bytes, e.g. 26214400 or 25MB')
+  assert.is(failure(() => flat({bodyMinRate: 'fast'}, {}, cwd)).message, '--body-min-rate / MOD_BODY_MIN_RATE="fast" is not valid: expected a size in whole bytes from 1 to 9007199254740991, or with a unit: 26214400, 25MB, 1.5GiB')
 })
 
 test('download proxies: the lower-case spelling wins, an empty one is unset', () => {
