@@ -4,7 +4,7 @@ import {MAX_THREADS, PRECISIONS, SETTING_VARIABLES, type SettingsInput} from '..
 import {PRESETS} from '../lib/policy/types.js'
 import {MODEL_SIGNALS} from '../lib/signals/registry.js'
 import {MAX_FPS, MIN_FPS} from '../lib/video/options.js'
-import {wholeNumberFlag} from './whole-number-flag.js'
+import {wholeNumberFlag} from './value-flags.js'
 
 const MODEL = 'MODEL'
 

@@ -3,7 +3,7 @@ import {Errors} from '@oclif/core'
 import {closest} from '../lib/suggest.js'
 import {oneLine} from './errors.js'
 import {readTyped, type TypedFlag} from './typed-argv.js'
-import {InvalidFlagValue} from './whole-number-flag.js'
+import {InvalidFlagValue} from './value-flags.js'
 
 /** What the usage line needs of a flag's definition. */
 export interface FlagShape extends TypedFlag {

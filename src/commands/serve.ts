@@ -5,10 +5,10 @@ import {Flags} from '@oclif/core'
 import {ModCommand} from '../cli/base-command.js'
 import {modelFlags, settingsInput} from '../cli/flags.js'
 import type {EnvVars} from '../cli/help.js'
-import {sizeFlag, wholeNumberFlag} from '../cli/whole-number-flag.js'
+import {hostFlag, sizeFlag, wholeNumberFlag} from '../cli/value-flags.js'
 import {loadConfig} from '../lib/config/load.js'
 import {DEFAULT_HOST, DEFAULT_PORT, DEFAULT_WORKERS, MAX_WORKERS, SETTING_VARIABLES} from '../lib/config/settings.js'
-import {baseUrl, startupWarnings} from '../server/address.js'
+import {baseUrl, checkListenable, startupWarnings} from '../server/address.js'
 import {killWorkers, metricsFromPrimary, primaryStop, reportReady, runPrimary, sendMetricsToPrimary} from '../server/cluster.js'
 import {jobsUnavailable} from '../server/jobs/availability.js'
 import {createLogger, logTo, prettyDestination} from '../server/logger.js'
@@ -72,7 +72,7 @@ With MOD_API_KEY set, every request but GET /health, GET /ready and the document
   ]
 
   static override flags = {
-    host: Flags.string({
+    host: hostFlag({
       description: 'Interface to listen on; 0.0.0.0 for every interface.',
       env: SETTING_VARIABLES.host,
       default: DEFAULT_HOST,
@@ -137,6 +137,8 @@ With MOD_API_KEY set, every request but GET /health, GET /ready and the document
       process.exit(await runServer({engine, settings, host, port, log, onListening: reportReady, stop, server}))
     }
 
+    // Before the first warning: a server that cannot listen there must not look as if it were starting.
+    await checkListenable(host, port)
     for (const warning of startupWarnings(host, settings)) log(warning, 'warn')
     const jobsOff = jobsUnavailable(settings)
     if (jobsOff !== undefined) log(`job routes answer 503 jobs_unavailable: ${jobsOff}`, 'warn')

@@ -5,6 +5,7 @@ import {defaultJobStorage} from '../lib/config/jobs.js'
 import type {ServerSettings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
 import {isModError} from '../lib/errors.js'
+import {listenProblem} from './address.js'
 import {buildServer, type ModServer, type ServerOptions} from './app.js'
 import {refusedCredentials} from './jobs/redis-connection.js'
 import {SWEEP_GRACE_MS, SWEEP_INTERVAL_MS, sweepEvery, sweepJobFolders} from './jobs/sweep.js'
@@ -138,7 +139,7 @@ export async function runServer(o: RunOptions): Promise<number> {
   try {
     port = await listen(handle.server, o.port, o.host)
   } catch (e) {
-    o.log(`cannot listen on ${o.host}:${o.port}: ${describe(e)}`)
+    o.log(listenProblem(e, o.host, o.port))
     await removeOwnFolders(o)
     await o.engine.close()
     return EXIT_START_FAILED

@@ -1,4 +1,6 @@
 /** The MOD_* variables as given, and the readers of values that every part of the settings shares. */
+import {isIP} from 'node:net'
+
 import {ModError} from '../errors.js'
 
 export type Env = Readonly<Record<string, string | undefined>>
@@ -77,4 +79,21 @@ export function parseSize(name: string, value: string | undefined, fallback: num
   const n = sizeOf(value)
   if (n === undefined) throw invalid(name, value, SIZE_RANGE)
   return n
+}
+
+/** What MOD_HOST and --host accept. */
+export const HOST_FORM = 'a host name or IP address, without a port, brackets or scheme: 127.0.0.1, 0.0.0.0, ::1, localhost'
+
+/**
+ * The host `value` names to listen on (spaces around it ignored): an IP address, or a host name of letters, digits,
+ * hyphens and underscores (container names) between dots; undefined for anything else. A name ending in a label of
+ * digits alone is a mistyped IPv4 address (`999.1.1.1`), which would otherwise be looked up as a name.
+ */
+export function hostOf(value: string): string | undefined {
+  const host = value.trim()
+  if (isIP(host) !== 0) return host
+  const name = host.endsWith('.') ? host.slice(0, -1) : host
+  const labels = name.split('.')
+  const named = name.length <= 253 && labels.every((l) => /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/i.test(l))
+  return named && !/^\d+$/.test(labels[labels.length - 1]) ? host : undefined
 }

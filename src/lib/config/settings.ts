@@ -9,7 +9,7 @@ import {PRESETS, type PresetName} from '../policy/types.js'
 import {MAX_TEXT_BUDGET, MIN_TEXT_BUDGET} from '../signals/text/read.js'
 import {formatSizeExact} from '../sizes.js'
 import {readApiKey, readApiKeys, type NamedKey} from './api-keys.js'
-import {invalid, MAX_TIMER_MS, parseBoolean, parseCount, parseSize, plainWhole, type Env} from './env.js'
+import {HOST_FORM, hostOf, invalid, MAX_TIMER_MS, parseBoolean, parseCount, parseSize, plainWhole, type Env} from './env.js'
 import {DEFAULT_IMAGE_JOB_LIMITS, readJobSettings, type JobSettings} from './jobs.js'
 
 export type {Env} from './env.js'
@@ -331,7 +331,8 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
   const preset = source(input, env, 'preset')
   const precision = source(input, env, 'precision')
   const host = source(input, env, 'host')
-  if (host.value !== undefined && host.value.trim() === '') throw invalid(host.name, host.value, 'a host name or address')
+  const hostName = host.value === undefined ? DEFAULT_HOST : hostOf(host.value)
+  if (hostName === undefined) throw invalid(host.name, host.value as string, HOST_FORM)
   const queueLimit = parseCount('MOD_QUEUE_LIMIT', env.MOD_QUEUE_LIMIT, DEFAULT_LIMITS.queueLimit, 0)
   const maxUploads = parseCount('MOD_MAX_UPLOADS', env.MOD_MAX_UPLOADS, uploadsFor(queueLimit))
   const minRate = source(input, env, 'bodyMinRate')
@@ -371,7 +372,7 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
     },
   }
   const server: ServerSettings = {
-    host: host.value ?? DEFAULT_HOST,
+    host: hostName,
     port: count(input, env, 'port', 0, 65_535) ?? DEFAULT_PORT,
     workers: count(input, env, 'workers', 1, MAX_WORKERS) ?? DEFAULT_WORKERS,
     limits,

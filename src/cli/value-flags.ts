@@ -1,6 +1,6 @@
 import {Errors, Flags} from '@oclif/core'
 
-import {countOf, SIZE_RANGE, sizeOf, wholeRange} from '../lib/config/env.js'
+import {countOf, HOST_FORM, hostOf, SIZE_RANGE, sizeOf, wholeRange} from '../lib/config/env.js'
 
 /**
  * A flag's value that its reader refused, with what the flag accepts: the one line for it (parse-errors.ts) names
@@ -34,5 +34,14 @@ export const sizeFlag = Flags.custom<string>({
   parse: async (input) => {
     if (sizeOf(input) === undefined) throw new InvalidFlagValue(input, SIZE_RANGE)
     return input
+  },
+})
+
+/** A host to listen on, checked as MOD_HOST is (spaces around it dropped). */
+export const hostFlag = Flags.custom<string>({
+  parse: async (input) => {
+    const host = hostOf(input)
+    if (host === undefined) throw new InvalidFlagValue(input, HOST_FORM)
+    return host
   },
 })
