@@ -21,58 +21,65 @@ export interface PaceWatch {
 }
 
 /**
+ * The longest a body's silence deadline may come after its rate's for the silence to be what it is told: a body
+ * that stopped sending is answered "no part … arrived", not "arriving too slowly", though by then its average is too
+ * low too. A client that keeps sending, however little, is never silent that long at its rate's deadline.
+ */
+export function tieMs(idleMs: number): number {
+  return Math.min(1000, idleMs / 2)
+}
+
+/**
  * Calls `fail` with `request_timeout` when nothing arrives for `idleMs`, or when, `idleMs` after it started, fewer
  * than `minRate` bytes per second have arrived on average. While `readerBehind()` (the server holds the body back)
  * neither counts: the silence is not the client's, and the rate is then measured anew.
+ *
+ * One timer checks both deadlines, in a fixed order, and a silence that reaches `idleMs` within tieMs of the rate's
+ * deadline is what the body is failed for. Two timers due at about the same moment fired in either order: the same
+ * stalled body was told one thing or the other, by a millisecond either way.
  */
 export function watchPace({idleMs, minRate}: Pace, readerBehind: () => boolean, fail: (e: ModError) => void): PaceWatch {
   let timer: NodeJS.Timeout | undefined
-  let paceTimer: NodeJS.Timeout | undefined
   let since = Date.now()
+  let last = since
   let arrived = 0
-  // The timers never keep a process alive on their own: a serving process has its listening socket for that, and
-  // a body refused by its reader (left unread) is only failed when they fire.
-  const arm = () => {
-    clearTimeout(timer)
-    timer = setTimeout(onIdle, idleMs).unref()
-  }
-  /** When the bytes arrived since `since` become too few: checked then, not on every chunk. */
+  /** When the bytes arrived since `since` become too few. */
   const paceDue = () => since + idleMs + (arrived / minRate) * 1000
-  const armPace = () => {
-    paceTimer = setTimeout(onPace, Math.max(0, paceDue() - Date.now())).unref()
+  // The timer never keeps a process alive on its own: a serving process has its listening socket for that, and a
+  // body refused by its reader (left unread) is only failed when it fires.
+  const arm = (now: number, due: number) => {
+    timer = setTimeout(check, Math.max(0, due - now)).unref()
   }
-  function onIdle(): void {
-    if (readerBehind()) arm()
-    else fail(new ModError('request_timeout', `no part of the request body arrived for ${idleMs} ms (MOD_BODY_TIMEOUT_MS)`))
-  }
-  function onPace(): void {
+  function check(): void {
     const now = Date.now()
     if (readerBehind()) {
-      since = now
+      since = last = now
       arrived = 0
-    } else if (now >= paceDue()) {
-      const seconds = ((now - since) / 1000).toFixed(1)
-      fail(
-        new ModError(
-          'request_timeout',
-          `the request body is arriving too slowly: ${formatSize(arrived)} in ${seconds} s, less than ` +
-            `${formatSize(minRate)} per second (MOD_BODY_MIN_RATE)`,
-        ),
-      )
-      return
+      return arm(now, now + idleMs)
     }
-    armPace()
+    const idleDue = last + idleMs
+    if (now >= idleDue) return fail(new ModError('request_timeout', `no part of the request body arrived for ${idleMs} ms (MOD_BODY_TIMEOUT_MS)`))
+    const pace = paceDue()
+    if (now < pace) return arm(now, Math.min(idleDue, pace))
+    // Silent so long that the silence deadline is at hand: it decides, unless a byte comes first.
+    if (idleDue - now <= tieMs(idleMs)) return arm(now, idleDue)
+    const seconds = ((now - since) / 1000).toFixed(1)
+    fail(
+      new ModError(
+        'request_timeout',
+        `the request body is arriving too slowly: ${formatSize(arrived)} in ${seconds} s, less than ${formatSize(minRate)} per second (MOD_BODY_MIN_RATE)`,
+      ),
+    )
   }
-  arm()
-  armPace()
+  arm(since, since + idleMs)
   return {
+    // A chunk only moves the deadlines later: the timer, when it fires, finds them moved and waits on.
     arrived(bytes) {
-      arm()
+      last = Date.now()
       arrived += bytes
     },
     stop() {
       clearTimeout(timer)
-      clearTimeout(paceTimer)
     },
   }
 }

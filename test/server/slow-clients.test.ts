@@ -143,6 +143,30 @@ test('a body that keeps above MOD_BODY_MIN_RATE is read to the end', async () =>
   }
 })
 
+test('a body that stops sending is told so, every time, also when its average rate falls too low at that moment', async () => {
+  // At 1 GiB/s the head's bytes buy no time: the average is too low at the very moment the body has been silent for
+  // MOD_BODY_TIMEOUT_MS. Each body got one message or the other (about 4 in 10 the rate's).
+  const s = await server({bodyTimeoutMs: 300, bodyMinRate: 1024 ** 3, maxUploads: 100, maxUploadsPerClient: 100})
+  try {
+    const {head, type} = multipartParts('file', 'stalled.mp4')
+    const stalled = () =>
+      rawRequest(`${s.base}/v1/moderate/video`, {headers: {'content-type': type, 'content-length': head.length + 100_000}}, (req) => req.write(head))
+    for (let round = 0; round < 2; round++) {
+      for (const answer of await Promise.all(Array.from({length: 25}, stalled))) {
+        assert.is(answer.status, 408)
+        assert.equal(rawError(answer).error, {code: 'request_timeout', message: 'no part of the request body arrived for 300 ms (MOD_BODY_TIMEOUT_MS)'})
+      }
+    }
+    // One that keeps sending, too slowly, is told its rate.
+    const trickle = slowClient(s.base, '/v1/moderate/video', '127.0.0.2', 50)
+    const slow = await trickle.answer
+    assert.is(slow.status, 408)
+    assert.match(rawError(slow).error.message, /^the request body is arriving too slowly: \d+ bytes in 0\.\d s, less than 1024 MiB per second \(MOD_BODY_MIN_RATE\)$/)
+  } finally {
+    await s.stop()
+  }
+})
+
 test('one client address holds at most MOD_MAX_UPLOADS_PER_CLIENT upload places (job uploads included); more is 429, other clients are served', async () => {
   const s = await server({maxUploads: 10, maxUploadsPerClient: 2})
   const slow = [slowClient(s.base, '/v1/moderate', '127.0.0.2', 0), slowClient(s.base, '/v1/jobs/video', '127.0.0.2', 0)]
