@@ -51,6 +51,8 @@ export function describe(node: unknown): string {
   if (isSeq(node)) return 'a list'
   const value = scalarValue(node)
   if (value === null || value === undefined) return 'empty'
+  // A number as written (`99999999999999999999`, `1e4`), not as read (`100000000000000000000`, `10000`).
+  if (typeof value === 'number' && isScalar(node) && typeof node.source === 'string' && node.source.length <= MAX_QUOTED) return node.source
   if (typeof value !== 'string') return String(value)
   // A value is quoted to show a typo; a long or many-line one is a wrong file (a .env, a key), never copied out.
   return value.length <= MAX_QUOTED && !/[\r\n]/.test(value) ? JSON.stringify(value) : `text (${value.length} characters)`
@@ -110,6 +112,18 @@ export function readBoolean(ctx: YamlContext, node: unknown, at: number, path: s
   const value = scalarValue(node)
   if (typeof value === 'boolean') return value
   report(ctx, offsetOf(node, at), `${path} must be true or false, not ${describe(node)}`)
+  return undefined
+}
+
+/**
+ * A whole number written in plain decimal, from min to max, as the MOD_* variables take one: `1e4`, `0x1000`,
+ * `2000.0` and a quoted number are refused, where YAML would read them as numbers a person may not have meant.
+ */
+export function readWhole(ctx: YamlContext, node: unknown, at: number, path: string, range: {min: number; max: number; text: string}): number | undefined {
+  const value = scalarValue(node)
+  const plain = isScalar(node) && node.type === 'PLAIN' && typeof node.source === 'string' && /^\d+$/.test(node.source)
+  if (plain && Number.isSafeInteger(value) && (value as number) >= range.min && (value as number) <= range.max) return value as number
+  report(ctx, offsetOf(node, at), `${path} must be ${range.text}, not ${describe(node)}`)
   return undefined
 }
 

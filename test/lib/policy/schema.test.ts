@@ -259,8 +259,22 @@ test('aliases resolve to their anchored value', () => {
 
 test('a YAML infinity is not a valid threshold or bias', () => {
   assert.equal(validatePolicyText('categories:\n  weapons:\n    calibration: {bias: .inf}\n').problems, [
-    at(3, 25, 'categories.weapons.calibration.bias must be a number, not Infinity'),
+    at(3, 25, 'categories.weapons.calibration.bias must be a number, not .inf'),
   ])
+})
+
+test('text.budget and a hash list distance are whole numbers in plain decimal, as their MOD_* variables take them, named as written', () => {
+  const budget = 'a whole number of recogniser columns from 1280 to 256000'
+  assert.equal(validatePolicyText('text:\n  budget: 2000\n').problems, [])
+  // YAML reads these as 10000, 4096, 2000, 2000 and 100000000000000000000: a problem names each as written.
+  for (const value of ['1e4', '0x1000', '2000.0', '"2000"', '99999999999999999999', '-1', '1.5', '.inf', 'abc']) {
+    const shown = value === 'abc' ? '"abc"' : value
+    assert.equal(validatePolicyText(`text:\n  budget: ${value}\n`).problems, [at(2, 11, `text.budget must be ${budget}, not ${shown}`)], value)
+  }
+  for (const value of ['1e1', '0x10', '20.0']) {
+    const text = `hash_lists:\n  a:\n    file: x.txt\n    distance: ${value}\n`
+    assert.equal(validatePolicyText(text).problems, [at(4, 15, `hash_lists.a.distance must be a whole number from 0 to 43, not ${value}`)], value)
+  }
 })
 
 test('text rules: one kind each, a category that is enabled or contact_info, detectors by name, regular expressions that compile', () => {

@@ -18,7 +18,7 @@ import {
   positionAt,
   readNamed,
   readBoolean,
-  readNumber,
+  readWhole,
   report,
   scalarValue,
   unknownKey,
@@ -98,12 +98,9 @@ function readHashList(ctx: YamlContext, name: string, node: unknown, at: number,
         }
         break
       case 'distance': {
-        const d = readNumber(ctx, value, valueAt, `${path}.distance`, {min: 0, max: MAX_THRESHOLD, text: `a whole number from 0 to ${MAX_THRESHOLD}`})
-        if (d !== undefined && Number.isInteger(d)) entry.distance = d
-        else {
-          if (d !== undefined) report(ctx, offsetOf(value, valueAt), `${path}.distance must be a whole number from 0 to ${MAX_THRESHOLD}, not ${describe(value)}`)
-          ok = false
-        }
+        const d = readWhole(ctx, value, valueAt, `${path}.distance`, {min: 0, max: MAX_THRESHOLD, text: `a whole number from 0 to ${MAX_THRESHOLD}`})
+        if (d === undefined) ok = false
+        else entry.distance = d
         break
       }
       case 'shared': {

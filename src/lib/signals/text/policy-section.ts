@@ -21,6 +21,7 @@ import {
   readBoolean,
   readNamed,
   readTextList,
+  readWhole,
   report,
   scalarValue,
   unknownKey,
@@ -184,10 +185,7 @@ function readTextRule(ctx: YamlContext, name: string, node: unknown, at: number,
 const BUDGET_RANGE = `a whole number of recogniser columns from ${MIN_TEXT_BUDGET} to ${MAX_TEXT_BUDGET}`
 
 function readBudget(ctx: YamlContext, node: unknown, at: number): number | undefined {
-  const value = scalarValue(node)
-  if (typeof value === 'number' && Number.isInteger(value) && value >= MIN_TEXT_BUDGET && value <= MAX_TEXT_BUDGET) return value
-  report(ctx, offsetOf(node, at), `text.budget must be ${BUDGET_RANGE}, not ${describe(node)}`)
-  return undefined
+  return readWhole(ctx, node, at, 'text.budget', {min: MIN_TEXT_BUDGET, max: MAX_TEXT_BUDGET, text: BUDGET_RANGE})
 }
 
 function readTextSection(ctx: YamlContext, node: unknown, at: number, places: TextRulePlace[]): TextSection | undefined {
