@@ -1,10 +1,10 @@
-import {Errors, Flags} from '@oclif/core'
+import {Flags} from '@oclif/core'
 
 import {MAX_THREADS, PRECISIONS, SETTING_VARIABLES, type SettingsInput} from '../lib/config/settings.js'
 import {PRESETS} from '../lib/policy/types.js'
 import {MODEL_SIGNALS} from '../lib/signals/registry.js'
 import {MAX_FPS, MIN_FPS} from '../lib/video/options.js'
-import {wholeNumberFlag} from './value-flags.js'
+import {InvalidFlagValue, wholeNumberFlag} from './value-flags.js'
 
 const MODEL = 'MODEL'
 
@@ -95,9 +95,7 @@ export const policyFlags = {
 export const fpsFlag = Flags.custom<number>({
   parse: async (input) => {
     const n = /^\d+(\.\d+)?$|^\.\d+$/.test(input.trim()) ? Number(input) : Number.NaN
-    if (!Number.isFinite(n) || n < MIN_FPS || n > MAX_FPS) {
-      throw new Errors.CLIError(`Expected a number from ${MIN_FPS} to ${MAX_FPS} in plain decimal (2, 0.5) but received: ${input}`)
-    }
+    if (!Number.isFinite(n) || n < MIN_FPS || n > MAX_FPS) throw new InvalidFlagValue(input, `a number from ${MIN_FPS} to ${MAX_FPS} in plain decimal (2, 0.5)`)
     return n
   },
 })

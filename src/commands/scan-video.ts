@@ -4,6 +4,7 @@ import {ModCommand} from '../cli/base-command.js'
 import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION, SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {engineFromFlags} from '../cli/engine.js'
 import {fpsFlag, modelFlags, onlyFlag, policyFlags} from '../cli/flags.js'
+import {wholeNumberFlag} from '../cli/value-flags.js'
 import {coverage, formatVideo, notEvaluatedLine} from '../cli/format.js'
 import {chosenFormat, formatFlags, type Output} from '../cli/output.js'
 import {jsonValueReporter, ndjsonReporter, PLAIN_FORMATS, tableReporter, type Reporter} from '../cli/reports/reporter.js'
@@ -79,7 +80,7 @@ frames that matched lists the entries in "matches" (list, label, note, distance,
 
   static override flags = {
     fps: fpsFlag({description: `Frames sampled per second of video: ${MIN_FPS} to ${MAX_FPS}.`, default: 1}),
-    'min-frames': Flags.integer({description: `Consecutive frames a segment needs to count: 1 to ${MAX_MIN_FRAMES}.`, default: 1, min: 1, max: MAX_MIN_FRAMES}),
+    'min-frames': wholeNumberFlag({description: `Consecutive frames a segment needs to count: 1 to ${MAX_MIN_FRAMES}.`, default: 1, min: 1, max: MAX_MIN_FRAMES}),
     'stop-on-violation': Flags.boolean({description: 'Stop decoding as soon as one segment of --min-frames frames exists.'}),
     ...formatFlags(PLAIN_FORMATS, 'table (default: the verdict, then a line per segment), json (the video result) or ndjson (each segment as it is found, then the result, one JSON object per line).'),
     only: onlyFlag,

@@ -6,6 +6,7 @@ import {EXIT_ERROR, EXIT_SAFE, EXIT_VIOLATION, SIGNAL_EXIT_CODES} from '../cli/e
 import {engineFromFlags} from '../cli/engine.js'
 import {chosenFormat, formatFlags, type Output} from '../cli/output.js'
 import {modelFlags, onlyFlag, policyFlags} from '../cli/flags.js'
+import {wholeNumberFlag} from '../cli/value-flags.js'
 import {coverage, coverageHint, notEvaluatedLine, summaryLine, type Counts} from '../cli/format.js'
 import {readFileList} from '../cli/files-from.js'
 import {batchFlags, refuseRemoteFlags, serverFlags} from '../cli/remote/flags.js'
@@ -276,7 +277,7 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
       helpValue: 'FILE',
       helpGroup: REPORT,
     }),
-    'report-sample': Flags.integer({
+    'report-sample': wholeNumberFlag({
       description: 'Also put N safe items in the page, to mark misses.',
       helpValue: 'N',
       helpGroup: REPORT,

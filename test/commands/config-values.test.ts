@@ -144,4 +144,20 @@ test('a flag given on the command line is refused in the same words, naming the 
   assert.is(both.stderr, `mod: usage: --workers="1e3" is not valid: expected ${ACCEPTS.MOD_WORKERS}\n`)
 })
 
+test('every number flag of every command is refused in those words; --timeout past the longest timer too', async () => {
+  for (const [args, line] of [
+    // A timer past 2147483647 ms fires at once: --timeout 3000000 stopped the run as it began, "after 3000000 s".
+    [['scan', 'x.png', '--server', 'http://127.0.0.1:9', '--timeout', '3000000'], '--timeout="3000000" is not valid: expected a whole number from 1 to 2147483'],
+    [['scan', 'x.png', '--server', 'http://127.0.0.1:9', '--retries', '101'], '--retries="101" is not valid: expected a whole number from 0 to 100'],
+    [['scan', 'x.png', '--server', 'http://127.0.0.1:9', '--concurrency', '1e1'], '--concurrency="1e1" is not valid: expected a whole number from 1 to 64'],
+    [['scan', 'x.png', '--report', 'r.html', '--report-sample', '-1'], `--report-sample="-1" is not valid: expected ${whole(0)}`],
+    [['scan-video', 'x.mp4', '--min-frames', '0x10'], '--min-frames="0x10" is not valid: expected a whole number from 1 to 1000'],
+    [['head', 'train', 'data', '--out', 'h.json', '--max-epochs', '0'], `--max-epochs="0" is not valid: expected ${whole(1)}`],
+  ] as const) {
+    const r = await runCli([...args], {cwd: dir.path})
+    assert.is(r.stderr, `mod: usage: ${line}\n`, args.join(' '))
+    assert.is(r.code, 2)
+  }
+})
+
 test.run()

@@ -1,6 +1,8 @@
 import {Errors, Flags} from '@oclif/core'
 
+import {MAX_TIMER_MS} from '../../lib/config/env.js'
 import {CLIENT_VARIABLES} from '../../lib/config/settings.js'
+import {wholeNumberFlag} from '../value-flags.js'
 
 const SERVER = 'SERVER'
 
@@ -13,7 +15,7 @@ export const serverFlags = {
     helpGroup: SERVER,
   }),
   'api-key': Flags.string({description: "The server's key (a flag shows in ps).", helpValue: 'KEY', env: CLIENT_VARIABLES.apiKey, helpGroup: SERVER}),
-  retries: Flags.integer({
+  retries: wholeNumberFlag({
     description: 'Retries of a failed request (with --server).',
     helpValue: 'N',
     min: 0,
@@ -21,17 +23,19 @@ export const serverFlags = {
     default: 8,
     helpGroup: SERVER,
   }),
-  timeout: Flags.integer({
+  // The run's deadline is a timer, which fires at once past MAX_TIMER_MS: 3000000 s stopped the run at its start.
+  timeout: wholeNumberFlag({
     description: 'Stop the run after S seconds, exit 2 (with --server).',
     helpValue: 'S',
     min: 1,
+    max: Math.floor(MAX_TIMER_MS / 1000),
     helpGroup: SERVER,
   }),
 }
 
 /** The flags of a remote run over many images (mod scan). */
 export const batchFlags = {
-  concurrency: Flags.integer({description: 'Batch requests in flight (with --server).', helpValue: 'N', min: 1, max: 64, default: 4, helpGroup: SERVER}),
+  concurrency: wholeNumberFlag({description: 'Batch requests in flight (with --server).', helpValue: 'N', min: 1, max: 64, default: 4, helpGroup: SERVER}),
   resume: Flags.string({
     description: 'Journal the finished inputs; a rerun sends the rest.',
     helpValue: 'FILE',

@@ -7,6 +7,7 @@ import {textReporter} from '../../cli/reports/reporter.js'
 import {visible} from '../../cli/visible.js'
 import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../../cli/errors.js'
 import {modelFlags} from '../../cli/flags.js'
+import {wholeNumberFlag} from '../../cli/value-flags.js'
 import {checkWritable, writeWhole} from '../../cli/writable.js'
 import {trainHeadOnDataset} from '../../lib/eval/run.js'
 import {plural} from '../../lib/plural.js'
@@ -39,7 +40,7 @@ hash) stops improving; the held-out figures at threshold 0.5 are printed. Use th
     holdout: Flags.string({description: 'Share of images held out for early stopping and the printed figures.', default: String(DEFAULT_TRAIN_OPTIONS.holdout)}),
     seed: Flags.integer({description: 'Seed of the held-out split.', default: DEFAULT_TRAIN_OPTIONS.seed}),
     l2: Flags.string({description: 'L2 penalty on the weights.', default: String(DEFAULT_TRAIN_OPTIONS.l2)}),
-    'max-epochs': Flags.integer({description: 'Most passes over the training images.', default: DEFAULT_TRAIN_OPTIONS.maxEpochs, min: 1}),
+    'max-epochs': wholeNumberFlag({description: 'Most passes over the training images.', default: DEFAULT_TRAIN_OPTIONS.maxEpochs, min: 1}),
     ...flagsWithoutHead,
   }
 
