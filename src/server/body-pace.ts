@@ -25,7 +25,7 @@ export interface PaceWatch {
  * that stopped sending is answered "no part … arrived", not "arriving too slowly", though by then its average is too
  * low too. A client that keeps sending, however little, is never silent that long at its rate's deadline.
  */
-export function tieMs(idleMs: number): number {
+function tieMs(idleMs: number): number {
   return Math.min(1000, idleMs / 2)
 }
 
