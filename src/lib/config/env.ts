@@ -54,8 +54,8 @@ const MiB = 1024 * 1024
 const UNITS: Record<string, number> = {b: 1, k: 1024, m: MiB, g: 1024 * MiB}
 
 /**
- * What a size accepts (K, M and G are binary units). The largest is the largest whole number a double holds exactly: a longer one
- * (`99999999999999999999`) would be read as another number than the one written.
+ * What a size accepts (K, M and G are binary units). The largest is the largest whole number a double holds
+ * exactly: a longer one (`99999999999999999999`) would be read as another number than the one written.
  */
 export const SIZE_RANGE = 'a size in whole bytes from 1 to 9007199254740991, or with a unit: 26214400, 25MB, 1.5GiB'
 
