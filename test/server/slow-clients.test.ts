@@ -3,12 +3,13 @@
 // hold more than its share.
 import {mkdirSync, readdirSync} from 'node:fs'
 import {createServer, request, type ClientRequest, type IncomingMessage} from 'node:http'
-import type {AddressInfo} from 'node:net'
+import {connect, type AddressInfo} from 'node:net'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
+import {buildServer} from '../../src/server/app.js'
 import {readBody} from '../../src/server/body.js'
 import {bodyStream} from '../../src/server/body-stream.js'
 import {clientKey, networkKey} from '../../src/server/client-address.js'
@@ -164,6 +165,31 @@ test('a body that stops sending is told so, every time, also when its average ra
     assert.match(rawError(slow).error.message, /^the request body is arriving too slowly: \d+ bytes in 0\.\d s, less than 1024 MiB per second \(MOD_BODY_MIN_RATE\)$/)
   } finally {
     await s.stop()
+  }
+})
+
+test("a body that keeps its pace but is not whole within the HTTP server's request timeout gets one JSON 408", async () => {
+  const settings = testSettings(join(dir.path, 'cache'), {limits: {bodyTimeoutMs: 5000, bodyMinRate: 1}})
+  const s = buildServer(fakeEngine(), {...settings, jobs: {...settings.jobs, storage: join(dir.path, 'jobs')}}, {tmpDir: uploads, log: () => {}})
+  // Node's own 5 minutes, checked every 30 s, in production.
+  Object.assign(s.server, {headersTimeout: 400, requestTimeout: 400, connectionsCheckingInterval: 20})
+  await new Promise<void>((listening) => s.server.listen(0, '127.0.0.1', listening))
+  try {
+    const {head, type} = multipartParts('file', 'long.mp4')
+    const socket = connect((s.server.address() as AddressInfo).port, '127.0.0.1')
+    socket.on('error', () => {})
+    socket.write(`POST /v1/moderate/video HTTP/1.1\r\nHost: x\r\nContent-Type: ${type}\r\nContent-Length: 100000\r\n\r\n`)
+    socket.write(head)
+    const ticker = setInterval(() => socket.write('A'), 50)
+    let got = ''
+    socket.on('data', (d: Buffer) => (got += d.toString('latin1')))
+    await new Promise((closed) => socket.on('close', closed))
+    clearInterval(ticker)
+    assert.is(got.match(/HTTP\/1\.1 /g)?.length, 1, got)
+    assert.match(got, /^HTTP\/1\.1 408 /)
+    assert.match(got, /"code":"request_timeout","message":"the request did not arrive in time"/)
+  } finally {
+    await s.close()
   }
 })
 
