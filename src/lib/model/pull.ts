@@ -12,6 +12,7 @@ import {dirname, join} from 'node:path'
 
 import {interceptors, request, type Agent, type Dispatcher, type EnvHttpProxyAgent} from 'undici'
 
+import {whyUnreadable} from '../errno.js'
 import {isModError, ModError} from '../errors.js'
 import {BODY_BUFFER_BYTES, copyEagerly} from '../fetch/body-buffer.js'
 import {humanSeconds} from '../durations.js'
@@ -97,6 +98,32 @@ const MAX_UNPINNED_BYTES = 4 * 1024 * 1024 * 1024
 /** A download's failure; `local: true` in its context for one of this machine (the disk, another installer), not the network. */
 function failed(message: string, context?: Record<string, unknown>): ModError {
   return new ModError('download_failed', message, context)
+}
+
+/** Errno codes of a folder mod may not write, where the cache folder given is to blame, not the download. */
+const UNWRITABLE = new Set(['EACCES', 'EPERM', 'EROFS'])
+
+/**
+ * A failure of this machine's file system while installing into `dest` (a folder mod may not write, a full disk, a
+ * name too long, a folder where a file goes) as one message naming the path and why, instead of Node's error; `path`
+ * names the file when the error does not (a write), `stopped` says how far a download got. Anything else is returned
+ * as it is.
+ */
+function localFailure(e: unknown, dest: string, path?: string, stopped?: string): unknown {
+  const error = e as NodeJS.ErrnoException & {dest?: string}
+  if (isModError(e) || typeof error?.code !== 'string' || typeof error.syscall !== 'string') return e
+  // A rename names its source and its destination: the destination is the file the user knows.
+  const where = error.dest ?? error.path ?? path ?? dest
+  const what = stopped ?? `cannot ${/^(read|l?stat|scandir)$/.test(error.syscall) ? 'read' : 'write'} ${where}`
+  if (error.code === 'ENOSPC' || error.code === 'EDQUOT') {
+    const full = error.code === 'ENOSPC' ? 'full' : 'over its quota'
+    return failed(`the disk holding ${dest} is ${full}: ${what}; free space and pull again${stopped ? ' to resume' : ''}`, {local: true})
+  }
+  if (UNWRITABLE.has(error.code) || error.code === 'ENAMETOOLONG') {
+    const folder = error.code === 'ENAMETOOLONG' ? 'a folder with a shorter path' : 'a folder mod can write'
+    return new ModError('invalid_config', `${what}: ${whyUnreadable(e)}; give MOD_CACHE_DIR (or --cache-dir) ${folder}`)
+  }
+  return failed(`${what}: ${whyUnreadable(e)}`, {local: true})
 }
 
 async function sizeOf(path: string): Promise<number | undefined> {
@@ -205,22 +232,27 @@ async function download(ctx: Context, file: ModelFile, url: string): Promise<Ver
   }
 
   const out = await open(part, start > 0 ? 'a' : 'w')
+  // A failed write is this machine's failure, not the connection's: kept apart from the body's errors.
+  let writeFailure: {error: unknown} | undefined
   try {
     // Read as it arrives (copyEagerly): a slow disk must not stop undici reading the connection.
     await copyEagerly(res.body, async (chunk) => {
       take(chunk)
-      await out.write(chunk)
+      try {
+        await out.write(chunk)
+      } catch (e) {
+        writeFailure = {error: e}
+        throw e
+      }
     }, BODY_BUFFER_BYTES, opts.signal)
   } catch (e) {
     if (opts.signal?.aborted) {
       throw failed(`download of ${file.path} was interrupted after ${formatSize(received)}; pull again to resume`)
     }
+    if (writeFailure) throw localFailure(writeFailure.error, ctx.dest, part, `${file.path} stopped after ${formatSize(received)}`)
     if (isModError(e)) {
       await rm(part, {force: true})
       throw e
-    }
-    if ((e as NodeJS.ErrnoException).code === 'ENOSPC') {
-      throw failed(`the disk holding ${ctx.dest} is full: ${file.path} stopped after ${formatSize(received)}; free space and pull again to resume`, {local: true})
     }
     throw failed(
       `download of ${file.path} stopped after ${formatSize(received)}${total === undefined ? '' : ` of ${formatSize(total)}`} ` +
@@ -300,6 +332,8 @@ export async function pullModel<M extends PullableManifest>(manifest: M, destDir
   await makeInstallFolder(destDir)
   try {
     return await withInstallLock(destDir, manifest.id, () => pullFiles(ctx, manifest, queue, urls))
+  } catch (e) {
+    throw localFailure(e, destDir)
   } finally {
     await agent?.close()
   }

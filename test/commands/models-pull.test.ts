@@ -1,0 +1,171 @@
+/**
+ * `mod models pull` run as a command, against the download hosts played on 127.0.0.1 (test/helpers/model-host.ts):
+ * what a user sees when the cache folder cannot take the download, the connection fails, or two installers meet.
+ */
+import {execFileSync} from 'node:child_process'
+import {existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
+import type {IncomingMessage, ServerResponse} from 'node:http'
+import {join} from 'node:path'
+
+import {test} from 'uvu'
+import * as assert from 'uvu/assert'
+
+import {loadNudenetPreset} from '../../src/lib/signals/nudenet/manifest.js'
+import {runCli, tempDir} from '../helpers/cli.js'
+import {modelHost} from '../helpers/model-host.js'
+import {realNudenetFile} from '../helpers/nudenet.js'
+import {testUnless} from '../helpers/skip.js'
+
+const dir = tempDir('mod-models-pull-')
+const mounts: string[] = []
+test.after(() => {
+  for (const m of mounts) execFileSync('umount', [m])
+  dir.remove()
+})
+
+const pinned = (await loadNudenetPreset()).files[0]
+const real = await realNudenetFile()
+const realBody = real.path === undefined ? Buffer.alloc(0) : readFileSync(real.path)
+/** Bytes of the detector's pinned size: enough for the failures here, which come before the sha256 is checked. */
+const junk = Buffer.alloc(pinned.size as number, 7)
+
+type Serve = (req: IncomingMessage, res: ServerResponse) => void
+const serveJunk: Serve = (_req, res) => res.writeHead(200, {'content-length': junk.length}).end(junk)
+let serve = serveJunk
+const host = await modelHost((req, res) => serve(req, res))
+test.after(() => host.close())
+test.before.each(() => {
+  serve = serveJunk
+  host.requests.length = 0
+})
+
+/** `mod models pull nudenet` into `cache`, through the played hosts. */
+function pull(cache: string, env: Record<string, string> = {}) {
+  return runCli(['models', 'pull', 'nudenet'], {env: {MOD_CACHE_DIR: cache, ...host.env, ...env}})
+}
+
+/** stderr's lines of mod's own: not listr2's step lines, nor the add-on's licence notice printed first. */
+function own(stderr: string): string[] {
+  return stderr
+    .trim()
+    .split('\n')
+    .filter((l) => !/^\[(STARTED|COMPLETED|FAILED|SKIPPED|TITLE|RETRY|ROLLBACK)\]/.test(l) && !/^NudeNet is licensed AGPL-3\.0/.test(l))
+}
+
+function isFile(path: string): boolean {
+  try {
+    return statSync(path).isFile()
+  } catch {
+    return false
+  }
+}
+
+/** A failed pull: exit 2, one line `mod: <code>: <message>` (no stack trace), no model file or manifest in place. */
+function assertFailed(r: {code: number; stderr: string}, model: string, code: string, message: string | RegExp): void {
+  assert.is(r.code, 2, r.stderr)
+  const lines = own(r.stderr)
+  assert.is(lines.length, 1, r.stderr)
+  assert.not.match(r.stderr, /^\s+at /m)
+  assert.ok(lines[0].startsWith(`mod: ${code}: `), lines[0])
+  if (typeof message === 'string') assert.is(lines[0], `mod: ${code}: ${message}`)
+  else assert.match(lines[0], message)
+  assert.not.ok(isFile(join(model, '320n.onnx')), 'no model file in place')
+  assert.not.ok(isFile(join(model, 'manifest.json')), 'no manifest.json')
+}
+
+/**
+ * A folder this process may not write: made 0555, or, for root (whom permissions do not stop), a read-only tmpfs
+ * mounted there; undefined (the reason) where root cannot mount.
+ */
+function readOnlyFolder(path: string): string | undefined {
+  mkdirSync(path, {recursive: true})
+  if (process.getuid?.() !== 0) {
+    execFileSync('chmod', ['0555', path])
+    return undefined
+  }
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'ro,size=64k', 'tmpfs', path], {stdio: 'ignore'})
+  } catch {
+    return 'run as root without the right to mount a tmpfs: no folder it cannot write'
+  }
+  mounts.push(path)
+  return undefined
+}
+
+test('a model folder mod may not write: invalid_config naming the file it could not make and why, before any download', async () => {
+  const cache = join(dir.path, 'read-only')
+  const model = join(cache, 'nudenet')
+  const missing = readOnlyFolder(model)
+  if (missing !== undefined) return console.log(`[skip] read-only model folder: ${missing}`)
+  const r = await pull(cache)
+  assertFailed(
+    r,
+    model,
+    'invalid_config',
+    new RegExp(`^mod: invalid_config: cannot write ${model}/\\.install\\.lock: (permission denied \\(EACCES\\)|a read-only file system \\(EROFS\\)); give MOD_CACHE_DIR \\(or --cache-dir\\) a folder mod can write$`),
+  )
+  assert.equal(host.requests, [])
+})
+
+test('a file where the model folder, its part folder or its model file goes: one line naming it and why', async () => {
+  const inPlaceOfModel = join(dir.path, 'file-model')
+  mkdirSync(inPlaceOfModel)
+  writeFileSync(join(inPlaceOfModel, 'nudenet'), 'a file')
+  assertFailed(
+    await pull(inPlaceOfModel),
+    join(inPlaceOfModel, 'nudenet'),
+    'invalid_config',
+    `cannot make the folder ${join(inPlaceOfModel, 'nudenet')}: a part of the path is not a folder (ENOTDIR); give MOD_CACHE_DIR (or --cache-dir) a folder mod can write`,
+  )
+
+  const inPlaceOfPart = join(dir.path, 'file-partial')
+  mkdirSync(join(inPlaceOfPart, 'nudenet'), {recursive: true})
+  writeFileSync(join(inPlaceOfPart, 'nudenet', '.partial'), 'a file')
+  const model = join(inPlaceOfPart, 'nudenet')
+  assertFailed(await pull(inPlaceOfPart), model, 'download_failed', `cannot write ${join(model, '.partial')}: a part of the path is not a folder (ENOTDIR)`)
+
+})
+
+testUnless(real.missing, 'a folder where the model file goes: the verified download is kept as its part, the failure names the folder', async () => {
+  serve = (_req, res) => res.writeHead(200, {'content-length': realBody.length}).end(realBody)
+  const cache = join(dir.path, 'folder-file')
+  const model = join(cache, 'nudenet')
+  mkdirSync(join(model, '320n.onnx'), {recursive: true})
+  assertFailed(await pull(cache), model, 'download_failed', `cannot write ${join(model, '320n.onnx')}: it is a folder (EISDIR)`)
+})
+
+test('a path too long for the file system: invalid_config naming it, with what to do', async () => {
+  // Each name under 255 bytes, the whole cache folder short enough to be made, its lock file's path too long (PATH_MAX 4096).
+  let cache = join(dir.path, 'long')
+  while (cache.length < 3800) cache = join(cache, 'c'.repeat(200))
+  cache = join(cache, 'd'.repeat(4080 - cache.length - 1))
+  const model = join(cache, 'nudenet')
+  const r = await pull(cache)
+  assertFailed(r, model, 'invalid_config', `cannot write ${model}/.install.lock: the name is too long (ENAMETOOLONG); give MOD_CACHE_DIR (or --cache-dir) a folder with a shorter path`)
+})
+
+test('a disk that fills mid-download: download_failed naming the folder and that the disk is full, the part kept to resume', async () => {
+  const cache = join(dir.path, 'full')
+  mkdirSync(cache)
+  const model = join(cache, 'nudenet')
+  let real = false
+  if (process.getuid?.() === 0) {
+    try {
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', cache], {stdio: 'ignore'})
+      mounts.push(cache)
+      real = true
+    } catch {
+      // No right to mount: /dev/full below.
+    }
+  }
+  if (!real) {
+    // Every write to /dev/full fails with ENOSPC.
+    mkdirSync(join(model, '.partial'), {recursive: true})
+    symlinkSync('/dev/full', join(model, '.partial', '320n.onnx.part'))
+  }
+  const r = await pull(cache)
+  assertFailed(r, model, 'download_failed', new RegExp(`^mod: download_failed: the disk holding ${model} is full: 320n\\.onnx stopped after [\\d.]+ (bytes|KiB|MiB); free space and pull again to resume$`))
+  assert.not.ok(existsSync(join(model, '320n.onnx')))
+})
+
+test.run()
