@@ -2,8 +2,8 @@
  * `mod models pull` run as a command, against the download hosts played on 127.0.0.1 (test/helpers/model-host.ts):
  * what a user sees when the cache folder cannot take the download, the connection fails, or two installers meet.
  */
-import {execFileSync} from 'node:child_process'
-import {existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
+import {execFileSync, spawn, type ChildProcess} from 'node:child_process'
+import {existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
 import type {IncomingMessage, ServerResponse} from 'node:http'
 import {join} from 'node:path'
 
@@ -11,7 +11,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {loadNudenetPreset} from '../../src/lib/signals/nudenet/manifest.js'
-import {runCli, tempDir} from '../helpers/cli.js'
+import {BIN, runCli, tempDir} from '../helpers/cli.js'
 import {modelHost} from '../helpers/model-host.js'
 import {realNudenetFile} from '../helpers/nudenet.js'
 import {testUnless} from '../helpers/skip.js'
@@ -166,6 +166,76 @@ test('a disk that fills mid-download: download_failed naming the folder and that
   const r = await pull(cache)
   assertFailed(r, model, 'download_failed', new RegExp(`^mod: download_failed: the disk holding ${model} is full: 320n\\.onnx stopped after [\\d.]+ (bytes|KiB|MiB); free space and pull again to resume$`))
   assert.not.ok(existsSync(join(model, '320n.onnx')))
+})
+
+/** `mod models pull nudenet` as a child process the test can signal; `done` gives its exit code and stderr. */
+function startPull(cache: string): {child: ChildProcess; done: Promise<{code: number | null; stderr: string}>} {
+  const child = spawn(process.execPath, [BIN, 'models', 'pull', 'nudenet'], {env: {...cleanEnv(), NO_COLOR: '1', MOD_CACHE_DIR: cache, ...host.env}})
+  let stderr = ''
+  child.stderr?.on('data', (d) => (stderr += d))
+  const done = new Promise<{code: number | null; stderr: string}>((resolve) => child.on('close', (code) => resolve({code, stderr})))
+  return {child, done}
+}
+
+function cleanEnv(): Record<string, string | undefined> {
+  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_')))
+}
+
+/** Serves the real detector, from `bytes=N-` on with 206 when asked; `cut` stops the body after its first bytes (then calls `then`). */
+function serveReal(cut?: {bytes: number; then: (res: ServerResponse) => void}): Serve {
+  return (req, res) => {
+    const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? '')
+    if (cut) {
+      res.writeHead(200, {'content-length': realBody.length})
+      res.write(realBody.subarray(0, cut.bytes), () => cut.then(res))
+      return
+    }
+    if (range) {
+      const start = Number(range[1])
+      res.writeHead(206, {'content-length': realBody.length - start, 'content-range': `bytes ${start}-${realBody.length - 1}/${realBody.length}`})
+      res.end(realBody.subarray(start))
+      return
+    }
+    res.writeHead(200, {'content-length': realBody.length}).end(realBody)
+  }
+}
+
+testUnless(real.missing, 'Ctrl-C mid-download: exit 130, the part kept and no lock left; the next pull resumes with a Range and installs the verified file', async () => {
+  const cache = join(dir.path, 'interrupted')
+  const model = join(cache, 'nudenet')
+  const run = startPull(cache)
+  const part = join(model, '.partial', '320n.onnx.part')
+  // Ctrl-C once the pull has written a part of what it received.
+  const whenWritten = (): void => void (isFile(part) && statSync(part).size > 0 ? run.child.kill('SIGINT') : setTimeout(whenWritten, 20))
+  serve = serveReal({bytes: 3_000_000, then: whenWritten})
+  const stopped = await run.done
+  assert.is(stopped.code, 130, stopped.stderr)
+  assert.equal(own(stopped.stderr), ['mod: stopped by SIGINT'])
+  assert.equal(readdirSync(model).sort(), ['.partial'])
+  const kept = statSync(part).size
+  assert.ok(kept > 0 && kept <= 3_000_000, String(kept))
+
+  serve = serveReal()
+  host.requests.length = 0
+  const again = await pull(cache)
+  assert.is(again.code, 0, again.stderr)
+  assert.equal(host.requests.map((r) => r.range), [`bytes=${kept}-`])
+  assert.ok(readFileSync(join(model, '320n.onnx')).equals(realBody))
+  assert.equal(readdirSync(model).sort(), ['320n.onnx', 'manifest.json'])
+})
+
+testUnless(real.missing, 'a connection dropped mid-body: download_failed saying how far it got and that a pull resumes; the next one does', async () => {
+  const cache = join(dir.path, 'dropped')
+  const model = join(cache, 'nudenet')
+  serve = serveReal({bytes: 2_000_000, then: (res) => res.socket?.destroy()})
+  const r = await pull(cache)
+  assertFailed(r, model, 'download_failed', /^mod: download_failed: download of 320n\.onnx stopped after 1\.91 MiB of 11\.59 MiB \([^)]+\); pull again to resume; to try next: /)
+  serve = serveReal()
+  host.requests.length = 0
+  const again = await pull(cache)
+  assert.is(again.code, 0, again.stderr)
+  assert.equal(host.requests.map((r) => r.range), ['bytes=2000000-'])
+  assert.ok(readFileSync(join(model, '320n.onnx')).equals(realBody))
 })
 
 test.run()

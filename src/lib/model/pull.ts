@@ -189,13 +189,44 @@ async function startTransfer(ctx: Context, file: ModelFile, url: string, offset:
   return {res: await get(ctx, file, url, 0), start: 0}
 }
 
+/**
+ * Downloads `file` into its part and puts it in place once whole and verified. A part left by a pull that stopped is
+ * resumed; one as long as the pinned size needs no transfer, its sha256 decides. A resumed download whose sha256
+ * differs is fetched once more from zero: the bytes kept from before may be what is wrong (a damaged disk, a part of
+ * another version of the file).
+ */
 async function download(ctx: Context, file: ModelFile, url: string): Promise<Verified> {
-  const {opts} = ctx
   const part = join(ctx.dest, PARTIAL_DIR, `${file.path}.part`)
   await makeDir(dirname(part))
   let offset = (await sizeOf(part)) ?? 0
   if (file.size !== undefined && offset > file.size) offset = 0
+  let got: Verified & {start: number}
+  if (offset > 0 && offset === file.size && file.sha256 !== undefined) {
+    // A pull stopped between the last byte and the rename: the server would answer 416 to any range.
+    got = {...(await hashFile(part)), start: offset}
+    if (got.sha256 !== file.sha256) got = await transfer(ctx, file, url, part, 0)
+  } else {
+    got = await transfer(ctx, file, url, part, offset)
+  }
+  if (got.start > 0 && file.sha256 !== undefined && got.sha256 !== file.sha256) got = await transfer(ctx, file, url, part, 0)
+  if (file.sha256 !== undefined && got.sha256 !== file.sha256) {
+    await rm(part, {force: true})
+    throw failed(`${file.path} has sha256 ${got.sha256}, expected ${file.sha256}; the download was deleted`, {
+      file: file.path,
+      expected: file.sha256,
+      actual: got.sha256,
+    })
+  }
+  await syncFile(part)
+  const final = join(ctx.dest, file.path)
+  await makeDir(dirname(final))
+  await rename(part, final)
+  return {size: got.size, sha256: got.sha256}
+}
 
+/** One transfer of `file` into `part` from `offset` (0: from the start); its size, its sha256 (the part's bytes before `start` included) and where it really started. */
+async function transfer(ctx: Context, file: ModelFile, url: string, part: string, offset: number): Promise<Verified & {start: number}> {
+  const {opts} = ctx
   const {res, start} = await startTransfer(ctx, file, url, offset)
   if (res.statusCode < 200 || res.statusCode > 299 || (res.statusCode === 206 && start === 0)) {
     await res.body.dump().catch(() => undefined)
@@ -265,20 +296,7 @@ async function download(ctx: Context, file: ModelFile, url: string): Promise<Ver
   if (total !== undefined && received < total) {
     throw failed(`download of ${file.path} stopped after ${formatSize(received)} of ${formatSize(total)}; pull again to resume`)
   }
-  const sha256 = hash.digest('hex')
-  if (file.sha256 !== undefined && sha256 !== file.sha256) {
-    await rm(part, {force: true})
-    throw failed(`${file.path} has sha256 ${sha256}, expected ${file.sha256}; the download was deleted`, {
-      file: file.path,
-      expected: file.sha256,
-      actual: sha256,
-    })
-  }
-  await syncFile(part)
-  const final = join(ctx.dest, file.path)
-  await makeDir(dirname(final))
-  await rename(part, final)
-  return {size: received, sha256}
+  return {size: received, sha256: hash.digest('hex'), start}
 }
 
 /** Writes manifest.json atomically: the folder counts as installed from this rename on. */

@@ -278,7 +278,21 @@ test('a server that ignores Range restarts the file from zero', async () => {
   await assertSameFiles(dest)
 })
 
-test('a part as long as the file (416 on resume) is fetched again from zero', async () => {
+test('a whole part (a pull stopped between the last byte and the rename) is installed without a request when it matches', async () => {
+  const dest = reset()
+  const body = bodies.get('/merges.txt') as Buffer
+  await pullModel(preset(), dest)
+  await rm(join(dest, 'merges.txt'))
+  await rm(join(dest, 'manifest.json'))
+  await mkdir(join(dest, '.partial'), {recursive: true})
+  await writeFile(join(dest, '.partial', 'merges.txt.part'), body)
+  seen.length = 0
+  await pullModel(preset(), dest)
+  assert.equal(seen, [])
+  await assertSameFiles(dest)
+})
+
+test('a part as long as the file that does not match is fetched again from zero, without a range', async () => {
   const dest = reset()
   const body = bodies.get('/merges.txt') as Buffer
   await pullModel(preset(), dest)
@@ -287,8 +301,43 @@ test('a part as long as the file (416 on resume) is fetched again from zero', as
   await writeFile(join(dest, '.partial', 'merges.txt.part'), Buffer.alloc(body.length, 0x20))
   seen.length = 0
   await pullModel(preset(), dest)
+  assert.equal(seen.map((r) => r.range), [undefined])
+  await assertSameFiles(dest)
+})
+
+test('a part as long as a file of no pinned size (416 on resume) is fetched again from zero', async () => {
+  const dest = reset()
+  const body = bodies.get('/merges.txt') as Buffer
+  await pullModel(preset({hashes: false}), dest)
+  await rm(join(dest, 'merges.txt'))
+  await mkdir(join(dest, '.partial'), {recursive: true})
+  await writeFile(join(dest, '.partial', 'merges.txt.part'), Buffer.alloc(body.length, 0x20))
+  seen.length = 0
+  await pullModel(preset({hashes: false}), dest)
   assert.equal(seen.map((r) => r.range), [`bytes=${body.length}-`, undefined])
   await assertSameFiles(dest)
+})
+
+test('a resumed download that does not match its sha256 (the part kept was damaged) is fetched once more from zero', async () => {
+  const dest = reset()
+  const body = bodies.get('/tokenizer.json') as Buffer
+  await mkdir(join(dest, '.partial'), {recursive: true})
+  await writeFile(join(dest, '.partial', 'tokenizer.json.part'), Buffer.alloc(1000, 0x20))
+  await pullModel(preset(), dest)
+  const asked = seen.filter((r) => r.path === '/tokenizer.json').map((r) => r.range)
+  assert.equal(asked, ['bytes=1000-', undefined])
+  await assertSameFiles(dest)
+  assert.ok(body.length > 1000)
+})
+
+test('a fresh download that does not match is not fetched again: one request, the mismatch said', async () => {
+  const dest = reset()
+  const m = preset()
+  const vocab = m.files.find((f) => f.path === 'vocab.json') as Manifest['files'][number]
+  vocab.sha256 = '0'.repeat(64)
+  const err = await rejection(pullModel(m, dest))
+  assert.is(err.code, 'download_failed')
+  assert.is(seen.filter((r) => r.path === '/vocab.json').length, 1)
 })
 
 test('an interrupted pull (abort) leaves no usable half file', async () => {
