@@ -29,7 +29,8 @@ import {makeInstallFolder} from './install-folder.js'
 /** Where files are written before they are whole and verified (shared with `addModelFile`). */
 export const PARTIAL_DIR = '.partial'
 const MAX_REDIRECTIONS = 5
-const TIMEOUT_MS = 60_000
+/** A server that sends nothing for this long (no connection, no answer, no next bytes) stops the pull, its part kept. */
+const IDLE_MS = 60_000
 
 export interface PullProgress {
   file: string
@@ -62,6 +63,8 @@ export interface PullOptions {
   maxUnpinnedBytes?: number
   /** The least a file's transfer must bring in each span of this many ms, else it stops; default SLOWEST. */
   slowest?: Pace
+  /** How long the default dispatcher waits for a connection, an answer, or the next bytes of a body; default IDLE_MS. */
+  idleMs?: number
 }
 
 /** Bytes in a span of time. */
@@ -78,8 +81,17 @@ export interface Pace {
 const SLOWEST: Pace = {bytes: 64 * 1024, ms: 60_000}
 
 /** The pull's own dispatcher: through the proxies when any is set, else direct; redirects followed either way. */
-function defaultDispatcher(proxy: ProxySettings | undefined): Agent | EnvHttpProxyAgent {
-  return dispatcherFor({headersTimeout: TIMEOUT_MS, bodyTimeout: TIMEOUT_MS, connect: {timeout: TIMEOUT_MS}}, proxy)
+function defaultDispatcher(proxy: ProxySettings | undefined, idleMs: number): Agent | EnvHttpProxyAgent {
+  return dispatcherFor({headersTimeout: idleMs, bodyTimeout: idleMs, connect: {timeout: idleMs}}, proxy)
+}
+
+/** A failed connection or transfer in words: undici's timeouts say how long the server kept silent. */
+function networkProblem(ctx: Context, e: unknown): string {
+  const code = (e as {code?: unknown} | null)?.code
+  const idle = humanSeconds(ctx.opts.idleMs ?? IDLE_MS)
+  if (code === 'UND_ERR_HEADERS_TIMEOUT') return `the server took the request but sent no answer for ${idle}`
+  if (code === 'UND_ERR_BODY_TIMEOUT') return `the server sent nothing for ${idle}`
+  return typeof code === 'string' ? connectionProblem(e) : (e as Error).message
 }
 
 interface Context {
@@ -172,7 +184,7 @@ async function get(ctx: Context, file: ModelFile, url: string, offset: number): 
     if (ctx.opts.signal?.aborted) throw failed(`download of ${file.path} was interrupted`)
     // undici says a proxy's refusal as "Proxy response (403) !== 200 when HTTP Tunneling".
     const proxyStatus = /^Proxy response \((\d+)\)/.exec((e as Error).message)?.[1]
-    throw failed(`cannot fetch ${file.path} from ${url}: ${proxyStatus ? `the proxy answered HTTP ${proxyStatus}` : connectionProblem(e)}`)
+    throw failed(`cannot fetch ${file.path} from ${url}: ${proxyStatus ? `the proxy answered HTTP ${proxyStatus}` : networkProblem(ctx, e)}`)
   }
 }
 
@@ -287,7 +299,7 @@ async function transfer(ctx: Context, file: ModelFile, url: string, part: string
     }
     throw failed(
       `download of ${file.path} stopped after ${formatSize(received)}${total === undefined ? '' : ` of ${formatSize(total)}`} ` +
-        `(${(e as Error).message}); pull again to resume`,
+        `(${networkProblem(ctx, e)}); pull again to resume`,
     )
   } finally {
     await out.close()
@@ -343,7 +355,7 @@ export async function pullModel<M extends PullableManifest>(manifest: M, destDir
   let agent: Agent | EnvHttpProxyAgent | undefined
   let dispatcher = opts.dispatcher
   if (!dispatcher) {
-    agent = defaultDispatcher(opts.proxy)
+    agent = defaultDispatcher(opts.proxy, opts.idleMs ?? IDLE_MS)
     dispatcher = agent.compose(interceptors.redirect({maxRedirections: MAX_REDIRECTIONS}))
   }
   const ctx: Context = {dest: destDir, opts, dispatcher}

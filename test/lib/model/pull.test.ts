@@ -14,7 +14,7 @@ import {pullModel, type PulledFile, type PullProgress} from '../../../src/lib/mo
 import {rejection} from '../../helpers/errors.js'
 
 /** How the test server answers one path: normally (with Range support), or one of the failures under test. */
-type Mode = 'ok' | 'cut' | 'stall' | 'trickle' | 'no-range' | 'missing' | 'redirect' | 'endless' | 'loop' | 'file'
+type Mode = 'ok' | 'cut' | 'stall' | 'silent' | 'headers' | 'trickle' | 'no-range' | 'missing' | 'redirect' | 'endless' | 'loop' | 'file'
 
 const root = await mkdtemp(join(tmpdir(), 'mod-pull-'))
 const toy = await writeToyModel(join(root, 'source'))
@@ -28,6 +28,8 @@ const server: Server = createServer((req, res) => {
   const path = (req.url ?? '/').split('?')[0]
   seen.push({path, range: req.headers.range})
   const mode = modes.get(path) ?? 'ok'
+  // The request taken, never answered.
+  if (mode === 'silent') return
   if (mode === 'redirect') {
     res.writeHead(302, {location: `/files${path}`}).end()
     return
@@ -69,6 +71,10 @@ const server: Server = createServer((req, res) => {
   }
   if (mode === 'stall') {
     res.write(body.subarray(0, 65536))
+    return
+  }
+  if (mode === 'headers') {
+    res.flushHeaders()
     return
   }
   if (mode === 'trickle') {
@@ -267,6 +273,24 @@ test('a transfer that brings less than the slowest pace in a span is stopped, it
   modes.clear()
   await pullModel(preset(), dest)
   await assertSameFiles(dest)
+})
+
+test('a server silent for the idle time (no answer, headers and nothing, bytes and nothing) stops the pull, saying for how long', async () => {
+  for (const [mode, words] of [
+    ['silent', /^cannot fetch tokenizer\.json from http:\/\/127\.0\.0\.1:\d+\/tokenizer\.json: the server took the request but sent no answer for 300 ms$/],
+    ['headers', /^download of tokenizer\.json stopped after 0 bytes of 2\.12 MiB \(the server sent nothing for 300 ms\); pull again to resume$/],
+    ['stall', /^download of tokenizer\.json stopped after 64 KiB of 2\.12 MiB \(the server sent nothing for 300 ms\); pull again to resume$/],
+  ] as const) {
+    const dest = reset()
+    modes.set('/tokenizer.json', mode)
+    const started = Date.now()
+    // Bounded, so that the test ends (failing) without the idle timeout.
+    const err = await rejection(pullModel(preset(), dest, {idleMs: 300, signal: AbortSignal.timeout(10_000)}))
+    assert.is(err.code, 'download_failed', mode)
+    assert.match(err.message, words)
+    assert.ok(Date.now() - started < 5000, mode)
+  }
+  server.closeAllConnections()
 })
 
 test('a server that ignores Range restarts the file from zero', async () => {
