@@ -238,4 +238,34 @@ testUnless(real.missing, 'a connection dropped mid-body: download_failed saying 
   assert.ok(readFileSync(join(model, '320n.onnx')).equals(realBody))
 })
 
+testUnless(real.missing, 'two pulls of the same model at once: the second is refused naming the first, which installs the verified file', async () => {
+  const cache = join(dir.path, 'twice')
+  const model = join(cache, 'nudenet')
+  let release!: () => void
+  const held = new Promise<void>((resolve) => (release = resolve))
+  let reached!: () => void
+  const started = new Promise<void>((resolve) => (reached = resolve))
+  // The first pull's transfer waits, half done, until the second has run.
+  serve = (_req, res) => {
+    res.writeHead(200, {'content-length': realBody.length})
+    res.write(realBody.subarray(0, 5_000_000), reached)
+    void held.then(() => res.end(realBody.subarray(5_000_000)))
+  }
+  const first = startPull(cache)
+  await started
+  const second = await pull(cache)
+  assertFailed(
+    second,
+    model,
+    'download_failed',
+    `cannot install nudenet-320n into ${model}: another mod (process ${first.child.pid}) is installing there; wait for it to finish, or stop it and run this again`,
+  )
+  release()
+  const done = await first.done
+  assert.is(done.code, 0, done.stderr)
+  assert.ok(readFileSync(join(model, '320n.onnx')).equals(realBody))
+  assert.equal(readdirSync(model).sort(), ['320n.onnx', 'manifest.json'])
+  assert.is(host.requests.length, 1)
+})
+
 test.run()
