@@ -50,8 +50,10 @@ class TerminalOutput extends ProcessOutput {
   private adapt(out: NodeJS.WriteStream): NodeJS.WriteStream {
     const terminal = this.terminal
     Object.defineProperties(out, {
-      columns: {get: () => terminal.columns, configurable: true},
-      rows: {get: () => terminal.rows, configurable: true},
+      // A terminal of no size (0 x 0: a pseudo-terminal nobody sized, as `script` or `docker run -t` without a
+      // terminal of their own make) is drawn as 80 x 24: at 0 columns listr2 wrapped every character onto a row.
+      columns: {get: () => terminal.columns || 80, configurable: true},
+      rows: {get: () => terminal.rows || 24, configurable: true},
     })
     if (this.colour) return out
     const write = out.write.bind(out) as (chunk: unknown, ...rest: unknown[]) => boolean
@@ -79,6 +81,9 @@ export async function runSteps(
   colour = chalkStderr.level > 0,
 ): Promise<void> {
   const plain = !stream.isTTY || Boolean(env.CI) || env.TERM === 'dumb'
+  // listr2 wraps the list at stdout's width (80 when stdout is no terminal): stdout on a terminal of no size had
+  // every character of the list on a row of its own. Its next resize sets the real width.
+  if (!plain && process.stdout.isTTY && !process.stdout.columns) process.stdout.columns = 80
   let failure: {error: unknown} | undefined
   const logger = new ListrLogger({useIcons: !plain, processOutput: new TerminalOutput(stream, colour)})
   const listr = new Listr(

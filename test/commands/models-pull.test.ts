@@ -2,19 +2,21 @@
  * `mod models pull` run as a command, against the download hosts played on 127.0.0.1 (test/helpers/model-host.ts):
  * what a user sees when the cache folder cannot take the download, the connection fails, or two installers meet.
  */
-import {execFileSync, spawn, type ChildProcess} from 'node:child_process'
+import {execFile, execFileSync, spawn, type ChildProcess} from 'node:child_process'
 import {existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
 import type {IncomingMessage, ServerResponse} from 'node:http'
 import {join} from 'node:path'
+import {promisify} from 'node:util'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {loadNudenetPreset} from '../../src/lib/signals/nudenet/manifest.js'
-import {BIN, runCli, tempDir} from '../helpers/cli.js'
+import {BIN, runCli, shellWord, tempDir} from '../helpers/cli.js'
 import {modelHost} from '../helpers/model-host.js'
 import {realNudenetFile} from '../helpers/nudenet.js'
 import {testUnless} from '../helpers/skip.js'
+import {inPane} from '../helpers/tmux.js'
 
 const dir = tempDir('mod-models-pull-')
 const mounts: string[] = []
@@ -266,6 +268,63 @@ testUnless(real.missing, 'two pulls of the same model at once: the second is ref
   assert.ok(readFileSync(join(model, '320n.onnx')).equals(realBody))
   assert.equal(readdirSync(model).sort(), ['320n.onnx', 'manifest.json'])
   assert.is(host.requests.length, 1)
+})
+
+/** Serves the real detector in 20 steps over `ms`, so that the pull's progress is drawn along the way. */
+function serveSlowly(ms: number): Serve {
+  return (_req, res) => {
+    res.writeHead(200, {'content-length': realBody.length})
+    const step = Math.ceil(realBody.length / 20)
+    let at = 0
+    const more = (): void => {
+      if (res.destroyed) return
+      if (at >= realBody.length) return void res.end()
+      res.write(realBody.subarray(at, (at += step)))
+      setTimeout(more, ms / 20)
+    }
+    more()
+  }
+}
+
+/** A shell line running `mod models pull nudenet` into `cache` through the played hosts, outside CI (which asks for plain lines). */
+function pullLine(cache: string): string {
+  const vars = Object.entries({...host.env, MOD_CACHE_DIR: cache}).map(([k, v]) => `${k}=${shellWord(v)}`)
+  return `env -u CI ${vars.join(' ')} ${shellWord(process.execPath)} ${shellWord(BIN)} models pull nudenet`
+}
+
+testUnless(real.missing, 'without a terminal: the progress is a plain line now and then, no control character on stderr', async () => {
+  serve = serveSlowly(6000)
+  const r = await pull(join(dir.path, 'piped'))
+  assert.is(r.code, 0, r.stderr)
+  assert.match(r.stderr, /^\[OUTPUT\] 320n\.onnx \[#+-*\] \d+% of 11\.59 MiB$/m)
+  assert.match(r.stderr, /^\[COMPLETED\] fetched 320n\.onnx \(11\.59 MiB\)$/m)
+  // Nothing but printable text and line ends: no spinner, no cursor moves, no carriage returns.
+  assert.not.match(r.stderr, /[\x00-\x09\x0b-\x1f\x7f]/)
+  assert.is(r.stdout, `nudenet is installed in ${join(dir.path, 'piped', 'nudenet')}\n`)
+})
+
+testUnless(real.missing, 'on a terminal: the bar is drawn as the file comes, then replaced by one line saying it was fetched', async () => {
+  serve = serveSlowly(3000)
+  const cache = join(dir.path, 'tty')
+  const shown = await inPane(dir.path, `${pullLine(cache)}; echo EXIT=$?; sleep 30`, {width: 100, height: 20}, async (pane) => {
+    await pane.until(/[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] 320n\.onnx \[#*-+\] \d+% of 11\.59 MiB/, 20_000)
+    return pane.until(/EXIT=\d+/, 30_000)
+  })
+  assert.match(shown, 'EXIT=0')
+  const lines = shown.trim().split('\n')
+  assert.equal(lines.slice(-3), ['✔ fetched 320n.onnx (11.59 MiB)', `nudenet is installed in ${join(cache, 'nudenet')}`, 'EXIT=0'])
+  assert.not.match(shown, /\[#|\[STARTED\]/)
+})
+
+testUnless(real.missing, 'on a terminal of no size (a pseudo-terminal nobody sized): the list is drawn 80 columns wide, not a character a row', async () => {
+  serve = serveSlowly(1000)
+  const cache = join(dir.path, 'unsized')
+  // script's pseudo-terminal, made without a terminal of the test's own, is 0 x 0.
+  // Run without blocking: the played hosts answer from this process.
+  const {stdout: shown} = await promisify(execFile)('script', ['-qfec', `sh -c ${shellWord(`stty size; ${pullLine(cache)}; echo EXIT=$?`)}`, '/dev/null'], {encoding: 'utf8', timeout: 60_000})
+  assert.match(shown, /^0 0\r?$/m)
+  assert.match(shown, 'EXIT=0')
+  assert.match(shown, '✔ fetched 320n.onnx (11.59 MiB)')
 })
 
 test.run()
