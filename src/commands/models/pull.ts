@@ -114,17 +114,25 @@ Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the ho
     const files = names.map(() => deferred<PulledFile>())
     let current = 0
     let setTitle: (title: string) => void = () => {}
+    let last: PullProgress | undefined
+    let stoppedAfter: string | undefined
     const pulled = pullModel(manifest, dir, {
       signal: this.interrupt.signal,
       variants,
       proxy: settings.proxy,
-      onProgress: (p) => setTitle(bar(p)),
+      onProgress: (p) => {
+        last = p
+        setTitle(bar(p))
+      },
       onFile: (f) => {
+        last = undefined
         if (!f.pinned) unpinned.push(f)
         if (f.skipped && f.pinned) keptFiles.push(f.file)
         files[current++]?.resolve(f)
       },
     }).catch((e: unknown) => {
+      // How far the file under way got: the next pull resumes its part.
+      if (last && last.received > 0 && this.interrupt.signal.aborted) stoppedAfter = `${formatBytes(last.received)} of ${last.file}; run the pull again to resume`
       const failure =
         // Network advice only for a network failure: not for a full disk or another installer.
         isModError(e) && e.code === 'download_failed' && !this.interrupt.signal.aborted && e.context?.local !== true
@@ -135,16 +143,21 @@ Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the ho
     })
     for (const f of files) f.promise.catch(() => undefined)
     pulled.catch(() => undefined)
-    await runSteps(
-      names.map((name, i) => ({
-        title: name,
-        run: async (retitle) => {
-          setTitle = retitle
-          const f = await files[i].promise
-          retitle(`${f.skipped ? 'kept' : 'fetched'} ${f.file} (${formatBytes(f.size)}${f.skipped ? ', already in place and verified' : ''})`)
-        },
-      })),
-    )
+    try {
+      await runSteps(
+        names.map((name, i) => ({
+          title: name,
+          run: async (retitle) => {
+            setTitle = retitle
+            const f = await files[i].promise
+            retitle(`${f.skipped ? 'kept' : 'fetched'} ${f.file} (${formatBytes(f.size)}${f.skipped ? ', already in place and verified' : ''})`)
+          },
+        })),
+      )
+    } finally {
+      // Below the list, once it is drawn for the last time.
+      if (stoppedAfter) this.sayStopped(stoppedAfter)
+    }
     await pulled
     for (const f of unpinned) this.logToStderr(firstUseWarning(f))
     // A file copied into the folder by hand is verified like a download: say that nothing had to be fetched.
