@@ -77,14 +77,14 @@ test('an add into a folder that a running pull holds is refused naming it, and l
   const dest = join(dir.path, 'busy', 'nudenet')
   mkdirSync(join(dest, '.partial'), {recursive: true})
   writeFileSync(join(dest, '.partial', '320n.onnx.part'), 'half')
-  // This test's own process stands for the pull that holds the lock.
-  writeFileSync(join(dest, '.install.lock'), `${process.pid}\n`)
+  // The process that started this test's (alive, not this one) stands for the pull that holds the lock.
+  writeFileSync(join(dest, '.install.lock'), `${process.ppid}\n`)
   try {
     await addModelFile(manifest, file, dest)
     assert.unreachable('added while a pull held the folder')
   } catch (e) {
     assert.is((e as {code?: string}).code, 'download_failed')
-    assert.match((e as Error).message, `cannot install standin-320n into ${dest}: another mod (process ${process.pid}) is installing there`)
+    assert.match((e as Error).message, `cannot install standin-320n into ${dest}: another mod (process ${process.ppid}) is installing there`)
   }
   assert.equal(readFileSync(join(dest, '.partial', '320n.onnx.part'), 'utf8'), 'half')
   assert.not.ok(existsSync(join(dest, '320n.onnx')))

@@ -76,12 +76,12 @@ test('a manifest that does not parse (or is null) does not stop the removal of i
 
 test('a folder another mod is installing into is left as it is: exit 2 naming that process', async () => {
   const {cache} = cacheWithFast('locked')
-  // This test's own process is alive: its pid in the lock is an installer at work.
-  writeFileSync(join(cache, 'fast', '.install.lock'), `${process.pid}\n`)
+  // The process that started this test's is alive: its pid in the lock is an installer at work.
+  writeFileSync(join(cache, 'fast', '.install.lock'), `${process.ppid}\n`)
   const before = readdirSync(join(cache, 'fast')).sort()
   const r = await runInProcess(['models', 'remove', 'fast'], {env: {MOD_CACHE_DIR: cache}})
   assert.is(r.code, 2)
-  assert.match(r.stderr, `another mod (process ${process.pid}) is installing there`)
+  assert.match(r.stderr, `another mod (process ${process.ppid}) is installing there`)
   assert.equal(readdirSync(join(cache, 'fast')).sort(), before)
 })
 

@@ -2,14 +2,18 @@
  * One installer at a time in a model's folder. Two pulls (or a pull and an add) into the same folder wrote the same
  * part file, each hashing the bytes it received rather than the bytes on disk: one could install a corrupt file under
  * a manifest naming the pinned hash, the other fail with a missing part. The lock is a file naming its holder's
- * process; one whose process has gone (killed mid-install) is taken over.
+ * process; one whose process has gone (killed mid-install), or that names this process without its holding it, is
+ * taken over.
  */
 import {open, readFile, rm} from 'node:fs/promises'
-import {join} from 'node:path'
+import {resolve} from 'node:path'
 
 import {ModError} from '../errors.js'
 
 const LOCK_FILE = '.install.lock'
+
+/** The locks this process holds: a lock naming this process and not among them was left by another with its pid. */
+const held = new Set<string>()
 
 /** Whether process `pid` is running on this machine (EPERM: it is, as another user's). */
 function running(pid: number): boolean {
@@ -33,7 +37,10 @@ async function take(path: string): Promise<number | undefined> {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e
     }
     const holder = Number.parseInt(await readFile(path, 'utf8').catch(() => ''), 10)
-    if (Number.isInteger(holder) && holder > 0 && running(holder)) return holder
+    // A container's processes get the same pids at each start (node as 1, or under tini as 7): a lock left by a pull
+    // that was killed names this very process in the next container on the same cache.
+    const live = holder === process.pid ? held.has(path) : running(holder)
+    if (Number.isInteger(holder) && holder > 0 && live) return holder
     await rm(path, {force: true})
   }
   throw new ModError('download_failed', `cannot take the install lock ${path}: another installer keeps creating it`, {local: true})
@@ -44,14 +51,16 @@ async function take(path: string): Promise<number | undefined> {
  * message when another process holds it: `download_failed` naming its pid.
  */
 export async function withInstallLock<T>(destDir: string, what: string, work: () => Promise<T>): Promise<T> {
-  const path = join(destDir, LOCK_FILE)
+  const path = resolve(destDir, LOCK_FILE)
   const holder = await take(path)
   if (holder !== undefined) {
     throw new ModError('download_failed', `cannot install ${what} into ${destDir}: another mod (process ${holder}) is installing there; wait for it to finish, or stop it and run this again`, {local: true})
   }
+  held.add(path)
   try {
     return await work()
   } finally {
+    held.delete(path)
     await rm(path, {force: true})
   }
 }

@@ -418,6 +418,15 @@ test('the lock of a process that has gone (killed mid-install) is taken over', a
   await assertSameFiles(dest)
 })
 
+test('a lock naming this process, which holds none (a container restarted on the same cache, its pids alike), is taken over', async () => {
+  const dest = reset()
+  await mkdir(dest, {recursive: true})
+  await writeFile(join(dest, '.install.lock'), `${process.pid}\n`)
+  await pullModel(preset(), dest)
+  await assertSameFiles(dest)
+  assert.not.ok(await exists(join(dest, '.install.lock')))
+})
+
 test('a file without a pinned size from a server that never ends is cut off at the cap for such files, and not kept', async () => {
   const dest = reset()
   modes.set('/vocab.json', 'endless')
