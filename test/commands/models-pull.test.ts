@@ -262,7 +262,7 @@ testUnless(real.missing, 'two pulls of the same model at once: the second is ref
     second,
     model,
     'download_failed',
-    `cannot install nudenet-320n into ${model}: another mod (process ${first.child.pid}) is installing there; wait for it to finish, or stop it and run this again`,
+    `cannot install nudenet-320n into ${model}: another mod (process ${first.child.pid}) is installing there; wait for it to finish, or stop it and run this again (if process ${first.child.pid} is no mod, delete ${join(model, '.install.lock')})`,
   )
   release()
   const done = await first.done

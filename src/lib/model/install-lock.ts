@@ -54,7 +54,12 @@ export async function withInstallLock<T>(destDir: string, what: string, work: ()
   const path = resolve(destDir, LOCK_FILE)
   const holder = await take(path)
   if (holder !== undefined) {
-    throw new ModError('download_failed', `cannot install ${what} into ${destDir}: another mod (process ${holder}) is installing there; wait for it to finish, or stop it and run this again`, {local: true})
+    // A pid the system gave again to another program (after a reboot) counts as alive: the user can tell.
+    throw new ModError(
+      'download_failed',
+      `cannot install ${what} into ${destDir}: another mod (process ${holder}) is installing there; wait for it to finish, or stop it and run this again (if process ${holder} is no mod, delete ${path})`,
+      {local: true},
+    )
   }
   held.add(path)
   try {
