@@ -76,8 +76,8 @@ function assertFailed(r: {code: number; stderr: string}, model: string, code: st
 }
 
 /**
- * A folder this process may not write: made 0555, or, for root (whom permissions do not stop), a read-only tmpfs
- * mounted there; undefined (the reason) where root cannot mount.
+ * Makes the folder `path` (made if missing) one this process may not write, its files kept: made 0555, or, for root
+ * (whom permissions do not stop), bound onto itself read-only; the reason where root cannot mount.
  */
 function readOnlyFolder(path: string): string | undefined {
   mkdirSync(path, {recursive: true})
@@ -86,12 +86,20 @@ function readOnlyFolder(path: string): string | undefined {
     return undefined
   }
   try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'ro,size=64k', 'tmpfs', path], {stdio: 'ignore'})
+    execFileSync('mount', ['--bind', path, path], {stdio: 'ignore'})
   } catch {
-    return 'run as root without the right to mount a tmpfs: no folder it cannot write'
+    return 'run as root without the right to mount: no folder it cannot write'
   }
   mounts.push(path)
+  execFileSync('mount', ['-o', 'remount,bind,ro', path])
   return undefined
+}
+
+/** Undoes readOnlyFolder(path). */
+function writableAgain(path: string): void {
+  if (process.getuid?.() !== 0) return void execFileSync('chmod', ['0755', path])
+  execFileSync('umount', [path])
+  mounts.splice(mounts.indexOf(path), 1)
 }
 
 test('a model folder mod may not write: invalid_config naming the file it could not make and why, before any download', async () => {
@@ -126,6 +134,28 @@ test('a file where the model folder, its part folder or its model file goes: one
   const model = join(inPlaceOfPart, 'nudenet')
   assertFailed(await pull(inPlaceOfPart), model, 'download_failed', `cannot write ${join(model, '.partial')}: a part of the path is not a folder (ENOTDIR)`)
 
+})
+
+testUnless(real.missing, 'a model installed whole in a folder mod may not write: the pull verifies it and says nothing was downloaded', async () => {
+  serve = serveReal()
+  const cache = join(dir.path, 'read-only-installed')
+  const model = join(cache, 'nudenet')
+  assert.is((await pull(cache)).code, 0)
+  const missing = readOnlyFolder(model)
+  if (missing !== undefined) return console.log(`[skip] read-only installed model: ${missing}`)
+  host.requests.length = 0
+  const r = await pull(cache)
+  assert.is(r.code, 0, r.stderr)
+  assert.is(r.stdout, `nudenet is installed in ${model} (320n.onnx was already there and matches its pinned sha256; nothing was downloaded)\n`)
+  assert.equal(host.requests, [])
+  // A file damaged there is not passed over: the refusal of the folder stands.
+  writableAgain(model)
+  writeFileSync(join(model, '320n.onnx'), Buffer.alloc(realBody.length))
+  readOnlyFolder(model)
+  const damaged = await pull(cache)
+  writableAgain(model)
+  assert.is(damaged.code, 2)
+  assert.match(own(damaged.stderr)[0], /^mod: invalid_config: cannot write .*\.install\.lock: /)
 })
 
 testUnless(real.missing, 'a folder where the model file goes: the verified download is kept as its part, the failure names the folder', async () => {

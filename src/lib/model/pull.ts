@@ -7,7 +7,7 @@
  */
 import {createHash} from 'node:crypto'
 import {createReadStream} from 'node:fs'
-import {open, rename, rm, stat} from 'node:fs/promises'
+import {open, readFile, rename, rm, stat} from 'node:fs/promises'
 import {dirname, join} from 'node:path'
 
 import {interceptors, request, type Agent, type Dispatcher, type EnvHttpProxyAgent} from 'undici'
@@ -363,10 +363,41 @@ export async function pullModel<M extends PullableManifest>(manifest: M, destDir
   try {
     return await withInstallLock(destDir, manifest.id, () => pullFiles(ctx, manifest, queue, urls))
   } catch (e) {
+    // A folder mod may not write (a read-only image, another user's cache) is fine when the model is there whole.
+    if (UNWRITABLE.has((e as NodeJS.ErrnoException).code ?? '')) {
+      const installed = await installedAsIs(destDir, queue, opts)
+      if (installed) return installed as M
+    }
     throw localFailure(e, destDir)
   } finally {
     await agent?.close()
   }
+}
+
+/**
+ * The installed manifest of a folder that already holds every file of `queue`, each matching the sha256 the preset
+ * pins or else the one the installed manifest recorded (reported to `onFile` as kept); undefined otherwise.
+ */
+async function installedAsIs(destDir: string, queue: ModelFile[], opts: PullOptions): Promise<PullableManifest | undefined> {
+  let installed: PullableManifest
+  let recorded: Map<string, string | undefined>
+  try {
+    installed = JSON.parse(await readFile(join(destDir, MANIFEST_FILE), 'utf8')) as PullableManifest
+    const variants = Object.values(installed.variants ?? {}).flatMap((v) => [v.image_encoder, v.text_encoder])
+    recorded = new Map([...installed.files, ...variants].map((f) => [f.path, f.sha256]))
+  } catch {
+    // No manifest.json, or not one a pull writes: not installed.
+    return undefined
+  }
+  const kept: PulledFile[] = []
+  for (const file of queue) {
+    const sha256 = file.sha256 ?? recorded.get(file.path)
+    const verified = sha256 === undefined ? undefined : await installedCopy(join(destDir, file.path), {...file, sha256})
+    if (!verified) return undefined
+    kept.push({file: file.path, ...verified, skipped: true, pinned: file.sha256 !== undefined})
+  }
+  for (const f of kept) opts.onFile?.(f)
+  return installed
 }
 
 /** pullModel's downloads and installed manifest, holding the folder's install lock. */
