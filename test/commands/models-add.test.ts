@@ -90,6 +90,21 @@ test('an add into a folder that a running pull holds is refused naming it, and l
   assert.not.ok(existsSync(join(dest, '320n.onnx')))
 })
 
+test('an add onto a full disk says so, naming the file it could not write: not internal: ENOSPC', async () => {
+  const {manifest, file} = standIn()
+  const dest = join(dir.path, 'full', 'nudenet')
+  mkdirSync(join(dest, '.partial'), {recursive: true})
+  // Every write to /dev/full fails with ENOSPC.
+  symlinkSync('/dev/full', join(dest, '.partial', '320n.onnx.add'))
+  const part = join(dest, '.partial', '320n.onnx.add')
+  const e = await addModelFile(manifest, file, dest).then(
+    () => assert.unreachable('added onto a full disk'),
+    (error: unknown) => error as {code?: string; message: string},
+  )
+  assert.equal([e?.code, e?.message], ['download_failed', `the disk holding ${dest} is full: cannot write ${part}; free space and run the add again`])
+  assert.not.ok(existsSync(join(dest, '320n.onnx')))
+})
+
 test('a copy of the right size but another sha256 is refused and changes nothing: the installed folder stays as it was', async () => {
   const {manifest, file, bytes} = standIn()
   const dest = join(dir.path, 'kept', 'nudenet')

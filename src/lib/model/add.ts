@@ -15,7 +15,7 @@ import {ModError} from '../errors.js'
 import {formatSizeExact} from '../sizes.js'
 import {MANIFEST_FILE} from './manifest.js'
 import {withInstallLock} from './install-lock.js'
-import {PARTIAL_DIR, syncFile, writeManifest, type PullableManifest, type PulledFile} from './pull.js'
+import {localFailure, PARTIAL_DIR, syncFile, writeManifest, type PullableManifest, type PulledFile} from './pull.js'
 import {makeInstallFolder} from './install-folder.js'
 
 export interface AddOptions {
@@ -52,7 +52,9 @@ export async function addModelFile<M extends PullableManifest>(manifest: M, sour
   const partial = join(destDir, PARTIAL_DIR)
   const part = join(partial, `${file.path}.add`)
   await makeInstallFolder(dirname(part))
-  return withInstallLock(destDir, manifest.id, () => copyInto(manifest, source, destDir, {part, expected}, opts))
+  return withInstallLock(destDir, manifest.id, () => copyInto(manifest, source, destDir, {part, expected}, opts)).catch((e: unknown) => {
+    throw localFailure(e, destDir, part, undefined, 'run the add again')
+  })
 }
 
 /** addModelFile's copy of `source` into the folder, holding its install lock. */

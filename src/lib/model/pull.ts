@@ -118,10 +118,10 @@ const UNWRITABLE = new Set(['EACCES', 'EPERM', 'EROFS'])
 /**
  * A failure of this machine's file system while installing into `dest` (a folder mod may not write, a full disk, a
  * name too long, a folder where a file goes) as one message naming the path and why, instead of Node's error; `path`
- * names the file when the error does not (a write), `stopped` says how far a download got. Anything else is returned
- * as it is.
+ * names the file when the error does not (a write), `stopped` says how far a download got, `again` what to run once
+ * space is freed. Anything else is returned as it is.
  */
-function localFailure(e: unknown, dest: string, path?: string, stopped?: string): unknown {
+export function localFailure(e: unknown, dest: string, path?: string, stopped?: string, again = 'pull again'): unknown {
   const error = e as NodeJS.ErrnoException & {dest?: string}
   if (isModError(e) || typeof error?.code !== 'string' || typeof error.syscall !== 'string') return e
   // A rename names its source and its destination: the destination is the file the user knows.
@@ -129,7 +129,7 @@ function localFailure(e: unknown, dest: string, path?: string, stopped?: string)
   const what = stopped ?? `cannot ${/^(read|l?stat|scandir)$/.test(error.syscall) ? 'read' : 'write'} ${where}`
   if (error.code === 'ENOSPC' || error.code === 'EDQUOT') {
     const full = error.code === 'ENOSPC' ? 'full' : 'over its quota'
-    return failed(`the disk holding ${dest} is ${full}: ${what}; free space and pull again${stopped ? ' to resume' : ''}`, {local: true})
+    return failed(`the disk holding ${dest} is ${full}: ${what}; free space and ${again}${stopped ? ' to resume' : ''}`, {local: true})
   }
   if (UNWRITABLE.has(error.code) || error.code === 'ENAMETOOLONG') {
     const folder = error.code === 'ENAMETOOLONG' ? 'a folder with a shorter path' : 'a folder mod can write'
