@@ -7,7 +7,7 @@
  */
 import {createHash} from 'node:crypto'
 import {createReadStream} from 'node:fs'
-import {open, readFile, rename, rm, stat} from 'node:fs/promises'
+import {open, readFile, rename, rm, stat, writeFile} from 'node:fs/promises'
 import {dirname, join} from 'node:path'
 
 import {interceptors, request, type Agent, type Dispatcher, type EnvHttpProxyAgent} from 'undici'
@@ -172,13 +172,13 @@ function header(headers: Record<string, string | string[] | undefined>, name: st
 
 type Response = Dispatcher.ResponseData
 
-async function get(ctx: Context, file: ModelFile, url: string, offset: number): Promise<Response> {
+async function get(ctx: Context, file: ModelFile, url: string, offset: number, version?: string): Promise<Response> {
   try {
     return await request(url, {
       method: 'GET',
       dispatcher: ctx.dispatcher,
       signal: ctx.opts.signal,
-      headers: offset > 0 ? {range: `bytes=${offset}-`} : {},
+      headers: offset > 0 ? {range: `bytes=${offset}-`, ...(version === undefined ? {} : {'if-range': version})} : {},
     })
   } catch (e) {
     if (ctx.opts.signal?.aborted) throw failed(`download of ${file.path} was interrupted`)
@@ -188,17 +188,38 @@ async function get(ctx: Context, file: ModelFile, url: string, offset: number): 
   }
 }
 
-/** Starts the transfer, resuming at `offset` when the server honours the range; returns where it really starts. */
-async function startTransfer(ctx: Context, file: ModelFile, url: string, offset: number): Promise<{res: Response; start: number}> {
-  if (offset > 0) {
-    const res = await get(ctx, file, url, offset)
+/** Beside a part: the version of the file it holds as its server named it (a strong ETag, else Last-Modified). */
+const versionFile = (part: string): string => `${part}.version`
+
+/** Records the version a whole file's answer names, for the If-Range of a resume; none is recorded without one. */
+async function recordVersion(part: string, res: Response): Promise<void> {
+  const etag = header(res.headers, 'etag')
+  const version = etag !== undefined && !etag.startsWith('W/') ? etag : header(res.headers, 'last-modified')
+  if (version === undefined) await rm(versionFile(part), {force: true})
+  else await writeFile(versionFile(part), version)
+}
+
+/**
+ * Starts the transfer, resuming at `offset` when the server honours the range; returns where it really starts. The
+ * range is asked If-Range the version the part was of, so that a file changed since is sent whole; a file without a
+ * pinned sha256, which nothing else checks, is resumed only so.
+ */
+async function startTransfer(ctx: Context, file: ModelFile, url: string, part: string, offset: number): Promise<{res: Response; start: number}> {
+  const version = offset > 0 ? await readFile(versionFile(part), 'utf8').catch(() => undefined) : undefined
+  if (offset > 0 && (version !== undefined || file.sha256 !== undefined)) {
+    const res = await get(ctx, file, url, offset, version)
     const range = /^bytes (\d+)-/.exec(header(res.headers, 'content-range') ?? '')
     if (res.statusCode === 206 && range && Number(range[1]) === offset) return {res, start: offset}
-    if (res.statusCode === 200) return {res, start: 0}
+    if (res.statusCode === 200) {
+      await recordVersion(part, res)
+      return {res, start: 0}
+    }
     // 416 (the part is already whole, or longer than the file) or an odd range: start over.
     await res.body.dump().catch(() => undefined)
   }
-  return {res: await get(ctx, file, url, 0), start: 0}
+  const res = await get(ctx, file, url, 0)
+  if (res.statusCode === 200) await recordVersion(part, res)
+  return {res, start: 0}
 }
 
 /**
@@ -239,7 +260,7 @@ async function download(ctx: Context, file: ModelFile, url: string): Promise<Ver
 /** One transfer of `file` into `part` from `offset` (0: from the start); its size, its sha256 (the part's bytes before `start` included) and where it really started. */
 async function transfer(ctx: Context, file: ModelFile, url: string, part: string, offset: number): Promise<Verified & {start: number}> {
   const {opts} = ctx
-  const {res, start} = await startTransfer(ctx, file, url, offset)
+  const {res, start} = await startTransfer(ctx, file, url, part, offset)
   if (res.statusCode < 200 || res.statusCode > 299 || (res.statusCode === 206 && start === 0)) {
     await res.body.dump().catch(() => undefined)
     throw failed(`cannot fetch ${file.path}: ${url} answered HTTP ${res.statusCode}`, {status: res.statusCode})

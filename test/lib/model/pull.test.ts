@@ -22,11 +22,16 @@ const bodies = new Map<string, Buffer>()
 for (const f of toy.files) bodies.set(`/${f.path}`, await readFile(join(root, 'source', f.path)))
 
 const modes = new Map<string, Mode>()
-const seen: {path: string; range?: string}[] = []
+/** The version a path's answers name (ETag), honouring If-Range: a range asked of another version gets the whole file. */
+const etags = new Map<string, string>()
+const seen: {path: string; range?: string; ifRange?: string}[] = []
 
 const server: Server = createServer((req, res) => {
   const path = (req.url ?? '/').split('?')[0]
-  seen.push({path, range: req.headers.range})
+  const ifRange = req.headers['if-range'] as string | undefined
+  seen.push({path, range: req.headers.range, ...(ifRange === undefined ? {} : {ifRange})})
+  const etag = etags.get(path)
+  if (etag !== undefined) res.setHeader('etag', etag)
   const mode = modes.get(path) ?? 'ok'
   // The request taken, never answered.
   if (mode === 'silent') return
@@ -44,7 +49,7 @@ const server: Server = createServer((req, res) => {
     return
   }
   const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? '')
-  if (range && mode !== 'no-range') {
+  if (range && mode !== 'no-range' && (ifRange === undefined || ifRange === etag)) {
     const start = Number(range[1])
     if (start >= body.length) {
       res.writeHead(416, {'content-range': `bytes */${body.length}`}).end()
@@ -105,6 +110,7 @@ function preset(opts: {hashes?: boolean; prefix?: string} = {}): Manifest {
 let n = 0
 function reset(): string {
   modes.clear()
+  etags.clear()
   seen.length = 0
   return join(root, `dest-${n++}`)
 }
@@ -293,6 +299,49 @@ test('a server silent for the idle time (no answer, headers and nothing, bytes a
   server.closeAllConnections()
 })
 
+test('a resume asks its range If-Range the version the part was of, and goes on where the version is the same', async () => {
+  const dest = reset()
+  etags.set('/tokenizer.json', '"v1"')
+  modes.set('/tokenizer.json', 'cut')
+  await rejection(pullModel(preset(), dest))
+  const kept = (await stat(join(dest, '.partial', 'tokenizer.json.part'))).size
+  modes.clear()
+  seen.length = 0
+  await pullModel(preset(), dest)
+  assert.equal(seen.filter((r) => r.path === '/tokenizer.json'), [{path: '/tokenizer.json', range: `bytes=${kept}-`, ifRange: '"v1"'}])
+  await assertSameFiles(dest)
+})
+
+test('a file without a pinned sha256 that changed on its server since its part was kept is fetched whole, not spliced', async () => {
+  const dest = reset()
+  const original = bodies.get('/tokenizer.json') as Buffer
+  etags.set('/tokenizer.json', '"v1"')
+  modes.set('/tokenizer.json', 'cut')
+  await rejection(pullModel(preset({hashes: false}), dest))
+  const changed = Buffer.from(original.toString('latin1').toUpperCase(), 'latin1')
+  bodies.set('/tokenizer.json', changed)
+  etags.set('/tokenizer.json', '"v2"')
+  modes.clear()
+  try {
+    await pullModel(preset({hashes: false}), dest)
+    assert.ok((await readFile(join(dest, 'tokenizer.json'))).equals(changed), 'the new version, whole')
+  } finally {
+    bodies.set('/tokenizer.json', original)
+  }
+})
+
+test('a file without a pinned sha256 whose server named no version starts over: nothing could tell its part is of the same file', async () => {
+  const dest = reset()
+  modes.set('/tokenizer.json', 'cut')
+  await rejection(pullModel(preset({hashes: false}), dest))
+  assert.ok((await stat(join(dest, '.partial', 'tokenizer.json.part'))).size > 0)
+  modes.clear()
+  seen.length = 0
+  await pullModel(preset({hashes: false}), dest)
+  assert.equal(seen.filter((r) => r.path === '/tokenizer.json'), [{path: '/tokenizer.json', range: undefined}])
+  await assertSameFiles(dest)
+})
+
 test('a server that ignores Range restarts the file from zero', async () => {
   const dest = reset()
   modes.set('/tokenizer.json', 'cut')
@@ -336,6 +385,9 @@ test('a part as long as a file of no pinned size (416 on resume) is fetched agai
   await rm(join(dest, 'merges.txt'))
   await mkdir(join(dest, '.partial'), {recursive: true})
   await writeFile(join(dest, '.partial', 'merges.txt.part'), Buffer.alloc(body.length, 0x20))
+  // A part of the version the server names: only then is a file of no pinned sha256 resumed.
+  etags.set('/merges.txt', '"v1"')
+  await writeFile(join(dest, '.partial', 'merges.txt.part.version'), '"v1"')
   seen.length = 0
   await pullModel(preset({hashes: false}), dest)
   assert.equal(seen.map((r) => r.range), [`bytes=${body.length}-`, undefined])
