@@ -299,9 +299,9 @@ async function runFiles(queue) {
   }
   if (host) stopHost(host)
 }
-// The files that take longest (10 to 25 s, much of it waiting on a server, a terminal or npm) start first, so that
+// The files that take longest (10 to 35 s, much of it waiting on a server, a browser, a terminal or npm) start first, so that
 // the short ones fill the time they wait and none of them ends the run alone.
-const LONGEST = ['test/package.test.ts', 'test/commands/terminal.test.ts', 'test/server/slow-attack.test.ts', 'test/commands/scan-server.test.ts', 'test/lib/video/frames.test.ts', 'test/commands/scan-video.test.ts', 'test/ci-pre-commit.test.ts', 'test/privacy.test.ts', 'test/ci-action.test.ts']
+const LONGEST = ['test/server/docs-page.test.ts', 'test/package.test.ts', 'test/commands/terminal.test.ts', 'test/commands/models-pull.test.ts', 'test/server/slow-attack.test.ts', 'test/commands/scan-server.test.ts', 'test/lib/video/frames.test.ts', 'test/commands/scan-video.test.ts', 'test/ci-pre-commit.test.ts', 'test/privacy.test.ts', 'test/ci-action.test.ts']
 const rank = (file) => {
   const i = LONGEST.indexOf(relative(root, file))
   return i < 0 ? LONGEST.length : i
