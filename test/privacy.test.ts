@@ -3,11 +3,13 @@
 // (on by default in 1.30) would write a device id under HOME and a session file and a log into TMPDIR.
 import {spawn} from 'node:child_process'
 import {existsSync, readdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
 import {join, relative} from 'node:path'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
+import {launchChromium} from './helpers/chromium.js'
 import {BIN, ROOT, solidPng, tempDir, TOY_MODEL} from './helpers/cli.js'
 
 /** onnxruntime keeps its telemetry off in CI and unit-test runs it detects: these must not hide the default. */
@@ -154,6 +156,29 @@ test('package.json lets no install script of the dependency tree run (npm 11 rea
   )
   assert.equal(Object.keys(pkg.allowScripts ?? {}).sort(), [...withScripts].sort())
   assert.ok(Object.values(pkg.allowScripts ?? {}).every((allowed) => allowed === false))
+})
+
+test("the tests' chromium writes nothing into the home of whoever runs them, and its own home is gone once it closes", async () => {
+  const dirs = freshDirs()
+  const {HOME, XDG_CONFIG_HOME, XDG_CACHE_HOME} = process.env
+  Object.assign(process.env, {HOME: dirs.home})
+  delete process.env.XDG_CONFIG_HOME
+  delete process.env.XDG_CACHE_HOME
+  try {
+    const browser = await launchChromium()
+    const page = await browser.newPage()
+    await page.setContent('<p>a page</p>')
+    assert.is(await page.textContent('p'), 'a page')
+    await browser.close()
+  } finally {
+    for (const [k, v] of Object.entries({HOME, XDG_CONFIG_HOME, XDG_CACHE_HOME})) {
+      if (v === undefined) delete process.env[k]
+      else process.env[k] = v
+    }
+  }
+  // Chromium kept its crash reports' settings in ~/.config/chromium and GTK its dconf cache in ~/.cache/dconf.
+  assert.equal(filesUnder(dirs.home), [])
+  assert.equal(readdirSync(tmpdir()).filter((name) => name.startsWith('mod-chromium-home-')), [])
 })
 
 test.run()
