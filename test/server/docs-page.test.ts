@@ -75,6 +75,15 @@ test('with a key configured, /docs loads without it (every file 200, its icon to
   await tab.close()
 })
 
+/** Opens /docs in `tab` and enters the key with the Authorize button, as a person does before a call. */
+async function openAuthorized(tab: Page): Promise<void> {
+  await tab.goto(`${server.base}/docs`)
+  await tab.click('.btn.authorize')
+  await tab.fill('.auth-container input', KEY)
+  await tab.click('.auth-container .btn.modal-btn.auth.authorize')
+  await tab.click('.auth-btn-wrapper .btn-done')
+}
+
 /** What the page printed to the console as a warning or an error, and its uncaught errors. */
 function consoleProblems(tab: Page): string[] {
   const problems: string[] = []
@@ -106,11 +115,7 @@ test('on a 375 px phone an open operation fits the screen: the page does not scr
 test('the upload fields of several files take files from the page (a file input per item), with no warning in the console', async () => {
   const tab = await browser.newPage({viewport: {width: 1280, height: 900}})
   const problems = consoleProblems(tab)
-  await tab.goto(`${server.base}/docs`)
-  await tab.click('.btn.authorize')
-  await tab.fill('.auth-container input', KEY)
-  await tab.click('.auth-container .btn.modal-btn.auth.authorize')
-  await tab.click('.auth-btn-wrapper .btn-done')
+  await openAuthorized(tab)
   const op = '#operations-moderation-moderateBatch'
   await tab.click(`${op} .opblock-summary`)
   // The field shows one file input; a second item adds another.
@@ -175,11 +180,7 @@ test("an image job's NDJSON results, read from the page, are shown line by line,
     await new Promise((r) => setTimeout(r, 50))
   }
   const tab = await browser.newPage({viewport: {width: 1280, height: 900}})
-  await tab.goto(`${server.base}/docs`)
-  await tab.click('.btn.authorize')
-  await tab.fill('.auth-container input', KEY)
-  await tab.click('.auth-container .btn.modal-btn.auth.authorize')
-  await tab.click('.auth-btn-wrapper .btn-done')
+  await openAuthorized(tab)
   const op = '#operations-jobs-getImageJobResults'
   await tab.click(`${op} .opblock-summary`)
   await tab.fill(`${op} tr[data-param-name=id] input`, id)
