@@ -9,12 +9,12 @@ import * as assert from 'uvu/assert'
 
 import {runCli, TOY_MODEL} from '../helpers/cli.js'
 
-const HOST_FORM = 'a host name or IP address, without a port, brackets or scheme: 127.0.0.1, 0.0.0.0, ::1, localhost'
+const HOST_FORM = 'a host name or IP address, without a port or scheme: 127.0.0.1, 0.0.0.0, ::1 (or [::1]), localhost'
 
 const serve = (args: string[], env: Record<string, string> = {}) => runCli(['serve', ...args], {env: {MOD_MODEL_DIR: TOY_MODEL, ...env}})
 
 test('a host that is no host is refused alone, naming MOD_HOST or --host and what they take', async () => {
-  for (const host of ['999.1.1.1', 'localhost:8000', '[::1]', 'http://x', ' ', 'a b', '256.0.0.1']) {
+  for (const host of ['999.1.1.1', 'localhost:8000', '[::1]:8000', '[127.0.0.1]', '[localhost]', 'http://x', ' ', 'a b', '256.0.0.1']) {
     const r = await serve(['--port', '0'], {MOD_HOST: host})
     assert.is(r.stderr, `mod: invalid_config: MOD_HOST=${JSON.stringify(host)} is not valid: expected ${HOST_FORM}\n`, host)
     assert.is(r.stdout, '', host)

@@ -82,16 +82,19 @@ export function parseSize(name: string, value: string | undefined, fallback: num
 }
 
 /** What MOD_HOST and --host accept. */
-export const HOST_FORM = 'a host name or IP address, without a port, brackets or scheme: 127.0.0.1, 0.0.0.0, ::1, localhost'
+export const HOST_FORM = 'a host name or IP address, without a port or scheme: 127.0.0.1, 0.0.0.0, ::1 (or [::1]), localhost'
 
 /**
  * The host `value` names to listen on (spaces around it ignored): an IP address, or a host name of letters, digits,
  * hyphens and underscores (container names) between dots; undefined for anything else. A name ending in a label of
- * digits alone is a mistyped IPv4 address (`999.1.1.1`), which would otherwise be looked up as a name.
+ * digits alone is a mistyped IPv4 address (`999.1.1.1`), which would otherwise be looked up as a name. An IPv6
+ * address in brackets, as a URL writes it (`[::1]`), is that address.
  */
 export function hostOf(value: string): string | undefined {
   const host = value.trim()
   if (isIP(host) !== 0) return host
+  const bracketed = /^\[(.*)\]$/.exec(host)?.[1]
+  if (bracketed !== undefined) return isIP(bracketed) === 6 ? bracketed : undefined
   const name = host.endsWith('.') ? host.slice(0, -1) : host
   const labels = name.split('.')
   const named = name.length <= 253 && labels.every((l) => /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/i.test(l))

@@ -197,6 +197,15 @@ test('the batch total and the buffered-bytes budget have defaults; the budget mu
   assert.throws(() => flat({}, {MOD_MAX_BYTES: '200MB', MOD_MAX_BUFFERED_BYTES: '256MB'}, cwd), /MOD_MAX_BUFFERED_BYTES="256MB"/)
 })
 
+test('MOD_HOST takes an IPv6 address in brackets, as a URL writes it, as that address; brackets around anything else are refused', () => {
+  assert.is(readSettings({}, {MOD_HOST: '[::1]'}, cwd).server.host, '::1')
+  assert.is(readSettings({}, {MOD_HOST: ' [fe80::1] '}, cwd).server.host, 'fe80::1')
+  assert.is(readSettings({host: '[::]'}, {}, cwd).server.host, '::')
+  for (const host of ['[127.0.0.1]', '[localhost]', '[::1]:8000', '[]']) {
+    assert.throws(() => readSettings({}, {MOD_HOST: host}, cwd), (e: Error) => e.message === `MOD_HOST=${JSON.stringify(host)} is not valid: expected a host name or IP address, without a port or scheme: 127.0.0.1, 0.0.0.0, ::1 (or [::1]), localhost`, host)
+  }
+})
+
 test('an invalid value is invalid_config naming the variable it came from', () => {
   const cases: [Record<string, string>, string][] = [
     [{MOD_THREADS: 'many'}, 'MOD_THREADS="many" is not valid: expected a whole number from 1 to 256'],
