@@ -201,9 +201,7 @@ const defaultFailed = (res: ServerResponse): void => sendError(res, httpError('i
 
 /** The `v` of the query: the version a URL of the page names. */
 function versionAsked(req: IncomingMessage): string | null {
-  const url = (req as IncomingMessage & {originalUrl?: string}).originalUrl ?? req.url ?? '/'
-  const q = url.indexOf('?')
-  return q === -1 ? null : new URLSearchParams(url.slice(q + 1)).get('v')
+  return new URLSearchParams(targetOf(req).query).get('v')
 }
 
 /** Whether If-None-Match names the entity tag (or is `*`), compared weakly as RFC 9110 says for GET. */
@@ -267,11 +265,14 @@ function assetReader(dir: string): (name: string) => Promise<Buffer> {
   }
 }
 
-/** The path polka matched, even when the app was mounted with `use` (which strips the prefix from req.url). */
-function pathnameOf(req: IncomingMessage): string {
+/**
+ * The request's path and its query (`?…`, or '' without one): the path polka matched, even when the app was mounted
+ * with `use` (which strips the prefix from req.url).
+ */
+function targetOf(req: IncomingMessage): {pathname: string; query: string} {
   const url = (req as IncomingMessage & {originalUrl?: string}).originalUrl ?? req.url ?? '/'
   const q = url.indexOf('?')
-  return q === -1 ? url : url.slice(0, q)
+  return q === -1 ? {pathname: url, query: ''} : {pathname: url.slice(0, q), query: url.slice(q)}
 }
 
 /**
@@ -280,10 +281,8 @@ function pathnameOf(req: IncomingMessage): string {
  * a reverse proxy's path prefix, which this server does not see. The query is kept; the browser keeps the fragment.
  */
 const toPage: Handler = (req, res) => {
-  const url = (req as IncomingMessage & {originalUrl?: string}).originalUrl ?? req.url ?? '/'
-  const q = url.indexOf('?')
   res.statusCode = 301
-  res.setHeader('Location', `../docs${q === -1 ? '' : url.slice(q)}`)
+  res.setHeader('Location', `../docs${targetOf(req).query}`)
   res.setHeader('Content-Length', 0)
   res.end()
 }
@@ -303,13 +302,13 @@ export function docsRoutes(options: DocsOptions = {}): DocsRoute[] {
   const asset = assetReader(dir)
 
   const pageHandler: Handler = (req, res) => {
-    if (pathnameOf(req).endsWith('/')) return toPage(req, res)
+    if (targetOf(req).pathname.endsWith('/')) return toPage(req, res)
     res.setHeader('Content-Security-Policy', DOCS_CSP)
     sendPage(res, html)
   }
 
   const assetHandler: Handler = (req, res) => {
-    const pathname = pathnameOf(req)
+    const pathname = targetOf(req).pathname
     const name = pathname.startsWith('/docs/') ? pathname.slice('/docs/'.length) : undefined
     if (name === '') return toPage(req, res)
     if (name === INIT_FILE) return sendAsset(req, res, JS, initVersion, () => Promise.resolve(init), failed)
