@@ -6,6 +6,7 @@
 import {isAlias, isMap, isScalar, isSeq} from 'yaml'
 import type {Document, LineCounter, Node as YamlNode, Pair, YAMLMap} from 'yaml'
 
+import {countOf, wholeRange} from '../config/env.js'
 import {CATEGORY_NAME_PATTERN, CATEGORY_NAME_RULE} from '../names.js'
 import {didYouMean} from '../suggest.js'
 
@@ -116,14 +117,14 @@ export function readBoolean(ctx: YamlContext, node: unknown, at: number, path: s
 }
 
 /**
- * A whole number written in plain decimal, from min to max, as the MOD_* variables take one: `1e4`, `0x1000`,
- * `2000.0` and a quoted number are refused, where YAML would read them as numbers a person may not have meant.
+ * A whole number written in plain decimal, from min to max (`text`: how a problem says it, the range by default), as
+ * the MOD_* variables take one: `1e4`, `0x1000`, `2000.0` and a quoted number are refused, where YAML would read them
+ * as numbers a person may not have meant.
  */
-export function readWhole(ctx: YamlContext, node: unknown, at: number, path: string, range: {min: number; max: number; text: string}): number | undefined {
-  const value = scalarValue(node)
-  const plain = isScalar(node) && node.type === 'PLAIN' && typeof node.source === 'string' && /^\d+$/.test(node.source)
-  if (plain && Number.isSafeInteger(value) && (value as number) >= range.min && (value as number) <= range.max) return value as number
-  report(ctx, offsetOf(node, at), `${path} must be ${range.text}, not ${describe(node)}`)
+export function readWhole(ctx: YamlContext, node: unknown, at: number, path: string, range: {min: number; max: number; text?: string}): number | undefined {
+  const n = isScalar(node) && node.type === 'PLAIN' && typeof node.source === 'string' ? countOf(node.source, range.min, range.max) : undefined
+  if (n !== undefined) return n
+  report(ctx, offsetOf(node, at), `${path} must be ${range.text ?? wholeRange(range.min, range.max)}, not ${describe(node)}`)
   return undefined
 }
 

@@ -98,7 +98,7 @@ function readHashList(ctx: YamlContext, name: string, node: unknown, at: number,
         }
         break
       case 'distance': {
-        const d = readWhole(ctx, value, valueAt, `${path}.distance`, {min: 0, max: MAX_THRESHOLD, text: `a whole number from 0 to ${MAX_THRESHOLD}`})
+        const d = readWhole(ctx, value, valueAt, `${path}.distance`, {min: 0, max: MAX_THRESHOLD})
         if (d === undefined) ok = false
         else entry.distance = d
         break
