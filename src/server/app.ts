@@ -8,7 +8,8 @@ import type {Engine} from '../lib/engine.js'
 import {fetchImageUrl, type FetchImageOptions, type ImageFetcher} from '../lib/fetch/url.js'
 import {recordSocketAnswer, watchAccess, type SocketAnswer} from './access.js'
 import {serverKeys} from './auth.js'
-import {afterSocketAnswer, answerClientError, answerConnect, trackAnswer} from './client-error.js'
+import {paceOf, paceUnreadRest} from './body-pace.js'
+import {afterSocketAnswer, answerClientError, answerConnect, HEAD_TIMEOUT_MS, trackAnswer} from './client-error.js'
 import type {Request, RouteContext} from './context.js'
 import {holdContinue} from './continue.js'
 import {describe, EXPECTATION_FAILED, httpError, methodNotAllowed, notFound, toHttpError, type HttpErrorCode, type Log} from './errors.js'
@@ -139,16 +140,21 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   mountDocumentation(app, paths, doc, broken)
 
   // The Host header is checked by oneHost, which answers with the JSON error body.
-  const server = createServer({requireHostHeader: false})
+  // No clock for a whole request (Node's cuts any request at 5 minutes, a large video at a steady pace included): a
+  // body is held to MOD_BODY_TIMEOUT_MS and MOD_BODY_MIN_RATE as it arrives, read or not (body-pace.ts), and the head
+  // to HEAD_TIMEOUT_MS (Node's default, which it turns off with the request clock unless given).
+  const server = createServer({requireHostHeader: false, requestTimeout: 0, headersTimeout: HEAD_TIMEOUT_MS})
   const recordSocket = (answer: SocketAnswer) => recordSocketAnswer({metrics, logger: options.logger}, answer)
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, recordSocket))
   server.on('connect', (req: IncomingMessage, socket: Duplex) => answerConnect(req, socket, recordSocket))
   const inFlight = answersInFlight()
+  const pace = paceOf(settings.limits)
   const arrive = (req: IncomingMessage, res: ServerResponse) => {
     req.url = originForm(req.url ?? '/')
     watchAccess(req, res, {corsOrigins: settings.corsOrigins, metrics, paths, logger: options.logger})
     inFlight.track(res)
     trackAnswer(res)
+    paceUnreadRest(res, pace)
   }
   server.on('request', (req, res: ServerResponse) => {
     if (afterSocketAnswer(req)) return

@@ -1,3 +1,5 @@
+import type {ServerResponse} from 'node:http'
+
 import type {Limits} from '../lib/config/settings.js'
 import {ModError} from '../lib/errors.js'
 import {formatSize} from '../lib/sizes.js'
@@ -82,4 +84,34 @@ export function watchPace({idleMs, minRate}: Pace, readerBehind: () => boolean, 
       clearTimeout(timer)
     },
   }
+}
+
+/**
+ * Holds the rest of a body that no route read to its end (a request answered without reading it, or whose route
+ * stopped early) to the same pace: Node reads and drops that rest after the answer so that the connection can carry
+ * the next request, and a client that keeps trickling it would keep the connection for good, Node's own clock for a
+ * whole request being off (app.ts). Falling behind cuts the connection: its answer is sent already. An answer that
+ * closes its connection is left alone: it is closed in stages, with bounds of its own (linger.ts).
+ */
+export function paceUnreadRest(res: ServerResponse, pace: Pace): void {
+  res.once('finish', () => {
+    const {req} = res
+    const {socket} = req
+    if (req.complete || socket.destroyed || /\bclose\b/i.test(String(res.getHeader('connection') ?? ''))) return
+    // Node drops that rest without a 'data' event: its bytes show only in the socket's count, looked at often
+    // enough that a body keeping pace never looks silent.
+    let counted = socket.bytesRead
+    const watch = watchPace(pace, () => false, () => socket.destroy())
+    const look = setInterval(() => {
+      if (socket.bytesRead > counted) watch.arrived(socket.bytesRead - counted)
+      counted = socket.bytesRead
+      if (req.complete) stop()
+    }, Math.min(1000, pace.idleMs / 4)).unref()
+    const stop = () => {
+      clearInterval(look)
+      watch.stop()
+      socket.off('close', stop)
+    }
+    socket.once('close', stop)
+  })
 }

@@ -3,16 +3,20 @@ import {STATUS_CODES, type IncomingMessage, type ServerResponse} from 'node:http
 import type {Socket} from 'node:net'
 import type {Duplex} from 'node:stream'
 
+import {humanSeconds} from '../lib/durations.js'
 import {answeredOnSocket, type SocketAnswer} from './access.js'
 import {HTTP_ERRORS, type HttpErrorCode} from './errors.js'
 import {endInStages} from './linger.js'
 import {requestIdOf} from './request-id.js'
 import {originForm} from './request-target.js'
 
+/** How long a request's head (its line and headers) may take to arrive whole: `408 request_timeout` after. */
+export const HEAD_TIMEOUT_MS = 60_000
+
 /** Node's parser errors that it would answer itself (as plain text) → the code of our JSON answer. */
 const PARSER_ERRORS: Record<string, [HttpErrorCode, string]> = {
   HPE_HEADER_OVERFLOW: ['headers_too_large', 'the request headers are larger than the server accepts (16 KiB)'],
-  ERR_HTTP_REQUEST_TIMEOUT: ['request_timeout', 'the request did not arrive in time'],
+  ERR_HTTP_REQUEST_TIMEOUT: ['request_timeout', `the request line and headers did not arrive within ${humanSeconds(HEAD_TIMEOUT_MS)}`],
   HPE_CHUNK_EXTENSIONS_OVERFLOW: ['payload_too_large', 'the chunk extensions of the request body are too large'],
 }
 

@@ -17,6 +17,7 @@ import {ImageJob, ImageJobLine, ImageJobManifest} from './jobs/images/schema.js'
 import {formatSizeExact, grouped} from '../lib/sizes.js'
 import {MAX_ANIMATION_FRAMES, MAX_FRAMES, MAX_OTHER_FRAMES, MAX_PAGES} from '../lib/image/animation-frames.js'
 import {LINGER} from './linger.js'
+import {HEAD_TIMEOUT_MS} from './client-error.js'
 import {graceMs} from './upload-places.js'
 import {humanSeconds} from '../lib/durations.js'
 
@@ -346,8 +347,10 @@ function description(info: OpenApiInfo): string {
     '',
     ...limitsSection(limits),
     '',
-    'Uploads are streamed and the limits are counted as bytes arrive; a video is streamed to disk. Besides ' +
-      "`MOD_BODY_MIN_RATE`, the HTTP server's own request timeout ends a request not received whole within 5 minutes.",
+    'Uploads are streamed and the limits are counted as bytes arrive; a video is streamed to disk. A body keeping ' +
+      '`MOD_BODY_MIN_RATE` may take as long as its size needs; a request\'s head must arrive whole within ' +
+      `${humanSeconds(HEAD_TIMEOUT_MS)} (\`408\`). A body answered before it was read is dropped at the same pace after the answer, ` +
+      'or its connection is closed.',
     '',
     'An error answered before the request body was read to its end (a refused upload) carries `Connection: close`; ' +
       `the server then ends its side and drops what the client still sends for at most ${humanSeconds(LINGER.ms)} or ` +

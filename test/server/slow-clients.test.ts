@@ -168,26 +168,36 @@ test('a body that stops sending is told so, every time, also when its average ra
   }
 })
 
-test("a body that keeps its pace but is not whole within the HTTP server's request timeout gets one JSON 408", async () => {
+test('a body keeping its pace has no clock of its own; a head that does not arrive whole in time gets one JSON 408', async () => {
   const settings = testSettings(join(dir.path, 'cache'), {limits: {bodyTimeoutMs: 5000, bodyMinRate: 1}})
   const s = buildServer(fakeEngine(), {...settings, jobs: {...settings.jobs, storage: join(dir.path, 'jobs')}}, {tmpDir: uploads, log: () => {}})
-  // Node's own 5 minutes, checked every 30 s, in production.
-  Object.assign(s.server, {headersTimeout: 400, requestTimeout: 400, connectionsCheckingInterval: 20})
+  // The head's 60 s, checked every 30 s, in production.
+  Object.assign(s.server, {headersTimeout: 400, connectionsCheckingInterval: 20})
   await new Promise<void>((listening) => s.server.listen(0, '127.0.0.1', listening))
-  try {
-    const {head, type} = multipartParts('file', 'long.mp4')
-    const socket = connect((s.server.address() as AddressInfo).port, '127.0.0.1')
+  const port = (s.server.address() as AddressInfo).port
+  const open = (first: string, more: string) => {
+    const socket = connect(port, '127.0.0.1')
     socket.on('error', () => {})
-    socket.write(`POST /v1/moderate/video HTTP/1.1\r\nHost: x\r\nContent-Type: ${type}\r\nContent-Length: 100000\r\n\r\n`)
-    socket.write(head)
-    const ticker = setInterval(() => socket.write('A'), 50)
+    socket.write(first)
+    const ticker = setInterval(() => socket.write(more), 50)
     let got = ''
     socket.on('data', (d: Buffer) => (got += d.toString('latin1')))
-    await new Promise((closed) => socket.on('close', closed))
-    clearInterval(ticker)
+    const closed = new Promise<string>((done) => socket.on('close', () => done(got)))
+    return {closed, got: () => got, stop: () => (clearInterval(ticker), socket.destroy())}
+  }
+  try {
+    const {head, type} = multipartParts('file', 'long.mp4')
+    const body = open(`POST /v1/moderate/video HTTP/1.1\r\nHost: x\r\nContent-Type: ${type}\r\nContent-Length: 100000\r\n\r\n${head.toString('latin1')}`, 'A')
+    const slowHead = open('GET /health HTTP/1.1\r\nHost: x\r\n', 'X-A: b\r\n')
+    const got = await slowHead.closed
     assert.is(got.match(/HTTP\/1\.1 /g)?.length, 1, got)
     assert.match(got, /^HTTP\/1\.1 408 /)
-    assert.match(got, /"code":"request_timeout","message":"the request did not arrive in time"/)
+    assert.match(got, /"code":"request_timeout","message":"the request line and headers did not arrive within 60 s"/)
+    // The body has been arriving for several times the head's clock, unanswered.
+    await new Promise((done) => setTimeout(done, 600))
+    assert.is(body.got(), '')
+    body.stop()
+    await body.closed
   } finally {
     await s.close()
   }
@@ -276,6 +286,67 @@ test('time the server holds the body back (its reader is behind) does not count 
     })
   })
   assert.is(await received, size)
+})
+
+/** Sends a GET /health whose declared body of `declared` bytes follows `chunk` bytes every `everyMs`; resolves with
+ * what came back once the connection closed, or after `openMs` (closed: false), with the time it took. */
+function unreadBody(base: string, declared: number, chunk: number, everyMs: number, openMs: number, then = '') {
+  const {port} = new URL(base)
+  const socket = connect(Number(port), '127.0.0.1')
+  const started = Date.now()
+  socket.write(`GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: ${declared}\r\n\r\n`)
+  let sent = 0
+  const ticker = setInterval(() => {
+    const n = Math.min(chunk, declared - sent)
+    sent += n
+    socket.write(Buffer.alloc(n, 65))
+    if (sent === declared) {
+      clearInterval(ticker)
+      if (then) socket.write(then)
+    }
+  }, everyMs)
+  let got = ''
+  socket.on('data', (d) => (got += d))
+  socket.on('error', () => {})
+  return new Promise<{closed: boolean; ms: number; got: string}>((resolve) => {
+    const done = (closed: boolean) => {
+      clearInterval(ticker)
+      socket.destroy()
+      resolve({closed, ms: Date.now() - started, got})
+    }
+    const wait = setTimeout(() => done(false), openMs)
+    socket.on('close', () => {
+      clearTimeout(wait)
+      done(true)
+    })
+  })
+}
+
+test('a body no route reads is held to the same pace once answered: trickling, its connection is cut; keeping pace, the connection carries the next request', async () => {
+  const s = await server({bodyTimeoutMs: 400, bodyMinRate: 1000})
+  try {
+    // A byte every 40 ms: 25 bytes/s against a minimum of 1000, never silent for 400 ms.
+    const trickle = await unreadBody(s.base, 100_000, 1, 40, 5000)
+    assert.ok(trickle.got.startsWith('HTTP/1.1 200'), trickle.got)
+    assert.ok(trickle.closed, 'a trickling unread body keeps its connection')
+    // Its rate's deadline is 400 ms after the answer, plus what it sent meanwhile.
+    assert.ok(trickle.ms >= 400, `cut after ${trickle.ms} ms`)
+    // 2 000 bytes/s for 1.5 s, then a second request on the same connection.
+    const steady = await unreadBody(s.base, 3000, 100, 50, 5000, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+    assert.is(steady.got.match(/HTTP\/1\.1 200/g)?.length, 2, steady.got)
+  } finally {
+    await s.stop()
+  }
+})
+
+test("no clock for a whole request: Node's own (5 minutes) cut a large upload arriving at a steady pace; the head keeps its 60 s", async () => {
+  const s = await server({})
+  try {
+    assert.is(s.handle.server.requestTimeout, 0)
+    assert.is(s.handle.server.headersTimeout, 60_000)
+  } finally {
+    await s.stop()
+  }
 })
 
 test('clients are counted by IPv4 address (IPv4-mapped too) and by IPv6 /64', () => {
