@@ -397,7 +397,7 @@ export function stdinPathProblem(command: string, paths: readonly string[], stdi
 /**
  * Files, folders and `-` (stdin), lazily: nothing is read before the engine asks. A file named on the command
  * line is always tried, whatever its name, unless an `exclude` pattern matches it; one that does not exist, or is
- * not a regular file (a FIFO, a device), is an error entry in its place. `exclude` holds git-ignore patterns
+ * a device or a socket, is an error entry in its place, and a named pipe is read whole, as stdin is. `exclude` holds git-ignore patterns
  * (`*.tmp`, `drafts/`), matched below each folder given and against each file given (relative to the working
  * folder); a `.modignore` file in a folder adds its own patterns for that folder and below. With `vcsIgnore`, a
  * walk also leaves out `.git` folders and what `.ignore` files and, inside a git repository, `.gitignore` files
@@ -455,8 +455,13 @@ export async function* scanInputs(
         else if (isLfsPointer(head)) yield lfsPointerEntry(p)
         else yield {input: {source: p, read: () => readFile(p, maxBytes)}}
       }
+    } else if (info.isFIFO()) {
+      // A named pipe (`<(curl …)`, /dev/stdin piped) is read whole as `-` is, once: its first bytes are not looked
+      // at before, as they could not be read again. A walk leaves pipes out; only a name given here is read.
+      if (patterns && patterns.ignores(givenName(p))) skip(skipped, 'excluded')
+      else if (firstReach(reached, real)) yield {input: {source: p, read: () => readFile(p, maxBytes)}}
     } else {
-      yield entry(p, 'unsupported_media', `${p} is ${fileKind(info)}, not a regular file: give a file, a folder or - for stdin`)
+      yield entry(p, 'unsupported_media', `${p} is ${fileKind(info)}, not a regular file: give a file, a named pipe, a folder or - for stdin`)
     }
   }
 }

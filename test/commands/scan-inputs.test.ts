@@ -1,4 +1,4 @@
-import {execFileSync, spawnSync} from 'node:child_process'
+import {execFileSync, spawn, spawnSync} from 'node:child_process'
 import {chmodSync, mkdirSync, symlinkSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
@@ -155,15 +155,25 @@ test('a folder nested too deep is an error entry where the walk stops; what came
   assert.equal(lines[0].error, {code: 'unreadable_image', message: `the folder ${tooDeep} is nested more than ${MAX_FOLDER_DEPTH} folders deep: not walked`})
 })
 
-test('a FIFO and a device are refused as error entries without being read', async () => {
+test('a named pipe given by name is read whole as one image, as - is, whenever its writer comes; a device is refused without being read', async () => {
   const fifo = join(dir.path, 'pipe')
   execFileSync('mkfifo', [fifo])
+  // The writer opens the pipe after the scan has: the scan waits for it without holding anything else up.
+  const writer = spawn('sh', ['-c', 'sleep 0.3; cat "$1" > "$2"', 'sh', blue, fifo])
+  const written = new Promise((done) => writer.on('close', done))
   const r = await runInProcess(['scan', fifo, '/dev/zero', blue, '--config', policy, '--json'], {env})
+  await written
   assert.is(r.code, 2)
   const [a, b, c] = JSON.parse(r.stdout)
-  assert.equal(a.error, {code: 'unsupported_media', message: `${fifo} is a FIFO, not a regular file: give a file, a folder or - for stdin`})
-  assert.equal(b.error, {code: 'unsupported_media', message: '/dev/zero is a device, not a regular file: give a file, a folder or - for stdin'})
+  assert.equal([a.source, a.is_safe, a.labels.find((l: {name: string}) => l.name === 'redness')?.score], [fifo, true, c.labels.find((l: {name: string}) => l.name === 'redness')?.score])
+  assert.equal(b.error, {code: 'unsupported_media', message: '/dev/zero is a device, not a regular file: give a file, a named pipe, a folder or - for stdin'})
   assert.is(c.is_safe, true)
+  // An image piped in by a shell, named /dev/stdin (as tools that take no - are given one).
+  const red = join(dir.path, 'red-piped.png')
+  writeFileSync(red, await solidPng(255, 0, 0))
+  const piped = spawnSync('sh', ['-c', 'cat "$1" | "$2" "$3" scan /dev/stdin --config "$4" --json', 'sh', red, process.execPath, BIN, policy], {env: {...process.env, ...env}, encoding: 'utf8'})
+  assert.is(piped.status, 1, piped.stderr)
+  assert.equal(JSON.parse(piped.stdout).map((x: {source: string; is_safe: boolean}) => [x.source, x.is_safe]), [['/dev/stdin', false]])
 })
 
 test('stdin is read with the byte cap', async () => {
