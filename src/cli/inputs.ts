@@ -395,17 +395,17 @@ export function stdinPathProblem(command: string, paths: readonly string[], stdi
 }
 
 /**
- * Files, folders and `-` (stdin), lazily: nothing is read before the engine asks. A file named on the command
- * line is always tried, whatever its name, unless an `exclude` pattern matches it; one that does not exist, or is
- * a device or a socket, is an error entry in its place, and a named pipe is read whole, as stdin is. `exclude` holds git-ignore patterns
- * (`*.tmp`, `drafts/`), matched below each folder given and against each file given (relative to the working
- * folder); a `.modignore` file in a folder adds its own patterns for that folder and below. With `vcsIgnore`, a
- * walk also leaves out `.git` folders and what `.ignore` files and, inside a git repository, `.gitignore` files
- * and `.git/info/exclude` exclude (those of the folders above a folder given, up to the repository's top,
- * included); in one folder `.modignore` overrides `.ignore`, which overrides `.gitignore`. A file reached twice
- * (a folder given twice, a file given inside a folder given) is scanned once. With `listed` (paths from a file
- * list), a file is judged by its first bytes as in a folder: one that is not an image is skipped and counted, one
- * that does not exist is still an error entry.
+ * Files, folders and `-` (stdin), lazily: nothing is read before the engine asks. A file named on the command line
+ * is always tried, whatever its name, unless an `exclude` pattern matches it; one that does not exist, or is a
+ * device or a socket, is an error entry in its place; a named pipe is read whole, as stdin is. `exclude` holds
+ * git-ignore patterns (`*.tmp`, `drafts/`), matched below each folder given and against each file given (relative
+ * to the working folder); a `.modignore` file in a folder adds its own patterns for that folder and below. With
+ * `vcsIgnore`, a walk also leaves out `.git` folders and what `.ignore` files and, inside a git repository,
+ * `.gitignore` files and `.git/info/exclude` exclude (those of the folders above a folder given, up to the
+ * repository's top, included); in one folder `.modignore` overrides `.ignore`, which overrides `.gitignore`. A file
+ * reached twice (a folder given twice, a file given inside a folder given) is scanned once. With `listed` (paths
+ * from a file list), a file is judged by its first bytes as in a folder: one that is not an image is skipped and
+ * counted, one that does not exist is still an error entry.
  */
 export async function* scanInputs(
   paths: readonly FsPath[],
