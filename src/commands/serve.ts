@@ -50,6 +50,7 @@ With MOD_API_KEY set, every request but GET /health, GET /ready and the document
     ['MOD_FFMPEG', 'the ffmpeg binary for video'],
     ['MOD_CORS_ORIGINS', 'origins browsers may call from, comma-separated, or * (default: no CORS)'],
     ['MOD_DRAIN_DELAY_MS', 'after SIGTERM, ms of /ready answering 503 before the port closes (default 0)'],
+    ['MOD_KEEPALIVE_TIMEOUT_MS', "ms an idle connection is kept for the client's next request; behind a proxy or balancer, set it above the proxy's idle timeout (default 5000)"],
     ['MOD_LOG_LEVEL', 'error, warn, info or debug (default info)'],
     ['MOD_SERVER_TIMING', 'moderation answers carry a Server-Timing header: the time of each step, in ms (default false)'],
     ['MOD_REDIS_URL', 'jobs on BullMQ on this Redis (default: an in-process queue, one worker only: with --workers > 1 the job routes answer 503 jobs_unavailable)'],

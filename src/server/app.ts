@@ -143,7 +143,7 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
   // No clock for a whole request (Node's cuts any request at 5 minutes, a large video at a steady pace included): a
   // body is held to MOD_BODY_TIMEOUT_MS and MOD_BODY_MIN_RATE as it arrives, read or not (body-pace.ts), and the head
   // to HEAD_TIMEOUT_MS (Node's default, which it turns off with the request clock unless given).
-  const server = createServer({requireHostHeader: false, requestTimeout: 0, headersTimeout: HEAD_TIMEOUT_MS})
+  const server = createServer({requireHostHeader: false, requestTimeout: 0, headersTimeout: HEAD_TIMEOUT_MS, keepAliveTimeout: settings.keepAliveMs})
   const recordSocket = (answer: SocketAnswer) => recordSocketAnswer({metrics, logger: options.logger}, answer)
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, recordSocket))
   server.on('connect', (req: IncomingMessage, socket: Duplex) => answerConnect(req, socket, recordSocket))

@@ -35,6 +35,7 @@ const ACCEPTS: Record<string, string> = {
   MOD_URL_TIMEOUT_MS: whole(1, 2_147_483_647),
   MOD_BODY_TIMEOUT_MS: whole(1, 2_147_483_647),
   MOD_DRAIN_DELAY_MS: whole(0, 2_147_483_647),
+  MOD_KEEPALIVE_TIMEOUT_MS: whole(1, 2_147_483_647),
   MOD_JOB_TTL: whole(1, 2_147_483),
   MOD_TEXT_BUDGET: 'a whole number of recogniser columns from 1280 to 256000',
   MOD_MAX_BYTES: SIZE,

@@ -87,6 +87,12 @@ export interface ServerSettings {
   corsOrigins: string[]
   /** MOD_DRAIN_DELAY_MS: after SIGTERM, how long /ready answers 503 while new connections are still served. */
   drainDelayMs: number
+  /**
+   * MOD_KEEPALIVE_TIMEOUT_MS: how long a connection is kept open, idle, after an answer for the client's next
+   * request. Behind a proxy or balancer that keeps its connections to the server, it must outlast the proxy's own
+   * idle timeout, or the proxy may send a request on a connection the server is closing (a 502 for an upload).
+   */
+  keepAliveMs: number
   /** MOD_SERVER_TIMING: moderation answers carry a Server-Timing header with the time of each step. */
   serverTiming: boolean
   jobs: JobSettings
@@ -150,6 +156,8 @@ export type LogLevel = (typeof LOG_LEVELS)[number]
 export const DEFAULT_HOST = '127.0.0.1'
 export const DEFAULT_PORT = 8000
 export const DEFAULT_WORKERS = 1
+/** Node's own default: an idle connection closes 5 s after its last answer. */
+export const DEFAULT_KEEPALIVE_MS = 5000
 
 /** ~/.cache/mod */
 export function defaultCacheDir(): string {
@@ -383,6 +391,7 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
     logLevel: parseLogLevel('MOD_LOG_LEVEL', env.MOD_LOG_LEVEL),
     corsOrigins: parseOrigins('MOD_CORS_ORIGINS', env.MOD_CORS_ORIGINS),
     drainDelayMs: parseCount('MOD_DRAIN_DELAY_MS', env.MOD_DRAIN_DELAY_MS, 0, 0, MAX_TIMER_MS),
+    keepAliveMs: parseCount('MOD_KEEPALIVE_TIMEOUT_MS', env.MOD_KEEPALIVE_TIMEOUT_MS, DEFAULT_KEEPALIVE_MS, 1, MAX_TIMER_MS),
     serverTiming: parseBoolean('MOD_SERVER_TIMING', env.MOD_SERVER_TIMING, false),
     jobs: {
       ...readJobSettings(env, cwd),

@@ -51,6 +51,7 @@ test('with no input and no variables every setting has its default, in an engine
     logLevel: 'info',
     corsOrigins: [],
     drainDelayMs: 0,
+    keepAliveMs: 5000,
     serverTiming: false,
     jobs: {
       redisUrl: undefined,
