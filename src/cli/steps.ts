@@ -1,6 +1,7 @@
 import {chalkStderr} from 'chalk'
 import {DefaultRenderer, Listr, ListrLogger, ProcessOutput} from 'listr2'
 
+import {isModError} from '../lib/errors.js'
 import {cursorShownWhileSuspended} from './cursor.js'
 import {visible} from './visible.js'
 
@@ -104,9 +105,10 @@ export async function runSteps(
         try {
           await s.run(retitle)
         } catch (error) {
-          // The command prints the reason once, as its error line; the step only shows that it failed.
+          // The command prints the reason once, as its error line; the step shows that it failed, and its code
+          // (the plain renderer's `[FAILED: download_failed]`).
           failure ??= {error}
-          throw new Error('failed')
+          throw new Error(isModError(error) ? error.code : 'failed')
         }
       },
     })),

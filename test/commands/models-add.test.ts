@@ -164,7 +164,7 @@ test('the CLI refuses an unknown add-on, a CLIP preset, a missing file and a fil
   assert.is(wrongHash.stdout, '')
   // Without a terminal: listr2's plain lines for the step, then the reason once, as the error line.
   const lines = wrongHash.stderr.trim().split('\n').slice(1)
-  assert.equal(lines.slice(0, 2), [`[STARTED] 320n.onnx from ${sameSize.path}`, `[FAILED] 320n.onnx from ${sameSize.path} [FAILED: failed]`])
+  assert.equal(lines.slice(0, 2), [`[STARTED] 320n.onnx from ${sameSize.path}`, `[FAILED] 320n.onnx from ${sameSize.path} [FAILED: invalid_config]`])
   assert.is(lines.length, 3)
   assert.match(lines[2], `mod: invalid_config: ${sameSize.path} has sha256 ${sameSize.sha256}, not the pinned ${sameSize.pinned}`)
   assert.is(existsSync(join(cache, 'nudenet', 'manifest.json')), false)
