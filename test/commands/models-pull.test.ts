@@ -11,6 +11,7 @@ import {promisify} from 'node:util'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
+import {downloadBar} from '../../src/commands/models/pull.js'
 import {loadNudenetPreset} from '../../src/lib/signals/nudenet/manifest.js'
 import {BIN, runCli, shellWord, tempDir} from '../helpers/cli.js'
 import {modelHost} from '../helpers/model-host.js'
@@ -323,6 +324,15 @@ function pullLine(cache: string): string {
   const vars = Object.entries({...host.env, MOD_CACHE_DIR: cache}).map(([k, v]) => `${k}=${shellWord(v)}`)
   return `env -u CI ${vars.join(' ')} ${shellWord(process.execPath)} ${shellWord(BIN)} models pull nudenet`
 }
+
+test('the progress bar is full only once the file is whole, as its percentage', () => {
+  const line = (received: number) => downloadBar({file: 'a.onnx', received, total: 1000})
+  assert.is(line(0), 'a.onnx [------------------------] 0% of 1000 bytes')
+  assert.is(line(500), 'a.onnx [############------------] 50% of 1000 bytes')
+  assert.is(line(990), 'a.onnx [#######################-] 99% of 1000 bytes')
+  assert.is(line(1000), 'a.onnx [########################] 100% of 1000 bytes')
+  assert.is(downloadBar({file: 'a.onnx', received: 2048}), 'a.onnx 2 KiB')
+})
 
 testUnless(real.missing, 'without a terminal: the progress is a plain line now and then, no control character on stderr', async () => {
   serve = serveSlowly(6000)

@@ -20,10 +20,12 @@ import type {Addon} from '../../lib/signals/signal.js'
 
 const BAR_WIDTH = 24
 
-function bar(p: PullProgress): string {
+/** A file's line while it downloads: a bar and its percentage, or the bytes so far when the size is unknown. */
+export function downloadBar(p: PullProgress): string {
   if (!p.total) return `${p.file} ${formatBytes(p.received)}`
   const done = Math.min(1, p.received / p.total)
-  const filled = Math.round(done * BAR_WIDTH)
+  // Full only when whole, as the percentage is: rounded, 98% showed a full bar.
+  const filled = Math.floor(done * BAR_WIDTH)
   return `${p.file} [${'#'.repeat(filled)}${'-'.repeat(BAR_WIDTH - filled)}] ${Math.floor(done * 100)}% of ${formatBytes(p.total)}`
 }
 
@@ -122,7 +124,7 @@ Downloads go through the proxy in HTTPS_PROXY (or HTTP_PROXY), except for the ho
       proxy: settings.proxy,
       onProgress: (p) => {
         last = p
-        setTitle(bar(p))
+        setTitle(downloadBar(p))
       },
       onFile: (f) => {
         last = undefined
