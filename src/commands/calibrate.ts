@@ -6,6 +6,7 @@ import {ModCommand} from '../cli/base-command.js'
 import {textReporter} from '../cli/reports/reporter.js'
 import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {modelFlags} from '../cli/flags.js'
+import {wholeNumberFlag} from '../cli/value-flags.js'
 import {checkWritable, writeWhole} from '../cli/writable.js'
 import {plural} from '../lib/plural.js'
 import {calibrationComments, writeCalibratedPolicy, type CalibrationTarget} from '../lib/eval/calibrate-policy.js'
@@ -44,7 +45,7 @@ categories without images are left as they are. A trained head is not applied.`
     'max-fpr': Flags.string({description: 'Target: at most this share of safe images flagged per category (default 0.05).', exclusive: ['min-recall']}),
     'min-recall': Flags.string({description: 'Target: at least this share of each category\'s images flagged.', exclusive: ['max-fpr']}),
     holdout: Flags.string({description: 'Share of images held out to measure the result.', default: '0.3'}),
-    seed: Flags.integer({description: 'Seed of the held-out split.', default: 1}),
+    seed: wholeNumberFlag({description: 'Seed of the held-out split.', default: 1}),
     out: Flags.string({description: 'Write the policy YAML here instead of stdout.'}),
     ...flagsWithoutHead,
   }

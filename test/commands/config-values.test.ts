@@ -161,6 +161,8 @@ test('every number flag of every command is refused in those words; --timeout pa
     [['scan', 'x.png', '--report', 'r.html', '--report-sample', '-1'], `--report-sample="-1" is not valid: expected ${whole(0)}`],
     [['scan-video', 'x.mp4', '--min-frames', '0x10'], '--min-frames="0x10" is not valid: expected a whole number from 1 to 1000'],
     [['head', 'train', 'data', '--out', 'h.json', '--max-epochs', '0'], `--max-epochs="0" is not valid: expected ${whole(1)}`],
+    [['head', 'train', 'data', '--out', 'h.json', '--seed', '1e3'], `--seed="1e3" is not valid: expected ${whole(0)}`],
+    [['calibrate', 'data', '--seed', '-2'], `--seed="-2" is not valid: expected ${whole(0)}`],
   ] as const) {
     const r = await runCli([...args], {cwd: dir.path})
     assert.is(r.stderr, `mod: usage: ${line}\n`, args.join(' '))

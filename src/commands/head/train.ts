@@ -38,7 +38,7 @@ hash) stops improving; the held-out figures at threshold 0.5 are printed. Use th
   static override flags = {
     out: Flags.string({description: 'Head file to write.', required: true}),
     holdout: Flags.string({description: 'Share of images held out for early stopping and the printed figures.', default: String(DEFAULT_TRAIN_OPTIONS.holdout)}),
-    seed: Flags.integer({description: 'Seed of the held-out split.', default: DEFAULT_TRAIN_OPTIONS.seed}),
+    seed: wholeNumberFlag({description: 'Seed of the held-out split.', default: DEFAULT_TRAIN_OPTIONS.seed}),
     l2: Flags.string({description: 'L2 penalty on the weights.', default: String(DEFAULT_TRAIN_OPTIONS.l2)}),
     'max-epochs': wholeNumberFlag({description: 'Most passes over the training images.', default: DEFAULT_TRAIN_OPTIONS.maxEpochs, min: 1}),
     ...flagsWithoutHead,
