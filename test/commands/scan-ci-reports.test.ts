@@ -9,7 +9,7 @@ import addFormatsModule from 'ajv-formats'
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {BIN, ROOT, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {BIN, ROOT, runCli, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {git} from '../helpers/git.js'
 import {pythonTools} from '../helpers/python-tools.js'
 import {skip} from '../helpers/skip.js'
@@ -122,6 +122,18 @@ test('--format sarif with nothing flagged is a valid log with no results', async
   const log = JSON.parse(r.stdout)
   assert.is(sarifValidator()(log), undefined)
   assert.equal(log.runs[0].results, [])
+})
+
+test('--format sarif gives the image read from stdin a location too (named -): GitHub code scanning refuses a whole log with a result that has none', async () => {
+  const r = await runCli(['scan', 'assets/red one.png', '-', '--config', 'policy.yaml', '--format', 'sarif'], {env, cwd: work, stdin: await solidPng(255, 0, 0)})
+  assert.is(r.code, 1, r.stderr)
+  const log = JSON.parse(r.stdout)
+  assert.is(sarifValidator()(log), undefined)
+  const locations = log.runs[0].results.map((x: {locations?: {physicalLocation: {artifactLocation: unknown; region: unknown}}[]}) => x.locations?.map((l) => l.physicalLocation))
+  assert.equal(locations, [
+    [{artifactLocation: {uri: 'assets/red%20one.png', uriBaseId: '%SRCROOT%'}, region: {startLine: 1}}],
+    [{artifactLocation: {uri: '-', description: {text: 'the image read from standard input'}}, region: {startLine: 1}}],
+  ])
 })
 
 const tools = pythonTools()

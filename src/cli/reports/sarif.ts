@@ -20,9 +20,12 @@ function uriOf(path: string): string {
 
 /**
  * Where a source is: relative to the repository root, through the base id that originalUriBaseIds resolves (how
- * code scanning maps a result to a file of the repository), or, outside the root, an absolute file URI.
+ * code scanning maps a result to a file of the repository), or, outside the root, an absolute file URI. The image
+ * read from stdin is named `-`, as in every output: GitHub code scanning refuses a whole log in which one result
+ * has no location with a URI, so a flagged stdin image would have kept every other file's alerts out.
  */
-function artifactLocation(source: string, run: RunInfo): {uri: string; uriBaseId?: string} {
+function artifactLocation(source: string, run: RunInfo): {uri: string; uriBaseId?: string; description?: {text: string}} {
+  if (source === '-') return {uri: '-', description: {text: 'the image read from standard input'}}
   const path = repositoryPath(source, run)
   return path === undefined ? {uri: pathToFileURL(resolve(run.cwd, source)).href} : {uri: uriOf(path), uriBaseId: BASE_ID}
 }
@@ -45,7 +48,7 @@ export function sarifReporter(run: RunInfo): Reporter<ReportItem> {
       ruleId,
       level,
       message: {text},
-      ...(r.item.source === '-' ? {} : {locations: [{physicalLocation: {artifactLocation: artifactLocation(r.item.source, run), region: {startLine: 1}}}]}),
+      locations: [{physicalLocation: {artifactLocation: artifactLocation(r.item.source, run), region: {startLine: 1}}}],
       ...(r.sha256 ? {partialFingerprints: {[FINGERPRINT]: r.sha256}} : {}),
       ...(r.accepted ? {suppressions: [{kind: 'external', status: 'accepted', justification: 'accepted by the baseline'}]} : {}),
       properties,
