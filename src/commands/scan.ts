@@ -25,6 +25,7 @@ import type {Engine, ImageInput, ItemResult} from '../lib/engine.js'
 import {ModError} from '../lib/errors.js'
 import type {ImageLimits} from '../lib/image/decode.js'
 import {thumbnail, type Thumbnail} from '../lib/image/thumbnail.js'
+import {namedBytes, type FsPath} from '../lib/input/file-names.js'
 import {readFileCapped} from '../lib/input/read-capped.js'
 import {plural} from '../lib/plural.js'
 import {coverageOf} from '../lib/signals/listing.js'
@@ -55,10 +56,14 @@ async function* inOrder(items: AsyncIterable<ScanItem>, moderate: (inputs: Async
   for (const e of slots) if (e) yield e
 }
 
-/** The thumbnail of a file for the report; none for stdin, a missing path, or what cannot be decoded. */
+/**
+ * The thumbnail of a file for the report; none for stdin, a missing path, or what cannot be decoded. A name that is
+ * not UTF-8 is shown with `\xNN` escapes, which name no file: its bytes are read then.
+ */
 async function thumbnailOf(item: ItemResult | ScanEntry, limits: ImageLimits): Promise<Thumbnail | undefined> {
   if (item.source === '-' || ('error' in item && item.error.code === 'not_found')) return undefined
-  const bytes = await readFileCapped(item.source, limits.maxBytes).catch(() => undefined)
+  const read = (path: FsPath) => readFileCapped(path, limits.maxBytes).catch(() => undefined)
+  const bytes = (await read(item.source)) ?? (/\\x[0-9a-f]{2}/.test(item.source) ? await read(namedBytes(item.source)) : undefined)
   return bytes && thumbnail(bytes, limits)
 }
 

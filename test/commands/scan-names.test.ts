@@ -2,7 +2,7 @@
 // in a folder and from a file list, and reported under a name whose stray bytes are escaped as \xNN; a folder so
 // named is walked like any other.
 import {execFile} from 'node:child_process'
-import {mkdirSync, symlinkSync, writeFileSync} from 'node:fs'
+import {mkdirSync, readFileSync, symlinkSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -55,6 +55,17 @@ test('a name that is not UTF-8 is scanned in a folder and from a -0 list, and sh
   }
   const table = await scan(['photos'])
   assert.match(table.stdout, /^UNSAFE {2}photos\/caf\\xe9\.png {2}redness 1\.00>=0\.5/m)
+})
+
+test('the --report page shows the thumbnail of an image whose name is not UTF-8, read by its bytes rather than by its escaped name', async () => {
+  const page = join(dir.path, 'names.html')
+  const r = await scan(['photos', '--report', page, '--report-sample', '1'])
+  assert.is(r.code, 1, r.stderr)
+  const items = JSON.parse(/<script id="report-items" type="application\/json">([^]*?)<\/script>/.exec(readFileSync(page, 'utf8'))?.[1] ?? '') as {path: string; thumb?: string; sample?: boolean}[]
+  assert.equal(items.map((x) => [x.path, x.sample ?? false, x.thumb?.startsWith('data:image/jpeg;base64,')]), [
+    ['photos/caf\\xe9.png', false, true],
+    ['photos/blue.png', true, true],
+  ])
 })
 
 test('a name holding C1 controls or bidirectional ones is written in JSON, NDJSON and SARIF with those escaped: the same name parsed, nothing a terminal acts on', async () => {
