@@ -25,15 +25,34 @@ export async function refuseFolder(flag: string, file: string): Promise<void> {
  * the first image), which the page would destroy. An empty file, a device or a pipe is written as before.
  */
 export async function refuseNonHtml(flag: string, file: string): Promise<void> {
-  if (!(await stat(file).catch(() => undefined))?.isFile()) return
-  const bytes = await readHead(file).catch(() => undefined)
-  if (bytes === undefined) return
-  const head = bytes.subarray(0, 256).toString('utf8').replace(/^\uFEFF/, '').trimStart()
-  if (head === '' || head.startsWith('<')) return
+  const head = await textHead(file)
+  if (head === undefined || head === '' || head.startsWith('<')) return
   throw new ModError(
     'bad_request',
     `${flag} ${file}: the file there is not an HTML page, and a report replaces only a page (a shell pattern after ${flag} names its first match): give a new file name`,
   )
+}
+
+/**
+ * Refuses a baseline's target (`--write-baseline`) that is a file other than a JSON object, as a baseline is: a
+ * baseline replaces an earlier one, while an image there was most likely put after the flag by the shell
+ * (`--write-baseline *.png` names the first image), which the baseline would destroy. An empty file, a device or a
+ * pipe is written as before.
+ */
+export async function refuseNonBaseline(flag: string, file: string): Promise<void> {
+  const head = await textHead(file)
+  if (head === undefined || head === '' || head.startsWith('{')) return
+  throw new ModError(
+    'bad_request',
+    `${flag} ${file}: the file there is not a baseline (a JSON object), and a baseline replaces only a baseline (a shell pattern after ${flag} names its first match): give a new file name`,
+  )
+}
+
+/** The start of a regular file as text (a byte order mark and leading white space dropped); undefined for none. */
+async function textHead(file: string): Promise<string | undefined> {
+  if (!(await stat(file).catch(() => undefined))?.isFile()) return undefined
+  const bytes = await readHead(file).catch(() => undefined)
+  return bytes?.subarray(0, 256).toString('utf8').replace(/^\uFEFF/, '').trimStart()
 }
 
 /** Why `file`, given with `flag`, could not be written once writing began: the reason in words (the disk is full). */

@@ -33,7 +33,7 @@ import {POLICY_PLUGINS} from '../lib/signals/registry.js'
 import type {Coverage} from '../lib/types.js'
 import type {RemoteEngine} from '../cli/remote/engine.js'
 import type {RemoteConfig} from '../cli/remote/from-flags.js'
-import {checkWritable, writeWhole} from '../cli/writable.js'
+import {checkWritable, refuseNonBaseline, writeWhole} from '../cli/writable.js'
 
 /** Engine results and the inputs that failed before reaching it (not found, not a regular file), in input order. */
 async function* inOrder(items: AsyncIterable<ScanItem>, moderate: (inputs: AsyncIterable<ImageInput>) => AsyncIterable<ItemResult>): AsyncGenerator<ItemResult | ScanEntry> {
@@ -311,7 +311,10 @@ ${POLICY_PLUGINS.sections.flatMap((s) => (s.section.help ? [`- ${s.section.help}
     if (flags.server === undefined) refuseRemoteFlags(this.argv, 'scan')
     const stdinProblem = stdinPathProblem('scan', paths, process.stdin)
     if (stdinProblem) throw new Errors.CLIError(stdinProblem)
-    if (flags['write-baseline']) await checkWritable('--write-baseline', flags['write-baseline'])
+    if (flags['write-baseline']) {
+      await checkWritable('--write-baseline', flags['write-baseline'])
+      await refuseNonBaseline('--write-baseline', flags['write-baseline'])
+    }
     // Any of these may be a FIFO or a pipe that nothing writes to: a stop signal still ends the command.
     const baseline = flags.baseline === undefined ? undefined : await this.untilStopped(readBaseline(flags.baseline))
     // Typed paths are a list too, but a command waiting without a word looks stuck.

@@ -89,6 +89,26 @@ test('a baseline that is missing, not JSON or of another version is a configurat
   assert.is(bad.stdout, '')
 })
 
+test('--write-baseline naming a file that is not a baseline (an image a shell pattern put after the flag): exit 2 before scanning, the file kept', async () => {
+  const red = await solidPng(255, 0, 0)
+  writeFileSync(join(work, 'target.png'), red)
+  const r = await scan('assets', '--write-baseline', 'target.png')
+  assert.is(r.code, 2, r.stderr)
+  assert.is(r.stdout, '')
+  assert.is(
+    r.stderr,
+    'mod: bad_request: --write-baseline target.png: the file there is not a baseline (a JSON object), and a baseline replaces only a baseline (a shell pattern after --write-baseline names its first match): give a new file name\n',
+  )
+  assert.equal(readFileSync(join(work, 'target.png')), red)
+  // An earlier baseline, or an empty file, is replaced as ever.
+  for (const text of ['{"version":1,"items":[]}\n', '']) {
+    writeFileSync(join(work, 'old-baseline.json'), text)
+    const again = await scan('assets', '--write-baseline', 'old-baseline.json')
+    assert.is(again.code, 1, again.stderr)
+    assert.is(JSON.parse(readFileSync(join(work, 'old-baseline.json'), 'utf8')).items.length, 1)
+  }
+})
+
 test('in a git repository, `git diff --name-only -z --diff-filter=d` piped to --files-from - -0 scans only the changed images', async () => {
   mkdirSync(join(repo, 'img'), {recursive: true})
   git('init', '-q', '-b', 'main')
