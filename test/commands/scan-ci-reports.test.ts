@@ -1,5 +1,5 @@
 import {spawn, spawnSync} from 'node:child_process'
-import {mkdirSync, readFileSync, realpathSync, writeFileSync} from 'node:fs'
+import {mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync} from 'node:fs'
 import {createRequire} from 'node:module'
 import {join} from 'node:path'
 import {pathToFileURL} from 'node:url'
@@ -114,6 +114,26 @@ test('--format sarif and github name files relative to the root of the git repos
   assert.is(github.code, 1, github.stderr)
   const files = github.stdout.trimEnd().split('\n').map(parseCommand).filter((c) => c.name === 'error').map((c) => c.props.file)
   assert.equal(files, ['app/assets/red.png', 'top red.png', realpathSync(outside)])
+})
+
+test('a file named by an absolute path through a link to the working folder ($PWD/a.png) is named as the file of the repository it is, in SARIF, GitHub and JUnit reports', async () => {
+  const repo = join(dir.path, 'linked-repo')
+  mkdirSync(join(repo, 'assets'), {recursive: true})
+  git(repo, 'init', '-q')
+  writeRednessPolicy(repo)
+  writeFileSync(join(repo, 'assets', 'red.png'), await solidPng(255, 0, 0))
+  // The working folder reached through a link, as a shell's $PWD or a runner's $GITHUB_WORKSPACE may name it.
+  const link = join(dir.path, 'workspace-link')
+  symlinkSync(repo, link)
+  const file = join(link, 'assets', 'red.png')
+  const run = (format: string) => runInProcess(['scan', file, '--config', 'policy.yaml', '--format', format], {env, cwd: link})
+  const sarif = await run('sarif')
+  assert.is(sarif.code, 1, sarif.stderr)
+  assert.equal(JSON.parse(sarif.stdout).runs[0].results[0].locations[0].physicalLocation.artifactLocation, {uri: 'assets/red.png', uriBaseId: '%SRCROOT%'})
+  const github = await run('github')
+  assert.equal(github.stdout.trimEnd().split('\n').map(parseCommand).filter((c) => c.name === 'error').map((c) => c.props.file), ['assets/red.png'])
+  const junit = await run('junit')
+  assert.match(junit.stdout, '<testcase classname="mod scan" name="assets/red.png">')
 })
 
 test('--format sarif with nothing flagged is a valid log with no results', async () => {

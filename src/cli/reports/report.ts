@@ -1,4 +1,5 @@
-import {isAbsolute, relative, resolve, sep} from 'node:path'
+import {realpathSync} from 'node:fs'
+import {basename, dirname, isAbsolute, join, relative, resolve, sep} from 'node:path'
 
 import type {ItemResult} from '../../lib/engine.js'
 import type {ScanEntry} from '../inputs.js'
@@ -20,14 +21,33 @@ export interface RunInfo {
   root: string
 }
 
+/** Whether a relative path (of path.relative) leads out of its folder. */
+const leadsOut = (rel: string): boolean => rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel)
+
 /**
  * A source as a path relative to the working folder with `/` separators (how CI systems name a repository's
- * files), or undefined for stdin.
+ * files), or undefined for stdin. The working folder is its real path (the system's), so an absolute path given
+ * through a link to it (`$PWD/a.png` or `$GITHUB_WORKSPACE/a.png` where a link leads to the folder) leads out of
+ * it as written: then the real path of the file's folder says where it is.
  */
 export function relativePath(source: string, cwd: string): string | undefined {
   if (source === '-') return undefined
-  const rel = relative(cwd, resolve(cwd, source))
+  const file = resolve(cwd, source)
+  let rel = relative(cwd, file)
+  if (leadsOut(rel)) {
+    const real = realFolderPath(file)
+    if (real !== undefined && !leadsOut(relative(cwd, real))) rel = relative(cwd, real)
+  }
   return isAbsolute(rel) ? rel : rel.split(sep).join('/')
+}
+
+/** A file's path through the real path of its folder (the file itself, a link, not followed); undefined when unknown. */
+function realFolderPath(file: string): string | undefined {
+  try {
+    return join(realpathSync(dirname(file)), basename(file))
+  } catch {
+    return undefined
+  }
 }
 
 /**
