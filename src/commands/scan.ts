@@ -1,3 +1,5 @@
+import {stat} from 'node:fs/promises'
+
 import {Args, Errors, Flags, type Interfaces} from '@oclif/core'
 
 import {ModCommand} from '../cli/base-command.js'
@@ -58,11 +60,12 @@ async function* inOrder(items: AsyncIterable<ScanItem>, moderate: (inputs: Async
 
 /**
  * The thumbnail of a file for the report; none for stdin, a missing path, or what cannot be decoded. A name that is
- * not UTF-8 is shown with `\xNN` escapes, which name no file: its bytes are read then.
+ * not UTF-8 is shown with `\xNN` escapes, which name no file: its bytes are read then. Only a regular file is read
+ * again: a named pipe (`<(curl …)`) was read once, and opening it again would wait for a writer that never comes.
  */
 async function thumbnailOf(item: ItemResult | ScanEntry, limits: ImageLimits): Promise<Thumbnail | undefined> {
   if (item.source === '-' || ('error' in item && item.error.code === 'not_found')) return undefined
-  const read = (path: FsPath) => readFileCapped(path, limits.maxBytes).catch(() => undefined)
+  const read = async (path: FsPath) => ((await stat(path).catch(() => undefined))?.isFile() ? readFileCapped(path, limits.maxBytes).catch(() => undefined) : undefined)
   const bytes = (await read(item.source)) ?? (/\\x[0-9a-f]{2}/.test(item.source) ? await read(namedBytes(item.source)) : undefined)
   return bytes && thumbnail(bytes, limits)
 }

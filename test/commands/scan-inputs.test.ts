@@ -1,5 +1,5 @@
 import {execFileSync, spawn, spawnSync} from 'node:child_process'
-import {chmodSync, mkdirSync, symlinkSync, writeFileSync} from 'node:fs'
+import {chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import sharp from 'sharp'
@@ -168,9 +168,18 @@ test('a named pipe given by name is read whole as one image, as - is, whenever i
   assert.equal([a.source, a.is_safe, a.labels.find((l: {name: string}) => l.name === 'redness')?.score], [fifo, true, c.labels.find((l: {name: string}) => l.name === 'redness')?.score])
   assert.equal(b.error, {code: 'unsupported_media', message: '/dev/zero is a device, not a regular file: give a file, a named pipe, a folder or - for stdin'})
   assert.is(c.is_safe, true)
-  // An image piped in by a shell, named /dev/stdin (as tools that take no - are given one).
+  // Flagged, with a report: the page lists it without a preview, where reading the pipe again waited for ever.
   const red = join(dir.path, 'red-piped.png')
   writeFileSync(red, await solidPng(255, 0, 0))
+  const page = join(dir.path, 'pipe-report.html')
+  const again = spawn('sh', ['-c', 'cat "$1" > "$2"', 'sh', red, fifo])
+  const reported = await runInProcess(['scan', fifo, '--config', policy, '--report', page], {env})
+  again.kill()
+  assert.is(reported.code, 1, reported.stderr)
+  const listed = /<script id="report-items" type="application\/json">(.*?)<\/script>/s.exec(readFileSync(page, 'utf8'))?.[1]
+  const items = JSON.parse(listed ?? '[]') as {result: {source: string}; thumb?: string}[]
+  assert.equal(items.map((i) => [i.result.source, i.thumb]), [[fifo, undefined]])
+  // An image piped in by a shell, named /dev/stdin (as tools that take no - are given one).
   const piped = spawnSync('sh', ['-c', 'cat "$1" | "$2" "$3" scan /dev/stdin --config "$4" --json', 'sh', red, process.execPath, BIN, policy], {env: {...process.env, ...env}, encoding: 'utf8'})
   assert.is(piped.status, 1, piped.stderr)
   assert.equal(JSON.parse(piped.stdout).map((x: {source: string; is_safe: boolean}) => [x.source, x.is_safe]), [['/dev/stdin', false]])
