@@ -41,7 +41,8 @@ export async function readBaseline(path: string): Promise<Baseline> {
   }
   let data: unknown
   try {
-    data = JSON.parse(text)
+    // An editor may start UTF-8 with a byte order mark, which JSON readers may ignore (RFC 8259).
+    data = JSON.parse(text.replace(/^\uFEFF/, ''))
   } catch (e) {
     throw invalid(path, (e as Error).message)
   }

@@ -42,6 +42,11 @@ test('--write-baseline writes the flagged images with their sha256 and categorie
   const summary = await scan('assets', '--baseline', 'mod-baseline.json', '--summary', '--json')
   assert.is(summary.code, 0)
   assert.equal(JSON.parse(summary.stdout), {safe: 1, unsafe: 1, errors: 0, missing: 0, accepted: 1, scanned: 2, skipped: {}, not_evaluated: []})
+  // Saved again by an editor that starts UTF-8 with a byte order mark (Notepad, PowerShell's UTF8): read the same.
+  writeFileSync(join(work, 'bom-baseline.json'), `\uFEFF${readFileSync(join(work, 'mod-baseline.json'), 'utf8')}`)
+  const bom = await scan('assets', '--baseline', 'bom-baseline.json')
+  assert.is(bom.code, 0, bom.stderr)
+  assert.match(bom.stdout, '(accepted by the baseline)')
 })
 
 test('a renamed file stays accepted; a changed file, or a violation of a category the baseline does not list, is not', async () => {
