@@ -4,6 +4,7 @@ import type {IncomingMessage, ServerResponse} from 'node:http'
 import {createRequire} from 'node:module'
 import {dirname, join} from 'node:path'
 
+import {answeredNotModified, entityTagOf} from './entity-tags.js'
 import {httpError} from './errors.js'
 import {DETAILS_TITLE, type Handler} from './openapi.js'
 import {sendError} from './reply.js'
@@ -187,10 +188,15 @@ function commonHeaders(res: ServerResponse, contentType: string, cacheControl: s
   res.setHeader('Cross-Origin-Resource-Policy', 'same-origin')
 }
 
-/** The page names the versions of its files in their URLs, so it must be revalidated; those URLs are cached for good. */
-function sendPage(res: ServerResponse, body: Buffer): void {
+/**
+ * The page names the versions of its files in their URLs, so it must be revalidated (its entity tag makes that a
+ * 304 while it is the same); those URLs are cached for good.
+ */
+function sendPage(req: IncomingMessage, res: ServerResponse, body: Buffer, etag: string): void {
+  if (answeredNotModified(req, res, etag, 'no-cache')) return
   res.statusCode = 200
   commonHeaders(res, 'text/html; charset=utf-8', 'no-cache')
+  res.setHeader('ETag', etag)
   res.setHeader('Content-Length', body.length)
   res.end(body)
 }
@@ -202,16 +208,6 @@ const defaultFailed = (res: ServerResponse): void => sendError(res, httpError('i
 /** The `v` of the query: the version a URL of the page names. */
 function versionAsked(req: IncomingMessage): string | null {
   return new URLSearchParams(targetOf(req).query).get('v')
-}
-
-/** Whether If-None-Match names the entity tag (or is `*`), compared weakly as RFC 9110 says for GET. */
-function notModified(req: IncomingMessage, etag: string): boolean {
-  const header = req.headers['if-none-match']
-  if (header === undefined) return false
-  return header.split(',').some((tag) => {
-    const t = tag.trim()
-    return t === '*' || t.replace(/^W\//, '') === etag
-  })
 }
 
 /**
@@ -229,13 +225,7 @@ function sendAsset(
 ): void {
   const etag = `"${version}"`
   const cache = versionAsked(req) === version ? 'public, max-age=31536000, immutable' : 'no-cache'
-  if (notModified(req, etag)) {
-    res.statusCode = 304
-    res.setHeader('Cache-Control', cache)
-    res.setHeader('ETag', etag)
-    res.end()
-    return
-  }
+  if (answeredNotModified(req, res, etag, cache)) return
   body().then(
     (bytes) => {
       res.statusCode = 200
@@ -299,12 +289,13 @@ export function docsRoutes(options: DocsOptions = {}): DocsRoute[] {
   // The init script changes with mod, not with Swagger UI: its URL names its own content.
   const initVersion = createHash('sha256').update(init).digest('hex').slice(0, 16)
   const html = Buffer.from(page(version, initVersion))
+  const pageTag = entityTagOf(html)
   const asset = assetReader(dir)
 
   const pageHandler: Handler = (req, res) => {
     if (targetOf(req).pathname.endsWith('/')) return toPage(req, res)
     res.setHeader('Content-Security-Policy', DOCS_CSP)
-    sendPage(res, html)
+    sendPage(req, res, html, pageTag)
   }
 
   const assetHandler: Handler = (req, res) => {

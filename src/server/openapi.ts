@@ -16,6 +16,7 @@ import {ErrorBody, ErrorCode, Health, ModerateJsonRequest, Ready} from './schema
 import {ImageJob, ImageJobLine, ImageJobManifest} from './jobs/images/schema.js'
 import {formatSizeExact, grouped} from '../lib/sizes.js'
 import {MAX_ANIMATION_FRAMES, MAX_FRAMES, MAX_OTHER_FRAMES, MAX_PAGES} from '../lib/image/animation-frames.js'
+import {answeredNotModified, entityTagOf} from './entity-tags.js'
 import {LINGER} from './linger.js'
 import {HEAD_TIMEOUT_MS} from './client-error.js'
 import {graceMs} from './upload-places.js'
@@ -462,14 +463,17 @@ export function openapiDocument(info: OpenApiInfo): OpenApiDocument {
 
 export type Handler = (req: IncomingMessage, res: ServerResponse) => void
 
-/** Serves the document as JSON; it is serialised once. */
+/** Serves the document as JSON; it is serialised once. A revalidation of the same document is a 304. */
 export function openapiHandler(doc: OpenApiDocument): Handler {
   const body = Buffer.from(JSON.stringify(doc))
-  return (_req, res) => {
+  const etag = entityTagOf(body)
+  return (req, res) => {
+    if (answeredNotModified(req, res, etag, 'no-cache')) return
     res.statusCode = 200
     res.setHeader('Content-Type', 'application/json; charset=utf-8')
     res.setHeader('Content-Length', body.length)
     res.setHeader('Cache-Control', 'no-cache')
+    res.setHeader('ETag', etag)
     res.setHeader('X-Content-Type-Options', 'nosniff')
     res.end(body)
   }

@@ -153,6 +153,19 @@ test('a file asked for without its version, or with another one (a page of an ol
   }
 })
 
+test('the page and the document carry an entity tag of their content: a revalidation of the same is a 304 without the body', async () => {
+  for (const path of ['/docs', '/openapi.json']) {
+    const first = await fetch(`${base}${path}`)
+    const body = Buffer.from(await first.arrayBuffer())
+    const tag = first.headers.get('etag') ?? ''
+    assert.equal([first.status, first.headers.get('cache-control'), tag], [200, 'no-cache', `"${createHash('sha256').update(body).digest('hex').slice(0, 16)}"`], path)
+    const again = await fetch(`${base}${path}`, {headers: {'If-None-Match': tag}})
+    assert.equal([again.status, again.headers.get('etag'), again.headers.get('cache-control'), await again.text()], [304, tag, 'no-cache', ''], path)
+    const other = await fetch(`${base}${path}`, {headers: {'If-None-Match': '"0000000000000000"'}})
+    assert.equal([other.status, Buffer.from(await other.arrayBuffer()).equals(body)], [200, true], path)
+  }
+})
+
 /** This process's open file descriptors on swagger-ui-dist's files. */
 function openSwaggerFiles(): string[] {
   const targets = readdirSync('/proc/self/fd').map((fd) => {
