@@ -1,10 +1,9 @@
-import {createHash} from 'node:crypto'
 import {readFile} from 'node:fs/promises'
 import type {IncomingMessage, ServerResponse} from 'node:http'
 import {createRequire} from 'node:module'
 import {dirname, join} from 'node:path'
 
-import {answeredNotModified, entityTagOf} from './entity-tags.js'
+import {answeredNotModified, contentVersion, entityTagOf} from './entity-tags.js'
 import {httpError} from './errors.js'
 import {DETAILS_TITLE, type Handler} from './openapi.js'
 import {sendError} from './reply.js'
@@ -287,7 +286,7 @@ export function docsRoutes(options: DocsOptions = {}): DocsRoute[] {
   const failed = options.failed ?? defaultFailed
   const init = Buffer.from(initScript())
   // The init script changes with mod, not with Swagger UI: its URL names its own content.
-  const initVersion = createHash('sha256').update(init).digest('hex').slice(0, 16)
+  const initVersion = contentVersion(init)
   const html = Buffer.from(page(version, initVersion))
   const pageTag = entityTagOf(html)
   const asset = assetReader(dir)

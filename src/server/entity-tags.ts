@@ -1,9 +1,14 @@
 import {createHash} from 'node:crypto'
 import type {IncomingMessage, ServerResponse} from 'node:http'
 
-/** An entity tag naming `body`'s content: the same bytes, the same tag, across restarts and workers. */
+/** A short name of `body`'s content (16 hex digits of its sha256): the same bytes, the same name, in any process. */
+export function contentVersion(body: Buffer): string {
+  return createHash('sha256').update(body).digest('hex').slice(0, 16)
+}
+
+/** An entity tag naming `body`'s content. */
 export function entityTagOf(body: Buffer): string {
-  return `"${createHash('sha256').update(body).digest('hex').slice(0, 16)}"`
+  return `"${contentVersion(body)}"`
 }
 
 /** Whether If-None-Match names the entity tag (or is `*`), compared weakly as RFC 9110 says for GET. */
