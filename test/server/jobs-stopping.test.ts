@@ -1,6 +1,6 @@
 // A `mod serve` on the in-process queue stopping (SIGTERM, Ctrl-C): its jobs are lost with it, so from the moment
 // it stops it accepts none (503 overloaded, also to an upload under way that ends after), and the jobs still
-// waiting end `cancelled`, with their callback and a log line naming them.
+// waiting end `cancelled` at once, with their callback and a log line naming them, while the running one finishes.
 import {request} from 'node:http'
 import {mkdirSync, writeFileSync} from 'node:fs'
 import {readdir} from 'node:fs/promises'
@@ -11,6 +11,7 @@ import * as assert from 'uvu/assert'
 
 import {createMemoryImageQueue} from '../../src/server/jobs/images/memory.js'
 import type {ImageJobBody} from '../../src/server/jobs/images/schema.js'
+import {CHUNK_SIZE} from '../../src/server/jobs/images/types.js'
 import {callbackReceiver, errorOf, start, tempDir, testSettings, until, type CallbackReceiver, type Running} from './harness.js'
 import {holdingEngine, submit} from './jobs/suite.js'
 
@@ -66,6 +67,13 @@ async function stoppingServer(server: Running, held: ReturnType<typeof holdingEn
   const refused = await submit(server.base, 'd.mp4', 'd')
   assert.equal(errorOf(refused), {status: 503, code: 'overloaded'})
   assert.match(refused.body.error.message, 'stopping')
+  // The waiting jobs will never run: they end at once, while the running one still runs (a SIGKILL after a grace
+  // shorter than that job would otherwise lose their callbacks), and a poll during the drain sees them cancelled.
+  const early = await Promise.all(queued.map((r) => receiver.callbackFor(r.body.id, 5000)))
+  assert.equal(early.map((c) => JSON.parse(c.body).status), ['cancelled', 'cancelled'])
+  const polled = await fetch(`${server.base}/v1/jobs/${queued[0].body.id}`)
+  assert.is(((await polled.json()) as {status: string}).status, 'cancelled')
+  assert.ok(server.logs.some((l) => /stopping/.test(l) && queued.every((r) => l.includes(r.body.id))), server.logs.join('\n'))
   const stopped = server.stop()
   late.finish()
   const lateAnswer = await late.answer
@@ -110,11 +118,46 @@ test('image jobs left waiting when the in-process queue closes end cancelled, th
     (e: {code?: string}) => e.code,
   )
   assert.is(refused, 'overloaded')
+  // The waiting job ends as the queue starts stopping, not once the chunk running (held) is done.
+  await until(() => ended.length === 1)
+  assert.equal(ended.map((b) => [b.id, b.status]), [[ids[1], 'cancelled']])
+  assert.equal(dropped, [[ids[1]]])
   const closed = queue.close()
   release()
   await closed
-  assert.equal(ended.map((b) => [b.id, b.status]), [[ids[0], 'done'], [ids[1], 'cancelled']])
+  assert.equal(ended.map((b) => [b.id, b.status]), [[ids[1], 'cancelled'], [ids[0], 'done']])
   assert.equal(dropped, [[ids[1]]])
+  assert.equal(await readdir(storage), [])
+})
+
+test('an image job with chunks left waiting ends cancelled as the in-process queue starts stopping, its running chunk stopped', async () => {
+  const ended: ImageJobBody[] = []
+  const queue = createMemoryImageQueue({
+    storage,
+    ttlSeconds: 60,
+    maxPerClient: 4,
+    describeError: () => ({code: 'internal', message: 'x'}),
+    onEnd: (body) => ended.push(body),
+  })
+  let started = () => {}
+  const running = new Promise<void>((resolve) => (started = resolve))
+  const stopped: boolean[] = []
+  queue.work(async (chunk, signal) => {
+    started()
+    // Held until stopped: a chunk that went on would be scored for a job already cancelled.
+    await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), {once: true}))
+    stopped.push(signal.aborted)
+    throw new Error('stopped')
+  })
+  const id = '3b6f3c52-6d2e-4f7e-9a0e-5f8d1c2b3a4d'
+  mkdirSync(join(storage, id))
+  await queue.submit({id, client: 'c', items: Array.from({length: CHUNK_SIZE + 1}, (_, i) => ({file: `${i}.png`}))})
+  await running
+  queue.stopping()
+  const late = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('close still waits for the chunk of a cancelled job')), 5000).unref())
+  await Promise.race([queue.close(), late])
+  assert.equal(stopped, [true])
+  assert.equal(ended.map((b) => [b.id, b.status]), [[id, 'cancelled']])
   assert.equal(await readdir(storage), [])
 })
 

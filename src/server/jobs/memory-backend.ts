@@ -24,8 +24,8 @@ export interface MemoryBackend<Entry, Unit> {
   waiting(): number
   /** Refuses a job (`overloaded`) once the queue is stopping or closing. */
   admit(): void
-  /** The server is stopping: no job is admitted from now on. */
-  refuse(): void
+  /** The server is stopping: no job is admitted, and no unit started, from now on; answers the units that were waiting. */
+  refuse(): Unit[]
   source: WorkSource<Unit, void>
 }
 
@@ -39,7 +39,7 @@ export function memoryBackend<Entry extends {spec: {owner?: string}}, Unit>(jobO
   let refusing = false
 
   function next(): void {
-    if (running || closed || !process) return
+    if (running || closed || refusing || !process) return
     const unit = waiting.shift()
     if (unit === undefined) return
     running = process(unit).finally(() => {
@@ -81,6 +81,7 @@ export function memoryBackend<Entry extends {spec: {owner?: string}}, Unit>(jobO
     },
     refuse() {
       refusing = true
+      return waiting.splice(0)
     },
     source: {
       consume(p) {

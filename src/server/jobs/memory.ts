@@ -71,6 +71,11 @@ export function createMemoryQueue(o: MemoryQueueOptions): JobQueue {
       dropped.push(id)
     },
   })
+  /** The jobs left waiting being dropped since the queue started stopping. */
+  let dropping = Promise.resolve()
+  const report = () => {
+    if (dropped.length > 0) o.onDropped?.(dropped.splice(0))
+  }
 
   return {
     async checkRoom() {
@@ -102,11 +107,18 @@ export function createMemoryQueue(o: MemoryQueueOptions): JobQueue {
       return entry.body
     },
     work: (runner) => skeleton.work(runner),
-    stopping: () => jobs.refuse(),
+    stopping() {
+      // The jobs left waiting would never run: their clients learn it now (callback), not once the running one ends.
+      const left = jobs.refuse()
+      dropping = dropping.then(() => skeleton.drop(left)).then(report)
+      // close() awaits it and throws what failed; until then a failure is no unhandled rejection.
+      dropping.catch(() => {})
+    },
     reachable: () => true,
     async close() {
+      await dropping
       await skeleton.close()
-      if (dropped.length > 0) o.onDropped?.(dropped.splice(0))
+      report()
     },
   }
 }

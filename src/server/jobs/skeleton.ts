@@ -6,8 +6,8 @@
  * - the job kind gives a JobKind: which job a unit belongs to, how one unit runs and ends, and what to do with the
  *   files of a job left waiting when the queue closes.
  * The skeleton owns what they share: each unit runs under an abort signal of its own, which a DELETE fires here or
- * in whichever process runs the job; `work` starts taking units; `close` stops taking them, waits for the one running
- * here and drops what an in-process queue leaves.
+ * in whichever process runs the job; `work` starts taking units; `drop` discards the jobs of units that will not run
+ * (an in-process queue stopping); `close` stops taking them, waits for the one running here and drops what is left.
  */
 
 /** Where units wait and how they reach this process: the backend's part. */
@@ -33,13 +33,15 @@ export interface JobKind<Unit, Runner, Answer> {
   discard?(id: string): Promise<void>
 }
 
-export interface JobSkeleton<Runner> {
+export interface JobSkeleton<Runner, Unit = unknown> {
   /** Starts running units with `runner`. */
   work(runner: Runner): void
   /** Stops job `id` wherever it runs: here at once, elsewhere through the backend. */
   cancel(id: string): Promise<void>
   /** The run of one of job `id`'s units in this process, settled when it has ended (undefined when none runs here). */
   runningHere(id: string): Promise<void> | undefined
+  /** The jobs of `units`, which will not run (an in-process queue stopping), are discarded and their runs here stopped. */
+  drop(units: Unit[]): Promise<void>
   /** Stops taking units and waits for the one running here; the files of jobs left waiting in the backend go. */
   close(): Promise<void>
 }
@@ -49,7 +51,7 @@ interface Run {
   ended: Promise<void>
 }
 
-export function jobSkeleton<Unit, Runner, Answer>(source: WorkSource<Unit, Answer>, kind: JobKind<Unit, Runner, Answer>): JobSkeleton<Runner> {
+export function jobSkeleton<Unit, Runner, Answer>(source: WorkSource<Unit, Answer>, kind: JobKind<Unit, Runner, Answer>): JobSkeleton<Runner, Unit> {
   const running = new Map<string, Run>()
   const abort = (id: string): void => running.get(id)?.controller.abort()
 
@@ -66,6 +68,13 @@ export function jobSkeleton<Unit, Runner, Answer>(source: WorkSource<Unit, Answe
     }
   }
 
+  async function drop(units: Unit[]): Promise<void> {
+    for (const id of new Set(units.map((unit) => kind.jobOf(unit)))) {
+      abort(id)
+      await kind.discard?.(id)
+    }
+  }
+
   return {
     work: (runner) => source.consume((unit) => run(unit, runner), abort),
     async cancel(id) {
@@ -73,10 +82,8 @@ export function jobSkeleton<Unit, Runner, Answer>(source: WorkSource<Unit, Answe
       await source.cancel?.(id)
     },
     runningHere: (id) => running.get(id)?.ended,
-    async close() {
-      const left = await source.close()
-      for (const id of new Set(left.map((unit) => kind.jobOf(unit)))) await kind.discard?.(id)
-    },
+    drop,
+    close: async () => drop(await source.close()),
   }
 }
 

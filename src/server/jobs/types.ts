@@ -37,7 +37,7 @@ export interface QueueHooks {
   describeError(e: unknown): JobError
   /** Called once per job when it reaches done, failed or cancelled, after its files are removed. */
   onEnd?(body: JobBody, spec: JobSpec): void
-  /** The jobs an in-process queue closed with, still waiting (lost with the process): each has ended cancelled. */
+  /** The jobs an in-process queue stopped with, still waiting (lost with the process): each has ended cancelled. */
   onDropped?(ids: string[]): void
 }
 
@@ -63,7 +63,8 @@ export interface JobQueue {
   work(runner: JobRunner): void
   /**
    * The server is stopping: an in-process queue refuses new jobs from now on (`overloaded`), as they would be lost
-   * with the process; a queue on Redis goes on taking them (another process runs them).
+   * with the process, starts none, and ends those waiting `cancelled` at once; a queue on Redis goes on taking them
+   * (another process runs them).
    */
   stopping(): void
   /** Whether the queue reaches where its jobs wait, now: Redis is connected (an in-process queue always does). */

@@ -67,6 +67,11 @@ export function createMemoryImageQueue(o: MemoryImageQueueOptions): ImageJobQueu
       dropped.push(id)
     },
   })
+  /** The jobs left waiting being dropped since the queue started stopping. */
+  let dropping = Promise.resolve()
+  const report = () => {
+    if (dropped.length > 0) o.onDropped?.(dropped.splice(0))
+  }
   /** Job places reserved for uploads being read: job id -> client. */
   const reserved = new Map<string, string>()
 
@@ -115,11 +120,18 @@ export function createMemoryImageQueue(o: MemoryImageQueueOptions): ImageJobQueu
       return deletedBody(entry.state, entry.spec.callbackUrl, o)
     },
     work: (runner) => skeleton.work(runner),
-    stopping: () => jobs.refuse(),
+    stopping() {
+      // The jobs left waiting would never run: their clients learn it now (callback), not once the running one ends.
+      const left = jobs.refuse()
+      dropping = dropping.then(() => skeleton.drop(left)).then(report)
+      // close() awaits it and throws what failed; until then a failure is no unhandled rejection.
+      dropping.catch(() => {})
+    },
     reachable: () => true,
     async close() {
+      await dropping
       await skeleton.close()
-      if (dropped.length > 0) o.onDropped?.(dropped.splice(0))
+      report()
     },
   }
 }

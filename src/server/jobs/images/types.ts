@@ -59,7 +59,7 @@ export interface ImageQueueHooks {
   describeError(e: unknown): JobError
   /** Called once per job when it is done or deleted, by the process that saw it end. */
   onEnd?(body: ImageJobBody, callbackUrl: string | undefined): void
-  /** The jobs an in-process queue closed with, not done (lost with the process): each has ended cancelled. */
+  /** The jobs an in-process queue stopped with, not done (lost with the process): each has ended cancelled. */
   onDropped?(ids: string[]): void
 }
 
