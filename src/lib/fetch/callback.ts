@@ -43,7 +43,8 @@ export async function callbackAddresses(raw: string, o: CallbackTargetOptions): 
   } catch {
     throw new ModError('bad_request', 'callback_url is not a valid absolute URL')
   }
-  checkUrl(url, 'the URL')
+  // Named as the callback's: an image job's refusal would otherwise read as one of its items' URLs.
+  checkUrl(url, 'the callback URL')
   const host = parseHost(url.hostname)
   let answers: string[]
   if (host.kind === 'ip') answers = [host.address.toString()]
@@ -58,7 +59,7 @@ export async function callbackAddresses(raw: string, o: CallbackTargetOptions): 
     if (answers.length === 0) throw new ModError('url_fetch_failed', `could not resolve ${host.name}`)
   }
   for (const answer of answers) {
-    if (!ipaddr.isValid(answer)) throw new ModError('url_blocked', `${describeUrl(url)} resolves to ${answer}, which is not an IP address`)
+    if (!ipaddr.isValid(answer)) throw new ModError('url_blocked', `the callback URL ${describeUrl(url)} resolves to ${answer}, which is not an IP address`)
     const reason = blockReason(ipaddr.parse(answer))
     if (reason && !o.allowPrivate) {
       throw new ModError(

@@ -26,8 +26,8 @@ export function describeUrl(url: URL): string {
   return url.host ? `${url.protocol}//${url.host}` : url.protocol
 }
 
-/** Which URL a message is about: the one the caller gave, or one a server redirected to. */
-export type Subject = 'the URL' | 'the redirect target'
+/** Which URL a message is about: the one the caller gave, one a server redirected to, or a job's callback_url. */
+export type Subject = 'the URL' | 'the redirect target' | 'the callback URL'
 
 /**
  * Refuses what is wrong with the URL itself: a scheme other than http/https, credentials (they would

@@ -64,6 +64,21 @@ test('without a secret no signature header is sent', async () => {
   assert.is(received[0].signature, undefined)
 })
 
+test('a callback URL refused for its scheme, credentials or port says it is the callback URL (a job also names image URLs)', async () => {
+  const refusals: string[] = []
+  for (const url of ['ftp://hooks.example/x', 'https://user:secret@hooks.example/x', 'http://hooks.example:6000/x']) {
+    refusals.push(await callbackAddresses(url, {allowPrivate: true, resolve: async () => ['93.184.216.34']}).then(
+      () => 'accepted',
+      (e: {code: string; message: string}) => `${e.code}: ${e.message}`,
+    ))
+  }
+  assert.equal(refusals, [
+    'url_blocked: the callback URL uses ftp:; only http and https URLs are fetched',
+    'url_blocked: the callback URL contains a user name or password, which is not allowed',
+    'url_blocked: the callback URL uses port 6000, which is not fetched from',
+  ])
+})
+
 test('private and loopback addresses are refused unless allowed, also behind a name, and never retried', async () => {
   for (const url of [`http://127.0.0.1:${port}/hook`, 'http://10.0.0.1/hook', 'http://[::1]/hook']) {
     try {
