@@ -202,6 +202,14 @@ test('mod worker runs the chunks of an image job accepted elsewhere and sends th
   assert.equal([job.id, job.status, job.progress.items_done], [r.body.id, 'done', 40])
   const lines = (await (await fetch(`${server.base}/v1/jobs/${r.body.id}/results?offset=15`)).text()).trimEnd().split('\n').map((l) => JSON.parse(l))
   assert.equal(lines.map((l) => [l.index, l.is_safe]), files.slice(15).map((_, i) => [15 + i, 15 + i >= 20]))
+  // A done job leaves its client's set of jobs not done: every job of this file has ended, so no client's set is
+  // left (each address's set, holding its last job, stayed in Redis for good).
+  const client = new Redis(redis.url)
+  const naming = await entriesNaming(client, r.body.id)
+  const clientSets = await client.keys('mod:imagejobs:client:*')
+  client.disconnect()
+  assert.equal(naming.filter((key) => key.startsWith('mod:imagejobs:client:')), [])
+  assert.equal(clientSets, [])
   modWorker.child.kill('SIGTERM')
   assert.is(await modWorker.exited, 0)
   await receiver.close()

@@ -55,19 +55,23 @@ const MAX_STALLED = 5
  * (its worker died between scoring and here, or its record reached Redis after the worker stopped waiting for the
  * answer) writes only the lines of items that have none, and nothing at all once the job is done, so each item
  * has one line whatever happens and a done job's lines never change. A deleted job (no meta key) records nothing.
- * Answers 1 to the one call that completes the job (its keys then expire after MOD_JOB_TTL), 2 when it was done
- * already, 0 while it is not, -1 when the job is gone.
- * KEYS: meta, lines, chunks. ARGV: chunk index, now, ttl seconds, then index/line pairs.
+ * Answers 1 to the one call that completes the job (its keys then expire after MOD_JOB_TTL, and it leaves its
+ * client's set of jobs not done, which Redis deletes once empty), 2 when it was done already, 0 while it is not, -1
+ * when the job is gone.
+ * KEYS: meta, lines, chunks. ARGV: chunk index, now, ttl seconds, job id, the client set's key without the client
+ * (keys.ts), then index/line pairs.
  */
 const COMMIT = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 if redis.call('HEXISTS', KEYS[1], 'finished_at') == 1 then return 2 end
-for i = 4, #ARGV, 2 do redis.call('HSETNX', KEYS[2], ARGV[i], ARGV[i + 1]) end
+for i = 6, #ARGV, 2 do redis.call('HSETNX', KEYS[2], ARGV[i], ARGV[i + 1]) end
 redis.call('SADD', KEYS[3], ARGV[1])
 redis.call('HSET', KEYS[1], 'updated_at', ARGV[2])
 if redis.call('SCARD', KEYS[3]) < tonumber(redis.call('HGET', KEYS[1], 'chunks')) then return 0 end
 redis.call('HSET', KEYS[1], 'finished_at', ARGV[2])
 for i = 1, 3 do redis.call('EXPIRE', KEYS[i], ARGV[3]) end
+local client = redis.call('HGET', KEYS[1], 'client')
+if client then redis.call('ZREM', ARGV[5] .. client, ARGV[4]) end
 return 1
 `
 
@@ -154,7 +158,8 @@ async function state(r: Images, id: string): Promise<StoredState | undefined> {
 async function commit(r: Images, chunk: Chunk, lines: string[]): Promise<number> {
   const pairs = lines.flatMap((line, i) => [String(chunk.start + i), line])
   const keys = [metaKey(chunk.job), linesKey(chunk.job), chunksKey(chunk.job)]
-  return (await r.client.eval(COMMIT, 3, ...keys, String(chunk.index), new Date().toISOString(), String(r.o.ttlSeconds), ...pairs)) as number
+  const args = [String(chunk.index), new Date().toISOString(), String(r.o.ttlSeconds), chunk.job, clientKey('')]
+  return (await r.client.eval(COMMIT, 3, ...keys, ...args, ...pairs)) as number
 }
 
 /**
