@@ -10,9 +10,10 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {createBullQueue} from '../../src/server/jobs/bullmq.js'
+import {jobPaths} from '../../src/server/jobs/storage.js'
 import {sweepJobFolders} from '../../src/server/jobs/sweep.js'
 import type {JobQueue} from '../../src/server/jobs/types.js'
-import {startRedis, type RedisServer} from '../helpers/redis.js'
+import {entriesNaming, startRedis, type RedisServer} from '../helpers/redis.js'
 import {tempDir} from './harness.js'
 
 const dir = tempDir('mod-jobs-sweep-')
@@ -150,6 +151,49 @@ test('a worker on Redis sweeps at start and then periodically, keeping the folde
   assert.equal(readdirSync(outside), ['keep'])
   await other.close()
 })
+
+test('a worker on Redis removes the jobs that ended more than MOD_JOB_TTL ago, also when no later job ends', async () => {
+  // A Redis of its own: the earlier test's worker, still running, would take the job and fail it.
+  const own = await startRedis()
+  const {storage} = place()
+  const ended = createBullQueue({
+    url: own.url,
+    storage,
+    limit: 10,
+    ttlSeconds: 1,
+    log: () => {},
+    describeError: () => ({code: 'internal', message: 'x'}),
+    sweepIntervalMs: 50,
+  })
+  try {
+    ended.work(async (spec) => ({source: spec.source, is_safe: true, duration: 1, fps: 1, frames_analyzed: 1, stopped_early: false, violations: [], not_evaluated: []}))
+    const id = randomUUID()
+    const paths = jobPaths(storage, id)
+    mkdirSync(paths.dir)
+    writeFileSync(paths.file, 'video')
+    await ended.submit({id, source: 'a.mp4', ...paths, fps: 1, minFrames: 1, stopOnViolation: false, callbackUrl: 'https://hooks.example/x'})
+    await untilAsync(async () => (await ended.get(id))?.status === 'done')
+    // Unanswered once its MOD_JOB_TTL is over, and then gone from Redis: its name, callback URL and result with it.
+    const raw = new Redis(own.url)
+    try {
+      await untilAsync(async () => (await raw.exists(`bull:mod-video-jobs:${id}`)) === 0)
+      assert.equal(await entriesNaming(raw, id), [])
+    } finally {
+      raw.disconnect()
+    }
+  } finally {
+    await ended.close()
+    await own.remove()
+  }
+})
+
+async function untilAsync(done: () => Promise<boolean>): Promise<void> {
+  const end = Date.now() + 10_000
+  while (!(await done())) {
+    if (Date.now() > end) throw new Error('not done in time')
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
 
 async function until(done: () => boolean): Promise<void> {
   const end = Date.now() + 10_000

@@ -190,6 +190,14 @@ async function sweep(v: Video): Promise<void> {
   if (removed.length > 0) v.o.log(`job storage: removed ${removed.length} folder(s) of jobs the queue no longer has`)
 }
 
+/**
+ * Removes from Redis the jobs that ended more than MOD_JOB_TTL ago. BullMQ's removeOnComplete and removeOnFail only
+ * act when a later job ends: without one, the last jobs' names, callback URLs and results stayed in Redis for good.
+ */
+async function forgetEnded(v: Video): Promise<void> {
+  for (const state of ['completed', 'failed'] as const) await v.queue.clean(v.o.ttlSeconds * 1000, 0, state)
+}
+
 /** The job's progress as its worker saves it: in order; a write that fails (Redis away for a moment) is dropped, not fatal. */
 function progressOf(job: VideoJob) {
   let progress: Progress = {frames_analyzed: 0, seconds: 0, segments: [], open_segments: [], updated_at: new Date().toISOString()}
@@ -318,7 +326,14 @@ export function createBullQueue(o: BullQueueOptions): JobQueue {
       }),
     work(runner) {
       jobs.work(runner)
-      sweeper = sweepEvery(() => sweep(v), o.sweepIntervalMs ?? SWEEP_INTERVAL_MS, v.logOnce('job storage'))
+      sweeper = sweepEvery(
+        async () => {
+          await sweep(v)
+          await forgetEnded(v)
+        },
+        o.sweepIntervalMs ?? SWEEP_INTERVAL_MS,
+        v.logOnce('job storage'),
+      )
     },
     // Its jobs wait in Redis for any worker: it goes on taking them.
     stopping: () => {},
