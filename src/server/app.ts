@@ -214,6 +214,9 @@ function failureAnswer(log: Log, broken: Broken, brokenAnswer: Broken | undefine
     if (res.destroyed && !res.writableFinished) return rlog('client closed the request', 'info', {method: req.method, path: req.path, reason: describe(e)})
     if (e instanceof BrokenAnswer) brokenAnswer?.(e.message)
     const answer = toHttpError(e, rlog)
+    // An answer already under way (an image job's results when Redis fails mid-read) can only be cut off: ended, or
+    // left open, its client would take the part sent for the whole, or wait for the rest for ever.
+    if (res.headersSent) return void res.destroy()
     if (route && !declaredBy(route).has(answer.code)) broken(`${route.method} ${route.path} ${answer.status}: the error ${answer.code} is not among the route's declared errors`)
     sendError(res, answer, broken)
   }

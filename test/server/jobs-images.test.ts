@@ -324,6 +324,32 @@ test('a read while the job runs answers the lines ready, up to the first item no
   await holding.stop()
 })
 
+test('a results read that fails after its first lines went out (Redis gone mid-read) is cut off, not ended or left open', async () => {
+  const queue = createMemoryImageQueue({storage, ttlSeconds: 60, maxPerClient: 2, describeError: () => ({code: 'internal', message: 'x'})})
+  queue.work(async (chunk) => chunk.items.map((_, i) => JSON.stringify({index: chunk.start + i, source: `${chunk.start + i}`, error: {code: 'internal', message: 'x'}})))
+  // The second page of lines (from 256) cannot be read: it fails a moment later, as a Redis command that times out.
+  const failing = {...queue, lines: async (id: string, from: number, count: number) => {
+    if (from === 0) return queue.lines(id, from, count)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    throw new Error('Command timed out')
+  }}
+  const holding = await start(engine, {...settings, jobs: {...settings.jobs, images: {...settings.jobs.images, maxItems: 1000}}}, {tmpDir: dir.path, imageJobs: failing})
+  try {
+    const r = await call(`${holding.base}/v1/jobs/images`, {method: 'POST', body: form('files', Array.from({length: 300}, (_, i) => ({name: `${i}.png`, data: 'x'})))})
+    await done(r.body.id, holding)
+    const res = await fetch(`${holding.base}/v1/jobs/${r.body.id}/results`, {signal: AbortSignal.timeout(10_000)})
+    assert.equal([res.status, res.headers.get('x-mod-job-status')], [200, 'done'])
+    const read = await res.text().then(
+      () => 'ended',
+      (e: Error) => (e.name === 'TimeoutError' ? 'left open' : 'cut off'),
+    )
+    assert.is(read, 'cut off')
+    assert.ok(holding.logs.some((l) => l.includes('Command timed out')), holding.logs.join('\n'))
+  } finally {
+    await holding.stop()
+  }
+})
+
 test('a chunk whose run fails has the error as each of its items\' lines, so the job still ends', async () => {
   const queue = createMemoryImageQueue({storage, ttlSeconds: 60, maxPerClient: 2, describeError: () => ({code: 'internal', message: 'internal error'})})
   queue.work(async () => {

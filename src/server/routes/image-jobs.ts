@@ -164,8 +164,8 @@ export const imageJobResultsRoute = declareRoute({
     'whose result is ready are sent, as far as the first that is not: a read while the job runs answers what is ' +
     'ready, and the next read goes on from `offset` plus the lines received. `X-Mod-Job-Status` says the status ' +
     'when the read began: when it is `done`, the body holds every line from `offset` to the last item ' +
-    '(`X-Mod-Items-Total` items in all), and the job is complete (a job deleted or expired during the read cuts the ' +
-    'body off: the chunked answer has no end). A video job has no results pages: its id here is ' +
+    '(`X-Mod-Items-Total` items in all), and the job is complete (a job deleted or expired during the read, or the ' +
+    'job queue failing then, cuts the body off: the chunked answer has no end). A video job has no results pages: its id here is ' +
     'answered 404 `not_found` saying so, and its result is in `GET /v1/jobs/{id}`.',
   tags: ['jobs'],
   pathParams: ID,
