@@ -55,7 +55,8 @@ interface Progress {
 }
 
 /** How a run ended; the job completes in BullMQ with this, so only a worker's death fails it there. */
-type Outcome = {status: 'done'; result: NonNullable<JobBody['result']>} | {status: 'failed'; error: JobError} | {status: 'cancelled'}
+/** How a run ended; `updated_at`, when the worker ended it (its callback's), is what a read of the job says too. */
+type Outcome = ({status: 'done'; result: NonNullable<JobBody['result']>} | {status: 'failed'; error: JobError} | {status: 'cancelled'}) & {updated_at?: string}
 
 type VideoJob = BullJob<JobData, Outcome>
 
@@ -107,7 +108,7 @@ async function body(v: Video, job: VideoJob): Promise<JobBody | undefined> {
   return checked(v, spec.id, stateBody())
 
   function stateBody(): JobBody | undefined {
-    if (state === 'completed' && job.returnvalue) return {...current, ...job.returnvalue, updated_at: finished ?? current.updated_at}
+    if (state === 'completed' && job.returnvalue) return {...current, updated_at: finished ?? current.updated_at, ...job.returnvalue}
     if (state === 'failed') return {...current, status: 'failed', error: STALLED, updated_at: finished ?? current.updated_at}
     if (state === 'active') return {...current, status: 'running'}
     if (state === 'unknown') return undefined
@@ -250,8 +251,10 @@ async function processJob(v: Video, job: VideoJob, runner: JobRunner, controller
   const ended = outcome(ran, v.o.describeError)
   const seen = await progress.written()
   const end = await body(v, job)
-  await finish(v, spec, {...(end ?? newJob(spec)), ...seen, ...ended, updated_at: new Date().toISOString()})
-  return ended
+  const at = new Date().toISOString()
+  await finish(v, spec, {...(end ?? newJob(spec)), ...seen, ...ended, updated_at: at})
+  // BullMQ's finishedOn comes later: the job read after its callback would say another time than the callback.
+  return {...ended, updated_at: at}
 }
 
 /** Only a job whose workers kept dying ends failed in BullMQ; its files and callback are handled here. */
