@@ -89,17 +89,15 @@ async function stoppingServer(server: Running, held: ReturnType<typeof holdingEn
   assert.equal(await readdir(storage), [])
 }
 
+/** An in-process image job queue in `storage` whose ended jobs go to `ended`. */
+function imageQueue(ended: ImageJobBody[], onDropped?: (ids: string[]) => void) {
+  return createMemoryImageQueue({storage, ttlSeconds: 60, maxPerClient: 4, describeError: () => ({code: 'internal', message: 'x'}), onEnd: (body) => ended.push(body), onDropped})
+}
+
 test('image jobs left waiting when the in-process queue closes end cancelled, their uploads removed; a stopping queue takes none', async () => {
   const ended: ImageJobBody[] = []
   const dropped: string[][] = []
-  const queue = createMemoryImageQueue({
-    storage,
-    ttlSeconds: 60,
-    maxPerClient: 4,
-    describeError: () => ({code: 'internal', message: 'x'}),
-    onEnd: (body) => ended.push(body),
-    onDropped: (ids) => dropped.push(ids),
-  })
+  const queue = imageQueue(ended, (ids) => dropped.push(ids))
   let release = () => {}
   const released = new Promise<void>((resolve) => (release = resolve))
   queue.work(async (chunk) => {
@@ -132,13 +130,7 @@ test('image jobs left waiting when the in-process queue closes end cancelled, th
 
 test('an image job with chunks left waiting ends cancelled as the in-process queue starts stopping, its running chunk stopped', async () => {
   const ended: ImageJobBody[] = []
-  const queue = createMemoryImageQueue({
-    storage,
-    ttlSeconds: 60,
-    maxPerClient: 4,
-    describeError: () => ({code: 'internal', message: 'x'}),
-    onEnd: (body) => ended.push(body),
-  })
+  const queue = imageQueue(ended)
   let started = () => {}
   const running = new Promise<void>((resolve) => (started = resolve))
   const stopped: boolean[] = []

@@ -54,8 +54,10 @@ interface Progress {
   updated_at: string
 }
 
-/** How a run ended; the job completes in BullMQ with this, so only a worker's death fails it there. */
-/** How a run ended; `updated_at`, when the worker ended it (its callback's), is what a read of the job says too. */
+/**
+ * How a run ended; the job completes in BullMQ with this, so only a worker's death fails it there. `updated_at`, when
+ * the worker ended it (its callback's), is what a read of the job says too.
+ */
 type Outcome = ({status: 'done'; result: NonNullable<JobBody['result']>} | {status: 'failed'; error: JobError} | {status: 'cancelled'}) & {updated_at?: string}
 
 type VideoJob = BullJob<JobData, Outcome>
