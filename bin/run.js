@@ -9,6 +9,8 @@ process.env.ORT_DISABLE_TELEMETRY = '1'
 // check (loading node:assert makes one), that NO_COLOR is ignored when both are set, which is not so here and lands
 // in the middle of the progress line: FORCE_COLOR goes before anything is loaded.
 if (process.env.NO_COLOR && process.env.FORCE_COLOR !== undefined) delete process.env.FORCE_COLOR
+// An empty NO_COLOR asks nothing (no-color.org), but Node.js 22 still warns of it beside FORCE_COLOR.
+if (process.env.NO_COLOR === '') delete process.env.NO_COLOR
 // A terminal that names itself monochrome (terminfo's `-mono` entries: xterm-mono) has no colours, where chalk takes
 // every TERM beginning with xterm for one that has them. As NO_COLOR, unless colour is forced (FORCE_COLOR, --color).
 if (/-mono$/.test(process.env.TERM ?? '') && process.env.FORCE_COLOR === undefined && process.env.NO_COLOR === undefined) process.env.NO_COLOR = '1'
