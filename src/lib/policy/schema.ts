@@ -16,6 +16,7 @@
  */
 import {isMap, LineCounter, parseDocument} from 'yaml'
 
+import {grouped} from '../sizes.js'
 import {closest, didYouMean} from '../suggest.js'
 import {DEFAULT_CATEGORIES} from './defaults.js'
 import {parentCycles} from './parents.js'
@@ -23,6 +24,8 @@ import type {PolicyPlugins, SectionRead} from './section.js'
 import {PRESETS} from './types.js'
 import type {Calibration, PresetName, Specialists} from './types.js'
 import {
+  aliasedValues,
+  anchorTargets,
   deref,
   describe,
   describeKind,
@@ -82,6 +85,8 @@ const CORE_KEYS = ['preset', 'trim_borders', 'neutral', 'specialists', 'categori
 const CATEGORY_KEYS = ['enabled', 'prompts', 'negatives', 'parent', 'threshold', 'calibration'] as const
 const CALIBRATION_KEYS = ['scale', 'bias'] as const
 const BUILTIN_NAMES = new Set(DEFAULT_CATEGORIES.map((c) => c.name))
+/** Far more than sharing lists between categories repeats; aliases of aliases in a small file could repeat billions. */
+const MAX_ALIASED_VALUES = 100_000
 
 /** Where each category and its `parent` value are, for the checks that need the whole file. */
 interface EntryPlace {
@@ -258,13 +263,20 @@ function yamlProblem(error: {code: string; message: string; pos: [number, number
 export function validatePolicyText(plugins: PolicyPlugins, text: string): PolicyValidation {
   const lineCounter = new LineCounter()
   const doc = parseDocument(text, {lineCounter, prettyErrors: false, uniqueKeys: true})
-  const ctx: Context = {doc, lineCounter, problems: []}
+  const targets = anchorTargets(doc)
+  const ctx: Context = {doc, lineCounter, problems: [], targets}
   // The library reads a value under a tag it does not know (`!float 0.5`, `!!flaot`) as if the tag were not there,
   // with only a warning: the file's writer meant something by it that the policy would silently not do.
   const errors = [...doc.errors, ...doc.warnings.filter((w) => w.code === 'TAG_RESOLVE_FAILED')]
   if (errors.length > 0) {
     for (const error of errors) report(ctx, error.pos[0], yamlProblem(error, text))
     return {problems: sortProblems(ctx.problems)}
+  }
+  const [firstAlias] = targets.keys()
+  if (firstAlias !== undefined && aliasedValues(doc, targets) > MAX_ALIASED_VALUES) {
+    const limit = grouped(MAX_ALIASED_VALUES)
+    report(ctx, offsetOf(firstAlias, 0), `YAML: the aliases of this file (the first, *${firstAlias.source}, here) repeat more than ${limit} values in all, where a policy may repeat at most ${limit}: write the values out, or repeat fewer`)
+    return {problems: ctx.problems}
   }
 
   const topKeys = [...CORE_KEYS, ...plugins.sections.map((s) => s.section.key)]

@@ -3,8 +3,8 @@
  * helpers the file's core sections (schema.ts) and each signal's own section (`signals/<name>/policy-section.ts`)
  * read their nodes with. A reader reports a problem and goes on, so that one round lists them all.
  */
-import {isAlias, isMap, isScalar, isSeq} from 'yaml'
-import type {Document, LineCounter, Node as YamlNode, Pair, YAMLMap} from 'yaml'
+import {isAlias, isMap, isPair, isScalar, isSeq, visit} from 'yaml'
+import type {Alias, Document, LineCounter, Node as YamlNode, Pair, YAMLMap} from 'yaml'
 
 import {countOf, wholeRange} from '../config/env.js'
 import {CATEGORY_NAME_PATTERN, CATEGORY_NAME_RULE} from '../names.js'
@@ -23,6 +23,8 @@ export interface YamlContext {
   doc: Document
   lineCounter: LineCounter
   problems: PolicyProblem[]
+  /** Each alias's anchored node (anchorTargets): the library's own lookup walks the whole file at each alias. */
+  targets: ReadonlyMap<Alias, YamlNode>
 }
 
 /** The 1-based line and column of an offset in the file. */
@@ -43,7 +45,53 @@ export function offsetOf(node: unknown, fallback: number): number {
 
 /** Aliases stand for their anchored node; problems then point at the anchored value. */
 export function deref(ctx: YamlContext, node: unknown): unknown {
-  return isAlias(node) ? node.resolve(ctx.doc) : node
+  return isAlias(node) ? (ctx.targets.get(node) ?? node.resolve(ctx.doc)) : node
+}
+
+/** Each alias of the document and the node it stands for: the last one anchored under its name before it. */
+export function anchorTargets(doc: Document): Map<Alias, YamlNode> {
+  const anchored = new Map<string, YamlNode>()
+  const targets = new Map<Alias, YamlNode>()
+  visit(doc, {
+    Node(_key, node) {
+      if (isAlias(node)) {
+        const target = anchored.get(node.source)
+        if (target !== undefined) targets.set(node, target)
+      } else if (node.anchor !== undefined) anchored.set(node.anchor, node)
+    },
+  })
+  return targets
+}
+
+/**
+ * How many values the document's aliases repeat once each is replaced by what it stands for (an alias within an
+ * anchored value repeated as often as that value is). A few kilobytes of aliases of aliases stand for billions of
+ * values, which the library's own reading refuses (its maxAliasCount) and this reader must too.
+ */
+export function aliasedValues(doc: Document, targets: ReadonlyMap<Alias, YamlNode>): number {
+  const sizes = new Map<unknown, number>()
+  const size = (node: unknown): number => {
+    const known = sizes.get(node)
+    if (known !== undefined) return known
+    // An alias within its own anchored value (`&a [*a]`) counts once rather than for ever.
+    sizes.set(node, 1)
+    let n = 1
+    if (isAlias(node)) {
+      const target = targets.get(node)
+      n = target === undefined ? 1 : size(target)
+    } else if (isMap(node) || isSeq(node)) {
+      for (const item of node.items as unknown[]) n += isPair(item) ? size(item.key) + size(item.value) : size(item)
+    }
+    sizes.set(node, n)
+    return n
+  }
+  let aliased = 0
+  visit(doc, {
+    Alias(_key, node) {
+      aliased += size(node)
+    },
+  })
+  return aliased
 }
 
 /** A node as a problem names it: `a mapping`, `a list`, `empty`, or its value. */

@@ -257,6 +257,18 @@ test('aliases resolve to their anchored value', () => {
   assert.equal(validatePolicyText(text).file?.categories, [{name: 'redness', prompts: ['red'], negatives: ['a photo']}])
 })
 
+test('aliases that repeat more than 100 000 values in all are one problem at the first alias, not billions of values read', () => {
+  // Ten values, each level ten of the one before: seven lines of aliases of aliases stand for ten million prompts.
+  const levels = ['l0: &l0 [a, b, c, d, e, f, g, h, i, j]']
+  for (let i = 1; i <= 6; i++) levels.push(`l${i}: &l${i} [${Array(10).fill(`*l${i - 1}`).join(', ')}]`)
+  const text = [...levels, 'categories:', '  redness:', '    prompts: *l6', ''].join('\n')
+  const message = 'YAML: the aliases of this file (the first, *l0, here) repeat more than 100 000 values in all, where a policy may repeat at most 100 000: write the values out, or repeat fewer'
+  assert.equal(validatePolicyText(text).problems, [at(2, 10, message)])
+  // Sharing lists between categories, as aliases are meant for, stays well within it.
+  const shared = ['neutral: &n [a photo, a drawing]', 'categories:', ...Array.from({length: 50}, (_, i) => `  c${i}: {prompts: [x], negatives: *n}`), ''].join('\n')
+  assert.equal(validatePolicyText(shared).problems, [])
+})
+
 test('a YAML infinity is not a valid threshold or bias', () => {
   assert.equal(validatePolicyText('categories:\n  weapons:\n    calibration: {bias: .inf}\n').problems, [
     at(3, 25, 'categories.weapons.calibration.bias must be a number, not .inf'),
