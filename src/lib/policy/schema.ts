@@ -263,7 +263,7 @@ function yamlProblem(error: {code: string; message: string; pos: [number, number
 export function validatePolicyText(plugins: PolicyPlugins, text: string): PolicyValidation {
   const lineCounter = new LineCounter()
   const doc = parseDocument(text, {lineCounter, prettyErrors: false, uniqueKeys: true})
-  const targets = anchorTargets(doc)
+  const {targets, unresolved} = anchorTargets(doc)
   const ctx: Context = {doc, lineCounter, problems: [], targets}
   // The library reads a value under a tag it does not know (`!float 0.5`, `!!flaot`) as if the tag were not there,
   // with only a warning: the file's writer meant something by it that the policy would silently not do.
@@ -271,6 +271,12 @@ export function validatePolicyText(plugins: PolicyPlugins, text: string): Policy
   if (errors.length > 0) {
     for (const error of errors) report(ctx, error.pos[0], yamlProblem(error, text))
     return {problems: sortProblems(ctx.problems)}
+  }
+  if (unresolved.length > 0) {
+    for (const alias of unresolved) {
+      report(ctx, offsetOf(alias, 0), `YAML: the alias *${alias.source} has no anchor &${alias.source} before it: anchor the value where it is first written, then repeat it with *${alias.source}`)
+    }
+    return {problems: ctx.problems}
   }
   const [firstAlias] = targets.keys()
   if (firstAlias !== undefined && aliasedValues(doc, targets) > MAX_ALIASED_VALUES) {

@@ -23,7 +23,7 @@ export interface YamlContext {
   doc: Document
   lineCounter: LineCounter
   problems: PolicyProblem[]
-  /** Each alias's anchored node (anchorTargets): the library's own lookup walks the whole file at each alias. */
+  /** Each alias's anchored node (anchorTargets, which all have): the library's own lookup walks the whole file at each alias. */
   targets: ReadonlyMap<Alias, YamlNode>
 }
 
@@ -45,22 +45,27 @@ export function offsetOf(node: unknown, fallback: number): number {
 
 /** Aliases stand for their anchored node; problems then point at the anchored value. */
 export function deref(ctx: YamlContext, node: unknown): unknown {
-  return isAlias(node) ? (ctx.targets.get(node) ?? node.resolve(ctx.doc)) : node
+  return isAlias(node) ? ctx.targets.get(node) : node
 }
 
-/** Each alias of the document and the node it stands for: the last one anchored under its name before it. */
-export function anchorTargets(doc: Document): Map<Alias, YamlNode> {
+/**
+ * Each alias of the document and the node it stands for, the last one anchored under its name before it; and the
+ * aliases with no such anchor, which the library leaves for its own reading to refuse (this reader would see nothing).
+ */
+export function anchorTargets(doc: Document): {targets: Map<Alias, YamlNode>; unresolved: Alias[]} {
   const anchored = new Map<string, YamlNode>()
   const targets = new Map<Alias, YamlNode>()
+  const unresolved: Alias[] = []
   visit(doc, {
     Node(_key, node) {
       if (isAlias(node)) {
         const target = anchored.get(node.source)
-        if (target !== undefined) targets.set(node, target)
+        if (target === undefined) unresolved.push(node)
+        else targets.set(node, target)
       } else if (node.anchor !== undefined) anchored.set(node.anchor, node)
     },
   })
-  return targets
+  return {targets, unresolved}
 }
 
 /**

@@ -257,6 +257,12 @@ test('aliases resolve to their anchored value', () => {
   assert.equal(validatePolicyText(text).file?.categories, [{name: 'redness', prompts: ['red'], negatives: ['a photo']}])
 })
 
+test('an alias with no anchor before it is a problem on the alias that says so, not a value said to be empty', () => {
+  const message = (name: string) => `YAML: the alias *${name} has no anchor &${name} before it: anchor the value where it is first written, then repeat it with *${name}`
+  assert.equal(validatePolicyText('categories:\n  weapons: {threshold: *t}\n  gore: {threshold: &t 0.4}\n').problems, [at(2, 24, message('t'))])
+  assert.equal(validatePolicyText('text:\n  rules:\n    spam: {category: drugs, words: *w}\n').problems, [at(3, 36, message('w'))])
+})
+
 test('aliases that repeat more than 100 000 values in all are one problem at the first alias, not billions of values read', () => {
   // Ten values, each level ten of the one before: seven lines of aliases of aliases stand for ten million prompts.
   const levels = ['l0: &l0 [a, b, c, d, e, f, g, h, i, j]']
