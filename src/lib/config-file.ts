@@ -15,11 +15,35 @@ function utf8Text(bytes: Buffer, filePath: string, what: string): string {
   if ((bom[0] === 0xff && bom[1] === 0xfe) || (bom[0] === 0xfe && bom[1] === 0xff)) {
     throw new ModError('invalid_config', `the ${what} ${filePath} is UTF-16 text: save it as UTF-8`)
   }
+  // UTF-8 allows a NUL, but no text file holds one: UTF-16 without its byte order mark (`Out-File -Encoding
+  // unicode` of some tools, a "UTF-16 LE" editor setting) reads as valid UTF-8 with a NUL after every letter.
+  const nul = bytes.indexOf(0)
+  if (nul !== -1) {
+    const why = looksUtf16(bytes) ? 'is UTF-16 text without a byte order mark: save it as UTF-8' : `holds a NUL byte (line ${lineOf(bytes, nul)}): it is not text`
+    throw new ModError('invalid_config', `the ${what} ${filePath} ${why}`)
+  }
   try {
     return new TextDecoder('utf-8', {fatal: true}).decode(bytes)
   } catch {
     throw new ModError('invalid_config', `the ${what} ${filePath} is not UTF-8 text (line ${firstBadLine(bytes)}): save it as UTF-8`)
   }
+}
+
+/** Whether most bytes at odd places, or most at even places, are NUL: the ASCII letters of UTF-16 text. */
+function looksUtf16(bytes: Buffer): boolean {
+  const head = bytes.subarray(0, 4096)
+  const nuls = [0, 0]
+  head.forEach((b, i) => {
+    if (b === 0) nuls[i % 2] += 1
+  })
+  return Math.max(...nuls) >= head.length / 4
+}
+
+/** The number (from 1) of the line that holds byte `offset`. */
+function lineOf(bytes: Buffer, offset: number): number {
+  let line = 1
+  for (let i = bytes.indexOf(0x0a); i !== -1 && i < offset; i = bytes.indexOf(0x0a, i + 1)) line++
+  return line
 }
 
 /** The number (from 1) of the first line that is not UTF-8. */

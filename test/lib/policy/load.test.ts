@@ -120,12 +120,17 @@ test('an invalid file is an invalid_config error listing every problem as path:l
   }
 })
 
-test('a missing, oversized or not UTF-8 policy file is an invalid_config error saying which', async () => {
+test('a missing, oversized or not UTF-8 policy file (UTF-16 with or without its byte order mark, Latin-1, a NUL byte) is an invalid_config error saying which', async () => {
   const big = join(dir, 'big.yaml')
   writeFileSync(big, `# ${'x'.repeat(MAX_POLICY_BYTES)}\n`)
   // Saved by Windows PowerShell 5's > (UTF-16 with its byte order mark), and by an editor in Latin-1.
   const utf16 = join(dir, 'utf16.yaml')
   writeFileSync(utf16, Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('preset: fast\n', 'utf16le')]))
+  // Saved as UTF-16 without the byte order mark, which reads as valid UTF-8 with a NUL after each letter.
+  const utf16le = join(dir, 'utf16le.yaml')
+  writeFileSync(utf16le, Buffer.from('categories:\n  weapons:\n    threshold: 0.6\n', 'utf16le'))
+  const nul = join(dir, 'nul.yaml')
+  writeFileSync(nul, 'categories:\n  redness:\n    prompts: [re\0d]\n')
   const latin1 = join(dir, 'latin1.yaml')
   writeFileSync(latin1, Buffer.from('categories:\n  redness:\n    prompts: ["r\xe9d"]\n', 'latin1'))
   for (const [path, message] of [
@@ -133,6 +138,8 @@ test('a missing, oversized or not UTF-8 policy file is an invalid_config error s
     [big, `the policy file ${big} is larger than 1 MiB`],
     [dir, `the policy file ${dir} is not a file`],
     [utf16, `the policy file ${utf16} is UTF-16 text: save it as UTF-8`],
+    [utf16le, `the policy file ${utf16le} is UTF-16 text without a byte order mark: save it as UTF-8`],
+    [nul, `the policy file ${nul} holds a NUL byte (line 3): it is not text`],
     [latin1, `the policy file ${latin1} is not UTF-8 text (line 3): save it as UTF-8`],
   ]) {
     try {
