@@ -1,6 +1,6 @@
 import {stat} from 'node:fs/promises'
 import {homedir} from 'node:os'
-import {dirname, join} from 'node:path'
+import {dirname, isAbsolute, join} from 'node:path'
 
 import {isModError, ModError} from '../errors.js'
 import {loadManifest, MANIFEST_FILE} from '../model/manifest.js'
@@ -28,7 +28,9 @@ export async function loadConfig(input: SettingsInput, env: Env, cwd = process.c
   const settings = readSettings(input, env, cwd)
   const {engine} = settings
   if (engine.modelDir !== undefined) await checkModelDir(engine.modelDir, engine.precision)
-  const configHome = env.XDG_CONFIG_HOME || join(homedir(), '.config')
+  // A relative XDG_CONFIG_HOME is to be ignored, as the XDG base directory specification says (it is no folder).
+  const xdg = env.XDG_CONFIG_HOME
+  const configHome = xdg && isAbsolute(xdg) ? xdg : join(homedir(), '.config')
   const policyPath = engine.configPath ?? (await findPolicyFile(cwd, {configHome}))
   const policy = policyPath ? (await loadPolicyFile(policyPath)).policy : buildPolicy()
   const found = policyPath === undefined || engine.configPath !== undefined ? false : dirname(policyPath) === join(configHome, 'mod') ? 'in the user configuration folder' : 'from the current folder'

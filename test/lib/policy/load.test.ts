@@ -257,6 +257,22 @@ test('with none from the folder up, the policy in the user configuration folder 
   assert.equal([config.policyPath, config.policyFound], [join(home, 'mod', 'config.yaml'), 'in the user configuration folder'])
 })
 
+test('a relative XDG_CONFIG_HOME is ignored, as the XDG specification says: the policy in ~/.config/mod is found', async () => {
+  const root = join(dir, 'relative-xdg')
+  const home = join(root, 'home')
+  mkdirSync(join(home, '.config', 'mod'), {recursive: true})
+  mkdirSync(join(root, 'project'), {recursive: true})
+  writeFileSync(join(home, '.config', 'mod', 'config.yaml'), 'preset: fast\n')
+  const saved = process.env.HOME
+  process.env.HOME = home
+  try {
+    const config = await loadConfig({}, {XDG_CONFIG_HOME: '.config'}, join(root, 'project'))
+    assert.equal([config.policyPath, config.policyFound], [join(home, '.config', 'mod', 'config.yaml'), 'in the user configuration folder'])
+  } finally {
+    process.env.HOME = saved
+  }
+})
+
 test('summarizePolicy counts categories and names custom, changed and disabled ones', () => {
   const {file} = validatePolicyText(
     'preset: balanced\ncategories:\n  redness:\n    prompts: [red]\n  weapons:\n    threshold: 0.6\n  tobacco:\n    enabled: false\n  gore:\n    enabled: true\n',
