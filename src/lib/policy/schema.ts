@@ -31,6 +31,7 @@ import {
   describeKind,
   fieldsOf,
   keyOf,
+  mergeKeys,
   offsetOf,
   readBoolean,
   readNamed,
@@ -275,6 +276,13 @@ export function validatePolicyText(plugins: PolicyPlugins, text: string): Policy
   if (unresolved.length > 0) {
     for (const alias of unresolved) {
       report(ctx, offsetOf(alias, 0), `YAML: the alias *${alias.source} has no anchor &${alias.source} before it: anchor the value where it is first written, then repeat it with *${alias.source}`)
+    }
+    return {problems: ctx.problems}
+  }
+  const merges = mergeKeys(doc)
+  if (merges.length > 0) {
+    for (const key of merges) {
+      report(ctx, offsetOf(key, 0), 'YAML: `<<` merges a mapping in YAML 1.1 only; a policy is read as YAML 1.2, where it is a key like any other: write the fields out (an alias, `*name`, may stand for a whole value)')
     }
     return {problems: ctx.problems}
   }

@@ -69,6 +69,20 @@ export function anchorTargets(doc: Document): {targets: Map<Alias, YamlNode>; un
 }
 
 /**
+ * The document's merge keys (a plain `<<` key, as in `<<: *defaults`): YAML 1.1's, which YAML 1.2 reads as a key
+ * like any other, so the fields it was meant to bring in would be missing.
+ */
+export function mergeKeys(doc: Document): YamlNode[] {
+  const keys: YamlNode[] = []
+  visit(doc, {
+    Pair(_key, pair) {
+      if (isScalar(pair.key) && pair.key.value === '<<' && pair.key.type === 'PLAIN') keys.push(pair.key)
+    },
+  })
+  return keys
+}
+
+/**
  * How many values the document's aliases repeat once each is replaced by what it stands for (an alias within an
  * anchored value repeated as often as that value is). A few kilobytes of aliases of aliases stand for billions of
  * values, which the library's own reading refuses (its maxAliasCount) and this reader must too.

@@ -263,6 +263,14 @@ test('an alias with no anchor before it is a problem on the alias that says so, 
   assert.equal(validatePolicyText('text:\n  rules:\n    spam: {category: drugs, words: *w}\n').problems, [at(3, 36, message('w'))])
 })
 
+test('a `<<` merge key (YAML 1.1) is a problem that says so, not an unknown key or a category named "<<"', () => {
+  const message = 'YAML: `<<` merges a mapping in YAML 1.1 only; a policy is read as YAML 1.2, where it is a key like any other: write the fields out (an alias, `*name`, may stand for a whole value)'
+  const text = 'categories:\n  weapons: &b\n    threshold: 0.6\n  gore:\n    <<: *b\n    prompts: [blood]\n  <<: {drugs: {threshold: 0.2}}\n'
+  assert.equal(validatePolicyText(text).problems, [at(5, 5, message), at(7, 3, message)])
+  // Quoted, or as a value, it is text like any other.
+  assert.equal(validatePolicyText('categories: {redness: {prompts: ["<<", <<]}}\n').problems, [])
+})
+
 test('aliases that repeat more than 100 000 values in all are one problem at the first alias, not billions of values read', () => {
   // Ten values, each level ten of the one before: seven lines of aliases of aliases stand for ten million prompts.
   const levels = ['l0: &l0 [a, b, c, d, e, f, g, h, i, j]']
