@@ -265,7 +265,7 @@ export function validatePolicyText(plugins: PolicyPlugins, text: string): Policy
   const lineCounter = new LineCounter()
   const doc = parseDocument(text, {lineCounter, prettyErrors: false, uniqueKeys: true})
   const {targets, unresolved} = anchorTargets(doc)
-  const ctx: Context = {doc, lineCounter, problems: [], targets}
+  const ctx: Context = {lineCounter, problems: [], targets}
   // The library reads a value under a tag it does not know (`!float 0.5`, `!!flaot`) as if the tag were not there,
   // with only a warning: the file's writer meant something by it that the policy would silently not do.
   const errors = [...doc.errors, ...doc.warnings.filter((w) => w.code === 'TAG_RESOLVE_FAILED')]

@@ -18,12 +18,11 @@ export interface PolicyProblem {
   message: string
 }
 
-/** One file being read: its tree, its line positions, and the problems found so far. */
+/** One file being read: its line positions, its aliases' anchored nodes, and the problems found so far. */
 export interface YamlContext {
-  doc: Document
   lineCounter: LineCounter
   problems: PolicyProblem[]
-  /** Each alias's anchored node (anchorTargets, which all have): the library's own lookup walks the whole file at each alias. */
+  /** Each alias's anchored node (anchorTargets): the library's own lookup walks the whole file at each alias. */
   targets: ReadonlyMap<Alias, YamlNode>
 }
 
