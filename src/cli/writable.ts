@@ -1,11 +1,14 @@
 import {randomBytes} from 'node:crypto'
 import {constants} from 'node:fs'
-import {access, open, readdir, realpath, rename, rm, stat, writeFile} from 'node:fs/promises'
+import {access, open, readFile, readdir, realpath, rename, rm, stat, writeFile} from 'node:fs/promises'
 import {basename, dirname, join, resolve} from 'node:path'
+
+import {isMap, parseDocument} from 'yaml'
 
 import {whyUnreadable} from '../lib/errno.js'
 import {ModError} from '../lib/errors.js'
 import {readHead} from '../lib/input/sniff.js'
+import {MAX_POLICY_BYTES} from '../lib/policy/load.js'
 import {isRunning} from '../lib/processes.js'
 
 /** Why `file`, given with `flag`, cannot be written: the system's code (ENOENT, EACCES). */
@@ -45,6 +48,42 @@ export async function refuseNonBaseline(flag: string, file: string): Promise<voi
   throw new ModError(
     'bad_request',
     `${flag} ${file}: the file there is not a baseline (a JSON object), and a baseline replaces only a baseline (a shell pattern after ${flag} names its first match): give a new file name`,
+  )
+}
+
+/**
+ * Refuses a policy's target (`mod calibrate --out`) that is a file other than a policy (a YAML or JSON mapping): the
+ * tuned policy replaces an earlier one (or the --config file itself), while an image or a labels file there was most
+ * likely put after the flag by mistake or by the shell (`--out *.jpg` names the first image), which the policy would
+ * destroy. An empty file (or one of comments alone), a device or a pipe is written as before.
+ */
+export async function refuseNonPolicy(flag: string, file: string): Promise<void> {
+  const info = await stat(file).catch(() => undefined)
+  if (!info?.isFile() || info.size === 0) return
+  const head = await readHead(file).catch(() => undefined)
+  if (head === undefined) return
+  // A NUL byte is in every image header and never in a policy; a file larger than a policy may be is not one either.
+  if (!head.includes(0) && info.size <= MAX_POLICY_BYTES) {
+    const contents = parseDocument(await readFile(file, 'utf8')).contents
+    if (contents === null || isMap(contents)) return
+  }
+  throw new ModError(
+    'bad_request',
+    `${flag} ${file}: the file there is not a policy (a YAML mapping), and a policy replaces only a policy (a shell pattern after ${flag} names its first match): give a new file name`,
+  )
+}
+
+/**
+ * Refuses a head's target (`mod head train --out`) that is a file other than a JSON object, as a head file is: a
+ * head replaces an earlier one, while an image there was most likely put after the flag by the shell (`--out *.png`
+ * names the first image), which the head would destroy. An empty file, a device or a pipe is written as before.
+ */
+export async function refuseNonHead(flag: string, file: string): Promise<void> {
+  const head = await textHead(file)
+  if (head === undefined || head === '' || head.startsWith('{')) return
+  throw new ModError(
+    'bad_request',
+    `${flag} ${file}: the file there is not a head (a JSON object), and a head replaces only a head (a shell pattern after ${flag} names its first match): give a new file name`,
   )
 }
 

@@ -7,7 +7,7 @@ import {textReporter} from '../cli/reports/reporter.js'
 import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../cli/errors.js'
 import {modelFlags} from '../cli/flags.js'
 import {wholeNumberFlag} from '../cli/value-flags.js'
-import {checkWritable, writeWhole} from '../cli/writable.js'
+import {checkWritable, refuseNonPolicy, writeWhole} from '../cli/writable.js'
 import {plural} from '../lib/plural.js'
 import {calibrationComments, writeCalibratedPolicy, type CalibrationTarget} from '../lib/eval/calibrate-policy.js'
 import {calibrateDataset} from '../lib/eval/run.js'
@@ -60,7 +60,10 @@ categories without images are left as they are. A trained head is not applied.`
     const target: CalibrationTarget =
       flags['min-recall'] === undefined ? {maxFpr: share('max-fpr', flags['max-fpr'], 0.05)} : {minRecall: share('min-recall', flags['min-recall'], 0.9)}
     const holdout = share('holdout', flags.holdout, 0.3, true)
-    if (flags.out) await checkWritable('--out', flags.out)
+    if (flags.out) {
+      await checkWritable('--out', flags.out)
+      await refuseNonPolicy('--out', flags.out)
+    }
     const {config, result} = await runDatasetSteps(flags, `Scoring the images of ${args.dataset} and fitting`, (c, retitle) =>
       calibrateDataset({
         dataset: args.dataset,

@@ -96,6 +96,24 @@ test('a labels file of safe images alone is refused before any image is scored, 
   assert.is(readFileSync(policy, 'utf8'), before)
 })
 
+test('--out naming a file that is not a policy (an image, the labels file) is refused before scoring, exit 2, the file kept', async () => {
+  const image = join(dir.path, 'photo.png')
+  const labels = join(dir.path, 'marks.csv')
+  writeFileSync(image, await noisyPng(10, 20, 30, 5))
+  writeFileSync(labels, 'file,labels\ndataset/redness/pale0.png,redness\n')
+  for (const target of [image, labels]) {
+    const before = readFileSync(target)
+    const r = await runInProcess(['calibrate', dataset, '--config', policy, '--out', target], {env})
+    assert.equal([r.code, r.stdout], [2, ''], r.stderr)
+    assert.match(
+      r.stderr,
+      `mod: bad_request: --out ${target}: the file there is not a policy (a YAML mapping), and a policy replaces only a policy (a shell pattern after --out names its first match): give a new file name\n`,
+    )
+    assert.not.match(r.stderr, 'Scoring:')
+    assert.equal(readFileSync(target), before)
+  }
+})
+
 test('a policy written back over --config that the disk cannot take is left whole, and the failure is said, exit 2', async () => {
   // The documented workflow: the file in use, written back with its comments. A file size limit (ulimit -f, a few
   // KiB) fails the write past it as a full disk would, in any file system and for root too.

@@ -51,6 +51,26 @@ test('head train learns a label no prompt describes, and scan --head then flags 
   assert.equal([greenish.recall, greenish.safe_fpr], [1, 0])
 })
 
+test('--out naming a file that is not a head (an image a shell pattern put there) is refused before embedding, exit 2, the file kept; a head is replaced', async () => {
+  const image = join(dir.path, 'photo.png')
+  const before = await noisyPng(10, 20, 30, 5)
+  writeFileSync(image, before)
+  const r = await runInProcess(['head', 'train', dataset, '--out', image], {env})
+  assert.equal([r.code, r.stdout], [2, ''], r.stderr)
+  assert.match(
+    r.stderr,
+    `mod: bad_request: --out ${image}: the file there is not a head (a JSON object), and a head replaces only a head (a shell pattern after --out names its first match): give a new file name\n`,
+  )
+  assert.not.match(r.stderr, 'Embedding:')
+  assert.equal(readFileSync(image), before)
+
+  const head = join(dir.path, 'again.json')
+  writeFileSync(head, '{"an": "earlier head"}\n')
+  const again = await runInProcess(['head', 'train', dataset, '--out', head], {env})
+  assert.is(again.code, 0, again.stderr)
+  assert.equal(parseHead(readFileSync(head, 'utf8'), head).labels.map((l) => l.name), ['greenish'])
+})
+
 test('--out on a full disk (/dev/full) says so, exit 2, not internal', async () => {
   const r = await runInProcess(['head', 'train', dataset, '--out', '/dev/full'], {env})
   assert.equal([r.code, r.stdout], [2, ''])

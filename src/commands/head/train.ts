@@ -8,7 +8,7 @@ import {visible} from '../../cli/visible.js'
 import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../../cli/errors.js'
 import {modelFlags} from '../../cli/flags.js'
 import {wholeNumberFlag} from '../../cli/value-flags.js'
-import {checkWritable, writeWhole} from '../../cli/writable.js'
+import {checkWritable, refuseNonHead, writeWhole} from '../../cli/writable.js'
 import {trainHeadOnDataset} from '../../lib/eval/run.js'
 import {plural} from '../../lib/plural.js'
 import {DEFAULT_TRAIN_OPTIONS, headFileJson} from '../../lib/eval/train-head.js'
@@ -51,6 +51,7 @@ hash) stops improving; the held-out figures at threshold 0.5 are printed. Use th
     if (!(holdout > 0 && holdout < 1)) this.error('--holdout must be a number between 0 and 1', {exit: EXIT_ERROR})
     if (!(l2 >= 0 && Number.isFinite(l2))) this.error('--l2 must be a number >= 0', {exit: EXIT_ERROR})
     await checkWritable('--out', flags.out)
+    await refuseNonHead('--out', flags.out)
     const {config, result} = await runDatasetSteps(flags, `Embedding the images of ${args.dataset} and training`, (c, retitle) =>
       trainHeadOnDataset({
         dataset: args.dataset,
