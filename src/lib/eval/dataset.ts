@@ -9,7 +9,9 @@
  *
  * labels.csv has a header line `file,labels`, then one image per line: its path relative to the dataset
  * folder and its labels separated by ";" (empty, or `safe`, for none), e.g. `multi/a.jpg,weapons;gore`.
- * A file quoted with double quotes may hold commas; a line starting with "#" is a comment. A listed image
+ * A file quoted with double quotes may hold commas; a line starting with "#" is a comment. A header `file;labels`
+ * (a spreadsheet saving CSV where "," is the decimal mark) separates the fields with ";" instead: the fields after
+ * the file are its labels. Empty columns after the labels (a spreadsheet's) are ignored. A listed image
  * takes exactly the labels of its line wherever it is; images right in the dataset folder (not in a
  * subfolder) are used only when listed.
  *
@@ -135,7 +137,7 @@ const ROOT_LABEL = ''
  * One CSV line's fields, with double-quoted fields ("" is a quote inside one). Spaces around a field are dropped,
  * but not those inside its quotes: a file name may start or end with a space, and is then written quoted.
  */
-function splitCsvLine(line: string): string[] {
+function splitCsvLine(line: string, separator: string): string[] {
   const fields: string[] = []
   let field = ''
   let quoted = false
@@ -159,11 +161,19 @@ function splitCsvLine(line: string): string[] {
     } else if (c === '"') {
       if (quotedEnd < 0) field = field.trimStart()
       quoted = true
-    } else if (c === ',') end()
+    } else if (c === separator) end()
     else field += c
   }
   end()
   return fields
+}
+
+/**
+ * The header line, `file,labels` or `file;labels`, each name optionally quoted, and empty columns after them (a
+ * spreadsheet saves those when a cell further right was ever used): its separator, or undefined for another line.
+ */
+function headerSeparator(line: string): string | undefined {
+  return /^\s*"?file"?\s*([,;])\s*"?labels"?\s*(?:\1\s*)*$/i.exec(line)?.[1]
 }
 
 /** A labels file's text → source → labels; every problem is reported at once, each with `name:line`. */
@@ -171,16 +181,25 @@ export function parseLabelsCsv(text: string, problems: string[], name = LABELS_F
   const listed = new Map<string, string[]>()
   const lines = text.replace(/^\uFEFF/, '').split(/\r?\n/)
   let header = true
+  let separator = ','
   lines.forEach((line, i) => {
     if (line.trim() === '' || line.startsWith('#')) return
     // The header may follow comments: it is the first line that is neither.
     const first = header
     header = false
-    if (first && /^\s*"?file"?\s*,\s*"?labels"?\s*$/i.test(line)) return
+    const headed = first ? headerSeparator(line) : undefined
+    if (headed !== undefined) {
+      separator = headed
+      return
+    }
     const at = `${name}:${i + 1}`
-    const fields = splitCsvLine(line)
+    const split = splitCsvLine(line, separator)
+    // With ";" between the fields, the fields after the file are its labels, quoted together or not.
+    const fields = separator === ';' ? [split[0], split.slice(1).join(';')] : split
+    // Empty columns after the labels are a spreadsheet's, as in the header; a third value is not.
+    while (fields.length > 2 && fields.at(-1) === '') fields.pop()
     if (fields.length > 2 || fields[0] === '') {
-      problems.push(`${at}: expected "file,labels" (labels separated by ";"), got ${JSON.stringify(line)}`)
+      problems.push(`${at}: expected "file${separator}labels" (labels separated by ";"), got ${JSON.stringify(line)}`)
       return
     }
     const source = fields[0].replace(/^\.\//, '')

@@ -164,6 +164,25 @@ test('labels.csv: safe beside a label is a contradiction reported, not read as t
   ])
 })
 
+test('labels files as spreadsheets save them: ";" between the fields after a file;labels header, empty columns after the labels', () => {
+  // A European Excel's "CSV (semicolon)": a byte order mark, CRLF, the labels quoted when several, or not.
+  const problems: string[] = []
+  const semicolons = parseLabelsCsv('\uFEFFFile;Labels;;\r\na.png;redness\r\n"b;c.png";"redness;gore";\r\nd.png;gore;weapons\r\ne.png;\r\n\r\n', problems)
+  assert.equal([...semicolons], [
+    ['a.png', ['redness']],
+    ['b;c.png', ['redness', 'gore']],
+    ['d.png', ['gore', 'weapons']],
+    ['e.png', []],
+  ])
+  // Columns a spreadsheet keeps empty after the labels, in the header and the lines; a third value is still refused.
+  const commas = parseLabelsCsv('file,labels,,\r\na.png,redness,,\r\n"b, c.png",,\r\nd.png,x,note\r\n', problems)
+  assert.equal([...commas], [
+    ['a.png', ['redness']],
+    ['b, c.png', []],
+  ])
+  assert.equal(problems, ['labels.csv:4: expected "file,labels" (labels separated by ";"), got "d.png,x,note"'])
+})
+
 test('a dataset path that is neither a folder nor a file is an error', async () => {
   const problems = openDataset('/nonexistent/dataset')
   await problems.then(
