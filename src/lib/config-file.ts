@@ -10,7 +10,7 @@ import {formatSize} from './sizes.js'
  * The bytes as UTF-8 text, or an error saying what they are instead: UTF-16 (Windows PowerShell 5's `>`, Notepad's
  * "Unicode") or another encoding, whose bytes would otherwise become replacement characters in prompts and words.
  */
-function utf8Text(bytes: Buffer, filePath: string, what: string): string {
+export function utf8Text(bytes: Buffer, filePath: string, what: string): string {
   const bom = bytes.subarray(0, 2)
   if ((bom[0] === 0xff && bom[1] === 0xfe) || (bom[0] === 0xfe && bom[1] === 0xff)) {
     throw new ModError('invalid_config', `the ${what} ${filePath} is UTF-16 text: save it as UTF-8`)

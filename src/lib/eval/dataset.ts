@@ -23,9 +23,10 @@
  * openDataset checks the layout first (unknown labels, empty folders, missing listed files) and then walks
  * the folders again lazily in items(), so a large dataset is never held in memory (labels.csv is, as text).
  */
-import {lstat, open, opendir, realpath, stat} from 'node:fs/promises'
+import {lstat, opendir, readFile, realpath, stat} from 'node:fs/promises'
 import {basename, dirname, extname, join, relative, resolve, sep} from 'node:path'
 
+import {utf8Text} from '../config-file.js'
 import {whyUnreadable} from '../errno.js'
 import {ModError, problemsError} from '../errors.js'
 import {IMAGE_EXTENSIONS} from '../image/formats.js'
@@ -217,23 +218,30 @@ export function parseLabelsCsv(text: string, problems: string[], name = LABELS_F
 
 async function readLabelsCsv(path: string, problems: string[]): Promise<Map<string, string[]>> {
   const name = basename(path)
-  let handle
-  try {
-    handle = await open(path, 'r')
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return new Map()
-    problems.push(`cannot read ${name}: ${whyUnreadable(e)}`)
+  const info = await stat(path).catch((e: unknown) => e as NodeJS.ErrnoException)
+  if (info instanceof Error) {
+    if (info.code !== 'ENOENT') problems.push(`cannot read ${name}: ${whyUnreadable(info)}`)
     return new Map()
   }
-  try {
-    if ((await handle.stat()).size > MAX_LABELS_FILE_BYTES) {
-      problems.push(`${name} is larger than ${formatSize(MAX_LABELS_FILE_BYTES)}`)
-      return new Map()
-    }
-    return parseLabelsCsv(await handle.readFile('utf8'), problems, name)
-  } finally {
-    await handle.close()
+  // Refused before it is opened: a FIFO's reading would wait for a writer that a dataset never has.
+  if (!info.isFile()) {
+    problems.push(`${name} is ${info.isDirectory() ? 'a folder' : fileKind(info)}: the labels are read from a regular file`)
+    return new Map()
   }
+  if (info.size > MAX_LABELS_FILE_BYTES) {
+    problems.push(`${name} is larger than ${formatSize(MAX_LABELS_FILE_BYTES)}`)
+    return new Map()
+  }
+  let text
+  try {
+    // Strictly UTF-8: a spreadsheet's "Unicode text" (UTF-16) or its Windows encoding would turn every file name
+    // into one that does not exist, each line reported as a missing file.
+    text = utf8Text(await readFile(path), name, 'labels file')
+  } catch (e) {
+    problems.push(e instanceof ModError ? e.message : `cannot read ${name}: ${whyUnreadable(e)}`)
+    return new Map()
+  }
+  return parseLabelsCsv(text, problems, name)
 }
 
 /** Reads an image file of the dataset, refusing it by its size before reading it (and as bytes arrive). */

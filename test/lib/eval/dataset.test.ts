@@ -1,3 +1,4 @@
+import {execFileSync} from 'node:child_process'
 import {mkdirSync, symlinkSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
@@ -181,6 +182,31 @@ test('labels files as spreadsheets save them: ";" between the fields after a fil
     ['b, c.png', []],
   ])
   assert.equal(problems, ['labels.csv:4: expected "file,labels" (labels separated by ";"), got "d.png,x,note"'])
+})
+
+test('a labels.csv that is not UTF-8 text (UTF-16, a Windows encoding), a folder or a FIFO is one problem, at once', async () => {
+  const dir = layout({'safe/a.png': 'x', 'weapons/café.png': 'x'})
+  try {
+    const labels = join(dir.path, 'labels.csv')
+    const lines = 'file,labels\r\nweapons/café.png,weapons;gore\r\n'
+    // Excel's "Unicode Text" and PowerShell 5's `>`: UTF-16 with its byte order mark.
+    writeFileSync(labels, Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(lines, 'utf16le')]))
+    assert.equal(await problemsOf(openDataset(dir.path)), ['the labels file labels.csv is UTF-16 text: save it as UTF-8'])
+    // Excel's plain "CSV" on Windows: its code page, é a single byte.
+    writeFileSync(labels, Buffer.from(lines, 'latin1'))
+    assert.equal(await problemsOf(openDataset(dir.path)), ['the labels file labels.csv is not UTF-8 text (line 2): save it as UTF-8'])
+    writeFileSync(join(dir.path, 'review.csv'), Buffer.from(lines, 'latin1'))
+    assert.equal(await problemsOf(openDataset(join(dir.path, 'review.csv'))), ['the labels file review.csv is not UTF-8 text (line 2): save it as UTF-8'])
+    execFileSync('rm', [labels])
+    mkdirSync(labels)
+    assert.equal((await problemsOf(openDataset(dir.path)))[0], 'labels.csv is a folder: the labels are read from a regular file')
+    execFileSync('rmdir', [labels])
+    // Opening a FIFO would wait for a writer for ever.
+    execFileSync('mkfifo', [labels])
+    assert.equal(await problemsOf(openDataset(dir.path)), ['labels.csv is a FIFO: the labels are read from a regular file'])
+  } finally {
+    dir.remove()
+  }
 })
 
 test('a dataset path that is neither a folder nor a file is an error', async () => {
