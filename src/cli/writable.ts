@@ -1,5 +1,5 @@
 import {randomBytes} from 'node:crypto'
-import {constants} from 'node:fs'
+import {constants, fstatSync} from 'node:fs'
 import {access, open, readFile, readdir, realpath, rename, rm, stat, writeFile} from 'node:fs/promises'
 import {basename, dirname, join, resolve} from 'node:path'
 
@@ -92,6 +92,21 @@ async function textHead(file: string): Promise<string | undefined> {
   if (!(await stat(file).catch(() => undefined))?.isFile()) return undefined
   const bytes = await readHead(file).catch(() => undefined)
   return bytes?.subarray(0, 256).toString('utf8').replace(/^\uFEFF/, '').trimStart()
+}
+
+/**
+ * Whether `file` is where this process's stdout goes (`--out /dev/stdout`, or the pipe or file stdout is): what the
+ * command would print there then lands inside the file it writes.
+ */
+export async function isStdout(file: string): Promise<boolean> {
+  const target = await stat(file).catch(() => undefined)
+  if (target === undefined) return false
+  try {
+    const out = fstatSync(1)
+    return out.dev === target.dev && out.ino === target.ino
+  } catch {
+    return false
+  }
 }
 
 /** Why `file`, given with `flag`, could not be written once writing began: the reason in words (the disk is full). */

@@ -1,3 +1,4 @@
+import {spawnSync} from 'node:child_process'
 import {existsSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
@@ -5,7 +6,7 @@ import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
 import {parseHead} from '../../src/lib/signals/head/head.js'
-import {runInProcess, tempDir, TOY_MODEL} from '../helpers/cli.js'
+import {BIN, runInProcess, tempDir, TOY_MODEL} from '../helpers/cli.js'
 import {noisyPng, writeImages} from '../helpers/dataset.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 
@@ -69,6 +70,17 @@ test('--out naming a file that is not a head (an image a shell pattern put there
   const again = await runInProcess(['head', 'train', dataset, '--out', head], {env})
   assert.is(again.code, 0, again.stderr)
   assert.equal(parseHead(readFileSync(head, 'utf8'), head).labels.map((l) => l.name), ['greenish'])
+})
+
+test('--out /dev/stdout: stdout (a pipe) is the head file alone, the figures on stderr', async () => {
+  // A shell's pipe: Node's own child stdio is a socket, which /dev/stdout cannot be opened on.
+  const r = spawnSync('/bin/sh', ['-c', '("$@"; echo "exit=$?" >&2) | cat', 'sh', process.execPath, BIN, 'head', 'train', dataset, '--out', '/dev/stdout'], {
+    env: {...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_'))), ...env, NO_COLOR: '1'},
+    encoding: 'utf8',
+  })
+  assert.match(r.stderr, /\nexit=0\n$/)
+  assert.equal(parseHead(r.stdout, 'stdout').labels.map((l) => l.name), ['greenish'])
+  assert.match(r.stderr, /\/dev\/stdout: 1 label for model toy-clip; held-out figures at threshold 0\.5:\n {2}greenish: recall /)
 })
 
 test('--out on a full disk (/dev/full) says so, exit 2, not internal', async () => {

@@ -8,7 +8,7 @@ import {visible} from '../../cli/visible.js'
 import {EXIT_ERROR, SIGNAL_EXIT_CODES} from '../../cli/errors.js'
 import {modelFlags} from '../../cli/flags.js'
 import {wholeNumberFlag} from '../../cli/value-flags.js'
-import {checkWritable, refuseNonHead, writeWhole} from '../../cli/writable.js'
+import {checkWritable, isStdout, refuseNonHead, writeWhole} from '../../cli/writable.js'
 import {trainHeadOnDataset} from '../../lib/eval/run.js'
 import {plural} from '../../lib/plural.js'
 import {DEFAULT_TRAIN_OPTIONS, headFileJson} from '../../lib/eval/train-head.js'
@@ -66,10 +66,15 @@ hash) stops improving; the held-out figures at threshold 0.5 are printed. Use th
     const {head, errors, model, dataset} = result
     for (const line of errorLines(errors, dataset.unlisted)) this.logToStderr(line)
     const description = `trained by mod head train on ${plural(dataset.images, 'image')} of ${args.dataset} (${head.train_images} for training, ${head.heldout_images} held out)`
+    // Checked before the file is written: a regular file stdout is redirected to is then replaced by another.
+    const outIsStdout = await isStdout(flags.out)
     await writeWhole('--out', flags.out, headFileJson(head, model, description))
     const figures = head.labels.map(
       (l) => `  ${l.name}: recall ${pct(l.heldout.recall)}, precision ${pct(l.heldout.precision)}, safe flagged ${pct(l.heldout.safe_fpr)} (${plural(l.heldout.positives, 'held-out image')}, ${plural(l.epochs, 'epoch')})\n`,
     )
-    this.printResult(textReporter(), `${visible(flags.out)}: ${plural(head.labels.length, 'label')} for model ${visible(model.id)}; held-out figures at threshold 0.5:\n${figures.join('')}`)
+    const summary = `${visible(flags.out)}: ${plural(head.labels.length, 'label')} for model ${visible(model.id)}; held-out figures at threshold 0.5:\n${figures.join('')}`
+    // With --out /dev/stdout the head is the output: the figures go to stderr, so that it stays a head file.
+    if (outIsStdout) process.stderr.write(summary)
+    else this.printResult(textReporter(), summary)
   }
 }
