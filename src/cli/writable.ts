@@ -3,7 +3,7 @@ import {constants, fstatSync} from 'node:fs'
 import {access, open, readFile, readdir, realpath, rename, rm, stat, writeFile} from 'node:fs/promises'
 import {basename, dirname, join, resolve} from 'node:path'
 
-import {isMap, parseDocument} from 'yaml'
+import {isMap, isScalar, parseDocument} from 'yaml'
 
 import {whyUnreadable} from '../lib/errno.js'
 import {ModError} from '../lib/errors.js'
@@ -65,7 +65,8 @@ export async function refuseNonPolicy(flag: string, file: string): Promise<void>
   // A NUL byte is in every image header and never in a policy; a file larger than a policy may be is not one either.
   if (!head.includes(0) && info.size <= MAX_POLICY_BYTES) {
     const contents = parseDocument(await readFile(file, 'utf8')).contents
-    if (contents === null || isMap(contents)) return
+    // No content at all (comments alone, after a `---` or not) is an empty policy.
+    if (contents === null || isMap(contents) || (isScalar(contents) && contents.value === null)) return
   }
   throw new ModError(
     'bad_request',

@@ -112,6 +112,12 @@ test('--out naming a file that is not a policy (an image, the labels file) is re
     assert.not.match(r.stderr, 'Scoring:')
     assert.equal(readFileSync(target), before)
   }
+  // A policy's beginnings are replaced: comments alone, after a document start.
+  const started = join(dir.path, 'started.yaml')
+  writeFileSync(started, '---\n# to be tuned\n')
+  const r = await runInProcess(['calibrate', dataset, '--config', policy, '--out', started], {env})
+  assert.is(r.code, 0, r.stderr)
+  assert.ok(parse(readFileSync(started, 'utf8')).categories.redness.threshold > 0)
 })
 
 test('a policy written back over --config that the disk cannot take is left whole, and the failure is said, exit 2', async () => {
