@@ -23,39 +23,46 @@ export async function refuseFolder(flag: string, file: string): Promise<void> {
 }
 
 /**
- * Refuses an HTML page's target (`--report`) that is a file other than an HTML page: a report replaces an earlier
- * one, while anything else there is most likely an input put after the flag by the shell (`--report *.jpg` names
- * the first image), which the page would destroy. An empty file, a device or a pipe is written as before.
+ * What a command writes and replaces only where it finds one of its kind, as its refusal names them: a report, a
+ * baseline, a tuned policy or a head replaces an earlier one, while anything else there is most likely an input put
+ * after the flag by the shell (`--report *.jpg` names the first image), which the write would destroy. An empty
+ * file, a device or a pipe is written as before.
  */
-export async function refuseNonHtml(flag: string, file: string): Promise<void> {
-  const head = await textHead(file)
-  if (head === undefined || head === '' || head.startsWith('<')) return
-  throw new ModError(
+interface OwnKind {
+  /** What a file of the kind is: `an HTML page`, `a baseline (a JSON object)`. */
+  is: string
+  /** What the command writes, and what of it it replaces: `a report`, `a page`. */
+  writes: string
+  replaces: string
+}
+
+function otherFile(flag: string, file: string, kind: OwnKind): ModError {
+  return new ModError(
     'bad_request',
-    `${flag} ${file}: the file there is not an HTML page, and a report replaces only a page (a shell pattern after ${flag} names its first match): give a new file name`,
+    `${flag} ${file}: the file there is not ${kind.is}, and ${kind.writes} replaces only ${kind.replaces} (a shell pattern after ${flag} names its first match): give a new file name`,
   )
 }
 
-/**
- * Refuses a baseline's target (`--write-baseline`) that is a file other than a JSON object, as a baseline is: a
- * baseline replaces an earlier one, while an image there was most likely put after the flag by the shell
- * (`--write-baseline *.png` names the first image), which the baseline would destroy. An empty file, a device or a
- * pipe is written as before.
- */
-export async function refuseNonBaseline(flag: string, file: string): Promise<void> {
+/** Refuses a file there whose text does not start as the kind's does (`first`). */
+async function refuseByStart(flag: string, file: string, first: string, kind: OwnKind): Promise<void> {
   const head = await textHead(file)
-  if (head === undefined || head === '' || head.startsWith('{')) return
-  throw new ModError(
-    'bad_request',
-    `${flag} ${file}: the file there is not a baseline (a JSON object), and a baseline replaces only a baseline (a shell pattern after ${flag} names its first match): give a new file name`,
-  )
+  if (head === undefined || head === '' || head.startsWith(first)) return
+  throw otherFile(flag, file, kind)
 }
 
+/** `--report`: an HTML page. */
+export const refuseNonHtml = (flag: string, file: string): Promise<void> => refuseByStart(flag, file, '<', {is: 'an HTML page', writes: 'a report', replaces: 'a page'})
+
+/** `--write-baseline`: a JSON object. */
+export const refuseNonBaseline = (flag: string, file: string): Promise<void> =>
+  refuseByStart(flag, file, '{', {is: 'a baseline (a JSON object)', writes: 'a baseline', replaces: 'a baseline'})
+
+/** `mod head train --out`: a JSON object. */
+export const refuseNonHead = (flag: string, file: string): Promise<void> => refuseByStart(flag, file, '{', {is: 'a head (a JSON object)', writes: 'a head', replaces: 'a head'})
+
 /**
- * Refuses a policy's target (`mod calibrate --out`) that is a file other than a policy (a YAML or JSON mapping): the
- * tuned policy replaces an earlier one (or the --config file itself), while an image or a labels file there was most
- * likely put after the flag by mistake or by the shell (`--out *.jpg` names the first image), which the policy would
- * destroy. An empty file (or one of comments alone), a device or a pipe is written as before.
+ * `mod calibrate --out`: a policy, a YAML or JSON mapping (the --config file itself among them), or no content at
+ * all (comments alone, after a `---` or not).
  */
 export async function refuseNonPolicy(flag: string, file: string): Promise<void> {
   const info = await stat(file).catch(() => undefined)
@@ -65,27 +72,9 @@ export async function refuseNonPolicy(flag: string, file: string): Promise<void>
   // A NUL byte is in every image header and never in a policy; a file larger than a policy may be is not one either.
   if (!head.includes(0) && info.size <= MAX_POLICY_BYTES) {
     const contents = parseDocument(await readFile(file, 'utf8')).contents
-    // No content at all (comments alone, after a `---` or not) is an empty policy.
     if (contents === null || isMap(contents) || (isScalar(contents) && contents.value === null)) return
   }
-  throw new ModError(
-    'bad_request',
-    `${flag} ${file}: the file there is not a policy (a YAML mapping), and a policy replaces only a policy (a shell pattern after ${flag} names its first match): give a new file name`,
-  )
-}
-
-/**
- * Refuses a head's target (`mod head train --out`) that is a file other than a JSON object, as a head file is: a
- * head replaces an earlier one, while an image there was most likely put after the flag by the shell (`--out *.png`
- * names the first image), which the head would destroy. An empty file, a device or a pipe is written as before.
- */
-export async function refuseNonHead(flag: string, file: string): Promise<void> {
-  const head = await textHead(file)
-  if (head === undefined || head === '' || head.startsWith('{')) return
-  throw new ModError(
-    'bad_request',
-    `${flag} ${file}: the file there is not a head (a JSON object), and a head replaces only a head (a shell pattern after ${flag} names its first match): give a new file name`,
-  )
+  throw otherFile(flag, file, {is: 'a policy (a YAML mapping)', writes: 'a policy', replaces: 'a policy'})
 }
 
 /** The start of a regular file as text (a byte order mark and leading white space dropped); undefined for none. */

@@ -1,7 +1,10 @@
-import {mkdirSync, writeFileSync} from 'node:fs'
+import {mkdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {dirname, join} from 'node:path'
 
 import sharp from 'sharp'
+import * as assert from 'uvu/assert'
+
+import type {CliRun} from './cli.js'
 
 /** A PNG of one colour with deterministic noise of ±spread per channel (a small linear congruential generator). */
 export function noisyPng(r: number, g: number, b: number, seed: number, spread = 8, size = 32): Promise<Buffer> {
@@ -28,4 +31,18 @@ export async function writeImages(root: string, folder: string, rgb: [number, nu
     paths.push(path)
   }
   return paths
+}
+
+/**
+ * A run refused for its `--out` file, `target`, of another kind than it writes (`kind`: `a head (a JSON object)`):
+ * exit 2 before its `step` began, nothing on stdout, the file as it was (`before`).
+ */
+export function assertOutRefused(r: CliRun, target: string, before: Buffer, kind: {is: string; replaces: string}, step: string): void {
+  assert.equal([r.code, r.stdout], [2, ''], r.stderr)
+  assert.match(
+    r.stderr,
+    `mod: bad_request: --out ${target}: the file there is not ${kind.is}, and ${kind.replaces} replaces only ${kind.replaces} (a shell pattern after --out names its first match): give a new file name\n`,
+  )
+  assert.not.match(r.stderr, `${step}:`)
+  assert.equal(readFileSync(target), before)
 }
