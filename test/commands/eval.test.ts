@@ -163,8 +163,11 @@ test('an unknown label folder is a dataset error: exit 2', async () => {
   await writeImages(bad, 'rednes', RED, 1)
   const r = await runInProcess(['eval', bad, '--config', policy], {env})
   assert.is(r.code, 2)
-  assert.match(r.stderr, 'unknown label rednes: not a category of the active policy or a label of the head')
+  assert.match(r.stderr, 'unknown label rednes: not a category of the active policy (known: ')
   assert.is(r.stdout, '')
+  // Without a head the problem names no head: mod calibrate, which takes none, says the same.
+  const calibrated = await runInProcess(['calibrate', bad, '--config', policy], {env})
+  assert.match(calibrated.stderr, 'unknown label rednes: not a category of the active policy (known: ')
 })
 
 test('a second eval on the same images runs no image encoder (features and prompts come from the cache)', async () => {

@@ -67,6 +67,8 @@ export interface Dataset {
 export interface DatasetOptions {
   /** The labels that can be scored (policy categories and head labels); any other is an error. Unset: any name. */
   known?: ReadonlySet<string>
+  /** Where `known` comes from, as an unknown label's problem says it: by default the active policy's categories. */
+  knownFrom?: string
 }
 
 /** The dataset's problems, every one listed: invalid_config. */
@@ -170,17 +172,19 @@ function splitCsvLine(line: string, separator: string): string[] {
 }
 
 /**
- * The header line, `file,labels` or `file;labels`, each name optionally quoted, and empty columns after them (a
- * spreadsheet saves those when a cell further right was ever used): its separator, or undefined for another line.
+ * The header line, `file,labels` or `file;labels` (or as a person heads the columns: `filename`, `path` or `image`,
+ * then `label`), each name optionally quoted, and empty columns after them (a spreadsheet saves those when a cell
+ * further right was ever used): its separator, or undefined for another line.
  */
 function headerSeparator(line: string): string | undefined {
-  return /^\s*"?file"?\s*([,;])\s*"?labels"?\s*(?:\1\s*)*$/i.exec(line)?.[1]
+  return /^\s*"?(?:file|file ?name|path|image)"?\s*([,;])\s*"?labels?"?\s*(?:\1\s*)*$/i.exec(line)?.[1]
 }
 
 /** A labels file's text → source → labels; every problem is reported at once, each with `name:line`. */
 export function parseLabelsCsv(text: string, problems: string[], name = LABELS_FILE): Map<string, string[]> {
   const listed = new Map<string, string[]>()
-  const lines = text.replace(/^\uFEFF/, '').split(/\r?\n/)
+  // Line ends of Windows, Unix and the classic Mac OS (a Mac Excel's "CSV (Macintosh)": CR alone).
+  const lines = text.replace(/^\uFEFF/, '').split(/\r\n|\r|\n/)
   let header = true
   let separator = ','
   lines.forEach((line, i) => {
@@ -274,7 +278,7 @@ function checkLabels(counts: Record<string, number>, options: DatasetOptions, pr
     const unknown = labels.filter((l) => CATEGORY_NAME_PATTERN.test(l) && !options.known?.has(l))
     if (unknown.length > 0) {
       problems.push(
-        `unknown label${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}: not a category of the active policy or a label of the head (known: ${[...options.known].join(', ')})`,
+        `unknown label${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}: not ${options.knownFrom ?? 'a category of the active policy'} (known: ${[...options.known].join(', ')})`,
       )
     }
   }

@@ -8,7 +8,7 @@ import type {Head} from '../signals/head/head.js'
 import {loadHead} from '../signals/head/head.js'
 import {calibrateCategories, type CalibrateOptions, type CalibrationReport, type RawSample} from './calibrate-policy.js'
 import {collectFeatures, isSampleError, type SampleError} from './collect.js'
-import {invalidDataset, LABELS_FILE, openDataset, SAFE_FOLDER, type Dataset} from './dataset.js'
+import {invalidDataset, LABELS_FILE, openDataset, SAFE_FOLDER, type Dataset, type DatasetOptions} from './dataset.js'
 import {openFeatureCache, type FeatureCache} from './feature-cache.js'
 import {openDatasetScoring, type DatasetScoring, type LabelInfo, type ModelOptions, type ScoringOptions} from './features.js'
 import {computeMetrics, histogram, prCurve, type CurvePoint, type EvalMetrics, type Histogram, type ScoredSample} from './metrics.js'
@@ -31,8 +31,8 @@ export interface DatasetRun {
   cache: FeatureCache
 }
 
-async function openRun(o: RunOptions, scoring: Omit<ScoringOptions, 'policy'>, known?: ReadonlySet<string>, opened?: Dataset): Promise<DatasetRun> {
-  const dataset = opened ?? (await openDataset(o.dataset, {known}))
+async function openRun(o: RunOptions, scoring: Omit<ScoringOptions, 'policy'>, known?: DatasetOptions, opened?: Dataset): Promise<DatasetRun> {
+  const dataset = opened ?? (await openDataset(o.dataset, known))
   const source = await openDatasetScoring(o.model, {...scoring, policy: o.policy})
   return {dataset, source, cache: openFeatureCache(o.model.cacheDir, source.key)}
 }
@@ -84,7 +84,11 @@ export interface EvalReport {
   animations_truncated: string[]
 }
 
-const knownLabels = (policy: Policy, head?: Head) => new Set([...policy.categories.map((c) => c.name), ...(head?.labels ?? []).map((l) => l.name)])
+/** The labels a dataset may use: the policy's categories, and a head's labels when one is applied. */
+const knownLabels = (policy: Policy, head?: Head): DatasetOptions => ({
+  known: new Set([...policy.categories.map((c) => c.name), ...(head?.labels ?? []).map((l) => l.name)]),
+  knownFrom: head ? 'a category of the active policy or a label of the head' : 'a category of the active policy',
+})
 
 /** Scores every image as scan would and measures the result against the folders' labels. */
 export async function evaluateDataset(o: RunOptions & {headPath?: string}): Promise<EvalReport> {
@@ -122,7 +126,7 @@ export async function evaluateDataset(o: RunOptions & {headPath?: string}): Prom
 export async function calibrateDataset(
   o: RunOptions & CalibrateOptions,
 ): Promise<{report: CalibrationReport; errors: SampleError[]; unlisted: string[]; images_embedded: number}> {
-  const dataset = await openDataset(o.dataset, {known: knownLabels(o.policy)})
+  const dataset = await openDataset(o.dataset, knownLabels(o.policy))
   // With no label, no category has images to fit: the policy would come back as it was, which looks like success.
   if (dataset.labels.length === 0) throw invalidDataset(o.dataset, ['no image has a label: calibration fits each category on its images (give some lines a label)'])
   const run = await openRun(o, {requireClip: true}, undefined, dataset)

@@ -116,7 +116,7 @@ test('unknown labels, empty folders, a missing safe/ and listed files that do no
       'gore/ holds no images (.jpg .jpeg .jpe .png .webp .gif .avif .tif .tiff)',
       'labels.csv lists missing.png, which is not an image in the dataset folder',
       'no safe/ folder: the images that should get no label are needed',
-      'unknown label weapns: not a category of the active policy or a label of the head (known: weapons, gore)',
+      'unknown label weapns: not a category of the active policy (known: weapons, gore)',
     ])
   } finally {
     dir.remove()
@@ -182,6 +182,13 @@ test('labels files as spreadsheets save them: ";" between the fields after a fil
     ['b, c.png', []],
   ])
   assert.equal(problems, ['labels.csv:4: expected "file,labels" (labels separated by ";"), got "d.png,x,note"'])
+  // Columns headed as a person heads them, and a Mac Excel's "CSV (Macintosh)", whose lines end in CR alone.
+  for (const head of ['filename,label', 'Image,Labels', '"File name";"Label"', 'path,labels']) {
+    const separator = head.includes(';') ? ';' : ','
+    const mac = parseLabelsCsv(`${head}\ra.png${separator}redness\rb.png${separator}\r`, problems)
+    assert.equal([...mac], [['a.png', ['redness']], ['b.png', []]], head)
+  }
+  assert.is(problems.length, 1)
 })
 
 test('a labels.csv that is not UTF-8 text (UTF-16, a Windows encoding), a folder or a FIFO is one problem, at once', async () => {
@@ -279,7 +286,7 @@ test('a labels file: missing files, unknown labels and an empty list are reporte
   try {
     const file = join(dir.path, 'marks.csv')
     writeFileSync(file, 'file,labels\na.png,weapns\nsub,weapons\ngone.png,\n')
-    assert.equal(await problemsOf(openDataset(file, {known: new Set(['weapons'])})), [
+    assert.equal(await problemsOf(openDataset(file, {known: new Set(['weapons']), knownFrom: 'a category of the active policy or a label of the head'})), [
       'marks.csv lists sub, which is not a file',
       'marks.csv lists gone.png, which is not a file',
       'unknown label weapns: not a category of the active policy or a label of the head (known: weapons)',
