@@ -138,7 +138,9 @@ export async function checkWritable(flag: string, file: string): Promise<void> {
     })
     return
   }
-  const probe = besideTemp(file)
+  // Beside the file a link names, where writeWhole writes: `--out /dev/stdout` with stdout a file (`> head.json`)
+  // probed /dev, where a user may not create files.
+  const probe = besideTemp(info === undefined ? file : await realpath(file).catch(() => file))
   try {
     await (await open(probe, 'wx')).close()
   } catch (e) {

@@ -1,10 +1,11 @@
-import {mkdirSync, readFileSync, renameSync, rmSync, writeFileSync} from 'node:fs'
+import {spawnSync} from 'node:child_process'
+import {chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
 import * as assert from 'uvu/assert'
 
-import {runCli, runInProcess, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
+import {BIN, runCli, runInProcess, shellWord, solidPng, tempDir, TOY_MODEL, writeRednessPolicy} from '../helpers/cli.js'
 import {git as gitIn} from '../helpers/git.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
 
@@ -112,6 +113,25 @@ test('--write-baseline naming a file that is not a baseline (an image a shell pa
     assert.is(again.code, 1, again.stderr)
     assert.is(JSON.parse(readFileSync(join(work, 'old-baseline.json'), 'utf8')).items.length, 1)
   }
+})
+
+test('--write-baseline through a link in a folder this user cannot write (as /dev/stdout is, with stdout a file) writes the file it names', async () => {
+  const locked = join(dir.path, 'locked')
+  const real = join(dir.path, 'real')
+  mkdirSync(locked)
+  mkdirSync(real)
+  symlinkSync('/dev/stdout', join(locked, 'stdout'))
+  chmodSync(locked, 0o555)
+  // Root writes any folder: as root the scan runs without the capability that allows it (util-linux setpriv).
+  const noOverride = process.getuid?.() === 0 ? ['setpriv', '--inh-caps=-dac_override', '--bounding-set=-dac_override', '--'] : []
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MOD_')))
+  const line = [...noOverride, ...[process.execPath, BIN, 'scan', 'assets'].map(shellWord), '--config', 'policy.yaml', '--write-baseline', shellWord(join(locked, 'stdout'))].join(' ')
+  const r = spawnSync('sh', ['-c', `${line} > ${shellWord(join(real, 'baseline.json'))}`], {cwd: work, encoding: 'utf8', env: {...base, NO_COLOR: '1', ...env}})
+  chmodSync(locked, 0o755)
+  assert.is(r.status, 1, r.stderr)
+  assert.equal(readdirSync(locked), ['stdout'])
+  const written = readFileSync(join(real, 'baseline.json'), 'utf8')
+  assert.equal(JSON.parse(written.slice(written.indexOf('{'), written.lastIndexOf('}') + 1)).items.length, 1)
 })
 
 test('in a git repository, `git diff --name-only -z --diff-filter=d` piped to --files-from - -0 scans only the changed images', async () => {
