@@ -46,7 +46,7 @@ categories without images are left as they are. A trained head is not applied.`
     'min-recall': Flags.string({description: 'Target: at least this share of each category\'s images flagged.', exclusive: ['max-fpr']}),
     holdout: Flags.string({description: 'Share of images held out to measure the result.', default: '0.3'}),
     seed: wholeNumberFlag({description: 'Seed of the held-out split.', default: 1}),
-    out: Flags.string({description: 'Write the policy YAML here instead of stdout.'}),
+    out: Flags.string({description: 'Write the policy YAML here instead of stdout (- for stdout).'}),
     ...flagsWithoutHead,
   }
 
@@ -60,9 +60,11 @@ categories without images are left as they are. A trained head is not applied.`
     const target: CalibrationTarget =
       flags['min-recall'] === undefined ? {maxFpr: share('max-fpr', flags['max-fpr'], 0.05)} : {minRecall: share('min-recall', flags['min-recall'], 0.9)}
     const holdout = share('holdout', flags.holdout, 0.3, true)
-    if (flags.out) {
-      await checkWritable('--out', flags.out)
-      await refuseNonPolicy('--out', flags.out)
+    // `-` is stdout, as without --out.
+    const out = flags.out === '-' ? undefined : flags.out
+    if (out) {
+      await checkWritable('--out', out)
+      await refuseNonPolicy('--out', out)
     }
     const {config, result} = await runDatasetSteps(flags, `Scoring the images of ${args.dataset} and fitting`, (c, retitle) =>
       calibrateDataset({
@@ -81,7 +83,7 @@ categories without images are left as they are. A trained head is not applied.`
     for (const line of errorLines(errors, unlisted)) this.logToStderr(line)
     const original = config.policyPath ? await readPolicyText(config.policyPath) : undefined
     const yaml = writeCalibratedPolicy(original, report, calibrationComments(report, args.dataset))
-    if (flags.out) await writeWhole('--out', flags.out, yaml)
+    if (out) await writeWhole('--out', out, yaml)
     else this.printResult(textReporter(), yaml)
     for (const c of report.categories.filter((c) => c.fitted || c.train.positives + c.after.positives > 0)) {
       this.logToStderr(

@@ -1,5 +1,5 @@
 import {spawnSync} from 'node:child_process'
-import {readdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {existsSync, readdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {test} from 'uvu'
@@ -77,6 +77,10 @@ test('--min-recall and stdout output; the split is seeded and reported', async (
   assert.match(r.stdout, '(holdout 0.25, seed 7)')
   assert.ok(parse(r.stdout).categories.redness.threshold > 0)
   assert.match(r.stderr, /redness: threshold [\d.]+, scale/)
+  // --out - is stdout too: the same policy, no file named -.
+  const dashed = await runInProcess(['calibrate', dataset, '--config', policy, '--min-recall', '0.9', '--seed', '7', '--holdout', '0.25', '--out', '-'], {env, cwd: dir.path})
+  assert.equal([dashed.code, dashed.stdout], [0, r.stdout], dashed.stderr)
+  assert.not.ok(existsSync(join(dir.path, '-')))
 })
 
 test('bad targets are usage errors', async () => {

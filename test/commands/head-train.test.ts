@@ -50,6 +50,13 @@ test('head train learns a label no prompt describes, and scan --head then flags 
   assert.is(e.code, 0, e.stderr)
   const greenish = JSON.parse(e.stdout).metrics.labels.find((l: {name: string}) => l.name === 'greenish')
   assert.equal([greenish.recall, greenish.safe_fpr], [1, 0])
+
+  // --out - writes the head on stdout, its figures on stderr, and no file named -.
+  const piped = await runInProcess(['head', 'train', dataset, '--out', '-'], {env, cwd: dir.path})
+  assert.is(piped.code, 0, piped.stderr)
+  assert.equal(parseHead(piped.stdout, 'stdout').labels.map((l) => l.name), ['greenish'])
+  assert.match(piped.stderr, 'the head (stdout): 1 label for model')
+  assert.not.ok(existsSync(join(dir.path, '-')))
 })
 
 test('--out naming a file that is not a head (an image a shell pattern put there) is refused before embedding, exit 2, the file kept; a head is replaced', async () => {

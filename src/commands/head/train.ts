@@ -36,7 +36,7 @@ hash) stops improving; the held-out figures at threshold 0.5 are printed. Use th
   }
 
   static override flags = {
-    out: Flags.string({description: 'Head file to write.', required: true}),
+    out: Flags.string({description: 'Head file to write (- for stdout: the held-out figures then go to stderr).', required: true}),
     holdout: Flags.string({description: 'Share of images held out for early stopping and the printed figures.', default: String(DEFAULT_TRAIN_OPTIONS.holdout)}),
     seed: wholeNumberFlag({description: 'Seed of the held-out split.', default: DEFAULT_TRAIN_OPTIONS.seed}),
     l2: Flags.string({description: 'L2 penalty on the weights.', default: String(DEFAULT_TRAIN_OPTIONS.l2)}),
@@ -50,8 +50,11 @@ hash) stops improving; the held-out figures at threshold 0.5 are printed. Use th
     const l2 = Number(flags.l2)
     if (!(holdout > 0 && holdout < 1)) this.error('--holdout must be a number between 0 and 1', {exit: EXIT_ERROR})
     if (!(l2 >= 0 && Number.isFinite(l2))) this.error('--l2 must be a number >= 0', {exit: EXIT_ERROR})
-    await checkWritable('--out', flags.out)
-    await refuseNonHead('--out', flags.out)
+    const toStdout = flags.out === '-'
+    if (!toStdout) {
+      await checkWritable('--out', flags.out)
+      await refuseNonHead('--out', flags.out)
+    }
     const {config, result} = await runDatasetSteps(flags, `Embedding the images of ${args.dataset} and training`, (c, retitle) =>
       trainHeadOnDataset({
         dataset: args.dataset,
@@ -67,12 +70,14 @@ hash) stops improving; the held-out figures at threshold 0.5 are printed. Use th
     for (const line of errorLines(errors, dataset.unlisted)) this.logToStderr(line)
     const description = `trained by mod head train on ${plural(dataset.images, 'image')} of ${args.dataset} (${head.train_images} for training, ${head.heldout_images} held out)`
     // Checked before the file is written: a regular file stdout is redirected to is then replaced by another.
-    const outIsStdout = await isStdout(flags.out)
-    await writeWhole('--out', flags.out, headFileJson(head, model, description))
+    const outIsStdout = toStdout || (await isStdout(flags.out))
+    const json = headFileJson(head, model, description)
+    if (toStdout) this.printResult(textReporter(), json)
+    else await writeWhole('--out', flags.out, json)
     const figures = head.labels.map(
       (l) => `  ${l.name}: recall ${pct(l.heldout.recall)}, precision ${pct(l.heldout.precision)}, safe flagged ${pct(l.heldout.safe_fpr)} (${plural(l.heldout.positives, 'held-out image')}, ${plural(l.epochs, 'epoch')})\n`,
     )
-    const summary = `${visible(flags.out)}: ${plural(head.labels.length, 'label')} for model ${visible(model.id)}; held-out figures at threshold 0.5:\n${figures.join('')}`
+    const summary = `${toStdout ? 'the head (stdout)' : visible(flags.out)}: ${plural(head.labels.length, 'label')} for model ${visible(model.id)}; held-out figures at threshold 0.5:\n${figures.join('')}`
     // With --out /dev/stdout the head is the output: the figures go to stderr, so that it stays a head file.
     if (outIsStdout) process.stderr.write(summary)
     else this.printResult(textReporter(), summary)
