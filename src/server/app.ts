@@ -117,7 +117,9 @@ export function buildServer(engine: Engine, settings: ServerSettings, options: S
     metricsText: options.metricsText ?? (() => metrics.registry.metrics()),
     draining: () => draining,
     version,
-    verdict: (result) => metrics.verdict(result),
+    verdict: (res, result) => {
+      if (!res.destroyed) metrics.verdict(result)
+    },
     owner: (req) => owners.get(req),
   }
   const broken: Broken = (problem) => {

@@ -1,4 +1,4 @@
-import type {IncomingMessage} from 'node:http'
+import type {IncomingMessage, ServerResponse} from 'node:http'
 
 import type {ServerSettings} from '../lib/config/settings.js'
 import type {Engine} from '../lib/engine.js'
@@ -30,8 +30,11 @@ export interface RouteContext {
   draining: () => boolean
   /** The version of mod serving (package.json). */
   version: string
-  /** Counts a verdict answered synchronously (GET /metrics). */
-  verdict: (result: Verdict) => void
+  /**
+   * Counts a verdict answered synchronously (GET /metrics), called just before `res` carries it: one whose client
+   * has gone (its request counted 499) is not answered, so not counted.
+   */
+  verdict: (res: ServerResponse, result: Verdict) => void
   /** What GET /metrics answers (Prometheus text). */
   metricsText: () => Promise<string>
   /**

@@ -14,7 +14,7 @@ import {createEngine} from '../../src/lib/engine.js'
 import {createLogger, logTo, prettyDestination} from '../../src/server/logger.js'
 import {createServerMetrics} from '../../src/server/metrics.js'
 import {withoutSpecialist} from '../helpers/signals.js'
-import {blue, call, fakeEngine, form, red, start, tempDir, testSettings, TOY_MODEL, until, type Running} from './harness.js'
+import {blue, call, fakeEngine, form, multipartParts, red, start, tempDir, testSettings, TOY_MODEL, until, type Running} from './harness.js'
 
 const KEY = 'ops-key'
 const dir = tempDir('mod-server-observability-')
@@ -300,6 +300,41 @@ test('a request that got no answer is logged and counted as 499; an answer writt
       'mod_http_requests_total{method="POST",route="/v1/moderate",status="499"} 2',
     ])
     assert.equal(lines.filter((l) => l.startsWith('mod_errors_total{')), ['mod_errors_total{code="payload_too_large"} 1'])
+  } finally {
+    await s.stop()
+  }
+})
+
+test('a verdict whose client went away before its answer is not counted among the verdicts answered', async () => {
+  const own = createServerMetrics()
+  let entered = false
+  let release = () => {}
+  const scored = new Promise<void>((resolve) => (release = resolve))
+  const slow = fakeEngine({
+    moderateImage: async (_data, source) => {
+      entered = true
+      await scored
+      return {source, is_safe: true, violations: [], labels: [], not_evaluated: []}
+    },
+  })
+  const s = await start(slow, settings, {metrics: own, logger})
+  try {
+    const png = await red()
+    const {head, tail, type} = multipartParts('file', 'left.png')
+    const body = Buffer.concat([head, png, tail])
+    const socket = connect(Number(new URL(s.base).port), '127.0.0.1', () =>
+      socket.write(Buffer.concat([Buffer.from(`POST /v1/moderate HTTP/1.1\r\nHost: a\r\nX-API-Key: ${KEY}\r\nContent-Type: ${type}\r\nContent-Length: ${body.length}\r\nX-Request-Id: left-1\r\n\r\n`), body])),
+    )
+    socket.on('error', () => {})
+    // The client hangs up while its image is being scored, and the scoring ends after the server saw it go.
+    await until(() => entered)
+    socket.resetAndDestroy()
+    await until(() => accessLine('left-1') !== undefined)
+    release()
+    assert.is((await call(`${s.base}/v1/moderate`, {method: 'POST', headers: key, body: form('file', [{name: 'stayed.png', data: png}])})).status, 200)
+    const lines = ((await call(`${s.base}/metrics`, {headers: key})).body as string).split('\n')
+    assert.is((accessLine('left-1') as {status: number}).status, 499)
+    assert.equal(lines.filter((l) => l.startsWith('mod_results_total{')), ['mod_results_total{verdict="safe"} 1'])
   } finally {
     await s.stop()
   }

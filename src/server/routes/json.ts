@@ -66,7 +66,7 @@ async function moderateJson(ctx: RouteContext, req: Request, res: ServerResponse
     },
     (image, scheduler, _signal, steps) => ctx.engine.moderateImage(image.data, image.source, {scheduler, steps}),
   )
-  ctx.verdict(result)
+  ctx.verdict(res, result)
   return result
 }
 

@@ -24,7 +24,7 @@ async function moderateFile(ctx: RouteContext, req: Request, res: ServerResponse
     async (upload) => (await receiveImages(req, {field: 'file', maxFiles: 1, maxBytes, ...pace, hold: upload, place: upload}))[0],
     (image, scheduler, _signal, steps) => ctx.engine.moderateImage(image.data, image.filename, {scheduler, steps}),
   )
-  ctx.verdict(result)
+  ctx.verdict(res, result)
   return result
 }
 
@@ -55,7 +55,7 @@ async function moderateBatch(ctx: RouteContext, req: Request, res: ServerRespons
       return out
     },
   )
-  for (const item of results) if (!('error' in item)) ctx.verdict(item)
+  for (const item of results) if (!('error' in item)) ctx.verdict(res, item)
   return results
 }
 

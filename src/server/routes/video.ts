@@ -40,7 +40,7 @@ async function moderateVideoFile(ctx: RouteContext, req: Request, res: ServerRes
   } finally {
     if (dir) await rm(dir, {recursive: true, force: true})
   }
-  ctx.verdict(result)
+  ctx.verdict(res, result)
   return result
 }
 
