@@ -36,6 +36,14 @@ const VCS_IN_REPO: IgnoreFiles = {vcs: true, inRepo: true}
  */
 type Rules = readonly {base: string; ig: Ignore; flag?: boolean; vcs?: boolean}[]
 
+/**
+ * A set of git-ignore patterns matched as git (on Linux) and ripgrep match them: case-sensitively, so that a
+ * `.gitignore` or an `--exclude '*.PNG'` leaves out `a.PNG`, never `a.png` (the ignore package folds case by default).
+ */
+function patternSet(): Ignore {
+  return ignore({ignorecase: false})
+}
+
 /** true: excluded, false: re-included by a `!pattern`, undefined: the rules do not say. */
 function verdict({base, ig}: Rules[number], path: string, isDir: boolean): boolean | undefined {
   const rel = relative(base, path)
@@ -85,7 +93,7 @@ async function withIgnoreFiles(rules: Rules, dir: string, files: IgnoreFiles, pr
   const names = ignoreFileNames(files).filter(present)
   const read = async (group: string[], vcs: boolean): Promise<Rules> => {
     if (group.length === 0) return []
-    const ig = ignore()
+    const ig = patternSet()
     for (const name of group) ig.add(await readIgnoreFile(join(dir, name), inside(at, name)))
     return [{base: dir, ig, ...(vcs ? {vcs} : {})}]
   }
@@ -108,7 +116,7 @@ async function inheritedRules(dir: string, root: string): Promise<Rules> {
   const exists = (path: string) => lstat(path).then((info) => info.isFile(), () => false)
   let rules: Rules = []
   const exclude = join(root, '.git', 'info', 'exclude')
-  if (await exists(exclude)) rules = [{base: root, ig: ignore().add(await readIgnoreFile(exclude)), vcs: true}]
+  if (await exists(exclude)) rules = [{base: root, ig: patternSet().add(await readIgnoreFile(exclude)), vcs: true}]
   for (const d of above) {
     const present = new Set<string>()
     for (const name of [GIT_IGNORE, PLAIN_IGNORE]) if (await exists(join(d, name))) present.add(name)
@@ -414,7 +422,7 @@ export async function* scanInputs(
   stdin: NodeJS.ReadableStream = process.stdin,
   {exclude = [], listed = false, vcsIgnore = false, reached = new Set<string>(), videos = false, gitUnknown}: InputOptions = {},
 ): AsyncGenerator<ScanItem> {
-  const patterns = exclude.length > 0 ? ignore().add([...exclude]) : undefined
+  const patterns = exclude.length > 0 ? patternSet().add([...exclude]) : undefined
   const ctx: WalkContext = {maxBytes, skipped, reached, vcs: vcsIgnore, videos, gitUnknown}
   for (const p of paths) {
     if (typeof p !== 'string') {

@@ -104,6 +104,19 @@ test('a folder scan skips .git and what .gitignore, .ignore and .git/info/exclud
   assert.equal(await scanned(plain), [join(plain, 'x.png')])
 })
 
+test('ignore patterns match names case-sensitively, as git and ripgrep do: *.PNG in a .gitignore, a .modignore or --exclude leaves out a.PNG, not b.png', async () => {
+  const repo = join(dir.path, 'cases')
+  const red = await solidPng(255, 0, 0)
+  mkdirSync(join(repo, 'mod'), {recursive: true})
+  git(repo, 'init', '-q')
+  for (const name of ['a.PNG', 'b.png', 'mod/c.JPG', 'mod/d.jpg', 'e.GIF', 'f.gif']) writeFileSync(join(repo, name), red)
+  writeFileSync(join(repo, '.gitignore'), '*.PNG\n')
+  writeFileSync(join(repo, 'mod', '.modignore'), '*.JPG\n')
+  const r = await runInProcess(['scan', '.', '--config', policy, '--ndjson', '--exclude', '*.GIF'], {env, cwd: repo})
+  assert.equal(sources(r.stdout), ['b.png', 'f.gif', 'mod/d.jpg'], r.stderr)
+  assert.is(r.stderr, '3 scanned: 0 safe, 3 unsafe, 0 errors; skipped 5 (4 excluded, 1 not an image)\n')
+})
+
 test('files git tracks are scanned whatever .gitignore, .ignore and .git/info/exclude say, as git keeps them (a change cannot hide a committed image so); .modignore and --exclude still leave them out', async () => {
   const repo = join(dir.path, 'tracked-repo')
   const red = await solidPng(255, 0, 0, 16, 16)
