@@ -301,11 +301,12 @@ async function repositoryAt(root: string, ctx: WalkContext): Promise<Repository>
 
 /**
  * A folder, recursively in name order. Files are picked by content (their first bytes), not by extension;
- * symlinks are followed, to files and to folders, but a folder already visited (by its real path) is a loop.
+ * symlinks are followed, to files and to folders, but one to a folder the walk is inside (`above`, real paths) is a
+ * loop; a folder reached before by another way is walked once, as a file is scanned once, and is no loop.
  * A folder that cannot be read is an error entry and the walk goes on. `real` is the folder's real path: with a
  * file's name it says whether the run has reached that file already.
  */
-async function* walk(folder: Folder, real: string, ctx: WalkContext, seen: Set<string>, inherited: Rules, repo: Repository | undefined, depth = 0): AsyncGenerator<ScanItem> {
+async function* walk(folder: Folder, real: string, ctx: WalkContext, above: Set<string>, inherited: Rules, repo: Repository | undefined, depth = 0): AsyncGenerator<ScanItem> {
   const {maxBytes, skipped} = ctx
   const dir = folder.shown
   let names: DirEntry[]
@@ -346,16 +347,18 @@ async function* walk(folder: Folder, real: string, ctx: WalkContext, seen: Set<s
           continue
         }
         const realDir = await realOf(c.dir.at, c.dir.shown)
-        if (seen.has(realDir)) {
+        if (above.has(realDir)) {
           skip(skipped, 'symlink loop')
           continue
         }
-        seen.add(realDir)
         if (depth + 1 > MAX_FOLDER_DEPTH) {
           yield entry(c.dir.shown, 'unreadable_image', `the folder ${c.dir.shown} is nested more than ${MAX_FOLDER_DEPTH} folders deep: not walked`)
           continue
         }
-        if (firstReach(ctx.reached, realDir)) yield* walk(c.dir, realDir, ctx, seen, rules, here, depth + 1)
+        if (!firstReach(ctx.reached, realDir)) continue
+        above.add(realDir)
+        yield* walk(c.dir, realDir, ctx, above, rules, here, depth + 1)
+        above.delete(realDir)
       }
     }
   }

@@ -53,6 +53,19 @@ test('a folder is walked by content: extensionless and misnamed images are scann
   assert.is(r.stderr, '4 scanned: 2 safe, 1 unsafe, 1 error; skipped 3 (1 broken symlink, 1 not an image, 1 symlink loop)\n')
 })
 
+test('a symlink to a folder the walk reaches another way is no loop: its images are scanned once and nothing is skipped', async () => {
+  // a/link points at the sibling b/, which is walked through the link first and is then reached by name.
+  const sib = join(dir.path, 'siblings')
+  mkdirSync(join(sib, 'a'), {recursive: true})
+  mkdirSync(join(sib, 'b'))
+  writeFileSync(join(sib, 'b', 'x.png'), await solidPng(0, 0, 255))
+  symlinkSync(join('..', 'b'), join(sib, 'a', 'link'))
+  const r = await runInProcess(['scan', sib, '--config', policy, '--ndjson'], {env})
+  assert.is(r.code, 0, r.stderr)
+  assert.equal(r.stdout.trim().split('\n').map((l) => (JSON.parse(l) as {source: string}).source), [join(sib, 'a', 'link', 'x.png')])
+  assert.is(r.stderr, '1 scanned: 1 safe, 0 unsafe, 0 errors\n')
+})
+
 test('the table summary names what was skipped and why', async () => {
   const r = await runInProcess(['scan', tree, '--config', policy], {env})
   assert.is(r.code, 1)
