@@ -32,9 +32,10 @@ const VCS_IN_REPO: IgnoreFiles = {vcs: true, inRepo: true}
 
 /**
  * Exclusion rules in force in a part of a walk, outermost first: each set of patterns matches paths relative to
- * its own folder. `flag` marks the --exclude patterns, `vcs` those of the version-control ignore files.
+ * its own folder. `flag` marks the --exclude patterns, `vcs` those of the version-control ignore files, `git` those
+ * of them that are git's (`.gitignore`, `.git/info/exclude`), which apply in their own repository only.
  */
-type Rules = readonly {base: string; ig: Ignore; flag?: boolean; vcs?: boolean}[]
+type Rules = readonly {base: string; ig: Ignore; flag?: boolean; vcs?: boolean; git?: boolean}[]
 
 /**
  * A set of git-ignore patterns matched as git (on Linux) and ripgrep match them: case-sensitively, so that a
@@ -88,17 +89,17 @@ async function readIgnoreFile(path: string, at: FsPath = path): Promise<string> 
   }
 }
 
-/** The folder's ignore files (those of `present`) added to the rules, as one set of patterns; `at` as in Folder. */
+/** The folder's ignore files (those of `present`) added to the rules, a set of patterns each; `at` as in Folder. */
 async function withIgnoreFiles(rules: Rules, dir: string, files: IgnoreFiles, present: (name: string) => boolean, at: FsPath = dir): Promise<Rules> {
   const names = ignoreFileNames(files).filter(present)
-  const read = async (group: string[], vcs: boolean): Promise<Rules> => {
-    if (group.length === 0) return []
-    const ig = patternSet()
-    for (const name of group) ig.add(await readIgnoreFile(join(dir, name), inside(at, name)))
-    return [{base: dir, ig, ...(vcs ? {vcs} : {})}]
+  const read = async (name: string): Promise<Rules> => {
+    if (!names.includes(name)) return []
+    const ig = patternSet().add(await readIgnoreFile(join(dir, name), inside(at, name)))
+    return [{base: dir, ig, ...(name === IGNORE_FILE ? {} : {vcs: true}), ...(name === GIT_IGNORE ? {git: true} : {})}]
   }
-  // The version-control files' patterns and mod's own apart: only the former spare a tracked file (excluded).
-  return [...rules, ...(await read(names.filter((n) => n !== IGNORE_FILE), true)), ...(await read(names.filter((n) => n === IGNORE_FILE), false))]
+  // Each file's patterns apart, later ones deciding first (excluded): only the version-control files' spare a
+  // tracked file, and only git's stop at a nested repository's top (walk).
+  return [...rules, ...(await read(GIT_IGNORE)), ...(await read(PLAIN_IGNORE)), ...(await read(IGNORE_FILE))]
 }
 
 /**
@@ -116,7 +117,7 @@ async function inheritedRules(dir: string, root: string): Promise<Rules> {
   const exists = (path: string) => lstat(path).then((info) => info.isFile(), () => false)
   let rules: Rules = []
   const exclude = join(root, '.git', 'info', 'exclude')
-  if (await exists(exclude)) rules = [{base: root, ig: patternSet().add(await readIgnoreFile(exclude)), vcs: true}]
+  if (await exists(exclude)) rules = [{base: root, ig: patternSet().add(await readIgnoreFile(exclude)), vcs: true, git: true}]
   for (const d of above) {
     const present = new Set<string>()
     for (const name of [GIT_IGNORE, PLAIN_IGNORE]) if (await exists(join(d, name))) present.add(name)
@@ -324,7 +325,10 @@ async function* walk(folder: Folder, real: string, ctx: WalkContext, above: Set<
   const top = resolve(dir)
   const here = ctx.vcs && top !== repo?.root && names.some((n) => n.name === '.git') ? await repositoryAt(top, ctx) : repo
   const files: IgnoreFiles = {vcs: ctx.vcs, inRepo: here !== undefined}
-  const rules = await withIgnoreFiles(inherited, dir, files, (name) => names.some((n) => n.name === name), folder.at)
+  // As git and ripgrep do, a nested repository (a submodule, a clone inside a clone) is not ruled by the git ignore
+  // files of the one around it: its untracked files are its own.
+  const kept = here !== repo ? inherited.filter((r) => !r.git) : inherited
+  const rules = await withIgnoreFiles(kept, dir, files, (name) => names.some((n) => n.name === name), folder.at)
   names.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   const wanted = names.filter((n) => {
     if (n.name === IGNORE_FILE) return false

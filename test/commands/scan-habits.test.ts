@@ -117,6 +117,20 @@ test('ignore patterns match names case-sensitively, as git and ripgrep do: *.PNG
   assert.is(r.stderr, '3 scanned: 0 safe, 3 unsafe, 0 errors; skipped 5 (4 excluded, 1 not an image)\n')
 })
 
+test('a nested repository is not ruled by the .gitignore around it, as in git and ripgrep; an .ignore above still applies', async () => {
+  const outer = join(dir.path, 'outer')
+  const red = await solidPng(255, 0, 0)
+  mkdirSync(join(outer, 'inner'), {recursive: true})
+  git(outer, 'init', '-q')
+  git(join(outer, 'inner'), 'init', '-q')
+  writeFileSync(join(outer, '.gitignore'), '*.tmp.png\n')
+  appendFileSync(join(outer, '.git', 'info', 'exclude'), 'ex.png\n')
+  writeFileSync(join(outer, '.ignore'), '*.skip.png\n')
+  for (const name of ['a.tmp.png', 'inner/b.tmp.png', 'inner/c.skip.png', 'inner/ex.png']) writeFileSync(join(outer, name), red)
+  const r = await runInProcess(['scan', '.', '--config', policy, '--ndjson'], {env, cwd: outer})
+  assert.equal(sources(r.stdout), ['inner/b.tmp.png', 'inner/ex.png'], r.stderr)
+})
+
 test('files git tracks are scanned whatever .gitignore, .ignore and .git/info/exclude say, as git keeps them (a change cannot hide a committed image so); .modignore and --exclude still leave them out', async () => {
   const repo = join(dir.path, 'tracked-repo')
   const red = await solidPng(255, 0, 0, 16, 16)
