@@ -328,10 +328,11 @@ async function* walk(folder: Folder, real: string, ctx: WalkContext, above: Set<
   // As git and ripgrep do, a nested repository (a submodule, a clone inside a clone) is not ruled by the git ignore
   // files of the one around it: its untracked files are its own.
   const kept = here !== repo ? inherited.filter((r) => !r.git) : inherited
-  const rules = await withIgnoreFiles(kept, dir, files, (name) => names.some((n) => n.name === name), folder.at)
+  // A folder that bears an ignore file's name (a `.ignore/` of images) is walked as any folder, not read as rules.
+  const rules = await withIgnoreFiles(kept, dir, files, (name) => names.some((n) => n.name === name && !n.dir), folder.at)
   names.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   const wanted = names.filter((n) => {
-    if (n.name === IGNORE_FILE) return false
+    if (n.name === IGNORE_FILE && !n.dir) return false
     // A symlink is judged as a file here; a link to a folder is judged as a folder when it is walked.
     if (!(ctx.vcs && n.name === '.git') && !excluded(rules, join(dir, n.name), n.dir, here?.tracked)) return true
     skip(skipped, 'excluded')

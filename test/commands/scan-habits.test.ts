@@ -131,6 +131,19 @@ test('a nested repository is not ruled by the .gitignore around it, as in git an
   assert.equal(sources(r.stdout), ['inner/b.tmp.png', 'inner/ex.png'], r.stderr)
 })
 
+test('a folder named .ignore, .gitignore or .modignore is walked as any folder, not taken for an ignore file (the scan stopped on it, or passed it over)', async () => {
+  const tree = join(dir.path, 'named-folders')
+  const red = await solidPng(255, 0, 0)
+  mkdirSync(join(tree, '.ignore'), {recursive: true})
+  mkdirSync(join(tree, '.gitignore'))
+  mkdirSync(join(tree, '.modignore'))
+  git(tree, 'init', '-q')
+  for (const name of ['.ignore/a.png', '.gitignore/b.png', '.modignore/d.png', 'c.png']) writeFileSync(join(tree, name), red)
+  const r = await runInProcess(['scan', '.', '--config', policy, '--ndjson'], {env, cwd: tree})
+  assert.is(r.code, 1, r.stderr)
+  assert.equal(sources(r.stdout), ['.gitignore/b.png', '.ignore/a.png', '.modignore/d.png', 'c.png'])
+})
+
 test('files git tracks are scanned whatever .gitignore, .ignore and .git/info/exclude say, as git keeps them (a change cannot hide a committed image so); .modignore and --exclude still leave them out', async () => {
   const repo = join(dir.path, 'tracked-repo')
   const red = await solidPng(255, 0, 0, 16, 16)
