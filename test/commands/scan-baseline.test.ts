@@ -171,6 +171,10 @@ test('--files-from FILE reads one path per line; an empty list scans nothing and
   const r = await runInProcess(['scan', '--files-from', 'list.txt', '--config', 'policy.yaml'], {env, cwd: repo})
   assert.is(r.code, 2)
   assert.is(r.stdout, 'SAFE    img/kept.png  (highest: alcohol 0.05)\nERROR   img/missing.png  not_found: img/missing.png does not exist\n')
+  // Saved by a Windows tool, with a byte order mark before the first path.
+  writeFileSync(join(repo, 'bom.txt'), '\uFEFFimg/kept.png\r\n')
+  const bom = await runInProcess(['scan', '--files-from', 'bom.txt', '--config', 'policy.yaml'], {env, cwd: repo})
+  assert.equal([bom.code, bom.stdout], [0, 'SAFE    img/kept.png  (highest: alcohol 0.05)\n'], bom.stderr)
   writeFileSync(join(repo, 'empty.txt'), '')
   const empty = await runInProcess(['scan', '--files-from', 'empty.txt', '--config', 'policy.yaml'], {env, cwd: repo})
   assert.is(empty.code, 0, empty.stderr)
