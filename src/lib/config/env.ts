@@ -24,7 +24,7 @@ export function parseBoolean(name: string, value: string | undefined, fallback: 
 export const MAX_TIMER_MS = 2 ** 31 - 1
 
 /** The whole number `value` writes in plain decimal, spaces around it ignored; NaN for anything else (`0x10`, `1e3`, `2.0`, spaces alone). */
-export function plainWhole(value: string): number {
+function plainWhole(value: string): number {
   return /^\d+$/.test(value.trim()) ? Number(value.trim()) : Number.NaN
 }
 

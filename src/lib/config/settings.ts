@@ -9,7 +9,7 @@ import {PRESETS, type PresetName} from '../policy/types.js'
 import {MAX_TEXT_BUDGET, MIN_TEXT_BUDGET} from '../signals/text/read.js'
 import {formatSizeExact} from '../sizes.js'
 import {readApiKey, readApiKeys, type NamedKey} from './api-keys.js'
-import {HOST_FORM, hostOf, invalid, MAX_TIMER_MS, parseBoolean, parseCount, parseSize, plainWhole, type Env} from './env.js'
+import {countOf, HOST_FORM, hostOf, invalid, MAX_TIMER_MS, parseBoolean, parseCount, parseSize, type Env} from './env.js'
 import {DEFAULT_IMAGE_JOB_LIMITS, readJobSettings, type JobSettings} from './jobs.js'
 
 export type {Env} from './env.js'
@@ -219,8 +219,8 @@ export function parseOrigins(name: string, value: string | undefined): string[] 
 /** Recogniser columns per image, a whole number in the range the policy's `text.budget` takes; unset: undefined. */
 export function parseTextBudget(name: string, value: string | undefined): number | undefined {
   if (value === undefined || value === '') return undefined
-  const n = plainWhole(value)
-  if (!Number.isInteger(n) || n < MIN_TEXT_BUDGET || n > MAX_TEXT_BUDGET) throw invalid(name, value, `a whole number of recogniser columns from ${MIN_TEXT_BUDGET} to ${MAX_TEXT_BUDGET}`)
+  const n = countOf(value, MIN_TEXT_BUDGET, MAX_TEXT_BUDGET)
+  if (n === undefined) throw invalid(name, value, `a whole number of recogniser columns from ${MIN_TEXT_BUDGET} to ${MAX_TEXT_BUDGET}`)
   return n
 }
 
