@@ -6,7 +6,7 @@ import {whyUnreadable} from '../errno.js'
 import {ModError} from '../errors.js'
 import type {Int8Weights, Precision} from '../model/manifest-types.js'
 import {PRESETS, type PresetName} from '../policy/types.js'
-import {MAX_TEXT_BUDGET, MIN_TEXT_BUDGET} from '../signals/text/read.js'
+import {BUDGET_RANGE, MAX_TEXT_BUDGET, MIN_TEXT_BUDGET} from '../signals/text/read.js'
 import {formatSizeExact} from '../sizes.js'
 import {readApiKey, readApiKeys, type NamedKey} from './api-keys.js'
 import {countOf, HOST_FORM, hostOf, invalid, MAX_TIMER_MS, parseBoolean, parseCount, parseSize, type Env} from './env.js'
@@ -220,7 +220,7 @@ export function parseOrigins(name: string, value: string | undefined): string[] 
 export function parseTextBudget(name: string, value: string | undefined): number | undefined {
   if (value === undefined || value === '') return undefined
   const n = countOf(value, MIN_TEXT_BUDGET, MAX_TEXT_BUDGET)
-  if (n === undefined) throw invalid(name, value, `a whole number of recogniser columns from ${MIN_TEXT_BUDGET} to ${MAX_TEXT_BUDGET}`)
+  if (n === undefined) throw invalid(name, value, BUDGET_RANGE)
   return n
 }
 

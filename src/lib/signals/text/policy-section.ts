@@ -32,7 +32,7 @@ import {
 import {didYouMean} from '../../suggest.js'
 import {CONTACT_DETECTORS, type ContactDetector} from '../../rules/contact.js'
 import {entryKeys} from '../../rules/normalise.js'
-import {MAX_TEXT_BUDGET, MIN_TEXT_BUDGET} from './read.js'
+import {BUDGET_RANGE, MAX_TEXT_BUDGET, MIN_TEXT_BUDGET} from './read.js'
 import {patternProblem} from '../../rules/regex.js'
 import type {TextRule} from '../../rules/match.js'
 
@@ -182,7 +182,6 @@ function readTextRule(ctx: YamlContext, name: string, node: unknown, at: number,
   return oneKind(ctx, rule, path, at, ok) ? (rule as TextRuleEntry) : undefined
 }
 
-const BUDGET_RANGE = `a whole number of recogniser columns from ${MIN_TEXT_BUDGET} to ${MAX_TEXT_BUDGET}`
 
 function readBudget(ctx: YamlContext, node: unknown, at: number): number | undefined {
   return readWhole(ctx, node, at, 'text.budget', {min: MIN_TEXT_BUDGET, max: MAX_TEXT_BUDGET, text: BUDGET_RANGE})

@@ -50,6 +50,8 @@ export const DEFAULT_TEXT_BUDGET = 32_768
 export const MIN_TEXT_BUDGET = 1280
 /** The most one may set: every region the detector keeps (BoxOptions.maxBoxes, 200) at the widest. */
 export const MAX_TEXT_BUDGET = 256_000
+/** What a budget accepts, as MOD_TEXT_BUDGET's and the policy's `text.budget`'s refusals say it. */
+export const BUDGET_RANGE = `a whole number of recogniser columns from ${MIN_TEXT_BUDGET} to ${MAX_TEXT_BUDGET}`
 
 export interface ReadOptions {
   /**
