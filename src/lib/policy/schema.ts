@@ -287,7 +287,7 @@ export function validatePolicyText(plugins: PolicyPlugins, text: string): Policy
     return {problems: ctx.problems}
   }
   const [firstAlias] = targets.keys()
-  if (firstAlias !== undefined && aliasedValues(doc, targets) > MAX_ALIASED_VALUES) {
+  if (firstAlias !== undefined && aliasedValues(targets) > MAX_ALIASED_VALUES) {
     const limit = grouped(MAX_ALIASED_VALUES)
     report(ctx, offsetOf(firstAlias, 0), `YAML: the aliases of this file (the first, *${firstAlias.source}, here) repeat more than ${limit} values in all, where a policy may repeat at most ${limit}: write the values out, or repeat fewer`)
     return {problems: ctx.problems}

@@ -82,11 +82,12 @@ export function mergeKeys(doc: Document): YamlNode[] {
 }
 
 /**
- * How many values the document's aliases repeat once each is replaced by what it stands for (an alias within an
- * anchored value repeated as often as that value is). A few kilobytes of aliases of aliases stand for billions of
- * values, which the library's own reading refuses (its maxAliasCount) and this reader must too.
+ * How many values the document's aliases (`targets`, of anchorTargets: each with what it stands for) repeat once
+ * each is replaced by its value (an alias within an anchored value repeated as often as that value is). A few
+ * kilobytes of aliases of aliases stand for billions of values, which the library's own reading refuses (its
+ * maxAliasCount) and this reader must too.
  */
-export function aliasedValues(doc: Document, targets: ReadonlyMap<Alias, YamlNode>): number {
+export function aliasedValues(targets: ReadonlyMap<Alias, YamlNode>): number {
   const sizes = new Map<unknown, number>()
   const size = (node: unknown): number => {
     const known = sizes.get(node)
@@ -104,11 +105,7 @@ export function aliasedValues(doc: Document, targets: ReadonlyMap<Alias, YamlNod
     return n
   }
   let aliased = 0
-  visit(doc, {
-    Alias(_key, node) {
-      aliased += size(node)
-    },
-  })
+  for (const alias of targets.keys()) aliased += size(alias)
   return aliased
 }
 
