@@ -3,7 +3,7 @@ import {rm} from 'node:fs/promises'
 import {queueFull} from './admission.js'
 import {memoryBackend, type MemoryBackend} from './memory-backend.js'
 import {closedSegment, openSegments, type JobBody} from './schema.js'
-import {attempt, jobSkeleton} from './skeleton.js'
+import {attempt, inProcessStop, jobSkeleton} from './skeleton.js'
 import {newJob, type JobQueue, type JobRunner, type JobSpec, type QueueHooks} from './types.js'
 
 export interface MemoryQueueOptions extends QueueHooks {
@@ -71,11 +71,7 @@ export function createMemoryQueue(o: MemoryQueueOptions): JobQueue {
       dropped.push(id)
     },
   })
-  /** The jobs left waiting being dropped since the queue started stopping. */
-  let dropping = Promise.resolve()
-  const report = () => {
-    if (dropped.length > 0) o.onDropped?.(dropped.splice(0))
-  }
+  const stop = inProcessStop(() => jobs.refuse(), skeleton, dropped, o.onDropped)
 
   return {
     async checkRoom() {
@@ -107,18 +103,8 @@ export function createMemoryQueue(o: MemoryQueueOptions): JobQueue {
       return entry.body
     },
     work: (runner) => skeleton.work(runner),
-    stopping() {
-      // The jobs left waiting would never run: their clients learn it now (callback), not once the running one ends.
-      const left = jobs.refuse()
-      dropping = dropping.then(() => skeleton.drop(left)).then(report)
-      // close() awaits it and throws what failed; until then a failure is no unhandled rejection.
-      dropping.catch(() => {})
-    },
+    stopping: stop.stopping,
     reachable: () => true,
-    async close() {
-      await dropping
-      await skeleton.close()
-      report()
-    },
+    close: stop.close,
   }
 }

@@ -98,3 +98,34 @@ export async function attempt<T>(signal: AbortSignal, work: () => Promise<T>): P
     return signal.aborted ? {status: 'cancelled'} : {status: 'failed', error: e}
   }
 }
+
+/**
+ * How an in-process queue stops (the backend's `refuse`, the skeleton's `drop` and `close`): from `stopping`, the
+ * units left waiting would never run, so their jobs end at once (their clients learn it by callback, not once the
+ * running one ends); `close` waits for that and for the unit running here, then reports the jobs dropped, which the
+ * kind's `discard` put in `dropped`, to `onDropped`.
+ */
+export function inProcessStop<Unit>(
+  refuse: () => Unit[],
+  skeleton: Pick<JobSkeleton<unknown, Unit>, 'drop' | 'close'>,
+  dropped: string[],
+  onDropped?: (ids: string[]) => void,
+): {stopping(): void; close(): Promise<void>} {
+  let dropping = Promise.resolve()
+  const report = () => {
+    if (dropped.length > 0) onDropped?.(dropped.splice(0))
+  }
+  return {
+    stopping() {
+      const left = refuse()
+      dropping = dropping.then(() => skeleton.drop(left)).then(report)
+      // close() awaits it and throws what failed; until then a failure is no unhandled rejection.
+      dropping.catch(() => {})
+    },
+    async close() {
+      await dropping
+      await skeleton.close()
+      report()
+    },
+  }
+}

@@ -1,6 +1,6 @@
 import {tooManyJobs} from '../admission.js'
 import {memoryBackend, type MemoryBackend} from '../memory-backend.js'
-import {attempt, jobSkeleton} from '../skeleton.js'
+import {attempt, inProcessStop, jobSkeleton} from '../skeleton.js'
 import {removeJobFolder} from '../storage.js'
 import {failedLines} from './lines.js'
 import {chunksOf, deletedBody, imageJobBody, newImageJobState, type Chunk, type ChunkRunner, type ImageJobQueue, type ImageJobSpec, type ImageJobState, type ImageQueueHooks} from './types.js'
@@ -67,11 +67,7 @@ export function createMemoryImageQueue(o: MemoryImageQueueOptions): ImageJobQueu
       dropped.push(id)
     },
   })
-  /** The jobs left waiting being dropped since the queue started stopping. */
-  let dropping = Promise.resolve()
-  const report = () => {
-    if (dropped.length > 0) o.onDropped?.(dropped.splice(0))
-  }
+  const stop = inProcessStop(() => jobs.refuse(), skeleton, dropped, o.onDropped)
   /** Job places reserved for uploads being read: job id -> client. */
   const reserved = new Map<string, string>()
 
@@ -120,18 +116,8 @@ export function createMemoryImageQueue(o: MemoryImageQueueOptions): ImageJobQueu
       return deletedBody(entry.state, entry.spec.callbackUrl, o)
     },
     work: (runner) => skeleton.work(runner),
-    stopping() {
-      // The jobs left waiting would never run: their clients learn it now (callback), not once the running one ends.
-      const left = jobs.refuse()
-      dropping = dropping.then(() => skeleton.drop(left)).then(report)
-      // close() awaits it and throws what failed; until then a failure is no unhandled rejection.
-      dropping.catch(() => {})
-    },
+    stopping: stop.stopping,
     reachable: () => true,
-    async close() {
-      await dropping
-      await skeleton.close()
-      report()
-    },
+    close: stop.close,
   }
 }
