@@ -81,11 +81,18 @@ function ignoreFileNames(files: IgnoreFiles): string[] {
   return [...(files.vcs ? [...(files.inRepo ? [GIT_IGNORE] : []), PLAIN_IGNORE] : []), IGNORE_FILE]
 }
 
-async function readIgnoreFile(path: string, at: FsPath = path): Promise<string> {
+/**
+ * An ignore file's text. With `passOverBroken` (the version-control files), a symlink to nothing (a moved shared
+ * file, a checkout missing its target) has no rules, as git and ripgrep pass over it with a warning: the walk counts
+ * it among the broken symlinks, which the summary line names. Any other failure to read one stops the run.
+ */
+async function readIgnoreFile(path: string, at: FsPath = path, passOverBroken = false): Promise<string> {
   try {
     return (await readFileCapped(at, MAX_IGNORE_BYTES)).toString('utf8')
   } catch (e) {
-    throw new ModError('invalid_config', `cannot read ${path}: ${e instanceof ModError ? e.message : whyUnreadable(e)}`)
+    const broken = errnoOf(e) === 'ENOENT' ? await brokenLink(path, at) : undefined
+    if (broken && passOverBroken) return ''
+    throw new ModError('invalid_config', broken ? broken.message : `cannot read ${path}: ${e instanceof ModError ? e.message : whyUnreadable(e)}`)
   }
 }
 
@@ -94,7 +101,7 @@ async function withIgnoreFiles(rules: Rules, dir: string, files: IgnoreFiles, pr
   const names = ignoreFileNames(files).filter(present)
   const read = async (name: string): Promise<Rules> => {
     if (!names.includes(name)) return []
-    const ig = patternSet().add(await readIgnoreFile(join(dir, name), inside(at, name)))
+    const ig = patternSet().add(await readIgnoreFile(join(dir, name), inside(at, name), name !== IGNORE_FILE))
     return [{base: dir, ig, ...(name === IGNORE_FILE ? {} : {vcs: true}), ...(name === GIT_IGNORE ? {git: true} : {})}]
   }
   // Each file's patterns apart, later ones deciding first (excluded): only the version-control files' spare a

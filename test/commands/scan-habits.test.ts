@@ -1,6 +1,6 @@
 // The shell habits of `mod scan`: choosing what is printed, leaving paths out, changing the policy for one run,
 // counting missing paths apart, and saying which policy file a search found.
-import {appendFileSync, existsSync, mkdirSync, writeFileSync} from 'node:fs'
+import {appendFileSync, existsSync, mkdirSync, symlinkSync, writeFileSync} from 'node:fs'
 import {dirname, join} from 'node:path'
 
 import {test} from 'uvu'
@@ -142,6 +142,25 @@ test('a folder named .ignore, .gitignore or .modignore is walked as any folder, 
   const r = await runInProcess(['scan', '.', '--config', policy, '--ndjson'], {env, cwd: tree})
   assert.is(r.code, 1, r.stderr)
   assert.equal(sources(r.stdout), ['.gitignore/b.png', '.ignore/a.png', '.modignore/d.png', 'c.png'])
+})
+
+test('a .gitignore or .ignore that is a symlink to nothing is passed over, as git and ripgrep do, counted among the broken symlinks; a .modignore so is an error naming its target', async () => {
+  const tree = join(dir.path, 'dangling-ignores')
+  mkdirSync(join(tree, 'sub'), {recursive: true})
+  git(tree, 'init', '-q')
+  for (const name of ['a.png', 'sub/b.png', 'sub/c.png']) writeFileSync(join(tree, name), await solidPng(255, 0, 0))
+  symlinkSync('moved-away', join(tree, '.gitignore'))
+  symlinkSync(join('..', 'gone'), join(tree, 'sub', '.ignore'))
+  writeFileSync(join(tree, 'sub', '.gitignore'), 'c.png\n')
+  const r = await runInProcess(['scan', '.', '--config', policy, '--ndjson'], {env, cwd: tree})
+  assert.is(r.code, 1, r.stderr)
+  assert.equal(sources(r.stdout), ['a.png', 'sub/b.png'])
+  assert.match(r.stderr, /skipped \d+ \(2 broken symlinks, /)
+  symlinkSync('shared-rules', join(tree, 'sub', '.modignore'))
+  const own = await runInProcess(['scan', '.', '--config', policy, '--ndjson'], {env, cwd: tree})
+  assert.is(own.code, 2, own.stderr)
+  assert.is(own.stdout, '')
+  assert.match(own.stderr, /^mod: invalid_config: sub\/\.modignore is a symbolic link to shared-rules, which does not exist$/m)
 })
 
 test('files git tracks are scanned whatever .gitignore, .ignore and .git/info/exclude say, as git keeps them (a change cannot hide a committed image so); .modignore and --exclude still leave them out', async () => {
