@@ -152,6 +152,15 @@ test('a flag given on the command line is refused in the same words, naming the 
   assert.is(both.stderr, `mod: usage: --workers="1e3" is not valid: expected ${ACCEPTS.MOD_WORKERS}\n`)
 })
 
+test('an empty path flag (`--config "$POLICY"` with the variable unset) is refused before anything is read: one line naming the flag, exit 2, nothing on stdout', async () => {
+  const image = join(dir.path, 'empty-path.png')
+  writeFileSync(image, await solidPng(200, 0, 0))
+  for (const flag of ['--config', '--cache-dir', '--model-dir', '--head']) {
+    const r = await runCli(['scan', image, flag, ''], {env: {MOD_MODEL_DIR: TOY_MODEL}})
+    assert.equal([r.code, r.stdout, r.stderr], [2, '', `mod: invalid_config: ${flag} is empty: give it a path, or leave the flag out\n`], flag)
+  }
+})
+
 test('every number flag of every command is refused in those words; --timeout past the longest timer too', async () => {
   for (const [args, line] of [
     // A timer past 2147483647 ms fires at once: --timeout 3000000 stopped the run as it began, "after 3000000 s".

@@ -256,12 +256,25 @@ function pathOf(value: string | undefined, cwd: string): string | undefined {
   return resolve(cwd, value)
 }
 
+/**
+ * A path setting, resolved. An empty value typed on the command line (`--config "$POLICY"` with the variable unset)
+ * names no file, and is refused: taken for "not given", a scan would judge by another policy, model or cache than
+ * the one meant. An empty variable counts as unset, as every variable does.
+ */
+function pathSetting(input: SettingsInput, env: Env, key: 'cacheDir' | 'modelDir' | 'config' | 'head', cwd: string): string | undefined {
+  const {value} = source(input, env, key)
+  if (value === '') throw new ModError('invalid_config', `${flagOf(key)} is empty: give it a path, or leave the flag out`)
+  return pathOf(value, cwd)
+}
+
+const flagOf = (key: keyof SettingsInput): string => `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`
+
 /** An input value wins over its variable (an empty variable counts as unset); the name is the one to report. */
 function source(input: SettingsInput, env: Env, key: keyof SettingsInput): {name: string; value: string | undefined} {
   const typed = input[key]
   const name = SETTING_VARIABLES[key]
   // A value an adapter parsed came from its flag, or from the variable the flag reads: both names, as a person types them.
-  if (typed !== undefined) return {name: `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} / ${name}`, value: String(typed)}
+  if (typed !== undefined) return {name: `${flagOf(key)} / ${name}`, value: String(typed)}
   return {name, value: env[name] === '' ? undefined : env[name]}
 }
 
@@ -272,7 +285,7 @@ function source(input: SettingsInput, env: Env, key: keyof SettingsInput): {name
  * exist yet is made when first written.
  */
 function cacheDirOf(input: SettingsInput, env: Env, cwd: string): string {
-  const dir = pathOf(source(input, env, 'cacheDir').value, cwd) ?? defaultCacheDir()
+  const dir = pathSetting(input, env, 'cacheDir', cwd) ?? defaultCacheDir()
   const refuse = (why: string) => new ModError('invalid_config', `the cache folder ${dir} cannot be used: ${why}; give --cache-dir or MOD_CACHE_DIR a folder`)
   for (let at = dir; ; at = dirname(at)) {
     let info: Stats | undefined
@@ -363,10 +376,10 @@ export function readSettings(input: SettingsInput, env: Env, cwd = process.cwd()
   checkBuffered(limits, env.MOD_MAX_BUFFERED_BYTES)
   const engine: EngineSettings = {
     preset: parsePreset(preset.name, preset.value),
-    modelDir: pathOf(source(input, env, 'modelDir').value, cwd),
+    modelDir: pathSetting(input, env, 'modelDir', cwd),
     cacheDir: cacheDirOf(input, env, cwd),
-    configPath: pathOf(source(input, env, 'config').value, cwd),
-    headPath: pathOf(source(input, env, 'head').value, cwd),
+    configPath: pathSetting(input, env, 'config', cwd),
+    headPath: pathSetting(input, env, 'head', cwd),
     ffmpeg: pathOf(env.MOD_FFMPEG, cwd),
     threads: count(input, env, 'threads', 1, MAX_THREADS),
     precision: parsePrecision(precision.name, precision.value),

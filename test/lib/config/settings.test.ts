@@ -128,6 +128,15 @@ test('an input value wins over its variable, which wins over the default; paths 
   assert.equal([fromInput.preset, fromInput.cacheDir, fromInput.threads, fromInput.precision, fromInput.port, fromInput.modelDir], ['accurate', '/c', 1, 'fp16', 0, '/work/here/model'])
 })
 
+test('an empty path typed as a flag is refused, naming the flag (`--config "$POLICY"` with the variable unset must not fall back to another policy); an empty variable is unset', () => {
+  for (const [key, flag] of [['config', '--config'], ['cacheDir', '--cache-dir'], ['modelDir', '--model-dir'], ['head', '--head']] as const) {
+    assert.throws(() => readSettings({[key]: ''}, {}, cwd), (e: Error) => (e as Error & {code: string}).code === 'invalid_config' && e.message === `${flag} is empty: give it a path, or leave the flag out`)
+  }
+  const unset = flat({}, {MOD_CONFIG: '', MOD_CACHE_DIR: '', MOD_MODEL_DIR: '', MOD_HEAD: ''}, cwd)
+  assert.equal([unset.configPath, unset.modelDir, unset.headPath], [undefined, undefined, undefined])
+  assert.is(unset.cacheDir, flat({}, {}, cwd).cacheDir)
+})
+
 test('a path setting starting with ~ or ~/ is in the home folder, as a shell would read it; ~name and a ~ inside stay as written', () => {
   const env = {MOD_CACHE_DIR: '~/mod-cache', MOD_MODEL_DIR: '~', MOD_CONFIG: '~other/p.yaml', MOD_HEAD: 'a/~/h.onnx'}
   const r = readSettings({}, env, cwd)
