@@ -17,7 +17,9 @@
  *
  * The copies are made as a photo is usually resized for the web: Lanczos-3, then JPEG quality 85 with 4:2:0 chroma
  * (the encoders' default). BENCH_COPIES=800 (or none) leaves out the 2x copy, which takes the longest;
- * BENCH_COPIES=400 measures a copy whose longer side is 400 pixels (a thumbnail-sized upload), not run by default.
+ * BENCH_COPIES=400 measures a copy whose longer side is 400 pixels (a thumbnail-sized upload), not run by default;
+ * so do `grey` (the photo in black and white, as fashion and art photos often are) and `blur` (a Gaussian blur of
+ * sigma 2 on the 800-pixel copy: a soft or out-of-focus upload), each saved the same way.
  */
 import './no-telemetry.js'
 
@@ -57,7 +59,7 @@ const KINDS: {folder: string; about: string; expect: Family[]}[] = [
 const IMAGE = /\.(jpe?g|png|webp|gif|tiff?|avif)$/i
 
 const dataDir = process.argv[2] ?? process.env.BENCH_DATA ?? join(ROOT, '..', 'shared', 'data')
-const copies = (process.env.BENCH_COPIES ?? '800,2x').split(',').filter((c) => ['400', '800', '2x'].includes(c))
+const copies = (process.env.BENCH_COPIES ?? '800,2x').split(',').filter((c) => ['400', '800', '2x', 'grey', 'blur'].includes(c))
 const nudenetDir = process.env.NUDENET_DIR ?? join(process.env.MOD_CACHE_DIR ?? join(homedir(), '.cache', 'mod'), 'nudenet')
 const kinds = KINDS.filter((k) => existsSync(join(dataDir, k.folder)))
 if (kinds.length === 0) {
@@ -132,15 +134,17 @@ async function look(bytes: Buffer, name: string): Promise<Look> {
   return {embedded: judgement.scores, withNudenet, judged: outputs[0].length > NSFW_CLASSES.length, ms}
 }
 
-/** A copy of the photo as the web resizes it: its longer side 800 (or 400) pixels, or twice its size. */
+/**
+ * A copy of the photo as the web resizes it: its longer side 800 (or 400) pixels, or twice its size; `grey` at its
+ * own size in black and white, `blur` the 800-pixel copy blurred.
+ */
 async function copyOf(bytes: Buffer, copy: string): Promise<Buffer> {
   const m = await sharp(bytes).metadata()
-  const scale = copy === '2x' ? 2 : Number(copy) / Math.max(m.width, m.height)
-  return sharp(bytes)
-    .rotate()
-    .resize(Math.round(m.width * scale), Math.round(m.height * scale), {fit: 'fill', kernel: 'lanczos3'})
-    .jpeg({quality: 85, chromaSubsampling: '4:2:0'})
-    .toBuffer()
+  const longer = Math.max(m.width, m.height)
+  const scale = copy === '2x' ? 2 : copy === 'grey' ? 1 : copy === 'blur' ? 800 / longer : Number(copy) / longer
+  const resized = sharp(bytes).rotate().resize(Math.round(m.width * scale), Math.round(m.height * scale), {fit: 'fill', kernel: 'lanczos3'})
+  const changed = copy === 'grey' ? resized.grayscale() : copy === 'blur' ? resized.blur(2) : resized
+  return changed.jpeg({quality: 85, chromaSubsampling: '4:2:0'}).toBuffer()
 }
 
 const flags = (s: NsfwCategoryScores | undefined): Family[] => (s ? FAMILY.filter((c) => s[c] >= 0.5) : [])
