@@ -28,7 +28,9 @@ let panes = 0
 export async function inPane<T>(dir: string, command: string, size: {width: number; height: number}, use: (pane: Pane) => Promise<T>): Promise<T> {
   const socket = join(dir, `tmux-${++panes}.sock`)
   const config = join(dir, 'tmux.conf')
-  writeFileSync(config, 'set -g history-limit 20000\n')
+  // The command runs in bash whatever the user's login shell (tmux's default): dash, Debian's /bin/sh and useradd's
+  // default, exits on the Ctrl-C its child handles, where bash goes on to the rest of the line (`echo EXIT=$?`).
+  writeFileSync(config, 'set -g history-limit 20000\nset -g default-shell /bin/bash\n')
   const tmux = (...args: string[]): string => execFileSync('tmux', ['-S', socket, '-f', config, ...args], {encoding: 'utf8'})
   tmux('new-session', '-d', '-s', 'pane', '-x', String(size.width), '-y', String(size.height), '-c', dir, command)
   const pane: Pane = {
