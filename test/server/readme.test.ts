@@ -17,7 +17,7 @@ import {DEFAULT_CATEGORIES} from '../../src/lib/policy/defaults.js'
 import {HTTP_ERROR_CODES, HTTP_ERRORS} from '../../src/server/errors.js'
 import {ROOT, runInProcess} from '../helpers/cli.js'
 import {warmCacheDir} from '../helpers/warm-cache.js'
-import {start, tempDir, testSettings, toyEngine} from './harness.js'
+import {callbackReceiver, start, tempDir, testSettings, toyEngine} from './harness.js'
 
 const PAGES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)]
 const text = new Map(PAGES.map((p) => [p, readFileSync(join(ROOT, p), 'utf8')]))
@@ -283,7 +283,8 @@ test('the error summary of docs/rest.md names every code with its status, once',
 
 /** Runs a shell snippet against the server, with localhost:8000 pointing at it. */
 async function run(script: string, base: string, key: string, cwd: string, env: Record<string, string> = {}): Promise<string> {
-  const {stdout} = await promisify(execFile)('bash', ['-c', `set -o pipefail\n${script.replaceAll('localhost:8000', base.replace('http://', ''))}`], {
+  const host = base.replace('http://', '')
+  const {stdout} = await promisify(execFile)('bash', ['-c', `set -o pipefail\n${script.replaceAll('localhost:8000', host).replaceAll('127.0.0.1:8000', host)}`], {
     cwd,
     env: {...process.env, KEY: key, ...env},
     maxBuffer: 1024 * 1024,
@@ -302,7 +303,7 @@ test('the server examples of the README and docs/rest.md answer as printed', asy
   // One engine for both servers: only their keys differ.
   const base = testSettings(warmCacheDir(join(dir.path, 'cache')), {apiKey: 'readme-key'})
   mkdirSync(join(dir.path, 'jobs'))
-  const settings = {...base, jobs: {...base.jobs, storage: join(dir.path, 'jobs')}}
+  const settings = {...base, jobs: {...base.jobs, storage: join(dir.path, 'jobs'), callbackAllowPrivate: true}}
   const engine = toyEngine(settings)
   try {
     const server = await start(engine, settings)
@@ -321,6 +322,23 @@ test('the server examples of the README and docs/rest.md answer as printed', asy
       await promisify(execFile)('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc=size=64x48:rate=5:duration=3', '-pix_fmt', 'yuv420p', join(dir.path, 'clip.mp4')])
       const video = JSON.parse(await run(command('docs/rest.md', 'curl -s -H "X-API-Key: $KEY" -F file=@clip.mp4'), server.base, 'readme-key', dir.path))
       assert.equal([video.source, video.fps, typeof video.stopped_early], ['clip.mp4', 2, 'boolean'])
+      // docs/video.md's video job: submitted (202 and its Location), read, deleted; the id printed there is an example.
+      copyFileSync(join(dir.path, 'clip.mp4'), join(dir.path, 'film.mp4'))
+      // Its callback goes to a receiver here (the page's host is a placeholder that never resolves).
+      const hooks = await callbackReceiver()
+      const submit = command('docs/video.md', 'curl -i -H "X-API-Key: $KEY" -F file=@film.mp4').replace('https://hooks.example/mod', hooks.url)
+      const submitted = await run(submit, server.base, 'readme-key', dir.path)
+      assert.match(submitted, /^HTTP\/1\.1 202 /, submitted)
+      const id = /\r\nlocation: \/v1\/jobs\/([0-9a-f-]{36})\r\n/i.exec(submitted)?.[1] as string
+      assert.ok(id, submitted)
+      assert.equal(JSON.parse((await hooks.callbackFor(id)).body).status, 'done')
+      const printed = '5f0c7a1e-8a7b-4a53-9a51-3f1f9d0e2c41'
+      const videoJob = JSON.parse(await run(command('docs/video.md', 'curl -H "X-API-Key: $KEY" http://127.0.0.1:8000/v1/jobs/').replace(printed, id), server.base, 'readme-key', dir.path))
+      assert.equal([videoJob.id, videoJob.source, videoJob.status, videoJob.result?.source], [id, 'film.mp4', 'done', 'film.mp4'])
+      await run(command('docs/video.md', 'curl -X DELETE -H "X-API-Key: $KEY"').replace(printed, id), server.base, 'readme-key', dir.path)
+      const gone = JSON.parse(await run(command('docs/video.md', 'curl -H "X-API-Key: $KEY" http://127.0.0.1:8000/v1/jobs/').replace(printed, id), server.base, 'readme-key', dir.path))
+      assert.is(gone.error?.code, 'not_found', JSON.stringify(gone))
+      await hooks.close()
 
       // The bulk job of uploaded images: submitted, followed until done, its results read.
       const job = JSON.parse(await run(command('docs/rest.md', 'curl -s -H "X-API-Key: $KEY" -F files=@a.jpg -F files=@b.png localhost:8000/v1/jobs/images'), server.base, 'readme-key', dir.path))
