@@ -1,4 +1,5 @@
 import {spawn, spawnSync} from 'node:child_process'
+import {createHash} from 'node:crypto'
 import {mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync} from 'node:fs'
 import {createRequire} from 'node:module'
 import {join} from 'node:path'
@@ -109,6 +110,9 @@ test('--format sarif and github name files relative to the root of the git repos
   for (const {uri, uriBaseId} of locations as {uri: string; uriBaseId?: string}[]) {
     assert.equal(readFileSync(new URL(uri, uriBaseId ? run.originalUriBaseIds[uriBaseId].uri : undefined)), red)
   }
+  // The three are one image: each result keeps a fingerprint of its own, lest code scanning take them for one alert.
+  const sha = createHash('sha256').update(red).digest('hex')
+  assert.equal(run.results.map((x: {partialFingerprints: Record<string, string>}) => x.partialFingerprints['imageSha256/v1']), [sha, `${sha}:2`, `${sha}:3`])
   // GitHub annotations too: the runner reads a relative file from the checkout's root, not the step's folder.
   const github = await runInProcess(['scan', 'assets', '../top red.png', outside, '--config', 'policy.yaml', '--format', 'github'], {env, cwd: app})
   assert.is(github.code, 1, github.stderr)

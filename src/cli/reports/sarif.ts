@@ -43,13 +43,22 @@ export function sarifReporter(run: RunInfo): Reporter<ReportItem> {
   const errorCodes = new Set<string>()
   let truncated = false
   let written = 0
+  // Copies of one image at several paths would give results of one rule the same fingerprint, which code scanning
+  // may take for one alert: the second and later of a rule get an occurrence suffix (`:2`, `:3`, in result order),
+  // as CodeQL numbers the equal line hashes of a file.
+  const seen = new Map<string, number>()
+  const fingerprint = (ruleId: string, sha256: string): string => {
+    const n = (seen.get(`${ruleId}\0${sha256}`) ?? 0) + 1
+    seen.set(`${ruleId}\0${sha256}`, n)
+    return n === 1 ? sha256 : `${sha256}:${n}`
+  }
   const result = (r: ReportItem, ruleId: string, text: string, properties: Record<string, unknown>, level = 'error'): string => {
     return jsonText({
       ruleId,
       level,
       message: {text},
       locations: [{physicalLocation: {artifactLocation: artifactLocation(r.item.source, run), region: {startLine: 1}}}],
-      ...(r.sha256 ? {partialFingerprints: {[FINGERPRINT]: r.sha256}} : {}),
+      ...(r.sha256 ? {partialFingerprints: {[FINGERPRINT]: fingerprint(ruleId, r.sha256)}} : {}),
       ...(r.accepted ? {suppressions: [{kind: 'external', status: 'accepted', justification: 'accepted by the baseline'}]} : {}),
       properties,
     })
