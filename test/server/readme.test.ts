@@ -326,19 +326,22 @@ test('the server examples of the README and docs/rest.md answer as printed', asy
       copyFileSync(join(dir.path, 'clip.mp4'), join(dir.path, 'film.mp4'))
       // Its callback goes to a receiver here (the page's host is a placeholder that never resolves).
       const hooks = await callbackReceiver()
-      const submit = command('docs/video.md', 'curl -i -H "X-API-Key: $KEY" -F file=@film.mp4').replace('https://hooks.example/mod', hooks.url)
-      const submitted = await run(submit, server.base, 'readme-key', dir.path)
-      assert.match(submitted, /^HTTP\/1\.1 202 /, submitted)
-      const id = /\r\nlocation: \/v1\/jobs\/([0-9a-f-]{36})\r\n/i.exec(submitted)?.[1] as string
-      assert.ok(id, submitted)
-      assert.equal(JSON.parse((await hooks.callbackFor(id)).body).status, 'done')
-      const printed = '5f0c7a1e-8a7b-4a53-9a51-3f1f9d0e2c41'
-      const videoJob = JSON.parse(await run(command('docs/video.md', 'curl -H "X-API-Key: $KEY" http://127.0.0.1:8000/v1/jobs/').replace(printed, id), server.base, 'readme-key', dir.path))
-      assert.equal([videoJob.id, videoJob.source, videoJob.status, videoJob.result?.source], [id, 'film.mp4', 'done', 'film.mp4'])
-      await run(command('docs/video.md', 'curl -X DELETE -H "X-API-Key: $KEY"').replace(printed, id), server.base, 'readme-key', dir.path)
-      const gone = JSON.parse(await run(command('docs/video.md', 'curl -H "X-API-Key: $KEY" http://127.0.0.1:8000/v1/jobs/').replace(printed, id), server.base, 'readme-key', dir.path))
-      assert.is(gone.error?.code, 'not_found', JSON.stringify(gone))
-      await hooks.close()
+      try {
+        const submit = command('docs/video.md', 'curl -i -H "X-API-Key: $KEY" -F file=@film.mp4').replace('https://hooks.example/mod', hooks.url)
+        const submitted = await run(submit, server.base, 'readme-key', dir.path)
+        assert.match(submitted, /^HTTP\/1\.1 202 /, submitted)
+        const id = /\r\nlocation: \/v1\/jobs\/([0-9a-f-]{36})\r\n/i.exec(submitted)?.[1] as string
+        assert.ok(id, submitted)
+        assert.equal(JSON.parse((await hooks.callbackFor(id)).body).status, 'done')
+        const printed = '5f0c7a1e-8a7b-4a53-9a51-3f1f9d0e2c41'
+        const videoJob = JSON.parse(await run(command('docs/video.md', 'curl -H "X-API-Key: $KEY" http://127.0.0.1:8000/v1/jobs/').replace(printed, id), server.base, 'readme-key', dir.path))
+        assert.equal([videoJob.id, videoJob.source, videoJob.status, videoJob.result?.source], [id, 'film.mp4', 'done', 'film.mp4'])
+        await run(command('docs/video.md', 'curl -X DELETE -H "X-API-Key: $KEY"').replace(printed, id), server.base, 'readme-key', dir.path)
+        const gone = JSON.parse(await run(command('docs/video.md', 'curl -H "X-API-Key: $KEY" http://127.0.0.1:8000/v1/jobs/').replace(printed, id), server.base, 'readme-key', dir.path))
+        assert.is(gone.error?.code, 'not_found', JSON.stringify(gone))
+      } finally {
+        await hooks.close()
+      }
 
       // The bulk job of uploaded images: submitted, followed until done, its results read.
       const job = JSON.parse(await run(command('docs/rest.md', 'curl -s -H "X-API-Key: $KEY" -F files=@a.jpg -F files=@b.png localhost:8000/v1/jobs/images'), server.base, 'readme-key', dir.path))

@@ -48,8 +48,9 @@ export function sarifReporter(run: RunInfo): Reporter<ReportItem> {
   // as CodeQL numbers the equal line hashes of a file.
   const seen = new Map<string, number>()
   const fingerprint = (ruleId: string, sha256: string): string => {
-    const n = (seen.get(`${ruleId}\0${sha256}`) ?? 0) + 1
-    seen.set(`${ruleId}\0${sha256}`, n)
+    const key = `${ruleId}\0${sha256}`
+    const n = (seen.get(key) ?? 0) + 1
+    seen.set(key, n)
     return n === 1 ? sha256 : `${sha256}:${n}`
   }
   const result = (r: ReportItem, ruleId: string, text: string, properties: Record<string, unknown>, level = 'error'): string => {
