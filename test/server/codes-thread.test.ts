@@ -1,9 +1,9 @@
 // The REST API with a policy's codes rules: zxing reads in a worker thread, so GET /health answers at once while a
-// batch of noise frames, which zxing looks at long (about 100-170 ms a full-HD frame), is scored. Read on the event
-// loop, nearly every /health would wait for a read; the median wait tells the two apart also when other processes
-// take the CPU now and then. No bound on the slowest answer: read on the event loop, the four frames hold it about
-// 0.7 s in all, and on a loaded machine the first answer, asked while the server is still reading the 25 MB upload,
-// took 1.3 s with the reads in their thread.
+// batch of noise frames, which zxing looks at long (about 100-300 ms a full-HD frame, by the CPU), is scored. Read
+// on the event loop, nearly every /health would wait for a read; the median wait tells the two apart also when other
+// processes take the CPU now and then. No bound on the slowest answer: read on the event loop, the four frames hold
+// it about 0.7 s in all, and on a loaded machine the first answer, asked while the server is still reading the 25 MB
+// upload, took 1.3 s with the reads in their thread.
 import {randomBytes} from 'node:crypto'
 import {writeFileSync} from 'node:fs'
 import {join} from 'node:path'
@@ -36,10 +36,10 @@ test('GET /health answers at once (median under 30 ms) while full-HD noise frame
   const files = noise.map((data, i) => ({name: `noise-${i}.png`, data}))
   const {result: r, waits} = await healthWaitsWhile(server.base, call(`${server.base}/v1/moderate/batch`, {method: 'POST', body: form('files', files)}), 20)
   assert.is(r.status, 200)
-  assert.equal(
-    r.body.results.map((x: {codes?: unknown[]; codes_truncated?: boolean}) => [x.codes, x.codes_truncated]),
-    noise.map(() => [[], undefined]),
-  )
+  // Every frame read (no code in noise). A frame may be cut short at the reader's 2 s limit (codes_truncated), which
+  // a noise frame (about 280 ms alone on a slow 2-core machine) outlasts when the whole suite shares the cores: it
+  // was still read in the thread for those 2 s, beside which /health is asked.
+  assert.equal(r.body.results.map((x: {codes?: unknown[]}) => x.codes), noise.map(() => []))
   const median = [...waits].sort((a, b) => a - b)[Math.floor(waits.length / 2)]
   assert.ok(waits.length >= 4 && median < 30, JSON.stringify(waits.map(Math.round)))
 })

@@ -102,7 +102,9 @@ test('on a 375 px phone an open operation fits the screen: the page does not scr
   // Opened in one go from the page: clicking each through playwright (scrolled to, checked, waited for) took about
   // 2 s more; the rest is Swagger UI resolving each operation's schemas as it opens.
   await tab.evaluate(`[...document.querySelectorAll('.opblock .opblock-summary-control')].forEach((s) => s.click())`)
-  await tab.waitForSelector('#operations-moderation-moderateVideo .try-out__btn.reset')
+  // Swagger UI resolves an OpenAPI 3.1 operation slowly as it opens (swagger-api/swagger-ui#10748): about 1.3 s
+  // each on a slow 2-core machine alone, all of them together past playwright's 30 s default beside the suite.
+  await tab.waitForSelector('#operations-moderation-moderateVideo .try-out__btn.reset', {timeout: 120_000})
   const widths = (await tab.evaluate(`({page: document.documentElement.scrollWidth, scrolling: [...document.querySelectorAll('.responses-table')].some((t) => t.scrollWidth > t.clientWidth), open: document.querySelectorAll('.opblock.is-open').length})`)) as {page: number; scrolling: boolean; open: number}
   assert.is(widths.open, ids.length, JSON.stringify(widths))
   assert.is(widths.page, 375, JSON.stringify(widths))
