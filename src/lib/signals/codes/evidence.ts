@@ -41,7 +41,7 @@ export interface FrameCodes {
 }
 
 const TRUNCATED =
-  'Present, and true, only when reading codes was stopped at the time limit of a frame (2 s; zxing reads a full-HD frame in well under that) or a frame held 256 codes, as many as are read: codes in that frame may have been missed.'
+  'Present, and true, only when reading codes was stopped at the time limit of a frame (2 s of CPU time in the reader, 10 s waiting; zxing reads a full-HD frame in well under that) or a frame held 256 codes, as many as are read: codes in that frame may have been missed.'
 
 
 const imageFields = {

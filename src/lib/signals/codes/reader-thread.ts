@@ -3,7 +3,10 @@
  * first frame and ended by close(), so that a frame that takes zxing long (a noise frame holds it for some 160 ms)
  * does not hold up other requests (GET /health). Frames are read one at a time, in the order asked. Each has a
  * time limit: past it the thread is ended, the frame counts as cut short (no codes, `timedOut`), and the next
- * frame starts a new thread. The frame's luminance is made here (read.ts frameLuminance: at most `maxPixels`
+ * frame starts a new thread. The limit is the thread's own CPU time where Node.js measures it (worker.cpuUsage,
+ * Node.js 22.19 / 24.6 and later), so that a server whose cores are busy with other work does not cut short frames
+ * it would have read (a deny-listed code passed by loading the server); a starved thread is still cut at
+ * WALL_LIMIT_FACTOR times the limit. Where it is not measured, the limit is wall time. The frame's luminance is made here (read.ts frameLuminance: at most `maxPixels`
  * bytes), so the thread is handed a fraction of the frame's bytes and reads exactly what an in-thread reader would.
  */
 import type {Worker} from 'node:worker_threads'
@@ -17,6 +20,19 @@ import {DEFAULT_MAX_PIXELS, frameLuminance, type CodeReaderOptions, type FoundCo
  * frame still running after this is cut short rather than allowed to hold the reader.
  */
 export const DEFAULT_FRAME_TIMEOUT_MS = 2000
+
+/** How much longer than its CPU-time limit a frame may wait for the cores before it is cut short all the same. */
+export const WALL_LIMIT_FACTOR = 5
+
+/** The shortest wait before the thread's CPU time is looked at again. */
+const RECHECK_MS = 20
+
+/** worker.cpuUsage, where this Node.js has it (the type is not in every @types/node the project admits). */
+type CpuUsageOf = (previous?: NodeJS.CpuUsage) => Promise<NodeJS.CpuUsage>
+const cpuUsageOf = (w: Worker): CpuUsageOf | undefined => {
+  const f = (w as unknown as {cpuUsage?: CpuUsageOf}).cpuUsage
+  return typeof f === 'function' ? f.bind(w) : undefined
+}
 
 export interface ThreadedReaderOptions extends CodeReaderOptions {
   /** A frame's time limit in the thread, in ms (default DEFAULT_FRAME_TIMEOUT_MS). */
@@ -71,10 +87,19 @@ interface FrameAsk {
   size: FrameSize
 }
 
-/** One frame asked of a ready thread: its answer, or cut short past `timeoutMs`; `stop` ends a thread that failed or ran out of time. */
+/**
+ * One frame asked of a ready thread: its answer, or cut short once it has taken `timeoutMs` of the thread's CPU
+ * time (of wall time where that is not measured; module comment); `stop` ends a thread that failed or ran out of time.
+ */
 function askThread(r: Running, ask: FrameAsk, timeoutMs: number, stop: (r: Running) => void): Promise<FrameRead> {
   return new Promise<FrameRead>((resolve, reject) => {
+    const cpuUsage = cpuUsageOf(r.worker)
+    const asked = performance.now()
+    // Read before the frame is posted, so that all of the frame's time counts; a rejection (the thread gone) cuts.
+    const before = cpuUsage?.().catch(() => undefined)
+    let finished = false
     const done = () => {
+      finished = true
       clearTimeout(timer)
       r.worker.off('message', answer)
       r.worker.off('error', failed)
@@ -91,11 +116,24 @@ function askThread(r: Running, ask: FrameAsk, timeoutMs: number, stop: (r: Runni
       stop(r)
       reject(stopped(e))
     }
-    const timer = setTimeout(() => {
+    const cut = () => {
       done()
       stop(r)
       resolve({codes: [], timedOut: true})
-    }, timeoutMs)
+    }
+    const spentMs = async (): Promise<number> => {
+      const start = await before
+      const now = start && (await cpuUsage?.(start).catch(() => undefined))
+      return now ? (now.user + now.system) / 1000 : Infinity
+    }
+    const check = async () => {
+      const waited = performance.now() - asked
+      const spent = cpuUsage && waited < WALL_LIMIT_FACTOR * timeoutMs ? await spentMs() : Infinity
+      if (finished) return
+      if (spent >= timeoutMs) cut()
+      else timer = setTimeout(() => void check(), Math.max(timeoutMs - spent, RECHECK_MS))
+    }
+    let timer = setTimeout(() => void check(), timeoutMs)
     r.worker.on('message', answer)
     r.worker.once('error', failed)
     r.worker.once('exit', failed)

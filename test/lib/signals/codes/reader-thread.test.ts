@@ -1,7 +1,9 @@
 // The code reader in its worker thread: it reads what the reader in the event loop's thread reads, leaves that
 // thread free while zxing works on noise frames, and cuts a frame short at its time limit, starting a new thread
 // for the next frame.
+import {spawn} from 'node:child_process'
 import {randomBytes} from 'node:crypto'
+import {Worker} from 'node:worker_threads'
 
 import sharp from 'sharp'
 import {test} from 'uvu'
@@ -11,6 +13,8 @@ import {codesEvidence} from '../../../../src/lib/signals/codes/evidence.js'
 import {openCodeReader} from '../../../../src/lib/signals/codes/read.js'
 import {openThreadedCodeReader} from '../../../../src/lib/signals/codes/reader-thread.js'
 import type {RgbImage} from '../../../../src/lib/types.js'
+import {testUnless} from '../../../helpers/skip.js'
+import {nodeArgs} from '../../../helpers/ts-script.js'
 import {drawCode, photo, printOnPhoto, resizeCode} from './draw.js'
 
 async function raw(png: Buffer): Promise<RgbImage> {
@@ -94,6 +98,25 @@ test('a frame past its time limit is cut short (no codes, timedOut), and the nex
   )
   assert.is(closed, 'the code reader is closed')
 })
+
+testUnless(
+  'cpuUsage' in Worker.prototype ? undefined : `Node.js ${process.version} does not measure a worker thread's CPU time (22.19 / 24.6 and later do): the limit is wall time`,
+  "the limit is the thread's CPU time: a frame whose reading waited 1.5 s for the CPU (its process stopped) is read whole under a 1 s limit",
+  async () => {
+    const child = spawn(process.execPath, [...nodeArgs(new URL('./stopped-read.ts', import.meta.url).pathname), '1000'], {stdio: ['ignore', 'pipe', 'inherit']})
+    let out = ''
+    child.stdout.on('data', (d: Buffer) => {
+      out += d
+      if (out !== 'asked\n') return
+      // Wall time passes for the frame, the thread's CPU time does not (a full-HD noise frame takes some 100-300 ms of it).
+      child.kill('SIGSTOP')
+      setTimeout(() => child.kill('SIGCONT'), 1500)
+    })
+    const code = await new Promise((resolve) => child.on('close', resolve))
+    assert.is(code, 0)
+    assert.equal(JSON.parse(out.split('\n')[1]), {codes: [], timedOut: false})
+  },
+)
 
 test('a frame cut short says codes_truncated in the result; the field is absent otherwise', () => {
   const code = {format: 'qr_code' as const, payload: 'x', box: [0, 0, 1, 1] as [number, number, number, number]}
