@@ -254,8 +254,12 @@ function yamlProblem(error: {code: string; message: string; pos: [number, number
     const tag = text.slice(error.pos[0], error.pos[1])
     return `YAML: the tag ${tag} means nothing to mod, which would read the value as if it were not there: remove it (a policy holds plain text, numbers, true or false, lists and mappings)`
   }
+  if (tooDeep(error)) return 'YAML: the values here nest too deeply to be read (hundreds of levels): a policy nests a few'
   return `YAML: ${error.message}`
 }
+
+/** The library's parser ran out of stack: its message names a JavaScript engine's internals, not the file's problem. */
+const tooDeep = (error: {code: string; message: string}): boolean => error.code === 'RESOURCE_EXHAUSTION' && /call stack|stack overflow/i.test(error.message)
 
 /**
  * Parses and checks a policy file's text, the signals' sections by the plugins given; `file` is returned only
@@ -268,7 +272,10 @@ export function validatePolicyText(plugins: PolicyPlugins, text: string): Policy
   const ctx: Context = {lineCounter, problems: [], targets}
   // The library reads a value under a tag it does not know (`!float 0.5`, `!!flaot`) as if the tag were not there,
   // with only a warning: the file's writer meant something by it that the policy would silently not do.
-  const errors = [...doc.errors, ...doc.warnings.filter((w) => w.code === 'TAG_RESOLVE_FAILED')]
+  const found = [...doc.errors, ...doc.warnings.filter((w) => w.code === 'TAG_RESOLVE_FAILED')]
+  // Running out of stack stops the parser at several places at once (its lexer and its composer): said once, first.
+  const firstDeep = found.filter(tooDeep).sort((a, b) => a.pos[0] - b.pos[0])[0]
+  const errors = found.filter((e) => !tooDeep(e) || e === firstDeep)
   if (errors.length > 0) {
     for (const error of errors) report(ctx, error.pos[0], yamlProblem(error, text))
     return {problems: sortProblems(ctx.problems)}

@@ -158,6 +158,16 @@ test('YAML syntax errors are all reported with their lines, and alone', () => {
   })
 })
 
+test('values nested too deeply for the parser are one problem in words, not the JavaScript engine\'s stack overflow', () => {
+  for (const text of [`categories: ${'['.repeat(20_000)}${']'.repeat(20_000)}\n`, `categories: ${'{a: '.repeat(20_000)}1${'}'.repeat(20_000)}\n`]) {
+    const {problems} = validatePolicyText(text)
+    assert.equal(
+      problems.map((p) => [p.line, p.message]),
+      [[1, 'YAML: the values here nest too deeply to be read (hundreds of levels): a policy nests a few']],
+    )
+  }
+})
+
 test('a category named twice is a YAML error on its second line, naming it; a second document is said in words', () => {
   assert.equal(validatePolicyText('categories:\n  weapons: {threshold: 0.6}\n  weapons: {threshold: 0.7}\n').problems, [
     at(3, 3, 'YAML: the key "weapons" is given twice in the same mapping: keep one'),
