@@ -30,7 +30,7 @@ export function utf8Text(bytes: Buffer, filePath: string, what: string): string 
 }
 
 /** Whether most bytes at odd places, or most at even places, are NUL: the ASCII letters of UTF-16 text. */
-function looksUtf16(bytes: Buffer): boolean {
+export function looksUtf16(bytes: Buffer): boolean {
   const head = bytes.subarray(0, 4096)
   const nuls = [0, 0]
   head.forEach((b, i) => {

@@ -89,7 +89,7 @@ test('mod scan stops on a bad list line with invalid_config, naming the file and
   assert.match(r.stderr, `hash list ${join(dir.path, 'lists', 'banned.txt')}: line 3:`)
 })
 
-test('a list saved by Windows tools: a UTF-8 byte order mark and CRLF line ends are read; UTF-16 text is named as such', async () => {
+test('a list saved by Windows tools: a UTF-8 byte order mark and CRLF line ends are read; UTF-16 text, with its mark or without, is named as such', async () => {
   const policy = writePolicy([])
   const list = join(dir.path, 'lists', 'banned.txt')
   writeFileSync(list, `\uFEFF${hash},case-1041\r\n`)
@@ -100,6 +100,11 @@ test('a list saved by Windows tools: a UTF-8 byte order mark and CRLF line ends 
   const utf16 = await runInProcess(['scan', join(folder, 'a-listed.jpg'), '--config', policy, '--only', 'pdq'], {env})
   assert.is(utf16.code, 2)
   assert.is(utf16.stderr.trim(), `mod: invalid_config: hash list ${list}: line 1: the file is UTF-16 text (it starts with a UTF-16 byte order mark): save the list as UTF-8`)
+  // Without the mark, as some tools write it: named too, not every line reported as no hash.
+  writeFileSync(list, Buffer.from(`${hash},case-1041\r\n${hash},case-1042\r\n`, 'utf16le'))
+  const bare = await runInProcess(['scan', join(folder, 'a-listed.jpg'), '--config', policy, '--only', 'pdq'], {env})
+  assert.is(bare.code, 2)
+  assert.is(bare.stderr.trim(), `mod: invalid_config: hash list ${list}: line 1: the file is UTF-16 text without a byte order mark (a NUL byte beside every letter): save the list as UTF-8`)
 })
 
 test('a list that points at a file of secrets: the scan names its lines, never their content', async () => {

@@ -1,3 +1,4 @@
+import {looksUtf16} from '../../config-file.js'
 import {ModError} from '../../errors.js'
 import {HASH_BYTES} from './hash256.js'
 
@@ -84,6 +85,7 @@ function recordTable(text: Buffer): {texts: string[]; indexOf: (text: Buffer, fr
 }
 
 const UTF16 = 'the file is UTF-16 text (it starts with a UTF-16 byte order mark): save the list as UTF-8'
+const UTF16_NO_MARK = 'the file is UTF-16 text without a byte order mark (a NUL byte beside every letter): save the list as UTF-8'
 
 /**
  * Parses a hash list: one `hash[,label[,note]]` per line, the hash as 64 hex digits (either case), the label
@@ -95,8 +97,10 @@ const UTF16 = 'the file is UTF-16 text (it starts with a UTF-16 byte order mark)
 export function parseHashList(text: Buffer): {list: HashList; errors: ListLineError[]} {
   // Windows tools write a byte order mark: UTF-8's is skipped, and UTF-16 text (PowerShell 5's `>`) is named as
   // such rather than as a file of lines that are all too long.
-  if ((text[0] === 0xff && text[1] === 0xfe) || (text[0] === 0xfe && text[1] === 0xff)) {
-    return {list: {count: 0, hashes: new Uint8Array(0), records: new Uint32Array(0), recordTexts: ['']}, errors: [{line: 1, message: UTF16}]}
+  // Without its mark (`Out-File -Encoding unicode` of some tools), every line would be reported as no hash.
+  const utf16 = (text[0] === 0xff && text[1] === 0xfe) || (text[0] === 0xfe && text[1] === 0xff) ? UTF16 : looksUtf16(text) ? UTF16_NO_MARK : undefined
+  if (utf16 !== undefined) {
+    return {list: {count: 0, hashes: new Uint8Array(0), records: new Uint32Array(0), recordTexts: ['']}, errors: [{line: 1, message: utf16}]}
   }
   let capacity = Math.max(16, Math.ceil(text.length / 65))
   let hashes = new Uint8Array(capacity * HASH_BYTES)
