@@ -4,10 +4,11 @@
  * does not hold up other requests (GET /health). Frames are read one at a time, in the order asked. Each has a
  * time limit: past it the thread is ended, the frame counts as cut short (no codes, `timedOut`), and the next
  * frame starts a new thread. The limit is the thread's own CPU time where Node.js measures it (worker.cpuUsage,
- * Node.js 22.19 / 24.6 and later), so that a server whose cores are busy with other work does not cut short frames
+ * Node.js 24.6 and later, 22.23 too), so that a server whose cores are busy with other work does not cut short frames
  * it would have read (a deny-listed code passed by loading the server); a starved thread is still cut at
- * WALL_LIMIT_FACTOR times the limit. Where it is not measured, the limit is wall time. The frame's luminance is made here (read.ts frameLuminance: at most `maxPixels`
- * bytes), so the thread is handed a fraction of the frame's bytes and reads exactly what an in-thread reader would.
+ * WALL_LIMIT_FACTOR times the limit. Where it is not measured, the limit is wall time. The frame's luminance is
+ * made here (read.ts frameLuminance: at most `maxPixels` bytes), so the thread is handed a fraction of the frame's
+ * bytes and reads exactly what an in-thread reader would.
  */
 import type {Worker} from 'node:worker_threads'
 
@@ -22,7 +23,7 @@ import {DEFAULT_MAX_PIXELS, frameLuminance, type CodeReaderOptions, type FoundCo
 export const DEFAULT_FRAME_TIMEOUT_MS = 2000
 
 /** How much longer than its CPU-time limit a frame may wait for the cores before it is cut short all the same. */
-export const WALL_LIMIT_FACTOR = 5
+const WALL_LIMIT_FACTOR = 5
 
 /** The shortest wait before the thread's CPU time is looked at again. */
 const RECHECK_MS = 20

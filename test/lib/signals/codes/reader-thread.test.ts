@@ -100,7 +100,7 @@ test('a frame past its time limit is cut short (no codes, timedOut), and the nex
 })
 
 testUnless(
-  'cpuUsage' in Worker.prototype ? undefined : `Node.js ${process.version} does not measure a worker thread's CPU time (22.19 / 24.6 and later do): the limit is wall time`,
+  'cpuUsage' in Worker.prototype ? undefined : `Node.js ${process.version} does not measure a worker thread's CPU time (24.6 and later do, 22.23 too): the limit is wall time`,
   "the limit is the thread's CPU time: a frame whose reading waited 1.5 s for the CPU (its process stopped) is read whole under a 1 s limit",
   async () => {
     const child = spawn(process.execPath, [...nodeArgs(new URL('./stopped-read.ts', import.meta.url).pathname), '1000'], {stdio: ['ignore', 'pipe', 'inherit']})
