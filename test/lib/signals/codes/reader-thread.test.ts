@@ -3,6 +3,7 @@
 // for the next frame.
 import {spawn} from 'node:child_process'
 import {randomBytes} from 'node:crypto'
+import {fileURLToPath} from 'node:url'
 import {Worker} from 'node:worker_threads'
 
 import sharp from 'sharp'
@@ -103,7 +104,7 @@ testUnless(
   'cpuUsage' in Worker.prototype ? undefined : `Node.js ${process.version} does not measure a worker thread's CPU time (24.6 and later do, 22.23 too): the limit is wall time`,
   "the limit is the thread's CPU time: a frame whose reading waited 1.5 s for the CPU (its process stopped) is read whole under a 1 s limit",
   async () => {
-    const child = spawn(process.execPath, [...nodeArgs(new URL('./stopped-read.ts', import.meta.url).pathname), '1000'], {stdio: ['ignore', 'pipe', 'inherit']})
+    const child = spawn(process.execPath, [...nodeArgs(fileURLToPath(new URL('./stopped-read.ts', import.meta.url))), '1000'], {stdio: ['ignore', 'pipe', 'inherit']})
     let out = ''
     child.stdout.on('data', (d: Buffer) => {
       out += d
