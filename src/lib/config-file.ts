@@ -11,8 +11,7 @@ import {formatSize} from './sizes.js'
  * "Unicode") or another encoding, whose bytes would otherwise become replacement characters in prompts and words.
  */
 export function utf8Text(bytes: Buffer, filePath: string, what: string): string {
-  const bom = bytes.subarray(0, 2)
-  if ((bom[0] === 0xff && bom[1] === 0xfe) || (bom[0] === 0xfe && bom[1] === 0xff)) {
+  if (hasUtf16Mark(bytes)) {
     throw new ModError('invalid_config', `the ${what} ${filePath} is UTF-16 text: save it as UTF-8`)
   }
   // UTF-8 allows a NUL, but no text file holds one: UTF-16 without its byte order mark (`Out-File -Encoding
@@ -28,6 +27,9 @@ export function utf8Text(bytes: Buffer, filePath: string, what: string): string 
     throw new ModError('invalid_config', `the ${what} ${filePath} is not UTF-8 text (line ${firstBadLine(bytes)}): save it as UTF-8`)
   }
 }
+
+/** Whether the bytes start with a UTF-16 byte order mark, little- or big-endian. */
+export const hasUtf16Mark = (bytes: Uint8Array): boolean => (bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff)
 
 /** Whether most bytes at odd places, or most at even places, are NUL: the ASCII letters of UTF-16 text. */
 export function looksUtf16(bytes: Buffer): boolean {

@@ -1,4 +1,4 @@
-import {looksUtf16} from '../../config-file.js'
+import {hasUtf16Mark, looksUtf16} from '../../config-file.js'
 import {ModError} from '../../errors.js'
 import {HASH_BYTES} from './hash256.js'
 
@@ -98,7 +98,7 @@ export function parseHashList(text: Buffer): {list: HashList; errors: ListLineEr
   // Windows tools write a byte order mark: UTF-8's is skipped, and UTF-16 text (PowerShell 5's `>`) is named as
   // such rather than as a file of lines that are all too long.
   // Without its mark (`Out-File -Encoding unicode` of some tools), every line would be reported as no hash.
-  const utf16 = (text[0] === 0xff && text[1] === 0xfe) || (text[0] === 0xfe && text[1] === 0xff) ? UTF16 : looksUtf16(text) ? UTF16_NO_MARK : undefined
+  const utf16 = hasUtf16Mark(text) ? UTF16 : looksUtf16(text) ? UTF16_NO_MARK : undefined
   if (utf16 !== undefined) {
     return {list: {count: 0, hashes: new Uint8Array(0), records: new Uint32Array(0), recordTexts: ['']}, errors: [{line: 1, message: utf16}]}
   }
