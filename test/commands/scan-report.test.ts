@@ -299,6 +299,9 @@ test('the review loop: keyboard marks, kept on reload, downloaded as labels that
     // storage writes to its browser process apart from the navigation, so that a reload at once may load the page
     // before they arrive. A person reloads seconds later; the reload waits until another tab of the report shows the
     // marks (at most 5 s), so that what it checks is that they are kept.
+    // What the tab's own storage holds after its marks: when the other tab sees none, this says whether the page
+    // wrote them at all (a failed write makes the tally say the marks are not kept) or Chromium did not pass them on.
+    const wrote = await tab.evaluate(() => Object.keys(localStorage).map((k) => `${k}: ${localStorage.getItem(k)?.length} chars`).join('; '))
     const other = await context.newPage()
     let seen: string | null = ''
     for (let tries = 0; tries < 50; tries++) {
@@ -311,7 +314,7 @@ test('the review loop: keyboard marks, kept on reload, downloaded as labels that
     await tab.reload()
     // Should it fail again: what the other tab last saw, and what the storage holds after the reload.
     const held = await tab.evaluate(() => Object.keys(localStorage).map((k) => `${k}: ${localStorage.getItem(k)?.length} chars`).join('; '))
-    assert.is(await tally(), '20 of 20 marked: 14 right, 6 false alarms, 0 missed', `the other tab saw "${seen}"; storage: ${held}`)
+    assert.is(await tally(), '20 of 20 marked: 14 right, 6 false alarms, 0 missed', `the tab's storage before the reload: ${wrote}; the other tab saw "${seen}"; storage after: ${held}`)
     assert.is(await tab.locator('article.item[data-mark=false_alarm]').count(), 6)
     assert.equal(await tab.locator('article.item[data-source="review/grey-0.png"] .badge').textContent(), 'false alarm')
 
