@@ -5,10 +5,15 @@
  * picks on this CPU, the speed of each int8 side against fp32 as paired ratios, and their embeddings' cosine with
  * fp32's on the JPEG and 40 images of the folder set. Targets: bare int8 (signed) >= 2.4 x bare fp32 where auto
  * picks signed (a VNNI CPU); cosine with fp32 >= 0.999 for both int8 sides.
+ *
+ * --reduce-range adds two sides with 7-bit weights, which AVX2's u8s8 kernel multiplies without saturating: the
+ * weights halved from the int8 file (what `mod` could derive from the one file a preset downloads,
+ * reduce-range.ts) and, the best such weights can do, quantised from the fp32 file with 63 as the largest weight.
+ * Printed for the record, with no target: they are not used (bench/README.md, "Reduce-range weights on AVX2").
  */
 import './no-telemetry.js'
 
-import {readFile} from 'node:fs/promises'
+import {readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {DEFAULT_LIMITS} from '../src/lib/config/settings.js'
@@ -17,6 +22,9 @@ import {chooseInt8Weights, signedModelFile, type Int8Choice} from '../src/lib/mo
 import {loadManifest} from '../src/lib/model/manifest.js'
 import {defaultThreads} from '../src/lib/model/threads.js'
 import {openClip} from '../src/lib/signals/clip/model.js'
+import {quantizeDynamicInt8} from '../scripts/onnx/quantize.js'
+import {signedInt8Weights} from '../src/lib/model/int8-signed.js'
+import {halvedWeights} from './reduce-range.js'
 import {
   bareEncoder,
   CACHE_DIR,
@@ -53,16 +61,27 @@ const started = performance.now()
 await signedModelFile(join(STANDIN_DIR, VISION_FILES.int8), CACHE_DIR)
 process.stdout.write(`auto picks ${auto} weights on this CPU; the signed copy was ready in ${ms(performance.now() - started)} (made now, or found in ${CACHE_DIR})\n\n`)
 
+const REDUCE_RANGE = process.argv.includes('--reduce-range')
+const REDUCED = {halved: '7-bit weights halved from the int8 file', quantized: '7-bit weights quantised from fp32'} as const
+type Reduced = keyof typeof REDUCED
+const reducedFiles: Partial<Record<Reduced, string>> = {}
+if (REDUCE_RANGE) {
+  reducedFiles.halved = join(CACHE_DIR, 'reduce-range-halved.onnx')
+  await writeFile(reducedFiles.halved, halvedWeights(await readFile(join(STANDIN_DIR, VISION_FILES.int8))).model)
+  reducedFiles.quantized = join(CACHE_DIR, 'reduce-range-quantized.onnx')
+  await writeFile(reducedFiles.quantized, signedInt8Weights(quantizeDynamicInt8(await readFile(join(STANDIN_DIR, VISION_FILES.fp32)), {weightMax: 63}).model).model)
+}
 const sides = {
   fp32: await bareEncoder('fp32'),
   unsigned: await bareEncoder('int8', {int8Weights: 'unsigned'}),
   signed: await bareEncoder('int8', {int8Weights: 'signed'}),
 }
-for (const side of Object.values(sides)) for (let i = 0; i < WARMUP; i++) await side.run()
+const reducedSides = Object.fromEntries(await Promise.all(Object.entries(reducedFiles).map(async ([k, file]) => [k, await bareEncoder('int8', {file})]))) as Partial<Record<Reduced, Awaited<ReturnType<typeof bareEncoder>>>>
+const allSides = {...sides, ...reducedSides}
+for (const side of Object.values(allSides)) for (let i = 0; i < WARMUP; i++) await side.run()
 const loadBefore = load()
-const t = await interleave({fp32: () => sides.fp32.run(), unsigned: () => sides.unsigned.run(), signed: () => sides.signed.run()}, TURNS)
+const t = await interleave(Object.fromEntries(Object.entries(allSides).map(([k, side]) => [k, () => side.run()])), TURNS)
 const loadAfter = load()
-for (const side of Object.values(sides)) await side.release()
 
 // Embeddings of the JPEG and the folder set through the CLIP runner, as the engine opens each side.
 const manifest = await loadManifest(STANDIN_DIR)
@@ -81,12 +100,21 @@ async function embeddings(int8Weights?: Int8Choice): Promise<Float32Array[]> {
 const dot = (a: Float32Array, b: Float32Array) => a.reduce((sum, x, i) => sum + x * b[i], 0)
 const reference = await embeddings()
 const cosines = {unsigned: (await embeddings('unsigned')).map((e, i) => dot(e, reference[i])), signed: (await embeddings('signed')).map((e, i) => dot(e, reference[i]))}
+// The reduced sides' embeddings straight from their sessions, made unit length as the CLIP runner makes them.
+const unit = (e: Float32Array) => e.map((x) => x / Math.sqrt(dot(e, e)))
+const reducedCosines: Partial<Record<Reduced, number[]>> = {}
+for (const [k, side] of Object.entries(reducedSides) as [Reduced, NonNullable<(typeof reducedSides)[Reduced]>][]) {
+  reducedCosines[k] = []
+  for (const [i, tensor] of tensors.entries()) reducedCosines[k].push(dot(unit(await side.embed(tensor)), reference[i]))
+}
+for (const side of Object.values(allSides)) await side.release()
 
 const speed = {unsigned: pairedRatio(t.fp32, t.unsigned), signed: pairedRatio(t.fp32, t.signed)}
 table([
   ['bare image encoder', 'median', 'speed vs fp32 (paired)', 'cosine with fp32: worst / median'],
   ['fp32', ms(median(t.fp32)), '1.00x', ''],
   ...(['unsigned', 'signed'] as const).map((k) => [`int8, ${k} weights`, ms(median(t[k])), `${speed[k].toFixed(2)}x`, `${Math.min(...cosines[k]).toFixed(5)} / ${median(cosines[k]).toFixed(5)}`]),
+  ...(Object.entries(reducedCosines) as [Reduced, number[]][]).map(([k, c]) => [`int8, ${REDUCED[k]}`, ms(median(t[k])), `${pairedRatio(t.fp32, t[k]).toFixed(2)}x`, `${Math.min(...c).toFixed(5)} / ${median(c).toFixed(5)}`]),
 ])
 process.stdout.write(`signed against unsigned: ${pairedRatio(t.unsigned, t.signed).toFixed(2)}x; ${tensors.length} images for the cosines; ${threads} threads; load ${loadBefore} before, ${loadAfter} after\n\n`)
 

@@ -346,12 +346,17 @@ export interface BareEncoder {
   release(): Promise<void>
 }
 
+export interface BareImageEncoder extends BareEncoder {
+  /** The image embedding of one preprocessed image (1 x 3 x crop x crop), as the model gives it. */
+  embed(pixels: Float32Array): Promise<Float32Array>
+}
+
 /**
  * A bare onnxruntime session of the stand-in's image encoder with the engine's session options and thread count,
  * fed the 1280x720 JPEG already decoded, trimmed and preprocessed: what inference of one image costs by itself.
  * The int8 encoder runs with the weights the engine picks for this CPU unless `o.int8Weights` names them.
  */
-export async function bareEncoder(precision: Variant = 'fp32', o: BareOptions = {}): Promise<BareEncoder> {
+export async function bareEncoder(precision: Variant = 'fp32', o: BareOptions = {}): Promise<BareImageEncoder> {
   const manifest = await loadManifest(STANDIN_DIR)
   const {crop} = manifest.preprocess
   const [frame] = await decodeImage(await readFile(HD_JPEG), DEFAULT_LIMITS)
@@ -363,8 +368,8 @@ export async function bareEncoder(precision: Variant = 'fp32', o: BareOptions = 
   const batchFeeds = {[manifest.image.input]: new ort.Tensor('float32', batch, [BATCH_OF, 3, crop, crop])}
   const file = join(STANDIN_DIR, VISION_FILES[precision])
   const signed = precision === 'int8' && (await chooseInt8Weights(o.int8Weights ?? 'auto')) === 'signed'
-  const session = await bareSession(signed ? await signedModelFile(file, CACHE_DIR) : file, o)
-  return {run: () => session.run(feeds), runBatch: () => session.run(batchFeeds), release: () => session.release()}
+  const session = await bareSession(o.file ?? (signed ? await signedModelFile(file, CACHE_DIR) : file), o)
+  return {run: () => session.run(feeds), runBatch: () => session.run(batchFeeds), release: () => session.release(), embed: (pixels: Float32Array) => session.run({[manifest.image.input]: new ort.Tensor('float32', pixels, [1, 3, crop, crop])}).then((out) => out[manifest.image.output].data as Float32Array)}
 }
 
 export interface BareOptions {
@@ -374,6 +379,8 @@ export interface BareOptions {
   fromFile?: boolean
   /** int8: the weights the engine would run (auto, as MOD_INT8_WEIGHTS), or signed / unsigned. */
   int8Weights?: Int8Weights
+  /** Another image encoder file of the stand-in's (a variant a bench makes), instead of the precision's. */
+  file?: string
 }
 
 /** A session with the engine's options and threads (from the bench's graph cache), or as `o` asks. */

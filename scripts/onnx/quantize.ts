@@ -37,14 +37,14 @@ interface Quantized {
   scales: Float32Array
 }
 
-/** Symmetric int8: q = round(x / scale) with scale = max|x| / 127 per column (zero point 0). */
-function quantizeColumns(values: Float32Array, rows: number, cols: number): Quantized {
+/** Symmetric int8: q = round(x / scale) with scale = max|x| / `top` per column (zero point 0). */
+function quantizeColumns(values: Float32Array, rows: number, cols: number, top: number): Quantized {
   const scales = new Float32Array(cols)
   for (let r = 0; r < rows; r++) {
     const base = r * cols
     for (let c = 0; c < cols; c++) scales[c] = Math.max(scales[c], Math.abs(values[base + c]))
   }
-  for (let c = 0; c < cols; c++) scales[c] = scales[c] / INT8_MAX || 1
+  for (let c = 0; c < cols; c++) scales[c] = scales[c] / top || 1
   const inverse = scales.map((s) => 1 / s)
   const q = new Int8Array(values.length)
   for (let r = 0; r < rows; r++) {
@@ -69,8 +69,16 @@ export interface QuantizeReport {
   rewritten: Record<string, number>
 }
 
+export interface QuantizeOptions {
+  /**
+   * The largest matrix weight (127). 63 is onnxruntime's "reduce range": 7-bit weights, whose products AVX2's
+   * VPMADDUBSW sums in pairs without saturating (2 · 255 · 64 <= 32 767); bench/int8.ts --reduce-range measures it.
+   */
+  weightMax?: number
+}
+
 /** Returns the int8 model's bytes and what was rewritten. */
-export function quantizeDynamicInt8(fp32: Uint8Array): {model: Uint8Array; report: QuantizeReport} {
+export function quantizeDynamicInt8(fp32: Uint8Array, {weightMax = INT8_MAX}: QuantizeOptions = {}): {model: Uint8Array; report: QuantizeReport} {
   const model = decodeModel(fp32)
   const graph = model.graph
   if (!graph) throw new Error('the model has no graph')
@@ -109,7 +117,7 @@ export function quantizeDynamicInt8(fp32: Uint8Array): {model: Uint8Array; repor
     const cached = weights.get(name)
     if (cached) return cached
     const [k, n] = (t.dims ?? []).map(Number)
-    const q = quantizeColumns(floatValues(t), k, n)
+    const q = quantizeColumns(floatValues(t), k, n, weightMax)
     weightZeroPoint ??= constant(uint8Tensor(fresh('weight_zero_point'), Uint8Array.of(WEIGHT_ZERO_POINT), []))
     const made: [string, string, string] = [
       constant(uint8Tensor(fresh(`${name}_quantized`), Uint8Array.from(q.values, (v) => v + WEIGHT_ZERO_POINT), [k, n])),

@@ -11,6 +11,7 @@ import {toFloat16, convertToFp16} from '../../scripts/onnx/fp16.js'
 import {createGraph, DATA_TYPE, decodeModel, floatTensor} from '../../scripts/onnx/graph.js'
 import {seededWeights} from '../../scripts/onnx/layers.js'
 import {quantizeDynamicInt8} from '../../scripts/onnx/quantize.js'
+import {halvedWeights} from '../../bench/reduce-range.js'
 import {buildTextModel} from '../../scripts/onnx/text-transformer.js'
 import {buildVisionModel} from '../../scripts/onnx/vit.js'
 import {testUnless} from '../helpers/skip.js'
@@ -181,6 +182,34 @@ test('int8 weights are the symmetric int8 values shifted to uint8 around one zer
   const values = Uint8Array.from(weight?.rawData ?? [])
   assert.ok(values.every((v) => v >= 1))
   assert.ok(values.some((v) => v === 1 || v === 255))
+})
+
+// Reduce-range (7-bit) weights, which bench/int8.ts --reduce-range measures: within [-64, 63] once signed, so that
+// AVX2's u8s8 kernel sums them without saturating; the encoders must still agree with fp32.
+test('with 63 as the largest weight, every uint8 weight lies within 128 ± 63, and the encoder agrees with fp32', async () => {
+  const reduced = quantizeDynamicInt8(visionFp32, {weightMax: 63}).model
+  const weight = decodeModel(reduced).graph?.initializer?.find((t) => t.name === 'vision_model.encoder.layers.0.mlp.fc1.weight_quantized')
+  const values = Uint8Array.from(weight?.rawData ?? [])
+  assert.ok(values.length > 0 && values.every((v) => v >= 65 && v <= 191))
+  assert.ok(values.some((v) => v === 65 || v === 191))
+  const images = centredAgreement(refImages, rows(await runHere(imageRun(reduced)), VISION.embeddingSize))
+  assert.ok(images >= 0.95, `images: ${images}`)
+})
+
+test("bench's halved weights: every MatMulInteger reads int8 weights within [-64, 63], and the encoder agrees with fp32", async () => {
+  const {model, converted} = halvedWeights(int8.vision.model)
+  assert.is(converted, VISION.layers * 6 + 1)
+  const graph = decodeModel(model).graph
+  const initializers = new Map((graph?.initializer ?? []).map((t) => [t.name, t]))
+  for (const node of (graph?.node ?? []).filter((n) => n.opType === 'MatMulInteger')) {
+    const weight = initializers.get(node.input?.[1])
+    assert.is(weight?.dataType, DATA_TYPE.int8)
+    const raw = weight?.rawData ?? new Uint8Array()
+    const values = new Int8Array(raw.buffer, raw.byteOffset, raw.byteLength)
+    assert.ok(values.length > 0 && values.every((v) => v >= -64 && v <= 63), String(node.input?.[1]))
+  }
+  const images = centredAgreement(refImages, rows(await runHere(imageRun(model)), VISION.embeddingSize))
+  assert.ok(images >= 0.95, `images: ${images}`)
 })
 
 test('int8 stores the token embedding table as int8 rows that are dequantised after the Gather', () => {

@@ -24,7 +24,9 @@ export type Int8Choice = Exclude<Int8Weights, 'auto'>
 
 /**
  * `auto`: signed on an x86-64 CPU whose u8s8 kernel is exact (VNNI), unsigned elsewhere: on x86-64 without VNNI
- * it would saturate, and on other CPUs (arm64) its speed has not been measured. `probe` is for tests.
+ * it would saturate, and on other CPUs (arm64) its speed has not been measured. 7-bit ("reduce-range") weights,
+ * which that kernel would sum exactly there too, keep too little of the model: their embeddings' cosine with fp32
+ * fell below 0.999 (bench/int8.ts --reduce-range). `probe` is for tests.
  */
 export async function chooseInt8Weights(mode: Int8Weights, probe = u8s8KernelExact, arch: string = process.arch): Promise<Int8Choice> {
   if (mode !== 'auto') return mode
