@@ -101,7 +101,10 @@ const dot = (a: Float32Array, b: Float32Array) => a.reduce((sum, x, i) => sum + 
 const reference = await embeddings()
 const cosines = {unsigned: (await embeddings('unsigned')).map((e, i) => dot(e, reference[i])), signed: (await embeddings('signed')).map((e, i) => dot(e, reference[i]))}
 // The reduced sides' embeddings straight from their sessions, made unit length as the CLIP runner makes them.
-const unit = (e: Float32Array) => e.map((x) => x / Math.sqrt(dot(e, e)))
+const unit = (e: Float32Array) => {
+  const norm = Math.sqrt(dot(e, e))
+  return e.map((x) => x / norm)
+}
 const reducedCosines: Partial<Record<Reduced, number[]>> = {}
 for (const [k, side] of Object.entries(reducedSides) as [Reduced, NonNullable<(typeof reducedSides)[Reduced]>][]) {
   reducedCosines[k] = []

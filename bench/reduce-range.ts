@@ -8,13 +8,12 @@
  */
 import onnxProto from 'onnx-proto'
 
+import {uint8Values} from '../src/lib/model/int8-signed.js'
+
 const {onnx} = onnxProto
-const UINT8 = onnx.TensorProto.DataType.UINT8
 const INT8 = onnx.TensorProto.DataType.INT8
 
 type Tensor = onnxProto.onnx.ITensorProto
-
-const uint8Values = (t: Tensor): Uint8Array => (t.rawData && t.rawData.length > 0 ? t.rawData : Uint8Array.from(t.int32Data ?? []))
 
 /** The model with halved int8 weights in every MatMulInteger that reads uint8 [K, N] constants; how many. */
 export function halvedWeights(bytes: Uint8Array): {model: Uint8Array; converted: number} {
@@ -27,13 +26,14 @@ export function halvedWeights(bytes: Uint8Array): {model: Uint8Array; converted:
   let converted = 0
   for (const node of graph.node ?? []) {
     nodes.push(node)
+    if (node.opType !== 'MatMulInteger' || node.domain) continue
     const input = [...(node.input ?? [])]
     const weight = initializers.get(input[1] ?? '')
-    if (node.opType !== 'MatMulInteger' || node.domain || weight?.dataType !== UINT8 || weight.dims?.length !== 2) continue
+    const values = weight && uint8Values(weight)
     const zero = input[3] ? initializers.get(input[3]) : undefined
-    if (input[3] && zero?.dataType !== UINT8) continue
-    const values = uint8Values(weight)
-    const zeros = Array.from(zero ? uint8Values(zero) : Uint8Array.of(0), (z) => z - 128)
+    const zeroValues = zero ? uint8Values(zero) : Uint8Array.of(0)
+    if (!values || weight.dims?.length !== 2 || !zeroValues || (input[3] && !zero)) continue
+    const zeros = Array.from(zeroValues, (z) => z - 128)
     const halfZeros = zeros.map((z) => Math.round(z / 2))
     const cols = Number(weight.dims[1])
     const out = new Int8Array(values.length)

@@ -17,7 +17,7 @@ const SHIFT = 128
 type Tensor = onnxProto.onnx.ITensorProto
 
 /** A tensor's uint8 values when it holds them in the file (raw or as int32 fields), else undefined. */
-function uint8Values(t: Tensor): Uint8Array | undefined {
+export function uint8Values(t: Tensor): Uint8Array | undefined {
   if (t.dataType !== UINT8 || t.dataLocation === onnx.TensorProto.DataLocation.EXTERNAL) return undefined
   const count = (t.dims ?? []).reduce<number>((a, d) => a * Number(d), 1)
   const values = t.rawData && t.rawData.length > 0 ? t.rawData : Uint8Array.from(t.int32Data ?? [])
