@@ -8,7 +8,7 @@
  */
 import onnxProto from 'onnx-proto'
 
-import {uint8Values} from '../src/lib/model/int8-signed.js'
+import {uint8MatMulWeights} from '../src/lib/model/int8-signed.js'
 
 const {onnx} = onnxProto
 const INT8 = onnx.TensorProto.DataType.INT8
@@ -26,16 +26,13 @@ export function halvedWeights(bytes: Uint8Array): {model: Uint8Array; converted:
   let converted = 0
   for (const node of graph.node ?? []) {
     nodes.push(node)
-    if (node.opType !== 'MatMulInteger' || node.domain) continue
+    const found = uint8MatMulWeights(node, initializers)
+    if (!found || found.weight.dims?.length !== 2) continue
+    const {weight, values, zero, zeroValues} = found
     const input = [...(node.input ?? [])]
-    const weight = initializers.get(input[1] ?? '')
-    const values = weight && uint8Values(weight)
-    const zero = input[3] ? initializers.get(input[3]) : undefined
-    const zeroValues = zero ? uint8Values(zero) : Uint8Array.of(0)
-    if (!values || weight.dims?.length !== 2 || !zeroValues || (input[3] && !zero)) continue
     const zeros = Array.from(zeroValues, (z) => z - 128)
     const halfZeros = zeros.map((z) => Math.round(z / 2))
-    const cols = Number(weight.dims[1])
+    const cols = Number(weight.dims?.[1])
     const out = new Int8Array(values.length)
     for (let i = 0; i < values.length; i++) {
       const c = zeros.length === 1 ? 0 : i % cols

@@ -17,11 +17,31 @@ const SHIFT = 128
 type Tensor = onnxProto.onnx.ITensorProto
 
 /** A tensor's uint8 values when it holds them in the file (raw or as int32 fields), else undefined. */
-export function uint8Values(t: Tensor): Uint8Array | undefined {
+function uint8Values(t: Tensor): Uint8Array | undefined {
   if (t.dataType !== UINT8 || t.dataLocation === onnx.TensorProto.DataLocation.EXTERNAL) return undefined
   const count = (t.dims ?? []).reduce<number>((a, d) => a * Number(d), 1)
   const values = t.rawData && t.rawData.length > 0 ? t.rawData : Uint8Array.from(t.int32Data ?? [])
   return values.length === count ? values : undefined
+}
+
+export interface Uint8Weights {
+  weight: Tensor
+  values: Uint8Array
+  zero?: Tensor
+  /** The weight zero point's values; 0 when the node names none. */
+  zeroValues: Uint8Array
+}
+
+/** A MatMulInteger's uint8 weight and weight zero point, when both are constants in the file; else undefined. */
+export function uint8MatMulWeights(node: onnxProto.onnx.INodeProto, initializers: ReadonlyMap<string, Tensor>): Uint8Weights | undefined {
+  if (node.opType !== 'MatMulInteger' || node.domain) return undefined
+  const input = node.input ?? []
+  const weight = initializers.get(input[1] ?? '')
+  const values = weight && uint8Values(weight)
+  const zero = input[3] ? initializers.get(input[3]) : undefined
+  const zeroValues = zero ? uint8Values(zero) : Uint8Array.of(0)
+  if (!weight || !values || !zeroValues || (input[3] && !zero)) return undefined
+  return {weight, values, zero, zeroValues}
 }
 
 function shifted(t: Tensor, name: string, values: Uint8Array): Tensor {
@@ -64,15 +84,11 @@ export function signedInt8Weights(bytes: Uint8Array): SignedResult {
   let implicitZero: string | undefined
   let converted = 0
   for (const node of graph.node ?? []) {
-    if (node.opType !== 'MatMulInteger' || node.domain) continue
+    const found = uint8MatMulWeights(node, initializers)
+    if (!found) continue
     const input = [...(node.input ?? [])]
-    const weight = initializers.get(input[1] ?? '')
-    const weightValues = weight && uint8Values(weight)
-    const zero = input[3] ? initializers.get(input[3]) : undefined
-    const zeroValues = zero ? uint8Values(zero) : Uint8Array.of(0)
-    if (!weightValues || !zeroValues || (input[3] && !zero)) continue
-    input[1] = signedCopy(input[1], weightValues)
-    if (input[3]) input[3] = signedCopy(input[3], zeroValues)
+    input[1] = signedCopy(input[1], found.values)
+    if (input[3]) input[3] = signedCopy(input[3], found.zeroValues)
     else {
       if (implicitZero === undefined) {
         implicitZero = fresh('weight_zero_point_signed')
