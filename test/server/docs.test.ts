@@ -232,10 +232,10 @@ test("the init script starts Swagger UI on openapi.json (relative to the page) w
       validatorUrl: null,
       layout: 'StandaloneLayout',
       presets: ['apis-preset', 'standalone-preset'],
-      plugins: ['download-plugin', null, null],
+      plugins: ['download-plugin', null, null, null],
     },
   ])
-  assert.is(typeof (calls[0].plugins as unknown[])[1], 'function')
+  assert.equal([...(calls[0].plugins as unknown[]).slice(1)].map((p) => typeof p), ['function', 'function', 'function'])
   assert.is(window.ui, 'ui')
   assert.equal([...stored.keys()], [])
 })
