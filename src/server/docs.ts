@@ -134,9 +134,17 @@ function initScript(): string {
     // then the whole document is resolved once (about 2 s there: in idle time, or at once when a second operation
     // opens first), and each operation or schema opened after is its part of that. The argument Swagger UI passes is
     // its document with the parts resolved so far: the same document, so the page's own stands for it (another
-    // document loaded starts over).
+    // document loaded starts over). A part outside the paths that holds no reference (the security schemes, asked for
+    // as the page loads) is its own resolution, as is a part the document lacks (null): the normalising only changes
+    // operations and their parameters.
     'function resolvedOnce(system) {',
     '  var original = system.fn.resolveSubtree',
+    '  function hasReference(value) {',
+    "    if (!value || typeof value !== 'object') return false",
+    "    if (Object.prototype.hasOwnProperty.call(value, '$ref')) return true",
+    '    for (var key in value) if (Object.prototype.hasOwnProperty.call(value, key) && hasReference(value[key])) return true',
+    '    return false',
+    '  }',
     '  var whole = null',
     '  var opened = false',
     '  function resolveWhole(options) {',
@@ -155,6 +163,11 @@ function initScript(): string {
     '  }',
     '  return {fn: {resolveSubtree: function (obj, path, options) {',
     '    if (options && options.returnEntireTree) return original(obj, path, options)',
+    "    if (path[0] !== 'paths' && path.length > 0) {",
+    '      var part = system.specSelectors.specJS()',
+    '      for (var i = 0; i < path.length && part; i++) part = part[path[i]]',
+    '      if (!hasReference(part)) return Promise.resolve({spec: part ? structuredClone(part) : null, errors: []})',
+    '    }',
     '    if (whole && whole.of !== system.specSelectors.specJson()) whole = null',
     '    if (!whole) {',
     "      if (path[0] !== 'paths' || !opened) {",

@@ -116,16 +116,20 @@ test('on a 375 px phone an open operation fits the screen: the page does not scr
   await tab.close()
 })
 
-test('after the first operation, each part the page resolves is its part of the document resolved once, as Swagger UI itself resolves it', async () => {
+test('after the first operation, each part the page resolves is its part of the document resolved once, as Swagger UI itself resolves it; a part with no reference outside the paths is itself', async () => {
   const tab = await browser.newPage({viewport: {width: 1280, height: 900}})
   const problems = consoleProblems(tab)
   await tab.goto(`${server.base}/docs`)
   await tab.waitForSelector('.opblock', {timeout: 30_000})
+  // Strings, not functions: see the first test. `ui` is the page's Swagger UI; asked with an empty document, the
+  // page's resolver answers from the page's own (Swagger UI's would find nothing there).
+  const options = `({baseDoc: String(new URL(ui.specSelectors.url(), document.baseURI)), useCircularStructures: false})`
+  // Before any operation has opened, the security schemes (no reference in them) are answered as they are.
+  const schemes = await tab.evaluate(`ui.fn.resolveSubtree({}, ['components', 'securitySchemes'], ${options}).then((r) => JSON.stringify(r))`)
+  const document = (await (await fetch(`${server.base}/openapi.json`)).json()) as {components: {securitySchemes: unknown}}
+  assert.is(schemes, JSON.stringify({spec: document.components.securitySchemes, errors: []}))
   await tab.click('#operations-moderation-moderateImage .opblock-summary-control')
   await tab.waitForSelector('#operations-moderation-moderateImage .responses-table', {timeout: 30_000})
-  // Strings, not functions: see the first test. `ui` is the page's Swagger UI; asked with an empty document, the
-  // page's resolver answers from the one it resolved (Swagger UI's own would find nothing there).
-  const options = `({baseDoc: String(new URL(ui.specSelectors.url(), document.baseURI)), useCircularStructures: false})`
   // A second operation opened resolves the whole document, if the page has not in its idle time already.
   await tab.click('#operations-policy-listCategories .opblock-summary-control')
   await tab.waitForSelector('#operations-policy-listCategories .responses-table', {timeout: 60_000})
@@ -149,10 +153,15 @@ test('after the first operation, each part the page resolves is its part of the 
       const alone = await resolve(ui.specSelectors.specJS(), path, ${options})
       answers.push(['alone ' + path.join(' '), JSON.stringify(alone.spec), JSON.stringify(path.reduce((part, key) => part?.[key], whole.spec)), JSON.stringify(alone.errors)])
     }
+    // A part the document lacks: null from both.
+    const lacking = ['components', 'schemas', 'NoSuchSchema']
+    const theirs = await resolve(ui.specSelectors.specJS(), lacking, ${options})
+    const mine = await ui.fn.resolveSubtree({}, lacking, ${options})
+    answers.push(['lacking', JSON.stringify([mine.spec, mine.errors]), JSON.stringify([theirs.spec, theirs.errors]), '[]'])
     return answers
   })()`)) as [string, string, string, string][]
   for (const [path, mine, theirs, errors] of compared) {
-    assert.ok(mine !== 'null' && mine !== undefined, `${path}: ${mine}`)
+    assert.ok(path === 'lacking' ? mine === '[null,[]]' : mine !== 'null' && mine !== undefined, `${path}: ${mine}`)
     assert.is(mine, theirs, path)
     assert.is(errors, '[]', path)
   }
