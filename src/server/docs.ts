@@ -139,6 +139,9 @@ function initScript(): string {
     // operations and their parameters.
     'function resolvedOnce(system) {',
     '  var original = system.fn.resolveSubtree',
+    // structuredClone came to browsers after the syntax Swagger UI needs (Chrome 98, Safari 15.4): JSON's copy
+    // before it, the same for a resolved document (circular references stay references).
+    "  var copy = typeof structuredClone === 'function' ? structuredClone : function (value) { return JSON.parse(JSON.stringify(value)) }",
     '  function hasReference(value) {',
     "    if (!value || typeof value !== 'object') return false",
     "    if (Object.prototype.hasOwnProperty.call(value, '$ref')) return true",
@@ -166,7 +169,7 @@ function initScript(): string {
     "    if (path[0] !== 'paths' && path.length > 0) {",
     '      var part = system.specSelectors.specJS()',
     '      for (var i = 0; i < path.length && part; i++) part = part[path[i]]',
-    '      if (!hasReference(part)) return Promise.resolve({spec: part ? structuredClone(part) : null, errors: []})',
+    '      if (!hasReference(part)) return Promise.resolve({spec: part ? copy(part) : null, errors: []})',
     '    }',
     '    if (whole && whole.of !== system.specSelectors.specJson()) whole = null',
     '    if (!whole) {',
@@ -187,7 +190,7 @@ function initScript(): string {
     '        return !Array.isArray(e.fullPath) || path.every(function (key, i) { return e.fullPath[i] === key })',
     '      })',
     // A copy: Swagger UI sets later parts into the ones it was given, which would change the resolved document.
-    '      return {spec: part ? structuredClone(part) : null, errors: errors}',
+    '      return {spec: part ? copy(part) : null, errors: errors}',
     '    }, function () { return original(obj, path, options) })',
     '  }}}',
     '}',

@@ -240,6 +240,69 @@ test("the init script starts Swagger UI on openapi.json (relative to the page) w
   assert.equal([...stored.keys()], [])
 })
 
+test("the init script's resolver: parts with no reference outside the paths as they are, the first operation by Swagger UI's, then every part from the whole document resolved once", async () => {
+  const source = await (await fetch(`${base}/docs/init.js`)).text()
+  const listeners: Record<string, () => void> = {}
+  const configs: {plugins: unknown[]}[] = []
+  const SwaggerUIBundle = Object.assign((config: {plugins: unknown[]}) => void configs.push(config), {presets: {apis: 'apis'}, plugins: {DownloadUrl: 'download'}})
+  // No structuredClone in this context, as in browsers before 2022; timers run when the test says.
+  const timers: (() => void)[] = []
+  const window = {addEventListener: (event: string, fn: () => void) => (listeners[event] = fn), localStorage: {removeItem: () => {}}}
+  runInNewContext(source, {window, SwaggerUIBundle, SwaggerUIStandalonePreset: 'standalone', setTimeout: (fn: () => void) => timers.push(fn)})
+  listeners.load()
+  const plugin = configs[0].plugins[3] as (system: unknown) => {fn: {resolveSubtree: (obj: unknown, path: string[], options: unknown) => Promise<{spec: unknown; errors: unknown[]}>}}
+
+  const document = {
+    openapi: '3.1.0',
+    paths: {'/a': {get: {responses: {200: {$ref: '#/components/responses/R'}}}}, '/b': {get: {responses: {200: {$ref: '#/components/responses/R'}}}}},
+    components: {responses: {R: {description: 'r'}}, securitySchemes: {K: {type: 'apiKey', in: 'header', name: 'X'}}, schemas: {S: {$ref: '#/components/schemas/T'}, T: {type: 'string'}}},
+  }
+  const resolved = {
+    ...document,
+    paths: {'/a': {get: {responses: {200: {description: 'r'}}}}, '/b': {get: {responses: {200: {description: 'r'}}}}},
+    components: {...document.components, schemas: {S: {type: 'string'}, T: {type: 'string'}}},
+  }
+  const problem = {fullPath: ['paths', '/b', 'get', 'responses'], message: 'a problem under /b'}
+  const asked: string[] = []
+  const original = async (_obj: unknown, path: string[]) => {
+    asked.push(path.join(' '))
+    const part = path.reduce<unknown>((p, key) => (p as Record<string, unknown> | undefined)?.[key], resolved) ?? null
+    return {spec: part, errors: path.length === 0 || path.join(' ').startsWith('paths /b get') ? [problem] : []}
+  }
+  let json = {}
+  const system = {fn: {resolveSubtree: original}, specSelectors: {specJson: () => json, specJS: () => JSON.parse(JSON.stringify(document))}}
+  const resolve = plugin(system).fn.resolveSubtree
+  const plain = (v: unknown): string => JSON.stringify(v)
+
+  // Taken as they are (a copy), and null for a part the document lacks: Swagger UI's resolver is not asked.
+  const schemes = await resolve({}, ['components', 'securitySchemes'], {})
+  assert.is(plain(schemes), plain({spec: document.components.securitySchemes, errors: []}))
+  assert.is(plain(await resolve({}, ['components', 'schemas', 'None'], {})), plain({spec: null, errors: []}))
+  assert.equal(asked, [])
+  // A schema that holds a reference, before any operation: Swagger UI's, with the document it was given.
+  assert.is(plain(await resolve(document, ['components', 'schemas', 'S'], {})), plain({spec: {type: 'string'}, errors: []}))
+  assert.equal(asked, ['components schemas S'])
+  // The first operation: Swagger UI's; a second before the page is idle resolves the whole document, and answers
+  // from it with the problems found under it alone.
+  assert.is(plain(await resolve(document, ['paths', '/a', 'get'], {})), plain({spec: resolved.paths['/a'].get, errors: []}))
+  assert.is(plain(await resolve({}, ['paths', '/b', 'get'], {})), plain({spec: resolved.paths['/b'].get, errors: [problem]}))
+  assert.is(plain(await resolve({}, ['paths', '/a', 'get'], {})), plain({spec: resolved.paths['/a'].get, errors: []}))
+  assert.is(plain(await resolve({}, ['components', 'schemas', 'S'], {})), plain({spec: {type: 'string'}, errors: []}))
+  assert.equal(asked, ['components schemas S', 'paths /a get', ''])
+  // Each answer is a copy: Swagger UI writes into them.
+  const first = await resolve({}, ['paths', '/a', 'get'], {})
+  ;(first.spec as {responses: unknown}).responses = 'changed'
+  assert.is(plain((await resolve({}, ['paths', '/a', 'get'], {})).spec), plain(resolved.paths['/a'].get))
+  // The idle-time resolution that the first operation set off finds it done.
+  for (const run of timers.splice(0)) run()
+  assert.equal(asked, ['components schemas S', 'paths /a get', ''])
+  // Another document loaded: resolved anew, once.
+  json = {}
+  await resolve({}, ['paths', '/a', 'get'], {})
+  await resolve({}, ['paths', '/b', 'get'], {})
+  assert.equal(asked, ['components schemas S', 'paths /a get', '', ''])
+})
+
 test('a path outside the fixed list of files is 404, whatever its encoding', async () => {
   const attempts = [
     '/docs/../package.json',
